@@ -1,22 +1,14 @@
 /**
  * The declarative configuration schema: every section and key of spec documents 000 and 001 (part 2),
- * plus throughway's own [throughway] section. Order follows the spec: document 000, then 001, then
- * throughway's settings, so generated docs read in the spec's order.
+ * plus throughway's own [throughway] section. Order follows the spec, document 000, then 001, then
+ * throughway's settings, so the generated docs read in the spec's order.
  */
 import type { SectionDef } from '../schema-types';
+import { DOC000_SECTIONS } from './doc000';
+import { DOC001_SECTIONS } from './doc001';
+import { THROUGHWAY_SECTIONS } from './throughway';
 
-/** Bumped whenever a section or key is added, removed or changes meaning, so cached/generated outputs can tell. */
+/** Bumped whenever a section or key is added, removed or changes type or meaning, so generated outputs can tell. */
 export const SCHEMA_VERSION = 1;
 
-export const SECTIONS: readonly SectionDef[] = [
-  {
-    path: 'server',
-    source: '000',
-    title: 'Server',
-    runs: true,
-    keys: [
-      { key: 'hostname', type: 's', required: true, default: 'localhost', format: 'host', meaning: 'The hostname of the server.' },
-      { key: 'offset', type: 'i', default: 0, meaning: 'Port offset added to every port the server opens.' },
-    ],
-  },
-];
+export const SECTIONS: readonly SectionDef[] = [...DOC000_SECTIONS, ...DOC001_SECTIONS, ...THROUGHWAY_SECTIONS];

@@ -1,0 +1,47 @@
+/**
+ * throughway's own settings: what a production gateway needs that the spec has no key for
+ * (ARCHITECTURE.md, "Configuration": settings the spec has no key for live in one [throughway] section).
+ * Durations take a bare number in the stated unit or a string such as "30s"; sizes are bytes.
+ */
+import type { SectionDef } from '../schema-types';
+
+export const THROUGHWAY_SECTIONS: readonly SectionDef[] = [
+  {
+    path: 'throughway',
+    source: 'throughway',
+    title: 'throughway process and proxy settings',
+    runs: true,
+    keys: [
+      { key: 'workers', type: 's', default: '1', meaning: 'Worker processes: a whole number, or "auto" for one per CPU core.' },
+      { key: 'log_level', type: 's', default: 'info', allowed: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], meaning: 'Lowest level written to the server log.' },
+      { key: 'connect_timeout', type: 's', format: 'duration', unit: 'ms', default: 10000, min: 1, meaning: 'Backend TCP connect must complete within this.' },
+      { key: 'header_timeout', type: 's', format: 'duration', unit: 'ms', default: 30000, min: 1, meaning: 'A client must send a complete request head within this (slowloris defence).' },
+      { key: 'keepalive_timeout', type: 's', format: 'duration', unit: 'ms', default: 60000, min: 0, meaning: 'An idle client keep-alive connection is closed after this.' },
+      { key: 'pool_idle_timeout', type: 's', format: 'duration', unit: 'ms', default: 30000, min: 0, meaning: "Idle pooled backend sockets are evicted after this; the pool also stays below the backend's announced Keep-Alive timeout." },
+      { key: 'max_request_body', type: 'i', format: 'bytes', default: -1, min: -1, meaning: 'Largest request body accepted, -1 unlimited; a larger body gets 413.' },
+      { key: 'high_water_mark', type: 'i', format: 'bytes', default: 1048576, min: 1, meaning: 'Bytes buffered per connection toward a slow peer before the other side is paused.' },
+      { key: 'read_buffer_size', type: 'i', format: 'bytes', default: 131072, min: 1024, meaning: 'Backend socket read buffer; larger reads measured cheaper (PACKAGES.md).' },
+      { key: 'shutdown_timeout', type: 's', format: 'duration', unit: 'ms', default: 30000, min: 0, meaning: 'On shutdown, in-flight requests get this long to finish before connections are closed.' },
+      { key: 'via', type: 's', default: '1.1 throughway', meaning: 'Value added to the Via header; an empty string disables the Via header.' },
+      { key: 'x_forwarded', type: 'b', default: true, meaning: 'Add X-Forwarded-For, X-Forwarded-Proto and X-Forwarded-Host to backend requests.' },
+      { key: 'trusted_proxies', type: 's', format: 'list', default: [], meaning: 'Peer addresses whose X-Forwarded-* headers are extended rather than replaced; empty trusts none.' },
+      { key: 'retry_stale', type: 'b', default: true, meaning: 'Retry once on a fresh connection when a reused backend socket closes before any response byte.' },
+      { key: 'backlog', type: 'i', default: 511, min: 1, meaning: 'Listen backlog of the gateway listeners (HTTP, HTTPS, WS, WSS).' },
+      { key: 'apis_dir', type: 's', format: 'path', default: 'apis', meaning: 'Directory of API definitions.' },
+      { key: 'policies_file', type: 's', format: 'path', default: 'policies.toml', meaning: 'Throttling policies file.' },
+      { key: 'fault_templates_file', type: 's', format: 'path', default: 'fault-templates.toml', meaning: 'Fault response templates file.' },
+      { key: 'access_log_file', type: 's', format: 'path', default: 'logs/http_access.log', meaning: 'HTTP access log file, written when http_access_log.enabled is true and useLogger is false.' },
+    ],
+  },
+  {
+    path: 'throughway.demo',
+    source: 'throughway',
+    title: 'Built-in demo backend',
+    runs: true,
+    enabledBy: 'throughway.demo.enable',
+    keys: [
+      { key: 'enable', type: 'b', default: false, meaning: 'Start the built-in demo backend with `npm start`.' },
+      { key: 'port', type: 'i', format: 'port', default: 9000, meaning: 'Port of the demo backend (plus server.offset).' },
+    ],
+  },
+];
