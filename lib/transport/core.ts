@@ -1,0 +1,212 @@
+/**
+ * What all connections of one transport share: settings, the router, pools, in-flight slots, counters,
+ * the fault reporter and the sweep.
+ *
+ * Timers: no timer is armed per request or per connection. One sweep per transport, every
+ * min(timeouts)/4 (5 to 250 ms), compares each connection's last activity with its limits: header timeout,
+ * keep-alive idle, socket inactivity, connect timeout, pool wait, idle eviction. Connections stamp their
+ * activity with `now`, a clock the sweep advances, so the hot path reads a field instead of a clock.
+ */
+import * as net from 'node:net';
+import { performance } from 'node:perf_hooks';
+import { faultJson, type TransportFault } from './codes';
+import { stateName } from './states';
+import type { TransportSettings } from './settings';
+import type { Logger } from '../observability/log';
+import type { Exchange } from './exchange';
+import type { SourceConnection } from './source';
+import type { TargetConnection } from './target';
+import { RoutePool } from './pool';
+import type { FaultRenderer, LocalResponse, RouteFn, SourceRequest, TargetEndpoint, TransportEvents } from './types';
+
+export type ConnectFn = (host: string, port: number) => net.Socket;
+
+export interface TransportStats {
+  sourcesAccepted: number;
+  requests: number;
+  faults: number;
+  /** Faults by "side:base:state" (metrics label material: code = base + state). */
+  readonly faultsByKey: Map<string, number>;
+  targetsCreated: number;
+  targetsReused: number;
+  retries: number;
+  /** Transitions outside states.ts's table: always 0 unless there is a bug (tests assert it). */
+  illegalTransitions: number;
+}
+
+const JSON_FIELDS: readonly string[] = Object.freeze(['Content-Type', 'application/json; charset=UTF-8']);
+
+export const defaultRenderFault: FaultRenderer = (fault) => ({
+  status: fault.httpStatus,
+  headers: JSON_FIELDS,
+  body: faultJson(fault.code, fault.message, fault.description),
+  faultCode: fault.code,
+});
+
+export class TransportCore {
+  readonly pools = new Map<string, RoutePool>();
+  readonly sources = new Set<SourceConnection>();
+  readonly targets = new Set<TargetConnection>();
+  readonly stats: TransportStats = {
+    sourcesAccepted: 0,
+    requests: 0,
+    faults: 0,
+    faultsByKey: new Map(),
+    targetsCreated: 0,
+    targetsReused: 0,
+    retries: 0,
+    illegalTransitions: 0,
+  };
+  /** Milliseconds (performance.now()), advanced by the sweep and on accept. */
+  now = performance.now();
+  nextConnectionId = 1;
+  closing = false;
+  /** Exchanges holding an in-flight slot, and those waiting for one (spec 001 [passthru_http] worker_pool_*). */
+  inFlight = 0;
+  private readonly slotWaiters: Exchange[] = [];
+  private sweepTimer: NodeJS.Timeout | undefined;
+  private readonly sweepEvery: number;
+  private drained: (() => void) | undefined;
+
+  constructor(
+    readonly settings: TransportSettings,
+    readonly route: RouteFn,
+    readonly renderFault: FaultRenderer,
+    readonly log: Logger,
+    readonly events: TransportEvents,
+    readonly connect: ConnectFn,
+  ) {
+    const s = settings;
+    const shortest = Math.min(s.socketTimeout, s.connectTimeout, s.headerTimeout, s.keepAliveTimeout, s.poolIdleTimeout);
+    this.sweepEvery = Math.max(5, Math.min(250, Math.floor(shortest / 4)));
+  }
+
+  poolFor(target: TargetEndpoint): RoutePool {
+    let pool = this.pools.get(target.key);
+    if (pool === undefined) {
+      pool = new RoutePool(this, target);
+      this.pools.set(target.key, pool);
+    }
+    return pool;
+  }
+
+  /** Take an in-flight slot, or queue for one; a full bounded queue answers 503 (103002) at once. */
+  takeSlot(ex: Exchange): boolean {
+    if (this.inFlight < this.settings.maxInFlight) {
+      this.inFlight++;
+      ex.hasSlot = true;
+      return true;
+    }
+    const limit = this.settings.queueLength;
+    if (limit < 0 || this.slotWaiters.length < limit) {
+      ex.waitSince = this.now;
+      this.slotWaiters.push(ex);
+      return false;
+    }
+    ex.source.queueFull(ex);
+    return false;
+  }
+
+  releaseSlot(ex: Exchange): void {
+    ex.hasSlot = false;
+    this.inFlight--;
+    while (this.slotWaiters.length > 0 && this.inFlight < this.settings.maxInFlight) {
+      const next = this.slotWaiters.shift() as Exchange;
+      if (next.aborted) continue;
+      this.inFlight++;
+      next.hasSlot = true;
+      next.source.startTarget(next);
+    }
+  }
+
+  get queued(): number {
+    return this.slotWaiters.length;
+  }
+
+  /** Log, count and announce one fault. Every line carries code, base and state (spec 002 part 7). */
+  reportFault(fault: TransportFault, req: SourceRequest | undefined): void {
+    const stats = this.stats;
+    stats.faults++;
+    const key = fault.side + ':' + fault.base + ':' + fault.state;
+    stats.faultsByKey.set(key, (stats.faultsByKey.get(key) ?? 0) + 1);
+    const level = fault.side === 'source' && (fault.reason === 'client_io_receive' || fault.reason === 'client_io_send') ? 'info' : 'warn';
+    if (this.log.enabled(level)) {
+      this.log.log(level, 'transport_fault', {
+        code: fault.code,
+        base: fault.base,
+        state: fault.state,
+        stateName: fault.stateName,
+        side: fault.side,
+        reason: fault.reason,
+        reused: fault.reused,
+        cause: fault.cause,
+        status: fault.httpStatus,
+        method: req?.method,
+        url: req?.url,
+        connection: req?.connectionId,
+      });
+    }
+    const onFault = this.events.onFault;
+    if (onFault !== undefined) onFault(fault, req);
+  }
+
+  illegalTransition(side: 'source' | 'target', from: number, to: number): void {
+    this.stats.illegalTransitions++;
+    this.log.log('error', 'illegal_state_transition', { side, from, fromName: stateName(from), to, toName: stateName(to) });
+  }
+
+  startSweep(): void {
+    if (this.sweepTimer !== undefined) return;
+    this.sweepTimer = setInterval(() => this.sweep(), this.sweepEvery);
+    this.sweepTimer.unref();
+  }
+
+  stopSweep(): void {
+    if (this.sweepTimer !== undefined) clearInterval(this.sweepTimer);
+    this.sweepTimer = undefined;
+  }
+
+  sweep(): void {
+    const now = (this.now = performance.now());
+    for (const s of this.sources) s.checkTimeouts(now);
+    for (const t of this.targets) t.checkTimeouts(now);
+    for (const p of this.pools.values()) p.sweep(now);
+  }
+
+  sourceClosed(): void {
+    if (this.closing && this.sources.size === 0 && this.drained !== undefined) {
+      const done = this.drained;
+      this.drained = undefined;
+      done();
+    }
+  }
+
+  /** Graceful: idle connections close now, busy ones after their response; destroyed at the deadline. */
+  async shutdown(deadlineMs: number): Promise<void> {
+    this.closing = true;
+    for (const s of this.sources) s.shutdown();
+    if (this.sources.size > 0) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(() => {
+          for (const s of this.sources) s.abort();
+          resolve();
+        }, deadlineMs);
+        timer.unref();
+        this.drained = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+    }
+    for (const p of this.pools.values()) p.destroyIdle();
+    for (const t of this.targets) t.destroy();
+    this.stopSweep();
+  }
+}
+
+export function defaultConnect(highWaterMark: number): ConnectFn {
+  // net.Socket hands its options to stream.Duplex, which honours highWaterMark; @types/node omits it.
+  return (host, port) => net.connect({ host, port, noDelay: true, highWaterMark } as net.NetConnectOpts);
+}
+
+export type { LocalResponse };

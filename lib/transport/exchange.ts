@@ -1,0 +1,77 @@
+/**
+ * One request and its response on a source connection. The exchange is what the router sees (it
+ * implements SourceRequest) and what links the source connection to the target connection serving it.
+ */
+import type { SourceConnection } from './source';
+import type { TargetConnection } from './target';
+import type { SourceRequest, ForwardDecision } from './types';
+
+const EMPTY: readonly string[] = [];
+
+export class Exchange implements SourceRequest {
+  // --- the request head (SourceRequest) ---
+  method: string;
+  url: string;
+  headers: readonly string[];
+  versionMajor: number;
+  versionMinor: number;
+  remoteAddress: string;
+  remotePort: number;
+  secure: boolean;
+  connectionId: number;
+  requestNumber: number;
+  contentLength: number;
+  chunked: boolean;
+
+  // --- progress ---
+  readonly source: SourceConnection;
+  target: TargetConnection | null = null;
+  forward: ForwardDecision | null = null;
+  /** The head written to the backend, kept for the one retry on a fresh connection. */
+  requestHead = '';
+  hasBody: boolean;
+  isHead: boolean;
+  /** The exchange can take body bytes: a target is attached, or a local answer was chosen. */
+  ready = false;
+  /** Body bytes are read and dropped (a local answer was given while the request still had a body). */
+  discard = false;
+  requestComplete = false;
+  responseStarted = false;
+  responseDone = false;
+  /** Close the client connection once the response is done. */
+  closeAfter = false;
+  aborted = false;
+  retried = false;
+  hasSlot = false;
+  /** Payload bytes received from the client, and raw body bytes handed to the target. */
+  bodyBytes = 0;
+  bodySent = 0;
+  responseBytes = 0;
+  status = 0;
+  faultCode: number | undefined = undefined;
+  /** Clock readings: head complete, and when it started waiting for a pool or slot. */
+  startedAt: number;
+  waitSince = 0;
+  responseHeaders: readonly string[] = EMPTY;
+  dropResponseHeaders: readonly string[] | undefined = undefined;
+
+  constructor(source: SourceConnection, startedAt: number) {
+    this.source = source;
+    const p = source.parser;
+    this.method = p.method;
+    this.url = p.url;
+    this.headers = p.headers;
+    this.versionMajor = p.versionMajor;
+    this.versionMinor = p.versionMinor;
+    this.contentLength = p.contentLength;
+    this.chunked = p.chunked;
+    this.remoteAddress = source.remoteAddress;
+    this.remotePort = source.remotePort;
+    this.secure = source.secure;
+    this.connectionId = source.id;
+    this.requestNumber = ++source.requests;
+    this.hasBody = p.chunked || p.contentLength > 0;
+    this.isHead = p.method === 'HEAD';
+    this.startedAt = startedAt;
+  }
+}

@@ -1,0 +1,242 @@
+/**
+ * Outgoing heads, built straight from the parsed header arrays as one latin1 string (one write per head).
+ *
+ * Names and values are forwarded byte for byte, case kept. Removed: the hop-by-hop fields of RFC 9110
+ * §7.6.1 (Connection and every name it lists, Proxy-Connection, Keep-Alive, TE, Upgrade). Transfer-Encoding
+ * is hop-by-hop too, but throughway relays message framing verbatim (chunked bodies are not re-framed:
+ * cheaper, and the strict parser has already validated them), so the field that describes that framing is
+ * kept; it is dropped only when a chunked response is de-chunked for an HTTP/1.0 client (RFC 9112 §7.1).
+ */
+import type { TransportSettings } from './settings';
+
+const enum Kind {
+  OTHER = 0,
+  DROP = 1, // hop-by-hop: Keep-Alive, Proxy-Connection, TE, Upgrade
+  CONNECTION = 2,
+  HOST = 3,
+  TRANSFER_ENCODING = 4,
+  USER_AGENT = 5,
+  SERVER = 6,
+  VIA = 7,
+  X_FORWARDED_FOR = 8,
+  X_FORWARDED_PROTO = 9,
+  X_FORWARDED_HOST = 10,
+}
+
+/** Classifies a field name without allocating for the common names (length first, then one compare). */
+function classify(name: string): Kind {
+  switch (name.length) {
+    case 2:
+      return name.toLowerCase() === 'te' ? Kind.DROP : Kind.OTHER;
+    case 3:
+      return name.toLowerCase() === 'via' ? Kind.VIA : Kind.OTHER;
+    case 4:
+      return name.toLowerCase() === 'host' ? Kind.HOST : Kind.OTHER;
+    case 6:
+      return name.toLowerCase() === 'server' ? Kind.SERVER : Kind.OTHER;
+    case 7:
+      return name.toLowerCase() === 'upgrade' ? Kind.DROP : Kind.OTHER;
+    case 10: {
+      const l = name.toLowerCase();
+      if (l === 'connection') return Kind.CONNECTION;
+      if (l === 'keep-alive') return Kind.DROP;
+      if (l === 'user-agent') return Kind.USER_AGENT;
+      return Kind.OTHER;
+    }
+    case 15:
+      return name.toLowerCase() === 'x-forwarded-for' ? Kind.X_FORWARDED_FOR : Kind.OTHER;
+    case 16: {
+      const l = name.toLowerCase();
+      if (l === 'proxy-connection') return Kind.DROP;
+      if (l === 'x-forwarded-host') return Kind.X_FORWARDED_HOST;
+      return Kind.OTHER;
+    }
+    case 17: {
+      const l = name.toLowerCase();
+      if (l === 'transfer-encoding') return Kind.TRANSFER_ENCODING;
+      if (l === 'x-forwarded-proto') return Kind.X_FORWARDED_PROTO;
+      return Kind.OTHER;
+    }
+    default:
+      return Kind.OTHER;
+  }
+}
+
+/**
+ * Extra names a Connection field lists (RFC 9110 §7.6.1: they are hop-by-hop too), lower-cased, or
+ * undefined when it lists only the usual options. Allocates only in that rare case.
+ */
+function connectionListed(headers: readonly string[]): string[] | undefined {
+  let listed: string[] | undefined;
+  for (let i = 0; i < headers.length; i += 2) {
+    const name = headers[i] as string;
+    if (name.length !== 10 || name.toLowerCase() !== 'connection') continue;
+    const value = (headers[i + 1] as string).toLowerCase();
+    if (value === 'close' || value === 'keep-alive' || value === 'upgrade') continue;
+    for (const token of value.split(',')) {
+      const t = token.trim();
+      if (t === '' || t === 'close' || t === 'keep-alive' || t === 'upgrade') continue;
+      (listed ??= []).push(t);
+    }
+  }
+  return listed;
+}
+
+function isListed(listed: string[] | undefined, name: string): boolean {
+  return listed !== undefined && listed.includes(name.toLowerCase());
+}
+
+function preserved(settings: TransportSettings, lowerName: string): boolean {
+  return settings.preserveHeaders.length !== 0 && settings.preserveHeaders.includes(lowerName);
+}
+
+export interface RequestHeadInput {
+  readonly method: string;
+  /** The request target sent to the backend (origin-form). */
+  readonly path: string;
+  readonly headers: readonly string[];
+  /** Host header value for the backend ("host" or "host:port"). */
+  readonly hostHeader: string;
+  readonly remoteAddress: string;
+  readonly proto: 'http' | 'https';
+  /** Ask the backend to close after this exchange (disable_connection_keepalive). */
+  readonly close: boolean;
+}
+
+/** The request head for the backend: always HTTP/1.1 (RFC 9110 §2.5: a proxy sends its own version). */
+export function buildRequestHead(input: RequestHeadInput, settings: TransportSettings): string {
+  const headers = input.headers;
+  const listed = connectionListed(headers);
+  const keepHost = preserved(settings, 'host');
+  let head = input.method + ' ' + input.path + ' HTTP/1.1\r\n';
+  let clientHost: string | undefined;
+  let via: string | undefined;
+  let xff: string | undefined;
+  let hostWritten = false;
+  for (let i = 0; i < headers.length; i += 2) {
+    const name = headers[i] as string;
+    const value = headers[i + 1] as string;
+    switch (classify(name)) {
+      case Kind.OTHER:
+      case Kind.TRANSFER_ENCODING:
+        if (listed === undefined || !isListed(listed, name)) head += name + ': ' + value + '\r\n';
+        break;
+      case Kind.HOST:
+        clientHost = value;
+        if (keepHost && !hostWritten) {
+          head += name + ': ' + value + '\r\n';
+          hostWritten = true;
+        }
+        break;
+      case Kind.USER_AGENT:
+        if (settings.preserveUserAgent || preserved(settings, 'user-agent')) head += name + ': ' + value + '\r\n';
+        break;
+      case Kind.VIA:
+        via = via === undefined ? value : via + ', ' + value;
+        break;
+      case Kind.X_FORWARDED_FOR:
+        xff = xff === undefined ? value : xff + ', ' + value;
+        break;
+      case Kind.X_FORWARDED_PROTO:
+      case Kind.X_FORWARDED_HOST:
+        // A client-supplied value is kept only when listed in 'http.headers.preserve' or when the
+        // gateway adds none; otherwise the gateway's own value replaces it (a client cannot forge it).
+        if (!settings.xForwarded || preserved(settings, name.toLowerCase())) head += name + ': ' + value + '\r\n';
+        break;
+      default:
+        // DROP, CONNECTION: hop-by-hop (RFC 9110 §7.6.1)
+        break;
+    }
+  }
+  if (!hostWritten) head += 'Host: ' + input.hostHeader + '\r\n';
+  if (!settings.preserveUserAgent && !preserved(settings, 'user-agent')) head += 'User-Agent: ' + settings.productToken + '\r\n';
+  if (settings.xForwarded) {
+    head += 'X-Forwarded-For: ' + (xff === undefined ? input.remoteAddress : xff + ', ' + input.remoteAddress) + '\r\n';
+    if (!preserved(settings, 'x-forwarded-proto')) head += 'X-Forwarded-Proto: ' + input.proto + '\r\n';
+    if (clientHost !== undefined && !preserved(settings, 'x-forwarded-host')) head += 'X-Forwarded-Host: ' + clientHost + '\r\n';
+  } else if (xff !== undefined) {
+    head += 'X-Forwarded-For: ' + xff + '\r\n';
+  }
+  if (settings.via !== '') head += 'Via: ' + (via === undefined ? settings.via : via + ', ' + settings.via) + '\r\n';
+  else if (via !== undefined) head += 'Via: ' + via + '\r\n';
+  head += input.close ? 'Connection: close\r\n\r\n' : 'Connection: keep-alive\r\n\r\n';
+  return head;
+}
+
+/** Seconds from a `Keep-Alive: timeout=N` field of the last response head built, or -1. */
+export let lastKeepAliveTimeout = -1;
+
+export interface ResponseHeadInput {
+  readonly statusCode: number;
+  readonly statusText: string;
+  readonly headers: readonly string[];
+  /** What to tell the client: 'keep-alive' (HTTP/1.0 keep-alive), 'close', or '' (HTTP/1.1 default). */
+  readonly connection: '' | 'keep-alive' | 'close';
+  /** Drop Transfer-Encoding: the body is de-chunked for an HTTP/1.0 client. */
+  readonly dechunk: boolean;
+  /** Extra fields from the gateway (CORS, ...), flat name/value pairs; may be empty. */
+  readonly extra: readonly string[];
+}
+
+/** The response head for the client. Also records Keep-Alive: timeout=N in lastKeepAliveTimeout. */
+export function buildResponseHead(input: ResponseHeadInput, settings: TransportSettings): string {
+  const headers = input.headers;
+  const listed = connectionListed(headers);
+  lastKeepAliveTimeout = -1;
+  let head = 'HTTP/1.1 ' + input.statusCode + ' ' + input.statusText + '\r\n';
+  let via: string | undefined;
+  let serverSeen = false;
+  for (let i = 0; i < headers.length; i += 2) {
+    const name = headers[i] as string;
+    const value = headers[i + 1] as string;
+    switch (classify(name)) {
+      case Kind.OTHER:
+      case Kind.HOST:
+      case Kind.USER_AGENT:
+      case Kind.X_FORWARDED_FOR:
+      case Kind.X_FORWARDED_PROTO:
+      case Kind.X_FORWARDED_HOST:
+        if (listed === undefined || !isListed(listed, name)) head += name + ': ' + value + '\r\n';
+        break;
+      case Kind.TRANSFER_ENCODING:
+        if (!input.dechunk) head += name + ': ' + value + '\r\n';
+        break;
+      case Kind.SERVER:
+        serverSeen = true;
+        if (settings.preserveServer || preserved(settings, 'server')) head += name + ': ' + value + '\r\n';
+        break;
+      case Kind.VIA:
+        via = via === undefined ? value : via + ', ' + value;
+        break;
+      case Kind.DROP:
+        if (name.length === 10) lastKeepAliveTimeout = keepAliveSeconds(value);
+        break;
+      default:
+        break;
+    }
+  }
+  if (!settings.preserveServer && !preserved(settings, 'server') && serverSeen) head += 'Server: ' + settings.productToken + '\r\n';
+  if (settings.via !== '') head += 'Via: ' + (via === undefined ? settings.via : via + ', ' + settings.via) + '\r\n';
+  else if (via !== undefined) head += 'Via: ' + via + '\r\n';
+  const extra = input.extra;
+  for (let i = 0; i < extra.length; i += 2) head += extra[i] + ': ' + extra[i + 1] + '\r\n';
+  if (input.connection !== '') head += 'Connection: ' + input.connection + '\r\n';
+  return head + '\r\n';
+}
+
+/** RFC 2068 §19.7.1.1 Keep-Alive parameters: "timeout=5, max=100" -> 5. */
+function keepAliveSeconds(value: string): number {
+  const i = value.toLowerCase().indexOf('timeout=');
+  if (i < 0) return -1;
+  const n = parseInt(value.slice(i + 8), 10);
+  return Number.isFinite(n) && n >= 0 ? n : -1;
+}
+
+/** A head for a response the gateway makes itself (faults, preflight answers). */
+export function buildLocalHead(statusCode: number, statusText: string, headers: readonly string[], bodyLength: number, close: boolean): string {
+  let head = 'HTTP/1.1 ' + statusCode + ' ' + statusText + '\r\n';
+  for (let i = 0; i < headers.length; i += 2) head += headers[i] + ': ' + headers[i + 1] + '\r\n';
+  head += 'Content-Length: ' + bodyLength + '\r\n';
+  if (close) head += 'Connection: close\r\n';
+  return head + '\r\n';
+}

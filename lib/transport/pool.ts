@@ -1,0 +1,102 @@
+/**
+ * Keep-alive pools of target connections, one per backend host:port
+ * ([passthru_http] 'http.max.connection.per.host.port', spec 001).
+ *
+ * Idle connections are reused last-in first-out: the warmest socket serves next and the coldest ones age
+ * out under the sweep's idle eviction. When the route is at its maximum, exchanges wait in FIFO order for
+ * a connection; one that waits longer than the connect timeout fails with 101504 at state 0 (the
+ * reference's code for "no connection could be had", ARCHITECTURE.md), answered 503.
+ */
+import type { TransportCore } from './core';
+import type { Exchange } from './exchange';
+import { TargetConnection } from './target';
+import type { TargetEndpoint } from './types';
+
+export class RoutePool {
+  readonly idle: TargetConnection[] = [];
+  readonly waiters: Exchange[] = [];
+  /** Connections of this route that are open or opening. */
+  total = 0;
+
+  constructor(
+    readonly core: TransportCore,
+    readonly endpoint: TargetEndpoint,
+  ) {}
+
+  /**
+   * A connection for `ex`: a reused idle one, a new one (still connecting: writes queue in the socket),
+   * or undefined when the route is full (ex waits; the pool calls ex.source.targetReady later).
+   * `fresh` skips idle connections (the retry after a stale one).
+   */
+  acquire(ex: Exchange, fresh: boolean): TargetConnection | undefined {
+    if (!fresh) {
+      while (this.idle.length > 0) {
+        const t = this.idle.pop() as TargetConnection;
+        if (t.isUsable()) {
+          this.core.stats.targetsReused++;
+          return t;
+        }
+      }
+    }
+    if (this.total < this.core.settings.maxConnectionsPerRoute) return this.open();
+    ex.waitSince = this.core.now;
+    this.waiters.push(ex);
+    return undefined;
+  }
+
+  private open(): TargetConnection {
+    this.total++;
+    this.core.stats.targetsCreated++;
+    return new TargetConnection(this, this.core.connect(this.endpoint.host, this.endpoint.port));
+  }
+
+  /** A connection finished an exchange and can serve another. */
+  release(t: TargetConnection): void {
+    const waiter = this.nextWaiter();
+    if (waiter !== undefined) {
+      this.core.stats.targetsReused++;
+      waiter.source.targetReady(waiter, t);
+      return;
+    }
+    this.idle.push(t);
+  }
+
+  /** A connection of this pool closed or was destroyed. */
+  removed(t: TargetConnection): void {
+    this.total--;
+    const i = this.idle.indexOf(t);
+    if (i >= 0) this.idle.splice(i, 1);
+    if (this.waiters.length > 0 && this.total < this.core.settings.maxConnectionsPerRoute) {
+      const waiter = this.nextWaiter();
+      if (waiter !== undefined) waiter.source.targetReady(waiter, this.open());
+    }
+  }
+
+  private nextWaiter(): Exchange | undefined {
+    while (this.waiters.length > 0) {
+      const ex = this.waiters.shift() as Exchange;
+      if (!ex.aborted) return ex;
+    }
+    return undefined;
+  }
+
+  /** Sweep: evict idle connections past their limit, fail waiters past the connect timeout. */
+  sweep(now: number): void {
+    for (let i = this.idle.length - 1; i >= 0; i--) {
+      const t = this.idle[i] as TargetConnection;
+      if (now - t.idleSince > t.idleLimit) t.destroy();
+    }
+    if (this.waiters.length === 0) return;
+    const limit = this.core.settings.connectTimeout;
+    while (this.waiters.length > 0) {
+      const ex = this.waiters[0] as Exchange;
+      if (!ex.aborted && now - ex.waitSince <= limit) break;
+      this.waiters.shift();
+      if (!ex.aborted) ex.source.poolTimeout(ex);
+    }
+  }
+
+  destroyIdle(): void {
+    for (const t of this.idle.slice()) t.destroy();
+  }
+}

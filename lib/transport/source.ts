@@ -1,0 +1,721 @@
+/**
+ * The source connection: throughway's side of one client socket (the spec's "listener" side), driven by
+ * the protocol states of spec 002 part 3.
+ *
+ * States: REQUEST_READY between requests; REQUEST_HEAD from the first byte of a request; REQUEST_BODY while
+ * its body arrives; REQUEST_DONE once the request is complete; RESPONSE_HEAD / RESPONSE_BODY while the
+ * response is written; RESPONSE_DONE; back to REQUEST_READY (keep-alive), or CLOSING/CLOSED.
+ *
+ * Parsing rules that keep the one shared wasm parser safe (shared/PACKAGES.md, traps 1 and 4): parser
+ * callbacks only record where the parser stopped (it always pauses at the end of a head and at the end of
+ * a message); every decision runs in feed() after execute() returns. A pipelined request waits, unparsed,
+ * until the response before it is done, so responses go out in order (RFC 9112 §9.3.2).
+ */
+import type { Socket } from 'node:net';
+import { STATUS_CODES } from 'node:http';
+import { HttpParser, ExecStatus, PAUSE, HEAD_CONTINUE, type ParserEvents } from './parser';
+import { ProtocolState as S, canTransition, type ProtocolState } from './states';
+import { makeFault, type TransportFault, type FaultReason } from './codes';
+import { buildRequestHead, buildLocalHead } from './headers';
+import { Exchange } from './exchange';
+import type { TransportCore } from './core';
+import type { TargetConnection } from './target';
+import type { ForwardDecision, LocalResponse, RouteDecision } from './types';
+
+const AT_HEAD = 1;
+const AT_COMPLETE = 2;
+
+export class SourceConnection implements ParserEvents {
+  readonly core: TransportCore;
+  readonly parser: HttpParser;
+  readonly id: number;
+  readonly remoteAddress: string;
+  readonly remotePort: number;
+  state: ProtocolState = S.REQUEST_READY;
+  ex: Exchange | null = null;
+  /** Requests started on this connection. */
+  requests = 0;
+  /** The current request allows the connection to stay open (llhttp's should_keep_alive). */
+  keepAlive = true;
+  lastActive: number;
+  headStart: number;
+  /** Unparsed bytes waiting for the current exchange (pipelined requests, or body awaiting a target). */
+  private queue: Buffer[] = [];
+  /** Parsing waits: for a route, slot or target (AT_HEAD), or for the response (AT_COMPLETE). */
+  private blocked = false;
+  private pausedAt = 0;
+  private inBody = false;
+  /** A bodiless request's head is parsed; its exchange begins when the parser reports completion. */
+  private headPending = false;
+  private feeding = false;
+  private readPaused = false;
+  /** Paused because the target's socket buffer is full. */
+  private waitingForTarget = false;
+  private clientEnded = false;
+  private closing = false;
+  private closed = false;
+  private tooLarge = false;
+  private corked = 0;
+
+  constructor(
+    core: TransportCore,
+    readonly socket: Socket,
+    readonly secure: boolean,
+  ) {
+    this.core = core;
+    this.id = core.nextConnectionId++;
+    this.remoteAddress = socket.remoteAddress ?? '';
+    this.remotePort = socket.remotePort ?? 0;
+    this.lastActive = core.now;
+    this.headStart = core.now;
+    this.parser = new HttpParser('request', this, core.settings.maxHeaderSize);
+    core.sources.add(this);
+    core.stats.sourcesAccepted++;
+    socket.on('data', this.onData);
+    socket.on('end', this.onEnd);
+    socket.on('error', this.onError);
+    socket.on('close', this.onClose);
+    socket.on('drain', this.onDrain);
+  }
+
+  private setState(to: ProtocolState): void {
+    if (this.state === to) return;
+    if (!canTransition(this.state, to)) this.core.illegalTransition('source', this.state, to);
+    this.state = to;
+  }
+
+  // --- reading ---
+
+  private readonly onData = (chunk: Buffer): void => {
+    this.lastActive = this.core.now;
+    if (this.closing) return;
+    if (this.blocked || this.feeding || this.queue.length > 0) {
+      this.queue.push(chunk);
+      if (this.blocked) this.pauseReading();
+      return;
+    }
+    this.beginIfReady(chunk.length);
+    this.run(chunk);
+  };
+
+  /** A new request starts with its first byte (REQUEST_READY -> REQUEST_HEAD). */
+  private beginIfReady(bytes: number): void {
+    if (this.state === S.REQUEST_READY && bytes > 0) {
+      this.setState(S.REQUEST_HEAD);
+      this.headStart = this.core.now;
+    }
+  }
+
+  private run(chunk: Buffer): void {
+    this.feeding = true;
+    try {
+      this.feed(chunk, 0);
+    } catch (err) {
+      this.internalError(err);
+    } finally {
+      this.feeding = false;
+    }
+    if (!this.blocked && this.queue.length > 0) this.pump();
+  }
+
+  /** Feed queued bytes while parsing may go on. */
+  private pump(): void {
+    while (!this.blocked && !this.closing && this.queue.length > 0) {
+      const chunk = this.queue.shift() as Buffer;
+      this.beginIfReady(chunk.length);
+      this.feeding = true;
+      try {
+        this.feed(chunk, 0);
+      } catch (err) {
+        this.internalError(err);
+      } finally {
+        this.feeding = false;
+      }
+    }
+    if (!this.blocked && !this.waitingForTarget) this.resumeReading();
+    if (!this.blocked && this.queue.length === 0 && this.clientEnded && this.state === S.REQUEST_READY) this.close();
+  }
+
+  private feed(chunk: Buffer, start: number): void {
+    const end = chunk.length;
+    let off = start;
+    for (;;) {
+      const wasInBody = this.inBody;
+      const st = this.parser.execute(chunk, off, end);
+      if (st === ExecStatus.OK) {
+        if (wasInBody && off < end) this.relay(chunk, off, end);
+        if (this.tooLarge) this.bodyTooLarge();
+        return;
+      }
+      if (st === ExecStatus.ERROR) {
+        this.parseError();
+        return;
+      }
+      const pos = off + this.parser.consumed;
+      if (wasInBody && pos > off) this.relay(chunk, off, pos);
+      if (this.tooLarge) {
+        this.bodyTooLarge();
+        return;
+      }
+      off = pos;
+      if (this.pausedAt === AT_HEAD) {
+        this.pausedAt = 0;
+        this.beginExchange();
+        if (this.closing) return;
+        const ex = this.ex as Exchange;
+        if (!ex.ready) {
+          this.pausedAt = AT_HEAD;
+          this.stash(chunk, off);
+          this.blocked = true;
+          return;
+        }
+        this.parser.resume();
+        this.inBody = ex.hasBody;
+        continue;
+      }
+      // AT_COMPLETE, or UPGRADE at the end of a request throughway does not upgrade (the Upgrade field
+      // is hop-by-hop and was not forwarded, RFC 9110 §7.8): the next bytes are another request.
+      this.pausedAt = 0;
+      this.inBody = false;
+      if (this.headPending) {
+        this.headPending = false;
+        this.beginExchange();
+        if (this.closing) return;
+      }
+      // After an Upgrade request llhttp parses no further HTTP on this connection: answer, then close.
+      if (st === ExecStatus.UPGRADE) (this.ex as Exchange).closeAfter = true;
+      this.requestComplete();
+      if (this.closing) return;
+      if (this.blocked) {
+        this.stash(chunk, off);
+        return;
+      }
+      // The exchange ended at once (a local answer): go on with the next request in this chunk.
+      this.resumeParser();
+      this.beginIfReady(end - off);
+    }
+  }
+
+  private stash(chunk: Buffer, off: number): void {
+    if (off < chunk.length) this.queue.unshift(off === 0 ? chunk : chunk.subarray(off));
+  }
+
+  private resumeParser(): void {
+    this.parser.resume();
+  }
+
+  private pauseReading(): void {
+    if (!this.readPaused) {
+      this.readPaused = true;
+      this.socket.pause();
+    }
+  }
+
+  private resumeReading(): void {
+    if (this.readPaused) {
+      this.readPaused = false;
+      this.socket.resume();
+    }
+  }
+
+  // --- parser events: record only; feed() acts ---
+
+  onHead(): number {
+    const p = this.parser;
+    if (p.chunked || p.contentLength > 0) {
+      this.pausedAt = AT_HEAD;
+      return PAUSE;
+    }
+    // No body (RFC 9112 §6.3 rule 7). Pausing here would strand the message: after resume, llhttp
+    // needs another input byte before it reports completion. The head is handled at completion instead.
+    this.headPending = true;
+    return HEAD_CONTINUE;
+  }
+
+  onBody(_chunk: Buffer, start: number, end: number): void {
+    const ex = this.ex;
+    if (ex === null) return;
+    ex.bodyBytes += end - start;
+    const max = this.core.settings.maxRequestBody;
+    if (max >= 0 && ex.bodyBytes > max) this.tooLarge = true;
+  }
+
+  onComplete(): number {
+    this.pausedAt = AT_COMPLETE;
+    return PAUSE;
+  }
+
+  // --- the exchange ---
+
+  private beginExchange(): void {
+    const core = this.core;
+    const ex = new Exchange(this, core.now);
+    this.ex = ex;
+    this.keepAlive = this.parser.keepAlive && !core.closing;
+    core.stats.requests++;
+    this.setState(ex.hasBody ? S.REQUEST_BODY : S.REQUEST_HEAD);
+    const max = core.settings.maxRequestBody;
+    if (max >= 0 && ex.contentLength > max) {
+      this.answerFault(ex, makeFault('body_too_large', this.state), true);
+      return;
+    }
+    let decision: RouteDecision | Promise<RouteDecision> | undefined;
+    try {
+      decision = core.route(ex);
+    } catch (err) {
+      this.routeFailed(ex, err);
+      return;
+    }
+    if (decision === undefined) {
+      this.answerFault(ex, makeFault('no_route', this.state), false);
+    } else if (typeof (decision as Promise<RouteDecision>).then === 'function') {
+      (decision as Promise<RouteDecision>).then(
+        (d) => this.decided(ex, d),
+        (err: unknown) => this.routeFailed(ex, err),
+      );
+    } else {
+      this.apply(ex, decision as RouteDecision);
+    }
+  }
+
+  /** An asynchronous route decision arrived. */
+  private decided(ex: Exchange, d: RouteDecision | undefined): void {
+    if (ex.aborted || this.ex !== ex) return;
+    if (d === undefined) this.answerFault(ex, makeFault('no_route', this.state), false);
+    else this.apply(ex, d);
+    this.unblockIfReady(ex);
+  }
+
+  private routeFailed(ex: Exchange, err: unknown): void {
+    if (ex.aborted || this.ex !== ex) return;
+    this.core.log.log('error', 'route_error', { connection: this.id, error: err instanceof Error ? err.message : String(err) });
+    this.answerFault(ex, makeFault('processing', this.state, false, 'router threw'), !ex.requestComplete);
+    this.unblockIfReady(ex);
+  }
+
+  private apply(ex: Exchange, d: RouteDecision): void {
+    if ((d as ForwardDecision).target !== undefined) this.forward(ex, d as ForwardDecision);
+    else this.answer(ex, d as LocalResponse, false);
+  }
+
+  private forward(ex: Exchange, d: ForwardDecision): void {
+    const core = this.core;
+    if (!core.settings.senderEnabled) {
+      this.answerFault(ex, makeFault('sender_disabled', S.REQUEST_READY), false);
+      return;
+    }
+    ex.forward = d;
+    if (d.responseHeaders !== undefined) ex.responseHeaders = d.responseHeaders;
+    if (d.dropResponseHeaders !== undefined && d.dropResponseHeaders.length > 0) ex.dropResponseHeaders = d.dropResponseHeaders;
+    ex.requestHead = buildRequestHead(
+      {
+        method: ex.method,
+        path: d.path ?? ex.url,
+        headers: d.headers ?? ex.headers,
+        hostHeader: d.target.hostHeader,
+        remoteAddress: this.remoteAddress,
+        proto: this.secure ? 'https' : 'http',
+        close: core.settings.disableKeepAlive,
+      },
+      core.settings,
+    );
+    // Without a slot the exchange waits (core.releaseSlot calls startTarget) or was answered 503.
+    if (core.takeSlot(ex)) this.startTarget(ex);
+  }
+
+  /** The exchange holds an in-flight slot: get it a target connection. */
+  startTarget(ex: Exchange): void {
+    if (ex.aborted) return;
+    const pool = this.core.poolFor((ex.forward as ForwardDecision).target);
+    const t = pool.acquire(ex, false);
+    if (t !== undefined) {
+      this.attachTarget(ex, t);
+      this.unblockIfReady(ex);
+    }
+  }
+
+  private attachTarget(ex: Exchange, t: TargetConnection): void {
+    t.attach(ex);
+    ex.ready = true;
+    if (ex.requestComplete) t.endRequest();
+  }
+
+  /** The pool (or a freed slot) produced a target for an exchange that was waiting. */
+  targetReady(ex: Exchange, t: TargetConnection): void {
+    if (ex.aborted || this.ex !== ex) {
+      t.pool.release(t);
+      return;
+    }
+    this.attachTarget(ex, t);
+    this.unblockIfReady(ex);
+  }
+
+  /** A reused socket went stale before any response byte: send the same head on a fresh connection. */
+  retry(ex: Exchange): void {
+    this.core.log.log('debug', 'retry_stale_connection', { connection: this.id, method: ex.method, url: ex.url });
+    const pool = this.core.poolFor((ex.forward as ForwardDecision).target);
+    const t = pool.acquire(ex, true);
+    if (t !== undefined) this.attachTarget(ex, t);
+  }
+
+  /** Waiting for a pooled connection took longer than the connect timeout (101504 at state 0). */
+  poolTimeout(ex: Exchange): void {
+    this.targetFailed(ex, makeFault('pool_full', S.REQUEST_READY, false, `route at its maximum of ${this.core.settings.maxConnectionsPerRoute} connections`));
+    this.unblockIfReady(ex);
+  }
+
+  /** The in-flight queue is full (passthru_http worker_pool_queue_length): 503 at once. */
+  queueFull(ex: Exchange): void {
+    this.answerFault(ex, makeFault('queue_full', this.state), false);
+  }
+
+  /** After an asynchronous step made the exchange ready: continue parsing its body. */
+  private unblockIfReady(ex: Exchange): void {
+    if (this.ex !== ex || !ex.ready || !this.blocked || this.pausedAt !== AT_HEAD || this.feeding || this.closing) return;
+    this.pausedAt = 0;
+    this.blocked = false;
+    this.parser.resume();
+    this.inBody = ex.hasBody;
+    this.pump();
+  }
+
+  /** Body bytes (raw, framing included: chunked bodies are relayed verbatim) toward the target. */
+  private relay(chunk: Buffer, start: number, end: number): void {
+    const ex = this.ex as Exchange;
+    if (ex.discard) return;
+    const t = ex.target;
+    if (t === null) return; // the target failed and the fault was answered; the rest is dropped
+    ex.bodySent += end - start;
+    if (!t.writeBody(start === 0 && end === chunk.length ? chunk : chunk.subarray(start, end))) {
+      this.waitingForTarget = true;
+      this.pauseReading();
+    }
+  }
+
+  /** The target's socket drained: read the client again. */
+  targetDrained(): void {
+    if (!this.waitingForTarget) return;
+    this.waitingForTarget = false;
+    if (!this.blocked) this.resumeReading();
+  }
+
+  private requestComplete(): void {
+    const ex = this.ex as Exchange;
+    ex.requestComplete = true;
+    if (this.state < S.REQUEST_DONE) this.setState(S.REQUEST_DONE);
+    if (ex.target !== null) ex.target.endRequest();
+    if (ex.responseDone) this.finishExchange(ex);
+    else this.blocked = true;
+  }
+
+  // --- writing ---
+
+  cork(): void {
+    if (this.corked++ === 0) this.socket.cork();
+  }
+
+  uncork(): void {
+    if (--this.corked === 0) this.socket.uncork();
+  }
+
+  writeInterim(status: number, text: string, headers: readonly string[]): void {
+    let head = 'HTTP/1.1 ' + status + ' ' + text + '\r\n';
+    for (let i = 0; i < headers.length; i += 2) head += headers[i] + ': ' + headers[i + 1] + '\r\n';
+    this.socket.write(head + '\r\n', 'latin1');
+  }
+
+  writeResponseHead(ex: Exchange, head: string, noBody: boolean): void {
+    ex.responseStarted = true;
+    this.setState(S.RESPONSE_HEAD);
+    this.socket.write(head, 'latin1');
+    if (!noBody) this.setState(S.RESPONSE_BODY);
+  }
+
+  /** Response body bytes. Returns false when the client's socket buffer is full (pause the target). */
+  writeBody(buf: Buffer): boolean {
+    return this.socket.write(buf);
+  }
+
+  private readonly onDrain = (): void => {
+    this.lastActive = this.core.now;
+    const t = this.ex?.target;
+    if (t != null) t.resumeReading();
+  };
+
+  /** The target finished the response. */
+  responseDone(ex: Exchange): void {
+    if (this.ex !== ex) return;
+    ex.responseDone = true;
+    this.setState(S.RESPONSE_DONE);
+    if (ex.closeAfter) {
+      this.endExchange(ex, undefined);
+      this.close();
+    } else if (ex.requestComplete) {
+      this.finishExchange(ex);
+    }
+  }
+
+  /** Request complete and response done: the connection goes on or closes. */
+  private finishExchange(ex: Exchange): void {
+    this.endExchange(ex, undefined);
+    if (ex.closeAfter || !this.keepAlive || this.core.closing) {
+      this.close();
+      return;
+    }
+    this.setState(S.REQUEST_READY);
+    this.ex = null;
+    this.blocked = false;
+    if (!this.feeding) {
+      // Asynchronous completion (the usual case): parse the next queued request, if any.
+      this.resumeParser();
+      this.pump();
+    }
+  }
+
+  /** Count, report and free what the exchange held. */
+  private endExchange(ex: Exchange, fault: TransportFault | undefined): void {
+    if (ex.hasSlot) this.core.releaseSlot(ex);
+    const onExchange = this.core.events.onExchange;
+    if (onExchange !== undefined) {
+      onExchange({
+        method: ex.method,
+        url: ex.url,
+        remoteAddress: this.remoteAddress,
+        status: ex.status,
+        requestBytes: ex.bodyBytes,
+        responseBytes: ex.responseBytes,
+        durationMs: this.core.now - ex.startedAt,
+        target: ex.forward?.target.key,
+        fault,
+        faultCode: ex.faultCode,
+      });
+    }
+  }
+
+  /** A local answer (fault, preflight, ...). `mustClose`: the rest of the request will not be read. */
+  answer(ex: Exchange, r: LocalResponse, mustClose: boolean): void {
+    if (ex.responseStarted) {
+      this.abort();
+      return;
+    }
+    ex.ready = true;
+    ex.faultCode = r.faultCode;
+    const body = r.body === undefined ? EMPTY_BODY : typeof r.body === 'string' ? Buffer.from(r.body) : r.body;
+    if (!ex.requestComplete) {
+      if (mustClose) ex.closeAfter = true;
+      else ex.discard = true; // read and drop the rest of the body, keep the connection
+    }
+    if (!this.keepAlive || this.core.closing) ex.closeAfter = true;
+    ex.status = r.status;
+    ex.responseStarted = true;
+    ex.responseBytes = body.length;
+    const head = buildLocalHead(r.status, STATUS_CODES[r.status] ?? 'Unknown', r.headers ?? NO_FIELDS, body.length, ex.closeAfter);
+    this.setState(S.RESPONSE_HEAD);
+    this.cork();
+    this.socket.write(head, 'latin1');
+    if (body.length > 0 && !ex.isHead) this.socket.write(body);
+    this.uncork();
+    ex.responseDone = true;
+    this.setState(S.RESPONSE_DONE);
+    if (ex.closeAfter) {
+      this.endExchange(ex, undefined);
+      this.close();
+    } else if (ex.requestComplete) {
+      this.finishExchange(ex);
+    }
+  }
+
+  private answerFault(ex: Exchange, fault: TransportFault, mustClose: boolean): void {
+    this.core.reportFault(fault, ex);
+    const r = this.core.renderFault(fault, ex);
+    this.answer(ex, r.faultCode === undefined ? { ...r, faultCode: fault.code } : r, mustClose);
+  }
+
+  /** The target failed before or during the response. */
+  targetFailed(ex: Exchange, fault: TransportFault): void {
+    if (this.ex !== ex || ex.aborted) return;
+    if (ex.responseStarted) {
+      // The status line is already on the wire: the only honest signal left is an aborted connection.
+      this.core.reportFault(fault, ex);
+      ex.faultCode = fault.code;
+      this.endExchange(ex, fault);
+      this.abort();
+      return;
+    }
+    this.answerFault(ex, fault, !ex.requestComplete);
+    this.unblockIfReady(ex);
+  }
+
+  private bodyTooLarge(): void {
+    this.tooLarge = false;
+    const ex = this.ex;
+    if (ex === null) return;
+    const t = ex.target;
+    if (t !== null) {
+      ex.target = null;
+      t.destroy();
+    }
+    this.answerFault(ex, makeFault('body_too_large', this.state), true);
+  }
+
+  private parseError(): void {
+    const name = this.parser.errorName;
+    const reason: FaultReason = name === 'HPE_HEADER_OVERFLOW' ? 'header_too_large' : 'client_protocol';
+    const state = this.state === S.REQUEST_READY ? S.REQUEST_HEAD : this.state;
+    const fault = makeFault(reason, state, false, name);
+    let ex = this.ex;
+    if (ex !== null && ex.target !== null) {
+      // Part of this request already went to the backend: that socket cannot be trusted again.
+      const t = ex.target;
+      ex.target = null;
+      t.destroy();
+    }
+    if (ex === null || ex.requestComplete) {
+      // The error is in a request that has no exchange yet (its head never completed).
+      if (ex !== null && !ex.responseDone) {
+        this.core.reportFault(fault, ex);
+        this.abort();
+        return;
+      }
+      ex = this.newErrorExchange();
+    }
+    this.answerFault(ex, fault, true);
+  }
+
+  /** An exchange to answer a request whose head never parsed. */
+  private newErrorExchange(): Exchange {
+    const ex = new Exchange(this, this.core.now);
+    ex.method = ex.method || 'GET';
+    this.ex = ex;
+    this.keepAlive = false;
+    return ex;
+  }
+
+  // --- timeouts (from the transport's sweep) ---
+
+  checkTimeouts(now: number): void {
+    const settings = this.core.settings;
+    switch (this.state) {
+      case S.REQUEST_READY:
+        if (!this.blocked && now - this.lastActive > settings.keepAliveTimeout) this.close();
+        return;
+      case S.REQUEST_HEAD:
+        if (this.ex === null && now - this.headStart > settings.headerTimeout) {
+          const ex = this.newErrorExchange();
+          this.answerFault(ex, makeFault('header_timeout', S.REQUEST_HEAD, false, `head not complete within ${settings.headerTimeout} ms`), true);
+        }
+        return;
+      case S.REQUEST_BODY: {
+        const ex = this.ex;
+        if (ex === null || !ex.ready || this.waitingForTarget || this.blocked) return;
+        if (now - this.lastActive > settings.socketTimeout) {
+          const t = ex.target;
+          if (t !== null) {
+            ex.target = null;
+            t.destroy();
+          }
+          this.answerFault(ex, makeFault('client_timeout', S.REQUEST_BODY, false, `no data for ${settings.socketTimeout} ms`), true);
+        }
+        return;
+      }
+      case S.RESPONSE_HEAD:
+      case S.RESPONSE_BODY:
+        if (this.socket.writableNeedDrain && now - this.lastActive > settings.socketTimeout) {
+          this.core.reportFault(makeFault('client_timeout', this.state, false, 'client stopped reading'), this.ex ?? undefined);
+          this.abort();
+        }
+        return;
+      case S.CLOSING:
+        if (now - this.lastActive > CLOSE_GRACE_MS) this.socket.destroy();
+        return;
+      default:
+        return;
+    }
+  }
+
+  // --- ending ---
+
+  private readonly onEnd = (): void => {
+    this.clientEnded = true;
+    // allowHalfOpen: a client that half-closes after its request still gets the response
+    // (RFC 9112 §9.6); the connection closes once nothing is in flight.
+    if (this.ex === null && !this.blocked && this.queue.length === 0) this.close();
+  };
+
+  private lastErrorCode: string | undefined;
+  private readonly onError = (err: NodeJS.ErrnoException): void => {
+    this.lastErrorCode = err.code ?? err.message;
+  };
+
+  private readonly onClose = (): void => {
+    if (this.closed) return;
+    this.closed = true;
+    const ex = this.ex;
+    if (ex !== null && !ex.responseDone && !ex.aborted) {
+      // The client went away mid-exchange: nobody to answer; log and count (spec 002 part 7, 101000/101001).
+      const reason: FaultReason = this.state >= S.RESPONSE_HEAD ? 'client_io_send' : 'client_io_receive';
+      const fault = makeFault(reason, this.state, false, this.lastErrorCode ?? 'client closed the connection');
+      this.core.reportFault(fault, ex);
+      ex.faultCode = fault.code;
+      this.endExchange(ex, fault);
+    }
+    if (ex !== null) this.dropExchange(ex);
+    if (this.state !== S.CLOSING) this.setState(S.CLOSING);
+    this.setState(S.CLOSED);
+    this.parser.destroy();
+    this.queue.length = 0;
+    this.core.sources.delete(this);
+    this.core.sourceClosed();
+  };
+
+  /** Forget the exchange; a target still serving it cannot be reused (the request or response is cut). */
+  private dropExchange(ex: Exchange): void {
+    ex.aborted = true;
+    if (ex.hasSlot) this.core.releaseSlot(ex);
+    const t = ex.target;
+    if (t !== null) {
+      ex.target = null;
+      t.ex = null;
+      t.destroy();
+    }
+    this.ex = null;
+  }
+
+  /** Graceful close: flush what was written, then FIN. */
+  close(): void {
+    if (this.closing) return;
+    this.closing = true;
+    this.blocked = true;
+    this.lastActive = this.core.now;
+    if (this.state !== S.CLOSED) this.setState(S.CLOSING);
+    this.socket.end();
+  }
+
+  /** Abrupt close: a response that cannot be completed must not look complete. */
+  abort(): void {
+    const ex = this.ex;
+    if (ex !== null) this.dropExchange(ex);
+    this.closing = true;
+    this.blocked = true;
+    if (this.state !== S.CLOSED) this.setState(S.CLOSING);
+    this.socket.destroy();
+  }
+
+  private internalError(err: unknown): void {
+    this.core.log.log('error', 'internal_error', { connection: this.id, error: err instanceof Error ? (err.stack ?? err.message) : String(err) });
+    const ex = this.ex;
+    if (ex !== null && !ex.responseStarted) this.answerFault(ex, makeFault('processing', this.state, false, 'internal error'), true);
+    else this.abort();
+  }
+
+  /** Graceful shutdown: idle connections close now, busy ones after their response. */
+  shutdown(): void {
+    if (this.ex === null && this.queue.length === 0) this.close();
+    else if (this.ex !== null) this.ex.closeAfter = true;
+  }
+}
+
+const EMPTY_BODY = Buffer.alloc(0);
+const NO_FIELDS: readonly string[] = [];
+/** How long a closing connection may linger half-open before it is destroyed. */
+const CLOSE_GRACE_MS = 5000;

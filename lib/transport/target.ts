@@ -1,0 +1,415 @@
+/**
+ * The target connection: throughway's side of one backend socket (the spec's "sender"), driven by the
+ * protocol states of spec 002 part 3. One per socket; it serves exchanges one at a time and returns to its
+ * pool between them.
+ *
+ * States: REQUEST_READY while connecting or idle; REQUEST_HEAD once the head is handed to a connected
+ * socket; REQUEST_BODY while body bytes flow; REQUEST_DONE when the last request byte is handed over;
+ * RESPONSE_HEAD from the first response byte; RESPONSE_BODY; RESPONSE_DONE; back to REQUEST_READY in the
+ * pool, or CLOSING/CLOSED. Faults carry the state they happened in (code = base + state, spec 002 part 7).
+ */
+import type { Socket } from 'node:net';
+import { HttpParser, ExecStatus, HEAD_CONTINUE, HEAD_SKIP_BODY, PAUSE, type ParserEvents } from './parser';
+import { ProtocolState as S, canTransition, type ProtocolState } from './states';
+import { makeFault, type FaultReason } from './codes';
+import { buildResponseHead, lastKeepAliveTimeout } from './headers';
+import type { RoutePool } from './pool';
+import type { Exchange } from './exchange';
+import type { TransportCore } from './core';
+
+const AT_HEAD = 1;
+const AT_COMPLETE = 2;
+const EMPTY: readonly string[] = [];
+
+export class TargetConnection implements ParserEvents {
+  readonly core: TransportCore;
+  readonly parser: HttpParser;
+  state: ProtocolState = S.REQUEST_READY;
+  connected = false;
+  /** Has served an earlier exchange: a failure before any response byte may be a stale keep-alive socket. */
+  reused = false;
+  ex: Exchange | null = null;
+  lastActive: number;
+  connectStart: number;
+  idleSince = 0;
+  idleLimit: number;
+  private inBody = false;
+  private pausedAt = 0;
+  private dechunk = false;
+  private interim = false;
+  private readUntilClose = false;
+  private socketPaused = false;
+  private responseBytes = 0;
+  private closedByUs = false;
+  private failed = false;
+  /** Set by a parser callback that found the exchange cannot go on; acted on after execute returns. */
+  private pendingFailure: string | undefined = undefined;
+
+  constructor(
+    readonly pool: RoutePool,
+    readonly socket: Socket,
+  ) {
+    const core = pool.core;
+    this.core = core;
+    this.lastActive = core.now;
+    this.connectStart = core.now;
+    this.idleLimit = core.settings.poolIdleTimeout;
+    this.parser = new HttpParser('response', this, core.settings.maxResponseHeaderSize);
+    core.targets.add(this);
+    socket.on('connect', this.onConnect);
+    socket.on('data', this.onData);
+    socket.on('end', this.onEnd);
+    socket.on('error', this.onError);
+    socket.on('close', this.onClose);
+    socket.on('drain', this.onDrain);
+  }
+
+  isUsable(): boolean {
+    return !this.closedByUs && !this.failed && this.state === S.REQUEST_READY && !this.socket.destroyed;
+  }
+
+  private setState(to: ProtocolState): void {
+    if (this.state === to) return;
+    if (!canTransition(this.state, to)) this.core.illegalTransition('target', this.state, to);
+    this.state = to;
+  }
+
+  /** Start serving `ex`: write its head (queued in the socket while still connecting). */
+  attach(ex: Exchange): void {
+    if (this.idleSince !== 0) this.reused = true;
+    this.ex = ex;
+    ex.target = this;
+    this.responseBytes = 0;
+    this.inBody = false;
+    this.interim = false;
+    this.readUntilClose = false;
+    this.dechunk = false;
+    this.lastActive = this.core.now;
+    this.socket.write(ex.requestHead, 'latin1');
+    if (this.connected) this.syncRequestState();
+  }
+
+  /** Body bytes from the source. Returns false when the socket buffer is full (pause the source). */
+  writeBody(buf: Buffer): boolean {
+    if (this.connected && this.state === S.REQUEST_HEAD) this.setState(S.REQUEST_BODY);
+    this.lastActive = this.core.now;
+    return this.socket.write(buf);
+  }
+
+  /** The source has handed over the last request byte. */
+  endRequest(): void {
+    if (this.connected && this.state < S.REQUEST_DONE) this.syncRequestState();
+  }
+
+  /** Walk the request states forward to what the exchange has reached (after connect or on progress). */
+  private syncRequestState(): void {
+    const ex = this.ex;
+    if (ex === null || this.state >= S.RESPONSE_HEAD) return;
+    if (this.state === S.REQUEST_READY) this.setState(S.REQUEST_HEAD);
+    if (ex.bodySent > 0 && this.state === S.REQUEST_HEAD) this.setState(S.REQUEST_BODY);
+    if (ex.requestComplete && this.state < S.REQUEST_DONE) this.setState(S.REQUEST_DONE);
+  }
+
+  private readonly onConnect = (): void => {
+    this.connected = true;
+    this.lastActive = this.core.now;
+    this.syncRequestState();
+  };
+
+  private readonly onDrain = (): void => {
+    this.lastActive = this.core.now;
+    const ex = this.ex;
+    if (ex !== null) ex.source.targetDrained();
+  };
+
+  /** The source drained: resume reading the response. */
+  resumeReading(): void {
+    if (this.socketPaused) {
+      this.socketPaused = false;
+      this.socket.resume();
+    }
+  }
+
+  private readonly onData = (chunk: Buffer): void => {
+    this.lastActive = this.core.now;
+    if (this.ex === null) {
+      // Bytes on an idle connection answer no request (RFC 9112 §9.3): the socket cannot be trusted.
+      this.destroy();
+      return;
+    }
+    if (this.state < S.RESPONSE_HEAD) this.setState(S.RESPONSE_HEAD);
+    this.feed(chunk, 0);
+  };
+
+  private feed(chunk: Buffer, start: number): void {
+    const end = chunk.length;
+    let off = start;
+    const source = (this.ex as Exchange).source;
+    source.cork();
+    try {
+      for (;;) {
+        const wasInBody = this.inBody;
+        const st = this.parser.execute(chunk, off, end);
+        if (st === ExecStatus.OK) {
+          if (wasInBody && !this.dechunk && off < end) this.relay(chunk, off, end);
+          return;
+        }
+        if (st === ExecStatus.ERROR || st === ExecStatus.UPGRADE || this.pendingFailure !== undefined) {
+          // ERROR, or UPGRADE: throughway never asks a backend to switch protocols here.
+          const why = this.pendingFailure;
+          this.pendingFailure = undefined;
+          if (why !== undefined) this.fail('processing', why);
+          else this.fail('protocol', st === ExecStatus.UPGRADE ? 'unexpected 101 Switching Protocols' : this.parser.errorName);
+          return;
+        }
+        const pos = off + this.parser.consumed;
+        if (wasInBody && !this.dechunk && pos > off) this.relay(chunk, off, pos);
+        off = pos;
+        if (this.pausedAt === AT_HEAD) {
+          this.pausedAt = 0;
+          if (!this.relayHead(false)) break;
+          this.parser.resume();
+          continue;
+        }
+        this.pausedAt = 0;
+        this.complete(off < end);
+        return;
+      }
+      const why = this.pendingFailure;
+      this.pendingFailure = undefined;
+      if (why !== undefined) this.fail('processing', why);
+    } finally {
+      source.uncork();
+    }
+  }
+
+  // --- parser events: they only record where the parser stopped; feed() acts ---
+  onHead(): number {
+    const ex = this.ex as Exchange;
+    const status = this.parser.statusCode;
+    if (status < 200 && status !== 101) {
+      // Interim response (RFC 9110 §15.2): relayed to HTTP/1.1 clients, never to 1.0 ones; the final
+      // response follows on the same connection. Writing to the client never re-enters a parser.
+      this.interim = true;
+      if (ex.versionMinor >= 1 && !ex.responseStarted) ex.source.writeInterim(status, this.parser.statusText, this.parser.headers);
+      return HEAD_SKIP_BODY;
+    }
+    const p = this.parser;
+    if (ex.isHead || status === 204 || status === 304 || (!p.chunked && p.contentLength === 0)) {
+      // No body bytes follow (RFC 9112 §6.3 rules 1-2, or Content-Length: 0), so no offset is needed:
+      // relay the head now (writing to the client never re-enters a parser) and tell llhttp to skip any
+      // body a Content-Length would otherwise announce. Pausing here would strand the message: after
+      // resume, llhttp needs another input byte before it reports completion.
+      this.relayHead(true);
+      return HEAD_SKIP_BODY;
+    }
+    this.pausedAt = AT_HEAD;
+    return PAUSE;
+  }
+
+  onBody(chunk: Buffer, start: number, end: number): void {
+    if (this.dechunk) {
+      this.responseBytes += end - start;
+      const ex = this.ex as Exchange;
+      if (!ex.source.writeBody(chunk.subarray(start, end))) this.pauseForSource();
+    }
+  }
+
+  onComplete(): number {
+    if (this.interim) {
+      this.interim = false;
+      return HEAD_CONTINUE;
+    }
+    this.pausedAt = AT_COMPLETE;
+    return PAUSE;
+  }
+
+  /** Relay the parsed response head to the client. Returns false when the exchange cannot go on. */
+  private relayHead(noBodyKnown: boolean): boolean {
+    const ex = this.ex as Exchange;
+    const p = this.parser;
+    const status = p.statusCode;
+    if (ex.responseStarted || ex.aborted) {
+      this.pendingFailure = 'response after the exchange ended';
+      return false;
+    }
+    const noBody = noBodyKnown || (!p.chunked && p.contentLength === 0);
+    const dechunk = !noBody && p.chunked && ex.versionMinor === 0;
+    const untilClose = !noBody && !p.chunked && p.contentLength < 0;
+    this.dechunk = dechunk;
+    this.readUntilClose = untilClose;
+    const source = ex.source;
+    const close = dechunk || untilClose || !source.keepAlive || ex.closeAfter || !ex.requestComplete || this.core.closing;
+    if (close) ex.closeAfter = true;
+    const headers = ex.dropResponseHeaders === undefined ? p.headers : dropFields(p.headers, ex.dropResponseHeaders);
+    const head = buildResponseHead(
+      {
+        statusCode: status,
+        statusText: p.statusText,
+        headers,
+        connection: close ? 'close' : ex.versionMinor === 0 ? 'keep-alive' : '',
+        dechunk,
+        extra: ex.responseHeaders.length === 0 ? EMPTY : ex.responseHeaders,
+      },
+      this.core.settings,
+    );
+    if (lastKeepAliveTimeout >= 0) {
+      // Stay below the backend's own idle limit so it never closes a socket just as we reuse it.
+      this.idleLimit = Math.min(this.core.settings.poolIdleTimeout, Math.max(0, lastKeepAliveTimeout * 1000 - 1000));
+    }
+    ex.status = status;
+    source.writeResponseHead(ex, head, noBody);
+    if (!noBody) {
+      this.inBody = true;
+      this.setState(S.RESPONSE_BODY);
+    }
+    return true;
+  }
+
+  private relay(chunk: Buffer, start: number, end: number): void {
+    this.responseBytes += end - start;
+    const ex = this.ex as Exchange;
+    if (!ex.source.writeBody(start === 0 && end === chunk.length ? chunk : chunk.subarray(start, end))) this.pauseForSource();
+  }
+
+  private pauseForSource(): void {
+    if (!this.socketPaused) {
+      this.socketPaused = true;
+      this.socket.pause();
+    }
+  }
+
+  /** The response is complete. */
+  private complete(trailing: boolean): void {
+    const ex = this.ex as Exchange;
+    this.setState(S.RESPONSE_DONE);
+    this.inBody = false;
+    ex.responseBytes = this.responseBytes;
+    const reusable =
+      !trailing && this.parser.keepAlive && !this.readUntilClose && ex.requestComplete && !this.core.settings.disableKeepAlive && !this.core.closing;
+    this.ex = null;
+    ex.target = null;
+    if (reusable) {
+      // Trap 5 (shared/PACKAGES.md): a socket paused for backpressure must be resumed before reuse.
+      this.resumeReading();
+      this.parser.resume();
+      this.setState(S.REQUEST_READY);
+      this.idleSince = this.core.now;
+      // Back in the pool first, so the client's next (pipelined) request can reuse this very socket.
+      this.pool.release(this);
+      ex.source.responseDone(ex);
+    } else {
+      this.destroy();
+      ex.source.responseDone(ex);
+    }
+  }
+
+  private readonly onEnd = (): void => {
+    const ex = this.ex;
+    if (ex !== null && this.readUntilClose && this.inBody) {
+      // A body delimited by the close (RFC 9112 §6.3 rule 8) ends here.
+      const st = this.parser.finish();
+      if (st === ExecStatus.PAUSED && this.pausedAt === AT_COMPLETE) {
+        ex.source.cork();
+        this.complete(false);
+        ex.source.uncork();
+        return;
+      }
+    }
+    if (ex !== null) this.fail('closed', 'EOF');
+    else this.destroy();
+  };
+
+  private readonly onError = (err: NodeJS.ErrnoException): void => {
+    if (this.ex === null) {
+      this.destroy();
+      return;
+    }
+    this.fail(this.classify(err.code), err.code ?? err.message);
+  };
+
+  private classify(code: string | undefined): FaultReason {
+    if (!this.connected) {
+      if (code === 'ECONNREFUSED') return 'connect_refused';
+      if (code === 'ETIMEDOUT') return 'connect_timeout';
+      return 'connect_failed';
+    }
+    if (code === 'ETIMEDOUT') return 'socket_timeout';
+    return this.state <= S.REQUEST_DONE ? 'io_send' : 'io_receive';
+  }
+
+  private readonly onClose = (): void => {
+    if (this.ex !== null && !this.failed) this.fail('closed', 'socket closed');
+    this.finalise();
+  };
+
+  /** Fail the current exchange with `reason` at the current state; retries a stale reused socket once. */
+  fail(reason: FaultReason, cause: string | undefined): void {
+    if (this.failed) return;
+    this.failed = true;
+    const ex = this.ex;
+    const state = this.state;
+    this.destroy();
+    if (ex === null) return;
+    this.ex = null;
+    ex.target = null;
+    if (ex.aborted) return;
+    const staleCandidate = this.reused && this.responseBytes === 0 && !ex.responseStarted && (reason === 'closed' || reason === 'io_send' || reason === 'io_receive');
+    if (staleCandidate && this.core.settings.retryStale && !ex.retried && ex.bodySent === 0) {
+      // The backend closed a kept-alive socket as we reused it, before any response byte, and no body
+      // byte is lost: the request never reached it. Retry once on a fresh connection.
+      ex.retried = true;
+      this.core.stats.retries++;
+      ex.source.retry(ex);
+      return;
+    }
+    ex.source.targetFailed(ex, makeFault(reason, state, this.reused, cause));
+  }
+
+  /** Sweep: connect timeout, inactivity (spec 001 [passthru_http] 'http.socket.timeout'). */
+  checkTimeouts(now: number): void {
+    if (this.ex === null) return; // idle ones are evicted by the pool's sweep
+    const settings = this.core.settings;
+    if (!this.connected) {
+      if (now - this.connectStart > settings.connectTimeout) this.fail('connect_timeout', `no connection within ${settings.connectTimeout} ms`);
+      return;
+    }
+    // Waiting on the client (its body, or its reading of the response) is not the backend's inactivity:
+    // the source's own timeout covers that side.
+    if (this.socketPaused) return;
+    if (this.state === S.REQUEST_BODY && !this.socket.writableNeedDrain) return;
+    if (now - this.lastActive > settings.socketTimeout) this.fail('socket_timeout', `no data for ${settings.socketTimeout} ms`);
+  }
+
+  /** Close now; the exchange (if any) has been or will be dealt with by the caller. */
+  destroy(): void {
+    if (this.closedByUs) return;
+    this.closedByUs = true;
+    if (this.state !== S.CLOSED) this.setState(S.CLOSING);
+    this.socket.destroy();
+    this.finalise();
+  }
+
+  private finalised = false;
+  private finalise(): void {
+    if (this.finalised) return;
+    this.finalised = true;
+    this.closedByUs = true;
+    if (this.state !== S.CLOSING && this.state !== S.CLOSED) this.setState(S.CLOSING);
+    this.setState(S.CLOSED);
+    this.parser.destroy();
+    this.core.targets.delete(this);
+    this.pool.removed(this);
+  }
+}
+
+/** A new field list without the given lower-case names ([apim.transport_headers] excludeResponseHeaders). */
+function dropFields(headers: readonly string[], drop: readonly string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < headers.length; i += 2) {
+    const name = headers[i] as string;
+    if (!drop.includes(name.toLowerCase())) out.push(name, headers[i + 1] as string);
+  }
+  return out;
+}
+

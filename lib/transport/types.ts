@@ -1,0 +1,101 @@
+/**
+ * The transport's public types: what a router sees of a request and what it answers. The transport knows
+ * nothing about APIs or tokens; the gateway (lib/gateway) is one router, an embedder's function is another.
+ */
+import type { TransportFault } from './codes';
+
+/** A backend address, parsed once (targetFromUrl) and reused for every request routed to it. */
+export interface TargetEndpoint {
+  readonly host: string;
+  readonly port: number;
+  /** The Host field sent to the backend: "host" or "host:port" (RFC 9110 §7.2). */
+  readonly hostHeader: string;
+  /** The pool key: "host:port". */
+  readonly key: string;
+  /** The path of the endpoint URL without a trailing slash ('' for none); routers prefix it. */
+  readonly basePath: string;
+}
+
+/** What a router sees of the parsed request head. Valid until the router's decision is applied. */
+export interface SourceRequest {
+  readonly method: string;
+  /** The request target exactly as sent (origin-form, e.g. "/pets/1?x=y"). */
+  readonly url: string;
+  /** Flat [name, value, ...] as received (latin1, original case). */
+  readonly headers: readonly string[];
+  readonly versionMajor: number;
+  readonly versionMinor: number;
+  readonly remoteAddress: string;
+  readonly remotePort: number;
+  readonly secure: boolean;
+  /** Per-transport connection number, and the exchange's number on it (1, 2, ...). */
+  readonly connectionId: number;
+  readonly requestNumber: number;
+  /** Content-Length of the request, -1 when absent; chunked bodies say so. */
+  readonly contentLength: number;
+  readonly chunked: boolean;
+}
+
+/** Send the request to a backend. */
+export interface ForwardDecision {
+  readonly target: TargetEndpoint;
+  /** Request target for the backend; default: the client's. */
+  readonly path?: string;
+  /** Complete replacement of the request fields (a new array; the router never edits req.headers). */
+  readonly headers?: readonly string[];
+  /** Fields added to the response head (CORS and the like), flat pairs. */
+  readonly responseHeaders?: readonly string[];
+  /** Lower-case names removed from the response head (spec 001, [apim.transport_headers]). */
+  readonly dropResponseHeaders?: readonly string[];
+}
+
+/** Answer without a backend: faults, CORS preflight, health. */
+export interface LocalResponse {
+  readonly status: number;
+  readonly headers?: readonly string[];
+  readonly body?: string | Buffer;
+  /** The fault behind it, for logs and metrics: code, and base/state where they apply. */
+  readonly faultCode?: number;
+}
+
+export type RouteDecision = ForwardDecision | LocalResponse;
+
+/**
+ * The router. Return a decision, a promise of one (the request body waits, with backpressure), or
+ * undefined for "no route" (fault 103003, 404).
+ */
+export type RouteFn = (req: SourceRequest) => RouteDecision | Promise<RouteDecision> | undefined;
+
+/** How a transport fault is rendered to the client; the default is the spec's JSON fault body. */
+export type FaultRenderer = (fault: TransportFault, req: SourceRequest | undefined) => LocalResponse;
+
+/** One finished exchange, for access logs and metrics (only built when someone listens). */
+export interface ExchangeRecord {
+  readonly method: string;
+  readonly url: string;
+  readonly remoteAddress: string;
+  readonly status: number;
+  readonly requestBytes: number;
+  readonly responseBytes: number;
+  /** ms from head received to response done. */
+  readonly durationMs: number;
+  readonly target: string | undefined;
+  readonly fault: TransportFault | undefined;
+  readonly faultCode: number | undefined;
+}
+
+export interface TransportEvents {
+  /** Every transport fault, once, with its code, base and state (logged by the transport as well). */
+  onFault?(fault: TransportFault, req: SourceRequest | undefined): void;
+  /** Every completed or aborted exchange. */
+  onExchange?(record: ExchangeRecord): void;
+}
+
+export function targetFromUrl(url: string): TargetEndpoint {
+  const u = new URL(url);
+  if (u.protocol !== 'http:') throw new Error(`unsupported endpoint scheme ${u.protocol} in ${url} (https:// endpoints arrive with outbound TLS)`);
+  const port = u.port === '' ? 80 : Number(u.port);
+  const host = u.hostname.startsWith('[') ? u.hostname.slice(1, -1) : u.hostname;
+  const basePath = u.pathname === '/' ? '' : u.pathname.replace(/\/+$/, '');
+  return Object.freeze({ host, port, hostHeader: u.port === '' ? u.hostname : `${u.hostname}:${port}`, key: `${host}:${port}`, basePath });
+}
