@@ -1,0 +1,716 @@
+/**
+ * Loading deployment.toml: the only place that parses TOML and reads environment variables.
+ *
+ * Steps, in order (spec 000, part 1 gives the conventions; issue 2 the rules):
+ *  1. parse with `toml`; syntax errors and duplicate keys are reported with line and column, the offending
+ *     line is set aside and parsing goes on, so one run lists every problem;
+ *  2. normalise quoted dotted keys (`'http.socket.timeout' = 1`) to the nested form;
+ *  3. match every key against the schema (placeholders match any name, `[[tables]]` are arrays); unknown
+ *     tables and keys are warnings with a "did you mean", errors under `strict`;
+ *  4. fill defaults;
+ *  5. resolve `$env{NAME}`, `$sys{name}`, `$ref{a.b}` and `$conf{a.b}`; `${name}` runtime tokens stay;
+ *  6. convert and validate each key (type, allowed values, range, port, URL);
+ *  7. check required keys of tables that are written, run, and switched on;
+ *  8. compute the effective ports (server.offset added), then freeze everything.
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import * as toml from 'toml';
+import type { KeyDef, SectionDef } from './schema-types';
+import { SECTIONS } from './schema';
+import { type Diagnostic, type DiagnosticCode, type DiagnosticLevel, MASK, closest, editDistance, shown, sortDiagnostics, typeName } from './diagnostics';
+import { type KeyLocation, type Segment, type SourceMap, locateKeys, nearest, pathKey, splitKey } from './locate';
+import {
+  type KeyMatch,
+  type SchemaIndex,
+  type TrieNode,
+  buildIndex,
+  entriesOf,
+  get,
+  isPlaceholder,
+  isSecretName,
+  isTable,
+  sectionLabel,
+  splitPattern,
+  step,
+} from './schema-index';
+import { check, convert } from './convert';
+import { type EffectivePorts, effectivePorts } from './ports';
+import type { DeploymentConfig } from './deployment-config.generated';
+
+export interface LoadOptions {
+  /** Path of deployment.toml; default `conf/deployment.toml` under the working directory. */
+  readonly file?: string;
+  /** The file's text (tests, embedding); `file` then only names it in diagnostics and sets `dir`. */
+  readonly text?: string;
+  /** Unknown tables and keys are errors instead of warnings. */
+  readonly strict?: boolean;
+  /** Source of `$env{NAME}`; default `process.env`. */
+  readonly env?: Readonly<Record<string, string | undefined>>;
+  /** Source of `$sys{name}`: process-level properties, given on the command line as `--sys name=value`. */
+  readonly sys?: Readonly<Record<string, string>>;
+  /** The schema to load against; default the project's SECTIONS (tests pass small ones). */
+  readonly sections?: readonly SectionDef[];
+}
+
+export interface LoadResult {
+  /** No error-level diagnostic. */
+  readonly ok: boolean;
+  /** Deeply frozen; defaults filled; references resolved; values converted to their key's type. */
+  readonly config: DeploymentConfig;
+  readonly ports: EffectivePorts;
+  /** In file order; errors and warnings. */
+  readonly diagnostics: readonly Diagnostic[];
+  /** Tables written in the file for features throughway accepts but does not run (`runs: false`). */
+  readonly inactive: readonly string[];
+  /** Keys written in the file that are accepted but not acted on (`inactive: true`). */
+  readonly inactiveKeys: readonly string[];
+  /** Concrete key paths holding secrets (schema `secret`, secret-like names, values built from secrets). */
+  readonly secrets: readonly string[];
+  /** Absolute path of the file ('' when loaded from text without a file name). */
+  readonly file: string;
+  /** Directory other conf files are read from (the config file's directory). */
+  readonly dir: string;
+}
+
+interface Leaf {
+  readonly segments: Segment[];
+  readonly match: KeyMatch;
+  readonly fromDefault: boolean;
+}
+
+const indexCache = new WeakMap<readonly SectionDef[], SchemaIndex>();
+
+/** The schema index for a set of sections (built once per SECTIONS array). */
+export function schemaIndex(sections: readonly SectionDef[] = SECTIONS): SchemaIndex {
+  let index = indexCache.get(sections);
+  if (index === undefined) {
+    index = buildIndex(sections);
+    indexCache.set(sections, index);
+  }
+  return index;
+}
+
+/** Defines an own property (safe for names such as `__proto__` that a file may contain). */
+function setOwn(target: Record<string, unknown>, key: string, value: unknown): void {
+  Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
+}
+
+function setAt(doc: Record<string, unknown>, segments: readonly Segment[], value: unknown): void {
+  let cur: unknown = doc;
+  for (let i = 0; i < segments.length - 1; i++) cur = get(cur, [segments[i] as Segment]);
+  const last = segments[segments.length - 1];
+  if (typeof last === 'number' && Array.isArray(cur)) cur[last] = value;
+  else if (typeof last === 'string' && isTable(cur)) setOwn(cur, last, value);
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const v of Object.values(value as object)) deepFreeze(v);
+  }
+  return value;
+}
+
+/** Parses a reference target such as `super_admin.username` or `apim.gateway.environment[0].name`. */
+function refSegments(text: string): Segment[] | undefined {
+  const t = text.trim();
+  if (!/^[A-Za-z0-9_\-.[\]]+$/.test(t)) return undefined;
+  const out: Segment[] = [];
+  for (const part of t.split('.')) {
+    const m = /^([^[\]]*)((?:\[\d+\])*)$/.exec(part);
+    if (m === null) return undefined;
+    if (m[1] !== undefined && m[1] !== '') out.push(/^\d+$/.test(m[1]) ? Number(m[1]) : m[1]);
+    for (const idx of (m[2] ?? '').matchAll(/\[(\d+)\]/g)) out.push(Number(idx[1]));
+  }
+  return out.length > 0 && !out.some((s) => s === '') ? out : undefined;
+}
+
+/** A TOML boolean or number as written: not text, so never a secret token or key. */
+const NOT_TEXT = /^(true|false|[-+]?(\d[\d_]*)(\.\d+)?([eE][-+]?\d+)?|[-+]?(inf|nan))$/;
+
+const PLACEHOLDER = /\$(ref|conf|env|sys)\{([^{}]*)\}/g;
+
+class Loader {
+  readonly diagnostics: Diagnostic[] = [];
+  readonly index: SchemaIndex;
+  readonly map: SourceMap;
+  readonly leaves: Leaf[] = [];
+  readonly inactive = new Set<string>();
+  readonly inactiveKeys = new Set<string>();
+  /** Values built from a secret through a reference: masked like the secret itself. */
+  readonly tainted = new Set<string>();
+  /** Keys whose value could not be resolved: not converted, so one mistake gives one diagnostic. */
+  readonly broken = new Set<string>();
+  /** Every path prefix written in the file (keys and headers). */
+  readonly written = new Set<string>();
+  readonly repeatablePaths: ReadonlySet<string>;
+  syntaxFailed = false;
+  doc: Record<string, unknown> = {};
+
+  constructor(
+    readonly text: string,
+    readonly displayFile: string,
+    readonly options: LoadOptions,
+    readonly dir: string,
+  ) {
+    this.index = schemaIndex(options.sections ?? SECTIONS);
+    this.map = locateKeys(text);
+    this.repeatablePaths = new Set(this.index.sections.filter((s) => s.repeatable === true).map((s) => s.path));
+    for (const p of this.map.entries.keys()) this.addWritten(p);
+  }
+
+  private addWritten(p: string): void {
+    this.written.add(p);
+    for (let i = p.length - 1; i > 0; i--) if (p[i] === '.' || p[i] === '[') this.written.add(p.slice(0, i));
+  }
+
+  isSecret(segments: readonly Segment[], def?: KeyDef): boolean {
+    if (def?.secret === true) return true;
+    if (this.tainted.has(pathKey(segments))) return true;
+    const last = segments[segments.length - 1];
+    if (typeof last === 'string' && isSecretName(last, get(this.doc, segments))) return true;
+    return def === undefined && this.secretDef(segments);
+  }
+
+  /** The source line, with the value of any secret-looking key on it replaced by ****. */
+  sourceLine(line: number, secret: boolean): string | undefined {
+    const text = this.map.lines[line - 1];
+    if (text === undefined) return undefined;
+    if (secret) {
+      const eq = text.indexOf('=');
+      return eq >= 0 ? `${text.slice(0, eq + 1)} ${MASK}` : MASK;
+    }
+    // Inline tables may hold a password beside the key in question: mask every secret-named value.
+    return text.replace(/(["']?)([A-Za-z0-9_.-]+)\1(\s*=\s*)("(?:[^"\\]|\\.)*"|'[^']*'|[^,}\s#]+)/g, (all, q: string, key: string, eq: string, value: string) =>
+      isSecretName(key.split('.').pop() ?? key, NOT_TEXT.test(value) ? false : value) ? `${q}${key}${q}${eq}${MASK}` : all,
+    );
+  }
+
+  report(level: DiagnosticLevel, code: DiagnosticCode, segments: readonly Segment[], message: string, opts: { expected?: string; at?: KeyLocation; secret?: boolean } = {}): void {
+    const loc = opts.at ?? nearest(this.map, segments);
+    const line = loc?.line ?? 0;
+    const d: Diagnostic = {
+      level,
+      code,
+      key: pathKey(segments),
+      file: this.displayFile,
+      line,
+      ...(loc !== undefined ? { column: loc.column } : {}),
+      message,
+      ...(opts.expected !== undefined ? { expected: opts.expected } : {}),
+      ...(line > 0 ? { source: this.sourceLine(line, opts.secret ?? this.isSecret(segments)) } : {}),
+    };
+    this.diagnostics.push(d);
+  }
+
+  // ------------------------------------------------------------------------------------------ 1. parse
+
+  parse(): void {
+    const lines = this.text.split(/\r?\n/);
+    const blank = (from: number, to: number): void => {
+      for (let l = from; l <= to && l <= lines.length; l++) lines[l - 1] = '';
+    };
+    const reported = new Set<string>();
+    const nextHeaderLine = (after: number): number => {
+      const h = this.map.headers.find((x) => x.location.line > after);
+      return h === undefined ? lines.length : h.location.line - 1;
+    };
+    // Duplicates first: toml stops at the first; the scanner finds them all, including a quoted dotted
+    // key written again in its nested form, which toml cannot see (spec 000, part 1: they are one key).
+    for (const d of this.map.duplicates) {
+      const segments = refSegments(d.path) ?? [d.path];
+      this.report('error', 'CONFIG_DUPLICATE', segments, `defined again; first defined on line ${d.first.line}`, { at: d.again });
+      reported.add(`${d.again.line}`);
+      if (d.again.kind === 'table') blank(d.again.line, nextHeaderLine(d.again.line));
+      else blank(d.again.line, d.again.endLine);
+    }
+    let lastLine = -1;
+    for (let attempt = 0; attempt < 50; attempt++) {
+      try {
+        this.doc = toml.parse(lines.join('\n')) as Record<string, unknown>;
+        return;
+      } catch (err) {
+        const e = err as { message?: string; line?: number; column?: number; location?: { start?: { line?: number; column?: number } }; found?: string | null };
+        const start = e.location?.start;
+        const line = start?.line ?? e.line ?? 0;
+        const column = start?.column ?? e.column ?? 1;
+        const at: KeyLocation = { line, column, endLine: line, kind: 'key' };
+        const text = lines[line - 1] ?? '';
+        const lineKey = /^\s*(["']?)([^=\]\s"']+)\1\s*=/.exec(text)?.[2] ?? '';
+        const lineValue = /=\s*([^#]*?)\s*(#.*)?$/.exec(text)?.[1] ?? '';
+        const secretLine = lineKey !== '' && isSecretName(lineKey.split('.').pop() ?? lineKey, NOT_TEXT.test(lineValue) ? false : lineValue);
+        if (start === undefined && e.line !== undefined) {
+          // toml 5 reports "Cannot redefine existing key 'a.b'." with line/column (PACKAGES.md).
+          if (!reported.has(`${line}`)) {
+            const key = /'([^']*)'/.exec(e.message ?? '')?.[1] ?? '';
+            this.report('error', 'CONFIG_DUPLICATE', refSegments(key) ?? [], 'defined again (a key, or a table that already exists)', { at });
+            reported.add(`${line}`);
+          }
+        } else {
+          this.syntaxFailed = true;
+          const found = e.found === undefined ? undefined : e.found === null ? 'end of file' : secretLine ? undefined : JSON.stringify(e.found);
+          const expectedText = /^Expected (.*) but /s.exec(e.message ?? '')?.[1];
+          this.report('error', 'CONFIG_SYNTAX', [], found !== undefined ? `invalid TOML: unexpected ${found}` : 'invalid TOML', {
+            at,
+            secret: secretLine,
+            ...(expectedText !== undefined ? { expected: expectedText.length > 100 ? `${expectedText.slice(0, 97)}...` : expectedText } : {}),
+          });
+        }
+        if (line < 1 || line === lastLine || line > lines.length) return;
+        lastLine = line;
+        blank(line, line);
+      }
+    }
+  }
+
+  // -------------------------------------------------------------------------------------- 2. normalise
+
+  /** Quoted dotted keys become the nested form; the scanner already reported any clash. */
+  normalise(value: unknown): unknown {
+    if (Array.isArray(value)) return value.map((v) => this.normalise(v));
+    if (!isTable(value)) return value;
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) {
+      const parts = splitKey(k);
+      let target: Record<string, unknown> | undefined = out;
+      for (const p of parts.slice(0, -1)) {
+        if (target === undefined) break;
+        if (!Object.prototype.hasOwnProperty.call(target, p)) setOwn(target, p, {});
+        const next: unknown = target[p];
+        target = isTable(next) ? next : undefined;
+      }
+      const last = parts[parts.length - 1] ?? k;
+      if (target === undefined) continue;
+      const nv = this.normalise(v);
+      const before = Object.prototype.hasOwnProperty.call(target, last) ? target[last] : undefined;
+      if (before === undefined) setOwn(target, last, nv);
+      else if (isTable(before) && isTable(nv)) merge(before, nv);
+    }
+    return out;
+  }
+
+  // ------------------------------------------------------------------------------------------ 3. match
+
+  match(): void {
+    this.doc = this.walk(this.doc, [], [this.index.root], undefined) as Record<string, unknown>;
+    // A table header written for an inactive feature counts even when the table is empty.
+    for (const h of this.map.headers) {
+      let nodes: TrieNode[] = [this.index.root];
+      for (const s of h.segments) nodes = step(nodes, s);
+      const section = nodes.find((n) => n.section !== undefined)?.section;
+      if (section !== undefined && !section.runs) this.inactive.add(section.path);
+    }
+  }
+
+  private walk(value: unknown, segments: Segment[], nodes: TrieNode[], context: { section: SectionDef; depth: number } | undefined): unknown {
+    const keyNode = nodes.find((n) => n.key !== undefined);
+    const sectionNode = nodes.find((n) => n.section !== undefined);
+    // The top-level '' section only holds loose keys; it is no table to name in messages.
+    if (sectionNode?.section !== undefined && sectionNode.section.path !== '') context = { section: sectionNode.section, depth: segments.length };
+    const hasChildren = nodes.some((n) => n.hasChildren());
+    const open = nodes.some((n) => n.open);
+
+    if (keyNode?.key !== undefined && (!isTable(value) || keyNode.key.def.type === 'map' || !hasChildren)) {
+      this.leaves.push({ segments, match: keyNode.key, fromDefault: false });
+      if (!keyNode.key.section.runs) this.inactive.add(keyNode.key.section.path);
+      if (keyNode.key.def.inactive === true) this.inactiveKeys.add(keyNode.key.pattern);
+      return value;
+    }
+    // A repeatable table written once as a plain [table]: accepted as a one-entry array.
+    if (isTable(value) && nodes.some((n) => n.index !== undefined) && !nodes.some((n) => n.literal.size > 0 || n.placeholder !== undefined)) {
+      value = [value];
+    }
+    if (Array.isArray(value) && nodes.some((n) => n.index !== undefined)) {
+      return value.map((entry, i) => {
+        const at = [...segments, i];
+        if (!isTable(entry)) {
+          this.report('error', 'CONFIG_TYPE', at, `expected a table entry of [[${pathKey(segments)}]], got ${typeName(entry)}`, { expected: 'a [[table]] entry' });
+          return entry;
+        }
+        return this.walk(entry, at, step(nodes, i), context);
+      });
+    }
+    if (isTable(value)) {
+      if (context !== undefined && !context.section.runs && segments.length === context.depth) this.inactive.add(context.section.path);
+      for (const [k, v] of Object.entries(value)) {
+        const at = [...segments, k];
+        const next = step(nodes, k);
+        if (next.length === 0) {
+          if (!open) this.unknown(at, v, context);
+          continue;
+        }
+        const nv = this.walk(v, at, next, context);
+        if (nv !== v) setOwn(value, k, nv);
+      }
+      return value;
+    }
+    if (hasChildren && !open) {
+      const label = sectionNode?.section !== undefined ? sectionLabel(sectionNode.section) : `[${pathKey(segments)}]`;
+      this.report('error', 'CONFIG_TYPE', segments, `expected the table ${label}, got ${typeName(value)}`, { expected: 'a table' });
+    }
+    return value;
+  }
+
+  private unknown(segments: Segment[], value: unknown, context: { section: SectionDef; depth: number } | undefined): void {
+    const level: DiagnosticLevel = this.options.strict === true ? 'error' : 'warning';
+    const prefix = pathKey(segments);
+    const tableLike = isTable(value) || (Array.isArray(value) && value.length > 0 && value.every(isTable));
+    const headers = this.map.headers.filter((h) => h.path === prefix || h.path.startsWith(`${prefix}.`) || h.path.startsWith(`${prefix}[`));
+    if (tableLike && headers.length > 0) {
+      // One warning per table as written; tables nested in an already reported one are not repeated.
+      const done: string[] = [];
+      const sorted = [...headers].sort((a, b) => a.segments.length - b.segments.length || a.location.line - b.location.line);
+      for (const h of sorted) {
+        const plain = h.path.replace(/\[\d+\]/g, '');
+        if (done.some((d) => plain === d || plain.startsWith(`${d}.`))) continue;
+        done.push(plain);
+        const label = h.location.kind === 'array-table' ? `[[${plain}]]` : `[${plain}]`;
+        const guess = this.guessSection(plain);
+        const hint = guess !== undefined ? `; did you mean [${guess}]?` : '';
+        this.report(level, 'CONFIG_UNKNOWN_SECTION', h.segments, `unknown section ${label}${hint}`, { at: h.location, secret: false });
+      }
+      return;
+    }
+    const plain = (p: string): string => p.replace(/\[\d+\]/g, '');
+    const relative = plain(pathKey(segments.slice(context?.depth ?? segments.length - 1)));
+    const candidates = context !== undefined ? (this.index.keysOf.get(context.section) ?? []) : [];
+    let hint = '';
+    const keyGuess = closest(relative, candidates);
+    if (keyGuess !== undefined) hint = `; did you mean '${keyGuess}'?`;
+    else if (tableLike) {
+      // A misspelt table name: compare with the known tables, never with the path's own ancestors.
+      const guess = this.guessSection(plain(prefix));
+      if (guess !== undefined) hint = `; did you mean [${guess}]?`;
+    }
+    const parent = segments.slice(0, context?.depth ?? segments.length - 1);
+    const where = context !== undefined ? ` in ${sectionLabel(context.section)}` : parent.length > 0 ? ` in [${plain(pathKey(parent))}]` : '';
+    const what = tableLike ? 'table' : 'key';
+    this.report(level, tableLike ? 'CONFIG_UNKNOWN_SECTION' : 'CONFIG_UNKNOWN_KEY', segments, `unknown ${what} '${relative}'${where}${hint}`, { secret: false });
+  }
+
+  /**
+   * The known table closest to a misspelt one: first among its siblings (same parent, compared by the
+   * last name only, so a long shared prefix does not make distant names look close), then among all.
+   */
+  private guessSection(written: string): string | undefined {
+    const known = this.index.sections.map((s) => s.path).filter((p) => p !== '' && !written.startsWith(`${p}.`));
+    const cut = written.lastIndexOf('.');
+    const parent = cut >= 0 ? written.slice(0, cut) : '';
+    const siblings = new Map<string, string>();
+    for (const p of known) {
+      const c = p.lastIndexOf('.');
+      if ((c >= 0 ? p.slice(0, c) : '') === parent) siblings.set(c >= 0 ? p.slice(c + 1) : p, p);
+    }
+    const near = closest(written.slice(cut + 1), siblings.keys());
+    if (near !== undefined) return siblings.get(near);
+    const guess = closest(written, known);
+    return guess !== undefined && editDistance(guess, written) <= 3 ? guess : undefined;
+  }
+
+  // --------------------------------------------------------------------------------------- 4. defaults
+
+  /** Concrete instances of a section, creating missing plain tables on the way (not entries or names). */
+  private instances(section: SectionDef, create: boolean): Segment[][] {
+    let current: Segment[][] = [[]];
+    const written: string[] = [];
+    for (const segment of splitPattern(section.path)) {
+      written.push(segment);
+      const next: Segment[][] = [];
+      for (const prefix of current) {
+        const holder = get(this.doc, prefix);
+        if (!isTable(holder)) continue;
+        if (isPlaceholder(segment)) {
+          for (const name of Object.keys(holder)) next.push([...prefix, name]);
+          continue;
+        }
+        if (!Object.prototype.hasOwnProperty.call(holder, segment) && create) {
+          setOwn(holder, segment, this.repeatablePaths.has(written.join('.')) ? [] : {});
+        }
+        if (Object.prototype.hasOwnProperty.call(holder, segment)) next.push([...prefix, segment]);
+      }
+      current = next;
+      if (this.repeatablePaths.has(written.join('.'))) current = entriesOf(this.doc, current, written.length < splitPattern(section.path).length);
+    }
+    return current.filter((p) => isTable(get(this.doc, p)));
+  }
+
+  fillDefaults(): void {
+    const ordered = [...this.index.sections].sort((a, b) => splitPattern(a.path).length - splitPattern(b.path).length);
+    const nodeOf = (segments: readonly Segment[]): TrieNode[] => {
+      let nodes: TrieNode[] = [this.index.root];
+      for (const s of segments) nodes = step(nodes, s);
+      return nodes;
+    };
+    for (const section of ordered) {
+      for (const instance of this.instances(section, true)) {
+        for (const def of section.keys) {
+          if (def.default === undefined) continue;
+          const keySegs = splitPattern(def.key);
+          if (keySegs.some(isPlaceholder)) continue;
+          const full = [...instance, ...keySegs];
+          if (get(this.doc, full) !== undefined) continue;
+          // Create the key's own sub-tables (pool_options.maxActive); never replace a written value.
+          let holder: unknown = this.doc;
+          let blocked = false;
+          for (const s of full.slice(0, -1)) {
+            if (isTable(holder) && typeof s === 'string' && !Object.prototype.hasOwnProperty.call(holder, s)) setOwn(holder, s, {});
+            holder = get(holder, [s]);
+            if (!isTable(holder) && !Array.isArray(holder)) {
+              blocked = true;
+              break;
+            }
+          }
+          if (blocked || !isTable(holder)) continue;
+          const value = Array.isArray(def.default) ? [...(def.default as readonly string[])] : def.default;
+          setOwn(holder, full[full.length - 1] as string, value);
+          const match = nodeOf(full).find((n) => n.key !== undefined)?.key;
+          if (match !== undefined) this.leaves.push({ segments: full, match, fromDefault: true });
+        }
+      }
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------- 5. resolve
+
+  private readonly done = new Set<string>();
+  private readonly active: string[] = [];
+
+  resolveAll(): void {
+    const visit = (value: unknown, segments: Segment[]): void => {
+      if (isTable(value)) {
+        for (const [k, v] of Object.entries(value)) visit(v, [...segments, k]);
+      } else if (Array.isArray(value) && value.some((v) => isTable(v))) {
+        value.forEach((v, i) => visit(v, [...segments, i]));
+      } else {
+        this.resolveKey(segments);
+      }
+    };
+    visit(this.doc, []);
+  }
+
+  /** Resolves the value at `segments` in place; returns false when it could not be resolved. */
+  private resolveKey(segments: Segment[]): boolean {
+    const key = pathKey(segments);
+    if (this.done.has(key)) return !this.broken.has(key);
+    if (this.active.includes(key)) return false;
+    this.active.push(key);
+    const raw = get(this.doc, segments);
+    let ok = true;
+    const resolveOne = (v: unknown, at: Segment[]): unknown => {
+      if (typeof v === 'string') {
+        const r = this.resolveString(v, segments);
+        if (!r.ok) ok = false;
+        return r.value;
+      }
+      if (Array.isArray(v)) return v.map((e, i) => resolveOne(e, [...at, i]));
+      if (isTable(v)) {
+        for (const k of Object.keys(v)) if (!this.resolveKey([...at, k])) ok = false;
+        return v;
+      }
+      return v;
+    };
+    const value = resolveOne(raw, segments);
+    if (value !== raw) setAt(this.doc, segments, value);
+    this.active.pop();
+    this.done.add(key);
+    if (!ok) this.broken.add(key);
+    return ok;
+  }
+
+  private resolveString(text: string, owner: Segment[]): { ok: boolean; value: unknown } {
+    const found = [...text.matchAll(PLACEHOLDER)];
+    if (found.length === 0) return { ok: true, value: text };
+    const ownerKey = pathKey(owner);
+    let ok = true;
+    const valueOf = (kind: string, name: string): { ok: boolean; value?: unknown } => {
+      if (kind === 'env') {
+        if (!/^[A-Za-z_][A-Za-z0-9_.-]*$/.test(name)) {
+          this.report('error', 'CONFIG_REF_SYNTAX', owner, `malformed $env{${name}}`, { expected: '$env{NAME}' });
+          return { ok: false };
+        }
+        // The one place environment variables are read (issue 2: no other module reads process.env).
+        const env = this.options.env ?? process.env;
+        const v = env[name];
+        if (v === undefined) {
+          this.report('error', 'CONFIG_ENV_MISSING', owner, `environment variable ${name} is not set ($env{${name}})`);
+          return { ok: false };
+        }
+        return { ok: true, value: v };
+      }
+      if (kind === 'sys') {
+        const v = this.options.sys?.[name.trim()];
+        if (v === undefined) {
+          this.report('error', 'CONFIG_SYS_MISSING', owner, `system property ${name} has no value ($sys{${name}}); give it with --sys ${name}=VALUE`);
+          return { ok: false };
+        }
+        return { ok: true, value: v };
+      }
+      const target = refSegments(name);
+      if (target === undefined) {
+        this.report('error', 'CONFIG_REF_SYNTAX', owner, `malformed $${kind}{${name}}`, { expected: `$${kind}{section.key}` });
+        return { ok: false };
+      }
+      const targetKey = pathKey(target);
+      const chainStart = this.active.indexOf(targetKey);
+      if (chainStart >= 0) {
+        const chain = [...this.active.slice(chainStart), targetKey];
+        // One diagnostic per cycle, on the key where the cycle starts; every key in it stays unresolved.
+        for (const k of chain) this.broken.add(k);
+        const first = refSegments(chain[0] ?? ownerKey) ?? owner;
+        this.report('error', 'CONFIG_REF_CYCLE', first, `reference cycle: ${chain.join(' → ')}`);
+        return { ok: false };
+      }
+      if (get(this.doc, target) === undefined) {
+        const chain = [...this.active, targetKey];
+        this.report('error', 'CONFIG_REF_MISSING', owner, `$${kind}{${name}} names a key that is not set${chain.length > 2 ? ` (${chain.join(' → ')})` : ''}`);
+        return { ok: false };
+      }
+      if (!this.resolveKey(target)) return { ok: false };
+      // A value built from a secret is as secret as its source.
+      if (this.isSecret(target)) this.tainted.add(ownerKey);
+      return { ok: true, value: get(this.doc, target) };
+    };
+
+    // A value that is exactly one reference keeps the referenced value's type (issue 2: a referenced
+    // list or boolean stays a list or boolean); anything else is string interpolation.
+    const only = found.length === 1 && found[0]?.[0] === text ? found[0] : undefined;
+    if (only !== undefined && (only[1] === 'ref' || only[1] === 'conf')) {
+      const r = valueOf(only[1], only[2] ?? '');
+      return r.ok ? { ok: true, value: r.value } : { ok: false, value: text };
+    }
+    const out = text.replace(PLACEHOLDER, (all, kind: string, name: string) => {
+      const r = valueOf(kind, name);
+      if (!r.ok) {
+        ok = false;
+        return all;
+      }
+      return Array.isArray(r.value) ? r.value.join(',') : String(r.value);
+    });
+    return { ok, value: out };
+  }
+
+  private secretDef(segments: readonly Segment[]): boolean {
+    let nodes: TrieNode[] = [this.index.root];
+    for (const s of segments) nodes = step(nodes, s);
+    return nodes.some((n) => n.key?.def.secret === true);
+  }
+
+  // ---------------------------------------------------------------------------------------- 6. convert
+
+  convertAll(): void {
+    for (const leaf of this.leaves) {
+      const key = pathKey(leaf.segments);
+      if (this.broken.has(key)) continue;
+      const def = leaf.match.def;
+      const raw = get(this.doc, leaf.segments);
+      if (raw === undefined) continue;
+      const secret = this.isSecret(leaf.segments, def);
+      const c = convert(def, raw);
+      const result = c.ok && !leaf.fromDefault ? check(def, c.value, { dir: this.dir }) : c;
+      if (!result.ok) {
+        const origin = leaf.fromDefault ? ' (schema default)' : '';
+        this.report('error', result.code, leaf.segments, `${result.problem}: ${shown(raw, secret)}${origin}`, { expected: result.expected, secret });
+        continue;
+      }
+      setAt(this.doc, leaf.segments, result.value);
+    }
+  }
+
+  // --------------------------------------------------------------------------------------- 7. required
+
+  checkRequired(): void {
+    for (const section of this.index.sections) {
+      if (!section.runs) continue;
+      const required = section.keys.filter((k) => k.required === true && k.inactive !== true && k.default === undefined && !splitPattern(k.key).some(isPlaceholder));
+      if (required.length === 0) continue;
+      for (const instance of this.instances(section, false)) {
+        // An absent table is satisfied by its defaults: required keys bind a table that is written
+        // (spec 000, part 1.7: "must be present for that feature"; the real files omit whole tables).
+        if (!this.written.has(pathKey(instance))) continue;
+        if (!this.switchedOn(section, instance)) continue;
+        for (const def of required) {
+          const full = [...instance, ...splitPattern(def.key)];
+          if (get(this.doc, full) !== undefined) continue;
+          const where = this.map.entries.get(pathKey(instance));
+          this.report('error', 'CONFIG_REQUIRED', full, `required key '${def.key}' is missing in ${sectionLabel(section)}`, {
+            expected: def.meaning,
+            ...(where !== undefined ? { at: where } : {}),
+            secret: false,
+          });
+        }
+      }
+    }
+  }
+
+  private switchedOn(section: SectionDef, instance: readonly Segment[]): boolean {
+    if (section.enabledBy === undefined) return true;
+    const own = `${section.path}.`;
+    const segs: Segment[] = section.enabledBy.startsWith(own)
+      ? [...instance, ...splitPattern(section.enabledBy.slice(own.length))]
+      : splitPattern(section.enabledBy);
+    const v = get(this.doc, segs);
+    return v === true || (typeof v === 'string' && v.trim().toLowerCase() === 'true');
+  }
+
+  secretPaths(): string[] {
+    const out: string[] = [];
+    const visit = (value: unknown, segments: Segment[]): void => {
+      if (isTable(value)) for (const [k, v] of Object.entries(value)) visit(v, [...segments, k]);
+      else if (Array.isArray(value) && value.some(isTable)) value.forEach((v, i) => visit(v, [...segments, i]));
+      else if (this.isSecret(segments)) out.push(pathKey(segments));
+    };
+    visit(this.doc, []);
+    return out;
+  }
+}
+
+function merge(into: Record<string, unknown>, from: Record<string, unknown>): void {
+  for (const [k, v] of Object.entries(from)) {
+    const before = Object.prototype.hasOwnProperty.call(into, k) ? into[k] : undefined;
+    if (before === undefined) setOwn(into, k, v);
+    else if (isTable(before) && isTable(v)) merge(before, v);
+  }
+}
+
+/** Loads, validates and freezes deployment.toml. Never throws: every problem is a diagnostic. */
+export function loadConfig(options: LoadOptions = {}): LoadResult {
+  const fileOption = options.file ?? (options.text === undefined ? path.join('conf', 'deployment.toml') : undefined);
+  const file = fileOption !== undefined ? path.resolve(fileOption) : '';
+  const dir = file !== '' ? path.dirname(file) : process.cwd();
+  const display = fileOption ?? '<text>';
+  let text = options.text;
+  let ioError: string | undefined;
+  if (text === undefined) {
+    try {
+      text = fs.readFileSync(file, 'utf8');
+    } catch (err) {
+      ioError = (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'file not found' : `cannot read the file (${(err as Error).message})`;
+      text = '';
+    }
+  }
+  if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+  const loader = new Loader(text, display, options, dir);
+  if (ioError !== undefined) loader.report('error', 'CONFIG_IO', [], ioError, { secret: false });
+  else loader.parse();
+  loader.doc = loader.normalise(loader.doc) as Record<string, unknown>;
+  loader.match();
+  loader.fillDefaults();
+  loader.resolveAll();
+  loader.convertAll();
+  // A syntax error drops a line: its keys would be reported missing, which is noise, not news.
+  if (!loader.syntaxFailed && ioError === undefined) loader.checkRequired();
+  const ports = effectivePorts(loader.doc, (segments, message, expected, code) => loader.report('error', code, segments, message, { expected, secret: false }));
+  const diagnostics = sortDiagnostics(loader.diagnostics);
+  return deepFreeze({
+    ok: !diagnostics.some((d) => d.level === 'error'),
+    config: loader.doc as unknown as DeploymentConfig,
+    ports,
+    diagnostics,
+    inactive: [...loader.inactive].sort(),
+    inactiveKeys: [...loader.inactiveKeys].sort(),
+    secrets: loader.secretPaths(),
+    file,
+    dir,
+  });
+}
