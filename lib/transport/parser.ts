@@ -88,6 +88,13 @@ const PHASE_DESTROYED = 5;
 
 const UINT32 = 0x1_0000_0000;
 const INPUT_GRANULE = 64 * 1024;
+/**
+ * execute() copies its chunk into wasm memory in windows that start at this size and double. A PAUSE
+ * (taken at every head and, pipelining, at every message end) makes the caller execute the rest again,
+ * and copying all of it each time would be quadratic in the number of messages per chunk; with windows
+ * each execute copies at most about twice what it parses plus this much.
+ */
+const FIRST_WINDOW = 4096;
 
 /** Buffer's latin1 decoder: present at runtime, missing from @types/node. One byte per char, no copy. */
 interface Latin1Buffer extends Buffer {
@@ -274,24 +281,34 @@ export class HttpParser {
     }
     if (this.phase >= PHASE_UPGRADED) return this.refuse();
     if (this.paused) throw new Error('HttpParser.execute() while paused; call resume() first');
-    const len = end - start;
-    if (len <= 0) {
-      this.consumed = 0;
-      return ExecStatus.OK;
-    }
+    const len = end > start ? end - start : 0;
+    // An empty execute still runs llhttp: after a PAUSE at the head, what follows the head (completing a
+    // message without body, arming read-until-EOF) happens only when llhttp runs again.
     if (len > inputCap) growInput(len);
-    buf.copy(heap, inputPtr, start, end);
     const ptr = this.ptr;
     current = this;
     chunk = buf as Latin1Buffer;
+    // Input offset i holds chunk[start + i]; it is filled window by window (see FIRST_WINDOW).
     delta = start - inputPtr;
     this.headFrom = 0;
     this.headLimit = inputPtr + this.maxHeaderSize - this.headBytes;
     let off = 0;
+    let filled = 0;
+    let window = FIRST_WINDOW;
     try {
       for (;;) {
-        const ret = llhttp.llhttp_execute(ptr, inputPtr + off, len - off);
+        if (off === filled) {
+          const to = len - filled > window ? filled + window : len;
+          buf.copy(heap, inputPtr + filled, start + filled, start + to);
+          filled = to;
+          window *= 2;
+        }
+        const ret = llhttp.llhttp_execute(ptr, inputPtr + off, filled - off);
         if (ret === HPE_OK) {
+          if (filled !== len) {
+            off = filled;
+            continue;
+          }
           if (this.phase === PHASE_HEAD) {
             // The head continues in the next chunk (RFC 9112 2.1); count what this one held.
             this.headBytes += len - this.headFrom;
@@ -356,9 +373,11 @@ export class HttpParser {
     if (this.phase === PHASE_UPGRADED) return ExecStatus.OK;
     if (this.phase > PHASE_UPGRADED) return this.refuse();
     if (this.paused) {
-      // llhttp_finish ignores a paused parser; EOF ends the pause.
-      this.paused = false;
-      llhttp.llhttp_resume(this.ptr);
+      // llhttp_finish ignores a paused parser, so EOF ends the pause; an empty execute then runs what
+      // follows the pause point (after a head: completing a body-less message, arming read-until-EOF).
+      this.resume();
+      const st = this.execute(EMPTY);
+      if (st !== ExecStatus.OK) return st;
     }
     current = this;
     let ret: number;
