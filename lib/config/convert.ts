@@ -108,12 +108,14 @@ function toList(value: unknown, commaSplit: boolean): string[] | undefined {
   return t.split(',').map((s) => s.trim()).filter((s) => s !== '');
 }
 
-function describe(def: KeyDef): string {
+/** What a key accepts, in words (the `expected` of a diagnostic). */
+export function describe(def: KeyDef): string {
   if (def.format === 'list') return 'a comma-separated string or an array of strings';
   if (def.format === 'duration') return `a duration: a number of ${unitName(def.unit)} or a string such as "900s", "15m", "1000ms"`;
   if (def.format === 'port') return 'a port number 0..65535';
   if (def.format === 'bytes') return 'a number of bytes (or "16k", "1m")';
   if (def.boolString === true || def.type === 'b') return 'true or false';
+  if (def.allowed !== undefined) return `one of ${def.allowed.join(', ')}`;
   switch (def.type) {
     case 's':
       return 'a string';

@@ -34,7 +34,7 @@ import {
   splitPattern,
   step,
 } from './schema-index';
-import { check, convert } from './convert';
+import { check, convert, describe } from './convert';
 import { type EffectivePorts, effectivePorts } from './ports';
 import type { DeploymentConfig } from './deployment-config.generated';
 
@@ -633,8 +633,8 @@ class Loader {
           const full = [...instance, ...splitPattern(def.key)];
           if (get(this.doc, full) !== undefined) continue;
           const where = this.map.entries.get(pathKey(instance));
-          this.report('error', 'CONFIG_REQUIRED', full, `required key '${def.key}' is missing in ${sectionLabel(section)}`, {
-            expected: def.meaning,
+          this.report('error', 'CONFIG_REQUIRED', full, `required key '${def.key}' is missing in ${sectionLabel(section)} (${def.meaning.replace(/\.$/, '')})`, {
+            expected: describe(def),
             ...(where !== undefined ? { at: where } : {}),
             secret: false,
           });

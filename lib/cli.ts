@@ -1,0 +1,237 @@
+#!/usr/bin/env node
+/**
+ * The throughway command line (issue 2, "CLI"):
+ *
+ *   throughway start [--config FILE] [--strict] [--sys name=value]...
+ *   throughway config check [--config FILE] [--strict] [--sys name=value]...
+ *   throughway config print [--config FILE] [--json] [--sys name=value]...
+ *
+ * Exit status: 0 success (warnings allowed), 1 configuration errors (all of them listed), 2 usage errors.
+ * The configuration is read from conf/deployment.toml under the working directory unless --config names
+ * another file; `$sys{name}` values come from --sys (the process-level properties of spec 000, part 1).
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { loadConfig, type LoadResult } from './config/load';
+import { formatDiagnostic } from './config/diagnostics';
+import { printConfig } from './config/print';
+import { LISTENING_PORTS, portOpened } from './config/ports';
+import { databaseMapping } from './config/database';
+
+export const USAGE = `Usage: throughway <command> [options]
+
+Commands:
+  start                 start the node for server.server_role
+  config check          validate the configuration; list every error and warning
+  config print          print the effective configuration (defaults filled, secrets as ****)
+
+Options:
+  --config FILE         configuration file (default: conf/deployment.toml)
+  --strict              unknown sections and keys are errors, not warnings
+  --sys NAME=VALUE      value of $sys{NAME} in the configuration (repeatable)
+  --json                config print: JSON instead of TOML-like text
+  -h, --help            show this help
+  -v, --version         show the version
+
+Exit status: 0 ok (warnings allowed), 1 configuration errors, 2 usage errors.
+`;
+
+export interface CliIo {
+  readonly out: (text: string) => void;
+  readonly err: (text: string) => void;
+  readonly cwd: string;
+}
+
+interface Parsed {
+  command: string[];
+  config?: string;
+  strict: boolean;
+  json: boolean;
+  help: boolean;
+  version: boolean;
+  sys: Record<string, string>;
+}
+
+class UsageError extends Error {}
+
+function parseArgs(argv: readonly string[]): Parsed {
+  const p: Parsed = { command: [], strict: false, json: false, help: false, version: false, sys: {} };
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] ?? '';
+    const eq = arg.indexOf('=');
+    const name = arg.startsWith('--') && eq > 0 ? arg.slice(0, eq) : arg;
+    const inline = arg.startsWith('--') && eq > 0 ? arg.slice(eq + 1) : undefined;
+    const value = (): string => {
+      if (inline !== undefined) return inline;
+      const next = argv[++i];
+      if (next === undefined) throw new UsageError(`${name} needs a value`);
+      return next;
+    };
+    switch (name) {
+      case '--config':
+      case '-c':
+        p.config = value();
+        break;
+      case '--strict':
+        p.strict = true;
+        break;
+      case '--json':
+        p.json = true;
+        break;
+      case '--help':
+      case '-h':
+        p.help = true;
+        break;
+      case '--version':
+      case '-v':
+        p.version = true;
+        break;
+      case '--sys': {
+        const pair = value();
+        const at = pair.indexOf('=');
+        if (at <= 0) throw new UsageError(`--sys expects NAME=VALUE, got ${JSON.stringify(pair)}`);
+        p.sys[pair.slice(0, at)] = pair.slice(at + 1);
+        break;
+      }
+      default:
+        if (arg.startsWith('-')) throw new UsageError(`unknown option ${arg}`);
+        p.command.push(arg);
+    }
+  }
+  return p;
+}
+
+function load(p: Parsed, io: CliIo): LoadResult {
+  const file = path.resolve(io.cwd, p.config ?? path.join('conf', 'deployment.toml'));
+  const shown = p.config ?? path.join('conf', 'deployment.toml');
+  const result = loadConfig({ file, strict: p.strict, sys: p.sys });
+  // Diagnostics name the file as the user wrote it, not as an absolute path.
+  if (shown !== file) {
+    return { ...result, diagnostics: result.diagnostics.map((d) => ({ ...d, file: d.file === file ? shown : d.file })) };
+  }
+  return result;
+}
+
+function listDiagnostics(result: LoadResult, io: CliIo): { errors: number; warnings: number } {
+  let errors = 0;
+  let warnings = 0;
+  for (const d of result.diagnostics) {
+    if (d.level === 'error') errors++;
+    else warnings++;
+    io.err(`${formatDiagnostic(d)}\n`);
+  }
+  return { errors, warnings };
+}
+
+function plural(n: number, word: string): string {
+  return `${n} ${word}${n === 1 ? '' : 's'}`;
+}
+
+function describePorts(result: LoadResult): string[] {
+  const lines = [`effective ports (server.offset ${result.ports.offset}):`];
+  for (const spec of LISTENING_PORTS) {
+    const state = spec.openedBy === null ? 'accepted, not opened' : portOpened(result.config, spec) ? 'listening' : 'off';
+    lines.push(`  ${spec.title.padEnd(30)} ${String(result.ports[spec.name]).padStart(5)}  ${spec.key} (${state})`);
+  }
+  return lines;
+}
+
+function check(p: Parsed, io: CliIo): number {
+  const result = load(p, io);
+  const shown = p.config ?? path.join('conf', 'deployment.toml');
+  const { errors, warnings } = listDiagnostics(result, io);
+  if (!result.ok) {
+    io.out(`${shown}: invalid: ${plural(errors, 'error')}, ${plural(warnings, 'warning')}\n`);
+    return 1;
+  }
+  const lines = [`${shown}: valid (${plural(warnings, 'warning')}${p.strict ? ', strict' : ''})`, `role: ${result.config.server.server_role}`];
+  lines.push(...describePorts(result));
+  for (const name of ['apim_db', 'shared_db'] as const) {
+    const m = databaseMapping(name, result.config.database[name], io.cwd);
+    lines.push(
+      m.kind === 'sqlite'
+        ? `database.${name}: type h2 → embedded SQLite file ${m.file}`
+        : `database.${name}: type ${m.type} (external database; throughway's embedded store is SQLite and does not connect to it)`,
+    );
+  }
+  lines.push(`accepted but inactive: ${result.inactive.length > 0 ? result.inactive.join(', ') : '(none)'}`);
+  if (result.inactiveKeys.length > 0) lines.push(`accepted keys throughway does not act on: ${result.inactiveKeys.join(', ')}`);
+  io.out(`${lines.join('\n')}\n`);
+  return 0;
+}
+
+function print(p: Parsed, io: CliIo): number {
+  const result = load(p, io);
+  listDiagnostics(result, io);
+  if (!result.ok) return 1;
+  io.out(printConfig(result, p.json ? 'json' : 'toml'));
+  return 0;
+}
+
+async function start(p: Parsed, io: CliIo): Promise<number> {
+  const result = load(p, io);
+  const { errors } = listDiagnostics(result, io);
+  if (!result.ok) {
+    io.err(`not starting: ${plural(errors, 'configuration error')}\n`);
+    return 1;
+  }
+  // lib/node.ts is the boot entry point; loaded lazily so `config` commands never pull in the runtime.
+  const { startNode } = await import('./node');
+  const node = await startNode(result, { log: (line) => io.out(`${line}\n`) });
+  const stop = (): void => {
+    void node.close().then(() => process.exit(0));
+  };
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+  return 0;
+}
+
+function version(): string {
+  try {
+    const pkg = JSON.parse(fs.readFileSync(path.resolve(__dirname, '..', '..', 'package.json'), 'utf8')) as { version?: string };
+    return pkg.version ?? 'unknown';
+  } catch {
+    return 'unknown';
+  }
+}
+
+/** Runs the CLI; resolves to the exit status (the process is not exited here, so tests can call it). */
+export async function main(argv: readonly string[], io: CliIo): Promise<number> {
+  let p: Parsed;
+  try {
+    p = parseArgs(argv);
+  } catch (err) {
+    io.err(`throughway: ${(err as Error).message}\n\n${USAGE}`);
+    return 2;
+  }
+  if (p.help) {
+    io.out(USAGE);
+    return 0;
+  }
+  if (p.version) {
+    io.out(`throughway ${version()}\n`);
+    return 0;
+  }
+  const [cmd, sub, ...rest] = p.command;
+  if (cmd === 'help' && sub === undefined) {
+    io.out(USAGE);
+    return 0;
+  }
+  if (cmd === 'start' && sub === undefined) return start(p, io);
+  if (cmd === 'config' && (sub === 'check' || sub === 'print') && rest.length === 0) return sub === 'check' ? check(p, io) : print(p, io);
+  io.err(`throughway: ${cmd === undefined ? 'no command given' : `unknown command: ${p.command.join(' ')}`}\n\n${USAGE}`);
+  return 2;
+}
+
+if (require.main === module) {
+  const io: CliIo = { out: (t) => process.stdout.write(t), err: (t) => process.stderr.write(t), cwd: process.cwd() };
+  main(process.argv.slice(2), io).then(
+    (code) => {
+      process.exitCode = code;
+    },
+    (err: unknown) => {
+      process.stderr.write(`throughway: ${err instanceof Error ? err.message : String(err)}\n`);
+      process.exitCode = 1;
+    },
+  );
+}
