@@ -154,8 +154,8 @@ export interface ApimGatewayEnvironmentSection {
   readonly type: "production" | "sandbox" | "hybrid";
   /** Show the environment under 'Try it' in the developer portal console. Default: true. */
   readonly display_in_api_console: boolean;
-  /** Description of the environment. Default: text describing a hybrid gateway for production and sandbox tokens. */
-  readonly description?: string;
+  /** Description of the environment. Default: "This is a hybrid gateway that handles both production and sandbox token traffic.". */
+  readonly description: string;
   /** Used to build the sample request in the developer portal. Default: true. */
   readonly show_as_token_endpoint_url: boolean;
   /** APIs are published to this URL. Default: "https://localhost:9443/services/". */
@@ -973,16 +973,16 @@ export interface TransportPassthruHttpSection {
     readonly "bind-address"?: string;
   };
   readonly sender: {
-    readonly http?: {
+    readonly http: {
       /** Outbound proxy host. */
       readonly proxyHost?: string;
       /** Outbound proxy port. */
       readonly proxyPort?: number;
-      /** Hosts reached directly; for a wildcard sub-domain a period goes before the asterisk. */
-      readonly nonProxyHosts?: string;
+      /** Hosts reached directly; for a wildcard sub-domain a period goes before the asterisk (empty: none). Default: "". */
+      readonly nonProxyHosts: string;
     };
-    /** Backend TLS host name verification (sample AllowAll). */
-    readonly hostname_verifier?: "AllowAll" | "DefaultAndLocalhost" | "Strict";
+    /** Backend TLS host name verification (sample AllowAll; default DefaultAndLocalhost). Default: "DefaultAndLocalhost". */
+    readonly hostname_verifier: "AllowAll" | "DefaultAndLocalhost" | "Strict";
     /** Enable the sender. Default: true. */
     readonly enable: boolean;
     /** Content types for which a backend HTTP 500 is only a warning (in the sample). Accepted; throughway does not act on it. */
@@ -1047,16 +1047,16 @@ export interface TransportPassthruHttpsSection {
     };
   };
   readonly sender: {
-    readonly http?: {
+    readonly http: {
       /** Outbound proxy host. */
       readonly proxyHost?: string;
       /** Outbound proxy port. */
       readonly proxyPort?: number;
-      /** Hosts reached directly; for a wildcard sub-domain a period goes before the asterisk. */
-      readonly nonProxyHosts?: string;
+      /** Hosts reached directly; for a wildcard sub-domain a period goes before the asterisk (empty: none). Default: "". */
+      readonly nonProxyHosts: string;
     };
-    /** Backend TLS host name verification (sample AllowAll). */
-    readonly hostname_verifier?: "AllowAll" | "DefaultAndLocalhost" | "Strict";
+    /** Backend TLS host name verification (sample AllowAll; default DefaultAndLocalhost). Default: "DefaultAndLocalhost". */
+    readonly hostname_verifier: "AllowAll" | "DefaultAndLocalhost" | "Strict";
     /** Enable the sender. Default: in sample true. */
     readonly enable?: boolean;
     readonly key_store: {
@@ -1111,15 +1111,15 @@ export interface PassthruHttpSection {
         };
       };
     };
-    readonly user?: {
-      readonly agent?: {
-        /** true preserves the User-Agent header in the outgoing message. */
-        readonly preserve?: boolean;
+    readonly user: {
+      readonly agent: {
+        /** true preserves the User-Agent header in the outgoing message (default true: throughway is transparent). Default: true. */
+        readonly preserve: boolean;
       };
     };
-    readonly server?: {
-      /** true preserves the Server header of the backend response (sample true). */
-      readonly preserve?: boolean;
+    readonly server: {
+      /** true preserves the Server header of the backend response (sample true). Default: true. */
+      readonly preserve: boolean;
     };
     readonly headers: {
       /** Header fields kept in the outgoing message, comma separated. Default: ["Content-Type"]. */
@@ -2146,8 +2146,8 @@ export interface ThroughwaySection {
   readonly via: string;
   /** Add X-Forwarded-For, X-Forwarded-Proto and X-Forwarded-Host to backend requests. Default: true. */
   readonly x_forwarded: boolean;
-  /** Peer addresses whose X-Forwarded-* headers are extended rather than replaced; empty trusts none. Default: []. */
-  readonly trusted_proxies: readonly string[];
+  /** Largest backend status line + headers accepted; a larger one is a protocol fault (101506, 502). Default: 65536. */
+  readonly max_response_header_size: number;
   /** Retry once on a fresh connection when a reused backend socket closes before any response byte. Default: true. */
   readonly retry_stale: boolean;
   /** Listen backlog of the gateway listeners (HTTP, HTTPS, WS, WSS). Default: 511. */

@@ -227,7 +227,7 @@ export const DOC000_SECTIONS: readonly SectionDef[] = [
       { key: 'name', type: 's', required: true, default: 'Default', meaning: 'Environment name.' },
       { key: 'type', type: 's', required: true, default: 'hybrid', allowed: ['production', 'sandbox', 'hybrid'], meaning: 'Which tokens the environment serves.' },
       { key: 'display_in_api_console', type: 's', required: true, boolString: true, default: true, meaning: "Show the environment under 'Try it' in the developer portal console." },
-      { key: 'description', type: 's', required: true, defaultText: 'text describing a hybrid gateway for production and sandbox tokens', meaning: 'Description of the environment.' },
+      { key: 'description', type: 's', required: true, default: 'This is a hybrid gateway that handles both production and sandbox token traffic.', defaultText: 'text describing a hybrid gateway for production and sandbox tokens', meaning: 'Description of the environment.' },
       { key: 'show_as_token_endpoint_url', type: 's', required: true, boolString: true, default: true, meaning: 'Used to build the sample request in the developer portal.' },
       { key: 'service_url', type: 's', required: true, format: 'url', default: 'https://localhost:9443/services/', meaning: 'APIs are published to this URL.' },
       { key: 'username', type: 's', required: true, default: SUPER_USER, defaultText: 'super admin user name', meaning: 'Publishing credential: user.' },

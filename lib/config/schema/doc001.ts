@@ -62,8 +62,11 @@ function passthruSharedKeys(https: boolean): KeyDef[] {
     { key: 'listener.parameters.WSDLEPRPrefix', type: 's', required: true, inactive: true, meaning: 'URL prefix added to service endpoint references and WSDLs.' },
     { key: 'sender.http.proxyHost', type: 's', format: 'host', meaning: 'Outbound proxy host.' },
     { key: 'sender.http.proxyPort', type: 'i', format: 'port', meaning: 'Outbound proxy port.' },
-    { key: 'sender.http.nonProxyHosts', type: 's', required: true, meaning: 'Hosts reached directly; for a wildcard sub-domain a period goes before the asterisk.' },
-    { key: 'sender.hostname_verifier', type: 's', required: true, allowed: HOSTNAME_VERIFIERS, meaning: 'Backend TLS host name verification (sample AllowAll).' },
+    // The spec marks these two R without showing a default; a default is what satisfies R (spec 000
+    // part 1.7), so a bare listener table loads: no host bypasses a proxy, and the reference's own
+    // default verifier.
+    { key: 'sender.http.nonProxyHosts', type: 's', required: true, default: '', meaning: 'Hosts reached directly; for a wildcard sub-domain a period goes before the asterisk (empty: none).' },
+    { key: 'sender.hostname_verifier', type: 's', required: true, default: 'DefaultAndLocalhost', allowed: HOSTNAME_VERIFIERS, meaning: 'Backend TLS host name verification (sample AllowAll; default DefaultAndLocalhost).' },
   ];
 }
 
@@ -241,8 +244,9 @@ export const DOC001_SECTIONS: readonly SectionDef[] = [
       // throughway sizes its socket reads with [throughway] read_buffer_size instead.
       { key: 'io_buffer_size', type: 'i', required: true, format: 'bytes', default: 16384, min: 1, inactive: true, meaning: 'IO buffer size; leave at default (throughway uses throughway.read_buffer_size).' },
       { key: 'http.max.connection.per.host.port', type: 'i', required: true, default: 32767, min: 1, meaning: 'Maximum backend connections per host and port.' },
-      { key: 'http.user.agent.preserve', type: 'b', required: true, meaning: 'true preserves the User-Agent header in the outgoing message.' },
-      { key: 'http.server.preserve', type: 'b', meaning: 'true preserves the Server header of the backend response (sample true).' },
+      // No default in the spec: a pass-through proxy is transparent by default (docs/transport.md).
+      { key: 'http.user.agent.preserve', type: 'b', required: true, default: true, meaning: 'true preserves the User-Agent header in the outgoing message (default true: throughway is transparent).' },
+      { key: 'http.server.preserve', type: 'b', default: true, meaning: 'true preserves the Server header of the backend response (sample true).' },
       { key: 'http.headers.preserve', type: 's', required: true, format: 'list', default: ['Content-Type'], meaning: 'Header fields kept in the outgoing message, comma separated.' },
       { key: 'disable_connection_keepalive', type: 'b', required: true, default: false, meaning: 'Close backend connections after each request.' },
       { key: 'max_open_connections', type: 'i', default: -1, min: -1, meaning: 'Limit of simultaneously open incoming connections; -1 or removal disables it.' },

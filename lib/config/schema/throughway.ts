@@ -24,7 +24,7 @@ export const THROUGHWAY_SECTIONS: readonly SectionDef[] = [
       { key: 'shutdown_timeout', type: 's', format: 'duration', unit: 'ms', default: 30000, min: 0, meaning: 'On shutdown, in-flight requests get this long to finish before connections are closed.' },
       { key: 'via', type: 's', default: '1.1 throughway', meaning: 'Value added to the Via header; an empty string disables the Via header.' },
       { key: 'x_forwarded', type: 'b', default: true, meaning: 'Add X-Forwarded-For, X-Forwarded-Proto and X-Forwarded-Host to backend requests.' },
-      { key: 'trusted_proxies', type: 's', format: 'list', default: [], meaning: 'Peer addresses whose X-Forwarded-* headers are extended rather than replaced; empty trusts none.' },
+      { key: 'max_response_header_size', type: 'i', format: 'bytes', default: 65536, min: 1024, meaning: "Largest backend status line + headers accepted; a larger one is a protocol fault (101506, 502)." },
       { key: 'retry_stale', type: 'b', default: true, meaning: 'Retry once on a fresh connection when a reused backend socket closes before any response byte.' },
       { key: 'backlog', type: 'i', default: 511, min: 1, meaning: 'Listen backlog of the gateway listeners (HTTP, HTTPS, WS, WSS).' },
       { key: 'apis_dir', type: 's', format: 'path', default: 'apis', meaning: 'Directory of API definitions.' },
