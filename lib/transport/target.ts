@@ -385,6 +385,8 @@ export class TargetConnection implements ParserEvents {
   destroy(): void {
     if (this.closedByUs) return;
     this.closedByUs = true;
+    // The caller owns the exchange from here: the socket's later 'close' must not fail it a second time.
+    this.ex = null;
     if (this.state !== S.CLOSED) this.setState(S.CLOSING);
     this.socket.destroy();
     this.finalise();
