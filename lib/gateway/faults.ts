@@ -1,0 +1,264 @@
+/**
+ * The one table of fault codes the gateway answers with, and the one place that turns a fault into a
+ * response (spec 002, part 7).
+ *
+ * Three families, one table each way they are keyed:
+ *  - API handler codes of the spec (700700, 900422, 900424, 900800–900807, 900900–900911, 102511), keyed by
+ *    their number: they do not collide;
+ *  - transport codes, keyed by what happened (FaultReason), imported from lib/transport/codes.ts rather
+ *    than copied: their combined numbers collide (101507 is both "canceled" and "timeout at state 3"), so
+ *    they are never looked up by number alone;
+ *  - throughway's own codes for conditions the spec has no code for. The range starts at 103001; the
+ *    transport holds 103001–103004 (OwnCode), the gateway continues from 103005 in GATEWAY_FAULTS below.
+ *
+ * docs/faults.md is generated from these tables (lib/gateway/gen-docs.ts) and a test fails when a code is
+ * missing from it or the page is stale.
+ */
+import { FAULT_KINDS, OwnCode, type FaultReason, type TransportFault } from '../transport/codes';
+import type { LocalResponse } from '../transport/types';
+import type { FaultTemplates } from './fault-templates';
+
+/** Where a code comes from: the spec's tables, or throughway's own range. */
+export type FaultOrigin = 'spec' | 'throughway';
+
+/** The gateway phase (or later step) that raises a code. */
+export type FaultPhase = 'route' | 'cors' | 'api-status' | 'authentication' | 'throttling' | 'mediation' | 'send' | 'transport' | 'none';
+
+export interface GatewayFaultDef {
+  readonly code: number;
+  readonly httpStatus: number;
+  /** 'spec': the spec gives this HTTP status; 'throughway': the spec shows none, throughway chose it. */
+  readonly statusFrom: FaultOrigin;
+  readonly message: string;
+  readonly description: string;
+  readonly origin: FaultOrigin;
+  readonly phase: FaultPhase;
+  /** Adds a `WWW-Authenticate: Bearer` challenge (RFC 6750 §3); the value is the RFC's error code, '' for none. */
+  readonly challenge?: '' | 'invalid_token' | 'insufficient_scope' | 'invalid_request';
+  /** A throttling fault: carries `nextAccessTime` in the body and `Retry-After` when the time is known. */
+  readonly throttle?: boolean;
+  /** Whether throughway sends it at all (deprecated and unexplained codes are documented, never sent). */
+  readonly sent: boolean;
+  /** Which step of the plan makes the gateway raise it, when that step has not landed yet. */
+  readonly pending?: string;
+}
+
+/** The gateway's own codes: 103005 onwards (the transport holds 103001–103004). */
+export const GatewayOwnCode = {
+  API_NOT_FOUND: 103005,
+  METHOD_NOT_ALLOWED: 103006,
+  ENDPOINT_SUSPENDED: 103007,
+  API_RETIRED: 103008,
+  INVALID_PATH: 103009,
+} as const;
+
+/** The spec's API handler codes, by name. */
+export const ApiCode = {
+  API_BLOCKED: 700700,
+  INVALID_GRAPHQL_QUERY: 900422,
+  TEMPORARY_SERVER_ERROR: 900424,
+  THROTTLED_OUT: 900800,
+  HARD_LIMIT_EXCEEDED: 900801,
+  RESOURCE_THROTTLED: 900802,
+  APPLICATION_THROTTLED: 900803,
+  SUBSCRIPTION_THROTTLED: 900804,
+  BLOCKED: 900805,
+  CUSTOM_POLICY_THROTTLED: 900806,
+  BURST_THROTTLED: 900807,
+  AUTH_GENERAL_ERROR: 900900,
+  INVALID_CREDENTIALS: 900901,
+  MISSING_CREDENTIALS: 900902,
+  ACCESS_TOKEN_INACTIVE: 900904,
+  INCORRECT_TOKEN_TYPE: 900905,
+  NO_MATCHING_RESOURCE: 900906,
+  API_TEMPORARILY_BLOCKED: 900907,
+  RESOURCE_FORBIDDEN: 900908,
+  SUBSCRIPTION_INACTIVE: 900909,
+  INVALID_SCOPE: 900910,
+  UNDOCUMENTED_AUTH_FAILURE: 900911,
+  INCOMPLETE_PAYLOAD: 102511,
+} as const;
+
+export type GatewayCode = (typeof ApiCode)[keyof typeof ApiCode] | (typeof GatewayOwnCode)[keyof typeof GatewayOwnCode];
+
+const STEP4 = 'Step 4 (authentication)';
+const STEP6 = 'Step 6 (throttling)';
+const STEP7 = 'Step 7 (mediation)';
+
+/**
+ * Every API handler code of spec 002 part 7 and every own gateway code. Messages are the spec's; where the
+ * spec gives no HTTP status (900424) throughway's choice is marked `statusFrom: 'throughway'`.
+ */
+export const GATEWAY_FAULTS: readonly GatewayFaultDef[] = Object.freeze([
+  // --- lifecycle (spec 002, part 3: "Invoking an API in BLOCKED yields error 700700 (HTTP 503)")
+  { code: 700700, httpStatus: 503, statusFrom: 'spec', message: 'API blocked', description: 'The API is in the BLOCKED lifecycle state', origin: 'spec', phase: 'api-status', sent: true },
+  // --- payload and query
+  { code: 900422, httpStatus: 422, statusFrom: 'spec', message: 'Invalid GraphQL query', description: 'The query of a GraphQL API is not valid syntax', origin: 'spec', phase: 'mediation', sent: true, pending: 'GraphQL APIs' },
+  { code: 900424, httpStatus: 503, statusFrom: 'throughway', message: 'Temporary Server Error', description: 'A protected backend was called with an invalid OAuth 2.0 backend token', origin: 'spec', phase: 'send', sent: true, pending: STEP4 },
+  { code: 102511, httpStatus: 400, statusFrom: 'spec', message: 'Incomplete payload', description: 'The payload is too large for the client to keep the connection until it is fully transferred', origin: 'spec', phase: 'mediation', sent: true, pending: STEP7 },
+  // --- throttling (spec 002, part 7: 900800 to 900807 apply when throttling limits are reached)
+  { code: 900800, httpStatus: 429, statusFrom: 'spec', message: 'Message throttled out', description: 'The tier limit of requests per period was reached', origin: 'spec', phase: 'throttling', throttle: true, sent: true, pending: STEP6 },
+  { code: 900801, httpStatus: 503, statusFrom: 'spec', message: 'Hard limit exceeded', description: 'The hard throttle limit was reached', origin: 'spec', phase: 'throttling', throttle: true, sent: true, pending: STEP6 },
+  { code: 900802, httpStatus: 429, statusFrom: 'spec', message: 'Resource level throttle out', description: 'The resource level limit was exceeded', origin: 'spec', phase: 'throttling', throttle: true, sent: true, pending: STEP6 },
+  { code: 900803, httpStatus: 429, statusFrom: 'spec', message: 'Application level throttle out', description: 'The application level limit was exceeded', origin: 'spec', phase: 'throttling', throttle: true, sent: true, pending: STEP6 },
+  { code: 900804, httpStatus: 429, statusFrom: 'spec', message: 'Subscription level throttled out', description: 'The subscription policy limit was reached', origin: 'spec', phase: 'throttling', throttle: true, sent: true, pending: STEP6 },
+  { code: 900805, httpStatus: 429, statusFrom: 'spec', message: 'Message blocked', description: 'Blocked by a blocking condition on the user, IP address, application or API context', origin: 'spec', phase: 'throttling', throttle: true, sent: true, pending: STEP6 },
+  { code: 900806, httpStatus: 429, statusFrom: 'spec', message: 'Custom policy throttled out', description: 'A custom throttling policy limit was exceeded', origin: 'spec', phase: 'throttling', throttle: true, sent: true, pending: STEP6 },
+  { code: 900807, httpStatus: 429, statusFrom: 'spec', message: 'Message throttled out', description: 'The burst control or rate limit (requests per second) of the subscription policy was exceeded', origin: 'spec', phase: 'throttling', throttle: true, sent: true, pending: STEP6 },
+  // --- authentication (spec 002, part 5)
+  { code: 900900, httpStatus: 500, statusFrom: 'spec', message: 'Unclassified authentication failure', description: 'Authentication failed for a reason other than the credentials, e.g. the key validation service is unreachable', origin: 'spec', phase: 'authentication', sent: true, pending: STEP4 },
+  { code: 900901, httpStatus: 401, statusFrom: 'spec', message: 'Invalid credentials', description: 'The access token is invalid, inactive or expired, or the key type has no matching endpoint', origin: 'spec', phase: 'authentication', challenge: 'invalid_token', sent: true },
+  { code: 900902, httpStatus: 401, statusFrom: 'spec', message: 'Missing credentials', description: 'No bearer access token in the authorization header', origin: 'spec', phase: 'authentication', challenge: '', sent: true, pending: STEP4 },
+  { code: 900904, httpStatus: 401, statusFrom: 'spec', message: 'Access token inactive', description: 'Deprecated from version 1.9.0 (spec 002, part 9); 900901 is sent instead', origin: 'spec', phase: 'none', challenge: 'invalid_token', sent: false },
+  { code: 900905, httpStatus: 401, statusFrom: 'spec', message: 'Incorrect access token type', description: 'An application token on a resource that allows only user tokens', origin: 'spec', phase: 'authentication', challenge: 'invalid_token', sent: true, pending: STEP4 },
+  { code: 900906, httpStatus: 403, statusFrom: 'spec', message: 'No matching resource found in the API for the given request', description: 'The API has no resource matching the request path', origin: 'spec', phase: 'route', sent: true },
+  { code: 900907, httpStatus: 401, statusFrom: 'spec', message: 'The requested API is temporarily blocked', description: 'The subscription to the API is blocked', origin: 'spec', phase: 'authentication', challenge: 'invalid_token', sent: true, pending: STEP4 },
+  { code: 900908, httpStatus: 403, statusFrom: 'spec', message: 'Resource forbidden', description: 'The application is not subscribed to the API', origin: 'spec', phase: 'authentication', sent: true, pending: STEP4 },
+  { code: 900909, httpStatus: 401, statusFrom: 'spec', message: 'The subscription to the API is inactive', description: 'The subscription is not approved, or the API is in an unavailable state', origin: 'spec', phase: 'authentication', challenge: 'invalid_token', sent: true, pending: STEP4 },
+  { code: 900910, httpStatus: 403, statusFrom: 'spec', message: 'The access token does not allow access to the resource', description: 'The access token lacks a scope the resource requires', origin: 'spec', phase: 'authentication', challenge: 'insufficient_scope', sent: true, pending: STEP4 },
+  { code: 900911, httpStatus: 401, statusFrom: 'spec', message: 'Authentication failure', description: 'Listed by the spec under HTTP 401 without its meaning (spec 002, part 7); throughway does not send it', origin: 'spec', phase: 'none', challenge: 'invalid_token', sent: false },
+  // --- throughway's own (103005 onwards)
+  { code: GatewayOwnCode.API_NOT_FOUND, httpStatus: 404, statusFrom: 'throughway', message: 'No matching API', description: 'No API is deployed at the requested context and version', origin: 'throughway', phase: 'route', sent: true },
+  { code: GatewayOwnCode.METHOD_NOT_ALLOWED, httpStatus: 405, statusFrom: 'throughway', message: 'Method not allowed', description: 'The resource exists but does not allow this method (the Allow field lists the ones it does)', origin: 'throughway', phase: 'route', sent: true },
+  { code: GatewayOwnCode.ENDPOINT_SUSPENDED, httpStatus: 503, statusFrom: 'throughway', message: 'Endpoint suspended', description: 'The backend endpoint is suspended after failing with one of its suspend codes (Retry-After gives the seconds left)', origin: 'throughway', phase: 'send', sent: true },
+  { code: GatewayOwnCode.API_RETIRED, httpStatus: 404, statusFrom: 'throughway', message: 'API retired', description: 'The API is in the RETIRED lifecycle state', origin: 'throughway', phase: 'api-status', sent: true },
+  { code: GatewayOwnCode.INVALID_PATH, httpStatus: 400, statusFrom: 'throughway', message: 'Invalid request path', description: 'The request target is not an absolute path, or contains a dot segment (. or ..) that could escape the API context', origin: 'throughway', phase: 'route', sent: true },
+] satisfies readonly GatewayFaultDef[]);
+
+const BY_CODE = new Map<number, GatewayFaultDef>();
+for (const def of GATEWAY_FAULTS) {
+  if (BY_CODE.has(def.code)) throw new Error(`fault code ${def.code} is listed twice`);
+  BY_CODE.set(def.code, def);
+}
+
+export function faultDef(code: number): GatewayFaultDef | undefined {
+  return BY_CODE.get(code);
+}
+
+/** Every own code in use, the transport's and the gateway's, in one ascending list (docs, tests). */
+export function ownCodes(): number[] {
+  return [...Object.values(OwnCode), ...Object.values(GatewayOwnCode)].sort((a, b) => a - b);
+}
+
+/** Transport faults by reason, re-exported so the gateway's docs and tests read one module. */
+export const TRANSPORT_FAULTS: { readonly [R in FaultReason]: (typeof FAULT_KINDS)[R] } = FAULT_KINDS;
+
+/** One occurrence of a gateway fault, as a phase returns it. */
+export interface FaultValue {
+  readonly def: GatewayFaultDef;
+  /** What identifies this occurrence (replaces the table's description). */
+  readonly description?: string;
+  /** Throttling and suspension: ms until the client may try again (Retry-After, nextAccessTime). */
+  readonly retryAfterMs?: number;
+  /** 405: the methods the resource allows (the Allow field, RFC 9110 §15.5.6). */
+  readonly allow?: string;
+  /** 900910: the scope the resource needs (RFC 6750 §3 `scope` attribute). */
+  readonly scope?: string;
+}
+
+export function fault(code: GatewayCode, extra?: Omit<FaultValue, 'def'>): FaultValue {
+  const def = BY_CODE.get(code);
+  if (def === undefined) throw new Error(`unknown fault code ${code}`);
+  return extra === undefined ? { def } : { def, ...extra };
+}
+
+/** What a fault response is built from, for either family. */
+export interface FaultFacts {
+  readonly code: number;
+  /** Transport faults: the base code (templates match it for all states); gateway faults: the code. */
+  readonly base: number;
+  /** Transport faults: the protocol state number; gateway faults: -1. */
+  readonly state: number;
+  readonly status: number;
+  readonly message: string;
+  readonly description: string;
+  readonly challenge?: '' | 'invalid_token' | 'insufficient_scope' | 'invalid_request';
+  readonly scope?: string;
+  readonly retryAfterMs?: number;
+  readonly nextAccessTime?: string;
+  readonly allow?: string;
+}
+
+/** The realm of the bearer challenge (RFC 6750 §3). */
+export const AUTH_REALM = 'throughway';
+
+const JSON_TYPE = 'application/json; charset=UTF-8';
+
+/** The response fields a fault carries besides its body: challenge, Retry-After, Allow (RFC 9110, RFC 6750). */
+function protocolFields(f: FaultFacts, out: string[]): void {
+  if (f.challenge !== undefined) {
+    let v = `Bearer realm="${AUTH_REALM}"`;
+    if (f.challenge !== '') v += `, error="${f.challenge}"`;
+    if (f.scope !== undefined && f.challenge === 'insufficient_scope') v += `, scope="${f.scope.replace(/["\\]/g, '')}"`;
+    out.push('WWW-Authenticate', v);
+  }
+  if (f.retryAfterMs !== undefined) out.push('Retry-After', String(Math.max(0, Math.ceil(f.retryAfterMs / 1000))));
+  if (f.allow !== undefined) out.push('Allow', f.allow);
+}
+
+/** The spec's fault body (spec 002, part 7), with `nextAccessTime` for throttling faults. */
+export function faultBody(f: FaultFacts): string {
+  const inner: Record<string, unknown> = { code: f.code, type: 'Status report', message: f.message, description: f.description };
+  if (f.nextAccessTime !== undefined) inner.nextAccessTime = f.nextAccessTime;
+  return JSON.stringify({ fault: inner });
+}
+
+/**
+ * Renders a fault once: the spec's JSON body (or the matching custom template, spec 002 part 7 rule 4),
+ * the protocol fields, and `extra` (CORS and echoed request fields) appended. `drop` names fields the
+ * transport-headers rules remove from every response (lower-case).
+ */
+export function renderFacts(f: FaultFacts, extra: readonly string[], templates: FaultTemplates | undefined, drop: ReadonlySet<string> | undefined): LocalResponse {
+  const fields: string[] = [];
+  let status = f.status;
+  let body: string;
+  const template = templates?.find(f.code, f.base);
+  if (template !== undefined) {
+    const r = template.render(f);
+    status = r.status;
+    body = r.body;
+    fields.push('Content-Type', r.contentType);
+  } else {
+    body = faultBody(f);
+    fields.push('Content-Type', JSON_TYPE);
+  }
+  protocolFields(f, fields);
+  for (let i = 0; i < extra.length; i += 2) fields.push(extra[i] as string, extra[i + 1] as string);
+  const headers = drop === undefined || drop.size === 0 ? fields : dropNames(fields, drop);
+  return { status, headers, body, faultCode: f.code };
+}
+
+function dropNames(fields: readonly string[], drop: ReadonlySet<string>): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < fields.length; i += 2) {
+    const name = fields[i] as string;
+    if (!drop.has(name.toLowerCase())) out.push(name, fields[i + 1] as string);
+  }
+  return out;
+}
+
+/** The facts of a gateway fault occurrence. */
+export function gatewayFacts(v: FaultValue, now: number = Date.now()): FaultFacts {
+  const def = v.def;
+  const facts: { -readonly [K in keyof FaultFacts]: FaultFacts[K] } = {
+    code: def.code,
+    base: def.code,
+    state: -1,
+    status: def.httpStatus,
+    message: def.message,
+    description: v.description ?? def.description,
+  };
+  if (def.challenge !== undefined) facts.challenge = def.challenge;
+  if (v.scope !== undefined) facts.scope = v.scope;
+  if (v.retryAfterMs !== undefined) {
+    facts.retryAfterMs = v.retryAfterMs;
+    if (def.throttle === true) facts.nextAccessTime = new Date(now + v.retryAfterMs).toISOString();
+  }
+  if (v.allow !== undefined) facts.allow = v.allow;
+  return facts;
+}
+
+/** The facts of a transport fault: its kind's status and message, code = base + state (spec 002 part 7 rule 1). */
+export function transportFacts(t: TransportFault): FaultFacts {
+  return { code: t.code, base: t.base, state: t.state, status: t.httpStatus, message: t.message, description: t.description };
+}
