@@ -1,0 +1,117 @@
+/**
+ * The HTTP access log ([http_access_log], spec 001): one line per finished call, in the common log format
+ * followed by three fields:
+ *
+ *   127.0.0.1 - - [22/Nov/2025:10:00:00 +0000] "GET /pizzashack/1.0.0/menu HTTP/1.1" 200 96 1.204 - -
+ *                                                                                     |   |  |     | ` fault state
+ *                                                                            status --'   |  |     `-- fault code
+ *                                                                        body bytes ------'  `-- upstream ms
+ *
+ * Upstream ms: from the request head to the end of the backend's response, "-" when no backend was
+ * involved (a fault or preflight answered by the gateway). Fault code: the code of the fault behind the
+ * response or abort, "-" for none. Fault state: for transport faults the protocol state that is part of
+ * the code (spec 002 part 7, rule 1: code = base + state) written base+state, e.g. 101504+3; "-" for the
+ * gateway's own codes, which carry no state.
+ *
+ * Lines go to the file `[throughway] access_log_file` (under the working directory) or, with
+ * `useLogger = true`, to the server log as `http_access` events. The hot path formats one string; the date
+ * part is built once per second.
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import type { ExchangeRecord, SourceRequest } from '../transport/types';
+import type { TransportFault } from '../transport/codes';
+import type { Logger } from '../observability/log';
+
+const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
+const pad = (n: number): string => (n < 10 ? '0' + n : String(n));
+
+/** `[10/Oct/2000:13:55:36 +0000]` for a time in ms (UTC). */
+export function clfDate(ms: number): string {
+  const d = new Date(ms);
+  return `[${pad(d.getUTCDate())}/${MONTHS[d.getUTCMonth()]}/${d.getUTCFullYear()}:${pad(d.getUTCHours())}:${pad(d.getUTCMinutes())}:${pad(d.getUTCSeconds())} +0000]`;
+}
+
+export interface AccessLogOptions {
+  readonly file?: string;
+  readonly logger?: Logger;
+  /** The clock (tests). */
+  readonly now?: () => number;
+}
+
+/** Transport faults answered by the gateway, waiting for their exchange record (see noteFault). */
+const PENDING_LIMIT = 1024;
+
+export class AccessLog {
+  private stream: fs.WriteStream | undefined;
+  private readonly logger: Logger | undefined;
+  private readonly now: () => number;
+  private second = -1;
+  private dateText = '';
+  /**
+   * The transport's exchange record carries the fault only when the exchange was aborted; for a fault it
+   * answered it carries the code alone, which does not give the state (101507 is 101504+3 or 101507+0).
+   * The fault itself arrives first through onFault with the request: it waits here, keyed by what the
+   * record repeats (peer, method, target), until its record comes.
+   */
+  private readonly pending = new Map<string, TransportFault>();
+
+  constructor(options: AccessLogOptions) {
+    this.now = options.now ?? Date.now;
+    if (options.logger !== undefined) {
+      this.logger = options.logger;
+    } else if (options.file !== undefined) {
+      fs.mkdirSync(path.dirname(options.file), { recursive: true });
+      this.stream = fs.createWriteStream(options.file, { flags: 'a' });
+      // A full disk must not crash the gateway: the log is lost, the traffic is not.
+      this.stream.on('error', () => undefined);
+    }
+  }
+
+  noteFault(fault: TransportFault, req: SourceRequest | undefined): void {
+    if (req === undefined) return;
+    if (this.pending.size >= PENDING_LIMIT) this.pending.clear();
+    this.pending.set(req.remoteAddress + ' ' + req.method + ' ' + req.url, fault);
+  }
+
+  private date(): string {
+    const t = this.now();
+    const s = Math.floor(t / 1000);
+    if (s !== this.second) {
+      this.second = s;
+      this.dateText = clfDate(t);
+    }
+    return this.dateText;
+  }
+
+  /** The line for one record (exported for tests through format()). */
+  format(r: ExchangeRecord): string {
+    let fault = r.fault;
+    if (fault === undefined && r.faultCode !== undefined && this.pending.size > 0) {
+      const key = r.remoteAddress + ' ' + r.method + ' ' + r.url;
+      const f = this.pending.get(key);
+      if (f !== undefined && f.code === r.faultCode) {
+        fault = f;
+        this.pending.delete(key);
+      }
+    }
+    const code = r.faultCode ?? fault?.code;
+    const bytes = r.responseBytes > 0 ? String(r.responseBytes) : '-';
+    const upstream = r.target !== undefined ? r.durationMs.toFixed(3) : '-';
+    const state = fault !== undefined ? `${fault.base}+${fault.state}` : '-';
+    return `${r.remoteAddress || '-'} - - ${this.date()} "${r.method} ${r.url} HTTP/1.1" ${r.status || '-'} ${bytes} ${upstream} ${code ?? '-'} ${state}`;
+  }
+
+  record(r: ExchangeRecord): void {
+    const line = this.format(r);
+    if (this.logger !== undefined) this.logger.log('info', 'http_access', { line });
+    else this.stream?.write(line + '\n');
+  }
+
+  close(): Promise<void> {
+    const s = this.stream;
+    this.stream = undefined;
+    if (s === undefined) return Promise.resolve();
+    return new Promise((resolve) => s.end(() => resolve()));
+  }
+}

@@ -1,0 +1,543 @@
+/**
+ * API definitions: the gateway's deployed artifacts, one TOML file per API in `<config dir>/apis/`
+ * (`[throughway] apis_dir`). The fields are one declarative table (API_FIELDS) that drives validation and
+ * docs/apis.md alike, as the configuration schema does for deployment.toml.
+ *
+ * Invocation shape (spec 002, part 4): /<context>/<version>/<resource>. A file that fails validation is not
+ * deployed; the others are. Unknown fields are warnings naming the closest known field, not refusals.
+ * Fields accepted before the step that enforces them (authentication, throttling, endpoint timeout and
+ * retry) are reported with API_NOT_ENFORCED so nobody mistakes them for protection they do not give yet.
+ */
+import * as toml from 'toml';
+import { locateKeys, nearest, pathKey, type Segment, type SourceMap } from '../config/locate';
+import { closest } from '../config/diagnostics';
+import { parseDuration } from '../config/convert';
+import { FAULT_KINDS } from '../transport/codes';
+import { targetFromUrl } from '../transport/types';
+import { type ApiDiagnostic, type ApiDiagnosticCode, type ApiDiagnosticLevel, syntaxDiagnostic } from './diagnostics';
+
+export const LIFECYCLE_STATES = ['PUBLISHED', 'PROTOTYPED', 'DEPRECATED', 'BLOCKED', 'RETIRED'] as const;
+export type LifecycleState = (typeof LIFECYCLE_STATES)[number];
+export const AUTH_TYPES = ['oauth2', 'none'] as const;
+export type AuthType = (typeof AUTH_TYPES)[number];
+export const HTTP_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
+
+export interface EndpointDefinition {
+  /** The URL as deployed (runtime tokens such as ${demo_port} replaced). */
+  readonly url: string;
+  /** Transport codes (combined, or base for every state) that suspend the endpoint (spec 002 part 7 rule 3). */
+  readonly suspendCodes: readonly number[];
+  /** ms of the first suspension. */
+  readonly suspendDuration: number;
+  /** ms: the longest suspension, however often it fails. */
+  readonly suspendMaxDuration: number;
+  /** Each further suspension lasts this many times the previous one. */
+  readonly suspendFactor: number;
+  /** Accepted, not enforced yet (the transport's socket timeout applies). */
+  readonly timeout: number | undefined;
+  /** Accepted, not enforced yet. */
+  readonly retryCodes: readonly number[];
+}
+
+/** An API-level CORS override: fields given replace those of [apim.cors]. */
+export interface CorsOverride {
+  readonly enable?: boolean;
+  readonly allowOrigins?: readonly string[];
+  readonly allowMethods?: readonly string[];
+  readonly allowHeaders?: readonly string[];
+  readonly allowCredentials?: boolean;
+}
+
+export interface ResourceDefinition {
+  /** As written: exact `/menu`, prefix `/x/*`, or URI template `/orders/{id}`. */
+  readonly path: string;
+  readonly methods: readonly string[];
+  readonly auth: AuthType;
+  readonly scopes: readonly string[];
+  readonly policy: string | undefined;
+}
+
+export interface ApiDefinition {
+  /** Absolute file path, or '' for definitions given in code. */
+  readonly file: string;
+  readonly name: string;
+  /** As written, e.g. "/pizzashack" (may hold {version}). */
+  readonly context: string;
+  readonly version: string;
+  readonly defaultVersion: boolean;
+  readonly state: LifecycleState;
+  readonly auth: AuthType;
+  readonly labels: readonly string[];
+  readonly policy: string | undefined;
+  readonly description: string | undefined;
+  readonly endpoints: { readonly production: EndpointDefinition | undefined; readonly sandbox: EndpointDefinition | undefined };
+  readonly cors: CorsOverride | undefined;
+  readonly resources: readonly ResourceDefinition[];
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The field table
+// ---------------------------------------------------------------------------------------------------------
+
+export type FieldType = 'string' | 'boolean' | 'number' | 'strings' | 'codes' | 'duration' | 'table' | 'tables' | 'endpoint';
+
+export interface FieldDef {
+  readonly key: string;
+  readonly type: FieldType;
+  readonly required?: boolean;
+  readonly default?: unknown;
+  readonly allowed?: readonly string[];
+  readonly min?: number;
+  readonly meaning: string;
+  readonly example?: string;
+  /** Sub-fields of a table, of each entry of an array of tables, or of an endpoint written as a table. */
+  readonly fields?: readonly FieldDef[];
+  /** Accepted but not enforced until the named step lands (reported as API_NOT_ENFORCED). */
+  readonly notEnforced?: string;
+}
+
+const ENDPOINT_FIELDS: readonly FieldDef[] = [
+  { key: 'url', type: 'string', required: true, meaning: 'Backend base URL (http://host:port/path). The backend URL of a call is this URL followed by the resource path and the query string.', example: '"http://127.0.0.1:9000/v1"' },
+  { key: 'suspend_codes', type: 'codes', default: [], meaning: 'Transport codes that suspend the endpoint (spec 002 part 7 rule 3): a combined code (101503) or a base code, which matches every state (101504 matches 101504..101512). While suspended, calls get fault 103007 (503, Retry-After) without touching the backend. Empty: never suspended.', example: '[101503, 101504, 101505]' },
+  { key: 'suspend_duration', type: 'duration', default: 30000, min: 0, meaning: 'How long the first suspension lasts (ms, or "30s").' },
+  { key: 'suspend_max_duration', type: 'duration', default: 300000, min: 0, meaning: 'The longest suspension, however often the endpoint fails again.' },
+  { key: 'suspend_factor', type: 'number', default: 2, min: 1, meaning: 'Each suspension following a failure right after the previous one ended lasts this many times longer; a successful call resets it.' },
+  { key: 'timeout', type: 'duration', min: 1, meaning: 'Per-endpoint response timeout.', notEnforced: 'a transport hook (the transport-wide [passthru_http] \'http.socket.timeout\' applies meanwhile)' },
+  { key: 'retry_codes', type: 'codes', default: [], meaning: 'Transport codes on which a call is retried.', notEnforced: 'a transport hook (only the stale keep-alive retry of [throughway] retry_stale happens meanwhile)' },
+];
+
+const CORS_FIELDS: readonly FieldDef[] = [
+  { key: 'enable', type: 'boolean', meaning: 'CORS handling for this API (default: [apim.cors] enable).' },
+  { key: 'allow_origins', type: 'strings', meaning: 'Allowed origins, or ["*"] (default: [apim.cors] allow_origins).' },
+  { key: 'allow_methods', type: 'strings', meaning: 'Methods announced in preflight answers (default: [apim.cors] allow_methods).' },
+  { key: 'allow_headers', type: 'strings', meaning: 'Request headers announced in preflight answers (default: [apim.cors] allow_headers).' },
+  { key: 'allow_credentials', type: 'boolean', meaning: 'Access-Control-Allow-Credentials; not allowed together with the origin * (default: [apim.cors] allow_credentials).' },
+];
+
+const RESOURCE_FIELDS: readonly FieldDef[] = [
+  { key: 'path', type: 'string', required: true, meaning: 'Exact path (`/menu`), prefix (`/menu/*`, `/*`) or URI template (`/orders/{id}`, one variable per whole segment). Matching order: exact, then the longest prefix, then templates (most literal segments first).', example: '"/orders/{id}"' },
+  { key: 'methods', type: 'strings', required: true, allowed: HTTP_METHODS, meaning: 'HTTP methods of the resource. HEAD is allowed wherever GET is (RFC 9110 §9.3.2).', example: '["GET", "POST"]' },
+  { key: 'auth', type: 'string', allowed: AUTH_TYPES, meaning: 'Overrides the API\'s `auth` for this resource.', notEnforced: 'Step 4 (authentication)' },
+  { key: 'scopes', type: 'strings', default: [], meaning: 'Scopes a token needs for this resource (900910 otherwise).', notEnforced: 'Step 4 (authentication)' },
+  { key: 'policy', type: 'string', meaning: 'Resource-level throttling policy (900802 when exceeded).', notEnforced: 'Step 6 (throttling)' },
+];
+
+export const API_FIELDS: readonly FieldDef[] = [
+  { key: 'name', type: 'string', required: true, meaning: 'API name (shown by `throughway apis list` and in logs).', example: '"PizzaShack"' },
+  { key: 'context', type: 'string', required: true, meaning: 'Context path, invoked as /<context>/<version>/<resource> (spec 002, part 4). May hold `{version}` to place the version elsewhere (`/{version}/pizza`).', example: '"/pizzashack"' },
+  { key: 'version', type: 'string', required: true, meaning: 'API version; part of the invocation path (spec 002, part 9 rule 5). Context + version is unique on a gateway.', example: '"1.0.0"' },
+  { key: 'default_version', type: 'boolean', default: false, meaning: 'Also reachable without the version segment: /<context>/<resource>. One version per context.' },
+  { key: 'state', type: 'string', default: 'PUBLISHED', allowed: LIFECYCLE_STATES, meaning: 'Lifecycle state: PUBLISHED, PROTOTYPED and DEPRECATED are served; BLOCKED answers 700700 (503, spec 002 part 3); RETIRED answers 103008 (404).' },
+  { key: 'auth', type: 'string', default: 'oauth2', allowed: AUTH_TYPES, meaning: 'Default authentication of the resources: oauth2 (bearer token) or none.', notEnforced: 'Step 4 (authentication)' },
+  { key: 'labels', type: 'strings', default: ['Default'], meaning: 'Deployed only on gateways whose [apim.sync_runtime_artifacts.gateway] gateway_labels share a label.' },
+  { key: 'policy', type: 'string', meaning: 'API-level throttling policy (900800 when exceeded).', notEnforced: 'Step 6 (throttling)' },
+  { key: 'description', type: 'string', meaning: 'Free text, shown by `throughway apis list`.' },
+  {
+    key: 'endpoints',
+    type: 'table',
+    required: true,
+    meaning: 'Backends. Each is a URL string, or a table with `url` and the endpoint advanced configuration below. At least one of production and sandbox. Calls go to production until authentication (Step 4) tells sandbox keys apart; a key type without an endpoint gets 900901 (spec 002, part 7).',
+    fields: [
+      { key: 'production', type: 'endpoint', meaning: 'Production endpoint.', example: '"http://127.0.0.1:9000/v1"', fields: ENDPOINT_FIELDS },
+      { key: 'sandbox', type: 'endpoint', meaning: 'Sandbox endpoint.', fields: ENDPOINT_FIELDS },
+    ],
+  },
+  { key: 'cors', type: 'table', meaning: 'CORS override for this API; fields not given come from [apim.cors].', fields: CORS_FIELDS },
+  { key: 'resources', type: 'tables', required: true, meaning: 'Resources, one [[resources]] table each; at least one.', fields: RESOURCE_FIELDS },
+];
+
+/** Runtime tokens allowed in endpoint URLs, e.g. `${demo_port}` (the demo backend's port with server.offset). */
+export type ApiVars = Readonly<Record<string, string>>;
+
+// ---------------------------------------------------------------------------------------------------------
+// Validation
+// ---------------------------------------------------------------------------------------------------------
+
+interface Ctx {
+  readonly file: string;
+  readonly map: SourceMap | undefined;
+  readonly vars: ApiVars;
+  readonly diagnostics: ApiDiagnostic[];
+  errors: number;
+}
+
+function report(ctx: Ctx, level: ApiDiagnosticLevel, code: ApiDiagnosticCode, segments: readonly Segment[], message: string, expected?: string): void {
+  const at = ctx.map !== undefined ? nearest(ctx.map, segments) : undefined;
+  const d: ApiDiagnostic = { level, code, file: ctx.file, line: at?.line ?? 0, field: pathKey(segments), message };
+  const withCol = at !== undefined ? { ...d, column: at.column } : d;
+  ctx.diagnostics.push(expected !== undefined ? { ...withCol, expected } : withCol);
+  if (level === 'error') ctx.errors++;
+}
+
+function typeOf(v: unknown): string {
+  if (Array.isArray(v)) return 'an array';
+  if (v === null) return 'null';
+  if (v instanceof Date) return 'a date';
+  if (typeof v === 'object') return 'a table';
+  if (typeof v === 'number') return Number.isInteger(v) ? 'an integer' : 'a float';
+  return `a ${typeof v}`;
+}
+
+function isTable(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v) && !(v instanceof Date);
+}
+
+/** Every transport code a suspension or retry list may name: bases, and base + state for the others. */
+function validTransportCode(code: number): boolean {
+  for (const kind of Object.values(FAULT_KINDS)) {
+    if (kind.side !== 'target') continue;
+    if (code === kind.base || (kind.addsState && code >= kind.base && code <= kind.base + 8)) return true;
+  }
+  return false;
+}
+
+/** Checks one value against its field; returns the normalised value, or undefined after reporting. */
+function checkValue(ctx: Ctx, def: FieldDef, raw: unknown, seg: Segment[]): unknown {
+  switch (def.type) {
+    case 'string':
+      if (typeof raw !== 'string') return typeError(ctx, seg, raw, 'a string');
+      if (def.allowed !== undefined && !def.allowed.includes(raw)) {
+        const near = closest(raw, def.allowed);
+        report(ctx, 'error', 'API_ALLOWED', seg, `${JSON.stringify(raw)} is not allowed${near !== undefined ? `; did you mean "${near}"?` : ''}`, `one of ${def.allowed.join(', ')}`);
+        return undefined;
+      }
+      return raw;
+    case 'boolean':
+      if (typeof raw !== 'boolean') return typeError(ctx, seg, raw, 'true or false');
+      return raw;
+    case 'number':
+      if (typeof raw !== 'number' || !Number.isFinite(raw)) return typeError(ctx, seg, raw, 'a number');
+      if (def.min !== undefined && raw < def.min) {
+        report(ctx, 'error', 'API_VALUE', seg, `${raw} is below the minimum`, `a number >= ${def.min}`);
+        return undefined;
+      }
+      return raw;
+    case 'duration': {
+      const ms = parseDuration(raw, 'ms');
+      if (ms === undefined || ms < (def.min ?? 0)) {
+        report(ctx, 'error', 'API_VALUE', seg, `${JSON.stringify(raw)} is not a duration`, `milliseconds >= ${def.min ?? 0}, or a string such as "30s"`);
+        return undefined;
+      }
+      return ms;
+    }
+    case 'strings': {
+      const list = typeof raw === 'string' ? raw.split(',').map((s) => s.trim()).filter((s) => s !== '') : raw;
+      if (!Array.isArray(list) || !list.every((s) => typeof s === 'string')) return typeError(ctx, seg, raw, 'an array of strings');
+      if (def.allowed !== undefined) {
+        let ok = true;
+        list.forEach((s: string, i) => {
+          if (!(def.allowed as readonly string[]).includes(s)) {
+            const near = closest(s, def.allowed as readonly string[]);
+            report(ctx, 'error', 'API_ALLOWED', [...seg, i], `${JSON.stringify(s)} is not allowed${near !== undefined ? `; did you mean "${near}"?` : ''}`, `one of ${(def.allowed as readonly string[]).join(', ')}`);
+            ok = false;
+          }
+        });
+        if (!ok) return undefined;
+      }
+      return Object.freeze([...new Set(list as string[])]);
+    }
+    case 'codes': {
+      const list = typeof raw === 'number' ? [raw] : raw;
+      if (!Array.isArray(list) || !list.every((n) => typeof n === 'number' && Number.isInteger(n))) return typeError(ctx, seg, raw, 'an array of transport codes');
+      let ok = true;
+      list.forEach((n: number, i) => {
+        if (!validTransportCode(n)) {
+          report(ctx, 'error', 'API_VALUE', [...seg, i], `${n} is not a backend-side transport code`, 'a code of docs/faults.md "Transport faults" with side target, e.g. 101503, 101504, 101505');
+          ok = false;
+        }
+      });
+      return ok ? Object.freeze([...new Set(list as number[])]) : undefined;
+    }
+    case 'table':
+      if (!isTable(raw)) return typeError(ctx, seg, raw, 'a table');
+      return checkTable(ctx, def.fields ?? [], raw, seg);
+    case 'tables': {
+      if (!Array.isArray(raw) || !raw.every(isTable)) return typeError(ctx, seg, raw, `an array of tables, written [[${def.key}]]`);
+      const out: Record<string, unknown>[] = [];
+      let ok = true;
+      raw.forEach((entry, i) => {
+        const v = checkTable(ctx, def.fields ?? [], entry as Record<string, unknown>, [...seg, i]);
+        if (v === undefined) ok = false;
+        else out.push(v);
+      });
+      return ok ? out : undefined;
+    }
+    case 'endpoint': {
+      if (typeof raw === 'string') return checkTable(ctx, def.fields ?? [], { url: raw }, seg, true);
+      if (!isTable(raw)) return typeError(ctx, seg, raw, 'a URL string, or a table with url');
+      return checkTable(ctx, def.fields ?? [], raw, seg);
+    }
+  }
+}
+
+function typeError(ctx: Ctx, seg: Segment[], raw: unknown, expected: string): undefined {
+  report(ctx, 'error', 'API_TYPE', seg, `expected ${expected}, got ${typeOf(raw)}`, expected);
+  return undefined;
+}
+
+/** Checks a table against its fields: unknown fields warn, required ones must be there, defaults filled. */
+function checkTable(ctx: Ctx, fields: readonly FieldDef[], raw: Record<string, unknown>, seg: Segment[], fromString = false): Record<string, unknown> | undefined {
+  const out: Record<string, unknown> = {};
+  let ok = true;
+  const known = fields.map((f) => f.key);
+  for (const key of Object.keys(raw)) {
+    if (!known.includes(key)) {
+      const near = closest(key, known);
+      report(ctx, 'warning', 'API_UNKNOWN_FIELD', [...seg, key], `unknown field${near !== undefined ? `; did you mean "${near}"?` : ''}`, near === undefined ? `one of ${known.join(', ')}` : undefined);
+    }
+  }
+  for (const def of fields) {
+    const v = raw[def.key];
+    const at = fromString ? seg : [...seg, def.key];
+    if (v === undefined) {
+      if (def.required === true) {
+        report(ctx, 'error', 'API_REQUIRED', at, `${def.key} is required`, def.example);
+        ok = false;
+      } else if (def.default !== undefined) out[def.key] = def.default;
+      continue;
+    }
+    const checked = checkValue(ctx, def, v, at);
+    if (checked === undefined) ok = false;
+    else out[def.key] = checked;
+  }
+  return ok ? out : undefined;
+}
+
+// --- semantic checks on the normalised object
+
+const TOKEN = /\$\{([A-Za-z0-9_.]+)\}/g;
+
+function substitute(ctx: Ctx, text: string, seg: Segment[]): string | undefined {
+  let missing: string | undefined;
+  const out = text.replace(TOKEN, (m, name: string) => {
+    const v = ctx.vars[name];
+    if (v === undefined) {
+      missing ??= name;
+      return m;
+    }
+    return v;
+  });
+  if (missing !== undefined) {
+    const known = Object.keys(ctx.vars);
+    report(ctx, 'error', 'API_VALUE', seg, `unknown runtime token \${${missing}}`, known.length > 0 ? `one of ${known.map((k) => `\${${k}}`).join(', ')}` : 'no ${...} tokens here');
+    return undefined;
+  }
+  return out;
+}
+
+function hasDotSegment(path: string): boolean {
+  return path.split('/').some((s) => s === '.' || s === '..');
+}
+
+/** A context: absolute, no trailing slash, no query or wildcard, braces only for {version}. */
+function checkContext(ctx: Ctx, context: string): boolean {
+  const seg = ['context'];
+  const bad = (why: string): boolean => {
+    report(ctx, 'error', 'API_VALUE', seg, `${JSON.stringify(context)} ${why}`, 'an absolute path such as "/pizzashack", without a trailing slash');
+    return false;
+  };
+  if (!context.startsWith('/') || context.length < 2) return bad('is not an absolute path with at least one segment');
+  if (context.endsWith('/')) return bad('ends with a slash');
+  if (context.includes('//')) return bad('has an empty segment');
+  if (/[?#*\s%]/.test(context)) return bad('holds a character a context cannot (?, #, *, %, whitespace)');
+  if (context.replace(/\{version\}/g, '').match(/[{}]/) !== null) return bad('holds a brace other than {version}');
+  if ((context.match(/\{version\}/g) ?? []).length > 1) return bad('holds {version} more than once');
+  if (context.replace(/\/\{version\}/g, '') === '') return bad('needs a segment besides {version}');
+  if (hasDotSegment(context)) return bad('has a dot segment (. or ..)');
+  return true;
+}
+
+/** A resource path: exact, `/prefix/*`, or a template with whole-segment `{name}` variables. */
+function checkResourcePath(ctx: Ctx, path: string, seg: Segment[]): boolean {
+  const bad = (why: string): boolean => {
+    report(ctx, 'error', 'API_VALUE', seg, `${JSON.stringify(path)} ${why}`, 'an exact path "/menu", a prefix "/menu/*" or a template "/orders/{id}"');
+    return false;
+  };
+  if (!path.startsWith('/')) return bad('does not start with /');
+  if (/[?#\s]/.test(path)) return bad('holds ?, # or whitespace (query strings are not part of a resource path)');
+  if (hasDotSegment(path)) return bad('has a dot segment (. or ..)');
+  const parts = path.split('/').slice(1);
+  for (let i = 0; i < parts.length; i++) {
+    const p = parts[i] as string;
+    if (p === '' && !(i === parts.length - 1 && parts.length === 1)) return bad('has an empty segment');
+    if (p.includes('*') && !(p === '*' && i === parts.length - 1)) return bad('uses * other than as the whole last segment (/prefix/*)');
+    if (p.includes('{') || p.includes('}')) {
+      if (!/^\{[A-Za-z_][A-Za-z0-9_.-]*\}$/.test(p)) return bad('has a template variable that is not a whole segment {name}');
+    }
+  }
+  const names = parts.filter((p) => p.startsWith('{')).map((p) => p.slice(1, -1));
+  if (new Set(names).size !== names.length) return bad('binds one variable name twice');
+  return true;
+}
+
+/** The shape two resource paths share when they match the same requests (`/a/{id}` and `/a/{x}`). */
+export function pathShape(path: string): string {
+  return path.replace(/\{[^/]*\}/g, '{}');
+}
+
+function toEndpoint(ctx: Ctx, raw: Record<string, unknown> | undefined, seg: Segment[]): EndpointDefinition | undefined | null {
+  if (raw === undefined) return undefined;
+  const urlSeg = typeof (raw as { url?: unknown }).url === 'string' && ctx.map?.entries.has(pathKey([...seg, 'url'])) ? [...seg, 'url'] : seg;
+  const url = substitute(ctx, raw.url as string, urlSeg);
+  if (url === undefined) return null;
+  try {
+    targetFromUrl(url);
+  } catch (err) {
+    report(ctx, 'error', 'API_VALUE', urlSeg, `${JSON.stringify(url)} is not a usable endpoint URL: ${(err as Error).message}`, 'http://host:port/path');
+    return null;
+  }
+  const ep: EndpointDefinition = {
+    url,
+    suspendCodes: raw.suspend_codes as readonly number[],
+    suspendDuration: raw.suspend_duration as number,
+    suspendMaxDuration: Math.max(raw.suspend_max_duration as number, raw.suspend_duration as number),
+    suspendFactor: raw.suspend_factor as number,
+    timeout: raw.timeout as number | undefined,
+    retryCodes: raw.retry_codes as readonly number[],
+  };
+  return Object.freeze(ep);
+}
+
+/** Reports each not-yet-enforced field once per API, at its first use. */
+function reportNotEnforced(ctx: Ctx, raw: Record<string, unknown>): void {
+  const seen = new Set<string>();
+  const note = (def: FieldDef, seg: Segment[], what: string): void => {
+    if (def.notEnforced === undefined || seen.has(def.key)) return;
+    seen.add(def.key);
+    report(ctx, 'warning', 'API_NOT_ENFORCED', seg, `${what} is accepted but not enforced until ${def.notEnforced}`);
+  };
+  const api = API_FIELDS;
+  const fieldOf = (list: readonly FieldDef[], key: string): FieldDef => list.find((f) => f.key === key) as FieldDef;
+  const auth = raw.auth;
+  if (auth === 'oauth2') note(fieldOf(api, 'auth'), ctx.map?.entries.has('auth') === true ? ['auth'] : [], 'auth = "oauth2" (calls are served without a token)');
+  if (raw.policy !== undefined) note(fieldOf(api, 'policy'), ['policy'], 'policy');
+  const resources = Array.isArray(raw.resources) ? (raw.resources as Record<string, unknown>[]) : [];
+  resources.forEach((r, i) => {
+    if (r.auth === 'oauth2' && !seen.has('auth')) note(fieldOf(RESOURCE_FIELDS, 'auth'), ['resources', i, 'auth'], 'auth = "oauth2" (calls are served without a token)');
+    if (Array.isArray(r.scopes) && r.scopes.length > 0) note(fieldOf(RESOURCE_FIELDS, 'scopes'), ['resources', i, 'scopes'], 'scopes');
+    if (r.policy !== undefined) note({ ...fieldOf(RESOURCE_FIELDS, 'policy'), key: 'resource-policy' }, ['resources', i, 'policy'], 'policy');
+  });
+  const endpoints = isTable(raw.endpoints) ? raw.endpoints : {};
+  for (const name of ['production', 'sandbox']) {
+    const ep = endpoints[name];
+    if (!isTable(ep)) continue;
+    if (ep.timeout !== undefined) note(fieldOf(ENDPOINT_FIELDS, 'timeout'), ['endpoints', name, 'timeout'], 'timeout');
+    if (Array.isArray(ep.retry_codes) && ep.retry_codes.length > 0) note(fieldOf(ENDPOINT_FIELDS, 'retry_codes'), ['endpoints', name, 'retry_codes'], 'retry_codes');
+  }
+}
+
+export interface ApiParseResult {
+  readonly api: ApiDefinition | undefined;
+  readonly diagnostics: readonly ApiDiagnostic[];
+}
+
+/**
+ * Validates one API definition given as a plain object (a parsed file, or an object an embedder passes).
+ * `map` locates fields in the file's text for line numbers.
+ */
+export function validateApi(raw: unknown, file: string, vars: ApiVars = {}, map?: SourceMap): ApiParseResult {
+  const ctx: Ctx = { file: file === '' ? '<api>' : file, map, vars, diagnostics: [], errors: 0 };
+  if (!isTable(raw)) {
+    report(ctx, 'error', 'API_TYPE', [], `an API definition is a table, got ${typeOf(raw)}`);
+    return { api: undefined, diagnostics: ctx.diagnostics };
+  }
+  const t = checkTable(ctx, API_FIELDS, raw, []);
+  if (ctx.errors === 0) reportNotEnforced(ctx, raw);
+  if (t === undefined) return { api: undefined, diagnostics: ctx.diagnostics };
+
+  const context = t.context as string;
+  const version = t.version as string;
+  checkContext(ctx, context);
+  if (!/^[^/\s?#{}%]+$/.test(version) || version === '.' || version === '..') {
+    report(ctx, 'error', 'API_VALUE', ['version'], `${JSON.stringify(version)} cannot be a path segment`, 'a version such as "1.0.0" or "v2", without /, ?, #, braces or whitespace');
+  }
+  const endpointsRaw = t.endpoints as Record<string, Record<string, unknown> | undefined>;
+  const production = toEndpoint(ctx, endpointsRaw.production, ['endpoints', 'production']);
+  const sandbox = toEndpoint(ctx, endpointsRaw.sandbox, ['endpoints', 'sandbox']);
+  if (endpointsRaw.production === undefined && endpointsRaw.sandbox === undefined) {
+    report(ctx, 'error', 'API_REQUIRED', ['endpoints'], 'at least one of production and sandbox is required', 'production = "http://host:port/path"');
+  }
+
+  const apiAuth = t.auth as AuthType;
+  const resourcesRaw = t.resources as Record<string, unknown>[];
+  if (resourcesRaw.length === 0) report(ctx, 'error', 'API_REQUIRED', ['resources'], 'at least one [[resources]] entry is required', '[[resources]] with path and methods');
+  const seen = new Map<string, number>();
+  const resources: ResourceDefinition[] = [];
+  resourcesRaw.forEach((r, i) => {
+    const path = r.path as string;
+    const methods = r.methods as readonly string[];
+    if (!checkResourcePath(ctx, path, ['resources', i, 'path'])) return;
+    if (methods.length === 0) {
+      report(ctx, 'error', 'API_VALUE', ['resources', i, 'methods'], 'lists no method', 'e.g. ["GET"]');
+      return;
+    }
+    const shape = pathShape(path);
+    for (const m of methods) {
+      const key = `${m} ${shape}`;
+      const first = seen.get(key);
+      if (first !== undefined) {
+        report(ctx, 'error', 'API_DUPLICATE_RESOURCE', ['resources', i, 'path'], `${m} ${path} is already defined by resources[${first}]`);
+      } else seen.set(key, i);
+    }
+    resources.push(Object.freeze({ path, methods, auth: (r.auth as AuthType | undefined) ?? apiAuth, scopes: r.scopes as readonly string[], policy: r.policy as string | undefined }));
+  });
+
+  let cors: CorsOverride | undefined;
+  if (t.cors !== undefined) {
+    const c = t.cors as Record<string, unknown>;
+    const o: { -readonly [K in keyof CorsOverride]: CorsOverride[K] } = {};
+    if (c.enable !== undefined) o.enable = c.enable as boolean;
+    if (c.allow_origins !== undefined) o.allowOrigins = c.allow_origins as readonly string[];
+    if (c.allow_methods !== undefined) o.allowMethods = c.allow_methods as readonly string[];
+    if (c.allow_headers !== undefined) o.allowHeaders = c.allow_headers as readonly string[];
+    if (c.allow_credentials !== undefined) o.allowCredentials = c.allow_credentials as boolean;
+    cors = Object.freeze(o);
+  }
+
+  if (ctx.errors > 0 || production === null || sandbox === null) return { api: undefined, diagnostics: ctx.diagnostics };
+  const api: ApiDefinition = {
+    file,
+    name: t.name as string,
+    context,
+    version,
+    defaultVersion: t.default_version as boolean,
+    state: t.state as LifecycleState,
+    auth: apiAuth,
+    labels: t.labels as readonly string[],
+    policy: t.policy as string | undefined,
+    description: t.description as string | undefined,
+    endpoints: Object.freeze({ production, sandbox }),
+    cors,
+    resources: Object.freeze(resources),
+  };
+  return { api: Object.freeze(api), diagnostics: ctx.diagnostics };
+}
+
+/** Parses and validates one API definition file's text. */
+export function parseApiText(text: string, file: string, vars: ApiVars = {}): ApiParseResult {
+  if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+  let raw: unknown;
+  try {
+    raw = toml.parse(text);
+  } catch (err) {
+    return { api: undefined, diagnostics: [syntaxDiagnostic(err, file, text)] };
+  }
+  return validateApi(raw, file, vars, locateKeys(text));
+}
+
+/** The versioned context path an API is invoked at: /pizzashack/1.0.0, or the {version} placed. */
+export function versionedPath(api: Pick<ApiDefinition, 'context' | 'version'>): string {
+  return api.context.includes('{version}') ? api.context.replace('{version}', api.version) : `${api.context}/${api.version}`;
+}
+
+/** The path of default-version routing: the context without the version segment. */
+export function defaultPath(api: Pick<ApiDefinition, 'context'>): string {
+  if (!api.context.includes('{version}')) return api.context;
+  const p = api.context.replace('/{version}', '').replace('{version}', '');
+  return p === '' ? '/' : p;
+}
+
+/** Whether an API is deployed on a gateway with these labels ([apim.sync_runtime_artifacts.gateway]). */
+export function labelsMatch(api: Pick<ApiDefinition, 'labels'>, gatewayLabels: readonly string[]): boolean {
+  return api.labels.some((l) => gatewayLabels.includes(l));
+}

@@ -1,0 +1,234 @@
+/**
+ * Deploying API definitions: which parsed definitions go live, and hot deploy of the apis/ directory.
+ *
+ * Selection rules, in deploy order (APIs already deployed first, in the order they were deployed; new
+ * files after them, by file name), so a new file can never push out an API that is serving traffic:
+ *  - labels: deployed only when a label is in gateway_labels ([apim.sync_runtime_artifacts.gateway]);
+ *  - context + version must be unique: a later duplicate is refused, naming the file that has it;
+ *  - one default version per context: a later one is deployed without default-version routing;
+ *  - the API's CORS override must be valid (credentials with the origin * is refused).
+ *
+ * Hot deploy: fs.watch on the directory, debounced; every change re-reads the directory (files whose
+ * text did not change are not parsed again) and swaps the route table in one assignment. Connections,
+ * pools and in-flight calls are untouched. A changed file that no longer validates leaves its previous
+ * version deployed (API_KEPT_PREVIOUS): an editor's half-written save never takes an API down.
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { type ApiDefinition, type ApiParseResult, type ApiVars, defaultPath, labelsMatch, parseApiText, versionedPath } from './apis';
+import { CorsConfigError, type CorsPolicy } from './cors';
+import type { ApiDiagnostic } from './diagnostics';
+import type { Deployable } from './runtime';
+
+export type FileStatus = 'deployed' | 'invalid' | 'refused' | 'not-deployed' | 'kept-previous';
+
+export interface ApiState {
+  /** Absolute path, or '' for a definition given in code. */
+  readonly file: string;
+  readonly status: FileStatus;
+  /** The definition deployed (or refused); undefined when the file never validated. */
+  readonly api: ApiDefinition | undefined;
+  /** Default-version routing in force. */
+  readonly defaultRouting: boolean;
+  readonly diagnostics: readonly ApiDiagnostic[];
+}
+
+export interface Candidate {
+  readonly file: string;
+  readonly api: ApiDefinition | undefined;
+  readonly diagnostics: readonly ApiDiagnostic[];
+  /** The file's current text is invalid and `api` is its last valid version. */
+  readonly keptPrevious: boolean;
+}
+
+export interface Selection {
+  readonly deployables: readonly Deployable[];
+  readonly states: readonly ApiState[];
+}
+
+function where(api: ApiDefinition): string {
+  return api.file === '' ? `${api.name} ${api.version}` : api.file;
+}
+
+/** Applies the selection rules to candidates given in deploy order. */
+export function selectApis(candidates: readonly Candidate[], gatewayLabels: readonly string[], globalCors: CorsPolicy): Selection {
+  const byPath = new Map<string, ApiDefinition>();
+  const byDefault = new Map<string, ApiDefinition>();
+  const deployables: Deployable[] = [];
+  const states: ApiState[] = [];
+  for (const c of candidates) {
+    const api = c.api;
+    const diagnostics = [...c.diagnostics];
+    const file = c.file === '' ? '<api>' : c.file;
+    if (api === undefined) {
+      states.push({ file: c.file, status: 'invalid', api: undefined, defaultRouting: false, diagnostics });
+      continue;
+    }
+    if (!labelsMatch(api, gatewayLabels)) {
+      diagnostics.push({ level: 'info', code: 'API_LABELS', file, line: 0, field: 'labels', message: `not deployed here: labels ${JSON.stringify(api.labels)} share none with gateway_labels ${JSON.stringify(gatewayLabels)}` });
+      states.push({ file: c.file, status: 'not-deployed', api, defaultRouting: false, diagnostics });
+      continue;
+    }
+    const p = versionedPath(api);
+    const other = byPath.get(p);
+    if (other !== undefined) {
+      diagnostics.push({ level: 'error', code: 'API_DUPLICATE_CONTEXT', file, line: 0, field: 'context', message: `refused: context ${api.context} version ${api.version} (${p}) is already deployed by ${where(other)} (${other.name})` });
+      states.push({ file: c.file, status: 'refused', api, defaultRouting: false, diagnostics });
+      continue;
+    }
+    let cors: CorsPolicy;
+    try {
+      cors = globalCors.withOverride(api.cors, `${file}: [cors]`);
+    } catch (err) {
+      if (!(err instanceof CorsConfigError)) throw err;
+      diagnostics.push({ level: 'error', code: 'API_VALUE', file, line: 0, field: 'cors', message: `refused: ${err.message}` });
+      states.push({ file: c.file, status: 'refused', api, defaultRouting: false, diagnostics });
+      continue;
+    }
+    byPath.set(p, api);
+    let withDefault = false;
+    if (api.defaultVersion) {
+      const dp = defaultPath(api);
+      const taken = byDefault.get(dp);
+      if (taken !== undefined) {
+        diagnostics.push({ level: 'warning', code: 'API_DEFAULT_VERSION_TAKEN', file, line: 0, field: 'default_version', message: `${dp} already routes to the default version ${taken.version} (${where(taken)}); ${api.version} is deployed without default-version routing` });
+      } else {
+        byDefault.set(dp, api);
+        withDefault = true;
+      }
+    }
+    deployables.push({ api, withDefault, cors });
+    states.push({ file: c.file, status: c.keptPrevious ? 'kept-previous' : 'deployed', api, defaultRouting: withDefault, diagnostics });
+  }
+  return { deployables, states };
+}
+
+interface Cached {
+  readonly text: string;
+  readonly result: ApiParseResult;
+}
+
+export interface DirectoryRead {
+  readonly candidates: readonly Candidate[];
+  /** Diagnostics of files whose text changed since the last read (to be logged once). */
+  readonly fresh: readonly ApiDiagnostic[];
+  /** Files that appeared, changed or disappeared. */
+  readonly changedFiles: readonly string[];
+  /** The directory could not be listed (missing): no APIs from it. */
+  readonly missing: boolean;
+}
+
+/** The apis/ directory: reads and caches definition files, keeps deploy order, and watches for changes. */
+export class ApiDirectory {
+  private readonly cache = new Map<string, Cached>();
+  /** The last valid definition of each file (what stays deployed while the file is invalid). */
+  private readonly lastGood = new Map<string, ApiDefinition>();
+  private readonly order = new Map<string, number>();
+  private seq = 0;
+  private watcher: fs.FSWatcher | undefined;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    readonly dir: string,
+    private readonly vars: ApiVars,
+  ) {}
+
+  private listFiles(): string[] | undefined {
+    try {
+      return fs
+        .readdirSync(this.dir, { withFileTypes: true })
+        .filter((d) => d.isFile() && d.name.endsWith('.toml') && !d.name.startsWith('.'))
+        .map((d) => path.join(this.dir, d.name))
+        .sort();
+    } catch {
+      return undefined;
+    }
+  }
+
+  read(): DirectoryRead {
+    const files = this.listFiles();
+    const fresh: ApiDiagnostic[] = [];
+    const changedFiles: string[] = [];
+    const present = new Set(files ?? []);
+    for (const f of [...this.cache.keys()]) {
+      if (!present.has(f)) {
+        this.cache.delete(f);
+        this.lastGood.delete(f);
+        this.order.delete(f);
+        changedFiles.push(f);
+      }
+    }
+    const candidates: Candidate[] = [];
+    for (const file of files ?? []) {
+      let text: string;
+      try {
+        text = fs.readFileSync(file, 'utf8');
+      } catch (err) {
+        // Removed between listing and reading: the next event re-reads the directory.
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT') continue;
+        const d: ApiDiagnostic = { level: 'error', code: 'API_IO', file, line: 0, field: '', message: `cannot read (${(err as Error).message})` };
+        fresh.push(d);
+        candidates.push({ file, api: this.lastGood.get(file), diagnostics: [d], keptPrevious: this.lastGood.has(file) });
+        continue;
+      }
+      let cached = this.cache.get(file);
+      if (cached === undefined || cached.text !== text) {
+        cached = { text, result: parseApiText(text, file, this.vars) };
+        this.cache.set(file, cached);
+        changedFiles.push(file);
+        fresh.push(...cached.result.diagnostics);
+      }
+      const api = cached.result.api;
+      if (api !== undefined) {
+        this.lastGood.set(file, api);
+        candidates.push({ file, api, diagnostics: cached.result.diagnostics, keptPrevious: false });
+      } else {
+        const previous = this.lastGood.get(file);
+        const diagnostics = [...cached.result.diagnostics];
+        if (previous !== undefined) {
+          const kept: ApiDiagnostic = { level: 'warning', code: 'API_KEPT_PREVIOUS', file, line: 0, field: '', message: `the file is invalid; ${previous.name} ${previous.version} stays deployed as last read` };
+          diagnostics.push(kept);
+          if (changedFiles.includes(file)) fresh.push(kept);
+        }
+        candidates.push({ file, api: previous, diagnostics, keptPrevious: previous !== undefined });
+      }
+    }
+    // Deploy order: what was deployed before keeps its place; new files follow by name.
+    candidates.sort((a, b) => (this.order.get(a.file) ?? Infinity) - (this.order.get(b.file) ?? Infinity) || (a.file < b.file ? -1 : a.file > b.file ? 1 : 0));
+    return { candidates, fresh, changedFiles, missing: files === undefined };
+  }
+
+  /** Records the files that were deployed, so they keep their place in later reads. */
+  deployed(states: readonly ApiState[]): void {
+    for (const s of states) {
+      if ((s.status === 'deployed' || s.status === 'kept-previous') && !this.order.has(s.file)) this.order.set(s.file, this.seq++);
+      if (s.status === 'invalid' || s.status === 'refused' || s.status === 'not-deployed') this.order.delete(s.file);
+    }
+  }
+
+  /** Calls `onChange` (debounced) after files in the directory change. Returns false when it cannot watch. */
+  watch(onChange: () => void, debounceMs = 50): boolean {
+    if (this.watcher !== undefined) return true;
+    try {
+      this.watcher = fs.watch(this.dir, { persistent: false }, () => {
+        if (this.timer !== undefined) clearTimeout(this.timer);
+        this.timer = setTimeout(() => {
+          this.timer = undefined;
+          onChange();
+        }, debounceMs);
+        this.timer.unref();
+      });
+      this.watcher.on('error', () => this.unwatch());
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  unwatch(): void {
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
+    this.watcher?.close();
+    this.watcher = undefined;
+  }
+}

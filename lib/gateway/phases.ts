@@ -1,0 +1,270 @@
+/**
+ * The gateway's phase chain: one explicit, ordered list, taken from the reference's handler chain
+ * (ARCHITECTURE.md, "The flow of one request"):
+ *
+ *   route -> cors -> api-status -> authentication -> throttling -> mediation -> transport-headers -> send
+ *
+ * Each phase returns CONTINUE (undefined) or a Stop: a fault value, a local answer (the CORS preflight), or
+ * the forward decision (send, always last). As in pingora, the return value says whether the phase has
+ * answered; nothing is signalled by mutating the request. No phase edits the request's fields: the
+ * transport-headers phase builds the outgoing field array new, once, and only when a field changes.
+ *
+ * The chain runs by index and stays synchronous while every phase is (fastify's hooks): the pass-through
+ * path allocates no Promise. A phase that returns a Promise (Steps 4–7 may) makes only the rest of that
+ * request's chain asynchronous; the transport holds the body back meanwhile.
+ *
+ * Authentication, throttling and mediation are here with their place fixed and do nothing yet: they are
+ * "not yet enforced" (docs/apis.md) until Steps 4, 6 and 7 fill them in without changing the chain.
+ */
+import type { ForwardDecision, LocalResponse, RouteDecision, SourceRequest } from '../transport/types';
+import { ApiCode, GatewayOwnCode, fault, gatewayFacts, renderFacts, type FaultValue } from './faults';
+import { Match, matchResource, methodsFor, type CompiledApi, type CompiledResource, type MatchTarget } from './router';
+import { corsRequest, type CorsRequest } from './cors';
+import type { GatewayRuntime } from './runtime';
+import type { EndpointRuntime } from './endpoints';
+
+export type KeyType = 'PRODUCTION' | 'SANDBOX';
+
+/** What the phases of one call know. One object per request; phases fill it in order. */
+export class CallContext implements MatchTarget {
+  /** Path without the query, and the query with its '?' ('' for none): passed through untouched. */
+  path = '';
+  query = '';
+  api: CompiledApi | undefined = undefined;
+  /** The path after the context: '' or '/...'. */
+  rest = '';
+  resource: CompiledResource | undefined = undefined;
+  /** URI template variables, raw (percent-encoded as sent). */
+  params: Record<string, string> | undefined = undefined;
+  /** Methods of the matched path, when an OPTIONS call matched no OPTIONS resource. */
+  pathMethods: string[] | undefined = undefined;
+  cors: CorsRequest | undefined = undefined;
+  /** CORS response fields of this call (also put on its faults). */
+  corsFields: readonly string[] | undefined = undefined;
+  /** Which endpoint serves the call; authentication (Step 4) sets SANDBOX for sandbox keys. */
+  keyType: KeyType = 'PRODUCTION';
+  /** Fields earlier phases add toward the backend (flat pairs; e.g. the backend JWT of Step 4). */
+  addRequestHeaders: string[] | undefined = undefined;
+  /** The fields for the backend (undefined: the client's, unchanged). */
+  outHeaders: readonly string[] | undefined = undefined;
+  endpoint: EndpointRuntime | undefined = undefined;
+
+  constructor(
+    readonly req: SourceRequest,
+    readonly rt: GatewayRuntime,
+  ) {}
+}
+
+export type Stop = { readonly fault: FaultValue } | { readonly answer: LocalResponse } | { readonly forward: ForwardDecision };
+export type Outcome = Stop | undefined;
+
+export type PhaseName = 'route' | 'cors' | 'api-status' | 'authentication' | 'throttling' | 'mediation' | 'transport-headers' | 'send';
+
+export interface Phase {
+  readonly name: PhaseName;
+  /** false: the phase has its place in the chain but enforces nothing yet (docs say so). */
+  readonly enforced: boolean;
+  run(ctx: CallContext): Outcome | Promise<Outcome>;
+}
+
+const CONTINUE: Outcome = undefined;
+const stop = (f: FaultValue): Stop => ({ fault: f });
+
+// --- route --------------------------------------------------------------------------------------------
+
+/** Index where the path of an absolute-form target starts (RFC 9112 §3.2.2), or -1. */
+function absolutePathStart(url: string): number {
+  const scheme = url.startsWith('http://') ? 7 : url.startsWith('https://') ? 8 : -1;
+  if (scheme < 0) return -1;
+  const slash = url.indexOf('/', scheme);
+  return slash < 0 ? url.length : slash;
+}
+
+/**
+ * A dot segment ('.' or '..', also percent-encoded) would let a backend that normalises paths resolve the
+ * call outside the endpoint's base path (RFC 3986 §5.2.4): such targets are refused, not normalised.
+ */
+export function hasDotSegment(path: string): boolean {
+  let i = path.indexOf('/.');
+  while (i >= 0) {
+    const a = path.charCodeAt(i + 2);
+    if (Number.isNaN(a) || a === 47) return true; // "/." then end or "/"
+    if (a === 46) {
+      const b = path.charCodeAt(i + 3);
+      if (Number.isNaN(b) || b === 47) return true; // "/.." then end or "/"
+    }
+    i = path.indexOf('/.', i + 2);
+  }
+  if (path.indexOf('%2') >= 0) {
+    const lower = path.toLowerCase();
+    if (lower.includes('%2e')) {
+      const decoded = lower.replace(/%2e/g, '.');
+      if (decoded !== lower) return hasDotSegment(decoded);
+    }
+  }
+  return false;
+}
+
+function routePhase(ctx: CallContext): Outcome {
+  let url = ctx.req.url;
+  if (url.charCodeAt(0) !== 47) {
+    const start = absolutePathStart(url);
+    if (start < 0) return stop(fault(GatewayOwnCode.INVALID_PATH));
+    url = start === url.length ? '/' : url.slice(start);
+  }
+  const q = url.indexOf('?');
+  const path = q < 0 ? url : url.slice(0, q);
+  ctx.path = path;
+  ctx.query = q < 0 ? '' : url.slice(q);
+  if (hasDotSegment(path)) return stop(fault(GatewayOwnCode.INVALID_PATH));
+  const entry = ctx.rt.table.lookup(path);
+  if (entry === undefined) return stop(fault(GatewayOwnCode.API_NOT_FOUND));
+  const api = entry.api;
+  ctx.api = api;
+  ctx.rest = path.length === entry.path.length ? '' : path.slice(entry.path.length);
+  const method = ctx.req.method;
+  switch (matchResource(api, ctx.rest, method, ctx)) {
+    case Match.OK:
+      return CONTINUE;
+    case Match.METHOD:
+      if (method === 'OPTIONS') {
+        // Answered by the CORS phase (preflight) or with the Allow list: OPTIONS asks what is allowed.
+        ctx.pathMethods = methodsFor(api, ctx.rest);
+        return CONTINUE;
+      }
+      return stop(fault(GatewayOwnCode.METHOD_NOT_ALLOWED, { allow: methodsFor(api, ctx.rest).join(', ') }));
+    default:
+      return stop(fault(ApiCode.NO_MATCHING_RESOURCE));
+  }
+}
+
+// --- cors ---------------------------------------------------------------------------------------------
+
+function corsPhase(ctx: CallContext): Outcome {
+  const api = ctx.api as CompiledApi;
+  const cr = corsRequest(ctx.req);
+  ctx.cors = cr;
+  const policy = api.cors;
+  ctx.corsFields = policy.responseFields(cr.origin);
+  if (ctx.req.method !== 'OPTIONS') return CONTINUE;
+  if (cr.preflight && policy.enabled) {
+    const methods = ctx.pathMethods ?? methodsFor(api, ctx.rest);
+    return { answer: { status: 204, headers: policy.preflightFields(cr.origin, methods) } };
+  }
+  if (ctx.resource === undefined) {
+    // A plain OPTIONS call on a path without an OPTIONS resource: the gateway says what is allowed
+    // (RFC 9110 §9.3.7) rather than 405 for the very method that asks.
+    const methods = ctx.pathMethods ?? [];
+    if (!methods.includes('OPTIONS')) methods.push('OPTIONS');
+    return { answer: { status: 204, headers: ['Allow', methods.join(', '), ...ctx.corsFields] } };
+  }
+  return CONTINUE;
+}
+
+// --- api status ---------------------------------------------------------------------------------------
+
+function apiStatusPhase(ctx: CallContext): Outcome {
+  switch ((ctx.api as CompiledApi).def.state) {
+    case 'BLOCKED':
+      return stop(fault(ApiCode.API_BLOCKED)); // spec 002 part 3: 700700, HTTP 503
+    case 'RETIRED':
+      return stop(fault(GatewayOwnCode.API_RETIRED));
+    default:
+      // PUBLISHED, PROTOTYPED and DEPRECATED are served.
+      return CONTINUE;
+  }
+}
+
+// --- not yet enforced ---------------------------------------------------------------------------------
+
+function notYetEnforced(): Outcome {
+  return CONTINUE;
+}
+
+// --- transport headers --------------------------------------------------------------------------------
+
+function transportHeadersPhase(ctx: CallContext): Outcome {
+  ctx.outHeaders = ctx.rt.headers.outgoing(ctx.req.headers, ctx.addRequestHeaders);
+  return CONTINUE;
+}
+
+// --- send ---------------------------------------------------------------------------------------------
+
+function sendPhase(ctx: CallContext): Outcome {
+  const api = ctx.api as CompiledApi;
+  const ep = ctx.keyType === 'SANDBOX' ? api.sandbox : api.production;
+  if (ep === undefined) {
+    // spec 002 part 7: 900901 also for "production or sandbox key without matching endpoint".
+    return stop(fault(ApiCode.INVALID_CREDENTIALS, { description: `The API has no ${ctx.keyType === 'SANDBOX' ? 'sandbox' : 'production'} endpoint` }));
+  }
+  ctx.endpoint = ep;
+  if (ep.suspends) {
+    const left = ep.remaining(Date.now());
+    if (left > 0) return stop(fault(GatewayOwnCode.ENDPOINT_SUSPENDED, { retryAfterMs: left }));
+    ctx.rt.track(ctx.req, ep);
+  }
+  const base = ep.target.basePath;
+  const path = base + ctx.rest;
+  const forward: ForwardDecision = {
+    target: ep.target,
+    path: (path === '' ? '/' : path) + ctx.query,
+    headers: ctx.outHeaders,
+    responseHeaders: ctx.corsFields !== undefined && ctx.corsFields.length > 0 ? ctx.corsFields : undefined,
+    dropResponseHeaders: ctx.rt.headers.dropFromResponse,
+  };
+  return { forward };
+}
+
+/** The chain, in the reference's order. Steps 4–7 replace the `run` of their phase; the order stays. */
+export const PHASES: readonly Phase[] = Object.freeze([
+  { name: 'route', enforced: true, run: routePhase },
+  { name: 'cors', enforced: true, run: corsPhase },
+  { name: 'api-status', enforced: true, run: apiStatusPhase },
+  { name: 'authentication', enforced: false, run: notYetEnforced },
+  { name: 'throttling', enforced: false, run: notYetEnforced },
+  { name: 'mediation', enforced: false, run: notYetEnforced },
+  { name: 'transport-headers', enforced: true, run: transportHeadersPhase },
+  { name: 'send', enforced: true, run: sendPhase },
+] satisfies Phase[]);
+
+// --- running the chain --------------------------------------------------------------------------------
+
+function isPromise(v: unknown): v is Promise<Outcome> {
+  return v !== undefined && typeof (v as Promise<Outcome>).then === 'function';
+}
+
+/** Runs the chain from phase `from`; synchronous until a phase returns a Promise. */
+export function runChain(ctx: CallContext, phases: readonly Phase[] = PHASES, from = 0): RouteDecision | Promise<RouteDecision> {
+  for (let i = from; i < phases.length; i++) {
+    const r = (phases[i] as Phase).run(ctx);
+    if (r === undefined) continue;
+    if (isPromise(r)) return r.then((o) => (o === undefined ? runChain(ctx, phases, i + 1) : finish(ctx, o)));
+    return finish(ctx, r);
+  }
+  // Every phase continued and none sent: a chain without `send` (tests, embedders) has nothing to do.
+  return finish(ctx, stop(fault(ApiCode.NO_MATCHING_RESOURCE)));
+}
+
+/** The CORS fields of a call, also for faults raised before the CORS phase ran. */
+export function corsFieldsOf(ctx: CallContext): readonly string[] {
+  if (ctx.corsFields !== undefined) return ctx.corsFields;
+  const cr = ctx.cors ?? corsRequest(ctx.req);
+  return (ctx.api?.cors ?? ctx.rt.cors).responseFields(cr.origin);
+}
+
+function finish(ctx: CallContext, o: Stop): RouteDecision {
+  if ('forward' in o) return o.forward;
+  const rt = ctx.rt;
+  if ('answer' in o) {
+    const drop = rt.headers.dropFromResponseSet;
+    const a = o.answer;
+    if (drop === undefined || a.headers === undefined) return a;
+    const headers: string[] = [];
+    for (let i = 0; i < a.headers.length; i += 2) if (!drop.has((a.headers[i] as string).toLowerCase())) headers.push(a.headers[i] as string, a.headers[i + 1] as string);
+    return { ...a, headers };
+  }
+  const cors = corsFieldsOf(ctx);
+  const echoed = rt.headers.echoed(ctx.req.method, ctx.req.headers);
+  const extra = echoed.length === 0 ? cors : [...cors, ...echoed];
+  return renderFacts(gatewayFacts(o.fault), extra, rt.templates, rt.headers.dropFromResponseSet);
+}

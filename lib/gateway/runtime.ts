@@ -1,0 +1,52 @@
+/**
+ * One deployed state of the gateway: the route table and the settings the phases read, immutable once
+ * built. A hot deploy builds a new runtime and swaps one reference; calls already in the chain keep the
+ * runtime they started with, so nothing changes under an in-flight request.
+ */
+import type { SourceRequest } from '../transport/types';
+import type { ApiDefinition } from './apis';
+import type { CorsPolicy } from './cors';
+import type { EndpointRegistry, EndpointRuntime } from './endpoints';
+import type { FaultTemplates } from './fault-templates';
+import { compileApi, RouteTable, type CompiledApi } from './router';
+import type { HeaderRules } from './transport-headers';
+
+export interface Deployable {
+  readonly api: ApiDefinition;
+  /** Default-version routing granted (a second default version of one context is refused). */
+  readonly withDefault: boolean;
+  /** [apim.cors] with the API's override applied (checked when it was selected). */
+  readonly cors: CorsPolicy;
+}
+
+export class GatewayRuntime {
+  constructor(
+    readonly table: RouteTable,
+    /** [apim.cors]: the policy of calls that match no API. */
+    readonly cors: CorsPolicy,
+    readonly headers: HeaderRules,
+    readonly templates: FaultTemplates | undefined,
+    /** Calls in flight to suspending endpoints, so a transport fault can reach its endpoint. */
+    private readonly tracked: WeakMap<SourceRequest, EndpointRuntime>,
+  ) {}
+
+  track(req: SourceRequest, ep: EndpointRuntime): void {
+    this.tracked.set(req, ep);
+  }
+}
+
+/** Compiles deployable APIs into a route table; endpoint runtimes come from (and are kept by) `registry`. */
+export function buildTable(list: readonly Deployable[], registry: EndpointRegistry): RouteTable {
+  const used = new Set<EndpointRuntime>();
+  const compiled: CompiledApi[] = [];
+  for (const { api, withDefault, cors } of list) {
+    const id = `${api.name}:${api.version}`;
+    const production = api.endpoints.production !== undefined ? registry.runtime(`${id}:production`, api.endpoints.production) : undefined;
+    const sandbox = api.endpoints.sandbox !== undefined ? registry.runtime(`${id}:sandbox`, api.endpoints.sandbox) : undefined;
+    if (production !== undefined) used.add(production);
+    if (sandbox !== undefined) used.add(sandbox);
+    compiled.push(compileApi(api, { cors, production, sandbox, withDefault }));
+  }
+  registry.retain(used);
+  return new RouteTable(compiled);
+}
