@@ -1,0 +1,296 @@
+/**
+ * Shared by bench/run.ts and bench/profile.ts: child processes (started and stopped by their own pids
+ * only), CPU accounting from /proc, ports, the bench scenarios, and small statistics.
+ * Only 127.0.0.1 is ever used; every wait has a deadline.
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import * as fs from 'node:fs';
+import * as http from 'node:http';
+import * as net from 'node:net';
+import * as os from 'node:os';
+import * as path from 'node:path';
+
+export const HOST = '127.0.0.1';
+/** Repository root (this file runs from dist/bench/). */
+export const ROOT = path.resolve(__dirname, '..', '..');
+export const DIST_BENCH = __dirname;
+export const WORK_DIR = path.join(os.tmpdir(), 'throughway-bench');
+export const BODY_SIZE = 1_048_576;
+
+export const CLK_TCK = ((): number => {
+  try {
+    return Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100;
+  } catch {
+    return 100;
+  }
+})();
+
+export interface Scenario {
+  readonly name: string;
+  readonly label: string;
+  readonly method: 'GET' | 'POST';
+  readonly path: string;
+  readonly conns: number;
+}
+
+/** The scenarios, in run order. Names small/64k/post1m match ../shared/peers/harness.js. */
+export const SCENARIOS: readonly Scenario[] = Object.freeze([
+  { name: 'small', label: 'GET /small (96 B JSON), 64 conns', method: 'GET', path: '/small', conns: 64 },
+  { name: '64k', label: 'GET /64k (64 KiB), 64 conns', method: 'GET', path: '/64k', conns: 64 },
+  { name: 'post1m', label: 'POST /upload (1 MiB body), 16 conns', method: 'POST', path: '/upload', conns: 16 },
+  { name: 'ka1000', label: 'GET /small (96 B JSON), 1,000 keep-alive conns', method: 'GET', path: '/small', conns: 1000 },
+]);
+
+export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+export function log(msg: string): void {
+  process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${msg}\n`);
+}
+
+// ------------------------------------------------------------------ /proc
+
+/** utime+stime+cutime+cstime of one process, in clock ticks; undefined when it is gone. */
+export function procTicks(pid: number | 'self'): number | undefined {
+  try {
+    const s = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
+    // f[11]=utime(14) f[12]=stime(15) f[13]=cutime(16) f[14]=cstime(17)
+    return Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]);
+  } catch {
+    return undefined;
+  }
+}
+
+export interface MachineTicks {
+  readonly busy: number;
+  readonly total: number;
+}
+
+/** Machine-wide busy (user+nice+system+irq+softirq) and total ticks from /proc/stat. */
+export function machineTicks(): MachineTicks {
+  const first = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0] ?? '';
+  const v = first.trim().split(/\s+/).slice(1).map(Number);
+  const at = (i: number): number => v[i] ?? 0;
+  const busy = at(0) + at(1) + at(2) + at(5) + at(6);
+  return { busy, total: busy + at(3) + at(4) + at(7) };
+}
+
+/**
+ * Other tenants share this machine: before a cell, wait (at most maxS) until the machine's busy CPU over
+ * a 0.5 s sample is below `cores`. Our own servers are idle between cells, so this measures the others.
+ */
+export async function waitQuiet(maxS: number, cores: number): Promise<{ waitedS: number; busyCores: number }> {
+  const t0 = Date.now();
+  const ncpu = os.cpus().length || 1;
+  let busyCores = NaN;
+  for (let i = 0; i < 1000; i++) {
+    const a = machineTicks();
+    await sleep(500);
+    const b = machineTicks();
+    busyCores = ((b.busy - a.busy) / Math.max(1, b.total - a.total)) * ncpu;
+    if (busyCores < cores || (Date.now() - t0) / 1000 >= maxS) break;
+  }
+  return { waitedS: (Date.now() - t0) / 1000, busyCores };
+}
+
+// ------------------------------------------------------------------ processes
+
+export interface Proc {
+  readonly name: string;
+  readonly child: ChildProcess;
+  readonly pid: number;
+  readonly logFile: string;
+  exited: boolean;
+}
+
+const started: Proc[] = [];
+
+/** Start a child with stdout/stderr in WORK_DIR/logs/<name>.log. */
+export function startProc(name: string, argv: readonly string[], env: Record<string, string>): Proc {
+  const logDir = path.join(WORK_DIR, 'logs');
+  fs.mkdirSync(logDir, { recursive: true });
+  const logFile = path.join(logDir, `${name}.log`);
+  const out = fs.openSync(logFile, 'w');
+  const [cmd, ...args] = argv;
+  if (cmd === undefined) throw new Error('empty command');
+  const child = spawn(cmd, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', out, out] });
+  fs.closeSync(out);
+  if (child.pid === undefined) throw new Error(`could not start ${name}: ${argv.join(' ')}`);
+  const p: Proc = { name, child, pid: child.pid, logFile, exited: false };
+  child.on('exit', () => {
+    p.exited = true;
+  });
+  started.push(p);
+  return p;
+}
+
+/** SIGTERM by pid, wait up to graceMs, then SIGKILL that same pid. */
+export async function stopProc(p: Proc, graceMs = 5000): Promise<void> {
+  const i = started.indexOf(p);
+  if (i >= 0) started.splice(i, 1);
+  if (p.exited) return;
+  const exited = new Promise<void>((resolve) => p.child.once('exit', () => resolve()));
+  try {
+    process.kill(p.pid, 'SIGTERM');
+  } catch {
+    return;
+  }
+  await Promise.race([exited, sleep(graceMs)]);
+  if (!p.exited) {
+    try {
+      process.kill(p.pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+    await Promise.race([exited, sleep(2000)]);
+  }
+}
+
+export async function stopAll(): Promise<void> {
+  for (const p of [...started].reverse()) await stopProc(p);
+}
+
+/** Make sure children die with us, whatever the reason we stop. */
+export function installExitHandlers(): void {
+  for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(sig, () => {
+      log(`got ${sig}, stopping`);
+      stopAll().finally(() => process.exit(130));
+    });
+  }
+  process.on('exit', () => {
+    for (const p of started) {
+      if (!p.exited) {
+        try {
+          process.kill(p.pid, 'SIGKILL');
+        } catch {
+          // already gone
+        }
+      }
+    }
+  });
+}
+
+// ------------------------------------------------------------------ network
+
+/** A port that was free a moment ago on 127.0.0.1. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once('error', reject);
+    s.listen(0, HOST, () => {
+      const port = (s.address() as net.AddressInfo).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+export function portOpen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = net.connect(port, HOST);
+    s.once('connect', () => {
+      s.destroy();
+      resolve(true);
+    });
+    s.once('error', () => {
+      s.destroy();
+      resolve(false);
+    });
+  });
+}
+
+export async function waitPort(port: number, timeoutMs: number, proc?: Proc): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await portOpen(port)) return;
+    if (proc?.exited) throw new Error(`${proc.name} exited before listening; see ${proc.logFile}`);
+    await sleep(100);
+  }
+  throw new Error(`port ${port} not open after ${timeoutMs} ms`);
+}
+
+interface Reply {
+  readonly status: number;
+  readonly body: Buffer;
+}
+
+export function request(port: number, method: string, p: string, body?: Buffer): Promise<Reply> {
+  const headers: Record<string, string | number> = body ? { 'content-type': 'application/octet-stream', 'content-length': body.length } : {};
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: HOST, port, method, path: p, agent: false, timeout: 5000, headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks) }));
+    });
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/** The three answers every target must give before it is measured. */
+export async function sanity(port: number, uploadBody: Buffer): Promise<void> {
+  const a = await request(port, 'GET', '/small');
+  if (a.status !== 200 || a.body.length !== 96 || !a.body.toString().startsWith('{"ok":true')) throw new Error(`/small -> ${a.status} len=${a.body.length}`);
+  const b = await request(port, 'GET', '/64k');
+  if (b.status !== 200 || b.body.length !== 65536) throw new Error(`/64k -> ${b.status} len=${b.body.length}`);
+  const c = await request(port, 'POST', '/upload', uploadBody);
+  if (c.status !== 200 || c.body.toString() !== `{"bytes":${uploadBody.length}}`) throw new Error(`/upload -> ${c.status} ${c.body.toString().slice(0, 80)}`);
+}
+
+/** The 1 MiB upload body (random bytes, generated once per run). */
+export function uploadBody(): Buffer {
+  const f = path.join(WORK_DIR, 'body-1m.bin');
+  fs.mkdirSync(WORK_DIR, { recursive: true });
+  if (!fs.existsSync(f) || fs.statSync(f).size !== BODY_SIZE) {
+    fs.writeFileSync(f, randomBytes(BODY_SIZE));
+  }
+  return fs.readFileSync(f);
+}
+
+export function bodyFile(): string {
+  uploadBody();
+  return path.join(WORK_DIR, 'body-1m.bin');
+}
+
+/** Backend and transport-only throughway as children on free ports. */
+export async function startBackend(port: number, nodeFlags: readonly string[] = []): Promise<Proc> {
+  const p = startProc('backend', [process.execPath, ...nodeFlags, path.join(DIST_BENCH, 'backend.js')], { PORT: String(port) });
+  await waitPort(port, 10_000, p);
+  return p;
+}
+
+export async function startThroughway(port: number, upstreamPort: number, nodeFlags: readonly string[] = [], name = 'throughway'): Promise<Proc> {
+  const p = startProc(name, [process.execPath, ...nodeFlags, path.join(DIST_BENCH, 'start-throughway.js')], {
+    PORT: String(port),
+    UPSTREAM: `http://${HOST}:${upstreamPort}`,
+  });
+  await waitPort(port, 20_000, p);
+  return p;
+}
+
+// ------------------------------------------------------------------ statistics and formatting
+
+export const median = (xs: readonly number[]): number => {
+  const s = xs.filter(Number.isFinite).sort((a, b) => a - b);
+  const n = s.length;
+  if (n === 0) return NaN;
+  return n % 2 ? (s[(n - 1) / 2] as number) : ((s[n / 2 - 1] as number) + (s[n / 2] as number)) / 2;
+};
+
+export const fmt = (x: number | undefined | null, d = 0): string => (x !== undefined && x !== null && Number.isFinite(x) ? x.toFixed(d) : '—');
+
+export const range = (xs: readonly number[], d = 0): string => {
+  const f = xs.filter(Number.isFinite);
+  return f.length > 1 ? ` (${fmt(Math.min(...f), d)}–${fmt(Math.max(...f), d)})` : '';
+};
+
+export function hasCommand(cmd: string): boolean {
+  try {
+    execFileSync('sh', ['-c', `command -v ${cmd}`], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}

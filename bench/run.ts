@@ -1,0 +1,745 @@
+/**
+ * `npm run bench`: autocannon (programmatic, what users run) against the backend directly and through a
+ * transport-only throughway, both started here as child processes, with one progress line per cell.
+ * Measurement only: nothing here passes or fails.
+ *
+ *   npm run bench -- [--duration S] [--warmup S] [--connections N] [--scenarios small,64k,post1m,ka1000]
+ *                    [--rounds N] [--compare] [--peers-results FILE] [--write]
+ *
+ * Per cell (scenario × target × round): req/s, ratio to direct in the same round, p50/p99, errors and
+ * non-2xx, and CPU time per completed request of the proxy, the backend and this process (the client),
+ * from /proc/<pid>/stat (utime+stime, CLK_TCK from getconf). Targets alternate within a round and each
+ * cell has a warm-up, so ratios within one run are what counts on a shared machine.
+ *
+ * --compare also runs ../shared/peers/run.sh with throughway as its extra target (its knobs ROUNDS,
+ * DURATION, WARMUP, TOOLS, SCENARIOS, TARGETS pass through from the environment) and checks issue 3's
+ * targets against nginx-1w-tuned and node-http-proxy from the same run. --peers-results FILE does the
+ * same from an earlier harness run's raw JSON. --write regenerates docs/performance.md.
+ */
+import autocannon = require('autocannon');
+import { spawn } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import {
+  CLK_TCK,
+  HOST,
+  ROOT,
+  SCENARIOS,
+  WORK_DIR,
+  fmt,
+  freePort,
+  installExitHandlers,
+  log,
+  machineTicks,
+  median,
+  procTicks,
+  range,
+  sanity,
+  sleep,
+  startBackend,
+  startThroughway,
+  stopAll,
+  uploadBody,
+  waitQuiet,
+  type Proc,
+  type Scenario,
+} from './common';
+
+/** The demo API `npm start` serves (default gateway port 8280); adjust when the demo API file lands in conf/. */
+const DEMO_URL = 'http://127.0.0.1:8280/demo/v1/<resource>';
+const DOC = path.join(ROOT, 'docs', 'performance.md');
+const PEERS_BEGIN = '<!-- peers:begin -->';
+const PEERS_END = '<!-- peers:end -->';
+
+// ------------------------------------------------------------------ options
+
+interface Options {
+  duration: number;
+  warmup: number;
+  connections: number | undefined;
+  scenarios: Scenario[];
+  rounds: number;
+  compare: boolean;
+  peersResults: string | undefined;
+  peersDir: string;
+  write: boolean;
+  quietMaxS: number;
+  quietCores: number;
+}
+
+const USAGE = `usage: npm run bench -- [options]
+  --duration S         measured seconds per cell (default 10)
+  --warmup S           warm-up seconds before each cell (default 2)
+  --connections N      connections for every scenario (default: the scenario's own, 64/64/16/1000)
+  --scenarios a,b      of ${SCENARIOS.map((s) => s.name).join(',')} (default all)
+  --rounds N           rounds; tables show medians (default 1)
+  --compare            also run ../shared/peers/run.sh with throughway as its extra target
+                       (ROUNDS, DURATION, WARMUP, TOOLS, SCENARIOS, TARGETS pass through)
+  --peers-results F    use an earlier peers run (its raw results JSON) instead of --compare
+  --peers-dir D        where the peers harness is (default ../shared/peers)
+  --write              regenerate docs/performance.md
+  --quiet-max S        wait at most S seconds for other tenants' CPU to drop before a cell (default 6)
+  --quiet-cores C      ... below C cores (default 0.25)`;
+
+function parseArgs(argv: readonly string[]): Options {
+  const o: Options = {
+    duration: 10,
+    warmup: 2,
+    connections: undefined,
+    scenarios: [...SCENARIOS],
+    rounds: 1,
+    compare: false,
+    peersResults: undefined,
+    peersDir: path.resolve(ROOT, '..', 'shared', 'peers'),
+    write: false,
+    quietMaxS: 6,
+    quietCores: 0.25,
+  };
+  const num = (name: string, v: string | undefined, min: number, max: number): number => {
+    const n = Number(v);
+    if (v === undefined || !Number.isFinite(n) || n < min || n > max) usage(`${name} needs a number in [${min}, ${max}]`);
+    return n;
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    switch (a) {
+      case '--duration':
+        o.duration = num(a, argv[++i], 1, 600);
+        break;
+      case '--warmup':
+        o.warmup = num(a, argv[++i], 0, 120);
+        break;
+      case '--connections':
+        o.connections = Math.floor(num(a, argv[++i], 1, 10_000));
+        break;
+      case '--rounds':
+        o.rounds = Math.floor(num(a, argv[++i], 1, 20));
+        break;
+      case '--scenarios': {
+        const names = (argv[++i] ?? '').split(',').filter(Boolean);
+        const picked: Scenario[] = [];
+        for (const n of names) {
+          const sc = SCENARIOS.find((s) => s.name === n);
+          if (!sc) usage(`unknown scenario ${n}`);
+          picked.push(sc);
+        }
+        if (picked.length === 0) usage('--scenarios needs at least one name');
+        o.scenarios = picked;
+        break;
+      }
+      case '--compare':
+        o.compare = true;
+        break;
+      case '--peers-results':
+        o.peersResults = path.resolve(argv[++i] ?? usage('--peers-results needs a file'));
+        break;
+      case '--peers-dir':
+        o.peersDir = path.resolve(argv[++i] ?? usage('--peers-dir needs a directory'));
+        break;
+      case '--write':
+        o.write = true;
+        break;
+      case '--quiet-max':
+        o.quietMaxS = num(a, argv[++i], 0, 60);
+        break;
+      case '--quiet-cores':
+        o.quietCores = num(a, argv[++i], 0, 64);
+        break;
+      case '--help':
+      case '-h':
+        process.stdout.write(USAGE + '\n');
+        process.exit(0);
+        break;
+      default:
+        usage(`unknown option ${a}`);
+    }
+  }
+  if (o.compare && o.peersResults) usage('--compare and --peers-results exclude each other');
+  return o;
+}
+
+function usage(msg: string): never {
+  process.stderr.write(`${msg}\n${USAGE}\n`);
+  process.exit(2);
+}
+
+// ------------------------------------------------------------------ measuring
+
+type TargetName = 'direct' | 'throughway';
+
+interface Cell {
+  round: number;
+  scenario: string;
+  target: TargetName;
+  conns: number;
+  ok: boolean;
+  error?: string;
+  requests: number;
+  durationS: number;
+  rps: number;
+  ratio: number;
+  p50: number;
+  p99: number;
+  errors: number;
+  timeouts: number;
+  non2xx: number;
+  proxyUs: number | null;
+  backendUs: number;
+  clientUs: number;
+  otherCores: number;
+  preBusyCores: number;
+}
+
+function runAutocannon(opts: autocannon.Options): Promise<autocannon.Result> {
+  return new Promise((resolve, reject) => {
+    let settled = false;
+    const inst = autocannon(opts, (err, result) => {
+      settled = true;
+      clearTimeout(guard);
+      if (err) reject(err);
+      else resolve(result);
+    });
+    // autocannon stops itself after `duration`; this is the bound if it does not.
+    const guard = setTimeout(() => {
+      if (!settled) inst.stop();
+    }, ((opts.duration ?? 10) + 30) * 1000);
+  });
+}
+
+function acOptions(port: number, sc: Scenario, conns: number, seconds: number, body: Buffer): autocannon.Options {
+  const o: autocannon.Options = { url: `http://${HOST}:${port}${sc.path}`, connections: conns, duration: seconds, timeout: 10, method: sc.method };
+  if (sc.method === 'POST') {
+    o.body = body;
+    o.headers = { 'content-type': 'application/octet-stream' };
+  }
+  return o;
+}
+
+async function measureCell(
+  round: number,
+  sc: Scenario,
+  target: TargetName,
+  port: number,
+  proxy: Proc | undefined,
+  backend: Proc,
+  opts: Options,
+  body: Buffer,
+): Promise<Cell> {
+  const conns = opts.connections ?? sc.conns;
+  const quiet = await waitQuiet(opts.quietMaxS, opts.quietCores);
+  if (opts.warmup > 0) await runAutocannon(acOptions(port, sc, conns, opts.warmup, body));
+  const ncpu = os.cpus().length || 1;
+  const m0 = machineTicks();
+  const p0 = proxy ? procTicks(proxy.pid) : undefined;
+  const b0 = procTicks(backend.pid);
+  const c0 = procTicks('self');
+  const r = await runAutocannon(acOptions(port, sc, conns, opts.duration, body));
+  const p1 = proxy ? procTicks(proxy.pid) : undefined;
+  const b1 = procTicks(backend.pid);
+  const c1 = procTicks('self');
+  const m1 = machineTicks();
+  const requests = r['1xx'] + r['2xx'] + r['3xx'] + r['4xx'] + r['5xx'];
+  const usPer = (a: number | undefined, b: number | undefined): number =>
+    a === undefined || b === undefined || requests === 0 ? NaN : (((b - a) / CLK_TCK) * 1e6) / requests;
+  const ours = (p1 ?? 0) - (p0 ?? 0) + ((b1 ?? 0) - (b0 ?? 0)) + ((c1 ?? 0) - (c0 ?? 0));
+  const wall = (m1.total - m0.total) / ncpu;
+  const cell: Cell = {
+    round,
+    scenario: sc.name,
+    target,
+    conns,
+    ok: requests > 0,
+    requests,
+    durationS: r.duration,
+    rps: requests / r.duration,
+    ratio: NaN,
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    errors: r.errors,
+    timeouts: r.timeouts,
+    non2xx: r.non2xx,
+    proxyUs: proxy ? usPer(p0, p1) : null,
+    backendUs: usPer(b0, b1),
+    clientUs: usPer(c0, c1),
+    otherCores: wall > 0 ? (m1.busy - m0.busy - ours) / wall : NaN,
+    preBusyCores: quiet.busyCores,
+  };
+  if (!cell.ok) cell.error = `no completed requests (errors=${r.errors} timeouts=${r.timeouts})`;
+  return cell;
+}
+
+// ------------------------------------------------------------------ own tables
+
+function cellsFor(cells: readonly Cell[], sc: string, target: TargetName): Cell[] {
+  return cells.filter((c) => c.scenario === sc && c.target === target && c.ok);
+}
+
+function renderOwn(cells: readonly Cell[], opts: Options): string {
+  const L: string[] = [];
+  L.push('| scenario | direct req/s | throughway req/s | vs direct | p99 ms direct / throughway | proxy CPU µs/req | backend µs/req | errors / non-2xx |');
+  L.push('|---|---|---|---|---|---|---|---|');
+  for (const sc of opts.scenarios) {
+    const d = cellsFor(cells, sc.name, 'direct');
+    const t = cellsFor(cells, sc.name, 'throughway');
+    const label = sc.label.replace(/, [\d,]+ (keep-alive )?conns$/, '') + `, ${(opts.connections ?? sc.conns).toLocaleString('en-US')} ${sc.name === 'ka1000' ? 'keep-alive ' : ''}conns`;
+    L.push(
+      `| ${label} | ${fmt(median(d.map((c) => c.rps)))} | ${fmt(median(t.map((c) => c.rps)))} | ${fmt(median(t.map((c) => c.ratio)), 2)} | ` +
+        `${fmt(median(d.map((c) => c.p99)), 0)} / ${fmt(median(t.map((c) => c.p99)), 0)} | ${fmt(median(t.map((c) => c.proxyUs ?? NaN)), 1)} | ` +
+        `${fmt(median(t.map((c) => c.backendUs)), 1)} | ${sum(t, (c) => c.errors + c.timeouts)} / ${sum(t, (c) => c.non2xx)} |`,
+    );
+  }
+  L.push('');
+  L.push(
+    `Values are medians over ${opts.rounds} round${opts.rounds > 1 ? 's' : ''} (min–max in the detail tables) of ${opts.warmup} s warm-up + ${opts.duration} s measured per cell; ` +
+      '"vs direct" is req/s ÷ the backend\'s own req/s in the same round; latency has autocannon\'s 1 ms resolution.',
+  );
+  for (const sc of opts.scenarios) {
+    L.push('');
+    L.push(`#### ${sc.label}${opts.connections !== undefined ? ` (run with ${opts.connections} conns)` : ''}`);
+    L.push('');
+    L.push('| target | req/s | vs direct | p50 ms | p99 ms | proxy CPU µs/req | backend µs/req | client µs/req | other cores | errors / timeouts / non-2xx |');
+    L.push('|---|---|---|---|---|---|---|---|---|---|');
+    for (const target of ['direct', 'throughway'] as const) {
+      const all = cells.filter((c) => c.scenario === sc.name && c.target === target);
+      const ok = all.filter((c) => c.ok);
+      if (all.length === 0) continue;
+      if (ok.length === 0) {
+        L.push(`| ${target} | failed: ${all[0]?.error ?? '?'} |||||||||`);
+        continue;
+      }
+      const col = (f: (c: Cell) => number, d: number): string => fmt(median(ok.map(f)), d) + range(ok.map(f), d);
+      L.push(
+        `| ${target} | ${col((c) => c.rps, 0)} | ${target === 'direct' ? '1' : col((c) => c.ratio, 2)} | ${col((c) => c.p50, 0)} | ${col((c) => c.p99, 0)} | ` +
+          `${target === 'direct' ? '—' : col((c) => c.proxyUs ?? NaN, 1)} | ${col((c) => c.backendUs, 1)} | ${col((c) => c.clientUs, 1)} | ` +
+          `${col((c) => c.otherCores, 2)} | ${sum(ok, (c) => c.errors)} / ${sum(ok, (c) => c.timeouts)} / ${sum(ok, (c) => c.non2xx)}` +
+          `${all.length > ok.length ? ` (${all.length - ok.length} cells failed)` : ''} |`,
+      );
+    }
+  }
+  return L.join('\n');
+}
+
+function sum<T>(xs: readonly T[], f: (x: T) => number): number {
+  let s = 0;
+  for (const x of xs) s += f(x);
+  return s;
+}
+
+// ------------------------------------------------------------------ peers
+
+interface PeerRecord {
+  round: number;
+  scenario: string;
+  tool: string;
+  target: string;
+  ok: boolean;
+  rps: number;
+  ratio: number;
+  p50: number;
+  p99: number;
+  errors: number;
+  non2xx: number;
+  proxyUsPerReq: number | null;
+  backendUsPerReq: number | null;
+  otherCores?: number;
+}
+
+interface PeerRun {
+  meta: {
+    date: string;
+    cfg: { rounds: number; duration: number; warmup: number; tools: string[]; scenarios: string[]; wrkThreads: number };
+    versions: Record<string, string>;
+    targets: { name: string; port: number; cmd: string | null }[];
+  };
+  results: PeerRecord[];
+}
+
+interface PeersReport {
+  renderSummary(results: PeerRecord[], names: string[], meta: PeerRun['meta']): string;
+  renderTables(results: PeerRecord[], names: string[], meta: PeerRun['meta']): string;
+}
+
+const THROUGHWAY = 'throughway';
+const NGINX = 'nginx-1w-tuned';
+const HTTP_PROXY = 'http-proxy';
+
+async function runPeers(opts: Options): Promise<string> {
+  const runSh = path.join(opts.peersDir, 'run.sh');
+  if (!fs.existsSync(runSh)) throw new Error(`${runSh} not found (--peers-dir)`);
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    EXTRA_CMD: `${process.execPath} ${path.join(ROOT, 'dist', 'bench', 'start-throughway.js')}`,
+    EXTRA_PORT: process.env.EXTRA_PORT ?? '8280',
+    EXTRA_NAME: THROUGHWAY,
+  };
+  delete env.EXTRA_PREFIX;
+  delete env.EXTRA_HEADERS;
+  // Bound: every cell is bounded by the harness (load tool -d plus timeout(1)); this bounds the whole run.
+  const rounds = Number(env.ROUNDS ?? 3);
+  const cellS = Number(env.DURATION ?? 8) + Number(env.WARMUP ?? 2) + Number(env.QUIET_MAX_S ?? 6) + 40;
+  const tools = (env.TOOLS ?? 'wrk,autocannon').split(',').filter(Boolean).length;
+  const scen = (env.SCENARIOS ?? 'small,64k,post1m').split(',').filter(Boolean).length;
+  const limitS = rounds * tools * scen * 10 * cellS + 900;
+  log(`peers: ${runSh} with throughway as extra target (bounded at ${Math.round(limitS / 60)} min)`);
+  const child = spawn('bash', [runSh], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout.on('data', (d: Buffer) => {
+    out += d.toString();
+  });
+  const code = await new Promise<number | null>((resolve) => {
+    const timer = setTimeout(() => {
+      log('peers run exceeded its bound; stopping it');
+      if (child.pid !== undefined) process.kill(child.pid, 'SIGTERM');
+    }, limitS * 1000);
+    child.on('close', (c) => {
+      clearTimeout(timer);
+      resolve(c);
+    });
+  });
+  const m = /^raw: (.*\.json)\s*$/m.exec(out);
+  if (code !== 0 || !m || !m[1]) throw new Error(`peers run failed (exit ${code}); its output ends: ${out.slice(-500)}`);
+  return m[1];
+}
+
+function loadPeersReport(opts: Options, resultsFile: string): PeersReport | undefined {
+  for (const dir of [path.dirname(path.dirname(resultsFile)), opts.peersDir]) {
+    const f = path.join(dir, 'report.js');
+    if (fs.existsSync(f)) return require(f) as PeersReport;
+  }
+  return undefined;
+}
+
+interface Check {
+  readonly what: string;
+  readonly ours: string;
+  readonly theirs: string;
+  readonly value: string;
+  readonly target: string;
+  readonly met: boolean | undefined;
+  readonly perRound: string;
+}
+
+function peerChecks(run: PeerRun, tool: string): Check[] {
+  const rs = run.results.filter((r) => r.tool === tool && r.ok);
+  const of = (target: string, sc: string): PeerRecord[] => rs.filter((r) => r.target === target && r.scenario === sc);
+  const paired = (sc: string, other: string, f: (r: PeerRecord) => number, op: (a: number, b: number) => number, d: number): string => {
+    const vals: number[] = [];
+    for (const r of of(THROUGHWAY, sc)) {
+      const o = of(other, sc).find((x) => x.round === r.round);
+      if (o) vals.push(op(f(r), f(o)));
+    }
+    return vals.length > 1 ? vals.map((v) => fmt(v, d)).join(', ') : '—';
+  };
+  const checks: Check[] = [];
+  const cpu = (sc: string, label: string, limit: number): void => {
+    const ours = median(of(THROUGHWAY, sc).map((r) => r.proxyUsPerReq ?? NaN));
+    const theirs = median(of(NGINX, sc).map((r) => r.proxyUsPerReq ?? NaN));
+    const ratio = ours / theirs;
+    checks.push({
+      what: `proxy CPU µs/req, ${label}`,
+      ours: fmt(ours, 1),
+      theirs: `${fmt(theirs, 1)} (${NGINX})`,
+      value: `${fmt(ratio, 2)}×`,
+      target: `≤ ${limit}×`,
+      met: Number.isFinite(ratio) ? ratio <= limit : undefined,
+      perRound: paired(sc, NGINX, (r) => r.proxyUsPerReq ?? NaN, (a, b) => a / b, 2),
+    });
+  };
+  cpu('small', 'GET 96 B', 1.6);
+  cpu('64k', 'GET 64 KiB', 1.6);
+  cpu('post1m', 'POST 1 MiB', 1.4);
+  {
+    const ours = median(of(THROUGHWAY, 'small').map((r) => r.rps));
+    const theirs = median(of(HTTP_PROXY, 'small').map((r) => r.rps));
+    const ratio = ours / theirs;
+    checks.push({
+      what: 'req/s, GET 96 B',
+      ours: fmt(ours),
+      theirs: `${fmt(theirs)} (node-http-proxy)`,
+      value: `${fmt(ratio, 2)}×`,
+      target: '≥ 3×',
+      met: Number.isFinite(ratio) ? ratio >= 3 : undefined,
+      perRound: paired('small', HTTP_PROXY, (r) => r.rps, (a, b) => a / b, 2),
+    });
+  }
+  for (const [sc, label] of [
+    ['small', 'GET 96 B'],
+    ['64k', 'GET 64 KiB'],
+    ['post1m', 'POST 1 MiB'],
+  ] as const) {
+    const ours = median(of(THROUGHWAY, sc).map((r) => r.p99));
+    const theirs = median(of(NGINX, sc).map((r) => r.p99));
+    const diff = ours - theirs;
+    checks.push({
+      what: `p99 ms, ${label}`,
+      ours: fmt(ours, 2),
+      theirs: `${fmt(theirs, 2)} (${NGINX})`,
+      value: `${diff >= 0 ? '+' : ''}${fmt(diff, 2)} ms`,
+      target: '≤ +2 ms',
+      met: Number.isFinite(diff) ? diff <= 2 : undefined,
+      perRound: paired(sc, NGINX, (r) => r.p99, (a, b) => a - b, 1),
+    });
+  }
+  return checks;
+}
+
+function renderPeers(resultsFile: string, opts: Options, command: string): string {
+  const run = JSON.parse(fs.readFileSync(resultsFile, 'utf8')) as PeerRun;
+  const names = run.meta.targets.map((t) => t.name);
+  const L: string[] = [];
+  const c = run.meta.cfg;
+  L.push(PEERS_BEGIN);
+  L.push('## Against the peers (../shared/peers, wrk/autocannon, one shared backend)');
+  L.push('');
+  L.push(
+    `Run of ${run.meta.date} (${c.rounds} round${c.rounds > 1 ? 's' : ''} of ${c.warmup} s warm-up + ${c.duration} s per cell, tools ${c.tools.join(', ')}; ` +
+      `targets interleaved within each round), produced by \`${command}\`.`,
+  );
+  L.push('');
+  L.push('Versions: ' + Object.entries(run.meta.versions).map(([k, v]) => `${k} ${v}`).join('; ') + '.');
+  const others = run.results.filter((r) => r.ok).map((r) => r.otherCores ?? NaN).filter(Number.isFinite);
+  if (others.length > 0) {
+    L.push('');
+    L.push(
+      `Other tenants' CPU during the measured windows (machine busy CPU minus client + proxy + backend): median ${fmt(median(others), 2)} cores, ` +
+        `max ${fmt(Math.max(...others), 2)} of ${os.cpus().length}. Figures from a busy run are noisier; the ratios between targets of the same round hold best.`,
+    );
+  }
+  const tool = c.tools.includes('wrk') ? 'wrk' : c.tools[0] ?? 'wrk';
+  const have = (n: string): boolean => names.includes(n);
+  L.push('');
+  L.push(`### Issue 3's targets for the transport (${tool}, medians over rounds)`);
+  L.push('');
+  if (!have(THROUGHWAY)) {
+    L.push('throughway was not among the targets of this run.');
+  } else {
+    const checks = peerChecks(run, tool);
+    L.push('| check | throughway | reference | throughway vs reference | target | met | per round |');
+    L.push('|---|---|---|---|---|---|---|');
+    for (const k of checks) {
+      L.push(`| ${k.what} | ${k.ours} | ${k.theirs} | ${k.value} | ${k.target} | ${k.met === undefined ? 'not measured' : k.met ? '**met**' : '**not met**'} | ${k.perRound} |`);
+    }
+    const met = checks.filter((k) => k.met === true).map((k) => k.what);
+    const missed = checks.filter((k) => k.met === false).map((k) => k.what);
+    const unmeasured = checks.filter((k) => k.met === undefined).map((k) => k.what);
+    L.push('');
+    L.push(`In this run: met — ${met.length ? met.join('; ') : 'none'}. Not met — ${missed.length ? missed.join('; ') : 'none'}.` + (unmeasured.length ? ` Not measured — ${unmeasured.join('; ')}.` : ''));
+  }
+  const report = loadPeersReport(opts, resultsFile);
+  if (report) {
+    L.push('');
+    L.push('### Tables');
+    L.push('');
+    L.push(report.renderSummary(run.results, names, run.meta));
+    L.push('');
+    L.push(report.renderTables(run.results, names, run.meta));
+  }
+  L.push(PEERS_END);
+  return L.join('\n');
+}
+
+function peersCommand(resultsFile: string): string {
+  const run = JSON.parse(fs.readFileSync(resultsFile, 'utf8')) as PeerRun;
+  const c = run.meta.cfg;
+  const extra = run.meta.targets.find((t) => t.name === THROUGHWAY);
+  const cmd = extra?.cmd?.replace(/^bash -c exec /, '') ?? '';
+  const all = ['direct', 'nginx-1w', 'nginx-2w', 'nginx-1w-tuned', 'http-proxy', 'fastify-proxy', 'naive-node', 'cluster-2w'];
+  const builtIns = run.meta.targets.map((t) => t.name).filter((n) => n !== THROUGHWAY);
+  const targets = all.every((n) => builtIns.includes(n)) ? '' : ` TARGETS=${builtIns.join(',')}`;
+  return (
+    `cd ../shared/peers && EXTRA_CMD='${cmd}' EXTRA_PORT=${extra?.port ?? 8280} EXTRA_NAME=${THROUGHWAY} ` +
+    `ROUNDS=${c.rounds} DURATION=${c.duration} WARMUP=${c.warmup} TOOLS=${c.tools.join(',')} SCENARIOS=${c.scenarios.join(',')}${targets} ./run.sh`
+  );
+}
+
+// ------------------------------------------------------------------ the document
+
+function versionOf(pkg: string): string {
+  try {
+    return (JSON.parse(fs.readFileSync(path.join(ROOT, 'node_modules', pkg, 'package.json'), 'utf8')) as { version: string }).version;
+  } catch {
+    return '?';
+  }
+}
+
+function shellQuote(a: string): string {
+  return /^[\w@%+=:,./-]+$/.test(a) ? a : `'${a.replace(/'/g, `'\\''`)}'`;
+}
+
+function benchCommand(argv: readonly string[], opts: Options): string {
+  const env = opts.compare
+    ? ['ROUNDS', 'DURATION', 'WARMUP', 'TOOLS', 'SCENARIOS', 'TARGETS', 'QUIET_MAX_S', 'QUIET_CORES']
+        .filter((k) => process.env[k] !== undefined)
+        .map((k) => `${k}=${shellQuote(process.env[k] ?? '')}`)
+    : [];
+  return [...env, 'npm run bench', ...(argv.length ? ['--', ...argv.map(shellQuote)] : [])].join(' ');
+}
+
+function machineLines(load0: number[], load1: number[]): string[] {
+  const cpus = os.cpus();
+  const pkg = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string };
+  return [
+    `- CPU: ${cpus[0]?.model ?? '?'}, ${cpus.length} cores (shared with other tenants)`,
+    `- Memory: ${fmt(os.totalmem() / 2 ** 30, 1)} GiB; kernel ${os.release()}`,
+    `- Node ${process.version}; throughway ${pkg.version}; autocannon ${versionOf('autocannon')}; llhttp-wasm ${versionOf('llhttp-wasm')}; typescript ${versionOf('typescript')}`,
+    `- Load average (1/5/15 min) at start ${load0.map((x) => x.toFixed(2)).join(' / ')}, at end ${load1.map((x) => x.toFixed(2)).join(' / ')}`,
+  ];
+}
+
+function renderDoc(own: string, peers: string | undefined, opts: Options, command: string, date: string, load0: number[], load1: number[]): string {
+  const L: string[] = [];
+  L.push('# Performance');
+  L.push('');
+  L.push(`<!-- Generated by \`npm run bench -- --write\` (bench/run.ts); edits are overwritten. -->`);
+  L.push('');
+  L.push(
+    'Measured, never asserted: these are the figures of one run on the machine below, a shared 2-core VM where other ' +
+      'builds run at the same time. Requests per second move ±20–40 % between runs there; the CPU time a proxy spends per ' +
+      'request (utime+stime from `/proc/<pid>/stat` ÷ completed requests) is the steadiest figure, and ratios between ' +
+      'targets measured in the same round are what to compare.',
+  );
+  L.push('');
+  L.push(`## Machine and run (${date})`);
+  L.push('');
+  L.push(...machineLines(load0, load1));
+  L.push(`- Command: \`${command}\``);
+  L.push('');
+  L.push('## throughway (transport only) vs the backend directly, autocannon');
+  L.push('');
+  L.push(
+    'One single-process node:http backend (`bench/backend.ts`: `/small` 96-byte JSON, `/64k` 65,536 bytes, `POST /upload` → `{"bytes":N}`) ' +
+      'and one throughway process (`bench/start-throughway.ts`: `createTransport` with one route to the backend, default transport settings, no logging) ' +
+      'run as child processes; autocannon runs inside the bench process, so its CPU is the "client" column. ' +
+      '"other cores" is the machine\'s busy CPU minus client + proxy + backend: ≈ 0 when nobody else is working, above 0.3 means another tenant competed during that cell.',
+  );
+  L.push('');
+  L.push(own);
+  L.push('');
+  L.push(
+    peers ??
+      `${PEERS_BEGIN}\n## Against the peers\n\nNo peers run recorded yet: \`npm run bench -- --compare --write\` adds it.\n${PEERS_END}`,
+  );
+  L.push('');
+  L.push('## How to reproduce');
+  L.push('');
+  L.push('```sh');
+  L.push('npm ci');
+  L.push('npm run bench                                   # all scenarios, 1 round of 10 s, tables on stdout');
+  L.push('npm run bench -- --scenarios small,ka1000 --rounds 3 --duration 8');
+  L.push('ROUNDS=3 DURATION=8 TOOLS=wrk npm run bench -- --compare --write   # with the peers; regenerates this file');
+  L.push('node dist/bench/profile.js --mode perf          # where the CPU goes (perf), small GET under wrk');
+  L.push('```');
+  L.push('');
+  L.push(
+    'The peers comparison (`--compare`) runs `../shared/peers/run.sh` with `EXTRA_CMD` pointing at `dist/bench/start-throughway.js`; it installs ' +
+      'nginx and wrk with apt when they are missing and takes about 20–30 minutes for three rounds. The transport-only starter can be used alone: ' +
+      '`PORT=8280 UPSTREAM=http://127.0.0.1:8100 node dist/bench/start-throughway.js` (`EXTRA_PREFIX=/x` strips a prefix before forwarding).',
+  );
+  L.push('');
+  L.push(
+    `To load the demo API that \`npm start\` serves on the gateway's default port 8280 (the full gateway, not the bare transport), with the same ` +
+      `autocannon this repository pins — replace \`<resource>\` with a path the demo API defines:`,
+  );
+  L.push('');
+  L.push('```sh');
+  L.push(`npm start &   # then, in another terminal:`);
+  L.push(`npx autocannon -c 64 -d 10 ${DEMO_URL}`);
+  L.push('```');
+  L.push('');
+  return L.join('\n');
+}
+
+function existingPeersSection(): string | undefined {
+  try {
+    const doc = fs.readFileSync(DOC, 'utf8');
+    const a = doc.indexOf(PEERS_BEGIN);
+    const b = doc.indexOf(PEERS_END);
+    if (a >= 0 && b > a) return doc.slice(a, b + PEERS_END.length);
+  } catch {
+    // no document yet
+  }
+  return undefined;
+}
+
+// ------------------------------------------------------------------ main
+
+async function main(): Promise<void> {
+  const argv = process.argv.slice(2);
+  const opts = parseArgs(argv);
+  installExitHandlers();
+  fs.mkdirSync(WORK_DIR, { recursive: true });
+  const date = new Date().toISOString();
+  const load0 = os.loadavg();
+  const body = uploadBody();
+  const command = benchCommand(argv, opts);
+
+  const backendPort = await freePort();
+  const backend = await startBackend(backendPort);
+  const twPort = await freePort();
+  const proxy = await startThroughway(twPort, backendPort);
+  await sanity(backendPort, body);
+  await sanity(twPort, body);
+  log(`backend pid ${backend.pid} on ${HOST}:${backendPort}; throughway pid ${proxy.pid} on ${HOST}:${twPort}`);
+
+  const cells: Cell[] = [];
+  const total = opts.rounds * opts.scenarios.length * 2;
+  log(`${total} cells of ${opts.warmup} s warm-up + ${opts.duration} s (+ up to ${opts.quietMaxS} s waiting for a quiet machine each)`);
+  let n = 0;
+  for (let round = 1; round <= opts.rounds; round++) {
+    for (const sc of opts.scenarios) {
+      log(`-- round ${round}/${opts.rounds}: ${sc.name}: ${sc.label}${opts.connections !== undefined ? ` (with ${opts.connections} conns)` : ''}`);
+      let directRps = NaN;
+      for (const target of ['direct', 'throughway'] as const) {
+        n++;
+        if (proxy.exited || backend.exited) throw new Error(`${proxy.exited ? 'throughway' : 'backend'} exited; see ${(proxy.exited ? proxy : backend).logFile}`);
+        const port = target === 'direct' ? backendPort : twPort;
+        const c = await measureCell(round, sc, target, port, target === 'direct' ? undefined : proxy, backend, opts, body);
+        if (target === 'direct') directRps = c.rps;
+        c.ratio = c.rps / directRps;
+        cells.push(c);
+        log(
+          `[${n}/${total}] r${round} ${sc.name} ${target}: ${fmt(c.rps)} req/s` +
+            (target === 'direct' ? '' : ` (${fmt(c.ratio, 2)} of direct)`) +
+            ` p50=${fmt(c.p50)} p99=${fmt(c.p99)} ms proxy=${fmt(c.proxyUs, 1)} backend=${fmt(c.backendUs, 1)} client=${fmt(c.clientUs, 1)} µs/req` +
+            ` other=${fmt(c.otherCores, 2)} cores err=${c.errors} timeouts=${c.timeouts} non2xx=${c.non2xx}${c.ok ? '' : ' FAILED: ' + (c.error ?? '')}`,
+        );
+      }
+    }
+  }
+  await stopAll();
+  const twLog = fs.readFileSync(proxy.logFile, 'utf8').trim().split('\n').pop() ?? '';
+  log(`throughway: ${twLog}`);
+
+  const own = renderOwn(cells, opts);
+  const rawFile = path.join(WORK_DIR, `run-${date.replace(/[:.]/g, '-')}.json`);
+  fs.writeFileSync(rawFile, JSON.stringify({ date, opts: { ...opts, scenarios: opts.scenarios.map((s) => s.name) }, clkTck: CLK_TCK, cells }, null, 1));
+  process.stdout.write(`# throughway bench — ${date}\n\n${own}\n\nraw: ${rawFile}\n`);
+
+  let peers: string | undefined;
+  let peersFile = opts.peersResults;
+  if (opts.compare) {
+    await sleep(1000);
+    peersFile = await runPeers(opts);
+  }
+  if (peersFile) {
+    const cmd = opts.compare ? command : peersCommand(peersFile);
+    peers = renderPeers(peersFile, opts, cmd);
+    process.stdout.write('\n' + peers.replace(PEERS_BEGIN + '\n', '').replace('\n' + PEERS_END, '') + '\n');
+  }
+  if (opts.write) {
+    const doc = renderDoc(own, peers ?? existingPeersSection(), opts, command, date, load0, os.loadavg());
+    fs.mkdirSync(path.dirname(DOC), { recursive: true });
+    fs.writeFileSync(DOC, doc);
+    log(`wrote ${path.relative(process.cwd(), DOC) || DOC}`);
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  async (err: unknown) => {
+    process.stderr.write(`bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    await stopAll();
+    process.exit(1);
+  },
+);
