@@ -24,12 +24,13 @@ Commands:
   start                 start the node for server.server_role
   config check          validate the configuration; list every error and warning
   config print          print the effective configuration (defaults filled, secrets as ****)
+  apis list             list the API definitions in apis/ and what the gateway deploys of them
 
 Options:
   --config FILE         configuration file (default: conf/deployment.toml)
   --strict              unknown sections and keys are errors, not warnings
   --sys NAME=VALUE      value of $sys{NAME} in the configuration (repeatable)
-  --json                config print: JSON instead of TOML-like text
+  --json                config print, apis list: JSON instead of text
   -h, --help            show this help
   -v, --version         show the version
 
@@ -186,6 +187,16 @@ async function start(p: Parsed, io: CliIo): Promise<number> {
   return 0;
 }
 
+async function apisList(p: Parsed, io: CliIo): Promise<number> {
+  const result = load(p, io);
+  listDiagnostics(result, io);
+  if (!result.ok) return 1;
+  const { listApis, formatApiListing } = await import('./gateway/list');
+  const listing = listApis(result);
+  io.out(formatApiListing(listing, io.cwd, p.json));
+  return listing.errors > 0 ? 1 : 0;
+}
+
 function version(): string {
   try {
     const pkg = JSON.parse(fs.readFileSync(path.resolve(__dirname, '..', '..', 'package.json'), 'utf8')) as { version?: string };
@@ -219,6 +230,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
   }
   if (cmd === 'start' && sub === undefined) return start(p, io);
   if (cmd === 'config' && (sub === 'check' || sub === 'print') && rest.length === 0) return sub === 'check' ? check(p, io) : print(p, io);
+  if (cmd === 'apis' && sub === 'list' && rest.length === 0) return apisList(p, io);
   io.err(`throughway: ${cmd === undefined ? 'no command given' : `unknown command: ${p.command.join(' ')}`}\n\n${USAGE}`);
   return 2;
 }

@@ -1,0 +1,70 @@
+/**
+ * `throughway apis list`: what the gateway deploys from the apis/ directory with this configuration,
+ * computed the way a starting gateway does (validation, gateway labels, duplicate contexts, default
+ * versions), without starting one. Each file's diagnostics follow its line.
+ */
+import * as path from 'node:path';
+import type { LoadResult } from '../config/load';
+import { defaultPath, versionedPath } from './apis';
+import { CorsPolicy } from './cors';
+import { ApiDirectory, selectApis, type ApiState } from './deploy';
+import { formatApiDiagnostic } from './diagnostics';
+import { gatewaySettingsFrom } from './settings';
+
+export interface ApiListing {
+  readonly dir: string;
+  readonly missing: boolean;
+  readonly states: readonly ApiState[];
+  readonly errors: number;
+}
+
+export function listApis(loaded: LoadResult): ApiListing {
+  const settings = gatewaySettingsFrom(loaded.config, loaded.dir, loaded.ports);
+  const dir = new ApiDirectory(settings.apisDir, settings.vars);
+  const read = dir.read();
+  const states = selectApis(read.candidates, settings.gatewayLabels, new CorsPolicy(settings.cors)).states;
+  const errors = states.reduce((n, s) => n + s.diagnostics.filter((d) => d.level === 'error').length, 0);
+  return { dir: settings.apisDir, missing: read.missing, states, errors };
+}
+
+/** The listing as text: one line per file, its diagnostics indented under it. */
+export function formatApiListing(listing: ApiListing, cwd: string, json: boolean): string {
+  const rel = (f: string): string => (f === '' ? '<api>' : path.relative(cwd, f) || f);
+  if (json) {
+    return `${JSON.stringify(
+      listing.states.map((s) => ({
+        file: rel(s.file),
+        status: s.status,
+        name: s.api?.name,
+        version: s.api?.version,
+        path: s.api !== undefined ? versionedPath(s.api) : undefined,
+        defaultPath: s.api !== undefined && s.defaultRouting ? defaultPath(s.api) : undefined,
+        state: s.api?.state,
+        labels: s.api?.labels,
+        endpoints: s.api !== undefined ? { production: s.api.endpoints.production?.url, sandbox: s.api.endpoints.sandbox?.url } : undefined,
+        resources: s.api?.resources.map((r) => `${r.methods.join(',')} ${r.path}`),
+        diagnostics: s.diagnostics.map((d) => ({ ...d, file: rel(d.file) })),
+      })),
+      null,
+      2,
+    )}\n`;
+  }
+  const lines: string[] = [];
+  if (listing.missing) lines.push(`${rel(listing.dir)}: no such directory: no API is deployed`);
+  else if (listing.states.length === 0) lines.push(`${rel(listing.dir)}: no API definition files (*.toml)`);
+  for (const s of listing.states) {
+    const a = s.api;
+    const head = a === undefined ? `${s.status.padEnd(13)} ${rel(s.file)}` : `${s.status.padEnd(13)} ${a.name} ${a.version}  ${versionedPath(a)}${s.defaultRouting ? ` (default: ${defaultPath(a)})` : ''}  ${a.state}  ${rel(s.file)}`;
+    lines.push(head);
+    if (a !== undefined && (s.status === 'deployed' || s.status === 'kept-previous')) {
+      for (const [kind, ep] of [['production', a.endpoints.production], ['sandbox', a.endpoints.sandbox]] as const) {
+        if (ep !== undefined) lines.push(`    ${kind}: ${ep.url}`);
+      }
+      for (const r of a.resources) lines.push(`    ${r.methods.join(',').padEnd(12)} ${r.path}`);
+    }
+    for (const d of s.diagnostics) lines.push(`    ${formatApiDiagnostic({ ...d, file: rel(d.file) })}`);
+  }
+  const deployed = listing.states.filter((s) => s.status === 'deployed' || s.status === 'kept-previous').length;
+  lines.push(`${deployed} deployed, ${listing.states.length - deployed} not deployed`);
+  return `${lines.join('\n')}\n`;
+}
