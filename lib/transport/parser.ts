@@ -15,6 +15,8 @@
  * ends inside a chunk, the adapter pauses llhttp internally at message-begin and at headers-complete
  * (the only way to learn the byte position of those two events) and resumes at once; the user's
  * `onHead` runs at that headers-complete pause, outside the wasm callback, after the size check.
+ * Trailer fields are bounded by the same limit, and so is each run of chunk framing between two data
+ * bytes (chunk extensions reach no callback in this build, so nothing else would bound them).
  */
 import { instantiateLlhttp, LlhttpExports, LlhttpImports, LlhttpLoadError } from './llhttp-wasm';
 
@@ -85,6 +87,11 @@ const PHASE_BODY = 2; // head done, message not complete
 const PHASE_UPGRADED = 3; // the rest of the connection is not HTTP/1.1
 const PHASE_FAILED = 4;
 const PHASE_DESTROYED = 5;
+
+// Our own limits; errorName when one is hit.
+const LIMIT_NONE = 0;
+const LIMIT_HEAD = 1; // 'HPE_HEADER_OVERFLOW': head or trailer section over maxHeaderSize
+const LIMIT_FRAMING = 2; // 'HPE_CHUNK_EXTENSIONS_OVERFLOW' (Node's name): chunk framing over maxHeaderSize
 
 const UINT32 = 0x1_0000_0000;
 const INPUT_GRANULE = 64 * 1024;
@@ -214,35 +221,57 @@ function trimOws(value: string): string {
   return value.slice(0, end);
 }
 
-/** Bytes the wasm heap currently holds (for tests that check parsers are freed). */
+/** Size of the wasm memory in bytes (for tests and metrics that check parsers are freed). */
 export function wasmHeapBytes(): number {
   return llhttp.memory.buffer.byteLength;
 }
 
+/**
+ * One HTTP/1.1 parser per connection direction. Free it with destroy() when the socket closes.
+ * Not re-entrant: never call execute()/finish() of any parser from inside a callback (trap 1).
+ */
 export class HttpParser {
-  /** Address of the llhttp_t in wasm memory; 0 once destroyed. */
+  /** @internal Address of the llhttp_t in wasm memory; 0 once destroyed. */
   ptr: number;
   readonly kind: 'request' | 'response';
   readonly maxHeaderSize: number;
 
   // Head of the current message, valid from onHead until the next message begins.
+  /** Request method as llhttp names it ('GET', ...); '' for responses. */
   method = '';
+  /** Request target exactly as sent (latin1; strict parsing admits only URL characters). */
   url = '';
+  /** Response status code; 0 for requests. */
   statusCode = 0;
+  /** Response reason phrase (latin1), '' when absent. */
   statusText = '';
   versionMajor = 0;
   versionMinor = 0;
-  /** Flat [name, value, ...], latin1, names in their original case, values without surrounding OWS. */
+  /**
+   * Flat [name, value, name, value, ...], latin1, names in their original case, repeated fields kept
+   * in order. Values without leading and trailing OWS (RFC 9112 5: OWS is not part of the value; llhttp
+   * drops the leading OWS, the adapter the trailing); inner bytes exactly as sent. A new array per message.
+   */
   headers: string[] = [];
-  /** Trailer fields of a chunked message (RFC 9112 7.1.2), same layout; null when there were none. Valid in onComplete. */
+  /** Trailer fields of a chunked message (RFC 9112 7.1.2), same layout, or null. Valid in onComplete. */
   trailers: string[] | null = null;
+  /**
+   * llhttp_should_keep_alive (RFC 9112 9.3: version and Connection). Recomputed when onHead returns
+   * HEAD_SKIP_BODY: a response without length that has no body no longer needs the close.
+   */
   keepAlive = false;
+  /** Upgrade or CONNECT request, or 101 response: execute() returns UPGRADE once the message ends. */
   upgrade = false;
+  /** Content-Length as llhttp parsed and validated it; -1 when absent. */
   contentLength = -1;
+  /** Transfer-Encoding ends in chunked (RFC 9112 6.1). */
   chunked = false;
+  /** Bytes of the head counted so far: first byte of the start line to the end of the empty line. */
   headBytes = 0;
 
+  /** After PAUSED / UPGRADE (and ERROR): bytes of the executed range, counted from `start`, consumed. */
   consumed = 0;
+  /** After ERROR: llhttp's errno name, or HPE_HEADER_OVERFLOW / HPE_CHUNK_EXTENSIONS_OVERFLOW for our limits. */
   errorName = '';
   errorReason = '';
 
@@ -256,7 +285,11 @@ export class HttpParser {
   /** Wasm address past which the current head would exceed maxHeaderSize. */
   private headLimit = 0;
   private trailerBytes = 0;
-  private overflow = false;
+  /** Chunked body: input offset where the current run of framing bytes starts, and its bytes in earlier reads. */
+  private framingFrom = 0;
+  private framingBytes = 0;
+  /** Which of our limits stopped llhttp (a callback returned HPE_USER): LIMIT_*. */
+  private limitHit = LIMIT_NONE;
 
   constructor(kind: 'request' | 'response', events: ParserEvents, maxHeaderSize: number) {
     if (!Number.isSafeInteger(maxHeaderSize) || maxHeaderSize <= 0) {
@@ -292,6 +325,7 @@ export class HttpParser {
     delta = start - inputPtr;
     this.headFrom = 0;
     this.headLimit = inputPtr + this.maxHeaderSize - this.headBytes;
+    this.framingFrom = 0;
     let off = 0;
     let filled = 0;
     let window = FIRST_WINDOW;
@@ -312,7 +346,11 @@ export class HttpParser {
           if (this.phase === PHASE_HEAD) {
             // The head continues in the next chunk (RFC 9112 2.1); count what this one held.
             this.headBytes += len - this.headFrom;
-            if (this.headBytes > this.maxHeaderSize) return this.fail(HPE_USER, len, true);
+            if (this.headBytes > this.maxHeaderSize) return this.fail(HPE_USER, len, LIMIT_HEAD);
+          } else if (this.phase === PHASE_BODY && this.chunked && this.trailers === null) {
+            // The read ended in chunk framing (after the last data byte): carry its size over.
+            this.framingBytes += len - this.framingFrom;
+            if (this.framingBytes > this.maxHeaderSize) return this.fail(HPE_USER, len, LIMIT_FRAMING);
           }
           this.consumed = len;
           return ExecStatus.OK;
@@ -327,7 +365,9 @@ export class HttpParser {
             this.headLimit = inputPtr + pos + this.maxHeaderSize;
           } else if (why === PAUSE_HEAD) {
             this.headBytes += pos - this.headFrom;
-            if (this.headBytes > this.maxHeaderSize) return this.fail(HPE_USER, pos, true);
+            if (this.headBytes > this.maxHeaderSize) return this.fail(HPE_USER, pos, LIMIT_HEAD);
+            this.framingFrom = pos;
+            this.framingBytes = 0;
             if (this.headComplete() === PAUSE) return this.stop(pos);
           } else {
             return this.stop(pos);
@@ -342,7 +382,7 @@ export class HttpParser {
           this.consumed = pos;
           return ExecStatus.UPGRADE;
         }
-        return this.fail(ret, pos, this.overflow);
+        return this.fail(ret, pos, ret === HPE_USER ? this.limitHit : LIMIT_NONE);
       }
     } catch (err) {
       // A callback threw: llhttp stopped mid-state, so this parser cannot continue (reset() to reuse).
@@ -514,6 +554,15 @@ export class HttpParser {
 
   /** @internal */
   onBodySpan(at: number, len: number): number {
+    if (this.chunked) {
+      // Chunk extensions are parsed but reported nowhere, so without a bound a peer could send endless
+      // framing that no body-size limit sees (Node's CVE-2024-22019). Bound each run of it between two
+      // data bytes: CRLF, chunk-size line and extensions (RFC 9112 7.1.1).
+      const from = at - inputPtr;
+      if (this.framingBytes + from - this.framingFrom > this.maxHeaderSize) return this.limit(LIMIT_FRAMING);
+      this.framingBytes = 0;
+      this.framingFrom = from + len;
+    }
     this.events.onBody(chunk, at + delta, at + delta + len);
     return 0;
   }
@@ -540,7 +589,9 @@ export class HttpParser {
     this.statusText = '';
     this.versionMajor = 0;
     this.versionMinor = 0;
-    if (this.headers.length !== 0) this.headers = [];
+    // Always a new array: callers keep the previous message's array (valid "until the next message
+    // begins" means its contents stay theirs), so it must never be reused, even when empty.
+    this.headers = [];
     this.trailers = null;
     this.keepAlive = false;
     this.upgrade = false;
@@ -548,8 +599,9 @@ export class HttpParser {
     this.chunked = false;
     this.headBytes = 0;
     this.trailerBytes = 0;
+    this.framingBytes = 0;
     this.span = SPAN_NONE;
-    this.overflow = false;
+    this.limitHit = LIMIT_NONE;
   }
 
   /** Called at the headers-complete pause; returns what onHead returned. */
@@ -582,16 +634,23 @@ export class HttpParser {
   }
 
   private overflowed(): number {
-    this.overflow = true;
+    return this.limit(LIMIT_HEAD);
+  }
+
+  private limit(which: number): number {
+    this.limitHit = which;
     return HPE_USER;
   }
 
-  private fail(errno: number, pos: number, overflow: boolean): ExecStatus {
+  private fail(errno: number, pos: number, limit: number): ExecStatus {
     this.phase = PHASE_FAILED;
     this.consumed = pos;
-    if (overflow) {
+    if (limit === LIMIT_HEAD) {
       this.errorName = 'HPE_HEADER_OVERFLOW';
       this.errorReason = `Header section larger than ${this.maxHeaderSize} bytes`;
+    } else if (limit === LIMIT_FRAMING) {
+      this.errorName = 'HPE_CHUNK_EXTENSIONS_OVERFLOW';
+      this.errorReason = `Chunk framing (size line and extensions) larger than ${this.maxHeaderSize} bytes`;
     } else {
       this.errorName = errnoName(errno);
       this.errorReason = cString(llhttp.llhttp_get_error_reason(this.ptr)) || this.errorName;

@@ -102,6 +102,54 @@ t.test('trailer fields are bounded by maxHeaderSize too', async (t) => {
   t.equal(parseCut('request', tooMany, [], undefined, LIMIT).outcome, 'ERROR HPE_HEADER_OVERFLOW');
 });
 
+/** A chunked request whose first chunk-size line (extensions and CRLF included) is exactly `size` bytes. */
+function framed(size: number): Buffer {
+  const line = '5;ext=' + 'e'.repeat(size - '5;ext=\r\n'.length) + '\r\n';
+  return latin1('POST /f HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n' + line + 'hello\r\n0\r\n\r\n');
+}
+
+t.test('chunk framing between two data bytes is bounded by maxHeaderSize, split anywhere', async (t) => {
+  const small = 200;
+  for (const [size, want] of [[small, 'OK'], [small + 1, 'ERROR HPE_CHUNK_EXTENSIONS_OVERFLOW']] as const) {
+    const input = framed(size);
+    t.equal(parseCut('request', input, [], undefined, small).outcome, want, `${size}-byte size line`);
+    const wrong: string[] = [];
+    for (const cuts of singleCuts(input.length)) {
+      const r = parseCut('request', input, cuts, undefined, small);
+      if (r.outcome !== want) wrong.push(`${cuts[0]}: ${r.outcome}`);
+    }
+    t.strictSame(wrong, [], `${size}-byte size line, split anywhere`);
+  }
+});
+
+t.test('endless chunk extensions are refused soon after the limit', async (t) => {
+  // Extensions reach no callback, so without this bound they would stream forever past every
+  // body-size limit (Node's CVE-2024-22019).
+  const parser = new HttpParser('request', new Recorder(), LIMIT);
+  t.equal(parser.execute(latin1('POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n1;x=')), ExecStatus.OK);
+  const piece = latin1('a'.repeat(100));
+  let fed = 0;
+  let st = ExecStatus.OK;
+  while (st === ExecStatus.OK && fed < 100 * LIMIT) {
+    st = parser.execute(piece);
+    fed += piece.length;
+  }
+  t.equal(st, ExecStatus.ERROR);
+  t.equal(parser.errorName, 'HPE_CHUNK_EXTENSIONS_OVERFLOW');
+  t.ok(fed <= LIMIT + piece.length, `refused after ${fed} bytes`);
+  parser.destroy();
+});
+
+t.test('ordinary chunked bodies are not affected by the framing bound', async (t) => {
+  const parts: string[] = ['POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n'];
+  for (let i = 0; i < 16; i++) parts.push(`1000;n=${i}\r\n` + 'd'.repeat(4096) + '\r\n');
+  parts.push('0\r\n\r\n');
+  const input = latin1(parts.join(''));
+  const r = parseCut('request', input, [100, 5000, 30000], undefined, 64);
+  t.equal(r.outcome, 'OK');
+  t.equal(r.events[1]?.event === 'body' && r.events[1].text.length, 16 * 4096);
+});
+
 t.test('maxHeaderSize must be a positive integer', async (t) => {
   t.throws(() => new HttpParser('request', new Recorder(), 0), RangeError);
   t.throws(() => new HttpParser('request', new Recorder(), 1.5), RangeError);

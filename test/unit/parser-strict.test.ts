@@ -182,6 +182,18 @@ const REJECTED: { why: string; kind: 'request' | 'response'; input: string; erro
     errorName: 'HPE_UNEXPECTED_SPACE',
   },
   {
+    why: 'a request after one that closes the connection (RFC 9112 9.6)',
+    kind: 'request',
+    input: 'GET /1 HTTP/1.1\r\nConnection: close\r\n\r\nGET /2 HTTP/1.1\r\n\r\n',
+    errorName: 'HPE_CLOSED_CONNECTION',
+  },
+  {
+    why: 'bytes after a response that closes the connection',
+    kind: 'response',
+    input: 'HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\nHTTP/1.1 200 OK\r\n\r\n',
+    errorName: 'HPE_CLOSED_CONNECTION',
+  },
+  {
     why: 'a four-digit status code',
     kind: 'response',
     input: 'HTTP/1.1 2000 OK\r\n\r\n',

@@ -303,3 +303,16 @@ t.test('regression: PAUSE at a head that ends the read; the empty execute after 
   t.strictSame(rec.events.map((e) => e.event), ['head', 'complete']);
   parser.destroy();
 });
+
+t.test('regression: each message gets its own headers array, even after one without headers', async (t) => {
+  const kept: string[][] = [];
+  const rec = new Recorder();
+  rec.head = (p) => {
+    kept.push(p.headers);
+    return HEAD_CONTINUE;
+  };
+  const parser = new HttpParser('request', rec, 8192);
+  t.equal(parser.execute(latin1('GET /1 HTTP/1.1\r\n\r\nGET /2 HTTP/1.1\r\nHost: h\r\n\r\n')), ExecStatus.OK);
+  t.strictSame(kept, [[], ['Host', 'h']], 'the first message\'s array was not reused for the second');
+  parser.destroy();
+});
