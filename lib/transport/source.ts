@@ -681,6 +681,17 @@ export class SourceConnection implements ParserEvents {
 
   private readonly onEnd = (): void => {
     this.clientEnded = true;
+    const ex = this.ex;
+    if (ex !== null && !ex.requestComplete && !ex.responseStarted && !this.closing && this.queue.length === 0) {
+      // EOF inside a request (its body, or a head still awaiting its route): the request can never
+      // complete (RFC 9112 §8) and nobody is left to answer. Free the target now, not at a timeout.
+      const fault = makeFault('client_io_receive', this.state, false, 'client ended the connection mid-request');
+      this.core.reportFault(fault, ex);
+      ex.faultCode = fault.code;
+      this.endExchange(ex, fault);
+      this.abort();
+      return;
+    }
     // allowHalfOpen: a client that half-closes after its request still gets the response
     // (RFC 9112 §9.6); the connection closes once nothing is in flight.
     if (this.ex === null && !this.blocked && this.queue.length === 0) this.close();
