@@ -93,14 +93,13 @@ export function formatDiagnostic(d: Diagnostic): string {
   return out;
 }
 
-/** Errors first is not wanted: diagnostics are listed in file order, which is how people fix them. */
+/** Diagnostics in file order (how people fix them); on one position, in the order they were found. */
 export function sortDiagnostics(list: readonly Diagnostic[]): Diagnostic[] {
   return [...list].sort((a, b) => {
     const la = a.line === 0 ? Number.MAX_SAFE_INTEGER : a.line;
     const lb = b.line === 0 ? Number.MAX_SAFE_INTEGER : b.line;
     if (la !== lb) return la - lb;
-    if ((a.column ?? 0) !== (b.column ?? 0)) return (a.column ?? 0) - (b.column ?? 0);
-    return a.key < b.key ? -1 : a.key > b.key ? 1 : 0;
+    return (a.column ?? 0) - (b.column ?? 0);
   });
 }
 

@@ -134,7 +134,7 @@ const PLACEHOLDER = /\$(ref|conf|env|sys)\{([^{}]*)\}/g;
 class Loader {
   readonly diagnostics: Diagnostic[] = [];
   readonly index: SchemaIndex;
-  readonly map: SourceMap;
+  map: SourceMap;
   readonly leaves: Leaf[] = [];
   readonly inactive = new Set<string>();
   readonly inactiveKeys = new Set<string>();
@@ -142,7 +142,7 @@ class Loader {
   readonly tainted = new Set<string>();
   /** Keys whose value could not be resolved: not converted, so one mistake gives one diagnostic. */
   readonly broken = new Set<string>();
-  /** Every path prefix written in the file (keys and headers). */
+  /** Section instances written in the file: their header, or a key of theirs (not only a sub-table). */
   readonly written = new Set<string>();
   readonly repeatablePaths: ReadonlySet<string>;
   syntaxFailed = false;
@@ -157,12 +157,7 @@ class Loader {
     this.index = schemaIndex(options.sections ?? SECTIONS);
     this.map = locateKeys(text);
     this.repeatablePaths = new Set(this.index.sections.filter((s) => s.repeatable === true).map((s) => s.path));
-    for (const p of this.map.entries.keys()) this.addWritten(p);
-  }
-
-  private addWritten(p: string): void {
-    this.written.add(p);
-    for (let i = p.length - 1; i > 0; i--) if (p[i] === '.' || p[i] === '[') this.written.add(p.slice(0, i));
+    for (const h of this.map.headers) this.written.add(h.path);
   }
 
   isSecret(segments: readonly Segment[], def?: KeyDef): boolean {
@@ -228,7 +223,10 @@ class Loader {
     let lastLine = -1;
     for (let attempt = 0; attempt < 50; attempt++) {
       try {
-        this.doc = toml.parse(lines.join('\n')) as Record<string, unknown>;
+        const text = lines.join('\n');
+        this.doc = toml.parse(text) as Record<string, unknown>;
+        // Positions come from what was parsed: lines set aside no longer define keys.
+        if (text !== this.text) this.map = { ...locateKeys(text), lines: this.map.lines, duplicates: this.map.duplicates };
         return;
       } catch (err) {
         const e = err as { message?: string; line?: number; column?: number; location?: { start?: { line?: number; column?: number } }; found?: string | null };
@@ -249,8 +247,9 @@ class Loader {
           }
         } else {
           this.syntaxFailed = true;
-          const found = e.found === undefined ? undefined : e.found === null ? 'end of file' : secretLine ? undefined : JSON.stringify(e.found);
-          const expectedText = /^Expected (.*) but /s.exec(e.message ?? '')?.[1];
+          const found =
+            e.found === undefined ? undefined : e.found === null ? 'end of file' : e.found === '\n' || e.found === '\r' ? 'end of line' : secretLine ? undefined : JSON.stringify(e.found);
+          const expectedText = syntaxExpectation(e as { expected?: unknown }) ?? /^Expected (.*) but /s.exec(e.message ?? '')?.[1];
           this.report('error', 'CONFIG_SYNTAX', [], found !== undefined ? `invalid TOML: unexpected ${found}` : 'invalid TOML', {
             at,
             secret: secretLine,
@@ -313,6 +312,7 @@ class Loader {
 
     if (keyNode?.key !== undefined && (!isTable(value) || keyNode.key.def.type === 'map' || !hasChildren)) {
       this.leaves.push({ segments, match: keyNode.key, fromDefault: false });
+      this.written.add(pathKey(segments.slice(0, keyNode.key.sectionDepth)));
       if (!keyNode.key.section.runs) this.inactive.add(keyNode.key.section.path);
       if (keyNode.key.def.inactive === true) this.inactiveKeys.add(keyNode.key.pattern);
       return value;
@@ -385,8 +385,8 @@ class Loader {
     }
     const parent = segments.slice(0, context?.depth ?? segments.length - 1);
     const where = context !== undefined ? ` in ${sectionLabel(context.section)}` : parent.length > 0 ? ` in [${plain(pathKey(parent))}]` : '';
-    const what = tableLike ? 'table' : 'key';
-    this.report(level, tableLike ? 'CONFIG_UNKNOWN_SECTION' : 'CONFIG_UNKNOWN_KEY', segments, `unknown ${what} '${relative}'${where}${hint}`, { secret: false });
+    // No header was written for it: a dotted key or an inline table, so it is reported as a key.
+    this.report(level, 'CONFIG_UNKNOWN_KEY', segments, `unknown key '${relative}'${where}${hint}`, { secret: false });
   }
 
   /**
@@ -663,6 +663,31 @@ class Loader {
     visit(this.doc, []);
     return out;
   }
+}
+
+/**
+ * What the parser wanted, in words: `toml` (a peggy parser) lists every token it could accept, which
+ * for a missing value is seventeen entries of grammar.
+ */
+function syntaxExpectation(e: { expected?: unknown }): string | undefined {
+  if (!Array.isArray(e.expected)) return undefined;
+  const literals = new Set<string>();
+  let stringContent = false;
+  for (const x of e.expected as { type?: string; text?: string; inverted?: boolean }[]) {
+    if (x.type === 'literal' && typeof x.text === 'string') literals.add(x.text);
+    if (x.type === 'class' && x.inverted === true) stringContent = true;
+  }
+  if (literals.has('true') && literals.has('"')) {
+    const value = 'a value: a quoted string, a number, true or false, an [array] or an { inline table }';
+    return literals.has(']') ? `${value}, or ] to close the array` : value;
+  }
+  if (stringContent && literals.has('"')) return 'the closing " on the same line (use """ for text over several lines)';
+  if (stringContent && literals.has("'")) return "the closing ' on the same line";
+  if (literals.has('=')) return '= after the key';
+  if (literals.has(']')) return '] to close the table header';
+  if (literals.has('\n') || literals.has('#')) return 'the end of the line: one key = value per line';
+  const list = [...literals].map((l) => JSON.stringify(l));
+  return list.length > 0 ? list.slice(0, 6).join(', ') : undefined;
 }
 
 function merge(into: Record<string, unknown>, from: Record<string, unknown>): void {

@@ -256,7 +256,7 @@ export function locateKeys(text: string): SourceMap {
       i += isArray ? 2 : 1;
       const written = keyPath() ?? [];
       skipSpaces();
-      i += isArray ? 2 : 1;
+      if (text.startsWith(isArray ? ']]' : ']', i)) i += isArray ? 2 : 1;
       // Parent segments are resolved to their current [[entry]]; so is the last one of a plain [table].
       const parent = resolve([], written.slice(0, -1));
       const last = written[written.length - 1];

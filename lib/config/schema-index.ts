@@ -171,14 +171,17 @@ export function matchKey(index: SchemaIndex, segments: readonly Segment[]): KeyM
 
 /**
  * Whether a key name marks a secret even when the schema does not say so (issue 2: "every secret (any
- * password, secret, token, key_password, ...) shown as ****"). Passwords and secrets always; names ending
- * in token, or named key / api_key, only when they hold text: `allow_id_token = false` is a switch, and
- * `token_endpoint` or `enable_token_hashing` are not secret names at all. `value` undefined = unknown,
- * treated as text.
+ * password, secret, token, key_password, ...) shown as ****"). Names holding password, passphrase, secret
+ * or credential are secret unless the value is a boolean (`enable_password_recovery = true` is a switch);
+ * names ending in token or naming a key (`api_key`, `private_key`) only when they hold text, so
+ * `allow_id_token = false` is not masked, and `token_endpoint` or `enable_token_hashing` are not secret
+ * names at all. `value` undefined = unknown, treated as text.
  */
 export function isSecretName(name: string, value?: unknown): boolean {
-  if (/(password|passwd|passphrase|secret)$/i.test(name) || /(^|[_-])pass$/i.test(name)) return true;
-  if (/token$/i.test(name) || /^(key|api_?key|private_?key|access_?key)$/i.test(name)) {
+  // Settings about secrets are not secrets: PasswordJavaRegEx, PasswordHashMethod (spec 001, user store).
+  if (/(regex|pattern|method|length|policy)$/i.test(name)) return false;
+  if (/(password|passwd|passphrase|secret|credential)/i.test(name) || /(^|[_-])pass$/i.test(name)) return typeof value !== 'boolean';
+  if (/token$/i.test(name) || /^(key|(api|private|access|signing|encryption)[_-]?key)$/i.test(name)) {
     return value === undefined || typeof value === 'string' || Array.isArray(value);
   }
   return false;
