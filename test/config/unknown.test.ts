@@ -1,0 +1,78 @@
+/**
+ * Unknown sections and keys: a warning naming the closest known one, an error under --strict (issue 2).
+ */
+import t from 'tap';
+import { brief, errors, load, warnings } from './helpers';
+
+t.test('an unknown key names the closest key of its section', async (t) => {
+  const r = load('[apim.cors]\nallow_method = "GET"\n');
+  t.ok(r.ok, 'a warning does not fail the load');
+  t.match(warnings(r), [{ level: 'warning', code: 'CONFIG_UNKNOWN_KEY', key: 'apim.cors.allow_method', line: 2, column: 1 }]);
+  t.equal(warnings(r)[0]?.message, "unknown key 'allow_method' in [apim.cors]; did you mean 'allow_methods'?");
+});
+
+t.test('a key in a different case finds its spelling', async (t) => {
+  const r = load('[server]\nHostName = "localhost"\n');
+  t.match(warnings(r)[0]?.message, "did you mean 'hostname'?");
+});
+
+t.test('dotted keys are suggested whole', async (t) => {
+  const r = load('[database.apim_db]\ntype = "h2"\nusername = "a"\npassword = "b"\npool_options.maxActiv = "10"\n');
+  t.match(warnings(r), [{ key: 'database.apim_db.pool_options.maxActiv', line: 5 }]);
+  t.match(warnings(r)[0]?.message, "did you mean 'pool_options.maxActive'?");
+});
+
+t.test('an unknown section names the closest known section', async (t) => {
+  const r = load('[apim.notification]\nfrom_address = "a@b.c"\n');
+  t.match(warnings(r), [{ code: 'CONFIG_UNKNOWN_SECTION', key: 'apim.notification', line: 1 }]);
+  t.equal(warnings(r)[0]?.message, 'unknown section [apim.notification]; did you mean [apim.notifications]?');
+  const top = load('[sever]\nhostname = "x"\n');
+  t.match(warnings(top)[0]?.message, 'did you mean [server]?');
+});
+
+t.test('nothing is suggested when nothing is close', async (t) => {
+  const r = load('[apim.cors]\nzebra_crossing = 1\n');
+  t.equal(warnings(r)[0]?.message, "unknown key 'zebra_crossing' in [apim.cors]");
+});
+
+t.test('--strict turns unknown sections and keys into errors', async (t) => {
+  const text = '[apim.cors]\nallow_method = "GET"\n[apim.notification]\nfrom_address = "a@b.c"\n';
+  const r = load(text, { strict: true });
+  t.notOk(r.ok);
+  t.match(errors(r), [
+    { level: 'error', code: 'CONFIG_UNKNOWN_KEY', line: 2 },
+    { level: 'error', code: 'CONFIG_UNKNOWN_SECTION', line: 3 },
+  ]);
+  t.same(warnings(r), []);
+});
+
+t.test('the [throughway] section is known to --strict', async (t) => {
+  const r = load('[throughway]\nlog_level = "debug"\n[throughway.demo]\nenable = true\nport = 9000\n', { strict: true });
+  t.same(brief(r), []);
+});
+
+t.test('inactive features are accepted and listed', async (t) => {
+  const r = load('[apim.devportal]\nenable_ratings = false\n[indexing]\nenable = false\n[server]\nmode = "ha"\n', { strict: true });
+  t.same(brief(r), []);
+  t.same(r.inactive, ['apim.devportal', 'indexing']);
+  t.same(r.inactiveKeys, ['server.mode']);
+});
+
+t.test('required keys of a written table that runs are enforced; of an inactive one, not', async (t) => {
+  const env = load('[[apim.gateway.environment]]\nname = "Edge"\n');
+  t.same(errors(env).map((d) => `${d.code} ${d.key} @${d.line}`).sort(), [
+    'CONFIG_REQUIRED apim.gateway.environment[0].https_endpoint @1',
+    'CONFIG_REQUIRED apim.gateway.environment[0].ws_endpoint @1',
+  ]);
+  const off = load('[security_audit]\nglobal = true\n');
+  t.same(errors(off), [], '[security_audit] is accepted, not run: its api_token is not required');
+  const absent = load('');
+  t.same(errors(absent), [], 'a table that is not written is satisfied by its defaults');
+});
+
+t.test('required keys wait for the feature switch', async (t) => {
+  const off = load('[apim.analytics]\nenable = false\n');
+  t.same(errors(off), []);
+  const on = load('[transport.wss]\nsender.enable = true\n');
+  t.match(errors(on).map((d) => d.key), ['transport.wss.sender.trust_store.location', 'transport.wss.sender.trust_store.password']);
+});
