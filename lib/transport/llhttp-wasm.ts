@@ -86,7 +86,7 @@ export class LlhttpLoadError extends Error {
   }
 }
 
-/** Reads and checks the embedded wasm bytes. Exported for tests; callers use {@link instantiateLlhttp}. */
+/** Reads and checks the wasm bytes embedded in the installed package. */
 export function readLlhttpWasm(): Buffer {
   let file: string;
   try {
@@ -94,7 +94,11 @@ export function readLlhttpWasm(): Buffer {
   } catch (err) {
     throw new LlhttpLoadError(`cannot resolve llhttp-wasm/out/index.js: ${(err as Error).message}`);
   }
-  const source = readFileSync(file, 'latin1');
+  return extractLlhttpWasm(readFileSync(file, 'latin1'), file);
+}
+
+/** Takes the wasm bytes out of the wrapper's source and checks they are the pinned build. */
+export function extractLlhttpWasm(source: string, file: string): Buffer {
   // The wrapper assigns the module once: `let binaryString = "<base64>";`.
   const found = /\bbinaryString\s*=\s*"([A-Za-z0-9+/]+={0,2})"/.exec(source);
   if (found === null || found[1] === undefined) {
