@@ -19,7 +19,11 @@ import type { TargetConnection } from './target';
 import { RoutePool } from './pool';
 import type { FaultRenderer, LocalResponse, RouteFn, SourceRequest, TargetEndpoint, TransportEvents } from './types';
 
-export type ConnectFn = (host: string, port: number) => net.Socket;
+/**
+ * Opens a backend socket. `onread` asks for reads into connection-owned buffers (net's onread option);
+ * a function that ignores it (tests injecting failures) still works: the socket then emits 'data'.
+ */
+export type ConnectFn = (host: string, port: number, onread: net.OnReadOpts) => net.Socket;
 
 export interface TransportStats {
   sourcesAccepted: number;
@@ -33,6 +37,9 @@ export interface TransportStats {
   /** Transitions outside states.ts's table: always 0 unless there is a bug (tests assert it). */
   illegalTransitions: number;
 }
+
+/** Spare read buffers kept (128 KiB each by default: at most 8 MiB held idle). */
+const MAX_SPARE_BUFFERS = 64;
 
 const JSON_FIELDS: readonly string[] = Object.freeze(['Content-Type', 'application/json; charset=UTF-8']);
 
@@ -67,6 +74,8 @@ export class TransportCore {
   private sweepTimer: NodeJS.Timeout | undefined;
   private readonly sweepEvery: number;
   private drained: (() => void) | undefined;
+  /** Spare backend read buffers (settings.readBufferSize each), reused across connections. */
+  private readonly spareBuffers: Buffer[] = [];
 
   constructor(
     readonly settings: TransportSettings,
@@ -79,6 +88,14 @@ export class TransportCore {
     const s = settings;
     const shortest = Math.min(s.socketTimeout, s.connectTimeout, s.headerTimeout, s.keepAliveTimeout, s.poolIdleTimeout);
     this.sweepEvery = Math.max(5, Math.min(250, Math.floor(shortest / 4)));
+  }
+
+  takeReadBuffer(): Buffer {
+    return this.spareBuffers.pop() ?? Buffer.allocUnsafeSlow(this.settings.readBufferSize);
+  }
+
+  giveReadBuffer(buf: Buffer): void {
+    if (this.spareBuffers.length < MAX_SPARE_BUFFERS) this.spareBuffers.push(buf);
   }
 
   poolFor(target: TargetEndpoint): RoutePool {
@@ -206,7 +223,7 @@ export class TransportCore {
 
 export function defaultConnect(highWaterMark: number): ConnectFn {
   // net.Socket hands its options to stream.Duplex, which honours highWaterMark; @types/node omits it.
-  return (host, port) => net.connect({ host, port, noDelay: true, highWaterMark } as net.NetConnectOpts);
+  return (host, port, onread) => net.connect({ host, port, noDelay: true, highWaterMark, onread } as net.NetConnectOpts);
 }
 
 export type { LocalResponse };

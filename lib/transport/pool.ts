@@ -47,7 +47,7 @@ export class RoutePool {
   private open(): TargetConnection {
     this.total++;
     this.core.stats.targetsCreated++;
-    return new TargetConnection(this, this.core.connect(this.endpoint.host, this.endpoint.port));
+    return new TargetConnection(this);
   }
 
   /** A connection finished an exchange and can serve another. */
