@@ -103,9 +103,13 @@ export function sortDiagnostics(list: readonly Diagnostic[]): Diagnostic[] {
   });
 }
 
-/** Levenshtein distance, used for "did you mean" suggestions on unknown keys. */
-export function editDistance(a: string, b: string): number {
+/**
+ * Levenshtein distance, used for "did you mean" suggestions on unknown keys. With `limit`, gives up as
+ * soon as the distance must exceed it (returns limit + 1): suggestions only care about near names.
+ */
+export function editDistance(a: string, b: string, limit = Number.POSITIVE_INFINITY): number {
   if (a === b) return 0;
+  if (Math.abs(a.length - b.length) > limit) return limit + 1;
   if (a.length === 0) return b.length;
   if (b.length === 0) return a.length;
   let prev = new Array<number>(b.length + 1);
@@ -113,32 +117,37 @@ export function editDistance(a: string, b: string): number {
   for (let j = 0; j <= b.length; j++) prev[j] = j;
   for (let i = 1; i <= a.length; i++) {
     cur[0] = i;
+    let rowMin = i;
     for (let j = 1; j <= b.length; j++) {
       const cost = a.charCodeAt(i - 1) === b.charCodeAt(j - 1) ? 0 : 1;
-      cur[j] = Math.min((prev[j] ?? 0) + 1, (cur[j - 1] ?? 0) + 1, (prev[j - 1] ?? 0) + cost);
+      const v = Math.min((prev[j] ?? 0) + 1, (cur[j - 1] ?? 0) + 1, (prev[j - 1] ?? 0) + cost);
+      cur[j] = v;
+      if (v < rowMin) rowMin = v;
     }
+    if (rowMin > limit) return limit + 1;
     [prev, cur] = [cur, prev];
   }
   return prev[b.length] ?? 0;
 }
 
 /**
- * The closest candidate to `word`, or undefined when nothing is close enough to be a plausible typo.
- * Case differences cost nothing extra beyond one edit, so `Port` finds `port` and `enable_cors` finds
- * `enable`-like names only when they are really near.
+ * The closest candidate to `word`, or undefined when nothing is close enough to be a plausible typo
+ * (at most 40% of the name's length, at least 2 edits; `maxDistance` caps it further). A difference
+ * of case alone counts as half an edit, so `Port` finds `port`.
  */
-export function closest(word: string, candidates: Iterable<string>): string | undefined {
+export function closest(word: string, candidates: Iterable<string>, maxDistance = Number.POSITIVE_INFINITY): string | undefined {
   const lower = word.toLowerCase();
   let best: string | undefined;
   let bestScore = Number.POSITIVE_INFINITY;
   for (const c of candidates) {
-    const score = c.toLowerCase() === lower ? 0.5 : editDistance(lower, c.toLowerCase());
+    const cl = c.toLowerCase();
+    const limit = Math.min(maxDistance, Math.max(2, Math.floor(Math.max(word.length, c.length) * 0.4)));
+    const score = cl === lower ? 0.5 : editDistance(lower, cl, Math.min(limit, Math.floor(bestScore)));
+    if (score > limit) continue;
     if (score < bestScore || (score === bestScore && best !== undefined && c < best)) {
       best = c;
       bestScore = score;
     }
   }
-  if (best === undefined) return undefined;
-  const limit = Math.max(2, Math.floor(Math.max(word.length, best.length) * 0.4));
-  return bestScore <= limit ? best : undefined;
+  return best;
 }

@@ -18,7 +18,7 @@ import * as path from 'node:path';
 import * as toml from 'toml';
 import type { KeyDef, SectionDef } from './schema-types';
 import { SECTIONS } from './schema';
-import { type Diagnostic, type DiagnosticCode, type DiagnosticLevel, MASK, closest, editDistance, shown, sortDiagnostics, typeName } from './diagnostics';
+import { type Diagnostic, type DiagnosticCode, type DiagnosticLevel, MASK, closest, shown, sortDiagnostics, typeName } from './diagnostics';
 import { type KeyLocation, type Segment, type SourceMap, locateKeys, nearest, pathKey, splitKey } from './locate';
 import {
   type KeyMatch,
@@ -404,8 +404,7 @@ class Loader {
     }
     const near = closest(written.slice(cut + 1), siblings.keys());
     if (near !== undefined) return siblings.get(near);
-    const guess = closest(written, known);
-    return guess !== undefined && editDistance(guess, written) <= 3 ? guess : undefined;
+    return closest(written, known, 3);
   }
 
   // --------------------------------------------------------------------------------------- 4. defaults
