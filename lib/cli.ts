@@ -131,7 +131,8 @@ function plural(n: number, word: string): string {
 function describePorts(result: LoadResult): string[] {
   const lines = [`effective ports (server.offset ${result.ports.offset}):`];
   for (const spec of LISTENING_PORTS) {
-    const state = spec.openedBy === null ? 'accepted, not opened' : portOpened(result.config, spec) ? 'listening' : 'off';
+    // Whether the configuration switches the listener on; which listeners a role opens is lib/node.ts's call.
+    const state = spec.openedBy === null ? 'accepted, not opened' : portOpened(result.config, spec) ? 'on' : 'off';
     lines.push(`  ${spec.title.padEnd(30)} ${String(result.ports[spec.name]).padStart(5)}  ${spec.key} (${state})`);
   }
   return lines;

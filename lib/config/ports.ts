@@ -82,12 +82,18 @@ export function effectivePorts(config: unknown, problem: PortProblem): Effective
   const offset = typeof rawOffset === 'number' && Number.isInteger(rawOffset) ? rawOffset : 0;
   const out: Record<string, number> = { offset };
   const opened = new Map<number, PortSpec>();
+  const outside: string[] = [];
+  let low = Number.NEGATIVE_INFINITY;
+  let high = Number.POSITIVE_INFINITY;
   for (const spec of LISTENING_PORTS) {
     const configured = get(config, spec.key.split('.'));
     const base = typeof configured === 'number' && Number.isInteger(configured) ? configured : spec.base;
     const effective = base === 0 ? 0 : base + offset;
-    if (effective > 65535 || effective < 0) {
-      problem(['server', 'offset'], `${spec.title} port ${base} + server.offset ${offset} = ${effective} is outside 0..65535`, `an offset from ${-base} to ${65535 - base} for ${spec.key}`, 'CONFIG_RANGE');
+    // Ports throughway never opens do not limit the offset: they are reported, not bound.
+    if (base !== 0 && spec.openedBy !== null) {
+      low = Math.max(low, 1 - base);
+      high = Math.min(high, 65535 - base);
+      if (effective > 65535 || effective < 0) outside.push(`${spec.title} ${base} + ${offset} = ${effective}`);
     }
     out[spec.name] = effective;
     if (effective !== 0 && effective <= 65535 && portOpened(config, spec)) {
@@ -96,6 +102,10 @@ export function effectivePorts(config: unknown, problem: PortProblem): Effective
         problem(spec.key.split('.'), `${spec.title} and ${other.title} both listen on port ${effective}`, `a port other than ${effective} (used by ${other.key})`, 'CONFIG_PORT_CONFLICT');
       } else opened.set(effective, spec);
     }
+  }
+  if (outside.length > 0) {
+    // One diagnostic on server.offset, the key to change, listing every port it pushes out of range.
+    problem(['server', 'offset'], `server.offset ${offset} puts ${outside.length === 1 ? 'a port' : `${outside.length} ports`} outside 0..65535: ${outside.join(', ')}`, `an offset from ${low} to ${high}`, 'CONFIG_RANGE');
   }
   return Object.freeze(out) as unknown as EffectivePorts;
 }

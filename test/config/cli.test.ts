@@ -29,7 +29,7 @@ t.test('the embedded default conf/deployment.toml is valid with zero warnings', 
   t.match(r.stdout, 'conf/deployment.toml: valid (0 warnings)');
   t.match(r.stdout, 'role: default');
   t.match(r.stdout, /gateway HTTP +8280/);
-  t.match(r.stdout, /demo backend +9000 .*\(listening\)/);
+  t.match(r.stdout, /demo backend +9000 .*\(on\)/);
   t.match(r.stdout, /database\.apim_db: type h2 → embedded SQLite file .*apim_db\.sqlite/);
   t.match(r.stdout, 'accepted but inactive: (none)');
 });
