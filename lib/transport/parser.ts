@@ -314,6 +314,7 @@ export class HttpParser {
     }
     if (this.phase >= PHASE_UPGRADED) return this.refuse();
     if (this.paused) throw new Error('HttpParser.execute() while paused; call resume() first');
+    if (start < 0 || end > buf.length) throw new RangeError(`execute(${start}, ${end}) outside a ${buf.length}-byte Buffer`);
     const len = end > start ? end - start : 0;
     // An empty execute still runs llhttp: after a PAUSE at the head, what follows the head (completing a
     // message without body, arming read-until-EOF) happens only when llhttp runs again.
@@ -545,7 +546,8 @@ export class HttpParser {
     if (this.kind === 'request') this.method = methodName(heap[p + OFF_METHOD]!);
     const flags = u16(p + OFF_FLAGS);
     this.chunked = (flags & F_CHUNKED) !== 0;
-    // llhttp has validated it (digits only, no duplicates, no overflow of 64 bits: RFC 9112 6.3).
+    // llhttp has validated it (digits only, no duplicates, no overflow of 64 bits: RFC 9112 6.3). Exact
+    // up to 2^53 - 1 bytes; a larger one is rounded, still larger than any body limit.
     this.contentLength =
       (flags & F_CONTENT_LENGTH) === 0 ? -1 : u32(p + OFF_CONTENT_LENGTH) + u32(p + OFF_CONTENT_LENGTH + 4) * UINT32;
     this.pauseWhy = PAUSE_HEAD;

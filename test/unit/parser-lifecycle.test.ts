@@ -100,6 +100,8 @@ t.test('reset() in the middle of a head forgets it', async (t) => {
 t.test('misuse is refused loudly', async (t) => {
   const parser = new HttpParser('request', new Recorder(), 8192);
   t.throws(() => parser.resume(), /not paused/);
+  t.throws(() => parser.execute(GET, 0, GET.length + 1), RangeError, 'a range past the Buffer would parse stale wasm memory');
+  t.throws(() => parser.execute(GET, -1), RangeError);
   parser.destroy();
   parser.destroy();
   t.equal(parser.ptr, 0);
