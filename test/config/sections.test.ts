@@ -6,7 +6,7 @@
 import t from 'tap';
 import { SECTIONS } from '../../lib/config/schema';
 import type { KeyDef, SectionDef } from '../../lib/config/schema-types';
-import { convert } from '../../lib/config/convert';
+import { check, convert } from '../../lib/config/convert';
 import { isPlaceholder } from '../../lib/config/schema-index';
 import { at, brief, errors, load } from './helpers';
 
@@ -137,4 +137,15 @@ t.test('the result is deeply frozen', async (t) => {
   t.throws(() => {
     (r.config.server as { hostname: string }).hostname = 'other';
   }, 'assignment throws in strict mode');
+});
+
+t.test("every literal default passes its own key's checks (allowed values, range, URL, host)", async (t) => {
+  for (const section of SECTIONS) {
+    for (const def of section.keys) {
+      if (def.default === undefined || isRef(def.default)) continue;
+      const c = convert(def, def.default);
+      const r = c.ok ? check(def, c.value, { dir: '/' }) : c;
+      t.ok(r.ok, `${section.path}.${def.key} = ${JSON.stringify(def.default)}${r.ok ? '' : `: ${r.problem}, expected ${r.expected}`}`);
+    }
+  }
 });
