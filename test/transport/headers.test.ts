@@ -1,0 +1,177 @@
+/**
+ * Header handling, checked on the bytes each side receives: names keep their case and values their
+ * bytes (obs-text included: 0xE9 in latin1 arrives as 0xE9); hop-by-hop fields (RFC 9110 §7.6.1:
+ * Connection and every name it lists, Keep-Alive, TE, Upgrade, Proxy-Connection) are removed both
+ * ways; X-Forwarded-For is appended to, X-Forwarded-Proto/-Host are set; Via is added both ways; Host
+ * is the target's host:port; and the preserve settings ('http.user.agent.preserve',
+ * 'http.server.preserve', 'http.headers.preserve') do what they say.
+ */
+import t, { type Test } from 'tap';
+import { rawBackend, type RawBackend } from '../helpers/backend';
+import { rawRequest } from '../helpers/client';
+import { checkTransitions, startTransport, type StartOptions } from '../helpers/transport';
+import type { Message } from '../helpers/wire';
+import { targetFromUrl } from '../../lib/transport';
+
+const REQUEST = Buffer.concat([
+  Buffer.from(
+    'GET /h?q=1 HTTP/1.1\r\n' +
+      'Host: client.example:8080\r\n' +
+      'X-CaSe-Test: MiXeD vAlUe\r\n' +
+      'X-Latin: caf',
+    'latin1',
+  ),
+  Buffer.from([0xe9]),
+  Buffer.from(
+    '\r\n' +
+      'Connection: keep-alive, X-Hop-Custom\r\n' +
+      'X-Hop-Custom: secret\r\n' +
+      'Keep-Alive: timeout=5\r\n' +
+      'TE: trailers\r\n' +
+      'Upgrade: websocket\r\n' +
+      'Proxy-Connection: keep-alive\r\n' +
+      'X-Forwarded-For: 10.0.0.1\r\n' +
+      'X-Forwarded-Proto: https\r\n' +
+      'X-Forwarded-Host: forged.example\r\n' +
+      'Via: 1.0 client-proxy\r\n' +
+      'User-Agent: test-agent/1.0\r\n' +
+      'accept: */*\r\n' +
+      '\r\n',
+    'latin1',
+  ),
+]);
+
+const RESPONSE = Buffer.concat([
+  Buffer.from('HTTP/1.1 200 OK\r\nContent-Length: 2\r\nX-MiXeD-Resp: V', 'latin1'),
+  Buffer.from([0xe9]),
+  Buffer.from('rit', 'latin1'),
+  Buffer.from([0xe9]),
+  Buffer.from(
+    '\r\n' +
+      'Connection: X-Resp-Hop\r\n' +
+      'X-Resp-Hop: 1\r\n' +
+      'Keep-Alive: timeout=5\r\n' +
+      'Proxy-Connection: keep-alive\r\n' +
+      'Upgrade: h2c\r\n' +
+      'TE: trailers\r\n' +
+      'Via: 1.1 upstream\r\n' +
+      'Server: backend/1\r\n' +
+      'Set-Cookie: a=1\r\n' +
+      'Set-Cookie: b=2\r\n' +
+      '\r\nok',
+    'latin1',
+  ),
+]);
+
+interface Seen {
+  readonly backend: RawBackend;
+  /** The request as the backend received it. */
+  readonly req: Message;
+  /** The response as the client received it. */
+  readonly res: Message;
+  readonly raw: Buffer;
+}
+
+async function roundTrip(t: Test, options: StartOptions = {}, route?: (url: string) => Parameters<typeof startTransport>[1]): Promise<Seen> {
+  const backend = await rawBackend({ onRequest: (c) => c.write(RESPONSE) });
+  t.teardown(() => backend.close());
+  const h = await startTransport(t, route === undefined ? backend.url : route(backend.url), options);
+  const result = await rawRequest(h.port, REQUEST);
+  const req = backend.conns[0]?.requests[0];
+  if (req === undefined) throw new Error('the backend got no request');
+  t.equal(h.faults.length, 0, 'no fault');
+  return { backend, req, res: result.response, raw: result.raw };
+}
+
+/** Values of a field in received order, matching the name case-insensitively. */
+function values(m: Message, name: string): string[] {
+  return m.rawHeaders.filter(([n]) => n.toLowerCase() === name.toLowerCase()).map(([, v]) => v);
+}
+
+function names(m: Message): string[] {
+  return m.rawHeaders.map(([n]) => n);
+}
+
+t.test('request: hop-by-hop fields removed, case and bytes kept, forwarding fields set', async (t) => {
+  const { backend, req } = await roundTrip(t);
+  t.equal(req.startLine, 'GET /h?q=1 HTTP/1.1', 'request line: method and target as sent, HTTP/1.1');
+  for (const hop of ['Connection-listed X-Hop-Custom', 'Keep-Alive', 'TE', 'Upgrade', 'Proxy-Connection']) {
+    const name = hop.replace('Connection-listed ', '');
+    t.same(values(req, name), [], `${name} removed`);
+  }
+  t.same(values(req, 'Connection'), ['keep-alive'], "the proxy's own Connection field only");
+  t.same(values(req, 'X-CaSe-Test'), ['MiXeD vAlUe']);
+  t.ok(names(req).includes('X-CaSe-Test'), 'field name case kept');
+  t.ok(names(req).includes('accept'), 'lower-case name kept lower-case');
+  const raw = backend.conns[0]?.raw ?? Buffer.alloc(0);
+  t.ok(raw.includes(Buffer.from([0x58, 0x2d, 0x4c, 0x61, 0x74, 0x69, 0x6e, 0x3a, 0x20, 0x63, 0x61, 0x66, 0xe9, 0x0d, 0x0a])), 'X-Latin: caf<0xE9> arrives byte for byte');
+  t.same(values(req, 'Host'), [`127.0.0.1:${backend.port}`], "Host is the target's host:port, once");
+  t.same(values(req, 'X-Forwarded-For'), ['10.0.0.1, 127.0.0.1'], 'X-Forwarded-For appended with the client address');
+  t.same(values(req, 'X-Forwarded-Proto'), ['http'], "X-Forwarded-Proto is the proxy's (a client cannot forge it)");
+  t.same(values(req, 'X-Forwarded-Host'), ['client.example:8080'], "X-Forwarded-Host is the client's Host");
+  t.same(values(req, 'Via'), ['1.0 client-proxy, 1.1 throughway'], 'Via appended');
+  t.same(values(req, 'User-Agent'), ['test-agent/1.0'], 'User-Agent preserved by default');
+  // The client's own fields keep their relative order.
+  const order = names(req).filter((n) => ['X-CaSe-Test', 'X-Latin', 'User-Agent', 'accept'].includes(n));
+  t.same(order, ['X-CaSe-Test', 'X-Latin', 'User-Agent', 'accept']);
+});
+
+t.test('response: hop-by-hop fields removed, case and bytes kept, Via added, repeated fields kept apart', async (t) => {
+  const { res, raw } = await roundTrip(t);
+  t.equal(res.status, 200);
+  t.equal(res.body.toString(), 'ok');
+  for (const name of ['X-Resp-Hop', 'Keep-Alive', 'Proxy-Connection', 'Upgrade', 'TE', 'Connection']) t.same(values(res, name), [], `${name} removed`);
+  t.ok(raw.includes(Buffer.concat([Buffer.from('X-MiXeD-Resp: V'), Buffer.from([0xe9]), Buffer.from('rit'), Buffer.from([0xe9]), Buffer.from('\r\n')])), 'X-MiXeD-Resp name case and 0xE9 bytes arrive unchanged');
+  t.same(values(res, 'Via'), ['1.1 upstream, 1.1 throughway'], 'Via appended');
+  t.same(values(res, 'Server'), ['backend/1'], 'Server preserved by default');
+  t.same(values(res, 'Set-Cookie'), ['a=1', 'b=2'], 'two Set-Cookie fields, not joined');
+  t.same(values(res, 'Content-Length'), ['2']);
+});
+
+t.test('preserveUserAgent false: User-Agent replaced by the product token', async (t) => {
+  const { req } = await roundTrip(t, { settings: { preserveUserAgent: false } });
+  t.same(values(req, 'User-Agent'), ['throughway']);
+});
+
+t.test("preserveServer false: the backend's Server replaced", async (t) => {
+  const { res } = await roundTrip(t, { settings: { preserveServer: false } });
+  t.same(values(res, 'Server'), ['throughway']);
+});
+
+t.test('preserveHeaders: listed fields keep their incoming value instead of the one the proxy would set', async (t) => {
+  const { req } = await roundTrip(t, { settings: { preserveHeaders: ['Host', 'x-forwarded-proto', 'user-agent'], preserveUserAgent: false } });
+  t.same(values(req, 'Host'), ['client.example:8080'], "Host: the client's");
+  t.same(values(req, 'X-Forwarded-Proto'), ['https'], "X-Forwarded-Proto: the client's");
+  t.same(values(req, 'User-Agent'), ['test-agent/1.0'], "User-Agent: the client's although preserveUserAgent is false");
+  t.same(values(req, 'X-Forwarded-Host'), ['client.example:8080'], 'X-Forwarded-Host still set');
+});
+
+t.test('xForwarded false and via "": nothing added, client values passed through', async (t) => {
+  const { req, res } = await roundTrip(t, { settings: { xForwarded: false, via: '' } });
+  t.same(values(req, 'X-Forwarded-For'), ['10.0.0.1']);
+  t.same(values(req, 'X-Forwarded-Proto'), ['https']);
+  t.same(values(req, 'X-Forwarded-Host'), ['forged.example']);
+  t.same(values(req, 'Via'), ['1.0 client-proxy']);
+  t.same(values(res, 'Via'), ['1.1 upstream']);
+});
+
+t.test('route decisions: response fields added and dropped, request path and fields replaced', async (t) => {
+  const { backend, req, res } = await roundTrip(t, {}, (url) => {
+    const target = targetFromUrl(url);
+    return () => ({
+      target,
+      path: '/rewritten',
+      headers: ['X-Only', 'this', 'Host', 'ignored.example'],
+      responseHeaders: ['Access-Control-Allow-Origin', '*'],
+      dropResponseHeaders: ['set-cookie'],
+    });
+  });
+  t.equal(req.url, '/rewritten');
+  t.same(values(req, 'X-Only'), ['this']);
+  t.same(values(req, 'X-CaSe-Test'), [], "the router's field list replaced the client's");
+  t.same(values(req, 'Host'), [`127.0.0.1:${backend.port}`], "Host is still the target's");
+  t.same(values(res, 'Access-Control-Allow-Origin'), ['*']);
+  t.same(values(res, 'Set-Cookie'), [], 'dropped');
+});
+
+checkTransitions(t);
