@@ -93,6 +93,8 @@ export function renderTransportDoc(): string {
   out.push('| backend resets or stalls mid-response-body | 101501 + 5 or 101505 + 5 or 101504 + 5 | client connection aborted |');
   out.push('| (source) malformed request: CL+TE, duplicate Content-Length, obs-fold, bare LF, bad chunk size | 101506 + state | 400, `Connection: close`, nothing forwarded |');
   out.push('| (source) request head larger than `maxHttpHeaderSize` | 101506 + state | 431, `Connection: close` |');
+  out.push('| (source) HTTP/1.1 request without a Host field, or any request with two (RFC 9112 §3.2) | 101506 + state | 400, `Connection: close`, nothing forwarded |');
+  out.push('| (source) a major version other than 1 in the request line | 101506 + state | 505, `Connection: close` |');
   out.push('| (source) request head not complete within `header_timeout` | 101504 + 1 = 101505 | 408, `Connection: close` |');
   out.push('| (source) request body larger than `max_request_body` | 103001 | 413, `Connection: close` |');
   out.push('| (source) in-flight queue full (`worker_pool_queue_length`) | 103002 | 503 |');

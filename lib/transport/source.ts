@@ -295,6 +295,17 @@ export class SourceConnection implements ParserEvents {
     this.keepAlive = this.parser.keepAlive && !core.closing;
     core.stats.requests++;
     this.setState(ex.hasBody ? S.REQUEST_BODY : S.REQUEST_HEAD);
+    // What strict llhttp still lets through (RFC 9112 §3.2, §2.3): a 1.1 request needs exactly one Host
+    // (two could route differently at the gateway and at the backend), and only 1.x is spoken here.
+    if (ex.versionMajor !== 1) {
+      this.answerFault(ex, makeFault('version_not_supported', this.state, false, `HTTP/${ex.versionMajor}.${ex.versionMinor}`), true);
+      return;
+    }
+    const hosts = countHost(ex.headers);
+    if (hosts > 1 || (hosts === 0 && ex.versionMinor === 1)) {
+      this.answerFault(ex, makeFault('client_protocol', this.state, false, hosts > 1 ? 'more than one Host field' : 'no Host field'), true);
+      return;
+    }
     const max = core.settings.maxRequestBody;
     if (max >= 0 && ex.contentLength > max) {
       this.answerFault(ex, makeFault('body_too_large', this.state), true);
@@ -768,6 +779,15 @@ export class SourceConnection implements ParserEvents {
     if (this.ex === null && this.queue.length === 0) this.close();
     else if (this.ex !== null) this.ex.closeAfter = true;
   }
+}
+
+function countHost(headers: readonly string[]): number {
+  let n = 0;
+  for (let i = 0; i < headers.length; i += 2) {
+    const name = headers[i] as string;
+    if (name.length === 4 && name.toLowerCase() === 'host') n++;
+  }
+  return n;
 }
 
 const EMPTY_BODY = Buffer.alloc(0);
