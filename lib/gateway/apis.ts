@@ -101,7 +101,7 @@ const ENDPOINT_FIELDS: readonly FieldDef[] = [
   { key: 'suspend_codes', type: 'codes', default: [], meaning: 'Transport codes that suspend the endpoint (spec 002 part 7 rule 3): a combined code (101503) or a base code, which matches every state (101504 matches 101504..101512). While suspended, calls get fault 103007 (503, Retry-After) without touching the backend. Empty: never suspended.', example: '[101503, 101504, 101505]' },
   { key: 'suspend_duration', type: 'duration', default: 30000, min: 0, meaning: 'How long the first suspension lasts (ms, or "30s").' },
   { key: 'suspend_max_duration', type: 'duration', default: 300000, min: 0, meaning: 'The longest suspension, however often the endpoint fails again.' },
-  { key: 'suspend_factor', type: 'number', default: 2, min: 1, meaning: 'Each suspension following a failure right after the previous one ended lasts this many times longer; a successful call resets it.' },
+  { key: 'suspend_factor', type: 'number', default: 2, min: 1, meaning: 'Each further suspension, while no call has succeeded since the last one, lasts this many times longer; a successful call resets it.' },
   { key: 'timeout', type: 'duration', min: 1, meaning: 'Per-endpoint response timeout.', notEnforced: 'a transport hook (the transport-wide [passthru_http] \'http.socket.timeout\' applies meanwhile)' },
   { key: 'retry_codes', type: 'codes', default: [], meaning: 'Transport codes on which a call is retried.', notEnforced: 'a transport hook (only the stale keep-alive retry of [throughway] retry_stale happens meanwhile)' },
 ];
@@ -408,7 +408,7 @@ function reportNotEnforced(ctx: Ctx, raw: Record<string, unknown>): void {
   };
   const api = API_FIELDS;
   const fieldOf = (list: readonly FieldDef[], key: string): FieldDef => list.find((f) => f.key === key) as FieldDef;
-  const auth = raw.auth;
+  const auth = raw.auth ?? fieldOf(api, 'auth').default;
   if (auth === 'oauth2') note(fieldOf(api, 'auth'), ctx.map?.entries.has('auth') === true ? ['auth'] : [], 'auth = "oauth2" (calls are served without a token)');
   if (raw.policy !== undefined) note(fieldOf(api, 'policy'), ['policy'], 'policy');
   const resources = Array.isArray(raw.resources) ? (raw.resources as Record<string, unknown>[]) : [];
@@ -442,7 +442,6 @@ export function validateApi(raw: unknown, file: string, vars: ApiVars = {}, map?
     return { api: undefined, diagnostics: ctx.diagnostics };
   }
   const t = checkTable(ctx, API_FIELDS, raw, []);
-  if (ctx.errors === 0) reportNotEnforced(ctx, raw);
   if (t === undefined) return { api: undefined, diagnostics: ctx.diagnostics };
 
   const context = t.context as string;
@@ -495,6 +494,7 @@ export function validateApi(raw: unknown, file: string, vars: ApiVars = {}, map?
   }
 
   if (ctx.errors > 0 || production === null || sandbox === null) return { api: undefined, diagnostics: ctx.diagnostics };
+  reportNotEnforced(ctx, raw);
   const api: ApiDefinition = {
     file,
     name: t.name as string,

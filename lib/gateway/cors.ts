@@ -29,6 +29,7 @@ export const DEFAULT_CORS: CorsSettings = Object.freeze({
 });
 
 export class CorsConfigError extends Error {
+  override readonly name = 'CorsConfigError';
   readonly code = 'CORS_CREDENTIALS_WITH_ANY_ORIGIN';
 }
 

@@ -5,8 +5,9 @@
  *
  * Suspension, as the reference's endpoints do it: a call that fails with one of the endpoint's suspend
  * codes suspends it for suspend_duration; while suspended, calls are answered 103007 (503, Retry-After)
- * without touching the backend. A failure soon after a suspension ended (the endpoint had not recovered)
- * suspends it again for factor times as long, up to suspend_max_duration; a successful call resets it.
+ * without touching the backend. A failure after a suspension ended, with no successful call since (the
+ * endpoint has not recovered), suspends it again for factor times as long, up to suspend_max_duration; a
+ * successful call resets it.
  */
 import type { TransportFault } from '../transport/codes';
 import { targetFromUrl, type TargetEndpoint } from '../transport/types';

@@ -142,22 +142,24 @@ export function createGateway(options: GatewayOptions): Gateway {
     const before = new Set(describe(states).map((d) => `${d.file}\u0000${d.path}`));
     let candidates: readonly Candidate[];
     let fresh: ApiDiagnostic[];
+    let changed: ReadonlySet<string> | undefined;
     if (directory !== undefined) {
       const read = directory.read();
       if (read.missing) logger.log('warn', 'apis_dir_missing', { dir: directory.dir, message: 'no API definitions directory: no API is deployed until it exists' });
       candidates = read.candidates;
       fresh = [...read.fresh];
+      changed = new Set(read.changedFiles);
     } else {
       ({ candidates, fresh } = candidatesFromCode(settings.vars));
     }
     const selection = selectApis(candidates, settings.gatewayLabels, globalCors);
     directory?.deployed(selection.states);
-    // Selection-time diagnostics (duplicates, labels, default version) are logged when their file changed.
-    const changed = new Set(fresh.map((d) => d.file));
+    // Selection-time diagnostics (duplicates, labels, default version, CORS) are logged when their file
+    // changed, so a reload caused by another file does not repeat them.
+    const known = new Set(fresh);
     for (const s of selection.states) {
-      for (const d of s.diagnostics) {
-        if (!fresh.includes(d) && (changed.has(d.file) || directory === undefined) && (d.code === 'API_DUPLICATE_CONTEXT' || d.code === 'API_DEFAULT_VERSION_TAKEN' || d.code === 'API_LABELS' || (d.code === 'API_VALUE' && d.field === 'cors'))) fresh.push(d);
-      }
+      if (changed !== undefined && !changed.has(s.file)) continue;
+      for (const d of s.diagnostics) if (!known.has(d) && d.code !== 'API_KEPT_PREVIOUS') fresh.push(d);
     }
     fresh.push(...templateDiagnostics);
     const table = buildTable(selection.deployables, registry);
