@@ -1,0 +1,78 @@
+/**
+ * [http_access_log] (spec 001): one line per call in the common log format plus upstream ms, fault code
+ * and fault state, to a file under the working directory, or to the server log with useLogger = true.
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import t from 'tap';
+import { BASE_TOML, apiToml, closedPort, echoBackend, request, startGateway, until } from './helpers';
+import { AccessLog, clfDate } from '../../lib/gateway/access-log';
+
+const LINE = /^127\.0\.0\.1 - - \[\d{2}\/[A-Z][a-z]{2}\/\d{4}:\d{2}:\d{2}:\d{2} \+0000\] "([A-Z]+) (\S+) HTTP\/1\.1" (\d{3}) (\d+|-) (\d+\.\d{3}|-) (\d+|-) (\S+)$/;
+
+t.test('one line per call: served, gateway fault, transport fault', async (t) => {
+  const backend = await echoBackend();
+  const down = await closedPort();
+  const g = await startGateway(`${BASE_TOML}[http_access_log]\nenabled = true\n[throughway]\naccess_log_file = "logs/access.log"\n`, {
+    a: apiToml({ endpoint: `http://127.0.0.1:${backend.port}`, resources: [['/r', ['GET']]] }),
+    b: apiToml({ name: 'Down', context: '/down', endpoint: `http://127.0.0.1:${down}`, resources: [['/r', ['GET']]] }),
+  });
+  t.teardown(() => backend.close());
+  const ok = await request(g.port, '/test/1.0.0/r?q=1');
+  await request(g.port, '/nowhere');
+  await request(g.port, '/down/1.0.0/r');
+  await request(g.port, '/test/1.0.0/r', { method: 'OPTIONS', headers: { Origin: 'https://a.example', 'Access-Control-Request-Method': 'GET' } });
+  const file = path.join(g.dir, 'logs', 'access.log');
+  await g.gw.close();
+  const lines = fs.readFileSync(file, 'utf8').trim().split('\n');
+  fs.rmSync(g.dir, { recursive: true, force: true });
+  t.equal(lines.length, 4);
+  const m = lines.map((l) => LINE.exec(l));
+  t.ok(m.every((x) => x !== null), lines.join('\n'));
+  t.same(m[0]?.slice(1, 5), ['GET', '/test/1.0.0/r?q=1', '200', String(ok.body.length)]);
+  t.not(m[0]?.[5], '-', 'upstream time of a forwarded call');
+  t.same(m[0]?.slice(6), ['-', '-'], 'no fault');
+  t.same(m[1]?.slice(1, 4), ['GET', '/nowhere', '404']);
+  t.same(m[1]?.slice(5), ['-', '103005', '-'], 'a gateway fault: code, no backend, no state');
+  t.same(m[2]?.slice(3, 4), ['502']);
+  t.same(m[2]?.slice(6), ['101503', '101503+0'], 'a transport fault: code and base+state');
+  t.same(m[3]?.slice(1, 4), ['OPTIONS', '/test/1.0.0/r', '204']);
+  t.same(m[3]?.slice(4), ['-', '-', '-', '-']);
+});
+
+t.test('useLogger = true: lines go to the server log', async (t) => {
+  const backend = await echoBackend();
+  const g = await startGateway(`${BASE_TOML}[http_access_log]\nenabled = true\nuseLogger = true\n`, { a: apiToml({ endpoint: `http://127.0.0.1:${backend.port}`, resources: [['/r', ['GET']]] }) });
+  t.teardown(async () => {
+    await g.close();
+    await backend.close();
+  });
+  await request(g.port, '/test/1.0.0/r');
+  t.ok(await until(() => g.logger.lines.some((l) => l.event === 'http_access')));
+  const line = g.logger.lines.find((l) => l.event === 'http_access')?.line as string;
+  t.match(line, LINE);
+  t.notOk(fs.existsSync(path.join(g.dir, 'logs')), 'no file');
+});
+
+t.test('off unless enabled', async (t) => {
+  const backend = await echoBackend();
+  const g = await startGateway(BASE_TOML, { a: apiToml({ endpoint: `http://127.0.0.1:${backend.port}`, resources: [['/r', ['GET']]] }) });
+  t.teardown(() => backend.close());
+  await request(g.port, '/test/1.0.0/r');
+  await g.gw.close();
+  t.notOk(fs.existsSync(path.join(g.dir, 'logs')));
+  t.notOk(g.logger.lines.some((l) => l.event === 'http_access'));
+  fs.rmSync(g.dir, { recursive: true, force: true });
+});
+
+t.test('clfDate and the aborted-exchange fault state', async (t) => {
+  t.equal(clfDate(Date.UTC(2000, 9, 10, 13, 55, 36)), '[10/Oct/2000:13:55:36 +0000]');
+  const lines: string[] = [];
+  const log = new AccessLog({ logger: { level: 'info', enabled: () => true, log: (_l, _e, f) => lines.push(String(f?.line)) }, now: () => Date.UTC(2000, 9, 10, 13, 55, 36) });
+  log.record({
+    method: 'GET', url: '/x', remoteAddress: '10.0.0.1', status: 200, requestBytes: 0, responseBytes: 10, durationMs: 5.25, target: '127.0.0.1:1',
+    fault: { code: 101510, base: 101505, state: 5, stateName: 'RESPONSE_BODY', side: 'target', reason: 'closed', httpStatus: 502, message: '', description: '', reused: false, cause: undefined },
+    faultCode: 101510,
+  });
+  t.same(lines, ['10.0.0.1 - - [10/Oct/2000:13:55:36 +0000] "GET /x HTTP/1.1" 200 10 5.250 101510 101505+5']);
+});
