@@ -267,7 +267,7 @@ export class TargetConnection implements ParserEvents {
       return HEAD_SKIP_BODY;
     }
     const p = this.parser;
-    if (ex.isHead || status === 204 || status === 304 || (!p.chunked && p.contentLength === 0)) {
+    if (status !== 101 && (ex.isHead || status === 204 || status === 304 || (!p.chunked && p.contentLength === 0))) {
       // No body bytes follow (RFC 9112 §6.3 rules 1-2, or Content-Length: 0), so no offset is needed:
       // relay the head now (writing to the client never re-enters a parser) and tell llhttp to skip any
       // body a Content-Length would otherwise announce. Pausing here would strand the message: after
@@ -302,6 +302,12 @@ export class TargetConnection implements ParserEvents {
     const ex = this.ex as Exchange;
     const p = this.parser;
     const status = p.statusCode;
+    if (status === 101) {
+      // Upgrade is hop-by-hop and never forwarded (RFC 9110 §7.8), so no request asked for this: a
+      // protocol violation, answered with the fault before any byte of the 101 reaches the client.
+      this.fail('protocol', 'unexpected 101 Switching Protocols');
+      return false;
+    }
     if (ex.responseStarted || ex.aborted) {
       this.pendingFailure = 'response after the exchange ended';
       return false;
