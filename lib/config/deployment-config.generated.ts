@@ -166,6 +166,8 @@ export interface ApimGatewayEnvironmentSection {
   readonly password: string;
   /** WebSocket endpoint of the gateway. Default: no default; ws://<host>:<port> (gateway WS port 9099 in the sample). */
   readonly ws_endpoint?: string;
+  /** Secure WebSocket endpoint of the gateway (throughway addition: the reference files write it here). Default: no default; wss://<host>:<port> (gateway WSS port 8099). */
+  readonly wss_endpoint?: string;
   /** HTTPS endpoint of the gateway. Default: no default; https://<host>:<port> (8243 in the sample). */
   readonly https_endpoint?: string;
   /** HTTP endpoint of the gateway. Default: no default; http://<host>:<port> (8280 in the sample). */
@@ -544,8 +546,8 @@ export interface ApimThrottlingUrlGroupSection {
     /** Idle time after which publisher pool threads end. Default: 200 seconds. Loaded as milliseconds. Accepted; throughway does not act on it. */
     readonly keep_alive_time: number;
   };
-  /** Traffic manager service URL. Default: https://localhost:<management port>/services/ (with context). */
-  readonly service_url?: string;
+  /** Traffic manager service URL. Default: "https://localhost:9443/services/". */
+  readonly service_url: string;
   readonly blacklist_condition?: {
     /** Delay before blocking conditions are fetched from the key manager. Default: not defined. Loaded as milliseconds. */
     readonly start_delay?: number;

@@ -233,6 +233,8 @@ export const DOC000_SECTIONS: readonly SectionDef[] = [
       { key: 'username', type: 's', required: true, default: SUPER_USER, defaultText: 'super admin user name', meaning: 'Publishing credential: user.' },
       { key: 'password', type: 's', required: true, secret: true, default: SUPER_PASS, defaultText: 'super admin password', meaning: 'Publishing credential: password.' },
       { key: 'ws_endpoint', type: 's', required: true, format: 'url', defaultText: 'no default; ws://<host>:<port> (gateway WS port 9099 in the sample)', meaning: 'WebSocket endpoint of the gateway.' },
+      // Not in the spec's table, but the reference's own files set it on the entry (shared/fixtures).
+      { key: 'wss_endpoint', type: 's', format: 'url', defaultText: 'no default; wss://<host>:<port> (gateway WSS port 8099)', meaning: 'Secure WebSocket endpoint of the gateway (throughway addition: the reference files write it here).' },
       { key: 'https_endpoint', type: 's', required: true, format: 'url', defaultText: 'no default; https://<host>:<port> (8243 in the sample)', meaning: 'HTTPS endpoint of the gateway.' },
       { key: 'http_endpoint', type: 's', format: 'url', defaultText: 'no default; http://<host>:<port> (8280 in the sample)', meaning: 'HTTP endpoint of the gateway.' },
     ],
@@ -611,7 +613,7 @@ export const DOC000_SECTIONS: readonly SectionDef[] = [
       { key: 'publisher.pool_size', type: 's', default: '200', inactive: true, meaning: 'Publisher thread pool size.' },
       { key: 'publisher.max_pool_size', type: 's', default: '1000', inactive: true, meaning: 'Maximum publisher thread pool size.' },
       { key: 'publisher.keep_alive_time', type: 's', format: 'duration', unit: 's', default: 200, min: 0, defaultText: '200s', inactive: true, meaning: 'Idle time after which publisher pool threads end.' },
-      { key: 'service_url', type: 's', required: true, format: 'url', defaultText: 'https://localhost:<management port>/services/ (with context)', meaning: 'Traffic manager service URL.' },
+      { key: 'service_url', type: 's', required: true, format: 'url', default: 'https://localhost:9443/services/', defaultText: 'https://localhost:<management port>/services/ (with context)', meaning: 'Traffic manager service URL.' },
       { key: 'blacklist_condition.start_delay', type: 's', format: 'duration', unit: 'ms', min: 0, defaultText: 'not defined', meaning: 'Delay before blocking conditions are fetched from the key manager.' },
       { key: 'jms.destination', type: 's', default: 'throttleData', inactive: true, meaning: 'Topic name.' },
       { key: 'jms.start_delay', type: 's', format: 'duration', unit: 'ms', min: 0, inactive: true, defaultText: 'as in [apim.throttling]', meaning: 'Delay before reading the decision topic at startup.' },
