@@ -104,6 +104,31 @@ async function download(t: Test, size: number, measure: boolean, chunked: boolea
 }
 
 t.test('1 MiB upload, byte-exact', (t) => upload(t, 1 * MiB, false));
+t.test('1 MiB chunked upload: chunk framing relayed verbatim, payload byte-exact', async (t) => {
+  const backend = await rawBackend({ onRequest: (c, req) => c.respond(200, `${req.bodyLength}`) });
+  t.teardown(() => backend.close());
+  const h = await startTransport(t, backend.url);
+  const c = await RawClient.connect(h.port);
+  t.teardown(() => c.destroy());
+  const head = 'POST /chunked HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n';
+  const wire: Buffer[] = [];
+  let payload = 0;
+  for (let i = 0; payload < MiB; i++) {
+    const p = piece(i, Math.min(1000 + i * 37, MiB - payload)); // odd sizes, so chunks straddle reads
+    payload += p.length;
+    wire.push(Buffer.from(`${p.length.toString(16)};i=${i}\r\n`), p, Buffer.from('\r\n'));
+  }
+  wire.push(Buffer.from('0\r\nX-Done: 1\r\n\r\n'));
+  const body = Buffer.concat(wire);
+  await c.write(head);
+  for (let off = 0; off < body.length; off += 100_000) await c.write(body.subarray(off, off + 100_000));
+  const res = await c.finalResponse(10_000);
+  t.equal(res.body.toString(), String(MiB), 'the backend decoded the whole payload');
+  const req = backend.conns[0]?.requests[0];
+  t.equal(req?.headers['transfer-encoding'], 'chunked', 'Transfer-Encoding kept: the framing is relayed, not redone');
+  t.ok(req?.rawBody.equals(body), 'the body bytes, framing, extensions and trailer included, are identical');
+  t.equal(h.faults.length, 0);
+});
 t.test('1 MiB download, byte-exact', (t) => download(t, 1 * MiB, false, false));
 t.test('1 MiB chunked download, byte-exact', (t) => download(t, 1 * MiB, false, true));
 t.test('100 MiB upload, byte-exact, memory flat', (t) => upload(t, 100 * MiB, true));
