@@ -120,8 +120,9 @@ export function corsRequest(req: SourceRequest): CorsRequest {
   let requestMethod = false;
   for (let i = 0; i < h.length; i += 2) {
     const name = h[i] as string;
+    // Length, then the first letter (case folded), before any lower-casing: `Accept` is six letters too.
     if (name.length === 6) {
-      if (name.toLowerCase() === 'origin') origin = h[i + 1] as string;
+      if ((name.charCodeAt(0) | 0x20) === 111 && name.toLowerCase() === 'origin') origin = h[i + 1] as string;
     } else if (name.length === 29 && req.method === 'OPTIONS') {
       if (name.toLowerCase() === 'access-control-request-method') requestMethod = true;
     }

@@ -13,7 +13,7 @@ import { createTransport, type ListenOptions, type Transport } from '../transpor
 import type { ConnectFn } from '../transport/core';
 import type { TransportSettings } from '../transport/settings';
 import type { TransportFault } from '../transport/codes';
-import type { ExchangeRecord, LocalResponse, RouteDecision, SourceRequest } from '../transport/types';
+import type { ExchangeRecord, LocalResponse, RouteDecision, RouteFn, SourceRequest } from '../transport/types';
 import { silentLogger, type Logger } from '../observability/log';
 import { type ApiVars, defaultPath, validateApi, versionedPath } from './apis';
 import { AccessLog } from './access-log';
@@ -72,6 +72,8 @@ export interface ReloadReport {
 export interface Gateway {
   readonly transport: Transport;
   readonly settings: GatewaySettings;
+  /** The phase chain as a router: what the transport calls per request head (another transport may too). */
+  readonly route: RouteFn;
   /** Listen on the gateway HTTP port ([transport.passthru_http] listener port + offset) unless told otherwise. */
   listen(options?: Partial<ListenOptions>): Promise<net.AddressInfo>;
   handleConnection(socket: net.Socket, secure?: boolean): void;
@@ -228,6 +230,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   return {
     transport,
     settings,
+    route,
     listen(opts = {}) {
       const port = opts.port ?? ports?.passthruHttp ?? 8280;
       const host = opts.host ?? config.transport.passthru_http.listener['bind-address'] ?? '0.0.0.0';

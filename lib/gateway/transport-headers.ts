@@ -39,17 +39,24 @@ function lowerList(list: readonly string[]): string[] {
   return [...new Set(list.map((s) => s.trim().toLowerCase()).filter((s) => s !== ''))];
 }
 
-/** Names grouped by length, so a field name is lower-cased only when some rule could match it. */
+/**
+ * Names grouped by length, with their first letters: a field name is lower-cased only when its length and
+ * first letter (case folded) could match a rule (`Cache-Control` and `Authorization` share a length).
+ */
 class NameSet {
   private readonly byLength = new Map<number, readonly string[]>();
+  private readonly firstLetters = new Set<number>();
   readonly size: number;
   constructor(names: readonly string[]) {
-    for (const n of names) this.byLength.set(n.length, [...(this.byLength.get(n.length) ?? []), n]);
+    for (const n of names) {
+      this.byLength.set(n.length, [...(this.byLength.get(n.length) ?? []), n]);
+      this.firstLetters.add(n.charCodeAt(0) | 0x20);
+    }
     this.size = names.length;
   }
   has(name: string): boolean {
     const candidates = this.byLength.get(name.length);
-    return candidates !== undefined && candidates.includes(name.toLowerCase());
+    return candidates !== undefined && this.firstLetters.has(name.charCodeAt(0) | 0x20) && candidates.includes(name.toLowerCase());
   }
 }
 
