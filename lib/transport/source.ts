@@ -362,7 +362,7 @@ export class SourceConnection implements ParserEvents {
     ex.requestHead = buildRequestHead(
       {
         method: ex.method,
-        path: d.path ?? ex.url,
+        path: d.path ?? originForm(ex.url),
         headers: d.headers ?? ex.headers,
         hostHeader: d.target.hostHeader,
         remoteAddress: this.remoteAddress,
@@ -789,6 +789,20 @@ function countHost(headers: readonly string[]): number {
   }
   return n;
 }
+
+/**
+ * The request target for the backend in origin-form: a client talking to an origin server sends only the
+ * path and query (RFC 9112 §3.2.1). A client may send absolute-form, which a server must accept
+ * (§3.2.2); forwarded as is, the backend would take the URI's authority over the Host the proxy sets.
+ */
+function originForm(url: string): string {
+  if (url.charCodeAt(0) === 0x2f /* '/' */) return url;
+  const authority = ABSOLUTE_FORM.exec(url);
+  if (authority === null) return url; // asterisk-form, authority-form
+  const rest = url.slice(authority[0].length);
+  return rest === '' || rest.charCodeAt(0) !== 0x2f ? '/' + rest : rest;
+}
+const ABSOLUTE_FORM = /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*/i;
 
 const EMPTY_BODY = Buffer.alloc(0);
 const NO_FIELDS: readonly string[] = [];
