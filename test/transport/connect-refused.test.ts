@@ -41,4 +41,21 @@ t.test('connect refused keeps the client connection: the next request on it is s
   t.equal(h.faults.length, 1);
 });
 
+t.test("a HEAD request to a refused backend: 502 head with the fault's Content-Length, no body", async (t) => {
+  const port = await closedPort();
+  const h = await startTransport(t, `http://127.0.0.1:${port}`);
+  const c = await RawClient.connect(h.port);
+  t.teardown(() => c.destroy());
+  c.expectHeadResponse();
+  await c.write('HEAD /refused HTTP/1.1\r\nHost: a\r\n\r\n');
+  const res = await c.finalResponse();
+  t.equal(res.status, 502);
+  t.ok(Number(res.headers['content-length']) > 0, 'Content-Length of the body a GET would get');
+  await c.write('GET /then HTTP/1.1\r\nHost: a\r\n\r\n');
+  const next = await c.finalResponse(3000, 1);
+  t.equal(next.status, 502);
+  t.equal(JSON.parse(next.body.toString()).fault.code, 101503, 'the next response starts right after the HEAD response head');
+  t.equal(c.raw.indexOf('HTTP/1.1 502', 1), res.rawHead.length, 'no body bytes between them');
+});
+
 checkTransitions(t);

@@ -5,6 +5,8 @@
 import t from 'tap';
 import { rawBackend } from '../helpers/backend';
 import { RawClient, sleep } from '../helpers/client';
+import { Digest, MiB, piece } from '../helpers/bodies';
+import { targetFromUrl } from '../../lib/transport';
 import { checkTransitions, startTransport } from '../helpers/transport';
 
 const DELAYS: Record<string, number> = { '/a': 120, '/b': 0, '/c': 40 };
@@ -70,7 +72,6 @@ t.test('pipelined requests with bodies, split at awkward places, keep their orde
 t.test('a pipelined request after a local answer (404) is still answered, in order', async (t) => {
   const backend = await rawBackend({ onRequest: (c, req) => c.respond(200, req.url) });
   t.teardown(() => backend.close());
-  const { targetFromUrl } = await import('../../lib/transport');
   const target = targetFromUrl(backend.url);
   const h = await startTransport(t, (req) => (req.url === '/missing' ? undefined : { target }));
   const c = await RawClient.connect(h.port);
@@ -84,6 +85,73 @@ t.test('a pipelined request after a local answer (404) is still answered, in ord
   t.equal(c.responses[0]?.body.toString(), '/x');
   t.equal(JSON.parse(c.responses[1]?.body.toString() ?? '{}').fault.code, 103003);
   t.equal(c.responses[2]?.body.toString(), '/y');
+});
+
+t.test('pipelined requests with bodies behind an asynchronous router keep their order and bytes', async (t) => {
+  const backend = await rawBackend({ onRequest: (c, req) => c.respond(200, `${req.url} [${req.body.toString()}]`) });
+  t.teardown(() => backend.close());
+  const target = targetFromUrl(backend.url);
+  let n = 0;
+  // Each decision takes a different time: later requests would overtake earlier ones if order slipped.
+  const h = await startTransport(t, () => new Promise((resolve) => setTimeout(() => resolve({ target }), [40, 5, 20][n++ % 3])));
+  const c = await RawClient.connect(h.port);
+  t.teardown(() => c.destroy());
+  await c.write(
+    'POST /1 HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\none' +
+      'POST /2 HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n3\r\ntwo\r\n0\r\n\r\n' +
+      'POST /3 HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nthree',
+  );
+  await c.message(3, 5000);
+  t.same(
+    c.responses.map((r) => r.body.toString()),
+    ['/1 [one]', '/2 [two]', '/3 [three]'],
+  );
+  t.equal(h.faults.length, 0);
+});
+
+t.test('three pipelined 1 MiB downloads arrive whole and in order', async (t) => {
+  const sent: string[] = [];
+  const backend = await rawBackend({
+    onRequest: (c, req) => {
+      void (async () => {
+        const d = new Digest();
+        const seed = Number(req.url.slice(1));
+        await c.writeDrained(Buffer.from(`HTTP/1.1 200 OK\r\nContent-Length: ${MiB}\r\nX-N: ${seed}\r\n\r\n`));
+        for (let i = 0; i < 16; i++) {
+          const p = piece(seed * 100 + i);
+          d.update(p);
+          await c.writeDrained(p);
+        }
+        sent[seed] = d.hex();
+      })().catch(() => {});
+    },
+  });
+  t.teardown(() => backend.close());
+  const h = await startTransport(t, backend.url, { settings: { highWaterMark: 64 * 1024 } });
+  const digests: Digest[] = [];
+  const c = await RawClient.connect(h.port, {
+    keepBody: false,
+    record: false,
+    onHead: () => digests.push(new Digest()),
+    onBody: (p) => digests[digests.length - 1]?.update(p),
+  });
+  t.teardown(() => c.destroy());
+  await c.write('GET /1 HTTP/1.1\r\nHost: a\r\n\r\nGET /2 HTTP/1.1\r\nHost: a\r\n\r\nGET /3 HTTP/1.1\r\nHost: a\r\n\r\n');
+  await c.message(3, 10_000);
+  t.same(
+    c.responses.map((r) => [r.headers['x-n'], r.bodyLength]),
+    [
+      ['1', MiB],
+      ['2', MiB],
+      ['3', MiB],
+    ],
+  );
+  t.same(
+    digests.map((d) => d.hex()),
+    [sent[1], sent[2], sent[3]],
+    'each body byte-exact',
+  );
+  t.equal(h.faults.length, 0);
 });
 
 checkTransitions(t);
