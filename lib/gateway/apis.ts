@@ -117,8 +117,8 @@ const CORS_FIELDS: readonly FieldDef[] = [
 const RESOURCE_FIELDS: readonly FieldDef[] = [
   { key: 'path', type: 'string', required: true, meaning: 'Exact path (`/menu`), prefix (`/menu/*`, `/*`) or URI template (`/orders/{id}`, one variable per whole segment). Matching order: exact, then the longest prefix, then templates (most literal segments first).', example: '"/orders/{id}"' },
   { key: 'methods', type: 'strings', required: true, allowed: HTTP_METHODS, meaning: 'HTTP methods of the resource. HEAD is allowed wherever GET is (RFC 9110 §9.3.2).', example: '["GET", "POST"]' },
-  { key: 'auth', type: 'string', allowed: AUTH_TYPES, meaning: 'Overrides the API\'s `auth` for this resource.', notEnforced: 'Step 4 (authentication)' },
-  { key: 'scopes', type: 'strings', default: [], meaning: 'Scopes a token needs for this resource (900910 otherwise).', notEnforced: 'Step 4 (authentication)' },
+  { key: 'auth', type: 'string', allowed: AUTH_TYPES, meaning: 'Overrides the API\'s `auth` for this resource.', notEnforced: 'Step 5 (gateway security)' },
+  { key: 'scopes', type: 'strings', default: [], meaning: 'Scopes a token needs for this resource (900910 otherwise).', notEnforced: 'Step 5 (gateway security)' },
   { key: 'policy', type: 'string', meaning: 'Resource-level throttling policy (900802 when exceeded).', notEnforced: 'Step 6 (throttling)' },
 ];
 
@@ -128,7 +128,7 @@ export const API_FIELDS: readonly FieldDef[] = [
   { key: 'version', type: 'string', required: true, meaning: 'API version; part of the invocation path (spec 002, part 9 rule 5). Context + version is unique on a gateway.', example: '"1.0.0"' },
   { key: 'default_version', type: 'boolean', default: false, meaning: 'Also reachable without the version segment: /<context>/<resource>. One version per context.' },
   { key: 'state', type: 'string', default: 'PUBLISHED', allowed: LIFECYCLE_STATES, meaning: 'Lifecycle state: PUBLISHED, PROTOTYPED and DEPRECATED are served; BLOCKED answers 700700 (503, spec 002 part 3); RETIRED answers 103008 (404).' },
-  { key: 'auth', type: 'string', default: 'oauth2', allowed: AUTH_TYPES, meaning: 'Default authentication of the resources: oauth2 (bearer token) or none.', notEnforced: 'Step 4 (authentication)' },
+  { key: 'auth', type: 'string', default: 'oauth2', allowed: AUTH_TYPES, meaning: 'Default authentication of the resources: oauth2 (bearer token) or none.', notEnforced: 'Step 5 (gateway security)' },
   { key: 'labels', type: 'strings', default: ['Default'], meaning: 'Deployed only on gateways whose [apim.sync_runtime_artifacts.gateway] gateway_labels share a label.' },
   { key: 'policy', type: 'string', meaning: 'API-level throttling policy (900800 when exceeded).', notEnforced: 'Step 6 (throttling)' },
   { key: 'description', type: 'string', meaning: 'Free text, shown by `throughway apis list`.' },
@@ -136,7 +136,7 @@ export const API_FIELDS: readonly FieldDef[] = [
     key: 'endpoints',
     type: 'table',
     required: true,
-    meaning: 'Backends. Each is a URL string, or a table with `url` and the endpoint advanced configuration below. At least one of production and sandbox. Calls go to production until authentication (Step 4) tells sandbox keys apart; a key type without an endpoint gets 900901 (spec 002, part 7).',
+    meaning: 'Backends. Each is a URL string, or a table with `url` and the endpoint advanced configuration below. At least one of production and sandbox. Calls go to production until authentication (Step 5) tells sandbox keys apart; a key type without an endpoint gets 900901 (spec 002, part 7).',
     fields: [
       { key: 'production', type: 'endpoint', meaning: 'Production endpoint.', example: '"http://127.0.0.1:9000/v1"', fields: ENDPOINT_FIELDS },
       { key: 'sandbox', type: 'endpoint', meaning: 'Sandbox endpoint.', fields: ENDPOINT_FIELDS },

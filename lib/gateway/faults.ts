@@ -81,7 +81,7 @@ export const ApiCode = {
 
 export type GatewayCode = (typeof ApiCode)[keyof typeof ApiCode] | (typeof GatewayOwnCode)[keyof typeof GatewayOwnCode];
 
-const STEP4 = 'Step 4 (authentication)';
+const STEP5 = 'Step 5 (gateway security)';
 const STEP6 = 'Step 6 (throttling)';
 const STEP7 = 'Step 7 (mediation)';
 
@@ -94,7 +94,7 @@ export const GATEWAY_FAULTS: readonly GatewayFaultDef[] = Object.freeze([
   { code: 700700, httpStatus: 503, statusFrom: 'spec', message: 'API blocked', description: 'The API is in the BLOCKED lifecycle state', origin: 'spec', phase: 'api-status', sent: true },
   // --- payload and query
   { code: 900422, httpStatus: 422, statusFrom: 'spec', message: 'Invalid GraphQL query', description: 'The query of a GraphQL API is not valid syntax', origin: 'spec', phase: 'mediation', sent: true, pending: 'GraphQL APIs' },
-  { code: 900424, httpStatus: 503, statusFrom: 'throughway', message: 'Temporary Server Error', description: 'A protected backend was called with an invalid OAuth 2.0 backend token', origin: 'spec', phase: 'send', sent: true, pending: STEP4 },
+  { code: 900424, httpStatus: 503, statusFrom: 'throughway', message: 'Temporary Server Error', description: 'A protected backend was called with an invalid OAuth 2.0 backend token', origin: 'spec', phase: 'send', sent: true, pending: STEP5 },
   { code: 102511, httpStatus: 400, statusFrom: 'spec', message: 'Incomplete payload', description: 'The payload is too large for the client to keep the connection until it is fully transferred', origin: 'spec', phase: 'mediation', sent: true, pending: STEP7 },
   // --- throttling (spec 002, part 7: 900800 to 900807 apply when throttling limits are reached)
   { code: 900800, httpStatus: 429, statusFrom: 'spec', message: 'Message throttled out', description: 'The tier limit of requests per period was reached', origin: 'spec', phase: 'throttling', throttle: true, sent: true, pending: STEP6 },
@@ -106,16 +106,16 @@ export const GATEWAY_FAULTS: readonly GatewayFaultDef[] = Object.freeze([
   { code: 900806, httpStatus: 429, statusFrom: 'spec', message: 'Custom policy throttled out', description: 'A custom throttling policy limit was exceeded', origin: 'spec', phase: 'throttling', throttle: true, sent: true, pending: STEP6 },
   { code: 900807, httpStatus: 429, statusFrom: 'spec', message: 'Message throttled out', description: 'The burst control or rate limit (requests per second) of the subscription policy was exceeded', origin: 'spec', phase: 'throttling', throttle: true, sent: true, pending: STEP6 },
   // --- authentication (spec 002, part 5)
-  { code: 900900, httpStatus: 500, statusFrom: 'spec', message: 'Unclassified authentication failure', description: 'Authentication failed for a reason other than the credentials, e.g. the key validation service is unreachable', origin: 'spec', phase: 'authentication', sent: true, pending: STEP4 },
+  { code: 900900, httpStatus: 500, statusFrom: 'spec', message: 'Unclassified authentication failure', description: 'Authentication failed for a reason other than the credentials, e.g. the key validation service is unreachable', origin: 'spec', phase: 'authentication', sent: true, pending: STEP5 },
   { code: 900901, httpStatus: 401, statusFrom: 'spec', message: 'Invalid credentials', description: 'The access token is invalid, inactive or expired, or the key type has no matching endpoint', origin: 'spec', phase: 'authentication', challenge: 'invalid_token', sent: true },
-  { code: 900902, httpStatus: 401, statusFrom: 'spec', message: 'Missing credentials', description: 'No bearer access token in the authorization header', origin: 'spec', phase: 'authentication', challenge: '', sent: true, pending: STEP4 },
+  { code: 900902, httpStatus: 401, statusFrom: 'spec', message: 'Missing credentials', description: 'No bearer access token in the authorization header', origin: 'spec', phase: 'authentication', challenge: '', sent: true, pending: STEP5 },
   { code: 900904, httpStatus: 401, statusFrom: 'spec', message: 'Access token inactive', description: 'Deprecated from version 1.9.0 (spec 002, part 9); 900901 is sent instead', origin: 'spec', phase: 'none', challenge: 'invalid_token', sent: false },
-  { code: 900905, httpStatus: 401, statusFrom: 'spec', message: 'Incorrect access token type', description: 'An application token on a resource that allows only user tokens', origin: 'spec', phase: 'authentication', challenge: 'invalid_token', sent: true, pending: STEP4 },
+  { code: 900905, httpStatus: 401, statusFrom: 'spec', message: 'Incorrect access token type', description: 'An application token on a resource that allows only user tokens', origin: 'spec', phase: 'authentication', challenge: 'invalid_token', sent: true, pending: STEP5 },
   { code: 900906, httpStatus: 403, statusFrom: 'spec', message: 'No matching resource found in the API for the given request', description: 'The API has no resource matching the request path', origin: 'spec', phase: 'route', sent: true },
-  { code: 900907, httpStatus: 401, statusFrom: 'spec', message: 'The requested API is temporarily blocked', description: 'The subscription to the API is blocked', origin: 'spec', phase: 'authentication', challenge: 'invalid_token', sent: true, pending: STEP4 },
-  { code: 900908, httpStatus: 403, statusFrom: 'spec', message: 'Resource forbidden', description: 'The application is not subscribed to the API', origin: 'spec', phase: 'authentication', sent: true, pending: STEP4 },
-  { code: 900909, httpStatus: 401, statusFrom: 'spec', message: 'The subscription to the API is inactive', description: 'The subscription is not approved, or the API is in an unavailable state', origin: 'spec', phase: 'authentication', challenge: 'invalid_token', sent: true, pending: STEP4 },
-  { code: 900910, httpStatus: 403, statusFrom: 'spec', message: 'The access token does not allow access to the resource', description: 'The access token lacks a scope the resource requires', origin: 'spec', phase: 'authentication', challenge: 'insufficient_scope', sent: true, pending: STEP4 },
+  { code: 900907, httpStatus: 401, statusFrom: 'spec', message: 'The requested API is temporarily blocked', description: 'The subscription to the API is blocked', origin: 'spec', phase: 'authentication', challenge: 'invalid_token', sent: true, pending: STEP5 },
+  { code: 900908, httpStatus: 403, statusFrom: 'spec', message: 'Resource forbidden', description: 'The application is not subscribed to the API', origin: 'spec', phase: 'authentication', sent: true, pending: STEP5 },
+  { code: 900909, httpStatus: 401, statusFrom: 'spec', message: 'The subscription to the API is inactive', description: 'The subscription is not approved, or the API is in an unavailable state', origin: 'spec', phase: 'authentication', challenge: 'invalid_token', sent: true, pending: STEP5 },
+  { code: 900910, httpStatus: 403, statusFrom: 'spec', message: 'The access token does not allow access to the resource', description: 'The access token lacks a scope the resource requires', origin: 'spec', phase: 'authentication', challenge: 'insufficient_scope', sent: true, pending: STEP5 },
   { code: 900911, httpStatus: 401, statusFrom: 'spec', message: 'Authentication failure', description: 'Listed by the spec under HTTP 401 without its meaning (spec 002, part 7); throughway does not send it', origin: 'spec', phase: 'none', challenge: 'invalid_token', sent: false },
   // --- throughway's own (103005 onwards)
   { code: GatewayOwnCode.API_NOT_FOUND, httpStatus: 404, statusFrom: 'throughway', message: 'No matching API', description: 'No API is deployed at the requested context and version', origin: 'throughway', phase: 'route', sent: true },

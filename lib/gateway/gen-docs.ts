@@ -140,7 +140,7 @@ function fieldRows(o: string[], fields: readonly FieldDef[], prefix: string): vo
   for (const f of fields) {
     const type = f.allowed !== undefined ? `${f.type}: ${f.allowed.map((a) => `\`${a}\``).join(', ')}` : f.type;
     let meaning = f.meaning;
-    if (f.notEnforced !== undefined) meaning += ` **Not yet enforced** (needs ${f.notEnforced}).`;
+    if (f.notEnforced !== undefined) meaning += ` **Not yet enforced**: needs ${f.notEnforced}.`;
     if (f.example !== undefined) meaning += ` Example: \`${f.example}\`.`;
     o.push(`| \`${prefix}${f.key}\` | ${esc(type)} | ${esc(defaultText(f))} | ${esc(meaning)} |`);
   }
@@ -192,10 +192,10 @@ export function renderApisDoc(): string {
   o.push('### `[endpoints]`');
   o.push('');
   fieldRows(o, field('endpoints').fields ?? [], 'endpoints.');
-  o.push('An endpoint written as a table takes `url` and the endpoint advanced configuration (spec 002 part 7,');
+  o.push('An endpoint written as a table (`[endpoints.<name>]`, where `<name>` is production or sandbox) takes `url` and the endpoint advanced configuration (spec 002 part 7,');
   o.push('rule 3: transport codes "are used in endpoint advanced configuration"):');
   o.push('');
-  fieldRows(o, (field('endpoints').fields ?? [])[0]?.fields ?? [], 'endpoints.<production|sandbox>.');
+  fieldRows(o, (field('endpoints').fields ?? [])[0]?.fields ?? [], 'endpoints.<name>.');
   o.push('Runtime tokens in endpoint URLs: `${demo_port}` (the demo backend\'s port + `server.offset`), `${http_port}`');
   o.push('(the gateway HTTP port + offset), `${hostname}` (`server.hostname`). An unknown token is an error.');
   o.push('');
@@ -288,8 +288,8 @@ export function renderApisDoc(): string {
   o.push('');
   o.push('## Hot deploy');
   o.push('');
-  o.push('The directory is watched: adding, changing or removing a file deploys or undeploys the API within');
-  o.push('about 50 ms, by swapping the route table in one step. Open connections, keep-alive pools and calls in');
+  o.push('The directory is watched: adding, changing or removing a file deploys or undeploys the API well within');
+  o.push('a second (a 50 ms debounce, then one re-read), by swapping the route table in one step. Open connections, keep-alive pools and calls in');
   o.push('flight are not touched; a call keeps the definitions it started with. A changed file that does not');
   o.push('validate leaves its previous version deployed (API_KEPT_PREVIOUS), so a half-written save never takes an');
   o.push('API down. SIGHUP re-reads the directory and the fault templates.');

@@ -41,9 +41,9 @@ export class CallContext implements MatchTarget {
   cors: CorsRequest | undefined = undefined;
   /** CORS response fields of this call (also put on its faults). */
   corsFields: readonly string[] | undefined = undefined;
-  /** Which endpoint serves the call; authentication (Step 4) sets SANDBOX for sandbox keys. */
+  /** Which endpoint serves the call; authentication (Step 5) sets SANDBOX for sandbox keys. */
   keyType: KeyType = 'PRODUCTION';
-  /** Fields earlier phases add toward the backend (flat pairs; e.g. the backend JWT of Step 4). */
+  /** Fields earlier phases add toward the backend (flat pairs; e.g. the backend JWT of Step 5). */
   addRequestHeaders: string[] | undefined = undefined;
   /** The fields for the backend (undefined: the client's, unchanged). */
   outHeaders: readonly string[] | undefined = undefined;
