@@ -147,7 +147,11 @@ export function createGateway(options: GatewayOptions): Gateway {
     let changed: ReadonlySet<string> | undefined;
     if (directory !== undefined) {
       const read = directory.read();
-      if (read.missing) logger.log('warn', 'apis_dir_missing', { dir: directory.dir, message: 'no API definitions directory: no API is deployed until it exists' });
+      if (read.missing) {
+        // A watcher on a removed directory sees nothing of the one created in its place.
+        directory.unwatch();
+        logger.log('warn', 'apis_dir_missing', { dir: directory.dir, message: 'no API definitions directory: no API is deployed; create it, then reload (SIGHUP)' });
+      }
       candidates = read.candidates;
       fresh = [...read.fresh];
       changed = new Set(read.changedFiles);
@@ -224,8 +228,9 @@ export function createGateway(options: GatewayOptions): Gateway {
   });
 
   deploy(loadTemplates());
-  const watching = directory !== undefined && options.watch !== false ? directory.watch(() => deploy([])) : false;
-  if (directory !== undefined && options.watch !== false && !watching) logger.log('warn', 'apis_dir_not_watched', { dir: directory.dir, message: 'hot deploy is off: the directory cannot be watched; `reload()` (SIGHUP) re-reads it' });
+  /** Starts hot deploy (idempotent): at creation, and again on reload for a directory created since. */
+  const watch = (): boolean => directory !== undefined && options.watch !== false && directory.watch(() => deploy([]));
+  if (directory !== undefined && options.watch !== false && !watch()) logger.log('warn', 'apis_dir_not_watched', { dir: directory.dir, message: 'hot deploy is off: the directory cannot be watched; `reload()` (SIGHUP) re-reads it' });
 
   return {
     transport,
@@ -237,7 +242,11 @@ export function createGateway(options: GatewayOptions): Gateway {
       return transport.listen({ port, host, backlog: opts.backlog ?? config.throughway.backlog });
     },
     handleConnection: (socket, secure) => transport.handleConnection(socket, secure),
-    reload: () => deploy(loadTemplates()),
+    reload() {
+      const report = deploy(loadTemplates());
+      watch();
+      return report;
+    },
     deployed: () => describe(states),
     states: () => states,
     async close() {

@@ -116,3 +116,19 @@ t.test('reload() without a watcher, and a missing directory', async (t) => {
   t.same(g.gw.reload().deployed, []);
   t.ok(g.logger.lines.some((l) => l.event === 'apis_dir_missing'));
 });
+
+t.test('a directory created after start: reload() deploys it and starts watching it', async (t) => {
+  const backend = await echoBackend();
+  const g = await startGateway(BASE_TOML);
+  t.teardown(async () => {
+    await g.close();
+    await backend.close();
+  });
+  fs.rmSync(path.join(g.dir, 'apis'), { recursive: true });
+  g.gw.reload();
+  fs.mkdirSync(path.join(g.dir, 'apis'));
+  fs.writeFileSync(path.join(g.dir, 'apis', 'a.toml'), apiToml({ endpoint: `http://127.0.0.1:${backend.port}`, resources: [['/r', ['GET']]] }));
+  t.same(g.gw.reload().deployed.map((d) => d.path), ['/test/1.0.0']);
+  fs.writeFileSync(path.join(g.dir, 'apis', 'b.toml'), apiToml({ name: 'B', context: '/b', endpoint: `http://127.0.0.1:${backend.port}`, resources: [['/r', ['GET']]] }));
+  t.ok(await until(async () => (await request(g.port, '/b/1.0.0/r')).status === 200, 1000), 'watched from then on');
+});
