@@ -1,0 +1,79 @@
+/**
+ * Versioned schema migrations, applied in order at start (issue 5: "Schema migrations versioned and
+ * applied at start"). A migration is never edited once released: a change is a new entry. The SQL is
+ * the common subset of SQLite, PostgreSQL and MySQL/MariaDB: VARCHAR keys (MySQL cannot index TEXT
+ * without a prefix length), BIGINT epoch milliseconds, INTEGER flags.
+ */
+export interface Migration {
+  readonly version: number;
+  readonly description: string;
+  readonly statements: readonly string[];
+}
+
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    description: 'applications, clients, subscriptions, users, refresh tokens, revocations, signing keys',
+    statements: [
+      `CREATE TABLE tw_application (
+        id VARCHAR(64) NOT NULL PRIMARY KEY,
+        name VARCHAR(255) NOT NULL,
+        owner VARCHAR(255) NOT NULL,
+        tier VARCHAR(255) NOT NULL,
+        description TEXT NOT NULL,
+        created_at BIGINT NOT NULL,
+        CONSTRAINT tw_application_name UNIQUE (owner, name))`,
+      `CREATE TABLE tw_client (
+        consumer_key VARCHAR(128) NOT NULL PRIMARY KEY,
+        secret_hash VARCHAR(128) NOT NULL,
+        application_id VARCHAR(64) NOT NULL,
+        key_type VARCHAR(16) NOT NULL,
+        grant_types TEXT NOT NULL,
+        callback_url TEXT NOT NULL,
+        created_at BIGINT NOT NULL,
+        CONSTRAINT tw_client_app_type UNIQUE (application_id, key_type))`,
+      `CREATE TABLE tw_subscription (
+        id VARCHAR(64) NOT NULL PRIMARY KEY,
+        application_id VARCHAR(64) NOT NULL,
+        api_context VARCHAR(255) NOT NULL,
+        api_version VARCHAR(64) NOT NULL,
+        tier VARCHAR(255) NOT NULL,
+        state VARCHAR(32) NOT NULL,
+        created_at BIGINT NOT NULL,
+        CONSTRAINT tw_subscription_app_api UNIQUE (application_id, api_context, api_version))`,
+      `CREATE TABLE tw_user (
+        username VARCHAR(255) NOT NULL PRIMARY KEY,
+        password_hash VARCHAR(255) NOT NULL,
+        salt VARCHAR(64) NOT NULL,
+        hash_method VARCHAR(16) NOT NULL,
+        roles TEXT NOT NULL,
+        created_at BIGINT NOT NULL)`,
+      `CREATE TABLE tw_refresh_token (
+        token_hash VARCHAR(128) NOT NULL PRIMARY KEY,
+        family VARCHAR(64) NOT NULL,
+        consumer_key VARCHAR(128) NOT NULL,
+        subject VARCHAR(255) NOT NULL,
+        scope TEXT NOT NULL,
+        aut VARCHAR(32) NOT NULL,
+        key_type VARCHAR(16) NOT NULL,
+        issued_at BIGINT NOT NULL,
+        expires_at BIGINT NOT NULL,
+        used_at BIGINT,
+        revoked INTEGER NOT NULL)`,
+      `CREATE INDEX tw_refresh_token_family ON tw_refresh_token (family)`,
+      `CREATE TABLE tw_revoked_token (
+        jti VARCHAR(128) NOT NULL PRIMARY KEY,
+        expires_at BIGINT NOT NULL,
+        revoked_at BIGINT NOT NULL)`,
+      `CREATE TABLE tw_signing_key (
+        kid VARCHAR(128) NOT NULL PRIMARY KEY,
+        alg VARCHAR(16) NOT NULL,
+        private_jwk TEXT NOT NULL,
+        public_jwk TEXT NOT NULL,
+        created_at BIGINT NOT NULL,
+        retired_at BIGINT)`,
+    ],
+  },
+];
+
+export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;

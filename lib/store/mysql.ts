@@ -1,0 +1,95 @@
+/**
+ * MySQL / MariaDB store driver (`[database.apim_db] type = "mysql"`, spec 000) over `mysql2`'s pool, with
+ * `pool_options` applied as lib/store/pool.ts describes (mysql2 has no borrow timeout of its own, so
+ * maxWait is a timer around getConnection).
+ */
+import { createPool, type PoolConnection, type ResultSetHeader } from 'mysql2/promise';
+import { StoreError } from './types';
+import type { Param, Row, SqlDriver } from './sql';
+import type { ConnectionTarget, PoolSettings } from './pool';
+
+function mapError(err: unknown): unknown {
+  // ER_DUP_ENTRY (1062): duplicate key.
+  if ((err as { code?: unknown }).code === 'ER_DUP_ENTRY') return new StoreError('STORE_CONFLICT', (err as Error).message, { cause: err });
+  return err;
+}
+
+export async function openMysql(target: ConnectionTarget, settings: PoolSettings): Promise<SqlDriver> {
+  const pool = createPool({
+    host: target.host,
+    port: target.port,
+    database: target.database,
+    ...(target.user !== undefined ? { user: target.user } : {}),
+    ...(target.password !== undefined ? { password: target.password } : {}),
+    connectionLimit: settings.maxActive,
+    connectTimeout: Math.max(1000, Math.min(settings.maxWait, 60000)),
+    waitForConnections: true,
+  });
+  const validated = new WeakMap<PoolConnection, number>();
+  const description = `MySQL ${target.host}:${target.port}/${target.database}`;
+
+  const acquire = (): Promise<PoolConnection> =>
+    new Promise((resolve, reject) => {
+      let timedOut = false;
+      const timer = setTimeout(() => {
+        timedOut = true;
+        reject(new StoreError('STORE_POOL_TIMEOUT', `${description}: no free connection within ${settings.maxWait} ms (pool_options.maxWait)`));
+      }, settings.maxWait);
+      pool.getConnection().then(
+        (c) => {
+          clearTimeout(timer);
+          if (timedOut) c.release();
+          else resolve(c);
+        },
+        (err: unknown) => {
+          clearTimeout(timer);
+          if (!timedOut) reject(new StoreError('STORE_CONNECT', `${description}: ${(err as Error).message}`, { cause: err }));
+        },
+      );
+    });
+
+  const borrow = async (): Promise<PoolConnection> => {
+    for (let attempt = 0; ; attempt++) {
+      const c = await acquire();
+      if (!settings.testOnBorrow) return c;
+      const last = validated.get(c) ?? 0;
+      if (Date.now() - last < settings.validationInterval) return c;
+      try {
+        await c.query(settings.validationQuery);
+        validated.set(c, Date.now());
+        return c;
+      } catch (err) {
+        c.destroy();
+        if (attempt >= settings.maxActive) throw new StoreError('STORE_CONNECT', `${description}: validation query failed: ${(err as Error).message}`, { cause: err });
+      }
+    }
+  };
+
+  const query = async (sql: string, params: readonly Param[]): Promise<{ rows: Row[]; count: number }> => {
+    const c = await borrow();
+    try {
+      const [result] = await c.query(sql, params as Param[]);
+      if (Array.isArray(result)) return { rows: result as Row[], count: 0 };
+      return { rows: [], count: (result as ResultSetHeader).affectedRows };
+    } catch (err) {
+      throw mapError(err);
+    } finally {
+      c.release();
+    }
+  };
+
+  try {
+    const first = await borrow();
+    first.release();
+  } catch (err) {
+    await pool.end().catch(() => undefined);
+    throw err;
+  }
+  return {
+    kind: 'mysql',
+    description,
+    all: async (sql, params = []) => (await query(sql, params)).rows,
+    run: async (sql, params = []) => (await query(sql, params)).count,
+    close: () => pool.end(),
+  };
+}

@@ -1,0 +1,319 @@
+/**
+ * The Store over SQL: one implementation of every operation, written once in the SQL common to SQLite,
+ * PostgreSQL and MySQL/MariaDB, over a small driver interface each database implements
+ * (lib/store/sqlite.ts, postgres.ts, mysql.ts). Statements use `?` placeholders; the PostgreSQL driver
+ * numbers them. Every operation is one statement, so each commits on its own
+ * (`[database.apim_db.pool_options] defaultAutoCommit`); the one race that matters, two exchanges of the
+ * same refresh token, is settled by a conditional UPDATE whose row count says who won.
+ */
+import { randomUUID } from 'node:crypto';
+import { MIGRATIONS, type Migration } from './migrations';
+import {
+  StoreError,
+  type Application,
+  type KeyType,
+  type OAuthClient,
+  type PasswordHashMethod,
+  type RefreshTokenRecord,
+  type RevokedToken,
+  type SigningKey,
+  type Store,
+  type Subscription,
+  type SubscriptionState,
+  type User,
+} from './types';
+
+export type Row = Record<string, unknown>;
+export type Param = string | number | null;
+
+export interface SqlDriver {
+  readonly kind: 'sqlite' | 'postgres' | 'mysql';
+  readonly description: string;
+  /** Rows of a query. */
+  all(sql: string, params?: readonly Param[]): Promise<Row[]>;
+  /** Runs a statement; resolves to the number of rows it changed. A unique-key violation rejects with StoreError STORE_CONFLICT. */
+  run(sql: string, params?: readonly Param[]): Promise<number>;
+  close(): Promise<void>;
+}
+
+const str = (v: unknown): string => (v === null || v === undefined ? '' : String(v));
+// PostgreSQL returns BIGINT as a string (it may exceed 2^53); epoch milliseconds never do.
+const num = (v: unknown): number => (typeof v === 'number' ? v : Number(v));
+const numOrNull = (v: unknown): number | null => (v === null || v === undefined ? null : num(v));
+const list = (v: unknown): string[] => {
+  const s = str(v);
+  return s === '' ? [] : s.split(' ');
+};
+
+function toApplication(r: Row): Application {
+  return { id: str(r.id), name: str(r.name), owner: str(r.owner), tier: str(r.tier), description: str(r.description), createdAt: num(r.created_at) };
+}
+function toClient(r: Row): OAuthClient {
+  return {
+    consumerKey: str(r.consumer_key),
+    secretHash: str(r.secret_hash),
+    applicationId: str(r.application_id),
+    keyType: str(r.key_type) as KeyType,
+    grantTypes: list(r.grant_types),
+    callbackUrl: str(r.callback_url),
+    createdAt: num(r.created_at),
+  };
+}
+function toSubscription(r: Row): Subscription {
+  return {
+    id: str(r.id),
+    applicationId: str(r.application_id),
+    apiContext: str(r.api_context),
+    apiVersion: str(r.api_version),
+    tier: str(r.tier),
+    state: str(r.state) as SubscriptionState,
+    createdAt: num(r.created_at),
+  };
+}
+function toUser(r: Row): User {
+  return {
+    username: str(r.username),
+    passwordHash: str(r.password_hash),
+    salt: str(r.salt),
+    hashMethod: str(r.hash_method) as PasswordHashMethod,
+    roles: list(r.roles),
+    createdAt: num(r.created_at),
+  };
+}
+function toRefresh(r: Row): RefreshTokenRecord {
+  return {
+    tokenHash: str(r.token_hash),
+    family: str(r.family),
+    consumerKey: str(r.consumer_key),
+    subject: str(r.subject),
+    scope: str(r.scope),
+    authorizedUserType: str(r.aut),
+    keyType: str(r.key_type) as KeyType,
+    issuedAt: num(r.issued_at),
+    expiresAt: num(r.expires_at),
+    usedAt: numOrNull(r.used_at),
+    revoked: num(r.revoked) !== 0,
+  };
+}
+function toKey(r: Row): SigningKey {
+  return {
+    kid: str(r.kid),
+    alg: str(r.alg),
+    privateJwk: str(r.private_jwk),
+    publicJwk: str(r.public_jwk),
+    createdAt: num(r.created_at),
+    retiredAt: numOrNull(r.retired_at),
+  };
+}
+
+/** Applies the migrations newer than the database's recorded version, in order. */
+export async function migrate(db: SqlDriver, migrations: readonly Migration[] = MIGRATIONS): Promise<number> {
+  await db.run(`CREATE TABLE IF NOT EXISTS tw_schema_version (version INTEGER NOT NULL PRIMARY KEY, description TEXT NOT NULL, applied_at BIGINT NOT NULL)`);
+  const rows = await db.all(`SELECT MAX(version) AS v FROM tw_schema_version`);
+  let current = rows[0]?.v === null || rows[0]?.v === undefined ? 0 : num(rows[0].v);
+  for (const m of migrations) {
+    if (m.version <= current) continue;
+    try {
+      for (const s of m.statements) await db.run(s);
+      await db.run(`INSERT INTO tw_schema_version (version, description, applied_at) VALUES (?, ?, ?)`, [m.version, m.description, Date.now()]);
+    } catch (err) {
+      throw new StoreError('STORE_MIGRATION', `${db.description}: migration ${m.version} (${m.description}) failed: ${(err as Error).message}`, { cause: err });
+    }
+    current = m.version;
+  }
+  return current;
+}
+
+export class SqlStore implements Store {
+  readonly kind: string;
+  readonly description: string;
+
+  constructor(private readonly db: SqlDriver) {
+    this.kind = db.kind;
+    this.description = db.description;
+  }
+
+  async schemaVersion(): Promise<number> {
+    const rows = await this.db.all(`SELECT MAX(version) AS v FROM tw_schema_version`);
+    return num(rows[0]?.v ?? 0);
+  }
+
+  async createApplication(app: Omit<Application, 'id' | 'createdAt'>): Promise<Application> {
+    const a: Application = { ...app, id: randomUUID(), createdAt: Date.now() };
+    await this.db.run(`INSERT INTO tw_application (id, name, owner, tier, description, created_at) VALUES (?, ?, ?, ?, ?, ?)`, [a.id, a.name, a.owner, a.tier, a.description, a.createdAt]);
+    return a;
+  }
+  async getApplication(id: string): Promise<Application | undefined> {
+    const r = (await this.db.all(`SELECT * FROM tw_application WHERE id = ?`, [id]))[0];
+    return r === undefined ? undefined : toApplication(r);
+  }
+  async findApplication(name: string, owner?: string): Promise<Application | undefined> {
+    const rows = owner === undefined
+      ? await this.db.all(`SELECT * FROM tw_application WHERE name = ? ORDER BY created_at`, [name])
+      : await this.db.all(`SELECT * FROM tw_application WHERE name = ? AND owner = ?`, [name, owner]);
+    const r = rows[0];
+    return r === undefined ? undefined : toApplication(r);
+  }
+  async listApplications(owner?: string): Promise<Application[]> {
+    const rows = owner === undefined
+      ? await this.db.all(`SELECT * FROM tw_application ORDER BY name, owner`)
+      : await this.db.all(`SELECT * FROM tw_application WHERE owner = ? ORDER BY name`, [owner]);
+    return rows.map(toApplication);
+  }
+  async updateApplication(id: string, change: Partial<Pick<Application, 'tier' | 'description' | 'owner'>>): Promise<Application | undefined> {
+    const cur = await this.getApplication(id);
+    if (cur === undefined) return undefined;
+    const next = { ...cur, ...change };
+    await this.db.run(`UPDATE tw_application SET tier = ?, description = ?, owner = ? WHERE id = ?`, [next.tier, next.description, next.owner, id]);
+    return next;
+  }
+  async deleteApplication(id: string): Promise<boolean> {
+    await this.db.run(`DELETE FROM tw_subscription WHERE application_id = ?`, [id]);
+    await this.db.run(`DELETE FROM tw_client WHERE application_id = ?`, [id]);
+    return (await this.db.run(`DELETE FROM tw_application WHERE id = ?`, [id])) > 0;
+  }
+
+  async createClient(client: Omit<OAuthClient, 'createdAt'>): Promise<OAuthClient> {
+    const c: OAuthClient = { ...client, createdAt: Date.now() };
+    await this.db.run(
+      `INSERT INTO tw_client (consumer_key, secret_hash, application_id, key_type, grant_types, callback_url, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+      [c.consumerKey, c.secretHash, c.applicationId, c.keyType, c.grantTypes.join(' '), c.callbackUrl, c.createdAt],
+    );
+    return c;
+  }
+  async getClient(consumerKey: string): Promise<OAuthClient | undefined> {
+    const r = (await this.db.all(`SELECT * FROM tw_client WHERE consumer_key = ?`, [consumerKey]))[0];
+    return r === undefined ? undefined : toClient(r);
+  }
+  async listClients(applicationId: string): Promise<OAuthClient[]> {
+    return (await this.db.all(`SELECT * FROM tw_client WHERE application_id = ? ORDER BY key_type`, [applicationId])).map(toClient);
+  }
+  async deleteClient(consumerKey: string): Promise<boolean> {
+    return (await this.db.run(`DELETE FROM tw_client WHERE consumer_key = ?`, [consumerKey])) > 0;
+  }
+
+  async addSubscription(sub: Omit<Subscription, 'id' | 'createdAt'>): Promise<Subscription> {
+    const s: Subscription = { ...sub, id: randomUUID(), createdAt: Date.now() };
+    await this.db.run(
+      `INSERT INTO tw_subscription (id, application_id, api_context, api_version, tier, state, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+      [s.id, s.applicationId, s.apiContext, s.apiVersion, s.tier, s.state, s.createdAt],
+    );
+    return s;
+  }
+  async getSubscription(id: string): Promise<Subscription | undefined> {
+    const r = (await this.db.all(`SELECT * FROM tw_subscription WHERE id = ?`, [id]))[0];
+    return r === undefined ? undefined : toSubscription(r);
+  }
+  async findSubscription(applicationId: string, apiContext: string, apiVersion: string): Promise<Subscription | undefined> {
+    const r = (await this.db.all(`SELECT * FROM tw_subscription WHERE application_id = ? AND api_context = ? AND api_version = ?`, [applicationId, apiContext, apiVersion]))[0];
+    return r === undefined ? undefined : toSubscription(r);
+  }
+  async listSubscriptions(filter: { applicationId?: string; apiContext?: string } = {}): Promise<Subscription[]> {
+    const where: string[] = [];
+    const params: Param[] = [];
+    if (filter.applicationId !== undefined) {
+      where.push('application_id = ?');
+      params.push(filter.applicationId);
+    }
+    if (filter.apiContext !== undefined) {
+      where.push('api_context = ?');
+      params.push(filter.apiContext);
+    }
+    const sql = `SELECT * FROM tw_subscription${where.length > 0 ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY api_context, api_version, created_at`;
+    return (await this.db.all(sql, params)).map(toSubscription);
+  }
+  async setSubscriptionState(id: string, state: SubscriptionState): Promise<Subscription | undefined> {
+    // Read back rather than trust the row count: MySQL counts only rows whose value changed.
+    await this.db.run(`UPDATE tw_subscription SET state = ? WHERE id = ?`, [state, id]);
+    return this.getSubscription(id);
+  }
+  async deleteSubscription(id: string): Promise<boolean> {
+    return (await this.db.run(`DELETE FROM tw_subscription WHERE id = ?`, [id])) > 0;
+  }
+
+  async addUser(user: Omit<User, 'createdAt'>): Promise<User> {
+    const u: User = { ...user, createdAt: Date.now() };
+    await this.db.run(`INSERT INTO tw_user (username, password_hash, salt, hash_method, roles, created_at) VALUES (?, ?, ?, ?, ?, ?)`, [
+      u.username,
+      u.passwordHash,
+      u.salt,
+      u.hashMethod,
+      u.roles.join(' '),
+      u.createdAt,
+    ]);
+    return u;
+  }
+  async getUser(username: string): Promise<User | undefined> {
+    const r = (await this.db.all(`SELECT * FROM tw_user WHERE username = ?`, [username]))[0];
+    return r === undefined ? undefined : toUser(r);
+  }
+  async listUsers(): Promise<User[]> {
+    return (await this.db.all(`SELECT * FROM tw_user ORDER BY username`)).map(toUser);
+  }
+  async deleteUser(username: string): Promise<boolean> {
+    return (await this.db.run(`DELETE FROM tw_user WHERE username = ?`, [username])) > 0;
+  }
+
+  async saveRefreshToken(t: Omit<RefreshTokenRecord, 'usedAt' | 'revoked'>): Promise<void> {
+    await this.db.run(
+      `INSERT INTO tw_refresh_token (token_hash, family, consumer_key, subject, scope, aut, key_type, issued_at, expires_at, used_at, revoked) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, 0)`,
+      [t.tokenHash, t.family, t.consumerKey, t.subject, t.scope, t.authorizedUserType, t.keyType, t.issuedAt, t.expiresAt],
+    );
+  }
+  async getRefreshToken(tokenHash: string): Promise<RefreshTokenRecord | undefined> {
+    const r = (await this.db.all(`SELECT * FROM tw_refresh_token WHERE token_hash = ?`, [tokenHash]))[0];
+    return r === undefined ? undefined : toRefresh(r);
+  }
+  async markRefreshTokenUsed(tokenHash: string, at: number): Promise<boolean> {
+    return (await this.db.run(`UPDATE tw_refresh_token SET used_at = ? WHERE token_hash = ? AND used_at IS NULL AND revoked = 0`, [at, tokenHash])) === 1;
+  }
+  async revokeRefreshFamily(family: string): Promise<number> {
+    return this.db.run(`UPDATE tw_refresh_token SET revoked = 1 WHERE family = ? AND revoked = 0`, [family]);
+  }
+
+  async revokeToken(jti: string, expiresAt: number, at: number): Promise<void> {
+    try {
+      await this.db.run(`INSERT INTO tw_revoked_token (jti, expires_at, revoked_at) VALUES (?, ?, ?)`, [jti, expiresAt, at]);
+    } catch (err) {
+      // Revoking twice is not an error (RFC 7009 §2.2: the server answers 200 either way).
+      if (!(err instanceof StoreError && err.code === 'STORE_CONFLICT')) throw err;
+    }
+  }
+  async isRevoked(jti: string, now: number): Promise<boolean> {
+    return (await this.db.all(`SELECT jti FROM tw_revoked_token WHERE jti = ? AND expires_at > ?`, [jti, now])).length > 0;
+  }
+  async listRevoked(now: number): Promise<RevokedToken[]> {
+    const rows = await this.db.all(`SELECT * FROM tw_revoked_token WHERE expires_at > ? ORDER BY revoked_at`, [now]);
+    return rows.map((r) => ({ jti: str(r.jti), expiresAt: num(r.expires_at), revokedAt: num(r.revoked_at) }));
+  }
+
+  async addSigningKey(key: Omit<SigningKey, 'retiredAt'>): Promise<void> {
+    await this.db.run(`INSERT INTO tw_signing_key (kid, alg, private_jwk, public_jwk, created_at, retired_at) VALUES (?, ?, ?, ?, ?, NULL)`, [
+      key.kid,
+      key.alg,
+      key.privateJwk,
+      key.publicJwk,
+      key.createdAt,
+    ]);
+  }
+  async listSigningKeys(): Promise<SigningKey[]> {
+    return (await this.db.all(`SELECT * FROM tw_signing_key ORDER BY created_at DESC, kid`)).map(toKey);
+  }
+  async retireSigningKey(kid: string, at: number): Promise<void> {
+    await this.db.run(`UPDATE tw_signing_key SET retired_at = ? WHERE kid = ? AND retired_at IS NULL`, [at, kid]);
+  }
+  async deleteSigningKey(kid: string): Promise<void> {
+    await this.db.run(`DELETE FROM tw_signing_key WHERE kid = ?`, [kid]);
+  }
+
+  async cleanup(now: number, keysBefore: number): Promise<{ refreshTokens: number; revoked: number; keys: number }> {
+    const refreshTokens = await this.db.run(`DELETE FROM tw_refresh_token WHERE expires_at <= ?`, [now]);
+    const revoked = await this.db.run(`DELETE FROM tw_revoked_token WHERE expires_at <= ?`, [now]);
+    const keys = await this.db.run(`DELETE FROM tw_signing_key WHERE retired_at IS NOT NULL AND retired_at <= ?`, [keysBefore]);
+    return { refreshTokens, revoked, keys };
+  }
+
+  close(): Promise<void> {
+    return this.db.close();
+  }
+}

@@ -1,0 +1,63 @@
+/**
+ * The embedded store: `[database.apim_db] type = "h2"` (the spec's embedded default) is an SQLite file
+ * (lib/config/database.ts says where), through better-sqlite3. Its calls are synchronous and take
+ * microseconds on a local file, which is why the key manager can share the event loop with the gateway.
+ * WAL journal: readers (a CLI on the same file) do not block the running node's writes.
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import Database from 'better-sqlite3';
+import { StoreError } from './types';
+import type { Param, Row, SqlDriver } from './sql';
+
+function mapError(err: unknown): unknown {
+  const code = (err as { code?: unknown }).code;
+  if (code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY') {
+    return new StoreError('STORE_CONFLICT', (err as Error).message, { cause: err });
+  }
+  return err;
+}
+
+export function openSqlite(file: string): SqlDriver {
+  if (file !== ':memory:') fs.mkdirSync(path.dirname(file), { recursive: true });
+  let db: Database.Database;
+  try {
+    db = new Database(file);
+  } catch (err) {
+    throw new StoreError('STORE_CONNECT', `cannot open the embedded database ${file}: ${(err as Error).message}`, { cause: err });
+  }
+  if (file !== ':memory:') db.pragma('journal_mode = WAL');
+  db.pragma('busy_timeout = 5000');
+  const statements = new Map<string, Database.Statement>();
+  const prepare = (sql: string): Database.Statement => {
+    let s = statements.get(sql);
+    if (s === undefined) {
+      s = db.prepare(sql);
+      statements.set(sql, s);
+    }
+    return s;
+  };
+  return {
+    kind: 'sqlite',
+    description: `embedded SQLite ${file}`,
+    all(sql: string, params: readonly Param[] = []): Promise<Row[]> {
+      try {
+        return Promise.resolve(prepare(sql).all(...params) as Row[]);
+      } catch (err) {
+        return Promise.reject(mapError(err));
+      }
+    },
+    run(sql: string, params: readonly Param[] = []): Promise<number> {
+      try {
+        return Promise.resolve(prepare(sql).run(...params).changes);
+      } catch (err) {
+        return Promise.reject(mapError(err));
+      }
+    },
+    close(): Promise<void> {
+      statements.clear();
+      if (db.open) db.close();
+      return Promise.resolve();
+    },
+  };
+}

@@ -1,0 +1,163 @@
+/**
+ * What the key manager keeps (issue 5, "Store"): applications and their OAuth clients, subscriptions,
+ * users, refresh tokens, revoked token ids and signing keys. One interface, three implementations over
+ * SQL (embedded SQLite for `[database.apim_db] type = "h2"`, PostgreSQL for `postgre`, MySQL/MariaDB for
+ * `mysql`; lib/store/open.ts picks one).
+ *
+ * Secrets never leave the store in clear: client secrets and refresh tokens are kept as SHA-256 digests
+ * (both are 256-bit random values, so an unsalted digest is not open to guessing), user passwords as the
+ * salted digest `[user_store.properties] PasswordHashMethod` names.
+ */
+
+/** Subscription states (spec 002, part 3, "Subscription conditions that affect invocation"). */
+export const SUBSCRIPTION_STATES = ['UNBLOCKED', 'BLOCKED', 'PROD_ONLY_BLOCKED', 'ON_HOLD'] as const;
+export type SubscriptionState = (typeof SUBSCRIPTION_STATES)[number];
+
+/** Key types of an application's OAuth client: production or sandbox keys (the `keytype` token claim). */
+export type KeyType = 'PRODUCTION' | 'SANDBOX';
+
+/** `[user_store.properties] PasswordHashMethod` values (spec 001). */
+export type PasswordHashMethod = 'SHA' | 'SHA-1' | 'SHA-256' | 'MD5' | 'PLAIN_TEXT';
+
+export interface Application {
+  readonly id: string;
+  readonly name: string;
+  readonly owner: string;
+  /** Application throttling tier (policy name). */
+  readonly tier: string;
+  readonly description: string;
+  readonly createdAt: number;
+}
+
+/** An OAuth client (consumer key) of an application; an application has at most one per key type. */
+export interface OAuthClient {
+  readonly consumerKey: string;
+  /** SHA-256 of the consumer secret, hex. */
+  readonly secretHash: string;
+  readonly applicationId: string;
+  readonly keyType: KeyType;
+  readonly grantTypes: readonly string[];
+  readonly callbackUrl: string;
+  readonly createdAt: number;
+}
+
+export interface Subscription {
+  readonly id: string;
+  readonly applicationId: string;
+  readonly apiContext: string;
+  readonly apiVersion: string;
+  /** Subscription throttling tier (policy name). */
+  readonly tier: string;
+  readonly state: SubscriptionState;
+  readonly createdAt: number;
+}
+
+export interface User {
+  readonly username: string;
+  readonly passwordHash: string;
+  readonly salt: string;
+  readonly hashMethod: PasswordHashMethod;
+  readonly roles: readonly string[];
+  readonly createdAt: number;
+}
+
+/** A refresh token as stored: only its digest; `family` ties every rotation of one grant together. */
+export interface RefreshTokenRecord {
+  readonly tokenHash: string;
+  readonly family: string;
+  readonly consumerKey: string;
+  readonly subject: string;
+  readonly scope: string;
+  /** `aut` claim of the access tokens it refreshes: APPLICATION or APPLICATION_USER. */
+  readonly authorizedUserType: string;
+  readonly keyType: KeyType;
+  readonly issuedAt: number;
+  readonly expiresAt: number;
+  /** When it was exchanged (rotated); a second use is a replay (RFC 6749 §10.4, OAuth 2.0 Security BCP §4.14). */
+  readonly usedAt: number | null;
+  readonly revoked: boolean;
+}
+
+export interface RevokedToken {
+  readonly jti: string;
+  /** Kept until the token would have expired anyway ([apim.token.revocation] persistent notifier). */
+  readonly expiresAt: number;
+  readonly revokedAt: number;
+}
+
+/** A signing key pair of the key manager, as JWKs (RFC 7517). The newest active key signs. */
+export interface SigningKey {
+  readonly kid: string;
+  readonly alg: string;
+  readonly privateJwk: string;
+  readonly publicJwk: string;
+  readonly createdAt: number;
+  /** Set when rotated out: the key no longer signs but stays published until its tokens expire. */
+  readonly retiredAt: number | null;
+}
+
+export interface Store {
+  /** `sqlite`, `postgres` or `mysql`. */
+  readonly kind: string;
+  /** Where it is, for start-up lines (never credentials). */
+  readonly description: string;
+  /** Schema version after migrations. */
+  schemaVersion(): Promise<number>;
+
+  createApplication(app: Omit<Application, 'id' | 'createdAt'>): Promise<Application>;
+  getApplication(id: string): Promise<Application | undefined>;
+  findApplication(name: string, owner?: string): Promise<Application | undefined>;
+  listApplications(owner?: string): Promise<Application[]>;
+  updateApplication(id: string, change: Partial<Pick<Application, 'tier' | 'description' | 'owner'>>): Promise<Application | undefined>;
+  /** Deletes the application with its clients and subscriptions. */
+  deleteApplication(id: string): Promise<boolean>;
+
+  createClient(client: Omit<OAuthClient, 'createdAt'>): Promise<OAuthClient>;
+  getClient(consumerKey: string): Promise<OAuthClient | undefined>;
+  listClients(applicationId: string): Promise<OAuthClient[]>;
+  deleteClient(consumerKey: string): Promise<boolean>;
+
+  addSubscription(sub: Omit<Subscription, 'id' | 'createdAt'>): Promise<Subscription>;
+  getSubscription(id: string): Promise<Subscription | undefined>;
+  findSubscription(applicationId: string, apiContext: string, apiVersion: string): Promise<Subscription | undefined>;
+  listSubscriptions(filter?: { applicationId?: string; apiContext?: string }): Promise<Subscription[]>;
+  setSubscriptionState(id: string, state: SubscriptionState): Promise<Subscription | undefined>;
+  deleteSubscription(id: string): Promise<boolean>;
+
+  addUser(user: Omit<User, 'createdAt'>): Promise<User>;
+  getUser(username: string): Promise<User | undefined>;
+  listUsers(): Promise<User[]>;
+  deleteUser(username: string): Promise<boolean>;
+
+  saveRefreshToken(token: Omit<RefreshTokenRecord, 'usedAt' | 'revoked'>): Promise<void>;
+  getRefreshToken(tokenHash: string): Promise<RefreshTokenRecord | undefined>;
+  /** Marks a refresh token used; true only for the one caller that did it (rotation is atomic). */
+  markRefreshTokenUsed(tokenHash: string, at: number): Promise<boolean>;
+  /** Revokes every refresh token of a family (reuse detection, revocation); returns how many. */
+  revokeRefreshFamily(family: string): Promise<number>;
+
+  revokeToken(jti: string, expiresAt: number, at: number): Promise<void>;
+  isRevoked(jti: string, now: number): Promise<boolean>;
+  listRevoked(now: number): Promise<RevokedToken[]>;
+
+  addSigningKey(key: Omit<SigningKey, 'retiredAt'>): Promise<void>;
+  listSigningKeys(): Promise<SigningKey[]>;
+  retireSigningKey(kid: string, at: number): Promise<void>;
+  deleteSigningKey(kid: string): Promise<void>;
+
+  /** Deletes expired refresh tokens and revocations, and retired keys older than `keysBefore` (`[oauth.token_cleanup]`). */
+  cleanup(now: number, keysBefore: number): Promise<{ refreshTokens: number; revoked: number; keys: number }>;
+  close(): Promise<void>;
+}
+
+/** Error codes of the store (one class, stable codes, as undici's errors). */
+export type StoreErrorCode = 'STORE_UNSUPPORTED' | 'STORE_CONNECT' | 'STORE_CONFLICT' | 'STORE_NOT_FOUND' | 'STORE_POOL_TIMEOUT' | 'STORE_MIGRATION';
+
+export class StoreError extends Error {
+  readonly code: StoreErrorCode;
+  constructor(code: StoreErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'StoreError';
+    this.code = code;
+  }
+}
