@@ -71,7 +71,7 @@ t.test('maxInFlight 1, queueLength 0: a second concurrent request gets 503 (1030
   const res = await rawRequest(h.port, get('/second'));
   const took = Date.now() - started;
   assertFaultBody(t, res, 503, 103002, 103002, 1);
-  t.ok(took < 1000, `answered at once (${took} ms), not after a timeout`);
+  t.ok(took < 2000, `answered at once (${took} ms), not after a timeout`);
   t.equal(backend.conns.length, 1, 'the second request never reached the backend');
   assertFault(t, h.faults[0], { code: 103002, base: 103002, state: 1, side: 'source', reason: 'queue_full', httpStatus: 503 });
   held[0]?.respond(200, 'done');
@@ -122,7 +122,7 @@ t.test('keepAliveTimeout closes an idle client connection, quietly', async (t) =
   t.ok(await c.waitClose(3000), 'the idle connection is closed');
   const idle = c.closedAt - idleFrom;
   t.ok(idle >= KEEP_ALIVE - 20, `after about keepAliveTimeout (${idle} ms)`);
-  t.ok(idle < KEEP_ALIVE + 1000, `not much later (${idle} ms)`);
+  t.ok(idle < KEEP_ALIVE + 3000, `not much later (${idle} ms)`);
   t.ok(c.ended, 'with a FIN, not a reset');
   t.equal(c.responses.length, 1, 'no response is written when an idle connection closes');
   t.equal(h.faults.length, 0, 'an idle close is not a fault');

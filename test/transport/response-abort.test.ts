@@ -86,7 +86,7 @@ t.test('a slow body that keeps trickling within the socket timeout is not cut', 
       const timer = setInterval(() => {
         c.write(String(i));
         if (++i === 10) clearInterval(timer);
-      }, 100); // 10 bytes over ~1 s, each gap well under the timeout
+      }, 60); // 10 bytes over ~0.6 s, twice the timeout, each gap well under it
     },
   });
   t.teardown(() => backend.close());
