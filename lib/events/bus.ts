@@ -1,0 +1,112 @@
+/**
+ * The in-process event bus: every change a gateway must know about (spec 002, part 6: token revocation
+ * notifications, control plane events) is published here by the key manager, and the gateway in the
+ * same process subscribes (Step 5). Across processes the same envelopes travel over Redis pub/sub
+ * (Step 9), which is why an event is plain JSON: `{ name, id, time, payload }`. docs/events.md
+ * describes each name and payload.
+ *
+ * Delivery is synchronous and in publication order; a subscriber that throws does not stop the others
+ * or the publisher (its error goes to `onError`).
+ */
+import { randomUUID } from 'node:crypto';
+import type { KeyType, SubscriptionState } from '../store/types';
+
+export interface ApplicationPayload {
+  readonly id: string;
+  readonly name: string;
+  readonly owner: string;
+  /** Application throttling tier. */
+  readonly tier: string;
+  /** The application's OAuth clients: the `client_id` / `azp` a token carries maps to the application. */
+  readonly keys: readonly { readonly consumerKey: string; readonly keyType: KeyType }[];
+}
+
+export interface SubscriptionPayload {
+  readonly id: string;
+  readonly applicationId: string;
+  readonly apiContext: string;
+  readonly apiVersion: string;
+  readonly tier: string;
+  readonly state: SubscriptionState;
+}
+
+export interface EventPayloads {
+  /** A token was revoked: refuse any JWT with this `jti` until `expiresAt` ([apim.token.revocation] realtime notifier). */
+  'token.revoked': { readonly jti: string; readonly expiresAt: number; readonly consumerKey: string; readonly revokedAt: number };
+  'application.added': { readonly application: ApplicationPayload };
+  /** Tier, owner or keys changed (keys generated or removed). */
+  'application.changed': { readonly application: ApplicationPayload };
+  'application.removed': { readonly application: ApplicationPayload };
+  'subscription.added': { readonly subscription: SubscriptionPayload };
+  /** Its state (UNBLOCKED, BLOCKED, PROD_ONLY_BLOCKED, ON_HOLD) or tier changed. */
+  'subscription.changed': { readonly subscription: SubscriptionPayload; readonly previousState: SubscriptionState };
+  'subscription.removed': { readonly subscription: SubscriptionPayload };
+  /** A throttling policy was added, changed or removed. */
+  'policy.changed': { readonly kind: 'application' | 'subscription' | 'api' | 'global'; readonly name: string; readonly change: 'added' | 'changed' | 'removed' };
+}
+
+export type EventName = keyof EventPayloads;
+
+export const EVENT_NAMES: readonly EventName[] = [
+  'token.revoked',
+  'application.added',
+  'application.changed',
+  'application.removed',
+  'subscription.added',
+  'subscription.changed',
+  'subscription.removed',
+  'policy.changed',
+];
+
+export interface Event<N extends EventName = EventName> {
+  readonly name: N;
+  /** Unique per event (a Redis subscriber that also published it skips its own). */
+  readonly id: string;
+  /** Epoch milliseconds. */
+  readonly time: number;
+  readonly payload: EventPayloads[N];
+}
+
+export type AnyEvent = { [N in EventName]: Event<N> }[EventName];
+
+export interface EventBus {
+  publish<N extends EventName>(name: N, payload: EventPayloads[N]): Event<N>;
+  /** Delivers an event that arrived from elsewhere (Redis) to the local subscribers, unchanged. */
+  deliver(event: AnyEvent): void;
+  /** Every event; returns the unsubscribe function. */
+  subscribe(handler: (event: AnyEvent) => void): () => void;
+  /** One event name; returns the unsubscribe function. */
+  on<N extends EventName>(name: N, handler: (event: Event<N>) => void): () => void;
+}
+
+export function createEventBus(onError: (err: unknown, event: AnyEvent) => void = () => undefined): EventBus {
+  const all = new Set<(event: AnyEvent) => void>();
+  const deliver = (event: AnyEvent): void => {
+    for (const h of [...all]) {
+      try {
+        h(event);
+      } catch (err) {
+        onError(err, event);
+      }
+    }
+  };
+  return {
+    publish(name, payload) {
+      const event = { name, id: randomUUID(), time: Date.now(), payload } as Event<typeof name>;
+      deliver(event as unknown as AnyEvent);
+      return event;
+    },
+    deliver,
+    subscribe(handler) {
+      all.add(handler);
+      return () => void all.delete(handler);
+    },
+    on(name, handler) {
+      const h = (event: AnyEvent): void => {
+        if (event.name === name) handler(event as unknown as Event<typeof name>);
+      };
+      all.add(h);
+      return () => void all.delete(h);
+    },
+  };
+}

@@ -1,0 +1,106 @@
+/**
+ * The JSON admin API on the management port, under /admin/v1, for the super admin (HTTP Basic; any
+ * stored user with the admin role). docs/admin-api.md lists every route. Names in paths are
+ * URL-encoded; `?owner=` picks among applications of the same name.
+ */
+import type * as http from 'node:http';
+import { SUBSCRIPTION_STATES, type KeyType, type SubscriptionState } from '../store/types';
+import { OAuthError } from './errors';
+import { readJson, sendJson, type RouteContext } from './http';
+
+const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
+
+function state(v: unknown): SubscriptionState {
+  if (typeof v !== 'string' || !(SUBSCRIPTION_STATES as readonly string[]).includes(v)) {
+    throw new OAuthError('invalid_request', `state must be one of ${SUBSCRIPTION_STATES.join(', ')}`);
+  }
+  return v as SubscriptionState;
+}
+
+function keyType(v: unknown): KeyType {
+  if (v === undefined) return 'PRODUCTION';
+  if (v === 'PRODUCTION' || v === 'SANDBOX') return v;
+  throw new OAuthError('invalid_request', 'keyType must be PRODUCTION or SANDBOX');
+}
+
+function strings(v: unknown, name: string): string[] | undefined {
+  if (v === undefined) return undefined;
+  if (Array.isArray(v) && v.every((x) => typeof x === 'string')) return v as string[];
+  throw new OAuthError('invalid_request', `${name} must be an array of strings`);
+}
+
+function need(v: unknown, name: string): string {
+  const s = str(v);
+  if (s === undefined) throw new OAuthError('invalid_request', `${name} is required`);
+  return s;
+}
+
+export async function handleAdmin(ctx: RouteContext, req: http.IncomingMessage, res: http.ServerResponse, path: string, query: URLSearchParams): Promise<void> {
+  const method = req.method ?? 'GET';
+  const parts = path.split('/').filter((s) => s !== '').map((s) => decodeURIComponent(s));
+  const owner = query.get('owner') ?? undefined;
+  const m = ctx.manager;
+  const [collection, id, sub] = parts;
+
+  if (collection === 'applications') {
+    if (id === undefined && method === 'GET') return sendJson(res, 200, { list: await m.listApplications(owner) });
+    if (id === undefined && method === 'POST') {
+      const b = await readJson(req);
+      const app = await m.createApplication({ name: need(b.name, 'name'), owner: str(b.owner) ?? ctx.oauth.settings.adminUser, ...(str(b.tier) !== undefined ? { tier: str(b.tier) as string } : {}), ...(str(b.description) !== undefined ? { description: str(b.description) as string } : {}) });
+      return sendJson(res, 201, app);
+    }
+    if (id !== undefined && sub === undefined && method === 'GET') return sendJson(res, 200, await m.getApplication(id, owner));
+    if (id !== undefined && sub === undefined && method === 'DELETE') return sendJson(res, 200, await m.deleteApplication(id, owner));
+    if (id !== undefined && sub === 'keys' && method === 'POST' && parts.length === 3) {
+      const b = await readJson(req);
+      const grantTypes = strings(b.grantTypes, 'grantTypes');
+      const keys = await m.generateKeys(id, { keyType: keyType(b.keyType), ...(grantTypes !== undefined ? { grantTypes } : {}), ...(str(b.callbackUrl) !== undefined ? { callbackUrl: str(b.callbackUrl) as string } : {}), ...(owner !== undefined ? { owner } : {}) });
+      return sendJson(res, 201, keys, { 'Cache-Control': 'no-store' });
+    }
+  }
+  if (collection === 'subscriptions' && sub === undefined) {
+    if (id === undefined && method === 'GET') {
+      const app = query.get('application') ?? undefined;
+      const api = query.get('api') ?? undefined;
+      return sendJson(res, 200, { list: await m.listSubscriptions({ ...(app !== undefined ? { application: app } : {}), ...(owner !== undefined ? { owner } : {}), ...(api !== undefined ? { apiContext: api } : {}) }) });
+    }
+    if (id === undefined && method === 'POST') {
+      const b = await readJson(req);
+      const s = await m.addSubscription({
+        application: need(b.application, 'application'),
+        apiContext: need(b.api, 'api'),
+        apiVersion: need(b.version, 'version'),
+        ...(str(b.owner) !== undefined ? { owner: str(b.owner) as string } : {}),
+        ...(str(b.tier) !== undefined ? { tier: str(b.tier) as string } : {}),
+        ...(b.state !== undefined ? { state: state(b.state) } : {}),
+      });
+      return sendJson(res, 201, s);
+    }
+    // By id in the path, or by { application, api, version } in the body.
+    if (method === 'PATCH' || method === 'DELETE') {
+      const b = await readJson(req);
+      const ref = id !== undefined
+        ? { id }
+        : { application: need(b.application, 'application'), apiContext: need(b.api, 'api'), ...(str(b.version) !== undefined ? { apiVersion: str(b.version) as string } : {}), ...(str(b.owner) !== undefined ? { owner: str(b.owner) as string } : {}) };
+      if (method === 'DELETE') return sendJson(res, 200, await m.removeSubscription(ref));
+      return sendJson(res, 200, await m.setSubscriptionState(ref, state(b.state)));
+    }
+  }
+  if (collection === 'users' && id === undefined) {
+    if (method === 'GET') return sendJson(res, 200, { list: await m.listUsers() });
+    if (method === 'POST') {
+      const b = await readJson(req);
+      const roles = strings(b.roles, 'roles');
+      const u = await m.addUser({ username: need(b.username, 'username'), password: need(b.password, 'password'), ...(roles !== undefined ? { roles } : {}) }, ctx.userRules);
+      return sendJson(res, 201, u);
+    }
+  }
+  if (collection === 'signing-keys' && id === undefined && method === 'GET') return sendJson(res, 200, { keys: ctx.keys.publicJwks() });
+  if (collection === 'signing-keys' && id === 'rotate' && method === 'POST') {
+    const kid = await ctx.keys.rotate();
+    ctx.logger.log('info', 'signing_key_rotated', { kid });
+    return sendJson(res, 200, { kid });
+  }
+  if (collection === 'revocations' && id === undefined && method === 'GET') return sendJson(res, 200, { list: await ctx.store.listRevoked(Date.now()) });
+  throw new OAuthError('not_found', `no admin resource ${method} /admin/v1${path}`);
+}

@@ -1,0 +1,52 @@
+/**
+ * OAuth 2.0 error responses: RFC 6749 §5.2 (token endpoint), RFC 7009 §2.2.1 (revocation), RFC 7591
+ * §3.2.2 (registration). One class, the RFC's code, an HTTP status, a description for the developer.
+ */
+export type OAuthErrorCode =
+  | 'invalid_request'
+  | 'invalid_client'
+  | 'invalid_grant'
+  | 'unauthorized_client'
+  | 'unsupported_grant_type'
+  | 'invalid_scope'
+  | 'unsupported_token_type'
+  | 'invalid_redirect_uri'
+  | 'invalid_client_metadata'
+  | 'access_denied'
+  | 'not_found'
+  | 'conflict'
+  | 'server_error';
+
+/** RFC 6749 §5.2: 400 except invalid_client (401 when the client tried to authenticate). */
+const STATUS: Readonly<Record<OAuthErrorCode, number>> = {
+  invalid_request: 400,
+  invalid_client: 401,
+  invalid_grant: 400,
+  unauthorized_client: 400,
+  unsupported_grant_type: 400,
+  invalid_scope: 400,
+  unsupported_token_type: 400,
+  invalid_redirect_uri: 400,
+  invalid_client_metadata: 400,
+  access_denied: 403,
+  not_found: 404,
+  conflict: 409,
+  server_error: 500,
+};
+
+export class OAuthError extends Error {
+  readonly error: OAuthErrorCode;
+  readonly status: number;
+  /** Extra response headers (WWW-Authenticate for invalid_client, RFC 6749 §5.2). */
+  readonly headers: Readonly<Record<string, string>>;
+  constructor(error: OAuthErrorCode, description: string, options: { status?: number; headers?: Record<string, string> } = {}) {
+    super(description);
+    this.name = 'OAuthError';
+    this.error = error;
+    this.status = options.status ?? STATUS[error];
+    this.headers = options.headers ?? {};
+  }
+  body(): { error: string; error_description: string } {
+    return { error: this.error, error_description: this.message };
+  }
+}

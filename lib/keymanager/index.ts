@@ -1,0 +1,133 @@
+/**
+ * The key manager (issue 5): the OAuth 2.0 authorization server, dynamic client registration and the
+ * admin API, served by the management server. Until Step 8 brings TLS it listens in plain HTTP on
+ * `[transport.http.properties] port` (9763 + server.offset, the reference's HTTP management port: the
+ * spec lists 9443 for both); Step 8 serves the same handler on `[transport.https.properties] port`
+ * (9443 + offset). docs/key-manager.md describes it.
+ *
+ * `createKeyManager` opens nothing but the store it is given; `listen()` opens the port.
+ */
+import * as http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { LoadResult } from '../config/load';
+import { createEventBus, type EventBus } from '../events/bus';
+import { silentLogger, type Logger } from '../observability/log';
+import type { Store } from '../store/types';
+import { createHandler, type RouteContext } from './http';
+import { openKeyRing, type KeyRing } from './keys';
+import { Manager } from './manage';
+import { OAuthServer } from './oauth';
+import { keyManagerSettings, type KeyManagerSettings } from './settings';
+
+export interface KeyManagerOptions {
+  readonly loaded: LoadResult;
+  readonly store: Store;
+  readonly bus?: EventBus;
+  readonly logger?: Logger;
+  /** Scopes deployed API resources declare (added to allowed_scopes). */
+  readonly apiScopes?: () => Iterable<string>;
+  /** Overrides the URL this server is reached at (tests listening on port 0). */
+  readonly baseUrl?: string;
+}
+
+export interface KeyManager {
+  readonly settings: KeyManagerSettings;
+  readonly oauth: OAuthServer;
+  readonly manager: Manager;
+  readonly keys: KeyRing;
+  readonly bus: EventBus;
+  readonly handler: (req: http.IncomingMessage, res: http.ServerResponse) => void;
+  /** Opens the management HTTP port (default: ports.managementHttp). */
+  listen(port?: number, host?: string): Promise<AddressInfo>;
+  close(): Promise<void>;
+}
+
+/** Longest validity of any token a key signed: a retired key stays published this long. */
+function keyGrace(s: KeyManagerSettings): number {
+  return Math.max(s.appTokenValidity, s.userTokenValidity, s.idTokenValidity) + s.skew;
+}
+
+function javaRegex(source: string): RegExp {
+  try {
+    return new RegExp(source);
+  } catch {
+    return /^[\S]{5,30}$/;
+  }
+}
+
+/** Cleanup runs at start and then this often when `[oauth.token_cleanup] enable`. */
+const CLEANUP_INTERVAL = 60 * 60 * 1000;
+
+export async function createKeyManager(o: KeyManagerOptions): Promise<KeyManager> {
+  const config = o.loaded.config;
+  const logger = o.logger ?? silentLogger;
+  const bus = o.bus ?? createEventBus((err, event) => logger.log('error', 'event_subscriber_failed', { event: event.name, message: (err as Error).message }));
+  let settings = keyManagerSettings(config, o.loaded.ports, o.baseUrl);
+  const keys = await openKeyRing(o.store, keyGrace(settings));
+  const manager = new Manager(o.store, bus, settings.passwordHashMethod);
+  let oauth = new OAuthServer({ store: o.store, keys, bus, logger, settings, ...(o.apiScopes !== undefined ? { apiScopes: o.apiScopes } : {}) });
+  const props = config.user_store.properties;
+  const userRules = { username: javaRegex(props.UsernameJavaRegEx), password: javaRegex(props.PasswordJavaRegEx) };
+  const ctx: { -readonly [K in keyof RouteContext]: RouteContext[K] } = { oauth, manager, store: o.store, keys, logger, userRules };
+  const handler = createHandler(ctx);
+  let server: http.Server | undefined;
+  let timer: NodeJS.Timeout | undefined;
+
+  const cleanup = async (): Promise<void> => {
+    const now = Date.now();
+    const r = await o.store.cleanup(now, now - keyGrace(settings));
+    if (r.refreshTokens + r.revoked + r.keys > 0) logger.log('info', 'token_cleanup', r);
+    if (r.keys > 0) await keys.reload();
+  };
+  if (settings.tokenCleanup) {
+    await cleanup().catch((err: unknown) => logger.log('warn', 'token_cleanup_failed', { message: (err as Error).message }));
+    timer = setInterval(() => void cleanup().catch((err: unknown) => logger.log('warn', 'token_cleanup_failed', { message: (err as Error).message })), CLEANUP_INTERVAL);
+    timer.unref();
+  }
+
+  return {
+    get settings() {
+      return settings;
+    },
+    get oauth() {
+      return oauth;
+    },
+    manager,
+    keys,
+    bus,
+    handler,
+    listen(port = o.loaded.ports.managementHttp, host?: string) {
+      return new Promise((resolve, reject) => {
+        const s = http.createServer(handler);
+        s.keepAliveTimeout = 5000;
+        s.once('error', reject);
+        s.listen(port, host, () => {
+          s.removeListener('error', reject);
+          server = s;
+          const a = s.address() as AddressInfo;
+          // Port 0 (tests): the URLs the server announces follow the port it got.
+          if (o.baseUrl === undefined && port === 0) {
+            settings = keyManagerSettings(config, o.loaded.ports, `http://${host ?? '127.0.0.1'}:${a.port}`);
+            oauth = new OAuthServer({ store: o.store, keys, bus, logger, settings, ...(o.apiScopes !== undefined ? { apiScopes: o.apiScopes } : {}) });
+            ctx.oauth = oauth;
+          }
+          resolve(a);
+        });
+      });
+    },
+    async close() {
+      if (timer !== undefined) clearInterval(timer);
+      const s = server;
+      server = undefined;
+      if (s !== undefined) {
+        await new Promise<void>((resolve) => {
+          s.close(() => resolve());
+          s.closeIdleConnections();
+        });
+      }
+    },
+  };
+}
+
+export { createEventBus } from '../events/bus';
+export { openStore } from '../store/open';

@@ -1,0 +1,192 @@
+/**
+ * Management operations on applications, keys, subscriptions and users: one implementation behind the
+ * admin API (lib/keymanager/admin.ts), dynamic client registration and the CLI's local mode. Every
+ * change a gateway must know is published on the event bus (docs/events.md).
+ *
+ * Secrets: a consumer secret is returned once, by the call that creates it, and only its digest is kept.
+ */
+import { randomBytes } from 'node:crypto';
+import type { ApplicationPayload, EventBus, SubscriptionPayload } from '../events/bus';
+import { digest, hashPassword, newSalt, randomToken } from '../store/passwords';
+import { SUBSCRIPTION_STATES, StoreError, type Application, type KeyType, type OAuthClient, type PasswordHashMethod, type Store, type Subscription, type SubscriptionState } from '../store/types';
+import { OAuthError } from './errors';
+import { DEFAULT_CLIENT_GRANTS, GRANT_KEYS } from './settings';
+
+export interface ApplicationView extends Application {
+  readonly keys: readonly { readonly consumerKey: string; readonly keyType: KeyType; readonly grantTypes: readonly string[]; readonly callbackUrl: string }[];
+}
+
+export interface GeneratedKeys {
+  readonly application: string;
+  readonly applicationId: string;
+  readonly keyType: KeyType;
+  readonly consumerKey: string;
+  /** Shown once. */
+  readonly consumerSecret: string;
+  readonly grantTypes: readonly string[];
+  readonly callbackUrl: string;
+}
+
+export interface SubscriptionView extends Subscription {
+  readonly application: string;
+}
+
+export interface UserView {
+  readonly username: string;
+  readonly roles: readonly string[];
+  readonly hashMethod: PasswordHashMethod;
+  readonly createdAt: number;
+}
+
+/** A consumer key: 28 characters of [A-Za-z0-9_], like the reference's. */
+function newConsumerKey(): string {
+  return randomBytes(21).toString('base64url').replace(/-/g, '_');
+}
+
+function conflict(err: unknown, what: string): never {
+  if (err instanceof StoreError && err.code === 'STORE_CONFLICT') throw new OAuthError('conflict', `${what} already exists`);
+  throw err;
+}
+
+export class Manager {
+  constructor(
+    private readonly store: Store,
+    private readonly bus: EventBus,
+    private readonly hashMethod: PasswordHashMethod,
+  ) {}
+
+  private async view(app: Application): Promise<ApplicationView> {
+    const clients = await this.store.listClients(app.id);
+    return { ...app, keys: clients.map((c) => ({ consumerKey: c.consumerKey, keyType: c.keyType, grantTypes: c.grantTypes, callbackUrl: c.callbackUrl })) };
+  }
+
+  private payload(v: ApplicationView): ApplicationPayload {
+    return { id: v.id, name: v.name, owner: v.owner, tier: v.tier, keys: v.keys.map((k) => ({ consumerKey: k.consumerKey, keyType: k.keyType })) };
+  }
+
+  /** An application by name (optionally of one owner) or id. */
+  async application(nameOrId: string, owner?: string): Promise<Application> {
+    const app = (await this.store.findApplication(nameOrId, owner)) ?? (owner === undefined ? await this.store.getApplication(nameOrId) : undefined);
+    if (app === undefined) throw new OAuthError('not_found', `no application ${JSON.stringify(nameOrId)}${owner !== undefined ? ` owned by ${owner}` : ''}`);
+    return app;
+  }
+
+  async createApplication(input: { name: string; owner: string; tier?: string; description?: string }): Promise<ApplicationView> {
+    if (input.name.trim() === '') throw new OAuthError('invalid_request', 'an application needs a name');
+    const app = await this.store
+      .createApplication({ name: input.name, owner: input.owner, tier: input.tier ?? 'Unlimited', description: input.description ?? '' })
+      .catch((err: unknown) => conflict(err, `application ${input.name} of ${input.owner}`));
+    const v = await this.view(app);
+    this.bus.publish('application.added', { application: this.payload(v) });
+    return v;
+  }
+
+  async listApplications(owner?: string): Promise<ApplicationView[]> {
+    return Promise.all((await this.store.listApplications(owner)).map((a) => this.view(a)));
+  }
+
+  async getApplication(nameOrId: string, owner?: string): Promise<ApplicationView> {
+    return this.view(await this.application(nameOrId, owner));
+  }
+
+  async deleteApplication(nameOrId: string, owner?: string): Promise<ApplicationView> {
+    const app = await this.application(nameOrId, owner);
+    const v = await this.view(app);
+    const subs = await this.store.listSubscriptions({ applicationId: app.id });
+    await this.store.deleteApplication(app.id);
+    for (const s of subs) this.bus.publish('subscription.removed', { subscription: subscriptionPayload(s) });
+    this.bus.publish('application.removed', { application: this.payload(v) });
+    return v;
+  }
+
+  /**
+   * New consumer key and secret of one key type. An application has one client per key type: generating
+   * again replaces it (tokens of the old key stop mapping to the application).
+   */
+  async generateKeys(nameOrId: string, input: { keyType?: KeyType; grantTypes?: readonly string[]; callbackUrl?: string; owner?: string; consumerKey?: string } = {}): Promise<GeneratedKeys> {
+    const app = await this.application(nameOrId, input.owner);
+    const keyType = input.keyType ?? 'PRODUCTION';
+    const grantTypes = input.grantTypes !== undefined && input.grantTypes.length > 0 ? [...input.grantTypes] : [...DEFAULT_CLIENT_GRANTS];
+    for (const g of grantTypes) if (!(g in GRANT_KEYS)) throw new OAuthError('invalid_client_metadata', `unknown grant type ${g}`);
+    for (const c of await this.store.listClients(app.id)) if (c.keyType === keyType) await this.store.deleteClient(c.consumerKey);
+    const secret = randomToken();
+    const client: OAuthClient = await this.store
+      .createClient({ consumerKey: input.consumerKey ?? newConsumerKey(), secretHash: digest(secret), applicationId: app.id, keyType, grantTypes, callbackUrl: input.callbackUrl ?? '' })
+      .catch((err: unknown) => conflict(err, `consumer key ${input.consumerKey ?? ''}`));
+    this.bus.publish('application.changed', { application: this.payload(await this.view(app)) });
+    return { application: app.name, applicationId: app.id, keyType, consumerKey: client.consumerKey, consumerSecret: secret, grantTypes: client.grantTypes, callbackUrl: client.callbackUrl };
+  }
+
+  private async subscriptionView(s: Subscription): Promise<SubscriptionView> {
+    const app = await this.store.getApplication(s.applicationId);
+    return { ...s, application: app?.name ?? '' };
+  }
+
+  async addSubscription(input: { application: string; owner?: string; apiContext: string; apiVersion: string; tier?: string; state?: SubscriptionState }): Promise<SubscriptionView> {
+    const app = await this.application(input.application, input.owner);
+    const state = input.state ?? 'UNBLOCKED';
+    if (!SUBSCRIPTION_STATES.includes(state)) throw new OAuthError('invalid_request', `state must be one of ${SUBSCRIPTION_STATES.join(', ')}`);
+    const apiContext = input.apiContext.startsWith('/') ? input.apiContext : `/${input.apiContext}`;
+    const sub = await this.store
+      .addSubscription({ applicationId: app.id, apiContext, apiVersion: input.apiVersion, tier: input.tier ?? 'Unlimited', state })
+      .catch((err: unknown) => conflict(err, `subscription of ${app.name} to ${apiContext} ${input.apiVersion}`));
+    this.bus.publish('subscription.added', { subscription: subscriptionPayload(sub) });
+    return this.subscriptionView(sub);
+  }
+
+  async listSubscriptions(filter: { application?: string; owner?: string; apiContext?: string } = {}): Promise<SubscriptionView[]> {
+    const applicationId = filter.application !== undefined ? (await this.application(filter.application, filter.owner)).id : undefined;
+    const subs = await this.store.listSubscriptions({ ...(applicationId !== undefined ? { applicationId } : {}), ...(filter.apiContext !== undefined ? { apiContext: filter.apiContext } : {}) });
+    return Promise.all(subs.map((s) => this.subscriptionView(s)));
+  }
+
+  /** A subscription by id, or by application + API context (+ version when the application has several). */
+  async findSubscription(ref: { id?: string; application?: string; owner?: string; apiContext?: string; apiVersion?: string }): Promise<Subscription> {
+    if (ref.id !== undefined) {
+      const s = await this.store.getSubscription(ref.id);
+      if (s === undefined) throw new OAuthError('not_found', `no subscription ${ref.id}`);
+      return s;
+    }
+    if (ref.application === undefined || ref.apiContext === undefined) throw new OAuthError('invalid_request', 'name the subscription by id, or by application and API context');
+    const app = await this.application(ref.application, ref.owner);
+    const ctx = ref.apiContext.startsWith('/') ? ref.apiContext : `/${ref.apiContext}`;
+    const subs = (await this.store.listSubscriptions({ applicationId: app.id, apiContext: ctx })).filter((s) => ref.apiVersion === undefined || s.apiVersion === ref.apiVersion);
+    if (subs.length === 0) throw new OAuthError('not_found', `${app.name} has no subscription to ${ctx}${ref.apiVersion !== undefined ? ` ${ref.apiVersion}` : ''}`);
+    if (subs.length > 1) throw new OAuthError('invalid_request', `${app.name} subscribes to ${subs.length} versions of ${ctx}: name the version`);
+    return subs[0] as Subscription;
+  }
+
+  async setSubscriptionState(ref: Parameters<Manager['findSubscription']>[0], state: SubscriptionState): Promise<SubscriptionView> {
+    if (!SUBSCRIPTION_STATES.includes(state)) throw new OAuthError('invalid_request', `state must be one of ${SUBSCRIPTION_STATES.join(', ')}`);
+    const before = await this.findSubscription(ref);
+    const after = await this.store.setSubscriptionState(before.id, state);
+    if (after === undefined) throw new OAuthError('not_found', `no subscription ${before.id}`);
+    if (before.state !== state) this.bus.publish('subscription.changed', { subscription: subscriptionPayload(after), previousState: before.state });
+    return this.subscriptionView(after);
+  }
+
+  async removeSubscription(ref: Parameters<Manager['findSubscription']>[0]): Promise<SubscriptionView> {
+    const sub = await this.findSubscription(ref);
+    await this.store.deleteSubscription(sub.id);
+    this.bus.publish('subscription.removed', { subscription: subscriptionPayload(sub) });
+    return this.subscriptionView(sub);
+  }
+
+  async addUser(input: { username: string; password: string; roles?: readonly string[] }, rules?: { username: RegExp; password: RegExp }): Promise<UserView> {
+    if (rules !== undefined && !rules.username.test(input.username)) throw new OAuthError('invalid_request', `user name does not match [user_store.properties] UsernameJavaRegEx ${rules.username.source}`);
+    if (rules !== undefined && !rules.password.test(input.password)) throw new OAuthError('invalid_request', `password does not match [user_store.properties] PasswordJavaRegEx ${rules.password.source}`);
+    const salt = newSalt();
+    const u = await this.store
+      .addUser({ username: input.username, passwordHash: hashPassword(input.password, this.hashMethod, salt), salt, hashMethod: this.hashMethod, roles: [...(input.roles ?? ['subscriber'])] })
+      .catch((err: unknown) => conflict(err, `user ${input.username}`));
+    return { username: u.username, roles: u.roles, hashMethod: u.hashMethod, createdAt: u.createdAt };
+  }
+
+  async listUsers(): Promise<UserView[]> {
+    return (await this.store.listUsers()).map((u) => ({ username: u.username, roles: u.roles, hashMethod: u.hashMethod, createdAt: u.createdAt }));
+  }
+}
+
+export function subscriptionPayload(s: Subscription): SubscriptionPayload {
+  return { id: s.id, applicationId: s.applicationId, apiContext: s.apiContext, apiVersion: s.apiVersion, tier: s.tier, state: s.state };
+}

@@ -1,0 +1,419 @@
+/**
+ * The OAuth 2.0 authorization server: token (RFC 6749), revocation (RFC 7009) and introspection
+ * (RFC 7662), independent of HTTP (lib/keymanager/http.ts parses requests and renders the results).
+ *
+ * Access tokens are self-contained JWTs (spec 002, part 5, rule 3; RFC 9068 profile) signed with the
+ * key ring's current key. Refresh tokens are opaque 256-bit values kept only as digests, rotated on every
+ * use; presenting a used one again revokes its whole family (OAuth 2.0 Security BCP, RFC 9700 §4.14.2).
+ */
+import { randomUUID } from 'node:crypto';
+import { createLocalJWKSet, createRemoteJWKSet, decodeJwt, jwtVerify, SignJWT, type JWTPayload } from 'jose';
+import type { EventBus } from '../events/bus';
+import type { Logger } from '../observability/log';
+import { digest, randomToken, verifyDigest, verifyPassword } from '../store/passwords';
+import type { Application, KeyType, OAuthClient, Store, User } from '../store/types';
+import { OAuthError } from './errors';
+import type { KeyRing } from './keys';
+import { GRANT_KEYS, IMPLEMENTED_GRANTS, JWT_BEARER, type GrantType, type KeyManagerSettings } from './settings';
+
+export type Form = URLSearchParams;
+
+export interface AccessTokenClaims extends JWTPayload {
+  client_id: string;
+  azp: string;
+  scope: string;
+  keytype: KeyType;
+  aut: 'APPLICATION' | 'APPLICATION_USER';
+  application?: { id: string; name: string; owner: string; tier: string };
+}
+
+export interface TokenResponse {
+  access_token: string;
+  token_type: 'Bearer';
+  expires_in: number;
+  scope: string;
+  refresh_token?: string;
+  id_token?: string;
+}
+
+export interface AuthenticatedClient {
+  readonly client: OAuthClient;
+  readonly application: Application;
+}
+
+/** RFC 6749 §3.3: scope-token = 1*( %x21 / %x23-5B / %x5D-7E ). */
+const SCOPE_TOKEN = /^[\x21\x23-\x5B\x5D-\x7E]+$/;
+
+/** Form parameters that must appear at most once (RFC 6749 §3.1, §3.2). */
+function param(form: Form, name: string): string | undefined {
+  const all = form.getAll(name);
+  if (all.length > 1) throw new OAuthError('invalid_request', `parameter ${name} is repeated`);
+  const v = all[0];
+  return v === undefined || v === '' ? undefined : v;
+}
+
+function required(form: Form, name: string): string {
+  const v = param(form, name);
+  if (v === undefined) throw new OAuthError('invalid_request', `parameter ${name} is required`);
+  return v;
+}
+
+/** RFC 6749 §2.3.1: client id and secret are form-encoded before Basic encoding. */
+function formDecode(s: string): string {
+  try {
+    return decodeURIComponent(s.replace(/\+/g, ' '));
+  } catch {
+    return s;
+  }
+}
+
+export function parseBasic(header: string | undefined): { user: string; password: string } | undefined {
+  if (header === undefined) return undefined;
+  const m = /^Basic\s+([A-Za-z0-9+/=._~-]+)\s*$/i.exec(header);
+  if (m === null) return undefined;
+  const text = Buffer.from(m[1] ?? '', 'base64').toString('utf8');
+  const at = text.indexOf(':');
+  if (at < 0) return undefined;
+  return { user: text.slice(0, at), password: text.slice(at + 1) };
+}
+
+export interface OAuthServerOptions {
+  readonly store: Store;
+  readonly keys: KeyRing;
+  readonly bus: EventBus;
+  readonly logger: Logger;
+  readonly settings: KeyManagerSettings;
+  /** Scopes the deployed API resources declare (allowed in addition to allowed_scopes). */
+  readonly apiScopes?: () => Iterable<string>;
+}
+
+export class OAuthServer {
+  private readonly remoteJwks = new Map<string, ReturnType<typeof createRemoteJWKSet>>();
+
+  constructor(private readonly o: OAuthServerOptions) {}
+
+  get settings(): KeyManagerSettings {
+    return this.o.settings;
+  }
+
+  /**
+   * Client authentication (RFC 6749 §2.3.1): HTTP Basic, or client_id + client_secret in the body; one
+   * method only. Failure is invalid_client, 401, with a Basic challenge (RFC 6749 §5.2).
+   */
+  async authenticateClient(authorization: string | undefined, form: Form): Promise<AuthenticatedClient> {
+    const challenge = { headers: { 'WWW-Authenticate': 'Basic realm="throughway", charset="UTF-8"' } };
+    const basic = authorization !== undefined && /^Basic\s/i.test(authorization) ? parseBasic(authorization) : undefined;
+    if (authorization !== undefined && /^Basic\s/i.test(authorization) && basic === undefined) {
+      throw new OAuthError('invalid_client', 'malformed HTTP Basic credentials', challenge);
+    }
+    const bodyId = param(form, 'client_id');
+    const bodySecret = param(form, 'client_secret');
+    if (basic !== undefined && bodySecret !== undefined) throw new OAuthError('invalid_request', 'use one client authentication method: HTTP Basic or client_secret in the body (RFC 6749 §2.3)');
+    let id: string;
+    let secret: string;
+    if (basic !== undefined) {
+      id = formDecode(basic.user);
+      secret = formDecode(basic.password);
+      if (bodyId !== undefined && bodyId !== id) throw new OAuthError('invalid_request', 'client_id in the body differs from the authenticated client');
+    } else if (bodyId !== undefined && bodySecret !== undefined) {
+      id = bodyId;
+      secret = bodySecret;
+    } else {
+      throw new OAuthError('invalid_client', 'client authentication required: HTTP Basic with the consumer key and secret, or client_id and client_secret', challenge);
+    }
+    const client = await this.o.store.getClient(id);
+    // The digest is compared even for an unknown client, so timing does not tell which keys exist.
+    const ok = verifyDigest(secret, client?.secretHash ?? '0'.repeat(64));
+    if (client === undefined || !ok) throw new OAuthError('invalid_client', 'client authentication failed', challenge);
+    const application = await this.o.store.getApplication(client.applicationId);
+    if (application === undefined) throw new OAuthError('invalid_client', 'client authentication failed: its application was deleted', challenge);
+    return { client, application };
+  }
+
+  /** POST /oauth2/token (RFC 6749 §3.2). */
+  async token(authorization: string | undefined, form: Form): Promise<TokenResponse> {
+    const grant = required(form, 'grant_type');
+    if (!(grant in GRANT_KEYS)) throw new OAuthError('unsupported_grant_type', `grant type ${grant} is not known to this server`);
+    const g = grant as GrantType;
+    if (!this.o.settings.grants[g]) throw new OAuthError('unsupported_grant_type', `grant type ${grant} is disabled by [oauth.grant_type.${GRANT_KEYS[g]}] enable = false`);
+    if (!IMPLEMENTED_GRANTS.includes(g)) {
+      const why = g === 'authorization_code' ? 'it needs a login page, which throughway does not serve' : 'throughway has no SAML, NTLM or Kerberos identity provider to check it against';
+      throw new OAuthError('unsupported_grant_type', `grant type ${grant} is not supported: ${why}; use client_credentials, password, refresh_token or ${JWT_BEARER}`);
+    }
+    const auth = await this.authenticateClient(authorization, form);
+    if (auth.client.grantTypes.length > 0 && !auth.client.grantTypes.includes(grant)) {
+      throw new OAuthError('unauthorized_client', `this client may not use grant type ${grant} (its grant types: ${auth.client.grantTypes.join(' ')})`);
+    }
+    switch (g) {
+      case 'client_credentials': {
+        const scope = this.resolveScope(param(form, 'scope'));
+        return this.issue(auth, {
+          grant,
+          subject: auth.application.owner,
+          aut: 'APPLICATION',
+          scope,
+          validity: this.o.settings.appTokenValidity,
+          refresh: this.o.settings.clientCredentialsRefresh,
+          idToken: this.o.settings.clientCredentialsIdToken,
+        });
+      }
+      case 'password': {
+        const username = required(form, 'username');
+        const password = required(form, 'password');
+        const scope = this.resolveScope(param(form, 'scope'));
+        const user: User | undefined = await this.o.store.getUser(username);
+        if (user === undefined || !verifyPassword(password, user)) throw new OAuthError('invalid_grant', 'invalid resource owner credentials');
+        return this.issue(auth, { grant, subject: user.username, aut: 'APPLICATION_USER', scope, validity: this.o.settings.userTokenValidity, refresh: true, idToken: true });
+      }
+      case 'refresh_token':
+        return this.refresh(auth, form);
+      default:
+        return this.jwtBearer(auth, form);
+    }
+  }
+
+  /**
+   * Requested scopes filtered by allowed_scopes and API scopes: RFC 6749 §3.3 lets the server issue a
+   * narrower scope than asked (the response's `scope` says what was granted). Nothing left, or nothing
+   * asked: the reference's `default` scope.
+   */
+  resolveScope(requested: string | undefined): string {
+    if (requested === undefined) return 'default';
+    const asked = requested.split(' ').filter((s) => s !== '');
+    for (const s of asked) if (!SCOPE_TOKEN.test(s)) throw new OAuthError('invalid_scope', `malformed scope ${JSON.stringify(s)} (RFC 6749 §3.3)`);
+    const api = new Set(this.o.apiScopes?.() ?? []);
+    const granted = [...new Set(asked)].filter((s) => api.has(s) || this.o.settings.allowedScopes.some((p) => p.test(s)));
+    return granted.length > 0 ? granted.join(' ') : 'default';
+  }
+
+  private async refresh(auth: AuthenticatedClient, form: Form): Promise<TokenResponse> {
+    const presented = required(form, 'refresh_token');
+    const hash = digest(presented);
+    const rec = await this.o.store.getRefreshToken(hash);
+    const now = Date.now();
+    if (rec === undefined) throw new OAuthError('invalid_grant', 'unknown refresh token');
+    // RFC 6749 §6: the refresh token is bound to the client it was issued to.
+    if (rec.consumerKey !== auth.client.consumerKey) throw new OAuthError('invalid_grant', 'the refresh token was not issued to this client');
+    if (rec.revoked) throw new OAuthError('invalid_grant', 'the refresh token is revoked');
+    if (rec.usedAt !== null || !(await this.o.store.markRefreshTokenUsed(hash, now))) {
+      // A rotated token presented again: someone holds a copy. Revoke the family (RFC 9700 §4.14.2).
+      const n = await this.o.store.revokeRefreshFamily(rec.family);
+      this.o.logger.log('warn', 'refresh_token_reuse', { client_id: rec.consumerKey, sub: rec.subject, family: rec.family, revoked: n });
+      throw new OAuthError('invalid_grant', 'the refresh token was already used; every token of its grant is revoked');
+    }
+    if (rec.expiresAt <= now) throw new OAuthError('invalid_grant', 'the refresh token has expired');
+    let scope = rec.scope;
+    const asked = param(form, 'scope');
+    if (asked !== undefined) {
+      // RFC 6749 §6: a narrower scope may be asked for, never a wider one.
+      const original = new Set(rec.scope.split(' '));
+      const wanted = asked.split(' ').filter((s) => s !== '');
+      const extra = wanted.filter((s) => !original.has(s));
+      if (extra.length > 0) throw new OAuthError('invalid_scope', `scope ${extra.join(' ')} was not granted originally`);
+      scope = [...new Set(wanted)].join(' ');
+    }
+    const aut = rec.authorizedUserType === 'APPLICATION' ? 'APPLICATION' : 'APPLICATION_USER';
+    return this.issue(auth, {
+      grant: 'refresh_token',
+      subject: rec.subject,
+      aut,
+      scope,
+      validity: aut === 'APPLICATION' ? this.o.settings.appTokenValidity : this.o.settings.userTokenValidity,
+      refresh: true,
+      idToken: aut === 'APPLICATION_USER' || this.o.settings.clientCredentialsIdToken,
+      family: rec.family,
+    });
+  }
+
+  /** RFC 7523 §2.1: a JWT from a trusted issuer ([[apim.jwt.issuer]]) as the authorization grant. */
+  private async jwtBearer(auth: AuthenticatedClient, form: Form): Promise<TokenResponse> {
+    const assertion = required(form, 'assertion');
+    let iss: string | undefined;
+    try {
+      iss = decodeJwt(assertion).iss;
+    } catch {
+      throw new OAuthError('invalid_grant', 'the assertion is not a JWT');
+    }
+    const trusted = this.o.settings.trustedIssuers.find((i) => i.name === iss);
+    if (iss === undefined || trusted === undefined) {
+      throw new OAuthError('invalid_grant', `assertion issuer ${JSON.stringify(iss ?? '')} is not trusted (add it as [[apim.jwt.issuer]] name with jwks.url)`);
+    }
+    let jwks = this.remoteJwks.get(trusted.jwksUrl);
+    if (jwks === undefined) {
+      jwks = createRemoteJWKSet(new URL(trusted.jwksUrl), { timeoutDuration: 5000 });
+      this.remoteJwks.set(trusted.jwksUrl, jwks);
+    }
+    let claims: JWTPayload;
+    try {
+      // RFC 7523 §3: aud identifies this authorization server (its issuer or token endpoint); exp required.
+      const r = await jwtVerify(assertion, jwks, {
+        issuer: trusted.name,
+        audience: [this.o.settings.issuer, `${this.o.settings.baseUrl}/oauth2/token`],
+        requiredClaims: ['exp', 'sub'],
+        clockTolerance: Math.round(this.o.settings.skew / 1000),
+      });
+      claims = r.payload;
+    } catch (err) {
+      throw new OAuthError('invalid_grant', `the assertion is not valid: ${(err as Error).message}`);
+    }
+    const scope = this.resolveScope(param(form, 'scope'));
+    return this.issue(auth, {
+      grant: JWT_BEARER,
+      subject: String(claims.sub),
+      aut: 'APPLICATION_USER',
+      scope,
+      validity: this.o.settings.userTokenValidity,
+      refresh: true,
+      idToken: true,
+    });
+  }
+
+  private async issue(
+    auth: AuthenticatedClient,
+    t: { grant: string; subject: string; aut: 'APPLICATION' | 'APPLICATION_USER'; scope: string; validity: number; refresh: boolean; idToken: boolean; family?: string },
+  ): Promise<TokenResponse> {
+    const s = this.o.settings;
+    const key = this.o.keys.current();
+    const now = Math.floor(Date.now() / 1000);
+    const expiresIn = Math.max(1, Math.floor(t.validity / 1000));
+    const jti = randomUUID();
+    const { client, application } = auth;
+    const claims: AccessTokenClaims = {
+      client_id: client.consumerKey,
+      azp: client.consumerKey,
+      scope: t.scope,
+      keytype: client.keyType,
+      aut: t.aut,
+      application: { id: application.id, name: application.name, owner: application.owner, tier: application.tier },
+    };
+    const accessToken = await new SignJWT(claims)
+      // RFC 9068 §2.1: typ at+jwt marks an access token, so an ID token cannot be replayed as one.
+      .setProtectedHeader({ alg: key.alg, kid: key.kid, typ: 'at+jwt' })
+      .setIssuer(s.issuer)
+      .setSubject(t.subject)
+      .setAudience(client.consumerKey)
+      .setJti(jti)
+      .setIssuedAt(now)
+      .setNotBefore(now)
+      .setExpirationTime(now + expiresIn)
+      .sign(key.privateKey);
+    const res: TokenResponse = { access_token: accessToken, token_type: 'Bearer', expires_in: expiresIn, scope: t.scope };
+    // A refresh token needs the refresh_token grant enabled and allowed for the client.
+    const refreshAllowed = t.refresh && s.grants.refresh_token && (client.grantTypes.length === 0 || client.grantTypes.includes('refresh_token'));
+    if (refreshAllowed) {
+      const value = randomToken();
+      await this.o.store.saveRefreshToken({
+        tokenHash: digest(value),
+        family: t.family ?? randomUUID(),
+        consumerKey: client.consumerKey,
+        subject: t.subject,
+        scope: t.scope,
+        authorizedUserType: t.aut,
+        keyType: client.keyType,
+        issuedAt: now * 1000,
+        expiresAt: now * 1000 + s.refreshTokenValidity,
+      });
+      res.refresh_token = value;
+    }
+    if (t.idToken && t.scope.split(' ').includes('openid')) {
+      // OpenID Connect Core §2: the ID token's audience is the client; azp when it is the only one.
+      res.id_token = await new SignJWT({ azp: client.consumerKey })
+        .setProtectedHeader({ alg: key.alg, kid: key.kid, typ: 'JWT' })
+        .setIssuer(s.issuer)
+        .setSubject(t.subject)
+        .setAudience(client.consumerKey)
+        .setIssuedAt(now)
+        .setExpirationTime(now + Math.max(1, Math.floor(s.idTokenValidity / 1000)))
+        .sign(key.privateKey);
+    }
+    this.o.logger.log('info', 'token_issued', { grant_type: t.grant, client_id: client.consumerKey, sub: t.subject, jti, scope: t.scope, keytype: client.keyType, refresh: res.refresh_token !== undefined });
+    return res;
+  }
+
+  /** Verifies an access token this server issued (signature by a published key, issuer, expiry, not revoked). */
+  async verifyAccessToken(token: string): Promise<AccessTokenClaims | undefined> {
+    let payload: JWTPayload;
+    try {
+      const jwks = createLocalJWKSet({ keys: this.o.keys.publicJwks() });
+      const r = await jwtVerify(token, jwks, { issuer: this.o.settings.issuer, typ: 'at+jwt', clockTolerance: Math.round(this.o.settings.skew / 1000) });
+      payload = r.payload;
+    } catch {
+      return undefined;
+    }
+    if (typeof payload.jti === 'string' && (await this.o.store.isRevoked(payload.jti, Date.now()))) return undefined;
+    return payload as AccessTokenClaims;
+  }
+
+  /**
+   * POST /oauth2/revoke (RFC 7009 §2.1). The client authenticates; an access token's jti is kept revoked
+   * until its exp and announced as `token.revoked`; a refresh token revokes its family. An unknown or
+   * invalid token is still a 200 (§2.2).
+   */
+  async revoke(authorization: string | undefined, form: Form): Promise<void> {
+    const { client } = await this.authenticateClient(authorization, form);
+    const token = required(form, 'token');
+    const hint = param(form, 'token_type_hint');
+    if (hint !== undefined && hint !== 'access_token' && hint !== 'refresh_token') {
+      throw new OAuthError('unsupported_token_type', `token_type_hint ${hint} is not a token type this server issues`);
+    }
+    // The hint only orders the look-ups (§2.1); both kinds are tried.
+    const rec = hint === 'access_token' ? undefined : await this.o.store.getRefreshToken(digest(token));
+    if (rec !== undefined) {
+      if (rec.consumerKey !== client.consumerKey) throw new OAuthError('unauthorized_client', 'the token was not issued to this client');
+      await this.o.store.revokeRefreshFamily(rec.family);
+      this.o.logger.log('info', 'refresh_token_revoked', { client_id: client.consumerKey, family: rec.family });
+      return;
+    }
+    const claims = await this.verifyAccessToken(token);
+    if (claims === undefined || typeof claims.jti !== 'string' || typeof claims.exp !== 'number') return;
+    if (claims.client_id !== client.consumerKey) throw new OAuthError('unauthorized_client', 'the token was not issued to this client');
+    const now = Date.now();
+    const expiresAt = claims.exp * 1000 + this.o.settings.skew;
+    await this.o.store.revokeToken(claims.jti, expiresAt, now);
+    this.o.bus.publish('token.revoked', { jti: claims.jti, expiresAt, consumerKey: client.consumerKey, revokedAt: now });
+    this.o.logger.log('info', 'access_token_revoked', { client_id: client.consumerKey, jti: claims.jti });
+  }
+
+  /** POST /oauth2/introspect (RFC 7662 §2.2): `{ active: false }` for anything not currently valid. */
+  async introspect(form: Form): Promise<Record<string, unknown>> {
+    const token = required(form, 'token');
+    const hint = param(form, 'token_type_hint');
+    if (hint !== 'access_token') {
+      const rec = await this.o.store.getRefreshToken(digest(token));
+      if (rec !== undefined) {
+        const active = !rec.revoked && rec.usedAt === null && rec.expiresAt > Date.now();
+        if (!active) return { active: false };
+        return {
+          active: true,
+          token_type: 'refresh_token',
+          client_id: rec.consumerKey,
+          sub: rec.subject,
+          username: rec.subject,
+          scope: rec.scope,
+          iat: Math.floor(rec.issuedAt / 1000),
+          exp: Math.floor(rec.expiresAt / 1000),
+          keytype: rec.keyType,
+          aut: rec.authorizedUserType,
+        };
+      }
+    }
+    const claims = await this.verifyAccessToken(token);
+    if (claims === undefined) return { active: false };
+    return {
+      active: true,
+      token_type: 'Bearer',
+      scope: claims.scope,
+      client_id: claims.client_id,
+      username: claims.sub,
+      sub: claims.sub,
+      aud: claims.aud,
+      iss: claims.iss,
+      jti: claims.jti,
+      iat: claims.iat,
+      nbf: claims.nbf,
+      exp: claims.exp,
+      keytype: claims.keytype,
+      aut: claims.aut,
+    };
+  }
+}

@@ -1,0 +1,103 @@
+/**
+ * A key manager on 127.0.0.1 port 0 over a fresh embedded store, with a log captured in memory (tests
+ * grep it for secrets), and small fetch helpers for form and JSON requests.
+ */
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { loadConfig } from '../../lib/config/load';
+import { createKeyManager, type KeyManager } from '../../lib/keymanager';
+import { createEventBus, type AnyEvent } from '../../lib/events/bus';
+import { createLogger } from '../../lib/observability/log';
+import { openStore } from '../../lib/store/open';
+import type { Store } from '../../lib/store/types';
+
+export interface Harness {
+  readonly km: KeyManager;
+  readonly store: Store;
+  readonly url: string;
+  readonly events: AnyEvent[];
+  readonly logLines: string[];
+  readonly dir: string;
+  close(): Promise<void>;
+}
+
+export const ADMIN = { user: 'admin', password: 'admin-pw-1' };
+
+export async function startKeyManager(toml = '', options: { apiScopes?: () => Iterable<string>; dir?: string } = {}): Promise<Harness> {
+  const dir = options.dir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'tw-km-'));
+  const text = `[super_admin]\nusername = "${ADMIN.user}"\npassword = "${ADMIN.password}"\n[database.apim_db]\ntype = "h2"\nurl = "jdbc:h2:${path.join(dir, 'apim_db')}"\nusername = "tw"\npassword = "tw"\n${toml}`;
+  const loaded = loadConfig({ text, env: {} });
+  if (!loaded.ok) throw new Error(`test config invalid: ${JSON.stringify(loaded.diagnostics)}`);
+  const logLines: string[] = [];
+  const logger = createLogger('debug', { write: (l: string) => logLines.push(l) });
+  const store = await openStore(loaded.config, dir);
+  const bus = createEventBus();
+  const events: AnyEvent[] = [];
+  bus.subscribe((e) => events.push(e));
+  const km = await createKeyManager({ loaded, store, bus, logger, ...(options.apiScopes !== undefined ? { apiScopes: options.apiScopes } : {}) });
+  const a = await km.listen(0, '127.0.0.1');
+  return {
+    km,
+    store,
+    url: `http://127.0.0.1:${a.port}`,
+    events,
+    logLines,
+    dir,
+    async close() {
+      await km.close();
+      await store.close();
+      if (options.dir === undefined) fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export function basic(user: string, password: string): string {
+  return `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
+}
+
+export interface Reply {
+  readonly status: number;
+  readonly headers: Headers;
+  readonly body: Record<string, unknown>;
+  readonly text: string;
+}
+
+async function reply(r: Response): Promise<Reply> {
+  const text = await r.text();
+  let body: Record<string, unknown> = {};
+  try {
+    body = text === '' ? {} : (JSON.parse(text) as Record<string, unknown>);
+  } catch {
+    body = {};
+  }
+  return { status: r.status, headers: r.headers, body, text };
+}
+
+export async function postForm(url: string, form: Record<string, string>, auth?: string): Promise<Reply> {
+  return reply(await fetch(url, { method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded', ...(auth !== undefined ? { Authorization: auth } : {}) }, body: new URLSearchParams(form).toString() }));
+}
+
+export async function json(method: string, url: string, body?: unknown, auth?: string): Promise<Reply> {
+  return reply(
+    await fetch(url, { method, headers: { ...(body !== undefined ? { 'Content-Type': 'application/json' } : {}), ...(auth !== undefined ? { Authorization: auth } : {}) }, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) }),
+  );
+}
+
+export const adminAuth = (): string => basic(ADMIN.user, ADMIN.password);
+
+/** An application with production keys, through the admin API. */
+export async function appWithKeys(h: Harness, name = 'App1', keyBody: Record<string, unknown> = {}): Promise<{ key: string; secret: string; appId: string }> {
+  const app = await json('POST', `${h.url}/admin/v1/applications`, { name }, adminAuth());
+  if (app.status !== 201) throw new Error(`create app: ${app.text}`);
+  const keys = await json('POST', `${h.url}/admin/v1/applications/${encodeURIComponent(name)}/keys`, keyBody, adminAuth());
+  if (keys.status !== 201) throw new Error(`keys: ${keys.text}`);
+  return { key: String(keys.body.consumerKey), secret: String(keys.body.consumerSecret), appId: String(app.body.id) };
+}
+
+export function decodePayload(jwt: string): Record<string, unknown> {
+  return JSON.parse(Buffer.from(jwt.split('.')[1] ?? '', 'base64url').toString('utf8')) as Record<string, unknown>;
+}
+export function decodeHeader(jwt: string): Record<string, unknown> {
+  return JSON.parse(Buffer.from(jwt.split('.')[0] ?? '', 'base64url').toString('utf8')) as Record<string, unknown>;
+}
