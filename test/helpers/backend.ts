@@ -132,7 +132,11 @@ export async function rawBackend(options: BackendOptions = {}): Promise<RawBacke
         options.onData?.(conn, chunk);
         if (reader !== undefined) {
           reader.push(chunk);
-          while (seen < reader.messages.length) options.onRequest?.(conn, reader.messages[seen++] as Message);
+          // (seen++ outside the call: an optional call that is skipped does not evaluate its arguments)
+          while (seen < reader.messages.length) {
+            const req = reader.messages[seen++] as Message;
+            options.onRequest?.(conn, req);
+          }
         }
       });
     }

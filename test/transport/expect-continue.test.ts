@@ -78,4 +78,25 @@ t.test('a backend that answers 417 instead of 100: the client gets 417 and the b
   t.ok(await c.waitClose(2000), 'closed');
 });
 
+t.test('a backend that sends 100 Continue and then closes: the client sees the 100, then the 502 fault', async (t) => {
+  const backend = await rawBackend({
+    onRequestHead: (c) => {
+      c.write('HTTP/1.1 100 Continue\r\n\r\n');
+      setTimeout(() => c.socket.end(), 30);
+    },
+  });
+  t.teardown(() => backend.close());
+  const h = await startTransport(t, backend.url);
+  const c = await RawClient.connect(h.port);
+  t.teardown(() => c.destroy());
+  await c.write('POST /c HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\nhello');
+  const final = await c.finalResponse(3000);
+  t.same(
+    c.responses.map((r) => r.status),
+    [100, 502],
+  );
+  t.equal(JSON.parse(final.body.toString()).fault.code, 101505 + 4, 'closed at RESPONSE_HEAD(4): the interim began the response head');
+  t.equal(h.faults.length, 1);
+});
+
 checkTransitions(t);
