@@ -71,6 +71,7 @@ export class TransportCore {
   /** Exchanges holding an in-flight slot, and those waiting for one (spec 001 [passthru_http] worker_pool_*). */
   inFlight = 0;
   private readonly slotWaiters: Exchange[] = [];
+  private readonly timed: boolean;
   private sweepTimer: NodeJS.Timeout | undefined;
   private readonly sweepEvery: number;
   private drained: (() => void) | undefined;
@@ -85,6 +86,7 @@ export class TransportCore {
     readonly events: TransportEvents,
     readonly connect: ConnectFn,
   ) {
+    this.timed = events.onExchange !== undefined;
     const s = settings;
     const shortest = Math.min(s.socketTimeout, s.connectTimeout, s.headerTimeout, s.keepAliveTimeout, s.poolIdleTimeout);
     this.sweepEvery = Math.max(5, Math.min(250, Math.floor(shortest / 4)));
@@ -96,6 +98,14 @@ export class TransportCore {
 
   giveReadBuffer(buf: Buffer): void {
     if (this.spareBuffers.length < MAX_SPARE_BUFFERS) this.spareBuffers.push(buf);
+  }
+
+  /**
+   * A clock reading for exchange records: exact (performance.now()) when someone listens for them,
+   * otherwise the sweep's clock, so the plain pass-through path reads no clock at all.
+   */
+  stamp(): number {
+    return this.timed ? performance.now() : this.now;
   }
 
   poolFor(target: TargetEndpoint): RoutePool {
@@ -134,6 +144,12 @@ export class TransportCore {
       next.hasSlot = true;
       next.source.startTarget(next);
     }
+  }
+
+  /** An exchange that was waiting for a slot ended (its client left): it gives up its place. */
+  cancelSlotWait(ex: Exchange): void {
+    const i = this.slotWaiters.indexOf(ex);
+    if (i >= 0) this.slotWaiters.splice(i, 1);
   }
 
   get queued(): number {

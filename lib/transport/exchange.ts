@@ -5,6 +5,7 @@
 import type { SourceConnection } from './source';
 import type { TargetConnection } from './target';
 import type { SourceRequest, ForwardDecision } from './types';
+import type { TransportFault } from './codes';
 
 const EMPTY: readonly string[] = [];
 
@@ -49,6 +50,14 @@ export class Exchange implements SourceRequest {
   responseBytes = 0;
   status = 0;
   faultCode: number | undefined = undefined;
+  /** The transport fault that ended or answered the exchange. */
+  fault: TransportFault | undefined = undefined;
+  /** Retries taken under the forward's RetryPolicy. */
+  retries = 0;
+  /** Clock reading when the request was handed to a backend connection (-1 before). */
+  forwardedAt = -1;
+  /** Endpoint timeout deadline on the transport clock (0: none). */
+  deadline = 0;
   /** Clock readings: head complete, and when it started waiting for a pool or slot. */
   startedAt: number;
   waitSince = 0;

@@ -72,6 +72,12 @@ export class RoutePool {
     }
   }
 
+  /** A waiting exchange ended (its client left): it gives up its place. */
+  cancelWait(ex: Exchange): void {
+    const i = this.waiters.indexOf(ex);
+    if (i >= 0) this.waiters.splice(i, 1);
+  }
+
   private nextWaiter(): Exchange | undefined {
     while (this.waiters.length > 0) {
       const ex = this.waiters.shift() as Exchange;

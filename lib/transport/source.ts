@@ -290,7 +290,7 @@ export class SourceConnection implements ParserEvents {
 
   private beginExchange(): void {
     const core = this.core;
-    const ex = new Exchange(this, core.now);
+    const ex = new Exchange(this, core.stamp());
     this.ex = ex;
     this.keepAlive = this.parser.keepAlive && !core.closing;
     core.stats.requests++;
@@ -387,6 +387,11 @@ export class SourceConnection implements ParserEvents {
   }
 
   private attachTarget(ex: Exchange, t: TargetConnection): void {
+    if (ex.forwardedAt < 0) {
+      ex.forwardedAt = this.core.stamp();
+      const timeout = (ex.forward as ForwardDecision).timeout;
+      if (timeout !== undefined && timeout > 0) ex.deadline = this.core.now + timeout;
+    }
     t.attach(ex);
     ex.ready = true;
     if (ex.requestComplete) t.endRequest();
@@ -402,9 +407,9 @@ export class SourceConnection implements ParserEvents {
     this.unblockIfReady(ex);
   }
 
-  /** A reused socket went stale before any response byte: send the same head on a fresh connection. */
-  retry(ex: Exchange): void {
-    this.core.log.log('debug', 'retry_stale_connection', { connection: this.id, method: ex.method, url: ex.url });
+  /** Send the same head on a fresh connection (a stale reused socket, or the forward's RetryPolicy). */
+  retry(ex: Exchange, why: string): void {
+    this.core.log.log('debug', 'retry_request', { connection: this.id, method: ex.method, url: ex.url, why });
     const pool = this.core.poolFor((ex.forward as ForwardDecision).target);
     const t = pool.acquire(ex, true);
     if (t !== undefined) this.attachTarget(ex, t);
@@ -532,17 +537,23 @@ export class SourceConnection implements ParserEvents {
     if (ex.hasSlot) this.core.releaseSlot(ex);
     const onExchange = this.core.events.onExchange;
     if (onExchange !== undefined) {
+      const end = this.core.stamp();
       onExchange({
         method: ex.method,
         url: ex.url,
+        httpVersion: ex.versionMinor === 0 ? '1.0' : '1.1',
         remoteAddress: this.remoteAddress,
+        connectionId: this.id,
+        requestNumber: ex.requestNumber,
         status: ex.status,
         requestBytes: ex.bodyBytes,
         responseBytes: ex.responseBytes,
-        durationMs: this.core.now - ex.startedAt,
+        durationMs: end - ex.startedAt,
+        upstreamMs: ex.forwardedAt < 0 ? -1 : end - ex.forwardedAt,
         target: ex.forward?.target.key,
-        fault,
+        fault: fault ?? ex.fault,
         faultCode: ex.faultCode,
+        retries: ex.retries + (ex.retried ? 1 : 0),
       });
     }
   }
@@ -581,6 +592,7 @@ export class SourceConnection implements ParserEvents {
   }
 
   private answerFault(ex: Exchange, fault: TransportFault, mustClose: boolean): void {
+    ex.fault = fault;
     this.core.reportFault(fault, ex);
     const r = this.core.renderFault(fault, ex);
     this.answer(ex, r.faultCode === undefined ? { ...r, faultCode: fault.code } : r, mustClose);
@@ -593,6 +605,7 @@ export class SourceConnection implements ParserEvents {
       // The status line is already on the wire: the only honest signal left is an aborted connection.
       this.core.reportFault(fault, ex);
       ex.faultCode = fault.code;
+      ex.fault = fault;
       this.endExchange(ex, fault);
       this.abort();
       return;
@@ -639,7 +652,7 @@ export class SourceConnection implements ParserEvents {
 
   /** An exchange to answer a request whose head never parsed. */
   private newErrorExchange(): Exchange {
-    const ex = new Exchange(this, this.core.now);
+    const ex = new Exchange(this, this.core.stamp());
     ex.method = ex.method || 'GET';
     this.ex = ex;
     this.keepAlive = false;
@@ -699,6 +712,7 @@ export class SourceConnection implements ParserEvents {
       const fault = makeFault('client_io_receive', this.state, false, 'client ended the connection mid-request');
       this.core.reportFault(fault, ex);
       ex.faultCode = fault.code;
+      ex.fault = fault;
       this.endExchange(ex, fault);
       this.abort();
       return;
@@ -738,6 +752,8 @@ export class SourceConnection implements ParserEvents {
   private dropExchange(ex: Exchange): void {
     ex.aborted = true;
     if (ex.hasSlot) this.core.releaseSlot(ex);
+    else if (ex.forward !== null) this.core.cancelSlotWait(ex);
+    if (ex.forward !== null && ex.target === null) this.core.poolFor(ex.forward.target).cancelWait(ex);
     const t = ex.target;
     if (t !== null) {
       ex.target = null;

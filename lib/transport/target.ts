@@ -450,7 +450,7 @@ export class TargetConnection implements ParserEvents {
   };
 
   /** Fail the current exchange with `reason` at the current state; retries a stale reused socket once. */
-  fail(reason: FaultReason, cause: string | undefined): void {
+  fail(reason: FaultReason, cause: string | undefined, deadlineHit = false): void {
     if (this.failed) return;
     this.failed = true;
     const ex = this.ex;
@@ -466,16 +466,40 @@ export class TargetConnection implements ParserEvents {
       // byte is lost: the request never reached it. Retry once on a fresh connection.
       ex.retried = true;
       this.core.stats.retries++;
-      ex.source.retry(ex);
+      ex.source.retry(ex, 'stale reused connection');
       return;
     }
-    ex.source.targetFailed(ex, makeFault(reason, state, this.reused, cause));
+    const fault = makeFault(reason, state, this.reused, cause);
+    const policy = ex.forward?.retry;
+    if (
+      policy !== undefined &&
+      ex.retries < policy.count &&
+      !deadlineHit &&
+      ex.bodySent === 0 &&
+      this.responseBytes === 0 &&
+      !ex.responseStarted &&
+      (policy.codes.includes(fault.code) || policy.codes.includes(fault.base))
+    ) {
+      // Endpoint advanced configuration (spec 002 part 7 rule 3): retry on the listed codes, only while
+      // resending loses nothing (no body byte sent, no response byte received).
+      ex.retries++;
+      this.core.stats.retries++;
+      this.core.log.log('info', 'endpoint_retry', { code: fault.code, base: fault.base, state: fault.state, attempt: ex.retries + 1, url: ex.url });
+      ex.source.retry(ex, `fault ${fault.code}`);
+      return;
+    }
+    ex.source.targetFailed(ex, fault);
   }
 
   /** Sweep: connect timeout, inactivity (spec 001 [passthru_http] 'http.socket.timeout'). */
   checkTimeouts(now: number): void {
-    if (this.ex === null) return; // idle ones are evicted by the pool's sweep
+    const ex = this.ex;
+    if (ex === null) return; // idle ones are evicted by the pool's sweep
     const settings = this.core.settings;
+    if (ex.deadline !== 0 && now > ex.deadline) {
+      this.fail('socket_timeout', `endpoint timeout of ${(ex.forward as { timeout?: number }).timeout} ms`, true);
+      return;
+    }
     if (!this.connected) {
       if (now - this.connectStart > settings.connectTimeout) this.fail('connect_timeout', `no connection within ${settings.connectTimeout} ms`);
       return;

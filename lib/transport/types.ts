@@ -47,6 +47,21 @@ export interface ForwardDecision {
   readonly responseHeaders?: readonly string[];
   /** Lower-case names removed from the response head (spec 001, [apim.transport_headers]). */
   readonly dropResponseHeaders?: readonly string[];
+  /**
+   * Endpoint timeout (spec 002 part 7 rule 3, endpoint advanced configuration): ms from the moment the
+   * request is handed to a backend connection until its response is complete. Exceeded before the
+   * response head: fault 101504 + state (504); after it: the client connection is aborted.
+   */
+  readonly timeout?: number;
+  /** Retry on a fresh connection after these faults, when resending is safe (no body byte sent yet). */
+  readonly retry?: RetryPolicy;
+}
+
+export interface RetryPolicy {
+  /** Combined codes (101503) or base codes (matching every state) that allow a retry. */
+  readonly codes: readonly number[];
+  /** Retries at most (not counting the first attempt). */
+  readonly count: number;
 }
 
 /** Answer without a backend: faults, CORS preflight, health. */
@@ -73,15 +88,26 @@ export type FaultRenderer = (fault: TransportFault, req: SourceRequest | undefin
 export interface ExchangeRecord {
   readonly method: string;
   readonly url: string;
+  /** "1.1" or "1.0". */
+  readonly httpVersion: string;
   readonly remoteAddress: string;
+  readonly connectionId: number;
+  readonly requestNumber: number;
+  /** 0 when the client went away before any status was chosen. */
   readonly status: number;
   readonly requestBytes: number;
   readonly responseBytes: number;
-  /** ms from head received to response done. */
+  /** ms from the request head received to the response done (or the exchange aborted). */
   readonly durationMs: number;
+  /** ms from the request handed to a backend connection to its response done; -1 when not forwarded. */
+  readonly upstreamMs: number;
   readonly target: string | undefined;
+  /** The transport fault behind the exchange's end, when there was one (code, base, state, reason). */
   readonly fault: TransportFault | undefined;
+  /** The code rendered to the client (a transport fault's, or a router's LocalResponse.faultCode). */
   readonly faultCode: number | undefined;
+  /** Attempts beyond the first (stale-connection retry and RetryPolicy). */
+  readonly retries: number;
 }
 
 export interface TransportEvents {
