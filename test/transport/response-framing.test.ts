@@ -98,4 +98,50 @@ t.test('103 Early Hints is relayed to an HTTP/1.1 client before the final respon
   t.equal(h.faults.length, 0);
 });
 
+t.test('a response written one byte at a time is relayed whole (head and chunked body across reads)', async (t) => {
+  const RESPONSE = 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nX-Slow: yes\r\n\r\n5\r\nhello\r\n0\r\n\r\n';
+  const backend = await rawBackend({
+    onRequest: (c) => {
+      let i = 0;
+      const timer = setInterval(() => {
+        c.write(RESPONSE.charAt(i++));
+        if (i === RESPONSE.length) clearInterval(timer);
+      }, 1);
+    },
+  });
+  t.teardown(() => backend.close());
+  const h = await startTransport(t, backend.url);
+  const c = await RawClient.connect(h.port);
+  t.teardown(() => c.destroy());
+  await c.write(get('/a') + get('/b'));
+  await c.message(2, 5000);
+  for (const r of c.responses) {
+    t.equal(r.headers['x-slow'], 'yes');
+    t.equal(r.rawBody.toString(), '5\r\nhello\r\n0\r\n\r\n');
+  }
+  t.equal(backend.conns.length, 1, 'and the connection is reused after it');
+  t.equal(h.faults.length, 0);
+});
+
+t.test('an HTTP/1.0 backend without keep-alive: its response is relayed, its connection not reused', async (t) => {
+  const backend = await rawBackend({ onRequest: (c) => c.write('HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok') });
+  t.teardown(() => backend.close());
+  const h = await startTransport(t, backend.url);
+  const c = await RawClient.connect(h.port);
+  t.teardown(() => c.destroy());
+  await c.write(get('/a') + get('/b'));
+  await c.message(2, 5000);
+  t.same(
+    c.responses.map((r) => [r.version, r.status, r.body.toString()]),
+    [
+      ['HTTP/1.1', 200, 'ok'],
+      ['HTTP/1.1', 200, 'ok'],
+    ],
+    'relayed with the proxy\'s own version',
+  );
+  t.notOk(c.closed, 'the client connection stays');
+  t.equal(backend.conns.length, 2, 'a new backend connection for each');
+  t.equal(h.transport.stats.targetsReused, 0);
+});
+
 checkTransitions(t);
