@@ -109,6 +109,46 @@ t.test('maxInFlight 1, queueLength 1: the second waits for the slot, the third i
   t.equal(h.faults.length, 1);
 });
 
+t.test('a queued request whose client leaves frees its place in the queue', async (t) => {
+  const held: BackendConn[] = [];
+  const backend = await rawBackend({
+    onRequest: (c, req) => {
+      if (req.url === '/first') held.push(c);
+      else c.respond(200, req.url);
+    },
+  });
+  t.teardown(() => backend.close());
+  const h = await startTransport(t, backend.url, { settings: { maxInFlight: 1, queueLength: 1 } });
+  const first = await RawClient.connect(h.port);
+  const leaver = await RawClient.connect(h.port);
+  const third = await RawClient.connect(h.port);
+  t.teardown(() => {
+    first.destroy();
+    leaver.destroy();
+    third.destroy();
+  });
+  await first.write(get('/first'));
+  t.ok(await until(() => held.length === 1));
+  await leaver.write(get('/leaver'));
+  t.ok(await until(() => h.transport.connections().queued === 1), 'queued');
+  leaver.socket.resetAndDestroy();
+  t.ok(await until(() => h.transport.connections().sources === 2), 'the leaving client is gone');
+  t.equal(h.transport.connections().queued, 0, 'and so is its place in the queue');
+  await third.write(get('/third'));
+  await sleep(50);
+  t.equal(third.responses.length, 0, 'the third request is queued, not refused');
+  held[0]?.respond(200, 'first');
+  t.equal((await first.finalResponse()).status, 200);
+  const r3 = await third.finalResponse(3000);
+  t.equal(r3.status, 200, 'served once the slot frees');
+  t.equal(r3.body.toString(), '/third');
+  t.same(
+    backend.conns.flatMap((x) => x.requests.map((r) => r.url)),
+    ['/first', '/third'],
+    'the request of the client that left was never sent',
+  );
+});
+
 t.test('keepAliveTimeout closes an idle client connection, quietly', async (t) => {
   const backend = await rawBackend({ onRequest: (c) => c.respond(200, 'ok') });
   t.teardown(() => backend.close());
