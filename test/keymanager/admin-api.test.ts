@@ -1,0 +1,75 @@
+/**
+ * The JSON admin API (/admin/v1, super admin by HTTP Basic) and the events each change publishes
+ * (docs/events.md).
+ */
+import t from 'tap';
+import { adminAuth, basic, json, startKeyManager } from './helpers';
+
+t.test('applications, keys, subscriptions and users, with their events', async (t) => {
+  const h = await startKeyManager();
+  t.teardown(() => h.close());
+  const A = `${h.url}/admin/v1`;
+  const auth = adminAuth();
+  t.equal((await json('GET', `${A}/applications`)).status, 401, 'credentials required');
+  t.equal((await json('GET', `${A}/applications`, undefined, basic('admin', 'x'))).status, 401);
+
+  const app = await json('POST', `${A}/applications`, { name: 'Pizza App', tier: 'Gold', description: 'orders' }, auth);
+  t.equal(app.status, 201);
+  t.match(app.body, { name: 'Pizza App', owner: 'admin', tier: 'Gold', keys: [] });
+  t.match(await json('POST', `${A}/applications`, { name: 'Pizza App' }, auth), { status: 409, body: { error: 'conflict' } });
+  t.match(await json('POST', `${A}/applications`, {}, auth), { status: 400 });
+
+  const prod = await json('POST', `${A}/applications/Pizza%20App/keys`, {}, auth);
+  t.equal(prod.status, 201);
+  t.match(prod.body, { application: 'Pizza App', keyType: 'PRODUCTION', grantTypes: ['client_credentials', 'password', 'refresh_token', 'urn:ietf:params:oauth:grant-type:jwt-bearer'] });
+  const sandbox = await json('POST', `${A}/applications/Pizza%20App/keys`, { keyType: 'SANDBOX' }, auth);
+  t.equal(sandbox.body.keyType, 'SANDBOX');
+  t.match(await json('POST', `${A}/applications/Pizza%20App/keys`, { keyType: 'TEST' }, auth), { status: 400 });
+  const got = await json('GET', `${A}/applications/Pizza%20App`, undefined, auth);
+  t.same((got.body.keys as { keyType: string }[]).map((k) => k.keyType), ['PRODUCTION', 'SANDBOX']);
+  t.notOk(got.text.includes(String(prod.body.consumerSecret)), 'secrets are shown only when generated');
+  t.equal(((await json('GET', `${A}/applications`, undefined, auth)).body.list as unknown[]).length, 1);
+
+  const sub = await json('POST', `${A}/subscriptions`, { application: 'Pizza App', api: '/pizzashack', version: '1.0.0', tier: 'Gold' }, auth);
+  t.equal(sub.status, 201, sub.text);
+  t.match(sub.body, { application: 'Pizza App', apiContext: '/pizzashack', apiVersion: '1.0.0', state: 'UNBLOCKED' });
+  t.match(await json('POST', `${A}/subscriptions`, { application: 'Pizza App', api: '/pizzashack', version: '1.0.0' }, auth), { status: 409 });
+  t.match(await json('POST', `${A}/subscriptions`, { application: 'Nope', api: '/x', version: '1' }, auth), { status: 404 });
+  const blocked = await json('PATCH', `${A}/subscriptions`, { application: 'Pizza App', api: 'pizzashack', state: 'BLOCKED' }, auth);
+  t.match(blocked.body, { state: 'BLOCKED' });
+  const prodOnly = await json('PATCH', `${A}/subscriptions/${String(sub.body.id)}`, { state: 'PROD_ONLY_BLOCKED' }, auth);
+  t.match(prodOnly.body, { state: 'PROD_ONLY_BLOCKED' });
+  t.match(await json('PATCH', `${A}/subscriptions/${String(sub.body.id)}`, { state: 'GONE' }, auth), { status: 400 });
+  t.equal(((await json('GET', `${A}/subscriptions?application=Pizza%20App`, undefined, auth)).body.list as unknown[]).length, 1);
+  t.equal(((await json('GET', `${A}/subscriptions?api=/other`, undefined, auth)).body.list as unknown[]).length, 0);
+
+  const user = await json('POST', `${A}/users`, { username: 'erin1', password: 'erin-pw-1', roles: ['subscriber'] }, auth);
+  t.match(user, { status: 201, body: { username: 'erin1', roles: ['subscriber'], hashMethod: 'SHA-256' } });
+  t.notOk('passwordHash' in user.body);
+  t.match(await json('POST', `${A}/users`, { username: 'x', password: 'erin-pw-1' }, auth), { status: 400, body: { error_description: /UsernameJavaRegEx/ } });
+  t.same(((await json('GET', `${A}/users`, undefined, auth)).body.list as { username: string }[]).map((u) => u.username), ['admin', 'erin1']);
+
+  t.equal((await json('DELETE', `${A}/subscriptions/${String(sub.body.id)}`, undefined, auth)).status, 200);
+  await json('POST', `${A}/subscriptions`, { application: 'Pizza App', api: '/menu', version: '2' }, auth);
+  t.equal((await json('DELETE', `${A}/applications/Pizza%20App`, undefined, auth)).status, 200);
+  t.equal((await json('DELETE', `${A}/applications/Pizza%20App`, undefined, auth)).status, 404);
+  t.equal((await json('GET', `${A}/nothing`, undefined, auth)).status, 404);
+
+  t.same(h.events.map((e) => e.name), [
+    'application.added',
+    'application.changed',
+    'application.changed',
+    'subscription.added',
+    'subscription.changed',
+    'subscription.changed',
+    'subscription.removed',
+    'subscription.added',
+    'subscription.removed',
+    'application.removed',
+  ]);
+  const changed = h.events.find((e) => e.name === 'subscription.changed');
+  t.match(changed?.payload, { subscription: { state: 'BLOCKED', apiContext: '/pizzashack' }, previousState: 'UNBLOCKED' });
+  const keysEvent = h.events.filter((e) => e.name === 'application.changed')[1];
+  t.match(keysEvent?.payload, { application: { name: 'Pizza App', tier: 'Gold', keys: [{ keyType: 'PRODUCTION' }, { keyType: 'SANDBOX' }] } });
+  for (const e of h.events) t.same(JSON.parse(JSON.stringify(e)), e, `${e.name} is plain JSON`);
+});
