@@ -33,10 +33,12 @@ export interface EndpointDefinition {
   readonly suspendMaxDuration: number;
   /** Each further suspension lasts this many times the previous one. */
   readonly suspendFactor: number;
-  /** Accepted, not enforced yet (the transport's socket timeout applies). */
+  /** ms from hand-off to the backend until the response is complete (ForwardDecision.timeout). */
   readonly timeout: number | undefined;
-  /** Accepted, not enforced yet. */
+  /** Transport codes (combined, or base for every state) on which a call is retried when safe. */
   readonly retryCodes: readonly number[];
+  /** Retries at most, per call. */
+  readonly retryCount: number;
 }
 
 /** An API-level CORS override: fields given replace those of [apim.cors]. */
@@ -102,8 +104,9 @@ const ENDPOINT_FIELDS: readonly FieldDef[] = [
   { key: 'suspend_duration', type: 'duration', default: 30000, min: 0, meaning: 'How long the first suspension lasts (ms, or "30s").' },
   { key: 'suspend_max_duration', type: 'duration', default: 300000, min: 0, meaning: 'The longest suspension, however often the endpoint fails again.' },
   { key: 'suspend_factor', type: 'number', default: 2, min: 1, meaning: 'Each further suspension, while no call has succeeded since the last one, lasts this many times longer; a successful call resets it.' },
-  { key: 'timeout', type: 'duration', min: 1, meaning: 'Per-endpoint response timeout.', notEnforced: 'a transport hook (the transport-wide [passthru_http] \'http.socket.timeout\' applies meanwhile)' },
-  { key: 'retry_codes', type: 'codes', default: [], meaning: 'Transport codes on which a call is retried.', notEnforced: 'a transport hook (only the stale keep-alive retry of [throughway] retry_stale happens meanwhile)' },
+  { key: 'timeout', type: 'duration', min: 1, meaning: 'Per-endpoint response timeout: from the hand-off to a backend connection until the response is complete (ms, or "5s"). Exceeded before the response head: fault 101504 + state (504); after it, the client connection is aborted. Default: only [passthru_http] \'http.socket.timeout\' (inactivity) applies.' },
+  { key: 'retry_codes', type: 'codes', default: [], meaning: 'Transport codes (combined, or base for every state) on which a call is retried on a fresh connection, only while resending loses nothing (no request body byte sent, no response byte received).', example: '[101503]' },
+  { key: 'retry_count', type: 'number', default: 1, min: 0, meaning: 'Retries at most per call under retry_codes.' },
 ];
 
 const CORS_FIELDS: readonly FieldDef[] = [
@@ -394,6 +397,7 @@ function toEndpoint(ctx: Ctx, raw: Record<string, unknown> | undefined, seg: Seg
     suspendFactor: raw.suspend_factor as number,
     timeout: raw.timeout as number | undefined,
     retryCodes: raw.retry_codes as readonly number[],
+    retryCount: raw.retry_count as number,
   };
   return Object.freeze(ep);
 }
@@ -421,8 +425,6 @@ function reportNotEnforced(ctx: Ctx, raw: Record<string, unknown>): void {
   for (const name of ['production', 'sandbox']) {
     const ep = endpoints[name];
     if (!isTable(ep)) continue;
-    if (ep.timeout !== undefined) note(fieldOf(ENDPOINT_FIELDS, 'timeout'), ['endpoints', name, 'timeout'], 'timeout');
-    if (Array.isArray(ep.retry_codes) && ep.retry_codes.length > 0) note(fieldOf(ENDPOINT_FIELDS, 'retry_codes'), ['endpoints', name, 'retry_codes'], 'retry_codes');
   }
 }
 

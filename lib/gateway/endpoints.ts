@@ -10,11 +10,13 @@
  * successful call resets it.
  */
 import type { TransportFault } from '../transport/codes';
-import { targetFromUrl, type TargetEndpoint } from '../transport/types';
+import { targetFromUrl, type TargetEndpoint, type RetryPolicy } from '../transport/types';
 import type { EndpointDefinition } from './apis';
 
 export class EndpointRuntime {
   readonly target: TargetEndpoint;
+  /** The endpoint's retry policy for the transport (retry_codes, retry_count), built once. */
+  readonly retry: RetryPolicy | undefined;
   /** Whether any suspend code is configured (the send phase skips the clock otherwise). */
   readonly suspends: boolean;
   /** Date.now() until which calls are refused; 0 when the endpoint is available. */
@@ -30,6 +32,7 @@ export class EndpointRuntime {
   ) {
     this.target = target;
     this.suspends = def.suspendCodes.length > 0;
+    this.retry = def.retryCodes.length > 0 && def.retryCount > 0 ? Object.freeze({ codes: def.retryCodes, count: def.retryCount }) : undefined;
   }
 
   /** ms until the endpoint takes calls again; 0 when it takes them now. */

@@ -283,8 +283,9 @@ export function renderApisDoc(): string {
   o.push('or the base code for every state), the endpoint is suspended for `suspend_duration`: calls to it get');
   o.push('**103007** (503, `Retry-After`) without a connection attempt. A failure after a suspension ended, with no');
   o.push('successful call since, suspends it again for `suspend_factor` times longer, at most `suspend_max_duration`; any answer from');
-  o.push('the backend (whatever its status) resets the progression. `timeout` and `retry_codes` are accepted and');
-  o.push('reported as not yet enforced.');
+  o.push('the backend (whatever its status) resets the progression. `timeout` bounds a call from the hand-off to');
+  o.push('the backend until its response is complete; `retry_codes` / `retry_count` retry a failed call on a fresh');
+  o.push('connection while resending loses nothing.');
   o.push('');
   o.push('## Hot deploy');
   o.push('');

@@ -211,6 +211,8 @@ function sendPhase(ctx: CallContext): Outcome {
     headers: ctx.outHeaders,
     responseHeaders: ctx.corsFields !== undefined && ctx.corsFields.length > 0 ? ctx.corsFields : undefined,
     dropResponseHeaders: ctx.rt.headers.dropFromResponse,
+    timeout: ep.def.timeout,
+    retry: ep.retry,
   };
   return { forward };
 }

@@ -49,14 +49,14 @@ t.test('codes not listed do not suspend; base codes match every state', async (t
   t.teardown(() => g.close());
   t.equal((await request(g.port, '/s/1/x')).status, 502);
   t.equal((await request(g.port, '/s/1/x')).status, 502, 'connection refused (101503) is not a suspend code here');
-  const ep = new EndpointRuntime({ url: 'http://127.0.0.1:1', suspendCodes: [101504], suspendDuration: 1000, suspendMaxDuration: 1000, suspendFactor: 1, timeout: undefined, retryCodes: [] }, targetFromUrl('http://127.0.0.1:1'));
+  const ep = new EndpointRuntime({ url: 'http://127.0.0.1:1', suspendCodes: [101504], suspendDuration: 1000, suspendMaxDuration: 1000, suspendFactor: 1, timeout: undefined, retryCodes: [], retryCount: 1 }, targetFromUrl('http://127.0.0.1:1'));
   t.ok(ep.matches(makeFault('socket_timeout', ProtocolState.RESPONSE_HEAD)), '101508 = 101504 + 4 matches base 101504');
   t.notOk(ep.matches(makeFault('connect_timeout', ProtocolState.REQUEST_READY)), '101508 = 101508 + 0 is another base');
   t.notOk(ep.matches(makeFault('client_timeout', ProtocolState.REQUEST_BODY)), 'client-side faults never suspend an endpoint');
 });
 
 t.test('progression: factor, cap, reset on success; in-flight failures count once', async (t) => {
-  const def = { url: 'http://127.0.0.1:1', suspendCodes: [101503], suspendDuration: 1000, suspendMaxDuration: 3000, suspendFactor: 2, timeout: undefined, retryCodes: [] };
+  const def = { url: 'http://127.0.0.1:1', suspendCodes: [101503], suspendDuration: 1000, suspendMaxDuration: 3000, suspendFactor: 2, timeout: undefined, retryCodes: [], retryCount: 1 };
   const ep = new EndpointRuntime(def, targetFromUrl(def.url));
   const f = makeFault('connect_refused', ProtocolState.REQUEST_READY);
   let now = 10_000;
