@@ -7,7 +7,7 @@
  *                                                                            status --'   |  |     `-- fault code
  *                                                                        body bytes ------'  `-- upstream ms
  *
- * Upstream ms: from the request head to the end of the backend's response, "-" when no backend was
+ * Upstream ms: from the hand-off to a backend connection to the end of its response, "-" when no backend was
  * involved (a fault or preflight answered by the gateway). Fault code: the code of the fault behind the
  * response or abort, "-" for none. Fault state: for transport faults the protocol state that is part of
  * the code (spec 002 part 7, rule 1: code = base + state) written base+state, e.g. 101504+3; "-" for the
@@ -19,8 +19,7 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import type { ExchangeRecord, SourceRequest } from '../transport/types';
-import type { TransportFault } from '../transport/codes';
+import type { ExchangeRecord } from '../transport/types';
 import type { Logger } from '../observability/log';
 
 const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
@@ -39,23 +38,12 @@ export interface AccessLogOptions {
   readonly now?: () => number;
 }
 
-/** Transport faults answered by the gateway, waiting for their exchange record (see noteFault). */
-const PENDING_LIMIT = 1024;
-
 export class AccessLog {
   private stream: fs.WriteStream | undefined;
   private readonly logger: Logger | undefined;
   private readonly now: () => number;
   private second = -1;
   private dateText = '';
-  /**
-   * The transport's exchange record carries the fault only when the exchange was aborted; for a fault it
-   * answered it carries the code alone, which does not give the state (101507 is 101504+3 or 101507+0).
-   * The fault itself arrives first through onFault with the request: it waits here, keyed by what the
-   * record repeats (peer, method, target), until its record comes.
-   */
-  private readonly pending = new Map<string, TransportFault>();
-
   constructor(options: AccessLogOptions) {
     this.now = options.now ?? Date.now;
     if (options.logger !== undefined) {
@@ -66,12 +54,6 @@ export class AccessLog {
       // A full disk must not crash the gateway: the log is lost, the traffic is not.
       this.stream.on('error', () => undefined);
     }
-  }
-
-  noteFault(fault: TransportFault, req: SourceRequest | undefined): void {
-    if (req === undefined) return;
-    if (this.pending.size >= PENDING_LIMIT) this.pending.clear();
-    this.pending.set(req.remoteAddress + ' ' + req.method + ' ' + req.url, fault);
   }
 
   private date(): string {
@@ -86,20 +68,12 @@ export class AccessLog {
 
   /** The line for one record (exported for tests through format()). */
   format(r: ExchangeRecord): string {
-    let fault = r.fault;
-    if (fault === undefined && r.faultCode !== undefined && this.pending.size > 0) {
-      const key = r.remoteAddress + ' ' + r.method + ' ' + r.url;
-      const f = this.pending.get(key);
-      if (f !== undefined && f.code === r.faultCode) {
-        fault = f;
-        this.pending.delete(key);
-      }
-    }
+    const fault = r.fault;
     const code = r.faultCode ?? fault?.code;
     const bytes = r.responseBytes > 0 ? String(r.responseBytes) : '-';
-    const upstream = r.target !== undefined ? r.durationMs.toFixed(3) : '-';
-    const state = fault !== undefined ? `${fault.base}+${fault.state}` : '-';
-    return `${r.remoteAddress || '-'} - - ${this.date()} "${r.method} ${r.url} HTTP/1.1" ${r.status || '-'} ${bytes} ${upstream} ${code ?? '-'} ${state}`;
+    const upstream = r.upstreamMs >= 0 ? r.upstreamMs.toFixed(3) : '-';
+    const state = fault !== undefined && fault.code === code ? `${fault.base}+${fault.state}` : '-';
+    return `${r.remoteAddress || '-'} - - ${this.date()} "${r.method} ${r.url} HTTP/${r.httpVersion}" ${r.status || '-'} ${bytes} ${upstream} ${code ?? '-'} ${state}`;
   }
 
   record(r: ExchangeRecord): void {

@@ -203,7 +203,6 @@ export function createGateway(options: GatewayOptions): Gateway {
         if (ms > 0) logger.log('warn', 'endpoint_suspended', { endpoint: ep.def.url, code: f.code, base: f.base, state: f.state, durationMs: ms });
       }
     }
-    accessLog?.noteFault(f, req);
   };
 
   const onExchange = (r: ExchangeRecord): void => {

@@ -70,7 +70,7 @@ t.test('clfDate and the aborted-exchange fault state', async (t) => {
   const lines: string[] = [];
   const log = new AccessLog({ logger: { level: 'info', enabled: () => true, log: (_l, _e, f) => lines.push(String(f?.line)) }, now: () => Date.UTC(2000, 9, 10, 13, 55, 36) });
   log.record({
-    method: 'GET', url: '/x', httpVersion: '1.1', remoteAddress: '10.0.0.1', connectionId: 1, requestNumber: 1, status: 200, requestBytes: 0, responseBytes: 10, durationMs: 5.25, upstreamMs: 5, retries: 0, target: '127.0.0.1:1',
+    method: 'GET', url: '/x', httpVersion: '1.1', remoteAddress: '10.0.0.1', connectionId: 1, requestNumber: 1, status: 200, requestBytes: 0, responseBytes: 10, durationMs: 6.5, upstreamMs: 5.25, retries: 0, target: '127.0.0.1:1',
     fault: { code: 101510, base: 101505, state: 5, stateName: 'RESPONSE_BODY', side: 'target', reason: 'closed', httpStatus: 502, message: '', description: '', reused: false, cause: undefined },
     faultCode: 101510,
   });
