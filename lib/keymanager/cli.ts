@@ -1,0 +1,275 @@
+/**
+ * `throughway apps|keys|subscriptions|users ...`: manage the key manager's store (issue 5, "Managing it").
+ *
+ * Local mode (default) opens the store `[database.apim_db]` of the configuration names, directly. A node
+ * running on the same store does not hear about local changes (events are in-process until Step 9), so
+ * use `--url` against a running node when its gateway must see the change at once: that goes through the
+ * admin API (docs/admin-api.md) with the super admin's credentials (`--admin-user`/`--admin-password`,
+ * by default `[super_admin]` of the configuration).
+ */
+import * as path from 'node:path';
+import { loadConfig } from '../config/load';
+import { formatDiagnostic } from '../config/diagnostics';
+import { createEventBus } from '../events/bus';
+import { openStore } from '../store/open';
+import { SUBSCRIPTION_STATES, type SubscriptionState } from '../store/types';
+import { OAuthError } from './errors';
+import { Manager } from './manage';
+
+export const ADMIN_USAGE = `Managing applications, keys, subscriptions and users:
+  apps create NAME [--owner USER] [--tier TIER] [--description TEXT]
+  apps list [--owner USER]
+  apps delete NAME [--owner USER]
+  keys generate --app NAME [--sandbox] [--grant-types a,b] [--callback URL]
+  subscriptions add --app NAME --api CONTEXT --api-version V [--tier TIER] [--state STATE]
+  subscriptions list [--app NAME] [--api CONTEXT]
+  subscriptions block --app NAME --api CONTEXT [--api-version V] [--prod-only]
+  subscriptions unblock --app NAME --api CONTEXT [--api-version V]
+  users add NAME --password PASSWORD [--roles a,b]
+  users list
+Options: --config FILE (local store of that configuration), --url URL (a running node's management
+port, e.g. http://localhost:9763) with --admin-user/--admin-password (default: [super_admin]), --json.
+`;
+
+export const ADMIN_COMMANDS = new Set(['apps', 'keys', 'subscriptions', 'users']);
+
+interface Io {
+  readonly out: (text: string) => void;
+  readonly err: (text: string) => void;
+  readonly cwd: string;
+}
+
+const FLAGS = new Set(['--sandbox', '--prod-only', '--json']);
+const VALUED = new Set(['--config', '--url', '--admin-user', '--admin-password', '--owner', '--tier', '--description', '--app', '--grant-types', '--callback', '--api', '--api-version', '--state', '--password', '--roles', '--sys']);
+
+class UsageError extends Error {}
+
+function parse(argv: readonly string[]): { words: string[]; opts: Map<string, string> } {
+  const words: string[] = [];
+  const opts = new Map<string, string>();
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] ?? '';
+    const eq = arg.indexOf('=');
+    const name = arg.startsWith('--') && eq > 0 ? arg.slice(0, eq) : arg;
+    if (FLAGS.has(name)) opts.set(name, 'true');
+    else if (VALUED.has(name)) {
+      const v = eq > 0 && arg.startsWith('--') ? arg.slice(eq + 1) : argv[++i];
+      if (v === undefined) throw new UsageError(`${name} needs a value`);
+      opts.set(name, v);
+    } else if (arg.startsWith('-')) throw new UsageError(`unknown option ${arg}`);
+    else words.push(arg);
+  }
+  return { words, opts };
+}
+
+/** The operations, locally over the store or remotely over the admin API. */
+interface Ops {
+  call(method: string, route: string, body?: Record<string, unknown>): Promise<unknown>;
+  close(): Promise<void>;
+}
+
+function remoteOps(base: string, user: string, password: string): Ops {
+  const auth = `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
+  return {
+    async call(method, route, body) {
+      const r = await fetch(`${base.replace(/\/+$/, '')}/admin/v1${route}`, {
+        method,
+        headers: { Authorization: auth, ...(body !== undefined ? { 'Content-Type': 'application/json' } : {}) },
+        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+      });
+      const text = await r.text();
+      const json = text === '' ? {} : (JSON.parse(text) as Record<string, unknown>);
+      if (!r.ok) throw new Error(`${r.status} ${String(json.error ?? '')}: ${String(json.error_description ?? text)}`);
+      return json;
+    },
+    close: () => Promise.resolve(),
+  };
+}
+
+async function localOps(configFile: string, cwd: string, io: Io): Promise<Ops> {
+  const loaded = loadConfig({ file: configFile });
+  for (const d of loaded.diagnostics) if (d.level === 'error') io.err(`${formatDiagnostic(d)}\n`);
+  if (!loaded.ok) throw new Error('configuration has errors; run `throughway config check`');
+  const store = await openStore(loaded.config, cwd);
+  const props = loaded.config.user_store.properties;
+  const rules = { username: new RegExp(props.UsernameJavaRegEx), password: new RegExp(props.PasswordJavaRegEx) };
+  const m = new Manager(store, createEventBus(), props.PasswordHashMethod ?? 'SHA-256');
+  const admin = loaded.config.super_admin.username;
+  const q = (route: string): { parts: string[]; query: URLSearchParams } => {
+    const u = new URL(route, 'http://x');
+    return { parts: u.pathname.split('/').filter((s) => s !== '').map(decodeURIComponent), query: u.searchParams };
+  };
+  return {
+    async call(method, route, body = {}) {
+      const { parts, query } = q(route);
+      const owner = query.get('owner') ?? undefined;
+      const s = (k: string): string | undefined => (typeof body[k] === 'string' ? (body[k] as string) : undefined);
+      const [c, id, sub] = parts;
+      if (c === 'applications' && id === undefined && method === 'GET') return { list: await m.listApplications(owner) };
+      if (c === 'applications' && id === undefined && method === 'POST') return m.createApplication({ name: s('name') ?? '', owner: s('owner') ?? admin, ...(s('tier') !== undefined ? { tier: s('tier') as string } : {}), ...(s('description') !== undefined ? { description: s('description') as string } : {}) });
+      if (c === 'applications' && id !== undefined && sub === undefined && method === 'DELETE') return m.deleteApplication(id, owner);
+      if (c === 'applications' && id !== undefined && sub === 'keys') {
+        return m.generateKeys(id, { keyType: body.keyType === 'SANDBOX' ? 'SANDBOX' : 'PRODUCTION', ...(Array.isArray(body.grantTypes) ? { grantTypes: body.grantTypes as string[] } : {}), ...(s('callbackUrl') !== undefined ? { callbackUrl: s('callbackUrl') as string } : {}), ...(owner !== undefined ? { owner } : {}) });
+      }
+      if (c === 'subscriptions' && method === 'GET') {
+        const app = query.get('application') ?? undefined;
+        const api = query.get('api') ?? undefined;
+        return { list: await m.listSubscriptions({ ...(app !== undefined ? { application: app } : {}), ...(api !== undefined ? { apiContext: api } : {}) }) };
+      }
+      if (c === 'subscriptions' && method === 'POST') {
+        return m.addSubscription({ application: s('application') ?? '', apiContext: s('api') ?? '', apiVersion: s('version') ?? '', ...(s('tier') !== undefined ? { tier: s('tier') as string } : {}), ...(s('state') !== undefined ? { state: s('state') as SubscriptionState } : {}) });
+      }
+      if (c === 'subscriptions' && method === 'PATCH') {
+        return m.setSubscriptionState({ application: s('application') ?? '', apiContext: s('api') ?? '', ...(s('version') !== undefined ? { apiVersion: s('version') as string } : {}) }, s('state') as SubscriptionState);
+      }
+      if (c === 'users' && method === 'GET') return { list: await m.listUsers() };
+      if (c === 'users' && method === 'POST') return m.addUser({ username: s('username') ?? '', password: s('password') ?? '', ...(Array.isArray(body.roles) ? { roles: body.roles as string[] } : {}) }, rules);
+      throw new Error(`no operation ${method} ${route}`);
+    },
+    close: () => store.close(),
+  };
+}
+
+function need(opts: Map<string, string>, name: string): string {
+  const v = opts.get(name);
+  if (v === undefined || v === '') throw new UsageError(`${name} is required`);
+  return v;
+}
+
+function table(rows: string[][]): string {
+  const widths: number[] = [];
+  for (const r of rows) r.forEach((c, i) => (widths[i] = Math.max(widths[i] ?? 0, c.length)));
+  return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i] ?? 0))).join('  ')).join('\n') + '\n';
+}
+
+type Rec = Record<string, unknown>;
+const S = (v: unknown): string => (v === undefined || v === null ? '' : Array.isArray(v) ? v.join(',') : String(v));
+
+export async function runAdminCli(argv: readonly string[], io: Io): Promise<number> {
+  let parsed: ReturnType<typeof parse>;
+  try {
+    parsed = parse(argv);
+  } catch (err) {
+    io.err(`throughway: ${(err as Error).message}\n\n${ADMIN_USAGE}`);
+    return 2;
+  }
+  const { words, opts } = parsed;
+  const [cmd, sub, ...rest] = words;
+  const json = opts.has('--json');
+  const q = (o: Record<string, string | undefined>): string => {
+    const p = new URLSearchParams();
+    for (const [k, v] of Object.entries(o)) if (v !== undefined) p.set(k, v);
+    const s = p.toString();
+    return s === '' ? '' : `?${s}`;
+  };
+  const enc = encodeURIComponent;
+  let ops: Ops | undefined;
+  try {
+    const configFile = path.resolve(io.cwd, opts.get('--config') ?? path.join('conf', 'deployment.toml'));
+    const url = opts.get('--url');
+    if (url !== undefined) {
+      let user = opts.get('--admin-user');
+      let password = opts.get('--admin-password');
+      if (user === undefined || password === undefined) {
+        const loaded = loadConfig({ file: configFile });
+        user ??= loaded.config.super_admin.username;
+        password ??= loaded.config.super_admin.password;
+      }
+      ops = remoteOps(url, user, password);
+    }
+    const run = async (): Promise<unknown> => {
+      ops ??= await localOps(configFile, io.cwd, io);
+      const owner = opts.get('--owner');
+      const key = `${cmd ?? ''} ${sub ?? ''}`;
+      const arity = (n: number): void => {
+        if (rest.length !== n) throw new UsageError(`${key.trim()} takes ${n === 0 ? 'no' : n} argument${n === 1 ? '' : 's'}`);
+      };
+      switch (key) {
+        case 'apps create':
+          arity(1);
+          return ops.call('POST', '/applications', { name: rest[0], ...(owner !== undefined ? { owner } : {}), ...(opts.has('--tier') ? { tier: opts.get('--tier') } : {}), ...(opts.has('--description') ? { description: opts.get('--description') } : {}) });
+        case 'apps list':
+          arity(0);
+          return ops.call('GET', `/applications${q({ owner })}`);
+        case 'apps delete':
+          arity(1);
+          return ops.call('DELETE', `/applications/${enc(rest[0] ?? '')}${q({ owner })}`);
+        case 'keys generate':
+          arity(0);
+          return ops.call('POST', `/applications/${enc(need(opts, '--app'))}/keys${q({ owner })}`, {
+            keyType: opts.has('--sandbox') ? 'SANDBOX' : 'PRODUCTION',
+            ...(opts.has('--grant-types') ? { grantTypes: (opts.get('--grant-types') ?? '').split(',').filter((g) => g !== '') } : {}),
+            ...(opts.has('--callback') ? { callbackUrl: opts.get('--callback') } : {}),
+          });
+        case 'subscriptions add': {
+          arity(0);
+          const state = opts.get('--state');
+          if (state !== undefined && !(SUBSCRIPTION_STATES as readonly string[]).includes(state)) throw new UsageError(`--state must be one of ${SUBSCRIPTION_STATES.join(', ')}`);
+          return ops.call('POST', '/subscriptions', { application: need(opts, '--app'), api: need(opts, '--api'), version: need(opts, '--api-version'), ...(opts.has('--tier') ? { tier: opts.get('--tier') } : {}), ...(state !== undefined ? { state } : {}) });
+        }
+        case 'subscriptions list':
+          arity(0);
+          return ops.call('GET', `/subscriptions${q({ application: opts.get('--app'), api: opts.get('--api') })}`);
+        case 'subscriptions block':
+        case 'subscriptions unblock':
+          arity(0);
+          return ops.call('PATCH', '/subscriptions', {
+            application: need(opts, '--app'),
+            api: need(opts, '--api'),
+            ...(opts.has('--api-version') ? { version: opts.get('--api-version') } : {}),
+            state: sub === 'unblock' ? 'UNBLOCKED' : opts.has('--prod-only') ? 'PROD_ONLY_BLOCKED' : 'BLOCKED',
+          });
+        case 'users add':
+          arity(1);
+          return ops.call('POST', '/users', { username: rest[0], password: need(opts, '--password'), ...(opts.has('--roles') ? { roles: (opts.get('--roles') ?? '').split(',').filter((r) => r !== '') } : {}) });
+        case 'users list':
+          arity(0);
+          return ops.call('GET', '/users');
+        default:
+          throw new UsageError(`unknown command: ${words.join(' ')}`);
+      }
+    };
+    const result = (await run()) as Rec;
+    if (json) {
+      io.out(`${JSON.stringify(result, null, 2)}\n`);
+      return 0;
+    }
+    io.out(render(`${cmd ?? ''} ${sub ?? ''}`, result));
+    return 0;
+  } catch (err) {
+    if (err instanceof UsageError) {
+      io.err(`throughway: ${err.message}\n\n${ADMIN_USAGE}`);
+      return 2;
+    }
+    io.err(`throughway: ${err instanceof OAuthError ? err.message : (err as Error).message}\n`);
+    return 1;
+  } finally {
+    await ops?.close();
+  }
+}
+
+function render(key: string, r: Rec): string {
+  const list = (r.list as Rec[] | undefined) ?? [];
+  switch (key) {
+    case 'apps create':
+      return `application ${S(r.name)} created (owner ${S(r.owner)}, tier ${S(r.tier)}, id ${S(r.id)})\nnext: throughway keys generate --app ${JSON.stringify(S(r.name))}\n`;
+    case 'apps delete':
+      return `application ${S(r.name)} deleted with its keys and subscriptions\n`;
+    case 'apps list':
+      return list.length === 0 ? 'no applications\n' : table([['NAME', 'OWNER', 'TIER', 'KEYS'], ...list.map((a) => [S(a.name), S(a.owner), S(a.tier), ((a.keys as Rec[] | undefined) ?? []).map((k) => `${S(k.keyType)}:${S(k.consumerKey)}`).join(' ')])]);
+    case 'keys generate':
+      return `${S(r.keyType)} keys of ${S(r.application)} (the secret is shown only now):\n  consumer key     ${S(r.consumerKey)}\n  consumer secret  ${S(r.consumerSecret)}\n  grant types      ${S(r.grantTypes)}\n`;
+    case 'subscriptions list':
+      return list.length === 0 ? 'no subscriptions\n' : table([['APPLICATION', 'API', 'VERSION', 'TIER', 'STATE', 'ID'], ...list.map((s) => [S(s.application), S(s.apiContext), S(s.apiVersion), S(s.tier), S(s.state), S(s.id)])]);
+    case 'subscriptions add':
+    case 'subscriptions block':
+    case 'subscriptions unblock':
+      return `${S(r.application)} → ${S(r.apiContext)} ${S(r.apiVersion)}: ${S(r.state)} (tier ${S(r.tier)})\n`;
+    case 'users add':
+      return `user ${S(r.username)} added (roles ${S(r.roles)})\n`;
+    case 'users list':
+      return table([['USER', 'ROLES', 'HASH'], ...list.map((u) => [S(u.username), S(u.roles), S(u.hashMethod)])]);
+    default:
+      return `${JSON.stringify(r)}\n`;
+  }
+}
