@@ -112,6 +112,11 @@ export function renderTransportDoc(): string {
   out.push('  other (`high_water_mark` bytes per socket, default 1 MiB). Chunked bodies are relayed verbatim,');
   out.push('  framing included (validated by the strict parser on the way); only an HTTP/1.0 client gets a');
   out.push('  chunked response de-chunked, delimited by the connection close (RFC 9112 §7.1).');
+  out.push('- **Read buffers**: each backend socket reads into a buffer of its own (net\'s `onread`), sized');
+  out.push('  max(`[throughway] read_buffer_size` (128 KiB), `[passthru_http] io_buffer_size`): the spec\'s 16384');
+  out.push('  would force small reads, and larger ones measured cheaper. A buffer whose bytes a client write still');
+  out.push('  holds is set aside until that write completes. Client sockets are read by Node in 64 KiB pieces (Node');
+  out.push('  20 has no public option to change that).');
   out.push('- **Expect: 100-continue** and other interim 1xx responses from the backend are relayed to HTTP/1.1');
   out.push('  clients (RFC 9110 §15.2).');
   out.push('- **Pool**: per backend host:port, at most `http.max.connection.per.host.port` connections, idle ones');
