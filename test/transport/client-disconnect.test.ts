@@ -9,7 +9,8 @@
  */
 import t from 'tap';
 import { rawBackend } from '../helpers/backend';
-import { RawClient, until } from '../helpers/client';
+import { RawClient, get, until } from '../helpers/client';
+import { targetFromUrl } from '../../lib/transport';
 import { MiB, writeBody } from '../helpers/bodies';
 import { assertFault, checkTransitions, startTransport } from '../helpers/transport';
 
@@ -77,6 +78,52 @@ t.test('a client that half-closes after a complete request still gets its respon
   t.equal(res.body.toString(), 'late data');
   t.ok(await c.waitClose(2000), 'then the proxy closes');
   t.equal(h.faults.length, 0);
+});
+
+// The same end of input, reached only once queued bytes are parsed: the FIN arrived while the bytes
+// before it still waited (for the response to the request before them, or for an asynchronous route).
+t.test('FIN after a pipelined partial head: closed once the response before it is done, not at headerTimeout', async (t) => {
+  const backend = await rawBackend({ onRequest: (c, req) => setTimeout(() => c.respond(200, req.url), 30) });
+  t.teardown(() => backend.close());
+  const h = await startTransport(t, backend.url, { settings: { headerTimeout: 5000 } });
+  const c = await RawClient.connect(h.port);
+  t.teardown(() => c.destroy());
+  await c.write(get('/a') + 'GET /b HTTP/1.1\r\nHo');
+  c.socket.end();
+  const res = await c.finalResponse(3000);
+  t.equal(res.body.toString(), '/a', 'the complete request is answered');
+  t.ok(await c.waitClose(1000), 'then the connection closes: the partial head can never complete');
+  t.equal(c.responses.length, 1, 'no 408 for a head the client ended itself');
+  t.equal(h.faults.length, 0);
+});
+
+t.test('FIN in a request body while the route is still being decided: the backend is freed at once', async (t) => {
+  const backend = await rawBackend({ onRequest: (c) => c.respond(200, 'never') });
+  t.teardown(() => backend.close());
+  const target = targetFromUrl(backend.url);
+  const h = await startTransport(t, () => new Promise((resolve) => setTimeout(() => resolve({ target }), 50)), { settings: { socketTimeout: 5000 } });
+  const c = await RawClient.connect(h.port);
+  t.teardown(() => c.destroy());
+  await c.write('POST /p HTTP/1.1\r\nHost: a\r\nContent-Length: 100\r\n\r\n0123');
+  c.socket.end();
+  t.ok(await c.waitClose(1500), 'the client connection is closed well before the socket timeout');
+  t.ok(await until(() => h.transport.connections().targets === 0 && backend.conns.every((x) => x.closed), 1500), 'no backend socket is held');
+  t.equal(backend.conns.flatMap((x) => x.requests).length, 0, 'the backend never got a complete request');
+  t.equal(h.faults.length, 1);
+  assertFault(t, h.faults[0], { code: 101003, base: 101001, state: 2, side: 'source', reason: 'client_io_receive' });
+});
+
+t.test('FIN in a request body the proxy already answered (no route): the connection closes at once', async (t) => {
+  const h = await startTransport(t, () => undefined, { settings: { socketTimeout: 5000, keepAliveTimeout: 5000 } });
+  const c = await RawClient.connect(h.port);
+  t.teardown(() => c.destroy());
+  await c.write('POST /nowhere HTTP/1.1\r\nHost: a\r\nContent-Length: 100\r\n\r\n0123');
+  const res = await c.finalResponse(3000);
+  t.equal(res.status, 404);
+  c.socket.end();
+  t.ok(await c.waitClose(1500), 'closed: the rest of the body will never come');
+  t.equal(h.transport.connections().sources, 0);
+  t.equal(h.exchanges.length, 1, 'the exchange is recorded once');
 });
 
 checkTransitions(t);
