@@ -135,7 +135,7 @@ export class SourceConnection implements ParserEvents {
       }
     }
     if (!this.blocked && !this.waitingForTarget) this.resumeReading();
-    if (!this.blocked && this.queue.length === 0 && this.clientEnded && this.state === S.REQUEST_READY) this.close();
+    if (this.queue.length === 0 && this.clientEnded) this.inputEnded();
   }
 
   private feed(chunk: Buffer, start: number): void {
@@ -705,22 +705,39 @@ export class SourceConnection implements ParserEvents {
 
   private readonly onEnd = (): void => {
     this.clientEnded = true;
+    // Bytes still queued are parsed first; pump() calls inputEnded() once they are.
+    if (this.queue.length === 0) this.inputEnded();
+  };
+
+  /**
+   * The client ended its side and every byte it sent has been parsed. allowHalfOpen: a client that
+   * half-closes after a complete request still gets its response (RFC 9112 §9.6), and the connection
+   * closes once nothing is in flight. A request cut short can never complete (RFC 9112 §8) and nobody is
+   * left to answer it: its target is freed now, not at a timeout.
+   */
+  private inputEnded(): void {
+    if (this.closing) return;
     const ex = this.ex;
-    if (ex !== null && !ex.requestComplete && !ex.responseStarted && !this.closing && this.queue.length === 0) {
-      // EOF inside a request (its body, or a head still awaiting its route): the request can never
-      // complete (RFC 9112 §8) and nobody is left to answer. Free the target now, not at a timeout.
-      const fault = makeFault('client_io_receive', this.state, false, 'client ended the connection mid-request');
-      this.core.reportFault(fault, ex);
-      ex.faultCode = fault.code;
-      ex.fault = fault;
-      this.endExchange(ex, fault);
-      this.abort();
+    if (ex === null) {
+      // Between requests, or inside a head that can no longer complete: nothing to answer.
+      this.close();
       return;
     }
-    // allowHalfOpen: a client that half-closes after its request still gets the response
-    // (RFC 9112 §9.6); the connection closes once nothing is in flight.
-    if (this.ex === null && !this.blocked && this.queue.length === 0) this.close();
-  };
+    if (ex.requestComplete) return;
+    if (ex.responseDone) {
+      // Answered already (a local answer while the rest of the body was being read and dropped).
+      this.endExchange(ex, undefined);
+      this.close();
+      return;
+    }
+    if (ex.responseStarted) return; // an early response: when it ends, the connection closes (closeAfter)
+    const fault = makeFault('client_io_receive', this.state, false, 'client ended the connection mid-request');
+    this.core.reportFault(fault, ex);
+    ex.faultCode = fault.code;
+    ex.fault = fault;
+    this.endExchange(ex, fault);
+    this.abort();
+  }
 
   private lastErrorCode: string | undefined;
   private readonly onError = (err: NodeJS.ErrnoException): void => {
