@@ -75,14 +75,7 @@ export async function startNode(loaded: LoadResult, options: StartOptions = {}):
       const a = await demo.listen();
       log(`  ${'demo backend'.padEnd(18)} port ${a.port} (127.0.0.1)`);
     }
-    if (GATEWAY_ROLES.has(role) && config.transport.passthru_http.listener.enable) {
-      gateway = createGateway({ loaded, logger });
-      const a = await gateway.listen();
-      log(`  ${'gateway HTTP'.padEnd(18)} port ${a.port}`);
-      process.on('SIGHUP', onHup);
-    } else {
-      log(`  the gateway does not run for role ${role}${GATEWAY_ROLES.has(role) ? ' (transport.passthru_http.listener.enable = false)' : ''}`);
-    }
+    // The key manager first: once the gateway says it listens, tokens can be had.
     store = await openStore(config, process.cwd());
     keyManager = await createKeyManager({
       loaded,
@@ -93,6 +86,14 @@ export async function startNode(loaded: LoadResult, options: StartOptions = {}):
     });
     const km = await keyManager.listen();
     log(`  ${'management HTTP'.padEnd(18)} port ${km.port} (key manager, ${store.description})`);
+    if (GATEWAY_ROLES.has(role) && config.transport.passthru_http.listener.enable) {
+      gateway = createGateway({ loaded, logger });
+      const a = await gateway.listen();
+      log(`  ${'gateway HTTP'.padEnd(18)} port ${a.port}`);
+      process.on('SIGHUP', onHup);
+    } else {
+      log(`  the gateway does not run for role ${role}${GATEWAY_ROLES.has(role) ? ' (transport.passthru_http.listener.enable = false)' : ''}`);
+    }
   } catch (err) {
     await close();
     throw err;
