@@ -17,6 +17,7 @@ import { formatDiagnostic } from './config/diagnostics';
 import { printConfig } from './config/print';
 import { LISTENING_PORTS, portOpened } from './config/ports';
 import { databaseMapping } from './config/database';
+import { connectionTarget } from './store/pool';
 
 export const USAGE = `Usage: throughway <command> [options]
 
@@ -152,11 +153,12 @@ function check(p: Parsed, io: CliIo): number {
   lines.push(...describePorts(result));
   for (const name of ['apim_db', 'shared_db'] as const) {
     const m = databaseMapping(name, result.config.database[name], io.cwd);
-    lines.push(
-      m.kind === 'sqlite'
-        ? `database.${name}: type h2 → embedded SQLite file ${m.file}`
-        : `database.${name}: type ${m.type} (external database; throughway's embedded store is SQLite and does not connect to it)`,
-    );
+    const use = name === 'apim_db' ? 'the key manager\'s store' : 'not used: the key manager keeps everything in apim_db';
+    if (m.kind === 'sqlite') lines.push(`database.${name}: type h2 → embedded SQLite file ${m.file} (${use})`);
+    else if (m.type === 'postgre' || m.type === 'mysql') {
+      const target = connectionTarget(result.config.database[name], m.type === 'postgre' ? 5432 : 3306, name);
+      lines.push(`database.${name}: type ${m.type} → ${m.type === 'postgre' ? 'PostgreSQL' : 'MySQL/MariaDB'} ${target.host}:${target.port}/${target.database} (${use})`);
+    } else lines.push(`database.${name}: type ${m.type} is not supported by throughway${name === 'apim_db' ? ': start refuses it (use h2, postgre or mysql)' : ` (${use})`}`);
   }
   lines.push(`accepted but inactive: ${result.inactive.length > 0 ? result.inactive.join(', ') : '(none)'}`);
   if (result.inactiveKeys.length > 0) lines.push(`accepted keys throughway does not act on: ${result.inactiveKeys.join(', ')}`);
