@@ -101,7 +101,7 @@ t.test('start: a bad configuration does not start (exit 1, every error listed)',
 
 t.test('start: boots the node on the effective ports, prints the role, and stops on SIGTERM', async (t) => {
   // Port 0 everywhere that listens, so the test never collides with a running node.
-  const conf = file('start.toml', '[transport.passthru_http]\nlistener.parameters.port = 0\n[throughway.demo]\nenable = false\n');
+  const conf = file('start.toml', '[transport.passthru_http]\nlistener.parameters.port = 0\n[transport.http.properties]\nport = 0\n[throughway.demo]\nenable = false\n');
   const child = spawn(process.execPath, [CLI, 'start', '--config', conf], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout.on('data', (b: Buffer) => (out += b.toString()));
