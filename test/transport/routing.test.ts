@@ -48,6 +48,32 @@ t.test('a local response from the router', async (t) => {
   t.equal(h.faults.length, 0);
 });
 
+t.test("a local response's own framing and connection fields are ignored: the transport frames it", async (t) => {
+  // A router (or fields a gateway echoes from the request onto a fault) must not be able to put a
+  // second Content-Length, a Transfer-Encoding or a Connection field into a head the transport frames:
+  // a client would read a different message boundary (RFC 9112 §6.3).
+  const h = await startTransport(t, () => ({
+    status: 200,
+    headers: ['Content-Length', '99', 'Transfer-Encoding', 'chunked', 'Connection', 'keep-alive, X-Hop', 'Keep-Alive', 'timeout=9', 'X-Kept', 'yes'],
+    body: 'hello',
+  }));
+  const c = await RawClient.connect(h.port);
+  t.teardown(() => c.destroy());
+  await c.write(get('/local'));
+  const res = await c.finalResponse(3000);
+  t.same(
+    res.rawHeaders,
+    [
+      ['X-Kept', 'yes'],
+      ['Content-Length', '5'],
+    ],
+    'exactly the router\'s other field and the transport\'s Content-Length',
+  );
+  t.equal(res.body.toString(), 'hello');
+  await c.write(get('/again'));
+  t.equal((await c.finalResponse(3000, 1)).body.toString(), 'hello', 'the connection is still in step');
+});
+
 t.test('an asynchronous decision: a 1 MiB body waits for it and arrives intact', async (t) => {
   const backend = await rawBackend({ onRequest: (c, req) => c.respond(200, `${req.body.length}`) });
   t.teardown(() => backend.close());
