@@ -235,7 +235,15 @@ function keepAliveSeconds(value: string): number {
 /** A head for a response the gateway makes itself (faults, preflight answers). */
 export function buildLocalHead(statusCode: number, statusText: string, headers: readonly string[], bodyLength: number, close: boolean): string {
   let head = 'HTTP/1.1 ' + statusCode + ' ' + statusText + '\r\n';
-  for (let i = 0; i < headers.length; i += 2) head += headers[i] + ': ' + headers[i + 1] + '\r\n';
+  for (let i = 0; i < headers.length; i += 2) {
+    const name = headers[i] as string;
+    // Framing and connection fields are the transport's: a router's (or a request field a gateway echoes)
+    // would contradict the Content-Length and Connection written below (RFC 9112 §6.3, RFC 9110 §7.6.1).
+    const kind = classify(name);
+    if (kind === Kind.TRANSFER_ENCODING || kind === Kind.CONNECTION || kind === Kind.DROP) continue;
+    if (name.length === 14 && name.toLowerCase() === 'content-length') continue;
+    head += name + ': ' + headers[i + 1] + '\r\n';
+  }
   head += 'Content-Length: ' + bodyLength + '\r\n';
   if (close) head += 'Connection: close\r\n';
   return head + '\r\n';
