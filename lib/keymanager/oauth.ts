@@ -197,8 +197,8 @@ export class OAuthServer {
     if (rec.revoked) throw new OAuthError('invalid_grant', 'the refresh token is revoked');
     if (rec.usedAt !== null || !(await this.o.store.markRefreshTokenUsed(hash, now))) {
       // A rotated token presented again: someone holds a copy. Revoke the family (RFC 9700 §4.14.2).
-      const n = await this.o.store.revokeRefreshFamily(rec.family);
-      this.o.logger.log('warn', 'refresh_token_reuse', { client_id: rec.consumerKey, sub: rec.subject, family: rec.family, revoked: n });
+      const n = await this.revokeFamily(rec.family, rec.consumerKey);
+      this.o.logger.log('warn', 'refresh_token_reuse', { client_id: rec.consumerKey, sub: rec.subject, family: rec.family, access_tokens_revoked: n });
       throw new OAuthError('invalid_grant', 'the refresh token was already used; every token of its grant is revoked');
     }
     if (rec.expiresAt <= now) throw new OAuthError('invalid_grant', 'the refresh token has expired');
@@ -223,6 +223,25 @@ export class OAuthServer {
       idToken: aut === 'APPLICATION_USER' || this.o.settings.clientCredentialsIdToken,
       family: rec.family,
     });
+  }
+
+  /**
+   * Revokes a refresh token family and the access tokens issued with its members that have not expired
+   * (RFC 7009 §2.1: revoking a refresh token SHOULD invalidate the access tokens of the same grant).
+   * Resolves to the number of access tokens revoked.
+   */
+  private async revokeFamily(family: string, consumerKey: string): Promise<number> {
+    await this.o.store.revokeRefreshFamily(family);
+    const now = Date.now();
+    let n = 0;
+    for (const r of await this.o.store.listRefreshFamily(family)) {
+      if (r.accessJti === null || r.accessExpiresAt === null || r.accessExpiresAt <= now) continue;
+      if (await this.o.store.isRevoked(r.accessJti, now)) continue;
+      await this.o.store.revokeToken(r.accessJti, r.accessExpiresAt, now);
+      this.o.bus.publish('token.revoked', { jti: r.accessJti, expiresAt: r.accessExpiresAt, consumerKey, revokedAt: now });
+      n++;
+    }
+    return n;
   }
 
   /** RFC 7523 §2.1: a JWT from a trusted issuer ([[apim.jwt.issuer]]) as the authorization grant. */
@@ -312,6 +331,8 @@ export class OAuthServer {
         keyType: client.keyType,
         issuedAt: now * 1000,
         expiresAt: now * 1000 + s.refreshTokenValidity,
+        accessJti: jti,
+        accessExpiresAt: (now + expiresIn) * 1000 + s.skew,
       });
       res.refresh_token = value;
     }
@@ -360,8 +381,8 @@ export class OAuthServer {
     const rec = hint === 'access_token' ? undefined : await this.o.store.getRefreshToken(digest(token));
     if (rec !== undefined) {
       if (rec.consumerKey !== client.consumerKey) throw new OAuthError('unauthorized_client', 'the token was not issued to this client');
-      await this.o.store.revokeRefreshFamily(rec.family);
-      this.o.logger.log('info', 'refresh_token_revoked', { client_id: client.consumerKey, family: rec.family });
+      const n = await this.revokeFamily(rec.family, client.consumerKey);
+      this.o.logger.log('info', 'refresh_token_revoked', { client_id: client.consumerKey, family: rec.family, access_tokens_revoked: n });
       return;
     }
     const claims = await this.verifyAccessToken(token);

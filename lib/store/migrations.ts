@@ -74,6 +74,14 @@ export const MIGRATIONS: readonly Migration[] = [
         retired_at BIGINT)`,
     ],
   },
+  {
+    version: 2,
+    description: 'refresh tokens remember the access token issued with them, so reuse detection can revoke it',
+    statements: [
+      `ALTER TABLE tw_refresh_token ADD COLUMN access_jti VARCHAR(128)`,
+      `ALTER TABLE tw_refresh_token ADD COLUMN access_expires_at BIGINT`,
+    ],
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;

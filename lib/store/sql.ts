@@ -93,6 +93,8 @@ function toRefresh(r: Row): RefreshTokenRecord {
     expiresAt: num(r.expires_at),
     usedAt: numOrNull(r.used_at),
     revoked: num(r.revoked) !== 0,
+    accessJti: r.access_jti === null || r.access_jti === undefined ? null : str(r.access_jti),
+    accessExpiresAt: numOrNull(r.access_expires_at),
   };
 }
 function toKey(r: Row): SigningKey {
@@ -254,11 +256,14 @@ export class SqlStore implements Store {
     return (await this.db.run(`DELETE FROM tw_user WHERE username = ?`, [username])) > 0;
   }
 
-  async saveRefreshToken(t: Omit<RefreshTokenRecord, 'usedAt' | 'revoked'>): Promise<void> {
+  async saveRefreshToken(t: Omit<RefreshTokenRecord, 'usedAt' | 'revoked' | 'accessJti' | 'accessExpiresAt'> & { accessJti?: string; accessExpiresAt?: number }): Promise<void> {
     await this.db.run(
-      `INSERT INTO tw_refresh_token (token_hash, family, consumer_key, subject, scope, aut, key_type, issued_at, expires_at, used_at, revoked) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, 0)`,
-      [t.tokenHash, t.family, t.consumerKey, t.subject, t.scope, t.authorizedUserType, t.keyType, t.issuedAt, t.expiresAt],
+      `INSERT INTO tw_refresh_token (token_hash, family, consumer_key, subject, scope, aut, key_type, issued_at, expires_at, used_at, revoked, access_jti, access_expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, 0, ?, ?)`,
+      [t.tokenHash, t.family, t.consumerKey, t.subject, t.scope, t.authorizedUserType, t.keyType, t.issuedAt, t.expiresAt, t.accessJti ?? null, t.accessExpiresAt ?? null],
     );
+  }
+  async listRefreshFamily(family: string): Promise<RefreshTokenRecord[]> {
+    return (await this.db.all(`SELECT * FROM tw_refresh_token WHERE family = ? ORDER BY issued_at`, [family])).map(toRefresh);
   }
   async getRefreshToken(tokenHash: string): Promise<RefreshTokenRecord | undefined> {
     const r = (await this.db.all(`SELECT * FROM tw_refresh_token WHERE token_hash = ?`, [tokenHash]))[0];

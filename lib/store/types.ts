@@ -76,6 +76,9 @@ export interface RefreshTokenRecord {
   /** When it was exchanged (rotated); a second use is a replay (RFC 6749 §10.4, OAuth 2.0 Security BCP §4.14). */
   readonly usedAt: number | null;
   readonly revoked: boolean;
+  /** The access token issued together with this refresh token (revoked with the family on reuse). */
+  readonly accessJti: string | null;
+  readonly accessExpiresAt: number | null;
 }
 
 export interface RevokedToken {
@@ -129,12 +132,14 @@ export interface Store {
   listUsers(): Promise<User[]>;
   deleteUser(username: string): Promise<boolean>;
 
-  saveRefreshToken(token: Omit<RefreshTokenRecord, 'usedAt' | 'revoked'>): Promise<void>;
+  saveRefreshToken(token: Omit<RefreshTokenRecord, 'usedAt' | 'revoked' | 'accessJti' | 'accessExpiresAt'> & { accessJti?: string; accessExpiresAt?: number }): Promise<void>;
   getRefreshToken(tokenHash: string): Promise<RefreshTokenRecord | undefined>;
   /** Marks a refresh token used; true only for the one caller that did it (rotation is atomic). */
   markRefreshTokenUsed(tokenHash: string, at: number): Promise<boolean>;
   /** Revokes every refresh token of a family (reuse detection, revocation); returns how many. */
   revokeRefreshFamily(family: string): Promise<number>;
+  /** Every refresh token of a family (to find the access tokens issued with them). */
+  listRefreshFamily(family: string): Promise<RefreshTokenRecord[]>;
 
   revokeToken(jti: string, expiresAt: number, at: number): Promise<void>;
   isRevoked(jti: string, now: number): Promise<boolean>;

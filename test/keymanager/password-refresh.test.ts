@@ -62,6 +62,12 @@ t.test('refresh tokens rotate; a reused one revokes the whole family', async (t)
   t.match(replay, { status: 400, body: { error: 'invalid_grant', error_description: /already used/ } });
   const after = await postForm(`${h.url}/oauth2/token`, { grant_type: 'refresh_token', refresh_token: r3 }, basic(key, secret));
   t.match(after, { status: 400, body: { error: 'invalid_grant' } }, 'the latest token of the family is revoked too');
+  // The access tokens issued with the family are revoked and announced (RFC 7009 §2.1).
+  for (const [name, r] of [['first', first], ['second', second], ['narrowed', narrow]] as const) {
+    const i = await postForm(`${h.url}/oauth2/introspect`, { token: String(r.body.access_token) }, basic(key, secret));
+    t.same(i.body, { active: false }, `${name} access token revoked`);
+  }
+  t.equal(h.events.filter((e) => e.name === 'token.revoked').length, 3);
   t.ok(h.logLines.some((l) => l.includes('"refresh_token_reuse"')), 'reuse is logged');
 });
 

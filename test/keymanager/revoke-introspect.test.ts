@@ -64,6 +64,9 @@ t.test('revoke a refresh token: it and its family are inactive', async (t) => {
   t.same((await postForm(`${h.url}/oauth2/introspect`, { token: rt }, basic(key, secret))).body, { active: false });
   const use = await postForm(`${h.url}/oauth2/token`, { grant_type: 'refresh_token', refresh_token: rt }, basic(key, secret));
   t.match(use, { status: 400, body: { error: 'invalid_grant' } });
+  const at = await postForm(`${h.url}/oauth2/introspect`, { token: String(tok.body.access_token) }, basic(key, secret));
+  t.same(at.body, { active: false }, 'the access token of the same grant is revoked too (RFC 7009 §2.1)');
+  t.ok(h.events.some((e) => e.name === 'token.revoked'));
 });
 
 t.test('an expired access token introspects inactive', async (t) => {

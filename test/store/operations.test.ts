@@ -6,7 +6,7 @@ import t from 'tap';
 import { BACKENDS } from './backends';
 import { openDatabase, storeOver, ensureSuperAdmin } from '../../lib/store/open';
 import { migrate } from '../../lib/store/sql';
-import { SCHEMA_VERSION } from '../../lib/store/migrations';
+import { MIGRATIONS, SCHEMA_VERSION } from '../../lib/store/migrations';
 import { digest, hashPassword, verifyPassword } from '../../lib/store/passwords';
 import { loadConfig } from '../../lib/config/load';
 
@@ -19,11 +19,16 @@ for (const backend of BACKENDS) {
     }
     t.teardown(opened.drop);
     const driver = await openDatabase('apim_db', opened.table, opened.cwd);
+    // A database at version 1 with a row in it, then the current migrations: the row survives.
+    t.equal(await migrate(driver, MIGRATIONS.slice(0, 1)), 1);
+    await driver.run(`INSERT INTO tw_refresh_token (token_hash, family, consumer_key, subject, scope, aut, key_type, issued_at, expires_at, used_at, revoked) VALUES ('h0', 'f0', 'ck', 's', '', 'APPLICATION', 'PRODUCTION', 1, 2, NULL, 0)`);
     const store = await storeOver(driver);
     t.teardown(() => store.close());
 
     t.equal(await store.schemaVersion(), SCHEMA_VERSION, 'migrations applied');
+    t.equal(SCHEMA_VERSION, 2);
     t.equal(await migrate(driver), SCHEMA_VERSION, 'migrating again is a no-op');
+    t.match(await store.getRefreshToken('h0'), { family: 'f0', accessJti: null, accessExpiresAt: null }, 'a version 1 row after migration 2');
 
     // Applications
     const app = await store.createApplication({ name: 'PizzaApp', owner: 'admin', tier: 'Unlimited', description: 'orders' });
@@ -97,8 +102,9 @@ for (const backend of BACKENDS) {
     const now = Date.now();
     const base = { family: 'f1', consumerKey: 'ck1', subject: 'alice', scope: 'openid', authorizedUserType: 'APPLICATION_USER', keyType: 'PRODUCTION' as const, issuedAt: now, expiresAt: now + 60_000 };
     await store.saveRefreshToken({ ...base, tokenHash: digest('r1') });
-    await store.saveRefreshToken({ ...base, tokenHash: digest('r2') });
-    t.match(await store.getRefreshToken(digest('r1')), { ...base, usedAt: null, revoked: false });
+    await store.saveRefreshToken({ ...base, tokenHash: digest('r2'), accessJti: 'at-2', accessExpiresAt: now + 1000 });
+    t.match(await store.getRefreshToken(digest('r1')), { ...base, usedAt: null, revoked: false, accessJti: null, accessExpiresAt: null });
+    t.same((await store.listRefreshFamily('f1')).map((r) => [r.accessJti, r.accessExpiresAt]).sort(), [['at-2', now + 1000], [null, null]].sort());
     const race = await Promise.all([store.markRefreshTokenUsed(digest('r1'), now), store.markRefreshTokenUsed(digest('r1'), now)]);
     t.same(race.sort(), [false, true], 'only one of two concurrent exchanges wins');
     t.equal((await store.getRefreshToken(digest('r1')))?.usedAt, now);
@@ -124,7 +130,7 @@ for (const backend of BACKENDS) {
     t.equal((await store.listSigningKeys()).find((k) => k.kid === 'k1')?.retiredAt, now - 5);
 
     // Cleanup
-    t.same(await store.cleanup(now, now), { refreshTokens: 1, revoked: 1, keys: 1 });
+    t.same(await store.cleanup(now, now), { refreshTokens: 2, revoked: 1, keys: 1 }, 'expired refresh tokens (one from the version 1 row), revocations, retired keys');
     t.same((await store.listSigningKeys()).map((k) => k.kid), ['k2']);
     await store.deleteSigningKey('k2');
     t.same(await store.listSigningKeys(), []);
