@@ -2164,6 +2164,8 @@ export interface ThroughwaySection {
   readonly access_log_file: string;
   /** Built-in demo backend */
   readonly demo: ThroughwayDemoSection;
+  /** Key manager signing key */
+  readonly key_manager: ThroughwayKeyManagerSection;
 }
 
 /** Built-in demo backend ([throughway.demo], spec throughway). */
@@ -2172,4 +2174,10 @@ export interface ThroughwayDemoSection {
   readonly enable: boolean;
   /** Port of the demo backend (plus server.offset). Default: 9000. */
   readonly port: number;
+}
+
+/** Key manager signing key ([throughway.key_manager], spec throughway). */
+export interface ThroughwayKeyManagerSection {
+  /** Name of a [custom_keystore.<name>] of type PEM whose private key (RSA: RS256, EC P-256: ES256) signs the key manager's tokens. Unset: an RSA key generated on first start and kept in the store. */
+  readonly signing_keystore?: string;
 }

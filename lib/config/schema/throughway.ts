@@ -44,4 +44,13 @@ export const THROUGHWAY_SECTIONS: readonly SectionDef[] = [
       { key: 'port', type: 'i', format: 'port', default: 9000, meaning: 'Port of the demo backend (plus server.offset).' },
     ],
   },
+  {
+    path: 'throughway.key_manager',
+    source: 'throughway',
+    title: 'Key manager signing key',
+    runs: true,
+    keys: [
+      { key: 'signing_keystore', type: 's', meaning: "Name of a [custom_keystore.<name>] of type PEM whose private key (RSA: RS256, EC P-256: ES256) signs the key manager's tokens. Unset: an RSA key generated on first start and kept in the store." },
+    ],
+  },
 ];
