@@ -6,6 +6,7 @@
 import type * as http from 'node:http';
 import { SUBSCRIPTION_STATES, type KeyType, type SubscriptionState } from '../store/types';
 import { OAuthError } from './errors';
+import { KeyRingError } from './keys';
 import { readJson, sendJson, type RouteContext } from './http';
 
 const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
@@ -97,7 +98,9 @@ export async function handleAdmin(ctx: RouteContext, req: http.IncomingMessage, 
   }
   if (collection === 'signing-keys' && id === undefined && method === 'GET') return sendJson(res, 200, { keys: ctx.keys.publicJwks() });
   if (collection === 'signing-keys' && id === 'rotate' && method === 'POST') {
-    const kid = await ctx.keys.rotate();
+    const kid = await ctx.keys.rotate().catch((err: unknown) => {
+      throw err instanceof KeyRingError ? new OAuthError('conflict', err.message) : err;
+    });
     ctx.logger.log('info', 'signing_key_rotated', { kid });
     return sendJson(res, 200, { kid });
   }

@@ -109,7 +109,7 @@ function discovery(ctx: RouteContext): Record<string, unknown> {
     grant_types_supported: IMPLEMENTED_GRANTS.filter((g: GrantType) => s.grants[g]),
     response_types_supported: ['token'],
     subject_types_supported: ['public'],
-    id_token_signing_alg_values_supported: ['RS256'],
+    id_token_signing_alg_values_supported: [ctx.keys.current().alg],
     token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
     revocation_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
     introspection_endpoint_auth_methods_supported: ['client_secret_basic'],

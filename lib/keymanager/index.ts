@@ -7,6 +7,7 @@
  *
  * `createKeyManager` opens nothing but the store it is given; `listen()` opens the port.
  */
+import * as fs from 'node:fs';
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { LoadResult } from '../config/load';
@@ -14,7 +15,8 @@ import { createEventBus, type EventBus } from '../events/bus';
 import { silentLogger, type Logger } from '../observability/log';
 import type { Store } from '../store/types';
 import { createHandler, type RouteContext } from './http';
-import { openKeyRing, type KeyRing } from './keys';
+import { KeyRingError, openKeyRing, readPemKey, type ExternalKey, type KeyRing } from './keys';
+import type { DeploymentConfig } from '../config/deployment-config.generated';
 import { Manager } from './manage';
 import { OAuthServer } from './oauth';
 import { keyManagerSettings, type KeyManagerSettings } from './settings';
@@ -55,6 +57,28 @@ function javaRegex(source: string): RegExp {
   }
 }
 
+/** The `[custom_keystore.<name>]` that `[throughway.key_manager] signing_keystore` names, read (PEM only). */
+export function signingKeystore(config: DeploymentConfig): ExternalKey | undefined {
+  const name = config.throughway.key_manager.signing_keystore;
+  if (name === undefined || name === '') return undefined;
+  const src = `[custom_keystore.${name}]`;
+  const ks = config.custom_keystore[name];
+  if (ks === undefined) throw new KeyRingError(`[throughway.key_manager] signing_keystore = "${name}" names no ${src} table`);
+  if (ks.type !== 'PEM') {
+    throw new KeyRingError(
+      `${src} type = "${ks.type ?? '(unset)'}": the key manager reads PEM keystores only; convert a PKCS12 file with \`openssl pkcs12 -in FILE -nodes -nocerts -out key.pem\` (a JKS file with \`keytool -importkeystore -deststoretype PKCS12\` first)`,
+    );
+  }
+  if (ks.file_name === undefined) throw new KeyRingError(`${src} has no file_name`);
+  let pem: Buffer;
+  try {
+    pem = fs.readFileSync(ks.file_name);
+  } catch (err) {
+    throw new KeyRingError(`${src} file_name ${ks.file_name}: ${(err as Error).message}`);
+  }
+  return readPemKey(pem, ks.key_password ?? ks.password, `${src} ${ks.file_name}`);
+}
+
 /** Cleanup runs at start and then this often when `[oauth.token_cleanup] enable`. */
 const CLEANUP_INTERVAL = 60 * 60 * 1000;
 
@@ -63,7 +87,7 @@ export async function createKeyManager(o: KeyManagerOptions): Promise<KeyManager
   const logger = o.logger ?? silentLogger;
   const bus = o.bus ?? createEventBus((err, event) => logger.log('error', 'event_subscriber_failed', { event: event.name, message: (err as Error).message }));
   let settings = keyManagerSettings(config, o.loaded.ports, o.baseUrl);
-  const keys = await openKeyRing(o.store, keyGrace(settings));
+  const keys = await openKeyRing(o.store, keyGrace(settings), signingKeystore(config));
   const manager = new Manager(o.store, bus, settings.passwordHashMethod);
   let oauth = new OAuthServer({ store: o.store, keys, bus, logger, settings, ...(o.apiScopes !== undefined ? { apiScopes: o.apiScopes } : {}) });
   const props = config.user_store.properties;

@@ -4,7 +4,12 @@
  * and publishes the same set. The newest unretired key signs; `rotate()` adds a new one and retires the
  * old, which stays in the JWKS (RFC 7517) until every token it signed has expired, then cleanup removes it.
  * `kid` is the RFC 7638 thumbprint.
+ *
+ * With `[throughway.key_manager] signing_keystore` the signing key is instead the private key of that
+ * `[custom_keystore.<name>]` (a PEM file; RSA signs RS256, EC P-256 ES256): generated keys still in the
+ * store are retired, and stay published until their tokens expire. Rotation is then replacing the file.
  */
+import { createPrivateKey, createPublicKey, type KeyObject } from 'node:crypto';
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, type CryptoKey, type JWK } from 'jose';
 import type { SigningKey, Store } from '../store/types';
 
@@ -14,6 +19,40 @@ export interface ActiveKey {
   readonly kid: string;
   readonly alg: string;
   readonly privateKey: CryptoKey;
+}
+
+/** A signing key from a keystore file (lib/keymanager/keystore.ts reads it). */
+export interface ExternalKey {
+  /** Where it came from, for messages: `[custom_keystore.<name>] <file>`. */
+  readonly source: string;
+  readonly privateKey: KeyObject;
+}
+
+export class KeyRingError extends Error {
+  readonly code = 'KEY_RING';
+}
+
+function algOf(key: KeyObject): string {
+  if (key.asymmetricKeyType === 'rsa') return 'RS256';
+  if (key.asymmetricKeyType === 'ec' && key.asymmetricKeyDetails?.namedCurve === 'prime256v1') return 'ES256';
+  throw new KeyRingError(`a ${key.asymmetricKeyType ?? 'symmetric'}${key.asymmetricKeyDetails?.namedCurve !== undefined ? ` ${key.asymmetricKeyDetails.namedCurve}` : ''} key cannot sign tokens here: use RSA (RS256) or EC P-256 (ES256)`);
+}
+
+export async function externalActiveKey(ext: ExternalKey): Promise<{ active: ActiveKey; publicJwk: JWK }> {
+  const alg = algOf(ext.privateKey);
+  const pub = createPublicKey(ext.privateKey).export({ format: 'jwk' }) as JWK;
+  const kid = await calculateJwkThumbprint(pub);
+  const privateKey = (await importJWK({ ...(ext.privateKey.export({ format: 'jwk' }) as JWK), alg }, alg)) as CryptoKey;
+  return { active: { kid, alg, privateKey }, publicJwk: { ...pub, kid, alg, use: 'sig' } };
+}
+
+/** Reads a PEM private key (PKCS#8, PKCS#1 or SEC1; encrypted ones with the passphrase). */
+export function readPemKey(pem: string | Buffer, passphrase: string | undefined, source: string): ExternalKey {
+  try {
+    return { source, privateKey: createPrivateKey({ key: pem, format: 'pem', ...(passphrase !== undefined ? { passphrase } : {}) }) };
+  } catch (err) {
+    throw new KeyRingError(`${source}: no readable private key: ${(err as Error).message}`);
+  }
 }
 
 export interface KeyRing {
@@ -45,11 +84,22 @@ async function newKey(): Promise<Omit<SigningKey, 'retiredAt'>> {
  * @param graceMs how long a retired key stays published: the longest validity of a token it signed
  *   (access, ID) plus the allowed clock skew.
  */
-export async function openKeyRing(store: Store, graceMs: number): Promise<KeyRing> {
+export async function openKeyRing(store: Store, graceMs: number, external?: ExternalKey): Promise<KeyRing> {
   let active: ActiveKey | undefined;
   let published: { jwk: JWK; retiredAt: number | null }[] = [];
 
+  const ext = external === undefined ? undefined : await externalActiveKey(external);
+  const loadExternal = async (e: { active: ActiveKey; publicJwk: JWK }): Promise<void> => {
+    const at = Date.now();
+    let keys = await store.listSigningKeys();
+    for (const k of keys) if (k.retiredAt === null) await store.retireSigningKey(k.kid, at);
+    keys = await store.listSigningKeys();
+    active = e.active;
+    published = [{ jwk: e.publicJwk, retiredAt: null }, ...keys.filter((k) => k.kid !== e.active.kid).map((k) => ({ jwk: JSON.parse(k.publicJwk) as JWK, retiredAt: k.retiredAt }))];
+  };
+
   const load = async (): Promise<void> => {
+    if (ext !== undefined) return loadExternal(ext);
     let keys = await store.listSigningKeys();
     if (!keys.some((k) => k.retiredAt === null)) {
       await store.addSigningKey(await newKey());
@@ -76,6 +126,7 @@ export async function openKeyRing(store: Store, graceMs: number): Promise<KeyRin
     },
     reload: load,
     async rotate() {
+      if (external !== undefined) throw new KeyRingError(`the signing key comes from ${external.source}: replace that file and restart to rotate`);
       const before = (await store.listSigningKeys()).filter((k) => k.retiredAt === null);
       const next = await newKey();
       await store.addSigningKey(next);

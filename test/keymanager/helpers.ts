@@ -35,7 +35,13 @@ export async function startKeyManager(toml = '', options: { apiScopes?: () => It
   const bus = createEventBus();
   const events: AnyEvent[] = [];
   bus.subscribe((e) => events.push(e));
-  const km = await createKeyManager({ loaded, store, bus, logger, ...(options.apiScopes !== undefined ? { apiScopes: options.apiScopes } : {}) });
+  let km: KeyManager;
+  try {
+    km = await createKeyManager({ loaded, store, bus, logger, ...(options.apiScopes !== undefined ? { apiScopes: options.apiScopes } : {}) });
+  } catch (err) {
+    await store.close();
+    throw err;
+  }
   const a = await km.listen(0, '127.0.0.1');
   return {
     km,
