@@ -60,6 +60,7 @@ export type FaultReason =
   | 'client_protocol'
   | 'header_too_large'
   | 'version_not_supported'
+  | 'connect_method'
   | 'header_timeout'
   | 'client_timeout'
   | 'client_io_send'
@@ -99,6 +100,7 @@ export const FAULT_KINDS: { readonly [R in FaultReason]: FaultKind } = {
   send_abort: { base: 101509, addsState: true, side: 'target', httpStatus: 502, message: 'Send abort', description: 'Sending the request to the back end was aborted' },
   processing: { base: 101510, addsState: true, side: 'target', httpStatus: 500, message: 'Response processing failed', description: 'The gateway failed while processing the response' },
   client_protocol: { base: 101506, addsState: true, side: 'source', httpStatus: 400, message: 'Bad Request', description: 'The request is not valid HTTP/1.1' },
+  connect_method: { base: 101506, addsState: true, side: 'source', httpStatus: 501, message: 'Not Implemented', description: 'CONNECT (tunnelling) is not served by the pass-through listener' },
   version_not_supported: { base: 101506, addsState: true, side: 'source', httpStatus: 505, message: 'HTTP Version Not Supported', description: 'Only HTTP/1.0 and HTTP/1.1 are served on this listener' },
   header_too_large: { base: 101506, addsState: true, side: 'source', httpStatus: 431, message: 'Request Header Fields Too Large', description: 'The request head exceeds maxHttpHeaderSize' },
   header_timeout: { base: 101504, addsState: true, side: 'source', httpStatus: 408, message: 'Request Timeout', description: 'The request head was not received in time' },

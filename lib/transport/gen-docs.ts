@@ -95,6 +95,7 @@ export function renderTransportDoc(): string {
   out.push('| (source) request head larger than `maxHttpHeaderSize` | 101506 + state | 431, `Connection: close` |');
   out.push('| (source) HTTP/1.1 request without a Host field, or any request with two (RFC 9112 §3.2) | 101506 + state | 400, `Connection: close`, nothing forwarded |');
   out.push('| (source) a major version other than 1 in the request line | 101506 + state | 505, `Connection: close` |');
+  out.push('| (source) a CONNECT request (no tunnelling on this listener) | 101506 + state | 501, `Connection: close`, nothing forwarded |');
   out.push('| (source) request head not complete within `header_timeout` | 101504 + 1 = 101505 | 408, `Connection: close` |');
   out.push('| (source) request body larger than `max_request_body` | 103001 | 413, `Connection: close` |');
   out.push('| (source) in-flight queue full (`worker_pool_queue_length`) | 103002 | 503 |');

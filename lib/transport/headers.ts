@@ -219,7 +219,12 @@ export function buildResponseHead(input: ResponseHeadInput, settings: TransportS
   if (settings.via !== '') head += 'Via: ' + (via === undefined ? settings.via : via + ', ' + settings.via) + '\r\n';
   else if (via !== undefined) head += 'Via: ' + via + '\r\n';
   const extra = input.extra;
-  for (let i = 0; i < extra.length; i += 2) head += extra[i] + ': ' + extra[i + 1] + '\r\n';
+  for (let i = 0; i < extra.length; i += 2) {
+    const name = extra[i] as string;
+    // Framing is the transport's alone: a field a router adds can never frame the message twice.
+    if (classify(name) !== Kind.OTHER || (name.length === 14 && name.toLowerCase() === 'content-length')) continue;
+    head += name + ': ' + extra[i + 1] + '\r\n';
+  }
   if (input.connection !== '') head += 'Connection: ' + input.connection + '\r\n';
   return head + '\r\n';
 }

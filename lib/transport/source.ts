@@ -301,6 +301,12 @@ export class SourceConnection implements ParserEvents {
       this.answerFault(ex, makeFault('version_not_supported', this.state, false, `HTTP/${ex.versionMajor}.${ex.versionMinor}`), true);
       return;
     }
+    if (ex.method === 'CONNECT') {
+      // RFC 9110 §9.3.6: CONNECT asks for a tunnel. The pass-through listener relays HTTP exchanges; a
+      // CONNECT forwarded as one would hand the backend a request it was never routed for.
+      this.answerFault(ex, makeFault('connect_method', this.state, false, ex.url), true);
+      return;
+    }
     const hosts = countHost(ex.headers);
     if (hosts > 1 || (hosts === 0 && ex.versionMinor === 1)) {
       this.answerFault(ex, makeFault('client_protocol', this.state, false, hosts > 1 ? 'more than one Host field' : 'no Host field'), true);

@@ -43,4 +43,28 @@ t.test('HTTP/1.0 without Host is served (Host is required in 1.1 only)', async (
   t.equal(h.faults.length, 0);
 });
 
+
+t.test('CONNECT: 501, Connection: close, nothing forwarded (no tunnelling on this listener)', async (t) => {
+  const { backend, h } = await setup(t);
+  const res = await rawRequest(h.port, 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n');
+  assertFaultBody(t, res, 501, 101507, 101506, 1);
+  t.equal(res.headers['connection'], 'close');
+  t.equal(backend.conns.length, 0, 'no connection reached the backend');
+  assertFault(t, h.faults[0], { code: 101507, base: 101506, state: 1, side: 'source', reason: 'connect_method', httpStatus: 501 });
+});
+
+t.test('a router cannot add a second framing field to a forwarded response', async (t) => {
+  const backend = await rawBackend({ onRequest: (c) => c.respond(200, 'hello') });
+  t.teardown(() => backend.close());
+  const { targetFromUrl } = await import('../../lib/transport');
+  const target = targetFromUrl(backend.url);
+  const h = await startTransport(t, () => ({ target, responseHeaders: ['Content-Length', '99', 'Transfer-Encoding', 'chunked', 'Connection', 'close', 'X-Added', 'yes'] }));
+  const res = await rawRequest(h.port, 'GET /x HTTP/1.1\r\nHost: a\r\n\r\n');
+  t.equal(res.status, 200);
+  t.equal(res.text, 'hello');
+  t.equal(res.headers['x-added'], 'yes', 'ordinary fields are added');
+  const raw = res.raw.toString('latin1');
+  t.equal(raw.match(/content-length:/gi)?.length, 1, 'one Content-Length');
+  t.notMatch(raw, /transfer-encoding/i);
+});
 checkTransitions(t);
