@@ -107,8 +107,9 @@ export function renderTransportDoc(): string {
   out.push('  self-test at start-up refuses to run if headers split across reads come out wrong.');
   out.push('- **Keep-alive and pipelining**: one exchange at a time per client connection; pipelined requests wait');
   out.push('  unparsed until the response before them is done, so responses go out in order (RFC 9112 §9.3.2).');
-  out.push('  A request asking for a protocol upgrade (e.g. `Upgrade: h2c`) is answered normally, then the');
-  out.push('  connection closes (WebSocket upgrades arrive with Step 8).');
+  out.push('  A request asking for a protocol upgrade (e.g. `Upgrade: h2c`) is forwarded without its Upgrade field');
+  out.push('  (hop-by-hop), answered normally, and the connection stays HTTP/1.1 (RFC 9110 §7.8); WebSocket');
+  out.push('  upgrades arrive with Step 8. CONNECT is answered 501: this listener does not tunnel.');
   out.push('- **Bodies** stream both ways with backpressure: a full socket buffer on one side pauses reading on the');
   out.push('  other (`high_water_mark` bytes per socket, default 1 MiB). Chunked bodies are relayed verbatim,');
   out.push('  framing included (validated by the strict parser on the way); only an HTTP/1.0 client gets a');

@@ -215,7 +215,9 @@ export class SourceConnection implements ParserEvents {
       this.beginExchange();
       if (this.closing) return false;
     }
-    // After an Upgrade request llhttp parses no further HTTP on this connection: answer, then close.
+    // An Upgrade request is not upgraded (Upgrade is hop-by-hop and not forwarded, RFC 9110 §7.8): onComplete
+    // pauses before llhttp's upgrade step and reset() clears it, so the connection goes on as HTTP/1.1.
+    // Should llhttp report UPGRADE anyway it parses nothing further: answer, then close.
     if (upgrade) (this.ex as Exchange).closeAfter = true;
     this.requestComplete();
     if (this.closing || this.blocked) return false;
