@@ -42,8 +42,10 @@ export function readBody(req: http.IncomingMessage): Promise<Buffer> {
     req.on('data', (c: Buffer) => {
       size += c.length;
       if (size > MAX_BODY) {
-        reject(new OAuthError('invalid_request', `request body larger than ${MAX_BODY} bytes`, { status: 413 }));
-        req.destroy();
+        // Answer 413 and close the connection rather than read the rest (Connection: close below).
+        req.removeAllListeners('data');
+        req.pause();
+        reject(new OAuthError('invalid_request', `request body larger than ${MAX_BODY} bytes`, { status: 413, headers: { Connection: 'close' } }));
         return;
       }
       chunks.push(c);
