@@ -1835,18 +1835,18 @@ export interface OauthTokenCleanupSection {
   readonly retain_access_tokens_for_auditing: boolean;
 }
 
-/** OpenID Connect ([oauth.oidc], spec 001); accepted, not run by throughway. */
+/** OpenID Connect ([oauth.oidc], spec 001). */
 export interface OauthOidcSection {
   readonly extensions?: {
-    /** ID token builder class. Default: built-in default class. */
+    /** ID token builder class. Default: built-in default class. Accepted; throughway does not act on it. */
     readonly id_token_builder?: string;
-    /** Adds custom claims to the ID token. Default: built-in default class. */
+    /** Adds custom claims to the ID token. Default: built-in default class. Accepted; throughway does not act on it. */
     readonly claim_callback_handler?: string;
-    /** Builds the claims of the user-info response. Default: built-in default class. */
+    /** Builds the claims of the user-info response. Default: built-in default class. Accepted; throughway does not act on it. */
     readonly user_info_claim_retriever?: string;
   };
   readonly user_info: {
-    /** Format of the user-info response; jwt for a JWT response. Default: "json". */
+    /** Format of the user-info response; jwt for a JWT response. Default: "json". Accepted; throughway does not act on it. */
     readonly response_type: "json" | "jwt";
   };
   readonly token_validation: {
@@ -1856,13 +1856,13 @@ export interface OauthOidcSection {
   readonly id_token: {
     /** Issuer of ID tokens; adjust per deployment. Default: the OAuth2 token endpoint URL. */
     readonly issuer?: string;
-    /** Redirect to an error page on ID token errors. Default: true. */
+    /** Redirect to an error page on ID token errors. Default: true. Accepted; throughway does not act on it. */
     readonly redirect_error_page: boolean;
   };
   readonly claims: {
-    /** Use the OpenID Connect claim dialect. Default: false. */
+    /** Use the OpenID Connect claim dialect. Default: false. Accepted; throughway does not act on it. */
     readonly enable_oidc_dialect: boolean;
-    /** Include user attributes that have no claim mapping. Default: false. */
+    /** Include user attributes that have no claim mapping. Default: false. Accepted; throughway does not act on it. */
     readonly enable_unmapped_user_attributes: boolean;
   };
 }
