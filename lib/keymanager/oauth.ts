@@ -11,7 +11,7 @@ import { createLocalJWKSet, createRemoteJWKSet, decodeJwt, jwtVerify, SignJWT, t
 import type { EventBus } from '../events/bus';
 import type { Logger } from '../observability/log';
 import { digest, randomToken, verifyDigest, verifyPassword } from '../store/passwords';
-import type { Application, KeyType, OAuthClient, Store, User } from '../store/types';
+import { StoreError, type Application, type KeyType, type OAuthClient, type Store, type User } from '../store/types';
 import { OAuthError } from './errors';
 import type { KeyRing } from './keys';
 import { GRANT_KEYS, IMPLEMENTED_GRANTS, JWT_BEARER, type GrantType, type KeyManagerSettings } from './settings';
@@ -238,7 +238,7 @@ export class OAuthServer {
       if (r.accessJti === null || r.accessExpiresAt === null || r.accessExpiresAt <= now) continue;
       if (await this.o.store.isRevoked(r.accessJti, now)) continue;
       await this.o.store.revokeToken(r.accessJti, r.accessExpiresAt, now);
-      this.o.bus.publish('token.revoked', { jti: r.accessJti, expiresAt: r.accessExpiresAt, consumerKey, revokedAt: now });
+      if (this.o.settings.realtimeRevocation) this.o.bus.publish('token.revoked', { jti: r.accessJti, expiresAt: r.accessExpiresAt, consumerKey, revokedAt: now });
       n++;
     }
     return n;
@@ -320,8 +320,8 @@ export class OAuthServer {
     // A refresh token needs the refresh_token grant enabled and allowed for the client.
     const refreshAllowed = t.refresh && s.grants.refresh_token && (client.grantTypes.length === 0 || client.grantTypes.includes('refresh_token'));
     if (refreshAllowed) {
-      const value = randomToken();
-      await this.o.store.saveRefreshToken({
+      let value = randomToken();
+      const save = (): Promise<void> => this.o.store.saveRefreshToken({
         tokenHash: digest(value),
         family: t.family ?? randomUUID(),
         consumerKey: client.consumerKey,
@@ -334,6 +334,15 @@ export class OAuthServer {
         accessJti: jti,
         accessExpiresAt: (now + expiresIn) * 1000 + s.skew,
       });
+      for (let attempt = 0; ; attempt++) {
+        try {
+          await save();
+          break;
+        } catch (err) {
+          if (!(err instanceof StoreError && err.code === 'STORE_CONFLICT') || attempt >= s.persistenceRetries) throw err;
+          value = randomToken();
+        }
+      }
       res.refresh_token = value;
     }
     if (t.idToken && t.scope.split(' ').includes('openid')) {
@@ -391,7 +400,7 @@ export class OAuthServer {
     const now = Date.now();
     const expiresAt = claims.exp * 1000 + this.o.settings.skew;
     await this.o.store.revokeToken(claims.jti, expiresAt, now);
-    this.o.bus.publish('token.revoked', { jti: claims.jti, expiresAt, consumerKey: client.consumerKey, revokedAt: now });
+    if (this.o.settings.realtimeRevocation) this.o.bus.publish('token.revoked', { jti: claims.jti, expiresAt, consumerKey: client.consumerKey, revokedAt: now });
     this.o.logger.log('info', 'access_token_revoked', { client_id: client.consumerKey, jti: claims.jti });
   }
 

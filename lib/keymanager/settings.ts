@@ -11,6 +11,11 @@
  * - Grants: `[oauth.grant_type.<grant>] enable` (spec 002, part 5, rule 5).
  * - Scopes: `[apim.oauth_config] allowed_scopes` and `[oauth] allowed_scopes` (regular expressions,
  *   spec default `^device_.*` and `openid`) plus the scopes deployed API resources declare.
+ * - Revocation: `[apim.token.revocation] enable_realtime_notifier` (on unless false) publishes
+ *   `token.revoked`; revoked ids are always kept in the store until they expire (the persistent list a
+ *   restarted gateway reads).
+ * - `[oauth.token_generation] retry_count_on_persistence_failures`: a refresh token whose digest collides
+ *   with a stored one is drawn again, this many times.
  * - jwt-bearer assertions (RFC 7523): trusted issuers are `[[apim.jwt.issuer]]` entries (`name` = the
  *   assertion's `iss`, `jwks.url` = where its keys are).
  */
@@ -60,6 +65,8 @@ export interface KeyManagerSettings {
   readonly trustedIssuers: readonly TrustedIssuer[];
   readonly passwordHashMethod: PasswordHashMethod;
   readonly tokenCleanup: boolean;
+  readonly realtimeRevocation: boolean;
+  readonly persistenceRetries: number;
   readonly adminUser: string;
 }
 
@@ -104,6 +111,8 @@ export function keyManagerSettings(config: DeploymentConfig, ports: EffectivePor
     trustedIssuers,
     passwordHashMethod: config.user_store.properties.PasswordHashMethod ?? 'SHA-256',
     tokenCleanup: config.oauth.token_cleanup.enable,
+    realtimeRevocation: config.apim.token.revocation.enable_realtime_notifier !== false,
+    persistenceRetries: Math.max(0, config.oauth.token_generation.retry_count_on_persistence_failures),
     adminUser: config.super_admin.username,
   };
 }

@@ -97,3 +97,24 @@ t.test('no refresh token when the refresh_token grant is disabled', async (t) =>
   t.equal(r.status, 200);
   t.notOk('refresh_token' in r.body);
 });
+
+t.test('a colliding refresh token is drawn again (retry_count_on_persistence_failures)', async (t) => {
+  const h = await startKeyManager('[oauth.token_generation]\nretry_count_on_persistence_failures = 2\n');
+  t.teardown(() => h.close());
+  const { key, secret } = await appWithKeys(h);
+  const { StoreError } = await import('../../lib/store/types');
+  const original = h.store.saveRefreshToken.bind(h.store);
+  let failures = 2;
+  const seen: string[] = [];
+  h.store.saveRefreshToken = async (rec) => {
+    seen.push(rec.tokenHash);
+    if (failures-- > 0) throw new StoreError('STORE_CONFLICT', 'duplicate');
+    return original(rec);
+  };
+  const ok = await postForm(`${h.url}/oauth2/token`, { grant_type: 'password', username: 'admin', password: 'admin-pw-1' }, basic(key, secret));
+  t.equal(ok.status, 200);
+  t.equal(new Set(seen).size, 3, 'a new value each attempt');
+  failures = 3;
+  const fail = await postForm(`${h.url}/oauth2/token`, { grant_type: 'password', username: 'admin', password: 'admin-pw-1' }, basic(key, secret));
+  t.match(fail, { status: 500, body: { error: 'server_error' } }, 'past the retries: a server error');
+});

@@ -77,3 +77,14 @@ t.test('an expired access token introspects inactive', async (t) => {
   await new Promise((r) => setTimeout(r, 2100));
   t.same((await postForm(`${h.url}/oauth2/introspect`, { token: String(tok.body.access_token) }, basic(key, secret))).body, { active: false });
 });
+
+t.test('enable_realtime_notifier = false: revoked ids are kept, no event', async (t) => {
+  const h = await startKeyManager('[apim.token.revocation]\nenable_realtime_notifier = false\n');
+  t.teardown(() => h.close());
+  const { key, secret } = await appWithKeys(h);
+  const tok = await postForm(`${h.url}/oauth2/token`, { grant_type: 'client_credentials' }, basic(key, secret));
+  t.equal((await postForm(`${h.url}/oauth2/revoke`, { token: String(tok.body.access_token) }, basic(key, secret))).status, 200);
+  t.notOk(h.events.some((e) => e.name === 'token.revoked'));
+  t.equal((await h.store.listRevoked(Date.now())).length, 1);
+  t.same((await postForm(`${h.url}/oauth2/introspect`, { token: String(tok.body.access_token) }, basic(key, secret))).body, { active: false });
+});
