@@ -104,6 +104,7 @@ export async function handleAdmin(ctx: RouteContext, req: http.IncomingMessage, 
     ctx.logger.log('info', 'signing_key_rotated', { kid });
     return sendJson(res, 200, { kid });
   }
+  if (collection === 'snapshot' && id === undefined && method === 'GET') return sendJson(res, 200, await m.snapshot());
   if (collection === 'revocations' && id === undefined && method === 'GET') return sendJson(res, 200, { list: await ctx.store.listRevoked(Date.now()) });
   throw new OAuthError('not_found', `no admin resource ${method} /admin/v1${path}`);
 }

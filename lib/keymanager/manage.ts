@@ -172,6 +172,17 @@ export class Manager {
     return this.subscriptionView(sub);
   }
 
+  /**
+   * Everything a gateway needs to start from, consistent enough to be followed by events: applications
+   * with their consumer keys, subscriptions, and revoked token ids not yet expired (docs/events.md).
+   */
+  async snapshot(now = Date.now()): Promise<{ time: number; applications: ApplicationPayload[]; subscriptions: SubscriptionPayload[]; revoked: { jti: string; expiresAt: number }[] }> {
+    const applications = (await this.listApplications()).map((v) => this.payload(v));
+    const subscriptions = (await this.store.listSubscriptions()).map(subscriptionPayload);
+    const revoked = (await this.store.listRevoked(now)).map((r) => ({ jti: r.jti, expiresAt: r.expiresAt }));
+    return { time: now, applications, subscriptions, revoked };
+  }
+
   async addUser(input: { username: string; password: string; roles?: readonly string[] }, rules?: { username: RegExp; password: RegExp }): Promise<UserView> {
     if (rules !== undefined && !rules.username.test(input.username)) throw new OAuthError('invalid_request', `user name does not match [user_store.properties] UsernameJavaRegEx ${rules.username.source}`);
     if (rules !== undefined && !rules.password.test(input.password)) throw new OAuthError('invalid_request', `password does not match [user_store.properties] PasswordJavaRegEx ${rules.password.source}`);

@@ -73,3 +73,25 @@ t.test('applications, keys, subscriptions and users, with their events', async (
   t.match(keysEvent?.payload, { application: { name: 'Pizza App', tier: 'Gold', keys: [{ keyType: 'PRODUCTION' }, { keyType: 'SANDBOX' }] } });
   for (const e of h.events) t.same(JSON.parse(JSON.stringify(e)), e, `${e.name} is plain JSON`);
 });
+
+t.test('the snapshot a gateway starts from', async (t) => {
+  const h = await startKeyManager();
+  t.teardown(() => h.close());
+  const A = `${h.url}/admin/v1`;
+  const auth = adminAuth();
+  await json('POST', `${A}/applications`, { name: 'S1', tier: 'Gold' }, auth);
+  const keys = await json('POST', `${A}/applications/S1/keys`, {}, auth);
+  await json('POST', `${A}/subscriptions`, { application: 'S1', api: '/pizzashack', version: '1.0.0', state: 'BLOCKED' }, auth);
+  const tok = await fetch(`${h.url}/oauth2/token`, { method: 'POST', headers: { Authorization: basic(String(keys.body.consumerKey), String(keys.body.consumerSecret)), 'Content-Type': 'application/x-www-form-urlencoded' }, body: 'grant_type=client_credentials' });
+  const at = ((await tok.json()) as { access_token: string }).access_token;
+  await fetch(`${h.url}/oauth2/revoke`, { method: 'POST', headers: { Authorization: basic(String(keys.body.consumerKey), String(keys.body.consumerSecret)), 'Content-Type': 'application/x-www-form-urlencoded' }, body: `token=${at}` });
+  const snap = await json('GET', `${A}/snapshot`, undefined, auth);
+  t.equal(snap.status, 200);
+  t.match(snap.body, {
+    applications: [{ name: 'S1', tier: 'Gold', keys: [{ consumerKey: keys.body.consumerKey, keyType: 'PRODUCTION' }] }],
+    subscriptions: [{ apiContext: '/pizzashack', apiVersion: '1.0.0', state: 'BLOCKED' }],
+    revoked: [{ jti: String(JSON.parse(Buffer.from(at.split('.')[1] ?? '', 'base64url').toString()).jti) }],
+  });
+  t.type(snap.body.time, 'number');
+  t.notOk(snap.text.includes(String(keys.body.consumerSecret)), 'no secret in the snapshot');
+});
