@@ -36,3 +36,11 @@ export type { GatewayFaultDef } from './gateway/faults';
 export { PHASES } from './gateway/phases';
 export type { Phase, PhaseName } from './gateway/phases';
 export { createDemoBackend } from './demo/backend';
+// The key manager (docs/key-manager.md): openStore opens [database.apim_db], createKeyManager serves the
+// token endpoint, DCR and the admin API; createEventBus is what gateways subscribe to (docs/events.md).
+export { createKeyManager } from './keymanager';
+export type { KeyManager, KeyManagerOptions } from './keymanager';
+export { openStore } from './store/open';
+export type { Store, Application, OAuthClient, Subscription, SubscriptionState, KeyType, User } from './store/types';
+export { createEventBus, EVENT_NAMES } from './events/bus';
+export type { EventBus, Event, AnyEvent, EventName, EventPayloads } from './events/bus';
