@@ -1,0 +1,67 @@
+/**
+ * What `npm start` prints about the key manager works: in a child process on a copy of conf/ (with an
+ * offset so it never collides with a running node), the printed `npm run -s throughway -- ...` lines
+ * create an application and its keys through the running node, and the printed curl line, with those
+ * keys, gets a token. No secret appears in the node's output or log.
+ */
+import { spawn, execFile } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { promisify } from 'node:util';
+import t from 'tap';
+
+const root = path.join(__dirname, '..', '..', '..');
+const cli = path.join(root, 'dist', 'lib', 'cli.js');
+const run = promisify(execFile);
+
+t.test('npm start prints how to get keys and a token, and it works', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'throughway-km-start-'));
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  fs.cpSync(path.join(root, 'conf'), path.join(dir, 'conf'), { recursive: true });
+  // 30000+: above every port the gateway's npm-start test can take (15000-19999 offsets).
+  const offset = 30000 + (process.pid % 5000);
+  const toml = path.join(dir, 'conf', 'deployment.toml');
+  fs.writeFileSync(toml, fs.readFileSync(toml, 'utf8').replace(/^offset = 0\b/m, `offset = ${offset}`));
+
+  const child = spawn(process.execPath, [cli, 'start'], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+  child.stderr.on('data', (c: Buffer) => (err += c.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  t.teardown(() => {
+    if (child.exitCode === null) child.kill('SIGKILL');
+  });
+  const deadline = Date.now() + 15_000;
+  while (!out.includes('Try:') && child.exitCode === null && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  t.match(out, new RegExp(`management HTTP\\s+port ${9763 + offset} \\(key manager, embedded SQLite .*apim_db\\.sqlite\\)`), out + err);
+
+  const commands = out.split('\n').map((l) => l.trim()).filter((l) => l.startsWith('npm run -s throughway -- '));
+  t.equal(commands.length, 2, 'apps create and keys generate');
+  let keys = '';
+  for (const c of commands) {
+    const args = c.slice('npm run -s throughway -- '.length).split(' ');
+    const r = await run(process.execPath, [cli, ...args], { cwd: dir });
+    keys += r.stdout;
+  }
+  const key = /consumer key\s+(\S+)/.exec(keys)?.[1] ?? '';
+  const secret = /consumer secret\s+(\S+)/.exec(keys)?.[1] ?? '';
+  t.ok(key !== '' && secret !== '', keys);
+
+  const curl = out.split('\n').map((l) => l.trim()).find((l) => l.startsWith('then: curl '));
+  t.ok(curl, 'prints the curl line');
+  const url = /(http:\/\/\S+)/.exec(curl ?? '')?.[1] ?? '';
+  t.equal(url, `http://localhost:${9763 + offset}/oauth2/token`);
+  t.match(curl, '-u <consumer key>:<consumer secret> -d grant_type=client_credentials');
+  const r = await fetch(url, { method: 'POST', headers: { Authorization: `Basic ${Buffer.from(`${key}:${secret}`).toString('base64')}`, 'Content-Type': 'application/x-www-form-urlencoded' }, body: 'grant_type=client_credentials' });
+  t.equal(r.status, 200);
+  const body = (await r.json()) as { access_token: string; token_type: string };
+  t.equal(body.token_type, 'Bearer');
+
+  child.kill('SIGTERM');
+  t.equal(await exited, 0, 'SIGTERM: clean exit');
+  t.notOk(out.includes(secret) || err.includes(secret), 'the secret is in neither the output nor the log');
+  t.notOk(err.includes(body.access_token), 'nor the token');
+  t.match(err, /"event":"token_issued"/);
+});
