@@ -22,7 +22,7 @@ import { OAuthError } from './errors';
 import type { KeyRing } from './keys';
 import type { Manager } from './manage';
 import { parseBasic, type OAuthServer } from './oauth';
-import { IMPLEMENTED_GRANTS, GRANT_KEYS, type GrantType } from './settings';
+import { IMPLEMENTED_GRANTS, isGrantType, type GrantType } from './settings';
 
 const MAX_BODY = 64 * 1024;
 
@@ -141,7 +141,7 @@ async function register(ctx: RouteContext, req: http.IncomingMessage, res: http.
   }
   if (grants !== undefined) {
     // RFC 7591 §2: "implicit" and other grant names this server does not know are refused.
-    for (const g of grants) if (!(g in GRANT_KEYS)) throw new OAuthError('invalid_client_metadata', `unknown grant type ${g}`);
+    for (const g of grants) if (!isGrantType(g)) throw new OAuthError('invalid_client_metadata', `unknown grant type ${g}`);
   }
   let callback = reference ? str(body.callbackUrl) : undefined;
   if (!reference && body.redirect_uris !== undefined) {

@@ -10,7 +10,7 @@ import type { ApplicationPayload, EventBus, SubscriptionPayload } from '../event
 import { digest, hashPassword, newSalt, randomToken } from '../store/passwords';
 import { SUBSCRIPTION_STATES, StoreError, type Application, type KeyType, type OAuthClient, type PasswordHashMethod, type Store, type Subscription, type SubscriptionState } from '../store/types';
 import { OAuthError } from './errors';
-import { DEFAULT_CLIENT_GRANTS, GRANT_KEYS } from './settings';
+import { DEFAULT_CLIENT_GRANTS, isGrantType } from './settings';
 
 export interface ApplicationView extends Application {
   readonly keys: readonly { readonly consumerKey: string; readonly keyType: KeyType; readonly grantTypes: readonly string[]; readonly callbackUrl: string }[];
@@ -107,7 +107,7 @@ export class Manager {
     const app = await this.application(nameOrId, input.owner);
     const keyType = input.keyType ?? 'PRODUCTION';
     const grantTypes = input.grantTypes !== undefined && input.grantTypes.length > 0 ? [...input.grantTypes] : [...DEFAULT_CLIENT_GRANTS];
-    for (const g of grantTypes) if (!(g in GRANT_KEYS)) throw new OAuthError('invalid_client_metadata', `unknown grant type ${g}`);
+    for (const g of grantTypes) if (!isGrantType(g)) throw new OAuthError('invalid_client_metadata', `unknown grant type ${g}`);
     for (const c of await this.store.listClients(app.id)) if (c.keyType === keyType) await this.store.deleteClient(c.consumerKey);
     const secret = randomToken();
     const client: OAuthClient = await this.store

@@ -14,7 +14,7 @@ import { digest, randomToken, verifyDigest, verifyPassword } from '../store/pass
 import { StoreError, type Application, type KeyType, type OAuthClient, type Store, type User } from '../store/types';
 import { OAuthError } from './errors';
 import type { KeyRing } from './keys';
-import { GRANT_KEYS, IMPLEMENTED_GRANTS, JWT_BEARER, type GrantType, type KeyManagerSettings } from './settings';
+import { GRANT_KEYS, IMPLEMENTED_GRANTS, isGrantType, JWT_BEARER, type GrantType, type KeyManagerSettings } from './settings';
 
 export type Form = URLSearchParams;
 
@@ -133,7 +133,7 @@ export class OAuthServer {
   /** POST /oauth2/token (RFC 6749 §3.2). */
   async token(authorization: string | undefined, form: Form): Promise<TokenResponse> {
     const grant = required(form, 'grant_type');
-    if (!(grant in GRANT_KEYS)) throw new OAuthError('unsupported_grant_type', `grant type ${grant} is not known to this server`);
+    if (!isGrantType(grant)) throw new OAuthError('unsupported_grant_type', `grant type ${grant} is not known to this server`);
     const g = grant as GrantType;
     if (!this.o.settings.grants[g]) throw new OAuthError('unsupported_grant_type', `grant type ${grant} is disabled by [oauth.grant_type.${GRANT_KEYS[g]}] enable = false`);
     if (!IMPLEMENTED_GRANTS.includes(g)) {

@@ -36,6 +36,11 @@ export const GRANT_KEYS = {
 } as const;
 
 export type GrantType = keyof typeof GRANT_KEYS;
+
+/** Own keys only: `toString` and the like are not grant types. */
+export function isGrantType(g: string): g is GrantType {
+  return Object.prototype.hasOwnProperty.call(GRANT_KEYS, g);
+}
 export const JWT_BEARER = 'urn:ietf:params:oauth:grant-type:jwt-bearer';
 
 /** Grants throughway implements; the others need a login page or a directory it does not have. */
