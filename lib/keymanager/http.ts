@@ -107,7 +107,8 @@ function discovery(ctx: RouteContext): Record<string, unknown> {
     revocation_endpoint: `${base}/oauth2/revoke`,
     introspection_endpoint: `${base}/oauth2/introspect`,
     jwks_uri: `${base}/oauth2/jwks`,
-    registration_endpoint: `${base}/client-registration/v0.17/register`,
+    // Spec 002, part 9, rule 4: v0.14 is the default version of the registration path (any v0.<n> answers).
+    registration_endpoint: `${base}/client-registration/v0.14/register`,
     grant_types_supported: IMPLEMENTED_GRANTS.filter((g: GrantType) => s.grants[g]),
     response_types_supported: ['token'],
     subject_types_supported: ['public'],

@@ -71,6 +71,7 @@ t.test('discovery', async (t) => {
     revocation_endpoint: `${h.url}/oauth2/revoke`,
     introspection_endpoint: `${h.url}/oauth2/introspect`,
     jwks_uri: `${h.url}/oauth2/jwks`,
+    registration_endpoint: `${h.url}/client-registration/v0.14/register`,
     grant_types_supported: ['client_credentials', 'refresh_token', 'urn:ietf:params:oauth:grant-type:jwt-bearer'],
   });
   t.same((await json('GET', `${h.url}/oauth2/token/.well-known/openid-configuration`)).body, d.body);
