@@ -24,9 +24,10 @@ export interface Harness {
 
 export const ADMIN = { user: 'admin', password: 'admin-pw-1' };
 
-export async function startKeyManager(toml = '', options: { apiScopes?: () => Iterable<string>; dir?: string } = {}): Promise<Harness> {
+export async function startKeyManager(toml = '', options: { apiScopes?: () => Iterable<string>; dir?: string; database?: string } = {}): Promise<Harness> {
   const dir = options.dir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'tw-km-'));
-  const text = `[super_admin]\nusername = "${ADMIN.user}"\npassword = "${ADMIN.password}"\n[database.apim_db]\ntype = "h2"\nurl = "jdbc:h2:${path.join(dir, 'apim_db')}"\nusername = "tw"\npassword = "tw"\n${toml}`;
+  const database = options.database ?? `[database.apim_db]\ntype = "h2"\nurl = "jdbc:h2:${path.join(dir, 'apim_db')}"\nusername = "tw"\npassword = "tw"\n`;
+  const text = `[super_admin]\nusername = "${ADMIN.user}"\npassword = "${ADMIN.password}"\n${database}${toml}`;
   const loaded = loadConfig({ text, env: {} });
   if (!loaded.ok) throw new Error(`test config invalid: ${JSON.stringify(loaded.diagnostics)}`);
   const logLines: string[] = [];
