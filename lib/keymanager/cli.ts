@@ -234,7 +234,7 @@ export async function runAdminCli(argv: readonly string[], io: Io): Promise<numb
       io.out(`${JSON.stringify(result, null, 2)}\n`);
       return 0;
     }
-    io.out(render(`${cmd ?? ''} ${sub ?? ''}`, result));
+    io.out(render(`${cmd ?? ''} ${sub ?? ''}`, result, opts.get('--url')));
     return 0;
   } catch (err) {
     if (err instanceof UsageError) {
@@ -248,17 +248,17 @@ export async function runAdminCli(argv: readonly string[], io: Io): Promise<numb
   }
 }
 
-function render(key: string, r: Rec): string {
+function render(key: string, r: Rec, url: string | undefined): string {
   const list = (r.list as Rec[] | undefined) ?? [];
   switch (key) {
     case 'apps create':
-      return `application ${S(r.name)} created (owner ${S(r.owner)}, tier ${S(r.tier)}, id ${S(r.id)})\nnext: throughway keys generate --app ${JSON.stringify(S(r.name))}\n`;
+      return `application ${S(r.name)} created (owner ${S(r.owner)}, tier ${S(r.tier)}, id ${S(r.id)})\nnext: throughway keys generate --app ${JSON.stringify(S(r.name))}${url !== undefined ? ` --url ${url}` : ''}\n`;
     case 'apps delete':
       return `application ${S(r.name)} deleted with its keys and subscriptions\n`;
     case 'apps list':
       return list.length === 0 ? 'no applications\n' : table([['NAME', 'OWNER', 'TIER', 'KEYS'], ...list.map((a) => [S(a.name), S(a.owner), S(a.tier), ((a.keys as Rec[] | undefined) ?? []).map((k) => `${S(k.keyType)}:${S(k.consumerKey)}`).join(' ')])]);
     case 'keys generate':
-      return `${S(r.keyType)} keys of ${S(r.application)} (the secret is shown only now):\n  consumer key     ${S(r.consumerKey)}\n  consumer secret  ${S(r.consumerSecret)}\n  grant types      ${S(r.grantTypes)}\n`;
+      return `${S(r.keyType)} keys of ${S(r.application)} (the secret is shown only now${r.replaced !== null && r.replaced !== undefined ? `; they replace ${S(r.replaced)}` : ''}):\n  consumer key     ${S(r.consumerKey)}\n  consumer secret  ${S(r.consumerSecret)}\n  grant types      ${S(r.grantTypes)}\n`;
     case 'subscriptions list':
       return list.length === 0 ? 'no subscriptions\n' : table([['APPLICATION', 'API', 'VERSION', 'TIER', 'STATE', 'ID'], ...list.map((s) => [S(s.application), S(s.apiContext), S(s.apiVersion), S(s.tier), S(s.state), S(s.id)])]);
     case 'subscriptions add':

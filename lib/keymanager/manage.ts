@@ -25,6 +25,8 @@ export interface GeneratedKeys {
   readonly consumerSecret: string;
   readonly grantTypes: readonly string[];
   readonly callbackUrl: string;
+  /** The consumer key these keys replace, when the application had keys of this type. */
+  readonly replaced: string | null;
 }
 
 export interface SubscriptionView extends Subscription {
@@ -108,13 +110,18 @@ export class Manager {
     const keyType = input.keyType ?? 'PRODUCTION';
     const grantTypes = input.grantTypes !== undefined && input.grantTypes.length > 0 ? [...input.grantTypes] : [...DEFAULT_CLIENT_GRANTS];
     for (const g of grantTypes) if (!isGrantType(g)) throw new OAuthError('invalid_client_metadata', `unknown grant type ${g}`);
-    for (const c of await this.store.listClients(app.id)) if (c.keyType === keyType) await this.store.deleteClient(c.consumerKey);
+    let replaced: string | null = null;
+    for (const c of await this.store.listClients(app.id)) {
+      if (c.keyType !== keyType) continue;
+      await this.store.deleteClient(c.consumerKey);
+      replaced = c.consumerKey;
+    }
     const secret = randomToken();
     const client: OAuthClient = await this.store
       .createClient({ consumerKey: input.consumerKey ?? newConsumerKey(), secretHash: digest(secret), applicationId: app.id, keyType, grantTypes, callbackUrl: input.callbackUrl ?? '' })
       .catch((err: unknown) => conflict(err, `consumer key ${input.consumerKey ?? ''}`));
     this.bus.publish('application.changed', { application: this.payload(await this.view(app)) });
-    return { application: app.name, applicationId: app.id, keyType, consumerKey: client.consumerKey, consumerSecret: secret, grantTypes: client.grantTypes, callbackUrl: client.callbackUrl };
+    return { application: app.name, applicationId: app.id, keyType, consumerKey: client.consumerKey, consumerSecret: secret, grantTypes: client.grantTypes, callbackUrl: client.callbackUrl, replaced };
   }
 
   private async subscriptionView(s: Subscription): Promise<SubscriptionView> {

@@ -29,6 +29,8 @@ t.test('local mode', async (t) => {
   t.equal(keys.code, 0, keys.err);
   t.match(keys.out, /SANDBOX keys of Shop/);
   t.match(keys.out, /consumer secret  \S+/);
+  const again = await cli(['keys', 'generate', '--app', 'Shop', '--sandbox'], dir);
+  t.match(again.out, new RegExp(`they replace ${/consumer key\s+(\S+)/.exec(keys.out)?.[1] ?? 'x'}`), 'says which keys it replaced');
   const list = await cli(['apps', 'list'], dir);
   t.match(list.out, /Shop\s+admin\s+Gold\s+SANDBOX:/);
   t.equal((await cli(['subscriptions', 'add', '--app', 'Shop', '--api', '/pizzashack', '--api-version', '1.0.0'], dir)).code, 0);
