@@ -14,13 +14,15 @@
  * --compare also runs ../shared/peers/run.sh with throughway as its extra target (its knobs ROUNDS,
  * DURATION, WARMUP, TOOLS, SCENARIOS, TARGETS pass through from the environment) and checks issue 3's
  * targets against nginx-1w-tuned and node-http-proxy from the same run. --peers-results FILE does the
- * same from an earlier harness run's raw JSON. --write regenerates docs/performance.md.
+ * same from an earlier harness run's raw JSON. --write regenerates docs/performance.md; --from FILE renders
+ * an earlier run's raw results again (after a change to the document's text) without measuring.
  */
 import autocannon = require('autocannon');
 import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import * as toml from 'toml';
 import {
   CLK_TCK,
   HOST,
@@ -46,8 +48,8 @@ import {
   type Scenario,
 } from './common';
 
-/** The demo API `npm start` serves (default gateway port 8280); adjust when the demo API file lands in conf/. */
-const DEMO_URL = 'http://127.0.0.1:8280/demo/v1/<resource>';
+/** Used when conf/ has no demo API to read the URL from. */
+const DEMO_URL_FALLBACK = 'http://127.0.0.1:8280/<context>/<version>/<resource>';
 const DOC = path.join(ROOT, 'docs', 'performance.md');
 const PEERS_BEGIN = '<!-- peers:begin -->';
 const PEERS_END = '<!-- peers:end -->';
@@ -62,6 +64,7 @@ interface Options {
   rounds: number;
   compare: boolean;
   peersResults: string | undefined;
+  from: string | undefined;
   peersDir: string;
   write: boolean;
   quietMaxS: number;
@@ -78,6 +81,7 @@ const USAGE = `usage: npm run bench -- [options]
                        (ROUNDS, DURATION, WARMUP, TOOLS, SCENARIOS, TARGETS pass through)
   --peers-results F    use an earlier peers run (its raw results JSON) instead of --compare
   --peers-dir D        where the peers harness is (default ../shared/peers)
+  --from F             measure nothing: render an earlier run's raw JSON (${WORK_DIR}/run-<date>.json) again
   --write              regenerate docs/performance.md
   --quiet-max S        wait at most S seconds for other tenants' CPU to drop before a cell (default 6)
   --quiet-cores C      ... below C cores (default 0.25)`;
@@ -91,6 +95,7 @@ function parseArgs(argv: readonly string[]): Options {
     rounds: 1,
     compare: false,
     peersResults: undefined,
+    from: undefined,
     peersDir: path.resolve(ROOT, '..', 'shared', 'peers'),
     write: false,
     quietMaxS: 6,
@@ -134,6 +139,9 @@ function parseArgs(argv: readonly string[]): Options {
       case '--peers-results':
         o.peersResults = path.resolve(argv[++i] ?? usage('--peers-results needs a file'));
         break;
+      case '--from':
+        o.from = path.resolve(argv[++i] ?? usage('--from needs a file'));
+        break;
       case '--peers-dir':
         o.peersDir = path.resolve(argv[++i] ?? usage('--peers-dir needs a directory'));
         break;
@@ -156,6 +164,7 @@ function parseArgs(argv: readonly string[]): Options {
     }
   }
   if (o.compare && o.peersResults) usage('--compare and --peers-results exclude each other');
+  if (o.compare && o.from) usage('--compare and --from exclude each other');
   return o;
 }
 
@@ -292,7 +301,11 @@ function renderOwn(cells: readonly Cell[], opts: Options): string {
   L.push('');
   L.push(
     `Values are medians over ${opts.rounds} round${opts.rounds > 1 ? 's' : ''} (min–max in the detail tables) of ${opts.warmup} s warm-up + ${opts.duration} s measured per cell; ` +
-      '"vs direct" is req/s ÷ the backend\'s own req/s in the same round; latency has autocannon\'s 1 ms resolution.',
+      '"vs direct" is req/s ÷ the backend\'s own req/s in the same round; latency has autocannon\'s 1 ms resolution.' +
+      (median(cells.map((c) => c.otherCores)) > 0.3
+        ? ` Other work used a median ${fmt(median(cells.map((c) => c.otherCores)), 2)} cores of this machine during the measured windows: ` +
+          'req/s and p99 reflect when each process got a core more than the proxy itself; CPU µs per request holds best.'
+        : ''),
   );
   for (const sc of opts.scenarios) {
     L.push('');
@@ -503,7 +516,11 @@ function renderPeers(resultsFile: string, opts: Options, command: string): strin
     L.push('');
     L.push(
       `Other tenants' CPU during the measured windows (machine busy CPU minus client + proxy + backend): median ${fmt(median(others), 2)} cores, ` +
-        `max ${fmt(Math.max(...others), 2)} of ${os.cpus().length}. Figures from a busy run are noisier; the ratios between targets of the same round hold best.`,
+        `max ${fmt(Math.max(...others), 2)} of ${os.cpus().length}. ` +
+        (median(others) > 0.3
+          ? 'Other work competed for the CPUs throughout this run, so req/s and above all p99 reflect when each process got a core ' +
+            '(compare the per-round column); CPU µs per request is the figure to trust.'
+          : 'The machine was mostly quiet during this run.'),
     );
   }
   const tool = c.tools.includes('wrk') ? 'wrk' : c.tools[0] ?? 'wrk';
@@ -587,7 +604,33 @@ function machineLines(load0: number[], load1: number[]): string[] {
   ];
 }
 
-function renderDoc(own: string, peers: string | undefined, opts: Options, command: string, date: string, load0: number[], load1: number[]): string {
+/**
+ * The URL of the demo API's 96-byte resource as `npm start` serves it: context and version from
+ * conf/apis/demo.toml, the port from conf/deployment.toml (listener port + server.offset).
+ */
+function demoUrl(): { url: string; fromConf: boolean } {
+  try {
+    const api = toml.parse(fs.readFileSync(path.join(ROOT, 'conf', 'apis', 'demo.toml'), 'utf8')) as {
+      context?: string;
+      version?: string;
+      resources?: { path?: string; methods?: string[] }[];
+    };
+    const dep = toml.parse(fs.readFileSync(path.join(ROOT, 'conf', 'deployment.toml'), 'utf8')) as {
+      server?: { offset?: number };
+      transport?: { passthru_http?: { listener?: { parameters?: { port?: number } } } };
+    };
+    if (typeof api.context !== 'string' || typeof api.version !== 'string') return { url: DEMO_URL_FALLBACK, fromConf: false };
+    const port = (dep.transport?.passthru_http?.listener?.parameters?.port ?? 8280) + (dep.server?.offset ?? 0);
+    const gets = (api.resources ?? []).filter((r) => (r.methods ?? []).includes('GET') && typeof r.path === 'string' && !r.path.includes('{'));
+    const res = gets.find((r) => r.path === '/small') ?? gets[0];
+    if (!res?.path) return { url: DEMO_URL_FALLBACK, fromConf: false };
+    return { url: `http://127.0.0.1:${port}${api.context.replace(/\/+$/, '')}/${api.version}${res.path}`, fromConf: true };
+  } catch {
+    return { url: DEMO_URL_FALLBACK, fromConf: false };
+  }
+}
+
+function renderDoc(own: string, peers: string | undefined, command: string, date: string, load0: number[], load1: number[]): string {
   const L: string[] = [];
   L.push('# Performance');
   L.push('');
@@ -628,6 +671,7 @@ function renderDoc(own: string, peers: string | undefined, opts: Options, comman
   L.push('npm run bench                                   # all scenarios, 1 round of 10 s, tables on stdout');
   L.push('npm run bench -- --scenarios small,ka1000 --rounds 3 --duration 8');
   L.push('ROUNDS=3 DURATION=8 TOOLS=wrk npm run bench -- --compare --write   # with the peers; regenerates this file');
+  L.push(`node dist/bench/run.js --from ${WORK_DIR}/run-<date>.json --write   # render a run again, measuring nothing`);
   L.push('node dist/bench/profile.js --mode perf          # where the CPU goes (perf), small GET under wrk');
   L.push('```');
   L.push('');
@@ -637,14 +681,19 @@ function renderDoc(own: string, peers: string | undefined, opts: Options, comman
       '`PORT=8280 UPSTREAM=http://127.0.0.1:8100 node dist/bench/start-throughway.js` (`EXTRA_PREFIX=/x` strips a prefix before forwarding).',
   );
   L.push('');
+  const demo = demoUrl();
   L.push(
-    `To load the demo API that \`npm start\` serves on the gateway's default port 8280 (the full gateway, not the bare transport), with the same ` +
-      `autocannon this repository pins — replace \`<resource>\` with a path the demo API defines:`,
+    `To load the demo API that \`npm start\` serves (the full gateway with its phase chain, not the bare transport) with the ` +
+      `autocannon this repository pins` +
+      (demo.fromConf
+        ? ` (URL read from conf/apis/demo.toml and conf/deployment.toml; the demo backend's \`/small\` is 96 bytes of JSON like the bench backend's; ` +
+          `when the demo API requires a token, add \`-H 'Authorization: Bearer <token>'\`):`
+        : ` — replace the placeholders with the demo API's context, version and a GET resource:`),
   );
   L.push('');
   L.push('```sh');
   L.push(`npm start &   # then, in another terminal:`);
-  L.push(`npx autocannon -c 64 -d 10 ${DEMO_URL}`);
+  L.push(`npx autocannon -c 64 -d 10 ${demo.url}`);
   L.push('```');
   L.push('');
   return L.join('\n');
@@ -664,16 +713,22 @@ function existingPeersSection(): string | undefined {
 
 // ------------------------------------------------------------------ main
 
-async function main(): Promise<void> {
-  const argv = process.argv.slice(2);
-  const opts = parseArgs(argv);
-  installExitHandlers();
-  fs.mkdirSync(WORK_DIR, { recursive: true });
-  const date = new Date().toISOString();
-  const load0 = os.loadavg();
-  const body = uploadBody();
-  const command = benchCommand(argv, opts);
+/** What a run leaves in WORK_DIR/run-<date>.json; --from renders a document from it again. */
+interface RawRun {
+  date: string;
+  command: string;
+  load0: number[];
+  load1: number[];
+  opts: { duration: number; warmup: number; rounds: number; connections: number | undefined; scenarios: string[] };
+  clkTck: number;
+  cells: Cell[];
+  /** The peers harness's raw results, and whether this run produced them (--compare). */
+  peersFile: string | undefined;
+  peersFromCompare: boolean;
+}
 
+async function measure(opts: Options): Promise<Cell[]> {
+  const body = uploadBody();
   const backendPort = await freePort();
   const backend = await startBackend(backendPort);
   const twPort = await freePort();
@@ -710,25 +765,69 @@ async function main(): Promise<void> {
   await stopAll();
   const twLog = fs.readFileSync(proxy.logFile, 'utf8').trim().split('\n').pop() ?? '';
   log(`throughway: ${twLog}`);
+  return cells;
+}
 
-  const own = renderOwn(cells, opts);
-  const rawFile = path.join(WORK_DIR, `run-${date.replace(/[:.]/g, '-')}.json`);
-  fs.writeFileSync(rawFile, JSON.stringify({ date, opts: { ...opts, scenarios: opts.scenarios.map((s) => s.name) }, clkTck: CLK_TCK, cells }, null, 1));
-  process.stdout.write(`# throughway bench — ${date}\n\n${own}\n\nraw: ${rawFile}\n`);
+async function main(): Promise<void> {
+  const argv = process.argv.slice(2);
+  const opts = parseArgs(argv);
+  installExitHandlers();
+  fs.mkdirSync(WORK_DIR, { recursive: true });
 
-  let peers: string | undefined;
-  let peersFile = opts.peersResults;
-  if (opts.compare) {
-    await sleep(1000);
-    peersFile = await runPeers(opts);
+  let raw: RawRun;
+  if (opts.from !== undefined) {
+    raw = JSON.parse(fs.readFileSync(opts.from, 'utf8')) as RawRun;
+    opts.duration = raw.opts.duration;
+    opts.warmup = raw.opts.warmup;
+    opts.rounds = raw.opts.rounds;
+    opts.connections = raw.opts.connections ?? undefined;
+    opts.scenarios = SCENARIOS.filter((s) => raw.opts.scenarios.includes(s.name));
+    if (opts.peersResults !== undefined) {
+      raw.peersFile = opts.peersResults;
+      raw.peersFromCompare = false;
+    }
+    if (raw.peersFile !== undefined && !fs.existsSync(raw.peersFile)) {
+      log(`peers results ${raw.peersFile} are gone; keeping the document's current peers section`);
+      raw.peersFile = undefined;
+    }
+    log(`rendering the run of ${raw.date} from ${opts.from} (nothing measured)`);
+  } else {
+    const date = new Date().toISOString();
+    const load0 = os.loadavg();
+    const command = benchCommand(argv, opts);
+    const cells = await measure(opts);
+    let peersFile = opts.peersResults;
+    if (opts.compare) {
+      process.stdout.write(`# throughway bench — ${date}\n\n${renderOwn(cells, opts)}\n\n`);
+      await sleep(1000);
+      peersFile = await runPeers(opts);
+    }
+    raw = {
+      date,
+      command,
+      load0,
+      load1: os.loadavg(),
+      opts: { duration: opts.duration, warmup: opts.warmup, rounds: opts.rounds, connections: opts.connections, scenarios: opts.scenarios.map((s) => s.name) },
+      clkTck: CLK_TCK,
+      cells,
+      peersFile,
+      peersFromCompare: opts.compare,
+    };
+    const rawFile = path.join(WORK_DIR, `run-${date.replace(/[:.]/g, '-')}.json`);
+    fs.writeFileSync(rawFile, JSON.stringify(raw, null, 1));
+    log(`raw results: ${rawFile} (node dist/bench/run.js --from ${rawFile} --write renders them again)`);
   }
-  if (peersFile) {
-    const cmd = opts.compare ? command : peersCommand(peersFile);
-    peers = renderPeers(peersFile, opts, cmd);
+
+  const own = renderOwn(raw.cells, opts);
+  if (!opts.compare) process.stdout.write(`# throughway bench — ${raw.date}\n\n${own}\n`);
+  let peers: string | undefined;
+  if (raw.peersFile !== undefined) {
+    const cmd = raw.peersFromCompare ? raw.command : peersCommand(raw.peersFile);
+    peers = renderPeers(raw.peersFile, opts, cmd);
     process.stdout.write('\n' + peers.replace(PEERS_BEGIN + '\n', '').replace('\n' + PEERS_END, '') + '\n');
   }
   if (opts.write) {
-    const doc = renderDoc(own, peers ?? existingPeersSection(), opts, command, date, load0, os.loadavg());
+    const doc = renderDoc(own, peers ?? existingPeersSection(), raw.command, raw.date, raw.load0, raw.load1);
     fs.mkdirSync(path.dirname(DOC), { recursive: true });
     fs.writeFileSync(DOC, doc);
     log(`wrote ${path.relative(process.cwd(), DOC) || DOC}`);
