@@ -117,8 +117,11 @@ export function renderTransportDoc(): string {
   out.push('- **Read buffers**: each backend socket reads into a buffer of its own (net\'s `onread`), sized');
   out.push('  max(`[throughway] read_buffer_size` (128 KiB), `[passthru_http] io_buffer_size`): the spec\'s 16384');
   out.push('  would force small reads, and larger ones measured cheaper. A buffer whose bytes a client write still');
-  out.push('  holds is set aside until that write completes. Client sockets are read by Node in 64 KiB pieces (Node');
-  out.push('  20 has no public option to change that).');
+  out.push('  holds is set aside until that write completes. Client sockets accepted by the transport\'s own');
+  out.push('  listener read the same way: Node 20 reads accepted sockets 64 KiB at a time and has no public option to');
+  out.push('  change that, so the listener re-wraps each accepted handle in a socket with its own read buffer. This');
+  out.push('  relies on two undocumented details (`socket._handle`, `new net.Socket({ handle })`), checked at run time');
+  out.push('  with a fallback to the socket as accepted. Sockets handed to `handleConnection()` keep Node\'s reads.');
   out.push('- **Expect: 100-continue** and other interim 1xx responses from the backend are relayed to HTTP/1.1');
   out.push('  clients (RFC 9110 §15.2).');
   out.push('- **Pool**: per backend host:port, at most `http.max.connection.per.host.port` connections, idle ones');

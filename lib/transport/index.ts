@@ -44,6 +44,55 @@ export interface Transport {
 
 let selfTested = false;
 
+/** Routes a socket's onread callbacks to its source connection (set right after the socket is made). */
+interface ReadHolder {
+  conn: SourceConnection | null;
+  readonly first: Buffer;
+}
+
+function onSourceRead(this: net.Socket & { [kHolder]?: ReadHolder }, nread: number, buf: Buffer): boolean {
+  const conn = this[kHolder]?.conn;
+  if (conn != null) conn.onRead(buf, nread);
+  return true;
+}
+
+const kHolder = Symbol('throughway.readHolder');
+
+/**
+ * Re-wraps an accepted socket's handle in a net.Socket that reads into connection-owned buffers (net's
+ * onread), instead of Node's 64 KiB per read for accepted sockets, which Node 20 offers no public option to
+ * change (shared/PACKAGES.md: larger reads brought 1 MiB uploads to nginx parity on a prototype).
+ * Relies on two undocumented details, checked here, with a fallback to the socket as accepted: the
+ * accepted socket's `_handle`, and `new net.Socket({ handle })`. The original wrapper is destroyed when
+ * the new one closes (its handle detached first), which keeps the server's connection count right for
+ * maxConnections and close(). docs/transport.md says so.
+ */
+function adopt(accepted: net.Socket, highWaterMark: number): { socket: net.Socket; holder: ReadHolder } | undefined {
+  const old = accepted as unknown as { _handle: unknown };
+  const handle = old._handle;
+  if (handle === null || typeof handle !== 'object' || typeof (handle as { readStart?: unknown }).readStart !== 'function') return undefined;
+  const holder: ReadHolder = { conn: null, first: Buffer.allocUnsafeSlow(64 * 1024) };
+  let socket: net.Socket;
+  try {
+    old._handle = null;
+    socket = new net.Socket({
+      handle,
+      allowHalfOpen: true,
+      readable: true,
+      writable: true,
+      readableHighWaterMark: highWaterMark,
+      writableHighWaterMark: highWaterMark,
+      onread: { buffer: () => (holder.conn !== null ? holder.conn.nextReadBuffer() : holder.first), callback: onSourceRead },
+    } as net.SocketConstructorOpts);
+  } catch {
+    old._handle = handle;
+    return undefined;
+  }
+  (socket as net.Socket & { [kHolder]?: ReadHolder })[kHolder] = holder;
+  socket.once('close', () => accepted.destroy());
+  return { socket, holder };
+}
+
 export function createTransport(options: TransportOptions): Transport {
   if (!selfTested) {
     // A parser that mis-splits headers corrupts traffic silently: refuse to start instead.
@@ -84,7 +133,22 @@ export function createTransport(options: TransportOptions): Transport {
     listen(opts) {
       return new Promise((resolve, reject) => {
         // allowHalfOpen: a client that half-closes after its request still gets its response.
-        const server = net.createServer({ allowHalfOpen: true, noDelay: true, highWaterMark: settings.highWaterMark }, (socket) => handleConnection(socket));
+        // pauseOnConnect: nothing is read before adopt() gives the socket its own read buffer.
+        const server = net.createServer({ allowHalfOpen: true, noDelay: true, pauseOnConnect: true, highWaterMark: settings.highWaterMark }, (socket) => {
+          if (core.closing) {
+            socket.destroy();
+            return;
+          }
+          const adopted = adopt(socket, settings.highWaterMark);
+          if (adopted === undefined) {
+            socket.resume();
+            handleConnection(socket);
+            return;
+          }
+          core.now = performance.now();
+          core.startSweep();
+          adopted.holder.conn = new SourceConnection(core, adopted.socket, false);
+        });
         if (settings.maxOpenConnections > 0) server.maxConnections = settings.maxOpenConnections;
         server.once('error', reject);
         server.listen({ port: opts.port, host: opts.host ?? '0.0.0.0', backlog: opts.backlog ?? 511 }, () => {

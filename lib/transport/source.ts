@@ -58,6 +58,9 @@ export class SourceConnection implements ParserEvents {
   private closed = false;
   private tooLarge = false;
   private corked = 0;
+  /** Connection-owned read buffer (adopted sockets only), and whether a view of it is still held. */
+  private readBuf: Buffer | null = null;
+  private retainRead = false;
 
   constructor(
     core: TransportCore,
@@ -93,6 +96,7 @@ export class SourceConnection implements ParserEvents {
     if (this.closing) return;
     if (this.blocked || this.feeding || this.queue.length > 0) {
       this.queue.push(chunk);
+      this.retainRead = true;
       if (this.blocked) this.pauseReading();
       return;
     }
@@ -236,7 +240,29 @@ export class SourceConnection implements ParserEvents {
   }
 
   private stash(chunk: Buffer, off: number): void {
-    if (off < chunk.length) this.queue.unshift(off === 0 ? chunk : chunk.subarray(off));
+    if (off < chunk.length) {
+      this.queue.unshift(off === 0 ? chunk : chunk.subarray(off));
+      this.retainRead = true;
+    }
+  }
+
+  /**
+   * Reads into a connection-owned buffer (sockets adopted by the transport's own listener, see
+   * index.ts): fewer, larger reads than Node's 64 KiB. The buffer is reused only when nothing kept a
+   * view of it: no queued bytes, no write to the target still holding its bytes.
+   */
+  onRead(buf: Buffer, nread: number): void {
+    this.onData(buf.subarray(0, nread));
+  }
+
+  nextReadBuffer(): Buffer {
+    let buf = this.readBuf;
+    if (buf === null || this.retainRead) {
+      buf = Buffer.allocUnsafeSlow(this.core.settings.readBufferSize);
+      this.readBuf = buf;
+      this.retainRead = false;
+    }
+    return buf;
   }
 
   /**
@@ -450,7 +476,10 @@ export class SourceConnection implements ParserEvents {
     const t = ex.target;
     if (t === null) return; // the target failed and the fault was answered; the rest is dropped
     ex.bodySent += end - start;
-    if (!t.writeBody(start === 0 && end === chunk.length ? chunk : chunk.subarray(start, end))) {
+    const ok = t.writeBody(start === 0 && end === chunk.length ? chunk : chunk.subarray(start, end));
+    // A write that did not complete at once still holds a view of this read's bytes.
+    if (t.socket.writableLength > 0) this.retainRead = true;
+    if (!ok) {
       this.waitingForTarget = true;
       this.pauseReading();
     }
