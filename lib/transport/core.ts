@@ -201,9 +201,12 @@ export class TransportCore {
 
   sweep(): void {
     const now = (this.now = performance.now());
-    for (const s of this.sources) s.checkTimeouts(now);
-    for (const t of this.targets) t.checkTimeouts(now);
-    for (const p of this.pools.values()) p.sweep(now);
+    // Stamps read this clock, which can be up to one sweep old when taken; judging them against a time
+    // one sweep back means no deadline fires early (and none more than two sweeps late).
+    const due = now - this.sweepEvery;
+    for (const s of this.sources) s.checkTimeouts(due);
+    for (const t of this.targets) t.checkTimeouts(due);
+    for (const p of this.pools.values()) p.sweep(due);
   }
 
   sourceClosed(): void {

@@ -142,7 +142,8 @@ export function renderTransportDoc(): string {
   out.push('- **Timeouts** (no timer per request: one sweep per transport compares activity stamps):');
   out.push('  `\'http.socket.timeout\'` inactivity on both sides; `connect_timeout` for backend connects;');
   out.push('  `header_timeout` for a complete request head (slowloris); `keepalive_timeout` for idle clients.');
-  out.push('  Waiting on the client is not counted against the backend and vice versa.');
+  out.push('  Waiting on the client is not counted against the backend and vice versa. A deadline never fires');
+  out.push('  before its limit and at most two sweeps after it (a sweep runs every min(timeouts)/4, 5 to 250 ms).');
   out.push('- **Worker pool, read for Node**: `worker_pool_size_max` bounds the requests proxied at once;');
   out.push('  `worker_pool_queue_length` bounds those waiting for a slot (-1 unbounded). A full bounded queue');
   out.push('  answers 503 (103002) at once instead of the reference\'s silent hang. `worker_pool_size_core` is');

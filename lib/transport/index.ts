@@ -47,7 +47,8 @@ let selfTested = false;
 /** Routes a socket's onread callbacks to its source connection (set right after the socket is made). */
 interface ReadHolder {
   conn: SourceConnection | null;
-  readonly first: Buffer;
+  /** The buffer of the first read, dropped once the connection chooses its own. */
+  first: Buffer | null;
 }
 
 function onSourceRead(this: net.Socket & { [kHolder]?: ReadHolder }, nread: number, buf: Buffer): boolean {
@@ -57,6 +58,13 @@ function onSourceRead(this: net.Socket & { [kHolder]?: ReadHolder }, nread: numb
 }
 
 const kHolder = Symbol('throughway.readHolder');
+
+function nextBuffer(holder: ReadHolder): Buffer {
+  const conn = holder.conn;
+  if (conn === null) return holder.first ?? Buffer.allocUnsafeSlow(4096);
+  holder.first = null;
+  return conn.nextReadBuffer();
+}
 
 /**
  * Re-wraps an accepted socket's handle in a net.Socket that reads into connection-owned buffers (net's
@@ -71,7 +79,8 @@ function adopt(accepted: net.Socket, highWaterMark: number): { socket: net.Socke
   const old = accepted as unknown as { _handle: unknown };
   const handle = old._handle;
   if (handle === null || typeof handle !== 'object' || typeof (handle as { readStart?: unknown }).readStart !== 'function') return undefined;
-  const holder: ReadHolder = { conn: null, first: Buffer.allocUnsafeSlow(64 * 1024) };
+  // The first read is a request head: small; the connection picks larger buffers when reads fill them.
+  const holder: ReadHolder = { conn: null, first: Buffer.allocUnsafeSlow(4096) };
   let socket: net.Socket;
   try {
     old._handle = null;
@@ -82,7 +91,7 @@ function adopt(accepted: net.Socket, highWaterMark: number): { socket: net.Socke
       writable: true,
       readableHighWaterMark: highWaterMark,
       writableHighWaterMark: highWaterMark,
-      onread: { buffer: () => (holder.conn !== null ? holder.conn.nextReadBuffer() : holder.first), callback: onSourceRead },
+      onread: { buffer: () => nextBuffer(holder), callback: onSourceRead },
     } as net.SocketConstructorOpts);
   } catch {
     old._handle = handle;

@@ -60,7 +60,9 @@ export class SourceConnection implements ParserEvents {
   private corked = 0;
   /** Connection-owned read buffer (adopted sockets only), and whether a view of it is still held. */
   private readBuf: Buffer | null = null;
+  private smallBuf: Buffer | null = null;
   private retainRead = false;
+  private lastReadFull = false;
 
   constructor(
     core: TransportCore,
@@ -252,17 +254,31 @@ export class SourceConnection implements ParserEvents {
    * view of it: no queued bytes, no write to the target still holding its bytes.
    */
   onRead(buf: Buffer, nread: number): void {
+    this.lastReadFull = nread === buf.length;
     this.onData(buf.subarray(0, nread));
   }
 
+  /**
+   * The buffer for the next read (net's onread generator, called after every read). Large
+   * (settings.readBufferSize, from the transport's spare list) while a body streams or a read filled its
+   * buffer; a small one of the connection's own otherwise, so an idle keep-alive client holds 4 KiB, not
+   * 128 KiB. A buffer a queued byte or pending target write still views is never reused or given back.
+   */
   nextReadBuffer(): Buffer {
-    let buf = this.readBuf;
-    if (buf === null || this.retainRead) {
-      buf = Buffer.allocUnsafeSlow(this.core.settings.readBufferSize);
-      this.readBuf = buf;
-      this.retainRead = false;
+    const cur = this.readBuf;
+    const wantLarge = this.lastReadFull || this.inBody || this.clRemaining > 0;
+    if (cur !== null && !this.retainRead && (cur !== this.smallBuf) === wantLarge) return cur;
+    if (cur !== null && cur !== this.smallBuf && !this.retainRead) this.core.giveReadBuffer(cur);
+    if (cur === this.smallBuf && this.retainRead) this.smallBuf = null; // still viewed: never reuse it
+    this.retainRead = false;
+    let next: Buffer;
+    if (wantLarge) {
+      next = this.core.takeReadBuffer();
+    } else {
+      next = this.smallBuf ??= Buffer.allocUnsafeSlow(SMALL_READ_BUFFER);
     }
-    return buf;
+    this.readBuf = next;
+    return next;
   }
 
   /**
@@ -798,6 +814,10 @@ export class SourceConnection implements ParserEvents {
     this.setState(S.CLOSED);
     this.parser.destroy();
     this.queue.length = 0;
+    // A closed handle reads no more: a large read buffer nobody views goes back to the spare list.
+    const buf = this.readBuf;
+    if (buf !== null && buf !== this.smallBuf && !this.retainRead) this.core.giveReadBuffer(buf);
+    this.readBuf = null;
     this.core.sources.delete(this);
     this.core.sourceClosed();
   };
@@ -875,6 +895,8 @@ function originForm(url: string): string {
 const ABSOLUTE_FORM = /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*/i;
 
 const EMPTY_BODY = Buffer.alloc(0);
+/** Read buffer of an idle client connection: a request head of a few hundred bytes fits. */
+const SMALL_READ_BUFFER = 4096;
 const NO_FIELDS: readonly string[] = [];
 /** How long a closing connection may linger half-open before it is destroyed. */
 const CLOSE_GRACE_MS = 5000;
