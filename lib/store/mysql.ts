@@ -6,7 +6,7 @@
 import { createPool, type PoolConnection, type ResultSetHeader } from 'mysql2/promise';
 import { StoreError } from './types';
 import type { Param, Row, SqlDriver } from './sql';
-import type { ConnectionTarget, PoolSettings } from './pool';
+import { pooledDriver, type ConnectionTarget, type PoolSettings } from './pool';
 
 function mapError(err: unknown): unknown {
   // ER_DUP_ENTRY (1062): duplicate key.
@@ -25,7 +25,6 @@ export async function openMysql(target: ConnectionTarget, settings: PoolSettings
     connectTimeout: Math.max(1000, Math.min(settings.maxWait, 60000)),
     waitForConnections: true,
   });
-  const validated = new WeakMap<PoolConnection, number>();
   const description = `MySQL ${target.host}:${target.port}/${target.database}`;
 
   const acquire = (): Promise<PoolConnection> =>
@@ -48,48 +47,25 @@ export async function openMysql(target: ConnectionTarget, settings: PoolSettings
       );
     });
 
-  const borrow = async (): Promise<PoolConnection> => {
-    for (let attempt = 0; ; attempt++) {
-      const c = await acquire();
-      if (!settings.testOnBorrow) return c;
-      const last = validated.get(c) ?? 0;
-      if (Date.now() - last < settings.validationInterval) return c;
-      try {
-        await c.query(settings.validationQuery);
-        validated.set(c, Date.now());
-        return c;
-      } catch (err) {
-        c.destroy();
-        if (attempt >= settings.maxActive) throw new StoreError('STORE_CONNECT', `${description}: validation query failed: ${(err as Error).message}`, { cause: err });
-      }
-    }
-  };
-
-  const query = async (sql: string, params: readonly Param[]): Promise<{ rows: Row[]; count: number }> => {
-    const c = await borrow();
-    try {
-      const [result] = await c.query(sql, params as Param[]);
-      if (Array.isArray(result)) return { rows: result as Row[], count: 0 };
-      return { rows: [], count: (result as ResultSetHeader).affectedRows };
-    } catch (err) {
-      throw mapError(err);
-    } finally {
-      c.release();
-    }
-  };
-
-  try {
-    const first = await borrow();
-    first.release();
-  } catch (err) {
-    await pool.end().catch(() => undefined);
-    throw err;
-  }
-  return {
-    kind: 'mysql',
-    description,
-    all: async (sql, params = []) => (await query(sql, params)).rows,
-    run: async (sql, params = []) => (await query(sql, params)).count,
-    close: () => pool.end(),
-  };
+  return pooledDriver<PoolConnection>(
+    {
+      kind: 'mysql',
+      description,
+      acquire,
+      validate: (c, sql) => c.query(sql),
+      release: (c) => c.release(),
+      discard: (c) => c.destroy(),
+      query: async (c, sql, params) => {
+        try {
+          const [result] = await c.query(sql, params as Param[]);
+          if (Array.isArray(result)) return { rows: result as Row[], count: 0 };
+          return { rows: [], count: (result as ResultSetHeader).affectedRows };
+        } catch (err) {
+          throw mapError(err);
+        }
+      },
+      end: () => pool.end(),
+    },
+    settings,
+  );
 }

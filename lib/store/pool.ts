@@ -8,6 +8,9 @@
  * use; one that fails it is dropped and another borrowed). defaultAutoCommit: every store operation is
  * a single statement and commits on its own, which is what true means; false changes nothing.
  */
+import { StoreError } from './types';
+import type { Param, Row, SqlDriver } from './sql';
+
 export interface ConnectionTarget {
   readonly host: string;
   readonly port: number;
@@ -80,5 +83,67 @@ export function poolSettings(table: DatabaseTable): PoolSettings {
     testOnBorrow: o.testOnBorrow ?? true,
     validationQuery: table.validationQuery ?? 'SELECT 1',
     validationInterval: o.validationInterval ?? 30000,
+  };
+}
+
+/**
+ * What a network driver gives the shared pool logic: how to take a connection (errors already mapped to
+ * StoreError), run the validation query on it, release it, throw away a broken one, and run a statement.
+ */
+export interface DriverOps<C> {
+  readonly kind: 'postgres' | 'mysql';
+  readonly description: string;
+  acquire(): Promise<C>;
+  validate(c: C, sql: string): Promise<unknown>;
+  release(c: C): void;
+  discard(c: C, err: Error): void;
+  query(c: C, sql: string, params: readonly Param[]): Promise<{ rows: Row[]; count: number }>;
+  end(): Promise<void>;
+}
+
+/**
+ * A SqlDriver over a connection pool, with `pool_options` applied the same way for every network database:
+ * testOnBorrow runs validationQuery on a borrowed connection not validated within validationInterval; a
+ * connection that fails it is discarded and another borrowed (spec 000, [database.apim_db]). The first
+ * connection is opened here, so an unreachable server fails at start, not at the first token request.
+ */
+export async function pooledDriver<C extends object>(ops: DriverOps<C>, settings: PoolSettings): Promise<SqlDriver> {
+  const validated = new WeakMap<C, number>();
+  const borrow = async (): Promise<C> => {
+    for (let attempt = 0; ; attempt++) {
+      const c = await ops.acquire();
+      if (!settings.testOnBorrow) return c;
+      const last = validated.get(c) ?? 0;
+      if (Date.now() - last < settings.validationInterval) return c;
+      try {
+        await ops.validate(c, settings.validationQuery);
+        validated.set(c, Date.now());
+        return c;
+      } catch (err) {
+        ops.discard(c, err as Error);
+        if (attempt >= settings.maxActive) throw new StoreError('STORE_CONNECT', `${ops.description}: validation query failed: ${(err as Error).message}`, { cause: err });
+      }
+    }
+  };
+  const query = async (sql: string, params: readonly Param[]): Promise<{ rows: Row[]; count: number }> => {
+    const c = await borrow();
+    try {
+      return await ops.query(c, sql, params);
+    } finally {
+      ops.release(c);
+    }
+  };
+  try {
+    ops.release(await borrow());
+  } catch (err) {
+    await ops.end().catch(() => undefined);
+    throw err;
+  }
+  return {
+    kind: ops.kind,
+    description: ops.description,
+    all: async (sql, params = []) => (await query(sql, params)).rows,
+    run: async (sql, params = []) => (await query(sql, params)).count,
+    close: () => ops.end(),
   };
 }

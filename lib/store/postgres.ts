@@ -5,7 +5,7 @@
 import { Pool, type PoolClient } from 'pg';
 import { StoreError } from './types';
 import type { Param, Row, SqlDriver } from './sql';
-import type { ConnectionTarget, PoolSettings } from './pool';
+import { pooledDriver, type ConnectionTarget, type PoolSettings } from './pool';
 
 /** `?` placeholders to PostgreSQL's `$1, $2, ...` (the store's SQL has no `?` inside literals). */
 function numbered(sql: string): string {
@@ -32,58 +32,33 @@ export async function openPostgres(target: ConnectionTarget, settings: PoolSetti
   });
   // An idle client's connection dropped by the server must not crash the process (pg emits it on the pool).
   pool.on('error', () => undefined);
-  const validated = new WeakMap<PoolClient, number>();
   const description = `PostgreSQL ${target.host}:${target.port}/${target.database}`;
-
-  const borrow = async (): Promise<PoolClient> => {
-    for (let attempt = 0; ; attempt++) {
-      let client: PoolClient;
-      try {
-        client = await pool.connect();
-      } catch (err) {
-        const msg = (err as Error).message;
-        const code = /timeout/i.test(msg) ? 'STORE_POOL_TIMEOUT' : 'STORE_CONNECT';
-        throw new StoreError(code, `${description}: ${msg}`, { cause: err });
-      }
-      if (!settings.testOnBorrow) return client;
-      const last = validated.get(client) ?? 0;
-      if (Date.now() - last < settings.validationInterval) return client;
-      try {
-        await client.query(settings.validationQuery);
-        validated.set(client, Date.now());
-        return client;
-      } catch (err) {
-        client.release(err as Error);
-        if (attempt >= settings.maxActive) throw new StoreError('STORE_CONNECT', `${description}: validation query failed: ${(err as Error).message}`, { cause: err });
-      }
-    }
-  };
-
-  const query = async (sql: string, params: readonly Param[]): Promise<{ rows: Row[]; count: number }> => {
-    const client = await borrow();
-    try {
-      const r = await client.query(numbered(sql), params as Param[]);
-      return { rows: r.rows as Row[], count: r.rowCount ?? 0 };
-    } catch (err) {
-      throw mapError(err);
-    } finally {
-      client.release();
-    }
-  };
-
-  // Fail at start, not at the first token request, when the server is unreachable.
-  try {
-    const first = await borrow();
-    first.release();
-  } catch (err) {
-    await pool.end().catch(() => undefined);
-    throw err;
-  }
-  return {
-    kind: 'postgres',
-    description,
-    all: async (sql, params = []) => (await query(sql, params)).rows,
-    run: async (sql, params = []) => (await query(sql, params)).count,
-    close: () => pool.end(),
-  };
+  return pooledDriver<PoolClient>(
+    {
+      kind: 'postgres',
+      description,
+      acquire: async () => {
+        try {
+          return await pool.connect();
+        } catch (err) {
+          const msg = (err as Error).message;
+          const code = /timeout/i.test(msg) ? 'STORE_POOL_TIMEOUT' : 'STORE_CONNECT';
+          throw new StoreError(code, `${description}: ${msg}`, { cause: err });
+        }
+      },
+      validate: (c, sql) => c.query(sql),
+      release: (c) => c.release(),
+      discard: (c, err) => c.release(err),
+      query: async (c, sql, params) => {
+        try {
+          const r = await c.query(numbered(sql), params as Param[]);
+          return { rows: r.rows as Row[], count: r.rowCount ?? 0 };
+        } catch (err) {
+          throw mapError(err);
+        }
+      },
+      end: () => pool.end(),
+    },
+    settings,
+  );
 }
