@@ -10,6 +10,10 @@
  *    they are never looked up by number alone;
  *  - throughway's own codes for conditions the spec has no code for. The range starts at 103001; the
  *    transport holds 103001–103004 (OwnCode), the gateway continues from 103005 in GATEWAY_FAULTS below.
+ *    Blocks reserved per area so parallel work never collides: 103005–103019 routing and endpoints,
+ *    103020–103039 security (Step 5), 103040–103059 throttling (Step 6), 103060–103079 mediation (Step 7),
+ *    103080–103099 TLS, proxies and WebSocket (Step 8), 103100–103119 scale-out (Step 9), 103120–103139
+ *    operations (Step 10), 103140–103159 embedding (Step 11).
  *
  * docs/faults.md is generated from these tables (lib/gateway/gen-docs.ts) and a test fails when a code is
  * missing from it or the page is stale.

@@ -22,6 +22,7 @@ import { Match, matchResource, methodsFor, type CompiledApi, type CompiledResour
 import { corsRequest, type CorsRequest } from './cors';
 import type { GatewayRuntime } from './runtime';
 import type { EndpointRuntime } from './endpoints';
+import type { AuthContext } from './auth-context';
 
 export type KeyType = 'PRODUCTION' | 'SANDBOX';
 
@@ -41,6 +42,8 @@ export class CallContext implements MatchTarget {
   cors: CorsRequest | undefined = undefined;
   /** CORS response fields of this call (also put on its faults). */
   corsFields: readonly string[] | undefined = undefined;
+  /** Set by the authentication phase (Step 5); read by throttling, mediation, logs and analytics. */
+  auth: AuthContext | undefined = undefined;
   /** Which endpoint serves the call; authentication (Step 5) sets SANDBOX for sandbox keys. */
   keyType: KeyType = 'PRODUCTION';
   /** Fields earlier phases add toward the backend (flat pairs; e.g. the backend JWT of Step 5). */
