@@ -2166,6 +2166,10 @@ export interface ThroughwaySection {
   readonly demo: ThroughwayDemoSection;
   /** Key manager signing key */
   readonly key_manager: ThroughwayKeyManagerSection;
+  /** Tracing: span export to the remote tracer (docs/tracing.md) */
+  readonly tracing: ThroughwayTracingSection;
+  /** Analytics event publishing (docs/analytics.md) */
+  readonly analytics: ThroughwayAnalyticsSection;
 }
 
 /** Built-in demo backend ([throughway.demo], spec throughway). */
@@ -2180,4 +2184,34 @@ export interface ThroughwayDemoSection {
 export interface ThroughwayKeyManagerSection {
   /** Name of a [custom_keystore.<name>] of type PEM whose private key (RSA: RS256, EC P-256: ES256) signs the key manager's tokens. Unset: an RSA key generated on first start and kept in the store. */
   readonly signing_keystore?: string;
+}
+
+/** Tracing: span export to the remote tracer (docs/tracing.md) ([throughway.tracing], spec throughway). */
+export interface ThroughwayTracingSection {
+  /** serviceName of the local endpoint in every span sent to the remote tracer. Default: "throughway". */
+  readonly service_name: string;
+  /** Spans per POST to the remote tracer. Default: 100. */
+  readonly batch_size: number;
+  /** Queued spans are sent at least this often. Default: 1000 milliseconds. Loaded as milliseconds. */
+  readonly flush_interval: number;
+  /** Spans waiting to be sent at most; further spans are dropped and counted. Default: 10000. */
+  readonly queue_size: number;
+  /** A POST to the remote tracer must complete within this; its spans are dropped otherwise. Default: 5000 milliseconds. Loaded as milliseconds. */
+  readonly send_timeout: number;
+}
+
+/** Analytics event publishing (docs/analytics.md) ([throughway.analytics], spec throughway). */
+export interface ThroughwayAnalyticsSection {
+  /** JSON-lines file the analytics events are appended to (besides any http(s):// receivers). Unset: no file. */
+  readonly file?: string;
+  /** Events per POST to a receiver (and per write to the file). Default: 200. */
+  readonly batch_size: number;
+  /** Buffered events are published at least this often. Default: 1000 milliseconds. Loaded as milliseconds. */
+  readonly flush_interval: number;
+  /** Events waiting per receiver group at most; further events are dropped and counted. Default: 10000. */
+  readonly buffer_size: number;
+  /** A POST to a receiver must complete within this; the next receiver is tried otherwise. Default: 5000 milliseconds. Loaded as milliseconds. */
+  readonly send_timeout: number;
+  /** A receiver that failed is not tried again before this has passed. Default: 5000 milliseconds. Loaded as milliseconds. */
+  readonly retry_interval: number;
 }
