@@ -212,6 +212,13 @@ export class Analytics {
     this.timer.unref();
   }
 
+  /** For the start-up lines: where events go (no credentials). */
+  describe(): string {
+    const parts = this.groups.map((g) => `${g.receivers.length} HTTP receiver(s) (${g.type})`);
+    if (this.settings.file !== undefined) parts.push(`file ${this.settings.file}`);
+    return parts.length === 0 ? 'no usable receiver (see the warning)' : parts.join(', ');
+  }
+
   /** One finished exchange. Builds and serialises the event; everything else happens on the timer. */
   record(ctx: CallContext | undefined, r: ExchangeRecord): void {
     this.recorded++;

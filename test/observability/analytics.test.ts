@@ -6,7 +6,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import t from 'tap';
-import { BASE_TOML, apiToml, closedPort, echoBackend, memoryLogger, request, startGateway } from '../gateway/helpers';
+import { BASE_TOML, apiToml, closedPort, echoBackend, memoryLogger, rawRequest, request, startGateway } from '../gateway/helpers';
 import { collector, items, type Collector } from './helpers';
 import { Analytics, buildEvent, type AnalyticsEvent } from '../../lib/observability/analytics';
 import type { AnalyticsSettings } from '../../lib/observability/settings';
@@ -264,6 +264,19 @@ t.test('no url_group and no file: the default tcp:// receiver is named, events a
   t.same(g.logger.lines.find((l) => l.event === 'analytics_receiver_unsupported')?.urls, ['tcp://localhost:7612']);
   t.ok(g.logger.lines.some((l) => l.event === 'analytics_no_receiver'));
   t.match(g.gw.analytics?.stats(), { eventsRecorded: 1, eventsDropped: 1 });
+});
+
+t.test('a request the transport refuses before routing still makes an event', async (t) => {
+  const rcv = await collector(200);
+  const g = await startGateway(analyticsToml([{ urls: [rcv.url] }]), api(1));
+  t.teardown(async () => {
+    await g.close();
+    await rcv.close();
+  });
+  const r = await rawRequest(g.port, 'GET /pizza/2.0.0/menu/1 HTTP/1.1\r\n\r\n');
+  t.equal(r.status, 400);
+  await g.gw.analytics?.flush();
+  t.match(items<AnalyticsEvent>(rcv), [{ apiName: null, apiMethod: 'GET', proxyResponseCode: 400, errorType: 'transport', errorCode: r.json().fault.code, destination: null, keyType: null }]);
 });
 
 t.test('analytics off: no publisher, no events', async (t) => {
