@@ -136,6 +136,8 @@ const refused = (r: PostResult): boolean => r.status >= 400 && r.status < 500 &&
 
 class ReceiverGroup {
   readonly queue: string[] = [];
+  /** The drain in progress: one batch in flight per group keeps the group's events in order. */
+  running: Promise<void> | undefined = undefined;
   private next = 0;
   constructor(
     readonly receivers: readonly Receiver[],
@@ -166,7 +168,7 @@ export class Analytics {
   private dropped = 0;
   private batchesSent = 0;
   private batchesFailed = 0;
-  private running: Promise<void> | undefined;
+  private fileRunning: Promise<void> | undefined;
   private scheduled = false;
   private timer: NodeJS.Timeout | undefined;
   private closed = false;
@@ -238,7 +240,7 @@ export class Analytics {
       if (fq.length >= max) this.dropped++;
       else if (fq.push(line) >= this.settings.batchSize) full = true;
     }
-    if (full && !this.scheduled && this.running === undefined) {
+    if (full && !this.scheduled) {
       this.scheduled = true;
       setImmediate(() => {
         this.scheduled = false;
@@ -253,15 +255,28 @@ export class Analytics {
     return { eventsRecorded: this.recorded, eventsSent: this.sent, eventsDropped: this.dropped, eventsQueued: queued, batchesSent: this.batchesSent, batchesFailed: this.batchesFailed };
   }
 
-  /** Publishes what is buffered (the timer's work; also called by close and tests). */
+  /**
+   * Publishes what is buffered (the timer's work; also called by close and tests). Each group drains on its
+   * own: a group whose receivers time out does not hold the others back. Resolves when every drain this
+   * flush started or joined has ended.
+   */
   flush(): Promise<void> {
-    if (this.running !== undefined) return this.running;
-    this.running = Promise.all([this.writeFile(), ...this.groups.map((g) => this.drain(g))])
-      .then(() => undefined)
-      .finally(() => {
-        this.running = undefined;
+    const all: Promise<void>[] = [];
+    for (const g of this.groups) {
+      if (g.running === undefined && g.queue.length > 0) {
+        g.running = this.drain(g).finally(() => {
+          g.running = undefined;
+        });
+      }
+      if (g.running !== undefined) all.push(g.running);
+    }
+    if (this.fileRunning === undefined && this.fileQueue !== undefined && this.fileQueue.length > 0) {
+      this.fileRunning = this.writeFile().finally(() => {
+        this.fileRunning = undefined;
       });
-    return this.running;
+    }
+    if (this.fileRunning !== undefined) all.push(this.fileRunning);
+    return Promise.all(all).then(() => undefined);
   }
 
   private writeFile(): Promise<void> {
@@ -344,7 +359,7 @@ export class Analytics {
     this.closed = true;
     if (this.timer !== undefined) clearInterval(this.timer);
     this.timer = undefined;
-    if (this.running !== undefined) await this.running;
+    await Promise.all([this.fileRunning, ...this.groups.map((g) => g.running)]);
     // Receivers that just failed would be skipped: close gives each one last chance.
     for (const g of this.groups) for (const r of g.receivers) r.downUntil = 0;
     await this.flush();

@@ -116,11 +116,6 @@ export class Tracer {
     }
   }
 
-  /** Whether any output is on (the gateway traces only then). */
-  get active(): boolean {
-    return this.settings.logTracer || this.exporter !== undefined;
-  }
-
   /** Starts the trace of a call from its request fields. */
   start(ctx: CallContext): RequestTrace {
     const { parent, state } = traceContextOf(ctx.req.headers);
