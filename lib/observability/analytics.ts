@@ -22,7 +22,7 @@ import * as path from 'node:path';
 import type { CallContext } from '../gateway/phases';
 import type { ExchangeRecord } from '../transport/types';
 import type { Logger } from './log';
-import { postJson, postTarget, type PostResult, type PostTarget } from './post';
+import { postJson, postTarget, redactUrl, type PostResult, type PostTarget } from './post';
 import type { AnalyticsSettings } from './settings';
 
 /** One event (docs/analytics.md); field names follow the reference's analytics event where it has one. */
@@ -124,6 +124,7 @@ export function buildEvent(ctx: CallContext | undefined, r: ExchangeRecord, sett
 }
 
 interface Receiver {
+  /** For log lines (credentials in the URL masked). */
   readonly url: string;
   readonly target: PostTarget;
   /** Not tried before this time (ms since the epoch) after a failure. */
@@ -187,10 +188,10 @@ export class Analytics {
       const receivers: Receiver[] = [];
       for (const url of g.urls) {
         if (!/^https?:\/\//i.test(url)) {
-          unused.push(url);
+          unused.push(redactUrl(url));
           continue;
         }
-        receivers.push({ url, target: postTarget(url, this.authorization), downUntil: 0, down: false });
+        receivers.push({ url: redactUrl(url), target: postTarget(url, this.authorization), downUntil: 0, down: false });
       }
       if (receivers.length > 0) this.groups.push(new ReceiverGroup(receivers, g.type));
     }

@@ -21,6 +21,11 @@ export interface PostResult {
   readonly error: string | undefined;
 }
 
+/** The URL for log lines: user information (`user:password@`) replaced by `****@`. */
+export function redactUrl(url: string): string {
+  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/?#@]*@/i, '$1****@');
+}
+
 export function postTarget(url: string, authorization?: string): PostTarget {
   const u = new URL(url);
   const secure = u.protocol === 'https:';

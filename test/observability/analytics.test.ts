@@ -105,7 +105,7 @@ t.test('failover: the first receiver down, events go to the second, in order; on
   const down = await closedPort();
   const second = await collector(200);
   const backend = await echoBackend();
-  const g = await startGateway(analyticsToml([{ urls: [`http://127.0.0.1:${down}`, second.url], type: 'failover' }], '', 'batch_size = 2\n'), api(backend.port));
+  const g = await startGateway(analyticsToml([{ urls: [`http://user:pw-in-url@127.0.0.1:${down}`, second.url], type: 'failover' }], '', 'batch_size = 2\n'), api(backend.port));
   t.teardown(async () => {
     await g.close();
     await backend.close();
@@ -119,7 +119,9 @@ t.test('failover: the first receiver down, events go to the second, in order; on
   t.match(g.gw.analytics?.stats(), { eventsSent: 5, eventsDropped: 0, eventsQueued: 0 });
   const warnings = g.logger.lines.filter((l) => l.event === 'analytics_receiver_down');
   t.equal(warnings.length, 1, 'one line for the receiver that is down');
-  t.equal(warnings[0]?.url, `http://127.0.0.1:${down}`);
+  t.equal(warnings[0]?.url, `http://****@127.0.0.1:${down}`, 'credentials in the URL masked');
+  const all = JSON.stringify(g.logger.lines);
+  t.notOk(all.includes('pw-in-url') || all.includes('s3cret'), 'no receiver secret in any log line');
 });
 
 t.test('failover: both up, the first receiver takes everything', async (t) => {

@@ -3,6 +3,7 @@
  * on (phases.ts runChainObserved), with synchronous, asynchronous and failing phases.
  */
 import t from 'tap';
+import { redactUrl } from '../../lib/observability/post';
 import { formatTraceParent, newSpanId, newTraceId, parseTraceParent, traceContextOf, withTraceFields } from '../../lib/observability/trace-context';
 import { CallContext, runChainObserved, type Outcome, type Phase, type PhaseObserver } from '../../lib/gateway/phases';
 import type { GatewayRuntime } from '../../lib/gateway/runtime';
@@ -56,6 +57,12 @@ t.test('ids and the outgoing fields', async (t) => {
   t.same(out, ['Host', 'h', 'X-A', '1', 'traceparent', 'new', 'tracestate', 's=1']);
   t.same(inFields, ['Host', 'h', 'traceparent', 'old', 'X-A', '1', 'TraceState', 'old=1'], 'the request fields are not edited');
   t.same(withTraceFields(['Host', 'h'], 'new', undefined), ['Host', 'h', 'traceparent', 'new']);
+});
+
+t.test('receiver URLs in log lines never show credentials', async (t) => {
+  t.equal(redactUrl('http://pub:s3cret@127.0.0.1:9/events'), 'http://****@127.0.0.1:9/events');
+  t.equal(redactUrl('ssl://admin:admin@localhost:7712'), 'ssl://****@localhost:7712');
+  t.equal(redactUrl('http://127.0.0.1:9/a@b'), 'http://127.0.0.1:9/a@b', 'an @ in the path is not user information');
 });
 
 t.test('runChainObserved: begin/end around each phase, synchronous and asynchronous; errors reported', async (t) => {
