@@ -6,6 +6,7 @@ import t from 'tap';
 import { BASE_TOML, apiToml, closedPort, echoBackend, request, startGateway, until } from '../gateway/helpers';
 import { collector, fieldValues, items } from './helpers';
 import type { Span } from '../../lib/observability/tracing';
+import type { ForwardDecision } from '../../lib/transport/types';
 import { parseTraceParent } from '../../lib/observability/trace-context';
 
 const PHASE_NAMES = ['route', 'cors', 'api-status', 'authentication', 'throttling', 'mediation', 'transport-headers', 'send'];
@@ -245,4 +246,24 @@ t.test('tracing off: no tracer, the backend gets the fields as sent', async (t) 
   t.same(fieldValues(backend.seen[0]?.headers ?? [], 'traceparent'), [], 'none added');
   t.same(fieldValues(backend.seen[1]?.headers ?? [], 'traceparent'), [`00-${TRACE}-${PARENT}-01`], 'passed through unchanged');
   t.notOk(g.logger.lines.some((l) => l.event === 'span'));
+  // The router itself: the client's fields go out as parsed (no array rebuilt, no trace field added).
+  const req = { method: 'GET', url: '/test/1.0.0/r/1', headers: ['Host', 'x'], versionMajor: 1, versionMinor: 1, remoteAddress: '127.0.0.1', remotePort: 1, secure: false, connectionId: 1, requestNumber: 1, contentLength: -1, chunked: false };
+  const d = g.gw.route(req) as ForwardDecision;
+  t.ok('target' in d, 'forwarded');
+  t.equal(d.headers, undefined, 'tracing off: the fields are not copied');
+});
+
+t.test('tracing on: the router builds the outgoing fields with the traceparent', async (t) => {
+  const backend = await echoBackend();
+  const g = await startGateway(`${BASE_TOML}[apim.open_tracer]\nlog_tracer.enable = true\n`, api(backend.port));
+  t.teardown(async () => {
+    await g.close();
+    await backend.close();
+  });
+  const req = { method: 'GET', url: '/test/1.0.0/r/1', headers: ['Host', 'x'], versionMajor: 1, versionMinor: 1, remoteAddress: '127.0.0.1', remotePort: 1, secure: false, connectionId: 1, requestNumber: 1, contentLength: -1, chunked: false };
+  const d = g.gw.route(req) as ForwardDecision;
+  t.equal(d.headers?.length, 4);
+  t.equal(d.headers?.[2], 'traceparent');
+  t.ok(parseTraceParent(d.headers?.[3] ?? '') !== undefined);
+  t.same(req.headers, ['Host', 'x'], 'the request fields are not edited');
 });
