@@ -31,6 +31,9 @@ export type { LoadOptions, LoadResult } from './config/load';
 export type { DeploymentConfig, EffectivePorts, Diagnostic } from './config/types';
 export { createLogger, silentLogger } from './observability/log';
 export type { Logger, LogLevel } from './observability/log';
+// Tracing and analytics (docs/tracing.md, docs/analytics.md): Gateway.tracer / Gateway.analytics and their stats().
+export type { Tracer, TracingStats, Span } from './observability/tracing';
+export type { Analytics, AnalyticsStats, AnalyticsEvent } from './observability/analytics';
 export { GATEWAY_FAULTS, ApiCode, GatewayOwnCode } from './gateway/faults';
 export type { GatewayFaultDef } from './gateway/faults';
 export { PHASES } from './gateway/phases';

@@ -8,7 +8,8 @@
  *
  * Signals: SIGHUP re-reads the API definitions and fault templates; SIGTERM and SIGINT (handled by the
  * CLI) call close(), which stops accepting, lets in-flight calls finish within [throughway]
- * shutdown_timeout and closes idle keep-alive connections.
+ * shutdown_timeout and closes idle keep-alive connections; the gateway's close then flushes the queued
+ * spans and analytics events (docs/tracing.md, docs/analytics.md).
  */
 import type { LoadResult } from './config/load';
 import { LISTENING_PORTS, portOpened } from './config/ports';
@@ -90,6 +91,9 @@ export async function startNode(loaded: LoadResult, options: StartOptions = {}):
       gateway = createGateway({ loaded, logger });
       const a = await gateway.listen();
       log(`  ${'gateway HTTP'.padEnd(18)} port ${a.port}`);
+      const tr = gateway.tracer?.settings;
+      if (tr !== undefined) log(`  ${'tracing'.padEnd(18)} ${[tr.logTracer ? 'log' : '', tr.remote ? `Zipkin http://${tr.host}:${tr.port}/api/v2/spans` : ''].filter((x) => x !== '').join(', ')}`);
+      if (gateway.analytics !== undefined) log(`  ${'analytics'.padEnd(18)} ${gateway.analytics.describe()}`);
       process.on('SIGHUP', onHup);
     } else {
       log(`  the gateway does not run for role ${role}${GATEWAY_ROLES.has(role) ? ' (transport.passthru_http.listener.enable = false)' : ''}`);

@@ -260,21 +260,21 @@ export interface ApimCacheTagsSection {
 export interface ApimAnalyticsSection {
   /** Enable analytics. Default: false. */
   readonly enable: boolean;
-  /** Analytics store REST URL; use the load-balancing URL for several nodes. Default: "https://localhost:7444". */
+  /** Analytics store REST URL; use the load-balancing URL for several nodes. Default: "https://localhost:7444". Accepted; throughway does not act on it. */
   readonly store_api_url: string;
   /** User on the analytics node. Default: "$ref{super_admin.username}". */
   readonly username: string;
   /** Password on the analytics node. Default: "$ref{super_admin.password}". */
   readonly password: string;
-  /** Event publishing user. Default: "$ref{apim.analytics.username}". */
+  /** Event publishing user (HTTP Basic credentials of every POST to a receiver, docs/analytics.md). Default: "$ref{apim.analytics.username}". */
   readonly receiver_username: string;
   /** Event publishing password. Default: "$ref{apim.analytics.password}". */
   readonly receiver_password: string;
-  /** Store REST API user. Default: "$ref{apim.analytics.username}". */
+  /** Store REST API user. Default: "$ref{apim.analytics.username}". Accepted; throughway does not act on it. */
   readonly store_api_username: string;
-  /** Store REST API password. Default: "$ref{apim.analytics.password}". */
+  /** Store REST API password. Default: "$ref{apim.analytics.password}". Accepted; throughway does not act on it. */
   readonly store_api_password: string;
-  /** Event publisher type (sample value custom). */
+  /** Event publisher type (sample value custom). Accepted; throughway does not act on it. */
   readonly event_publisher_type?: string;
   /** Publisher class; required when the type is custom. Accepted; throughway does not act on it. */
   readonly event_publisher_impl?: string;
@@ -286,11 +286,11 @@ export interface ApimAnalyticsSection {
 
 /** Analytics receiver group ([[apim.analytics.url_group]], spec 000). */
 export interface ApimAnalyticsUrlGroupSection {
-  /** Event receiver URLs of one node group. Default: ["tcp://localhost:7612"]. */
+  /** Event receiver URLs of one node group. http(s):// receivers get JSON batches; tcp:// and ssl:// (the reference binary protocol) are named in a warning and not used (docs/analytics.md). Default: ["tcp://localhost:7612"]. */
   readonly analytics_url: readonly string[];
-  /** Authentication URLs of one node group. Default: ["ssl://localhost:7712"]. */
+  /** Authentication URLs of one node group. Default: ["ssl://localhost:7712"]. Accepted; throughway does not act on it. */
   readonly analytics_auth_url: readonly string[];
-  /** How the URLs of the group are used. */
+  /** How the URLs of the group are used (unset: failover). */
   readonly type?: "loadbalance" | "failover";
 }
 
@@ -603,7 +603,7 @@ export interface ApimOpenTracerSection {
   readonly remote_tracer: {
     /** Send traces (execution time down to message level) to a remote tracer. Default: false. */
     readonly enable: boolean;
-    /** Remote tracer name. Default: name of the built-in distributed tracer. */
+    /** Remote tracer name. Spans are sent as Zipkin v2 JSON to http://hostname:port/api/v2/spans whatever the name (docs/tracing.md). Default: name of the built-in distributed tracer. */
     readonly name?: string;
     readonly properties: {
       /** Remote tracer host. Default: "localhost". */
@@ -2166,6 +2166,10 @@ export interface ThroughwaySection {
   readonly demo: ThroughwayDemoSection;
   /** Key manager signing key */
   readonly key_manager: ThroughwayKeyManagerSection;
+  /** Tracing: span export to the remote tracer (docs/tracing.md) */
+  readonly tracing: ThroughwayTracingSection;
+  /** Analytics event publishing (docs/analytics.md) */
+  readonly analytics: ThroughwayAnalyticsSection;
 }
 
 /** Built-in demo backend ([throughway.demo], spec throughway). */
@@ -2180,4 +2184,34 @@ export interface ThroughwayDemoSection {
 export interface ThroughwayKeyManagerSection {
   /** Name of a [custom_keystore.<name>] of type PEM whose private key (RSA: RS256, EC P-256: ES256) signs the key manager's tokens. Unset: an RSA key generated on first start and kept in the store. */
   readonly signing_keystore?: string;
+}
+
+/** Tracing: span export to the remote tracer (docs/tracing.md) ([throughway.tracing], spec throughway). */
+export interface ThroughwayTracingSection {
+  /** serviceName of the local endpoint in every span sent to the remote tracer. Default: "throughway". */
+  readonly service_name: string;
+  /** Spans per POST to the remote tracer. Default: 100. */
+  readonly batch_size: number;
+  /** Queued spans are sent at least this often. Default: 1000 milliseconds. Loaded as milliseconds. */
+  readonly flush_interval: number;
+  /** Spans waiting to be sent at most; further spans are dropped and counted. Default: 10000. */
+  readonly queue_size: number;
+  /** A POST to the remote tracer must complete within this; its spans are dropped otherwise. Default: 5000 milliseconds. Loaded as milliseconds. */
+  readonly send_timeout: number;
+}
+
+/** Analytics event publishing (docs/analytics.md) ([throughway.analytics], spec throughway). */
+export interface ThroughwayAnalyticsSection {
+  /** JSON-lines file the analytics events are appended to (besides any http(s):// receivers). Unset: no file. */
+  readonly file?: string;
+  /** Events per POST to a receiver (and per write to the file). Default: 200. */
+  readonly batch_size: number;
+  /** Buffered events are published at least this often. Default: 1000 milliseconds. Loaded as milliseconds. */
+  readonly flush_interval: number;
+  /** Events waiting per receiver group at most; further events are dropped and counted. Default: 10000. */
+  readonly buffer_size: number;
+  /** A POST to a receiver must complete within this; the next receiver is tried otherwise. Default: 5000 milliseconds. Loaded as milliseconds. */
+  readonly send_timeout: number;
+  /** A receiver that failed is not tried again before this has passed. Default: 5000 milliseconds. Loaded as milliseconds. */
+  readonly retry_interval: number;
 }

@@ -15,6 +15,9 @@ import type { TransportSettings } from '../transport/settings';
 import type { TransportFault } from '../transport/codes';
 import type { ExchangeRecord, LocalResponse, RouteDecision, RouteFn, SourceRequest } from '../transport/types';
 import { silentLogger, type Logger } from '../observability/log';
+import { Analytics } from '../observability/analytics';
+import { analyticsSettingsFrom, tracingSettingsFrom } from '../observability/settings';
+import { Tracer } from '../observability/tracing';
 import { type ApiVars, defaultPath, validateApi, versionedPath } from './apis';
 import { AccessLog } from './access-log';
 import { CorsPolicy, corsRequest } from './cors';
@@ -23,7 +26,7 @@ import { type ApiDiagnostic, formatApiDiagnostic } from './diagnostics';
 import { EndpointRegistry, type EndpointRuntime } from './endpoints';
 import { loadFaultTemplates, type FaultTemplates } from './fault-templates';
 import { renderFacts, transportFacts } from './faults';
-import { CallContext, runChain, PHASES, type Phase } from './phases';
+import { CallContext, runChain, runChainObserved, PHASES, type Phase } from './phases';
 import { buildTable, GatewayRuntime } from './runtime';
 import { gatewaySettingsFrom, type GatewaySettings } from './settings';
 import { HeaderRules } from './transport-headers';
@@ -49,6 +52,12 @@ export interface GatewayOptions {
   readonly cwd?: string;
   /** How backend sockets are opened (tests). */
   readonly connect?: ConnectFn;
+  /**
+   * Tracing and analytics (docs/tracing.md, docs/analytics.md); default: made from [apim.open_tracer] and
+   * [apim.analytics] when they are on. The gateway flushes and closes them in close().
+   */
+  readonly tracer?: Tracer;
+  readonly analytics?: Analytics;
 }
 
 export interface DeployedApi {
@@ -74,6 +83,10 @@ export interface Gateway {
   readonly settings: GatewaySettings;
   /** The phase chain as a router: what the transport calls per request head (another transport may too). */
   readonly route: RouteFn;
+  /** Tracing when on (its stats(): spans sent, dropped, queued), else undefined. */
+  readonly tracer: Tracer | undefined;
+  /** Analytics events when on (its stats(): events sent, dropped, queued), else undefined. */
+  readonly analytics: Analytics | undefined;
   /** Listen on the gateway HTTP port ([transport.passthru_http] listener port + offset) unless told otherwise. */
   listen(options?: Partial<ListenOptions>): Promise<net.AddressInfo>;
   handleConnection(socket: net.Socket, secure?: boolean): void;
@@ -117,6 +130,12 @@ export function createGateway(options: GatewayOptions): Gateway {
   const directory = options.apis === undefined ? new ApiDirectory(settings.apisDir, settings.vars) : undefined;
   const accessLog = settings.accessLog.enabled ? new AccessLog(settings.accessLog.useLogger ? { logger } : { file: settings.accessLog.file }) : undefined;
   const phases: readonly Phase[] = PHASES;
+  const tracing = tracingSettingsFrom(config);
+  const tracer = options.tracer ?? (tracing.logTracer || tracing.remote ? new Tracer(tracing, { logger }) : undefined);
+  const analyticsSettings = analyticsSettingsFrom(config);
+  const analytics = options.analytics ?? (analyticsSettings.enabled ? new Analytics(analyticsSettings, { logger }) : undefined);
+  /** The call behind each exchange, while tracing or analytics needs it at the exchange's end. */
+  const calls = tracer !== undefined || analytics !== undefined ? new WeakMap<SourceRequest, CallContext>() : undefined;
 
   let templates: FaultTemplates | undefined;
   let states: readonly ApiState[] = [];
@@ -179,7 +198,22 @@ export function createGateway(options: GatewayOptions): Gateway {
     return { deployed, states, diagnostics: fresh };
   };
 
-  const route = (req: SourceRequest): RouteDecision | Promise<RouteDecision> => runChain(new CallContext(req, rt), phases);
+  // Three routers, chosen once: with tracing and analytics off the plain chain runs untouched.
+  const route =
+    calls === undefined
+      ? (req: SourceRequest): RouteDecision | Promise<RouteDecision> => runChain(new CallContext(req, rt), phases)
+      : tracer === undefined
+        ? (req: SourceRequest): RouteDecision | Promise<RouteDecision> => {
+            const ctx = new CallContext(req, rt);
+            calls.set(req, ctx);
+            return runChain(ctx, phases);
+          }
+        : (req: SourceRequest): RouteDecision | Promise<RouteDecision> => {
+            const ctx = new CallContext(req, rt);
+            calls.set(req, ctx);
+            tracer.start(ctx);
+            return runChainObserved(ctx, phases, tracer);
+          };
 
   /** Transport faults through the same table, templates and CORS fields as the gateway's own. */
   const renderFault = (f: TransportFault, req: SourceRequest | undefined): LocalResponse => {
@@ -214,9 +248,17 @@ export function createGateway(options: GatewayOptions): Gateway {
       }
     }
     accessLog?.record(r);
+    if (calls !== undefined) {
+      const ctx = r.request !== undefined ? calls.get(r.request) : undefined;
+      if (ctx !== undefined) {
+        calls.delete(r.request as SourceRequest);
+        tracer?.finish(ctx, r);
+      }
+      analytics?.record(ctx, r);
+    }
   };
 
-  const needExchange = accessLog !== undefined || directory !== undefined || (options.apis?.length ?? 0) > 0;
+  const needExchange = accessLog !== undefined || calls !== undefined || directory !== undefined || (options.apis?.length ?? 0) > 0;
   const transport = createTransport({
     route,
     settings: { ...transportSettingsFrom(config), ...options.transport },
@@ -235,6 +277,8 @@ export function createGateway(options: GatewayOptions): Gateway {
     transport,
     settings,
     route,
+    tracer,
+    analytics,
     listen(opts = {}) {
       const port = opts.port ?? ports?.passthruHttp ?? 8280;
       const host = opts.host ?? config.transport.passthru_http.listener['bind-address'] ?? '0.0.0.0';
@@ -252,6 +296,8 @@ export function createGateway(options: GatewayOptions): Gateway {
       directory?.unwatch();
       await transport.close();
       await accessLog?.close();
+      // After the transport: every in-flight call's span and event is recorded before the last flush.
+      await Promise.all([tracer?.close(), analytics?.close()]);
     },
   };
 }

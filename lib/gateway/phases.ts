@@ -23,6 +23,7 @@ import { corsRequest, type CorsRequest } from './cors';
 import type { GatewayRuntime } from './runtime';
 import type { EndpointRuntime } from './endpoints';
 import type { AuthContext } from './auth-context';
+import type { RequestTrace } from '../observability/tracing';
 
 export type KeyType = 'PRODUCTION' | 'SANDBOX';
 
@@ -51,6 +52,8 @@ export class CallContext implements MatchTarget {
   /** The fields for the backend (undefined: the client's, unchanged). */
   outHeaders: readonly string[] | undefined = undefined;
   endpoint: EndpointRuntime | undefined = undefined;
+  /** The call's trace when tracing is on (lib/observability/tracing.ts); undefined otherwise. */
+  trace: RequestTrace | undefined = undefined;
 
   constructor(
     readonly req: SourceRequest,
@@ -247,6 +250,51 @@ export function runChain(ctx: CallContext, phases: readonly Phase[] = PHASES, fr
     return finish(ctx, r);
   }
   // Every phase continued and none sent: a chain without `send` (tests, embedders) has nothing to do.
+  return finish(ctx, stop(fault(ApiCode.NO_MATCHING_RESOURCE)));
+}
+
+/** Called around every phase by runChainObserved (tracing: one span per phase). */
+export interface PhaseObserver {
+  /** Before the phase runs; returns its start stamp. */
+  begin(ctx: CallContext, phase: Phase): number;
+  /** After it answered (its Promise settled): the outcome, or the error it threw or rejected with. */
+  end(ctx: CallContext, phase: Phase, started: number, outcome: Outcome, error?: unknown): void;
+}
+
+/**
+ * runChain with an observer around each phase. A separate function so that the chain without observers
+ * (tracing off) stays exactly runChain: no stamps, no extra calls on the pass-through path.
+ */
+export function runChainObserved(ctx: CallContext, phases: readonly Phase[], obs: PhaseObserver, from = 0): RouteDecision | Promise<RouteDecision> {
+  for (let i = from; i < phases.length; i++) {
+    const phase = phases[i] as Phase;
+    const started = obs.begin(ctx, phase);
+    let r: Outcome | Promise<Outcome>;
+    try {
+      r = phase.run(ctx);
+    } catch (err) {
+      obs.end(ctx, phase, started, undefined, err);
+      throw err;
+    }
+    if (r === undefined) {
+      obs.end(ctx, phase, started, undefined);
+      continue;
+    }
+    if (isPromise(r)) {
+      return r.then(
+        (o) => {
+          obs.end(ctx, phase, started, o);
+          return o === undefined ? runChainObserved(ctx, phases, obs, i + 1) : finish(ctx, o);
+        },
+        (err: unknown) => {
+          obs.end(ctx, phase, started, undefined, err);
+          throw err;
+        },
+      );
+    }
+    obs.end(ctx, phase, started, r);
+    return finish(ctx, r);
+  }
   return finish(ctx, stop(fault(ApiCode.NO_MATCHING_RESOURCE)));
 }
 

@@ -607,6 +607,7 @@ export class SourceConnection implements ParserEvents {
         fault: fault ?? ex.fault,
         faultCode: ex.faultCode,
         retries: ex.retries + (ex.retried ? 1 : 0),
+        request: ex,
       });
     }
   }

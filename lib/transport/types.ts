@@ -108,6 +108,8 @@ export interface ExchangeRecord {
   readonly faultCode: number | undefined;
   /** Attempts beyond the first (stale-connection retry and RetryPolicy). */
   readonly retries: number;
+  /** The request as the router saw it (the same object): links the record to what the router knew. */
+  readonly request?: SourceRequest;
 }
 
 export interface TransportEvents {

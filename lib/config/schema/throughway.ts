@@ -53,4 +53,31 @@ export const THROUGHWAY_SECTIONS: readonly SectionDef[] = [
       { key: 'signing_keystore', type: 's', meaning: "Name of a [custom_keystore.<name>] of type PEM whose private key (RSA: RS256, EC P-256: ES256) signs the key manager's tokens. Unset: an RSA key generated on first start and kept in the store." },
     ],
   },
+  {
+    path: 'throughway.tracing',
+    source: 'throughway',
+    title: 'Tracing: span export to the remote tracer (docs/tracing.md)',
+    runs: true,
+    keys: [
+      { key: 'service_name', type: 's', default: 'throughway', meaning: 'serviceName of the local endpoint in every span sent to the remote tracer.' },
+      { key: 'batch_size', type: 'i', default: 100, min: 1, meaning: 'Spans per POST to the remote tracer.' },
+      { key: 'flush_interval', type: 's', format: 'duration', unit: 'ms', default: 1000, min: 10, meaning: 'Queued spans are sent at least this often.' },
+      { key: 'queue_size', type: 'i', default: 10000, min: 1, meaning: 'Spans waiting to be sent at most; further spans are dropped and counted.' },
+      { key: 'send_timeout', type: 's', format: 'duration', unit: 'ms', default: 5000, min: 1, meaning: 'A POST to the remote tracer must complete within this; its spans are dropped otherwise.' },
+    ],
+  },
+  {
+    path: 'throughway.analytics',
+    source: 'throughway',
+    title: 'Analytics event publishing (docs/analytics.md)',
+    runs: true,
+    keys: [
+      { key: 'file', type: 's', format: 'path', meaning: 'JSON-lines file the analytics events are appended to (besides any http(s):// receivers). Unset: no file.' },
+      { key: 'batch_size', type: 'i', default: 200, min: 1, meaning: 'Events per POST to a receiver (and per write to the file).' },
+      { key: 'flush_interval', type: 's', format: 'duration', unit: 'ms', default: 1000, min: 10, meaning: 'Buffered events are published at least this often.' },
+      { key: 'buffer_size', type: 'i', default: 10000, min: 1, meaning: 'Events waiting per receiver group at most; further events are dropped and counted.' },
+      { key: 'send_timeout', type: 's', format: 'duration', unit: 'ms', default: 5000, min: 1, meaning: 'A POST to a receiver must complete within this; the next receiver is tried otherwise.' },
+      { key: 'retry_interval', type: 's', format: 'duration', unit: 'ms', default: 5000, min: 0, meaning: 'A receiver that failed is not tried again before this has passed.' },
+    ],
+  },
 ];
