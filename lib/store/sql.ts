@@ -34,6 +34,13 @@ export interface SqlDriver {
   /** Runs a statement; resolves to the number of rows it changed. A unique-key violation rejects with StoreError STORE_CONFLICT. */
   run(sql: string, params?: readonly Param[]): Promise<number>;
   close(): Promise<void>;
+  /** Connections borrowed now and the pool's maximum (pooled drivers; the health check reads it). */
+  poolUsage?(): PoolUsage;
+}
+
+export interface PoolUsage {
+  readonly active: number;
+  readonly max: number;
 }
 
 const str = (v: unknown): string => (v === null || v === undefined ? '' : String(v));
@@ -133,6 +140,10 @@ export class SqlStore implements Store {
   constructor(private readonly db: SqlDriver) {
     this.kind = db.kind;
     this.description = db.description;
+  }
+
+  poolUsage(): PoolUsage | undefined {
+    return this.db.poolUsage?.();
   }
 
   async schemaVersion(): Promise<number> {
