@@ -17,7 +17,7 @@
  */
 import type { LoadResult } from './config/load';
 import { LISTENING_PORTS, portOpened } from './config/ports';
-import { createLogger, type LogLevel } from './observability/log';
+import { createLogger, type LogLevel, type LogSink } from './observability/log';
 import { Metrics } from './observability/metrics';
 import { Health, backendPoolChecker, dataSourceChecker, userStoreChecker } from './observability/health';
 import { opsRoutes } from './observability/routes';
@@ -44,6 +44,8 @@ export interface RunningNode {
   readonly health: Health | undefined;
   /** What SIGHUP does: re-read deployment.toml (when StartOptions.reload is given), the APIs and templates. */
   reload(): ReloadResult | undefined;
+  /** The ports the node listens on. */
+  readonly ports: { readonly management: number | undefined; readonly gateway: number | undefined };
   close(): Promise<void>;
 }
 
@@ -52,6 +54,12 @@ export interface StartOptions {
   readonly log?: (line: string) => void;
   /** Reads deployment.toml again (the CLI's loader with the same --config, --strict, --sys): SIGHUP. */
   readonly reload?: () => LoadResult;
+  /** Where the server log goes (default: process.stderr). */
+  readonly logSink?: LogSink;
+  /** Working directory for the store file and the access log (default: process.cwd()). */
+  readonly cwd?: string;
+  /** Tests: every listener on a free port of 127.0.0.1 instead of the configured ports (RunningNode.ports). */
+  readonly ephemeralPorts?: boolean;
 }
 
 /** Roles that run the gateway; the others arrive with the key manager and traffic manager steps. */
@@ -67,7 +75,9 @@ export async function startNode(loaded: LoadResult, options: StartOptions = {}):
   const ports = loaded.ports;
   const role = config.server.server_role;
   log(`throughway node: role ${role}, host ${config.server.hostname}, offset ${ports.offset}`);
-  const logger = createLogger(config.throughway.log_level as LogLevel, process.stderr);
+  const logger = createLogger(config.throughway.log_level as LogLevel, options.logSink ?? process.stderr);
+  const cwd = options.cwd ?? process.cwd();
+  const listening: { management: number | undefined; gateway: number | undefined } = { management: undefined, gateway: undefined };
   const opsConfig = config.throughway.operations;
   const metrics = opsConfig.metrics ? new Metrics() : undefined;
   const hc = config.server_health_check;
@@ -128,7 +138,7 @@ export async function startNode(loaded: LoadResult, options: StartOptions = {}):
       log(`  ${'demo backend'.padEnd(18)} port ${a.port} (127.0.0.1)`);
     }
     // The key manager first: once the gateway says it listens, tokens can be had.
-    store = await openStore(config, process.cwd());
+    store = await openStore(config, cwd);
     if (health !== undefined) {
       const checkers = hc.health_checker;
       if (checkers.data_source_health_checker.enable) {
@@ -145,13 +155,15 @@ export async function startNode(loaded: LoadResult, options: StartOptions = {}):
       ops: opsRoutes({ ...(health !== undefined ? { health } : {}), ...(metrics !== undefined ? { metrics } : {}), logger }),
       apiScopes: () => (gateway?.states() ?? []).flatMap((s) => (s.api?.resources ?? []).flatMap((r) => r.scopes)),
     });
-    const km = await keyManager.listen();
+    const km = options.ephemeralPorts === true ? await keyManager.listen(0, '127.0.0.1') : await keyManager.listen();
+    listening.management = km.port;
     log(`  ${'management HTTP'.padEnd(18)} port ${km.port} (key manager, ${store.description}; /health/live${health !== undefined ? ', /health' : ''}${metrics !== undefined ? ', /metrics' : ''})`);
     if (GATEWAY_ROLES.has(role) && config.transport.passthru_http.listener.enable) {
-      gateway = createGateway({ loaded, logger, observe: gatewayObserver({ logger, ...(metrics !== undefined ? { metrics } : {}) }) });
+      gateway = createGateway({ loaded, logger, cwd, observe: gatewayObserver({ logger, ...(metrics !== undefined ? { metrics } : {}) }) });
       const gw = gateway;
       metrics?.attach({ transport: gw.transport, apiOf: (url) => gw.apiOf(url) });
-      const a = await gateway.listen();
+      const a = await gateway.listen(options.ephemeralPorts === true ? { port: 0, host: '127.0.0.1' } : {});
+      listening.gateway = a.port;
       log(`  ${'gateway HTTP'.padEnd(18)} port ${a.port}`);
     } else {
       log(`  the gateway does not run for role ${role}${GATEWAY_ROLES.has(role) ? ' (transport.passthru_http.listener.enable = false)' : ''}`);
@@ -198,5 +210,5 @@ export async function startNode(loaded: LoadResult, options: StartOptions = {}):
       for (const t of tries.slice(0, 6)) log(`  ${t}`);
     }
   }
-  return { gateway, keyManager, events, metrics, health, reload, close };
+  return { gateway, keyManager, events, metrics, health, reload, ports: listening, close };
 }
