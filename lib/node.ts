@@ -138,7 +138,8 @@ export async function startNode(loaded: LoadResult, options: StartOptions = {}):
       log(`  ${'demo backend'.padEnd(18)} port ${a.port} (127.0.0.1)`);
     }
     // The key manager first: once the gateway says it listens, tokens can be had.
-    store = await openStore(config, cwd);
+    // Progress of schema migrations (issue 11, "Progress"): a first start on a remote database can take a while.
+    store = await openStore(config, cwd, (m, i, n) => log(`  ${'store migration'.padEnd(18)} ${i}/${n}: version ${m.version}, ${m.description}`));
     if (health !== undefined) {
       const checkers = hc.health_checker;
       if (checkers.data_source_health_checker.enable) {

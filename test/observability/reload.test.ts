@@ -67,3 +67,12 @@ t.test('start --check validates and exits without starting', async (t) => {
   t.match(err, /bad\.toml:\d+:\d+: error .*log_level/);
   t.match(out, 'bad.toml: invalid: 1 error');
 });
+
+t.test('start-up shows the progress of schema migrations', async (t) => {
+  const n = await startTestNode(NODE_TOML);
+  t.teardown(() => n.close());
+  const lines = n.out.filter((l) => l.includes('store migration'));
+  t.ok(lines.length >= 1, 'a line per migration on a new store');
+  t.match(lines[0], /store migration\s+1\/\d+: version 1, applications, clients/);
+  t.match(lines[lines.length - 1], new RegExp(`${lines.length}/${lines.length}:`), 'numbered to the last');
+});
