@@ -193,6 +193,9 @@ async function start(p: Parsed, io: CliIo): Promise<number> {
   // SIGHUP reads the file again with the same options; startNode refuses a configuration with errors.
   const node = await startNode(result, { log: (line) => io.out(`${line}\n`), reload: () => load(p, io) });
   const stop = (signal: NodeJS.Signals): void => {
+    // A second SIGINT/SIGTERM during the shutdown finds no handler: the default action ends the process.
+    process.removeListener('SIGINT', stop);
+    process.removeListener('SIGTERM', stop);
     io.out(`${signal}: stopping (in-flight calls get up to ${result.config.throughway.shutdown_timeout} ms)\n`);
     node.close().then(
       () => process.exit(0),
