@@ -158,7 +158,8 @@ export async function startNode(loaded: LoadResult, options: StartOptions = {}):
     });
     const km = options.ephemeralPorts === true ? await keyManager.listen(0, '127.0.0.1') : await keyManager.listen();
     listening.management = km.port;
-    log(`  ${'management HTTP'.padEnd(18)} port ${km.port} (key manager, ${store.description}; /health/live${health !== undefined ? ', /health' : ''}${metrics !== undefined ? ', /metrics' : ''})`);
+    log(`  ${'management HTTP'.padEnd(18)} port ${km.port} (key manager, ${store.description})`);
+    log(`  ${'operations'.padEnd(18)} port ${km.port}: /health/live${health !== undefined ? ', /health' : ''}${metrics !== undefined ? ', /metrics' : ''} (docs/operations.md)`);
     if (GATEWAY_ROLES.has(role) && config.transport.passthru_http.listener.enable) {
       gateway = createGateway({ loaded, logger, cwd, observe: gatewayObserver({ logger, ...(metrics !== undefined ? { metrics } : {}) }) });
       const gw = gateway;

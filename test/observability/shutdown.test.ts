@@ -49,7 +49,7 @@ t.test('SIGHUP refuses a broken configuration; SIGTERM under load loses no in-fl
   t.ok(await until(() => out.includes('APIs: 1 deployed') || child.exitCode !== null, 15_000), `started:\n${out}\n${err}`);
   t.match(out, /role default/, 'start-up names the role');
   t.match(out, new RegExp(`gateway HTTP\\s+port ${gw}\\b`), 'and the effective ports');
-  t.match(out, new RegExp(`management HTTP\\s+port ${mgmt} .*/health/live, /health, /metrics`));
+  t.match(out, new RegExp(`operations\\s+port ${mgmt}: /health/live, /health, /metrics`));
   t.equal((await request(gw, '/a/1.0.0/x')).status, 200);
 
   // SIGHUP with a broken file: refused, still serving; then the file is put back.
