@@ -95,6 +95,13 @@ export class HistogramCounts {
   }
 }
 
+interface ApiCounts {
+  /** Calls by status * 10^6 + fault code (0: none). */
+  readonly byStatus: Map<number, number>;
+  readonly total: HistogramCounts;
+  readonly backend: HistogramCounts;
+}
+
 export interface MetricsOptions {
   /** prom-client's default process metrics (event-loop lag, heap, CPU); default true. */
   readonly processMetrics?: boolean;
@@ -111,8 +118,8 @@ export interface MetricsTarget {
  */
 export class Metrics {
   readonly registry = new Registry();
-  /** Requests by "api\0status\0faultCode". */
-  private readonly requests = new Map<string, number>();
+  /** Per API label: counts and latencies. */
+  private readonly apis = new Map<string, ApiCounts>();
   private readonly total = new Map<string, HistogramCounts>();
   private readonly backend = new Map<string, HistogramCounts>();
   private target: MetricsTarget | undefined;
@@ -132,16 +139,21 @@ export class Metrics {
    * label is the deployed API's "name:version" ('' for calls that matched none).
    */
   onExchange(r: ExchangeRecord): void {
+    // The API id is the compiled API's own string: no string is built per request.
     const api = this.target?.apiOf(r.url) ?? '';
-    const key = api + '\u0000' + r.status + '\u0000' + (r.faultCode === undefined ? '' : r.faultCode);
-    this.requests.set(key, (this.requests.get(key) ?? 0) + 1);
-    let h = this.total.get(api);
-    if (h === undefined) this.total.set(api, (h = new HistogramCounts(LATENCY_BUCKETS)));
-    h.observe(r.durationMs / 1000);
+    let a = this.apis.get(api);
+    if (a === undefined) {
+      a = { byStatus: new Map(), total: new HistogramCounts(LATENCY_BUCKETS), backend: new HistogramCounts(LATENCY_BUCKETS) };
+      this.apis.set(api, a);
+      this.total.set(api, a.total);
+    }
+    // status * 10^6 + fault code: fault codes are below 10^6 and never 0, so 0 means "no fault".
+    const key = r.status * 1_000_000 + (r.faultCode ?? 0);
+    a.byStatus.set(key, (a.byStatus.get(key) ?? 0) + 1);
+    a.total.observe(r.durationMs / 1000);
     if (r.upstreamMs >= 0) {
-      let b = this.backend.get(api);
-      if (b === undefined) this.backend.set(api, (b = new HistogramCounts(LATENCY_BUCKETS)));
-      b.observe(r.upstreamMs / 1000);
+      if (a.backend.count === 0) this.backend.set(api, a.backend);
+      a.backend.observe(r.upstreamMs / 1000);
     }
   }
 
@@ -198,9 +210,11 @@ export class Metrics {
       type: 'counter',
       collect: () => {
         const out: Sample[] = [];
-        for (const [key, value] of this.requests) {
-          const [api, status, code] = key.split('\u0000') as [string, string, string];
-          out.push({ labels: { api, status, fault_code: code }, value });
+        for (const [api, a] of this.apis) {
+          for (const [key, value] of a.byStatus) {
+            const code = key % 1_000_000;
+            out.push({ labels: { api, status: (key - code) / 1_000_000, fault_code: code === 0 ? '' : code }, value });
+          }
         }
         return out;
       },

@@ -12,6 +12,7 @@ import t from 'tap';
 import { loadConfig } from '../../lib/config/load';
 import { Health, dataSourceChecker, userStoreChecker, type HealthReport } from '../../lib/observability/health';
 import { openStore } from '../../lib/store/open';
+import { pooledDriver } from '../../lib/store/pool';
 import type { Store } from '../../lib/store/types';
 import { apiToml, echoBackend, request, until } from '../gateway/helpers';
 import { NODE_TOML, get, startTestNode } from './helpers';
@@ -141,4 +142,42 @@ t.test('backend pool checker: red while calls wait for a connection to a full ro
   t.equal((await first).status, 200);
   t.equal((await second).status, 200);
   t.equal((await get(n.mgmt, '/health')).status, 200, 'green again');
+});
+
+t.test('a pooled database reports its usage: borrowers counted while their query runs', async (t) => {
+  // A driver over a fake pool whose queries finish when the test says (no database server needed).
+  const pending: (() => void)[] = [];
+  let hold = false;
+  const driver = await pooledDriver(
+    {
+      kind: 'postgres',
+      description: 'fake pool',
+      acquire: async () => ({}),
+      validate: async () => undefined,
+      release: () => undefined,
+      discard: () => undefined,
+      query: (_c, sql) =>
+        sql.startsWith('SELECT MAX(version)') && pending.length === 0 && !hold
+          ? Promise.resolve({ rows: [{ v: 2 }], count: 0 })
+          : new Promise((resolve) => pending.push(() => resolve({ rows: [{ v: 2 }], count: 0 }))),
+      end: async () => undefined,
+    },
+    { maxActive: 4, maxWait: 1000, testOnBorrow: false, validationQuery: 'SELECT 1', validationInterval: 0 },
+  );
+  t.same(driver.poolUsage?.(), { active: 0, max: 4 });
+  const store = Object.assign(Object.create(null) as Store, { kind: 'postgres', poolUsage: () => driver.poolUsage?.(), schemaVersion: async () => Number((await driver.all('SELECT MAX(version) AS v FROM tw_schema_version'))[0]?.v) });
+  const ds = dataSourceChecker(store, { order: 98, limitPercentage: 50 });
+  t.equal((await ds.check()).healthy, true, 'idle pool: UP');
+  hold = true;
+  const q = [driver.all('SELECT 1'), driver.all('SELECT 2'), driver.all('SELECT 3')];
+  t.same(driver.poolUsage?.(), { active: 3, max: 4 }, 'three queries running');
+  const red = await ds.check();
+  t.equal(red.healthy, false);
+  t.equal(red.message, 'pool usage 75% is above pool_usage_limit_percentage 50%');
+  t.ok(await until(() => pending.length === 3), 'the three queries reached the pool');
+  for (const p of pending.splice(0)) p();
+  await Promise.all(q);
+  hold = false;
+  t.same(driver.poolUsage?.(), { active: 0, max: 4 }, 'released');
+  t.equal((await ds.check()).healthy, true, 'UP again');
 });
