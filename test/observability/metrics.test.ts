@@ -130,3 +130,38 @@ t.test('[throughway.operations] metrics = false: no /metrics', async (t) => {
   t.equal((await get(n.mgmt, '/metrics')).status, 404);
   t.equal(n.node.metrics, undefined);
 });
+
+t.test("docs/operations.md's embedding example: the routes on an embedder's own server", async (t) => {
+  const { createGateway, createLogger, gatewayObserver, loadConfig, Metrics: M, Health, opsRoutes } = await import('../../lib/index');
+  const http = await import('node:http');
+  const fs = await import('node:fs');
+  const path = await import('node:path');
+  const { confDir } = await import('../gateway/helpers');
+  const backend = await echoBackend();
+  const dir = confDir(NODE_TOML, { a: apiToml({ name: 'A', context: '/a', endpoint: `http://127.0.0.1:${backend.port}`, resources: [['/*', ['GET']]] }) });
+  const loaded = loadConfig({ file: path.join(dir, 'deployment.toml') });
+  const logger = createLogger('silent');
+  const metrics = new M();
+  const gateway = createGateway({ loaded, logger, observe: gatewayObserver({ logger, metrics }), cwd: dir });
+  metrics.attach({ transport: gateway.transport, apiOf: (url) => gateway.apiOf(url) });
+  const health = new Health();
+  const ops = opsRoutes({ metrics, health, logger });
+  const server = http.createServer((req, res) => {
+    void ops(req, res, new URL(req.url ?? '/', 'http://x').pathname).then((done) => {
+      if (!done) res.writeHead(404).end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  const a = await gateway.listen({ port: 0, host: '127.0.0.1' });
+  t.teardown(async () => {
+    await gateway.close();
+    server.close();
+    await backend.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+  const port = (server.address() as net.AddressInfo).port;
+  t.equal((await request(a.port, '/a/1.0.0/x')).status, 200);
+  t.equal((await scrape(port)).value('throughway_requests_total', { api: 'A:1.0.0', status: '200', fault_code: '' }), 1);
+  t.equal((await get(port, '/health')).status, 200);
+  t.equal((await get(port, '/other')).status, 404);
+});
