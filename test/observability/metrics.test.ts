@@ -165,3 +165,18 @@ t.test("docs/operations.md's embedding example: the routes on an embedder's own 
   t.equal((await get(port, '/health')).status, 200);
   t.equal((await get(port, '/other')).status, 404);
 });
+
+t.test('docs/operations.md names every throughway metric a scrape shows, and only those', async (t) => {
+  const fs = await import('node:fs');
+  const path = await import('node:path');
+  const doc = fs.readFileSync(path.join(__dirname, '..', '..', '..', 'docs', 'operations.md'), 'utf8');
+  const table = doc.slice(doc.indexOf('| metric | type | labels | meaning |'), doc.indexOf('### Adding metrics'));
+  const documented = new Map<string, string>();
+  for (const m of table.matchAll(/^\| `(throughway_[a-z_]+)` \| (\w+) \|/gm)) documented.set(m[1] ?? '', m[2] ?? '');
+  const n = await startTestNode(NODE_TOML);
+  t.teardown(() => n.close());
+  const s = await scrape(n.mgmt);
+  const shown = new Map([...s.types].filter(([name]) => name.startsWith('throughway_')));
+  t.same([...documented].sort(), [...shown].sort(), 'same names and types');
+  t.ok(documented.size >= 13);
+});
