@@ -2,7 +2,7 @@
 /**
  * The throughway command line (issue 2, "CLI"):
  *
- *   throughway start [--config FILE] [--strict] [--sys name=value]...
+ *   throughway start [--config FILE] [--strict] [--check] [--sys name=value]...
  *   throughway config check [--config FILE] [--strict] [--sys name=value]...
  *   throughway config print [--config FILE] [--json] [--sys name=value]...
  *
@@ -32,6 +32,7 @@ Commands:
 Options:
   --config FILE         configuration file (default: conf/deployment.toml)
   --strict              unknown sections and keys are errors, not warnings
+  --check               start: validate and print what would run (role, ports), then exit
   --sys NAME=VALUE      value of $sys{NAME} in the configuration (repeatable)
   --json                config print, apis list: JSON instead of text
   -h, --help            show this help
@@ -50,6 +51,7 @@ interface Parsed {
   command: string[];
   config?: string;
   strict: boolean;
+  check: boolean;
   json: boolean;
   help: boolean;
   version: boolean;
@@ -59,7 +61,7 @@ interface Parsed {
 class UsageError extends Error {}
 
 function parseArgs(argv: readonly string[]): Parsed {
-  const p: Parsed = { command: [], strict: false, json: false, help: false, version: false, sys: {} };
+  const p: Parsed = { command: [], strict: false, check: false, json: false, help: false, version: false, sys: {} };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i] ?? '';
     const eq = arg.indexOf('=');
@@ -81,6 +83,9 @@ function parseArgs(argv: readonly string[]): Parsed {
         break;
       case '--json':
         p.json = true;
+        break;
+      case '--check':
+        p.check = true;
         break;
       case '--help':
       case '-h':
@@ -175,6 +180,8 @@ function print(p: Parsed, io: CliIo): number {
 }
 
 async function start(p: Parsed, io: CliIo): Promise<number> {
+  // `start --check` (issue 11, "Lifecycle"): the validation and start-up summary of `config check`, no start.
+  if (p.check) return check(p, io);
   const result = load(p, io);
   const { errors } = listDiagnostics(result, io);
   if (!result.ok) {
@@ -183,9 +190,20 @@ async function start(p: Parsed, io: CliIo): Promise<number> {
   }
   // lib/node.ts is the boot entry point; loaded lazily so `config` commands never pull in the runtime.
   const { startNode } = await import('./node');
-  const node = await startNode(result, { log: (line) => io.out(`${line}\n`) });
-  const stop = (): void => {
-    void node.close().then(() => process.exit(0));
+  // SIGHUP reads the file again with the same options; startNode refuses a configuration with errors.
+  const node = await startNode(result, { log: (line) => io.out(`${line}\n`), reload: () => load(p, io) });
+  const stop = (signal: NodeJS.Signals): void => {
+    // A second SIGINT/SIGTERM during the shutdown finds no handler: the default action ends the process.
+    process.removeListener('SIGINT', stop);
+    process.removeListener('SIGTERM', stop);
+    io.out(`${signal}: stopping (in-flight calls get up to ${result.config.throughway.shutdown_timeout} ms)\n`);
+    node.close().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        io.err(`throughway: shutdown failed: ${err instanceof Error ? err.message : String(err)}\n`);
+        process.exit(1);
+      },
+    );
   };
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);

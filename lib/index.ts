@@ -30,10 +30,17 @@ export { loadConfig } from './config/load';
 export type { LoadOptions, LoadResult } from './config/load';
 export type { DeploymentConfig, EffectivePorts, Diagnostic } from './config/types';
 export { createLogger, silentLogger } from './observability/log';
-export type { Logger, LogLevel } from './observability/log';
 // Tracing and analytics (docs/tracing.md, docs/analytics.md): Gateway.tracer / Gateway.analytics and their stats().
 export type { Tracer, TracingStats, Span } from './observability/tracing';
 export type { Analytics, AnalyticsStats, AnalyticsEvent } from './observability/analytics';
+export type { Logger, LogLevel, ReloadableLogger } from './observability/log';
+// Operations (docs/operations.md): metrics and health for an embedding server's own routes.
+export { Metrics } from './observability/metrics';
+export type { MetricSource, Sample } from './observability/metrics';
+export { Health, dataSourceChecker, backendPoolChecker } from './observability/health';
+export type { HealthChecker, HealthResult, HealthReport } from './observability/health';
+export { opsRoutes, type OpsHandler } from './observability/routes';
+export { gatewayObserver } from './observability/observe';
 export { GATEWAY_FAULTS, ApiCode, GatewayOwnCode } from './gateway/faults';
 export type { GatewayFaultDef } from './gateway/faults';
 export { PHASES } from './gateway/phases';

@@ -6,14 +6,24 @@
  * manager on the management HTTP port (9763 + offset; lib/keymanager) over the store [database.apim_db]
  * names. Every role runs the key manager; its events reach the gateway through `events`.
  *
- * Signals: SIGHUP re-reads the API definitions and fault templates; SIGTERM and SIGINT (handled by the
- * CLI) call close(), which stops accepting, lets in-flight calls finish within [throughway]
- * shutdown_timeout and closes idle keep-alive connections; the gateway's close then flushes the queued
- * spans and analytics events (docs/tracing.md, docs/analytics.md).
+ * Operations (lib/observability, docs/operations.md): structured logs at `[throughway] log_level`,
+ * `GET /metrics`, `GET /health` (checkers of [server_health_check]) and `GET /health/live` on the
+ * management port.
+ *
+ * Signals: SIGHUP re-reads deployment.toml (when the CLI says how: StartOptions.reload; a configuration
+ * with errors is refused and the running one stays), then the API definitions and fault templates.
+ * SIGTERM and SIGINT (handled by the CLI) call close(), which turns /health DOWN, stops accepting, lets
+ * in-flight calls finish within [throughway] shutdown_timeout and closes idle keep-alive connections; the
+ * gateway's close then flushes the queued spans and analytics events (docs/tracing.md, docs/analytics.md).
  */
 import type { LoadResult } from './config/load';
 import { LISTENING_PORTS, portOpened } from './config/ports';
-import { createLogger, type LogLevel } from './observability/log';
+import { createLogger, type LogLevel, type LogSink } from './observability/log';
+import { Metrics } from './observability/metrics';
+import { Health, backendPoolChecker, dataSourceChecker, userStoreChecker } from './observability/health';
+import { opsRoutes } from './observability/routes';
+import { gatewayObserver } from './observability/observe';
+import { applyReload, type ReloadResult } from './observability/reload';
 import { createGateway, type Gateway } from './gateway';
 import { createDemoBackend, type DemoBackend } from './demo/backend';
 import { defaultPath, versionedPath } from './gateway/apis';
@@ -29,12 +39,28 @@ export interface RunningNode {
   readonly keyManager: KeyManager | undefined;
   /** Key manager events (token revoked, applications, subscriptions, policies): docs/events.md. */
   readonly events: EventBus;
+  /** `GET /metrics` (undefined when [throughway.operations] metrics = false). */
+  readonly metrics: Metrics | undefined;
+  /** `GET /health`'s checkers (undefined when [server_health_check] enable = false). */
+  readonly health: Health | undefined;
+  /** What SIGHUP does: re-read deployment.toml (when StartOptions.reload is given), the APIs and templates. */
+  reload(): ReloadResult | undefined;
+  /** The ports the node listens on. */
+  readonly ports: { readonly management: number | undefined; readonly gateway: number | undefined };
   close(): Promise<void>;
 }
 
 export interface StartOptions {
   /** Where start-up lines go (default: process.stdout). */
   readonly log?: (line: string) => void;
+  /** Reads deployment.toml again (the CLI's loader with the same --config, --strict, --sys): SIGHUP. */
+  readonly reload?: () => LoadResult;
+  /** Where the server log goes (default: process.stderr). */
+  readonly logSink?: LogSink;
+  /** Working directory for the store file and the access log (default: process.cwd()). */
+  readonly cwd?: string;
+  /** Tests: every listener on a free port of 127.0.0.1 instead of the configured ports (RunningNode.ports). */
+  readonly ephemeralPorts?: boolean;
 }
 
 /** Roles that run the gateway; the others arrive with the key manager and traffic manager steps. */
@@ -50,24 +76,60 @@ export async function startNode(loaded: LoadResult, options: StartOptions = {}):
   const ports = loaded.ports;
   const role = config.server.server_role;
   log(`throughway node: role ${role}, host ${config.server.hostname}, offset ${ports.offset}`);
-  const logger = createLogger(config.throughway.log_level as LogLevel, process.stderr);
+  const logger = createLogger(config.throughway.log_level as LogLevel, options.logSink ?? process.stderr);
+  const cwd = options.cwd ?? process.cwd();
+  const listening: { management: number | undefined; gateway: number | undefined } = { management: undefined, gateway: undefined };
+  const opsConfig = config.throughway.operations;
+  const metrics = opsConfig.metrics ? new Metrics() : undefined;
+  const hc = config.server_health_check;
+  const health = hc.enable ? new Health(opsConfig.health_check_timeout) : undefined;
+  let current: LoadResult = loaded;
 
   let demo: DemoBackend | undefined;
   let gateway: Gateway | undefined;
   let store: Store | undefined;
   let keyManager: KeyManager | undefined;
   const events = createEventBus((err, event) => logger.log('error', 'event_subscriber_failed', { event: event.name, message: (err as Error).message }));
-  const close = async (): Promise<void> => {
-    process.removeListener('SIGHUP', onHup);
-    await gateway?.close();
-    await keyManager?.close();
-    await store?.close();
-    await demo?.close();
+  let closing: Promise<void> | undefined;
+  const close = (): Promise<void> => {
+    // Twice (a second signal during shutdown) waits for the same shutdown.
+    closing ??= (async () => {
+      process.removeListener('SIGHUP', onHup);
+      health?.shuttingDown();
+      logger.log('info', 'shutdown_started', { inFlight: gateway?.transport.connections().inFlight ?? 0, timeoutMs: config.throughway.shutdown_timeout });
+      await gateway?.close();
+      await keyManager?.close();
+      await store?.close();
+      await demo?.close();
+      metrics?.attach(undefined);
+      logger.log('info', 'shutdown_complete');
+    })();
+    return closing;
+  };
+  const reload = (): ReloadResult | undefined => {
+    let r: ReloadResult | undefined;
+    if (options.reload !== undefined) {
+      r = applyReload(current, options.reload(), logger);
+      if (!r.ok) {
+        log(`reload refused: the configuration has ${r.errors.length} error(s); the running configuration stays`);
+        for (const e of r.errors) log(`  ${e}`);
+        return r;
+      }
+      current = r.loaded;
+      log(`reloaded configuration${r.applied.length > 0 ? `: applied ${r.applied.join(', ')}` : ''}${r.restartNeeded.length > 0 ? `; at the next start: ${r.restartNeeded.join(', ')}` : ''}`);
+    }
+    if (gateway !== undefined) {
+      const g = gateway.reload();
+      log(`reloaded: ${g.deployed.length} API(s) deployed`);
+    }
+    return r;
   };
   const onHup = (): void => {
-    if (gateway === undefined) return;
-    const r = gateway.reload();
-    log(`reloaded: ${r.deployed.length} API(s) deployed`);
+    try {
+      reload();
+    } catch (err) {
+      logger.log('error', 'reload_failed', { message: (err as Error).message });
+    }
   };
 
   try {
@@ -77,27 +139,42 @@ export async function startNode(loaded: LoadResult, options: StartOptions = {}):
       log(`  ${'demo backend'.padEnd(18)} port ${a.port} (127.0.0.1)`);
     }
     // The key manager first: once the gateway says it listens, tokens can be had.
-    store = await openStore(config, process.cwd());
+    // Progress of schema migrations (issue 11, "Progress"): a first start on a remote database can take a while.
+    store = await openStore(config, cwd, (m, i, n) => log(`  ${'store migration'.padEnd(18)} ${i}/${n}: version ${m.version}, ${m.description}`));
+    if (health !== undefined) {
+      const checkers = hc.health_checker;
+      if (checkers.data_source_health_checker.enable) {
+        health.register(dataSourceChecker(store, { order: checkers.data_source_health_checker.order, limitPercentage: checkers.data_source_health_checker.properties.pool_usage_limit_percentage }));
+      }
+      if (checkers.super_tenant_health_checker.enable) health.register(userStoreChecker(store, { order: checkers.super_tenant_health_checker.order, username: config.super_admin.username }));
+      health.register(backendPoolChecker(() => gateway?.transport, { order: opsConfig.backend_pool_checker_order, limitPercentage: opsConfig.backend_pool_usage_limit_percentage }));
+    }
     keyManager = await createKeyManager({
       loaded,
       store,
       bus: events,
       logger,
+      ops: opsRoutes({ ...(health !== undefined ? { health } : {}), ...(metrics !== undefined ? { metrics } : {}), logger }),
       apiScopes: () => (gateway?.states() ?? []).flatMap((s) => (s.api?.resources ?? []).flatMap((r) => r.scopes)),
     });
-    const km = await keyManager.listen();
+    const km = options.ephemeralPorts === true ? await keyManager.listen(0, '127.0.0.1') : await keyManager.listen();
+    listening.management = km.port;
     log(`  ${'management HTTP'.padEnd(18)} port ${km.port} (key manager, ${store.description})`);
+    log(`  ${'operations'.padEnd(18)} port ${km.port}: /health/live${health !== undefined ? ', /health' : ''}${metrics !== undefined ? ', /metrics' : ''} (docs/operations.md)`);
     if (GATEWAY_ROLES.has(role) && config.transport.passthru_http.listener.enable) {
-      gateway = createGateway({ loaded, logger });
-      const a = await gateway.listen();
+      gateway = createGateway({ loaded, logger, cwd, observe: gatewayObserver({ logger, ...(metrics !== undefined ? { metrics } : {}) }) });
+      const gw = gateway;
+      metrics?.attach({ transport: gw.transport, apiOf: (url) => gw.apiOf(url) });
+      const a = await gateway.listen(options.ephemeralPorts === true ? { port: 0, host: '127.0.0.1' } : {});
+      listening.gateway = a.port;
       log(`  ${'gateway HTTP'.padEnd(18)} port ${a.port}`);
       const tr = gateway.tracer?.settings;
       if (tr !== undefined) log(`  ${'tracing'.padEnd(18)} ${[tr.logTracer ? 'log' : '', tr.remote ? `Zipkin http://${tr.host}:${tr.port}/api/v2/spans` : ''].filter((x) => x !== '').join(', ')}`);
       if (gateway.analytics !== undefined) log(`  ${'analytics'.padEnd(18)} ${gateway.analytics.describe()}`);
-      process.on('SIGHUP', onHup);
     } else {
       log(`  the gateway does not run for role ${role}${GATEWAY_ROLES.has(role) ? ' (transport.passthru_http.listener.enable = false)' : ''}`);
     }
+    process.on('SIGHUP', onHup);
   } catch (err) {
     await close();
     throw err;
@@ -139,5 +216,5 @@ export async function startNode(loaded: LoadResult, options: StartOptions = {}):
       for (const t of tries.slice(0, 6)) log(`  ${t}`);
     }
   }
-  return { gateway, keyManager, events, close };
+  return { gateway, keyManager, events, metrics, health, reload, ports: listening, close };
 }

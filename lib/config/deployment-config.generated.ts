@@ -2164,6 +2164,8 @@ export interface ThroughwaySection {
   readonly access_log_file: string;
   /** Built-in demo backend */
   readonly demo: ThroughwayDemoSection;
+  /** Operations: metrics and health (docs/operations.md) */
+  readonly operations: ThroughwayOperationsSection;
   /** Key manager signing key */
   readonly key_manager: ThroughwayKeyManagerSection;
   /** Tracing: span export to the remote tracer (docs/tracing.md) */
@@ -2178,6 +2180,18 @@ export interface ThroughwayDemoSection {
   readonly enable: boolean;
   /** Port of the demo backend (plus server.offset). Default: 9000. */
   readonly port: number;
+}
+
+/** Operations: metrics and health (docs/operations.md) ([throughway.operations], spec throughway). */
+export interface ThroughwayOperationsSection {
+  /** Serve GET /metrics (Prometheus text format) on the management port. Default: true. */
+  readonly metrics: boolean;
+  /** A health checker that has not answered within this is reported DOWN (GET /health). Default: 5000 milliseconds. Loaded as milliseconds. */
+  readonly health_check_timeout: number;
+  /** Order of the backend connection pool health checker among the checkers of [server_health_check]. Default: 99. */
+  readonly backend_pool_checker_order: number;
+  /** The backend pool checker is DOWN when a route uses at least this percentage of http.max.connection.per.host.port and calls wait for a connection. Default: 100. */
+  readonly backend_pool_usage_limit_percentage: number;
 }
 
 /** Key manager signing key ([throughway.key_manager], spec throughway). */

@@ -14,13 +14,14 @@
  * gateway's own codes, which carry no state.
  *
  * Lines go to the file `[throughway] access_log_file` (under the working directory) or, with
- * `useLogger = true`, to the server log as `http_access` events. The hot path formats one string; the date
+ * `useLogger = true`, to the server log as `http_access` events. Credential-like query parameters
+ * (`access_token`, `client_secret`, ...) are written masked (redactUrl, docs/operations.md). The hot path formats one string; the date
  * part is built once per second.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { ExchangeRecord } from '../transport/types';
-import type { Logger } from '../observability/log';
+import { redactUrl, type Logger } from '../observability/log';
 
 const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
 const pad = (n: number): string => (n < 10 ? '0' + n : String(n));
@@ -73,7 +74,7 @@ export class AccessLog {
     const bytes = r.responseBytes > 0 ? String(r.responseBytes) : '-';
     const upstream = r.upstreamMs >= 0 ? r.upstreamMs.toFixed(3) : '-';
     const state = fault !== undefined && fault.code === code ? `${fault.base}+${fault.state}` : '-';
-    return `${r.remoteAddress || '-'} - - ${this.date()} "${r.method} ${r.url} HTTP/${r.httpVersion}" ${r.status || '-'} ${bytes} ${upstream} ${code ?? '-'} ${state}`;
+    return `${r.remoteAddress || '-'} - - ${this.date()} "${r.method} ${redactUrl(r.url)} HTTP/${r.httpVersion}" ${r.status || '-'} ${bytes} ${upstream} ${code ?? '-'} ${state}`;
   }
 
   record(r: ExchangeRecord): void {

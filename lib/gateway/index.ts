@@ -13,7 +13,7 @@ import { createTransport, type ListenOptions, type Transport } from '../transpor
 import type { ConnectFn } from '../transport/core';
 import type { TransportSettings } from '../transport/settings';
 import type { TransportFault } from '../transport/codes';
-import type { ExchangeRecord, LocalResponse, RouteDecision, RouteFn, SourceRequest } from '../transport/types';
+import type { ExchangeRecord, LocalResponse, RouteDecision, RouteFn, SourceRequest, TransportEvents } from '../transport/types';
 import { silentLogger, type Logger } from '../observability/log';
 import { Analytics } from '../observability/analytics';
 import { analyticsSettingsFrom, tracingSettingsFrom } from '../observability/settings';
@@ -58,6 +58,8 @@ export interface GatewayOptions {
    */
   readonly tracer?: Tracer;
   readonly analytics?: Analytics;
+  /** Also told of every fault and finished exchange (metrics and fault logs: lib/observability). */
+  readonly observe?: TransportEvents;
 }
 
 export interface DeployedApi {
@@ -96,6 +98,8 @@ export interface Gateway {
   deployed(): readonly DeployedApi[];
   /** Every API file or definition and what became of it. */
   states(): readonly ApiState[];
+  /** The deployed API ("name:version") a request target belongs to, for metrics labels. */
+  apiOf(url: string): string | undefined;
   close(): Promise<void>;
 }
 
@@ -229,7 +233,9 @@ export function createGateway(options: GatewayOptions): Gateway {
     return renderFacts(transportFacts(f), extra, current.templates, current.headers.dropFromResponseSet);
   };
 
+  const observe = options.observe;
   const onFault = (f: TransportFault, req: SourceRequest | undefined): void => {
+    observe?.onFault?.(f, req);
     if (req !== undefined) {
       const ep = tracked.get(req);
       if (ep !== undefined) {
@@ -256,9 +262,10 @@ export function createGateway(options: GatewayOptions): Gateway {
       }
       analytics?.record(ctx, r);
     }
+    observe?.onExchange?.(r);
   };
 
-  const needExchange = accessLog !== undefined || calls !== undefined || directory !== undefined || (options.apis?.length ?? 0) > 0;
+  const needExchange = accessLog !== undefined || calls !== undefined || directory !== undefined || (options.apis?.length ?? 0) > 0 || observe?.onExchange !== undefined;
   const transport = createTransport({
     route,
     settings: { ...transportSettingsFrom(config), ...options.transport },
@@ -292,6 +299,10 @@ export function createGateway(options: GatewayOptions): Gateway {
     },
     deployed: () => describe(states),
     states: () => states,
+    apiOf(url) {
+      const q = url.indexOf('?');
+      return rt.table.lookup(q < 0 ? url : url.slice(0, q))?.api.id;
+    },
     async close() {
       directory?.unwatch();
       await transport.close();

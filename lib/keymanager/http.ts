@@ -9,12 +9,15 @@
  *                                               the issuer's path, as Discovery §4 builds it)
  *   POST /client-registration/v0.<n>/register   RFC 7591, or the reference's clientName/grantType body
  *   /admin/v1/...                               the JSON admin API (lib/keymanager/admin.ts)
- *   GET  /health                                liveness of the store
+ *   GET  /health                                liveness of the store (the checkers' report when
+ *                                               [server_health_check] enable: lib/observability)
+ *   GET  /health/live, /metrics                 lib/observability/routes.ts (`ops`), asked first
  *
  * Request bodies are read up to 64 KiB. Token responses carry Cache-Control: no-store (RFC 6749 §5.1).
  */
 import type * as http from 'node:http';
 import type { Logger } from '../observability/log';
+import type { OpsHandler } from '../observability/routes';
 import { verifyPassword } from '../store/passwords';
 import type { Store } from '../store/types';
 import { handleAdmin } from './admin';
@@ -33,6 +36,8 @@ export interface RouteContext {
   readonly keys: KeyRing;
   readonly logger: Logger;
   readonly userRules: { username: RegExp; password: RegExp };
+  /** Health, liveness and metrics routes (lib/observability/routes.ts). */
+  readonly ops?: OpsHandler;
 }
 
 export function readBody(req: http.IncomingMessage): Promise<Buffer> {
@@ -192,6 +197,7 @@ export function createHandler(ctx: RouteContext): (req: http.IncomingMessage, re
     const url = new URL(req.url ?? '/', 'http://localhost');
     const p = url.pathname.replace(/\/+$/, '') || '/';
     const method = req.method ?? 'GET';
+    if (ctx.ops !== undefined && (await ctx.ops(req, res, p))) return;
     const onlyPost = (): void => {
       if (method !== 'POST') throw new OAuthError('invalid_request', `${p} takes POST`, { status: 405, headers: { Allow: 'POST' } });
     };

@@ -14,6 +14,7 @@ import type { LoadResult } from '../config/load';
 import { createEventBus, type EventBus } from '../events/bus';
 import { silentLogger, type Logger } from '../observability/log';
 import type { Store } from '../store/types';
+import type { OpsHandler } from '../observability/routes';
 import { createHandler, type RouteContext } from './http';
 import { KeyRingError, openKeyRing, readPemKey, type ExternalKey, type KeyRing } from './keys';
 import type { DeploymentConfig } from '../config/deployment-config.generated';
@@ -30,6 +31,8 @@ export interface KeyManagerOptions {
   readonly apiScopes?: () => Iterable<string>;
   /** Overrides the URL this server is reached at (tests listening on port 0). */
   readonly baseUrl?: string;
+  /** Health, liveness and metrics routes served on the same port (lib/observability/routes.ts). */
+  readonly ops?: OpsHandler;
 }
 
 export interface KeyManager {
@@ -92,7 +95,7 @@ export async function createKeyManager(o: KeyManagerOptions): Promise<KeyManager
   let oauth = new OAuthServer({ store: o.store, keys, bus, logger, settings, ...(o.apiScopes !== undefined ? { apiScopes: o.apiScopes } : {}) });
   const props = config.user_store.properties;
   const userRules = { username: javaRegex(props.UsernameJavaRegEx), password: javaRegex(props.PasswordJavaRegEx) };
-  const ctx: { -readonly [K in keyof RouteContext]: RouteContext[K] } = { oauth, manager, store: o.store, keys, logger, userRules };
+  const ctx: { -readonly [K in keyof RouteContext]: RouteContext[K] } = { oauth, manager, store: o.store, keys, logger, userRules, ...(o.ops !== undefined ? { ops: o.ops } : {}) };
   const handler = createHandler(ctx);
   let server: http.Server | undefined;
   let timer: NodeJS.Timeout | undefined;

@@ -13,7 +13,7 @@ import { databaseMapping } from '../config/database';
 import type { DeploymentConfig } from '../config/deployment-config.generated';
 import { hashPassword, newSalt } from './passwords';
 import { connectionTarget, poolSettings, type DatabaseTable } from './pool';
-import { migrate, SqlStore, type SqlDriver } from './sql';
+import { migrate, SqlStore, type MigrationProgress, type SqlDriver } from './sql';
 import { StoreError, type PasswordHashMethod, type Store } from './types';
 
 export const SUPPORTED_DATABASES = ['h2', 'postgre', 'mysql'] as const;
@@ -41,9 +41,9 @@ export async function openDatabase(name: string, table: DatabaseTable, cwd: stri
 }
 
 /** Opens, migrates and wraps a driver. */
-export async function storeOver(db: SqlDriver): Promise<Store> {
+export async function storeOver(db: SqlDriver, onProgress?: MigrationProgress): Promise<Store> {
   try {
-    await migrate(db);
+    await migrate(db, undefined, onProgress);
   } catch (err) {
     await db.close().catch(() => undefined);
     throw err;
@@ -72,8 +72,8 @@ export async function ensureSuperAdmin(store: Store, config: DeploymentConfig): 
 }
 
 /** The node's store: `[database.apim_db]`, migrated, with the super admin in place. */
-export async function openStore(config: DeploymentConfig, cwd: string): Promise<Store> {
-  const store = await storeOver(await openDatabase('apim_db', config.database.apim_db, cwd));
+export async function openStore(config: DeploymentConfig, cwd: string, onProgress?: MigrationProgress): Promise<Store> {
+  const store = await storeOver(await openDatabase('apim_db', config.database.apim_db, cwd), onProgress);
   try {
     await ensureSuperAdmin(store, config);
   } catch (err) {

@@ -109,6 +109,8 @@ export interface DriverOps<C> {
  */
 export async function pooledDriver<C extends object>(ops: DriverOps<C>, settings: PoolSettings): Promise<SqlDriver> {
   const validated = new WeakMap<C, number>();
+  /** Borrowers holding or waiting for a connection (the data source health checker's pool usage). */
+  let active = 0;
   const borrow = async (): Promise<C> => {
     for (let attempt = 0; ; attempt++) {
       const c = await ops.acquire();
@@ -126,11 +128,16 @@ export async function pooledDriver<C extends object>(ops: DriverOps<C>, settings
     }
   };
   const query = async (sql: string, params: readonly Param[]): Promise<{ rows: Row[]; count: number }> => {
-    const c = await borrow();
+    active++;
     try {
-      return await ops.query(c, sql, params);
+      const c = await borrow();
+      try {
+        return await ops.query(c, sql, params);
+      } finally {
+        ops.release(c);
+      }
     } finally {
-      ops.release(c);
+      active--;
     }
   };
   try {
@@ -145,5 +152,6 @@ export async function pooledDriver<C extends object>(ops: DriverOps<C>, settings
     all: async (sql, params = []) => (await query(sql, params)).rows,
     run: async (sql, params = []) => (await query(sql, params)).count,
     close: () => ops.end(),
+    poolUsage: () => ({ active, max: settings.maxActive }),
   };
 }

@@ -34,6 +34,13 @@ export interface SqlDriver {
   /** Runs a statement; resolves to the number of rows it changed. A unique-key violation rejects with StoreError STORE_CONFLICT. */
   run(sql: string, params?: readonly Param[]): Promise<number>;
   close(): Promise<void>;
+  /** Connections borrowed now and the pool's maximum (pooled drivers; the health check reads it). */
+  poolUsage?(): PoolUsage;
+}
+
+export interface PoolUsage {
+  readonly active: number;
+  readonly max: number;
 }
 
 const str = (v: unknown): string => (v === null || v === undefined ? '' : String(v));
@@ -108,13 +115,19 @@ function toKey(r: Row): SigningKey {
   };
 }
 
+/** Told before each pending migration runs: its number among the pending ones (1-based) and their count. */
+export type MigrationProgress = (m: Migration, index: number, pending: number) => void;
+
 /** Applies the migrations newer than the database's recorded version, in order. */
-export async function migrate(db: SqlDriver, migrations: readonly Migration[] = MIGRATIONS): Promise<number> {
+export async function migrate(db: SqlDriver, migrations: readonly Migration[] = MIGRATIONS, onProgress?: MigrationProgress): Promise<number> {
   await db.run(`CREATE TABLE IF NOT EXISTS tw_schema_version (version INTEGER NOT NULL PRIMARY KEY, description TEXT NOT NULL, applied_at BIGINT NOT NULL)`);
   const rows = await db.all(`SELECT MAX(version) AS v FROM tw_schema_version`);
   let current = rows[0]?.v === null || rows[0]?.v === undefined ? 0 : num(rows[0].v);
+  const pending = migrations.filter((m) => m.version > current).length;
+  let index = 0;
   for (const m of migrations) {
     if (m.version <= current) continue;
+    onProgress?.(m, ++index, pending);
     try {
       for (const s of m.statements) await db.run(s);
       await db.run(`INSERT INTO tw_schema_version (version, description, applied_at) VALUES (?, ?, ?)`, [m.version, m.description, Date.now()]);
@@ -133,6 +146,10 @@ export class SqlStore implements Store {
   constructor(private readonly db: SqlDriver) {
     this.kind = db.kind;
     this.description = db.description;
+  }
+
+  poolUsage(): PoolUsage | undefined {
+    return this.db.poolUsage?.();
   }
 
   async schemaVersion(): Promise<number> {

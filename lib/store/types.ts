@@ -106,6 +106,8 @@ export interface Store {
   readonly description: string;
   /** Schema version after migrations. */
   schemaVersion(): Promise<number>;
+  /** Connections in use and the pool's maximum, for pooled databases (the data source health checker). */
+  poolUsage?(): { readonly active: number; readonly max: number } | undefined;
 
   createApplication(app: Omit<Application, 'id' | 'createdAt'>): Promise<Application>;
   getApplication(id: string): Promise<Application | undefined>;

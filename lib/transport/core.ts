@@ -177,6 +177,8 @@ export class TransportCore {
         method: req?.method,
         url: req?.url,
         connection: req?.connectionId,
+        // The request id of docs/operations.md: connection number '.' request number on it.
+        requestId: req !== undefined ? req.connectionId + '.' + req.requestNumber : undefined,
       });
     }
     const onFault = this.events.onFault;

@@ -23,6 +23,15 @@ export interface TransportOptions {
   readonly connect?: ConnectFn;
 }
 
+export interface PoolInfo {
+  readonly key: string;
+  readonly open: number;
+  readonly idle: number;
+  readonly waiting: number;
+  /** [passthru_http] 'http.max.connection.per.host.port'. */
+  readonly max: number;
+}
+
 export interface ListenOptions {
   readonly port: number;
   readonly host?: string;
@@ -34,6 +43,10 @@ export interface Transport {
   readonly stats: Readonly<TransportStats>;
   /** Open connections: sources (clients), targets (backend sockets, idle ones included). */
   connections(): { readonly sources: number; readonly targets: number; readonly idleTargets: number; readonly inFlight: number; readonly queued: number };
+  /** Open connections by protocol state (index = ProtocolState 0..8), counted when asked (a metrics scrape). */
+  connectionStates(): { readonly sources: number[]; readonly targets: number[] };
+  /** The keep-alive pools: per backend host:port, connections open or opening, idle ones, waiting exchanges. */
+  pools(): PoolInfo[];
   /** Serve a socket accepted elsewhere (an embedding server's 'connection' event). */
   handleConnection(socket: net.Socket, secure?: boolean): void;
   /** Listen on a port of its own (max_open_connections applies). */
@@ -137,6 +150,18 @@ export function createTransport(options: TransportOptions): Transport {
       let idle = 0;
       for (const p of core.pools.values()) idle += p.idle.length;
       return { sources: core.sources.size, targets: core.targets.size, idleTargets: idle, inFlight: core.inFlight, queued: core.queued };
+    },
+    connectionStates() {
+      const sources = [0, 0, 0, 0, 0, 0, 0, 0, 0];
+      const targets = [0, 0, 0, 0, 0, 0, 0, 0, 0];
+      for (const c of core.sources) sources[c.state] = (sources[c.state] ?? 0) + 1;
+      for (const c of core.targets) targets[c.state] = (targets[c.state] ?? 0) + 1;
+      return { sources, targets };
+    },
+    pools() {
+      const out: PoolInfo[] = [];
+      for (const p of core.pools.values()) out.push({ key: p.endpoint.key, open: p.total, idle: p.idle.length, waiting: p.waiters.length, max: settings.maxConnectionsPerRoute });
+      return out;
     },
     handleConnection,
     listen(opts) {

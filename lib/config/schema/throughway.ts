@@ -45,6 +45,18 @@ export const THROUGHWAY_SECTIONS: readonly SectionDef[] = [
     ],
   },
   {
+    path: 'throughway.operations',
+    source: 'throughway',
+    title: 'Operations: metrics and health (docs/operations.md)',
+    runs: true,
+    keys: [
+      { key: 'metrics', type: 'b', default: true, meaning: 'Serve GET /metrics (Prometheus text format) on the management port.' },
+      { key: 'health_check_timeout', type: 's', format: 'duration', unit: 'ms', default: 5000, min: 1, meaning: 'A health checker that has not answered within this is reported DOWN (GET /health).' },
+      { key: 'backend_pool_checker_order', type: 'i', default: 99, meaning: 'Order of the backend connection pool health checker among the checkers of [server_health_check].' },
+      { key: 'backend_pool_usage_limit_percentage', type: 'i', default: 100, min: 1, max: 100, meaning: 'The backend pool checker is DOWN when a route uses at least this percentage of http.max.connection.per.host.port and calls wait for a connection.' },
+    ],
+  },
+  {
     path: 'throughway.key_manager',
     source: 'throughway',
     title: 'Key manager signing key',

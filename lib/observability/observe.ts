@@ -1,0 +1,36 @@
+/**
+ * What the node hangs on the gateway's transport events (GatewayOptions.observe): metrics counting and
+ * the fault log line for faults the gateway answers itself.
+ *
+ * Every fault is logged once (issue 11, "Logs"): transport faults by the transport (`transport_fault`,
+ * lib/transport/core.ts: code, base, state, requestId); faults the gateway's phases answer (no API, no
+ * resource, API blocked, authentication, throttling, ...) here, as `gateway_fault`, from the finished
+ * exchange. The gateway's own codes carry no protocol state (spec 002 part 7 computes base + state for
+ * transport codes only): `base` is the code and `state` null.
+ */
+import type { ExchangeRecord, TransportEvents } from '../transport/types';
+import type { Logger } from './log';
+import type { Metrics } from './metrics';
+
+export function gatewayObserver(o: { readonly logger: Logger; readonly metrics?: Metrics }): TransportEvents {
+  const { logger, metrics } = o;
+  return {
+    onExchange(r: ExchangeRecord): void {
+      if (metrics !== undefined) metrics.onExchange(r);
+      const code = r.faultCode;
+      if (code === undefined || r.fault !== undefined) return;
+      const level = r.status >= 500 ? 'warn' : 'info';
+      if (!logger.enabled(level)) return;
+      logger.log(level, 'gateway_fault', {
+        code,
+        base: code,
+        state: null,
+        status: r.status,
+        method: r.method,
+        url: r.url,
+        connection: r.connectionId,
+        requestId: r.connectionId + '.' + r.requestNumber,
+      });
+    },
+  };
+}

@@ -1,0 +1,53 @@
+/**
+ * The operations routes of the management server (lib/keymanager/http.ts hands them every request first):
+ *
+ *   GET /health        the checkers' report when [server_health_check] enable (200 UP / 503 DOWN);
+ *                      otherwise not handled here: the management server's own store check answers
+ *   GET /health/live   liveness: 200 at once, no dependency touched
+ *   GET /metrics       Prometheus text format when [throughway.operations] metrics
+ *
+ * docs/operations.md describes the answers.
+ */
+import type * as http from 'node:http';
+import type { Health } from './health';
+import type { Metrics } from './metrics';
+import type { Logger } from './log';
+
+/** Answers a management request it knows and resolves true; false: not its path, the caller goes on. */
+export type OpsHandler = (req: http.IncomingMessage, res: http.ServerResponse, path: string) => Promise<boolean>;
+
+export interface OpsRouteOptions {
+  /** Present when [server_health_check] enable is true. */
+  readonly health?: Health;
+  readonly metrics?: Metrics;
+  readonly logger?: Logger;
+}
+
+function send(res: http.ServerResponse, status: number, type: string, body: string): void {
+  // Probes and scrapes must see the state now, never a cached copy.
+  res.writeHead(status, { 'Content-Type': type, 'Content-Length': Buffer.byteLength(body), 'Cache-Control': 'no-store' });
+  res.end(body);
+}
+
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+export function opsRoutes(o: OpsRouteOptions): OpsHandler {
+  return async (req, res, path) => {
+    if (req.method !== 'GET' && req.method !== 'HEAD') return false;
+    if (path === '/health/live') {
+      send(res, 200, JSON_TYPE, JSON.stringify({ status: 'UP' }));
+      return true;
+    }
+    if (path === '/health' && o.health !== undefined) {
+      const report = await o.health.run();
+      if (report.status === 'DOWN') o.logger?.log('warn', 'health_down', { failing: report.failing });
+      send(res, report.status === 'UP' ? 200 : 503, JSON_TYPE, JSON.stringify(report));
+      return true;
+    }
+    if (path === '/metrics' && o.metrics !== undefined) {
+      send(res, 200, o.metrics.contentType, await o.metrics.text());
+      return true;
+    }
+    return false;
+  };
+}
