@@ -27,6 +27,8 @@ import { CallContext, runChain, PHASES, type Phase } from './phases';
 import { buildTable, GatewayRuntime } from './runtime';
 import { gatewaySettingsFrom, type GatewaySettings } from './settings';
 import { HeaderRules } from './transport-headers';
+import type { EventBus } from '../events/bus';
+import { Security, securitySettingsFrom, type KeyManagerLink } from '../security';
 
 export interface GatewayOptions {
   /** The result of loadConfig(): configuration, effective ports and the directory of apis/. */
@@ -49,6 +51,15 @@ export interface GatewayOptions {
   readonly cwd?: string;
   /** How backend sockets are opened (tests). */
   readonly connect?: ConnectFn;
+  /**
+   * The key manager in this process (lib/security keyManagerLink()): its public keys validate its tokens
+   * directly, its snapshot fills the subscription store. Without it only [[apim.jwt.issuer]] tokens are valid.
+   */
+  readonly keyManager?: KeyManagerLink;
+  /** Key manager events (token.revoked, applications, subscriptions) that keep the gateway current. */
+  readonly events?: EventBus;
+  /** The clock of token validation (epoch ms; tests). */
+  readonly now?: () => number;
 }
 
 export interface DeployedApi {
@@ -72,6 +83,8 @@ export interface ReloadReport {
 export interface Gateway {
   readonly transport: Transport;
   readonly settings: GatewaySettings;
+  /** Token validation, token cache, subscriptions (docs/security.md). */
+  readonly security: Security;
   /** The phase chain as a router: what the transport calls per request head (another transport may too). */
   readonly route: RouteFn;
   /** Listen on the gateway HTTP port ([transport.passthru_http] listener port + offset) unless told otherwise. */
@@ -117,6 +130,13 @@ export function createGateway(options: GatewayOptions): Gateway {
   const directory = options.apis === undefined ? new ApiDirectory(settings.apisDir, settings.vars) : undefined;
   const accessLog = settings.accessLog.enabled ? new AccessLog(settings.accessLog.useLogger ? { logger } : { file: settings.accessLog.file }) : undefined;
   const phases: readonly Phase[] = PHASES;
+  const security = new Security({
+    settings: securitySettingsFrom(config),
+    logger,
+    ...(options.keyManager !== undefined ? { keyManager: options.keyManager } : {}),
+    ...(options.events !== undefined ? { events: options.events } : {}),
+    ...(options.now !== undefined ? { now: options.now } : {}),
+  });
 
   let templates: FaultTemplates | undefined;
   let states: readonly ApiState[] = [];
@@ -169,7 +189,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     }
     fresh.push(...templateDiagnostics);
     const table = buildTable(selection.deployables, registry);
-    rt = new GatewayRuntime(table, globalCors, headers, templates, tracked);
+    rt = new GatewayRuntime(table, globalCors, headers, templates, tracked, security);
     states = selection.states;
     for (const d of fresh) logDiagnostic(logger, d);
     const deployed = describe(states);
@@ -234,6 +254,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   return {
     transport,
     settings,
+    security,
     route,
     listen(opts = {}) {
       const port = opts.port ?? ports?.passthruHttp ?? 8280;
@@ -250,6 +271,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     states: () => states,
     async close() {
       directory?.unwatch();
+      security.close();
       await transport.close();
       await accessLog?.close();
     },
