@@ -87,9 +87,12 @@ t.test('npm start: gateway + demo backend, the printed curl lines work, SIGTERM 
   const readme = fs.readFileSync(path.join(root, 'README.md'), 'utf8');
   const readmeCurls = readme.split('\n').map((l) => l.trim()).filter((l) => l.startsWith('curl ') && l.includes('localhost:8280'));
   t.ok(readmeCurls.length >= 2, 'the README shows curl lines');
+  t.ok(readmeCurls.some((l) => l.includes('/pizzashack-secured/')), 'among them the protected demo API');
   for (const line of readmeCurls) {
     const c = parseCurl(line);
-    const r = await request(port, c.url.pathname + c.url.search, { method: c.method, body: c.body, headers: c.body !== undefined ? { 'Content-Type': 'application/json' } : {} });
+    const headers: Record<string, string> = c.body !== undefined ? { 'Content-Type': 'application/json' } : {};
+    if (line.includes('Bearer <access token>')) headers.Authorization = `Bearer ${token}`;
+    const r = await request(port, c.url.pathname + c.url.search, { method: c.method, body: c.body, headers });
     t.ok(r.status === 200 || r.status === 201, `README: ${line} -> ${r.status}`);
   }
   const small = await request(port, '/pizzashack/1.0.0/small');
