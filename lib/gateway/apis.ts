@@ -149,7 +149,7 @@ export const API_FIELDS: readonly FieldDef[] = [
     key: 'endpoints',
     type: 'table',
     required: true,
-    meaning: 'Backends. Each is a URL string, or a table with `url` and the endpoint advanced configuration below. At least one of production and sandbox. Calls go to production until authentication (Step 5) tells sandbox keys apart; a key type without an endpoint gets 900901 (spec 002, part 7).',
+    meaning: 'Backends. Each is a URL string, or a table with `url` and the endpoint advanced configuration below. At least one of production and sandbox. Calls with sandbox keys (the token\'s keytype) go to sandbox, all others to production; a key type without an endpoint gets 900901 (spec 002, part 7).',
     fields: [
       { key: 'production', type: 'endpoint', meaning: 'Production endpoint.', example: '"http://127.0.0.1:9000/v1"', fields: ENDPOINT_FIELDS },
       { key: 'sandbox', type: 'endpoint', meaning: 'Sandbox endpoint.', fields: ENDPOINT_FIELDS },

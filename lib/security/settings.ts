@@ -71,8 +71,7 @@ export function securitySettingsFrom(config: DeploymentConfig): SecuritySettings
     if (i.name === undefined || i.jwks.url === undefined) continue;
     const mapping = new Map<string, string>();
     for (const m of i.claim_mapping) if (m.remote_claim !== undefined && m.local_claim !== undefined) mapping.set(m.remote_claim, m.local_claim);
-    const extra = i as typeof i & { audience?: string; subscription_validation?: boolean };
-    issuers.push(Object.freeze({ name: i.name, jwksUrl: i.jwks.url, audience: extra.audience, claimMapping: mapping, subscriptionValidation: extra.subscription_validation === true }));
+    issuers.push(Object.freeze({ name: i.name, jwksUrl: i.jwks.url, audience: i.audience, claimMapping: mapping, subscriptionValidation: i.subscription_validation }));
   }
   const c = config.apim.cache;
   // The spec: enable only one of the gateway and key manager token caches; the gateway's wins when both are.
