@@ -82,10 +82,14 @@ const UNLIMITED = 'Unlimited';
 
 /** `Bearer <token>` (RFC 6750 §2.1: the scheme is case-insensitive); undefined for anything else. */
 export function bearerToken(value: string): string | undefined {
-  if (value.length < 8 || value.charCodeAt(6) !== 32 || value.slice(0, 6).toLowerCase() !== 'bearer') return undefined;
+  if (value.length < 8 || value.charCodeAt(6) !== 32) return undefined;
+  for (let i = 0; i < 6; i++) if ((value.charCodeAt(i) | 0x20) !== BEARER[i]) return undefined;
   const t = value.slice(7).trim();
   return t === '' ? undefined : t;
 }
+
+/** "bearer" as lower-case char codes (| 0x20 lower-cases ASCII letters). */
+const BEARER = [98, 101, 97, 114, 101, 114];
 
 export class Security {
   readonly settings: SecuritySettings;
@@ -204,11 +208,11 @@ export class Security {
     // spec 002 part 7: 900901 also for a key type without a matching endpoint.
     if (id.keyType === 'SANDBOX' && api.sandbox === undefined) return stop(fault(ApiCode.INVALID_CREDENTIALS, { description: 'The API has no sandbox endpoint' }));
     const def = api.def;
-    const key = `${def.context}\u0000${def.version}`;
-    let per = entry.perApi.get(key) as PerApi | undefined;
+    // Keyed by the compiled API: a redeployed API (new object) gets a fresh decision.
+    let per = entry.perApi.get(api) as PerApi | undefined;
     if (per === undefined || per.version !== this.subscriptions.version) {
       per = this.decide(id, def);
-      entry.perApi.set(key, per);
+      entry.perApi.set(api, per);
     }
     if (per.fault !== undefined) return stop(per.fault);
     if (res.tokenType !== 'any' && (res.tokenType === 'user') !== (id.userType === 'APPLICATION_USER')) {

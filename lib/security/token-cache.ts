@@ -15,8 +15,8 @@ export interface CacheEntry {
   readonly identity: TokenIdentity;
   /** Epoch ms after which the entry is dead: min(now + expiry_time, exp). */
   readonly until: number;
-  /** Per API (context + version): the authentication context and backend JWT built for it. */
-  readonly perApi: Map<string, unknown>;
+  /** Per deployed API (its compiled object): the authentication context and backend JWT built for it. */
+  readonly perApi: Map<object, unknown>;
 }
 
 export class TokenCache {
