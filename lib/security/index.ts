@@ -105,6 +105,8 @@ export class Security {
   private readonly km: KeyManagerLink | undefined;
   private readonly unfollow: (() => void) | undefined;
   private generated: BackendJwtKey | undefined;
+  /** Validations under way: calls arriving with the same new token share one signature check. */
+  private readonly pending = new Map<string, Promise<TokenIdentity | FaultValue>>();
 
   constructor(o: SecurityOptions) {
     this.settings = o.settings;
@@ -114,7 +116,7 @@ export class Security {
     const s = o.settings;
     this.cache = new TokenCache({ max: s.tokenCache.max, expiry: s.tokenCache.enabled ? s.tokenCache.expiry : 0 });
     this.validator = new TokenValidator(s, o.keyManager, { now: this.now, logger: this.logger });
-    this.certificates = new ClientCertificates(s.mutualSsl);
+    this.certificates = new ClientCertificates(s.mutualSsl, this.logger);
     this.subscriptions.onRevoked((jti) => {
       if (this.cache.evict(jti)) this.logger.log('info', 'token_evicted', { jti, reason: 'revoked' });
     });
@@ -188,7 +190,12 @@ export class Security {
     const now = this.now();
     const hit = this.cache.get(token, now);
     if (hit !== undefined) return this.admit(ctx, hit, now);
-    return this.validator.validate(token).then((r) => {
+    let p = this.pending.get(token);
+    if (p === undefined) {
+      p = this.validator.validate(token).finally(() => this.pending.delete(token));
+      this.pending.set(token, p);
+    }
+    return p.then((r) => {
       if (isFault(r)) return stop(r);
       const at = this.now();
       return this.admit(ctx, this.cache.set(token, r, at), at);

@@ -12,6 +12,7 @@
  */
 import { X509Certificate } from 'node:crypto';
 import * as fs from 'node:fs';
+import type { Logger } from '../observability/log';
 import type { MutualSslSettings } from './settings';
 
 export type CertificateCheck =
@@ -52,9 +53,22 @@ export class ClientCertificates {
   private readonly anchors: X509Certificate[];
   private readonly anchorPrints: Set<string>;
 
-  constructor(private readonly s: MutualSslSettings) {
-    this.anchors = s.trustStoreFile !== undefined && fs.existsSync(s.trustStoreFile) ? readPemBundle(fs.readFileSync(s.trustStoreFile, 'latin1')) : [];
-    this.anchorPrints = new Set(this.anchors.map((a) => a.fingerprint256));
+  constructor(
+    private readonly s: MutualSslSettings,
+    logger: Logger,
+  ) {
+    let anchors: X509Certificate[] = [];
+    if (s.trustStoreFile !== undefined) {
+      try {
+        anchors = readPemBundle(fs.readFileSync(s.trustStoreFile, 'latin1'));
+        if (anchors.length === 0) logger.log('error', 'client_trust_store_empty', { file: s.trustStoreFile, message: 'no PEM certificate in [throughway.security] client_trust_store: no client certificate is trusted' });
+      } catch (err) {
+        // Trusting nothing is the safe failure: mutual-SSL APIs answer 900901 until the file is fixed.
+        logger.log('error', 'client_trust_store_unreadable', { file: s.trustStoreFile, message: (err as Error).message });
+      }
+    }
+    this.anchors = anchors;
+    this.anchorPrints = new Set(anchors.map((a) => a.fingerprint256));
   }
 
   get trusted(): number {

@@ -50,14 +50,14 @@ t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
 const HEADER = 'X-SSL-Client-Cert';
 const enc = (pem: string): string => encodeURIComponent(pem);
 
-async function start(chain: boolean): Promise<Node> {
+async function start(chain: boolean, trustStore = trust): Promise<Node> {
   return startNode(
     (port) => [
       api('m', { auth: 'none', mutual_ssl: 'mandatory' }, undefined, port),
       api('mo', { mutual_ssl: 'optional' }, undefined, port),
       api('mt', { mutual_ssl: 'mandatory' }, undefined, port),
     ],
-    `[apimgt.mutual_ssl]\ncertificate_header = "${HEADER}"\nclient_certificate_encode = true\nenable_certificate_chain_validation = ${chain}\n[throughway.security]\nclient_trust_store = "${trust}"\n`,
+    `[apimgt.mutual_ssl]\ncertificate_header = "${HEADER}"\nclient_certificate_encode = true\nenable_certificate_chain_validation = ${chain}\n[throughway.security]\nclient_trust_store = "${trustStore}"\n`,
   );
 }
 
@@ -115,4 +115,11 @@ t.test('chain validation: intermediates in the header lead to the trusted root; 
   t.match(JSON.parse(alone.body).fault.description, /chain does not lead to a trusted certificate/);
   const notCa = issue('client-c', { issuer: client });
   t.equal(code(await node.call('/m/1/x', undefined, { [HEADER]: enc(notCa.pem + client.pem) })), 900901, 'a link that is not a CA certificate');
+});
+
+t.test('an unreadable trust store trusts nothing, and says so in the log', async (t) => {
+  const node = await start(false, path.join(dir, 'missing.pem'));
+  t.teardown(() => node.close());
+  t.equal(code(await node.call('/m/1/x', undefined, { [HEADER]: enc(client.pem) })), 900901);
+  t.ok(node.logger.lines.some((l) => l.event === 'client_trust_store_unreadable'));
 });

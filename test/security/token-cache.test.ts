@@ -95,3 +95,21 @@ t.test('expiry_time bounds an entry too: after it the token is verified again', 
   t.equal((await short.call('/c/1/x', token)).status, 200);
   t.equal(verified, 1, 'after 2 s: verified again');
 });
+
+t.test('calls arriving together with a new token share one validation', async (t) => {
+  const app = await node.app('Herd', { subscribe: ['c'] });
+  const token = await node.token(app);
+  const v = node.gw.security.validator;
+  const verify = v.validate.bind(v);
+  let verified = 0;
+  v.validate = (tok: string) => {
+    verified++;
+    return verify(tok);
+  };
+  t.teardown(() => {
+    v.validate = verify;
+  });
+  const all = await Promise.all([1, 2, 3, 4, 5].map(() => node.call('/c/1/x', token)));
+  t.same(all.map((r) => r.status), [200, 200, 200, 200, 200]);
+  t.equal(verified, 1, 'one signature check for five calls');
+});
