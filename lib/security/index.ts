@@ -115,6 +115,7 @@ export class Security {
     this.km = o.keyManager;
     const s = o.settings;
     this.cache = new TokenCache({ max: s.tokenCache.max, expiry: s.tokenCache.enabled ? s.tokenCache.expiry : 0 });
+    if (s.tokenCache.bothEnabled) this.logger.log('warn', 'token_caches_both_enabled', { message: '[apim.cache.gateway_token] and [apim.cache.km_token] are both on; the spec says to enable one: the gateway token cache is used' });
     this.validator = new TokenValidator(s, o.keyManager, { now: this.now, logger: this.logger });
     this.certificates = new ClientCertificates(s.mutualSsl, this.logger);
     this.subscriptions.onRevoked((jti) => {

@@ -53,7 +53,7 @@ export interface SecuritySettings {
   readonly skew: number;
   readonly issuers: readonly IssuerSettings[];
   /** Token cache: on, longest life of an entry (ms), most entries. */
-  readonly tokenCache: { readonly enabled: boolean; readonly expiry: number; readonly max: number };
+  readonly tokenCache: { readonly enabled: boolean; readonly expiry: number; readonly max: number; readonly bothEnabled: boolean };
   /** Reference (opaque) tokens: the key manager's introspection endpoint and its client limits. */
   readonly introspection: { readonly url: string; readonly username: string; readonly password: string; readonly maxTotal: number; readonly maxPerRoute: number };
   readonly jwksRefetchInterval: number;
@@ -77,7 +77,7 @@ export function securitySettingsFrom(config: DeploymentConfig): SecuritySettings
   // The spec: enable only one of the gateway and key manager token caches; the gateway's wins when both are.
   const gw = c.gateway_token;
   const km = c.km_token;
-  const tokenCache = { enabled: gw.enable || km.enable, expiry: gw.enable ? gw.expiry_time : km.expiry_time, max: config.throughway.security.token_cache_max };
+  const tokenCache = { enabled: gw.enable || km.enable, expiry: gw.enable ? gw.expiry_time : km.expiry_time, max: config.throughway.security.token_cache_max, bothEnabled: gw.enable && km.enable };
   const j = config.apim.jwt;
   const service = new URL(config.apim.key_manager.service_url);
   const sec = config.throughway.security;
