@@ -10,6 +10,7 @@ import t from 'tap';
 import { api, code, jwksServer, jwt, signingKey, startNode, type JwksServer, type Node, type SigningKey } from './helpers';
 
 const ISS = 'https://idp.example.test';
+const ISS2 = 'https://idp2.example.test';
 let node: Node;
 let idp: JwksServer;
 let k1: SigningKey;
@@ -20,7 +21,8 @@ t.before(async () => {
   const toml = `[oauth]\ntimestamp_skew = 60\n[throughway.security]\njwks_refetch_interval = "10s"\n` +
     `[[apim.jwt.issuer]]\nname = "${ISS}"\naudience = "throughway-gw"\n[apim.jwt.issuer.jwks]\nurl = "${idp.url}"\n` +
     `[[apim.jwt.issuer.claim_mapping]]\nremote_claim = "permissions"\nlocal_claim = "scope"\n` +
-    `[[apim.jwt.issuer.claim_mapping]]\nremote_claim = "client"\nlocal_claim = "azp"\n`;
+    `[[apim.jwt.issuer.claim_mapping]]\nremote_claim = "client"\nlocal_claim = "azp"\n` +
+    `[[apim.jwt.issuer]]\nname = "${ISS2}"\nsubscription_validation = true\n[apim.jwt.issuer.jwks]\nurl = "${idp.url}"\n`;
   node = await startNode((port) => [api('ext', {}, [{ path: '/any', methods: ['GET'] }, { path: '/write', methods: ['GET'], scopes: ['orders:write'] }], port)], toml);
 });
 t.teardown(async () => {
@@ -130,4 +132,16 @@ t.test('the built-in key manager\'s key rotation is seen at once (its keys are r
   t.not(JSON.parse(Buffer.from(before.split('.')[0] ?? '', 'base64url').toString()).kid, JSON.parse(Buffer.from(after.split('.')[0] ?? '', 'base64url').toString()).kid, 'a new kid');
   t.equal((await node.call('/ext/1/any', after)).status, 200, 'a token of the new key');
   t.equal((await node.call('/ext/1/any', before)).status, 200, 'a token of the retired key, still published');
+});
+
+t.test('subscription_validation = true: the token\'s client must be a known application, subscribed', async (t) => {
+  const token = await jwt(k1, { iss: ISS2, sub: 'svc-2', azp: 'ext-client-2', jti: 'j-sv' });
+  const unknown = await node.call('/ext/1/any', token);
+  t.equal(code(unknown), 900901, 'a client id that is no application');
+  t.match(JSON.parse(unknown.body).fault.description, /no known application/);
+  node.bus.publish('application.added', { application: { id: 'ext-app', name: 'External', owner: 'ops', tier: 'Gold', keys: [{ consumerKey: 'ext-client-2', keyType: 'PRODUCTION' }] } });
+  t.equal(code(await node.call('/ext/1/any', token)), 900908, 'known, not subscribed');
+  node.bus.publish('subscription.added', { subscription: { id: 'ext-sub', applicationId: 'ext-app', apiContext: '/ext', apiVersion: '1', tier: 'Gold', state: 'UNBLOCKED' } });
+  t.equal((await node.call('/ext/1/any', token)).status, 200, 'subscribed');
+  t.equal((await node.call('/ext/1/any', await jwt(k1, { iss: ISS, aud: 'throughway-gw', sub: 'x', client: 'anyone' }))).status, 200, 'the other issuer (subscription_validation off) needs no subscription');
 });
