@@ -11,6 +11,9 @@
  * from /proc/<pid>/stat (utime+stime, CLK_TCK from getconf). Targets alternate within a round and each
  * cell has a warm-up, so ratios within one run are what counts on a shared machine.
  *
+ * --auth measures authentication instead (bench/auth.ts): the same route with auth = "none" and with a
+ * bearer token and a warm token cache, on a full node (gateway, key manager, demo backend).
+ *
  * --compare also runs ../shared/peers/run.sh with throughway as its extra target (its knobs ROUNDS,
  * DURATION, WARMUP, TOOLS, SCENARIOS, TARGETS pass through from the environment) and checks issue 3's
  * targets against nginx-1w-tuned and node-http-proxy from the same run. --peers-results FILE does the
@@ -47,6 +50,7 @@ import {
   type Proc,
   type Scenario,
 } from './common';
+import { runAuthBench } from './auth';
 
 /** Used when conf/ has no demo API to read the URL from. */
 const DEMO_URL_FALLBACK = 'http://127.0.0.1:8280/<context>/<version>/<resource>';
@@ -84,7 +88,9 @@ const USAGE = `usage: npm run bench -- [options]
   --from F             measure nothing: render an earlier run's raw JSON (${WORK_DIR}/run-<date>.json) again
   --write              regenerate docs/performance.md
   --quiet-max S        wait at most S seconds for other tenants' CPU to drop before a cell (default 6)
-  --quiet-cores C      ... below C cores (default 0.25)`;
+  --quiet-cores C      ... below C cores (default 0.25)
+  --auth               measure authentication instead: auth = "none" vs a bearer token (warm token cache)
+                       on one full node; takes --duration, --warmup, --connections, --rounds (bench/auth.ts)`;
 
 function parseArgs(argv: readonly string[]): Options {
   const o: Options = {
@@ -673,6 +679,7 @@ function renderDoc(own: string, peers: string | undefined, command: string, date
   L.push('ROUNDS=3 DURATION=8 TOOLS=wrk npm run bench -- --compare --write   # with the peers; regenerates this file');
   L.push(`node dist/bench/run.js --from ${WORK_DIR}/run-<date>.json --write   # render a run again, measuring nothing`);
   L.push('node dist/bench/profile.js --mode perf          # where the CPU goes (perf), small GET under wrk');
+  L.push('npm run bench -- --auth --rounds 3              # auth = "none" vs a bearer token on a warm token cache (issue 6: within 15%)');
   L.push('```');
   L.push('');
   L.push(
@@ -770,6 +777,7 @@ async function measure(opts: Options): Promise<Cell[]> {
 
 async function main(): Promise<void> {
   const argv = process.argv.slice(2);
+  if (argv.includes('--auth')) return runAuthBench(argv.filter((a) => a !== '--auth'));
   const opts = parseArgs(argv);
   installExitHandlers();
   fs.mkdirSync(WORK_DIR, { recursive: true });

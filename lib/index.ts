@@ -54,3 +54,8 @@ export { openStore } from './store/open';
 export type { Store, Application, OAuthClient, Subscription, SubscriptionState, KeyType, User } from './store/types';
 export { createEventBus, EVENT_NAMES } from './events/bus';
 export type { EventBus, Event, AnyEvent, EventName, EventPayloads } from './events/bus';
+// Gateway security (docs/security.md): keyManagerLink() hands an in-process key manager to createGateway
+// (its keys, snapshot, introspection); AuthContext is what the authentication phase leaves on each call.
+export { keyManagerLink, ALLOWED_ALGORITHMS } from './security';
+export type { KeyManagerLink, Security, SecurityHealth } from './security';
+export type { AuthContext, AuthKind, UserType } from './gateway/auth-context';

@@ -126,6 +126,10 @@ export interface ApimJwtSection {
 export interface ApimJwtIssuerSection {
   /** Issuer name (iss) of JWTs from a third-party key manager. */
   readonly name?: string;
+  /** Audience (aud) the gateway requires in tokens of this issuer (throughway addition); unset: aud is not checked. */
+  readonly audience?: string;
+  /** Check tokens of this issuer against the gateway's subscriptions by their client id (throughway addition); false: a valid token of a trusted issuer is enough, since its clients are not applications of the built-in key manager. Default: false. */
+  readonly subscription_validation: boolean;
   /** JWKS endpoint of a JWT issuer */
   readonly jwks: ApimJwtIssuerJwksSection;
   /** Claim mapping of a JWT issuer */
@@ -2172,6 +2176,8 @@ export interface ThroughwaySection {
   readonly tracing: ThroughwayTracingSection;
   /** Analytics event publishing (docs/analytics.md) */
   readonly analytics: ThroughwayAnalyticsSection;
+  /** Gateway security (token validation) */
+  readonly security: ThroughwaySecuritySection;
 }
 
 /** Built-in demo backend ([throughway.demo], spec throughway). */
@@ -2228,4 +2234,16 @@ export interface ThroughwayAnalyticsSection {
   readonly send_timeout: number;
   /** A receiver that failed is not tried again before this has passed. Default: 5000 milliseconds. Loaded as milliseconds. */
   readonly retry_interval: number;
+}
+
+/** Gateway security (token validation) ([throughway.security], spec throughway). */
+export interface ThroughwaySecuritySection {
+  /** Most validated tokens kept by the gateway token cache (least recently used evicted first). Default: 10000. */
+  readonly token_cache_max: number;
+  /** Shortest time between two fetches of an issuer's JWKS (a token with an unknown kid triggers one). Default: 10000 milliseconds. Loaded as milliseconds. */
+  readonly jwks_refetch_interval: number;
+  /** A JWKS or introspection call must complete within this; longer counts as the issuer's key endpoint being down. Default: 5000 milliseconds. Loaded as milliseconds. */
+  readonly jwks_timeout: number;
+  /** PEM file of the CA (or client) certificates trusted for [apimgt.mutual_ssl] client certificates; unset: no client certificate is trusted. */
+  readonly client_trust_store?: string;
 }

@@ -20,6 +20,12 @@ export const LIFECYCLE_STATES = ['PUBLISHED', 'PROTOTYPED', 'DEPRECATED', 'BLOCK
 export type LifecycleState = (typeof LIFECYCLE_STATES)[number];
 export const AUTH_TYPES = ['oauth2', 'none'] as const;
 export type AuthType = (typeof AUTH_TYPES)[number];
+/** Which tokens a resource accepts (spec 002 part 5 rule 2: a user-only resource refuses application tokens with 900905). */
+export const TOKEN_TYPES = ['any', 'application', 'user'] as const;
+export type TokenType = (typeof TOKEN_TYPES)[number];
+/** Client certificate through the load balancer ([apimgt.mutual_ssl]): not asked, accepted instead of a token, required. */
+export const MUTUAL_SSL_MODES = ['off', 'optional', 'mandatory'] as const;
+export type MutualSslMode = (typeof MUTUAL_SSL_MODES)[number];
 export const HTTP_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
 
 export interface EndpointDefinition {
@@ -56,6 +62,7 @@ export interface ResourceDefinition {
   readonly methods: readonly string[];
   readonly auth: AuthType;
   readonly scopes: readonly string[];
+  readonly tokenType: TokenType;
   readonly policy: string | undefined;
 }
 
@@ -69,6 +76,7 @@ export interface ApiDefinition {
   readonly defaultVersion: boolean;
   readonly state: LifecycleState;
   readonly auth: AuthType;
+  readonly mutualSsl: MutualSslMode;
   readonly labels: readonly string[];
   readonly policy: string | undefined;
   readonly description: string | undefined;
@@ -120,8 +128,9 @@ const CORS_FIELDS: readonly FieldDef[] = [
 const RESOURCE_FIELDS: readonly FieldDef[] = [
   { key: 'path', type: 'string', required: true, meaning: 'Exact path (`/menu`), prefix (`/menu/*`, `/*`) or URI template (`/orders/{id}`, one variable per whole segment). Matching order: exact, then the longest prefix, then templates (most literal segments first).', example: '"/orders/{id}"' },
   { key: 'methods', type: 'strings', required: true, allowed: HTTP_METHODS, meaning: 'HTTP methods of the resource. HEAD is allowed wherever GET is (RFC 9110 §9.3.2).', example: '["GET", "POST"]' },
-  { key: 'auth', type: 'string', allowed: AUTH_TYPES, meaning: 'Overrides the API\'s `auth` for this resource.', notEnforced: 'Step 5 (gateway security)' },
-  { key: 'scopes', type: 'strings', default: [], meaning: 'Scopes a token needs for this resource (900910 otherwise).', notEnforced: 'Step 5 (gateway security)' },
+  { key: 'auth', type: 'string', allowed: AUTH_TYPES, meaning: 'Overrides the API\'s `auth` for this resource.' },
+  { key: 'scopes', type: 'strings', default: [], meaning: 'Scopes for this resource: a token needs at least one of them (900910, 403, otherwise). Empty: no scope is needed.', example: '["order:write"]' },
+  { key: 'token_type', type: 'string', default: 'any', allowed: TOKEN_TYPES, meaning: 'Which access tokens the resource accepts: any; application (client credentials tokens); user (tokens issued to an end user, e.g. the password grant). Another kind gets 900905 (401).' },
   { key: 'policy', type: 'string', meaning: 'Resource-level throttling policy (900802 when exceeded).', notEnforced: 'Step 6 (throttling)' },
 ];
 
@@ -131,7 +140,8 @@ export const API_FIELDS: readonly FieldDef[] = [
   { key: 'version', type: 'string', required: true, meaning: 'API version; part of the invocation path (spec 002, part 9 rule 5). Context + version is unique on a gateway.', example: '"1.0.0"' },
   { key: 'default_version', type: 'boolean', default: false, meaning: 'Also reachable without the version segment: /<context>/<resource>. One version per context.' },
   { key: 'state', type: 'string', default: 'PUBLISHED', allowed: LIFECYCLE_STATES, meaning: 'Lifecycle state: PUBLISHED, PROTOTYPED and DEPRECATED are served; BLOCKED answers 700700 (503, spec 002 part 3); RETIRED answers 103008 (404).' },
-  { key: 'auth', type: 'string', default: 'oauth2', allowed: AUTH_TYPES, meaning: 'Default authentication of the resources: oauth2 (bearer token) or none.', notEnforced: 'Step 5 (gateway security)' },
+  { key: 'auth', type: 'string', default: 'oauth2', allowed: AUTH_TYPES, meaning: 'Default authentication of the resources: oauth2 (a bearer access token in [apim.oauth_config] auth_header, validated by the gateway: docs/security.md) or none.' },
+  { key: 'mutual_ssl', type: 'string', default: 'off', allowed: MUTUAL_SSL_MODES, meaning: 'Client certificate passed by a TLS-terminating load balancer in [apimgt.mutual_ssl] certificate_header, checked against [throughway.security] client_trust_store: off (not read); optional (a valid certificate authenticates the call instead of a token; an invalid one gets 900901); mandatory (a valid certificate is required, 900901 otherwise, and `auth` applies on top of it).' },
   { key: 'labels', type: 'strings', default: ['Default'], meaning: 'Deployed only on gateways whose [apim.sync_runtime_artifacts.gateway] gateway_labels share a label.' },
   { key: 'policy', type: 'string', meaning: 'API-level throttling policy (900800 when exceeded).', notEnforced: 'Step 6 (throttling)' },
   { key: 'description', type: 'string', meaning: 'Free text, shown by `throughway apis list`.' },
@@ -139,7 +149,7 @@ export const API_FIELDS: readonly FieldDef[] = [
     key: 'endpoints',
     type: 'table',
     required: true,
-    meaning: 'Backends. Each is a URL string, or a table with `url` and the endpoint advanced configuration below. At least one of production and sandbox. Calls go to production until authentication (Step 5) tells sandbox keys apart; a key type without an endpoint gets 900901 (spec 002, part 7).',
+    meaning: 'Backends. Each is a URL string, or a table with `url` and the endpoint advanced configuration below. At least one of production and sandbox. Calls with sandbox keys (the token\'s keytype) go to sandbox, all others to production; a key type without an endpoint gets 900901 (spec 002, part 7).',
     fields: [
       { key: 'production', type: 'endpoint', meaning: 'Production endpoint.', example: '"http://127.0.0.1:9000/v1"', fields: ENDPOINT_FIELDS },
       { key: 'sandbox', type: 'endpoint', meaning: 'Sandbox endpoint.', fields: ENDPOINT_FIELDS },
@@ -412,13 +422,9 @@ function reportNotEnforced(ctx: Ctx, raw: Record<string, unknown>): void {
   };
   const api = API_FIELDS;
   const fieldOf = (list: readonly FieldDef[], key: string): FieldDef => list.find((f) => f.key === key) as FieldDef;
-  const auth = raw.auth ?? fieldOf(api, 'auth').default;
-  if (auth === 'oauth2') note(fieldOf(api, 'auth'), ctx.map?.entries.has('auth') === true ? ['auth'] : [], 'auth = "oauth2" (calls are served without a token)');
   if (raw.policy !== undefined) note(fieldOf(api, 'policy'), ['policy'], 'policy');
   const resources = Array.isArray(raw.resources) ? (raw.resources as Record<string, unknown>[]) : [];
   resources.forEach((r, i) => {
-    if (r.auth === 'oauth2' && !seen.has('auth')) note(fieldOf(RESOURCE_FIELDS, 'auth'), ['resources', i, 'auth'], 'auth = "oauth2" (calls are served without a token)');
-    if (Array.isArray(r.scopes) && r.scopes.length > 0) note(fieldOf(RESOURCE_FIELDS, 'scopes'), ['resources', i, 'scopes'], 'scopes');
     if (r.policy !== undefined) note({ ...fieldOf(RESOURCE_FIELDS, 'policy'), key: 'resource-policy' }, ['resources', i, 'policy'], 'policy');
   });
   const endpoints = isTable(raw.endpoints) ? raw.endpoints : {};
@@ -480,7 +486,7 @@ export function validateApi(raw: unknown, file: string, vars: ApiVars = {}, map?
         report(ctx, 'error', 'API_DUPLICATE_RESOURCE', ['resources', i, 'path'], `${m} ${path} is already defined by resources[${first}]`);
       } else seen.set(key, i);
     }
-    resources.push(Object.freeze({ path, methods, auth: (r.auth as AuthType | undefined) ?? apiAuth, scopes: r.scopes as readonly string[], policy: r.policy as string | undefined }));
+    resources.push(Object.freeze({ path, methods, auth: (r.auth as AuthType | undefined) ?? apiAuth, scopes: r.scopes as readonly string[], tokenType: r.token_type as TokenType, policy: r.policy as string | undefined }));
   });
 
   let cors: CorsOverride | undefined;
@@ -505,6 +511,7 @@ export function validateApi(raw: unknown, file: string, vars: ApiVars = {}, map?
     defaultVersion: t.default_version as boolean,
     state: t.state as LifecycleState,
     auth: apiAuth,
+    mutualSsl: t.mutual_ssl as MutualSslMode,
     labels: t.labels as readonly string[],
     policy: t.policy as string | undefined,
     description: t.description as string | undefined,

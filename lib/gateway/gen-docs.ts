@@ -245,7 +245,7 @@ export function renderApisDoc(): string {
     route: 'context, version, resource (103005, 103006, 900906, 103009)',
     cors: 'CORS fields for the call; answers preflights (204) and plain OPTIONS (204 with `Allow`)',
     'api-status': 'BLOCKED 700700 (503), RETIRED 103008 (404)',
-    authentication: 'token validation (900900–900910) and the backend JWT',
+    authentication: 'mutual TLS header, bearer token, subscription, token type, scopes (900900–900910), the backend JWT (docs/security.md)',
     throttling: 'policies (900800–900807)',
     mediation: 'payload validation and scripts',
     'transport-headers': 'the fields for the backend: the token header removed unless `enable_outbound_auth_header`, `excludeResponseHeaders` removed',
@@ -253,8 +253,9 @@ export function renderApisDoc(): string {
   };
   PHASES.forEach((p, i) => o.push(`| ${i + 1} | ${p.name} | ${p.enforced ? 'enforced' : '**not yet enforced**'} | ${esc(what[p.name] ?? '')} |`));
   o.push('');
-  o.push('"Not yet enforced" phases continue every call: until authentication lands, an API with');
-  o.push('`auth = "oauth2"` is served **without a token** (the gateway logs API_NOT_ENFORCED for it at deploy).');
+  o.push('"Not yet enforced" phases continue every call (a `policy` is logged as API_NOT_ENFORCED at deploy).');
+  o.push('Authentication is enforced: a resource with `auth = "oauth2"` (the default) needs a bearer token, a');
+  o.push('subscription of the token\'s application and the resource\'s scopes (docs/security.md).');
   o.push('');
   o.push('## What the gateway adds to a call');
   o.push('');

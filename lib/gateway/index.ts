@@ -30,6 +30,8 @@ import { CallContext, runChain, runChainObserved, PHASES, type Phase } from './p
 import { buildTable, GatewayRuntime } from './runtime';
 import { gatewaySettingsFrom, type GatewaySettings } from './settings';
 import { HeaderRules } from './transport-headers';
+import type { EventBus } from '../events/bus';
+import { Security, securitySettingsFrom, type KeyManagerLink } from '../security';
 
 export interface GatewayOptions {
   /** The result of loadConfig(): configuration, effective ports and the directory of apis/. */
@@ -60,6 +62,15 @@ export interface GatewayOptions {
   readonly analytics?: Analytics;
   /** Also told of every fault and finished exchange (metrics and fault logs: lib/observability). */
   readonly observe?: TransportEvents;
+  /**
+   * The key manager in this process (lib/security keyManagerLink()): its public keys validate its tokens
+   * directly, its snapshot fills the subscription store. Without it only [[apim.jwt.issuer]] tokens are valid.
+   */
+  readonly keyManager?: KeyManagerLink;
+  /** Key manager events (token.revoked, applications, subscriptions) that keep the gateway current. */
+  readonly events?: EventBus;
+  /** The clock of token validation (epoch ms; tests). */
+  readonly now?: () => number;
 }
 
 export interface DeployedApi {
@@ -83,6 +94,8 @@ export interface ReloadReport {
 export interface Gateway {
   readonly transport: Transport;
   readonly settings: GatewaySettings;
+  /** Token validation, token cache, subscriptions (docs/security.md). */
+  readonly security: Security;
   /** The phase chain as a router: what the transport calls per request head (another transport may too). */
   readonly route: RouteFn;
   /** Tracing when on (its stats(): spans sent, dropped, queued), else undefined. */
@@ -140,6 +153,13 @@ export function createGateway(options: GatewayOptions): Gateway {
   const analytics = options.analytics ?? (analyticsSettings.enabled ? new Analytics(analyticsSettings, { logger }) : undefined);
   /** The call behind each exchange, while tracing or analytics needs it at the exchange's end. */
   const calls = tracer !== undefined || analytics !== undefined ? new WeakMap<SourceRequest, CallContext>() : undefined;
+  const security = new Security({
+    settings: securitySettingsFrom(config),
+    logger,
+    ...(options.keyManager !== undefined ? { keyManager: options.keyManager } : {}),
+    ...(options.events !== undefined ? { events: options.events } : {}),
+    ...(options.now !== undefined ? { now: options.now } : {}),
+  });
 
   let templates: FaultTemplates | undefined;
   let states: readonly ApiState[] = [];
@@ -192,7 +212,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     }
     fresh.push(...templateDiagnostics);
     const table = buildTable(selection.deployables, registry);
-    rt = new GatewayRuntime(table, globalCors, headers, templates, tracked);
+    rt = new GatewayRuntime(table, globalCors, headers, templates, tracked, security);
     states = selection.states;
     for (const d of fresh) logDiagnostic(logger, d);
     const deployed = describe(states);
@@ -283,6 +303,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   return {
     transport,
     settings,
+    security,
     route,
     tracer,
     analytics,
@@ -305,6 +326,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     },
     async close() {
       directory?.unwatch();
+      security.close();
       await transport.close();
       await accessLog?.close();
       // After the transport: every in-flight call's span and event is recorded before the last flush.

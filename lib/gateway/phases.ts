@@ -13,8 +13,9 @@
  * path allocates no Promise. A phase that returns a Promise (Steps 4–7 may) makes only the rest of that
  * request's chain asynchronous; the transport holds the body back meanwhile.
  *
- * Authentication, throttling and mediation are here with their place fixed and do nothing yet: they are
- * "not yet enforced" (docs/apis.md) until Steps 4, 6 and 7 fill them in without changing the chain.
+ * Authentication (Step 5) runs lib/security. Throttling and mediation are here with their place fixed and
+ * do nothing yet: they are "not yet enforced" (docs/apis.md) until Steps 6 and 7 fill them in without
+ * changing the chain.
  */
 import type { ForwardDecision, LocalResponse, RouteDecision, SourceRequest } from '../transport/types';
 import { ApiCode, GatewayOwnCode, fault, gatewayFacts, renderFacts, type FaultValue } from './faults';
@@ -181,6 +182,21 @@ function apiStatusPhase(ctx: CallContext): Outcome {
   }
 }
 
+// --- authentication -----------------------------------------------------------------------------------
+
+/**
+ * Bearer tokens, subscriptions, scopes, backend JWT, mutual TLS (spec 002 parts 3, 5, 7): lib/security.
+ * Synchronous for auth = "none" and for a token in the cache; asynchronous only to validate a new token.
+ */
+function authenticationPhase(ctx: CallContext): Outcome | Promise<Outcome> {
+  const security = ctx.rt.security;
+  if (security !== undefined) return security.authenticate(ctx);
+  // No security runtime (a runtime built by hand): only open resources are served.
+  const res = ctx.resource;
+  if (res === undefined || res.def.auth === 'none') return CONTINUE;
+  return stop(fault(ApiCode.AUTH_GENERAL_ERROR, { description: 'no token validation is configured' }));
+}
+
 // --- not yet enforced ---------------------------------------------------------------------------------
 
 function notYetEnforced(): Outcome {
@@ -228,7 +244,7 @@ export const PHASES: readonly Phase[] = Object.freeze([
   { name: 'route', enforced: true, run: routePhase },
   { name: 'cors', enforced: true, run: corsPhase },
   { name: 'api-status', enforced: true, run: apiStatusPhase },
-  { name: 'authentication', enforced: false, run: notYetEnforced },
+  { name: 'authentication', enforced: true, run: authenticationPhase },
   { name: 'throttling', enforced: false, run: notYetEnforced },
   { name: 'mediation', enforced: false, run: notYetEnforced },
   { name: 'transport-headers', enforced: true, run: transportHeadersPhase },

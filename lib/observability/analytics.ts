@@ -88,7 +88,8 @@ function header(headers: readonly string[], lower: string): string | null {
 /** The event of one finished exchange; `ctx` is undefined when the request never reached the router. */
 export function buildEvent(ctx: CallContext | undefined, r: ExchangeRecord, settings: AnalyticsSettings, nowMs: number): AnalyticsEvent {
   const api = ctx?.api;
-  const auth = ctx?.auth;
+  // An open resource (auth = "none") carries the shared NO_AUTH context: no application, no user.
+  const auth = ctx?.auth !== undefined && ctx.auth.kind !== 'none' ? ctx.auth : undefined;
   const code = r.faultCode ?? r.fault?.code;
   const forwarded = r.upstreamMs >= 0;
   const event: AnalyticsEvent = {

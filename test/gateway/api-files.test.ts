@@ -78,8 +78,8 @@ t.test('fields not enforced yet are reported, once per kind', async (t) => {
   );
   t.ok(r.api, 'still deployed');
   const n = r.diagnostics.filter((d) => d.code === 'API_NOT_ENFORCED');
-  t.same(n.map((d) => d.field).sort(), ['', 'policy', 'resources[0].scopes'].sort(), 'timeout and retry_codes are enforced, so not listed');
-  t.match(n.find((d) => d.field === '')?.message, /auth = "oauth2" \(calls are served without a token\) is accepted but not enforced until Step 5 \(gateway security\)/);
+  t.same(n.map((d) => d.field).sort(), ['policy'], 'timeout, retry_codes, auth and scopes are enforced (Step 5), so not listed');
+  t.same(r.api?.resources.map((x) => [x.auth, x.scopes, x.tokenType]), [['oauth2', ['read'], 'any'], ['oauth2', ['read'], 'any']], 'auth defaults to oauth2, token_type to any');
   t.equal(r.api?.endpoints.production?.timeout, 5000);
 });
 

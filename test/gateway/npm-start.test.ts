@@ -2,9 +2,12 @@
  * The README's quick start, run for real: `node dist/lib/cli.js start` (what `npm start` runs) in a child
  * process, on a temporary copy of conf/ with server.offset set so it never collides with a running
  * `npm start`. The curl lines it prints (and those in the README) work through the gateway against the
- * demo backend; SIGTERM ends it cleanly.
+ * demo backend; SIGTERM ends it cleanly. The protected demo API's lines (a bearer token) are refused
+ * without a token (900902) and work with one got as printed: apps create, keys generate, subscriptions add,
+ * then the token endpoint.
  */
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import { promisify } from 'node:util';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -12,6 +15,8 @@ import t from 'tap';
 import { request, until } from './helpers';
 
 const root = path.join(__dirname, '..', '..', '..');
+const cli = path.join(root, 'dist', 'lib', 'cli.js');
+const run = promisify(execFile);
 
 /** The requests of `curl` lines: method, path and body (the forms the start-up output and README use). */
 function parseCurl(line: string): { method: string; url: URL; body: string | undefined } {
@@ -47,12 +52,34 @@ t.test('npm start: gateway + demo backend, the printed curl lines work, SIGTERM 
   t.match(out, new RegExp(`demo backend\\s+port ${9000 + offset}\\b`));
   t.match(out, /PizzaShack 1\.0\.0/);
 
+  // The printed key manager lines: application, keys, subscription to the protected API, token.
+  const commands = out.split('\n').map((l) => l.trim()).filter((l) => l.startsWith('npm run -s throughway -- '));
+  t.match(commands.join('\n'), /subscriptions add --app MyApp --api \/pizzashack-secured --api-version 1\.0\.0/);
+  let keys = '';
+  for (const c of commands) keys += (await run(process.execPath, [cli, ...c.slice('npm run -s throughway -- '.length).split(' ')], { cwd: dir })).stdout;
+  const key = /consumer key\s+(\S+)/.exec(keys)?.[1] ?? '';
+  const secret = /consumer secret\s+(\S+)/.exec(keys)?.[1] ?? '';
+  const tokenUrl = /then: curl .*(http:\/\/\S+\/oauth2\/token)/.exec(out)?.[1] ?? '';
+  const tr = await fetch(tokenUrl, { method: 'POST', headers: { Authorization: `Basic ${Buffer.from(`${key}:${secret}`).toString('base64')}`, 'Content-Type': 'application/x-www-form-urlencoded' }, body: 'grant_type=client_credentials' });
+  t.equal(tr.status, 200, 'a token from the printed token line');
+  const token = ((await tr.json()) as { access_token: string }).access_token;
+
   const printed = out.split('\n').map((l) => l.trim()).filter((l) => l.startsWith('curl '));
-  t.ok(printed.length >= 3, 'prints what to curl');
+  t.ok(printed.length >= 4, 'prints what to curl');
+  const secured = printed.filter((l) => l.includes("-H 'Authorization: Bearer <access token>'"));
+  t.ok(secured.length >= 2 && secured.every((l) => l.includes('/pizzashack-secured/1.0.0/')), 'the protected demo API, with a bearer token');
   for (const line of printed) {
     const c = parseCurl(line);
     t.equal(Number(c.url.port), port, `${line}: the gateway port with the offset`);
-    const r = await request(port, c.url.pathname + c.url.search, { method: c.method, body: c.body, headers: c.body !== undefined ? { 'Content-Type': 'application/json' } : {} });
+    const headers: Record<string, string> = c.body !== undefined ? { 'Content-Type': 'application/json' } : {};
+    if (line.includes('Bearer <access token>')) {
+      const no = await request(port, c.url.pathname + c.url.search, { method: c.method, body: c.body, headers });
+      t.equal(no.status, 401, `${line} without a token -> 401`);
+      t.match(no.body, /"code":900902/);
+      t.equal(no.headers['www-authenticate'], 'Bearer realm="throughway"');
+      headers.Authorization = `Bearer ${token}`;
+    }
+    const r = await request(port, c.url.pathname + c.url.search, { method: c.method, body: c.body, headers });
     t.ok(r.status === 200 || r.status === 201, `${line} -> ${r.status} ${r.body.slice(0, 80)}`);
   }
 
@@ -60,9 +87,12 @@ t.test('npm start: gateway + demo backend, the printed curl lines work, SIGTERM 
   const readme = fs.readFileSync(path.join(root, 'README.md'), 'utf8');
   const readmeCurls = readme.split('\n').map((l) => l.trim()).filter((l) => l.startsWith('curl ') && l.includes('localhost:8280'));
   t.ok(readmeCurls.length >= 2, 'the README shows curl lines');
+  t.ok(readmeCurls.some((l) => l.includes('/pizzashack-secured/')), 'among them the protected demo API');
   for (const line of readmeCurls) {
     const c = parseCurl(line);
-    const r = await request(port, c.url.pathname + c.url.search, { method: c.method, body: c.body, headers: c.body !== undefined ? { 'Content-Type': 'application/json' } : {} });
+    const headers: Record<string, string> = c.body !== undefined ? { 'Content-Type': 'application/json' } : {};
+    if (line.includes('Bearer <access token>')) headers.Authorization = `Bearer ${token}`;
+    const r = await request(port, c.url.pathname + c.url.search, { method: c.method, body: c.body, headers });
     t.ok(r.status === 200 || r.status === 201, `README: ${line} -> ${r.status}`);
   }
   const small = await request(port, '/pizzashack/1.0.0/small');

@@ -38,7 +38,7 @@ t.test('npm start prints how to get keys and a token, and it works', async (t) =
   t.match(out, new RegExp(`management HTTP\\s+port ${9763 + offset} \\(key manager, embedded SQLite .*apim_db\\.sqlite\\)`), out + err);
 
   const commands = out.split('\n').map((l) => l.trim()).filter((l) => l.startsWith('npm run -s throughway -- '));
-  t.equal(commands.length, 2, 'apps create and keys generate');
+  t.equal(commands.length, 3, 'apps create, keys generate, subscriptions add (to the protected demo API)');
   let keys = '';
   for (const c of commands) {
     const args = c.slice('npm run -s throughway -- '.length).split(' ');
@@ -58,6 +58,10 @@ t.test('npm start prints how to get keys and a token, and it works', async (t) =
   t.equal(r.status, 200);
   const body = (await r.json()) as { access_token: string; token_type: string };
   t.equal(body.token_type, 'Bearer');
+  // The token calls the protected demo API through the gateway (the application was subscribed above).
+  const api = await fetch(`http://127.0.0.1:${8280 + offset}/pizzashack-secured/1.0.0/menu`, { headers: { Authorization: `Bearer ${body.access_token}` } });
+  t.equal(api.status, 200, 'the protected demo API answers with the token');
+  await api.arrayBuffer();
 
   child.kill('SIGTERM');
   t.equal(await exited, 0, 'SIGTERM: clean exit');

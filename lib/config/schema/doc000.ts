@@ -194,7 +194,12 @@ export const DOC000_SECTIONS: readonly SectionDef[] = [
     source: '000',
     title: 'Trusted JWT issuer',
     runs: true,
-    keys: [{ key: 'name', type: 's', meaning: 'Issuer name (iss) of JWTs from a third-party key manager.' }],
+    keys: [
+      { key: 'name', type: 's', meaning: 'Issuer name (iss) of JWTs from a third-party key manager.' },
+      // Not in the spec's table: the gateway needs them to validate such tokens (docs/security.md).
+      { key: 'audience', type: 's', meaning: 'Audience (aud) the gateway requires in tokens of this issuer (throughway addition); unset: aud is not checked.' },
+      { key: 'subscription_validation', type: 'b', default: false, meaning: "Check tokens of this issuer against the gateway's subscriptions by their client id (throughway addition); false: a valid token of a trusted issuer is enough, since its clients are not applications of the built-in key manager." },
+    ],
   },
   {
     path: 'apim.jwt.issuer.jwks',

@@ -92,4 +92,16 @@ export const THROUGHWAY_SECTIONS: readonly SectionDef[] = [
       { key: 'retry_interval', type: 's', format: 'duration', unit: 'ms', default: 5000, min: 0, meaning: 'A receiver that failed is not tried again before this has passed.' },
     ],
   },
+  {
+    path: 'throughway.security',
+    source: 'throughway',
+    title: 'Gateway security (token validation)',
+    runs: true,
+    keys: [
+      { key: 'token_cache_max', type: 'i', default: 10000, min: 1, meaning: 'Most validated tokens kept by the gateway token cache (least recently used evicted first).' },
+      { key: 'jwks_refetch_interval', type: 's', format: 'duration', unit: 'ms', default: 10000, min: 0, meaning: "Shortest time between two fetches of an issuer's JWKS (a token with an unknown kid triggers one)." },
+      { key: 'jwks_timeout', type: 's', format: 'duration', unit: 'ms', default: 5000, min: 1, meaning: "A JWKS or introspection call must complete within this; longer counts as the issuer's key endpoint being down." },
+      { key: 'client_trust_store', type: 's', format: 'path', meaning: 'PEM file of the CA (or client) certificates trusted for [apimgt.mutual_ssl] client certificates; unset: no client certificate is trusted.' },
+    ],
+  },
 ];

@@ -1,0 +1,314 @@
+/**
+ * Gateway security (issue 6): the work of the authentication phase (lib/gateway/phases.ts).
+ *
+ * Per call, in this order (spec 002 parts 3, 5 and 7):
+ *   1. mutual TLS when the API asks for it ([apimgt.mutual_ssl]; mutual-ssl.ts);
+ *   2. resources with auth = "none" pass (ctx.auth = NO_AUTH);
+ *   3. the bearer token from [apim.oauth_config] auth_header: none -> 900902;
+ *   4. the token cache, else validation (validator.ts): invalid -> 900901, cannot judge -> 900900;
+ *   5. revoked -> 900901; sandbox key and no sandbox endpoint -> 900901;
+ *   6. subscription (subscriptions.ts): none -> 900908, blocked / PROD_ONLY_BLOCKED for production
+ *      keys -> 900907, on hold -> 900909;
+ *   7. token type of the resource -> 900905; scopes of the resource -> 900910;
+ *   8. ctx.auth, ctx.keyType and the backend JWT ([apim.jwt]; backend-jwt.ts).
+ *
+ * A call whose token is in the cache runs all of this synchronously, without a Promise or a closure:
+ * Map look-ups and a few comparisons. Only a cache miss (signature check, JWKS fetch, introspection)
+ * makes the rest of the call's chain asynchronous.
+ */
+import type { AuthContext } from '../gateway/auth-context';
+import type { ApiDefinition } from '../gateway/apis';
+import { ApiCode, fault, type FaultValue } from '../gateway/faults';
+import type { CallContext, Outcome } from '../gateway/phases';
+import type { EventBus } from '../events/bus';
+import { silentLogger, type Logger } from '../observability/log';
+import { buildBackendJwt, generatedKey, keyManagerKey, BACKEND_JWT_RENEW_MS, type BackendJwtKey } from './backend-jwt';
+import { ClientCertificates } from './mutual-ssl';
+import type { RemoteKeyState } from './keys';
+import type { SecuritySettings } from './settings';
+import { SubscriptionStore, type Snapshot } from './subscriptions';
+import { TokenCache, type CacheEntry } from './token-cache';
+import { isFault, TokenValidator, type KeyManagerLink, type TokenIdentity } from './validator';
+
+export interface SecurityOptions {
+  readonly settings: SecuritySettings;
+  /** The key manager in the same process: its keys, snapshot and introspection (keyManagerLink()). */
+  readonly keyManager?: KeyManagerLink;
+  /** Its events (token.revoked, applications, subscriptions): docs/events.md. */
+  readonly events?: EventBus;
+  readonly logger?: Logger;
+  /** The clock (epoch ms); tests pass a fake one. */
+  readonly now?: () => number;
+}
+
+export interface SecurityHealth {
+  /** The key manager's snapshot is loaded (calls wait for it until then). */
+  readonly ready: boolean;
+  readonly cachedTokens: number;
+  /** One entry per [[apim.jwt.issuer]]: its JWKS endpoint and whether the last fetch worked. */
+  readonly issuers: readonly (RemoteKeyState & { readonly issuer: string })[];
+}
+
+/** The context of calls to resources with auth = "none" (one shared frozen object). */
+export const NO_AUTH: AuthContext = Object.freeze({
+  kind: 'none',
+  tokenId: '',
+  issuer: '',
+  consumerKey: '',
+  applicationId: '',
+  applicationName: '',
+  applicationTier: '',
+  subscriber: '',
+  subscriptionTier: '',
+  keyType: 'PRODUCTION',
+  userType: 'APPLICATION',
+  endUser: '',
+  scopes: Object.freeze([]),
+  claims: Object.freeze({}),
+  expiresAt: Number.MAX_SAFE_INTEGER,
+});
+
+/** What one token gets on one API, recomputed when the subscription store changes. */
+interface PerApi {
+  readonly version: number;
+  readonly fault: FaultValue | undefined;
+  readonly auth: AuthContext | undefined;
+  jwt: string | undefined;
+  jwtRenewAt: number;
+}
+
+const stop = (f: FaultValue): Outcome => ({ fault: f });
+const UNLIMITED = 'Unlimited';
+
+/** `Bearer <token>` (RFC 6750 §2.1: the scheme is case-insensitive); undefined for anything else. */
+export function bearerToken(value: string): string | undefined {
+  if (value.length < 8 || value.charCodeAt(6) !== 32) return undefined;
+  for (let i = 0; i < 6; i++) if ((value.charCodeAt(i) | 0x20) !== BEARER[i]) return undefined;
+  const t = value.slice(7).trim();
+  return t === '' ? undefined : t;
+}
+
+/** "bearer" as lower-case char codes (| 0x20 lower-cases ASCII letters). */
+const BEARER = [98, 101, 97, 114, 101, 114];
+
+export class Security {
+  readonly settings: SecuritySettings;
+  readonly subscriptions = new SubscriptionStore();
+  readonly cache: TokenCache;
+  readonly validator: TokenValidator;
+  readonly certificates: ClientCertificates;
+  /** Resolves once the key manager's snapshot is loaded (at once without a key manager). */
+  readonly ready: Promise<void>;
+  private loaded = false;
+  private readonly now: () => number;
+  private readonly logger: Logger;
+  private readonly km: KeyManagerLink | undefined;
+  private readonly unfollow: (() => void) | undefined;
+  private generated: BackendJwtKey | undefined;
+  /** Validations under way: calls arriving with the same new token share one signature check. */
+  private readonly pending = new Map<string, Promise<TokenIdentity | FaultValue>>();
+
+  constructor(o: SecurityOptions) {
+    this.settings = o.settings;
+    this.now = o.now ?? Date.now;
+    this.logger = o.logger ?? silentLogger;
+    this.km = o.keyManager;
+    const s = o.settings;
+    this.cache = new TokenCache({ max: s.tokenCache.max, expiry: s.tokenCache.enabled ? s.tokenCache.expiry : 0 });
+    if (s.tokenCache.bothEnabled) this.logger.log('warn', 'token_caches_both_enabled', { message: '[apim.cache.gateway_token] and [apim.cache.km_token] are both on; the spec says to enable one: the gateway token cache is used' });
+    this.validator = new TokenValidator(s, o.keyManager, { now: this.now, logger: this.logger });
+    this.certificates = new ClientCertificates(s.mutualSsl, this.logger);
+    this.subscriptions.onRevoked((jti) => {
+      if (this.cache.evict(jti)) this.logger.log('info', 'token_evicted', { jti, reason: 'revoked' });
+    });
+    // Subscribe before reading the snapshot, so nothing published in between is lost (docs/events.md).
+    const early: Parameters<SubscriptionStore['apply']>[0][] = [];
+    this.unfollow = o.events?.subscribe((e) => (this.loaded ? this.subscriptions.apply(e) : early.push(e)));
+    const km = o.keyManager;
+    this.ready = (km === undefined ? Promise.resolve<Snapshot | undefined>(undefined) : km.snapshot()).then(
+      (snap) => {
+        if (snap !== undefined) this.subscriptions.load(snap);
+        for (const e of early) this.subscriptions.apply(e);
+        early.length = 0;
+        this.loaded = true;
+      },
+      (err: unknown) => {
+        // Without the snapshot no subscription can be checked; events still arrive. Calls go on (and
+        // fail their subscription check) rather than wait forever.
+        this.logger.log('error', 'security_snapshot_failed', { message: (err as Error).message });
+        for (const e of early) this.subscriptions.apply(e);
+        this.loaded = true;
+      },
+    );
+  }
+
+  health(): SecurityHealth {
+    return {
+      ready: this.loaded,
+      cachedTokens: this.cache.size,
+      issuers: [...this.validator.remote.values()].map((r) => ({ issuer: r.settings.name, ...r.keys.state() })),
+    };
+  }
+
+  close(): void {
+    this.unfollow?.();
+    this.validator.close();
+    this.cache.clear();
+  }
+
+  /** The authentication phase. */
+  authenticate(ctx: CallContext): Outcome | Promise<Outcome> {
+    const res = ctx.resource?.def;
+    const api = ctx.api;
+    // OPTIONS without a resource was answered by the CORS phase; nothing to protect.
+    if (res === undefined || api === undefined) return undefined;
+    const def = api.def;
+    if (def.mutualSsl !== 'off') {
+      const c = this.certificates.check(ctx.req.headers, this.now());
+      if (!c.ok && (def.mutualSsl === 'mandatory' || !c.missing)) return stop(fault(ApiCode.INVALID_CREDENTIALS, { description: c.missing ? 'a client certificate is required' : c.reason }));
+      if (c.ok && (res.auth === 'none' || def.mutualSsl === 'optional')) {
+        ctx.auth = this.certificateContext(c.subject, c.fingerprint, c.notAfter);
+        return undefined;
+      }
+    }
+    if (res.auth === 'none') {
+      ctx.auth = NO_AUTH;
+      return undefined;
+    }
+    const headers = ctx.req.headers;
+    const name = this.settings.authHeader;
+    let value: string | undefined;
+    for (let i = 0; i < headers.length; i += 2) {
+      const n = headers[i] as string;
+      if (n.length === name.length && n.toLowerCase() === name) {
+        value = headers[i + 1] as string;
+        break;
+      }
+    }
+    const token = value === undefined ? undefined : bearerToken(value);
+    if (token === undefined) return stop(fault(ApiCode.MISSING_CREDENTIALS));
+    if (!this.loaded) return this.ready.then(() => this.authenticate(ctx));
+    const now = this.now();
+    const hit = this.cache.get(token, now);
+    if (hit !== undefined) return this.admit(ctx, hit, now);
+    let p = this.pending.get(token);
+    if (p === undefined) {
+      p = this.validator.validate(token).finally(() => this.pending.delete(token));
+      this.pending.set(token, p);
+    }
+    return p.then((r) => {
+      if (isFault(r)) return stop(r);
+      const at = this.now();
+      return this.admit(ctx, this.cache.set(token, r, at), at);
+    });
+  }
+
+  private certificateContext(subject: string, fingerprint: string, notAfter: number): AuthContext {
+    return Object.freeze({ ...NO_AUTH, kind: 'mutual-ssl', tokenId: fingerprint, endUser: subject, subscriber: subject, expiresAt: notAfter });
+  }
+
+  private admit(ctx: CallContext, entry: CacheEntry, now: number): Outcome {
+    const id = entry.identity;
+    if (now >= id.expiresAt) return stop(fault(ApiCode.INVALID_CREDENTIALS, { description: 'the access token has expired' }));
+    if (id.tokenId !== '' && this.subscriptions.isRevoked(id.tokenId, now)) return stop(fault(ApiCode.INVALID_CREDENTIALS, { description: 'the access token is revoked' }));
+    const api = ctx.api as NonNullable<CallContext['api']>;
+    const res = (ctx.resource as NonNullable<CallContext['resource']>).def;
+    // spec 002 part 7: 900901 also for a key type without a matching endpoint.
+    if (id.keyType === 'SANDBOX' && api.sandbox === undefined) return stop(fault(ApiCode.INVALID_CREDENTIALS, { description: 'The API has no sandbox endpoint' }));
+    const def = api.def;
+    // Keyed by the compiled API: a redeployed API (new object) gets a fresh decision.
+    let per = entry.perApi.get(api) as PerApi | undefined;
+    if (per === undefined || per.version !== this.subscriptions.version) {
+      per = this.decide(id, def);
+      entry.perApi.set(api, per);
+    }
+    if (per.fault !== undefined) return stop(per.fault);
+    if (res.tokenType !== 'any' && (res.tokenType === 'user') !== (id.userType === 'APPLICATION_USER')) {
+      return stop(fault(ApiCode.INCORRECT_TOKEN_TYPE, { description: res.tokenType === 'user' ? 'the resource accepts only tokens issued to an end user' : 'the resource accepts only application tokens' }));
+    }
+    const scopes = res.scopes;
+    if (scopes.length > 0) {
+      let any = false;
+      for (const s of scopes) if (id.scopes.includes(s)) any = true;
+      if (!any) return stop(fault(ApiCode.INVALID_SCOPE, { scope: scopes.join(' '), description: `the access token lacks the scope the resource requires: ${scopes.join(' or ')}` }));
+    }
+    const auth = per.auth as AuthContext;
+    ctx.auth = auth;
+    ctx.keyType = id.keyType;
+    const bj = this.settings.backendJwt;
+    if (bj.enabled) {
+      if (per.jwt === undefined || now >= per.jwtRenewAt) {
+        const built = buildBackendJwt(bj, this.backendKey(), this.km?.issuer() ?? 'throughway', auth, def, now);
+        per.jwt = built.value;
+        per.jwtRenewAt = Math.max(now + 1, built.expiresAt - BACKEND_JWT_RENEW_MS);
+      }
+      ctx.addRequestHeaders = ctx.addRequestHeaders === undefined ? [bj.header, per.jwt] : [...ctx.addRequestHeaders, bj.header, per.jwt];
+    }
+    return undefined;
+  }
+
+  /** The key that signs backend JWTs: the key manager's when it is RSA, else one generated once. */
+  private backendKey(): BackendJwtKey | undefined {
+    if (this.settings.backendJwt.algorithm === 'none') return undefined;
+    const k = this.km?.signingKey?.();
+    const fromKm = k !== undefined ? keyManagerKey(k) : undefined;
+    if (fromKm !== undefined) return fromKm;
+    if (this.generated === undefined) {
+      this.generated = generatedKey();
+      this.logger.log('warn', 'backend_jwt_key_generated', { kid: this.generated.kid, message: 'no RSA key of a key manager in this process: backend JWTs are signed with a key generated at start' });
+    }
+    return this.generated;
+  }
+
+  /** Subscription decision of one token on one API (spec 002 part 3). */
+  private decide(id: TokenIdentity, def: ApiDefinition): PerApi {
+    const version = this.subscriptions.version;
+    const no = (f: FaultValue): PerApi => ({ version, fault: f, auth: undefined, jwt: undefined, jwtRenewAt: 0 });
+    const base = {
+      kind: 'oauth2' as const,
+      tokenId: id.tokenId,
+      issuer: id.issuer,
+      consumerKey: id.consumerKey,
+      keyType: id.keyType,
+      userType: id.userType,
+      endUser: id.endUser,
+      scopes: id.scopes,
+      claims: id.claims,
+      expiresAt: id.expiresAt,
+    };
+    if (!id.subscriptionValidation) {
+      const a = id.application;
+      const auth: AuthContext = Object.freeze({ ...base, applicationId: a?.id ?? '', applicationName: a?.name ?? id.consumerKey, applicationTier: a?.tier ?? UNLIMITED, subscriber: a?.owner ?? id.endUser, subscriptionTier: UNLIMITED });
+      return { version, fault: undefined, auth, jwt: undefined, jwtRenewAt: 0 };
+    }
+    const app = this.subscriptions.application(id.consumerKey);
+    if (app === undefined) return no(fault(ApiCode.INVALID_CREDENTIALS, { description: 'the access token belongs to no known application' }));
+    const sub = this.subscriptions.subscription(app.application.id, def.context, def.version);
+    if (sub === undefined) return no(fault(ApiCode.RESOURCE_FORBIDDEN, { description: `the application is not subscribed to ${def.name} ${def.version}` }));
+    if (sub.state === 'BLOCKED' || (sub.state === 'PROD_ONLY_BLOCKED' && id.keyType === 'PRODUCTION')) return no(fault(ApiCode.API_TEMPORARILY_BLOCKED));
+    if (sub.state === 'ON_HOLD') return no(fault(ApiCode.SUBSCRIPTION_INACTIVE));
+    const a = app.application;
+    const auth: AuthContext = Object.freeze({ ...base, applicationId: a.id, applicationName: a.name, applicationTier: a.tier, subscriber: a.owner, subscriptionTier: sub.tier });
+    return { version, fault: undefined, auth, jwt: undefined, jwtRenewAt: 0 };
+  }
+}
+
+/** The link to a key manager in this process (node.ts passes it to createGateway). */
+export function keyManagerLink(km: {
+  readonly settings: { readonly issuer: string };
+  readonly keys: { publicJwks(): import('jose').JWK[]; current(): { readonly kid: string; readonly alg: string; readonly privateKey: import('jose').CryptoKey } };
+  readonly manager: { snapshot(): Promise<Snapshot> };
+  readonly oauth: { introspect(form: URLSearchParams): Promise<Record<string, unknown>> };
+}): KeyManagerLink {
+  return {
+    issuer: () => km.settings.issuer,
+    publicJwks: () => km.keys.publicJwks(),
+    snapshot: () => km.manager.snapshot(),
+    introspect: (token) => km.oauth.introspect(new URLSearchParams({ token })),
+    signingKey: () => km.keys.current(),
+  };
+}
+
+export { securitySettingsFrom, ALLOWED_ALGORITHMS, type SecuritySettings } from './settings';
+export type { KeyManagerLink, TokenIdentity } from './validator';
+export type { Snapshot } from './subscriptions';

@@ -1,0 +1,115 @@
+/**
+ * The gateway token cache: a validated token is served from it (no second verification), the key
+ * manager's token.revoked event evicts it at once, ids revoked before the gateway started come from the
+ * snapshot, and an entry never outlives the token's exp (nor expiry_time), on the gateway's clock.
+ */
+import t from 'tap';
+import { api, code, startNode, type Node } from './helpers';
+
+let node: Node;
+let revokedEarly = '';
+
+t.before(async () => {
+  // Tokens live 60 s; the cache would keep them 15 minutes: exp must win.
+  node = await startNode((port) => [api('c', {}, undefined, port)], `[oauth.token_validation]\napp_access_token_validity = 60\n[apim.cache.gateway_token]\nexpiry_time = 15\n`, {
+    async beforeGateway(km) {
+      // Revoked while no gateway ran: the snapshot carries it.
+      const app = await km.manager.createApplication({ name: 'Early', owner: 'admin' });
+      const keys = await km.manager.generateKeys(app.id);
+      await km.manager.addSubscription({ application: app.id, apiContext: '/c', apiVersion: '1' });
+      const basic = `Basic ${Buffer.from(`${keys.consumerKey}:${keys.consumerSecret}`).toString('base64')}`;
+      revokedEarly = (await km.oauth.token(basic, new URLSearchParams({ grant_type: 'client_credentials' }))).access_token;
+      await km.oauth.revoke(basic, new URLSearchParams({ token: revokedEarly }));
+    },
+  });
+});
+t.teardown(() => node.close());
+
+t.test('a token revoked before the gateway started is refused (the snapshot\'s revoked ids)', async (t) => {
+  const r = await node.call('/c/1/x', revokedEarly);
+  t.equal(r.status, 401);
+  t.equal(code(r), 900901);
+  t.match(JSON.parse(r.body).fault.description, /revoked/);
+});
+
+t.test('cached: the second call is not verified again; revocation evicts it at once', async (t) => {
+  const app = await node.app('Rev', { subscribe: ['c'] });
+  const token = await node.token(app);
+  const other = await node.token(app);
+  t.equal((await node.call('/c/1/x', token)).status, 200);
+  t.equal((await node.call('/c/1/x', other)).status, 200);
+  const size = node.gw.security.cache.size;
+  t.ok(size >= 2, 'both cached');
+  const verify = node.gw.security.validator.validate.bind(node.gw.security.validator);
+  let verified = 0;
+  node.gw.security.validator.validate = (tok: string) => {
+    verified++;
+    return verify(tok);
+  };
+  t.teardown(() => {
+    node.gw.security.validator.validate = verify;
+  });
+  t.equal((await node.call('/c/1/x', token)).status, 200);
+  t.equal(verified, 0, 'served from the cache');
+
+  const basic = `Basic ${Buffer.from(`${app.consumerKey}:${app.consumerSecret}`).toString('base64')}`;
+  await node.km.oauth.revoke(basic, new URLSearchParams({ token }));
+  t.equal(node.gw.security.cache.size, size - 1, 'token.revoked evicted exactly that token');
+  t.ok(node.logger.lines.some((l) => l.event === 'token_evicted'));
+  const r = await node.call('/c/1/x', token);
+  t.equal(r.status, 401, 'the revoked token is refused at once');
+  t.equal(code(r), 900901);
+  t.equal((await node.call('/c/1/x', other)).status, 200, 'the other token of the same application still passes');
+});
+
+t.test('the cache never outlives the token\'s exp, however long expiry_time is', async (t) => {
+  const app = await node.app('Exp', { subscribe: ['c'] });
+  const token = await node.token(app);
+  t.equal((await node.call('/c/1/x', token)).status, 200, 'cached now');
+  const exp = JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString()).exp as number;
+  node.clock.offset = exp * 1000 - Date.now() - 1000;
+  t.equal((await node.call('/c/1/x', token)).status, 200, 'one second before exp: still served');
+  node.clock.offset = exp * 1000 - Date.now() + 1;
+  const r = await node.call('/c/1/x', token);
+  t.equal(r.status, 401, 'one millisecond after exp: refused, though the cache entry had 15 minutes');
+  t.match(JSON.parse(r.body).fault.description, /expired/);
+  node.clock.offset = 0;
+});
+
+t.test('expiry_time bounds an entry too: after it the token is verified again', async (t) => {
+  const short = await startNode((port) => [api('c', {}, undefined, port)], `[apim.cache.gateway_token]\nexpiry_time = "2s"\n`);
+  t.teardown(() => short.close());
+  const app = await short.app('Short', { subscribe: ['c'] });
+  const token = await short.token(app);
+  t.equal((await short.call('/c/1/x', token)).status, 200);
+  const v = short.gw.security.validator;
+  const verify = v.validate.bind(v);
+  let verified = 0;
+  v.validate = (tok: string) => {
+    verified++;
+    return verify(tok);
+  };
+  t.equal((await short.call('/c/1/x', token)).status, 200);
+  t.equal(verified, 0, 'within 2 s: cached');
+  short.clock.offset = 2500;
+  t.equal((await short.call('/c/1/x', token)).status, 200);
+  t.equal(verified, 1, 'after 2 s: verified again');
+});
+
+t.test('calls arriving together with a new token share one validation', async (t) => {
+  const app = await node.app('Herd', { subscribe: ['c'] });
+  const token = await node.token(app);
+  const v = node.gw.security.validator;
+  const verify = v.validate.bind(v);
+  let verified = 0;
+  v.validate = (tok: string) => {
+    verified++;
+    return verify(tok);
+  };
+  t.teardown(() => {
+    v.validate = verify;
+  });
+  const all = await Promise.all([1, 2, 3, 4, 5].map(() => node.call('/c/1/x', token)));
+  t.same(all.map((r) => r.status), [200, 200, 200, 200, 200]);
+  t.equal(verified, 1, 'one signature check for five calls');
+});
