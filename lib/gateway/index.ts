@@ -2,9 +2,12 @@
  * The gateway: the API runtime over the pass-through transport. createGateway() wires the phase chain
  * (phases.ts) in as the transport's router, renders transport faults through the fault table and the
  * custom templates, feeds the access log and the endpoints' suspension state from the transport's
- * events, and hot-deploys the apis/ directory.
+ * events, and hot-deploys the apis/ directory. The embedding surface (events, inject, the (req, res)
+ * handler, handleUpgrade, custom phases) lives in lib/embed; this file only wires it in.
  */
+import * as http from 'node:http';
 import type * as net from 'node:net';
+import type { Duplex } from 'node:stream';
 import type { LoadResult } from '../config/load';
 import type { DeploymentConfig } from '../config/types';
 import type { EffectivePorts } from '../config/ports';
@@ -22,8 +25,13 @@ import { ApiDirectory, type ApiState, type Candidate, selectApis } from './deplo
 import { type ApiDiagnostic, formatApiDiagnostic } from './diagnostics';
 import { EndpointRegistry, type EndpointRuntime } from './endpoints';
 import { loadFaultTemplates, type FaultTemplates } from './fault-templates';
-import { renderFacts, transportFacts } from './faults';
-import { CallContext, runChain, PHASES, type Phase } from './phases';
+import { fault, gatewayFacts, GatewayOwnCode, renderFacts, transportFacts } from './faults';
+import { CallContext, runChain, PHASES, type ChainStep } from './phases';
+import { GatewayEvents, gatewayFaultEvent, transportFaultEvent, type GatewayEventName, type GatewayListener } from '../embed/events';
+import { requestListener } from '../embed/handler';
+import { inject, type InjectOptions, type InjectResponse } from '../embed/inject';
+import { chainWith, type PhasePlacement } from '../embed/phases';
+import { answerOnSocket, replay } from '../embed/upgrade';
 import { buildTable, GatewayRuntime } from './runtime';
 import { gatewaySettingsFrom, type GatewaySettings } from './settings';
 import { HeaderRules } from './transport-headers';
@@ -49,6 +57,8 @@ export interface GatewayOptions {
   readonly cwd?: string;
   /** How backend sockets are opened (tests). */
   readonly connect?: ConnectFn;
+  /** Custom phases placed before or after built-in ones (lib/embed/phases.ts, docs/embedding.md). */
+  readonly phases?: readonly PhasePlacement[];
 }
 
 export interface DeployedApi {
@@ -77,6 +87,18 @@ export interface Gateway {
   /** Listen on the gateway HTTP port ([transport.passthru_http] listener port + offset) unless told otherwise. */
   listen(options?: Partial<ListenOptions>): Promise<net.AddressInfo>;
   handleConnection(socket: net.Socket, secure?: boolean): void;
+  /**
+   * For a node:http server's 'upgrade' event: the upgrade request (WebSocket) is proxied when the transport
+   * tunnels upgrades, and answered with fault 103140 (501) when it does not.
+   */
+  handleUpgrade(req: http.IncomingMessage, socket: Duplex, head?: Buffer): void;
+  /** A (req, res) listener for node:http / Express / Fastify apps: the slower path (docs/embedding.md). */
+  readonly handler: (req: http.IncomingMessage, res: http.ServerResponse) => void;
+  /** Runs one request through the whole chain without a client socket; the backend is real. */
+  inject(options: InjectOptions): Promise<InjectResponse>;
+  /** 'fault': every fault answered; 'request': every finished exchange. Costs nothing while nobody listens. */
+  on<K extends GatewayEventName>(event: K, listener: GatewayListener<K>): this;
+  off<K extends GatewayEventName>(event: K, listener: GatewayListener<K>): this;
   /** Re-reads the apis/ directory (or re-validates the APIs given in code) and the fault templates. */
   reload(): ReloadReport;
   /** What is deployed now. */
@@ -116,7 +138,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   const tracked = new WeakMap<SourceRequest, EndpointRuntime>();
   const directory = options.apis === undefined ? new ApiDirectory(settings.apisDir, settings.vars) : undefined;
   const accessLog = settings.accessLog.enabled ? new AccessLog(settings.accessLog.useLogger ? { logger } : { file: settings.accessLog.file }) : undefined;
-  const phases: readonly Phase[] = PHASES;
+  const phases: readonly ChainStep[] = options.phases === undefined || options.phases.length === 0 ? PHASES : chainWith(PHASES, options.phases, logger);
 
   let templates: FaultTemplates | undefined;
   let states: readonly ApiState[] = [];
@@ -203,6 +225,7 @@ export function createGateway(options: GatewayOptions): Gateway {
         if (ms > 0) logger.log('warn', 'endpoint_suspended', { endpoint: ep.def.url, code: f.code, base: f.base, state: f.state, durationMs: ms });
       }
     }
+    if (events.has('fault')) events.emit('fault', transportFaultEvent(f, req));
   };
 
   const onExchange = (r: ExchangeRecord): void => {
@@ -214,15 +237,25 @@ export function createGateway(options: GatewayOptions): Gateway {
       }
     }
     accessLog?.record(r);
+    if (events.has('request')) events.emit('request', r);
+    // Transport faults were reported by onFault when they happened; a phase's fault shows here.
+    if (r.faultCode !== undefined && r.fault === undefined && events.has('fault')) events.emit('fault', gatewayFaultEvent(r));
   };
 
   const needExchange = accessLog !== undefined || directory !== undefined || (options.apis?.length ?? 0) > 0;
+  const transportEvents: { onFault: typeof onFault; onExchange?: typeof onExchange } = needExchange ? { onFault, onExchange } : { onFault };
+  // The transport reads events.onExchange per exchange, so a gateway that needed no records starts them
+  // with its first listener (their timings then have the sweep's precision: the transport decides at
+  // creation whether to read the clock per exchange).
+  const events = new GatewayEvents(logger, () => {
+    transportEvents.onExchange ??= onExchange;
+  });
   const transport = createTransport({
     route,
     settings: { ...transportSettingsFrom(config), ...options.transport },
     logger,
     renderFault,
-    events: needExchange ? { onFault, onExchange } : { onFault },
+    events: transportEvents,
     ...(options.connect !== undefined ? { connect: options.connect } : {}),
   });
 
@@ -231,7 +264,24 @@ export function createGateway(options: GatewayOptions): Gateway {
   const watch = (): boolean => directory !== undefined && options.watch !== false && directory.watch(() => deploy([]));
   if (directory !== undefined && options.watch !== false && !watch()) logger.log('warn', 'apis_dir_not_watched', { dir: directory.dir, message: 'hot deploy is off: the directory cannot be watched; `reload()` (SIGHUP) re-reads it' });
 
-  return {
+  /** A gateway fault answered outside the transport (embedding paths), rendered like all others. */
+  const ownFault = (code: (typeof GatewayOwnCode)[keyof typeof GatewayOwnCode], req: http.IncomingMessage): LocalResponse => {
+    const current = rt;
+    const r = renderFacts(gatewayFacts(fault(code)), [], current.templates, current.headers.dropFromResponseSet);
+    if (events.has('fault')) events.emit('fault', { code: r.faultCode ?? code, status: r.status, source: 'gateway', method: req.method, url: req.url, remoteAddress: req.socket?.remoteAddress, transportFault: undefined });
+    return r;
+  };
+
+  // Set by a transport that tunnels upgrades (the WebSocket piece of Step 8); until then 103140.
+  const tunnels = (): boolean => (transport as Partial<{ readonly tunnelsUpgrades: boolean }>).tunnelsUpgrades === true;
+  const serve = (socket: net.Socket, secure: boolean): void => transport.handleConnection(socket, secure);
+  const handler = requestListener(serve, (res, req) => {
+    const f = ownFault(GatewayOwnCode.EMBEDDED_RESPONSE_INCOMPLETE, req);
+    res.writeHead(f.status, f.headers as unknown as http.OutgoingHttpHeaders);
+    res.end(f.body);
+  });
+
+  const gateway: Gateway = {
     transport,
     settings,
     route,
@@ -241,6 +291,27 @@ export function createGateway(options: GatewayOptions): Gateway {
       return transport.listen({ port, host, backlog: opts.backlog ?? config.throughway.backlog });
     },
     handleConnection: (socket, secure) => transport.handleConnection(socket, secure),
+    handleUpgrade(req, socket, head) {
+      const secure = (req.socket as { encrypted?: boolean } | undefined)?.encrypted === true;
+      if (tunnels()) {
+        replay(req, socket, head);
+        transport.handleConnection(socket as net.Socket, secure);
+        return;
+      }
+      const f = ownFault(GatewayOwnCode.UPGRADE_NOT_TUNNELLED, req);
+      logger.log('info', 'upgrade_refused', { method: req.method, url: req.url, upgrade: req.headers.upgrade, code: f.faultCode });
+      answerOnSocket(socket, f.status, http.STATUS_CODES[f.status] ?? '', f.headers ?? [], f.body);
+    },
+    handler,
+    inject: (o) => inject(serve, o),
+    on(event, listener) {
+      events.on(event, listener);
+      return gateway;
+    },
+    off(event, listener) {
+      events.off(event, listener);
+      return gateway;
+    },
     reload() {
       const report = deploy(loadTemplates());
       watch();
@@ -254,8 +325,12 @@ export function createGateway(options: GatewayOptions): Gateway {
       await accessLog?.close();
     },
   };
+  return gateway;
 }
 
 export { type ApiDefinition } from './apis';
+export type { GatewayEventMap, GatewayEventName, GatewayFaultEvent, GatewayListener } from '../embed/events';
+export type { InjectOptions, InjectResponse } from '../embed/inject';
+export type { CustomPhase, CustomFault, PhasePlacement } from '../embed/phases';
 export type { ApiState, FileStatus } from './deploy';
 export type { ApiDiagnostic } from './diagnostics';

@@ -70,6 +70,12 @@ export interface Phase {
   run(ctx: CallContext): Outcome | Promise<Outcome>;
 }
 
+/** What the chain runs: a built-in Phase, or an embedder's phase placed between them (lib/embed/phases.ts). */
+export interface ChainStep {
+  readonly name: string;
+  run(ctx: CallContext): Outcome | Promise<Outcome>;
+}
+
 const CONTINUE: Outcome = undefined;
 const stop = (f: FaultValue): Stop => ({ fault: f });
 
@@ -239,9 +245,9 @@ function isPromise(v: unknown): v is Promise<Outcome> {
 }
 
 /** Runs the chain from phase `from`; synchronous until a phase returns a Promise. */
-export function runChain(ctx: CallContext, phases: readonly Phase[] = PHASES, from = 0): RouteDecision | Promise<RouteDecision> {
+export function runChain(ctx: CallContext, phases: readonly ChainStep[] = PHASES, from = 0): RouteDecision | Promise<RouteDecision> {
   for (let i = from; i < phases.length; i++) {
-    const r = (phases[i] as Phase).run(ctx);
+    const r = (phases[i] as ChainStep).run(ctx);
     if (r === undefined) continue;
     if (isPromise(r)) return r.then((o) => (o === undefined ? runChain(ctx, phases, i + 1) : finish(ctx, o)));
     return finish(ctx, r);
