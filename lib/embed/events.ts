@@ -69,7 +69,7 @@ export class GatewayEvents {
       try {
         fn(...args);
       } catch (err) {
-        this.logger.log('error', 'gateway_listener_failed', { event: name, message: err instanceof Error ? err.message : String(err) });
+        this.logger.log('error', 'gateway_listener_failed', { gatewayEvent: name, message: err instanceof Error ? err.message : String(err) });
       }
     }
   }

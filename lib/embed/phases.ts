@@ -28,6 +28,7 @@ export interface CustomPhase {
 export type PhasePlacement = { readonly before: PhaseName; readonly phase: CustomPhase } | { readonly after: Exclude<PhaseName, 'send'>; readonly phase: CustomPhase };
 
 export class PhaseOptionsError extends Error {
+  override readonly name = 'PhaseOptionsError';
   readonly code = 'GATEWAY_PHASES';
 }
 
