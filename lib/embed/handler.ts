@@ -43,7 +43,8 @@ export function requestListener(serve: ConnectionHandler, incomplete: Incomplete
     const [client, server] = socketPair({ remoteAddress: socket?.remoteAddress ?? '127.0.0.1', remotePort: socket?.remotePort ?? 0 });
     const out = http.request({
       method: req.method,
-      path: req.url,
+      // Express strips a mount path from req.url and keeps the request's own in originalUrl.
+      path: (req as { originalUrl?: string }).originalUrl ?? req.url,
       // The body is re-framed by node:http's client: Content-Length kept, chunked when it was chunked.
       headers: endToEnd(req.rawHeaders) as unknown as http.OutgoingHttpHeaders,
       setHost: false,

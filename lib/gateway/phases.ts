@@ -51,6 +51,8 @@ export class CallContext implements MatchTarget {
   /** The fields for the backend (undefined: the client's, unchanged). */
   outHeaders: readonly string[] | undefined = undefined;
   endpoint: EndpointRuntime | undefined = undefined;
+  /** Per-call data of an embedder's custom phases (lib/embed/phases.ts); the gateway never reads it. */
+  locals: Record<string, unknown> | undefined = undefined;
 
   constructor(
     readonly req: SourceRequest,
