@@ -22,7 +22,7 @@ async function main() {
 
   const app = http.createServer((req, res) => {
     if (req.url === '/healthz') return res.end('app ok\n');
-    gateway.handler(req, res); // Express: app.use(gateway.handler); Fastify: reply.hijack(), then gateway.handler(request.raw, reply.raw)
+    gateway.handler(req, res); // Express: app.use(gateway.handler) before any body parser
   });
   app.on('upgrade', gateway.handleUpgrade);
   await new Promise((resolve) => app.listen(0, '127.0.0.1', resolve));

@@ -12,6 +12,7 @@
 import * as http from 'node:http';
 import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
+import { GatewayOwnCode } from '../gateway/faults';
 import type { ConnectionHandler } from './inject';
 import { socketPair } from './pair';
 
@@ -34,11 +35,23 @@ export function endToEnd(raw: readonly string[]): string[] {
   return out;
 }
 
-/** A fault answered when the gateway closed the in-process connection before a complete response head. */
-export type IncompleteAnswer = (res: http.ServerResponse, req: http.IncomingMessage) => void;
+/** Answers one of the handler's own faults (103141, 103143) on `res`, rendered like every fault. */
+export type FaultAnswer = (res: http.ServerResponse, req: http.IncomingMessage, code: typeof GatewayOwnCode.EMBEDDED_RESPONSE_INCOMPLETE | typeof GatewayOwnCode.EMBEDDED_BODY_CONSUMED) => void;
 
-export function requestListener(serve: ConnectionHandler, incomplete: IncompleteAnswer): (req: http.IncomingMessage, res: http.ServerResponse) => void {
+/** A body parser (express.json(), Fastify's content parsers) read the body before the gateway could. */
+function bodyConsumed(req: http.IncomingMessage): boolean {
+  if (!req.readableEnded) return false;
+  const length = req.headers['content-length'];
+  return (length !== undefined && length !== '0') || req.headers['transfer-encoding'] !== undefined;
+}
+
+export function requestListener(serve: ConnectionHandler, answerFault: FaultAnswer): (req: http.IncomingMessage, res: http.ServerResponse) => void {
   return (req, res) => {
+    if (bodyConsumed(req)) {
+      // Forwarding the head without its body would leave the backend waiting for bytes that never come.
+      answerFault(res, req, GatewayOwnCode.EMBEDDED_BODY_CONSUMED);
+      return;
+    }
     const socket = req.socket as Socket | undefined;
     const [client, server] = socketPair({ remoteAddress: socket?.remoteAddress ?? '127.0.0.1', remotePort: socket?.remotePort ?? 0 });
     const out = http.request({
@@ -54,7 +67,7 @@ export function requestListener(serve: ConnectionHandler, incomplete: Incomplete
     const fail = (): void => {
       if (answered) return;
       answered = true;
-      if (!res.headersSent) incomplete(res, req);
+      if (!res.headersSent) answerFault(res, req, GatewayOwnCode.EMBEDDED_RESPONSE_INCOMPLETE);
       else res.destroy();
     };
     out.once('error', fail);

@@ -58,6 +58,7 @@ export const GatewayOwnCode = {
   UPGRADE_NOT_TUNNELLED: 103140,
   EMBEDDED_RESPONSE_INCOMPLETE: 103141,
   CUSTOM_PHASE_FAILED: 103142,
+  EMBEDDED_BODY_CONSUMED: 103143,
 } as const;
 
 /** The spec's API handler codes, by name. */
@@ -134,6 +135,7 @@ export const GATEWAY_FAULTS: readonly GatewayFaultDef[] = Object.freeze([
   { code: GatewayOwnCode.UPGRADE_NOT_TUNNELLED, httpStatus: 501, statusFrom: 'throughway', message: 'Upgrade not supported', description: 'A protocol upgrade (WebSocket) handed to handleUpgrade() cannot be tunnelled by this transport', origin: 'throughway', phase: 'embedding', sent: true },
   { code: GatewayOwnCode.EMBEDDED_RESPONSE_INCOMPLETE, httpStatus: 502, statusFrom: 'throughway', message: 'Incomplete response', description: 'The gateway closed the in-process connection of the (req, res) handler before a response head', origin: 'throughway', phase: 'embedding', sent: true },
   { code: GatewayOwnCode.CUSTOM_PHASE_FAILED, httpStatus: 500, statusFrom: 'throughway', message: 'Custom phase failed', description: 'A phase added by the embedding application threw or rejected', origin: 'throughway', phase: 'embedding', sent: true },
+  { code: GatewayOwnCode.EMBEDDED_BODY_CONSUMED, httpStatus: 500, statusFrom: 'throughway', message: 'Request body already read', description: 'The application read the request body (a body parser ran) before handing the request to the (req, res) handler', origin: 'throughway', phase: 'embedding', sent: true },
 ] satisfies readonly GatewayFaultDef[]);
 
 const BY_CODE = new Map<number, GatewayFaultDef>();

@@ -275,8 +275,8 @@ export function createGateway(options: GatewayOptions): Gateway {
   // Set by a transport that tunnels upgrades (the WebSocket piece of Step 8); until then 103140.
   const tunnels = (): boolean => (transport as Partial<{ readonly tunnelsUpgrades: boolean }>).tunnelsUpgrades === true;
   const serve = (socket: net.Socket, secure: boolean): void => transport.handleConnection(socket, secure);
-  const handler = requestListener(serve, (res, req) => {
-    const f = ownFault(GatewayOwnCode.EMBEDDED_RESPONSE_INCOMPLETE, req);
+  const handler = requestListener(serve, (res, req, code) => {
+    const f = ownFault(code, req);
     res.writeHead(f.status, f.headers as unknown as http.OutgoingHttpHeaders);
     res.end(f.body);
   });

@@ -106,3 +106,25 @@ t.test('a gateway that cannot answer gives fault 103141', async (t) => {
   t.match(JSON.parse(r.body.toString()), { fault: { code: 103141, message: 'Incomplete response' } });
   t.same(codes, [103141], 'reported as a fault event');
 });
+
+t.test('a body an app already read (a body parser ran first) gives fault 103143, not a hung request', async (t) => {
+  const backend = await echoBackend();
+  const { gw } = embedded([api('Files', '/files', `http://127.0.0.1:${backend.port}`)]);
+  const app = await appServer((req, res) => {
+    // What express.json() does: read the whole body, then call the next handler.
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => gw.handler(req, res));
+  });
+  t.teardown(async () => {
+    await app.close();
+    await gw.close();
+    await backend.close();
+  });
+  const r = await call(app.port, '/files/v1/upload', { method: 'POST', body: '{"a":1}', headers: { 'Content-Type': 'application/json' } });
+  t.equal(r.status, 500);
+  t.match(JSON.parse(r.body.toString()), { fault: { code: 103143, message: 'Request body already read' } });
+  t.equal(backend.seen.length, 0, 'nothing half-sent to the backend');
+  const get = await call(app.port, '/files/v1/list');
+  t.equal(get.status, 200, 'a request without a body is served although the app read its (empty) stream');
+});
