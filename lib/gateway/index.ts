@@ -8,7 +8,8 @@
 import * as http from 'node:http';
 import type * as net from 'node:net';
 import type { Duplex } from 'node:stream';
-import type { LoadResult } from '../config/load';
+import { loadConfig, type LoadResult } from '../config/load';
+import { formatDiagnostic } from '../config/diagnostics';
 import type { DeploymentConfig } from '../config/types';
 import type { EffectivePorts } from '../config/ports';
 import { transportSettingsFrom } from '../config/transport-settings';
@@ -39,6 +40,8 @@ import { HeaderRules } from './transport-headers';
 export interface GatewayOptions {
   /** The result of loadConfig(): configuration, effective ports and the directory of apis/. */
   readonly loaded?: LoadResult;
+  /** Or the path of a deployment.toml to load (createGateway throws GatewayOptionsError when it is invalid). */
+  readonly configFile?: string;
   /** Or a configuration object (defaults filled, as loadConfig returns it) and the directory it is from. */
   readonly config?: DeploymentConfig;
   readonly dir?: string;
@@ -99,8 +102,11 @@ export interface Gateway {
   /** 'fault': every fault answered; 'request': every finished exchange. Costs nothing while nobody listens. */
   on<K extends GatewayEventName>(event: K, listener: GatewayListener<K>): this;
   off<K extends GatewayEventName>(event: K, listener: GatewayListener<K>): this;
-  /** Re-reads the apis/ directory (or re-validates the APIs given in code) and the fault templates. */
-  reload(): ReloadReport;
+  /**
+   * Re-reads the apis/ directory (or re-validates the APIs given in code) and the fault templates.
+   * `{ apis }` replaces the definitions of a gateway created with `apis` (programmatic hot deploy).
+   */
+  reload(options?: { readonly apis?: readonly unknown[] }): ReloadReport;
   /** What is deployed now. */
   deployed(): readonly DeployedApi[];
   /** Every API file or definition and what became of it. */
@@ -124,11 +130,27 @@ function logDiagnostic(logger: Logger, d: ApiDiagnostic): void {
   if (logger.enabled(level)) logger.log(level, 'api_definition', { code: d.code, file: d.file, line: d.line, field: d.field, message: formatApiDiagnostic(d) });
 }
 
+/** createGateway options that cannot work: a configuration that does not load, apis for a directory gateway. */
+export class GatewayOptionsError extends Error {
+  override readonly name = 'GatewayOptionsError';
+  readonly code = 'GATEWAY_OPTIONS';
+}
+
+function loadFile(file: string): LoadResult {
+  const loaded = loadConfig({ file });
+  if (!loaded.ok) {
+    const errors = loaded.diagnostics.filter((d) => d.level === 'error').map((d) => formatDiagnostic(d));
+    throw new GatewayOptionsError(`${file}: invalid configuration:\n${errors.join('\n')}`);
+  }
+  return loaded;
+}
+
 export function createGateway(options: GatewayOptions): Gateway {
-  const config = options.loaded?.config ?? options.config;
-  if (config === undefined) throw new Error('createGateway needs `loaded` (from loadConfig) or `config`');
-  const dir = options.loaded?.dir ?? options.dir ?? process.cwd();
-  const ports = options.loaded?.ports ?? options.ports;
+  const loaded = options.loaded ?? (options.configFile !== undefined ? loadFile(options.configFile) : undefined);
+  const config = loaded?.config ?? options.config;
+  if (config === undefined) throw new GatewayOptionsError('createGateway needs `loaded` (from loadConfig), `configFile` or `config`');
+  const dir = loaded?.dir ?? options.dir ?? process.cwd();
+  const ports = loaded?.ports ?? options.ports;
   const logger = options.logger ?? silentLogger;
   const settings = gatewaySettingsFrom(config, dir, ports, options.cwd);
   // Throws CorsConfigError for allow_credentials with the origin * (spec 000, [apim.cors]).
@@ -137,6 +159,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   const registry = new EndpointRegistry();
   const tracked = new WeakMap<SourceRequest, EndpointRuntime>();
   const directory = options.apis === undefined ? new ApiDirectory(settings.apisDir, settings.vars) : undefined;
+  let codeApis = options.apis;
   const accessLog = settings.accessLog.enabled ? new AccessLog(settings.accessLog.useLogger ? { logger } : { file: settings.accessLog.file }) : undefined;
   const phases: readonly ChainStep[] = options.phases === undefined || options.phases.length === 0 ? PHASES : chainWith(PHASES, options.phases, logger);
 
@@ -154,7 +177,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   const candidatesFromCode = (vars: ApiVars): { candidates: Candidate[]; fresh: ApiDiagnostic[] } => {
     const candidates: Candidate[] = [];
     const fresh: ApiDiagnostic[] = [];
-    for (const raw of options.apis ?? []) {
+    for (const raw of codeApis ?? []) {
       const r = validateApi(raw, '', vars);
       candidates.push({ file: '', api: r.api, diagnostics: r.diagnostics, keptPrevious: false });
       fresh.push(...r.diagnostics);
@@ -242,7 +265,8 @@ export function createGateway(options: GatewayOptions): Gateway {
     if (r.faultCode !== undefined && r.fault === undefined && events.has('fault')) events.emit('fault', gatewayFaultEvent(r));
   };
 
-  const needExchange = accessLog !== undefined || directory !== undefined || (options.apis?.length ?? 0) > 0;
+  // Endpoint suspension learns of successes from exchange records: needed whenever APIs can be deployed.
+  const needExchange = accessLog !== undefined || directory !== undefined || options.apis !== undefined;
   const transportEvents: { onFault: typeof onFault; onExchange?: typeof onExchange } = needExchange ? { onFault, onExchange } : { onFault };
   // The transport reads events.onExchange per exchange, so a gateway that needed no records starts them
   // with its first listener (their timings then have the sweep's precision: the transport decides at
@@ -312,7 +336,11 @@ export function createGateway(options: GatewayOptions): Gateway {
       events.off(event, listener);
       return gateway;
     },
-    reload() {
+    reload(o) {
+      if (o?.apis !== undefined) {
+        if (directory !== undefined) throw new GatewayOptionsError('reload({ apis }): this gateway reads its APIs from the apis/ directory; create it with `apis` to deploy definitions in code');
+        codeApis = o.apis;
+      }
       const report = deploy(loadTemplates());
       watch();
       return report;
