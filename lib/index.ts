@@ -7,8 +7,12 @@
  *
  * The bare proxy without APIs: createTransport({ route }) with targetFromUrl() for the backends.
  */
-export { createGateway } from './gateway';
+export { createGateway, GatewayOptionsError } from './gateway';
 export type { Gateway, GatewayOptions, DeployedApi, ReloadReport, ApiDefinition, ApiState, FileStatus, ApiDiagnostic } from './gateway';
+// Embedding (docs/embedding.md): events, inject(), custom phases and the faults they may answer.
+export type { GatewayEventMap, GatewayEventName, GatewayFaultEvent, GatewayListener, InjectOptions, InjectResponse, CustomPhase, CustomFault, PhasePlacement } from './gateway';
+export { gatewayFault, customFault, localAnswer, PhaseOptionsError } from './embed/phases';
+export type { CallContext, Outcome, Stop } from './gateway/phases';
 export { createTransport, targetFromUrl } from './transport';
 export type {
   Transport,

@@ -2202,7 +2202,7 @@ export interface ThroughwayOperationsSection {
 
 /** Key manager signing key ([throughway.key_manager], spec throughway). */
 export interface ThroughwayKeyManagerSection {
-  /** Name of a [custom_keystore.<name>] of type PEM whose private key (RSA: RS256, EC P-256: ES256) signs the key manager's tokens. Unset: an RSA key generated on first start and kept in the store. */
+  /** Name of a [custom_keystore.<name>] of type PEM or PKCS12 (its alias picks the key) whose private key (RSA: RS256, EC P-256: ES256) signs the key manager's tokens. Unset: an RSA key generated on first start and kept in the store. */
   readonly signing_keystore?: string;
 }
 

@@ -26,7 +26,7 @@ import type { FaultTemplates } from './fault-templates';
 export type FaultOrigin = 'spec' | 'throughway';
 
 /** The gateway phase (or later step) that raises a code. */
-export type FaultPhase = 'route' | 'cors' | 'api-status' | 'authentication' | 'throttling' | 'mediation' | 'send' | 'transport' | 'none';
+export type FaultPhase = 'route' | 'cors' | 'api-status' | 'authentication' | 'throttling' | 'mediation' | 'send' | 'transport' | 'embedding' | 'none';
 
 export interface GatewayFaultDef {
   readonly code: number;
@@ -54,6 +54,11 @@ export const GatewayOwnCode = {
   ENDPOINT_SUSPENDED: 103007,
   API_RETIRED: 103008,
   INVALID_PATH: 103009,
+  // Embedding (Step 11, lib/embed): 103140-103159.
+  UPGRADE_NOT_TUNNELLED: 103140,
+  EMBEDDED_RESPONSE_INCOMPLETE: 103141,
+  CUSTOM_PHASE_FAILED: 103142,
+  EMBEDDED_BODY_CONSUMED: 103143,
 } as const;
 
 /** The spec's API handler codes, by name. */
@@ -127,6 +132,10 @@ export const GATEWAY_FAULTS: readonly GatewayFaultDef[] = Object.freeze([
   { code: GatewayOwnCode.ENDPOINT_SUSPENDED, httpStatus: 503, statusFrom: 'throughway', message: 'Endpoint suspended', description: 'The backend endpoint is suspended after failing with one of its suspend codes (Retry-After gives the seconds left)', origin: 'throughway', phase: 'send', sent: true },
   { code: GatewayOwnCode.API_RETIRED, httpStatus: 404, statusFrom: 'throughway', message: 'API retired', description: 'The API is in the RETIRED lifecycle state', origin: 'throughway', phase: 'api-status', sent: true },
   { code: GatewayOwnCode.INVALID_PATH, httpStatus: 400, statusFrom: 'throughway', message: 'Invalid request path', description: 'The request target is not an absolute path, or contains a dot segment (. or ..) that could escape the API context', origin: 'throughway', phase: 'route', sent: true },
+  { code: GatewayOwnCode.UPGRADE_NOT_TUNNELLED, httpStatus: 501, statusFrom: 'throughway', message: 'Upgrade not supported', description: 'A protocol upgrade (WebSocket) handed to handleUpgrade() cannot be tunnelled by this transport', origin: 'throughway', phase: 'embedding', sent: true },
+  { code: GatewayOwnCode.EMBEDDED_RESPONSE_INCOMPLETE, httpStatus: 502, statusFrom: 'throughway', message: 'Incomplete response', description: 'The gateway closed the in-process connection of the (req, res) handler before a response head', origin: 'throughway', phase: 'embedding', sent: true },
+  { code: GatewayOwnCode.CUSTOM_PHASE_FAILED, httpStatus: 500, statusFrom: 'throughway', message: 'Custom phase failed', description: 'A phase added by the embedding application threw or rejected', origin: 'throughway', phase: 'embedding', sent: true },
+  { code: GatewayOwnCode.EMBEDDED_BODY_CONSUMED, httpStatus: 500, statusFrom: 'throughway', message: 'Request body already read', description: 'The application read the request body (a body parser ran) before handing the request to the (req, res) handler', origin: 'throughway', phase: 'embedding', sent: true },
 ] satisfies readonly GatewayFaultDef[]);
 
 const BY_CODE = new Map<number, GatewayFaultDef>();

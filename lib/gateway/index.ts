@@ -2,10 +2,14 @@
  * The gateway: the API runtime over the pass-through transport. createGateway() wires the phase chain
  * (phases.ts) in as the transport's router, renders transport faults through the fault table and the
  * custom templates, feeds the access log and the endpoints' suspension state from the transport's
- * events, and hot-deploys the apis/ directory.
+ * events, and hot-deploys the apis/ directory. The embedding surface (events, inject, the (req, res)
+ * handler, handleUpgrade, custom phases) lives in lib/embed; this file only wires it in.
  */
+import * as http from 'node:http';
 import type * as net from 'node:net';
-import type { LoadResult } from '../config/load';
+import type { Duplex } from 'node:stream';
+import { loadConfig, type LoadResult } from '../config/load';
+import { formatDiagnostic } from '../config/diagnostics';
 import type { DeploymentConfig } from '../config/types';
 import type { EffectivePorts } from '../config/ports';
 import { transportSettingsFrom } from '../config/transport-settings';
@@ -25,8 +29,13 @@ import { ApiDirectory, type ApiState, type Candidate, selectApis } from './deplo
 import { type ApiDiagnostic, formatApiDiagnostic } from './diagnostics';
 import { EndpointRegistry, type EndpointRuntime } from './endpoints';
 import { loadFaultTemplates, type FaultTemplates } from './fault-templates';
-import { renderFacts, transportFacts } from './faults';
-import { CallContext, runChain, runChainObserved, PHASES, type Phase } from './phases';
+import { fault, gatewayFacts, GatewayOwnCode, renderFacts, transportFacts } from './faults';
+import { CallContext, runChain, runChainObserved, PHASES, type ChainStep } from './phases';
+import { GatewayEvents, gatewayFaultEvent, transportFaultEvent, type GatewayEventName, type GatewayListener } from '../embed/events';
+import { requestListener } from '../embed/handler';
+import { inject, type InjectOptions, type InjectResponse } from '../embed/inject';
+import { chainWith, type PhasePlacement } from '../embed/phases';
+import { answerOnSocket, replay } from '../embed/upgrade';
 import { buildTable, GatewayRuntime } from './runtime';
 import { gatewaySettingsFrom, type GatewaySettings } from './settings';
 import { HeaderRules } from './transport-headers';
@@ -36,6 +45,8 @@ import { Security, securitySettingsFrom, type KeyManagerLink } from '../security
 export interface GatewayOptions {
   /** The result of loadConfig(): configuration, effective ports and the directory of apis/. */
   readonly loaded?: LoadResult;
+  /** Or the path of a deployment.toml to load (createGateway throws GatewayOptionsError when it is invalid). */
+  readonly configFile?: string;
   /** Or a configuration object (defaults filled, as loadConfig returns it) and the directory it is from. */
   readonly config?: DeploymentConfig;
   readonly dir?: string;
@@ -71,6 +82,8 @@ export interface GatewayOptions {
   readonly events?: EventBus;
   /** The clock of token validation (epoch ms; tests). */
   readonly now?: () => number;
+  /** Custom phases placed before or after built-in ones (lib/embed/phases.ts, docs/embedding.md). */
+  readonly phases?: readonly PhasePlacement[];
 }
 
 export interface DeployedApi {
@@ -105,8 +118,23 @@ export interface Gateway {
   /** Listen on the gateway HTTP port ([transport.passthru_http] listener port + offset) unless told otherwise. */
   listen(options?: Partial<ListenOptions>): Promise<net.AddressInfo>;
   handleConnection(socket: net.Socket, secure?: boolean): void;
-  /** Re-reads the apis/ directory (or re-validates the APIs given in code) and the fault templates. */
-  reload(): ReloadReport;
+  /**
+   * For a node:http server's 'upgrade' event: the upgrade request (WebSocket) is proxied when the transport
+   * tunnels upgrades, and answered with fault 103140 (501) when it does not.
+   */
+  handleUpgrade(req: http.IncomingMessage, socket: Duplex, head?: Buffer): void;
+  /** A (req, res) listener for node:http / Express / Fastify apps: the slower path (docs/embedding.md). */
+  readonly handler: (req: http.IncomingMessage, res: http.ServerResponse) => void;
+  /** Runs one request through the whole chain without a client socket; the backend is real. */
+  inject(options: InjectOptions): Promise<InjectResponse>;
+  /** 'fault': every fault answered; 'request': every finished exchange. Costs nothing while nobody listens. */
+  on<K extends GatewayEventName>(event: K, listener: GatewayListener<K>): this;
+  off<K extends GatewayEventName>(event: K, listener: GatewayListener<K>): this;
+  /**
+   * Re-reads the apis/ directory (or re-validates the APIs given in code) and the fault templates.
+   * `{ apis }` replaces the definitions of a gateway created with `apis` (programmatic hot deploy).
+   */
+  reload(options?: { readonly apis?: readonly unknown[] }): ReloadReport;
   /** What is deployed now. */
   deployed(): readonly DeployedApi[];
   /** Every API file or definition and what became of it. */
@@ -132,11 +160,27 @@ function logDiagnostic(logger: Logger, d: ApiDiagnostic): void {
   if (logger.enabled(level)) logger.log(level, 'api_definition', { code: d.code, file: d.file, line: d.line, field: d.field, message: formatApiDiagnostic(d) });
 }
 
+/** createGateway options that cannot work: a configuration that does not load, apis for a directory gateway. */
+export class GatewayOptionsError extends Error {
+  override readonly name = 'GatewayOptionsError';
+  readonly code = 'GATEWAY_OPTIONS';
+}
+
+function loadFile(file: string): LoadResult {
+  const loaded = loadConfig({ file });
+  if (!loaded.ok) {
+    const errors = loaded.diagnostics.filter((d) => d.level === 'error').map((d) => formatDiagnostic(d));
+    throw new GatewayOptionsError(`${file}: invalid configuration:\n${errors.join('\n')}`);
+  }
+  return loaded;
+}
+
 export function createGateway(options: GatewayOptions): Gateway {
-  const config = options.loaded?.config ?? options.config;
-  if (config === undefined) throw new Error('createGateway needs `loaded` (from loadConfig) or `config`');
-  const dir = options.loaded?.dir ?? options.dir ?? process.cwd();
-  const ports = options.loaded?.ports ?? options.ports;
+  const loaded = options.loaded ?? (options.configFile !== undefined ? loadFile(options.configFile) : undefined);
+  const config = loaded?.config ?? options.config;
+  if (config === undefined) throw new GatewayOptionsError('createGateway needs `loaded` (from loadConfig), `configFile` or `config`');
+  const dir = loaded?.dir ?? options.dir ?? process.cwd();
+  const ports = loaded?.ports ?? options.ports;
   const logger = options.logger ?? silentLogger;
   const settings = gatewaySettingsFrom(config, dir, ports, options.cwd);
   // Throws CorsConfigError for allow_credentials with the origin * (spec 000, [apim.cors]).
@@ -145,8 +189,9 @@ export function createGateway(options: GatewayOptions): Gateway {
   const registry = new EndpointRegistry();
   const tracked = new WeakMap<SourceRequest, EndpointRuntime>();
   const directory = options.apis === undefined ? new ApiDirectory(settings.apisDir, settings.vars) : undefined;
+  let codeApis = options.apis;
   const accessLog = settings.accessLog.enabled ? new AccessLog(settings.accessLog.useLogger ? { logger } : { file: settings.accessLog.file }) : undefined;
-  const phases: readonly Phase[] = PHASES;
+  const phases: readonly ChainStep[] = options.phases === undefined || options.phases.length === 0 ? PHASES : chainWith(PHASES, options.phases, logger);
   const tracing = tracingSettingsFrom(config);
   const tracer = options.tracer ?? (tracing.logTracer || tracing.remote ? new Tracer(tracing, { logger }) : undefined);
   const analyticsSettings = analyticsSettingsFrom(config);
@@ -175,7 +220,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   const candidatesFromCode = (vars: ApiVars): { candidates: Candidate[]; fresh: ApiDiagnostic[] } => {
     const candidates: Candidate[] = [];
     const fresh: ApiDiagnostic[] = [];
-    for (const raw of options.apis ?? []) {
+    for (const raw of codeApis ?? []) {
       const r = validateApi(raw, '', vars);
       candidates.push({ file: '', api: r.api, diagnostics: r.diagnostics, keptPrevious: false });
       fresh.push(...r.diagnostics);
@@ -263,6 +308,7 @@ export function createGateway(options: GatewayOptions): Gateway {
         if (ms > 0) logger.log('warn', 'endpoint_suspended', { endpoint: ep.def.url, code: f.code, base: f.base, state: f.state, durationMs: ms });
       }
     }
+    if (events.has('fault')) events.emit('fault', transportFaultEvent(f, req));
   };
 
   const onExchange = (r: ExchangeRecord): void => {
@@ -283,15 +329,26 @@ export function createGateway(options: GatewayOptions): Gateway {
       analytics?.record(ctx, r);
     }
     observe?.onExchange?.(r);
+    if (events.has('request')) events.emit('request', r);
+    // Transport faults were reported by onFault when they happened; a phase's fault shows here.
+    if (r.faultCode !== undefined && r.fault === undefined && events.has('fault')) events.emit('fault', gatewayFaultEvent(r));
   };
 
-  const needExchange = accessLog !== undefined || calls !== undefined || directory !== undefined || (options.apis?.length ?? 0) > 0 || observe?.onExchange !== undefined;
+  // Endpoint suspension learns of successes from exchange records: needed whenever APIs can be deployed.
+  const needExchange = accessLog !== undefined || calls !== undefined || directory !== undefined || options.apis !== undefined || observe?.onExchange !== undefined;
+  const transportEvents: { onFault: typeof onFault; onExchange?: typeof onExchange } = needExchange ? { onFault, onExchange } : { onFault };
+  // The transport reads events.onExchange per exchange, so a gateway that needed no records starts them
+  // with its first listener (their timings then have the sweep's precision: the transport decides at
+  // creation whether to read the clock per exchange).
+  const events = new GatewayEvents(logger, () => {
+    transportEvents.onExchange ??= onExchange;
+  });
   const transport = createTransport({
     route,
     settings: { ...transportSettingsFrom(config), ...options.transport },
     logger,
     renderFault,
-    events: needExchange ? { onFault, onExchange } : { onFault },
+    events: transportEvents,
     ...(options.connect !== undefined ? { connect: options.connect } : {}),
   });
 
@@ -300,7 +357,24 @@ export function createGateway(options: GatewayOptions): Gateway {
   const watch = (): boolean => directory !== undefined && options.watch !== false && directory.watch(() => deploy([]));
   if (directory !== undefined && options.watch !== false && !watch()) logger.log('warn', 'apis_dir_not_watched', { dir: directory.dir, message: 'hot deploy is off: the directory cannot be watched; `reload()` (SIGHUP) re-reads it' });
 
-  return {
+  /** A gateway fault answered outside the transport (embedding paths), rendered like all others. */
+  const ownFault = (code: (typeof GatewayOwnCode)[keyof typeof GatewayOwnCode], req: http.IncomingMessage): LocalResponse => {
+    const current = rt;
+    const r = renderFacts(gatewayFacts(fault(code)), [], current.templates, current.headers.dropFromResponseSet);
+    if (events.has('fault')) events.emit('fault', { code: r.faultCode ?? code, status: r.status, source: 'gateway', method: req.method, url: req.url, remoteAddress: req.socket?.remoteAddress, transportFault: undefined });
+    return r;
+  };
+
+  // Set by a transport that tunnels upgrades (the WebSocket piece of Step 8); until then 103140.
+  const tunnels = (): boolean => (transport as Partial<{ readonly tunnelsUpgrades: boolean }>).tunnelsUpgrades === true;
+  const serve = (socket: net.Socket, secure: boolean): void => transport.handleConnection(socket, secure);
+  const handler = requestListener(serve, (res, req, code) => {
+    const f = ownFault(code, req);
+    res.writeHead(f.status, f.headers as unknown as http.OutgoingHttpHeaders);
+    res.end(f.body);
+  });
+
+  const gateway: Gateway = {
     transport,
     settings,
     security,
@@ -313,7 +387,32 @@ export function createGateway(options: GatewayOptions): Gateway {
       return transport.listen({ port, host, backlog: opts.backlog ?? config.throughway.backlog });
     },
     handleConnection: (socket, secure) => transport.handleConnection(socket, secure),
-    reload() {
+    handleUpgrade(req, socket, head) {
+      const secure = (req.socket as { encrypted?: boolean } | undefined)?.encrypted === true;
+      if (tunnels()) {
+        replay(req, socket, head);
+        transport.handleConnection(socket as net.Socket, secure);
+        return;
+      }
+      const f = ownFault(GatewayOwnCode.UPGRADE_NOT_TUNNELLED, req);
+      logger.log('info', 'upgrade_refused', { method: req.method, url: req.url, upgrade: req.headers.upgrade, code: f.faultCode });
+      answerOnSocket(socket, f.status, http.STATUS_CODES[f.status] ?? '', f.headers ?? [], f.body);
+    },
+    handler,
+    inject: (o) => inject(serve, o),
+    on(event, listener) {
+      events.on(event, listener);
+      return gateway;
+    },
+    off(event, listener) {
+      events.off(event, listener);
+      return gateway;
+    },
+    reload(o) {
+      if (o?.apis !== undefined) {
+        if (directory !== undefined) throw new GatewayOptionsError('reload({ apis }): this gateway reads its APIs from the apis/ directory; create it with `apis` to deploy definitions in code');
+        codeApis = o.apis;
+      }
       const report = deploy(loadTemplates());
       watch();
       return report;
@@ -333,8 +432,12 @@ export function createGateway(options: GatewayOptions): Gateway {
       await Promise.all([tracer?.close(), analytics?.close()]);
     },
   };
+  return gateway;
 }
 
 export { type ApiDefinition } from './apis';
+export type { GatewayEventMap, GatewayEventName, GatewayFaultEvent, GatewayListener } from '../embed/events';
+export type { InjectOptions, InjectResponse } from '../embed/inject';
+export type { CustomPhase, CustomFault, PhasePlacement } from '../embed/phases';
 export type { ApiState, FileStatus } from './deploy';
 export type { ApiDiagnostic } from './diagnostics';

@@ -55,6 +55,8 @@ export class CallContext implements MatchTarget {
   endpoint: EndpointRuntime | undefined = undefined;
   /** The call's trace when tracing is on (lib/observability/tracing.ts); undefined otherwise. */
   trace: RequestTrace | undefined = undefined;
+  /** Per-call data of an embedder's custom phases (lib/embed/phases.ts); the gateway never reads it. */
+  locals: Record<string, unknown> | undefined = undefined;
 
   constructor(
     readonly req: SourceRequest,
@@ -71,6 +73,12 @@ export interface Phase {
   readonly name: PhaseName;
   /** false: the phase has its place in the chain but enforces nothing yet (docs say so). */
   readonly enforced: boolean;
+  run(ctx: CallContext): Outcome | Promise<Outcome>;
+}
+
+/** What the chain runs: a built-in Phase, or an embedder's phase placed between them (lib/embed/phases.ts). */
+export interface ChainStep {
+  readonly name: string;
   run(ctx: CallContext): Outcome | Promise<Outcome>;
 }
 
@@ -258,9 +266,9 @@ function isPromise(v: unknown): v is Promise<Outcome> {
 }
 
 /** Runs the chain from phase `from`; synchronous until a phase returns a Promise. */
-export function runChain(ctx: CallContext, phases: readonly Phase[] = PHASES, from = 0): RouteDecision | Promise<RouteDecision> {
+export function runChain(ctx: CallContext, phases: readonly ChainStep[] = PHASES, from = 0): RouteDecision | Promise<RouteDecision> {
   for (let i = from; i < phases.length; i++) {
-    const r = (phases[i] as Phase).run(ctx);
+    const r = (phases[i] as ChainStep).run(ctx);
     if (r === undefined) continue;
     if (isPromise(r)) return r.then((o) => (o === undefined ? runChain(ctx, phases, i + 1) : finish(ctx, o)));
     return finish(ctx, r);
@@ -272,18 +280,18 @@ export function runChain(ctx: CallContext, phases: readonly Phase[] = PHASES, fr
 /** Called around every phase by runChainObserved (tracing: one span per phase). */
 export interface PhaseObserver {
   /** Before the phase runs; returns its start stamp. */
-  begin(ctx: CallContext, phase: Phase): number;
+  begin(ctx: CallContext, phase: ChainStep): number;
   /** After it answered (its Promise settled): the outcome, or the error it threw or rejected with. */
-  end(ctx: CallContext, phase: Phase, started: number, outcome: Outcome, error?: unknown): void;
+  end(ctx: CallContext, phase: ChainStep, started: number, outcome: Outcome, error?: unknown): void;
 }
 
 /**
  * runChain with an observer around each phase. A separate function so that the chain without observers
  * (tracing off) stays exactly runChain: no stamps, no extra calls on the pass-through path.
  */
-export function runChainObserved(ctx: CallContext, phases: readonly Phase[], obs: PhaseObserver, from = 0): RouteDecision | Promise<RouteDecision> {
+export function runChainObserved(ctx: CallContext, phases: readonly ChainStep[], obs: PhaseObserver, from = 0): RouteDecision | Promise<RouteDecision> {
   for (let i = from; i < phases.length; i++) {
-    const phase = phases[i] as Phase;
+    const phase = phases[i] as ChainStep;
     const started = obs.begin(ctx, phase);
     let r: Outcome | Promise<Outcome>;
     try {

@@ -16,7 +16,8 @@ import { silentLogger, type Logger } from '../observability/log';
 import type { Store } from '../store/types';
 import type { OpsHandler } from '../observability/routes';
 import { createHandler, type RouteContext } from './http';
-import { KeyRingError, openKeyRing, readPemKey, type ExternalKey, type KeyRing } from './keys';
+import { KeyRingError, openKeyRing, type ExternalKey, type KeyRing } from './keys';
+import { readKeystore } from './keystore';
 import type { DeploymentConfig } from '../config/deployment-config.generated';
 import { Manager } from './manage';
 import { OAuthServer } from './oauth';
@@ -60,26 +61,21 @@ function javaRegex(source: string): RegExp {
   }
 }
 
-/** The `[custom_keystore.<name>]` that `[throughway.key_manager] signing_keystore` names, read (PEM only). */
+/** The `[custom_keystore.<name>]` that `[throughway.key_manager] signing_keystore` names, read (PEM or PKCS#12). */
 export function signingKeystore(config: DeploymentConfig): ExternalKey | undefined {
   const name = config.throughway.key_manager.signing_keystore;
   if (name === undefined || name === '') return undefined;
   const src = `[custom_keystore.${name}]`;
   const ks = config.custom_keystore[name];
   if (ks === undefined) throw new KeyRingError(`[throughway.key_manager] signing_keystore = "${name}" names no ${src} table`);
-  if (ks.type !== 'PEM') {
-    throw new KeyRingError(
-      `${src} type = "${ks.type ?? '(unset)'}": the key manager reads PEM keystores only; convert a PKCS12 file with \`openssl pkcs12 -in FILE -nodes -nocerts -out key.pem\` (a JKS file with \`keytool -importkeystore -deststoretype PKCS12\` first)`,
-    );
-  }
   if (ks.file_name === undefined) throw new KeyRingError(`${src} has no file_name`);
-  let pem: Buffer;
+  let content: Buffer;
   try {
-    pem = fs.readFileSync(ks.file_name);
+    content = fs.readFileSync(ks.file_name);
   } catch (err) {
     throw new KeyRingError(`${src} file_name ${ks.file_name}: ${(err as Error).message}`);
   }
-  return readPemKey(pem, ks.key_password ?? ks.password, `${src} ${ks.file_name}`);
+  return readKeystore(content, { table: src, file: ks.file_name, type: ks.type, password: ks.password, keyPassword: ks.key_password, alias: ks.alias });
 }
 
 /** Cleanup runs at start and then this often when `[oauth.token_cleanup] enable`. */

@@ -6,7 +6,7 @@
  * `kid` is the RFC 7638 thumbprint.
  *
  * With `[throughway.key_manager] signing_keystore` the signing key is instead the private key of that
- * `[custom_keystore.<name>]` (a PEM file; RSA signs RS256, EC P-256 ES256): generated keys still in the
+ * `[custom_keystore.<name>]` (a PEM or PKCS#12 file, keystore.ts; RSA signs RS256, EC P-256 ES256): generated keys still in the
  * store are retired, and stay published until their tokens expire. Rotation is then replacing the file.
  */
 import { createPrivateKey, createPublicKey, type KeyObject } from 'node:crypto';

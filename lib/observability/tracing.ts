@@ -15,7 +15,7 @@
  * overflow is dropped and counted (a collector that is down never slows a request).
  */
 import { performance } from 'node:perf_hooks';
-import type { CallContext, Outcome, Phase } from '../gateway/phases';
+import type { CallContext, ChainStep, Outcome, Phase } from '../gateway/phases';
 import type { ExchangeRecord } from '../transport/types';
 import type { Logger } from './log';
 import { postJson, postTarget, type PostResult, type PostTarget } from './post';
@@ -129,7 +129,7 @@ export class Tracer {
 
   // --- PhaseObserver (phases.ts runChainObserved) ---
 
-  begin(ctx: CallContext, phase: Phase): number {
+  begin(ctx: CallContext, phase: ChainStep): number {
     const trace = ctx.trace;
     if (phase.name === 'send' && trace !== undefined) {
       // The last moment before the forward decision reads ctx.outHeaders.
@@ -139,11 +139,12 @@ export class Tracer {
     return performance.now();
   }
 
-  end(ctx: CallContext, phase: Phase, started: number, outcome: Outcome, error?: unknown): void {
+  end(ctx: CallContext, phase: ChainStep, started: number, outcome: Outcome, error?: unknown): void {
     const trace = ctx.trace;
     if (trace === undefined || !trace.sampled) return;
     const tags: Record<string, string> = { outcome: error !== undefined ? 'error' : outcomeTag(outcome) };
-    if (!phase.enforced) tags['throughway.enforced'] = 'false';
+    // Built-in phases say whether they enforce anything yet; an embedder's custom phase always runs.
+    if ((phase as Partial<Phase>).enforced === false) tags['throughway.enforced'] = 'false';
     if (outcome !== undefined && 'fault' in outcome) tags.error = String(outcome.fault.def.code);
     if (error !== undefined) tags.error = error instanceof Error ? error.message : String(error);
     trace.spans.push({ traceId: trace.traceId, id: newSpanId(), parentId: trace.spanId, name: phase.name, timestamp: epochMicros(started), duration: Math.max(1, Math.round((performance.now() - started) * 1000)), localEndpoint: this.local, tags });

@@ -53,8 +53,14 @@ t.test('every API handler code of the spec is in the table with its status and m
 });
 
 t.test('own codes: one range from 103001, the transport\'s then the gateway\'s, no collisions', async (t) => {
+  // Blocks reserved per area (lib/gateway/faults.ts): each is filled from its start, without gaps.
+  const BLOCKS = [103001, 103020, 103040, 103060, 103080, 103100, 103120, 103140, 103160];
   const all = ownCodes();
-  t.same(all, Array.from({ length: all.length }, (_, i) => 103001 + i), 'contiguous from 103001');
+  for (let b = 0; b < BLOCKS.length - 1; b++) {
+    const inBlock = all.filter((c) => c >= (BLOCKS[b] as number) && c < (BLOCKS[b + 1] as number));
+    t.same(inBlock, Array.from({ length: inBlock.length }, (_, i) => (BLOCKS[b] as number) + i), `block ${BLOCKS[b]}: contiguous from its start`);
+  }
+  t.ok(all.every((c) => c >= 103001 && c < 103160), 'every own code is in a reserved block');
   t.same(Object.values(OwnCode), [103001, 103002, 103003, 103004]);
   t.equal(Math.min(...Object.values(GatewayOwnCode)), 103005);
   const codes = new Set<number>();

@@ -20,6 +20,9 @@ function run(file: string, args: string[] = []): Promise<{ code: number | null; 
 const EXAMPLES: Record<string, string[]> = {
   'transport-listen.js': ['backend saw GET /hello?x=1'],
   'transport-handle-connection.js': ['backend: /users/7', 'pong', '404 103003'],
+  'gateway-inject.js': ['200 pets backend: GET /api/pets/7', '405 103006 GET, HEAD', '103006 gateway', '200, 405'],
+  'gateway-handler.js': ['app ok', 'orders backend: /list?page=2', '200', '501 103140'],
+  'gateway-phases.js': ['200 pong', '401 990001 Unknown API key', '200 tenant=acme'],
 };
 
 const doc = readFileSync(join(root, 'docs', 'embedding.md'), 'utf8');
@@ -41,6 +44,16 @@ t.test('ESM consumers import the package by name', async (t) => {
   });
   t.equal(r.code, 0);
   t.equal(r.stdout.trim(), 'function function function function');
+});
+
+t.test('the embedding API is exported, typed, for CommonJS and ESM alike', async (t) => {
+  const names = ['createGateway', 'gatewayFault', 'customFault', 'localAnswer', 'PhaseOptionsError', 'PHASES'];
+  const cjs = await run(`const m = require('throughway'); console.log(${JSON.stringify(names)}.map((n) => typeof m[n]).join(' '));`, ['-e']);
+  t.equal(cjs.stdout.trim(), 'function function function function function object');
+  const esm = await run(`import * as m from 'throughway'; console.log(${JSON.stringify(names)}.map((n) => typeof m[n]).join(' '));`, ['--input-type=module', '-e']);
+  t.equal(esm.stdout.trim(), 'function function function function function object');
+  const dts = readFileSync(join(root, 'dist', 'lib', 'gateway', 'index.d.ts'), 'utf8');
+  for (const m of ['handleUpgrade(', 'inject(options: InjectOptions): Promise<InjectResponse>', 'on<K extends GatewayEventName>(', 'readonly handler:', 'readonly phases?: readonly PhasePlacement[]']) t.ok(dts.includes(m), `types: ${m}`);
 });
 
 t.test('importing the package starts nothing', async (t) => {

@@ -62,7 +62,7 @@ export const THROUGHWAY_SECTIONS: readonly SectionDef[] = [
     title: 'Key manager signing key',
     runs: true,
     keys: [
-      { key: 'signing_keystore', type: 's', meaning: "Name of a [custom_keystore.<name>] of type PEM whose private key (RSA: RS256, EC P-256: ES256) signs the key manager's tokens. Unset: an RSA key generated on first start and kept in the store." },
+      { key: 'signing_keystore', type: 's', meaning: "Name of a [custom_keystore.<name>] of type PEM or PKCS12 (its alias picks the key) whose private key (RSA: RS256, EC P-256: ES256) signs the key manager's tokens. Unset: an RSA key generated on first start and kept in the store." },
     ],
   },
   {
