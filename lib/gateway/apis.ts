@@ -15,6 +15,7 @@ import { parseDuration } from '../config/convert';
 import { FAULT_KINDS } from '../transport/codes';
 import { targetFromUrl } from '../transport/types';
 import { type ApiDiagnostic, type ApiDiagnosticCode, type ApiDiagnosticLevel, syntaxDiagnostic } from './diagnostics';
+import type { PolicyNames } from '../throttle/policies';
 
 export const LIFECYCLE_STATES = ['PUBLISHED', 'PROTOTYPED', 'DEPRECATED', 'BLOCKED', 'RETIRED'] as const;
 export type LifecycleState = (typeof LIFECYCLE_STATES)[number];
@@ -39,6 +40,8 @@ export interface EndpointDefinition {
   readonly retryCodes: readonly number[];
   /** Retries at most, per call. */
   readonly retryCount: number;
+  /** Hard limit: requests per second to this endpoint over every caller (900801, 503). */
+  readonly maxTps?: number;
 }
 
 /** An API-level CORS override: fields given replace those of [apim.cors]. */
@@ -57,6 +60,8 @@ export interface ResourceDefinition {
   readonly auth: AuthType;
   readonly scopes: readonly string[];
   readonly policy: string | undefined;
+  /** Subscription tier of calls without authentication (overrides the API's). */
+  readonly unauthenticatedPolicy: string | undefined;
 }
 
 export interface ApiDefinition {
@@ -71,6 +76,8 @@ export interface ApiDefinition {
   readonly auth: AuthType;
   readonly labels: readonly string[];
   readonly policy: string | undefined;
+  /** Subscription tier of calls without authentication (default: Unauthenticated, per client IP). */
+  readonly unauthenticatedPolicy: string | undefined;
   readonly description: string | undefined;
   readonly endpoints: { readonly production: EndpointDefinition | undefined; readonly sandbox: EndpointDefinition | undefined };
   readonly cors: CorsOverride | undefined;
@@ -107,6 +114,7 @@ const ENDPOINT_FIELDS: readonly FieldDef[] = [
   { key: 'timeout', type: 'duration', min: 1, meaning: 'Per-endpoint response timeout: from the hand-off to a backend connection until the response is complete (ms, or "5s"). Exceeded before the response head: fault 101504 + state (504); after it, the client connection is aborted. Default: only [passthru_http] \'http.socket.timeout\' (inactivity) applies.' },
   { key: 'retry_codes', type: 'codes', default: [], meaning: 'Transport codes (combined, or base for every state) on which a call is retried on a fresh connection, only while resending loses nothing (no request body byte sent, no response byte received).', example: '[101503]' },
   { key: 'retry_count', type: 'number', default: 1, min: 0, meaning: 'Retries at most per call under retry_codes.' },
+  { key: 'max_tps', type: 'number', min: 1, meaning: 'Hard limit: requests per second sent to this endpoint, over every caller. Beyond it calls get 900801 (503, Retry-After) without touching the backend (docs/throttling.md). Default: none.', example: '100' },
 ];
 
 const CORS_FIELDS: readonly FieldDef[] = [
@@ -122,7 +130,8 @@ const RESOURCE_FIELDS: readonly FieldDef[] = [
   { key: 'methods', type: 'strings', required: true, allowed: HTTP_METHODS, meaning: 'HTTP methods of the resource. HEAD is allowed wherever GET is (RFC 9110 §9.3.2).', example: '["GET", "POST"]' },
   { key: 'auth', type: 'string', allowed: AUTH_TYPES, meaning: 'Overrides the API\'s `auth` for this resource.', notEnforced: 'Step 5 (gateway security)' },
   { key: 'scopes', type: 'strings', default: [], meaning: 'Scopes a token needs for this resource (900910 otherwise).', notEnforced: 'Step 5 (gateway security)' },
-  { key: 'policy', type: 'string', meaning: 'Resource-level throttling policy (900802 when exceeded).', notEnforced: 'Step 6 (throttling)' },
+  { key: 'policy', type: 'string', meaning: 'Resource-level throttling policy: an [[api]] policy of the policies file (docs/throttling.md), counted over every caller of this resource; 900802 when exceeded. Ignored when the API has a `policy`.', example: '"10KPerMin"' },
+  { key: 'unauthenticated_policy', type: 'string', meaning: 'Overrides the API\'s `unauthenticated_policy` for this resource.', example: '"Unlimited"' },
 ];
 
 export const API_FIELDS: readonly FieldDef[] = [
@@ -133,7 +142,8 @@ export const API_FIELDS: readonly FieldDef[] = [
   { key: 'state', type: 'string', default: 'PUBLISHED', allowed: LIFECYCLE_STATES, meaning: 'Lifecycle state: PUBLISHED, PROTOTYPED and DEPRECATED are served; BLOCKED answers 700700 (503, spec 002 part 3); RETIRED answers 103008 (404).' },
   { key: 'auth', type: 'string', default: 'oauth2', allowed: AUTH_TYPES, meaning: 'Default authentication of the resources: oauth2 (bearer token) or none.', notEnforced: 'Step 5 (gateway security)' },
   { key: 'labels', type: 'strings', default: ['Default'], meaning: 'Deployed only on gateways whose [apim.sync_runtime_artifacts.gateway] gateway_labels share a label.' },
-  { key: 'policy', type: 'string', meaning: 'API-level throttling policy (900800 when exceeded).', notEnforced: 'Step 6 (throttling)' },
+  { key: 'policy', type: 'string', meaning: 'API-level throttling policy: an [[api]] policy of the policies file (docs/throttling.md), counted over every caller of the API; 900800 when exceeded. Resource `policy` fields are then ignored.', example: '"50KPerMin"' },
+  { key: 'unauthenticated_policy', type: 'string', meaning: 'Subscription tier of calls without authentication, counted per client IP address (900804 when exceeded). Default: the Unauthenticated tier (500 per minute). "Unlimited" turns the unauthenticated limit off (the demo API and benchmarks).', example: '"Unlimited"' },
   { key: 'description', type: 'string', meaning: 'Free text, shown by `throughway apis list`.' },
   {
     key: 'endpoints',
@@ -398,6 +408,7 @@ function toEndpoint(ctx: Ctx, raw: Record<string, unknown> | undefined, seg: Seg
     timeout: raw.timeout as number | undefined,
     retryCodes: raw.retry_codes as readonly number[],
     retryCount: raw.retry_count as number,
+    ...(raw.max_tps !== undefined ? { maxTps: raw.max_tps as number } : {}),
   };
   return Object.freeze(ep);
 }
@@ -414,18 +425,26 @@ function reportNotEnforced(ctx: Ctx, raw: Record<string, unknown>): void {
   const fieldOf = (list: readonly FieldDef[], key: string): FieldDef => list.find((f) => f.key === key) as FieldDef;
   const auth = raw.auth ?? fieldOf(api, 'auth').default;
   if (auth === 'oauth2') note(fieldOf(api, 'auth'), ctx.map?.entries.has('auth') === true ? ['auth'] : [], 'auth = "oauth2" (calls are served without a token)');
-  if (raw.policy !== undefined) note(fieldOf(api, 'policy'), ['policy'], 'policy');
   const resources = Array.isArray(raw.resources) ? (raw.resources as Record<string, unknown>[]) : [];
   resources.forEach((r, i) => {
     if (r.auth === 'oauth2' && !seen.has('auth')) note(fieldOf(RESOURCE_FIELDS, 'auth'), ['resources', i, 'auth'], 'auth = "oauth2" (calls are served without a token)');
     if (Array.isArray(r.scopes) && r.scopes.length > 0) note(fieldOf(RESOURCE_FIELDS, 'scopes'), ['resources', i, 'scopes'], 'scopes');
-    if (r.policy !== undefined) note({ ...fieldOf(RESOURCE_FIELDS, 'policy'), key: 'resource-policy' }, ['resources', i, 'policy'], 'policy');
   });
   const endpoints = isTable(raw.endpoints) ? raw.endpoints : {};
   for (const name of ['production', 'sandbox']) {
     const ep = endpoints[name];
     if (!isTable(ep)) continue;
   }
+}
+
+/** A throttling policy name must be one the policies file defines (docs/throttling.md). */
+function checkPolicy(ctx: Ctx, policies: PolicyNames | undefined, kind: 'api' | 'subscription', name: unknown, seg: Segment[]): void {
+  if (policies === undefined || typeof name !== 'string') return;
+  const known = policies[kind];
+  if (known.has(name)) return;
+  const near = closest(name, [...known]);
+  const list = [...known].join(', ');
+  report(ctx, 'error', 'API_VALUE', seg, `${JSON.stringify(name)} is not ${kind === 'api' ? 'an [[api]]' : 'a [[subscription]]'} policy of the policies file${near !== undefined ? `; did you mean "${near}"?` : ''}${name === 'Unlimited' ? ' ([apim.throttling] enable_unlimited_tier is false)' : ''}`, list === '' ? 'none defined' : `one of ${list}`);
 }
 
 export interface ApiParseResult {
@@ -437,7 +456,7 @@ export interface ApiParseResult {
  * Validates one API definition given as a plain object (a parsed file, or an object an embedder passes).
  * `map` locates fields in the file's text for line numbers.
  */
-export function validateApi(raw: unknown, file: string, vars: ApiVars = {}, map?: SourceMap): ApiParseResult {
+export function validateApi(raw: unknown, file: string, vars: ApiVars = {}, map?: SourceMap, policies?: PolicyNames): ApiParseResult {
   const ctx: Ctx = { file: file === '' ? '<api>' : file, map, vars, diagnostics: [], errors: 0 };
   if (!isTable(raw)) {
     report(ctx, 'error', 'API_TYPE', [], `an API definition is a table, got ${typeOf(raw)}`);
@@ -480,8 +499,12 @@ export function validateApi(raw: unknown, file: string, vars: ApiVars = {}, map?
         report(ctx, 'error', 'API_DUPLICATE_RESOURCE', ['resources', i, 'path'], `${m} ${path} is already defined by resources[${first}]`);
       } else seen.set(key, i);
     }
-    resources.push(Object.freeze({ path, methods, auth: (r.auth as AuthType | undefined) ?? apiAuth, scopes: r.scopes as readonly string[], policy: r.policy as string | undefined }));
+    resources.push(Object.freeze({ path, methods, auth: (r.auth as AuthType | undefined) ?? apiAuth, scopes: r.scopes as readonly string[], policy: r.policy as string | undefined, unauthenticatedPolicy: r.unauthenticated_policy as string | undefined }));
+    checkPolicy(ctx, policies, 'api', r.policy, ['resources', i, 'policy']);
+    checkPolicy(ctx, policies, 'subscription', r.unauthenticated_policy, ['resources', i, 'unauthenticated_policy']);
   });
+  checkPolicy(ctx, policies, 'api', t.policy, ['policy']);
+  checkPolicy(ctx, policies, 'subscription', t.unauthenticated_policy, ['unauthenticated_policy']);
 
   let cors: CorsOverride | undefined;
   if (t.cors !== undefined) {
@@ -507,6 +530,7 @@ export function validateApi(raw: unknown, file: string, vars: ApiVars = {}, map?
     auth: apiAuth,
     labels: t.labels as readonly string[],
     policy: t.policy as string | undefined,
+    unauthenticatedPolicy: t.unauthenticated_policy as string | undefined,
     description: t.description as string | undefined,
     endpoints: Object.freeze({ production, sandbox }),
     cors,
@@ -516,7 +540,7 @@ export function validateApi(raw: unknown, file: string, vars: ApiVars = {}, map?
 }
 
 /** Parses and validates one API definition file's text. */
-export function parseApiText(text: string, file: string, vars: ApiVars = {}): ApiParseResult {
+export function parseApiText(text: string, file: string, vars: ApiVars = {}, policies?: PolicyNames): ApiParseResult {
   if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
   let raw: unknown;
   try {
@@ -524,7 +548,7 @@ export function parseApiText(text: string, file: string, vars: ApiVars = {}): Ap
   } catch (err) {
     return { api: undefined, diagnostics: [syntaxDiagnostic(err, file, text)] };
   }
-  return validateApi(raw, file, vars, locateKeys(text));
+  return validateApi(raw, file, vars, locateKeys(text), policies);
 }
 
 /** The versioned context path an API is invoked at: /pizzashack/1.0.0, or the {version} placed. */

@@ -246,7 +246,7 @@ export function renderApisDoc(): string {
     cors: 'CORS fields for the call; answers preflights (204) and plain OPTIONS (204 with `Allow`)',
     'api-status': 'BLOCKED 700700 (503), RETIRED 103008 (404)',
     authentication: 'token validation (900900–900910) and the backend JWT',
-    throttling: 'policies (900800–900807)',
+    throttling: 'blocking conditions (900805), API/resource (900800/900802), subscription (900804), burst (900807), application (900803), custom (900806), hard limit (900801, 503); RateLimit fields (docs/throttling.md)',
     mediation: 'payload validation and scripts',
     'transport-headers': 'the fields for the backend: the token header removed unless `enable_outbound_auth_header`, `excludeResponseHeaders` removed',
     send: 'the endpoint for the key type (900901 when there is none), suspension (103007), the backend URL',

@@ -27,6 +27,9 @@ import { CallContext, runChain, PHASES, type Phase } from './phases';
 import { buildTable, GatewayRuntime } from './runtime';
 import { gatewaySettingsFrom, type GatewaySettings } from './settings';
 import { HeaderRules } from './transport-headers';
+import type { EventBus } from '../events/bus';
+import { createThrottle, type BlockingCondition, type CounterStore, type Throttle } from '../throttle';
+import { throttleSettingsFrom } from '../throttle/settings';
 
 export interface GatewayOptions {
   /** The result of loadConfig(): configuration, effective ports and the directory of apis/. */
@@ -49,6 +52,10 @@ export interface GatewayOptions {
   readonly cwd?: string;
   /** How backend sockets are opened (tests). */
   readonly connect?: ConnectFn;
+  /** Key manager events: blocking.added / blocking.removed change the blocking conditions at once. */
+  readonly events?: EventBus;
+  /** Throttling (docs/throttling.md): blocking conditions at start, a clock, a counter store of your own. */
+  readonly throttling?: { readonly blocking?: readonly BlockingCondition[]; readonly now?: () => number; readonly counters?: CounterStore };
 }
 
 export interface DeployedApi {
@@ -72,6 +79,8 @@ export interface ReloadReport {
 export interface Gateway {
   readonly transport: Transport;
   readonly settings: GatewaySettings;
+  /** Throttling: the engine, its counters and the blocking conditions in force. */
+  readonly throttle: Throttle;
   /** The phase chain as a router: what the transport calls per request head (another transport may too). */
   readonly route: RouteFn;
   /** Listen on the gateway HTTP port ([transport.passthru_http] listener port + offset) unless told otherwise. */
@@ -114,9 +123,16 @@ export function createGateway(options: GatewayOptions): Gateway {
   const headers = new HeaderRules(settings.headerRules);
   const registry = new EndpointRegistry();
   const tracked = new WeakMap<SourceRequest, EndpointRuntime>();
-  const directory = options.apis === undefined ? new ApiDirectory(settings.apisDir, settings.vars) : undefined;
   const accessLog = settings.accessLog.enabled ? new AccessLog(settings.accessLog.useLogger ? { logger } : { file: settings.accessLog.file }) : undefined;
   const phases: readonly Phase[] = PHASES;
+  // Throws ThrottleConfigError for an invalid policies file: a gateway never runs with limits it cannot read.
+  const throttle = createThrottle({ settings: throttleSettingsFrom(config, dir), logger, ...options.throttling });
+  const unsubscribe: (() => void)[] = [];
+  if (options.events !== undefined) {
+    unsubscribe.push(options.events.on('blocking.added', (e) => throttle.blocking.add(e.payload.condition)));
+    unsubscribe.push(options.events.on('blocking.removed', (e) => void throttle.blocking.remove(e.payload.condition.id)));
+  }
+  const directory = options.apis === undefined ? new ApiDirectory(settings.apisDir, settings.vars, throttle.names()) : undefined;
 
   let templates: FaultTemplates | undefined;
   let states: readonly ApiState[] = [];
@@ -133,7 +149,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     const candidates: Candidate[] = [];
     const fresh: ApiDiagnostic[] = [];
     for (const raw of options.apis ?? []) {
-      const r = validateApi(raw, '', vars);
+      const r = validateApi(raw, '', vars, undefined, throttle.names());
       candidates.push({ file: '', api: r.api, diagnostics: r.diagnostics, keptPrevious: false });
       fresh.push(...r.diagnostics);
     }
@@ -169,7 +185,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     }
     fresh.push(...templateDiagnostics);
     const table = buildTable(selection.deployables, registry);
-    rt = new GatewayRuntime(table, globalCors, headers, templates, tracked);
+    rt = new GatewayRuntime(table, globalCors, headers, templates, tracked, throttle);
     states = selection.states;
     for (const d of fresh) logDiagnostic(logger, d);
     const deployed = describe(states);
@@ -234,6 +250,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   return {
     transport,
     settings,
+    throttle,
     route,
     listen(opts = {}) {
       const port = opts.port ?? ports?.passthruHttp ?? 8280;
@@ -250,7 +267,9 @@ export function createGateway(options: GatewayOptions): Gateway {
     states: () => states,
     async close() {
       directory?.unwatch();
+      for (const u of unsubscribe) u();
       await transport.close();
+      await throttle.close();
       await accessLog?.close();
     },
   };

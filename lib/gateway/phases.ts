@@ -13,8 +13,9 @@
  * path allocates no Promise. A phase that returns a Promise (Steps 4–7 may) makes only the rest of that
  * request's chain asynchronous; the transport holds the body back meanwhile.
  *
- * Authentication, throttling and mediation are here with their place fixed and do nothing yet: they are
- * "not yet enforced" (docs/apis.md) until Steps 4, 6 and 7 fill them in without changing the chain.
+ * Authentication and mediation are here with their place fixed and do nothing yet: they are "not yet
+ * enforced" (docs/apis.md) until Steps 5 and 7 fill them in without changing the chain. Throttling (Step 6)
+ * is lib/throttle/phase.ts.
  */
 import type { ForwardDecision, LocalResponse, RouteDecision, SourceRequest } from '../transport/types';
 import { ApiCode, GatewayOwnCode, fault, gatewayFacts, renderFacts, type FaultValue } from './faults';
@@ -23,6 +24,7 @@ import { corsRequest, type CorsRequest } from './cors';
 import type { GatewayRuntime } from './runtime';
 import type { EndpointRuntime } from './endpoints';
 import type { AuthContext } from './auth-context';
+import { throttlingPhase } from '../throttle/phase';
 
 export type KeyType = 'PRODUCTION' | 'SANDBOX';
 
@@ -51,6 +53,8 @@ export class CallContext implements MatchTarget {
   /** The fields for the backend (undefined: the client's, unchanged). */
   outHeaders: readonly string[] | undefined = undefined;
   endpoint: EndpointRuntime | undefined = undefined;
+  /** RateLimit-Limit/-Remaining/-Reset of the call (throttling phase), on its response and its faults. */
+  rateLimitFields: readonly string[] | undefined = undefined;
 
   constructor(
     readonly req: SourceRequest,
@@ -212,12 +216,20 @@ function sendPhase(ctx: CallContext): Outcome {
     target: ep.target,
     path: (path === '' ? '/' : path) + ctx.query,
     headers: ctx.outHeaders,
-    responseHeaders: ctx.corsFields !== undefined && ctx.corsFields.length > 0 ? ctx.corsFields : undefined,
+    responseHeaders: responseFields(ctx),
     dropResponseHeaders: ctx.rt.headers.dropFromResponse,
     timeout: ep.def.timeout,
     retry: ep.retry,
   };
   return { forward };
+}
+
+/** CORS and rate-limit fields of a forwarded call (undefined: none, the pass-through path allocates nothing). */
+function responseFields(ctx: CallContext): readonly string[] | undefined {
+  const cors = ctx.corsFields !== undefined && ctx.corsFields.length > 0 ? ctx.corsFields : undefined;
+  const rl = ctx.rateLimitFields;
+  if (rl === undefined) return cors;
+  return cors === undefined ? rl : [...cors, ...rl];
 }
 
 /** The chain, in the reference's order. Steps 4–7 replace the `run` of their phase; the order stays. */
@@ -226,7 +238,7 @@ export const PHASES: readonly Phase[] = Object.freeze([
   { name: 'cors', enforced: true, run: corsPhase },
   { name: 'api-status', enforced: true, run: apiStatusPhase },
   { name: 'authentication', enforced: false, run: notYetEnforced },
-  { name: 'throttling', enforced: false, run: notYetEnforced },
+  { name: 'throttling', enforced: true, run: throttlingPhase },
   { name: 'mediation', enforced: false, run: notYetEnforced },
   { name: 'transport-headers', enforced: true, run: transportHeadersPhase },
   { name: 'send', enforced: true, run: sendPhase },
@@ -270,6 +282,7 @@ function finish(ctx: CallContext, o: Stop): RouteDecision {
   }
   const cors = corsFieldsOf(ctx);
   const echoed = rt.headers.echoed(ctx.req.method, ctx.req.headers);
-  const extra = echoed.length === 0 ? cors : [...cors, ...echoed];
+  let extra = echoed.length === 0 ? cors : [...cors, ...echoed];
+  if (ctx.rateLimitFields !== undefined) extra = [...extra, ...ctx.rateLimitFields];
   return renderFacts(gatewayFacts(o.fault), extra, rt.templates, rt.headers.dropFromResponseSet);
 }

@@ -10,6 +10,7 @@ import type { EndpointRegistry, EndpointRuntime } from './endpoints';
 import type { FaultTemplates } from './fault-templates';
 import { compileApi, RouteTable, type CompiledApi } from './router';
 import type { HeaderRules } from './transport-headers';
+import type { Throttle } from '../throttle';
 
 export interface Deployable {
   readonly api: ApiDefinition;
@@ -28,6 +29,8 @@ export class GatewayRuntime {
     readonly templates: FaultTemplates | undefined,
     /** Calls in flight to suspending endpoints, so a transport fault can reach its endpoint. */
     private readonly tracked: WeakMap<SourceRequest, EndpointRuntime>,
+    /** Throttling (Step 6): one per gateway, shared by every runtime it deploys; undefined: none. */
+    readonly throttle?: Throttle,
   ) {}
 
   track(req: SourceRequest, ep: EndpointRuntime): void {

@@ -12,7 +12,7 @@ import { formatApiDiagnostic } from '../../lib/gateway/diagnostics';
 import { main } from '../../lib/cli';
 import { BASE_TOML, apiToml, confDir, echoBackend, request, startGateway } from './helpers';
 
-const GOOD = apiToml({ endpoint: 'http://127.0.0.1:9/v1', resources: [['/menu', ['GET']]] });
+const GOOD = apiToml({ endpoint: 'http://127.0.0.1:9/v1', resources: [['/menu', ['GET']]], unauthenticatedPolicy: null });
 
 t.test('errors carry file, line and field', async (t) => {
   const text = [
@@ -78,7 +78,7 @@ t.test('fields not enforced yet are reported, once per kind', async (t) => {
   );
   t.ok(r.api, 'still deployed');
   const n = r.diagnostics.filter((d) => d.code === 'API_NOT_ENFORCED');
-  t.same(n.map((d) => d.field).sort(), ['', 'policy', 'resources[0].scopes'].sort(), 'timeout and retry_codes are enforced, so not listed');
+  t.same(n.map((d) => d.field).sort(), ['', 'resources[0].scopes'].sort(), 'timeout, retry_codes and policy (Step 6) are enforced, so not listed');
   t.match(n.find((d) => d.field === '')?.message, /auth = "oauth2" \(calls are served without a token\) is accepted but not enforced until Step 5 \(gateway security\)/);
   t.equal(r.api?.endpoints.production?.timeout, 5000);
 });
