@@ -284,5 +284,6 @@ function finish(ctx: CallContext, o: Stop): RouteDecision {
   const echoed = rt.headers.echoed(ctx.req.method, ctx.req.headers);
   let extra = echoed.length === 0 ? cors : [...cors, ...echoed];
   if (ctx.rateLimitFields !== undefined) extra = [...extra, ...ctx.rateLimitFields];
-  return renderFacts(gatewayFacts(o.fault), extra, rt.templates, rt.headers.dropFromResponseSet);
+  // nextAccessTime on the throttling clock (the one its windows were counted on).
+  return renderFacts(gatewayFacts(o.fault, rt.throttle !== undefined ? rt.throttle.now() : Date.now()), extra, rt.templates, rt.headers.dropFromResponseSet);
 }
