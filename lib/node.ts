@@ -87,7 +87,8 @@ export async function startNode(loaded: LoadResult, options: StartOptions = {}):
     const km = await keyManager.listen();
     log(`  ${'management HTTP'.padEnd(18)} port ${km.port} (key manager, ${store.description})`);
     if (GATEWAY_ROLES.has(role) && config.transport.passthru_http.listener.enable) {
-      gateway = createGateway({ loaded, logger });
+      // Blocking conditions in force at start, then kept current by the key manager's events (900805).
+      gateway = createGateway({ loaded, logger, events, throttling: { blocking: await store.listBlockingConditions() } });
       const a = await gateway.listen();
       log(`  ${'gateway HTTP'.padEnd(18)} port ${a.port}`);
       process.on('SIGHUP', onHup);
