@@ -143,6 +143,12 @@ export class RedisCounterStore implements CounterStore {
     const run = pipe
       .exec()
       .then((replies) => {
+        // Without the offline queue a batch on a closed connection resolves with an error per command.
+        const failed = replies?.find((x) => x[0] !== null)?.[0];
+        if (failed !== undefined && failed !== null && replies?.every((x) => x[0] !== null) === true) {
+          this.outage(failed);
+          return;
+        }
         if (this.down) {
           this.down = false;
           this.o.logger.log('info', 'throttle_redis_available', { url: this.o.url });
