@@ -78,9 +78,13 @@ export class RedisCounterStore implements CounterStore {
     this.o.logger.log('warn', 'throttle_redis_unavailable', { url: this.o.url, message: `${err.message}: counting locally until Redis is back` });
   }
 
-  peek(key: string, _windowMs: number, now: number): number {
+  peek(key: string, windowMs: number, now: number): number {
     const c = this.map.get(key);
-    if (c === undefined || now >= c.end || now < c.start) return 0;
+    if (c === undefined || now >= c.end || now < c.start) {
+      // A key this node has not counted yet may have a shared total: the next batch reads it.
+      this.add(key, 0, windowMs, now);
+      return 0;
+    }
     c.touched = true;
     return c.known + c.unsent;
   }

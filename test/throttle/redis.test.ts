@@ -73,8 +73,15 @@ t.test('two nodes share counts through Redis', async (t) => {
   b.add('k', 1, 60_000, now);
   await b.sync();
   t.equal(b.peek('k', 60_000, now), 6, 'b sees a\'s five and its own one');
+  t.equal(a.peek('k', 60_000, now), 5, 'a before its next batch: its own five');
   await a.sync();
   t.equal(a.peek('k', 60_000, now), 6, 'a sees b\'s one');
+  const fresh = new RedisCounterStore(opts);
+  t.teardown(() => fresh.close());
+  await new Promise((r) => setTimeout(r, 100));
+  t.equal(fresh.peek('k', 60_000, now), 0, 'a third node that has not counted the key');
+  await fresh.sync();
+  t.equal(fresh.peek('k', 60_000, now), 6, 'reads the shared total at its next batch');
   const ttl = await probe.pttl(`${prefix}k@${now - (now % 60_000)}`);
   t.ok(ttl > 0 && ttl <= 60_000, `the window key expires with the window (${ttl} ms)`);
 
