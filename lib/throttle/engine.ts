@@ -122,6 +122,8 @@ export class ThrottleEngine {
   private readonly options: EngineOptions;
   private readonly unknown = new Set<string>();
   private templates = new Map<CustomPolicy, TemplatePart[]>();
+  /** Subscription tiers that count nothing, when no custom policy counts every call either. */
+  private freeTiers = new Set<string>();
   private readonly ipRanges = new WeakMap<Condition, readonly [bigint, bigint]>();
   /** The levels of the call being decided (reused). */
   private n = 0;
@@ -140,10 +142,22 @@ export class ThrottleEngine {
     this.setPolicies(options.policies);
   }
 
-  /** New policies (a reload): counters keep counting under the same keys. */
+  /** New policies: counters keep counting under the same keys. */
   setPolicies(p: Policies): void {
     this.policies = p;
     this.templates = new Map(p.custom.map((c) => [c, compileTemplate(c.keyTemplate)]));
+    const free = new Set<string>();
+    for (const [name, sp] of p.subscription) if (sp.quota.kind === 'unlimited' && sp.burst === undefined) free.add(name);
+    this.freeTiers = p.custom.length === 0 ? free : new Set();
+  }
+
+  /**
+   * True when a call without authentication, to an API and resource without policies or hard limit,
+   * would be counted nowhere: the phase then skips building the call (the pass-through path of an
+   * Unlimited API allocates nothing for throttling).
+   */
+  nothingToCount(unauthenticatedPolicy: string): boolean {
+    return this.freeTiers.has(unauthenticatedPolicy) && (!this.options.blockingEnabled || this.blocking.size === 0);
   }
 
   private unknownPolicy(kind: 'subscription' | 'application' | 'api', name: string): void {

@@ -27,6 +27,8 @@ export function throttlingPhase(ctx: CallContext): Outcome {
   const req = ctx.req;
   const ep = ctx.keyType === 'SANDBOX' ? api.sandbox : api.production;
   const maxTps = ep?.def.maxTps;
+  const unauthenticatedPolicy = res?.unauthenticatedPolicy ?? def.unauthenticatedPolicy ?? 'Unauthenticated';
+  if (ctx.auth === undefined && def.policy === undefined && res?.policy === undefined && maxTps === undefined && th.engine.nothingToCount(unauthenticatedPolicy)) return undefined;
   const call: ThrottleCall = {
     ip: req.remoteAddress,
     apiPath: api.path,
@@ -36,7 +38,7 @@ export function throttlingPhase(ctx: CallContext): Outcome {
     resourceKey: res?.path ?? ctx.rest,
     apiPolicy: def.policy,
     resourcePolicy: res?.policy,
-    unauthenticatedPolicy: res?.unauthenticatedPolicy ?? def.unauthenticatedPolicy ?? 'Unauthenticated',
+    unauthenticatedPolicy,
     auth: ctx.auth,
     headers: req.headers,
     query: ctx.query,
