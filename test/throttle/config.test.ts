@@ -86,3 +86,27 @@ t.test('an Unlimited API without policies counts nothing; a blocking condition s
   g.gw.throttle.blocking.add({ id: 'b', type: 'API', value: '/a', invert: false });
   t.equal((await request(g.port, '/a/1.0.0/r', { agent })).status, 429);
 });
+
+t.test('`throughway config check` validates the policies file with file:line', async (t) => {
+  const { main } = await import('../../lib/cli');
+  const fs = await import('node:fs');
+  const os = await import('node:os');
+  const path = await import('node:path');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tw-thr-check-'));
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  fs.writeFileSync(path.join(dir, 'deployment.toml'), BASE_TOML);
+  const run = async (): Promise<{ code: number; out: string; err: string }> => {
+    let out = '';
+    let err = '';
+    const code = await main(['config', 'check', '--config', path.join(dir, 'deployment.toml')], { out: (s) => (out += s), err: (s) => (err += s), cwd: dir });
+    return { code, out, err };
+  };
+  const defaults = await run();
+  t.equal(defaults.code, 0, defaults.err);
+  t.match(defaults.out, /throttling: built-in default policies \(no .*policies\.toml\): 5 subscription, 4 application, 4 API, 0 custom policies; counters memory/);
+  fs.writeFileSync(path.join(dir, 'policies.toml'), '[[subscription]]\nname = "Gold"\nrequest_count = 5000\ntime_unit = "minutes"\n');
+  const bad = await run();
+  t.equal(bad.code, 1);
+  t.match(bad.err, /policies\.toml:4: error POLICY_VALUE subscription\[0\]\.time_unit: "minutes" is not one of sec, min, hour, day/);
+  t.match(bad.out, /policies\.toml: invalid: 1 error/);
+});
