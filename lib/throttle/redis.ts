@@ -179,9 +179,26 @@ export class RedisCounterStore implements CounterStore {
     return run;
   }
 
+  /** Resolves when the connection is ready, or false after `ms` (still connecting, or down). */
+  ready(ms: number): Promise<boolean> {
+    if (this.client.status === 'ready') return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const done = (ok: boolean): void => {
+        clearTimeout(timer);
+        this.client.off('ready', onReady);
+        resolve(ok);
+      };
+      const onReady = (): void => done(true);
+      const timer = setTimeout(() => done(false), ms);
+      this.client.on('ready', onReady);
+    });
+  }
+
   async close(): Promise<void> {
     this.closed = true;
     clearInterval(this.timer);
+    // The last counts go out if Redis is (or within a second becomes) reachable.
+    if (this.map.size > 0 && this.client.status !== 'end') await this.ready(1000);
     if (this.client.status === 'ready') {
       await this.syncing;
       await this.sync();

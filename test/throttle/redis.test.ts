@@ -66,7 +66,7 @@ t.test('two nodes share counts through Redis', async (t) => {
     await a.close();
     await b.close();
   });
-  await new Promise((r) => setTimeout(r, 100));
+  t.ok((await a.ready(5000)) && (await b.ready(5000)), 'both connected');
   a.add('k', 5, 60_000, now);
   await a.sync();
   t.equal(b.peek('k', 60_000, now), 0, 'b has not synchronised yet');
@@ -78,7 +78,7 @@ t.test('two nodes share counts through Redis', async (t) => {
   t.equal(a.peek('k', 60_000, now), 6, 'a sees b\'s one');
   const fresh = new RedisCounterStore(opts);
   t.teardown(() => fresh.close());
-  await new Promise((r) => setTimeout(r, 100));
+  t.ok(await fresh.ready(5000));
   t.equal(fresh.peek('k', 60_000, now), 0, 'a third node that has not counted the key');
   await fresh.sync();
   t.equal(fresh.peek('k', 60_000, now), 6, 'reads the shared total at its next batch');
@@ -98,4 +98,37 @@ t.test('two nodes share counts through Redis', async (t) => {
     await b.sync();
   }
   t.ok(allowed >= 10 && allowed <= 13, `10 allowed plus at most one batch of the other node (3): ${allowed}`);
+});
+
+t.test('a gateway with counter_store = "redis" counts through Redis', async (t) => {
+  const url = process.env.THROUGHWAY_TEST_REDIS_URL;
+  if (url === undefined || url === '') {
+    t.skip('THROUGHWAY_TEST_REDIS_URL is not set', () => undefined);
+    return;
+  }
+  const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null });
+  probe.on('error', () => undefined);
+  try {
+    await probe.connect();
+    await probe.ping();
+  } catch (err) {
+    t.skip(`Redis at ${url} is unreachable: ${(err as Error).message}`, () => undefined);
+    probe.disconnect();
+    return;
+  }
+  t.teardown(() => probe.disconnect());
+  const { BASE_TOML, apiToml, echoBackend, request, startGateway } = await import('../gateway/helpers');
+  const backend = await echoBackend();
+  t.teardown(() => backend.close());
+  const context = `/r${process.pid}x${Date.now()}`;
+  const g = await startGateway(`${BASE_TOML}[throughway.throttling]\ncounter_store = "redis"\nredis_url = "${url}"\nsync_interval = 20\n`, {
+    a: apiToml({ context, endpoint: `http://127.0.0.1:${backend.port}`, resources: [['/r', ['GET']]], unauthenticatedPolicy: 'Bronze' }),
+  });
+  t.ok(g.gw.throttle.counters instanceof RedisCounterStore);
+  for (let i = 0; i < 3; i++) t.equal((await request(g.port, `${context}/1.0.0/r`)).status, 200);
+  await g.close();
+  const keys = await probe.keys(`tw:thr:u|${context}/1.0.0|*`);
+  t.equal(keys.length, 1, 'one shared counter: the per-IP subscription key of this API');
+  t.equal(await probe.get(keys[0] as string), '3', 'holding the three calls');
+  await probe.del(...keys);
 });
