@@ -44,3 +44,8 @@ export { openStore } from './store/open';
 export type { Store, Application, OAuthClient, Subscription, SubscriptionState, KeyType, User } from './store/types';
 export { createEventBus, EVENT_NAMES } from './events/bus';
 export type { EventBus, Event, AnyEvent, EventName, EventPayloads } from './events/bus';
+// Throttling (docs/throttling.md): createGateway builds it; these are for embedders who pass their own
+// counter store or clock (GatewayOptions.throttling) or read policies themselves.
+export { MemoryCounterStore, ThrottleConfigError } from './throttle';
+export type { Throttle, CounterStore, BlockingCondition, Policies, ThrottleCall, Verdict } from './throttle';
+export { loadPolicies, parsePolicies } from './throttle/policies';

@@ -223,6 +223,18 @@ export class ThrottleEngine {
     return -1;
   }
 
+  private readonly tps = new Map<number, Quota>();
+
+  /** The hard limit's quota, one object per distinct max_tps. */
+  private perSecond(n: number): Quota {
+    let q = this.tps.get(n);
+    if (q === undefined) {
+      q = Object.freeze({ kind: 'requests', limit: n, windowMs: 1000 });
+      this.tps.set(n, q);
+    }
+    return q;
+  }
+
   /** Decides one call at `now` (epoch ms) and counts it when it is allowed. */
   check(call: ThrottleCall, now: number): Verdict {
     const v = this.verdict;
@@ -275,7 +287,7 @@ export class ThrottleEngine {
     else if (sp.quota.kind !== 'unlimited' || sp.burst !== undefined) {
       const key = auth !== undefined ? `s|${auth.applicationId}|${call.apiPath}` : `u|${call.apiPath}|${call.ip}`;
       this.level(key, sp.quota, Code.SUBSCRIPTION_THROTTLED, sp.stopOnQuotaReach, bytes);
-      if (sp.burst !== undefined) this.level(`b${key}`, { kind: 'requests', limit: sp.burst.limit, windowMs: sp.burst.windowMs }, Code.BURST_THROTTLED, true, bytes);
+      if (sp.burst !== undefined) this.level(`b${key}`, sp.burst, Code.BURST_THROTTLED, true, bytes);
     }
 
     // 900803: the application tier, per application and end user (the reference's appId:authorizedUser).
@@ -294,7 +306,7 @@ export class ThrottleEngine {
     }
 
     // 900801: the endpoint's hard limit, over every caller.
-    if (call.maxTps !== undefined && call.endpointKey !== undefined) this.level(`h|${call.endpointKey}`, { kind: 'requests', limit: call.maxTps, windowMs: 1000 }, Code.HARD_LIMIT_EXCEEDED, true, bytes);
+    if (call.maxTps !== undefined && call.endpointKey !== undefined) this.level(`h|${call.endpointKey}`, this.perSecond(call.maxTps), Code.HARD_LIMIT_EXCEEDED, true, bytes);
 
     const n = this.n;
     if (n === 0) return v;

@@ -30,10 +30,9 @@ export interface Quota {
 
 export const UNLIMITED: Quota = Object.freeze({ kind: 'unlimited', limit: -1, windowMs: 0 });
 
-/** Spike arrest of a subscription tier: at most `limit` requests per second or per minute. */
-export interface Burst {
-  readonly limit: number;
-  readonly windowMs: number;
+/** Spike arrest of a subscription tier: at most `limit` requests per second or per minute (a request quota). */
+export interface Burst extends Quota {
+  readonly kind: 'requests';
 }
 
 export interface SubscriptionPolicy {
@@ -397,7 +396,7 @@ export function validatePolicies(doc: unknown, file: string, options: PolicyOpti
         unknownFields(ctx, 'burst', raw.burst, bs);
         const limit = posInt(ctx, raw.burst.limit, [...bs, 'limit']);
         const tu = unit(ctx, raw.burst.time_unit ?? 'sec', ['sec', 'min'] as const, [...bs, 'time_unit']);
-        if (limit !== undefined && tu !== undefined) burst = Object.freeze({ limit, windowMs: TIME_UNITS[tu] });
+        if (limit !== undefined && tu !== undefined) burst = Object.freeze({ kind: 'requests', limit, windowMs: TIME_UNITS[tu] });
       }
     }
     const value = b === undefined || typeof stop !== 'boolean' ? undefined : Object.freeze({ ...b, stopOnQuotaReach: stop, burst });
