@@ -5,8 +5,9 @@
  *
  * Invocation shape (spec 002, part 4): /<context>/<version>/<resource>. A file that fails validation is not
  * deployed; the others are. Unknown fields are warnings naming the closest known field, not refusals.
- * Fields accepted before the step that enforces them (authentication, throttling, endpoint timeout and
- * retry) are reported with API_NOT_ENFORCED so nobody mistakes them for protection they do not give yet.
+ * Fields accepted before the step that enforces them (authentication, scopes) are reported with
+ * API_NOT_ENFORCED so nobody mistakes them for protection they do not give yet. Throttling policy names
+ * are checked against the policies file when the gateway passes its names (Step 6, docs/throttling.md).
  */
 import * as toml from 'toml';
 import { locateKeys, nearest, pathKey, type Segment, type SourceMap } from '../config/locate';
