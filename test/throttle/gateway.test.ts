@@ -182,3 +182,23 @@ t.test('concurrency: 1,000 parallel calls against a limit of 100 allow exactly 1
   t.equal(count(s, 429), 900, 'the other 900 refused');
   t.equal(r.backend.seen.length, 100);
 });
+
+t.test('counters survive a hot deploy of the API', async (t) => {
+  const fs = await import('node:fs');
+  const path = await import('node:path');
+  let ep = '';
+  const file = (extra: string): string => apiToml({ context: '/a', endpoint: ep, resources: [['/r', ['GET']], ['/s', ['GET']]], unauthenticatedPolicy: 'Three', extra });
+  const r = await rig(t, {
+    a: (e) => {
+      ep = e;
+      return file('');
+    },
+  });
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  t.teardown(() => agent.destroy());
+  t.same(await statuses(r.g.port, '/a/1.0.0/r', 2, agent), [200, 200]);
+  fs.writeFileSync(path.join(r.g.dir, 'apis', 'a.toml'), file('description = "changed"'));
+  const report = r.g.gw.reload();
+  t.equal(report.deployed[0]?.name, 'Test');
+  t.same(await statuses(r.g.port, '/a/1.0.0/s', 2, agent), [200, 429], 'the third call of the minute is the last, after the redeploy too');
+});
