@@ -5,6 +5,7 @@
  *
  *   npm run bench -- [--duration S] [--warmup S] [--connections N] [--scenarios small,64k,post1m,ka1000]
  *                    [--rounds N] [--compare] [--peers-results FILE] [--write]
+ *   npm run bench -- --throttling [--duration S] [--warmup S] [--rounds N]
  *
  * Per cell (scenario × target × round): req/s, ratio to direct in the same round, p50/p99, errors and
  * non-2xx, and CPU time per completed request of the proxy, the backend and this process (the client),
@@ -28,6 +29,7 @@ import * as path from 'node:path';
 import * as toml from 'toml';
 import {
   CLK_TCK,
+  DIST_BENCH,
   HOST,
   ROOT,
   SCENARIOS,
@@ -43,9 +45,11 @@ import {
   sanity,
   sleep,
   startBackend,
+  startProc,
   startThroughway,
   stopAll,
   uploadBody,
+  waitPort,
   waitQuiet,
   type Proc,
   type Scenario,
@@ -73,6 +77,8 @@ interface Options {
   write: boolean;
   quietMaxS: number;
   quietCores: number;
+  /** Issue 7: the same gateway route with and without throttling, instead of the transport scenarios. */
+  throttling: boolean;
 }
 
 const USAGE = `usage: npm run bench -- [options]
@@ -87,6 +93,7 @@ const USAGE = `usage: npm run bench -- [options]
   --peers-dir D        where the peers harness is (default ../shared/peers)
   --from F             measure nothing: render an earlier run's raw JSON (${WORK_DIR}/run-<date>.json) again
   --write              regenerate docs/performance.md
+  --throttling         instead: one gateway, the same route with and without throttling (issue 7: <= 10% cost)
   --quiet-max S        wait at most S seconds for other tenants' CPU to drop before a cell (default 6)
   --quiet-cores C      ... below C cores (default 0.25)
   --auth               measure authentication instead: auth = "none" vs a bearer token (warm token cache)
@@ -106,6 +113,7 @@ function parseArgs(argv: readonly string[]): Options {
     write: false,
     quietMaxS: 6,
     quietCores: 0.25,
+    throttling: false,
   };
   const num = (name: string, v: string | undefined, min: number, max: number): number => {
     const n = Number(v);
@@ -154,6 +162,9 @@ function parseArgs(argv: readonly string[]): Options {
       case '--write':
         o.write = true;
         break;
+      case '--throttling':
+        o.throttling = true;
+        break;
       case '--quiet-max':
         o.quietMaxS = num(a, argv[++i], 0, 60);
         break;
@@ -171,6 +182,7 @@ function parseArgs(argv: readonly string[]): Options {
   }
   if (o.compare && o.peersResults) usage('--compare and --peers-results exclude each other');
   if (o.compare && o.from) usage('--compare and --from exclude each other');
+  if (o.throttling && (o.compare || o.from !== undefined || o.write)) usage('--throttling measures on its own: no --compare, --from or --write');
   return o;
 }
 
@@ -775,12 +787,47 @@ async function measure(opts: Options): Promise<Cell[]> {
   return cells;
 }
 
+/**
+ * Issue 7's budget: throttling on (three counters per call) costs at most 10% of the throughput of the
+ * same route without it. One gateway process (bench/start-gateway.ts) serves both routes; they alternate
+ * within each round, as the transport cells do. Prints the cells and the median ratio; writes nothing.
+ */
+async function measureThrottling(opts: Options): Promise<void> {
+  const body = uploadBody();
+  const backendPort = await freePort();
+  const backend = await startBackend(backendPort);
+  const gwPort = await freePort();
+  const gateway = startProc('gateway', [process.execPath, path.join(DIST_BENCH, 'start-gateway.js')], { PORT: String(gwPort), UPSTREAM: `http://${HOST}:${backendPort}` });
+  await waitPort(gwPort, 20_000, gateway);
+  const routes = [
+    { name: 'plain', label: 'GET /plain/1/small: no throttling', method: 'GET', path: '/plain/1/small', conns: 64 },
+    { name: 'limited', label: 'GET /limited/1/small: resource + subscription + burst levels', method: 'GET', path: '/limited/1/small', conns: 64 },
+  ] as const satisfies readonly Scenario[];
+  const ratios: number[] = [];
+  for (let round = 1; round <= opts.rounds; round++) {
+    let plain = NaN;
+    for (const sc of routes) {
+      const c = await measureCell(round, sc, 'throughway', gwPort, gateway, backend, opts, body);
+      if (sc.name === 'plain') plain = c.rps;
+      else ratios.push(c.rps / plain);
+      log(`r${round} ${sc.label}: ${fmt(c.rps)} req/s p99=${fmt(c.p99)} ms gateway=${fmt(c.proxyUs, 1)} µs/req non2xx=${c.non2xx}${sc.name === 'limited' ? ` (${fmt(c.rps / plain, 3)} of plain)` : ''}`);
+    }
+  }
+  await stopAll();
+  const m = median(ratios);
+  log(`throttling: median ${fmt(m, 3)} of the unthrottled route's req/s over ${ratios.length} round(s) (issue 7 budget: >= 0.90): ${m >= 0.9 ? 'within' : 'OVER'} budget`);
+}
+
 async function main(): Promise<void> {
   const argv = process.argv.slice(2);
   if (argv.includes('--auth')) return runAuthBench(argv.filter((a) => a !== '--auth'));
   const opts = parseArgs(argv);
   installExitHandlers();
   fs.mkdirSync(WORK_DIR, { recursive: true });
+  if (opts.throttling) {
+    await measureThrottling(opts);
+    return;
+  }
 
   let raw: RawRun;
   if (opts.from !== undefined) {

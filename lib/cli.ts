@@ -12,6 +12,8 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { formatPolicyDiagnostic, loadPolicies } from './throttle/policies';
+import { throttleSettingsFrom } from './throttle/settings';
 import { loadConfig, type LoadResult } from './config/load';
 import { formatDiagnostic } from './config/diagnostics';
 import { printConfig } from './config/print';
@@ -26,7 +28,7 @@ Commands:
   config check          validate the configuration; list every error and warning
   config print          print the effective configuration (defaults filled, secrets as ****)
   apis list             list the API definitions in apis/ and what the gateway deploys of them
-  apps|keys|subscriptions|users ...
+  apps|keys|subscriptions|users|blocking ...
                         manage the key manager's store (\`throughway apps --help\`, docs/admin-api.md)
 
 Options:
@@ -165,7 +167,17 @@ function check(p: Parsed, io: CliIo): number {
       lines.push(`database.${name}: type ${m.type} → ${m.type === 'postgre' ? 'PostgreSQL' : 'MySQL/MariaDB'} ${target.host}:${target.port}/${target.database} (${use})`);
     } else lines.push(`database.${name}: type ${m.type} is not supported by throughway${name === 'apim_db' ? ': start refuses it (use h2, postgre or mysql)' : ` (${use})`}`);
   }
-  lines.push(`accepted but inactive: ${result.inactive.length > 0 ? result.inactive.join(', ') : '(none)'}`);
+  // The throttling policies file is part of the configuration (docs/throttling.md): checked here too.
+  const ts = throttleSettingsFrom(result.config, result.dir);
+  const pol = loadPolicies(ts.policiesFile, { enableUnlimitedTier: ts.enableUnlimitedTier, headerConditions: ts.headerConditions, queryConditions: ts.queryConditions, claimConditions: ts.claimConditions });
+  for (const d of pol.diagnostics) if (d.level !== 'info') io.err(`${formatPolicyDiagnostic(d)}\n`);
+  if (pol.policies === undefined) {
+    io.out(`${ts.policiesFile}: invalid: ${plural(pol.diagnostics.filter((d) => d.level === 'error').length, 'error')}\n`);
+    return 1;
+  }
+  const pp = pol.policies;
+  lines.push(`throttling: ${pp.file === '' ? `built-in default policies (no ${ts.policiesFile})` : pp.file}: ${pp.subscription.size} subscription, ${pp.application.size} application, ${pp.api.size} API, ${pp.custom.length} custom policies; counters ${ts.counterStore}`);
+    lines.push(`accepted but inactive: ${result.inactive.length > 0 ? result.inactive.join(', ') : '(none)'}`);
   if (result.inactiveKeys.length > 0) lines.push(`accepted keys throughway does not act on: ${result.inactiveKeys.join(', ')}`);
   io.out(`${lines.join('\n')}\n`);
   return 0;
@@ -232,7 +244,7 @@ function version(): string {
 /** Runs the CLI; resolves to the exit status (the process is not exited here, so tests can call it). */
 export async function main(argv: readonly string[], io: CliIo): Promise<number> {
   // Key manager commands take their own options (lib/keymanager/cli.ts), loaded only when used.
-  if (argv[0] !== undefined && ['apps', 'keys', 'subscriptions', 'users'].includes(argv[0])) {
+  if (argv[0] !== undefined && ['apps', 'keys', 'subscriptions', 'users', 'blocking'].includes(argv[0])) {
     const admin = await import('./keymanager/cli');
     if (argv.includes('--help') || argv.includes('-h')) {
       io.out(admin.ADMIN_USAGE);

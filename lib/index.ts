@@ -63,3 +63,8 @@ export type { EventBus, Event, AnyEvent, EventName, EventPayloads } from './even
 export { keyManagerLink, ALLOWED_ALGORITHMS } from './security';
 export type { KeyManagerLink, Security, SecurityHealth } from './security';
 export type { AuthContext, AuthKind, UserType } from './gateway/auth-context';
+// Throttling (docs/throttling.md): createGateway builds it; these are for embedders who pass their own
+// counter store or clock (GatewayOptions.throttling) or read policies themselves.
+export { MemoryCounterStore, ThrottleConfigError } from './throttle';
+export type { Throttle, CounterStore, BlockingCondition, Policies, ThrottleCall, Verdict } from './throttle';
+export { loadPolicies, parsePolicies } from './throttle/policies';

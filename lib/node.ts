@@ -163,7 +163,8 @@ export async function startNode(loaded: LoadResult, options: StartOptions = {}):
     log(`  ${'management HTTP'.padEnd(18)} port ${km.port} (key manager, ${store.description})`);
     log(`  ${'operations'.padEnd(18)} port ${km.port}: /health/live${health !== undefined ? ', /health' : ''}${metrics !== undefined ? ', /metrics' : ''} (docs/operations.md)`);
     if (GATEWAY_ROLES.has(role) && config.transport.passthru_http.listener.enable) {
-      gateway = createGateway({ loaded, logger, cwd, keyManager: keyManagerLink(keyManager), events, observe: gatewayObserver({ logger, ...(metrics !== undefined ? { metrics } : {}) }) });
+      // Blocking conditions in force at start, then kept current by the key manager's events (900805).
+      gateway = createGateway({ loaded, logger, cwd, keyManager: keyManagerLink(keyManager), events, throttling: { blocking: await store.listBlockingConditions() }, observe: gatewayObserver({ logger, ...(metrics !== undefined ? { metrics } : {}) }) });
       const gw = gateway;
       metrics?.attach({ transport: gw.transport, apiOf: (url) => gw.apiOf(url) });
       const a = await gateway.listen(options.ephemeralPorts === true ? { port: 0, host: '127.0.0.1' } : {});

@@ -2160,8 +2160,6 @@ export interface ThroughwaySection {
   readonly backlog: number;
   /** Directory of API definitions. Default: "apis". */
   readonly apis_dir: string;
-  /** Throttling policies file. Default: "policies.toml". */
-  readonly policies_file: string;
   /** Fault response templates file. Default: "fault-templates.toml". */
   readonly fault_templates_file: string;
   /** HTTP access log file, written when http_access_log.enabled is true and useLogger is false. Default: "logs/http_access.log". */
@@ -2170,6 +2168,8 @@ export interface ThroughwaySection {
   readonly demo: ThroughwayDemoSection;
   /** Operations: metrics and health (docs/operations.md) */
   readonly operations: ThroughwayOperationsSection;
+  /** Throttling: policies file and counters (docs/throttling.md) */
+  readonly throttling: ThroughwayThrottlingSection;
   /** Key manager signing key */
   readonly key_manager: ThroughwayKeyManagerSection;
   /** Tracing: span export to the remote tracer (docs/tracing.md) */
@@ -2198,6 +2198,20 @@ export interface ThroughwayOperationsSection {
   readonly backend_pool_checker_order: number;
   /** The backend pool checker is DOWN when a route uses at least this percentage of http.max.connection.per.host.port and calls wait for a connection. Default: 100. */
   readonly backend_pool_usage_limit_percentage: number;
+}
+
+/** Throttling: policies file and counters (docs/throttling.md) ([throughway.throttling], spec throughway). */
+export interface ThroughwayThrottlingSection {
+  /** Throttling policies file (docs/throttling.md), resolved against the configuration's directory. Missing: the built-in defaults (the same as conf/policies.toml). Default: "policies.toml". */
+  readonly policies_file: string;
+  /** Where throttle counters live: memory (exact, one process) or redis (shared by every node; counted locally and synchronised in batches). Default: "memory". */
+  readonly counter_store: "memory" | "redis";
+  /** Redis of the shared counters when counter_store = "redis". Default: "redis://127.0.0.1:6379". */
+  readonly redis_url: string;
+  /** How often local counts are sent to Redis and the shared totals read back; it bounds the overshoot across nodes (docs/throttling.md). Default: 100 milliseconds. Loaded as milliseconds. */
+  readonly sync_interval: number;
+  /** Most counters kept in memory; past it idle and then the oldest counters are evicted, so a flood of distinct keys cannot exhaust memory. Default: 100000. */
+  readonly max_counters: number;
 }
 
 /** Key manager signing key ([throughway.key_manager], spec throughway). */

@@ -10,6 +10,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { KeyType, SubscriptionState } from '../store/types';
+import type { BlockingCondition } from '../throttle/blocking';
 
 export interface ApplicationPayload {
   readonly id: string;
@@ -43,6 +44,9 @@ export interface EventPayloads {
   'subscription.removed': { readonly subscription: SubscriptionPayload };
   /** A throttling policy was added, changed or removed. */
   'policy.changed': { readonly kind: 'application' | 'subscription' | 'api' | 'global'; readonly name: string; readonly change: 'added' | 'changed' | 'removed' };
+  /** A blocking condition was added: calls it matches get 900805 (docs/throttling.md). */
+  'blocking.added': { readonly condition: BlockingCondition };
+  'blocking.removed': { readonly condition: BlockingCondition };
 }
 
 export type EventName = keyof EventPayloads;
@@ -56,6 +60,8 @@ export const EVENT_NAMES: readonly EventName[] = [
   'subscription.changed',
   'subscription.removed',
   'policy.changed',
+  'blocking.added',
+  'blocking.removed',
 ];
 
 export interface Event<N extends EventName = EventName> {

@@ -5,8 +5,9 @@
  *
  * Invocation shape (spec 002, part 4): /<context>/<version>/<resource>. A file that fails validation is not
  * deployed; the others are. Unknown fields are warnings naming the closest known field, not refusals.
- * Fields accepted before the step that enforces them (authentication, throttling, endpoint timeout and
- * retry) are reported with API_NOT_ENFORCED so nobody mistakes them for protection they do not give yet.
+ * Fields accepted before the step that enforces them (authentication, scopes) are reported with
+ * API_NOT_ENFORCED so nobody mistakes them for protection they do not give yet. Throttling policy names
+ * are checked against the policies file when the gateway passes its names (Step 6, docs/throttling.md).
  */
 import * as toml from 'toml';
 import { locateKeys, nearest, pathKey, type Segment, type SourceMap } from '../config/locate';
@@ -15,6 +16,7 @@ import { parseDuration } from '../config/convert';
 import { FAULT_KINDS } from '../transport/codes';
 import { targetFromUrl } from '../transport/types';
 import { type ApiDiagnostic, type ApiDiagnosticCode, type ApiDiagnosticLevel, syntaxDiagnostic } from './diagnostics';
+import type { PolicyNames } from '../throttle/policies';
 
 export const LIFECYCLE_STATES = ['PUBLISHED', 'PROTOTYPED', 'DEPRECATED', 'BLOCKED', 'RETIRED'] as const;
 export type LifecycleState = (typeof LIFECYCLE_STATES)[number];
@@ -45,6 +47,8 @@ export interface EndpointDefinition {
   readonly retryCodes: readonly number[];
   /** Retries at most, per call. */
   readonly retryCount: number;
+  /** Hard limit: requests per second to this endpoint over every caller (900801, 503). */
+  readonly maxTps?: number;
 }
 
 /** An API-level CORS override: fields given replace those of [apim.cors]. */
@@ -64,6 +68,8 @@ export interface ResourceDefinition {
   readonly scopes: readonly string[];
   readonly tokenType: TokenType;
   readonly policy: string | undefined;
+  /** Subscription tier of calls without authentication (overrides the API's). */
+  readonly unauthenticatedPolicy: string | undefined;
 }
 
 export interface ApiDefinition {
@@ -79,6 +85,8 @@ export interface ApiDefinition {
   readonly mutualSsl: MutualSslMode;
   readonly labels: readonly string[];
   readonly policy: string | undefined;
+  /** Subscription tier of calls without authentication (default: Unauthenticated, per client IP). */
+  readonly unauthenticatedPolicy: string | undefined;
   readonly description: string | undefined;
   readonly endpoints: { readonly production: EndpointDefinition | undefined; readonly sandbox: EndpointDefinition | undefined };
   readonly cors: CorsOverride | undefined;
@@ -115,6 +123,7 @@ const ENDPOINT_FIELDS: readonly FieldDef[] = [
   { key: 'timeout', type: 'duration', min: 1, meaning: 'Per-endpoint response timeout: from the hand-off to a backend connection until the response is complete (ms, or "5s"). Exceeded before the response head: fault 101504 + state (504); after it, the client connection is aborted. Default: only [passthru_http] \'http.socket.timeout\' (inactivity) applies.' },
   { key: 'retry_codes', type: 'codes', default: [], meaning: 'Transport codes (combined, or base for every state) on which a call is retried on a fresh connection, only while resending loses nothing (no request body byte sent, no response byte received).', example: '[101503]' },
   { key: 'retry_count', type: 'number', default: 1, min: 0, meaning: 'Retries at most per call under retry_codes.' },
+  { key: 'max_tps', type: 'number', min: 1, meaning: 'Hard limit: requests per second sent to this endpoint, over every caller. Beyond it calls get 900801 (503, Retry-After) without touching the backend (docs/throttling.md). Default: none.', example: '100' },
 ];
 
 const CORS_FIELDS: readonly FieldDef[] = [
@@ -131,7 +140,8 @@ const RESOURCE_FIELDS: readonly FieldDef[] = [
   { key: 'auth', type: 'string', allowed: AUTH_TYPES, meaning: 'Overrides the API\'s `auth` for this resource.' },
   { key: 'scopes', type: 'strings', default: [], meaning: 'Scopes for this resource: a token needs at least one of them (900910, 403, otherwise). Empty: no scope is needed.', example: '["order:write"]' },
   { key: 'token_type', type: 'string', default: 'any', allowed: TOKEN_TYPES, meaning: 'Which access tokens the resource accepts: any; application (client credentials tokens); user (tokens issued to an end user, e.g. the password grant). Another kind gets 900905 (401).' },
-  { key: 'policy', type: 'string', meaning: 'Resource-level throttling policy (900802 when exceeded).', notEnforced: 'Step 6 (throttling)' },
+  { key: 'policy', type: 'string', meaning: 'Resource-level throttling policy: an [[api]] policy of the policies file (docs/throttling.md), counted over every caller of this resource; 900802 when exceeded. Ignored when the API has a `policy`.', example: '"10KPerMin"' },
+  { key: 'unauthenticated_policy', type: 'string', meaning: 'Overrides the API\'s `unauthenticated_policy` for this resource.', example: '"Unlimited"' },
 ];
 
 export const API_FIELDS: readonly FieldDef[] = [
@@ -143,7 +153,8 @@ export const API_FIELDS: readonly FieldDef[] = [
   { key: 'auth', type: 'string', default: 'oauth2', allowed: AUTH_TYPES, meaning: 'Default authentication of the resources: oauth2 (a bearer access token in [apim.oauth_config] auth_header, validated by the gateway: docs/security.md) or none.' },
   { key: 'mutual_ssl', type: 'string', default: 'off', allowed: MUTUAL_SSL_MODES, meaning: 'Client certificate passed by a TLS-terminating load balancer in [apimgt.mutual_ssl] certificate_header, checked against [throughway.security] client_trust_store: off (not read); optional (a valid certificate authenticates the call instead of a token; an invalid one gets 900901); mandatory (a valid certificate is required, 900901 otherwise, and `auth` applies on top of it).' },
   { key: 'labels', type: 'strings', default: ['Default'], meaning: 'Deployed only on gateways whose [apim.sync_runtime_artifacts.gateway] gateway_labels share a label.' },
-  { key: 'policy', type: 'string', meaning: 'API-level throttling policy (900800 when exceeded).', notEnforced: 'Step 6 (throttling)' },
+  { key: 'policy', type: 'string', meaning: 'API-level throttling policy: an [[api]] policy of the policies file (docs/throttling.md), counted over every caller of the API; 900800 when exceeded. Resource `policy` fields are then ignored.', example: '"50KPerMin"' },
+  { key: 'unauthenticated_policy', type: 'string', meaning: 'Subscription tier of calls without authentication, counted per client IP address (900804 when exceeded). Default: the Unauthenticated tier (500 per minute). "Unlimited" turns the unauthenticated limit off (the demo API and benchmarks).', example: '"Unlimited"' },
   { key: 'description', type: 'string', meaning: 'Free text, shown by `throughway apis list`.' },
   {
     key: 'endpoints',
@@ -408,30 +419,36 @@ function toEndpoint(ctx: Ctx, raw: Record<string, unknown> | undefined, seg: Seg
     timeout: raw.timeout as number | undefined,
     retryCodes: raw.retry_codes as readonly number[],
     retryCount: raw.retry_count as number,
+    ...(raw.max_tps !== undefined ? { maxTps: raw.max_tps as number } : {}),
   };
   return Object.freeze(ep);
 }
 
-/** Reports each not-yet-enforced field once per API, at its first use. */
+/** Reports each not-yet-enforced field (FieldDef.notEnforced) once per API and place, at its first use. */
 function reportNotEnforced(ctx: Ctx, raw: Record<string, unknown>): void {
-  const seen = new Set<string>();
-  const note = (def: FieldDef, seg: Segment[], what: string): void => {
-    if (def.notEnforced === undefined || seen.has(def.key)) return;
-    seen.add(def.key);
-    report(ctx, 'warning', 'API_NOT_ENFORCED', seg, `${what} is accepted but not enforced until ${def.notEnforced}`);
+  const note = (def: FieldDef, seg: Segment[]): void => {
+    report(ctx, 'warning', 'API_NOT_ENFORCED', seg, `${def.key} is accepted but not enforced until ${def.notEnforced as string}`);
   };
-  const api = API_FIELDS;
-  const fieldOf = (list: readonly FieldDef[], key: string): FieldDef => list.find((f) => f.key === key) as FieldDef;
-  if (raw.policy !== undefined) note(fieldOf(api, 'policy'), ['policy'], 'policy');
+  for (const def of API_FIELDS) if (def.notEnforced !== undefined && raw[def.key] !== undefined) note(def, [def.key]);
+  const seen = new Set<string>();
   const resources = Array.isArray(raw.resources) ? (raw.resources as Record<string, unknown>[]) : [];
   resources.forEach((r, i) => {
-    if (r.policy !== undefined) note({ ...fieldOf(RESOURCE_FIELDS, 'policy'), key: 'resource-policy' }, ['resources', i, 'policy'], 'policy');
+    for (const def of RESOURCE_FIELDS) {
+      if (def.notEnforced === undefined || r[def.key] === undefined || seen.has(def.key)) continue;
+      seen.add(def.key);
+      note(def, ['resources', i, def.key]);
+    }
   });
-  const endpoints = isTable(raw.endpoints) ? raw.endpoints : {};
-  for (const name of ['production', 'sandbox']) {
-    const ep = endpoints[name];
-    if (!isTable(ep)) continue;
-  }
+}
+
+/** A throttling policy name must be one the policies file defines (docs/throttling.md). */
+function checkPolicy(ctx: Ctx, policies: PolicyNames | undefined, kind: 'api' | 'subscription', name: unknown, seg: Segment[]): void {
+  if (policies === undefined || typeof name !== 'string') return;
+  const known = policies[kind];
+  if (known.has(name)) return;
+  const near = closest(name, [...known]);
+  const list = [...known].join(', ');
+  report(ctx, 'error', 'API_VALUE', seg, `${JSON.stringify(name)} is not ${kind === 'api' ? 'an [[api]]' : 'a [[subscription]]'} policy of the policies file${near !== undefined ? `; did you mean "${near}"?` : ''}${name === 'Unlimited' ? ' ([apim.throttling] enable_unlimited_tier is false)' : ''}`, list === '' ? 'none defined' : `one of ${list}`);
 }
 
 export interface ApiParseResult {
@@ -443,7 +460,7 @@ export interface ApiParseResult {
  * Validates one API definition given as a plain object (a parsed file, or an object an embedder passes).
  * `map` locates fields in the file's text for line numbers.
  */
-export function validateApi(raw: unknown, file: string, vars: ApiVars = {}, map?: SourceMap): ApiParseResult {
+export function validateApi(raw: unknown, file: string, vars: ApiVars = {}, map?: SourceMap, policies?: PolicyNames): ApiParseResult {
   const ctx: Ctx = { file: file === '' ? '<api>' : file, map, vars, diagnostics: [], errors: 0 };
   if (!isTable(raw)) {
     report(ctx, 'error', 'API_TYPE', [], `an API definition is a table, got ${typeOf(raw)}`);
@@ -486,8 +503,12 @@ export function validateApi(raw: unknown, file: string, vars: ApiVars = {}, map?
         report(ctx, 'error', 'API_DUPLICATE_RESOURCE', ['resources', i, 'path'], `${m} ${path} is already defined by resources[${first}]`);
       } else seen.set(key, i);
     }
-    resources.push(Object.freeze({ path, methods, auth: (r.auth as AuthType | undefined) ?? apiAuth, scopes: r.scopes as readonly string[], tokenType: r.token_type as TokenType, policy: r.policy as string | undefined }));
+    resources.push(Object.freeze({ path, methods, auth: (r.auth as AuthType | undefined) ?? apiAuth, scopes: r.scopes as readonly string[], tokenType: r.token_type as TokenType, policy: r.policy as string | undefined, unauthenticatedPolicy: r.unauthenticated_policy as string | undefined }));
+    checkPolicy(ctx, policies, 'api', r.policy, ['resources', i, 'policy']);
+    checkPolicy(ctx, policies, 'subscription', r.unauthenticated_policy, ['resources', i, 'unauthenticated_policy']);
   });
+  checkPolicy(ctx, policies, 'api', t.policy, ['policy']);
+  checkPolicy(ctx, policies, 'subscription', t.unauthenticated_policy, ['unauthenticated_policy']);
 
   let cors: CorsOverride | undefined;
   if (t.cors !== undefined) {
@@ -514,6 +535,7 @@ export function validateApi(raw: unknown, file: string, vars: ApiVars = {}, map?
     mutualSsl: t.mutual_ssl as MutualSslMode,
     labels: t.labels as readonly string[],
     policy: t.policy as string | undefined,
+    unauthenticatedPolicy: t.unauthenticated_policy as string | undefined,
     description: t.description as string | undefined,
     endpoints: Object.freeze({ production, sandbox }),
     cors,
@@ -523,7 +545,7 @@ export function validateApi(raw: unknown, file: string, vars: ApiVars = {}, map?
 }
 
 /** Parses and validates one API definition file's text. */
-export function parseApiText(text: string, file: string, vars: ApiVars = {}): ApiParseResult {
+export function parseApiText(text: string, file: string, vars: ApiVars = {}, policies?: PolicyNames): ApiParseResult {
   if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
   let raw: unknown;
   try {
@@ -531,7 +553,7 @@ export function parseApiText(text: string, file: string, vars: ApiVars = {}): Ap
   } catch (err) {
     return { api: undefined, diagnostics: [syntaxDiagnostic(err, file, text)] };
   }
-  return validateApi(raw, file, vars, locateKeys(text));
+  return validateApi(raw, file, vars, locateKeys(text), policies);
 }
 
 /** The versioned context path an API is invoked at: /pizzashack/1.0.0, or the {version} placed. */

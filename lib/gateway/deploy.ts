@@ -19,6 +19,7 @@ import { type ApiDefinition, type ApiParseResult, type ApiVars, defaultPath, lab
 import { CorsConfigError, type CorsPolicy } from './cors';
 import type { ApiDiagnostic } from './diagnostics';
 import type { Deployable } from './runtime';
+import type { PolicyNames } from '../throttle/policies';
 
 export type FileStatus = 'deployed' | 'invalid' | 'refused' | 'not-deployed' | 'kept-previous';
 
@@ -131,6 +132,8 @@ export class ApiDirectory {
   constructor(
     readonly dir: string,
     private readonly vars: ApiVars,
+    /** Throttling policy names the files may use (Step 6). */
+    private readonly policies?: PolicyNames,
   ) {}
 
   private listFiles(): string[] | undefined {
@@ -173,7 +176,7 @@ export class ApiDirectory {
       }
       let cached = this.cache.get(file);
       if (cached === undefined || cached.text !== text) {
-        cached = { text, result: parseApiText(text, file, this.vars) };
+        cached = { text, result: parseApiText(text, file, this.vars, this.policies) };
         this.cache.set(file, cached);
         changedFiles.push(file);
         fresh.push(...cached.result.diagnostics);

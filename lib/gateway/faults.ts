@@ -91,7 +91,6 @@ export const ApiCode = {
 export type GatewayCode = (typeof ApiCode)[keyof typeof ApiCode] | (typeof GatewayOwnCode)[keyof typeof GatewayOwnCode];
 
 const STEP5 = 'Step 5 (gateway security)';
-const STEP6 = 'Step 6 (throttling)';
 const STEP7 = 'Step 7 (mediation)';
 
 /**
@@ -106,14 +105,14 @@ export const GATEWAY_FAULTS: readonly GatewayFaultDef[] = Object.freeze([
   { code: 900424, httpStatus: 503, statusFrom: 'throughway', message: 'Temporary Server Error', description: 'A protected backend was called with an invalid OAuth 2.0 backend token', origin: 'spec', phase: 'send', sent: true, pending: STEP5 },
   { code: 102511, httpStatus: 400, statusFrom: 'spec', message: 'Incomplete payload', description: 'The payload is too large for the client to keep the connection until it is fully transferred', origin: 'spec', phase: 'mediation', sent: true, pending: STEP7 },
   // --- throttling (spec 002, part 7: 900800 to 900807 apply when throttling limits are reached)
-  { code: 900800, httpStatus: 429, statusFrom: 'spec', message: 'Message throttled out', description: 'The tier limit of requests per period was reached', origin: 'spec', phase: 'throttling', throttle: true, sent: true, pending: STEP6 },
-  { code: 900801, httpStatus: 503, statusFrom: 'spec', message: 'Hard limit exceeded', description: 'The hard throttle limit was reached', origin: 'spec', phase: 'throttling', throttle: true, sent: true, pending: STEP6 },
-  { code: 900802, httpStatus: 429, statusFrom: 'spec', message: 'Resource level throttle out', description: 'The resource level limit was exceeded', origin: 'spec', phase: 'throttling', throttle: true, sent: true, pending: STEP6 },
-  { code: 900803, httpStatus: 429, statusFrom: 'spec', message: 'Application level throttle out', description: 'The application level limit was exceeded', origin: 'spec', phase: 'throttling', throttle: true, sent: true, pending: STEP6 },
-  { code: 900804, httpStatus: 429, statusFrom: 'spec', message: 'Subscription level throttled out', description: 'The subscription policy limit was reached', origin: 'spec', phase: 'throttling', throttle: true, sent: true, pending: STEP6 },
-  { code: 900805, httpStatus: 429, statusFrom: 'spec', message: 'Message blocked', description: 'Blocked by a blocking condition on the user, IP address, application or API context', origin: 'spec', phase: 'throttling', throttle: true, sent: true, pending: STEP6 },
-  { code: 900806, httpStatus: 429, statusFrom: 'spec', message: 'Custom policy throttled out', description: 'A custom throttling policy limit was exceeded', origin: 'spec', phase: 'throttling', throttle: true, sent: true, pending: STEP6 },
-  { code: 900807, httpStatus: 429, statusFrom: 'spec', message: 'Message throttled out', description: 'The burst control or rate limit (requests per second) of the subscription policy was exceeded', origin: 'spec', phase: 'throttling', throttle: true, sent: true, pending: STEP6 },
+  { code: 900800, httpStatus: 429, statusFrom: 'spec', message: 'Message throttled out', description: 'The tier limit of requests per period was reached', origin: 'spec', phase: 'throttling', throttle: true, sent: true },
+  { code: 900801, httpStatus: 503, statusFrom: 'spec', message: 'Hard limit exceeded', description: 'The hard throttle limit was reached', origin: 'spec', phase: 'throttling', throttle: true, sent: true },
+  { code: 900802, httpStatus: 429, statusFrom: 'spec', message: 'Resource level throttle out', description: 'The resource level limit was exceeded', origin: 'spec', phase: 'throttling', throttle: true, sent: true },
+  { code: 900803, httpStatus: 429, statusFrom: 'spec', message: 'Application level throttle out', description: 'The application level limit was exceeded', origin: 'spec', phase: 'throttling', throttle: true, sent: true },
+  { code: 900804, httpStatus: 429, statusFrom: 'spec', message: 'Subscription level throttled out', description: 'The subscription policy limit was reached', origin: 'spec', phase: 'throttling', throttle: true, sent: true },
+  { code: 900805, httpStatus: 429, statusFrom: 'spec', message: 'Message blocked', description: 'Blocked by a blocking condition on the user, IP address, application or API context', origin: 'spec', phase: 'throttling', throttle: true, sent: true },
+  { code: 900806, httpStatus: 429, statusFrom: 'spec', message: 'Custom policy throttled out', description: 'A custom throttling policy limit was exceeded', origin: 'spec', phase: 'throttling', throttle: true, sent: true },
+  { code: 900807, httpStatus: 429, statusFrom: 'spec', message: 'Message throttled out', description: 'The burst control or rate limit (requests per second) of the subscription policy was exceeded', origin: 'spec', phase: 'throttling', throttle: true, sent: true },
   // --- authentication (spec 002, part 5)
   { code: 900900, httpStatus: 500, statusFrom: 'spec', message: 'Unclassified authentication failure', description: 'Authentication failed for a reason other than the credentials, e.g. the key validation service is unreachable', origin: 'spec', phase: 'authentication', challenge: '', sent: true },
   { code: 900901, httpStatus: 401, statusFrom: 'spec', message: 'Invalid credentials', description: 'The access token is invalid, inactive or expired, or the key type has no matching endpoint', origin: 'spec', phase: 'authentication', challenge: 'invalid_token', sent: true },

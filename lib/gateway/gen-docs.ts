@@ -246,14 +246,14 @@ export function renderApisDoc(): string {
     cors: 'CORS fields for the call; answers preflights (204) and plain OPTIONS (204 with `Allow`)',
     'api-status': 'BLOCKED 700700 (503), RETIRED 103008 (404)',
     authentication: 'mutual TLS header, bearer token, subscription, token type, scopes (900900–900910), the backend JWT (docs/security.md)',
-    throttling: 'policies (900800–900807)',
+    throttling: 'blocking conditions (900805), API/resource (900800/900802), subscription (900804), burst (900807), application (900803), custom (900806), hard limit (900801, 503); RateLimit fields (docs/throttling.md)',
     mediation: 'payload validation and scripts',
     'transport-headers': 'the fields for the backend: the token header removed unless `enable_outbound_auth_header`, `excludeResponseHeaders` removed',
     send: 'the endpoint for the key type (900901 when there is none), suspension (103007), the backend URL',
   };
   PHASES.forEach((p, i) => o.push(`| ${i + 1} | ${p.name} | ${p.enforced ? 'enforced' : '**not yet enforced**'} | ${esc(what[p.name] ?? '')} |`));
   o.push('');
-  o.push('"Not yet enforced" phases continue every call (a `policy` is logged as API_NOT_ENFORCED at deploy).');
+  o.push('"Not yet enforced" phases continue every call (a field of theirs in an API file is logged as API_NOT_ENFORCED at deploy).');
   o.push('Authentication is enforced: a resource with `auth = "oauth2"` (the default) needs a bearer token, a');
   o.push('subscription of the token\'s application and the resource\'s scopes (docs/security.md).');
   o.push('');

@@ -41,6 +41,8 @@ import { gatewaySettingsFrom, type GatewaySettings } from './settings';
 import { HeaderRules } from './transport-headers';
 import type { EventBus } from '../events/bus';
 import { Security, securitySettingsFrom, type KeyManagerLink } from '../security';
+import { createThrottle, type BlockingCondition, type CounterStore, type Throttle } from '../throttle';
+import { throttleSettingsFrom } from '../throttle/settings';
 
 export interface GatewayOptions {
   /** The result of loadConfig(): configuration, effective ports and the directory of apis/. */
@@ -78,12 +80,14 @@ export interface GatewayOptions {
    * directly, its snapshot fills the subscription store. Without it only [[apim.jwt.issuer]] tokens are valid.
    */
   readonly keyManager?: KeyManagerLink;
-  /** Key manager events (token.revoked, applications, subscriptions) that keep the gateway current. */
+  /** Key manager events: token.revoked, applications, subscriptions (security); blocking.added / blocking.removed (throttling). */
   readonly events?: EventBus;
   /** The clock of token validation (epoch ms; tests). */
   readonly now?: () => number;
   /** Custom phases placed before or after built-in ones (lib/embed/phases.ts, docs/embedding.md). */
   readonly phases?: readonly PhasePlacement[];
+  /** Throttling (docs/throttling.md): blocking conditions at start, a clock, a counter store of your own. */
+  readonly throttling?: { readonly blocking?: readonly BlockingCondition[]; readonly now?: () => number; readonly counters?: CounterStore };
 }
 
 export interface DeployedApi {
@@ -109,6 +113,8 @@ export interface Gateway {
   readonly settings: GatewaySettings;
   /** Token validation, token cache, subscriptions (docs/security.md). */
   readonly security: Security;
+  /** Throttling: the engine, its counters and the blocking conditions in force. */
+  readonly throttle: Throttle;
   /** The phase chain as a router: what the transport calls per request head (another transport may too). */
   readonly route: RouteFn;
   /** Tracing when on (its stats(): spans sent, dropped, queued), else undefined. */
@@ -188,10 +194,17 @@ export function createGateway(options: GatewayOptions): Gateway {
   const headers = new HeaderRules(settings.headerRules);
   const registry = new EndpointRegistry();
   const tracked = new WeakMap<SourceRequest, EndpointRuntime>();
-  const directory = options.apis === undefined ? new ApiDirectory(settings.apisDir, settings.vars) : undefined;
-  let codeApis = options.apis;
   const accessLog = settings.accessLog.enabled ? new AccessLog(settings.accessLog.useLogger ? { logger } : { file: settings.accessLog.file }) : undefined;
   const phases: readonly ChainStep[] = options.phases === undefined || options.phases.length === 0 ? PHASES : chainWith(PHASES, options.phases, logger);
+  // Throws ThrottleConfigError for an invalid policies file: a gateway never runs with limits it cannot read.
+  const throttle = createThrottle({ settings: throttleSettingsFrom(config, dir), logger, ...options.throttling });
+  const unsubscribe: (() => void)[] = [];
+  if (options.events !== undefined) {
+    unsubscribe.push(options.events.on('blocking.added', (e) => throttle.blocking.add(e.payload.condition)));
+    unsubscribe.push(options.events.on('blocking.removed', (e) => void throttle.blocking.remove(e.payload.condition.id)));
+  }
+  const directory = options.apis === undefined ? new ApiDirectory(settings.apisDir, settings.vars, throttle.names()) : undefined;
+  let codeApis = options.apis;
   const tracing = tracingSettingsFrom(config);
   const tracer = options.tracer ?? (tracing.logTracer || tracing.remote ? new Tracer(tracing, { logger }) : undefined);
   const analyticsSettings = analyticsSettingsFrom(config);
@@ -221,7 +234,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     const candidates: Candidate[] = [];
     const fresh: ApiDiagnostic[] = [];
     for (const raw of codeApis ?? []) {
-      const r = validateApi(raw, '', vars);
+      const r = validateApi(raw, '', vars, undefined, throttle.names());
       candidates.push({ file: '', api: r.api, diagnostics: r.diagnostics, keptPrevious: false });
       fresh.push(...r.diagnostics);
     }
@@ -257,7 +270,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     }
     fresh.push(...templateDiagnostics);
     const table = buildTable(selection.deployables, registry);
-    rt = new GatewayRuntime(table, globalCors, headers, templates, tracked, security);
+    rt = new GatewayRuntime(table, globalCors, headers, templates, tracked, security, throttle);
     states = selection.states;
     for (const d of fresh) logDiagnostic(logger, d);
     const deployed = describe(states);
@@ -378,6 +391,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     transport,
     settings,
     security,
+    throttle,
     route,
     tracer,
     analytics,
@@ -426,7 +440,9 @@ export function createGateway(options: GatewayOptions): Gateway {
     async close() {
       directory?.unwatch();
       security.close();
+      for (const u of unsubscribe) u();
       await transport.close();
+      await throttle.close();
       await accessLog?.close();
       // After the transport: every in-flight call's span and event is recorded before the last flush.
       await Promise.all([tracer?.close(), analytics?.close()]);

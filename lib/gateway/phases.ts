@@ -13,9 +13,9 @@
  * path allocates no Promise. A phase that returns a Promise (Steps 4–7 may) makes only the rest of that
  * request's chain asynchronous; the transport holds the body back meanwhile.
  *
- * Authentication (Step 5) runs lib/security. Throttling and mediation are here with their place fixed and
- * do nothing yet: they are "not yet enforced" (docs/apis.md) until Steps 6 and 7 fill them in without
- * changing the chain.
+ * Authentication (Step 5) runs lib/security; throttling (Step 6) is lib/throttle/phase.ts. Mediation is here
+ * with its place fixed and does nothing yet: it is "not yet enforced" (docs/apis.md) until Step 7 fills it
+ * in without changing the chain.
  */
 import type { ForwardDecision, LocalResponse, RouteDecision, SourceRequest } from '../transport/types';
 import { ApiCode, GatewayOwnCode, fault, gatewayFacts, renderFacts, type FaultValue } from './faults';
@@ -25,6 +25,7 @@ import type { GatewayRuntime } from './runtime';
 import type { EndpointRuntime } from './endpoints';
 import type { AuthContext } from './auth-context';
 import type { RequestTrace } from '../observability/tracing';
+import { throttlingPhase } from '../throttle/phase';
 
 export type KeyType = 'PRODUCTION' | 'SANDBOX';
 
@@ -57,6 +58,8 @@ export class CallContext implements MatchTarget {
   trace: RequestTrace | undefined = undefined;
   /** Per-call data of an embedder's custom phases (lib/embed/phases.ts); the gateway never reads it. */
   locals: Record<string, unknown> | undefined = undefined;
+  /** RateLimit-Limit/-Remaining/-Reset of the call (throttling phase), on its response and its faults. */
+  rateLimitFields: readonly string[] | undefined = undefined;
 
   constructor(
     readonly req: SourceRequest,
@@ -239,12 +242,20 @@ function sendPhase(ctx: CallContext): Outcome {
     target: ep.target,
     path: (path === '' ? '/' : path) + ctx.query,
     headers: ctx.outHeaders,
-    responseHeaders: ctx.corsFields !== undefined && ctx.corsFields.length > 0 ? ctx.corsFields : undefined,
+    responseHeaders: responseFields(ctx),
     dropResponseHeaders: ctx.rt.headers.dropFromResponse,
     timeout: ep.def.timeout,
     retry: ep.retry,
   };
   return { forward };
+}
+
+/** CORS and rate-limit fields of a forwarded call (undefined: none, the pass-through path allocates nothing). */
+function responseFields(ctx: CallContext): readonly string[] | undefined {
+  const cors = ctx.corsFields !== undefined && ctx.corsFields.length > 0 ? ctx.corsFields : undefined;
+  const rl = ctx.rateLimitFields;
+  if (rl === undefined) return cors;
+  return cors === undefined ? rl : [...cors, ...rl];
 }
 
 /** The chain, in the reference's order. Steps 4–7 replace the `run` of their phase; the order stays. */
@@ -253,7 +264,7 @@ export const PHASES: readonly Phase[] = Object.freeze([
   { name: 'cors', enforced: true, run: corsPhase },
   { name: 'api-status', enforced: true, run: apiStatusPhase },
   { name: 'authentication', enforced: true, run: authenticationPhase },
-  { name: 'throttling', enforced: false, run: notYetEnforced },
+  { name: 'throttling', enforced: true, run: throttlingPhase },
   { name: 'mediation', enforced: false, run: notYetEnforced },
   { name: 'transport-headers', enforced: true, run: transportHeadersPhase },
   { name: 'send', enforced: true, run: sendPhase },
@@ -342,6 +353,8 @@ function finish(ctx: CallContext, o: Stop): RouteDecision {
   }
   const cors = corsFieldsOf(ctx);
   const echoed = rt.headers.echoed(ctx.req.method, ctx.req.headers);
-  const extra = echoed.length === 0 ? cors : [...cors, ...echoed];
-  return renderFacts(gatewayFacts(o.fault), extra, rt.templates, rt.headers.dropFromResponseSet);
+  let extra = echoed.length === 0 ? cors : [...cors, ...echoed];
+  if (ctx.rateLimitFields !== undefined) extra = [...extra, ...ctx.rateLimitFields];
+  // nextAccessTime on the throttling clock (the one its windows were counted on).
+  return renderFacts(gatewayFacts(o.fault, rt.throttle !== undefined ? rt.throttle.now() : Date.now()), extra, rt.templates, rt.headers.dropFromResponseSet);
 }

@@ -11,6 +11,7 @@ import type { FaultTemplates } from './fault-templates';
 import { compileApi, RouteTable, type CompiledApi } from './router';
 import type { HeaderRules } from './transport-headers';
 import type { Security } from '../security';
+import type { Throttle } from '../throttle';
 
 export interface Deployable {
   readonly api: ApiDefinition;
@@ -31,6 +32,8 @@ export class GatewayRuntime {
     private readonly tracked: WeakMap<SourceRequest, EndpointRuntime>,
     /** Token validation, subscriptions, backend JWT (Step 5, lib/security); undefined: nothing is trusted. */
     readonly security?: Security,
+    /** Throttling (Step 6): one per gateway, shared by every runtime it deploys; undefined: none. */
+    readonly throttle?: Throttle,
   ) {}
 
   track(req: SourceRequest, ep: EndpointRuntime): void {

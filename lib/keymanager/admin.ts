@@ -104,7 +104,16 @@ export async function handleAdmin(ctx: RouteContext, req: http.IncomingMessage, 
     ctx.logger.log('info', 'signing_key_rotated', { kid });
     return sendJson(res, 200, { kid });
   }
-  if (collection === 'snapshot' && id === undefined && method === 'GET') return sendJson(res, 200, await m.snapshot());
+  if (collection === 'blocking-conditions' && sub === undefined) {
+    if (id === undefined && method === 'GET') return sendJson(res, 200, { list: await m.listBlockingConditions() });
+    if (id === undefined && method === 'POST') {
+      const b = await readJson(req);
+      if (b.invert !== undefined && typeof b.invert !== 'boolean') throw new OAuthError('invalid_request', 'invert must be true or false');
+      return sendJson(res, 201, await m.addBlockingCondition({ type: need(b.type, 'type'), value: need(b.value, 'value'), invert: b.invert === true }));
+    }
+    if (id !== undefined && method === 'DELETE') return sendJson(res, 200, await m.removeBlockingCondition(id));
+  }
+    if (collection === 'snapshot' && id === undefined && method === 'GET') return sendJson(res, 200, await m.snapshot());
   if (collection === 'revocations' && id === undefined && method === 'GET') return sendJson(res, 200, { list: await ctx.store.listRevoked(Date.now()) });
   throw new OAuthError('not_found', `no admin resource ${method} /admin/v1${path}`);
 }

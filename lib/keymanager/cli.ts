@@ -27,11 +27,14 @@ export const ADMIN_USAGE = `Managing applications, keys, subscriptions and users
   subscriptions unblock --app NAME --api CONTEXT [--api-version V]
   users add NAME --password PASSWORD [--roles a,b]
   users list
+  blocking add --type API|APPLICATION|USER|IP|IP_RANGE --value VALUE [--invert]
+  blocking list
+  blocking remove ID
 Options: --config FILE (local store of that configuration), --url URL (a running node's management
 port, e.g. http://localhost:9763) with --admin-user/--admin-password (default: [super_admin]), --json.
 `;
 
-export const ADMIN_COMMANDS = new Set(['apps', 'keys', 'subscriptions', 'users']);
+export const ADMIN_COMMANDS = new Set(['apps', 'keys', 'subscriptions', 'users', 'blocking']);
 
 interface Io {
   readonly out: (text: string) => void;
@@ -39,8 +42,8 @@ interface Io {
   readonly cwd: string;
 }
 
-const FLAGS = new Set(['--sandbox', '--prod-only', '--json']);
-const VALUED = new Set(['--config', '--url', '--admin-user', '--admin-password', '--owner', '--tier', '--description', '--app', '--grant-types', '--callback', '--api', '--api-version', '--state', '--password', '--roles', '--sys']);
+const FLAGS = new Set(['--sandbox', '--prod-only', '--json', '--invert']);
+const VALUED = new Set(['--config', '--url', '--admin-user', '--admin-password', '--owner', '--tier', '--description', '--app', '--grant-types', '--callback', '--api', '--api-version', '--state', '--password', '--roles', '--sys', '--type', '--value']);
 
 class UsageError extends Error {}
 
@@ -123,6 +126,9 @@ async function localOps(configFile: string, cwd: string, io: Io): Promise<Ops> {
         return m.setSubscriptionState({ application: s('application') ?? '', apiContext: s('api') ?? '', ...(s('version') !== undefined ? { apiVersion: s('version') as string } : {}) }, s('state') as SubscriptionState);
       }
       if (c === 'users' && method === 'GET') return { list: await m.listUsers() };
+      if (c === 'blocking-conditions' && method === 'GET') return { list: await m.listBlockingConditions() };
+      if (c === 'blocking-conditions' && method === 'POST') return m.addBlockingCondition({ type: s('type') ?? '', value: s('value') ?? '', invert: body.invert === true });
+      if (c === 'blocking-conditions' && id !== undefined && method === 'DELETE') return m.removeBlockingCondition(id);
       if (c === 'users' && method === 'POST') return m.addUser({ username: s('username') ?? '', password: s('password') ?? '', ...(Array.isArray(body.roles) ? { roles: body.roles as string[] } : {}) }, rules);
       throw new Error(`no operation ${method} ${route}`);
     },
@@ -225,6 +231,15 @@ export async function runAdminCli(argv: readonly string[], io: Io): Promise<numb
         case 'users list':
           arity(0);
           return ops.call('GET', '/users');
+        case 'blocking add':
+          arity(0);
+          return ops.call('POST', '/blocking-conditions', { type: need(opts, '--type').toUpperCase(), value: need(opts, '--value'), invert: opts.has('--invert') });
+        case 'blocking list':
+          arity(0);
+          return ops.call('GET', '/blocking-conditions');
+        case 'blocking remove':
+          arity(1);
+          return ops.call('DELETE', `/blocking-conditions/${enc(rest[0] ?? '')}`);
         default:
           throw new UsageError(`unknown command: ${words.join(' ')}`);
       }
@@ -269,6 +284,12 @@ function render(key: string, r: Rec, url: string | undefined): string {
       return `user ${S(r.username)} added (roles ${S(r.roles)})\n`;
     case 'users list':
       return table([['USER', 'ROLES', 'HASH'], ...list.map((u) => [S(u.username), S(u.roles), S(u.hashMethod)])]);
+    case 'blocking add':
+      return `blocking condition ${S(r.id)} added: ${S(r.type)} ${r.invert === true ? 'not ' : ''}${S(r.value)}${url === undefined ? ' (a running node applies it on restart; use --url to apply it at once)' : ''}\n`;
+    case 'blocking remove':
+      return `blocking condition ${S(r.id)} removed: ${S(r.type)} ${S(r.value)}\n`;
+    case 'blocking list':
+      return list.length === 0 ? 'no blocking conditions\n' : table([['ID', 'TYPE', 'VALUE', 'INVERT'], ...list.map((c) => [S(c.id), S(c.type), S(c.value), c.invert === true ? 'yes' : ''])]);
     default:
       return `${JSON.stringify(r)}\n`;
   }

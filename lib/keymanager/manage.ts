@@ -8,8 +8,9 @@
 import { randomBytes } from 'node:crypto';
 import type { ApplicationPayload, EventBus, SubscriptionPayload } from '../events/bus';
 import { digest, hashPassword, newSalt, randomToken } from '../store/passwords';
-import { SUBSCRIPTION_STATES, StoreError, type Application, type KeyType, type OAuthClient, type PasswordHashMethod, type Store, type Subscription, type SubscriptionState } from '../store/types';
+import { SUBSCRIPTION_STATES, StoreError, type Application, type BlockingConditionRecord, type KeyType, type OAuthClient, type PasswordHashMethod, type Store, type Subscription, type SubscriptionState } from '../store/types';
 import { OAuthError } from './errors';
+import { checkBlockingCondition } from '../throttle/blocking';
 import { DEFAULT_CLIENT_GRANTS, isGrantType } from './settings';
 
 export interface ApplicationView extends Application {
@@ -203,6 +204,28 @@ export class Manager {
   async listUsers(): Promise<UserView[]> {
     return (await this.store.listUsers()).map((u) => ({ username: u.username, roles: u.roles, hashMethod: u.hashMethod, createdAt: u.createdAt }));
   }
+  /** Blocking conditions (900805): stored, then published so gateways apply them at once (docs/throttling.md). */
+  async addBlockingCondition(input: { type: string; value: string; invert?: boolean }): Promise<BlockingConditionRecord> {
+    const why = checkBlockingCondition(input.type, input.value);
+    if (why !== undefined) throw new OAuthError('invalid_request', why);
+    const invert = input.invert === true;
+    if (invert && input.type !== 'IP' && input.type !== 'IP_RANGE') throw new OAuthError('invalid_request', 'invert applies to IP and IP_RANGE conditions only');
+    const rec = await this.store.addBlockingCondition({ type: input.type as BlockingConditionRecord['type'], value: input.value.trim(), invert }).catch((err: unknown) => conflict(err, `a ${input.type} condition on ${input.value}`));
+    this.bus.publish('blocking.added', { condition: { id: rec.id, type: rec.type, value: rec.value, invert: rec.invert } });
+    return rec;
+  }
+
+  listBlockingConditions(): Promise<BlockingConditionRecord[]> {
+    return this.store.listBlockingConditions();
+  }
+
+  async removeBlockingCondition(id: string): Promise<BlockingConditionRecord> {
+    const rec = await this.store.deleteBlockingCondition(id);
+    if (rec === undefined) throw new OAuthError('not_found', `no blocking condition ${id}`);
+    this.bus.publish('blocking.removed', { condition: { id: rec.id, type: rec.type, value: rec.value, invert: rec.invert } });
+    return rec;
+  }
+
 }
 
 export function subscriptionPayload(s: Subscription): SubscriptionPayload {

@@ -82,6 +82,19 @@ export const MIGRATIONS: readonly Migration[] = [
       `ALTER TABLE tw_refresh_token ADD COLUMN access_expires_at BIGINT`,
     ],
   },
+  {
+    version: 3,
+    description: 'blocking conditions (throttling, 900805): API context, application, user, IP, IP range',
+    statements: [
+      `CREATE TABLE tw_blocking_condition (
+        id VARCHAR(64) NOT NULL PRIMARY KEY,
+        type VARCHAR(16) NOT NULL,
+        value VARCHAR(255) NOT NULL,
+        invert INTEGER NOT NULL,
+        created_at BIGINT NOT NULL,
+        CONSTRAINT tw_blocking_condition_value UNIQUE (type, value, invert))`,
+    ],
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;

@@ -11,6 +11,7 @@ import { MIGRATIONS, type Migration } from './migrations';
 import {
   StoreError,
   type Application,
+  type BlockingConditionRecord,
   type KeyType,
   type OAuthClient,
   type PasswordHashMethod,
@@ -326,6 +327,22 @@ export class SqlStore implements Store {
   }
   async deleteSigningKey(kid: string): Promise<void> {
     await this.db.run(`DELETE FROM tw_signing_key WHERE kid = ?`, [kid]);
+  }
+
+  async addBlockingCondition(c: Omit<BlockingConditionRecord, 'id' | 'createdAt'>): Promise<BlockingConditionRecord> {
+    const rec: BlockingConditionRecord = { ...c, id: randomUUID(), createdAt: Date.now() };
+    await this.db.run(`INSERT INTO tw_blocking_condition (id, type, value, invert, created_at) VALUES (?, ?, ?, ?, ?)`, [rec.id, rec.type, rec.value, rec.invert ? 1 : 0, rec.createdAt]);
+    return rec;
+  }
+  async listBlockingConditions(): Promise<BlockingConditionRecord[]> {
+    const rows = await this.db.all(`SELECT * FROM tw_blocking_condition ORDER BY created_at, id`);
+    return rows.map((r) => ({ id: str(r.id), type: str(r.type) as BlockingConditionRecord['type'], value: str(r.value), invert: num(r.invert) !== 0, createdAt: num(r.created_at) }));
+  }
+  async deleteBlockingCondition(id: string): Promise<BlockingConditionRecord | undefined> {
+    const found = (await this.listBlockingConditions()).find((c) => c.id === id);
+    if (found === undefined) return undefined;
+    await this.db.run(`DELETE FROM tw_blocking_condition WHERE id = ?`, [id]);
+    return found;
   }
 
   async cleanup(now: number, keysBefore: number): Promise<{ refreshTokens: number; revoked: number; keys: number }> {

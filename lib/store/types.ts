@@ -99,6 +99,15 @@ export interface SigningKey {
   readonly retiredAt: number | null;
 }
 
+/** A blocking condition as stored (lib/throttle/blocking.ts gives the types and values). */
+export interface BlockingConditionRecord {
+  readonly id: string;
+  readonly type: 'API' | 'APPLICATION' | 'USER' | 'IP' | 'IP_RANGE';
+  readonly value: string;
+  readonly invert: boolean;
+  readonly createdAt: number;
+}
+
 export interface Store {
   /** `sqlite`, `postgres` or `mysql`. */
   readonly kind: string;
@@ -151,6 +160,11 @@ export interface Store {
   listSigningKeys(): Promise<SigningKey[]>;
   retireSigningKey(kid: string, at: number): Promise<void>;
   deleteSigningKey(kid: string): Promise<void>;
+
+  /** Blocking conditions (throttling, 900805), oldest first. */
+  addBlockingCondition(c: Omit<BlockingConditionRecord, 'id' | 'createdAt'>): Promise<BlockingConditionRecord>;
+  listBlockingConditions(): Promise<BlockingConditionRecord[]>;
+  deleteBlockingCondition(id: string): Promise<BlockingConditionRecord | undefined>;
 
   /** Deletes expired refresh tokens and revocations, and retired keys older than `keysBefore` (`[oauth.token_cleanup]`). */
   cleanup(now: number, keysBefore: number): Promise<{ refreshTokens: number; revoked: number; keys: number }>;

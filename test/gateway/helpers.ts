@@ -239,8 +239,15 @@ export function apiToml(fields: {
   endpoint: string;
   resources: readonly (readonly [string, readonly string[]])[];
   extra?: string;
+  /**
+   * `unauthenticated_policy` (Step 6). Default "Unlimited": these fixtures call APIs without authentication
+   * far more than the Unauthenticated tier's 500 per minute (hot deploy under load); throttling tests
+   * pass null to get the tier, or name another.
+   */
+  unauthenticatedPolicy?: string | null;
 }): string {
   let t = `name = "${fields.name ?? 'Test'}"\ncontext = "${fields.context ?? '/test'}"\nversion = "${fields.version ?? '1.0.0'}"\nauth = "none"\n`;
+  if (fields.unauthenticatedPolicy !== null) t += `unauthenticated_policy = "${fields.unauthenticatedPolicy ?? 'Unlimited'}"\n`;
   if (fields.defaultVersion === true) t += 'default_version = true\n';
   if (fields.state !== undefined) t += `state = "${fields.state}"\n`;
   if (fields.extra !== undefined) t += fields.extra + '\n';

@@ -39,6 +39,6 @@ t.test('an invalid state is refused with the allowed values', async (t) => {
   const d = g.gw.states()[0]?.diagnostics.find((x) => x.code === 'API_ALLOWED');
   t.ok(d);
   t.match(d?.message, /did you mean "PUBLISHED"/);
-  t.equal(d?.line, 5);
+  t.equal(d?.line, 6, 'after name, context, version, auth and unauthenticated_policy');
   t.equal(g.gw.deployed().length, 0);
 });

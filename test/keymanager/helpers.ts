@@ -7,7 +7,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { loadConfig } from '../../lib/config/load';
 import { createKeyManager, type KeyManager } from '../../lib/keymanager';
-import { createEventBus, type AnyEvent } from '../../lib/events/bus';
+import { createEventBus, type AnyEvent, type EventBus } from '../../lib/events/bus';
 import { createLogger } from '../../lib/observability/log';
 import { openStore } from '../../lib/store/open';
 import type { Store } from '../../lib/store/types';
@@ -17,6 +17,8 @@ export interface Harness {
   readonly store: Store;
   readonly url: string;
   readonly events: AnyEvent[];
+  /** The key manager's bus (a gateway in the same process subscribes to it). */
+  readonly bus: EventBus;
   readonly logLines: string[];
   readonly dir: string;
   close(): Promise<void>;
@@ -49,6 +51,7 @@ export async function startKeyManager(toml = '', options: { apiScopes?: () => It
     store,
     url: `http://127.0.0.1:${a.port}`,
     events,
+    bus,
     logLines,
     dir,
     async close() {

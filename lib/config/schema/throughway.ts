@@ -28,7 +28,6 @@ export const THROUGHWAY_SECTIONS: readonly SectionDef[] = [
       { key: 'retry_stale', type: 'b', default: true, meaning: 'Retry once on a fresh connection when a reused backend socket closes before any response byte.' },
       { key: 'backlog', type: 'i', default: 511, min: 1, meaning: 'Listen backlog of the gateway listeners (HTTP, HTTPS, WS, WSS).' },
       { key: 'apis_dir', type: 's', format: 'path', default: 'apis', meaning: 'Directory of API definitions.' },
-      { key: 'policies_file', type: 's', format: 'path', default: 'policies.toml', meaning: 'Throttling policies file.' },
       { key: 'fault_templates_file', type: 's', format: 'path', default: 'fault-templates.toml', meaning: 'Fault response templates file.' },
       { key: 'access_log_file', type: 's', format: 'path', default: 'logs/http_access.log', meaning: 'HTTP access log file, written when http_access_log.enabled is true and useLogger is false.' },
     ],
@@ -54,6 +53,19 @@ export const THROUGHWAY_SECTIONS: readonly SectionDef[] = [
       { key: 'health_check_timeout', type: 's', format: 'duration', unit: 'ms', default: 5000, min: 1, meaning: 'A health checker that has not answered within this is reported DOWN (GET /health).' },
       { key: 'backend_pool_checker_order', type: 'i', default: 99, meaning: 'Order of the backend connection pool health checker among the checkers of [server_health_check].' },
       { key: 'backend_pool_usage_limit_percentage', type: 'i', default: 100, min: 1, max: 100, meaning: 'The backend pool checker is DOWN when a route uses at least this percentage of http.max.connection.per.host.port and calls wait for a connection.' },
+    ],
+  },
+  {
+    path: 'throughway.throttling',
+    source: 'throughway',
+    title: 'Throttling: policies file and counters (docs/throttling.md)',
+    runs: true,
+    keys: [
+      { key: 'policies_file', type: 's', format: 'path', default: 'policies.toml', meaning: 'Throttling policies file (docs/throttling.md), resolved against the configuration\'s directory. Missing: the built-in defaults (the same as conf/policies.toml).' },
+      { key: 'counter_store', type: 's', default: 'memory', allowed: ['memory', 'redis'], meaning: 'Where throttle counters live: memory (exact, one process) or redis (shared by every node; counted locally and synchronised in batches).' },
+      { key: 'redis_url', type: 's', format: 'url', default: 'redis://127.0.0.1:6379', meaning: 'Redis of the shared counters when counter_store = "redis".' },
+      { key: 'sync_interval', type: 's', format: 'duration', unit: 'ms', default: 100, min: 10, meaning: 'How often local counts are sent to Redis and the shared totals read back; it bounds the overshoot across nodes (docs/throttling.md).' },
+      { key: 'max_counters', type: 'i', default: 100000, min: 100, meaning: 'Most counters kept in memory; past it idle and then the oldest counters are evicted, so a flood of distinct keys cannot exhaust memory.' },
     ],
   },
   {

@@ -1,0 +1,341 @@
+/**
+ * The throttle engine: one decision per call, in the reference's order (spec 002 part 7; issue 7):
+ *
+ *   blocking (900805) -> API level (900800) or resource level (900802) -> subscription (900804)
+ *   -> burst (900807) -> application (900803) -> custom (900806) -> hard limit per endpoint (900801, 503)
+ *
+ * Every level is checked before any is counted: a call refused at one level uses up nobody's quota, and a
+ * call let through is counted at every level it passed. The first level (in that order) whose limit is
+ * reached gives the code. Counting goes through a CounterStore (counters.ts): synchronous, no network
+ * round trip per call.
+ *
+ * The decision object and the level arrays are reused from call to call (the engine is synchronous and a
+ * process runs one call at a time), so a call allocates only the counter keys it needs.
+ */
+import type { AuthContext } from '../gateway/auth-context';
+import type { BlockingConditions, BlockingType } from './blocking';
+import type { CounterStore } from './counters';
+import { ipNumber, ipMatcher, type ApiPolicy, type Condition, type ConditionGroup, type CustomPolicy, type Policies, type PolicyOptions, type Quota } from './policies';
+
+export const Code = {
+  ALLOWED: 0,
+  THROTTLED_OUT: 900800,
+  HARD_LIMIT_EXCEEDED: 900801,
+  RESOURCE_THROTTLED: 900802,
+  APPLICATION_THROTTLED: 900803,
+  SUBSCRIPTION_THROTTLED: 900804,
+  BLOCKED: 900805,
+  CUSTOM_POLICY_THROTTLED: 900806,
+  BURST_THROTTLED: 900807,
+} as const;
+export type ThrottleCode = (typeof Code)[keyof typeof Code];
+
+/** What the engine needs of a call (the throttling phase fills it from the CallContext). */
+export interface ThrottleCall {
+  readonly ip: string;
+  /** The versioned context (/pizzashack/1.0.0), the context as written, version and name of the API. */
+  readonly apiPath: string;
+  readonly apiContext: string;
+  readonly apiVersion: string;
+  readonly apiName: string;
+  /** "GET /menu/{id}": the resource as defined. */
+  readonly resourceKey: string;
+  /** `policy` of the API, and of the resource (used only when the API has none). */
+  readonly apiPolicy: string | undefined;
+  readonly resourcePolicy: string | undefined;
+  /** The subscription tier of calls without authentication (resource, else API, else "Unauthenticated"). */
+  readonly unauthenticatedPolicy: string;
+  /** undefined (authentication not run, or the resource needs none) counts per client IP. */
+  readonly auth: AuthContext | undefined;
+  /** Flat [name, value, ...] request fields, and the query with its '?' ('' for none). */
+  readonly headers: readonly string[];
+  readonly query: string;
+  /** Request body bytes as declared (Content-Length; 0 when absent or chunked): what bandwidth quotas count. */
+  readonly bytes: number;
+  /** The endpoint's pool key and its hard limit (requests per second), when it has one. */
+  readonly endpointKey: string | undefined;
+  readonly maxTps: number | undefined;
+}
+
+/** The engine's answer; the same object is returned for every call (read it before the next call). */
+export interface Verdict {
+  code: ThrottleCode;
+  /** The blocking condition type, for 900805. */
+  blockedBy: BlockingType | undefined;
+  /** ms until the refusing level's window ends (Retry-After, nextAccessTime); -1 when not throttled. */
+  retryAfterMs: number;
+  /** The most restrictive finite level of this call (IETF RateLimit fields); limit -1 when none. */
+  limit: number;
+  remaining: number;
+  resetMs: number;
+}
+
+export interface EngineOptions {
+  readonly policies: Policies;
+  readonly counters: CounterStore;
+  readonly blocking: BlockingConditions;
+  /** Condition types in force ([apim.throttling] switches). */
+  readonly switches: Pick<PolicyOptions, 'headerConditions' | 'queryConditions' | 'claimConditions'>;
+  /** [apim.throttling] enable_blacklist_condition. */
+  readonly blockingEnabled: boolean;
+  /** A tier named by a token or an API file that the policies do not define (once per name). */
+  readonly onUnknownPolicy?: (kind: 'subscription' | 'application' | 'api', name: string) => void;
+}
+
+const MAX_LEVELS = 16;
+
+type TemplatePart = string | ((c: ThrottleCall) => string);
+
+const TEMPLATE_VALUES: Record<string, (c: ThrottleCall) => string> = {
+  $userId: (c) => c.auth?.endUser ?? '',
+  $appId: (c) => c.auth?.applicationId ?? '',
+  $appName: (c) => c.auth?.applicationName ?? '',
+  $subscriber: (c) => c.auth?.subscriber ?? '',
+  $apiContext: (c) => c.apiContext,
+  $apiVersion: (c) => c.apiVersion,
+  $apiName: (c) => c.apiName,
+  $clientIp: (c) => c.ip,
+  $resource: (c) => c.resourceKey,
+};
+
+function compileTemplate(t: string): TemplatePart[] {
+  const parts: TemplatePart[] = [];
+  let last = 0;
+  for (const m of t.matchAll(/\$[A-Za-z]+/g)) {
+    if (m.index > last) parts.push(t.slice(last, m.index));
+    parts.push(TEMPLATE_VALUES[m[0]] ?? m[0]);
+    last = m.index + m[0].length;
+  }
+  if (last < t.length) parts.push(t.slice(last));
+  return parts;
+}
+
+function headerValue(headers: readonly string[], lower: string): string | undefined {
+  for (let i = 0; i < headers.length; i += 2) if ((headers[i] as string).toLowerCase() === lower) return headers[i + 1] as string;
+  return undefined;
+}
+
+export class ThrottleEngine {
+  policies: Policies;
+  readonly counters: CounterStore;
+  readonly blocking: BlockingConditions;
+  private readonly options: EngineOptions;
+  private readonly unknown = new Set<string>();
+  private templates = new Map<CustomPolicy, TemplatePart[]>();
+  /** Subscription tiers that count nothing, when no custom policy counts every call either. */
+  private freeTiers = new Set<string>();
+  private readonly ipRanges = new WeakMap<Condition, readonly [bigint, bigint]>();
+  /** The levels of the call being decided (reused). */
+  private n = 0;
+  private readonly keys: string[] = new Array<string>(MAX_LEVELS).fill('');
+  private readonly quotas: Quota[] = [];
+  private readonly codes: ThrottleCode[] = [];
+  private readonly enforced: boolean[] = [];
+  private readonly costs: number[] = [];
+  private readonly verdict: Verdict = { code: Code.ALLOWED, blockedBy: undefined, retryAfterMs: -1, limit: -1, remaining: 0, resetMs: 0 };
+
+  constructor(options: EngineOptions) {
+    this.options = options;
+    this.policies = options.policies;
+    this.counters = options.counters;
+    this.blocking = options.blocking;
+    this.setPolicies(options.policies);
+  }
+
+  /** New policies: counters keep counting under the same keys. */
+  setPolicies(p: Policies): void {
+    this.policies = p;
+    this.templates = new Map(p.custom.map((c) => [c, compileTemplate(c.keyTemplate)]));
+    const free = new Set<string>();
+    for (const [name, sp] of p.subscription) if (sp.quota.kind === 'unlimited' && sp.burst === undefined) free.add(name);
+    this.freeTiers = p.custom.length === 0 ? free : new Set();
+  }
+
+  /**
+   * True when a call without authentication, to an API and resource without policies or hard limit,
+   * would be counted nowhere: the phase then skips building the call (the pass-through path of an
+   * Unlimited API allocates nothing for throttling).
+   */
+  nothingToCount(unauthenticatedPolicy: string): boolean {
+    return this.freeTiers.has(unauthenticatedPolicy) && (!this.options.blockingEnabled || this.blocking.size === 0);
+  }
+
+  private unknownPolicy(kind: 'subscription' | 'application' | 'api', name: string): void {
+    const k = `${kind}:${name}`;
+    if (this.unknown.has(k)) return;
+    this.unknown.add(k);
+    this.options.onUnknownPolicy?.(kind, name);
+  }
+
+  private level(key: string, quota: Quota, code: ThrottleCode, enforced: boolean, bytes: number): void {
+    if (quota.kind === 'unlimited') return;
+    const i = this.n++;
+    this.keys[i] = key;
+    this.quotas[i] = quota;
+    this.codes[i] = code;
+    this.enforced[i] = enforced;
+    this.costs[i] = quota.kind === 'bandwidth' ? bytes : 1;
+  }
+
+  private holds(c: Condition, call: ThrottleCall): boolean {
+    switch (c.type) {
+      case 'ip':
+      case 'ip_range': {
+        let r = this.ipRanges.get(c);
+        if (r === undefined) {
+          r = ipMatcher(c.type, c.value) ?? [1n, 0n];
+          this.ipRanges.set(c, r);
+        }
+        const n = ipNumber(call.ip);
+        return n !== undefined && n >= r[0] && n <= r[1];
+      }
+      case 'header': {
+        const v = headerValue(call.headers, c.name);
+        return v !== undefined && (c.pattern as RegExp).test(v);
+      }
+      case 'query': {
+        if (call.query.length < 2) return false;
+        for (const v of new URLSearchParams(call.query.slice(1)).getAll(c.name)) if ((c.pattern as RegExp).test(v)) return true;
+        return false;
+      }
+      case 'claim': {
+        const v = call.auth?.claims[c.name];
+        if (v === undefined || v === null) return false;
+        const list = Array.isArray(v) ? v : [v];
+        for (const x of list) if ((c.pattern as RegExp).test(typeof x === 'string' ? x : JSON.stringify(x))) return true;
+        return false;
+      }
+    }
+  }
+
+  /** The first condition group that applies: every condition in force holds (inverted ones do not). */
+  private group(p: ApiPolicy, call: ThrottleCall): number {
+    const sw = this.options.switches;
+    outer: for (let g = 0; g < p.groups.length; g++) {
+      const group = p.groups[g] as ConditionGroup;
+      for (const c of group.conditions) {
+        // A condition type switched off in [apim.throttling] makes its group never apply.
+        if ((c.type === 'header' && !sw.headerConditions) || (c.type === 'query' && !sw.queryConditions) || (c.type === 'claim' && !sw.claimConditions)) continue outer;
+        if (this.holds(c, call) === c.invert) continue outer;
+      }
+      return g;
+    }
+    return -1;
+  }
+
+  private readonly tps = new Map<number, Quota>();
+
+  /** The hard limit's quota, one object per distinct max_tps. */
+  private perSecond(n: number): Quota {
+    let q = this.tps.get(n);
+    if (q === undefined) {
+      q = Object.freeze({ kind: 'requests', limit: n, windowMs: 1000 });
+      this.tps.set(n, q);
+    }
+    return q;
+  }
+
+  /** Decides one call at `now` (epoch ms) and counts it when it is allowed. */
+  check(call: ThrottleCall, now: number): Verdict {
+    const v = this.verdict;
+    v.code = Code.ALLOWED;
+    v.blockedBy = undefined;
+    v.retryAfterMs = -1;
+    v.limit = -1;
+    v.remaining = 0;
+    v.resetMs = 0;
+    const auth = call.auth !== undefined && call.auth.kind !== 'none' ? call.auth : undefined;
+
+    // 900805: blocking conditions.
+    if (this.options.blockingEnabled && this.blocking.size > 0) {
+      const by = this.blocking.blocks({
+        ip: call.ip,
+        apiPath: call.apiPath,
+        apiContext: call.apiContext,
+        application: auth !== undefined ? { id: auth.applicationId, name: auth.applicationName, owner: auth.subscriber } : undefined,
+        user: auth?.endUser,
+      });
+      if (by !== undefined) {
+        v.code = Code.BLOCKED;
+        v.blockedBy = by;
+        return v;
+      }
+    }
+
+    const p = this.policies;
+    const bytes = call.bytes > 0 ? call.bytes : 0;
+    this.n = 0;
+
+    // 900800 / 900802: the API's advanced policy, or else the resource's.
+    const advanced = call.apiPolicy ?? call.resourcePolicy;
+    if (advanced !== undefined) {
+      const ap = p.api.get(advanced);
+      if (ap === undefined) this.unknownPolicy('api', advanced);
+      else {
+        const apiLevel = call.apiPolicy !== undefined;
+        const base = apiLevel ? `p|${call.apiPath}` : `r|${call.apiPath}|${call.resourceKey}`;
+        const g = ap.groups.length > 0 ? this.group(ap, call) : -1;
+        const q = g < 0 ? ap.quota : (ap.groups[g] as ConditionGroup).quota;
+        this.level(g < 0 ? base : `${base}|g${g}`, q, apiLevel ? Code.THROTTLED_OUT : Code.RESOURCE_THROTTLED, true, bytes);
+      }
+    }
+
+    // 900804 / 900807: the subscription tier, or the unauthenticated tier per client IP.
+    const tier = auth !== undefined ? auth.subscriptionTier : call.unauthenticatedPolicy;
+    const sp = p.subscription.get(tier);
+    if (sp === undefined) this.unknownPolicy('subscription', tier);
+    else if (sp.quota.kind !== 'unlimited' || sp.burst !== undefined) {
+      const key = auth !== undefined ? `s|${auth.applicationId}|${call.apiPath}` : `u|${call.apiPath}|${call.ip}`;
+      this.level(key, sp.quota, Code.SUBSCRIPTION_THROTTLED, sp.stopOnQuotaReach, bytes);
+      if (sp.burst !== undefined) this.level(`b${key}`, sp.burst, Code.BURST_THROTTLED, true, bytes);
+    }
+
+    // 900803: the application tier, per application and end user (the reference's appId:authorizedUser).
+    if (auth !== undefined) {
+      const app = p.application.get(auth.applicationTier);
+      if (app === undefined) this.unknownPolicy('application', auth.applicationTier);
+      else this.level(`a|${auth.applicationId}|${auth.endUser}`, app.quota, Code.APPLICATION_THROTTLED, true, bytes);
+    }
+
+    // 900806: custom policies, one counter per value of the key template.
+    for (const c of p.custom) {
+      const parts = this.templates.get(c) as TemplatePart[];
+      let key = `c|${c.name}|`;
+      for (const part of parts) key += typeof part === 'string' ? part : part(call);
+      this.level(key, c.quota, Code.CUSTOM_POLICY_THROTTLED, true, bytes);
+    }
+
+    // 900801: the endpoint's hard limit, over every caller.
+    if (call.maxTps !== undefined && call.endpointKey !== undefined) this.level(`h|${call.endpointKey}`, this.perSecond(call.maxTps), Code.HARD_LIMIT_EXCEEDED, true, bytes);
+
+    const n = this.n;
+    if (n === 0) return v;
+    const store = this.counters;
+    let best = Infinity;
+    for (let i = 0; i < n; i++) {
+      const q = this.quotas[i] as Quota;
+      const count = store.peek(this.keys[i] as string, q.windowMs, now);
+      const resetMs = q.windowMs - (now % q.windowMs);
+      if (count >= q.limit && this.enforced[i] === true) {
+        v.code = this.codes[i] as ThrottleCode;
+        v.retryAfterMs = resetMs;
+        v.limit = q.limit;
+        v.remaining = 0;
+        v.resetMs = resetMs;
+        return v;
+      }
+      const left = Math.max(0, q.limit - count - (this.costs[i] as number));
+      if (this.enforced[i] === true && left < best) {
+        best = left;
+        v.limit = q.limit;
+        v.remaining = left;
+        v.resetMs = resetMs;
+      }
+    }
+    for (let i = 0; i < n; i++) {
+      const cost = this.costs[i] as number;
+      if (cost > 0) store.add(this.keys[i] as string, cost, (this.quotas[i] as Quota).windowMs, now);
+    }
+    return v;
+  }
+}

@@ -1,0 +1,91 @@
+/**
+ * Throttling (Step 6; docs/throttling.md): policies, the engine, counters, blocking conditions. The
+ * gateway creates one Throttle at start and hands it to every runtime it deploys, so counters and
+ * blocking conditions survive hot deploys; the throttling phase (phase.ts) asks its engine per call.
+ */
+import type { Logger } from '../observability/log';
+import { BlockingConditions, type BlockingCondition } from './blocking';
+import { MemoryCounterStore, type CounterStore } from './counters';
+import { ThrottleEngine } from './engine';
+import { formatPolicyDiagnostic, loadPolicies, policyNames, type Policies, type PolicyDiagnostic, type PolicyNames } from './policies';
+import { RedisCounterStore } from './redis';
+import type { ThrottleSettings } from './settings';
+
+export interface Throttle {
+  readonly engine: ThrottleEngine;
+  readonly blocking: BlockingConditions;
+  readonly counters: CounterStore;
+  readonly settings: ThrottleSettings;
+  /** The clock of every decision (tests inject a fake one). */
+  readonly now: () => number;
+  policies(): Policies;
+  /** The names API definitions may use (`policy`, `unauthenticated_policy`). */
+  names(): PolicyNames;
+  close(): Promise<void>;
+}
+
+export class ThrottleConfigError extends Error {
+  constructor(readonly diagnostics: readonly PolicyDiagnostic[]) {
+    super(`throttling policies are invalid:\n${diagnostics.filter((d) => d.level === 'error').map(formatPolicyDiagnostic).join('\n')}`);
+    this.name = 'ThrottleConfigError';
+  }
+}
+
+export interface ThrottleOptions {
+  readonly settings: ThrottleSettings;
+  readonly logger: Logger;
+  /** Blocking conditions in force at start (the store's list; events keep it current). */
+  readonly blocking?: readonly BlockingCondition[];
+  readonly now?: () => number;
+  /** A counter store of the embedder's (default: from settings.counterStore). */
+  readonly counters?: CounterStore;
+}
+
+function logDiagnostics(logger: Logger, list: readonly PolicyDiagnostic[]): void {
+  for (const d of list) {
+    const level = d.level === 'error' ? 'error' : d.level === 'warning' ? 'warn' : 'info';
+    if (logger.enabled(level)) logger.log(level, 'throttle_policy', { code: d.code, file: d.file, line: d.line, field: d.field, message: formatPolicyDiagnostic(d) });
+  }
+}
+
+/** Loads the policies (throws ThrottleConfigError when the file is invalid) and builds the engine. */
+export function createThrottle(options: ThrottleOptions): Throttle {
+  const { settings, logger } = options;
+  const policyOptions = { enableUnlimitedTier: settings.enableUnlimitedTier, headerConditions: settings.headerConditions, queryConditions: settings.queryConditions, claimConditions: settings.claimConditions };
+  const first = loadPolicies(settings.policiesFile, policyOptions);
+  logDiagnostics(logger, first.diagnostics);
+  if (first.policies === undefined) throw new ThrottleConfigError(first.diagnostics);
+  const policies = first.policies;
+  const names = policyNames(policies);
+  const now = options.now ?? Date.now;
+  const counters =
+    options.counters ??
+    (settings.counterStore === 'redis'
+      ? new RedisCounterStore({ url: settings.redisUrl, syncInterval: settings.syncInterval, maxCounters: settings.maxCounters, publish: settings.dataPublishing, read: settings.decisionConnection, persistence: settings.persistence, logger, clock: now })
+      : new MemoryCounterStore(settings.maxCounters, 10_000, now));
+  const blocking = new BlockingConditions();
+  if (options.blocking !== undefined) blocking.replace(options.blocking);
+  const engine = new ThrottleEngine({
+    policies,
+    counters,
+    blocking,
+    switches: policyOptions,
+    blockingEnabled: settings.blockingEnabled,
+    onUnknownPolicy: (kind, name) => logger.log('warn', 'throttle_unknown_policy', { kind, name, message: `${kind} policy "${name}" is not defined in ${settings.policiesFile}: that level is not enforced for it` }),
+  });
+  return {
+    engine,
+    blocking,
+    counters,
+    settings,
+    now,
+    policies: () => policies,
+    names: () => names,
+    close: () => counters.close(),
+  };
+}
+
+export { BlockingConditions, type BlockingCondition } from './blocking';
+export { MemoryCounterStore, type CounterStore } from './counters';
+export { ThrottleEngine, type ThrottleCall, type Verdict } from './engine';
+export type { Policies } from './policies';

@@ -1,0 +1,56 @@
+/**
+ * The throttling phase (phases.ts, after authentication): asks the engine about the call and answers its
+ * fault, or continues with the call's IETF rate-limit fields (draft-ietf-httpapi-ratelimit-headers:
+ * RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset in seconds) for the send phase and for faults.
+ * The reference sends none of these; they describe the most restrictive limit the call was counted
+ * against, and are absent when every level is unlimited.
+ */
+import { ApiCode, fault, type GatewayCode } from '../gateway/faults';
+import type { CallContext, Outcome } from '../gateway/phases';
+import type { CompiledApi } from '../gateway/router';
+import type { ThrottleCall } from './engine';
+
+const BLOCKED_BY: Record<string, string> = {
+  API: 'Blocked by a blocking condition on the API context',
+  APPLICATION: 'Blocked by a blocking condition on the application',
+  USER: 'Blocked by a blocking condition on the user',
+  IP: 'Blocked by a blocking condition on the client IP address',
+  IP_RANGE: 'Blocked by a blocking condition on the client IP address range',
+};
+
+export function throttlingPhase(ctx: CallContext): Outcome {
+  const th = ctx.rt.throttle;
+  if (th === undefined) return undefined;
+  const api = ctx.api as CompiledApi;
+  const def = api.def;
+  const res = ctx.resource?.def;
+  const req = ctx.req;
+  const ep = ctx.keyType === 'SANDBOX' ? api.sandbox : api.production;
+  const maxTps = ep?.def.maxTps;
+  const unauthenticatedPolicy = res?.unauthenticatedPolicy ?? def.unauthenticatedPolicy ?? 'Unauthenticated';
+  // An open resource carries the shared NO_AUTH context (kind 'none'): counted like no authentication.
+  const open = ctx.auth === undefined || ctx.auth.kind === 'none';
+  if (open && def.policy === undefined && res?.policy === undefined && maxTps === undefined && th.engine.nothingToCount(unauthenticatedPolicy)) return undefined;
+  const call: ThrottleCall = {
+    ip: req.remoteAddress,
+    apiPath: api.path,
+    apiContext: def.context,
+    apiVersion: def.version,
+    apiName: def.name,
+    resourceKey: res?.path ?? ctx.rest,
+    apiPolicy: def.policy,
+    resourcePolicy: res?.policy,
+    unauthenticatedPolicy,
+    auth: ctx.auth,
+    headers: req.headers,
+    query: ctx.query,
+    bytes: req.contentLength > 0 ? req.contentLength : 0,
+    endpointKey: maxTps === undefined ? undefined : `${api.id}|${ctx.keyType}`,
+    maxTps,
+  };
+  const v = th.engine.check(call, th.now());
+  if (v.limit >= 0) ctx.rateLimitFields = ['RateLimit-Limit', String(v.limit), 'RateLimit-Remaining', String(v.remaining), 'RateLimit-Reset', String(Math.ceil(v.resetMs / 1000))];
+  if (v.code === 0) return undefined;
+  if (v.code === ApiCode.BLOCKED) return { fault: fault(ApiCode.BLOCKED, { description: BLOCKED_BY[v.blockedBy ?? ''] ?? 'Blocked by a blocking condition' }) };
+  return { fault: fault(v.code as GatewayCode, { retryAfterMs: v.retryAfterMs }) };
+}

@@ -1,0 +1,209 @@
+/**
+ * Shared counters for several processes or machines (issue 7, "Counting"; Step 9 wires the deployment):
+ * every node counts locally and synchronises with Redis in batches, so no request waits for a network
+ * round trip.
+ *
+ * Per counter a node keeps `known` (the shared total Redis last reported, its own sent counts included)
+ * and `unsent` (what it counted since). A decision uses known + unsent. Every `syncInterval` one pipeline
+ * carries, for each counter used since the last batch, INCRBY of its unsent count (or GET when there is
+ * nothing to send) on `tw:thr:<key>@<window start>`, with PEXPIRE at the window's end; the replies become
+ * the new `known`. Windows are aligned to the epoch (counters.ts), so all nodes name a window the same.
+ *
+ * Overshoot bound: a node decides on a view at most one sync interval (plus one round trip) old, so with
+ * K nodes a limit of N can be exceeded by at most (K - 1) x (calls one node admits in sync_interval + RTT),
+ * and never by more than (K - 1) x N in one window. Per node the count is exact. docs/throttling.md.
+ *
+ * [apim.throttling] switches: enable_data_publishing false: nothing is sent (the node counts alone);
+ * enable_decision_connection false: the other nodes' counts are not read back (replies are ignored, known
+ * counts only this node's own sends); enable_persistence true: window keys are kept one window longer
+ * than their end, so the last window's counts stay readable in Redis.
+ *
+ * Redis unreachable: decisions go on with the local counts (never a refusal because Redis is down);
+ * unsent counts are kept and sent when it is back. One warning per outage.
+ */
+import { Redis } from 'ioredis';
+import type { Logger } from '../observability/log';
+import { windowStart, type CounterStore } from './counters';
+
+class SharedCounter {
+  touched = true;
+  constructor(
+    public start: number,
+    public end: number,
+    public known: number,
+    public unsent: number,
+  ) {}
+}
+
+export interface RedisCounterOptions {
+  readonly url: string;
+  readonly syncInterval: number;
+  readonly maxCounters: number;
+  readonly publish: boolean;
+  readonly read: boolean;
+  readonly persistence: boolean;
+  readonly logger: Logger;
+  readonly clock?: () => number;
+  /** Key prefix (tests isolate themselves with their own). */
+  readonly prefix?: string;
+}
+
+export class RedisCounterStore implements CounterStore {
+  readonly map = new Map<string, SharedCounter>();
+  readonly client: Redis;
+  private readonly timer: NodeJS.Timeout;
+  private syncing: Promise<void> | undefined;
+  private down = false;
+  private closed = false;
+  private readonly prefix: string;
+  private readonly clock: () => number;
+
+  constructor(private readonly o: RedisCounterOptions) {
+    this.prefix = o.prefix ?? 'tw:thr:';
+    this.clock = o.clock ?? Date.now;
+    // No offline queue: while Redis is away a batch fails at once instead of piling up.
+    this.client = new Redis(o.url, { enableOfflineQueue: false, maxRetriesPerRequest: 1, lazyConnect: false });
+    this.client.on('error', (err: Error) => this.outage(err));
+    this.timer = setInterval(() => void this.sync(), o.syncInterval);
+    this.timer.unref();
+  }
+
+  get size(): number {
+    return this.map.size;
+  }
+
+  private outage(err: Error): void {
+    if (this.down) return;
+    this.down = true;
+    this.o.logger.log('warn', 'throttle_redis_unavailable', { url: this.o.url, message: `${err.message}: counting locally until Redis is back` });
+  }
+
+  peek(key: string, windowMs: number, now: number): number {
+    const c = this.map.get(key);
+    if (c === undefined || now >= c.end || now < c.start) {
+      // A key this node has not counted yet may have a shared total: the next batch reads it.
+      this.add(key, 0, windowMs, now);
+      return 0;
+    }
+    c.touched = true;
+    return c.known + c.unsent;
+  }
+
+  add(key: string, cost: number, windowMs: number, now: number): number {
+    let c = this.map.get(key);
+    if (c === undefined) {
+      this.makeRoom(now);
+      const start = windowStart(now, windowMs);
+      c = new SharedCounter(start, start + windowMs, 0, 0);
+      this.map.set(key, c);
+    } else if (now >= c.end || now < c.start) {
+      c.start = windowStart(now, windowMs);
+      c.end = c.start + windowMs;
+      c.known = 0;
+      c.unsent = 0;
+    }
+    c.touched = true;
+    c.unsent += cost;
+    return c.known + c.unsent;
+  }
+
+  /** As MemoryCounterStore.makeRoom: expired entries, then the oldest sixteenth, in one pass. */
+  private makeRoom(now: number): void {
+    if (this.map.size < this.o.maxCounters) return;
+    const target = this.o.maxCounters - Math.max(1, this.o.maxCounters >> 4);
+    for (const [k, c] of this.map) if (now >= c.end && c.unsent === 0) this.map.delete(k);
+    let drop = this.map.size - target;
+    for (const k of this.map.keys()) {
+      if (drop-- <= 0) break;
+      this.map.delete(k);
+    }
+  }
+
+  /** One batch: sends unsent counts, reads shared totals back. Resolves when the replies are applied. */
+  sync(): Promise<void> {
+    if (this.syncing !== undefined) return this.syncing;
+    if (this.closed && this.map.size === 0) return Promise.resolve();
+    const now = this.clock();
+    const batch: { key: string; c: SharedCounter; sent: number; start: number }[] = [];
+    const pipe = this.client.pipeline();
+    for (const [key, c] of this.map) {
+      if (now >= c.end && c.unsent === 0) {
+        this.map.delete(key);
+        continue;
+      }
+      if (!c.touched && c.unsent === 0) continue;
+      const rk = `${this.prefix}${key}@${c.start}`;
+      const sent = this.o.publish ? c.unsent : 0;
+      if (sent > 0) {
+        pipe.incrby(rk, sent);
+        const ttl = c.end - now + (this.o.persistence ? c.end - c.start : 0);
+        pipe.pexpire(rk, Math.max(1, ttl));
+      } else if (this.o.read) pipe.get(rk);
+      else continue;
+      c.touched = false;
+      batch.push({ key, c, sent, start: c.start });
+    }
+    if (batch.length === 0) return Promise.resolve();
+    const run = pipe
+      .exec()
+      .then((replies) => {
+        // Without the offline queue a batch on a closed connection resolves with an error per command.
+        const failed = replies?.find((x) => x[0] !== null)?.[0];
+        if (failed !== undefined && failed !== null && replies?.every((x) => x[0] !== null) === true) {
+          this.outage(failed);
+          return;
+        }
+        if (this.down) {
+          this.down = false;
+          this.o.logger.log('info', 'throttle_redis_available', { url: this.o.url });
+        }
+        let r = 0;
+        for (const b of batch) {
+          const reply = replies?.[r];
+          r += b.sent > 0 ? 2 : 1;
+          if (b.c.start !== b.start) continue; // the window rolled over meanwhile
+          if (reply === undefined || reply[0] !== null) {
+            continue;
+          }
+          const total = reply[1] === null ? 0 : Number(reply[1]);
+          b.c.unsent -= b.sent;
+          if (this.o.read) b.c.known = Number.isFinite(total) ? Math.max(total, b.c.known + b.sent) : b.c.known + b.sent;
+          else b.c.known += b.sent;
+        }
+      })
+      .catch((err: Error) => this.outage(err))
+      .finally(() => {
+        this.syncing = undefined;
+      });
+    this.syncing = run;
+    return run;
+  }
+
+  /** Resolves when the connection is ready, or false after `ms` (still connecting, or down). */
+  ready(ms: number): Promise<boolean> {
+    if (this.client.status === 'ready') return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const done = (ok: boolean): void => {
+        clearTimeout(timer);
+        this.client.off('ready', onReady);
+        resolve(ok);
+      };
+      const onReady = (): void => done(true);
+      const timer = setTimeout(() => done(false), ms);
+      this.client.on('ready', onReady);
+    });
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    clearInterval(this.timer);
+    // The last counts go out if Redis is (or within a second becomes) reachable.
+    if (this.map.size > 0 && this.client.status !== 'end') await this.ready(1000);
+    if (this.client.status === 'ready') {
+      await this.syncing;
+      await this.sync();
+    }
+    this.client.disconnect();
+    this.map.clear();
+  }
+}

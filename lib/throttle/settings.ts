@@ -1,0 +1,50 @@
+/**
+ * The loaded configuration, read for throttling: [apim.throttling] (spec 000) and [throughway.throttling].
+ * The one place that maps those keys; the engine and the counter stores never read TOML.
+ */
+import * as path from 'node:path';
+import type { DeploymentConfig } from '../config/types';
+
+export interface ThrottleSettings {
+  /** [throughway.throttling] policies_file, resolved against the configuration's directory. */
+  readonly policiesFile: string;
+  readonly counterStore: 'memory' | 'redis';
+  readonly redisUrl: string;
+  /** ms between two batches to Redis. */
+  readonly syncInterval: number;
+  readonly maxCounters: number;
+  /** [apim.throttling] enable_unlimited_tier. */
+  readonly enableUnlimitedTier: boolean;
+  /** [apim.throttling] enable_header_based_throttling, enable_query_param_based_throttling, enable_jwt_claim_based_throttling. */
+  readonly headerConditions: boolean;
+  readonly queryConditions: boolean;
+  readonly claimConditions: boolean;
+  /** [apim.throttling] enable_blacklist_condition. */
+  readonly blockingEnabled: boolean;
+  /** [apim.throttling] enable_data_publishing: this node's counts are sent to the shared store. */
+  readonly dataPublishing: boolean;
+  /** [apim.throttling] enable_decision_connection: the other nodes' counts are read back into decisions. */
+  readonly decisionConnection: boolean;
+  /** [apim.throttling] enable_persistence: shared counters outlive their window by one window (restarts resume). */
+  readonly persistence: boolean;
+}
+
+export function throttleSettingsFrom(c: DeploymentConfig, dir: string): ThrottleSettings {
+  const a = c.apim.throttling;
+  const t = c.throughway.throttling;
+  return Object.freeze({
+    policiesFile: path.resolve(dir, t.policies_file),
+    counterStore: t.counter_store as 'memory' | 'redis',
+    redisUrl: t.redis_url,
+    syncInterval: t.sync_interval,
+    maxCounters: t.max_counters,
+    enableUnlimitedTier: a.enable_unlimited_tier,
+    headerConditions: a.enable_header_based_throttling,
+    queryConditions: a.enable_query_param_based_throttling,
+    claimConditions: a.enable_jwt_claim_based_throttling,
+    blockingEnabled: a.enable_blacklist_condition,
+    dataPublishing: a.enable_data_publishing,
+    decisionConnection: a.enable_decision_connection,
+    persistence: a.enable_persistence,
+  });
+}
