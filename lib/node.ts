@@ -20,6 +20,9 @@ import { createEventBus, type EventBus } from './events/bus';
 import { createKeyManager, type KeyManager } from './keymanager';
 import { openStore } from './store/open';
 import type { Store } from './store/types';
+import { listenerTlsSettings, serverOptions, watchCertificates } from './tls/settings';
+import { ensureSampleKeystore } from './tls/sample';
+import type * as tls from 'node:tls';
 
 export interface RunningNode {
   /** The gateway, when this role runs one. */
@@ -35,6 +38,9 @@ export interface StartOptions {
   /** Where start-up lines go (default: process.stdout). */
   readonly log?: (line: string) => void;
 }
+
+/** Ports this version opens (the others are accepted and announced as not opened yet). */
+const OPENED = new Set(['passthruHttp', 'passthruHttps', 'ws', 'wss', 'demo', 'managementHttp', 'managementHttps']);
 
 /** Roles that run the gateway; the others arrive with the key manager and traffic manager steps. */
 const GATEWAY_ROLES = new Set(['default', 'gateway-worker']);
@@ -56,7 +62,9 @@ export async function startNode(loaded: LoadResult, options: StartOptions = {}):
   let store: Store | undefined;
   let keyManager: KeyManager | undefined;
   const events = createEventBus((err, event) => logger.log('error', 'event_subscriber_failed', { event: event.name, message: (err as Error).message }));
+  let stopWatching = (): void => undefined;
   const close = async (): Promise<void> => {
+    stopWatching();
     process.removeListener('SIGHUP', onHup);
     await gateway?.close();
     await keyManager?.close();
@@ -86,11 +94,42 @@ export async function startNode(loaded: LoadResult, options: StartOptions = {}):
     });
     const km = await keyManager.listen();
     log(`  ${'management HTTP'.padEnd(18)} port ${km.port} (key manager, ${store.description})`);
-    if (GATEWAY_ROLES.has(role) && config.transport.passthru_http.listener.enable) {
+    // TLS (docs/tls.md): the HTTPS and WSS listeners and the management HTTPS server share the
+    // [transport.passthru_https] listener stores; without a key store, the sample key pair (made once).
+    const tlsSettings = listenerTlsSettings(config, process.cwd());
+    let sampleFile: string | undefined;
+    if (tlsSettings.keyStore === undefined && tlsSettings.profileFile === undefined) {
+      const sample = ensureSampleKeystore(process.cwd(), config.server.hostname);
+      sampleFile = sample.file;
+      if (sample.created) log(`  generated the sample key pair ${sample.file} (self-signed; configure listener.key_store for real use)`);
+    }
+    const tlsOptions = serverOptions(tlsSettings, sampleFile);
+    const kmTls = await keyManager.listenHttps({ ...tlsOptions, requestCert: false, rejectUnauthorized: false });
+    log(`  ${'management HTTPS'.padEnd(18)} port ${(kmTls.address() as { port: number }).port}`);
+    const runsGateway = GATEWAY_ROLES.has(role);
+    if (runsGateway && config.transport.passthru_http.listener.enable) {
       gateway = createGateway({ loaded, logger });
       const a = await gateway.listen();
       log(`  ${'gateway HTTP'.padEnd(18)} port ${a.port}`);
       process.on('SIGHUP', onHup);
+    }
+    if (gateway !== undefined) {
+      const tlsServers: tls.Server[] = [];
+      const bind = config.transport.passthru_https.listener.parameters['bind-address'] ?? config.transport.passthru_http.listener['bind-address'] ?? '0.0.0.0';
+      if (config.transport.passthru_https.listener.enable) {
+        const s = await gateway.listenTls({ port: ports.passthruHttps, host: bind }, tlsOptions);
+        tlsServers.push(s);
+        log(`  ${'gateway HTTPS'.padEnd(18)} port ${ports.passthruHttps}${tlsSettings.verifyClient === 'require' ? ' (mutual TLS)' : ''}`);
+      }
+      if (config.transport.ws.sender.enable) {
+        await gateway.listen({ port: ports.ws });
+        log(`  ${'gateway WS'.padEnd(18)} port ${ports.ws}`);
+      }
+      if (config.transport.wss.sender.enable) {
+        tlsServers.push(await gateway.listenTls({ port: ports.wss, host: bind }, tlsOptions));
+        log(`  ${'gateway WSS'.padEnd(18)} port ${ports.wss}`);
+      }
+      stopWatching = watchCertificates(tlsServers, tlsSettings, sampleFile, logger);
     } else {
       log(`  the gateway does not run for role ${role}${GATEWAY_ROLES.has(role) ? ' (transport.passthru_http.listener.enable = false)' : ''}`);
     }
@@ -100,7 +139,7 @@ export async function startNode(loaded: LoadResult, options: StartOptions = {}):
   }
 
   for (const spec of LISTENING_PORTS) {
-    if (spec.name === 'passthruHttp' || spec.name === 'demo' || spec.name === 'managementHttp') continue;
+    if (OPENED.has(spec.name)) continue;
     if (portOpened(config, spec)) log(`  ${spec.title.padEnd(18)} port ${ports[spec.name]} (not opened yet by this version)`);
   }
 

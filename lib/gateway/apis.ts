@@ -20,6 +20,8 @@ export const LIFECYCLE_STATES = ['PUBLISHED', 'PROTOTYPED', 'DEPRECATED', 'BLOCK
 export type LifecycleState = (typeof LIFECYCLE_STATES)[number];
 export const AUTH_TYPES = ['oauth2', 'none'] as const;
 export type AuthType = (typeof AUTH_TYPES)[number];
+export const API_TYPES = ['HTTP', 'WS'] as const;
+export type ApiType = (typeof API_TYPES)[number];
 export const HTTP_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
 
 export interface EndpointDefinition {
@@ -68,6 +70,8 @@ export interface ApiDefinition {
   readonly version: string;
   readonly defaultVersion: boolean;
   readonly state: LifecycleState;
+  /** HTTP, or WS: a WebSocket API, reached by Upgrade: websocket handshakes (docs/websocket.md). */
+  readonly type: ApiType;
   readonly auth: AuthType;
   readonly labels: readonly string[];
   readonly policy: string | undefined;
@@ -99,7 +103,7 @@ export interface FieldDef {
 }
 
 const ENDPOINT_FIELDS: readonly FieldDef[] = [
-  { key: 'url', type: 'string', required: true, meaning: 'Backend base URL (http://host:port/path). The backend URL of a call is this URL followed by the resource path and the query string.', example: '"http://127.0.0.1:9000/v1"' },
+  { key: 'url', type: 'string', required: true, meaning: 'Backend base URL (http://host:port/path, or https:// with outbound TLS, docs/tls.md; ws:// and wss:// are accepted as their http:// and https:// equivalents). The backend URL of a call is this URL followed by the resource path and the query string.', example: '"http://127.0.0.1:9000/v1"' },
   { key: 'suspend_codes', type: 'codes', default: [], meaning: 'Transport codes that suspend the endpoint (spec 002 part 7 rule 3): a combined code (101503) or a base code, which matches every state (101504 matches 101504..101512). While suspended, calls get fault 103007 (503, Retry-After) without touching the backend. Empty: never suspended.', example: '[101503, 101504, 101505]' },
   { key: 'suspend_duration', type: 'duration', default: 30000, min: 0, meaning: 'How long the first suspension lasts (ms, or "30s").' },
   { key: 'suspend_max_duration', type: 'duration', default: 300000, min: 0, meaning: 'The longest suspension, however often the endpoint fails again.' },
@@ -131,6 +135,7 @@ export const API_FIELDS: readonly FieldDef[] = [
   { key: 'version', type: 'string', required: true, meaning: 'API version; part of the invocation path (spec 002, part 9 rule 5). Context + version is unique on a gateway.', example: '"1.0.0"' },
   { key: 'default_version', type: 'boolean', default: false, meaning: 'Also reachable without the version segment: /<context>/<resource>. One version per context.' },
   { key: 'state', type: 'string', default: 'PUBLISHED', allowed: LIFECYCLE_STATES, meaning: 'Lifecycle state: PUBLISHED, PROTOTYPED and DEPRECATED are served; BLOCKED answers 700700 (503, spec 002 part 3); RETIRED answers 103008 (404).' },
+  { key: 'type', type: 'string', default: 'HTTP', allowed: API_TYPES, meaning: 'HTTP, or WS for a WebSocket API: its calls are Upgrade: websocket handshakes, routed, authenticated and throttled like any call, then tunnelled to the endpoint. A call without the upgrade answers 103083 (400). docs/websocket.md.', example: '"WS"' },
   { key: 'auth', type: 'string', default: 'oauth2', allowed: AUTH_TYPES, meaning: 'Default authentication of the resources: oauth2 (bearer token) or none.', notEnforced: 'Step 5 (gateway security)' },
   { key: 'labels', type: 'strings', default: ['Default'], meaning: 'Deployed only on gateways whose [apim.sync_runtime_artifacts.gateway] gateway_labels share a label.' },
   { key: 'policy', type: 'string', meaning: 'API-level throttling policy (900800 when exceeded).', notEnforced: 'Step 6 (throttling)' },
@@ -504,6 +509,7 @@ export function validateApi(raw: unknown, file: string, vars: ApiVars = {}, map?
     version,
     defaultVersion: t.default_version as boolean,
     state: t.state as LifecycleState,
+    type: (t.type as ApiType | undefined) ?? 'HTTP',
     auth: apiAuth,
     labels: t.labels as readonly string[],
     policy: t.policy as string | undefined,

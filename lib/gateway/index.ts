@@ -5,6 +5,7 @@
  * events, and hot-deploys the apis/ directory.
  */
 import type * as net from 'node:net';
+import type * as tls from 'node:tls';
 import type { LoadResult } from '../config/load';
 import type { DeploymentConfig } from '../config/types';
 import type { EffectivePorts } from '../config/ports';
@@ -27,6 +28,9 @@ import { CallContext, runChain, PHASES, type Phase } from './phases';
 import { buildTable, GatewayRuntime } from './runtime';
 import { gatewaySettingsFrom, type GatewaySettings } from './settings';
 import { HeaderRules } from './transport-headers';
+import { handshakeRequest, isWebSocketHandshake } from './websocket';
+import { outboundFrom } from '../tls/settings';
+import type { Outbound } from '../transport/outbound';
 
 export interface GatewayOptions {
   /** The result of loadConfig(): configuration, effective ports and the directory of apis/. */
@@ -49,6 +53,8 @@ export interface GatewayOptions {
   readonly cwd?: string;
   /** How backend sockets are opened (tests). */
   readonly connect?: ConnectFn;
+  /** TLS and proxies toward the backends (default: from the configuration, lib/tls/settings.ts). */
+  readonly outbound?: Outbound;
 }
 
 export interface DeployedApi {
@@ -76,6 +82,8 @@ export interface Gateway {
   readonly route: RouteFn;
   /** Listen on the gateway HTTP port ([transport.passthru_http] listener port + offset) unless told otherwise. */
   listen(options?: Partial<ListenOptions>): Promise<net.AddressInfo>;
+  /** Listen with TLS (HTTPS 8243, WSS 8099: docs/tls.md); the server can take new certificates. */
+  listenTls(options: ListenOptions, tlsOptions: tls.TlsOptions): Promise<tls.Server>;
   handleConnection(socket: net.Socket, secure?: boolean): void;
   /** Re-reads the apis/ directory (or re-validates the APIs given in code) and the fault templates. */
   reload(): ReloadReport;
@@ -112,7 +120,8 @@ export function createGateway(options: GatewayOptions): Gateway {
   // Throws CorsConfigError for allow_credentials with the origin * (spec 000, [apim.cors]).
   const globalCors = new CorsPolicy(settings.cors);
   const headers = new HeaderRules(settings.headerRules);
-  const registry = new EndpointRegistry();
+  // Paths in [transport.passthru_https] resolve like the store's: against the working directory.
+  const registry = new EndpointRegistry(options.outbound ?? outboundFrom(config, options.cwd ?? process.cwd()));
   const tracked = new WeakMap<SourceRequest, EndpointRuntime>();
   const directory = options.apis === undefined ? new ApiDirectory(settings.apisDir, settings.vars) : undefined;
   const accessLog = settings.accessLog.enabled ? new AccessLog(settings.accessLog.useLogger ? { logger } : { file: settings.accessLog.file }) : undefined;
@@ -179,7 +188,9 @@ export function createGateway(options: GatewayOptions): Gateway {
     return { deployed, states, diagnostics: fresh };
   };
 
-  const route = (req: SourceRequest): RouteDecision | Promise<RouteDecision> => runChain(new CallContext(req, rt), phases);
+  // An Upgrade request (rare) may carry its token as access_token (websocket.ts); others go straight in.
+  const route = (req: SourceRequest): RouteDecision | Promise<RouteDecision> =>
+    runChain(new CallContext(req.upgrade === true && isWebSocketHandshake(req) ? handshakeRequest(req) : req, rt), phases);
 
   /** Transport faults through the same table, templates and CORS fields as the gateway's own. */
   const renderFault = (f: TransportFault, req: SourceRequest | undefined): LocalResponse => {
@@ -240,6 +251,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       const host = opts.host ?? config.transport.passthru_http.listener['bind-address'] ?? '0.0.0.0';
       return transport.listen({ port, host, backlog: opts.backlog ?? config.throughway.backlog });
     },
+    listenTls: (opts, tlsOptions) => transport.listenTls({ ...opts, backlog: opts.backlog ?? config.throughway.backlog }, tlsOptions),
     handleConnection: (socket, secure) => transport.handleConnection(socket, secure),
     reload() {
       const report = deploy(loadTemplates());

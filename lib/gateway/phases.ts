@@ -16,7 +16,8 @@
  * Authentication, throttling and mediation are here with their place fixed and do nothing yet: they are
  * "not yet enforced" (docs/apis.md) until Steps 4, 6 and 7 fill them in without changing the chain.
  */
-import type { ForwardDecision, LocalResponse, RouteDecision, SourceRequest } from '../transport/types';
+import type { ForwardDecision, LocalResponse, RouteDecision, SourceRequest, WebSocketHooks } from '../transport/types';
+import { isWebSocketHandshake } from './websocket';
 import { ApiCode, GatewayOwnCode, fault, gatewayFacts, renderFacts, type FaultValue } from './faults';
 import { Match, matchResource, methodsFor, type CompiledApi, type CompiledResource, type MatchTarget } from './router';
 import { corsRequest, type CorsRequest } from './cors';
@@ -51,6 +52,11 @@ export class CallContext implements MatchTarget {
   /** The fields for the backend (undefined: the client's, unchanged). */
   outHeaders: readonly string[] | undefined = undefined;
   endpoint: EndpointRuntime | undefined = undefined;
+  /**
+   * WebSocket APIs: the tunnel's hooks. Throttling (Step 6) may set onClientFrame for per-frame limits
+   * (the tunnel counts frames, docs/websocket.md); the send phase forwards it with the handshake.
+   */
+  websocket: WebSocketHooks | undefined = undefined;
 
   constructor(
     readonly req: SourceRequest,
@@ -217,8 +223,15 @@ function sendPhase(ctx: CallContext): Outcome {
     timeout: ep.def.timeout,
     retry: ep.retry,
   };
+  if (api.def.type === 'WS') {
+    // A WebSocket API is reached only by handshakes (RFC 6455 §4.1); 103083 otherwise.
+    if (!isWebSocketHandshake(ctx.req)) return stop(fault(GatewayOwnCode.WEBSOCKET_UPGRADE_REQUIRED));
+    return { forward: { ...forward, websocket: ctx.websocket ?? NO_HOOKS } };
+  }
   return { forward };
 }
+
+const NO_HOOKS: WebSocketHooks = Object.freeze({});
 
 /** The chain, in the reference's order. Steps 4–7 replace the `run` of their phase; the order stays. */
 export const PHASES: readonly Phase[] = Object.freeze([

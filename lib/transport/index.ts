@@ -142,7 +142,11 @@ export function createTransport(options: TransportOptions): Transport {
     tunnels: () => [...core.tunnels],
     listenTls(opts, tlsOptions) {
       return new Promise((resolve, reject) => {
-        const server = tls.createServer({ ...tlsOptions, allowHalfOpen: true, noDelay: true, highWaterMark: settings.highWaterMark } as tls.TlsOptions, (socket) => {
+        // Not half-open, unlike the plain listener: a client that gives up during the handshake (it refused
+        // the certificate) only closes its TCP side, and a half-open server socket would then wait for a
+        // handshake that never comes, holding close() up. The handshake counts as part of the request
+        // head: header_timeout bounds it (slowloris defence).
+        const server = tls.createServer({ handshakeTimeout: settings.headerTimeout, ...tlsOptions, allowHalfOpen: false, noDelay: true, highWaterMark: settings.highWaterMark } as tls.TlsOptions, (socket) => {
           handleConnection(socket, true);
         });
         // A failed handshake (wrong protocol, refused client certificate) never becomes a connection.

@@ -174,8 +174,9 @@ let defaultTls: { context: ReturnType<typeof createSecureContext> } | undefined;
  */
 export function targetFromUrl(url: string, outbound?: Outbound): TargetEndpoint {
   const u = new URL(url);
-  const secure = u.protocol === 'https:';
-  if (!secure && u.protocol !== 'http:') throw new Error(`unsupported endpoint scheme ${u.protocol} in ${url} (http:// and https:// are)`);
+  // ws:// and wss:// (RFC 6455 §3) name the same connections as http:// and https://.
+  const secure = u.protocol === 'https:' || u.protocol === 'wss:';
+  if (!secure && u.protocol !== 'http:' && u.protocol !== 'ws:') throw new Error(`unsupported endpoint scheme ${u.protocol} in ${url} (http://, https://, ws:// and wss:// are)`);
   const port = u.port === '' ? (secure ? 443 : 80) : Number(u.port);
   const host = u.hostname.startsWith('[') ? u.hostname.slice(1, -1) : u.hostname;
   const basePath = u.pathname === '/' ? '' : u.pathname.replace(/\/+$/, '');
