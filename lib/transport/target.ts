@@ -502,7 +502,8 @@ export class TargetConnection implements ParserEvents {
       this.destroy();
       return;
     }
-    this.fail(this.classify(err.code), err.code ?? err.message);
+    // A proxy's refusal says what the proxy answered (its status line), not just EPROXY.
+    this.fail(this.classify(err.code), err.code === 'EPROXY' ? err.message : (err.code ?? err.message));
   };
 
   private classify(code: string | undefined): FaultReason {
