@@ -221,8 +221,22 @@ export function outboundFrom(config: DeploymentConfig, cwd: string): Outbound {
   const key = storeRef(`${src}.key_store`, sender.key_store, cwd);
   const verifier: HostnameVerifier = sender.hostname_verifier;
   let built: { context: tls.SecureContext; checkServerIdentity: ReturnType<typeof checkServerIdentityFor> } | undefined;
+  let builtWss: typeof built;
+  const wssTrust = config.transport.wss.sender.trust_store;
+  const wss = wssTrust?.location !== undefined && wssTrust.location !== '' ? { file: path.resolve(cwd, wssTrust.location), password: wssTrust.password, source: '[transport.wss] sender.trust_store' } : undefined;
   const proxyFor = proxySelector(config);
   return {
+    get wssTls() {
+      if (wss === undefined) return undefined;
+      // wss:// backends: [transport.wss] sender.trust_store, with the client certificate and verifier of
+      // [transport.passthru_https] sender.
+      if (builtWss === undefined) {
+        const opts: tls.SecureContextOptions = { ca: readTrustStore(wss) };
+        if (key !== undefined) Object.assign(opts, readKeyStore(key));
+        builtWss = { context: tls.createSecureContext(opts), checkServerIdentity: checkServerIdentityFor(verifier) };
+      }
+      return builtWss;
+    },
     get tls() {
       if (built === undefined) {
         const opts: tls.SecureContextOptions = {};

@@ -30,6 +30,8 @@ export interface ProxyRoute {
 export interface Outbound {
   /** The secure context and verifier for every `https://` endpoint. */
   readonly tls?: { readonly context: tls.SecureContext; readonly checkServerIdentity: CheckServerIdentity };
+  /** For `wss://` endpoints, when a trust store of their own is configured ([transport.wss]); else `tls`. */
+  readonly wssTls?: { readonly context: tls.SecureContext; readonly checkServerIdentity: CheckServerIdentity } | undefined;
   /** The proxy for a backend host, or undefined to connect directly. */
   proxyFor?(host: string, secure: boolean): ProxyRoute | undefined;
 }

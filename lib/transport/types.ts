@@ -183,7 +183,7 @@ export function targetFromUrl(url: string, outbound?: Outbound): TargetEndpoint 
   const hostHeader = u.port === '' ? u.hostname : `${u.hostname}:${port}`;
   const t: { -readonly [K in keyof TargetEndpoint]: TargetEndpoint[K] } = { host, port, hostHeader, key: secure ? `https://${host}:${port}` : `${host}:${port}`, basePath };
   if (secure) {
-    const o = outbound?.tls;
+    const o = (u.protocol === 'wss:' ? outbound?.wssTls : undefined) ?? outbound?.tls;
     const context = o?.context ?? (defaultTls ??= { context: createSecureContext({}) }).context;
     // RFC 6066 §3: literal IPv4 and IPv6 addresses are not permitted in SNI.
     const servername = /^[\d.]+$/.test(host) || host.includes(':') ? undefined : host;
