@@ -4,7 +4,9 @@
  * the demo backend when [throughway.demo] enable is true, then the gateway (the pass-through transport
  * with the API router) on the gateway HTTP port (spec 002 part 4: 8280 + server.offset), and the key
  * manager on the management HTTP port (9763 + offset; lib/keymanager) over the store [database.apim_db]
- * names. Every role runs the key manager; its events reach the gateway through `events`.
+ * names. Every role runs the key manager; its events reach the gateway through `events`. With TLS
+ * (docs/tls.md): the management HTTPS port (9443), the gateway HTTPS listener (8243) and, when enabled,
+ * WS (9099) and WSS (8099), from the [transport.passthru_https] listener stores or the sample key pair.
  *
  * Signals: SIGHUP re-reads the API definitions and fault templates; SIGTERM and SIGINT (handled by the
  * CLI) call close(), which stops accepting, lets in-flight calls finish within [throughway]

@@ -232,4 +232,27 @@ t.test('a 101 to a request the router did not mark as WebSocket is a protocol fa
   t.equal(h.transport.tunnels().length, 0);
 });
 
+t.test('wss:// backend: the tunnel runs over the outbound TLS socket', async (t) => {
+  const { selfSigned } = await import('../../lib/tls/sample');
+  const tls = await import('node:tls');
+  const https = await import('node:https');
+  const { checkServerIdentityFor } = await import('../../lib/tls/verify');
+  const ca = selfSigned('ca', [], { ca: true, bits: 1024 });
+  const cert = selfSigned('localhost', ['localhost', '127.0.0.1'], { issuer: ca, bits: 1024 });
+  const server = https.createServer({ key: cert.keyPem, cert: cert.certPem });
+  const wss = new WebSocketServer({ server });
+  wss.on('connection', (ws) => ws.on('message', (d: RawData) => ws.send(`tls ${d.toString()}`)));
+  await new Promise<void>((resolve) => server.listen(0, HOST, () => resolve()));
+  t.teardown(() => new Promise<void>((resolve) => (wss.close(), server.closeAllConnections(), server.close(() => resolve()))));
+  const target = targetFromUrl(`wss://localhost:${(server.address() as net.AddressInfo).port}`, {
+    tls: { context: tls.createSecureContext({ ca: ca.certPem }), checkServerIdentity: checkServerIdentityFor('Strict') },
+  });
+  const h = await startTransport(t, () => ({ target, websocket: {} }));
+  const ws = await open(`ws://${HOST}:${h.port}/x`);
+  t.teardown(() => ws.terminate());
+  ws.send('hello');
+  t.same(await nextMessage(ws), { data: 'tls hello', binary: false });
+  t.equal(h.transport.tunnels()[0]?.backendFrames, 1);
+});
+
 checkTransitions(t);
