@@ -116,6 +116,14 @@ export class Tunnel implements TunnelInfo {
     private readonly hooks: WebSocketHooks,
   ) {
     this.connectionId = source.id;
+    const hook = hooks.onClientFrame;
+    this.onClientFrame =
+      hook === undefined
+        ? undefined
+        : () => {
+            this.clientFrames = this.up.frames;
+            return hook(this);
+          };
     core.tunnels.add(this);
     client.on('data', this.onClientData);
     client.on('end', this.onClientEnd);
@@ -132,6 +140,9 @@ export class Tunnel implements TunnelInfo {
     source.redirectReads((buf, n) => this.fromClient(buf, n));
   }
 
+  /** The per-frame hook, called with the counts including the frame just read (made once, not per read). */
+  private readonly onClientFrame: ((headerStart: number) => boolean) | undefined;
+
   private readonly onClientData = (chunk: Buffer): void => this.fromClient(chunk, chunk.length);
   private readonly onBackendData = (chunk: Buffer): void => this.fromBackend(chunk, chunk.length);
 
@@ -139,11 +150,7 @@ export class Tunnel implements TunnelInfo {
   fromClient(buf: Buffer, n: number): void {
     if (this.refused) return;
     this.source.lastActive = this.core.now;
-    const hook = this.hooks.onClientFrame;
-    const stop = this.up.scan(buf, 0, n, hook === undefined ? undefined : () => {
-      this.clientFrames = this.up.frames;
-      return hook(this);
-    });
+    const stop = this.up.scan(buf, 0, n, this.onClientFrame);
     this.clientFrames = this.up.frames;
     if (stop !== n) {
       this.refuse(buf, stop);
