@@ -52,7 +52,7 @@ t.test('node: sample key pair, HTTPS gateway, WSS, management HTTPS', async (t) 
     path.join(dir, 'conf', 'apis', 'echo.toml'),
     `name = "Echo"\ncontext = "/echo"\nversion = "1"\nauth = "none"\n[endpoints]\nproduction = "http://${HOST}:${9000 + offset}"\n[[resources]]\npath = "/*"\nmethods = ["GET"]\n`,
   );
-  fs.writeFileSync(path.join(dir, 'conf', 'deployment.toml'), BASE + `[transport.wss]\nsender.enable = true\nsender.trust_store.location = "../var/security/throughway-sample.pem"\nsender.trust_store.password = "unused"\n[throughway.demo]\nenable = true\nport = 9000\n`);
+  fs.writeFileSync(path.join(dir, 'conf', 'deployment.toml'), BASE + `[transport.ws]\nsender.enable = true\n[transport.wss]\nsender.enable = true\nsender.trust_store.location = "../var/security/throughway-sample.pem"\nsender.trust_store.password = "unused"\n[throughway.demo]\nenable = true\nport = 9000\n`);
   const loaded = loadConfig({ file: path.join(dir, 'conf', 'deployment.toml') });
   t.ok(loaded.ok, JSON.stringify(loaded.diagnostics.filter((d) => d.level === 'error')));
   const lines: string[] = [];
@@ -82,6 +82,16 @@ t.test('node: sample key pair, HTTPS gateway, WSS, management HTTPS', async (t) 
   const reply = new Promise<string>((resolve) => ws.once('message', (d) => resolve(d.toString())));
   ws.send('over wss');
   t.equal(await reply, 'echo over wss', 'a WebSocket API over WSS');
+
+  const plain = new WebSocket(`ws://${HOST}:${9099 + offset}/chat/1/room`);
+  t.teardown(() => plain.terminate());
+  await new Promise<void>((resolve, reject) => {
+    plain.once('open', () => resolve());
+    plain.once('error', reject);
+  });
+  const reply2 = new Promise<string>((resolve) => plain.once('message', (d) => resolve(d.toString())));
+  plain.send('over ws');
+  t.equal(await reply2, 'echo over ws', 'and over WS on 9099 + offset');
 });
 
 t.test('node: a JKS listener key store stops the start with the keytool command', async (t) => {
