@@ -11,11 +11,11 @@ import * as tls from 'node:tls';
 import t, { type Test } from 'tap';
 import { createTransport, targetFromUrl, type SourceRequest } from '../../lib/transport';
 import { serverOptions, watchCertificates, opensslCipher, listenerTlsSettings, type ListenerTlsSettings } from '../../lib/tls/settings';
-import { readKeyStore, detectFormat, TlsStoreError } from '../../lib/tls/keystore';
+import { readKeyStore, readTrustStore, detectFormat, TlsStoreError } from '../../lib/tls/keystore';
 import { ensureSampleKeystore } from '../../lib/tls/sample';
 import { loadConfig } from '../../lib/config/load';
 import { silentLogger } from '../../lib/observability/log';
-import { HOST, get, makePki, pkcs12, tlsRequest } from './helpers';
+import { HOST, get, makePki, pkcs12, pkcs12Trust, tlsRequest } from './helpers';
 
 const pki = makePki();
 t.teardown(() => pki.cleanup());
@@ -223,4 +223,42 @@ sender.trust_store.password = "x"
   const opts = serverOptions(s, undefined);
   t.equal(opts.requestCert, true);
   t.equal(opts.rejectUnauthorized, true);
+});
+
+t.test('trust stores: PEM and PKCS#12 (certificates only, read with node-forge)', async (t) => {
+  const p12 = pki.write('trust.p12', pkcs12Trust([pki.ca, pki.otherCa], 'changeit'));
+  const certs = readTrustStore({ file: p12, type: 'PKCS12', password: 'changeit', source: 'trust' });
+  t.equal(certs.length, 2, 'both certificates');
+  t.ok(certs.every((c) => c.startsWith('-----BEGIN CERTIFICATE-----')), 'as PEM for tls `ca`');
+  t.same(readTrustStore({ file: caFile, source: 'pem' }), [pki.ca.certPem.trim()], 'PEM: the CERTIFICATE blocks');
+  t.throws(() => readTrustStore({ file: p12, password: 'wrong', source: 'trust' }), /PKCS#12 not readable/);
+  const opts = serverOptions(settings({ trustStore: { file: p12, password: 'changeit', source: 'trust' }, verifyClient: 'require' }), undefined);
+  const h = await start(t, opts);
+  const r = await tlsRequest(h.port, { ca: pki.ca.certPem, key: pki.strangerClient.keyPem, cert: pki.strangerClient.certPem }, get());
+  t.match(r.response, /^HTTP\/1\.1 200/, 'a client of the second CA in the PKCS#12 trust store is accepted');
+});
+
+t.test('ssl_profile.file_path: the reference profile XML gives the stores; a changed profile is reloaded', async (t) => {
+  const { selfSigned } = await import('../../lib/tls/sample');
+  const other = selfSigned('profile.localhost', ['localhost', '127.0.0.1'], { issuer: pki.ca, bits: 1024 });
+  const otherFile = pki.write('other.pem', other.keyPem + other.certPem);
+  const profile = (ks: string, verify: string) =>
+    `<parameter name="SSLProfiles"><profile><bindAddress>0.0.0.0</bindAddress><KeyStore><Location>${ks}</Location><Type>PEM</Type><Password>x</Password><KeyPassword>x</KeyPassword></KeyStore><TrustStore><Location>ca.pem</Location><Type>PEM</Type><Password>x</Password></TrustStore><SSLVerifyClient>${verify}</SSLVerifyClient></profile></parameter>`;
+  const profileFile = pki.write('listenerprofiles.xml', profile('server.pem', 'optional'));
+  const s = settings({ keyStore: undefined, profileFile, reloadInterval: 30 });
+  const opts = serverOptions(s, undefined);
+  t.equal(opts.requestCert, true, 'SSLVerifyClient from the profile');
+  t.equal(opts.rejectUnauthorized, false, 'optional: asked, not required');
+  const h = await start(t, opts);
+  const stop = watchCertificates([h.server], s, undefined, silentLogger);
+  t.teardown(stop);
+  t.equal((await tlsRequest(h.port, { ca: pki.ca.certPem })).peerCN, 'localhost', 'the key store the profile names (relative to the profile file)');
+  await new Promise((r) => setTimeout(r, 20));
+  fs.writeFileSync(profileFile, profile(path.basename(otherFile), 'optional') + ' ');
+  let cn: string | undefined;
+  for (let i = 0; i < 100 && cn !== 'profile.localhost'; i++) {
+    await new Promise((r) => setTimeout(r, 30));
+    cn = (await tlsRequest(h.port, { ca: pki.ca.certPem })).peerCN;
+  }
+  t.equal(cn, 'profile.localhost', 'the profile now names another key store: new connections use it');
 });
