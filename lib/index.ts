@@ -29,6 +29,11 @@ export type {
   ExchangeRecord,
   TransportFault,
   TransportSettings,
+  WebSocketHooks,
+  TunnelInfo,
+  Outbound,
+  TargetTls,
+  ProxyRoute,
 } from './transport';
 export { loadConfig } from './config/load';
 export type { LoadOptions, LoadResult } from './config/load';

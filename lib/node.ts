@@ -4,7 +4,9 @@
  * the demo backend when [throughway.demo] enable is true, then the gateway (the pass-through transport
  * with the API router) on the gateway HTTP port (spec 002 part 4: 8280 + server.offset), and the key
  * manager on the management HTTP port (9763 + offset; lib/keymanager) over the store [database.apim_db]
- * names. Every role runs the key manager; its events reach the gateway through `events`.
+ * names. Every role runs the key manager; its events reach the gateway through `events`. With TLS
+ * (docs/tls.md): the management HTTPS port (9443), the gateway HTTPS listener (8243) and, when enabled,
+ * WS (9099) and WSS (8099), from the [transport.passthru_https] listener stores or the sample key pair.
  *
  * Operations (lib/observability, docs/operations.md): structured logs at `[throughway] log_level`,
  * `GET /metrics`, `GET /health` (checkers of [server_health_check]) and `GET /health/live` on the
@@ -32,6 +34,9 @@ import { createKeyManager, type KeyManager } from './keymanager';
 import { keyManagerLink } from './security';
 import { openStore } from './store/open';
 import type { Store } from './store/types';
+import { listenerTlsSettings, serverOptions, watchCertificates } from './tls/settings';
+import { ensureSampleKeystore } from './tls/sample';
+import type * as tls from 'node:tls';
 
 export interface RunningNode {
   /** The gateway, when this role runs one. */
@@ -64,6 +69,9 @@ export interface StartOptions {
   readonly ephemeralPorts?: boolean;
 }
 
+/** Ports this version opens (the others are accepted and announced as not opened yet). */
+const OPENED = new Set(['passthruHttp', 'passthruHttps', 'ws', 'wss', 'demo', 'managementHttp', 'managementHttps']);
+
 /** Roles that run the gateway; the others arrive with the key manager and traffic manager steps. */
 const GATEWAY_ROLES = new Set(['default', 'gateway-worker']);
 
@@ -91,10 +99,12 @@ export async function startNode(loaded: LoadResult, options: StartOptions = {}):
   let store: Store | undefined;
   let keyManager: KeyManager | undefined;
   const events = createEventBus((err, event) => logger.log('error', 'event_subscriber_failed', { event: event.name, message: (err as Error).message }));
+  let stopWatching = (): void => undefined;
   let closing: Promise<void> | undefined;
   const close = (): Promise<void> => {
     // Twice (a second signal during shutdown) waits for the same shutdown.
     closing ??= (async () => {
+      stopWatching();
       process.removeListener('SIGHUP', onHup);
       health?.shuttingDown();
       logger.log('info', 'shutdown_started', { inFlight: gateway?.transport.connections().inFlight ?? 0, timeoutMs: config.throughway.shutdown_timeout });
@@ -162,6 +172,20 @@ export async function startNode(loaded: LoadResult, options: StartOptions = {}):
     listening.management = km.port;
     log(`  ${'management HTTP'.padEnd(18)} port ${km.port} (key manager, ${store.description})`);
     log(`  ${'operations'.padEnd(18)} port ${km.port}: /health/live${health !== undefined ? ', /health' : ''}${metrics !== undefined ? ', /metrics' : ''} (docs/operations.md)`);
+    // TLS (docs/tls.md): the HTTPS and WSS listeners and the management HTTPS server share the
+    // [transport.passthru_https] listener stores; without a key store, the sample key pair (made once).
+    const eph = options.ephemeralPorts === true;
+    const tlsSettings = listenerTlsSettings(config, cwd);
+    let sampleFile: string | undefined;
+    if (tlsSettings.keyStore === undefined && tlsSettings.profileFile === undefined) {
+      const sample = ensureSampleKeystore(cwd, config.server.hostname);
+      sampleFile = sample.file;
+      if (sample.created) log(`  generated the sample key pair ${sample.file} (self-signed; configure listener.key_store for real use)`);
+    }
+    const tlsOptions = serverOptions(tlsSettings, sampleFile);
+    const kmTlsOptions = { ...tlsOptions, requestCert: false, rejectUnauthorized: false };
+    const kmTls = eph ? await keyManager.listenHttps(kmTlsOptions, 0, '127.0.0.1') : await keyManager.listenHttps(kmTlsOptions);
+    log(`  ${'management HTTPS'.padEnd(18)} port ${(kmTls.address() as { port: number }).port}`);
     if (GATEWAY_ROLES.has(role) && config.transport.passthru_http.listener.enable) {
       // Blocking conditions in force at start, then kept current by the key manager's events (900805).
       gateway = createGateway({ loaded, logger, cwd, keyManager: keyManagerLink(keyManager), events, throttling: { blocking: await store.listBlockingConditions() }, observe: gatewayObserver({ logger, ...(metrics !== undefined ? { metrics } : {}) }) });
@@ -173,6 +197,25 @@ export async function startNode(loaded: LoadResult, options: StartOptions = {}):
       const tr = gateway.tracer?.settings;
       if (tr !== undefined) log(`  ${'tracing'.padEnd(18)} ${[tr.logTracer ? 'log' : '', tr.remote ? `Zipkin http://${tr.host}:${tr.port}/api/v2/spans` : ''].filter((x) => x !== '').join(', ')}`);
       if (gateway.analytics !== undefined) log(`  ${'analytics'.padEnd(18)} ${gateway.analytics.describe()}`);
+    }
+    if (gateway !== undefined) {
+      const tlsServers: tls.Server[] = [];
+      const bind = eph ? '127.0.0.1' : (config.transport.passthru_https.listener.parameters['bind-address'] ?? config.transport.passthru_http.listener['bind-address'] ?? '0.0.0.0');
+      if (config.transport.passthru_https.listener.enable) {
+        const s = await gateway.listenTls({ port: eph ? 0 : ports.passthruHttps, host: bind }, tlsOptions);
+        tlsServers.push(s);
+        log(`  ${'gateway HTTPS'.padEnd(18)} port ${(s.address() as { port: number }).port}${tlsSettings.verifyClient === 'require' ? ' (mutual TLS)' : ''}`);
+      }
+      if (config.transport.ws.sender.enable) {
+        const w = await gateway.listen(eph ? { port: 0, host: bind } : { port: ports.ws });
+        log(`  ${'gateway WS'.padEnd(18)} port ${w.port}`);
+      }
+      if (config.transport.wss.sender.enable) {
+        const w = await gateway.listenTls({ port: eph ? 0 : ports.wss, host: bind }, tlsOptions);
+        tlsServers.push(w);
+        log(`  ${'gateway WSS'.padEnd(18)} port ${(w.address() as { port: number }).port}`);
+      }
+      stopWatching = watchCertificates(tlsServers, tlsSettings, sampleFile, logger);
     } else {
       log(`  the gateway does not run for role ${role}${GATEWAY_ROLES.has(role) ? ' (transport.passthru_http.listener.enable = false)' : ''}`);
     }
@@ -183,7 +226,7 @@ export async function startNode(loaded: LoadResult, options: StartOptions = {}):
   }
 
   for (const spec of LISTENING_PORTS) {
-    if (spec.name === 'passthruHttp' || spec.name === 'demo' || spec.name === 'managementHttp') continue;
+    if (OPENED.has(spec.name)) continue;
     if (portOpened(config, spec)) log(`  ${spec.title.padEnd(18)} port ${ports[spec.name]} (not opened yet by this version)`);
   }
 

@@ -1026,10 +1026,10 @@ export interface TransportPassthruHttpsSection {
     /** TLS protocol versions accepted (sample TLSv1,TLSv1.1,TLSv1.2). */
     readonly protocols?: readonly string[];
     readonly ssl_profile?: {
-      /** SSL profile file (sample under the security resources directory). Accepted; throughway does not act on it. */
+      /** SSL profile file (sample under the security resources directory): the reference's XML, whose first <profile> gives KeyStore, TrustStore and SSLVerifyClient for the whole listener (docs/tls.md). */
       readonly file_path?: string;
     };
-    /** Reload interval of the SSL profile file (sample 600000). Loaded as milliseconds. Accepted; throughway does not act on it. */
+    /** Reload interval of the SSL profile file (sample 600000): this often the profile and store files are checked, and changed certificates are used for new connections without a restart (existing connections keep theirs). Loaded as milliseconds. */
     readonly ssl_profile_interval?: number;
     /** Cipher suite names, comma separated. */
     readonly preferred_ciphers?: readonly string[];

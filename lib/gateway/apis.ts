@@ -28,6 +28,8 @@ export type TokenType = (typeof TOKEN_TYPES)[number];
 /** Client certificate through the load balancer ([apimgt.mutual_ssl]): not asked, accepted instead of a token, required. */
 export const MUTUAL_SSL_MODES = ['off', 'optional', 'mandatory'] as const;
 export type MutualSslMode = (typeof MUTUAL_SSL_MODES)[number];
+export const API_TYPES = ['HTTP', 'WS'] as const;
+export type ApiType = (typeof API_TYPES)[number];
 export const HTTP_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
 
 export interface EndpointDefinition {
@@ -81,6 +83,8 @@ export interface ApiDefinition {
   readonly version: string;
   readonly defaultVersion: boolean;
   readonly state: LifecycleState;
+  /** HTTP, or WS: a WebSocket API, reached by Upgrade: websocket handshakes (docs/websocket.md). */
+  readonly type: ApiType;
   readonly auth: AuthType;
   readonly mutualSsl: MutualSslMode;
   readonly labels: readonly string[];
@@ -115,7 +119,7 @@ export interface FieldDef {
 }
 
 const ENDPOINT_FIELDS: readonly FieldDef[] = [
-  { key: 'url', type: 'string', required: true, meaning: 'Backend base URL (http://host:port/path). The backend URL of a call is this URL followed by the resource path and the query string.', example: '"http://127.0.0.1:9000/v1"' },
+  { key: 'url', type: 'string', required: true, meaning: 'Backend base URL (http://host:port/path, or https:// with outbound TLS, docs/tls.md; ws:// and wss:// are accepted as their http:// and https:// equivalents). The backend URL of a call is this URL followed by the resource path and the query string.', example: '"http://127.0.0.1:9000/v1"' },
   { key: 'suspend_codes', type: 'codes', default: [], meaning: 'Transport codes that suspend the endpoint (spec 002 part 7 rule 3): a combined code (101503) or a base code, which matches every state (101504 matches 101504..101512). While suspended, calls get fault 103007 (503, Retry-After) without touching the backend. Empty: never suspended.', example: '[101503, 101504, 101505]' },
   { key: 'suspend_duration', type: 'duration', default: 30000, min: 0, meaning: 'How long the first suspension lasts (ms, or "30s").' },
   { key: 'suspend_max_duration', type: 'duration', default: 300000, min: 0, meaning: 'The longest suspension, however often the endpoint fails again.' },
@@ -150,6 +154,7 @@ export const API_FIELDS: readonly FieldDef[] = [
   { key: 'version', type: 'string', required: true, meaning: 'API version; part of the invocation path (spec 002, part 9 rule 5). Context + version is unique on a gateway.', example: '"1.0.0"' },
   { key: 'default_version', type: 'boolean', default: false, meaning: 'Also reachable without the version segment: /<context>/<resource>. One version per context.' },
   { key: 'state', type: 'string', default: 'PUBLISHED', allowed: LIFECYCLE_STATES, meaning: 'Lifecycle state: PUBLISHED, PROTOTYPED and DEPRECATED are served; BLOCKED answers 700700 (503, spec 002 part 3); RETIRED answers 103008 (404).' },
+  { key: 'type', type: 'string', default: 'HTTP', allowed: API_TYPES, meaning: 'HTTP, or WS for a WebSocket API: its calls are Upgrade: websocket handshakes, routed, authenticated and throttled like any call, then tunnelled to the endpoint. A call without the upgrade answers 103083 (400). docs/websocket.md.', example: '"WS"' },
   { key: 'auth', type: 'string', default: 'oauth2', allowed: AUTH_TYPES, meaning: 'Default authentication of the resources: oauth2 (a bearer access token in [apim.oauth_config] auth_header, validated by the gateway: docs/security.md) or none.' },
   { key: 'mutual_ssl', type: 'string', default: 'off', allowed: MUTUAL_SSL_MODES, meaning: 'Client certificate passed by a TLS-terminating load balancer in [apimgt.mutual_ssl] certificate_header, checked against [throughway.security] client_trust_store: off (not read); optional (a valid certificate authenticates the call instead of a token; an invalid one gets 900901); mandatory (a valid certificate is required, 900901 otherwise, and `auth` applies on top of it).' },
   { key: 'labels', type: 'strings', default: ['Default'], meaning: 'Deployed only on gateways whose [apim.sync_runtime_artifacts.gateway] gateway_labels share a label.' },
@@ -531,6 +536,7 @@ export function validateApi(raw: unknown, file: string, vars: ApiVars = {}, map?
     version,
     defaultVersion: t.default_version as boolean,
     state: t.state as LifecycleState,
+    type: (t.type as ApiType | undefined) ?? 'HTTP',
     auth: apiAuth,
     mutualSsl: t.mutual_ssl as MutualSslMode,
     labels: t.labels as readonly string[],

@@ -11,6 +11,7 @@
  */
 import type { TransportFault } from '../transport/codes';
 import { targetFromUrl, type TargetEndpoint, type RetryPolicy } from '../transport/types';
+import type { Outbound } from '../transport/outbound';
 import type { EndpointDefinition } from './apis';
 
 export class EndpointRuntime {
@@ -78,6 +79,8 @@ export class EndpointRuntime {
  * state when the endpoint's definition did not change, and TargetEndpoints are parsed once per URL.
  */
 export class EndpointRegistry {
+  /** `outbound`: TLS and proxies for the endpoints (lib/tls/settings.ts outboundFrom). */
+  constructor(private readonly outbound?: Outbound) {}
   private readonly targets = new Map<string, TargetEndpoint>();
   private readonly runtimes = new Map<string, EndpointRuntime>();
   /** Suspending endpoints by pool key (host:port), for the success signal of finished exchanges. */
@@ -86,7 +89,7 @@ export class EndpointRegistry {
   target(url: string): TargetEndpoint {
     let t = this.targets.get(url);
     if (t === undefined) {
-      t = targetFromUrl(url);
+      t = targetFromUrl(url, this.outbound);
       this.targets.set(url, t);
     }
     return t;

@@ -54,6 +54,8 @@ export const GatewayOwnCode = {
   ENDPOINT_SUSPENDED: 103007,
   API_RETIRED: 103008,
   INVALID_PATH: 103009,
+  /** Step 8 block (103080-103099; the transport holds 103080-103082). */
+  WEBSOCKET_UPGRADE_REQUIRED: 103083,
   // Embedding (Step 11, lib/embed): 103140-103159.
   UPGRADE_NOT_TUNNELLED: 103140,
   EMBEDDED_RESPONSE_INCOMPLETE: 103141,
@@ -130,6 +132,7 @@ export const GATEWAY_FAULTS: readonly GatewayFaultDef[] = Object.freeze([
   { code: GatewayOwnCode.METHOD_NOT_ALLOWED, httpStatus: 405, statusFrom: 'throughway', message: 'Method not allowed', description: 'The resource exists but does not allow this method (the Allow field lists the ones it does)', origin: 'throughway', phase: 'route', sent: true },
   { code: GatewayOwnCode.ENDPOINT_SUSPENDED, httpStatus: 503, statusFrom: 'throughway', message: 'Endpoint suspended', description: 'The backend endpoint is suspended after failing with one of its suspend codes (Retry-After gives the seconds left)', origin: 'throughway', phase: 'send', sent: true },
   { code: GatewayOwnCode.API_RETIRED, httpStatus: 404, statusFrom: 'throughway', message: 'API retired', description: 'The API is in the RETIRED lifecycle state', origin: 'throughway', phase: 'api-status', sent: true },
+  { code: GatewayOwnCode.WEBSOCKET_UPGRADE_REQUIRED, httpStatus: 400, statusFrom: 'throughway', message: 'WebSocket handshake required', description: 'The API is a WebSocket API (type = "WS"): call it with an Upgrade: websocket handshake (RFC 6455 §4.1). Not 426: a 426 must carry an Upgrade field, which is hop-by-hop and never set on a local answer', origin: 'throughway', phase: 'route', sent: true },
   { code: GatewayOwnCode.INVALID_PATH, httpStatus: 400, statusFrom: 'throughway', message: 'Invalid request path', description: 'The request target is not an absolute path, or contains a dot segment (. or ..) that could escape the API context', origin: 'throughway', phase: 'route', sent: true },
   { code: GatewayOwnCode.UPGRADE_NOT_TUNNELLED, httpStatus: 501, statusFrom: 'throughway', message: 'Upgrade not supported', description: 'A protocol upgrade (WebSocket) handed to handleUpgrade() cannot be tunnelled by this transport', origin: 'throughway', phase: 'embedding', sent: true },
   { code: GatewayOwnCode.EMBEDDED_RESPONSE_INCOMPLETE, httpStatus: 502, statusFrom: 'throughway', message: 'Incomplete response', description: 'The gateway closed the in-process connection of the (req, res) handler before a response head', origin: 'throughway', phase: 'embedding', sent: true },

@@ -8,6 +8,7 @@
 import * as http from 'node:http';
 import type * as net from 'node:net';
 import type { Duplex } from 'node:stream';
+import type * as tls from 'node:tls';
 import { loadConfig, type LoadResult } from '../config/load';
 import { formatDiagnostic } from '../config/diagnostics';
 import type { DeploymentConfig } from '../config/types';
@@ -43,6 +44,9 @@ import type { EventBus } from '../events/bus';
 import { Security, securitySettingsFrom, type KeyManagerLink } from '../security';
 import { createThrottle, type BlockingCondition, type CounterStore, type Throttle } from '../throttle';
 import { throttleSettingsFrom } from '../throttle/settings';
+import { handshakeRequest, isWebSocketHandshake } from './websocket';
+import { outboundFrom } from '../tls/settings';
+import type { Outbound } from '../transport/outbound';
 
 export interface GatewayOptions {
   /** The result of loadConfig(): configuration, effective ports and the directory of apis/. */
@@ -88,6 +92,8 @@ export interface GatewayOptions {
   readonly phases?: readonly PhasePlacement[];
   /** Throttling (docs/throttling.md): blocking conditions at start, a clock, a counter store of your own. */
   readonly throttling?: { readonly blocking?: readonly BlockingCondition[]; readonly now?: () => number; readonly counters?: CounterStore };
+  /** TLS and proxies toward the backends (default: from the configuration, lib/tls/settings.ts). */
+  readonly outbound?: Outbound;
 }
 
 export interface DeployedApi {
@@ -123,6 +129,8 @@ export interface Gateway {
   readonly analytics: Analytics | undefined;
   /** Listen on the gateway HTTP port ([transport.passthru_http] listener port + offset) unless told otherwise. */
   listen(options?: Partial<ListenOptions>): Promise<net.AddressInfo>;
+  /** Listen with TLS (HTTPS 8243, WSS 8099: docs/tls.md); the server can take new certificates. */
+  listenTls(options: ListenOptions, tlsOptions: tls.TlsOptions): Promise<tls.Server>;
   handleConnection(socket: net.Socket, secure?: boolean): void;
   /**
    * For a node:http server's 'upgrade' event: the upgrade request (WebSocket) is proxied when the transport
@@ -192,7 +200,8 @@ export function createGateway(options: GatewayOptions): Gateway {
   // Throws CorsConfigError for allow_credentials with the origin * (spec 000, [apim.cors]).
   const globalCors = new CorsPolicy(settings.cors);
   const headers = new HeaderRules(settings.headerRules);
-  const registry = new EndpointRegistry();
+  // Paths in [transport.passthru_https] resolve like the store's: against the working directory.
+  const registry = new EndpointRegistry(options.outbound ?? outboundFrom(config, options.cwd ?? process.cwd()));
   const tracked = new WeakMap<SourceRequest, EndpointRuntime>();
   const accessLog = settings.accessLog.enabled ? new AccessLog(settings.accessLog.useLogger ? { logger } : { file: settings.accessLog.file }) : undefined;
   const phases: readonly ChainStep[] = options.phases === undefined || options.phases.length === 0 ? PHASES : chainWith(PHASES, options.phases, logger);
@@ -280,18 +289,20 @@ export function createGateway(options: GatewayOptions): Gateway {
     return { deployed, states, diagnostics: fresh };
   };
 
+  // An Upgrade request (rare) may carry its token as access_token (websocket.ts); others go straight in.
+  const callOf = (req: SourceRequest): CallContext => new CallContext(req.upgrade === true && isWebSocketHandshake(req) ? handshakeRequest(req) : req, rt);
   // Three routers, chosen once: with tracing and analytics off the plain chain runs untouched.
   const route =
     calls === undefined
-      ? (req: SourceRequest): RouteDecision | Promise<RouteDecision> => runChain(new CallContext(req, rt), phases)
+      ? (req: SourceRequest): RouteDecision | Promise<RouteDecision> => runChain(callOf(req), phases)
       : tracer === undefined
         ? (req: SourceRequest): RouteDecision | Promise<RouteDecision> => {
-            const ctx = new CallContext(req, rt);
+            const ctx = callOf(req);
             calls.set(req, ctx);
             return runChain(ctx, phases);
           }
         : (req: SourceRequest): RouteDecision | Promise<RouteDecision> => {
-            const ctx = new CallContext(req, rt);
+            const ctx = callOf(req);
             calls.set(req, ctx);
             tracer.start(ctx);
             return runChainObserved(ctx, phases, tracer);
@@ -400,6 +411,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       const host = opts.host ?? config.transport.passthru_http.listener['bind-address'] ?? '0.0.0.0';
       return transport.listen({ port, host, backlog: opts.backlog ?? config.throughway.backlog });
     },
+    listenTls: (opts, tlsOptions) => transport.listenTls({ ...opts, backlog: opts.backlog ?? config.throughway.backlog }, tlsOptions),
     handleConnection: (socket, secure) => transport.handleConnection(socket, secure),
     handleUpgrade(req, socket, head) {
       const secure = (req.socket as { encrypted?: boolean } | undefined)?.encrypted === true;

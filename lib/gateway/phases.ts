@@ -17,7 +17,8 @@
  * with its place fixed and does nothing yet: it is "not yet enforced" (docs/apis.md) until Step 7 fills it
  * in without changing the chain.
  */
-import type { ForwardDecision, LocalResponse, RouteDecision, SourceRequest } from '../transport/types';
+import type { ForwardDecision, LocalResponse, RouteDecision, SourceRequest, WebSocketHooks } from '../transport/types';
+import { isWebSocketHandshake } from './websocket';
 import { ApiCode, GatewayOwnCode, fault, gatewayFacts, renderFacts, type FaultValue } from './faults';
 import { Match, matchResource, methodsFor, type CompiledApi, type CompiledResource, type MatchTarget } from './router';
 import { corsRequest, type CorsRequest } from './cors';
@@ -60,6 +61,11 @@ export class CallContext implements MatchTarget {
   locals: Record<string, unknown> | undefined = undefined;
   /** RateLimit-Limit/-Remaining/-Reset of the call (throttling phase), on its response and its faults. */
   rateLimitFields: readonly string[] | undefined = undefined;
+  /**
+   * WebSocket APIs: the tunnel's hooks. Throttling (Step 6) may set onClientFrame for per-frame limits
+   * (the tunnel counts frames, docs/websocket.md); the send phase forwards it with the handshake.
+   */
+  websocket: WebSocketHooks | undefined = undefined;
 
   constructor(
     readonly req: SourceRequest,
@@ -247,8 +253,15 @@ function sendPhase(ctx: CallContext): Outcome {
     timeout: ep.def.timeout,
     retry: ep.retry,
   };
+  if (api.def.type === 'WS') {
+    // A WebSocket API is reached only by handshakes (RFC 6455 §4.1); 103083 otherwise.
+    if (!isWebSocketHandshake(ctx.req)) return stop(fault(GatewayOwnCode.WEBSOCKET_UPGRADE_REQUIRED));
+    return { forward: { ...forward, websocket: ctx.websocket ?? NO_HOOKS } };
+  }
   return { forward };
 }
+
+const NO_HOOKS: WebSocketHooks = Object.freeze({});
 
 /** CORS and rate-limit fields of a forwarded call (undefined: none, the pass-through path allocates nothing). */
 function responseFields(ctx: CallContext): readonly string[] | undefined {

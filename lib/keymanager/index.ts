@@ -1,14 +1,16 @@
 /**
  * The key manager (issue 5): the OAuth 2.0 authorization server, dynamic client registration and the
- * admin API, served by the management server. Until Step 8 brings TLS it listens in plain HTTP on
+ * admin API, served by the management server. It listens in plain HTTP on
  * `[transport.http.properties] port` (9763 + server.offset, the reference's HTTP management port: the
- * spec lists 9443 for both); Step 8 serves the same handler on `[transport.https.properties] port`
+ * spec lists 9443 for both), and the node serves the same handler over TLS on `[transport.https.properties] port`
  * (9443 + offset). docs/key-manager.md describes it.
  *
  * `createKeyManager` opens nothing but the store it is given; `listen()` opens the port.
  */
 import * as fs from 'node:fs';
 import * as http from 'node:http';
+import * as https from 'node:https';
+import type * as tls from 'node:tls';
 import type { AddressInfo } from 'node:net';
 import type { LoadResult } from '../config/load';
 import { createEventBus, type EventBus } from '../events/bus';
@@ -45,6 +47,8 @@ export interface KeyManager {
   readonly handler: (req: http.IncomingMessage, res: http.ServerResponse) => void;
   /** Opens the management HTTP port (default: ports.managementHttp). */
   listen(port?: number, host?: string): Promise<AddressInfo>;
+  /** Opens the management HTTPS port (default: ports.managementHttps) with the same routes (docs/tls.md). */
+  listenHttps(tlsOptions: tls.TlsOptions, port?: number, host?: string): Promise<https.Server>;
   close(): Promise<void>;
 }
 
@@ -94,6 +98,7 @@ export async function createKeyManager(o: KeyManagerOptions): Promise<KeyManager
   const ctx: { -readonly [K in keyof RouteContext]: RouteContext[K] } = { oauth, manager, store: o.store, keys, logger, userRules, ...(o.ops !== undefined ? { ops: o.ops } : {}) };
   const handler = createHandler(ctx);
   let server: http.Server | undefined;
+  let secureServer: https.Server | undefined;
   let timer: NodeJS.Timeout | undefined;
 
   const cleanup = async (): Promise<void> => {
@@ -138,8 +143,28 @@ export async function createKeyManager(o: KeyManagerOptions): Promise<KeyManager
         });
       });
     },
+    listenHttps(tlsOptions, port = o.loaded.ports.managementHttps, host?: string) {
+      return new Promise((resolve, reject) => {
+        const s = https.createServer(tlsOptions, handler);
+        s.keepAliveTimeout = 5000;
+        s.once('error', reject);
+        s.listen(port, host, () => {
+          s.removeListener('error', reject);
+          secureServer = s;
+          resolve(s);
+        });
+      });
+    },
     async close() {
       if (timer !== undefined) clearInterval(timer);
+      const hs = secureServer;
+      secureServer = undefined;
+      if (hs !== undefined) {
+        await new Promise<void>((resolve) => {
+          hs.close(() => resolve());
+          hs.closeIdleConnections();
+        });
+      }
       const s = server;
       server = undefined;
       if (s !== undefined) {

@@ -36,6 +36,10 @@ export const OwnCode = {
   REQUEST_QUEUE_FULL: 103002,
   NO_ROUTE: 103003,
   SENDER_DISABLED: 103004,
+  /** Step 8 block (103080-103099): TLS, proxies, WebSocket. */
+  TLS_HANDSHAKE_FAILED: 103080,
+  PROXY_REFUSED: 103081,
+  WEBSOCKET_FRAME_REFUSED: 103082,
 } as const;
 
 /** Which connection failed: the client's (source, downstream) or the backend's (target, upstream). */
@@ -69,7 +73,10 @@ export type FaultReason =
   | 'body_too_large'
   | 'queue_full'
   | 'no_route'
-  | 'sender_disabled';
+  | 'sender_disabled'
+  | 'tls_handshake'
+  | 'proxy_refused'
+  | 'ws_frame_refused';
 
 export interface FaultKind {
   readonly base: number;
@@ -110,6 +117,9 @@ export const FAULT_KINDS: { readonly [R in FaultReason]: FaultKind } = {
   body_too_large: { base: OwnCode.REQUEST_BODY_TOO_LARGE, addsState: false, side: 'source', httpStatus: 413, message: 'Payload Too Large', description: 'The request body exceeds the configured maximum (throughway.max_request_body)' },
   queue_full: { base: OwnCode.REQUEST_QUEUE_FULL, addsState: false, side: 'source', httpStatus: 503, message: 'Service Unavailable', description: 'The request queue is full (passthru_http.worker_pool_queue_length)' },
   no_route: { base: OwnCode.NO_ROUTE, addsState: false, side: 'source', httpStatus: 404, message: 'Not Found', description: 'No route matches the request' },
+  tls_handshake: { base: OwnCode.TLS_HANDSHAKE_FAILED, addsState: false, side: 'target', httpStatus: 502, message: 'Backend TLS handshake failed', description: 'The TLS handshake with the back end failed: certificate not trusted by the sender trust store, host name refused by sender.hostname_verifier, or no common protocol or cipher' },
+  proxy_refused: { base: OwnCode.PROXY_REFUSED, addsState: false, side: 'target', httpStatus: 502, message: 'Proxy refused the tunnel', description: 'The outbound HTTP proxy did not open a CONNECT tunnel to the back end (non-2xx answer, e.g. 407 for wrong credentials)' },
+  ws_frame_refused: { base: OwnCode.WEBSOCKET_FRAME_REFUSED, addsState: false, side: 'source', httpStatus: 429, message: 'WebSocket frame refused', description: 'A WebSocket client frame was refused by the per-frame limit; the tunnel was closed with close code 1008' },
   sender_disabled: { base: OwnCode.SENDER_DISABLED, addsState: false, side: 'target', httpStatus: 503, message: 'Service Unavailable', description: 'The pass-through sender is disabled (transport.passthru_http.sender.enable = false)' },
 };
 

@@ -17,7 +17,7 @@ import type { Exchange } from './exchange';
 import type { SourceConnection } from './source';
 import type { TargetConnection } from './target';
 import { RoutePool } from './pool';
-import type { FaultRenderer, LocalResponse, RouteFn, SourceRequest, TargetEndpoint, TransportEvents } from './types';
+import type { FaultRenderer, LocalResponse, RouteFn, SourceRequest, TargetEndpoint, TransportEvents, TunnelInfo } from './types';
 
 /**
  * Opens a backend socket. `onread` asks for reads into connection-owned buffers (net's onread option);
@@ -54,6 +54,8 @@ export class TransportCore {
   readonly pools = new Map<string, RoutePool>();
   readonly sources = new Set<SourceConnection>();
   readonly targets = new Set<TargetConnection>();
+  /** Open WebSocket tunnels (tunnel.ts). */
+  readonly tunnels = new Set<TunnelInfo>();
   readonly stats: TransportStats = {
     sourcesAccepted: 0,
     requests: 0,

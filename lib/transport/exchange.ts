@@ -2,6 +2,7 @@
  * One request and its response on a source connection. The exchange is what the router sees (it
  * implements SourceRequest) and what links the source connection to the target connection serving it.
  */
+import type { PeerCertificate, TLSSocket } from 'node:tls';
 import type { SourceConnection } from './source';
 import type { TargetConnection } from './target';
 import type { SourceRequest, ForwardDecision } from './types';
@@ -23,6 +24,7 @@ export class Exchange implements SourceRequest {
   requestNumber: number;
   contentLength: number;
   chunked: boolean;
+  upgrade: boolean;
 
   // --- progress ---
   readonly source: SourceConnection;
@@ -74,6 +76,7 @@ export class Exchange implements SourceRequest {
     this.versionMinor = p.versionMinor;
     this.contentLength = p.contentLength;
     this.chunked = p.chunked;
+    this.upgrade = p.upgrade;
     this.remoteAddress = source.remoteAddress;
     this.remotePort = source.remotePort;
     this.secure = source.secure;
@@ -82,5 +85,13 @@ export class Exchange implements SourceRequest {
     this.hasBody = p.chunked || p.contentLength > 0;
     this.isHead = p.method === 'HEAD';
     this.startedAt = startedAt;
+  }
+
+  /** The client certificate of a TLS connection (mutual TLS), read only when asked. */
+  peerCertificate(): PeerCertificate | undefined {
+    const socket = this.source.socket as Partial<TLSSocket>;
+    if (!this.secure || typeof socket.getPeerCertificate !== 'function') return undefined;
+    const cert = socket.getPeerCertificate(true);
+    return cert === null || cert === undefined || Object.keys(cert).length === 0 ? undefined : cert;
   }
 }

@@ -108,8 +108,10 @@ export function renderTransportDoc(): string {
   out.push('- **Keep-alive and pipelining**: one exchange at a time per client connection; pipelined requests wait');
   out.push('  unparsed until the response before them is done, so responses go out in order (RFC 9112 §9.3.2).');
   out.push('  A request asking for a protocol upgrade (e.g. `Upgrade: h2c`) is forwarded without its Upgrade field');
-  out.push('  (hop-by-hop), answered normally, and the connection stays HTTP/1.1 (RFC 9110 §7.8); WebSocket');
-  out.push('  upgrades arrive with Step 8. CONNECT is answered 501: this listener does not tunnel.');
+  out.push('  (hop-by-hop), answered normally, and the connection stays HTTP/1.1 (RFC 9110 §7.8), unless the');
+  out.push('  router marks it as a WebSocket handshake (`websocket` in its decision): then Upgrade is forwarded and a');
+  out.push('  101 turns the connection into a tunnel (docs/websocket.md). CONNECT is answered 501: this listener');
+  out.push('  does not tunnel HTTP.');
   out.push('- **Bodies** stream both ways with backpressure: a full socket buffer on one side pauses reading on the');
   out.push('  other (`high_water_mark` bytes per socket, default 1 MiB). Chunked bodies are relayed verbatim,');
   out.push('  framing included (validated by the strict parser on the way); only an HTTP/1.0 client gets a');

@@ -101,6 +101,10 @@ export interface RequestHeadInput {
   readonly proto: 'http' | 'https';
   /** Ask the backend to close after this exchange (disable_connection_keepalive). */
   readonly close: boolean;
+  /** A WebSocket handshake: the protocol to ask for (Upgrade and Connection: Upgrade are then sent). */
+  readonly upgrade?: string;
+  /** Whole field lines added last (Proxy-Authorization toward an HTTP proxy). */
+  readonly extraLines?: string;
 }
 
 /** The request head for the backend: always HTTP/1.1 (RFC 9110 §2.5: a proxy sends its own version). */
@@ -159,6 +163,8 @@ export function buildRequestHead(input: RequestHeadInput, settings: TransportSet
   }
   if (settings.via !== '') head += 'Via: ' + (via === undefined ? settings.via : via + ', ' + settings.via) + '\r\n';
   else if (via !== undefined) head += 'Via: ' + via + '\r\n';
+  if (input.extraLines !== undefined) head += input.extraLines;
+  if (input.upgrade !== undefined) return head + 'Connection: Upgrade\r\nUpgrade: ' + input.upgrade + '\r\n\r\n';
   head += input.close ? 'Connection: close\r\n\r\n' : 'Connection: keep-alive\r\n\r\n';
   return head;
 }
@@ -171,7 +177,7 @@ export interface ResponseHeadInput {
   readonly statusText: string;
   readonly headers: readonly string[];
   /** What to tell the client: 'keep-alive' (HTTP/1.0 keep-alive), 'close', or '' (HTTP/1.1 default). */
-  readonly connection: '' | 'keep-alive' | 'close';
+  readonly connection: '' | 'keep-alive' | 'close' | 'upgrade';
   /** Drop Transfer-Encoding: the body is de-chunked for an HTTP/1.0 client. */
   readonly dechunk: boolean;
   /** Extra fields from the gateway (CORS, ...), flat name/value pairs; may be empty. */
@@ -225,7 +231,12 @@ export function buildResponseHead(input: ResponseHeadInput, settings: TransportS
     if (classify(name) !== Kind.OTHER || (name.length === 14 && name.toLowerCase() === 'content-length')) continue;
     head += name + ': ' + extra[i + 1] + '\r\n';
   }
-  if (input.connection !== '') head += 'Connection: ' + input.connection + '\r\n';
+  if (input.connection === 'upgrade') {
+    // 101 to a WebSocket handshake (RFC 6455 §4.2.2): the two hop-by-hop fields the switch needs.
+    head += 'Upgrade: websocket\r\nConnection: Upgrade\r\n';
+  } else if (input.connection !== '') {
+    head += 'Connection: ' + input.connection + '\r\n';
+  }
   return head + '\r\n';
 }
 

@@ -4,13 +4,14 @@
  * or tokens; lib/gateway routes through it.
  */
 import * as net from 'node:net';
+import * as tls from 'node:tls';
 import { performance } from 'node:perf_hooks';
 import { TransportCore, defaultConnect, defaultRenderFault, type ConnectFn, type TransportStats } from './core';
-import { SourceConnection } from './source';
+import { SourceConnection, kReadHolder, type ReadHolder } from './source';
 import { resolveSettings, type TransportSettings } from './settings';
 import { selfTest } from './parser';
 import { silentLogger, type Logger } from '../observability/log';
-import type { FaultRenderer, RouteFn, TransportEvents } from './types';
+import type { FaultRenderer, RouteFn, TransportEvents, TunnelInfo } from './types';
 
 export interface TransportOptions {
   /** Decides, per request head, where it goes (or answers it). */
@@ -51,26 +52,25 @@ export interface Transport {
   handleConnection(socket: net.Socket, secure?: boolean): void;
   /** Listen on a port of its own (max_open_connections applies). */
   listen(options: ListenOptions): Promise<net.AddressInfo>;
+  /**
+   * Listen with TLS (the HTTPS and WSS listeners, docs/tls.md). The server is returned so its
+   * certificates can be replaced without a restart (setSecureContext: existing connections keep theirs).
+   * TLS sockets are served as accepted (no re-wrapping of the handle: it belongs to the TLS layer).
+   */
+  listenTls(options: ListenOptions, tlsOptions: tls.TlsOptions): Promise<tls.Server>;
+  /** Open WebSocket tunnels, with their frame and byte counts (docs/websocket.md). */
+  tunnels(): readonly TunnelInfo[];
   /** Stop accepting, finish in-flight exchanges within shutdownTimeout, close idle keep-alives. */
   close(): Promise<void>;
 }
 
 let selfTested = false;
 
-/** Routes a socket's onread callbacks to its source connection (set right after the socket is made). */
-interface ReadHolder {
-  conn: SourceConnection | null;
-  /** The buffer of the first read, dropped once the connection chooses its own. */
-  first: Buffer | null;
-}
-
-function onSourceRead(this: net.Socket & { [kHolder]?: ReadHolder }, nread: number, buf: Buffer): boolean {
-  const conn = this[kHolder]?.conn;
+function onSourceRead(this: net.Socket & { [kReadHolder]?: ReadHolder }, nread: number, buf: Buffer): boolean {
+  const conn = this[kReadHolder]?.conn;
   if (conn != null) conn.onRead(buf, nread);
   return true;
 }
-
-const kHolder = Symbol('throughway.readHolder');
 
 function nextBuffer(holder: ReadHolder): Buffer {
   const conn = holder.conn;
@@ -110,7 +110,7 @@ function adopt(accepted: net.Socket, highWaterMark: number): { socket: net.Socke
     old._handle = handle;
     return undefined;
   }
-  (socket as net.Socket & { [kHolder]?: ReadHolder })[kHolder] = holder;
+  (socket as net.Socket & { [kReadHolder]?: ReadHolder })[kReadHolder] = holder;
   socket.once('close', () => accepted.destroy());
   return { socket, holder };
 }
@@ -164,6 +164,30 @@ export function createTransport(options: TransportOptions): Transport {
       return out;
     },
     handleConnection,
+    tunnels: () => [...core.tunnels],
+    listenTls(opts, tlsOptions) {
+      return new Promise((resolve, reject) => {
+        // Not half-open, unlike the plain listener: a client that gives up during the handshake (it refused
+        // the certificate) only closes its TCP side, and a half-open server socket would then wait for a
+        // handshake that never comes, holding close() up. The handshake counts as part of the request
+        // head: header_timeout bounds it (slowloris defence).
+        const server = tls.createServer({ handshakeTimeout: settings.headerTimeout, ...tlsOptions, allowHalfOpen: false, noDelay: true, highWaterMark: settings.highWaterMark } as tls.TlsOptions, (socket) => {
+          handleConnection(socket, true);
+        });
+        // A failed handshake (wrong protocol, refused client certificate) never becomes a connection.
+        server.on('tlsClientError', (err: NodeJS.ErrnoException, socket: tls.TLSSocket) => {
+          if (options.logger?.enabled('info') === true) options.logger.log('info', 'tls_client_error', { code: err.code, message: err.message, remote: socket.remoteAddress });
+          socket.destroy();
+        });
+        if (settings.maxOpenConnections > 0) server.maxConnections = settings.maxOpenConnections;
+        server.once('error', reject);
+        server.listen({ port: opts.port, host: opts.host ?? '0.0.0.0', backlog: opts.backlog ?? 511 }, () => {
+          server.off('error', reject);
+          servers.push(server);
+          resolve(server);
+        });
+      });
+    },
     listen(opts) {
       return new Promise((resolve, reject) => {
         // allowHalfOpen: a client that half-closes after its request still gets its response.
@@ -202,7 +226,8 @@ export function createTransport(options: TransportOptions): Transport {
 }
 
 export { targetFromUrl } from './types';
-export type { TargetEndpoint, SourceRequest, RouteDecision, ForwardDecision, RetryPolicy, LocalResponse, RouteFn, FaultRenderer, TransportEvents, ExchangeRecord } from './types';
+export type { TargetEndpoint, SourceRequest, WebSocketHooks, TunnelInfo, RouteDecision, ForwardDecision, RetryPolicy, LocalResponse, RouteFn, FaultRenderer, TransportEvents, ExchangeRecord } from './types';
 export { ProtocolState, STATE_NAMES, TRANSITIONS, stateName } from './states';
 export { TransportBase, OwnCode, FAULT_KINDS, makeFault, faultJson, type TransportFault, type FaultReason, type Side } from './codes';
 export { DEFAULT_TRANSPORT_SETTINGS, type TransportSettings } from './settings';
+export type { TargetTls, ProxyRoute, Outbound } from './outbound';

@@ -17,6 +17,8 @@ export class RoutePool {
   readonly waiters: Exchange[] = [];
   /** Connections of this route that are open or opening. */
   total = 0;
+  /** `https://` routes: the latest TLS session, offered by the next connection (session reuse). */
+  tlsSession: Buffer | undefined = undefined;
 
   constructor(
     readonly core: TransportCore,

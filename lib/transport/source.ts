@@ -25,6 +25,21 @@ import type { ForwardDecision, LocalResponse, RouteDecision } from './types';
 const AT_HEAD = 1;
 const AT_COMPLETE = 2;
 
+/** What an adopted socket's onread callback feeds (index.ts): its source connection, or a tunnel. */
+export interface SourceReader {
+  onRead(buf: Buffer, nread: number): void;
+  nextReadBuffer(): Buffer;
+}
+
+/** Routes an adopted socket's onread callbacks (set right after the socket is made, index.ts). */
+export interface ReadHolder {
+  conn: SourceReader | null;
+  /** The buffer of the first read, dropped once the connection chooses its own. */
+  first: Buffer | null;
+}
+
+export const kReadHolder = Symbol('throughway.readHolder');
+
 export class SourceConnection implements ParserEvents {
   readonly core: TransportCore;
   readonly parser: HttpParser;
@@ -409,15 +424,20 @@ export class SourceConnection implements ParserEvents {
     ex.forward = d;
     if (d.responseHeaders !== undefined) ex.responseHeaders = d.responseHeaders;
     if (d.dropResponseHeaders !== undefined && d.dropResponseHeaders.length > 0) ex.dropResponseHeaders = d.dropResponseHeaders;
+    const target = d.target;
+    const path = d.path ?? originForm(ex.url);
     ex.requestHead = buildRequestHead(
       {
         method: ex.method,
-        path: d.path ?? originForm(ex.url),
+        // Through an HTTP proxy a plain request names the origin (absolute-form, RFC 9112 §3.2.2).
+        path: target.proxy === undefined || target.tls !== undefined ? path : (target.origin as string) + path,
         headers: d.headers ?? ex.headers,
-        hostHeader: d.target.hostHeader,
+        hostHeader: target.hostHeader,
         remoteAddress: this.remoteAddress,
         proto: this.secure ? 'https' : 'http',
         close: core.settings.disableKeepAlive,
+        upgrade: d.websocket !== undefined && ex.upgrade ? 'websocket' : undefined,
+        extraLines: target.proxy?.authorization !== undefined && target.tls === undefined ? 'Proxy-Authorization: ' + target.proxy.authorization + '\r\n' : undefined,
       },
       core.settings,
     );
@@ -865,8 +885,61 @@ export class SourceConnection implements ParserEvents {
     else this.abort();
   }
 
+  // --- WebSocket tunnel (tunnel.ts) ---
+
+  /**
+   * The backend switched protocols: write its 101 head, end the exchange (status 101), stop parsing,
+   * and hand over the bytes the client sent after its handshake. The socket's 'error' and 'close'
+   * listeners stay: onClose still frees what this connection holds.
+   */
+  enterTunnel(ex: Exchange, head: string): Buffer[] {
+    ex.responseStarted = true;
+    ex.responseDone = true;
+    ex.status = 101;
+    this.setState(S.RESPONSE_HEAD);
+    this.socket.write(head, 'latin1');
+    this.endExchange(ex, undefined);
+    this.ex = null;
+    this.blocked = true;
+    this.tunnelled = true;
+    this.setState(S.RESPONSE_BODY);
+    this.lastActive = this.core.now;
+    const s = this.socket;
+    s.removeListener('data', this.onData);
+    s.removeListener('end', this.onEnd);
+    s.removeListener('drain', this.onDrain);
+    this.readPaused = false;
+    s.resume();
+    return this.queue.splice(0);
+  }
+
+  private tunnelled = false;
+
+  /** Adopted sockets (onread): reads go to the tunnel, still into this connection's buffers. */
+  redirectReads(onRead: (buf: Buffer, nread: number) => void): void {
+    const holder = (this.socket as Socket & { [kReadHolder]?: ReadHolder })[kReadHolder];
+    if (holder === undefined) return;
+    holder.conn = {
+      onRead: (buf, nread) => {
+        this.lastReadFull = nread === buf.length;
+        onRead(buf, nread);
+      },
+      nextReadBuffer: () => this.nextReadBuffer(),
+    };
+  }
+
+  /** A tunnel write still views the current read buffer: the next read takes another. */
+  holdReadBuffer(): void {
+    this.retainRead = true;
+  }
+
   /** Graceful shutdown: idle connections close now, busy ones after their response. */
   shutdown(): void {
+    if (this.tunnelled) {
+      // A tunnel has no request boundary to wait for: its client gets the end now.
+      this.close();
+      return;
+    }
     if (this.ex === null && this.queue.length === 0) this.close();
     else if (this.ex !== null) this.ex.closeAfter = true;
   }

@@ -13,6 +13,8 @@ import { HttpParser, ExecStatus, HEAD_CONTINUE, HEAD_SKIP_BODY, PAUSE, type Pars
 import { ProtocolState as S, canTransition, type ProtocolState } from './states';
 import { makeFault, type FaultReason } from './codes';
 import { buildResponseHead, lastKeepAliveTimeout } from './headers';
+import { ConnectTunnel, connectTls } from './outbound';
+import { startTunnel } from './tunnel';
 import type { RoutePool } from './pool';
 import type { Exchange } from './exchange';
 import type { TransportCore } from './core';
@@ -28,6 +30,8 @@ export class TargetConnection implements ParserEvents {
   readonly parser: HttpParser;
   state: ProtocolState = S.REQUEST_READY;
   connected = false;
+  /** TLS endpoints: the TCP connection is up (a failure before `connected` is then the handshake's). */
+  tcpConnected = false;
   /** Has served an earlier exchange: a failure before any response byte may be a stale keep-alive socket. */
   reused = false;
   ex: Exchange | null = null;
@@ -72,11 +76,29 @@ export class TargetConnection implements ParserEvents {
     // Reads land in a connection-owned buffer (settings.readBufferSize, 128 KiB by default), not a new
     // Buffer per read: fewer allocations and fewer, larger reads (shared/PACKAGES.md measured 4.5 us
     // per small response, and 64 KiB responses 83 -> 72 us with 128 KiB reads).
-    const socket = core.connect(pool.endpoint.host, pool.endpoint.port, { buffer: this.nextReadBuffer, callback: onTargetRead });
+    const ep = pool.endpoint;
+    let socket: Socket;
+    if (ep.tls === undefined) {
+      // Plain HTTP, directly or to an HTTP proxy (absolute-form request targets, source.ts).
+      const to = ep.proxy ?? ep;
+      socket = core.connect(to.host, to.port, { buffer: this.nextReadBuffer, callback: onTargetRead });
+      socket.on('connect', this.onConnect);
+    } else {
+      // TLS (outbound.ts): reads arrive as 'data' events; connected once the handshake is done.
+      const tunnel = ep.proxy === undefined ? undefined : new ConnectTunnel(ep.proxy, ep.host, ep.port);
+      const s = connectTls(ep.host, ep.port, ep.tls, pool.tlsSession, core.settings.highWaterMark, tunnel);
+      s.on('secureConnect', this.onConnect);
+      // TLS session reuse (RFC 8446 §2.2): the next connection of this pool resumes the latest session.
+      s.on('session', (session: Buffer) => {
+        pool.tlsSession = session;
+      });
+      if (tunnel === undefined) s.once('connect', () => (this.tcpConnected = true));
+      else tunnel.once('rawConnected', () => (this.tcpConnected = true));
+      socket = s;
+    }
     this.socket = socket;
     (socket as TargetSocket)[kTarget] = this;
     core.targets.add(this);
-    socket.on('connect', this.onConnect);
     socket.on('data', this.onData);
     socket.on('end', this.onEnd);
     socket.on('error', this.onError);
@@ -232,6 +254,10 @@ export class TargetConnection implements ParserEvents {
         off = pos;
         if (this.pausedAt === AT_HEAD) {
           this.pausedAt = 0;
+          if (this.parser.statusCode === 101 && this.ex?.forward?.websocket !== undefined) {
+            this.switchProtocols(chunk, off, end);
+            return;
+          }
           if (!this.relayHead(false)) break;
           const p = this.parser;
           if (!p.chunked && p.contentLength > 0) {
@@ -295,6 +321,51 @@ export class TargetConnection implements ParserEvents {
     }
     this.pausedAt = AT_COMPLETE;
     return PAUSE;
+  }
+
+  /**
+   * The backend accepted a WebSocket handshake (101, RFC 6455 §4.2.2): the 101 head goes to the client
+   * with Upgrade and Connection restored (they are hop-by-hop, so the head builder drops them), then both
+   * sockets leave the HTTP machinery for a tunnel (tunnel.ts). Bytes after the head are tunnel bytes.
+   */
+  private switchProtocols(chunk: Buffer, off: number, end: number): void {
+    const ex = this.ex as Exchange;
+    const p = this.parser;
+    const head = buildResponseHead(
+      { statusCode: 101, statusText: p.statusText, headers: p.headers, connection: 'upgrade', dechunk: false, extra: ex.responseHeaders.length === 0 ? EMPTY : ex.responseHeaders },
+      this.core.settings,
+    );
+    ex.status = 101;
+    this.setState(S.RESPONSE_HEAD);
+    const rest = off < end ? Buffer.from(chunk.subarray(off, end)) : undefined;
+    this.ex = null;
+    ex.target = null;
+    // The socket leaves the pool and the sweep: the tunnel owns it from here.
+    this.detached = true;
+    this.finalise();
+    const s = this.socket;
+    s.removeListener('data', this.onData);
+    s.removeListener('end', this.onEnd);
+    s.removeListener('error', this.onError);
+    s.removeListener('close', this.onClose);
+    s.removeListener('drain', this.onDrain);
+    s.removeListener('connect', this.onConnect);
+    s.removeListener('secureConnect', this.onConnect);
+    this.resumeReading();
+    startTunnel(this.core, ex, head, s, this, rest);
+  }
+
+  /** A tunnel write toward `to` still holds bytes of the current read buffer: set it aside on the next read. */
+  holdReadBuffer(to: Socket): void {
+    this.readBufBusy = true;
+    this.busySocket = to;
+  }
+
+  /** The tunnel closed: its read buffers are left to the garbage collector (a write may still view them). */
+  releaseTunnelBuffers(): void {
+    this.readBuf = null;
+    this.lentBuf = null;
+    this.lentTo = null;
   }
 
   /** Relay the parsed response head to the client. Returns false when the exchange cannot go on. */
@@ -431,13 +502,16 @@ export class TargetConnection implements ParserEvents {
       this.destroy();
       return;
     }
-    this.fail(this.classify(err.code), err.code ?? err.message);
+    // A proxy's refusal says what the proxy answered (its status line), not just EPROXY.
+    this.fail(this.classify(err.code), err.code === 'EPROXY' ? err.message : (err.code ?? err.message));
   };
 
   private classify(code: string | undefined): FaultReason {
     if (!this.connected) {
+      if (code === 'EPROXY') return 'proxy_refused';
       if (code === 'ECONNREFUSED') return 'connect_refused';
       if (code === 'ETIMEDOUT') return 'connect_timeout';
+      if (this.tcpConnected) return 'tls_handshake';
       return 'connect_failed';
     }
     if (code === 'ETIMEDOUT') return 'socket_timeout';
@@ -523,24 +597,37 @@ export class TargetConnection implements ParserEvents {
   }
 
   private finalised = false;
+  /** Handed to a WebSocket tunnel: the socket lives on, its read buffers stay with it. */
+  private detached = false;
   private finalise(): void {
     if (this.finalised) return;
     this.finalised = true;
     this.closedByUs = true;
-    if (this.state !== S.CLOSING && this.state !== S.CLOSED) this.setState(S.CLOSING);
-    this.setState(S.CLOSED);
+    if (!this.detached) {
+      if (this.state !== S.CLOSING && this.state !== S.CLOSED) this.setState(S.CLOSING);
+      this.setState(S.CLOSED);
+    }
     this.parser.destroy();
-    // The read buffer goes back unless a client write may still hold its bytes.
-    if (this.readBuf !== null && !this.readBufBusy) this.core.giveReadBuffer(this.readBuf);
-    this.readBuf = null;
+    // The read buffer goes back unless a client write may still hold its bytes (or a tunnel reads into it).
+    if (this.readBuf !== null && !this.readBufBusy && !this.detached) this.core.giveReadBuffer(this.readBuf);
+    if (!this.detached) this.readBuf = null;
     this.core.targets.delete(this);
     this.pool.removed(this);
   }
 }
 
 const kTarget = Symbol('throughway.target');
+/** Who reads a target socket's onread buffers: its connection, or the WebSocket tunnel it was handed to. */
+export interface TargetReader {
+  onRead(chunk: Buffer, end: number): void;
+}
 interface TargetSocket extends Socket {
-  [kTarget]?: TargetConnection;
+  [kTarget]?: TargetReader;
+}
+
+/** Hand a target socket's reads to a tunnel (reads keep landing in the connection's buffers). */
+export function redirectTargetReads(socket: Socket, reader: TargetReader): void {
+  (socket as TargetSocket)[kTarget] = reader;
 }
 
 /** net's onread callback; `this` is the socket. Returning true keeps reading (pauses are explicit). */

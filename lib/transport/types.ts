@@ -2,7 +2,11 @@
  * The transport's public types: what a router sees of a request and what it answers. The transport knows
  * nothing about APIs or tokens; the gateway (lib/gateway) is one router, an embedder's function is another.
  */
+import type { PeerCertificate } from 'node:tls';
 import type { TransportFault } from './codes';
+import type { Outbound, ProxyRoute, TargetTls } from './outbound';
+import { checkServerIdentityFor } from '../tls/verify';
+import { createSecureContext } from 'node:tls';
 
 /** A backend address, parsed once (targetFromUrl) and reused for every request routed to it. */
 export interface TargetEndpoint {
@@ -14,6 +18,12 @@ export interface TargetEndpoint {
   readonly key: string;
   /** The path of the endpoint URL without a trailing slash ('' for none); routers prefix it. */
   readonly basePath: string;
+  /** `https://` endpoints: outbound TLS (docs/tls.md). Absent for plain HTTP. */
+  readonly tls?: TargetTls;
+  /** An outbound proxy between throughway and this backend. Absent when connected directly. */
+  readonly proxy?: ProxyRoute;
+  /** "http://host:port", the prefix of absolute-form request targets sent to an HTTP proxy. */
+  readonly origin?: string;
 }
 
 /** What a router sees of the parsed request head. Valid until the router's decision is applied. */
@@ -34,6 +44,40 @@ export interface SourceRequest {
   /** Content-Length of the request, -1 when absent; chunked bodies say so. */
   readonly contentLength: number;
   readonly chunked: boolean;
+  /** The request asks to switch protocols (Upgrade with Connection: upgrade, RFC 9110 §7.8). */
+  readonly upgrade?: boolean;
+  /**
+   * The client's TLS certificate on an HTTPS listener (mutual TLS, SSLVerifyClient = "require"), with
+   * its issuer chain; undefined on plain connections or when the client sent none.
+   */
+  peerCertificate?(): PeerCertificate | undefined;
+}
+
+/**
+ * A WebSocket handshake to tunnel (ForwardDecision.websocket): once the backend answers 101, bytes flow
+ * both ways unchanged; frame headers are read only to count frames (docs/websocket.md).
+ */
+export interface WebSocketHooks {
+  /**
+   * Called for each frame the client sends, with the tunnel's counts so far (this frame included).
+   * Return false to close the tunnel (close code 1008, policy violation): per-frame throttling.
+   */
+  onClientFrame?(tunnel: TunnelInfo): boolean;
+  /** The tunnel closed; final counts. */
+  onClose?(tunnel: TunnelInfo): void;
+}
+
+/** What a tunnel exposes: frames and bytes each way, and its state (docs/websocket.md). */
+export interface TunnelInfo {
+  readonly connectionId: number;
+  readonly clientFrames: number;
+  readonly backendFrames: number;
+  readonly clientBytes: number;
+  readonly backendBytes: number;
+  /** 'open' while bytes flow, then 'closing' (one side ended), 'closed'. */
+  readonly state: 'open' | 'closing' | 'closed';
+  /** The transport fault that ended it, if one did. */
+  readonly fault: TransportFault | undefined;
 }
 
 /** Send the request to a backend. */
@@ -55,6 +99,11 @@ export interface ForwardDecision {
   readonly timeout?: number;
   /** Retry on a fresh connection after these faults, when resending is safe (no body byte sent yet). */
   readonly retry?: RetryPolicy;
+  /**
+   * Forward an Upgrade: websocket handshake with its Upgrade and Connection fields and, when the backend
+   * answers 101, tunnel the connection (docs/websocket.md). Absent: Upgrade is dropped (hop-by-hop).
+   */
+  readonly websocket?: WebSocketHooks;
 }
 
 export interface RetryPolicy {
@@ -119,11 +168,35 @@ export interface TransportEvents {
   onExchange?(record: ExchangeRecord): void;
 }
 
-export function targetFromUrl(url: string): TargetEndpoint {
+let defaultTls: { context: ReturnType<typeof createSecureContext> } | undefined;
+
+/**
+ * Parses an endpoint URL once. `https://` endpoints get outbound TLS from `outbound.tls` (default: Node's
+ * CA list and the DefaultAndLocalhost verifier); `outbound.proxyFor` may put a proxy in between.
+ */
+export function targetFromUrl(url: string, outbound?: Outbound): TargetEndpoint {
   const u = new URL(url);
-  if (u.protocol !== 'http:') throw new Error(`unsupported endpoint scheme ${u.protocol} in ${url} (https:// endpoints arrive with outbound TLS)`);
-  const port = u.port === '' ? 80 : Number(u.port);
+  // ws:// and wss:// (RFC 6455 §3) name the same connections as http:// and https://.
+  const secure = u.protocol === 'https:' || u.protocol === 'wss:';
+  if (!secure && u.protocol !== 'http:' && u.protocol !== 'ws:') throw new Error(`unsupported endpoint scheme ${u.protocol} in ${url} (http://, https://, ws:// and wss:// are)`);
+  const port = u.port === '' ? (secure ? 443 : 80) : Number(u.port);
   const host = u.hostname.startsWith('[') ? u.hostname.slice(1, -1) : u.hostname;
   const basePath = u.pathname === '/' ? '' : u.pathname.replace(/\/+$/, '');
-  return Object.freeze({ host, port, hostHeader: u.port === '' ? u.hostname : `${u.hostname}:${port}`, key: `${host}:${port}`, basePath });
+  const hostHeader = u.port === '' ? u.hostname : `${u.hostname}:${port}`;
+  const t: { -readonly [K in keyof TargetEndpoint]: TargetEndpoint[K] } = { host, port, hostHeader, key: secure ? `https://${host}:${port}` : `${host}:${port}`, basePath };
+  if (secure) {
+    const o = (u.protocol === 'wss:' ? outbound?.wssTls : undefined) ?? outbound?.tls;
+    const context = o?.context ?? (defaultTls ??= { context: createSecureContext({}) }).context;
+    // RFC 6066 §3: literal IPv4 and IPv6 addresses are not permitted in SNI.
+    const servername = /^[\d.]+$/.test(host) || host.includes(':') ? undefined : host;
+    t.tls = Object.freeze({ context, servername, checkServerIdentity: o?.checkServerIdentity ?? checkServerIdentityFor('DefaultAndLocalhost') });
+  }
+  const proxy = outbound?.proxyFor?.(host, secure);
+  if (proxy !== undefined) {
+    t.proxy = proxy;
+    t.origin = `http://${hostHeader}`;
+    // Connections through different proxies never share a pool.
+    t.key = `${t.key}@${proxy.host}:${proxy.port}`;
+  }
+  return Object.freeze(t);
 }

@@ -213,9 +213,9 @@ export const DOC001_SECTIONS: readonly SectionDef[] = [
       { key: 'listener.parameters.bind-address', type: 's', format: 'host', meaning: 'Address the listener binds (in the sample).' },
       { key: 'listener.parameters.SSLVerifyClient', type: 's', meaning: 'Client certificate verification (sample value require).' },
       { key: 'listener.protocols', type: 's', format: 'list', meaning: 'TLS protocol versions accepted (sample TLSv1,TLSv1.1,TLSv1.2).' },
-      // Dynamic SSL profile files are the reference's XML format.
-      { key: 'listener.ssl_profile.file_path', type: 's', format: 'path', inactive: true, meaning: 'SSL profile file (sample under the security resources directory).' },
-      { key: 'listener.ssl_profile_interval', type: 's', format: 'duration', unit: 'ms', min: 0, inactive: true, meaning: 'Reload interval of the SSL profile file (sample 600000).' },
+      // Dynamic SSL profile files are the reference's XML format (lib/tls/settings.ts reads its first <profile>).
+      { key: 'listener.ssl_profile.file_path', type: 's', format: 'path', meaning: 'SSL profile file (sample under the security resources directory): the reference\'s XML, whose first <profile> gives KeyStore, TrustStore and SSLVerifyClient for the whole listener (docs/tls.md).' },
+      { key: 'listener.ssl_profile_interval', type: 's', format: 'duration', unit: 'ms', min: 0, meaning: 'Reload interval of the SSL profile file (sample 600000): this often the profile and store files are checked, and changed certificates are used for new connections without a restart (existing connections keep theirs).' },
       { key: 'listener.preferred_ciphers', type: 's', format: 'list', meaning: 'Cipher suite names, comma separated.' },
       ...storeKeys('listener'),
       { key: 'sender.enable', type: 'b', defaultText: 'in sample true', meaning: 'Enable the sender.' },

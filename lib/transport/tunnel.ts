@@ -1,0 +1,263 @@
+/**
+ * WebSocket tunnels (RFC 6455): after the backend's 101, the client socket and the backend socket are
+ * joined and bytes flow both ways unchanged, with backpressure (a side whose peer's buffer is full stops
+ * reading until it drains), until either side closes. Frame headers are read only as far as counting
+ * needs (RFC 6455 §5.2: opcode byte, length, mask): payloads are never unmasked or copied.
+ *
+ * State: the source connection stays in RESPONSE_BODY while the tunnel is open (its sweep then guards a
+ * client that stops reading, like any response), CLOSING once a side ended. A failure is a transport
+ * fault with the same codes as any exchange (101001/101000 client side, 101501/101505 backend side, at
+ * state RESPONSE_BODY(5)); a frame the per-frame hook refuses closes the tunnel with close code 1008
+ * (policy violation) and fault 103082. docs/websocket.md.
+ */
+import type { Socket } from 'node:net';
+import { ProtocolState as S } from './states';
+import { makeFault, type TransportFault } from './codes';
+import type { TransportCore } from './core';
+import type { Exchange } from './exchange';
+import type { SourceConnection } from './source';
+import { redirectTargetReads, type TargetConnection } from './target';
+import type { TunnelInfo, WebSocketHooks } from './types';
+
+/**
+ * Counts frames in one direction of a WebSocket byte stream: reads each frame header (2 to 14 bytes,
+ * possibly split across reads) and skips its payload by length.
+ */
+export class FrameCounter {
+  frames = 0;
+  /** Payload bytes of the current frame still to come. */
+  private remaining = 0;
+  private readonly hdr = Buffer.alloc(14);
+  private hdrLen = 0;
+
+  /** Between frames: a close frame may be inserted here without corrupting the stream. */
+  get atBoundary(): boolean {
+    return this.remaining === 0 && this.hdrLen === 0;
+  }
+
+  /**
+   * Scans buf[start, end). For every frame whose header completes here, `onFrame(offset)` is called with
+   * the offset where the header began (-1 if it began in an earlier read); when it returns false, scanning
+   * stops and that offset (or -1) is returned. Otherwise returns `end`.
+   */
+  scan(buf: Buffer, start: number, end: number, onFrame: ((headerStart: number) => boolean) | undefined): number {
+    let i = start;
+    while (i < end) {
+      if (this.remaining > 0) {
+        const n = Math.min(this.remaining, end - i);
+        this.remaining -= n;
+        i += n;
+        continue;
+      }
+      const headerStart = this.hdrLen === 0 ? i : -1;
+      // Collect header bytes until the whole header is known.
+      while (i < end) {
+        this.hdr[this.hdrLen++] = buf[i++] as number;
+        if (this.hdrLen >= 2 && this.hdrLen === headerLength(this.hdr)) break;
+      }
+      if (this.hdrLen < 2 || this.hdrLen !== headerLength(this.hdr)) return end;
+      this.remaining = payloadLength(this.hdr);
+      this.hdrLen = 0;
+      this.frames++;
+      if (onFrame !== undefined && !onFrame(headerStart)) return headerStart;
+    }
+    return end;
+  }
+}
+
+function headerLength(h: Buffer): number {
+  const len7 = (h[1] as number) & 0x7f;
+  const mask = ((h[1] as number) & 0x80) !== 0 ? 4 : 0;
+  return 2 + (len7 === 126 ? 2 : len7 === 127 ? 8 : 0) + mask;
+}
+
+function payloadLength(h: Buffer): number {
+  const len7 = (h[1] as number) & 0x7f;
+  if (len7 === 126) return h.readUInt16BE(2);
+  if (len7 === 127) return h.readUInt32BE(2) * 0x1_0000_0000 + h.readUInt32BE(6);
+  return len7;
+}
+
+/** A close frame (RFC 6455 §5.5.1) with `code`; masked when it goes to a server (§5.3). */
+export function closeFrame(code: number, reason: string, masked: boolean): Buffer {
+  const payload = Buffer.alloc(2 + Buffer.byteLength(reason));
+  payload.writeUInt16BE(code, 0);
+  payload.write(reason, 2);
+  const head = Buffer.from([0x88, (masked ? 0x80 : 0) | payload.length]);
+  if (!masked) return Buffer.concat([head, payload]);
+  const key = Buffer.from([0x37, 0xfa, 0x21, 0x3d]);
+  for (let i = 0; i < payload.length; i++) payload[i] = (payload[i] as number) ^ (key[i % 4] as number);
+  return Buffer.concat([head, key, payload]);
+}
+
+/** Policy violation (RFC 6455 §7.4.1). */
+const CLOSE_POLICY = 1008;
+
+export class Tunnel implements TunnelInfo {
+  clientFrames = 0;
+  backendFrames = 0;
+  clientBytes = 0;
+  backendBytes = 0;
+  state: 'open' | 'closing' | 'closed' = 'open';
+  fault: TransportFault | undefined = undefined;
+  readonly connectionId: number;
+  private readonly up = new FrameCounter();
+  private readonly down = new FrameCounter();
+  private clientClosed = false;
+  private backendClosed = false;
+  private refused = false;
+
+  constructor(
+    private readonly core: TransportCore,
+    private readonly source: SourceConnection,
+    private readonly client: Socket,
+    private readonly backend: Socket,
+    private readonly target: TargetConnection,
+    private readonly hooks: WebSocketHooks,
+  ) {
+    this.connectionId = source.id;
+    const hook = hooks.onClientFrame;
+    this.onClientFrame =
+      hook === undefined
+        ? undefined
+        : () => {
+            this.clientFrames = this.up.frames;
+            return hook(this);
+          };
+    core.tunnels.add(this);
+    client.on('data', this.onClientData);
+    client.on('end', this.onClientEnd);
+    client.on('drain', this.onClientDrain);
+    client.on('close', this.onClientClose);
+    client.on('error', this.onClientError);
+    backend.on('data', this.onBackendData);
+    backend.on('end', this.onBackendEnd);
+    backend.on('drain', this.onBackendDrain);
+    backend.on('close', this.onBackendClose);
+    backend.on('error', this.onBackendError);
+    // Sockets reading into connection-owned buffers (net's onread) deliver here instead of 'data'.
+    redirectTargetReads(backend, { onRead: (buf, n) => this.fromBackend(buf, n) });
+    source.redirectReads((buf, n) => this.fromClient(buf, n));
+  }
+
+  /** The per-frame hook, called with the counts including the frame just read (made once, not per read). */
+  private readonly onClientFrame: ((headerStart: number) => boolean) | undefined;
+
+  private readonly onClientData = (chunk: Buffer): void => this.fromClient(chunk, chunk.length);
+  private readonly onBackendData = (chunk: Buffer): void => this.fromBackend(chunk, chunk.length);
+
+  /** Bytes from the client toward the backend. */
+  fromClient(buf: Buffer, n: number): void {
+    if (this.refused) return;
+    this.source.lastActive = this.core.now;
+    const stop = this.up.scan(buf, 0, n, this.onClientFrame);
+    this.clientFrames = this.up.frames;
+    if (stop !== n) {
+      this.refuse(buf, stop);
+      return;
+    }
+    this.clientBytes += n;
+    const ok = this.backend.write(n === buf.length ? buf : buf.subarray(0, n));
+    if (this.backend.writableLength > 0) this.source.holdReadBuffer();
+    if (!ok) this.client.pause();
+  }
+
+  /** Bytes from the backend toward the client. */
+  fromBackend(buf: Buffer, n: number): void {
+    this.source.lastActive = this.core.now;
+    this.down.scan(buf, 0, n, undefined);
+    this.backendFrames = this.down.frames;
+    this.backendBytes += n;
+    if (this.refused) return;
+    const ok = this.client.write(n === buf.length ? buf : buf.subarray(0, n));
+    if (this.client.writableLength > 0) this.target.holdReadBuffer(this.client);
+    if (!ok) this.backend.pause();
+  }
+
+  /** The per-frame hook refused a client frame: close code 1008 both ways, at frame boundaries only. */
+  private refuse(buf: Buffer, frameStart: number): void {
+    this.refused = true;
+    if (frameStart > 0) {
+      this.clientBytes += frameStart;
+      this.backend.write(Buffer.from(buf.subarray(0, frameStart)));
+    }
+    // Only where the stream is between frames can a close frame go in; elsewhere the socket just ends.
+    if (frameStart >= 0) this.backend.write(closeFrame(CLOSE_POLICY, 'throttled', true));
+    if (this.down.atBoundary) this.client.write(closeFrame(CLOSE_POLICY, 'throttled', false));
+    const fault = makeFault('ws_frame_refused', S.RESPONSE_BODY, false, `client frame ${this.clientFrames} refused`);
+    this.fault = fault;
+    this.core.reportFault(fault, undefined);
+    this.client.pause();
+    this.backend.end();
+    this.source.close();
+  }
+
+  private readonly onClientDrain = (): void => {
+    this.backend.resume();
+  };
+
+  private readonly onBackendDrain = (): void => {
+    if (!this.refused) this.client.resume();
+  };
+
+  private readonly onClientEnd = (): void => {
+    // The client half-closed: pass it on (RFC 6455 §7.1.1: the server closes the TCP connection first).
+    this.state = 'closing';
+    this.backend.end();
+  };
+
+  private readonly onBackendEnd = (): void => {
+    this.state = 'closing';
+    this.source.close();
+  };
+
+  private readonly onClientError = (err: NodeJS.ErrnoException): void => {
+    if (this.fault !== undefined) return;
+    this.fail(makeFault('client_io_send', S.RESPONSE_BODY, false, err.code ?? err.message));
+  };
+
+  private readonly onBackendError = (err: NodeJS.ErrnoException): void => {
+    if (this.fault !== undefined) return;
+    this.fail(makeFault(err.code === 'ETIMEDOUT' ? 'socket_timeout' : 'io_receive', S.RESPONSE_BODY, true, err.code ?? err.message));
+  };
+
+  private fail(fault: TransportFault): void {
+    this.fault = fault;
+    this.core.reportFault(fault, undefined);
+    this.client.destroy();
+    this.backend.destroy();
+  }
+
+  private readonly onClientClose = (): void => {
+    this.clientClosed = true;
+    // Nobody is left to read the backend's bytes.
+    if (!this.backendClosed) this.backend.destroy();
+    this.closed();
+  };
+
+  private readonly onBackendClose = (): void => {
+    this.backendClosed = true;
+    // Graceful: bytes still queued toward the client are flushed before the FIN; the sweep ends a stuck one.
+    if (!this.clientClosed) this.source.close();
+    this.closed();
+  };
+
+  private closed(): void {
+    if (!this.clientClosed || !this.backendClosed || this.state === 'closed') return;
+    this.state = 'closed';
+    this.core.tunnels.delete(this);
+    this.target.releaseTunnelBuffers();
+    this.hooks.onClose?.(this);
+  }
+}
+
+/** The 101 is in hand: write it to the client and join the two sockets. */
+export function startTunnel(core: TransportCore, ex: Exchange, head: string, backend: Socket, target: TargetConnection, rest: Buffer | undefined): void {
+  const source = ex.source;
+  const hooks = (ex.forward as { websocket?: WebSocketHooks }).websocket ?? {};
+  const early = source.enterTunnel(ex, head);
+  const tunnel = new Tunnel(core, source, source.socket, backend, target, hooks);
+  // Backend bytes that came with the 101, then client bytes sent before it (both already framed).
+  if (rest !== undefined) tunnel.fromBackend(rest, rest.length);
+  for (const b of early) tunnel.fromClient(b, b.length);
+}
