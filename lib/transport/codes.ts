@@ -36,6 +36,8 @@ export const OwnCode = {
   REQUEST_QUEUE_FULL: 103002,
   NO_ROUTE: 103003,
   SENDER_DISABLED: 103004,
+  /** In the mediation block (103060–103079): [mediation] engine.global_timeout_interval passed. */
+  GLOBAL_TIMEOUT: 103064,
 } as const;
 
 /** Which connection failed: the client's (source, downstream) or the backend's (target, upstream). */
@@ -69,7 +71,8 @@ export type FaultReason =
   | 'body_too_large'
   | 'queue_full'
   | 'no_route'
-  | 'sender_disabled';
+  | 'sender_disabled'
+  | 'global_timeout';
 
 export interface FaultKind {
   readonly base: number;
@@ -110,6 +113,7 @@ export const FAULT_KINDS: { readonly [R in FaultReason]: FaultKind } = {
   body_too_large: { base: OwnCode.REQUEST_BODY_TOO_LARGE, addsState: false, side: 'source', httpStatus: 413, message: 'Payload Too Large', description: 'The request body exceeds the configured maximum (throughway.max_request_body)' },
   queue_full: { base: OwnCode.REQUEST_QUEUE_FULL, addsState: false, side: 'source', httpStatus: 503, message: 'Service Unavailable', description: 'The request queue is full (passthru_http.worker_pool_queue_length)' },
   no_route: { base: OwnCode.NO_ROUTE, addsState: false, side: 'source', httpStatus: 404, message: 'Not Found', description: 'No route matches the request' },
+  global_timeout: { base: OwnCode.GLOBAL_TIMEOUT, addsState: false, side: 'target', httpStatus: 504, message: 'Gateway Timeout', description: 'No backend response within [mediation] engine.global_timeout_interval; a response arriving later is dropped' },
   sender_disabled: { base: OwnCode.SENDER_DISABLED, addsState: false, side: 'target', httpStatus: 503, message: 'Service Unavailable', description: 'The pass-through sender is disabled (transport.passthru_http.sender.enable = false)' },
 };
 

@@ -496,6 +496,13 @@ export class TargetConnection implements ParserEvents {
     const ex = this.ex;
     if (ex === null) return; // idle ones are evicted by the pool's sweep
     const settings = this.core.settings;
+    if (ex.responseDeadline !== 0 && this.state < S.RESPONSE_HEAD && now > ex.responseDeadline) {
+      // [mediation] engine.global_timeout_interval (spec 001): the response must arrive within it; the
+      // socket is closed, so a response arriving later is dropped, and the spec asks for a warning.
+      this.core.log.log('warn', 'global_timeout', { url: ex.url, target: this.pool.endpoint.key, timeoutMs: settings.globalTimeout, message: 'no backend response within the global timeout; a late response is dropped' });
+      this.fail('global_timeout', `no response within ${settings.globalTimeout} ms`, true);
+      return;
+    }
     if (ex.deadline !== 0 && now > ex.deadline) {
       this.fail('socket_timeout', `endpoint timeout of ${(ex.forward as { timeout?: number }).timeout} ms`, true);
       return;

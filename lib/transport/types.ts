@@ -34,7 +34,20 @@ export interface SourceRequest {
   /** Content-Length of the request, -1 when absent; chunked bodies say so. */
   readonly contentLength: number;
   readonly chunked: boolean;
+  /**
+   * Gathers the whole request body (de-chunked) before the decision, for routers that must see it
+   * (mediation). Nothing is relayed meanwhile; the decision then forwards `ForwardDecision.body` (by
+   * default the gathered body) with a Content-Length. Bodies above `limit` bytes resolve as too large
+   * (the rest is dropped, the connection closes after the answer). Called at most once per request.
+   * Optional: requests built by hand (tests, other transports) may not offer it.
+   */
+  readBody?(limit: number): Promise<BodyRead>;
 }
+
+/** What readBody() gives: the body, or why there is none. */
+export type BodyRead =
+  | { readonly ok: true; readonly body: Buffer }
+  | { readonly ok: false; readonly reason: 'too_large' | 'aborted' | 'already_read'; readonly size: number };
 
 /** Send the request to a backend. */
 export interface ForwardDecision {
@@ -55,6 +68,13 @@ export interface ForwardDecision {
   readonly timeout?: number;
   /** Retry on a fresh connection after these faults, when resending is safe (no body byte sent yet). */
   readonly retry?: RetryPolicy;
+  /**
+   * Send this body instead of relaying the client's: Content-Length is set to its length, the client's
+   * Content-Length, Transfer-Encoding and Expect are dropped, and whatever of the client's body is still
+   * unread is read and dropped. A body gathered by readBody() is forwarded when this is absent. Kept
+   * until the response, so a retry resends it.
+   */
+  readonly body?: Buffer;
 }
 
 export interface RetryPolicy {
