@@ -8,6 +8,8 @@
  * Fields accepted before the step that enforces them (authentication, throttling, endpoint timeout and
  * retry) are reported with API_NOT_ENFORCED so nobody mistakes them for protection they do not give yet.
  */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
 import * as toml from 'toml';
 import { locateKeys, nearest, pathKey, type Segment, type SourceMap } from '../config/locate';
 import { closest } from '../config/diagnostics';
@@ -15,6 +17,7 @@ import { parseDuration } from '../config/convert';
 import { FAULT_KINDS } from '../transport/codes';
 import { targetFromUrl } from '../transport/types';
 import { type ApiDiagnostic, type ApiDiagnosticCode, type ApiDiagnosticLevel, syntaxDiagnostic } from './diagnostics';
+import type { ApiMediation } from '../mediation';
 
 export const LIFECYCLE_STATES = ['PUBLISHED', 'PROTOTYPED', 'DEPRECATED', 'BLOCKED', 'RETIRED'] as const;
 export type LifecycleState = (typeof LIFECYCLE_STATES)[number];
@@ -75,6 +78,8 @@ export interface ApiDefinition {
   readonly endpoints: { readonly production: EndpointDefinition | undefined; readonly sandbox: EndpointDefinition | undefined };
   readonly cors: CorsOverride | undefined;
   readonly resources: readonly ResourceDefinition[];
+  /** Script mediation and conversion of this API's calls (docs/mediation.md); undefined: none. */
+  readonly mediation: ApiMediation | undefined;
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -125,6 +130,11 @@ const RESOURCE_FIELDS: readonly FieldDef[] = [
   { key: 'policy', type: 'string', meaning: 'Resource-level throttling policy (900802 when exceeded).', notEnforced: 'Step 6 (throttling)' },
 ];
 
+const MEDIATION_FIELDS: readonly FieldDef[] = [
+  { key: 'script', type: 'string', meaning: 'A JavaScript file (relative to the API file) whose `onRequest(message)` runs in the mediation worker pool for every call: it gets method, path, headers and the parsed body, and returns changes (`headers`, `body`) or a `status` to answer with (docs/mediation.md). Throwing: 103065; running past script_timeout: 103066; out of heap: 103067.', example: '"scripts/orders.js"' },
+  { key: 'request_format', type: 'string', allowed: ['json', 'xml'], meaning: 'Convert JSON or XML request bodies to this format before forwarding (Content-Type and Content-Length follow), under [mediation] engine.preserve_namespace_on_xml_to_json, json_out_auto_array and enable_auto_primitive.' },
+];
+
 export const API_FIELDS: readonly FieldDef[] = [
   { key: 'name', type: 'string', required: true, meaning: 'API name (shown by `throughway apis list` and in logs).', example: '"PizzaShack"' },
   { key: 'context', type: 'string', required: true, meaning: 'Context path, invoked as /<context>/<version>/<resource> (spec 002, part 4). May hold `{version}` to place the version elsewhere (`/{version}/pizza`).', example: '"/pizzashack"' },
@@ -147,6 +157,7 @@ export const API_FIELDS: readonly FieldDef[] = [
   },
   { key: 'cors', type: 'table', meaning: 'CORS override for this API; fields not given come from [apim.cors].', fields: CORS_FIELDS },
   { key: 'resources', type: 'tables', required: true, meaning: 'Resources, one [[resources]] table each; at least one.', fields: RESOURCE_FIELDS },
+  { key: 'mediation', type: 'table', meaning: 'Mediation of this API\'s request bodies (docs/mediation.md). Payload validation is global ([passthru_http] force_json_validation / force_xml_validation).', fields: MEDIATION_FIELDS },
 ];
 
 /** Runtime tokens allowed in endpoint URLs, e.g. `${demo_port}` (the demo backend's port with server.offset). */
@@ -495,6 +506,18 @@ export function validateApi(raw: unknown, file: string, vars: ApiVars = {}, map?
     cors = Object.freeze(o);
   }
 
+  let mediation: ApiMediation | undefined;
+  if (t.mediation !== undefined) {
+    const m = t.mediation as Record<string, unknown>;
+    let script: string | undefined;
+    if (typeof m.script === 'string') {
+      // Relative to the API file; an API given in code resolves against the working directory.
+      script = path.resolve(file === '' ? process.cwd() : path.dirname(file), m.script);
+      if (!fs.existsSync(script)) report(ctx, 'error', 'API_VALUE', ['mediation', 'script'], `script ${script} does not exist`, 'a JavaScript file with onRequest');
+    }
+    mediation = Object.freeze({ script, requestFormat: m.request_format as 'json' | 'xml' | undefined });
+  }
+
   if (ctx.errors > 0 || production === null || sandbox === null) return { api: undefined, diagnostics: ctx.diagnostics };
   reportNotEnforced(ctx, raw);
   const api: ApiDefinition = {
@@ -511,6 +534,7 @@ export function validateApi(raw: unknown, file: string, vars: ApiVars = {}, map?
     endpoints: Object.freeze({ production, sandbox }),
     cors,
     resources: Object.freeze(resources),
+    mediation,
   };
   return { api: Object.freeze(api), diagnostics: ctx.diagnostics };
 }

@@ -54,6 +54,16 @@ export const GatewayOwnCode = {
   ENDPOINT_SUSPENDED: 103007,
   API_RETIRED: 103008,
   INVALID_PATH: 103009,
+  // mediation (Step 7): 103060–103079; 103064 (global timeout) is the transport's (OwnCode.GLOBAL_TIMEOUT)
+  MEDIATION_QUEUE_FULL: 103060,
+  MEDIATION_BODY_TOO_LARGE: 103061,
+  MALFORMED_JSON: 103062,
+  MALFORMED_XML: 103063,
+  SCRIPT_FAILED: 103065,
+  SCRIPT_TIMEOUT: 103066,
+  SCRIPT_RESOURCE_LIMIT: 103067,
+  CONVERSION_FAILED: 103068,
+  MEDIATION_FAILED: 103069,
 } as const;
 
 /** The spec's API handler codes, by name. */
@@ -87,7 +97,6 @@ export type GatewayCode = (typeof ApiCode)[keyof typeof ApiCode] | (typeof Gatew
 
 const STEP5 = 'Step 5 (gateway security)';
 const STEP6 = 'Step 6 (throttling)';
-const STEP7 = 'Step 7 (mediation)';
 
 /**
  * Every API handler code of spec 002 part 7 and every own gateway code. Messages are the spec's; where the
@@ -99,7 +108,9 @@ export const GATEWAY_FAULTS: readonly GatewayFaultDef[] = Object.freeze([
   // --- payload and query
   { code: 900422, httpStatus: 422, statusFrom: 'spec', message: 'Invalid GraphQL query', description: 'The query of a GraphQL API is not valid syntax', origin: 'spec', phase: 'mediation', sent: true, pending: 'GraphQL APIs' },
   { code: 900424, httpStatus: 503, statusFrom: 'throughway', message: 'Temporary Server Error', description: 'A protected backend was called with an invalid OAuth 2.0 backend token', origin: 'spec', phase: 'send', sent: true, pending: STEP5 },
-  { code: 102511, httpStatus: 400, statusFrom: 'spec', message: 'Incomplete payload', description: 'The payload is too large for the client to keep the connection until it is fully transferred', origin: 'spec', phase: 'mediation', sent: true, pending: STEP7 },
+  // Not sent: throughway gathers a body it mediates before answering, so the spec's condition becomes 103061
+  // (413, over the mediation limit) or 101001 + state (the client ended mid-request); the code keeps its meaning.
+  { code: 102511, httpStatus: 400, statusFrom: 'spec', message: 'Incomplete payload', description: 'The payload is too large for the client to keep the connection until it is fully transferred', origin: 'spec', phase: 'none', sent: false },
   // --- throttling (spec 002, part 7: 900800 to 900807 apply when throttling limits are reached)
   { code: 900800, httpStatus: 429, statusFrom: 'spec', message: 'Message throttled out', description: 'The tier limit of requests per period was reached', origin: 'spec', phase: 'throttling', throttle: true, sent: true, pending: STEP6 },
   { code: 900801, httpStatus: 503, statusFrom: 'spec', message: 'Hard limit exceeded', description: 'The hard throttle limit was reached', origin: 'spec', phase: 'throttling', throttle: true, sent: true, pending: STEP6 },
@@ -127,6 +138,15 @@ export const GATEWAY_FAULTS: readonly GatewayFaultDef[] = Object.freeze([
   { code: GatewayOwnCode.ENDPOINT_SUSPENDED, httpStatus: 503, statusFrom: 'throughway', message: 'Endpoint suspended', description: 'The backend endpoint is suspended after failing with one of its suspend codes (Retry-After gives the seconds left)', origin: 'throughway', phase: 'send', sent: true },
   { code: GatewayOwnCode.API_RETIRED, httpStatus: 404, statusFrom: 'throughway', message: 'API retired', description: 'The API is in the RETIRED lifecycle state', origin: 'throughway', phase: 'api-status', sent: true },
   { code: GatewayOwnCode.INVALID_PATH, httpStatus: 400, statusFrom: 'throughway', message: 'Invalid request path', description: 'The request target is not an absolute path, or contains a dot segment (. or ..) that could escape the API context', origin: 'throughway', phase: 'route', sent: true },
+  { code: GatewayOwnCode.MEDIATION_QUEUE_FULL, httpStatus: 503, statusFrom: 'throughway', message: 'Mediation queue full', description: 'Every mediation worker thread is busy and the queue is at [mediation] engine.threads_queue_length', origin: 'throughway', phase: 'mediation', sent: true },
+  { code: GatewayOwnCode.MEDIATION_BODY_TOO_LARGE, httpStatus: 413, statusFrom: 'throughway', message: 'Payload too large for mediation', description: 'The request body exceeds [throughway.mediation] max_body, the most a mediated call gathers', origin: 'throughway', phase: 'mediation', sent: true },
+  { code: GatewayOwnCode.MALFORMED_JSON, httpStatus: 400, statusFrom: 'throughway', message: 'Malformed JSON payload', description: 'The JSON request body is not valid JSON (the description names the line and column)', origin: 'throughway', phase: 'mediation', sent: true },
+  { code: GatewayOwnCode.MALFORMED_XML, httpStatus: 400, statusFrom: 'throughway', message: 'Malformed XML payload', description: 'The XML request body is not well-formed (the description names the line and column)', origin: 'throughway', phase: 'mediation', sent: true },
+  { code: GatewayOwnCode.SCRIPT_FAILED, httpStatus: 500, statusFrom: 'throughway', message: 'Script mediation failed', description: 'The API\'s script threw, returned something that is not a change set, or could not be loaded', origin: 'throughway', phase: 'mediation', sent: true },
+  { code: GatewayOwnCode.SCRIPT_TIMEOUT, httpStatus: 500, statusFrom: 'throughway', message: 'Script timed out', description: 'The API\'s script ran longer than [throughway.mediation] script_timeout and was stopped', origin: 'throughway', phase: 'mediation', sent: true },
+  { code: GatewayOwnCode.SCRIPT_RESOURCE_LIMIT, httpStatus: 500, statusFrom: 'throughway', message: 'Script exceeded its resource limits', description: 'The worker thread running the script ran out of heap ([throughway.mediation] worker_heap_mb) and was ended', origin: 'throughway', phase: 'mediation', sent: true },
+  { code: GatewayOwnCode.CONVERSION_FAILED, httpStatus: 400, statusFrom: 'throughway', message: 'Payload conversion failed', description: 'The request body could not be converted between JSON and XML', origin: 'throughway', phase: 'mediation', sent: true },
+  { code: GatewayOwnCode.MEDIATION_FAILED, httpStatus: 500, statusFrom: 'throughway', message: 'Mediation failed', description: 'Mediation could not run (its worker thread failed, or the request body could not be read)', origin: 'throughway', phase: 'mediation', sent: true },
 ] satisfies readonly GatewayFaultDef[]);
 
 const BY_CODE = new Map<number, GatewayFaultDef>();

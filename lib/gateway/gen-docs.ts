@@ -205,6 +205,9 @@ export function renderApisDoc(): string {
   o.push('### `[[resources]]`');
   o.push('');
   fieldRows(o, field('resources').fields ?? [], 'resources[].');
+  o.push('### `[mediation]`');
+  o.push('');
+  fieldRows(o, field('mediation').fields ?? [], 'mediation.');
   o.push('## Routing');
   o.push('');
   o.push('1. **Context.** The longest deployed context path that is a prefix of the request path at a segment');
@@ -247,7 +250,7 @@ export function renderApisDoc(): string {
     'api-status': 'BLOCKED 700700 (503), RETIRED 103008 (404)',
     authentication: 'token validation (900900–900910) and the backend JWT',
     throttling: 'policies (900800–900807)',
-    mediation: 'payload validation and scripts',
+    mediation: 'payload validation (103062, 103063), the API\'s script (103065–103067) and JSON/XML conversion, in the worker pool for large bodies (103060, 103061); free for calls that need none (docs/mediation.md)',
     'transport-headers': 'the fields for the backend: the token header removed unless `enable_outbound_auth_header`, `excludeResponseHeaders` removed',
     send: 'the endpoint for the key type (900901 when there is none), suspension (103007), the backend URL',
   };

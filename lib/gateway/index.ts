@@ -27,6 +27,7 @@ import { CallContext, runChain, PHASES, type Phase } from './phases';
 import { buildTable, GatewayRuntime } from './runtime';
 import { gatewaySettingsFrom, type GatewaySettings } from './settings';
 import { HeaderRules } from './transport-headers';
+import { Mediation, mediationSettingsFrom } from '../mediation';
 
 export interface GatewayOptions {
   /** The result of loadConfig(): configuration, effective ports and the directory of apis/. */
@@ -71,6 +72,8 @@ export interface ReloadReport {
 
 export interface Gateway {
   readonly transport: Transport;
+  /** Payload validation, scripts and conversion; its worker pool starts on first use (docs/mediation.md). */
+  readonly mediation: Mediation;
   readonly settings: GatewaySettings;
   /** The phase chain as a router: what the transport calls per request head (another transport may too). */
   readonly route: RouteFn;
@@ -117,6 +120,9 @@ export function createGateway(options: GatewayOptions): Gateway {
   const directory = options.apis === undefined ? new ApiDirectory(settings.apisDir, settings.vars) : undefined;
   const accessLog = settings.accessLog.enabled ? new AccessLog(settings.accessLog.useLogger ? { logger } : { file: settings.accessLog.file }) : undefined;
   const phases: readonly Phase[] = PHASES;
+  // Throws FormatConfigError for an unknown builder/formatter class (naming the alternatives). The worker
+  // pool inside is created on the first call that needs it.
+  const mediation = new Mediation(mediationSettingsFrom(config), logger);
 
   let templates: FaultTemplates | undefined;
   let states: readonly ApiState[] = [];
@@ -169,7 +175,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     }
     fresh.push(...templateDiagnostics);
     const table = buildTable(selection.deployables, registry);
-    rt = new GatewayRuntime(table, globalCors, headers, templates, tracked);
+    rt = new GatewayRuntime(table, globalCors, headers, templates, tracked, mediation);
     states = selection.states;
     for (const d of fresh) logDiagnostic(logger, d);
     const deployed = describe(states);
@@ -233,6 +239,7 @@ export function createGateway(options: GatewayOptions): Gateway {
 
   return {
     transport,
+    mediation,
     settings,
     route,
     listen(opts = {}) {
@@ -251,6 +258,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     async close() {
       directory?.unwatch();
       await transport.close();
+      await mediation.close();
       await accessLog?.close();
     },
   };

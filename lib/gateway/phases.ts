@@ -13,8 +13,9 @@
  * path allocates no Promise. A phase that returns a Promise (Steps 4–7 may) makes only the rest of that
  * request's chain asynchronous; the transport holds the body back meanwhile.
  *
- * Authentication, throttling and mediation are here with their place fixed and do nothing yet: they are
- * "not yet enforced" (docs/apis.md) until Steps 4, 6 and 7 fill them in without changing the chain.
+ * Authentication and throttling are here with their place fixed and do nothing yet: they are "not yet
+ * enforced" (docs/apis.md) until Steps 5 and 6 fill them in without changing the chain. Mediation (Step 7,
+ * lib/mediation) returns a Promise only for calls it has work for (docs/mediation.md).
  */
 import type { ForwardDecision, LocalResponse, RouteDecision, SourceRequest } from '../transport/types';
 import { ApiCode, GatewayOwnCode, fault, gatewayFacts, renderFacts, type FaultValue } from './faults';
@@ -48,6 +49,10 @@ export class CallContext implements MatchTarget {
   keyType: KeyType = 'PRODUCTION';
   /** Fields earlier phases add toward the backend (flat pairs; e.g. the backend JWT of Step 5). */
   addRequestHeaders: string[] | undefined = undefined;
+  /** Set by mediation: the request's fields after scripts and conversion (undefined: the client's). */
+  requestHeaders: readonly string[] | undefined = undefined;
+  /** Set by mediation: the body to forward instead of relaying the client's (ForwardDecision.body). */
+  body: Buffer | undefined = undefined;
   /** The fields for the backend (undefined: the client's, unchanged). */
   outHeaders: readonly string[] | undefined = undefined;
   endpoint: EndpointRuntime | undefined = undefined;
@@ -178,6 +183,14 @@ function apiStatusPhase(ctx: CallContext): Outcome {
   }
 }
 
+// --- mediation ----------------------------------------------------------------------------------------
+
+/** Payload validation, scripts, conversion (lib/mediation); synchronous and free when a call needs none. */
+function mediationPhase(ctx: CallContext): Outcome | Promise<Outcome> {
+  const m = ctx.rt.mediation;
+  return m === undefined ? CONTINUE : m.phase(ctx, (ctx.api as CompiledApi).def.mediation);
+}
+
 // --- not yet enforced ---------------------------------------------------------------------------------
 
 function notYetEnforced(): Outcome {
@@ -187,7 +200,8 @@ function notYetEnforced(): Outcome {
 // --- transport headers --------------------------------------------------------------------------------
 
 function transportHeadersPhase(ctx: CallContext): Outcome {
-  ctx.outHeaders = ctx.rt.headers.outgoing(ctx.req.headers, ctx.addRequestHeaders);
+  const fields = ctx.requestHeaders;
+  ctx.outHeaders = fields === undefined ? ctx.rt.headers.outgoing(ctx.req.headers, ctx.addRequestHeaders) : (ctx.rt.headers.outgoing(fields, ctx.addRequestHeaders) ?? fields);
   return CONTINUE;
 }
 
@@ -216,6 +230,7 @@ function sendPhase(ctx: CallContext): Outcome {
     dropResponseHeaders: ctx.rt.headers.dropFromResponse,
     timeout: ep.def.timeout,
     retry: ep.retry,
+    body: ctx.body,
   };
   return { forward };
 }
@@ -227,7 +242,7 @@ export const PHASES: readonly Phase[] = Object.freeze([
   { name: 'api-status', enforced: true, run: apiStatusPhase },
   { name: 'authentication', enforced: false, run: notYetEnforced },
   { name: 'throttling', enforced: false, run: notYetEnforced },
-  { name: 'mediation', enforced: false, run: notYetEnforced },
+  { name: 'mediation', enforced: true, run: mediationPhase },
   { name: 'transport-headers', enforced: true, run: transportHeadersPhase },
   { name: 'send', enforced: true, run: sendPhase },
 ] satisfies Phase[]);

@@ -10,6 +10,7 @@ import type { EndpointRegistry, EndpointRuntime } from './endpoints';
 import type { FaultTemplates } from './fault-templates';
 import { compileApi, RouteTable, type CompiledApi } from './router';
 import type { HeaderRules } from './transport-headers';
+import type { Mediation } from '../mediation';
 
 export interface Deployable {
   readonly api: ApiDefinition;
@@ -28,6 +29,8 @@ export class GatewayRuntime {
     readonly templates: FaultTemplates | undefined,
     /** Calls in flight to suspending endpoints, so a transport fault can reach its endpoint. */
     private readonly tracked: WeakMap<SourceRequest, EndpointRuntime>,
+    /** Payload validation, scripts and conversion (Step 7); undefined: the phase continues at once. */
+    readonly mediation?: Mediation,
   ) {}
 
   track(req: SourceRequest, ep: EndpointRuntime): void {

@@ -27,9 +27,9 @@ function req(url: string, headers: readonly string[] = ['Host', 'h']): SourceReq
   return Object.freeze({ method: 'GET', url, headers: Object.freeze([...headers]), versionMajor: 1, versionMinor: 1, remoteAddress: '127.0.0.1', remotePort: 1, secure: false, connectionId: 1, requestNumber: 1, contentLength: -1, chunked: false });
 }
 
-t.test('the chain is the reference\'s order; three phases are placeholders', async (t) => {
+t.test('the chain is the reference\'s order; two phases are placeholders', async (t) => {
   t.same(PHASES.map((p) => p.name), ['route', 'cors', 'api-status', 'authentication', 'throttling', 'mediation', 'transport-headers', 'send']);
-  t.same(PHASES.filter((p) => !p.enforced).map((p) => p.name), ['authentication', 'throttling', 'mediation']);
+  t.same(PHASES.filter((p) => !p.enforced).map((p) => p.name), ['authentication', 'throttling']);
   t.ok(Object.isFrozen(PHASES));
 });
 
