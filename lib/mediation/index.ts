@@ -106,7 +106,7 @@ export class Mediation {
     try {
       if (!pooled) result = await mediate(task);
       else if (script !== undefined) result = await this.runScript(script, task);
-      else result = await this.pool.run(task, s.scriptTimeout);
+      else result = await this.pool.run(task);
     } catch (err) {
       return { fault: poolFault(err) };
     }
@@ -149,7 +149,7 @@ export class Mediation {
     try {
       // A grace beyond the script's own (vm) limit: that one stops synchronous loops and keeps the thread;
       // this one ends the thread of a call that never settles (an endless asynchronous loop).
-      return await this.pool.run(task, this.settings.scriptTimeout * 2 + 1000);
+      return await this.pool.run(task, this.settings.scriptTimeout + 200);
     } finally {
       gate.running--;
       const next = gate.waiting.shift();

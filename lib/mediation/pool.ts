@@ -6,6 +6,7 @@
  * (spec 002 part 7).
  */
 import * as path from 'node:path';
+import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import Piscina from 'piscina';
 import type { Logger } from '../observability/log';
 import type { PoolSettings } from './settings';
@@ -135,9 +136,11 @@ export class MediationPool {
 
   /**
    * Runs one mediation with `task.body` transferred (it is detached here afterwards; the result carries
-   * the body back). Rejects with PoolError. `timeoutMs` bounds the whole task, waiting included.
+   * the body back). Rejects with PoolError. `limitMs` bounds the task from the moment a worker thread
+   * starts it (the worker says so on a port of its own), so time spent queued or while a thread starts
+   * does not count; past it the thread is ended.
    */
-  async run(task: MediateTask, timeoutMs: number): Promise<MediateResult> {
+  async run(task: MediateTask, limitMs?: number): Promise<MediateResult> {
     if (this.closed) throw new PoolError('failed', 'the mediation pool is closed');
     const s = this.settings;
     if (this.inFlight >= s.maxThreads + s.maxQueue) {
@@ -148,12 +151,31 @@ export class MediationPool {
     this.inFlight++;
     this.alert.submitted(this.inFlight);
     const body = task.body;
-    const transferList = body.byteLength > 0 && body.byteOffset === 0 && body.byteLength === body.buffer.byteLength ? [body.buffer as ArrayBuffer] : undefined;
+    const transferList: (ArrayBuffer | MessagePort)[] = [];
+    if (body.byteLength > 0 && body.byteOffset === 0 && body.byteLength === body.buffer.byteLength) transferList.push(body.buffer as ArrayBuffer);
+    let abort: AbortController | undefined;
+    let timer: NodeJS.Timeout | undefined;
+    let channel: MessageChannel | undefined;
+    let sent: MediateTask = task;
+    if (limitMs !== undefined) {
+      const ac = new AbortController();
+      const ch = new MessageChannel();
+      abort = ac;
+      channel = ch;
+      ch.port1.once('message', () => {
+        timer = setTimeout(() => ac.abort(), limitMs);
+      });
+      ch.port1.unref();
+      sent = { ...task, started: ch.port2 };
+      transferList.push(ch.port2);
+    }
     try {
-      return (await pool.run(task, { transferList, signal: AbortSignal.timeout(timeoutMs) })) as MediateResult;
+      return (await pool.run(sent, { transferList: transferList as never, signal: abort?.signal })) as MediateResult;
     } catch (err) {
-      throw classify(err, timeoutMs);
+      throw classify(err, limitMs);
     } finally {
+      if (timer !== undefined) clearTimeout(timer);
+      channel?.port1.close();
       this.inFlight--;
       this.alert.check();
     }
@@ -167,7 +189,7 @@ export class MediationPool {
   }
 }
 
-function classify(err: unknown, timeoutMs: number): PoolError {
+function classify(err: unknown, timeoutMs: number | undefined): PoolError {
   const e = err as { name?: string; code?: string; message?: string };
   const message = typeof e?.message === 'string' ? e.message : String(err);
   if (e?.name === 'AbortError') return new PoolError('timeout', `mediation did not finish within ${timeoutMs} ms; its worker thread was ended`);

@@ -43,6 +43,8 @@ export interface MediateTask {
   /** Convert to this format (JSON <-> XML) before forwarding. */
   readonly convertTo: 'json' | 'xml' | undefined;
   readonly conversion: ConversionOptions;
+  /** Worker tasks with a time limit: told when the task starts (lib/mediation/pool.ts). */
+  readonly started?: import('node:worker_threads').MessagePort;
 }
 
 export type ScriptFailure = 'threw' | 'timeout' | 'bad_result' | 'not_found';

@@ -87,7 +87,8 @@ async function runScript(call: ScriptCall, body: unknown): Promise<{ changes?: S
     s.hooks.set(call.hook, invoke);
   }
   // The message is built inside the script's context, so it holds no object of this thread's.
-  s.context.__message = vm.runInContext('(m) => JSON.parse(m)', s.context)(JSON.stringify({ ...call.message, body }));
+  // Not enumerable: the script's view of its global object stays what it was given.
+  Object.defineProperty(s.context, '__message', { value: vm.runInContext('(m) => JSON.parse(m)', s.context)(JSON.stringify({ ...call.message, body })), configurable: true, enumerable: false, writable: true });
   let r: unknown;
   try {
     r = invoke.runInContext(s.context, { timeout: call.timeout });
@@ -125,5 +126,9 @@ function handBack(result: MediateResult): unknown {
 }
 
 export default async function task(t: MediateTask): Promise<unknown> {
+  if (t.started !== undefined) {
+    t.started.postMessage(1);
+    t.started.close();
+  }
   return handBack(await mediate(t, runScript));
 }

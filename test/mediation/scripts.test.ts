@@ -1,0 +1,169 @@
+/**
+ * Script mediation: an API file names a JavaScript module whose onRequest runs in the worker pool. A script
+ * that changes fields and body changes what the backend gets; one that answers stops the call; one that
+ * throws (103065), loops forever (103066, stopped by the time limit) or allocates without bound (103067,
+ * its worker ended by the heap limit) gives a fault and the gateway goes on serving. Scripts see no
+ * gateway memory and no Node API.
+ */
+import t from 'tap';
+import { BASE_TOML, apiToml, echoBackend, request, startGateway, type EchoBackend } from '../gateway/helpers';
+
+const TOML = `${BASE_TOML}[mediation]\nengine.core_threads = 1\nengine.max_threads = 2\nengine.script_mediator_pool_size = 2\n[throughway.mediation]\nscript_timeout = "300ms"\nworker_heap_mb = 32\n`;
+
+function api(be: EchoBackend, script: string, context = '/s'): string {
+  return apiToml({ context, endpoint: `http://127.0.0.1:${be.port}`, resources: [['/*', ['POST', 'GET']]], extra: `[mediation]\nscript = "${script}"` });
+}
+
+const SCRIPTS: Record<string, string> = {
+  'scripts/change.js': `
+    module.exports.onRequest = function (m) {
+      const body = m.body;
+      body.total = body.items.reduce((n, i) => n + i.price, 0);
+      body.seenApi = m.api.name + ':' + m.api.version;
+      return { headers: { 'X-Mediated': 'yes', 'X-Remove-Me': null, 'X-Method': m.method }, body };
+    };`,
+  'scripts/answer.js': `
+    exports.onRequest = (m) => m.headers['x-key'] === 'open' ? undefined : ({ status: 403, body: { denied: m.path } });`,
+  'scripts/throws.js': `module.exports.onRequest = () => { throw new Error('no pizza today'); };`,
+  'scripts/loops.js': `module.exports.onRequest = () => { for (;;) {} };`,
+  'scripts/async-loops.js': `module.exports.onRequest = async () => { for (;;) { await null; } };`,
+  'scripts/allocates.js': `module.exports.onRequest = () => { const a = []; for (;;) a.push(new Array(100000).fill(a.length)); };`,
+  'scripts/escape.js': `
+    module.exports.onRequest = () => ({ body: {
+      require: typeof require, process: typeof process, globalThisKeys: Object.keys(globalThis).sort().join(','),
+      fn: (() => { try { return Function('return 1')(); } catch (e) { return 'blocked'; } })(),
+    } });`,
+  'scripts/bad-result.js': `module.exports.onRequest = () => ({ headers: { 'Bad\\nName': 'x' } });`,
+  'scripts/text.js': `module.exports.onRequest = (m) => ({ body: String(m.body).toUpperCase() });`,
+};
+
+t.test('a script that changes fields and the JSON body: the backend gets the changes with a correct Content-Length', async (t) => {
+  const be = await echoBackend();
+  t.teardown(() => be.close());
+  const g = await startGateway(TOML, { s: api(be, '../scripts/change.js') }, SCRIPTS);
+  t.teardown(() => g.close());
+  const body = JSON.stringify({ items: [{ price: 3 }, { price: 4 }] });
+  const res = await request(g.port, '/s/1.0.0/order', { method: 'POST', headers: { 'Content-Type': 'application/json', 'X-Remove-Me': 'secret' }, body });
+  t.equal(res.status, 200);
+  const seen = be.seen[0];
+  t.same(JSON.parse(seen?.body ?? 'null'), { items: [{ price: 3 }, { price: 4 }], total: 7, seenApi: 'Test:1.0.0' });
+  const raw = seen?.headers ?? [];
+  const get = (n: string): string | undefined => {
+    const i = raw.findIndex((h, k) => k % 2 === 0 && h.toLowerCase() === n);
+    return i < 0 ? undefined : raw[i + 1];
+  };
+  t.equal(get('x-mediated'), 'yes');
+  t.equal(get('x-method'), 'POST');
+  t.equal(get('x-remove-me'), undefined, 'null removes a field');
+  t.equal(Number(get('content-length')), Buffer.byteLength(seen?.body ?? ''), 'Content-Length of the new body');
+  t.equal(g.gw.mediation.pool.started, true);
+});
+
+t.test('a script may answer instead of the backend (status), or let the call through (nothing returned)', async (t) => {
+  const be = await echoBackend();
+  t.teardown(() => be.close());
+  const g = await startGateway(TOML, { s: api(be, '../scripts/answer.js') }, SCRIPTS);
+  t.teardown(() => g.close());
+  const denied = await request(g.port, '/s/1.0.0/p?q=1');
+  t.equal(denied.status, 403);
+  t.same(denied.json(), { denied: '/s/1.0.0/p?q=1' });
+  t.equal(be.seen.length, 0);
+  const open = await request(g.port, '/s/1.0.0/p', { headers: { 'X-Key': 'open' } });
+  t.equal(open.status, 200);
+  t.equal(be.seen.length, 1, 'a GET without a body runs the script too');
+});
+
+t.test('a script that throws: 103065 (500) naming the error; the gateway serves the next call', async (t) => {
+  const be = await echoBackend();
+  t.teardown(() => be.close());
+  const g = await startGateway(TOML, { s: api(be, '../scripts/throws.js'), ok: apiToml({ context: '/ok', endpoint: `http://127.0.0.1:${be.port}`, resources: [['/*', ['GET']]] }) }, SCRIPTS);
+  t.teardown(() => g.close());
+  const res = await request(g.port, '/s/1.0.0/x', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{}' });
+  t.equal(res.status, 500);
+  t.equal(res.json().fault.code, 103065);
+  t.match(res.json().fault.description, /no pizza today/);
+  t.equal((await request(g.port, '/ok/1.0.0/x')).status, 200, 'still serving');
+  t.equal(be.seen.length, 1);
+});
+
+t.test('a script that loops forever is stopped by the time limit (103066); the worker thread survives a sync loop', async (t) => {
+  const be = await echoBackend();
+  t.teardown(() => be.close());
+  const g = await startGateway(TOML, { s: api(be, '../scripts/loops.js'), a: api(be, '../scripts/async-loops.js', '/a'), c: api(be, '../scripts/change.js', '/c') }, SCRIPTS);
+  t.teardown(() => g.close());
+  const res = await request(g.port, '/s/1.0.0/x', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{}' });
+  t.equal(res.status, 500);
+  t.equal(res.json().fault.code, 103066);
+  t.match(res.json().fault.description, /longer than 300 ms/);
+  const asyncLoop = await request(g.port, '/a/1.0.0/x', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{}' });
+  t.equal(asyncLoop.status, 500, 'an endless asynchronous loop: its worker thread is ended');
+  t.equal(asyncLoop.json().fault.code, 103066);
+  const after = await request(g.port, '/c/1.0.0/x', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"items":[]}' });
+  t.equal(after.status, 200, 'scripts run again afterwards');
+});
+
+t.test('a script that allocates without bound ends its worker (103067); the gateway goes on', async (t) => {
+  const be = await echoBackend();
+  t.teardown(() => be.close());
+  const g = await startGateway(TOML, { s: api(be, '../scripts/allocates.js'), c: api(be, '../scripts/change.js', '/c') }, SCRIPTS);
+  t.teardown(() => g.close());
+  const res = await request(g.port, '/s/1.0.0/x', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{}' });
+  t.equal(res.status, 500);
+  // The heap limit (32 MiB) is reached well before the time limit in most runs; either stops it.
+  t.ok([103067, 103066].includes(res.json().fault.code), `fault ${res.json().fault.code}`);
+  const after = await request(g.port, '/c/1.0.0/x', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"items":[]}' });
+  t.equal(after.status, 200);
+});
+
+t.test('scripts see no require, no process and cannot compile code from strings', async (t) => {
+  const be = await echoBackend();
+  t.teardown(() => be.close());
+  const g = await startGateway(TOML, { s: api(be, '../scripts/escape.js') }, SCRIPTS);
+  t.teardown(() => g.close());
+  const res = await request(g.port, '/s/1.0.0/x', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{}' });
+  t.equal(res.status, 200);
+  const seen = JSON.parse(be.seen[0]?.body ?? '{}') as Record<string, string>;
+  t.equal(seen.require, 'undefined');
+  t.equal(seen.process, 'undefined');
+  t.equal(seen.fn, 'blocked');
+  t.equal(seen.globalThisKeys, 'console,exports,module', 'only what the context was given');
+});
+
+t.test('a script returning an invalid change set: 103065 naming why; a text body is a string', async (t) => {
+  const be = await echoBackend();
+  t.teardown(() => be.close());
+  const g = await startGateway(TOML, { s: api(be, '../scripts/bad-result.js'), x: api(be, '../scripts/text.js', '/x') }, SCRIPTS);
+  t.teardown(() => g.close());
+  const res = await request(g.port, '/s/1.0.0/x');
+  t.equal(res.json().fault.code, 103065);
+  t.match(res.json().fault.description, /invalid field name/);
+  const txt = await request(g.port, '/x/1.0.0/x', { method: 'POST', headers: { 'Content-Type': 'text/plain' }, body: 'hello' });
+  t.equal(txt.status, 200);
+  t.equal(be.seen[0]?.body, 'HELLO');
+});
+
+t.test('an API naming a missing script is not deployed (API_VALUE)', async (t) => {
+  const be = await echoBackend();
+  t.teardown(() => be.close());
+  const g = await startGateway(TOML, { s: api(be, '../scripts/none.js') }, SCRIPTS);
+  t.teardown(() => g.close());
+  t.equal(g.gw.deployed().length, 0);
+  const d = g.gw.states()[0]?.diagnostics.find((x) => x.code === 'API_VALUE');
+  t.match(d?.message ?? '', /does not exist/);
+});
+
+t.test('script_mediator_pool_size bounds the calls of one script running at once', async (t) => {
+  const be = await echoBackend();
+  t.teardown(() => be.close());
+  const slow = { 'scripts/slow.js': `module.exports.onRequest = () => { const end = Date.now() + 150; while (Date.now() < end) {} };` };
+  const g = await startGateway(TOML.replace('engine.max_threads = 2', 'engine.max_threads = 4'), { s: api(be, '../scripts/slow.js') }, slow);
+  t.teardown(() => g.close());
+  let peak = 0;
+  const pool = g.gw.mediation.pool;
+  const timer = setInterval(() => (peak = Math.max(peak, pool.pending)), 5);
+  const all = await Promise.all([1, 2, 3, 4, 5].map(() => request(g.port, '/s/1.0.0/x')));
+  clearInterval(timer);
+  t.same(all.map((r) => r.status), [200, 200, 200, 200, 200]);
+  t.ok(peak <= 2, `at most 2 calls of the script in the pool at once (saw ${peak})`);
+  t.ok(peak >= 1);
+});
