@@ -274,8 +274,8 @@ export function xmlToJson(body: Buffer, o: ConversionOptions): Buffer {
     removeNSPrefix: !o.preserveNamespace,
     parseTagValue: o.autoPrimitive,
     parseAttributeValue: o.autoPrimitive,
-    // Leaf values only: an element of the document root is an array when the switch asks for it.
-    isArray: o.autoArray ? (_name: string, jpath: unknown, _leaf: boolean, isAttribute: boolean) => !isAttribute && typeof jpath === 'string' && jpath.includes('.') : undefined,
+    // Every element below the document root is an array when the switch asks for it (stable shapes).
+    ...(o.autoArray ? { isArray: (_name: string, jpath: unknown, _leaf: boolean, isAttribute: boolean) => !isAttribute && String(jpath).includes('.') } : {}),
   });
   let value = parser.parse(text(body)) as Record<string, unknown>;
   if (!o.preserveNamespace) value = dropNamespaceDeclarations(value) as Record<string, unknown>;
