@@ -19,6 +19,7 @@
  */
 import autocannon = require('autocannon');
 import { spawn } from 'node:child_process';
+import { runMediationBench } from './mediation';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -69,6 +70,8 @@ interface Options {
   write: boolean;
   quietMaxS: number;
   quietCores: number;
+  /** Run the mediation scenarios (bench/mediation.ts) instead of the transport ones. */
+  mediation: boolean;
 }
 
 const USAGE = `usage: npm run bench -- [options]
@@ -84,7 +87,9 @@ const USAGE = `usage: npm run bench -- [options]
   --from F             measure nothing: render an earlier run's raw JSON (${WORK_DIR}/run-<date>.json) again
   --write              regenerate docs/performance.md
   --quiet-max S        wait at most S seconds for other tenants' CPU to drop before a cell (default 6)
-  --quiet-cores C      ... below C cores (default 0.25)`;
+  --quiet-cores C      ... below C cores (default 0.25)
+  --mediation          only the mediation scenarios: JSON validation at 1 KiB, 64 KiB, 1 MiB, and small-GET
+                       latency while 1 MiB bodies are validated (bench/mediation.ts; printed, not written)`;
 
 function parseArgs(argv: readonly string[]): Options {
   const o: Options = {
@@ -100,6 +105,7 @@ function parseArgs(argv: readonly string[]): Options {
     write: false,
     quietMaxS: 6,
     quietCores: 0.25,
+    mediation: false,
   };
   const num = (name: string, v: string | undefined, min: number, max: number): number => {
     const n = Number(v);
@@ -147,6 +153,9 @@ function parseArgs(argv: readonly string[]): Options {
         break;
       case '--write':
         o.write = true;
+        break;
+      case '--mediation':
+        o.mediation = true;
         break;
       case '--quiet-max':
         o.quietMaxS = num(a, argv[++i], 0, 60);
@@ -773,6 +782,10 @@ async function main(): Promise<void> {
   const opts = parseArgs(argv);
   installExitHandlers();
   fs.mkdirSync(WORK_DIR, { recursive: true });
+  if (opts.mediation) {
+    process.stdout.write(`# throughway mediation bench — ${new Date().toISOString()}\n\n${await runMediationBench(opts)}\n`);
+    return;
+  }
 
   let raw: RawRun;
   if (opts.from !== undefined) {
