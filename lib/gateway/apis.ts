@@ -131,8 +131,9 @@ const RESOURCE_FIELDS: readonly FieldDef[] = [
 ];
 
 const MEDIATION_FIELDS: readonly FieldDef[] = [
-  { key: 'script', type: 'string', meaning: 'A JavaScript file (relative to the API file) whose `onRequest(message)` runs in the mediation worker pool for every call: it gets method, path, headers and the parsed body, and returns changes (`headers`, `body`) or a `status` to answer with (docs/mediation.md). Throwing: 103065; running past script_timeout: 103066; out of heap: 103067.', example: '"scripts/orders.js"' },
+  { key: 'script', type: 'string', meaning: 'A JavaScript file (relative to the API file) whose `onRequest(message)` and `onResponse(message)` run in the mediation worker pool for every call: they get method, path, headers (and the backend\'s status) and the parsed body, and return changes (`headers`, `body`, `status`; onRequest\'s `status` answers the call at once) (docs/mediation.md). Throwing: 103065; running past script_timeout: 103066; out of heap: 103067.', example: '"scripts/orders.js"' },
   { key: 'request_format', type: 'string', allowed: ['json', 'xml'], meaning: 'Convert JSON or XML request bodies to this format before forwarding (Content-Type and Content-Length follow), under [mediation] engine.preserve_namespace_on_xml_to_json, json_out_auto_array and enable_auto_primitive.' },
+  { key: 'response_format', type: 'string', allowed: ['json', 'xml'], meaning: 'Convert JSON or XML backend responses to this format before they reach the client (the response is gathered, at most [throughway.mediation] max_body bytes).' },
 ];
 
 export const API_FIELDS: readonly FieldDef[] = [
@@ -515,7 +516,7 @@ export function validateApi(raw: unknown, file: string, vars: ApiVars = {}, map?
       script = path.resolve(file === '' ? process.cwd() : path.dirname(file), m.script);
       if (!fs.existsSync(script)) report(ctx, 'error', 'API_VALUE', ['mediation', 'script'], `script ${script} does not exist`, 'a JavaScript file with onRequest');
     }
-    mediation = Object.freeze({ script, requestFormat: m.request_format as 'json' | 'xml' | undefined });
+    mediation = Object.freeze({ script, requestFormat: m.request_format as 'json' | 'xml' | undefined, responseFormat: m.response_format as 'json' | 'xml' | undefined });
   }
 
   if (ctx.errors > 0 || production === null || sandbox === null) return { api: undefined, diagnostics: ctx.diagnostics };

@@ -17,7 +17,7 @@
  * enforced" (docs/apis.md) until Steps 5 and 6 fill them in without changing the chain. Mediation (Step 7,
  * lib/mediation) returns a Promise only for calls it has work for (docs/mediation.md).
  */
-import type { ForwardDecision, LocalResponse, RouteDecision, SourceRequest } from '../transport/types';
+import type { ForwardDecision, LocalResponse, ResponseHook, RouteDecision, SourceRequest } from '../transport/types';
 import { ApiCode, GatewayOwnCode, fault, gatewayFacts, renderFacts, type FaultValue } from './faults';
 import { Match, matchResource, methodsFor, type CompiledApi, type CompiledResource, type MatchTarget } from './router';
 import { corsRequest, type CorsRequest } from './cors';
@@ -53,6 +53,8 @@ export class CallContext implements MatchTarget {
   requestHeaders: readonly string[] | undefined = undefined;
   /** Set by mediation: the body to forward instead of relaying the client's (ForwardDecision.body). */
   body: Buffer | undefined = undefined;
+  /** Set by mediation: the backend's response is gathered and mediated (ForwardDecision.bufferResponse). */
+  responseHook: ResponseHook | undefined = undefined;
   /** The fields for the backend (undefined: the client's, unchanged). */
   outHeaders: readonly string[] | undefined = undefined;
   endpoint: EndpointRuntime | undefined = undefined;
@@ -231,6 +233,7 @@ function sendPhase(ctx: CallContext): Outcome {
     timeout: ep.def.timeout,
     retry: ep.retry,
     body: ctx.body,
+    bufferResponse: ctx.responseHook,
   };
   return { forward };
 }
@@ -272,7 +275,8 @@ export function corsFieldsOf(ctx: CallContext): readonly string[] {
   return (ctx.api?.cors ?? ctx.rt.cors).responseFields(cr.origin);
 }
 
-function finish(ctx: CallContext, o: Stop): RouteDecision {
+/** A phase's stop as the transport's decision: faults rendered with the call's CORS fields and templates. */
+export function finish(ctx: CallContext, o: Stop): RouteDecision {
   if ('forward' in o) return o.forward;
   const rt = ctx.rt;
   if ('answer' in o) {

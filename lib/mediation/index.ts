@@ -10,13 +10,13 @@
  */
 import { performance } from 'node:perf_hooks';
 import type { Logger } from '../observability/log';
-import type { BodyRead } from '../transport/types';
-import type { CallContext, Outcome } from '../gateway/phases';
-import { GatewayOwnCode, fault } from '../gateway/faults';
+import type { BodyRead, BufferedResponse, LocalResponse } from '../transport/types';
+import { finish, type CallContext, type Outcome } from '../gateway/phases';
+import { GatewayOwnCode, fault, type FaultValue } from '../gateway/faults';
 import { MediationPool, PoolError } from './pool';
 import { describeError, type Format } from './payload';
 import type { MediationSettings } from './settings';
-import { mediate, type MediateResult, type MediateTask, type ScriptChanges, type ScriptMessage } from './steps';
+import { mediate, type MediateResult, type MediateTask, type ScriptChanges } from './steps';
 
 export { mediationSettingsFrom, type MediationSettings } from './settings';
 export { FormatConfigError } from './formats';
@@ -28,6 +28,8 @@ export interface ApiMediation {
   readonly script: string | undefined;
   /** Convert request bodies to this format before forwarding. */
   readonly requestFormat: 'json' | 'xml' | undefined;
+  /** Convert backend responses to this format before they reach the client. */
+  readonly responseFormat: 'json' | 'xml' | undefined;
 }
 
 /** How many bytes of a payload the trace line carries (stat.tracer.collect_payloads). */
@@ -60,6 +62,8 @@ export class Mediation {
   phase(ctx: CallContext, am: ApiMediation | undefined): Outcome | Promise<Outcome> {
     const s = this.settings;
     if (!s.validateJson && !s.validateXml && am === undefined) return undefined;
+    // The response side: gathered by the transport and mediated when it is complete (onResponse, response_format).
+    if (am !== undefined && (am.script !== undefined || am.responseFormat !== undefined)) ctx.responseHook = { limit: s.maxBody, handle: (res) => this.response(ctx, am, res) };
     const req = ctx.req;
     const hasBody = req.chunked || req.contentLength > 0;
     let format: Format = 'binary';
@@ -131,6 +135,59 @@ export class Mediation {
       this.logger.log('info', 'mediation_trace', { url: req.url, payloadIn: traceIn, payloadOut: Buffer.from(result.body.buffer, result.body.byteOffset, Math.min(result.body.byteLength, TRACE_BYTES)).toString('utf8') });
     }
     return outcome;
+  }
+
+  /** The backend's whole response -> what the client gets: onResponse, then response_format. */
+  private async response(ctx: CallContext, am: ApiMediation, res: BufferedResponse): Promise<LocalResponse> {
+    const s = this.settings;
+    const started = performance.now();
+    const format = s.builders.of(headerValue(res.headers, 'content-type'));
+    const convertTo = am.responseFormat !== undefined && am.responseFormat !== format && (format === 'json' || format === 'xml') ? am.responseFormat : undefined;
+    const script = am.script;
+    if (script === undefined && convertTo === undefined) return { status: res.status, headers: res.headers, body: res.body };
+    const req = ctx.req;
+    const api = ctx.api?.def;
+    const task: MediateTask = {
+      body: res.body,
+      format,
+      validate: undefined,
+      script:
+        script === undefined
+          ? undefined
+          : { file: script, hook: 'onResponse', timeout: s.scriptTimeout, message: { method: req.method, path: req.url, headers: headerObject(res.headers), status: res.status, api: { name: api?.name ?? '', version: api?.version ?? '' } } },
+      convertTo,
+      conversion: s.conversion,
+    };
+    const pooled = script !== undefined || res.body.length > s.inlineLimit;
+    const bytesIn = res.body.length;
+    let r: MediateResult;
+    try {
+      if (!pooled) r = await mediate(task);
+      else if (script !== undefined) r = await this.runScript(script, task);
+      else r = await this.pool.run(task);
+    } catch (err) {
+      return this.render(ctx, poolFault(err));
+    }
+    let f: FaultValue | undefined;
+    if (r.scriptFailure !== undefined) f = fault(r.scriptFailure.kind === 'timeout' ? GatewayOwnCode.SCRIPT_TIMEOUT : GatewayOwnCode.SCRIPT_FAILED, { description: r.scriptFailure.message });
+    else if (r.error !== undefined || r.conversionError !== undefined) {
+      // The backend's body, not the client's: a gateway-side failure, not 400.
+      f = fault(GatewayOwnCode.MEDIATION_FAILED, { description: `The backend response could not be converted: ${r.error !== undefined ? describeError(r.error) : r.conversionError}` });
+    }
+    if (s.statistics) {
+      this.logger.log('info', 'mediation_statistics', { direction: 'response', api: api === undefined ? undefined : `${api.name}:${api.version}`, method: req.method, url: req.url, bytesIn, bytesOut: r.body.byteLength, pooled, scriptMs: round(r.scriptMs), convertMs: round(r.convertMs), totalMs: round(performance.now() - started), fault: f?.def.code });
+    }
+    if (f !== undefined) return this.render(ctx, f);
+    let headers: readonly string[] = res.headers;
+    const changes = r.changes;
+    if (changes?.headers !== undefined) headers = applyHeaderChanges(headers, changes.headers);
+    if (r.format !== format) headers = applyHeaderChanges(headers, { 'Content-Type': CONTENT_TYPES[r.format as 'json' | 'xml'] });
+    return { status: changes?.status ?? res.status, headers, body: Buffer.from(r.body.buffer, r.body.byteOffset, r.body.byteLength) };
+  }
+
+  /** A fault for the response side, rendered as the gateway renders every fault (CORS fields, templates). */
+  private render(ctx: CallContext, f: FaultValue): LocalResponse {
+    return finish(ctx, { fault: f }) as LocalResponse;
   }
 
   /** The per-script gate (engine.script_mediator_pool_size), then the pool. */

@@ -277,7 +277,8 @@ export function xmlToJson(body: Buffer, o: ConversionOptions): Buffer {
     // Every element below the document root is an array when the switch asks for it (stable shapes).
     ...(o.autoArray ? { isArray: (_name: string, jpath: unknown, _leaf: boolean, isAttribute: boolean) => !isAttribute && String(jpath).includes('.') } : {}),
   });
-  let value = parser.parse(text(body)) as Record<string, unknown>;
+  // Validated while parsing: the parser alone accepts unbalanced tags.
+  let value = parser.parse(text(body), true) as Record<string, unknown>;
   if (!o.preserveNamespace) value = dropNamespaceDeclarations(value) as Record<string, unknown>;
   // The reference's wrappers are unwrapped again, so a JSON -> XML -> JSON round trip gives the same JSON.
   const keys = Object.keys(value);

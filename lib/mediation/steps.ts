@@ -29,8 +29,9 @@ export interface ScriptChanges {
 export interface ScriptCall {
   /** Absolute path of the module. */
   readonly file: string;
-  readonly hook: 'onRequest';
-  readonly message: Omit<ScriptMessage, 'body'>;
+  readonly hook: 'onRequest' | 'onResponse';
+  /** onResponse: also the backend's status. */
+  readonly message: Omit<ScriptMessage, 'body'> & { readonly status?: number };
   readonly timeout: number;
 }
 
@@ -98,7 +99,8 @@ export async function mediate(task: MediateTask, runScript?: ScriptRunner): Prom
     if (r.failure !== undefined) return { body, format, scriptFailure: r.failure, validateMs, scriptMs, convertMs };
     changes = r.changes;
     if (changes?.body !== undefined) body = writeValue(format, changes.body);
-    if (changes?.status !== undefined) return { body, format, changes, validateMs, scriptMs, convertMs };
+    // onRequest: a status answers the call at once; onResponse: it only replaces the backend's.
+    if (changes?.status !== undefined && task.script.hook === 'onRequest') return { body, format, changes, validateMs, scriptMs, convertMs };
   }
   if (task.convertTo !== undefined && format !== task.convertTo && (format === 'json' || format === 'xml')) {
     t = performance.now();

@@ -20,7 +20,7 @@ import { buildRequestHead, buildLocalHead, withBodyLength, expectsContinue } fro
 import { Exchange, type BodyCollector } from './exchange';
 import type { TransportCore } from './core';
 import type { TargetConnection } from './target';
-import type { BodyRead, ForwardDecision, LocalResponse, RouteDecision } from './types';
+import type { BodyRead, BufferedResponse, ForwardDecision, LocalResponse, ResponseHook, RouteDecision } from './types';
 
 const AT_HEAD = 1;
 const AT_COMPLETE = 2;
@@ -643,6 +643,43 @@ export class SourceConnection implements ParserEvents {
     } else if (ex.requestComplete) {
       this.finishExchange(ex);
     }
+  }
+
+  /**
+   * A response gathered for ForwardDecision.bufferResponse is complete (its target is already released):
+   * the router's hook decides what the client gets, answered like a local response.
+   */
+  gatheredResponse(ex: Exchange, res: BufferedResponse): void {
+    const hook = (ex.forward as ForwardDecision).bufferResponse as ResponseHook;
+    let r: LocalResponse | Promise<LocalResponse>;
+    try {
+      r = hook.handle(res);
+    } catch (err) {
+      this.responseHookFailed(ex, err);
+      return;
+    }
+    if (typeof (r as Promise<LocalResponse>).then === 'function') {
+      (r as Promise<LocalResponse>).then(
+        (d) => this.responseHookDone(ex, d),
+        (err: unknown) => this.responseHookFailed(ex, err),
+      );
+    } else this.responseHookDone(ex, r as LocalResponse);
+  }
+
+  private responseHookDone(ex: Exchange, r: LocalResponse): void {
+    if (ex.aborted || this.ex !== ex) return;
+    const drop = ex.dropResponseHeaders;
+    let headers = r.headers ?? NO_FIELDS;
+    if (drop !== undefined) headers = headers.filter((_, i, a) => (i % 2 === 0 ? !drop.includes((a[i] as string).toLowerCase()) : !drop.includes((a[i - 1] as string).toLowerCase())));
+    // A fault the router rendered carries its own (CORS) fields already.
+    if (ex.responseHeaders.length > 0 && r.faultCode === undefined) headers = [...headers, ...ex.responseHeaders];
+    this.answer(ex, { ...r, headers }, false);
+  }
+
+  private responseHookFailed(ex: Exchange, err: unknown): void {
+    if (ex.aborted || this.ex !== ex) return;
+    this.core.log.log('error', 'response_hook_error', { connection: this.id, error: err instanceof Error ? err.message : String(err) });
+    this.answerFault(ex, makeFault('processing', S.RESPONSE_DONE, false, 'response hook threw'), false);
   }
 
   /** Request complete and response done: the connection goes on or closes. */

@@ -75,6 +75,25 @@ export interface ForwardDecision {
    * until the response, so a retry resends it.
    */
   readonly body?: Buffer;
+  /**
+   * Gather the backend's response (de-chunked, at most `limit` bytes: 101510 + state above) and answer the
+   * client with what `handle` makes of it, instead of streaming it through. HEAD requests are streamed.
+   */
+  readonly bufferResponse?: ResponseHook;
+}
+
+/** A whole backend response, for ForwardDecision.bufferResponse. */
+export interface BufferedResponse {
+  readonly status: number;
+  /** Flat [name, value, ...] as received. */
+  readonly headers: readonly string[];
+  readonly body: Buffer;
+}
+
+export interface ResponseHook {
+  readonly limit: number;
+  /** What the client gets; framing (Content-Length, Connection) is the transport's. */
+  handle(res: BufferedResponse): LocalResponse | Promise<LocalResponse>;
 }
 
 export interface RetryPolicy {

@@ -166,3 +166,32 @@ t.test('JSON error positions: the first offending character, or the end for a tr
   t.same(validateJson(Buffer.from('{\n "a": [1,\n  2,,\n]}')), { format: 'json', message: "unexpected character ','", line: 3, column: 5 });
   t.equal(validateJson(Buffer.from('\ufeff{"a":1}')), undefined, 'a BOM is ignored (RFC 8259 §8.1)');
 });
+
+t.test('response_format converts the backend\'s response; a body it cannot convert is 103069 (500)', async (t) => {
+  const be = await echoBackend((req, res) => {
+    if ((req.url ?? '').endsWith('/bad')) {
+      res.writeHead(200, { 'Content-Type': 'application/xml' });
+      res.end('<a><b></a>');
+      return true;
+    }
+    const xml = '<?xml version="1.0"?><menu><item><name>Margherita</name><price>9.5</price></item><item><name>Diavola</name><price>11</price></item></menu>';
+    res.writeHead(200, { 'Content-Type': 'text/xml; charset=utf-8', 'Transfer-Encoding': 'chunked' });
+    res.write(xml.slice(0, 40));
+    res.end(xml.slice(40));
+    return true;
+  });
+  t.teardown(() => be.close());
+  const api = apiToml({ context: '/m', endpoint: `http://127.0.0.1:${be.port}`, resources: [['/*', ['GET']]], extra: '[mediation]\nresponse_format = "json"' });
+  const g = await startGateway(`${BASE_TOML}[mediation]\nengine.enable_auto_primitive = true\nengine.core_threads = 1\nengine.max_threads = 1\n`, { m: api });
+  t.teardown(() => g.close());
+  const res = await request(g.port, '/m/1.0.0/menu');
+  t.equal(res.status, 200);
+  t.equal(res.headers['content-type'], 'application/json');
+  t.same(res.json(), { menu: { item: [{ name: 'Margherita', price: 9.5 }, { name: 'Diavola', price: 11 }] } });
+  t.equal(res.headers['transfer-encoding'], undefined);
+  t.equal(res.headers['content-length'], String(Buffer.byteLength(res.body)));
+  const bad = await request(g.port, '/m/1.0.0/bad');
+  t.equal(bad.status, 500);
+  t.equal(bad.json().fault.code, 103069);
+  t.match(bad.json().fault.description, /backend response could not be converted/);
+});

@@ -35,6 +35,13 @@ const SCRIPTS: Record<string, string> = {
     } });`,
   'scripts/bad-result.js': `module.exports.onRequest = () => ({ headers: { 'Bad\\nName': 'x' } });`,
   'scripts/text.js': `module.exports.onRequest = (m) => ({ body: String(m.body).toUpperCase() });`,
+  'scripts/response.js': `
+    module.exports.onResponse = (m) => ({
+      status: m.status === 200 ? 203 : m.status,
+      headers: { 'X-Backend-Method': m.body.method, 'X-Was': String(m.status) },
+      body: { wrapped: m.body.url, path: m.path },
+    });`,
+  'scripts/response-throws.js': `module.exports.onResponse = () => { throw new Error('bad response'); };`,
 };
 
 t.test('a script that changes fields and the JSON body: the backend gets the changes with a correct Content-Length', async (t) => {
@@ -166,4 +173,23 @@ t.test('script_mediator_pool_size bounds the calls of one script running at once
   t.same(all.map((r) => r.status), [200, 200, 200, 200, 200]);
   t.ok(peak <= 2, `at most 2 calls of the script in the pool at once (saw ${peak})`);
   t.ok(peak >= 1);
+});
+
+t.test('onResponse: the backend\'s whole response in, status, fields and body changed on the way to the client', async (t) => {
+  const be = await echoBackend();
+  t.teardown(() => be.close());
+  const g = await startGateway(`${TOML}[apim.cors]\nenable = true\nallow_origins = "*"\n`, { s: api(be, '../scripts/response.js'), f: api(be, '../scripts/response-throws.js', '/f') }, SCRIPTS);
+  t.teardown(() => g.close());
+  const res = await request(g.port, '/s/1.0.0/menu?x=1', { headers: { Origin: 'http://a.example' } });
+  t.equal(res.status, 203);
+  t.same(res.json(), { wrapped: '/menu?x=1', path: '/s/1.0.0/menu?x=1' });
+  t.equal(res.headers['x-backend-method'], 'GET');
+  t.equal(res.headers['x-was'], '200');
+  t.equal(res.headers['content-length'], String(Buffer.byteLength(res.body)));
+  t.equal(res.all('access-control-allow-origin').length, 1, 'CORS fields once');
+  const failed = await request(g.port, '/f/1.0.0/x', { headers: { Origin: 'http://a.example' } });
+  t.equal(failed.status, 500);
+  t.equal(failed.json().fault.code, 103065);
+  t.match(failed.json().fault.description, /bad response/);
+  t.equal(failed.all('access-control-allow-origin').length, 1, 'CORS fields once on the fault');
 });

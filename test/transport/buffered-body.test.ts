@@ -5,7 +5,7 @@
  * ([mediation] engine.global_timeout_interval, fault 103064).
  */
 import t from 'tap';
-import { targetFromUrl, type BodyRead, type RouteFn, type SourceRequest } from '../../lib/transport';
+import { targetFromUrl, type BodyRead, type BufferedResponse, type RouteFn, type SourceRequest } from '../../lib/transport';
 import { rawBackend, type BackendConn } from '../helpers/backend';
 import { RawClient, rawRequest, sleep } from '../helpers/client';
 import { checkTransitions, startTransport } from '../helpers/transport';
@@ -181,6 +181,83 @@ t.test('global timeout: a response head in time is not cut, however long its bod
   const res = await rawRequest(h.port, 'GET /x HTTP/1.1\r\nHost: x\r\n\r\n');
   t.equal(res.status, 200);
   t.equal(res.text, 'abcd');
+});
+
+/** A router whose forward gathers the response and answers it upper-cased with an X-Seen field. */
+function gatherRouter(url: string, limit: number, seen: BufferedResponse[]): RouteFn {
+  const target = targetFromUrl(url);
+  return () => ({
+    target,
+    responseHeaders: ['X-Cors', 'yes'],
+    bufferResponse: {
+      limit,
+      handle: async (res: BufferedResponse) => {
+        seen.push(res);
+        if (res.body.toString() === 'throw') throw new Error('hook failed');
+        return { status: res.status === 200 ? 201 : res.status, headers: ['Content-Type', 'text/plain', 'X-Seen', String(res.body.length), 'Transfer-Encoding', 'chunked'], body: res.body.toString('latin1').toUpperCase() };
+      },
+    },
+  });
+}
+
+t.test('gathered response: Content-Length, chunked and close-delimited bodies reach the hook whole; its answer is framed anew', async (t) => {
+  const replies = [
+    'HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello',
+    'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n',
+  ];
+  let n = 0;
+  const b = await rawBackend({ onRequest: (c) => c.write(Buffer.from(replies[n++] ?? '')) });
+  t.teardown(() => b.close());
+  const seen: BufferedResponse[] = [];
+  const h = await startTransport(t, gatherRouter(b.url, 1024, seen));
+  const c = await RawClient.connect(h.port);
+  t.teardown(() => c.destroy());
+  await c.write('GET /a HTTP/1.1\r\nHost: x\r\n\r\n');
+  const r1 = await c.finalResponse(5000);
+  t.equal(r1.status, 201);
+  t.equal(r1.body.toString(), 'HELLO');
+  t.equal(r1.headers['content-length'], '5');
+  t.equal(r1.headers['x-seen'], '5');
+  t.equal(r1.headers['x-cors'], 'yes', 'the forward\'s response fields are added');
+  t.equal(r1.headers['transfer-encoding'], undefined, 'framing is the transport\'s');
+  await c.write('GET /b HTTP/1.1\r\nHost: x\r\n\r\n');
+  const r2 = await c.finalResponse(5000, 1);
+  t.equal(r2.body.toString(), 'ABCDE', 'chunked body gathered de-framed');
+  t.equal(seen[1]?.body.toString(), 'abcde');
+  t.equal(b.conns.length, 1, 'the backend connection was reused for the second exchange');
+  const closer = await rawBackend({ onRequest: (conn) => conn.socket.end('HTTP/1.1 200 OK\r\n\r\nuntil close') });
+  t.teardown(() => closer.close());
+  const h2 = await startTransport(t, gatherRouter(closer.url, 1024, seen));
+  const r3 = await rawRequest(h2.port, 'GET /c HTTP/1.1\r\nHost: x\r\n\r\n');
+  t.equal(r3.text, 'UNTIL CLOSE', 'a close-delimited body ends at the close');
+});
+
+t.test('gathered response above the limit: 101510 + state (500), the client gets a fault, nothing partial', async (t) => {
+  const b = await rawBackend({ onRequest: (c) => c.respond(200, 'x'.repeat(5000)) });
+  t.teardown(() => b.close());
+  const h = await startTransport(t, gatherRouter(b.url, 1000, []));
+  const res = await rawRequest(h.port, 'GET /big HTTP/1.1\r\nHost: x\r\n\r\n');
+  t.equal(res.status, 500);
+  t.equal((JSON.parse(res.text) as { fault: { code: number } }).fault.code, 101515, '101510 + RESPONSE_BODY(5)');
+  const chunky = await rawBackend({ onRequest: (c) => c.write(Buffer.from(`HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n${(3000).toString(16)}\r\n${'y'.repeat(3000)}\r\n0\r\n\r\n`)) });
+  t.teardown(() => chunky.close());
+  const h2 = await startTransport(t, gatherRouter(chunky.url, 1000, []));
+  const r2 = await rawRequest(h2.port, 'GET /big HTTP/1.1\r\nHost: x\r\n\r\n');
+  t.equal(r2.status, 500, 'chunked too');
+});
+
+t.test('gathered response: a hook that throws is a 101510 fault; HEAD responses are streamed, not gathered', async (t) => {
+  const b = await rawBackend({ onRequest: (c, req) => (req.method === 'HEAD' ? c.write(Buffer.from('HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n')) : c.respond(200, 'throw')) });
+  t.teardown(() => b.close());
+  const seen: BufferedResponse[] = [];
+  const h = await startTransport(t, gatherRouter(b.url, 1000, seen));
+  const res = await rawRequest(h.port, 'GET /t HTTP/1.1\r\nHost: x\r\n\r\n');
+  t.equal(res.status, 500);
+  t.equal((JSON.parse(res.text) as { fault: { code: number } }).fault.code, 101516);
+  const head = await rawRequest(h.port, 'HEAD /h HTTP/1.1\r\nHost: x\r\n\r\n', { head: true });
+  t.equal(head.status, 200);
+  t.equal(head.headers['content-length'], '5');
+  t.equal(seen.length, 1, 'the HEAD response never reached the hook');
 });
 
 checkTransitions(t);
