@@ -682,6 +682,7 @@ function renderDoc(own: string, peers: string | undefined, command: string, date
   L.push('ROUNDS=3 DURATION=8 TOOLS=wrk npm run bench -- --compare --write   # with the peers; regenerates this file');
   L.push(`node dist/bench/run.js --from ${WORK_DIR}/run-<date>.json --write   # render a run again, measuring nothing`);
   L.push('node dist/bench/profile.js --mode perf          # where the CPU goes (perf), small GET under wrk');
+  L.push('npm run bench -- --mediation                    # JSON validation at 1 KiB/64 KiB/1 MiB; small-GET p99 while 1 MiB bodies are validated (docs/mediation.md)');
   L.push('```');
   L.push('');
   L.push(

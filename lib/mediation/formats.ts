@@ -73,7 +73,9 @@ export class FormatConfigError extends Error {
     readonly key: string,
     readonly value: string,
   ) {
-    super(`${key} = "${value}": unknown message ${key.includes('formatter') ? 'formatter' : 'builder'} class; use a built-in name (${FORMATS.join(', ')}) or one of: ${Object.keys(KNOWN_CLASSES).join(', ')}`);
+    const kind = key.includes('formatter') ? 'formatter' : 'builder';
+    const classes = Object.keys(KNOWN_CLASSES).filter((c) => c.endsWith(kind === 'formatter' ? 'Formatter' : 'Builder'));
+    super(`${key} = "${value}": unknown message ${kind} class; use a built-in name (${FORMATS.join(', ')}) or one of: ${classes.join(', ')}`);
     this.name = 'FormatConfigError';
   }
 }
