@@ -172,3 +172,46 @@ t.test('statistics: flow.statistics.enable logs per-mediation timings; collect_p
   t.equal(trace?.payloadIn, '{"a":1}');
   t.equal(trace?.payloadOut, '{"a":1}');
 });
+
+t.test('a large chunked JSON body arriving in many reads is gathered whole, validated in the pool, forwarded intact', async (t) => {
+  const be = await echoBackend();
+  t.teardown(() => be.close());
+  const g = await startGateway(VALIDATE, api(be));
+  t.teardown(() => g.close());
+  const body = jsonOf(200 * KiB);
+  const pieces: string[] = [];
+  for (let i = 0; i < body.length; i += 7000) pieces.push(body.slice(i, i + 7000));
+  const net = await import('node:net');
+  const sock = net.connect(g.port, '127.0.0.1');
+  await new Promise<void>((r) => sock.once('connect', () => r()));
+  let got = '';
+  sock.on('data', (c: Buffer) => (got += c.toString('latin1')));
+  sock.write('POST /v/1.0.0/x HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n');
+  for (const p of pieces) {
+    sock.write(`${Buffer.byteLength(p).toString(16)}\r\n${p}\r\n`);
+    await new Promise((r) => setTimeout(r, 2));
+  }
+  sock.write('0\r\n\r\n');
+  for (let i = 0; i < 500 && !got.includes('\r\n\r\n'); i++) await new Promise((r) => setTimeout(r, 10));
+  sock.destroy();
+  t.match(got, /^HTTP\/1\.1 200 /);
+  t.equal(be.seen[0]?.body.length, body.length);
+  t.equal(be.seen[0]?.body, body, 'byte for byte');
+  t.equal(g.gw.mediation.pool.started, true, 'above the inline limit: validated in the pool');
+});
+
+t.test('a validation fault keeps the connection: the next request on it is served', async (t) => {
+  const be = await echoBackend();
+  t.teardown(() => be.close());
+  const g = await startGateway(VALIDATE, api(be));
+  t.teardown(() => g.close());
+  const http = await import('node:http');
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  t.teardown(() => agent.destroy());
+  const bad = await request(g.port, '/v/1.0.0/x', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{', agent });
+  t.equal(bad.status, 400);
+  t.notOk(/close/i.test(bad.headers['connection'] ?? ''), 'not closed');
+  const ok = await request(g.port, '/v/1.0.0/x', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"a":1}', agent });
+  t.equal(ok.status, 200);
+  t.equal(be.seen.length, 1);
+});
