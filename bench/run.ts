@@ -23,6 +23,7 @@
  */
 import autocannon = require('autocannon');
 import { spawn } from 'node:child_process';
+import { runMediationBench } from './mediation';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -79,6 +80,8 @@ interface Options {
   quietCores: number;
   /** Issue 7: the same gateway route with and without throttling, instead of the transport scenarios. */
   throttling: boolean;
+  /** Run the mediation scenarios (bench/mediation.ts) instead of the transport ones. */
+  mediation: boolean;
 }
 
 const USAGE = `usage: npm run bench -- [options]
@@ -97,7 +100,10 @@ const USAGE = `usage: npm run bench -- [options]
   --quiet-max S        wait at most S seconds for other tenants' CPU to drop before a cell (default 6)
   --quiet-cores C      ... below C cores (default 0.25)
   --auth               measure authentication instead: auth = "none" vs a bearer token (warm token cache)
-                       on one full node; takes --duration, --warmup, --connections, --rounds (bench/auth.ts)`;
+                       on one full node; takes --duration, --warmup, --connections, --rounds (bench/auth.ts)
+
+  --mediation          only the mediation scenarios: JSON validation at 1 KiB, 64 KiB, 1 MiB, and small-GET
+                       latency while 1 MiB bodies are validated (bench/mediation.ts; printed, not written)`;
 
 function parseArgs(argv: readonly string[]): Options {
   const o: Options = {
@@ -114,6 +120,7 @@ function parseArgs(argv: readonly string[]): Options {
     quietMaxS: 6,
     quietCores: 0.25,
     throttling: false,
+    mediation: false,
   };
   const num = (name: string, v: string | undefined, min: number, max: number): number => {
     const n = Number(v);
@@ -164,6 +171,9 @@ function parseArgs(argv: readonly string[]): Options {
         break;
       case '--throttling':
         o.throttling = true;
+        break;
+      case '--mediation':
+        o.mediation = true;
         break;
       case '--quiet-max':
         o.quietMaxS = num(a, argv[++i], 0, 60);
@@ -692,6 +702,7 @@ function renderDoc(own: string, peers: string | undefined, command: string, date
   L.push(`node dist/bench/run.js --from ${WORK_DIR}/run-<date>.json --write   # render a run again, measuring nothing`);
   L.push('node dist/bench/profile.js --mode perf          # where the CPU goes (perf), small GET under wrk');
   L.push('npm run bench -- --auth --rounds 3              # auth = "none" vs a bearer token on a warm token cache (issue 6: within 15%)');
+  L.push('npm run bench -- --mediation                    # JSON validation at 1 KiB/64 KiB/1 MiB; small-GET p99 while 1 MiB bodies are validated (docs/mediation.md)');
   L.push('```');
   L.push('');
   L.push(
@@ -826,6 +837,10 @@ async function main(): Promise<void> {
   fs.mkdirSync(WORK_DIR, { recursive: true });
   if (opts.throttling) {
     await measureThrottling(opts);
+    return;
+  }
+  if (opts.mediation) {
+    process.stdout.write(`# throughway mediation bench — ${new Date().toISOString()}\n\n${await runMediationBench(opts)}\n`);
     return;
   }
 

@@ -20,6 +20,7 @@ import { printConfig } from './config/print';
 import { LISTENING_PORTS, portOpened } from './config/ports';
 import { databaseMapping } from './config/database';
 import { connectionTarget } from './store/pool';
+import { FormatConfigError, mediationSettingsFrom } from './mediation';
 
 export const USAGE = `Usage: throughway <command> [options]
 
@@ -154,6 +155,14 @@ function check(p: Parsed, io: CliIo): number {
   const { errors, warnings } = listDiagnostics(result, io);
   if (!result.ok) {
     io.out(`${shown}: invalid: ${plural(errors, 'error')}, ${plural(warnings, 'warning')}\n`);
+    return 1;
+  }
+  try {
+    // Builder/formatter classes map to built-in formats (docs/mediation.md); the gateway refuses unknown ones.
+    mediationSettingsFrom(result.config);
+  } catch (err) {
+    if (!(err instanceof FormatConfigError)) throw err;
+    io.out(`${shown}: invalid: ${err.message}\n`);
     return 1;
   }
   const lines = [`${shown}: valid (${plural(warnings, 'warning')}${p.strict ? ', strict' : ''})`, `role: ${result.config.server.server_role}`];

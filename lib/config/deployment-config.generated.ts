@@ -1144,7 +1144,7 @@ export interface PassthruHttpSection {
   readonly disable_connection_keepalive: boolean;
   /** Limit of simultaneously open incoming connections; -1 or removal disables it. Default: -1. */
   readonly max_open_connections: number;
-  /** Build the whole XML document to detect malformed XML. Default: false. Accepted; throughway does not act on it. */
+  /** Build the whole XML document to detect malformed XML. Default: false. */
   readonly force_xml_validation: boolean;
   /** Parse JSON bodies to validate them. Default: false. */
   readonly force_json_validation: boolean;
@@ -1294,23 +1294,23 @@ export interface TransportWssSection {
 
 /** Message builders ([message_builders], spec 001). */
 export interface MessageBuildersSection {
-  /** Message builder class for application xml content. Default: built-in builder class. Accepted; throughway does not act on it. */
+  /** Message builder class for application xml content. Default: built-in builder class. */
   readonly application_xml?: string;
-  /** Message builder class for form urlencoded content. Default: built-in builder class. Accepted; throughway does not act on it. */
+  /** Message builder class for form urlencoded content. Default: built-in builder class. */
   readonly form_urlencoded?: string;
-  /** Message builder class for multipart form data content. Default: built-in builder class. Accepted; throughway does not act on it. */
+  /** Message builder class for multipart form data content. Default: built-in builder class. */
   readonly multipart_form_data?: string;
-  /** Message builder class for text plain content. Default: built-in builder class. Accepted; throughway does not act on it. */
+  /** Message builder class for text plain content. Default: built-in builder class. */
   readonly text_plain?: string;
-  /** Message builder class for application json content. Default: built-in builder class. Accepted; throughway does not act on it. */
+  /** Message builder class for application json content. Default: built-in builder class. */
   readonly application_json?: string;
-  /** Message builder class for json badgerfish content. Default: built-in builder class. Accepted; throughway does not act on it. */
+  /** Message builder class for json badgerfish content. Default: built-in builder class. */
   readonly json_badgerfish?: string;
-  /** Message builder class for text javascript content. Default: built-in builder class. Accepted; throughway does not act on it. */
+  /** Message builder class for text javascript content. Default: built-in builder class. */
   readonly text_javascript?: string;
-  /** Message builder class for octet stream content. Default: built-in builder class. Accepted; throughway does not act on it. */
+  /** Message builder class for octet stream content. Default: built-in builder class. */
   readonly octet_stream?: string;
-  /** Message builder class for application binary content. Default: built-in builder class. Accepted; throughway does not act on it. */
+  /** Message builder class for application binary content. Default: built-in builder class. */
   readonly application_binary?: string;
 }
 
@@ -1338,27 +1338,27 @@ export interface BlockingMessageBuildersSection {
 
 /** Message formatters ([message_formatters], spec 001). */
 export interface MessageFormattersSection {
-  /** Message formatter class for application xml content. Default: built-in formatter class. Accepted; throughway does not act on it. */
+  /** Message formatter class for application xml content. Default: built-in formatter class. */
   readonly application_xml?: string;
-  /** Message formatter class for form urlencoded content. Default: built-in formatter class. Accepted; throughway does not act on it. */
+  /** Message formatter class for form urlencoded content. Default: built-in formatter class. */
   readonly form_urlencoded?: string;
-  /** Message formatter class for multipart form data content. Default: built-in formatter class. Accepted; throughway does not act on it. */
+  /** Message formatter class for multipart form data content. Default: built-in formatter class. */
   readonly multipart_form_data?: string;
-  /** Message formatter class for text plain content. Default: built-in formatter class. Accepted; throughway does not act on it. */
+  /** Message formatter class for text plain content. Default: built-in formatter class. */
   readonly text_plain?: string;
-  /** Message formatter class for application json content. Default: built-in formatter class. Accepted; throughway does not act on it. */
+  /** Message formatter class for application json content. Default: built-in formatter class. */
   readonly application_json?: string;
-  /** Message formatter class for json badgerfish content. Default: built-in formatter class. Accepted; throughway does not act on it. */
+  /** Message formatter class for json badgerfish content. Default: built-in formatter class. */
   readonly json_badgerfish?: string;
-  /** Message formatter class for text javascript content. Default: built-in formatter class. Accepted; throughway does not act on it. */
+  /** Message formatter class for text javascript content. Default: built-in formatter class. */
   readonly text_javascript?: string;
-  /** Message formatter class for octet stream content. Default: built-in formatter class. Accepted; throughway does not act on it. */
+  /** Message formatter class for octet stream content. Default: built-in formatter class. */
   readonly octet_stream?: string;
-  /** Message formatter class for application binary content. Default: built-in formatter class. Accepted; throughway does not act on it. */
+  /** Message formatter class for application binary content. Default: built-in formatter class. */
   readonly application_binary?: string;
-  /** Message formatter class for text xml content. Default: built-in formatter class. Accepted; throughway does not act on it. */
+  /** Message formatter class for text xml content. Default: built-in formatter class. */
   readonly text_xml?: string;
-  /** Message formatter class for soap xml content. Default: built-in formatter class. Accepted; throughway does not act on it. */
+  /** Message formatter class for soap xml content. Default: built-in formatter class. */
   readonly soap_xml?: string;
 }
 
@@ -1390,9 +1390,9 @@ export interface BlockingMessageFormattersSection {
 
 /** Custom message builder ([[custom_message_builders]], spec 001). */
 export interface CustomMessageBuildersSection {
-  /** Content type (a media type path) the builder applies to. Accepted; throughway does not act on it. */
+  /** Content type (a media type path) the builder applies to. */
   readonly content_type?: string;
-  /** Implementation class of the builder. Accepted; throughway does not act on it. */
+  /** Implementation class of the builder. */
   readonly class?: string;
 }
 
@@ -1406,9 +1406,9 @@ export interface BlockingCustomMessageBuildersSection {
 
 /** Custom message formatter ([[custom_message_formatters]], spec 001). */
 export interface CustomMessageFormattersSection {
-  /** Content type (a media type path) the formatter applies to. Accepted; throughway does not act on it. */
+  /** Content type (a media type path) the formatter applies to. */
   readonly content_type?: string;
-  /** Implementation class of the formatter. Accepted; throughway does not act on it. */
+  /** Implementation class of the formatter. */
   readonly class?: string;
 }
 
@@ -1423,11 +1423,11 @@ export interface BlockingCustomMessageFormattersSection {
 /** Mediation engine ([mediation], spec 001). */
 export interface MediationSection {
   readonly engine: {
-    /** Initial threads of the mediation pool. Default: 20. Accepted; throughway does not act on it. */
+    /** Initial threads of the mediation pool. Default: 20. */
     readonly core_threads: number;
-    /** Maximum threads of the mediation pool. Default: 100. Accepted; throughway does not act on it. */
+    /** Maximum threads of the mediation pool. Default: 100. */
     readonly max_threads: number;
-    /** Queue length; -1 infinite; a full finite queue rejects requests. Default: 10. Accepted; throughway does not act on it. */
+    /** Queue length; -1 infinite; a full finite queue rejects requests. Default: 10. */
     readonly threads_queue_length: number;
     /** A backend response must arrive within this; later responses are dropped with a warning. Default: 120000 milliseconds. Loaded as milliseconds. */
     readonly global_timeout_interval: number;
@@ -1435,9 +1435,9 @@ export interface MediationSection {
     readonly enable_xpath_dom_failover: boolean;
     /** Chunk size of temporary message data. Default: 3072. Accepted; throughway does not act on it. */
     readonly temp_data_chunk_size: number;
-    /** Script engine pool per externally referenced script. Default: 15. Accepted; throughway does not act on it. */
+    /** Script engine pool per externally referenced script. Default: 15. */
     readonly script_mediator_pool_size: number;
-    /** Keep namespace declarations in JSON output. Default: false. Accepted; throughway does not act on it. */
+    /** Keep namespace declarations in JSON output. Default: false. */
     readonly preserve_namespace_on_xml_to_json: boolean;
     /** Mediation debugger command port. Default: 9005. Accepted; throughway does not act on it. */
     readonly command_debugger_port: number;
@@ -1449,9 +1449,9 @@ export interface MediationSection {
     readonly enable_namespace_declaration: boolean;
     /** Build valid XML NCNames from JSON keys (sample switch). Default: false. Accepted; throughway does not act on it. */
     readonly build_valid_nc_name: boolean;
-    /** Automatic primitive conversion in JSON output (sample switch). Default: false. Accepted; throughway does not act on it. */
+    /** Automatic primitive conversion in JSON output (sample switch). Default: false. */
     readonly enable_auto_primitive: boolean;
-    /** Automatic arrays in JSON output (sample switch). Default: false. Accepted; throughway does not act on it. */
+    /** Automatic arrays in JSON output (sample switch). Default: false. */
     readonly json_out_auto_array: boolean;
     /** Regular expression of values exempt from primitive conversion (sample). Accepted; throughway does not act on it. */
     readonly disable_auto_primitive_regex?: string;
@@ -1460,7 +1460,7 @@ export interface MediationSection {
   };
   readonly flow: {
     readonly statistics: {
-      /** Record time per mediator, per message and fault count per flow. Default: false. Accepted; throughway does not act on it. */
+      /** Record time per mediator, per message and fault count per flow. Default: false. */
       readonly enable: boolean;
       /** With flow statistics on, enable statistics for all artifacts. Default: false. Accepted; throughway does not act on it. */
       readonly capture_all: boolean;
@@ -1474,7 +1474,7 @@ export interface MediationSection {
   };
   readonly stat: {
     readonly tracer: {
-      /** Record the payload before and after each mediator. Default: false. Accepted; throughway does not act on it. */
+      /** Record the payload before and after each mediator. Default: false. */
       readonly collect_payloads: boolean;
       /** Record message-context and transport-scope properties. Default: false. Accepted; throughway does not act on it. */
       readonly collect_mediation_properties: boolean;
@@ -2164,6 +2164,8 @@ export interface ThroughwaySection {
   readonly fault_templates_file: string;
   /** HTTP access log file, written when http_access_log.enabled is true and useLogger is false. Default: "logs/http_access.log". */
   readonly access_log_file: string;
+  /** Mediation limits */
+  readonly mediation: ThroughwayMediationSection;
   /** Built-in demo backend */
   readonly demo: ThroughwayDemoSection;
   /** Operations: metrics and health (docs/operations.md) */
@@ -2178,6 +2180,18 @@ export interface ThroughwaySection {
   readonly analytics: ThroughwayAnalyticsSection;
   /** Gateway security (token validation) */
   readonly security: ThroughwaySecuritySection;
+}
+
+/** Mediation limits ([throughway.mediation], spec throughway). */
+export interface ThroughwayMediationSection {
+  /** Largest request body gathered for mediation (validation, scripts, conversion); a larger one gets fault 103061 (413) and the connection closes. Default: 10485760. */
+  readonly max_body: number;
+  /** Bodies up to this size are validated and converted on the main thread; larger ones in the worker pool, as transferred buffers (PACKAGES.md: break-even 4-16 KiB). Default: 16384. */
+  readonly inline_limit: number;
+  /** A script call running longer is stopped (its worker thread is ended): fault 103066. Default: 5000 milliseconds. Loaded as milliseconds. */
+  readonly script_timeout: number;
+  /** Heap limit (old generation, MiB) of each mediation worker thread; a script that allocates past it ends its worker: fault 103067. Default: 256. */
+  readonly worker_heap_mb: number;
 }
 
 /** Built-in demo backend ([throughway.demo], spec throughway). */

@@ -35,5 +35,6 @@ export function transportSettingsFrom(c: DeploymentConfig): Partial<TransportSet
     xForwarded: t.x_forwarded,
     senderEnabled: c.transport.passthru_http.sender.enable,
     shutdownTimeout: t.shutdown_timeout,
+    globalTimeout: c.mediation.engine.global_timeout_interval,
   };
 }

@@ -9,6 +9,8 @@
  * API_NOT_ENFORCED so nobody mistakes them for protection they do not give yet. Throttling policy names
  * are checked against the policies file when the gateway passes its names (Step 6, docs/throttling.md).
  */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
 import * as toml from 'toml';
 import { locateKeys, nearest, pathKey, type Segment, type SourceMap } from '../config/locate';
 import { closest } from '../config/diagnostics';
@@ -17,6 +19,7 @@ import { FAULT_KINDS } from '../transport/codes';
 import { targetFromUrl } from '../transport/types';
 import { type ApiDiagnostic, type ApiDiagnosticCode, type ApiDiagnosticLevel, syntaxDiagnostic } from './diagnostics';
 import type { PolicyNames } from '../throttle/policies';
+import type { ApiMediation } from '../mediation';
 
 export const LIFECYCLE_STATES = ['PUBLISHED', 'PROTOTYPED', 'DEPRECATED', 'BLOCKED', 'RETIRED'] as const;
 export type LifecycleState = (typeof LIFECYCLE_STATES)[number];
@@ -95,6 +98,8 @@ export interface ApiDefinition {
   readonly endpoints: { readonly production: EndpointDefinition | undefined; readonly sandbox: EndpointDefinition | undefined };
   readonly cors: CorsOverride | undefined;
   readonly resources: readonly ResourceDefinition[];
+  /** Script mediation and conversion of this API's calls (docs/mediation.md); undefined: none. */
+  readonly mediation: ApiMediation | undefined;
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -148,6 +153,12 @@ const RESOURCE_FIELDS: readonly FieldDef[] = [
   { key: 'unauthenticated_policy', type: 'string', meaning: 'Overrides the API\'s `unauthenticated_policy` for this resource.', example: '"Unlimited"' },
 ];
 
+const MEDIATION_FIELDS: readonly FieldDef[] = [
+  { key: 'script', type: 'string', meaning: 'A JavaScript file (relative to the API file) whose `onRequest(message)` and `onResponse(message)` run in the mediation worker pool for every call: they get method, path, headers (and the backend\'s status) and the parsed body, and return changes (`headers`, `body`, `status`; onRequest\'s `status` answers the call at once) (docs/mediation.md). Throwing: 103065; running past script_timeout: 103066; out of heap: 103067.', example: '"scripts/orders.js"' },
+  { key: 'request_format', type: 'string', allowed: ['json', 'xml'], meaning: 'Convert JSON or XML request bodies to this format before forwarding (Content-Type and Content-Length follow), under [mediation] engine.preserve_namespace_on_xml_to_json, json_out_auto_array and enable_auto_primitive.' },
+  { key: 'response_format', type: 'string', allowed: ['json', 'xml'], meaning: 'Convert JSON or XML backend responses to this format before they reach the client (the response is gathered, at most [throughway.mediation] max_body bytes).' },
+];
+
 export const API_FIELDS: readonly FieldDef[] = [
   { key: 'name', type: 'string', required: true, meaning: 'API name (shown by `throughway apis list` and in logs).', example: '"PizzaShack"' },
   { key: 'context', type: 'string', required: true, meaning: 'Context path, invoked as /<context>/<version>/<resource> (spec 002, part 4). May hold `{version}` to place the version elsewhere (`/{version}/pizza`).', example: '"/pizzashack"' },
@@ -173,6 +184,7 @@ export const API_FIELDS: readonly FieldDef[] = [
   },
   { key: 'cors', type: 'table', meaning: 'CORS override for this API; fields not given come from [apim.cors].', fields: CORS_FIELDS },
   { key: 'resources', type: 'tables', required: true, meaning: 'Resources, one [[resources]] table each; at least one.', fields: RESOURCE_FIELDS },
+  { key: 'mediation', type: 'table', meaning: 'Mediation of this API\'s request bodies (docs/mediation.md). Payload validation is global ([passthru_http] force_json_validation / force_xml_validation).', fields: MEDIATION_FIELDS },
 ];
 
 /** Runtime tokens allowed in endpoint URLs, e.g. `${demo_port}` (the demo backend's port with server.offset). */
@@ -527,6 +539,18 @@ export function validateApi(raw: unknown, file: string, vars: ApiVars = {}, map?
     cors = Object.freeze(o);
   }
 
+  let mediation: ApiMediation | undefined;
+  if (t.mediation !== undefined) {
+    const m = t.mediation as Record<string, unknown>;
+    let script: string | undefined;
+    if (typeof m.script === 'string') {
+      // Relative to the API file; an API given in code resolves against the working directory.
+      script = path.resolve(file === '' ? process.cwd() : path.dirname(file), m.script);
+      if (!fs.existsSync(script)) report(ctx, 'error', 'API_VALUE', ['mediation', 'script'], `script ${script} does not exist`, 'a JavaScript file with onRequest');
+    }
+    mediation = Object.freeze({ script, requestFormat: m.request_format as 'json' | 'xml' | undefined, responseFormat: m.response_format as 'json' | 'xml' | undefined });
+  }
+
   if (ctx.errors > 0 || production === null || sandbox === null) return { api: undefined, diagnostics: ctx.diagnostics };
   reportNotEnforced(ctx, raw);
   const api: ApiDefinition = {
@@ -546,6 +570,7 @@ export function validateApi(raw: unknown, file: string, vars: ApiVars = {}, map?
     endpoints: Object.freeze({ production, sandbox }),
     cors,
     resources: Object.freeze(resources),
+    mediation,
   };
   return { api: Object.freeze(api), diagnostics: ctx.diagnostics };
 }

@@ -54,6 +54,16 @@ export const GatewayOwnCode = {
   ENDPOINT_SUSPENDED: 103007,
   API_RETIRED: 103008,
   INVALID_PATH: 103009,
+  // mediation (Step 7): 103060–103079; 103064 (global timeout) is the transport's (OwnCode.GLOBAL_TIMEOUT)
+  MEDIATION_QUEUE_FULL: 103060,
+  MEDIATION_BODY_TOO_LARGE: 103061,
+  MALFORMED_JSON: 103062,
+  MALFORMED_XML: 103063,
+  SCRIPT_FAILED: 103065,
+  SCRIPT_TIMEOUT: 103066,
+  SCRIPT_RESOURCE_LIMIT: 103067,
+  CONVERSION_FAILED: 103068,
+  MEDIATION_FAILED: 103069,
   /** Step 8 block (103080-103099; the transport holds 103080-103082). */
   WEBSOCKET_UPGRADE_REQUIRED: 103083,
   // Embedding (Step 11, lib/embed): 103140-103159.
@@ -93,7 +103,6 @@ export const ApiCode = {
 export type GatewayCode = (typeof ApiCode)[keyof typeof ApiCode] | (typeof GatewayOwnCode)[keyof typeof GatewayOwnCode];
 
 const STEP5 = 'Step 5 (gateway security)';
-const STEP7 = 'Step 7 (mediation)';
 
 /**
  * Every API handler code of spec 002 part 7 and every own gateway code. Messages are the spec's; where the
@@ -105,7 +114,9 @@ export const GATEWAY_FAULTS: readonly GatewayFaultDef[] = Object.freeze([
   // --- payload and query
   { code: 900422, httpStatus: 422, statusFrom: 'spec', message: 'Invalid GraphQL query', description: 'The query of a GraphQL API is not valid syntax', origin: 'spec', phase: 'mediation', sent: true, pending: 'GraphQL APIs' },
   { code: 900424, httpStatus: 503, statusFrom: 'throughway', message: 'Temporary Server Error', description: 'A protected backend was called with an invalid OAuth 2.0 backend token', origin: 'spec', phase: 'send', sent: true, pending: STEP5 },
-  { code: 102511, httpStatus: 400, statusFrom: 'spec', message: 'Incomplete payload', description: 'The payload is too large for the client to keep the connection until it is fully transferred', origin: 'spec', phase: 'mediation', sent: true, pending: STEP7 },
+  // Not sent: throughway gathers a body it mediates before answering, so the spec's condition becomes 103061
+  // (413, over the mediation limit) or 101001 + state (the client ended mid-request); the code keeps its meaning.
+  { code: 102511, httpStatus: 400, statusFrom: 'spec', message: 'Incomplete payload', description: 'The payload is too large for the client to keep the connection until it is fully transferred', origin: 'spec', phase: 'none', sent: false },
   // --- throttling (spec 002, part 7: 900800 to 900807 apply when throttling limits are reached)
   { code: 900800, httpStatus: 429, statusFrom: 'spec', message: 'Message throttled out', description: 'The tier limit of requests per period was reached', origin: 'spec', phase: 'throttling', throttle: true, sent: true },
   { code: 900801, httpStatus: 503, statusFrom: 'spec', message: 'Hard limit exceeded', description: 'The hard throttle limit was reached', origin: 'spec', phase: 'throttling', throttle: true, sent: true },
@@ -134,6 +145,15 @@ export const GATEWAY_FAULTS: readonly GatewayFaultDef[] = Object.freeze([
   { code: GatewayOwnCode.API_RETIRED, httpStatus: 404, statusFrom: 'throughway', message: 'API retired', description: 'The API is in the RETIRED lifecycle state', origin: 'throughway', phase: 'api-status', sent: true },
   { code: GatewayOwnCode.WEBSOCKET_UPGRADE_REQUIRED, httpStatus: 400, statusFrom: 'throughway', message: 'WebSocket handshake required', description: 'The API is a WebSocket API (type = "WS"): call it with an Upgrade: websocket handshake (RFC 6455 §4.1). Not 426: a 426 must carry an Upgrade field, which is hop-by-hop and never set on a local answer', origin: 'throughway', phase: 'route', sent: true },
   { code: GatewayOwnCode.INVALID_PATH, httpStatus: 400, statusFrom: 'throughway', message: 'Invalid request path', description: 'The request target is not an absolute path, or contains a dot segment (. or ..) that could escape the API context', origin: 'throughway', phase: 'route', sent: true },
+  { code: GatewayOwnCode.MEDIATION_QUEUE_FULL, httpStatus: 503, statusFrom: 'throughway', message: 'Mediation queue full', description: 'Every mediation worker thread is busy and the queue is at [mediation] engine.threads_queue_length', origin: 'throughway', phase: 'mediation', sent: true },
+  { code: GatewayOwnCode.MEDIATION_BODY_TOO_LARGE, httpStatus: 413, statusFrom: 'throughway', message: 'Payload too large for mediation', description: 'The request body exceeds [throughway.mediation] max_body, the most a mediated call gathers', origin: 'throughway', phase: 'mediation', sent: true },
+  { code: GatewayOwnCode.MALFORMED_JSON, httpStatus: 400, statusFrom: 'throughway', message: 'Malformed JSON payload', description: 'The JSON request body is not valid JSON (the description names the line and column)', origin: 'throughway', phase: 'mediation', sent: true },
+  { code: GatewayOwnCode.MALFORMED_XML, httpStatus: 400, statusFrom: 'throughway', message: 'Malformed XML payload', description: 'The XML request body is not well-formed (the description names the line and column)', origin: 'throughway', phase: 'mediation', sent: true },
+  { code: GatewayOwnCode.SCRIPT_FAILED, httpStatus: 500, statusFrom: 'throughway', message: 'Script mediation failed', description: 'The API\'s script threw, returned something that is not a change set, or could not be loaded', origin: 'throughway', phase: 'mediation', sent: true },
+  { code: GatewayOwnCode.SCRIPT_TIMEOUT, httpStatus: 500, statusFrom: 'throughway', message: 'Script timed out', description: 'The API\'s script ran longer than [throughway.mediation] script_timeout and was stopped', origin: 'throughway', phase: 'mediation', sent: true },
+  { code: GatewayOwnCode.SCRIPT_RESOURCE_LIMIT, httpStatus: 500, statusFrom: 'throughway', message: 'Script exceeded its resource limits', description: 'The worker thread running the script ran out of heap ([throughway.mediation] worker_heap_mb) and was ended', origin: 'throughway', phase: 'mediation', sent: true },
+  { code: GatewayOwnCode.CONVERSION_FAILED, httpStatus: 400, statusFrom: 'throughway', message: 'Payload conversion failed', description: 'The request body could not be converted between JSON and XML', origin: 'throughway', phase: 'mediation', sent: true },
+  { code: GatewayOwnCode.MEDIATION_FAILED, httpStatus: 500, statusFrom: 'throughway', message: 'Mediation failed', description: 'Mediation could not run (its worker thread failed, or the request body could not be read)', origin: 'throughway', phase: 'mediation', sent: true },
   { code: GatewayOwnCode.UPGRADE_NOT_TUNNELLED, httpStatus: 501, statusFrom: 'throughway', message: 'Upgrade not supported', description: 'A protocol upgrade (WebSocket) handed to handleUpgrade() cannot be tunnelled by this transport', origin: 'throughway', phase: 'embedding', sent: true },
   { code: GatewayOwnCode.EMBEDDED_RESPONSE_INCOMPLETE, httpStatus: 502, statusFrom: 'throughway', message: 'Incomplete response', description: 'The gateway closed the in-process connection of the (req, res) handler before a response head', origin: 'throughway', phase: 'embedding', sent: true },
   { code: GatewayOwnCode.CUSTOM_PHASE_FAILED, httpStatus: 500, statusFrom: 'throughway', message: 'Custom phase failed', description: 'A phase added by the embedding application threw or rejected', origin: 'throughway', phase: 'embedding', sent: true },

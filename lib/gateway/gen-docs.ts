@@ -53,7 +53,9 @@ export function renderFaultsDoc(): string {
   o.push('');
   o.push('Three families share one numbering: the spec\'s API handler codes, the spec\'s transport codes');
   o.push('(base + protocol state), and throughway\'s own codes for conditions the spec has no code for, from');
-  o.push(`${Math.min(...Object.values(OwnCode))} onwards (the transport holds ${Math.min(...Object.values(OwnCode))}–${Math.max(...Object.values(OwnCode))}, the gateway ${Math.min(...Object.values(GatewayOwnCode))} onwards).`);
+  const transportOwn = Object.values(OwnCode).filter((c) => c < 103020);
+  const transportInBlocks = Object.values(OwnCode).filter((c) => c >= 103020);
+  o.push(`${Math.min(...Object.values(OwnCode))} onwards (the transport holds ${Math.min(...transportOwn)}–${Math.max(...transportOwn)}${transportInBlocks.length > 0 ? ` and ${transportInBlocks.join(', ')} in the blocks below` : ''}, the gateway ${Math.min(...Object.values(GatewayOwnCode))} onwards; 103020–103159 are reserved in blocks per area: 103020–103039 security, 103040–103059 throttling, 103060–103079 mediation, 103080–103099 TLS, proxies and WebSocket, 103100–103119 scale-out, 103120–103139 operations, 103140–103159 embedding).`);
   o.push('');
   o.push('## API handler codes (spec 002, part 7)');
   o.push('');
@@ -205,6 +207,9 @@ export function renderApisDoc(): string {
   o.push('### `[[resources]]`');
   o.push('');
   fieldRows(o, field('resources').fields ?? [], 'resources[].');
+  o.push('### `[mediation]`');
+  o.push('');
+  fieldRows(o, field('mediation').fields ?? [], 'mediation.');
   o.push('## Routing');
   o.push('');
   o.push('1. **Context.** The longest deployed context path that is a prefix of the request path at a segment');
@@ -247,7 +252,7 @@ export function renderApisDoc(): string {
     'api-status': 'BLOCKED 700700 (503), RETIRED 103008 (404)',
     authentication: 'mutual TLS header, bearer token, subscription, token type, scopes (900900–900910), the backend JWT (docs/security.md)',
     throttling: 'blocking conditions (900805), API/resource (900800/900802), subscription (900804), burst (900807), application (900803), custom (900806), hard limit (900801, 503); RateLimit fields (docs/throttling.md)',
-    mediation: 'payload validation and scripts',
+    mediation: 'payload validation (103062, 103063), the API\'s script (103065–103067) and JSON/XML conversion, in the worker pool for large bodies (103060, 103061); free for calls that need none (docs/mediation.md)',
     'transport-headers': 'the fields for the backend: the token header removed unless `enable_outbound_auth_header`, `excludeResponseHeaders` removed',
     send: 'the endpoint for the key type (900901 when there is none), suspension (103007), the backend URL',
   };

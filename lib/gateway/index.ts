@@ -47,6 +47,7 @@ import { throttleSettingsFrom } from '../throttle/settings';
 import { handshakeRequest, isWebSocketHandshake } from './websocket';
 import { outboundFrom } from '../tls/settings';
 import type { Outbound } from '../transport/outbound';
+import { Mediation, mediationSettingsFrom } from '../mediation';
 
 export interface GatewayOptions {
   /** The result of loadConfig(): configuration, effective ports and the directory of apis/. */
@@ -116,6 +117,8 @@ export interface ReloadReport {
 
 export interface Gateway {
   readonly transport: Transport;
+  /** Payload validation, scripts and conversion; its worker pool starts on first use (docs/mediation.md). */
+  readonly mediation: Mediation;
   readonly settings: GatewaySettings;
   /** Token validation, token cache, subscriptions (docs/security.md). */
   readonly security: Security;
@@ -227,6 +230,9 @@ export function createGateway(options: GatewayOptions): Gateway {
     ...(options.events !== undefined ? { events: options.events } : {}),
     ...(options.now !== undefined ? { now: options.now } : {}),
   });
+  // Throws FormatConfigError for an unknown builder/formatter class (naming the alternatives). The worker
+  // pool inside is created on the first call that needs it.
+  const mediation = new Mediation(mediationSettingsFrom(config), logger);
 
   let templates: FaultTemplates | undefined;
   let states: readonly ApiState[] = [];
@@ -279,7 +285,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     }
     fresh.push(...templateDiagnostics);
     const table = buildTable(selection.deployables, registry);
-    rt = new GatewayRuntime(table, globalCors, headers, templates, tracked, security, throttle);
+    rt = new GatewayRuntime(table, globalCors, headers, templates, tracked, security, throttle, mediation);
     states = selection.states;
     for (const d of fresh) logDiagnostic(logger, d);
     const deployed = describe(states);
@@ -400,6 +406,7 @@ export function createGateway(options: GatewayOptions): Gateway {
 
   const gateway: Gateway = {
     transport,
+    mediation,
     settings,
     security,
     throttle,
@@ -455,6 +462,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       for (const u of unsubscribe) u();
       await transport.close();
       await throttle.close();
+      await mediation.close();
       await accessLog?.close();
       // After the transport: every in-flight call's span and event is recorded before the last flush.
       await Promise.all([tracer?.close(), analytics?.close()]);

@@ -13,11 +13,10 @@
  * path allocates no Promise. A phase that returns a Promise (Steps 4–7 may) makes only the rest of that
  * request's chain asynchronous; the transport holds the body back meanwhile.
  *
- * Authentication (Step 5) runs lib/security; throttling (Step 6) is lib/throttle/phase.ts. Mediation is here
- * with its place fixed and does nothing yet: it is "not yet enforced" (docs/apis.md) until Step 7 fills it
- * in without changing the chain.
+ * Authentication (Step 5) runs lib/security; throttling (Step 6) is lib/throttle/phase.ts; mediation (Step 7,
+ * lib/mediation) returns a Promise only for calls it has work for (docs/mediation.md).
  */
-import type { ForwardDecision, LocalResponse, RouteDecision, SourceRequest, WebSocketHooks } from '../transport/types';
+import type { ForwardDecision, LocalResponse, ResponseHook, RouteDecision, SourceRequest, WebSocketHooks } from '../transport/types';
 import { isWebSocketHandshake } from './websocket';
 import { ApiCode, GatewayOwnCode, fault, gatewayFacts, renderFacts, type FaultValue } from './faults';
 import { Match, matchResource, methodsFor, type CompiledApi, type CompiledResource, type MatchTarget } from './router';
@@ -52,6 +51,12 @@ export class CallContext implements MatchTarget {
   keyType: KeyType = 'PRODUCTION';
   /** Fields earlier phases add toward the backend (flat pairs; e.g. the backend JWT of Step 5). */
   addRequestHeaders: string[] | undefined = undefined;
+  /** Set by mediation: the request's fields after scripts and conversion (undefined: the client's). */
+  requestHeaders: readonly string[] | undefined = undefined;
+  /** Set by mediation: the body to forward instead of relaying the client's (ForwardDecision.body). */
+  body: Buffer | undefined = undefined;
+  /** Set by mediation: the backend's response is gathered and mediated (ForwardDecision.bufferResponse). */
+  responseHook: ResponseHook | undefined = undefined;
   /** The fields for the backend (undefined: the client's, unchanged). */
   outHeaders: readonly string[] | undefined = undefined;
   endpoint: EndpointRuntime | undefined = undefined;
@@ -214,6 +219,14 @@ function authenticationPhase(ctx: CallContext): Outcome | Promise<Outcome> {
   return stop(fault(ApiCode.AUTH_GENERAL_ERROR, { description: 'no token validation is configured' }));
 }
 
+// --- mediation ----------------------------------------------------------------------------------------
+
+/** Payload validation, scripts, conversion (lib/mediation); synchronous and free when a call needs none. */
+function mediationPhase(ctx: CallContext): Outcome | Promise<Outcome> {
+  const m = ctx.rt.mediation;
+  return m === undefined ? CONTINUE : m.phase(ctx, (ctx.api as CompiledApi).def.mediation);
+}
+
 // --- not yet enforced ---------------------------------------------------------------------------------
 
 function notYetEnforced(): Outcome {
@@ -223,7 +236,8 @@ function notYetEnforced(): Outcome {
 // --- transport headers --------------------------------------------------------------------------------
 
 function transportHeadersPhase(ctx: CallContext): Outcome {
-  ctx.outHeaders = ctx.rt.headers.outgoing(ctx.req.headers, ctx.addRequestHeaders);
+  const fields = ctx.requestHeaders;
+  ctx.outHeaders = fields === undefined ? ctx.rt.headers.outgoing(ctx.req.headers, ctx.addRequestHeaders) : (ctx.rt.headers.outgoing(fields, ctx.addRequestHeaders) ?? fields);
   return CONTINUE;
 }
 
@@ -252,6 +266,8 @@ function sendPhase(ctx: CallContext): Outcome {
     dropResponseHeaders: ctx.rt.headers.dropFromResponse,
     timeout: ep.def.timeout,
     retry: ep.retry,
+    body: ctx.body,
+    bufferResponse: ctx.responseHook,
   };
   if (api.def.type === 'WS') {
     // A WebSocket API is reached only by handshakes (RFC 6455 §4.1); 103083 otherwise.
@@ -278,7 +294,7 @@ export const PHASES: readonly Phase[] = Object.freeze([
   { name: 'api-status', enforced: true, run: apiStatusPhase },
   { name: 'authentication', enforced: true, run: authenticationPhase },
   { name: 'throttling', enforced: true, run: throttlingPhase },
-  { name: 'mediation', enforced: false, run: notYetEnforced },
+  { name: 'mediation', enforced: true, run: mediationPhase },
   { name: 'transport-headers', enforced: true, run: transportHeadersPhase },
   { name: 'send', enforced: true, run: sendPhase },
 ] satisfies Phase[]);
@@ -353,7 +369,8 @@ export function corsFieldsOf(ctx: CallContext): readonly string[] {
   return (ctx.api?.cors ?? ctx.rt.cors).responseFields(cr.origin);
 }
 
-function finish(ctx: CallContext, o: Stop): RouteDecision {
+/** A phase's stop as the transport's decision: faults rendered with the call's CORS fields and templates. */
+export function finish(ctx: CallContext, o: Stop): RouteDecision {
   if ('forward' in o) return o.forward;
   const rt = ctx.rt;
   if ('answer' in o) {

@@ -12,6 +12,7 @@ import { compileApi, RouteTable, type CompiledApi } from './router';
 import type { HeaderRules } from './transport-headers';
 import type { Security } from '../security';
 import type { Throttle } from '../throttle';
+import type { Mediation } from '../mediation';
 
 export interface Deployable {
   readonly api: ApiDefinition;
@@ -34,6 +35,8 @@ export class GatewayRuntime {
     readonly security?: Security,
     /** Throttling (Step 6): one per gateway, shared by every runtime it deploys; undefined: none. */
     readonly throttle?: Throttle,
+    /** Payload validation, scripts and conversion (Step 7); undefined: the phase continues at once. */
+    readonly mediation?: Mediation,
   ) {}
 
   track(req: SourceRequest, ep: EndpointRuntime): void {

@@ -36,6 +36,8 @@ export const OwnCode = {
   REQUEST_QUEUE_FULL: 103002,
   NO_ROUTE: 103003,
   SENDER_DISABLED: 103004,
+  /** In the mediation block (103060–103079): [mediation] engine.global_timeout_interval passed. */
+  GLOBAL_TIMEOUT: 103064,
   /** Step 8 block (103080-103099): TLS, proxies, WebSocket. */
   TLS_HANDSHAKE_FAILED: 103080,
   PROXY_REFUSED: 103081,
@@ -76,7 +78,8 @@ export type FaultReason =
   | 'sender_disabled'
   | 'tls_handshake'
   | 'proxy_refused'
-  | 'ws_frame_refused';
+  | 'ws_frame_refused'
+  | 'global_timeout';
 
 export interface FaultKind {
   readonly base: number;
@@ -120,6 +123,7 @@ export const FAULT_KINDS: { readonly [R in FaultReason]: FaultKind } = {
   tls_handshake: { base: OwnCode.TLS_HANDSHAKE_FAILED, addsState: false, side: 'target', httpStatus: 502, message: 'Backend TLS handshake failed', description: 'The TLS handshake with the back end failed: certificate not trusted by the sender trust store, host name refused by sender.hostname_verifier, or no common protocol or cipher' },
   proxy_refused: { base: OwnCode.PROXY_REFUSED, addsState: false, side: 'target', httpStatus: 502, message: 'Proxy refused the tunnel', description: 'The outbound HTTP proxy did not open a CONNECT tunnel to the back end (non-2xx answer, e.g. 407 for wrong credentials)' },
   ws_frame_refused: { base: OwnCode.WEBSOCKET_FRAME_REFUSED, addsState: false, side: 'source', httpStatus: 429, message: 'WebSocket frame refused', description: 'A WebSocket client frame was refused by the per-frame limit; the tunnel was closed with close code 1008' },
+  global_timeout: { base: OwnCode.GLOBAL_TIMEOUT, addsState: false, side: 'target', httpStatus: 504, message: 'Gateway Timeout', description: 'No backend response within [mediation] engine.global_timeout_interval; a response arriving later is dropped' },
   sender_disabled: { base: OwnCode.SENDER_DISABLED, addsState: false, side: 'target', httpStatus: 503, message: 'Service Unavailable', description: 'The pass-through sender is disabled (transport.passthru_http.sender.enable = false)' },
 };
 

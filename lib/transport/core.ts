@@ -90,7 +90,7 @@ export class TransportCore {
   ) {
     this.timed = events.onExchange !== undefined;
     const s = settings;
-    const shortest = Math.min(s.socketTimeout, s.connectTimeout, s.headerTimeout, s.keepAliveTimeout, s.poolIdleTimeout);
+    const shortest = Math.min(s.socketTimeout, s.connectTimeout, s.headerTimeout, s.keepAliveTimeout, s.poolIdleTimeout, s.globalTimeout > 0 ? s.globalTimeout : Infinity);
     this.sweepEvery = Math.max(5, Math.min(250, Math.floor(shortest / 4)));
   }
 

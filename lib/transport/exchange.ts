@@ -5,10 +5,18 @@
 import type { PeerCertificate, TLSSocket } from 'node:tls';
 import type { SourceConnection } from './source';
 import type { TargetConnection } from './target';
-import type { SourceRequest, ForwardDecision } from './types';
+import type { SourceRequest, ForwardDecision, BodyRead } from './types';
 import type { TransportFault } from './codes';
 
 const EMPTY: readonly string[] = [];
+
+/** A request body being gathered for the router (readBody): views of the reads, and who waits. */
+export interface BodyCollector {
+  readonly limit: number;
+  readonly chunks: Buffer[];
+  size: number;
+  readonly resolve: (r: BodyRead) => void;
+}
 
 export class Exchange implements SourceRequest {
   // --- the request head (SourceRequest) ---
@@ -60,6 +68,13 @@ export class Exchange implements SourceRequest {
   forwardedAt = -1;
   /** Endpoint timeout deadline on the transport clock (0: none). */
   deadline = 0;
+  /** Global timeout deadline for the response head on the transport clock (0: none). */
+  responseDeadline = 0;
+  /** The body being gathered for the router (readBody), and the whole body once gathered. */
+  collect: BodyCollector | null = null;
+  collected: Buffer | null = null;
+  /** The body sent to the backend instead of relaying the client's (ForwardDecision.body). */
+  outBody: Buffer | null = null;
   /** Clock readings: head complete, and when it started waiting for a pool or slot. */
   startedAt: number;
   waitSince = 0;
@@ -93,5 +108,10 @@ export class Exchange implements SourceRequest {
     if (!this.secure || typeof socket.getPeerCertificate !== 'function') return undefined;
     const cert = socket.getPeerCertificate(true);
     return cert === null || cert === undefined || Object.keys(cert).length === 0 ? undefined : cert;
+  }
+
+  /** The whole request body, gathered before the route decision (SourceRequest.readBody). */
+  readBody(limit: number): Promise<BodyRead> {
+    return this.source.readBody(this, limit);
   }
 }

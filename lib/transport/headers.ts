@@ -264,3 +264,30 @@ export function buildLocalHead(statusCode: number, statusText: string, headers: 
   if (close) head += 'Connection: close\r\n';
   return head + '\r\n';
 }
+
+/**
+ * The request fields for a body the router supplies (ForwardDecision.body): the client's framing fields
+ * (Content-Length, Transfer-Encoding) and Expect (the gateway already has the body) are dropped and one
+ * Content-Length for the new body added (RFC 9112 §6.2, §6.3). A new array; the input is not edited.
+ */
+export function withBodyLength(headers: readonly string[], length: number): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < headers.length; i += 2) {
+    const name = headers[i] as string;
+    const l = name.length;
+    if ((l === 14 || l === 17 || l === 6) && FRAMING.has(name.toLowerCase())) continue;
+    out.push(name, headers[i + 1] as string);
+  }
+  out.push('Content-Length', String(length));
+  return out;
+}
+const FRAMING = new Set(['content-length', 'transfer-encoding', 'expect']);
+
+/** Whether the request asks for 100 Continue before sending its body (RFC 9110 §10.1.1). */
+export function expectsContinue(headers: readonly string[]): boolean {
+  for (let i = 0; i < headers.length; i += 2) {
+    const name = headers[i] as string;
+    if (name.length === 6 && name.toLowerCase() === 'expect' && (headers[i + 1] as string).trim().toLowerCase() === '100-continue') return true;
+  }
+  return false;
+}

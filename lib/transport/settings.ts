@@ -50,6 +50,11 @@ export interface TransportSettings {
   readonly senderEnabled: boolean;
   /** [throughway] shutdown_timeout: ms graceful close waits for in-flight requests. */
   readonly shutdownTimeout: number;
+  /**
+   * [mediation] engine.global_timeout_interval: ms from the hand-off to a backend connection until the
+   * response head must have arrived (0: none). Exceeded: fault 103064 (504), the late response is dropped.
+   */
+  readonly globalTimeout: number;
   /** The product token used where the gateway sets User-Agent or Server. */
   readonly productToken: string;
 }
@@ -80,6 +85,8 @@ export const DEFAULT_TRANSPORT_SETTINGS: TransportSettings = Object.freeze({
   xForwarded: true,
   senderEnabled: true,
   shutdownTimeout: 30_000,
+  // The raw transport has no mediation engine; the gateway passes the spec's 120000 ms.
+  globalTimeout: 0,
   productToken: 'throughway',
 });
 

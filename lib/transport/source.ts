@@ -16,11 +16,11 @@ import { STATUS_CODES } from 'node:http';
 import { HttpParser, ExecStatus, PAUSE, HEAD_CONTINUE, type ParserEvents } from './parser';
 import { ProtocolState as S, canTransition, type ProtocolState } from './states';
 import { makeFault, type TransportFault, type FaultReason } from './codes';
-import { buildRequestHead, buildLocalHead } from './headers';
-import { Exchange } from './exchange';
+import { buildRequestHead, buildLocalHead, withBodyLength, expectsContinue } from './headers';
+import { Exchange, type BodyCollector } from './exchange';
 import type { TransportCore } from './core';
 import type { TargetConnection } from './target';
-import type { ForwardDecision, LocalResponse, RouteDecision } from './types';
+import type { BodyRead, BufferedResponse, ForwardDecision, LocalResponse, ResponseHook, RouteDecision } from './types';
 
 const AT_HEAD = 1;
 const AT_COMPLETE = 2;
@@ -332,10 +332,12 @@ export class SourceConnection implements ParserEvents {
     return HEAD_CONTINUE;
   }
 
-  onBody(_chunk: Buffer, start: number, end: number): void {
+  onBody(chunk: Buffer, start: number, end: number): void {
     const ex = this.ex;
     if (ex === null) return;
     ex.bodyBytes += end - start;
+    // A chunked body being gathered keeps its payload (the raw framing relay() sees is not the body).
+    if (ex.collect !== null) this.collectBody(ex, ex.collect, chunk, start, end);
     const max = this.core.settings.maxRequestBody;
     if (max >= 0 && ex.bodyBytes > max) this.tooLarge = true;
   }
@@ -422,6 +424,15 @@ export class SourceConnection implements ParserEvents {
       return;
     }
     ex.forward = d;
+    let headers = d.headers ?? ex.headers;
+    const body = d.body ?? ex.collected;
+    if (body !== null) {
+      // A body of the router's (mediation): sent with its own length; what is left of the client's is dropped.
+      ex.outBody = body;
+      if (ex.collect !== null) this.endCollect(ex, { ok: false, reason: 'aborted', size: ex.collect.size });
+      if (!ex.requestComplete) ex.discard = true;
+      if (body.length > 0 || ex.hasBody) headers = withBodyLength(headers, body.length);
+    }
     if (d.responseHeaders !== undefined) ex.responseHeaders = d.responseHeaders;
     if (d.dropResponseHeaders !== undefined && d.dropResponseHeaders.length > 0) ex.dropResponseHeaders = d.dropResponseHeaders;
     const target = d.target;
@@ -431,7 +442,7 @@ export class SourceConnection implements ParserEvents {
         method: ex.method,
         // Through an HTTP proxy a plain request names the origin (absolute-form, RFC 9112 §3.2.2).
         path: target.proxy === undefined || target.tls !== undefined ? path : (target.origin as string) + path,
-        headers: d.headers ?? ex.headers,
+        headers,
         hostHeader: target.hostHeader,
         remoteAddress: this.remoteAddress,
         proto: this.secure ? 'https' : 'http',
@@ -461,8 +472,12 @@ export class SourceConnection implements ParserEvents {
       ex.forwardedAt = this.core.stamp();
       const timeout = (ex.forward as ForwardDecision).timeout;
       if (timeout !== undefined && timeout > 0) ex.deadline = this.core.now + timeout;
+      const global = this.core.settings.globalTimeout;
+      if (global > 0) ex.responseDeadline = this.core.now + global;
     }
     t.attach(ex);
+    // A router's body is held until the response, so a retry on a fresh connection resends it.
+    if (ex.outBody !== null && ex.outBody.length > 0) t.writeBody(ex.outBody);
     ex.ready = true;
     if (ex.requestComplete) t.endRequest();
   }
@@ -505,10 +520,71 @@ export class SourceConnection implements ParserEvents {
     this.pump();
   }
 
+  /**
+   * readBody(): gather the body instead of relaying it. Parsing goes on as if a target took the bytes;
+   * a body above `limit` resolves as too large at once (a Content-Length says so before any byte).
+   */
+  readBody(ex: Exchange, limit: number): Promise<BodyRead> {
+    if (ex.collect !== null || ex.collected !== null || ex.ready || ex.aborted || this.ex !== ex) return Promise.resolve({ ok: false, reason: 'already_read', size: 0 });
+    if (!ex.hasBody) {
+      ex.collected = EMPTY_BODY;
+      return Promise.resolve({ ok: true, body: EMPTY_BODY });
+    }
+    if (!ex.chunked && ex.contentLength > limit) {
+      // Never read: the answer closes the connection (RFC 9110 §15.5.14 allows closing on 413).
+      ex.closeAfter = true;
+      return Promise.resolve({ ok: false, reason: 'too_large', size: ex.contentLength });
+    }
+    return new Promise<BodyRead>((resolve) => {
+      ex.collect = { limit, chunks: [], size: 0, resolve };
+      // The client may wait for 100 Continue before sending the body (RFC 9110 §10.1.1); no backend
+      // will send it now, so the gateway does.
+      if (ex.versionMinor >= 1 && expectsContinue(ex.headers)) this.writeInterim(100, 'Continue', NO_FIELDS);
+      ex.ready = true;
+      this.unblockIfReady(ex);
+    });
+  }
+
+  private collectBody(ex: Exchange, c: BodyCollector, chunk: Buffer, start: number, end: number): void {
+    c.size += end - start;
+    if (c.size > c.limit) {
+      ex.discard = true;
+      ex.closeAfter = true;
+      this.endCollect(ex, { ok: false, reason: 'too_large', size: c.size });
+      return;
+    }
+    c.chunks.push(chunk.subarray(start, end));
+    this.retainRead = true; // the views keep this read's buffer from being reused
+  }
+
+  private endCollect(ex: Exchange, r: BodyRead): void {
+    const c = ex.collect as BodyCollector;
+    ex.collect = null;
+    c.chunks.length = 0;
+    c.resolve(r);
+  }
+
+  /** The gathered body in one buffer of its own (byteOffset 0): it may be transferred to a worker thread. */
+  private finishCollect(ex: Exchange): void {
+    const c = ex.collect as BodyCollector;
+    const body = Buffer.allocUnsafeSlow(c.size);
+    let off = 0;
+    for (const piece of c.chunks) off += piece.copy(body, off);
+    ex.collected = body;
+    ex.collect = null;
+    c.chunks.length = 0;
+    c.resolve({ ok: true, body });
+  }
+
   /** Body bytes (raw, framing included: chunked bodies are relayed verbatim) toward the target. */
   private relay(chunk: Buffer, start: number, end: number): void {
     const ex = this.ex as Exchange;
     if (ex.discard) return;
+    if (ex.collect !== null) {
+      // Content-Length bytes are the payload; chunked ones are gathered de-framed in onBody.
+      if (!ex.chunked) this.collectBody(ex, ex.collect, chunk, start, end);
+      return;
+    }
     const t = ex.target;
     if (t === null) return; // the target failed and the fault was answered; the rest is dropped
     ex.bodySent += end - start;
@@ -531,6 +607,7 @@ export class SourceConnection implements ParserEvents {
   private requestComplete(): void {
     const ex = this.ex as Exchange;
     ex.requestComplete = true;
+    if (ex.collect !== null) this.finishCollect(ex);
     if (this.state < S.REQUEST_DONE) this.setState(S.REQUEST_DONE);
     if (ex.target !== null) ex.target.endRequest();
     if (ex.responseDone) this.finishExchange(ex);
@@ -586,6 +663,43 @@ export class SourceConnection implements ParserEvents {
     } else if (ex.requestComplete) {
       this.finishExchange(ex);
     }
+  }
+
+  /**
+   * A response gathered for ForwardDecision.bufferResponse is complete (its target is already released):
+   * the router's hook decides what the client gets, answered like a local response.
+   */
+  gatheredResponse(ex: Exchange, res: BufferedResponse): void {
+    const hook = (ex.forward as ForwardDecision).bufferResponse as ResponseHook;
+    let r: LocalResponse | Promise<LocalResponse>;
+    try {
+      r = hook.handle(res);
+    } catch (err) {
+      this.responseHookFailed(ex, err);
+      return;
+    }
+    if (typeof (r as Promise<LocalResponse>).then === 'function') {
+      (r as Promise<LocalResponse>).then(
+        (d) => this.responseHookDone(ex, d),
+        (err: unknown) => this.responseHookFailed(ex, err),
+      );
+    } else this.responseHookDone(ex, r as LocalResponse);
+  }
+
+  private responseHookDone(ex: Exchange, r: LocalResponse): void {
+    if (ex.aborted || this.ex !== ex) return;
+    const drop = ex.dropResponseHeaders;
+    let headers = r.headers ?? NO_FIELDS;
+    if (drop !== undefined) headers = headers.filter((_, i, a) => (i % 2 === 0 ? !drop.includes((a[i] as string).toLowerCase()) : !drop.includes((a[i - 1] as string).toLowerCase())));
+    // A fault the router rendered carries its own (CORS) fields already.
+    if (ex.responseHeaders.length > 0 && r.faultCode === undefined) headers = [...headers, ...ex.responseHeaders];
+    this.answer(ex, { ...r, headers }, false);
+  }
+
+  private responseHookFailed(ex: Exchange, err: unknown): void {
+    if (ex.aborted || this.ex !== ex) return;
+    this.core.log.log('error', 'response_hook_error', { connection: this.id, error: err instanceof Error ? err.message : String(err) });
+    this.answerFault(ex, makeFault('processing', S.RESPONSE_DONE, false, 'response hook threw'), false);
   }
 
   /** Request complete and response done: the connection goes on or closes. */
@@ -846,6 +960,7 @@ export class SourceConnection implements ParserEvents {
   /** Forget the exchange; a target still serving it cannot be reused (the request or response is cut). */
   private dropExchange(ex: Exchange): void {
     ex.aborted = true;
+    if (ex.collect !== null) this.endCollect(ex, { ok: false, reason: 'aborted', size: ex.collect.size });
     if (ex.hasSlot) this.core.releaseSlot(ex);
     else if (ex.forward !== null) this.core.cancelSlotWait(ex);
     if (ex.forward !== null && ex.target === null) this.core.poolFor(ex.forward.target).cancelWait(ex);

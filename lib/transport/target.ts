@@ -18,6 +18,16 @@ import { startTunnel } from './tunnel';
 import type { RoutePool } from './pool';
 import type { Exchange } from './exchange';
 import type { TransportCore } from './core';
+import type { BufferedResponse } from './types';
+
+/** A response being gathered for ForwardDecision.bufferResponse: copies (the read buffer is reused). */
+interface ResponseCollector {
+  readonly status: number;
+  readonly headers: readonly string[];
+  readonly limit: number;
+  readonly chunks: Buffer[];
+  size: number;
+}
 
 const AT_HEAD = 1;
 const AT_COMPLETE = 2;
@@ -56,6 +66,8 @@ export class TargetConnection implements ParserEvents {
   private pendingHead: string | null = null;
   /** Set by a parser callback that found the exchange cannot go on; acted on after execute returns. */
   private pendingFailure: string | undefined = undefined;
+  /** The response being gathered instead of relayed (ForwardDecision.bufferResponse). */
+  private gathered: ResponseCollector | null = null;
 
   readonly socket: Socket;
   /** The buffer the socket reads into (net's onread), and one still held by a pending client write. */
@@ -127,6 +139,7 @@ export class TargetConnection implements ParserEvents {
     this.interim = false;
     this.readUntilClose = false;
     this.dechunk = false;
+    this.gathered = null;
     this.lastActive = this.core.now;
     this.socket.write(ex.requestHead, 'latin1');
     if (this.connected) this.syncRequestState();
@@ -231,7 +244,7 @@ export class TargetConnection implements ParserEvents {
             off += n;
             this.clRemaining -= n;
           }
-          if (this.clRemaining > 0) break;
+          if (this.clRemaining > 0 || this.pendingFailure !== undefined) break;
           this.complete(off < end);
           break;
         }
@@ -306,6 +319,11 @@ export class TargetConnection implements ParserEvents {
   }
 
   onBody(chunk: Buffer, start: number, end: number): void {
+    if (this.gathered !== null) {
+      // Chunked: the payload is here. Otherwise feed() hands the raw bytes (the payload) to relay().
+      if (this.dechunk) this.gather(chunk, start, end);
+      return;
+    }
     if (this.dechunk) {
       if (this.pendingHead !== null) this.flushHead();
       this.responseBytes += end - start;
@@ -384,6 +402,21 @@ export class TargetConnection implements ParserEvents {
       return false;
     }
     const noBody = noBodyKnown || (!p.chunked && p.contentLength === 0);
+    const hook = ex.forward?.bufferResponse;
+    if (hook !== undefined && !ex.isHead) {
+      // Gathered for the router (mediation), nothing written to the client yet: a chunked body is taken
+      // de-framed from onBody, a counted one from relay(), one delimited by the close at the end.
+      this.gathered = { status, headers: p.headers.slice(), limit: hook.limit, chunks: [], size: 0 };
+      this.dechunk = !noBody && p.chunked;
+      this.readUntilClose = !noBody && !p.chunked && p.contentLength < 0;
+      this.keepAliveAfter = p.keepAlive;
+      ex.status = status;
+      if (!noBody) {
+        this.inBody = true;
+        this.setState(S.RESPONSE_BODY);
+      }
+      return true;
+    }
     const dechunk = !noBody && p.chunked && ex.versionMinor === 0;
     const untilClose = !noBody && !p.chunked && p.contentLength < 0;
     this.dechunk = dechunk;
@@ -422,7 +455,22 @@ export class TargetConnection implements ParserEvents {
     return true;
   }
 
+  private gather(chunk: Buffer, start: number, end: number): void {
+    const g = this.gathered as ResponseCollector;
+    this.responseBytes += end - start;
+    g.size += end - start;
+    if (g.size > g.limit) {
+      this.pendingFailure = `response body above the limit of ${g.limit} bytes for mediation`;
+      return;
+    }
+    g.chunks.push(Buffer.from(chunk.subarray(start, end)));
+  }
+
   private relay(chunk: Buffer, start: number, end: number): void {
+    if (this.gathered !== null) {
+      this.gather(chunk, start, end);
+      return;
+    }
     this.responseBytes += end - start;
     const ex = this.ex as Exchange;
     const head = this.pendingHead;
@@ -463,6 +511,8 @@ export class TargetConnection implements ParserEvents {
     this.setState(S.RESPONSE_DONE);
     this.inBody = false;
     ex.responseBytes = this.responseBytes;
+    const g = this.gathered;
+    this.gathered = null;
     const reusable =
       !trailing && this.keepAliveAfter && !this.readUntilClose && ex.requestComplete && !this.core.settings.disableKeepAlive && !this.core.closing;
     this.ex = null;
@@ -476,11 +526,11 @@ export class TargetConnection implements ParserEvents {
       this.idleSince = this.core.now;
       // Back in the pool first, so the client's next (pipelined) request can reuse this very socket.
       this.pool.release(this);
-      ex.source.responseDone(ex);
     } else {
       this.destroy();
-      ex.source.responseDone(ex);
     }
+    if (g === null) ex.source.responseDone(ex);
+    else ex.source.gatheredResponse(ex, { status: g.status, headers: g.headers, body: g.chunks.length === 1 ? (g.chunks[0] as Buffer) : Buffer.concat(g.chunks, g.size) } satisfies BufferedResponse);
   }
 
   private readonly onEnd = (): void => {
@@ -570,6 +620,13 @@ export class TargetConnection implements ParserEvents {
     const ex = this.ex;
     if (ex === null) return; // idle ones are evicted by the pool's sweep
     const settings = this.core.settings;
+    if (ex.responseDeadline !== 0 && this.state < S.RESPONSE_HEAD && now > ex.responseDeadline) {
+      // [mediation] engine.global_timeout_interval (spec 001): the response must arrive within it; the
+      // socket is closed, so a response arriving later is dropped, and the spec asks for a warning.
+      this.core.log.log('warn', 'global_timeout', { url: ex.url, target: this.pool.endpoint.key, timeoutMs: settings.globalTimeout, message: 'no backend response within the global timeout; a late response is dropped' });
+      this.fail('global_timeout', `no response within ${settings.globalTimeout} ms`, true);
+      return;
+    }
     if (ex.deadline !== 0 && now > ex.deadline) {
       this.fail('socket_timeout', `endpoint timeout of ${(ex.forward as { timeout?: number }).timeout} ms`, true);
       return;

@@ -51,6 +51,14 @@ export interface SourceRequest {
    * its issuer chain; undefined on plain connections or when the client sent none.
    */
   peerCertificate?(): PeerCertificate | undefined;
+  /**
+   * Gathers the whole request body (de-chunked) before the decision, for routers that must see it
+   * (mediation). Nothing is relayed meanwhile; the decision then forwards `ForwardDecision.body` (by
+   * default the gathered body) with a Content-Length. Bodies above `limit` bytes resolve as too large
+   * (the rest is dropped, the connection closes after the answer). Called at most once per request.
+   * Optional: requests built by hand (tests, other transports) may not offer it.
+   */
+  readBody?(limit: number): Promise<BodyRead>;
 }
 
 /**
@@ -80,6 +88,11 @@ export interface TunnelInfo {
   readonly fault: TransportFault | undefined;
 }
 
+/** What readBody() gives: the body, or why there is none. */
+export type BodyRead =
+  | { readonly ok: true; readonly body: Buffer }
+  | { readonly ok: false; readonly reason: 'too_large' | 'aborted' | 'already_read'; readonly size: number };
+
 /** Send the request to a backend. */
 export interface ForwardDecision {
   readonly target: TargetEndpoint;
@@ -104,6 +117,32 @@ export interface ForwardDecision {
    * answers 101, tunnel the connection (docs/websocket.md). Absent: Upgrade is dropped (hop-by-hop).
    */
   readonly websocket?: WebSocketHooks;
+  /**
+   * Send this body instead of relaying the client's: Content-Length is set to its length, the client's
+   * Content-Length, Transfer-Encoding and Expect are dropped, and whatever of the client's body is still
+   * unread is read and dropped. A body gathered by readBody() is forwarded when this is absent. Kept
+   * until the response, so a retry resends it.
+   */
+  readonly body?: Buffer;
+  /**
+   * Gather the backend's response (de-chunked, at most `limit` bytes: 101510 + state above) and answer the
+   * client with what `handle` makes of it, instead of streaming it through. HEAD requests are streamed.
+   */
+  readonly bufferResponse?: ResponseHook;
+}
+
+/** A whole backend response, for ForwardDecision.bufferResponse. */
+export interface BufferedResponse {
+  readonly status: number;
+  /** Flat [name, value, ...] as received. */
+  readonly headers: readonly string[];
+  readonly body: Buffer;
+}
+
+export interface ResponseHook {
+  readonly limit: number;
+  /** What the client gets; framing (Content-Length, Connection) is the transport's. */
+  handle(res: BufferedResponse): LocalResponse | Promise<LocalResponse>;
 }
 
 export interface RetryPolicy {

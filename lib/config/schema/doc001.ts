@@ -139,17 +139,18 @@ function wsKeys(secure: boolean): KeyDef[] {
 const BUILDER_TYPES = ['application_xml', 'form_urlencoded', 'multipart_form_data', 'text_plain', 'application_json', 'json_badgerfish', 'text_javascript', 'octet_stream', 'application_binary'];
 
 /** (spec 001, Message builders and formatters): content type -> class; throughway loads no classes. */
-function classMapKeys(kind: 'builder' | 'formatter'): KeyDef[] {
+/** `runs`: the gateway maps the class to a built-in format (lib/mediation/formats.ts); blocking twins are only checked. */
+function classMapKeys(kind: 'builder' | 'formatter', runs = false): KeyDef[] {
   const names = kind === 'formatter' ? [...BUILDER_TYPES, 'text_xml', 'soap_xml'] : BUILDER_TYPES;
   return names.map(
-    (n): KeyDef => ({ key: n, type: 's', format: 'class', inactive: true, defaultText: `built-in ${kind} class`, meaning: `Message ${kind} class for ${n.replace(/_/g, ' ')} content.` }),
+    (n): KeyDef => ({ key: n, type: 's', format: 'class', inactive: !runs, defaultText: `built-in ${kind} class`, meaning: `Message ${kind} class for ${n.replace(/_/g, ' ')} content.` }),
   );
 }
 
-function customClassKeys(kind: 'builder' | 'formatter'): KeyDef[] {
+function customClassKeys(kind: 'builder' | 'formatter', runs = false): KeyDef[] {
   return [
-    { key: 'content_type', type: 's', required: true, inactive: true, meaning: `Content type (a media type path) the ${kind} applies to.` },
-    { key: 'class', type: 's', required: true, format: 'class', inactive: true, meaning: `Implementation class of the ${kind}.` },
+    { key: 'content_type', type: 's', required: true, inactive: !runs, meaning: `Content type (a media type path) the ${kind} applies to.` },
+    { key: 'class', type: 's', required: true, format: 'class', inactive: !runs, meaning: `Implementation class of the ${kind}.` },
   ];
 }
 
@@ -250,7 +251,7 @@ export const DOC001_SECTIONS: readonly SectionDef[] = [
       { key: 'http.headers.preserve', type: 's', required: true, format: 'list', default: ['Content-Type'], meaning: 'Header fields kept in the outgoing message, comma separated.' },
       { key: 'disable_connection_keepalive', type: 'b', required: true, default: false, meaning: 'Close backend connections after each request.' },
       { key: 'max_open_connections', type: 'i', default: -1, min: -1, meaning: 'Limit of simultaneously open incoming connections; -1 or removal disables it.' },
-      { key: 'force_xml_validation', type: 'b', default: false, inactive: true, meaning: 'Build the whole XML document to detect malformed XML.' },
+      { key: 'force_xml_validation', type: 'b', default: false, meaning: 'Build the whole XML document to detect malformed XML.' },
       { key: 'force_json_validation', type: 'b', default: false, meaning: 'Parse JSON bodies to validate them.' },
     ],
   },
@@ -266,46 +267,46 @@ export const DOC001_SECTIONS: readonly SectionDef[] = [
   { path: 'transport.wss', source: '001', title: 'Gateway secure WebSocket transport', runs: true, enabledBy: 'transport.wss.sender.enable', keys: wsKeys(true) },
 
   // ---------------------------------------------------------------- message builders and formatters
-  { path: 'message_builders', source: '001', title: 'Message builders', runs: true, keys: classMapKeys('builder') },
+  { path: 'message_builders', source: '001', title: 'Message builders', runs: true, keys: classMapKeys('builder', true) },
   { path: 'blocking.message_builders', source: '001', title: 'Message builders (blocking transport)', runs: false, keys: classMapKeys('builder') },
-  { path: 'message_formatters', source: '001', title: 'Message formatters', runs: true, keys: classMapKeys('formatter') },
+  { path: 'message_formatters', source: '001', title: 'Message formatters', runs: true, keys: classMapKeys('formatter', true) },
   { path: 'blocking.message_formatters', source: '001', title: 'Message formatters (blocking transport)', runs: false, keys: classMapKeys('formatter') },
-  { path: 'custom_message_builders', repeatable: true, source: '001', title: 'Custom message builder', runs: true, keys: customClassKeys('builder') },
+  { path: 'custom_message_builders', repeatable: true, source: '001', title: 'Custom message builder', runs: true, keys: customClassKeys('builder', true) },
   { path: 'blocking.custom_message_builders', repeatable: true, source: '001', title: 'Custom message builder (blocking transport)', runs: false, keys: customClassKeys('builder') },
-  { path: 'custom_message_formatters', repeatable: true, source: '001', title: 'Custom message formatter', runs: true, keys: customClassKeys('formatter') },
+  { path: 'custom_message_formatters', repeatable: true, source: '001', title: 'Custom message formatter', runs: true, keys: customClassKeys('formatter', true) },
   { path: 'blocking.custom_message_formatters', repeatable: true, source: '001', title: 'Custom message formatter (blocking transport)', runs: false, keys: customClassKeys('formatter') },
 
   // ---------------------------------------------------------------- mediation
   {
-    // Only the response timeout applies to throughway; the pools serve iterate/clone mediators and the
-    // rest tunes XML/XPath/script mediation, statistics and a debugger that throughway does not have.
+    // The engine pool runs payload validation, conversion and scripts in worker threads (docs/mediation.md);
+    // XPath, temporary data, the debugger and inbound endpoints are the reference's and not throughway's.
     path: 'mediation',
     source: '001',
     title: 'Mediation engine',
     runs: true,
     keys: [
-      { key: 'engine.core_threads', type: 'i', default: 20, min: 1, inactive: true, meaning: 'Initial threads of the mediation pool.' },
-      { key: 'engine.max_threads', type: 'i', default: 100, min: 1, inactive: true, meaning: 'Maximum threads of the mediation pool.' },
-      { key: 'engine.threads_queue_length', type: 'i', default: 10, min: -1, inactive: true, meaning: 'Queue length; -1 infinite; a full finite queue rejects requests.' },
+      { key: 'engine.core_threads', type: 'i', default: 20, min: 1, meaning: 'Initial threads of the mediation pool.' },
+      { key: 'engine.max_threads', type: 'i', default: 100, min: 1, meaning: 'Maximum threads of the mediation pool.' },
+      { key: 'engine.threads_queue_length', type: 'i', default: 10, min: -1, meaning: 'Queue length; -1 infinite; a full finite queue rejects requests.' },
       { key: 'engine.global_timeout_interval', type: 'i', format: 'duration', unit: 'ms', default: 120000, min: 0, meaning: 'A backend response must arrive within this; later responses are dropped with a warning.' },
       { key: 'engine.enable_xpath_dom_failover', type: 'b', default: true, inactive: true, meaning: 'May switch to XPath 2.0.' },
       { key: 'engine.temp_data_chunk_size', type: 'i', default: 3072, min: 1, inactive: true, meaning: 'Chunk size of temporary message data.' },
-      { key: 'engine.script_mediator_pool_size', type: 'i', default: 15, min: 1, inactive: true, meaning: 'Script engine pool per externally referenced script.' },
-      { key: 'engine.preserve_namespace_on_xml_to_json', type: 'b', default: false, inactive: true, meaning: 'Keep namespace declarations in JSON output.' },
+      { key: 'engine.script_mediator_pool_size', type: 'i', default: 15, min: 1, meaning: 'Script engine pool per externally referenced script.' },
+      { key: 'engine.preserve_namespace_on_xml_to_json', type: 'b', default: false, meaning: 'Keep namespace declarations in JSON output.' },
       { key: 'engine.command_debugger_port', type: 'i', format: 'port', default: 9005, defaultText: 'sample 9005', inactive: true, meaning: 'Mediation debugger command port.' },
       { key: 'engine.event_debugger_port', type: 'i', format: 'port', default: 9006, defaultText: 'sample 9006', inactive: true, meaning: 'Mediation debugger event port.' },
       { key: 'engine.enable_xml_nil', type: 'b', default: false, inactive: true, meaning: 'XML nil handling in JSON conversion (sample switch).' },
       { key: 'engine.enable_namespace_declaration', type: 'b', default: false, inactive: true, meaning: 'Namespace declarations in JSON conversion (sample switch).' },
       { key: 'engine.build_valid_nc_name', type: 'b', default: false, inactive: true, meaning: 'Build valid XML NCNames from JSON keys (sample switch).' },
-      { key: 'engine.enable_auto_primitive', type: 'b', default: false, inactive: true, meaning: 'Automatic primitive conversion in JSON output (sample switch).' },
-      { key: 'engine.json_out_auto_array', type: 'b', default: false, inactive: true, meaning: 'Automatic arrays in JSON output (sample switch).' },
+      { key: 'engine.enable_auto_primitive', type: 'b', default: false, meaning: 'Automatic primitive conversion in JSON output (sample switch).' },
+      { key: 'engine.json_out_auto_array', type: 'b', default: false, meaning: 'Automatic arrays in JSON output (sample switch).' },
       { key: 'engine.disable_auto_primitive_regex', type: 's', inactive: true, meaning: 'Regular expression of values exempt from primitive conversion (sample).' },
       { key: 'engine.disable_custom_replace_regex', type: 's', inactive: true, meaning: 'Regular expression of custom replacements to disable (sample).' },
-      { key: 'flow.statistics.enable', type: 'b', default: false, inactive: true, meaning: 'Record time per mediator, per message and fault count per flow.' },
+      { key: 'flow.statistics.enable', type: 'b', default: false, meaning: 'Record time per mediator, per message and fault count per flow.' },
       { key: 'flow.statistics.capture_all', type: 'b', default: false, inactive: true, meaning: 'With flow statistics on, enable statistics for all artifacts.' },
       { key: 'statistics.enable_clean', type: 'b', default: true, inactive: true, meaning: 'Clear existing statistics before each request.' },
       { key: 'statistics.clean_interval', type: 's', format: 'duration', unit: 'ms', min: 0, inactive: true, meaning: 'Statistics clean interval (sample 1000ms).' },
-      { key: 'stat.tracer.collect_payloads', type: 'b', default: false, inactive: true, meaning: 'Record the payload before and after each mediator.' },
+      { key: 'stat.tracer.collect_payloads', type: 'b', default: false, meaning: 'Record the payload before and after each mediator.' },
       { key: 'stat.tracer.collect_mediation_properties', type: 'b', default: false, inactive: true, meaning: 'Record message-context and transport-scope properties.' },
       { key: 'inbound.core_threads', type: 'i', min: 1, inactive: true, meaning: 'Initial threads of inbound endpoints (sample 20).' },
       { key: 'inbound.max_threads', type: 'i', min: 1, inactive: true, meaning: 'Maximum threads of inbound endpoints (sample 100).' },

@@ -33,6 +33,19 @@ export const THROUGHWAY_SECTIONS: readonly SectionDef[] = [
     ],
   },
   {
+    // Bounds of mediation (docs/mediation.md) the spec has no key for.
+    path: 'throughway.mediation',
+    source: 'throughway',
+    title: 'Mediation limits',
+    runs: true,
+    keys: [
+      { key: 'max_body', type: 'i', format: 'bytes', default: 10485760, min: 0, meaning: 'Largest request body gathered for mediation (validation, scripts, conversion); a larger one gets fault 103061 (413) and the connection closes.' },
+      { key: 'inline_limit', type: 'i', format: 'bytes', default: 16384, min: 0, meaning: 'Bodies up to this size are validated and converted on the main thread; larger ones in the worker pool, as transferred buffers (PACKAGES.md: break-even 4-16 KiB).' },
+      { key: 'script_timeout', type: 's', format: 'duration', unit: 'ms', default: 5000, min: 1, meaning: 'A script call running longer is stopped (its worker thread is ended): fault 103066.' },
+      { key: 'worker_heap_mb', type: 'i', default: 256, min: 32, meaning: 'Heap limit (old generation, MiB) of each mediation worker thread; a script that allocates past it ends its worker: fault 103067.' },
+    ],
+  },
+  {
     path: 'throughway.demo',
     source: 'throughway',
     title: 'Built-in demo backend',

@@ -1,0 +1,310 @@
+/**
+ * Mediation (Step 7): payload validation, script mediation and JSON <-> XML conversion of request bodies,
+ * run by the gateway's mediation phase (lib/gateway/phases.ts) before the transport-headers phase.
+ *
+ * Cost model: a call that needs no mediation (validation off or a content type it does not cover, no
+ * script, no conversion on its API) is decided synchronously with no allocation, no Promise and no body
+ * buffering. A call that needs it gathers its body through the transport (SourceRequest.readBody, bounded
+ * by [throughway.mediation] max_body), then validates and converts small bodies inline and large ones, and
+ * every script, in the worker pool (lib/mediation/pool.ts), created on first use.
+ */
+import { performance } from 'node:perf_hooks';
+import type { Logger } from '../observability/log';
+import type { BodyRead, BufferedResponse, LocalResponse } from '../transport/types';
+import { finish, type CallContext, type Outcome } from '../gateway/phases';
+import { GatewayOwnCode, fault, type FaultValue } from '../gateway/faults';
+import { MediationPool, PoolError } from './pool';
+import { describeError, type Format } from './payload';
+import type { MediationSettings } from './settings';
+import { mediate, type MediateResult, type MediateTask, type ScriptChanges } from './steps';
+
+export { mediationSettingsFrom, type MediationSettings } from './settings';
+export { FormatConfigError } from './formats';
+export { MediationPool, BlockedThreadsAlert, PoolError } from './pool';
+
+/** What an API file asks of mediation ([mediation] table of the API, docs/apis.md). */
+export interface ApiMediation {
+  /** Absolute path of the script module with onRequest (and later onResponse). */
+  readonly script: string | undefined;
+  /** Convert request bodies to this format before forwarding. */
+  readonly requestFormat: 'json' | 'xml' | undefined;
+  /** Convert backend responses to this format before they reach the client. */
+  readonly responseFormat: 'json' | 'xml' | undefined;
+}
+
+/** How many bytes of a payload the trace line carries (stat.tracer.collect_payloads). */
+const TRACE_BYTES = 4096;
+
+const CONTENT_TYPES: Readonly<Record<'json' | 'xml', string>> = { json: 'application/json', xml: 'application/xml' };
+
+/** One script's concurrency limit (engine.script_mediator_pool_size): calls beyond it wait in order. */
+class ScriptGate {
+  running = 0;
+  readonly waiting: (() => void)[] = [];
+}
+
+export class Mediation {
+  readonly pool: MediationPool;
+  private readonly gates = new Map<string, ScriptGate>();
+
+  constructor(
+    readonly settings: MediationSettings,
+    private readonly logger: Logger,
+    pool?: MediationPool,
+  ) {
+    this.pool = pool ?? new MediationPool(settings.pool, { logger });
+  }
+
+  /**
+   * The phase: undefined (continue, synchronously) when the call needs nothing, else a Promise of the
+   * outcome. Only fields already parsed are read; nothing is allocated on the way out.
+   */
+  phase(ctx: CallContext, am: ApiMediation | undefined): Outcome | Promise<Outcome> {
+    const s = this.settings;
+    if (!s.validateJson && !s.validateXml && am === undefined) return undefined;
+    // The response side: gathered by the transport and mediated when it is complete (onResponse, response_format).
+    if (am !== undefined && (am.script !== undefined || am.responseFormat !== undefined)) ctx.responseHook = { limit: s.maxBody, handle: (res) => this.response(ctx, am, res) };
+    const req = ctx.req;
+    const hasBody = req.chunked || req.contentLength > 0;
+    let format: Format = 'binary';
+    let validate: 'json' | 'xml' | undefined;
+    if (hasBody) {
+      format = s.builders.of(headerValue(req.headers, 'content-type'));
+      if ((format === 'json' && s.validateJson) || (format === 'xml' && s.validateXml)) validate = format;
+    }
+    const script = am?.script;
+    const convertTo = hasBody && am?.requestFormat !== undefined && am.requestFormat !== format && (format === 'json' || format === 'xml') ? am.requestFormat : undefined;
+    if (validate === undefined && script === undefined && convertTo === undefined) return undefined;
+    return this.run(ctx, format, validate, script, convertTo);
+  }
+
+  private async run(ctx: CallContext, format: Format, validate: 'json' | 'xml' | undefined, script: string | undefined, convertTo: 'json' | 'xml' | undefined): Promise<Outcome> {
+    const s = this.settings;
+    const req = ctx.req;
+    const started = performance.now();
+    if (req.readBody === undefined) return { fault: fault(GatewayOwnCode.MEDIATION_FAILED, { description: 'The transport serving this call cannot hand over request bodies' }) };
+    const read: BodyRead = await req.readBody(s.maxBody);
+    if (!read.ok) {
+      if (read.reason === 'too_large') return { fault: fault(GatewayOwnCode.MEDIATION_BODY_TOO_LARGE, { description: `The request body (${read.size} bytes or more) exceeds the mediation limit of ${s.maxBody} bytes (throughway.mediation.max_body)` }) };
+      // 'aborted': the client went away, nobody reads the answer; 'already_read': another phase took it.
+      return { fault: fault(GatewayOwnCode.MEDIATION_FAILED, { description: `The request body could not be read (${read.reason})` }) };
+    }
+    const readMs = performance.now() - started;
+    const input = read.body;
+    const api = ctx.api?.def;
+    const task: MediateTask = {
+      body: input,
+      format,
+      validate,
+      script:
+        script === undefined
+          ? undefined
+          : { file: script, hook: 'onRequest', timeout: s.scriptTimeout, message: { method: req.method, path: req.url, headers: headerObject(req.headers), api: { name: api?.name ?? '', version: api?.version ?? '' } } },
+      convertTo,
+      conversion: s.conversion,
+    };
+    const pooled = script !== undefined || input.length > s.inlineLimit;
+    const bytesIn = input.length;
+    const traceIn = s.capturePayloads ? input.subarray(0, TRACE_BYTES).toString('utf8') : undefined; // before the buffer is transferred
+    let result: MediateResult;
+    try {
+      if (!pooled) result = await mediate(task);
+      else if (script !== undefined) result = await this.runScript(script, task);
+      else result = await this.pool.run(task);
+    } catch (err) {
+      return { fault: poolFault(err) };
+    }
+    const outcome = this.outcome(ctx, result, format);
+    if (s.statistics) {
+      this.logger.log('info', 'mediation_statistics', {
+        api: api === undefined ? undefined : `${api.name}:${api.version}`,
+        method: req.method,
+        url: req.url,
+        bytesIn,
+        bytesOut: result.body.byteLength,
+        pooled,
+        readMs: round(readMs),
+        validateMs: round(result.validateMs),
+        scriptMs: round(result.scriptMs),
+        convertMs: round(result.convertMs),
+        totalMs: round(performance.now() - started),
+        fault: outcome !== undefined && 'fault' in outcome ? outcome.fault.def.code : undefined,
+      });
+    }
+    if (traceIn !== undefined) {
+      this.logger.log('info', 'mediation_trace', { url: req.url, payloadIn: traceIn, payloadOut: Buffer.from(result.body.buffer, result.body.byteOffset, Math.min(result.body.byteLength, TRACE_BYTES)).toString('utf8') });
+    }
+    return outcome;
+  }
+
+  /** The backend's whole response -> what the client gets: onResponse, then response_format. */
+  private async response(ctx: CallContext, am: ApiMediation, res: BufferedResponse): Promise<LocalResponse> {
+    const s = this.settings;
+    const started = performance.now();
+    const format = s.builders.of(headerValue(res.headers, 'content-type'));
+    const convertTo = am.responseFormat !== undefined && am.responseFormat !== format && (format === 'json' || format === 'xml') ? am.responseFormat : undefined;
+    const script = am.script;
+    if (script === undefined && convertTo === undefined) return { status: res.status, headers: res.headers, body: res.body };
+    const req = ctx.req;
+    const api = ctx.api?.def;
+    const task: MediateTask = {
+      body: res.body,
+      format,
+      validate: undefined,
+      script:
+        script === undefined
+          ? undefined
+          : { file: script, hook: 'onResponse', timeout: s.scriptTimeout, message: { method: req.method, path: req.url, headers: headerObject(res.headers), status: res.status, api: { name: api?.name ?? '', version: api?.version ?? '' } } },
+      convertTo,
+      conversion: s.conversion,
+    };
+    const pooled = script !== undefined || res.body.length > s.inlineLimit;
+    const bytesIn = res.body.length;
+    let r: MediateResult;
+    try {
+      if (!pooled) r = await mediate(task);
+      else if (script !== undefined) r = await this.runScript(script, task);
+      else r = await this.pool.run(task);
+    } catch (err) {
+      return this.render(ctx, poolFault(err));
+    }
+    let f: FaultValue | undefined;
+    if (r.scriptFailure !== undefined) f = fault(r.scriptFailure.kind === 'timeout' ? GatewayOwnCode.SCRIPT_TIMEOUT : GatewayOwnCode.SCRIPT_FAILED, { description: r.scriptFailure.message });
+    else if (r.error !== undefined || r.conversionError !== undefined) {
+      // The backend's body, not the client's: a gateway-side failure, not 400.
+      f = fault(GatewayOwnCode.MEDIATION_FAILED, { description: `The backend response could not be converted: ${r.error !== undefined ? describeError(r.error) : r.conversionError}` });
+    }
+    if (s.statistics) {
+      this.logger.log('info', 'mediation_statistics', { direction: 'response', api: api === undefined ? undefined : `${api.name}:${api.version}`, method: req.method, url: req.url, bytesIn, bytesOut: r.body.byteLength, pooled, scriptMs: round(r.scriptMs), convertMs: round(r.convertMs), totalMs: round(performance.now() - started), fault: f?.def.code });
+    }
+    if (f !== undefined) return this.render(ctx, f);
+    let headers: readonly string[] = res.headers;
+    const changes = r.changes;
+    if (changes?.headers !== undefined) headers = applyHeaderChanges(headers, changes.headers);
+    if (r.format !== format) headers = applyHeaderChanges(headers, { 'Content-Type': CONTENT_TYPES[r.format as 'json' | 'xml'] });
+    return { status: changes?.status ?? res.status, headers, body: Buffer.from(r.body.buffer, r.body.byteOffset, r.body.byteLength) };
+  }
+
+  /** A fault for the response side, rendered as the gateway renders every fault (CORS fields, templates). */
+  private render(ctx: CallContext, f: FaultValue): LocalResponse {
+    return finish(ctx, { fault: f }) as LocalResponse;
+  }
+
+  /** The per-script gate (engine.script_mediator_pool_size), then the pool. */
+  private async runScript(file: string, task: MediateTask): Promise<MediateResult> {
+    let gate = this.gates.get(file);
+    if (gate === undefined) {
+      gate = new ScriptGate();
+      this.gates.set(file, gate);
+    }
+    if (gate.running >= this.settings.scriptConcurrency) {
+      const max = this.settings.pool.maxQueue;
+      if (gate.waiting.length >= max) throw new PoolError('queue_full', `script ${file}: ${gate.running} calls run and ${gate.waiting.length} wait`);
+      await new Promise<void>((resolve) => (gate as ScriptGate).waiting.push(resolve));
+    }
+    gate.running++;
+    try {
+      // A grace beyond the script's own (vm) limit: that one stops synchronous loops and keeps the thread;
+      // this one ends the thread of a call that never settles (an endless asynchronous loop).
+      return await this.pool.run(task, this.settings.scriptTimeout + 200);
+    } finally {
+      gate.running--;
+      const next = gate.waiting.shift();
+      if (next !== undefined) next();
+    }
+  }
+
+  /** A mediation result -> the phase's outcome; the forwarded body and fields go on the context. */
+  private outcome(ctx: CallContext, r: MediateResult, formatIn: Format): Outcome {
+    if (r.error !== undefined) {
+      return { fault: fault(r.error.format === 'json' ? GatewayOwnCode.MALFORMED_JSON : GatewayOwnCode.MALFORMED_XML, { description: describeError(r.error) }) };
+    }
+    if (r.scriptFailure !== undefined) {
+      const f = r.scriptFailure;
+      return { fault: fault(f.kind === 'timeout' ? GatewayOwnCode.SCRIPT_TIMEOUT : GatewayOwnCode.SCRIPT_FAILED, { description: f.message }) };
+    }
+    if (r.conversionError !== undefined) return { fault: fault(GatewayOwnCode.CONVERSION_FAILED, { description: r.conversionError }) };
+    const body = Buffer.from(r.body.buffer, r.body.byteOffset, r.body.byteLength);
+    const changes = r.changes;
+    let headers: readonly string[] = ctx.req.headers;
+    if (changes?.headers !== undefined) headers = applyHeaderChanges(headers, changes.headers);
+    if (r.format !== formatIn) headers = applyHeaderChanges(headers, { 'Content-Type': CONTENT_TYPES[r.format as 'json' | 'xml'] });
+    if (changes?.status !== undefined) return { answer: answerOf(changes, body, headers !== ctx.req.headers ? changes.headers : undefined) };
+    if (headers !== ctx.req.headers) ctx.requestHeaders = headers;
+    ctx.body = body;
+    return undefined;
+  }
+
+  async close(): Promise<void> {
+    await this.pool.close();
+  }
+}
+
+function answerOf(changes: ScriptChanges, body: Buffer, fields: Record<string, string | null> | undefined): { status: number; headers: string[]; body: Buffer } {
+  const headers: string[] = [];
+  if (fields !== undefined) for (const [k, v] of Object.entries(fields)) if (v !== null && k.toLowerCase() !== 'content-length' && k.toLowerCase() !== 'transfer-encoding') headers.push(k, v);
+  if (changes.body !== undefined && !headers.some((h, i) => i % 2 === 0 && h.toLowerCase() === 'content-type')) headers.push('Content-Type', typeof changes.body === 'string' ? 'text/plain; charset=UTF-8' : 'application/json');
+  return { status: changes.status as number, headers, body: changes.body === undefined ? Buffer.alloc(0) : body };
+}
+
+function poolFault(err: unknown): ReturnType<typeof fault> {
+  if (err instanceof PoolError) {
+    switch (err.kind) {
+      case 'queue_full':
+        return fault(GatewayOwnCode.MEDIATION_QUEUE_FULL, { description: err.message });
+      case 'timeout':
+        return fault(GatewayOwnCode.SCRIPT_TIMEOUT, { description: err.message });
+      case 'out_of_memory':
+        return fault(GatewayOwnCode.SCRIPT_RESOURCE_LIMIT, { description: err.message });
+      default:
+        return fault(GatewayOwnCode.MEDIATION_FAILED, { description: err.message });
+    }
+  }
+  return fault(GatewayOwnCode.MEDIATION_FAILED, { description: err instanceof Error ? err.message : String(err) });
+}
+
+function round(ms: number): number {
+  return Math.round(ms * 1000) / 1000;
+}
+
+/** The value of the first field named `lower` (lower-case), without allocating for other fields. */
+export function headerValue(headers: readonly string[], lower: string): string | undefined {
+  for (let i = 0; i < headers.length; i += 2) {
+    const name = headers[i] as string;
+    if (name.length === lower.length && name.toLowerCase() === lower) return headers[i + 1];
+  }
+  return undefined;
+}
+
+/** Lower-case name -> value, repeated fields joined with ", " (RFC 9110 §5.3). */
+function headerObject(headers: readonly string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (let i = 0; i < headers.length; i += 2) {
+    const k = (headers[i] as string).toLowerCase();
+    const v = headers[i + 1] as string;
+    out[k] = out[k] === undefined ? v : `${out[k]}, ${v}`;
+  }
+  return out;
+}
+
+/** A new field array: each named field replaced (first occurrence) or removed (null), new ones appended. */
+export function applyHeaderChanges(headers: readonly string[], changes: Readonly<Record<string, string | null>>): string[] {
+  const byLower = new Map<string, [string, string | null]>();
+  for (const [k, v] of Object.entries(changes)) byLower.set(k.toLowerCase(), [k, v]);
+  const out: string[] = [];
+  const done = new Set<string>();
+  for (let i = 0; i < headers.length; i += 2) {
+    const name = headers[i] as string;
+    const lower = name.toLowerCase();
+    const c = byLower.get(lower);
+    if (c === undefined) {
+      out.push(name, headers[i + 1] as string);
+      continue;
+    }
+    if (done.has(lower)) continue;
+    done.add(lower);
+    if (c[1] !== null) out.push(name, c[1]);
+  }
+  for (const [lower, [k, v]] of byLower) if (!done.has(lower) && v !== null) out.push(k, v);
+  return out;
+}

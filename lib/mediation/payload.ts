@@ -1,0 +1,313 @@
+/**
+ * What mediation does to a payload, as plain functions over bytes: validate JSON and XML (naming where
+ * the error is), read a body into a value for scripts, write a value back, and convert JSON <-> XML. The
+ * same functions run inline (small bodies) and in the worker threads (large ones, lib/mediation/worker.ts).
+ */
+import { XMLBuilder, XMLParser, XMLValidator } from 'fast-xml-parser';
+
+/** The built-in message builders and formatters (spec 001 maps content types to classes; these are ours). */
+export const FORMATS = ['json', 'xml', 'form', 'multipart', 'text', 'binary'] as const;
+export type Format = (typeof FORMATS)[number];
+
+/** Where a payload is malformed: the parser's words and a position a client can find. */
+export interface PayloadError {
+  readonly format: 'json' | 'xml';
+  readonly message: string;
+  readonly line: number;
+  readonly column: number;
+}
+
+/** JSON <-> XML switches of [mediation] (spec 001, engine.*). */
+export interface ConversionOptions {
+  /** engine.preserve_namespace_on_xml_to_json: keep prefixes and xmlns declarations in JSON output. */
+  readonly preserveNamespace: boolean;
+  /** engine.json_out_auto_array: every repeatable element is a JSON array, even when it occurs once. */
+  readonly autoArray: boolean;
+  /** engine.enable_auto_primitive: numbers and booleans in XML text become JSON numbers and booleans. */
+  readonly autoPrimitive: boolean;
+}
+
+function text(body: Buffer): string {
+  // RFC 8259 §8.1: no BOM is sent, but a parser may ignore one; so does the reference's builder.
+  const s = body.toString('utf8');
+  return s.charCodeAt(0) === 0xfeff ? s.slice(1) : s;
+}
+
+// --- validation -------------------------------------------------------------------------------------------
+
+/** undefined when `body` is one valid JSON text (RFC 8259), else where it is not. */
+export function validateJson(body: Buffer): PayloadError | undefined {
+  const s = text(body);
+  try {
+    JSON.parse(s);
+    return undefined;
+  } catch (err) {
+    // V8's messages give a position only for some errors: find it ourselves (error path only).
+    const at = jsonErrorOffset(s);
+    const { line, column } = lineColumn(s, at < 0 ? s.length : at);
+    const what = at >= s.length ? 'unexpected end of JSON input' : at >= 0 ? `unexpected ${describeChar(s, at)}` : (err as Error).message;
+    return { format: 'json', message: what, line, column };
+  }
+}
+
+/** undefined when `body` is well-formed XML, else the validator's error and position. */
+export function validateXml(body: Buffer): PayloadError | undefined {
+  const r = XMLValidator.validate(text(body));
+  if (r === true) return undefined;
+  return { format: 'xml', message: r.err.msg, line: r.err.line, column: r.err.col };
+}
+
+export function validate(format: 'json' | 'xml', body: Buffer): PayloadError | undefined {
+  return format === 'json' ? validateJson(body) : validateXml(body);
+}
+
+export function describeError(e: PayloadError): string {
+  return `Malformed ${e.format === 'json' ? 'JSON' : 'XML'} payload at line ${e.line}, column ${e.column}: ${e.message}`;
+}
+
+function describeChar(s: string, at: number): string {
+  const c = s.charCodeAt(at);
+  return c < 0x20 ? `control character U+${c.toString(16).padStart(4, '0').toUpperCase()}` : `character '${s[at]}'`;
+}
+
+function lineColumn(s: string, offset: number): { line: number; column: number } {
+  let line = 1;
+  let lineStart = 0;
+  for (let i = 0; i < offset && i < s.length; i++) {
+    if (s.charCodeAt(i) === 10) {
+      line++;
+      lineStart = i + 1;
+    }
+  }
+  return { line, column: offset - lineStart + 1 };
+}
+
+const enum J {
+  VALUE,
+  KEY,
+  AFTER,
+}
+
+/**
+ * The offset of the first character that makes `s` invalid JSON (RFC 8259 grammar), s.length for an
+ * early end, -1 when valid. Iterative: a deeply nested body cannot overflow the stack.
+ */
+export function jsonErrorOffset(s: string): number {
+  const n = s.length;
+  const stack: number[] = []; // 1: array, 2: object
+  let i = 0;
+  let state = J.VALUE;
+  const ws = (): void => {
+    while (i < n) {
+      const c = s.charCodeAt(i);
+      if (c === 32 || c === 9 || c === 10 || c === 13) i++;
+      else break;
+    }
+  };
+  const str = (): boolean => {
+    i++; // the opening quote
+    while (i < n) {
+      const c = s.charCodeAt(i);
+      if (c === 34) {
+        i++;
+        return true;
+      }
+      if (c < 0x20) return false;
+      if (c === 92) {
+        const e = s.charCodeAt(i + 1);
+        if (e === 117) {
+          for (let k = 2; k < 6; k++) {
+            if (!/[0-9a-fA-F]/.test(s[i + k] ?? '')) {
+              i += k;
+              return false;
+            }
+          }
+          i += 6;
+          continue;
+        }
+        if (!'"\\/bfnrt'.includes(s[i + 1] ?? 'x') || i + 1 >= n) {
+          i++;
+          return false;
+        }
+        i += 2;
+        continue;
+      }
+      i++;
+    }
+    return false;
+  };
+  const digits = (): number => {
+    const start = i;
+    while (i < n && s.charCodeAt(i) >= 48 && s.charCodeAt(i) <= 57) i++;
+    return i - start;
+  };
+  const num = (): boolean => {
+    if (s.charCodeAt(i) === 45) i++;
+    if (s.charCodeAt(i) === 48) i++;
+    else if (digits() === 0) return false;
+    if (s.charCodeAt(i) === 46) {
+      i++;
+      if (digits() === 0) return false;
+    }
+    const e = s.charCodeAt(i);
+    if (e === 101 || e === 69) {
+      i++;
+      const sign = s.charCodeAt(i);
+      if (sign === 43 || sign === 45) i++;
+      if (digits() === 0) return false;
+    }
+    return true;
+  };
+  for (;;) {
+    ws();
+    if (state === J.VALUE) {
+      if (i >= n) return n;
+      const c = s[i] as string;
+      if (c === '{') {
+        i++;
+        ws();
+        if (s[i] === '}') {
+          i++;
+          state = J.AFTER;
+        } else {
+          stack.push(2);
+          state = J.KEY;
+        }
+      } else if (c === '[') {
+        i++;
+        ws();
+        if (s[i] === ']') {
+          i++;
+          state = J.AFTER;
+        } else stack.push(1);
+      } else if (c === '"') {
+        if (!str()) return i;
+        state = J.AFTER;
+      } else if (c === '-' || (c >= '0' && c <= '9')) {
+        if (!num()) return i;
+        state = J.AFTER;
+      } else {
+        const lit = c === 't' ? 'true' : c === 'f' ? 'false' : c === 'n' ? 'null' : '';
+        if (lit === '') return i;
+        for (let k = 0; k < lit.length; k++) if (s[i + k] !== lit[k]) return i + k;
+        i += lit.length;
+        state = J.AFTER;
+      }
+    } else if (state === J.KEY) {
+      if (i >= n) return n;
+      if (s[i] !== '"' || !str()) return i;
+      ws();
+      if (i >= n) return n;
+      if (s[i] !== ':') return i;
+      i++;
+      state = J.VALUE;
+    } else {
+      if (stack.length === 0) return i < n ? i : -1;
+      if (i >= n) return n;
+      const top = stack[stack.length - 1];
+      const c = s[i];
+      if (c === ',') {
+        i++;
+        state = top === 2 ? J.KEY : J.VALUE;
+      } else if ((top === 1 && c === ']') || (top === 2 && c === '}')) {
+        i++;
+        stack.pop();
+      } else return i;
+    }
+  }
+}
+
+// --- values for scripts -----------------------------------------------------------------------------------
+
+/** A body as a script sees it: JSON parsed, form fields as an object, text as a string; else undefined. */
+export function readValue(format: Format, body: Buffer): unknown {
+  switch (format) {
+    case 'json':
+      return body.length === 0 ? undefined : (JSON.parse(text(body)) as unknown);
+    case 'form':
+      return Object.fromEntries(new URLSearchParams(body.toString('latin1')));
+    case 'text':
+    case 'xml':
+      return text(body);
+    default:
+      return undefined;
+  }
+}
+
+/** A script's body value back to bytes, in the request's format (a string is sent as it is). */
+export function writeValue(format: Format, value: unknown): Buffer {
+  if (typeof value === 'string') return Buffer.from(value, 'utf8');
+  if (Buffer.isBuffer(value)) return value;
+  if (value instanceof Uint8Array) return Buffer.from(value);
+  if (format === 'form' && value !== null && typeof value === 'object') return Buffer.from(new URLSearchParams(value as Record<string, string>).toString(), 'latin1');
+  return Buffer.from(JSON.stringify(value ?? null), 'utf8');
+}
+
+// --- JSON <-> XML -----------------------------------------------------------------------------------------
+
+/** The reference's element names for JSON that has no single root (a top-level array or several keys). */
+const JSON_OBJECT = 'jsonObject';
+const JSON_ARRAY = 'jsonArray';
+const JSON_ELEMENT = 'jsonElement';
+const ATTR = '@';
+const TEXT = '#text';
+
+/** JSON text -> an XML document. One-key objects give their key as the root element. */
+export function jsonToXml(body: Buffer): Buffer {
+  const value = JSON.parse(text(body)) as unknown;
+  let root: Record<string, unknown>;
+  if (Array.isArray(value)) root = { [JSON_ARRAY]: { [JSON_ELEMENT]: value } };
+  else if (value !== null && typeof value === 'object' && Object.keys(value).length === 1) root = value as Record<string, unknown>;
+  else root = { [JSON_OBJECT]: value };
+  const builder = new XMLBuilder({ ignoreAttributes: false, attributeNamePrefix: ATTR, textNodeName: TEXT, suppressBooleanAttributes: false });
+  return Buffer.from('<?xml version="1.0" encoding="UTF-8"?>' + builder.build(root), 'utf8');
+}
+
+/** An XML document -> JSON text, under the [mediation] switches. */
+export function xmlToJson(body: Buffer, o: ConversionOptions): Buffer {
+  const parser = new XMLParser({
+    ignoreAttributes: false,
+    attributeNamePrefix: ATTR,
+    textNodeName: TEXT,
+    ignoreDeclaration: true,
+    ignorePiTags: true,
+    removeNSPrefix: !o.preserveNamespace,
+    parseTagValue: o.autoPrimitive,
+    parseAttributeValue: o.autoPrimitive,
+    // Every element below the document root is an array when the switch asks for it (stable shapes).
+    ...(o.autoArray ? { isArray: (_name: string, jpath: unknown, _leaf: boolean, isAttribute: boolean) => !isAttribute && String(jpath).includes('.') } : {}),
+  });
+  // Validated while parsing: the parser alone accepts unbalanced tags.
+  let value = parser.parse(text(body), true) as Record<string, unknown>;
+  if (!o.preserveNamespace) value = dropNamespaceDeclarations(value) as Record<string, unknown>;
+  // The reference's wrappers are unwrapped again, so a JSON -> XML -> JSON round trip gives the same JSON.
+  const keys = Object.keys(value);
+  let out: unknown = value;
+  if (keys.length === 1) {
+    const only = value[keys[0] as string];
+    if (keys[0] === JSON_OBJECT) out = only;
+    else if (keys[0] === JSON_ARRAY) {
+      const el = only !== null && typeof only === 'object' ? (only as Record<string, unknown>)[JSON_ELEMENT] : undefined;
+      out = el === undefined ? [] : Array.isArray(el) ? el : [el];
+    }
+  }
+  return Buffer.from(JSON.stringify(out), 'utf8');
+}
+
+function dropNamespaceDeclarations(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(dropNamespaceDeclarations);
+  if (v === null || typeof v !== 'object') return v;
+  const out: Record<string, unknown> = {};
+  for (const [k, x] of Object.entries(v as Record<string, unknown>)) {
+    if (k === `${ATTR}xmlns` || k.startsWith(`${ATTR}xmlns:`)) continue;
+    out[k] = dropNamespaceDeclarations(x);
+  }
+  return out;
+}
+
+/** Convert `body` from one format to the other; other pairs are returned unchanged. */
+export function convert(from: Format, to: Format, body: Buffer, o: ConversionOptions): Buffer {
+  if (from === 'json' && to === 'xml') return jsonToXml(body);
+  if (from === 'xml' && to === 'json') return xmlToJson(body, o);
+  return body;
+}

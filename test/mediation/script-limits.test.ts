@@ -1,0 +1,88 @@
+/**
+ * Script mediation limits: a script that loops forever is stopped by the time limit (103066), one that
+ * allocates without bound has its worker ended by the heap limit (103067), and the gateway goes on
+ * serving; engine.script_mediator_pool_size bounds one script's concurrent calls.
+ */
+import t from 'tap';
+import { BASE_TOML, apiToml, echoBackend, request, startGateway, type EchoBackend } from '../gateway/helpers';
+
+const TOML = `${BASE_TOML}[mediation]\nengine.core_threads = 1\nengine.max_threads = 2\nengine.script_mediator_pool_size = 2\n[throughway.mediation]\nscript_timeout = "300ms"\nworker_heap_mb = 32\n`;
+
+function api(be: EchoBackend, script: string, context = '/s'): string {
+  return apiToml({ context, endpoint: `http://127.0.0.1:${be.port}`, resources: [['/*', ['POST', 'GET']]], extra: `[mediation]\nscript = "${script}"` });
+}
+
+const SCRIPTS: Record<string, string> = {
+  'scripts/change.js': `
+    module.exports.onRequest = function (m) {
+      const body = m.body;
+      body.total = body.items.reduce((n, i) => n + i.price, 0);
+      body.seenApi = m.api.name + ':' + m.api.version;
+      return { headers: { 'X-Mediated': 'yes', 'X-Remove-Me': null, 'X-Method': m.method }, body };
+    };`,
+  'scripts/answer.js': `
+    exports.onRequest = (m) => m.headers['x-key'] === 'open' ? undefined : ({ status: 403, body: { denied: m.path } });`,
+  'scripts/throws.js': `module.exports.onRequest = () => { throw new Error('no pizza today'); };`,
+  'scripts/loops.js': `module.exports.onRequest = () => { for (;;) {} };`,
+  'scripts/async-loops.js': `module.exports.onRequest = async () => { for (;;) { await null; } };`,
+  'scripts/allocates.js': `module.exports.onRequest = () => { const a = []; for (;;) a.push(new Array(100000).fill(a.length)); };`,
+  'scripts/escape.js': `
+    module.exports.onRequest = () => ({ body: {
+      require: typeof require, process: typeof process, globalThisKeys: Object.keys(globalThis).sort().join(','),
+      fn: (() => { try { return Function('return 1')(); } catch (e) { return 'blocked'; } })(),
+    } });`,
+  'scripts/bad-result.js': `module.exports.onRequest = () => ({ headers: { 'Bad\\nName': 'x' } });`,
+  'scripts/text.js': `module.exports.onRequest = (m) => ({ body: String(m.body).toUpperCase() });`,
+  'scripts/response.js': `
+    module.exports.onResponse = (m) => ({
+      status: m.status === 200 ? 203 : m.status,
+      headers: { 'X-Backend-Method': m.body.method, 'X-Was': String(m.status) },
+      body: { wrapped: m.body.url, path: m.path },
+    });`,
+  'scripts/response-throws.js': `module.exports.onResponse = () => { throw new Error('bad response'); };`,
+};
+
+t.test('a script that loops forever is stopped by the time limit (103066); the worker thread survives a sync loop', async (t) => {
+  const be = await echoBackend();
+  t.teardown(() => be.close());
+  const g = await startGateway(TOML, { s: api(be, '../scripts/loops.js'), a: api(be, '../scripts/async-loops.js', '/a'), c: api(be, '../scripts/change.js', '/c') }, SCRIPTS);
+  t.teardown(() => g.close());
+  const res = await request(g.port, '/s/1.0.0/x', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{}' });
+  t.equal(res.status, 500);
+  t.equal(res.json().fault.code, 103066);
+  t.match(res.json().fault.description, /longer than 300 ms/);
+  const asyncLoop = await request(g.port, '/a/1.0.0/x', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{}' });
+  t.equal(asyncLoop.status, 500, 'an endless asynchronous loop: its worker thread is ended');
+  t.equal(asyncLoop.json().fault.code, 103066);
+  const after = await request(g.port, '/c/1.0.0/x', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"items":[]}' });
+  t.equal(after.status, 200, 'scripts run again afterwards');
+});
+
+t.test('a script that allocates without bound ends its worker (103067); the gateway goes on', async (t) => {
+  const be = await echoBackend();
+  t.teardown(() => be.close());
+  const g = await startGateway(TOML, { s: api(be, '../scripts/allocates.js'), c: api(be, '../scripts/change.js', '/c') }, SCRIPTS);
+  t.teardown(() => g.close());
+  const res = await request(g.port, '/s/1.0.0/x', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{}' });
+  t.equal(res.status, 500);
+  // The heap limit (32 MiB) is reached well before the time limit in most runs; either stops it.
+  t.ok([103067, 103066].includes(res.json().fault.code), `fault ${res.json().fault.code}`);
+  const after = await request(g.port, '/c/1.0.0/x', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"items":[]}' });
+  t.equal(after.status, 200);
+});
+
+t.test('script_mediator_pool_size bounds the calls of one script running at once', async (t) => {
+  const be = await echoBackend();
+  t.teardown(() => be.close());
+  const slow = { 'scripts/slow.js': `module.exports.onRequest = () => { const end = Date.now() + 150; while (Date.now() < end) {} };` };
+  const g = await startGateway(TOML.replace('engine.max_threads = 2', 'engine.max_threads = 4'), { s: api(be, '../scripts/slow.js') }, slow);
+  t.teardown(() => g.close());
+  let peak = 0;
+  const pool = g.gw.mediation.pool;
+  const timer = setInterval(() => (peak = Math.max(peak, pool.pending)), 5);
+  const all = await Promise.all([1, 2, 3, 4, 5].map(() => request(g.port, '/s/1.0.0/x')));
+  clearInterval(timer);
+  t.same(all.map((r) => r.status), [200, 200, 200, 200, 200]);
+  t.ok(peak <= 2, `at most 2 calls of the script in the pool at once (saw ${peak})`);
+  t.ok(peak >= 1);
+});
