@@ -108,7 +108,7 @@ async function gatewayChild(): Promise<void> {
   );
   fs.writeFileSync(
     path.join(dir, 'apis', 'bench.toml'),
-    `name = "Bench"\ncontext = "/bench"\nversion = "1.0.0"\nauth = "none"\n[endpoints]\nproduction = "http://${HOST}:${process.env.BACKEND_PORT}"\n[[resources]]\npath = "/*"\nmethods = ["GET", "POST"]\n`,
+    `name = "Bench"\ncontext = "/bench"\nversion = "1.0.0"\nauth = "none"\n# mediation is measured, not the Unauthenticated tier (500/min per client IP)\nunauthenticated_policy = "Unlimited"\n[endpoints]\nproduction = "http://${HOST}:${process.env.BACKEND_PORT}"\n[[resources]]\npath = "/*"\nmethods = ["GET", "POST"]\n`,
   );
   const loaded = loadConfig({ file: path.join(dir, 'deployment.toml') });
   if (!loaded.ok) throw new Error(JSON.stringify(loaded.diagnostics));

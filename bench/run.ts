@@ -101,7 +101,6 @@ const USAGE = `usage: npm run bench -- [options]
   --quiet-cores C      ... below C cores (default 0.25)
   --auth               measure authentication instead: auth = "none" vs a bearer token (warm token cache)
                        on one full node; takes --duration, --warmup, --connections, --rounds (bench/auth.ts)
-
   --mediation          only the mediation scenarios: JSON validation at 1 KiB, 64 KiB, 1 MiB, and small-GET
                        latency while 1 MiB bodies are validated (bench/mediation.ts; printed, not written)`;
 

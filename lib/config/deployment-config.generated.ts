@@ -2192,6 +2192,10 @@ export interface ThroughwayMediationSection {
   readonly script_timeout: number;
   /** Heap limit (old generation, MiB) of each mediation worker thread; a script that allocates past it ends its worker: fault 103067. Default: 256. */
   readonly worker_heap_mb: number;
+  /** Most mediation worker threads, whatever [mediation] engine.max_threads and core_threads say (their defaults, 100 and 20, size a Java thread pool that also waits on I/O); 0: one per CPU core (os.availableParallelism()). The pool does CPU-bound work only, so threads beyond the cores add memory and contention, not throughput. Default: 0. */
+  readonly thread_cap: number;
+  /** A worker thread above engine.core_threads that has been idle this long is stopped; until then it is kept for the next burst (starting a thread costs tens of ms). Default: 60000 milliseconds. Loaded as milliseconds. */
+  readonly thread_idle_timeout: number;
 }
 
 /** Built-in demo backend ([throughway.demo], spec throughway). */

@@ -23,8 +23,13 @@ function settingsOf(extra: string): ReturnType<typeof mediationSettingsFrom> {
 
 t.test('sizes from [mediation] engine.*: -1 is an unbounded queue, core threads at most max', async (t) => {
   const d = settingsOf('');
-  t.same({ ...d.pool }, { minThreads: 20, maxThreads: 100, maxQueue: 10, workerHeapMb: 256 }, 'the spec\'s defaults');
-  const s = settingsOf('[mediation]\nengine.core_threads = 8\nengine.max_threads = 4\nengine.threads_queue_length = -1\n');
+  const cores = os.availableParallelism();
+  t.same({ ...d.pool }, { minThreads: Math.min(20, cores), maxThreads: Math.min(100, cores), maxQueue: 10 + 100 - Math.min(100, cores), workerHeapMb: 256, idleTimeout: 60000 }, 'the spec\'s defaults, capped at one thread per core; the threads capped off wait in the queue');
+  const wide = settingsOf('[throughway.mediation]\nthread_cap = 1000\n');
+  t.same([wide.pool.minThreads, wide.pool.maxThreads], [20, 100], 'thread_cap lifts the cap: the spec\'s counts as written');
+  const one = settingsOf('[mediation]\nengine.core_threads = 8\nengine.max_threads = 64\n[throughway.mediation]\nthread_cap = 1\n');
+  t.same([one.pool.minThreads, one.pool.maxThreads], [1, 1], 'an explicit cap below the counts wins');
+  const s = settingsOf('[mediation]\nengine.core_threads = 8\nengine.max_threads = 4\nengine.threads_queue_length = -1\n[throughway.mediation]\nthread_cap = 16\n');
   t.equal(s.pool.minThreads, 4);
   t.equal(s.pool.maxThreads, 4);
   t.equal(s.pool.maxQueue, Infinity, 'piscina rejects -1; Infinity is its unbounded queue');

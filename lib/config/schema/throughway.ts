@@ -43,6 +43,8 @@ export const THROUGHWAY_SECTIONS: readonly SectionDef[] = [
       { key: 'inline_limit', type: 'i', format: 'bytes', default: 16384, min: 0, meaning: 'Bodies up to this size are validated and converted on the main thread; larger ones in the worker pool, as transferred buffers (PACKAGES.md: break-even 4-16 KiB).' },
       { key: 'script_timeout', type: 's', format: 'duration', unit: 'ms', default: 5000, min: 1, meaning: 'A script call running longer is stopped (its worker thread is ended): fault 103066.' },
       { key: 'worker_heap_mb', type: 'i', default: 256, min: 32, meaning: 'Heap limit (old generation, MiB) of each mediation worker thread; a script that allocates past it ends its worker: fault 103067.' },
+      { key: 'thread_cap', type: 'i', default: 0, min: 0, meaning: 'Most mediation worker threads, whatever [mediation] engine.max_threads and core_threads say (their defaults, 100 and 20, size a Java thread pool that also waits on I/O); 0: one per CPU core (os.availableParallelism()). The pool does CPU-bound work only, so threads beyond the cores add memory and contention, not throughput.' },
+      { key: 'thread_idle_timeout', type: 's', format: 'duration', unit: 'ms', default: 60000, min: 0, meaning: 'A worker thread above engine.core_threads that has been idle this long is stopped; until then it is kept for the next burst (starting a thread costs tens of ms).' },
     ],
   },
   {
