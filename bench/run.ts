@@ -62,6 +62,9 @@ const DEMO_URL_FALLBACK = 'http://127.0.0.1:8280/<context>/<version>/<resource>'
 const DOC = path.join(ROOT, 'docs', 'performance.md');
 const PEERS_BEGIN = '<!-- peers:begin -->';
 const PEERS_END = '<!-- peers:end -->';
+/** Figures of the feature benches (--auth, --throttling, --mediation, A/B runs): recorded from their output, kept by --write. */
+const FEATURES_BEGIN = '<!-- features:begin -->';
+const FEATURES_END = '<!-- features:end -->';
 
 // ------------------------------------------------------------------ options
 
@@ -691,6 +694,11 @@ function renderDoc(own: string, peers: string | undefined, command: string, date
       `${PEERS_BEGIN}\n## Against the peers\n\nNo peers run recorded yet: \`npm run bench -- --compare --write\` adds it.\n${PEERS_END}`,
   );
   L.push('');
+  const features = existingSection(FEATURES_BEGIN, FEATURES_END);
+  if (features !== undefined) {
+    L.push(features);
+    L.push('');
+  }
   L.push('## How to reproduce');
   L.push('');
   L.push('```sh');
@@ -701,6 +709,7 @@ function renderDoc(own: string, peers: string | undefined, command: string, date
   L.push(`node dist/bench/run.js --from ${WORK_DIR}/run-<date>.json --write   # render a run again, measuring nothing`);
   L.push('node dist/bench/profile.js --mode perf          # where the CPU goes (perf), small GET under wrk');
   L.push('npm run bench -- --auth --rounds 3              # auth = "none" vs a bearer token on a warm token cache (issue 6: within 15%)');
+  L.push('npm run bench -- --throttling --rounds 3        # the same route with and without throttling (issue 7: at most 10%)');
   L.push('npm run bench -- --mediation                    # JSON validation at 1 KiB/64 KiB/1 MiB; small-GET p99 while 1 MiB bodies are validated (docs/mediation.md)');
   L.push('```');
   L.push('');
@@ -729,11 +738,16 @@ function renderDoc(own: string, peers: string | undefined, command: string, date
 }
 
 function existingPeersSection(): string | undefined {
+  return existingSection(PEERS_BEGIN, PEERS_END);
+}
+
+/** A block of the current document between two markers (kept when the document is written again). */
+function existingSection(begin: string, end: string): string | undefined {
   try {
     const doc = fs.readFileSync(DOC, 'utf8');
-    const a = doc.indexOf(PEERS_BEGIN);
-    const b = doc.indexOf(PEERS_END);
-    if (a >= 0 && b > a) return doc.slice(a, b + PEERS_END.length);
+    const a = doc.indexOf(begin);
+    const b = doc.indexOf(end);
+    if (a >= 0 && b > a) return doc.slice(a, b + end.length);
   } catch {
     // no document yet
   }
