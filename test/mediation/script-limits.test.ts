@@ -6,7 +6,7 @@
 import t from 'tap';
 import { BASE_TOML, apiToml, echoBackend, request, startGateway, type EchoBackend } from '../gateway/helpers';
 
-const TOML = `${BASE_TOML}[mediation]\nengine.core_threads = 1\nengine.max_threads = 2\nengine.script_mediator_pool_size = 2\n[throughway.mediation]\nthread_cap = 4\nscript_timeout = "300ms"\nworker_heap_mb = 32\n`;
+const TOML = `${BASE_TOML}[mediation]\nengine.core_threads = 1\nengine.max_threads = 2\nengine.script_mediator_pool_size = 2\n[throughway.mediation]\nthread_cap = 4\nscript_timeout = "300ms"\nworker_heap_mb = 64\n`;
 
 function api(be: EchoBackend, script: string, context = '/s'): string {
   return apiToml({ context, endpoint: `http://127.0.0.1:${be.port}`, resources: [['/*', ['POST', 'GET']]], extra: `[mediation]\nscript = "${script}"` });
@@ -65,7 +65,7 @@ t.test('a script that allocates without bound ends its worker (103067); the gate
   t.teardown(() => g.close());
   const res = await request(g.port, '/s/1.0.0/x', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{}' });
   t.equal(res.status, 500);
-  // The heap limit (32 MiB) is reached well before the time limit in most runs; either stops it.
+  // The heap limit (64 MiB) is reached well before the time limit in most runs; either stops it.
   t.ok([103067, 103066].includes(res.json().fault.code), `fault ${res.json().fault.code}`);
   const after = await request(g.port, '/c/1.0.0/x', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"items":[]}' });
   t.equal(after.status, 200);
