@@ -91,6 +91,22 @@ t.test('npm start: gateway + demo backend, the printed curl lines work, SIGTERM 
   const readmeCurls = readme.split('\n').map((l) => l.trim()).filter((l) => l.startsWith('curl ') && l.includes('localhost:8280'));
   t.ok(readmeCurls.length >= 2, 'the README shows curl lines');
   t.ok(readmeCurls.some((l) => l.includes('/pizzashack-secured/')), 'among them the protected demo API');
+  // The start-up output the README shows is what the node prints (ports moved by the offset, the paths
+  // relative to the working directory); lines with "..." are shortened there.
+  const shown = readme.slice(readme.indexOf('It prints its ports'));
+  const block = shown.slice(shown.indexOf('```\n') + 4, shown.indexOf('\n```', shown.indexOf('```\n') + 4));
+  const real = fs.realpathSync(dir);
+  const printedLines = new Set(out.split('\n').map((l) => l.split(`${real}/`).join('').split(`${dir}/`).join('').trim()));
+  const readmeOut = block.split('\n').filter((l) => !l.includes('...'));
+  t.ok(readmeOut.length >= 15, 'the README shows the start-up output');
+  for (const l of readmeOut) {
+    const moved = l
+      .trim()
+      .replace(/offset 0$/, `offset ${offset}`)
+      .replace(/\bport (\d+)/g, (_m, p: string) => `port ${Number(p) + offset}`)
+      .replace(/localhost:(\d+)/g, (_m, p: string) => `localhost:${Number(p) + offset}`);
+    t.ok(printedLines.has(moved), `README start-up line printed: ${l.trim()}`);
+  }
   const pages: [string, DocCommand[], string][] = [
     ['README.md', shCommands(readme, '## Quick start', '## Commands'), 'ReadmeApp'],
     ['docs/quickstart.md', shCommands(fs.readFileSync(path.join(root, 'docs', 'quickstart.md'), 'utf8')), 'QuickstartApp'],
