@@ -102,7 +102,9 @@ export const ApiCode = {
 
 export type GatewayCode = (typeof ApiCode)[keyof typeof ApiCode] | (typeof GatewayOwnCode)[keyof typeof GatewayOwnCode];
 
-const STEP5 = 'Step 5 (gateway security)';
+// Step 5 (gateway security) validates clients' tokens; obtaining OAuth 2.0 tokens for backends, the
+// reference's source of 900424, is not built.
+const BACKEND_OAUTH = 'OAuth 2.0 backend security (tokens the gateway obtains for a backend)';
 
 /**
  * Every API handler code of spec 002 part 7 and every own gateway code. Messages are the spec's; where the
@@ -113,7 +115,7 @@ export const GATEWAY_FAULTS: readonly GatewayFaultDef[] = Object.freeze([
   { code: 700700, httpStatus: 503, statusFrom: 'spec', message: 'API blocked', description: 'The API is in the BLOCKED lifecycle state', origin: 'spec', phase: 'api-status', sent: true },
   // --- payload and query
   { code: 900422, httpStatus: 422, statusFrom: 'spec', message: 'Invalid GraphQL query', description: 'The query of a GraphQL API is not valid syntax', origin: 'spec', phase: 'mediation', sent: true, pending: 'GraphQL APIs' },
-  { code: 900424, httpStatus: 503, statusFrom: 'throughway', message: 'Temporary Server Error', description: 'A protected backend was called with an invalid OAuth 2.0 backend token', origin: 'spec', phase: 'send', sent: true, pending: STEP5 },
+  { code: 900424, httpStatus: 503, statusFrom: 'throughway', message: 'Temporary Server Error', description: 'A protected backend was called with an invalid OAuth 2.0 backend token', origin: 'spec', phase: 'send', sent: true, pending: BACKEND_OAUTH },
   // Not sent: throughway gathers a body it mediates before answering, so the spec's condition becomes 103061
   // (413, over the mediation limit) or 101001 + state (the client ended mid-request); the code keeps its meaning.
   { code: 102511, httpStatus: 400, statusFrom: 'spec', message: 'Incomplete payload', description: 'The payload is too large for the client to keep the connection until it is fully transferred', origin: 'spec', phase: 'none', sent: false },

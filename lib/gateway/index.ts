@@ -395,7 +395,8 @@ export function createGateway(options: GatewayOptions): Gateway {
     return r;
   };
 
-  // Set by a transport that tunnels upgrades (the WebSocket piece of Step 8); until then 103140.
+  // Set by a transport that declares it tunnels upgrades handed over here. None does yet: the transport's
+  // tunnel (lib/transport/tunnel.ts) serves the WebSocket decisions of its own connections, so 103140.
   const tunnels = (): boolean => (transport as Partial<{ readonly tunnelsUpgrades: boolean }>).tunnelsUpgrades === true;
   const serve = (socket: net.Socket, secure: boolean): void => transport.handleConnection(socket, secure);
   const handler = requestListener(serve, (res, req, code) => {

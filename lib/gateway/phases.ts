@@ -287,7 +287,7 @@ function responseFields(ctx: CallContext): readonly string[] | undefined {
   return cors === undefined ? rl : [...cors, ...rl];
 }
 
-/** The chain, in the reference's order. Steps 4–7 replace the `run` of their phase; the order stays. */
+/** The chain, in the reference's order; every phase enforced (Steps 4–7 gave each its `run`). */
 export const PHASES: readonly Phase[] = Object.freeze([
   { name: 'route', enforced: true, run: routePhase },
   { name: 'cors', enforced: true, run: corsPhase },

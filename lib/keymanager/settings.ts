@@ -3,8 +3,8 @@
  *
  * - Issuer (`iss`): `[oauth.oidc.id_token] issuer` when set, otherwise the token endpoint URL on the
  *   management HTTPS port, `https://<server.hostname>:<9443 + offset>/oauth2/token`, as the reference
- *   names it (spec 002, part 4: /oauth2/token is the default ID token issuer). It stays the same when
- *   Step 8 opens that port, so tokens issued now keep validating.
+ *   names it (spec 002, part 4: /oauth2/token is the default ID token issuer), whether or not that port
+ *   is open.
  * - Validity: `[oauth.token_validation]` (application 3600 s, user 3600 s, refresh 86400 s) and
  *   `[oauth.oidc.token_validation] id_token_validity` (spec 002, part 5, rule 6); `[oauth]
  *   timestamp_skew` is the clock tolerance when checking `exp`/`nbf`/`iat` of tokens and assertions.

@@ -4,7 +4,8 @@
  * `npm start`. The curl lines it prints (and those in the README) work through the gateway against the
  * demo backend; SIGTERM ends it cleanly. The protected demo API's lines (a bearer token) are refused
  * without a token (900902) and work with one got as printed: apps create, keys generate, subscriptions add,
- * then the token endpoint.
+ * then the token endpoint. Every command of the README's quick start and of docs/quickstart.md runs too
+ * (doc-commands.ts), so neither page can drift from what the node does.
  */
 import { execFile, spawn } from 'node:child_process';
 import { promisify } from 'node:util';
@@ -13,6 +14,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import t from 'tap';
 import { request, until } from './helpers';
+import { runDocCommand, shCommands, type DocCommand, type DocRun } from './doc-commands';
 
 const root = path.join(__dirname, '..', '..', '..');
 const cli = path.join(root, 'dist', 'lib', 'cli.js');
@@ -83,17 +85,55 @@ t.test('npm start: gateway + demo backend, the printed curl lines work, SIGTERM 
     t.ok(r.status === 200 || r.status === 201, `${line} -> ${r.status} ${r.body.slice(0, 80)}`);
   }
 
-  // The README's quick start lines, against this gateway's port.
+  // The README's quick start and docs/quickstart.md, every command of their sh blocks, against this node.
+  // Each page creates its own application (MyApp renamed), as the printed lines above already made MyApp.
   const readme = fs.readFileSync(path.join(root, 'README.md'), 'utf8');
   const readmeCurls = readme.split('\n').map((l) => l.trim()).filter((l) => l.startsWith('curl ') && l.includes('localhost:8280'));
   t.ok(readmeCurls.length >= 2, 'the README shows curl lines');
   t.ok(readmeCurls.some((l) => l.includes('/pizzashack-secured/')), 'among them the protected demo API');
-  for (const line of readmeCurls) {
-    const c = parseCurl(line);
-    const headers: Record<string, string> = c.body !== undefined ? { 'Content-Type': 'application/json' } : {};
-    if (line.includes('Bearer <access token>')) headers.Authorization = `Bearer ${token}`;
-    const r = await request(port, c.url.pathname + c.url.search, { method: c.method, body: c.body, headers });
-    t.ok(r.status === 200 || r.status === 201, `README: ${line} -> ${r.status}`);
+  // The start-up output the README shows is what the node prints (ports moved by the offset, the paths
+  // relative to the working directory); lines with "..." are shortened there.
+  const shown = readme.slice(readme.indexOf('It prints its ports'));
+  const block = shown.slice(shown.indexOf('```\n') + 4, shown.indexOf('\n```', shown.indexOf('```\n') + 4));
+  const real = fs.realpathSync(dir);
+  const printedLines = new Set(out.split('\n').map((l) => l.split(`${real}/`).join('').split(`${dir}/`).join('').trim()));
+  const readmeOut = block.split('\n').filter((l) => !l.includes('...'));
+  t.ok(readmeOut.length >= 15, 'the README shows the start-up output');
+  for (const l of readmeOut) {
+    const moved = l
+      .trim()
+      .replace(/offset 0$/, `offset ${offset}`)
+      .replace(/\bport (\d+)/g, (_m, p: string) => `port ${Number(p) + offset}`)
+      .replace(/localhost:(\d+)/g, (_m, p: string) => `localhost:${Number(p) + offset}`);
+    t.ok(printedLines.has(moved), `README start-up line printed: ${l.trim()}`);
+  }
+  const pages: [string, DocCommand[], string][] = [
+    ['README.md', shCommands(readme, '## Quick start', '## Commands'), 'ReadmeApp'],
+    ['docs/quickstart.md', shCommands(fs.readFileSync(path.join(root, 'docs', 'quickstart.md'), 'utf8')), 'QuickstartApp'],
+  ];
+  // Run otherwise (npm start is the child above) or not at all (npm install, and npm test: this suite).
+  const notRun = new Set(['npm install', 'npm start', 'npm test']);
+  for (const [page, commands, app] of pages) {
+    t.ok(commands.length >= 8, `${page}: its commands (${commands.length})`);
+    const r: DocRun = { cwd: dir, offset, values: new Map() };
+    const kinds = new Set<string>();
+    for (const c of commands) {
+      if (notRun.has(c.line)) continue;
+      const res = await runDocCommand({ line: c.line.replace(/\bMyApp\b/g, app), status: c.status }, r);
+      kinds.add(res.kind);
+      if (res.kind === 'curl') {
+        if (c.status !== undefined) t.equal(res.status, c.status, `${page}: ${c.line} -> ${c.status}`);
+        else t.ok(res.status === 200 || res.status === 201, `${page}: ${c.line} -> ${res.status} ${res.output.slice(0, 80)}`);
+        if (c.line.includes('pizzashack-secured') && c.status === 401) t.match(res.output, /"code":900902/, `${page}: no token, 900902`);
+        if (c.line.includes('/pasta')) t.match(res.output, /"code":900906/, `${page}: no such resource, 900906`);
+        if (c.line.includes('/no-such-api/')) t.match(res.output, /"code":103005/, `${page}: no such API, 103005`);
+      } else if (res.kind === 'autocannon') {
+        t.equal(res.ok2xx, 20, `${page}: autocannon's requests answered 2xx`);
+        t.equal(res.non2xx, 0, `${page}: no errors or other statuses`);
+      } else t.pass(`${page}: ${c.line}`);
+    }
+    t.ok(r.values.has('access token'), `${page}: a token got with the page's own keys`);
+    t.same([...kinds].sort(), ['autocannon', 'cli', 'curl'], `${page}: curl, CLI and autocannon lines all ran`);
   }
   const small = await request(port, '/pizzashack/1.0.0/small');
   t.equal(small.body.length, 96, 'the benchmark resource has its documented size');
