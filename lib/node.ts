@@ -25,6 +25,8 @@ import { Metrics } from './observability/metrics';
 import { Health, backendPoolChecker, dataSourceChecker, userStoreChecker } from './observability/health';
 import { opsRoutes } from './observability/routes';
 import { gatewayObserver } from './observability/observe';
+import { hasRemoteIssuers, jwksChecker, redisChecker, registerComponentMetrics, workerPoolChecker } from './observability/components';
+import { RedisCounterStore } from './throttle/redis';
 import { applyReload, type ReloadResult } from './observability/reload';
 import { createGateway, type Gateway } from './gateway';
 import { createDemoBackend, type DemoBackend } from './demo/backend';
@@ -191,6 +193,14 @@ export async function startNode(loaded: LoadResult, options: StartOptions = {}):
       gateway = createGateway({ loaded, logger, cwd, keyManager: keyManagerLink(keyManager), events, throttling: { blocking: await store.listBlockingConditions() }, observe: gatewayObserver({ logger, ...(metrics !== undefined ? { metrics } : {}) }) });
       const gw = gateway;
       metrics?.attach({ transport: gw.transport, apiOf: (url) => gw.apiOf(url) });
+      if (metrics !== undefined) registerComponentMetrics(metrics, () => gateway);
+      if (health !== undefined) {
+        // The components' checkers share the backend pool checker's order (equal orders keep this order).
+        const order = opsConfig.backend_pool_checker_order;
+        health.register(workerPoolChecker(() => gateway, { order, queueLimit: gw.mediation.pool.settings.maxThreads }));
+        if (hasRemoteIssuers(gw)) health.register(jwksChecker(() => gateway, { order }));
+        if (gw.throttle.counters instanceof RedisCounterStore) health.register(redisChecker(() => gateway, { order }));
+      }
       const a = await gateway.listen(options.ephemeralPorts === true ? { port: 0, host: '127.0.0.1' } : {});
       listening.gateway = a.port;
       log(`  ${'gateway HTTP'.padEnd(18)} port ${a.port}`);

@@ -18,6 +18,8 @@ export interface Throttle {
   readonly settings: ThrottleSettings;
   /** The clock of every decision (tests inject a fake one). */
   readonly now: () => number;
+  /** Calls refused, by fault code (900800-900807): counted by the phase, read by the metrics at scrape time. */
+  readonly refused: Map<number, number>;
   policies(): Policies;
   /** The names API definitions may use (`policy`, `unauthenticated_policy`). */
   names(): PolicyNames;
@@ -79,6 +81,7 @@ export function createThrottle(options: ThrottleOptions): Throttle {
     counters,
     settings,
     now,
+    refused: new Map(),
     policies: () => policies,
     names: () => names,
     close: () => counters.close(),

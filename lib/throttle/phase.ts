@@ -51,6 +51,7 @@ export function throttlingPhase(ctx: CallContext): Outcome {
   const v = th.engine.check(call, th.now());
   if (v.limit >= 0) ctx.rateLimitFields = ['RateLimit-Limit', String(v.limit), 'RateLimit-Remaining', String(v.remaining), 'RateLimit-Reset', String(Math.ceil(v.resetMs / 1000))];
   if (v.code === 0) return undefined;
+  th.refused.set(v.code, (th.refused.get(v.code) ?? 0) + 1);
   if (v.code === ApiCode.BLOCKED) return { fault: fault(ApiCode.BLOCKED, { description: BLOCKED_BY[v.blockedBy ?? ''] ?? 'Blocked by a blocking condition' }) };
   return { fault: fault(v.code as GatewayCode, { retryAfterMs: v.retryAfterMs }) };
 }
