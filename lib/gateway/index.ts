@@ -216,6 +216,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     unsubscribe.push(options.events.on('blocking.removed', (e) => void throttle.blocking.remove(e.payload.condition.id)));
   }
   const directory = options.apis === undefined ? new ApiDirectory(settings.apisDir, settings.vars, throttle.names()) : undefined;
+  let policiesSeen = throttle.generation;
   let codeApis = options.apis;
   const tracing = tracingSettingsFrom(config);
   const tracer = options.tracer ?? (tracing.logTracer || tracing.remote ? new Tracer(tracing, { logger }) : undefined);
@@ -439,6 +440,11 @@ export function createGateway(options: GatewayOptions): Gateway {
       if (o?.apis !== undefined) {
         if (directory !== undefined) throw new GatewayOptionsError('reload({ apis }): this gateway reads its APIs from the apis/ directory; create it with `apis` to deploy definitions in code');
         codeApis = o.apis;
+      }
+      // Policies re-read since the last deploy (SIGHUP): every API file is validated against the new names.
+      if (throttle.generation !== policiesSeen) {
+        policiesSeen = throttle.generation;
+        directory?.revalidate();
       }
       const report = deploy(loadTemplates());
       watch();
