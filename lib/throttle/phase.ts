@@ -65,10 +65,10 @@ export function throttlingPhase(ctx: CallContext): Outcome {
 /**
  * Per-frame throttling of a WebSocket tunnel (docs/websocket.md, docs/throttling.md): like the reference,
  * each frame the client sends counts as one call against the same quotas as its handshake (API or
- * resource policy, subscription and its burst, application, custom policies, blocking conditions), with
- * the handshake's identity, IP and fields; bandwidth quotas are not charged for frames. The first frame a
- * level refuses closes the tunnel with 1008 (the tunnel's fault 103082) and is counted as throttled by its
- * level's code. One hook per opened tunnel, made at the handshake: plain HTTP calls never get here.
+ * resource policy, subscription and its burst, application, custom policies, the endpoint's hard limit,
+ * blocking conditions), with the handshake's identity, IP and fields; bandwidth quotas are not charged
+ * for frames. The first frame a level refuses closes the tunnel with 1008 (the tunnel's fault 103082) and
+ * is counted as throttled by its level's code. One hook per opened tunnel, made at the handshake: plain HTTP calls never get here.
  */
 function frameThrottle(th: Throttle, handshake: ThrottleCall): WebSocketHooks {
   const frame: ThrottleCall = { ...handshake, bytes: 0 };
