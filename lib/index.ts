@@ -50,6 +50,7 @@ export { Health, dataSourceChecker, backendPoolChecker } from './observability/h
 export type { HealthChecker, HealthResult, HealthReport } from './observability/health';
 export { opsRoutes, type OpsHandler } from './observability/routes';
 export { gatewayObserver } from './observability/observe';
+export { registerComponentMetrics, workerPoolChecker, jwksChecker, redisChecker, THROTTLE_LEVELS } from './observability/components';
 export { GATEWAY_FAULTS, ApiCode, GatewayOwnCode } from './gateway/faults';
 export type { GatewayFaultDef } from './gateway/faults';
 export { PHASES } from './gateway/phases';

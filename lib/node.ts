@@ -13,7 +13,9 @@
  * management port.
  *
  * Signals: SIGHUP re-reads deployment.toml (when the CLI says how: StartOptions.reload; a configuration
- * with errors is refused and the running one stays), then the API definitions and fault templates.
+ * with errors is refused and the running one stays), then the throttling policies file (refused with
+ * errors, the running policies stay), the TLS listeners' certificates (likewise), the API definitions and
+ * fault templates.
  * SIGTERM and SIGINT (handled by the CLI) call close(), which turns /health DOWN, stops accepting, lets
  * in-flight calls finish within [throughway] shutdown_timeout and closes idle keep-alive connections; the
  * gateway's close then flushes the queued spans and analytics events (docs/tracing.md, docs/analytics.md).
@@ -25,6 +27,8 @@ import { Metrics } from './observability/metrics';
 import { Health, backendPoolChecker, dataSourceChecker, userStoreChecker } from './observability/health';
 import { opsRoutes } from './observability/routes';
 import { gatewayObserver } from './observability/observe';
+import { hasRemoteIssuers, jwksChecker, redisChecker, registerComponentMetrics, workerPoolChecker } from './observability/components';
+import { RedisCounterStore } from './throttle/redis';
 import { applyReload, type ReloadResult } from './observability/reload';
 import { createGateway, type Gateway } from './gateway';
 import { createDemoBackend, type DemoBackend } from './demo/backend';
@@ -34,7 +38,7 @@ import { createKeyManager, type KeyManager } from './keymanager';
 import { keyManagerLink } from './security';
 import { openStore } from './store/open';
 import type { Store } from './store/types';
-import { listenerTlsSettings, serverOptions, watchCertificates } from './tls/settings';
+import { listenerTlsSettings, reloadCertificates, serverOptions, watchCertificates } from './tls/settings';
 import { ensureSampleKeystore } from './tls/sample';
 import type * as tls from 'node:tls';
 
@@ -100,6 +104,8 @@ export async function startNode(loaded: LoadResult, options: StartOptions = {}):
   let keyManager: KeyManager | undefined;
   const events = createEventBus((err, event) => logger.log('error', 'event_subscriber_failed', { event: event.name, message: (err as Error).message }));
   let stopWatching = (): void => undefined;
+  /** SIGHUP: the listeners' certificates read again (set once the TLS listeners exist). */
+  let reloadTls = (): { readonly ok: boolean; readonly error?: string } => ({ ok: true });
   let closing: Promise<void> | undefined;
   const close = (): Promise<void> => {
     // Twice (a second signal during shutdown) waits for the same shutdown.
@@ -130,6 +136,15 @@ export async function startNode(loaded: LoadResult, options: StartOptions = {}):
       log(`reloaded configuration${r.applied.length > 0 ? `: applied ${r.applied.join(', ')}` : ''}${r.restartNeeded.length > 0 ? `; at the next start: ${r.restartNeeded.join(', ')}` : ''}`);
     }
     if (gateway !== undefined) {
+      // The policies before the APIs: an API file may name a policy the new file defines.
+      const p = gateway.throttle.reload();
+      if (p.ok) log(`reloaded throttling policies from ${gateway.throttle.settings.policiesFile}`);
+      else {
+        log(`throttling policies refused: ${p.errors.length} error(s); the running policies stay`);
+        for (const e of p.errors) log(`  ${e}`);
+      }
+      const c = reloadTls();
+      if (!c.ok) log(`TLS certificates refused (${c.error ?? ''}); the running ones stay`);
       const g = gateway.reload();
       log(`reloaded: ${g.deployed.length} API(s) deployed`);
     }
@@ -191,6 +206,14 @@ export async function startNode(loaded: LoadResult, options: StartOptions = {}):
       gateway = createGateway({ loaded, logger, cwd, keyManager: keyManagerLink(keyManager), events, throttling: { blocking: await store.listBlockingConditions() }, observe: gatewayObserver({ logger, ...(metrics !== undefined ? { metrics } : {}) }) });
       const gw = gateway;
       metrics?.attach({ transport: gw.transport, apiOf: (url) => gw.apiOf(url) });
+      if (metrics !== undefined) registerComponentMetrics(metrics, () => gateway);
+      if (health !== undefined) {
+        // The components' checkers share the backend pool checker's order (equal orders keep this order).
+        const order = opsConfig.backend_pool_checker_order;
+        health.register(workerPoolChecker(() => gateway, { order, queueLimit: gw.mediation.pool.settings.maxThreads }));
+        if (hasRemoteIssuers(gw)) health.register(jwksChecker(() => gateway, { order }));
+        if (gw.throttle.counters instanceof RedisCounterStore) health.register(redisChecker(() => gateway, { order }));
+      }
       const a = await gateway.listen(options.ephemeralPorts === true ? { port: 0, host: '127.0.0.1' } : {});
       listening.gateway = a.port;
       log(`  ${'gateway HTTP'.padEnd(18)} port ${a.port}`);
@@ -216,6 +239,7 @@ export async function startNode(loaded: LoadResult, options: StartOptions = {}):
         log(`  ${'gateway WSS'.padEnd(18)} port ${(w.address() as { port: number }).port}`);
       }
       stopWatching = watchCertificates(tlsServers, tlsSettings, sampleFile, logger);
+      reloadTls = () => reloadCertificates(tlsServers, tlsSettings, sampleFile, logger);
     } else {
       log(`  the gateway does not run for role ${role}${GATEWAY_ROLES.has(role) ? ' (transport.passthru_http.listener.enable = false)' : ''}`);
     }

@@ -4,11 +4,9 @@
  * node:http has parsed the upgrade request and detached from the socket; `head` holds what the client sent
  * after it (the first tunnel bytes). The request head is written again, byte for byte as far as node:http
  * keeps it (rawHeaders: original case and order), and put back in front of the socket's stream together
- * with `head`, so a transport that tunnels upgrades reads the exchange as if it had accepted the socket.
- *
- * A transport without a tunnel would forward the request without its Upgrade field (hop-by-hop, RFC 9110
- * §7.8) and the client would get a plain response it cannot use: such a transport answers fault 103140
- * instead (501, `Connection: close`), rendered like every other fault.
+ * with `head`, so the transport (which tunnels upgrades: Transport.tunnelsUpgrades) reads the exchange as if
+ * it had accepted the socket: a WebSocket handshake to a WS API becomes a tunnel (docs/websocket.md), any
+ * other upgrade is forwarded without its Upgrade field (hop-by-hop, RFC 9110 §7.8) as a plain call.
  */
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';

@@ -136,6 +136,11 @@ export class ApiDirectory {
     private readonly policies?: PolicyNames,
   ) {}
 
+  /** The next read() validates every file again (the policy names changed: SIGHUP re-read the policies). */
+  revalidate(): void {
+    this.cache.clear();
+  }
+
   private listFiles(): string[] | undefined {
     try {
       return fs

@@ -36,7 +36,7 @@ import { GatewayEvents, gatewayFaultEvent, transportFaultEvent, type GatewayEven
 import { requestListener } from '../embed/handler';
 import { inject, type InjectOptions, type InjectResponse } from '../embed/inject';
 import { chainWith, type PhasePlacement } from '../embed/phases';
-import { answerOnSocket, replay } from '../embed/upgrade';
+import { replay } from '../embed/upgrade';
 import { buildTable, GatewayRuntime } from './runtime';
 import { gatewaySettingsFrom, type GatewaySettings } from './settings';
 import { HeaderRules } from './transport-headers';
@@ -136,8 +136,8 @@ export interface Gateway {
   listenTls(options: ListenOptions, tlsOptions: tls.TlsOptions): Promise<tls.Server>;
   handleConnection(socket: net.Socket, secure?: boolean): void;
   /**
-   * For a node:http server's 'upgrade' event: the upgrade request (WebSocket) is proxied when the transport
-   * tunnels upgrades, and answered with fault 103140 (501) when it does not.
+   * For a node:http server's 'upgrade' event: the socket goes to the transport with the consumed request
+   * head replayed; a WebSocket handshake to a WS API is tunnelled, any other upgrade answered as a plain call.
    */
   handleUpgrade(req: http.IncomingMessage, socket: Duplex, head?: Buffer): void;
   /** A (req, res) listener for node:http / Express / Fastify apps: the slower path (docs/embedding.md). */
@@ -216,6 +216,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     unsubscribe.push(options.events.on('blocking.removed', (e) => void throttle.blocking.remove(e.payload.condition.id)));
   }
   const directory = options.apis === undefined ? new ApiDirectory(settings.apisDir, settings.vars, throttle.names()) : undefined;
+  let policiesSeen = throttle.generation;
   let codeApis = options.apis;
   const tracing = tracingSettingsFrom(config);
   const tracer = options.tracer ?? (tracing.logTracer || tracing.remote ? new Tracer(tracing, { logger }) : undefined);
@@ -395,9 +396,6 @@ export function createGateway(options: GatewayOptions): Gateway {
     return r;
   };
 
-  // Set by a transport that declares it tunnels upgrades handed over here. None does yet: the transport's
-  // tunnel (lib/transport/tunnel.ts) serves the WebSocket decisions of its own connections, so 103140.
-  const tunnels = (): boolean => (transport as Partial<{ readonly tunnelsUpgrades: boolean }>).tunnelsUpgrades === true;
   const serve = (socket: net.Socket, secure: boolean): void => transport.handleConnection(socket, secure);
   const handler = requestListener(serve, (res, req, code) => {
     const f = ownFault(code, req);
@@ -422,15 +420,11 @@ export function createGateway(options: GatewayOptions): Gateway {
     listenTls: (opts, tlsOptions) => transport.listenTls({ ...opts, backlog: opts.backlog ?? config.throughway.backlog }, tlsOptions),
     handleConnection: (socket, secure) => transport.handleConnection(socket, secure),
     handleUpgrade(req, socket, head) {
+      // The transport tunnels upgrades (Transport.tunnelsUpgrades): it reads the replayed head as if it had
+      // accepted the socket, so a handshake to a WS API becomes a tunnel and any other upgrade a plain call.
       const secure = (req.socket as { encrypted?: boolean } | undefined)?.encrypted === true;
-      if (tunnels()) {
-        replay(req, socket, head);
-        transport.handleConnection(socket as net.Socket, secure);
-        return;
-      }
-      const f = ownFault(GatewayOwnCode.UPGRADE_NOT_TUNNELLED, req);
-      logger.log('info', 'upgrade_refused', { method: req.method, url: req.url, upgrade: req.headers.upgrade, code: f.faultCode });
-      answerOnSocket(socket, f.status, http.STATUS_CODES[f.status] ?? '', f.headers ?? [], f.body);
+      replay(req, socket, head);
+      transport.handleConnection(socket as net.Socket, secure);
     },
     handler,
     inject: (o) => inject(serve, o),
@@ -446,6 +440,11 @@ export function createGateway(options: GatewayOptions): Gateway {
       if (o?.apis !== undefined) {
         if (directory !== undefined) throw new GatewayOptionsError('reload({ apis }): this gateway reads its APIs from the apis/ directory; create it with `apis` to deploy definitions in code');
         codeApis = o.apis;
+      }
+      // Policies re-read since the last deploy (SIGHUP): every API file is validated against the new names.
+      if (throttle.generation !== policiesSeen) {
+        policiesSeen = throttle.generation;
+        directory?.revalidate();
       }
       const report = deploy(loadTemplates());
       watch();

@@ -118,6 +118,16 @@ export class MediationPool {
     return this.piscina?.threads.length ?? 0;
   }
 
+  /** Tasks waiting for a thread (engine.threads_queue_length bounds it): the metrics and the health checker. */
+  get queued(): number {
+    return this.piscina?.queueSize ?? 0;
+  }
+
+  /** piscina's utilisation of the pool's threads since it started, 0..1 (0 before the first task). */
+  get utilization(): number {
+    return this.piscina?.utilization ?? 0;
+  }
+
   private pool(): Piscina {
     if (this.piscina !== undefined) return this.piscina;
     const s = this.settings;

@@ -22,6 +22,9 @@ export interface CacheEntry {
 export class TokenCache {
   private readonly lru: LRUCache<string, CacheEntry>;
   private readonly byJti = new Map<string, string>();
+  /** Lookups answered from the cache, and those that were not (absent or expired): read at scrape time. */
+  hits = 0;
+  misses = 0;
 
   constructor(
     private readonly o: { readonly max: number; readonly expiry: number },
@@ -40,11 +43,16 @@ export class TokenCache {
 
   get(token: string, now: number): CacheEntry | undefined {
     const e = this.lru.get(token);
-    if (e === undefined) return undefined;
-    if (now >= e.until) {
-      this.lru.delete(token);
+    if (e === undefined) {
+      this.misses++;
       return undefined;
     }
+    if (now >= e.until) {
+      this.lru.delete(token);
+      this.misses++;
+      return undefined;
+    }
+    this.hits++;
     return e;
   }
 

@@ -18,10 +18,25 @@ export interface Throttle {
   readonly settings: ThrottleSettings;
   /** The clock of every decision (tests inject a fake one). */
   readonly now: () => number;
+  /** Calls refused, by fault code (900800-900807): counted by the phase, read by the metrics at scrape time. */
+  readonly refused: Map<number, number>;
   policies(): Policies;
-  /** The names API definitions may use (`policy`, `unauthenticated_policy`). */
+  /** The names API definitions may use (`policy`, `unauthenticated_policy`); the same object after reloads. */
   names(): PolicyNames;
+  /**
+   * Reads the policies file again (SIGHUP). A file with errors is refused: each error is logged and the
+   * running policies stay. Counters keep counting under the same keys.
+   */
+  reload(): PolicyReload;
+  /** Incremented by each reload that replaced the policies (the gateway then revalidates its API files). */
+  readonly generation: number;
   close(): Promise<void>;
+}
+
+export interface PolicyReload {
+  readonly ok: boolean;
+  /** The errors of a refused file, formatted (file:line: message). */
+  readonly errors: readonly string[];
 }
 
 export class ThrottleConfigError extends Error {
@@ -55,8 +70,17 @@ export function createThrottle(options: ThrottleOptions): Throttle {
   const first = loadPolicies(settings.policiesFile, policyOptions);
   logDiagnostics(logger, first.diagnostics);
   if (first.policies === undefined) throw new ThrottleConfigError(first.diagnostics);
-  const policies = first.policies;
-  const names = policyNames(policies);
+  let policies = first.policies;
+  // One object, refilled on reload: the API directory validates `policy` names against it.
+  const names = { api: new Set<string>(), subscription: new Set<string>() };
+  const fillNames = (p: Policies): void => {
+    const fresh = policyNames(p);
+    names.api.clear();
+    names.subscription.clear();
+    for (const n of fresh.api) names.api.add(n);
+    for (const n of fresh.subscription) names.subscription.add(n);
+  };
+  fillNames(policies);
   const now = options.now ?? Date.now;
   const counters =
     options.counters ??
@@ -73,14 +97,34 @@ export function createThrottle(options: ThrottleOptions): Throttle {
     blockingEnabled: settings.blockingEnabled,
     onUnknownPolicy: (kind, name) => logger.log('warn', 'throttle_unknown_policy', { kind, name, message: `${kind} policy "${name}" is not defined in ${settings.policiesFile}: that level is not enforced for it` }),
   });
+  let generation = 0;
   return {
+    get generation() {
+      return generation;
+    },
     engine,
     blocking,
     counters,
     settings,
     now,
+    refused: new Map(),
     policies: () => policies,
     names: () => names,
+    reload() {
+      const r = loadPolicies(settings.policiesFile, policyOptions);
+      logDiagnostics(logger, r.diagnostics);
+      if (r.policies === undefined) {
+        const errors = r.diagnostics.filter((d) => d.level === 'error').map(formatPolicyDiagnostic);
+        logger.log('error', 'throttle_policies_reload_refused', { file: settings.policiesFile, errors: errors.length, message: 'the policies file has errors: the running policies stay' });
+        return { ok: false, errors };
+      }
+      policies = r.policies;
+      engine.setPolicies(policies);
+      fillNames(policies);
+      generation++;
+      logger.log('info', 'throttle_policies_reloaded', { file: settings.policiesFile, subscription: policies.subscription.size, application: policies.application.size, api: policies.api.size, custom: policies.custom.length });
+      return { ok: true, errors: [] };
+    },
     close: () => counters.close(),
   };
 }

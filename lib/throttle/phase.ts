@@ -8,7 +8,9 @@
 import { ApiCode, fault, type GatewayCode } from '../gateway/faults';
 import type { CallContext, Outcome } from '../gateway/phases';
 import type { CompiledApi } from '../gateway/router';
+import type { WebSocketHooks } from '../transport/types';
 import type { ThrottleCall } from './engine';
+import type { Throttle } from './index';
 
 const BLOCKED_BY: Record<string, string> = {
   API: 'Blocked by a blocking condition on the API context',
@@ -50,7 +52,32 @@ export function throttlingPhase(ctx: CallContext): Outcome {
   };
   const v = th.engine.check(call, th.now());
   if (v.limit >= 0) ctx.rateLimitFields = ['RateLimit-Limit', String(v.limit), 'RateLimit-Remaining', String(v.remaining), 'RateLimit-Reset', String(Math.ceil(v.resetMs / 1000))];
-  if (v.code === 0) return undefined;
+  if (v.code === 0) {
+    // A WebSocket API reaches send only with a handshake (103083 otherwise): its frames are counted too.
+    if (def.type === 'WS') ctx.websocket = frameThrottle(th, call);
+    return undefined;
+  }
+  th.refused.set(v.code, (th.refused.get(v.code) ?? 0) + 1);
   if (v.code === ApiCode.BLOCKED) return { fault: fault(ApiCode.BLOCKED, { description: BLOCKED_BY[v.blockedBy ?? ''] ?? 'Blocked by a blocking condition' }) };
   return { fault: fault(v.code as GatewayCode, { retryAfterMs: v.retryAfterMs }) };
+}
+
+/**
+ * Per-frame throttling of a WebSocket tunnel (docs/websocket.md, docs/throttling.md): like the reference,
+ * each frame the client sends counts as one call against the same quotas as its handshake (API or
+ * resource policy, subscription and its burst, application, custom policies, the endpoint's hard limit,
+ * blocking conditions), with the handshake's identity, IP and fields; bandwidth quotas are not charged
+ * for frames. The first frame a level refuses closes the tunnel with 1008 (the tunnel's fault 103082) and
+ * is counted as throttled by its level's code. One hook per opened tunnel, made at the handshake: plain HTTP calls never get here.
+ */
+function frameThrottle(th: Throttle, handshake: ThrottleCall): WebSocketHooks {
+  const frame: ThrottleCall = { ...handshake, bytes: 0 };
+  return {
+    onClientFrame(): boolean {
+      const v = th.engine.check(frame, th.now());
+      if (v.code === 0) return true;
+      th.refused.set(v.code, (th.refused.get(v.code) ?? 0) + 1);
+      return false;
+    },
+  };
 }

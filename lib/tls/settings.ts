@@ -189,6 +189,24 @@ function watchedFiles(s: ListenerTlsSettings, sampleFile: string | undefined): s
  * handshakes get the new context, existing connections keep theirs. A file that cannot be read leaves
  * the previous certificates in place (logged). Returns a stop function.
  */
+/**
+ * Reads the listener stores again now and gives every TLS server the new certificates (SIGHUP; the
+ * watcher below does the same when a file's stamp changes). Stores that cannot be read are refused: the
+ * servers keep the certificates they have. Existing connections keep theirs (setSecureContext).
+ */
+export function reloadCertificates(servers: readonly tls.Server[], s: ListenerTlsSettings, sampleFile: string | undefined, logger: Logger): { readonly ok: boolean; readonly error?: string } {
+  if (servers.length === 0) return { ok: true };
+  try {
+    const opts = serverOptions(s, sampleFile);
+    for (const server of servers) server.setSecureContext(opts);
+    logger.log('info', 'tls_certificates_reloaded', { files: watchedFiles(s, sampleFile) });
+    return { ok: true };
+  } catch (err) {
+    logger.log('error', 'tls_reload_failed', { code: (err as TlsStoreError).code, message: (err as Error).message });
+    return { ok: false, error: (err as Error).message };
+  }
+}
+
 export function watchCertificates(servers: readonly tls.Server[], s: ListenerTlsSettings, sampleFile: string | undefined, logger: Logger, interval = s.reloadInterval): () => void {
   if (interval <= 0) return () => undefined;
   let stamp = storeStamp(watchedFiles(s, sampleFile));

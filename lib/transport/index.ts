@@ -60,6 +60,12 @@ export interface Transport {
   listenTls(options: ListenOptions, tlsOptions: tls.TlsOptions): Promise<tls.Server>;
   /** Open WebSocket tunnels, with their frame and byte counts (docs/websocket.md). */
   tunnels(): readonly TunnelInfo[];
+  /**
+   * This transport takes upgrade requests on sockets handed over by another server (gateway.handleUpgrade):
+   * a WebSocket handshake to a WS API becomes a tunnel; any other Upgrade is hop-by-hop and answered as a
+   * plain call (RFC 9110 §7.8 lets a server ignore it).
+   */
+  readonly tunnelsUpgrades: true;
   /** Stop accepting, finish in-flight exchanges within shutdownTimeout, close idle keep-alives. */
   close(): Promise<void>;
 }
@@ -165,6 +171,7 @@ export function createTransport(options: TransportOptions): Transport {
     },
     handleConnection,
     tunnels: () => [...core.tunnels],
+    tunnelsUpgrades: true,
     listenTls(opts, tlsOptions) {
       return new Promise((resolve, reject) => {
         // Not half-open, unlike the plain listener: a client that gives up during the handshake (it refused

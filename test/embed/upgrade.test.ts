@@ -1,14 +1,13 @@
 /**
- * gateway.handleUpgrade(req, socket, head) on a node:http server's 'upgrade' event. The transport does
- * not tunnel upgrades yet (the WebSocket tunnel is Step 8's), so an upgrade is answered with fault 103140
- * (501, Connection: close) instead of a plain response the client could not use. The hand-off half is
- * tested too: with a transport that declares `tunnelsUpgrades`, the request head node:http consumed and the
- * bytes after it (`head`) are replayed to the transport exactly.
+ * gateway.handleUpgrade(req, socket, head) on a node:http server's 'upgrade' event: the socket goes to the
+ * transport (Transport.tunnelsUpgrades) with the request head node:http consumed and the bytes after it
+ * (`head`) replayed exactly. A WebSocket handshake to a WS API becomes a tunnel (a ws echo through the
+ * app's server); an upgrade to an HTTP API is answered as a plain call; the handshake is authenticated.
  */
 import t from 'tap';
 import * as http from 'node:http';
 import * as net from 'node:net';
-import WebSocket from 'ws';
+import { WebSocket, WebSocketServer, type RawData } from 'ws';
 import { api, echoBackend, embedded, field, HOST } from './helpers';
 
 async function upgradeServer(onUpgrade: (req: http.IncomingMessage, socket: import('node:stream').Duplex, head: Buffer) => void): Promise<{ port: number; close(): Promise<void> }> {
@@ -25,12 +24,18 @@ async function upgradeServer(onUpgrade: (req: http.IncomingMessage, socket: impo
   };
 }
 
-/** Writes bytes, reads until the server closes. */
-function exchange(port: number, bytes: string): Promise<string> {
+/** Writes bytes, reads until the server closes (or, with `first`, until a whole response head arrived). */
+function exchange(port: number, bytes: string, first = false): Promise<string> {
   return new Promise((resolve, reject) => {
     const s = net.connect(port, HOST, () => s.write(bytes));
     let got = '';
-    s.on('data', (c: Buffer) => (got += c.toString('latin1')));
+    s.on('data', (c: Buffer) => {
+      got += c.toString('latin1');
+      if (first && /\r\n\r\n[\s\S]*\}/.test(got)) {
+        s.destroy();
+        resolve(got);
+      }
+    });
     s.on('end', () => {
       s.end();
       resolve(got);
@@ -39,44 +44,90 @@ function exchange(port: number, bytes: string): Promise<string> {
   });
 }
 
-t.test('an upgrade the transport cannot tunnel is answered with fault 103140 and the connection closed', async (t) => {
-  const backend = await echoBackend();
-  const { gw, logger } = embedded([api('Chat', '/chat', `http://127.0.0.1:${backend.port}`)]);
+async function wsEcho(): Promise<{ port: number; urls: string[]; close(): Promise<void> }> {
+  const urls: string[] = [];
+  const server = new WebSocketServer({ host: HOST, port: 0 });
+  await new Promise<void>((r) => server.once('listening', () => r()));
+  server.on('connection', (ws, req) => {
+    urls.push(req.url ?? '');
+    ws.on('message', (m: RawData) => ws.send(`echo ${m.toString()}`));
+  });
+  return {
+    port: (server.address() as net.AddressInfo).port,
+    urls,
+    close: () =>
+      new Promise((r) => {
+        for (const c of server.clients) c.terminate();
+        server.close(() => r());
+      }),
+  };
+}
+
+const wsApi = (port: number, auth = 'none'): Record<string, unknown> => ({ name: 'Chat', context: '/chat', version: 'v1', type: 'WS', auth, endpoints: { production: `ws://${HOST}:${port}/socket` }, resources: [{ path: '/*', methods: ['GET'] }] });
+
+t.test('a WebSocket through the app server: handleUpgrade hands the socket over, the gateway tunnels it', async (t) => {
+  const echo = await wsEcho();
+  const { gw } = embedded([wsApi(echo.port)]);
+  t.equal(gw.transport.tunnelsUpgrades, true, 'the capability is declared on the Transport type');
   const faults: number[] = [];
   gw.on('fault', (f) => faults.push(f.code));
   const app = await upgradeServer(gw.handleUpgrade);
   t.teardown(async () => {
     await app.close();
     await gw.close();
+    await echo.close();
+  });
+  const ws = new WebSocket(`ws://${HOST}:${app.port}/chat/v1/room?id=3`);
+  t.teardown(() => ws.terminate());
+  const replies: string[] = [];
+  await new Promise<void>((resolve, reject) => {
+    ws.on('open', () => ws.send('one'));
+    ws.on('message', (m: RawData) => {
+      replies.push(m.toString());
+      if (replies.length === 1) ws.send('two');
+      else resolve();
+    });
+    ws.on('error', reject);
+  });
+  t.same(replies, ['echo one', 'echo two']);
+  t.same(echo.urls, ['/socket/room?id=3'], 'routed by context and version');
+  t.equal(gw.transport.tunnels()[0]?.clientFrames, 2, 'the tunnel counts the frames');
+  t.same(faults, []);
+});
+
+t.test('the handshake through handleUpgrade is authenticated: 401 without a token, no tunnel', async (t) => {
+  const echo = await wsEcho();
+  const { gw } = embedded([wsApi(echo.port, 'oauth2')]);
+  const app = await upgradeServer(gw.handleUpgrade);
+  t.teardown(async () => {
+    await app.close();
+    await gw.close();
+    await echo.close();
+  });
+  const raw = await exchange(app.port, 'GET /chat/v1/room HTTP/1.1\r\nHost: localhost\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n', true);
+  t.match(raw, /^HTTP\/1\.1 401 /);
+  t.match(raw, /"code":900902/);
+  t.same(echo.urls, [], 'the backend saw no handshake');
+});
+
+t.test('an upgrade to an HTTP API is answered as a plain call (Upgrade is hop-by-hop), not 103140', async (t) => {
+  const backend = await echoBackend();
+  const { gw } = embedded([api('Orders', '/orders', `http://127.0.0.1:${backend.port}`)]);
+  const app = await upgradeServer(gw.handleUpgrade);
+  t.teardown(async () => {
+    await app.close();
+    await gw.close();
     await backend.close();
   });
-  const raw = await exchange(app.port, 'GET /chat/v1/room HTTP/1.1\r\nHost: localhost\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n');
-  const [head, body] = raw.split('\r\n\r\n');
-  t.match(head, /^HTTP\/1\.1 501 Not Implemented\r\n/);
-  t.match(head, /\r\nConnection: close/);
-  t.match(head, /\r\nContent-Type: application\/json; charset=UTF-8/);
-  t.match(JSON.parse(body ?? ''), { fault: { code: 103140, message: 'Upgrade not supported' } });
-  t.equal(backend.seen.length, 0, 'nothing reached the backend');
-  t.same(faults, [103140]);
-  t.match(logger.lines.find((l) => l.event === 'upgrade_refused'), { url: '/chat/v1/room', upgrade: 'websocket', code: 103140 });
-
-  const status = await new Promise<number>((resolve, reject) => {
-    const ws = new WebSocket(`ws://${HOST}:${app.port}/chat/v1/room`);
-    ws.on('unexpected-response', (_req, res) => {
-      resolve(res.statusCode ?? 0);
-      ws.terminate();
-    });
-    ws.on('open', () => reject(new Error('opened')));
-    ws.on('error', () => undefined);
-  });
-  t.equal(status, 501, 'a WebSocket client sees the 501');
+  const raw = await exchange(app.port, 'GET /orders/v1/live HTTP/1.1\r\nHost: localhost\r\nConnection: Upgrade, close\r\nUpgrade: h2c\r\n\r\n');
+  t.match(raw, /^HTTP\/1\.1 200 OK\r\n/);
+  t.equal(backend.seen.length, 1);
+  t.equal(field(backend.seen[0]?.headers ?? [], 'upgrade'), undefined, 'Upgrade not forwarded');
 });
 
 t.test('hand-off: the consumed request head and the bytes after it are replayed to the transport', async (t) => {
   const backend = await echoBackend();
   const { gw } = embedded([api('Chat', '/chat', `http://127.0.0.1:${backend.port}/svc`)]);
-  // What the Step 8 tunnel declares; this transport then forwards the request as plain HTTP/1.1.
-  (gw.transport as unknown as { tunnelsUpgrades: boolean }).tunnelsUpgrades = true;
   const app = await upgradeServer(gw.handleUpgrade);
   t.teardown(async () => {
     await app.close();

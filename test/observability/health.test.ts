@@ -94,6 +94,7 @@ t.test('GET /health on a node: checkers ordered per [server_health_check]; /heal
   t.same(report.checks.map((c) => [c.name, c.order, c.status]), [
     ['super_tenant_health_checker', 1, 'UP'],
     ['backend_pool_health_checker', 3, 'UP'],
+    ['worker_pool_health_checker', 3, 'UP'],
     ['data_source_health_checker', 5, 'UP'],
   ]);
   const live = await get(n.mgmt, '/health/live');

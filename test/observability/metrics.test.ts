@@ -132,7 +132,7 @@ t.test('[throughway.operations] metrics = false: no /metrics', async (t) => {
 });
 
 t.test("docs/operations.md's embedding example: the routes on an embedder's own server", async (t) => {
-  const { createGateway, createLogger, gatewayObserver, loadConfig, Metrics: M, Health, opsRoutes } = await import('../../lib/index');
+  const { createGateway, createLogger, gatewayObserver, loadConfig, Metrics: M, Health, opsRoutes, registerComponentMetrics, workerPoolChecker } = await import('../../lib/index');
   const http = await import('node:http');
   const fs = await import('node:fs');
   const path = await import('node:path');
@@ -144,7 +144,9 @@ t.test("docs/operations.md's embedding example: the routes on an embedder's own 
   const metrics = new M();
   const gateway = createGateway({ loaded, logger, observe: gatewayObserver({ logger, metrics }), cwd: dir });
   metrics.attach({ transport: gateway.transport, apiOf: (url) => gateway.apiOf(url) });
+  registerComponentMetrics(metrics, () => gateway);
   const health = new Health();
+  health.register(workerPoolChecker(() => gateway, { order: 99, queueLimit: 4 }));
   const ops = opsRoutes({ metrics, health, logger });
   const server = http.createServer((req, res) => {
     void ops(req, res, new URL(req.url ?? '/', 'http://x').pathname).then((done) => {
@@ -161,8 +163,12 @@ t.test("docs/operations.md's embedding example: the routes on an embedder's own 
   });
   const port = (server.address() as net.AddressInfo).port;
   t.equal((await request(a.port, '/a/1.0.0/x')).status, 200);
-  t.equal((await scrape(port)).value('throughway_requests_total', { api: 'A:1.0.0', status: '200', fault_code: '' }), 1);
-  t.equal((await get(port, '/health')).status, 200);
+  const s = await scrape(port);
+  t.equal(s.value('throughway_requests_total', { api: 'A:1.0.0', status: '200', fault_code: '' }), 1);
+  t.equal(s.value('throughway_worker_pool_queue'), 0, 'the component metrics too');
+  const h = await get(port, '/health');
+  t.equal(h.status, 200);
+  t.match(h.body, /worker_pool_health_checker/);
   t.equal((await get(port, '/other')).status, 404);
 });
 

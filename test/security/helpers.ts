@@ -11,7 +11,7 @@ import * as path from 'node:path';
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK, type JWTPayload } from 'jose';
 import { loadConfig } from '../../lib/config/load';
 import { createEventBus, type EventBus } from '../../lib/events/bus';
-import { createGateway, type Gateway } from '../../lib/gateway';
+import { createGateway, type Gateway, type GatewayOptions } from '../../lib/gateway';
 import { createKeyManager, type KeyManager } from '../../lib/keymanager';
 import { keyManagerLink } from '../../lib/security';
 import { openStore } from '../../lib/store/open';
@@ -62,7 +62,7 @@ export const BASE = `[server]\nhostname = "localhost"\n[super_admin]\nusername =
 export async function startNode(
   apis: (backendPort: number) => readonly Record<string, unknown>[],
   toml = '',
-  o: { scopes?: readonly string[]; beforeGateway?: (km: KeyManager) => Promise<void> } = {},
+  o: { scopes?: readonly string[]; beforeGateway?: (km: KeyManager) => Promise<void>; throttling?: GatewayOptions['throttling'] } = {},
 ): Promise<Node> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tw-sec-'));
   const text = `${BASE}[database.apim_db]\ntype = "h2"\nurl = "jdbc:h2:${path.join(dir, 'apim_db')}"\nusername = "tw"\npassword = "tw"\n${toml}`;
@@ -75,7 +75,7 @@ export async function startNode(
   if (o.beforeGateway !== undefined) await o.beforeGateway(km);
   const backend = await echoBackend();
   const clock = fakeClock();
-  const gw = createGateway({ config: loaded.config, dir, apis: apis(backend.port), logger, keyManager: keyManagerLink(km), events: bus, now: clock.now, watch: false });
+  const gw = createGateway({ config: loaded.config, dir, apis: apis(backend.port), logger, keyManager: keyManagerLink(km), events: bus, now: clock.now, watch: false, ...(o.throttling !== undefined ? { throttling: o.throttling } : {}) });
   const a = await gw.listen({ port: 0, host: HOST });
   await gw.security.ready;
   const node: Node = {

@@ -21,7 +21,7 @@ const EXAMPLES: Record<string, string[]> = {
   'transport-listen.js': ['backend saw GET /hello?x=1'],
   'transport-handle-connection.js': ['backend: /users/7', 'pong', '404 103003'],
   'gateway-inject.js': ['200 pets backend: GET /api/pets/7', '405 103006 GET, HEAD', '103006 gateway', '200, 405'],
-  'gateway-handler.js': ['app ok', 'orders backend: /list?page=2', '200', '501 103140'],
+  'gateway-handler.js': ['app ok', 'orders backend: /list?page=2', '200', 'chat backend /room: hello'],
   'gateway-phases.js': ['200 pong', '401 990001 Unknown API key', '200 tenant=acme'],
 };
 
