@@ -104,7 +104,7 @@ interface Options {
 const USAGE = `usage: npm run bench -- [options]
   --duration S         measured seconds per cell (default 10)
   --warmup S           warm-up seconds before each cell (default 2)
-  --connections N      connections for every scenario (default: the scenario's own, 64/64/16/1000)
+  --connections N      connections for every scenario (default: the scenario's own, 64/64/16/64/64/1000)
   --scenarios a,b      of ${SCENARIOS.map((s) => s.name).join(',')} (default all)
   --rounds N           rounds; tables show medians (default 1)
   --compare            also run ../shared/peers/run.sh with throughway as its extra target
