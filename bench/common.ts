@@ -26,21 +26,74 @@ export const CLK_TCK = ((): number => {
   }
 })();
 
+/**
+ * What a cell loads: the backend itself, the transport-only throughway (bench/start-throughway.ts), or
+ * the full gateway (bench/start-gateway.ts: phase chain and key manager) on its reference route
+ * (`gateway-open`: no auth, no throttling) or on the scenario's own route (`gateway`).
+ */
+export type TargetName = 'direct' | 'throughway' | 'gateway-open' | 'gateway';
+
 export interface Scenario {
   readonly name: string;
   readonly label: string;
   readonly method: 'GET' | 'POST';
+  /** The backend's path (direct and throughway targets). */
   readonly path: string;
   readonly conns: number;
+  /** Targets measured for this scenario, in run order (alternating within each round). */
+  readonly targets: readonly TargetName[];
+  /** The gateway route of the `gateway` target, and the header it sends (a bearer token for auth). */
+  readonly gatewayPath?: string;
+  readonly auth?: boolean;
+  /** The issue's budget for `gateway` req/s ÷ `gateway-open` req/s in the same round, e.g. 0.85. */
+  readonly budget?: { readonly min: number; readonly issue: string };
 }
 
-/** The scenarios, in run order. Names small/64k/post1m match ../shared/peers/harness.js. */
+/** The full gateway's reference route (bench/start-gateway.ts): auth = "none", nothing counted. */
+export const GATEWAY_OPEN_PATH = '/plain/1/small';
+
+const TRANSPORT: readonly TargetName[] = ['direct', 'throughway'];
+const FEATURE: readonly TargetName[] = ['direct', 'throughway', 'gateway-open', 'gateway'];
+
+/**
+ * The scenarios, in run order. Names small/64k/post1m match ../shared/peers/harness.js. auth and
+ * throttling are the figures issues 6 and 7 set budgets for, on the full gateway next to the same
+ * request direct and through the bare transport.
+ */
 export const SCENARIOS: readonly Scenario[] = Object.freeze([
-  { name: 'small', label: 'GET /small (96 B JSON), 64 conns', method: 'GET', path: '/small', conns: 64 },
-  { name: '64k', label: 'GET /64k (64 KiB), 64 conns', method: 'GET', path: '/64k', conns: 64 },
-  { name: 'post1m', label: 'POST /upload (1 MiB body), 16 conns', method: 'POST', path: '/upload', conns: 16 },
-  { name: 'ka1000', label: 'GET /small (96 B JSON), 1,000 keep-alive conns', method: 'GET', path: '/small', conns: 1000 },
+  { name: 'small', label: 'GET /small (96 B JSON), 64 conns', method: 'GET', path: '/small', conns: 64, targets: TRANSPORT },
+  { name: '64k', label: 'GET /64k (64 KiB), 64 conns', method: 'GET', path: '/64k', conns: 64, targets: TRANSPORT },
+  { name: 'post1m', label: 'POST /upload (1 MiB body), 16 conns', method: 'POST', path: '/upload', conns: 16, targets: TRANSPORT },
+  {
+    name: 'auth',
+    label: 'GET /small (96 B JSON) with a bearer token (oauth2, warm token cache), 64 conns',
+    method: 'GET',
+    path: '/small',
+    conns: 64,
+    targets: FEATURE,
+    gatewayPath: '/secured/1/small',
+    auth: true,
+    budget: { min: 0.85, issue: 'issue 6: within 15 %' },
+  },
+  {
+    name: 'throttling',
+    label: 'GET /small (96 B JSON) throttled (resource + subscription + burst counters), 64 conns',
+    method: 'GET',
+    path: '/small',
+    conns: 64,
+    targets: FEATURE,
+    gatewayPath: '/limited/1/small',
+    budget: { min: 0.9, issue: 'issue 7: at most 10 %' },
+  },
+  { name: 'ka1000', label: 'GET /small (96 B JSON), 1,000 keep-alive conns', method: 'GET', path: '/small', conns: 1000, targets: TRANSPORT },
 ]);
+
+/** The path a target requests for a scenario. */
+export function targetPath(sc: Scenario, target: TargetName): string {
+  if (target === 'gateway-open') return GATEWAY_OPEN_PATH;
+  if (target === 'gateway') return sc.gatewayPath ?? GATEWAY_OPEN_PATH;
+  return sc.path;
+}
 
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 

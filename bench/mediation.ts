@@ -2,7 +2,10 @@
  * Mediation scenarios (issue 8, "Speed"): requests/s through a gateway with force_json_validation on for
  * 1 KiB, 64 KiB and 1 MiB JSON bodies, and the p99 of small GETs on other connections while 1 MiB bodies
  * are validated (large bodies go to the worker pool, so they must not stall the event loop), next to the
- * same GETs alone. Run by `npm run bench -- --mediation [--duration S]` (bench/run.ts); measurement only.
+ * same GETs alone. Run by `npm run bench -- --mediation [--duration S] [--write]` (bench/run.ts);
+ * measurement only. These rows stay a run of their own rather than main scenarios: the gateway is
+ * configured differently (force_json_validation on for every API) and the last two rows load it at the
+ * same time, which the direct-vs-throughway cells of the main run cannot express.
  *
  * The gateway runs as a child process (this file with MEDIATION_GATEWAY=1): loadConfig on a generated
  * deployment.toml, one API in front of bench/backend.ts, the mediation pool at its spec defaults.
@@ -11,21 +14,14 @@ import autocannon = require('autocannon');
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { HOST, WORK_DIR, fmt, freePort, log, sleep, startBackend, startProc, stopAll, waitPort } from './common';
+import type { MediationRow } from './render';
 
 export interface MediationBenchOptions {
   readonly duration: number;
   readonly warmup: number;
 }
 
-interface Row {
-  readonly name: string;
-  readonly label: string;
-  readonly rps: number;
-  readonly p50: number;
-  readonly p99: number;
-  readonly errors: number;
-  readonly non2xx: number;
-}
+type Row = MediationRow;
 
 /** A JSON document of about `size` bytes (an array of small objects, like an order list). */
 export function jsonBody(size: number): Buffer {
@@ -55,7 +51,8 @@ async function startGateway(port: number, backendPort: number): Promise<ReturnTy
   return p;
 }
 
-export async function runMediationBench(opts: MediationBenchOptions): Promise<string> {
+/** Measures the rows; bench/run.ts keeps them as raw JSON and renders them (bench/render.ts). */
+export async function runMediationBench(opts: MediationBenchOptions): Promise<Row[]> {
   const backendPort = await freePort();
   const gatewayPort = await freePort();
   await startBackend(backendPort);
@@ -87,12 +84,7 @@ export async function runMediationBench(opts: MediationBenchOptions): Promise<st
   } finally {
     await stopAll();
   }
-  const lines = ['| scenario | req/s | p50 ms | p99 ms | errors | non-2xx |', '|---|---|---|---|---|---|'];
-  for (const r of rows) lines.push(`| ${r.label} | ${fmt(r.rps, 0)} | ${r.p50} | ${r.p99} | ${r.errors} | ${r.non2xx} |`);
-  const out = lines.join('\n');
-  fs.mkdirSync(WORK_DIR, { recursive: true });
-  fs.writeFileSync(path.join(WORK_DIR, `mediation-${new Date().toISOString().replace(/[:.]/g, '-')}.json`), JSON.stringify(rows, null, 1));
-  return out;
+  return rows;
 }
 
 /** The child: a gateway with JSON validation on, in front of the bench backend. */

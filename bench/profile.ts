@@ -53,13 +53,16 @@ interface Options {
   top: number;
 }
 
-const USAGE = `usage: node dist/bench/profile.js [--mode perf|cpu-prof|both] [--scenario ${SCENARIOS.map((s) => s.name).join('|')}]
+/** The transport scenarios: this profiles the transport-only throughway, which has no gateway routes. */
+const PROFILED = SCENARIOS.filter((s) => !s.targets.includes('gateway'));
+
+const USAGE = `usage: node dist/bench/profile.js [--mode perf|cpu-prof|both] [--scenario ${PROFILED.map((s) => s.name).join('|')}]
        [--duration S (10)] [--warmup S (3)] [--connections N] [--tool wrk|autocannon] [--top N (30)]`;
 
 function parseArgs(argv: readonly string[]): Options {
   const o: Options = {
     modes: ['perf', 'cpu-prof'],
-    scenario: SCENARIOS[0] as Scenario,
+    scenario: PROFILED[0] as Scenario,
     duration: 10,
     warmup: 3,
     connections: undefined,
@@ -81,7 +84,7 @@ function parseArgs(argv: readonly string[]): Options {
       o.modes = m === 'both' ? ['perf', 'cpu-prof'] : m === 'perf' || m === 'cpu-prof' ? [m] : bad(`unknown mode ${m}`);
     } else if (a === '--scenario') {
       const n = argv[++i];
-      o.scenario = SCENARIOS.find((s) => s.name === n) ?? bad(`unknown scenario ${n}`);
+      o.scenario = PROFILED.find((s) => s.name === n) ?? bad(`unknown scenario ${n}`);
     } else if (a === '--duration') o.duration = num(argv[++i], 1, 300);
     else if (a === '--warmup') o.warmup = num(argv[++i], 0, 60);
     else if (a === '--connections') o.connections = Math.floor(num(argv[++i], 1, 10_000));

@@ -1,29 +1,46 @@
 /**
- * `npm run bench`: autocannon (programmatic, what users run) against the backend directly and through a
- * transport-only throughway, both started here as child processes, with one progress line per cell.
- * Measurement only: nothing here passes or fails.
+ * `npm run bench`: autocannon (programmatic, what users run) against the backend directly, through a
+ * transport-only throughway and, for the auth and throttling scenarios, through the full gateway (phase
+ * chain and key manager in one process, bench/start-gateway.ts), all started here as child processes,
+ * with one progress line per cell. Measurement only: nothing here passes or fails.
  *
- *   npm run bench -- [--duration S] [--warmup S] [--connections N] [--scenarios small,64k,post1m,ka1000]
- *                    [--rounds N] [--compare] [--peers-results FILE] [--write]
- *   npm run bench -- --throttling [--duration S] [--warmup S] [--rounds N]
+ *   npm run bench -- [--duration S] [--warmup S] [--connections N] [--scenarios small,64k,post1m,auth,throttling,ka1000]
+ *                    [--rounds N] [--compare] [--peers-results FILE] [--write] [--from FILE]
+ *   npm run bench -- --mediation [--duration S] [--warmup S] [--write] [--from FILE]
  *
  * Per cell (scenario × target × round): req/s, ratio to direct in the same round, p50/p99, errors and
  * non-2xx, and CPU time per completed request of the proxy, the backend and this process (the client),
  * from /proc/<pid>/stat (utime+stime, CLK_TCK from getconf). Targets alternate within a round and each
- * cell has a warm-up, so ratios within one run are what counts on a shared machine.
- *
- * --auth measures authentication instead (bench/auth.ts): the same route with auth = "none" and with a
- * bearer token and a warm token cache, on a full node (gateway, key manager, demo backend).
+ * cell has a warm-up, so ratios within one run are what counts on a shared machine. The auth and
+ * throttling scenarios add the gateway's open route as a target, so the feature's own cost is a ratio
+ * within one round too (issue 6: within 15 %, issue 7: at most 10 %).
  *
  * --compare also runs ../shared/peers/run.sh with throughway as its extra target (its knobs ROUNDS,
  * DURATION, WARMUP, TOOLS, SCENARIOS, TARGETS pass through from the environment) and checks issue 3's
  * targets against nginx-1w-tuned and node-http-proxy from the same run. --peers-results FILE does the
- * same from an earlier harness run's raw JSON. --write regenerates docs/performance.md; --from FILE renders
- * an earlier run's raw results again (after a change to the document's text) without measuring.
+ * same from an earlier harness run's raw JSON. --write regenerates docs/performance.md (bench/render.ts);
+ * --from FILE renders an earlier run's raw results again (after a change to the document's text) without
+ * measuring. --mediation runs bench/mediation.ts instead; its --write replaces only the document's
+ * mediation section, which the main run's --write keeps (like the peers section).
  */
 import autocannon = require('autocannon');
 import { spawn } from 'node:child_process';
 import { runMediationBench } from './mediation';
+import {
+  HOW_TO_REPRODUCE,
+  MEDIATION_BEGIN,
+  MEDIATION_END,
+  PEERS_BEGIN,
+  PEERS_END,
+  renderDoc,
+  renderFeatures,
+  renderMediation,
+  renderMediationTable,
+  renderOwn,
+  replaceSection,
+  type Cell,
+  type MediationRun,
+} from './render';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -35,6 +52,7 @@ import {
   ROOT,
   SCENARIOS,
   WORK_DIR,
+  targetPath,
   fmt,
   freePort,
   installExitHandlers,
@@ -42,7 +60,6 @@ import {
   machineTicks,
   median,
   procTicks,
-  range,
   sanity,
   sleep,
   startBackend,
@@ -54,17 +71,12 @@ import {
   waitQuiet,
   type Proc,
   type Scenario,
+  type TargetName,
 } from './common';
-import { runAuthBench } from './auth';
 
 /** Used when conf/ has no demo API to read the URL from. */
 const DEMO_URL_FALLBACK = 'http://127.0.0.1:8280/<context>/<version>/<resource>';
 const DOC = path.join(ROOT, 'docs', 'performance.md');
-const PEERS_BEGIN = '<!-- peers:begin -->';
-const PEERS_END = '<!-- peers:end -->';
-/** Figures of the feature benches (--auth, --throttling, --mediation, A/B runs): recorded from their output, kept by --write. */
-const FEATURES_BEGIN = '<!-- features:begin -->';
-const FEATURES_END = '<!-- features:end -->';
 
 // ------------------------------------------------------------------ options
 
@@ -81,16 +93,18 @@ interface Options {
   write: boolean;
   quietMaxS: number;
   quietCores: number;
-  /** Issue 7: the same gateway route with and without throttling, instead of the transport scenarios. */
-  throttling: boolean;
-  /** Run the mediation scenarios (bench/mediation.ts) instead of the transport ones. */
+  /**
+   * Run the mediation scenarios (bench/mediation.ts) instead of the main ones. They stay a run of their
+   * own: a gateway configured differently (force_json_validation on), and rows that are not
+   * direct-vs-throughway cells (two of them load the gateway at the same time).
+   */
   mediation: boolean;
 }
 
 const USAGE = `usage: npm run bench -- [options]
   --duration S         measured seconds per cell (default 10)
   --warmup S           warm-up seconds before each cell (default 2)
-  --connections N      connections for every scenario (default: the scenario's own, 64/64/16/1000)
+  --connections N      connections for every scenario (default: the scenario's own, 64/64/16/64/64/1000)
   --scenarios a,b      of ${SCENARIOS.map((s) => s.name).join(',')} (default all)
   --rounds N           rounds; tables show medians (default 1)
   --compare            also run ../shared/peers/run.sh with throughway as its extra target
@@ -99,13 +113,13 @@ const USAGE = `usage: npm run bench -- [options]
   --peers-dir D        where the peers harness is (default ../shared/peers)
   --from F             measure nothing: render an earlier run's raw JSON (${WORK_DIR}/run-<date>.json) again
   --write              regenerate docs/performance.md
-  --throttling         instead: one gateway, the same route with and without throttling (issue 7: <= 10% cost)
   --quiet-max S        wait at most S seconds for other tenants' CPU to drop before a cell (default 6)
   --quiet-cores C      ... below C cores (default 0.25)
-  --auth               measure authentication instead: auth = "none" vs a bearer token (warm token cache)
-                       on one full node; takes --duration, --warmup, --connections, --rounds (bench/auth.ts)
-  --mediation          only the mediation scenarios: JSON validation at 1 KiB, 64 KiB, 1 MiB, and small-GET
-                       latency while 1 MiB bodies are validated (bench/mediation.ts; printed, not written)`;
+  --auth               short for --scenarios auth (a bearer token on the full gateway, issue 6)
+  --throttling         short for --scenarios throttling (three counters per call on the full gateway, issue 7)
+  --mediation          instead: JSON validation at 1 KiB, 64 KiB, 1 MiB, and small-GET latency while 1 MiB
+                       bodies are validated (bench/mediation.ts); takes --duration, --warmup, --write, --from;
+                       its --write replaces only the mediation section of docs/performance.md`;
 
 function parseArgs(argv: readonly string[]): Options {
   const o: Options = {
@@ -121,7 +135,6 @@ function parseArgs(argv: readonly string[]): Options {
     write: false,
     quietMaxS: 6,
     quietCores: 0.25,
-    throttling: false,
     mediation: false,
   };
   const num = (name: string, v: string | undefined, min: number, max: number): number => {
@@ -171,8 +184,9 @@ function parseArgs(argv: readonly string[]): Options {
       case '--write':
         o.write = true;
         break;
+      case '--auth':
       case '--throttling':
-        o.throttling = true;
+        o.scenarios = SCENARIOS.filter((s) => s.name === a.slice(2));
         break;
       case '--mediation':
         o.mediation = true;
@@ -194,7 +208,7 @@ function parseArgs(argv: readonly string[]): Options {
   }
   if (o.compare && o.peersResults) usage('--compare and --peers-results exclude each other');
   if (o.compare && o.from) usage('--compare and --from exclude each other');
-  if (o.throttling && (o.compare || o.from !== undefined || o.write)) usage('--throttling measures on its own: no --compare, --from or --write');
+  if (o.mediation && (o.compare || o.peersResults !== undefined)) usage('--mediation runs on its own: no --compare or --peers-results');
   return o;
 }
 
@@ -204,31 +218,6 @@ function usage(msg: string): never {
 }
 
 // ------------------------------------------------------------------ measuring
-
-type TargetName = 'direct' | 'throughway';
-
-interface Cell {
-  round: number;
-  scenario: string;
-  target: TargetName;
-  conns: number;
-  ok: boolean;
-  error?: string;
-  requests: number;
-  durationS: number;
-  rps: number;
-  ratio: number;
-  p50: number;
-  p99: number;
-  errors: number;
-  timeouts: number;
-  non2xx: number;
-  proxyUs: number | null;
-  backendUs: number;
-  clientUs: number;
-  otherCores: number;
-  preBusyCores: number;
-}
 
 function runAutocannon(opts: autocannon.Options): Promise<autocannon.Result> {
   return new Promise((resolve, reject) => {
@@ -246,34 +235,53 @@ function runAutocannon(opts: autocannon.Options): Promise<autocannon.Result> {
   });
 }
 
-function acOptions(port: number, sc: Scenario, conns: number, seconds: number, body: Buffer): autocannon.Options {
-  const o: autocannon.Options = { url: `http://${HOST}:${port}${sc.path}`, connections: conns, duration: seconds, timeout: 10, method: sc.method };
+/** Where a target listens, and the bearer token of the full gateway (for the auth scenario's route). */
+interface Targets {
+  readonly backend: Proc;
+  readonly backendPort: number;
+  readonly proxy: Proc;
+  readonly proxyPort: number;
+  readonly gateway: { readonly proc: Proc; readonly port: number; readonly token: string } | undefined;
+}
+
+function acOptions(port: number, urlPath: string, sc: Scenario, headers: Record<string, string>, conns: number, seconds: number, body: Buffer): autocannon.Options {
+  const o: autocannon.Options = { url: `http://${HOST}:${port}${urlPath}`, connections: conns, duration: seconds, timeout: 10, method: sc.method, headers };
   if (sc.method === 'POST') {
     o.body = body;
-    o.headers = { 'content-type': 'application/octet-stream' };
+    o.headers = { ...headers, 'content-type': 'application/octet-stream' };
   }
   return o;
+}
+
+/** Port, path, headers and process under test of one target in one scenario. */
+function targetOf(sc: Scenario, target: TargetName, t: Targets): { port: number; path: string; headers: Record<string, string>; proc: Proc | undefined } {
+  if (target === 'direct') return { port: t.backendPort, path: targetPath(sc, target), headers: {}, proc: undefined };
+  if (target === 'throughway') return { port: t.proxyPort, path: targetPath(sc, target), headers: {}, proc: t.proxy };
+  if (t.gateway === undefined) throw new Error(`scenario ${sc.name} needs the gateway, which was not started`);
+  const headers: Record<string, string> = target === 'gateway' && sc.auth === true ? { authorization: `Bearer ${t.gateway.token}` } : {};
+  return { port: t.gateway.port, path: targetPath(sc, target), headers, proc: t.gateway.proc };
 }
 
 async function measureCell(
   round: number,
   sc: Scenario,
   target: TargetName,
-  port: number,
-  proxy: Proc | undefined,
-  backend: Proc,
+  targets: Targets,
   opts: Options,
   body: Buffer,
 ): Promise<Cell> {
   const conns = opts.connections ?? sc.conns;
+  const { port, path: urlPath, headers, proc: proxy } = targetOf(sc, target, targets);
+  const backend = targets.backend;
   const quiet = await waitQuiet(opts.quietMaxS, opts.quietCores);
-  if (opts.warmup > 0) await runAutocannon(acOptions(port, sc, conns, opts.warmup, body));
+  // The warm-up also fills the gateway's token cache: the auth cells measure the warm path.
+  if (opts.warmup > 0) await runAutocannon(acOptions(port, urlPath, sc, headers, conns, opts.warmup, body));
   const ncpu = os.cpus().length || 1;
   const m0 = machineTicks();
   const p0 = proxy ? procTicks(proxy.pid) : undefined;
   const b0 = procTicks(backend.pid);
   const c0 = procTicks('self');
-  const r = await runAutocannon(acOptions(port, sc, conns, opts.duration, body));
+  const r = await runAutocannon(acOptions(port, urlPath, sc, headers, conns, opts.duration, body));
   const p1 = proxy ? procTicks(proxy.pid) : undefined;
   const b1 = procTicks(backend.pid);
   const c1 = procTicks('self');
@@ -306,67 +314,6 @@ async function measureCell(
   };
   if (!cell.ok) cell.error = `no completed requests (errors=${r.errors} timeouts=${r.timeouts})`;
   return cell;
-}
-
-// ------------------------------------------------------------------ own tables
-
-function cellsFor(cells: readonly Cell[], sc: string, target: TargetName): Cell[] {
-  return cells.filter((c) => c.scenario === sc && c.target === target && c.ok);
-}
-
-function renderOwn(cells: readonly Cell[], opts: Options): string {
-  const L: string[] = [];
-  L.push('| scenario | direct req/s | throughway req/s | vs direct | p99 ms direct / throughway | proxy CPU µs/req | backend µs/req | errors / non-2xx |');
-  L.push('|---|---|---|---|---|---|---|---|');
-  for (const sc of opts.scenarios) {
-    const d = cellsFor(cells, sc.name, 'direct');
-    const t = cellsFor(cells, sc.name, 'throughway');
-    const label = sc.label.replace(/, [\d,]+ (keep-alive )?conns$/, '') + `, ${(opts.connections ?? sc.conns).toLocaleString('en-US')} ${sc.name === 'ka1000' ? 'keep-alive ' : ''}conns`;
-    L.push(
-      `| ${label} | ${fmt(median(d.map((c) => c.rps)))} | ${fmt(median(t.map((c) => c.rps)))} | ${fmt(median(t.map((c) => c.ratio)), 2)} | ` +
-        `${fmt(median(d.map((c) => c.p99)), 0)} / ${fmt(median(t.map((c) => c.p99)), 0)} | ${fmt(median(t.map((c) => c.proxyUs ?? NaN)), 1)} | ` +
-        `${fmt(median(t.map((c) => c.backendUs)), 1)} | ${sum(t, (c) => c.errors + c.timeouts)} / ${sum(t, (c) => c.non2xx)} |`,
-    );
-  }
-  L.push('');
-  L.push(
-    `Values are medians over ${opts.rounds} round${opts.rounds > 1 ? 's' : ''} (min–max in the detail tables) of ${opts.warmup} s warm-up + ${opts.duration} s measured per cell; ` +
-      '"vs direct" is req/s ÷ the backend\'s own req/s in the same round; latency has autocannon\'s 1 ms resolution.' +
-      (median(cells.map((c) => c.otherCores)) > 0.3
-        ? ` Other work used a median ${fmt(median(cells.map((c) => c.otherCores)), 2)} cores of this machine during the measured windows: ` +
-          'req/s and p99 reflect when each process got a core more than the proxy itself; CPU µs per request holds best.'
-        : ''),
-  );
-  for (const sc of opts.scenarios) {
-    L.push('');
-    L.push(`#### ${sc.label}${opts.connections !== undefined ? ` (run with ${opts.connections} conns)` : ''}`);
-    L.push('');
-    L.push('| target | req/s | vs direct | p50 ms | p99 ms | proxy CPU µs/req | backend µs/req | client µs/req | other cores | errors / timeouts / non-2xx |');
-    L.push('|---|---|---|---|---|---|---|---|---|---|');
-    for (const target of ['direct', 'throughway'] as const) {
-      const all = cells.filter((c) => c.scenario === sc.name && c.target === target);
-      const ok = all.filter((c) => c.ok);
-      if (all.length === 0) continue;
-      if (ok.length === 0) {
-        L.push(`| ${target} | failed: ${all[0]?.error ?? '?'} |||||||||`);
-        continue;
-      }
-      const col = (f: (c: Cell) => number, d: number): string => fmt(median(ok.map(f)), d) + range(ok.map(f), d);
-      L.push(
-        `| ${target} | ${col((c) => c.rps, 0)} | ${target === 'direct' ? '1' : col((c) => c.ratio, 2)} | ${col((c) => c.p50, 0)} | ${col((c) => c.p99, 0)} | ` +
-          `${target === 'direct' ? '—' : col((c) => c.proxyUs ?? NaN, 1)} | ${col((c) => c.backendUs, 1)} | ${col((c) => c.clientUs, 1)} | ` +
-          `${col((c) => c.otherCores, 2)} | ${sum(ok, (c) => c.errors)} / ${sum(ok, (c) => c.timeouts)} / ${sum(ok, (c) => c.non2xx)}` +
-          `${all.length > ok.length ? ` (${all.length - ok.length} cells failed)` : ''} |`,
-      );
-    }
-  }
-  return L.join('\n');
-}
-
-function sum<T>(xs: readonly T[], f: (x: T) => number): number {
-  let s = 0;
-  for (const x of xs) s += f(x);
-  return s;
 }
 
 // ------------------------------------------------------------------ peers
@@ -660,86 +607,6 @@ function demoUrl(): { url: string; fromConf: boolean } {
   }
 }
 
-function renderDoc(own: string, peers: string | undefined, command: string, date: string, load0: number[], load1: number[]): string {
-  const L: string[] = [];
-  L.push('# Performance');
-  L.push('');
-  L.push(`<!-- Generated by \`npm run bench -- --write\` (bench/run.ts); edits are overwritten. -->`);
-  L.push('');
-  L.push(
-    'Measured, never asserted: these are the figures of one run on the machine below, a shared 2-core VM where other ' +
-      'builds run at the same time. Requests per second move ±20–40 % between runs there; the CPU time a proxy spends per ' +
-      'request (utime+stime from `/proc/<pid>/stat` ÷ completed requests) is the steadiest figure, and ratios between ' +
-      'targets measured in the same round are what to compare.',
-  );
-  L.push('');
-  L.push(`## Machine and run (${date})`);
-  L.push('');
-  L.push(...machineLines(load0, load1));
-  L.push(`- Command: \`${command}\``);
-  L.push('');
-  L.push('## throughway (transport only) vs the backend directly, autocannon');
-  L.push('');
-  L.push(
-    'One single-process node:http backend (`bench/backend.ts`: `/small` 96-byte JSON, `/64k` 65,536 bytes, `POST /upload` → `{"bytes":N}`) ' +
-      'and one throughway process (`bench/start-throughway.ts`: `createTransport` with one route to the backend, default transport settings, no logging) ' +
-      'run as child processes; autocannon runs inside the bench process, so its CPU is the "client" column. ' +
-      '"other cores" is the machine\'s busy CPU minus client + proxy + backend: ≈ 0 when nobody else is working, above 0.3 means another tenant competed during that cell.',
-  );
-  L.push('');
-  L.push(own);
-  L.push('');
-  L.push(
-    peers ??
-      `${PEERS_BEGIN}\n## Against the peers\n\nNo peers run recorded yet: \`npm run bench -- --compare --write\` adds it.\n${PEERS_END}`,
-  );
-  L.push('');
-  const features = existingSection(FEATURES_BEGIN, FEATURES_END);
-  if (features !== undefined) {
-    L.push(features);
-    L.push('');
-  }
-  L.push('## How to reproduce');
-  L.push('');
-  L.push('```sh');
-  L.push('npm ci');
-  L.push('npm run bench                                   # all scenarios, 1 round of 10 s, tables on stdout');
-  L.push('npm run bench -- --scenarios small,ka1000 --rounds 3 --duration 8');
-  L.push('ROUNDS=3 DURATION=8 TOOLS=wrk npm run bench -- --compare --write   # with the peers; regenerates this file');
-  L.push(`node dist/bench/run.js --from ${WORK_DIR}/run-<date>.json --write   # render a run again, measuring nothing`);
-  L.push('node dist/bench/profile.js --mode perf          # where the CPU goes (perf), small GET under wrk');
-  L.push('npm run bench -- --auth --rounds 3              # auth = "none" vs a bearer token on a warm token cache (issue 6: within 15%)');
-  L.push('npm run bench -- --throttling --rounds 3        # the same route with and without throttling (issue 7: at most 10%)');
-  L.push('npm run bench -- --mediation                    # JSON validation at 1 KiB/64 KiB/1 MiB; small-GET p99 while 1 MiB bodies are validated (docs/mediation.md)');
-  L.push('```');
-  L.push('');
-  L.push(
-    'The peers comparison (`--compare`) runs `../shared/peers/run.sh` with `EXTRA_CMD` pointing at `dist/bench/start-throughway.js`; it installs ' +
-      'nginx and wrk with apt when they are missing and takes about 20–30 minutes for three rounds. The transport-only starter can be used alone: ' +
-      '`PORT=8280 UPSTREAM=http://127.0.0.1:8100 node dist/bench/start-throughway.js` (`EXTRA_PREFIX=/x` strips a prefix before forwarding).',
-  );
-  L.push('');
-  const demo = demoUrl();
-  L.push(
-    `To load the demo API that \`npm start\` serves (the full gateway with its phase chain, not the bare transport) with the ` +
-      `autocannon this repository pins` +
-      (demo.fromConf
-        ? ` (URL read from conf/apis/demo.toml and conf/deployment.toml; the demo backend's \`/small\` is 96 bytes of JSON like the bench backend's; ` +
-          `when the demo API requires a token, add \`-H 'Authorization: Bearer <token>'\`):`
-        : ` — replace the placeholders with the demo API's context, version and a GET resource:`),
-  );
-  L.push('');
-  L.push('```sh');
-  L.push(`npm start &   # then, in another terminal:`);
-  L.push(`npx autocannon -c 64 -d 10 ${demo.url}`);
-  L.push('```');
-  L.push('');
-  return L.join('\n');
-}
-
-function existingPeersSection(): string | undefined {
-  return existingSection(PEERS_BEGIN, PEERS_END);
-}
 
 /** A block of the current document between two markers (kept when the document is written again). */
 function existingSection(begin: string, end: string): string | undefined {
@@ -770,35 +637,79 @@ interface RawRun {
   peersFromCompare: boolean;
 }
 
+/** Starts the full gateway (bench/start-gateway.ts) and reads the access token it issued. */
+async function startGateway(backendPort: number): Promise<NonNullable<Targets['gateway']>> {
+  const port = await freePort();
+  const tokenFile = path.join(WORK_DIR, `token-${process.pid}`);
+  fs.rmSync(tokenFile, { force: true });
+  const proc = startProc('gateway', [process.execPath, path.join(DIST_BENCH, 'start-gateway.js')], {
+    PORT: String(port),
+    UPSTREAM: `http://${HOST}:${backendPort}`,
+    TOKEN_FILE: tokenFile,
+  });
+  await waitPort(port, 30_000, proc);
+  const token = fs.readFileSync(tokenFile, 'utf8').trim();
+  fs.rmSync(tokenFile, { force: true });
+  return { proc, port, token };
+}
+
+/** Every route a gateway target of the selected scenarios requests answers 200 with the backend's 96 bytes. */
+async function gatewaySanity(opts: Options, t: Targets): Promise<void> {
+  for (const sc of opts.scenarios) {
+    for (const target of sc.targets.filter((x) => x === 'gateway' || x === 'gateway-open')) {
+      const { port, path: p, headers } = targetOf(sc, target, t);
+      const r = await fetch(`http://${HOST}:${port}${p}`, { headers });
+      const b = await r.arrayBuffer();
+      if (r.status !== 200 || b.byteLength !== 96) throw new Error(`gateway ${p} -> ${r.status} len=${b.byteLength}: ${Buffer.from(b).toString().slice(0, 200)}`);
+    }
+    if (sc.auth === true) {
+      // Without the token the protected route must refuse: else the auth cells would measure nothing.
+      const r = await fetch(`http://${HOST}:${(t.gateway as NonNullable<Targets['gateway']>).port}${targetPath(sc, 'gateway')}`);
+      await r.arrayBuffer();
+      if (r.status !== 401) throw new Error(`gateway ${targetPath(sc, 'gateway')} without a token -> ${r.status}, expected 401`);
+    }
+  }
+}
+
 async function measure(opts: Options): Promise<Cell[]> {
   const body = uploadBody();
   const backendPort = await freePort();
   const backend = await startBackend(backendPort);
   const twPort = await freePort();
   const proxy = await startThroughway(twPort, backendPort);
+  const needsGateway = opts.scenarios.some((sc) => sc.targets.includes('gateway') || sc.targets.includes('gateway-open'));
+  const gateway = needsGateway ? await startGateway(backendPort) : undefined;
+  const targets: Targets = { backend, backendPort, proxy, proxyPort: twPort, gateway };
   await sanity(backendPort, body);
   await sanity(twPort, body);
-  log(`backend pid ${backend.pid} on ${HOST}:${backendPort}; throughway pid ${proxy.pid} on ${HOST}:${twPort}`);
+  if (gateway !== undefined) await gatewaySanity(opts, targets);
+  log(
+    `backend pid ${backend.pid} on ${HOST}:${backendPort}; throughway pid ${proxy.pid} on ${HOST}:${twPort}` +
+      (gateway !== undefined ? `; gateway pid ${gateway.proc.pid} on ${HOST}:${gateway.port}` : ''),
+  );
 
   const cells: Cell[] = [];
-  const total = opts.rounds * opts.scenarios.length * 2;
+  const total = opts.rounds * opts.scenarios.reduce((n, sc) => n + sc.targets.length, 0);
   log(`${total} cells of ${opts.warmup} s warm-up + ${opts.duration} s (+ up to ${opts.quietMaxS} s waiting for a quiet machine each)`);
+  const procs = [backend, proxy, ...(gateway !== undefined ? [gateway.proc] : [])];
   let n = 0;
   for (let round = 1; round <= opts.rounds; round++) {
     for (const sc of opts.scenarios) {
       log(`-- round ${round}/${opts.rounds}: ${sc.name}: ${sc.label}${opts.connections !== undefined ? ` (with ${opts.connections} conns)` : ''}`);
       let directRps = NaN;
-      for (const target of ['direct', 'throughway'] as const) {
+      let openRps = NaN;
+      for (const target of sc.targets) {
         n++;
-        if (proxy.exited || backend.exited) throw new Error(`${proxy.exited ? 'throughway' : 'backend'} exited; see ${(proxy.exited ? proxy : backend).logFile}`);
-        const port = target === 'direct' ? backendPort : twPort;
-        const c = await measureCell(round, sc, target, port, target === 'direct' ? undefined : proxy, backend, opts, body);
+        const gone = procs.find((p) => p.exited);
+        if (gone !== undefined) throw new Error(`${gone.name} exited; see ${gone.logFile}`);
+        const c = await measureCell(round, sc, target, targets, opts, body);
         if (target === 'direct') directRps = c.rps;
+        if (target === 'gateway-open') openRps = c.rps;
         c.ratio = c.rps / directRps;
         cells.push(c);
         log(
           `[${n}/${total}] r${round} ${sc.name} ${target}: ${fmt(c.rps)} req/s` +
-            (target === 'direct' ? '' : ` (${fmt(c.ratio, 2)} of direct)`) +
+            (target === 'direct' ? '' : ` (${fmt(c.ratio, 2)} of direct${target === 'gateway' && Number.isFinite(openRps) ? `, ${fmt(c.rps / openRps, 3)} of the open route` : ''})`) +
             ` p50=${fmt(c.p50)} p99=${fmt(c.p99)} ms proxy=${fmt(c.proxyUs, 1)} backend=${fmt(c.backendUs, 1)} client=${fmt(c.clientUs, 1)} µs/req` +
             ` other=${fmt(c.otherCores, 2)} cores err=${c.errors} timeouts=${c.timeouts} non2xx=${c.non2xx}${c.ok ? '' : ' FAILED: ' + (c.error ?? '')}`,
         );
@@ -812,50 +723,36 @@ async function measure(opts: Options): Promise<Cell[]> {
 }
 
 /**
- * Issue 7's budget: throttling on (three counters per call) costs at most 10% of the throughput of the
- * same route without it. One gateway process (bench/start-gateway.ts) serves both routes; they alternate
- * within each round, as the transport cells do. Prints the cells and the median ratio; writes nothing.
+ * `--mediation`: measures (or, with --from, reads) a mediation run, prints its table, keeps its raw
+ * rows, and with --write replaces only the mediation section of docs/performance.md.
  */
-async function measureThrottling(opts: Options): Promise<void> {
-  const body = uploadBody();
-  const backendPort = await freePort();
-  const backend = await startBackend(backendPort);
-  const gwPort = await freePort();
-  const gateway = startProc('gateway', [process.execPath, path.join(DIST_BENCH, 'start-gateway.js')], { PORT: String(gwPort), UPSTREAM: `http://${HOST}:${backendPort}` });
-  await waitPort(gwPort, 20_000, gateway);
-  const routes = [
-    { name: 'plain', label: 'GET /plain/1/small: no throttling', method: 'GET', path: '/plain/1/small', conns: 64 },
-    { name: 'limited', label: 'GET /limited/1/small: resource + subscription + burst levels', method: 'GET', path: '/limited/1/small', conns: 64 },
-  ] as const satisfies readonly Scenario[];
-  const ratios: number[] = [];
-  for (let round = 1; round <= opts.rounds; round++) {
-    let plain = NaN;
-    for (const sc of routes) {
-      const c = await measureCell(round, sc, 'throughway', gwPort, gateway, backend, opts, body);
-      if (sc.name === 'plain') plain = c.rps;
-      else ratios.push(c.rps / plain);
-      log(`r${round} ${sc.label}: ${fmt(c.rps)} req/s p99=${fmt(c.p99)} ms gateway=${fmt(c.proxyUs, 1)} µs/req non2xx=${c.non2xx}${sc.name === 'limited' ? ` (${fmt(c.rps / plain, 3)} of plain)` : ''}`);
-    }
+async function mediation(opts: Options, argv: readonly string[]): Promise<void> {
+  let run: MediationRun;
+  if (opts.from !== undefined) {
+    run = JSON.parse(fs.readFileSync(opts.from, 'utf8')) as MediationRun;
+    log(`rendering the mediation run of ${run.date} from ${opts.from} (nothing measured)`);
+  } else {
+    const date = new Date().toISOString();
+    const rows = await runMediationBench(opts);
+    run = { date, command: benchCommand(argv, opts), duration: opts.duration, warmup: opts.warmup, rows };
+    const rawFile = path.join(WORK_DIR, `mediation-${date.replace(/[:.]/g, '-')}.json`);
+    fs.writeFileSync(rawFile, JSON.stringify(run, null, 1));
+    log(`raw results: ${rawFile} (node dist/bench/run.js --mediation --from ${rawFile} --write renders them again)`);
   }
-  await stopAll();
-  const m = median(ratios);
-  log(`throttling: median ${fmt(m, 3)} of the unthrottled route's req/s over ${ratios.length} round(s) (issue 7 budget: >= 0.90): ${m >= 0.9 ? 'within' : 'OVER'} budget`);
+  process.stdout.write(`# throughway mediation bench — ${run.date}\n\n${renderMediationTable(run.rows)}\n`);
+  if (opts.write) {
+    const doc = fs.existsSync(DOC) ? fs.readFileSync(DOC, 'utf8') : '# Performance\n';
+    fs.writeFileSync(DOC, replaceSection(doc, MEDIATION_BEGIN, MEDIATION_END, renderMediation(run), HOW_TO_REPRODUCE));
+    log(`wrote the mediation section of ${path.relative(process.cwd(), DOC) || DOC}`);
+  }
 }
 
 async function main(): Promise<void> {
   const argv = process.argv.slice(2);
-  if (argv.includes('--auth')) return runAuthBench(argv.filter((a) => a !== '--auth'));
   const opts = parseArgs(argv);
   installExitHandlers();
   fs.mkdirSync(WORK_DIR, { recursive: true });
-  if (opts.throttling) {
-    await measureThrottling(opts);
-    return;
-  }
-  if (opts.mediation) {
-    process.stdout.write(`# throughway mediation bench — ${new Date().toISOString()}\n\n${await runMediationBench(opts)}\n`);
-    return;
-  }
+  if (opts.mediation) return mediation(opts, argv);
 
   let raw: RawRun;
   if (opts.from !== undefined) {
@@ -881,7 +778,8 @@ async function main(): Promise<void> {
     const cells = await measure(opts);
     let peersFile = opts.peersResults;
     if (opts.compare) {
-      process.stdout.write(`# throughway bench — ${date}\n\n${renderOwn(cells, opts)}\n\n`);
+      const f = renderFeatures(cells, opts);
+      process.stdout.write(`# throughway bench — ${date}\n\n${renderOwn(cells, opts)}\n${f !== undefined ? `\n${f}\n` : ''}\n`);
       await sleep(1000);
       peersFile = await runPeers(opts);
     }
@@ -902,7 +800,8 @@ async function main(): Promise<void> {
   }
 
   const own = renderOwn(raw.cells, opts);
-  if (!opts.compare) process.stdout.write(`# throughway bench — ${raw.date}\n\n${own}\n`);
+  const features = renderFeatures(raw.cells, opts);
+  if (!opts.compare) process.stdout.write(`# throughway bench — ${raw.date}\n\n${own}\n${features !== undefined ? `\n${features}\n` : ''}`);
   let peers: string | undefined;
   if (raw.peersFile !== undefined) {
     const cmd = raw.peersFromCompare ? raw.command : peersCommand(raw.peersFile);
@@ -910,7 +809,17 @@ async function main(): Promise<void> {
     process.stdout.write('\n' + peers.replace(PEERS_BEGIN + '\n', '').replace('\n' + PEERS_END, '') + '\n');
   }
   if (opts.write) {
-    const doc = renderDoc(own, peers ?? existingPeersSection(), raw.command, raw.date, raw.load0, raw.load1);
+    const doc = renderDoc({
+      date: raw.date,
+      command: raw.command,
+      machine: machineLines(raw.load0, raw.load1),
+      own,
+      features,
+      peers: peers ?? existingSection(PEERS_BEGIN, PEERS_END),
+      mediation: existingSection(MEDIATION_BEGIN, MEDIATION_END),
+      workDir: WORK_DIR,
+      demo: demoUrl(),
+    });
     fs.mkdirSync(path.dirname(DOC), { recursive: true });
     fs.writeFileSync(DOC, doc);
     log(`wrote ${path.relative(process.cwd(), DOC) || DOC}`);

@@ -1,32 +1,39 @@
 /**
- * A gateway (the whole phase chain) for the throttling benchmark (`npm run bench -- --throttling`): two
- * APIs in front of one upstream, identical but for throttling.
+ * The full gateway for the bench's feature scenarios (`npm run bench -- --scenarios auth,throttling`):
+ * the whole phase chain and the key manager in this one process, as `npm start` runs them (the gateway
+ * validates the key manager's tokens with its public keys and fills its subscription store from it).
+ * Three APIs in front of one upstream, identical but for what is measured:
  *
- *   PORT=8280 UPSTREAM=http://127.0.0.1:8100 node dist/bench/start-gateway.js
+ *   /plain/1/small      auth = "none", unauthenticated_policy = "Unlimited": no level counts anything
+ *                       (the gateway's own cost, the reference for the two below)
+ *   /limited/1/small    auth = "none", a resource policy and the per-IP subscription tier with burst
+ *                       control: three counters per call, with limits no benchmark reaches (the cost of
+ *                       counting, not of refusing; issue 7's budget: at most 10 %)
+ *   /secured/1/small    auth = "oauth2", subscription tier "Unlimited": a bearer token on a warm token
+ *                       cache, the subscription and scope checks (issue 6's budget: within 15 %)
  *
- *   /plain/1/small      unauthenticated_policy = "Unlimited": no level counts anything
- *   /limited/1/small    a resource policy and the per-IP subscription tier with burst control: three
- *                       counters per call, with limits no benchmark reaches (the cost of counting, not
- *                       of refusing)
+ *   PORT=8280 UPSTREAM=http://127.0.0.1:8100 [TOKEN_FILE=/tmp/x] node dist/bench/start-gateway.js
  *
- * Until authentication (Step 5) sets a token's context, the subscription level is the unauthenticated
- * tier per client IP, and the application level (one counter per application and user) is stood in for
- * by burst control (one counter of the same kind), so the three levels of issue 7's budget cost the
- * same. Custom policies are left out: they apply to every API, the unthrottled route too. Listens on
- * 127.0.0.1 only; no logging.
+ * The access token (client credentials, one application subscribed to /secured) is issued before the
+ * port opens and written to TOKEN_FILE, so a bench that waits for the port can read it. Custom policies
+ * are left out: they apply to every API, the reference route too. Listens on 127.0.0.1 only; no logging.
  */
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { loadConfig } from '../lib/config/load';
-import { createGateway } from '../lib/gateway';
+import { createGateway, type Gateway } from '../lib/gateway';
+import { createKeyManager, type KeyManager } from '../lib/keymanager';
+import { silentLogger } from '../lib/observability/log';
+import { keyManagerLink } from '../lib/security';
+import { openStore } from '../lib/store/open';
+import type { Store } from '../lib/store/types';
 
 const port = Number(process.env.PORT ?? 8280);
 const upstream = process.env.UPSTREAM ?? 'http://127.0.0.1:8100';
-const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'throughway-bench-gw-'));
-fs.writeFileSync(
-  path.join(dir, 'policies.toml'),
-  `[[subscription]]
+const tokenFile = process.env.TOKEN_FILE;
+
+const POLICIES = `[[subscription]]
 name = "Unlimited"
 unlimited = true
 [[subscription]]
@@ -36,10 +43,9 @@ burst = { limit = 1000000000, time_unit = "sec" }
 [[api]]
 name = "BenchResource"
 request_count = 1000000000
-`,
-);
-const loaded = loadConfig({ text: '[super_admin]\nusername = "admin"\npassword = "admin"\n[database.apim_db]\ntype = "h2"\nusername = "u"\npassword = "p"\n', env: {} });
-const api = (name: string, extra: Record<string, unknown>, resource: Record<string, unknown>): Record<string, unknown> => ({
+`;
+
+const api = (name: string, extra: Record<string, unknown>, resource: Record<string, unknown> = {}): Record<string, unknown> => ({
   name,
   context: `/${name}`,
   version: '1',
@@ -48,34 +54,63 @@ const api = (name: string, extra: Record<string, unknown>, resource: Record<stri
   resources: [{ path: '/small', methods: ['GET'], ...resource }],
   ...extra,
 });
-const gateway = createGateway({
-  config: loaded.config,
-  dir,
-  apis: [api('plain', { unauthenticated_policy: 'Unlimited' }, {}), api('limited', { unauthenticated_policy: 'BenchTier' }, { policy: 'BenchResource' })],
-  transport: { shutdownTimeout: 2000 },
-});
-if (gateway.deployed().length !== 2) {
-  process.stderr.write(`start-gateway: ${JSON.stringify(gateway.states().flatMap((s) => s.diagnostics))}\n`);
-  process.exit(1);
-}
-gateway
-  .listen({ port, host: '127.0.0.1', backlog: 4096 })
-  .then((a) => process.stdout.write(`throughway gateway on 127.0.0.1:${a.port} -> ${upstream} (/plain/1, /limited/1) pid=${process.pid}\n`))
-  .catch((err: unknown) => {
-    process.stderr.write(`start-gateway: cannot listen on 127.0.0.1:${port}: ${String(err)}\n`);
-    process.exit(1);
-  });
 
-const stop = (): void => {
-  const hard = setTimeout(() => process.exit(0), 4000);
-  hard.unref();
-  gateway.close().then(
-    () => {
+async function main(): Promise<void> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'throughway-bench-gw-'));
+  fs.writeFileSync(path.join(dir, 'policies.toml'), POLICIES);
+  const text =
+    '[server]\nhostname = "localhost"\n[super_admin]\nusername = "admin"\npassword = "admin"\n' +
+    `[database.apim_db]\ntype = "h2"\nurl = "jdbc:h2:${path.join(dir, 'apim_db')}"\nusername = "u"\npassword = "p"\n`;
+  const loaded = loadConfig({ text, env: {} });
+  if (!loaded.ok) throw new Error(`config: ${JSON.stringify(loaded.diagnostics.filter((d) => d.level === 'error'))}`);
+  let store: Store | undefined;
+  let km: KeyManager | undefined;
+  let gateway: Gateway | undefined;
+  const stop = (): void => {
+    const hard = setTimeout(() => process.exit(0), 4000);
+    hard.unref();
+    (async () => {
+      await gateway?.close();
+      await km?.close();
+      await store?.close();
       fs.rmSync(dir, { recursive: true, force: true });
-      process.exit(0);
-    },
-    () => process.exit(0),
-  );
-};
-process.on('SIGTERM', stop);
-process.on('SIGINT', stop);
+    })().then(
+      () => process.exit(0),
+      () => process.exit(0),
+    );
+  };
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+
+  store = await openStore(loaded.config, dir);
+  km = await createKeyManager({ loaded, store, logger: silentLogger });
+  gateway = createGateway({
+    config: loaded.config,
+    dir,
+    apis: [
+      api('plain', { unauthenticated_policy: 'Unlimited' }),
+      api('limited', { unauthenticated_policy: 'BenchTier' }, { policy: 'BenchResource' }),
+      api('secured', { auth: 'oauth2' }),
+    ],
+    logger: silentLogger,
+    keyManager: keyManagerLink(km),
+    events: km.bus,
+    watch: false,
+    transport: { shutdownTimeout: 2000 },
+  });
+  if (gateway.deployed().length !== 3) throw new Error(`apis not deployed: ${JSON.stringify(gateway.states().flatMap((s) => s.diagnostics))}`);
+  const app = await km.manager.createApplication({ name: 'bench', owner: 'admin' });
+  const keys = await km.manager.generateKeys(app.id, { keyType: 'PRODUCTION' });
+  await km.manager.addSubscription({ application: app.id, apiContext: '/secured', apiVersion: '1', tier: 'Unlimited' });
+  const basic = `Basic ${Buffer.from(`${keys.consumerKey}:${keys.consumerSecret}`).toString('base64')}`;
+  const token = (await km.oauth.token(basic, new URLSearchParams({ grant_type: 'client_credentials' }))).access_token;
+  await gateway.security.ready;
+  if (tokenFile !== undefined) fs.writeFileSync(tokenFile, token);
+  const a = await gateway.listen({ port, host: '127.0.0.1', backlog: 4096 });
+  process.stdout.write(`throughway gateway + key manager on 127.0.0.1:${a.port} -> ${upstream} (/plain/1, /limited/1, /secured/1) pid=${process.pid}\n`);
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`start-gateway: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.exit(1);
+});

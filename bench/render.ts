@@ -1,0 +1,333 @@
+/**
+ * docs/performance.md from a bench run's raw results (bench/run.ts): pure functions of the cells, the
+ * options they were measured with and the machine lines, so `--from` renders an earlier run again and
+ * test/bench/render.test.ts renders a fake run without measuring. Every figure in the document comes
+ * from a cell here, the peers harness's results (bench/run.ts) or a mediation run's rows: none is
+ * written by hand (issue 12, "Benchmarking"), the way pino's docs/benchmarks.md is produced by its
+ * benchmarks.
+ */
+import { fmt, median, range, type Scenario, type TargetName } from './common';
+
+/** One measured window: a scenario on one target in one round. */
+export interface Cell {
+  round: number;
+  scenario: string;
+  target: TargetName;
+  conns: number;
+  ok: boolean;
+  error?: string;
+  requests: number;
+  durationS: number;
+  rps: number;
+  /** req/s ÷ the direct cell's req/s of the same scenario and round. */
+  ratio: number;
+  p50: number;
+  p99: number;
+  errors: number;
+  timeouts: number;
+  non2xx: number;
+  /** CPU µs per request of the process under test (throughway or gateway); null for direct. */
+  proxyUs: number | null;
+  backendUs: number;
+  clientUs: number;
+  otherCores: number;
+  preBusyCores: number;
+}
+
+export interface RenderOptions {
+  readonly scenarios: readonly Scenario[];
+  readonly rounds: number;
+  readonly warmup: number;
+  readonly duration: number;
+  readonly connections: number | undefined;
+}
+
+export const PEERS_BEGIN = '<!-- peers:begin -->';
+export const PEERS_END = '<!-- peers:end -->';
+/** The mediation run's section (`--mediation --write`), kept by the main run's --write like the peers'. */
+export const MEDIATION_BEGIN = '<!-- mediation:begin -->';
+export const MEDIATION_END = '<!-- mediation:end -->';
+
+const TARGET_LABEL: Readonly<Record<TargetName, string>> = {
+  direct: 'direct',
+  throughway: 'throughway (transport only)',
+  'gateway-open': 'gateway, open route',
+  gateway: 'gateway',
+};
+
+/** The target a scenario is about: the full gateway's route for the feature scenarios, else the transport. */
+export function mainTarget(sc: Scenario): TargetName {
+  return sc.targets.includes('gateway') ? 'gateway' : 'throughway';
+}
+
+function okCells(cells: readonly Cell[], sc: string, target: TargetName): Cell[] {
+  return cells.filter((c) => c.scenario === sc && c.target === target && c.ok);
+}
+
+/** Per round, `target` req/s ÷ the gateway's open route req/s (the feature's own cost). */
+export function vsOpen(cells: readonly Cell[], sc: string, target: TargetName = 'gateway'): number[] {
+  const out: number[] = [];
+  for (const c of okCells(cells, sc, target)) {
+    const open = cells.find((o) => o.scenario === sc && o.target === 'gateway-open' && o.round === c.round && o.ok);
+    if (open !== undefined && open.rps > 0) out.push(c.rps / open.rps);
+  }
+  return out;
+}
+
+function sum<T>(xs: readonly T[], f: (x: T) => number): number {
+  let s = 0;
+  for (const x of xs) s += f(x);
+  return s;
+}
+
+function connsLabel(sc: Scenario, o: RenderOptions): string {
+  const base = sc.label.replace(/, [\d,]+ (keep-alive )?conns$/, '');
+  return `${base}, ${(o.connections ?? sc.conns).toLocaleString('en-US')} ${sc.name === 'ka1000' ? 'keep-alive ' : ''}conns`;
+}
+
+/** The main table (direct vs throughway per scenario), its note, and one detail table per scenario. */
+export function renderOwn(cells: readonly Cell[], o: RenderOptions): string {
+  const L: string[] = [];
+  L.push('| scenario | direct req/s | throughway req/s | vs direct | p99 ms direct / throughway | proxy CPU µs/req | backend µs/req | errors / non-2xx |');
+  L.push('|---|---|---|---|---|---|---|---|');
+  for (const sc of o.scenarios) {
+    const main = mainTarget(sc);
+    const d = okCells(cells, sc.name, 'direct');
+    const t = okCells(cells, sc.name, main);
+    L.push(
+      `| ${connsLabel(sc, o)}${main === 'gateway' ? ' (full gateway)' : ''} | ${fmt(median(d.map((c) => c.rps)))} | ${fmt(median(t.map((c) => c.rps)))} | ${fmt(median(t.map((c) => c.ratio)), 2)} | ` +
+        `${fmt(median(d.map((c) => c.p99)), 0)} / ${fmt(median(t.map((c) => c.p99)), 0)} | ${fmt(median(t.map((c) => c.proxyUs ?? NaN)), 1)} | ` +
+        `${fmt(median(t.map((c) => c.backendUs)), 1)} | ${sum(t, (c) => c.errors + c.timeouts)} / ${sum(t, (c) => c.non2xx)} |`,
+    );
+  }
+  L.push('');
+  const other = median(cells.map((c) => c.otherCores));
+  L.push(
+    `Values are medians over ${o.rounds} round${o.rounds > 1 ? 's' : ''} (min–max in the detail tables) of ${o.warmup} s warm-up + ${o.duration} s measured per cell; ` +
+      '"vs direct" is req/s ÷ the backend\'s own req/s in the same round; latency has autocannon\'s 1 ms resolution. ' +
+      'Rows marked "full gateway" go through the whole phase chain (bench/start-gateway.ts); the others through the transport only.' +
+      (other > 0.3
+        ? ` Other work used a median ${fmt(other, 2)} cores of this machine during the measured windows: ` +
+          'req/s and p99 reflect when each process got a core more than the proxy itself; CPU µs per request holds best.'
+        : ''),
+  );
+  for (const sc of o.scenarios) {
+    L.push('');
+    L.push(`#### ${sc.label}${o.connections !== undefined ? ` (run with ${o.connections} conns)` : ''}`);
+    L.push('');
+    L.push('| target | req/s | vs direct | p50 ms | p99 ms | proxy CPU µs/req | backend µs/req | client µs/req | other cores | errors / timeouts / non-2xx |');
+    L.push('|---|---|---|---|---|---|---|---|---|---|');
+    for (const target of sc.targets) {
+      const all = cells.filter((c) => c.scenario === sc.name && c.target === target);
+      const ok = all.filter((c) => c.ok);
+      if (all.length === 0) continue;
+      const label = target === 'gateway' ? `gateway, ${sc.gatewayPath ?? ''}` : target === 'gateway-open' ? `gateway, open route` : TARGET_LABEL[target];
+      if (ok.length === 0) {
+        L.push(`| ${label} | failed: ${all[0]?.error ?? '?'} |||||||||`);
+        continue;
+      }
+      const col = (f: (c: Cell) => number, d: number): string => fmt(median(ok.map(f)), d) + range(ok.map(f), d);
+      L.push(
+        `| ${label} | ${col((c) => c.rps, 0)} | ${target === 'direct' ? '1' : col((c) => c.ratio, 2)} | ${col((c) => c.p50, 0)} | ${col((c) => c.p99, 0)} | ` +
+          `${target === 'direct' ? '—' : col((c) => c.proxyUs ?? NaN, 1)} | ${col((c) => c.backendUs, 1)} | ${col((c) => c.clientUs, 1)} | ` +
+          `${col((c) => c.otherCores, 2)} | ${sum(ok, (c) => c.errors)} / ${sum(ok, (c) => c.timeouts)} / ${sum(ok, (c) => c.non2xx)}` +
+          `${all.length > ok.length ? ` (${all.length - ok.length} cells failed)` : ''} |`,
+      );
+    }
+  }
+  return L.join('\n');
+}
+
+/**
+ * The feature scenarios (those with a budget) against the gateway's open route: the cost of the feature
+ * alone, by req/s in the same round and by gateway CPU per request, with the issue's budget. Undefined
+ * when the run had none.
+ */
+export function renderFeatures(cells: readonly Cell[], o: RenderOptions): string | undefined {
+  const features = o.scenarios.filter((sc) => sc.budget !== undefined);
+  if (features.length === 0) return undefined;
+  const L: string[] = [];
+  L.push('## The gateway\'s features: authentication and throttling');
+  L.push('');
+  L.push(
+    'The full gateway (`bench/start-gateway.ts`: the phase chain and the key manager in one process, one application with a ' +
+      'client-credentials token) serves three routes to the same backend `/small`: an open one (`auth = "none"`, nothing counted), ' +
+      'a protected one (`auth = "oauth2"`; the warm-up fills the token cache, so cells measure the warm path: cache look-up, ' +
+      'subscription and scope checks) and a throttled one (a resource policy, the per-IP subscription tier and burst control: three ' +
+      'counters per call with limits no run reaches). "vs open" is the route\'s req/s ÷ the open route\'s in the same round; ' +
+      'the CPU figures are the gateway\'s per request, the steadier measure on a shared machine.',
+  );
+  L.push('');
+  L.push('| scenario | transport only req/s · µs/req | gateway open route req/s · µs/req | gateway req/s · µs/req | vs open (per round) | CPU µs/req vs open | budget | in this run |');
+  L.push('|---|---|---|---|---|---|---|---|');
+  for (const sc of features) {
+    const pair = (t: TargetName): string => {
+      const ok = okCells(cells, sc.name, t);
+      return `${fmt(median(ok.map((c) => c.rps)))} · ${fmt(median(ok.map((c) => c.proxyUs ?? NaN)), 1)}`;
+    };
+    const ratios = vsOpen(cells, sc.name);
+    const m = median(ratios);
+    const openUs = median(okCells(cells, sc.name, 'gateway-open').map((c) => c.proxyUs ?? NaN));
+    const gwUs = median(okCells(cells, sc.name, 'gateway').map((c) => c.proxyUs ?? NaN));
+    const cpu = Number.isFinite(openUs) && Number.isFinite(gwUs) && openUs > 0 ? `${gwUs >= openUs ? '+' : ''}${fmt((gwUs / openUs - 1) * 100, 0)} %` : '—';
+    const budget = sc.budget as NonNullable<Scenario['budget']>;
+    const verdict = Number.isFinite(m) ? (m >= budget.min ? 'within' : '**over**') : '—';
+    L.push(
+      `| ${sc.name}: ${sc.label} | ${pair('throughway')} | ${pair('gateway-open')} | ${pair('gateway')} | ` +
+        `${fmt(m, 3)}${ratios.length > 1 ? ` (${ratios.map((r) => fmt(r, 3)).join(', ')})` : ''} | ${cpu} | ≥ ${fmt(budget.min, 2)} (${budget.issue}) | ${verdict} |`,
+    );
+  }
+  return L.join('\n');
+}
+
+/** One row of a mediation run (bench/mediation.ts). */
+export interface MediationRow {
+  readonly name: string;
+  readonly label: string;
+  readonly rps: number;
+  readonly p50: number;
+  readonly p99: number;
+  readonly errors: number;
+  readonly non2xx: number;
+}
+
+/** What `--mediation` leaves in WORK_DIR/mediation-<date>.json; `--mediation --from FILE --write` renders it again. */
+export interface MediationRun {
+  readonly date: string;
+  readonly command: string;
+  readonly duration: number;
+  readonly warmup: number;
+  readonly rows: readonly MediationRow[];
+}
+
+export function renderMediationTable(rows: readonly MediationRow[]): string {
+  const L = ['| scenario | req/s | p50 ms | p99 ms | errors | non-2xx |', '|---|---|---|---|---|---|'];
+  for (const r of rows) L.push(`| ${r.label} | ${fmt(r.rps, 0)} | ${fmt(r.p50, 0)} | ${fmt(r.p99, 0)} | ${r.errors} | ${r.non2xx} |`);
+  return L.join('\n');
+}
+
+/** The mediation section between its markers. */
+export function renderMediation(run: MediationRun): string {
+  const alone = run.rows.find((r) => r.name === 'small-alone');
+  const during = run.rows.find((r) => r.name === 'small-during-1m');
+  const share = alone !== undefined && during !== undefined && alone.rps > 0 ? during.rps / alone.rps : NaN;
+  return [
+    MEDIATION_BEGIN,
+    '## Mediation: JSON validation (issue 8)',
+    '',
+    `Run of ${run.date} (${run.warmup} s warm-up + ${run.duration} s per row), produced by \`${run.command}\`: a gateway with ` +
+      '`force_json_validation = true` and the mediation pool at its defaults (docs/mediation.md) in front of the bench backend. ' +
+      'These rows are not direct-vs-throughway cells: the last two run at the same time, to show that large bodies validated in ' +
+      'worker threads leave the event loop serving small requests, so they stay a run of their own.',
+    '',
+    renderMediationTable(run.rows),
+    '',
+    `Small GETs while 1 MiB bodies are validated ran at ${fmt(share, 2)} of their rate alone.`,
+    MEDIATION_END,
+  ].join('\n');
+}
+
+/** Replaces the block between `begin` and `end` in `doc`, or inserts it before `before` (or at the end). */
+export function replaceSection(doc: string, begin: string, end: string, block: string, before: string): string {
+  const a = doc.indexOf(begin);
+  const b = doc.indexOf(end);
+  if (a >= 0 && b > a) return doc.slice(0, a) + block + doc.slice(b + end.length);
+  const at = doc.indexOf(before);
+  if (at >= 0) return `${doc.slice(0, at)}${block}\n\n${doc.slice(at)}`;
+  return `${doc.replace(/\n*$/, '\n\n')}${block}\n`;
+}
+
+export interface DocParts {
+  readonly date: string;
+  readonly command: string;
+  /** Machine, versions and load lines (bench/run.ts machineLines). */
+  readonly machine: readonly string[];
+  readonly own: string;
+  readonly features: string | undefined;
+  /** The peers section with its markers (this run's, or the document's current one). */
+  readonly peers: string | undefined;
+  /** The mediation section with its markers (the document's current one). */
+  readonly mediation: string | undefined;
+  readonly workDir: string;
+  readonly demo: { readonly url: string; readonly fromConf: boolean };
+}
+
+export const HOW_TO_REPRODUCE = '## How to reproduce';
+
+export function renderDoc(p: DocParts): string {
+  const L: string[] = [];
+  L.push('# Performance');
+  L.push('');
+  L.push(`<!-- Generated by \`npm run bench -- --write\` (bench/run.ts, bench/render.ts); edits are overwritten. -->`);
+  L.push('');
+  L.push(
+    'Measured, never asserted: these are the figures of one run on the machine below, a shared 2-core VM where other ' +
+      'builds run at the same time. Requests per second move ±20–40 % between runs there; the CPU time a proxy spends per ' +
+      'request (utime+stime from `/proc/<pid>/stat` ÷ completed requests) is the steadiest figure, and ratios between ' +
+      'targets measured in the same round are what to compare. Every figure below comes from a bench scenario\'s raw results.',
+  );
+  L.push('');
+  L.push(`## Machine and run (${p.date})`);
+  L.push('');
+  L.push(...p.machine);
+  L.push(`- Command: \`${p.command}\``);
+  L.push('');
+  L.push('## throughway vs the backend directly, autocannon');
+  L.push('');
+  L.push(
+    'One single-process node:http backend (`bench/backend.ts`: `/small` 96-byte JSON, `/64k` 65,536 bytes, `POST /upload` → `{"bytes":N}`), ' +
+      'one transport-only throughway (`bench/start-throughway.ts`: `createTransport` with one route to the backend, default transport settings, no logging) ' +
+      'and, for the auth and throttling scenarios, the full gateway (`bench/start-gateway.ts`) run as child processes; autocannon runs inside the bench process, so its CPU is the "client" column. ' +
+      '"other cores" is the machine\'s busy CPU minus client + proxy + backend: ≈ 0 when nobody else is working, above 0.3 means another tenant competed during that cell.',
+  );
+  L.push('');
+  L.push(p.own);
+  L.push('');
+  if (p.features !== undefined) {
+    L.push(p.features);
+    L.push('');
+  }
+  L.push(p.peers ?? `${PEERS_BEGIN}\n## Against the peers\n\nNo peers run recorded yet: \`npm run bench -- --compare --write\` adds it.\n${PEERS_END}`);
+  L.push('');
+  L.push(
+    p.mediation ??
+      `${MEDIATION_BEGIN}\n## Mediation: JSON validation (issue 8)\n\nNo mediation run recorded yet: \`npm run bench -- --mediation --write\` adds it.\n${MEDIATION_END}`,
+  );
+  L.push('');
+  L.push(HOW_TO_REPRODUCE);
+  L.push('');
+  L.push('```sh');
+  L.push('npm ci');
+  L.push('npm run bench                                   # all scenarios, 1 round of 10 s, tables on stdout');
+  L.push('npm run bench -- --scenarios small,ka1000 --rounds 3 --duration 8');
+  L.push('npm run bench -- --scenarios auth,throttling --rounds 3   # the full gateway: bearer token (issue 6: within 15%), throttling (issue 7: at most 10%)');
+  L.push('ROUNDS=3 DURATION=8 TOOLS=wrk npm run bench -- --rounds 3 --compare --write   # everything with the peers; regenerates this file');
+  L.push(`node dist/bench/run.js --from ${p.workDir}/run-<date>.json --write   # render a run again, measuring nothing`);
+  L.push('npm run bench -- --mediation --write            # JSON validation at 1 KiB/64 KiB/1 MiB; small-GET p99 while 1 MiB bodies are validated');
+  L.push(`node dist/bench/run.js --mediation --from ${p.workDir}/mediation-<date>.json --write   # render a mediation run again`);
+  L.push('node dist/bench/profile.js --mode perf          # where the CPU goes (perf), small GET under wrk');
+  L.push('```');
+  L.push('');
+  L.push(
+    'The peers comparison (`--compare`) runs `../shared/peers/run.sh` with `EXTRA_CMD` pointing at `dist/bench/start-throughway.js`; it installs ' +
+      'nginx and wrk with apt when they are missing and takes about 20–30 minutes for three rounds. The transport-only starter can be used alone: ' +
+      '`PORT=8280 UPSTREAM=http://127.0.0.1:8100 node dist/bench/start-throughway.js` (`EXTRA_PREFIX=/x` strips a prefix before forwarding); ' +
+      'so can the full one: `PORT=8280 UPSTREAM=http://127.0.0.1:8100 TOKEN_FILE=/tmp/token node dist/bench/start-gateway.js`.',
+  );
+  L.push('');
+  L.push(
+    `To load the demo API that \`npm start\` serves (the full gateway with its phase chain, not the bare transport) with the ` +
+      `autocannon this repository pins` +
+      (p.demo.fromConf
+        ? ` (URL read from conf/apis/demo.toml and conf/deployment.toml; the demo backend's \`/small\` is 96 bytes of JSON like the bench backend's; ` +
+          `when the demo API requires a token, add \`-H 'Authorization: Bearer <token>'\`):`
+        : ` — replace the placeholders with the demo API's context, version and a GET resource:`),
+  );
+  L.push('');
+  L.push('```sh');
+  L.push(`npm start &   # then, in another terminal:`);
+  L.push(`npx autocannon -c 64 -d 10 ${p.demo.url}`);
+  L.push('```');
+  L.push('');
+  return L.join('\n');
+}

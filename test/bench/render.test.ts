@@ -1,0 +1,258 @@
+/**
+ * The bench's scenario list and docs/performance.md's renderer (bench/render.ts), on a small fake run:
+ * no load, nothing measured, so the renderer cannot rot between the lead's measuring runs. The last
+ * tests run bench/run.js itself with --from on fake raw files (rendering only, never --write).
+ */
+import t from 'tap';
+import { execFile } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { promisify } from 'node:util';
+import { GATEWAY_OPEN_PATH, SCENARIOS, targetPath, type Scenario, type TargetName } from '../../bench/common';
+import {
+  MEDIATION_BEGIN,
+  MEDIATION_END,
+  PEERS_BEGIN,
+  PEERS_END,
+  mainTarget,
+  renderDoc,
+  renderFeatures,
+  renderMediation,
+  renderOwn,
+  replaceSection,
+  vsOpen,
+  type Cell,
+  type MediationRun,
+  type RenderOptions,
+} from '../../bench/render';
+
+const RUN_JS = path.join(__dirname, '..', '..', 'bench', 'run.js');
+
+const byName = (n: string): Scenario => {
+  const sc = SCENARIOS.find((s) => s.name === n);
+  if (sc === undefined) throw new Error(`no scenario ${n}`);
+  return sc;
+};
+
+/** A cell with distinctive figures: req/s = base × round, CPU µs/req = us. */
+function cell(scenario: string, target: TargetName, round: number, rps: number, us: number, extra: Partial<Cell> = {}): Cell {
+  return {
+    round,
+    scenario,
+    target,
+    conns: 64,
+    ok: true,
+    requests: rps * 2,
+    durationS: 2,
+    rps,
+    ratio: NaN,
+    p50: 1,
+    p99: target === 'direct' ? 4 : 7,
+    errors: 0,
+    timeouts: 0,
+    non2xx: 0,
+    proxyUs: target === 'direct' ? null : us,
+    backendUs: 20,
+    clientUs: 15,
+    otherCores: 0.01,
+    preBusyCores: 0,
+    ...extra,
+  };
+}
+
+/** Two rounds of every scenario on every target; ratios to direct filled as bench/run.ts does. */
+function fakeRun(): Cell[] {
+  const cells: Cell[] = [];
+  const rpsOf: Record<TargetName, number> = { direct: 40000, throughway: 20000, 'gateway-open': 16000, gateway: 14400 };
+  const usOf: Record<TargetName, number> = { direct: 0, throughway: 30, 'gateway-open': 40, gateway: 44 };
+  for (const round of [1, 2]) {
+    for (const sc of SCENARIOS) {
+      let direct = NaN;
+      for (const target of sc.targets) {
+        // Round 2 is 10 % slower everywhere: ratios within a round stay the same.
+        const c = cell(sc.name, target, round, rpsOf[target] * (round === 1 ? 1 : 0.9), usOf[target]);
+        if (target === 'direct') direct = c.rps;
+        c.ratio = c.rps / direct;
+        cells.push(c);
+      }
+    }
+  }
+  return cells;
+}
+
+const OPTS: RenderOptions = { scenarios: SCENARIOS, rounds: 2, warmup: 2, duration: 10, connections: undefined };
+
+t.test('the scenario list: the issue\'s six, in run order, auth and throttling on the full gateway', async (t) => {
+  t.same(
+    SCENARIOS.map((s) => s.name),
+    ['small', '64k', 'post1m', 'auth', 'throttling', 'ka1000'],
+  );
+  for (const sc of SCENARIOS) {
+    t.equal(sc.targets[0], 'direct', `${sc.name}: direct first, the reference of every ratio`);
+    t.ok(sc.targets.includes('throughway'), `${sc.name}: a transport-only row`);
+  }
+  for (const n of ['auth', 'throttling']) {
+    const sc = byName(n);
+    t.same(sc.targets, ['direct', 'throughway', 'gateway-open', 'gateway'], `${n}: the gateway's open route measured before its own`);
+    t.equal(mainTarget(sc), 'gateway');
+    t.ok(sc.budget !== undefined && sc.budget.min > 0 && sc.budget.min < 1, `${n} has its issue's budget`);
+    t.equal(targetPath(sc, 'direct'), '/small');
+    t.equal(targetPath(sc, 'gateway-open'), GATEWAY_OPEN_PATH);
+  }
+  t.equal(targetPath(byName('auth'), 'gateway'), '/secured/1/small');
+  t.equal(byName('auth').auth, true, 'only the auth scenario sends the token');
+  t.equal(targetPath(byName('throttling'), 'gateway'), '/limited/1/small');
+  t.not(byName('throttling').auth, true);
+  t.equal(byName('auth').budget?.min, 0.85, 'issue 6: within 15 %');
+  t.equal(byName('throttling').budget?.min, 0.9, 'issue 7: at most 10 %');
+  t.equal(mainTarget(byName('small')), 'throughway');
+  t.equal(targetPath(byName('post1m'), 'throughway'), '/upload');
+});
+
+t.test('the main table: one row per scenario, medians of the cells, the full gateway for auth and throttling', async (t) => {
+  const own = renderOwn(fakeRun(), OPTS);
+  const lines = own.split('\n');
+  const mainRows = lines.slice(2, 2 + SCENARIOS.length);
+  t.equal(mainRows.length, 6);
+  // direct median (40000 + 36000) / 2 = 38000; transport (20000 + 18000) / 2 = 19000, 0.50 of direct.
+  t.equal(mainRows[0], '| GET /small (96 B JSON), 64 conns | 38000 | 19000 | 0.50 | 4 / 7 | 30.0 | 20.0 | 0 / 0 |');
+  // The auth row is the gateway's protected route: 14400 and 12960 → 13680, 0.36 of direct, 44 µs/req.
+  t.equal(
+    mainRows[3],
+    '| GET /small (96 B JSON) with a bearer token (oauth2, warm token cache), 64 conns (full gateway) | 38000 | 13680 | 0.36 | 4 / 7 | 44.0 | 20.0 | 0 / 0 |',
+  );
+  t.match(mainRows[4], /^\| GET \/small \(96 B JSON\) throttled .*\(full gateway\) \| 38000 \| 13680 \| 0\.36 \|/);
+  t.equal(mainRows[5], '| GET /small (96 B JSON), 1,000 keep-alive conns | 38000 | 19000 | 0.50 | 4 / 7 | 30.0 | 20.0 | 0 / 0 |');
+  t.match(own, 'Values are medians over 2 rounds (min–max in the detail tables) of 2 s warm-up + 10 s measured per cell');
+  t.notMatch(own, 'Other work used', 'no warning when other tenants were idle');
+  // Detail tables: one per scenario; the feature ones list all four targets with min–max.
+  t.equal(lines.filter((l) => l.startsWith('#### ')).length, 6);
+  t.ok(lines.includes('| gateway, open route | 15200 (14400–16000) | 0.40 (0.40–0.40) | 1 (1–1) | 7 (7–7) | 40.0 (40.0–40.0) | 20.0 (20.0–20.0) | 15.0 (15.0–15.0) | 0.01 (0.01–0.01) | 0 / 0 / 0 |'));
+  t.ok(lines.includes('| gateway, /secured/1/small | 13680 (12960–14400) | 0.36 (0.36–0.36) | 1 (1–1) | 7 (7–7) | 44.0 (44.0–44.0) | 20.0 (20.0–20.0) | 15.0 (15.0–15.0) | 0.01 (0.01–0.01) | 0 / 0 / 0 |'));
+  t.ok(lines.includes('| gateway, /limited/1/small | 13680 (12960–14400) | 0.36 (0.36–0.36) | 1 (1–1) | 7 (7–7) | 44.0 (44.0–44.0) | 20.0 (20.0–20.0) | 15.0 (15.0–15.0) | 0.01 (0.01–0.01) | 0 / 0 / 0 |'));
+  t.equal(lines.filter((l) => l.startsWith('| throughway (transport only) |')).length, 6);
+});
+
+t.test('failed cells, errors and a busy machine show in the tables', async (t) => {
+  const cells = fakeRun().map((c) => ({ ...c, otherCores: 0.8 }));
+  const i = cells.findIndex((c) => c.scenario === 'small' && c.target === 'throughway' && c.round === 2);
+  cells[i] = { ...(cells[i] as Cell), ok: false, error: 'no completed requests (errors=3 timeouts=0)' };
+  const j = cells.findIndex((c) => c.scenario === 'throttling' && c.target === 'gateway' && c.round === 1);
+  cells[j] = { ...(cells[j] as Cell), errors: 2, timeouts: 1, non2xx: 5 };
+  const own = renderOwn(cells, OPTS);
+  t.match(own, '| throughway (transport only) | 20000 | 0.50 | 1 | 7 | 30.0 | 20.0 | 15.0 | 0.80 | 0 / 0 / 0 (1 cells failed) |');
+  t.match(own, / throttled .*\(full gateway\) \| 38000 \| 13680 \| 0\.36 \| 4 \/ 7 \| 44\.0 \| 20\.0 \| 3 \/ 5 \|/);
+  t.match(own, 'Other work used a median 0.80 cores');
+  const allFailed = fakeRun().map((c) => (c.scenario === '64k' && c.target === 'throughway' ? { ...c, ok: false, error: 'boom' } : c));
+  t.match(renderOwn(allFailed, OPTS), '| throughway (transport only) | failed: boom |');
+});
+
+t.test('the features section: the cost against the open route, per round, with the budget', async (t) => {
+  const cells = fakeRun();
+  t.same(vsOpen(cells, 'auth').map((r) => r.toFixed(3)), ['0.900', '0.900']);
+  const f = renderFeatures(cells, OPTS) ?? '';
+  t.match(f, "## The gateway's features: authentication and throttling");
+  t.match(f, '| auth: GET /small (96 B JSON) with a bearer token (oauth2, warm token cache), 64 conns | 19000 · 30.0 | 15200 · 40.0 | 13680 · 44.0 | 0.900 (0.900, 0.900) | +10 % | ≥ 0.85 (issue 6: within 15 %) | within |');
+  t.match(f, '| ≥ 0.90 (issue 7: at most 10 %) | within |', '0.900 meets a 0.90 budget');
+  // A slower throttled route in round 2 only: the median moves, the verdict follows.
+  const slow = cells.map((c) => (c.scenario === 'throttling' && c.target === 'gateway' ? { ...c, rps: c.rps * 0.8 } : c));
+  t.match(renderFeatures(slow, OPTS) ?? '', '| 0.720 (0.720, 0.720) | +10 % | ≥ 0.90 (issue 7: at most 10 %) | **over** |');
+  t.equal(renderFeatures(cells, { ...OPTS, scenarios: [byName('small')] }), undefined, 'no section without feature scenarios');
+});
+
+t.test('the document: generated sections only, the peers and mediation blocks kept verbatim', async (t) => {
+  const cells = fakeRun();
+  const peers = `${PEERS_BEGIN}\n## Against the peers\n\n| kept | 1 |\n${PEERS_END}`;
+  const mediation = `${MEDIATION_BEGIN}\n## Mediation\n\n| kept | 2 |\n${MEDIATION_END}`;
+  const parts = {
+    date: '2026-01-02T03:04:05.000Z',
+    command: 'npm run bench -- --write',
+    machine: ['- CPU: Fake, 2 cores'],
+    own: renderOwn(cells, OPTS),
+    features: renderFeatures(cells, OPTS),
+    peers,
+    mediation,
+    workDir: '/tmp/throughway-bench',
+    demo: { url: 'http://127.0.0.1:8280/pizzashack/1.0.0/small', fromConf: true },
+  };
+  const doc = renderDoc(parts);
+  t.match(doc, '## Machine and run (2026-01-02T03:04:05.000Z)\n\n- CPU: Fake, 2 cores\n- Command: `npm run bench -- --write`');
+  t.ok(doc.includes(parts.own) && doc.includes(parts.features ?? '?'), 'both tables as rendered');
+  t.ok(doc.includes(peers) && doc.includes(mediation), 'blocks verbatim');
+  t.notMatch(doc, 'features:begin', 'no hand-written features block any more');
+  t.ok(doc.indexOf('## How to reproduce') > doc.indexOf(MEDIATION_END), 'reproduction last');
+  t.match(doc, 'npx autocannon -c 64 -d 10 http://127.0.0.1:8280/pizzashack/1.0.0/small');
+  t.match(doc, '--scenarios auth,throttling');
+  const bare = renderDoc({ ...parts, peers: undefined, mediation: undefined, features: undefined });
+  t.match(bare, 'No peers run recorded yet');
+  t.match(bare, 'No mediation run recorded yet');
+  t.ok(bare.includes(PEERS_BEGIN) && bare.includes(MEDIATION_BEGIN) && bare.includes(MEDIATION_END), 'markers even when empty, for the next --write');
+});
+
+const MEDIATION_RUN: MediationRun = {
+  date: '2026-01-02T03:04:05.000Z',
+  command: 'npm run bench -- --mediation --write',
+  duration: 5,
+  warmup: 2,
+  rows: [
+    { name: 'json1k', label: 'POST 1 KiB JSON, validation on, 64 conns', rps: 11226.4, p50: 5, p99: 12, errors: 0, non2xx: 0 },
+    { name: 'small-alone', label: 'GET /small, 32 conns, alone', rps: 14000, p50: 1, p99: 7, errors: 0, non2xx: 0 },
+    { name: 'small-during-1m', label: 'GET /small, 32 conns, while 1 MiB JSON is validated on 8 others', rps: 3500, p50: 3, p99: 82, errors: 1, non2xx: 0 },
+  ],
+};
+
+t.test('the mediation section and replacing one block of a document', async (t) => {
+  const m = renderMediation(MEDIATION_RUN);
+  t.ok(m.startsWith(MEDIATION_BEGIN) && m.endsWith(MEDIATION_END));
+  t.match(m, '| POST 1 KiB JSON, validation on, 64 conns | 11226 | 5 | 12 | 0 | 0 |');
+  t.match(m, 'ran at 0.25 of their rate alone');
+  const doc = `# P\n\nA\n\n${MEDIATION_BEGIN}\nold\n${MEDIATION_END}\n\n## How to reproduce\n\nB\n`;
+  t.equal(replaceSection(doc, MEDIATION_BEGIN, MEDIATION_END, 'NEW', '## How to reproduce'), '# P\n\nA\n\nNEW\n\n## How to reproduce\n\nB\n');
+  t.equal(replaceSection('# P\n\n## How to reproduce\n', MEDIATION_BEGIN, MEDIATION_END, 'NEW', '## How to reproduce'), '# P\n\nNEW\n\n## How to reproduce\n');
+  t.equal(replaceSection('# P\n', MEDIATION_BEGIN, MEDIATION_END, 'NEW', '## How to reproduce'), '# P\n\nNEW\n');
+});
+
+t.test('bench/run.js --from renders fake raw runs and measures nothing', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tw-bench-render-'));
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const raw = {
+    date: '2026-01-02T03:04:05.000Z',
+    command: 'npm run bench',
+    load0: [0, 0, 0],
+    load1: [0, 0, 0],
+    opts: { duration: 10, warmup: 2, rounds: 2, connections: null, scenarios: SCENARIOS.map((s) => s.name) },
+    clkTck: 100,
+    cells: fakeRun(),
+    peersFile: undefined,
+    peersFromCompare: false,
+  };
+  const rawFile = path.join(dir, 'run.json');
+  fs.writeFileSync(rawFile, JSON.stringify(raw));
+  const run = promisify(execFile);
+  const r = await run(process.execPath, [RUN_JS, '--from', rawFile], { timeout: 30_000 });
+  t.match(r.stdout, '# throughway bench — 2026-01-02T03:04:05.000Z');
+  t.match(r.stdout, '| GET /small (96 B JSON), 64 conns | 38000 | 19000 | 0.50 |');
+  t.match(r.stdout, '| ≥ 0.85 (issue 6: within 15 %) | within |');
+  t.match(r.stderr, 'nothing measured');
+
+  // A run recorded before auth and throttling were scenarios (two targets, four scenarios) still renders.
+  const old = { ...raw, opts: { ...raw.opts, scenarios: ['small', 'ka1000'] }, cells: fakeRun().filter((c) => c.scenario === 'small' || c.scenario === 'ka1000') };
+  fs.writeFileSync(rawFile, JSON.stringify(old));
+  const o = await run(process.execPath, [RUN_JS, '--from', rawFile], { timeout: 30_000 });
+  t.match(o.stdout, '| GET /small (96 B JSON), 1,000 keep-alive conns | 38000 | 19000 | 0.50 |');
+  t.notMatch(o.stdout, "The gateway's features");
+
+  const medFile = path.join(dir, 'mediation.json');
+  fs.writeFileSync(medFile, JSON.stringify(MEDIATION_RUN));
+  const m = await run(process.execPath, [RUN_JS, '--mediation', '--from', medFile], { timeout: 30_000 });
+  t.match(m.stdout, '# throughway mediation bench — 2026-01-02T03:04:05.000Z');
+  t.match(m.stdout, '| GET /small, 32 conns, while 1 MiB JSON is validated on 8 others | 3500 | 3 | 82 | 1 | 0 |');
+
+  const bad = await run(process.execPath, [RUN_JS, '--scenarios', 'nope'], { timeout: 30_000 }).then(
+    () => ({ code: 0, stderr: '' }),
+    (err: { code: number; stderr: string }) => err,
+  );
+  t.equal(bad.code, 2);
+  t.match(bad.stderr, 'unknown scenario nope');
+});
