@@ -21,6 +21,7 @@ import { LISTENING_PORTS, portOpened } from './config/ports';
 import { databaseMapping } from './config/database';
 import { connectionTarget } from './store/pool';
 import { FormatConfigError, mediationSettingsFrom } from './mediation';
+import { roleParts } from './scale/settings';
 
 export const USAGE = `Usage: throughway <command> [options]
 
@@ -208,6 +209,12 @@ async function start(p: Parsed, io: CliIo): Promise<number> {
   if (!result.ok) {
     io.err(`not starting: ${plural(errors, 'configuration error')}\n`);
     return 1;
+  }
+  // api-publisher and api-devportal (spec 000, part 1.1) are not built: say so rather than half-work.
+  const role = result.config.server.server_role;
+  if (roleParts(role).notBuilt) {
+    io.err(`throughway: server.server_role = "${role}" is not built by throughway; it runs the roles default, gateway-worker, api-key-manager and traffic-manager (docs/scale-out.md)\n`);
+    return 2;
   }
   // lib/node.ts is the boot entry point; loaded lazily so `config` commands never pull in the runtime.
   const { startNode } = await import('./node');

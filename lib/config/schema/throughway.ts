@@ -69,6 +69,18 @@ export const THROUGHWAY_SECTIONS: readonly SectionDef[] = [
     ],
   },
   {
+    // Scale-out (docs/scale-out.md): the Redis event hub and the control plane link of a gateway-worker.
+    path: 'throughway.scale',
+    source: 'throughway',
+    title: 'Scale-out: event hub over Redis (docs/scale-out.md)',
+    runs: true,
+    keys: [
+      { key: 'channel', type: 's', default: 'throughway:events', meaning: 'Redis pub/sub channel of the control plane events (every node of one deployment uses the same).' },
+      { key: 'reconnect_min', type: 's', format: 'duration', unit: 'ms', default: 100, min: 10, meaning: 'First wait before reconnecting to the event hub Redis; doubled after each failure.' },
+      { key: 'reconnect_max', type: 's', format: 'duration', unit: 'ms', default: 10000, min: 10, meaning: 'Longest wait between two reconnect attempts to the event hub Redis.' },
+    ],
+  },
+  {
     path: 'throughway.throttling',
     source: 'throughway',
     title: 'Throttling: policies file and counters (docs/throttling.md)',
