@@ -45,6 +45,9 @@ import { scaleSettingsFrom } from './scale/settings';
 import { ControlPlane, type FullSnapshot } from './scale/control-plane';
 import { RedisEventHub } from './scale/event-hub';
 import type { KeyManagerLink } from './security';
+import { MemoryCounterStore } from './throttle/counters';
+import { SplitCounterStore } from './scale/split-counters';
+import type { BlockingCondition } from './throttle/blocking';
 
 export interface RunningNode {
   /** The gateway, when this role runs one. */
@@ -75,6 +78,18 @@ export interface StartOptions {
   readonly cwd?: string;
   /** Tests: every listener on a free port of 127.0.0.1 instead of the configured ports (RunningNode.ports). */
   readonly ephemeralPorts?: boolean;
+  /** Cluster mode ([throughway.cluster] workers > 1; lib/scale/cluster.ts): which part of it this process is. */
+  readonly cluster?: ClusterPart;
+}
+
+export interface ClusterPart {
+  /** primary: the key manager and store (when the role has them), no gateway; worker: the gateway only. */
+  readonly role: 'primary' | 'worker';
+  readonly workers: number;
+  /** worker: the primary's management port, when the primary runs the key manager. */
+  readonly controlPlane?: string;
+  /** worker: the bus the primary's events arrive on (over IPC). */
+  readonly events?: EventBus;
 }
 
 /** Ports this version opens (the others are accepted and announced as not opened yet). */
@@ -94,7 +109,14 @@ export async function startNode(loaded: LoadResult, options: StartOptions = {}):
   const config = loaded.config;
   const ports = loaded.ports;
   const role = config.server.server_role;
-  const scale = scaleSettingsFrom(config);
+  const configured = scaleSettingsFrom(config);
+  const cl = options.cluster;
+  // Cluster mode: the primary keeps the control plane half of the role, the workers run its gateway.
+  const scale = cl === undefined ? configured : {
+    ...configured,
+    parts: cl.role === 'primary' ? { ...configured.parts, gateway: false } : { ...configured.parts, keyManager: false },
+    controlPlane: cl.controlPlane ?? configured.controlPlane,
+  };
   if (scale.parts.notBuilt) throw new RoleNotBuiltError(`server.server_role = "${role}" is not built by throughway (roles: default, gateway-worker, api-key-manager, traffic-manager; docs/scale-out.md)`);
   log(`throughway node: role ${role}, host ${config.server.hostname}, offset ${ports.offset}`);
   const logger = createLogger(config.throughway.log_level as LogLevel, options.logSink ?? process.stderr);
@@ -114,8 +136,10 @@ export async function startNode(loaded: LoadResult, options: StartOptions = {}):
   let controlPlane: ControlPlane | undefined;
   let remoteLink: KeyManagerLink | undefined;
   let first: FullSnapshot | undefined;
+  let initialBlocking: Map<string, BlockingCondition> | undefined;
+  let stopCollecting = (): void => undefined;
   let opsServer: http.Server | undefined;
-  const events = createEventBus((err, event) => logger.log('error', 'event_subscriber_failed', { event: event.name, message: (err as Error).message }));
+  const events = cl?.events ?? createEventBus((err, event) => logger.log('error', 'event_subscriber_failed', { event: event.name, message: (err as Error).message }));
   let stopWatching = (): void => undefined;
   let closing: Promise<void> | undefined;
   const close = (): Promise<void> => {
@@ -177,7 +201,8 @@ export async function startNode(loaded: LoadResult, options: StartOptions = {}):
       logger.log('warn', 'event_hub_jms_ignored', { urls: scale.ignoredUrls, message: msg });
       log(`  warning: ${msg}`);
     }
-    if (scale.redisUrl !== undefined && (scale.parts.keyManager || scale.parts.gateway)) {
+    // A cluster worker whose primary runs the key manager hears its events over IPC instead.
+    if (scale.redisUrl !== undefined && (scale.parts.keyManager || scale.parts.gateway) && cl?.controlPlane === undefined) {
       const gatewayOnly = !scale.parts.keyManager;
       const cp = gatewayOnly ? new ControlPlane({ url: scale.controlPlane, user: scale.controlPlaneUser, password: scale.controlPlanePassword, retry: scale.retry, logger }) : undefined;
       hub = new RedisEventHub({ url: scale.redisUrl, channel: scale.channel, bus: events, publish: !gatewayOnly, subscribe: gatewayOnly, waitingTime: scale.eventWaitingTime, reconnectMin: scale.reconnectMin, reconnectMax: scale.reconnectMax, logger, ...(cp !== undefined ? { resync: () => cp.pull() } : {}) });
@@ -192,13 +217,23 @@ export async function startNode(loaded: LoadResult, options: StartOptions = {}):
       controlPlane ??= new ControlPlane({ url: scale.controlPlane, user: scale.controlPlaneUser, password: scale.controlPlanePassword, retry: scale.retry, logger });
       await controlPlane.start();
       first = await controlPlane.pull();
+      // Blocking conditions added or removed before the gateway (which follows the bus) exists.
+      const initial = new Map<string, BlockingCondition>(first.blocking.map((b) => [b.id, b]));
+      stopCollecting = events.subscribe((e) => {
+        if (e.name === 'blocking.added') initial.set(e.payload.condition.id, e.payload.condition);
+        else if (e.name === 'blocking.removed') initial.delete(e.payload.condition.id);
+      });
+      initialBlocking = initial;
       if (hub !== undefined) {
         hub.remember(first);
         if (!hub.connected) hub.resyncNeededOnFirst = true;
       }
-      remoteLink = controlPlane.link(Promise.resolve(first));
+      remoteLink = controlPlane.link();
       log(`  ${'control plane'.padEnd(18)} ${scale.controlPlane} (${first.applications.length} applications, ${first.subscriptions.length} subscriptions, ${first.revoked.length} revoked tokens, ${first.blocking.length} blocking conditions)`);
-      if (hub === undefined) log(`  warning: no redis:// event hub: this gateway-worker has the control plane's state of its start only (docs/scale-out.md)`);
+      if (hub === undefined && cl === undefined) log(`  warning: no redis:// event hub: this gateway-worker has the control plane's state of its start only (docs/scale-out.md)`);
+    }
+    // A cluster worker has no operations port: the primary's management port is the node's.
+    if (!scale.parts.keyManager && cl === undefined) {
       opsServer = http.createServer((req, res) => {
         const p = new URL(req.url ?? '/', 'http://localhost').pathname.replace(/\/+$/, '') || '/';
         ops(req, res, p).then(
@@ -259,9 +294,13 @@ export async function startNode(loaded: LoadResult, options: StartOptions = {}):
     if (scale.parts.gateway && config.transport.passthru_http.listener.enable) {
       // Blocking conditions in force at start, then kept current by the key manager's events (900805).
       const link: KeyManagerLink = keyManager !== undefined ? keyManagerLink(keyManager) : (remoteLink as KeyManagerLink);
-      const blocking = store !== undefined ? await store.listBlockingConditions() : [...(first?.blocking ?? [])];
-      gateway = createGateway({ loaded, logger, cwd, keyManager: link, events, throttling: { blocking }, observe: gatewayObserver({ logger, ...(metrics !== undefined ? { metrics } : {}) }) });
+      const blocking = store !== undefined ? await store.listBlockingConditions() : [...(initialBlocking?.values() ?? [])];
+      // Cluster workers without a shared counter store each admit 1/N of every limit (docs/scale-out.md).
+      const split = cl !== undefined && cl.workers > 1 && config.throughway.throttling.counter_store !== 'redis';
+      const counters = split ? { counters: new SplitCounterStore(new MemoryCounterStore(config.throughway.throttling.max_counters, 10_000), cl.workers) } : {};
+      gateway = createGateway({ loaded, logger, cwd, keyManager: link, events, throttling: { blocking, ...counters }, observe: gatewayObserver({ logger, ...(metrics !== undefined ? { metrics } : {}) }) });
       const gw = gateway;
+      stopCollecting();
       metrics?.attach({ transport: gw.transport, apiOf: (url) => gw.apiOf(url) });
       const a = await gateway.listen(options.ephemeralPorts === true ? { port: 0, host: '127.0.0.1' } : {});
       listening.gateway = a.port;

@@ -2170,6 +2170,8 @@ export interface ThroughwaySection {
   readonly demo: ThroughwayDemoSection;
   /** Operations: metrics and health (docs/operations.md) */
   readonly operations: ThroughwayOperationsSection;
+  /** Cluster mode: gateway workers on all cores (docs/scale-out.md) */
+  readonly cluster: ThroughwayClusterSection;
   /** Scale-out: event hub over Redis (docs/scale-out.md) */
   readonly scale: ThroughwayScaleSection;
   /** Throttling: policies file and counters (docs/throttling.md) */
@@ -2214,6 +2216,16 @@ export interface ThroughwayOperationsSection {
   readonly backend_pool_checker_order: number;
   /** The backend pool checker is DOWN when a route uses at least this percentage of http.max.connection.per.host.port and calls wait for a connection. Default: 100. */
   readonly backend_pool_usage_limit_percentage: number;
+}
+
+/** Cluster mode: gateway workers on all cores (docs/scale-out.md) ([throughway.cluster], spec throughway). */
+export interface ThroughwayClusterSection {
+  /** Gateway worker processes sharing the listening ports: a whole number, or "auto" for one per CPU core; 1 is a single process (no cluster). Default: "1". */
+  readonly workers: string;
+  /** Wait before restarting a worker that died; doubled for each worker that dies within 5 s of its start. Default: 100 milliseconds. Loaded as milliseconds. */
+  readonly restart_delay_min: number;
+  /** Longest wait before restarting a worker that died. Default: 10000 milliseconds. Loaded as milliseconds. */
+  readonly restart_delay_max: number;
 }
 
 /** Scale-out: event hub over Redis (docs/scale-out.md) ([throughway.scale], spec throughway). */

@@ -129,17 +129,16 @@ export class ControlPlane {
     });
   }
 
-  /** The gateway's KeyManagerLink (lib/security). No signing key: a backend JWT is signed with the gateway's own. */
-  link(firstSnapshot: Promise<FullSnapshot>): KeyManagerLink {
-    let first: Promise<FullSnapshot> | undefined = firstSnapshot;
+  /**
+   * The gateway's KeyManagerLink (lib/security). Its snapshot() is a fresh pull: the gateway subscribes
+   * to the bus first and then asks, so nothing published in between is lost. No signing key: a backend
+   * JWT is signed with the gateway's own.
+   */
+  link(): KeyManagerLink {
     return {
       issuer: () => this.iss,
       publicJwks: () => this.jwks,
-      snapshot: () => {
-        const s = first ?? this.pull();
-        first = undefined;
-        return s;
-      },
+      snapshot: () => this.pull(),
       introspect: (token) => this.request('POST', '/oauth2/introspect', new URLSearchParams({ token }).toString()),
     };
   }
