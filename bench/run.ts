@@ -56,6 +56,7 @@ import {
   type Scenario,
 } from './common';
 import { runAuthBench } from './auth';
+import { runWorkersBench } from './workers';
 
 /** Used when conf/ has no demo API to read the URL from. */
 const DEMO_URL_FALLBACK = 'http://127.0.0.1:8280/<context>/<version>/<resource>';
@@ -99,6 +100,8 @@ const USAGE = `usage: npm run bench -- [options]
   --throttling         instead: one gateway, the same route with and without throttling (issue 7: <= 10% cost)
   --quiet-max S        wait at most S seconds for other tenants' CPU to drop before a cell (default 6)
   --quiet-cores C      ... below C cores (default 0.25)
+  --workers            cluster mode instead: [throughway.cluster] workers = 1 vs 2 on the demo API (bench/workers.ts);
+                       takes --duration, --warmup, --connections, --rounds
   --auth               measure authentication instead: auth = "none" vs a bearer token (warm token cache)
                        on one full node; takes --duration, --warmup, --connections, --rounds (bench/auth.ts)
 
@@ -832,6 +835,7 @@ async function measureThrottling(opts: Options): Promise<void> {
 async function main(): Promise<void> {
   const argv = process.argv.slice(2);
   if (argv.includes('--auth')) return runAuthBench(argv.filter((a) => a !== '--auth'));
+  if (argv.includes('--workers')) return runWorkersBench(argv.filter((a) => a !== '--workers'));
   const opts = parseArgs(argv);
   installExitHandlers();
   fs.mkdirSync(WORK_DIR, { recursive: true });
