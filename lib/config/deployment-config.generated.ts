@@ -442,7 +442,7 @@ export interface ApimThrottlingSection {
   readonly enable_blacklist_condition: boolean;
   /** Persist traffic manager counter state. Default: false. */
   readonly enable_persistence: boolean;
-  /** JMS connection URLs of the decision channel (sample tcp://<host>:5672). throughway: a redis:// URL here is the event hub when the [apim.event_hub] keys have none (docs/scale-out.md). */
+  /** JMS connection URLs of the decision channel (sample tcp://<host>:5672). throughway: a redis:// URL here is the event hub when the [apim.event_hub] keys have none (docs/scale-out.md). Accepted; throughway does not act on it. */
   readonly throttle_decision_endpoints?: readonly string[];
   /** Throttling: JMS decision connection */
   readonly jms: ApimThrottlingJmsSection;

@@ -540,7 +540,8 @@ export const DOC000_SECTIONS: readonly SectionDef[] = [
       { key: 'enable_policy_deploy', type: 'b', default: true, meaning: 'Deploy throttling policies.' },
       { key: 'enable_blacklist_condition', type: 'b', default: true, meaning: 'Apply blocking conditions from the admin portal.' },
       { key: 'enable_persistence', type: 'b', default: false, meaning: 'Persist traffic manager counter state.' },
-      { key: 'throttle_decision_endpoints', type: 'a', required: true, meaning: 'JMS connection URLs of the decision channel (sample tcp://<host>:5672). throughway: a redis:// URL here is the event hub when the [apim.event_hub] keys have none (docs/scale-out.md).' },
+      // inactive: its requirement is not enforced (files without it start); read by lib/scale only as the hub URL of last resort.
+      { key: 'throttle_decision_endpoints', type: 'a', required: true, inactive: true, meaning: 'JMS connection URLs of the decision channel (sample tcp://<host>:5672). throughway: a redis:// URL here is the event hub when the [apim.event_hub] keys have none (docs/scale-out.md).' },
     ],
   },
   {
