@@ -23,6 +23,9 @@ import type { RunningNode, StartOptions } from '../node';
 
 type Message = { tw: 'hello?' } | { tw: 'hello'; controlPlane?: string } | { tw: 'event'; event: AnyEvent } | { tw: 'ready'; pid: number } | { tw: 'stop' };
 
+/** ms between a stopping worker's last accepted connection and its graceful close (a roll). */
+const STOP_GRACE_MS = 250;
+
 const isMessage = (m: unknown): m is Message => typeof m === 'object' && m !== null && typeof (m as { tw?: unknown }).tw === 'string';
 
 /** `[throughway.cluster] workers`: a whole number, or "auto" for one per core. */
@@ -161,7 +164,11 @@ export async function runWorker(loaded: LoadResult, o: { start: Start; workers: 
   const node = await o.start(loaded, { log: o.log, cluster: { role: 'worker', workers: o.workers, events: bus, ...(hello.controlPlane !== undefined ? { controlPlane: hello.controlPlane } : {}) } });
   process.on('message', (m: unknown) => {
     if (!isMessage(m) || m.tw !== 'stop') return;
-    node.close().then(
+    // First stop taking connections (the primary hands new ones to the other workers), then give the
+    // ones just handed over a moment to send their request: the graceful close ends idle connections.
+    cluster.worker?.disconnect();
+    const grace = new Promise((resolve) => setTimeout(resolve, STOP_GRACE_MS));
+    grace.then(() => node.close()).then(
       () => process.exit(0),
       () => process.exit(1),
     );
