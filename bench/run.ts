@@ -73,6 +73,7 @@ import {
   type Scenario,
   type TargetName,
 } from './common';
+import { runWorkersBench } from './workers';
 
 /** Used when conf/ has no demo API to read the URL from. */
 const DEMO_URL_FALLBACK = 'http://127.0.0.1:8280/<context>/<version>/<resource>';
@@ -115,6 +116,8 @@ const USAGE = `usage: npm run bench -- [options]
   --write              regenerate docs/performance.md
   --quiet-max S        wait at most S seconds for other tenants' CPU to drop before a cell (default 6)
   --quiet-cores C      ... below C cores (default 0.25)
+  --workers            cluster mode instead: [throughway.cluster] workers = 1 vs 2 on the demo API (bench/workers.ts);
+                       takes --duration, --warmup, --connections, --rounds
   --auth               short for --scenarios auth (a bearer token on the full gateway, issue 6)
   --throttling         short for --scenarios throttling (three counters per call on the full gateway, issue 7)
   --mediation          instead: JSON validation at 1 KiB, 64 KiB, 1 MiB, and small-GET latency while 1 MiB
@@ -749,6 +752,7 @@ async function mediation(opts: Options, argv: readonly string[]): Promise<void> 
 
 async function main(): Promise<void> {
   const argv = process.argv.slice(2);
+  if (argv.includes('--workers')) return runWorkersBench(argv.filter((a) => a !== '--workers'));
   const opts = parseArgs(argv);
   installExitHandlers();
   fs.mkdirSync(WORK_DIR, { recursive: true });

@@ -21,6 +21,7 @@ import { LISTENING_PORTS, portOpened } from './config/ports';
 import { databaseMapping } from './config/database';
 import { connectionTarget } from './store/pool';
 import { FormatConfigError, mediationSettingsFrom } from './mediation';
+import { roleParts } from './scale/settings';
 
 export const USAGE = `Usage: throughway <command> [options]
 
@@ -209,10 +210,34 @@ async function start(p: Parsed, io: CliIo): Promise<number> {
     io.err(`not starting: ${plural(errors, 'configuration error')}\n`);
     return 1;
   }
+  // api-publisher and api-devportal (spec 000, part 1.1) are not built: say so rather than half-work.
+  const role = result.config.server.server_role;
+  if (roleParts(role).notBuilt) {
+    io.err(`throughway: server.server_role = "${role}" is not built by throughway; it runs the roles default, gateway-worker, api-key-manager and traffic-manager (docs/scale-out.md)\n`);
+    return 2;
+  }
   // lib/node.ts is the boot entry point; loaded lazily so `config` commands never pull in the runtime.
   const { startNode } = await import('./node');
-  // SIGHUP reads the file again with the same options; startNode refuses a configuration with errors.
-  const node = await startNode(result, { log: (line) => io.out(`${line}\n`), reload: () => load(p, io) });
+  // Cluster mode (docs/scale-out.md): the primary runs the control plane part and the workers.
+  const cl = result.config.throughway.cluster;
+  let workers: number;
+  try {
+    workers = (await import('./scale/cluster')).clusterWorkers(cl.workers);
+  } catch (err) {
+    io.err(`throughway: ${(err as Error).message}\n`);
+    return 1;
+  }
+  let node: { close(): Promise<void> };
+  if (workers > 1) {
+    const c = await import('./scale/cluster');
+    const log = (line: string): void => io.out(`${c.isClusterWorker() ? `[worker ${process.pid}] ` : ''}${line}\n`);
+    node = c.isClusterWorker()
+      ? await c.runWorker(result, { start: startNode, workers, log })
+      : await c.runPrimary(result, { start: startNode, workers, log, reload: () => load(p, io), restartMin: cl.restart_delay_min, restartMax: cl.restart_delay_max });
+  } else {
+    // SIGHUP reads the file again with the same options; startNode refuses a configuration with errors.
+    node = await startNode(result, { log: (line) => io.out(`${line}\n`), reload: () => load(p, io) });
+  }
   const stop = (signal: NodeJS.Signals): void => {
     // A second SIGINT/SIGTERM during the shutdown finds no handler: the default action ends the process.
     process.removeListener('SIGINT', stop);

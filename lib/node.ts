@@ -4,7 +4,10 @@
  * the demo backend when [throughway.demo] enable is true, then the gateway (the pass-through transport
  * with the API router) on the gateway HTTP port (spec 002 part 4: 8280 + server.offset), and the key
  * manager on the management HTTP port (9763 + offset; lib/keymanager) over the store [database.apim_db]
- * names. Every role runs the key manager; its events reach the gateway through `events`. With TLS
+ * names. Roles (docs/scale-out.md, lib/scale/settings.ts ROLE_PARTS): `default` runs both; `api-key-manager`
+ * and `traffic-manager` the key manager and store only; `gateway-worker` the gateway only, linked to the
+ * control plane over HTTP ([apim.key_manager] service_url) and, with a redis:// event hub, its events.
+ * The key manager's events reach the gateway through `events` (and Redis across nodes). With TLS
  * (docs/tls.md): the management HTTPS port (9443), the gateway HTTPS listener (8243) and, when enabled,
  * WS (9099) and WSS (8099), from the [transport.passthru_https] listener stores or the sample key pair.
  *
@@ -41,6 +44,14 @@ import type { Store } from './store/types';
 import { listenerTlsSettings, reloadCertificates, serverOptions, watchCertificates } from './tls/settings';
 import { ensureSampleKeystore } from './tls/sample';
 import type * as tls from 'node:tls';
+import * as http from 'node:http';
+import { scaleSettingsFrom } from './scale/settings';
+import { ControlPlane, type FullSnapshot } from './scale/control-plane';
+import { RedisEventHub } from './scale/event-hub';
+import type { KeyManagerLink } from './security';
+import { MemoryCounterStore } from './throttle/counters';
+import { SplitCounterStore } from './scale/split-counters';
+import type { BlockingCondition } from './throttle/blocking';
 
 export interface RunningNode {
   /** The gateway, when this role runs one. */
@@ -71,13 +82,27 @@ export interface StartOptions {
   readonly cwd?: string;
   /** Tests: every listener on a free port of 127.0.0.1 instead of the configured ports (RunningNode.ports). */
   readonly ephemeralPorts?: boolean;
+  /** Cluster mode ([throughway.cluster] workers > 1; lib/scale/cluster.ts): which part of it this process is. */
+  readonly cluster?: ClusterPart;
+}
+
+export interface ClusterPart {
+  /** primary: the key manager and store (when the role has them), no gateway; worker: the gateway only. */
+  readonly role: 'primary' | 'worker';
+  readonly workers: number;
+  /** worker: the primary's management port, when the primary runs the key manager. */
+  readonly controlPlane?: string;
+  /** worker: the bus the primary's events arrive on (over IPC). */
+  readonly events?: EventBus;
 }
 
 /** Ports this version opens (the others are accepted and announced as not opened yet). */
 const OPENED = new Set(['passthruHttp', 'passthruHttps', 'ws', 'wss', 'demo', 'managementHttp', 'managementHttps']);
 
-/** Roles that run the gateway; the others arrive with the key manager and traffic manager steps. */
-const GATEWAY_ROLES = new Set(['default', 'gateway-worker']);
+/** A role throughway does not build (api-publisher, api-devportal): the CLI exits with status 2. */
+export class RoleNotBuiltError extends Error {
+  readonly code = 'ROLE_NOT_BUILT';
+}
 
 export async function startNode(loaded: LoadResult, options: StartOptions = {}): Promise<RunningNode> {
   if (!loaded.ok) {
@@ -88,6 +113,15 @@ export async function startNode(loaded: LoadResult, options: StartOptions = {}):
   const config = loaded.config;
   const ports = loaded.ports;
   const role = config.server.server_role;
+  const configured = scaleSettingsFrom(config);
+  const cl = options.cluster;
+  // Cluster mode: the primary keeps the control plane half of the role, the workers run its gateway.
+  const scale = cl === undefined ? configured : {
+    ...configured,
+    parts: cl.role === 'primary' ? { ...configured.parts, gateway: false } : { ...configured.parts, keyManager: false },
+    controlPlane: cl.controlPlane ?? configured.controlPlane,
+  };
+  if (scale.parts.notBuilt) throw new RoleNotBuiltError(`server.server_role = "${role}" is not built by throughway (roles: default, gateway-worker, api-key-manager, traffic-manager; docs/scale-out.md)`);
   log(`throughway node: role ${role}, host ${config.server.hostname}, offset ${ports.offset}`);
   const logger = createLogger(config.throughway.log_level as LogLevel, options.logSink ?? process.stderr);
   const cwd = options.cwd ?? process.cwd();
@@ -102,7 +136,14 @@ export async function startNode(loaded: LoadResult, options: StartOptions = {}):
   let gateway: Gateway | undefined;
   let store: Store | undefined;
   let keyManager: KeyManager | undefined;
-  const events = createEventBus((err, event) => logger.log('error', 'event_subscriber_failed', { event: event.name, message: (err as Error).message }));
+  let hub: RedisEventHub | undefined;
+  let controlPlane: ControlPlane | undefined;
+  let remoteLink: KeyManagerLink | undefined;
+  let first: FullSnapshot | undefined;
+  let initialBlocking: Map<string, BlockingCondition> | undefined;
+  let stopCollecting = (): void => undefined;
+  let opsServer: http.Server | undefined;
+  const events = cl?.events ?? createEventBus((err, event) => logger.log('error', 'event_subscriber_failed', { event: event.name, message: (err as Error).message }));
   let stopWatching = (): void => undefined;
   /** SIGHUP: the listeners' certificates read again (set once the TLS listeners exist). */
   let reloadTls = (): { readonly ok: boolean; readonly error?: string } => ({ ok: true });
@@ -116,6 +157,8 @@ export async function startNode(loaded: LoadResult, options: StartOptions = {}):
       logger.log('info', 'shutdown_started', { inFlight: gateway?.transport.connections().inFlight ?? 0, timeoutMs: config.throughway.shutdown_timeout });
       await gateway?.close();
       await keyManager?.close();
+      await hub?.close();
+      if (opsServer !== undefined) await new Promise<void>((resolve) => opsServer?.close(() => resolve()));
       await store?.close();
       await demo?.close();
       metrics?.attach(undefined);
@@ -166,6 +209,65 @@ export async function startNode(loaded: LoadResult, options: StartOptions = {}):
     }
     // The key manager first: once the gateway says it listens, tokens can be had.
     // Progress of schema migrations (issue 11, "Progress"): a first start on a remote database can take a while.
+    const ops = opsRoutes({ ...(health !== undefined ? { health } : {}), ...(metrics !== undefined ? { metrics } : {}), logger });
+    if (scale.ignoredUrls.length > 0) {
+      // Real files carry the JMS broker's URLs: accepted, not used (one warning for all of them).
+      const msg = `event hub URLs ${scale.ignoredUrls.join(', ')} are JMS URLs throughway does not use${scale.redisUrl !== undefined ? ` (the event hub is ${scale.redisUrl})` : ''}; to share events across nodes, write a redis://host:port URL in [apim.event_hub] event_listening_endpoints (docs/scale-out.md)`;
+      logger.log('warn', 'event_hub_jms_ignored', { urls: scale.ignoredUrls, message: msg });
+      log(`  warning: ${msg}`);
+    }
+    // A cluster worker whose primary runs the key manager hears its events over IPC instead.
+    if (scale.redisUrl !== undefined && (scale.parts.keyManager || scale.parts.gateway) && cl?.controlPlane === undefined) {
+      const gatewayOnly = !scale.parts.keyManager;
+      const cp = gatewayOnly ? new ControlPlane({ url: scale.controlPlane, user: scale.controlPlaneUser, password: scale.controlPlanePassword, retry: scale.retry, logger }) : undefined;
+      hub = new RedisEventHub({ url: scale.redisUrl, channel: scale.channel, bus: events, publish: !gatewayOnly, subscribe: gatewayOnly, waitingTime: scale.eventWaitingTime, reconnectMin: scale.reconnectMin, reconnectMax: scale.reconnectMax, logger, ...(cp !== undefined ? { resync: () => cp.pull() } : {}) });
+      // Subscribed before the first snapshot is pulled, so nothing published in between is lost.
+      await hub.start();
+      health?.register(hub.checker());
+      log(`  ${'event hub'.padEnd(18)} ${scale.redisUrl} channel ${scale.channel} (${gatewayOnly ? 'subscribed' : 'publishing'}${hub.connected ? '' : ', unreachable: reconnecting'})`);
+      controlPlane = cp;
+    }
+    if (!scale.parts.keyManager) {
+      // gateway-worker: no store, no key manager; keys, snapshot and blocking conditions from the control plane.
+      controlPlane ??= new ControlPlane({ url: scale.controlPlane, user: scale.controlPlaneUser, password: scale.controlPlanePassword, retry: scale.retry, logger });
+      await controlPlane.start();
+      first = await controlPlane.pull();
+      // Blocking conditions added or removed before the gateway (which follows the bus) exists.
+      const initial = new Map<string, BlockingCondition>(first.blocking.map((b) => [b.id, b]));
+      stopCollecting = events.subscribe((e) => {
+        if (e.name === 'blocking.added') initial.set(e.payload.condition.id, e.payload.condition);
+        else if (e.name === 'blocking.removed') initial.delete(e.payload.condition.id);
+      });
+      initialBlocking = initial;
+      if (hub !== undefined) {
+        hub.remember(first);
+        if (!hub.connected) hub.resyncNeededOnFirst = true;
+      }
+      remoteLink = controlPlane.link();
+      log(`  ${'control plane'.padEnd(18)} ${scale.controlPlane} (${first.applications.length} applications, ${first.subscriptions.length} subscriptions, ${first.revoked.length} revoked tokens, ${first.blocking.length} blocking conditions)`);
+      if (hub === undefined && cl === undefined) log(`  warning: no redis:// event hub: this gateway-worker has the control plane's state of its start only (docs/scale-out.md)`);
+    }
+    // A cluster worker has no operations port: the primary's management port is the node's.
+    if (!scale.parts.keyManager && cl === undefined) {
+      opsServer = http.createServer((req, res) => {
+        const p = new URL(req.url ?? '/', 'http://localhost').pathname.replace(/\/+$/, '') || '/';
+        ops(req, res, p).then(
+          (done) => {
+            if (!done) res.writeHead(404, { 'Content-Type': 'application/json' }).end('{"error":"not_found"}');
+          },
+          () => res.writeHead(500).end(),
+        );
+      });
+      const srv = opsServer;
+      await new Promise<void>((resolve, reject) => {
+        srv.once('error', reject);
+        srv.listen(options.ephemeralPorts === true ? 0 : ports.managementHttp, options.ephemeralPorts === true ? '127.0.0.1' : undefined, () => resolve());
+      });
+      listening.management = (srv.address() as { port: number }).port;
+      log(`  ${'operations'.padEnd(18)} port ${listening.management}: /health/live${health !== undefined ? ', /health' : ''}${metrics !== undefined ? ', /metrics' : ''} (docs/operations.md)`);
+      health?.register(backendPoolChecker(() => gateway?.transport, { order: opsConfig.backend_pool_checker_order, limitPercentage: opsConfig.backend_pool_usage_limit_percentage }));
+    }
+    if (scale.parts.keyManager) {
     store = await openStore(config, cwd, (m, i, n) => log(`  ${'store migration'.padEnd(18)} ${i}/${n}: version ${m.version}, ${m.description}`));
     if (health !== undefined) {
       const checkers = hc.health_checker;
@@ -180,13 +282,14 @@ export async function startNode(loaded: LoadResult, options: StartOptions = {}):
       store,
       bus: events,
       logger,
-      ops: opsRoutes({ ...(health !== undefined ? { health } : {}), ...(metrics !== undefined ? { metrics } : {}), logger }),
+      ops,
       apiScopes: () => (gateway?.states() ?? []).flatMap((s) => (s.api?.resources ?? []).flatMap((r) => r.scopes)),
     });
     const km = options.ephemeralPorts === true ? await keyManager.listen(0, '127.0.0.1') : await keyManager.listen();
     listening.management = km.port;
     log(`  ${'management HTTP'.padEnd(18)} port ${km.port} (key manager, ${store.description})`);
     log(`  ${'operations'.padEnd(18)} port ${km.port}: /health/live${health !== undefined ? ', /health' : ''}${metrics !== undefined ? ', /metrics' : ''} (docs/operations.md)`);
+    }
     // TLS (docs/tls.md): the HTTPS and WSS listeners and the management HTTPS server share the
     // [transport.passthru_https] listener stores; without a key store, the sample key pair (made once).
     const eph = options.ephemeralPorts === true;
@@ -199,12 +302,20 @@ export async function startNode(loaded: LoadResult, options: StartOptions = {}):
     }
     const tlsOptions = serverOptions(tlsSettings, sampleFile);
     const kmTlsOptions = { ...tlsOptions, requestCert: false, rejectUnauthorized: false };
-    const kmTls = eph ? await keyManager.listenHttps(kmTlsOptions, 0, '127.0.0.1') : await keyManager.listenHttps(kmTlsOptions);
-    log(`  ${'management HTTPS'.padEnd(18)} port ${(kmTls.address() as { port: number }).port}`);
-    if (GATEWAY_ROLES.has(role) && config.transport.passthru_http.listener.enable) {
+    if (keyManager !== undefined) {
+      const kmTls = eph ? await keyManager.listenHttps(kmTlsOptions, 0, '127.0.0.1') : await keyManager.listenHttps(kmTlsOptions);
+      log(`  ${'management HTTPS'.padEnd(18)} port ${(kmTls.address() as { port: number }).port}`);
+    }
+    if (scale.parts.gateway && config.transport.passthru_http.listener.enable) {
       // Blocking conditions in force at start, then kept current by the key manager's events (900805).
-      gateway = createGateway({ loaded, logger, cwd, keyManager: keyManagerLink(keyManager), events, throttling: { blocking: await store.listBlockingConditions() }, observe: gatewayObserver({ logger, ...(metrics !== undefined ? { metrics } : {}) }) });
+      const link: KeyManagerLink = keyManager !== undefined ? keyManagerLink(keyManager) : (remoteLink as KeyManagerLink);
+      const blocking = store !== undefined ? await store.listBlockingConditions() : [...(initialBlocking?.values() ?? [])];
+      // Cluster workers without a shared counter store each admit 1/N of every limit (docs/scale-out.md).
+      const split = cl !== undefined && cl.workers > 1 && config.throughway.throttling.counter_store !== 'redis';
+      const counters = split ? { counters: new SplitCounterStore(new MemoryCounterStore(config.throughway.throttling.max_counters, 10_000), cl.workers) } : {};
+      gateway = createGateway({ loaded, logger, cwd, keyManager: link, events, throttling: { blocking, ...counters }, observe: gatewayObserver({ logger, ...(metrics !== undefined ? { metrics } : {}) }) });
       const gw = gateway;
+      stopCollecting();
       metrics?.attach({ transport: gw.transport, apiOf: (url) => gw.apiOf(url) });
       if (metrics !== undefined) registerComponentMetrics(metrics, () => gateway);
       if (health !== undefined) {
@@ -241,7 +352,7 @@ export async function startNode(loaded: LoadResult, options: StartOptions = {}):
       stopWatching = watchCertificates(tlsServers, tlsSettings, sampleFile, logger);
       reloadTls = () => reloadCertificates(tlsServers, tlsSettings, sampleFile, logger);
     } else {
-      log(`  the gateway does not run for role ${role}${GATEWAY_ROLES.has(role) ? ' (transport.passthru_http.listener.enable = false)' : ''}`);
+      log(`  the gateway does not run for role ${role}${scale.parts.gateway ? ' (transport.passthru_http.listener.enable = false)' : ''}`);
     }
     process.on('SIGHUP', onHup);
   } catch (err) {

@@ -442,7 +442,7 @@ export interface ApimThrottlingSection {
   readonly enable_blacklist_condition: boolean;
   /** Persist traffic manager counter state. Default: false. */
   readonly enable_persistence: boolean;
-  /** JMS connection URLs of the decision channel (sample tcp://<host>:5672). Accepted; throughway does not act on it. */
+  /** JMS connection URLs of the decision channel (sample tcp://<host>:5672). throughway: a redis:// URL here is the event hub when the [apim.event_hub] keys have none (docs/scale-out.md). Accepted; throughway does not act on it. */
   readonly throttle_decision_endpoints?: readonly string[];
   /** Throttling: JMS decision connection */
   readonly jms: ApimThrottlingJmsSection;
@@ -656,9 +656,9 @@ export interface ApimEventHubSection {
   readonly password: string;
   /** Internal URL artifacts are pulled from on the control plane. */
   readonly service_url?: string;
-  /** JMS endpoints to the control plane. Accepted; throughway does not act on it. */
+  /** JMS endpoints to the control plane. throughway: a redis://host:port URL is the Redis event hub (docs/scale-out.md); tcp:// JMS URLs are not used (one warning). */
   readonly event_listening_endpoints?: readonly string[];
-  /** JMS endpoints for HA peer communication; extra URLs act as failover. Accepted; throughway does not act on it. */
+  /** JMS endpoints for HA peer communication; extra URLs act as failover. throughway: a redis:// URL here is the event hub when event_listening_endpoints has none. */
   readonly event_duplicate_url?: readonly string[];
   /** Wait before the gateway or traffic manager processes events from the hub. Loaded as milliseconds. */
   readonly event_waiting_time?: number;
@@ -2170,6 +2170,10 @@ export interface ThroughwaySection {
   readonly demo: ThroughwayDemoSection;
   /** Operations: metrics and health (docs/operations.md) */
   readonly operations: ThroughwayOperationsSection;
+  /** Cluster mode: gateway workers on all cores (docs/scale-out.md) */
+  readonly cluster: ThroughwayClusterSection;
+  /** Scale-out: event hub over Redis (docs/scale-out.md) */
+  readonly scale: ThroughwayScaleSection;
   /** Throttling: policies file and counters (docs/throttling.md) */
   readonly throttling: ThroughwayThrottlingSection;
   /** Key manager signing key */
@@ -2216,6 +2220,26 @@ export interface ThroughwayOperationsSection {
   readonly backend_pool_checker_order: number;
   /** The backend pool checker is DOWN when a route uses at least this percentage of http.max.connection.per.host.port and calls wait for a connection. Default: 100. */
   readonly backend_pool_usage_limit_percentage: number;
+}
+
+/** Cluster mode: gateway workers on all cores (docs/scale-out.md) ([throughway.cluster], spec throughway). */
+export interface ThroughwayClusterSection {
+  /** Gateway worker processes sharing the listening ports: a whole number, or "auto" for one per CPU core; 1 is a single process (no cluster). Default: "1". */
+  readonly workers: string;
+  /** Wait before restarting a worker that died; doubled for each worker that dies within 5 s of its start. Default: 100 milliseconds. Loaded as milliseconds. */
+  readonly restart_delay_min: number;
+  /** Longest wait before restarting a worker that died. Default: 10000 milliseconds. Loaded as milliseconds. */
+  readonly restart_delay_max: number;
+}
+
+/** Scale-out: event hub over Redis (docs/scale-out.md) ([throughway.scale], spec throughway). */
+export interface ThroughwayScaleSection {
+  /** Redis pub/sub channel of the control plane events (every node of one deployment uses the same). Default: "throughway:events". */
+  readonly channel: string;
+  /** First wait before reconnecting to the event hub Redis; doubled after each failure. Default: 100 milliseconds. Loaded as milliseconds. */
+  readonly reconnect_min: number;
+  /** Longest wait between two reconnect attempts to the event hub Redis. Default: 10000 milliseconds. Loaded as milliseconds. */
+  readonly reconnect_max: number;
 }
 
 /** Throttling: policies file and counters (docs/throttling.md) ([throughway.throttling], spec throughway). */

@@ -540,7 +540,8 @@ export const DOC000_SECTIONS: readonly SectionDef[] = [
       { key: 'enable_policy_deploy', type: 'b', default: true, meaning: 'Deploy throttling policies.' },
       { key: 'enable_blacklist_condition', type: 'b', default: true, meaning: 'Apply blocking conditions from the admin portal.' },
       { key: 'enable_persistence', type: 'b', default: false, meaning: 'Persist traffic manager counter state.' },
-      { key: 'throttle_decision_endpoints', type: 'a', required: true, inactive: true, meaning: 'JMS connection URLs of the decision channel (sample tcp://<host>:5672).' },
+      // inactive: its requirement is not enforced (files without it start); read by lib/scale only as the hub URL of last resort.
+      { key: 'throttle_decision_endpoints', type: 'a', required: true, inactive: true, meaning: 'JMS connection URLs of the decision channel (sample tcp://<host>:5672). throughway: a redis:// URL here is the event hub when the [apim.event_hub] keys have none (docs/scale-out.md).' },
     ],
   },
   {
@@ -711,8 +712,8 @@ export const DOC000_SECTIONS: readonly SectionDef[] = [
       { key: 'username', type: 's', default: SUPER_USER, defaultText: 'super tenant admin credentials', meaning: 'Event hub user.' },
       { key: 'password', type: 's', secret: true, default: SUPER_PASS, defaultText: 'super tenant admin credentials', meaning: 'Event hub password.' },
       { key: 'service_url', type: 's', format: 'url', meaning: 'Internal URL artifacts are pulled from on the control plane.' },
-      { key: 'event_listening_endpoints', type: 'a', inactive: true, meaning: 'JMS endpoints to the control plane.' },
-      { key: 'event_duplicate_url', type: 'a', inactive: true, meaning: 'JMS endpoints for HA peer communication; extra URLs act as failover.' },
+      { key: 'event_listening_endpoints', type: 'a', meaning: 'JMS endpoints to the control plane. throughway: a redis://host:port URL is the Redis event hub (docs/scale-out.md); tcp:// JMS URLs are not used (one warning).' },
+      { key: 'event_duplicate_url', type: 'a', meaning: 'JMS endpoints for HA peer communication; extra URLs act as failover. throughway: a redis:// URL here is the event hub when event_listening_endpoints has none.' },
       { key: 'event_waiting_time', type: 'i', format: 'duration', unit: 'ms', min: 0, meaning: 'Wait before the gateway or traffic manager processes events from the hub.' },
     ],
   },

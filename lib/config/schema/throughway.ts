@@ -71,6 +71,30 @@ export const THROUGHWAY_SECTIONS: readonly SectionDef[] = [
     ],
   },
   {
+    // Cluster mode (docs/scale-out.md, "All cores"): node:cluster workers sharing the gateway ports.
+    path: 'throughway.cluster',
+    source: 'throughway',
+    title: 'Cluster mode: gateway workers on all cores (docs/scale-out.md)',
+    runs: true,
+    keys: [
+      { key: 'workers', type: 's', default: '1', meaning: 'Gateway worker processes sharing the listening ports: a whole number, or "auto" for one per CPU core; 1 is a single process (no cluster).' },
+      { key: 'restart_delay_min', type: 's', format: 'duration', unit: 'ms', default: 100, min: 0, meaning: 'Wait before restarting a worker that died; doubled for each worker that dies within 5 s of its start.' },
+      { key: 'restart_delay_max', type: 's', format: 'duration', unit: 'ms', default: 10000, min: 0, meaning: 'Longest wait before restarting a worker that died.' },
+    ],
+  },
+  {
+    // Scale-out (docs/scale-out.md): the Redis event hub and the control plane link of a gateway-worker.
+    path: 'throughway.scale',
+    source: 'throughway',
+    title: 'Scale-out: event hub over Redis (docs/scale-out.md)',
+    runs: true,
+    keys: [
+      { key: 'channel', type: 's', default: 'throughway:events', meaning: 'Redis pub/sub channel of the control plane events (every node of one deployment uses the same).' },
+      { key: 'reconnect_min', type: 's', format: 'duration', unit: 'ms', default: 100, min: 10, meaning: 'First wait before reconnecting to the event hub Redis; doubled after each failure.' },
+      { key: 'reconnect_max', type: 's', format: 'duration', unit: 'ms', default: 10000, min: 10, meaning: 'Longest wait between two reconnect attempts to the event hub Redis.' },
+    ],
+  },
+  {
     path: 'throughway.throttling',
     source: 'throughway',
     title: 'Throttling: policies file and counters (docs/throttling.md)',

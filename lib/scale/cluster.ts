@@ -1,0 +1,178 @@
+/**
+ * Cluster mode (issue 10, "All cores of one machine"): `[throughway.cluster] workers` > 1 runs that many
+ * gateway workers with node:cluster; they share the gateway's listening ports (the primary accepts and
+ * hands connections round-robin). The primary runs the control plane half of the role (the key manager
+ * and store for `default`, nothing for `gateway-worker`) and no gateway: the workers are gateway-workers
+ * of it (docs/scale-out.md). They read its keys and snapshot over its management port and get its events
+ * over the IPC channel (or, for a `gateway-worker` role, from the Redis event hub).
+ *
+ *  - a worker that dies is restarted after restart_delay_min, doubled for each one that dies within 5 s
+ *    of its start, up to restart_delay_max;
+ *  - SIGHUP rolls the workers one at a time: a new one is started and ready before the old one is told to
+ *    stop, and the old one finishes its in-flight calls (node.close()), so no connection is dropped;
+ *  - SIGTERM/SIGINT: no more restarts, every worker stops gracefully, then the primary's own node.
+ *
+ * IPC messages are `{ tw: ... }` objects: hello? (worker -> primary, once it listens: a message sent
+ * before would be lost), hello (the answer: control plane URL), event, ready (worker -> primary), stop.
+ */
+import cluster, { type Worker } from 'node:cluster';
+import * as os from 'node:os';
+import { createEventBus, type AnyEvent } from '../events/bus';
+import type { LoadResult } from '../config/load';
+import type { RunningNode, StartOptions } from '../node';
+
+type Message = { tw: 'hello?' } | { tw: 'hello'; controlPlane?: string } | { tw: 'event'; event: AnyEvent } | { tw: 'ready'; pid: number } | { tw: 'stop' };
+
+/** ms between a stopping worker's last accepted connection and its graceful close (a roll). */
+const STOP_GRACE_MS = 250;
+
+const isMessage = (m: unknown): m is Message => typeof m === 'object' && m !== null && typeof (m as { tw?: unknown }).tw === 'string';
+
+/** `[throughway.cluster] workers`: a whole number, or "auto" for one per core. */
+export function clusterWorkers(value: string): number {
+  if (value.trim().toLowerCase() === 'auto') return Math.max(1, os.availableParallelism());
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`[throughway.cluster] workers must be a whole number of at least 1 or "auto", got ${JSON.stringify(value)}`);
+  return n;
+}
+
+export function isClusterWorker(): boolean {
+  return cluster.isWorker;
+}
+
+type Start = (loaded: LoadResult, options: StartOptions) => Promise<RunningNode>;
+
+export interface Primary {
+  /** Workers ready now. */
+  readonly ready: number;
+  roll(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** The primary: its part of the node, then the workers. */
+export async function runPrimary(loaded: LoadResult, o: { start: Start; workers: number; log: (line: string) => void; reload?: () => LoadResult; restartMin: number; restartMax: number }): Promise<Primary> {
+  const node = await o.start(loaded, { log: o.log, ...(o.reload !== undefined ? { reload: o.reload } : {}), cluster: { role: 'primary', workers: o.workers } });
+  const controlPlane = node.keyManager !== undefined && node.ports.management !== undefined ? `http://127.0.0.1:${node.ports.management}` : undefined;
+  const live = new Map<number, { worker: Worker; started: number; ready: boolean }>();
+  const waiting = new Map<number, () => void>();
+  let stopping = false;
+  const retiring = new Set<number>();
+  let quickDeaths = 0;
+  // The key manager's events go to every worker (they subscribed before pulling the snapshot).
+  const unforward =
+    controlPlane !== undefined
+      ? node.events.subscribe((event) => {
+          for (const w of live.values()) if (w.worker.isConnected()) w.worker.send({ tw: 'event', event } satisfies Message);
+        })
+      : () => undefined;
+
+  const fork = (): Worker => {
+    const w = cluster.fork();
+    live.set(w.id, { worker: w, started: Date.now(), ready: false });
+    w.on('message', (m: unknown) => {
+      if (isMessage(m) && m.tw === 'hello?') w.send({ tw: 'hello', ...(controlPlane !== undefined ? { controlPlane } : {}) } satisfies Message);
+      if (!isMessage(m) || m.tw !== 'ready') return;
+      const e = live.get(w.id);
+      if (e !== undefined) e.ready = true;
+      o.log(`cluster: worker ${w.id} (pid ${m.pid}) ready`);
+      waiting.get(w.id)?.();
+    });
+    // The worker's own errors (a closed IPC channel while it exits) must not end the primary.
+    w.on('error', () => undefined);
+    return w;
+  };
+  const whenReady = (w: Worker): Promise<boolean> =>
+    new Promise((resolve) => {
+      const done = (ok: boolean): void => {
+        waiting.delete(w.id);
+        w.removeListener('exit', gone);
+        resolve(ok);
+      };
+      const gone = (): void => done(false);
+      waiting.set(w.id, () => done(true));
+      w.once('exit', gone);
+    });
+  cluster.on('exit', (w, code, signal) => {
+    const e = live.get(w.id);
+    live.delete(w.id);
+    if (stopping || retiring.delete(w.id)) return;
+    const lived = e === undefined ? 0 : Date.now() - e.started;
+    quickDeaths = lived < 5000 ? quickDeaths + 1 : 0;
+    const delay = Math.min(o.restartMax, o.restartMin * 2 ** Math.max(0, quickDeaths - 1));
+    o.log(`cluster: worker ${w.id} died (${signal ?? `exit ${code}`}); restarting in ${delay} ms`);
+    setTimeout(() => {
+      if (!stopping) fork();
+    }, delay);
+  });
+  const first = Array.from({ length: o.workers }, () => fork());
+  const results = await Promise.all(first.map(whenReady));
+  o.log(`cluster: ${results.filter((r) => r).length} of ${o.workers} workers ready (docs/scale-out.md)`);
+
+  const stopWorker = (w: Worker): Promise<void> =>
+    new Promise((resolve) => {
+      if (w.isDead()) return resolve();
+      w.once('exit', () => resolve());
+      if (w.isConnected()) w.send({ tw: 'stop' } satisfies Message);
+      else w.kill('SIGTERM');
+    });
+  let rolling: Promise<void> | undefined;
+  const roll = (): Promise<void> => {
+    rolling ??= (async () => {
+      const old = [...live.values()].map((e) => e.worker);
+      for (const w of old) {
+        if (stopping) break;
+        const next = fork();
+        if (!(await whenReady(next))) continue;
+        retiring.add(w.id);
+        await stopWorker(w);
+      }
+      o.log(`cluster: rolled ${old.length} worker(s)`);
+    })().finally(() => (rolling = undefined));
+    return rolling;
+  };
+  const onHup = (): void => void roll();
+  process.on('SIGHUP', onHup);
+  return {
+    get ready() {
+      return [...live.values()].filter((e) => e.ready).length;
+    },
+    roll,
+    async close() {
+      stopping = true;
+      process.removeListener('SIGHUP', onHup);
+      unforward();
+      await Promise.all([...live.values()].map((e) => stopWorker(e.worker)));
+      await node.close();
+    },
+  };
+}
+
+/** A worker: waits for the primary's hello, then runs the gateway part; `stop` closes it gracefully. */
+export async function runWorker(loaded: LoadResult, o: { start: Start; workers: number; log: (line: string) => void }): Promise<RunningNode> {
+  const bus = createEventBus();
+  const hello = await new Promise<Extract<Message, { tw: 'hello' }>>((resolve) => {
+    const on = (m: unknown): void => {
+      if (!isMessage(m)) return;
+      if (m.tw === 'hello') resolve(m);
+    };
+    process.on('message', on);
+    process.send?.({ tw: 'hello?' } satisfies Message);
+  });
+  process.on('message', (m: unknown) => {
+    if (isMessage(m) && m.tw === 'event') bus.deliver(m.event);
+  });
+  const node = await o.start(loaded, { log: o.log, cluster: { role: 'worker', workers: o.workers, events: bus, ...(hello.controlPlane !== undefined ? { controlPlane: hello.controlPlane } : {}) } });
+  process.on('message', (m: unknown) => {
+    if (!isMessage(m) || m.tw !== 'stop') return;
+    // First stop taking connections (the primary hands new ones to the other workers), then give the
+    // ones just handed over a moment to send their request: the graceful close ends idle connections.
+    cluster.worker?.disconnect();
+    const grace = new Promise((resolve) => setTimeout(resolve, STOP_GRACE_MS));
+    grace.then(() => node.close()).then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
+  });
+  process.send?.({ tw: 'ready', pid: process.pid } satisfies Message);
+  return node;
+}

@@ -1,0 +1,145 @@
+/**
+ * A gateway-worker's link to its control plane (the `api-key-manager` or `default` node; spec 000,
+ * part 1.1): the same KeyManagerLink the gateway uses in one process (lib/security), served over the
+ * control plane's management HTTP port instead of by function calls:
+ *
+ *   GET /.well-known/openid-configuration   the issuer (`iss`) of its tokens
+ *   GET /oauth2/jwks                        its public keys (RFC 7517), kept and re-read on every snapshot
+ *   GET /admin/v1/snapshot                  applications, subscriptions, revoked token ids (HTTP Basic)
+ *   GET /admin/v1/blocking-conditions       blocking conditions (HTTP Basic)
+ *   POST /oauth2/introspect                 opaque tokens (RFC 7662; HTTP Basic)
+ *
+ * Pulls follow the deployment retry of [apim.sync_runtime_artifacts.gateway] (deployment_retry_duration,
+ * max_retry_count, retry_progression_factor): a control plane that is still starting is waited for.
+ * The snapshot, pulled at start and again after every reconnect of the event hub, is what makes events
+ * missed while disconnected harmless (docs/scale-out.md, "Snapshot on (re)connect").
+ */
+import * as http from 'node:http';
+import * as https from 'node:https';
+import type { JWK } from 'jose';
+import type { KeyManagerLink, Snapshot } from '../security';
+import type { BlockingCondition } from '../throttle/blocking';
+import type { Logger } from '../observability/log';
+import { retryDelays, type RetrySettings } from './settings';
+
+export class ControlPlaneError extends Error {
+  readonly code = 'CONTROL_PLANE_UNREACHABLE';
+}
+
+export interface ControlPlaneOptions {
+  /** Origin of the control plane's management port (http://host:9763). */
+  readonly url: string;
+  readonly user: string;
+  readonly password: string;
+  readonly retry: RetrySettings;
+  readonly logger: Logger;
+  /** Tests: waits without a real clock. */
+  readonly sleep?: (ms: number) => Promise<void>;
+}
+
+export interface FullSnapshot extends Snapshot {
+  readonly blocking: readonly BlockingCondition[];
+}
+
+// Not unref()ed: a gateway-worker waiting for its control plane has nothing else keeping the process up.
+const realSleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+export class ControlPlane {
+  private jwks: JWK[] = [];
+  private iss = '';
+  private readonly auth: string;
+
+  constructor(private readonly o: ControlPlaneOptions) {
+    this.auth = `Basic ${Buffer.from(`${o.user}:${o.password}`).toString('base64')}`;
+  }
+
+  /** One request; JSON answer of a 2xx, ControlPlaneError otherwise. */
+  request(method: 'GET' | 'POST', path: string, body?: string, withAuth = true): Promise<Record<string, unknown>> {
+    const url = new URL(path, this.o.url);
+    const mod = url.protocol === 'https:' ? https : http;
+    const headers: Record<string, string> = { Accept: 'application/json' };
+    if (withAuth) headers.Authorization = this.auth;
+    if (body !== undefined) {
+      headers['Content-Type'] = 'application/x-www-form-urlencoded';
+      headers['Content-Length'] = String(Buffer.byteLength(body));
+    }
+    return new Promise((resolve, reject) => {
+      const req = mod.request(url, { method, headers, timeout: 10_000 }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('error', (err) => reject(new ControlPlaneError(err.message)));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          if ((res.statusCode ?? 0) < 200 || (res.statusCode ?? 0) >= 300) {
+            reject(new ControlPlaneError(`${method} ${url.pathname}: HTTP ${res.statusCode ?? 0} ${text.slice(0, 200)}`));
+            return;
+          }
+          try {
+            resolve(JSON.parse(text) as Record<string, unknown>);
+          } catch {
+            reject(new ControlPlaneError(`${method} ${url.pathname}: not JSON`));
+          }
+        });
+      });
+      req.on('timeout', () => req.destroy(new Error('timed out')));
+      req.on('error', (err) => reject(new ControlPlaneError(`${method} ${url.href}: ${err.message}`)));
+      req.end(body);
+    });
+  }
+
+  /** `what` with the deployment retry: the last error once every retry failed. */
+  async withRetry<T>(what: string, f: () => Promise<T>): Promise<T> {
+    const delays = retryDelays(this.o.retry);
+    const sleep = this.o.sleep ?? realSleep;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await f();
+      } catch (err) {
+        const wait = delays[attempt];
+        if (wait === undefined) throw err;
+        this.o.logger.log('warn', 'control_plane_retry', { what, url: this.o.url, attempt: attempt + 1, retryInMs: wait, message: (err as Error).message });
+        await sleep(wait);
+      }
+    }
+  }
+
+  /** Issuer and keys: before the gateway validates its first token. */
+  async start(): Promise<void> {
+    await this.withRetry('keys', async () => {
+      const d = await this.request('GET', '/.well-known/openid-configuration', undefined, false);
+      if (typeof d.issuer !== 'string') throw new ControlPlaneError('the discovery document has no issuer');
+      this.iss = d.issuer;
+      await this.refreshKeys();
+    });
+  }
+
+  async refreshKeys(): Promise<void> {
+    const k = await this.request('GET', '/oauth2/jwks', undefined, false);
+    if (!Array.isArray(k.keys)) throw new ControlPlaneError('the JWKS has no keys array');
+    this.jwks = k.keys as JWK[];
+  }
+
+  /** Snapshot, blocking conditions and the current keys (rotation seen at every pull). */
+  async pull(): Promise<FullSnapshot> {
+    return this.withRetry('snapshot', async () => {
+      const s = (await this.request('GET', '/admin/v1/snapshot')) as unknown as Snapshot;
+      const b = await this.request('GET', '/admin/v1/blocking-conditions');
+      await this.refreshKeys();
+      return { applications: s.applications, subscriptions: s.subscriptions, revoked: s.revoked, blocking: (b.list ?? []) as BlockingCondition[] };
+    });
+  }
+
+  /**
+   * The gateway's KeyManagerLink (lib/security). Its snapshot() is a fresh pull: the gateway subscribes
+   * to the bus first and then asks, so nothing published in between is lost. No signing key: a backend
+   * JWT is signed with the gateway's own.
+   */
+  link(): KeyManagerLink {
+    return {
+      issuer: () => this.iss,
+      publicJwks: () => this.jwks,
+      snapshot: () => this.pull(),
+      introspect: (token) => this.request('POST', '/oauth2/introspect', new URLSearchParams({ token }).toString()),
+    };
+  }
+}

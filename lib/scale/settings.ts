@@ -1,0 +1,113 @@
+/**
+ * The loaded configuration, read for scale-out (issue 10, docs/scale-out.md): which parts a
+ * `server.server_role` runs (spec 000, part 1.1), where the control plane is, the Redis of the event
+ * hub and the deployment retry. The one place that maps those keys; lib/scale never reads TOML.
+ *
+ * Event hub endpoints: the spec's `[apim.event_hub] event_listening_endpoints`, `event_duplicate_url`
+ * and `[apim.throttling] throttle_decision_endpoints` carry JMS URLs (`tcp://host:5672`) in real files.
+ * throughway has no JMS broker: Redis pub/sub is the one hub. The first `redis://` (or `rediss://`) URL of
+ * those keys, in that order, is the hub; `tcp://` URLs are kept out and named in one warning.
+ */
+import type { DeploymentConfig } from '../config/types';
+
+export type ServerRole = 'default' | 'gateway-worker' | 'api-key-manager' | 'traffic-manager' | 'api-publisher' | 'api-devportal';
+
+/** What a role runs. */
+export interface RoleParts {
+  /** The gateway listeners (HTTP, HTTPS, WS, WSS). */
+  readonly gateway: boolean;
+  /** The key manager and its store (token endpoint, admin API, snapshot). */
+  readonly keyManager: boolean;
+  /** Not built by throughway: the CLI refuses to start with exit status 2. */
+  readonly notBuilt: boolean;
+}
+
+/**
+ * spec 000, part 1.1. `traffic-manager` owns throttling policies and blocking conditions: the store-backed
+ * half of the key manager serves and publishes them (admin API, events), without a gateway.
+ */
+export const ROLE_PARTS: Readonly<Record<ServerRole, RoleParts>> = Object.freeze({
+  default: { gateway: true, keyManager: true, notBuilt: false },
+  'gateway-worker': { gateway: true, keyManager: false, notBuilt: false },
+  'api-key-manager': { gateway: false, keyManager: true, notBuilt: false },
+  'traffic-manager': { gateway: false, keyManager: true, notBuilt: false },
+  'api-publisher': { gateway: false, keyManager: false, notBuilt: true },
+  'api-devportal': { gateway: false, keyManager: false, notBuilt: true },
+});
+
+export function roleParts(role: string): RoleParts {
+  return ROLE_PARTS[role as ServerRole] ?? ROLE_PARTS.default;
+}
+
+export interface RetrySettings {
+  /** ms before the first retry ([apim.sync_runtime_artifacts.gateway] deployment_retry_duration). */
+  readonly first: number;
+  /** Retries after the first attempt (max_retry_count). */
+  readonly maxRetries: number;
+  /** Each wait is the previous one times this (retry_progression_factor). */
+  readonly factor: number;
+}
+
+export interface ScaleSettings {
+  readonly role: ServerRole;
+  readonly parts: RoleParts;
+  /** The event hub's Redis, undefined: events stay in the process. */
+  readonly redisUrl: string | undefined;
+  /** JMS (`tcp://`, `ssl://`, `amqp://`...) URLs written in the hub keys: not used, one warning. */
+  readonly ignoredUrls: readonly string[];
+  /** ms an event waits before it is applied ([apim.event_hub] event_waiting_time; 0: at once). */
+  readonly eventWaitingTime: number;
+  /** Pub/sub channel of the events. */
+  readonly channel: string;
+  /** Origin of the control plane's management HTTP port ([apim.key_manager] service_url): gateway-worker. */
+  readonly controlPlane: string;
+  readonly controlPlaneUser: string;
+  readonly controlPlanePassword: string;
+  readonly retry: RetrySettings;
+  /** ms between two reconnect attempts to Redis: first, then doubled up to max. */
+  readonly reconnectMin: number;
+  readonly reconnectMax: number;
+}
+
+const isRedis = (u: string): boolean => /^rediss?:\/\//i.test(u.trim());
+
+export function scaleSettingsFrom(c: DeploymentConfig): ScaleSettings {
+  const hub = c.apim.event_hub;
+  const urls = [...(hub.event_listening_endpoints ?? []), ...(hub.event_duplicate_url ?? []), ...(c.apim.throttling.throttle_decision_endpoints ?? [])];
+  const redis = urls.find(isRedis);
+  const role = (c.server.server_role as ServerRole) in ROLE_PARTS ? (c.server.server_role as ServerRole) : 'default';
+  const km = c.apim.key_manager;
+  const sync = c.apim.sync_runtime_artifacts.gateway;
+  const sc = c.throughway.scale;
+  let origin: string;
+  try {
+    origin = new URL(km.service_url).origin;
+  } catch {
+    origin = km.service_url;
+  }
+  return Object.freeze({
+    role,
+    parts: ROLE_PARTS[role],
+    redisUrl: hub.enable ? redis?.trim() : undefined,
+    ignoredUrls: Object.freeze(urls.filter((u) => !isRedis(u))),
+    eventWaitingTime: hub.event_waiting_time ?? 0,
+    channel: sc.channel,
+    controlPlane: origin,
+    controlPlaneUser: km.username,
+    controlPlanePassword: km.password,
+    retry: Object.freeze({ first: sync.deployment_retry_duration, maxRetries: sync.max_retry_count, factor: sync.retry_progression_factor }),
+    reconnectMin: sc.reconnect_min,
+    reconnectMax: sc.reconnect_max,
+  });
+}
+
+/** The waits of the deployment retry, in order: first, first x factor, ... (maxRetries of them). */
+export function retryDelays(r: RetrySettings): number[] {
+  const out: number[] = [];
+  let d = r.first;
+  for (let i = 0; i < r.maxRetries; i++) {
+    out.push(Math.round(d));
+    d *= r.factor;
+  }
+  return out;
+}

@@ -1,0 +1,160 @@
+/**
+ * Scale-out test helpers: real `throughway start` processes (dist/lib/cli.js) in temporary directories,
+ * their output kept; a private redis-server on a free port (tests that stop Redis never touch the
+ * shared one); small HTTP calls to the key manager.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as net from 'node:net';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { until } from '../gateway/helpers';
+
+const root = path.join(__dirname, '..', '..', '..');
+export const CLI = path.join(root, 'dist', 'lib', 'cli.js');
+export const ADMIN = { user: 'admin', password: 'admin-pw-1' };
+
+/** This file's offsets: 45000-49999 (other process tests use other ranges); four nodes per base. */
+export function baseOffset(salt = 0): number {
+  return 45000 + ((process.pid * 7 + salt * 13) % 1000) * 5;
+}
+
+export interface Proc {
+  readonly child: ChildProcess;
+  readonly dir: string;
+  out: string;
+  err: string;
+  readonly exited: Promise<number | null>;
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+export function spawnNode(toml: string, apis: Record<string, string> = {}, args: readonly string[] = []): Proc {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tw-scale-'));
+  fs.writeFileSync(path.join(dir, 'deployment.toml'), toml);
+  fs.mkdirSync(path.join(dir, 'apis'));
+  for (const [name, text] of Object.entries(apis)) fs.writeFileSync(path.join(dir, 'apis', name), text);
+  const child = spawn(process.execPath, [CLI, 'start', '--config', 'deployment.toml', ...args], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+  const p: Proc = {
+    child,
+    dir,
+    out: '',
+    err: '',
+    exited: new Promise((resolve) => child.on('exit', (code) => resolve(code))),
+    async stop(signal = 'SIGTERM') {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      const code = await Promise.race([p.exited, new Promise<null>((r) => setTimeout(() => r(null), 5000))]);
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      fs.rmSync(dir, { recursive: true, force: true });
+      return code;
+    },
+  };
+  child.stdout?.on('data', (c: Buffer) => (p.out += c.toString()));
+  child.stderr?.on('data', (c: Buffer) => (p.err += c.toString()));
+  return p;
+}
+
+export async function started(p: Proc, marker: RegExp, ms = 20_000): Promise<boolean> {
+  return until(() => marker.test(p.out) || p.child.exitCode !== null, ms, 25).then(() => marker.test(p.out));
+}
+
+export async function freePort(): Promise<number> {
+  const s = net.createServer();
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()));
+  const port = (s.address() as net.AddressInfo).port;
+  await new Promise<void>((r) => s.close(() => r()));
+  return port;
+}
+
+export interface OwnRedis {
+  readonly url: string;
+  readonly port: number;
+  stop(): Promise<void>;
+  start(): Promise<void>;
+}
+
+export const REDIS_SERVER = '/usr/bin/redis-server';
+
+/** A private redis-server (`--save ''`): stopped and started again by the test. */
+export async function ownRedis(): Promise<OwnRedis> {
+  const port = await freePort();
+  let child: ChildProcess | undefined;
+  const pingable = (): Promise<boolean> =>
+    new Promise((resolve) => {
+      const s = net.connect(port, '127.0.0.1');
+      s.on('connect', () => s.end('PING\r\n'));
+      s.on('data', (d: Buffer) => resolve(d.toString().startsWith('+PONG')));
+      s.on('error', () => resolve(false));
+      s.setTimeout(500, () => s.destroy());
+    });
+  const r: OwnRedis = {
+    url: `redis://127.0.0.1:${port}`,
+    port,
+    async start() {
+      child = spawn(REDIS_SERVER, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+      const ok = await until(() => pingable(), 5000, 50);
+      if (!ok) throw new Error(`redis-server on ${port} did not start`);
+    },
+    async stop() {
+      const c = child;
+      if (c === undefined || c.exitCode !== null) return;
+      const gone = new Promise<void>((resolve) => c.on('exit', () => resolve()));
+      c.kill('SIGKILL');
+      await gone;
+    },
+  };
+  await r.start();
+  return r;
+}
+
+export async function redisReachable(url: string | undefined): Promise<boolean> {
+  if (url === undefined) return false;
+  const u = new URL(url);
+  return new Promise((resolve) => {
+    const s = net.connect(Number(u.port || 6379), u.hostname);
+    s.on('connect', () => s.end('PING\r\n'));
+    s.on('data', (d: Buffer) => resolve(d.toString().startsWith('+PONG') || d.toString().startsWith('-NOAUTH')));
+    s.on('error', () => resolve(false));
+    s.setTimeout(1000, () => {
+      s.destroy();
+      resolve(false);
+    });
+  });
+}
+
+export async function http(url: string, o: { method?: string; json?: unknown; form?: Record<string, string>; auth?: { user: string; password: string }; bearer?: string } = {}): Promise<{ status: number; body: Record<string, unknown>; text: string }> {
+  const headers: Record<string, string> = {};
+  let body: string | undefined;
+  if (o.json !== undefined) {
+    headers['Content-Type'] = 'application/json';
+    body = JSON.stringify(o.json);
+  } else if (o.form !== undefined) {
+    headers['Content-Type'] = 'application/x-www-form-urlencoded';
+    body = new URLSearchParams(o.form).toString();
+  }
+  if (o.auth !== undefined) headers.Authorization = `Basic ${Buffer.from(`${o.auth.user}:${o.auth.password}`).toString('base64')}`;
+  if (o.bearer !== undefined) headers.Authorization = `Bearer ${o.bearer}`;
+  const res = await fetch(url, { method: o.method ?? (body !== undefined ? 'POST' : 'GET'), headers, ...(body !== undefined ? { body } : {}) });
+  const text = await res.text();
+  let parsed: Record<string, unknown> = {};
+  try {
+    parsed = JSON.parse(text) as Record<string, unknown>;
+  } catch {
+    parsed = {};
+  }
+  return { status: res.status, body: parsed, text };
+}
+
+export function securedApi(endpoint: string, context = '/shop'): string {
+  return `name = "Shop"\ncontext = "${context}"\nversion = "1.0.0"\nauth = "oauth2"\n[endpoints]\nproduction = "${endpoint}"\n[[resources]]\npath = "/*"\nmethods = ["GET"]\n`;
+}
+
+/** deployment.toml of one node. */
+export function nodeToml(o: { offset: number; role: string; redis?: string; channel: string; km?: number; extra?: string }): string {
+  let t = `[server]\nhostname = "localhost"\noffset = ${o.offset}\nserver_role = "${o.role}"\n[super_admin]\nusername = "${ADMIN.user}"\npassword = "${ADMIN.password}"\n[database.apim_db]\ntype = "h2"\nusername = "u"\npassword = "p"\n[server_health_check]\nenable = true\n`;
+  if (o.km !== undefined) t += `[apim.key_manager]\nservice_url = "http://127.0.0.1:${o.km}/services/"\nusername = "${ADMIN.user}"\npassword = "${ADMIN.password}"\n`;
+  t += `[apim.sync_runtime_artifacts.gateway]\ndeployment_retry_duration = 100\nmax_retry_count = 20\nretry_progression_factor = 1.5\n`;
+  if (o.redis !== undefined) t += `[apim.event_hub]\nevent_listening_endpoints = ["${o.redis}"]\n`;
+  t += `[throughway.scale]\nchannel = "${o.channel}"\nreconnect_min = 50\nreconnect_max = 500\n`;
+  t += o.extra ?? '';
+  return t;
+}
