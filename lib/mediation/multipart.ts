@@ -36,7 +36,7 @@ export class MultipartError extends Error {
 /** The boundary parameter of a multipart Content-Type (RFC 2046 §5.1.1: 1-70 characters, maybe quoted). */
 export function boundaryOf(contentType: string | undefined): string | undefined {
   if (contentType === undefined) return undefined;
-  const m = /;\s*boundary\s*=\s*(?:"((?:[^"\\]|\\.){1,70})"|([^;\s]{1,70}))/i.exec(contentType);
+  const m = /;\s*boundary\s*=\s*(?:"((?:[^"\\]|\\.)+)"|([^;\s]+))/i.exec(contentType);
   if (m === null) return undefined;
   const b = m[1] !== undefined ? m[1].replace(/\\(.)/g, '$1') : (m[2] as string);
   return b.length === 0 || b.length > 70 ? undefined : b;
