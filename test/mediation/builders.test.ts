@@ -45,6 +45,8 @@ const SCRIPTS: Record<string, string> = {
   'scripts/text.js': `
     module.exports.onRequest = (m) => ({ headers: { 'X-Type': typeof m.body }, body: m.body.split('').reverse().join('') });`,
   'scripts/passthrough.js': `module.exports.onRequest = (m) => ({ body: m.body });`,
+  'scripts/unwritable.js': `module.exports.onRequest = () => ({ body: [{ name: 'n', body: 42 }] });`,
+  'scripts/response-parts.js': `module.exports.onResponse = (m) => ({ headers: { 'X-Parts': String(m.body.length) }, body: m.body.concat([{ name: 'added', body: 'z' }]) });`,
 };
 
 t.test('multipart: the script sees names, file names, types, text as strings and binary as base64; the backend gets the changes with the boundary kept', async (t) => {
@@ -182,4 +184,42 @@ t.test('the builders and formatters directly: round trips and RFC 2046 framing',
   t.equal(readValue('form', Buffer.alloc(0)), undefined, 'an empty body is undefined');
   t.same(writeValue('text', { base64: 'AP8=' }).body, Buffer.from('{"base64":"AP8="}'), '{ base64 } is bytes only for binary bodies');
   t.same(writeValue('binary', { base64: 'AP8=' }).body, Buffer.from([0, 255]));
+});
+
+t.test('a multipart body the formatter cannot write is 103065; a malformed multipart response under onResponse is 103071 (502)', async (t) => {
+  const be = await echoBackend((req, res) => {
+    const bad = (req.url ?? '').endsWith('/bad');
+    const body = bad ? '--R\r\n\r\nunterminated' : '--R\r\nContent-Disposition: form-data; name="a"\r\n\r\n1\r\n--R--\r\n';
+    res.writeHead(200, { 'Content-Type': 'multipart/form-data; boundary=R', 'Content-Length': Buffer.byteLength(body) });
+    res.end(body);
+    return true;
+  });
+  t.teardown(() => be.close());
+  const endpoint = `http://127.0.0.1:${be.port}`;
+  const g = await startGateway(
+    TOML,
+    {
+      ...api(be, '../scripts/unwritable.js'),
+      r: apiToml({ context: '/r', endpoint, resources: [['/*', ['GET']]], extra: '[mediation]\nscript = "../scripts/response-parts.js"' }),
+    },
+    SCRIPTS,
+  );
+  t.teardown(() => g.close());
+  const fd = new FormData();
+  fd.append('x', '1');
+  const res = await fetch(`http://127.0.0.1:${g.port}/b/1.0.0/u`, { method: 'POST', body: fd });
+  t.equal(res.status, 500);
+  const f = ((await res.json()) as { fault: { code: number; description: string } }).fault;
+  t.equal(f.code, 103065);
+  t.match(f.description, /the body cannot be written as multipart: part 1: body must be a string or \{ base64 \}/);
+  t.equal(be.seen.length, 0, 'nothing forwarded');
+  const ok = await fetch(`http://127.0.0.1:${g.port}/r/1.0.0/good`);
+  t.equal(ok.status, 200);
+  t.equal(ok.headers.get('x-parts'), '1', 'onResponse sees the response parts');
+  t.equal(await ok.text(), '--R\r\nContent-Disposition: form-data; name="a"\r\n\r\n1\r\n--R\r\nContent-Disposition: form-data; name="added"\r\n\r\nz\r\n--R--\r\n', 'written back with the response\'s boundary');
+  const bad = await fetch(`http://127.0.0.1:${g.port}/r/1.0.0/bad`);
+  t.equal(bad.status, 502);
+  const bf = ((await bad.json()) as { fault: { code: number; description: string } }).fault;
+  t.equal(bf.code, 103071);
+  t.match(bf.description, /Malformed multipart payload: part 1 has no closing boundary/);
 });
