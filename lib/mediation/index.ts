@@ -137,7 +137,7 @@ export class Mediation {
     }
     if (s.capturePayloads || s.captureProperties) {
       const answered = outcome !== undefined && 'answer' in outcome ? outcome.answer : undefined;
-      this.trace('request', ctx, traceIn, result, s.captureProperties ? { format, contentType, pooled, status: answered?.status, headers: headerObject(answered?.headers ?? ctx.requestHeaders ?? req.headers) } : undefined);
+      this.trace('request', ctx, traceIn, result, s.captureProperties ? { format, contentType, pooled, validated: validate !== undefined, status: answered?.status, headers: headerObject(answered?.headers ?? ctx.requestHeaders ?? req.headers) } : undefined);
     }
     return outcome;
   }
@@ -197,7 +197,7 @@ export class Mediation {
       if (r.contentType !== undefined) headers = applyHeaderChanges(headers, { 'Content-Type': r.contentType });
       answer = { status: changes?.status ?? res.status, headers, body: Buffer.from(r.body.buffer, r.body.byteOffset, r.body.byteLength) };
     }
-    if (s.capturePayloads || s.captureProperties) this.trace('response', ctx, traceIn, r, s.captureProperties ? { format, contentType, pooled, backendStatus: res.status, status: answer.status, headers: headerObject(answer.headers ?? []) } : undefined);
+    if (s.capturePayloads || s.captureProperties) this.trace('response', ctx, traceIn, r, s.captureProperties ? { format, contentType, pooled, validated: validate !== undefined, backendStatus: res.status, status: answer.status, headers: headerObject(answer.headers ?? []) } : undefined);
     return answer;
   }
 
@@ -220,7 +220,6 @@ export class Mediation {
         ...props,
         formatOut: r.format,
         bytesOut: r.body.byteLength,
-        validated: r.validateMs > 0 || r.error !== undefined,
         scriptChanged: r.changes === undefined ? undefined : Object.keys(r.changes).sort(),
         fault: r.error !== undefined ? describeError(r.error) : (r.malformed ?? r.conversionError ?? r.scriptFailure?.message),
         validateMs: round(r.validateMs),
@@ -314,7 +313,10 @@ function poolFault(err: unknown): ReturnType<typeof fault> {
 /** The first TRACE_BYTES of a payload for the trace line: text as it is, other bytes as base64. */
 function traceText(b: Uint8Array): string {
   const head = Buffer.from(b.buffer, b.byteOffset, Math.min(b.byteLength, TRACE_BYTES));
-  return isUtf8(head) ? head.toString('utf8') : `base64:${head.toString('base64')}`;
+  // The cut may split a UTF-8 sequence (at most 3 bytes of it): text stays text.
+  if (isUtf8(head)) return head.toString('utf8');
+  if (b.byteLength > TRACE_BYTES) for (let cut = 1; cut <= 3; cut++) if (isUtf8(head.subarray(0, head.length - cut))) return head.toString('utf8', 0, head.length - cut);
+  return `base64:${head.toString('base64')}`;
 }
 
 function round(ms: number): number {
