@@ -131,3 +131,23 @@ t.test('collect_mediation_properties: formats, outgoing fields, changes and timi
   t.equal(rp.status, 502);
   t.match(rp.fault, /Malformed XML payload/);
 });
+
+t.test('collect_payloads: bytes that are not UTF-8 are traced as base64, text as text', async (t) => {
+  const be = await backend();
+  t.teardown(() => be.close());
+  const endpoint = `http://127.0.0.1:${be.port}`;
+  const g = await startGateway(
+    `${BASE_TOML}[mediation]\nengine.core_threads = 1\nengine.max_threads = 1\nstat.tracer.collect_payloads = true\n`,
+    { r: apiToml({ context: '/r', endpoint, resources: [['/*', ['POST']]], extra: '[mediation]\nscript = "../scripts/request.js"' }) },
+    { 'scripts/request.js': `module.exports.onRequest = (m) => ({ body: m.body.base64 === undefined ? m.body : { base64: 'aGk=' } });` },
+  );
+  t.teardown(() => g.close());
+  const res = await fetch(`http://127.0.0.1:${g.port}/r/1.0.0/x`, { method: 'POST', headers: { 'Content-Type': 'application/octet-stream' }, body: new Uint8Array([0xff, 0x00, 0xfe]) });
+  t.equal(res.status, 200);
+  await res.arrayBuffer();
+  const line = g.logger.lines.find((l) => l.event === 'mediation_trace' && l.direction === 'request');
+  t.equal(line?.payloadIn, `base64:${Buffer.from([0xff, 0x00, 0xfe]).toString('base64')}`);
+  t.equal(line?.payloadOut, 'hi', 'the script gave the bytes of "hi"');
+  t.equal(line?.properties, undefined, 'no properties without collect_mediation_properties');
+  t.equal(Buffer.from(be.seen[0]?.body ?? '', 'latin1').toString(), 'hi');
+});
