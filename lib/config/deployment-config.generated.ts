@@ -1431,59 +1431,59 @@ export interface MediationSection {
     readonly threads_queue_length: number;
     /** A backend response must arrive within this; later responses are dropped with a warning. Default: 120000 milliseconds. Loaded as milliseconds. */
     readonly global_timeout_interval: number;
-    /** May switch to XPath 2.0. Default: true. Accepted; throughway does not act on it. */
+    /** May switch to XPath 2.0. Accepted but inactive: throughway has no XPath mediators (scripts are JavaScript), so there is no XPath engine to switch. Default: true. Accepted; throughway does not act on it. */
     readonly enable_xpath_dom_failover: boolean;
-    /** Chunk size of temporary message data. Default: 3072. Accepted; throughway does not act on it. */
+    /** Chunk size of temporary message data. Accepted but inactive: a mediated body is gathered in memory, bounded by [throughway.mediation] max_body, and never spooled to temporary files. Default: 3072. Accepted; throughway does not act on it. */
     readonly temp_data_chunk_size: number;
     /** Script engine pool per externally referenced script. Default: 15. */
     readonly script_mediator_pool_size: number;
     /** Keep namespace declarations in JSON output. Default: false. */
     readonly preserve_namespace_on_xml_to_json: boolean;
-    /** Mediation debugger command port. Default: 9005. Accepted; throughway does not act on it. */
+    /** Mediation debugger command port. Accepted but inactive: throughway has no mediation debugger; nothing listens on this port. Default: 9005. Accepted; throughway does not act on it. */
     readonly command_debugger_port: number;
-    /** Mediation debugger event port. Default: 9006. Accepted; throughway does not act on it. */
+    /** Mediation debugger event port. Accepted but inactive: throughway has no mediation debugger; nothing listens on this port. Default: 9006. Accepted; throughway does not act on it. */
     readonly event_debugger_port: number;
-    /** XML nil handling in JSON conversion (sample switch). Default: false. Accepted; throughway does not act on it. */
+    /** XML nil handling in JSON conversion (sample switch). Accepted but inactive: the JSON <-> XML conversion (lib/mediation/payload.ts) writes JSON null as an empty element and does not read xsi:nil; the switch is not implemented. Default: false. Accepted; throughway does not act on it. */
     readonly enable_xml_nil: boolean;
-    /** Namespace declarations in JSON conversion (sample switch). Default: false. Accepted; throughway does not act on it. */
+    /** Namespace declarations in JSON conversion (sample switch). Accepted but inactive: JSON -> XML output carries no namespace declarations, and XML -> JSON keeps them only under engine.preserve_namespace_on_xml_to_json; the switch is not implemented. Default: false. Accepted; throughway does not act on it. */
     readonly enable_namespace_declaration: boolean;
-    /** Build valid XML NCNames from JSON keys (sample switch). Default: false. Accepted; throughway does not act on it. */
+    /** Build valid XML NCNames from JSON keys (sample switch). Accepted but inactive: JSON keys become element names as they are (a key that is no XML name yields XML the backend may reject); the rewriting is not implemented. Default: false. Accepted; throughway does not act on it. */
     readonly build_valid_nc_name: boolean;
     /** Automatic primitive conversion in JSON output (sample switch). Default: false. */
     readonly enable_auto_primitive: boolean;
     /** Automatic arrays in JSON output (sample switch). Default: false. */
     readonly json_out_auto_array: boolean;
-    /** Regular expression of values exempt from primitive conversion (sample). Accepted; throughway does not act on it. */
+    /** Regular expression of values exempt from primitive conversion (sample). Accepted but inactive: engine.enable_auto_primitive applies to every value; exemptions are not implemented. Accepted; throughway does not act on it. */
     readonly disable_auto_primitive_regex?: string;
-    /** Regular expression of custom replacements to disable (sample). Accepted; throughway does not act on it. */
+    /** Regular expression of custom replacements to disable (sample). Accepted but inactive: the conversion makes no custom replacements, so there is nothing to disable. Accepted; throughway does not act on it. */
     readonly disable_custom_replace_regex?: string;
   };
   readonly flow: {
     readonly statistics: {
       /** Record time per mediator, per message and fault count per flow. Default: false. */
       readonly enable: boolean;
-      /** With flow statistics on, enable statistics for all artifacts. Default: false. Accepted; throughway does not act on it. */
+      /** With flow statistics on, enable statistics for all artifacts. Accepted but inactive: API files have no statistics switch of their own, so flow.statistics.enable already records every mediated call of every API (the reference's capture_all = true); with either value the result is the same. Default: false. Accepted; throughway does not act on it. */
       readonly capture_all: boolean;
     };
   };
   readonly statistics: {
-    /** Clear existing statistics before each request. Default: true. Accepted; throughway does not act on it. */
+    /** Clear existing statistics before each request. Accepted but inactive: each statistics record is one log line (mediation_statistics) written at once; no statistics are kept, so there is nothing to clear. Default: true. Accepted; throughway does not act on it. */
     readonly enable_clean: boolean;
-    /** Statistics clean interval (sample 1000ms). Loaded as milliseconds. Accepted; throughway does not act on it. */
+    /** Statistics clean interval (sample 1000ms). Accepted but inactive: no statistics are kept between calls (see statistics.enable_clean). Loaded as milliseconds. Accepted; throughway does not act on it. */
     readonly clean_interval?: number;
   };
   readonly stat: {
     readonly tracer: {
-      /** Record the payload before and after each mediator. Default: false. */
+      /** Record the payload before and after each mediator: the first 4 KiB before and after mediation, request and response side, in the mediation_trace log line (non-UTF-8 bytes as base64). Default: false. */
       readonly collect_payloads: boolean;
-      /** Record message-context and transport-scope properties. Default: false. Accepted; throughway does not act on it. */
+      /** Record message-context and transport-scope properties: the mediation_trace log line gets `properties` (API, method, formats in and out, Content-Type, the fields as they leave mediation, status, the script's changes, the fault, per-step timings). Default: false. */
       readonly collect_mediation_properties: boolean;
     };
   };
   readonly inbound?: {
-    /** Initial threads of inbound endpoints (sample 20). Accepted; throughway does not act on it. */
+    /** Initial threads of inbound endpoints (sample 20). Accepted but inactive: throughway has no inbound endpoints (file, JMS, Kafka listeners); only the HTTP listeners take calls. Accepted; throughway does not act on it. */
     readonly core_threads?: number;
-    /** Maximum threads of inbound endpoints (sample 100). Accepted; throughway does not act on it. */
+    /** Maximum threads of inbound endpoints (sample 100). Accepted but inactive: throughway has no inbound endpoints (see inbound.core_threads). Accepted; throughway does not act on it. */
     readonly max_threads?: number;
   };
 }

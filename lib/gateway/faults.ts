@@ -64,6 +64,8 @@ export const GatewayOwnCode = {
   SCRIPT_RESOURCE_LIMIT: 103067,
   CONVERSION_FAILED: 103068,
   MEDIATION_FAILED: 103069,
+  MALFORMED_MULTIPART: 103070,
+  MALFORMED_BACKEND_PAYLOAD: 103071,
   /** Step 8 block (103080-103099; the transport holds 103080-103082). */
   WEBSOCKET_UPGRADE_REQUIRED: 103083,
   // Embedding (Step 11, lib/embed): 103140-103159.
@@ -156,6 +158,8 @@ export const GATEWAY_FAULTS: readonly GatewayFaultDef[] = Object.freeze([
   { code: GatewayOwnCode.SCRIPT_RESOURCE_LIMIT, httpStatus: 500, statusFrom: 'throughway', message: 'Script exceeded its resource limits', description: 'The worker thread running the script ran out of heap ([throughway.mediation] worker_heap_mb) and was ended', origin: 'throughway', phase: 'mediation', sent: true },
   { code: GatewayOwnCode.CONVERSION_FAILED, httpStatus: 400, statusFrom: 'throughway', message: 'Payload conversion failed', description: 'The request body could not be converted between JSON and XML', origin: 'throughway', phase: 'mediation', sent: true },
   { code: GatewayOwnCode.MEDIATION_FAILED, httpStatus: 500, statusFrom: 'throughway', message: 'Mediation failed', description: 'Mediation could not run (its worker thread failed, or the request body could not be read)', origin: 'throughway', phase: 'mediation', sent: true },
+  { code: GatewayOwnCode.MALFORMED_MULTIPART, httpStatus: 400, statusFrom: 'throughway', message: 'Malformed multipart payload', description: 'A multipart/form-data request body a script was to read has no boundary parameter, no closing boundary, a part without CRLF framing, more than 1000 parts or a part header block over 8 KiB (RFC 2046 §5.1)', origin: 'throughway', phase: 'mediation', sent: true },
+  { code: GatewayOwnCode.MALFORMED_BACKEND_PAYLOAD, httpStatus: 502, statusFrom: 'throughway', message: 'Malformed backend payload', description: 'The backend\'s response body, gathered for a script or a response conversion, is not valid JSON or XML under [passthru_http] force_json_validation / force_xml_validation, or not valid multipart (the description names the position)', origin: 'throughway', phase: 'mediation', sent: true },
   // Not sent since the transport tunnels upgrades (Step 8): handleUpgrade hands every upgrade over.
   { code: GatewayOwnCode.UPGRADE_NOT_TUNNELLED, httpStatus: 501, statusFrom: 'throughway', message: 'Upgrade not supported', description: 'Not sent: handleUpgrade() hands every upgrade to the transport, which tunnels WebSocket handshakes to WS APIs and answers other upgrades as plain calls (RFC 9110 §7.8); the code stays reserved', origin: 'throughway', phase: 'none', sent: false },
   { code: GatewayOwnCode.EMBEDDED_RESPONSE_INCOMPLETE, httpStatus: 502, statusFrom: 'throughway', message: 'Incomplete response', description: 'The gateway closed the in-process connection of the (req, res) handler before a response head', origin: 'throughway', phase: 'embedding', sent: true },

@@ -8,6 +8,7 @@
  * by [throughway.mediation] max_body), then validates and converts small bodies inline and large ones, and
  * every script, in the worker pool (lib/mediation/pool.ts), created on first use.
  */
+import { isUtf8 } from 'node:buffer';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from '../observability/log';
 import type { BodyRead, BufferedResponse, LocalResponse } from '../transport/types';
@@ -68,17 +69,19 @@ export class Mediation {
     const hasBody = req.chunked || req.contentLength > 0;
     let format: Format = 'binary';
     let validate: 'json' | 'xml' | undefined;
+    let contentType: string | undefined;
     if (hasBody) {
-      format = s.builders.of(headerValue(req.headers, 'content-type'));
+      contentType = headerValue(req.headers, 'content-type');
+      format = s.builders.of(contentType);
       if ((format === 'json' && s.validateJson) || (format === 'xml' && s.validateXml)) validate = format;
     }
     const script = am?.script;
     const convertTo = hasBody && am?.requestFormat !== undefined && am.requestFormat !== format && (format === 'json' || format === 'xml') ? am.requestFormat : undefined;
     if (validate === undefined && script === undefined && convertTo === undefined) return undefined;
-    return this.run(ctx, format, validate, script, convertTo);
+    return this.run(ctx, format, contentType, validate, script, convertTo);
   }
 
-  private async run(ctx: CallContext, format: Format, validate: 'json' | 'xml' | undefined, script: string | undefined, convertTo: 'json' | 'xml' | undefined): Promise<Outcome> {
+  private async run(ctx: CallContext, format: Format, contentType: string | undefined, validate: 'json' | 'xml' | undefined, script: string | undefined, convertTo: 'json' | 'xml' | undefined): Promise<Outcome> {
     const s = this.settings;
     const req = ctx.req;
     const started = performance.now();
@@ -95,6 +98,7 @@ export class Mediation {
     const task: MediateTask = {
       body: input,
       format,
+      contentType,
       validate,
       script:
         script === undefined
@@ -105,7 +109,7 @@ export class Mediation {
     };
     const pooled = script !== undefined || input.length > s.inlineLimit;
     const bytesIn = input.length;
-    const traceIn = s.capturePayloads ? input.subarray(0, TRACE_BYTES).toString('utf8') : undefined; // before the buffer is transferred
+    const traceIn = s.capturePayloads ? traceText(input) : undefined; // before the buffer is transferred
     let result: MediateResult;
     try {
       if (!pooled) result = await mediate(task);
@@ -131,8 +135,9 @@ export class Mediation {
         fault: outcome !== undefined && 'fault' in outcome ? outcome.fault.def.code : undefined,
       });
     }
-    if (traceIn !== undefined) {
-      this.logger.log('info', 'mediation_trace', { url: req.url, payloadIn: traceIn, payloadOut: Buffer.from(result.body.buffer, result.body.byteOffset, Math.min(result.body.byteLength, TRACE_BYTES)).toString('utf8') });
+    if (s.capturePayloads || s.captureProperties) {
+      const answered = outcome !== undefined && 'answer' in outcome ? outcome.answer : undefined;
+      this.trace('request', ctx, traceIn, result, s.captureProperties ? { format, contentType, pooled, validated: validate !== undefined, status: answered?.status, headers: headerObject(answered?.headers ?? ctx.requestHeaders ?? req.headers) } : undefined);
     }
     return outcome;
   }
@@ -141,16 +146,20 @@ export class Mediation {
   private async response(ctx: CallContext, am: ApiMediation, res: BufferedResponse): Promise<LocalResponse> {
     const s = this.settings;
     const started = performance.now();
-    const format = s.builders.of(headerValue(res.headers, 'content-type'));
+    const contentType = headerValue(res.headers, 'content-type');
+    const format = s.builders.of(contentType);
     const convertTo = am.responseFormat !== undefined && am.responseFormat !== format && (format === 'json' || format === 'xml') ? am.responseFormat : undefined;
     const script = am.script;
-    if (script === undefined && convertTo === undefined) return { status: res.status, headers: res.headers, body: res.body };
+    // [passthru_http] force_*_validation covers the backend's body too once it is gathered anyway.
+    const validate = (format === 'json' && s.validateJson) || (format === 'xml' && s.validateXml) ? format : undefined;
+    if (script === undefined && convertTo === undefined && validate === undefined) return { status: res.status, headers: res.headers, body: res.body };
     const req = ctx.req;
     const api = ctx.api?.def;
     const task: MediateTask = {
       body: res.body,
       format,
-      validate: undefined,
+      contentType,
+      validate,
       script:
         script === undefined
           ? undefined
@@ -160,6 +169,7 @@ export class Mediation {
     };
     const pooled = script !== undefined || res.body.length > s.inlineLimit;
     const bytesIn = res.body.length;
+    const traceIn = s.capturePayloads ? traceText(res.body) : undefined; // before the buffer is transferred
     let r: MediateResult;
     try {
       if (!pooled) r = await mediate(task);
@@ -170,19 +180,54 @@ export class Mediation {
     }
     let f: FaultValue | undefined;
     if (r.scriptFailure !== undefined) f = fault(r.scriptFailure.kind === 'timeout' ? GatewayOwnCode.SCRIPT_TIMEOUT : GatewayOwnCode.SCRIPT_FAILED, { description: r.scriptFailure.message });
-    else if (r.error !== undefined || r.conversionError !== undefined) {
-      // The backend's body, not the client's: a gateway-side failure, not 400.
-      f = fault(GatewayOwnCode.MEDIATION_FAILED, { description: `The backend response could not be converted: ${r.error !== undefined ? describeError(r.error) : r.conversionError}` });
-    }
+    else if (r.error !== undefined || r.malformed !== undefined) {
+      // The backend's body, not the client's: an invalid response from upstream is 502 (RFC 9110 §15.6.3).
+      f = fault(GatewayOwnCode.MALFORMED_BACKEND_PAYLOAD, { description: `The backend response is malformed: ${r.error !== undefined ? describeError(r.error) : r.malformed}` });
+    } else if (r.conversionError !== undefined) f = fault(GatewayOwnCode.MEDIATION_FAILED, { description: `The backend response could not be converted: ${r.conversionError}` });
     if (s.statistics) {
-      this.logger.log('info', 'mediation_statistics', { direction: 'response', api: api === undefined ? undefined : `${api.name}:${api.version}`, method: req.method, url: req.url, bytesIn, bytesOut: r.body.byteLength, pooled, scriptMs: round(r.scriptMs), convertMs: round(r.convertMs), totalMs: round(performance.now() - started), fault: f?.def.code });
+      this.logger.log('info', 'mediation_statistics', { direction: 'response', api: api === undefined ? undefined : `${api.name}:${api.version}`, method: req.method, url: req.url, status: res.status, bytesIn, bytesOut: r.body.byteLength, pooled, validateMs: round(r.validateMs), scriptMs: round(r.scriptMs), convertMs: round(r.convertMs), totalMs: round(performance.now() - started), fault: f?.def.code });
     }
-    if (f !== undefined) return this.render(ctx, f);
-    let headers: readonly string[] = res.headers;
-    const changes = r.changes;
-    if (changes?.headers !== undefined) headers = applyHeaderChanges(headers, changes.headers);
-    if (r.format !== format) headers = applyHeaderChanges(headers, { 'Content-Type': CONTENT_TYPES[r.format as 'json' | 'xml'] });
-    return { status: changes?.status ?? res.status, headers, body: Buffer.from(r.body.buffer, r.body.byteOffset, r.body.byteLength) };
+    let answer: LocalResponse;
+    if (f !== undefined) answer = this.render(ctx, f);
+    else {
+      let headers: readonly string[] = res.headers;
+      const changes = r.changes;
+      if (changes?.headers !== undefined) headers = applyHeaderChanges(headers, changes.headers);
+      if (r.format !== format) headers = applyHeaderChanges(headers, { 'Content-Type': CONTENT_TYPES[r.format as 'json' | 'xml'] });
+      if (r.contentType !== undefined) headers = applyHeaderChanges(headers, { 'Content-Type': r.contentType });
+      answer = { status: changes?.status ?? res.status, headers, body: Buffer.from(r.body.buffer, r.body.byteOffset, r.body.byteLength) };
+    }
+    if (s.capturePayloads || s.captureProperties) this.trace('response', ctx, traceIn, r, s.captureProperties ? { format, contentType, pooled, validated: validate !== undefined, backendStatus: res.status, status: answer.status, headers: headerObject(answer.headers ?? []) } : undefined);
+    return answer;
+  }
+
+  /**
+   * The trace line (spec 001 stat.tracer.*): the payload before and after mediation (collect_payloads, the
+   * first TRACE_BYTES of each) and the message's properties after it (collect_mediation_properties: the
+   * formats, the fields as they leave, the status, the steps' timings and changes).
+   */
+  private trace(direction: 'request' | 'response', ctx: CallContext, payloadIn: string | undefined, r: MediateResult, props: Record<string, unknown> | undefined): void {
+    const line: Record<string, unknown> = { direction, url: ctx.req.url };
+    if (payloadIn !== undefined) {
+      line.payloadIn = payloadIn;
+      line.payloadOut = traceText(Buffer.from(r.body.buffer, r.body.byteOffset, r.body.byteLength));
+    }
+    if (props !== undefined) {
+      const api = ctx.api?.def;
+      line.properties = {
+        api: api === undefined ? undefined : `${api.name}:${api.version}`,
+        method: ctx.req.method,
+        ...props,
+        formatOut: r.format,
+        bytesOut: r.body.byteLength,
+        scriptChanged: r.changes === undefined ? undefined : Object.keys(r.changes).sort(),
+        fault: r.error !== undefined ? describeError(r.error) : (r.malformed ?? r.conversionError ?? r.scriptFailure?.message),
+        validateMs: round(r.validateMs),
+        scriptMs: round(r.scriptMs),
+        convertMs: round(r.convertMs),
+      };
+    }
+    this.logger.log('info', 'mediation_trace', line);
   }
 
   /** A fault for the response side, rendered as the gateway renders every fault (CORS fields, templates). */
@@ -223,12 +268,14 @@ export class Mediation {
       const f = r.scriptFailure;
       return { fault: fault(f.kind === 'timeout' ? GatewayOwnCode.SCRIPT_TIMEOUT : GatewayOwnCode.SCRIPT_FAILED, { description: f.message }) };
     }
+    if (r.malformed !== undefined) return { fault: fault(GatewayOwnCode.MALFORMED_MULTIPART, { description: r.malformed }) };
     if (r.conversionError !== undefined) return { fault: fault(GatewayOwnCode.CONVERSION_FAILED, { description: r.conversionError }) };
     const body = Buffer.from(r.body.buffer, r.body.byteOffset, r.body.byteLength);
     const changes = r.changes;
     let headers: readonly string[] = ctx.req.headers;
     if (changes?.headers !== undefined) headers = applyHeaderChanges(headers, changes.headers);
     if (r.format !== formatIn) headers = applyHeaderChanges(headers, { 'Content-Type': CONTENT_TYPES[r.format as 'json' | 'xml'] });
+    if (r.contentType !== undefined) headers = applyHeaderChanges(headers, { 'Content-Type': r.contentType });
     if (changes?.status !== undefined) return { answer: answerOf(changes, body, headers !== ctx.req.headers ? changes.headers : undefined) };
     if (headers !== ctx.req.headers) ctx.requestHeaders = headers;
     ctx.body = body;
@@ -261,6 +308,15 @@ function poolFault(err: unknown): ReturnType<typeof fault> {
     }
   }
   return fault(GatewayOwnCode.MEDIATION_FAILED, { description: err instanceof Error ? err.message : String(err) });
+}
+
+/** The first TRACE_BYTES of a payload for the trace line: text as it is, other bytes as base64. */
+function traceText(b: Uint8Array): string {
+  const head = Buffer.from(b.buffer, b.byteOffset, Math.min(b.byteLength, TRACE_BYTES));
+  // The cut may split a UTF-8 sequence (at most 3 bytes of it): text stays text.
+  if (isUtf8(head)) return head.toString('utf8');
+  if (b.byteLength > TRACE_BYTES) for (let cut = 1; cut <= 3; cut++) if (isUtf8(head.subarray(0, head.length - cut))) return head.toString('utf8', 0, head.length - cut);
+  return `base64:${head.toString('base64')}`;
 }
 
 function round(ms: number): number {

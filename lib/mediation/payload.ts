@@ -1,9 +1,11 @@
 /**
  * What mediation does to a payload, as plain functions over bytes: validate JSON and XML (naming where
- * the error is), read a body into a value for scripts, write a value back, and convert JSON <-> XML. The
+ * the error is), read a body into a value for scripts and write a value back (the message builders and
+ * formatters of every built-in format), and convert JSON <-> XML. The
  * same functions run inline (small bodies) and in the worker threads (large ones, lib/mediation/worker.ts).
  */
 import { XMLBuilder, XMLParser, XMLValidator } from 'fast-xml-parser';
+import { MultipartError, boundaryOf, parseMultipart, writeMultipart } from './multipart';
 
 /** The built-in message builders and formatters (spec 001 maps content types to classes; these are ours). */
 export const FORMATS = ['json', 'xml', 'form', 'multipart', 'text', 'binary'] as const;
@@ -219,28 +221,71 @@ export function jsonErrorOffset(s: string): number {
 
 // --- values for scripts -----------------------------------------------------------------------------------
 
-/** A body as a script sees it: JSON parsed, form fields as an object, text as a string; else undefined. */
-export function readValue(format: Format, body: Buffer): unknown {
+/**
+ * A body as a script sees it (docs/mediation.md, "Message builders"): JSON parsed; form fields as an
+ * object (a repeated name gives an array); multipart as an array of parts (lib/mediation/multipart.ts);
+ * text and XML as a string; binary as { base64 }; an empty body as undefined. Throws MultipartError for a
+ * multipart body that does not follow RFC 2046 framing; JSON.parse's error for malformed JSON.
+ */
+export function readValue(format: Format, body: Buffer, contentType?: string): unknown {
+  if (body.length === 0) return format === 'text' || format === 'xml' ? '' : undefined;
   switch (format) {
     case 'json':
-      return body.length === 0 ? undefined : (JSON.parse(text(body)) as unknown);
+      return JSON.parse(text(body)) as unknown;
     case 'form':
-      return Object.fromEntries(new URLSearchParams(body.toString('latin1')));
+      return formValue(body);
+    case 'multipart': {
+      const boundary = boundaryOf(contentType);
+      if (boundary === undefined) throw new MultipartError('the Content-Type has no boundary parameter (RFC 2046 §5.1.1)');
+      return parseMultipart(body, boundary);
+    }
     case 'text':
     case 'xml':
       return text(body);
     default:
-      return undefined;
+      return { base64: body.toString('base64') };
   }
 }
 
-/** A script's body value back to bytes, in the request's format (a string is sent as it is). */
-export function writeValue(format: Format, value: unknown): Buffer {
-  if (typeof value === 'string') return Buffer.from(value, 'utf8');
-  if (Buffer.isBuffer(value)) return value;
-  if (value instanceof Uint8Array) return Buffer.from(value);
-  if (format === 'form' && value !== null && typeof value === 'object') return Buffer.from(new URLSearchParams(value as Record<string, string>).toString(), 'latin1');
-  return Buffer.from(JSON.stringify(value ?? null), 'utf8');
+/** application/x-www-form-urlencoded (WHATWG URL §5.1, UTF-8): name -> value, repeated names -> arrays. */
+function formValue(body: Buffer): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  for (const [k, v] of new URLSearchParams(body.toString('utf8'))) {
+    const had = out[k];
+    out[k] = had === undefined ? v : Array.isArray(had) ? [...had, v] : [had, v];
+  }
+  return out;
+}
+
+function formBytes(value: object): Buffer {
+  const p = new URLSearchParams();
+  for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
+    if (v === undefined || v === null) continue;
+    if (Array.isArray(v)) for (const x of v) p.append(k, String(x));
+    else p.append(k, typeof v === 'object' ? JSON.stringify(v) : String(v));
+  }
+  return Buffer.from(p.toString(), 'latin1');
+}
+
+/**
+ * A script's body value back to bytes in the message's format. A string is sent as UTF-8, whatever the
+ * format; for binary, a { base64 } object is sent as its bytes; a form object is encoded; an array of parts is
+ * framed with the message's boundary (`contentType` says a new one is needed when a part contains it).
+ * Throws MultipartError for parts it cannot write.
+ */
+export function writeValue(format: Format, value: unknown, contentType?: string): { body: Buffer; contentType?: string } {
+  if (typeof value === 'string') return { body: Buffer.from(value, 'utf8') };
+  if (Buffer.isBuffer(value)) return { body: value };
+  if (value instanceof Uint8Array) return { body: Buffer.from(value) };
+  if (format === 'binary' && value !== null && typeof value === 'object' && !Array.isArray(value) && typeof (value as { base64?: unknown }).base64 === 'string' && Object.keys(value).length === 1) {
+    return { body: Buffer.from((value as { base64: string }).base64, 'base64') };
+  }
+  if (format === 'form' && value !== null && typeof value === 'object' && !Array.isArray(value)) return { body: formBytes(value) };
+  if (format === 'multipart') {
+    const w = writeMultipart(value, boundaryOf(contentType));
+    return w.changed ? { body: w.body, contentType: `multipart/form-data; boundary=${w.boundary}` } : { body: w.body };
+  }
+  return { body: Buffer.from(JSON.stringify(value ?? null), 'utf8') };
 }
 
 // --- JSON <-> XML -----------------------------------------------------------------------------------------

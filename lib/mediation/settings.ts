@@ -43,6 +43,8 @@ export interface MediationSettings {
   readonly statistics: boolean;
   /** [mediation] stat.tracer.collect_payloads: the payload before and after each step in the trace line. */
   readonly capturePayloads: boolean;
+  /** [mediation] stat.tracer.collect_mediation_properties: the message's properties in the trace line. */
+  readonly captureProperties: boolean;
 }
 
 type ClassSection = Readonly<Record<string, string | undefined>>;
@@ -86,5 +88,6 @@ export function mediationSettingsFrom(c: DeploymentConfig): MediationSettings {
     formatters,
     statistics: c.mediation.flow.statistics.enable,
     capturePayloads: c.mediation.stat.tracer.collect_payloads,
+    captureProperties: c.mediation.stat.tracer.collect_mediation_properties,
   });
 }

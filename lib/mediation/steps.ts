@@ -4,6 +4,7 @@
  * given by the worker (lib/mediation/worker.ts), which alone loads scripts.
  */
 import { performance } from 'node:perf_hooks';
+import { MultipartError } from './multipart';
 import { convert, readValue, validate, validateJson, validateXml, writeValue, type ConversionOptions, type Format, type PayloadError } from './payload';
 
 /** What a script sees of a request (docs/mediation.md). */
@@ -13,7 +14,7 @@ export interface ScriptMessage {
   readonly path: string;
   /** Lower-case name -> value (repeated fields joined with ", "). */
   readonly headers: Record<string, string>;
-  /** JSON parsed, form fields as an object, text and XML as a string; undefined for other bodies. */
+  /** By the message builder of its Content-Type (payload.ts readValue, docs/mediation.md); undefined when empty. */
   body: unknown;
   readonly api: { readonly name: string; readonly version: string };
 }
@@ -39,6 +40,8 @@ export interface MediateTask {
   readonly body: Uint8Array;
   /** The request's format by [message_builders]. */
   readonly format: Format;
+  /** The message's Content-Type (multipart: where the boundary is). */
+  readonly contentType?: string;
   readonly validate: 'json' | 'xml' | undefined;
   readonly script: ScriptCall | undefined;
   /** Convert to this format (JSON <-> XML) before forwarding. */
@@ -59,6 +62,10 @@ export interface MediateResult {
   readonly scriptFailure?: { readonly kind: ScriptFailure; readonly message: string };
   readonly changes?: ScriptChanges;
   readonly conversionError?: string;
+  /** The body does not follow its content type's framing (a multipart body a script was to read). */
+  readonly malformed?: string;
+  /** A new Content-Type the formatter chose (multipart: a new boundary because a part contained the old). */
+  readonly contentType?: string;
   /** ms per step, for flow statistics. */
   readonly validateMs: number;
   readonly scriptMs: number;
@@ -78,6 +85,7 @@ export async function mediate(task: MediateTask, runScript?: ScriptRunner): Prom
   let validateMs = 0;
   let scriptMs = 0;
   let convertMs = 0;
+  let contentType: string | undefined;
   let t = performance.now();
   if (task.validate !== undefined) {
     const error = validate(task.validate, body);
@@ -89,8 +97,10 @@ export async function mediate(task: MediateTask, runScript?: ScriptRunner): Prom
     t = performance.now();
     let value: unknown;
     try {
-      value = readValue(format, body);
-    } catch {
+      value = readValue(format, body, task.contentType);
+    } catch (err) {
+      // Multipart framing that cannot be split is the message's fault (103070 / 103071).
+      if (err instanceof MultipartError) return { body, format, malformed: `Malformed multipart payload: ${err.message}`, validateMs, scriptMs: performance.now() - t, convertMs };
       // A script gets a body it can use or none: a malformed JSON body reaches it as text.
       value = body.toString('utf8');
     }
@@ -98,9 +108,17 @@ export async function mediate(task: MediateTask, runScript?: ScriptRunner): Prom
     scriptMs = performance.now() - t;
     if (r.failure !== undefined) return { body, format, scriptFailure: r.failure, validateMs, scriptMs, convertMs };
     changes = r.changes;
-    if (changes?.body !== undefined) body = writeValue(format, changes.body);
+    if (changes?.body !== undefined) {
+      try {
+        const w = writeValue(format, changes.body, task.contentType);
+        body = w.body;
+        contentType = w.contentType;
+      } catch (err) {
+        return { body, format, scriptFailure: { kind: 'bad_result', message: `the body cannot be written as ${format}: ${err instanceof Error ? err.message : String(err)}` }, validateMs, scriptMs, convertMs };
+      }
+    }
     // onRequest: a status answers the call at once; onResponse: it only replaces the backend's.
-    if (changes?.status !== undefined && task.script.hook === 'onRequest') return { body, format, changes, validateMs, scriptMs, convertMs };
+    if (changes?.status !== undefined && task.script.hook === 'onRequest') return { body, format, changes, ...(contentType === undefined ? {} : { contentType }), validateMs, scriptMs, convertMs };
   }
   if (task.convertTo !== undefined && format !== task.convertTo && (format === 'json' || format === 'xml')) {
     t = performance.now();
@@ -115,5 +133,6 @@ export async function mediate(task: MediateTask, runScript?: ScriptRunner): Prom
     }
     convertMs = performance.now() - t;
   }
-  return changes === undefined ? { body, format, validateMs, scriptMs, convertMs } : { body, format, changes, validateMs, scriptMs, convertMs };
+  const r: MediateResult = changes === undefined ? { body, format, validateMs, scriptMs, convertMs } : { body, format, changes, validateMs, scriptMs, convertMs };
+  return contentType === undefined ? r : { ...r, contentType };
 }

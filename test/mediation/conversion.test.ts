@@ -167,7 +167,7 @@ t.test('JSON error positions: the first offending character, or the end for a tr
   t.equal(validateJson(Buffer.from('\ufeff{"a":1}')), undefined, 'a BOM is ignored (RFC 8259 §8.1)');
 });
 
-t.test('response_format converts the backend\'s response; a body it cannot convert is 103069 (500)', async (t) => {
+t.test('response_format converts the backend\'s response; a malformed body it cannot convert is 103071 (502, an invalid upstream response)', async (t) => {
   const be = await echoBackend((req, res) => {
     if ((req.url ?? '').endsWith('/bad')) {
       res.writeHead(200, { 'Content-Type': 'application/xml' });
@@ -191,7 +191,7 @@ t.test('response_format converts the backend\'s response; a body it cannot conve
   t.equal(res.headers['transfer-encoding'], undefined);
   t.equal(res.headers['content-length'], String(Buffer.byteLength(res.body)));
   const bad = await request(g.port, '/m/1.0.0/bad');
-  t.equal(bad.status, 500);
-  t.equal(bad.json().fault.code, 103069);
-  t.match(bad.json().fault.description, /backend response could not be converted/);
+  t.equal(bad.status, 502);
+  t.equal(bad.json().fault.code, 103071);
+  t.match(bad.json().fault.description, /backend response is malformed: Malformed XML payload at line 1, column 7/);
 });
