@@ -2128,8 +2128,6 @@ export interface ApimTransportHeadersSection {
 
 /** throughway process and proxy settings ([throughway], spec throughway). */
 export interface ThroughwaySection {
-  /** Worker processes: a whole number, or "auto" for one per CPU core. Default: "1". */
-  readonly workers: string;
   /** Lowest level written to the server log. Default: "info". */
   readonly log_level: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
   /** Backend TCP connect must complete within this. Default: 10000 milliseconds. Loaded as milliseconds. */

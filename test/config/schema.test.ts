@@ -265,12 +265,13 @@ t.test('runs: gateway features run, portal and platform features do not', async 
 
 t.test('the [throughway] section', async (t) => {
   const want: Record<string, unknown> = {
-    workers: '1', log_level: 'info', connect_timeout: 10000, header_timeout: 30000, keepalive_timeout: 60000, pool_idle_timeout: 30000,
+    log_level: 'info', connect_timeout: 10000, header_timeout: 30000, keepalive_timeout: 60000, pool_idle_timeout: 30000,
     max_request_body: -1, high_water_mark: 1048576, read_buffer_size: 131072, shutdown_timeout: 30000, via: '1.1 throughway',
     x_forwarded: true, retry_stale: true, apis_dir: 'apis', fault_templates_file: 'fault-templates.toml',
     access_log_file: 'logs/http_access.log',
   };
   for (const [k, v] of Object.entries(want)) t.same(key('throughway', k).default, v, `throughway.${k}`);
+  t.same(key('throughway.cluster', 'workers').default, '1', 'worker processes live in [throughway.cluster] (docs/scale-out.md)');
   t.same(key('throughway', 'log_level').allowed, ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
   t.equal(key('throughway.demo', 'enable').default, false);
   t.equal(key('throughway.demo', 'port').default, 9000);

@@ -12,7 +12,6 @@ export const THROUGHWAY_SECTIONS: readonly SectionDef[] = [
     title: 'throughway process and proxy settings',
     runs: true,
     keys: [
-      { key: 'workers', type: 's', default: '1', meaning: 'Worker processes: a whole number, or "auto" for one per CPU core.' },
       { key: 'log_level', type: 's', default: 'info', allowed: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], meaning: 'Lowest level written to the server log.' },
       { key: 'connect_timeout', type: 's', format: 'duration', unit: 'ms', default: 10000, min: 1, meaning: 'Backend TCP connect must complete within this.' },
       { key: 'header_timeout', type: 's', format: 'duration', unit: 'ms', default: 30000, min: 1, meaning: 'A client must send a complete request head within this (slowloris defence).' },
