@@ -13,20 +13,22 @@
  * process runs one call at a time), so a call allocates only the counter keys it needs.
  */
 import type { AuthContext } from '../gateway/auth-context';
+import { ApiCode } from '../gateway/faults';
 import type { BlockingConditions, BlockingType } from './blocking';
 import type { CounterStore } from './counters';
 import { ipNumber, ipMatcher, type ApiPolicy, type Condition, type ConditionGroup, type CustomPolicy, type Policies, type PolicyOptions, type Quota } from './policies';
 
+/** The throttling codes of spec 002 part 7, taken from the one fault table (lib/gateway/faults.ts). */
 export const Code = {
   ALLOWED: 0,
-  THROTTLED_OUT: 900800,
-  HARD_LIMIT_EXCEEDED: 900801,
-  RESOURCE_THROTTLED: 900802,
-  APPLICATION_THROTTLED: 900803,
-  SUBSCRIPTION_THROTTLED: 900804,
-  BLOCKED: 900805,
-  CUSTOM_POLICY_THROTTLED: 900806,
-  BURST_THROTTLED: 900807,
+  THROTTLED_OUT: ApiCode.THROTTLED_OUT,
+  HARD_LIMIT_EXCEEDED: ApiCode.HARD_LIMIT_EXCEEDED,
+  RESOURCE_THROTTLED: ApiCode.RESOURCE_THROTTLED,
+  APPLICATION_THROTTLED: ApiCode.APPLICATION_THROTTLED,
+  SUBSCRIPTION_THROTTLED: ApiCode.SUBSCRIPTION_THROTTLED,
+  BLOCKED: ApiCode.BLOCKED,
+  CUSTOM_POLICY_THROTTLED: ApiCode.CUSTOM_POLICY_THROTTLED,
+  BURST_THROTTLED: ApiCode.BURST_THROTTLED,
 } as const;
 export type ThrottleCode = (typeof Code)[keyof typeof Code];
 
