@@ -227,12 +227,6 @@ function mediationPhase(ctx: CallContext): Outcome | Promise<Outcome> {
   return m === undefined ? CONTINUE : m.phase(ctx, (ctx.api as CompiledApi).def.mediation);
 }
 
-// --- not yet enforced ---------------------------------------------------------------------------------
-
-function notYetEnforced(): Outcome {
-  return CONTINUE;
-}
-
 // --- transport headers --------------------------------------------------------------------------------
 
 function transportHeadersPhase(ctx: CallContext): Outcome {
