@@ -37,6 +37,7 @@ import { parsePolicies, loadPolicies, policyNames } from '../../lib/throttle/pol
 import { parseFaultTemplates } from '../../lib/gateway/fault-templates';
 import { GATEWAY_FAULTS } from '../../lib/gateway/faults';
 import { EVENT_NAMES } from '../../lib/events/bus';
+import { makeFault, type FaultReason, type ProtocolState } from '../../lib/transport/codes';
 import { USAGE } from '../../lib/cli';
 import { ADMIN_USAGE, ADMIN_COMMANDS } from '../../lib/keymanager/cli';
 
@@ -203,6 +204,11 @@ for (const b of all.filter((x) => x.lang === 'json')) {
     }
     if (typeof o['name'] === 'string' && 'payload' in o) t.ok((EVENT_NAMES as readonly string[]).includes(o['name']), `event ${o['name']} is in EVENT_NAMES`);
     if (typeof o['event'] === 'string') t.ok(libJs.includes(`'${o['event']}'`) || libJs.includes(`"${o['event']}"`), `log event ${o['event']} is emitted in lib/`);
+    if (o['event'] === 'transport_fault') {
+      // The fields of a transport fault follow from its reason and state (lib/transport/codes.ts makeFault).
+      const f = makeFault(o['reason'] as FaultReason, o['state'] as ProtocolState);
+      t.same({ code: o['code'], base: o['base'], stateName: o['stateName'], side: o['side'], status: o['status'] }, { code: f.code, base: f.base, stateName: f.stateName, side: f.side, status: f.httpStatus }, 'the transport fault of that reason and state');
+    }
     if (Array.isArray(o['checks'])) {
       for (const c of o['checks'] as Array<Record<string, unknown>>) t.ok(libJs.includes(`'${String(c['name'])}'`), `health checker ${String(c['name'])} exists`);
     }
