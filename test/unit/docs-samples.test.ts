@@ -9,7 +9,8 @@
  *   parsePolicies; a fault templates block ([[template]]) by parseFaultTemplates; all with zero errors.
  * - ```json: JSON.parse; every key of it must occur in the compiled lib/ (no invented fields); a fault body's
  *   code is in GATEWAY_FAULTS with that message; an event's name is in EVENT_NAMES; a log line's `event`
- *   is a string the compiled lib/ emits.
+ *   is a string the compiled lib/ emits; a transport fault line agrees with makeFault; an analytics event,
+ *   a health report and an event envelope are type-checked as literals of their package type (JSON_TYPES).
  * - ```sh: every `throughway` / `npm run -s throughway --` command names a command of the CLI's usage and
  *   only its flags; every curl URL is a route (key manager routes below; API paths of conf/apis).
  * - ```ts: type-checked with the TypeScript compiler against the built declarations ('throughway' mapped to
@@ -384,7 +385,14 @@ declare const lookups: number;
 void startNode;
 `;
 
-t.test('the TypeScript blocks type-check against the package', async (t) => {
+/** JSON samples with a type in the package: the type's name and how to recognise such a sample. */
+const JSON_TYPES: ReadonlyArray<readonly [string, (o: Record<string, unknown>) => boolean]> = [
+  ['AnalyticsEvent', (o) => 'apiResourceTemplate' in o],
+  ['HealthReport', (o) => 'checks' in o && 'failing' in o],
+  ['AnyEvent', (o) => 'name' in o && 'payload' in o],
+];
+
+t.test('the TypeScript blocks (and the typed JSON samples) type-check against the package', async (t) => {
   const tsBlocks = all.filter((b) => b.lang === 'ts');
   t.ok(tsBlocks.length >= 4, `${tsBlocks.length} blocks`);
   const dir = mkdtempSync(join(tmpdir(), 'docs-samples-'));
@@ -411,8 +419,26 @@ t.test('the TypeScript blocks type-check against the package', async (t) => {
     baseUrl: root,
     paths: { throughway: [join(dist, 'lib', 'index.d.ts')], 'throughway/node': [join(dist, 'lib', 'node.d.ts')] },
   };
+  // JSON samples of a typed shape are type-checked as object literals of that type: a field the type lacks
+  // (excess property) or a missing one is reported.
+  for (const b of all.filter((x) => x.lang === 'json')) {
+    let doc: Record<string, unknown>;
+    try {
+      doc = JSON.parse(b.text) as Record<string, unknown>;
+    } catch {
+      continue; // reported by the JSON test above
+    }
+    const type = JSON_TYPES.find(([, is]) => is(doc))?.[0];
+    if (type === undefined) continue;
+    const file = join(dir, `json-${b.page}-${b.line}.ts`);
+    writeFileSync(file, `import type { ${type} } from 'throughway';\nexport const sample: ${type} = ${b.text.trim()};\n`);
+    files.push(file);
+    tsBlocks.push(b);
+  }
+  t.ok(files.length >= tsBlocks.filter((b) => b.lang === 'ts').length + 3, 'the typed JSON samples are among them');
   // Canaries: a wrong use of the package and of the prelude must be reported, or the check proves nothing.
-  const canaries = [join(dir, 'canary-module.ts'), join(dir, 'canary-fragment.ts')];
+  const canaries = [join(dir, 'canary-module.ts'), join(dir, 'canary-fragment.ts'), join(dir, 'canary-json.ts')];
+  writeFileSync(canaries[2] as string, "import type { HealthReport } from 'throughway';\nexport const sample: HealthReport = {\"status\":\"UP\",\"failing\":[],\"checks\":[],\"extra\":1};\n");
   writeFileSync(canaries[0] as string, "import { createGateway } from 'throughway';\nexport const n: number = createGateway;\n");
   writeFileSync(canaries[1] as string, `${FRAGMENT_PRELUDE}\nexport async function sample(): Promise<void> {\nnode.noSuchMember();\n}\n`);
   const program = ts.createProgram([...files, ...canaries], options);
