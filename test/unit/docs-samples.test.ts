@@ -15,7 +15,7 @@
  *   only its flags; every curl URL is a route (key manager routes below; API paths of conf/apis).
  * - ```ts: type-checked with the TypeScript compiler against the built declarations ('throughway' mapped to
  *   dist/lib/index.d.ts); fragments (no import) see the names of FRAGMENT_PRELUDE. ```js: the mediation
- *   scripts are executed with a sample message and their answers checked.
+ *   scripts run in the worker's script runner (lib/mediation/worker.ts) and their answers are checked.
  * - Blocks without a language: checked where they list something checkable (the CLI synopsis, the source
  *   layout: every file named exists), otherwise skipped by SKIPPED with the reason; ```mermaid likewise.
  *
@@ -29,7 +29,9 @@ import t, { type Test } from 'tap';
 import { readFileSync, readdirSync, existsSync, mkdtempSync, mkdirSync, writeFileSync, rmSync } from 'node:fs';
 import { join, dirname } from 'node:path';
 import { tmpdir } from 'node:os';
-import * as vm from 'node:vm';
+import { valueSymbol } from 'piscina';
+import runMediation from '../../lib/mediation/worker';
+import type { MediateResult, MediateTask, ScriptCall } from '../../lib/mediation/steps';
 import * as TOML from 'toml';
 import ts from 'typescript';
 import { loadConfig } from '../../lib/config/load';
@@ -350,25 +352,46 @@ for (const b of all.filter((x) => x.lang === '' || x.lang === 'mermaid' || x.lan
 }
 
 // ---------------------------------------------------------------- js: mediation scripts
-t.test('the mediation scripts of docs/mediation.md run and answer as the page says', async (t) => {
-  const scripts = all.filter((b) => b.lang === 'js');
+/** One mediation as the worker thread runs it (lib/mediation/worker.ts, called in this thread). */
+async function mediateWith(file: string, hook: 'onRequest' | 'onResponse', message: ScriptCall['message'], body: Buffer, format: MediateTask['format'], contentType: string): Promise<MediateResult> {
+  const task: MediateTask = { body: new Uint8Array(body), format, contentType, validate: undefined, convertTo: undefined, conversion: {} as MediateTask['conversion'], script: { file, hook, message, timeout: 2000 } };
+  const wrapped = (await runMediation(task)) as Record<symbol, MediateResult>;
+  return wrapped[valueSymbol] as MediateResult;
+}
+
+t.test('the mediation scripts of docs/mediation.md run in the real script runner and answer as the page says', async (t) => {
+  const scripts = all.filter((b) => b.lang === 'js' && b.page === 'mediation');
   t.equal(scripts.length, 2);
-  const load = (b: Block): Record<string, (m: unknown) => Record<string, unknown>> => {
-    const module = { exports: {} as Record<string, (m: unknown) => Record<string, unknown>> };
-    vm.runInNewContext(b.text, { module, exports: module.exports }, { filename: where(b) });
-    return module.exports;
-  };
-  const orders = load(scripts[0] as Block);
+  const dir = mkdtempSync(join(tmpdir(), 'docs-samples-js-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const orders = join(dir, 'orders.js');
+  writeFileSync(orders, scripts[0]?.text ?? '');
   const api = { name: 'Orders', version: '1.0.0' };
-  t.same(orders['onRequest']?.({ method: 'POST', path: '/orders', headers: { 'x-key': 'no' }, body: {}, api }), { status: 403, body: { denied: '/orders' } });
-  const ok = orders['onRequest']?.({ method: 'POST', path: '/orders', headers: { 'x-key': 'open' }, body: { items: [{ price: 2 }, { price: 3 }] }, api });
-  t.same(ok, { headers: { 'X-Mediated': 'yes', 'X-Internal': null }, body: { items: [{ price: 2 }, { price: 3 }], total: 5 } });
-  t.same(orders['onResponse']?.({ method: 'GET', path: '/', status: 200, headers: {}, body: { a: 1 }, api }), { status: 203, body: { wrapped: { a: 1 } } });
-  const multipart = load(scripts[1] as Block);
-  const parts = [{ name: 'title', body: 'Holiday' }, { name: 'photo', filename: 'a.png', contentType: 'image/png', body: { base64: 'iVBORw0' } }];
-  t.same(multipart['onRequest']?.({ method: 'POST', path: '/', headers: {}, body: parts, api }), { body: [{ name: 'title', body: 'Holiday' }, { name: 'checked', body: 'yes' }] });
-  // The answers' fields are the ones the mediation worker reads.
-  for (const f of ['status', 'headers', 'body', 'filename', 'contentType', 'base64']) t.ok(knownWord(f), `${f} is read by lib/mediation`);
+  const json = (v: unknown): Buffer => Buffer.from(JSON.stringify(v));
+  let r = await mediateWith(orders, 'onRequest', { method: 'POST', path: '/orders', headers: { 'x-key': 'no', 'content-type': 'application/json' }, api }, json({}), 'json', 'application/json');
+  t.same(r.changes, { status: 403, body: { denied: '/orders' } }, 'no x-key: answered at once with 403');
+  r = await mediateWith(orders, 'onRequest', { method: 'POST', path: '/orders', headers: { 'x-key': 'open', 'content-type': 'application/json' }, api }, json({ items: [{ price: 2 }, { price: 3 }] }), 'json', 'application/json');
+  t.equal(r.scriptFailure, undefined);
+  t.same(r.changes?.headers, { 'X-Mediated': 'yes', 'X-Internal': null }, 'a header set, one removed');
+  t.same(JSON.parse(Buffer.from(r.body).toString()), { items: [{ price: 2 }, { price: 3 }], total: 5 }, 'the body with its total');
+  r = await mediateWith(orders, 'onResponse', { method: 'GET', path: '/orders', status: 200, headers: {}, api }, json({ a: 1 }), 'json', 'application/json');
+  t.same(r.changes?.status, 203);
+  t.same(JSON.parse(Buffer.from(r.body).toString()), { wrapped: { a: 1 } });
+
+  const form = join(dir, 'form.js');
+  writeFileSync(form, scripts[1]?.text ?? '');
+  const ct = 'multipart/form-data; boundary=XyZ';
+  const png = Buffer.from([0x89, 0x50, 0x4e, 0x47]);
+  const body = Buffer.concat([Buffer.from('--XyZ\r\nContent-Disposition: form-data; name="title"\r\n\r\nHoliday\r\n--XyZ\r\nContent-Disposition: form-data; name="photo"; filename="a.png"\r\nContent-Type: image/png\r\n\r\n'), png, Buffer.from('\r\n--XyZ--\r\n')]);
+  r = await mediateWith(form, 'onRequest', { method: 'POST', path: '/upload', headers: { 'content-type': ct }, api }, body, 'multipart', ct);
+  t.equal(r.scriptFailure, undefined);
+  t.equal(Buffer.from(r.body).toString(), '--XyZ\r\nContent-Disposition: form-data; name="title"\r\n\r\nHoliday\r\n--XyZ\r\nContent-Disposition: form-data; name="checked"\r\n\r\nyes\r\n--XyZ--\r\n', 'photo dropped, a part added');
+  // The parts look as the script's comment says: text as a string, a file with filename, contentType, base64.
+  const probe = join(dir, 'probe.js');
+  writeFileSync(probe, "module.exports.onRequest = (m) => ({ headers: { 'x-seen': JSON.stringify(m.body) } });\n");
+  r = await mediateWith(probe, 'onRequest', { method: 'POST', path: '/upload', headers: { 'content-type': ct }, api }, body, 'multipart', ct);
+  t.equal(r.scriptFailure, undefined);
+  t.same(JSON.parse(r.changes?.headers?.['x-seen'] ?? 'null'), [{ name: 'title', body: 'Holiday' }, { name: 'photo', filename: 'a.png', contentType: 'image/png', body: { base64: png.toString('base64') } }]);
 });
 
 // ---------------------------------------------------------------- ts: type-checked against the declarations
