@@ -202,7 +202,8 @@ export async function startNode(loaded: LoadResult, options: StartOptions = {}):
   };
 
   try {
-    if (config.throughway.demo.enable) {
+    // In cluster mode the primary runs the demo backend once; workers sharing its port would collide.
+    if (config.throughway.demo.enable && cl?.role !== 'worker') {
       demo = createDemoBackend({ port: ports.demo });
       const a = await demo.listen();
       log(`  ${'demo backend'.padEnd(18)} port ${a.port} (127.0.0.1)`);
