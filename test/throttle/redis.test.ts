@@ -4,7 +4,7 @@
  * stores as two nodes share their counts through batches, within the documented overshoot bound.
  */
 import * as net from 'node:net';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { Redis } from 'ioredis';
 import { RedisCounterStore } from '../../lib/throttle/redis';
 import { BlockingConditions } from '../../lib/throttle/blocking';
@@ -23,6 +23,26 @@ async function closedPort(): Promise<number> {
   return port;
 }
 
+/** The machine's Redis (THROUGHWAY_TEST_REDIS_URL) and a connection to inspect it; undefined after a skip with the reason printed. */
+async function sharedRedis(t: Test): Promise<{ url: string; probe: Redis } | undefined> {
+  const url = process.env.THROUGHWAY_TEST_REDIS_URL;
+  if (url === undefined || url === '') {
+    t.skip('THROUGHWAY_TEST_REDIS_URL is not set', () => undefined);
+    return undefined;
+  }
+  const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null });
+  probe.on('error', () => undefined);
+  try {
+    await probe.connect();
+    await probe.ping();
+  } catch (err) {
+    t.skip(`Redis at ${url} is unreachable: ${(err as Error).message}`, () => undefined);
+    probe.disconnect();
+    return undefined;
+  }
+  return { url, probe };
+}
+
 t.test('Redis unreachable: decisions go on with local counts, one warning', async (t) => {
   const logger = memoryLogger();
   const s = new RedisCounterStore({ url: `redis://127.0.0.1:${await closedPort()}`, syncInterval: 10_000, maxCounters: 100, publish: true, read: true, persistence: false, logger, clock: () => T0 });
@@ -36,21 +56,9 @@ t.test('Redis unreachable: decisions go on with local counts, one warning', asyn
 });
 
 t.test('two nodes share counts through Redis', async (t) => {
-  const url = process.env.THROUGHWAY_TEST_REDIS_URL;
-  if (url === undefined || url === '') {
-    t.skip('THROUGHWAY_TEST_REDIS_URL is not set', () => undefined);
-    return;
-  }
-  const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null });
-  probe.on('error', () => undefined);
-  try {
-    await probe.connect();
-    await probe.ping();
-  } catch (err) {
-    t.skip(`Redis at ${url} is unreachable: ${(err as Error).message}`, () => undefined);
-    probe.disconnect();
-    return;
-  }
+  const redis = await sharedRedis(t);
+  if (redis === undefined) return;
+  const { url, probe } = redis;
   const prefix = `tw:test:${process.pid}:${Date.now()}:`;
   t.teardown(async () => {
     const keys = await probe.keys(`${prefix}*`);
@@ -101,21 +109,9 @@ t.test('two nodes share counts through Redis', async (t) => {
 });
 
 t.test('a gateway with counter_store = "redis" counts through Redis', async (t) => {
-  const url = process.env.THROUGHWAY_TEST_REDIS_URL;
-  if (url === undefined || url === '') {
-    t.skip('THROUGHWAY_TEST_REDIS_URL is not set', () => undefined);
-    return;
-  }
-  const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null });
-  probe.on('error', () => undefined);
-  try {
-    await probe.connect();
-    await probe.ping();
-  } catch (err) {
-    t.skip(`Redis at ${url} is unreachable: ${(err as Error).message}`, () => undefined);
-    probe.disconnect();
-    return;
-  }
+  const redis = await sharedRedis(t);
+  if (redis === undefined) return;
+  const { url, probe } = redis;
   t.teardown(() => probe.disconnect());
   const { BASE_TOML, apiToml, echoBackend, request, startGateway } = await import('../gateway/helpers');
   const backend = await echoBackend();
