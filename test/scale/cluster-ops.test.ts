@@ -174,3 +174,26 @@ t.test('a cluster node: the primary shows the workers\' metrics and health', asy
   node.child.kill('SIGTERM');
   t.equal(await node.exited, 0, 'SIGTERM: exit 0');
 });
+
+t.test('a gateway-worker cluster: the primary opens the operations port and shows its workers', async (t) => {
+  const backend = await echoBackend();
+  t.teardown(() => backend.close());
+  const base = baseOffset(62);
+  const kmPort = 9763 + base;
+  const open = { 'open.toml': apiToml({ name: 'Open', context: '/open', endpoint: `http://127.0.0.1:${backend.port}`, resources: [['/*', ['GET']]] }) };
+  const km = spawnNode(nodeToml({ offset: base, role: 'api-key-manager', channel: 'unused' }), open);
+  t.teardown(() => km.stop());
+  t.ok(await started(km, /Key manager: /), `${km.out}\n${km.err}`);
+  const gw = spawnNode(nodeToml({ offset: base + 1, role: 'gateway-worker', channel: 'unused', km: kmPort, extra: '[throughway.cluster]\nworkers = "2"\n' }), open);
+  t.teardown(() => gw.stop('SIGKILL'));
+  t.ok(await started(gw, /cluster: 2 of 2 workers ready/, 30_000), `${gw.out}\n${gw.err}`);
+  const ops = `http://127.0.0.1:${9763 + base + 1}`;
+  t.match(gw.out, new RegExp(`^  operations\\s+port ${9763 + base + 1}: /health/live, /health, /metrics`, 'm'), 'the primary opens the operations port');
+  for (let i = 0; i < 4; i++) t.equal(await get(8280 + base + 1, `/open/1.0.0/${i}`), 200);
+  let text = '';
+  t.ok(await until(async () => total((text = (await call(`${ops}/metrics`)).text), 'throughway_requests_total') === 4, 5000), 'the workers\' calls in the primary\'s /metrics');
+  t.equal(samples(text, 'throughway_cluster_workers').get('{state="answered"}'), 2);
+  const h = await call(`${ops}/health`);
+  t.equal(h.status, 200, h.text);
+  t.match(h.text, /"name":"cluster_workers","order":99,"status":"UP"/);
+});
