@@ -15,7 +15,7 @@ import t from 'tap';
 import { HistogramCounts, Metrics, LATENCY_BUCKETS } from '../../lib/observability/metrics';
 import { mergeMetrics, WorkerMetrics, clusterWorkersChecker, type MetricJson, type MetricsAnswer } from '../../lib/scale/cluster-ops';
 import { apiToml, echoBackend, until } from '../gateway/helpers';
-import { baseOffset, http as call, nodeToml, spawnNode, started } from './helpers';
+import { http as call, nodeToml, spawnStarted } from './helpers';
 
 const json = async (m: Metrics): Promise<MetricJson[]> => (await m.registry.getMetricsAsJSON()) as unknown as MetricJson[];
 
@@ -108,14 +108,14 @@ function get(port: number, path: string): Promise<number> {
 t.test('a cluster node: the primary shows the workers\' metrics and health', async (t) => {
   const backend = await echoBackend();
   t.teardown(() => backend.close());
-  const base = baseOffset(60);
-  const gwPort = 8280 + base;
-  const ops = `http://127.0.0.1:${9763 + base}`;
   // A restart delay long enough to see the checker DOWN between the death and the replacement.
-  const toml = nodeToml({ offset: base, role: 'default', channel: 'unused', extra: '[throughway.cluster]\nworkers = "2"\nrestart_delay_min = 1500\n' });
-  const node = spawnNode(toml, { 'open.toml': apiToml({ name: 'Open', context: '/open', endpoint: `http://127.0.0.1:${backend.port}`, resources: [['/*', ['GET']]] }) });
+  const toml = (offset: number): string => nodeToml({ offset, role: 'default', channel: 'unused', extra: '[throughway.cluster]\nworkers = "2"\nrestart_delay_min = 1500\n' });
+  const apis = { 'open.toml': apiToml({ name: 'Open', context: '/open', endpoint: `http://127.0.0.1:${backend.port}`, resources: [['/*', ['GET']]] }) };
+  const { node, offset, ok } = await spawnStarted({ salt: 60, toml, apis, marker: /cluster: 2 of 2 workers ready/, ms: 30_000 });
   t.teardown(() => node.stop('SIGKILL'));
-  t.ok(await started(node, /cluster: 2 of 2 workers ready/, 30_000), `started:\n${node.out}\n${node.err}`);
+  t.ok(ok, `started:\n${node.out}\n${node.err}`);
+  const gwPort = 8280 + offset;
+  const ops = `http://127.0.0.1:${9763 + offset}`;
   const pids = [...node.out.matchAll(/cluster: worker \d+ \(pid (\d+)\) ready/g)].map((m) => Number(m[1]));
   t.equal(pids.length, 2);
   const [a, b] = pids as [number, number];
@@ -178,18 +178,18 @@ t.test('a cluster node: the primary shows the workers\' metrics and health', asy
 t.test('a gateway-worker cluster: the primary opens the operations port and shows its workers', async (t) => {
   const backend = await echoBackend();
   t.teardown(() => backend.close());
-  const base = baseOffset(62);
-  const kmPort = 9763 + base;
   const open = { 'open.toml': apiToml({ name: 'Open', context: '/open', endpoint: `http://127.0.0.1:${backend.port}`, resources: [['/*', ['GET']]] }) };
-  const km = spawnNode(nodeToml({ offset: base, role: 'api-key-manager', channel: 'unused' }), open);
-  t.teardown(() => km.stop());
-  t.ok(await started(km, /Key manager: /), `${km.out}\n${km.err}`);
-  const gw = spawnNode(nodeToml({ offset: base + 1, role: 'gateway-worker', channel: 'unused', km: kmPort, extra: '[throughway.cluster]\nworkers = "2"\n' }), open);
+  const k = await spawnStarted({ salt: 62, toml: (offset) => nodeToml({ offset, role: 'api-key-manager', channel: 'unused' }), apis: open, marker: /Key manager: / });
+  t.teardown(() => k.node.stop());
+  t.ok(k.ok, `${k.node.out}\n${k.node.err}`);
+  const kmPort = 9763 + k.offset;
+  const toml = (offset: number): string => nodeToml({ offset, role: 'gateway-worker', channel: 'unused', km: kmPort, extra: '[throughway.cluster]\nworkers = "2"\n' });
+  const { node: gw, offset, ok } = await spawnStarted({ salt: 62, index: 1, toml, apis: open, marker: /cluster: 2 of 2 workers ready/, ms: 30_000 });
   t.teardown(() => gw.stop('SIGKILL'));
-  t.ok(await started(gw, /cluster: 2 of 2 workers ready/, 30_000), `${gw.out}\n${gw.err}`);
-  const ops = `http://127.0.0.1:${9763 + base + 1}`;
-  t.match(gw.out, new RegExp(`^  operations\\s+port ${9763 + base + 1}: /health/live, /health, /metrics`, 'm'), 'the primary opens the operations port');
-  for (let i = 0; i < 4; i++) t.equal(await get(8280 + base + 1, `/open/1.0.0/${i}`), 200);
+  t.ok(ok, `${gw.out}\n${gw.err}`);
+  const ops = `http://127.0.0.1:${9763 + offset}`;
+  t.match(gw.out, new RegExp(`^  operations\\s+port ${9763 + offset}: /health/live, /health, /metrics`, 'm'), 'the primary opens the operations port');
+  for (let i = 0; i < 4; i++) t.equal(await get(8280 + offset, `/open/1.0.0/${i}`), 200);
   let text = '';
   t.ok(await until(async () => total((text = (await call(`${ops}/metrics`)).text), 'throughway_requests_total') === 4, 5000), 'the workers\' calls in the primary\'s /metrics');
   t.equal(samples(text, 'throughway_cluster_workers').get('{state="answered"}'), 2);

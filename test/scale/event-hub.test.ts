@@ -16,7 +16,7 @@ import * as fs from 'node:fs';
 import { Redis } from 'ioredis';
 import t from 'tap';
 import { echoBackend, until } from '../gateway/helpers';
-import { ADMIN, REDIS_SERVER, baseOffset, http, nodeToml, ownRedis, redisReachable, securedApi, spawnNode, started, tcpProxy, type Proc } from './helpers';
+import { ADMIN, REDIS_SERVER, baseOffset, http, nodeToml, ownRedis, redisReachable, securedApi, spawnNode, spawnStarted, started, tcpProxy, type Proc } from './helpers';
 
 const REDIS = process.env.THROUGHWAY_TEST_REDIS_URL;
 
@@ -197,20 +197,21 @@ t.test('revoked ids read back from Redis: refused after a reconnect with the con
   const channel = `tw-test-revoked-${process.pid}`;
   const backend = await echoBackend();
   t.teardown(() => backend.close());
-  const base = baseOffset(61);
-  const kmPort = 9763 + base;
-  const km = `http://127.0.0.1:${kmPort}`;
   const apis = { 'shop.toml': securedApi(`http://127.0.0.1:${backend.port}`) };
-  const kmp = spawnNode(nodeToml({ offset: base, role: 'api-key-manager', channel, redis: own.url }), apis);
+  const k = await spawnStarted({ salt: 61, toml: (offset) => nodeToml({ offset, role: 'api-key-manager', channel, redis: own.url }), apis, marker: /Key manager: / });
+  const kmp = k.node;
   t.teardown(() => kmp.stop());
-  t.ok(await started(kmp, /Key manager: /), `${kmp.out}\n${kmp.err}`);
+  t.ok(k.ok, `${kmp.out}\n${kmp.err}`);
+  const kmPort = 9763 + k.offset;
+  const km = `http://127.0.0.1:${kmPort}`;
   const a1 = await app(km, 'One', true);
   const tok = await token(km, a1.client);
   const other = await token(km, a1.client);
-  const gw = spawnNode(nodeToml({ offset: base + 1, role: 'gateway-worker', channel, redis: relay.url, km: kmPort }), apis);
+  const g = await spawnStarted({ salt: 61, index: 1, toml: (offset) => nodeToml({ offset, role: 'gateway-worker', channel, redis: relay.url, km: kmPort }), apis, marker: /APIs: 1 deployed/ });
+  const gw = g.node;
   t.teardown(() => gw.stop());
-  t.ok(await started(gw, /APIs: 1 deployed/), `${gw.out}\n${gw.err}`);
-  const port = 8280 + base + 1;
+  t.ok(g.ok, `${gw.out}\n${gw.err}`);
+  const port = 8280 + g.offset;
   t.equal(await call(port, tok), 200);
 
   await relay.stop();

@@ -206,3 +206,19 @@ export async function tcpProxy(target: number): Promise<TcpProxy> {
   await p.start();
   return p;
 }
+
+/**
+ * Spawns a node at offset baseOffset(salt) + index and waits for `marker`; when a fixed port was taken
+ * (EADDRINUSE: these offsets put the ports in Linux's ephemeral range, 32768-60999, so any process's
+ * client socket may hold one at that moment), again at the same index of two other bases. The node, the
+ * offset it runs at, and whether the marker was seen (false: the caller's assertion prints the output).
+ */
+export async function spawnStarted(o: { salt: number; index?: number; toml: (offset: number) => string; apis?: Record<string, string>; marker: RegExp; ms?: number }): Promise<{ node: Proc; offset: number; ok: boolean }> {
+  for (let attempt = 0; ; attempt++) {
+    const offset = baseOffset(o.salt + attempt * 100) + (o.index ?? 0);
+    const node = spawnNode(o.toml(offset), o.apis ?? {});
+    const ok = await started(node, o.marker, o.ms);
+    if (ok || attempt === 2 || !/EADDRINUSE/.test(node.out + node.err)) return { node, offset, ok };
+    await node.stop('SIGKILL');
+  }
+}
