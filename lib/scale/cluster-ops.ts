@@ -14,8 +14,8 @@
  *    lag, memory, CPU of one process): a sum or an average of those would be a figure no process has, so
  *    they keep one series per process, labelled `process="primary"` or `process="worker:<pid>"`.
  * A worker that does not answer within the scrape timeout is left out of that scrape (a stuck worker
- * cannot hang Prometheus): `throughway_cluster_workers{state}` says how many answered, and the log names
- * the silent ones (`cluster_metrics_silent`).
+ * cannot hang Prometheus): `throughway_cluster_workers{state}` says how many answered, and the primary
+ * prints the silent ones' pids (lib/scale/cluster.ts).
  *
  * Health: the `cluster_workers` checker is DOWN while fewer workers than configured are ready (one died
  * and is not restarted yet, or the first ones are still starting), with each worker's pid.
