@@ -248,8 +248,9 @@ export async function startNode(loaded: LoadResult, options: StartOptions = {}):
       log(`  ${'control plane'.padEnd(18)} ${scale.controlPlane} (${first.applications.length} applications, ${first.subscriptions.length} subscriptions, ${first.revoked.length} revoked tokens, ${first.blocking.length} blocking conditions)`);
       if (hub === undefined && cl === undefined) log(`  warning: no redis:// event hub: this gateway-worker has the control plane's state of its start only (docs/scale-out.md)`);
     }
-    // A cluster worker has no operations port: the primary's management port is the node's.
-    if (!scale.parts.keyManager && cl === undefined) {
+    // A cluster worker has no operations port: the primary's management port is the node's (it shows the
+    // workers' metrics and health: lib/scale/cluster-ops.ts), also when the primary runs no key manager.
+    if (!scale.parts.keyManager && cl?.role !== 'worker') {
       opsServer = http.createServer((req, res) => {
         const p = new URL(req.url ?? '/', 'http://localhost').pathname.replace(/\/+$/, '') || '/';
         ops(req, res, p).then(

@@ -57,6 +57,7 @@ export function registerComponentMetrics(metrics: Metrics, gateway: GatewayRef):
     name: 'throughway_token_cache_hit_ratio',
     help: 'Token cache hits / lookups since start (0 before the first lookup).',
     type: 'gauge',
+    perProcess: true,
     collect: number((g) => {
       const c = g.security.cache;
       const n = c.hits + c.misses;
@@ -68,12 +69,13 @@ export function registerComponentMetrics(metrics: Metrics, gateway: GatewayRef):
     name: 'throughway_jwks_keys',
     help: 'Keys held per external issuer JWKS; a labelled sample per issuer with up = 0 when its last fetch failed.',
     type: 'gauge',
+    perProcess: true,
     collect: samples((g) => g.security.health().issuers.map((i) => ({ labels: { issuer: i.issuer, up: i.error === undefined ? 1 : 0 }, value: i.keys }))),
   });
   metrics.register({ name: 'throughway_worker_pool_threads', help: 'Mediation worker threads running ([mediation] engine.max_threads bounds them).', type: 'gauge', collect: number((g) => g.mediation.pool.threads) });
   metrics.register({ name: 'throughway_worker_pool_pending', help: 'Mediation tasks submitted and not settled (running plus queued).', type: 'gauge', collect: number((g) => g.mediation.pool.pending) });
   metrics.register({ name: 'throughway_worker_pool_queue', help: 'Mediation tasks waiting for a thread (engine.threads_queue_length bounds them).', type: 'gauge', collect: number((g) => g.mediation.pool.queued) });
-  metrics.register({ name: 'throughway_worker_pool_utilization', help: "Mediation threads' utilisation since the pool started, 0..1.", type: 'gauge', collect: number((g) => g.mediation.pool.utilization) });
+  metrics.register({ name: 'throughway_worker_pool_utilization', help: "Mediation threads' utilisation since the pool started, 0..1.", type: 'gauge', perProcess: true, collect: number((g) => g.mediation.pool.utilization) });
   metrics.register({
     name: 'throughway_tracing_spans_total',
     help: 'Spans by outcome: recorded, sent (acknowledged by the collector), dropped (queue full or batch failed).',

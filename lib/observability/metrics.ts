@@ -39,6 +39,12 @@ export interface MetricSource {
   readonly help: string;
   readonly type: MetricType;
   collect(): number | readonly Sample[] | Promise<number | readonly Sample[]>;
+  /**
+   * Cluster mode (lib/scale/cluster-ops.ts): the primary sums each metric over the workers unless it is a
+   * figure of one process that a sum would falsify (a ratio, a utilisation, keys held per process): those
+   * set `perProcess` and keep one series per process, labelled `process`.
+   */
+  readonly perProcess?: boolean;
 }
 
 /** What prom-client's Registry calls on a metric: `get()` for its name, help, type and values. */
@@ -123,6 +129,10 @@ export class Metrics {
   private readonly total = new Map<string, HistogramCounts>();
   private readonly backend = new Map<string, HistogramCounts>();
   private target: MetricsTarget | undefined;
+  /** Names of the metrics registered with `perProcess` (sent with this process's metrics to a cluster primary). */
+  readonly perProcess = new Set<string>();
+  /** Cluster primary: the exposition of its own metrics merged with its workers' (lib/scale/cluster-ops.ts). */
+  private exposition: (() => Promise<string>) | undefined;
 
   constructor(options: MetricsOptions = {}) {
     if (options.processMetrics !== false) collectDefaultMetrics({ register: this.registry });
@@ -161,6 +171,7 @@ export class Metrics {
   register(source: MetricSource): void {
     if (!NAME.test(source.name)) throw new Error(`invalid metric name ${JSON.stringify(source.name)}`);
     const { name, help, type } = source;
+    if (source.perProcess === true) this.perProcess.add(name);
     const metric: PromMetric = {
       name,
       help,
@@ -195,7 +206,12 @@ export class Metrics {
 
   /** The exposition text. */
   text(): Promise<string> {
-    return this.registry.metrics();
+    return this.exposition !== undefined ? this.exposition() : this.registry.metrics();
+  }
+
+  /** A cluster primary answers GET /metrics with `text` (its own metrics and its workers'); undefined: its own only. */
+  exposeWith(text: (() => Promise<string>) | undefined): void {
+    this.exposition = text;
   }
 
   get contentType(): string {

@@ -13,15 +13,21 @@
  *  - SIGTERM/SIGINT: no more restarts, every worker stops gracefully, then the primary's own node.
  *
  * IPC messages are `{ tw: ... }` objects: hello? (worker -> primary, once it listens: a message sent
- * before would be lost), hello (the answer: control plane URL), event, ready (worker -> primary), stop.
+ * before would be lost), hello (the answer: control plane URL), event, ready (worker -> primary), stop,
+ * metrics? (primary -> worker at each scrape of the primary's GET /metrics) and metrics (the answer: the
+ * worker's registry as JSON; lib/scale/cluster-ops.ts merges them).
+ *
+ * The workers have no operations port: the primary's /metrics shows theirs merged with its own, and its
+ * /health has the `cluster_workers` checker (docs/operations.md, "Cluster mode").
  */
 import cluster, { type Worker } from 'node:cluster';
 import * as os from 'node:os';
 import { createEventBus, type AnyEvent } from '../events/bus';
 import type { LoadResult } from '../config/load';
 import type { RunningNode, StartOptions } from '../node';
+import { clusterWorkersChecker, mergeMetrics, WorkerMetrics, type ExitedWorker, type MetricsAnswer, type MetricJson } from './cluster-ops';
 
-type Message = { tw: 'hello?' } | { tw: 'hello'; controlPlane?: string } | { tw: 'event'; event: AnyEvent } | { tw: 'ready'; pid: number } | { tw: 'stop' };
+type Message = { tw: 'hello?' } | { tw: 'hello'; controlPlane?: string } | { tw: 'event'; event: AnyEvent } | { tw: 'ready'; pid: number } | { tw: 'stop' } | { tw: 'metrics?'; id: number } | MetricsAnswer;
 
 /** ms between a stopping worker's last accepted connection and its graceful close (a roll). */
 const STOP_GRACE_MS = 250;
@@ -54,6 +60,10 @@ export async function runPrimary(loaded: LoadResult, o: { start: Start; workers:
   const node = await o.start(loaded, { log: o.log, ...(o.reload !== undefined ? { reload: o.reload } : {}), cluster: { role: 'primary', workers: o.workers } });
   const controlPlane = node.keyManager !== undefined && node.ports.management !== undefined ? `http://127.0.0.1:${node.ports.management}` : undefined;
   const live = new Map<number, { worker: Worker; started: number; ready: boolean }>();
+  /** Workers that died, until a replacement is ready: /health names them. */
+  const exited: ExitedWorker[] = [];
+  const scrape = new WorkerMetrics();
+  const lastScrape = { answered: 0, silent: 0 };
   const waiting = new Map<number, () => void>();
   let stopping = false;
   const retiring = new Set<number>();
@@ -71,9 +81,12 @@ export async function runPrimary(loaded: LoadResult, o: { start: Start; workers:
     live.set(w.id, { worker: w, started: Date.now(), ready: false });
     w.on('message', (m: unknown) => {
       if (isMessage(m) && m.tw === 'hello?') w.send({ tw: 'hello', ...(controlPlane !== undefined ? { controlPlane } : {}) } satisfies Message);
+      if (isMessage(m) && m.tw === 'metrics') scrape.receive(m);
       if (!isMessage(m) || m.tw !== 'ready') return;
       const e = live.get(w.id);
       if (e !== undefined) e.ready = true;
+      // A ready worker replaces the one that died first (a rolled worker replaced nothing: exited is empty).
+      exited.shift();
       o.log(`cluster: worker ${w.id} (pid ${m.pid}) ready`);
       waiting.get(w.id)?.();
     });
@@ -100,10 +113,42 @@ export async function runPrimary(loaded: LoadResult, o: { start: Start; workers:
     quickDeaths = lived < 5000 ? quickDeaths + 1 : 0;
     const delay = Math.min(o.restartMax, o.restartMin * 2 ** Math.max(0, quickDeaths - 1));
     o.log(`cluster: worker ${w.id} died (${signal ?? `exit ${code}`}); restarting in ${delay} ms`);
+    exited.push({ id: w.id, pid: w.process.pid ?? 0, reason: signal ?? `exit ${code}`, at: Date.now(), restartAt: Date.now() + delay });
     setTimeout(() => {
       if (!stopping) fork();
     }, delay);
   });
+  // The operations port speaks for the workers (they have none): merged metrics, their health.
+  const metrics = node.metrics;
+  if (metrics !== undefined) {
+    metrics.register({
+      name: 'throughway_cluster_workers',
+      help: 'Cluster workers at the last scrape, by state: answered (its metrics are in this scrape), silent (ready, no answer within the scrape timeout), starting (not ready yet).',
+      type: 'gauge',
+      collect: () => [
+        { labels: { state: 'answered' }, value: lastScrape.answered },
+        { labels: { state: 'silent' }, value: lastScrape.silent },
+        { labels: { state: 'starting' }, value: [...live.values()].filter((e) => !e.ready).length },
+      ],
+    });
+    metrics.register({ name: 'throughway_cluster_workers_configured', help: '[throughway.cluster] workers.', type: 'gauge', collect: () => o.workers });
+    metrics.exposeWith(async () => {
+      const peers = [...live.values()].filter((e) => e.ready && e.worker.isConnected()).map((e) => ({ pid: e.worker.process.pid ?? 0, send: (m: unknown) => e.worker.send(m as Message) }));
+      const g = await scrape.gather(peers);
+      lastScrape.answered = g.answered.length;
+      lastScrape.silent = g.silent.length;
+      if (g.silent.length > 0) o.log(`cluster: worker(s) pid ${g.silent.join(', ')} did not answer the metrics scrape within ${scrape.timeoutMs} ms: left out of it`);
+      // Its own metrics after the workers answered, so throughway_cluster_workers tells of this scrape.
+      const own = { process: 'primary', metrics: (await metrics.registry.getMetricsAsJSON()) as unknown as MetricJson[], perProcess: [...metrics.perProcess] };
+      return mergeMetrics([own, ...g.answered]).metrics();
+    });
+  }
+  const status = () => ({
+    configured: o.workers,
+    workers: [...live.values()].map((e) => ({ id: e.worker.id, pid: e.worker.process.pid ?? 0, ready: e.ready, startedAt: e.started })),
+    exited,
+  });
+  node.health?.register(clusterWorkersChecker(status, { order: loaded.config.throughway.operations.backend_pool_checker_order }));
   const first = Array.from({ length: o.workers }, () => fork());
   const results = await Promise.all(first.map(whenReady));
   o.log(`cluster: ${results.filter((r) => r).length} of ${o.workers} workers ready (docs/scale-out.md)`);
@@ -142,6 +187,7 @@ export async function runPrimary(loaded: LoadResult, o: { start: Start; workers:
       process.removeListener('SIGHUP', onHup);
       unforward();
       await Promise.all([...live.values()].map((e) => stopWorker(e.worker)));
+      metrics?.exposeWith(undefined);
       await node.close();
     },
   };
@@ -162,6 +208,16 @@ export async function runWorker(loaded: LoadResult, o: { start: Start; workers: 
     if (isMessage(m) && m.tw === 'event') bus.deliver(m.event);
   });
   const node = await o.start(loaded, { log: o.log, cluster: { role: 'worker', workers: o.workers, events: bus, ...(hello.controlPlane !== undefined ? { controlPlane: hello.controlPlane } : {}) } });
+  process.on('message', (m: unknown) => {
+    if (!isMessage(m) || m.tw !== 'metrics?') return;
+    const metrics = node.metrics;
+    const answer = async (): Promise<MetricsAnswer> => ({ tw: 'metrics', id: m.id, pid: process.pid, metrics: metrics === undefined ? [] : ((await metrics.registry.getMetricsAsJSON()) as unknown as MetricJson[]), perProcess: metrics === undefined ? [] : [...metrics.perProcess] });
+    // A worker being stopped may have closed its channel: its answer is then lost, the primary's scrape says so.
+    answer().then(
+      (a) => (process.connected ? process.send?.(a, undefined, undefined, () => undefined) : undefined),
+      () => undefined,
+    );
+  });
   process.on('message', (m: unknown) => {
     if (!isMessage(m) || m.tw !== 'stop') return;
     // First stop taking connections (the primary hands new ones to the other workers), then give the

@@ -12,6 +12,14 @@
  * `*.changed` for what is there, `*.removed` for what went away, `token.revoked` for revoked ids (each
  * kept until the token's own expiry). Applying an event twice is harmless (lib/security/subscriptions.ts).
  *
+ * Revoked token ids are also kept in Redis: a publisher writes each as `<channel>:revoked:<jti>` (value:
+ * the token's expiry, epoch ms) with PX = the token's remaining life, so Redis forgets it when the token
+ * could no longer be used anyway. A gateway-worker, at start and after every reconnect, once subscribed,
+ * SCANs `<channel>:revoked:*` (COUNT 100 per step: no step blocks Redis for long) on a connection of its
+ * own (a subscribed connection may not SCAN) and delivers `token.revoked` for every id it does not know
+ * yet. So a revocation made while this gateway was cut off from Redis arrives even when its control plane
+ * is unreachable by then (the snapshot pull fails: `event_hub_resync_failed`).
+ *
  * Redis unreachable: the node keeps serving with its last state, logs one warning per outage, reconnects
  * with doubling waits ([throughway.scale] reconnect_min .. reconnect_max), and its `event_hub` health
  * checker is DOWN until the hub is back (docs/scale-out.md).
@@ -47,6 +55,8 @@ const KNOWN = new Set<string>(EVENT_NAMES);
 export class RedisEventHub {
   private readonly pub: Redis | undefined;
   private readonly sub: Redis | undefined;
+  /** Subscribers: SCAN and MGET of the revoked ids (the subscribed connection cannot). */
+  private readonly reader: Redis | undefined;
   private readonly unfollow: () => void;
   private down = false;
   private downSince = 0;
@@ -57,12 +67,16 @@ export class RedisEventHub {
   private readonly apps = new Map<string, ApplicationPayload>();
   private readonly subs = new Map<string, SubscriptionPayload>();
   private readonly blocking = new Map<string, BlockingCondition>();
+  /** Revoked token ids known, with their expiry (epoch ms): what a SCAN need not deliver again. */
+  private readonly revoked = new Map<string, number>();
   private readonly timers = new Set<NodeJS.Timeout>();
   private firstReady: () => void = () => undefined;
   private readonly ready: Promise<void>;
   received = 0;
   published = 0;
   resyncs = 0;
+  /** Revoked ids read from Redis that were not known (delivered as token.revoked). */
+  revokedRead = 0;
 
   constructor(private readonly o: EventHubOptions) {
     this.ready = new Promise((resolve) => (this.firstReady = resolve));
@@ -81,6 +95,8 @@ export class RedisEventHub {
         if (channel === o.channel) this.receive(message);
       });
       this.sub.on('ready', () => void this.onReady());
+      this.reader = new Redis(o.url, { ...common, enableOfflineQueue: true });
+      this.watch(this.reader);
     }
     this.unfollow = o.bus.subscribe((e) => this.local(e));
   }
@@ -104,7 +120,7 @@ export class RedisEventHub {
 
   /** Connects; resolves when subscribed, or after `waitMs` with Redis still away (it keeps trying). */
   async start(waitMs = 2000): Promise<void> {
-    for (const c of [this.pub, this.sub]) c?.connect().catch((err: Error) => this.outage(err));
+    for (const c of [this.pub, this.sub, this.reader]) c?.connect().catch((err: Error) => this.outage(err));
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([this.ready, new Promise<void>((resolve) => (timer = setTimeout(resolve, waitMs)))]);
     clearTimeout(timer);
@@ -122,8 +138,47 @@ export class RedisEventHub {
     // The first subscription made before the node pulled its first snapshot needs no resync.
     const first = !this.readyOnce;
     this.readyOnce = true;
+    // Subscribed first: a revocation written after the SCAN passed its key arrives as an event. The
+    // start waits for the SCAN too (its connection is then up: `connected` says so).
+    await this.readRevoked();
     this.firstReady();
     if (!first || this.resyncNeededOnFirst) await this.resync();
+  }
+
+  /** SCANs `<channel>:revoked:*` and delivers token.revoked for each id not known yet; the number delivered. */
+  async readRevoked(): Promise<number> {
+    const r = this.reader;
+    if (r === undefined || this.closed) return 0;
+    const now = Date.now();
+    for (const [jti, exp] of this.revoked) if (exp <= now) this.revoked.delete(jti);
+    const prefix = `${this.o.channel}:revoked:`;
+    // MATCH is a glob: the channel's own *, ?, [, ] and \ are matched literally.
+    const pattern = `${prefix.replace(/[*?[\]\\]/g, '\\$&')}*`;
+    let cursor = '0';
+    let delivered = 0;
+    try {
+      do {
+        const [next, keys] = await r.scan(cursor, 'MATCH', pattern, 'COUNT', 100);
+        cursor = next;
+        const fresh = keys.filter((k) => !this.revoked.has(k.slice(prefix.length)));
+        if (fresh.length === 0) continue;
+        const values = await r.mget(...fresh);
+        fresh.forEach((k, i) => {
+          const jti = k.slice(prefix.length);
+          const expiresAt = Number(values[i]);
+          // Expired between SCAN and MGET (null), or not written by a publisher of ours.
+          if (values[i] === null || !Number.isFinite(expiresAt) || this.revoked.has(jti)) return;
+          delivered++;
+          this.o.bus.deliver({ name: 'token.revoked', id: randomUUID(), time: Date.now(), payload: { jti, expiresAt, consumerKey: '', revokedAt: Date.now() } });
+        });
+      } while (cursor !== '0' && !this.closed);
+    } catch (err) {
+      this.o.logger.log('warn', 'event_hub_revoked_read_failed', { message: (err as Error).message });
+      return delivered;
+    }
+    this.revokedRead += delivered;
+    if (delivered > 0) this.o.logger.log('info', 'event_hub_revoked_read', { delivered });
+    return delivered;
   }
 
   /** Set by the node when the first snapshot was pulled before the hub was subscribed (Redis was away). */
@@ -134,6 +189,7 @@ export class RedisEventHub {
     for (const a of s.applications) this.apps.set(a.id, a);
     for (const x of s.subscriptions) this.subs.set(x.id, x);
     for (const b of s.blocking) this.blocking.set(b.id, b);
+    for (const r of s.revoked) this.revoked.set(r.jti, r.expiresAt);
   }
 
   /** Pulls the snapshot and delivers the difference as events on the local bus. */
@@ -189,18 +245,40 @@ export class RedisEventHub {
       case 'blocking.removed':
         this.blocking.delete(e.payload.condition.id);
         break;
+      case 'token.revoked':
+        this.revoked.set(e.payload.jti, e.payload.expiresAt);
+        break;
       default:
         break;
     }
     if (this.pub !== undefined && !this.closed) {
       this.published++;
       this.pub.publish(this.o.channel, JSON.stringify(e)).catch((err: Error) => this.outage(err));
-      if (e.name === 'token.revoked') {
-        // The revoked id stays readable in Redis for the token's remaining life, not longer.
-        const ttl = e.payload.expiresAt - Date.now();
-        if (ttl > 0) this.pub.set(`${this.o.channel}:revoked:${e.payload.jti}`, String(e.payload.expiresAt), 'PX', ttl).catch((err: Error) => this.outage(err));
-      }
+      if (e.name === 'token.revoked') this.writeRevoked(this.pub, e.payload.jti, e.payload.expiresAt);
     }
+  }
+
+  /** Whether Redis takes SET ... PXAT (6.2 and later); false after it refused it once. */
+  private pxat = true;
+
+  /**
+   * The revoked id stays readable in Redis for the token's remaining life, not longer: PXAT expires the
+   * key at the token's own expiry (a PX relative to our clock would outlive it by the time the command
+   * took to reach Redis); a Redis older than 6.2 refuses PXAT and gets PX.
+   */
+  private writeRevoked(pub: Redis, jti: string, expiresAt: number): void {
+    const key = `${this.o.channel}:revoked:${jti}`;
+    const px = (): void => {
+      const ttl = expiresAt - Date.now();
+      if (ttl > 0) pub.set(key, String(expiresAt), 'PX', ttl).catch((err: Error) => this.outage(err));
+    };
+    if (expiresAt <= Date.now()) return;
+    if (!this.pxat) return px();
+    pub.set(key, String(expiresAt), 'PXAT', expiresAt).catch((err: Error) => {
+      if (!/syntax error/i.test(err.message)) return this.outage(err);
+      this.pxat = false;
+      px();
+    });
   }
 
   private receive(message: string): void {
@@ -229,7 +307,7 @@ export class RedisEventHub {
   }
 
   get connected(): boolean {
-    return !this.down && [this.pub, this.sub].every((c) => c === undefined || c.status === 'ready');
+    return !this.down && [this.pub, this.sub, this.reader].every((c) => c === undefined || c.status === 'ready');
   }
 
   checker(): HealthChecker {
@@ -237,7 +315,7 @@ export class RedisEventHub {
       name: 'event_hub',
       order: this.o.healthOrder ?? 98,
       check: () => {
-        const details = { url: this.o.url.replace(/\/\/[^@/]*@/, '//****@'), published: this.published, received: this.received, resyncs: this.resyncs, lastResync: this.lastResync };
+        const details = { url: this.o.url.replace(/\/\/[^@/]*@/, '//****@'), published: this.published, received: this.received, resyncs: this.resyncs, lastResync: this.lastResync, ...(this.reader !== undefined ? { revokedRead: this.revokedRead } : {}) };
         return this.connected
           ? { healthy: true, details }
           : { healthy: false, message: 'event hub Redis unreachable: serving with the last known state, reconnecting', details };
@@ -250,7 +328,7 @@ export class RedisEventHub {
     this.unfollow();
     for (const t of this.timers) clearTimeout(t);
     this.timers.clear();
-    for (const c of [this.pub, this.sub]) {
+    for (const c of [this.pub, this.sub, this.reader]) {
       if (c === undefined) continue;
       try {
         if (c.status === 'ready') await c.quit();

@@ -13,9 +13,10 @@
  * unreachable); the restart test starts its own /usr/bin/redis-server (skipped when absent).
  */
 import * as fs from 'node:fs';
+import { Redis } from 'ioredis';
 import t from 'tap';
 import { echoBackend, until } from '../gateway/helpers';
-import { ADMIN, REDIS_SERVER, baseOffset, http, nodeToml, ownRedis, redisReachable, securedApi, spawnNode, started, type Proc } from './helpers';
+import { ADMIN, REDIS_SERVER, baseOffset, http, nodeToml, ownRedis, redisReachable, securedApi, spawnNode, spawnStarted, started, tcpProxy, type Proc } from './helpers';
 
 const REDIS = process.env.THROUGHWAY_TEST_REDIS_URL;
 
@@ -176,4 +177,69 @@ t.test('Redis restarted mid-way: the gateway keeps serving and converges', async
   const up = await http(`http://127.0.0.1:${mgmt}/health`);
   t.equal(up.status, 200, `healthy again: ${up.text}`);
   t.match(gw.err, /"event":"event_hub_reconnected"/);
+});
+
+t.test('revoked ids read back from Redis: refused after a reconnect with the control plane gone', async (t) => {
+  if (!fs.existsSync(REDIS_SERVER)) {
+    t.skip(`${REDIS_SERVER} not installed: cannot start a private Redis`, () => undefined);
+    return;
+  }
+  const own = await ownRedis();
+  t.teardown(() => own.stop());
+  // The gateway reaches Redis through the relay only: stopping it is "Redis gone" for the gateway alone,
+  // so the key manager still writes the revoked id (a key manager stopped while its Redis is away loses
+  // its queued writes with it: nothing could be read back).
+  const relay = await tcpProxy(own.port);
+  t.teardown(() => relay.stop());
+  const redis = new Redis(own.url, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  await redis.connect();
+  t.teardown(() => redis.disconnect());
+  const channel = `tw-test-revoked-${process.pid}`;
+  const backend = await echoBackend();
+  t.teardown(() => backend.close());
+  const apis = { 'shop.toml': securedApi(`http://127.0.0.1:${backend.port}`) };
+  const k = await spawnStarted({ salt: 61, toml: (offset) => nodeToml({ offset, role: 'api-key-manager', channel, redis: own.url }), apis, marker: /Key manager: / });
+  const kmp = k.node;
+  t.teardown(() => kmp.stop());
+  t.ok(k.ok, `${kmp.out}\n${kmp.err}`);
+  const kmPort = 9763 + k.offset;
+  const km = `http://127.0.0.1:${kmPort}`;
+  const a1 = await app(km, 'One', true);
+  const tok = await token(km, a1.client);
+  const other = await token(km, a1.client);
+  const g = await spawnStarted({ salt: 61, index: 1, toml: (offset) => nodeToml({ offset, role: 'gateway-worker', channel, redis: relay.url, km: kmPort }), apis, marker: /APIs: 1 deployed/ });
+  const gw = g.node;
+  t.teardown(() => gw.stop());
+  t.ok(g.ok, `${gw.out}\n${gw.err}`);
+  const port = 8280 + g.offset;
+  t.equal(await call(port, tok), 200);
+
+  await relay.stop();
+  t.ok(await until(() => gw.err.includes('"event":"event_hub_unavailable"'), 5000), 'the gateway lost Redis');
+  const rv = await http(`${km}/oauth2/revoke`, { form: { token: tok }, auth: a1.client });
+  t.equal(rv.status, 200, rv.text);
+  const claims = JSON.parse(Buffer.from(tok.split('.')[1] ?? '', 'base64url').toString()) as { jti: string; exp: number };
+  const key = `${channel}:revoked:${claims.jti}`;
+  let pttl = -2;
+  // The token's remaining life when PTTL was asked: measured just before (Redis reads the same clock after).
+  let remaining = 0;
+  const asked = async (): Promise<number> => {
+    remaining = claims.exp * 1000 - Date.now();
+    return (pttl = await redis.pttl(key));
+  };
+  t.ok(await until(async () => (await asked()) > 0, 3000), `the key manager wrote ${key} (PTTL ${pttl})`);
+  t.ok(pttl > 0 && pttl <= remaining, `its TTL is the token's remaining life: PTTL ${pttl} ms, ${remaining} ms left`);
+  t.ok(pttl > remaining - 60_000, 'close to it (within a minute)');
+  t.equal(await redis.get(key), String(claims.exp * 1000), "the value is the token's expiry (epoch ms)");
+  t.equal(await call(port, tok), 200, 'not known to the gateway yet: its Redis is away');
+
+  // The control plane goes away, then the gateway's Redis comes back: only Redis can tell it.
+  await kmp.stop();
+  const resyncedBefore = (gw.err.match(/"event":"event_hub_resynced"/g) ?? []).length;
+  await relay.start();
+  t.ok(await until(() => gw.err.includes('"event":"event_hub_revoked_read"'), 10_000), `the gateway read the revoked id from Redis\n${gw.err.slice(-2000)}`);
+  t.ok(await until(async () => (await call(port, tok)) === 401, 3000, 20), 'the revoked token is refused although the control plane is gone');
+  t.equal(await call(port, other), 200, 'another token of the application is still accepted');
+  t.equal((gw.err.match(/"event":"event_hub_resynced"/g) ?? []).length, resyncedBefore, 'no snapshot was pulled (the control plane is gone): Redis alone told it');
+  t.match(gw.err, /"event":"control_plane_retry"/, 'the snapshot pull is failing meanwhile');
 });

@@ -158,3 +158,67 @@ export function nodeToml(o: { offset: number; role: string; redis?: string; chan
   t += o.extra ?? '';
   return t;
 }
+
+export interface TcpProxy {
+  readonly port: number;
+  readonly url: string;
+  /** Closes the listener and every connection through it: to its clients, the target is gone. */
+  stop(): Promise<void>;
+  start(): Promise<void>;
+}
+
+/**
+ * A TCP relay to 127.0.0.1:`target` on a port of its own: one process's way to the target can be cut and
+ * restored while other processes keep theirs (a network partition of that one process).
+ */
+export async function tcpProxy(target: number): Promise<TcpProxy> {
+  const port = await freePort();
+  const sockets = new Set<net.Socket>();
+  let server: net.Server | undefined;
+  const p: TcpProxy = {
+    port,
+    url: `redis://127.0.0.1:${port}`,
+    async start() {
+      const s = net.createServer((client) => {
+        const upstream = net.connect(target, '127.0.0.1');
+        for (const x of [client, upstream]) {
+          sockets.add(x);
+          x.on('close', () => sockets.delete(x));
+          x.on('error', () => undefined);
+        }
+        client.pipe(upstream).pipe(client);
+        client.on('close', () => upstream.destroy());
+        upstream.on('close', () => client.destroy());
+      });
+      server = s;
+      await new Promise<void>((resolve, reject) => {
+        s.once('error', reject);
+        s.listen(port, '127.0.0.1', () => resolve());
+      });
+    },
+    async stop() {
+      const s = server;
+      server = undefined;
+      for (const x of sockets) x.destroy();
+      if (s !== undefined) await new Promise<void>((resolve) => s.close(() => resolve()));
+    },
+  };
+  await p.start();
+  return p;
+}
+
+/**
+ * Spawns a node at offset baseOffset(salt) + index and waits for `marker`; when a fixed port was taken
+ * (EADDRINUSE: these offsets put the ports in Linux's ephemeral range, 32768-60999, so any process's
+ * client socket may hold one at that moment), again at the same index of two other bases. The node, the
+ * offset it runs at, and whether the marker was seen (false: the caller's assertion prints the output).
+ */
+export async function spawnStarted(o: { salt: number; index?: number; toml: (offset: number) => string; apis?: Record<string, string>; marker: RegExp; ms?: number }): Promise<{ node: Proc; offset: number; ok: boolean }> {
+  for (let attempt = 0; ; attempt++) {
+    const offset = baseOffset(o.salt + attempt * 100) + (o.index ?? 0);
+    const node = spawnNode(o.toml(offset), o.apis ?? {});
+    const ok = await started(node, o.marker, o.ms);
+    if (ok || attempt === 2 || !/EADDRINUSE/.test(node.out + node.err)) return { node, offset, ok };
+    await node.stop('SIGKILL');
+  }
+}
