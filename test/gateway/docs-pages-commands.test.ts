@@ -14,15 +14,14 @@ import * as path from 'node:path';
 import t from 'tap';
 import { until } from './helpers';
 import { runDocCommand, shCommands, type DocRun } from './doc-commands';
+import { freeOffset } from '../ports';
 
 const root = path.join(__dirname, '..', '..', '..');
 
 t.test('the shell blocks of the key manager, security, admin API, throttling and migrating pages run', async (t) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'throughway-docs-pages-'));
   fs.cpSync(path.join(root, 'conf'), path.join(dir, 'conf'), { recursive: true });
-  // Ports 54280.. (gateway) to 56763 at most (management): inside 55000-59999's neighbourhood, clear of
-  // npm-start.test.ts (offset 15000-19999).
-  const offset = 46000 + (process.pid % 900);
+  const offset = await freeOffset();
   const tomlPath = path.join(dir, 'conf', 'deployment.toml');
   fs.writeFileSync(tomlPath, fs.readFileSync(tomlPath, 'utf8').replace(/^offset = 0\b/m, `offset = ${offset}`));
   t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));

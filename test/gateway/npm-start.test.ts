@@ -15,6 +15,7 @@ import * as path from 'node:path';
 import t from 'tap';
 import { request, until } from './helpers';
 import { runDocCommand, shCommands, type DocCommand, type DocRun } from './doc-commands';
+import { freeOffset } from '../ports';
 
 const root = path.join(__dirname, '..', '..', '..');
 const cli = path.join(root, 'dist', 'lib', 'cli.js');
@@ -31,7 +32,7 @@ function parseCurl(line: string): { method: string; url: URL; body: string | und
 t.test('npm start: gateway + demo backend, the printed curl lines work, SIGTERM exits 0', async (t) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'throughway-start-'));
   fs.cpSync(path.join(root, 'conf'), path.join(dir, 'conf'), { recursive: true });
-  const offset = 15000 + (process.pid % 5000);
+  const offset = await freeOffset();
   const tomlPath = path.join(dir, 'conf', 'deployment.toml');
   const toml = fs.readFileSync(tomlPath, 'utf8');
   t.match(toml, /^offset = 0\b/m, 'the default configuration has an offset line to change');

@@ -10,6 +10,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
 import t from 'tap';
+import { freeOffset } from '../ports';
 
 const root = path.join(__dirname, '..', '..', '..');
 const cli = path.join(root, 'dist', 'lib', 'cli.js');
@@ -19,8 +20,7 @@ t.test('npm start prints how to get keys and a token, and it works', async (t) =
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'throughway-km-start-'));
   t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
   fs.cpSync(path.join(root, 'conf'), path.join(dir, 'conf'), { recursive: true });
-  // 30000+: above every port the gateway's npm-start test can take (15000-19999 offsets).
-  const offset = 30000 + (process.pid % 5000);
+  const offset = await freeOffset();
   const toml = path.join(dir, 'conf', 'deployment.toml');
   fs.writeFileSync(toml, fs.readFileSync(toml, 'utf8').replace(/^offset = 0\b/m, `offset = ${offset}`));
 

@@ -14,6 +14,7 @@ import * as path from 'node:path';
 import t from 'tap';
 import { apiToml, echoBackend, request, until } from '../gateway/helpers';
 import { NODE_TOML } from './node-helpers';
+import { freeOffset } from '../ports';
 
 const root = path.join(__dirname, '..', '..', '..');
 const CALLS = 20;
@@ -26,8 +27,7 @@ t.test('SIGHUP refuses a broken configuration; SIGTERM under load loses no in-fl
     return true;
   });
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'throughway-shutdown-'));
-  // 40000+: clear of the offsets the other process tests use (15000-19999, 30000-34999).
-  const offset = 40000 + (process.pid % 5000);
+  const offset = await freeOffset();
   const toml = `${NODE_TOML.replace('[server]\n', `[server]\noffset = ${offset}\n`)}[server_health_check]\nenable = true\n`;
   fs.writeFileSync(path.join(dir, 'deployment.toml'), toml);
   fs.mkdirSync(path.join(dir, 'apis'));

@@ -1,0 +1,38 @@
+/**
+ * Offsets for tests that start whole nodes with `server.offset` (fixed ports, as users run them).
+ *
+ * Why not any offset: a fixed port inside the kernel's ephemeral range (Linux default 32768-60999,
+ * /proc/sys/net/ipv4/ip_local_port_range) can be held at any moment by some process's outgoing connection
+ * (to Redis, a database, a test backend), and the node's listen then fails with EADDRINUSE: seen in full
+ * runs of the suite. The ports a node opens (base ports 8099..9763 plus the offset) are kept below 32768,
+ * and each is checked free (a service such as RabbitMQ's 25672 may listen there) before the offset is used.
+ */
+import * as net from 'node:net';
+
+/** The base ports a node may open (lib/config/ports.ts LISTENING_PORTS with an `openedBy` or none). */
+const BASES = [8280, 8243, 9099, 8099, 9443, 9763, 9000] as const;
+/** Every base + offset stays below the ephemeral range (32768) and above the offsets of the unit tests. */
+const LOW = 10_000;
+const HIGH = 32_767 - Math.max(...BASES);
+
+function free(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = net.createServer();
+    s.once('error', () => resolve(false));
+    s.listen({ port, host: '0.0.0.0', exclusive: true }, () => s.close(() => resolve(true)));
+  });
+}
+
+/**
+ * A random offset in [10000, 23004] whose opened ports (and the `span - 1` offsets after it, for tests
+ * that start several nodes at offset, offset + 1, ...) are free now.
+ */
+export async function freeOffset(span = 1): Promise<number> {
+  for (let attempt = 0; attempt < 200; attempt++) {
+    const offset = LOW + Math.floor(Math.random() * (HIGH - LOW - span));
+    let ok = true;
+    for (let i = 0; i < span && ok; i++) for (const b of BASES) if (!(await free(b + offset + i))) ok = false;
+    if (ok) return offset;
+  }
+  throw new Error('no free block of ports below 32768 for a test node');
+}
