@@ -2244,11 +2244,11 @@ export interface ThroughwayScaleSection {
 export interface ThroughwayThrottlingSection {
   /** Throttling policies file (docs/throttling.md), resolved against the configuration's directory. Missing: the built-in defaults (the same as conf/policies.toml). Default: "policies.toml". */
   readonly policies_file: string;
-  /** Where throttle counters live: memory (exact, one process) or redis (shared by every node; counted locally and synchronised in batches). Default: "memory". */
-  readonly counter_store: "memory" | "redis";
+  /** Where throttle counters live: memory (exact, one process), redis (shared by every node; counted locally and synchronised in batches) or traffic-manager (counted locally, counts published to a traffic-manager node that publishes decisions; needs a redis:// URL in [apim.throttling] throttle_decision_endpoints or the event hub keys). Default: "memory". */
+  readonly counter_store: "memory" | "redis" | "traffic-manager";
   /** Redis of the shared counters when counter_store = "redis". Default: "redis://127.0.0.1:6379". */
   readonly redis_url: string;
-  /** How often local counts are sent to Redis and the shared totals read back; it bounds the overshoot across nodes (docs/throttling.md). Default: 100 milliseconds. Loaded as milliseconds. */
+  /** How often local counts are sent to Redis (and the shared totals read back) or to the traffic manager; it bounds the overshoot across nodes (docs/throttling.md). Default: 100 milliseconds. Loaded as milliseconds. */
   readonly sync_interval: number;
   /** Most counters kept in memory; past it idle and then the oldest counters are evicted, so a flood of distinct keys cannot exhaust memory. Default: 100000. */
   readonly max_counters: number;
