@@ -5,7 +5,8 @@
  * with the API router) on the gateway HTTP port (spec 002 part 4: 8280 + server.offset), and the key
  * manager on the management HTTP port (9763 + offset; lib/keymanager) over the store [database.apim_db]
  * names. Roles (docs/scale-out.md, lib/scale/settings.ts ROLE_PARTS): `default` runs both; `api-key-manager`
- * and `traffic-manager` the key manager and store only; `gateway-worker` the gateway only, linked to the
+ * and `traffic-manager` the key manager and store only, `traffic-manager` with the throttle decision
+ * service (lib/scale/traffic-manager.ts; also a `default` node whose counter_store is "traffic-manager"); `gateway-worker` the gateway only, linked to the
  * control plane over HTTP ([apim.key_manager] service_url) and, with a redis:// event hub, its events.
  * The key manager's events reach the gateway through `events` (and Redis across nodes). With TLS
  * (docs/tls.md): the management HTTPS port (9443), the gateway HTTPS listener (8243) and, when enabled,

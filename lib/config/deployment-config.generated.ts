@@ -432,9 +432,9 @@ export interface ApimThrottlingSection {
   readonly enable_unlimited_tier: boolean;
   /** Policies not redeployed at startup. */
   readonly skip_redeploying_policies?: readonly string[];
-  /** Enables the (JMS) connection that retrieves throttle decisions. Default: true. */
+  /** Enables the (JMS) connection that retrieves throttle decisions. throughway: the traffic manager's decisions (counter_store = "traffic-manager") or the shared Redis totals (counter_store = "redis") are read (docs/throttling.md). Default: true. */
   readonly enable_decision_connection: boolean;
-  /** Publish request and throttle data. Default: true. */
+  /** Publish request and throttle data. throughway: this node's counts go to the traffic manager or the shared Redis counters (docs/throttling.md). Default: true. */
   readonly enable_data_publishing: boolean;
   /** Deploy throttling policies. Default: true. */
   readonly enable_policy_deploy: boolean;
@@ -442,7 +442,7 @@ export interface ApimThrottlingSection {
   readonly enable_blacklist_condition: boolean;
   /** Persist traffic manager counter state. Default: false. */
   readonly enable_persistence: boolean;
-  /** JMS connection URLs of the decision channel (sample tcp://<host>:5672). throughway: a redis:// URL here is the event hub when the [apim.event_hub] keys have none (docs/scale-out.md). Accepted; throughway does not act on it. */
+  /** JMS connection URLs of the decision channel (sample tcp://<host>:5672). throughway: its first redis:// URL carries throttle data and decisions with [throughway.throttling] counter_store = "traffic-manager" (docs/throttling.md), and is the event hub when the [apim.event_hub] keys have none (docs/scale-out.md). Accepted; throughway does not act on it. */
   readonly throttle_decision_endpoints?: readonly string[];
   /** Throttling: JMS decision connection */
   readonly jms: ApimThrottlingJmsSection;
