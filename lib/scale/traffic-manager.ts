@@ -155,7 +155,10 @@ export class TrafficManager {
   /** Connects and subscribes; resolves when subscribed, or after `waitMs` with Redis still away. */
   async start(waitMs = 2000): Promise<void> {
     this.pub.connect().catch((err: Error) => this.outage(err));
-    const subscribed = this.sub.connect().then(() => this.sub.subscribe(this.o.channels.data));
+    // The first command connects the lazy subscriber; queued (offline queue, no retry limit) until Redis
+    // answers, so a traffic manager started while Redis is away subscribes when it comes; ioredis
+    // subscribes again after every reconnect.
+    const subscribed = this.sub.subscribe(this.o.channels.data);
     subscribed.catch((err: Error) => this.outage(err));
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([subscribed.catch(() => undefined), new Promise<void>((resolve) => (timer = setTimeout(resolve, waitMs)))]);

@@ -9,7 +9,9 @@
  *    interval + one round trip; docs/throttling.md) are allowed, far below the 200 of two nodes counting
  *    alone; the others are 429 with 900800; the traffic manager's /metrics counts the decision;
  *  - the traffic manager stopped: both gateways keep serving on their own exact counts (100 each, then
- *    900800), log the outage once, and their health check says so.
+ *    900800), log the outage once, and their health check says so;
+ *  - in one process, on a private redis-server: the gateway store and the traffic manager started while
+ *    Redis is away count and wait, warn once each, report DOWN, and work once Redis is there.
  *
  * Windows are fixed minutes aligned to the epoch: each part starts in a minute with at least 25 s left.
  */
@@ -18,9 +20,10 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import t from 'tap';
 import { Redis } from 'ioredis';
-import { echoBackend, until } from '../gateway/helpers';
-import { baseOffset, http, nodeToml, redisReachable, spawnNode, started } from './helpers';
-import { decodeDecisions, type Decision } from '../../lib/throttle/decisions';
+import { echoBackend, memoryLogger, until } from '../gateway/helpers';
+import { REDIS_SERVER, baseOffset, http, nodeToml, ownRedis, redisReachable, spawnNode, started } from './helpers';
+import { DecisionCounterStore, decodeDecisions, throttleChannels, type Decision } from '../../lib/throttle/decisions';
+import { TrafficManager } from '../../lib/scale/traffic-manager';
 
 const REDIS = process.env.THROUGHWAY_TEST_REDIS_URL;
 const MIN = 60_000;
@@ -162,4 +165,41 @@ t.test('a traffic manager sums two gateways\' counts and its decisions hold them
   }
   await sleep(2 * SYNC);
   t.equal(gws[0]?.err.split('throttle_traffic_manager_unavailable').length, 2, 'still one warning for the whole outage');
+});
+
+t.test('Redis away at the start and in the middle: the store and the traffic manager wait, warn once, and resume', async (t) => {
+  if (!fs.existsSync(REDIS_SERVER)) {
+    t.skip(`${REDIS_SERVER} not installed: cannot start a private Redis to stop and restart`, () => undefined);
+    return;
+  }
+  const own = await ownRedis();
+  t.teardown(() => own.stop());
+  await own.stop();
+  const channels = throttleChannels(`tw-test-tm-own-${process.pid}`);
+  const tmLog = memoryLogger();
+  const gwLog = memoryLogger();
+  const tm = new TrafficManager({ url: own.url, channels, maxKeys: 1000, reconnectMin: 50, reconnectMax: 200, logger: tmLog });
+  t.teardown(() => tm.close());
+  await tm.start(300);
+  t.notOk(tm.connected, 'started while Redis is away');
+  t.equal((await tm.checker(99).check()).healthy, false, 'its health checker says so');
+  const store = new DecisionCounterStore({ maxCounters: 1000, link: { url: own.url, channels, publish: true, subscribe: true, syncInterval: 50, logger: gwLog } });
+  t.teardown(() => store.close());
+  const now = Date.now();
+  t.equal(store.add('k', 5, MIN, now, 5), 5, 'counting goes on without Redis');
+  t.equal(store.peek('k', MIN, now), 5, 'on the local count: no refusal because Redis is away');
+  await sleep(300);
+  t.equal((await store.checker(0).check()).healthy, false, 'the gateway store\'s health checker is DOWN');
+  t.equal(gwLog.lines.filter((l) => l.event === 'throttle_decisions_unavailable').length, 1, 'the gateway store warned once');
+  t.equal(tmLog.lines.filter((l) => l.event === 'traffic_manager_unavailable').length, 1, 'the traffic manager warned once');
+
+  await own.start();
+  t.ok(await until(() => tm.connected, 5000, 50), 'the traffic manager reconnects');
+  t.ok(await until(async () => (await store.checker(0).check()).healthy, 5000, 50), 'the gateway store is UP again (a heartbeat reached the traffic manager)');
+  // Counts of the outage were not sent; a new call in this window is, and the total reaches the limit of 5.
+  const w = Date.now();
+  store.add('j', 5, MIN, w, 5);
+  t.ok(await until(() => store.peek('j', MIN, Date.now()) >= 5 && store.held === 1, 3000, 20), 'the traffic manager subscribed late and its decision arrived');
+  t.equal(tm.aggregator.decisions, 1);
+  t.equal(gwLog.lines.filter((l) => l.event === 'throttle_decisions_reconnected').length, 1);
 });
