@@ -12,10 +12,9 @@
  * The shared Redis comes from THROUGHWAY_TEST_REDIS_URL (skipped with a reason when unset or
  * unreachable); the restart test starts its own /usr/bin/redis-server (skipped when absent).
  */
-import * as fs from 'node:fs';
 import t from 'tap';
 import { echoBackend, until } from '../gateway/helpers';
-import { ADMIN, REDIS_SERVER, baseOffset, http, nodeToml, ownRedis, redisReachable, securedApi, spawnNode, started, type Proc } from './helpers';
+import { ADMIN, baseOffset, http, nodeToml, ownRedisOrSkip, redisReachable, securedApi, spawnNode, started, type Proc } from './helpers';
 
 const REDIS = process.env.THROUGHWAY_TEST_REDIS_URL;
 
@@ -120,12 +119,8 @@ t.test('two gateway-workers follow one key manager over Redis', async (t) => {
 });
 
 t.test('Redis restarted mid-way: the gateway keeps serving and converges', async (t) => {
-  if (!fs.existsSync(REDIS_SERVER)) {
-    t.skip(`${REDIS_SERVER} not installed: cannot start a private Redis to stop and restart`, () => undefined);
-    return;
-  }
-  const own = await ownRedis();
-  t.teardown(() => own.stop());
+  const own = await ownRedisOrSkip(t);
+  if (own === undefined) return;
   const channel = `tw-test-restart-${process.pid}`;
   const backend = await echoBackend();
   t.teardown(() => backend.close());

@@ -21,7 +21,7 @@ import * as path from 'node:path';
 import t from 'tap';
 import { Redis } from 'ioredis';
 import { echoBackend, memoryLogger, until } from '../gateway/helpers';
-import { REDIS_SERVER, baseOffset, http, nodeToml, ownRedis, redisReachable, spawnNode, started } from './helpers';
+import { baseOffset, http, nodeToml, ownRedisOrSkip, redisReachable, spawnNode, started } from './helpers';
 import { DecisionCounterStore, decodeDecisions, throttleChannels, type Decision } from '../../lib/throttle/decisions';
 import { TrafficManager } from '../../lib/scale/traffic-manager';
 
@@ -168,12 +168,8 @@ t.test('a traffic manager sums two gateways\' counts and its decisions hold them
 });
 
 t.test('Redis away at the start and in the middle: the store and the traffic manager wait, warn once, and resume', async (t) => {
-  if (!fs.existsSync(REDIS_SERVER)) {
-    t.skip(`${REDIS_SERVER} not installed: cannot start a private Redis to stop and restart`, () => undefined);
-    return;
-  }
-  const own = await ownRedis();
-  t.teardown(() => own.stop());
+  const own = await ownRedisOrSkip(t);
+  if (own === undefined) return;
   await own.stop();
   const channels = throttleChannels(`tw-test-tm-own-${process.pid}`);
   const tmLog = memoryLogger();
