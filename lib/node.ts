@@ -6,8 +6,9 @@
  * manager on the management HTTP port (9763 + offset; lib/keymanager) over the store [database.apim_db]
  * names. Roles (docs/scale-out.md, lib/scale/settings.ts ROLE_PARTS): `default` runs both; `api-key-manager`
  * and `traffic-manager` the key manager and store only, `traffic-manager` with the throttle decision
- * service (lib/scale/traffic-manager.ts; also a `default` node whose counter_store is "traffic-manager"); `gateway-worker` the gateway only, linked to the
- * control plane over HTTP ([apim.key_manager] service_url) and, with a redis:// event hub, its events.
+ * service (lib/scale/traffic-manager.ts; so does a `default` node whose counter_store is
+ * "traffic-manager"); `gateway-worker` the gateway only, linked to the control plane over HTTP
+ * ([apim.key_manager] service_url) and, with a redis:// event hub, its events.
  * The key manager's events reach the gateway through `events` (and Redis across nodes). With TLS
  * (docs/tls.md): the management HTTPS port (9443), the gateway HTTPS listener (8243) and, when enabled,
  * WS (9099) and WSS (8099), from the [transport.passthru_https] listener stores or the sample key pair.
