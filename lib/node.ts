@@ -5,8 +5,10 @@
  * with the API router) on the gateway HTTP port (spec 002 part 4: 8280 + server.offset), and the key
  * manager on the management HTTP port (9763 + offset; lib/keymanager) over the store [database.apim_db]
  * names. Roles (docs/scale-out.md, lib/scale/settings.ts ROLE_PARTS): `default` runs both; `api-key-manager`
- * and `traffic-manager` the key manager and store only; `gateway-worker` the gateway only, linked to the
- * control plane over HTTP ([apim.key_manager] service_url) and, with a redis:// event hub, its events.
+ * and `traffic-manager` the key manager and store only, `traffic-manager` with the throttle decision
+ * service (lib/scale/traffic-manager.ts; so does a `default` node whose counter_store is
+ * "traffic-manager"); `gateway-worker` the gateway only, linked to the control plane over HTTP
+ * ([apim.key_manager] service_url) and, with a redis:// event hub, its events.
  * The key manager's events reach the gateway through `events` (and Redis across nodes). With TLS
  * (docs/tls.md): the management HTTPS port (9443), the gateway HTTPS listener (8243) and, when enabled,
  * WS (9099) and WSS (8099), from the [transport.passthru_https] listener stores or the sample key pair.
@@ -51,6 +53,9 @@ import { RedisEventHub } from './scale/event-hub';
 import type { KeyManagerLink } from './security';
 import { MemoryCounterStore } from './throttle/counters';
 import { SplitCounterStore } from './scale/split-counters';
+import { decisionHubUrl } from './scale/settings';
+import { TrafficManager } from './scale/traffic-manager';
+import { DecisionCounterStore, redacted, throttleChannels } from './throttle/decisions';
 import type { BlockingCondition } from './throttle/blocking';
 
 export interface RunningNode {
@@ -137,6 +142,7 @@ export async function startNode(loaded: LoadResult, options: StartOptions = {}):
   let store: Store | undefined;
   let keyManager: KeyManager | undefined;
   let hub: RedisEventHub | undefined;
+  let trafficManager: TrafficManager | undefined;
   let controlPlane: ControlPlane | undefined;
   let remoteLink: KeyManagerLink | undefined;
   let first: FullSnapshot | undefined;
@@ -158,6 +164,7 @@ export async function startNode(loaded: LoadResult, options: StartOptions = {}):
       await gateway?.close();
       await keyManager?.close();
       await hub?.close();
+      await trafficManager?.close();
       if (opsServer !== undefined) await new Promise<void>((resolve) => opsServer?.close(() => resolve()));
       await store?.close();
       await demo?.close();
@@ -292,6 +299,21 @@ export async function startNode(loaded: LoadResult, options: StartOptions = {}):
     log(`  ${'management HTTP'.padEnd(18)} port ${km.port} (key manager, ${store.description})`);
     log(`  ${'operations'.padEnd(18)} port ${km.port}: /health/live${health !== undefined ? ', /health' : ''}${metrics !== undefined ? ', /metrics' : ''} (docs/operations.md)`);
     }
+    // The decision service (lib/scale/traffic-manager.ts): on a traffic-manager node, and on a default node
+    // whose gateways count with counter_store = "traffic-manager" (not in cluster workers: the primary's).
+    const throttling = config.throughway.throttling;
+    if (cl?.role !== 'worker' && (configured.role === 'traffic-manager' || (configured.role === 'default' && throttling.counter_store === 'traffic-manager'))) {
+      const url = decisionHubUrl(config);
+      const channels = throttleChannels(config.throughway.scale.channel);
+      if (url === undefined) log(`  ${'throttle decisions'.padEnd(18)} not published: no redis:// URL in [apim.throttling] throttle_decision_endpoints or the event hub keys (docs/throttling.md)`);
+      else {
+        trafficManager = new TrafficManager({ url, channels, maxKeys: throttling.max_counters, reconnectMin: scale.reconnectMin, reconnectMax: scale.reconnectMax, logger });
+        await trafficManager.start();
+        if (metrics !== undefined) trafficManager.register(metrics);
+        health?.register(trafficManager.checker(99));
+        log(`  ${'throttle decisions'.padEnd(18)} ${redacted(url)}: data from ${channels.data}, decisions on ${channels.decisions}${trafficManager.connected ? '' : ' (unreachable: reconnecting)'}`);
+      }
+    }
     // TLS (docs/tls.md): the HTTPS and WSS listeners and the management HTTPS server share the
     // [transport.passthru_https] listener stores; without a key store, the sample key pair (made once).
     const eph = options.ephemeralPorts === true;
@@ -313,7 +335,7 @@ export async function startNode(loaded: LoadResult, options: StartOptions = {}):
       const link: KeyManagerLink = keyManager !== undefined ? keyManagerLink(keyManager) : (remoteLink as KeyManagerLink);
       const blocking = store !== undefined ? await store.listBlockingConditions() : [...(initialBlocking?.values() ?? [])];
       // Cluster workers without a shared counter store each admit 1/N of every limit (docs/scale-out.md).
-      const split = cl !== undefined && cl.workers > 1 && config.throughway.throttling.counter_store !== 'redis';
+      const split = cl !== undefined && cl.workers > 1 && config.throughway.throttling.counter_store === 'memory';
       const counters = split ? { counters: new SplitCounterStore(new MemoryCounterStore(config.throughway.throttling.max_counters, 10_000), cl.workers) } : {};
       gateway = createGateway({ loaded, logger, cwd, keyManager: link, events, throttling: { blocking, ...counters }, observe: gatewayObserver({ logger, ...(metrics !== undefined ? { metrics } : {}) }) });
       const gw = gateway;
@@ -326,10 +348,13 @@ export async function startNode(loaded: LoadResult, options: StartOptions = {}):
         health.register(workerPoolChecker(() => gateway, { order, queueLimit: gw.mediation.pool.settings.maxThreads }));
         if (hasRemoteIssuers(gw)) health.register(jwksChecker(() => gateway, { order }));
         if (gw.throttle.counters instanceof RedisCounterStore) health.register(redisChecker(() => gateway, { order }));
+        if (gw.throttle.counters instanceof DecisionCounterStore) health.register(gw.throttle.counters.checker(order));
       }
       const a = await gateway.listen(options.ephemeralPorts === true ? { port: 0, host: '127.0.0.1' } : {});
       listening.gateway = a.port;
       log(`  ${'gateway HTTP'.padEnd(18)} port ${a.port}`);
+      const ts = gw.throttle.settings;
+      if (gw.throttle.counters instanceof DecisionCounterStore && ts.decisionUrl !== undefined) log(`  ${'throttle decisions'.padEnd(18)} ${redacted(ts.decisionUrl)}: ${ts.dataPublishing ? `data to ${ts.channels.data} every ${ts.syncInterval} ms` : 'no data published'}, ${ts.decisionConnection ? `decisions from ${ts.channels.decisions}` : 'no decisions received'}`);
       const tr = gateway.tracer?.settings;
       if (tr !== undefined) log(`  ${'tracing'.padEnd(18)} ${[tr.logTracer ? 'log' : '', tr.remote ? `Zipkin http://${tr.host}:${tr.port}/api/v2/spans` : ''].filter((x) => x !== '').join(', ')}`);
       if (gateway.analytics !== undefined) log(`  ${'analytics'.padEnd(18)} ${gateway.analytics.describe()}`);

@@ -432,9 +432,9 @@ export interface ApimThrottlingSection {
   readonly enable_unlimited_tier: boolean;
   /** Policies not redeployed at startup. */
   readonly skip_redeploying_policies?: readonly string[];
-  /** Enables the (JMS) connection that retrieves throttle decisions. Default: true. */
+  /** Enables the (JMS) connection that retrieves throttle decisions. throughway: the traffic manager's decisions (counter_store = "traffic-manager") or the shared Redis totals (counter_store = "redis") are read (docs/throttling.md). Default: true. */
   readonly enable_decision_connection: boolean;
-  /** Publish request and throttle data. Default: true. */
+  /** Publish request and throttle data. throughway: this node's counts go to the traffic manager or the shared Redis counters (docs/throttling.md). Default: true. */
   readonly enable_data_publishing: boolean;
   /** Deploy throttling policies. Default: true. */
   readonly enable_policy_deploy: boolean;
@@ -442,7 +442,7 @@ export interface ApimThrottlingSection {
   readonly enable_blacklist_condition: boolean;
   /** Persist traffic manager counter state. Default: false. */
   readonly enable_persistence: boolean;
-  /** JMS connection URLs of the decision channel (sample tcp://<host>:5672). throughway: a redis:// URL here is the event hub when the [apim.event_hub] keys have none (docs/scale-out.md). Accepted; throughway does not act on it. */
+  /** JMS connection URLs of the decision channel (sample tcp://<host>:5672). throughway: its first redis:// URL carries throttle data and decisions with [throughway.throttling] counter_store = "traffic-manager" (docs/throttling.md), and is the event hub when the [apim.event_hub] keys have none (docs/scale-out.md). Accepted; throughway does not act on it. */
   readonly throttle_decision_endpoints?: readonly string[];
   /** Throttling: JMS decision connection */
   readonly jms: ApimThrottlingJmsSection;
@@ -2244,11 +2244,11 @@ export interface ThroughwayScaleSection {
 export interface ThroughwayThrottlingSection {
   /** Throttling policies file (docs/throttling.md), resolved against the configuration's directory. Missing: the built-in defaults (the same as conf/policies.toml). Default: "policies.toml". */
   readonly policies_file: string;
-  /** Where throttle counters live: memory (exact, one process) or redis (shared by every node; counted locally and synchronised in batches). Default: "memory". */
-  readonly counter_store: "memory" | "redis";
+  /** Where throttle counters live: memory (exact, one process), redis (shared by every node; counted locally and synchronised in batches) or traffic-manager (counted locally, counts published to a traffic-manager node that publishes decisions; needs a redis:// URL in [apim.throttling] throttle_decision_endpoints or the event hub keys). Default: "memory". */
+  readonly counter_store: "memory" | "redis" | "traffic-manager";
   /** Redis of the shared counters when counter_store = "redis". Default: "redis://127.0.0.1:6379". */
   readonly redis_url: string;
-  /** How often local counts are sent to Redis and the shared totals read back; it bounds the overshoot across nodes (docs/throttling.md). Default: 100 milliseconds. Loaded as milliseconds. */
+  /** How often local counts are sent to Redis (and the shared totals read back) or to the traffic manager; it bounds the overshoot across nodes (docs/throttling.md). Default: 100 milliseconds. Loaded as milliseconds. */
   readonly sync_interval: number;
   /** Most counters kept in memory; past it idle and then the oldest counters are evicted, so a flood of distinct keys cannot exhaust memory. Default: 100000. */
   readonly max_counters: number;

@@ -37,6 +37,7 @@ import {
 import { check, convert, describe } from './convert';
 import { type EffectivePorts, effectivePorts } from './ports';
 import type { DeploymentConfig } from './deployment-config.generated';
+import { decisionHubUrl } from '../scale/settings';
 
 export interface LoadOptions {
   /** Path of deployment.toml; default `conf/deployment.toml` under the working directory. */
@@ -697,6 +698,17 @@ function merge(into: Record<string, unknown>, from: Record<string, unknown>): vo
   }
 }
 
+/**
+ * `[throughway.throttling] counter_store = "traffic-manager"` publishes counts and receives decisions over
+ * Redis (docs/throttling.md): without a redis:// URL in the keys decisionHubUrl reads, no node could ever
+ * hear another, so the file is refused at the key that asked for it.
+ */
+function checkDecisionHub(loader: Loader): void {
+  const doc = loader.doc as unknown as DeploymentConfig;
+  if (doc.throughway?.throttling?.counter_store !== 'traffic-manager' || decisionHubUrl(doc) !== undefined) return;
+  loader.report('error', 'CONFIG_REQUIRED', ['throughway', 'throttling', 'counter_store'], 'counter_store = "traffic-manager" needs a redis:// URL in [apim.throttling] throttle_decision_endpoints (or [apim.event_hub] event_listening_endpoints / event_duplicate_url): the traffic manager and the gateways meet on that Redis', { expected: 'throttle_decision_endpoints = ["redis://host:6379"]', secret: false });
+}
+
 /** Loads, validates and freezes deployment.toml. Never throws: every problem is a diagnostic. */
 export function loadConfig(options: LoadOptions = {}): LoadResult {
   const fileOption = options.file ?? (options.text === undefined ? path.join('conf', 'deployment.toml') : undefined);
@@ -725,6 +737,7 @@ export function loadConfig(options: LoadOptions = {}): LoadResult {
   // A syntax error drops a line: its keys would be reported missing, which is noise, not news.
   if (!loader.syntaxFailed && ioError === undefined) loader.checkRequired();
   const ports = effectivePorts(loader.doc, (segments, message, expected, code) => loader.report('error', code, segments, message, { expected, secret: false }));
+  if (!loader.syntaxFailed && ioError === undefined) checkDecisionHub(loader);
   const diagnostics = sortDiagnostics(loader.diagnostics);
   return deepFreeze({
     ok: !diagnostics.some((d) => d.level === 'error'),

@@ -24,7 +24,8 @@ export interface RoleParts {
 
 /**
  * spec 000, part 1.1. `traffic-manager` owns throttling policies and blocking conditions: the store-backed
- * half of the key manager serves and publishes them (admin API, events), without a gateway.
+ * half of the key manager serves and publishes them (admin API, events), without a gateway; lib/node.ts
+ * adds its throttle decision service (lib/scale/traffic-manager.ts).
  */
 export const ROLE_PARTS: Readonly<Record<ServerRole, RoleParts>> = Object.freeze({
   default: { gateway: true, keyManager: true, notBuilt: false },
@@ -70,6 +71,20 @@ export interface ScaleSettings {
 }
 
 const isRedis = (u: string): boolean => /^rediss?:\/\//i.test(u.trim());
+
+const redisIn = (list: unknown): string | undefined => (Array.isArray(list) ? (list as unknown[]).find((u): u is string => typeof u === 'string' && isRedis(u))?.trim() : undefined);
+
+/**
+ * The Redis of throttle data and decisions (`[throughway.throttling] counter_store = "traffic-manager"`,
+ * lib/throttle/decisions.ts): the first redis:// URL of `[apim.throttling] throttle_decision_endpoints`
+ * (the spec's decision connection), else of the event hub keys in the order above. Not switched off by
+ * `[apim.event_hub] enable = false`: decisions are their own channel. Reads the loaded document
+ * defensively: the configuration check calls it on a file that may have type errors elsewhere.
+ */
+export function decisionHubUrl(c: DeploymentConfig): string | undefined {
+  const hub = c.apim?.event_hub;
+  return redisIn(c.apim?.throttling?.throttle_decision_endpoints) ?? redisIn(hub?.event_listening_endpoints) ?? redisIn(hub?.event_duplicate_url);
+}
 
 export function scaleSettingsFrom(c: DeploymentConfig): ScaleSettings {
   const hub = c.apim.event_hub;

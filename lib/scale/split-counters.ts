@@ -22,8 +22,8 @@ export class SplitCounterStore implements CounterStore {
     return this.inner.peek(key, windowMs, now) * this.workers;
   }
 
-  add(key: string, cost: number, windowMs: number, now: number): number {
-    return this.inner.add(key, cost, windowMs, now) * this.workers;
+  add(key: string, cost: number, windowMs: number, now: number, limit?: number): number {
+    return this.inner.add(key, cost, windowMs, now, limit) * this.workers;
   }
 
   close(): Promise<void> {

@@ -16,8 +16,12 @@
 export interface CounterStore {
   /** The count of `key` in the window containing `now` (0 for none). */
   peek(key: string, windowMs: number, now: number): number;
-  /** Adds `cost` to `key` in the window containing `now`; returns the new count. */
-  add(key: string, cost: number, windowMs: number, now: number): number;
+  /**
+   * Adds `cost` to `key` in the window containing `now`; returns the new count. `limit` is the limit the
+   * engine applies to the key: a store that reports counts to a traffic manager sends it along
+   * (decisions.ts); the others ignore it.
+   */
+  add(key: string, cost: number, windowMs: number, now: number, limit?: number): number;
   /** Counters held in memory now. */
   readonly size: number;
   close(): Promise<void>;

@@ -336,7 +336,8 @@ export class ThrottleEngine {
     }
     for (let i = 0; i < n; i++) {
       const cost = this.costs[i] as number;
-      if (cost > 0) store.add(this.keys[i] as string, cost, (this.quotas[i] as Quota).windowMs, now);
+      const q = this.quotas[i] as Quota;
+      if (cost > 0) store.add(this.keys[i] as string, cost, q.windowMs, now, q.limit);
     }
     return v;
   }

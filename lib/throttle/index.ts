@@ -9,6 +9,7 @@ import { MemoryCounterStore, type CounterStore } from './counters';
 import { ThrottleEngine } from './engine';
 import { formatPolicyDiagnostic, loadPolicies, policyNames, type Policies, type PolicyDiagnostic, type PolicyNames } from './policies';
 import { RedisCounterStore } from './redis';
+import { DecisionCounterStore } from './decisions';
 import type { ThrottleSettings } from './settings';
 
 export interface Throttle {
@@ -63,6 +64,23 @@ function logDiagnostics(logger: Logger, list: readonly PolicyDiagnostic[]): void
   }
 }
 
+/** The store `[throughway.throttling] counter_store` names (docs/throttling.md, "Counting"). */
+function counterStoreOf(settings: ThrottleSettings, logger: Logger, now: () => number): CounterStore {
+  switch (settings.counterStore) {
+    case 'redis':
+      return new RedisCounterStore({ url: settings.redisUrl, syncInterval: settings.syncInterval, maxCounters: settings.maxCounters, publish: settings.dataPublishing, read: settings.decisionConnection, persistence: settings.persistence, logger, clock: now });
+    case 'traffic-manager': {
+      // The configuration check refuses this store without a redis:// URL (lib/config/load.ts); an
+      // embedder's settings without one count locally.
+      const url = settings.decisionUrl;
+      const link = url === undefined ? undefined : { url, channels: settings.channels, publish: settings.dataPublishing, subscribe: settings.decisionConnection, syncInterval: settings.syncInterval, logger };
+      return new DecisionCounterStore({ maxCounters: settings.maxCounters, clock: now, ...(link !== undefined ? { link } : {}) });
+    }
+    default:
+      return new MemoryCounterStore(settings.maxCounters, 10_000, now);
+  }
+}
+
 /** Loads the policies (throws ThrottleConfigError when the file is invalid) and builds the engine. */
 export function createThrottle(options: ThrottleOptions): Throttle {
   const { settings, logger } = options;
@@ -82,11 +100,7 @@ export function createThrottle(options: ThrottleOptions): Throttle {
   };
   fillNames(policies);
   const now = options.now ?? Date.now;
-  const counters =
-    options.counters ??
-    (settings.counterStore === 'redis'
-      ? new RedisCounterStore({ url: settings.redisUrl, syncInterval: settings.syncInterval, maxCounters: settings.maxCounters, publish: settings.dataPublishing, read: settings.decisionConnection, persistence: settings.persistence, logger, clock: now })
-      : new MemoryCounterStore(settings.maxCounters, 10_000, now));
+  const counters = options.counters ?? counterStoreOf(settings, logger, now);
   const blocking = new BlockingConditions();
   if (options.blocking !== undefined) blocking.replace(options.blocking);
   const engine = new ThrottleEngine({

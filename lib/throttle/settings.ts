@@ -4,12 +4,18 @@
  */
 import * as path from 'node:path';
 import type { DeploymentConfig } from '../config/types';
+import { decisionHubUrl } from '../scale/settings';
+import { throttleChannels } from './decisions';
 
 export interface ThrottleSettings {
   /** [throughway.throttling] policies_file, resolved against the configuration's directory. */
   readonly policiesFile: string;
-  readonly counterStore: 'memory' | 'redis';
+  readonly counterStore: CounterStoreKind;
   readonly redisUrl: string;
+  /** counter_store = "traffic-manager": the decision hub's Redis (lib/scale/settings.ts decisionHubUrl). */
+  readonly decisionUrl: string | undefined;
+  /** The throttle data and decision channels under [throughway.scale] channel. */
+  readonly channels: { readonly data: string; readonly decisions: string };
   /** ms between two batches to Redis. */
   readonly syncInterval: number;
   readonly maxCounters: number;
@@ -21,21 +27,25 @@ export interface ThrottleSettings {
   readonly claimConditions: boolean;
   /** [apim.throttling] enable_blacklist_condition. */
   readonly blockingEnabled: boolean;
-  /** [apim.throttling] enable_data_publishing: this node's counts are sent to the shared store. */
+  /** [apim.throttling] enable_data_publishing: this node's counts are sent to the shared store (or the traffic manager). */
   readonly dataPublishing: boolean;
-  /** [apim.throttling] enable_decision_connection: the other nodes' counts are read back into decisions. */
+  /** [apim.throttling] enable_decision_connection: the other nodes' counts (or the traffic manager's decisions) are read back. */
   readonly decisionConnection: boolean;
   /** [apim.throttling] enable_persistence: shared counters outlive their window by one window (restarts resume). */
   readonly persistence: boolean;
 }
+
+export type CounterStoreKind = 'memory' | 'redis' | 'traffic-manager';
 
 export function throttleSettingsFrom(c: DeploymentConfig, dir: string): ThrottleSettings {
   const a = c.apim.throttling;
   const t = c.throughway.throttling;
   return Object.freeze({
     policiesFile: path.resolve(dir, t.policies_file),
-    counterStore: t.counter_store as 'memory' | 'redis',
+    counterStore: t.counter_store as CounterStoreKind,
     redisUrl: t.redis_url,
+    decisionUrl: decisionHubUrl(c),
+    channels: throttleChannels(c.throughway.scale.channel),
     syncInterval: t.sync_interval,
     maxCounters: t.max_counters,
     enableUnlimitedTier: a.enable_unlimited_tier,

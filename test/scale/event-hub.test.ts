@@ -16,7 +16,7 @@ import * as fs from 'node:fs';
 import { Redis } from 'ioredis';
 import t from 'tap';
 import { echoBackend, until } from '../gateway/helpers';
-import { ADMIN, REDIS_SERVER, baseOffset, http, nodeToml, ownRedis, redisReachable, securedApi, spawnNode, spawnStarted, started, tcpProxy, type Proc } from './helpers';
+import { ADMIN, REDIS_SERVER, baseOffset, http, nodeToml, ownRedis, ownRedisOrSkip, redisReachable, securedApi, spawnNode, spawnStarted, started, tcpProxy, type Proc } from './helpers';
 
 const REDIS = process.env.THROUGHWAY_TEST_REDIS_URL;
 
@@ -121,12 +121,8 @@ t.test('two gateway-workers follow one key manager over Redis', async (t) => {
 });
 
 t.test('Redis restarted mid-way: the gateway keeps serving and converges', async (t) => {
-  if (!fs.existsSync(REDIS_SERVER)) {
-    t.skip(`${REDIS_SERVER} not installed: cannot start a private Redis to stop and restart`, () => undefined);
-    return;
-  }
-  const own = await ownRedis();
-  t.teardown(() => own.stop());
+  const own = await ownRedisOrSkip(t);
+  if (own === undefined) return;
   const channel = `tw-test-restart-${process.pid}`;
   const backend = await echoBackend();
   t.teardown(() => backend.close());

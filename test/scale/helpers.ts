@@ -106,6 +106,17 @@ export async function ownRedis(): Promise<OwnRedis> {
   return r;
 }
 
+/** A private redis-server (ownRedis, stopped at teardown), or undefined after a skip with the reason printed. */
+export async function ownRedisOrSkip(t: { skip(msg: string, fn: () => void): unknown; teardown(fn: () => unknown): void }): Promise<OwnRedis | undefined> {
+  if (!fs.existsSync(REDIS_SERVER)) {
+    t.skip(`${REDIS_SERVER} not installed: cannot start a private Redis to stop and restart`, () => undefined);
+    return undefined;
+  }
+  const own = await ownRedis();
+  t.teardown(() => own.stop());
+  return own;
+}
+
 export async function redisReachable(url: string | undefined): Promise<boolean> {
   if (url === undefined) return false;
   const u = new URL(url);

@@ -535,13 +535,13 @@ export const DOC000_SECTIONS: readonly SectionDef[] = [
       { key: 'enable_query_param_based_throttling', type: 's', boolString: true, default: false, meaning: 'Allows query-parameter-condition policies.' },
       { key: 'enable_unlimited_tier', type: 's', boolString: true, default: true, meaning: 'false disables the unlimited tier.' },
       { key: 'skip_redeploying_policies', type: 's', format: 'list', meaning: 'Policies not redeployed at startup.' },
-      { key: 'enable_decision_connection', type: 'b', default: true, meaning: 'Enables the (JMS) connection that retrieves throttle decisions.' },
-      { key: 'enable_data_publishing', type: 'b', default: true, meaning: 'Publish request and throttle data.' },
+      { key: 'enable_decision_connection', type: 'b', default: true, meaning: 'Enables the (JMS) connection that retrieves throttle decisions. throughway: the traffic manager\'s decisions (counter_store = "traffic-manager") or the shared Redis totals (counter_store = "redis") are read (docs/throttling.md).' },
+      { key: 'enable_data_publishing', type: 'b', default: true, meaning: 'Publish request and throttle data. throughway: this node\'s counts go to the traffic manager or the shared Redis counters (docs/throttling.md).' },
       { key: 'enable_policy_deploy', type: 'b', default: true, meaning: 'Deploy throttling policies.' },
       { key: 'enable_blacklist_condition', type: 'b', default: true, meaning: 'Apply blocking conditions from the admin portal.' },
       { key: 'enable_persistence', type: 'b', default: false, meaning: 'Persist traffic manager counter state.' },
       // inactive: its requirement is not enforced (files without it start); read by lib/scale only as the hub URL of last resort.
-      { key: 'throttle_decision_endpoints', type: 'a', required: true, inactive: true, meaning: 'JMS connection URLs of the decision channel (sample tcp://<host>:5672). throughway: a redis:// URL here is the event hub when the [apim.event_hub] keys have none (docs/scale-out.md).' },
+      { key: 'throttle_decision_endpoints', type: 'a', required: true, inactive: true, meaning: 'JMS connection URLs of the decision channel (sample tcp://<host>:5672). throughway: its first redis:// URL carries throttle data and decisions with [throughway.throttling] counter_store = "traffic-manager" (docs/throttling.md), and is the event hub when the [apim.event_hub] keys have none (docs/scale-out.md).' },
     ],
   },
   {

@@ -100,9 +100,9 @@ export const THROUGHWAY_SECTIONS: readonly SectionDef[] = [
     runs: true,
     keys: [
       { key: 'policies_file', type: 's', format: 'path', default: 'policies.toml', meaning: 'Throttling policies file (docs/throttling.md), resolved against the configuration\'s directory. Missing: the built-in defaults (the same as conf/policies.toml).' },
-      { key: 'counter_store', type: 's', default: 'memory', allowed: ['memory', 'redis'], meaning: 'Where throttle counters live: memory (exact, one process) or redis (shared by every node; counted locally and synchronised in batches).' },
+      { key: 'counter_store', type: 's', default: 'memory', allowed: ['memory', 'redis', 'traffic-manager'], meaning: 'Where throttle counters live: memory (exact, one process), redis (shared by every node; counted locally and synchronised in batches) or traffic-manager (counted locally, counts published to a traffic-manager node that publishes decisions; needs a redis:// URL in [apim.throttling] throttle_decision_endpoints or the event hub keys).' },
       { key: 'redis_url', type: 's', format: 'url', default: 'redis://127.0.0.1:6379', meaning: 'Redis of the shared counters when counter_store = "redis".' },
-      { key: 'sync_interval', type: 's', format: 'duration', unit: 'ms', default: 100, min: 10, meaning: 'How often local counts are sent to Redis and the shared totals read back; it bounds the overshoot across nodes (docs/throttling.md).' },
+      { key: 'sync_interval', type: 's', format: 'duration', unit: 'ms', default: 100, min: 10, meaning: 'How often local counts are sent to Redis (and the shared totals read back) or to the traffic manager; it bounds the overshoot across nodes (docs/throttling.md).' },
       { key: 'max_counters', type: 'i', default: 100000, min: 100, meaning: 'Most counters kept in memory; past it idle and then the oldest counters are evicted, so a flood of distinct keys cannot exhaust memory.' },
     ],
   },
