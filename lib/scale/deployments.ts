@@ -31,6 +31,7 @@ import * as toml from 'toml';
 import type { ApiDeploymentPayload, EventBus } from '../events/bus';
 import { API_FIELDS, labelsMatch } from '../gateway/apis';
 import { DebouncedWatch, listApiFiles } from '../gateway/deploy';
+import { syntaxDiagnostic } from '../gateway/diagnostics';
 import type { Gateway } from '../gateway';
 import type { Logger } from '../observability/log';
 import { DEFAULT_POLICIES_TOML, formatPolicyDiagnostic, parsePolicies, type PolicyOptions } from '../throttle/policies';
@@ -62,8 +63,8 @@ export function apiLabels(text: string): { readonly labels: readonly string[] } 
   try {
     raw = toml.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
   } catch (err) {
-    const e = err as { line?: number; message: string };
-    return { error: `not TOML${e.line !== undefined ? ` (line ${e.line})` : ''}: ${e.message}` };
+    const d = syntaxDiagnostic(err, '', text);
+    return { error: `line ${d.line}: ${d.message}` };
   }
   const labels = (raw as Record<string, unknown>).labels;
   if (labels === undefined) return { labels: DEFAULT_LABELS };
