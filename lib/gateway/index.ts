@@ -452,7 +452,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     },
     reload(o) {
       if (o?.apis !== undefined) {
-        if (files !== undefined) throw new GatewayOptionsError('reload({ apis }): this gateway reads its APIs from files; create it with `apis` to deploy definitions in code');
+        if (files !== undefined) throw new GatewayOptionsError(`reload({ apis }): this gateway reads its APIs from ${directory !== undefined ? 'the apis/ directory' : 'API texts (reload({ apiTexts }))'}; create it with \`apis\` to deploy definitions in code`);
         codeApis = o.apis;
       }
       if (o?.apiTexts !== undefined) {
