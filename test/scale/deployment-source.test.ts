@@ -7,7 +7,8 @@
  *    policies file with errors not served;
  *  - GET /admin/v1/deployments: super admin only (401), `?labels=A,B`, absent where not wired (404);
  *  - DeploymentFollower + a gateway created with `apiTexts`: events deploy, change and undeploy, a policies
- *    text applies, other labels are not deployed, diagnostics name the pulled file and line.
+ *    text applies, other labels are not deployed, diagnostics name the pulled file and line;
+ *  - RedisEventHub.resync: the pulled deployments' differences become events (policies first).
  */
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
@@ -195,4 +196,34 @@ t.test('DeploymentFollower: events deploy, change and undeploy on a gateway crea
   await settle();
   t.equal(gw.throttle.source, 'http://cp:9763/policies (default tiers)');
   t.same([await status('/p/1.0.0/x'), await status('/p/1.0.0/x'), await status('/p/1.0.0/x'), await status('/p/1.0.0/x')], [200, 200, 200, 429], 'the new policy is enforced');
+});
+
+t.test('the hub resync turns differences of the pulled deployments into events', async (t) => {
+  const { RedisEventHub } = await import('../../lib/scale/event-hub');
+  const bus = createEventBus();
+  const seen: AnyEvent[] = [];
+  bus.subscribe((e) => seen.push(e));
+  const a = { file: 'a.toml', text: 'A', labels: ['Edge'], revision: 'ra' };
+  const b = { file: 'b.toml', text: 'B', labels: ['Edge'], revision: 'rb' };
+  const b2 = { ...b, text: 'B2', revision: 'rb2' };
+  const c = { file: 'c.toml', text: 'C', labels: ['Edge'], revision: 'rc' };
+  const base = { applications: [], subscriptions: [], revoked: [], blocking: [] };
+  let next = { ...base, deployments: { apis: [b2, c], policies: { file: 'p.toml', text: 'P2', revision: 'rp2' } } };
+  // Neither publishing nor subscribing: no Redis connection, only the difference logic.
+  const hub = new RedisEventHub({ url: 'redis://127.0.0.1:1', channel: 'x', bus, publish: false, subscribe: false, waitingTime: 0, reconnectMin: 10, reconnectMax: 10, logger: createLogger('silent'), resync: async () => next });
+  t.teardown(() => hub.close());
+  hub.remember({ ...base, deployments: { apis: [a, b], policies: { file: 'p.toml', text: 'P', revision: 'rp' } } });
+  await hub.resync();
+  const names = (): string[] =>
+    seen.flatMap((e) => (e.name === 'api.deployed' || e.name === 'api.undeployed' ? [`${e.name} ${e.payload.file}`] : e.name === 'policies.updated' ? [`${e.name} ${e.payload.revision}`] : []));
+  t.same(names(), ['policies.updated rp2', 'api.undeployed a.toml', 'api.deployed b.toml', 'api.deployed c.toml'], 'policies first, then what went, then what differs');
+  seen.length = 0;
+  await hub.resync();
+  t.same(names(), [], 'the same snapshot again: nothing');
+  // Events followed in between are the new base.
+  bus.publish('api.undeployed', { file: 'c.toml', labels: ['Edge'] });
+  seen.length = 0;
+  next = { ...base, deployments: { apis: [b2], policies: { file: 'p.toml', text: 'P2', revision: 'rp2' } } };
+  await hub.resync();
+  t.same(names(), [], 'an undeploy already followed is not repeated');
 });
