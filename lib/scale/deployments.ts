@@ -112,8 +112,11 @@ export class DeploymentSource {
 
   private watch(): void {
     if (this.o.watch === false) return;
-    if (!this.apisWatch.start(() => this.refresh())) this.o.logger.log('warn', 'deployment_dir_not_watched', { dir: this.o.apisDir, message: 'API files served to gateway-workers are re-read on SIGHUP only (the directory cannot be watched)' });
     this.policiesWatch.start(() => this.refreshPolicies(true));
+    if (this.apisWatch.watching || this.apisWatch.start(() => this.refresh())) return;
+    // No apis/ at all is common on a node that serves no APIs: said quietly; SIGHUP looks again.
+    const missing = !fs.existsSync(this.o.apisDir);
+    this.o.logger.log(missing ? 'info' : 'warn', 'deployment_dir_not_watched', { dir: this.o.apisDir, message: `API files served to gateway-workers are re-read on SIGHUP only (${missing ? 'no such directory' : 'the directory cannot be watched'})` });
   }
 
   /** Re-reads both (SIGHUP; also the watch), publishing what changed when `publish`. */
