@@ -7,6 +7,9 @@
  * names. Roles (docs/scale-out.md, lib/scale/settings.ts ROLE_PARTS): `default` runs both; `api-key-manager`
  * and `traffic-manager` the key manager and store only; `gateway-worker` the gateway only, linked to the
  * control plane over HTTP ([apim.key_manager] service_url) and, with a redis:// event hub, its events.
+ * API deployments (lib/scale/deployments.ts): a node with the key manager part serves its apis/ and
+ * policies file to gateway-workers (GET /admin/v1/deployments, api.* and policies.updated events); a
+ * gateway-worker deploys those, for its gateway_labels, instead of its own apis/ and policies file.
  * The key manager's events reach the gateway through `events` (and Redis across nodes). With TLS
  * (docs/tls.md): the management HTTPS port (9443), the gateway HTTPS listener (8243) and, when enabled,
  * WS (9099) and WSS (8099), from the [transport.passthru_https] listener stores or the sample key pair.
@@ -56,7 +59,7 @@ import type { BlockingCondition } from './throttle/blocking';
 import { DeploymentFollower, DeploymentSource } from './scale/deployments';
 import { gatewaySettingsFrom } from './gateway/settings';
 import { listApiFiles } from './gateway/deploy';
-import { throttleSettingsFrom } from './throttle/settings';
+import { policyOptionsOf, throttleSettingsFrom } from './throttle/settings';
 
 export interface RunningNode {
   /** The gateway, when this role runs one. */
@@ -316,7 +319,7 @@ export async function startNode(loaded: LoadResult, options: StartOptions = {}):
     deploymentSource = new DeploymentSource({
       apisDir: gatewaySettingsFrom(config, loaded.dir, ports).apisDir,
       policiesFile: throttleSettings.policiesFile,
-      policyOptions: { enableUnlimitedTier: throttleSettings.enableUnlimitedTier, headerConditions: throttleSettings.headerConditions, queryConditions: throttleSettings.queryConditions, claimConditions: throttleSettings.claimConditions },
+      policyOptions: policyOptionsOf(throttleSettings),
       bus: events,
       logger,
     });

@@ -9,7 +9,7 @@ import { MemoryCounterStore, type CounterStore } from './counters';
 import { ThrottleEngine } from './engine';
 import { formatPolicyDiagnostic, loadPolicies, parsePolicies, policyNames, type Policies, type PoliciesResult, type PolicyDiagnostic, type PolicyNames } from './policies';
 import { RedisCounterStore } from './redis';
-import type { ThrottleSettings } from './settings';
+import { policyOptionsOf, type ThrottleSettings } from './settings';
 
 export interface Throttle {
   readonly engine: ThrottleEngine;
@@ -76,7 +76,7 @@ function logDiagnostics(logger: Logger, list: readonly PolicyDiagnostic[]): void
 /** Loads the policies (throws ThrottleConfigError when the file is invalid) and builds the engine. */
 export function createThrottle(options: ThrottleOptions): Throttle {
   const { settings, logger } = options;
-  const policyOptions = { enableUnlimitedTier: settings.enableUnlimitedTier, headerConditions: settings.headerConditions, queryConditions: settings.queryConditions, claimConditions: settings.claimConditions };
+  const policyOptions = policyOptionsOf(settings);
   let source = options.policies?.source ?? settings.policiesFile;
   const first = options.policies !== undefined ? parsePolicies(options.policies.text, options.policies.source, policyOptions) : loadPolicies(settings.policiesFile, policyOptions);
   logDiagnostics(logger, first.diagnostics);
