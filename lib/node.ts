@@ -9,6 +9,9 @@
  * service (lib/scale/traffic-manager.ts; so does a `default` node whose counter_store is
  * "traffic-manager"); `gateway-worker` the gateway only, linked to the control plane over HTTP
  * ([apim.key_manager] service_url) and, with a redis:// event hub, its events.
+ * API deployments (lib/scale/deployments.ts): a node with the key manager part serves its apis/ and
+ * policies file to gateway-workers (GET /admin/v1/deployments, api.* and policies.updated events); a
+ * gateway-worker deploys those, for its gateway_labels, instead of its own apis/ and policies file.
  * The key manager's events reach the gateway through `events` (and Redis across nodes). With TLS
  * (docs/tls.md): the management HTTPS port (9443), the gateway HTTPS listener (8243) and, when enabled,
  * WS (9099) and WSS (8099), from the [transport.passthru_https] listener stores or the sample key pair.
@@ -47,6 +50,7 @@ import { listenerTlsSettings, reloadCertificates, serverOptions, watchCertificat
 import { ensureSampleKeystore } from './tls/sample';
 import type * as tls from 'node:tls';
 import * as http from 'node:http';
+import * as path from 'node:path';
 import { scaleSettingsFrom } from './scale/settings';
 import { ControlPlane, type FullSnapshot } from './scale/control-plane';
 import { RedisEventHub } from './scale/event-hub';
@@ -57,6 +61,10 @@ import { decisionHubUrl } from './scale/settings';
 import { TrafficManager } from './scale/traffic-manager';
 import { DecisionCounterStore, redacted, throttleChannels } from './throttle/decisions';
 import type { BlockingCondition } from './throttle/blocking';
+import { DeploymentFollower, DeploymentSource } from './scale/deployments';
+import { gatewaySettingsFrom } from './gateway/settings';
+import { listApiFiles } from './gateway/deploy';
+import { policyOptionsOf, throttleSettingsFrom } from './throttle/settings';
 
 export interface RunningNode {
   /** The gateway, when this role runs one. */
@@ -147,6 +155,10 @@ export async function startNode(loaded: LoadResult, options: StartOptions = {}):
   let remoteLink: KeyManagerLink | undefined;
   let first: FullSnapshot | undefined;
   let initialBlocking: Map<string, BlockingCondition> | undefined;
+  /** Control plane: the apis/ and policies file served to gateway-workers. */
+  let deploymentSource: DeploymentSource | undefined;
+  /** gateway-worker: the APIs and policies pulled from the control plane, kept current by its events. */
+  let follower: DeploymentFollower | undefined;
   let stopCollecting = (): void => undefined;
   let opsServer: http.Server | undefined;
   const events = cl?.events ?? createEventBus((err, event) => logger.log('error', 'event_subscriber_failed', { event: event.name, message: (err as Error).message }));
@@ -158,6 +170,8 @@ export async function startNode(loaded: LoadResult, options: StartOptions = {}):
     // Twice (a second signal during shutdown) waits for the same shutdown.
     closing ??= (async () => {
       stopWatching();
+      deploymentSource?.close();
+      follower?.close();
       process.removeListener('SIGHUP', onHup);
       health?.shuttingDown();
       logger.log('info', 'shutdown_started', { inFlight: gateway?.transport.connections().inFlight ?? 0, timeoutMs: config.throughway.shutdown_timeout });
@@ -185,7 +199,20 @@ export async function startNode(loaded: LoadResult, options: StartOptions = {}):
       current = r.loaded;
       log(`reloaded configuration${r.applied.length > 0 ? `: applied ${r.applied.join(', ')}` : ''}${r.restartNeeded.length > 0 ? `; at the next start: ${r.restartNeeded.join(', ')}` : ''}`);
     }
-    if (gateway !== undefined) {
+    if (deploymentSource !== undefined) {
+      // What gateway-workers deploy: changes are published as events (lib/scale/deployments.ts).
+      deploymentSource.refresh();
+      const d = deploymentSource.snapshot();
+      log(`reloaded deployments served to gateway-workers: ${d.apis.length} API file(s)${d.policies !== null ? ', policies' : ''}`);
+    }
+    if (gateway !== undefined && follower !== undefined) {
+      // A gateway-worker's APIs and policies are its control plane's: pulled again, applied when they arrive.
+      const f = follower;
+      const cp = controlPlane as ControlPlane;
+      const pulled = hub !== undefined ? hub.resync() : cp.pull().then((s) => f.replace(s.deployments ?? { apis: [], policies: null }));
+      pulled.catch((err: unknown) => logger.log('error', 'control_plane_pull_failed', { message: (err as Error).message }));
+      log(`pulling APIs and throttling policies from the control plane ${f.origin} again`);
+    } else if (gateway !== undefined) {
       // The policies before the APIs: an API file may name a policy the new file defines.
       const p = gateway.throttle.reload();
       if (p.ok) log(`reloaded throttling policies from ${gateway.throttle.settings.policiesFile}`);
@@ -225,9 +252,15 @@ export async function startNode(loaded: LoadResult, options: StartOptions = {}):
       log(`  warning: ${msg}`);
     }
     // A cluster worker whose primary runs the key manager hears its events over IPC instead.
+    // A gateway-worker (not a cluster worker of a control plane node, which shares its primary's apis/)
+    // deploys the control plane's API files with its gateway_labels, and its policies (docs/scale-out.md).
+    const pullsDeployments = !scale.parts.keyManager && scale.parts.gateway && cl?.controlPlane === undefined;
+    const gatewayLabels = config.apim.sync_runtime_artifacts.gateway.gateway_labels;
+    const newControlPlane = (): ControlPlane =>
+      new ControlPlane({ url: scale.controlPlane, user: scale.controlPlaneUser, password: scale.controlPlanePassword, retry: scale.retry, logger, ...(pullsDeployments ? { deployments: { labels: gatewayLabels } } : {}) });
     if (scale.redisUrl !== undefined && (scale.parts.keyManager || scale.parts.gateway) && cl?.controlPlane === undefined) {
       const gatewayOnly = !scale.parts.keyManager;
-      const cp = gatewayOnly ? new ControlPlane({ url: scale.controlPlane, user: scale.controlPlaneUser, password: scale.controlPlanePassword, retry: scale.retry, logger }) : undefined;
+      const cp = gatewayOnly ? newControlPlane() : undefined;
       hub = new RedisEventHub({ url: scale.redisUrl, channel: scale.channel, bus: events, publish: !gatewayOnly, subscribe: gatewayOnly, waitingTime: scale.eventWaitingTime, reconnectMin: scale.reconnectMin, reconnectMax: scale.reconnectMax, logger, ...(cp !== undefined ? { resync: () => cp.pull() } : {}) });
       // Subscribed before the first snapshot is pulled, so nothing published in between is lost.
       await hub.start();
@@ -237,9 +270,21 @@ export async function startNode(loaded: LoadResult, options: StartOptions = {}):
     }
     if (!scale.parts.keyManager) {
       // gateway-worker: no store, no key manager; keys, snapshot and blocking conditions from the control plane.
-      controlPlane ??= new ControlPlane({ url: scale.controlPlane, user: scale.controlPlaneUser, password: scale.controlPlanePassword, retry: scale.retry, logger });
+      controlPlane ??= newControlPlane();
       await controlPlane.start();
       first = await controlPlane.pull();
+      if (pullsDeployments) {
+        // Subscribed now: events arriving before the gateway exists update what it will start with.
+        follower = new DeploymentFollower(scale.controlPlane, gatewayLabels, first.deployments ?? { apis: [], policies: null }, events, logger);
+        const d = first.deployments;
+        log(`  ${'deployments'.padEnd(18)} ${d?.apis.length ?? 0} API file(s) with gateway_labels ${JSON.stringify(gatewayLabels)}, ${d?.policies != null ? `throttling policies ${follower.policiesSource}` : 'no throttling policies (the control plane serves none: this node reads its own policies file)'}`);
+        const local = listApiFiles(gatewaySettingsFrom(config, loaded.dir, ports).apisDir) ?? [];
+        if (local.length > 0) {
+          const msg = `${local.length} API file(s) in ${path.dirname(local[0] as string)} are not used: a gateway-worker deploys the APIs of its control plane ${scale.controlPlane} (docs/scale-out.md)`;
+          logger.log('warn', 'apis_dir_not_used', { dir: path.dirname(local[0] as string), files: local.length, message: msg });
+          log(`  note: ${msg}`);
+        }
+      }
       // Blocking conditions added or removed before the gateway (which follows the bus) exists.
       const initial = new Map<string, BlockingCondition>(first.blocking.map((b) => [b.id, b]));
       stopCollecting = events.subscribe((e) => {
@@ -277,6 +322,16 @@ export async function startNode(loaded: LoadResult, options: StartOptions = {}):
       health?.register(backendPoolChecker(() => gateway?.transport, { order: opsConfig.backend_pool_checker_order, limitPercentage: opsConfig.backend_pool_usage_limit_percentage }));
     }
     if (scale.parts.keyManager) {
+    // What gateway-workers deploy: this node's apis/ and policies file (read even when it runs no gateway).
+    const throttleSettings = throttleSettingsFrom(config, loaded.dir);
+    deploymentSource = new DeploymentSource({
+      apisDir: gatewaySettingsFrom(config, loaded.dir, ports).apisDir,
+      policiesFile: throttleSettings.policiesFile,
+      policyOptions: policyOptionsOf(throttleSettings),
+      bus: events,
+      logger,
+    });
+    const source = deploymentSource;
     store = await openStore(config, cwd, (m, i, n) => log(`  ${'store migration'.padEnd(18)} ${i}/${n}: version ${m.version}, ${m.description}`));
     if (health !== undefined) {
       const checkers = hc.health_checker;
@@ -292,6 +347,7 @@ export async function startNode(loaded: LoadResult, options: StartOptions = {}):
       bus: events,
       logger,
       ops,
+      deployments: (labels) => source.snapshot(labels),
       apiScopes: () => (gateway?.states() ?? []).flatMap((s) => (s.api?.resources ?? []).flatMap((r) => r.scopes)),
     });
     const km = options.ephemeralPorts === true ? await keyManager.listen(0, '127.0.0.1') : await keyManager.listen();
@@ -337,8 +393,11 @@ export async function startNode(loaded: LoadResult, options: StartOptions = {}):
       // Cluster workers without a shared counter store each admit 1/N of every limit (docs/scale-out.md).
       const split = cl !== undefined && cl.workers > 1 && config.throughway.throttling.counter_store === 'memory';
       const counters = split ? { counters: new SplitCounterStore(new MemoryCounterStore(config.throughway.throttling.max_counters, 10_000), cl.workers) } : {};
-      gateway = createGateway({ loaded, logger, cwd, keyManager: link, events, throttling: { blocking, ...counters }, observe: gatewayObserver({ logger, ...(metrics !== undefined ? { metrics } : {}) }) });
+      const pulled = follower?.policiesText();
+      const fromControlPlane = follower !== undefined ? { apiTexts: { origin: `the control plane ${follower.origin}`, entries: follower.entries() } } : {};
+      gateway = createGateway({ loaded, logger, cwd, keyManager: link, events, ...fromControlPlane, throttling: { blocking, ...counters, ...(pulled !== undefined ? { policies: pulled } : {}) }, observe: gatewayObserver({ logger, ...(metrics !== undefined ? { metrics } : {}) }) });
       const gw = gateway;
+      follower?.attach(gw);
       stopCollecting();
       metrics?.attach({ transport: gw.transport, apiOf: (url) => gw.apiOf(url) });
       if (metrics !== undefined) registerComponentMetrics(metrics, () => gateway);
@@ -407,7 +466,7 @@ export async function startNode(loaded: LoadResult, options: StartOptions = {}):
   if (gateway !== undefined) {
     const deployed = gateway.deployed();
     const states = gateway.states();
-    log(`APIs: ${deployed.length} deployed from ${gateway.settings.apisDir}${states.length > deployed.length ? `, ${states.length - deployed.length} not deployed (see the log, or \`throughway apis list\`)` : ''}`);
+    log(`APIs: ${deployed.length} deployed from ${gateway.apiSource}${states.length > deployed.length ? `, ${states.length - deployed.length} not deployed (see the log, or \`throughway apis list\`)` : ''}`);
     const base = `http://${config.server.hostname}:${ports.passthruHttp}`;
     const tries: string[] = [];
     for (const s of states) {

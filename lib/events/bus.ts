@@ -47,6 +47,26 @@ export interface EventPayloads {
   /** A blocking condition was added: calls it matches get 900805 (docs/throttling.md). */
   'blocking.added': { readonly condition: BlockingCondition };
   'blocking.removed': { readonly condition: BlockingCondition };
+  /**
+   * An API definition file in the control plane's apis/ directory was added or changed (issue 10:
+   * "API deploy/undeploy"): its whole text, so a gateway-worker needs no second call to deploy it.
+   */
+  'api.deployed': ApiDeploymentPayload;
+  /** It was removed (or no longer parses, never having parsed: see docs/scale-out.md). */
+  'api.undeployed': { readonly file: string; readonly labels: readonly string[] };
+  /** The control plane's throttling policies file changed (SIGHUP or a change seen in its directory). */
+  'policies.updated': { readonly text: string; readonly revision: string };
+}
+
+/** One API definition file as the control plane serves it (GET /admin/v1/deployments, `api.deployed`). */
+export interface ApiDeploymentPayload {
+  /** The file's name in the control plane's apis/ directory (e.g. `shop.toml`). */
+  readonly file: string;
+  readonly text: string;
+  /** Its `labels` (default ["Default"]): which gateways deploy it ([apim.sync_runtime_artifacts.gateway]). */
+  readonly labels: readonly string[];
+  /** sha256 of the text, hex: what changed is told from what did not. */
+  readonly revision: string;
 }
 
 export type EventName = keyof EventPayloads;
@@ -62,6 +82,9 @@ export const EVENT_NAMES: readonly EventName[] = [
   'policy.changed',
   'blocking.added',
   'blocking.removed',
+  'api.deployed',
+  'api.undeployed',
+  'policies.updated',
 ];
 
 export interface Event<N extends EventName = EventName> {

@@ -104,6 +104,19 @@ export function selectApis(candidates: readonly Candidate[], gatewayLabels: read
   return { deployables, states };
 }
 
+/** The API definition files of a directory (`*.toml`, not hidden), sorted; undefined when it cannot be listed. */
+export function listApiFiles(dir: string): string[] | undefined {
+  try {
+    return fs
+      .readdirSync(dir, { withFileTypes: true })
+      .filter((d) => d.isFile() && d.name.endsWith('.toml') && !d.name.startsWith('.'))
+      .map((d) => path.join(dir, d.name))
+      .sort();
+  } catch {
+    return undefined;
+  }
+}
+
 interface Cached {
   readonly text: string;
   readonly result: ApiParseResult;
@@ -119,45 +132,46 @@ export interface DirectoryRead {
   readonly missing: boolean;
 }
 
-/** The apis/ directory: reads and caches definition files, keeps deploy order, and watches for changes. */
-export class ApiDirectory {
+/** One API definition file's text, by name (a gateway-worker's, pulled from its control plane). */
+export interface ApiText {
+  /** What diagnostics and states name it by (e.g. the control plane's URL and the file's name). */
+  readonly file: string;
+  readonly text: string;
+}
+
+/** A file that could not be read: its previous version stays deployed, if any. */
+interface Unreadable {
+  readonly file: string;
+  readonly error: string;
+}
+
+/**
+ * API definition files from any source: parses and caches them by text, keeps the last valid version of
+ * each and the deploy order. ApiDirectory reads them from disk, ApiTexts is given them.
+ */
+export class ApiFiles {
   private readonly cache = new Map<string, Cached>();
   /** The last valid definition of each file (what stays deployed while the file is invalid). */
   private readonly lastGood = new Map<string, ApiDefinition>();
   private readonly order = new Map<string, number>();
   private seq = 0;
-  private watcher: fs.FSWatcher | undefined;
-  private timer: NodeJS.Timeout | undefined;
 
   constructor(
-    readonly dir: string,
     private readonly vars: ApiVars,
     /** Throttling policy names the files may use (Step 6). */
     private readonly policies?: PolicyNames,
   ) {}
 
-  /** The next read() validates every file again (the policy names changed: SIGHUP re-read the policies). */
+  /** The next read validates every file again (the policy names changed: SIGHUP re-read the policies). */
   revalidate(): void {
     this.cache.clear();
   }
 
-  private listFiles(): string[] | undefined {
-    try {
-      return fs
-        .readdirSync(this.dir, { withFileTypes: true })
-        .filter((d) => d.isFile() && d.name.endsWith('.toml') && !d.name.startsWith('.'))
-        .map((d) => path.join(this.dir, d.name))
-        .sort();
-    } catch {
-      return undefined;
-    }
-  }
-
-  read(): DirectoryRead {
-    const files = this.listFiles();
+  /** `entries` undefined: the source is missing (no APIs from it). */
+  protected readEntries(entries: readonly (ApiText | Unreadable)[] | undefined): DirectoryRead {
     const fresh: ApiDiagnostic[] = [];
     const changedFiles: string[] = [];
-    const present = new Set(files ?? []);
+    const present = new Set((entries ?? []).map((e) => e.file));
     for (const f of [...this.cache.keys()]) {
       if (!present.has(f)) {
         this.cache.delete(f);
@@ -167,18 +181,15 @@ export class ApiDirectory {
       }
     }
     const candidates: Candidate[] = [];
-    for (const file of files ?? []) {
-      let text: string;
-      try {
-        text = fs.readFileSync(file, 'utf8');
-      } catch (err) {
-        // Removed between listing and reading: the next event re-reads the directory.
-        if ((err as NodeJS.ErrnoException).code === 'ENOENT') continue;
-        const d: ApiDiagnostic = { level: 'error', code: 'API_IO', file, line: 0, field: '', message: `cannot read (${(err as Error).message})` };
+    for (const entry of entries ?? []) {
+      const file = entry.file;
+      if (!('text' in entry)) {
+        const d: ApiDiagnostic = { level: 'error', code: 'API_IO', file, line: 0, field: '', message: `cannot read (${entry.error})` };
         fresh.push(d);
         candidates.push({ file, api: this.lastGood.get(file), diagnostics: [d], keptPrevious: this.lastGood.has(file) });
         continue;
       }
+      const text = entry.text;
       let cached = this.cache.get(file);
       if (cached === undefined || cached.text !== text) {
         cached = { text, result: parseApiText(text, file, this.vars, this.policies) };
@@ -203,7 +214,7 @@ export class ApiDirectory {
     }
     // Deploy order: what was deployed before keeps its place; new files follow by name.
     candidates.sort((a, b) => (this.order.get(a.file) ?? Infinity) - (this.order.get(b.file) ?? Infinity) || (a.file < b.file ? -1 : a.file > b.file ? 1 : 0));
-    return { candidates, fresh, changedFiles, missing: files === undefined };
+    return { candidates, fresh, changedFiles, missing: entries === undefined };
   }
 
   /** Records the files that were deployed, so they keep their place in later reads. */
@@ -213,9 +224,54 @@ export class ApiDirectory {
       if (s.status === 'invalid' || s.status === 'refused' || s.status === 'not-deployed') this.order.delete(s.file);
     }
   }
+}
 
-  /** Calls `onChange` (debounced) after files in the directory change. Returns false when it cannot watch. */
-  watch(onChange: () => void, debounceMs = 50): boolean {
+/**
+ * API definition texts given whole (a gateway-worker's, from its control plane: docs/scale-out.md):
+ * set() replaces them, read() deploys them with the rules of a directory's files.
+ */
+export class ApiTexts extends ApiFiles {
+  private entries: readonly ApiText[] = [];
+
+  constructor(
+    /** Where the texts come from, for the start output and logs (e.g. the control plane's URL). */
+    readonly origin: string,
+    entries: readonly ApiText[],
+    vars: ApiVars,
+    policies?: PolicyNames,
+  ) {
+    super(vars, policies);
+    this.set(entries);
+  }
+
+  set(entries: readonly ApiText[]): void {
+    this.entries = [...entries].sort((a, b) => (a.file < b.file ? -1 : a.file > b.file ? 1 : 0));
+  }
+
+  read(): DirectoryRead {
+    return this.readEntries(this.entries);
+  }
+}
+
+/**
+ * fs.watch on a directory, debounced: `onChange` runs once after a burst of changes (an editor's save is
+ * several events). Not persistent: a watch never keeps the process up.
+ */
+export class DebouncedWatch {
+  private watcher: fs.FSWatcher | undefined;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    readonly dir: string,
+    private readonly debounceMs = 50,
+  ) {}
+
+  get watching(): boolean {
+    return this.watcher !== undefined;
+  }
+
+  /** Idempotent. Returns false when the directory cannot be watched (missing). */
+  start(onChange: () => void): boolean {
     if (this.watcher !== undefined) return true;
     try {
       this.watcher = fs.watch(this.dir, { persistent: false }, () => {
@@ -223,20 +279,60 @@ export class ApiDirectory {
         this.timer = setTimeout(() => {
           this.timer = undefined;
           onChange();
-        }, debounceMs);
+        }, this.debounceMs);
         this.timer.unref();
       });
-      this.watcher.on('error', () => this.unwatch());
+      this.watcher.on('error', () => this.stop());
       return true;
     } catch {
       return false;
     }
   }
 
-  unwatch(): void {
+  stop(): void {
     if (this.timer !== undefined) clearTimeout(this.timer);
     this.timer = undefined;
     this.watcher?.close();
     this.watcher = undefined;
+  }
+}
+
+/** The apis/ directory: reads and caches definition files, keeps deploy order, and watches for changes. */
+export class ApiDirectory extends ApiFiles {
+  private watcher: DebouncedWatch | undefined;
+
+  constructor(
+    readonly dir: string,
+    vars: ApiVars,
+    /** Throttling policy names the files may use (Step 6). */
+    policies?: PolicyNames,
+  ) {
+    super(vars, policies);
+  }
+
+  read(): DirectoryRead {
+    const files = listApiFiles(this.dir);
+    if (files === undefined) return this.readEntries(undefined);
+    const entries: (ApiText | Unreadable)[] = [];
+    for (const file of files) {
+      try {
+        entries.push({ file, text: fs.readFileSync(file, 'utf8') });
+      } catch (err) {
+        // Removed between listing and reading: the next event re-reads the directory.
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT') continue;
+        entries.push({ file, error: (err as Error).message });
+      }
+    }
+    return this.readEntries(entries);
+  }
+
+  /** Calls `onChange` (debounced) after files in the directory change. Returns false when it cannot watch. */
+  watch(onChange: () => void, debounceMs = 50): boolean {
+    this.watcher ??= new DebouncedWatch(this.dir, debounceMs);
+    return this.watcher.start(onChange);
+  }
+
+  unwatch(): void {
+    this.watcher?.stop();
   }
 }

@@ -237,6 +237,9 @@ export function renderApisDoc(): string {
   o.push('');
   o.push('Gateway labels: an API is deployed only when one of its `labels` is in');
   o.push('`[apim.sync_runtime_artifacts.gateway] gateway_labels` (default `["Default"]` on both sides).');
+  o.push('A `gateway-worker` (docs/scale-out.md) does not read its own `apis/`: it deploys the files of its');
+  o.push('control plane\'s `apis/`, pulled for its `gateway_labels` (`GET /admin/v1/deployments?labels=`) and');
+  o.push('selected again by the same rule, and follows their changes (`api.deployed`, `api.undeployed` events).');
   o.push('');
   o.push('## The phase chain');
   o.push('');

@@ -26,7 +26,7 @@ import { Tracer } from '../observability/tracing';
 import { type ApiVars, defaultPath, validateApi, versionedPath } from './apis';
 import { AccessLog } from './access-log';
 import { CorsPolicy, corsRequest } from './cors';
-import { ApiDirectory, type ApiState, type Candidate, selectApis } from './deploy';
+import { ApiDirectory, ApiTexts, type ApiState, type ApiText, type Candidate, selectApis } from './deploy';
 import { type ApiDiagnostic, formatApiDiagnostic } from './diagnostics';
 import { EndpointRegistry, type EndpointRuntime } from './endpoints';
 import { loadFaultTemplates, type FaultTemplates } from './fault-templates';
@@ -63,6 +63,13 @@ export interface GatewayOptions {
    * When given, the apis/ directory is not read.
    */
   readonly apis?: readonly unknown[];
+  /**
+   * API definition files given as texts, e.g. pulled from the control plane by a gateway-worker
+   * (docs/scale-out.md): parsed and deployed like the files of apis/ (this gateway's runtime tokens,
+   * policy names and labels; diagnostics name each entry's `file`). When given, apis/ is not read;
+   * `reload({ apiTexts })` replaces them. `origin` says where they come from (the start output).
+   */
+  readonly apiTexts?: { readonly origin: string; readonly entries: readonly ApiText[] };
   readonly logger?: Logger;
   /** Transport settings on top of those the configuration gives. */
   readonly transport?: Partial<TransportSettings>;
@@ -151,7 +158,9 @@ export interface Gateway {
    * Re-reads the apis/ directory (or re-validates the APIs given in code) and the fault templates.
    * `{ apis }` replaces the definitions of a gateway created with `apis` (programmatic hot deploy).
    */
-  reload(options?: { readonly apis?: readonly unknown[] }): ReloadReport;
+  reload(options?: { readonly apis?: readonly unknown[]; readonly apiTexts?: readonly ApiText[] }): ReloadReport;
+  /** Where the APIs come from: the apis/ directory, the origin of `apiTexts`, or "code" (`apis`). */
+  readonly apiSource: string;
   /** What is deployed now. */
   deployed(): readonly DeployedApi[];
   /** Every API file or definition and what became of it. */
@@ -215,7 +224,11 @@ export function createGateway(options: GatewayOptions): Gateway {
     unsubscribe.push(options.events.on('blocking.added', (e) => throttle.blocking.add(e.payload.condition)));
     unsubscribe.push(options.events.on('blocking.removed', (e) => void throttle.blocking.remove(e.payload.condition.id)));
   }
-  const directory = options.apis === undefined ? new ApiDirectory(settings.apisDir, settings.vars, throttle.names()) : undefined;
+  if (options.apis !== undefined && options.apiTexts !== undefined) throw new GatewayOptionsError('createGateway takes `apis` or `apiTexts`, not both');
+  const texts = options.apiTexts !== undefined ? new ApiTexts(options.apiTexts.origin, options.apiTexts.entries, settings.vars, throttle.names()) : undefined;
+  const directory = options.apis === undefined && texts === undefined ? new ApiDirectory(settings.apisDir, settings.vars, throttle.names()) : undefined;
+  /** The files' source (directory or texts); undefined for definitions given in code. */
+  const files = directory ?? texts;
   let policiesSeen = throttle.generation;
   let codeApis = options.apis;
   const tracing = tracingSettingsFrom(config);
@@ -262,9 +275,9 @@ export function createGateway(options: GatewayOptions): Gateway {
     let candidates: readonly Candidate[];
     let fresh: ApiDiagnostic[];
     let changed: ReadonlySet<string> | undefined;
-    if (directory !== undefined) {
-      const read = directory.read();
-      if (read.missing) {
+    if (files !== undefined) {
+      const read = files.read();
+      if (read.missing && directory !== undefined) {
         // A watcher on a removed directory sees nothing of the one created in its place.
         directory.unwatch();
         logger.log('warn', 'apis_dir_missing', { dir: directory.dir, message: 'no API definitions directory: no API is deployed; create it, then reload (SIGHUP)' });
@@ -276,7 +289,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       ({ candidates, fresh } = candidatesFromCode(settings.vars));
     }
     const selection = selectApis(candidates, settings.gatewayLabels, globalCors);
-    directory?.deployed(selection.states);
+    files?.deployed(selection.states);
     // Selection-time diagnostics (duplicates, labels, default version, CORS) are logged when their file
     // changed, so a reload caused by another file does not repeat them.
     const known = new Set(fresh);
@@ -366,7 +379,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   };
 
   // Endpoint suspension learns of successes from exchange records: needed whenever APIs can be deployed.
-  const needExchange = accessLog !== undefined || calls !== undefined || directory !== undefined || options.apis !== undefined || observe?.onExchange !== undefined;
+  const needExchange = accessLog !== undefined || calls !== undefined || files !== undefined || options.apis !== undefined || observe?.onExchange !== undefined;
   const transportEvents: { onFault: typeof onFault; onExchange?: typeof onExchange } = needExchange ? { onFault, onExchange } : { onFault };
   // The transport reads events.onExchange per exchange, so a gateway that needed no records starts them
   // with its first listener (their timings then have the sweep's precision: the transport decides at
@@ -412,6 +425,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     route,
     tracer,
     analytics,
+    apiSource: texts?.origin ?? directory?.dir ?? 'code',
     listen(opts = {}) {
       const port = opts.port ?? ports?.passthruHttp ?? 8280;
       const host = opts.host ?? config.transport.passthru_http.listener['bind-address'] ?? '0.0.0.0';
@@ -438,13 +452,17 @@ export function createGateway(options: GatewayOptions): Gateway {
     },
     reload(o) {
       if (o?.apis !== undefined) {
-        if (directory !== undefined) throw new GatewayOptionsError('reload({ apis }): this gateway reads its APIs from the apis/ directory; create it with `apis` to deploy definitions in code');
+        if (files !== undefined) throw new GatewayOptionsError(`reload({ apis }): this gateway reads its APIs from ${directory !== undefined ? 'the apis/ directory' : 'API texts (reload({ apiTexts }))'}; create it with \`apis\` to deploy definitions in code`);
         codeApis = o.apis;
+      }
+      if (o?.apiTexts !== undefined) {
+        if (texts === undefined) throw new GatewayOptionsError('reload({ apiTexts }): this gateway was not created with `apiTexts`');
+        texts.set(o.apiTexts);
       }
       // Policies re-read since the last deploy (SIGHUP): every API file is validated against the new names.
       if (throttle.generation !== policiesSeen) {
         policiesSeen = throttle.generation;
-        directory?.revalidate();
+        files?.revalidate();
       }
       const report = deploy(loadTemplates());
       watch();
@@ -475,5 +493,5 @@ export { type ApiDefinition } from './apis';
 export type { GatewayEventMap, GatewayEventName, GatewayFaultEvent, GatewayListener } from '../embed/events';
 export type { InjectOptions, InjectResponse } from '../embed/inject';
 export type { CustomPhase, CustomFault, PhasePlacement } from '../embed/phases';
-export type { ApiState, FileStatus } from './deploy';
+export type { ApiState, ApiText, FileStatus } from './deploy';
 export type { ApiDiagnostic } from './diagnostics';

@@ -113,7 +113,12 @@ export async function handleAdmin(ctx: RouteContext, req: http.IncomingMessage, 
     }
     if (id !== undefined && method === 'DELETE') return sendJson(res, 200, await m.removeBlockingCondition(id));
   }
-    if (collection === 'snapshot' && id === undefined && method === 'GET') return sendJson(res, 200, await m.snapshot());
+  if (collection === 'snapshot' && id === undefined && method === 'GET') return sendJson(res, 200, await m.snapshot());
+  // What gateway-workers deploy (docs/scale-out.md): `?labels=A,B` keeps the APIs sharing one of them.
+  if (collection === 'deployments' && id === undefined && method === 'GET' && ctx.deployments !== undefined) {
+    const l = query.get('labels');
+    return sendJson(res, 200, ctx.deployments(l === null ? undefined : l.split(',').map((x) => x.trim()).filter((x) => x !== '')));
+  }
   if (collection === 'revocations' && id === undefined && method === 'GET') return sendJson(res, 200, { list: await ctx.store.listRevoked(Date.now()) });
   throw new OAuthError('not_found', `no admin resource ${method} /admin/v1${path}`);
 }

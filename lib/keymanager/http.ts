@@ -20,6 +20,7 @@ import type { Logger } from '../observability/log';
 import type { OpsHandler } from '../observability/routes';
 import { verifyPassword } from '../store/passwords';
 import type { Store } from '../store/types';
+import type { Deployments } from '../scale/deployments';
 import { handleAdmin } from './admin';
 import { OAuthError } from './errors';
 import type { KeyRing } from './keys';
@@ -38,6 +39,8 @@ export interface RouteContext {
   readonly userRules: { username: RegExp; password: RegExp };
   /** Health, liveness and metrics routes (lib/observability/routes.ts). */
   readonly ops?: OpsHandler;
+  /** The API files and policies this control plane serves to gateway-workers (lib/scale/deployments.ts). */
+  readonly deployments?: (labels?: readonly string[]) => Deployments;
 }
 
 export function readBody(req: http.IncomingMessage): Promise<Buffer> {

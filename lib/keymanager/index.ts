@@ -17,6 +17,7 @@ import { createEventBus, type EventBus } from '../events/bus';
 import { silentLogger, type Logger } from '../observability/log';
 import type { Store } from '../store/types';
 import type { OpsHandler } from '../observability/routes';
+import type { Deployments } from '../scale/deployments';
 import { createHandler, type RouteContext } from './http';
 import { KeyRingError, openKeyRing, type ExternalKey, type KeyRing } from './keys';
 import { readKeystore } from './keystore';
@@ -36,6 +37,8 @@ export interface KeyManagerOptions {
   readonly baseUrl?: string;
   /** Health, liveness and metrics routes served on the same port (lib/observability/routes.ts). */
   readonly ops?: OpsHandler;
+  /** GET /admin/v1/deployments: the API files and policies served to gateway-workers (lib/scale/deployments.ts). */
+  readonly deployments?: (labels?: readonly string[]) => Deployments;
 }
 
 export interface KeyManager {
@@ -95,7 +98,7 @@ export async function createKeyManager(o: KeyManagerOptions): Promise<KeyManager
   let oauth = new OAuthServer({ store: o.store, keys, bus, logger, settings, ...(o.apiScopes !== undefined ? { apiScopes: o.apiScopes } : {}) });
   const props = config.user_store.properties;
   const userRules = { username: javaRegex(props.UsernameJavaRegEx), password: javaRegex(props.PasswordJavaRegEx) };
-  const ctx: { -readonly [K in keyof RouteContext]: RouteContext[K] } = { oauth, manager, store: o.store, keys, logger, userRules, ...(o.ops !== undefined ? { ops: o.ops } : {}) };
+  const ctx: { -readonly [K in keyof RouteContext]: RouteContext[K] } = { oauth, manager, store: o.store, keys, logger, userRules, ...(o.ops !== undefined ? { ops: o.ops } : {}), ...(o.deployments !== undefined ? { deployments: o.deployments } : {}) };
   const handler = createHandler(ctx);
   let server: http.Server | undefined;
   let secureServer: https.Server | undefined;

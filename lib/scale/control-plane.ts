@@ -7,6 +7,8 @@
  *   GET /oauth2/jwks                        its public keys (RFC 7517), kept and re-read on every snapshot
  *   GET /admin/v1/snapshot                  applications, subscriptions, revoked token ids (HTTP Basic)
  *   GET /admin/v1/blocking-conditions       blocking conditions (HTTP Basic)
+ *   GET /admin/v1/deployments?labels=...    API files with the gateway's labels and the policies text
+ *                                           (HTTP Basic; a gateway-worker's own, not a cluster worker's)
  *   POST /oauth2/introspect                 opaque tokens (RFC 7662; HTTP Basic)
  *
  * Pulls follow the deployment retry of [apim.sync_runtime_artifacts.gateway] (deployment_retry_duration,
@@ -21,6 +23,7 @@ import type { KeyManagerLink, Snapshot } from '../security';
 import type { BlockingCondition } from '../throttle/blocking';
 import type { Logger } from '../observability/log';
 import { retryDelays, type RetrySettings } from './settings';
+import type { Deployments } from './deployments';
 
 export class ControlPlaneError extends Error {
   readonly code = 'CONTROL_PLANE_UNREACHABLE';
@@ -33,12 +36,19 @@ export interface ControlPlaneOptions {
   readonly password: string;
   readonly retry: RetrySettings;
   readonly logger: Logger;
+  /**
+   * Pull the API deployments and policies too, for these gateway_labels (a gateway-worker; a cluster
+   * worker of a control plane node reads the apis/ directory it shares with its primary).
+   */
+  readonly deployments?: { readonly labels: readonly string[] };
   /** Tests: waits without a real clock. */
   readonly sleep?: (ms: number) => Promise<void>;
 }
 
 export interface FullSnapshot extends Snapshot {
   readonly blocking: readonly BlockingCondition[];
+  /** When ControlPlaneOptions.deployments asks for them. */
+  readonly deployments?: Deployments;
 }
 
 // Not unref()ed: a gateway-worker waiting for its control plane has nothing else keeping the process up.
@@ -119,13 +129,22 @@ export class ControlPlane {
     this.jwks = k.keys as JWK[];
   }
 
-  /** Snapshot, blocking conditions and the current keys (rotation seen at every pull). */
+  /** Snapshot, blocking conditions, deployments (when asked) and the current keys (rotation seen at every pull). */
   async pull(): Promise<FullSnapshot> {
     return this.withRetry('snapshot', async () => {
       const s = (await this.request('GET', '/admin/v1/snapshot')) as unknown as Snapshot;
       const b = await this.request('GET', '/admin/v1/blocking-conditions');
+      const want = this.o.deployments;
+      const d = want !== undefined ? await this.request('GET', `/admin/v1/deployments?labels=${encodeURIComponent(want.labels.join(','))}`) : undefined;
+      if (d !== undefined && !Array.isArray(d.apis)) throw new ControlPlaneError('GET /admin/v1/deployments: no apis array');
       await this.refreshKeys();
-      return { applications: s.applications, subscriptions: s.subscriptions, revoked: s.revoked, blocking: (b.list ?? []) as BlockingCondition[] };
+      return {
+        applications: s.applications,
+        subscriptions: s.subscriptions,
+        revoked: s.revoked,
+        blocking: (b.list ?? []) as BlockingCondition[],
+        ...(d !== undefined ? { deployments: d as unknown as Deployments } : {}),
+      };
     });
   }
 

@@ -10,7 +10,8 @@
  * queue) and a gateway-worker, after every reconnect, subscribes again and then pulls the control plane's
  * snapshot (ControlPlane.pull), turning the difference to what it knew into events on its local bus:
  * `*.changed` for what is there, `*.removed` for what went away, `token.revoked` for revoked ids (each
- * kept until the token's own expiry). Applying an event twice is harmless (lib/security/subscriptions.ts).
+ * kept until the token's own expiry), and for the API files and policies it pulls (lib/scale/deployments.ts)
+ * `policies.updated`, `api.deployed` and `api.undeployed` for what differs by revision. Applying an event twice is harmless (lib/security/subscriptions.ts).
  *
  * Revoked token ids are also kept in Redis: a publisher writes each as `<channel>:revoked:<jti>` (value:
  * the token's expiry, epoch ms) with PX = the token's remaining life, so Redis forgets it when the token
@@ -25,7 +26,7 @@
  * checker is DOWN until the hub is back (docs/scale-out.md).
  */
 import { Redis } from 'ioredis';
-import { EVENT_NAMES, type AnyEvent, type ApplicationPayload, type EventBus, type SubscriptionPayload } from '../events/bus';
+import { EVENT_NAMES, type AnyEvent, type ApiDeploymentPayload, type ApplicationPayload, type EventBus, type SubscriptionPayload } from '../events/bus';
 import type { HealthChecker } from '../observability/health';
 import type { Logger } from '../observability/log';
 import type { BlockingCondition } from '../throttle/blocking';
@@ -69,6 +70,9 @@ export class RedisEventHub {
   private readonly blocking = new Map<string, BlockingCondition>();
   /** Revoked token ids known, with their expiry (epoch ms): what a SCAN need not deliver again. */
   private readonly revoked = new Map<string, number>();
+  /** API files by name, and the policies' revision (a gateway-worker pulling deployments). */
+  private readonly apis = new Map<string, ApiDeploymentPayload>();
+  private policiesRevision: string | undefined;
   private readonly timers = new Set<NodeJS.Timeout>();
   private firstReady: () => void = () => undefined;
   private readonly ready: Promise<void>;
@@ -190,6 +194,8 @@ export class RedisEventHub {
     for (const x of s.subscriptions) this.subs.set(x.id, x);
     for (const b of s.blocking) this.blocking.set(b.id, b);
     for (const r of s.revoked) this.revoked.set(r.jti, r.expiresAt);
+    for (const a of s.deployments?.apis ?? []) this.apis.set(a.file, a);
+    if (s.deployments?.policies != null) this.policiesRevision = s.deployments.policies.revision;
   }
 
   /** Pulls the snapshot and delivers the difference as events on the local bus. */
@@ -209,6 +215,14 @@ export class RedisEventHub {
     const apps = new Set(s.applications.map((a) => a.id));
     const subs = new Set(s.subscriptions.map((x) => x.id));
     const blocks = new Set(s.blocking.map((b) => b.id));
+    // Deployments (a gateway-worker's): the policies first, so an API naming a new policy validates.
+    const d = s.deployments;
+    if (d !== undefined) {
+      if (d.policies !== null && d.policies.revision !== this.policiesRevision) ev('policies.updated', { text: d.policies.text, revision: d.policies.revision });
+      const files = new Set(d.apis.map((a) => a.file));
+      for (const [file, a] of this.apis) if (!files.has(file)) ev('api.undeployed', { file, labels: a.labels });
+      for (const a of d.apis) if (this.apis.get(a.file)?.revision !== a.revision) ev('api.deployed', a);
+    }
     for (const [id, x] of this.subs) if (!subs.has(id)) ev('subscription.removed', { subscription: x });
     for (const [id, a] of this.apps) if (!apps.has(id)) ev('application.removed', { application: a });
     for (const [id, b] of this.blocking) if (!blocks.has(id)) ev('blocking.removed', { condition: b });
@@ -219,7 +233,7 @@ export class RedisEventHub {
     for (const e of out) this.o.bus.deliver(e);
     this.resyncs++;
     this.lastResync = now;
-    this.o.logger.log('info', 'event_hub_resynced', { applications: s.applications.length, subscriptions: s.subscriptions.length, revoked: s.revoked.length, blocking: s.blocking.length, events: out.length });
+    this.o.logger.log('info', 'event_hub_resynced', { applications: s.applications.length, subscriptions: s.subscriptions.length, revoked: s.revoked.length, blocking: s.blocking.length, apis: d?.apis.length, events: out.length });
   }
 
   /** Every event on the local bus: tracked (subscribers) and sent (publishers). */
@@ -247,6 +261,15 @@ export class RedisEventHub {
         break;
       case 'token.revoked':
         this.revoked.set(e.payload.jti, e.payload.expiresAt);
+        break;
+      case 'api.deployed':
+        this.apis.set(e.payload.file, e.payload);
+        break;
+      case 'api.undeployed':
+        this.apis.delete(e.payload.file);
+        break;
+      case 'policies.updated':
+        this.policiesRevision = e.payload.revision;
         break;
       default:
         break;

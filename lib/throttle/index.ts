@@ -7,10 +7,10 @@ import type { Logger } from '../observability/log';
 import { BlockingConditions, type BlockingCondition } from './blocking';
 import { MemoryCounterStore, type CounterStore } from './counters';
 import { ThrottleEngine } from './engine';
-import { formatPolicyDiagnostic, loadPolicies, policyNames, type Policies, type PolicyDiagnostic, type PolicyNames } from './policies';
+import { formatPolicyDiagnostic, loadPolicies, parsePolicies, policyNames, type Policies, type PoliciesResult, type PolicyDiagnostic, type PolicyNames } from './policies';
 import { RedisCounterStore } from './redis';
 import { DecisionCounterStore } from './decisions';
-import type { ThrottleSettings } from './settings';
+import { policyOptionsOf, type ThrottleSettings } from './settings';
 
 export interface Throttle {
   readonly engine: ThrottleEngine;
@@ -29,6 +29,14 @@ export interface Throttle {
    * running policies stay. Counters keep counting under the same keys.
    */
   reload(): PolicyReload;
+  /**
+   * Replaces the policies with a text (a gateway-worker's, pulled from its control plane: docs/scale-out.md),
+   * validated as the file is: a text with errors is refused, each error logged, the running policies stay.
+   * `source` names it in diagnostics and logs (e.g. the control plane's URL and file name).
+   */
+  loadText(text: string, source: string): PolicyReload;
+  /** Where the running policies came from: the policies file, or the source of the last loadText. */
+  readonly source: string;
   /** Incremented by each reload that replaced the policies (the gateway then revalidates its API files). */
   readonly generation: number;
   close(): Promise<void>;
@@ -55,6 +63,8 @@ export interface ThrottleOptions {
   readonly now?: () => number;
   /** A counter store of the embedder's (default: from settings.counterStore). */
   readonly counters?: CounterStore;
+  /** The policies as a text instead of settings.policiesFile (a gateway-worker's, from its control plane). */
+  readonly policies?: { readonly text: string; readonly source: string };
 }
 
 function logDiagnostics(logger: Logger, list: readonly PolicyDiagnostic[]): void {
@@ -84,8 +94,9 @@ function counterStoreOf(settings: ThrottleSettings, logger: Logger, now: () => n
 /** Loads the policies (throws ThrottleConfigError when the file is invalid) and builds the engine. */
 export function createThrottle(options: ThrottleOptions): Throttle {
   const { settings, logger } = options;
-  const policyOptions = { enableUnlimitedTier: settings.enableUnlimitedTier, headerConditions: settings.headerConditions, queryConditions: settings.queryConditions, claimConditions: settings.claimConditions };
-  const first = loadPolicies(settings.policiesFile, policyOptions);
+  const policyOptions = policyOptionsOf(settings);
+  let source = options.policies?.source ?? settings.policiesFile;
+  const first = options.policies !== undefined ? parsePolicies(options.policies.text, options.policies.source, policyOptions) : loadPolicies(settings.policiesFile, policyOptions);
   logDiagnostics(logger, first.diagnostics);
   if (first.policies === undefined) throw new ThrottleConfigError(first.diagnostics);
   let policies = first.policies;
@@ -109,12 +120,31 @@ export function createThrottle(options: ThrottleOptions): Throttle {
     blocking,
     switches: policyOptions,
     blockingEnabled: settings.blockingEnabled,
-    onUnknownPolicy: (kind, name) => logger.log('warn', 'throttle_unknown_policy', { kind, name, message: `${kind} policy "${name}" is not defined in ${settings.policiesFile}: that level is not enforced for it` }),
+    onUnknownPolicy: (kind, name) => logger.log('warn', 'throttle_unknown_policy', { kind, name, message: `${kind} policy "${name}" is not defined in ${source}: that level is not enforced for it` }),
   });
   let generation = 0;
+  /** The file's or a text's result: refused with errors (the running policies stay), else swapped in. */
+  const apply = (r: PoliciesResult, from: string): PolicyReload => {
+    logDiagnostics(logger, r.diagnostics);
+    if (r.policies === undefined) {
+      const errors = r.diagnostics.filter((d) => d.level === 'error').map(formatPolicyDiagnostic);
+      logger.log('error', 'throttle_policies_reload_refused', { file: from, errors: errors.length, message: `the policies ${from === settings.policiesFile ? 'file' : 'text'} has errors: the running policies stay` });
+      return { ok: false, errors };
+    }
+    policies = r.policies;
+    source = from;
+    engine.setPolicies(policies);
+    fillNames(policies);
+    generation++;
+    logger.log('info', 'throttle_policies_reloaded', { file: from, subscription: policies.subscription.size, application: policies.application.size, api: policies.api.size, custom: policies.custom.length });
+    return { ok: true, errors: [] };
+  };
   return {
     get generation() {
       return generation;
+    },
+    get source() {
+      return source;
     },
     engine,
     blocking,
@@ -124,21 +154,8 @@ export function createThrottle(options: ThrottleOptions): Throttle {
     refused: new Map(),
     policies: () => policies,
     names: () => names,
-    reload() {
-      const r = loadPolicies(settings.policiesFile, policyOptions);
-      logDiagnostics(logger, r.diagnostics);
-      if (r.policies === undefined) {
-        const errors = r.diagnostics.filter((d) => d.level === 'error').map(formatPolicyDiagnostic);
-        logger.log('error', 'throttle_policies_reload_refused', { file: settings.policiesFile, errors: errors.length, message: 'the policies file has errors: the running policies stay' });
-        return { ok: false, errors };
-      }
-      policies = r.policies;
-      engine.setPolicies(policies);
-      fillNames(policies);
-      generation++;
-      logger.log('info', 'throttle_policies_reloaded', { file: settings.policiesFile, subscription: policies.subscription.size, application: policies.application.size, api: policies.api.size, custom: policies.custom.length });
-      return { ok: true, errors: [] };
-    },
+    reload: () => apply(loadPolicies(settings.policiesFile, policyOptions), settings.policiesFile),
+    loadText: (text, from) => apply(parsePolicies(text, from, policyOptions), from),
     close: () => counters.close(),
   };
 }

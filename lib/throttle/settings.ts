@@ -6,6 +6,7 @@ import * as path from 'node:path';
 import type { DeploymentConfig } from '../config/types';
 import { decisionHubUrl } from '../scale/settings';
 import { throttleChannels } from './decisions';
+import type { PolicyOptions } from './policies';
 
 export interface ThrottleSettings {
   /** [throughway.throttling] policies_file, resolved against the configuration's directory. */
@@ -57,4 +58,9 @@ export function throttleSettingsFrom(c: DeploymentConfig, dir: string): Throttle
     decisionConnection: a.enable_decision_connection,
     persistence: a.enable_persistence,
   });
+}
+
+/** The switches the policies are validated with (a gateway's engine, a control plane's served file). */
+export function policyOptionsOf(s: ThrottleSettings): PolicyOptions {
+  return { enableUnlimitedTier: s.enableUnlimitedTier, headerConditions: s.headerConditions, queryConditions: s.queryConditions, claimConditions: s.claimConditions };
 }

@@ -30,5 +30,5 @@ t.test('publish, subscribe, on, unsubscribe, deliver', async (t) => {
   bus.publish('token.revoked', { jti: 'j2', expiresAt: 2, consumerKey: 'ck', revokedAt: 1 });
   t.equal(all.length, 3);
   t.same(revoked, ['j1', 'j1']);
-  t.equal(EVENT_NAMES.length, 10, 'eight of the key manager, blocking.added and blocking.removed of throttling');
+  t.equal(EVENT_NAMES.length, 13, 'eight of the key manager, blocking.added and blocking.removed of throttling, api.deployed, api.undeployed and policies.updated of the control plane');
 });

@@ -6,7 +6,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { loadConfig } from '../../lib/config/load';
-import { createKeyManager, type KeyManager } from '../../lib/keymanager';
+import { createKeyManager, type KeyManager, type KeyManagerOptions } from '../../lib/keymanager';
 import { createEventBus, type AnyEvent, type EventBus } from '../../lib/events/bus';
 import { createLogger } from '../../lib/observability/log';
 import { openStore } from '../../lib/store/open';
@@ -26,7 +26,7 @@ export interface Harness {
 
 export const ADMIN = { user: 'admin', password: 'admin-pw-1' };
 
-export async function startKeyManager(toml = '', options: { apiScopes?: () => Iterable<string>; dir?: string; database?: string } = {}): Promise<Harness> {
+export async function startKeyManager(toml = '', options: { apiScopes?: () => Iterable<string>; dir?: string; database?: string; deployments?: KeyManagerOptions['deployments'] } = {}): Promise<Harness> {
   const dir = options.dir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'tw-km-'));
   const database = options.database ?? `[database.apim_db]\ntype = "h2"\nurl = "jdbc:h2:${path.join(dir, 'apim_db')}"\nusername = "tw"\npassword = "tw"\n`;
   const text = `[super_admin]\nusername = "${ADMIN.user}"\npassword = "${ADMIN.password}"\n${database}${toml}`;
@@ -40,7 +40,7 @@ export async function startKeyManager(toml = '', options: { apiScopes?: () => It
   bus.subscribe((e) => events.push(e));
   let km: KeyManager;
   try {
-    km = await createKeyManager({ loaded, store, bus, logger, ...(options.apiScopes !== undefined ? { apiScopes: options.apiScopes } : {}) });
+    km = await createKeyManager({ loaded, store, bus, logger, ...(options.apiScopes !== undefined ? { apiScopes: options.apiScopes } : {}), ...(options.deployments !== undefined ? { deployments: options.deployments } : {}) });
   } catch (err) {
     await store.close();
     throw err;

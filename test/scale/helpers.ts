@@ -28,9 +28,11 @@ export interface Proc {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-export function spawnNode(toml: string, apis: Record<string, string> = {}, args: readonly string[] = []): Proc {
+/** `files`: other files beside deployment.toml (e.g. policies.toml), by name. */
+export function spawnNode(toml: string, apis: Record<string, string> = {}, args: readonly string[] = [], files: Record<string, string> = {}): Proc {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tw-scale-'));
   fs.writeFileSync(path.join(dir, 'deployment.toml'), toml);
+  for (const [name, text] of Object.entries(files)) fs.writeFileSync(path.join(dir, name), text);
   fs.mkdirSync(path.join(dir, 'apis'));
   for (const [name, text] of Object.entries(apis)) fs.writeFileSync(path.join(dir, 'apis', name), text);
   const child = spawn(process.execPath, [CLI, 'start', '--config', 'deployment.toml', ...args], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -160,10 +162,11 @@ export function securedApi(endpoint: string, context = '/shop'): string {
 }
 
 /** deployment.toml of one node. */
-export function nodeToml(o: { offset: number; role: string; redis?: string; channel: string; km?: number; extra?: string }): string {
+export function nodeToml(o: { offset: number; role: string; redis?: string; channel: string; km?: number; labels?: readonly string[]; extra?: string }): string {
   let t = `[server]\nhostname = "localhost"\noffset = ${o.offset}\nserver_role = "${o.role}"\n[super_admin]\nusername = "${ADMIN.user}"\npassword = "${ADMIN.password}"\n[database.apim_db]\ntype = "h2"\nusername = "u"\npassword = "p"\n[server_health_check]\nenable = true\n`;
   if (o.km !== undefined) t += `[apim.key_manager]\nservice_url = "http://127.0.0.1:${o.km}/services/"\nusername = "${ADMIN.user}"\npassword = "${ADMIN.password}"\n`;
   t += `[apim.sync_runtime_artifacts.gateway]\ndeployment_retry_duration = 100\nmax_retry_count = 20\nretry_progression_factor = 1.5\n`;
+  if (o.labels !== undefined) t += `gateway_labels = ${JSON.stringify(o.labels)}\n`;
   if (o.redis !== undefined) t += `[apim.event_hub]\nevent_listening_endpoints = ["${o.redis}"]\n`;
   t += `[throughway.scale]\nchannel = "${o.channel}"\nreconnect_min = 50\nreconnect_max = 500\n`;
   t += o.extra ?? '';

@@ -1,0 +1,309 @@
+/**
+ * API deployments and throttling policies served by the control plane (issue 10: a `gateway-worker`
+ * "gets ... policies and API deployments from the control plane — the api-key-manager (or default)
+ * node, which loads its own apis/ and policies files and serves them as a snapshot plus events"; spec 000,
+ * [apim.sync_runtime_artifacts.gateway]: "the gateway subscribes to labels; only APIs with those labels
+ * are pulled and deployed").
+ *
+ * DeploymentSource (control plane nodes: default, api-key-manager, traffic-manager) reads the node's
+ * apis/ directory and its [throughway.throttling] policies_file, serves them as `Deployments`
+ * (GET /admin/v1/deployments, lib/keymanager/admin.ts) and, when they change (a debounced watch of both
+ * directories, or SIGHUP), publishes `api.deployed`, `api.undeployed` and `policies.updated` on the bus:
+ * the Redis hub carries them to the gateway-workers like every other event.
+ *
+ * What a control plane serves is what it could read: an API file must be TOML with a valid `labels`
+ * (an array of strings; default ["Default"]). The rest of its validation is the gateway's, with the
+ * gateway's runtime tokens and policy names, so its diagnostics name the file and line there. A file
+ * that does not parse is logged (`deployment_file_unparsed`) and not served; one that parsed before and
+ * stops parsing (a half-written save) keeps its last parsed text served, as a gateway keeps an API whose
+ * file turned invalid (API_KEPT_PREVIOUS). The policies file is validated with the node's own policy
+ * switches: a text with errors is logged and the last valid one stays served (none at start: the workers
+ * then keep their own policies file).
+ *
+ * DeploymentFollower (gateway-worker) holds what was pulled (ControlPlane.pull, at start and after every
+ * hub reconnect) and applies those events to its gateway: the API texts through Gateway.reload({ apiTexts })
+ * (the gateway swaps its route table; no connection is dropped), the policies through Throttle.loadText.
+ */
+import { createHash } from 'node:crypto';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import * as toml from 'toml';
+import type { ApiDeploymentPayload, EventBus } from '../events/bus';
+import { API_FIELDS, labelsMatch } from '../gateway/apis';
+import { DebouncedWatch, listApiFiles } from '../gateway/deploy';
+import { syntaxDiagnostic } from '../gateway/diagnostics';
+import type { Gateway } from '../gateway';
+import type { Logger } from '../observability/log';
+import { DEFAULT_POLICIES_TOML, formatPolicyDiagnostic, parsePolicies, type PolicyOptions } from '../throttle/policies';
+
+export interface PoliciesDeployment {
+  /** The policies file's name ("" when it does not exist and the reference's default tiers are served). */
+  readonly file: string;
+  readonly text: string;
+  readonly revision: string;
+}
+
+/** GET /admin/v1/deployments: the API files (filtered by labels when asked) and the policies. */
+export interface Deployments {
+  readonly apis: readonly ApiDeploymentPayload[];
+  /** null: the control plane has no valid policies text (its file had errors at start). */
+  readonly policies: PoliciesDeployment | null;
+}
+
+/** The revision of a text: sha256, hex. */
+export function revisionOf(text: string): string {
+  return createHash('sha256').update(text).digest('hex');
+}
+
+const DEFAULT_LABELS = (API_FIELDS.find((f) => f.key === 'labels')?.default ?? ['Default']) as readonly string[];
+
+/** An API file's `labels` (its default when absent), or why it cannot be read: not TOML, labels not strings. */
+export function apiLabels(text: string): { readonly labels: readonly string[] } | { readonly error: string } {
+  let raw: unknown;
+  try {
+    raw = toml.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
+  } catch (err) {
+    const d = syntaxDiagnostic(err, '', text);
+    return { error: `line ${d.line}: ${d.message}` };
+  }
+  const labels = (raw as Record<string, unknown>).labels;
+  if (labels === undefined) return { labels: DEFAULT_LABELS };
+  if (!Array.isArray(labels) || !labels.every((l) => typeof l === 'string')) return { error: 'labels must be an array of strings' };
+  return { labels: labels as string[] };
+}
+
+/** `?labels=A,B`: the APIs whose labels share one with the list (every API without a list). */
+export function selectByLabels(d: Deployments, labels: readonly string[] | undefined): Deployments {
+  if (labels === undefined) return d;
+  return { apis: d.apis.filter((a) => labelsMatch(a, labels)), policies: d.policies };
+}
+
+export interface DeploymentSourceOptions {
+  readonly apisDir: string;
+  readonly policiesFile: string;
+  readonly policyOptions: PolicyOptions;
+  readonly bus: EventBus;
+  readonly logger: Logger;
+  /** Watch both directories (default true); SIGHUP (refresh()) re-reads them either way. */
+  readonly watch?: boolean;
+  readonly debounceMs?: number;
+}
+
+/** The control plane's apis/ and policies file, served and followed (module comment). */
+export class DeploymentSource {
+  private apis = new Map<string, ApiDeploymentPayload>();
+  private policies: PoliciesDeployment | null = null;
+  /** Files logged as unparsed, with the text logged: each bad text is logged once. */
+  private readonly unparsed = new Map<string, string>();
+  private readonly apisWatch: DebouncedWatch;
+  private readonly policiesWatch: DebouncedWatch;
+
+  constructor(private readonly o: DeploymentSourceOptions) {
+    this.apisWatch = new DebouncedWatch(o.apisDir, o.debounceMs ?? 50);
+    this.policiesWatch = new DebouncedWatch(path.dirname(o.policiesFile), o.debounceMs ?? 50);
+    this.refresh(false);
+    this.watch();
+  }
+
+  /** What is served now; `labels`: only the APIs sharing one of them. */
+  snapshot(labels?: readonly string[]): Deployments {
+    return selectByLabels({ apis: [...this.apis.values()], policies: this.policies }, labels);
+  }
+
+  private watch(): void {
+    if (this.o.watch === false) return;
+    this.policiesWatch.start(() => this.refreshPolicies(true));
+    if (this.apisWatch.watching || this.apisWatch.start(() => this.refresh())) return;
+    // No apis/ at all is common on a node that serves no APIs: said quietly; SIGHUP looks again.
+    const missing = !fs.existsSync(this.o.apisDir);
+    this.o.logger.log(missing ? 'info' : 'warn', 'deployment_dir_not_watched', { dir: this.o.apisDir, message: `API files served to gateway-workers are re-read on SIGHUP only (${missing ? 'no such directory' : 'the directory cannot be watched'})` });
+  }
+
+  /** Re-reads both (SIGHUP; also the watch), publishing what changed when `publish`. */
+  refresh(publish = true): void {
+    this.refreshPolicies(publish);
+    this.refreshApis(publish);
+    // A directory created since the start (or re-created) is watched from now on.
+    if (publish) this.watch();
+  }
+
+  private refreshApis(publish: boolean): void {
+    const files = listApiFiles(this.o.apisDir);
+    if (files === undefined && publish) this.apisWatch.stop();
+    const next = new Map<string, ApiDeploymentPayload>();
+    for (const full of files ?? []) {
+      const file = path.basename(full);
+      let text: string;
+      try {
+        text = fs.readFileSync(full, 'utf8');
+      } catch (err) {
+        const before = this.apis.get(file);
+        if (before !== undefined) next.set(file, before);
+        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') this.o.logger.log('warn', 'deployment_file_unparsed', { file: full, message: `cannot read (${(err as Error).message})` });
+        continue;
+      }
+      const before = this.apis.get(file);
+      if (before !== undefined && before.text === text) {
+        next.set(file, before);
+        continue;
+      }
+      const r = apiLabels(text);
+      if ('error' in r) {
+        if (this.unparsed.get(file) !== text) {
+          this.unparsed.set(file, text);
+          this.o.logger.log('warn', 'deployment_file_unparsed', { file: full, message: `${r.error}: not served to gateway-workers${before !== undefined ? '; its last parsed text stays served' : ''}` });
+        }
+        if (before !== undefined) next.set(file, before);
+        continue;
+      }
+      this.unparsed.delete(file);
+      next.set(file, { file, text, labels: r.labels, revision: revisionOf(text) });
+    }
+    const previous = this.apis;
+    this.apis = next;
+    if (!publish) return;
+    for (const [file, a] of previous) {
+      if (!next.has(file)) {
+        this.unparsed.delete(file);
+        this.o.bus.publish('api.undeployed', { file, labels: a.labels });
+      }
+    }
+    for (const [file, a] of next) if (previous.get(file)?.revision !== a.revision) this.o.bus.publish('api.deployed', a);
+  }
+
+  private refreshPolicies(publish: boolean): void {
+    const file = this.o.policiesFile;
+    let text: string;
+    let name = path.basename(file);
+    try {
+      text = fs.readFileSync(file, 'utf8');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') {
+        this.o.logger.log('error', 'deployment_policies_invalid', { file, message: `cannot read (${(err as Error).message}); the policies served stay` });
+        return;
+      }
+      // As the gateway does (lib/throttle/policies.ts loadPolicies): no file, the reference's default tiers.
+      text = DEFAULT_POLICIES_TOML;
+      name = '';
+    }
+    const revision = revisionOf(text);
+    if (this.policies?.revision === revision) return;
+    const r = parsePolicies(text, file, this.o.policyOptions);
+    if (r.policies === undefined) {
+      const errors = r.diagnostics.filter((d) => d.level === 'error').map(formatPolicyDiagnostic);
+      this.o.logger.log('error', 'deployment_policies_invalid', { file, errors, message: `the policies file has errors: ${this.policies === null ? 'no policies are served to gateway-workers' : 'the last valid text stays served'}` });
+      return;
+    }
+    this.policies = { file: name, text, revision };
+    if (publish) this.o.bus.publish('policies.updated', { text, revision });
+  }
+
+  close(): void {
+    this.apisWatch.stop();
+    this.policiesWatch.stop();
+  }
+}
+
+/**
+ * A gateway-worker's deployments: what was pulled, kept current by the control plane's events (before
+ * its gateway exists too), and applied to the gateway once attached.
+ */
+export class DeploymentFollower {
+  private readonly apis = new Map<string, ApiDeploymentPayload>();
+  private policies: PoliciesDeployment | null = null;
+  private gateway: Gateway | undefined;
+  private pending = false;
+  private readonly unsubscribe: () => void;
+
+  constructor(
+    /** The control plane's origin: pulled files are named `<origin>/apis/<file>` in diagnostics and states. */
+    readonly origin: string,
+    /** [apim.sync_runtime_artifacts.gateway] gateway_labels: events of other labels undeploy, not deploy. */
+    private readonly labels: readonly string[],
+    first: Deployments,
+    bus: EventBus,
+    private readonly logger: Logger,
+  ) {
+    this.replace(first);
+    this.unsubscribe = bus.subscribe((e) => {
+      if (e.name === 'api.deployed') this.put(e.payload);
+      else if (e.name === 'api.undeployed') this.remove(e.payload.file);
+      else if (e.name === 'policies.updated') this.setPolicies({ file: this.policies?.file ?? '', text: e.payload.text, revision: e.payload.revision });
+    });
+  }
+
+  /** The name a pulled file has on this gateway. */
+  name(file: string): string {
+    return `${this.origin}/apis/${file}`;
+  }
+
+  get policiesSource(): string {
+    return `${this.origin}/${this.policies?.file === '' || this.policies === null ? 'policies (default tiers)' : this.policies.file}`;
+  }
+
+  /** The pulled texts, as createGateway's `apiTexts`. */
+  entries(): { readonly file: string; readonly text: string }[] {
+    return [...this.apis.values()].map((a) => ({ file: this.name(a.file), text: a.text }));
+  }
+
+  /** The pulled policies text (undefined: the control plane serves none; the gateway keeps its own). */
+  policiesText(): { readonly text: string; readonly source: string } | undefined {
+    return this.policies === null ? undefined : { text: this.policies.text, source: this.policiesSource };
+  }
+
+  attach(gateway: Gateway): void {
+    this.gateway = gateway;
+  }
+
+  /** A full pull (SIGHUP on the worker): what it holds becomes exactly that. */
+  replace(d: Deployments): void {
+    if (d.policies !== null) this.setPolicies(d.policies);
+    this.apis.clear();
+    for (const a of d.apis) if (labelsMatch(a, this.labels)) this.apis.set(a.file, a);
+    this.schedule();
+  }
+
+  private put(a: ApiDeploymentPayload): void {
+    // Its labels may have changed to none of ours: it goes (the control plane publishes to every gateway).
+    if (!labelsMatch(a, this.labels)) return this.remove(a.file);
+    if (this.apis.get(a.file)?.revision === a.revision) return;
+    this.apis.set(a.file, a);
+    this.schedule();
+  }
+
+  private remove(file: string): void {
+    if (this.apis.delete(file)) this.schedule();
+  }
+
+  private setPolicies(p: PoliciesDeployment): void {
+    if (this.policies?.revision === p.revision) return;
+    const gw = this.gateway;
+    if (gw !== undefined) {
+      // Refused (logged by the engine): the running policies stay, and so does their revision.
+      if (!gw.throttle.loadText(p.text, `${this.origin}/${p.file === '' ? 'policies (default tiers)' : p.file}`).ok) return;
+      this.schedule();
+    }
+    this.policies = p;
+  }
+
+  /**
+   * One gateway reload for a burst of events (a resync delivers many in one go): after the policies,
+   * so an API naming a policy the new text defines validates.
+   */
+  private schedule(): void {
+    if (this.gateway === undefined || this.pending) return;
+    this.pending = true;
+    queueMicrotask(() => {
+      this.pending = false;
+      const gw = this.gateway;
+      if (gw === undefined) return;
+      const r = gw.reload({ apiTexts: this.entries() });
+      this.logger.log('info', 'deployments_applied', { from: this.origin, apis: this.apis.size, deployed: r.deployed.length });
+    });
+  }
+
+  close(): void {
+    this.unsubscribe();
+    this.gateway = undefined;
+  }
+}
