@@ -103,7 +103,7 @@ t.test('a traffic manager sums two gateways\' counts and its decisions hold them
   const kmPort = 9763 + base;
   const apis = { 'one.toml': openApi('/one', `http://127.0.0.1:${backend.port}`), 'two.toml': openApi('/two', `http://127.0.0.1:${backend.port}`) };
   const throttling = `[throughway.throttling]\ncounter_store = "traffic-manager"\nsync_interval = ${SYNC}\npolicies_file = "${policies}"\n`;
-  const tm = spawnNode(nodeToml({ offset: base, role: 'traffic-manager', channel, redis, extra: throttling }));
+  const tm = spawnNode(nodeToml({ offset: base, role: 'traffic-manager', channel, redis, extra: throttling }), apis);
   t.teardown(() => tm.stop());
   t.ok(await started(tm, /the gateway does not run for role traffic-manager/), `${tm.out}\n${tm.err}`);
   t.match(tm.out, new RegExp(`throttle decisions\\s+\\S+: data from ${channel}:throttleRequests, decisions on ${channel}:throttleData`));
