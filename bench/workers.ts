@@ -3,22 +3,44 @@
  * docs/scale-out.md). For each count, one node as `npm start` runs it (a temporary copy of conf/ with a
  * random server.offset and the cluster key set), then autocannon on the demo API's 96-byte resource
  * (auth = "none"). Rounds alternate the two nodes; the table shows medians. Measurement only.
+ * The raw rows are kept in WORK_DIR/workers-<date>.json; --write replaces the document's cluster-mode
+ * section (bench/render.ts renderWorkers), --from FILE renders an earlier run again without measuring.
  *
- *   npm run bench -- --workers [--duration S] [--warmup S] [--connections N] [--rounds N]
+ *   npm run bench -- --workers [--duration S] [--warmup S] [--connections N] [--rounds N] [--write] [--from FILE]
  */
 import autocannon = require('autocannon');
 import { spawn, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { fmt, HOST, log, median, ROOT, sleep } from './common';
+import { fmt, HOST, log, machineLines, ROOT, sleep, WORK_DIR } from './common';
+import { renderWorkers, renderWorkersTable, WORKERS_BEGIN, WORKERS_END, writeSection, type WorkersRow, type WorkersRun } from './render';
 
 const CLI = path.join(ROOT, 'dist', 'lib', 'cli.js');
 
-function parse(argv: readonly string[]): { duration: number; warmup: number; connections: number; rounds: number } {
-  const o = { duration: 10, warmup: 3, connections: 64, rounds: 3 };
+interface WorkersOptions {
+  duration: number;
+  warmup: number;
+  connections: number;
+  rounds: number;
+  write: boolean;
+  from: string | undefined;
+}
+
+function parse(argv: readonly string[]): WorkersOptions {
+  const o: WorkersOptions = { duration: 10, warmup: 3, connections: 64, rounds: 3, write: false, from: undefined };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
+    if (a === '--write') {
+      o.write = true;
+      continue;
+    }
+    if (a === '--from') {
+      const f = argv[++i];
+      if (f === undefined) throw new Error('--from needs a file');
+      o.from = path.resolve(f);
+      continue;
+    }
     const v = Number(argv[i + 1]);
     if (a === '--duration') o.duration = v;
     else if (a === '--warmup') o.warmup = v;
@@ -60,34 +82,47 @@ async function startNode(workers: number): Promise<{ port: number; stop(): Promi
   };
 }
 
-export async function runWorkersBench(argv: readonly string[]): Promise<void> {
-  const o = parse(argv);
-  const counts = [1, 2];
-  const rps: number[][] = counts.map(() => []);
-  const p99: number[][] = counts.map(() => []);
+const DEMO_PATH = '/pizzashack/1.0.0/small';
+
+async function measureWorkers(o: WorkersOptions): Promise<WorkersRow[]> {
+  const rows: WorkersRow[] = [];
   for (let round = 1; round <= o.rounds; round++) {
-    for (let i = 0; i < counts.length; i++) {
-      const n = await startNode(counts[i] as number);
+    for (const workers of [1, 2]) {
+      const n = await startNode(workers);
       try {
-        const url = `http://${HOST}:${n.port}/pizzashack/1.0.0/small`;
+        const url = `http://${HOST}:${n.port}${DEMO_PATH}`;
         await cannon(url, o.connections, o.warmup);
         const r = await cannon(url, o.connections, o.duration);
-        if (r.non2xx > 0 || r.errors > 0) log(`${counts[i]} worker(s): ${r.non2xx} non-2xx, ${r.errors} errors`);
-        rps[i]?.push(r.requests.average);
-        p99[i]?.push(r.latency.p99);
-        log(`round ${round}, ${counts[i]} worker(s): ${fmt(r.requests.average)} req/s, p99 ${fmt(r.latency.p99)} ms`);
+        if (r.non2xx > 0 || r.errors > 0) log(`${workers} worker(s): ${r.non2xx} non-2xx, ${r.errors} errors`);
+        rows.push({ round, workers, rps: r.requests.average, p99: r.latency.p99, errors: r.errors, non2xx: r.non2xx });
+        log(`round ${round}, ${workers} worker(s): ${fmt(r.requests.average)} req/s, p99 ${fmt(r.latency.p99)} ms`);
       } finally {
         await n.stop();
       }
     }
   }
-  const one = median(rps[0] ?? []);
-  const two = median(rps[1] ?? []);
+  return rows;
+}
+
+/** `argv`: the options after --workers; `command`: how this run was invoked (for the document). */
+export async function runWorkersBench(argv: readonly string[], command: string): Promise<void> {
+  const o = parse(argv);
+  let run: WorkersRun;
+  if (o.from !== undefined) {
+    run = JSON.parse(fs.readFileSync(o.from, 'utf8')) as WorkersRun;
+    log(`rendering the workers run of ${run.date} from ${o.from} (nothing measured)`);
+  } else {
+    const date = new Date().toISOString();
+    const load0 = os.loadavg();
+    const rows = await measureWorkers(o);
+    run = { date, command, machine: machineLines(load0, os.loadavg()), url: DEMO_PATH, duration: o.duration, warmup: o.warmup, connections: o.connections, rounds: o.rounds, rows };
+    fs.mkdirSync(WORK_DIR, { recursive: true });
+    const rawFile = path.join(WORK_DIR, `workers-${date.replace(/[:.]/g, '-')}.json`);
+    fs.writeFileSync(rawFile, JSON.stringify(run, null, 1));
+    log(`raw results: ${rawFile} (node dist/bench/run.js --workers --from ${rawFile} --write renders them again)`);
+  }
   process.stdout.write(
-    `\n# workers bench: GET /small (96 B), ${o.connections} conns, ${o.rounds} rounds of ${o.duration} s, medians\n\n` +
-      `| [throughway.cluster] workers | req/s | p99 ms |\n|---|---|---|\n` +
-      `| 1 | ${fmt(one)} | ${fmt(median(p99[0] ?? []))} |\n` +
-      `| 2 | ${fmt(two)} | ${fmt(median(p99[1] ?? []))} |\n\n` +
-      `2 / 1: ${fmt(two / one, 3)} (the load generator shares the machine's cores)\n`,
+    `\n# workers bench — ${run.date}: GET ${run.url} (96 B), ${run.connections} conns, ${run.rounds} rounds of ${run.duration} s, medians\n\n${renderWorkersTable(run)}\n`,
   );
+  if (o.write) writeSection(WORKERS_BEGIN, WORKERS_END, renderWorkers(run), 'cluster-mode');
 }
