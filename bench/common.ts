@@ -359,6 +359,26 @@ export function hasCommand(cmd: string): boolean {
   }
 }
 
+// ------------------------------------------------------------------ runs that own one section of the document
+
+/**
+ * The raw results of a run with its own section (--mediation, --workers, --redis-counting): an earlier
+ * run's JSON with --from (nothing measured), else `measure()`'s, kept in WORK_DIR/<stem>-<date>.json.
+ */
+export async function rawRun<T extends { readonly date: string }>(what: string, stem: string, from: string | undefined, measure: () => Promise<T>): Promise<T> {
+  if (from !== undefined) {
+    const run = JSON.parse(fs.readFileSync(from, 'utf8')) as T;
+    log(`rendering the ${what} run of ${run.date} from ${from} (nothing measured)`);
+    return run;
+  }
+  const run = await measure();
+  fs.mkdirSync(WORK_DIR, { recursive: true });
+  const rawFile = path.join(WORK_DIR, `${stem}-${run.date.replace(/[:.]/g, '-')}.json`);
+  fs.writeFileSync(rawFile, JSON.stringify(run, null, 1));
+  log(`raw results: ${rawFile} (node dist/bench/run.js --${stem} --from ${rawFile} --write renders them again)`);
+  return run;
+}
+
 // ------------------------------------------------------------------ the machine, for the document
 
 export function versionOf(pkg: string): string {

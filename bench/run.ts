@@ -74,6 +74,7 @@ import {
   median,
   PERF_DOC,
   procTicks,
+  rawRun,
   sanity,
   sleep,
   startBackend,
@@ -740,18 +741,11 @@ async function measure(opts: Options): Promise<Cell[]> {
  * rows, and with --write replaces only the mediation section of docs/performance.md.
  */
 async function mediation(opts: Options, argv: readonly string[]): Promise<void> {
-  let run: MediationRun;
-  if (opts.from !== undefined) {
-    run = JSON.parse(fs.readFileSync(opts.from, 'utf8')) as MediationRun;
-    log(`rendering the mediation run of ${run.date} from ${opts.from} (nothing measured)`);
-  } else {
+  const run = await rawRun<MediationRun>('mediation', 'mediation', opts.from, async () => {
     const date = new Date().toISOString();
     const rows = await runMediationBench(opts);
-    run = { date, command: benchCommand(argv, opts.compare), duration: opts.duration, warmup: opts.warmup, rows };
-    const rawFile = path.join(WORK_DIR, `mediation-${date.replace(/[:.]/g, '-')}.json`);
-    fs.writeFileSync(rawFile, JSON.stringify(run, null, 1));
-    log(`raw results: ${rawFile} (node dist/bench/run.js --mediation --from ${rawFile} --write renders them again)`);
-  }
+    return { date, command: benchCommand(argv, opts.compare), duration: opts.duration, warmup: opts.warmup, rows };
+  });
   process.stdout.write(`# throughway mediation bench — ${run.date}\n\n${renderMediationTable(run.rows)}\n`);
   if (opts.write) {
     writeSection(MEDIATION_BEGIN, MEDIATION_END, renderMediation(run), 'mediation');
@@ -815,15 +809,11 @@ async function measureCounting(opts: Options): Promise<Cell[]> {
 
 /** `--redis-counting`: measures (or, with --from, reads) the run, prints its table, with --write replaces its section. */
 async function counting(opts: Options, argv: readonly string[]): Promise<void> {
-  let run: CountingRun;
-  if (opts.from !== undefined) {
-    run = JSON.parse(fs.readFileSync(opts.from, 'utf8')) as CountingRun;
-    log(`rendering the Redis counting run of ${run.date} from ${opts.from} (nothing measured)`);
-  } else {
+  const run = await rawRun<CountingRun>('Redis counting', 'redis-counting', opts.from, async () => {
     const date = new Date().toISOString();
     const load0 = os.loadavg();
     const cells = await measureCounting(opts);
-    run = {
+    return {
       date,
       command: benchCommand(argv, false),
       machine: machineLines(load0, os.loadavg()),
@@ -834,10 +824,7 @@ async function counting(opts: Options, argv: readonly string[]): Promise<void> {
       rounds: opts.rounds,
       cells,
     };
-    const rawFile = path.join(WORK_DIR, `redis-counting-${date.replace(/[:.]/g, '-')}.json`);
-    fs.writeFileSync(rawFile, JSON.stringify(run, null, 1));
-    log(`raw results: ${rawFile} (node dist/bench/run.js --redis-counting --from ${rawFile} --write renders them again)`);
-  }
+  });
   process.stdout.write(`# throughway Redis counting bench — ${run.date}\n\n${renderCountingTable(run)}\n`);
   if (opts.write) writeSection(COUNTING_BEGIN, COUNTING_END, renderCounting(run), 'Redis counting');
 }

@@ -13,7 +13,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { fmt, HOST, log, machineLines, ROOT, sleep, WORK_DIR } from './common';
+import { fmt, HOST, log, machineLines, rawRun, ROOT, sleep } from './common';
 import { renderWorkers, renderWorkersTable, WORKERS_BEGIN, WORKERS_END, writeSection, type WorkersRow, type WorkersRun } from './render';
 
 const CLI = path.join(ROOT, 'dist', 'lib', 'cli.js');
@@ -107,20 +107,12 @@ async function measureWorkers(o: WorkersOptions): Promise<WorkersRow[]> {
 /** `argv`: the options after --workers; `command`: how this run was invoked (for the document). */
 export async function runWorkersBench(argv: readonly string[], command: string): Promise<void> {
   const o = parse(argv);
-  let run: WorkersRun;
-  if (o.from !== undefined) {
-    run = JSON.parse(fs.readFileSync(o.from, 'utf8')) as WorkersRun;
-    log(`rendering the workers run of ${run.date} from ${o.from} (nothing measured)`);
-  } else {
+  const run = await rawRun<WorkersRun>('workers', 'workers', o.from, async () => {
     const date = new Date().toISOString();
     const load0 = os.loadavg();
     const rows = await measureWorkers(o);
-    run = { date, command, machine: machineLines(load0, os.loadavg()), url: DEMO_PATH, duration: o.duration, warmup: o.warmup, connections: o.connections, rounds: o.rounds, rows };
-    fs.mkdirSync(WORK_DIR, { recursive: true });
-    const rawFile = path.join(WORK_DIR, `workers-${date.replace(/[:.]/g, '-')}.json`);
-    fs.writeFileSync(rawFile, JSON.stringify(run, null, 1));
-    log(`raw results: ${rawFile} (node dist/bench/run.js --workers --from ${rawFile} --write renders them again)`);
-  }
+    return { date, command, machine: machineLines(load0, os.loadavg()), url: DEMO_PATH, duration: o.duration, warmup: o.warmup, connections: o.connections, rounds: o.rounds, rows };
+  });
   process.stdout.write(
     `\n# workers bench — ${run.date}: GET ${run.url} (96 B), ${run.connections} conns, ${run.rounds} rounds of ${run.duration} s, medians\n\n${renderWorkersTable(run)}\n`,
   );
