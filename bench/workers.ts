@@ -59,7 +59,26 @@ function cannon(url: string, connections: number, duration: number): Promise<aut
   });
 }
 
-async function startNode(workers: number): Promise<{ port: number; stop(): Promise<void> }> {
+interface Node {
+  readonly port: number;
+  stop(): Promise<void>;
+}
+
+/**
+ * A node on a random server.offset; another one when it exits before it is ready (one of its many ports
+ * taken by another tenant of this machine: EADDRINUSE), at most three times.
+ */
+async function startNode(workers: number): Promise<Node> {
+  for (let attempt = 1; ; attempt++) {
+    const n = await startNodeOnce(workers);
+    if (n.ready) return n;
+    await n.stop();
+    if (!n.exited || attempt >= 3) throw new Error(`the node (${workers} workers) did not start:\n${n.out}`);
+    log(`the node (${workers} workers) exited before it was ready; trying another server.offset`);
+  }
+}
+
+async function startNodeOnce(workers: number): Promise<Node & { ready: boolean; exited: boolean; out: string }> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), `throughway-bench-workers-${workers}-`));
   fs.cpSync(path.join(ROOT, 'conf'), path.join(dir, 'conf'), { recursive: true });
   const offset = 20000 + Math.floor(Math.random() * 9000);
@@ -71,8 +90,10 @@ async function startNode(workers: number): Promise<{ port: number; stop(): Promi
   const marker = workers > 1 ? 'workers ready' : 'Try:';
   const deadline = Date.now() + 30_000;
   while (!out.includes(marker) && child.exitCode === null && Date.now() < deadline) await sleep(50);
-  if (!out.includes(marker)) throw new Error(`the node (${workers} workers) did not start:\n${out}`);
   return {
+    ready: out.includes(marker),
+    exited: child.exitCode !== null,
+    out,
     port: 8280 + offset,
     async stop() {
       if (child.exitCode === null) child.kill('SIGTERM');
