@@ -103,26 +103,33 @@ t.test('a limit of 100/min across two gateway processes sharing Redis counters',
   const throttling = (store: string): string => `[throughway.throttling]\ncounter_store = "${store}"\nredis_url = "${redis}"\nsync_interval = ${SYNC_INTERVAL}\npolicies_file = "${policies}"\n`;
   const apis = { 'a.toml': openApi(ctx.a, backend.port), 'b.toml': openApi(ctx.b, backend.port), 'c.toml': openApi(ctx.c, backend.port) };
 
-  const base = baseOffset(50);
-  const kmPort = 9763 + base;
-  const km = spawnNode(nodeToml({ offset: base, role: 'api-key-manager', channel, redis, extra: throttling('redis') }));
-  t.teardown(() => km.stop());
-  // Two gateways counting in Redis, and two more counting in memory (case c), all started at once.
-  const nodes: { offset: number; store: string }[] = [
-    { offset: base + 1, store: 'redis' },
-    { offset: base + 2, store: 'redis' },
-    { offset: baseOffset(51), store: 'memory' },
-    { offset: baseOffset(51) + 1, store: 'memory' },
-  ];
-  const gws: Proc[] = nodes.map((n) => spawnNode(nodeToml({ offset: n.offset, role: 'gateway-worker', channel, redis, km: kmPort, extra: throttling(n.store) }), apis));
-  for (const gw of gws) t.teardown(() => gw.stop());
-  const up = async (p: Proc, marker: RegExp, what: string): Promise<void> => {
-    const ok = await started(p, marker);
-    t.ok(ok, ok ? `${what} started` : `${what} did not start:\n${p.out}\n${p.err}`);
+  // Node j of attempt a: the offsets of salts 50 + 2a (four nodes) and 51 + 2a (the fifth). Other tests
+  // and other checkouts share this machine's ports: a node whose port is taken (EADDRINUSE) exits, and
+  // is started again on the next attempt's offset.
+  const offsetOf = (j: number, a: number): number => (j < 4 ? baseOffset(50 + 2 * a) + j : baseOffset(51 + 2 * a));
+  const up = async (j: number, what: string, marker: RegExp, make: (offset: number) => Proc): Promise<number> => {
+    for (let a = 0; ; a++) {
+      const p = make(offsetOf(j, a));
+      t.teardown(() => p.stop());
+      if (await started(p, marker)) return offsetOf(j, a);
+      const taken = p.child.exitCode !== null && /EADDRINUSE/.test(p.err);
+      if (!taken || a >= 2) {
+        t.fail(`${what} did not start:\n${p.out}\n${p.err}`);
+        return -1;
+      }
+      t.comment(`${what}: a port of offset ${offsetOf(j, a)} is taken; another offset`);
+      await p.stop();
+    }
   };
-  await up(km, /Key manager: /, 'key manager');
-  for (const gw of gws) await up(gw, /APIs: 3 deployed/, 'gateway-worker');
-  const [r1, r2, m1, m2] = nodes.map((n) => 8280 + n.offset) as [number, number, number, number];
+  const kmOffset = await up(0, 'key manager', /Key manager: /, (offset) => spawnNode(nodeToml({ offset, role: 'api-key-manager', channel, redis, extra: throttling('redis') })));
+  if (kmOffset < 0) return;
+  const kmPort = 9763 + kmOffset;
+  // Two gateways counting in Redis, and two more counting in memory (case c), started at once.
+  const gateway = (j: number, store: string): Promise<number> =>
+    up(j, `gateway-worker (${store})`, /APIs: 3 deployed/, (offset) => spawnNode(nodeToml({ offset, role: 'gateway-worker', channel, redis, km: kmPort, extra: throttling(store) }), apis));
+  const offsets = await Promise.all([gateway(1, 'redis'), gateway(2, 'redis'), gateway(3, 'memory'), gateway(4, 'memory')]);
+  if (offsets.includes(-1)) return;
+  const [r1, r2, m1, m2] = offsets.map((o) => 8280 + o) as [number, number, number, number];
 
   await roomInWindow(25_000);
 
