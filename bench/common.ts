@@ -17,6 +17,8 @@ export const ROOT = path.resolve(__dirname, '..', '..');
 export const DIST_BENCH = __dirname;
 export const WORK_DIR = path.join(os.tmpdir(), 'throughway-bench');
 export const BODY_SIZE = 1_048_576;
+/** The document every --write regenerates, whole (the main run) or one section of it. */
+export const PERF_DOC = path.join(ROOT, 'docs', 'performance.md');
 
 export const CLK_TCK = ((): number => {
   try {
@@ -87,6 +89,15 @@ export const SCENARIOS: readonly Scenario[] = Object.freeze([
   },
   { name: 'ka1000', label: 'GET /small (96 B JSON), 1,000 keep-alive conns', method: 'GET', path: '/small', conns: 1000, targets: TRANSPORT },
 ]);
+
+/**
+ * `--redis-counting` (issue 10, "Speed"): the throttling scenario's route on two full gateways that differ
+ * only in `[throughway.throttling] counter_store`; one scenario per store, so their cells keep apart.
+ */
+export const COUNTING: Readonly<Record<'memory' | 'redis', Scenario>> = Object.freeze({
+  memory: { name: 'counting-memory', label: 'GET /small throttled, counter_store = "memory", 64 conns', method: 'GET', path: '/small', conns: 64, targets: ['gateway'], gatewayPath: '/limited/1/small' },
+  redis: { name: 'counting-redis', label: 'GET /small throttled, counter_store = "redis", 64 conns', method: 'GET', path: '/small', conns: 64, targets: ['gateway'], gatewayPath: '/limited/1/small' },
+});
 
 /** The path a target requests for a scenario. */
 export function targetPath(sc: Scenario, target: TargetName): string {
@@ -347,3 +358,46 @@ export function hasCommand(cmd: string): boolean {
     return false;
   }
 }
+
+// ------------------------------------------------------------------ runs that own one section of the document
+
+/**
+ * The raw results of a run with its own section (--mediation, --workers, --redis-counting): an earlier
+ * run's JSON with --from (nothing measured), else `measure()`'s, kept in WORK_DIR/<stem>-<date>.json.
+ */
+export async function rawRun<T extends { readonly date: string }>(what: string, stem: string, from: string | undefined, measure: () => Promise<T>): Promise<T> {
+  if (from !== undefined) {
+    const run = JSON.parse(fs.readFileSync(from, 'utf8')) as T;
+    log(`rendering the ${what} run of ${run.date} from ${from} (nothing measured)`);
+    return run;
+  }
+  const run = await measure();
+  fs.mkdirSync(WORK_DIR, { recursive: true });
+  const rawFile = path.join(WORK_DIR, `${stem}-${run.date.replace(/[:.]/g, '-')}.json`);
+  fs.writeFileSync(rawFile, JSON.stringify(run, null, 1));
+  log(`raw results: ${rawFile} (node dist/bench/run.js --${stem} --from ${rawFile} --write renders them again)`);
+  return run;
+}
+
+// ------------------------------------------------------------------ the machine, for the document
+
+export function versionOf(pkg: string): string {
+  try {
+    return (JSON.parse(fs.readFileSync(path.join(ROOT, 'node_modules', pkg, 'package.json'), 'utf8')) as { version: string }).version;
+  } catch {
+    return '?';
+  }
+}
+
+/** CPU, memory, versions and load average: the machine note of every run in docs/performance.md. */
+export function machineLines(load0: number[], load1: number[]): string[] {
+  const cpus = os.cpus();
+  const pkg = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string };
+  return [
+    `- CPU: ${cpus[0]?.model ?? '?'}, ${cpus.length} cores (shared with other tenants)`,
+    `- Memory: ${fmt(os.totalmem() / 2 ** 30, 1)} GiB; kernel ${os.release()}`,
+    `- Node ${process.version}; throughway ${pkg.version}; autocannon ${versionOf('autocannon')}; llhttp-wasm ${versionOf('llhttp-wasm')}; typescript ${versionOf('typescript')}`,
+    `- Load average (1/5/15 min) at start ${load0.map((x) => x.toFixed(2)).join(' / ')}, at end ${load1.map((x) => x.toFixed(2)).join(' / ')}`,
+  ];
+}
+

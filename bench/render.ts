@@ -6,7 +6,9 @@
  * written by hand (issue 12, "Benchmarking"), the way pino's docs/benchmarks.md is produced by its
  * benchmarks.
  */
-import { fmt, median, range, type Scenario, type TargetName } from './common';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { fmt, log, median, PERF_DOC, range, type Scenario, type TargetName } from './common';
 
 /** One measured window: a scenario on one target in one round. */
 export interface Cell {
@@ -47,6 +49,12 @@ export const PEERS_END = '<!-- peers:end -->';
 /** The mediation run's section (`--mediation --write`), kept by the main run's --write like the peers'. */
 export const MEDIATION_BEGIN = '<!-- mediation:begin -->';
 export const MEDIATION_END = '<!-- mediation:end -->';
+/** Cluster mode, workers = 1 vs 2 (`--workers --write`), kept by the other runs' --write. */
+export const WORKERS_BEGIN = '<!-- workers:begin -->';
+export const WORKERS_END = '<!-- workers:end -->';
+/** Throttle counters in memory vs Redis (`--redis-counting --write`), kept likewise. */
+export const COUNTING_BEGIN = '<!-- redis-counting:begin -->';
+export const COUNTING_END = '<!-- redis-counting:end -->';
 
 const TARGET_LABEL: Readonly<Record<TargetName, string>> = {
   direct: 'direct',
@@ -227,6 +235,134 @@ export function renderMediation(run: MediationRun): string {
   ].join('\n');
 }
 
+/** One measured window of `--workers`: one node with `workers` gateway processes, in one round. */
+export interface WorkersRow {
+  readonly round: number;
+  readonly workers: number;
+  readonly rps: number;
+  readonly p99: number;
+  readonly errors: number;
+  readonly non2xx: number;
+}
+
+/** What `--workers` leaves in WORK_DIR/workers-<date>.json; `--workers --from FILE --write` renders it again. */
+export interface WorkersRun {
+  readonly date: string;
+  readonly command: string;
+  readonly machine: readonly string[];
+  readonly url: string;
+  readonly duration: number;
+  readonly warmup: number;
+  readonly connections: number;
+  readonly rounds: number;
+  readonly rows: readonly WorkersRow[];
+}
+
+/** Per round, `f` of the cells of `b` ÷ that of `a` (both present and positive), in round order. */
+function perRound<T extends { readonly round: number }>(xs: readonly T[], a: (x: T) => boolean, b: (x: T) => boolean, f: (x: T) => number): number[] {
+  const out: number[] = [];
+  for (const x of xs.filter(b)) {
+    const ref = xs.find((y) => a(y) && y.round === x.round);
+    if (ref !== undefined && f(ref) > 0) out.push(f(x) / f(ref));
+  }
+  return out;
+}
+
+const ratiosText = (rs: readonly number[]): string => `${fmt(median(rs), 3)}${rs.length > 1 ? ` (${rs.map((r) => fmt(r, 3)).join(', ')})` : ''}`;
+
+export function renderWorkersTable(run: WorkersRun): string {
+  const L = ['| [throughway.cluster] workers | req/s | p99 ms | errors / non-2xx |', '|---|---|---|---|'];
+  for (const n of [...new Set(run.rows.map((r) => r.workers))].sort((a, b) => a - b)) {
+    const rows = run.rows.filter((r) => r.workers === n);
+    const col = (f: (r: WorkersRow) => number): string => fmt(median(rows.map(f))) + range(rows.map(f));
+    L.push(`| ${n} | ${col((r) => r.rps)} | ${col((r) => r.p99)} | ${sum(rows, (r) => r.errors)} / ${sum(rows, (r) => r.non2xx)} |`);
+  }
+  const ratios = perRound(run.rows, (r) => r.workers === 1, (r) => r.workers === 2, (r) => r.rps);
+  L.push('');
+  L.push(`2 workers ÷ 1, req/s in the same round: ${ratiosText(ratios)}${ratios.length > 1 ? ' (median, then each round)' : ''}.`);
+  return L.join('\n');
+}
+
+/** The cluster-mode section between its markers. */
+export function renderWorkers(run: WorkersRun): string {
+  return [
+    WORKERS_BEGIN,
+    '## Cluster mode: workers (issue 10)',
+    '',
+    `Run of ${run.date}, produced by \`${run.command}\` (bench/workers.ts): for each cell a node started as \`npm start\` runs it ` +
+      '(a copy of conf/: the demo API, auth = "none", and the demo backend) with `[throughway.cluster] workers = "1"`, then `"2"`, ' +
+      `the two alternating within each of ${run.rounds} round${run.rounds > 1 ? 's' : ''}; autocannon \`GET ${run.url}\` (96 bytes), ` +
+      `${run.connections} connections, ${run.warmup} s warm-up + ${run.duration} s measured; medians (min–max). With one worker a single ` +
+      'process serves the gateway, the key manager and the demo backend; with two, the primary keeps the key manager and the demo ' +
+      'backend and two worker processes share the gateway port. autocannon runs in the bench process on the same cores, so on this ' +
+      '2-core machine the client, the backend and the workers compete for two cores: the ratio is what this machine allows, not what ' +
+      'a second free core would give.',
+    '',
+    ...run.machine,
+    '',
+    renderWorkersTable(run),
+    WORKERS_END,
+  ].join('\n');
+}
+
+/** What `--redis-counting` leaves in WORK_DIR/redis-counting-<date>.json; `--from FILE --write` renders it again. */
+export interface CountingRun {
+  readonly date: string;
+  readonly command: string;
+  readonly machine: readonly string[];
+  readonly redisUrl: string;
+  readonly duration: number;
+  readonly warmup: number;
+  readonly connections: number;
+  readonly rounds: number;
+  /** Cells of the scenarios `counting-memory` and `counting-redis` (bench/common.ts COUNTING), target `gateway`. */
+  readonly cells: readonly Cell[];
+}
+
+export function renderCountingTable(run: CountingRun): string {
+  const L = ['| counter_store | req/s | vs memory (per round) | p50 ms | p99 ms | gateway CPU µs/req | CPU vs memory | other cores | errors / timeouts / non-2xx |', '|---|---|---|---|---|---|---|---|---|'];
+  const ok = (store: string): Cell[] => run.cells.filter((c) => c.scenario === `counting-${store}` && c.ok);
+  const memUs = median(ok('memory').map((c) => c.proxyUs ?? NaN));
+  for (const store of ['memory', 'redis']) {
+    const cells = ok(store);
+    const failed = run.cells.filter((c) => c.scenario === `counting-${store}`).length - cells.length;
+    const col = (f: (c: Cell) => number, d: number): string => fmt(median(cells.map(f)), d) + range(cells.map(f), d);
+    const us = median(cells.map((c) => c.proxyUs ?? NaN));
+    const vs =
+      store === 'memory'
+        ? '1'
+        : ratiosText(perRound(run.cells.filter((c) => c.ok), (c) => c.scenario === 'counting-memory', (c) => c.scenario === 'counting-redis', (c) => c.rps));
+    const cpu = store === 'memory' ? '—' : Number.isFinite(us) && memUs > 0 ? `${us >= memUs ? '+' : ''}${fmt((us / memUs - 1) * 100, 0)} %` : '—';
+    L.push(
+      `| ${store} | ${col((c) => c.rps, 0)} | ${vs} | ${col((c) => c.p50, 0)} | ${col((c) => c.p99, 0)} | ${col((c) => c.proxyUs ?? NaN, 1)} | ${cpu} | ${col((c) => c.otherCores, 2)} | ` +
+        `${sum(cells, (c) => c.errors)} / ${sum(cells, (c) => c.timeouts)} / ${sum(cells, (c) => c.non2xx)}${failed > 0 ? ` (${failed} cells failed)` : ''} |`,
+    );
+  }
+  return L.join('\n');
+}
+
+/** The Redis counting section between its markers. */
+export function renderCounting(run: CountingRun): string {
+  return [
+    COUNTING_BEGIN,
+    '## Throttle counters in Redis (issue 10)',
+    '',
+    `Run of ${run.date}, produced by \`${run.command}\`: two full gateways (\`bench/start-gateway.ts\`) identical but for ` +
+      '`[throughway.throttling] counter_store`: "memory" and "redis" (Redis at ' +
+      `${run.redisUrl}, \`sync_interval\` at its default of 100 ms), each loaded on its throttled route \`/limited/1/small\` (three counters ` +
+      'per call: the resource policy, the per-IP subscription tier and its burst control, limits never reached). The two alternate within ' +
+      `each of ${run.rounds} round${run.rounds > 1 ? 's' : ''}, the order swapped every round; ${run.connections} connections, ` +
+      `${run.warmup} s warm-up + ${run.duration} s measured per cell; medians (min–max). "vs memory" is req/s ÷ the memory gateway's in ` +
+      "the same round; the CPU figure is the gateway process's own per request (the batches it sends; the Redis server's CPU is not in it), " +
+      'the steadier figure on a shared machine; "other cores" is what other tenants used meanwhile (as in the main table).',
+    '',
+    ...run.machine,
+    '',
+    renderCountingTable(run),
+    COUNTING_END,
+  ].join('\n');
+}
+
 /** Replaces the block between `begin` and `end` in `doc`, or inserts it before `before` (or at the end). */
 export function replaceSection(doc: string, begin: string, end: string, block: string, before: string): string {
   const a = doc.indexOf(begin);
@@ -235,6 +371,13 @@ export function replaceSection(doc: string, begin: string, end: string, block: s
   const at = doc.indexOf(before);
   if (at >= 0) return `${doc.slice(0, at)}${block}\n\n${doc.slice(at)}`;
   return `${doc.replace(/\n*$/, '\n\n')}${block}\n`;
+}
+
+/** Replaces one section of docs/performance.md (the runs that own one: mediation, workers, Redis counting). */
+export function writeSection(begin: string, end: string, block: string, what: string): void {
+  const doc = fs.existsSync(PERF_DOC) ? fs.readFileSync(PERF_DOC, 'utf8') : '# Performance\n';
+  fs.writeFileSync(PERF_DOC, replaceSection(doc, begin, end, block, HOW_TO_REPRODUCE));
+  log(`wrote the ${what} section of ${path.relative(process.cwd(), PERF_DOC) || PERF_DOC}`);
 }
 
 export interface DocParts {
@@ -248,6 +391,9 @@ export interface DocParts {
   readonly peers: string | undefined;
   /** The mediation section with its markers (the document's current one). */
   readonly mediation: string | undefined;
+  /** The cluster-mode and Redis counting sections with their markers (the document's current ones). */
+  readonly workers?: string | undefined;
+  readonly counting?: string | undefined;
   readonly workDir: string;
   readonly demo: { readonly url: string; readonly fromConf: boolean };
 }
@@ -294,6 +440,13 @@ export function renderDoc(p: DocParts): string {
       `${MEDIATION_BEGIN}\n## Mediation: JSON validation (issue 8)\n\nNo mediation run recorded yet: \`npm run bench -- --mediation --write\` adds it.\n${MEDIATION_END}`,
   );
   L.push('');
+  L.push(p.workers ?? `${WORKERS_BEGIN}\n## Cluster mode: workers (issue 10)\n\nNo workers run recorded yet: \`npm run bench -- --workers --write\` adds it.\n${WORKERS_END}`);
+  L.push('');
+  L.push(
+    p.counting ??
+      `${COUNTING_BEGIN}\n## Throttle counters in Redis (issue 10)\n\nNo Redis counting run recorded yet: \`npm run bench -- --redis-counting --write\` adds it.\n${COUNTING_END}`,
+  );
+  L.push('');
   L.push(HOW_TO_REPRODUCE);
   L.push('');
   L.push('```sh');
@@ -305,6 +458,9 @@ export function renderDoc(p: DocParts): string {
   L.push(`node dist/bench/run.js --from ${p.workDir}/run-<date>.json --write   # render a run again, measuring nothing`);
   L.push('npm run bench -- --mediation --write            # JSON validation at 1 KiB/64 KiB/1 MiB; small-GET p99 while 1 MiB bodies are validated');
   L.push(`node dist/bench/run.js --mediation --from ${p.workDir}/mediation-<date>.json --write   # render a mediation run again`);
+  L.push('npm run bench -- --workers --rounds 3 --duration 6 --write   # cluster mode: [throughway.cluster] workers = 1 vs 2 on the demo API');
+  L.push('npm run bench -- --redis-counting --rounds 3 --duration 6 --write   # throttle counters in memory vs Redis (THROUGHWAY_TEST_REDIS_URL or redis://127.0.0.1:6379)');
+  L.push(`node dist/bench/run.js --workers --from ${p.workDir}/workers-<date>.json --write   # likewise --redis-counting --from .../redis-counting-<date>.json`);
   L.push('node dist/bench/profile.js --mode perf          # where the CPU goes (perf), small GET under wrk');
   L.push('```');
   L.push('');

@@ -7,6 +7,8 @@
  *   npm run bench -- [--duration S] [--warmup S] [--connections N] [--scenarios small,64k,post1m,auth,throttling,ka1000]
  *                    [--rounds N] [--compare] [--peers-results FILE] [--write] [--from FILE]
  *   npm run bench -- --mediation [--duration S] [--warmup S] [--write] [--from FILE]
+ *   npm run bench -- --redis-counting [--duration S] [--warmup S] [--rounds N] [--connections N] [--write] [--from FILE]
+ *   npm run bench -- --workers [...]   (bench/workers.ts)
  *
  * Per cell (scenario × target × round): req/s, ratio to direct in the same round, p50/p99, errors and
  * non-2xx, and CPU time per completed request of the proxy, the backend and this process (the client),
@@ -21,13 +23,17 @@
  * same from an earlier harness run's raw JSON. --write regenerates docs/performance.md (bench/render.ts);
  * --from FILE renders an earlier run's raw results again (after a change to the document's text) without
  * measuring. --mediation runs bench/mediation.ts instead; its --write replaces only the document's
- * mediation section, which the main run's --write keeps (like the peers section).
+ * mediation section, which the main run's --write keeps (like the peers section). --redis-counting
+ * measures the throttled route of two full gateways, counter_store = "memory" vs "redis", and its --write
+ * replaces only its own section; --workers (bench/workers.ts) likewise for the cluster-mode section.
  */
 import autocannon = require('autocannon');
 import { spawn } from 'node:child_process';
 import { runMediationBench } from './mediation';
+import { Redis } from 'ioredis';
 import {
-  HOW_TO_REPRODUCE,
+  COUNTING_BEGIN,
+  COUNTING_END,
   MEDIATION_BEGIN,
   MEDIATION_END,
   PEERS_BEGIN,
@@ -37,7 +43,12 @@ import {
   renderMediation,
   renderMediationTable,
   renderOwn,
-  replaceSection,
+  renderCounting,
+  renderCountingTable,
+  WORKERS_BEGIN,
+  WORKERS_END,
+  writeSection,
+  type CountingRun,
   type Cell,
   type MediationRun,
 } from './render';
@@ -47,6 +58,7 @@ import * as path from 'node:path';
 import * as toml from 'toml';
 import {
   CLK_TCK,
+  COUNTING,
   DIST_BENCH,
   HOST,
   ROOT,
@@ -57,9 +69,12 @@ import {
   freePort,
   installExitHandlers,
   log,
+  machineLines,
   machineTicks,
   median,
+  PERF_DOC,
   procTicks,
+  rawRun,
   sanity,
   sleep,
   startBackend,
@@ -77,7 +92,6 @@ import { runWorkersBench } from './workers';
 
 /** Used when conf/ has no demo API to read the URL from. */
 const DEMO_URL_FALLBACK = 'http://127.0.0.1:8280/<context>/<version>/<resource>';
-const DOC = path.join(ROOT, 'docs', 'performance.md');
 
 // ------------------------------------------------------------------ options
 
@@ -100,6 +114,8 @@ interface Options {
    * direct-vs-throughway cells (two of them load the gateway at the same time).
    */
   mediation: boolean;
+  /** Measure the throttled route with counter_store = "memory" vs "redis" instead (its own section). */
+  redisCounting: boolean;
 }
 
 const USAGE = `usage: npm run bench -- [options]
@@ -120,6 +136,9 @@ const USAGE = `usage: npm run bench -- [options]
                        takes --duration, --warmup, --connections, --rounds
   --auth               short for --scenarios auth (a bearer token on the full gateway, issue 6)
   --throttling         short for --scenarios throttling (three counters per call on the full gateway, issue 7)
+  --redis-counting     instead: the throttled route of two full gateways, counter_store = "memory" vs "redis"
+                       (Redis at THROUGHWAY_TEST_REDIS_URL or redis://127.0.0.1:6379); takes --duration, --warmup,
+                       --connections, --rounds, --write, --from; its --write replaces only its section of docs/performance.md
   --mediation          instead: JSON validation at 1 KiB, 64 KiB, 1 MiB, and small-GET latency while 1 MiB
                        bodies are validated (bench/mediation.ts); takes --duration, --warmup, --write, --from;
                        its --write replaces only the mediation section of docs/performance.md`;
@@ -139,6 +158,7 @@ function parseArgs(argv: readonly string[]): Options {
     quietMaxS: 6,
     quietCores: 0.25,
     mediation: false,
+    redisCounting: false,
   };
   const num = (name: string, v: string | undefined, min: number, max: number): number => {
     const n = Number(v);
@@ -194,6 +214,9 @@ function parseArgs(argv: readonly string[]): Options {
       case '--mediation':
         o.mediation = true;
         break;
+      case '--redis-counting':
+        o.redisCounting = true;
+        break;
       case '--quiet-max':
         o.quietMaxS = num(a, argv[++i], 0, 60);
         break;
@@ -212,6 +235,7 @@ function parseArgs(argv: readonly string[]): Options {
   if (o.compare && o.peersResults) usage('--compare and --peers-results exclude each other');
   if (o.compare && o.from) usage('--compare and --from exclude each other');
   if (o.mediation && (o.compare || o.peersResults !== undefined)) usage('--mediation runs on its own: no --compare or --peers-results');
+  if (o.redisCounting && (o.compare || o.peersResults !== undefined || o.mediation)) usage('--redis-counting runs on its own: no --compare, --peers-results or --mediation');
   return o;
 }
 
@@ -265,17 +289,22 @@ function targetOf(sc: Scenario, target: TargetName, t: Targets): { port: number;
   return { port: t.gateway.port, path: targetPath(sc, target), headers, proc: t.gateway.proc };
 }
 
-async function measureCell(
+function measureCell(round: number, sc: Scenario, target: TargetName, targets: Targets, opts: Options, body: Buffer): Promise<Cell> {
+  return measureAt(round, sc, target, targetOf(sc, target, targets), targets.backend, opts, body);
+}
+
+/** One cell on a resolved target: `proxy` is the process whose CPU is charged per request. */
+async function measureAt(
   round: number,
   sc: Scenario,
   target: TargetName,
-  targets: Targets,
+  at: ReturnType<typeof targetOf>,
+  backend: Proc,
   opts: Options,
   body: Buffer,
 ): Promise<Cell> {
   const conns = opts.connections ?? sc.conns;
-  const { port, path: urlPath, headers, proc: proxy } = targetOf(sc, target, targets);
-  const backend = targets.backend;
+  const { port, path: urlPath, headers, proc: proxy } = at;
   const quiet = await waitQuiet(opts.quietMaxS, opts.quietCores);
   // The warm-up also fills the gateway's token cache: the auth cells measure the warm path.
   if (opts.warmup > 0) await runAutocannon(acOptions(port, urlPath, sc, headers, conns, opts.warmup, body));
@@ -552,36 +581,17 @@ function peersCommand(resultsFile: string): string {
 
 // ------------------------------------------------------------------ the document
 
-function versionOf(pkg: string): string {
-  try {
-    return (JSON.parse(fs.readFileSync(path.join(ROOT, 'node_modules', pkg, 'package.json'), 'utf8')) as { version: string }).version;
-  } catch {
-    return '?';
-  }
-}
-
 function shellQuote(a: string): string {
   return /^[\w@%+=:,./-]+$/.test(a) ? a : `'${a.replace(/'/g, `'\\''`)}'`;
 }
 
-function benchCommand(argv: readonly string[], opts: Options): string {
-  const env = opts.compare
+function benchCommand(argv: readonly string[], compare: boolean): string {
+  const env = compare
     ? ['ROUNDS', 'DURATION', 'WARMUP', 'TOOLS', 'SCENARIOS', 'TARGETS', 'QUIET_MAX_S', 'QUIET_CORES']
         .filter((k) => process.env[k] !== undefined)
         .map((k) => `${k}=${shellQuote(process.env[k] ?? '')}`)
     : [];
   return [...env, 'npm run bench', ...(argv.length ? ['--', ...argv.map(shellQuote)] : [])].join(' ');
-}
-
-function machineLines(load0: number[], load1: number[]): string[] {
-  const cpus = os.cpus();
-  const pkg = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string };
-  return [
-    `- CPU: ${cpus[0]?.model ?? '?'}, ${cpus.length} cores (shared with other tenants)`,
-    `- Memory: ${fmt(os.totalmem() / 2 ** 30, 1)} GiB; kernel ${os.release()}`,
-    `- Node ${process.version}; throughway ${pkg.version}; autocannon ${versionOf('autocannon')}; llhttp-wasm ${versionOf('llhttp-wasm')}; typescript ${versionOf('typescript')}`,
-    `- Load average (1/5/15 min) at start ${load0.map((x) => x.toFixed(2)).join(' / ')}, at end ${load1.map((x) => x.toFixed(2)).join(' / ')}`,
-  ];
 }
 
 /**
@@ -614,7 +624,7 @@ function demoUrl(): { url: string; fromConf: boolean } {
 /** A block of the current document between two markers (kept when the document is written again). */
 function existingSection(begin: string, end: string): string | undefined {
   try {
-    const doc = fs.readFileSync(DOC, 'utf8');
+    const doc = fs.readFileSync(PERF_DOC, 'utf8');
     const a = doc.indexOf(begin);
     const b = doc.indexOf(end);
     if (a >= 0 && b > a) return doc.slice(a, b + end.length);
@@ -641,11 +651,12 @@ interface RawRun {
 }
 
 /** Starts the full gateway (bench/start-gateway.ts) and reads the access token it issued. */
-async function startGateway(backendPort: number): Promise<NonNullable<Targets['gateway']>> {
+async function startGateway(backendPort: number, name = 'gateway', env: Record<string, string> = {}): Promise<NonNullable<Targets['gateway']>> {
   const port = await freePort();
-  const tokenFile = path.join(WORK_DIR, `token-${process.pid}`);
+  const tokenFile = path.join(WORK_DIR, `token-${process.pid}-${name}`);
   fs.rmSync(tokenFile, { force: true });
-  const proc = startProc('gateway', [process.execPath, path.join(DIST_BENCH, 'start-gateway.js')], {
+  const proc = startProc(name, [process.execPath, path.join(DIST_BENCH, 'start-gateway.js')], {
+    ...env,
     PORT: String(port),
     UPSTREAM: `http://${HOST}:${backendPort}`,
     TOKEN_FILE: tokenFile,
@@ -730,33 +741,102 @@ async function measure(opts: Options): Promise<Cell[]> {
  * rows, and with --write replaces only the mediation section of docs/performance.md.
  */
 async function mediation(opts: Options, argv: readonly string[]): Promise<void> {
-  let run: MediationRun;
-  if (opts.from !== undefined) {
-    run = JSON.parse(fs.readFileSync(opts.from, 'utf8')) as MediationRun;
-    log(`rendering the mediation run of ${run.date} from ${opts.from} (nothing measured)`);
-  } else {
+  const run = await rawRun<MediationRun>('mediation', 'mediation', opts.from, async () => {
     const date = new Date().toISOString();
     const rows = await runMediationBench(opts);
-    run = { date, command: benchCommand(argv, opts), duration: opts.duration, warmup: opts.warmup, rows };
-    const rawFile = path.join(WORK_DIR, `mediation-${date.replace(/[:.]/g, '-')}.json`);
-    fs.writeFileSync(rawFile, JSON.stringify(run, null, 1));
-    log(`raw results: ${rawFile} (node dist/bench/run.js --mediation --from ${rawFile} --write renders them again)`);
-  }
+    return { date, command: benchCommand(argv, opts.compare), duration: opts.duration, warmup: opts.warmup, rows };
+  });
   process.stdout.write(`# throughway mediation bench — ${run.date}\n\n${renderMediationTable(run.rows)}\n`);
   if (opts.write) {
-    const doc = fs.existsSync(DOC) ? fs.readFileSync(DOC, 'utf8') : '# Performance\n';
-    fs.writeFileSync(DOC, replaceSection(doc, MEDIATION_BEGIN, MEDIATION_END, renderMediation(run), HOW_TO_REPRODUCE));
-    log(`wrote the mediation section of ${path.relative(process.cwd(), DOC) || DOC}`);
+    writeSection(MEDIATION_BEGIN, MEDIATION_END, renderMediation(run), 'mediation');
   }
+}
+
+/** The Redis of --redis-counting: the tests' (THROUGHWAY_TEST_REDIS_URL) or the machine's default. */
+const COUNTING_REDIS = process.env.THROUGHWAY_TEST_REDIS_URL !== undefined && process.env.THROUGHWAY_TEST_REDIS_URL !== '' ? process.env.THROUGHWAY_TEST_REDIS_URL : 'redis://127.0.0.1:6379';
+
+/**
+ * Measures the throttled route on a memory-counting and a Redis-counting gateway, alternating within each
+ * round (the order swapped every round). Before measuring, one call on the Redis gateway must leave its
+ * counters in Redis: else the Redis cells would measure memory counting.
+ */
+async function measureCounting(opts: Options): Promise<Cell[]> {
+  const probe = new Redis(COUNTING_REDIS, { lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null });
+  probe.on('error', () => undefined);
+  try {
+    await probe.connect();
+    await probe.ping();
+  } catch (err) {
+    probe.disconnect();
+    throw new Error(`--redis-counting needs Redis at ${COUNTING_REDIS} (THROUGHWAY_TEST_REDIS_URL): ${(err as Error).message}`);
+  }
+  try {
+    const body = uploadBody();
+    const backendPort = await freePort();
+    const backend = await startBackend(backendPort);
+    const gateways = {
+      memory: await startGateway(backendPort, 'gateway-memory', { COUNTER_STORE: 'memory' }),
+      redis: await startGateway(backendPort, 'gateway-redis', { COUNTER_STORE: 'redis', REDIS_URL: COUNTING_REDIS }),
+    };
+    const route = targetPath(COUNTING.redis, 'gateway');
+    for (const g of Object.values(gateways)) {
+      const r = await fetch(`http://${HOST}:${g.port}${route}`);
+      const b = await r.arrayBuffer();
+      if (r.status !== 200 || b.byteLength !== 96) throw new Error(`gateway ${route} -> ${r.status} len=${b.byteLength}`);
+    }
+    await sleep(500);
+    const keys = await probe.keys(`tw:thr:*${route.slice(0, route.lastIndexOf('/'))}*`);
+    if (keys.length === 0) throw new Error(`the Redis-counting gateway left no counters in ${COUNTING_REDIS} after a call to ${route}`);
+    log(`backend pid ${backend.pid}; gateway-memory pid ${gateways.memory.proc.pid}; gateway-redis pid ${gateways.redis.proc.pid} (${keys.length} counters in Redis)`);
+    const cells: Cell[] = [];
+    for (let round = 1; round <= opts.rounds; round++) {
+      const order = round % 2 === 1 ? (['memory', 'redis'] as const) : (['redis', 'memory'] as const);
+      for (const store of order) {
+        const g = gateways[store];
+        if (g.proc.exited) throw new Error(`${g.proc.name} exited; see ${g.proc.logFile}`);
+        const sc = COUNTING[store];
+        const c = await measureAt(round, sc, 'gateway', { port: g.port, path: route, headers: {}, proc: g.proc }, backend, opts, body);
+        cells.push(c);
+        log(`r${round} counter_store=${store}: ${fmt(c.rps)} req/s p50=${fmt(c.p50)} p99=${fmt(c.p99)} ms gateway=${fmt(c.proxyUs, 1)} µs/req err=${c.errors} non2xx=${c.non2xx}${c.ok ? '' : ' FAILED: ' + (c.error ?? '')}`);
+      }
+    }
+    return cells;
+  } finally {
+    probe.disconnect();
+    await stopAll();
+  }
+}
+
+/** `--redis-counting`: measures (or, with --from, reads) the run, prints its table, with --write replaces its section. */
+async function counting(opts: Options, argv: readonly string[]): Promise<void> {
+  const run = await rawRun<CountingRun>('Redis counting', 'redis-counting', opts.from, async () => {
+    const date = new Date().toISOString();
+    const load0 = os.loadavg();
+    const cells = await measureCounting(opts);
+    return {
+      date,
+      command: benchCommand(argv, false),
+      machine: machineLines(load0, os.loadavg()),
+      redisUrl: COUNTING_REDIS,
+      duration: opts.duration,
+      warmup: opts.warmup,
+      connections: opts.connections ?? COUNTING.redis.conns,
+      rounds: opts.rounds,
+      cells,
+    };
+  });
+  process.stdout.write(`# throughway Redis counting bench — ${run.date}\n\n${renderCountingTable(run)}\n`);
+  if (opts.write) writeSection(COUNTING_BEGIN, COUNTING_END, renderCounting(run), 'Redis counting');
 }
 
 async function main(): Promise<void> {
   const argv = process.argv.slice(2);
-  if (argv.includes('--workers')) return runWorkersBench(argv.filter((a) => a !== '--workers'));
+  if (argv.includes('--workers')) return runWorkersBench(argv.filter((a) => a !== '--workers'), benchCommand(argv, false));
   const opts = parseArgs(argv);
   installExitHandlers();
   fs.mkdirSync(WORK_DIR, { recursive: true });
   if (opts.mediation) return mediation(opts, argv);
+  if (opts.redisCounting) return counting(opts, argv);
 
   let raw: RawRun;
   if (opts.from !== undefined) {
@@ -778,7 +858,7 @@ async function main(): Promise<void> {
   } else {
     const date = new Date().toISOString();
     const load0 = os.loadavg();
-    const command = benchCommand(argv, opts);
+    const command = benchCommand(argv, opts.compare);
     const cells = await measure(opts);
     let peersFile = opts.peersResults;
     if (opts.compare) {
@@ -821,12 +901,14 @@ async function main(): Promise<void> {
       features,
       peers: peers ?? existingSection(PEERS_BEGIN, PEERS_END),
       mediation: existingSection(MEDIATION_BEGIN, MEDIATION_END),
+      workers: existingSection(WORKERS_BEGIN, WORKERS_END),
+      counting: existingSection(COUNTING_BEGIN, COUNTING_END),
       workDir: WORK_DIR,
       demo: demoUrl(),
     });
-    fs.mkdirSync(path.dirname(DOC), { recursive: true });
-    fs.writeFileSync(DOC, doc);
-    log(`wrote ${path.relative(process.cwd(), DOC) || DOC}`);
+    fs.mkdirSync(path.dirname(PERF_DOC), { recursive: true });
+    fs.writeFileSync(PERF_DOC, doc);
+    log(`wrote ${path.relative(process.cwd(), PERF_DOC) || PERF_DOC}`);
   }
 }
 

@@ -12,7 +12,10 @@
  *   /secured/1/small    auth = "oauth2", subscription tier "Unlimited": a bearer token on a warm token
  *                       cache, the subscription and scope checks (issue 6's budget: within 15 %)
  *
- *   PORT=8280 UPSTREAM=http://127.0.0.1:8100 [TOKEN_FILE=/tmp/x] node dist/bench/start-gateway.js
+ *   PORT=8280 UPSTREAM=http://127.0.0.1:8100 [TOKEN_FILE=/tmp/x] [COUNTER_STORE=redis REDIS_URL=redis://...] node dist/bench/start-gateway.js
+ *
+ * COUNTER_STORE (default memory) and REDIS_URL set [throughway.throttling] counter_store and redis_url:
+ * the bench's --redis-counting runs this gateway twice, once per store (docs/throttling.md, "Counting").
  *
  * The access token (client credentials, one application subscribed to /secured) is issued before the
  * port opens and written to TOKEN_FILE, so a bench that waits for the port can read it. Custom policies
@@ -32,6 +35,8 @@ import type { Store } from '../lib/store/types';
 const port = Number(process.env.PORT ?? 8280);
 const upstream = process.env.UPSTREAM ?? 'http://127.0.0.1:8100';
 const tokenFile = process.env.TOKEN_FILE;
+const counterStore = process.env.COUNTER_STORE ?? 'memory';
+const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 
 const POLICIES = `[[subscription]]
 name = "Unlimited"
@@ -60,7 +65,8 @@ async function main(): Promise<void> {
   fs.writeFileSync(path.join(dir, 'policies.toml'), POLICIES);
   const text =
     '[server]\nhostname = "localhost"\n[super_admin]\nusername = "admin"\npassword = "admin"\n' +
-    `[database.apim_db]\ntype = "h2"\nurl = "jdbc:h2:${path.join(dir, 'apim_db')}"\nusername = "u"\npassword = "p"\n`;
+    `[database.apim_db]\ntype = "h2"\nurl = "jdbc:h2:${path.join(dir, 'apim_db')}"\nusername = "u"\npassword = "p"\n` +
+    `[throughway.throttling]\ncounter_store = "${counterStore}"\nredis_url = "${redisUrl}"\n`;
   const loaded = loadConfig({ text, env: {} });
   if (!loaded.ok) throw new Error(`config: ${JSON.stringify(loaded.diagnostics.filter((d) => d.level === 'error'))}`);
   let store: Store | undefined;

@@ -3,22 +3,44 @@
  * docs/scale-out.md). For each count, one node as `npm start` runs it (a temporary copy of conf/ with a
  * random server.offset and the cluster key set), then autocannon on the demo API's 96-byte resource
  * (auth = "none"). Rounds alternate the two nodes; the table shows medians. Measurement only.
+ * The raw rows are kept in WORK_DIR/workers-<date>.json; --write replaces the document's cluster-mode
+ * section (bench/render.ts renderWorkers), --from FILE renders an earlier run again without measuring.
  *
- *   npm run bench -- --workers [--duration S] [--warmup S] [--connections N] [--rounds N]
+ *   npm run bench -- --workers [--duration S] [--warmup S] [--connections N] [--rounds N] [--write] [--from FILE]
  */
 import autocannon = require('autocannon');
 import { spawn, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { fmt, HOST, log, median, ROOT, sleep } from './common';
+import { fmt, HOST, log, machineLines, rawRun, ROOT, sleep } from './common';
+import { renderWorkers, renderWorkersTable, WORKERS_BEGIN, WORKERS_END, writeSection, type WorkersRow, type WorkersRun } from './render';
 
 const CLI = path.join(ROOT, 'dist', 'lib', 'cli.js');
 
-function parse(argv: readonly string[]): { duration: number; warmup: number; connections: number; rounds: number } {
-  const o = { duration: 10, warmup: 3, connections: 64, rounds: 3 };
+interface WorkersOptions {
+  duration: number;
+  warmup: number;
+  connections: number;
+  rounds: number;
+  write: boolean;
+  from: string | undefined;
+}
+
+function parse(argv: readonly string[]): WorkersOptions {
+  const o: WorkersOptions = { duration: 10, warmup: 3, connections: 64, rounds: 3, write: false, from: undefined };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
+    if (a === '--write') {
+      o.write = true;
+      continue;
+    }
+    if (a === '--from') {
+      const f = argv[++i];
+      if (f === undefined) throw new Error('--from needs a file');
+      o.from = path.resolve(f);
+      continue;
+    }
     const v = Number(argv[i + 1]);
     if (a === '--duration') o.duration = v;
     else if (a === '--warmup') o.warmup = v;
@@ -37,7 +59,26 @@ function cannon(url: string, connections: number, duration: number): Promise<aut
   });
 }
 
-async function startNode(workers: number): Promise<{ port: number; stop(): Promise<void> }> {
+interface Node {
+  readonly port: number;
+  stop(): Promise<void>;
+}
+
+/**
+ * A node on a random server.offset; another one when it exits before it is ready (one of its many ports
+ * taken by another tenant of this machine: EADDRINUSE), at most three times.
+ */
+async function startNode(workers: number): Promise<Node> {
+  for (let attempt = 1; ; attempt++) {
+    const n = await startNodeOnce(workers);
+    if (n.ready) return n;
+    await n.stop();
+    if (!n.exited || attempt >= 3) throw new Error(`the node (${workers} workers) did not start:\n${n.out}`);
+    log(`the node (${workers} workers) exited before it was ready; trying another server.offset`);
+  }
+}
+
+async function startNodeOnce(workers: number): Promise<Node & { ready: boolean; exited: boolean; out: string }> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), `throughway-bench-workers-${workers}-`));
   fs.cpSync(path.join(ROOT, 'conf'), path.join(dir, 'conf'), { recursive: true });
   const offset = 20000 + Math.floor(Math.random() * 9000);
@@ -49,8 +90,10 @@ async function startNode(workers: number): Promise<{ port: number; stop(): Promi
   const marker = workers > 1 ? 'workers ready' : 'Try:';
   const deadline = Date.now() + 30_000;
   while (!out.includes(marker) && child.exitCode === null && Date.now() < deadline) await sleep(50);
-  if (!out.includes(marker)) throw new Error(`the node (${workers} workers) did not start:\n${out}`);
   return {
+    ready: out.includes(marker),
+    exited: child.exitCode !== null,
+    out,
     port: 8280 + offset,
     async stop() {
       if (child.exitCode === null) child.kill('SIGTERM');
@@ -60,34 +103,39 @@ async function startNode(workers: number): Promise<{ port: number; stop(): Promi
   };
 }
 
-export async function runWorkersBench(argv: readonly string[]): Promise<void> {
-  const o = parse(argv);
-  const counts = [1, 2];
-  const rps: number[][] = counts.map(() => []);
-  const p99: number[][] = counts.map(() => []);
+const DEMO_PATH = '/pizzashack/1.0.0/small';
+
+async function measureWorkers(o: WorkersOptions): Promise<WorkersRow[]> {
+  const rows: WorkersRow[] = [];
   for (let round = 1; round <= o.rounds; round++) {
-    for (let i = 0; i < counts.length; i++) {
-      const n = await startNode(counts[i] as number);
+    for (const workers of [1, 2]) {
+      const n = await startNode(workers);
       try {
-        const url = `http://${HOST}:${n.port}/pizzashack/1.0.0/small`;
+        const url = `http://${HOST}:${n.port}${DEMO_PATH}`;
         await cannon(url, o.connections, o.warmup);
         const r = await cannon(url, o.connections, o.duration);
-        if (r.non2xx > 0 || r.errors > 0) log(`${counts[i]} worker(s): ${r.non2xx} non-2xx, ${r.errors} errors`);
-        rps[i]?.push(r.requests.average);
-        p99[i]?.push(r.latency.p99);
-        log(`round ${round}, ${counts[i]} worker(s): ${fmt(r.requests.average)} req/s, p99 ${fmt(r.latency.p99)} ms`);
+        if (r.non2xx > 0 || r.errors > 0) log(`${workers} worker(s): ${r.non2xx} non-2xx, ${r.errors} errors`);
+        rows.push({ round, workers, rps: r.requests.average, p99: r.latency.p99, errors: r.errors, non2xx: r.non2xx });
+        log(`round ${round}, ${workers} worker(s): ${fmt(r.requests.average)} req/s, p99 ${fmt(r.latency.p99)} ms`);
       } finally {
         await n.stop();
       }
     }
   }
-  const one = median(rps[0] ?? []);
-  const two = median(rps[1] ?? []);
+  return rows;
+}
+
+/** `argv`: the options after --workers; `command`: how this run was invoked (for the document). */
+export async function runWorkersBench(argv: readonly string[], command: string): Promise<void> {
+  const o = parse(argv);
+  const run = await rawRun<WorkersRun>('workers', 'workers', o.from, async () => {
+    const date = new Date().toISOString();
+    const load0 = os.loadavg();
+    const rows = await measureWorkers(o);
+    return { date, command, machine: machineLines(load0, os.loadavg()), url: DEMO_PATH, duration: o.duration, warmup: o.warmup, connections: o.connections, rounds: o.rounds, rows };
+  });
   process.stdout.write(
-    `\n# workers bench: GET /small (96 B), ${o.connections} conns, ${o.rounds} rounds of ${o.duration} s, medians\n\n` +
-      `| [throughway.cluster] workers | req/s | p99 ms |\n|---|---|---|\n` +
-      `| 1 | ${fmt(one)} | ${fmt(median(p99[0] ?? []))} |\n` +
-      `| 2 | ${fmt(two)} | ${fmt(median(p99[1] ?? []))} |\n\n` +
-      `2 / 1: ${fmt(two / one, 3)} (the load generator shares the machine's cores)\n`,
+    `\n# workers bench — ${run.date}: GET ${run.url} (96 B), ${run.connections} conns, ${run.rounds} rounds of ${run.duration} s, medians\n\n${renderWorkersTable(run)}\n`,
   );
+  if (o.write) writeSection(WORKERS_BEGIN, WORKERS_END, renderWorkers(run), 'cluster-mode');
 }

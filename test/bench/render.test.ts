@@ -9,8 +9,10 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
-import { GATEWAY_OPEN_PATH, SCENARIOS, targetPath, type Scenario, type TargetName } from '../../bench/common';
+import { COUNTING, GATEWAY_OPEN_PATH, SCENARIOS, targetPath, type Scenario, type TargetName } from '../../bench/common';
 import {
+  COUNTING_BEGIN,
+  COUNTING_END,
   MEDIATION_BEGIN,
   MEDIATION_END,
   PEERS_BEGIN,
@@ -19,12 +21,18 @@ import {
   renderDoc,
   renderFeatures,
   renderMediation,
+  renderCounting,
   renderOwn,
+  renderWorkers,
   replaceSection,
   vsOpen,
+  WORKERS_BEGIN,
+  WORKERS_END,
   type Cell,
+  type CountingRun,
   type MediationRun,
   type RenderOptions,
+  type WorkersRun,
 } from '../../bench/render';
 
 const RUN_JS = path.join(__dirname, '..', '..', 'bench', 'run.js');
@@ -213,6 +221,104 @@ t.test('the mediation section and replacing one block of a document', async (t) 
   t.equal(replaceSection('# P\n', MEDIATION_BEGIN, MEDIATION_END, 'NEW', '## How to reproduce'), '# P\n\nNEW\n');
 });
 
+const MACHINE = ['- CPU: Fake, 2 cores (shared with other tenants)', '- Load average (1/5/15 min) at start 1.00 / 1.00 / 1.00, at end 2.00 / 2.00 / 2.00'];
+
+/** Two rounds: 1 worker 10000 then 12000 req/s, 2 workers 17000 then 18000 (ratios 1.700 and 1.500). */
+const WORKERS_RUN: WorkersRun = {
+  date: '2026-01-02T03:04:05.000Z',
+  command: 'npm run bench -- --workers --rounds 2 --duration 6 --write',
+  machine: MACHINE,
+  url: '/pizzashack/1.0.0/small',
+  duration: 6,
+  warmup: 3,
+  connections: 64,
+  rounds: 2,
+  rows: [
+    { round: 1, workers: 1, rps: 10000, p99: 9, errors: 0, non2xx: 0 },
+    { round: 1, workers: 2, rps: 17000, p99: 12, errors: 1, non2xx: 0 },
+    { round: 2, workers: 1, rps: 12000, p99: 11, errors: 0, non2xx: 2 },
+    { round: 2, workers: 2, rps: 18000, p99: 14, errors: 0, non2xx: 0 },
+  ],
+};
+
+/** Two rounds, the Redis gateway at 0.95 then 0.90 of the memory one, 44 vs 40 µs per request. */
+function countingRun(): CountingRun {
+  const c = (store: 'memory' | 'redis', round: number, rps: number, us: number): Cell => ({ ...cell(COUNTING[store].name, 'gateway', round, rps, us), p50: store === 'memory' ? 2 : 3 });
+  return {
+    date: '2026-01-02T03:04:05.000Z',
+    command: 'npm run bench -- --redis-counting --rounds 2 --duration 6 --write',
+    machine: MACHINE,
+    redisUrl: 'redis://127.0.0.1:6379',
+    duration: 6,
+    warmup: 2,
+    connections: 64,
+    rounds: 2,
+    cells: [c('memory', 1, 20000, 40), c('redis', 1, 19000, 44), c('redis', 2, 16200, 44), c('memory', 2, 18000, 40)],
+  };
+}
+
+t.test('the cluster-mode section: medians per worker count, the 2 ÷ 1 ratio per round, command, date, machine', async (t) => {
+  const w = renderWorkers(WORKERS_RUN);
+  t.ok(w.startsWith(`${WORKERS_BEGIN}\n## Cluster mode: workers (issue 10)`) && w.endsWith(WORKERS_END));
+  t.match(w, 'Run of 2026-01-02T03:04:05.000Z, produced by `npm run bench -- --workers --rounds 2 --duration 6 --write`');
+  t.match(w, '64 connections, 3 s warm-up + 6 s measured');
+  t.match(w, '| [throughway.cluster] workers | req/s | p99 ms | errors / non-2xx |\n|---|---|---|---|\n| 1 | 11000 (10000–12000) | 10 (9–11) | 0 / 2 |\n| 2 | 17500 (17000–18000) | 13 (12–14) | 1 / 0 |');
+  t.match(w, '2 workers ÷ 1, req/s in the same round: 1.600 (1.700, 1.500) (median, then each round).');
+  t.ok(MACHINE.every((l) => w.includes(`\n${l}\n`)), 'the machine note');
+  const one = renderWorkers({ ...WORKERS_RUN, rounds: 1, rows: WORKERS_RUN.rows.filter((r) => r.round === 1) });
+  t.match(one, '| 1 | 10000 | 9 | 0 / 0 |');
+  t.match(one, '2 workers ÷ 1, req/s in the same round: 1.700.');
+});
+
+t.test('the Redis counting section: memory vs redis per round, gateway CPU per request', async (t) => {
+  const r = renderCounting(countingRun());
+  t.ok(r.startsWith(`${COUNTING_BEGIN}\n## Throttle counters in Redis (issue 10)`) && r.endsWith(COUNTING_END));
+  t.match(r, 'produced by `npm run bench -- --redis-counting --rounds 2 --duration 6 --write`');
+  t.match(r, 'Redis at redis://127.0.0.1:6379');
+  t.match(r, '| counter_store | req/s | vs memory (per round) | p50 ms | p99 ms | gateway CPU µs/req | CPU vs memory | other cores | errors / timeouts / non-2xx |');
+  t.match(r, '| memory | 19000 (18000–20000) | 1 | 2 (2–2) | 7 (7–7) | 40.0 (40.0–40.0) | — | 0.01 (0.01–0.01) | 0 / 0 / 0 |');
+  // Round 1: 19000 / 20000 = 0.950; round 2: 16200 / 18000 = 0.900, whatever the order within the round.
+  t.match(r, '| redis | 17600 (16200–19000) | 0.925 (0.950, 0.900) | 3 (3–3) | 7 (7–7) | 44.0 (44.0–44.0) | +10 % | 0.01 (0.01–0.01) | 0 / 0 / 0 |');
+  const run = countingRun();
+  const failed = { ...run, cells: run.cells.map((c) => (c.scenario === 'counting-redis' && c.round === 2 ? { ...c, ok: false, error: 'boom' } : c)) };
+  t.match(renderCounting(failed), '| redis | 19000 | 0.950 | 3 | 7 | 44.0 | +10 % | 0.01 | 0 / 0 / 0 (1 cells failed) |');
+  t.equal(targetPath(COUNTING.redis, 'gateway'), targetPath(byName('throttling'), 'gateway'), 'the throttling scenario\'s route');
+  t.equal(targetPath(COUNTING.memory, 'gateway'), targetPath(COUNTING.redis, 'gateway'));
+  t.notOk(SCENARIOS.some((s) => s.name.startsWith('counting-')), 'not part of the main run');
+});
+
+t.test('the document keeps the cluster-mode and Redis counting sections, and has their places when empty', async (t) => {
+  const workers = `${WORKERS_BEGIN}\n## Cluster mode\n\n| kept | 3 |\n${WORKERS_END}`;
+  const counting = `${COUNTING_BEGIN}\n## Counting\n\n| kept | 4 |\n${COUNTING_END}`;
+  const parts = {
+    date: '2026-01-02T03:04:05.000Z',
+    command: 'npm run bench -- --write',
+    machine: MACHINE,
+    own: renderOwn(fakeRun(), OPTS),
+    features: undefined,
+    peers: undefined,
+    mediation: undefined,
+    workers,
+    counting,
+    workDir: '/tmp/throughway-bench',
+    demo: { url: 'http://127.0.0.1:8280/pizzashack/1.0.0/small', fromConf: true },
+  };
+  const doc = renderDoc(parts);
+  t.ok(doc.includes(workers) && doc.includes(counting), 'blocks verbatim');
+  t.ok(doc.indexOf(MEDIATION_END) < doc.indexOf(WORKERS_BEGIN) && doc.indexOf(WORKERS_END) < doc.indexOf(COUNTING_BEGIN), 'after mediation, in this order');
+  t.ok(doc.indexOf(COUNTING_END) < doc.indexOf('## How to reproduce'));
+  t.match(doc, 'npm run bench -- --workers --rounds 3 --duration 6 --write');
+  t.match(doc, 'npm run bench -- --redis-counting --rounds 3 --duration 6 --write');
+  const bare = renderDoc({ ...parts, workers: undefined, counting: undefined });
+  t.match(bare, `${WORKERS_BEGIN}\n## Cluster mode: workers (issue 10)\n\nNo workers run recorded yet: \`npm run bench -- --workers --write\` adds it.\n${WORKERS_END}`);
+  t.match(bare, 'No Redis counting run recorded yet');
+  // A section written into a document that has none yet goes before the reproduction steps; again, in place.
+  const section = renderWorkers(WORKERS_RUN);
+  const once = replaceSection(renderDoc({ ...parts, workers: undefined }).replace(/<!-- workers:begin -->[^]*<!-- workers:end -->\n\n/, ''), WORKERS_BEGIN, WORKERS_END, section, '## How to reproduce');
+  t.ok(once.indexOf(section) > once.indexOf(COUNTING_END) && once.indexOf(section) < once.indexOf('## How to reproduce'));
+  t.equal(replaceSection(once, WORKERS_BEGIN, WORKERS_END, section, '## How to reproduce'), once, 'written twice: the same document');
+});
+
 t.test('bench/run.js --from renders fake raw runs and measures nothing', async (t) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tw-bench-render-'));
   t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
@@ -248,6 +354,20 @@ t.test('bench/run.js --from renders fake raw runs and measures nothing', async (
   const m = await run(process.execPath, [RUN_JS, '--mediation', '--from', medFile], { timeout: 30_000 });
   t.match(m.stdout, '# throughway mediation bench — 2026-01-02T03:04:05.000Z');
   t.match(m.stdout, '| GET /small, 32 conns, while 1 MiB JSON is validated on 8 others | 3500 | 3 | 82 | 1 | 0 |');
+
+  const workersFile = path.join(dir, 'workers.json');
+  fs.writeFileSync(workersFile, JSON.stringify(WORKERS_RUN));
+  const w = await run(process.execPath, [RUN_JS, '--workers', '--from', workersFile], { timeout: 30_000 });
+  t.match(w.stdout, '# workers bench — 2026-01-02T03:04:05.000Z');
+  t.match(w.stdout, '| 2 | 17500 (17000–18000) | 13 (12–14) | 1 / 0 |');
+  t.match(w.stderr, 'nothing measured');
+
+  const countingFile = path.join(dir, 'counting.json');
+  fs.writeFileSync(countingFile, JSON.stringify(countingRun()));
+  const c = await run(process.execPath, [RUN_JS, '--redis-counting', '--from', countingFile], { timeout: 30_000 });
+  t.match(c.stdout, '# throughway Redis counting bench — 2026-01-02T03:04:05.000Z');
+  t.match(c.stdout, '| redis | 17600 (16200–19000) | 0.925 (0.950, 0.900) |');
+  t.match(c.stderr, 'nothing measured');
 
   const bad = await run(process.execPath, [RUN_JS, '--scenarios', 'nope'], { timeout: 30_000 }).then(
     () => ({ code: 0, stderr: '' }),
