@@ -7,6 +7,7 @@
  * runs of the suite. The ports a node opens (base ports 8099..9763 plus the offset) are kept below 32768,
  * and each is checked free (a service such as RabbitMQ's 25672 may listen there) before the offset is used.
  */
+import * as fs from 'node:fs';
 import * as net from 'node:net';
 
 /** The base ports a node may open (lib/config/ports.ts LISTENING_PORTS with an `openedBy` or none). */
@@ -35,4 +36,38 @@ export async function freeOffset(span = 1): Promise<number> {
     if (ok) return offset;
   }
   throw new Error('no free block of ports below 32768 for a test node');
+}
+
+/** Ports something listens on now (Linux /proc/net/tcp and tcp6, state 0A); empty elsewhere. */
+export function listeningPorts(): ReadonlySet<number> {
+  const out = new Set<number>();
+  for (const f of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    let text = '';
+    try {
+      text = fs.readFileSync(f, 'utf8');
+    } catch {
+      continue;
+    }
+    for (const line of text.split('\n').slice(1)) {
+      const cols = line.trim().split(/\s+/);
+      if (cols[3] === '0A') out.add(parseInt((cols[1] ?? '').split(':')[1] ?? '', 16));
+    }
+  }
+  return out;
+}
+
+/**
+ * A deterministic offset for `salt` (tests that start several nodes at offset, offset + 1, ... up to
+ * `span`): below the ephemeral range like freeOffset(), and skipping blocks where something listens now.
+ */
+export function saltedOffset(salt: number, span = 5): number {
+  const busy = listeningPorts();
+  const slots = Math.floor((HIGH - LOW) / span);
+  for (let i = 0; i < 50; i++) {
+    const offset = LOW + ((process.pid * 7 + salt * 13 + i * 101) % slots) * span;
+    let clear = true;
+    for (let k = 0; k < span && clear; k++) for (const b of BASES) if (busy.has(b + offset + k)) clear = false;
+    if (clear) return offset;
+  }
+  return LOW + ((process.pid * 7 + salt * 13) % slots) * span;
 }

@@ -9,14 +9,15 @@ import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { until } from '../gateway/helpers';
+import { saltedOffset } from '../ports';
 
 const root = path.join(__dirname, '..', '..', '..');
 export const CLI = path.join(root, 'dist', 'lib', 'cli.js');
 export const ADMIN = { user: 'admin', password: 'admin-pw-1' };
 
-/** This file's offsets: 45000-49999 (other process tests use other ranges); four nodes per base. */
+/** Offsets below the ephemeral range, clear of listening ports (test/ports.ts says why); five nodes per base. */
 export function baseOffset(salt = 0): number {
-  return 45000 + ((process.pid * 7 + salt * 13) % 1000) * 5;
+  return saltedOffset(salt, 5);
 }
 
 export interface Proc {
@@ -224,8 +225,8 @@ export async function tcpProxy(target: number): Promise<TcpProxy> {
 
 /**
  * Spawns a node at offset baseOffset(salt) + index and waits for `marker`; when a fixed port was taken
- * (EADDRINUSE: these offsets put the ports in Linux's ephemeral range, 32768-60999, so any process's
- * client socket may hold one at that moment), again at the same index of two other bases. The node, the
+ * (EADDRINUSE: another test's node may have taken it since baseOffset looked), again at the same index of
+ * two other bases. The node, the
  * offset it runs at, and whether the marker was seen (false: the caller's assertion prints the output).
  */
 export async function spawnStarted(o: { salt: number; index?: number; toml: (offset: number) => string; apis?: Record<string, string>; marker: RegExp; ms?: number }): Promise<{ node: Proc; offset: number; ok: boolean }> {
