@@ -57,10 +57,23 @@ export function listeningPorts(): ReadonlySet<number> {
 }
 
 /**
- * A deterministic offset for `salt` (tests that start several nodes at offset, offset + 1, ... up to
- * `span`): below the ephemeral range like freeOffset(), and skipping blocks where something listens now.
+ * An offset for `salt`, fixed for the test process (tests that start several nodes at offset, offset + 1,
+ * ... up to `span`): below the ephemeral range like freeOffset(), skipping blocks where something listens
+ * when it is first asked for.
  */
 export function saltedOffset(salt: number, span = 5): number {
+  // The same answer for the whole test process: callers compute it again once their nodes listen.
+  const key = `${salt}/${span}`;
+  const known = chosen.get(key);
+  if (known !== undefined) return known;
+  const offset = pickOffset(salt, span);
+  chosen.set(key, offset);
+  return offset;
+}
+
+const chosen = new Map<string, number>();
+
+function pickOffset(salt: number, span: number): number {
   const busy = listeningPorts();
   const slots = Math.floor((HIGH - LOW) / span);
   for (let i = 0; i < 50; i++) {

@@ -12,6 +12,18 @@
  * Overshoot bound: a node decides on a view at most one sync interval (plus one round trip) old, so with
  * K nodes a limit of N can be exceeded by at most (K - 1) x (calls one node admits in sync_interval + RTT),
  * and never by more than (K - 1) x N in one window. Per node the count is exact. docs/throttling.md.
+ * Two refinements make the stale part of the view smaller (measured with two gateway processes in
+ * test/scale/shared-limit.test.ts: a 300-call burst at a limit of 100 admitted 172-199 before them):
+ *  - the others' calls are predicted: between two batches a node adds to the known total its own unsent
+ *    calls times (1 + share), `share` being the other nodes' calls per call of its own in the last batch
+ *    interval of that counter (the total's growth minus its own sends, over its own sends). A new counter
+ *    starts with share = K - 1, K the nodes counting in this Redis (each registers itself every second
+ *    under `<prefix>nodes`): before anyone has read the others' counts, together they admit about N, not
+ *    K x N. A wrong guess lasts one interval: the next reply replaces both the total and the share. The
+ *    cost is the other way round: a node whose calls grow faster than it predicted may refuse a call
+ *    within one interval that a fresher view would have allowed;
+ *  - a counter at half its limit or more is read back at every batch even when this node did not use it
+ *    since the last one, so a decision near the limit never rests on a view older than one interval.
  *
  * [apim.throttling] switches: enable_data_publishing false: nothing is sent (the node counts alone);
  * enable_decision_connection false: the other nodes' counts are not read back (replies are ignored, known
@@ -21,12 +33,23 @@
  * Redis unreachable: decisions go on with the local counts (never a refusal because Redis is down);
  * unsent counts are kept and sent when it is back. One warning per outage.
  */
+import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import type { Logger } from '../observability/log';
 import { windowStart, type CounterStore } from './counters';
 
+/** How often a node registers itself, and how long a node that stopped doing so still counts. */
+const HEARTBEAT_MS = 1000;
+const NODE_TTL_MS = 5000;
+/** The most other nodes' calls predicted per call of this node (one burst elsewhere must not lock it out). */
+const MAX_SHARE = 16;
+
 class SharedCounter {
   touched = true;
+  /** Other nodes' calls per call of this node in the last batch interval (starts at nodes - 1). */
+  share = 0;
+  /** The limit the engine applies to the key (0: not told). */
+  limit = 0;
   constructor(
     public start: number,
     public end: number,
@@ -57,6 +80,10 @@ export class RedisCounterStore implements CounterStore {
   private closed = false;
   private readonly prefix: string;
   private readonly clock: () => number;
+  private readonly nodeId = randomUUID();
+  private readonly beat: NodeJS.Timeout;
+  /** Nodes counting in this Redis under this prefix (this one included), as of the last heartbeat. */
+  nodes = 1;
 
   constructor(private readonly o: RedisCounterOptions) {
     this.prefix = o.prefix ?? 'tw:thr:';
@@ -66,6 +93,27 @@ export class RedisCounterStore implements CounterStore {
     this.client.on('error', (err: Error) => this.outage(err));
     this.timer = setInterval(() => void this.sync(), o.syncInterval);
     this.timer.unref();
+    this.client.on('ready', () => void this.heartbeat());
+    this.beat = setInterval(() => void this.heartbeat(), HEARTBEAT_MS);
+    this.beat.unref();
+  }
+
+  /**
+   * Registers this node under `<prefix>nodes` (a sorted set scored by time) and counts the nodes seen in
+   * the last NODE_TTL_MS. Only with the decision connection: a node that does not read the others' counts
+   * never weighs its own.
+   */
+  async heartbeat(): Promise<void> {
+    if (!this.o.read || this.closed || this.client.status !== 'ready') return;
+    const now = this.clock();
+    const key = `${this.prefix}nodes`;
+    try {
+      const r = await this.client.multi().zadd(key, now, this.nodeId).zremrangebyscore(key, '-inf', now - NODE_TTL_MS).zcard(key).pexpire(key, NODE_TTL_MS * 2).exec();
+      const card = Number(r?.[2]?.[1]);
+      if (Number.isFinite(card)) this.nodes = Math.max(1, card);
+    } catch (err) {
+      this.outage(err as Error);
+    }
   }
 
   get size(): number {
@@ -86,15 +134,16 @@ export class RedisCounterStore implements CounterStore {
       return 0;
     }
     c.touched = true;
-    return c.known + c.unsent;
+    return c.share === 0 ? c.known + c.unsent : c.known + c.unsent * (1 + c.share);
   }
 
-  add(key: string, cost: number, windowMs: number, now: number): number {
+  add(key: string, cost: number, windowMs: number, now: number, limit?: number): number {
     let c = this.map.get(key);
     if (c === undefined) {
       this.makeRoom(now);
       const start = windowStart(now, windowMs);
       c = new SharedCounter(start, start + windowMs, 0, 0);
+      if (this.o.read) c.share = this.nodes - 1;
       this.map.set(key, c);
     } else if (now >= c.end || now < c.start) {
       c.start = windowStart(now, windowMs);
@@ -103,6 +152,7 @@ export class RedisCounterStore implements CounterStore {
       c.unsent = 0;
     }
     c.touched = true;
+    if (limit !== undefined) c.limit = limit;
     c.unsent += cost;
     return c.known + c.unsent;
   }
@@ -131,7 +181,8 @@ export class RedisCounterStore implements CounterStore {
         this.map.delete(key);
         continue;
       }
-      if (!c.touched && c.unsent === 0) continue;
+      // Untouched since the last batch: nothing to send, and its total matters only near the limit.
+      if (!c.touched && c.unsent === 0 && !(this.o.read && c.limit > 0 && now < c.end && 2 * c.known >= c.limit)) continue;
       const rk = `${this.prefix}${key}@${c.start}`;
       const sent = this.o.publish ? c.unsent : 0;
       if (sent > 0) {
@@ -167,8 +218,12 @@ export class RedisCounterStore implements CounterStore {
           }
           const total = reply[1] === null ? 0 : Number(reply[1]);
           b.c.unsent -= b.sent;
-          if (this.o.read) b.c.known = Number.isFinite(total) ? Math.max(total, b.c.known + b.sent) : b.c.known + b.sent;
-          else b.c.known += b.sent;
+          if (this.o.read) {
+            const before = b.c.known;
+            b.c.known = Number.isFinite(total) ? Math.max(total, before + b.sent) : before + b.sent;
+            // Own calls in this interval: b.sent; the others': the rest of the growth.
+            if (b.sent > 0) b.c.share = Math.min(MAX_SHARE, (b.c.known - before - b.sent) / b.sent);
+          } else b.c.known += b.sent;
         }
       })
       .catch((err: Error) => this.outage(err))
@@ -197,6 +252,8 @@ export class RedisCounterStore implements CounterStore {
   async close(): Promise<void> {
     this.closed = true;
     clearInterval(this.timer);
+    clearInterval(this.beat);
+    if (this.client.status === 'ready') await this.client.zrem(`${this.prefix}nodes`, this.nodeId).catch(() => undefined);
     // The last counts go out if Redis is (or within a second becomes) reachable.
     if (this.map.size > 0 && this.client.status !== 'end') await this.ready(1000);
     if (this.client.status === 'ready') {

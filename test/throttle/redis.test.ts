@@ -108,6 +108,69 @@ t.test('two nodes share counts through Redis', async (t) => {
   t.ok(allowed >= 10 && allowed <= 13, `10 allowed plus at most one batch of the other node (3): ${allowed}`);
 });
 
+t.test('the others\' calls are predicted between batches, and counters near the limit are read back unused', async (t) => {
+  const redis = await sharedRedis(t);
+  if (redis === undefined) return;
+  const { url, probe } = redis;
+  const prefix = `tw:test:share:${process.pid}:${Date.now()}:`;
+  t.teardown(async () => {
+    const keys = await probe.keys(`${prefix}*`);
+    if (keys.length > 0) await probe.del(...keys);
+    probe.disconnect();
+  });
+  const now = Date.now();
+  const opts = { url, syncInterval: 60_000, maxCounters: 1000, publish: true, read: true, persistence: false, logger: memoryLogger(), prefix, clock: () => now };
+  const a = new RedisCounterStore(opts);
+  const b = new RedisCounterStore(opts);
+  t.teardown(async () => {
+    await a.close();
+    await b.close();
+  });
+  t.ok((await a.ready(5000)) && (await b.ready(5000)), 'both connected');
+  await a.heartbeat();
+  await b.heartbeat();
+  await a.heartbeat();
+  t.same([a.nodes, b.nodes], [2, 2], 'each node counts the nodes registered under its prefix');
+
+  // Before either has read the other's counts, each weighs its own calls twice: 5 + 5 of a limit of 10.
+  const admit = (s: RedisCounterStore, key: string, limit: number, n: number): number => {
+    let ok = 0;
+    for (let i = 0; i < n; i++) {
+      if (s.peek(key, 60_000, now) >= limit) continue;
+      s.add(key, 1, 60_000, now, limit);
+      ok++;
+    }
+    return ok;
+  };
+  t.equal(admit(a, 'burst', 10, 8) + admit(b, 'burst', 10, 8), 10, 'a burst reaching both before any batch: 10 of 10 admitted, not 16');
+  await a.sync();
+  await b.sync();
+  await a.sync();
+  t.equal(Number(await probe.get(`${prefix}burst@${now - (now % 60_000)}`)), 10, 'Redis holds the 10');
+
+  // The share is learned: b made 3 calls per call of a in the last interval, so a predicts them.
+  // (Each interval: b's batch first, then a's, so a's reply holds exactly b's calls of that interval.)
+  admit(a, 'learn', 1000, 2);
+  admit(b, 'learn', 1000, 2);
+  await b.sync();
+  await a.sync();
+  admit(a, 'learn', 1000, 1);
+  admit(b, 'learn', 1000, 3);
+  await b.sync();
+  await a.sync();
+  t.equal(a.peek('learn', 60_000, now), 8, 'a knows the total (8)');
+  admit(a, 'learn', 1000, 1);
+  t.equal(a.peek('learn', 60_000, now), 8 + 1 * (1 + 3), 'one more call of a counts with the 3 b is predicted to make meanwhile');
+
+  // Near the limit a counter is read back at every batch, used since the last one or not.
+  a.add('near', 6, 60_000, now, 10);
+  await a.sync();
+  b.add('near', 3, 60_000, now, 10);
+  await b.sync();
+  await a.sync();
+  t.equal(a.peek('near', 60_000, now), 9, 'a, untouched since its batch at 6 of 10, read b\'s 3 back');
+});
+
 t.test('a gateway with counter_store = "redis" counts through Redis', async (t) => {
   const redis = await sharedRedis(t);
   if (redis === undefined) return;
