@@ -7,35 +7,19 @@
  * other. Two forms are filled in here as a reader would: admin-api.md's `$A` (defined on the block's first
  * line) and throttling.md's `<id>` (printed by the `blocking add` before it).
  */
-import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import t from 'tap';
 import { until } from './helpers';
 import { runDocCommand, shCommands, type DocRun } from './doc-commands';
-import { freeOffset } from '../ports';
+import { startConfCopy } from '../conf-node';
 
 const root = path.join(__dirname, '..', '..', '..');
 
 t.test('the shell blocks of the key manager, security, admin API, throttling and migrating pages run', async (t) => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'throughway-docs-pages-'));
-  fs.cpSync(path.join(root, 'conf'), path.join(dir, 'conf'), { recursive: true });
-  const offset = await freeOffset();
-  const tomlPath = path.join(dir, 'conf', 'deployment.toml');
-  fs.writeFileSync(tomlPath, fs.readFileSync(tomlPath, 'utf8').replace(/^offset = 0\b/m, `offset = ${offset}`));
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
-
-  const child = spawn(process.execPath, [path.join(root, 'dist', 'lib', 'cli.js'), 'start'], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  let err = '';
-  child.stdout.on('data', (c: Buffer) => (out += c.toString()));
-  child.stderr.on('data', (c: Buffer) => (err += c.toString()));
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  t.teardown(() => {
-    if (child.exitCode === null) child.kill('SIGKILL');
-  });
-  t.ok(await until(() => out.includes('Try:'), 10_000), `started:\n${out}\n${err}`);
+  const node = await startConfCopy(t, 'throughway-docs-pages-');
+  const { dir, offset, child, exited } = node;
+  t.ok(await until(() => node.out.includes('Try:'), 10_000), `started:\n${node.out}\n${node.err}`);
 
   const pages: Array<[string, string]> = [
     ['security.md', 'SecApp'],
@@ -74,5 +58,5 @@ t.test('the shell blocks of the key manager, security, admin API, throttling and
   }
   child.kill('SIGTERM');
   t.equal(await exited, 0, 'SIGTERM: clean exit');
-  t.notMatch(err, /"level":"(error|fatal)"/, 'nothing logged as an error');
+  t.notMatch(node.err, /"level":"(error|fatal)"/, 'nothing logged as an error');
 });

@@ -7,15 +7,14 @@
  * then the token endpoint. Every command of the README's quick start and of docs/quickstart.md runs too
  * (doc-commands.ts), so neither page can drift from what the node does.
  */
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import t from 'tap';
 import { request, until } from './helpers';
 import { runDocCommand, shCommands, type DocCommand, type DocRun } from './doc-commands';
-import { freeOffset } from '../ports';
+import { SHIPPED_TOML, startConfCopy } from '../conf-node';
 
 const root = path.join(__dirname, '..', '..', '..');
 const cli = path.join(root, 'dist', 'lib', 'cli.js');
@@ -30,44 +29,29 @@ function parseCurl(line: string): { method: string; url: URL; body: string | und
 }
 
 t.test('npm start: gateway + demo backend, the printed curl lines work, SIGTERM exits 0', async (t) => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'throughway-start-'));
-  fs.cpSync(path.join(root, 'conf'), path.join(dir, 'conf'), { recursive: true });
-  const offset = await freeOffset();
-  const tomlPath = path.join(dir, 'conf', 'deployment.toml');
-  const toml = fs.readFileSync(tomlPath, 'utf8');
-  t.match(toml, /^offset = 0\b/m, 'the default configuration has an offset line to change');
-  fs.writeFileSync(tomlPath, toml.replace(/^offset = 0\b/m, `offset = ${offset}`));
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  t.match(fs.readFileSync(SHIPPED_TOML, 'utf8'), /^offset = 0\b/m, 'the default configuration has an offset line to change');
+  const node = await startConfCopy(t, 'throughway-start-');
+  const { dir, offset, child, exited } = node;
 
-  const child = spawn(process.execPath, [path.join(root, 'dist', 'lib', 'cli.js'), 'start'], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  let err = '';
-  child.stdout.on('data', (c: Buffer) => (out += c.toString()));
-  child.stderr.on('data', (c: Buffer) => (err += c.toString()));
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  t.teardown(() => {
-    if (child.exitCode === null) child.kill('SIGKILL');
-  });
-
-  t.ok(await until(() => out.includes('Try:') && out.trimEnd().split('\n').pop()?.trim().startsWith('curl') === true, 10_000), `started:\n${out}\n${err}`);
+  t.ok(await until(() => node.out.includes('Try:') && node.out.trimEnd().split('\n').pop()?.trim().startsWith('curl') === true, 10_000), `started:\n${node.out}\n${node.err}`);
   const port = 8280 + offset;
-  t.match(out, new RegExp(`gateway HTTP\\s+port ${port}\\b`));
-  t.match(out, new RegExp(`demo backend\\s+port ${9000 + offset}\\b`));
-  t.match(out, /PizzaShack 1\.0\.0/);
+  t.match(node.out, new RegExp(`gateway HTTP\\s+port ${port}\\b`));
+  t.match(node.out, new RegExp(`demo backend\\s+port ${9000 + offset}\\b`));
+  t.match(node.out, /PizzaShack 1\.0\.0/);
 
   // The printed key manager lines: application, keys, subscription to the protected API, token.
-  const commands = out.split('\n').map((l) => l.trim()).filter((l) => l.startsWith('npm run -s throughway -- '));
+  const commands = node.out.split('\n').map((l) => l.trim()).filter((l) => l.startsWith('npm run -s throughway -- '));
   t.match(commands.join('\n'), /subscriptions add --app MyApp --api \/pizzashack-secured --api-version 1\.0\.0/);
   let keys = '';
   for (const c of commands) keys += (await run(process.execPath, [cli, ...c.slice('npm run -s throughway -- '.length).split(' ')], { cwd: dir })).stdout;
   const key = /consumer key\s+(\S+)/.exec(keys)?.[1] ?? '';
   const secret = /consumer secret\s+(\S+)/.exec(keys)?.[1] ?? '';
-  const tokenUrl = /then: curl .*(http:\/\/\S+\/oauth2\/token)/.exec(out)?.[1] ?? '';
+  const tokenUrl = /then: curl .*(http:\/\/\S+\/oauth2\/token)/.exec(node.out)?.[1] ?? '';
   const tr = await fetch(tokenUrl, { method: 'POST', headers: { Authorization: `Basic ${Buffer.from(`${key}:${secret}`).toString('base64')}`, 'Content-Type': 'application/x-www-form-urlencoded' }, body: 'grant_type=client_credentials' });
   t.equal(tr.status, 200, 'a token from the printed token line');
   const token = ((await tr.json()) as { access_token: string }).access_token;
 
-  const printed = out.split('\n').map((l) => l.trim()).filter((l) => l.startsWith('curl '));
+  const printed = node.out.split('\n').map((l) => l.trim()).filter((l) => l.startsWith('curl '));
   t.ok(printed.length >= 4, 'prints what to curl');
   const secured = printed.filter((l) => l.includes("-H 'Authorization: Bearer <access token>'"));
   t.ok(secured.length >= 2 && secured.every((l) => l.includes('/pizzashack-secured/1.0.0/')), 'the protected demo API, with a bearer token');
@@ -97,7 +81,7 @@ t.test('npm start: gateway + demo backend, the printed curl lines work, SIGTERM 
   const shown = readme.slice(readme.indexOf('It prints its ports'));
   const block = shown.slice(shown.indexOf('```\n') + 4, shown.indexOf('\n```', shown.indexOf('```\n') + 4));
   const real = fs.realpathSync(dir);
-  const printedLines = new Set(out.split('\n').map((l) => l.split(`${real}/`).join('').split(`${dir}/`).join('').trim()));
+  const printedLines = new Set(node.out.split('\n').map((l) => l.split(`${real}/`).join('').split(`${dir}/`).join('').trim()));
   const readmeOut = block.split('\n').filter((l) => !l.includes('...'));
   t.ok(readmeOut.length >= 15, 'the README shows the start-up output');
   for (const l of readmeOut) {
@@ -141,5 +125,5 @@ t.test('npm start: gateway + demo backend, the printed curl lines work, SIGTERM 
 
   child.kill('SIGTERM');
   t.equal(await exited, 0, 'SIGTERM: clean exit');
-  t.notMatch(err, /"level":"(error|fatal)"/, 'nothing logged as an error');
+  t.notMatch(node.err, /"level":"(error|fatal)"/, 'nothing logged as an error');
 });

@@ -4,40 +4,24 @@
  * create an application and its keys through the running node, and the printed curl line, with those
  * keys, gets a token. No secret appears in the node's output or log.
  */
-import { spawn, execFile } from 'node:child_process';
-import * as fs from 'node:fs';
-import * as os from 'node:os';
+import { execFile } from 'node:child_process';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
 import t from 'tap';
-import { freeOffset } from '../ports';
+import { startConfCopy } from '../conf-node';
 
 const root = path.join(__dirname, '..', '..', '..');
 const cli = path.join(root, 'dist', 'lib', 'cli.js');
 const run = promisify(execFile);
 
 t.test('npm start prints how to get keys and a token, and it works', async (t) => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'throughway-km-start-'));
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
-  fs.cpSync(path.join(root, 'conf'), path.join(dir, 'conf'), { recursive: true });
-  const offset = await freeOffset();
-  const toml = path.join(dir, 'conf', 'deployment.toml');
-  fs.writeFileSync(toml, fs.readFileSync(toml, 'utf8').replace(/^offset = 0\b/m, `offset = ${offset}`));
-
-  const child = spawn(process.execPath, [cli, 'start'], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  let err = '';
-  child.stdout.on('data', (c: Buffer) => (out += c.toString()));
-  child.stderr.on('data', (c: Buffer) => (err += c.toString()));
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  t.teardown(() => {
-    if (child.exitCode === null) child.kill('SIGKILL');
-  });
+  const node = await startConfCopy(t, 'throughway-km-start-');
+  const { dir, offset, child, exited } = node;
   const deadline = Date.now() + 15_000;
-  while (!out.includes('Try:') && child.exitCode === null && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-  t.match(out, new RegExp(`management HTTP\\s+port ${9763 + offset} \\(key manager, embedded SQLite .*apim_db\\.sqlite\\)`), out + err);
+  while (!node.out.includes('Try:') && child.exitCode === null && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  t.match(node.out, new RegExp(`management HTTP\\s+port ${9763 + offset} \\(key manager, embedded SQLite .*apim_db\\.sqlite\\)`), node.out + node.err);
 
-  const commands = out.split('\n').map((l) => l.trim()).filter((l) => l.startsWith('npm run -s throughway -- '));
+  const commands = node.out.split('\n').map((l) => l.trim()).filter((l) => l.startsWith('npm run -s throughway -- '));
   t.equal(commands.length, 3, 'apps create, keys generate, subscriptions add (to the protected demo API)');
   let keys = '';
   for (const c of commands) {
@@ -49,7 +33,7 @@ t.test('npm start prints how to get keys and a token, and it works', async (t) =
   const secret = /consumer secret\s+(\S+)/.exec(keys)?.[1] ?? '';
   t.ok(key !== '' && secret !== '', keys);
 
-  const curl = out.split('\n').map((l) => l.trim()).find((l) => l.startsWith('then: curl '));
+  const curl = node.out.split('\n').map((l) => l.trim()).find((l) => l.startsWith('then: curl '));
   t.ok(curl, 'prints the curl line');
   const url = /(http:\/\/\S+)/.exec(curl ?? '')?.[1] ?? '';
   t.equal(url, `http://localhost:${9763 + offset}/oauth2/token`);
@@ -65,7 +49,7 @@ t.test('npm start prints how to get keys and a token, and it works', async (t) =
 
   child.kill('SIGTERM');
   t.equal(await exited, 0, 'SIGTERM: clean exit');
-  t.notOk(out.includes(secret) || err.includes(secret), 'the secret is in neither the output nor the log');
-  t.notOk(err.includes(body.access_token), 'nor the token');
-  t.match(err, /"event":"token_issued"/);
+  t.notOk(node.out.includes(secret) || node.err.includes(secret), 'the secret is in neither the output nor the log');
+  t.notOk(node.err.includes(body.access_token), 'nor the token');
+  t.match(node.err, /"event":"token_issued"/);
 });
