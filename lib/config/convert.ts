@@ -248,6 +248,13 @@ export function check(def: KeyDef, value: unknown, ctx: CheckContext): Converted
   if (def.format === 'host' && typeof value === 'string' && !hasRuntimeToken(value) && !/^[^\s/?#@]+$/.test(value)) {
     return fail('CONFIG_TYPE', 'not a host name', 'a host name or IP address');
   }
+  if (def.format === 'regex' && typeof value === 'string' && !hasRuntimeToken(value)) {
+    try {
+      new RegExp(value);
+    } catch (err) {
+      return fail('CONFIG_TYPE', `not a regular expression: ${(err as Error).message}`, 'a JavaScript regular expression, such as ^0\\d+$');
+    }
+  }
   if (def.format === 'path' && typeof value === 'string' && value !== '' && !hasRuntimeToken(value)) {
     value = path.resolve(ctx.dir, value);
   }

@@ -1443,17 +1443,17 @@ export interface MediationSection {
     readonly command_debugger_port: number;
     /** Mediation debugger event port. Accepted but inactive: throughway has no mediation debugger; nothing listens on this port. Default: 9006. Accepted; throughway does not act on it. */
     readonly event_debugger_port: number;
-    /** XML nil handling in JSON conversion (sample switch). Accepted but inactive: the JSON <-> XML conversion (lib/mediation/payload.ts) writes JSON null as an empty element and does not read xsi:nil; the switch is not implemented. Default: false. Accepted; throughway does not act on it. */
+    /** XML nil handling in JSON conversion (sample switch): JSON null becomes an element with xsi:nil="true", and such an element becomes null (off: null is an empty element). Default: false. */
     readonly enable_xml_nil: boolean;
-    /** Namespace declarations in JSON conversion (sample switch). Accepted but inactive: JSON -> XML output carries no namespace declarations, and XML -> JSON keeps them only under engine.preserve_namespace_on_xml_to_json; the switch is not implemented. Default: false. Accepted; throughway does not act on it. */
+    /** Namespace declarations in JSON conversion (sample switch): XML -> JSON keeps the xmlns declarations as @xmlns fields even when prefixes are removed (engine.preserve_namespace_on_xml_to_json off). Default: false. */
     readonly enable_namespace_declaration: boolean;
-    /** Build valid XML NCNames from JSON keys (sample switch). Accepted but inactive: JSON keys become element names as they are (a key that is no XML name yields XML the backend may reject); the rewriting is not implemented. Default: false. Accepted; throughway does not act on it. */
+    /** Build valid XML NCNames from JSON keys (sample switch): a character an XML name cannot hold is written _xHHHH_ (hex of the character) in JSON -> XML, and decoded back in XML -> JSON. Default: false. */
     readonly build_valid_nc_name: boolean;
     /** Automatic primitive conversion in JSON output (sample switch). Default: false. */
     readonly enable_auto_primitive: boolean;
     /** Automatic arrays in JSON output (sample switch). Default: false. */
     readonly json_out_auto_array: boolean;
-    /** Regular expression of values exempt from primitive conversion (sample). Accepted but inactive: engine.enable_auto_primitive applies to every value; exemptions are not implemented. Accepted; throughway does not act on it. */
+    /** Regular expression (JavaScript syntax) of values exempt from primitive conversion under engine.enable_auto_primitive: a matching value stays a JSON string. */
     readonly disable_auto_primitive_regex?: string;
     /** Regular expression of custom replacements to disable (sample). Accepted but inactive: the conversion makes no custom replacements, so there is nothing to disable. Accepted; throughway does not act on it. */
     readonly disable_custom_replace_regex?: string;

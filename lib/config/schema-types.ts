@@ -25,7 +25,7 @@ export type KeyType =
  * - class: a class name of the reference implementation (accepted, mapped or ignored)
  * - path: a file system path, relative paths are resolved from the config file's directory
  */
-export type KeyFormat = 'url' | 'port' | 'duration' | 'list' | 'bytes' | 'class' | 'path' | 'host' | 'email';
+export type KeyFormat = 'url' | 'port' | 'duration' | 'list' | 'bytes' | 'class' | 'path' | 'host' | 'email' | 'regex';
 
 export interface KeyDef {
   /** Dotted path relative to the section, e.g. 'pool_options.maxActive', 'listener.parameters.port'. */

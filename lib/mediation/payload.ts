@@ -27,6 +27,14 @@ export interface ConversionOptions {
   readonly autoArray: boolean;
   /** engine.enable_auto_primitive: numbers and booleans in XML text become JSON numbers and booleans. */
   readonly autoPrimitive: boolean;
+  /** engine.disable_auto_primitive_regex: values it matches stay strings under autoPrimitive (source text; a worker compiles it). */
+  readonly primitiveExempt?: string;
+  /** engine.enable_xml_nil: JSON null <-> an element with xsi:nil="true" (else null is an empty element). */
+  readonly xmlNil?: boolean;
+  /** engine.enable_namespace_declaration: xmlns declarations stay in JSON output even when prefixes are removed. */
+  readonly namespaceDeclarations?: boolean;
+  /** engine.build_valid_nc_name: JSON keys that are no XML names are encoded (_xHHHH_) to XML and decoded back. */
+  readonly validNcNames?: boolean;
 }
 
 function text(body: Buffer): string {
@@ -297,9 +305,48 @@ const JSON_ELEMENT = 'jsonElement';
 const ATTR = '@';
 const TEXT = '#text';
 
+const XSI = 'http://www.w3.org/2001/XMLSchema-instance';
+
+/**
+ * An XML NCName (Namespaces in XML 1.0, section 3) in its ASCII-and-letters form: a letter or `_` first,
+ * then letters, digits, `_`, `-`, `.`. Other characters are written `_xHHHH_` (the hex of the UTF-16
+ * unit, the convention of .NET's XmlConvert.EncodeName), and so is a `_x` that could be misread as one.
+ */
+const NC_START = /[\p{L}_]/u;
+const NC_CHAR = /[\p{L}\p{N}_.-]/u;
+export function encodeNcName(key: string): string {
+  if (key === '') return '_x0000_';
+  let out = '';
+  for (let i = 0; i < key.length; i++) {
+    const c = key[i] as string;
+    const ok = i === 0 ? NC_START.test(c) : NC_CHAR.test(c);
+    const escapeUnderscore = c === '_' && key[i + 1] === 'x' && /^_x[0-9A-Fa-f]{4}_/.test(key.slice(i));
+    out += ok && !escapeUnderscore ? c : `_x${c.charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')}_`;
+  }
+  return out;
+}
+
+export function decodeNcName(name: string): string {
+  return name.replace(/_x([0-9A-Fa-f]{4})_/g, (_m, h: string) => (h === '0000' ? '' : String.fromCharCode(parseInt(h, 16))));
+}
+
+/** The JSON value prepared for the XML builder: nil elements and encoded names as the switches ask. */
+function toXmlShape(v: unknown, o: Partial<ConversionOptions>, key = ''): unknown {
+  if (v === null) return o.xmlNil === true ? { [`${ATTR}xmlns:xsi`]: XSI, [`${ATTR}xsi:nil`]: 'true' } : v;
+  if (Array.isArray(v)) return v.map((x) => toXmlShape(x, o, key));
+  if (typeof v !== 'object') return v;
+  const out: Record<string, unknown> = {};
+  for (const [k, x] of Object.entries(v as Record<string, unknown>)) {
+    const attrOrText = k === TEXT || k.startsWith(ATTR);
+    out[o.validNcNames === true && !attrOrText ? encodeNcName(k) : k] = toXmlShape(x, o, k);
+  }
+  return out;
+}
+
 /** JSON text -> an XML document. One-key objects give their key as the root element. */
-export function jsonToXml(body: Buffer): Buffer {
-  const value = JSON.parse(text(body)) as unknown;
+export function jsonToXml(body: Buffer, o: Partial<ConversionOptions> = {}): Buffer {
+  let value = JSON.parse(text(body)) as unknown;
+  if (o.xmlNil === true || o.validNcNames === true) value = toXmlShape(value, o);
   let root: Record<string, unknown>;
   if (Array.isArray(value)) root = { [JSON_ARRAY]: { [JSON_ELEMENT]: value } };
   else if (value !== null && typeof value === 'object' && Object.keys(value).length === 1) root = value as Record<string, unknown>;
@@ -316,15 +363,18 @@ export function xmlToJson(body: Buffer, o: ConversionOptions): Buffer {
     textNodeName: TEXT,
     ignoreDeclaration: true,
     ignorePiTags: true,
-    removeNSPrefix: !o.preserveNamespace,
-    parseTagValue: o.autoPrimitive,
-    parseAttributeValue: o.autoPrimitive,
+    // Declarations kept without prefixes: the parser would drop both, so prefixes are removed below.
+    removeNSPrefix: !o.preserveNamespace && o.namespaceDeclarations !== true,
+    // With exemptions the values are converted below instead (the parser has no per-value veto).
+    parseTagValue: o.autoPrimitive && o.primitiveExempt === undefined,
+    parseAttributeValue: o.autoPrimitive && o.primitiveExempt === undefined,
     // Every element below the document root is an array when the switch asks for it (stable shapes).
     ...(o.autoArray ? { isArray: (_name: string, jpath: unknown, _leaf: boolean, isAttribute: boolean) => !isAttribute && String(jpath).includes('.') } : {}),
   });
   // Validated while parsing: the parser alone accepts unbalanced tags.
   let value = parser.parse(text(body), true) as Record<string, unknown>;
-  if (!o.preserveNamespace) value = dropNamespaceDeclarations(value) as Record<string, unknown>;
+  if (!o.preserveNamespace) value = (o.namespaceDeclarations === true ? stripPrefixes(value) : dropNamespaceDeclarations(value)) as Record<string, unknown>;
+  if (o.xmlNil === true || o.validNcNames === true || (o.autoPrimitive && o.primitiveExempt !== undefined)) value = fromXmlShape(value, o, exemptRegex(o.primitiveExempt)) as Record<string, unknown>;
   // The reference's wrappers are unwrapped again, so a JSON -> XML -> JSON round trip gives the same JSON.
   const keys = Object.keys(value);
   let out: unknown = value;
@@ -337,6 +387,59 @@ export function xmlToJson(body: Buffer, o: ConversionOptions): Buffer {
     }
   }
   return Buffer.from(JSON.stringify(out), 'utf8');
+}
+
+const regexes = new Map<string, RegExp>();
+function exemptRegex(source: string | undefined): RegExp | undefined {
+  if (source === undefined) return undefined;
+  let r = regexes.get(source);
+  if (r === undefined) {
+    r = new RegExp(source);
+    regexes.set(source, r);
+  }
+  return r;
+}
+
+/** Booleans and numbers as JSON writes them; anything else (leading zeros, `+1`, `1.`) stays text. */
+const NUMBER = /^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?$/;
+function primitive(s: string, exempt: RegExp | undefined): unknown {
+  if (exempt?.test(s) === true) return s;
+  if (s === 'true') return true;
+  if (s === 'false') return false;
+  return NUMBER.test(s) ? Number(s) : s;
+}
+
+/** Whether an element's value is only an xsi:nil="true" (with or without its prefix and declaration). */
+function isNil(v: unknown): boolean {
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) return false;
+  const keys = Object.keys(v);
+  const nil = keys.find((k) => k === `${ATTR}xsi:nil` || k === `${ATTR}nil`);
+  return nil !== undefined && String((v as Record<string, unknown>)[nil]) === 'true' && keys.every((k) => k === nil || k === `${ATTR}xmlns:xsi` || k === TEXT && (v as Record<string, unknown>)[k] === '');
+}
+
+/** The parsed XML shaped as the switches ask: nil elements null, names decoded, primitives with exemptions. */
+function fromXmlShape(v: unknown, o: ConversionOptions, exempt: RegExp | undefined): unknown {
+  if (typeof v === 'string') return o.autoPrimitive && o.primitiveExempt !== undefined ? primitive(v, exempt) : v;
+  if (Array.isArray(v)) return v.map((x) => fromXmlShape(x, o, exempt));
+  if (v === null || typeof v !== 'object') return v;
+  if (o.xmlNil === true && isNil(v)) return null;
+  const out: Record<string, unknown> = {};
+  for (const [k, x] of Object.entries(v as Record<string, unknown>)) out[o.validNcNames === true && !k.startsWith(ATTR) ? decodeNcName(k) : k] = fromXmlShape(x, o, exempt);
+  return out;
+}
+
+/** Element and attribute names without their prefix; xmlns declarations kept as they are. */
+function stripPrefixes(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(stripPrefixes);
+  if (v === null || typeof v !== 'object') return v;
+  const out: Record<string, unknown> = {};
+  for (const [k, x] of Object.entries(v as Record<string, unknown>)) {
+    const declaration = k === `${ATTR}xmlns` || k.startsWith(`${ATTR}xmlns:`);
+    const colon = k.indexOf(':');
+    const name = declaration || colon < 0 ? k : `${k.startsWith(ATTR) ? ATTR : ''}${k.slice(colon + 1)}`;
+    out[name] = stripPrefixes(x);
+  }
+  return out;
 }
 
 function dropNamespaceDeclarations(v: unknown): unknown {
@@ -352,7 +455,7 @@ function dropNamespaceDeclarations(v: unknown): unknown {
 
 /** Convert `body` from one format to the other; other pairs are returned unchanged. */
 export function convert(from: Format, to: Format, body: Buffer, o: ConversionOptions): Buffer {
-  if (from === 'json' && to === 'xml') return jsonToXml(body);
+  if (from === 'json' && to === 'xml') return jsonToXml(body, o);
   if (from === 'xml' && to === 'json') return xmlToJson(body, o);
   return body;
 }

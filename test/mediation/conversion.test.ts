@@ -52,6 +52,49 @@ t.test('XML -> JSON honours enable_auto_primitive, preserve_namespace_on_xml_to_
   t.same(JSON.parse(xmlToJson(list, { ...PLAIN, autoArray: true }).toString()), { list: { item: [1], other: [{ x: ['a'] }] } }, 'auto array on: every element below the root');
 });
 
+t.test('enable_xml_nil, build_valid_nc_name, enable_namespace_declaration, disable_auto_primitive_regex', async (t) => {
+  // xsi:nil: JSON null <-> <x xsi:nil="true"/>; off, null is an empty element (read back as "").
+  const nil = Buffer.from('{"order":{"note":null,"id":1}}');
+  t.match(jsonToXml(nil, { xmlNil: true }).toString(), /<note xmlns:xsi="http:\/\/www\.w3\.org\/2001\/XMLSchema-instance" xsi:nil="true"(><\/note>|\/>)/, 'null written as xsi:nil');
+  t.same(JSON.parse(xmlToJson(jsonToXml(nil, { xmlNil: true }), { ...PLAIN, xmlNil: true }).toString()), { order: { note: null, id: 1 } }, 'and read back as null');
+  t.same(JSON.parse(xmlToJson(jsonToXml(nil), PLAIN).toString()), { order: { note: '', id: 1 } }, 'switch off: an empty element, read as ""');
+  const prefixed = Buffer.from('<a xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"><b xsi:nil="true"/><c>x</c></a>');
+  t.same(JSON.parse(xmlToJson(prefixed, { ...PLAIN, xmlNil: true, preserveNamespace: true }).toString()), { a: { b: null, c: 'x', '@xmlns:xsi': 'http://www.w3.org/2001/XMLSchema-instance' } }, 'with prefixes kept too');
+
+  // NCNames: keys an XML name cannot hold are encoded, and decoded on the way back.
+  const odd = { order: { '1st item': 'a', 'price$': 2, ok_name: true, _x0041_: 'looks encoded' } };
+  const xml = jsonToXml(Buffer.from(JSON.stringify(odd)), { validNcNames: true }).toString();
+  t.match(xml, /<_x0031_st_x0020_item>a<\/_x0031_st_x0020_item>/, 'a leading digit and a space encoded');
+  t.match(xml, /<price_x0024_>2<\/price_x0024_>/);
+  t.match(xml, /<ok_name>true<\/ok_name>/, 'a valid name unchanged');
+  t.match(xml, /<_x005F_x0041_>/, 'an underscore that would read as an escape is escaped itself');
+  t.same(JSON.parse(xmlToJson(Buffer.from(xml), { ...PLAIN, validNcNames: true }).toString()), odd, 'round trip');
+  t.throws(() => xmlToJson(jsonToXml(Buffer.from('{"1st":1}')), PLAIN), 'switch off: the key is written as it is, and the XML is not well-formed');
+
+  // Namespace declarations kept while prefixes are removed.
+  const ns = Buffer.from('<ns:order xmlns:ns="urn:shop"><ns:qty>2</ns:qty></ns:order>');
+  t.same(JSON.parse(xmlToJson(ns, PLAIN).toString()), { order: { qty: 2 } }, 'off: declarations dropped with the prefixes');
+  t.same(JSON.parse(xmlToJson(ns, { ...PLAIN, namespaceDeclarations: true }).toString()), { order: { qty: 2, '@xmlns:ns': 'urn:shop' } }, 'on: the declaration stays');
+
+  // Exemptions from primitive conversion: a matching value stays a string.
+  const ids = Buffer.from('<r><zip>01234</zip><code>0042</code><qty>7</qty><flag>true</flag><big>1e3</big></r>');
+  t.same(JSON.parse(xmlToJson(ids, { ...PLAIN, primitiveExempt: '^0\\d+$' }).toString()), { r: { zip: '01234', code: '0042', qty: 7, flag: true, big: 1000 } }, 'leading-zero values exempt, the rest converted');
+  t.same(JSON.parse(xmlToJson(ids, { ...PLAIN, primitiveExempt: '^(true|7)$' }).toString()).r, { zip: '01234', code: '0042', qty: '7', flag: 'true', big: 1000 }, 'another expression');
+});
+
+t.test('disable_auto_primitive_regex must be a regular expression: the key, file and line are named', async (t) => {
+  const bad = loaded('[mediation]\nengine.disable_auto_primitive_regex = "(unclosed"\n');
+  t.equal(bad.ok, false);
+  const d = bad.diagnostics.find((x) => x.key === 'mediation.engine.disable_auto_primitive_regex');
+  t.ok(d, JSON.stringify(bad.diagnostics));
+  t.equal(d?.code, 'CONFIG_TYPE');
+  t.match(d?.message ?? '', /not a regular expression/);
+  t.ok((d?.line ?? 0) > 0, 'with its line');
+  const good = loaded('[mediation]\nengine.disable_auto_primitive_regex = "^0\\\\d+$"\nengine.enable_xml_nil = true\n');
+  t.equal(good.ok, true, JSON.stringify(good.diagnostics.filter((x) => x.level === 'error')));
+  t.notOk(good.inactiveKeys.some((k) => /enable_xml_nil|disable_auto_primitive_regex/.test(k)), `no longer listed as inactive: ${good.inactiveKeys.join(', ')}`);
+});
+
 t.test('request_format converts request bodies; Content-Type and Content-Length follow', async (t) => {
   const be = await echoBackend();
   t.teardown(() => be.close());
