@@ -27,7 +27,7 @@ import * as path from 'node:path';
 import { loadConfig } from '../lib/config/load';
 import { createGateway, type Gateway } from '../lib/gateway';
 import { createKeyManager, type KeyManager } from '../lib/keymanager';
-import { silentLogger } from '../lib/observability/log';
+import { silentLogger } from '../lib/log';
 import { keyManagerLink } from '../lib/security';
 import { openStore } from '../lib/store/open';
 import type { Store } from '../lib/store/types';

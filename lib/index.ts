@@ -38,11 +38,11 @@ export type {
 export { loadConfig } from './config/load';
 export type { LoadOptions, LoadResult } from './config/load';
 export type { DeploymentConfig, EffectivePorts, Diagnostic } from './config/types';
-export { createLogger, silentLogger } from './observability/log';
+export { createLogger, silentLogger } from './log';
 // Tracing and analytics (docs/tracing.md, docs/analytics.md): Gateway.tracer / Gateway.analytics and their stats().
 export type { Tracer, TracingStats, Span } from './observability/tracing';
 export type { Analytics, AnalyticsStats, AnalyticsEvent } from './observability/analytics';
-export type { Logger, LogLevel, ReloadableLogger } from './observability/log';
+export type { Logger, LogLevel, ReloadableLogger } from './log';
 // Operations (docs/operations.md): metrics and health for an embedding server's own routes.
 export { Metrics } from './observability/metrics';
 export type { MetricSource, Sample } from './observability/metrics';

@@ -30,7 +30,7 @@
  */
 import type { LoadResult } from './config/load';
 import { LISTENING_PORTS, portOpened } from './config/ports';
-import { createLogger, type LogLevel, type LogSink } from './observability/log';
+import { createLogger, type LogLevel, type LogSink } from './log';
 import { Metrics } from './observability/metrics';
 import { Health, backendPoolChecker, dataSourceChecker, userStoreChecker } from './observability/health';
 import { opsRoutes } from './observability/routes';

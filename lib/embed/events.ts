@@ -8,7 +8,7 @@
  */
 import type { TransportFault } from '../transport/codes';
 import type { ExchangeRecord } from '../transport/types';
-import type { Logger } from '../observability/log';
+import type { Logger } from '../log';
 
 /** One fault the gateway answered (or, for client-side I/O faults, could no longer answer). */
 export interface GatewayFaultEvent {

@@ -13,7 +13,7 @@ import type { LocalResponse } from '../transport/types';
 import { fault as tableFault, type FaultValue, type GatewayCode, type GatewayFaultDef } from '../gateway/faults';
 import { GatewayOwnCode } from '../gateway/faults';
 import type { CallContext, ChainStep, Outcome, Phase, PhaseName } from '../gateway/phases';
-import type { Logger } from '../observability/log';
+import type { Logger } from '../log';
 
 /** An embedder's phase. `name` appears in logs and in the 103142 fault of a phase that fails. */
 export interface CustomPhase {

@@ -21,7 +21,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { ExchangeRecord } from '../transport/types';
-import { redactUrl, type Logger } from '../observability/log';
+import { redactUrl, type Logger } from '../log';
 
 const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
 const pad = (n: number): string => (n < 10 ? '0' + n : String(n));

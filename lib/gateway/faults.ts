@@ -15,7 +15,7 @@
  *    103080–103099 TLS, proxies and WebSocket (Step 8), 103100–103119 scale-out (Step 9), 103120–103139
  *    operations (Step 10), 103140–103159 embedding (Step 11).
  *
- * docs/faults.md is generated from these tables (lib/gateway/gen-docs.ts) and a test fails when a code is
+ * docs/faults.md is generated from these tables (scripts/gen-gateway-docs.ts) and a test fails when a code is
  * missing from it or the page is stale.
  */
 import { FAULT_KINDS, OwnCode, type FaultReason, type TransportFault } from '../transport/codes';

@@ -19,7 +19,7 @@ import type { ConnectFn } from '../transport/core';
 import type { TransportSettings } from '../transport/settings';
 import type { TransportFault } from '../transport/codes';
 import type { ExchangeRecord, LocalResponse, RouteDecision, RouteFn, SourceRequest, TransportEvents } from '../transport/types';
-import { silentLogger, type Logger } from '../observability/log';
+import { silentLogger, type Logger } from '../log';
 import { Analytics } from '../observability/analytics';
 import { analyticsSettingsFrom, tracingSettingsFrom } from '../observability/settings';
 import { Tracer } from '../observability/tracing';

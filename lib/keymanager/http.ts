@@ -16,7 +16,7 @@
  * Request bodies are read up to 64 KiB. Token responses carry Cache-Control: no-store (RFC 6749 §5.1).
  */
 import type * as http from 'node:http';
-import type { Logger } from '../observability/log';
+import type { Logger } from '../log';
 import type { OpsHandler } from '../observability/routes';
 import { verifyPassword } from '../store/passwords';
 import type { Store } from '../store/types';

@@ -14,7 +14,7 @@ import type * as tls from 'node:tls';
 import type { AddressInfo } from 'node:net';
 import type { LoadResult } from '../config/load';
 import { createEventBus, type EventBus } from '../events/bus';
-import { silentLogger, type Logger } from '../observability/log';
+import { silentLogger, type Logger } from '../log';
 import type { Store } from '../store/types';
 import type { OpsHandler } from '../observability/routes';
 import type { Deployments } from '../scale/deployments';

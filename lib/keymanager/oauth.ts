@@ -9,7 +9,7 @@
 import { randomUUID } from 'node:crypto';
 import { createLocalJWKSet, createRemoteJWKSet, decodeJwt, jwtVerify, SignJWT, type JWTPayload } from 'jose';
 import type { EventBus } from '../events/bus';
-import type { Logger } from '../observability/log';
+import type { Logger } from '../log';
 import { digest, randomToken, verifyDigest, verifyPassword } from '../store/passwords';
 import { StoreError, type Application, type KeyType, type OAuthClient, type Store, type User } from '../store/types';
 import { OAuthError } from './errors';

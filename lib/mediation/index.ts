@@ -10,7 +10,7 @@
  */
 import { isUtf8 } from 'node:buffer';
 import { performance } from 'node:perf_hooks';
-import type { Logger } from '../observability/log';
+import type { Logger } from '../log';
 import type { BodyRead, BufferedResponse, LocalResponse } from '../transport/types';
 import { finish, type CallContext, type Outcome } from '../gateway/phases';
 import { GatewayOwnCode, fault, type FaultValue } from '../gateway/faults';

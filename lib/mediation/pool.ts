@@ -8,7 +8,7 @@
 import * as path from 'node:path';
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import Piscina from 'piscina';
-import type { Logger } from '../observability/log';
+import type { Logger } from '../log';
 import type { PoolSettings } from './settings';
 import type { MediateResult, MediateTask } from './steps';
 

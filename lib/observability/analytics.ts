@@ -21,7 +21,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { CallContext } from '../gateway/phases';
 import type { ExchangeRecord } from '../transport/types';
-import type { Logger } from './log';
+import type { Logger } from '../log';
 import { postJson, postTarget, redactUrl, type PostResult, type PostTarget } from './post';
 import type { AnalyticsSettings } from './settings';
 

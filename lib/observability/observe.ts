@@ -9,7 +9,7 @@
  * transport codes only): `base` is the code and `state` null.
  */
 import type { ExchangeRecord, TransportEvents } from '../transport/types';
-import type { Logger } from './log';
+import type { Logger } from '../log';
 import type { Metrics } from './metrics';
 
 export function gatewayObserver(o: { readonly logger: Logger; readonly metrics?: Metrics }): TransportEvents {

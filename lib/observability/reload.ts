@@ -8,7 +8,7 @@
  */
 import type { LoadResult } from '../config/load';
 import { formatDiagnostic } from '../config/diagnostics';
-import type { Logger, LogLevel, ReloadableLogger } from './log';
+import type { Logger, LogLevel, ReloadableLogger } from '../log';
 
 /** Keys applied on reload without a restart. */
 export const HOT_KEYS: ReadonlySet<string> = new Set(['throughway.log_level']);

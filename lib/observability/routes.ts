@@ -11,7 +11,7 @@
 import type * as http from 'node:http';
 import type { Health } from './health';
 import type { Metrics } from './metrics';
-import type { Logger } from './log';
+import type { Logger } from '../log';
 
 /** Answers a management request it knows and resolves true; false: not its path, the caller goes on. */
 export type OpsHandler = (req: http.IncomingMessage, res: http.ServerResponse, path: string) => Promise<boolean>;

@@ -17,7 +17,7 @@
 import { performance } from 'node:perf_hooks';
 import type { CallContext, ChainStep, Outcome, Phase } from '../gateway/phases';
 import type { ExchangeRecord } from '../transport/types';
-import type { Logger } from './log';
+import type { Logger } from '../log';
 import { postJson, postTarget, type PostResult, type PostTarget } from './post';
 import type { TracingSettings } from './settings';
 import { formatTraceParent, newSpanId, newTraceId, traceContextOf, withTraceFields } from './trace-context';

@@ -33,7 +33,7 @@ import { API_FIELDS, labelsMatch } from '../gateway/apis';
 import { DebouncedWatch, listApiFiles } from '../gateway/deploy';
 import { syntaxDiagnostic } from '../gateway/diagnostics';
 import type { Gateway } from '../gateway';
-import type { Logger } from '../observability/log';
+import type { Logger } from '../log';
 import { DEFAULT_POLICIES_TOML, formatPolicyDiagnostic, parsePolicies, type PolicyOptions } from '../throttle/policies';
 
 export interface PoliciesDeployment {

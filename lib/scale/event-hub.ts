@@ -28,7 +28,7 @@
 import { Redis } from 'ioredis';
 import { EVENT_NAMES, type AnyEvent, type ApiDeploymentPayload, type ApplicationPayload, type EventBus, type SubscriptionPayload } from '../events/bus';
 import type { HealthChecker } from '../observability/health';
-import type { Logger } from '../observability/log';
+import type { Logger } from '../log';
 import type { BlockingCondition } from '../throttle/blocking';
 import type { FullSnapshot } from './control-plane';
 import { randomUUID } from 'node:crypto';

@@ -17,7 +17,7 @@
  */
 import { Redis } from 'ioredis';
 import type { HealthChecker } from '../observability/health';
-import type { Logger } from '../observability/log';
+import type { Logger } from '../log';
 import type { Metrics } from '../observability/metrics';
 import { decodeData, encodeDecisions, redacted, type Decision, type ThrottleData } from '../throttle/decisions';
 

@@ -21,7 +21,7 @@ import type { ApiDefinition } from '../gateway/apis';
 import { ApiCode, fault, type FaultValue } from '../gateway/faults';
 import type { CallContext, Outcome } from '../gateway/phases';
 import type { EventBus } from '../events/bus';
-import { silentLogger, type Logger } from '../observability/log';
+import { silentLogger, type Logger } from '../log';
 import { buildBackendJwt, generatedKey, keyManagerKey, BACKEND_JWT_RENEW_MS, type BackendJwtKey } from './backend-jwt';
 import { ClientCertificates } from './mutual-ssl';
 import type { RemoteKeyState } from './keys';

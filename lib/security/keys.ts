@@ -9,7 +9,7 @@
  * cannot be judged: that is the spec's 900900 (500), never a false 401 (issue 6).
  */
 import { importJWK, type CryptoKey, type JWK, type KeyObject } from 'jose';
-import type { Logger } from '../observability/log';
+import type { Logger } from '../log';
 
 export type VerifyKey = CryptoKey | KeyObject | Uint8Array;
 

@@ -12,7 +12,7 @@
  */
 import { X509Certificate } from 'node:crypto';
 import * as fs from 'node:fs';
-import type { Logger } from '../observability/log';
+import type { Logger } from '../log';
 import type { MutualSslSettings } from './settings';
 
 export type CertificateCheck =

@@ -111,7 +111,7 @@ export class TokenValidator {
   constructor(
     private readonly s: SecuritySettings,
     private readonly km: KeyManagerLink | undefined,
-    private readonly o: { readonly now: () => number; readonly logger: import('../observability/log').Logger },
+    private readonly o: { readonly now: () => number; readonly logger: import('../log').Logger },
   ) {
     this.local = km !== undefined ? new LocalKeySource(() => km.publicJwks()) : undefined;
     const remote = new Map<string, { settings: IssuerSettings; keys: RemoteKeySource }>();

@@ -25,7 +25,7 @@
  */
 import { Redis } from 'ioredis';
 import type { HealthChecker } from '../observability/health';
-import type { Logger } from '../observability/log';
+import type { Logger } from '../log';
 import { MemoryCounterStore, windowStart, type CounterStore } from './counters';
 
 /** One key's counts in one window, as a gateway publishes them. */

@@ -3,7 +3,7 @@
  * gateway creates one Throttle at start and hands it to every runtime it deploys, so counters and
  * blocking conditions survive hot deploys; the throttling phase (phase.ts) asks its engine per call.
  */
-import type { Logger } from '../observability/log';
+import type { Logger } from '../log';
 import { BlockingConditions, type BlockingCondition } from './blocking';
 import { MemoryCounterStore, type CounterStore } from './counters';
 import { ThrottleEngine } from './engine';

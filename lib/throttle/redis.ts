@@ -35,7 +35,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
-import type { Logger } from '../observability/log';
+import type { Logger } from '../log';
 import { windowStart, type CounterStore } from './counters';
 
 /** How often a node registers itself, and how long a node that stopped doing so still counts. */

@@ -8,7 +8,7 @@ import * as path from 'node:path';
 import * as tls from 'node:tls';
 import { XMLParser } from 'fast-xml-parser';
 import type { DeploymentConfig } from '../config/deployment-config.generated';
-import type { Logger } from '../observability/log';
+import type { Logger } from '../log';
 import { readKeyStore, readTrustStore, storeStamp, TlsStoreError, type StoreRef } from './keystore';
 import { checkServerIdentityFor, type HostnameVerifier } from './verify';
 import type { Outbound } from '../transport/outbound';

@@ -12,7 +12,7 @@ import { performance } from 'node:perf_hooks';
 import { faultJson, type TransportFault } from './codes';
 import { stateName } from './states';
 import type { TransportSettings } from './settings';
-import type { Logger } from '../observability/log';
+import type { Logger } from '../log';
 import type { Exchange } from './exchange';
 import type { SourceConnection } from './source';
 import type { TargetConnection } from './target';

@@ -10,7 +10,7 @@ import { TransportCore, defaultConnect, defaultRenderFault, type ConnectFn, type
 import { SourceConnection, kReadHolder, type ReadHolder } from './source';
 import { resolveSettings, type TransportSettings } from './settings';
 import { selfTest } from './parser';
-import { silentLogger, type Logger } from '../observability/log';
+import { silentLogger, type Logger } from '../log';
 import type { FaultRenderer, RouteFn, TransportEvents, TunnelInfo } from './types';
 
 export interface TransportOptions {

@@ -2,7 +2,7 @@
  * The pass-through protocol states (spec 002, part 3, "Transport protocol states") and the transitions
  * throughway allows between them. One table drives both sides: the source connection (client side,
  * listener) and the target connection (backend side, sender). docs/transport.md draws its diagram from
- * TRANSITIONS (see lib/transport/gen-docs.ts), so the document cannot drift from the code.
+ * TRANSITIONS (see scripts/gen-transport-docs.ts), so the document cannot drift from the code.
  */
 
 export const ProtocolState = {

@@ -7,8 +7,8 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import t from 'tap';
 import { SECTIONS } from '../../lib/config/schema';
-import { renderDocs } from '../../lib/config/gen-docs';
-import { renderTypes } from '../../lib/config/gen-types';
+import { renderDocs } from '../../scripts/gen-config-docs';
+import { renderTypes } from '../../scripts/gen-config-types';
 import { DIAGNOSTIC_CODES } from '../../lib/config/diagnostics';
 import { REPO } from './helpers';
 
@@ -19,7 +19,7 @@ t.test('docs/configuration.md is current', async (t) => {
 
 t.test('lib/config/deployment-config.generated.ts is current', async (t) => {
   const committed = fs.readFileSync(path.join(REPO, 'lib', 'config', 'deployment-config.generated.ts'), 'utf8');
-  t.ok(committed === renderTypes(), 'the generated config types differ from the schema: run `npm run docs` (or node dist/lib/config/gen-types.js), rebuild and commit');
+  t.ok(committed === renderTypes(), 'the generated config types differ from the schema: run `npm run docs` (or node dist/scripts/gen-config-types.js), rebuild and commit');
 });
 
 t.test('the docs list every section, every key, and every diagnostic code', async (t) => {

@@ -1,11 +1,11 @@
 /**
- * docs/faults.md and docs/apis.md are generated from the tables the gateway runs (lib/gateway/gen-docs.ts):
+ * docs/faults.md and docs/apis.md are generated from the tables the gateway runs (scripts/gen-gateway-docs.ts):
  * a stale page fails, and so does any code, field, phase or diagnostic missing from it.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
-import { DOCS, renderApisDoc, renderFaultsDoc } from '../../lib/gateway/gen-docs';
+import { DOCS, renderApisDoc, renderFaultsDoc } from '../../scripts/gen-gateway-docs';
 import { GATEWAY_FAULTS } from '../../lib/gateway/faults';
 import { FAULT_KINDS } from '../../lib/transport/codes';
 import { API_FIELDS, type FieldDef } from '../../lib/gateway/apis';
@@ -15,7 +15,7 @@ import { API_DIAGNOSTIC_CODES } from '../../lib/gateway/diagnostics';
 const docs = join(__dirname, '..', '..', '..', 'docs');
 
 t.test('the committed pages are what the generator writes', async (t) => {
-  for (const d of DOCS) t.equal(readFileSync(join(docs, d.file), 'utf8'), d.render(), `docs/${d.file} is stale: run node dist/lib/gateway/gen-docs.js`);
+  for (const d of DOCS) t.equal(readFileSync(join(docs, d.file), 'utf8'), d.render(), `docs/${d.file} is stale: run node dist/scripts/gen-gateway-docs.js`);
 });
 
 t.test('every fault code is documented with its status', async (t) => {

@@ -10,7 +10,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { loadConfig } from '../../lib/config/load';
 import { createGateway, type Gateway, type GatewayOptions } from '../../lib/gateway';
-import { createLogger, type Logger } from '../../lib/observability/log';
+import { createLogger, type Logger } from '../../lib/log';
 
 export const HOST = '127.0.0.1';
 

@@ -8,7 +8,7 @@ import * as path from 'node:path';
 import { loadConfig } from '../../lib/config/load';
 import { createKeyManager, type KeyManager, type KeyManagerOptions } from '../../lib/keymanager';
 import { createEventBus, type AnyEvent, type EventBus } from '../../lib/events/bus';
-import { createLogger } from '../../lib/observability/log';
+import { createLogger } from '../../lib/log';
 import { openStore } from '../../lib/store/open';
 import type { Store } from '../../lib/store/types';
 

@@ -5,7 +5,7 @@
  * strings, Authorization fields, form bodies), with the access log written to the server log.
  */
 import t from 'tap';
-import { createLogger, redactUrl } from '../../lib/observability/log';
+import { createLogger, redactUrl } from '../../lib/log';
 import { apiToml, closedPort, echoBackend, request } from '../gateway/helpers';
 import { adminAuth, appWithKeys, basic, json, postForm, type Harness } from '../keymanager/helpers';
 import { NODE_TOML, startTestNode } from './node-helpers';

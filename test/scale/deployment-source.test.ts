@@ -18,7 +18,7 @@ import t, { type Test } from 'tap';
 import { loadConfig } from '../../lib/config/load';
 import { createEventBus, type AnyEvent } from '../../lib/events/bus';
 import { createGateway } from '../../lib/gateway';
-import { createLogger } from '../../lib/observability/log';
+import { createLogger } from '../../lib/log';
 import { DeploymentFollower, DeploymentSource, apiLabels } from '../../lib/scale/deployments';
 import { DEFAULT_POLICIES_TOML, DEFAULT_POLICY_OPTIONS } from '../../lib/throttle/policies';
 import { adminAuth, basic, json, startKeyManager } from '../keymanager/helpers';

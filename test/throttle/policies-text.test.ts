@@ -5,7 +5,7 @@
  */
 import t from 'tap';
 import { loadConfig } from '../../lib/config/load';
-import { createLogger } from '../../lib/observability/log';
+import { createLogger } from '../../lib/log';
 import { createThrottle, ThrottleConfigError } from '../../lib/throttle';
 import { throttleSettingsFrom } from '../../lib/throttle/settings';
 

@@ -14,7 +14,7 @@ import { serverOptions, watchCertificates, opensslCipher, listenerTlsSettings, t
 import { readKeyStore, readTrustStore, detectFormat, TlsStoreError } from '../../lib/tls/keystore';
 import { ensureSampleKeystore } from '../../lib/tls/sample';
 import { loadConfig } from '../../lib/config/load';
-import { silentLogger } from '../../lib/observability/log';
+import { silentLogger } from '../../lib/log';
 import { HOST, get, makePki, pkcs12, pkcs12Trust, tlsRequest } from './helpers';
 
 const pki = makePki();

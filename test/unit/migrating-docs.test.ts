@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SECTIONS } from '../../lib/config/schema';
 import { loadConfig } from '../../lib/config/load';
-import { BEGIN, END, renderMigratingPage } from '../../lib/config/gen-migrating';
+import { BEGIN, END, renderMigratingPage } from '../../scripts/gen-migrating';
 
 const root = join(__dirname, '..', '..', '..');
 const page = readFileSync(join(root, 'docs', 'migrating.md'), 'utf8');
