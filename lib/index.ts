@@ -51,8 +51,8 @@ export type { HealthChecker, HealthResult, HealthReport } from './observability/
 export { opsRoutes, type OpsHandler } from './observability/routes';
 export { gatewayObserver } from './observability/observe';
 export { registerComponentMetrics, workerPoolChecker, jwksChecker, redisChecker, THROTTLE_LEVELS } from './observability/components';
-export { GATEWAY_FAULTS, ApiCode, GatewayOwnCode } from './gateway/faults';
-export type { GatewayFaultDef } from './gateway/faults';
+export { GATEWAY_FAULTS, ApiCode, GatewayOwnCode } from './faults';
+export type { GatewayFaultDef } from './faults';
 export { PHASES } from './gateway/phases';
 export type { Phase, PhaseName } from './gateway/phases';
 export { createDemoBackend } from './demo/backend';

@@ -12,7 +12,7 @@
 import * as http from 'node:http';
 import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
-import { GatewayOwnCode } from '../gateway/faults';
+import { GatewayOwnCode } from '../faults';
 import type { ConnectionHandler } from './inject';
 import { socketPair } from './pair';
 

@@ -10,8 +10,8 @@
  * connection down with a transport-level 500.
  */
 import type { LocalResponse } from '../transport/types';
-import { fault as tableFault, type FaultValue, type GatewayCode, type GatewayFaultDef } from '../gateway/faults';
-import { GatewayOwnCode } from '../gateway/faults';
+import { fault as tableFault, type FaultValue, type GatewayCode, type GatewayFaultDef } from '../faults';
+import { GatewayOwnCode } from '../faults';
 import type { CallContext, ChainStep, Outcome, Phase, PhaseName } from '../gateway/phases';
 import type { Logger } from '../log';
 

@@ -18,7 +18,7 @@
  */
 import type { ForwardDecision, LocalResponse, ResponseHook, RouteDecision, SourceRequest, WebSocketHooks } from '../transport/types';
 import { isWebSocketHandshake } from './websocket';
-import { ApiCode, GatewayOwnCode, fault, gatewayFacts, renderFacts, type FaultValue } from './faults';
+import { ApiCode, GatewayOwnCode, fault, gatewayFacts, renderFacts, type FaultValue } from '../faults';
 import { Match, matchResource, methodsFor, type CompiledApi, type CompiledResource, type MatchTarget } from './router';
 import { corsRequest, type CorsRequest } from './cors';
 import type { GatewayRuntime } from './runtime';

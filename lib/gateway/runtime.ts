@@ -7,7 +7,7 @@ import type { SourceRequest } from '../transport/types';
 import type { ApiDefinition } from './apis';
 import type { CorsPolicy } from './cors';
 import type { EndpointRegistry, EndpointRuntime } from './endpoints';
-import type { FaultTemplates } from './fault-templates';
+import type { FaultTemplates } from '../faults/templates';
 import { compileApi, RouteTable, type CompiledApi } from './router';
 import type { HeaderRules } from './transport-headers';
 import type { Security } from '../security';

@@ -13,7 +13,7 @@ import { performance } from 'node:perf_hooks';
 import type { Logger } from '../log';
 import type { BodyRead, BufferedResponse, LocalResponse } from '../transport/types';
 import { finish, type CallContext, type Outcome } from '../gateway/phases';
-import { GatewayOwnCode, fault, type FaultValue } from '../gateway/faults';
+import { GatewayOwnCode, fault, type FaultValue } from '../faults';
 import { MediationPool, PoolError } from './pool';
 import { describeError, type Format } from './payload';
 import type { MediationSettings } from './settings';

@@ -18,7 +18,7 @@
  */
 import type { AuthContext } from '../gateway/auth-context';
 import type { ApiDefinition } from '../gateway/apis';
-import { ApiCode, fault, type FaultValue } from '../gateway/faults';
+import { ApiCode, fault, type FaultValue } from '../faults';
 import type { CallContext, Outcome } from '../gateway/phases';
 import type { EventBus } from '../events/bus';
 import { silentLogger, type Logger } from '../log';

@@ -16,7 +16,7 @@ import * as http from 'node:http';
 import * as https from 'node:https';
 import { decodeJwt, decodeProtectedHeader, errors as joseErrors, jwtVerify, type JWTPayload, type ProtectedHeaderParameters } from 'jose';
 import type { UserType } from '../gateway/auth-context';
-import { ApiCode, fault, type FaultValue } from '../gateway/faults';
+import { ApiCode, fault, type FaultValue } from '../faults';
 import type { KeyType } from '../store/types';
 import { LocalKeySource, RemoteKeySource, type KeyLookup } from './keys';
 import { ALLOWED_ALGORITHMS, type IssuerSettings, type SecuritySettings } from './settings';

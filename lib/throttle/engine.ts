@@ -13,12 +13,12 @@
  * process runs one call at a time), so a call allocates only the counter keys it needs.
  */
 import type { AuthContext } from '../gateway/auth-context';
-import { ApiCode } from '../gateway/faults';
+import { ApiCode } from '../faults';
 import type { BlockingConditions, BlockingType } from './blocking';
 import type { CounterStore } from './counters';
 import { ipNumber, ipMatcher, type ApiPolicy, type Condition, type ConditionGroup, type CustomPolicy, type Policies, type PolicyOptions, type Quota } from './policies';
 
-/** The throttling codes of spec 002 part 7, taken from the one fault table (lib/gateway/faults.ts). */
+/** The throttling codes of spec 002 part 7, taken from the one fault table (lib/faults/index.ts). */
 export const Code = {
   ALLOWED: 0,
   THROTTLED_OUT: ApiCode.THROTTLED_OUT,

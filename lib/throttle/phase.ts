@@ -5,12 +5,12 @@
  * The reference sends none of these; they describe the most restrictive limit the call was counted
  * against, and are absent when every level is unlimited.
  */
-import { ApiCode, fault, type GatewayCode } from '../gateway/faults';
+import { ApiCode, fault, type GatewayCode } from '../faults';
 import type { CallContext, Outcome } from '../gateway/phases';
 import type { CompiledApi } from '../gateway/router';
 import type { WebSocketHooks } from '../transport/types';
 import type { ThrottleCall } from './engine';
-import type { Throttle } from './index';
+import type { Throttle } from '.';
 
 const BLOCKED_BY: Record<string, string> = {
   API: 'Blocked by a blocking condition on the API context',

@@ -5,7 +5,7 @@
  */
 import t from 'tap';
 import { PHASES, type CallContext } from '../../lib/gateway/phases';
-import { ApiCode } from '../../lib/gateway/faults';
+import { ApiCode } from '../../lib/faults';
 import { customFault, gatewayFault, localAnswer, type CustomPhase } from '../../lib/embed/phases';
 import { api, echoBackend, embedded, field } from './helpers';
 

@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
 import { DOCS, renderApisDoc, renderFaultsDoc } from '../../scripts/gen-gateway-docs';
-import { GATEWAY_FAULTS } from '../../lib/gateway/faults';
+import { GATEWAY_FAULTS } from '../../lib/faults';
 import { FAULT_KINDS } from '../../lib/transport/codes';
 import { API_FIELDS, type FieldDef } from '../../lib/gateway/apis';
 import { PHASES } from '../../lib/gateway/phases';

@@ -8,7 +8,7 @@ import * as net from 'node:net';
 import * as path from 'node:path';
 import t from 'tap';
 import { BASE_TOML, apiToml, closedPort, echoBackend, HOST, request, startGateway } from './helpers';
-import { parseFaultTemplates } from '../../lib/gateway/fault-templates';
+import { parseFaultTemplates } from '../../lib/faults/templates';
 
 const TEMPLATES = `
 [[template]]

@@ -4,7 +4,7 @@
  * throttling, Allow for 405. Transport faults render through the same function, keyed by reason.
  */
 import t from 'tap';
-import { ApiCode, GATEWAY_FAULTS, GatewayOwnCode, fault, faultDef, gatewayFacts, ownCodes, renderFacts, transportFacts, type GatewayCode } from '../../lib/gateway/faults';
+import { ApiCode, GATEWAY_FAULTS, GatewayOwnCode, fault, faultDef, gatewayFacts, ownCodes, renderFacts, transportFacts, type GatewayCode } from '../../lib/faults';
 import { FAULT_KINDS, OwnCode, makeFault, type FaultReason } from '../../lib/transport/codes';
 import { ProtocolState } from '../../lib/transport/states';
 
@@ -53,7 +53,7 @@ t.test('every API handler code of the spec is in the table with its status and m
 });
 
 t.test('own codes: one range from 103001, the transport\'s then the gateway\'s, no collisions', async (t) => {
-  // Blocks reserved per area (lib/gateway/faults.ts): each is filled from its start, without gaps.
+  // Blocks reserved per area (lib/faults/index.ts): each is filled from its start, without gaps.
   const BLOCKS = [103001, 103020, 103040, 103060, 103080, 103100, 103120, 103140, 103160];
   const all = ownCodes();
   for (let b = 0; b < BLOCKS.length - 1; b++) {

@@ -10,7 +10,7 @@ import { validateApi } from '../../lib/gateway/apis';
 import { CorsPolicy, DEFAULT_CORS } from '../../lib/gateway/cors';
 import { HeaderRules } from '../../lib/gateway/transport-headers';
 import { EndpointRuntime } from '../../lib/gateway/endpoints';
-import { ApiCode, fault } from '../../lib/gateway/faults';
+import { ApiCode, fault } from '../../lib/faults';
 import { targetFromUrl, type ForwardDecision, type LocalResponse, type SourceRequest } from '../../lib/transport/types';
 
 function runtime(): GatewayRuntime {

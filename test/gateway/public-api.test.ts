@@ -9,7 +9,7 @@ import { echoBackend, HOST, request } from './helpers';
 
 t.test('importing the package starts nothing', async (t) => {
   const before = (process as unknown as { getActiveResourcesInfo(): string[] }).getActiveResourcesInfo().length;
-  const api = await import('../../lib/index');
+  const api = await import('../../lib');
   t.equal(typeof api.createGateway, 'function');
   t.equal(typeof api.createTransport, 'function');
   t.equal(typeof api.targetFromUrl, 'function');
@@ -18,7 +18,7 @@ t.test('importing the package starts nothing', async (t) => {
 });
 
 t.test('embedded: APIs in code, connections from the host\'s server', async (t) => {
-  const { createGateway, loadConfig } = await import('../../lib/index');
+  const { createGateway, loadConfig } = await import('../../lib');
   const backend = await echoBackend();
   const loaded = loadConfig({ text: '[server]\nhostname = "localhost"\n', file: '/nonexistent/deployment.toml' });
   const gw = createGateway({

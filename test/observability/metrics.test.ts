@@ -132,7 +132,7 @@ t.test('[throughway.operations] metrics = false: no /metrics', async (t) => {
 });
 
 t.test("docs/operations.md's embedding example: the routes on an embedder's own server", async (t) => {
-  const { createGateway, createLogger, gatewayObserver, loadConfig, Metrics: M, Health, opsRoutes, registerComponentMetrics, workerPoolChecker } = await import('../../lib/index');
+  const { createGateway, createLogger, gatewayObserver, loadConfig, Metrics: M, Health, opsRoutes, registerComponentMetrics, workerPoolChecker } = await import('../../lib');
   const http = await import('node:http');
   const fs = await import('node:fs');
   const path = await import('node:path');

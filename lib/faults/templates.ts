@@ -19,8 +19,8 @@ import * as fs from 'node:fs';
 import * as toml from 'toml';
 import { locateKeys, nearest, type Segment } from '../config/locate';
 import { closest } from '../config/diagnostics';
-import type { FaultFacts } from './faults';
-import { type ApiDiagnostic, syntaxDiagnostic } from './diagnostics';
+import type { FaultFacts } from './index';
+import { type ApiDiagnostic, syntaxDiagnostic } from '../gateway/diagnostics';
 
 export interface RenderedTemplate {
   readonly status: number;

@@ -20,7 +20,7 @@
  */
 import { FAULT_KINDS, OwnCode, type FaultReason, type TransportFault } from '../transport/codes';
 import type { LocalResponse } from '../transport/types';
-import type { FaultTemplates } from './fault-templates';
+import type { FaultTemplates } from './templates';
 
 /** Where a code comes from: the spec's tables, or throughway's own range. */
 export type FaultOrigin = 'spec' | 'throughway';
