@@ -1,6 +1,8 @@
-/** The CORS phase: the call's CORS response fields; a preflight or a plain OPTIONS call is answered here (cors.ts). */
-import type { CompiledApi } from '../router';
-import { methodsFor } from '../router';
+/**
+ * The CORS phase: the call's CORS response fields by the API's policy (../cors.ts); a preflight, or a plain
+ * OPTIONS call on a path without an OPTIONS resource, is answered here.
+ */
+import { methodsFor, type CompiledApi } from '../router';
 import { corsRequest } from '../cors';
 import { CONTINUE, type CallContext, type Outcome } from './context';
 
