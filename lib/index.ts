@@ -68,7 +68,7 @@ export type { EventBus, Event, AnyEvent, EventName, EventPayloads } from './even
 // (its keys, snapshot, introspection); AuthContext is what the authentication phase leaves on each call.
 export { keyManagerLink, ALLOWED_ALGORITHMS } from './security';
 export type { KeyManagerLink, Security, SecurityHealth } from './security';
-export type { AuthContext, AuthKind, UserType } from './gateway/auth-context';
+export type { AuthContext, AuthKind, UserType } from './security/auth-context';
 // Throttling (docs/throttling.md): createGateway builds it; these are for embedders who pass their own
 // counter store or clock (GatewayOptions.throttling) or read policies themselves.
 export { MemoryCounterStore, ThrottleConfigError } from './throttle';

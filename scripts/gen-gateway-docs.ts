@@ -243,7 +243,7 @@ export function renderApisDoc(): string {
   o.push('');
   o.push('## The phase chain');
   o.push('');
-  o.push('Every call runs the same ordered list of phases (lib/gateway/phases.ts). Each phase either continues');
+  o.push('Every call runs the same ordered list of phases (lib/gateway/phases/). Each phase either continues');
   o.push('or stops the call with a fault, a local answer or the forward decision; none edits the request\'s');
   o.push('fields. The chain runs synchronously while every phase is synchronous.');
   o.push('');
@@ -261,7 +261,7 @@ export function renderApisDoc(): string {
   };
   PHASES.forEach((p, i) => o.push(`| ${i + 1} | ${p.name} | ${p.enforced ? 'enforced' : '**not yet enforced**'} | ${esc(what[p.name] ?? '')} |`));
   o.push('');
-  // Only while some phase is not enforced (every phase is, since Step 7): the sentence explains the column.
+  // Only while some phase is not enforced (every phase is today): the sentence explains the column.
   if (PHASES.some((p) => !p.enforced)) o.push('"Not yet enforced" phases continue every call (a field of theirs in an API file is logged as API_NOT_ENFORCED at deploy).');
   o.push('Authentication is enforced: a resource with `auth = "oauth2"` (the default) needs a bearer token, a');
   o.push('subscription of the token\'s application and the resource\'s scopes (docs/security.md).');

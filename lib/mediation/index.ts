@@ -1,6 +1,9 @@
 /**
- * Mediation (Step 7): payload validation, script mediation and JSON <-> XML conversion of request bodies,
- * run by the gateway's mediation phase (lib/gateway/phases.ts) before the transport-headers phase.
+ * Mediation: payload validation, script mediation and JSON <-> XML conversion of request bodies, asked by
+ * the gateway's mediation phase (lib/gateway/phases/mediation.ts) before the transport-headers phase. It
+ * takes plain inputs (the transport's request, the API's name and version, its [mediation] table) and
+ * answers continue, a fault, a local answer or the body and fields to forward; the response side gets the
+ * gateway's fault renderer passed in.
  *
  * Cost model: a call that needs no mediation (validation off or a content type it does not cover, no
  * script, no conversion on its API) is decided synchronously with no allocation, no Promise and no body
@@ -11,8 +14,7 @@
 import { isUtf8 } from 'node:buffer';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from '../log';
-import type { BodyRead, BufferedResponse, LocalResponse } from '../transport/types';
-import { finish, type CallContext, type Outcome } from '../gateway/phases';
+import type { BodyRead, BufferedResponse, LocalResponse, SourceRequest } from '../transport/types';
 import { GatewayOwnCode, fault, type FaultValue } from '../faults';
 import { MediationPool, PoolError } from './pool';
 import { describeError, type Format } from './payload';
@@ -32,6 +34,21 @@ export interface ApiMediation {
   /** Convert backend responses to this format before they reach the client. */
   readonly responseFormat: 'json' | 'xml' | undefined;
 }
+
+/** The API a mediated call is for: its name and version (the script's message, statistics, traces). */
+export interface MediatedApi {
+  readonly name: string;
+  readonly version: string;
+}
+
+/**
+ * The request side's answer: undefined (continue with the client's body and fields), a fault, a local
+ * answer (a script set a status), or the body to forward and its fields (undefined: the client's).
+ */
+export type MediationOutcome = { readonly fault: FaultValue } | { readonly answer: LocalResponse } | { readonly body: Buffer; readonly headers: readonly string[] | undefined } | undefined;
+
+/** Renders a fault of the response side as the gateway renders every fault (CORS fields, templates). */
+export type FaultRenderer = (f: FaultValue) => LocalResponse;
 
 /** How many bytes of a payload the trace line carries (stat.tracer.collect_payloads). */
 const TRACE_BYTES = 4096;
@@ -57,15 +74,20 @@ export class Mediation {
   }
 
   /**
-   * The phase: undefined (continue, synchronously) when the call needs nothing, else a Promise of the
+   * Whether the backend's response is gathered and mediated when it is complete (onResponse,
+   * response_format): the phase then hands the transport a hook calling response().
+   */
+  mediatesResponse(am: ApiMediation | undefined): am is ApiMediation {
+    return am !== undefined && (am.script !== undefined || am.responseFormat !== undefined);
+  }
+
+  /**
+   * The request side: undefined (continue, synchronously) when the call needs nothing, else a Promise of the
    * outcome. Only fields already parsed are read; nothing is allocated on the way out.
    */
-  phase(ctx: CallContext, am: ApiMediation | undefined): Outcome | Promise<Outcome> {
+  request(req: SourceRequest, api: MediatedApi | undefined, am: ApiMediation | undefined): Promise<MediationOutcome> | undefined {
     const s = this.settings;
     if (!s.validateJson && !s.validateXml && am === undefined) return undefined;
-    // The response side: gathered by the transport and mediated when it is complete (onResponse, response_format).
-    if (am !== undefined && (am.script !== undefined || am.responseFormat !== undefined)) ctx.responseHook = { limit: s.maxBody, handle: (res) => this.response(ctx, am, res) };
-    const req = ctx.req;
     const hasBody = req.chunked || req.contentLength > 0;
     let format: Format = 'binary';
     let validate: 'json' | 'xml' | undefined;
@@ -78,12 +100,11 @@ export class Mediation {
     const script = am?.script;
     const convertTo = hasBody && am?.requestFormat !== undefined && am.requestFormat !== format && (format === 'json' || format === 'xml') ? am.requestFormat : undefined;
     if (validate === undefined && script === undefined && convertTo === undefined) return undefined;
-    return this.run(ctx, format, contentType, validate, script, convertTo);
+    return this.run(req, api, format, contentType, validate, script, convertTo);
   }
 
-  private async run(ctx: CallContext, format: Format, contentType: string | undefined, validate: 'json' | 'xml' | undefined, script: string | undefined, convertTo: 'json' | 'xml' | undefined): Promise<Outcome> {
+  private async run(req: SourceRequest, api: MediatedApi | undefined, format: Format, contentType: string | undefined, validate: 'json' | 'xml' | undefined, script: string | undefined, convertTo: 'json' | 'xml' | undefined): Promise<MediationOutcome> {
     const s = this.settings;
-    const req = ctx.req;
     const started = performance.now();
     if (req.readBody === undefined) return { fault: fault(GatewayOwnCode.MEDIATION_FAILED, { description: 'The transport serving this call cannot hand over request bodies' }) };
     const read: BodyRead = await req.readBody(s.maxBody);
@@ -94,7 +115,6 @@ export class Mediation {
     }
     const readMs = performance.now() - started;
     const input = read.body;
-    const api = ctx.api?.def;
     const task: MediateTask = {
       body: input,
       format,
@@ -118,7 +138,7 @@ export class Mediation {
     } catch (err) {
       return { fault: poolFault(err) };
     }
-    const outcome = this.outcome(ctx, result, format);
+    const outcome = this.outcome(req, result, format);
     if (s.statistics) {
       this.logger.log('info', 'mediation_statistics', {
         api: api === undefined ? undefined : `${api.name}:${api.version}`,
@@ -137,13 +157,17 @@ export class Mediation {
     }
     if (s.capturePayloads || s.captureProperties) {
       const answered = outcome !== undefined && 'answer' in outcome ? outcome.answer : undefined;
-      this.trace('request', ctx, traceIn, result, s.captureProperties ? { format, contentType, pooled, validated: validate !== undefined, status: answered?.status, headers: headerObject(answered?.headers ?? ctx.requestHeaders ?? req.headers) } : undefined);
+      const forwarded = outcome !== undefined && 'body' in outcome ? outcome.headers : undefined;
+      this.trace('request', req, api, traceIn, result, s.captureProperties ? { format, contentType, pooled, validated: validate !== undefined, status: answered?.status, headers: headerObject(answered?.headers ?? forwarded ?? req.headers) } : undefined);
     }
     return outcome;
   }
 
-  /** The backend's whole response -> what the client gets: onResponse, then response_format. */
-  private async response(ctx: CallContext, am: ApiMediation, res: BufferedResponse): Promise<LocalResponse> {
+  /**
+   * The backend's whole response -> what the client gets: onResponse, then response_format. `render` turns
+   * a fault of this side into the client's answer.
+   */
+  async response(req: SourceRequest, api: MediatedApi | undefined, am: ApiMediation, res: BufferedResponse, render: FaultRenderer): Promise<LocalResponse> {
     const s = this.settings;
     const started = performance.now();
     const contentType = headerValue(res.headers, 'content-type');
@@ -153,8 +177,6 @@ export class Mediation {
     // [passthru_http] force_*_validation covers the backend's body too once it is gathered anyway.
     const validate = (format === 'json' && s.validateJson) || (format === 'xml' && s.validateXml) ? format : undefined;
     if (script === undefined && convertTo === undefined && validate === undefined) return { status: res.status, headers: res.headers, body: res.body };
-    const req = ctx.req;
-    const api = ctx.api?.def;
     const task: MediateTask = {
       body: res.body,
       format,
@@ -176,7 +198,7 @@ export class Mediation {
       else if (script !== undefined) r = await this.runScript(script, task);
       else r = await this.pool.run(task);
     } catch (err) {
-      return this.render(ctx, poolFault(err));
+      return render(poolFault(err));
     }
     let f: FaultValue | undefined;
     if (r.scriptFailure !== undefined) f = fault(r.scriptFailure.kind === 'timeout' ? GatewayOwnCode.SCRIPT_TIMEOUT : GatewayOwnCode.SCRIPT_FAILED, { description: r.scriptFailure.message });
@@ -188,7 +210,7 @@ export class Mediation {
       this.logger.log('info', 'mediation_statistics', { direction: 'response', api: api === undefined ? undefined : `${api.name}:${api.version}`, method: req.method, url: req.url, status: res.status, bytesIn, bytesOut: r.body.byteLength, pooled, validateMs: round(r.validateMs), scriptMs: round(r.scriptMs), convertMs: round(r.convertMs), totalMs: round(performance.now() - started), fault: f?.def.code });
     }
     let answer: LocalResponse;
-    if (f !== undefined) answer = this.render(ctx, f);
+    if (f !== undefined) answer = render(f);
     else {
       let headers: readonly string[] = res.headers;
       const changes = r.changes;
@@ -197,7 +219,7 @@ export class Mediation {
       if (r.contentType !== undefined) headers = applyHeaderChanges(headers, { 'Content-Type': r.contentType });
       answer = { status: changes?.status ?? res.status, headers, body: Buffer.from(r.body.buffer, r.body.byteOffset, r.body.byteLength) };
     }
-    if (s.capturePayloads || s.captureProperties) this.trace('response', ctx, traceIn, r, s.captureProperties ? { format, contentType, pooled, validated: validate !== undefined, backendStatus: res.status, status: answer.status, headers: headerObject(answer.headers ?? []) } : undefined);
+    if (s.capturePayloads || s.captureProperties) this.trace('response', req, api, traceIn, r, s.captureProperties ? { format, contentType, pooled, validated: validate !== undefined, backendStatus: res.status, status: answer.status, headers: headerObject(answer.headers ?? []) } : undefined);
     return answer;
   }
 
@@ -206,17 +228,16 @@ export class Mediation {
    * first TRACE_BYTES of each) and the message's properties after it (collect_mediation_properties: the
    * formats, the fields as they leave, the status, the steps' timings and changes).
    */
-  private trace(direction: 'request' | 'response', ctx: CallContext, payloadIn: string | undefined, r: MediateResult, props: Record<string, unknown> | undefined): void {
-    const line: Record<string, unknown> = { direction, url: ctx.req.url };
+  private trace(direction: 'request' | 'response', req: SourceRequest, api: MediatedApi | undefined, payloadIn: string | undefined, r: MediateResult, props: Record<string, unknown> | undefined): void {
+    const line: Record<string, unknown> = { direction, url: req.url };
     if (payloadIn !== undefined) {
       line.payloadIn = payloadIn;
       line.payloadOut = traceText(Buffer.from(r.body.buffer, r.body.byteOffset, r.body.byteLength));
     }
     if (props !== undefined) {
-      const api = ctx.api?.def;
       line.properties = {
         api: api === undefined ? undefined : `${api.name}:${api.version}`,
-        method: ctx.req.method,
+        method: req.method,
         ...props,
         formatOut: r.format,
         bytesOut: r.body.byteLength,
@@ -228,11 +249,6 @@ export class Mediation {
       };
     }
     this.logger.log('info', 'mediation_trace', line);
-  }
-
-  /** A fault for the response side, rendered as the gateway renders every fault (CORS fields, templates). */
-  private render(ctx: CallContext, f: FaultValue): LocalResponse {
-    return finish(ctx, { fault: f }) as LocalResponse;
   }
 
   /** The per-script gate (engine.script_mediator_pool_size), then the pool. */
@@ -259,8 +275,8 @@ export class Mediation {
     }
   }
 
-  /** A mediation result -> the phase's outcome; the forwarded body and fields go on the context. */
-  private outcome(ctx: CallContext, r: MediateResult, formatIn: Format): Outcome {
+  /** A mediation result -> the request side's outcome: a fault, a local answer, or the body and fields to forward. */
+  private outcome(req: SourceRequest, r: MediateResult, formatIn: Format): MediationOutcome {
     if (r.error !== undefined) {
       return { fault: fault(r.error.format === 'json' ? GatewayOwnCode.MALFORMED_JSON : GatewayOwnCode.MALFORMED_XML, { description: describeError(r.error) }) };
     }
@@ -272,14 +288,12 @@ export class Mediation {
     if (r.conversionError !== undefined) return { fault: fault(GatewayOwnCode.CONVERSION_FAILED, { description: r.conversionError }) };
     const body = Buffer.from(r.body.buffer, r.body.byteOffset, r.body.byteLength);
     const changes = r.changes;
-    let headers: readonly string[] = ctx.req.headers;
+    let headers: readonly string[] = req.headers;
     if (changes?.headers !== undefined) headers = applyHeaderChanges(headers, changes.headers);
     if (r.format !== formatIn) headers = applyHeaderChanges(headers, { 'Content-Type': CONTENT_TYPES[r.format as 'json' | 'xml'] });
     if (r.contentType !== undefined) headers = applyHeaderChanges(headers, { 'Content-Type': r.contentType });
-    if (changes?.status !== undefined) return { answer: answerOf(changes, body, headers !== ctx.req.headers ? changes.headers : undefined) };
-    if (headers !== ctx.req.headers) ctx.requestHeaders = headers;
-    ctx.body = body;
-    return undefined;
+    if (changes?.status !== undefined) return { answer: answerOf(changes, body, headers !== req.headers ? changes.headers : undefined) };
+    return { body, headers: headers !== req.headers ? headers : undefined };
   }
 
   async close(): Promise<void> {

@@ -11,9 +11,15 @@
  * and API until shortly before it expires.
  */
 import { createPrivateKey, generateKeyPairSync, randomUUID, sign, KeyObject } from 'node:crypto';
-import type { AuthContext } from '../gateway/auth-context';
-import type { ApiDefinition } from '../gateway/apis';
+import type { AuthContext } from './auth-context';
 import type { BackendJwtSettings } from './settings';
+
+/** The API claims of a backend JWT (the gateway's API definition has these fields). */
+export interface BackendJwtApi {
+  readonly name: string;
+  readonly context: string;
+  readonly version: string;
+}
 
 /** Registered claims the backend JWT sets itself; the token's values are not copied (RFC 7519 §4.1). */
 export const RESTRICTED_CLAIMS: ReadonlySet<string> = new Set(['iss', 'sub', 'aud', 'exp', 'nbf', 'iat', 'jti']);
@@ -54,7 +60,7 @@ export interface BackendJwt {
  * Builds and signs one backend JWT. `now` in ms; the JWT expires with the token, or earlier when
  * [apim.cache.jwt_claim] expiry_time is shorter.
  */
-export function buildBackendJwt(s: BackendJwtSettings, key: BackendJwtKey | undefined, issuer: string, auth: AuthContext, api: ApiDefinition, now: number): BackendJwt {
+export function buildBackendJwt(s: BackendJwtSettings, key: BackendJwtKey | undefined, issuer: string, auth: AuthContext, api: BackendJwtApi, now: number): BackendJwt {
   const d = s.dialect;
   const expiresAt = s.maxValidity !== undefined ? Math.min(auth.expiresAt, now + s.maxValidity) : auth.expiresAt;
   const claims: Record<string, unknown> = {};

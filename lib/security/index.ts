@@ -1,25 +1,25 @@
 /**
- * Gateway security (issue 6): the work of the authentication phase (lib/gateway/phases.ts).
+ * Gateway security: the service behind the authentication phase (lib/gateway/phases/authentication.ts).
+ * It takes plain inputs (the request's fields, the few facts of the API and resource it reads) and answers
+ * an Admission or a fault; the phase adapter puts the answer on the call.
  *
  * Per call, in this order (spec 002 parts 3, 5 and 7):
  *   1. mutual TLS when the API asks for it ([apimgt.mutual_ssl]; mutual-ssl.ts);
- *   2. resources with auth = "none" pass (ctx.auth = NO_AUTH);
+ *   2. resources with auth = "none" pass (admitted as NO_AUTH);
  *   3. the bearer token from [apim.oauth_config] auth_header: none -> 900902;
  *   4. the token cache, else validation (validator.ts): invalid -> 900901, cannot judge -> 900900;
  *   5. revoked -> 900901; sandbox key and no sandbox endpoint -> 900901;
  *   6. subscription (subscriptions.ts): none -> 900908, blocked / PROD_ONLY_BLOCKED for production
  *      keys -> 900907, on hold -> 900909;
  *   7. token type of the resource -> 900905; scopes of the resource -> 900910;
- *   8. ctx.auth, ctx.keyType and the backend JWT ([apim.jwt]; backend-jwt.ts).
+ *   8. the admission: the call's AuthContext and its backend JWT ([apim.jwt]; backend-jwt.ts).
  *
  * A call whose token is in the cache runs all of this synchronously, without a Promise or a closure:
  * Map look-ups and a few comparisons. Only a cache miss (signature check, JWKS fetch, introspection)
  * makes the rest of the call's chain asynchronous.
  */
-import type { AuthContext } from '../gateway/auth-context';
-import type { ApiDefinition } from '../gateway/apis';
+import type { AuthContext, TokenIdentity } from './auth-context';
 import { ApiCode, fault, type FaultValue } from '../faults';
-import type { CallContext, Outcome } from '../gateway/phases';
 import type { EventBus } from '../events/bus';
 import { silentLogger, type Logger } from '../log';
 import { buildBackendJwt, generatedKey, keyManagerKey, BACKEND_JWT_RENEW_MS, type BackendJwtKey } from './backend-jwt';
@@ -28,7 +28,7 @@ import type { RemoteKeyState } from './keys';
 import type { SecuritySettings } from './settings';
 import { SubscriptionStore, type Snapshot } from './subscriptions';
 import { TokenCache, type CacheEntry } from './token-cache';
-import { isFault, TokenValidator, type KeyManagerLink, type TokenIdentity } from './validator';
+import { isFault, TokenValidator, type KeyManagerLink } from './validator';
 
 export interface SecurityOptions {
   readonly settings: SecuritySettings;
@@ -68,7 +68,50 @@ export const NO_AUTH: AuthContext = Object.freeze({
   expiresAt: Number.MAX_SAFE_INTEGER,
 });
 
-/** What one token gets on one API, recomputed when the subscription store changes. */
+/** The facts of an API that authentication reads (the gateway's API definition has these fields). */
+export interface SecuredApiFacts {
+  readonly name: string;
+  readonly version: string;
+  readonly context: string;
+  /** [apimgt.mutual_ssl] for this API. */
+  readonly mutualSsl: 'off' | 'optional' | 'mandatory';
+}
+
+/**
+ * The API a call is for (the gateway's compiled API satisfies it). The object itself keys the per-API
+ * decisions of a cached token: a redeployed API is a new object and gets fresh ones.
+ */
+export interface SecuredApi {
+  readonly def: SecuredApiFacts;
+  /** The sandbox endpoint, when the API has one (a sandbox key without it is refused). */
+  readonly sandbox: object | undefined;
+}
+
+/** The facts of a resource that authentication reads (the gateway's resource definition has these fields). */
+export interface SecuredResource {
+  readonly auth: 'oauth2' | 'none';
+  /** Which tokens it accepts (spec 002 part 5 rule 2). */
+  readonly tokenType: 'any' | 'application' | 'user';
+  /** A token needs one of them; empty: none is needed. */
+  readonly scopes: readonly string[];
+}
+
+/** What an admitted call is: its context (key type included) and the backend JWT to send, if any. */
+export interface Admission {
+  readonly auth: AuthContext;
+  /** The backend JWT ([apim.jwt]), sent in settings.backendJwt.header; undefined when it is off. */
+  readonly jwt: string | undefined;
+}
+
+/** The answer of authenticate(): an admission, or the fault that refuses the call. */
+export type AuthResult = Admission | FaultValue;
+
+/** Tells a refusal from an admission. */
+export function isRefusal(r: AuthResult): r is FaultValue {
+  return (r as FaultValue).def !== undefined;
+}
+
+/** What one token gets on one API, recomputed when the subscription store changes; its own Admission. */
 interface PerApi {
   readonly version: number;
   readonly fault: FaultValue | undefined;
@@ -77,7 +120,8 @@ interface PerApi {
   jwtRenewAt: number;
 }
 
-const stop = (f: FaultValue): Outcome => ({ fault: f });
+/** The admission of calls to resources with auth = "none". */
+const OPEN: Admission = Object.freeze({ auth: NO_AUTH, jwt: undefined });
 const UNLIMITED = 'Unlimited';
 
 /** `Bearer <token>` (RFC 6750 §2.1: the scheme is case-insensitive); undefined for anything else. */
@@ -156,26 +200,18 @@ export class Security {
     this.cache.clear();
   }
 
-  /** The authentication phase. */
-  authenticate(ctx: CallContext): Outcome | Promise<Outcome> {
-    const res = ctx.resource?.def;
-    const api = ctx.api;
-    // OPTIONS without a resource was answered by the CORS phase; nothing to protect.
-    if (res === undefined || api === undefined) return undefined;
+  /**
+   * Authenticates one call: `headers` are the request's fields (flat name/value pairs). Synchronous for
+   * auth = "none" and for a token in the cache; a Promise only to validate a new token.
+   */
+  authenticate(headers: readonly string[], api: SecuredApi, res: SecuredResource): AuthResult | Promise<AuthResult> {
     const def = api.def;
     if (def.mutualSsl !== 'off') {
-      const c = this.certificates.check(ctx.req.headers, this.now());
-      if (!c.ok && (def.mutualSsl === 'mandatory' || !c.missing)) return stop(fault(ApiCode.INVALID_CREDENTIALS, { description: c.missing ? 'a client certificate is required' : c.reason }));
-      if (c.ok && (res.auth === 'none' || def.mutualSsl === 'optional')) {
-        ctx.auth = this.certificateContext(c.subject, c.fingerprint, c.notAfter);
-        return undefined;
-      }
+      const c = this.certificates.check(headers, this.now());
+      if (!c.ok && (def.mutualSsl === 'mandatory' || !c.missing)) return fault(ApiCode.INVALID_CREDENTIALS, { description: c.missing ? 'a client certificate is required' : c.reason });
+      if (c.ok && (res.auth === 'none' || def.mutualSsl === 'optional')) return { auth: this.certificateContext(c.subject, c.fingerprint, c.notAfter), jwt: undefined };
     }
-    if (res.auth === 'none') {
-      ctx.auth = NO_AUTH;
-      return undefined;
-    }
-    const headers = ctx.req.headers;
+    if (res.auth === 'none') return OPEN;
     const name = this.settings.authHeader;
     let value: string | undefined;
     for (let i = 0; i < headers.length; i += 2) {
@@ -186,20 +222,20 @@ export class Security {
       }
     }
     const token = value === undefined ? undefined : bearerToken(value);
-    if (token === undefined) return stop(fault(ApiCode.MISSING_CREDENTIALS));
-    if (!this.loaded) return this.ready.then(() => this.authenticate(ctx));
+    if (token === undefined) return fault(ApiCode.MISSING_CREDENTIALS);
+    if (!this.loaded) return this.ready.then(() => this.authenticate(headers, api, res));
     const now = this.now();
     const hit = this.cache.get(token, now);
-    if (hit !== undefined) return this.admit(ctx, hit, now);
+    if (hit !== undefined) return this.admit(api, res, hit, now);
     let p = this.pending.get(token);
     if (p === undefined) {
       p = this.validator.validate(token).finally(() => this.pending.delete(token));
       this.pending.set(token, p);
     }
     return p.then((r) => {
-      if (isFault(r)) return stop(r);
+      if (isFault(r)) return r;
       const at = this.now();
-      return this.admit(ctx, this.cache.set(token, r, at), at);
+      return this.admit(api, res, this.cache.set(token, r, at), at);
     });
   }
 
@@ -207,14 +243,12 @@ export class Security {
     return Object.freeze({ ...NO_AUTH, kind: 'mutual-ssl', tokenId: fingerprint, endUser: subject, subscriber: subject, expiresAt: notAfter });
   }
 
-  private admit(ctx: CallContext, entry: CacheEntry, now: number): Outcome {
+  private admit(api: SecuredApi, res: SecuredResource, entry: CacheEntry, now: number): AuthResult {
     const id = entry.identity;
-    if (now >= id.expiresAt) return stop(fault(ApiCode.INVALID_CREDENTIALS, { description: 'the access token has expired' }));
-    if (id.tokenId !== '' && this.subscriptions.isRevoked(id.tokenId, now)) return stop(fault(ApiCode.INVALID_CREDENTIALS, { description: 'the access token is revoked' }));
-    const api = ctx.api as NonNullable<CallContext['api']>;
-    const res = (ctx.resource as NonNullable<CallContext['resource']>).def;
+    if (now >= id.expiresAt) return fault(ApiCode.INVALID_CREDENTIALS, { description: 'the access token has expired' });
+    if (id.tokenId !== '' && this.subscriptions.isRevoked(id.tokenId, now)) return fault(ApiCode.INVALID_CREDENTIALS, { description: 'the access token is revoked' });
     // spec 002 part 7: 900901 also for a key type without a matching endpoint.
-    if (id.keyType === 'SANDBOX' && api.sandbox === undefined) return stop(fault(ApiCode.INVALID_CREDENTIALS, { description: 'The API has no sandbox endpoint' }));
+    if (id.keyType === 'SANDBOX' && api.sandbox === undefined) return fault(ApiCode.INVALID_CREDENTIALS, { description: 'The API has no sandbox endpoint' });
     const def = api.def;
     // Keyed by the compiled API: a redeployed API (new object) gets a fresh decision.
     let per = entry.perApi.get(api) as PerApi | undefined;
@@ -222,29 +256,23 @@ export class Security {
       per = this.decide(id, def);
       entry.perApi.set(api, per);
     }
-    if (per.fault !== undefined) return stop(per.fault);
+    if (per.fault !== undefined) return per.fault;
     if (res.tokenType !== 'any' && (res.tokenType === 'user') !== (id.userType === 'APPLICATION_USER')) {
-      return stop(fault(ApiCode.INCORRECT_TOKEN_TYPE, { description: res.tokenType === 'user' ? 'the resource accepts only tokens issued to an end user' : 'the resource accepts only application tokens' }));
+      return fault(ApiCode.INCORRECT_TOKEN_TYPE, { description: res.tokenType === 'user' ? 'the resource accepts only tokens issued to an end user' : 'the resource accepts only application tokens' });
     }
     const scopes = res.scopes;
     if (scopes.length > 0) {
       let any = false;
       for (const s of scopes) if (id.scopes.includes(s)) any = true;
-      if (!any) return stop(fault(ApiCode.INVALID_SCOPE, { scope: scopes.join(' '), description: `the access token lacks the scope the resource requires: ${scopes.join(' or ')}` }));
+      if (!any) return fault(ApiCode.INVALID_SCOPE, { scope: scopes.join(' '), description: `the access token lacks the scope the resource requires: ${scopes.join(' or ')}` });
     }
-    const auth = per.auth as AuthContext;
-    ctx.auth = auth;
-    ctx.keyType = id.keyType;
     const bj = this.settings.backendJwt;
-    if (bj.enabled) {
-      if (per.jwt === undefined || now >= per.jwtRenewAt) {
-        const built = buildBackendJwt(bj, this.backendKey(), this.km?.issuer() ?? 'throughway', auth, def, now);
-        per.jwt = built.value;
-        per.jwtRenewAt = Math.max(now + 1, built.expiresAt - BACKEND_JWT_RENEW_MS);
-      }
-      ctx.addRequestHeaders = ctx.addRequestHeaders === undefined ? [bj.header, per.jwt] : [...ctx.addRequestHeaders, bj.header, per.jwt];
+    if (bj.enabled && (per.jwt === undefined || now >= per.jwtRenewAt)) {
+      const built = buildBackendJwt(bj, this.backendKey(), this.km?.issuer() ?? 'throughway', per.auth as AuthContext, def, now);
+      per.jwt = built.value;
+      per.jwtRenewAt = Math.max(now + 1, built.expiresAt - BACKEND_JWT_RENEW_MS);
     }
-    return undefined;
+    return per as Admission;
   }
 
   /** The key that signs backend JWTs: the key manager's when it is RSA, else one generated once. */
@@ -261,7 +289,7 @@ export class Security {
   }
 
   /** Subscription decision of one token on one API (spec 002 part 3). */
-  private decide(id: TokenIdentity, def: ApiDefinition): PerApi {
+  private decide(id: TokenIdentity, def: SecuredApiFacts): PerApi {
     const version = this.subscriptions.version;
     const no = (f: FaultValue): PerApi => ({ version, fault: f, auth: undefined, jwt: undefined, jwtRenewAt: 0 });
     const base = {
@@ -310,5 +338,6 @@ export function keyManagerLink(km: {
 }
 
 export { securitySettingsFrom, ALLOWED_ALGORITHMS, type SecuritySettings } from './settings';
-export type { KeyManagerLink, TokenIdentity } from './validator';
+export type { KeyManagerLink } from './validator';
+export type { AuthContext, AuthKind, KeyType, TokenFacts, TokenIdentity, UserType } from './auth-context';
 export type { Snapshot } from './subscriptions';

@@ -9,7 +9,7 @@
  * event evicts the token at once.
  */
 import { LRUCache } from 'lru-cache';
-import type { TokenIdentity } from './validator';
+import type { TokenIdentity } from './auth-context';
 
 export interface CacheEntry {
   readonly identity: TokenIdentity;

@@ -15,33 +15,10 @@ import { createHash } from 'node:crypto';
 import * as http from 'node:http';
 import * as https from 'node:https';
 import { decodeJwt, decodeProtectedHeader, errors as joseErrors, jwtVerify, type JWTPayload, type ProtectedHeaderParameters } from 'jose';
-import type { UserType } from '../gateway/auth-context';
+import type { KeyType, TokenIdentity, UserType } from './auth-context';
 import { ApiCode, fault, type FaultValue } from '../faults';
-import type { KeyType } from '../store/types';
 import { LocalKeySource, RemoteKeySource, type KeyLookup } from './keys';
 import { ALLOWED_ALGORITHMS, type IssuerSettings, type SecuritySettings } from './settings';
-
-/** What a valid token proves (cached per token; the same object serves every call with it). */
-export interface TokenIdentity {
-  /** `jti`, or the SHA-256 of an opaque token; '' when the JWT has none. */
-  readonly tokenId: string;
-  readonly issuer: string;
-  /** Issued by the built-in key manager (always checked against subscriptions). */
-  readonly builtIn: boolean;
-  /** Check against subscriptions ([[apim.jwt.issuer]] subscription_validation for other issuers). */
-  readonly subscriptionValidation: boolean;
-  readonly consumerKey: string;
-  readonly keyType: KeyType;
-  readonly userType: UserType;
-  readonly endUser: string;
-  readonly scopes: readonly string[];
-  /** After claim_mapping. */
-  readonly claims: Readonly<Record<string, unknown>>;
-  /** Epoch ms. */
-  readonly expiresAt: number;
-  /** `application` claim of the built-in key manager's tokens. */
-  readonly application: { readonly id: string; readonly name: string; readonly owner: string; readonly tier: string } | undefined;
-}
 
 /** The key manager this gateway runs with in one process (node.ts builds it; see keyManagerLink()). */
 export interface KeyManagerLink {

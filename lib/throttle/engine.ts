@@ -1,5 +1,5 @@
 /**
- * The throttle engine: one decision per call, in the reference's order (spec 002 part 7; issue 7):
+ * The throttle engine: one decision per call, in the reference's order (spec 002 part 7):
  *
  *   blocking (900805) -> API level (900800) or resource level (900802) -> subscription (900804)
  *   -> burst (900807) -> application (900803) -> custom (900806) -> hard limit per endpoint (900801, 503)
@@ -12,7 +12,6 @@
  * The decision object and the level arrays are reused from call to call (the engine is synchronous and a
  * process runs one call at a time), so a call allocates only the counter keys it needs.
  */
-import type { AuthContext } from '../gateway/auth-context';
 import { ApiCode } from '../faults';
 import type { BlockingConditions, BlockingType } from './blocking';
 import type { CounterStore } from './counters';
@@ -32,7 +31,23 @@ export const Code = {
 } as const;
 export type ThrottleCode = (typeof Code)[keyof typeof Code];
 
-/** What the engine needs of a call (the throttling phase fills it from the CallContext). */
+/**
+ * Who the call is, as throttling keys read it (spec 000, [apim.throttling]): the fields of the
+ * authentication context it counts by (lib/security's AuthContext has them all).
+ */
+export interface ThrottleIdentity {
+  /** 'none': an open resource, counted like a call without authentication. */
+  readonly kind: string;
+  readonly applicationId: string;
+  readonly applicationName: string;
+  readonly applicationTier: string;
+  readonly subscriber: string;
+  readonly subscriptionTier: string;
+  readonly endUser: string;
+  readonly claims: Readonly<Record<string, unknown>>;
+}
+
+/** What the engine needs of a call (the gateway's throttling phase fills it from the call). */
 export interface ThrottleCall {
   readonly ip: string;
   /** The versioned context (/pizzashack/1.0.0), the context as written, version and name of the API. */
@@ -48,7 +63,7 @@ export interface ThrottleCall {
   /** The subscription tier of calls without authentication (resource, else API, else "Unauthenticated"). */
   readonly unauthenticatedPolicy: string;
   /** undefined (authentication not run, or the resource needs none) counts per client IP. */
-  readonly auth: AuthContext | undefined;
+  readonly auth: ThrottleIdentity | undefined;
   /** Flat [name, value, ...] request fields, and the query with its '?' ('' for none). */
   readonly headers: readonly string[];
   readonly query: string;

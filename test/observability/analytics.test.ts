@@ -11,7 +11,7 @@ import { collector, items, type Collector } from './helpers';
 import { Analytics, buildEvent, type AnalyticsEvent } from '../../lib/observability/analytics';
 import type { AnalyticsSettings } from '../../lib/observability/settings';
 import type { CallContext } from '../../lib/gateway/phases';
-import type { AuthContext } from '../../lib/gateway/auth-context';
+import type { AuthContext } from '../../lib/security/auth-context';
 import type { ExchangeRecord } from '../../lib/transport/types';
 
 /** Analytics on, receivers as given; flushes only when the test says (long interval, large batches). */

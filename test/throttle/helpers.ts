@@ -1,5 +1,5 @@
 /** Engine fixtures: policies from TOML text, AuthContext values, calls, a fake clock. */
-import type { AuthContext } from '../../lib/gateway/auth-context';
+import type { AuthContext } from '../../lib/security/auth-context';
 import { BlockingConditions } from '../../lib/throttle/blocking';
 import { MemoryCounterStore } from '../../lib/throttle/counters';
 import { ThrottleEngine, type ThrottleCall } from '../../lib/throttle/engine';

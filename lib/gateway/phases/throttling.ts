@@ -1,16 +1,17 @@
 /**
- * The throttling phase (phases.ts, after authentication): asks the engine about the call and answers its
+ * The throttling phase (after authentication): asks the runtime's throttle engine (lib/throttle) about the
+ * call, with the call's plain facts (ThrottleCall), and answers its
  * fault, or continues with the call's IETF rate-limit fields (draft-ietf-httpapi-ratelimit-headers:
  * RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset in seconds) for the send phase and for faults.
  * The reference sends none of these; they describe the most restrictive limit the call was counted
  * against, and are absent when every level is unlimited.
  */
-import { ApiCode, fault, type GatewayCode } from '../faults';
-import type { CallContext, Outcome } from '../gateway/phases';
-import type { CompiledApi } from '../gateway/router';
-import type { WebSocketHooks } from '../transport/types';
-import type { ThrottleCall } from './engine';
-import type { Throttle } from '.';
+import { ApiCode, fault, type GatewayCode } from '../../faults';
+import type { CompiledApi } from '../router';
+import type { WebSocketHooks } from '../../transport/types';
+import type { ThrottleCall } from '../../throttle/engine';
+import type { Throttle } from '../../throttle';
+import type { CallContext, Outcome } from './context';
 
 const BLOCKED_BY: Record<string, string> = {
   API: 'Blocked by a blocking condition on the API context',

@@ -1,0 +1,107 @@
+/**
+ * The gateway's phase chain: one explicit, ordered list, taken from the reference's handler chain
+ * (docs/architecture.md, "The flow of one request"):
+ *
+ *   route -> cors -> api-status -> authentication -> throttling -> mediation -> transport-headers -> send
+ *
+ * Each phase is a small adapter (one file each in this folder): it turns the call context into a service's
+ * plain inputs (lib/security, lib/throttle, lib/mediation, held by the call's runtime) and the service's
+ * answer into CONTINUE (undefined) or a Stop: a fault value, a local answer (the CORS preflight), or the
+ * forward decision (send, always last). As in pingora, the return value says whether the phase has
+ * answered; nothing is signalled by mutating the request. No phase edits the request's fields: the
+ * transport-headers phase builds the outgoing field array new, once, and only when a field changes.
+ *
+ * The chain runs by index and stays synchronous while every phase is (fastify's hooks): the pass-through
+ * path allocates no Promise. A phase that returns a Promise (authentication validating a new token,
+ * mediation with work to do: docs/mediation.md) makes only the rest of that request's chain asynchronous;
+ * the transport holds the body back meanwhile.
+ */
+import type { RouteDecision } from '../../transport/types';
+import { ApiCode, fault } from '../../faults';
+import { finish, stop, type CallContext, type ChainStep, type Outcome, type Phase } from './context';
+import { routePhase } from './route';
+import { corsPhase } from './cors';
+import { apiStatusPhase } from './api-status';
+import { authenticationPhase } from './authentication';
+import { throttlingPhase } from './throttling';
+import { mediationPhase } from './mediation';
+import { transportHeadersPhase } from './transport-headers';
+import { sendPhase } from './send';
+
+export { CallContext, finish, corsFieldsOf, type ChainStep, type KeyType, type Outcome, type Phase, type PhaseName, type Stop } from './context';
+export { hasDotSegment } from './route';
+
+/** The chain, in the reference's order; every phase enforced. */
+export const PHASES: readonly Phase[] = Object.freeze([
+  { name: 'route', enforced: true, run: routePhase },
+  { name: 'cors', enforced: true, run: corsPhase },
+  { name: 'api-status', enforced: true, run: apiStatusPhase },
+  { name: 'authentication', enforced: true, run: authenticationPhase },
+  { name: 'throttling', enforced: true, run: throttlingPhase },
+  { name: 'mediation', enforced: true, run: mediationPhase },
+  { name: 'transport-headers', enforced: true, run: transportHeadersPhase },
+  { name: 'send', enforced: true, run: sendPhase },
+] satisfies Phase[]);
+
+// --- running the chain --------------------------------------------------------------------------------
+
+function isPromise(v: unknown): v is Promise<Outcome> {
+  return v !== undefined && typeof (v as Promise<Outcome>).then === 'function';
+}
+
+/** Runs the chain from phase `from`; synchronous until a phase returns a Promise. */
+export function runChain(ctx: CallContext, phases: readonly ChainStep[] = PHASES, from = 0): RouteDecision | Promise<RouteDecision> {
+  for (let i = from; i < phases.length; i++) {
+    const r = (phases[i] as ChainStep).run(ctx);
+    if (r === undefined) continue;
+    if (isPromise(r)) return r.then((o) => (o === undefined ? runChain(ctx, phases, i + 1) : finish(ctx, o)));
+    return finish(ctx, r);
+  }
+  // Every phase continued and none sent: a chain without `send` (tests, embedders) has nothing to do.
+  return finish(ctx, stop(fault(ApiCode.NO_MATCHING_RESOURCE)));
+}
+
+/** Called around every phase by runChainObserved (tracing: one span per phase). */
+export interface PhaseObserver {
+  /** Before the phase runs; returns its start stamp. */
+  begin(ctx: CallContext, phase: ChainStep): number;
+  /** After it answered (its Promise settled): the outcome, or the error it threw or rejected with. */
+  end(ctx: CallContext, phase: ChainStep, started: number, outcome: Outcome, error?: unknown): void;
+}
+
+/**
+ * runChain with an observer around each phase. A separate function so that the chain without observers
+ * (tracing off) stays exactly runChain: no stamps, no extra calls on the pass-through path.
+ */
+export function runChainObserved(ctx: CallContext, phases: readonly ChainStep[], obs: PhaseObserver, from = 0): RouteDecision | Promise<RouteDecision> {
+  for (let i = from; i < phases.length; i++) {
+    const phase = phases[i] as ChainStep;
+    const started = obs.begin(ctx, phase);
+    let r: Outcome | Promise<Outcome>;
+    try {
+      r = phase.run(ctx);
+    } catch (err) {
+      obs.end(ctx, phase, started, undefined, err);
+      throw err;
+    }
+    if (r === undefined) {
+      obs.end(ctx, phase, started, undefined);
+      continue;
+    }
+    if (isPromise(r)) {
+      return r.then(
+        (o) => {
+          obs.end(ctx, phase, started, o);
+          return o === undefined ? runChainObserved(ctx, phases, obs, i + 1) : finish(ctx, o);
+        },
+        (err: unknown) => {
+          obs.end(ctx, phase, started, undefined, err);
+          throw err;
+        },
+      );
+    }
+    obs.end(ctx, phase, started, r);
+    return finish(ctx, r);
+  }
+  return finish(ctx, stop(fault(ApiCode.NO_MATCHING_RESOURCE)));
+}

@@ -1,0 +1,73 @@
+/**
+ * The route phase: the API and resource of a call (404 / 405 / 900906), from the route table of the
+ * call's runtime (router.ts). Targets with dot segments are refused.
+ */
+import { ApiCode, GatewayOwnCode, fault } from '../../faults';
+import { Match, matchResource, methodsFor } from '../router';
+import { CONTINUE, stop, type CallContext, type Outcome } from './context';
+
+/** Index where the path of an absolute-form target starts (RFC 9112 §3.2.2), or -1. */
+function absolutePathStart(url: string): number {
+  const scheme = url.startsWith('http://') ? 7 : url.startsWith('https://') ? 8 : -1;
+  if (scheme < 0) return -1;
+  const slash = url.indexOf('/', scheme);
+  return slash < 0 ? url.length : slash;
+}
+
+/**
+ * A dot segment ('.' or '..', also percent-encoded) would let a backend that normalises paths resolve the
+ * call outside the endpoint's base path (RFC 3986 §5.2.4): such targets are refused, not normalised.
+ */
+export function hasDotSegment(path: string): boolean {
+  let i = path.indexOf('/.');
+  while (i >= 0) {
+    const a = path.charCodeAt(i + 2);
+    if (Number.isNaN(a) || a === 47) return true; // "/." then end or "/"
+    if (a === 46) {
+      const b = path.charCodeAt(i + 3);
+      if (Number.isNaN(b) || b === 47) return true; // "/.." then end or "/"
+    }
+    i = path.indexOf('/.', i + 2);
+  }
+  if (path.indexOf('%2') >= 0) {
+    const lower = path.toLowerCase();
+    if (lower.includes('%2e')) {
+      const decoded = lower.replace(/%2e/g, '.');
+      if (decoded !== lower) return hasDotSegment(decoded);
+    }
+  }
+  return false;
+}
+
+export function routePhase(ctx: CallContext): Outcome {
+  let url = ctx.req.url;
+  if (url.charCodeAt(0) !== 47) {
+    const start = absolutePathStart(url);
+    if (start < 0) return stop(fault(GatewayOwnCode.INVALID_PATH));
+    url = start === url.length ? '/' : url.slice(start);
+  }
+  const q = url.indexOf('?');
+  const path = q < 0 ? url : url.slice(0, q);
+  ctx.path = path;
+  ctx.query = q < 0 ? '' : url.slice(q);
+  if (hasDotSegment(path)) return stop(fault(GatewayOwnCode.INVALID_PATH));
+  const entry = ctx.rt.table.lookup(path);
+  if (entry === undefined) return stop(fault(GatewayOwnCode.API_NOT_FOUND));
+  const api = entry.api;
+  ctx.api = api;
+  ctx.rest = path.length === entry.path.length ? '' : path.slice(entry.path.length);
+  const method = ctx.req.method;
+  switch (matchResource(api, ctx.rest, method, ctx)) {
+    case Match.OK:
+      return CONTINUE;
+    case Match.METHOD:
+      if (method === 'OPTIONS') {
+        // Answered by the CORS phase (preflight) or with the Allow list: OPTIONS asks what is allowed.
+        ctx.pathMethods = methodsFor(api, ctx.rest);
+        return CONTINUE;
+      }
+      return stop(fault(GatewayOwnCode.METHOD_NOT_ALLOWED, { allow: methodsFor(api, ctx.rest).join(', ') }));
+    default:
+      return stop(fault(ApiCode.NO_MATCHING_RESOURCE));
+  }
+}
