@@ -13,7 +13,7 @@ import { loadConfig, type LoadResult } from '../config/load';
 import { formatDiagnostic } from '../config/diagnostics';
 import type { DeploymentConfig } from '../config/types';
 import type { EffectivePorts } from '../config/ports';
-import { transportSettingsFrom } from '../config/transport-settings';
+import { transportSettingsFrom } from './transport-settings';
 import { createTransport, type ListenOptions, type Transport } from '../transport';
 import type { ConnectFn } from '../transport/core';
 import type { TransportSettings } from '../transport/settings';
