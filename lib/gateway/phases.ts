@@ -24,7 +24,7 @@ import { corsRequest, type CorsRequest } from './cors';
 import type { GatewayRuntime } from './runtime';
 import type { EndpointRuntime } from './endpoints';
 import type { AuthContext } from './auth-context';
-import type { RequestTrace } from '../observability/tracing';
+import type { CallTrace as RequestTrace } from './hooks';
 import { throttlingPhase } from '../throttle/phase';
 
 export type KeyType = 'PRODUCTION' | 'SANDBOX';
