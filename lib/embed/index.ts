@@ -1,8 +1,8 @@
 /**
  * The gateway as embedders get it (lib/index.ts exports this createGateway): the gateway of lib/gateway,
  * wrapped with the embedding surface (docs/embedding.md): events (`on('fault' | 'request')`), inject(),
- * the (req, res) handler, handleUpgrade and custom phases; and with tracing and analytics observing its
- * calls (lib/observability/calls.ts), made from the configuration unless given.
+ * the (req, res) handler, handleUpgrade and custom phases; and with the access log, tracing and analytics
+ * observing its calls (lib/observability/calls.ts), made from the configuration.
  */
 import type * as http from 'node:http';
 import type * as net from 'node:net';
@@ -73,7 +73,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   const core = createCore({
     ...rest,
     ...(phases !== undefined && phases.length > 0 ? { chain: chainWith(PHASES, phases, logger) } : {}),
-    observeCalls: (config, log) => (observers = callObservers(config, { ...(tracer !== undefined ? { tracer } : {}), ...(analytics !== undefined ? { analytics } : {}), logger: log })).observer,
+    observeCalls: (config, settings, log) => (observers = callObservers(config, settings, { ...(tracer !== undefined ? { tracer } : {}), ...(analytics !== undefined ? { analytics } : {}), logger: log })).observer,
     tap: (c) => {
       controls = c;
       return eventTap(events);

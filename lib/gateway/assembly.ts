@@ -1,6 +1,6 @@
 /**
  * What a gateway is made of, built in the order each part needs the ones before it: settings, CORS and
- * header rules, the backend endpoints, the access log, throttling, the API source, the call observer,
+ * header rules, the backend endpoints, throttling, the API source, the call observer,
  * security and mediation. Each constructor that refuses its configuration throws here, before anything
  * listens.
  */
@@ -13,7 +13,6 @@ import { createThrottle, type Throttle } from '../throttle';
 import { throttleSettingsFrom } from '../throttle/settings';
 import { outboundFrom } from '../tls/settings';
 import { Mediation, mediationSettingsFrom } from '../mediation';
-import { AccessLog } from './access-log';
 import { CorsPolicy } from './cors';
 import { ApiDirectory, ApiTexts } from './deploy';
 import { EndpointRegistry, type EndpointRuntime } from './endpoints';
@@ -32,7 +31,6 @@ export interface GatewayParts {
   readonly registry: EndpointRegistry;
   /** Calls in flight to suspending endpoints, so a transport fault can reach its endpoint. */
   readonly tracked: WeakMap<SourceRequest, EndpointRuntime>;
-  readonly accessLog: AccessLog | undefined;
   readonly throttle: Throttle;
   /** Subscriptions to the key manager's events, ended by close(). */
   readonly unsubscribe: readonly (() => void)[];
@@ -52,7 +50,6 @@ export function assemble(options: GatewayOptions): GatewayParts {
   const headers = new HeaderRules(settings.headerRules);
   // Paths in [transport.passthru_https] resolve like the store's: against the working directory.
   const registry = new EndpointRegistry(options.outbound ?? outboundFrom(config, options.cwd ?? process.cwd()));
-  const accessLog = settings.accessLog.enabled ? new AccessLog(settings.accessLog.useLogger ? { logger } : { file: settings.accessLog.file }) : undefined;
   // Throws ThrottleConfigError for an invalid policies file: a gateway never runs with limits it cannot read.
   const throttle = createThrottle({ settings: throttleSettingsFrom(config, dir), logger, ...options.throttling });
   const unsubscribe: (() => void)[] = [];
@@ -63,7 +60,7 @@ export function assemble(options: GatewayOptions): GatewayParts {
   if (options.apis !== undefined && options.apiTexts !== undefined) throw new GatewayOptionsError('createGateway takes `apis` or `apiTexts`, not both');
   const texts = options.apiTexts !== undefined ? new ApiTexts(options.apiTexts.origin, options.apiTexts.entries, settings.vars, throttle.names()) : undefined;
   const directory = options.apis === undefined && texts === undefined ? new ApiDirectory(settings.apisDir, settings.vars, throttle.names()) : undefined;
-  const observer = options.observeCalls?.(config, logger);
+  const observer = options.observeCalls?.(config, settings, logger);
   const security = new Security({
     settings: securitySettingsFrom(config),
     logger,
@@ -74,5 +71,5 @@ export function assemble(options: GatewayOptions): GatewayParts {
   // Throws FormatConfigError for an unknown builder/formatter class (naming the alternatives). The worker
   // pool inside is created on the first call that needs it.
   const mediation = new Mediation(mediationSettingsFrom(config), logger);
-  return { config, ports, logger, settings, globalCors, headers, registry, tracked: new WeakMap(), accessLog, throttle, unsubscribe, texts, directory, observer, security, mediation };
+  return { config, ports, logger, settings, globalCors, headers, registry, tracked: new WeakMap(), throttle, unsubscribe, texts, directory, observer, security, mediation };
 }

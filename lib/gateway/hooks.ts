@@ -21,13 +21,16 @@ export interface ChainObserver extends PhaseObserver {
 }
 
 /**
- * What watches every call (tracing, analytics: docs/tracing.md, docs/analytics.md). Fixed at creation:
- * without one the gateway keeps no call per exchange and runs the chain without stamps.
+ * What watches every call (the access log, tracing, analytics: docs/operations.md, docs/tracing.md,
+ * docs/analytics.md). Fixed at creation: without one the gateway makes no exchange records for it, keeps
+ * no call per exchange and runs the chain without stamps.
  */
 export interface CallObserver {
   /** With it the chain runs through runChainObserved (phases.ts). */
   readonly chain?: ChainObserver;
-  /** An exchange ended; `ctx` is the call behind it, undefined when no chain ran for it. */
+  /** ended() reads the call behind each exchange: the gateway then keeps one per exchange in flight. */
+  readonly calls: boolean;
+  /** An exchange ended; `ctx` is the call behind it, undefined when none is kept or no chain ran for it. */
   ended(ctx: CallContext | undefined, r: ExchangeRecord): void;
   /** Flushes and stops; called last in the gateway's close(), after the transport has drained. */
   close(): Promise<void>;

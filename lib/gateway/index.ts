@@ -96,8 +96,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       await transport.close();
       await p.throttle.close();
       await p.mediation.close();
-      await p.accessLog?.close();
-      // After the transport: every in-flight call's span and event is recorded before the last flush.
+      // After the transport: every in-flight call's line, span and event is recorded before the last flush.
       await p.observer?.close();
     },
   };

@@ -17,6 +17,7 @@ import type { BlockingCondition, CounterStore } from '../throttle';
 import type { ApiText } from './deploy';
 import type { ChainStep } from './phases';
 import type { CallObserver, GatewayTap } from './hooks';
+import type { GatewaySettings } from './settings';
 
 export interface GatewayOptions {
   /** The result of loadConfig(): configuration, effective ports and the directory of apis/. */
@@ -65,8 +66,8 @@ export interface GatewayOptions {
   readonly outbound?: Outbound;
   /** The chain to run (default PHASES); lib/embed places an embedder's custom phases in it. */
   readonly chain?: readonly ChainStep[];
-  /** Made once the configuration is read (lib/observability: tracing and analytics, from the configuration). */
-  readonly observeCalls?: (config: DeploymentConfig, logger: Logger) => CallObserver | undefined;
+  /** Made once the configuration is read (lib/observability: access log, tracing and analytics, from the configuration). */
+  readonly observeCalls?: (config: DeploymentConfig, settings: GatewaySettings, logger: Logger) => CallObserver | undefined;
   /** The embedding surface's view of faults and exchanges (lib/embed: events, embedding paths). */
   readonly tap?: GatewayTap;
 }

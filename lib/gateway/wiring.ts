@@ -1,7 +1,7 @@
 /**
  * The gateway as the transport sees it: the phase chain as its router, the renderer of its faults, and
- * what the gateway does with its events (endpoint suspension, the access log, the call observer, the
- * node's `observe`, then the tap of lib/embed).
+ * what the gateway does with its events (endpoint suspension, the call observer, the node's `observe`,
+ * then the tap of lib/embed).
  */
 import type { TransportFault } from '../transport/codes';
 import type { ExchangeRecord, FaultRenderer, LocalResponse, RouteDecision, RouteFn, SourceRequest, TransportEvents } from '../transport/types';
@@ -23,7 +23,7 @@ export interface Router {
 export function routerOf(d: Deployment, chain: readonly ChainStep[], observer: CallObserver | undefined): Router {
   // An Upgrade request (rare) may carry its token as access_token (websocket.ts); others go straight in.
   const callOf = (req: SourceRequest): CallContext => new CallContext(req.upgrade === true && isWebSocketHandshake(req) ? handshakeRequest(req) : req, d.rt);
-  if (observer === undefined) return { route: (req: SourceRequest): RouteDecision | Promise<RouteDecision> => runChain(callOf(req), chain), calls: undefined };
+  if (observer === undefined || !observer.calls) return { route: (req: SourceRequest): RouteDecision | Promise<RouteDecision> => runChain(callOf(req), chain), calls: undefined };
   const calls = new WeakMap<SourceRequest, CallContext>();
   const observed = observer.chain;
   const route =
@@ -66,11 +66,11 @@ export interface EventWiring {
 
 /**
  * The gateway's handling of transport events. Endpoint suspension learns of successes from exchange
- * records, so they are made whenever APIs can be deployed; otherwise only for the access log, the call
- * observer or `observe`, and for the tap once it asks (recordExchanges).
+ * records, so they are made whenever APIs can be deployed; otherwise only for the call observer or
+ * `observe`, and for the tap once it asks (recordExchanges).
  */
 export function eventsOf(p: GatewayParts, d: Deployment, calls: Router['calls'], o: { readonly observe: TransportEvents | undefined; readonly codeApis: boolean; readonly tap: ((c: GatewayControls) => TransportEvents) | undefined }): EventWiring {
-  const { logger, tracked, registry, accessLog, observer } = p;
+  const { logger, tracked, registry, observer } = p;
   const observe = o.observe;
   let tap: TransportEvents | undefined;
   const onFault = (f: TransportFault, req: SourceRequest | undefined): void => {
@@ -92,17 +92,16 @@ export function eventsOf(p: GatewayParts, d: Deployment, calls: Router['calls'],
         for (const ep of list) ep.succeeded(now);
       }
     }
-    accessLog?.record(r);
-    if (calls !== undefined) {
-      const ctx = r.request !== undefined ? calls.get(r.request) : undefined;
-      if (ctx !== undefined) calls.delete(r.request as SourceRequest);
-      (observer as CallObserver).ended(ctx, r);
+    if (observer !== undefined) {
+      const ctx = calls !== undefined && r.request !== undefined ? calls.get(r.request) : undefined;
+      if (ctx !== undefined) calls?.delete(r.request as SourceRequest);
+      observer.ended(ctx, r);
     }
     observe?.onExchange?.(r);
     tap?.onExchange?.(r);
   };
   const files = p.directory ?? p.texts;
-  const needExchange = accessLog !== undefined || calls !== undefined || files !== undefined || o.codeApis || observe?.onExchange !== undefined;
+  const needExchange = observer !== undefined || files !== undefined || o.codeApis || observe?.onExchange !== undefined;
   const events: { onFault: typeof onFault; onExchange?: typeof onExchange } = needExchange ? { onFault, onExchange } : { onFault };
   const controls: GatewayControls = {
     // The transport reads events.onExchange per exchange, so setting it starts the records.
