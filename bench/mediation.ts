@@ -90,7 +90,7 @@ export async function runMediationBench(opts: MediationBenchOptions): Promise<Ro
 /** The child: a gateway with JSON validation on, in front of the bench backend. */
 async function gatewayChild(): Promise<void> {
   const { loadConfig } = await import('../lib/config/load');
-  const { createGateway } = await import('../lib/gateway');
+  const { createGateway } = await import('../lib/embed');
   fs.mkdirSync(WORK_DIR, { recursive: true });
   const dir = fs.mkdtempSync(path.join(WORK_DIR, 'mediation-'));
   fs.mkdirSync(path.join(dir, 'apis'));

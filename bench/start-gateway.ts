@@ -25,7 +25,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { loadConfig } from '../lib/config/load';
-import { createGateway, type Gateway } from '../lib/gateway';
+import { createGateway, type Gateway } from '../lib/embed';
 import { createKeyManager, type KeyManager } from '../lib/keymanager';
 import { silentLogger } from '../lib/log';
 import { keyManagerLink } from '../lib/security';

@@ -7,11 +7,14 @@
  *
  * The bare proxy without APIs: createTransport({ route }) with targetFromUrl() for the backends.
  */
-export { createGateway, GatewayOptionsError } from './gateway';
-export type { Gateway, GatewayOptions, DeployedApi, ReloadReport, ApiDefinition, ApiState, FileStatus, ApiDiagnostic } from './gateway';
+// The gateway with its embedding surface and observers (lib/embed wraps lib/gateway).
+export { createGateway } from './embed';
+export type { Gateway, GatewayOptions } from './embed';
+export { GatewayOptionsError } from './gateway';
+export type { DeployedApi, ReloadReport, ApiDefinition, ApiState, FileStatus, ApiDiagnostic } from './gateway';
 // Embedding (docs/embedding.md): events, inject(), custom phases and the faults they may answer.
-export type { GatewayEventMap, GatewayEventName, GatewayFaultEvent, GatewayListener, InjectOptions, InjectResponse, CustomPhase, CustomFault, PhasePlacement } from './gateway';
-export { gatewayFault, customFault, localAnswer, PhaseOptionsError } from './embed/phases';
+export type { GatewayEventMap, GatewayEventName, GatewayFaultEvent, GatewayListener, InjectOptions, InjectResponse, CustomPhase, CustomFault, PhasePlacement } from './embed';
+export { gatewayFault, customFault, localAnswer, PhaseOptionsError } from './embed';
 export type { CallContext, Outcome, Stop } from './gateway/phases';
 export { createTransport, targetFromUrl } from './transport';
 export type {

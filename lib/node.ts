@@ -38,7 +38,7 @@ import { gatewayObserver } from './observability/observe';
 import { hasRemoteIssuers, jwksChecker, redisChecker, registerComponentMetrics, workerPoolChecker } from './observability/components';
 import { RedisCounterStore } from './throttle/redis';
 import { applyReload, type ReloadResult } from './observability/reload';
-import { createGateway, type Gateway } from './gateway';
+import { createGateway, type Gateway } from './embed';
 import { createDemoBackend, type DemoBackend } from './demo/backend';
 import { defaultPath, versionedPath } from './gateway/apis';
 import { createEventBus, type EventBus } from './events/bus';

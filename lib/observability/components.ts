@@ -8,8 +8,10 @@
  * The gateway is passed as a getter: the node registers these before the gateway exists (the management
  * port opens first), and a node of a role without a gateway answers zero / no samples.
  */
-import type { Gateway } from '../gateway';
+import type { Gateway as GatewayCore } from '../gateway';
 import { RedisCounterStore } from '../throttle/redis';
+import type { Analytics } from './analytics';
+import type { Tracer } from './tracing';
 import type { HealthChecker, HealthResult } from './health';
 import type { Metrics, Sample } from './metrics';
 
@@ -25,6 +27,8 @@ export const THROTTLE_LEVELS: Readonly<Record<number, string>> = {
   900807: 'burst',
 };
 
+/** What these metrics read of a gateway: its components, and the call observers lib/embed adds to it. */
+type Gateway = Pick<GatewayCore, 'throttle' | 'security' | 'mediation'> & { readonly tracer: Tracer | undefined; readonly analytics: Analytics | undefined };
 type GatewayRef = () => Gateway | undefined;
 
 /** Registers the component metrics (docs/operations.md lists each name). */

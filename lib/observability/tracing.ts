@@ -15,6 +15,7 @@
  * overflow is dropped and counted (a collector that is down never slows a request).
  */
 import { performance } from 'node:perf_hooks';
+import type { CallTrace } from '../gateway/hooks';
 import type { CallContext, ChainStep, Outcome, Phase } from '../gateway/phases';
 import type { ExchangeRecord } from '../transport/types';
 import type { Logger } from '../log';
@@ -50,8 +51,8 @@ export interface TracingStats {
   readonly batchesFailed: number;
 }
 
-/** One request's trace, kept on its CallContext (`ctx.trace`) while tracing is on. */
-export class RequestTrace {
+/** One request's trace, kept on its CallContext (`ctx.trace`, typed there as CallTrace) while tracing is on. */
+export class RequestTrace implements CallTrace {
   /** Phase spans, finished in order. */
   readonly spans: Span[] = [];
   /** Set when the backend's traceparent was built. */
@@ -130,7 +131,7 @@ export class Tracer {
   // --- PhaseObserver (phases.ts runChainObserved) ---
 
   begin(ctx: CallContext, phase: ChainStep): number {
-    const trace = ctx.trace;
+    const trace = ctx.trace as RequestTrace | undefined;
     if (phase.name === 'send' && trace !== undefined) {
       // The last moment before the forward decision reads ctx.outHeaders.
       ctx.outHeaders = withTraceFields(ctx.outHeaders ?? ctx.req.headers, formatTraceParent(trace.traceId, trace.backendSpanId, trace.flags), trace.state);
@@ -140,7 +141,7 @@ export class Tracer {
   }
 
   end(ctx: CallContext, phase: ChainStep, started: number, outcome: Outcome, error?: unknown): void {
-    const trace = ctx.trace;
+    const trace = ctx.trace as RequestTrace | undefined;
     if (trace === undefined || !trace.sampled) return;
     const tags: Record<string, string> = { outcome: error !== undefined ? 'error' : outcomeTag(outcome) };
     // Built-in phases say whether they enforce anything yet; an embedder's custom phase always runs.
@@ -152,7 +153,7 @@ export class Tracer {
 
   /** The exchange is over: the SERVER span, the backend's CLIENT span, and the phases' spans go out. */
   finish(ctx: CallContext, r: ExchangeRecord): void {
-    const trace = ctx.trace;
+    const trace = ctx.trace as RequestTrace | undefined;
     if (trace === undefined || !trace.sampled) return;
     const end = performance.now();
     const code = r.faultCode ?? r.fault?.code;

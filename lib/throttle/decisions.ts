@@ -24,7 +24,7 @@
  * second as a heartbeat, tells).
  */
 import { Redis } from 'ioredis';
-import type { HealthChecker } from '../observability/health';
+import type { HealthChecker } from '../health';
 import type { Logger } from '../log';
 import { MemoryCounterStore, windowStart, type CounterStore } from './counters';
 

@@ -1,5 +1,5 @@
 /** Gateways built in code for the embedding tests: no configuration file, APIs given as objects. */
-import { createGateway, type Gateway, type GatewayOptions } from '../../lib/gateway';
+import { createGateway, type Gateway, type GatewayOptions } from '../../lib/embed';
 import { loadConfig } from '../../lib/config/load';
 import { memoryLogger } from '../gateway/helpers';
 

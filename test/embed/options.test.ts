@@ -7,7 +7,7 @@ import t from 'tap';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { createGateway } from '../../lib/gateway';
+import { createGateway } from '../../lib/embed';
 import { api, echoBackend, embedded } from './helpers';
 
 t.test('reload({ apis }) deploys new definitions in code', async (t) => {

@@ -6,7 +6,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import t from 'tap';
 import { BASE_TOML, apiToml, closedPort, echoBackend, request, startGateway, until } from './helpers';
-import { AccessLog, clfDate } from '../../lib/gateway/access-log';
+import { AccessLog, clfDate } from '../../lib/observability/access-log';
 
 const LINE = /^127\.0\.0\.1 - - \[\d{2}\/[A-Z][a-z]{2}\/\d{4}:\d{2}:\d{2}:\d{2} \+0000\] "([A-Z]+) (\S+) HTTP\/1\.1" (\d{3}) (\d+|-) (\d+\.\d{3}|-) (\d+|-) (\S+)$/;
 

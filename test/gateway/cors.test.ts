@@ -4,7 +4,7 @@
  * own [cors] override.
  */
 import t from 'tap';
-import { createGateway } from '../../lib/gateway';
+import { createGateway } from '../../lib/embed';
 import { loadConfig } from '../../lib/config/load';
 import { CorsConfigError } from '../../lib/gateway/cors';
 import { BASE_TOML, apiToml, echoBackend, request, startGateway, type EchoBackend, type TestGateway } from './helpers';

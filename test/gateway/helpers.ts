@@ -9,7 +9,7 @@ import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { loadConfig } from '../../lib/config/load';
-import { createGateway, type Gateway, type GatewayOptions } from '../../lib/gateway';
+import { createGateway, type Gateway, type GatewayOptions } from '../../lib/embed';
 import { createLogger, type Logger } from '../../lib/log';
 
 export const HOST = '127.0.0.1';

@@ -10,7 +10,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import t from 'tap';
 import { loadConfig } from '../../lib/config/load';
-import { createGateway } from '../../lib/gateway';
+import { createGateway } from '../../lib/embed';
 import { FormatConfigError, mediationSettingsFrom } from '../../lib/mediation';
 import { jsonErrorOffset, jsonToXml, validateJson, xmlToJson, type ConversionOptions } from '../../lib/mediation/payload';
 import { BASE_TOML, apiToml, echoBackend, request, startGateway } from '../gateway/helpers';

@@ -4,7 +4,7 @@
  * and red for each, through GET /health and GET /metrics on the management port.
  */
 import t from 'tap';
-import type { Gateway } from '../../lib/gateway';
+import type { Gateway } from '../../lib/embed';
 import { workerPoolChecker } from '../../lib/observability/components';
 import { closedPort } from '../helpers/backend';
 import { jwksServer, signingKey } from '../security/helpers';

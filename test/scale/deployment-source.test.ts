@@ -17,7 +17,7 @@ import * as path from 'node:path';
 import t, { type Test } from 'tap';
 import { loadConfig } from '../../lib/config/load';
 import { createEventBus, type AnyEvent } from '../../lib/events/bus';
-import { createGateway } from '../../lib/gateway';
+import { createGateway } from '../../lib/embed';
 import { createLogger } from '../../lib/log';
 import { DeploymentFollower, DeploymentSource, apiLabels } from '../../lib/scale/deployments';
 import { DEFAULT_POLICIES_TOML, DEFAULT_POLICY_OPTIONS } from '../../lib/throttle/policies';

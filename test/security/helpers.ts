@@ -11,7 +11,7 @@ import * as path from 'node:path';
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK, type JWTPayload } from 'jose';
 import { loadConfig } from '../../lib/config/load';
 import { createEventBus, type EventBus } from '../../lib/events/bus';
-import { createGateway, type Gateway, type GatewayOptions } from '../../lib/gateway';
+import { createGateway, type Gateway, type GatewayOptions } from '../../lib/embed';
 import { createKeyManager, type KeyManager } from '../../lib/keymanager';
 import { keyManagerLink } from '../../lib/security';
 import { openStore } from '../../lib/store/open';

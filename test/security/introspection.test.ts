@@ -9,7 +9,7 @@ import * as http from 'node:http';
 import t from 'tap';
 import { loadConfig } from '../../lib/config/load';
 import { createEventBus } from '../../lib/events/bus';
-import { createGateway } from '../../lib/gateway';
+import { createGateway } from '../../lib/embed';
 import { closedPort, echoBackend, HOST, memoryLogger, request } from '../gateway/helpers';
 import { api, BASE, code, startNode } from './helpers';
 

@@ -52,7 +52,7 @@ t.test('the embedding API is exported, typed, for CommonJS and ESM alike', async
   t.equal(cjs.stdout.trim(), 'function function function function function object');
   const esm = await run(`import * as m from 'throughway'; console.log(${JSON.stringify(names)}.map((n) => typeof m[n]).join(' '));`, ['--input-type=module', '-e']);
   t.equal(esm.stdout.trim(), 'function function function function function object');
-  const dts = readFileSync(join(root, 'dist', 'lib', 'gateway', 'index.d.ts'), 'utf8');
+  const dts = readFileSync(join(root, 'dist', 'lib', 'embed', 'index.d.ts'), 'utf8');
   for (const m of ['handleUpgrade(', 'inject(options: InjectOptions): Promise<InjectResponse>', 'on<K extends GatewayEventName>(', 'readonly handler:', 'readonly phases?: readonly PhasePlacement[]']) t.ok(dts.includes(m), `types: ${m}`);
 });
 

@@ -10,7 +10,7 @@ import { corsRequest, type CorsRequest } from '../cors';
 import type { GatewayRuntime } from '../runtime';
 import type { EndpointRuntime } from '../endpoints';
 import type { AuthContext, KeyType } from '../../security/auth-context';
-import type { RequestTrace } from '../../observability/tracing';
+import type { CallTrace } from '../hooks';
 
 export type { KeyType };
 
@@ -45,8 +45,8 @@ export class CallContext implements MatchTarget {
   /** The fields for the backend (undefined: the client's, unchanged). */
   outHeaders: readonly string[] | undefined = undefined;
   endpoint: EndpointRuntime | undefined = undefined;
-  /** The call's trace when tracing is on (lib/observability/tracing.ts); undefined otherwise. */
-  trace: RequestTrace | undefined = undefined;
+  /** The call's trace when tracing is on (an observer's, docs/tracing.md); undefined otherwise. */
+  trace: CallTrace | undefined = undefined;
   /** Per-call data of an embedder's custom phases (lib/embed/phases.ts); the gateway never reads it. */
   locals: Record<string, unknown> | undefined = undefined;
   /** RateLimit-Limit/-Remaining/-Reset of the call (throttling phase), on its response and its faults. */

@@ -2,7 +2,7 @@
  * The loaded configuration, read for the transport: which key feeds which TransportSettings field. The
  * transport never sees deployment.toml (lib/transport/settings.ts documents each field's key).
  */
-import type { DeploymentConfig } from './types';
+import type { DeploymentConfig } from '../config/types';
 import type { TransportSettings } from '../transport/settings';
 
 export function transportSettingsFrom(c: DeploymentConfig): Partial<TransportSettings> {

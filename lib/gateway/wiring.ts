@@ -1,0 +1,116 @@
+/**
+ * The gateway as the transport sees it: the phase chain as its router, the renderer of its faults, and
+ * what the gateway does with its events (endpoint suspension, the call observer, the node's `observe`,
+ * then the tap of lib/embed).
+ */
+import type { TransportFault } from '../transport/codes';
+import type { ExchangeRecord, FaultRenderer, LocalResponse, RouteDecision, RouteFn, SourceRequest, TransportEvents } from '../transport/types';
+import { fault, gatewayFacts, renderFacts, transportFacts } from '../faults';
+import type { GatewayParts } from './assembly';
+import { corsRequest } from './cors';
+import type { CallObserver, GatewayControls } from './hooks';
+import { CallContext, runChain, runChainObserved, type ChainStep } from './phases';
+import type { Deployment } from './reload';
+import { handshakeRequest, isWebSocketHandshake } from './websocket';
+
+export interface Router {
+  readonly route: RouteFn;
+  /** The call behind each exchange, while the call observer needs it at the exchange's end. */
+  readonly calls: WeakMap<SourceRequest, CallContext> | undefined;
+}
+
+/** Three routers, chosen once: without a call observer the plain chain runs untouched. */
+export function routerOf(d: Deployment, chain: readonly ChainStep[], observer: CallObserver | undefined): Router {
+  // An Upgrade request (rare) may carry its token as access_token (websocket.ts); others go straight in.
+  const callOf = (req: SourceRequest): CallContext => new CallContext(req.upgrade === true && isWebSocketHandshake(req) ? handshakeRequest(req) : req, d.rt);
+  if (observer === undefined || !observer.calls) return { route: (req: SourceRequest): RouteDecision | Promise<RouteDecision> => runChain(callOf(req), chain), calls: undefined };
+  const calls = new WeakMap<SourceRequest, CallContext>();
+  const observed = observer.chain;
+  const route =
+    observed === undefined
+      ? (req: SourceRequest): RouteDecision | Promise<RouteDecision> => {
+          const ctx = callOf(req);
+          calls.set(req, ctx);
+          return runChain(ctx, chain);
+        }
+      : (req: SourceRequest): RouteDecision | Promise<RouteDecision> => {
+          const ctx = callOf(req);
+          calls.set(req, ctx);
+          observed.start(ctx);
+          return runChainObserved(ctx, chain, observed);
+        };
+  return { route, calls };
+}
+
+/** Transport faults through the same table, templates and CORS fields as the gateway's own. */
+export function faultRendererOf(d: Deployment): FaultRenderer {
+  return (f: TransportFault, req: SourceRequest | undefined): LocalResponse => {
+    const current = d.rt;
+    let extra: readonly string[] = [];
+    if (req !== undefined) {
+      const q = req.url.indexOf('?');
+      const entry = current.table.lookup(q < 0 ? req.url : req.url.slice(0, q));
+      const cors = (entry?.api.cors ?? current.cors).responseFields(corsRequest(req).origin);
+      const echoed = current.headers.echoed(req.method, req.headers);
+      extra = echoed.length === 0 ? cors : [...cors, ...echoed];
+    }
+    return renderFacts(transportFacts(f), extra, current.templates, current.headers.dropFromResponseSet);
+  };
+}
+
+export interface EventWiring {
+  /** What the transport is given; its onExchange may be set later (recordExchanges). */
+  readonly events: TransportEvents;
+  readonly controls: GatewayControls;
+}
+
+/**
+ * The gateway's handling of transport events. Endpoint suspension learns of successes from exchange
+ * records, so they are made whenever APIs can be deployed; otherwise only for the call observer or
+ * `observe`, and for the tap once it asks (recordExchanges).
+ */
+export function eventsOf(p: GatewayParts, d: Deployment, calls: Router['calls'], o: { readonly observe: TransportEvents | undefined; readonly codeApis: boolean; readonly tap: ((c: GatewayControls) => TransportEvents) | undefined }): EventWiring {
+  const { logger, tracked, registry, observer } = p;
+  const observe = o.observe;
+  let tap: TransportEvents | undefined;
+  const onFault = (f: TransportFault, req: SourceRequest | undefined): void => {
+    observe?.onFault?.(f, req);
+    if (req !== undefined) {
+      const ep = tracked.get(req);
+      if (ep !== undefined) {
+        const ms = ep.failed(f, Date.now());
+        if (ms > 0) logger.log('warn', 'endpoint_suspended', { endpoint: ep.def.url, code: f.code, base: f.base, state: f.state, durationMs: ms });
+      }
+    }
+    tap?.onFault?.(f, req);
+  };
+  const onExchange = (r: ExchangeRecord): void => {
+    if (registry.suspendingByKey.size > 0 && r.target !== undefined && r.fault === undefined && r.faultCode === undefined) {
+      const list = registry.suspendingByKey.get(r.target);
+      if (list !== undefined) {
+        const now = Date.now();
+        for (const ep of list) ep.succeeded(now);
+      }
+    }
+    if (observer !== undefined) {
+      const ctx = calls !== undefined && r.request !== undefined ? calls.get(r.request) : undefined;
+      if (ctx !== undefined) calls?.delete(r.request as SourceRequest);
+      observer.ended(ctx, r);
+    }
+    observe?.onExchange?.(r);
+    tap?.onExchange?.(r);
+  };
+  const files = p.directory ?? p.texts;
+  const needExchange = observer !== undefined || files !== undefined || o.codeApis || observe?.onExchange !== undefined;
+  const events: { onFault: typeof onFault; onExchange?: typeof onExchange } = needExchange ? { onFault, onExchange } : { onFault };
+  const controls: GatewayControls = {
+    // The transport reads events.onExchange per exchange, so setting it starts the records.
+    recordExchanges: () => void (events.onExchange ??= onExchange),
+    ownFault: (code) => {
+      const current = d.rt;
+      return renderFacts(gatewayFacts(fault(code)), [], current.templates, current.headers.dropFromResponseSet);
+    },
+  };
+  tap = o.tap?.(controls);
+  return { events, controls };
+}
