@@ -12,7 +12,7 @@ import type { Socket } from 'node:net';
 import { HttpParser, ExecStatus, HEAD_CONTINUE, HEAD_SKIP_BODY, PAUSE, type ParserEvents } from './parser';
 import { ProtocolState as S, canTransition, type ProtocolState } from './states';
 import { makeFault, type FaultReason } from './codes';
-import { buildResponseHead, lastKeepAliveTimeout } from './headers';
+import { buildResponseHead, type ResponseHeadOut } from './headers';
 import { ConnectTunnel, connectTls } from './outbound';
 import { startTunnel } from './tunnel';
 import type { RoutePool } from './pool';
@@ -32,6 +32,8 @@ interface ResponseCollector {
 const AT_HEAD = 1;
 const AT_COMPLETE = 2;
 const EMPTY: readonly string[] = [];
+/** The second result of buildResponseHead; one per process, read right after each call (single-threaded). */
+const headOut: ResponseHeadOut = { keepAliveTimeout: -1 };
 /** Largest first body piece copied next to its head for a single write; larger ones are written apart. */
 const COMBINE_LIMIT = 16 * 1024;
 
@@ -435,10 +437,11 @@ export class TargetConnection implements ParserEvents {
         extra: ex.responseHeaders.length === 0 ? EMPTY : ex.responseHeaders,
       },
       this.core.settings,
+      headOut,
     );
-    if (lastKeepAliveTimeout >= 0) {
+    if (headOut.keepAliveTimeout >= 0) {
       // Stay below the backend's own idle limit so it never closes a socket just as we reuse it.
-      this.idleLimit = Math.min(this.core.settings.poolIdleTimeout, Math.max(0, lastKeepAliveTimeout * 1000 - 1000));
+      this.idleLimit = Math.min(this.core.settings.poolIdleTimeout, Math.max(0, headOut.keepAliveTimeout * 1000 - 1000));
     }
     ex.status = status;
     this.keepAliveAfter = p.keepAlive;
