@@ -17,9 +17,10 @@ import { HttpParser, ExecStatus, PAUSE, HEAD_CONTINUE, type ParserEvents } from 
 import { ProtocolState as S, canTransition, type ProtocolState } from './states';
 import { makeFault, type TransportFault, type FaultReason } from './codes';
 import { buildRequestHead, buildLocalHead, withBodyLength, expectsContinue } from './headers';
-import { Exchange, type BodyCollector } from './exchange';
+import { Exchange, type BodyCollector, type ExchangeOwner, type ExchangeTarget } from './exchange';
 import type { TransportCore } from './core';
 import type { TargetConnection } from './target';
+import { switchProtocols } from './tunnel';
 import type { BodyRead, BufferedResponse, ForwardDecision, LocalResponse, ResponseHook, RouteDecision } from './types';
 
 const AT_HEAD = 1;
@@ -40,7 +41,7 @@ export interface ReadHolder {
 
 export const kReadHolder = Symbol('throughway.readHolder');
 
-export class SourceConnection implements ParserEvents {
+export class SourceConnection implements ParserEvents, ExchangeOwner {
   readonly core: TransportCore;
   readonly parser: HttpParser;
   readonly id: number;
@@ -467,7 +468,7 @@ export class SourceConnection implements ParserEvents {
     }
   }
 
-  private attachTarget(ex: Exchange, t: TargetConnection): void {
+  private attachTarget(ex: Exchange, t: ExchangeTarget): void {
     if (ex.forwardedAt < 0) {
       ex.forwardedAt = this.core.stamp();
       const timeout = (ex.forward as ForwardDecision).timeout;
@@ -483,9 +484,9 @@ export class SourceConnection implements ParserEvents {
   }
 
   /** The pool (or a freed slot) produced a target for an exchange that was waiting. */
-  targetReady(ex: Exchange, t: TargetConnection): void {
+  targetReady(ex: Exchange, t: ExchangeTarget): void {
     if (ex.aborted || this.ex !== ex) {
-      t.pool.release(t);
+      t.release();
       return;
     }
     this.attachTarget(ex, t);
@@ -1029,6 +1030,12 @@ export class SourceConnection implements ParserEvents {
   }
 
   private tunnelled = false;
+
+  /** The target read a 101 to a WebSocket handshake: tunnel.ts takes both sockets over. */
+  targetUpgraded(ex: Exchange, chunk: Buffer, off: number, end: number): void {
+    // The one ExchangeTarget there is: target.ts's connection.
+    switchProtocols(ex.target as TargetConnection, chunk, off, end);
+  }
 
   /** Adopted sockets (onread): reads go to the tunnel, still into this connection's buffers. */
   redirectReads(onRead: (buf: Buffer, nread: number) => void): void {

@@ -14,9 +14,8 @@ import { ProtocolState as S, canTransition, type ProtocolState } from './states'
 import { makeFault, type FaultReason } from './codes';
 import { buildResponseHead, type ResponseHeadOut } from './headers';
 import { ConnectTunnel, connectTls } from './outbound';
-import { startTunnel } from './tunnel';
 import type { RoutePool } from './pool';
-import type { Exchange } from './exchange';
+import type { Exchange, ExchangeTarget } from './exchange';
 import type { TransportCore } from './core';
 import type { BufferedResponse } from './types';
 
@@ -37,7 +36,7 @@ const headOut: ResponseHeadOut = { keepAliveTimeout: -1 };
 /** Largest first body piece copied next to its head for a single write; larger ones are written apart. */
 const COMBINE_LIMIT = 16 * 1024;
 
-export class TargetConnection implements ParserEvents {
+export class TargetConnection implements ParserEvents, ExchangeTarget {
   readonly core: TransportCore;
   readonly parser: HttpParser;
   state: ProtocolState = S.REQUEST_READY;
@@ -270,7 +269,7 @@ export class TargetConnection implements ParserEvents {
         if (this.pausedAt === AT_HEAD) {
           this.pausedAt = 0;
           if (this.parser.statusCode === 101 && this.ex?.forward?.websocket !== undefined) {
-            this.switchProtocols(chunk, off, end);
+            this.ex.source.targetUpgraded(this.ex, chunk, off, end);
             return;
           }
           if (!this.relayHead(false)) break;
@@ -344,23 +343,13 @@ export class TargetConnection implements ParserEvents {
   }
 
   /**
-   * The backend accepted a WebSocket handshake (101, RFC 6455 §4.2.2): the 101 head goes to the client
-   * with Upgrade and Connection restored (they are hop-by-hop, so the head builder drops them), then both
-   * sockets leave the HTTP machinery for a tunnel (tunnel.ts). Bytes after the head are tunnel bytes.
+   * The WebSocket hand-over (tunnel.ts switchProtocols): the socket leaves the exchange, the pool and the
+   * sweep, its HTTP listeners go, and the tunnel owns it from here.
    */
-  private switchProtocols(chunk: Buffer, off: number, end: number): void {
-    const ex = this.ex as Exchange;
-    const p = this.parser;
-    const head = buildResponseHead(
-      { statusCode: 101, statusText: p.statusText, headers: p.headers, connection: 'upgrade', dechunk: false, extra: ex.responseHeaders.length === 0 ? EMPTY : ex.responseHeaders },
-      this.core.settings,
-    );
-    ex.status = 101;
+  leaveForTunnel(ex: Exchange): Socket {
     this.setState(S.RESPONSE_HEAD);
-    const rest = off < end ? Buffer.from(chunk.subarray(off, end)) : undefined;
     this.ex = null;
     ex.target = null;
-    // The socket leaves the pool and the sweep: the tunnel owns it from here.
     this.detached = true;
     this.finalise();
     const s = this.socket;
@@ -372,7 +361,12 @@ export class TargetConnection implements ParserEvents {
     s.removeListener('connect', this.onConnect);
     s.removeListener('secureConnect', this.onConnect);
     this.resumeReading();
-    startTunnel(this.core, ex, head, s, this, rest);
+    return s;
+  }
+
+  /** Back to its pool unused (ExchangeTarget.release). */
+  release(): void {
+    this.pool.release(this);
   }
 
   /** A tunnel write toward `to` still holds bytes of the current read buffer: set it aside on the next read. */

@@ -14,8 +14,8 @@ import type { Socket } from 'node:net';
 import { ProtocolState as S } from './states';
 import { makeFault, type TransportFault } from './codes';
 import type { TransportCore } from './core';
-import type { Exchange } from './exchange';
-import type { SourceConnection } from './source';
+import type { Exchange, ExchangeOwner } from './exchange';
+import { buildResponseHead } from './headers';
 import { redirectTargetReads, type TargetConnection } from './target';
 import type { TunnelInfo, WebSocketHooks } from './types';
 
@@ -109,7 +109,7 @@ export class Tunnel implements TunnelInfo {
 
   constructor(
     private readonly core: TransportCore,
-    private readonly source: SourceConnection,
+    private readonly source: ExchangeOwner,
     private readonly client: Socket,
     private readonly backend: Socket,
     private readonly target: TargetConnection,
@@ -251,8 +251,30 @@ export class Tunnel implements TunnelInfo {
   }
 }
 
+const EMPTY: readonly string[] = [];
+
+/**
+ * The backend accepted a WebSocket handshake (101, RFC 6455 §4.2.2): the 101 head goes to the client
+ * with Upgrade and Connection restored (they are hop-by-hop, so the head builder drops them), then both
+ * sockets leave the HTTP machinery for a tunnel. Bytes after the head are tunnel bytes. Called by the
+ * exchange's owner (ExchangeOwner.targetUpgraded) when its target reads a 101 head.
+ */
+export function switchProtocols(target: TargetConnection, chunk: Buffer, off: number, end: number): void {
+  const ex = target.ex as Exchange;
+  const p = target.parser;
+  const core = target.core;
+  const head = buildResponseHead(
+    { statusCode: 101, statusText: p.statusText, headers: p.headers, connection: 'upgrade', dechunk: false, extra: ex.responseHeaders.length === 0 ? EMPTY : ex.responseHeaders },
+    core.settings,
+  );
+  ex.status = 101;
+  const rest = off < end ? Buffer.from(chunk.subarray(off, end)) : undefined;
+  const backend = target.leaveForTunnel(ex);
+  startTunnel(core, ex, head, backend, target, rest);
+}
+
 /** The 101 is in hand: write it to the client and join the two sockets. */
-export function startTunnel(core: TransportCore, ex: Exchange, head: string, backend: Socket, target: TargetConnection, rest: Buffer | undefined): void {
+function startTunnel(core: TransportCore, ex: Exchange, head: string, backend: Socket, target: TargetConnection, rest: Buffer | undefined): void {
   const source = ex.source;
   const hooks = (ex.forward as { websocket?: WebSocketHooks }).websocket ?? {};
   const early = source.enterTunnel(ex, head);
