@@ -21,6 +21,7 @@ import { Exchange, type BodyCollector, type ExchangeOwner, type ExchangeTarget }
 import type { TransportCore } from './core';
 import type { TargetConnection } from './target';
 import { switchProtocols } from './tunnel';
+import { poolFor } from './pool';
 import type { BodyRead, BufferedResponse, ForwardDecision, LocalResponse, ResponseHook, RouteDecision } from './types';
 
 const AT_HEAD = 1;
@@ -460,7 +461,7 @@ export class SourceConnection implements ParserEvents, ExchangeOwner {
   /** The exchange holds an in-flight slot: get it a target connection. */
   startTarget(ex: Exchange): void {
     if (ex.aborted) return;
-    const pool = this.core.poolFor((ex.forward as ForwardDecision).target);
+    const pool = poolFor(this.core, (ex.forward as ForwardDecision).target);
     const t = pool.acquire(ex, false);
     if (t !== undefined) {
       this.attachTarget(ex, t);
@@ -496,7 +497,7 @@ export class SourceConnection implements ParserEvents, ExchangeOwner {
   /** Send the same head on a fresh connection (a stale reused socket, or the forward's RetryPolicy). */
   retry(ex: Exchange, why: string): void {
     this.core.log.log('debug', 'retry_request', { connection: this.id, method: ex.method, url: ex.url, why });
-    const pool = this.core.poolFor((ex.forward as ForwardDecision).target);
+    const pool = poolFor(this.core, (ex.forward as ForwardDecision).target);
     const t = pool.acquire(ex, true);
     if (t !== undefined) this.attachTarget(ex, t);
   }
@@ -964,7 +965,7 @@ export class SourceConnection implements ParserEvents, ExchangeOwner {
     if (ex.collect !== null) this.endCollect(ex, { ok: false, reason: 'aborted', size: ex.collect.size });
     if (ex.hasSlot) this.core.releaseSlot(ex);
     else if (ex.forward !== null) this.core.cancelSlotWait(ex);
-    if (ex.forward !== null && ex.target === null) this.core.poolFor(ex.forward.target).cancelWait(ex);
+    if (ex.forward !== null && ex.target === null) poolFor(this.core, ex.forward.target).cancelWait(ex);
     const t = ex.target;
     if (t !== null) {
       ex.target = null;

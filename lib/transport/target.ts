@@ -14,10 +14,9 @@ import { ProtocolState as S, canTransition, type ProtocolState } from './states'
 import { makeFault, type FaultReason } from './codes';
 import { buildResponseHead, type ResponseHeadOut } from './headers';
 import { ConnectTunnel, connectTls } from './outbound';
-import type { RoutePool } from './pool';
 import type { Exchange, ExchangeTarget } from './exchange';
 import type { TransportCore } from './core';
-import type { BufferedResponse } from './types';
+import type { BufferedResponse, TargetEndpoint } from './types';
 
 /** A response being gathered for ForwardDecision.bufferResponse: copies (the read buffer is reused). */
 interface ResponseCollector {
@@ -35,6 +34,18 @@ const EMPTY: readonly string[] = [];
 const headOut: ResponseHeadOut = { keepAliveTimeout: -1 };
 /** Largest first body piece copied next to its head for a single write; larger ones are written apart. */
 const COMBINE_LIMIT = 16 * 1024;
+
+/** What a target connection uses of its pool (pool.ts RoutePool). */
+export interface TargetPool {
+  readonly core: TransportCore;
+  readonly endpoint: TargetEndpoint;
+  /** `https://` routes: the latest TLS session, offered by the next connection (session reuse). */
+  tlsSession: Buffer | undefined;
+  /** The connection finished an exchange and can serve another. */
+  release(t: TargetConnection): void;
+  /** The connection closed or was destroyed. */
+  removed(t: TargetConnection): void;
+}
 
 export class TargetConnection implements ParserEvents, ExchangeTarget {
   readonly core: TransportCore;
@@ -79,7 +90,7 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
   private readBufBusy = false;
   private busySocket: Socket | null = null;
 
-  constructor(readonly pool: RoutePool) {
+  constructor(readonly pool: TargetPool) {
     const core = pool.core;
     this.core = core;
     this.lastActive = core.now;
