@@ -15,6 +15,8 @@ import { makeFault, type FaultReason } from './codes';
 import { buildResponseHead, type ResponseHeadOut } from './headers';
 import { ConnectTunnel, connectTls } from './outbound';
 import type { Exchange, ExchangeTarget } from './exchange';
+import { CHECKS, checkTarget, checkTargetAttach } from './invariants';
+import { onTargetRead, setTargetReader } from './read-buffers';
 import type { TransportCore } from './core';
 import type { BufferedResponse, TargetEndpoint } from './types';
 
@@ -121,7 +123,7 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
       socket = s;
     }
     this.socket = socket;
-    (socket as TargetSocket)[kTarget] = this;
+    setTargetReader(socket, this);
     core.targets.add(this);
     socket.on('data', this.onData);
     socket.on('end', this.onEnd);
@@ -142,6 +144,7 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
 
   /** Start serving `ex`: write its head (queued in the socket while still connecting). */
   attach(ex: Exchange): void {
+    if (CHECKS) checkTargetAttach(this.state, this.ex !== null, this.failed, this.closedByUs, this.pendingHead !== null);
     if (this.idleSince !== 0) this.reused = true;
     this.ex = ex;
     ex.target = this;
@@ -245,6 +248,7 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
   };
 
   private feed(chunk: Buffer, start: number, end: number): void {
+    if (CHECKS) checkTarget('feed', this.state, this.inBody, this.clRemaining);
     let off = start;
     try {
       for (;;) {
@@ -514,6 +518,7 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
 
   /** The response is complete. */
   private complete(trailing: boolean): void {
+    if (CHECKS) checkTarget('finish', this.state, this.inBody, this.clRemaining);
     if (this.pendingHead !== null) this.flushHead();
     const ex = this.ex as Exchange;
     this.setState(S.RESPONSE_DONE);
@@ -679,27 +684,6 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
     this.core.targets.delete(this);
     this.pool.removed(this);
   }
-}
-
-const kTarget = Symbol('throughway.target');
-/** Who reads a target socket's onread buffers: its connection, or the WebSocket tunnel it was handed to. */
-export interface TargetReader {
-  onRead(chunk: Buffer, end: number): void;
-}
-interface TargetSocket extends Socket {
-  [kTarget]?: TargetReader;
-}
-
-/** Hand a target socket's reads to a tunnel (reads keep landing in the connection's buffers). */
-export function redirectTargetReads(socket: Socket, reader: TargetReader): void {
-  (socket as TargetSocket)[kTarget] = reader;
-}
-
-/** net's onread callback; `this` is the socket. Returning true keeps reading (pauses are explicit). */
-function onTargetRead(this: TargetSocket, nread: number, buf: Buffer): boolean {
-  const t = this[kTarget];
-  if (t !== undefined) t.onRead(buf, nread);
-  return true;
 }
 
 /** A new field list without the given lower-case names ([apim.transport_headers] excludeResponseHeaders). */

@@ -16,7 +16,8 @@ import { makeFault, type TransportFault } from './codes';
 import type { TransportCore } from './core';
 import type { Exchange, ExchangeOwner } from './exchange';
 import { buildResponseHead } from './headers';
-import { redirectTargetReads, type TargetConnection } from './target';
+import type { TargetConnection } from './target';
+import { setTargetReader } from './read-buffers';
 import type { TunnelInfo, WebSocketHooks } from './types';
 
 /**
@@ -136,7 +137,7 @@ export class Tunnel implements TunnelInfo {
     backend.on('close', this.onBackendClose);
     backend.on('error', this.onBackendError);
     // Sockets reading into connection-owned buffers (net's onread) deliver here instead of 'data'.
-    redirectTargetReads(backend, { onRead: (buf, n) => this.fromBackend(buf, n) });
+    setTargetReader(backend, { onRead: (buf, n) => this.fromBackend(buf, n) });
     source.redirectReads((buf, n) => this.fromClient(buf, n));
   }
 
