@@ -79,8 +79,10 @@ export interface ExchangeOwner {
   gatheredResponse(ex: Exchange, res: BufferedResponse): void;
 
   // --- a WebSocket tunnel (tunnel.ts) ---
-  /** Write the 101 head, end the exchange, stop parsing; returns the client bytes sent after the handshake. */
-  enterTunnel(ex: Exchange, head: string): Buffer[];
+  /** Count, report and free what the exchange held. */
+  endExchange(ex: Exchange, fault: TransportFault | undefined): void;
+  /** After the 101 ended the exchange: stop parsing; returns the client bytes sent after the handshake. */
+  leaveForTunnel(): Buffer[];
   /** Adopted sockets: reads go to the tunnel. */
   redirectReads(onRead: (buf: Buffer, nread: number) => void): void;
   /** A tunnel write still views the current read buffer. */

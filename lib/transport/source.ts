@@ -10,15 +10,19 @@
  * callbacks only record where the parser stopped (it always pauses at the end of a head and at the end of
  * a message); every decision runs in feed() after execute() returns. A pipelined request waits, unparsed,
  * until the response before it is done, so responses go out in order (RFC 9112 §9.3.2).
+ *
+ * This file is the state machine. Module functions taking the connection do the rest: request checks
+ * (request-checks.ts), gathering a body for the router (body.ts), local answers (local.ts), read buffers
+ * (read-buffers.ts), the WebSocket hand-over (tunnel.ts). Pools, slots and targets reach the connection
+ * only through ExchangeOwner (exchange.ts); the flag invariants are in invariants.ts.
  */
 import type { Socket } from 'node:net';
-import { STATUS_CODES } from 'node:http';
 import { HttpParser, ExecStatus, PAUSE, HEAD_CONTINUE, type ParserEvents } from './parser';
 import { ProtocolState as S, canTransition, type ProtocolState } from './states';
 import { makeFault, type TransportFault, type FaultReason } from './codes';
-import { buildRequestHead, buildLocalHead, withBodyLength, expectsContinue } from './headers';
+import { buildRequestHead, withBodyLength } from './headers';
 import { Exchange, type ExchangeOwner, type ExchangeTarget } from './exchange';
-import { readBody, collectBody, endCollect, finishCollect, EMPTY_BODY } from './body';
+import { readBody, collectBody, endCollect, finishCollect } from './body';
 import type { TransportCore } from './core';
 import type { TargetConnection } from './target';
 import { switchProtocols } from './tunnel';
@@ -27,7 +31,7 @@ import { refuseRequest, originForm } from './request-checks';
 import { answer, answerFault, gatheredResponse } from './local';
 import { CHECKS, checkSource } from './invariants';
 import { nextSourceBuffer, readHolderOf } from './read-buffers';
-import type { BodyRead, BufferedResponse, ForwardDecision, LocalResponse, ResponseHook, RouteDecision } from './types';
+import type { BodyRead, BufferedResponse, ForwardDecision, LocalResponse, RouteDecision } from './types';
 
 const AT_HEAD = 1;
 const AT_COMPLETE = 2;
@@ -852,17 +856,11 @@ export class SourceConnection implements ParserEvents, ExchangeOwner {
   // --- WebSocket tunnel (tunnel.ts) ---
 
   /**
-   * The backend switched protocols: write its 101 head, end the exchange (status 101), stop parsing,
-   * and hand over the bytes the client sent after its handshake. The socket's 'error' and 'close'
-   * listeners stay: onClose still frees what this connection holds.
+   * The WebSocket hand-over (tunnel.ts): after the 101 ended the exchange, parsing stops and the bytes the
+   * client sent after its handshake go to the tunnel. The socket's 'error' and 'close' listeners stay:
+   * onClose still frees what this connection holds.
    */
-  enterTunnel(ex: Exchange, head: string): Buffer[] {
-    ex.responseStarted = true;
-    ex.responseDone = true;
-    ex.status = 101;
-    this.setState(S.RESPONSE_HEAD);
-    this.socket.write(head, 'latin1');
-    this.endExchange(ex, undefined);
+  leaveForTunnel(): Buffer[] {
     this.ex = null;
     this.blocked = true;
     this.tunnelled = true;
@@ -915,6 +913,5 @@ export class SourceConnection implements ParserEvents, ExchangeOwner {
   }
 }
 
-const NO_FIELDS: readonly string[] = [];
 /** How long a closing connection may linger half-open before it is destroyed. */
 const CLOSE_GRACE_MS = 5000;

@@ -278,7 +278,13 @@ export function switchProtocols(target: TargetConnection, chunk: Buffer, off: nu
 function startTunnel(core: TransportCore, ex: Exchange, head: string, backend: Socket, target: TargetConnection, rest: Buffer | undefined): void {
   const source = ex.source;
   const hooks = (ex.forward as { websocket?: WebSocketHooks }).websocket ?? {};
-  const early = source.enterTunnel(ex, head);
+  // The 101 ends the exchange (status 101, recorded like any response), then parsing stops.
+  ex.responseDone = true;
+  ex.status = 101;
+  source.startResponse(ex, true);
+  source.writeHead(head);
+  source.endExchange(ex, undefined);
+  const early = source.leaveForTunnel();
   const tunnel = new Tunnel(core, source, source.socket, backend, target, hooks);
   // Backend bytes that came with the 101, then client bytes sent before it (both already framed).
   if (rest !== undefined) tunnel.fromBackend(rest, rest.length);
