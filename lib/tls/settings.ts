@@ -10,7 +10,7 @@ import { XMLParser } from 'fast-xml-parser';
 import type { DeploymentConfig } from '../config/deployment-config.generated';
 import type { Logger } from '../log';
 import { readKeyStore, readTrustStore, storeStamp, TlsStoreError, type StoreRef } from './keystore';
-import { checkServerIdentityFor, type HostnameVerifier } from './verify';
+import { checkServerIdentityFor, type HostnameVerifier } from '../transport/verify';
 import type { Outbound } from '../transport/outbound';
 import { proxySelector } from './proxy';
 

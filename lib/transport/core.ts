@@ -14,9 +14,7 @@ import { stateName } from './states';
 import type { TransportSettings } from './settings';
 import type { Logger } from '../log';
 import type { Exchange } from './exchange';
-import type { SourceConnection } from './source';
-import type { TargetConnection } from './target';
-import { RoutePool } from './pool';
+import type { ProtocolState } from './states';
 import type { FaultRenderer, LocalResponse, RouteFn, SourceRequest, TargetEndpoint, TransportEvents, TunnelInfo } from './types';
 
 /**
@@ -50,10 +48,38 @@ export const defaultRenderFault: FaultRenderer = (fault) => ({
   faultCode: fault.code,
 });
 
+/**
+ * What the sweep, shutdown and stats use of the connections and pools registered here. The classes
+ * (source.ts, target.ts, pool.ts) depend on this file, never the reverse.
+ */
+export interface CoreSource {
+  readonly state: ProtocolState;
+  checkTimeouts(now: number): void;
+  shutdown(): void;
+  abort(): void;
+}
+
+export interface CoreTarget {
+  readonly state: ProtocolState;
+  checkTimeouts(now: number): void;
+  destroy(): void;
+}
+
+export interface CorePool {
+  readonly endpoint: TargetEndpoint;
+  /** Connections open or opening, idle ones, and exchanges waiting for one. */
+  readonly total: number;
+  readonly idle: readonly unknown[];
+  readonly waiters: readonly unknown[];
+  sweep(now: number): void;
+  destroyIdle(): void;
+}
+
 export class TransportCore {
-  readonly pools = new Map<string, RoutePool>();
-  readonly sources = new Set<SourceConnection>();
-  readonly targets = new Set<TargetConnection>();
+  /** Pools by TargetEndpoint.key, made by pool.ts poolFor(). */
+  readonly pools = new Map<string, CorePool>();
+  readonly sources = new Set<CoreSource>();
+  readonly targets = new Set<CoreTarget>();
   /** Open WebSocket tunnels (tunnel.ts). */
   readonly tunnels = new Set<TunnelInfo>();
   readonly stats: TransportStats = {
@@ -108,15 +134,6 @@ export class TransportCore {
    */
   stamp(): number {
     return this.timed ? performance.now() : this.now;
-  }
-
-  poolFor(target: TargetEndpoint): RoutePool {
-    let pool = this.pools.get(target.key);
-    if (pool === undefined) {
-      pool = new RoutePool(this, target);
-      this.pools.set(target.key, pool);
-    }
-    return pool;
   }
 
   /** Take an in-flight slot, or queue for one; a full bounded queue answers 503 (103002) at once. */

@@ -2,11 +2,96 @@
  * One request and its response on a source connection. The exchange is what the router sees (it
  * implements SourceRequest) and what links the source connection to the target connection serving it.
  */
+import type { Socket } from 'node:net';
 import type { PeerCertificate, TLSSocket } from 'node:tls';
-import type { SourceConnection } from './source';
-import type { TargetConnection } from './target';
-import type { SourceRequest, ForwardDecision, BodyRead } from './types';
+import type { HttpParser } from './parser';
+import type { SourceRequest, ForwardDecision, BodyRead, BufferedResponse } from './types';
 import type { TransportFault } from './codes';
+
+/**
+ * What the owner of an exchange (its source connection, source.ts) uses of the target connection serving
+ * it (target.ts). The owner depends on this, not on the target's class.
+ */
+export interface ExchangeTarget {
+  ex: Exchange | null;
+  readonly socket: Socket;
+  /** Start serving the exchange: write its head. */
+  attach(ex: Exchange): void;
+  /** Body bytes toward the backend; false when its socket buffer is full. */
+  writeBody(buf: Buffer): boolean;
+  /** The client's request is complete. */
+  endRequest(): void;
+  /** The client drained: read the backend again. */
+  resumeReading(): void;
+  /** Back to its pool unused (the exchange it was produced for ended meanwhile). */
+  release(): void;
+  destroy(): void;
+}
+
+/**
+ * The callbacks an exchange's owner answers: the pool, the in-flight slots (core.ts), the target serving
+ * the exchange (target.ts) and a WebSocket tunnel (tunnel.ts) call these, never the source connection's
+ * class. Implemented by SourceConnection (source.ts).
+ */
+export interface ExchangeOwner {
+  readonly id: number;
+  readonly remoteAddress: string;
+  readonly remotePort: number;
+  readonly secure: boolean;
+  readonly socket: Socket;
+  /** The request parser: an exchange copies its head from it. */
+  readonly parser: HttpParser;
+  /** Requests started on the connection. */
+  requests: number;
+  /** The current request allows the connection to stay open. */
+  readonly keepAlive: boolean;
+  /** Last activity on the transport clock (the sweep's inactivity checks). */
+  lastActive: number;
+
+  // --- in-flight slots (core.ts) and pools (pool.ts) ---
+  /** The exchange holds an in-flight slot: get it a target connection. */
+  startTarget(ex: Exchange): void;
+  /** The in-flight queue is full: answer 503 at once. */
+  queueFull(ex: Exchange): void;
+  /** The pool produced a target for an exchange that was waiting. */
+  targetReady(ex: Exchange, t: ExchangeTarget): void;
+  /** Waiting for a pooled connection took longer than the connect timeout. */
+  poolTimeout(ex: Exchange): void;
+
+  // --- the target serving the exchange (target.ts) ---
+  /** Send the same head on a fresh connection. */
+  retry(ex: Exchange, why: string): void;
+  /** The target failed before or during the response. */
+  targetFailed(ex: Exchange, fault: TransportFault): void;
+  /** The target's socket drained: read the client again. */
+  targetDrained(): void;
+  /** The backend accepted a WebSocket handshake (101): hand both sockets to a tunnel (tunnel.ts). */
+  targetUpgraded(ex: Exchange, chunk: Buffer, off: number, end: number): void;
+  writeInterim(status: number, text: string, headers: readonly string[]): void;
+  /** The target has a response head for the client. */
+  startResponse(ex: Exchange, noBody: boolean): void;
+  writeHead(head: string): void;
+  /** Response body bytes; false when the client's socket buffer is full. */
+  writeBody(buf: Buffer): boolean;
+  /** The target finished the response. */
+  responseDone(ex: Exchange): void;
+  /** A response gathered for ForwardDecision.bufferResponse is complete. */
+  gatheredResponse(ex: Exchange, res: BufferedResponse): void;
+
+  // --- a WebSocket tunnel (tunnel.ts) ---
+  /** Count, report and free what the exchange held. */
+  endExchange(ex: Exchange, fault: TransportFault | undefined): void;
+  /** After the 101 ended the exchange: stop parsing; returns the client bytes sent after the handshake. */
+  leaveForTunnel(): Buffer[];
+  /** Adopted sockets: reads go to the tunnel. */
+  redirectReads(onRead: (buf: Buffer, nread: number) => void): void;
+  /** A tunnel write still views the current read buffer. */
+  holdReadBuffer(): void;
+  close(): void;
+
+  /** SourceRequest.readBody. */
+  readBody(ex: Exchange, limit: number): Promise<BodyRead>;
+}
 
 const EMPTY: readonly string[] = [];
 
@@ -35,8 +120,8 @@ export class Exchange implements SourceRequest {
   upgrade: boolean;
 
   // --- progress ---
-  readonly source: SourceConnection;
-  target: TargetConnection | null = null;
+  readonly source: ExchangeOwner;
+  target: ExchangeTarget | null = null;
   forward: ForwardDecision | null = null;
   /** The head written to the backend, kept for the one retry on a fresh connection. */
   requestHead = '';
@@ -81,7 +166,7 @@ export class Exchange implements SourceRequest {
   responseHeaders: readonly string[] = EMPTY;
   dropResponseHeaders: readonly string[] | undefined = undefined;
 
-  constructor(source: SourceConnection, startedAt: number) {
+  constructor(source: ExchangeOwner, startedAt: number) {
     this.source = source;
     const p = source.parser;
     this.method = p.method;

@@ -169,8 +169,13 @@ export function buildRequestHead(input: RequestHeadInput, settings: TransportSet
   return head;
 }
 
-/** Seconds from a `Keep-Alive: timeout=N` field of the last response head built, or -1. */
-export let lastKeepAliveTimeout = -1;
+/**
+ * A second result of buildResponseHead, written into an object the caller owns and reuses (no object per
+ * response): the seconds of a `Keep-Alive: timeout=N` field of the backend's head, or -1.
+ */
+export interface ResponseHeadOut {
+  keepAliveTimeout: number;
+}
 
 export interface ResponseHeadInput {
   readonly statusCode: number;
@@ -184,11 +189,11 @@ export interface ResponseHeadInput {
   readonly extra: readonly string[];
 }
 
-/** The response head for the client. Also records Keep-Alive: timeout=N in lastKeepAliveTimeout. */
-export function buildResponseHead(input: ResponseHeadInput, settings: TransportSettings): string {
+/** The response head for the client. Also records Keep-Alive: timeout=N in out.keepAliveTimeout (when given). */
+export function buildResponseHead(input: ResponseHeadInput, settings: TransportSettings, out?: ResponseHeadOut): string {
   const headers = input.headers;
   const listed = connectionListed(headers);
-  lastKeepAliveTimeout = -1;
+  let keepAliveTimeout = -1;
   let head = 'HTTP/1.1 ' + input.statusCode + ' ' + input.statusText + '\r\n';
   let via: string | undefined;
   let serverSeen = false;
@@ -215,7 +220,7 @@ export function buildResponseHead(input: ResponseHeadInput, settings: TransportS
         via = via === undefined ? value : via + ', ' + value;
         break;
       case Kind.DROP:
-        if (name.length === 10) lastKeepAliveTimeout = keepAliveSeconds(value);
+        if (name.length === 10) keepAliveTimeout = keepAliveSeconds(value);
         break;
       default:
         break;
@@ -224,6 +229,7 @@ export function buildResponseHead(input: ResponseHeadInput, settings: TransportS
   if (!settings.preserveServer && !preserved(settings, 'server') && serverSeen) head += 'Server: ' + settings.productToken + '\r\n';
   if (settings.via !== '') head += 'Via: ' + (via === undefined ? settings.via : via + ', ' + settings.via) + '\r\n';
   else if (via !== undefined) head += 'Via: ' + via + '\r\n';
+  if (out !== undefined) out.keepAliveTimeout = keepAliveTimeout;
   const extra = input.extra;
   for (let i = 0; i < extra.length; i += 2) {
     const name = extra[i] as string;

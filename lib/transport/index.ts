@@ -7,7 +7,8 @@ import * as net from 'node:net';
 import * as tls from 'node:tls';
 import { performance } from 'node:perf_hooks';
 import { TransportCore, defaultConnect, defaultRenderFault, type ConnectFn, type TransportStats } from './core';
-import { SourceConnection, kReadHolder, type ReadHolder } from './source';
+import { SourceConnection } from './source';
+import { kReadHolder, nextBuffer, onSourceRead, type ReadHolder } from './read-buffers';
 import { resolveSettings, type TransportSettings } from './settings';
 import { selfTest } from './parser';
 import { silentLogger, type Logger } from '../log';
@@ -71,19 +72,6 @@ export interface Transport {
 }
 
 let selfTested = false;
-
-function onSourceRead(this: net.Socket & { [kReadHolder]?: ReadHolder }, nread: number, buf: Buffer): boolean {
-  const conn = this[kReadHolder]?.conn;
-  if (conn != null) conn.onRead(buf, nread);
-  return true;
-}
-
-function nextBuffer(holder: ReadHolder): Buffer {
-  const conn = holder.conn;
-  if (conn === null) return holder.first ?? Buffer.allocUnsafeSlow(4096);
-  holder.first = null;
-  return conn.nextReadBuffer();
-}
 
 /**
  * Re-wraps an accepted socket's handle in a net.Socket that reads into connection-owned buffers (net's

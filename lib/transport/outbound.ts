@@ -7,7 +7,7 @@
 import * as net from 'node:net';
 import * as tls from 'node:tls';
 import { Duplex } from 'node:stream';
-import type { CheckServerIdentity } from '../tls/verify';
+import type { CheckServerIdentity } from './verify';
 
 /** Outbound TLS of one endpoint, built once (targetFromUrl) and shared by all its connections. */
 export interface TargetTls {

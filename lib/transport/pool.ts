@@ -7,12 +7,23 @@
  * a connection; one that waits longer than the connect timeout fails with 101504 at state 0 (the
  * reference's code for "no connection could be had", ARCHITECTURE.md), answered 503.
  */
-import type { TransportCore } from './core';
+import type { CorePool, TransportCore } from './core';
 import type { Exchange } from './exchange';
-import { TargetConnection } from './target';
+import { TargetConnection, type TargetPool } from './target';
 import type { TargetEndpoint } from './types';
 
-export class RoutePool {
+/** The pool of a backend host:port, made on first use. */
+export function poolFor(core: TransportCore, target: TargetEndpoint): RoutePool {
+  // Every pool in core.pools is made here.
+  let pool = core.pools.get(target.key) as RoutePool | undefined;
+  if (pool === undefined) {
+    pool = new RoutePool(core, target);
+    core.pools.set(target.key, pool);
+  }
+  return pool;
+}
+
+export class RoutePool implements CorePool, TargetPool {
   readonly idle: TargetConnection[] = [];
   readonly waiters: Exchange[] = [];
   /** Connections of this route that are open or opening. */

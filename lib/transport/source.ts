@@ -10,37 +10,33 @@
  * callbacks only record where the parser stopped (it always pauses at the end of a head and at the end of
  * a message); every decision runs in feed() after execute() returns. A pipelined request waits, unparsed,
  * until the response before it is done, so responses go out in order (RFC 9112 §9.3.2).
+ *
+ * This file is the state machine. Module functions taking the connection do the rest: request checks
+ * (request-checks.ts), gathering a body for the router (body.ts), local answers (local.ts), read buffers
+ * (read-buffers.ts), the WebSocket hand-over (tunnel.ts). Pools, slots and targets reach the connection
+ * only through ExchangeOwner (exchange.ts); the flag invariants are in invariants.ts.
  */
 import type { Socket } from 'node:net';
-import { STATUS_CODES } from 'node:http';
 import { HttpParser, ExecStatus, PAUSE, HEAD_CONTINUE, type ParserEvents } from './parser';
 import { ProtocolState as S, canTransition, type ProtocolState } from './states';
 import { makeFault, type TransportFault, type FaultReason } from './codes';
-import { buildRequestHead, buildLocalHead, withBodyLength, expectsContinue } from './headers';
-import { Exchange, type BodyCollector } from './exchange';
+import { buildRequestHead, withBodyLength } from './headers';
+import { Exchange, type ExchangeOwner, type ExchangeTarget } from './exchange';
+import { readBody, collectBody, endCollect, finishCollect } from './body';
 import type { TransportCore } from './core';
 import type { TargetConnection } from './target';
-import type { BodyRead, BufferedResponse, ForwardDecision, LocalResponse, ResponseHook, RouteDecision } from './types';
+import { switchProtocols } from './tunnel';
+import { poolFor } from './pool';
+import { refuseRequest, originForm } from './request-checks';
+import { answer, answerFault, gatheredResponse } from './local';
+import { CHECKS, checkSource } from './invariants';
+import { nextSourceBuffer, readHolderOf } from './read-buffers';
+import type { BodyRead, BufferedResponse, ForwardDecision, LocalResponse, RouteDecision } from './types';
 
 const AT_HEAD = 1;
 const AT_COMPLETE = 2;
 
-/** What an adopted socket's onread callback feeds (index.ts): its source connection, or a tunnel. */
-export interface SourceReader {
-  onRead(buf: Buffer, nread: number): void;
-  nextReadBuffer(): Buffer;
-}
-
-/** Routes an adopted socket's onread callbacks (set right after the socket is made, index.ts). */
-export interface ReadHolder {
-  conn: SourceReader | null;
-  /** The buffer of the first read, dropped once the connection chooses its own. */
-  first: Buffer | null;
-}
-
-export const kReadHolder = Symbol('throughway.readHolder');
-
-export class SourceConnection implements ParserEvents {
+export class SourceConnection implements ParserEvents, ExchangeOwner {
   readonly core: TransportCore;
   readonly parser: HttpParser;
   readonly id: number;
@@ -59,11 +55,11 @@ export class SourceConnection implements ParserEvents {
   /** Parsing waits: for a route, slot or target (AT_HEAD), or for the response (AT_COMPLETE). */
   private blocked = false;
   private pausedAt = 0;
-  private inBody = false;
+  inBody = false;
   /** A bodiless request's head is parsed; its exchange begins when the parser reports completion. */
   private headPending = false;
   /** Bytes of a Content-Length request body still to relay (counted here, not parsed). */
-  private clRemaining = 0;
+  clRemaining = 0;
   private feeding = false;
   private readPaused = false;
   /** Paused because the target's socket buffer is full. */
@@ -74,10 +70,10 @@ export class SourceConnection implements ParserEvents {
   private tooLarge = false;
   private corked = 0;
   /** Connection-owned read buffer (adopted sockets only), and whether a view of it is still held. */
-  private readBuf: Buffer | null = null;
-  private smallBuf: Buffer | null = null;
-  private retainRead = false;
-  private lastReadFull = false;
+  readBuf: Buffer | null = null;
+  smallBuf: Buffer | null = null;
+  retainRead = false;
+  lastReadFull = false;
 
   constructor(
     core: TransportCore,
@@ -100,7 +96,13 @@ export class SourceConnection implements ParserEvents {
     socket.on('drain', this.onDrain);
   }
 
-  private setState(to: ProtocolState): void {
+  /** The invariants of invariants.ts; called only when CHECKS is on (test processes). */
+  private check(at: string): void {
+    const ex = this.ex;
+    checkSource(at, this.state, ex !== null, ex !== null && ex.responseDone, this.inBody, this.clRemaining, this.headPending, this.closing);
+  }
+
+  setState(to: ProtocolState): void {
     if (this.state === to) return;
     if (!canTransition(this.state, to)) this.core.illegalTransition('source', this.state, to);
     this.state = to;
@@ -160,6 +162,7 @@ export class SourceConnection implements ParserEvents {
   }
 
   private feed(chunk: Buffer, start: number): void {
+    if (CHECKS) this.check('feed');
     const end = chunk.length;
     let off = start;
     for (;;) {
@@ -273,27 +276,9 @@ export class SourceConnection implements ParserEvents {
     this.onData(buf.subarray(0, nread));
   }
 
-  /**
-   * The buffer for the next read (net's onread generator, called after every read). Large
-   * (settings.readBufferSize, from the transport's spare list) while a body streams or a read filled its
-   * buffer; a small one of the connection's own otherwise, so an idle keep-alive client holds 4 KiB, not
-   * 128 KiB. A buffer a queued byte or pending target write still views is never reused or given back.
-   */
+  /** The buffer for the next read (read-buffers.ts). */
   nextReadBuffer(): Buffer {
-    const cur = this.readBuf;
-    const wantLarge = this.lastReadFull || this.inBody || this.clRemaining > 0;
-    if (cur !== null && !this.retainRead && (cur !== this.smallBuf) === wantLarge) return cur;
-    if (cur !== null && cur !== this.smallBuf && !this.retainRead) this.core.giveReadBuffer(cur);
-    if (cur === this.smallBuf && this.retainRead) this.smallBuf = null; // still viewed: never reuse it
-    this.retainRead = false;
-    let next: Buffer;
-    if (wantLarge) {
-      next = this.core.takeReadBuffer();
-    } else {
-      next = this.smallBuf ??= Buffer.allocUnsafeSlow(SMALL_READ_BUFFER);
-    }
-    this.readBuf = next;
-    return next;
+    return nextSourceBuffer(this);
   }
 
   /**
@@ -337,7 +322,7 @@ export class SourceConnection implements ParserEvents {
     if (ex === null) return;
     ex.bodyBytes += end - start;
     // A chunked body being gathered keeps its payload (the raw framing relay() sees is not the body).
-    if (ex.collect !== null) this.collectBody(ex, ex.collect, chunk, start, end);
+    if (ex.collect !== null) collectBody(this, ex, ex.collect, chunk, start, end);
     const max = this.core.settings.maxRequestBody;
     if (max >= 0 && ex.bodyBytes > max) this.tooLarge = true;
   }
@@ -356,28 +341,7 @@ export class SourceConnection implements ParserEvents {
     this.keepAlive = this.parser.keepAlive && !core.closing;
     core.stats.requests++;
     this.setState(ex.hasBody ? S.REQUEST_BODY : S.REQUEST_HEAD);
-    // What strict llhttp still lets through (RFC 9112 §3.2, §2.3): a 1.1 request needs exactly one Host
-    // (two could route differently at the gateway and at the backend), and only 1.x is spoken here.
-    if (ex.versionMajor !== 1) {
-      this.answerFault(ex, makeFault('version_not_supported', this.state, false, `HTTP/${ex.versionMajor}.${ex.versionMinor}`), true);
-      return;
-    }
-    if (ex.method === 'CONNECT') {
-      // RFC 9110 §9.3.6: CONNECT asks for a tunnel. The pass-through listener relays HTTP exchanges; a
-      // CONNECT forwarded as one would hand the backend a request it was never routed for.
-      this.answerFault(ex, makeFault('connect_method', this.state, false, ex.url), true);
-      return;
-    }
-    const hosts = countHost(ex.headers);
-    if (hosts > 1 || (hosts === 0 && ex.versionMinor === 1)) {
-      this.answerFault(ex, makeFault('client_protocol', this.state, false, hosts > 1 ? 'more than one Host field' : 'no Host field'), true);
-      return;
-    }
-    const max = core.settings.maxRequestBody;
-    if (max >= 0 && ex.contentLength > max) {
-      this.answerFault(ex, makeFault('body_too_large', this.state), true);
-      return;
-    }
+    if (refuseRequest(this, ex, core.settings.maxRequestBody)) return;
     let decision: RouteDecision | Promise<RouteDecision> | undefined;
     try {
       decision = core.route(ex);
@@ -386,7 +350,7 @@ export class SourceConnection implements ParserEvents {
       return;
     }
     if (decision === undefined) {
-      this.answerFault(ex, makeFault('no_route', this.state), false);
+      answerFault(this, ex, makeFault('no_route', this.state), false);
     } else if (typeof (decision as Promise<RouteDecision>).then === 'function') {
       (decision as Promise<RouteDecision>).then(
         (d) => this.decided(ex, d),
@@ -400,7 +364,7 @@ export class SourceConnection implements ParserEvents {
   /** An asynchronous route decision arrived. */
   private decided(ex: Exchange, d: RouteDecision | undefined): void {
     if (ex.aborted || this.ex !== ex) return;
-    if (d === undefined) this.answerFault(ex, makeFault('no_route', this.state), false);
+    if (d === undefined) answerFault(this, ex, makeFault('no_route', this.state), false);
     else this.apply(ex, d);
     this.unblockIfReady(ex);
   }
@@ -408,19 +372,19 @@ export class SourceConnection implements ParserEvents {
   private routeFailed(ex: Exchange, err: unknown): void {
     if (ex.aborted || this.ex !== ex) return;
     this.core.log.log('error', 'route_error', { connection: this.id, error: err instanceof Error ? err.message : String(err) });
-    this.answerFault(ex, makeFault('processing', this.state, false, 'router threw'), !ex.requestComplete);
+    answerFault(this, ex, makeFault('processing', this.state, false, 'router threw'), !ex.requestComplete);
     this.unblockIfReady(ex);
   }
 
   private apply(ex: Exchange, d: RouteDecision): void {
     if ((d as ForwardDecision).target !== undefined) this.forward(ex, d as ForwardDecision);
-    else this.answer(ex, d as LocalResponse, false);
+    else answer(this, ex, d as LocalResponse, false);
   }
 
   private forward(ex: Exchange, d: ForwardDecision): void {
     const core = this.core;
     if (!core.settings.senderEnabled) {
-      this.answerFault(ex, makeFault('sender_disabled', S.REQUEST_READY), false);
+      answerFault(this, ex, makeFault('sender_disabled', S.REQUEST_READY), false);
       return;
     }
     ex.forward = d;
@@ -429,7 +393,7 @@ export class SourceConnection implements ParserEvents {
     if (body !== null) {
       // A body of the router's (mediation): sent with its own length; what is left of the client's is dropped.
       ex.outBody = body;
-      if (ex.collect !== null) this.endCollect(ex, { ok: false, reason: 'aborted', size: ex.collect.size });
+      if (ex.collect !== null) endCollect(ex, { ok: false, reason: 'aborted', size: ex.collect.size });
       if (!ex.requestComplete) ex.discard = true;
       if (body.length > 0 || ex.hasBody) headers = withBodyLength(headers, body.length);
     }
@@ -459,7 +423,7 @@ export class SourceConnection implements ParserEvents {
   /** The exchange holds an in-flight slot: get it a target connection. */
   startTarget(ex: Exchange): void {
     if (ex.aborted) return;
-    const pool = this.core.poolFor((ex.forward as ForwardDecision).target);
+    const pool = poolFor(this.core, (ex.forward as ForwardDecision).target);
     const t = pool.acquire(ex, false);
     if (t !== undefined) {
       this.attachTarget(ex, t);
@@ -467,7 +431,8 @@ export class SourceConnection implements ParserEvents {
     }
   }
 
-  private attachTarget(ex: Exchange, t: TargetConnection): void {
+  private attachTarget(ex: Exchange, t: ExchangeTarget): void {
+    if (CHECKS) this.check('attach');
     if (ex.forwardedAt < 0) {
       ex.forwardedAt = this.core.stamp();
       const timeout = (ex.forward as ForwardDecision).timeout;
@@ -483,9 +448,9 @@ export class SourceConnection implements ParserEvents {
   }
 
   /** The pool (or a freed slot) produced a target for an exchange that was waiting. */
-  targetReady(ex: Exchange, t: TargetConnection): void {
+  targetReady(ex: Exchange, t: ExchangeTarget): void {
     if (ex.aborted || this.ex !== ex) {
-      t.pool.release(t);
+      t.release();
       return;
     }
     this.attachTarget(ex, t);
@@ -495,7 +460,7 @@ export class SourceConnection implements ParserEvents {
   /** Send the same head on a fresh connection (a stale reused socket, or the forward's RetryPolicy). */
   retry(ex: Exchange, why: string): void {
     this.core.log.log('debug', 'retry_request', { connection: this.id, method: ex.method, url: ex.url, why });
-    const pool = this.core.poolFor((ex.forward as ForwardDecision).target);
+    const pool = poolFor(this.core, (ex.forward as ForwardDecision).target);
     const t = pool.acquire(ex, true);
     if (t !== undefined) this.attachTarget(ex, t);
   }
@@ -508,11 +473,12 @@ export class SourceConnection implements ParserEvents {
 
   /** The in-flight queue is full (passthru_http worker_pool_queue_length): 503 at once. */
   queueFull(ex: Exchange): void {
-    this.answerFault(ex, makeFault('queue_full', this.state), false);
+    answerFault(this, ex, makeFault('queue_full', this.state), false);
   }
 
   /** After an asynchronous step made the exchange ready: continue parsing its body. */
-  private unblockIfReady(ex: Exchange): void {
+  unblockIfReady(ex: Exchange): void {
+    if (CHECKS) this.check('unblock');
     if (this.ex !== ex || !ex.ready || !this.blocked || this.pausedAt !== AT_HEAD || this.feeding || this.closing) return;
     this.pausedAt = 0;
     this.blocked = false;
@@ -520,60 +486,9 @@ export class SourceConnection implements ParserEvents {
     this.pump();
   }
 
-  /**
-   * readBody(): gather the body instead of relaying it. Parsing goes on as if a target took the bytes;
-   * a body above `limit` resolves as too large at once (a Content-Length says so before any byte).
-   */
+  /** SourceRequest.readBody (body.ts). */
   readBody(ex: Exchange, limit: number): Promise<BodyRead> {
-    if (ex.collect !== null || ex.collected !== null || ex.ready || ex.aborted || this.ex !== ex) return Promise.resolve({ ok: false, reason: 'already_read', size: 0 });
-    if (!ex.hasBody) {
-      ex.collected = EMPTY_BODY;
-      return Promise.resolve({ ok: true, body: EMPTY_BODY });
-    }
-    if (!ex.chunked && ex.contentLength > limit) {
-      // Never read: the answer closes the connection (RFC 9110 §15.5.14 allows closing on 413).
-      ex.closeAfter = true;
-      return Promise.resolve({ ok: false, reason: 'too_large', size: ex.contentLength });
-    }
-    return new Promise<BodyRead>((resolve) => {
-      ex.collect = { limit, chunks: [], size: 0, resolve };
-      // The client may wait for 100 Continue before sending the body (RFC 9110 §10.1.1); no backend
-      // will send it now, so the gateway does.
-      if (ex.versionMinor >= 1 && expectsContinue(ex.headers)) this.writeInterim(100, 'Continue', NO_FIELDS);
-      ex.ready = true;
-      this.unblockIfReady(ex);
-    });
-  }
-
-  private collectBody(ex: Exchange, c: BodyCollector, chunk: Buffer, start: number, end: number): void {
-    c.size += end - start;
-    if (c.size > c.limit) {
-      ex.discard = true;
-      ex.closeAfter = true;
-      this.endCollect(ex, { ok: false, reason: 'too_large', size: c.size });
-      return;
-    }
-    c.chunks.push(chunk.subarray(start, end));
-    this.retainRead = true; // the views keep this read's buffer from being reused
-  }
-
-  private endCollect(ex: Exchange, r: BodyRead): void {
-    const c = ex.collect as BodyCollector;
-    ex.collect = null;
-    c.chunks.length = 0;
-    c.resolve(r);
-  }
-
-  /** The gathered body in one buffer of its own (byteOffset 0): it may be transferred to a worker thread. */
-  private finishCollect(ex: Exchange): void {
-    const c = ex.collect as BodyCollector;
-    const body = Buffer.allocUnsafeSlow(c.size);
-    let off = 0;
-    for (const piece of c.chunks) off += piece.copy(body, off);
-    ex.collected = body;
-    ex.collect = null;
-    c.chunks.length = 0;
-    c.resolve({ ok: true, body });
+    return readBody(this, ex, limit);
   }
 
   /** Body bytes (raw, framing included: chunked bodies are relayed verbatim) toward the target. */
@@ -582,7 +497,7 @@ export class SourceConnection implements ParserEvents {
     if (ex.discard) return;
     if (ex.collect !== null) {
       // Content-Length bytes are the payload; chunked ones are gathered de-framed in onBody.
-      if (!ex.chunked) this.collectBody(ex, ex.collect, chunk, start, end);
+      if (!ex.chunked) collectBody(this, ex, ex.collect, chunk, start, end);
       return;
     }
     const t = ex.target;
@@ -607,7 +522,7 @@ export class SourceConnection implements ParserEvents {
   private requestComplete(): void {
     const ex = this.ex as Exchange;
     ex.requestComplete = true;
-    if (ex.collect !== null) this.finishCollect(ex);
+    if (ex.collect !== null) finishCollect(ex);
     if (this.state < S.REQUEST_DONE) this.setState(S.REQUEST_DONE);
     if (ex.target !== null) ex.target.endRequest();
     if (ex.responseDone) this.finishExchange(ex);
@@ -665,45 +580,23 @@ export class SourceConnection implements ParserEvents {
     }
   }
 
-  /**
-   * A response gathered for ForwardDecision.bufferResponse is complete (its target is already released):
-   * the router's hook decides what the client gets, answered like a local response.
-   */
+  /** A local answer (local.ts). `mustClose`: the rest of the request will not be read. */
+  answer(ex: Exchange, r: LocalResponse, mustClose: boolean): void {
+    answer(this, ex, r, mustClose);
+  }
+
+  answerFault(ex: Exchange, fault: TransportFault, mustClose: boolean): void {
+    answerFault(this, ex, fault, mustClose);
+  }
+
+  /** A response gathered for ForwardDecision.bufferResponse is complete (local.ts). */
   gatheredResponse(ex: Exchange, res: BufferedResponse): void {
-    const hook = (ex.forward as ForwardDecision).bufferResponse as ResponseHook;
-    let r: LocalResponse | Promise<LocalResponse>;
-    try {
-      r = hook.handle(res);
-    } catch (err) {
-      this.responseHookFailed(ex, err);
-      return;
-    }
-    if (typeof (r as Promise<LocalResponse>).then === 'function') {
-      (r as Promise<LocalResponse>).then(
-        (d) => this.responseHookDone(ex, d),
-        (err: unknown) => this.responseHookFailed(ex, err),
-      );
-    } else this.responseHookDone(ex, r as LocalResponse);
-  }
-
-  private responseHookDone(ex: Exchange, r: LocalResponse): void {
-    if (ex.aborted || this.ex !== ex) return;
-    const drop = ex.dropResponseHeaders;
-    let headers = r.headers ?? NO_FIELDS;
-    if (drop !== undefined) headers = headers.filter((_, i, a) => (i % 2 === 0 ? !drop.includes((a[i] as string).toLowerCase()) : !drop.includes((a[i - 1] as string).toLowerCase())));
-    // A fault the router rendered carries its own (CORS) fields already.
-    if (ex.responseHeaders.length > 0 && r.faultCode === undefined) headers = [...headers, ...ex.responseHeaders];
-    this.answer(ex, { ...r, headers }, false);
-  }
-
-  private responseHookFailed(ex: Exchange, err: unknown): void {
-    if (ex.aborted || this.ex !== ex) return;
-    this.core.log.log('error', 'response_hook_error', { connection: this.id, error: err instanceof Error ? err.message : String(err) });
-    this.answerFault(ex, makeFault('processing', S.RESPONSE_DONE, false, 'response hook threw'), false);
+    gatheredResponse(this, ex, res);
   }
 
   /** Request complete and response done: the connection goes on or closes. */
-  private finishExchange(ex: Exchange): void {
+  finishExchange(ex: Exchange): void {
+    if (CHECKS) this.check('finish');
     this.endExchange(ex, undefined);
     if (ex.closeAfter || !this.keepAlive || this.core.closing) {
       this.close();
@@ -720,7 +613,7 @@ export class SourceConnection implements ParserEvents {
   }
 
   /** Count, report and free what the exchange held. */
-  private endExchange(ex: Exchange, fault: TransportFault | undefined): void {
+  endExchange(ex: Exchange, fault: TransportFault | undefined): void {
     if (ex.hasSlot) this.core.releaseSlot(ex);
     const onExchange = this.core.events.onExchange;
     if (onExchange !== undefined) {
@@ -746,46 +639,6 @@ export class SourceConnection implements ParserEvents {
     }
   }
 
-  /** A local answer (fault, preflight, ...). `mustClose`: the rest of the request will not be read. */
-  answer(ex: Exchange, r: LocalResponse, mustClose: boolean): void {
-    if (ex.responseStarted) {
-      this.abort();
-      return;
-    }
-    ex.ready = true;
-    ex.faultCode = r.faultCode;
-    const body = r.body === undefined ? EMPTY_BODY : typeof r.body === 'string' ? Buffer.from(r.body) : r.body;
-    if (!ex.requestComplete) {
-      if (mustClose) ex.closeAfter = true;
-      else ex.discard = true; // read and drop the rest of the body, keep the connection
-    }
-    if (!this.keepAlive || this.core.closing) ex.closeAfter = true;
-    ex.status = r.status;
-    ex.responseStarted = true;
-    ex.responseBytes = body.length;
-    const head = buildLocalHead(r.status, STATUS_CODES[r.status] ?? 'Unknown', r.headers ?? NO_FIELDS, body.length, ex.closeAfter);
-    this.setState(S.RESPONSE_HEAD);
-    this.cork();
-    this.socket.write(head, 'latin1');
-    if (body.length > 0 && !ex.isHead) this.socket.write(body);
-    this.uncork();
-    ex.responseDone = true;
-    this.setState(S.RESPONSE_DONE);
-    if (ex.closeAfter) {
-      this.endExchange(ex, undefined);
-      this.close();
-    } else if (ex.requestComplete) {
-      this.finishExchange(ex);
-    }
-  }
-
-  private answerFault(ex: Exchange, fault: TransportFault, mustClose: boolean): void {
-    ex.fault = fault;
-    this.core.reportFault(fault, ex);
-    const r = this.core.renderFault(fault, ex);
-    this.answer(ex, r.faultCode === undefined ? { ...r, faultCode: fault.code } : r, mustClose);
-  }
-
   /** The target failed before or during the response. */
   targetFailed(ex: Exchange, fault: TransportFault): void {
     if (this.ex !== ex || ex.aborted) return;
@@ -798,7 +651,7 @@ export class SourceConnection implements ParserEvents {
       this.abort();
       return;
     }
-    this.answerFault(ex, fault, !ex.requestComplete);
+    answerFault(this, ex, fault, !ex.requestComplete);
     this.unblockIfReady(ex);
   }
 
@@ -811,7 +664,7 @@ export class SourceConnection implements ParserEvents {
       ex.target = null;
       t.destroy();
     }
-    this.answerFault(ex, makeFault('body_too_large', this.state), true);
+    answerFault(this, ex, makeFault('body_too_large', this.state), true);
   }
 
   private parseError(): void {
@@ -835,7 +688,7 @@ export class SourceConnection implements ParserEvents {
       }
       ex = this.newErrorExchange();
     }
-    this.answerFault(ex, fault, true);
+    answerFault(this, ex, fault, true);
   }
 
   /** An exchange to answer a request whose head never parsed. */
@@ -858,7 +711,7 @@ export class SourceConnection implements ParserEvents {
       case S.REQUEST_HEAD:
         if (this.ex === null && now - this.headStart > settings.headerTimeout) {
           const ex = this.newErrorExchange();
-          this.answerFault(ex, makeFault('header_timeout', S.REQUEST_HEAD, false, `head not complete within ${settings.headerTimeout} ms`), true);
+          answerFault(this, ex, makeFault('header_timeout', S.REQUEST_HEAD, false, `head not complete within ${settings.headerTimeout} ms`), true);
         }
         return;
       case S.REQUEST_BODY: {
@@ -870,7 +723,7 @@ export class SourceConnection implements ParserEvents {
             ex.target = null;
             t.destroy();
           }
-          this.answerFault(ex, makeFault('client_timeout', S.REQUEST_BODY, false, `no data for ${settings.socketTimeout} ms`), true);
+          answerFault(this, ex, makeFault('client_timeout', S.REQUEST_BODY, false, `no data for ${settings.socketTimeout} ms`), true);
         }
         return;
       }
@@ -960,10 +813,10 @@ export class SourceConnection implements ParserEvents {
   /** Forget the exchange; a target still serving it cannot be reused (the request or response is cut). */
   private dropExchange(ex: Exchange): void {
     ex.aborted = true;
-    if (ex.collect !== null) this.endCollect(ex, { ok: false, reason: 'aborted', size: ex.collect.size });
+    if (ex.collect !== null) endCollect(ex, { ok: false, reason: 'aborted', size: ex.collect.size });
     if (ex.hasSlot) this.core.releaseSlot(ex);
     else if (ex.forward !== null) this.core.cancelSlotWait(ex);
-    if (ex.forward !== null && ex.target === null) this.core.poolFor(ex.forward.target).cancelWait(ex);
+    if (ex.forward !== null && ex.target === null) poolFor(this.core, ex.forward.target).cancelWait(ex);
     const t = ex.target;
     if (t !== null) {
       ex.target = null;
@@ -996,24 +849,18 @@ export class SourceConnection implements ParserEvents {
   private internalError(err: unknown): void {
     this.core.log.log('error', 'internal_error', { connection: this.id, error: err instanceof Error ? (err.stack ?? err.message) : String(err) });
     const ex = this.ex;
-    if (ex !== null && !ex.responseStarted) this.answerFault(ex, makeFault('processing', this.state, false, 'internal error'), true);
+    if (ex !== null && !ex.responseStarted) answerFault(this, ex, makeFault('processing', this.state, false, 'internal error'), true);
     else this.abort();
   }
 
   // --- WebSocket tunnel (tunnel.ts) ---
 
   /**
-   * The backend switched protocols: write its 101 head, end the exchange (status 101), stop parsing,
-   * and hand over the bytes the client sent after its handshake. The socket's 'error' and 'close'
-   * listeners stay: onClose still frees what this connection holds.
+   * The WebSocket hand-over (tunnel.ts): after the 101 ended the exchange, parsing stops and the bytes the
+   * client sent after its handshake go to the tunnel. The socket's 'error' and 'close' listeners stay:
+   * onClose still frees what this connection holds.
    */
-  enterTunnel(ex: Exchange, head: string): Buffer[] {
-    ex.responseStarted = true;
-    ex.responseDone = true;
-    ex.status = 101;
-    this.setState(S.RESPONSE_HEAD);
-    this.socket.write(head, 'latin1');
-    this.endExchange(ex, undefined);
+  leaveForTunnel(): Buffer[] {
     this.ex = null;
     this.blocked = true;
     this.tunnelled = true;
@@ -1030,9 +877,15 @@ export class SourceConnection implements ParserEvents {
 
   private tunnelled = false;
 
+  /** The target read a 101 to a WebSocket handshake: tunnel.ts takes both sockets over. */
+  targetUpgraded(ex: Exchange, chunk: Buffer, off: number, end: number): void {
+    // The one ExchangeTarget there is: target.ts's connection.
+    switchProtocols(ex.target as TargetConnection, chunk, off, end);
+  }
+
   /** Adopted sockets (onread): reads go to the tunnel, still into this connection's buffers. */
   redirectReads(onRead: (buf: Buffer, nread: number) => void): void {
-    const holder = (this.socket as Socket & { [kReadHolder]?: ReadHolder })[kReadHolder];
+    const holder = readHolderOf(this.socket);
     if (holder === undefined) return;
     holder.conn = {
       onRead: (buf, nread) => {
@@ -1060,32 +913,5 @@ export class SourceConnection implements ParserEvents {
   }
 }
 
-function countHost(headers: readonly string[]): number {
-  let n = 0;
-  for (let i = 0; i < headers.length; i += 2) {
-    const name = headers[i] as string;
-    if (name.length === 4 && name.toLowerCase() === 'host') n++;
-  }
-  return n;
-}
-
-/**
- * The request target for the backend in origin-form: a client talking to an origin server sends only the
- * path and query (RFC 9112 §3.2.1). A client may send absolute-form, which a server must accept
- * (§3.2.2); forwarded as is, the backend would take the URI's authority over the Host the proxy sets.
- */
-function originForm(url: string): string {
-  if (url.charCodeAt(0) === 0x2f /* '/' */) return url;
-  const authority = ABSOLUTE_FORM.exec(url);
-  if (authority === null) return url; // asterisk-form, authority-form
-  const rest = url.slice(authority[0].length);
-  return rest === '' || rest.charCodeAt(0) !== 0x2f ? '/' + rest : rest;
-}
-const ABSOLUTE_FORM = /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*/i;
-
-const EMPTY_BODY = Buffer.alloc(0);
-/** Read buffer of an idle client connection: a request head of a few hundred bytes fits. */
-const SMALL_READ_BUFFER = 4096;
-const NO_FIELDS: readonly string[] = [];
 /** How long a closing connection may linger half-open before it is destroyed. */
 const CLOSE_GRACE_MS = 5000;

@@ -12,13 +12,13 @@ import type { Socket } from 'node:net';
 import { HttpParser, ExecStatus, HEAD_CONTINUE, HEAD_SKIP_BODY, PAUSE, type ParserEvents } from './parser';
 import { ProtocolState as S, canTransition, type ProtocolState } from './states';
 import { makeFault, type FaultReason } from './codes';
-import { buildResponseHead, lastKeepAliveTimeout } from './headers';
+import { buildResponseHead, type ResponseHeadOut } from './headers';
 import { ConnectTunnel, connectTls } from './outbound';
-import { startTunnel } from './tunnel';
-import type { RoutePool } from './pool';
-import type { Exchange } from './exchange';
+import type { Exchange, ExchangeTarget } from './exchange';
+import { CHECKS, checkTarget, checkTargetAttach } from './invariants';
+import { onTargetRead, setTargetReader } from './read-buffers';
 import type { TransportCore } from './core';
-import type { BufferedResponse } from './types';
+import type { BufferedResponse, TargetEndpoint } from './types';
 
 /** A response being gathered for ForwardDecision.bufferResponse: copies (the read buffer is reused). */
 interface ResponseCollector {
@@ -32,10 +32,24 @@ interface ResponseCollector {
 const AT_HEAD = 1;
 const AT_COMPLETE = 2;
 const EMPTY: readonly string[] = [];
+/** The second result of buildResponseHead; one per process, read right after each call (single-threaded). */
+const headOut: ResponseHeadOut = { keepAliveTimeout: -1 };
 /** Largest first body piece copied next to its head for a single write; larger ones are written apart. */
 const COMBINE_LIMIT = 16 * 1024;
 
-export class TargetConnection implements ParserEvents {
+/** What a target connection uses of its pool (pool.ts RoutePool). */
+export interface TargetPool {
+  readonly core: TransportCore;
+  readonly endpoint: TargetEndpoint;
+  /** `https://` routes: the latest TLS session, offered by the next connection (session reuse). */
+  tlsSession: Buffer | undefined;
+  /** The connection finished an exchange and can serve another. */
+  release(t: TargetConnection): void;
+  /** The connection closed or was destroyed. */
+  removed(t: TargetConnection): void;
+}
+
+export class TargetConnection implements ParserEvents, ExchangeTarget {
   readonly core: TransportCore;
   readonly parser: HttpParser;
   state: ProtocolState = S.REQUEST_READY;
@@ -78,7 +92,7 @@ export class TargetConnection implements ParserEvents {
   private readBufBusy = false;
   private busySocket: Socket | null = null;
 
-  constructor(readonly pool: RoutePool) {
+  constructor(readonly pool: TargetPool) {
     const core = pool.core;
     this.core = core;
     this.lastActive = core.now;
@@ -109,7 +123,7 @@ export class TargetConnection implements ParserEvents {
       socket = s;
     }
     this.socket = socket;
-    (socket as TargetSocket)[kTarget] = this;
+    setTargetReader(socket, this);
     core.targets.add(this);
     socket.on('data', this.onData);
     socket.on('end', this.onEnd);
@@ -130,6 +144,7 @@ export class TargetConnection implements ParserEvents {
 
   /** Start serving `ex`: write its head (queued in the socket while still connecting). */
   attach(ex: Exchange): void {
+    if (CHECKS) checkTargetAttach(this.state, this.ex !== null, this.failed, this.closedByUs, this.pendingHead !== null);
     if (this.idleSince !== 0) this.reused = true;
     this.ex = ex;
     ex.target = this;
@@ -233,6 +248,7 @@ export class TargetConnection implements ParserEvents {
   };
 
   private feed(chunk: Buffer, start: number, end: number): void {
+    if (CHECKS) checkTarget('feed', this.state, this.inBody, this.clRemaining);
     let off = start;
     try {
       for (;;) {
@@ -268,7 +284,7 @@ export class TargetConnection implements ParserEvents {
         if (this.pausedAt === AT_HEAD) {
           this.pausedAt = 0;
           if (this.parser.statusCode === 101 && this.ex?.forward?.websocket !== undefined) {
-            this.switchProtocols(chunk, off, end);
+            this.ex.source.targetUpgraded(this.ex, chunk, off, end);
             return;
           }
           if (!this.relayHead(false)) break;
@@ -342,23 +358,13 @@ export class TargetConnection implements ParserEvents {
   }
 
   /**
-   * The backend accepted a WebSocket handshake (101, RFC 6455 §4.2.2): the 101 head goes to the client
-   * with Upgrade and Connection restored (they are hop-by-hop, so the head builder drops them), then both
-   * sockets leave the HTTP machinery for a tunnel (tunnel.ts). Bytes after the head are tunnel bytes.
+   * The WebSocket hand-over (tunnel.ts switchProtocols): the socket leaves the exchange, the pool and the
+   * sweep, its HTTP listeners go, and the tunnel owns it from here.
    */
-  private switchProtocols(chunk: Buffer, off: number, end: number): void {
-    const ex = this.ex as Exchange;
-    const p = this.parser;
-    const head = buildResponseHead(
-      { statusCode: 101, statusText: p.statusText, headers: p.headers, connection: 'upgrade', dechunk: false, extra: ex.responseHeaders.length === 0 ? EMPTY : ex.responseHeaders },
-      this.core.settings,
-    );
-    ex.status = 101;
+  leaveForTunnel(ex: Exchange): Socket {
     this.setState(S.RESPONSE_HEAD);
-    const rest = off < end ? Buffer.from(chunk.subarray(off, end)) : undefined;
     this.ex = null;
     ex.target = null;
-    // The socket leaves the pool and the sweep: the tunnel owns it from here.
     this.detached = true;
     this.finalise();
     const s = this.socket;
@@ -370,7 +376,12 @@ export class TargetConnection implements ParserEvents {
     s.removeListener('connect', this.onConnect);
     s.removeListener('secureConnect', this.onConnect);
     this.resumeReading();
-    startTunnel(this.core, ex, head, s, this, rest);
+    return s;
+  }
+
+  /** Back to its pool unused (ExchangeTarget.release). */
+  release(): void {
+    this.pool.release(this);
   }
 
   /** A tunnel write toward `to` still holds bytes of the current read buffer: set it aside on the next read. */
@@ -435,10 +446,11 @@ export class TargetConnection implements ParserEvents {
         extra: ex.responseHeaders.length === 0 ? EMPTY : ex.responseHeaders,
       },
       this.core.settings,
+      headOut,
     );
-    if (lastKeepAliveTimeout >= 0) {
+    if (headOut.keepAliveTimeout >= 0) {
       // Stay below the backend's own idle limit so it never closes a socket just as we reuse it.
-      this.idleLimit = Math.min(this.core.settings.poolIdleTimeout, Math.max(0, lastKeepAliveTimeout * 1000 - 1000));
+      this.idleLimit = Math.min(this.core.settings.poolIdleTimeout, Math.max(0, headOut.keepAliveTimeout * 1000 - 1000));
     }
     ex.status = status;
     this.keepAliveAfter = p.keepAlive;
@@ -506,6 +518,7 @@ export class TargetConnection implements ParserEvents {
 
   /** The response is complete. */
   private complete(trailing: boolean): void {
+    if (CHECKS) checkTarget('finish', this.state, this.inBody, this.clRemaining);
     if (this.pendingHead !== null) this.flushHead();
     const ex = this.ex as Exchange;
     this.setState(S.RESPONSE_DONE);
@@ -671,27 +684,6 @@ export class TargetConnection implements ParserEvents {
     this.core.targets.delete(this);
     this.pool.removed(this);
   }
-}
-
-const kTarget = Symbol('throughway.target');
-/** Who reads a target socket's onread buffers: its connection, or the WebSocket tunnel it was handed to. */
-export interface TargetReader {
-  onRead(chunk: Buffer, end: number): void;
-}
-interface TargetSocket extends Socket {
-  [kTarget]?: TargetReader;
-}
-
-/** Hand a target socket's reads to a tunnel (reads keep landing in the connection's buffers). */
-export function redirectTargetReads(socket: Socket, reader: TargetReader): void {
-  (socket as TargetSocket)[kTarget] = reader;
-}
-
-/** net's onread callback; `this` is the socket. Returning true keeps reading (pauses are explicit). */
-function onTargetRead(this: TargetSocket, nread: number, buf: Buffer): boolean {
-  const t = this[kTarget];
-  if (t !== undefined) t.onRead(buf, nread);
-  return true;
 }
 
 /** A new field list without the given lower-case names ([apim.transport_headers] excludeResponseHeaders). */

@@ -14,9 +14,10 @@ import type { Socket } from 'node:net';
 import { ProtocolState as S } from './states';
 import { makeFault, type TransportFault } from './codes';
 import type { TransportCore } from './core';
-import type { Exchange } from './exchange';
-import type { SourceConnection } from './source';
-import { redirectTargetReads, type TargetConnection } from './target';
+import type { Exchange, ExchangeOwner } from './exchange';
+import { buildResponseHead } from './headers';
+import type { TargetConnection } from './target';
+import { setTargetReader } from './read-buffers';
 import type { TunnelInfo, WebSocketHooks } from './types';
 
 /**
@@ -109,7 +110,7 @@ export class Tunnel implements TunnelInfo {
 
   constructor(
     private readonly core: TransportCore,
-    private readonly source: SourceConnection,
+    private readonly source: ExchangeOwner,
     private readonly client: Socket,
     private readonly backend: Socket,
     private readonly target: TargetConnection,
@@ -136,7 +137,7 @@ export class Tunnel implements TunnelInfo {
     backend.on('close', this.onBackendClose);
     backend.on('error', this.onBackendError);
     // Sockets reading into connection-owned buffers (net's onread) deliver here instead of 'data'.
-    redirectTargetReads(backend, { onRead: (buf, n) => this.fromBackend(buf, n) });
+    setTargetReader(backend, { onRead: (buf, n) => this.fromBackend(buf, n) });
     source.redirectReads((buf, n) => this.fromClient(buf, n));
   }
 
@@ -251,11 +252,39 @@ export class Tunnel implements TunnelInfo {
   }
 }
 
+const EMPTY: readonly string[] = [];
+
+/**
+ * The backend accepted a WebSocket handshake (101, RFC 6455 §4.2.2): the 101 head goes to the client
+ * with Upgrade and Connection restored (they are hop-by-hop, so the head builder drops them), then both
+ * sockets leave the HTTP machinery for a tunnel. Bytes after the head are tunnel bytes. Called by the
+ * exchange's owner (ExchangeOwner.targetUpgraded) when its target reads a 101 head.
+ */
+export function switchProtocols(target: TargetConnection, chunk: Buffer, off: number, end: number): void {
+  const ex = target.ex as Exchange;
+  const p = target.parser;
+  const core = target.core;
+  const head = buildResponseHead(
+    { statusCode: 101, statusText: p.statusText, headers: p.headers, connection: 'upgrade', dechunk: false, extra: ex.responseHeaders.length === 0 ? EMPTY : ex.responseHeaders },
+    core.settings,
+  );
+  ex.status = 101;
+  const rest = off < end ? Buffer.from(chunk.subarray(off, end)) : undefined;
+  const backend = target.leaveForTunnel(ex);
+  startTunnel(core, ex, head, backend, target, rest);
+}
+
 /** The 101 is in hand: write it to the client and join the two sockets. */
-export function startTunnel(core: TransportCore, ex: Exchange, head: string, backend: Socket, target: TargetConnection, rest: Buffer | undefined): void {
+function startTunnel(core: TransportCore, ex: Exchange, head: string, backend: Socket, target: TargetConnection, rest: Buffer | undefined): void {
   const source = ex.source;
   const hooks = (ex.forward as { websocket?: WebSocketHooks }).websocket ?? {};
-  const early = source.enterTunnel(ex, head);
+  // The 101 ends the exchange (status 101, recorded like any response), then parsing stops.
+  ex.responseDone = true;
+  ex.status = 101;
+  source.startResponse(ex, true);
+  source.writeHead(head);
+  source.endExchange(ex, undefined);
+  const early = source.leaveForTunnel();
   const tunnel = new Tunnel(core, source, source.socket, backend, target, hooks);
   // Backend bytes that came with the 101, then client bytes sent before it (both already framed).
   if (rest !== undefined) tunnel.fromBackend(rest, rest.length);

@@ -5,7 +5,7 @@
 import type { PeerCertificate } from 'node:tls';
 import type { TransportFault } from './codes';
 import type { Outbound, ProxyRoute, TargetTls } from './outbound';
-import { checkServerIdentityFor } from '../tls/verify';
+import { checkServerIdentityFor } from './verify';
 import { createSecureContext } from 'node:tls';
 
 /** A backend address, parsed once (targetFromUrl) and reused for every request routed to it. */

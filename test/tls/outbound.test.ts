@@ -9,7 +9,7 @@ import * as net from 'node:net';
 import * as tls from 'node:tls';
 import t, { type Test } from 'tap';
 import { createTransport, targetFromUrl, type TransportFault, type Outbound } from '../../lib/transport';
-import { checkServerIdentityFor, type HostnameVerifier } from '../../lib/tls/verify';
+import { checkServerIdentityFor, type HostnameVerifier } from '../../lib/transport/verify';
 import { outboundFrom } from '../../lib/tls/settings';
 import { loadConfig } from '../../lib/config/load';
 import { selfSigned } from '../../lib/tls/sample';

@@ -14,7 +14,7 @@ import { proxySelector, nonProxyHosts, hostList, parseProxyProfiles } from '../.
 import { outboundFrom } from '../../lib/tls/settings';
 import { loadConfig } from '../../lib/config/load';
 import * as tls from 'node:tls';
-import { checkServerIdentityFor } from '../../lib/tls/verify';
+import { checkServerIdentityFor } from '../../lib/transport/verify';
 import { HOST, makePki } from './helpers';
 
 const pki = makePki();

@@ -238,7 +238,7 @@ t.test('wss:// backend: the tunnel runs over the outbound TLS socket', async (t)
   const { selfSigned } = await import('../../lib/tls/sample');
   const tls = await import('node:tls');
   const https = await import('node:https');
-  const { checkServerIdentityFor } = await import('../../lib/tls/verify');
+  const { checkServerIdentityFor } = await import('../../lib/transport/verify');
   const ca = selfSigned('ca', [], { ca: true, bits: 1024 });
   const cert = selfSigned('localhost', ['localhost', '127.0.0.1'], { issuer: ca, bits: 1024 });
   const server = https.createServer({ key: cert.keyPem, cert: cert.certPem });
