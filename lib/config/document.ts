@@ -48,14 +48,14 @@ export function formatDocumentDiagnostic(d: DocumentDiagnostic): string {
 // ---------------------------------------------------------------------------------------------------------
 
 /**
- * A field's type, in the words of docs/apis.md. The scalar ones are KeyDef's 's', 'b', 'f', 'a' and the
+ * A field's type, in the words of docs/apis.md. The scalar ones are KeyDef's 's', 'b', 'f', 'i', 'a' and the
  * 'duration' format; 'codes' is an array of integers (a single integer is accepted), 'table' a table of
  * `fields`, 'tables' an array of tables (`[[key]]`, a repeatable SectionDef), 'endpoint' a URL string or
  * a table of `fields` holding `url`.
  */
-export type FieldType = 'string' | 'boolean' | 'number' | 'strings' | 'codes' | 'duration' | 'table' | 'tables' | 'endpoint';
+export type FieldType = 'string' | 'boolean' | 'number' | 'integer' | 'strings' | 'codes' | 'duration' | 'table' | 'tables' | 'endpoint';
 
-export interface FieldDef extends Pick<KeyDef, 'key' | 'required' | 'allowed' | 'min' | 'meaning'> {
+export interface FieldDef extends Pick<KeyDef, 'key' | 'required' | 'allowed' | 'min' | 'max' | 'meaning'> {
   readonly type: FieldType;
   readonly default?: unknown;
   readonly example?: string;
@@ -64,7 +64,7 @@ export interface FieldDef extends Pick<KeyDef, 'key' | 'required' | 'allowed' | 
   /** Accepted but not enforced until the named step lands (reported as not enforced by the caller). */
   readonly notEnforced?: string;
   /** 'codes': the check of each integer; `${n} ${problem}` when it fails. */
-  readonly item?: { readonly valid: (n: number) => boolean; readonly problem: string; readonly expected: string };
+  readonly item?: { readonly valid: (n: number) => boolean; readonly problem: string; readonly expected: string; readonly list: string };
 }
 
 /** The codes a document kind reports its problems with. */
@@ -142,8 +142,10 @@ export function typeOf(v: unknown): string {
 }
 
 export interface ReaderOptions {
-  /** Diagnostics carry the key's column (the policies file's diagnostics name the line only). */
+  /** Diagnostics carry the key's column (false: the line only, as the policies and templates files report). */
   readonly columns?: boolean;
+  /** The message of a missing required field: `<key> is required` unless given. */
+  readonly required?: (key: string) => string;
 }
 
 export interface UnknownKeyOptions {
@@ -211,7 +213,7 @@ export class DocumentReader<C extends string> {
       const at = fromString ? [...seg] : [...seg, def.key];
       if (v === undefined) {
         if (def.required === true) {
-          this.report('error', this.codes.required, at, `${def.key} is required`, def.example);
+          this.report('error', this.codes.required, at, this.options.required?.(def.key) ?? `${def.key} is required`, def.example);
           ok = false;
         } else if (def.default !== undefined) out[def.key] = def.default;
         continue;
@@ -253,6 +255,14 @@ export class DocumentReader<C extends string> {
           return undefined;
         }
         return raw;
+      case 'integer':
+        if (typeof raw !== 'number' || !Number.isInteger(raw)) return this.typeError(seg, raw, 'an integer');
+        if ((def.min !== undefined && raw < def.min) || (def.max !== undefined && raw > def.max)) {
+          const range = def.min !== undefined && def.max !== undefined ? `${def.min}..${def.max}` : def.min !== undefined ? `>= ${def.min}` : `<= ${String(def.max)}`;
+          this.report('error', this.codes.value, seg, `${raw} is out of range`, `an integer ${range}`);
+          return undefined;
+        }
+        return raw;
       case 'duration': {
         const ms = parseDuration(raw, 'ms');
         if (ms === undefined || ms < (def.min ?? 0)) {
@@ -279,7 +289,7 @@ export class DocumentReader<C extends string> {
       }
       case 'codes': {
         const list = typeof raw === 'number' ? [raw] : raw;
-        if (!Array.isArray(list) || !list.every((n) => typeof n === 'number' && Number.isInteger(n))) return this.typeError(seg, raw, 'an array of transport codes');
+        if (!Array.isArray(list) || !list.every((n) => typeof n === 'number' && Number.isInteger(n))) return this.typeError(seg, raw, def.item?.list ?? 'an array of integers');
         let ok = true;
         const item = def.item;
         if (item !== undefined) {

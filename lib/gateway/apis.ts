@@ -108,7 +108,7 @@ export interface ApiDefinition {
 export type { FieldDef, FieldType };
 
 /** The check of each code of suspend_codes and retry_codes. */
-const TRANSPORT_CODE = { valid: validTransportCode, problem: 'is not a backend-side transport code', expected: 'a code of docs/faults.md "Transport faults" with side target, e.g. 101503, 101504, 101505' } as const;
+const TRANSPORT_CODE = { valid: validTransportCode, problem: 'is not a backend-side transport code', expected: 'a code of docs/faults.md "Transport faults" with side target, e.g. 101503, 101504, 101505', list: 'an array of transport codes' } as const;
 
 const ENDPOINT_FIELDS: readonly FieldDef[] = [
   { key: 'url', type: 'string', required: true, meaning: 'Backend base URL (http://host:port/path, or https:// with outbound TLS, docs/tls.md; ws:// and wss:// are accepted as their http:// and https:// equivalents). The backend URL of a call is this URL followed by the resource path and the query string.', example: '"http://127.0.0.1:9000/v1"' },
