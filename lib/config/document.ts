@@ -63,6 +63,10 @@ export interface FieldDef extends Pick<KeyDef, 'key' | 'required' | 'allowed' | 
   readonly fields?: readonly FieldDef[];
   /** Accepted but not enforced until the named step lands (reported as not enforced by the caller). */
   readonly notEnforced?: string;
+  /** Read (checked and defaulted) only when one of these sibling fields is written; ignored otherwise. */
+  readonly onlyWith?: readonly string[];
+  /** 'string': the empty string is refused. */
+  readonly nonEmpty?: boolean;
   /** 'codes': the check of each integer; `${n} ${problem}` when it fails. */
   readonly item?: { readonly valid: (n: number) => boolean; readonly problem: string; readonly expected: string; readonly list: string };
 }
@@ -141,11 +145,30 @@ export function typeOf(v: unknown): string {
   return `a ${typeof v}`;
 }
 
-export interface ReaderOptions {
+/** A problem as a document kind words it. */
+export interface Worded<C extends string> {
+  readonly code: C;
+  readonly message: string;
+  readonly expected?: string;
+}
+
+/**
+ * How a document kind words the problems the reader finds, where its documented messages differ from the
+ * reader's own (docs/throttling.md for the policies file). Each hook is optional.
+ */
+export interface DocumentWording<C extends string> {
+  /** A missing required field; `atTable`: reported at the table that lacks it, not at the field's path. */
+  readonly required?: (key: string) => { readonly message: string; readonly atTable?: boolean };
+  /** A value of the wrong type, an empty `nonEmpty` string, or an integer out of its range. */
+  readonly wrongValue?: (def: FieldDef, raw: unknown, expected: string) => Worded<C>;
+  /** A value outside `allowed`. */
+  readonly notAllowed?: (value: unknown, allowed: readonly string[], near: string | undefined) => Worded<C>;
+}
+
+export interface ReaderOptions<C extends string> {
   /** Diagnostics carry the key's column (false: the line only, as the policies and templates files report). */
   readonly columns?: boolean;
-  /** The message of a missing required field: `<key> is required` unless given. */
-  readonly required?: (key: string) => string;
+  readonly wording?: DocumentWording<C>;
 }
 
 export interface UnknownKeyOptions {
@@ -166,7 +189,7 @@ export class DocumentReader<C extends string> {
     readonly file: string,
     readonly map: SourceMap | undefined,
     readonly codes: DocumentCodes<C>,
-    readonly options: ReaderOptions = {},
+    readonly options: ReaderOptions<C> = {},
   ) {}
 
   /** Whether a path is written in the file. */
@@ -209,11 +232,13 @@ export class DocumentReader<C extends string> {
       { listKnown: true },
     );
     for (const def of fields) {
+      if (def.onlyWith !== undefined && !def.onlyWith.some((k) => raw[k] !== undefined)) continue;
       const v = raw[def.key];
       const at = fromString ? [...seg] : [...seg, def.key];
       if (v === undefined) {
         if (def.required === true) {
-          this.report('error', this.codes.required, at, this.options.required?.(def.key) ?? `${def.key} is required`, def.example);
+          const w = this.options.wording?.required?.(def.key);
+          this.report('error', this.codes.required, w?.atTable === true ? [...seg] : at, w?.message ?? `${def.key} is required`, def.example);
           ok = false;
         } else if (def.default !== undefined) out[def.key] = def.default;
         continue;
@@ -225,13 +250,25 @@ export class DocumentReader<C extends string> {
     return ok ? out : undefined;
   }
 
-  private typeError(seg: readonly Segment[], raw: unknown, expected: string): undefined {
+  private worded(seg: readonly Segment[], w: Worded<C>): undefined {
+    this.report('error', w.code, seg, w.message, w.expected);
+    return undefined;
+  }
+
+  private typeError(def: FieldDef, seg: readonly Segment[], raw: unknown, expected: string): undefined {
+    const hook = this.options.wording?.wrongValue;
+    if (hook !== undefined) return this.worded(seg, hook(def, raw, expected));
     this.report('error', this.codes.type, seg, `expected ${expected}, got ${typeOf(raw)}`, expected);
     return undefined;
   }
 
   private notAllowed(seg: readonly Segment[], value: string, allowed: readonly string[]): void {
     const near = closest(value, allowed);
+    const hook = this.options.wording?.notAllowed;
+    if (hook !== undefined) {
+      this.worded(seg, hook(value, allowed, near));
+      return;
+    }
     this.report('error', this.codes.allowed, seg, `${JSON.stringify(value)} is not allowed${near !== undefined ? `; did you mean "${near}"?` : ''}`, `one of ${allowed.join(', ')}`);
   }
 
@@ -239,25 +276,27 @@ export class DocumentReader<C extends string> {
   checkValue(def: FieldDef, raw: unknown, seg: readonly Segment[]): unknown {
     switch (def.type) {
       case 'string':
-        if (typeof raw !== 'string') return this.typeError(seg, raw, 'a string');
+        if (typeof raw !== 'string') return this.typeError(def, seg, raw, 'a string');
+        if (def.nonEmpty === true && raw === '') return this.typeError(def, seg, raw, 'a non-empty string');
         if (def.allowed !== undefined && !def.allowed.includes(raw)) {
           this.notAllowed(seg, raw, def.allowed);
           return undefined;
         }
         return raw;
       case 'boolean':
-        if (typeof raw !== 'boolean') return this.typeError(seg, raw, 'true or false');
+        if (typeof raw !== 'boolean') return this.typeError(def, seg, raw, 'true or false');
         return raw;
       case 'number':
-        if (typeof raw !== 'number' || !Number.isFinite(raw)) return this.typeError(seg, raw, 'a number');
+        if (typeof raw !== 'number' || !Number.isFinite(raw)) return this.typeError(def, seg, raw, 'a number');
         if (def.min !== undefined && raw < def.min) {
           this.report('error', this.codes.value, seg, `${raw} is below the minimum`, `a number >= ${def.min}`);
           return undefined;
         }
         return raw;
       case 'integer':
-        if (typeof raw !== 'number' || !Number.isInteger(raw)) return this.typeError(seg, raw, 'an integer');
+        if (typeof raw !== 'number' || !Number.isInteger(raw)) return this.typeError(def, seg, raw, 'an integer');
         if ((def.min !== undefined && raw < def.min) || (def.max !== undefined && raw > def.max)) {
+          if (this.options.wording?.wrongValue !== undefined) return this.typeError(def, seg, raw, 'an integer in range');
           const range = def.min !== undefined && def.max !== undefined ? `${def.min}..${def.max}` : def.min !== undefined ? `>= ${def.min}` : `<= ${String(def.max)}`;
           this.report('error', this.codes.value, seg, `${raw} is out of range`, `an integer ${range}`);
           return undefined;
@@ -273,7 +312,7 @@ export class DocumentReader<C extends string> {
       }
       case 'strings': {
         const list = typeof raw === 'string' ? raw.split(',').map((s) => s.trim()).filter((s) => s !== '') : raw;
-        if (!Array.isArray(list) || !list.every((s) => typeof s === 'string')) return this.typeError(seg, raw, 'an array of strings');
+        if (!Array.isArray(list) || !list.every((s) => typeof s === 'string')) return this.typeError(def, seg, raw, 'an array of strings');
         const allowed = def.allowed;
         if (allowed !== undefined) {
           let ok = true;
@@ -289,7 +328,7 @@ export class DocumentReader<C extends string> {
       }
       case 'codes': {
         const list = typeof raw === 'number' ? [raw] : raw;
-        if (!Array.isArray(list) || !list.every((n) => typeof n === 'number' && Number.isInteger(n))) return this.typeError(seg, raw, def.item?.list ?? 'an array of integers');
+        if (!Array.isArray(list) || !list.every((n) => typeof n === 'number' && Number.isInteger(n))) return this.typeError(def, seg, raw, def.item?.list ?? 'an array of integers');
         let ok = true;
         const item = def.item;
         if (item !== undefined) {
@@ -303,10 +342,10 @@ export class DocumentReader<C extends string> {
         return ok ? Object.freeze([...new Set(list as number[])]) : undefined;
       }
       case 'table':
-        if (!isTable(raw)) return this.typeError(seg, raw, 'a table');
+        if (!isTable(raw)) return this.typeError(def, seg, raw, 'a table');
         return this.checkTable(def.fields ?? [], raw, seg);
       case 'tables': {
-        if (!Array.isArray(raw) || !raw.every(isTable)) return this.typeError(seg, raw, `an array of tables, written [[${def.key}]]`);
+        if (!Array.isArray(raw) || !raw.every(isTable)) return this.typeError(def, seg, raw, `an array of tables, written [[${def.key}]]`);
         const out: Record<string, unknown>[] = [];
         let ok = true;
         raw.forEach((entry, i) => {
@@ -318,7 +357,7 @@ export class DocumentReader<C extends string> {
       }
       case 'endpoint': {
         if (typeof raw === 'string') return this.checkTable(def.fields ?? [], { url: raw }, seg, true);
-        if (!isTable(raw)) return this.typeError(seg, raw, 'a URL string, or a table with url');
+        if (!isTable(raw)) return this.typeError(def, seg, raw, 'a URL string, or a table with url');
         return this.checkTable(def.fields ?? [], raw, seg);
       }
     }

@@ -145,7 +145,7 @@ const noCodes = (v: unknown): boolean => v === undefined || (Array.isArray(v) &&
 export function parseFaultTemplates(text: string, file: string): TemplatesResult {
   const parsed = parseDocument(text, file, TEMPLATE_CODES);
   if (!parsed.ok) return { templates: undefined, diagnostics: [parsed.diagnostic] };
-  const r = new DocumentReader(file, parsed.map, TEMPLATE_CODES, { columns: false, required: () => 'is required' });
+  const r = new DocumentReader(file, parsed.map, TEMPLATE_CODES, { columns: false, wording: { required: () => ({ message: 'is required' }) } });
   const doc = isTable(parsed.doc) ? parsed.doc : {};
   r.unknownKeys(['template'], doc, [], { noun: 'table or key' });
   const set = new TemplateSet(file);
