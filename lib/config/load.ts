@@ -12,8 +12,9 @@
  *  6. convert and validate each key (type, allowed values, range, port, URL);
  *  7. check required keys of tables that are written, run, and switched on;
  *  8. compute the effective ports (server.offset added), then freeze everything.
+ * The file is read with config/document.ts (readText, stripBom), the reader the TOML files beside
+ * deployment.toml share (API files, the policies file, the fault templates file).
  */
-import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as toml from 'toml';
 import type { KeyDef, SectionDef } from './schema-types';
@@ -35,6 +36,7 @@ import {
   step,
 } from './schema-index';
 import { check, convert, describe } from './convert';
+import { readText, stripBom } from './document';
 import { type EffectivePorts, effectivePorts } from './ports';
 import type { DeploymentConfig } from './deployment-config.generated';
 import { decisionHubUrl } from '../scale/settings';
@@ -718,14 +720,14 @@ export function loadConfig(options: LoadOptions = {}): LoadResult {
   let text = options.text;
   let ioError: string | undefined;
   if (text === undefined) {
-    try {
-      text = fs.readFileSync(file, 'utf8');
-    } catch (err) {
-      ioError = (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'file not found' : `cannot read the file (${(err as Error).message})`;
+    const read = readText(file);
+    if (read.ok) text = read.text;
+    else {
+      ioError = read.missing ? 'file not found' : `cannot read the file (${read.message})`;
       text = '';
     }
   }
-  if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+  text = stripBom(text);
   const loader = new Loader(text, display, options, dir);
   if (ioError !== undefined) loader.report('error', 'CONFIG_IO', [], ioError, { secret: false });
   else loader.parse();

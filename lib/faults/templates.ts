@@ -15,12 +15,9 @@
  * escaped for the content type (JSON string escapes for json types, XML escapes for xml/html), so a
  * description can never break the body's syntax. A combined-code match wins over a base match.
  */
-import * as fs from 'node:fs';
-import * as toml from 'toml';
-import { locateKeys, nearest, type Segment } from '../config/locate';
-import { closest } from '../config/diagnostics';
+import type { Segment } from '../config/locate';
+import { type DocumentCodes, type DocumentDiagnostic, DocumentReader, type FieldDef, isTable, parseDocument, readText } from '../config/document';
 import type { FaultFacts } from './index';
-import { type ApiDiagnostic, syntaxDiagnostic } from '../gateway/diagnostics';
 
 export interface RenderedTemplate {
   readonly status: number;
@@ -41,7 +38,6 @@ export interface FaultTemplates {
   find(code: number, base: number): FaultTemplate | undefined;
 }
 
-const TEMPLATE_FIELDS = ['codes', 'bases', 'status', 'content_type', 'body'] as const;
 const PLACEHOLDER = /\{(code|message|description|status|base|state)\}/g;
 
 type Escape = (s: string) => string;
@@ -104,119 +100,89 @@ class TemplateSet implements FaultTemplates {
   }
 }
 
+/** The codes of the templates file's diagnostics (they read like an API file's, docs/apis.md). */
+type TemplateCode = 'API_IO' | 'API_SYNTAX' | 'API_UNKNOWN_FIELD' | 'API_VALUE';
+export type TemplateDiagnostic = DocumentDiagnostic<TemplateCode>;
+
+const TEMPLATE_CODES: DocumentCodes<TemplateCode> = {
+  io: 'API_IO',
+  syntax: 'API_SYNTAX',
+  unknown: 'API_UNKNOWN_FIELD',
+  type: 'API_VALUE',
+  required: 'API_VALUE',
+  allowed: 'API_VALUE',
+  value: 'API_VALUE',
+};
+
+const FAULT_CODE = { valid: (n: number) => n > 0, problem: 'is not a fault code', expected: 'integers such as [900901, 101504]', list: 'a list of fault codes' } as const;
+
+/** The fields of one [[template]] entry. */
+export const TEMPLATE_FIELDS: readonly FieldDef[] = [
+  { key: 'codes', type: 'codes', meaning: 'Combined fault codes this template answers: exactly these.', example: '[900901, 900902]', item: FAULT_CODE },
+  { key: 'bases', type: 'codes', meaning: 'Transport base codes this template answers in every state (base + 0..8).', example: '[101503]', item: FAULT_CODE },
+  { key: 'status', type: 'integer', min: 200, max: 599, meaning: 'Replaces the HTTP status of the fault (default: the fault\'s own).' },
+  { key: 'content_type', type: 'string', default: 'application/json; charset=UTF-8', meaning: 'Content-Type of the body; values are escaped for it (JSON, XML or HTML).' },
+  { key: 'body', type: 'string', required: true, meaning: 'The body, with {code}, {message}, {description}, {status}, {base} and {state} placeholders.' },
+];
+
 export interface TemplatesResult {
   readonly templates: FaultTemplates | undefined;
-  readonly diagnostics: readonly ApiDiagnostic[];
+  readonly diagnostics: readonly TemplateDiagnostic[];
 }
 
 /** Reads the templates file; a missing file is no templates (not an error). Bad entries are skipped. */
 export function loadFaultTemplates(file: string): TemplatesResult {
-  let text: string;
-  try {
-    text = fs.readFileSync(file, 'utf8');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { templates: undefined, diagnostics: [] };
-    return { templates: undefined, diagnostics: [{ level: 'error', code: 'API_IO', file, line: 0, field: '', message: `cannot read the fault templates file (${(err as Error).message})` }] };
+  const read = readText(file);
+  if (!read.ok) {
+    if (read.missing) return { templates: undefined, diagnostics: [] };
+    return { templates: undefined, diagnostics: [{ level: 'error', code: 'API_IO', file, line: 0, field: '', message: `cannot read the fault templates file (${read.message})` }] };
   }
-  return parseFaultTemplates(text, file);
+  return parseFaultTemplates(read.text, file);
 }
 
+const noCodes = (v: unknown): boolean => v === undefined || (Array.isArray(v) && v.length === 0);
+
 export function parseFaultTemplates(text: string, file: string): TemplatesResult {
-  const diagnostics: ApiDiagnostic[] = [];
-  let doc: Record<string, unknown>;
-  try {
-    doc = toml.parse(text) as Record<string, unknown>;
-  } catch (err) {
-    return { templates: undefined, diagnostics: [syntaxDiagnostic(err, file, text)] };
-  }
-  const map = locateKeys(text);
-  const report = (level: 'error' | 'warning', segments: Segment[], field: string, message: string, expected?: string): void => {
-    const at = nearest(map, segments);
-    const d: ApiDiagnostic = { level, code: level === 'warning' ? 'API_UNKNOWN_FIELD' : 'API_VALUE', file, line: at?.line ?? 0, field, message };
-    diagnostics.push(expected === undefined ? d : { ...d, expected });
-  };
-  for (const key of Object.keys(doc)) {
-    if (key !== 'template') {
-      const near = closest(key, ['template']);
-      report('warning', [key], key, `unknown table or key${near !== undefined ? `; did you mean "${near}"?` : ''}`);
-    }
-  }
+  const parsed = parseDocument(text, file, TEMPLATE_CODES);
+  if (!parsed.ok) return { templates: undefined, diagnostics: [parsed.diagnostic] };
+  const r = new DocumentReader(file, parsed.map, TEMPLATE_CODES, { columns: false, wording: { required: () => ({ message: 'is required' }) } });
+  const doc = isTable(parsed.doc) ? parsed.doc : {};
+  r.unknownKeys(['template'], doc, [], { noun: 'table or key' });
   const set = new TemplateSet(file);
   const list = doc.template;
   if (list !== undefined && !Array.isArray(list)) {
-    report('error', ['template'], 'template', 'must be an array of tables, written [[template]]');
-    return { templates: undefined, diagnostics };
+    r.report('error', 'API_VALUE', ['template'], 'must be an array of tables, written [[template]]');
+    return { templates: undefined, diagnostics: r.diagnostics };
   }
   (list ?? []).forEach((raw: unknown, i: number) => {
     const seg: Segment[] = ['template', i];
-    const where = `template[${i}]`;
-    if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
-      report('error', seg, where, 'must be a table');
+    if (!isTable(raw)) {
+      r.report('error', 'API_VALUE', seg, 'must be a table');
       return;
     }
-    const entry = raw as Record<string, unknown>;
-    for (const k of Object.keys(entry)) {
-      if (!(TEMPLATE_FIELDS as readonly string[]).includes(k)) {
-        const near = closest(k, TEMPLATE_FIELDS);
-        report('warning', [...seg, k], `${where}.${k}`, `unknown field${near !== undefined ? `; did you mean "${near}"?` : ''}`);
-      }
-    }
-    let ok = true;
-    const codeList = (name: 'codes' | 'bases'): number[] => {
-      const v = entry[name];
-      if (v === undefined) return [];
-      const arr = Array.isArray(v) ? v : [v];
-      if (!arr.every((n) => typeof n === 'number' && Number.isInteger(n) && n > 0)) {
-        report('error', [...seg, name], `${where}.${name}`, 'must be a list of fault codes', 'integers such as [900901, 101504]');
-        ok = false;
-        return [];
-      }
-      return arr as number[];
-    };
-    const codes = codeList('codes');
-    const bases = codeList('bases');
-    if (ok && codes.length === 0 && bases.length === 0) {
-      report('error', seg, where, 'names no code: give codes = [...] (combined codes) or bases = [...] (base codes, every state)');
+    const entry = r.checkTable(TEMPLATE_FIELDS, raw, seg);
+    let ok = entry !== undefined;
+    if (noCodes(raw.codes) && noCodes(raw.bases)) {
+      r.report('error', 'API_VALUE', seg, 'names no code: give codes = [...] (combined codes) or bases = [...] (base codes, every state)');
       ok = false;
     }
-    let status: number | undefined;
-    if (entry.status !== undefined) {
-      const s = entry.status;
-      if (typeof s !== 'number' || !Number.isInteger(s) || s < 200 || s > 599) {
-        report('error', [...seg, 'status'], `${where}.status`, `is not an HTTP status`, 'an integer 200..599');
-        ok = false;
-      } else status = s;
-    }
-    const contentType = entry.content_type ?? 'application/json; charset=UTF-8';
-    if (typeof contentType !== 'string' || contentType.trim() === '' || /[\r\n]/.test(contentType)) {
-      report('error', [...seg, 'content_type'], `${where}.content_type`, 'must be a media type', 'e.g. "application/json"');
+    const contentType = raw.content_type;
+    if (typeof contentType === 'string' && (contentType.trim() === '' || /[\r\n]/.test(contentType))) {
+      r.report('error', 'API_VALUE', [...seg, 'content_type'], 'must be a media type', 'e.g. "application/json"');
       ok = false;
     }
-    const body = entry.body;
-    if (typeof body !== 'string') {
-      report('error', [...seg, 'body'], `${where}.body`, body === undefined ? 'is required' : 'must be a string');
-      ok = false;
-    }
-    if (!ok) return;
-    const t = new Template(i + 1, nearest(map, seg)?.line ?? 0, status, contentType as string, body as string);
-    for (const c of codes) addOnce(set.byCode, c, t, report, seg, where, 'codes');
-    for (const b of bases) addOnce(set.byBase, b, t, report, seg, where, 'bases');
+    if (!ok || entry === undefined) return;
+    const t = new Template(i + 1, r.line(seg), entry.status as number | undefined, entry.content_type as string, entry.body as string);
+    for (const c of (entry.codes ?? []) as readonly number[]) addOnce(set.byCode, c, t, r, seg, 'codes');
+    for (const b of (entry.bases ?? []) as readonly number[]) addOnce(set.byBase, b, t, r, seg, 'bases');
   });
-  return { templates: set, diagnostics };
+  return { templates: set, diagnostics: r.diagnostics };
 }
 
-function addOnce(
-  target: Map<number, Template>,
-  code: number,
-  t: Template,
-  report: (level: 'error' | 'warning', segments: Segment[], field: string, message: string) => void,
-  seg: Segment[],
-  where: string,
-  name: string,
-): void {
+function addOnce(target: Map<number, Template>, code: number, t: Template, r: DocumentReader<TemplateCode>, seg: Segment[], name: string): void {
   const other = target.get(code);
   if (other !== undefined) {
-    report('warning', [...seg, name], `${where}.${name}`, `code ${code} already has template ${other.index} (line ${other.line}); the first one is used`);
+    r.report('warning', 'API_UNKNOWN_FIELD', [...seg, name], `code ${code} already has template ${other.index} (line ${other.line}); the first one is used`);
     return;
   }
   target.set(code, t);

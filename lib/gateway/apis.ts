@@ -11,13 +11,12 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import * as toml from 'toml';
-import { locateKeys, nearest, pathKey, type Segment, type SourceMap } from '../config/locate';
+import type { Segment, SourceMap } from '../config/locate';
 import { closest } from '../config/diagnostics';
-import { parseDuration } from '../config/convert';
+import { type DocumentCodes, DocumentReader, type FieldDef, type FieldType, isTable, parseDocument, typeOf } from '../config/document';
 import { FAULT_KINDS } from '../transport/codes';
 import { targetFromUrl } from '../transport/types';
-import { type ApiDiagnostic, type ApiDiagnosticCode, type ApiDiagnosticLevel, syntaxDiagnostic } from './diagnostics';
+import type { ApiDiagnostic, ApiDiagnosticCode } from './diagnostics';
 import type { PolicyNames } from '../throttle/policies';
 import type { ApiMediation } from '../mediation';
 
@@ -106,31 +105,19 @@ export interface ApiDefinition {
 // The field table
 // ---------------------------------------------------------------------------------------------------------
 
-export type FieldType = 'string' | 'boolean' | 'number' | 'strings' | 'codes' | 'duration' | 'table' | 'tables' | 'endpoint';
+export type { FieldDef, FieldType };
 
-export interface FieldDef {
-  readonly key: string;
-  readonly type: FieldType;
-  readonly required?: boolean;
-  readonly default?: unknown;
-  readonly allowed?: readonly string[];
-  readonly min?: number;
-  readonly meaning: string;
-  readonly example?: string;
-  /** Sub-fields of a table, of each entry of an array of tables, or of an endpoint written as a table. */
-  readonly fields?: readonly FieldDef[];
-  /** Accepted but not enforced until the named step lands (reported as API_NOT_ENFORCED). */
-  readonly notEnforced?: string;
-}
+/** The check of each code of suspend_codes and retry_codes. */
+const TRANSPORT_CODE = { valid: validTransportCode, problem: 'is not a backend-side transport code', expected: 'a code of docs/faults.md "Transport faults" with side target, e.g. 101503, 101504, 101505', list: 'an array of transport codes' } as const;
 
 const ENDPOINT_FIELDS: readonly FieldDef[] = [
   { key: 'url', type: 'string', required: true, meaning: 'Backend base URL (http://host:port/path, or https:// with outbound TLS, docs/tls.md; ws:// and wss:// are accepted as their http:// and https:// equivalents). The backend URL of a call is this URL followed by the resource path and the query string.', example: '"http://127.0.0.1:9000/v1"' },
-  { key: 'suspend_codes', type: 'codes', default: [], meaning: 'Transport codes that suspend the endpoint (spec 002 part 7 rule 3): a combined code (101503) or a base code, which matches every state (101504 matches 101504..101512). While suspended, calls get fault 103007 (503, Retry-After) without touching the backend. Empty: never suspended.', example: '[101503, 101504, 101505]' },
+  { key: 'suspend_codes', type: 'codes', default: [], meaning: 'Transport codes that suspend the endpoint (spec 002 part 7 rule 3): a combined code (101503) or a base code, which matches every state (101504 matches 101504..101512). While suspended, calls get fault 103007 (503, Retry-After) without touching the backend. Empty: never suspended.', example: '[101503, 101504, 101505]', item: TRANSPORT_CODE },
   { key: 'suspend_duration', type: 'duration', default: 30000, min: 0, meaning: 'How long the first suspension lasts (ms, or "30s").' },
   { key: 'suspend_max_duration', type: 'duration', default: 300000, min: 0, meaning: 'The longest suspension, however often the endpoint fails again.' },
   { key: 'suspend_factor', type: 'number', default: 2, min: 1, meaning: 'Each further suspension, while no call has succeeded since the last one, lasts this many times longer; a successful call resets it.' },
   { key: 'timeout', type: 'duration', min: 1, meaning: 'Per-endpoint response timeout: from the hand-off to a backend connection until the response is complete (ms, or "5s"). Exceeded before the response head: fault 101504 + state (504); after it, the client connection is aborted. Default: only [passthru_http] \'http.socket.timeout\' (inactivity) applies.' },
-  { key: 'retry_codes', type: 'codes', default: [], meaning: 'Transport codes (combined, or base for every state) on which a call is retried on a fresh connection, only while resending loses nothing (no request body byte sent, no response byte received).', example: '[101503]' },
+  { key: 'retry_codes', type: 'codes', default: [], meaning: 'Transport codes (combined, or base for every state) on which a call is retried on a fresh connection, only while resending loses nothing (no request body byte sent, no response byte received).', example: '[101503]', item: TRANSPORT_CODE },
   { key: 'retry_count', type: 'number', default: 1, min: 0, meaning: 'Retries at most per call under retry_codes.' },
   { key: 'max_tps', type: 'number', min: 1, meaning: 'Hard limit: requests per second sent to this endpoint, over every caller. Beyond it calls get 900801 (503, Retry-After) without touching the backend (docs/throttling.md). Default: none.', example: '100' },
 ];
@@ -195,33 +182,20 @@ export type ApiVars = Readonly<Record<string, string>>;
 // ---------------------------------------------------------------------------------------------------------
 
 interface Ctx {
-  readonly file: string;
-  readonly map: SourceMap | undefined;
+  readonly r: DocumentReader<ApiDiagnosticCode>;
   readonly vars: ApiVars;
-  readonly diagnostics: ApiDiagnostic[];
-  errors: number;
 }
 
-function report(ctx: Ctx, level: ApiDiagnosticLevel, code: ApiDiagnosticCode, segments: readonly Segment[], message: string, expected?: string): void {
-  const at = ctx.map !== undefined ? nearest(ctx.map, segments) : undefined;
-  const d: ApiDiagnostic = { level, code, file: ctx.file, line: at?.line ?? 0, field: pathKey(segments), message };
-  const withCol = at !== undefined ? { ...d, column: at.column } : d;
-  ctx.diagnostics.push(expected !== undefined ? { ...withCol, expected } : withCol);
-  if (level === 'error') ctx.errors++;
-}
-
-function typeOf(v: unknown): string {
-  if (Array.isArray(v)) return 'an array';
-  if (v === null) return 'null';
-  if (v instanceof Date) return 'a date';
-  if (typeof v === 'object') return 'a table';
-  if (typeof v === 'number') return Number.isInteger(v) ? 'an integer' : 'a float';
-  return `a ${typeof v}`;
-}
-
-function isTable(v: unknown): v is Record<string, unknown> {
-  return v !== null && typeof v === 'object' && !Array.isArray(v) && !(v instanceof Date);
-}
+/** The API file's codes for the shared document reader's steps (config/document.ts). */
+export const API_CODES: DocumentCodes<ApiDiagnosticCode> = {
+  io: 'API_IO',
+  syntax: 'API_SYNTAX',
+  unknown: 'API_UNKNOWN_FIELD',
+  type: 'API_TYPE',
+  required: 'API_REQUIRED',
+  allowed: 'API_ALLOWED',
+  value: 'API_VALUE',
+};
 
 /** Every transport code a suspension or retry list may name: bases, and base + state for the others. */
 function validTransportCode(code: number): boolean {
@@ -230,118 +204,6 @@ function validTransportCode(code: number): boolean {
     if (code === kind.base || (kind.addsState && code >= kind.base && code <= kind.base + 8)) return true;
   }
   return false;
-}
-
-/** Checks one value against its field; returns the normalised value, or undefined after reporting. */
-function checkValue(ctx: Ctx, def: FieldDef, raw: unknown, seg: Segment[]): unknown {
-  switch (def.type) {
-    case 'string':
-      if (typeof raw !== 'string') return typeError(ctx, seg, raw, 'a string');
-      if (def.allowed !== undefined && !def.allowed.includes(raw)) {
-        const near = closest(raw, def.allowed);
-        report(ctx, 'error', 'API_ALLOWED', seg, `${JSON.stringify(raw)} is not allowed${near !== undefined ? `; did you mean "${near}"?` : ''}`, `one of ${def.allowed.join(', ')}`);
-        return undefined;
-      }
-      return raw;
-    case 'boolean':
-      if (typeof raw !== 'boolean') return typeError(ctx, seg, raw, 'true or false');
-      return raw;
-    case 'number':
-      if (typeof raw !== 'number' || !Number.isFinite(raw)) return typeError(ctx, seg, raw, 'a number');
-      if (def.min !== undefined && raw < def.min) {
-        report(ctx, 'error', 'API_VALUE', seg, `${raw} is below the minimum`, `a number >= ${def.min}`);
-        return undefined;
-      }
-      return raw;
-    case 'duration': {
-      const ms = parseDuration(raw, 'ms');
-      if (ms === undefined || ms < (def.min ?? 0)) {
-        report(ctx, 'error', 'API_VALUE', seg, `${JSON.stringify(raw)} is not a duration`, `milliseconds >= ${def.min ?? 0}, or a string such as "30s"`);
-        return undefined;
-      }
-      return ms;
-    }
-    case 'strings': {
-      const list = typeof raw === 'string' ? raw.split(',').map((s) => s.trim()).filter((s) => s !== '') : raw;
-      if (!Array.isArray(list) || !list.every((s) => typeof s === 'string')) return typeError(ctx, seg, raw, 'an array of strings');
-      if (def.allowed !== undefined) {
-        let ok = true;
-        list.forEach((s: string, i) => {
-          if (!(def.allowed as readonly string[]).includes(s)) {
-            const near = closest(s, def.allowed as readonly string[]);
-            report(ctx, 'error', 'API_ALLOWED', [...seg, i], `${JSON.stringify(s)} is not allowed${near !== undefined ? `; did you mean "${near}"?` : ''}`, `one of ${(def.allowed as readonly string[]).join(', ')}`);
-            ok = false;
-          }
-        });
-        if (!ok) return undefined;
-      }
-      return Object.freeze([...new Set(list as string[])]);
-    }
-    case 'codes': {
-      const list = typeof raw === 'number' ? [raw] : raw;
-      if (!Array.isArray(list) || !list.every((n) => typeof n === 'number' && Number.isInteger(n))) return typeError(ctx, seg, raw, 'an array of transport codes');
-      let ok = true;
-      list.forEach((n: number, i) => {
-        if (!validTransportCode(n)) {
-          report(ctx, 'error', 'API_VALUE', [...seg, i], `${n} is not a backend-side transport code`, 'a code of docs/faults.md "Transport faults" with side target, e.g. 101503, 101504, 101505');
-          ok = false;
-        }
-      });
-      return ok ? Object.freeze([...new Set(list as number[])]) : undefined;
-    }
-    case 'table':
-      if (!isTable(raw)) return typeError(ctx, seg, raw, 'a table');
-      return checkTable(ctx, def.fields ?? [], raw, seg);
-    case 'tables': {
-      if (!Array.isArray(raw) || !raw.every(isTable)) return typeError(ctx, seg, raw, `an array of tables, written [[${def.key}]]`);
-      const out: Record<string, unknown>[] = [];
-      let ok = true;
-      raw.forEach((entry, i) => {
-        const v = checkTable(ctx, def.fields ?? [], entry as Record<string, unknown>, [...seg, i]);
-        if (v === undefined) ok = false;
-        else out.push(v);
-      });
-      return ok ? out : undefined;
-    }
-    case 'endpoint': {
-      if (typeof raw === 'string') return checkTable(ctx, def.fields ?? [], { url: raw }, seg, true);
-      if (!isTable(raw)) return typeError(ctx, seg, raw, 'a URL string, or a table with url');
-      return checkTable(ctx, def.fields ?? [], raw, seg);
-    }
-  }
-}
-
-function typeError(ctx: Ctx, seg: Segment[], raw: unknown, expected: string): undefined {
-  report(ctx, 'error', 'API_TYPE', seg, `expected ${expected}, got ${typeOf(raw)}`, expected);
-  return undefined;
-}
-
-/** Checks a table against its fields: unknown fields warn, required ones must be there, defaults filled. */
-function checkTable(ctx: Ctx, fields: readonly FieldDef[], raw: Record<string, unknown>, seg: Segment[], fromString = false): Record<string, unknown> | undefined {
-  const out: Record<string, unknown> = {};
-  let ok = true;
-  const known = fields.map((f) => f.key);
-  for (const key of Object.keys(raw)) {
-    if (!known.includes(key)) {
-      const near = closest(key, known);
-      report(ctx, 'warning', 'API_UNKNOWN_FIELD', [...seg, key], `unknown field${near !== undefined ? `; did you mean "${near}"?` : ''}`, near === undefined ? `one of ${known.join(', ')}` : undefined);
-    }
-  }
-  for (const def of fields) {
-    const v = raw[def.key];
-    const at = fromString ? seg : [...seg, def.key];
-    if (v === undefined) {
-      if (def.required === true) {
-        report(ctx, 'error', 'API_REQUIRED', at, `${def.key} is required`, def.example);
-        ok = false;
-      } else if (def.default !== undefined) out[def.key] = def.default;
-      continue;
-    }
-    const checked = checkValue(ctx, def, v, at);
-    if (checked === undefined) ok = false;
-    else out[def.key] = checked;
-  }
-  return ok ? out : undefined;
 }
 
 // --- semantic checks on the normalised object
@@ -360,7 +222,7 @@ function substitute(ctx: Ctx, text: string, seg: Segment[]): string | undefined 
   });
   if (missing !== undefined) {
     const known = Object.keys(ctx.vars);
-    report(ctx, 'error', 'API_VALUE', seg, `unknown runtime token \${${missing}}`, known.length > 0 ? `one of ${known.map((k) => `\${${k}}`).join(', ')}` : 'no ${...} tokens here');
+    ctx.r.report('error', 'API_VALUE', seg, `unknown runtime token \${${missing}}`, known.length > 0 ? `one of ${known.map((k) => `\${${k}}`).join(', ')}` : 'no ${...} tokens here');
     return undefined;
   }
   return out;
@@ -374,7 +236,7 @@ function hasDotSegment(path: string): boolean {
 function checkContext(ctx: Ctx, context: string): boolean {
   const seg = ['context'];
   const bad = (why: string): boolean => {
-    report(ctx, 'error', 'API_VALUE', seg, `${JSON.stringify(context)} ${why}`, 'an absolute path such as "/pizzashack", without a trailing slash');
+    ctx.r.report('error', 'API_VALUE', seg, `${JSON.stringify(context)} ${why}`, 'an absolute path such as "/pizzashack", without a trailing slash');
     return false;
   };
   if (!context.startsWith('/') || context.length < 2) return bad('is not an absolute path with at least one segment');
@@ -391,7 +253,7 @@ function checkContext(ctx: Ctx, context: string): boolean {
 /** A resource path: exact, `/prefix/*`, or a template with whole-segment `{name}` variables. */
 function checkResourcePath(ctx: Ctx, path: string, seg: Segment[]): boolean {
   const bad = (why: string): boolean => {
-    report(ctx, 'error', 'API_VALUE', seg, `${JSON.stringify(path)} ${why}`, 'an exact path "/menu", a prefix "/menu/*" or a template "/orders/{id}"');
+    ctx.r.report('error', 'API_VALUE', seg, `${JSON.stringify(path)} ${why}`, 'an exact path "/menu", a prefix "/menu/*" or a template "/orders/{id}"');
     return false;
   };
   if (!path.startsWith('/')) return bad('does not start with /');
@@ -418,13 +280,13 @@ export function pathShape(path: string): string {
 
 function toEndpoint(ctx: Ctx, raw: Record<string, unknown> | undefined, seg: Segment[]): EndpointDefinition | undefined | null {
   if (raw === undefined) return undefined;
-  const urlSeg = typeof (raw as { url?: unknown }).url === 'string' && ctx.map?.entries.has(pathKey([...seg, 'url'])) ? [...seg, 'url'] : seg;
+  const urlSeg = typeof (raw as { url?: unknown }).url === 'string' && ctx.r.written([...seg, 'url']) ? [...seg, 'url'] : seg;
   const url = substitute(ctx, raw.url as string, urlSeg);
   if (url === undefined) return null;
   try {
     targetFromUrl(url);
   } catch (err) {
-    report(ctx, 'error', 'API_VALUE', urlSeg, `${JSON.stringify(url)} is not a usable endpoint URL: ${(err as Error).message}`, 'http://host:port/path');
+    ctx.r.report('error', 'API_VALUE', urlSeg, `${JSON.stringify(url)} is not a usable endpoint URL: ${(err as Error).message}`, 'http://host:port/path');
     return null;
   }
   const ep: EndpointDefinition = {
@@ -444,7 +306,7 @@ function toEndpoint(ctx: Ctx, raw: Record<string, unknown> | undefined, seg: Seg
 /** Reports each not-yet-enforced field (FieldDef.notEnforced) once per API and place, at its first use. */
 function reportNotEnforced(ctx: Ctx, raw: Record<string, unknown>): void {
   const note = (def: FieldDef, seg: Segment[]): void => {
-    report(ctx, 'warning', 'API_NOT_ENFORCED', seg, `${def.key} is accepted but not enforced until ${def.notEnforced as string}`);
+    ctx.r.report('warning', 'API_NOT_ENFORCED', seg, `${def.key} is accepted but not enforced until ${def.notEnforced as string}`);
   };
   for (const def of API_FIELDS) if (def.notEnforced !== undefined && raw[def.key] !== undefined) note(def, [def.key]);
   const seen = new Set<string>();
@@ -465,7 +327,7 @@ function checkPolicy(ctx: Ctx, policies: PolicyNames | undefined, kind: 'api' | 
   if (known.has(name)) return;
   const near = closest(name, [...known]);
   const list = [...known].join(', ');
-  report(ctx, 'error', 'API_VALUE', seg, `${JSON.stringify(name)} is not ${kind === 'api' ? 'an [[api]]' : 'a [[subscription]]'} policy of the policies file${near !== undefined ? `; did you mean "${near}"?` : ''}${name === 'Unlimited' ? ' ([apim.throttling] enable_unlimited_tier is false)' : ''}`, list === '' ? 'none defined' : `one of ${list}`);
+  ctx.r.report('error', 'API_VALUE', seg, `${JSON.stringify(name)} is not ${kind === 'api' ? 'an [[api]]' : 'a [[subscription]]'} policy of the policies file${near !== undefined ? `; did you mean "${near}"?` : ''}${name === 'Unlimited' ? ' ([apim.throttling] enable_unlimited_tier is false)' : ''}`, list === '' ? 'none defined' : `one of ${list}`);
 }
 
 export interface ApiParseResult {
@@ -478,30 +340,30 @@ export interface ApiParseResult {
  * `map` locates fields in the file's text for line numbers.
  */
 export function validateApi(raw: unknown, file: string, vars: ApiVars = {}, map?: SourceMap, policies?: PolicyNames): ApiParseResult {
-  const ctx: Ctx = { file: file === '' ? '<api>' : file, map, vars, diagnostics: [], errors: 0 };
+  const ctx: Ctx = { r: new DocumentReader(file === '' ? '<api>' : file, map, API_CODES), vars };
   if (!isTable(raw)) {
-    report(ctx, 'error', 'API_TYPE', [], `an API definition is a table, got ${typeOf(raw)}`);
-    return { api: undefined, diagnostics: ctx.diagnostics };
+    ctx.r.report('error', 'API_TYPE', [], `an API definition is a table, got ${typeOf(raw)}`);
+    return { api: undefined, diagnostics: ctx.r.diagnostics };
   }
-  const t = checkTable(ctx, API_FIELDS, raw, []);
-  if (t === undefined) return { api: undefined, diagnostics: ctx.diagnostics };
+  const t = ctx.r.checkTable(API_FIELDS, raw, []);
+  if (t === undefined) return { api: undefined, diagnostics: ctx.r.diagnostics };
 
   const context = t.context as string;
   const version = t.version as string;
   checkContext(ctx, context);
   if (!/^[^/\s?#{}%]+$/.test(version) || version === '.' || version === '..') {
-    report(ctx, 'error', 'API_VALUE', ['version'], `${JSON.stringify(version)} cannot be a path segment`, 'a version such as "1.0.0" or "v2", without /, ?, #, braces or whitespace');
+    ctx.r.report('error', 'API_VALUE', ['version'], `${JSON.stringify(version)} cannot be a path segment`, 'a version such as "1.0.0" or "v2", without /, ?, #, braces or whitespace');
   }
   const endpointsRaw = t.endpoints as Record<string, Record<string, unknown> | undefined>;
   const production = toEndpoint(ctx, endpointsRaw.production, ['endpoints', 'production']);
   const sandbox = toEndpoint(ctx, endpointsRaw.sandbox, ['endpoints', 'sandbox']);
   if (endpointsRaw.production === undefined && endpointsRaw.sandbox === undefined) {
-    report(ctx, 'error', 'API_REQUIRED', ['endpoints'], 'at least one of production and sandbox is required', 'production = "http://host:port/path"');
+    ctx.r.report('error', 'API_REQUIRED', ['endpoints'], 'at least one of production and sandbox is required', 'production = "http://host:port/path"');
   }
 
   const apiAuth = t.auth as AuthType;
   const resourcesRaw = t.resources as Record<string, unknown>[];
-  if (resourcesRaw.length === 0) report(ctx, 'error', 'API_REQUIRED', ['resources'], 'at least one [[resources]] entry is required', '[[resources]] with path and methods');
+  if (resourcesRaw.length === 0) ctx.r.report('error', 'API_REQUIRED', ['resources'], 'at least one [[resources]] entry is required', '[[resources]] with path and methods');
   const seen = new Map<string, number>();
   const resources: ResourceDefinition[] = [];
   resourcesRaw.forEach((r, i) => {
@@ -509,7 +371,7 @@ export function validateApi(raw: unknown, file: string, vars: ApiVars = {}, map?
     const methods = r.methods as readonly string[];
     if (!checkResourcePath(ctx, path, ['resources', i, 'path'])) return;
     if (methods.length === 0) {
-      report(ctx, 'error', 'API_VALUE', ['resources', i, 'methods'], 'lists no method', 'e.g. ["GET"]');
+      ctx.r.report('error', 'API_VALUE', ['resources', i, 'methods'], 'lists no method', 'e.g. ["GET"]');
       return;
     }
     const shape = pathShape(path);
@@ -517,7 +379,7 @@ export function validateApi(raw: unknown, file: string, vars: ApiVars = {}, map?
       const key = `${m} ${shape}`;
       const first = seen.get(key);
       if (first !== undefined) {
-        report(ctx, 'error', 'API_DUPLICATE_RESOURCE', ['resources', i, 'path'], `${m} ${path} is already defined by resources[${first}]`);
+        ctx.r.report('error', 'API_DUPLICATE_RESOURCE', ['resources', i, 'path'], `${m} ${path} is already defined by resources[${first}]`);
       } else seen.set(key, i);
     }
     resources.push(Object.freeze({ path, methods, auth: (r.auth as AuthType | undefined) ?? apiAuth, scopes: r.scopes as readonly string[], tokenType: r.token_type as TokenType, policy: r.policy as string | undefined, unauthenticatedPolicy: r.unauthenticated_policy as string | undefined }));
@@ -546,12 +408,12 @@ export function validateApi(raw: unknown, file: string, vars: ApiVars = {}, map?
     if (typeof m.script === 'string') {
       // Relative to the API file; an API given in code resolves against the working directory.
       script = path.resolve(file === '' ? process.cwd() : path.dirname(file), m.script);
-      if (!fs.existsSync(script)) report(ctx, 'error', 'API_VALUE', ['mediation', 'script'], `script ${script} does not exist`, 'a JavaScript file with onRequest');
+      if (!fs.existsSync(script)) ctx.r.report('error', 'API_VALUE', ['mediation', 'script'], `script ${script} does not exist`, 'a JavaScript file with onRequest');
     }
     mediation = Object.freeze({ script, requestFormat: m.request_format as 'json' | 'xml' | undefined, responseFormat: m.response_format as 'json' | 'xml' | undefined });
   }
 
-  if (ctx.errors > 0 || production === null || sandbox === null) return { api: undefined, diagnostics: ctx.diagnostics };
+  if (ctx.r.errors > 0 || production === null || sandbox === null) return { api: undefined, diagnostics: ctx.r.diagnostics };
   reportNotEnforced(ctx, raw);
   const api: ApiDefinition = {
     file,
@@ -572,19 +434,14 @@ export function validateApi(raw: unknown, file: string, vars: ApiVars = {}, map?
     resources: Object.freeze(resources),
     mediation,
   };
-  return { api: Object.freeze(api), diagnostics: ctx.diagnostics };
+  return { api: Object.freeze(api), diagnostics: ctx.r.diagnostics };
 }
 
 /** Parses and validates one API definition file's text. */
 export function parseApiText(text: string, file: string, vars: ApiVars = {}, policies?: PolicyNames): ApiParseResult {
-  if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
-  let raw: unknown;
-  try {
-    raw = toml.parse(text);
-  } catch (err) {
-    return { api: undefined, diagnostics: [syntaxDiagnostic(err, file, text)] };
-  }
-  return validateApi(raw, file, vars, locateKeys(text), policies);
+  const parsed = parseDocument(text, file, API_CODES);
+  if (!parsed.ok) return { api: undefined, diagnostics: [parsed.diagnostic] };
+  return validateApi(parsed.doc, file, vars, parsed.map, policies);
 }
 
 /** The versioned context path an API is invoked at: /pizzashack/1.0.0, or the {version} placed. */

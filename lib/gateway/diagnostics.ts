@@ -1,10 +1,11 @@
 /**
  * Diagnostics of the gateway's own files (API definitions in apis/, the fault templates file): one value
- * per problem, naming file, line and field, printed like the configuration's diagnostics
- * (lib/config/diagnostics.ts) so `throughway apis list` and the server log read the same way.
+ * per problem, naming file, line and field, printed like the configuration's diagnostics. The value and
+ * its printing are the shared document reader's (lib/config/document.ts); the codes are the gateway's.
  */
+import { type DocumentDiagnostic, type DocumentLevel, formatDocumentDiagnostic, syntaxDiagnostic as documentSyntax } from '../config/document';
 
-export type ApiDiagnosticLevel = 'error' | 'warning' | 'info';
+export type ApiDiagnosticLevel = DocumentLevel;
 
 /** Every code, listed once so docs/apis.md and the tests can enumerate them. */
 export const API_DIAGNOSTIC_CODES = {
@@ -25,34 +26,13 @@ export const API_DIAGNOSTIC_CODES = {
 
 export type ApiDiagnosticCode = keyof typeof API_DIAGNOSTIC_CODES;
 
-export interface ApiDiagnostic {
-  readonly level: ApiDiagnosticLevel;
-  readonly code: ApiDiagnosticCode;
-  readonly file: string;
-  /** 1-based; 0 when the problem has no line (a missing field of the file's top level, an I/O error). */
-  readonly line: number;
-  readonly column?: number;
-  /** Dotted field path, with array entries as [n]: `resources[2].methods`; '' for the whole file. */
-  readonly field: string;
-  readonly message: string;
-  readonly expected?: string;
-}
+export type ApiDiagnostic = DocumentDiagnostic<ApiDiagnosticCode>;
 
 export function formatApiDiagnostic(d: ApiDiagnostic): string {
-  const where = d.line > 0 ? `${d.file}:${d.line}${d.column !== undefined ? `:${d.column}` : ''}` : d.file;
-  const field = d.field === '' ? '' : ` ${d.field}`;
-  const expected = d.expected !== undefined ? ` (expected ${d.expected})` : '';
-  return `${where}: ${d.level} ${d.code}${field}: ${d.message}${expected}`;
+  return formatDocumentDiagnostic(d);
 }
 
-/**
- * A `toml` parse error as a diagnostic. The package puts line and column on duplicate-key errors, and only
- * in `location.start` on syntax errors (shared/PACKAGES.md).
- */
+/** A `toml` parse error as an API_SYNTAX diagnostic (line and column where the package gives them). */
 export function syntaxDiagnostic(err: unknown, file: string, _text: string): ApiDiagnostic {
-  const e = err as { message?: string; line?: number; column?: number; location?: { start?: { line?: number; column?: number } } };
-  const line = e.line ?? e.location?.start?.line ?? 0;
-  const column = e.column ?? e.location?.start?.column;
-  const d: ApiDiagnostic = { level: 'error', code: 'API_SYNTAX', file, line, field: '', message: `not valid TOML: ${e.message ?? String(err)}` };
-  return column !== undefined ? { ...d, column } : d;
+  return documentSyntax(err, file, 'API_SYNTAX');
 }

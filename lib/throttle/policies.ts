@@ -11,10 +11,9 @@
  * The file is validated once into frozen values; every problem is a diagnostic with file:line. A missing
  * file means the built-in defaults (DEFAULT_POLICIES_TOML, the same text as conf/policies.toml).
  */
-import * as fs from 'node:fs';
-import * as toml from 'toml';
-import { locateKeys, nearest, pathKey, type Segment, type SourceMap } from '../config/locate';
+import type { Segment, SourceMap } from '../config/locate';
 import { closest } from '../config/diagnostics';
+import { type DocumentCodes, type DocumentDiagnostic, DocumentReader, type DocumentWording, type FieldDef, isTable, parseDocument, readText } from '../config/document';
 
 export const TIME_UNITS = { sec: 1000, min: 60_000, hour: 3_600_000, day: 86_400_000 } as const;
 export type TimeUnit = keyof typeof TIME_UNITS;
@@ -101,14 +100,8 @@ export interface Policies {
 
 export type PolicyDiagnosticCode = 'POLICY_IO' | 'POLICY_SYNTAX' | 'POLICY_UNKNOWN_FIELD' | 'POLICY_TYPE' | 'POLICY_REQUIRED' | 'POLICY_VALUE' | 'POLICY_DUPLICATE' | 'POLICY_UNLIMITED_DISABLED';
 
-export interface PolicyDiagnostic {
-  readonly level: 'error' | 'warning' | 'info';
-  readonly code: PolicyDiagnosticCode;
-  readonly file: string;
-  readonly line: number;
-  readonly field: string;
-  readonly message: string;
-}
+/** A policies file problem: the shared document reader's diagnostic (config/document.ts), with POLICY_* codes. */
+export type PolicyDiagnostic = DocumentDiagnostic<PolicyDiagnosticCode>;
 
 export function formatPolicyDiagnostic(d: PolicyDiagnostic): string {
   return `${d.line > 0 ? `${d.file}:${d.line}` : d.file}: ${d.level} ${d.code}${d.field === '' ? '' : ` ${d.field}`}: ${d.message}`;
@@ -126,135 +119,152 @@ export interface PolicyOptions {
 export const DEFAULT_POLICY_OPTIONS: PolicyOptions = Object.freeze({ enableUnlimitedTier: true, headerConditions: false, queryConditions: false, claimConditions: false });
 
 // ---------------------------------------------------------------------------------------------------------
+// The fields of the file, in the configuration schema's format (config/document.ts FieldDef)
+// ---------------------------------------------------------------------------------------------------------
 
-interface Ctx {
-  readonly file: string;
-  readonly map: SourceMap | undefined;
-  readonly diagnostics: PolicyDiagnostic[];
-  errors: number;
-}
+const QUOTA_FIELDS: readonly FieldDef[] = [
+  { key: 'request_count', type: 'integer', min: 1, meaning: 'Requests allowed per unit_time time_unit.' },
+  { key: 'data_amount', type: 'integer', min: 1, meaning: 'Bandwidth allowed per unit_time time_unit, in data_unit.' },
+  { key: 'data_unit', type: 'string', default: 'KB', allowed: Object.keys(DATA_UNITS), onlyWith: ['data_amount'], meaning: 'Unit of data_amount.' },
+  { key: 'unit_time', type: 'integer', default: 1, min: 1, onlyWith: ['request_count', 'data_amount'], meaning: 'Length of the window, in time_unit.' },
+  { key: 'time_unit', type: 'string', default: 'min', allowed: Object.keys(TIME_UNITS), onlyWith: ['request_count', 'data_amount'], meaning: 'Unit of unit_time.' },
+  { key: 'unlimited', type: 'boolean', meaning: 'true: no limit. Exactly one of request_count, data_amount and unlimited is given.' },
+];
 
-function report(ctx: Ctx, level: PolicyDiagnostic['level'], code: PolicyDiagnosticCode, seg: readonly Segment[], message: string): void {
-  const at = ctx.map !== undefined ? nearest(ctx.map, seg) : undefined;
-  ctx.diagnostics.push({ level, code, file: ctx.file, line: at?.line ?? 0, field: pathKey(seg), message });
-  if (level === 'error') ctx.errors++;
-}
+const NAMED_FIELDS: readonly FieldDef[] = [
+  { key: 'name', type: 'string', required: true, nonEmpty: true, meaning: 'The policy name, unique within its kind.' },
+  { key: 'description', type: 'string', default: '', meaning: 'Free text.' },
+  ...QUOTA_FIELDS,
+];
 
-const isTable = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v) && !(v instanceof Date);
+const BURST_FIELDS: readonly FieldDef[] = [
+  { key: 'limit', type: 'integer', required: true, min: 1, meaning: 'Requests allowed per time_unit (spike arrest, 900807).' },
+  { key: 'time_unit', type: 'string', default: 'sec', allowed: ['sec', 'min'], meaning: 'sec or min.' },
+];
 
-const QUOTA_FIELDS = ['request_count', 'data_amount', 'data_unit', 'unit_time', 'time_unit', 'unlimited'];
-const FIELDS: Record<string, readonly string[]> = {
-  subscription: ['name', 'description', ...QUOTA_FIELDS, 'stop_on_quota_reach', 'burst'],
-  application: ['name', 'description', ...QUOTA_FIELDS],
-  api: ['name', 'description', ...QUOTA_FIELDS, 'condition_group'],
-  custom: ['name', 'description', ...QUOTA_FIELDS, 'key_template'],
-  condition_group: ['description', ...QUOTA_FIELDS, 'condition'],
-  condition: ['type', 'name', 'value', 'invert'],
-  burst: ['limit', 'time_unit'],
+const CONDITION_FIELDS: readonly FieldDef[] = [
+  { key: 'type', type: 'string', required: true, allowed: CONDITION_TYPES, meaning: 'What the condition reads: the client IP, an IP range, a header, a query parameter or a token claim.' },
+  { key: 'name', type: 'string', meaning: 'Header, query parameter or claim name (required for those types).' },
+  { key: 'value', type: 'string', required: true, nonEmpty: true, meaning: 'ip: an address; ip_range: "start-end" or CIDR; otherwise a regular expression matched against the whole value.' },
+  { key: 'invert', type: 'boolean', default: false, meaning: 'Matches when the condition does not hold.' },
+];
+
+const CONDITION_GROUP_FIELDS: readonly FieldDef[] = [
+  { key: 'description', type: 'string', default: '', meaning: 'Free text.' },
+  ...QUOTA_FIELDS,
+  { key: 'condition', type: 'tables', meaning: 'The conditions, all of which must hold; at least one.', fields: CONDITION_FIELDS },
+];
+
+/** The four kinds of policy, each an array of tables (`[[subscription]]`, ...). */
+export const POLICY_FIELDS: readonly FieldDef[] = [
+  {
+    key: 'subscription',
+    type: 'tables',
+    meaning: 'Subscription tiers (900804, 900807).',
+    fields: [
+      ...NAMED_FIELDS,
+      { key: 'stop_on_quota_reach', type: 'boolean', default: true, meaning: 'false: the quota is counted but requests beyond it still pass.' },
+      { key: 'burst', type: 'table', meaning: 'Spike arrest.', example: '{ limit = 10, time_unit = "sec" }', fields: BURST_FIELDS },
+    ],
+  },
+  { key: 'application', type: 'tables', meaning: 'Application tiers (900803).', fields: NAMED_FIELDS },
+  { key: 'api', type: 'tables', meaning: 'Advanced API and resource policies (900800, 900802).', fields: [...NAMED_FIELDS, { key: 'condition_group', type: 'tables', meaning: 'Condition groups with their own quota.', fields: CONDITION_GROUP_FIELDS }] },
+  { key: 'custom', type: 'tables', meaning: 'Custom (global) policies (900806).', fields: [...NAMED_FIELDS, { key: 'key_template', type: 'string', required: true, nonEmpty: true, meaning: 'The counter key, over the template variables.' }] },
+];
+
+const POLICY_CODES: DocumentCodes<PolicyDiagnosticCode> = {
+  io: 'POLICY_IO',
+  syntax: 'POLICY_SYNTAX',
+  unknown: 'POLICY_UNKNOWN_FIELD',
+  type: 'POLICY_TYPE',
+  required: 'POLICY_REQUIRED',
+  allowed: 'POLICY_VALUE',
+  value: 'POLICY_VALUE',
 };
 
-function unknownFields(ctx: Ctx, kind: string, raw: Record<string, unknown>, seg: Segment[]): void {
-  const known = FIELDS[kind] as readonly string[];
-  for (const k of Object.keys(raw)) {
-    if (known.includes(k)) continue;
-    const near = closest(k, known);
-    report(ctx, 'warning', 'POLICY_UNKNOWN_FIELD', [...seg, k], `unknown field${near !== undefined ? `; did you mean "${near}"?` : ''}`);
-  }
-}
+const notOneOf = (value: unknown, allowed: readonly string[], near: string | undefined): { code: PolicyDiagnosticCode; message: string } => ({
+  code: 'POLICY_VALUE',
+  message: `${JSON.stringify(value)} is not one of ${allowed.join(', ')}${near !== undefined ? `; did you mean "${near}"?` : ''}`,
+});
 
-function str(ctx: Ctx, raw: Record<string, unknown>, key: string, seg: Segment[], required: boolean): string | undefined {
-  const v = raw[key];
-  if (v === undefined) {
-    if (required) report(ctx, 'error', 'POLICY_REQUIRED', seg, `${key} is required`);
-    return undefined;
-  }
-  if (typeof v !== 'string' || (required && v === '')) {
-    report(ctx, 'error', 'POLICY_TYPE', [...seg, key], 'expected a non-empty string');
-    return undefined;
-  }
-  return v;
-}
+/** The policies file's messages (docs/throttling.md). */
+const POLICY_WORDING: DocumentWording<PolicyDiagnosticCode> = {
+  required: (key) => ({ message: `${key} is required`, atTable: true }),
+  wrongValue: (def, raw) => {
+    if (def.allowed !== undefined) return notOneOf(raw, def.allowed, typeof raw === 'string' ? closest(raw, def.allowed) : undefined);
+    switch (def.type) {
+      case 'integer':
+        return { code: 'POLICY_VALUE', message: `expected a whole number >= ${def.min ?? 1}, got ${JSON.stringify(raw)}` };
+      case 'string':
+        return { code: 'POLICY_TYPE', message: 'expected a non-empty string' };
+      case 'boolean':
+        return { code: 'POLICY_TYPE', message: 'expected true or false' };
+      case 'table':
+        return { code: 'POLICY_TYPE', message: `expected a table${def.example !== undefined ? `: ${def.example}` : ''}` };
+      default:
+        return { code: 'POLICY_TYPE', message: def.key === 'condition_group' ? 'expected [[api.condition_group]] tables' : `expected an array of tables, written [[${def.key}]]` };
+    }
+  },
+  notAllowed: notOneOf,
+};
 
-function posInt(ctx: Ctx, v: unknown, seg: Segment[]): number | undefined {
-  if (typeof v !== 'number' || !Number.isInteger(v) || v < 1) {
-    report(ctx, 'error', 'POLICY_VALUE', seg, `expected a whole number >= 1, got ${JSON.stringify(v)}`);
-    return undefined;
-  }
-  return v;
-}
+type Reader = DocumentReader<PolicyDiagnosticCode>;
+type Checked = Record<string, unknown> | undefined;
 
-function unit<T extends string>(ctx: Ctx, v: unknown, allowed: readonly T[], seg: Segment[]): T | undefined {
-  if (typeof v !== 'string' || !(allowed as readonly string[]).includes(v)) {
-    const near = typeof v === 'string' ? closest(v, allowed) : undefined;
-    report(ctx, 'error', 'POLICY_VALUE', seg, `${JSON.stringify(v)} is not one of ${allowed.join(', ')}${near !== undefined ? `; did you mean "${near}"?` : ''}`);
-    return undefined;
-  }
-  return v as T;
-}
-
-/** request_count | data_amount + data_unit | unlimited, over unit_time time_unit. */
-function quota(ctx: Ctx, raw: Record<string, unknown>, seg: Segment[]): Quota | undefined {
+/**
+ * request_count | data_amount + data_unit | unlimited, over unit_time time_unit. `raw` is the entry as
+ * written (exactly one of the three), `t` its checked fields (undefined when a field failed).
+ */
+function quota(r: Reader, raw: Record<string, unknown>, t: Checked, seg: Segment[]): Quota | undefined {
   const given = ['request_count', 'data_amount', 'unlimited'].filter((k) => raw[k] !== undefined);
   if (given.length !== 1) {
-    report(ctx, 'error', given.length === 0 ? 'POLICY_REQUIRED' : 'POLICY_VALUE', given.length === 0 ? seg : [...seg, given[1] as string], 'a policy has exactly one of request_count, data_amount (with data_unit) and unlimited = true');
+    r.report('error', given.length === 0 ? 'POLICY_REQUIRED' : 'POLICY_VALUE', given.length === 0 ? seg : [...seg, given[1] as string], 'a policy has exactly one of request_count, data_amount (with data_unit) and unlimited = true');
     return undefined;
   }
   if (raw.unlimited !== undefined) {
-    if (raw.unlimited !== true) {
-      report(ctx, 'error', 'POLICY_VALUE', [...seg, 'unlimited'], 'unlimited can only be true; give request_count or data_amount instead');
+    if (raw.unlimited === false) {
+      r.report('error', 'POLICY_VALUE', [...seg, 'unlimited'], 'unlimited can only be true; give request_count or data_amount instead');
       return undefined;
     }
-    return UNLIMITED;
+    return t === undefined ? undefined : UNLIMITED;
   }
-  const unitTime = raw.unit_time === undefined ? 1 : posInt(ctx, raw.unit_time, [...seg, 'unit_time']);
-  const timeUnit = raw.time_unit === undefined ? 'min' : unit(ctx, raw.time_unit, Object.keys(TIME_UNITS) as TimeUnit[], [...seg, 'time_unit']);
-  if (unitTime === undefined || timeUnit === undefined) return undefined;
-  const windowMs = unitTime * TIME_UNITS[timeUnit];
-  if (raw.request_count !== undefined) {
-    const n = posInt(ctx, raw.request_count, [...seg, 'request_count']);
-    return n === undefined ? undefined : Object.freeze({ kind: 'requests', limit: n, windowMs });
-  }
-  const amount = posInt(ctx, raw.data_amount, [...seg, 'data_amount']);
-  const dataUnit = unit(ctx, raw.data_unit ?? 'KB', Object.keys(DATA_UNITS) as DataUnit[], [...seg, 'data_unit']);
-  if (amount === undefined || dataUnit === undefined) return undefined;
-  return Object.freeze({ kind: 'bandwidth', limit: amount * DATA_UNITS[dataUnit], windowMs });
+  if (t === undefined) return undefined;
+  const windowMs = (t.unit_time as number) * TIME_UNITS[t.time_unit as TimeUnit];
+  if (t.request_count !== undefined) return Object.freeze({ kind: 'requests', limit: t.request_count as number, windowMs });
+  return Object.freeze({ kind: 'bandwidth', limit: (t.data_amount as number) * DATA_UNITS[t.data_unit as DataUnit], windowMs });
 }
 
-function compileRegex(ctx: Ctx, value: string, seg: Segment[]): RegExp | undefined {
+function compileRegex(r: Reader, value: string, seg: Segment[]): RegExp | undefined {
   try {
     return new RegExp(`^(?:${value})$`);
   } catch (err) {
-    report(ctx, 'error', 'POLICY_VALUE', seg, `not a regular expression: ${(err as Error).message}`);
+    r.report('error', 'POLICY_VALUE', seg, `not a regular expression: ${(err as Error).message}`);
     return undefined;
   }
 }
 
-function condition(ctx: Ctx, raw: unknown, seg: Segment[]): Condition | undefined {
-  if (!isTable(raw)) {
-    report(ctx, 'error', 'POLICY_TYPE', seg, 'a condition is a table: type, name, value, invert');
-    return undefined;
-  }
-  unknownFields(ctx, 'condition', raw, seg);
-  const type = unit(ctx, raw.type, CONDITION_TYPES, [...seg, 'type']);
-  const value = str(ctx, raw, 'value', seg, true);
-  const invert = raw.invert ?? false;
-  if (typeof invert !== 'boolean') report(ctx, 'error', 'POLICY_TYPE', [...seg, 'invert'], 'expected true or false');
+/** A condition's own checks; they run even when a sibling condition's fields failed (t undefined). */
+function condition(r: Reader, raw: Record<string, unknown>, t: Checked, seg: Segment[]): Condition | undefined {
+  const type = typeof raw.type === 'string' && (CONDITION_TYPES as readonly string[]).includes(raw.type) ? (raw.type as ConditionType) : undefined;
+  const value = typeof raw.value === 'string' && raw.value !== '' ? raw.value : undefined;
   if (type === undefined || value === undefined) return undefined;
   let name = '';
   let pattern: RegExp | undefined;
   if (type === 'ip' || type === 'ip_range') {
     if (ipMatcher(type, value) === undefined) {
-      report(ctx, 'error', 'POLICY_VALUE', [...seg, 'value'], type === 'ip' ? `${JSON.stringify(value)} is not an IP address` : `${JSON.stringify(value)} is not a range ("10.0.0.1-10.0.0.9" or CIDR "10.0.0.0/8")`);
+      r.report('error', 'POLICY_VALUE', [...seg, 'value'], type === 'ip' ? `${JSON.stringify(value)} is not an IP address` : `${JSON.stringify(value)} is not a range ("10.0.0.1-10.0.0.9" or CIDR "10.0.0.0/8")`);
       return undefined;
     }
   } else {
-    name = str(ctx, raw, 'name', seg, true) ?? '';
+    if (raw.name === undefined) r.report('error', 'POLICY_REQUIRED', seg, 'name is required');
+    else if (raw.name === '') r.report('error', 'POLICY_TYPE', [...seg, 'name'], 'expected a non-empty string');
+    name = typeof raw.name === 'string' ? raw.name : '';
     if (name === '') return undefined;
     if (type === 'header') name = name.toLowerCase();
-    pattern = compileRegex(ctx, value, [...seg, 'value']);
+    pattern = compileRegex(r, value, [...seg, 'value']);
     if (pattern === undefined) return undefined;
   }
-  return Object.freeze({ type, name, value, invert: invert === true, pattern });
+  return t === undefined ? undefined : Object.freeze({ type, name, value, invert: t.invert === true, pattern });
 }
 
 // --- IP matching (shared with the blocking conditions) ----------------------------------------------------
@@ -332,26 +342,37 @@ export function ipMatcher(type: 'ip' | 'ip_range', value: string): readonly [big
 
 // ---------------------------------------------------------------------------------------------------------
 
-function entries(ctx: Ctx, doc: Record<string, unknown>, kind: string): { raw: Record<string, unknown>; seg: Segment[] }[] {
+
+// ---------------------------------------------------------------------------------------------------------
+
+function fieldsOf(kind: string): readonly FieldDef[] {
+  return POLICY_FIELDS.find((f) => f.key === kind)?.fields ?? [];
+}
+
+/** Each entry of one kind in file order: its fields checked (t undefined when a field failed), then `fn`. */
+function entries<T>(r: Reader, doc: Record<string, unknown>, kind: string, fn: (e: { raw: Record<string, unknown>; t: Checked; seg: Segment[] }) => T): T[] {
   const v = doc[kind];
   if (v === undefined) return [];
   if (!Array.isArray(v) || !v.every(isTable)) {
-    report(ctx, 'error', 'POLICY_TYPE', [kind], `expected an array of tables, written [[${kind}]]`);
+    r.report('error', 'POLICY_TYPE', [kind], `expected an array of tables, written [[${kind}]]`);
     return [];
   }
-  return (v as Record<string, unknown>[]).map((raw, i) => ({ raw, seg: [kind, i] }));
+  return (v as Record<string, unknown>[]).map((raw, i) => {
+    const seg: Segment[] = [kind, i];
+    return fn({ raw, t: r.checkTable(fieldsOf(kind), raw, seg), seg });
+  });
 }
 
-function named<T extends { readonly name: string; readonly quota: Quota }>(ctx: Ctx, kind: string, list: { value: T | undefined; seg: Segment[] }[], options: PolicyOptions): Map<string, T> {
+function named<T extends { readonly name: string; readonly quota: Quota }>(r: Reader, kind: string, list: { value: T | undefined; seg: Segment[] }[], options: PolicyOptions): Map<string, T> {
   const out = new Map<string, T>();
   for (const { value, seg } of list) {
     if (value === undefined) continue;
     if (out.has(value.name)) {
-      report(ctx, 'error', 'POLICY_DUPLICATE', [...seg, 'name'], `${kind} policy ${JSON.stringify(value.name)} is defined twice`);
+      r.report('error', 'POLICY_DUPLICATE', [...seg, 'name'], `${kind} policy ${JSON.stringify(value.name)} is defined twice`);
       continue;
     }
     if (value.quota.kind === 'unlimited' && !options.enableUnlimitedTier) {
-      report(ctx, 'info', 'POLICY_UNLIMITED_DISABLED', [...seg, 'name'], `${kind} policy ${JSON.stringify(value.name)} is unlimited and [apim.throttling] enable_unlimited_tier is false: it is removed`);
+      r.report('info', 'POLICY_UNLIMITED_DISABLED', [...seg, 'name'], `${kind} policy ${JSON.stringify(value.name)} is unlimited and [apim.throttling] enable_unlimited_tier is false: it is removed`);
       continue;
     }
     out.set(value.name, value);
@@ -366,123 +387,103 @@ export interface PoliciesResult {
 
 /** Validates a parsed policies document. */
 export function validatePolicies(doc: unknown, file: string, options: PolicyOptions = DEFAULT_POLICY_OPTIONS, map?: SourceMap): PoliciesResult {
-  const ctx: Ctx = { file: file === '' ? '<built-in policies>' : file, map, diagnostics: [], errors: 0 };
+  const r: Reader = new DocumentReader(file === '' ? '<built-in policies>' : file, map, POLICY_CODES, { columns: false, wording: POLICY_WORDING });
   if (!isTable(doc)) {
-    report(ctx, 'error', 'POLICY_TYPE', [], 'the policies file is a table');
-    return { policies: undefined, diagnostics: ctx.diagnostics };
+    r.report('error', 'POLICY_TYPE', [], 'the policies file is a table');
+    return { policies: undefined, diagnostics: r.diagnostics };
   }
-  for (const k of Object.keys(doc)) {
-    if (['subscription', 'application', 'api', 'custom'].includes(k)) continue;
-    const near = closest(k, ['subscription', 'application', 'api', 'custom']);
-    report(ctx, 'warning', 'POLICY_UNKNOWN_FIELD', [k], `unknown table${near !== undefined ? `; did you mean [[${near}]]?` : ''}`);
-  }
-  const base = (kind: string, raw: Record<string, unknown>, seg: Segment[]): { name: string; description: string; quota: Quota } | undefined => {
-    unknownFields(ctx, kind, raw, seg);
-    const name = str(ctx, raw, 'name', seg, true);
-    const description = str(ctx, raw, 'description', seg, false) ?? '';
-    const q = quota(ctx, raw, seg);
-    return name === undefined || q === undefined ? undefined : { name, description, quota: q };
+  r.unknownKeys(
+    POLICY_FIELDS.map((f) => f.key),
+    doc,
+    [],
+    { noun: 'table', suggest: (near) => `[[${near}]]` },
+  );
+  const base = (raw: Record<string, unknown>, t: Checked, seg: Segment[]): { name: string; description: string; quota: Quota } | undefined => {
+    const q = quota(r, raw, t, seg);
+    return t === undefined || q === undefined ? undefined : { name: t.name as string, description: t.description as string, quota: q };
   };
 
-  const subs = entries(ctx, doc, 'subscription').map(({ raw, seg }) => {
-    const b = base('subscription', raw, seg);
-    const stop = raw.stop_on_quota_reach ?? true;
-    if (typeof stop !== 'boolean') report(ctx, 'error', 'POLICY_TYPE', [...seg, 'stop_on_quota_reach'], 'expected true or false');
-    let burst: Burst | undefined;
-    if (raw.burst !== undefined) {
-      const bs = [...seg, 'burst'];
-      if (!isTable(raw.burst)) report(ctx, 'error', 'POLICY_TYPE', bs, 'expected a table: { limit = 10, time_unit = "sec" }');
-      else {
-        unknownFields(ctx, 'burst', raw.burst, bs);
-        const limit = posInt(ctx, raw.burst.limit, [...bs, 'limit']);
-        const tu = unit(ctx, raw.burst.time_unit ?? 'sec', ['sec', 'min'] as const, [...bs, 'time_unit']);
-        if (limit !== undefined && tu !== undefined) burst = Object.freeze({ kind: 'requests', limit, windowMs: TIME_UNITS[tu] });
-      }
-    }
-    const value = b === undefined || typeof stop !== 'boolean' ? undefined : Object.freeze({ ...b, stopOnQuotaReach: stop, burst });
+  const subs = entries(r, doc, 'subscription', ({ raw, t, seg }) => {
+    const b = base(raw, t, seg);
+    const rawBurst = t?.burst as Record<string, unknown> | undefined;
+    const burst: Burst | undefined = rawBurst === undefined ? undefined : Object.freeze({ kind: 'requests', limit: rawBurst.limit as number, windowMs: TIME_UNITS[rawBurst.time_unit as 'sec' | 'min'] });
+    const value = b === undefined || t === undefined ? undefined : Object.freeze({ ...b, stopOnQuotaReach: t.stop_on_quota_reach as boolean, burst });
     return { value, seg };
   });
-  const apps = entries(ctx, doc, 'application').map(({ raw, seg }) => {
-    const b = base('application', raw, seg);
+  const apps = entries(r, doc, 'application', ({ raw, t, seg }) => {
+    const b = base(raw, t, seg);
     return { value: b === undefined ? undefined : (Object.freeze(b) as ApplicationPolicy), seg };
   });
-  const apis = entries(ctx, doc, 'api').map(({ raw, seg }) => {
-    const b = base('api', raw, seg);
+  const apis = entries(r, doc, 'api', ({ raw, t, seg }) => {
+    const b = base(raw, t, seg);
     const groups: ConditionGroup[] = [];
     let ok = true;
     const rawGroups = raw.condition_group;
-    if (rawGroups !== undefined) {
-      if (!Array.isArray(rawGroups) || !rawGroups.every(isTable)) {
-        report(ctx, 'error', 'POLICY_TYPE', [...seg, 'condition_group'], 'expected [[api.condition_group]] tables');
-        ok = false;
-      } else {
-        (rawGroups as Record<string, unknown>[]).forEach((g, gi) => {
-          const gs = [...seg, 'condition_group', gi];
-          unknownFields(ctx, 'condition_group', g, gs);
-          const q = quota(ctx, g, gs);
-          const rawConds = g.condition;
-          if (!Array.isArray(rawConds) || rawConds.length === 0) {
-            report(ctx, 'error', 'POLICY_REQUIRED', gs, 'a condition group needs at least one [[api.condition_group.condition]]');
-            ok = false;
-            return;
-          }
-          const conds = rawConds.map((c, ci) => condition(ctx, c, [...gs, 'condition', ci]));
-          if (q === undefined || conds.some((c) => c === undefined)) {
-            ok = false;
-            return;
-          }
-          groups.push(Object.freeze({ description: typeof g.description === 'string' ? g.description : '', conditions: Object.freeze(conds as Condition[]), quota: q }));
-        });
-      }
+    if (Array.isArray(rawGroups) && rawGroups.every(isTable)) {
+      const checkedGroups = t?.condition_group as Record<string, unknown>[] | undefined;
+      (rawGroups as Record<string, unknown>[]).forEach((g, gi) => {
+        const gs: Segment[] = [...seg, 'condition_group', gi];
+        const gt = checkedGroups?.[gi];
+        const q = quota(r, g, gt, gs);
+        const rawConds = g.condition;
+        if (rawConds === undefined || (Array.isArray(rawConds) && rawConds.length === 0)) {
+          r.report('error', 'POLICY_REQUIRED', gs, 'a condition group needs at least one [[api.condition_group.condition]]');
+          ok = false;
+          return;
+        }
+        if (!Array.isArray(rawConds) || !rawConds.every(isTable)) {
+          ok = false;
+          return;
+        }
+        const checkedConds = gt?.condition as Record<string, unknown>[] | undefined;
+        const conds = (rawConds as Record<string, unknown>[]).map((c, ci) => condition(r, c, checkedConds?.[ci], [...gs, 'condition', ci]));
+        if (q === undefined || gt === undefined || conds.some((c) => c === undefined)) {
+          ok = false;
+          return;
+        }
+        groups.push(Object.freeze({ description: gt.description as string, conditions: Object.freeze(conds as Condition[]), quota: q }));
+      });
     }
     return { value: b === undefined || !ok ? undefined : (Object.freeze({ ...b, groups: Object.freeze(groups) }) as ApiPolicy), seg };
   });
-  const customs = entries(ctx, doc, 'custom').map(({ raw, seg }) => {
-    const b = base('custom', raw, seg);
-    const keyTemplate = str(ctx, raw, 'key_template', seg, true);
-    if (keyTemplate !== undefined) {
+  const customs = entries(r, doc, 'custom', ({ raw, t, seg }) => {
+    const b = base(raw, t, seg);
+    const keyTemplate = raw.key_template;
+    if (typeof keyTemplate === 'string' && keyTemplate !== '') {
       const vars = keyTemplate.match(/\$[A-Za-z]+/g) ?? [];
       const bad = vars.find((v) => !(TEMPLATE_VARS as readonly string[]).includes(v));
       if (bad !== undefined) {
-        report(ctx, 'error', 'POLICY_VALUE', [...seg, 'key_template'], `${bad} is not a template variable (one of ${TEMPLATE_VARS.join(', ')})`);
+        r.report('error', 'POLICY_VALUE', [...seg, 'key_template'], `${bad} is not a template variable (one of ${TEMPLATE_VARS.join(', ')})`);
         return { value: undefined, seg };
       }
-      if (vars.length === 0) report(ctx, 'warning', 'POLICY_VALUE', [...seg, 'key_template'], 'holds no template variable: one counter for every request');
+      if (vars.length === 0) r.report('warning', 'POLICY_VALUE', [...seg, 'key_template'], 'holds no template variable: one counter for every request');
     }
-    return { value: b === undefined || keyTemplate === undefined ? undefined : (Object.freeze({ ...b, keyTemplate }) as CustomPolicy), seg };
+    return { value: b === undefined || t === undefined ? undefined : (Object.freeze({ ...b, keyTemplate: t.key_template as string }) as CustomPolicy), seg };
   });
 
-  const subscription = named(ctx, 'subscription', subs, options);
-  const application = named(ctx, 'application', apps, options);
-  const api = named(ctx, 'api', apis, options);
-  const custom = [...named(ctx, 'custom', customs, options).values()];
-  if (ctx.errors > 0) return { policies: undefined, diagnostics: ctx.diagnostics };
-  return { policies: Object.freeze({ file, subscription, application, api, custom: Object.freeze(custom) }), diagnostics: ctx.diagnostics };
+  const subscription = named(r, 'subscription', subs, options);
+  const application = named(r, 'application', apps, options);
+  const api = named(r, 'api', apis, options);
+  const custom = [...named(r, 'custom', customs, options).values()];
+  if (r.errors > 0) return { policies: undefined, diagnostics: r.diagnostics };
+  return { policies: Object.freeze({ file, subscription, application, api, custom: Object.freeze(custom) }), diagnostics: r.diagnostics };
 }
 
 /** Parses and validates a policies file's text. */
 export function parsePolicies(text: string, file: string, options: PolicyOptions = DEFAULT_POLICY_OPTIONS): PoliciesResult {
-  if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
-  let doc: unknown;
-  try {
-    doc = toml.parse(text);
-  } catch (err) {
-    const e = err as { message?: string; line?: number; location?: { start?: { line?: number } } };
-    return { policies: undefined, diagnostics: [{ level: 'error', code: 'POLICY_SYNTAX', file, line: e.line ?? e.location?.start?.line ?? 0, field: '', message: `not valid TOML: ${e.message ?? String(err)}` }] };
-  }
-  return validatePolicies(doc, file, options, locateKeys(text));
+  const parsed = parseDocument(text, file, POLICY_CODES, false);
+  if (!parsed.ok) return { policies: undefined, diagnostics: [parsed.diagnostic] };
+  return validatePolicies(parsed.doc, file, options, parsed.map);
 }
 
 /** Reads the policies file; a missing file gives the built-in defaults. */
 export function loadPolicies(file: string, options: PolicyOptions = DEFAULT_POLICY_OPTIONS): PoliciesResult {
-  let text: string;
-  try {
-    text = fs.readFileSync(file, 'utf8');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return parsePolicies(DEFAULT_POLICIES_TOML, '', options);
-    return { policies: undefined, diagnostics: [{ level: 'error', code: 'POLICY_IO', file, line: 0, field: '', message: `cannot read (${(err as Error).message})` }] };
+  const read = readText(file);
+  if (!read.ok) {
+    if (read.missing) return parsePolicies(DEFAULT_POLICIES_TOML, '', options);
+    return { policies: undefined, diagnostics: [{ level: 'error', code: 'POLICY_IO', file, line: 0, field: '', message: `cannot read (${read.message})` }] };
   }
-  return parsePolicies(text, file, options);
+  return parsePolicies(read.text, file, options);
 }
 
 /** The reference's default tiers; conf/policies.toml holds the same (a test keeps them equal). */
