@@ -11,24 +11,12 @@
  * Other parts add theirs with `register()` (worker pool saturation, Redis, JWKS reachability):
  * docs/operations.md.
  */
+import type { HealthChecker, HealthResult } from '../events/observed';
 import type { Store } from '../store/types';
 import type { Transport } from '../transport';
 
-export interface HealthResult {
-  readonly healthy: boolean;
-  /** Why it is unhealthy (or a note when healthy). */
-  readonly message?: string;
-  /** Figures behind the verdict (pool usage, ...). Never credentials. */
-  readonly details?: Readonly<Record<string, unknown>>;
-}
-
-export interface HealthChecker {
-  /** Shown in the report; the spec's checker names where there is one (data_source_health_checker). */
-  readonly name: string;
-  /** Lower runs (and is listed) first, like the reference's `order`. */
-  readonly order: number;
-  check(): HealthResult | Promise<HealthResult>;
-}
+// The checkers' shape is vocabulary (lib/events/observed.ts): the parts below offer checkers without importing this.
+export type { HealthChecker, HealthResult } from '../events/observed';
 
 export interface CheckReport {
   readonly name: string;
