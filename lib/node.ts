@@ -57,6 +57,7 @@ import { RedisEventHub } from './scale/event-hub';
 import type { KeyManagerLink } from './security';
 import { MemoryCounterStore } from './throttle/counters';
 import { SplitCounterStore } from './scale/split-counters';
+import type { ClusterPart } from './scale/cluster';
 import { decisionHubUrl } from './config/hub';
 import { TrafficManager } from './scale/traffic-manager';
 import { DecisionCounterStore, redacted, throttleChannels } from './throttle/decisions';
@@ -97,16 +98,6 @@ export interface StartOptions {
   readonly ephemeralPorts?: boolean;
   /** Cluster mode ([throughway.cluster] workers > 1; lib/scale/cluster.ts): which part of it this process is. */
   readonly cluster?: ClusterPart;
-}
-
-export interface ClusterPart {
-  /** primary: the key manager and store (when the role has them), no gateway; worker: the gateway only. */
-  readonly role: 'primary' | 'worker';
-  readonly workers: number;
-  /** worker: the primary's management port, when the primary runs the key manager. */
-  readonly controlPlane?: string;
-  /** worker: the bus the primary's events arrive on (over IPC). */
-  readonly events?: EventBus;
 }
 
 /** Ports this version opens (the others are accepted and announced as not opened yet). */
