@@ -21,8 +21,8 @@ export interface RoleParts {
 
 /**
  * spec 000, part 1.1. `traffic-manager` owns throttling policies and blocking conditions: the store-backed
- * half of the key manager serves and publishes them (admin API, events), without a gateway; lib/node.ts
- * adds its throttle decision service (lib/scale/traffic-manager.ts).
+ * half of the key manager serves and publishes them (admin API, events), without a gateway; the boot
+ * (lib/node/control-plane.ts) adds its throttle decision service (lib/scale/traffic-manager.ts).
  */
 export const ROLE_PARTS: Readonly<Record<ServerRole, RoleParts>> = Object.freeze({
   default: { gateway: true, keyManager: true, notBuilt: false },
