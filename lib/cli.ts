@@ -143,7 +143,7 @@ function plural(n: number, word: string): string {
 function describePorts(result: LoadResult): string[] {
   const lines = [`effective ports (server.offset ${result.ports.offset}):`];
   for (const spec of LISTENING_PORTS) {
-    // Whether the configuration switches the listener on; which listeners a role opens is lib/node.ts's call.
+    // Whether the configuration switches the listener on; which listeners a role opens is lib/node/'s call.
     const state = spec.openedBy === null ? 'accepted, not opened' : portOpened(result.config, spec) ? 'on' : 'off';
     lines.push(`  ${spec.title.padEnd(30)} ${String(result.ports[spec.name]).padStart(5)}  ${spec.key} (${state})`);
   }
@@ -216,7 +216,7 @@ async function start(p: Parsed, io: CliIo): Promise<number> {
     io.err(`throughway: server.server_role = "${role}" is not built by throughway; it runs the roles default, gateway-worker, api-key-manager and traffic-manager (docs/scale-out.md)\n`);
     return 2;
   }
-  // lib/node.ts is the boot entry point; loaded lazily so `config` commands never pull in the runtime.
+  // lib/node/ is the boot entry point; loaded lazily so `config` commands never pull in the runtime.
   const { startNode } = await import('./node');
   // Cluster mode (docs/scale-out.md): the primary runs the control plane part and the workers.
   const cl = result.config.throughway.cluster;

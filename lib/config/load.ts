@@ -39,7 +39,7 @@ import { check, convert, describe } from './convert';
 import { readText, stripBom } from './document';
 import { type EffectivePorts, effectivePorts } from './ports';
 import type { DeploymentConfig } from './deployment-config.generated';
-import { decisionHubUrl } from '../scale/settings';
+import { decisionHubUrl } from './hub';
 
 export interface LoadOptions {
   /** Path of deployment.toml; default `conf/deployment.toml` under the working directory. */

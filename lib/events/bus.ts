@@ -9,27 +9,10 @@
  * or the publisher (its error goes to `onError`).
  */
 import { randomUUID } from 'node:crypto';
-import type { KeyType, SubscriptionState } from '../store/types';
-import type { BlockingCondition } from '../throttle/blocking';
+import type { BlockingCondition } from './blocking';
+import type { ApplicationPayload, SubscriptionPayload, SubscriptionState } from './payloads';
 
-export interface ApplicationPayload {
-  readonly id: string;
-  readonly name: string;
-  readonly owner: string;
-  /** Application throttling tier. */
-  readonly tier: string;
-  /** The application's OAuth clients: the `client_id` / `azp` a token carries maps to the application. */
-  readonly keys: readonly { readonly consumerKey: string; readonly keyType: KeyType }[];
-}
-
-export interface SubscriptionPayload {
-  readonly id: string;
-  readonly applicationId: string;
-  readonly apiContext: string;
-  readonly apiVersion: string;
-  readonly tier: string;
-  readonly state: SubscriptionState;
-}
+export type { ApplicationPayload, SubscriptionPayload } from './payloads';
 
 export interface EventPayloads {
   /** A token was revoked: refuse any JWT with this `jti` until `expiresAt` ([apim.token.revocation] realtime notifier). */

@@ -17,7 +17,7 @@
  */
 import type * as http from 'node:http';
 import type { Logger } from '../log';
-import type { OpsHandler } from '../observability/routes';
+import type { OpsHandler } from '../events/observed';
 import { verifyPassword } from '../store/passwords';
 import type { Store } from '../store/types';
 import type { Deployments } from '../scale/deployments';

@@ -16,7 +16,7 @@ import type { LoadResult } from '../config/load';
 import { createEventBus, type EventBus } from '../events/bus';
 import { silentLogger, type Logger } from '../log';
 import type { Store } from '../store/types';
-import type { OpsHandler } from '../observability/routes';
+import type { OpsHandler } from '../events/observed';
 import type { Deployments } from '../scale/deployments';
 import { createHandler, type RouteContext } from './http';
 import { KeyRingError, openKeyRing, type ExternalKey, type KeyRing } from './keys';

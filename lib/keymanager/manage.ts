@@ -10,7 +10,7 @@ import type { ApplicationPayload, EventBus, SubscriptionPayload } from '../event
 import { digest, hashPassword, newSalt, randomToken } from '../store/passwords';
 import { SUBSCRIPTION_STATES, StoreError, type Application, type BlockingConditionRecord, type KeyType, type OAuthClient, type PasswordHashMethod, type Store, type Subscription, type SubscriptionState } from '../store/types';
 import { OAuthError } from './errors';
-import { checkBlockingCondition } from '../throttle/blocking';
+import { checkBlockingCondition } from '../events/blocking';
 import { DEFAULT_CLIENT_GRANTS, isGrantType } from './settings';
 
 export interface ApplicationView extends Application {

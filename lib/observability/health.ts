@@ -11,11 +11,12 @@
  * Other parts add theirs with `register()` (worker pool saturation, Redis, JWKS reachability):
  * docs/operations.md.
  */
+import type { HealthChecker, HealthResult } from '../events/observed';
 import type { Store } from '../store/types';
 import type { Transport } from '../transport';
-import type { HealthChecker, HealthResult } from '../health';
 
-export type { HealthChecker, HealthResult } from '../health';
+// The checkers' shape is vocabulary (lib/events/observed.ts): the parts below offer checkers without importing this.
+export type { HealthChecker, HealthResult } from '../events/observed';
 
 export interface CheckReport {
   readonly name: string;

@@ -17,35 +17,13 @@
  * metrics on `registry` directly.
  */
 import { collectDefaultMetrics, Registry } from 'prom-client';
+import type { MetricSource, MetricType, Sample } from '../events/observed';
 import type { ExchangeRecord } from '../transport/types';
 import type { Transport } from '../transport';
 import { STATE_NAMES } from '../transport/states';
 
-export type MetricType = 'counter' | 'gauge';
-
-export interface Sample {
-  readonly labels?: Readonly<Record<string, string | number>>;
-  readonly value: number;
-}
-
-/**
- * A metric whose values are read at scrape time: the registration interface for the parts of the gateway
- * (throttled requests by level, token cache hit ratio, worker pool queue, Redis, ...). `collect` must be
- * cheap and synchronous or return a promise; it runs once per scrape.
- */
-export interface MetricSource {
-  /** Prometheus name: [a-zA-Z_:][a-zA-Z0-9_:]*; counters end in _total. Prefix with `throughway_`. */
-  readonly name: string;
-  readonly help: string;
-  readonly type: MetricType;
-  collect(): number | readonly Sample[] | Promise<number | readonly Sample[]>;
-  /**
-   * Cluster mode (lib/scale/cluster-ops.ts): the primary sums each metric over the workers unless it is a
-   * figure of one process that a sum would falsify (a ratio, a utilisation, keys held per process): those
-   * set `perProcess` and keep one series per process, labelled `process`.
-   */
-  readonly perProcess?: boolean;
-}
+// The metric sources' shape is vocabulary (lib/events/observed.ts): the parts below offer them without importing this.
+export type { MetricSource, MetricType, Sample } from '../events/observed';
 
 /** What prom-client's Registry calls on a metric: `get()` for its name, help, type and values. */
 interface PromValue {

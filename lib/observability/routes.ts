@@ -12,9 +12,9 @@ import type * as http from 'node:http';
 import type { Health } from './health';
 import type { Metrics } from './metrics';
 import type { Logger } from '../log';
+import type { OpsHandler } from '../events/observed';
 
-/** Answers a management request it knows and resolves true; false: not its path, the caller goes on. */
-export type OpsHandler = (req: http.IncomingMessage, res: http.ServerResponse, path: string) => Promise<boolean>;
+export type { OpsHandler } from '../events/observed';
 
 export interface OpsRouteOptions {
   /** Present when [server_health_check] enable is true. */

@@ -21,7 +21,7 @@
  * and is not restarted yet, or the first ones are still starting), with each worker's pid.
  */
 import { AggregatorRegistry, type Registry } from 'prom-client';
-import type { HealthChecker } from '../observability/health';
+import type { HealthChecker } from '../events/observed';
 
 /** ms a scrape waits for the workers' answers: Prometheus's own scrape_timeout defaults to 10 s. */
 export const CLUSTER_SCRAPE_TIMEOUT_MS = 3000;

@@ -24,7 +24,8 @@ import cluster, { type Worker } from 'node:cluster';
 import * as os from 'node:os';
 import { createEventBus, type AnyEvent } from '../events/bus';
 import type { LoadResult } from '../config/load';
-import type { RunningNode, StartOptions } from '../node';
+import type { EventBus } from '../events/bus';
+import type { HealthChecker, MetricRegistry } from '../events/observed';
 import { clusterWorkersChecker, mergeMetrics, WorkerMetrics, type ExitedWorker, type MetricsAnswer, type MetricJson } from './cluster-ops';
 
 type Message = { tw: 'hello?' } | { tw: 'hello'; controlPlane?: string } | { tw: 'event'; event: AnyEvent } | { tw: 'ready'; pid: number } | { tw: 'stop' } | { tw: 'metrics?'; id: number } | MetricsAnswer;
@@ -46,7 +47,37 @@ export function isClusterWorker(): boolean {
   return cluster.isWorker;
 }
 
-type Start = (loaded: LoadResult, options: StartOptions) => Promise<RunningNode>;
+/** Which part of the cluster a node started by the boot is (its StartOptions.cluster). */
+export interface ClusterPart {
+  /** primary: the key manager and store (when the role has them), no gateway; worker: the gateway only. */
+  readonly role: 'primary' | 'worker';
+  readonly workers: number;
+  /** worker: the primary's management port, when the primary runs the key manager. */
+  readonly controlPlane?: string;
+  /** worker: the bus the primary's events arrive on (over IPC). */
+  readonly events?: EventBus;
+}
+
+/** What the cluster reads of a node's metrics (lib/observability/metrics.ts Metrics). */
+export interface ClusterMetrics extends MetricRegistry {
+  readonly registry: { getMetricsAsJSON(): Promise<unknown> };
+  readonly perProcess: ReadonlySet<string>;
+  /** The primary answers GET /metrics with the workers' metrics merged with its own; undefined: its own only. */
+  exposeWith(text: (() => Promise<string>) | undefined): void;
+}
+
+/** What the cluster uses of a node the boot started (lib/node RunningNode). */
+export interface ClusterNode {
+  readonly keyManager: unknown;
+  readonly events: EventBus;
+  readonly metrics: ClusterMetrics | undefined;
+  readonly health: { register(checker: HealthChecker): void } | undefined;
+  readonly ports: { readonly management: number | undefined };
+  close(): Promise<void>;
+}
+
+/** The boot's start of one node (lib/node startNode), handed in so that scale/ does not import the boot. */
+type Start<N extends ClusterNode> = (loaded: LoadResult, options: { readonly log: (line: string) => void; readonly reload?: () => LoadResult; readonly cluster: ClusterPart }) => Promise<N>;
 
 export interface Primary {
   /** Workers ready now. */
@@ -56,7 +87,7 @@ export interface Primary {
 }
 
 /** The primary: its part of the node, then the workers. */
-export async function runPrimary(loaded: LoadResult, o: { start: Start; workers: number; log: (line: string) => void; reload?: () => LoadResult; restartMin: number; restartMax: number }): Promise<Primary> {
+export async function runPrimary(loaded: LoadResult, o: { start: Start<ClusterNode>; workers: number; log: (line: string) => void; reload?: () => LoadResult; restartMin: number; restartMax: number }): Promise<Primary> {
   const node = await o.start(loaded, { log: o.log, ...(o.reload !== undefined ? { reload: o.reload } : {}), cluster: { role: 'primary', workers: o.workers } });
   const controlPlane = node.keyManager !== undefined && node.ports.management !== undefined ? `http://127.0.0.1:${node.ports.management}` : undefined;
   const live = new Map<number, { worker: Worker; started: number; ready: boolean }>();
@@ -194,7 +225,7 @@ export async function runPrimary(loaded: LoadResult, o: { start: Start; workers:
 }
 
 /** A worker: waits for the primary's hello, then runs the gateway part; `stop` closes it gracefully. */
-export async function runWorker(loaded: LoadResult, o: { start: Start; workers: number; log: (line: string) => void }): Promise<RunningNode> {
+export async function runWorker<N extends ClusterNode>(loaded: LoadResult, o: { start: Start<N>; workers: number; log: (line: string) => void }): Promise<N> {
   const bus = createEventBus();
   const hello = await new Promise<Extract<Message, { tw: 'hello' }>>((resolve) => {
     const on = (m: unknown): void => {

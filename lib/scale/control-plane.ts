@@ -20,7 +20,7 @@ import * as http from 'node:http';
 import * as https from 'node:https';
 import type { JWK } from 'jose';
 import type { KeyManagerLink, Snapshot } from '../security';
-import type { BlockingCondition } from '../throttle/blocking';
+import type { BlockingCondition } from '../events/blocking';
 import type { Logger } from '../log';
 import { retryDelays, type RetrySettings } from './settings';
 import type { Deployments } from './deployments';

@@ -27,9 +27,9 @@
  */
 import { Redis } from 'ioredis';
 import { EVENT_NAMES, type AnyEvent, type ApiDeploymentPayload, type ApplicationPayload, type EventBus, type SubscriptionPayload } from '../events/bus';
-import type { HealthChecker } from '../observability/health';
+import type { HealthChecker } from '../events/observed';
 import type { Logger } from '../log';
-import type { BlockingCondition } from '../throttle/blocking';
+import type { BlockingCondition } from '../events/blocking';
 import type { FullSnapshot } from './control-plane';
 import { randomUUID } from 'node:crypto';
 

@@ -2,13 +2,10 @@
  * The loaded configuration, read for scale-out (issue 10, docs/scale-out.md): which parts a
  * `server.server_role` runs (spec 000, part 1.1), where the control plane is, the Redis of the event
  * hub and the deployment retry. The one place that maps those keys; lib/scale never reads TOML.
- *
- * Event hub endpoints: the spec's `[apim.event_hub] event_listening_endpoints`, `event_duplicate_url`
- * and `[apim.throttling] throttle_decision_endpoints` carry JMS URLs (`tcp://host:5672`) in real files.
- * throughway has no JMS broker: Redis pub/sub is the one hub. The first `redis://` (or `rediss://`) URL of
- * those keys, in that order, is the hub; `tcp://` URLs are kept out and named in one warning.
+ * Which of the hub keys' URLs are Redis: lib/config/hub.ts.
  */
 import type { DeploymentConfig } from '../config/types';
+import { isRedisUrl as isRedis } from '../config/hub';
 
 export type ServerRole = 'default' | 'gateway-worker' | 'api-key-manager' | 'traffic-manager' | 'api-publisher' | 'api-devportal';
 
@@ -24,8 +21,8 @@ export interface RoleParts {
 
 /**
  * spec 000, part 1.1. `traffic-manager` owns throttling policies and blocking conditions: the store-backed
- * half of the key manager serves and publishes them (admin API, events), without a gateway; lib/node.ts
- * adds its throttle decision service (lib/scale/traffic-manager.ts).
+ * half of the key manager serves and publishes them (admin API, events), without a gateway; the boot
+ * (lib/node/control-plane.ts) adds its throttle decision service (lib/scale/traffic-manager.ts).
  */
 export const ROLE_PARTS: Readonly<Record<ServerRole, RoleParts>> = Object.freeze({
   default: { gateway: true, keyManager: true, notBuilt: false },
@@ -68,22 +65,6 @@ export interface ScaleSettings {
   /** ms between two reconnect attempts to Redis: first, then doubled up to max. */
   readonly reconnectMin: number;
   readonly reconnectMax: number;
-}
-
-const isRedis = (u: string): boolean => /^rediss?:\/\//i.test(u.trim());
-
-const redisIn = (list: unknown): string | undefined => (Array.isArray(list) ? (list as unknown[]).find((u): u is string => typeof u === 'string' && isRedis(u))?.trim() : undefined);
-
-/**
- * The Redis of throttle data and decisions (`[throughway.throttling] counter_store = "traffic-manager"`,
- * lib/throttle/decisions.ts): the first redis:// URL of `[apim.throttling] throttle_decision_endpoints`
- * (the spec's decision connection), else of the event hub keys in the order above. Not switched off by
- * `[apim.event_hub] enable = false`: decisions are their own channel. Reads the loaded document
- * defensively: the configuration check calls it on a file that may have type errors elsewhere.
- */
-export function decisionHubUrl(c: DeploymentConfig): string | undefined {
-  const hub = c.apim?.event_hub;
-  return redisIn(c.apim?.throttling?.throttle_decision_endpoints) ?? redisIn(hub?.event_listening_endpoints) ?? redisIn(hub?.event_duplicate_url);
 }
 
 export function scaleSettingsFrom(c: DeploymentConfig): ScaleSettings {

@@ -16,9 +16,9 @@
  * reconnect with back-off, the `traffic_manager` health checker is DOWN.
  */
 import { Redis } from 'ioredis';
-import type { HealthChecker } from '../observability/health';
+import type { HealthChecker } from '../events/observed';
 import type { Logger } from '../log';
-import type { Metrics } from '../observability/metrics';
+import type { MetricRegistry } from '../events/observed';
 import { decodeData, encodeDecisions, redacted, type Decision, type ThrottleData } from '../throttle/decisions';
 
 class Window {
@@ -190,7 +190,7 @@ export class TrafficManager {
   }
 
   /** Its counts and decisions in `GET /metrics` (read at scrape time). */
-  register(metrics: Metrics): void {
+  register(metrics: MetricRegistry): void {
     const a = this.aggregator;
     metrics.register({ name: 'throughway_traffic_manager_batches_total', help: 'Throttle data batches received from gateways.', type: 'counter', collect: () => a.batches });
     metrics.register({ name: 'throughway_traffic_manager_counts_total', help: 'Calls the gateways reported (summed per key and window).', type: 'counter', collect: () => a.counted });

@@ -9,12 +9,11 @@
  * salted digest `[user_store.properties] PasswordHashMethod` names.
  */
 
-/** Subscription states (spec 002, part 3, "Subscription conditions that affect invocation"). */
-export const SUBSCRIPTION_STATES = ['UNBLOCKED', 'BLOCKED', 'PROD_ONLY_BLOCKED', 'ON_HOLD'] as const;
-export type SubscriptionState = (typeof SUBSCRIPTION_STATES)[number];
+import type { BlockingType } from '../events/blocking';
+import type { KeyType, SubscriptionState } from '../events/payloads';
 
-/** Key types of an application's OAuth client: production or sandbox keys (the `keytype` token claim). */
-export type KeyType = 'PRODUCTION' | 'SANDBOX';
+// Subscription states and key types are event vocabulary (lib/events/payloads.ts): the store keeps them.
+export { SUBSCRIPTION_STATES, type KeyType, type SubscriptionState } from '../events/payloads';
 
 /** `[user_store.properties] PasswordHashMethod` values (spec 001). */
 export type PasswordHashMethod = 'SHA' | 'SHA-1' | 'SHA-256' | 'MD5' | 'PLAIN_TEXT';
@@ -99,10 +98,10 @@ export interface SigningKey {
   readonly retiredAt: number | null;
 }
 
-/** A blocking condition as stored (lib/throttle/blocking.ts gives the types and values). */
+/** A blocking condition as stored (lib/events/blocking.ts gives the types and values). */
 export interface BlockingConditionRecord {
   readonly id: string;
-  readonly type: 'API' | 'APPLICATION' | 'USER' | 'IP' | 'IP_RANGE';
+  readonly type: BlockingType;
   readonly value: string;
   readonly invert: boolean;
   readonly createdAt: number;

@@ -1,39 +1,16 @@
 /**
- * Blocking conditions (spec 002 part 7: 900805 "blocked by user, IP, application or API context"; spec 000
- * [apim.throttling] enable_blacklist_condition). Kept in the key manager's store, edited with the admin API
- * and the CLI, and pushed to the gateway as events (docs/events.md: blocking.added, blocking.removed),
+ * Blocking conditions enforced (spec 002 part 7: 900805 "blocked by user, IP, application or API context";
+ * spec 000 [apim.throttling] enable_blacklist_condition; their types and check: lib/events/blocking.ts).
+ * Kept in the key manager's store, edited with the admin API and the CLI, and pushed to the gateway as events (docs/events.md: blocking.added, blocking.removed),
  * so a change is in force as soon as the event is delivered, not after a polling period.
  *
  * Matching is by set lookup (API, application, user, IP) and a short list of ranges, so a gateway with no
  * conditions pays one size check per request.
  */
-import { ipMatcher, ipNumber, plainIp } from './policies';
+import { ipMatcher, ipNumber, plainIp } from '../events/ip';
+import type { BlockingCondition, BlockingType } from '../events/blocking';
 
-export const BLOCKING_TYPES = ['API', 'APPLICATION', 'USER', 'IP', 'IP_RANGE'] as const;
-export type BlockingType = (typeof BLOCKING_TYPES)[number];
-
-export interface BlockingCondition {
-  readonly id: string;
-  readonly type: BlockingType;
-  /**
-   * API: a context with or without its version ("/pizzashack/1.0.0" or "/pizzashack": every version);
-   * APPLICATION: "owner:name" as in the reference, or the application's name or id;
-   * USER: the end user; IP: an address; IP_RANGE: "start-end" or CIDR.
-   */
-  readonly value: string;
-  /** IP and IP_RANGE only: block every address except these. */
-  readonly invert: boolean;
-}
-
-/** Why a value cannot be a condition of its type, or undefined when it can. */
-export function checkBlockingCondition(type: string, value: string): string | undefined {
-  if (!(BLOCKING_TYPES as readonly string[]).includes(type)) return `type must be one of ${BLOCKING_TYPES.join(', ')}`;
-  if (value.trim() === '') return 'value is required';
-  if (type === 'IP' && ipMatcher('ip', value) === undefined) return `${JSON.stringify(value)} is not an IP address`;
-  if (type === 'IP_RANGE' && ipMatcher('ip_range', value) === undefined) return `${JSON.stringify(value)} is not an IP range ("10.0.0.1-10.0.0.9" or CIDR "10.0.0.0/8")`;
-  if (type === 'API' && !value.startsWith('/')) return `${JSON.stringify(value)} is not an API context (e.g. "/pizzashack/1.0.0")`;
-  return undefined;
-}
+export { BLOCKING_TYPES, checkBlockingCondition, type BlockingCondition, type BlockingType } from '../events/blocking';
 
 /** What a call offers to the conditions. */
 export interface BlockingSubject {

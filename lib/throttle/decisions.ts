@@ -24,7 +24,7 @@
  * second as a heartbeat, tells).
  */
 import { Redis } from 'ioredis';
-import type { HealthChecker } from '../health';
+import type { HealthChecker } from '../events/observed';
 import type { Logger } from '../log';
 import { MemoryCounterStore, windowStart, type CounterStore } from './counters';
 
@@ -113,7 +113,7 @@ class Held {
 }
 
 export interface DecisionLinkOptions {
-  /** The decision hub's Redis (lib/scale/settings.ts decisionHubUrl). */
+  /** The decision hub's Redis (lib/config/hub.ts decisionHubUrl). */
   readonly url: string;
   /** `throttleChannels(prefix)`. */
   readonly channels: { readonly data: string; readonly decisions: string };

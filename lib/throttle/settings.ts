@@ -4,7 +4,7 @@
  */
 import * as path from 'node:path';
 import type { DeploymentConfig } from '../config/types';
-import { decisionHubUrl } from '../scale/settings';
+import { decisionHubUrl } from '../config/hub';
 import { throttleChannels } from './decisions';
 import type { PolicyOptions } from './policies';
 
@@ -13,7 +13,7 @@ export interface ThrottleSettings {
   readonly policiesFile: string;
   readonly counterStore: CounterStoreKind;
   readonly redisUrl: string;
-  /** counter_store = "traffic-manager": the decision hub's Redis (lib/scale/settings.ts decisionHubUrl). */
+  /** counter_store = "traffic-manager": the decision hub's Redis (lib/config/hub.ts decisionHubUrl). */
   readonly decisionUrl: string | undefined;
   /** The throttle data and decision channels under [throughway.scale] channel. */
   readonly channels: { readonly data: string; readonly decisions: string };

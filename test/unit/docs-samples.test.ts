@@ -440,7 +440,7 @@ t.test('the TypeScript blocks (and the typed JSON samples) type-check against th
     skipLibCheck: true,
     esModuleInterop: true,
     baseUrl: root,
-    paths: { throughway: [join(dist, 'lib', 'index.d.ts')], 'throughway/node': [join(dist, 'lib', 'node.d.ts')] },
+    paths: { throughway: [join(dist, 'lib', 'index.d.ts')], 'throughway/node': [join(dist, 'lib', 'node', 'index.d.ts')] },
   };
   // JSON samples of a typed shape are type-checked as object literals of that type: a field the type lacks
   // (excess property) or a missing one is reported.

@@ -1,0 +1,31 @@
+/**
+ * The plain data events carry about applications and subscriptions (docs/events.md): the key manager
+ * publishes them, the gateway and the store keep them; subscription states and key types belong here so
+ * that neither needs the other.
+ */
+
+/** Subscription states (spec 002, part 3, "Subscription conditions that affect invocation"). */
+export const SUBSCRIPTION_STATES = ['UNBLOCKED', 'BLOCKED', 'PROD_ONLY_BLOCKED', 'ON_HOLD'] as const;
+export type SubscriptionState = (typeof SUBSCRIPTION_STATES)[number];
+
+/** Key types of an application's OAuth client: production or sandbox keys (the `keytype` token claim). */
+export type KeyType = 'PRODUCTION' | 'SANDBOX';
+
+export interface ApplicationPayload {
+  readonly id: string;
+  readonly name: string;
+  readonly owner: string;
+  /** Application throttling tier. */
+  readonly tier: string;
+  /** The application's OAuth clients: the `client_id` / `azp` a token carries maps to the application. */
+  readonly keys: readonly { readonly consumerKey: string; readonly keyType: KeyType }[];
+}
+
+export interface SubscriptionPayload {
+  readonly id: string;
+  readonly applicationId: string;
+  readonly apiContext: string;
+  readonly apiVersion: string;
+  readonly tier: string;
+  readonly state: SubscriptionState;
+}

@@ -1,0 +1,161 @@
+/**
+ * What the parts of a starting node share (lib/node/index.ts composes them): the loaded configuration,
+ * the role's parts (spec 000, part 1.1; lib/scale/settings.ts ROLE_PARTS) as this process runs them, the
+ * logs, the event bus, the operations objects, and each part once it has started (close() and SIGHUP
+ * find them here).
+ */
+import type { LoadResult } from '../config/load';
+import type { DeploymentConfig } from '../config/types';
+import type { EffectivePorts } from '../config/ports';
+import { createLogger, type LogLevel, type LogSink, type ReloadableLogger } from '../log';
+import { Metrics } from '../observability/metrics';
+import { Health } from '../observability/health';
+import { opsRoutes } from '../observability/routes';
+import type { OpsHandler } from '../events/observed';
+import type { ReloadResult } from '../observability/reload';
+import type { Gateway } from '../embed';
+import type { DemoBackend } from '../demo/backend';
+import { createEventBus, type EventBus } from '../events/bus';
+import type { BlockingCondition } from '../events/blocking';
+import type { KeyManager } from '../keymanager';
+import type { KeyManagerLink } from '../security';
+import type { Store } from '../store/types';
+import type * as http from 'node:http';
+import { scaleSettingsFrom, type ScaleSettings } from '../scale/settings';
+import type { ControlPlane } from '../scale/control-plane';
+import type { RedisEventHub } from '../scale/event-hub';
+import type { TrafficManager } from '../scale/traffic-manager';
+import type { DeploymentFollower, DeploymentSource } from '../scale/deployments';
+import type { ClusterPart } from '../scale/cluster';
+
+export interface RunningNode {
+  /** The gateway, when this role runs one. */
+  readonly gateway: Gateway | undefined;
+  /** The key manager (token endpoint, DCR, admin API) on the management port. */
+  readonly keyManager: KeyManager | undefined;
+  /** Key manager events (token revoked, applications, subscriptions, policies): docs/events.md. */
+  readonly events: EventBus;
+  /** `GET /metrics` (undefined when [throughway.operations] metrics = false). */
+  readonly metrics: Metrics | undefined;
+  /** `GET /health`'s checkers (undefined when [server_health_check] enable = false). */
+  readonly health: Health | undefined;
+  /** What SIGHUP does: re-read deployment.toml (when StartOptions.reload is given), the APIs and templates. */
+  reload(): ReloadResult | undefined;
+  /** The ports the node listens on. */
+  readonly ports: { readonly management: number | undefined; readonly gateway: number | undefined };
+  close(): Promise<void>;
+}
+
+export interface StartOptions {
+  /** Where start-up lines go (default: process.stdout). */
+  readonly log?: (line: string) => void;
+  /** Reads deployment.toml again (the CLI's loader with the same --config, --strict, --sys): SIGHUP. */
+  readonly reload?: () => LoadResult;
+  /** Where the server log goes (default: process.stderr). */
+  readonly logSink?: LogSink;
+  /** Working directory for the store file and the access log (default: process.cwd()). */
+  readonly cwd?: string;
+  /** Tests: every listener on a free port of 127.0.0.1 instead of the configured ports (RunningNode.ports). */
+  readonly ephemeralPorts?: boolean;
+  /** Cluster mode ([throughway.cluster] workers > 1; lib/scale/cluster.ts): which part of it this process is. */
+  readonly cluster?: ClusterPart;
+}
+
+/** The node being started: its settings, then each part as it starts. */
+export interface Boot {
+  readonly loaded: LoadResult;
+  readonly config: DeploymentConfig;
+  readonly ports: EffectivePorts;
+  readonly options: StartOptions;
+  /** Start-up lines (StartOptions.log). */
+  readonly log: (line: string) => void;
+  readonly logger: ReloadableLogger;
+  readonly cwd: string;
+  /** Every listener on a free port of 127.0.0.1 (StartOptions.ephemeralPorts). */
+  readonly eph: boolean;
+  /** The role's scale-out settings as configured, and as this process runs them (a cluster splits the role). */
+  readonly configured: ScaleSettings;
+  readonly scale: ScaleSettings;
+  readonly cl: ClusterPart | undefined;
+  readonly events: EventBus;
+  readonly metrics: Metrics | undefined;
+  readonly health: Health | undefined;
+  /** GET /health, /health/live and /metrics on the management port (lib/observability/routes.ts). */
+  readonly ops: OpsHandler;
+  readonly listening: { management: number | undefined; gateway: number | undefined };
+  demo?: DemoBackend;
+  gateway?: Gateway;
+  store?: Store;
+  keyManager?: KeyManager;
+  hub?: RedisEventHub;
+  trafficManager?: TrafficManager;
+  controlPlane?: ControlPlane;
+  /** gateway-worker: the key manager over the control plane's management port. */
+  remoteLink?: KeyManagerLink;
+  /** gateway-worker: the blocking conditions of the first snapshot, kept current until the gateway exists. */
+  initialBlocking?: Map<string, BlockingCondition>;
+  /** Control plane: the apis/ and policies file served to gateway-workers. */
+  deploymentSource?: DeploymentSource;
+  /** gateway-worker: the APIs and policies pulled from the control plane, kept current by its events. */
+  follower?: DeploymentFollower;
+  /** The operations port of a node without the key manager. */
+  opsServer?: http.Server;
+  stopCollecting: () => void;
+  stopWatching: () => void;
+  /** SIGHUP: the listeners' certificates read again (set once the TLS listeners exist). */
+  reloadTls: () => { readonly ok: boolean; readonly error?: string };
+}
+
+/** A role throughway does not build (api-publisher, api-devportal): the CLI exits with status 2. */
+export class RoleNotBuiltError extends Error {
+  readonly code = 'ROLE_NOT_BUILT';
+}
+
+/** The settings of the node to start; throws for a configuration with errors or a role not built. */
+export function createBoot(loaded: LoadResult, options: StartOptions): Boot {
+  if (!loaded.ok) {
+    const errors = loaded.diagnostics.filter((d) => d.level === 'error').length;
+    throw new Error(`configuration has ${errors} error(s); run \`throughway config check\``);
+  }
+  const log = options.log ?? ((line: string) => process.stdout.write(`${line}\n`));
+  const config = loaded.config;
+  const ports = loaded.ports;
+  const role = config.server.server_role;
+  const configured = scaleSettingsFrom(config);
+  const cl = options.cluster;
+  // Cluster mode: the primary keeps the control plane half of the role, the workers run its gateway.
+  const scale = cl === undefined ? configured : {
+    ...configured,
+    parts: cl.role === 'primary' ? { ...configured.parts, gateway: false } : { ...configured.parts, keyManager: false },
+    controlPlane: cl.controlPlane ?? configured.controlPlane,
+  };
+  if (scale.parts.notBuilt) throw new RoleNotBuiltError(`server.server_role = "${role}" is not built by throughway (roles: default, gateway-worker, api-key-manager, traffic-manager; docs/scale-out.md)`);
+  log(`throughway node: role ${role}, host ${config.server.hostname}, offset ${ports.offset}`);
+  const logger = createLogger(config.throughway.log_level as LogLevel, options.logSink ?? process.stderr);
+  const opsConfig = config.throughway.operations;
+  const metrics = opsConfig.metrics ? new Metrics() : undefined;
+  const health = config.server_health_check.enable ? new Health(opsConfig.health_check_timeout) : undefined;
+  const events = cl?.events ?? createEventBus((err, event) => logger.log('error', 'event_subscriber_failed', { event: event.name, message: (err as Error).message }));
+  const ops = opsRoutes({ ...(health !== undefined ? { health } : {}), ...(metrics !== undefined ? { metrics } : {}), logger });
+  return {
+    loaded,
+    config,
+    ports,
+    options,
+    log,
+    logger,
+    cwd: options.cwd ?? process.cwd(),
+    eph: options.ephemeralPorts === true,
+    configured,
+    scale,
+    cl,
+    events,
+    metrics,
+    health,
+    ops,
+    listening: { management: undefined, gateway: undefined },
+    stopCollecting: () => undefined,
+    stopWatching: () => undefined,
+    reloadTls: () => ({ ok: true }),
+  };
+}

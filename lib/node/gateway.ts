@@ -1,0 +1,100 @@
+/**
+ * The gateway part of a node: the pass-through transport with the API router on the gateway HTTP port
+ * (spec 002 part 4: 8280 + server.offset), then, with TLS (docs/tls.md), the management HTTPS port (9443),
+ * the gateway HTTPS listener (8243) and, when enabled, WS (9099) and WSS (8099), from the
+ * [transport.passthru_https] listener stores or the sample key pair.
+ */
+import type * as tls from 'node:tls';
+import { createGateway, type Gateway } from '../embed';
+import { keyManagerLink, type KeyManagerLink } from '../security';
+import { gatewayObserver } from '../observability/observe';
+import { listenerTlsSettings, reloadCertificates, serverOptions, watchCertificates, type ListenerTlsSettings } from '../tls/settings';
+import { ensureSampleKeystore } from '../tls/sample';
+import { SplitCounterStore } from '../scale/split-counters';
+import { MemoryCounterStore } from '../throttle/counters';
+import { DecisionCounterStore, redacted } from '../throttle/decisions';
+import { observeGateway } from './operations';
+import type { Boot } from './boot';
+
+/** The listeners' TLS: the [transport.passthru_https] listener stores; without a key store, the sample key pair (made once). */
+export interface ListenerTls {
+  readonly settings: ListenerTlsSettings;
+  readonly sampleFile: string | undefined;
+  readonly options: tls.TlsOptions;
+}
+
+export function listenerTls(b: Boot): ListenerTls {
+  const settings = listenerTlsSettings(b.config, b.cwd);
+  let sampleFile: string | undefined;
+  if (settings.keyStore === undefined && settings.profileFile === undefined) {
+    const sample = ensureSampleKeystore(b.cwd, b.config.server.hostname);
+    sampleFile = sample.file;
+    if (sample.created) b.log(`  generated the sample key pair ${sample.file} (self-signed; configure listener.key_store for real use)`);
+  }
+  return { settings, sampleFile, options: serverOptions(settings, sampleFile) };
+}
+
+/** The key manager's management HTTPS port shares the listeners' key pair, without client certificates. */
+export async function startManagementHttps(b: Boot, t: ListenerTls): Promise<void> {
+  if (b.keyManager === undefined) return;
+  const kmTlsOptions = { ...t.options, requestCert: false, rejectUnauthorized: false };
+  const kmTls = b.eph ? await b.keyManager.listenHttps(kmTlsOptions, 0, '127.0.0.1') : await b.keyManager.listenHttps(kmTlsOptions);
+  b.log(`  ${'management HTTPS'.padEnd(18)} port ${(kmTls.address() as { port: number }).port}`);
+}
+
+/** The gateway on its HTTP port, with the blocking conditions, counters and APIs of this role. */
+export async function startGateway(b: Boot): Promise<void> {
+  const config = b.config;
+  if (!b.scale.parts.gateway || !config.transport.passthru_http.listener.enable) return;
+  // Blocking conditions in force at start, then kept current by the key manager's events (900805).
+  const link: KeyManagerLink = b.keyManager !== undefined ? keyManagerLink(b.keyManager) : (b.remoteLink as KeyManagerLink);
+  const blocking = b.store !== undefined ? await b.store.listBlockingConditions() : [...(b.initialBlocking?.values() ?? [])];
+  // Cluster workers without a shared counter store each admit 1/N of every limit (docs/scale-out.md).
+  const cl = b.cl;
+  const split = cl !== undefined && cl.workers > 1 && config.throughway.throttling.counter_store === 'memory';
+  const counters = split ? { counters: new SplitCounterStore(new MemoryCounterStore(config.throughway.throttling.max_counters, 10_000), cl.workers) } : {};
+  const follower = b.follower;
+  const pulled = follower?.policiesText();
+  const fromControlPlane = follower !== undefined ? { apiTexts: { origin: `the control plane ${follower.origin}`, entries: follower.entries() } } : {};
+  const gw = createGateway({ loaded: b.loaded, logger: b.logger, cwd: b.cwd, keyManager: link, events: b.events, ...fromControlPlane, throttling: { blocking, ...counters, ...(pulled !== undefined ? { policies: pulled } : {}) }, observe: gatewayObserver({ logger: b.logger, ...(b.metrics !== undefined ? { metrics: b.metrics } : {}) }) });
+  b.gateway = gw;
+  follower?.attach(gw);
+  b.stopCollecting();
+  observeGateway(b, gw);
+  const a = await gw.listen(b.eph ? { port: 0, host: '127.0.0.1' } : {});
+  b.listening.gateway = a.port;
+  b.log(`  ${'gateway HTTP'.padEnd(18)} port ${a.port}`);
+  describeGateway(b, gw);
+}
+
+/** Start-up lines: where throttle decisions, traces and analytics events go. */
+function describeGateway(b: Boot, gw: Gateway): void {
+  const ts = gw.throttle.settings;
+  if (gw.throttle.counters instanceof DecisionCounterStore && ts.decisionUrl !== undefined) b.log(`  ${'throttle decisions'.padEnd(18)} ${redacted(ts.decisionUrl)}: ${ts.dataPublishing ? `data to ${ts.channels.data} every ${ts.syncInterval} ms` : 'no data published'}, ${ts.decisionConnection ? `decisions from ${ts.channels.decisions}` : 'no decisions received'}`);
+  const tr = gw.tracer?.settings;
+  if (tr !== undefined) b.log(`  ${'tracing'.padEnd(18)} ${[tr.logTracer ? 'log' : '', tr.remote ? `Zipkin http://${tr.host}:${tr.port}/api/v2/spans` : ''].filter((x) => x !== '').join(', ')}`);
+  if (gw.analytics !== undefined) b.log(`  ${'analytics'.padEnd(18)} ${gw.analytics.describe()}`);
+}
+
+/** The gateway's HTTPS, WS and WSS listeners; their certificates are watched and read again on SIGHUP. */
+export async function startGatewayTls(b: Boot, gateway: Gateway, t: ListenerTls): Promise<void> {
+  const { config, ports, eph } = b;
+  const tlsServers: tls.Server[] = [];
+  const bind = eph ? '127.0.0.1' : (config.transport.passthru_https.listener.parameters['bind-address'] ?? config.transport.passthru_http.listener['bind-address'] ?? '0.0.0.0');
+  if (config.transport.passthru_https.listener.enable) {
+    const s = await gateway.listenTls({ port: eph ? 0 : ports.passthruHttps, host: bind }, t.options);
+    tlsServers.push(s);
+    b.log(`  ${'gateway HTTPS'.padEnd(18)} port ${(s.address() as { port: number }).port}${t.settings.verifyClient === 'require' ? ' (mutual TLS)' : ''}`);
+  }
+  if (config.transport.ws.sender.enable) {
+    const w = await gateway.listen(eph ? { port: 0, host: bind } : { port: ports.ws });
+    b.log(`  ${'gateway WS'.padEnd(18)} port ${w.port}`);
+  }
+  if (config.transport.wss.sender.enable) {
+    const w = await gateway.listenTls({ port: eph ? 0 : ports.wss, host: bind }, t.options);
+    tlsServers.push(w);
+    b.log(`  ${'gateway WSS'.padEnd(18)} port ${(w.address() as { port: number }).port}`);
+  }
+  b.stopWatching = watchCertificates(tlsServers, t.settings, t.sampleFile, b.logger);
+  b.reloadTls = () => reloadCertificates(tlsServers, t.settings, t.sampleFile, b.logger);
+}

@@ -1,0 +1,70 @@
+/**
+ * Operations (lib/observability, docs/operations.md): `GET /metrics`, `GET /health` (the checkers of
+ * [server_health_check]) and `GET /health/live` on the management port, served by the key manager when the
+ * role runs one, else by a server of their own; and the checkers and metrics of the parts that started.
+ */
+import * as http from 'node:http';
+import { backendPoolChecker, dataSourceChecker, userStoreChecker } from '../observability/health';
+import { hasRemoteIssuers, jwksChecker, redisChecker, registerComponentMetrics, workerPoolChecker } from '../observability/components';
+import { RedisCounterStore } from '../throttle/redis';
+import { DecisionCounterStore } from '../throttle/decisions';
+import type { Gateway } from '../embed';
+import type { Store } from '../store/types';
+import type { Boot } from './boot';
+
+const backendPool = (b: Boot): ReturnType<typeof backendPoolChecker> => {
+  const o = b.config.throughway.operations;
+  return backendPoolChecker(() => b.gateway?.transport, { order: o.backend_pool_checker_order, limitPercentage: o.backend_pool_usage_limit_percentage });
+};
+
+/**
+ * The operations port of a node without the key manager. A cluster worker has none: the primary's
+ * management port is the node's (it shows the workers' metrics and health: lib/scale/cluster-ops.ts),
+ * also when the primary runs no key manager.
+ */
+export async function startOpsServer(b: Boot): Promise<void> {
+  if (b.scale.parts.keyManager || b.cl?.role === 'worker') return;
+  const srv = http.createServer((req, res) => {
+    const p = new URL(req.url ?? '/', 'http://localhost').pathname.replace(/\/+$/, '') || '/';
+    b.ops(req, res, p).then(
+      (done) => {
+        if (!done) res.writeHead(404, { 'Content-Type': 'application/json' }).end('{"error":"not_found"}');
+      },
+      () => res.writeHead(500).end(),
+    );
+  });
+  b.opsServer = srv;
+  await new Promise<void>((resolve, reject) => {
+    srv.once('error', reject);
+    srv.listen(b.eph ? 0 : b.ports.managementHttp, b.eph ? '127.0.0.1' : undefined, () => resolve());
+  });
+  b.listening.management = (srv.address() as { port: number }).port;
+  b.log(`  ${'operations'.padEnd(18)} port ${b.listening.management}: /health/live${b.health !== undefined ? ', /health' : ''}${b.metrics !== undefined ? ', /metrics' : ''} (docs/operations.md)`);
+  b.health?.register(backendPool(b));
+}
+
+/** The store's checkers ([server_health_check.health_checker]) and the backend pool's. */
+export function registerStoreCheckers(b: Boot, store: Store): void {
+  const health = b.health;
+  if (health === undefined) return;
+  const checkers = b.config.server_health_check.health_checker;
+  if (checkers.data_source_health_checker.enable) {
+    health.register(dataSourceChecker(store, { order: checkers.data_source_health_checker.order, limitPercentage: checkers.data_source_health_checker.properties.pool_usage_limit_percentage }));
+  }
+  if (checkers.super_tenant_health_checker.enable) health.register(userStoreChecker(store, { order: checkers.super_tenant_health_checker.order, username: b.config.super_admin.username }));
+  health.register(backendPool(b));
+}
+
+/** The gateway's metrics and its components' checkers. */
+export function observeGateway(b: Boot, gw: Gateway): void {
+  b.metrics?.attach({ transport: gw.transport, apiOf: (url) => gw.apiOf(url) });
+  if (b.metrics !== undefined) registerComponentMetrics(b.metrics, () => b.gateway);
+  const health = b.health;
+  if (health === undefined) return;
+  // The components' checkers share the backend pool checker's order (equal orders keep this order).
+  const order = b.config.throughway.operations.backend_pool_checker_order;
+  health.register(workerPoolChecker(() => b.gateway, { order, queueLimit: gw.mediation.pool.settings.maxThreads }));
+  if (hasRemoteIssuers(gw)) health.register(jwksChecker(() => b.gateway, { order }));
+  if (gw.throttle.counters instanceof RedisCounterStore) health.register(redisChecker(() => b.gateway, { order }));
+  if (gw.throttle.counters instanceof DecisionCounterStore) health.register(gw.throttle.counters.checker(order));
+}
