@@ -243,7 +243,7 @@ export async function startNode(loaded: LoadResult, options: StartOptions = {}):
       log(`  ${'demo backend'.padEnd(18)} port ${a.port} (127.0.0.1)`);
     }
     // The key manager first: once the gateway says it listens, tokens can be had.
-    // Progress of schema migrations (issue 11, "Progress"): a first start on a remote database can take a while.
+    // Progress of schema migrations (docs/operations.md): a first start on a remote database can take a while.
     const ops = opsRoutes({ ...(health !== undefined ? { health } : {}), ...(metrics !== undefined ? { metrics } : {}), logger });
     if (scale.ignoredUrls.length > 0) {
       // Real files carry the JMS broker's URLs: accepted, not used (one warning for all of them).

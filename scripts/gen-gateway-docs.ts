@@ -261,7 +261,7 @@ export function renderApisDoc(): string {
   };
   PHASES.forEach((p, i) => o.push(`| ${i + 1} | ${p.name} | ${p.enforced ? 'enforced' : '**not yet enforced**'} | ${esc(what[p.name] ?? '')} |`));
   o.push('');
-  // Only while some phase is not enforced (every phase is, since Step 7): the sentence explains the column.
+  // Only while some phase is not enforced (every phase is, today): the sentence explains the column.
   if (PHASES.some((p) => !p.enforced)) o.push('"Not yet enforced" phases continue every call (a field of theirs in an API file is logged as API_NOT_ENFORCED at deploy).');
   o.push('Authentication is enforced: a resource with `auth = "oauth2"` (the default) needs a bearer token, a');
   o.push('subscription of the token\'s application and the resource\'s scopes (docs/security.md).');

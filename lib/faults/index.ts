@@ -11,9 +11,9 @@
  *  - throughway's own codes for conditions the spec has no code for. The range starts at 103001; the
  *    transport holds 103001–103004 (OwnCode), the gateway continues from 103005 in GATEWAY_FAULTS below.
  *    Blocks reserved per area so parallel work never collides: 103005–103019 routing and endpoints,
- *    103020–103039 security (Step 5), 103040–103059 throttling (Step 6), 103060–103079 mediation (Step 7),
- *    103080–103099 TLS, proxies and WebSocket (Step 8), 103100–103119 scale-out (Step 9), 103120–103139
- *    operations (Step 10), 103140–103159 embedding (Step 11).
+ *    103020–103039 security, 103040–103059 throttling, 103060–103079 mediation, 103080–103099 TLS, proxies
+ *    and WebSocket, 103100–103119 scale-out, 103120–103139 operations, 103140–103159 embedding (each
+ *    area's docs/ page lists its codes; docs/faults.md all of them).
  *
  * docs/faults.md is generated from these tables (scripts/gen-gateway-docs.ts) and a test fails when a code is
  * missing from it or the page is stale.
@@ -54,7 +54,7 @@ export const GatewayOwnCode = {
   ENDPOINT_SUSPENDED: 103007,
   API_RETIRED: 103008,
   INVALID_PATH: 103009,
-  // mediation (Step 7): 103060–103079; 103064 (global timeout) is the transport's (OwnCode.GLOBAL_TIMEOUT)
+  // mediation (docs/mediation.md): 103060–103079; 103064 (global timeout) is the transport's (OwnCode.GLOBAL_TIMEOUT)
   MEDIATION_QUEUE_FULL: 103060,
   MEDIATION_BODY_TOO_LARGE: 103061,
   MALFORMED_JSON: 103062,
@@ -66,9 +66,9 @@ export const GatewayOwnCode = {
   MEDIATION_FAILED: 103069,
   MALFORMED_MULTIPART: 103070,
   MALFORMED_BACKEND_PAYLOAD: 103071,
-  /** Step 8 block (103080-103099; the transport holds 103080-103082). */
+  /** TLS, proxies and WebSocket block (103080-103099; the transport holds 103080-103082). */
   WEBSOCKET_UPGRADE_REQUIRED: 103083,
-  // Embedding (Step 11, lib/embed): 103140-103159.
+  // Embedding (docs/embedding.md, lib/embed): 103140-103159.
   UPGRADE_NOT_TUNNELLED: 103140,
   EMBEDDED_RESPONSE_INCOMPLETE: 103141,
   CUSTOM_PHASE_FAILED: 103142,
@@ -104,7 +104,7 @@ export const ApiCode = {
 
 export type GatewayCode = (typeof ApiCode)[keyof typeof ApiCode] | (typeof GatewayOwnCode)[keyof typeof GatewayOwnCode];
 
-// Step 5 (gateway security) validates clients' tokens; obtaining OAuth 2.0 tokens for backends, the
+// Gateway security (docs/security.md) validates clients' tokens; obtaining OAuth 2.0 tokens for backends, the
 // reference's source of 900424, is not built.
 const BACKEND_OAUTH = 'OAuth 2.0 backend security (tokens the gateway obtains for a backend)';
 
@@ -160,7 +160,7 @@ export const GATEWAY_FAULTS: readonly GatewayFaultDef[] = Object.freeze([
   { code: GatewayOwnCode.MEDIATION_FAILED, httpStatus: 500, statusFrom: 'throughway', message: 'Mediation failed', description: 'Mediation could not run (its worker thread failed, or the request body could not be read)', origin: 'throughway', phase: 'mediation', sent: true },
   { code: GatewayOwnCode.MALFORMED_MULTIPART, httpStatus: 400, statusFrom: 'throughway', message: 'Malformed multipart payload', description: 'A multipart/form-data request body a script was to read has no boundary parameter, no closing boundary, a part without CRLF framing, more than 1000 parts or a part header block over 8 KiB (RFC 2046 §5.1)', origin: 'throughway', phase: 'mediation', sent: true },
   { code: GatewayOwnCode.MALFORMED_BACKEND_PAYLOAD, httpStatus: 502, statusFrom: 'throughway', message: 'Malformed backend payload', description: 'The backend\'s response body, gathered for a script or a response conversion, is not valid JSON or XML under [passthru_http] force_json_validation / force_xml_validation, or not valid multipart (the description names the position)', origin: 'throughway', phase: 'mediation', sent: true },
-  // Not sent since the transport tunnels upgrades (Step 8): handleUpgrade hands every upgrade over.
+  // Not sent since the transport tunnels upgrades (docs/websocket.md): handleUpgrade hands every upgrade over.
   { code: GatewayOwnCode.UPGRADE_NOT_TUNNELLED, httpStatus: 501, statusFrom: 'throughway', message: 'Upgrade not supported', description: 'Not sent: handleUpgrade() hands every upgrade to the transport, which tunnels WebSocket handshakes to WS APIs and answers other upgrades as plain calls (RFC 9110 §7.8); the code stays reserved', origin: 'throughway', phase: 'none', sent: false },
   { code: GatewayOwnCode.EMBEDDED_RESPONSE_INCOMPLETE, httpStatus: 502, statusFrom: 'throughway', message: 'Incomplete response', description: 'The gateway closed the in-process connection of the (req, res) handler before a response head', origin: 'throughway', phase: 'embedding', sent: true },
   { code: GatewayOwnCode.CUSTOM_PHASE_FAILED, httpStatus: 500, statusFrom: 'throughway', message: 'Custom phase failed', description: 'A phase added by the embedding application threw or rejected', origin: 'throughway', phase: 'embedding', sent: true },

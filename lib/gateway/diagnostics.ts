@@ -47,7 +47,7 @@ export function formatApiDiagnostic(d: ApiDiagnostic): string {
 
 /**
  * A `toml` parse error as a diagnostic. The package puts line and column on duplicate-key errors, and only
- * in `location.start` on syntax errors (shared/PACKAGES.md).
+ * in `location.start` on syntax errors (the toml package's error object).
  */
 export function syntaxDiagnostic(err: unknown, file: string, _text: string): ApiDiagnostic {
   const e = err as { message?: string; line?: number; column?: number; location?: { start?: { line?: number; column?: number } } };

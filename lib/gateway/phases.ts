@@ -1,6 +1,6 @@
 /**
  * The gateway's phase chain: one explicit, ordered list, taken from the reference's handler chain
- * (ARCHITECTURE.md, "The flow of one request"):
+ * (docs/architecture.md, "One sentence"):
  *
  *   route -> cors -> api-status -> authentication -> throttling -> mediation -> transport-headers -> send
  *
@@ -13,7 +13,7 @@
  * path allocates no Promise. A phase that returns a Promise (Steps 4–7 may) makes only the rest of that
  * request's chain asynchronous; the transport holds the body back meanwhile.
  *
- * Authentication (Step 5) runs lib/security; throttling (Step 6) is lib/throttle/phase.ts; mediation (Step 7,
+ * Authentication (docs/security.md) runs lib/security; throttling (docs/throttling.md) is lib/throttle/phase.ts; mediation (docs/mediation.md,
  * lib/mediation) returns a Promise only for calls it has work for (docs/mediation.md).
  */
 import type { ForwardDecision, LocalResponse, ResponseHook, RouteDecision, SourceRequest, WebSocketHooks } from '../transport/types';
@@ -45,11 +45,11 @@ export class CallContext implements MatchTarget {
   cors: CorsRequest | undefined = undefined;
   /** CORS response fields of this call (also put on its faults). */
   corsFields: readonly string[] | undefined = undefined;
-  /** Set by the authentication phase (Step 5); read by throttling, mediation, logs and analytics. */
+  /** Set by the authentication phase (docs/security.md); read by throttling, mediation, logs and analytics. */
   auth: AuthContext | undefined = undefined;
-  /** Which endpoint serves the call; authentication (Step 5) sets SANDBOX for sandbox keys. */
+  /** Which endpoint serves the call; authentication (docs/security.md) sets SANDBOX for sandbox keys. */
   keyType: KeyType = 'PRODUCTION';
-  /** Fields earlier phases add toward the backend (flat pairs; e.g. the backend JWT of Step 5). */
+  /** Fields earlier phases add toward the backend (flat pairs; e.g. the backend JWT, docs/security.md). */
   addRequestHeaders: string[] | undefined = undefined;
   /** Set by mediation: the request's fields after scripts and conversion (undefined: the client's). */
   requestHeaders: readonly string[] | undefined = undefined;
@@ -67,7 +67,7 @@ export class CallContext implements MatchTarget {
   /** RateLimit-Limit/-Remaining/-Reset of the call (throttling phase), on its response and its faults. */
   rateLimitFields: readonly string[] | undefined = undefined;
   /**
-   * WebSocket APIs: the tunnel's hooks. Throttling (Step 6) may set onClientFrame for per-frame limits
+   * WebSocket APIs: the tunnel's hooks. Throttling (docs/throttling.md) may set onClientFrame for per-frame limits
    * (the tunnel counts frames, docs/websocket.md); the send phase forwards it with the handshake.
    */
   websocket: WebSocketHooks | undefined = undefined;

@@ -31,11 +31,11 @@ export class GatewayRuntime {
     readonly templates: FaultTemplates | undefined,
     /** Calls in flight to suspending endpoints, so a transport fault can reach its endpoint. */
     private readonly tracked: WeakMap<SourceRequest, EndpointRuntime>,
-    /** Token validation, subscriptions, backend JWT (Step 5, lib/security); undefined: nothing is trusted. */
+    /** Token validation, subscriptions, backend JWT (docs/security.md, lib/security); undefined: nothing is trusted. */
     readonly security?: Security,
-    /** Throttling (Step 6): one per gateway, shared by every runtime it deploys; undefined: none. */
+    /** Throttling (docs/throttling.md): one per gateway, shared by every runtime it deploys; undefined: none. */
     readonly throttle?: Throttle,
-    /** Payload validation, scripts and conversion (Step 7); undefined: the phase continues at once. */
+    /** Payload validation, scripts and conversion (docs/mediation.md); undefined: the phase continues at once. */
     readonly mediation?: Mediation,
   ) {}
 

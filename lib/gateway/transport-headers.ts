@@ -82,7 +82,7 @@ export class HeaderRules {
 
   /**
    * The fields for the backend: the client's minus the removed names, plus `add` (flat pairs from earlier
-   * phases, e.g. the backend JWT of Step 5). Returns undefined when nothing changes (the transport then
+   * phases, e.g. the backend JWT of the authentication phase, docs/security.md). Returns undefined when nothing changes (the transport then
    * writes the client's fields as parsed).
    */
   outgoing(headers: readonly string[], add: readonly string[] | undefined): readonly string[] | undefined {

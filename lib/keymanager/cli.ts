@@ -1,8 +1,8 @@
 /**
- * `throughway apps|keys|subscriptions|users ...`: manage the key manager's store (issue 5, "Managing it").
+ * `throughway apps|keys|subscriptions|users ...`: manage the key manager's store (docs/key-manager.md).
  *
  * Local mode (default) opens the store `[database.apim_db]` of the configuration names, directly. A node
- * running on the same store does not hear about local changes (events are in-process until Step 9), so
+ * running on the same store does not hear about local changes (events are in-process unless the Redis event hub is on, docs/scale-out.md), so
  * use `--url` against a running node when its gateway must see the change at once: that goes through the
  * admin API (docs/admin-api.md) with the super admin's credentials (`--admin-user`/`--admin-password`,
  * by default `[super_admin]` of the configuration).

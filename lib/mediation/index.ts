@@ -1,5 +1,5 @@
 /**
- * Mediation (Step 7): payload validation, script mediation and JSON <-> XML conversion of request bodies,
+ * Mediation (docs/mediation.md): payload validation, script mediation and JSON <-> XML conversion of request bodies,
  * run by the gateway's mediation phase (lib/gateway/phases.ts) before the transport-headers phase.
  *
  * Cost model: a call that needs no mediation (validation off or a content type it does not cover, no

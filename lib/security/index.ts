@@ -1,5 +1,5 @@
 /**
- * Gateway security (issue 6): the work of the authentication phase (lib/gateway/phases.ts).
+ * Gateway security (docs/security.md): the work of the authentication phase (lib/gateway/phases.ts).
  *
  * Per call, in this order (spec 002 parts 3, 5 and 7):
  *   1. mutual TLS when the API asks for it ([apimgt.mutual_ssl]; mutual-ssl.ts);

@@ -6,7 +6,7 @@
  * gateway into a load generator against the issuer.
  *
  * When the endpoint is down, keys already fetched keep serving. A token whose key was never fetched
- * cannot be judged: that is the spec's 900900 (500), never a false 401 (issue 6).
+ * cannot be judged: that is the spec's 900900 (500), never a false 401 (docs/security.md).
  */
 import { importJWK, type CryptoKey, type JWK, type KeyObject } from 'jose';
 import type { Logger } from '../log';

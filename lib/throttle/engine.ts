@@ -1,5 +1,5 @@
 /**
- * The throttle engine: one decision per call, in the reference's order (spec 002 part 7; issue 7):
+ * The throttle engine: one decision per call, in the reference's order (spec 002 part 7; docs/throttling.md):
  *
  *   blocking (900805) -> API level (900800) or resource level (900802) -> subscription (900804)
  *   -> burst (900807) -> application (900803) -> custom (900806) -> hard limit per endpoint (900801, 503)

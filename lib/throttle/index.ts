@@ -1,5 +1,5 @@
 /**
- * Throttling (Step 6; docs/throttling.md): policies, the engine, counters, blocking conditions. The
+ * Throttling (docs/throttling.md): policies, the engine, counters, blocking conditions. The
  * gateway creates one Throttle at start and hands it to every runtime it deploys, so counters and
  * blocking conditions survive hot deploys; the throttling phase (phase.ts) asks its engine per call.
  */

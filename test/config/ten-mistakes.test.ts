@@ -1,5 +1,5 @@
 /**
- * One file with ten different mistakes reports all ten, each with its code and line (issue 2: "all
+ * One file with ten different mistakes reports all ten, each with its code and line (docs/configuration.md: "all
  * errors reported at once, not only the first").
  */
 import t from 'tap';
