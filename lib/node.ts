@@ -29,6 +29,7 @@
  * gateway's close then flushes the queued spans and analytics events (docs/tracing.md, docs/analytics.md).
  */
 import type { LoadResult } from './config/load';
+import { ConfigInvalidError } from './config/diagnostics';
 import { LISTENING_PORTS, portOpened } from './config/ports';
 import { createLogger, type LogLevel, type LogSink } from './log';
 import { Metrics } from './observability/metrics';
@@ -120,7 +121,7 @@ export class RoleNotBuiltError extends Error {
 export async function startNode(loaded: LoadResult, options: StartOptions = {}): Promise<RunningNode> {
   if (!loaded.ok) {
     const errors = loaded.diagnostics.filter((d) => d.level === 'error').length;
-    throw new Error(`configuration has ${errors} error(s); run \`throughway config check\``);
+    throw new ConfigInvalidError(`configuration has ${errors} error(s); run \`throughway config check\``);
   }
   const log = options.log ?? ((line: string) => process.stdout.write(`${line}\n`));
   const config = loaded.config;

@@ -9,7 +9,7 @@
  */
 import * as path from 'node:path';
 import { loadConfig } from '../config/load';
-import { formatDiagnostic } from '../config/diagnostics';
+import { ConfigInvalidError, formatDiagnostic } from '../config/diagnostics';
 import { createEventBus } from '../events/bus';
 import { openStore } from '../store/open';
 import { SUBSCRIPTION_STATES, type SubscriptionState } from '../store/types';
@@ -92,7 +92,7 @@ function remoteOps(base: string, user: string, password: string): Ops {
 async function localOps(configFile: string, cwd: string, io: Io): Promise<Ops> {
   const loaded = loadConfig({ file: configFile });
   for (const d of loaded.diagnostics) if (d.level === 'error') io.err(`${formatDiagnostic(d)}\n`);
-  if (!loaded.ok) throw new Error('configuration has errors; run `throughway config check`');
+  if (!loaded.ok) throw new ConfigInvalidError('configuration has errors; run `throughway config check`');
   const store = await openStore(loaded.config, cwd);
   const props = loaded.config.user_store.properties;
   const rules = { username: new RegExp(props.UsernameJavaRegEx), password: new RegExp(props.PasswordJavaRegEx) };
