@@ -1,6 +1,6 @@
 /**
  * The gateway's phase chain: one explicit, ordered list, taken from the reference's handler chain
- * (docs/architecture.md, "One sentence"):
+ * (docs/architecture.md, "The flow of one request"):
  *
  *   route -> cors -> api-status -> authentication -> throttling -> mediation -> transport-headers -> send
  *

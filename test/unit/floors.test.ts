@@ -1,7 +1,7 @@
 /**
  * The floors of lib/ hold: each floor imports only floors at or below it, the transport knows nothing
  * above it, the services below the gateway do not import it, only the boot and the face import the
- * observers, and no two rooms import each other (docs/architecture.md, "Layout").
+ * observers, and no two rooms import each other (docs/architecture.md, "Floors").
  *
  * A room is a first-level folder of lib/ or a top-level file (lib/node.ts and lib/node/ are the same room,
  * `node`). The graph is read from the sources: every relative `import ... from '...'`, `export ... from
