@@ -75,7 +75,7 @@ export const SCENARIOS: readonly Scenario[] = Object.freeze([
     targets: FEATURE,
     gatewayPath: '/secured/1/small',
     auth: true,
-    budget: { min: 0.85, issue: 'issue 6: within 15 %' },
+    budget: { min: 0.85, issue: 'docs/security.md: within 15 %' },
   },
   {
     name: 'throttling',
@@ -85,13 +85,13 @@ export const SCENARIOS: readonly Scenario[] = Object.freeze([
     conns: 64,
     targets: FEATURE,
     gatewayPath: '/limited/1/small',
-    budget: { min: 0.9, issue: 'issue 7: at most 10 %' },
+    budget: { min: 0.9, issue: 'docs/throttling.md: at most 10 %' },
   },
   { name: 'ka1000', label: 'GET /small (96 B JSON), 1,000 keep-alive conns', method: 'GET', path: '/small', conns: 1000, targets: TRANSPORT },
 ]);
 
 /**
- * `--redis-counting` (issue 10, "Speed"): the throttling scenario's route on two full gateways that differ
+ * `--redis-counting` (docs/scale-out.md): the throttling scenario's route on two full gateways that differ
  * only in `[throughway.throttling] counter_store`; one scenario per store, so their cells keep apart.
  */
 export const COUNTING: Readonly<Record<'memory' | 'redis', Scenario>> = Object.freeze({

@@ -1,5 +1,5 @@
 /**
- * Mediation scenarios (issue 8, "Speed"): requests/s through a gateway with force_json_validation on for
+ * Mediation scenarios (docs/mediation.md): requests/s through a gateway with force_json_validation on for
  * 1 KiB, 64 KiB and 1 MiB JSON bodies, and the p99 of small GETs on other connections while 1 MiB bodies
  * are validated (large bodies go to the worker pool, so they must not stall the event loop), next to the
  * same GETs alone. Run by `npm run bench -- --mediation [--duration S] [--write]` (bench/run.ts);

@@ -1,6 +1,6 @@
 /**
  * Micro-benchmark of the HTTP/1.1 parser adapter (lib/transport/parser.ts), with llhttp-wasm's own
- * JavaScript wrapper as shipped for reference (shared/PACKAGES.md has the figures from a prototype).
+ * JavaScript wrapper as shipped for reference (the figures in test/unit/parser.test.ts come from a prototype).
  *
  *   npx tsc -p . && node dist/bench/parser.js [seconds-per-run]
  *

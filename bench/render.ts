@@ -3,7 +3,7 @@
  * options they were measured with and the machine lines, so `--from` renders an earlier run again and
  * test/bench/render.test.ts renders a fake run without measuring. Every figure in the document comes
  * from a cell here, the peers harness's results (bench/run.ts) or a mediation run's rows: none is
- * written by hand (issue 12, "Benchmarking"), the way pino's docs/benchmarks.md is produced by its
+ * written by hand (docs/performance.md), the way pino's docs/benchmarks.md is produced by its
  * benchmarks.
  */
 import * as fs from 'node:fs';
@@ -221,7 +221,7 @@ export function renderMediation(run: MediationRun): string {
   const share = alone !== undefined && during !== undefined && alone.rps > 0 ? during.rps / alone.rps : NaN;
   return [
     MEDIATION_BEGIN,
-    '## Mediation: JSON validation (issue 8)',
+    '## Mediation: JSON validation (docs/mediation.md)',
     '',
     `Run of ${run.date} (${run.warmup} s warm-up + ${run.duration} s per row), produced by \`${run.command}\`: a gateway with ` +
       '`force_json_validation = true` and the mediation pool at its defaults (docs/mediation.md) in front of the bench backend. ' +
@@ -287,7 +287,7 @@ export function renderWorkersTable(run: WorkersRun): string {
 export function renderWorkers(run: WorkersRun): string {
   return [
     WORKERS_BEGIN,
-    '## Cluster mode: workers (issue 10)',
+    '## Cluster mode: workers (docs/scale-out.md)',
     '',
     `Run of ${run.date}, produced by \`${run.command}\` (bench/workers.ts): for each cell a node started as \`npm start\` runs it ` +
       '(a copy of conf/: the demo API, auth = "none", and the demo backend) with `[throughway.cluster] workers = "1"`, then `"2"`, ' +
@@ -345,7 +345,7 @@ export function renderCountingTable(run: CountingRun): string {
 export function renderCounting(run: CountingRun): string {
   return [
     COUNTING_BEGIN,
-    '## Throttle counters in Redis (issue 10)',
+    '## Throttle counters in Redis (docs/scale-out.md)',
     '',
     `Run of ${run.date}, produced by \`${run.command}\`: two full gateways (\`bench/start-gateway.ts\`) identical but for ` +
       '`[throughway.throttling] counter_store`: "memory" and "redis" (Redis at ' +
@@ -437,14 +437,14 @@ export function renderDoc(p: DocParts): string {
   L.push('');
   L.push(
     p.mediation ??
-      `${MEDIATION_BEGIN}\n## Mediation: JSON validation (issue 8)\n\nNo mediation run recorded yet: \`npm run bench -- --mediation --write\` adds it.\n${MEDIATION_END}`,
+      `${MEDIATION_BEGIN}\n## Mediation: JSON validation (docs/mediation.md)\n\nNo mediation run recorded yet: \`npm run bench -- --mediation --write\` adds it.\n${MEDIATION_END}`,
   );
   L.push('');
-  L.push(p.workers ?? `${WORKERS_BEGIN}\n## Cluster mode: workers (issue 10)\n\nNo workers run recorded yet: \`npm run bench -- --workers --write\` adds it.\n${WORKERS_END}`);
+  L.push(p.workers ?? `${WORKERS_BEGIN}\n## Cluster mode: workers (docs/scale-out.md)\n\nNo workers run recorded yet: \`npm run bench -- --workers --write\` adds it.\n${WORKERS_END}`);
   L.push('');
   L.push(
     p.counting ??
-      `${COUNTING_BEGIN}\n## Throttle counters in Redis (issue 10)\n\nNo Redis counting run recorded yet: \`npm run bench -- --redis-counting --write\` adds it.\n${COUNTING_END}`,
+      `${COUNTING_BEGIN}\n## Throttle counters in Redis (docs/scale-out.md)\n\nNo Redis counting run recorded yet: \`npm run bench -- --redis-counting --write\` adds it.\n${COUNTING_END}`,
   );
   L.push('');
   L.push(HOW_TO_REPRODUCE);
@@ -453,7 +453,7 @@ export function renderDoc(p: DocParts): string {
   L.push('npm ci');
   L.push('npm run bench                                   # all scenarios, 1 round of 10 s, tables on stdout');
   L.push('npm run bench -- --scenarios small,ka1000 --rounds 3 --duration 8');
-  L.push('npm run bench -- --scenarios auth,throttling --rounds 3   # the full gateway: bearer token (issue 6: within 15%), throttling (issue 7: at most 10%)');
+  L.push('npm run bench -- --scenarios auth,throttling --rounds 3   # the full gateway: bearer token (docs/security.md: within 15%), throttling (docs/throttling.md: at most 10%)');
   L.push('ROUNDS=3 DURATION=8 TOOLS=wrk npm run bench -- --rounds 3 --compare --write   # everything with the peers; regenerates this file');
   L.push(`node dist/bench/run.js --from ${p.workDir}/run-<date>.json --write   # render a run again, measuring nothing`);
   L.push('npm run bench -- --mediation --write            # JSON validation at 1 KiB/64 KiB/1 MiB; small-GET p99 while 1 MiB bodies are validated');

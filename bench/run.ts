@@ -15,10 +15,10 @@
  * from /proc/<pid>/stat (utime+stime, CLK_TCK from getconf). Targets alternate within a round and each
  * cell has a warm-up, so ratios within one run are what counts on a shared machine. The auth and
  * throttling scenarios add the gateway's open route as a target, so the feature's own cost is a ratio
- * within one round too (issue 6: within 15 %, issue 7: at most 10 %).
+ * within one round too (docs/security.md: within 15 %; docs/throttling.md: at most 10 %).
  *
  * --compare also runs ../shared/peers/run.sh with throughway as its extra target (its knobs ROUNDS,
- * DURATION, WARMUP, TOOLS, SCENARIOS, TARGETS pass through from the environment) and checks issue 3's
+ * DURATION, WARMUP, TOOLS, SCENARIOS, TARGETS pass through from the environment) and checks docs/performance.md's
  * targets against nginx-1w-tuned and node-http-proxy from the same run. --peers-results FILE does the
  * same from an earlier harness run's raw JSON. --write regenerates docs/performance.md (bench/render.ts);
  * --from FILE renders an earlier run's raw results again (after a change to the document's text) without
@@ -134,8 +134,8 @@ const USAGE = `usage: npm run bench -- [options]
   --quiet-cores C      ... below C cores (default 0.25)
   --workers            cluster mode instead: [throughway.cluster] workers = 1 vs 2 on the demo API (bench/workers.ts);
                        takes --duration, --warmup, --connections, --rounds
-  --auth               short for --scenarios auth (a bearer token on the full gateway, issue 6)
-  --throttling         short for --scenarios throttling (three counters per call on the full gateway, issue 7)
+  --auth               short for --scenarios auth (a bearer token on the full gateway, docs/security.md)
+  --throttling         short for --scenarios throttling (three counters per call on the full gateway, docs/throttling.md)
   --redis-counting     instead: the throttled route of two full gateways, counter_store = "memory" vs "redis"
                        (Redis at THROUGHWAY_TEST_REDIS_URL or redis://127.0.0.1:6379); takes --duration, --warmup,
                        --connections, --rounds, --write, --from; its --write replaces only its section of docs/performance.md
@@ -512,7 +512,7 @@ function renderPeers(resultsFile: string, opts: Options, command: string): strin
   const L: string[] = [];
   const c = run.meta.cfg;
   L.push(PEERS_BEGIN);
-  L.push('## Against the peers (../shared/peers, wrk/autocannon, one shared backend)');
+  L.push('## Against the peers (the peers harness, wrk/autocannon, one shared backend)');
   L.push('');
   L.push(
     `Run of ${run.meta.date} (${c.rounds} round${c.rounds > 1 ? 's' : ''} of ${c.warmup} s warm-up + ${c.duration} s per cell, tools ${c.tools.join(', ')}; ` +

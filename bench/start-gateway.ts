@@ -8,9 +8,9 @@
  *                       (the gateway's own cost, the reference for the two below)
  *   /limited/1/small    auth = "none", a resource policy and the per-IP subscription tier with burst
  *                       control: three counters per call, with limits no benchmark reaches (the cost of
- *                       counting, not of refusing; issue 7's budget: at most 10 %)
+ *                       counting, not of refusing; docs/throttling.md budget: at most 10 %)
  *   /secured/1/small    auth = "oauth2", subscription tier "Unlimited": a bearer token on a warm token
- *                       cache, the subscription and scope checks (issue 6's budget: within 15 %)
+ *                       cache, the subscription and scope checks (docs/security.md budget: within 15 %)
  *
  *   PORT=8280 UPSTREAM=http://127.0.0.1:8100 [TOKEN_FILE=/tmp/x] [COUNTER_STORE=redis REDIS_URL=redis://...] node dist/bench/start-gateway.js
  *

@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- --workers`: throughput with [throughway.cluster] workers = 2 vs 1 (issue 10, "Speed";
+ * `npm run bench -- --workers`: throughput with [throughway.cluster] workers = 2 vs 1 (docs/scale-out.md;
  * docs/scale-out.md). For each count, one node as `npm start` runs it (a temporary copy of conf/ with a
  * random server.offset and the cluster key set), then autocannon on the demo API's 96-byte resource
  * (auth = "none"). Rounds alternate the two nodes; the table shows medians. Measurement only.

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * The throughway command line (issue 2, "CLI"):
+ * The throughway command line (docs/configuration.md):
  *
  *   throughway start [--config FILE] [--strict] [--check] [--sys name=value]...
  *   throughway config check [--config FILE] [--strict] [--sys name=value]...
@@ -202,7 +202,7 @@ function print(p: Parsed, io: CliIo): number {
 }
 
 async function start(p: Parsed, io: CliIo): Promise<number> {
-  // `start --check` (issue 11, "Lifecycle"): the validation and start-up summary of `config check`, no start.
+  // `start --check` (docs/operations.md): the validation and start-up summary of `config check`, no start.
   if (p.check) return check(p, io);
   const result = load(p, io);
   const { errors } = listDiagnostics(result, io);

@@ -1,11 +1,11 @@
 /**
- * Structured JSON-lines logging over pino (issue 11, "Logs"). One line per event:
+ * Structured JSON-lines logging over pino (docs/operations.md). One line per event:
  *
  *   {"level":"warn","time":"2026-11-24T10:00:00.000Z","event":"transport_fault","code":101503,...}
  *
  * level as a name, ISO time, the event name, then the event's fields (faults always carry code, base,
  * state and the request id: docs/operations.md). pino because its serialisation is the fastest measured
- * for Node (shared/PACKAGES.md, CONVENTIONS.md): the hot path only calls a level method when the level is
+ * for Node (pino's own benchmarks; measured on a prototype): the hot path only calls a level method when the level is
  * enabled, and pino serialises once, synchronously, into the sink.
  *
  * Secrets never reach a line: fields named like credentials (password, client_secret, token, ...,

@@ -1,7 +1,7 @@
 /**
  * Turning a written (or defaulted, or referenced) value into the typed value of its key, and checking it.
  *
- * Real deployment.toml files bend the spec's types (issue 2): string keys get booleans and numbers,
+ * Real deployment.toml files bend the spec's types (docs/configuration.md): string keys get booleans and numbers,
  * comma-list keys get TOML arrays, booleans are written 'TRUE'/'FALSE', durations are written "900s" or
  * "15 m" or as a bare number in the key's unit. Everything accepted here is accepted on purpose; anything
  * else becomes one diagnostic with the expected form.
@@ -91,7 +91,7 @@ function toNumber(value: unknown, integer: boolean): number | undefined {
   return n;
 }
 
-/** A comma list: "a, b" or ["a", "b"] → ['a', 'b'] (issue 2: CORS and preserve lists are written both ways). */
+/** A comma list: "a, b" or ["a", "b"] → ['a', 'b'] (docs/configuration.md: CORS and preserve lists are written both ways). */
 function toList(value: unknown, commaSplit: boolean): string[] | undefined {
   if (Array.isArray(value)) {
     const out: string[] = [];
@@ -170,7 +170,7 @@ export function convert(def: KeyDef, raw: unknown): Converted {
   }
   switch (def.type) {
     case 's': {
-      // Real files write booleans and numbers into string keys (issue 2); the typed value stays a string.
+      // Real files write booleans and numbers into string keys (docs/configuration.md); the typed value stays a string.
       const t = scalarText(raw);
       return t === undefined ? fail('CONFIG_TYPE', 'not a string', expected) : { ok: true, value: t };
     }
@@ -192,7 +192,7 @@ export function convert(def: KeyDef, raw: unknown): Converted {
 }
 
 export interface CheckContext {
-  /** Directory relative `path` values are resolved against (the config file's directory, issue 2). */
+  /** Directory relative `path` values are resolved against (the config file's directory, docs/configuration.md). */
   readonly dir: string;
 }
 

@@ -2142,7 +2142,7 @@ export interface ThroughwaySection {
   readonly max_request_body: number;
   /** Bytes buffered per connection toward a slow peer before the other side is paused. Default: 1048576. */
   readonly high_water_mark: number;
-  /** Backend socket read buffer; larger reads measured cheaper (PACKAGES.md). Default: 131072. */
+  /** Backend socket read buffer; larger reads measured cheaper on a prototype. Default: 131072. */
   readonly read_buffer_size: number;
   /** On shutdown, in-flight requests get this long to finish before connections are closed. Default: 30000 milliseconds. Loaded as milliseconds. */
   readonly shutdown_timeout: number;
@@ -2188,7 +2188,7 @@ export interface ThroughwaySection {
 export interface ThroughwayMediationSection {
   /** Largest request body gathered for mediation (validation, scripts, conversion); a larger one gets fault 103061 (413) and the connection closes. Default: 10485760. */
   readonly max_body: number;
-  /** Bodies up to this size are validated and converted on the main thread; larger ones in the worker pool, as transferred buffers (PACKAGES.md: break-even 4-16 KiB). Default: 16384. */
+  /** Bodies up to this size are validated and converted on the main thread; larger ones in the worker pool, as transferred buffers (measured on a prototype: break-even 4-16 KiB). Default: 16384. */
   readonly inline_limit: number;
   /** A script call running longer is stopped (its worker thread is ended): fault 103066. Default: 5000 milliseconds. Loaded as milliseconds. */
   readonly script_timeout: number;

@@ -151,3 +151,9 @@ export function closest(word: string, candidates: Iterable<string>, maxDistance 
   }
   return best;
 }
+
+/** Thrown at start-up when deployment.toml has errors; `throughway config check` lists them (docs/operations.md). */
+export class ConfigInvalidError extends Error {
+  override readonly name = 'ConfigInvalidError';
+  readonly code = 'CONFIG_INVALID';
+}

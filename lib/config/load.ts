@@ -1,7 +1,7 @@
 /**
  * Loading deployment.toml: the only place that parses TOML and reads environment variables.
  *
- * Steps, in order (spec 000, part 1 gives the conventions; issue 2 the rules):
+ * Steps, in order (spec 000, part 1 gives the conventions; docs/configuration.md the rules):
  *  1. parse with `toml`; syntax errors and duplicate keys are reported with line and column, the offending
  *     line is set aside and parsing goes on, so one run lists every problem;
  *  2. normalise quoted dotted keys (`'http.socket.timeout' = 1`) to the nested form;
@@ -242,7 +242,7 @@ class Loader {
         const lineValue = /=\s*([^#]*?)\s*(#.*)?$/.exec(text)?.[1] ?? '';
         const secretLine = lineKey !== '' && isSecretName(lineKey.split('.').pop() ?? lineKey, NOT_TEXT.test(lineValue) ? false : lineValue);
         if (start === undefined && e.line !== undefined) {
-          // toml 5 reports "Cannot redefine existing key 'a.b'." with line/column (PACKAGES.md).
+          // toml 5 reports "Cannot redefine existing key 'a.b'." with line/column (toml 5's own message).
           if (!reported.has(`${line}`)) {
             const key = /'([^']*)'/.exec(e.message ?? '')?.[1] ?? '';
             this.report('error', 'CONFIG_DUPLICATE', refSegments(key) ?? [], 'defined again (a key, or a table that already exists)', { at });
@@ -531,7 +531,7 @@ class Loader {
           this.report('error', 'CONFIG_REF_SYNTAX', owner, `malformed $env{${name}}`, { expected: '$env{NAME}' });
           return { ok: false };
         }
-        // The one place environment variables are read (issue 2: no other module reads process.env).
+        // The one place environment variables are read (docs/configuration.md: no other module reads process.env).
         const env = this.options.env ?? process.env;
         const v = env[name];
         if (v === undefined) {
@@ -574,7 +574,7 @@ class Loader {
       return { ok: true, value: get(this.doc, target) };
     };
 
-    // A value that is exactly one reference keeps the referenced value's type (issue 2: a referenced
+    // A value that is exactly one reference keeps the referenced value's type (docs/configuration.md: a referenced
     // list or boolean stays a list or boolean); anything else is string interpolation.
     const only = found.length === 1 && found[0]?.[0] === text ? found[0] : undefined;
     if (only !== undefined && (only[1] === 'ref' || only[1] === 'conf')) {

@@ -1,7 +1,7 @@
 /**
  * The effective configuration as text: TOML-like (tables, `[[entries]]`, one `key = value` a line) or
  * JSON, for `throughway config print`. Defaults are filled and references resolved (it prints what the
- * node runs with); every secret is `****` (issue 2: any password, secret, token, key_password, ...).
+ * node runs with); every secret is `****` (docs/configuration.md: any password, secret, token, key_password, ...).
  *
  * The TOML-like form is for reading, not for feeding back: durations print as milliseconds and paths
  * as absolute paths, which the loader accepts but which differ from what was written.

@@ -170,8 +170,8 @@ export function matchKey(index: SchemaIndex, segments: readonly Segment[]): KeyM
 }
 
 /**
- * Whether a key name marks a secret even when the schema does not say so (issue 2: "every secret (any
- * password, secret, token, key_password, ...) shown as ****"). Names holding password, passphrase, secret
+ * Whether a key name marks a secret even when the schema does not say so (docs/configuration.md: every secret,
+ * any password, secret, token, key_password, ..., is shown as ****). Names holding password, passphrase, secret
  * or credential are secret unless the value is a boolean (`enable_password_recovery = true` is a switch);
  * names ending in token or naming a key (`api_key`, `private_key`) only when they hold text, so
  * `allow_id_token = false` is not masked, and `token_endpoint` or `enable_token_hashing` are not secret

@@ -1,8 +1,8 @@
 /**
  * The in-process event bus: every change a gateway must know about (spec 002, part 6: token revocation
  * notifications, control plane events) is published here by the key manager, and the gateway in the
- * same process subscribes (Step 5). Across processes the same envelopes travel over Redis pub/sub
- * (Step 9), which is why an event is plain JSON: `{ name, id, time, payload }`. docs/events.md
+ * same process subscribes (docs/events.md). Across processes the same envelopes travel over Redis pub/sub
+ * (docs/scale-out.md), which is why an event is plain JSON: `{ name, id, time, payload }`. docs/events.md
  * describes each name and payload.
  *
  * Delivery is synchronous and in publication order; a subscriber that throws does not stop the others
@@ -31,8 +31,8 @@ export interface EventPayloads {
   'blocking.added': { readonly condition: BlockingCondition };
   'blocking.removed': { readonly condition: BlockingCondition };
   /**
-   * An API definition file in the control plane's apis/ directory was added or changed (issue 10:
-   * "API deploy/undeploy"): its whole text, so a gateway-worker needs no second call to deploy it.
+   * An API definition file in the control plane's apis/ directory was added or changed (API deploy
+   * and undeploy, docs/scale-out.md): its whole text, so a gateway-worker needs no second call to deploy it.
    */
   'api.deployed': ApiDeploymentPayload;
   /** It was removed (or no longer parses, never having parsed: see docs/scale-out.md). */

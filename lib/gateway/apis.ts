@@ -7,7 +7,7 @@
  * deployed; the others are. Unknown fields are warnings naming the closest known field, not refusals.
  * Fields accepted before the step that enforces them (authentication, scopes) are reported with
  * API_NOT_ENFORCED so nobody mistakes them for protection they do not give yet. Throttling policy names
- * are checked against the policies file when the gateway passes its names (Step 6, docs/throttling.md).
+ * are checked against the policies file when the gateway passes its names (docs/throttling.md).
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';

@@ -158,7 +158,7 @@ export class ApiFiles {
 
   constructor(
     private readonly vars: ApiVars,
-    /** Throttling policy names the files may use (Step 6). */
+    /** Throttling policy names the files may use (docs/throttling.md). */
     private readonly policies?: PolicyNames,
   ) {}
 
@@ -304,7 +304,7 @@ export class ApiDirectory extends ApiFiles {
   constructor(
     readonly dir: string,
     vars: ApiVars,
-    /** Throttling policy names the files may use (Step 6). */
+    /** Throttling policy names the files may use (docs/throttling.md). */
     policies?: PolicyNames,
   ) {
     super(vars, policies);

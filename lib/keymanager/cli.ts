@@ -1,15 +1,15 @@
 /**
- * `throughway apps|keys|subscriptions|users ...`: manage the key manager's store (issue 5, "Managing it").
+ * `throughway apps|keys|subscriptions|users ...`: manage the key manager's store (docs/key-manager.md).
  *
  * Local mode (default) opens the store `[database.apim_db]` of the configuration names, directly. A node
- * running on the same store does not hear about local changes (events are in-process until Step 9), so
+ * running on the same store does not hear about local changes (events are in-process unless the Redis event hub is on, docs/scale-out.md), so
  * use `--url` against a running node when its gateway must see the change at once: that goes through the
  * admin API (docs/admin-api.md) with the super admin's credentials (`--admin-user`/`--admin-password`,
  * by default `[super_admin]` of the configuration).
  */
 import * as path from 'node:path';
 import { loadConfig } from '../config/load';
-import { formatDiagnostic } from '../config/diagnostics';
+import { ConfigInvalidError, formatDiagnostic } from '../config/diagnostics';
 import { createEventBus } from '../events/bus';
 import { openStore } from '../store/open';
 import { SUBSCRIPTION_STATES, type SubscriptionState } from '../store/types';
@@ -92,7 +92,7 @@ function remoteOps(base: string, user: string, password: string): Ops {
 async function localOps(configFile: string, cwd: string, io: Io): Promise<Ops> {
   const loaded = loadConfig({ file: configFile });
   for (const d of loaded.diagnostics) if (d.level === 'error') io.err(`${formatDiagnostic(d)}\n`);
-  if (!loaded.ok) throw new Error('configuration has errors; run `throughway config check`');
+  if (!loaded.ok) throw new ConfigInvalidError('configuration has errors; run `throughway config check`');
   const store = await openStore(loaded.config, cwd);
   const props = loaded.config.user_store.properties;
   const rules = { username: new RegExp(props.UsernameJavaRegEx), password: new RegExp(props.PasswordJavaRegEx) };

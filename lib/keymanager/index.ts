@@ -1,5 +1,5 @@
 /**
- * The key manager (issue 5): the OAuth 2.0 authorization server, dynamic client registration and the
+ * The key manager (docs/key-manager.md): the OAuth 2.0 authorization server, dynamic client registration and the
  * admin API, served by the management server. It listens in plain HTTP on
  * `[transport.http.properties] port` (9763 + server.offset, the reference's HTTP management port: the
  * spec lists 9443 for both), and the node serves the same handler over TLS on `[transport.https.properties] port`

@@ -1,6 +1,6 @@
 /**
- * The key manager's signing keys (issue 5: "key ... generated on first start when none is configured,
- * and kept"). Keys are RSA 2048 / RS256 JWKs kept in the store, so every node on a shared database signs
+ * The key manager's signing keys (docs/key-manager.md, "Signing keys": generated on first start when none
+ * is configured, and kept). Keys are RSA 2048 / RS256 JWKs kept in the store, so every node on a shared database signs
  * and publishes the same set. The newest unretired key signs; `rotate()` adds a new one and retires the
  * old, which stays in the JWKS (RFC 7517) until every token it signed has expired, then cleanup removes it.
  * `kid` is the RFC 7638 thumbprint.

@@ -1,7 +1,7 @@
 /**
  * Reads the key manager's signing key from a `[custom_keystore.<name>]` file (spec 001, `[custom_keystore.*]`):
  * PEM (PKCS#8, PKCS#1 or SEC1) through node:crypto, PKCS#12 through node-forge (Node's crypto can use a pfx
- * for TLS but cannot hand out its private key; shared/PACKAGES.md). JKS, the reference's default format,
+ * for TLS but cannot hand out its private key). JKS, the reference's default format,
  * has no reader in Node: it is refused with the keytool command that converts it to PKCS#12.
  *
  * The file's content decides, not `type` alone: a JKS file (magic 0xFEEDFEED) is refused whatever `type`

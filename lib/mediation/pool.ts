@@ -207,7 +207,7 @@ function classify(err: unknown, timeoutMs: number | undefined): PoolError {
   const message = typeof e?.message === 'string' ? e.message : String(err);
   if (e?.name === 'AbortError') return new PoolError('timeout', `mediation did not finish within ${timeoutMs} ms; its worker thread was ended`);
   if (e?.code === 'ERR_WORKER_OUT_OF_MEMORY') return new PoolError('out_of_memory', 'the worker thread ran out of memory (throughway.mediation.worker_heap_mb); it was ended');
-  // piscina's own words (shared/PACKAGES.md: plain Errors without a code).
+  // piscina's own words (piscina throws plain Errors without a code).
   if (/queue is at limit|No task queue available/i.test(message)) return new PoolError('queue_full', message);
   return new PoolError('failed', message);
 }

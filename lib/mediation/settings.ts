@@ -68,7 +68,7 @@ export function mediationSettingsFrom(c: DeploymentConfig): MediationSettings {
     pool: Object.freeze({
       minThreads: Math.min(e.core_threads, maxThreads),
       maxThreads,
-      // piscina rejects -1 (shared/PACKAGES.md); its unbounded queue is Infinity.
+      // piscina rejects -1 (its option check); its unbounded queue is Infinity.
       // The threads the cap removes become queue places: a call is refused (103060) only when as many
       // mediations are in flight as the spec's max_threads + threads_queue_length allow.
       maxQueue: e.threads_queue_length < 0 ? Infinity : e.threads_queue_length + (e.max_threads - maxThreads),

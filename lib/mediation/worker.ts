@@ -1,6 +1,6 @@
 /**
  * The mediation worker thread (piscina runs this file). It receives a body as a transferred buffer and
- * hands the body to forward back the same way (shared/PACKAGES.md: a transferred buffer is detached, the
+ * hands the body to forward back the same way (node:worker_threads: a transferred buffer is detached, the
  * worker must move it back). Scripts run here, never on the gateway's thread: each in a vm context of its
  * own, seeing only what the message carries (no require, no process, nothing of the gateway's memory), a
  * synchronous call stopped by vm's timeout; an endless asynchronous one, or one that allocates past the

@@ -23,6 +23,7 @@ import type { Store } from '../store/types';
 import type * as http from 'node:http';
 import { scaleSettingsFrom, type ScaleSettings } from '../scale/settings';
 import type { ControlPlane } from '../scale/control-plane';
+import { ConfigInvalidError } from '../config/diagnostics';
 import type { RedisEventHub } from '../scale/event-hub';
 import type { TrafficManager } from '../scale/traffic-manager';
 import type { DeploymentFollower, DeploymentSource } from '../scale/deployments';
@@ -115,7 +116,7 @@ export class RoleNotBuiltError extends Error {
 export function createBoot(loaded: LoadResult, options: StartOptions): Boot {
   if (!loaded.ok) {
     const errors = loaded.diagnostics.filter((d) => d.level === 'error').length;
-    throw new Error(`configuration has ${errors} error(s); run \`throughway config check\``);
+    throw new ConfigInvalidError(`configuration has ${errors} error(s); run \`throughway config check\``);
   }
   const log = options.log ?? ((line: string) => process.stdout.write(`${line}\n`));
   const config = loaded.config;

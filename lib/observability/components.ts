@@ -1,7 +1,7 @@
 /**
- * Metrics and health of the gateway's components (issue 11: "throttled requests by level; token cache hit
- * ratio; worker pool queue", health of "worker pool saturation, Redis and JWKS reachability when
- * configured"). Every metric here reads counters the components keep in plain numbers (the throttling
+ * Metrics and health of the gateway's components (docs/operations.md: throttled requests by level, token cache hit
+ * ratio, worker pool queue; health of worker pool saturation, Redis and JWKS reachability when
+ * configured). Every metric here reads counters the components keep in plain numbers (the throttling
  * phase's refusals by code, the token cache's hits and misses, the pool's queue, the tracer's and the
  * analytics sender's stats()) at scrape time: nothing is added per request.
  *

@@ -1,5 +1,5 @@
 /**
- * Health checks (spec 001, [server_health_check]; issue 11, "Health"): `GET /health` on the management
+ * Health checks (spec 001, [server_health_check]; docs/operations.md): `GET /health` on the management
  * port runs every registered checker, in the order of its `order` (ties: the order of registration), and
  * answers 200 when all are healthy, 503 naming the failing ones otherwise. `GET /health/live` never runs
  * a checker: a process that answers it is alive (a liveness probe must not fail because a database is

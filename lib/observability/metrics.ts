@@ -1,5 +1,5 @@
 /**
- * Metrics for `GET /metrics` on the management port (issue 11, "Metrics"), in the Prometheus text
+ * Metrics for `GET /metrics` on the management port (docs/operations.md), in the Prometheus text
  * exposition format (version 0.0.4).
  *
  * Why prom-client: the exposition format has escaping rules (label values, HELP text), cumulative

@@ -2,7 +2,7 @@
  * What the node hangs on the gateway's transport events (GatewayOptions.observe): metrics counting and
  * the fault log line for faults the gateway answers itself.
  *
- * Every fault is logged once (issue 11, "Logs"): transport faults by the transport (`transport_fault`,
+ * Every fault is logged once (docs/operations.md): transport faults by the transport (`transport_fault`,
  * lib/transport/core.ts: code, base, state, requestId); faults the gateway's phases answer (no API, no
  * resource, API blocked, authentication, throttling, ...) here, as `gateway_fault`, from the finished
  * exchange. The gateway's own codes carry no protocol state (spec 002 part 7 computes base + state for

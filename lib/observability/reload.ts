@@ -1,5 +1,5 @@
 /**
- * SIGHUP (issue 11, "Lifecycle"): deployment.toml is read and validated again. A configuration with
+ * SIGHUP (docs/operations.md): deployment.toml is read and validated again. A configuration with
  * errors is refused, every error logged with its file and line, and the running one stays. A valid one
  * becomes the node's configuration: what can change while running is applied at once (the log level;
  * the API files and fault templates the gateway re-reads; not the throttling policies file), and every other changed key is

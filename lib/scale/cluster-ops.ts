@@ -1,5 +1,5 @@
 /**
- * The operations port of a cluster (issue 10, "All cores of one machine"; docs/operations.md, "Cluster
+ * The operations port of a cluster (docs/scale-out.md; docs/operations.md, "Cluster
  * mode"): the workers have no management port, so the primary's GET /metrics and GET /health speak for
  * them.
  *

@@ -1,5 +1,5 @@
 /**
- * Cluster mode (issue 10, "All cores of one machine"): `[throughway.cluster] workers` > 1 runs that many
+ * Cluster mode (docs/scale-out.md): `[throughway.cluster] workers` > 1 runs that many
  * gateway workers with node:cluster; they share the gateway's listening ports (the primary accepts and
  * hands connections round-robin). The primary runs the control plane half of the role (the key manager
  * and store for `default`, nothing for `gateway-worker`) and no gateway: the workers are gateway-workers

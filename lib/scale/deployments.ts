@@ -1,5 +1,5 @@
 /**
- * API deployments and throttling policies served by the control plane (issue 10: a `gateway-worker`
+ * API deployments and throttling policies served by the control plane (docs/scale-out.md: a `gateway-worker`
  * "gets ... policies and API deployments from the control plane — the api-key-manager (or default)
  * node, which loads its own apis/ and policies files and serves them as a snapshot plus events"; spec 000,
  * [apim.sync_runtime_artifacts.gateway]: "the gateway subscribes to labels; only APIs with those labels

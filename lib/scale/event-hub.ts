@@ -1,5 +1,5 @@
 /**
- * The event hub over Redis pub/sub (issue 10, "Shared state across nodes"; spec 002, part 6: token
+ * The event hub over Redis pub/sub (docs/scale-out.md; spec 002, part 6: token
  * revocation notifications and control plane events). The in-process EventBus (lib/events/bus.ts) stays
  * the interface: on a control plane node (default, api-key-manager, traffic-manager) every event its key
  * manager publishes is also sent to the channel, as the plain JSON envelope `{ name, id, time, payload }`;

@@ -1,5 +1,5 @@
 /**
- * The loaded configuration, read for scale-out (issue 10, docs/scale-out.md): which parts a
+ * The loaded configuration, read for scale-out (docs/scale-out.md): which parts a
  * `server.server_role` runs (spec 000, part 1.1), where the control plane is, the Redis of the event
  * hub and the deployment retry. The one place that maps those keys; lib/scale never reads TOML.
  * Which of the hub keys' URLs are Redis: lib/config/hub.ts.

@@ -1,6 +1,6 @@
 /**
- * The per-worker split of throttle limits in cluster mode without a shared counter store (issue 10,
- * "All cores": "otherwise a documented per-worker split of the limits"). Each worker counts alone and
+ * The per-worker split of throttle limits in cluster mode without a shared counter store
+ * (docs/scale-out.md, "Cluster mode: all cores": a documented per-worker split of the limits). Each worker counts alone and
  * reports every count multiplied by the number of workers, so a limit of L admits about L / N calls per
  * worker and about L in all (docs/scale-out.md). Exact when the kernel spreads connections evenly; a
  * worker that gets more than its share refuses early, never admits more than L in all. The engine is

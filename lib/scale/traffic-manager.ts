@@ -1,6 +1,6 @@
 /**
- * The traffic manager's decision service (issue 10: "`traffic-manager`: owns throttling policies and
- * blocking conditions and publishes decisions"; spec 002 part 6: throttle data from the gateways, throttle
+ * The traffic manager's decision service (docs/scale-out.md: a `traffic-manager` owns throttling policies and
+ * blocking conditions and publishes decisions; spec 002 part 6: throttle data from the gateways, throttle
  * decisions on the topic throttleData). It runs on a `traffic-manager` node, and on a `default` node whose
  * `[throughway.throttling] counter_store` is "traffic-manager" (one node can then serve a deployment of
  * gateway-workers; two aggregators publish the same decisions, which is harmless).

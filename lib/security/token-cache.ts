@@ -1,7 +1,7 @@
 /**
  * The gateway token cache ([apim.cache.gateway_token], or [apim.cache.km_token] for introspected tokens):
  * a validated token's identity, kept for `expiry_time` but never past the token's own `exp`, in an LRU
- * with a fixed `max` (lru-cache; PACKAGES.md: a `ttl` without `max` only warns, `ttlAutopurge` arms a timer
+ * with a fixed `max` (lru-cache's documented behaviour: a `ttl` without `max` only warns, `ttlAutopurge` arms a timer
  * per entry, `allowStale` would serve an expired entry once: none of them here). Expiry is checked on
  * read against the injected clock, so a cached token is never accepted one millisecond past its `exp`.
  *

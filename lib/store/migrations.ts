@@ -1,6 +1,6 @@
 /**
- * Versioned schema migrations, applied in order at start (issue 5: "Schema migrations versioned and
- * applied at start"). A migration is never edited once released: a change is a new entry. The SQL is
+ * Versioned schema migrations, applied in order at start (docs/key-manager.md, "Store").
+ * A migration is never edited once released: a change is a new entry. The SQL is
  * the common subset of SQLite, PostgreSQL and MySQL/MariaDB: VARCHAR keys (MySQL cannot index TEXT
  * without a prefix length), BIGINT epoch milliseconds, INTEGER flags.
  */

@@ -1,5 +1,5 @@
 /**
- * What the key manager keeps (issue 5, "Store"): applications and their OAuth clients, subscriptions,
+ * What the key manager keeps (docs/key-manager.md): applications and their OAuth clients, subscriptions,
  * users, refresh tokens, revoked token ids and signing keys. One interface, three implementations over
  * SQL (embedded SQLite for `[database.apim_db] type = "h2"`, PostgreSQL for `postgre`, MySQL/MariaDB for
  * `mysql`; lib/store/open.ts picks one).

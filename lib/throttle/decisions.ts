@@ -1,5 +1,5 @@
 /**
- * Throttle decisions from a traffic manager (issue 10, "traffic-manager ... publishes decisions"; spec 002
+ * Throttle decisions from a traffic manager (docs/scale-out.md; spec 002
  * part 6: "Request and throttle data publishing | gateway | traffic manager | enable_data_publishing" and
  * "Throttle decision messages on JMS topic (default name throttleData) | traffic manager | gateway |
  * enable_decision_connection"). `[throughway.throttling] counter_store = "traffic-manager"`.

@@ -49,6 +49,7 @@ export interface PolicyReload {
 }
 
 export class ThrottleConfigError extends Error {
+  readonly code = 'THROTTLE_POLICIES_INVALID';
   constructor(readonly diagnostics: readonly PolicyDiagnostic[]) {
     super(`throttling policies are invalid:\n${diagnostics.filter((d) => d.level === 'error').map(formatPolicyDiagnostic).join('\n')}`);
     this.name = 'ThrottleConfigError';

@@ -1,5 +1,5 @@
 /**
- * Shared counters for several processes or machines (issue 7, "Counting"; Step 9 wires the deployment):
+ * Shared counters for several processes or machines (docs/throttling.md; the deployment is wired by scale-out, docs/scale-out.md):
  * every node counts locally and synchronises with Redis in batches, so no request waits for a network
  * round trip.
  *

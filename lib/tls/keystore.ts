@@ -8,7 +8,7 @@
  * an error only when an enabled listener or sender really uses it (docs/tls.md).
  *
  * node-forge reads the certificates out of a PKCS#12 trust store: Node's TLS accepts a pfx only together
- * with a private key, and a trust store has none (shared/PACKAGES.md, node-forge).
+ * with a private key, and a trust store has none (node-forge reads PKCS#12).
  */
 import * as fs from 'node:fs';
 import forge from 'node-forge';

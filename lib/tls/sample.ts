@@ -1,11 +1,11 @@
 /**
- * The sample key pair of the embedded default (issue 9): generated on first start, never committed, kept
+ * The sample key pair of the embedded default (docs/tls.md): generated on first start, never committed, kept
  * next to the embedded database (var/, like var/apim_db.sqlite) as one PEM key store, var/security/
  * throughway-sample.pem (private key and self-signed certificate, mode 0600). The HTTPS listeners and the
  * management HTTPS server use it when no key store file is configured (docs/tls.md).
  *
  * Node's crypto makes the RSA key; node-forge makes the X.509 certificate, which Node cannot create by
- * itself (shared/PACKAGES.md: a well-kept library instead of shelling out to an `openssl` that may be
+ * itself (a well-kept library instead of shelling out to an `openssl` that may be
  * missing or differ between hosts).
  */
 import * as crypto from 'node:crypto';

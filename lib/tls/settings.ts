@@ -38,7 +38,7 @@ const VERSIONS: readonly tls.SecureVersion[] = ['TLSv1', 'TLSv1.1', 'TLSv1.2', '
 
 export class TlsConfigError extends Error {
   constructor(
-    readonly code: string,
+    readonly code: 'TLS_PROTOCOL' | 'TLS_PROFILE' | 'TLS_NO_KEYSTORE' | 'TLS_NO_TRUSTSTORE',
     message: string,
   ) {
     super(message);

@@ -38,7 +38,7 @@ export const OwnCode = {
   SENDER_DISABLED: 103004,
   /** In the mediation block (103060–103079): [mediation] engine.global_timeout_interval passed. */
   GLOBAL_TIMEOUT: 103064,
-  /** Step 8 block (103080-103099): TLS, proxies, WebSocket. */
+  /** The TLS, proxies and WebSocket block (103080-103099; docs/tls.md, docs/websocket.md). */
   TLS_HANDSHAKE_FAILED: 103080,
   PROXY_REFUSED: 103081,
   WEBSOCKET_FRAME_REFUSED: 103082,

@@ -76,7 +76,7 @@ let selfTested = false;
 /**
  * Re-wraps an accepted socket's handle in a net.Socket that reads into connection-owned buffers (net's
  * onread), instead of Node's 64 KiB per read for accepted sockets, which Node 20 offers no public option to
- * change (shared/PACKAGES.md: larger reads brought 1 MiB uploads to nginx parity on a prototype).
+ * change (larger reads brought 1 MiB uploads to nginx parity on a prototype).
  * Relies on two undocumented details, checked here, with a fallback to the socket as accepted: the
  * accepted socket's `_handle`, and `new net.Socket({ handle })`. The original wrapper is destroyed when
  * the new one closes (its handle detached first), which keeps the server's connection count right for

@@ -1,7 +1,7 @@
 /**
  * Loads llhttp's WebAssembly build out of the pinned `llhttp-wasm@1.0.3` package, once per process.
  *
- * The package's JavaScript wrapper is not used (shared/PACKAGES.md, "llhttp-wasm 1.0.3": wrong parser
+ * The package's JavaScript wrapper is not used (measured on a prototype with llhttp-wasm 1.0.3: wrong parser
  * type, headers corrupted when split across reads, lossy UTF-8, no header limit, a malloc per execute).
  * Only the wasm bytes it embeds as a base64 literal are taken. The parser adapter reads fields of the
  * llhttp_t struct directly, so the exact bytes are pinned by hash: a different build could move them.

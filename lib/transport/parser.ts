@@ -114,7 +114,7 @@ const EMPTY = Buffer.alloc(0) as Latin1Buffer;
 
 // ---- the one wasm instance, and the state shared by all parsers ------------------------------------------
 
-/** The parser inside execute()/finish(); the wasm imports dispatch to it (trap 1: never nested). */
+/** The parser inside execute()/finish(); the wasm imports dispatch to it (never nested: one shared wasm instance). */
 let current: HttpParser | null = null;
 /** The Buffer being executed and the value that turns a wasm address into an offset in it. */
 let chunk: Latin1Buffer = EMPTY;
@@ -228,7 +228,7 @@ export function wasmHeapBytes(): number {
 
 /**
  * One HTTP/1.1 parser per connection direction. Free it with destroy() when the socket closes.
- * Not re-entrant: never call execute()/finish() of any parser from inside a callback (trap 1).
+ * Not re-entrant: never call execute()/finish() of any parser from inside a callback (the wasm instance is shared).
  */
 export class HttpParser {
   /** @internal Address of the llhttp_t in wasm memory; 0 once destroyed. */
@@ -455,7 +455,7 @@ export class HttpParser {
     this.beginMessage();
   }
 
-  /** Frees the llhttp_t (trap 8: the wasm heap is never garbage collected). Idempotent. */
+  /** Frees the llhttp_t (the wasm heap is never garbage collected). Idempotent. */
   destroy(): void {
     if (this.phase === PHASE_DESTROYED) return;
     if (current === this) throw new Error('HttpParser.destroy() called from inside its own callback');

@@ -5,7 +5,7 @@
  * Idle connections are reused last-in first-out: the warmest socket serves next and the coldest ones age
  * out under the sweep's idle eviction. When the route is at its maximum, exchanges wait in FIFO order for
  * a connection; one that waits longer than the connect timeout fails with 101504 at state 0 (the
- * reference's code for "no connection could be had", ARCHITECTURE.md), answered 503.
+ * reference's code for "no connection could be had", spec 002, part 7), answered 503.
  */
 import type { CorePool, TransportCore } from './core';
 import type { Exchange } from './exchange';

@@ -100,7 +100,7 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
     this.idleLimit = core.settings.poolIdleTimeout;
     this.parser = new HttpParser('response', this, core.settings.maxResponseHeaderSize);
     // Reads land in a connection-owned buffer (settings.readBufferSize, 128 KiB by default), not a new
-    // Buffer per read: fewer allocations and fewer, larger reads (shared/PACKAGES.md measured 4.5 us
+    // Buffer per read: fewer allocations and fewer, larger reads (a prototype measured 4.5 us
     // per small response, and 64 KiB responses 83 -> 72 us with 128 KiB reads).
     const ep = pool.endpoint;
     let socket: Socket;
@@ -216,7 +216,7 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
     }
     if (this.state < S.RESPONSE_HEAD) this.setState(S.RESPONSE_HEAD);
     this.feed(chunk, 0, end);
-    // Trap 6 (shared/PACKAGES.md): the read buffer is reusable only if every write of its bytes to the
+    // A buffer a pending write still references must not be refilled: the read buffer is reusable only if every write of its bytes to the
     // client finished synchronously.
     const client = ex.source.socket;
     this.readBufBusy = client.writableLength > 0;
@@ -459,7 +459,7 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
       source.writeHead(head);
     } else {
       // Held until the first body bytes: head and body then leave in one write() (one syscall, no
-      // writev; shared/PACKAGES.md measured cork/writev 2.5 µs dearer per small response).
+      // writev; a prototype measured cork/writev 2.5 µs dearer per small response).
       this.pendingHead = head;
       this.inBody = true;
       this.setState(S.RESPONSE_BODY);
@@ -531,7 +531,7 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
     this.ex = null;
     ex.target = null;
     if (reusable) {
-      // Trap 5 (shared/PACKAGES.md): a socket paused for backpressure must be resumed before reuse.
+      // A paused node:net socket never reads on its own: a socket paused for backpressure must be resumed before reuse.
       this.resumeReading();
       // reset() is right both after a pause at message completion and after a counted body.
       this.parser.reset();

@@ -112,8 +112,8 @@ t.test('the scenario list: the issue\'s six, in run order, auth and throttling o
   t.equal(byName('auth').auth, true, 'only the auth scenario sends the token');
   t.equal(targetPath(byName('throttling'), 'gateway'), '/limited/1/small');
   t.not(byName('throttling').auth, true);
-  t.equal(byName('auth').budget?.min, 0.85, 'issue 6: within 15 %');
-  t.equal(byName('throttling').budget?.min, 0.9, 'issue 7: at most 10 %');
+  t.equal(byName('auth').budget?.min, 0.85, 'docs/security.md: within 15 %');
+  t.equal(byName('throttling').budget?.min, 0.9, 'docs/throttling.md: at most 10 %');
   t.equal(mainTarget(byName('small')), 'throughway');
   t.equal(targetPath(byName('post1m'), 'throughway'), '/upload');
 });
@@ -161,11 +161,11 @@ t.test('the features section: the cost against the open route, per round, with t
   t.same(vsOpen(cells, 'auth').map((r) => r.toFixed(3)), ['0.900', '0.900']);
   const f = renderFeatures(cells, OPTS) ?? '';
   t.match(f, "## The gateway's features: authentication and throttling");
-  t.match(f, '| auth: GET /small (96 B JSON) with a bearer token (oauth2, warm token cache), 64 conns | 19000 · 30.0 | 15200 · 40.0 | 13680 · 44.0 | 0.900 (0.900, 0.900) | +10 % | ≥ 0.85 (issue 6: within 15 %) | within |');
-  t.match(f, '| ≥ 0.90 (issue 7: at most 10 %) | within |', '0.900 meets a 0.90 budget');
+  t.match(f, '| auth: GET /small (96 B JSON) with a bearer token (oauth2, warm token cache), 64 conns | 19000 · 30.0 | 15200 · 40.0 | 13680 · 44.0 | 0.900 (0.900, 0.900) | +10 % | ≥ 0.85 (docs/security.md: within 15 %) | within |');
+  t.match(f, '| ≥ 0.90 (docs/throttling.md: at most 10 %) | within |', '0.900 meets a 0.90 budget');
   // A slower throttled route in round 2 only: the median moves, the verdict follows.
   const slow = cells.map((c) => (c.scenario === 'throttling' && c.target === 'gateway' ? { ...c, rps: c.rps * 0.8 } : c));
-  t.match(renderFeatures(slow, OPTS) ?? '', '| 0.720 (0.720, 0.720) | +10 % | ≥ 0.90 (issue 7: at most 10 %) | **over** |');
+  t.match(renderFeatures(slow, OPTS) ?? '', '| 0.720 (0.720, 0.720) | +10 % | ≥ 0.90 (docs/throttling.md: at most 10 %) | **over** |');
   t.equal(renderFeatures(cells, { ...OPTS, scenarios: [byName('small')] }), undefined, 'no section without feature scenarios');
 });
 
@@ -259,7 +259,7 @@ function countingRun(): CountingRun {
 
 t.test('the cluster-mode section: medians per worker count, the 2 ÷ 1 ratio per round, command, date, machine', async (t) => {
   const w = renderWorkers(WORKERS_RUN);
-  t.ok(w.startsWith(`${WORKERS_BEGIN}\n## Cluster mode: workers (issue 10)`) && w.endsWith(WORKERS_END));
+  t.ok(w.startsWith(`${WORKERS_BEGIN}\n## Cluster mode: workers (docs/scale-out.md)`) && w.endsWith(WORKERS_END));
   t.match(w, 'Run of 2026-01-02T03:04:05.000Z, produced by `npm run bench -- --workers --rounds 2 --duration 6 --write`');
   t.match(w, '64 connections, 3 s warm-up + 6 s measured');
   t.match(w, '| [throughway.cluster] workers | req/s | p99 ms | errors / non-2xx |\n|---|---|---|---|\n| 1 | 11000 (10000–12000) | 10 (9–11) | 0 / 2 |\n| 2 | 17500 (17000–18000) | 13 (12–14) | 1 / 0 |');
@@ -272,7 +272,7 @@ t.test('the cluster-mode section: medians per worker count, the 2 ÷ 1 ratio per
 
 t.test('the Redis counting section: memory vs redis per round, gateway CPU per request', async (t) => {
   const r = renderCounting(countingRun());
-  t.ok(r.startsWith(`${COUNTING_BEGIN}\n## Throttle counters in Redis (issue 10)`) && r.endsWith(COUNTING_END));
+  t.ok(r.startsWith(`${COUNTING_BEGIN}\n## Throttle counters in Redis (docs/scale-out.md)`) && r.endsWith(COUNTING_END));
   t.match(r, 'produced by `npm run bench -- --redis-counting --rounds 2 --duration 6 --write`');
   t.match(r, 'Redis at redis://127.0.0.1:6379');
   t.match(r, '| counter_store | req/s | vs memory (per round) | p50 ms | p99 ms | gateway CPU µs/req | CPU vs memory | other cores | errors / timeouts / non-2xx |');
@@ -310,7 +310,7 @@ t.test('the document keeps the cluster-mode and Redis counting sections, and has
   t.match(doc, 'npm run bench -- --workers --rounds 3 --duration 6 --write');
   t.match(doc, 'npm run bench -- --redis-counting --rounds 3 --duration 6 --write');
   const bare = renderDoc({ ...parts, workers: undefined, counting: undefined });
-  t.match(bare, `${WORKERS_BEGIN}\n## Cluster mode: workers (issue 10)\n\nNo workers run recorded yet: \`npm run bench -- --workers --write\` adds it.\n${WORKERS_END}`);
+  t.match(bare, `${WORKERS_BEGIN}\n## Cluster mode: workers (docs/scale-out.md)\n\nNo workers run recorded yet: \`npm run bench -- --workers --write\` adds it.\n${WORKERS_END}`);
   t.match(bare, 'No Redis counting run recorded yet');
   // A section written into a document that has none yet goes before the reproduction steps; again, in place.
   const section = renderWorkers(WORKERS_RUN);
@@ -339,7 +339,7 @@ t.test('bench/run.js --from renders fake raw runs and measures nothing', async (
   const r = await run(process.execPath, [RUN_JS, '--from', rawFile], { timeout: 30_000 });
   t.match(r.stdout, '# throughway bench — 2026-01-02T03:04:05.000Z');
   t.match(r.stdout, '| GET /small (96 B JSON), 64 conns | 38000 | 19000 | 0.50 |');
-  t.match(r.stdout, '| ≥ 0.85 (issue 6: within 15 %) | within |');
+  t.match(r.stdout, '| ≥ 0.85 (docs/security.md: within 15 %) | within |');
   t.match(r.stderr, 'nothing measured');
 
   // A run recorded before auth and throttling were scenarios (two targets, four scenarios) still renders.

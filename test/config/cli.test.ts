@@ -1,6 +1,6 @@
 /**
  * The CLI as a user runs it: `node dist/lib/cli.js ...` in a child process; exit codes and output
- * (issue 2, "CLI": 0 valid with warnings printed, 1 with every error listed, 2 usage).
+ * (docs/configuration.md, : 0 valid with warnings printed, 1 with every error listed, 2 usage).
  */
 import * as fs from 'node:fs';
 import * as os from 'node:os';

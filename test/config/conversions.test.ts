@@ -1,5 +1,5 @@
 /**
- * How written values become typed values (issue 2): quoted dotted keys equal the nested form, 'TRUE' and
+ * How written values become typed values (docs/configuration.md): quoted dotted keys equal the nested form, 'TRUE' and
  * 'FALSE' are booleans, durations become milliseconds, comma lists accept arrays, string keys accept
  * booleans and numbers; and what is rejected, with which code.
  */

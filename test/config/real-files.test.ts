@@ -1,6 +1,6 @@
 /**
  * The reference's own deployment.toml files (test/fixtures/deployment-toml, copied verbatim from the
- * public product repository) load with zero errors: keys outside the schema are warnings (issue 2).
+ * public product repository) load with zero errors: keys outside the schema are warnings (docs/configuration.md).
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';

@@ -1,5 +1,5 @@
 /**
- * Secrets never appear in `config print` output nor in any diagnostic (issue 2): one distinctive value
+ * Secrets never appear in `config print` output nor in any diagnostic (docs/configuration.md): one distinctive value
  * is written into every kind of secret place, including keys with errors, and all output is searched.
  */
 import * as fs from 'node:fs';

@@ -1,6 +1,6 @@
 /**
- * One file with ten different mistakes reports all ten, each with its code and line (issue 2: "all
- * errors reported at once, not only the first").
+ * One file with ten different mistakes reports all ten, each with its code and line (docs/configuration.md,
+ * "Validation": all errors are reported at once, not only the first).
  */
 import t from 'tap';
 import { formatDiagnostic } from '../../lib/config/diagnostics';

@@ -1,5 +1,5 @@
 /**
- * Unknown sections and keys: a warning naming the closest known one, an error under --strict (issue 2).
+ * Unknown sections and keys: a warning naming the closest known one, an error under --strict (docs/configuration.md).
  */
 import t from 'tap';
 import { brief, errors, load, warnings } from './helpers';

@@ -78,7 +78,7 @@ t.test('fields not enforced yet are reported, once per kind', async (t) => {
   );
   t.ok(r.api, 'still deployed');
   const n = r.diagnostics.filter((d) => d.code === 'API_NOT_ENFORCED');
-  t.same(n, [], 'timeout, retry_codes, auth, scopes (Step 5) and policy (Step 6) are enforced: nothing is listed');
+  t.same(n, [], 'timeout, retry_codes, auth, scopes (docs/security.md) and policy (docs/throttling.md) are enforced: nothing is listed');
   t.same(r.api?.resources.map((x) => [x.auth, x.scopes, x.tokenType]), [['oauth2', ['read'], 'any'], ['oauth2', ['read'], 'any']], 'auth defaults to oauth2, token_type to any');
   t.equal(r.api?.endpoints.production?.timeout, 5000);
 });

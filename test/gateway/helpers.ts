@@ -240,7 +240,7 @@ export function apiToml(fields: {
   resources: readonly (readonly [string, readonly string[]])[];
   extra?: string;
   /**
-   * `unauthenticated_policy` (Step 6). Default "Unlimited": these fixtures call APIs without authentication
+   * `unauthenticated_policy` (docs/throttling.md). Default "Unlimited": these fixtures call APIs without authentication
    * far more than the Unauthenticated tier's 500 per minute (hot deploy under load); throttling tests
    * pass null to get the tier, or name another.
    */

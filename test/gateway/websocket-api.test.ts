@@ -101,7 +101,7 @@ t.test('a handshake refused by the chain (an authentication phase saying 401) ne
     await gw.close();
     await backend.close();
   });
-  // A router in front of the gateway's chain standing in for Step 5's authentication phase.
+  // A router in front of the gateway's chain standing in for the authentication phase.
   const transport = createTransport({
     route: (req) => {
       const decision = gw.gw.route(req);

@@ -1,6 +1,6 @@
 /**
  * The in-process event bus: order, per-name subscriptions, unsubscribe, a failing subscriber isolated,
- * and events that arrive from elsewhere (Step 9's Redis) delivered unchanged.
+ * and events that arrive from elsewhere (the Redis event hub, docs/scale-out.md) delivered unchanged.
  */
 import t from 'tap';
 import { createEventBus, EVENT_NAMES, type AnyEvent } from '../../lib/events/bus';

@@ -1,5 +1,5 @@
 /**
- * Payload validation ([passthru_http] force_json_validation / force_xml_validation, Step 7): JSON and
+ * Payload validation ([passthru_http] force_json_validation / force_xml_validation, docs/mediation.md): JSON and
  * XML request bodies are parsed before they are forwarded, inline when small and in the worker pool when
  * large (both paths exercised at several sizes); a malformed one is 103062 / 103063 (400) naming its line
  * and column and never reaches the backend; a body above the mediation limit is 103061 (413). Without

@@ -1,6 +1,6 @@
 /**
- * The control plane's deployments in one process (lib/scale/deployments.ts; issue 10, a gateway-worker
- * "gets ... policies and API deployments from the control plane"):
+ * The control plane's deployments in one process (lib/scale/deployments.ts; docs/scale-out.md: a
+ * gateway-worker gets policies and API deployments from the control plane):
  *
  *  - DeploymentSource: what it serves (labels parsed, revision = sha256), the `?labels=` filter, a file
  *    it cannot parse logged and not served (its last parsed text kept), the events of a re-read, a

@@ -1,5 +1,5 @@
 /**
- * API deployments and throttling policies from the control plane (issue 10: a gateway-worker "gets ...
+ * API deployments and throttling policies from the control plane (docs/scale-out.md: a gateway-worker "gets ...
  * policies and API deployments from the control plane"; "gateway_labels decide which APIs a gateway
  * deploys"), on real processes: one api-key-manager with its apis/ and policies.toml, gateway-workers
  * with an empty apis/.

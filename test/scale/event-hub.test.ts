@@ -1,5 +1,5 @@
 /**
- * The Redis event hub across processes (issue 10, "Shared state across nodes"): one api-key-manager
+ * The Redis event hub across processes (docs/scale-out.md): one api-key-manager
  * process and gateway-worker processes, real Redis.
  *
  *  - a token revoked on the key manager is refused by both gateways within a second;
@@ -86,7 +86,7 @@ t.test('two gateway-workers follow one key manager over Redis', async (t) => {
   }
   for (const p of ports) t.equal(await call(p, tok1), 200, `gateway ${p} accepts the token`);
 
-  // Revoked on the key manager: refused by both within one second (issue 10).
+  // Revoked on the key manager: refused by both within one second (docs/scale-out.md).
   const rv = await http(`${km}/oauth2/revoke`, { form: { token: tok1 }, auth: a1.client });
   t.equal(rv.status, 200, rv.text);
   for (const p of ports) t.ok(await until(async () => (await call(p, tok1)) === 401, 1000, 20), `gateway ${p} refuses the revoked token within a second`);

@@ -1,5 +1,5 @@
 /**
- * server.server_role on real processes (spec 000, part 1.1; issue 10, "Server roles"):
+ * server.server_role on real processes (spec 000, part 1.1; docs/scale-out.md):
  * api-publisher and api-devportal refuse to start with exit status 2 and say why; api-key-manager runs
  * the management server and store and no gateway listener; gateway-worker runs the gateway only, with
  * no store, and gets the key manager's keys and snapshot over HTTP: a token issued by the key manager

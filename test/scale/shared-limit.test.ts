@@ -1,5 +1,5 @@
 /**
- * One limit across two gateway processes (issue 10, "Tests": "a limit of 100/min is enforced across both
+ * One limit across two gateway processes (docs/scale-out.md, : "a limit of 100/min is enforced across both
  * gateways within the stated overshoot"): one api-key-manager process, two gateway-worker processes, all
  * with `[throughway.throttling] counter_store = "redis"` on THROUGHWAY_TEST_REDIS_URL (skipped with the
  * reason when unset or unreachable).

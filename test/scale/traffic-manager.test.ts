@@ -1,5 +1,5 @@
 /**
- * Throttle decisions across processes (issue 10: "`traffic-manager` ... publishes decisions"; spec 002
+ * Throttle decisions across processes (docs/scale-out.md: a `traffic-manager` publishes decisions; spec 002
  * part 6): one traffic-manager process (also the gateways' control plane) and two gateway-worker processes
  * with `counter_store = "traffic-manager"`, real Redis (THROUGHWAY_TEST_REDIS_URL; skipped with the reason
  * when unset or unreachable).

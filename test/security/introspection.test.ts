@@ -66,7 +66,7 @@ t.test('over HTTP: Basic credentials, active tokens pass and are cached, inactiv
   t.teardown(() => gw.close());
   const port = (await gw.listen({ port: 0, host: HOST })).port;
   await gw.security.ready;
-  // What a key manager in another process would announce (Step 9 carries these over Redis).
+  // What a key manager in another process would announce (the Redis event hub carries these, docs/scale-out.md).
   bus.publish('application.added', { application: { id: 'app-1', name: 'Remote', owner: 'carol', tier: 'Gold', keys: [{ consumerKey: 'ck-1', keyType: 'PRODUCTION' }] } });
   bus.publish('subscription.added', { subscription: { id: 's-1', applicationId: 'app-1', apiContext: '/o', apiVersion: '1', tier: 'Silver', state: 'UNBLOCKED' } });
   const call = (token: string): ReturnType<typeof request> => request(port, '/o/1/x', { headers: { Authorization: `Bearer ${token}` } });

@@ -1,5 +1,5 @@
 /**
- * Every fenced code block of the docs pages (issue 12: "every code sample in the docs runs in a test") is
+ * Every fenced code block of the docs pages (every code sample in the docs runs in a test) is
  * checked by what it is. README.md, docs/quickstart.md (test/gateway/npm-start.test.ts) and docs/embedding.md
  * (test/unit/embedding-docs.test.ts) run elsewhere; docs/performance.md is written by the bench.
  *

@@ -1,8 +1,8 @@
 /**
  * lib/transport/parser.ts shares one wasm instance, one input buffer and one "current parser" between
  * all parsers: interleaved parsers must not disturb each other, a nested execute must be refused
- * (trap 1), a throwing callback must not wedge the module, and destroyed parsers must give their wasm
- * memory back (trap 8: the wasm heap is never garbage collected).
+ * (one shared wasm instance), a throwing callback must not wedge the module, and destroyed parsers must give their wasm
+ * memory back (the wasm heap is never garbage collected).
  */
 import t from 'tap';
 import { ExecStatus, HEAD_CONTINUE, HttpParser, wasmHeapBytes } from '../../lib/transport/parser';
@@ -32,7 +32,7 @@ t.test('interleaved parsers keep their own split spans', async (t) => {
   b.destroy();
 });
 
-t.test('a nested execute is refused (trap 1) and a caught refusal leaves the outer parse intact', async (t) => {
+t.test('a nested execute is refused and a caught refusal leaves the outer parse intact', async (t) => {
   const other = new HttpParser('request', new Recorder(), 8192);
   const rec = new Recorder();
   const refusals: string[] = [];
@@ -135,7 +135,7 @@ t.test('a large read grows the shared input buffer once, not per execute', async
 });
 
 t.test('control: parsers that are never destroyed do grow the heap', async (t) => {
-  // Shows the check above can fail: this is the leak trap 8 warns about.
+  // Shows the check above can fail: this is the leak of a never-collected wasm heap.
   const before = wasmHeapBytes();
   const leaked: HttpParser[] = [];
   for (let i = 0; i < 50_000; i++) leaked.push(new HttpParser('request', new Recorder(), 8192));

@@ -1,5 +1,5 @@
 /**
- * lib/transport/parser.ts on the response side (trap 7 in shared/PACKAGES.md): the parser must be told
+ * lib/transport/parser.ts on the response side (RFC 9112 §6.3): the parser must be told
  * about HEAD, a 1xx is its own message, 204/304 have no body, a body without length ends at EOF; and
  * upgrades (101, Upgrade requests, CONNECT) hand the exact first tunnel byte back.
  */

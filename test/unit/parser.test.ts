@@ -1,6 +1,6 @@
 /**
  * lib/transport/parser.ts: heads and bodies come out the same however the bytes are split across reads
- * (the llhttp-wasm wrapper got 283 of 332 two-piece splits of a 300-byte GET wrong: shared/PACKAGES.md),
+ * (the llhttp-wasm wrapper got 283 of 332 two-piece splits of a 300-byte GET wrong on a prototype),
  * body spans point into the caller's Buffer, and PAUSE stops at exact byte offsets.
  */
 import t from 'tap';

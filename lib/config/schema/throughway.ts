@@ -1,6 +1,6 @@
 /**
  * throughway's own settings: what a production gateway needs that the spec has no key for
- * (ARCHITECTURE.md, "Configuration": settings the spec has no key for live in one [throughway] section).
+ * (docs/configuration.md, "The [throughway] section": settings the spec has no key for live in one section).
  * Durations take a bare number in the stated unit or a string such as "30s"; sizes are bytes.
  */
 import type { SectionDef } from '../schema-types';
@@ -19,7 +19,7 @@ export const THROUGHWAY_SECTIONS: readonly SectionDef[] = [
       { key: 'pool_idle_timeout', type: 's', format: 'duration', unit: 'ms', default: 30000, min: 0, meaning: "Idle pooled backend sockets are evicted after this; the pool also stays below the backend's announced Keep-Alive timeout." },
       { key: 'max_request_body', type: 'i', format: 'bytes', default: -1, min: -1, meaning: 'Largest request body accepted, -1 unlimited; a larger body gets 413.' },
       { key: 'high_water_mark', type: 'i', format: 'bytes', default: 1048576, min: 1, meaning: 'Bytes buffered per connection toward a slow peer before the other side is paused.' },
-      { key: 'read_buffer_size', type: 'i', format: 'bytes', default: 131072, min: 1024, meaning: 'Backend socket read buffer; larger reads measured cheaper (PACKAGES.md).' },
+      { key: 'read_buffer_size', type: 'i', format: 'bytes', default: 131072, min: 1024, meaning: 'Backend socket read buffer; larger reads measured cheaper on a prototype.' },
       { key: 'shutdown_timeout', type: 's', format: 'duration', unit: 'ms', default: 30000, min: 0, meaning: 'On shutdown, in-flight requests get this long to finish before connections are closed.' },
       { key: 'via', type: 's', default: '1.1 throughway', meaning: 'Value added to the Via header; an empty string disables the Via header.' },
       { key: 'x_forwarded', type: 'b', default: true, meaning: 'Add X-Forwarded-For, X-Forwarded-Proto and X-Forwarded-Host to backend requests.' },
@@ -39,7 +39,7 @@ export const THROUGHWAY_SECTIONS: readonly SectionDef[] = [
     runs: true,
     keys: [
       { key: 'max_body', type: 'i', format: 'bytes', default: 10485760, min: 0, meaning: 'Largest request body gathered for mediation (validation, scripts, conversion); a larger one gets fault 103061 (413) and the connection closes.' },
-      { key: 'inline_limit', type: 'i', format: 'bytes', default: 16384, min: 0, meaning: 'Bodies up to this size are validated and converted on the main thread; larger ones in the worker pool, as transferred buffers (PACKAGES.md: break-even 4-16 KiB).' },
+      { key: 'inline_limit', type: 'i', format: 'bytes', default: 16384, min: 0, meaning: 'Bodies up to this size are validated and converted on the main thread; larger ones in the worker pool, as transferred buffers (measured on a prototype: break-even 4-16 KiB).' },
       { key: 'script_timeout', type: 's', format: 'duration', unit: 'ms', default: 5000, min: 1, meaning: 'A script call running longer is stopped (its worker thread is ended): fault 103066.' },
       { key: 'worker_heap_mb', type: 'i', default: 256, min: 32, meaning: 'Heap limit (old generation, MiB) of each mediation worker thread; a script that allocates past it ends its worker: fault 103067.' },
       { key: 'thread_cap', type: 'i', default: 0, min: 0, meaning: 'Most mediation worker threads, whatever [mediation] engine.max_threads and core_threads say (their defaults, 100 and 20, size a Java thread pool that also waits on I/O); 0: one per CPU core (os.availableParallelism()). The pool does CPU-bound work only, so threads beyond the cores add memory and contention, not throughput.' },

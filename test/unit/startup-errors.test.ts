@@ -1,0 +1,124 @@
+/**
+ * Errors that stop a start carry a stable `code` (docs/operations.md, "Start-up errors"): each class is
+ * made to throw, or built, and its code checked; and every code a class of lib/ declares is listed on that
+ * page, so a new error cannot ship undocumented.
+ */
+import t from 'tap';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { createGateway, customFault, GatewayOptionsError, Health, loadConfig, PhaseOptionsError, ThrottleConfigError } from '../../lib';
+import { ConfigInvalidError } from '../../lib/config/diagnostics';
+import { createLogger } from '../../lib/log';
+import { createThrottle } from '../../lib/throttle';
+import { throttleSettingsFrom } from '../../lib/throttle/settings';
+import { CorsConfigError } from '../../lib/gateway/cors';
+import { FormatConfigError } from '../../lib/mediation/formats';
+import { TlsConfigError } from '../../lib/tls/settings';
+import { readKeyStore, TlsStoreError } from '../../lib/tls/keystore';
+import { KeyRingError } from '../../lib/keymanager/keys';
+import { StoreError } from '../../lib/store/types';
+import { LlhttpLoadError } from '../../lib/transport/llhttp-wasm';
+import { RoleNotBuiltError, startNode } from '../../lib/node';
+import { HealthError } from '../../lib/observability/health';
+import { ControlPlaneError } from '../../lib/scale/control-plane';
+
+const root = path.join(__dirname, '..', '..', '..');
+
+/** Runs fn and returns what it threw (or rejected with). */
+async function thrown(fn: () => unknown): Promise<unknown> {
+  try {
+    await fn();
+  } catch (err) {
+    return err;
+  }
+  return undefined;
+}
+
+t.test('each start-up error thrown where it happens carries its code', async (t) => {
+  const broken = loadConfig({ text: '[server]\noffset = "many"\n', env: {} });
+  t.notOk(broken.ok, 'a configuration with an error');
+  const e1 = await thrown(() => startNode(broken, { log: () => undefined }));
+  t.ok(e1 instanceof ConfigInvalidError, 'startNode refuses it');
+  t.equal((e1 as ConfigInvalidError).code, 'CONFIG_INVALID');
+
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tw-startup-'));
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const file = path.join(dir, 'deployment.toml');
+  fs.writeFileSync(file, '[server]\noffset = "many"\n');
+  const e2 = await thrown(() => createGateway({ configFile: file }));
+  t.ok(e2 instanceof GatewayOptionsError, 'createGateway refuses an invalid deployment.toml');
+  t.equal((e2 as GatewayOptionsError).code, 'GATEWAY_OPTIONS');
+
+  const e3 = await thrown(() => customFault({ code: 990001, status: 200, message: 'not an error status' }));
+  t.ok(e3 instanceof PhaseOptionsError);
+  t.equal((e3 as PhaseOptionsError).code, 'GATEWAY_PHASES');
+
+  const settings = throttleSettingsFrom(loadConfig({ text: '', env: {} }).config, dir);
+  const e4 = await thrown(() => createThrottle({ settings, logger: createLogger('silent'), policies: { text: '[[api]]\nname = "X"\n', source: 'test' } }));
+  t.ok(e4 instanceof ThrottleConfigError);
+  t.equal((e4 as ThrottleConfigError).code, 'THROTTLE_POLICIES_INVALID');
+
+  const health = new Health();
+  const checker = { name: 'twice', order: 1, check: () => ({ up: true }) };
+  health.register(checker as unknown as Parameters<Health['register']>[0]);
+  const e5 = await thrown(() => health.register(checker as unknown as Parameters<Health['register']>[0]));
+  t.ok(e5 instanceof HealthError);
+  t.equal((e5 as HealthError).code, 'HEALTH_CHECKER_DUPLICATE');
+
+  const pem = path.join(dir, 'empty.pem');
+  fs.writeFileSync(pem, '-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n');
+  const e6 = await thrown(() => readKeyStore({ file: pem, type: 'PEM', source: 'test' }));
+  t.ok(e6 instanceof TlsStoreError, 'a PEM key store without a key');
+  t.equal((e6 as TlsStoreError).code, 'TLS_NO_KEY');
+});
+
+t.test('each start-up error class built directly carries its code', async (t) => {
+  const cases: [Error & { code: string }, string][] = [
+    [new CorsConfigError('x'), 'CORS_CREDENTIALS_WITH_ANY_ORIGIN'],
+    [new FormatConfigError('message_builders.application_json', 'com.example.Builder'), 'MEDIATION_UNKNOWN_CLASS'],
+    [new KeyRingError('x'), 'KEY_RING'],
+    [new LlhttpLoadError('x'), 'ERR_LLHTTP_WASM_LOAD'],
+    [new RoleNotBuiltError('x'), 'ROLE_NOT_BUILT'],
+    [new ControlPlaneError('x'), 'CONTROL_PLANE_UNREACHABLE'],
+    [new ConfigInvalidError('x'), 'CONFIG_INVALID'],
+  ];
+  for (const code of ['TLS_PROTOCOL', 'TLS_PROFILE', 'TLS_NO_KEYSTORE', 'TLS_NO_TRUSTSTORE'] as const) cases.push([new TlsConfigError(code, 'x'), code]);
+  for (const code of ['TLS_JKS', 'TLS_READ', 'TLS_FORMAT', 'TLS_NO_KEY', 'TLS_NO_CERT'] as const) cases.push([new TlsStoreError(code, 'x'), code]);
+  for (const code of ['STORE_UNSUPPORTED', 'STORE_CONNECT', 'STORE_CONFLICT', 'STORE_NOT_FOUND', 'STORE_POOL_TIMEOUT', 'STORE_MIGRATION'] as const) cases.push([new StoreError(code, 'x'), code]);
+  for (const [err, code] of cases) {
+    t.ok(err instanceof Error, `${err.constructor.name} is an Error`);
+    t.equal(err.code, code, `${err.constructor.name}: ${code}`);
+  }
+});
+
+/** Every code an error class of lib/ declares: `readonly code = 'X'`, `code: 'X' | 'Y'`, `type ...ErrorCode = 'X' | ...`. */
+function declaredCodes(dir: string): Map<string, string> {
+  const out = new Map<string, string>();
+  const walk = (d: string): void => {
+    for (const e of fs.readdirSync(d, { withFileTypes: true })) {
+      const p = path.join(d, e.name);
+      if (e.isDirectory()) walk(p);
+      else if (e.name.endsWith('.ts')) {
+        const src = fs.readFileSync(p, 'utf8');
+        const rel = path.relative(root, p);
+        const lists = [
+          ...[...src.matchAll(/readonly code = '([^']+)'/g)].map((m) => m[1] as string),
+          ...[...src.matchAll(/readonly code: ('[A-Z][A-Z0-9_]*'(?:\s*\|\s*'[A-Z][A-Z0-9_]*')*)/g)].map((m) => m[1] as string),
+          ...[...src.matchAll(/type \w*ErrorCode = ('[A-Z][A-Z0-9_]*'(?:\s*\|\s*'[A-Z][A-Z0-9_]*')*)/g)].map((m) => m[1] as string),
+        ];
+        for (const l of lists) for (const c of l.matchAll(/'?([A-Z][A-Z0-9_]*)'?/g)) out.set(c[1] as string, rel);
+      }
+    }
+  };
+  walk(dir);
+  return out;
+}
+
+t.test('every error code declared in lib/ is documented in docs/operations.md', async (t) => {
+  const codes = declaredCodes(path.join(root, 'lib'));
+  const page = fs.readFileSync(path.join(root, 'docs', 'operations.md'), 'utf8');
+  t.ok(codes.size >= 20, `${codes.size} codes found`);
+  const missing = [...codes].filter(([c]) => !page.includes(`\`${c}\``)).map(([c, file]) => `${c} (${file})`);
+  t.strictSame(missing, [], missing.length === 0 ? 'all documented' : `undocumented: ${missing.join(', ')}`);
+});
