@@ -535,7 +535,7 @@ function renderPeers(resultsFile: string, opts: Options, command: string): strin
   const tool = c.tools.includes('wrk') ? 'wrk' : c.tools[0] ?? 'wrk';
   const have = (n: string): boolean => names.includes(n);
   L.push('');
-  L.push(`### Issue 3's targets for the transport (${tool}, medians over rounds)`);
+  L.push(`### Targets for the transport (${tool}, medians over rounds)`);
   L.push('');
   if (!have(THROUGHWAY)) {
     L.push('throughway was not among the targets of this run.');
