@@ -1,6 +1,6 @@
 /**
  * The transport relies on details of Node.js that its documentation does not promise (docs/transport.md,
- * "Reads"; README.md, "Node.js lines"): an accepted socket's `_handle` with `readStart`, a `net.Socket` made around such a
+ * "Read buffers"; README.md, "Node.js lines"): an accepted socket's `_handle` with `readStart`, a `net.Socket` made around such a
  * handle with an `onread` buffer, and `Buffer.prototype.latin1Slice` for header text. Each has a
  * fallback or a start-up check in lib/, but a Node line that drops one would make throughway slower or
  * refuse to start; these tests fail loudly on that line first, naming the detail that is gone.
