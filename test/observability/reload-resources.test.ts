@@ -70,7 +70,7 @@ t.test('the HTTPS listener certificates: replaced on reload, an unreadable store
   t.equal((await tlsRequest(port, { ca: pki.ca.certPem })).peerCN, 'localhost');
 
   const { selfSigned } = await import('../../lib/tls/sample');
-  const renewed = selfSigned('renewed.localhost', ['localhost', '127.0.0.1'], { issuer: pki.ca, bits: 1024 });
+  const renewed = selfSigned('renewed.localhost', ['localhost', '127.0.0.1'], { issuer: pki.ca, bits: 2048 });
   fs.writeFileSync(pem, renewed.keyPem + renewed.certPem);
   t.equal((await tlsRequest(port, { ca: pki.ca.certPem })).peerCN, 'localhost', 'no watcher: unchanged until the reload');
   n.node.reload();

@@ -26,17 +26,17 @@ export interface Pki {
 
 let cached: Omit<Pki, 'dir' | 'write' | 'cleanup'> | undefined;
 
-/** One small PKI per test file (1024-bit keys: made fast, never used outside tests). */
+/** One small PKI per test file (2048-bit keys: the least that OpenSSL 3 accepts at its default security level on Node 22 and later). */
 export function makePki(): Pki {
   if (cached === undefined) {
-    const ca = selfSigned('Test CA', [], { ca: true, bits: 1024 });
-    const otherCa = selfSigned('Other CA', [], { ca: true, bits: 1024 });
+    const ca = selfSigned('Test CA', [], { ca: true, bits: 2048 });
+    const otherCa = selfSigned('Other CA', [], { ca: true, bits: 2048 });
     cached = {
       ca,
       otherCa,
-      server: selfSigned('localhost', ['localhost', '127.0.0.1'], { issuer: ca, bits: 1024 }),
-      client: selfSigned('alice', [], { issuer: ca, bits: 1024 }),
-      strangerClient: selfSigned('mallory', [], { issuer: otherCa, bits: 1024 }),
+      server: selfSigned('localhost', ['localhost', '127.0.0.1'], { issuer: ca, bits: 2048 }),
+      client: selfSigned('alice', [], { issuer: ca, bits: 2048 }),
+      strangerClient: selfSigned('mallory', [], { issuer: otherCa, bits: 2048 }),
     };
   }
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'throughway-tls-'));

@@ -152,7 +152,7 @@ t.test('certificate reload without restart: new connections get the new certific
   await new Promise<void>((resolve) => open.once('secureConnect', () => resolve()));
   t.teardown(() => open.destroy());
   const { selfSigned } = await import('../../lib/tls/sample');
-  const renewed = selfSigned('renewed.localhost', ['localhost', '127.0.0.1'], { issuer: pki.ca, bits: 1024 });
+  const renewed = selfSigned('renewed.localhost', ['localhost', '127.0.0.1'], { issuer: pki.ca, bits: 2048 });
   fs.writeFileSync(file + '.tmp', renewed.keyPem + renewed.certPem);
   fs.renameSync(file + '.tmp', file);
   let cn: string | undefined;
@@ -240,7 +240,7 @@ t.test('trust stores: PEM and PKCS#12 (certificates only, read with node-forge)'
 
 t.test('ssl_profile.file_path: the reference profile XML gives the stores; a changed profile is reloaded', async (t) => {
   const { selfSigned } = await import('../../lib/tls/sample');
-  const other = selfSigned('profile.localhost', ['localhost', '127.0.0.1'], { issuer: pki.ca, bits: 1024 });
+  const other = selfSigned('profile.localhost', ['localhost', '127.0.0.1'], { issuer: pki.ca, bits: 2048 });
   const otherFile = pki.write('other.pem', other.keyPem + other.certPem);
   const profile = (ks: string, verify: string) =>
     `<parameter name="SSLProfiles"><profile><bindAddress>0.0.0.0</bindAddress><KeyStore><Location>${ks}</Location><Type>PEM</Type><Password>x</Password><KeyPassword>x</KeyPassword></KeyStore><TrustStore><Location>ca.pem</Location><Type>PEM</Type><Password>x</Password></TrustStore><SSLVerifyClient>${verify}</SSLVerifyClient></profile></parameter>`;

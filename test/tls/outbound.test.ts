@@ -19,7 +19,7 @@ import * as path from 'node:path';
 const pki = makePki();
 t.teardown(() => pki.cleanup());
 /** A certificate that names only backend.test: wrong for 127.0.0.1 and localhost. */
-const wrongName = selfSigned('backend.test', ['backend.test'], { issuer: pki.ca, bits: 1024 });
+const wrongName = selfSigned('backend.test', ['backend.test'], { issuer: pki.ca, bits: 2048 });
 
 interface Backend {
   readonly port: number;

@@ -239,8 +239,8 @@ t.test('wss:// backend: the tunnel runs over the outbound TLS socket', async (t)
   const tls = await import('node:tls');
   const https = await import('node:https');
   const { checkServerIdentityFor } = await import('../../lib/transport/verify');
-  const ca = selfSigned('ca', [], { ca: true, bits: 1024 });
-  const cert = selfSigned('localhost', ['localhost', '127.0.0.1'], { issuer: ca, bits: 1024 });
+  const ca = selfSigned('ca', [], { ca: true, bits: 2048 });
+  const cert = selfSigned('localhost', ['localhost', '127.0.0.1'], { issuer: ca, bits: 2048 });
   const server = https.createServer({ key: cert.keyPem, cert: cert.certPem });
   const wss = new WebSocketServer({ server });
   wss.on('connection', (ws) => ws.on('message', (d: RawData) => ws.send(`tls ${d.toString()}`)));
