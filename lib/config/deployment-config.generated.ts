@@ -2258,6 +2258,8 @@ export interface ThroughwayThrottlingSection {
 export interface ThroughwayKeyManagerSection {
   /** Name of a [custom_keystore.<name>] of type PEM or PKCS12 (its alias picks the key) whose private key (RSA: RS256, EC P-256: ES256) signs the key manager's tokens. Unset: an RSA key generated on first start and kept in the store. */
   readonly signing_keystore?: string;
+  /** Accept code_challenge_method=plain at /oauth2/authorize (RFC 7636 §4.2). Off: only S256; a request without a method (plain by RFC 7636 §4.3) is refused (docs/key-manager.md, "Authorization code with PKCE"). Default: false. */
+  readonly pkce_allow_plain: boolean;
 }
 
 /** Tracing: span export to the remote tracer (docs/tracing.md) ([throughway.tracing], spec throughway). */

@@ -76,6 +76,12 @@ export interface ResourceDefinition {
   readonly unauthenticatedPolicy: string | undefined;
 }
 
+export interface ScopeDefinition {
+  readonly name: string;
+  readonly description: string | undefined;
+  readonly roles: readonly string[];
+}
+
 export interface ApiDefinition {
   /** Absolute file path, or '' for definitions given in code. */
   readonly file: string;
@@ -97,6 +103,8 @@ export interface ApiDefinition {
   readonly endpoints: { readonly production: EndpointDefinition | undefined; readonly sandbox: EndpointDefinition | undefined };
   readonly cors: CorsOverride | undefined;
   readonly resources: readonly ResourceDefinition[];
+  /** Declared scopes ([[scopes]]) with the roles allowed to hold them. */
+  readonly scopes: readonly ScopeDefinition[];
   /** Script mediation and conversion of this API's calls (docs/mediation.md); undefined: none. */
   readonly mediation: ApiMediation | undefined;
 }
@@ -146,6 +154,13 @@ const MEDIATION_FIELDS: readonly FieldDef[] = [
   { key: 'response_format', type: 'string', allowed: ['json', 'xml'], meaning: 'Convert JSON or XML backend responses to this format before they reach the client (the response is gathered, at most [throughway.mediation] max_body bytes).' },
 ];
 
+/** An API scope as the reference declares it: a name, a description and the roles allowed to hold it. */
+const SCOPE_FIELDS: readonly FieldDef[] = [
+  { key: 'name', type: 'string', required: true, meaning: 'The scope name, as resources list it and tokens carry it.', example: '"order:write"' },
+  { key: 'description', type: 'string', meaning: 'Free text.' },
+  { key: 'roles', type: 'strings', default: [], meaning: 'Roles allowed to hold the scope: the token endpoint grants it only to a user (password, authorization_code) or an application owner (client_credentials) with one of them. Empty: any application subscribed to this API gets it (docs/security.md, "Scopes and roles").', example: '["admin"]' },
+];
+
 export const API_FIELDS: readonly FieldDef[] = [
   { key: 'name', type: 'string', required: true, meaning: 'API name (shown by `throughway apis list` and in logs).', example: '"PizzaShack"' },
   { key: 'context', type: 'string', required: true, meaning: 'Context path, invoked as /<context>/<version>/<resource> (spec 002, part 4). May hold `{version}` to place the version elsewhere (`/{version}/pizza`).', example: '"/pizzashack"' },
@@ -170,6 +185,7 @@ export const API_FIELDS: readonly FieldDef[] = [
     ],
   },
   { key: 'cors', type: 'table', meaning: 'CORS override for this API; fields not given come from [apim.cors].', fields: CORS_FIELDS },
+  { key: 'scopes', type: 'tables', default: [], meaning: 'Scopes of this API, one [[scopes]] table each, with the roles allowed to hold them. A scope a resource lists without a [[scopes]] entry has no roles.', fields: SCOPE_FIELDS },
   { key: 'resources', type: 'tables', required: true, meaning: 'Resources, one [[resources]] table each; at least one.', fields: RESOURCE_FIELDS },
   { key: 'mediation', type: 'table', meaning: 'Mediation of this API\'s request bodies (docs/mediation.md). Payload validation is global ([passthru_http] force_json_validation / force_xml_validation).', fields: MEDIATION_FIELDS },
 ];
@@ -432,6 +448,7 @@ export function validateApi(raw: unknown, file: string, vars: ApiVars = {}, map?
     endpoints: Object.freeze({ production, sandbox }),
     cors,
     resources: Object.freeze(resources),
+    scopes: Object.freeze(((t.scopes as Record<string, unknown>[] | undefined) ?? []).map((d) => Object.freeze({ name: d.name as string, description: d.description as string | undefined, roles: (d.roles as readonly string[] | undefined) ?? [] }))),
     mediation,
   };
   return { api: Object.freeze(api), diagnostics: ctx.r.diagnostics };
@@ -459,4 +476,15 @@ export function defaultPath(api: Pick<ApiDefinition, 'context'>): string {
 /** Whether an API is deployed on a gateway with these labels ([apim.sync_runtime_artifacts.gateway]). */
 export function labelsMatch(api: Pick<ApiDefinition, 'labels'>, gatewayLabels: readonly string[]): boolean {
   return api.labels.some((l) => gatewayLabels.includes(l));
+}
+
+/**
+ * The scopes an API declares, each with the roles allowed to hold it and the API (for the subscription
+ * check of a scope without roles): every [[scopes]] entry and every scope a resource lists (docs/security.md).
+ */
+export function apiScopeBindings(api: Pick<ApiDefinition, 'context' | 'version' | 'scopes' | 'resources'>): { name: string; roles: readonly string[]; api: { context: string; version: string } }[] {
+  const roles = new Map<string, readonly string[]>();
+  for (const s of api.scopes) roles.set(s.name, s.roles);
+  for (const r of api.resources) for (const s of r.scopes) if (!roles.has(s)) roles.set(s, []);
+  return [...roles].map(([name, r]) => ({ name, roles: r, api: { context: api.context, version: api.version } }));
 }

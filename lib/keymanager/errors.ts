@@ -13,6 +13,8 @@ export type OAuthErrorCode =
   | 'invalid_redirect_uri'
   | 'invalid_client_metadata'
   | 'access_denied'
+  | 'invalid_token'
+  | 'insufficient_scope'
   | 'not_found'
   | 'conflict'
   | 'server_error';
@@ -29,6 +31,8 @@ const STATUS: Readonly<Record<OAuthErrorCode, number>> = {
   invalid_redirect_uri: 400,
   invalid_client_metadata: 400,
   access_denied: 403,
+  invalid_token: 401,
+  insufficient_scope: 403,
   not_found: 404,
   conflict: 409,
   server_error: 500,

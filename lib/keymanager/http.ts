@@ -4,6 +4,8 @@
  *   POST /oauth2/token                          RFC 6749 §3.2
  *   POST /oauth2/revoke                         RFC 7009
  *   POST /oauth2/introspect                     RFC 7662 (client or super admin credentials)
+ *   GET|POST /oauth2/authorize                  RFC 6749 §4.1 with PKCE: sign-in and consent pages (authorize.ts)
+ *   GET|POST /oauth2/userinfo                   OpenID Connect Core §5.3 (authorize.ts)
  *   GET  /oauth2/jwks, /jwks/<version>          RFC 7517 key set (spec's /jwks/<version> shape)
  *   GET  /.well-known/openid-configuration      OpenID Connect Discovery 1.0 (also under /oauth2/token/,
  *                                               the issuer's path, as Discovery §4 builds it)
@@ -22,6 +24,7 @@ import { verifyPassword } from '../store/passwords';
 import type { Store } from '../store/types';
 import type { Deployments } from '../scale/deployments';
 import { handleAdmin } from './admin';
+import { handleAuthorize, handleUserinfo } from './authorize';
 import { OAuthError } from './errors';
 import type { KeyRing } from './keys';
 import type { Manager } from './manage';
@@ -118,7 +121,9 @@ function discovery(ctx: RouteContext): Record<string, unknown> {
     // Spec 002, part 9, rule 4: v0.14 is the default version of the registration path (any v0.<n> answers).
     registration_endpoint: `${base}/client-registration/v0.14/register`,
     grant_types_supported: IMPLEMENTED_GRANTS.filter((g: GrantType) => s.grants[g]),
-    response_types_supported: ['token'],
+    response_types_supported: s.grants.authorization_code ? ['code'] : ['token'],
+    ...(s.grants.authorization_code ? { authorization_endpoint: `${base}/oauth2/authorize`, code_challenge_methods_supported: s.pkcePlain ? ['S256', 'plain'] : ['S256'], authorization_response_iss_parameter_supported: true } : {}),
+    userinfo_endpoint: `${base}/oauth2/userinfo`,
     subject_types_supported: ['public'],
     id_token_signing_alg_values_supported: [ctx.keys.current().alg],
     token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
@@ -227,6 +232,14 @@ export function createHandler(ctx: RouteContext): (req: http.IncomingMessage, re
       if (isClient) await ctx.oauth.authenticateClient(req.headers.authorization, new URLSearchParams());
       else await requireAdmin(ctx, req);
       sendJson(res, 200, await ctx.oauth.introspect(form), NO_STORE);
+      return;
+    }
+    if (p === '/oauth2/authorize' || p.startsWith('/oauth2/authorize/')) {
+      await handleAuthorize(ctx, req, res, p, url, method === 'POST' ? await readBody(req) : undefined);
+      return;
+    }
+    if (p === '/oauth2/userinfo' && (method === 'GET' || method === 'POST')) {
+      await handleUserinfo(ctx, req, res);
       return;
     }
     if (method === 'GET' && (p === '/oauth2/jwks' || /^\/jwks(\/[^/]+)?$/.test(p))) {

@@ -18,6 +18,7 @@ import { silentLogger, type Logger } from '../log';
 import type { Store } from '../store/types';
 import type { OpsHandler } from '../events/observed';
 import type { Deployments } from '../scale/deployments';
+import { AuthorizationCodes, type ApiScope } from './authorize';
 import { createHandler, type RouteContext } from './http';
 import { KeyRingError, openKeyRing, type ExternalKey, type KeyRing } from './keys';
 import { readKeystore } from './keystore';
@@ -31,8 +32,8 @@ export interface KeyManagerOptions {
   readonly store: Store;
   readonly bus?: EventBus;
   readonly logger?: Logger;
-  /** Scopes deployed API resources declare (added to allowed_scopes). */
-  readonly apiScopes?: () => Iterable<string>;
+  /** Scopes deployed APIs declare, with the roles allowed to hold them (docs/security.md, "Scopes and roles"). */
+  readonly apiScopes?: () => Iterable<ApiScope>;
   /** Overrides the URL this server is reached at (tests listening on port 0). */
   readonly baseUrl?: string;
   /** Health, liveness and metrics routes served on the same port (lib/observability/routes.ts). */
@@ -95,7 +96,9 @@ export async function createKeyManager(o: KeyManagerOptions): Promise<KeyManager
   let settings = keyManagerSettings(config, o.loaded.ports, o.baseUrl);
   const keys = await openKeyRing(o.store, keyGrace(settings), signingKeystore(config));
   const manager = new Manager(o.store, bus, settings.passwordHashMethod);
-  let oauth = new OAuthServer({ store: o.store, keys, bus, logger, settings, ...(o.apiScopes !== undefined ? { apiScopes: o.apiScopes } : {}) });
+  // One set of pending authorizations and codes, kept when the OAuth server is rebuilt for port 0.
+  const codes = new AuthorizationCodes();
+  let oauth = new OAuthServer({ store: o.store, keys, bus, logger, settings, codes, ...(o.apiScopes !== undefined ? { apiScopes: o.apiScopes } : {}) });
   const props = config.user_store.properties;
   const userRules = { username: javaRegex(props.UsernameJavaRegEx), password: javaRegex(props.PasswordJavaRegEx) };
   const ctx: { -readonly [K in keyof RouteContext]: RouteContext[K] } = { oauth, manager, store: o.store, keys, logger, userRules, ...(o.ops !== undefined ? { ops: o.ops } : {}), ...(o.deployments !== undefined ? { deployments: o.deployments } : {}) };
@@ -139,7 +142,7 @@ export async function createKeyManager(o: KeyManagerOptions): Promise<KeyManager
           // Port 0 (tests): the URLs the server announces follow the port it got.
           if (o.baseUrl === undefined && port === 0) {
             settings = keyManagerSettings(config, o.loaded.ports, `http://${host ?? '127.0.0.1'}:${a.port}`);
-            oauth = new OAuthServer({ store: o.store, keys, bus, logger, settings, ...(o.apiScopes !== undefined ? { apiScopes: o.apiScopes } : {}) });
+            oauth = new OAuthServer({ store: o.store, keys, bus, logger, settings, codes, ...(o.apiScopes !== undefined ? { apiScopes: o.apiScopes } : {}) });
             ctx.oauth = oauth;
           }
           resolve(a);

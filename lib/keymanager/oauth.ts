@@ -12,7 +12,9 @@ import type { EventBus } from '../events/bus';
 import type { Logger } from '../log';
 import { digest, randomToken, verifyDigest, verifyPassword } from '../store/passwords';
 import { StoreError, type Application, type KeyType, type OAuthClient, type Store, type User } from '../store/types';
+import { AuthorizationCodes, type ApiScope } from './authorize';
 import { OAuthError } from './errors';
+import { signIdToken } from './id-token';
 import type { KeyRing } from './keys';
 import { GRANT_KEYS, IMPLEMENTED_GRANTS, isGrantType, JWT_BEARER, type GrantType, type KeyManagerSettings } from './settings';
 
@@ -83,14 +85,28 @@ export interface OAuthServerOptions {
   readonly bus: EventBus;
   readonly logger: Logger;
   readonly settings: KeyManagerSettings;
-  /** Scopes the deployed API resources declare (allowed in addition to allowed_scopes). */
-  readonly apiScopes?: () => Iterable<string>;
+  /**
+   * Scopes the deployed APIs declare, with the roles allowed to hold them (docs/security.md, "Scopes and
+   * roles"); a bare name is a scope without roles whose API is not known.
+   */
+  readonly apiScopes?: () => Iterable<ApiScope>;
+  /** Pending authorizations and issued codes (authorization_code grant); one per key manager. */
+  readonly codes?: AuthorizationCodes;
+}
+
+/** Who a scope is granted to: the user's (or the application owner's) roles and the application. */
+export interface ScopeHolder {
+  readonly roles: readonly string[];
+  readonly applicationId: string;
 }
 
 export class OAuthServer {
   private readonly remoteJwks = new Map<string, ReturnType<typeof createRemoteJWKSet>>();
+  readonly codes: AuthorizationCodes;
 
-  constructor(private readonly o: OAuthServerOptions) {}
+  constructor(private readonly o: OAuthServerOptions) {
+    this.codes = o.codes ?? new AuthorizationCodes();
+  }
 
   get settings(): KeyManagerSettings {
     return this.o.settings;
@@ -145,8 +161,12 @@ export class OAuthServer {
       throw new OAuthError('unauthorized_client', `this client may not use grant type ${grant} (its grant types: ${auth.client.grantTypes.join(' ')})`);
     }
     switch (g) {
+      case 'authorization_code':
+        return this.authorizationCode(auth, form);
       case 'client_credentials': {
-        const scope = this.resolveScope(param(form, 'scope'));
+        // The application owner's roles bind scopes for application tokens (docs/security.md).
+        const owner = await this.o.store.getUser(auth.application.owner);
+        const scope = await this.resolveScope(param(form, 'scope'), { roles: owner?.roles ?? [], applicationId: auth.application.id });
         return this.issue(auth, {
           grant,
           subject: auth.application.owner,
@@ -160,9 +180,9 @@ export class OAuthServer {
       case 'password': {
         const username = required(form, 'username');
         const password = required(form, 'password');
-        const scope = this.resolveScope(param(form, 'scope'));
         const user: User | undefined = await this.o.store.getUser(username);
         if (user === undefined || !verifyPassword(password, user)) throw new OAuthError('invalid_grant', 'invalid resource owner credentials');
+        const scope = await this.resolveScope(param(form, 'scope'), { roles: user.roles, applicationId: auth.application.id });
         return this.issue(auth, { grant, subject: user.username, aut: 'APPLICATION_USER', scope, validity: this.o.settings.userTokenValidity, refresh: true, idToken: true });
       }
       case 'refresh_token':
@@ -173,17 +193,68 @@ export class OAuthServer {
   }
 
   /**
-   * Requested scopes filtered by allowed_scopes and API scopes: RFC 6749 §3.3 lets the server issue a
-   * narrower scope than asked (the response's `scope` says what was granted). Nothing left, or nothing
-   * asked: the reference's `default` scope.
+   * Requested scopes filtered by allowed_scopes and the scopes deployed APIs declare: RFC 6749 §3.3 lets
+   * the server issue a narrower scope than asked (the response's `scope` says what was granted). An API
+   * scope with roles goes only to a holder with one of them; one without roles to an application
+   * subscribed to a declaring API (docs/security.md, "Scopes and roles"). Nothing left, or nothing asked:
+   * the reference's `default` scope.
    */
-  resolveScope(requested: string | undefined): string {
+  async resolveScope(requested: string | undefined, holder: ScopeHolder): Promise<string> {
     if (requested === undefined) return 'default';
     const asked = requested.split(' ').filter((s) => s !== '');
     for (const s of asked) if (!SCOPE_TOKEN.test(s)) throw new OAuthError('invalid_scope', `malformed scope ${JSON.stringify(s)} (RFC 6749 §3.3)`);
-    const api = new Set(this.o.apiScopes?.() ?? []);
-    const granted = [...new Set(asked)].filter((s) => api.has(s) || this.o.settings.allowedScopes.some((p) => p.test(s)));
+    const declared = [...(this.o.apiScopes?.() ?? [])];
+    let subscriptions: Set<string> | undefined;
+    const subscribed = async (context: string, version: string): Promise<boolean> => {
+      subscriptions ??= new Set((await this.o.store.listSubscriptions({ applicationId: holder.applicationId })).filter((x) => x.state !== 'BLOCKED' && x.state !== 'ON_HOLD').map((x) => `${x.apiContext}\u0000${x.apiVersion}`));
+      return subscriptions.has(`${context}\u0000${version}`);
+    };
+    const granted: string[] = [];
+    for (const s of new Set(asked)) {
+      if (this.o.settings.allowedScopes.some((p) => p.test(s))) {
+        granted.push(s);
+        continue;
+      }
+      for (const d of declared) {
+        if (typeof d === 'string') {
+          if (d !== s) continue;
+          granted.push(s);
+          break;
+        }
+        if (d.name !== s) continue;
+        const ok = d.roles.length > 0 ? d.roles.some((r) => holder.roles.includes(r)) : d.api === undefined || (await subscribed(d.api.context, d.api.version));
+        if (ok) {
+          granted.push(s);
+          break;
+        }
+      }
+    }
     return granted.length > 0 ? granted.join(' ') : 'default';
+  }
+
+  /**
+   * The authorization_code grant (RFC 6749 §4.1.3, RFC 7636 §4.6): the code is redeemed once; presented
+   * again it revokes every token it issued (RFC 6749 §4.1.2) and is refused.
+   */
+  private async authorizationCode(auth: AuthenticatedClient, form: Form): Promise<TokenResponse> {
+    const r = this.codes.redeem({ code: required(form, 'code'), clientId: auth.client.consumerKey, redirectUri: param(form, 'redirect_uri'), verifier: param(form, 'code_verifier') }, Date.now());
+    if (r.reused !== undefined) {
+      const issued = r.reused;
+      const n = await this.revokeFamily(issued.family, auth.client.consumerKey);
+      const now = Date.now();
+      if (!(await this.o.store.isRevoked(issued.jti, now))) {
+        await this.o.store.revokeToken(issued.jti, issued.expiresAt, now);
+        if (this.o.settings.realtimeRevocation) this.o.bus.publish('token.revoked', { jti: issued.jti, expiresAt: issued.expiresAt, consumerKey: auth.client.consumerKey, revokedAt: now });
+      }
+      this.o.logger.log('warn', 'authorization_code_reuse', { client_id: auth.client.consumerKey, family: issued.family, access_tokens_revoked: n });
+      throw new OAuthError('invalid_grant', 'the authorization code was already used; the tokens it issued are revoked');
+    }
+    const c = r.record;
+    const family = randomUUID();
+    const res = await this.issue(auth, { grant: 'authorization_code', subject: c.subject, aut: 'APPLICATION_USER', scope: c.scope, validity: this.o.settings.userTokenValidity, refresh: true, idToken: true, family, nonce: c.nonce, authTime: c.authTime });
+    const claims = decodeJwt(res.access_token);
+    this.codes.issued(r.key, { jti: String(claims.jti), expiresAt: Number(claims.exp) * 1000 + this.o.settings.skew, family });
+    return res;
   }
 
   private async refresh(auth: AuthenticatedClient, form: Form): Promise<TokenResponse> {
@@ -275,7 +346,8 @@ export class OAuthServer {
     } catch (err) {
       throw new OAuthError('invalid_grant', `the assertion is not valid: ${(err as Error).message}`);
     }
-    const scope = this.resolveScope(param(form, 'scope'));
+    // An asserted subject has no roles here: it gets allowed_scopes and subscribed scopes without roles.
+    const scope = await this.resolveScope(param(form, 'scope'), { roles: [], applicationId: auth.application.id });
     return this.issue(auth, {
       grant: JWT_BEARER,
       subject: String(claims.sub),
@@ -289,7 +361,7 @@ export class OAuthServer {
 
   private async issue(
     auth: AuthenticatedClient,
-    t: { grant: string; subject: string; aut: 'APPLICATION' | 'APPLICATION_USER'; scope: string; validity: number; refresh: boolean; idToken: boolean; family?: string },
+    t: { grant: string; subject: string; aut: 'APPLICATION' | 'APPLICATION_USER'; scope: string; validity: number; refresh: boolean; idToken: boolean; family?: string; nonce?: string | undefined; authTime?: number },
   ): Promise<TokenResponse> {
     const s = this.o.settings;
     const key = this.o.keys.current();
@@ -347,14 +419,15 @@ export class OAuthServer {
     }
     if (t.idToken && t.scope.split(' ').includes('openid')) {
       // OpenID Connect Core §2: the ID token's audience is the client; azp when it is the only one.
-      res.id_token = await new SignJWT({ azp: client.consumerKey })
-        .setProtectedHeader({ alg: key.alg, kid: key.kid, typ: 'JWT' })
-        .setIssuer(s.issuer)
-        .setSubject(t.subject)
-        .setAudience(client.consumerKey)
-        .setIssuedAt(now)
-        .setExpirationTime(now + Math.max(1, Math.floor(s.idTokenValidity / 1000)))
-        .sign(key.privateKey);
+      res.id_token = await signIdToken(key, {
+        issuer: s.issuer,
+        subject: t.subject,
+        clientId: client.consumerKey,
+        validity: Math.floor(s.idTokenValidity / 1000),
+        accessToken,
+        ...(t.nonce !== undefined ? { nonce: t.nonce } : {}),
+        ...(t.authTime !== undefined ? { authTime: t.authTime } : {}),
+      }, now);
     }
     this.o.logger.log('info', 'token_issued', { grant_type: t.grant, client_id: client.consumerKey, sub: t.subject, jti, scope: t.scope, keytype: client.keyType, refresh: res.refresh_token !== undefined });
     return res;

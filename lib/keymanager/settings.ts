@@ -43,8 +43,8 @@ export function isGrantType(g: string): g is GrantType {
 }
 export const JWT_BEARER = 'urn:ietf:params:oauth:grant-type:jwt-bearer';
 
-/** Grants throughway implements; the others need a login page or a directory it does not have. */
-export const IMPLEMENTED_GRANTS: readonly GrantType[] = ['client_credentials', 'password', 'refresh_token', JWT_BEARER];
+/** Grants throughway implements; the others need an identity provider it does not have (SAML, NTLM, Kerberos). */
+export const IMPLEMENTED_GRANTS: readonly GrantType[] = ['authorization_code', 'client_credentials', 'password', 'refresh_token', JWT_BEARER];
 
 /** Grant types a new OAuth client gets when none are named. */
 export const DEFAULT_CLIENT_GRANTS: readonly string[] = ['client_credentials', 'password', 'refresh_token', JWT_BEARER];
@@ -73,6 +73,8 @@ export interface KeyManagerSettings {
   readonly realtimeRevocation: boolean;
   readonly persistenceRetries: number;
   readonly adminUser: string;
+  /** `[throughway.key_manager] pkce_allow_plain`: code_challenge_method=plain accepted (RFC 7636 §4.2). */
+  readonly pkcePlain: boolean;
 }
 
 function scopePattern(p: string): RegExp {
@@ -119,5 +121,6 @@ export function keyManagerSettings(config: DeploymentConfig, ports: EffectivePor
     realtimeRevocation: config.apim.token.revocation.enable_realtime_notifier !== false,
     persistenceRetries: Math.max(0, config.oauth.token_generation.retry_count_on_persistence_failures),
     adminUser: config.super_admin.username,
+    pkcePlain: config.throughway.key_manager.pkce_allow_plain,
   };
 }

@@ -17,6 +17,7 @@ import { redacted, throttleChannels } from '../throttle/decisions';
 import { policyOptionsOf, throttleSettingsFrom } from '../throttle/settings';
 import { gatewaySettingsFrom } from '../gateway/settings';
 import { listApiFiles } from '../gateway/deploy';
+import { apiScopeBindings } from '../gateway/apis';
 import { registerStoreCheckers } from './operations';
 import type { Boot } from './boot';
 
@@ -120,7 +121,7 @@ export async function startKeyManager(b: Boot): Promise<void> {
     logger: b.logger,
     ops: b.ops,
     deployments: (labels) => source.snapshot(labels),
-    apiScopes: () => (b.gateway?.states() ?? []).flatMap((s) => (s.api?.resources ?? []).flatMap((r) => r.scopes)),
+    apiScopes: () => (b.gateway?.states() ?? []).flatMap((s) => (s.api === undefined ? [] : apiScopeBindings(s.api))),
   });
   b.keyManager = keyManager;
   const km = b.eph ? await keyManager.listen(0, '127.0.0.1') : await keyManager.listen();

@@ -106,7 +106,8 @@ t.test('grant switches and unsupported grants answer unsupported_grant_type with
   const off = await postForm(`${h.url}/oauth2/token`, { grant_type: 'client_credentials' }, basic(key, secret));
   t.match(off, { status: 400, body: { error: 'unsupported_grant_type', error_description: /disabled by \[oauth\.grant_type\.client_credentials\] enable = false/ } });
   const code = await postForm(`${h.url}/oauth2/token`, { grant_type: 'authorization_code', code: 'x' }, basic(key, secret));
-  t.match(code, { status: 400, body: { error: 'unsupported_grant_type', error_description: /needs a login page/ } });
+  // authorization_code is implemented (authorization-code.test.ts); keys made without it may not use it.
+  t.match(code, { status: 400, body: { error: 'unauthorized_client' } });
   for (const g of ['urn:ietf:params:oauth:grant-type:saml2-bearer', 'iwa:ntlm']) {
     const r = await postForm(`${h.url}/oauth2/token`, { grant_type: g }, basic(key, secret));
     t.match(r, { status: 400, body: { error: 'unsupported_grant_type', error_description: /not supported/ } }, g);

@@ -113,6 +113,7 @@ export const THROUGHWAY_SECTIONS: readonly SectionDef[] = [
     runs: true,
     keys: [
       { key: 'signing_keystore', type: 's', meaning: "Name of a [custom_keystore.<name>] of type PEM or PKCS12 (its alias picks the key) whose private key (RSA: RS256, EC P-256: ES256) signs the key manager's tokens. Unset: an RSA key generated on first start and kept in the store." },
+      { key: 'pkce_allow_plain', type: 'b', default: false, meaning: 'Accept code_challenge_method=plain at /oauth2/authorize (RFC 7636 §4.2). Off: only S256; a request without a method (plain by RFC 7636 §4.3) is refused (docs/key-manager.md, "Authorization code with PKCE").' },
     ],
   },
   {

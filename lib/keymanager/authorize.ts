@@ -1,0 +1,372 @@
+/**
+ * The authorization endpoint (RFC 6749 §3.1, §4.1) with PKCE (RFC 7636) and OpenID Connect (Core 1.0
+ * §3.1), and the userinfo endpoint (OpenID Connect Core §5.3). docs/key-manager.md, "Authorization code
+ * with PKCE", shows the flow.
+ *
+ * GET /oauth2/authorize checks the client and its redirect URI (exact match with the registered callback;
+ * a mismatch is never redirected to, §4.1.2.1), then the rest of the request (errors go back to the
+ * client's redirect URI with `state`), keeps a pending authorization and renders the sign-in page. The
+ * page's POSTs carry the pending authorization's id and CSRF token, and the browser carries the same id
+ * in a SameSite=Strict cookie, so a form posted from another site is refused. After sign-in and consent
+ * the browser is redirected with a code (256 random bits, valid CODE_TTL, single use), `state` and `iss`
+ * (RFC 9207).
+ *
+ * Pending authorizations and codes live in memory (AuthorizationCodes): short-lived by design, bounded,
+ * and lost on restart; with several key manager nodes behind one address the balancer must keep a
+ * browser's requests and the token request on the node that issued the code (docs/key-manager.md).
+ */
+import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
+import type * as http from 'node:http';
+import { digest, randomToken, verifyPassword } from '../store/passwords';
+import type { Store, User } from '../store/types';
+import { OAuthError } from './errors';
+import type { RouteContext } from './http';
+import { consentPage, errorPage, sendPage, sendStyle, signInPage, STYLE_PATH } from './signin-page';
+
+/** A scope a deployed API declares: a bare name (no roles, API unknown), or with roles and its API. */
+export type ApiScope = string | { readonly name: string; readonly roles: readonly string[]; readonly api?: { readonly context: string; readonly version: string } };
+
+/** RFC 6749 §4.1.2: a code lives at most 10 minutes; one minute is plenty for a redirect. */
+export const CODE_TTL = 60_000;
+/** A sign-in page stays usable this long. */
+export const PENDING_TTL = 10 * 60_000;
+/** Wrong passwords on one pending authorization before it is dropped. */
+const MAX_ATTEMPTS = 5;
+/** Bounds of the in-memory maps (each entry well under 4 KiB). */
+const MAX_ENTRIES = 10_000;
+/** Longest state or nonce accepted. */
+const MAX_PARAM = 1024;
+const COOKIE = 'tw_authz';
+/** RFC 7636 §4.1: code_verifier = 43*128 unreserved characters. */
+const VERIFIER = /^[A-Za-z0-9._~-]{43,128}$/;
+
+export interface IssuedByCode {
+  readonly jti: string;
+  readonly expiresAt: number;
+  readonly family: string;
+}
+
+export interface CodeRecord {
+  readonly clientId: string;
+  readonly redirectUri: string;
+  /** redirect_uri was in the authorization request: the token request must repeat it (RFC 6749 §4.1.3). */
+  readonly redirectGiven: boolean;
+  readonly scope: string;
+  readonly subject: string;
+  readonly nonce: string | undefined;
+  readonly challenge: string;
+  readonly method: 'S256' | 'plain';
+  /** Seconds since the epoch of the sign-in. */
+  readonly authTime: number;
+  readonly expiresAt: number;
+  used: boolean;
+  issued?: IssuedByCode;
+}
+
+interface Pending {
+  readonly id: string;
+  readonly csrf: string;
+  readonly clientId: string;
+  readonly applicationId: string;
+  readonly clientName: string;
+  readonly redirectUri: string;
+  readonly redirectGiven: boolean;
+  readonly scope: string | undefined;
+  readonly state: string | undefined;
+  readonly nonce: string | undefined;
+  readonly challenge: string;
+  readonly method: 'S256' | 'plain';
+  readonly expiresAt: number;
+  attempts: number;
+  user?: { username: string; scope: string; authTime: number };
+}
+
+function sweep<V extends { expiresAt: number }>(map: Map<string, V>, now: number, keep = 0): void {
+  for (const [k, v] of map) if (v.expiresAt + keep <= now) map.delete(k);
+}
+
+/** Pending authorizations and codes (in memory, bounded, swept on insert). */
+export class AuthorizationCodes {
+  private readonly pending = new Map<string, Pending>();
+  /** By the code's SHA-256: the code itself is never kept. */
+  private readonly codes = new Map<string, CodeRecord>();
+
+  addPending(p: Omit<Pending, 'id' | 'csrf' | 'expiresAt' | 'attempts'>, now: number): Pending {
+    sweep(this.pending, now);
+    if (this.pending.size >= MAX_ENTRIES) throw new OAuthError('server_error', 'too many sign-ins in progress; try again shortly', { status: 503, headers: { 'Retry-After': '60' } });
+    const rec: Pending = { ...p, id: randomUUID(), csrf: randomToken(), expiresAt: now + PENDING_TTL, attempts: 0 };
+    this.pending.set(rec.id, rec);
+    return rec;
+  }
+
+  getPending(id: string, now: number): Pending | undefined {
+    const p = this.pending.get(id);
+    if (p === undefined || p.expiresAt <= now) return undefined;
+    return p;
+  }
+
+  dropPending(id: string): void {
+    this.pending.delete(id);
+  }
+
+  /** A new code for a signed-in, consenting user. */
+  addCode(p: Pending, user: { username: string; scope: string; authTime: number }, now: number): string {
+    // A used code is kept CODE_TTL longer than its life, so a late replay still revokes what it issued.
+    sweep(this.codes, now, CODE_TTL);
+    if (this.codes.size >= MAX_ENTRIES) throw new OAuthError('server_error', 'too many authorization codes outstanding; try again shortly', { status: 503, headers: { 'Retry-After': '60' } });
+    const code = randomToken();
+    this.codes.set(digest(code), {
+      clientId: p.clientId,
+      redirectUri: p.redirectUri,
+      redirectGiven: p.redirectGiven,
+      scope: user.scope,
+      subject: user.username,
+      nonce: p.nonce,
+      challenge: p.challenge,
+      method: p.method,
+      authTime: user.authTime,
+      expiresAt: now + CODE_TTL,
+      used: false,
+    });
+    return code;
+  }
+
+  /**
+   * The token request's code (RFC 6749 §4.1.3, RFC 7636 §4.6): bound to the client, the redirect URI and
+   * the verifier; single use. A code presented again answers `reused` with what it issued.
+   */
+  redeem(r: { code: string; clientId: string; redirectUri: string | undefined; verifier: string | undefined }, now: number): { record: CodeRecord; key: string; reused?: undefined } | { reused: IssuedByCode } {
+    const key = digest(r.code);
+    const rec = this.codes.get(key);
+    if (rec === undefined || rec.clientId !== r.clientId) throw new OAuthError('invalid_grant', 'unknown or expired authorization code, or issued to another client');
+    if (rec.used) {
+      if (rec.issued !== undefined) return { reused: rec.issued };
+      throw new OAuthError('invalid_grant', 'the authorization code was already used');
+    }
+    if (rec.expiresAt <= now) throw new OAuthError('invalid_grant', 'the authorization code has expired');
+    if ((rec.redirectGiven || r.redirectUri !== undefined) && r.redirectUri !== rec.redirectUri) {
+      throw new OAuthError('invalid_grant', 'redirect_uri differs from the one of the authorization request (RFC 6749 §4.1.3)');
+    }
+    if (r.verifier === undefined) throw new OAuthError('invalid_grant', 'code_verifier is required: the authorization request used PKCE (RFC 7636 §4.5)');
+    if (!VERIFIER.test(r.verifier)) throw new OAuthError('invalid_grant', 'code_verifier must be 43 to 128 unreserved characters (RFC 7636 §4.1)');
+    const derived = rec.method === 'S256' ? createHash('sha256').update(r.verifier, 'ascii').digest('base64url') : r.verifier;
+    const a = Buffer.from(derived);
+    const b = Buffer.from(rec.challenge);
+    if (a.length !== b.length || !timingSafeEqual(a, b)) throw new OAuthError('invalid_grant', 'code_verifier does not match the code_challenge (RFC 7636 §4.6)');
+    rec.used = true;
+    return { record: rec, key };
+  }
+
+  /** Records what a redeemed code issued (revoked if the code comes back). */
+  issued(key: string, what: IssuedByCode): void {
+    const rec = this.codes.get(key);
+    if (rec !== undefined) rec.issued = what;
+  }
+}
+
+/**
+ * A user's password check, for every sign-in of the key manager (the sign-in page here). The one place
+ * where failed attempts per account and client address can be counted and slowed.
+ */
+export async function checkPassword(store: Store, username: string, password: string, clientAddress: string | undefined): Promise<User | undefined> {
+  void clientAddress;
+  const user = await store.getUser(username);
+  if (user === undefined || !verifyPassword(password, user)) return undefined;
+  return user;
+}
+
+function single(q: URLSearchParams, name: string): string | undefined {
+  const all = q.getAll(name);
+  if (all.length > 1) throw new RedirectError('invalid_request', `parameter ${name} is repeated`);
+  const v = all[0];
+  return v === undefined || v === '' ? undefined : v;
+}
+
+/** An error of the authorization request reported to the client at its redirect URI (RFC 6749 §4.1.2.1). */
+class RedirectError extends Error {
+  constructor(readonly error: string, description: string) {
+    super(description);
+  }
+}
+
+function redirect(res: http.ServerResponse, uri: string, params: Record<string, string | undefined>, headers: Record<string, string | string[]> = {}): void {
+  const u = new URL(uri);
+  for (const [k, v] of Object.entries(params)) if (v !== undefined) u.searchParams.append(k, v);
+  res.writeHead(302, { Location: u.toString(), 'Content-Length': 0, 'Cache-Control': 'no-store', 'Referrer-Policy': 'no-referrer', ...headers });
+  res.end();
+}
+
+function cookieOf(req: http.IncomingMessage): string | undefined {
+  for (const part of (req.headers.cookie ?? '').split(';')) {
+    const [k, ...v] = part.trim().split('=');
+    if (k === COOKIE) return v.join('=');
+  }
+  return undefined;
+}
+
+function setCookie(req: http.IncomingMessage, value: string, maxAge: number): string {
+  const secure = (req.socket as { encrypted?: boolean }).encrypted === true ? '; Secure' : '';
+  return `${COOKIE}=${value}; Path=/oauth2/authorize; HttpOnly; SameSite=Strict; Max-Age=${maxAge}${secure}`;
+}
+
+function safeEqual(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+}
+
+/** GET: a new authorization request. */
+async function start(ctx: RouteContext, req: http.IncomingMessage, res: http.ServerResponse, q: URLSearchParams): Promise<void> {
+  const s = ctx.oauth.settings;
+  // Until the redirect URI is known good, errors are shown here, never redirected (RFC 6749 §4.1.2.1).
+  let clientId: string | undefined;
+  let given: string | undefined;
+  try {
+    clientId = single(q, 'client_id');
+    given = single(q, 'redirect_uri');
+  } catch (err) {
+    sendPage(res, 400, errorPage('Invalid request', (err as Error).message));
+    return;
+  }
+  const client = clientId === undefined ? undefined : await ctx.store.getClient(clientId);
+  if (client === undefined) {
+    sendPage(res, 400, errorPage('Invalid request', clientId === undefined ? 'client_id is required.' : 'Unknown client_id.'));
+    return;
+  }
+  if (client.callbackUrl === '') {
+    sendPage(res, 400, errorPage('Invalid request', 'This application has no registered callback URL.'));
+    return;
+  }
+  if (given !== undefined && given !== client.callbackUrl) {
+    sendPage(res, 400, errorPage('Invalid request', 'redirect_uri does not match the registered callback URL.'));
+    return;
+  }
+  const redirectUri = client.callbackUrl;
+  let state: string | undefined;
+  try {
+    state = single(q, 'state');
+    if (state !== undefined && state.length > MAX_PARAM) {
+      state = undefined;
+      throw new RedirectError('invalid_request', `state is longer than ${MAX_PARAM} characters`);
+    }
+    if (!s.grants.authorization_code) throw new RedirectError('unsupported_response_type', 'the authorization_code grant is disabled by [oauth.grant_type.authorization_code] enable = false');
+    if (single(q, 'response_type') !== 'code') throw new RedirectError('unsupported_response_type', 'response_type must be code');
+    if (client.grantTypes.length > 0 && !client.grantTypes.includes('authorization_code')) throw new RedirectError('unauthorized_client', 'this client may not use the authorization_code grant');
+    const challenge = single(q, 'code_challenge');
+    if (challenge === undefined) throw new RedirectError('invalid_request', 'code_challenge is required (PKCE, RFC 7636)');
+    // RFC 7636 §4.3: without a method the challenge is plain.
+    const method = single(q, 'code_challenge_method') ?? 'plain';
+    if (method !== 'S256' && method !== 'plain') throw new RedirectError('invalid_request', `code_challenge_method ${method} is not supported; use S256`);
+    if (method === 'plain' && !s.pkcePlain) throw new RedirectError('invalid_request', 'code_challenge_method plain is refused; use S256 ([throughway.key_manager] pkce_allow_plain)');
+    if (method === 'S256' ? !/^[A-Za-z0-9_-]{43}$/.test(challenge) : !VERIFIER.test(challenge)) throw new RedirectError('invalid_request', 'malformed code_challenge (RFC 7636 §4.2)');
+    const nonce = single(q, 'nonce');
+    if (nonce !== undefined && nonce.length > MAX_PARAM) throw new RedirectError('invalid_request', `nonce is longer than ${MAX_PARAM} characters`);
+    const scope = single(q, 'scope');
+    if (scope !== undefined && (scope.length > 2048 || !/^[\x21\x23-\x5B\x5D-\x7E ]*$/.test(scope))) throw new RedirectError('invalid_scope', 'malformed scope (RFC 6749 §3.3)');
+    const app = await ctx.store.getApplication(client.applicationId);
+    if (app === undefined) throw new RedirectError('unauthorized_client', 'the client\'s application was deleted');
+    const p = ctx.oauth.codes.addPending({ clientId: client.consumerKey, applicationId: app.id, clientName: app.name, redirectUri, redirectGiven: given !== undefined, scope, state, nonce, challenge, method }, Date.now());
+    sendPage(res, 200, signInPage({ clientName: app.name, authz: p.id, csrf: p.csrf }), { 'Set-Cookie': setCookie(req, p.id, PENDING_TTL / 1000) });
+  } catch (err) {
+    if (!(err instanceof RedirectError)) throw err;
+    redirect(res, redirectUri, { error: err.error, error_description: err.message, state, iss: s.issuer });
+  }
+}
+
+/** POST: the sign-in form, then the consent form. */
+async function step(ctx: RouteContext, req: http.IncomingMessage, res: http.ServerResponse, body: Buffer): Promise<void> {
+  const type = (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
+  if (type !== 'application/x-www-form-urlencoded') {
+    sendPage(res, 400, errorPage('Invalid request', 'The form must be posted as application/x-www-form-urlencoded.'));
+    return;
+  }
+  const form = new URLSearchParams(body.toString('utf8'));
+  const now = Date.now();
+  const id = form.get('authz') ?? '';
+  const p = ctx.oauth.codes.getPending(id, now);
+  if (p === undefined) {
+    sendPage(res, 400, errorPage('Sign-in expired', 'This sign-in has expired or is unknown; start again from the application.'));
+    return;
+  }
+  // CSRF: the token of this pending authorization, and the cookie only this site's pages send back.
+  const cookie = cookieOf(req);
+  if (cookie === undefined || cookie !== p.id || !safeEqual(form.get('csrf') ?? '', p.csrf)) {
+    ctx.logger.log('warn', 'authorize_csrf_refused', { client_id: p.clientId, cookie: cookie !== undefined });
+    sendPage(res, 403, errorPage('Request refused', 'The form was not posted from this sign-in page (missing or wrong CSRF token). Start again from the application.'));
+    return;
+  }
+  const s = ctx.oauth.settings;
+  const back = (params: Record<string, string | undefined>): void => {
+    ctx.oauth.codes.dropPending(p.id);
+    redirect(res, p.redirectUri, { ...params, state: p.state, iss: s.issuer }, { 'Set-Cookie': setCookie(req, '', 0) });
+  };
+  const action = form.get('action');
+  if (action === 'login') {
+    const username = form.get('username') ?? '';
+    const password = form.get('password') ?? '';
+    const address = req.socket.remoteAddress;
+    const user = username === '' || username.length > 255 || password.length > 1024 ? undefined : await checkPassword(ctx.store, username, password, address);
+    if (user === undefined) {
+      p.attempts++;
+      ctx.logger.log('warn', 'sign_in_failed', { client_id: p.clientId, username: username.slice(0, 255), address, attempts: p.attempts });
+      if (p.attempts >= MAX_ATTEMPTS) {
+        back({ error: 'access_denied', error_description: 'too many failed sign-in attempts' });
+        return;
+      }
+      sendPage(res, 401, signInPage({ clientName: p.clientName, authz: p.id, csrf: p.csrf, username, error: 'Wrong username or password.' }));
+      return;
+    }
+    const scope = await ctx.oauth.resolveScope(p.scope, { roles: user.roles, applicationId: p.applicationId });
+    p.user = { username: user.username, scope, authTime: Math.floor(now / 1000) };
+    ctx.logger.log('info', 'sign_in', { client_id: p.clientId, username: user.username, address });
+    sendPage(res, 200, consentPage({ clientName: p.clientName, username: user.username, scopes: scope === 'default' ? [] : scope.split(' '), authz: p.id, csrf: p.csrf }));
+    return;
+  }
+  if (p.user === undefined || (action !== 'allow' && action !== 'deny')) {
+    sendPage(res, 400, errorPage('Invalid request', 'Sign in first.'));
+    return;
+  }
+  if (action === 'deny') {
+    back({ error: 'access_denied', error_description: 'the user denied the request' });
+    return;
+  }
+  const code = ctx.oauth.codes.addCode(p, p.user, now);
+  ctx.logger.log('info', 'authorization_code_issued', { client_id: p.clientId, sub: p.user.username, scope: p.user.scope });
+  back({ code });
+}
+
+/** /oauth2/authorize (GET: a request; POST: the page's forms) and its stylesheet. */
+export async function handleAuthorize(ctx: RouteContext, req: http.IncomingMessage, res: http.ServerResponse, p: string, url: URL, body: Buffer | undefined): Promise<void> {
+  const method = req.method ?? 'GET';
+  if (p === STYLE_PATH && method === 'GET') {
+    sendStyle(res);
+    return;
+  }
+  if (p !== '/oauth2/authorize') throw new OAuthError('not_found', `no resource ${p} on the management server`);
+  if (method === 'GET') return start(ctx, req, res, url.searchParams);
+  if (method === 'POST' && body !== undefined) return step(ctx, req, res, body);
+  throw new OAuthError('invalid_request', `${p} takes GET and POST`, { status: 405, headers: { Allow: 'GET, POST' } });
+}
+
+/** GET or POST /oauth2/userinfo (OpenID Connect Core §5.3): the claims of a user access token with openid. */
+export async function handleUserinfo(ctx: RouteContext, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+  const m = /^Bearer\s+([A-Za-z0-9._~+/-]+=*)\s*$/i.exec(req.headers.authorization ?? '');
+  // RFC 6750 §3.1: the error codes of a bearer-protected resource, in the challenge too.
+  const invalid = (error: 'invalid_token' | 'insufficient_scope', description: string): never => {
+    throw new OAuthError(error, description, { headers: { 'WWW-Authenticate': `Bearer realm="throughway", error="${error}"` } });
+  };
+  if (m === null) return invalid('invalid_token', 'a bearer access token is required (RFC 6750 §2.1)');
+  const claims = await ctx.oauth.verifyAccessToken(m[1] as string);
+  if (claims === undefined) return invalid('invalid_token', 'the access token is invalid, expired or revoked');
+  if (!claims.scope.split(' ').includes('openid') || claims.aut !== 'APPLICATION_USER') return invalid('insufficient_scope', 'userinfo needs a user access token with the openid scope');
+  const sub = String(claims.sub);
+  const user = await ctx.store.getUser(sub);
+  const body: Record<string, unknown> = { sub };
+  if (user !== undefined) {
+    body.preferred_username = user.username;
+    body.roles = user.roles;
+  }
+  const text = JSON.stringify(body);
+  res.writeHead(200, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(text), 'Cache-Control': 'no-store' });
+  res.end(text);
+}
