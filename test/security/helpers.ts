@@ -13,6 +13,7 @@ import { loadConfig } from '../../lib/config/load';
 import { createEventBus, type EventBus } from '../../lib/events/bus';
 import { createGateway, type Gateway, type GatewayOptions } from '../../lib/embed';
 import { createKeyManager, type KeyManager } from '../../lib/keymanager';
+import type { ApiScope } from '../../lib/keymanager/authorize';
 import { keyManagerLink } from '../../lib/security';
 import { openStore } from '../../lib/store/open';
 import type { KeyType, Store } from '../../lib/store/types';
@@ -57,12 +58,13 @@ export const BASE = `[server]\nhostname = "localhost"\n[super_admin]\nusername =
 
 /**
  * Starts the key manager and a gateway with `apis` (functions of the echo backend's port). `toml` is
- * added to the configuration; `scopes` are the scopes the key manager may grant.
+ * added to the configuration; `scopes` are the scopes the key manager may grant (names, or bindings with
+ * roles as apiScopeBindings makes them from API definitions).
  */
 export async function startNode(
   apis: (backendPort: number) => readonly Record<string, unknown>[],
   toml = '',
-  o: { scopes?: readonly string[]; beforeGateway?: (km: KeyManager) => Promise<void>; throttling?: GatewayOptions['throttling'] } = {},
+  o: { scopes?: readonly ApiScope[]; beforeGateway?: (km: KeyManager) => Promise<void>; throttling?: GatewayOptions['throttling'] } = {},
 ): Promise<Node> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tw-sec-'));
   const text = `${BASE}[database.apim_db]\ntype = "h2"\nurl = "jdbc:h2:${path.join(dir, 'apim_db')}"\nusername = "tw"\npassword = "tw"\n${toml}`;
