@@ -2,6 +2,7 @@
 /**
  * The throughway command line (docs/configuration.md):
  *
+ *   throughway init [DIR]
  *   throughway start [--config FILE] [--strict] [--check] [--sys name=value]...
  *   throughway config check [--config FILE] [--strict] [--sys name=value]...
  *   throughway config print [--config FILE] [--json] [--sys name=value]...
@@ -26,6 +27,8 @@ import { roleParts } from './scale/settings';
 export const USAGE = `Usage: throughway <command> [options]
 
 Commands:
+  init [DIR]            write a starter configuration under DIR (default: here): conf/deployment.toml,
+                        conf/apis/demo.toml, conf/policies.toml; never overwrites a file
   start                 start the node for server.server_role
   config check          validate the configuration; list every error and warning
   config print          print the effective configuration (defaults filled, secrets as ****)
@@ -201,9 +204,38 @@ function print(p: Parsed, io: CliIo): number {
   return 0;
 }
 
+/** The starter configuration `throughway init` copies: the package's own conf/ (shipped, package.json "files"). */
+export const STARTER_FILES = ['conf/deployment.toml', 'conf/apis/demo.toml', 'conf/policies.toml'] as const;
+
+/**
+ * `throughway init [dir]` (docs/quickstart.md): copies the starter files under dir and prints the next
+ * steps. Refuses, writing nothing, when one of them exists already (status 1, each one named).
+ */
+function init(dir: string | undefined, io: CliIo): number {
+  const target = path.resolve(io.cwd, dir ?? '.');
+  const source = path.join(__dirname, '..', '..');
+  const taken = STARTER_FILES.filter((f) => fs.existsSync(path.join(target, f)));
+  if (taken.length > 0) {
+    io.err(`throughway init: not overwriting ${taken.map((f) => path.join(target, f)).join(', ')}; nothing written (remove them or choose another directory)\n`);
+    return 1;
+  }
+  for (const f of STARTER_FILES) {
+    fs.mkdirSync(path.dirname(path.join(target, f)), { recursive: true });
+    fs.copyFileSync(path.join(source, f), path.join(target, f), fs.constants.COPYFILE_EXCL);
+    io.out(`  wrote ${path.join(target, f)}\n`);
+  }
+  const cd = target === io.cwd ? '' : `  cd ${path.relative(io.cwd, target) || '.'}\n`;
+  io.out(`\nNext steps:\n${cd}  npx throughway start          # gateway on 8280 with the demo API, key manager on 9443\n  curl http://localhost:8280/pizzashack/1.0.0/menu\nEdit conf/deployment.toml (every key: docs/configuration.md); add APIs under conf/apis/ (docs/apis.md).\n`);
+  return 0;
+}
+
 async function start(p: Parsed, io: CliIo): Promise<number> {
   // `start --check` (docs/operations.md): the validation and start-up summary of `config check`, no start.
   if (p.check) return check(p, io);
+  if (p.config === undefined && !fs.existsSync(path.join(io.cwd, 'conf', 'deployment.toml'))) {
+    io.err(`throughway: no conf/deployment.toml in ${io.cwd}: run \`throughway init\` to write a starter configuration, or name one with --config FILE\n`);
+    return 1;
+  }
   const result = load(p, io);
   const { errors } = listDiagnostics(result, io);
   if (!result.ok) {
@@ -306,6 +338,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     io.out(USAGE);
     return 0;
   }
+  if (cmd === 'init' && rest.length === 0) return init(sub, io);
   if (cmd === 'start' && sub === undefined) return start(p, io);
   if (cmd === 'config' && (sub === 'check' || sub === 'print') && rest.length === 0) return sub === 'check' ? check(p, io) : print(p, io);
   if (cmd === 'apis' && sub === 'list' && rest.length === 0) return apisList(p, io);

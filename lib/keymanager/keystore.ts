@@ -9,7 +9,11 @@
  * than a parser error.
  */
 import { createPrivateKey, type KeyObject } from 'node:crypto';
-import forge from 'node-forge';
+import type forge from 'node-forge';
+import { load } from '../config/packages';
+
+/** node-forge, loaded when a PKCS#12 key store is read (lib/config/packages.ts). */
+const forgeLib = (): typeof forge => load<typeof forge>('node-forge', '[keystore.primary] type = "PKCS12"');
 import { KeyRingError, readPemKey, type ExternalKey } from './keys';
 
 /** JKS files start with 0xFEEDFEED (JCEKS with 0xCECECECE, same advice). */
@@ -32,6 +36,7 @@ interface KeyBag {
 
 /** The private keys of a PKCS#12 file, opened with the first of `passwords` that verifies its MAC. */
 function pkcs12Bags(buf: Buffer, passwords: readonly string[], source: string): KeyBag[] {
+  const forge = forgeLib();
   let asn1: forge.asn1.Asn1;
   try {
     asn1 = forge.asn1.fromDer(forge.util.createBuffer(buf.toString('binary')));
@@ -57,6 +62,7 @@ function pkcs12Bags(buf: Buffer, passwords: readonly string[], source: string): 
 }
 
 function bagKey(bag: KeyBag): KeyObject {
+  const forge = forgeLib();
   if (bag.key !== null) return createPrivateKey({ key: forge.pki.privateKeyToPem(bag.key), format: 'pem' });
   if (bag.asn1 === undefined) throw new Error('key bag without a key');
   const der = Buffer.from(forge.asn1.toDer(bag.asn1).getBytes(), 'binary');

@@ -4,7 +4,11 @@
  * formatters of every built-in format), and convert JSON <-> XML. The
  * same functions run inline (small bodies) and in the worker threads (large ones, lib/mediation/worker.ts).
  */
-import { XMLBuilder, XMLParser, XMLValidator } from 'fast-xml-parser';
+import type * as Xml from 'fast-xml-parser';
+import { load } from '../config/packages';
+
+/** fast-xml-parser, loaded when the first XML is read (lib/config/packages.ts). */
+const xmlLib = (): typeof Xml => load<typeof Xml>('fast-xml-parser', 'XML mediation');
 import { MultipartError, boundaryOf, parseMultipart, writeMultipart } from './multipart';
 
 /** The built-in message builders and formatters (spec 001 maps content types to classes; these are ours). */
@@ -62,7 +66,7 @@ export function validateJson(body: Buffer): PayloadError | undefined {
 
 /** undefined when `body` is well-formed XML, else the validator's error and position. */
 export function validateXml(body: Buffer): PayloadError | undefined {
-  const r = XMLValidator.validate(text(body));
+  const r = xmlLib().XMLValidator.validate(text(body));
   if (r === true) return undefined;
   return { format: 'xml', message: r.err.msg, line: r.err.line, column: r.err.col };
 }
@@ -351,13 +355,13 @@ export function jsonToXml(body: Buffer, o: Partial<ConversionOptions> = {}): Buf
   if (Array.isArray(value)) root = { [JSON_ARRAY]: { [JSON_ELEMENT]: value } };
   else if (value !== null && typeof value === 'object' && Object.keys(value).length === 1) root = value as Record<string, unknown>;
   else root = { [JSON_OBJECT]: value };
-  const builder = new XMLBuilder({ ignoreAttributes: false, attributeNamePrefix: ATTR, textNodeName: TEXT, suppressBooleanAttributes: false });
+  const builder = new (xmlLib().XMLBuilder)({ ignoreAttributes: false, attributeNamePrefix: ATTR, textNodeName: TEXT, suppressBooleanAttributes: false });
   return Buffer.from('<?xml version="1.0" encoding="UTF-8"?>' + builder.build(root), 'utf8');
 }
 
 /** An XML document -> JSON text, under the [mediation] switches. */
 export function xmlToJson(body: Buffer, o: ConversionOptions): Buffer {
-  const parser = new XMLParser({
+  const parser = new (xmlLib().XMLParser)({
     ignoreAttributes: false,
     attributeNamePrefix: ATTR,
     textNodeName: TEXT,

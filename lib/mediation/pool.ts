@@ -7,7 +7,8 @@
  */
 import * as path from 'node:path';
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
-import Piscina from 'piscina';
+import type Piscina from 'piscina';
+import { load } from '../config/packages';
 import type { Logger } from '../log';
 import type { PoolSettings } from './settings';
 import type { MediateResult, MediateTask } from './steps';
@@ -131,7 +132,7 @@ export class MediationPool {
   private pool(): Piscina {
     if (this.piscina !== undefined) return this.piscina;
     const s = this.settings;
-    this.piscina = new Piscina({
+    this.piscina = new (load<typeof Piscina>('piscina', 'mediation scripts (the worker pool)'))({
       filename: this.options.filename ?? path.join(__dirname, 'worker.js'),
       minThreads: s.minThreads,
       maxThreads: s.maxThreads,

@@ -25,7 +25,12 @@
  * with doubling waits ([throughway.scale] reconnect_min .. reconnect_max), and its `event_hub` health
  * checker is DOWN until the hub is back (docs/scale-out.md).
  */
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
+import type * as IORedis from 'ioredis';
+import { load } from '../config/packages';
+
+/** ioredis, loaded when the first client is made (lib/config/packages.ts). */
+const redisClass = (): typeof IORedis.Redis => load<typeof IORedis>('ioredis', '[apim.event_hub] event_listening_endpoints (a redis:// event hub)').Redis;
 import { EVENT_NAMES, type AnyEvent, type ApiDeploymentPayload, type ApplicationPayload, type EventBus, type SubscriptionPayload } from '../events/bus';
 import type { HealthChecker } from '../events/observed';
 import type { Logger } from '../log';
@@ -88,18 +93,18 @@ export class RedisEventHub {
     const common = { retryStrategy, maxRetriesPerRequest: null, lazyConnect: true } as const;
     if (o.publish) {
       // Offline queue on: events published while Redis is away are sent when it is back.
-      this.pub = new Redis(o.url, { ...common, enableOfflineQueue: true });
+      this.pub = new (redisClass())(o.url, { ...common, enableOfflineQueue: true });
       this.watch(this.pub);
       if (!o.subscribe) this.pub.once('ready', () => this.firstReady());
     }
     if (o.subscribe) {
-      this.sub = new Redis(o.url, { ...common, enableOfflineQueue: true, autoResubscribe: false });
+      this.sub = new (redisClass())(o.url, { ...common, enableOfflineQueue: true, autoResubscribe: false });
       this.watch(this.sub);
       this.sub.on('message', (channel: string, message: string) => {
         if (channel === o.channel) this.receive(message);
       });
       this.sub.on('ready', () => void this.onReady());
-      this.reader = new Redis(o.url, { ...common, enableOfflineQueue: true });
+      this.reader = new (redisClass())(o.url, { ...common, enableOfflineQueue: true });
       this.watch(this.reader);
     }
     this.unfollow = o.bus.subscribe((e) => this.local(e));

@@ -15,7 +15,12 @@
  * count for the rest of that window (still exact per node). Redis away: one warning per outage,
  * reconnect with back-off, the `traffic_manager` health checker is DOWN.
  */
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
+import type * as IORedis from 'ioredis';
+import { load } from '../config/packages';
+
+/** ioredis, loaded when the first client is made (lib/config/packages.ts). */
+const redisClass = (): typeof IORedis.Redis => load<typeof IORedis>('ioredis', '[apim.throttling] throttle_decision_endpoints (a traffic-manager role)').Redis;
 import type { HealthChecker } from '../events/observed';
 import type { Logger } from '../log';
 import type { MetricRegistry } from '../events/observed';
@@ -134,8 +139,8 @@ export class TrafficManager {
     this.aggregator = new DecisionAggregator(o.maxKeys);
     const retryStrategy = (times: number): number => Math.min(o.reconnectMax, o.reconnectMin * 2 ** Math.min(20, times - 1));
     // No offline queue on the publisher: a decision is only worth sending while its window runs.
-    this.pub = new Redis(o.url, { retryStrategy, enableOfflineQueue: false, maxRetriesPerRequest: 1, lazyConnect: true });
-    this.sub = new Redis(o.url, { retryStrategy, maxRetriesPerRequest: null, lazyConnect: true });
+    this.pub = new (redisClass())(o.url, { retryStrategy, enableOfflineQueue: false, maxRetriesPerRequest: 1, lazyConnect: true });
+    this.sub = new (redisClass())(o.url, { retryStrategy, maxRetriesPerRequest: null, lazyConnect: true });
     for (const c of [this.pub, this.sub]) {
       c.on('error', (err: Error) => this.outage(err));
       c.on('close', () => this.outage(new Error('connection closed')));

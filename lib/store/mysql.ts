@@ -3,7 +3,9 @@
  * `pool_options` applied as lib/store/pool.ts describes (mysql2 has no borrow timeout of its own, so
  * maxWait is a timer around getConnection).
  */
-import { createPool, type PoolConnection, type ResultSetHeader } from 'mysql2/promise';
+import type * as Mysql from 'mysql2/promise';
+import type { PoolConnection, ResultSetHeader } from 'mysql2/promise';
+import { load } from '../config/packages';
 import { StoreError } from './types';
 import type { Param, Row, SqlDriver } from './sql';
 import { pooledDriver, type ConnectionTarget, type PoolSettings } from './pool';
@@ -14,7 +16,9 @@ function mapError(err: unknown): unknown {
   return err;
 }
 
-export async function openMysql(target: ConnectionTarget, settings: PoolSettings): Promise<SqlDriver> {
+/** `key`: the configuration key that asked for MySQL, named when mysql2 is not installed. */
+export async function openMysql(target: ConnectionTarget, settings: PoolSettings, key = '[database.apim_db] type = "mysql"'): Promise<SqlDriver> {
+  const { createPool } = load<typeof Mysql>('mysql2/promise', key);
   const pool = createPool({
     host: target.host,
     port: target.port,

@@ -24,15 +24,15 @@ export async function openDatabase(name: string, table: DatabaseTable, cwd: stri
     const m = databaseMapping(name, table, cwd);
     if (m.kind !== 'sqlite') throw new StoreError('STORE_UNSUPPORTED', `database.${name}: unexpected mapping`);
     const { openSqlite } = await import('./sqlite');
-    return openSqlite(m.file);
+    return openSqlite(m.file, `[database.${name}] type = "h2"`);
   }
   if (type === 'postgre') {
     const { openPostgres } = await import('./postgres');
-    return openPostgres(connectionTarget(table, 5432, name), poolSettings(table));
+    return openPostgres(connectionTarget(table, 5432, name), poolSettings(table), `[database.${name}] type = "postgre"`);
   }
   if (type === 'mysql') {
     const { openMysql } = await import('./mysql');
-    return openMysql(connectionTarget(table, 3306, name), poolSettings(table));
+    return openMysql(connectionTarget(table, 3306, name), poolSettings(table), `[database.${name}] type = "mysql"`);
   }
   throw new StoreError(
     'STORE_UNSUPPORTED',

@@ -2,7 +2,9 @@
  * PostgreSQL store driver (`[database.apim_db] type = "postgre"`, spec 000) over `pg`'s pool, with
  * `pool_options` applied as lib/store/pool.ts describes.
  */
-import { Pool, type PoolClient } from 'pg';
+import type * as Pg from 'pg';
+import type { PoolClient } from 'pg';
+import { load } from '../config/packages';
 import { StoreError } from './types';
 import type { Param, Row, SqlDriver } from './sql';
 import { pooledDriver, type ConnectionTarget, type PoolSettings } from './pool';
@@ -19,7 +21,9 @@ function mapError(err: unknown): unknown {
   return err;
 }
 
-export async function openPostgres(target: ConnectionTarget, settings: PoolSettings): Promise<SqlDriver> {
+/** `key`: the configuration key that asked for PostgreSQL, named when pg is not installed. */
+export async function openPostgres(target: ConnectionTarget, settings: PoolSettings, key = '[database.apim_db] type = "postgre"'): Promise<SqlDriver> {
+  const { Pool } = load<typeof Pg>('pg', key);
   const pool = new Pool({
     host: target.host,
     port: target.port,

@@ -6,7 +6,8 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
+import { load } from '../config/packages';
 import { StoreError } from './types';
 import type { Param, Row, SqlDriver } from './sql';
 
@@ -18,11 +19,13 @@ function mapError(err: unknown): unknown {
   return err;
 }
 
-export function openSqlite(file: string): SqlDriver {
+/** `key`: the configuration key that asked for the embedded store, named when better-sqlite3 is not installed. */
+export function openSqlite(file: string, key = '[database.apim_db] type = "h2"'): SqlDriver {
+  const Sqlite = load<typeof Database>('better-sqlite3', key);
   if (file !== ':memory:') fs.mkdirSync(path.dirname(file), { recursive: true });
   let db: Database.Database;
   try {
-    db = new Database(file);
+    db = new Sqlite(file);
   } catch (err) {
     throw new StoreError('STORE_CONNECT', `cannot open the embedded database ${file}: ${(err as Error).message}`, { cause: err });
   }

@@ -23,7 +23,12 @@
  * how many subscribers received it: 0 means no traffic manager listens (a batch, or an empty one every
  * second as a heartbeat, tells).
  */
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
+import type * as IORedis from 'ioredis';
+import { load } from '../config/packages';
+
+/** ioredis, loaded when the first client is made (lib/config/packages.ts). */
+const redisClass = (): typeof IORedis.Redis => load<typeof IORedis>('ioredis', '[throughway.throttling] counter_store = "traffic-manager"').Redis;
 import type { HealthChecker } from '../events/observed';
 import type { Logger } from '../log';
 import { MemoryCounterStore, windowStart, type CounterStore } from './counters';
@@ -164,13 +169,13 @@ export class DecisionCounterStore implements CounterStore {
     if (link.publish) {
       // No offline queue: a batch while Redis is away fails at once; its counts stay local (the traffic
       // manager's totals of a window are only useful while the window runs).
-      this.pub = new Redis(link.url, { enableOfflineQueue: false, maxRetriesPerRequest: 1, retryStrategy });
+      this.pub = new (redisClass())(link.url, { enableOfflineQueue: false, maxRetriesPerRequest: 1, retryStrategy });
       this.watch(this.pub);
       this.timer = setInterval(() => void this.flush(), link.syncInterval);
       this.timer.unref();
     }
     if (link.subscribe) {
-      this.sub = new Redis(link.url, { maxRetriesPerRequest: null, retryStrategy });
+      this.sub = new (redisClass())(link.url, { maxRetriesPerRequest: null, retryStrategy });
       this.watch(this.sub);
       this.sub.on('message', (channel: string, message: string) => {
         if (channel !== link.channels.decisions) return;

@@ -34,7 +34,12 @@
  * unsent counts are kept and sent when it is back. One warning per outage.
  */
 import { randomUUID } from 'node:crypto';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
+import type * as IORedis from 'ioredis';
+import { load } from '../config/packages';
+
+/** ioredis, loaded when the first client is made (lib/config/packages.ts). */
+const redisClass = (): typeof IORedis.Redis => load<typeof IORedis>('ioredis', '[throughway.throttling] counter_store = "redis"').Redis;
 import type { Logger } from '../log';
 import { windowStart, type CounterStore } from './counters';
 
@@ -89,7 +94,7 @@ export class RedisCounterStore implements CounterStore {
     this.prefix = o.prefix ?? 'tw:thr:';
     this.clock = o.clock ?? Date.now;
     // No offline queue: while Redis is away a batch fails at once instead of piling up.
-    this.client = new Redis(o.url, { enableOfflineQueue: false, maxRetriesPerRequest: 1, lazyConnect: false });
+    this.client = new (redisClass())(o.url, { enableOfflineQueue: false, maxRetriesPerRequest: 1, lazyConnect: false });
     this.client.on('error', (err: Error) => this.outage(err));
     this.timer = setInterval(() => void this.sync(), o.syncInterval);
     this.timer.unref();

@@ -11,7 +11,8 @@
  * with a private key, and a trust store has none (node-forge reads PKCS#12).
  */
 import * as fs from 'node:fs';
-import forge from 'node-forge';
+import type forge from 'node-forge';
+import { load } from '../config/packages';
 
 export type StoreFormat = 'PEM' | 'PKCS12' | 'JKS';
 
@@ -118,6 +119,7 @@ export function readTrustStore(ref: StoreRef): string[] {
     if (certs.length === 0) throw new TlsStoreError('TLS_NO_CERT', `${ref.source} ${ref.file}: no CERTIFICATE block`);
     return certs.map((c) => c.pem);
   }
+  const forge = load<typeof import('node-forge')>('node-forge', `${ref.source} (a PKCS#12 trust store)`);
   let p12: forge.pkcs12.Pkcs12Pfx;
   try {
     const asn1 = forge.asn1.fromDer(forge.util.createBuffer(bytes.toString('binary')));

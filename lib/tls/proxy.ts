@@ -8,7 +8,11 @@
  * profile's bypass hosts; otherwise sender.http.proxyHost/proxyPort of the listener section of the
  * endpoint's scheme, unless the host matches sender.http.nonProxyHosts. docs/tls.md.
  */
-import { XMLParser } from 'fast-xml-parser';
+import type * as Xml from 'fast-xml-parser';
+import { load } from '../config/packages';
+
+/** fast-xml-parser, loaded when the first XML is read (lib/config/packages.ts). */
+const xmlLib = (): typeof Xml => load<typeof Xml>('fast-xml-parser', 'an SSL profiles XML file');
 import type { DeploymentConfig } from '../config/deployment-config.generated';
 import type { ProxyRoute } from '../transport/outbound';
 
@@ -70,7 +74,7 @@ function route(host: string, port: number, user?: string, password?: string): Pr
 
 /** Option 1: the reference's <profiles><profile><targetHosts>... XML in proxyProfiles. */
 export function parseProxyProfiles(xml: string): ProfileRule[] {
-  const doc = new XMLParser({ parseTagValue: false, trimValues: true }).parse(xml) as { profiles?: { profile?: unknown } };
+  const doc = new (xmlLib().XMLParser)({ parseTagValue: false, trimValues: true }).parse(xml) as { profiles?: { profile?: unknown } };
   const list = doc.profiles?.profile;
   const profiles = (Array.isArray(list) ? list : list === undefined ? [] : [list]) as Record<string, string | undefined>[];
   return profiles

@@ -11,7 +11,11 @@
 import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import forge from 'node-forge';
+import type forge from 'node-forge';
+import { load } from '../config/packages';
+
+/** node-forge, loaded when a certificate is made (lib/config/packages.ts). */
+const forgeLib = (): typeof forge => load<typeof forge>('node-forge', 'the sample key store (no [transport.passthru_https.listener] key_store)');
 
 export const SAMPLE_KEYSTORE = path.join('var', 'security', 'throughway-sample.pem');
 
@@ -27,6 +31,7 @@ export interface SelfSigned {
 export function selfSigned(commonName: string, names: readonly string[], options: { days?: number; issuer?: SelfSigned; ca?: boolean; bits?: number } = {}): SelfSigned {
   const { privateKey, publicKey } = crypto.generateKeyPairSync('rsa', { modulusLength: options.bits ?? 2048 });
   const keyPem = privateKey.export({ type: 'pkcs8', format: 'pem' }) as string;
+  const forge = forgeLib();
   const cert = forge.pki.createCertificate();
   cert.publicKey = forge.pki.publicKeyFromPem(publicKey.export({ type: 'spki', format: 'pem' }) as string);
   cert.serialNumber = '01' + crypto.randomBytes(15).toString('hex');

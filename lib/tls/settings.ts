@@ -6,7 +6,11 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as tls from 'node:tls';
-import { XMLParser } from 'fast-xml-parser';
+import type * as Xml from 'fast-xml-parser';
+import { load } from '../config/packages';
+
+/** fast-xml-parser, loaded when the first XML is read (lib/config/packages.ts). */
+const xmlLib = (): typeof Xml => load<typeof Xml>('fast-xml-parser', 'an ssl_profile XML file');
 import type { DeploymentConfig } from '../config/deployment-config.generated';
 import type { Logger } from '../log';
 import { readKeyStore, readTrustStore, storeStamp, TlsStoreError, type StoreRef } from './keystore';
@@ -113,7 +117,7 @@ function readProfile(file: string): Profile {
   } catch (err) {
     throw new TlsConfigError('TLS_PROFILE', `ssl_profile.file_path ${file}: ${(err as Error).message}`);
   }
-  const doc = new XMLParser({ parseTagValue: false, trimValues: true }).parse(xml) as Record<string, unknown>;
+  const doc = new (xmlLib().XMLParser)({ parseTagValue: false, trimValues: true }).parse(xml) as Record<string, unknown>;
   const profile = findProfile(doc);
   if (profile === undefined) throw new TlsConfigError('TLS_PROFILE', `ssl_profile.file_path ${file}: no <profile> element`);
   const dir = path.dirname(file);
