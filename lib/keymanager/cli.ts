@@ -34,7 +34,7 @@ export const ADMIN_USAGE = `Managing applications, keys, subscriptions and users
   blocking add --type API|APPLICATION|USER|IP|IP_RANGE --value VALUE [--invert]
   blocking list
   blocking remove ID
-  registration token [--owner USER] [--expires-in SECONDS]   an initial access token (RFC 7591 §3)
+  registration token [--owner USER] [--expires-in SECONDS]
   registration revoke JTI
 Options: --config FILE (local store of that configuration), --url URL (a running node's management
 port, e.g. http://localhost:9763) with --admin-user/--admin-password (default: [super_admin]), --json.
