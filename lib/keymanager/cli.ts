@@ -16,7 +16,7 @@ import { SUBSCRIPTION_STATES, type SubscriptionState } from '../store/types';
 import { OAuthError } from './errors';
 import { signingKeystore } from './index';
 import { openKeyRing } from './keys';
-import { Manager } from './manage';
+import { CONTROL_CHARS, Manager } from './manage';
 import { issueRegistrationToken, revokeRegistrationToken } from './registration';
 import { keyManagerSettings } from './settings';
 
@@ -168,8 +168,9 @@ type Rec = Record<string, unknown>;
  * A value as printed: control characters (C0, DEL, C1, U+2028/2029) escaped as \xNN or \uNNNN, so a
  * stored name cannot move the cursor, erase a line or forge a row of a listing.
  */
+const PRINTABLE = new RegExp(`[${CONTROL_CHARS}\\\\]`, 'gu');
 export function printable(text: string): string {
-  return text.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029\\]/gu, (c) => {
+  return text.replace(PRINTABLE, (c) => {
     if (c === '\\') return '\\\\';
     const n = c.codePointAt(0) ?? 0;
     return n <= 0xff ? `\\x${n.toString(16).padStart(2, '0')}` : `\\u${n.toString(16).padStart(4, '0')}`;

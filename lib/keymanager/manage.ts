@@ -45,7 +45,8 @@ export interface UserView {
 export const MAX_TEXT = 255;
 
 /** C0 controls, DEL, C1 controls, and U+2028/U+2029 (line breaks to a terminal or a log reader). */
-const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/u;
+export const CONTROL_CHARS = '\\u0000-\\u001f\\u007f-\\u009f\\u2028\\u2029';
+const CONTROL = new RegExp(`[${CONTROL_CHARS}]`, 'u');
 
 /**
  * A name or description as stored: at most `max` characters (code points) and no control character

@@ -117,3 +117,27 @@ t.test('RFC 7591 registration with an initial access token (openid-client dynami
   t.match(revoked, { status: 401, body: { error: 'invalid_token', error_description: /revoked/ } });
   t.match(revoked.headers.get('www-authenticate'), /^Bearer error="invalid_token"/);
 });
+
+t.test('the CLI issues and revokes initial access tokens (local mode, over the same store)', async (t) => {
+  const fs = await import('node:fs');
+  const path = await import('node:path');
+  const { main } = await import('../../lib/cli');
+  const { h, issuer } = await withIssuer(t);
+  // The CLI's configuration names the same store and issuer as the running key manager.
+  fs.mkdirSync(path.join(h.dir, 'conf'), { recursive: true });
+  fs.writeFileSync(path.join(h.dir, 'conf', 'deployment.toml'), `[super_admin]\nusername = "${ADMIN.user}"\npassword = "${ADMIN.password}"\n[database.apim_db]\ntype = "h2"\nurl = "jdbc:h2:${path.join(h.dir, 'apim_db')}"\nusername = "tw"\npassword = "tw"\n[oauth.oidc.id_token]\nissuer = "${issuer.href}"\n`);
+  let out = '';
+  let err = '';
+  const io = { out: (s: string) => (out += s), err: (s: string) => (err += s), cwd: h.dir };
+  t.equal(await main(['registration', 'token', '--owner', 'cli-team', '--expires-in', '120', '--json'], io), 0, err);
+  const issued = JSON.parse(out) as { token: string; jti: string; owner: string };
+  t.equal(issued.owner, 'cli-team');
+  const url = `${h.url}/client-registration/v0.14/register`;
+  const ok = await json('POST', url, { client_name: 'from-cli' }, `Bearer ${issued.token}`);
+  t.equal(ok.status, 201, ok.text);
+  out = '';
+  t.equal(await main(['registration', 'revoke', issued.jti], io), 0, err);
+  t.match(out, /revoked/);
+  t.match(await json('POST', url, { client_name: 'again' }, `Bearer ${issued.token}`), { status: 401, body: { error: 'invalid_token' } });
+  t.equal(await main(['registration', 'token', '--expires-in', 'soon'], io), 2, 'a bad --expires-in is a usage error');
+});
