@@ -33,7 +33,7 @@ Commands:
   config check          validate the configuration; list every error and warning
   config print          print the effective configuration (defaults filled, secrets as ****)
   apis list             list the API definitions in apis/ and what the gateway deploys of them
-  apps|keys|subscriptions|users|blocking ...
+  apps|keys|subscriptions|users|blocking|registration ...
                         manage the key manager's store (\`throughway apps --help\`, docs/admin-api.md)
 
 Options:
@@ -310,7 +310,7 @@ function version(): string {
 /** Runs the CLI; resolves to the exit status (the process is not exited here, so tests can call it). */
 export async function main(argv: readonly string[], io: CliIo): Promise<number> {
   // Key manager commands take their own options (lib/keymanager/cli.ts), loaded only when used.
-  if (argv[0] !== undefined && ['apps', 'keys', 'subscriptions', 'users', 'blocking'].includes(argv[0])) {
+  if (argv[0] !== undefined && ['apps', 'keys', 'subscriptions', 'users', 'blocking', 'registration'].includes(argv[0])) {
     const admin = await import('./keymanager/cli');
     if (argv.includes('--help') || argv.includes('-h')) {
       io.out(admin.ADMIN_USAGE);

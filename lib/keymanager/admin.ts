@@ -8,6 +8,7 @@ import { SUBSCRIPTION_STATES, type KeyType, type SubscriptionState } from '../st
 import { OAuthError } from './errors';
 import { KeyRingError } from './keys';
 import { readJson, sendJson, type RouteContext } from './http';
+import { issueRegistrationToken, revokeRegistrationToken } from './registration';
 
 const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
 
@@ -36,7 +37,7 @@ function need(v: unknown, name: string): string {
   return s;
 }
 
-export async function handleAdmin(ctx: RouteContext, req: http.IncomingMessage, res: http.ServerResponse, path: string, query: URLSearchParams): Promise<void> {
+export async function handleAdmin(ctx: RouteContext, req: http.IncomingMessage, res: http.ServerResponse, path: string, query: URLSearchParams, admin: string): Promise<void> {
   const method = req.method ?? 'GET';
   const parts = path.split('/').filter((s) => s !== '').map((s) => decodeURIComponent(s));
   const owner = query.get('owner') ?? undefined;
@@ -112,6 +113,21 @@ export async function handleAdmin(ctx: RouteContext, req: http.IncomingMessage, 
       return sendJson(res, 201, await m.addBlockingCondition({ type: need(b.type, 'type'), value: need(b.value, 'value'), invert: b.invert === true }));
     }
     if (id !== undefined && method === 'DELETE') return sendJson(res, 200, await m.removeBlockingCondition(id));
+  }
+  // Initial access tokens for dynamic client registration (RFC 7591 §3, lib/keymanager/registration.ts).
+  if (collection === 'registration-tokens' && sub === undefined) {
+    if (id === undefined && method === 'POST') {
+      const b = await readJson(req);
+      if (b.expiresIn !== undefined && typeof b.expiresIn !== 'number') throw new OAuthError('invalid_request', 'expiresIn must be a number of seconds');
+      const t = await issueRegistrationToken(ctx.keys, ctx.oauth.settings.issuer, { issuedBy: admin, ...(str(b.owner) !== undefined ? { owner: str(b.owner) as string } : {}), ...(typeof b.expiresIn === 'number' ? { expiresIn: b.expiresIn } : {}) });
+      ctx.logger.log('info', 'registration_token_issued', { jti: t.jti, owner: t.owner, issued_by: admin, expires_at: t.expiresAt });
+      return sendJson(res, 201, t, { 'Cache-Control': 'no-store' });
+    }
+    if (id !== undefined && method === 'DELETE') {
+      await revokeRegistrationToken(ctx.store, id);
+      ctx.logger.log('info', 'registration_token_revoked', { jti: id });
+      return sendJson(res, 200, { jti: id, revoked: true });
+    }
   }
   if (collection === 'snapshot' && id === undefined && method === 'GET') return sendJson(res, 200, await m.snapshot());
   // What gateway-workers deploy (docs/scale-out.md): `?labels=A,B` keeps the APIs sharing one of them.

@@ -14,7 +14,11 @@ import { createEventBus } from '../events/bus';
 import { openStore } from '../store/open';
 import { SUBSCRIPTION_STATES, type SubscriptionState } from '../store/types';
 import { OAuthError } from './errors';
-import { Manager } from './manage';
+import { signingKeystore } from './index';
+import { openKeyRing } from './keys';
+import { CONTROL_CHARS, Manager } from './manage';
+import { issueRegistrationToken, revokeRegistrationToken } from './registration';
+import { keyManagerSettings } from './settings';
 
 export const ADMIN_USAGE = `Managing applications, keys, subscriptions and users:
   apps create NAME [--owner USER] [--tier TIER] [--description TEXT]
@@ -30,11 +34,13 @@ export const ADMIN_USAGE = `Managing applications, keys, subscriptions and users
   blocking add --type API|APPLICATION|USER|IP|IP_RANGE --value VALUE [--invert]
   blocking list
   blocking remove ID
+  registration token [--owner USER] [--expires-in SECONDS]
+  registration revoke JTI
 Options: --config FILE (local store of that configuration), --url URL (a running node's management
 port, e.g. http://localhost:9763) with --admin-user/--admin-password (default: [super_admin]), --json.
 `;
 
-export const ADMIN_COMMANDS = new Set(['apps', 'keys', 'subscriptions', 'users', 'blocking']);
+export const ADMIN_COMMANDS = new Set(['apps', 'keys', 'subscriptions', 'users', 'blocking', 'registration']);
 
 interface Io {
   readonly out: (text: string) => void;
@@ -43,7 +49,7 @@ interface Io {
 }
 
 const FLAGS = new Set(['--sandbox', '--prod-only', '--json', '--invert']);
-const VALUED = new Set(['--config', '--url', '--admin-user', '--admin-password', '--owner', '--tier', '--description', '--app', '--grant-types', '--callback', '--api', '--api-version', '--state', '--password', '--roles', '--sys', '--type', '--value']);
+const VALUED = new Set(['--config', '--url', '--admin-user', '--admin-password', '--owner', '--tier', '--description', '--app', '--grant-types', '--callback', '--api', '--api-version', '--state', '--password', '--roles', '--sys', '--type', '--value', '--expires-in']);
 
 class UsageError extends Error {}
 
@@ -129,6 +135,15 @@ async function localOps(configFile: string, cwd: string, io: Io): Promise<Ops> {
       if (c === 'blocking-conditions' && method === 'GET') return { list: await m.listBlockingConditions() };
       if (c === 'blocking-conditions' && method === 'POST') return m.addBlockingCondition({ type: s('type') ?? '', value: s('value') ?? '', invert: body.invert === true });
       if (c === 'blocking-conditions' && id !== undefined && method === 'DELETE') return m.removeBlockingCondition(id);
+      if (c === 'registration-tokens' && method === 'POST') {
+        const settings = keyManagerSettings(loaded.config, loaded.ports);
+        const keys = await openKeyRing(store, Math.max(settings.appTokenValidity, settings.userTokenValidity, settings.idTokenValidity) + settings.skew, signingKeystore(loaded.config));
+        return issueRegistrationToken(keys, settings.issuer, { issuedBy: admin, ...(s('owner') !== undefined ? { owner: s('owner') as string } : {}), ...(typeof body.expiresIn === 'number' ? { expiresIn: body.expiresIn } : {}) });
+      }
+      if (c === 'registration-tokens' && id !== undefined && method === 'DELETE') {
+        await revokeRegistrationToken(store, id);
+        return { jti: id, revoked: true };
+      }
       if (c === 'users' && method === 'POST') return m.addUser({ username: s('username') ?? '', password: s('password') ?? '', ...(Array.isArray(body.roles) ? { roles: body.roles as string[] } : {}) }, rules);
       throw new Error(`no operation ${method} ${route}`);
     },
@@ -149,7 +164,19 @@ function table(rows: string[][]): string {
 }
 
 type Rec = Record<string, unknown>;
-const S = (v: unknown): string => (v === undefined || v === null ? '' : Array.isArray(v) ? v.join(',') : String(v));
+/**
+ * A value as printed: control characters (C0, DEL, C1, U+2028/2029) escaped as \xNN or \uNNNN, so a
+ * stored name cannot move the cursor, erase a line or forge a row of a listing.
+ */
+const PRINTABLE = new RegExp(`[${CONTROL_CHARS}\\\\]`, 'gu');
+export function printable(text: string): string {
+  return text.replace(PRINTABLE, (c) => {
+    if (c === '\\') return '\\\\';
+    const n = c.codePointAt(0) ?? 0;
+    return n <= 0xff ? `\\x${n.toString(16).padStart(2, '0')}` : `\\u${n.toString(16).padStart(4, '0')}`;
+  });
+}
+const S = (v: unknown): string => printable(v === undefined || v === null ? '' : Array.isArray(v) ? v.join(',') : String(v));
 
 export async function runAdminCli(argv: readonly string[], io: Io): Promise<number> {
   let parsed: ReturnType<typeof parse>;
@@ -240,13 +267,23 @@ export async function runAdminCli(argv: readonly string[], io: Io): Promise<numb
         case 'blocking remove':
           arity(1);
           return ops.call('DELETE', `/blocking-conditions/${enc(rest[0] ?? '')}`);
+        case 'registration token': {
+          arity(0);
+          const ttl = opts.get('--expires-in');
+          if (ttl !== undefined && !/^\d{1,9}$/.test(ttl)) throw new UsageError('--expires-in takes a number of seconds');
+          return ops.call('POST', '/registration-tokens', { ...(owner !== undefined ? { owner } : {}), ...(ttl !== undefined ? { expiresIn: Number(ttl) } : {}) });
+        }
+        case 'registration revoke':
+          arity(1);
+          return ops.call('DELETE', `/registration-tokens/${enc(rest[0] ?? '')}`);
         default:
           throw new UsageError(`unknown command: ${words.join(' ')}`);
       }
     };
     const result = (await run()) as Rec;
     if (json) {
-      io.out(`${JSON.stringify(result, null, 2)}\n`);
+      // JSON.stringify escapes C0 controls; C1 and U+2028/2029 are escaped here (still valid JSON).
+      io.out(`${JSON.stringify(result, null, 2).replace(/[\u007f-\u009f\u2028\u2029]/gu, (c) => `\\u${(c.codePointAt(0) ?? 0).toString(16).padStart(4, '0')}`)}\n`);
       return 0;
     }
     io.out(render(`${cmd ?? ''} ${sub ?? ''}`, result, opts.get('--url')));
@@ -256,7 +293,7 @@ export async function runAdminCli(argv: readonly string[], io: Io): Promise<numb
       io.err(`throughway: ${err.message}\n\n${ADMIN_USAGE}`);
       return 2;
     }
-    io.err(`throughway: ${err instanceof OAuthError ? err.message : (err as Error).message}\n`);
+    io.err(`throughway: ${printable(err instanceof OAuthError ? err.message : (err as Error).message)}\n`);
     return 1;
   } finally {
     await ops?.close();
@@ -288,6 +325,14 @@ function render(key: string, r: Rec, url: string | undefined): string {
       return `blocking condition ${S(r.id)} added: ${S(r.type)} ${r.invert === true ? 'not ' : ''}${S(r.value)}${url === undefined ? ' (a running node applies it on restart; use --url to apply it at once)' : ''}\n`;
     case 'blocking remove':
       return `blocking condition ${S(r.id)} removed: ${S(r.type)} ${S(r.value)}\n`;
+    case 'registration token':
+      return `initial access token for registering clients of ${S(r.owner)} (expires ${new Date(Number(r.expiresAt)).toISOString()}, id ${S(r.jti)}); send it as Authorization: Bearer to ${url ?? 'the management port'}/client-registration/v0.14/register:\n${S(r.token)}\n`;
+    case 'registration revoke':
+      return `initial access token ${S(r.jti)} revoked\n`;
+    case 'registration token':
+      return `initial access token for registering clients of ${S(r.owner)} (expires ${new Date(Number(r.expiresAt)).toISOString()}, id ${S(r.jti)}); send it as Authorization: Bearer to ${url ?? 'the management port'}/client-registration/v0.14/register:\n${S(r.token)}\n`;
+    case 'registration revoke':
+      return `initial access token ${S(r.jti)} revoked\n`;
     case 'blocking list':
       return list.length === 0 ? 'no blocking conditions\n' : table([['ID', 'TYPE', 'VALUE', 'INVERT'], ...list.map((c) => [S(c.id), S(c.type), S(c.value), c.invert === true ? 'yes' : ''])]);
     default:

@@ -1,6 +1,6 @@
 /**
  * OAuth 2.0 error responses: RFC 6749 §5.2 (token endpoint), RFC 7009 §2.2.1 (revocation), RFC 7591
- * §3.2.2 (registration). One class, the RFC's code, an HTTP status, a description for the developer.
+ * §3.2.2 (registration), RFC 6750 §3.1 (a registration's bearer token). One class, the RFC's code, an HTTP status, a description for the developer.
  */
 export type OAuthErrorCode =
   | 'invalid_request'
@@ -12,6 +12,7 @@ export type OAuthErrorCode =
   | 'unsupported_token_type'
   | 'invalid_redirect_uri'
   | 'invalid_client_metadata'
+  | 'invalid_token'
   | 'access_denied'
   | 'invalid_token'
   | 'insufficient_scope'
@@ -30,8 +31,9 @@ const STATUS: Readonly<Record<OAuthErrorCode, number>> = {
   unsupported_token_type: 400,
   invalid_redirect_uri: 400,
   invalid_client_metadata: 400,
-  access_denied: 403,
+  // RFC 6750 §3.1: a bearer token (here an initial access token, RFC 7591 §3) that is not valid.
   invalid_token: 401,
+  access_denied: 403,
   insufficient_scope: 403,
   not_found: 404,
   conflict: 409,

@@ -7,14 +7,17 @@
  *   GET|POST /oauth2/authorize                  RFC 6749 §4.1 with PKCE: sign-in and consent pages (authorize.ts)
  *   GET|POST /oauth2/userinfo                   OpenID Connect Core §5.3 (authorize.ts)
  *   GET  /oauth2/jwks, /jwks/<version>          RFC 7517 key set (spec's /jwks/<version> shape)
- *   GET  /.well-known/openid-configuration      OpenID Connect Discovery 1.0 (also under /oauth2/token/,
- *                                               the issuer's path, as Discovery §4 builds it)
- *   POST /client-registration/v0.<n>/register   RFC 7591, or the reference's clientName/grantType body
+ *   GET  /.well-known/openid-configuration      OpenID Connect Discovery 1.0 and RFC 8414 metadata at the
+ *        /.well-known/oauth-authorization-server issuer-derived locations (lib/keymanager/discovery.ts)
+ *   POST /client-registration/v0.<n>/register   RFC 7591 with an initial access token or the super admin,
+ *                                               or the reference's clientName/grantType body
+ *                                               (lib/keymanager/registration.ts)
  *   /admin/v1/...                               the JSON admin API (lib/keymanager/admin.ts)
  *   GET  /health                                liveness of the store (the checkers' report when
  *                                               [server_health_check] enable: lib/observability)
  *   GET  /health/live, /metrics                 lib/observability/routes.ts (`ops`), asked first
  *
+ * Clients authenticate the same way on token, revoke and introspect (lib/keymanager/client-auth.ts).
  * Request bodies are read up to 64 KiB. Token responses carry Cache-Control: no-store (RFC 6749 §5.1).
  */
 import type * as http from 'node:http';
@@ -28,8 +31,10 @@ import { handleAuthorize, handleUserinfo } from './authorize';
 import { OAuthError } from './errors';
 import type { KeyRing } from './keys';
 import type { Manager } from './manage';
-import { parseBasic, type OAuthServer } from './oauth';
-import { IMPLEMENTED_GRANTS, isGrantType, type GrantType } from './settings';
+import { checkClient, parseBasic, presentedClient } from './client-auth';
+import { discoveryKind, requestOrigin, serverMetadata } from './discovery';
+import type { OAuthServer } from './oauth';
+import { register } from './registration';
 
 const MAX_BODY = 64 * 1024;
 
@@ -109,95 +114,25 @@ export async function requireAdmin(ctx: RouteContext, req: http.IncomingMessage)
   return user.username;
 }
 
-function discovery(ctx: RouteContext): Record<string, unknown> {
-  const s = ctx.oauth.settings;
-  const base = s.baseUrl;
-  return {
-    issuer: s.issuer,
-    token_endpoint: `${base}/oauth2/token`,
-    revocation_endpoint: `${base}/oauth2/revoke`,
-    introspection_endpoint: `${base}/oauth2/introspect`,
-    jwks_uri: `${base}/oauth2/jwks`,
-    // Spec 002, part 9, rule 4: v0.14 is the default version of the registration path (any v0.<n> answers).
-    registration_endpoint: `${base}/client-registration/v0.14/register`,
-    grant_types_supported: IMPLEMENTED_GRANTS.filter((g: GrantType) => s.grants[g]),
-    response_types_supported: s.grants.authorization_code ? ['code'] : ['token'],
-    ...(s.grants.authorization_code ? { authorization_endpoint: `${base}/oauth2/authorize`, code_challenge_methods_supported: s.pkcePlain ? ['S256', 'plain'] : ['S256'], authorization_response_iss_parameter_supported: true } : {}),
-    userinfo_endpoint: `${base}/oauth2/userinfo`,
-    subject_types_supported: ['public'],
-    id_token_signing_alg_values_supported: [ctx.keys.current().alg],
-    token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
-    revocation_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
-    introspection_endpoint_auth_methods_supported: ['client_secret_basic'],
-    scopes_supported: ['openid'],
-    claims_supported: ['iss', 'sub', 'aud', 'azp', 'client_id', 'scope', 'jti', 'iat', 'nbf', 'exp', 'keytype', 'aut'],
-  };
-}
-
 /**
- * Dynamic client registration. RFC 7591 §2 body (`client_name`, `grant_types`, `redirect_uris`) answers
- * 201 with the RFC 7591 §3.2.1 fields; the reference's form (`clientName`, `owner`, `grantType` as a
- * space-separated string, `callbackUrl`) answers 200 with its fields (`clientId`, `clientSecret`,
- * `clientName`, `callBackURL`, `appOwner`, `jsonString`). Both create an application with production keys.
+ * RFC 7662 §2.1: the caller of introspection authenticates. A client by either method of
+ * client-auth.ts; HTTP Basic whose user is no client is tried as the super admin. A failure is
+ * invalid_client, 401 (RFC 7662 §2.3 refers to RFC 6749 §5.2), whichever was tried.
  */
-async function register(ctx: RouteContext, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
-  const admin = await requireAdmin(ctx, req);
-  const body = await readJson(req);
-  const reference = typeof body.clientName === 'string';
-  const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
-  const name = reference ? str(body.clientName) : str(body.client_name);
-  if (name === undefined) throw new OAuthError('invalid_client_metadata', 'client_name (or clientName) is required');
-  let grants: string[] | undefined;
-  if (reference) grants = str(body.grantType)?.split(/[\s,]+/).filter((g) => g !== '');
-  else if (body.grant_types !== undefined) {
-    if (!Array.isArray(body.grant_types) || !body.grant_types.every((g) => typeof g === 'string')) throw new OAuthError('invalid_client_metadata', 'grant_types must be an array of strings');
-    grants = body.grant_types as string[];
-  }
-  if (grants !== undefined) {
-    // RFC 7591 §2: "implicit" and other grant names this server does not know are refused.
-    for (const g of grants) if (!isGrantType(g)) throw new OAuthError('invalid_client_metadata', `unknown grant type ${g}`);
-  }
-  let callback = reference ? str(body.callbackUrl) : undefined;
-  if (!reference && body.redirect_uris !== undefined) {
-    if (!Array.isArray(body.redirect_uris) || !body.redirect_uris.every((u) => typeof u === 'string')) throw new OAuthError('invalid_redirect_uri', 'redirect_uris must be an array of strings');
-    callback = (body.redirect_uris as string[])[0];
-  }
-  if (callback !== undefined) {
-    try {
-      new URL(callback);
-    } catch {
-      throw new OAuthError('invalid_redirect_uri', `${callback} is not an absolute URI`);
-    }
-  }
-  const owner = str(body.owner) ?? admin;
-  const app = await ctx.manager.createApplication({ name, owner, tier: str(body.tier) ?? 'Unlimited', description: 'registered by dynamic client registration' }).catch((err: unknown) => {
-    if (err instanceof OAuthError && err.error === 'conflict') throw new OAuthError('invalid_client_metadata', `an application named ${name} already exists for ${owner}`);
-    throw err;
-  });
-  const keys = await ctx.manager.generateKeys(app.id, { keyType: 'PRODUCTION', ...(grants !== undefined ? { grantTypes: grants } : {}), ...(callback !== undefined ? { callbackUrl: callback } : {}) });
-  ctx.logger.log('info', 'client_registered', { client_id: keys.consumerKey, client_name: name, owner });
-  if (reference) {
-    sendJson(res, 200, {
-      clientId: keys.consumerKey,
-      clientName: name,
-      callBackURL: keys.callbackUrl,
-      clientSecret: keys.consumerSecret,
-      isSaasApplication: body.saasApp === true,
-      appOwner: owner,
-      jsonString: JSON.stringify({ grant_types: keys.grantTypes.join(' '), redirect_uris: keys.callbackUrl, client_name: name }),
-    }, NO_STORE);
+async function introspectionCaller(ctx: RouteContext, req: http.IncomingMessage, form: URLSearchParams): Promise<void> {
+  const presented = presentedClient(req.headers.authorization, form);
+  if (presented !== undefined && (presented.method === 'client_secret_post' || (await ctx.store.getClient(presented.id)) !== undefined)) {
+    await checkClient(ctx.store, presented);
     return;
   }
-  sendJson(res, 201, {
-    client_id: keys.consumerKey,
-    client_secret: keys.consumerSecret,
-    client_id_issued_at: Math.floor(Date.now() / 1000),
-    client_secret_expires_at: 0,
-    client_name: name,
-    grant_types: keys.grantTypes,
-    redirect_uris: keys.callbackUrl === '' ? [] : [keys.callbackUrl],
-    token_endpoint_auth_method: 'client_secret_basic',
-  }, NO_STORE);
+  try {
+    await requireAdmin(ctx, req);
+  } catch (err) {
+    if (err instanceof OAuthError && err.error === 'invalid_client') {
+      throw new OAuthError('invalid_client', presented === undefined ? 'client authentication required: HTTP Basic with the consumer key and secret, or client_id and client_secret in the body' : 'client authentication failed', { headers: err.headers });
+    }
+    throw err;
+  }
 }
 
 export function createHandler(ctx: RouteContext): (req: http.IncomingMessage, res: http.ServerResponse) => void {
@@ -226,11 +161,7 @@ export function createHandler(ctx: RouteContext): (req: http.IncomingMessage, re
     if (p === '/oauth2/introspect') {
       onlyPost();
       const form = await readForm(req);
-      // RFC 7662 §2.1: the caller authenticates; a registered client or the super admin.
-      const creds = parseBasic(req.headers.authorization);
-      const isClient = creds !== undefined && (await ctx.store.getClient(creds.user)) !== undefined;
-      if (isClient) await ctx.oauth.authenticateClient(req.headers.authorization, new URLSearchParams());
-      else await requireAdmin(ctx, req);
+      await introspectionCaller(ctx, req, form);
       sendJson(res, 200, await ctx.oauth.introspect(form), NO_STORE);
       return;
     }
@@ -246,8 +177,9 @@ export function createHandler(ctx: RouteContext): (req: http.IncomingMessage, re
       sendJson(res, 200, { keys: ctx.keys.publicJwks() }, { 'Cache-Control': 'max-age=300' });
       return;
     }
-    if (method === 'GET' && (p === '/.well-known/openid-configuration' || p === '/oauth2/token/.well-known/openid-configuration' || p === '/oauth2/oidcdiscovery/.well-known/openid-configuration')) {
-      sendJson(res, 200, discovery(ctx));
+    if (method === 'GET' && discoveryKind(p, ctx.oauth.settings.issuer) !== undefined) {
+      const s = ctx.oauth.settings;
+      sendJson(res, 200, serverMetadata(s, ctx.keys.current().alg, requestOrigin(req, s.hostname)), { 'Cache-Control': 'max-age=300', Vary: 'Host' });
       return;
     }
     if (/^\/client-registration\/v0\.\d+\/register$/.test(p)) {
@@ -256,8 +188,8 @@ export function createHandler(ctx: RouteContext): (req: http.IncomingMessage, re
       return;
     }
     if (p === '/admin/v1' || p.startsWith('/admin/v1/')) {
-      await requireAdmin(ctx, req);
-      await handleAdmin(ctx, req, res, p.slice('/admin/v1'.length), url.searchParams);
+      const admin = await requireAdmin(ctx, req);
+      await handleAdmin(ctx, req, res, p.slice('/admin/v1'.length), url.searchParams, admin);
       return;
     }
     if (p === '/health' && method === 'GET') {

@@ -41,6 +41,25 @@ export interface UserView {
   readonly createdAt: number;
 }
 
+/** Longest name or description: the columns are 255 characters on PostgreSQL and MariaDB (lib/store/migrations.ts). */
+export const MAX_TEXT = 255;
+
+/** C0 controls, DEL, C1 controls, and U+2028/U+2029 (line breaks to a terminal or a log reader). */
+export const CONTROL_CHARS = '\\u0000-\\u001f\\u007f-\\u009f\\u2028\\u2029';
+const CONTROL = new RegExp(`[${CONTROL_CHARS}]`, 'u');
+
+/**
+ * A name or description as stored: at most `max` characters (code points) and no control character
+ * (CR, LF, NUL, the C0 and C1 sets), so it cannot forge a line of `apps list` or of a log. A 400
+ * invalid_request naming the field otherwise.
+ */
+export function checkText(field: string, value: string, max = MAX_TEXT): void {
+  let n = 0;
+  for (const _ of value) if (++n > max) throw new OAuthError('invalid_request', `${field} is longer than ${max} characters`);
+  const m = CONTROL.exec(value);
+  if (m !== null) throw new OAuthError('invalid_request', `${field} contains the control character U+${(m[0].codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, '0')} at position ${m.index}`);
+}
+
 /** A consumer key: 28 characters of [A-Za-z0-9_], like the reference's. */
 function newConsumerKey(): string {
   return randomBytes(21).toString('base64url').replace(/-/g, '_');
@@ -76,6 +95,10 @@ export class Manager {
 
   async createApplication(input: { name: string; owner: string; tier?: string; description?: string }): Promise<ApplicationView> {
     if (input.name.trim() === '') throw new OAuthError('invalid_request', 'an application needs a name');
+    checkText('name', input.name);
+    checkText('owner', input.owner);
+    if (input.tier !== undefined) checkText('tier', input.tier);
+    if (input.description !== undefined) checkText('description', input.description);
     const app = await this.store
       .createApplication({ name: input.name, owner: input.owner, tier: input.tier ?? 'Unlimited', description: input.description ?? '' })
       .catch((err: unknown) => conflict(err, `application ${input.name} of ${input.owner}`));
@@ -192,6 +215,8 @@ export class Manager {
   }
 
   async addUser(input: { username: string; password: string; roles?: readonly string[] }, rules?: { username: RegExp; password: RegExp }): Promise<UserView> {
+    checkText('username', input.username);
+    for (const r of input.roles ?? []) checkText('roles', r);
     if (rules !== undefined && !rules.username.test(input.username)) throw new OAuthError('invalid_request', `user name does not match [user_store.properties] UsernameJavaRegEx ${rules.username.source}`);
     if (rules !== undefined && !rules.password.test(input.password)) throw new OAuthError('invalid_request', `password does not match [user_store.properties] PasswordJavaRegEx ${rules.password.source}`);
     const salt = newSalt();

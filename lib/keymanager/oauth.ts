@@ -11,8 +11,10 @@ import { createLocalJWKSet, createRemoteJWKSet, decodeJwt, jwtVerify, SignJWT, t
 import type { EventBus } from '../events/bus';
 import type { Logger } from '../log';
 import { digest, randomToken, verifyDigest, verifyPassword } from '../store/passwords';
+import { authenticateClient, type AuthenticatedClient } from './client-auth';
 import { StoreError, type Application, type KeyType, type OAuthClient, type Store, type User } from '../store/types';
 import { AuthorizationCodes, type ApiScope } from './authorize';
+import { issuedInFuture } from '../security/validator';
 import { OAuthError } from './errors';
 import { signIdToken } from './id-token';
 import type { KeyRing } from './keys';
@@ -38,10 +40,7 @@ export interface TokenResponse {
   id_token?: string;
 }
 
-export interface AuthenticatedClient {
-  readonly client: OAuthClient;
-  readonly application: Application;
-}
+export type { AuthenticatedClient } from './client-auth';
 
 /** RFC 6749 §3.3: scope-token = 1*( %x21 / %x23-5B / %x5D-7E ). */
 const SCOPE_TOKEN = /^[\x21\x23-\x5B\x5D-\x7E]+$/;
@@ -60,24 +59,7 @@ function required(form: Form, name: string): string {
   return v;
 }
 
-/** RFC 6749 §2.3.1: client id and secret are form-encoded before Basic encoding. */
-function formDecode(s: string): string {
-  try {
-    return decodeURIComponent(s.replace(/\+/g, ' '));
-  } catch {
-    return s;
-  }
-}
-
-export function parseBasic(header: string | undefined): { user: string; password: string } | undefined {
-  if (header === undefined) return undefined;
-  const m = /^Basic\s+([A-Za-z0-9+/=._~-]+)\s*$/i.exec(header);
-  if (m === null) return undefined;
-  const text = Buffer.from(m[1] ?? '', 'base64').toString('utf8');
-  const at = text.indexOf(':');
-  if (at < 0) return undefined;
-  return { user: text.slice(0, at), password: text.slice(at + 1) };
-}
+export { parseBasic } from './client-auth';
 
 export interface OAuthServerOptions {
   readonly store: Store;
@@ -112,38 +94,9 @@ export class OAuthServer {
     return this.o.settings;
   }
 
-  /**
-   * Client authentication (RFC 6749 §2.3.1): HTTP Basic, or client_id + client_secret in the body; one
-   * method only. Failure is invalid_client, 401, with a Basic challenge (RFC 6749 §5.2).
-   */
-  async authenticateClient(authorization: string | undefined, form: Form): Promise<AuthenticatedClient> {
-    const challenge = { headers: { 'WWW-Authenticate': 'Basic realm="throughway", charset="UTF-8"' } };
-    const basic = authorization !== undefined && /^Basic\s/i.test(authorization) ? parseBasic(authorization) : undefined;
-    if (authorization !== undefined && /^Basic\s/i.test(authorization) && basic === undefined) {
-      throw new OAuthError('invalid_client', 'malformed HTTP Basic credentials', challenge);
-    }
-    const bodyId = param(form, 'client_id');
-    const bodySecret = param(form, 'client_secret');
-    if (basic !== undefined && bodySecret !== undefined) throw new OAuthError('invalid_request', 'use one client authentication method: HTTP Basic or client_secret in the body (RFC 6749 §2.3)');
-    let id: string;
-    let secret: string;
-    if (basic !== undefined) {
-      id = formDecode(basic.user);
-      secret = formDecode(basic.password);
-      if (bodyId !== undefined && bodyId !== id) throw new OAuthError('invalid_request', 'client_id in the body differs from the authenticated client');
-    } else if (bodyId !== undefined && bodySecret !== undefined) {
-      id = bodyId;
-      secret = bodySecret;
-    } else {
-      throw new OAuthError('invalid_client', 'client authentication required: HTTP Basic with the consumer key and secret, or client_id and client_secret', challenge);
-    }
-    const client = await this.o.store.getClient(id);
-    // The digest is compared even for an unknown client, so timing does not tell which keys exist.
-    const ok = verifyDigest(secret, client?.secretHash ?? '0'.repeat(64));
-    if (client === undefined || !ok) throw new OAuthError('invalid_client', 'client authentication failed', challenge);
-    const application = await this.o.store.getApplication(client.applicationId);
-    if (application === undefined) throw new OAuthError('invalid_client', 'client authentication failed: its application was deleted', challenge);
-    return { client, application };
+  /** Client authentication, the same on every endpoint (lib/keymanager/client-auth.ts). */
+  authenticateClient(authorization: string | undefined, form: Form): Promise<AuthenticatedClient> {
+    return authenticateClient(this.o.store, authorization, form);
   }
 
   /** POST /oauth2/token (RFC 6749 §3.2). */
@@ -346,6 +299,7 @@ export class OAuthServer {
     } catch (err) {
       throw new OAuthError('invalid_grant', `the assertion is not valid: ${(err as Error).message}`);
     }
+    if (issuedInFuture(claims, Date.now(), this.o.settings.skew)) throw new OAuthError('invalid_grant', 'the assertion was issued in the future (iat beyond [oauth] timestamp_skew)');
     // An asserted subject has no roles here: it gets allowed_scopes and subscribed scopes without roles.
     const scope = await this.resolveScope(param(form, 'scope'), { roles: [], applicationId: auth.application.id });
     return this.issue(auth, {
@@ -443,6 +397,7 @@ export class OAuthServer {
     } catch {
       return undefined;
     }
+    if (issuedInFuture(payload, Date.now(), this.o.settings.skew)) return undefined;
     if (typeof payload.jti === 'string' && (await this.o.store.isRevoked(payload.jti, Date.now()))) return undefined;
     return payload as AccessTokenClaims;
   }

@@ -56,7 +56,9 @@ export interface TrustedIssuer {
 
 export interface KeyManagerSettings {
   readonly issuer: string;
-  /** Where this server answers (used in discovery documents and the start-up hint). */
+  /** `[server] hostname`: discovery's endpoints when a request names no usable Host (discovery.ts). */
+  readonly hostname: string;
+  /** Where this server answers (the start-up hint, jwt-bearer's audience). */
   readonly baseUrl: string;
   readonly appTokenValidity: number;
   readonly userTokenValidity: number;
@@ -105,6 +107,7 @@ export function keyManagerSettings(config: DeploymentConfig, ports: EffectivePor
   }
   return {
     issuer: config.oauth.oidc.id_token.issuer ?? `https://${host}:${ports.managementHttps}/oauth2/token`,
+    hostname: host,
     baseUrl: baseUrl ?? `http://${host}:${ports.managementHttp}`,
     appTokenValidity: config.oauth.token_validation.app_access_token_validity,
     userTokenValidity: config.oauth.token_validation.user_access_token_validity,

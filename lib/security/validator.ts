@@ -4,7 +4,8 @@
  * - Self-contained JWTs (spec 002 part 5 rule 3) are verified locally with `jose`: the built-in key
  *   manager's keys (its `iss`, RFC 9068 `typ: at+jwt`) or a trusted [[apim.jwt.issuer]] (its JWKS, its
  *   `claim_mapping`, its `audience` when set). The algorithm must be on ALLOWED_ALGORITHMS and match the
- *   key (RFC 8725 §3.1); exp / nbf / iat are checked with [oauth] timestamp_skew.
+ *   key (RFC 8725 §3.1); exp / nbf / iat are checked with [oauth] timestamp_skew (an `iat` later than
+ *   now + skew is refused: issuedInFuture, since jose checks `iat` only when given a maximum age).
  * - Anything else is a reference (opaque) token, asked of the key manager's introspection endpoint
  *   (RFC 7662): in process directly, otherwise over HTTP through a client limited by [apim.http_client].
  *
@@ -56,6 +57,15 @@ function scopesOf(p: Record<string, unknown>): string[] {
 
 function str(v: unknown): string {
   return typeof v === 'string' ? v : '';
+}
+
+/**
+ * True when a token's `iat` (RFC 7519 §4.1.6) is later than now plus the clock tolerance: such a token
+ * was minted with a wrong clock or by someone holding the key. jose's jwtVerify checks `iat` only with
+ * maxTokenAge, so every verifier of this project asks this too. Seconds for `iat`, milliseconds otherwise.
+ */
+export function issuedInFuture(payload: { readonly iat?: unknown }, nowMs: number, skewMs: number): boolean {
+  return typeof payload.iat === 'number' && payload.iat * 1000 > nowMs + skewMs;
 }
 
 /** Why jose refused a token, in words for the fault description. */
@@ -164,6 +174,7 @@ export class TokenValidator {
     } catch (err) {
       return invalid(reason(err));
     }
+    if (issuedInFuture(payload, this.o.now(), this.s.skew)) return invalid('the access token was issued in the future (iat)');
     let claims: Record<string, unknown> = payload;
     const mapping = src.settings?.claimMapping;
     if (mapping !== undefined && mapping.size > 0) {

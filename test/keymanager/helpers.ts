@@ -26,7 +26,7 @@ export interface Harness {
 
 export const ADMIN = { user: 'admin', password: 'admin-pw-1' };
 
-export async function startKeyManager(toml = '', options: { apiScopes?: () => Iterable<string>; dir?: string; database?: string; deployments?: KeyManagerOptions['deployments'] } = {}): Promise<Harness> {
+export async function startKeyManager(toml = '', options: { apiScopes?: () => Iterable<string>; dir?: string; database?: string; deployments?: KeyManagerOptions['deployments']; port?: number } = {}): Promise<Harness> {
   const dir = options.dir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'tw-km-'));
   const database = options.database ?? `[database.apim_db]\ntype = "h2"\nurl = "jdbc:h2:${path.join(dir, 'apim_db')}"\nusername = "tw"\npassword = "tw"\n`;
   const text = `[super_admin]\nusername = "${ADMIN.user}"\npassword = "${ADMIN.password}"\n${database}${toml}`;
@@ -45,7 +45,7 @@ export async function startKeyManager(toml = '', options: { apiScopes?: () => It
     await store.close();
     throw err;
   }
-  const a = await km.listen(0, '127.0.0.1');
+  const a = await km.listen(options.port ?? 0, '127.0.0.1');
   return {
     km,
     store,
@@ -60,6 +60,19 @@ export async function startKeyManager(toml = '', options: { apiScopes?: () => It
       if (options.dir === undefined) fs.rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** A free loopback port (listen on 0, close), for a key manager whose issuer must name its port. */
+export async function freePort(): Promise<number> {
+  const net = await import('node:net');
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
 }
 
 export function basic(user: string, password: string): string {

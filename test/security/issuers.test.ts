@@ -60,6 +60,12 @@ t.test('clock skew: [oauth] timestamp_skew tolerates 60 s either way, not more',
   const early = await node.call('/ext/1/any', await jwt(k1, claims({ nbf: now + 300 })));
   t.equal(early.status, 401, 'valid only in 5 minutes');
   t.match(JSON.parse(early.body).fault.description, /not yet valid/);
+  // docs/security.md: iat is checked too (jose checks it only with a maximum age: issuedInFuture).
+  t.equal((await node.call('/ext/1/any', await jwt(k1, claims({ iat: now + 30 })))).status, 200, 'issued 30 s ahead: within the skew');
+  const future = await node.call('/ext/1/any', await jwt(k1, claims({ iat: now + 300 })));
+  t.equal(future.status, 401, 'issued 5 minutes in the future');
+  t.equal(code(future), 900901);
+  t.match(JSON.parse(future.body).fault.description, /issued in the future \(iat\)/);
 });
 
 t.test('forgeries: alg none, HMAC with the public key, unknown issuer, right kid with a wrong key, missing exp', async (t) => {

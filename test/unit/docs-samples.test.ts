@@ -230,6 +230,9 @@ const MANAGEMENT_ROUTES: ReadonlyArray<readonly [string, RegExp]> = [
   ['GET|POST|PATCH|DELETE', /^\/admin\/v1\/subscriptions$/],
   ['GET|POST', /^\/admin\/v1\/users$/],
   ['GET', /^\/(health|health\/live|metrics)$/],
+  ['GET', /^(\/oauth2\/token)?\/\.well-known\/openid-configuration$|^\/\.well-known\/oauth-authorization-server(\/oauth2\/token)?$/],
+  ['POST', /^\/client-registration\/v0\.\d+\/register$/],
+  ['POST', /^\/admin\/v1\/registration-tokens$/],
 ];
 
 /** The gateway's API paths of conf/apis: versioned and default-version, each resource as a pattern. */
