@@ -10,7 +10,7 @@ import { randomUUID } from 'node:crypto';
 import { createLocalJWKSet, createRemoteJWKSet, decodeJwt, jwtVerify, SignJWT, type JWTPayload } from 'jose';
 import type { EventBus } from '../events/bus';
 import type { Logger } from '../log';
-import { digest, randomToken, verifyDigest, verifyPassword } from '../store/passwords';
+import { checkUserPassword, digest, randomToken, verifyDigest } from '../store/passwords';
 import { StoreError, type Application, type KeyType, type OAuthClient, type Store, type User } from '../store/types';
 import { OAuthError } from './errors';
 import type { KeyRing } from './keys';
@@ -161,8 +161,8 @@ export class OAuthServer {
         const username = required(form, 'username');
         const password = required(form, 'password');
         const scope = this.resolveScope(param(form, 'scope'));
-        const user: User | undefined = await this.o.store.getUser(username);
-        if (user === undefined || !verifyPassword(password, user)) throw new OAuthError('invalid_grant', 'invalid resource owner credentials');
+        const user: User | undefined = await checkUserPassword(this.o.store, username, password);
+        if (user === undefined) throw new OAuthError('invalid_grant', 'invalid resource owner credentials');
         return this.issue(auth, { grant, subject: user.username, aut: 'APPLICATION_USER', scope, validity: this.o.settings.userTokenValidity, refresh: true, idToken: true });
       }
       case 'refresh_token':
