@@ -50,6 +50,9 @@ export function openSqlite(file: string): SqlDriver {
   }
   if (file !== ':memory:') db.pragma('journal_mode = WAL');
   db.pragma('busy_timeout = 5000');
+  // Deleted and overwritten rows are zeroed, so a secret replaced in place (a signing key encrypted at
+  // start, a password hash upgraded) does not linger in free space of the file.
+  db.pragma('secure_delete = ON');
   const statements = new Map<string, Database.Statement>();
   const prepare = (sql: string): Database.Statement => {
     let s = statements.get(sql);
