@@ -2182,6 +2182,8 @@ export interface ThroughwaySection {
   readonly analytics: ThroughwayAnalyticsSection;
   /** Gateway security (token validation) */
   readonly security: ThroughwaySecuritySection;
+  /** Management port defences: sign-in lockout, listener limits, secrets at rest (docs/security.md) */
+  readonly management: ThroughwayManagementSection;
 }
 
 /** Mediation limits ([throughway.mediation], spec throughway). */
@@ -2302,4 +2304,24 @@ export interface ThroughwaySecuritySection {
   readonly jwks_timeout: number;
   /** PEM file of the CA (or client) certificates trusted for [apimgt.mutual_ssl] client certificates; unset: no client certificate is trusted. */
   readonly client_trust_store?: string;
+}
+
+/** Management port defences: sign-in lockout, listener limits, secrets at rest (docs/security.md) ([throughway.management], spec throughway). */
+export interface ThroughwayManagementSection {
+  /** Failed sign-ins (admin API Basic, password grant, client secret, sign-in page) of one account from one client address before that pair is locked for login_lock_time. Default: 5. */
+  readonly login_max_failures: number;
+  /** Failed sign-ins from one client address, whatever the account, before that address is locked for login_lock_time. Default: 50. */
+  readonly address_max_failures: number;
+  /** How long a locked (account, address) pair or address is refused; a lock expires on its own and failures older than this are forgotten. Default: 900000 milliseconds. Loaded as milliseconds. */
+  readonly login_lock_time: number;
+  /** Each failed sign-in of an account (from any address) is answered this much later per recent failure of that account, at most 10 times this: guessing slows down everywhere without locking the account out for others. Default: 200 milliseconds. Loaded as milliseconds. */
+  readonly login_delay: number;
+  /** A request head on a management listener must arrive within this, else the connection is closed (slowloris). Default: 20000 milliseconds. Loaded as milliseconds. */
+  readonly header_timeout: number;
+  /** A whole request (head and body) on a management listener must arrive within this, else the connection is closed (408). [transport.http(s).properties] connectionUploadTimeout is not used: a body may not take two minutes. Default: 30000 milliseconds. Loaded as milliseconds. */
+  readonly request_timeout: number;
+  /** Open connections per management listener at most; further connections are closed at once. Default: 1000. */
+  readonly max_connections: number;
+  /** Secret (write it as $env{NAME}) the generated token-signing private keys are encrypted with in the store (AES-256-GCM, key derived with scrypt). Unset: they are stored unencrypted, with a warning at start. Set on an existing store: unencrypted keys are encrypted at the next start. */
+  readonly signing_key_secret?: string;
 }

@@ -102,7 +102,7 @@ async function localOps(configFile: string, cwd: string, io: Io): Promise<Ops> {
   const store = await openStore(loaded.config, cwd);
   const props = loaded.config.user_store.properties;
   const rules = { username: new RegExp(props.UsernameJavaRegEx), password: new RegExp(props.PasswordJavaRegEx) };
-  const m = new Manager(store, createEventBus(), props.PasswordHashMethod ?? 'SHA-256');
+  const m = new Manager(store, createEventBus());
   const admin = loaded.config.super_admin.username;
   const q = (route: string): { parts: string[]; query: URLSearchParams } => {
     const u = new URL(route, 'http://x');

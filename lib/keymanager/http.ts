@@ -23,7 +23,8 @@
 import type * as http from 'node:http';
 import type { Logger } from '../log';
 import type { OpsHandler } from '../events/observed';
-import { verifyPassword } from '../store/passwords';
+import { checkUserPassword } from '../store/passwords';
+import type { LoginGuard } from './lockout';
 import type { Store } from '../store/types';
 import type { Deployments } from '../scale/deployments';
 import { handleAdmin } from './admin';
@@ -45,6 +46,8 @@ export interface RouteContext {
   readonly keys: KeyRing;
   readonly logger: Logger;
   readonly userRules: { username: RegExp; password: RegExp };
+  /** Failed sign-ins slowed and locked (lib/keymanager/lockout.ts). */
+  readonly guard?: LoginGuard;
   /** Health, liveness and metrics routes (lib/observability/routes.ts). */
   readonly ops?: OpsHandler;
   /** The API files and policies this control plane serves to gateway-workers (lib/scale/deployments.ts). */
@@ -107,11 +110,48 @@ export async function requireAdmin(ctx: RouteContext, req: http.IncomingMessage)
   const challenge = { status: 401, headers: { 'WWW-Authenticate': 'Basic realm="throughway management", charset="UTF-8"' } };
   const creds = parseBasic(req.headers.authorization);
   if (creds === undefined) throw new OAuthError('invalid_client', 'super admin credentials required (HTTP Basic)', challenge);
-  const user = await ctx.store.getUser(creds.user);
-  if (user === undefined || !verifyPassword(creds.password, user) || !user.roles.includes('admin')) {
+  const address = req.socket.remoteAddress ?? '';
+  ctx.guard?.check('admin', creds.user, address);
+  const user = await checkUserPassword(ctx.store, creds.user, creds.password);
+  if (user === undefined || !user.roles.includes('admin')) {
+    await ctx.guard?.failed('admin', creds.user, address);
     throw new OAuthError('invalid_client', 'invalid super admin credentials', challenge);
   }
+  ctx.guard?.succeeded('admin', creds.user, address);
   return user.username;
+}
+
+/**
+ * The token endpoint under the sign-in guard (lockout.ts): the client (Basic user or client_id) and, for
+ * the password grant, the user are refused while locked; a failed client authentication (invalid_client)
+ * or resource owner password (invalid_grant of the password grant) counts against them.
+ */
+async function guardedToken(ctx: RouteContext, req: http.IncomingMessage, form: URLSearchParams): Promise<unknown> {
+  const g = ctx.guard;
+  if (g === undefined) return ctx.oauth.token(req.headers.authorization, form);
+  const address = req.socket.remoteAddress ?? '';
+  const basic = parseBasic(req.headers.authorization)?.user;
+  let client = form.get('client_id') ?? undefined;
+  if (basic !== undefined) {
+    try {
+      client = decodeURIComponent(basic.replace(/\+/g, ' '));
+    } catch {
+      client = basic;
+    }
+  }
+  const user = form.get('grant_type') === 'password' ? form.get('username') ?? undefined : undefined;
+  if (client !== undefined) g.check('client', client, address);
+  if (user !== undefined) g.check('password', user, address);
+  try {
+    const answer = await ctx.oauth.token(req.headers.authorization, form);
+    if (client !== undefined) g.succeeded('client', client, address);
+    if (user !== undefined) g.succeeded('password', user, address);
+    return answer;
+  } catch (err) {
+    if (err instanceof OAuthError && err.error === 'invalid_client' && client !== undefined) await g.failed('client', client, address);
+    else if (err instanceof OAuthError && err.error === 'invalid_grant' && user !== undefined) await g.failed('password', user, address);
+    throw err;
+  }
 }
 
 /**
@@ -147,7 +187,7 @@ export function createHandler(ctx: RouteContext): (req: http.IncomingMessage, re
     if (p === '/oauth2/token') {
       onlyPost();
       const form = await readForm(req);
-      sendJson(res, 200, await ctx.oauth.token(req.headers.authorization, form), NO_STORE);
+      sendJson(res, 200, await guardedToken(ctx, req, form), NO_STORE);
       return;
     }
     if (p === '/oauth2/revoke') {

@@ -5,7 +5,8 @@
  * spec lists 9443 for both), and the node serves the same handler over TLS on `[transport.https.properties] port`
  * (9443 + offset). docs/key-manager.md describes it.
  *
- * `createKeyManager` opens nothing but the store it is given; `listen()` opens the port.
+ * `createKeyManager` opens nothing but the store it is given; `listen()` opens the port, on loopback only
+ * while the super admin has the default password, with the limits of listener.ts.
  */
 import * as fs from 'node:fs';
 import * as http from 'node:http';
@@ -20,10 +21,13 @@ import type { OpsHandler } from '../events/observed';
 import type { Deployments } from '../scale/deployments';
 import { AuthorizationCodes, type ApiScope } from './authorize';
 import { createHandler, type RouteContext } from './http';
-import { KeyRingError, openKeyRing, type ExternalKey, type KeyRing } from './keys';
+import { KeyRingError, KeySealer, openKeyRing, type ExternalKey, type KeyRing } from './keys';
+import { LoginGuard, lockoutSettings } from './lockout';
+import { verifyPassword } from '../store/passwords';
 import { readKeystore } from './keystore';
 import type { DeploymentConfig } from '../config/deployment-config.generated';
 import { Manager } from './manage';
+import { applyLimits, DEFAULT_ADMIN_PASSWORD, listenerLimits, LOOPBACK, managementHost, serverOptions, usesDefaultAdminPassword } from './listener';
 import { OAuthServer } from './oauth';
 import { keyManagerSettings, type KeyManagerSettings } from './settings';
 
@@ -49,7 +53,16 @@ export interface KeyManager {
   readonly keys: KeyRing;
   readonly bus: EventBus;
   readonly handler: (req: http.IncomingMessage, res: http.ServerResponse) => void;
-  /** Opens the management HTTP port (default: ports.managementHttp). */
+  /** Failed sign-ins slowed and locked (lockout.ts); the sign-in page checks passwords through it. */
+  readonly guard: LoginGuard;
+  /**
+   * True when the super admin has the default password (configured, or still stored): both listeners
+   * then bind to loopback only (lib/keymanager/listener.ts).
+   */
+  readonly loopbackOnly: boolean;
+  /** Where the listeners are bound (undefined: not listening). */
+  addresses(): { readonly http: AddressInfo | undefined; readonly https: AddressInfo | undefined };
+  /** Opens the management HTTP port (default: ports.managementHttp), with the limits of listener.ts. */
   listen(port?: number, host?: string): Promise<AddressInfo>;
   /** Opens the management HTTPS port (default: ports.managementHttps) with the same routes (docs/tls.md). */
   listenHttps(tlsOptions: tls.TlsOptions, port?: number, host?: string): Promise<https.Server>;
@@ -94,14 +107,21 @@ export async function createKeyManager(o: KeyManagerOptions): Promise<KeyManager
   const logger = o.logger ?? silentLogger;
   const bus = o.bus ?? createEventBus((err, event) => logger.log('error', 'event_subscriber_failed', { event: event.name, message: (err as Error).message }));
   let settings = keyManagerSettings(config, o.loaded.ports, o.baseUrl);
-  const keys = await openKeyRing(o.store, keyGrace(settings), signingKeystore(config));
-  const manager = new Manager(o.store, bus, settings.passwordHashMethod);
+  const secret = config.throughway.management.signing_key_secret;
+  const sealer = secret === undefined ? undefined : new KeySealer(secret);
+  if (sealer === undefined && signingKeystore(config) === undefined) logger.log('warn', 'signing_key_unencrypted', { message: 'the token-signing private key is stored unencrypted: set [throughway.management] signing_key_secret = "$env{NAME}" to encrypt it (docs/security.md)' });
+  const keys = await openKeyRing(o.store, keyGrace(settings), signingKeystore(config), sealer);
+  const guard = new LoginGuard(lockoutSettings(config.throughway.management), logger);
+  // The default super admin password, configured or still stored: listeners on loopback only (listener.ts).
+  const storedAdmin = await o.store.getUser(config.super_admin.username);
+  const loopbackOnly = usesDefaultAdminPassword(config) || (storedAdmin !== undefined && storedAdmin.roles.includes('admin') && (await verifyPassword(DEFAULT_ADMIN_PASSWORD, storedAdmin)));
+  const manager = new Manager(o.store, bus);
   // One set of pending authorizations and codes, kept when the OAuth server is rebuilt for port 0.
   const codes = new AuthorizationCodes();
   let oauth = new OAuthServer({ store: o.store, keys, bus, logger, settings, codes, ...(o.apiScopes !== undefined ? { apiScopes: o.apiScopes } : {}) });
   const props = config.user_store.properties;
   const userRules = { username: javaRegex(props.UsernameJavaRegEx), password: javaRegex(props.PasswordJavaRegEx) };
-  const ctx: { -readonly [K in keyof RouteContext]: RouteContext[K] } = { oauth, manager, store: o.store, keys, logger, userRules, ...(o.ops !== undefined ? { ops: o.ops } : {}), ...(o.deployments !== undefined ? { deployments: o.deployments } : {}) };
+  const ctx: { -readonly [K in keyof RouteContext]: RouteContext[K] } = { oauth, manager, store: o.store, keys, logger, userRules, guard, ...(o.ops !== undefined ? { ops: o.ops } : {}), ...(o.deployments !== undefined ? { deployments: o.deployments } : {}) };
   const handler = createHandler(ctx);
   let server: http.Server | undefined;
   let secureServer: https.Server | undefined;
@@ -130,12 +150,21 @@ export async function createKeyManager(o: KeyManagerOptions): Promise<KeyManager
     keys,
     bus,
     handler,
-    listen(port = o.loaded.ports.managementHttp, host?: string) {
+    guard,
+    get loopbackOnly() {
+      return loopbackOnly;
+    },
+    addresses() {
+      return { http: server?.address() as AddressInfo | undefined, https: secureServer?.address() as AddressInfo | undefined };
+    },
+    listen(port = o.loaded.ports.managementHttp, asked?: string) {
+      const host = loopbackOnly ? managementHost(config, asked) ?? LOOPBACK : asked;
+      const limits = listenerLimits(config, false);
       return new Promise((resolve, reject) => {
-        const s = http.createServer(handler);
-        s.keepAliveTimeout = 5000;
+        const s = http.createServer(serverOptions(limits), handler);
+        applyLimits(s, limits);
         s.once('error', reject);
-        s.listen(port, host, () => {
+        s.listen(port, host, limits.backlog, () => {
           s.removeListener('error', reject);
           server = s;
           const a = s.address() as AddressInfo;
@@ -149,12 +178,14 @@ export async function createKeyManager(o: KeyManagerOptions): Promise<KeyManager
         });
       });
     },
-    listenHttps(tlsOptions, port = o.loaded.ports.managementHttps, host?: string) {
+    listenHttps(tlsOptions, port = o.loaded.ports.managementHttps, asked?: string) {
+      const host = loopbackOnly ? managementHost(config, asked) ?? LOOPBACK : asked;
+      const limits = listenerLimits(config, true);
       return new Promise((resolve, reject) => {
-        const s = https.createServer(tlsOptions, handler);
-        s.keepAliveTimeout = 5000;
+        const s = https.createServer({ ...tlsOptions, ...serverOptions(limits) }, handler);
+        applyLimits(s, limits);
         s.once('error', reject);
-        s.listen(port, host, () => {
+        s.listen(port, host, limits.backlog, () => {
           s.removeListener('error', reject);
           secureServer = s;
           resolve(s);

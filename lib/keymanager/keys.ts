@@ -8,8 +8,13 @@
  * With `[throughway.key_manager] signing_keystore` the signing key is instead the private key of that
  * `[custom_keystore.<name>]` (a PEM or PKCS#12 file, keystore.ts; RSA signs RS256, EC P-256 ES256): generated keys still in the
  * store are retired, and stay published until their tokens expire. Rotation is then replacing the file.
+ *
+ * With `[throughway.management] signing_key_secret` the generated private keys are kept encrypted in the
+ * store (AES-256-GCM, NIST SP 800-38D; the key derived from the secret with scrypt, RFC 7914; the kid
+ * authenticated with it), so a copy of the database file does not sign tokens. Keys stored unencrypted
+ * before the secret was set are encrypted when the key ring opens (docs/security.md, "Secrets at rest").
  */
-import { createPrivateKey, createPublicKey, type KeyObject } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createPrivateKey, createPublicKey, randomBytes, scryptSync, type KeyObject } from 'node:crypto';
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, type CryptoKey, type JWK } from 'jose';
 import type { SigningKey, Store } from '../store/types';
 
@@ -66,6 +71,45 @@ export interface KeyRing {
   rotate(): Promise<string>;
 }
 
+/** Prefix of an encrypted private JWK in the store: `enc:v1:<iv>.<ciphertext>.<tag>` (base64url). */
+const SEALED = 'enc:v1:';
+
+/** Encrypts and decrypts stored private JWKs with the key derived from signing_key_secret. */
+export class KeySealer {
+  private readonly key: Buffer;
+  constructor(secret: string) {
+    if (secret === '') throw new KeyRingError('[throughway.management] signing_key_secret is empty');
+    // A fixed salt: one key per secret, so every node sharing the store derives the same one.
+    this.key = scryptSync(secret, 'throughway signing key v1', 32, { N: 2 ** 14, r: 8, p: 1 });
+  }
+  static isSealed(stored: string): boolean {
+    return stored.startsWith(SEALED);
+  }
+  seal(privateJwk: string, kid: string): string {
+    const iv = randomBytes(12);
+    const c = createCipheriv('aes-256-gcm', this.key, iv).setAAD(Buffer.from(kid, 'utf8'));
+    const ct = Buffer.concat([c.update(privateJwk, 'utf8'), c.final()]);
+    return `${SEALED}${iv.toString('base64url')}.${ct.toString('base64url')}.${c.getAuthTag().toString('base64url')}`;
+  }
+  open(stored: string, kid: string): string {
+    const [iv, ct, tag] = stored.slice(SEALED.length).split('.');
+    try {
+      const d = createDecipheriv('aes-256-gcm', this.key, Buffer.from(iv ?? '', 'base64url')).setAAD(Buffer.from(kid, 'utf8'));
+      d.setAuthTag(Buffer.from(tag ?? '', 'base64url'));
+      return Buffer.concat([d.update(Buffer.from(ct ?? '', 'base64url')), d.final()]).toString('utf8');
+    } catch {
+      throw new KeyRingError(`signing key ${kid} cannot be decrypted: [throughway.management] signing_key_secret is not the secret it was encrypted with`);
+    }
+  }
+}
+
+/** The private JWK of a stored key, decrypted when it is encrypted. */
+function privateJwkOf(k: SigningKey, sealer: KeySealer | undefined): string {
+  if (!KeySealer.isSealed(k.privateJwk)) return k.privateJwk;
+  if (sealer === undefined) throw new KeyRingError(`signing key ${k.kid} is stored encrypted: set [throughway.management] signing_key_secret to the secret it was encrypted with`);
+  return sealer.open(k.privateJwk, k.kid);
+}
+
 async function newKey(): Promise<Omit<SigningKey, 'retiredAt'>> {
   const { privateKey, publicKey } = await generateKeyPair(SIGNING_ALG, { modulusLength: 2048, extractable: true });
   const pub = await exportJWK(publicKey);
@@ -84,8 +128,16 @@ async function newKey(): Promise<Omit<SigningKey, 'retiredAt'>> {
  * @param graceMs how long a retired key stays published: the longest validity of a token it signed
  *   (access, ID) plus the allowed clock skew.
  */
-export async function openKeyRing(store: Store, graceMs: number, external?: ExternalKey): Promise<KeyRing> {
+export async function openKeyRing(store: Store, graceMs: number, external?: ExternalKey, sealer?: KeySealer): Promise<KeyRing> {
   let active: ActiveKey | undefined;
+  // Migration: keys stored before signing_key_secret was set are encrypted now.
+  if (sealer !== undefined) {
+    for (const k of await store.listSigningKeys()) if (!KeySealer.isSealed(k.privateJwk)) await store.setSigningKeyPrivate(k.kid, sealer.seal(k.privateJwk, k.kid));
+  }
+  const sealed = async (): Promise<Omit<SigningKey, 'retiredAt'>> => {
+    const k = await newKey();
+    return sealer === undefined ? k : { ...k, privateJwk: sealer.seal(k.privateJwk, k.kid) };
+  };
   let published: { jwk: JWK; retiredAt: number | null }[] = [];
 
   const ext = external === undefined ? undefined : await externalActiveKey(external);
@@ -102,14 +154,14 @@ export async function openKeyRing(store: Store, graceMs: number, external?: Exte
     if (ext !== undefined) return loadExternal(ext);
     let keys = await store.listSigningKeys();
     if (!keys.some((k) => k.retiredAt === null)) {
-      await store.addSigningKey(await newKey());
+      await store.addSigningKey(await sealed());
       keys = await store.listSigningKeys();
     }
     // listSigningKeys is newest first; two nodes generating at once both insert, the newest wins everywhere.
     const signing = keys.find((k) => k.retiredAt === null);
     if (signing === undefined) throw new Error('no signing key after generating one');
     if (active?.kid !== signing.kid) {
-      const privateKey = (await importJWK(JSON.parse(signing.privateJwk) as JWK, signing.alg)) as CryptoKey;
+      const privateKey = (await importJWK(JSON.parse(privateJwkOf(signing, sealer)) as JWK, signing.alg)) as CryptoKey;
       active = { kid: signing.kid, alg: signing.alg, privateKey };
     }
     published = keys.map((k) => ({ jwk: JSON.parse(k.publicJwk) as JWK, retiredAt: k.retiredAt }));
@@ -128,7 +180,7 @@ export async function openKeyRing(store: Store, graceMs: number, external?: Exte
     async rotate() {
       if (external !== undefined) throw new KeyRingError(`the signing key comes from ${external.source}: replace that file and restart to rotate`);
       const before = (await store.listSigningKeys()).filter((k) => k.retiredAt === null);
-      const next = await newKey();
+      const next = await sealed();
       await store.addSigningKey(next);
       const at = Date.now();
       for (const k of before) await store.retireSigningKey(k.kid, at);

@@ -7,8 +7,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { ApplicationPayload, EventBus, SubscriptionPayload } from '../events/bus';
-import { digest, hashPassword, newSalt, randomToken } from '../store/passwords';
-import { SUBSCRIPTION_STATES, StoreError, type Application, type BlockingConditionRecord, type KeyType, type OAuthClient, type PasswordHashMethod, type Store, type Subscription, type SubscriptionState } from '../store/types';
+import { digest, newPasswordHash, randomToken } from '../store/passwords';
+import { SUBSCRIPTION_STATES, StoreError, type Application, type BlockingConditionRecord, type KeyType, type OAuthClient, type StoredHashMethod, type Store, type Subscription, type SubscriptionState } from '../store/types';
 import { OAuthError } from './errors';
 import { checkBlockingCondition } from '../events/blocking';
 import { DEFAULT_CLIENT_GRANTS, isGrantType } from './settings';
@@ -37,7 +37,7 @@ export interface SubscriptionView extends Subscription {
 export interface UserView {
   readonly username: string;
   readonly roles: readonly string[];
-  readonly hashMethod: PasswordHashMethod;
+  readonly hashMethod: StoredHashMethod;
   readonly createdAt: number;
 }
 
@@ -74,7 +74,6 @@ export class Manager {
   constructor(
     private readonly store: Store,
     private readonly bus: EventBus,
-    private readonly hashMethod: PasswordHashMethod,
   ) {}
 
   private async view(app: Application): Promise<ApplicationView> {
@@ -219,9 +218,10 @@ export class Manager {
     for (const r of input.roles ?? []) checkText('roles', r);
     if (rules !== undefined && !rules.username.test(input.username)) throw new OAuthError('invalid_request', `user name does not match [user_store.properties] UsernameJavaRegEx ${rules.username.source}`);
     if (rules !== undefined && !rules.password.test(input.password)) throw new OAuthError('invalid_request', `password does not match [user_store.properties] PasswordJavaRegEx ${rules.password.source}`);
-    const salt = newSalt();
+    // Every password throughway sets is kept as scrypt (lib/store/passwords.ts).
+    const hash = await newPasswordHash(input.password);
     const u = await this.store
-      .addUser({ username: input.username, passwordHash: hashPassword(input.password, this.hashMethod, salt), salt, hashMethod: this.hashMethod, roles: [...(input.roles ?? ['subscriber'])] })
+      .addUser({ username: input.username, ...hash, roles: [...(input.roles ?? ['subscriber'])] })
       .catch((err: unknown) => conflict(err, `user ${input.username}`));
     return { username: u.username, roles: u.roles, hashMethod: u.hashMethod, createdAt: u.createdAt };
   }

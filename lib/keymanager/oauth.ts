@@ -10,7 +10,7 @@ import { randomUUID } from 'node:crypto';
 import { createLocalJWKSet, createRemoteJWKSet, decodeJwt, jwtVerify, SignJWT, type JWTPayload } from 'jose';
 import type { EventBus } from '../events/bus';
 import type { Logger } from '../log';
-import { digest, randomToken, verifyDigest, verifyPassword } from '../store/passwords';
+import { checkUserPassword, digest, randomToken, verifyDigest, verifyPassword } from '../store/passwords';
 import { authenticateClient, type AuthenticatedClient } from './client-auth';
 import { StoreError, type Application, type KeyType, type OAuthClient, type Store, type User } from '../store/types';
 import { AuthorizationCodes, type ApiScope } from './authorize';
@@ -133,8 +133,8 @@ export class OAuthServer {
       case 'password': {
         const username = required(form, 'username');
         const password = required(form, 'password');
-        const user: User | undefined = await this.o.store.getUser(username);
-        if (user === undefined || !verifyPassword(password, user)) throw new OAuthError('invalid_grant', 'invalid resource owner credentials');
+        const user: User | undefined = await checkUserPassword(this.o.store, username, password);
+        if (user === undefined) throw new OAuthError('invalid_grant', 'invalid resource owner credentials');
         const scope = await this.resolveScope(param(form, 'scope'), { roles: user.roles, applicationId: auth.application.id });
         return this.issue(auth, { grant, subject: user.username, aut: 'APPLICATION_USER', scope, validity: this.o.settings.userTokenValidity, refresh: true, idToken: true });
       }

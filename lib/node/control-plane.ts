@@ -6,6 +6,7 @@
  */
 import * as path from 'node:path';
 import { createKeyManager } from '../keymanager';
+import { LOOPBACK_REASON } from '../keymanager/listener';
 import { openStore } from '../store/open';
 import { decisionHubUrl } from '../config/hub';
 import type { BlockingCondition } from '../events/blocking';
@@ -127,6 +128,19 @@ export async function startKeyManager(b: Boot): Promise<void> {
   const km = b.eph ? await keyManager.listen(0, '127.0.0.1') : await keyManager.listen();
   b.listening.management = km.port;
   b.log(`  ${'management HTTP'.padEnd(18)} port ${km.port} (key manager, ${store.description})`);
+  if (keyManager.loopbackOnly) {
+    b.logger.log('warn', 'management_loopback_only', { address: km.address, message: LOOPBACK_REASON });
+    b.log(`  warning: ${LOOPBACK_REASON}`);
+  }
+  b.metrics?.register({
+    name: 'throughway_login_failures_total',
+    help: 'Failed sign-ins on the management port (kind: admin, password, client, signin), and sign-ins refused while locked (outcome locked): docs/security.md.',
+    type: 'counter',
+    collect: () => (['admin', 'password', 'client', 'signin'] as const).flatMap((kind) => [
+      { labels: { kind, outcome: 'failed' }, value: keyManager.guard.failures.get(kind) ?? 0 },
+      { labels: { kind, outcome: 'locked' }, value: keyManager.guard.locked.get(kind) ?? 0 },
+    ]),
+  });
   b.log(`  ${'operations'.padEnd(18)} port ${km.port}: /health/live${b.health !== undefined ? ', /health' : ''}${b.metrics !== undefined ? ', /metrics' : ''} (docs/operations.md)`);
 }
 

@@ -7,14 +7,14 @@
  * - `mssql`, `oracle`, `db2`: refused at start with STORE_UNSUPPORTED: no driver ships with throughway.
  *
  * Then `[super_admin]`: when create_admin_account is true and the user does not exist, it is created with
- * the configured password (hashed per PasswordHashMethod). An existing admin keeps its stored password.
+ * the configured password (kept as scrypt: lib/store/passwords.ts). An existing admin keeps its stored password.
  */
 import { databaseMapping } from '../config/database';
 import type { DeploymentConfig } from '../config/deployment-config.generated';
-import { hashPassword, newSalt } from './passwords';
+import { newPasswordHash } from './passwords';
 import { connectionTarget, poolSettings, type DatabaseTable } from './pool';
 import { migrate, SqlStore, type MigrationProgress, type SqlDriver } from './sql';
-import { StoreError, type PasswordHashMethod, type Store } from './types';
+import { StoreError, type Store } from './types';
 
 export const SUPPORTED_DATABASES = ['h2', 'postgre', 'mysql'] as const;
 
@@ -51,18 +51,12 @@ export async function storeOver(db: SqlDriver, onProgress?: MigrationProgress): 
   return new SqlStore(db);
 }
 
-export function passwordHashMethod(config: DeploymentConfig): PasswordHashMethod {
-  return config.user_store?.properties?.PasswordHashMethod ?? 'SHA-256';
-}
-
 export async function ensureSuperAdmin(store: Store, config: DeploymentConfig): Promise<boolean> {
   const admin = config.super_admin;
   if (!admin.create_admin_account) return false;
   if ((await store.getUser(admin.username)) !== undefined) return false;
-  const method = passwordHashMethod(config);
-  const salt = newSalt();
   try {
-    await store.addUser({ username: admin.username, passwordHash: hashPassword(admin.password, method, salt), salt, hashMethod: method, roles: ['admin'] });
+    await store.addUser({ username: admin.username, ...(await newPasswordHash(admin.password)), roles: ['admin'] });
   } catch (err) {
     // Another node created it between our read and insert.
     if (!(err instanceof StoreError && err.code === 'STORE_CONFLICT')) throw err;

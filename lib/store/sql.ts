@@ -14,7 +14,7 @@ import {
   type BlockingConditionRecord,
   type KeyType,
   type OAuthClient,
-  type PasswordHashMethod,
+  type StoredHashMethod,
   type RefreshTokenRecord,
   type RevokedToken,
   type SigningKey,
@@ -83,7 +83,7 @@ function toUser(r: Row): User {
     username: str(r.username),
     passwordHash: str(r.password_hash),
     salt: str(r.salt),
-    hashMethod: str(r.hash_method) as PasswordHashMethod,
+    hashMethod: str(r.hash_method) as StoredHashMethod,
     roles: list(r.roles),
     createdAt: num(r.created_at),
   };
@@ -273,6 +273,9 @@ export class SqlStore implements Store {
   async deleteUser(username: string): Promise<boolean> {
     return (await this.db.run(`DELETE FROM tw_user WHERE username = ?`, [username])) > 0;
   }
+  async setUserPassword(username: string, h: { passwordHash: string; salt: string; hashMethod: StoredHashMethod }): Promise<boolean> {
+    return (await this.db.run(`UPDATE tw_user SET password_hash = ?, salt = ?, hash_method = ? WHERE username = ?`, [h.passwordHash, h.salt, h.hashMethod, username])) > 0;
+  }
 
   async saveRefreshToken(t: Omit<RefreshTokenRecord, 'usedAt' | 'revoked' | 'accessJti' | 'accessExpiresAt'> & { accessJti?: string; accessExpiresAt?: number }): Promise<void> {
     await this.db.run(
@@ -327,6 +330,9 @@ export class SqlStore implements Store {
   }
   async deleteSigningKey(kid: string): Promise<void> {
     await this.db.run(`DELETE FROM tw_signing_key WHERE kid = ?`, [kid]);
+  }
+  async setSigningKeyPrivate(kid: string, privateJwk: string): Promise<void> {
+    await this.db.run(`UPDATE tw_signing_key SET private_jwk = ? WHERE kid = ?`, [privateJwk, kid]);
   }
 
   async addBlockingCondition(c: Omit<BlockingConditionRecord, 'id' | 'createdAt'>): Promise<BlockingConditionRecord> {

@@ -6,7 +6,9 @@
  *
  * Secrets never leave the store in clear: client secrets and refresh tokens are kept as SHA-256 digests
  * (both are 256-bit random values, so an unsalted digest is not open to guessing), user passwords as the
- * salted digest `[user_store.properties] PasswordHashMethod` names.
+ * scrypt with a salt (older `[user_store.properties] PasswordHashMethod` digests until the next sign-in),
+ * generated signing keys encrypted when `[throughway.management] signing_key_secret` is set
+ * (lib/keymanager/keys.ts).
  */
 
 import type { BlockingType } from '../events/blocking';
@@ -17,6 +19,8 @@ export { SUBSCRIPTION_STATES, type KeyType, type SubscriptionState } from '../ev
 
 /** `[user_store.properties] PasswordHashMethod` values (spec 001). */
 export type PasswordHashMethod = 'SHA' | 'SHA-1' | 'SHA-256' | 'MD5' | 'PLAIN_TEXT';
+/** How a stored password is hashed: scrypt for every password set by throughway, or an imported PasswordHashMethod (lib/store/passwords.ts). */
+export type StoredHashMethod = PasswordHashMethod | 'SCRYPT';
 
 export interface Application {
   readonly id: string;
@@ -55,7 +59,7 @@ export interface User {
   readonly username: string;
   readonly passwordHash: string;
   readonly salt: string;
-  readonly hashMethod: PasswordHashMethod;
+  readonly hashMethod: StoredHashMethod;
   readonly roles: readonly string[];
   readonly createdAt: number;
 }
@@ -141,6 +145,8 @@ export interface Store {
   getUser(username: string): Promise<User | undefined>;
   listUsers(): Promise<User[]>;
   deleteUser(username: string): Promise<boolean>;
+  /** Replaces a user's stored password (an upgrade to scrypt after a sign-in); false for an unknown user. */
+  setUserPassword(username: string, hash: { passwordHash: string; salt: string; hashMethod: StoredHashMethod }): Promise<boolean>;
 
   saveRefreshToken(token: Omit<RefreshTokenRecord, 'usedAt' | 'revoked' | 'accessJti' | 'accessExpiresAt'> & { accessJti?: string; accessExpiresAt?: number }): Promise<void>;
   getRefreshToken(tokenHash: string): Promise<RefreshTokenRecord | undefined>;
@@ -159,6 +165,8 @@ export interface Store {
   listSigningKeys(): Promise<SigningKey[]>;
   retireSigningKey(kid: string, at: number): Promise<void>;
   deleteSigningKey(kid: string): Promise<void>;
+  /** Replaces a key's stored private JWK (encrypting it at rest, lib/keymanager/keys.ts). */
+  setSigningKeyPrivate(kid: string, privateJwk: string): Promise<void>;
 
   /** Blocking conditions (throttling, 900805), oldest first. */
   addBlockingCondition(c: Omit<BlockingConditionRecord, 'id' | 'createdAt'>): Promise<BlockingConditionRecord>;

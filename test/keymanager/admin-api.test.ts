@@ -44,7 +44,7 @@ t.test('applications, keys, subscriptions and users, with their events', async (
   t.equal(((await json('GET', `${A}/subscriptions?api=/other`, undefined, auth)).body.list as unknown[]).length, 0);
 
   const user = await json('POST', `${A}/users`, { username: 'erin1', password: 'erin-pw-1', roles: ['subscriber'] }, auth);
-  t.match(user, { status: 201, body: { username: 'erin1', roles: ['subscriber'], hashMethod: 'SHA-256' } });
+  t.match(user, { status: 201, body: { username: 'erin1', roles: ['subscriber'], hashMethod: 'SCRYPT' } });
   t.notOk('passwordHash' in user.body);
   t.match(await json('POST', `${A}/users`, { username: 'x', password: 'erin-pw-1' }, auth), { status: 400, body: { error_description: /UsernameJavaRegEx/ } });
   t.same(((await json('GET', `${A}/users`, undefined, auth)).body.list as { username: string }[]).map((u) => u.username), ['admin', 'erin1']);

@@ -41,7 +41,7 @@ t.test('local mode', async (t) => {
   const subs = await cli(['subscriptions', 'list', '--json'], dir);
   t.match(JSON.parse(subs.out), { list: [{ application: 'Shop', apiContext: '/pizzashack', state: 'UNBLOCKED' }] });
   t.equal((await cli(['users', 'add', 'george', '--password', 'george-pw-1', '--roles', 'subscriber'], dir)).code, 0);
-  t.match((await cli(['users', 'list'], dir)).out, /admin\s+admin\s+SHA-256\ngeorge\s+subscriber/);
+  t.match((await cli(['users', 'list'], dir)).out, /admin\s+admin\s+SCRYPT\ngeorge\s+subscriber\s+SCRYPT/);
   const del = await cli(['apps', 'delete', 'Shop'], dir);
   t.match(del.out, /deleted/);
   t.match(await cli(['apps', 'delete', 'Shop'], dir), { code: 1, err: /no application "Shop"/ });

@@ -7,7 +7,7 @@ import { BACKENDS } from './backends';
 import { openDatabase, storeOver, ensureSuperAdmin } from '../../lib/store/open';
 import { migrate } from '../../lib/store/sql';
 import { MIGRATIONS, SCHEMA_VERSION } from '../../lib/store/migrations';
-import { digest, hashPassword, verifyPassword } from '../../lib/store/passwords';
+import { checkUserPassword, digest, hashPassword, verifyPassword } from '../../lib/store/passwords';
 import { loadConfig } from '../../lib/config/load';
 
 for (const backend of BACKENDS) {
@@ -82,9 +82,19 @@ for (const backend of BACKENDS) {
     // Users
     const u = await store.addUser({ username: 'alice', passwordHash: hashPassword('pw-alice', 'SHA-256', 'salt'), salt: 'salt', hashMethod: 'SHA-256', roles: ['subscriber', 'internal'] });
     t.same(await store.getUser('alice'), u);
-    t.ok(verifyPassword('pw-alice', u));
-    t.notOk(verifyPassword('pw-bob', u));
-    await t.rejects(store.addUser({ ...u }), { code: 'STORE_CONFLICT' });
+    t.ok(await verifyPassword('pw-alice', u));
+    t.notOk(await verifyPassword('pw-bob', u));
+    // An older digest is stored again as scrypt at its next successful sign-in.
+    t.equal(await checkUserPassword(store, 'alice', 'pw-bob'), undefined);
+    t.equal((await store.getUser('alice'))?.hashMethod, 'SHA-256', 'a wrong password upgrades nothing');
+    t.equal((await checkUserPassword(store, 'alice', 'pw-alice'))?.username, 'alice');
+    const upgraded = await store.getUser('alice');
+    t.equal(upgraded?.hashMethod, 'SCRYPT', 'upgraded to scrypt');
+    t.not(upgraded?.salt, 'salt', 'with a new salt');
+    t.ok(upgraded !== undefined && (await verifyPassword('pw-alice', upgraded)));
+    t.ok(upgraded !== undefined && !(await verifyPassword('pw-bob', upgraded)));
+    t.notOk(await store.setUserPassword('nobody', { passwordHash: 'x', salt: 'y', hashMethod: 'SCRYPT' }));
+    await t.rejects(store.addUser({ ...u, username: 'alice' }), { code: 'STORE_CONFLICT' });
     t.same((await store.listUsers()).map((x) => x.username), ['alice']);
     t.ok(await store.deleteUser('alice'));
     t.notOk(await store.deleteUser('alice'));
@@ -95,7 +105,8 @@ for (const backend of BACKENDS) {
     t.ok(await ensureSuperAdmin(store, cfg.config), 'created');
     t.notOk(await ensureSuperAdmin(store, cfg.config), 'kept');
     const admin = await store.getUser('root1');
-    t.ok(admin !== undefined && verifyPassword('s3cret-admin', admin));
+    t.ok(admin !== undefined && (await verifyPassword('s3cret-admin', admin)));
+    t.equal(admin?.hashMethod, 'SCRYPT', 'new passwords are scrypt');
     t.same(admin?.roles, ['admin']);
 
     // Refresh tokens: rotation is atomic, a family is revoked at once.
@@ -126,6 +137,8 @@ for (const backend of BACKENDS) {
     await store.addSigningKey({ kid: 'k1', alg: 'RS256', privateJwk: '{"d":1}', publicJwk: '{"n":1}', createdAt: now - 1000 });
     await store.addSigningKey({ kid: 'k2', alg: 'RS256', privateJwk: '{"d":2}', publicJwk: '{"n":2}', createdAt: now });
     t.same((await store.listSigningKeys()).map((k) => k.kid), ['k2', 'k1'], 'newest first');
+    await store.setSigningKeyPrivate('k2', 'enc:v1:sealed');
+    t.equal((await store.listSigningKeys()).find((k) => k.kid === 'k2')?.privateJwk, 'enc:v1:sealed', 'private JWK replaced');
     await store.retireSigningKey('k1', now - 5);
     t.equal((await store.listSigningKeys()).find((k) => k.kid === 'k1')?.retiredAt, now - 5);
 

@@ -155,4 +155,20 @@ export const THROUGHWAY_SECTIONS: readonly SectionDef[] = [
       { key: 'client_trust_store', type: 's', format: 'path', meaning: 'PEM file of the CA (or client) certificates trusted for [apimgt.mutual_ssl] client certificates; unset: no client certificate is trusted.' },
     ],
   },
+  {
+    path: 'throughway.management',
+    source: 'throughway',
+    title: 'Management port defences: sign-in lockout, listener limits, secrets at rest (docs/security.md)',
+    runs: true,
+    keys: [
+      { key: 'login_max_failures', type: 'i', default: 5, min: 1, meaning: 'Failed sign-ins (admin API Basic, password grant, client secret, sign-in page) of one account from one client address before that pair is locked for login_lock_time.' },
+      { key: 'address_max_failures', type: 'i', default: 50, min: 1, meaning: 'Failed sign-ins from one client address, whatever the account, before that address is locked for login_lock_time.' },
+      { key: 'login_lock_time', type: 's', format: 'duration', unit: 'ms', default: 900000, min: 1, meaning: 'How long a locked (account, address) pair or address is refused; a lock expires on its own and failures older than this are forgotten.' },
+      { key: 'login_delay', type: 's', format: 'duration', unit: 'ms', default: 200, min: 0, meaning: 'Each failed sign-in of an account (from any address) is answered this much later per recent failure of that account, at most 10 times this: guessing slows down everywhere without locking the account out for others.' },
+      { key: 'header_timeout', type: 's', format: 'duration', unit: 'ms', default: 20000, min: 1, meaning: 'A request head on a management listener must arrive within this, else the connection is closed (slowloris).' },
+      { key: 'request_timeout', type: 's', format: 'duration', unit: 'ms', default: 30000, min: 1, meaning: 'A whole request (head and body) on a management listener must arrive within this, else the connection is closed (408). [transport.http(s).properties] connectionUploadTimeout is not used: a body may not take two minutes.' },
+      { key: 'max_connections', type: 'i', default: 1000, min: 1, meaning: 'Open connections per management listener at most; further connections are closed at once.' },
+      { key: 'signing_key_secret', type: 's', secret: true, meaning: 'Secret (write it as $env{NAME}) the generated token-signing private keys are encrypted with in the store (AES-256-GCM, key derived with scrypt). Unset: they are stored unencrypted, with a warning at start. Set on an existing store: unencrypted keys are encrypted at the next start.' },
+    ],
+  },
 ];
