@@ -73,6 +73,9 @@ t.test('required keys of a written table that runs are enforced; of an inactive 
 t.test('required keys wait for the feature switch', async (t) => {
   const off = load('[apim.analytics]\nenable = false\n');
   t.same(errors(off), []);
-  const on = load('[transport.wss]\nsender.enable = true\n');
-  t.match(errors(on).map((d) => d.key), ['transport.wss.sender.trust_store.location', 'transport.wss.sender.trust_store.password']);
+  t.same(errors(load('[apim.event_hub]\nenable = false\n[[apim.event_hub.publish.url_group]]\n')), [], 'switched off: nothing required');
+  const on = load('[apim.event_hub]\nenable = true\n[[apim.event_hub.publish.url_group]]\n');
+  t.same(errors(on).map((d) => d.key), ['apim.event_hub.publish.url_group[0].urls', 'apim.event_hub.publish.url_group[0].auth_urls']);
+  // The WSS trust store is R with a default (the server trust store): switching WSS on requires nothing.
+  t.same(errors(load('[transport.wss]\nsender.enable = true\n')), []);
 });
