@@ -120,7 +120,8 @@ function parseArgs(argv: readonly string[]): Parsed {
 function load(p: Parsed, io: CliIo): LoadResult {
   const file = path.resolve(io.cwd, p.config ?? path.join('conf', 'deployment.toml'));
   const shown = p.config ?? path.join('conf', 'deployment.toml');
-  const result = loadConfig({ file, strict: p.strict, sys: p.sys });
+  // What a starting node refuses (missing store files, database types without a driver) is refused here too.
+  const result = loadConfig({ file, strict: p.strict, sys: p.sys, startChecks: true });
   // Diagnostics name the file as the user wrote it, not as an absolute path.
   if (shown !== file) {
     return { ...result, diagnostics: result.diagnostics.map((d) => ({ ...d, file: d.file === file ? shown : d.file })) };

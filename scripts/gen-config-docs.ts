@@ -174,7 +174,7 @@ export function renderDocs(sections: readonly SectionDef[] = SECTIONS): string {
   for (const s of sections) {
     out.push(`<a id="${anchor(s)}"></a>`, `### ${s.path === '' ? 'Top level' : code(sectionHeading(s))}`, '');
     const facts: string[] = [`${cell(s.title)}.`];
-    facts.push(s.source === 'throughway' ? 'throughway setting.' : `Spec ${s.source}.`);
+    facts.push(s.source === 'throughway' ? 'throughway setting.' : s.source === 'reference' ? "Not in the spec's tables: the reference's own files write it (the server's key and trust stores, the transports' store defaults; docs/tls.md)." : `Spec ${s.source}.`);
     if (s.required === true) facts.push('The spec marks the section required (R).');
     if (s.repeatable === true) facts.push('Repeatable: one entry per `[[table]]`.');
     facts.push(s.runs ? 'Runs in throughway.' : '**Accepted, not run**: parsed and validated; listed as inactive by `config check`; required keys are not enforced.');

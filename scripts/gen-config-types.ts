@@ -131,7 +131,7 @@ export function renderTypes(sections: readonly SectionDef[] = SECTIONS): string 
         const name = nameOf(node.section);
         if (!interfaces.has(name)) {
           interfaces.set(name, { order: sections.indexOf(node.section), text: '' });
-          const doc = `${node.section.title} (${node.section.path === '' ? 'top level' : `[${node.section.repeatable === true ? `[${node.section.path}]` : node.section.path}]`}, spec ${node.section.source})${node.section.runs ? '' : '; accepted, not run by throughway'}.`;
+          const doc = `${node.section.title} (${node.section.path === '' ? 'top level' : `[${node.section.repeatable === true ? `[${node.section.path}]` : node.section.path}]`}, ${node.section.source === 'reference' ? "the reference's files" : `spec ${node.section.source}`})${node.section.runs ? '' : '; accepted, not run by throughway'}.`;
           interfaces.set(name, { order: sections.indexOf(node.section), text: `${comment(doc, '')}export interface ${name} {\n${body(node, '  ')}}\n` });
         }
         forms.push(name);

@@ -54,9 +54,9 @@ export interface DatabaseApimDbSection {
   readonly port?: number;
   /** Connection URL; required for h2 and to pass JDBC properties, otherwise optional. Default: embedded file database URL ending DB_CLOSE_ON_EXIT=FALSE. */
   readonly url?: string;
-  /** Connection user. Default: built-in default user. */
+  /** Connection user. Default: built-in default user (ignored by type h2). */
   readonly username?: string;
-  /** Connection password. Default: built-in default (<DB_PASSWORD>). */
+  /** Connection password. Default: built-in default (<DB_PASSWORD>; ignored by type h2). */
   readonly password?: string;
   /** Query that validates a connection; depends on the database. Default: "SELECT 1". */
   readonly validationQuery: string;
@@ -152,29 +152,29 @@ export interface ApimJwtIssuerClaimMappingSection {
 
 /** Gateway environment ([[apim.gateway.environment]], spec 000). */
 export interface ApimGatewayEnvironmentSection {
-  /** Environment name. Default: "Default". */
+  /** Environment name. Default: "Default". Accepted; throughway does not act on it. */
   readonly name: string;
-  /** Which tokens the environment serves. Default: "hybrid". */
+  /** Which tokens the environment serves. Default: "hybrid". Accepted; throughway does not act on it. */
   readonly type: "production" | "sandbox" | "hybrid";
-  /** Show the environment under 'Try it' in the developer portal console. Default: true. */
+  /** Show the environment under 'Try it' in the developer portal console. Default: true. Accepted; throughway does not act on it. */
   readonly display_in_api_console: boolean;
-  /** Description of the environment. Default: "This is a hybrid gateway that handles both production and sandbox token traffic.". */
+  /** Description of the environment. Default: "This is a hybrid gateway that handles both production and sandbox token traffic.". Accepted; throughway does not act on it. */
   readonly description: string;
-  /** Used to build the sample request in the developer portal. Default: true. */
+  /** Used to build the sample request in the developer portal. Default: true. Accepted; throughway does not act on it. */
   readonly show_as_token_endpoint_url: boolean;
-  /** APIs are published to this URL. Default: "https://localhost:9443/services/". */
+  /** APIs are published to this URL. Default: "https://localhost:9443/services/". Accepted; throughway does not act on it. */
   readonly service_url: string;
-  /** Publishing credential: user. Default: "$ref{super_admin.username}". */
+  /** Publishing credential: user. Default: "$ref{super_admin.username}". Accepted; throughway does not act on it. */
   readonly username: string;
-  /** Publishing credential: password. Default: "$ref{super_admin.password}". */
+  /** Publishing credential: password. Default: "$ref{super_admin.password}". Accepted; throughway does not act on it. */
   readonly password: string;
-  /** WebSocket endpoint of the gateway. Default: no default; ws://<host>:<port> (gateway WS port 9099 in the sample). */
+  /** WebSocket endpoint of the gateway. Default: no default; ws://<host>:<port> (gateway WS port 9099 in the sample). Accepted; throughway does not act on it. */
   readonly ws_endpoint?: string;
-  /** Secure WebSocket endpoint of the gateway (throughway addition: the reference files write it here). Default: no default; wss://<host>:<port> (gateway WSS port 8099). */
+  /** Secure WebSocket endpoint of the gateway (throughway addition: the reference files write it here). Default: no default; wss://<host>:<port> (gateway WSS port 8099). Accepted; throughway does not act on it. */
   readonly wss_endpoint?: string;
-  /** HTTPS endpoint of the gateway. Default: no default; https://<host>:<port> (8243 in the sample). */
+  /** HTTPS endpoint of the gateway. Default: no default; https://<host>:<port> (8243 in the sample). Accepted; throughway does not act on it. */
   readonly https_endpoint?: string;
-  /** HTTP endpoint of the gateway. Default: no default; http://<host>:<port> (8280 in the sample). */
+  /** HTTP endpoint of the gateway. Default: no default; http://<host>:<port> (8280 in the sample). Accepted; throughway does not act on it. */
   readonly http_endpoint?: string;
   /** Virtual host of a gateway environment */
   readonly virtual_host: ApimGatewayEnvironmentVirtualHostSection;
@@ -182,13 +182,13 @@ export interface ApimGatewayEnvironmentSection {
 
 /** Virtual host of a gateway environment ([apim.gateway.environment.virtual_host], spec 000). */
 export interface ApimGatewayEnvironmentVirtualHostSection {
-  /** HTTP endpoint, http://<host>:<port>/<optional context>. Default: http://<host of https endpoint>:80. */
+  /** HTTP endpoint, http://<host>:<port>/<optional context>. Default: http://<host of https endpoint>:80. Accepted; throughway does not act on it. */
   readonly http_endpoint?: string;
-  /** HTTPS endpoint, https://<host>:<port>/<optional context>. */
+  /** HTTPS endpoint, https://<host>:<port>/<optional context>. Accepted; throughway does not act on it. */
   readonly https_endpoint?: string;
-  /** WebSocket endpoint. Default: ws://<host of https endpoint>:9099. */
+  /** WebSocket endpoint. Default: ws://<host of https endpoint>:9099. Accepted; throughway does not act on it. */
   readonly ws_endpoint?: string;
-  /** Secure WebSocket endpoint. Default: wss://<host of https endpoint>:8099. */
+  /** Secure WebSocket endpoint. Default: wss://<host of https endpoint>:8099. Accepted; throughway does not act on it. */
   readonly wss_endpoint?: string;
 }
 
@@ -1034,21 +1034,21 @@ export interface TransportPassthruHttpsSection {
     /** Cipher suite names, comma separated. */
     readonly preferred_ciphers?: readonly string[];
     readonly key_store: {
-      /** Keystore path. Default: primary keystore file of the server. */
+      /** Keystore path. Default: the primary keystore file of the server: [keystore.tls], else [keystore.primary], else the generated sample key pair. */
       readonly file_name?: string;
-      /** Keystore type. Default: "JKS". */
+      /** Keystore type (with the file name from [keystore.*], its type). Default: "JKS". */
       readonly type: "JKS" | "PKCS12" | "PEM";
-      /** Keystore password. Default: built-in default (<KEYSTORE_PASSWORD>). */
+      /** Keystore password. Default: the primary key store's password; else the store reader's built-in default (<KEYSTORE_PASSWORD>). */
       readonly password?: string;
-      /** Private key password. Default: built-in default (<KEY_PASSWORD>). */
+      /** Private key password. Default: the primary key store's key password; else the key store password. */
       readonly key_password?: string;
     };
     readonly trust_store: {
-      /** Trust store of trusted certificates. Default: server trust store file. */
+      /** Trust store of trusted certificates. Default: the server trust store file: [truststore] when written (none otherwise). */
       readonly file_name?: string;
-      /** Trust store type. Default: "JKS". */
+      /** Trust store type (with the file name from [truststore], its type). Default: "JKS". */
       readonly type: "JKS" | "PKCS12" | "PEM";
-      /** Trust store password. Default: built-in default (<TRUSTSTORE_PASSWORD>). */
+      /** Trust store password. Default: the server trust store's password; else the store reader's built-in default (<TRUSTSTORE_PASSWORD>). */
       readonly password?: string;
     };
   };
@@ -1066,21 +1066,21 @@ export interface TransportPassthruHttpsSection {
     /** Enable the sender. Default: in sample true. */
     readonly enable?: boolean;
     readonly key_store: {
-      /** Keystore path. Default: same default as the listener key store: primary keystore file of the server. */
+      /** Keystore path. Default: the listener key store, else the primary keystore file of the server: [keystore.tls], else [keystore.primary], else the generated sample key pair. */
       readonly file_name?: string;
-      /** Keystore type. Default: "JKS". */
+      /** Keystore type (with the file name from [keystore.*], its type). Default: "JKS". */
       readonly type: "JKS" | "PKCS12" | "PEM";
-      /** Keystore password. Default: same default as the listener key store: built-in default (<KEYSTORE_PASSWORD>). */
+      /** Keystore password. Default: the listener key store, else the primary key store's password; else the store reader's built-in default (<KEYSTORE_PASSWORD>). */
       readonly password?: string;
-      /** Private key password. Default: same default as the listener key store: built-in default (<KEY_PASSWORD>). */
+      /** Private key password. Default: the listener key store, else the primary key store's key password; else the key store password. */
       readonly key_password?: string;
     };
     readonly trust_store: {
-      /** Trust store of trusted certificates. Default: same default as the listener trust store: server trust store file. */
+      /** Trust store of trusted certificates. Default: the listener trust store, else the server trust store file: [truststore] when written (none otherwise). */
       readonly file_name?: string;
-      /** Trust store type. Default: "JKS". */
+      /** Trust store type (with the file name from [truststore], its type). Default: "JKS". */
       readonly type: "JKS" | "PKCS12" | "PEM";
-      /** Trust store password. Default: same default as the listener trust store: built-in default (<TRUSTSTORE_PASSWORD>). */
+      /** Trust store password. Default: the listener trust store, else the server trust store's password; else the store reader's built-in default (<TRUSTSTORE_PASSWORD>). */
       readonly password?: string;
     };
     readonly ssl_profile?: {
@@ -1284,9 +1284,9 @@ export interface TransportWssSection {
     /** Custom sender parameters, sender.parameter.<name> = value (spec example customParameter). Accepted; throughway does not act on it. */
     readonly parameter?: Readonly<Record<string, unknown>>;
     readonly trust_store?: {
-      /** Trust store for backend WSS connections. Default: server trust store file. */
+      /** Trust store for backend WSS connections. Default: the server trust store file: [truststore] when written. */
       readonly location?: string;
-      /** Trust store password. Default: built-in default. */
+      /** Trust store password. Default: the server trust store's password; else built-in default. */
       readonly password?: string;
     };
   };
@@ -1532,6 +1532,8 @@ export interface DeploymentConfig {
   readonly http_access_log: HttpAccessLogSection;
   /** Registry handler */
   readonly registry_handler: readonly RegistryHandlerSection[];
+  /** Trust store of the server */
+  readonly truststore: TruststoreSection;
   /** throughway process and proxy settings */
   readonly throughway: ThroughwaySection;
   readonly database: {
@@ -1677,6 +1679,12 @@ export interface DeploymentConfig {
   };
   readonly custom_keystore: {
     readonly [keystore_name: string]: CustomKeystoreKeystoreNameSection;
+  };
+  readonly keystore: {
+    /** Primary key store of the server */
+    readonly primary: KeystorePrimarySection;
+    /** TLS key store of the server (default: the primary key store) */
+    readonly tls: KeystoreTlsSection;
   };
 }
 
@@ -2124,6 +2132,44 @@ export interface ApimTransportHeadersSection {
   readonly excludeRequestHeaders?: readonly string[];
   /** Response headers removed from the request to the backend. */
   readonly excludeResponseHeaders?: readonly string[];
+}
+
+/** Primary key store of the server ([keystore.primary], the reference's files). */
+export interface KeystorePrimarySection {
+  /** Primary key store file (relative paths from the configuration file's directory). */
+  readonly file_name?: string;
+  /** Key store type. Default: "JKS". */
+  readonly type: "JKS" | "JCEKS" | "PKCS12" | "PEM";
+  /** Key store password. Default: the store reader's default (<KEYSTORE_PASSWORD>). */
+  readonly password?: string;
+  /** Alias of the private key. */
+  readonly alias?: string;
+  /** Private key password. Default: the key store password. */
+  readonly key_password?: string;
+}
+
+/** TLS key store of the server (default: the primary key store) ([keystore.tls], the reference's files). */
+export interface KeystoreTlsSection {
+  /** TLS key store file (relative paths from the configuration file's directory). */
+  readonly file_name?: string;
+  /** Key store type. Default: "JKS". */
+  readonly type: "JKS" | "JCEKS" | "PKCS12" | "PEM";
+  /** Key store password. Default: the store reader's default (<KEYSTORE_PASSWORD>). */
+  readonly password?: string;
+  /** Alias of the private key. */
+  readonly alias?: string;
+  /** Private key password. Default: the key store password. */
+  readonly key_password?: string;
+}
+
+/** Trust store of the server ([truststore], the reference's files). */
+export interface TruststoreSection {
+  /** Trust store file (relative paths from the configuration file's directory). */
+  readonly file_name?: string;
+  /** Trust store type. Default: "JKS". */
+  readonly type: "JKS" | "JCEKS" | "PKCS12" | "PEM";
+  /** Trust store password. Default: the store reader's default (<TRUSTSTORE_PASSWORD>). */
+  readonly password?: string;
 }
 
 /** throughway process and proxy settings ([throughway], spec throughway). */

@@ -19,7 +19,7 @@ import * as path from 'node:path';
 import * as toml from 'toml';
 import type { KeyDef, SectionDef } from './schema-types';
 import { SECTIONS } from './schema';
-import { type Diagnostic, type DiagnosticCode, type DiagnosticLevel, MASK, closest, shown, sortDiagnostics, typeName } from './diagnostics';
+import { ConfigInvalidError, type Diagnostic, type DiagnosticCode, type DiagnosticLevel, MASK, closest, formatDiagnostic, shown, sortDiagnostics, typeName } from './diagnostics';
 import { type KeyLocation, type Segment, type SourceMap, locateKeys, nearest, pathKey, splitKey } from './locate';
 import {
   type KeyMatch,
@@ -40,6 +40,7 @@ import { readText, stripBom } from './document';
 import { type EffectivePorts, effectivePorts } from './ports';
 import type { DeploymentConfig } from './deployment-config.generated';
 import { decisionHubUrl } from './hub';
+import { fillStoreDefaults, missingStoreFiles, type StoreFill } from './stores';
 
 export interface LoadOptions {
   /** Path of deployment.toml; default `conf/deployment.toml` under the working directory. */
@@ -54,12 +55,22 @@ export interface LoadOptions {
   readonly sys?: Readonly<Record<string, string>>;
   /** The schema to load against; default the project's SECTIONS (tests pass small ones). */
   readonly sections?: readonly SectionDef[];
+  /**
+   * Also refuse what a starting node would refuse: store files it opens and cannot find
+   * (CONFIG_FILE_MISSING: the transports' key and trust stores, the SSL profile file) and a
+   * [database.apim_db] type it has no driver for (CONFIG_UNSUPPORTED). `config check`, `start` and
+   * `apis list` set it (docs/configuration.md); off by default, so a file can be checked away from its stores.
+   */
+  readonly startChecks?: boolean;
 }
 
 export interface LoadResult {
   /** No error-level diagnostic. */
   readonly ok: boolean;
-  /** Deeply frozen; defaults filled; references resolved; values converted to their key's type. */
+  /**
+   * Deeply frozen; defaults filled; references resolved; values converted to their key's type. When `ok`
+   * is false, reading it (or `ports`) throws ConfigInvalidError (code CONFIG_INVALID): check `ok` first.
+   */
   readonly config: DeploymentConfig;
   readonly ports: EffectivePorts;
   /** In file order; errors and warnings. */
@@ -133,6 +144,9 @@ function refSegments(text: string): Segment[] | undefined {
 const NOT_TEXT = /^(true|false|[-+]?(\d[\d_]*)(\.\d+)?([eE][-+]?\d+)?|[-+]?(inf|nan))$/;
 
 const PLACEHOLDER = /\$(ref|conf|env|sys)\{([^{}]*)\}/g;
+
+/** The [database.apim_db] types a starting node opens (lib/store/open.ts SUPPORTED_DATABASES; a test keeps them equal). */
+export const STORE_DATABASES: readonly string[] = ['h2', 'postgre', 'mysql'];
 
 class Loader {
   readonly diagnostics: Diagnostic[] = [];
@@ -242,10 +256,18 @@ class Loader {
         const lineValue = /=\s*([^#]*?)\s*(#.*)?$/.exec(text)?.[1] ?? '';
         const secretLine = lineKey !== '' && isSecretName(lineKey.split('.').pop() ?? lineKey, NOT_TEXT.test(lineValue) ? false : lineValue);
         if (start === undefined && e.line !== undefined) {
-          // toml 5 reports "Cannot redefine existing key 'a.b'." with line/column (toml 5's own message).
+          // toml 5 puts line/column (no location) on its semantic errors; each has its own code.
           if (!reported.has(`${line}`)) {
-            const key = /'([^']*)'/.exec(e.message ?? '')?.[1] ?? '';
-            this.report('error', 'CONFIG_DUPLICATE', refSegments(key) ?? [], 'defined again (a key, or a table that already exists)', { at });
+            const message = e.message ?? '';
+            if (/^Cannot redefine/.test(message)) {
+              const key = /'([^']*)'/.exec(message)?.[1] ?? '';
+              this.report('error', 'CONFIG_DUPLICATE', refSegments(key) ?? [], 'defined again (a key, or a table that already exists)', { at });
+            } else {
+              this.syntaxFailed = true;
+              const lineSegs = lineKey !== '' ? (refSegments(lineKey) ?? []) : [];
+              const semantic = semanticError(message);
+              this.report('error', semantic.code, lineSegs, semantic.message, { at, secret: secretLine, ...(semantic.expected !== undefined ? { expected: semantic.expected } : {}) });
+            }
             reported.add(`${line}`);
           }
         } else {
@@ -612,11 +634,55 @@ class Loader {
       const result = c.ok && !leaf.fromDefault ? check(def, c.value, { dir: this.dir }) : c;
       if (!result.ok) {
         const origin = leaf.fromDefault ? ' (schema default)' : '';
-        this.report('error', result.code, leaf.segments, `${result.problem}: ${shown(raw, secret)}${origin}`, { expected: result.expected, secret });
+        // A value outside the spec's list where throughway does not act on it (a section it does not
+        // run, a key it does not act on) changes nothing: a warning, the value kept as written.
+        const idle = result.code === 'CONFIG_ALLOWED' && c.ok && (!leaf.match.section.runs || def.inactive === true);
+        this.report(idle ? 'warning' : 'error', result.code, leaf.segments, `${result.problem}: ${shown(raw, secret)}${origin}${idle ? ' (not acted on by throughway)' : ''}`, { expected: result.expected, secret });
+        if (idle && c.ok) setAt(this.doc, leaf.segments, c.value);
         continue;
       }
       setAt(this.doc, leaf.segments, result.value);
     }
+  }
+
+  // ----------------------------------------------------------------------------- 6b. store defaults
+
+  storeFills: StoreFill[] = [];
+
+  /** The transports' stores the file leaves out, from [keystore.tls]/[keystore.primary]/[truststore] (config/stores.ts). */
+  fillStores(): void {
+    this.storeFills = fillStoreDefaults(this.doc, (segments) => this.map.entries.has(pathKey(segments)));
+    for (const f of this.storeFills) if (this.isSecret(f.from)) this.tainted.add(pathKey(f.target));
+  }
+
+  /** Store files a starting node opens that are not there, at the key that names them (or the table it defaults from). */
+  checkStoreFiles(): void {
+    const reported = new Set<string>();
+    for (const m of missingStoreFiles(this.doc)) {
+      // A sender store copied from a listener store copied from [keystore.tls]: the file wrote the last.
+      let origin: readonly Segment[] = m.key;
+      for (let fill = this.fillOf(origin); fill !== undefined; fill = this.fillOf(origin)) origin = fill.from;
+      if (reported.has(pathKey(origin))) continue;
+      reported.add(pathKey(origin));
+      const from = origin !== m.key ? ` (the default of ${pathKey(m.key)})` : '';
+      this.report('error', 'CONFIG_FILE_MISSING', origin, `no such file: ${m.file}${from}`, { expected: "an existing file (relative paths from the configuration file's directory)", secret: false });
+    }
+  }
+
+  private fillOf(target: readonly Segment[]): StoreFill | undefined {
+    return this.storeFills.find((f) => pathKey(f.target) === pathKey(target));
+  }
+
+  /**
+   * [database.apim_db] types a node that opens the store refuses (lib/store/open.ts SUPPORTED_DATABASES:
+   * no driver ships for the others). Every role but gateway-worker opens it (lib/scale/settings.ts ROLE_PARTS).
+   */
+  checkDatabaseType(): void {
+    const doc = this.doc as unknown as DeploymentConfig;
+    if (doc.server?.server_role === 'gateway-worker') return;
+    const type = doc.database?.apim_db?.type ?? 'h2';
+    if (STORE_DATABASES.includes(type)) return;
+    this.report('error', 'CONFIG_UNSUPPORTED', ['database', 'apim_db', 'type'], `type ${JSON.stringify(type)} is not supported by throughway: no driver ships for it, and start refuses it`, { expected: STORE_DATABASES.map((t) => JSON.stringify(t)).join(', '), secret: false });
   }
 
   // --------------------------------------------------------------------------------------- 7. required
@@ -692,6 +758,25 @@ function syntaxExpectation(e: { expected?: unknown }): string | undefined {
   return list.length > 0 ? list.slice(0, 6).join(', ') : undefined;
 }
 
+/**
+ * toml 5's errors that are not grammar: an integer outside TOML's 64-bit signed range (TOML 1.0,
+ * "Integer"), a 64-bit integer beyond 2^53 that a JavaScript number cannot hold exactly (no key, durations
+ * in ms included, needs one), and nesting deeper than the parser's limit of 500.
+ */
+function semanticError(message: string): { code: DiagnosticCode; message: string; expected?: string } {
+  if (/outside the 64-bit signed integer range/.test(message)) {
+    return { code: 'CONFIG_INTEGER', message: 'integer outside the 64-bit signed range TOML allows', expected: `an integer from -2^63 to 2^63-1, at most ${Number.MAX_SAFE_INTEGER} for any key` };
+  }
+  if (/cannot be represented losslessly/.test(message)) {
+    return { code: 'CONFIG_INTEGER', message: 'integer too large: no key (a duration or size included) holds more than 2^53-1', expected: `at most ${Number.MAX_SAFE_INTEGER}` };
+  }
+  if (/nesting depth/i.test(message)) {
+    const limit = /(\d+)/.exec(message)?.[1];
+    return { code: 'CONFIG_NESTING', message: `arrays or inline tables nested too deep${limit !== undefined ? ` (more than ${limit} levels)` : ''}`, expected: 'a value nested a few levels at most' };
+  }
+  return { code: 'CONFIG_SYNTAX', message: `invalid TOML: ${message.length > 200 ? `${message.slice(0, 197)}...` : message}` };
+}
+
 function merge(into: Record<string, unknown>, from: Record<string, unknown>): void {
   for (const [k, v] of Object.entries(from)) {
     const before = Object.prototype.hasOwnProperty.call(into, k) ? into[k] : undefined;
@@ -711,7 +796,10 @@ function checkDecisionHub(loader: Loader): void {
   loader.report('error', 'CONFIG_REQUIRED', ['throughway', 'throttling', 'counter_store'], 'counter_store = "traffic-manager" needs a redis:// URL in [apim.throttling] throttle_decision_endpoints (or [apim.event_hub] event_listening_endpoints / event_duplicate_url): the traffic manager and the gateways meet on that Redis', { expected: 'throttle_decision_endpoints = ["redis://host:6379"]', secret: false });
 }
 
-/** Loads, validates and freezes deployment.toml. Never throws: every problem is a diagnostic. */
+/**
+ * Loads, validates and freezes deployment.toml. Never throws: every problem is a diagnostic; a result with
+ * errors throws only when its `config` or `ports` is read (docs/embedding.md).
+ */
 export function loadConfig(options: LoadOptions = {}): LoadResult {
   const fileOption = options.file ?? (options.text === undefined ? path.join('conf', 'deployment.toml') : undefined);
   const file = fileOption !== undefined ? path.resolve(fileOption) : '';
@@ -736,13 +824,19 @@ export function loadConfig(options: LoadOptions = {}): LoadResult {
   loader.fillDefaults();
   loader.resolveAll();
   loader.convertAll();
+  loader.fillStores();
   // A syntax error drops a line: its keys would be reported missing, which is noise, not news.
   if (!loader.syntaxFailed && ioError === undefined) loader.checkRequired();
   const ports = effectivePorts(loader.doc, (segments, message, expected, code) => loader.report('error', code, segments, message, { expected, secret: false }));
   if (!loader.syntaxFailed && ioError === undefined) checkDecisionHub(loader);
+  if (!loader.syntaxFailed && ioError === undefined && options.startChecks === true) {
+    loader.checkStoreFiles();
+    loader.checkDatabaseType();
+  }
   const diagnostics = sortDiagnostics(loader.diagnostics);
-  return deepFreeze({
-    ok: !diagnostics.some((d) => d.level === 'error'),
+  const ok = !diagnostics.some((d) => d.level === 'error');
+  const result = {
+    ok,
     config: loader.doc as unknown as DeploymentConfig,
     ports,
     diagnostics,
@@ -751,5 +845,28 @@ export function loadConfig(options: LoadOptions = {}): LoadResult {
     secrets: loader.secretPaths(),
     file,
     dir,
-  });
+  };
+  if (!ok) failLoudly(result, display);
+  return deepFreeze(result);
+}
+
+/**
+ * A result with errors cannot be used by mistake (docs/embedding.md): reading its `config` or `ports`
+ * throws ConfigInvalidError (code CONFIG_INVALID) naming the first errors, so `createGateway({ loaded })`,
+ * `openStore(loaded.config, ...)` and the like fail at once instead of running on the defaults.
+ * `ok`, `diagnostics` and the rest stay readable; the two properties are left out of spreads and JSON.
+ */
+function failLoudly(result: { config: unknown; ports: unknown; diagnostics: readonly Diagnostic[] }, display: string): void {
+  const errors = result.diagnostics.filter((d) => d.level === 'error');
+  const first = errors.slice(0, 3).map((d) => formatDiagnostic(d).split('\n')[0] ?? '').join('; ');
+  const message = `${display}: the configuration has ${errors.length} error(s), so it cannot be used: ${first}${errors.length > 3 ? '; ...' : ''} (check result.ok and result.diagnostics first; \`throughway config check\` lists them all)`;
+  for (const name of ['config', 'ports'] as const) {
+    Object.defineProperty(result, name, {
+      enumerable: false,
+      configurable: false,
+      get(): never {
+        throw new ConfigInvalidError(message);
+      },
+    });
+  }
 }

@@ -65,6 +65,9 @@ export function nearest(map: SourceMap, segments: readonly Segment[]): KeyLocati
 
 const BARE_KEY = /[A-Za-z0-9_-]/;
 
+/** Nesting depth (path segments) below which values' elements are located. */
+const MAX_DEPTH = 64;
+
 /** Scans TOML text for key positions. Never throws. */
 export function locateKeys(text: string): SourceMap {
   const lines = text.split(/\r?\n/);
@@ -186,10 +189,36 @@ export function locateKeys(text: string): SourceMap {
     if (i < n && text[i] === c) i++;
   };
 
+  /** Skips a nested value without recording its elements: linear in its length, whatever its depth. */
+  const skipNested = (): void => {
+    let depth = 0;
+    while (i < n) {
+      const c = text[i];
+      if (c === '"' || c === "'") {
+        scanString();
+        continue;
+      }
+      if (c === '#') {
+        skipToEol();
+        continue;
+      }
+      if (c === '[' || c === '{') depth++;
+      else if (c === ']' || c === '}') depth--;
+      i++;
+      if (depth <= 0) return;
+    }
+  };
+
   const scanValue = (path: Segment[]): void => {
     const c = text[i];
     if (c === '"' || c === "'") {
       scanString();
+      return;
+    }
+    // Paths are copied per element: past MAX_DEPTH levels (far beyond any schema key) the elements are not
+    // recorded, so 5,000 nested [ cost one pass instead of depth² copies (the parser refuses them anyway).
+    if ((c === '[' || c === '{') && path.length > MAX_DEPTH) {
+      skipNested();
       return;
     }
     if (c === '[') {

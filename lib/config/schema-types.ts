@@ -74,8 +74,11 @@ export interface SectionDef {
   readonly repeatable?: boolean;
   /** The spec's R on the section (informative: sections with defaults are always satisfied). */
   readonly required?: boolean;
-  /** Which spec document lists it: '000', '001', or 'throughway' for the project's own settings. */
-  readonly source: '000' | '001' | 'throughway';
+  /**
+   * Which spec document lists it: '000', '001', 'reference' for tables the reference's own files write
+   * that the spec does not list (schema/reference.ts), or 'throughway' for the project's own settings.
+   */
+  readonly source: '000' | '001' | 'reference' | 'throughway';
   readonly title: string;
   /**
    * Whether throughway runs this feature. false = accepted and validated but inactive: its required keys

@@ -1,7 +1,8 @@
 /**
  * `throughway apis list`: what the gateway deploys from the apis/ directory with this configuration,
- * computed the way a starting gateway does (validation, gateway labels, duplicate contexts, default
- * versions), without starting one. Each file's diagnostics follow its line.
+ * computed the way a starting gateway does (validation against the throttling policies file's names,
+ * gateway labels, duplicate contexts, default versions), without starting one. Each file's diagnostics
+ * follow its line.
  */
 import * as path from 'node:path';
 import type { LoadResult } from '../config/load';
@@ -10,21 +11,29 @@ import { CorsPolicy } from './cors';
 import { ApiDirectory, selectApis, type ApiState } from './deploy';
 import { formatApiDiagnostic } from './diagnostics';
 import { gatewaySettingsFrom } from './settings';
+import { formatPolicyDiagnostic, loadPolicies, policyNames, type PolicyDiagnostic } from '../throttle/policies';
+import { policyOptionsOf, throttleSettingsFrom } from '../throttle/settings';
 
 export interface ApiListing {
   readonly dir: string;
   readonly missing: boolean;
   readonly states: readonly ApiState[];
   readonly errors: number;
+  /** The throttling policies file's problems: with an error in it, a node does not start and nothing is deployed. */
+  readonly policyDiagnostics: readonly PolicyDiagnostic[];
 }
 
 export function listApis(loaded: LoadResult): ApiListing {
   const settings = gatewaySettingsFrom(loaded.config, loaded.dir, loaded.ports);
-  const dir = new ApiDirectory(settings.apisDir, settings.vars);
+  // The names a starting gateway validates `policy` and `unauthenticated_policy` against (gateway/assembly.ts).
+  const ts = throttleSettingsFrom(loaded.config, loaded.dir);
+  const pol = loadPolicies(ts.policiesFile, policyOptionsOf(ts));
+  const policyErrors = pol.diagnostics.filter((d) => d.level === 'error').length;
+  const dir = new ApiDirectory(settings.apisDir, settings.vars, pol.policies !== undefined ? policyNames(pol.policies) : undefined);
   const read = dir.read();
   const states = selectApis(read.candidates, settings.gatewayLabels, new CorsPolicy(settings.cors)).states;
-  const errors = states.reduce((n, s) => n + s.diagnostics.filter((d) => d.level === 'error').length, 0);
-  return { dir: settings.apisDir, missing: read.missing, states, errors };
+  const errors = policyErrors + states.reduce((n, s) => n + s.diagnostics.filter((d) => d.level === 'error').length, 0);
+  return { dir: settings.apisDir, missing: read.missing, states, errors, policyDiagnostics: pol.diagnostics.filter((d) => d.level !== 'info') };
 }
 
 /** The listing as text: one line per file, its diagnostics indented under it. */
@@ -50,6 +59,7 @@ export function formatApiListing(listing: ApiListing, cwd: string, json: boolean
     )}\n`;
   }
   const lines: string[] = [];
+  for (const d of listing.policyDiagnostics) lines.push(formatPolicyDiagnostic({ ...d, file: rel(d.file) }));
   if (listing.missing) lines.push(`${rel(listing.dir)}: no such directory: no API is deployed`);
   else if (listing.states.length === 0) lines.push(`${rel(listing.dir)}: no API definition files (*.toml)`);
   for (const s of listing.states) {

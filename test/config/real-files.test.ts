@@ -51,8 +51,12 @@ t.test('the all-in-one file: values as the real file writes them', async (t) => 
   // wss_endpoint is not in the spec's table but the reference's own files write it: a known key, no warning.
   t.equal(r.diagnostics.find((d) => d.key === 'apim.gateway.environment[0].wss_endpoint'), undefined);
   t.match(env?.wss_endpoint, /^wss:\/\//, 'wss_endpoint loaded from the entry');
-  const tls = r.diagnostics.find((d) => d.key === 'keystore.tls');
-  t.match(tls, { code: 'CONFIG_UNKNOWN_SECTION', line: 28, message: 'unknown section [keystore.tls]' });
+  t.equal(r.diagnostics.find((d) => d.key.startsWith('keystore.tls')), undefined, '[keystore.tls] is known');
+  // The transports default to the server's TLS key store (spec 001, [transport.passthru_https]).
+  const https = r.config.transport.passthru_https;
+  t.equal(https.listener.key_store.file_name, path.join(FIXTURES, 'wso2carbon.jks'));
+  t.equal(https.sender.key_store.file_name, path.join(FIXTURES, 'wso2carbon.jks'));
+  t.equal(https.listener.key_store.type, 'JKS');
   t.match(r.diagnostics.find((d) => d.key === 'event_listener[0]'), { code: 'CONFIG_UNKNOWN_SECTION', line: 262, message: 'unknown section [[event_listener]]' });
   t.notOk(r.diagnostics.some((d) => d.key.startsWith('event_listener[0].properties')), 'a table inside a reported unknown table is not reported again');
 });

@@ -12,6 +12,7 @@ import { SCHEMA_VERSION, SECTIONS } from '../../lib/config/schema';
 import { DOC000_SECTIONS } from '../../lib/config/schema/doc000';
 import { DOC001_SECTIONS } from '../../lib/config/schema/doc001';
 import { THROUGHWAY_SECTIONS } from '../../lib/config/schema/throughway';
+import { REFERENCE_SECTIONS } from '../../lib/config/schema/reference';
 
 const REF = /^\$ref\{([^}]+)\}$/;
 
@@ -191,7 +192,8 @@ t.test('sources, order and counts', async (t) => {
   t.ok(DOC000_SECTIONS.every((s) => s.source === '000'), 'doc000 sections say 000');
   t.ok(DOC001_SECTIONS.every((s) => s.source === '001'), 'doc001 sections say 001');
   t.ok(THROUGHWAY_SECTIONS.every((s) => s.source === 'throughway' && s.runs), 'throughway sections run');
-  t.same(SECTIONS.map((s) => s.path), [...DOC000_SECTIONS, ...DOC001_SECTIONS, ...THROUGHWAY_SECTIONS].map((s) => s.path), 'spec order');
+  t.ok(REFERENCE_SECTIONS.every((s) => s.source === 'reference'), "the reference's own tables say reference");
+  t.same(SECTIONS.map((s) => s.path), [...DOC000_SECTIONS, ...DOC001_SECTIONS, ...REFERENCE_SECTIONS, ...THROUGHWAY_SECTIONS].map((s) => s.path), 'spec order');
   const keys = SECTIONS.reduce((n, s) => n + s.keys.length, 0);
   t.ok(SECTIONS.length >= 105, `section count ${SECTIONS.length}`);
   t.ok(keys >= 620, `key count ${keys}`);

@@ -138,8 +138,10 @@ export const DOC000_SECTIONS: readonly SectionDef[] = [
       { key: 'hostname', type: 's', format: 'host', meaning: 'Database host; use with port, or use url (url overrides host and port).' },
       { key: 'port', type: 's', format: 'port', meaning: 'Database port; use with hostname, or use url.' },
       { key: 'url', type: 's', defaultText: 'embedded file database URL ending DB_CLOSE_ON_EXIT=FALSE', meaning: 'Connection URL; required for h2 and to pass JDBC properties, otherwise optional.' },
-      { key: 'username', type: 's', required: true, defaultText: 'built-in default user', meaning: 'Connection user.' },
-      { key: 'password', type: 's', required: true, secret: true, defaultText: 'built-in default (<DB_PASSWORD>)', meaning: 'Connection password.' },
+      // R in the spec with a default ("built-in default user/password"): not enforced. The embedded h2
+      // store (an SQLite file, docs/migrating.md) ignores them; postgre/mysql connect without them.
+      { key: 'username', type: 's', defaultText: 'built-in default user (ignored by type h2)', meaning: 'Connection user.' },
+      { key: 'password', type: 's', secret: true, defaultText: 'built-in default (<DB_PASSWORD>; ignored by type h2)', meaning: 'Connection password.' },
       { key: 'validationQuery', type: 's', required: true, default: 'SELECT 1', meaning: 'Query that validates a connection; depends on the database.' },
       { key: 'pool_options.maxActive', type: 's', default: '50', meaning: 'Maximum simultaneously active pooled connections.' },
       { key: 'pool_options.maxWait', type: 's', format: 'duration', unit: 'ms', default: 60000, min: 0, meaning: 'Maximum wait for a free connection once maxActive is used up.' },
@@ -228,20 +230,22 @@ export const DOC000_SECTIONS: readonly SectionDef[] = [
     source: '000',
     title: 'Gateway environment',
     runs: true,
+    // Nothing reads the environments yet (the gateway's URLs come from the listeners' ports): every key is
+    // accepted and named by `config check` as not acted on (docs/migrating.md).
     keys: [
-      { key: 'name', type: 's', required: true, default: 'Default', meaning: 'Environment name.' },
-      { key: 'type', type: 's', required: true, default: 'hybrid', allowed: ['production', 'sandbox', 'hybrid'], meaning: 'Which tokens the environment serves.' },
-      { key: 'display_in_api_console', type: 's', required: true, boolString: true, default: true, meaning: "Show the environment under 'Try it' in the developer portal console." },
-      { key: 'description', type: 's', required: true, default: 'This is a hybrid gateway that handles both production and sandbox token traffic.', defaultText: 'text describing a hybrid gateway for production and sandbox tokens', meaning: 'Description of the environment.' },
-      { key: 'show_as_token_endpoint_url', type: 's', required: true, boolString: true, default: true, meaning: 'Used to build the sample request in the developer portal.' },
-      { key: 'service_url', type: 's', required: true, format: 'url', default: 'https://localhost:9443/services/', meaning: 'APIs are published to this URL.' },
-      { key: 'username', type: 's', required: true, default: SUPER_USER, defaultText: 'super admin user name', meaning: 'Publishing credential: user.' },
-      { key: 'password', type: 's', required: true, secret: true, default: SUPER_PASS, defaultText: 'super admin password', meaning: 'Publishing credential: password.' },
-      { key: 'ws_endpoint', type: 's', required: true, format: 'url', defaultText: 'no default; ws://<host>:<port> (gateway WS port 9099 in the sample)', meaning: 'WebSocket endpoint of the gateway.' },
+      { key: 'name', type: 's', inactive: true, required: true, default: 'Default', meaning: 'Environment name.' },
+      { key: 'type', type: 's', inactive: true, required: true, default: 'hybrid', allowed: ['production', 'sandbox', 'hybrid'], meaning: 'Which tokens the environment serves.' },
+      { key: 'display_in_api_console', type: 's', inactive: true, required: true, boolString: true, default: true, meaning: "Show the environment under 'Try it' in the developer portal console." },
+      { key: 'description', type: 's', inactive: true, required: true, default: 'This is a hybrid gateway that handles both production and sandbox token traffic.', defaultText: 'text describing a hybrid gateway for production and sandbox tokens', meaning: 'Description of the environment.' },
+      { key: 'show_as_token_endpoint_url', type: 's', inactive: true, required: true, boolString: true, default: true, meaning: 'Used to build the sample request in the developer portal.' },
+      { key: 'service_url', type: 's', inactive: true, required: true, format: 'url', default: 'https://localhost:9443/services/', meaning: 'APIs are published to this URL.' },
+      { key: 'username', type: 's', inactive: true, required: true, default: SUPER_USER, defaultText: 'super admin user name', meaning: 'Publishing credential: user.' },
+      { key: 'password', type: 's', inactive: true, required: true, secret: true, default: SUPER_PASS, defaultText: 'super admin password', meaning: 'Publishing credential: password.' },
+      { key: 'ws_endpoint', type: 's', inactive: true, required: true, format: 'url', defaultText: 'no default; ws://<host>:<port> (gateway WS port 9099 in the sample)', meaning: 'WebSocket endpoint of the gateway.' },
       // Not in the spec's table, but the reference's own files set it on the entry (shared/fixtures).
-      { key: 'wss_endpoint', type: 's', format: 'url', defaultText: 'no default; wss://<host>:<port> (gateway WSS port 8099)', meaning: 'Secure WebSocket endpoint of the gateway (throughway addition: the reference files write it here).' },
-      { key: 'https_endpoint', type: 's', required: true, format: 'url', defaultText: 'no default; https://<host>:<port> (8243 in the sample)', meaning: 'HTTPS endpoint of the gateway.' },
-      { key: 'http_endpoint', type: 's', format: 'url', defaultText: 'no default; http://<host>:<port> (8280 in the sample)', meaning: 'HTTP endpoint of the gateway.' },
+      { key: 'wss_endpoint', type: 's', inactive: true, format: 'url', defaultText: 'no default; wss://<host>:<port> (gateway WSS port 8099)', meaning: 'Secure WebSocket endpoint of the gateway (throughway addition: the reference files write it here).' },
+      { key: 'https_endpoint', type: 's', inactive: true, required: true, format: 'url', defaultText: 'no default; https://<host>:<port> (8243 in the sample)', meaning: 'HTTPS endpoint of the gateway.' },
+      { key: 'http_endpoint', type: 's', inactive: true, format: 'url', defaultText: 'no default; http://<host>:<port> (8280 in the sample)', meaning: 'HTTP endpoint of the gateway.' },
     ],
   },
   {
@@ -250,10 +254,10 @@ export const DOC000_SECTIONS: readonly SectionDef[] = [
     title: 'Virtual host of a gateway environment',
     runs: true,
     keys: [
-      { key: 'http_endpoint', type: 's', format: 'url', defaultText: 'http://<host of https endpoint>:80', meaning: 'HTTP endpoint, http://<host>:<port>/<optional context>.' },
-      { key: 'https_endpoint', type: 's', required: true, format: 'url', meaning: 'HTTPS endpoint, https://<host>:<port>/<optional context>.' },
-      { key: 'ws_endpoint', type: 's', format: 'url', defaultText: 'ws://<host of https endpoint>:9099', meaning: 'WebSocket endpoint.' },
-      { key: 'wss_endpoint', type: 's', format: 'url', defaultText: 'wss://<host of https endpoint>:8099', meaning: 'Secure WebSocket endpoint.' },
+      { key: 'http_endpoint', type: 's', inactive: true, format: 'url', defaultText: 'http://<host of https endpoint>:80', meaning: 'HTTP endpoint, http://<host>:<port>/<optional context>.' },
+      { key: 'https_endpoint', type: 's', inactive: true, required: true, format: 'url', meaning: 'HTTPS endpoint, https://<host>:<port>/<optional context>.' },
+      { key: 'ws_endpoint', type: 's', inactive: true, format: 'url', defaultText: 'ws://<host of https endpoint>:9099', meaning: 'WebSocket endpoint.' },
+      { key: 'wss_endpoint', type: 's', inactive: true, format: 'url', defaultText: 'wss://<host of https endpoint>:8099', meaning: 'Secure WebSocket endpoint.' },
     ],
   },
   {

@@ -70,18 +70,24 @@ function passthruSharedKeys(https: boolean): KeyDef[] {
   ];
 }
 
-/** (spec 001, [transport.passthru_https]): listener and sender key/trust stores. */
+/**
+ * (spec 001, [transport.passthru_https]): listener and sender key/trust stores. The spec marks them R and
+ * gives each a default (the server's primary key store and trust store, built-in passwords; the sender the
+ * same as the listener): R is satisfied by a default (spec 000, part 1.7), so none is enforced. The loader
+ * fills the ones a file leaves out from [keystore.tls]/[keystore.primary]/[truststore] when written
+ * (config/stores.ts); else the listener serves the generated sample key pair (docs/tls.md).
+ */
 function storeKeys(side: 'listener' | 'sender'): KeyDef[] {
-  const same = side === 'sender' ? 'same default as the listener key store: ' : '';
-  const sameT = side === 'sender' ? 'same default as the listener trust store: ' : '';
+  const same = side === 'sender' ? 'the listener key store, else ' : '';
+  const sameT = side === 'sender' ? 'the listener trust store, else ' : '';
   return [
-    { key: `${side}.key_store.file_name`, type: 's', required: true, format: 'path', defaultText: `${same}primary keystore file of the server`, meaning: 'Keystore path.' },
-    { key: `${side}.key_store.type`, type: 's', required: true, default: 'JKS', allowed: STORE_TYPES, meaning: 'Keystore type.' },
-    { key: `${side}.key_store.password`, type: 's', required: true, secret: true, defaultText: `${same}built-in default (<KEYSTORE_PASSWORD>)`, meaning: 'Keystore password.' },
-    { key: `${side}.key_store.key_password`, type: 's', required: true, secret: true, defaultText: `${same}built-in default (<KEY_PASSWORD>)`, meaning: 'Private key password.' },
-    { key: `${side}.trust_store.file_name`, type: 's', required: true, format: 'path', defaultText: `${sameT}server trust store file`, meaning: 'Trust store of trusted certificates.' },
-    { key: `${side}.trust_store.type`, type: 's', required: true, default: 'JKS', allowed: STORE_TYPES, meaning: 'Trust store type.' },
-    { key: `${side}.trust_store.password`, type: 's', required: true, secret: true, defaultText: `${sameT}built-in default (<TRUSTSTORE_PASSWORD>)`, meaning: 'Trust store password.' },
+    { key: `${side}.key_store.file_name`, type: 's', format: 'path', defaultText: `${same}the primary keystore file of the server: [keystore.tls], else [keystore.primary], else the generated sample key pair`, meaning: 'Keystore path.' },
+    { key: `${side}.key_store.type`, type: 's', default: 'JKS', allowed: STORE_TYPES, meaning: 'Keystore type (with the file name from [keystore.*], its type).' },
+    { key: `${side}.key_store.password`, type: 's', secret: true, defaultText: `${same}the primary key store's password; else the store reader's built-in default (<KEYSTORE_PASSWORD>)`, meaning: 'Keystore password.' },
+    { key: `${side}.key_store.key_password`, type: 's', secret: true, defaultText: `${same}the primary key store's key password; else the key store password`, meaning: 'Private key password.' },
+    { key: `${side}.trust_store.file_name`, type: 's', format: 'path', defaultText: `${sameT}the server trust store file: [truststore] when written (none otherwise)`, meaning: 'Trust store of trusted certificates.' },
+    { key: `${side}.trust_store.type`, type: 's', default: 'JKS', allowed: STORE_TYPES, meaning: 'Trust store type (with the file name from [truststore], its type).' },
+    { key: `${side}.trust_store.password`, type: 's', secret: true, defaultText: `${sameT}the server trust store's password; else the store reader's built-in default (<TRUSTSTORE_PASSWORD>)`, meaning: 'Trust store password.' },
   ];
 }
 
@@ -129,8 +135,10 @@ function wsKeys(secure: boolean): KeyDef[] {
   ];
   if (secure) {
     keys.push(
-      { key: 'sender.trust_store.location', type: 's', required: true, format: 'path', defaultText: 'server trust store file', meaning: 'Trust store for backend WSS connections.' },
-      { key: 'sender.trust_store.password', type: 's', required: true, secret: true, defaultText: 'built-in default', meaning: 'Trust store password.' },
+      // R in the spec with a default (the server trust store): filled from [truststore] when written
+      // (config/stores.ts), else the outbound side's trust (docs/tls.md); never enforced.
+      { key: 'sender.trust_store.location', type: 's', format: 'path', defaultText: 'the server trust store file: [truststore] when written', meaning: 'Trust store for backend WSS connections.' },
+      { key: 'sender.trust_store.password', type: 's', secret: true, defaultText: "the server trust store's password; else built-in default", meaning: 'Trust store password.' },
     );
   }
   return keys;
