@@ -46,9 +46,9 @@ export class TlsConfigError extends Error {
   }
 }
 
-function storeRef(source: string, s: { readonly file_name?: string; readonly type?: string; readonly password?: string; readonly key_password?: string }, cwd: string): StoreRef | undefined {
+function storeRef(source: string, s: { readonly file_name?: string; readonly type?: string; readonly password?: string; readonly key_password?: string; readonly alias?: string }, cwd: string): StoreRef | undefined {
   if (s.file_name === undefined || s.file_name === '') return undefined;
-  return Object.freeze({ file: path.resolve(cwd, s.file_name), type: s.type, password: s.password, keyPassword: s.key_password, source });
+  return Object.freeze({ file: path.resolve(cwd, s.file_name), type: s.type, password: s.password, keyPassword: s.key_password, alias: s.alias, source });
 }
 
 /**
