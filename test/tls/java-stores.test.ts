@@ -16,6 +16,7 @@ import { createTransport, targetFromUrl } from '../../lib/transport';
 import { serverOptions, type ListenerTlsSettings } from '../../lib/tls/settings';
 import { readKeyStore, readTrustStore, TlsStoreError, type StoreRef } from '../../lib/tls/keystore';
 import { md5 } from '../../lib/tls/md5';
+import { main } from '../../lib/cli';
 import { HOST, get, makePki, tlsRequest } from './helpers';
 
 t.test('md5.ts matches node:crypto on lengths around the block boundaries', async (t) => {
@@ -149,4 +150,24 @@ t.test('wrong passwords and a missing alias are coded errors naming the key and 
   fs.writeFileSync(d('altered.jks'), altered);
   [c] = code(() => readKeyStore({ file: d('altered.jks'), password: 'wso2carbon', source: src }));
   t.equal(c, 'TLS_PASSWORD', 'an altered file fails the integrity digest');
+});
+
+t.test('config check refuses a JKS store its password does not open, as start does, and passes the right one', { skip }, async (t) => {
+  const run = async (password: string): Promise<{ code: number; out: string; err: string }> => {
+    fs.writeFileSync(
+      d('deployment.toml'),
+      `[server]\nhostname = "localhost"\n\n[transport.passthru_https]\nlistener.key_store.file_name = "wso2carbon.jks"\nlistener.key_store.password = "${password}"\nlistener.key_store.key_password = "wso2carbon"\nlistener.trust_store.file_name = "client-truststore.jks"\nlistener.trust_store.password = "wso2carbon"\n` +
+        'sender.key_store.file_name = "wso2carbon.jks"\nsender.key_store.password = "wso2carbon"\nsender.key_store.key_password = "wso2carbon"\nsender.trust_store.file_name = "client-truststore.jks"\nsender.trust_store.password = "wso2carbon"\n',
+    );
+    let out = '';
+    let err = '';
+    const code = await main(['config', 'check', '--config', 'deployment.toml'], { cwd: pki.dir, out: (s: string) => (out += s), err: (s: string) => (err += s) } as Parameters<typeof main>[1]);
+    return { code, out, err };
+  };
+  const bad = await run('wrong');
+  t.equal(bad.code, 1, 'a wrong store password is an error');
+  t.match(bad.err, /TLS_PASSWORD: \[transport\.passthru_https\] listener\.key_store \(password\) .*wso2carbon\.jks/);
+  const good = await run('wso2carbon');
+  t.equal(good.code, 0, `the reference's default layout passes: ${good.err}`);
+  t.match(good.out, /valid/);
 });
