@@ -23,6 +23,7 @@ import { databaseMapping } from './config/database';
 import { connectionTarget } from './store/pool';
 import { FormatConfigError, mediationSettingsFrom } from './mediation';
 import { roleParts } from './scale/settings';
+import { checkTlsStores } from './tls/settings';
 
 export const USAGE = `Usage: throughway <command> [options]
 
@@ -168,6 +169,13 @@ function check(p: Parsed, io: CliIo): number {
   } catch (err) {
     if (!(err instanceof FormatConfigError)) throw err;
     io.out(`${shown}: invalid: ${err.message}\n`);
+    return 1;
+  }
+  // Key and trust stores opened with their passwords and alias, as start opens them (docs/tls.md).
+  const stores = checkTlsStores(result.config, io.cwd);
+  for (const s of stores) io.err(`${shown}: error ${s.code}: ${s.message}\n`);
+  if (stores.length > 0) {
+    io.out(`${shown}: invalid: ${plural(stores.length, 'key or trust store')} start would refuse\n`);
     return 1;
   }
   const lines = [`${shown}: valid (${plural(warnings, 'warning')}${p.strict ? ', strict' : ''})`, `role: ${result.config.server.server_role}`];

@@ -50,9 +50,9 @@ export class TlsConfigError extends Error {
   }
 }
 
-function storeRef(source: string, s: { readonly file_name?: string; readonly type?: string; readonly password?: string; readonly key_password?: string }, cwd: string): StoreRef | undefined {
+function storeRef(source: string, s: { readonly file_name?: string; readonly type?: string; readonly password?: string; readonly key_password?: string; readonly alias?: string }, cwd: string): StoreRef | undefined {
   if (s.file_name === undefined || s.file_name === '') return undefined;
-  return Object.freeze({ file: path.resolve(cwd, s.file_name), type: s.type, password: s.password, keyPassword: s.key_password, source });
+  return Object.freeze({ file: path.resolve(cwd, s.file_name), type: s.type, password: s.password, keyPassword: s.key_password, alias: s.alias, source });
 }
 
 /**
@@ -270,4 +270,50 @@ export function outboundFrom(config: DeploymentConfig, cwd: string): Outbound {
     },
     ...(proxyFor !== undefined ? { proxyFor } : {}),
   };
+}
+
+/** A key or trust store that `start` would refuse, as `config check` reports it. */
+export interface StoreProblem {
+  readonly source: string;
+  readonly file: string;
+  readonly code: string;
+  readonly message: string;
+}
+
+/**
+ * Opens every store an enabled transport would read (the HTTPS listener's key and trust stores, the
+ * sender's, the WSS sender's trust store) with the configured passwords and alias, as `start` and the first
+ * `https://` endpoint do: `config check` refuses what `start` would (docs/tls.md). The listener's SSL
+ * profile file, read at start, is checked too.
+ */
+export function checkTlsStores(config: DeploymentConfig, cwd: string): StoreProblem[] {
+  const problems: StoreProblem[] = [];
+  const attempt = (ref: StoreRef | undefined, read: (r: StoreRef) => unknown): void => {
+    if (ref === undefined) return;
+    try {
+      read(ref);
+    } catch (err) {
+      problems.push({ source: ref.source, file: ref.file, code: (err as TlsStoreError).code ?? 'TLS_READ', message: (err as Error).message });
+    }
+  };
+  const pt = config.transport.passthru_https;
+  if (pt.listener.enable !== false) {
+    const s = listenerTlsSettings(config, cwd);
+    attempt(s.keyStore, readKeyStore);
+    attempt(s.trustStore, readTrustStore);
+    if (s.profileFile !== undefined) {
+      try {
+        const p = readProfile(s.profileFile);
+        attempt(p.keyStore, readKeyStore);
+        attempt(p.trustStore, readTrustStore);
+      } catch (err) {
+        problems.push({ source: '[transport.passthru_https] listener.ssl_profile.file_path', file: s.profileFile, code: (err as TlsConfigError).code, message: (err as Error).message });
+      }
+    }
+  }
+  attempt(storeRef('[transport.passthru_https] sender.key_store', pt.sender.key_store, cwd), readKeyStore);
+  attempt(storeRef('[transport.passthru_https] sender.trust_store', pt.sender.trust_store, cwd), readTrustStore);
+  const wss = config.transport.wss.sender.trust_store;
+  if (wss?.location !== undefined && wss.location !== '') attempt({ file: path.resolve(cwd, wss.location), password: wss.password, source: '[transport.wss] sender.trust_store' }, readTrustStore);
+  return problems;
 }
