@@ -19,6 +19,7 @@
 import type { Socket } from 'node:net';
 import { HttpParser, ExecStatus, PAUSE, HEAD_CONTINUE, type ParserEvents } from './parser';
 import { ProtocolState as S, canTransition, type ProtocolState } from './states';
+import { isTrusted } from './trusted';
 import { makeFault, type TransportFault, type FaultReason } from './codes';
 import { buildRequestHead, withBodyLength } from './headers';
 import { Exchange, type ExchangeOwner, type ExchangeTarget } from './exchange';
@@ -41,6 +42,8 @@ export class SourceConnection implements ParserEvents, ExchangeOwner {
   readonly parser: HttpParser;
   readonly id: number;
   readonly remoteAddress: string;
+  /** The peer is one of [throughway] trusted_proxies (decided once per connection). */
+  readonly trustedPeer: boolean;
   readonly remotePort: number;
   state: ProtocolState = S.REQUEST_READY;
   ex: Exchange | null = null;
@@ -83,6 +86,7 @@ export class SourceConnection implements ParserEvents, ExchangeOwner {
     this.core = core;
     this.id = core.nextConnectionId++;
     this.remoteAddress = socket.remoteAddress ?? '';
+    this.trustedPeer = isTrusted(core.trusted, this.remoteAddress);
     this.remotePort = socket.remotePort ?? 0;
     this.lastActive = core.now;
     this.headStart = core.now;
@@ -409,6 +413,7 @@ export class SourceConnection implements ParserEvents, ExchangeOwner {
         headers,
         hostHeader: target.hostHeader,
         remoteAddress: this.remoteAddress,
+        trustedPeer: this.trustedPeer,
         proto: this.secure ? 'https' : 'http',
         close: core.settings.disableKeepAlive,
         upgrade: d.websocket !== undefined && ex.upgrade ? 'websocket' : undefined,
@@ -622,7 +627,7 @@ export class SourceConnection implements ParserEvents, ExchangeOwner {
         method: ex.method,
         url: ex.url,
         httpVersion: ex.versionMinor === 0 ? '1.0' : '1.1',
-        remoteAddress: this.remoteAddress,
+        remoteAddress: ex.remoteAddress,
         connectionId: this.id,
         requestNumber: ex.requestNumber,
         status: ex.status,
