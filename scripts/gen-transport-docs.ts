@@ -148,8 +148,10 @@ export function renderTransportDoc(): string {
   out.push('  the backend\'s Server header, else `throughway` replaces it; `\'http.headers.preserve\'` lists fields');
   out.push('  whose incoming value wins over one the gateway would set (e.g. `Host` forwards the client\'s Host).');
   out.push('- **Timeouts** (no timer per request: one sweep per transport compares activity stamps):');
-  out.push('  `\'http.socket.timeout\'` inactivity on both sides; `connect_timeout` for backend connects;');
-  out.push('  `header_timeout` for a complete request head (slowloris); `keepalive_timeout` for idle clients.');
+  out.push('  `\'http.socket.timeout\'` inactivity on both sides, a half-sent request head included (408,');
+  out.push('  101505); `connect_timeout` for backend connects; `header_timeout` for a complete request head however');
+  out.push('  steadily it trickles (slowloris); `body_timeout` (600 s) for a complete request body, from the end of');
+  out.push('  its head (408, 103162); `keepalive_timeout` for idle clients.');
   out.push('  Waiting on the client is not counted against the backend and vice versa. A deadline never fires');
   out.push('  before its limit and at most two sweeps after it (a sweep runs every min(timeouts)/4, 5 to 250 ms).');
   out.push('- **Worker pool, read for Node**: `worker_pool_size_max` bounds the requests proxied at once;');

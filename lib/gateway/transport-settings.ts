@@ -37,5 +37,6 @@ export function transportSettingsFrom(c: DeploymentConfig): Partial<TransportSet
     shutdownTimeout: t.shutdown_timeout,
     globalTimeout: c.mediation.engine.global_timeout_interval,
     trustedProxies: t.trusted_proxies,
+    bodyTimeout: t.body_timeout,
   };
 }

@@ -119,7 +119,7 @@ export class TransportCore {
   ) {
     this.timed = events.onExchange !== undefined;
     const s = settings;
-    const shortest = Math.min(s.socketTimeout, s.connectTimeout, s.headerTimeout, s.keepAliveTimeout, s.poolIdleTimeout, s.globalTimeout > 0 ? s.globalTimeout : Infinity);
+    const shortest = Math.min(s.socketTimeout, s.connectTimeout, s.headerTimeout, s.keepAliveTimeout, s.poolIdleTimeout, s.globalTimeout > 0 ? s.globalTimeout : Infinity, s.bodyTimeout > 0 ? s.bodyTimeout : Infinity);
     this.sweepEvery = Math.max(5, Math.min(250, Math.floor(shortest / 4)));
     this.trusted = trustedMatcher(settings.trustedProxies);
   }

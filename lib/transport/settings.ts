@@ -63,6 +63,8 @@ export interface TransportSettings {
    * right-most untrusted X-Forwarded-For entry (trusted.ts, docs/security.md).
    */
   readonly trustedProxies: readonly string[];
+  /** [throughway] body_timeout: ms from a complete request head to its last body byte (0: none; 408, 103162). */
+  readonly bodyTimeout: number;
 }
 
 export const DEFAULT_TRANSPORT_SETTINGS: TransportSettings = Object.freeze({
@@ -95,6 +97,7 @@ export const DEFAULT_TRANSPORT_SETTINGS: TransportSettings = Object.freeze({
   globalTimeout: 0,
   productToken: 'throughway',
   trustedProxies: Object.freeze([]),
+  bodyTimeout: 600_000,
 });
 
 export function resolveSettings(partial?: Partial<TransportSettings>): TransportSettings {

@@ -714,14 +714,30 @@ export class SourceConnection implements ParserEvents, ExchangeOwner {
         if (!this.blocked && now - this.lastActive > settings.keepAliveTimeout) this.close();
         return;
       case S.REQUEST_HEAD:
-        if (this.ex === null && now - this.headStart > settings.headerTimeout) {
+        if (this.ex !== null) return;
+        if (now - this.headStart > settings.headerTimeout) {
           const ex = this.newErrorExchange();
           answerFault(this, ex, makeFault('header_timeout', S.REQUEST_HEAD, false, `head not complete within ${settings.headerTimeout} ms`), true);
+        } else if (now - this.lastActive > settings.socketTimeout) {
+          // 'http.socket.timeout' is inactivity on both sides (spec 001), a half-sent head included.
+          const ex = this.newErrorExchange();
+          answerFault(this, ex, makeFault('client_timeout', S.REQUEST_HEAD, false, `no data for ${settings.socketTimeout} ms`), true);
         }
         return;
       case S.REQUEST_BODY: {
         const ex = this.ex;
         if (ex === null || !ex.ready || this.waitingForTarget || this.blocked) return;
+        const bodyTimeout = settings.bodyTimeout;
+        if (bodyTimeout > 0 && now - ex.startedAt > bodyTimeout) {
+          // [throughway] body_timeout: the whole body within a deadline, however slowly it trickles.
+          const t = ex.target;
+          if (t !== null) {
+            ex.target = null;
+            t.destroy();
+          }
+          answerFault(this, ex, makeFault('body_deadline', S.REQUEST_BODY, false, `body not complete within ${bodyTimeout} ms`), true);
+          return;
+        }
         if (now - this.lastActive > settings.socketTimeout) {
           const t = ex.target;
           if (t !== null) {
