@@ -132,6 +132,12 @@ export function renderTransportDoc(): string {
   out.push('  with no request body byte sent, is retried once on a fresh connection (`retry_stale`); faults say');
   out.push('  whether the failed socket was reused. `disable_connection_keepalive` sends `Connection: close` and');
   out.push('  uses one connection per request.');
+  out.push('- **Automatic retries never deliver a request twice** (RFC 9110 §9.2.2): a backend may read a request');
+  out.push('  and close before answering, having acted on it. Both automatic retries (`retry_stale` and an');
+  out.push('  endpoint\'s `retry_codes`) resend only the idempotent methods GET, HEAD, OPTIONS, TRACE, PUT and');
+  out.push('  DELETE, and only while no body byte was sent and no response byte received; any other method (POST,');
+  out.push('  PATCH, ...) is retried only when its connection failed before a byte of the request was written');
+  out.push('  (refused or timed-out connect). A POST or PATCH whose head went out gets the fault instead.');
   out.push('- **Headers**: names and values are forwarded byte for byte (latin1), case kept. Removed both ways:');
   out.push('  Connection and every name it lists, Keep-Alive, Proxy-Connection, TE, Upgrade (RFC 9110 §7.6.1).');
   out.push('  Transfer-Encoding stays because the framing is relayed verbatim. The backend gets `Host:` set to the');
@@ -142,8 +148,10 @@ export function renderTransportDoc(): string {
   out.push('  the backend\'s Server header, else `throughway` replaces it; `\'http.headers.preserve\'` lists fields');
   out.push('  whose incoming value wins over one the gateway would set (e.g. `Host` forwards the client\'s Host).');
   out.push('- **Timeouts** (no timer per request: one sweep per transport compares activity stamps):');
-  out.push('  `\'http.socket.timeout\'` inactivity on both sides; `connect_timeout` for backend connects;');
-  out.push('  `header_timeout` for a complete request head (slowloris); `keepalive_timeout` for idle clients.');
+  out.push('  `\'http.socket.timeout\'` inactivity on both sides, a half-sent request head included (408,');
+  out.push('  101505); `connect_timeout` for backend connects; `header_timeout` for a complete request head however');
+  out.push('  steadily it trickles (slowloris); `body_timeout` (600 s) for a complete request body, from the end of');
+  out.push('  its head (408, 103162); `keepalive_timeout` for idle clients.');
   out.push('  Waiting on the client is not counted against the backend and vice versa. A deadline never fires');
   out.push('  before its limit and at most two sweeps after it (a sweep runs every min(timeouts)/4, 5 to 250 ms).');
   out.push('- **Worker pool, read for Node**: `worker_pool_size_max` bounds the requests proxied at once;');

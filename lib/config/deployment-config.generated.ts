@@ -2208,6 +2208,10 @@ export interface ThroughwaySection {
   readonly fault_templates_file: string;
   /** HTTP access log file, written when http_access_log.enabled is true and useLogger is false. Default: "logs/http_access.log". */
   readonly access_log_file: string;
+  /** Addresses and CIDR ranges of proxies in front of the gateway (e.g. ["10.0.0.0/8", "::1"]). Only from these peers are X-Forwarded-For (appended to), X-Forwarded-Proto, X-Forwarded-Host, Forwarded and X-Real-IP kept, and the client address (throttling, blocking, logs) is the right-most X-Forwarded-For entry that is not a trusted proxy; from any other peer these fields are replaced (docs/security.md). Default: []. */
+  readonly trusted_proxies: readonly string[];
+  /** A request body must arrive whole within this from the end of its head, however steadily it trickles (0: no deadline); else 408 with fault 103162 and the connection closes. Default: 600000 milliseconds. Loaded as milliseconds. */
+  readonly body_timeout: number;
   /** Mediation limits */
   readonly mediation: ThroughwayMediationSection;
   /** Built-in demo backend */

@@ -12,7 +12,8 @@
  *    transport holds 103001–103004 (OwnCode), the gateway continues from 103005 in GATEWAY_FAULTS below.
  *    One block per area, so that each area's codes stay together: 103005–103019 routing and endpoints,
  *    103020–103039 security, 103040–103059 throttling, 103060–103079 mediation, 103080–103099 TLS,
- *    proxies and WebSocket, 103100–103119 scale-out, 103120–103139 operations, 103140–103159 embedding.
+ *    proxies and WebSocket, 103100–103119 scale-out, 103120–103139 operations, 103140–103159 embedding,
+ *    103160–103179 the transport's request framing and deadlines (OwnCode).
  *
  * docs/faults.md is generated from these tables (scripts/gen-gateway-docs.ts) and a test fails when a code is
  * missing from it or the page is stale.

@@ -36,5 +36,7 @@ export function transportSettingsFrom(c: DeploymentConfig): Partial<TransportSet
     senderEnabled: c.transport.passthru_http.sender.enable,
     shutdownTimeout: t.shutdown_timeout,
     globalTimeout: c.mediation.engine.global_timeout_interval,
+    trustedProxies: t.trusted_proxies,
+    bodyTimeout: t.body_timeout,
   };
 }

@@ -11,6 +11,7 @@ import * as net from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { faultJson, type TransportFault } from './codes';
 import { stateName } from './states';
+import { trustedMatcher } from './trusted';
 import type { TransportSettings } from './settings';
 import type { Logger } from '../log';
 import type { Exchange } from './exchange';
@@ -98,6 +99,8 @@ export class TransportCore {
   closing = false;
   /** Exchanges holding an in-flight slot, and those waiting for one (spec 001 [passthru_http] worker_pool_*). */
   inFlight = 0;
+  /** [throughway] trusted_proxies, compiled once (null: no peer is trusted). */
+  readonly trusted: net.BlockList | null;
   private readonly slotWaiters: Exchange[] = [];
   private readonly timed: boolean;
   private sweepTimer: NodeJS.Timeout | undefined;
@@ -116,8 +119,9 @@ export class TransportCore {
   ) {
     this.timed = events.onExchange !== undefined;
     const s = settings;
-    const shortest = Math.min(s.socketTimeout, s.connectTimeout, s.headerTimeout, s.keepAliveTimeout, s.poolIdleTimeout, s.globalTimeout > 0 ? s.globalTimeout : Infinity);
+    const shortest = Math.min(s.socketTimeout, s.connectTimeout, s.headerTimeout, s.keepAliveTimeout, s.poolIdleTimeout, s.globalTimeout > 0 ? s.globalTimeout : Infinity, s.bodyTimeout > 0 ? s.bodyTimeout : Infinity);
     this.sweepEvery = Math.max(5, Math.min(250, Math.floor(shortest / 4)));
+    this.trusted = trustedMatcher(settings.trustedProxies);
   }
 
   takeReadBuffer(): Buffer {

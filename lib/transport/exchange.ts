@@ -2,7 +2,8 @@
  * One request and its response on a source connection. The exchange is what the router sees (it
  * implements SourceRequest) and what links the source connection to the target connection serving it.
  */
-import type { Socket } from 'node:net';
+import type { BlockList, Socket } from 'node:net';
+import { clientAddress } from './trusted';
 import type { PeerCertificate, TLSSocket } from 'node:tls';
 import type { HttpParser } from './parser';
 import type { SourceRequest, ForwardDecision, BodyRead, BufferedResponse } from './types';
@@ -36,6 +37,9 @@ export interface ExchangeTarget {
 export interface ExchangeOwner {
   readonly id: number;
   readonly remoteAddress: string;
+  /** The peer is one of [throughway] trusted_proxies. */
+  readonly trustedPeer: boolean;
+  readonly core: { readonly trusted: BlockList | null };
   readonly remotePort: number;
   readonly secure: boolean;
   readonly socket: Socket;
@@ -177,7 +181,8 @@ export class Exchange implements SourceRequest {
     this.contentLength = p.contentLength;
     this.chunked = p.chunked;
     this.upgrade = p.upgrade;
-    this.remoteAddress = source.remoteAddress;
+    // Behind a trusted proxy the client is the right-most untrusted X-Forwarded-For entry (trusted.ts).
+    this.remoteAddress = source.trustedPeer ? clientAddress(source.core.trusted, p.headers, source.remoteAddress) : source.remoteAddress;
     this.remotePort = source.remotePort;
     this.secure = source.secure;
     this.connectionId = source.id;

@@ -2,10 +2,13 @@
  * Outgoing heads, built straight from the parsed header arrays as one latin1 string (one write per head).
  *
  * Names and values are forwarded byte for byte, case kept. Removed: the hop-by-hop fields of RFC 9110
- * §7.6.1 (Connection and every name it lists, Proxy-Connection, Keep-Alive, TE, Upgrade). Transfer-Encoding
- * is hop-by-hop too, but throughway relays message framing verbatim (chunked bodies are not re-framed:
- * cheaper, and the strict parser has already validated them), so the field that describes that framing is
- * kept; it is dropped only when a chunked response is de-chunked for an HTTP/1.0 client (RFC 9112 §7.1).
+ * §7.6.1 (Connection and every name it lists, Proxy-Connection, Keep-Alive, TE, Upgrade), and
+ * Proxy-Authorization and Proxy-Authenticate, which belong to the proxy that asks for them (RFC 9110
+ * §11.7). Transfer-Encoding is hop-by-hop too, but throughway relays message framing verbatim (chunked
+ * bodies are not re-framed: cheaper, and the strict parser has already validated them), so the field that
+ * describes that framing is kept: a request's must be exactly one `chunked` (request-checks.ts), a
+ * response's goes out as one field without `identity` (repeated fields combined, RFC 9110 §5.3); it is
+ * dropped when a chunked response is de-chunked for an HTTP/1.0 client (RFC 9112 §7.1).
  */
 import type { TransportSettings } from './settings';
 
@@ -21,6 +24,8 @@ const enum Kind {
   X_FORWARDED_FOR = 8,
   X_FORWARDED_PROTO = 9,
   X_FORWARDED_HOST = 10,
+  /** Forwarded (RFC 7239) and X-Real-IP: kept only from a trusted proxy. */
+  FORWARDED = 11,
 }
 
 /** Classifies a field name without allocating for the common names (length first, then one compare). */
@@ -36,6 +41,10 @@ function classify(name: string): Kind {
       return name.toLowerCase() === 'server' ? Kind.SERVER : Kind.OTHER;
     case 7:
       return name.toLowerCase() === 'upgrade' ? Kind.DROP : Kind.OTHER;
+    case 9: {
+      const l = name.toLowerCase();
+      return l === 'forwarded' || l === 'x-real-ip' ? Kind.FORWARDED : Kind.OTHER;
+    }
     case 10: {
       const l = name.toLowerCase();
       if (l === 'connection') return Kind.CONNECTION;
@@ -57,6 +66,10 @@ function classify(name: string): Kind {
       if (l === 'x-forwarded-proto') return Kind.X_FORWARDED_PROTO;
       return Kind.OTHER;
     }
+    case 18:
+      return name.toLowerCase() === 'proxy-authenticate' ? Kind.DROP : Kind.OTHER;
+    case 19:
+      return name.toLowerCase() === 'proxy-authorization' ? Kind.DROP : Kind.OTHER;
     default:
       return Kind.OTHER;
   }
@@ -97,7 +110,10 @@ export interface RequestHeadInput {
   readonly headers: readonly string[];
   /** Host header value for the backend ("host" or "host:port"). */
   readonly hostHeader: string;
+  /** The peer's address (the socket's), appended to X-Forwarded-For. */
   readonly remoteAddress: string;
+  /** The peer is one of [throughway] trusted_proxies: its forwarding fields are kept. */
+  readonly trustedPeer?: boolean;
   readonly proto: 'http' | 'https';
   /** Ask the backend to close after this exchange (disable_connection_keepalive). */
   readonly close: boolean;
@@ -117,6 +133,9 @@ export function buildRequestHead(input: RequestHeadInput, settings: TransportSet
   let via: string | undefined;
   let xff: string | undefined;
   let hostWritten = false;
+  const trusted = input.trustedPeer === true;
+  let protoKept = false;
+  let forwardedHostKept = false;
   for (let i = 0; i < headers.length; i += 2) {
     const name = headers[i] as string;
     const value = headers[i + 1] as string;
@@ -139,13 +158,22 @@ export function buildRequestHead(input: RequestHeadInput, settings: TransportSet
         via = via === undefined ? value : via + ', ' + value;
         break;
       case Kind.X_FORWARDED_FOR:
-        xff = xff === undefined ? value : xff + ', ' + value;
+        // From an untrusted peer the list is replaced by the peer's address: appending would let a client
+        // write the addresses a backend believes (docs/security.md, "Trusted proxies").
+        if (trusted) xff = xff === undefined ? value : xff + ', ' + value;
         break;
       case Kind.X_FORWARDED_PROTO:
       case Kind.X_FORWARDED_HOST:
-        // A client-supplied value is kept only when listed in 'http.headers.preserve' or when the
-        // gateway adds none; otherwise the gateway's own value replaces it (a client cannot forge it).
-        if (!settings.xForwarded || preserved(settings, name.toLowerCase())) head += name + ': ' + value + '\r\n';
+        // Kept from a trusted proxy (it saw the client) or when listed in 'http.headers.preserve';
+        // otherwise the gateway's own value replaces it (a client cannot forge it).
+        if (trusted || preserved(settings, name.toLowerCase())) {
+          head += name + ': ' + value + '\r\n';
+          if (name.length === 17) protoKept = true;
+          else forwardedHostKept = true;
+        }
+        break;
+      case Kind.FORWARDED:
+        if (trusted) head += name + ': ' + value + '\r\n';
         break;
       default:
         // DROP, CONNECTION: hop-by-hop (RFC 9110 §7.6.1)
@@ -156,8 +184,8 @@ export function buildRequestHead(input: RequestHeadInput, settings: TransportSet
   if (!settings.preserveUserAgent && !preserved(settings, 'user-agent')) head += 'User-Agent: ' + settings.productToken + '\r\n';
   if (settings.xForwarded) {
     head += 'X-Forwarded-For: ' + (xff === undefined ? input.remoteAddress : xff + ', ' + input.remoteAddress) + '\r\n';
-    if (!preserved(settings, 'x-forwarded-proto')) head += 'X-Forwarded-Proto: ' + input.proto + '\r\n';
-    if (clientHost !== undefined && !preserved(settings, 'x-forwarded-host')) head += 'X-Forwarded-Host: ' + clientHost + '\r\n';
+    if (!protoKept) head += 'X-Forwarded-Proto: ' + input.proto + '\r\n';
+    if (clientHost !== undefined && !forwardedHostKept) head += 'X-Forwarded-Host: ' + clientHost + '\r\n';
   } else if (xff !== undefined) {
     head += 'X-Forwarded-For: ' + xff + '\r\n';
   }
@@ -197,6 +225,7 @@ export function buildResponseHead(input: ResponseHeadInput, settings: TransportS
   let head = 'HTTP/1.1 ' + input.statusCode + ' ' + input.statusText + '\r\n';
   let via: string | undefined;
   let serverSeen = false;
+  let teWritten = false;
   for (let i = 0; i < headers.length; i += 2) {
     const name = headers[i] as string;
     const value = headers[i + 1] as string;
@@ -207,10 +236,17 @@ export function buildResponseHead(input: ResponseHeadInput, settings: TransportS
       case Kind.X_FORWARDED_FOR:
       case Kind.X_FORWARDED_PROTO:
       case Kind.X_FORWARDED_HOST:
+      case Kind.FORWARDED:
         if (listed === undefined || !isListed(listed, name)) head += name + ': ' + value + '\r\n';
         break;
       case Kind.TRANSFER_ENCODING:
-        if (!input.dechunk) head += name + ': ' + value + '\r\n';
+        if (input.dechunk || teWritten) break;
+        teWritten = true;
+        if (isChunked(value) && !laterTransferEncoding(headers, i + 2)) head += name + ': ' + value + '\r\n';
+        else {
+          const codings = combinedCodings(headers, i);
+          if (codings !== '') head += name + ': ' + codings + '\r\n';
+        }
         break;
       case Kind.SERVER:
         serverSeen = true;
@@ -244,6 +280,37 @@ export function buildResponseHead(input: ResponseHeadInput, settings: TransportS
     head += 'Connection: ' + input.connection + '\r\n';
   }
   return head + '\r\n';
+}
+
+/** The value is exactly the one coding `chunked` (case-insensitive, optional whitespace around it). */
+export function isChunked(value: string): boolean {
+  if (value.length === 7) return value === 'chunked' || value.toLowerCase() === 'chunked';
+  return value.trim().toLowerCase() === 'chunked';
+}
+
+function laterTransferEncoding(headers: readonly string[], from: number): boolean {
+  for (let i = from; i < headers.length; i += 2) {
+    const name = headers[i] as string;
+    if (name.length === 17 && name.toLowerCase() === 'transfer-encoding') return true;
+  }
+  return false;
+}
+
+/**
+ * Every Transfer-Encoding field from `from` on as one list (RFC 9110 §5.3), without `identity` (RFC 9112
+ * §7 registers no such coding any more). The rare path: a response with more than a lone `chunked`.
+ */
+function combinedCodings(headers: readonly string[], from: number): string {
+  const codings: string[] = [];
+  for (let i = from; i < headers.length; i += 2) {
+    const name = headers[i] as string;
+    if (name.length !== 17 || name.toLowerCase() !== 'transfer-encoding') continue;
+    for (const token of (headers[i + 1] as string).split(',')) {
+      const c = token.trim();
+      if (c !== '' && c.toLowerCase() !== 'identity') codings.push(c);
+    }
+  }
+  return codings.join(', ');
 }
 
 /** RFC 2068 §19.7.1.1 Keep-Alive parameters: "timeout=5, max=100" -> 5. */

@@ -3,6 +3,7 @@
  * Module functions over the source connection (source.ts).
  */
 import { makeFault, type TransportFault } from './codes';
+import { isChunked } from './headers';
 import type { Exchange } from './exchange';
 import type { ProtocolState } from './states';
 
@@ -30,9 +31,22 @@ export function refuseRequest(conn: RequestChecker, ex: Exchange, maxRequestBody
     conn.answerFault(ex, makeFault('connect_method', conn.state, false, ex.url), true);
     return true;
   }
-  const hosts = countHost(ex.headers);
-  if (hosts > 1 || (hosts === 0 && ex.versionMinor === 1)) {
-    conn.answerFault(ex, makeFault('client_protocol', conn.state, false, hosts > 1 ? 'more than one Host field' : 'no Host field'), true);
+  // RFC 9112 §3.2: a client sends no fragment; a '#' the strict parser let through could route one way at
+  // the gateway and another at a backend that cuts the target there.
+  if (ex.url.indexOf('#') !== -1) {
+    conn.answerFault(ex, makeFault('fragment', conn.state, false), true);
+    return true;
+  }
+  const fields = countFields(ex.headers);
+  const moreHosts = (fields & HOST_MORE) !== 0;
+  if (moreHosts || ((fields & HOST_ONE) === 0 && ex.versionMinor === 1)) {
+    conn.answerFault(ex, makeFault('client_protocol', conn.state, false, moreHosts ? 'more than one Host field' : 'no Host field'), true);
+    return true;
+  }
+  if ((fields & TE_BAD) !== 0) {
+    // Only one Transfer-Encoding field whose value is exactly `chunked`: `identity`, a list of codings or
+    // repeated fields are relayed differently by backends that do not combine them (RFC 9112 §6.1, §11.2).
+    conn.answerFault(ex, makeFault('te_refused', conn.state, false), true);
     return true;
   }
   if (maxRequestBody >= 0 && ex.contentLength > maxRequestBody) {
@@ -42,14 +56,27 @@ export function refuseRequest(conn: RequestChecker, ex: Exchange, maxRequestBody
   return false;
 }
 
-function countHost(headers: readonly string[]): number {
+/** Bits of countFields: a Host field; more than one; a Transfer-Encoding field; one that is not a lone `chunked`. */
+const HOST_ONE = 1;
+const HOST_MORE = 2;
+const TE_SEEN = 4;
+const TE_BAD = 8;
+
+/** One pass over the fields: Host count and whether Transfer-Encoding is anything but one `chunked`. */
+function countFields(headers: readonly string[]): number {
   let n = 0;
   for (let i = 0; i < headers.length; i += 2) {
     const name = headers[i] as string;
-    if (name.length === 4 && name.toLowerCase() === 'host') n++;
+    if (name.length === 4) {
+      if (name.toLowerCase() === 'host') n |= (n & HOST_ONE) !== 0 ? HOST_MORE : HOST_ONE;
+    } else if (name.length === 17 && name.toLowerCase() === 'transfer-encoding') {
+      if ((n & TE_SEEN) !== 0 || !isChunked(headers[i + 1] as string)) n |= TE_BAD;
+      n |= TE_SEEN;
+    }
   }
   return n;
 }
+
 
 /**
  * The request target for the backend in origin-form: a client talking to an origin server sends only the

@@ -57,6 +57,14 @@ export interface TransportSettings {
   readonly globalTimeout: number;
   /** The product token used where the gateway sets User-Agent or Server. */
   readonly productToken: string;
+  /**
+   * [throughway] trusted_proxies: addresses and CIDR ranges of proxies in front of the gateway. Only
+   * their X-Forwarded-*, Forwarded and X-Real-IP fields are kept; the client address is then the
+   * right-most untrusted X-Forwarded-For entry (trusted.ts, docs/security.md).
+   */
+  readonly trustedProxies: readonly string[];
+  /** [throughway] body_timeout: ms from a complete request head to its last body byte (0: none; 408, 103162). */
+  readonly bodyTimeout: number;
 }
 
 export const DEFAULT_TRANSPORT_SETTINGS: TransportSettings = Object.freeze({
@@ -88,6 +96,8 @@ export const DEFAULT_TRANSPORT_SETTINGS: TransportSettings = Object.freeze({
   // The raw transport has no mediation engine; the gateway passes the spec's 120000 ms.
   globalTimeout: 0,
   productToken: 'throughway',
+  trustedProxies: Object.freeze([]),
+  bodyTimeout: 600_000,
 });
 
 export function resolveSettings(partial?: Partial<TransportSettings>): TransportSettings {

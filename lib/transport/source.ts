@@ -19,6 +19,7 @@
 import type { Socket } from 'node:net';
 import { HttpParser, ExecStatus, PAUSE, HEAD_CONTINUE, type ParserEvents } from './parser';
 import { ProtocolState as S, canTransition, type ProtocolState } from './states';
+import { isTrusted } from './trusted';
 import { makeFault, type TransportFault, type FaultReason } from './codes';
 import { buildRequestHead, withBodyLength } from './headers';
 import { Exchange, type ExchangeOwner, type ExchangeTarget } from './exchange';
@@ -41,6 +42,8 @@ export class SourceConnection implements ParserEvents, ExchangeOwner {
   readonly parser: HttpParser;
   readonly id: number;
   readonly remoteAddress: string;
+  /** The peer is one of [throughway] trusted_proxies (decided once per connection). */
+  readonly trustedPeer: boolean;
   readonly remotePort: number;
   state: ProtocolState = S.REQUEST_READY;
   ex: Exchange | null = null;
@@ -83,6 +86,7 @@ export class SourceConnection implements ParserEvents, ExchangeOwner {
     this.core = core;
     this.id = core.nextConnectionId++;
     this.remoteAddress = socket.remoteAddress ?? '';
+    this.trustedPeer = isTrusted(core.trusted, this.remoteAddress);
     this.remotePort = socket.remotePort ?? 0;
     this.lastActive = core.now;
     this.headStart = core.now;
@@ -409,6 +413,7 @@ export class SourceConnection implements ParserEvents, ExchangeOwner {
         headers,
         hostHeader: target.hostHeader,
         remoteAddress: this.remoteAddress,
+        trustedPeer: this.trustedPeer,
         proto: this.secure ? 'https' : 'http',
         close: core.settings.disableKeepAlive,
         upgrade: d.websocket !== undefined && ex.upgrade ? 'websocket' : undefined,
@@ -622,7 +627,7 @@ export class SourceConnection implements ParserEvents, ExchangeOwner {
         method: ex.method,
         url: ex.url,
         httpVersion: ex.versionMinor === 0 ? '1.0' : '1.1',
-        remoteAddress: this.remoteAddress,
+        remoteAddress: ex.remoteAddress,
         connectionId: this.id,
         requestNumber: ex.requestNumber,
         status: ex.status,
@@ -709,14 +714,30 @@ export class SourceConnection implements ParserEvents, ExchangeOwner {
         if (!this.blocked && now - this.lastActive > settings.keepAliveTimeout) this.close();
         return;
       case S.REQUEST_HEAD:
-        if (this.ex === null && now - this.headStart > settings.headerTimeout) {
+        if (this.ex !== null) return;
+        if (now - this.headStart > settings.headerTimeout) {
           const ex = this.newErrorExchange();
           answerFault(this, ex, makeFault('header_timeout', S.REQUEST_HEAD, false, `head not complete within ${settings.headerTimeout} ms`), true);
+        } else if (now - this.lastActive > settings.socketTimeout) {
+          // 'http.socket.timeout' is inactivity on both sides (spec 001), a half-sent head included.
+          const ex = this.newErrorExchange();
+          answerFault(this, ex, makeFault('client_timeout', S.REQUEST_HEAD, false, `no data for ${settings.socketTimeout} ms`), true);
         }
         return;
       case S.REQUEST_BODY: {
         const ex = this.ex;
         if (ex === null || !ex.ready || this.waitingForTarget || this.blocked) return;
+        const bodyTimeout = settings.bodyTimeout;
+        if (bodyTimeout > 0 && now - ex.startedAt > bodyTimeout) {
+          // [throughway] body_timeout: the whole body within a deadline, however slowly it trickles.
+          const t = ex.target;
+          if (t !== null) {
+            ex.target = null;
+            t.destroy();
+          }
+          answerFault(this, ex, makeFault('body_deadline', S.REQUEST_BODY, false, `body not complete within ${bodyTimeout} ms`), true);
+          return;
+        }
         if (now - this.lastActive > settings.socketTimeout) {
           const t = ex.target;
           if (t !== null) {

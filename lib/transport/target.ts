@@ -598,9 +598,13 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
     ex.target = null;
     if (ex.aborted) return;
     const staleCandidate = this.reused && this.responseBytes === 0 && !ex.responseStarted && (reason === 'closed' || reason === 'io_send' || reason === 'io_receive');
-    if (staleCandidate && this.core.settings.retryStale && !ex.retried && ex.bodySent === 0) {
+    // RFC 9110 §9.2.2: a proxy must not automatically retry a non-idempotent request. A request whose head
+    // was written may have reached the backend (it may have read it and closed before answering), so only
+    // an idempotent method is resent then; before the connection was up no byte of it left the gateway.
+    const resendable = !this.connected || idempotent(ex.method);
+    if (staleCandidate && resendable && this.core.settings.retryStale && !ex.retried && ex.bodySent === 0) {
       // The backend closed a kept-alive socket as we reused it, before any response byte, and no body
-      // byte is lost: the request never reached it. Retry once on a fresh connection.
+      // byte is lost. Retry once on a fresh connection.
       ex.retried = true;
       this.core.stats.retries++;
       ex.source.retry(ex, 'stale reused connection');
@@ -610,6 +614,7 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
     const policy = ex.forward?.retry;
     if (
       policy !== undefined &&
+      resendable &&
       ex.retries < policy.count &&
       !deadlineHit &&
       ex.bodySent === 0 &&
@@ -683,6 +688,27 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
     if (!this.detached) this.readBuf = null;
     this.core.targets.delete(this);
     this.pool.removed(this);
+  }
+}
+
+/**
+ * The methods RFC 9110 §9.2.2 defines as idempotent: GET, HEAD, OPTIONS, TRACE, PUT, DELETE. Length first,
+ * then one compare (methods arrive upper-case from the strict parser).
+ */
+export function idempotent(method: string): boolean {
+  switch (method.length) {
+    case 3:
+      return method === 'GET' || method === 'PUT';
+    case 4:
+      return method === 'HEAD';
+    case 5:
+      return method === 'TRACE';
+    case 6:
+      return method === 'DELETE';
+    case 7:
+      return method === 'OPTIONS';
+    default:
+      return false;
   }
 }
 

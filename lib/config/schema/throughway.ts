@@ -29,6 +29,8 @@ export const THROUGHWAY_SECTIONS: readonly SectionDef[] = [
       { key: 'apis_dir', type: 's', format: 'path', default: 'apis', meaning: 'Directory of API definitions.' },
       { key: 'fault_templates_file', type: 's', format: 'path', default: 'fault-templates.toml', meaning: 'Fault response templates file.' },
       { key: 'access_log_file', type: 's', format: 'path', default: 'logs/http_access.log', meaning: 'HTTP access log file, written when http_access_log.enabled is true and useLogger is false.' },
+      { key: 'trusted_proxies', type: 'a', default: [], meaning: 'Addresses and CIDR ranges of proxies in front of the gateway (e.g. ["10.0.0.0/8", "::1"]). Only from these peers are X-Forwarded-For (appended to), X-Forwarded-Proto, X-Forwarded-Host, Forwarded and X-Real-IP kept, and the client address (throttling, blocking, logs) is the right-most X-Forwarded-For entry that is not a trusted proxy; from any other peer these fields are replaced (docs/security.md).' },
+      { key: 'body_timeout', type: 's', format: 'duration', unit: 'ms', default: 600000, min: 0, meaning: 'A request body must arrive whole within this from the end of its head, however steadily it trickles (0: no deadline); else 408 with fault 103162 and the connection closes.' },
     ],
   },
   {
