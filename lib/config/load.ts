@@ -145,6 +145,8 @@ class Loader {
   readonly tainted = new Set<string>();
   /** Keys whose value could not be resolved: not converted, so one mistake gives one diagnostic. */
   readonly broken = new Set<string>();
+  /** Key -> the key its value was taken from by a $ref{...} or $conf{...} (to place errors of defaults built from written values). */
+  readonly refFrom = new Map<string, Segment[]>();
   /** Section instances written in the file: their header, or a key of theirs (not only a sub-table). */
   readonly written = new Set<string>();
   readonly repeatablePaths: ReadonlySet<string>;
@@ -569,6 +571,7 @@ class Loader {
         return { ok: false };
       }
       if (!this.resolveKey(target)) return { ok: false };
+      this.refFrom.set(ownerKey, target);
       // A value built from a secret is as secret as its source.
       if (this.isSecret(target)) this.tainted.add(ownerKey);
       return { ok: true, value: get(this.doc, target) };
@@ -611,12 +614,27 @@ class Loader {
       const c = convert(def, raw);
       const result = c.ok && !leaf.fromDefault ? check(def, c.value, { dir: this.dir }) : c;
       if (!result.ok) {
-        const origin = leaf.fromDefault ? ' (schema default)' : '';
-        this.report('error', result.code, leaf.segments, `${result.problem}: ${shown(raw, secret)}${origin}`, { expected: result.expected, secret });
+        const source = leaf.fromDefault ? this.writtenSource(leaf.segments) : undefined;
+        const origin = leaf.fromDefault ? ` (schema default${source !== undefined ? `, from ${source.key}` : ''})` : '';
+        // A default that copies a written value by reference is placed on the line that wrote the value.
+        this.report('error', result.code, leaf.segments, `${result.problem}: ${shown(raw, secret)}${origin}`, { expected: result.expected, secret, ...(source !== undefined ? { at: source.at } : {}) });
         continue;
       }
       setAt(this.doc, leaf.segments, result.value);
     }
+  }
+
+  /** The written key a defaulted value was copied from through references, and where it is written. */
+  private writtenSource(segments: readonly Segment[]): { key: string; at: KeyLocation } | undefined {
+    let key = pathKey(segments);
+    for (let hops = 0; hops < 16; hops++) {
+      const from = this.refFrom.get(key);
+      if (from === undefined) return undefined;
+      key = pathKey(from);
+      const at = this.map.entries.get(key);
+      if (at !== undefined) return { key, at };
+    }
+    return undefined;
   }
 
   // --------------------------------------------------------------------------------------- 7. required
