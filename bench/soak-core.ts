@@ -504,7 +504,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
         lastProgress = Date.now();
         log(`${issued} requests, ${Math.round((issued * 1000) / (Date.now() - started))}/s, ${idle.size} idle held, outcomes ${formatOutcomes(outcomes)}`);
       }
-      if (!middleTaken && issued >= o.requests / 2) {
+      if (!middleTaken && (issued >= o.requests / 2 || (o.seconds > 0 && Date.now() - started >= (o.seconds * 1000) / 2))) {
         middleTaken = true;
         await snapshot('middle');
       }
