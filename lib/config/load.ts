@@ -159,6 +159,8 @@ class Loader {
   readonly tainted = new Set<string>();
   /** Keys whose value could not be resolved: not converted, so one mistake gives one diagnostic. */
   readonly broken = new Set<string>();
+  /** Key -> the key its value was taken from by a $ref{...} or $conf{...} (to place errors of defaults built from written values). */
+  readonly refFrom = new Map<string, Segment[]>();
   /** Section instances written in the file: their header, or a key of theirs (not only a sub-table). */
   readonly written = new Set<string>();
   readonly repeatablePaths: ReadonlySet<string>;
@@ -591,6 +593,7 @@ class Loader {
         return { ok: false };
       }
       if (!this.resolveKey(target)) return { ok: false };
+      this.refFrom.set(ownerKey, target);
       // A value built from a secret is as secret as its source.
       if (this.isSecret(target)) this.tainted.add(ownerKey);
       return { ok: true, value: get(this.doc, target) };
@@ -633,11 +636,13 @@ class Loader {
       const c = convert(def, raw);
       const result = c.ok && !leaf.fromDefault ? check(def, c.value, { dir: this.dir }) : c;
       if (!result.ok) {
-        const origin = leaf.fromDefault ? ' (schema default)' : '';
+        const source = leaf.fromDefault ? this.writtenSource(leaf.segments) : undefined;
+        const origin = leaf.fromDefault ? ` (schema default${source !== undefined ? `, from ${source.key}` : ''})` : '';
         // A value outside the spec's list where throughway does not act on it (a section it does not
         // run, a key it does not act on) changes nothing: a warning, the value kept as written.
         const idle = result.code === 'CONFIG_ALLOWED' && c.ok && (!leaf.match.section.runs || def.inactive === true);
-        this.report(idle ? 'warning' : 'error', result.code, leaf.segments, `${result.problem}: ${shown(raw, secret)}${origin}${idle ? ' (not acted on by throughway)' : ''}`, { expected: result.expected, secret });
+        // A default that copies a written value by reference is placed on the line that wrote the value.
+        this.report(idle ? 'warning' : 'error', result.code, leaf.segments, `${result.problem}: ${shown(raw, secret)}${origin}${idle ? ' (not acted on by throughway)' : ''}`, { expected: result.expected, secret, ...(source !== undefined ? { at: source.at } : {}) });
         if (idle && c.ok) setAt(this.doc, leaf.segments, c.value);
         continue;
       }
@@ -683,6 +688,19 @@ class Loader {
     const type = doc.database?.apim_db?.type ?? 'h2';
     if (STORE_DATABASES.includes(type)) return;
     this.report('error', 'CONFIG_UNSUPPORTED', ['database', 'apim_db', 'type'], `type ${JSON.stringify(type)} is not supported by throughway: no driver ships for it, and start refuses it`, { expected: STORE_DATABASES.map((t) => JSON.stringify(t)).join(', '), secret: false });
+  }
+
+  /** The written key a defaulted value was copied from through references, and where it is written. */
+  private writtenSource(segments: readonly Segment[]): { key: string; at: KeyLocation } | undefined {
+    let key = pathKey(segments);
+    for (let hops = 0; hops < 16; hops++) {
+      const from = this.refFrom.get(key);
+      if (from === undefined) return undefined;
+      key = pathKey(from);
+      const at = this.map.entries.get(key);
+      if (at !== undefined) return { key, at };
+    }
+    return undefined;
   }
 
   // --------------------------------------------------------------------------------------- 7. required
