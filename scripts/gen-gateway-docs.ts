@@ -207,6 +207,9 @@ export function renderApisDoc(): string {
   o.push('### `[[resources]]`');
   o.push('');
   fieldRows(o, field('resources').fields ?? [], 'resources[].');
+  o.push('### `[[scopes]]`');
+  o.push('');
+  fieldRows(o, field('scopes').fields ?? [], 'scopes[].');
   o.push('### `[mediation]`');
   o.push('');
   fieldRows(o, field('mediation').fields ?? [], 'mediation.');

@@ -17,7 +17,8 @@
  */
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import type * as http from 'node:http';
-import { digest, randomToken, verifyPassword } from '../store/passwords';
+import { checkUserPassword, digest, randomToken } from '../store/passwords';
+import type { LoginGuard } from './lockout';
 import type { Store, User } from '../store/types';
 import { OAuthError } from './errors';
 import type { RouteContext } from './http';
@@ -168,11 +169,12 @@ export class AuthorizationCodes {
  * A user's password check, for every sign-in of the key manager (the sign-in page here). The one place
  * where failed attempts per account and client address can be counted and slowed.
  */
-export async function checkPassword(store: Store, username: string, password: string, clientAddress: string | undefined): Promise<User | undefined> {
-  void clientAddress;
-  const user = await store.getUser(username);
-  if (user === undefined || !verifyPassword(password, user)) return undefined;
-  return user;
+export async function checkPassword(store: Store, username: string, password: string, clientAddress: string | undefined, guard?: LoginGuard): Promise<User | undefined> {
+  if (guard === undefined) return checkUserPassword(store, username, password);
+  let user: User | undefined;
+  // The login guard (lockout.ts) slows and locks guessing per account and address, as for the password grant.
+  const ok = await guard.attempt('signin', username, clientAddress ?? '', async () => (user = await checkUserPassword(store, username, password)) !== undefined);
+  return ok ? user : undefined;
 }
 
 function single(q: URLSearchParams, name: string): string | undefined {
@@ -305,7 +307,7 @@ async function step(ctx: RouteContext, req: http.IncomingMessage, res: http.Serv
     const username = form.get('username') ?? '';
     const password = form.get('password') ?? '';
     const address = req.socket.remoteAddress;
-    const user = username === '' || username.length > 255 || password.length > 1024 ? undefined : await checkPassword(ctx.store, username, password, address);
+    const user = username === '' || username.length > 255 || password.length > 1024 ? undefined : await checkPassword(ctx.store, username, password, address, ctx.guard);
     if (user === undefined) {
       p.attempts++;
       ctx.logger.log('warn', 'sign_in_failed', { client_id: p.clientId, username: username.slice(0, 255), address, attempts: p.attempts });

@@ -10,7 +10,7 @@ import { randomUUID } from 'node:crypto';
 import { createLocalJWKSet, createRemoteJWKSet, decodeJwt, jwtVerify, SignJWT, type JWTPayload } from 'jose';
 import type { EventBus } from '../events/bus';
 import type { Logger } from '../log';
-import { checkUserPassword, digest, randomToken, verifyDigest, verifyPassword } from '../store/passwords';
+import { checkUserPassword, digest, randomToken, verifyDigest } from '../store/passwords';
 import { authenticateClient, type AuthenticatedClient } from './client-auth';
 import { StoreError, type Application, type KeyType, type OAuthClient, type Store, type User } from '../store/types';
 import { AuthorizationCodes, type ApiScope } from './authorize';

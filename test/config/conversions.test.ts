@@ -24,7 +24,8 @@ t.test('writing a key in both forms is a duplicate on the second line', async (t
   const r = load("[passthru_http]\n'http.socket.timeout' = 5000\nhttp.socket.timeout = 6000\n");
   t.match(errors(r), [{ code: 'CONFIG_DUPLICATE', key: 'passthru_http.http.socket.timeout', line: 3 }]);
   t.match(errors(r)[0]?.message, /line 2/);
-  t.equal(r.config.passthru_http.http.socket.timeout, 5000, 'the first definition is kept');
+  // A result with errors cannot be used by mistake (docs/embedding.md): its config throws CONFIG_INVALID.
+  t.throws(() => r.config, { code: 'CONFIG_INVALID' }, 'the result with the duplicate cannot be used');
 });
 
 t.test("'TRUE' and 'FALSE' in any case are booleans in boolean-string keys", async (t) => {

@@ -72,7 +72,7 @@ t.test('discovery', async (t) => {
     introspection_endpoint: `${h.url}/oauth2/introspect`,
     jwks_uri: `${h.url}/oauth2/jwks`,
     registration_endpoint: `${h.url}/client-registration/v0.14/register`,
-    grant_types_supported: ['client_credentials', 'refresh_token', 'urn:ietf:params:oauth:grant-type:jwt-bearer'],
+    grant_types_supported: ['authorization_code', 'client_credentials', 'refresh_token', 'urn:ietf:params:oauth:grant-type:jwt-bearer'],
   });
   t.same((await json('GET', `${h.url}/oauth2/token/.well-known/openid-configuration`)).body, d.body);
   t.equal((await json('GET', `${h.url}/nowhere`)).status, 404);
