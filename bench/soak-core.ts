@@ -334,6 +334,8 @@ export interface Snapshot {
   readonly poolOpen: number;
   readonly poolIdle: number;
   readonly poolWaiting: number;
+  /** The pools' configured maximum of open connections, summed: idle ones are kept for reuse up to it. */
+  readonly poolMax: number;
   /** p99 latency (ms) of plain /ok GETs since the previous snapshot. */
   readonly p99: number;
 }
@@ -439,6 +441,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
       poolOpen: s.pools.reduce((a, p) => a + p.open, 0),
       poolIdle: s.pools.reduce((a, p) => a + p.idle, 0),
       poolWaiting: s.pools.reduce((a, p) => a + p.waiting, 0),
+      poolMax: s.pools.reduce((a, p) => a + p.max, 0),
       p99: p99(latencies),
     };
     latencies = [];
