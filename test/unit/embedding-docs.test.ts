@@ -59,7 +59,9 @@ t.test('the embedding API is exported, typed, for CommonJS and ESM alike', async
 t.test('importing the package starts nothing', async (t) => {
   const probe = (pre: string): Promise<string> =>
     new Promise((resolve) => {
-      const code = `${pre} console.log(JSON.stringify(process.getActiveResourcesInfo().sort()));`;
+      // stdout and stderr are opened first in both probes: newer Node lines count a stdio pipe as an active
+      // resource from its first use (PipeWrap on Node 26), and the logger names stderr at import.
+      const code = `process.stdout; process.stderr; ${pre} console.log(JSON.stringify(process.getActiveResourcesInfo().sort()));`;
       execFile(process.execPath, ['-e', code], { cwd: root, timeout: 20_000 }, (_err, stdout) => resolve(stdout.trim()));
     });
   const baseline = await probe('');
