@@ -12,7 +12,7 @@
  */
 
 import type { BlockingType } from '../events/blocking';
-import type { KeyType, SubscriptionState } from '../events/payloads';
+import type { KeyType, SubscriptionPayload, SubscriptionState } from '../events/payloads';
 
 // Subscription states and key types are event vocabulary (lib/events/payloads.ts): the store keeps them.
 export { SUBSCRIPTION_STATES, type KeyType, type SubscriptionState } from '../events/payloads';
@@ -44,14 +44,8 @@ export interface OAuthClient {
   readonly createdAt: number;
 }
 
-export interface Subscription {
-  readonly id: string;
-  readonly applicationId: string;
-  readonly apiContext: string;
-  readonly apiVersion: string;
-  /** Subscription throttling tier (policy name). */
-  readonly tier: string;
-  readonly state: SubscriptionState;
+/** A stored subscription: what the bus carries of it (events/payloads.ts), and when it was made. */
+export interface Subscription extends SubscriptionPayload {
   readonly createdAt: number;
 }
 
