@@ -91,16 +91,33 @@ export function locateKeys(text: string): SourceMap {
     return { line: lo + 1, column: offset - (lineStarts[lo] ?? 0) + 1 };
   };
 
+  /** Paths only implied by a dotted key (`a.b.c = 1` implies `a` and `a.b`, TOML 1.0 "Keys"). */
+  const implied = new Set<string>();
   const record = (segments: readonly Segment[], start: number, end: number, kind: KeyLocation['kind']): void => {
     const path = pathKey(segments);
     const p = posOf(start);
     const loc: KeyLocation = { line: p.line, column: p.column, endLine: posOf(Math.max(start, end - 1)).line, kind };
     const before = entries.get(path);
+    if (before !== undefined && implied.delete(path)) {
+      entries.set(path, loc);
+      return;
+    }
     if (before !== undefined) {
       duplicates.push({ path, first: before, again: loc });
       return;
     }
     entries.set(path, loc);
+  };
+  /** Records the tables a dotted key implies, at the key's position, so a diagnostic about `a` finds `a.b = 1`. */
+  const recordImplied = (base: readonly Segment[], key: readonly string[], start: number): void => {
+    for (let k = 1; k < key.length; k++) {
+      const segments = [...base, ...key.slice(0, k)];
+      const path = pathKey(segments);
+      if (entries.has(path)) continue;
+      const p = posOf(start);
+      entries.set(path, { line: p.line, column: p.column, endLine: p.line, kind: 'key' });
+      implied.add(path);
+    }
   };
 
   let i = 0;
@@ -266,6 +283,7 @@ export function locateKeys(text: string): SourceMap {
         if (text[i] === '=') i++;
         skipSpaces();
         const full = [...path, ...key];
+        recordImplied(path, key, start);
         scanValue(full);
         record(full, start, i, 'key');
       }
@@ -322,6 +340,7 @@ export function locateKeys(text: string): SourceMap {
     i++;
     skipSpaces();
     const full = [...table, ...key];
+    recordImplied(table, key, lineStart);
     scanValue(full);
     record(full, lineStart, i, 'key');
     skipToEol();

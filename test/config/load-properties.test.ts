@@ -4,7 +4,8 @@
  * loadConfig throw (lib/config/load.ts: "Never throws: every problem is a diagnostic"), and every error
  * names the file and a line of it (1-based, within the edited text), as docs/configuration.md promises for
  * `throughway config check`. fast-check prints the seed and the shrunk edit list on failure;
- * `FC_SEED=<n>` replays a run.
+ * the suite runs a fixed seed (test/helpers/fc-seed.ts: `FC_SEED=<n>` replays a run,
+ * `FC_SEED=random` explores).
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -12,9 +13,9 @@ import t from 'tap';
 import fc from 'fast-check';
 import { loadConfig } from '../../lib/config/load';
 import { FIXTURES } from './helpers';
+import { fcParams } from '../helpers/fc-seed';
 
-const seed = process.env.FC_SEED !== undefined ? Number(process.env.FC_SEED) : undefined;
-const params = (numRuns: number): { numRuns: number; seed?: number } => ({ numRuns, ...(seed !== undefined ? { seed } : {}) });
+const params = fcParams;
 
 const FILES = fs.readdirSync(FIXTURES).filter((f) => f.endsWith('.toml')).sort();
 const TEXTS = FILES.map((f) => ({ name: f, text: fs.readFileSync(path.join(FIXTURES, f), 'utf8') }));
@@ -118,4 +119,16 @@ t.test('found by the property above: a wrong-typed value copied into schema defa
   t.ok(errs.length > 1, `${errs.length} errors`);
   t.same(errs.filter((d) => d.line !== 5).map((d) => `${d.key} @${d.line}`), [], 'every error on line 5');
   t.match(errs.find((d) => d.key === 'apim.key_manager.username')?.message, /\(schema default, from super_admin\.username\)/);
+});
+
+t.test('found by the property above: a dotted key is located on its own line, also where the diagnostic names a prefix', async (t) => {
+  // `x.y.z = 1` at the top of a file reported "unknown key 'x'" on line 0, and under [server] on the
+  // header's line: only the full dotted path had a position, not the tables it implies.
+  const top = loadConfig({ file: 'conf/x.toml', text: 'x.y.z = 1\n[server]\nhostname = "a"\n', env: {}, strict: true });
+  t.same(top.diagnostics.filter((d) => d.level === 'error').map((d) => [d.code, d.key, d.line]), [['CONFIG_UNKNOWN_KEY', 'x', 1]]);
+  const inner = loadConfig({ file: 'conf/x.toml', text: '[server]\nhostname = "a"\nx.y.z = 1\n', env: {}, strict: true });
+  t.same(inner.diagnostics.filter((d) => d.level === 'error').map((d) => [d.code, d.key, d.line]), [['CONFIG_UNKNOWN_KEY', 'server.x', 3]]);
+  // A table written after the dotted keys that implied it is not a duplicate of them.
+  const later = loadConfig({ file: 'conf/x.toml', text: '[server]\nhostname = "a"\n[apim]\nsync_runtime_artifacts.gateway.skip_list.apis = []\n', env: {} });
+  t.same(later.diagnostics.filter((d) => d.code === 'CONFIG_DUPLICATE'), [], 'no duplicate');
 });

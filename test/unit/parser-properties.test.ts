@@ -3,15 +3,16 @@
  * arrive and however they are split across reads, the adapter never throws, every failure is a coded
  * llhttp error (HPE_*), and one request stream has exactly one reading (the smuggling class of RFC 9112
  * section 11.2 is two readings of one stream). fast-check prints the seed and the shrunk counterexample
- * on failure; `FC_SEED=<n>` replays a run.
+ * on failure; the suite runs a fixed seed (test/helpers/fc-seed.ts: `FC_SEED=<n>` replays a run, `FC_SEED=random`
+ * explores).
  */
 import t from 'tap';
 import fc from 'fast-check';
 import { ExecStatus, HttpParser } from '../../lib/transport/parser';
 import { latin1, parseCut, Recorder, type EventRecord } from './helpers/parser-recorder';
+import { fcParams } from '../helpers/fc-seed';
 
-const seed = process.env.FC_SEED !== undefined ? Number(process.env.FC_SEED) : undefined;
-const params = (numRuns: number): { numRuns: number; seed?: number } => ({ numRuns, ...(seed !== undefined ? { seed } : {}) });
+const params = fcParams;
 
 /** The outcome of a parse: 'OK', or the first non-OK status with its llhttp error name. */
 const CODED = /^(OK|UPGRADE.*|ERROR HPE_[A-Z_]+)$/;
