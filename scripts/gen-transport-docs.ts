@@ -8,7 +8,8 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { STATE_NAMES, TRANSITIONS } from '../lib/transport/states';
-import { FAULT_KINDS, type FaultReason } from '../lib/transport/codes';
+import { FAULT_KINDS, OwnCode, type FaultReason } from '../lib/transport/codes';
+import { DEFAULT_TRANSPORT_SETTINGS } from '../lib/transport/settings';
 
 export function renderTransportDoc(): string {
   const out: string[] = [];
@@ -125,7 +126,11 @@ export function renderTransportDoc(): string {
   out.push('  relies on two undocumented details (`socket._handle`, `new net.Socket({ handle })`), checked at run time');
   out.push('  with a fallback to the socket as accepted. Sockets handed to `handleConnection()` keep Node\'s reads.');
   out.push('- **Expect: 100-continue** and other interim 1xx responses from the backend are relayed to HTTP/1.1');
-  out.push('  clients (RFC 9110 §15.2).');
+  out.push(`  clients (RFC 9110 §15.2), at most \`[throughway] max_interim_responses\` (${DEFAULT_TRANSPORT_SETTINGS.maxInterimResponses}) per request, the`);
+  out.push('  number Apache httpd\'s mod_proxy_http stops at. One more and the backend is faulted with');
+  out.push(`  **${OwnCode.TOO_MANY_INTERIM}** (502, \`too_many_interim\`): its connection is closed and the client, which has seen`);
+  out.push('  the interim responses relayed so far, gets the fault. HTTP/1.0 clients get none relayed; the same bound');
+  out.push('  applies to them.');
   out.push('- **Pool**: per backend host:port, at most `http.max.connection.per.host.port` connections, idle ones');
   out.push('  reused last-in first-out and evicted after `pool_idle_timeout` — or earlier, one second before the');
   out.push('  `Keep-Alive: timeout=N` the backend announced. A reused socket that fails before any response byte,');

@@ -31,6 +31,7 @@ export const THROUGHWAY_SECTIONS: readonly SectionDef[] = [
       { key: 'access_log_file', type: 's', format: 'path', default: 'logs/http_access.log', meaning: 'HTTP access log file, written when http_access_log.enabled is true and useLogger is false.' },
       { key: 'trusted_proxies', type: 'a', default: [], meaning: 'Addresses and CIDR ranges of proxies in front of the gateway (e.g. ["10.0.0.0/8", "::1"]). Only from these peers are X-Forwarded-For (appended to), X-Forwarded-Proto, X-Forwarded-Host, Forwarded and X-Real-IP kept, and the client address (throttling, blocking, logs) is the right-most X-Forwarded-For entry that is not a trusted proxy; from any other peer these fields are replaced (docs/security.md).' },
       { key: 'body_timeout', type: 's', format: 'duration', unit: 'ms', default: 600000, min: 0, meaning: 'A request body must arrive whole within this from the end of its head, however steadily it trickles (0: no deadline); else 408 with fault 103162 and the connection closes.' },
+      { key: 'max_interim_responses', type: 'i', default: 10, min: 0, max: 1000, meaning: 'Most 1xx interim responses (100 Continue, 102, 103 Early Hints) a backend may send before the final response to one request; all are relayed to HTTP/1.1 clients. One more is fault 103163 (502): the backend connection is closed and the client gets the fault. Apache httpd stops at 10 as well.' },
     ],
   },
   {
