@@ -24,8 +24,9 @@ export type KeyType =
  * - bytes: a number of bytes
  * - class: a class name of the reference implementation (accepted, mapped or ignored)
  * - path: a file system path, relative paths are resolved from the config file's directory
+ * - cidr: IP addresses and CIDR ranges (convert.ts parseSubnet), each entry checked
  */
-export type KeyFormat = 'url' | 'port' | 'duration' | 'list' | 'bytes' | 'class' | 'path' | 'host' | 'email' | 'regex';
+export type KeyFormat = 'url' | 'port' | 'duration' | 'list' | 'bytes' | 'class' | 'path' | 'host' | 'email' | 'regex' | 'cidr';
 
 export interface KeyDef {
   /** Dotted path relative to the section, e.g. 'pool_options.maxActive', 'listener.parameters.port'. */
