@@ -2252,6 +2252,8 @@ export interface ThroughwayMediationSection {
   readonly thread_cap: number;
   /** A worker thread above engine.core_threads that has been idle this long is stopped; until then it is kept for the next burst (starting a thread costs tens of ms). Default: 60000 milliseconds. Loaded as milliseconds. */
   readonly thread_idle_timeout: number;
+  /** Directories besides the configuration directory that API [mediation] scripts may be in (relative paths from the configuration directory). A script whose real path, links resolved, is in neither is refused at deploy with API_SCRIPT_PATH (docs/mediation.md). Default: []. */
+  readonly script_dirs: readonly string[];
 }
 
 /** Built-in demo backend ([throughway.demo], spec throughway). */

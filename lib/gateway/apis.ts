@@ -9,7 +9,6 @@
  * API_NOT_ENFORCED so nobody mistakes them for protection they do not give yet. Throttling policy names
  * are checked against the policies file when the gateway passes its names (docs/throttling.md).
  */
-import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { Segment, SourceMap } from '../config/locate';
 import { closest } from '../config/diagnostics';
@@ -18,7 +17,7 @@ import { FAULT_KINDS } from '../transport/codes';
 import { targetFromUrl } from '../transport/types';
 import type { ApiDiagnostic, ApiDiagnosticCode } from './diagnostics';
 import type { PolicyNames } from '../throttle/policies';
-import type { ApiMediation } from '../mediation';
+import { placeScript, type ApiMediation } from '../mediation';
 
 export const LIFECYCLE_STATES = ['PUBLISHED', 'PROTOTYPED', 'DEPRECATED', 'BLOCKED', 'RETIRED'] as const;
 export type LifecycleState = (typeof LIFECYCLE_STATES)[number];
@@ -149,7 +148,7 @@ const RESOURCE_FIELDS: readonly FieldDef[] = [
 ];
 
 const MEDIATION_FIELDS: readonly FieldDef[] = [
-  { key: 'script', type: 'string', meaning: 'A JavaScript file (relative to the API file) whose `onRequest(message)` and `onResponse(message)` run in the mediation worker pool for every call: they get method, path, headers (and the backend\'s status) and the parsed body, and return changes (`headers`, `body`, `status`; onRequest\'s `status` answers the call at once) (docs/mediation.md). Throwing: 103065; running past script_timeout: 103066; out of heap: 103067.', example: '"scripts/orders.js"' },
+  { key: 'script', type: 'string', meaning: 'A JavaScript file (relative to the API file; its real path must be inside the configuration directory or [throughway.mediation] script_dirs, else API_SCRIPT_PATH) whose `onRequest(message)` and `onResponse(message)` run in the mediation worker pool for every call: they get method, path, headers (and the backend\'s status) and the parsed body, and return changes (`headers`, `body`, `status`; onRequest\'s `status` answers the call at once) (docs/mediation.md). Throwing: 103065; running past script_timeout: 103066; out of heap: 103067.', example: '"scripts/orders.js"' },
   { key: 'request_format', type: 'string', allowed: ['json', 'xml'], meaning: 'Convert JSON or XML request bodies to this format before forwarding (Content-Type and Content-Length follow), under [mediation] engine.preserve_namespace_on_xml_to_json, json_out_auto_array and enable_auto_primitive.' },
   { key: 'response_format', type: 'string', allowed: ['json', 'xml'], meaning: 'Convert JSON or XML backend responses to this format before they reach the client (the response is gathered, at most [throughway.mediation] max_body bytes).' },
 ];
@@ -200,6 +199,8 @@ export type ApiVars = Readonly<Record<string, string>>;
 interface Ctx {
   readonly r: DocumentReader<ApiDiagnosticCode>;
   readonly vars: ApiVars;
+  /** Where scripts may be (GatewaySettings.scriptDirs); undefined: anywhere. */
+  readonly scriptDirs: readonly string[] | undefined;
 }
 
 /** The API file's codes for the shared document reader's steps (config/document.ts). */
@@ -353,10 +354,11 @@ export interface ApiParseResult {
 
 /**
  * Validates one API definition given as a plain object (a parsed file, or an object an embedder passes).
- * `map` locates fields in the file's text for line numbers.
+ * `map` locates fields in the file's text for line numbers. `scriptDirs`: the directories a [mediation]
+ * script must be in (a gateway always passes them: GatewaySettings.scriptDirs); undefined: anywhere.
  */
-export function validateApi(raw: unknown, file: string, vars: ApiVars = {}, map?: SourceMap, policies?: PolicyNames): ApiParseResult {
-  const ctx: Ctx = { r: new DocumentReader(file === '' ? '<api>' : file, map, API_CODES), vars };
+export function validateApi(raw: unknown, file: string, vars: ApiVars = {}, map?: SourceMap, policies?: PolicyNames, scriptDirs?: readonly string[]): ApiParseResult {
+  const ctx: Ctx = { r: new DocumentReader(file === '' ? '<api>' : file, map, API_CODES), vars, scriptDirs };
   if (!isTable(raw)) {
     ctx.r.report('error', 'API_TYPE', [], `an API definition is a table, got ${typeOf(raw)}`);
     return { api: undefined, diagnostics: ctx.r.diagnostics };
@@ -422,9 +424,12 @@ export function validateApi(raw: unknown, file: string, vars: ApiVars = {}, map?
     const m = t.mediation as Record<string, unknown>;
     let script: string | undefined;
     if (typeof m.script === 'string') {
-      // Relative to the API file; an API given in code resolves against the working directory.
-      script = path.resolve(file === '' ? process.cwd() : path.dirname(file), m.script);
-      if (!fs.existsSync(script)) ctx.r.report('error', 'API_VALUE', ['mediation', 'script'], `script ${script} does not exist`, 'a JavaScript file with onRequest');
+      // Relative to the API file; an API given in code resolves against the working directory. Confined
+      // to the configuration directory and script_dirs after links are resolved (mediation/script-path.ts).
+      const place = placeScript(path.resolve(file === '' ? process.cwd() : path.dirname(file), m.script), ctx.scriptDirs);
+      if (place.ok) script = place.real;
+      else if (place.missing) ctx.r.report('error', 'API_VALUE', ['mediation', 'script'], place.problem, 'a JavaScript file with onRequest');
+      else ctx.r.report('error', 'API_SCRIPT_PATH', ['mediation', 'script'], place.problem, `a file under ${(ctx.scriptDirs ?? []).join(' or ')}`);
     }
     mediation = Object.freeze({ script, requestFormat: m.request_format as 'json' | 'xml' | undefined, responseFormat: m.response_format as 'json' | 'xml' | undefined });
   }
@@ -455,10 +460,10 @@ export function validateApi(raw: unknown, file: string, vars: ApiVars = {}, map?
 }
 
 /** Parses and validates one API definition file's text. */
-export function parseApiText(text: string, file: string, vars: ApiVars = {}, policies?: PolicyNames): ApiParseResult {
+export function parseApiText(text: string, file: string, vars: ApiVars = {}, policies?: PolicyNames, scriptDirs?: readonly string[]): ApiParseResult {
   const parsed = parseDocument(text, file, API_CODES);
   if (!parsed.ok) return { api: undefined, diagnostics: [parsed.diagnostic] };
-  return validateApi(parsed.doc, file, vars, parsed.map, policies);
+  return validateApi(parsed.doc, file, vars, parsed.map, policies, scriptDirs);
 }
 
 /** The versioned context path an API is invoked at: /pizzashack/1.0.0, or the {version} placed. */

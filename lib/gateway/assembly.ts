@@ -58,8 +58,8 @@ export function assemble(options: GatewayOptions): GatewayParts {
     unsubscribe.push(options.events.on('blocking.removed', (e) => void throttle.blocking.remove(e.payload.condition.id)));
   }
   if (options.apis !== undefined && options.apiTexts !== undefined) throw new GatewayOptionsError('createGateway takes `apis` or `apiTexts`, not both');
-  const texts = options.apiTexts !== undefined ? new ApiTexts(options.apiTexts.origin, options.apiTexts.entries, settings.vars, throttle.names()) : undefined;
-  const directory = options.apis === undefined && texts === undefined ? new ApiDirectory(settings.apisDir, settings.vars, throttle.names()) : undefined;
+  const texts = options.apiTexts !== undefined ? new ApiTexts(options.apiTexts.origin, options.apiTexts.entries, settings.vars, throttle.names(), settings.scriptDirs) : undefined;
+  const directory = options.apis === undefined && texts === undefined ? new ApiDirectory(settings.apisDir, settings.vars, throttle.names(), settings.scriptDirs) : undefined;
   const observer = options.observeCalls?.(config, settings, logger);
   const security = new Security({
     settings: securitySettingsFrom(config),

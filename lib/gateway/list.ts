@@ -29,7 +29,7 @@ export function listApis(loaded: LoadResult): ApiListing {
   const ts = throttleSettingsFrom(loaded.config, loaded.dir);
   const pol = loadPolicies(ts.policiesFile, policyOptionsOf(ts));
   const policyErrors = pol.diagnostics.filter((d) => d.level === 'error').length;
-  const dir = new ApiDirectory(settings.apisDir, settings.vars, pol.policies !== undefined ? policyNames(pol.policies) : undefined);
+  const dir = new ApiDirectory(settings.apisDir, settings.vars, pol.policies !== undefined ? policyNames(pol.policies) : undefined, settings.scriptDirs);
   const read = dir.read();
   const states = selectApis(read.candidates, settings.gatewayLabels, new CorsPolicy(settings.cors)).states;
   const errors = policyErrors + states.reduce((n, s) => n + s.diagnostics.filter((d) => d.level === 'error').length, 0);

@@ -47,6 +47,7 @@ export const THROUGHWAY_SECTIONS: readonly SectionDef[] = [
       { key: 'worker_heap_mb', type: 'i', default: 256, min: 32, meaning: 'Heap limit (old generation, MiB) of each mediation worker thread; a script that allocates past it ends its worker: fault 103067.' },
       { key: 'thread_cap', type: 'i', default: 0, min: 0, meaning: 'Most mediation worker threads, whatever [mediation] engine.max_threads and core_threads say (their defaults, 100 and 20, size a Java thread pool that also waits on I/O); 0: one per CPU core (os.availableParallelism()). The pool does CPU-bound work only, so threads beyond the cores add memory and contention, not throughput.' },
       { key: 'thread_idle_timeout', type: 's', format: 'duration', unit: 'ms', default: 60000, min: 0, meaning: 'A worker thread above engine.core_threads that has been idle this long is stopped; until then it is kept for the next burst (starting a thread costs tens of ms).' },
+      { key: 'script_dirs', type: 'a', default: [], meaning: 'Directories besides the configuration directory that API [mediation] scripts may be in (relative paths from the configuration directory). A script whose real path, links resolved, is in neither is refused at deploy with API_SCRIPT_PATH (docs/mediation.md).' },
     ],
   },
   {
