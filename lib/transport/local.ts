@@ -56,6 +56,15 @@ export function answer(conn: LocalAnswerer, ex: Exchange, r: LocalResponse, must
   conn.socket.write(head, 'latin1');
   if (body.length > 0 && !ex.isHead) conn.socket.write(body);
   conn.uncork();
+  responseFinished(conn, ex);
+}
+
+/**
+ * The last response byte is written, by a local answer or relayed from the target (SourceConnection
+ * responseDone): the connection closes when the exchange said so, else it goes on once the request is
+ * complete too (until then the source reads the rest of the request).
+ */
+export function responseFinished(conn: LocalAnswerer, ex: Exchange): void {
   ex.responseDone = true;
   conn.setState(S.RESPONSE_DONE);
   if (ex.closeAfter) {

@@ -29,7 +29,7 @@ import type { TargetConnection } from './target';
 import { switchProtocols } from './tunnel';
 import { poolFor } from './pool';
 import { refuseRequest, originForm } from './request-checks';
-import { answer, answerFault, gatheredResponse } from './local';
+import { answer, answerFault, gatheredResponse, responseFinished } from './local';
 import { CHECKS, checkSource } from './invariants';
 import { nextSourceBuffer, readHolderOf } from './read-buffers';
 import type { BodyRead, BufferedResponse, ForwardDecision, LocalResponse, RouteDecision } from './types';
@@ -575,14 +575,7 @@ export class SourceConnection implements ParserEvents, ExchangeOwner {
   /** The target finished the response. */
   responseDone(ex: Exchange): void {
     if (this.ex !== ex) return;
-    ex.responseDone = true;
-    this.setState(S.RESPONSE_DONE);
-    if (ex.closeAfter) {
-      this.endExchange(ex, undefined);
-      this.close();
-    } else if (ex.requestComplete) {
-      this.finishExchange(ex);
-    }
+    responseFinished(this, ex);
   }
 
   /** A local answer (local.ts). `mustClose`: the rest of the request will not be read. */
