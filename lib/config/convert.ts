@@ -13,8 +13,14 @@ import type { DiagnosticCode } from './diagnostics';
 
 export type Converted =
   | { readonly ok: true; readonly value: unknown }
-  /** `index`: the array entry at fault, when one entry of an array value is (the diagnostic points at it). */
-  | { readonly ok: false; readonly code: DiagnosticCode; readonly problem: string; readonly expected: string; readonly index?: number };
+  /** `entries`: the array entries at fault, each with its own problem (one diagnostic each, at the entry). */
+  | { readonly ok: false; readonly code: DiagnosticCode; readonly problem: string; readonly expected: string; readonly entries?: readonly BadEntry[] };
+
+/** One entry of an array value that is refused: its index and why. */
+export interface BadEntry {
+  readonly index: number;
+  readonly problem: string;
+}
 
 const UNIT_MS = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
 type Unit = keyof typeof UNIT_MS;
@@ -147,7 +153,7 @@ export function unitName(unit: string | undefined): string {
   }
 }
 
-const fail = (code: DiagnosticCode, problem: string, expected: string, index?: number): Converted => (index === undefined ? { ok: false, code, problem, expected } : { ok: false, code, problem, expected, index });
+const fail = (code: DiagnosticCode, problem: string, expected: string): Converted => ({ ok: false, code, problem, expected });
 
 /** An address or a CIDR range, as node:net's BlockList.addSubnet takes it. */
 export interface Subnet {
@@ -281,11 +287,15 @@ export function check(def: KeyDef, value: unknown, ctx: CheckContext): Converted
   }
   if (def.format === 'cidr') {
     const list = Array.isArray(value) ? (value as unknown[]) : [value];
+    const bad: BadEntry[] = [];
     for (let i = 0; i < list.length; i++) {
       const v = list[i];
-      if (typeof v !== 'string' || parseSubnet(v) === undefined) {
-        return fail('CONFIG_ADDRESS', `${shownEntry(v)} is neither an IP address nor a CIDR range`, 'IP addresses and CIDR ranges such as "10.0.0.0/8", "192.0.2.7", "2001:db8::/32"', Array.isArray(value) ? i : undefined);
-      }
+      if (typeof v !== 'string' || parseSubnet(v) === undefined) bad.push({ index: i, problem: `${shownEntry(v)} is neither an IP address nor a CIDR range` });
+    }
+    if (bad.length > 0) {
+      const expected = 'IP addresses and CIDR ranges such as "10.0.0.0/8", "192.0.2.7", "2001:db8::/32"';
+      const first = (bad[0] as BadEntry).problem;
+      return Array.isArray(value) ? { ok: false, code: 'CONFIG_ADDRESS', problem: first, expected, entries: bad } : fail('CONFIG_ADDRESS', first, expected);
     }
   }
   if (def.format === 'host' && typeof value === 'string' && !hasRuntimeToken(value) && !/^[^\s/?#@]+$/.test(value)) {

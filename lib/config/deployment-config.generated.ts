@@ -2212,7 +2212,7 @@ export interface ThroughwaySection {
   readonly trusted_proxies: readonly string[];
   /** A request body must arrive whole within this from the end of its head, however steadily it trickles (0: no deadline); else 408 with fault 103162 and the connection closes. Default: 600000 milliseconds. Loaded as milliseconds. */
   readonly body_timeout: number;
-  /** Most 1xx interim responses (100 Continue, 102, 103 Early Hints) a backend may send before the final response to one request; all are relayed to HTTP/1.1 clients. One more is fault 103163 (502): the backend connection is closed and the client gets the fault. Apache httpd stops at 10 as well. Default: 10. */
+  /** Most 1xx interim responses (100 Continue, 102, 103 Early Hints) a backend may send before the final response to one request, each relayed to HTTP/1.1 clients. One more is fault 103163 (502): the backend connection is closed and the client gets the fault. Apache httpd stops at 10 as well. Default: 10. */
   readonly max_interim_responses: number;
   /** Mediation limits */
   readonly mediation: ThroughwayMediationSection;

@@ -642,10 +642,13 @@ class Loader {
         // run, a key it does not act on) changes nothing: a warning, the value kept as written.
         const idle = result.code === 'CONFIG_ALLOWED' && c.ok && (!leaf.match.section.runs || def.inactive === true);
         // A default that copies a written value by reference is placed on the line that wrote the value.
-        // One entry of an array at fault: the diagnostic points at the entry and names it, not the whole array.
-        const at = result.index !== undefined && !leaf.fromDefault ? [...leaf.segments, result.index] : leaf.segments;
-        const problem = result.index !== undefined ? result.problem : `${result.problem}: ${shown(raw, secret)}`;
-        this.report(idle ? 'warning' : 'error', result.code, at, `${problem}${origin}${idle ? ' (not acted on by throughway)' : ''}`, { expected: result.expected, secret, ...(source !== undefined ? { at: source.at } : {}) });
+        // Entries of an array at fault: one diagnostic each, at the entry and naming it, not the whole array.
+        const entries = result.entries !== undefined && !leaf.fromDefault ? result.entries : undefined;
+        if (entries !== undefined) {
+          for (const e of entries) this.report('error', result.code, [...leaf.segments, e.index], e.problem, { expected: result.expected, secret });
+          continue;
+        }
+        this.report(idle ? 'warning' : 'error', result.code, leaf.segments, `${result.problem}: ${shown(raw, secret)}${origin}${idle ? ' (not acted on by throughway)' : ''}`, { expected: result.expected, secret, ...(source !== undefined ? { at: source.at } : {}) });
         if (idle && c.ok) setAt(this.doc, leaf.segments, c.value);
         continue;
       }

@@ -44,6 +44,14 @@ t.test('each kind of bad entry: CONFIG_ADDRESS at the entry, naming it', async (
   }
 });
 
+t.test('every bad entry is its own diagnostic (config check lists them all at once)', async (t) => {
+  const r = load('[throughway]\ntrusted_proxies = [\n  "lb-a.internal",\n  "10.0.0.0/8",\n  "10.0.0.0/40",\n]\n');
+  t.same(
+    errors(r).map((d) => `${d.code} ${d.key} @${d.line}:${d.column}`),
+    ['CONFIG_ADDRESS throughway.trusted_proxies[0] @3:3', 'CONFIG_ADDRESS throughway.trusted_proxies[2] @5:3'],
+  );
+});
+
 t.test('a number where an entry belongs is refused the same way', async (t) => {
   const r = load('[throughway]\ntrusted_proxies = [10]\n');
   t.same(errors(r).map((d) => `${d.code} ${d.key}`), ['CONFIG_ADDRESS throughway.trusted_proxies[0]']);
