@@ -144,10 +144,14 @@ export function renderTransportDoc(): string {
   out.push('  PATCH, ...) is retried only when its connection failed before a byte of the request was written');
   out.push('  (refused or timed-out connect). A POST or PATCH whose head went out gets the fault instead.');
   out.push('- **Headers**: names and values are forwarded byte for byte (latin1), case kept. Removed both ways:');
-  out.push('  Connection and every name it lists, Keep-Alive, Proxy-Connection, TE, Upgrade (RFC 9110 §7.6.1).');
+  out.push('  Connection and every name it lists, Keep-Alive, Proxy-Connection, TE, Upgrade (RFC 9110 §7.6.1), and');
+  out.push('  Proxy-Authorization and Proxy-Authenticate, addressed to the proxy that asks (RFC 9110 §11.7).');
   out.push('  Transfer-Encoding stays because the framing is relayed verbatim. The backend gets `Host:` set to the');
-  out.push('  endpoint\'s host:port, `X-Forwarded-For` (appended), `X-Forwarded-Proto`, `X-Forwarded-Host` (the');
-  out.push('  client\'s Host) and `Via: 1.1 throughway` (appended; `[throughway] via`).');
+  out.push('  endpoint\'s host:port, `X-Forwarded-For` (the peer\'s address), `X-Forwarded-Proto`, `X-Forwarded-Host`');
+  out.push('  (the client\'s Host) and `Via: 1.1 throughway` (appended; `[throughway] via`). The client\'s own');
+  out.push('  `X-Forwarded-*`, `Forwarded` and `X-Real-IP` are replaced or dropped, unless the peer is one of');
+  out.push('  `[throughway] trusted_proxies`: then they are kept and the peer\'s address is appended to');
+  out.push('  `X-Forwarded-For` (docs/security.md, "Trusted proxies").');
   out.push('  `\'http.user.agent.preserve\'` (default **true**: a pass-through proxy is transparent) keeps the');
   out.push('  client\'s User-Agent, else `throughway` is sent; `\'http.server.preserve\'` (default **true**) keeps');
   out.push('  the backend\'s Server header, else `throughway` replaces it; `\'http.headers.preserve\'` lists fields');
