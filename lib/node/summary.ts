@@ -1,6 +1,7 @@
 /**
  * The start-up summary: the ports this version does not open yet, how to get keys and a token from the
- * key manager (docs/key-manager.md), and the deployed APIs with a curl line to try each.
+ * key manager (docs/key-manager.md), and the deployed APIs with a curl line to try each. A cluster worker
+ * prints one line instead (the primary printed the rest: docs/scale-out.md).
  */
 import { LISTENING_PORTS, portOpened } from '../config/ports';
 import { defaultPath, versionedPath } from '../gateway/apis';
@@ -12,6 +13,11 @@ import type { Boot } from './boot';
 const OPENED = new Set(['passthruHttp', 'passthruHttps', 'ws', 'wss', 'demo', 'managementHttp', 'managementHttps']);
 
 export function summarise(b: Boot): void {
+  if (b.cl?.role === 'worker') {
+    const gw = b.gateway;
+    b.out(gw === undefined ? 'no gateway (transport.passthru_http.listener.enable = false)' : `gateway HTTP port ${b.listening.gateway ?? ''}, ${gw.deployed().length} API(s) deployed${gw.states().length > gw.deployed().length ? `, ${gw.states().length - gw.deployed().length} not deployed (see the log)` : ''}`);
+    return;
+  }
   for (const spec of LISTENING_PORTS) {
     if (OPENED.has(spec.name)) continue;
     if (portOpened(b.config, spec)) b.log(`  ${spec.title.padEnd(18)} port ${b.ports[spec.name]} (not opened yet by this version)`);
