@@ -6,9 +6,10 @@
  * GET /health without the detailed checkers is the readiness report (it answered 404 on gateway-workers).
  * Real `throughway start` processes, as the scale tests run them.
  */
+import * as fs from 'node:fs';
 import t from 'tap';
 import { until } from '../gateway/helpers';
-import { get, NODE_TOML, startTestNode } from './node-helpers';
+import { get, NODE_TOML, PROMTOOL, promtoolCheck, startTestNode } from './node-helpers';
 import { baseOffset, http, nodeToml, ownRedisOrSkip, securedApi, spawnNode, started } from '../scale/helpers';
 
 /** nodeToml turns the detailed checkers on: the probes must not depend on them. */
@@ -110,6 +111,13 @@ t.test('cluster primary: ready when its workers are; one line per worker', async
   const workerLines = node.out.split('\n').filter((l) => l.startsWith('[worker '));
   t.equal(workerLines.length, 2, `one line per worker:\n${node.out}`);
   for (const l of workerLines) t.match(l, /^\[worker \d+\] gateway HTTP port \d+, \d+ API\(s\) deployed/);
+  // The primary's scrape merges its workers' (lib/scale/cluster-ops.ts): it lints clean too.
+  if (fs.existsSync(PROMTOOL)) {
+    const m = await http(`http://127.0.0.1:${port}/metrics`);
+    t.match(m.text, /throughway_cluster_workers\{state="answered"\} 2/);
+    const lint = promtoolCheck(m.text);
+    t.equal(lint.status, 0, `promtool check metrics on the merged scrape:\n${lint.output}`);
+  } else t.comment(`${PROMTOOL} not installed: the merged scrape is not linted`);
   const pid = Number(/cluster: worker \d+ \(pid (\d+)\) ready/.exec(node.out)?.[1]);
   process.kill(pid, 'SIGKILL');
   t.ok(await until(async () => (await ready(port)).status === 503, 10_000, 100), 'not ready with a worker down');
