@@ -33,6 +33,8 @@ import { runMediationBench } from './mediation';
 import { Redis } from 'ioredis';
 import {
   COUNTING_BEGIN,
+  STARTUP_BEGIN,
+  STARTUP_END,
   COUNTING_END,
   MEDIATION_BEGIN,
   MEDIATION_END,
@@ -884,6 +886,7 @@ async function main(): Promise<void> {
       mediation: existingSection(MEDIATION_BEGIN, MEDIATION_END),
       workers: existingSection(WORKERS_BEGIN, WORKERS_END),
       counting: existingSection(COUNTING_BEGIN, COUNTING_END),
+      startup: existingSection(STARTUP_BEGIN, STARTUP_END),
       workDir: WORK_DIR,
       demo: demoUrl(),
     });
