@@ -6,21 +6,10 @@
  * Skips with the reason when promtool is absent.
  */
 import * as fs from 'node:fs';
-import * as net from 'node:net';
 import t from 'tap';
-import { apiToml, echoBackend, request } from '../gateway/helpers';
+import { apiToml, closedPort, echoBackend, request } from '../gateway/helpers';
 import { get, NODE_TOML, parseMetrics, PROMTOOL, promtoolCheck, startTestNode } from './node-helpers';
 import { DROPPED_DEFAULT_METRICS } from '../../lib/observability/metrics';
-
-
-/** A port nothing listens on: bound, then closed. */
-async function closedPort(): Promise<number> {
-  const s = net.createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()));
-  const port = (s.address() as net.AddressInfo).port;
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
-}
 
 t.test('promtool check metrics passes on a scrape after traffic', async (t) => {
   if (!fs.existsSync(PROMTOOL)) {
