@@ -394,6 +394,8 @@ export interface DocParts {
   /** The cluster-mode and Redis counting sections with their markers (the document's current ones). */
   readonly workers?: string | undefined;
   readonly counting?: string | undefined;
+  /** The document's other marked sections (soak, import, ...), kept as they are, before "How to reproduce". */
+  readonly others?: readonly string[];
   readonly workDir: string;
   readonly demo: { readonly url: string; readonly fromConf: boolean };
 }
@@ -447,6 +449,10 @@ export function renderDoc(p: DocParts): string {
       `${COUNTING_BEGIN}\n## Throttle counters in Redis (docs/scale-out.md)\n\nNo Redis counting run recorded yet: \`npm run bench -- --redis-counting --write\` adds it.\n${COUNTING_END}`,
   );
   L.push('');
+  for (const section of p.others ?? []) {
+    L.push(section);
+    L.push('');
+  }
   L.push(HOW_TO_REPRODUCE);
   L.push('');
   L.push('```sh');

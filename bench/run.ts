@@ -634,6 +634,30 @@ function existingSection(begin: string, end: string): string | undefined {
   return undefined;
 }
 
+/**
+ * Every other marked section of the current document (`<!-- name:begin -->` … `<!-- name:end -->`: the soak
+ * run's, the import figures, ...), in document order: a main run's --write keeps them as they are.
+ */
+function otherSections(known: readonly string[]): string[] {
+  let doc: string;
+  try {
+    doc = fs.readFileSync(PERF_DOC, 'utf8');
+  } catch {
+    return [];
+  }
+  const out: string[] = [];
+  const begin = /<!-- ([a-z0-9-]+):begin -->/g;
+  for (let m = begin.exec(doc); m !== null; m = begin.exec(doc)) {
+    if (known.includes(m[0])) continue;
+    const end = `<!-- ${m[1]}:end -->`;
+    const b = doc.indexOf(end, m.index);
+    if (b < 0) continue;
+    out.push(doc.slice(m.index, b + end.length));
+    begin.lastIndex = b + end.length;
+  }
+  return out;
+}
+
 // ------------------------------------------------------------------ main
 
 /** What a run leaves in WORK_DIR/run-<date>.json; --from renders a document from it again. */
@@ -903,6 +927,7 @@ async function main(): Promise<void> {
       mediation: existingSection(MEDIATION_BEGIN, MEDIATION_END),
       workers: existingSection(WORKERS_BEGIN, WORKERS_END),
       counting: existingSection(COUNTING_BEGIN, COUNTING_END),
+      others: otherSections([PEERS_BEGIN, MEDIATION_BEGIN, WORKERS_BEGIN, COUNTING_BEGIN]),
       workDir: WORK_DIR,
       demo: demoUrl(),
     });
