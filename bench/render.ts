@@ -467,6 +467,7 @@ export function renderDoc(p: DocParts): string {
   L.push('npm run bench -- --workers --rounds 3 --duration 6 --write   # cluster mode: [throughway.cluster] workers = 1 vs 2 on the demo API');
   L.push('npm run bench -- --redis-counting --rounds 3 --duration 6 --write   # throttle counters in memory vs Redis (THROUGHWAY_TEST_REDIS_URL or redis://127.0.0.1:6379)');
   L.push(`node dist/bench/run.js --workers --from ${p.workDir}/workers-<date>.json --write   # likewise --redis-counting --from .../redis-counting-<date>.json`);
+  L.push('node dist/bench/node-lines.js --node <other node binary> --rounds 3 --write   # the transport on this Node and on another line (bench/node-lines.ts)');
   L.push('node dist/bench/profile.js --mode perf          # where the CPU goes (perf), small GET under wrk');
   L.push('```');
   L.push('');
