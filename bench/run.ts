@@ -33,8 +33,6 @@ import { runMediationBench } from './mediation';
 import { Redis } from 'ioredis';
 import {
   COUNTING_BEGIN,
-  STARTUP_BEGIN,
-  STARTUP_END,
   COUNTING_END,
   MEDIATION_BEGIN,
   MEDIATION_END,
@@ -617,6 +615,30 @@ function existingSection(begin: string, end: string): string | undefined {
   return undefined;
 }
 
+/**
+ * Every other marked section of the current document (`<!-- name:begin -->` … `<!-- name:end -->`: the soak
+ * run's, the import figures, ...), in document order: a main run's --write keeps them as they are.
+ */
+function otherSections(known: readonly string[]): string[] {
+  let doc: string;
+  try {
+    doc = fs.readFileSync(PERF_DOC, 'utf8');
+  } catch {
+    return [];
+  }
+  const out: string[] = [];
+  const begin = /<!-- ([a-z0-9-]+):begin -->/g;
+  for (let m = begin.exec(doc); m !== null; m = begin.exec(doc)) {
+    if (known.includes(m[0])) continue;
+    const end = `<!-- ${m[1]}:end -->`;
+    const b = doc.indexOf(end, m.index);
+    if (b < 0) continue;
+    out.push(doc.slice(m.index, b + end.length));
+    begin.lastIndex = b + end.length;
+  }
+  return out;
+}
+
 // ------------------------------------------------------------------ main
 
 /** What a run leaves in WORK_DIR/run-<date>.json; --from renders a document from it again. */
@@ -886,7 +908,7 @@ async function main(): Promise<void> {
       mediation: existingSection(MEDIATION_BEGIN, MEDIATION_END),
       workers: existingSection(WORKERS_BEGIN, WORKERS_END),
       counting: existingSection(COUNTING_BEGIN, COUNTING_END),
-      startup: existingSection(STARTUP_BEGIN, STARTUP_END),
+      others: otherSections([PEERS_BEGIN, MEDIATION_BEGIN, WORKERS_BEGIN, COUNTING_BEGIN]),
       workDir: WORK_DIR,
       demo: demoUrl(),
     });

@@ -15,7 +15,11 @@ import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { log, median, ROOT, sleep } from './common';
-import { STARTUP_BEGIN, STARTUP_END, writeSection } from './render';
+import { writeSection } from './render';
+
+/** Its own section of docs/performance.md; a main run's --write keeps it (bench/run.ts otherSections). */
+const STARTUP_BEGIN = '<!-- startup:begin -->';
+const STARTUP_END = '<!-- startup:end -->';
 
 /** What one `node -e` prints: wall ms of the require, CPU ms (user + system), modules in require.cache. */
 const IMPORT_PROBE =

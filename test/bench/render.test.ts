@@ -17,8 +17,6 @@ import {
   MEDIATION_END,
   PEERS_BEGIN,
   PEERS_END,
-  STARTUP_BEGIN,
-  STARTUP_END,
   mainTarget,
   renderDoc,
   renderFeatures,
@@ -198,10 +196,11 @@ t.test('the document: generated sections only, the peers and mediation blocks ke
   t.match(bare, 'No peers run recorded yet');
   t.match(bare, 'No mediation run recorded yet');
   t.ok(bare.includes(PEERS_BEGIN) && bare.includes(MEDIATION_BEGIN) && bare.includes(MEDIATION_END), 'markers even when empty, for the next --write');
-  // bench/startup.ts owns the import and start-up section: a main run keeps it as it is.
-  const startup = `${STARTUP_BEGIN}\n## Import and start-up\n\n- kept 3\n${STARTUP_END}`;
-  t.ok(renderDoc({ ...parts, startup }).includes(startup), 'the start-up block verbatim');
-  t.ok(bare.includes(`${STARTUP_BEGIN}\n## Import and start-up\n\nNo start-up run recorded yet`) && bare.includes(STARTUP_END), 'its markers when there is none');
+  // Sections other runs own (the soak run, the import figures) survive a main run's --write verbatim.
+  const soak = '<!-- soak:begin -->\n## Reliability (soak)\n\nkept\n<!-- soak:end -->';
+  const kept = renderDoc({ ...parts, others: [soak] });
+  t.ok(kept.includes(soak), 'the soak section verbatim');
+  t.ok(kept.indexOf(soak) < kept.indexOf('## How to reproduce'), 'before the reproduction section');
   t.match(doc, 'node dist/bench/startup.js --runs 5 --write');
 });
 
