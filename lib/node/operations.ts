@@ -20,8 +20,8 @@ const backendPool = (b: Boot): ReturnType<typeof backendPoolChecker> => {
 };
 
 /** The start-up line that says where the probes and the scrape are. */
-export function logOperations(b: Boot, port: number, what = ''): void {
-  b.log(`  ${'operations'.padEnd(18)} port ${port}${what}: /health/live, /health/ready, /health${b.metrics !== undefined ? ', /metrics' : ''} (docs/operations.md)`);
+export function logOperations(b: Boot, port: number): void {
+  b.log(`  ${'operations'.padEnd(18)} port ${port}: /health/live, /health/ready, /health${b.metrics !== undefined ? ', /metrics' : ''} (docs/operations.md)`);
 }
 
 /** Checks that a part answers: DOWN with `waiting` until `ready()` gives its details. */
