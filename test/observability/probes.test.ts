@@ -4,10 +4,14 @@
  * primary, whatever [server_health_check] enable says; readiness is what the role needs (listeners up,
  * store open, snapshot and deployments pulled, the decision service's Redis, the cluster's workers), and
  * GET /health without the detailed checkers is the readiness report (it answered 404 on gateway-workers).
- * Real `throughway start` processes, as the scale tests run them.
+ * Real `throughway start` processes, as the scale tests run them; opsRoutes as an embedder calls it.
  */
 import * as fs from 'node:fs';
+import * as nodeHttp from 'node:http';
+import type { AddressInfo } from 'node:net';
 import t from 'tap';
+import { Health } from '../../lib/observability/health';
+import { opsRoutes } from '../../lib/observability/routes';
 import { until } from '../gateway/helpers';
 import { get, NODE_TOML, PROMTOOL, promtoolCheck, startTestNode } from './node-helpers';
 import { baseOffset, http, nodeToml, ownRedisOrSkip, securedApi, spawnNode, started } from '../scale/helpers';
@@ -26,6 +30,33 @@ async function ready(port: number, p = '/health/ready'): Promise<{ status: numbe
   const r = await http(`http://127.0.0.1:${port}${p}`);
   return { status: r.status, report: r.body as unknown as Report };
 }
+
+t.test('opsRoutes for embedders: /health/ready answers the health report when no readiness is given', async (t) => {
+  const health = new Health(200);
+  health.register({ name: 'db', order: 1, check: () => ({ healthy: false, message: 'db down' }) });
+  const readiness = new Health(200);
+  readiness.register({ name: 'warm', order: 1, check: () => ({ healthy: true }) });
+  const serve = async (o: Parameters<typeof opsRoutes>[0]): Promise<number> => {
+    const ops = opsRoutes(o);
+    const srv = nodeHttp.createServer((req, res) => {
+      void ops(req, res, req.url ?? '/').then((done) => {
+        if (!done) res.writeHead(404).end();
+      });
+    });
+    await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
+    t.teardown(() => srv.close());
+    return (srv.address() as AddressInfo).port;
+  };
+  const onlyHealth = await serve({ health });
+  t.equal((await ready(onlyHealth)).status, 503, 'the health report');
+  t.same((await ready(onlyHealth)).report.failing, ['db']);
+  const both = await serve({ health, readiness });
+  t.equal((await ready(both)).status, 200, 'readiness apart from the detailed checkers');
+  t.equal((await ready(both, '/health')).status, 503, '/health stays the detailed report');
+  const neither = await serve({});
+  t.equal((await ready(neither)).status, 404, 'nothing to answer with: not handled');
+  t.equal((await ready(neither, '/health/live')).status, 200);
+});
 
 t.test('default role in process: live, ready (listeners, store), /health without the checkers is readiness', async (t) => {
   const n = await startTestNode(NODE_TOML);
