@@ -152,15 +152,15 @@ export interface ApimJwtIssuerClaimMappingSection {
 
 /** Gateway environment ([[apim.gateway.environment]], spec 000). */
 export interface ApimGatewayEnvironmentSection {
-  /** Environment name. Default: "Default". Accepted; throughway does not act on it. */
+  /** Environment name. Default: "Default". */
   readonly name: string;
-  /** Which tokens the environment serves. Default: "hybrid". Accepted; throughway does not act on it. */
+  /** Which tokens the environment serves. Default: "hybrid". */
   readonly type: "production" | "sandbox" | "hybrid";
   /** Show the environment under 'Try it' in the developer portal console. Default: true. Accepted; throughway does not act on it. */
   readonly display_in_api_console: boolean;
-  /** Description of the environment. Default: "This is a hybrid gateway that handles both production and sandbox token traffic.". Accepted; throughway does not act on it. */
+  /** Description of the environment. Default: "This is a hybrid gateway that handles both production and sandbox token traffic.". */
   readonly description: string;
-  /** Used to build the sample request in the developer portal. Default: true. Accepted; throughway does not act on it. */
+  /** Used to build the sample request in the developer portal. Default: true. */
   readonly show_as_token_endpoint_url: boolean;
   /** APIs are published to this URL. Default: "https://localhost:9443/services/". Accepted; throughway does not act on it. */
   readonly service_url: string;
@@ -168,13 +168,13 @@ export interface ApimGatewayEnvironmentSection {
   readonly username: string;
   /** Publishing credential: password. Default: "$ref{super_admin.password}". Accepted; throughway does not act on it. */
   readonly password: string;
-  /** WebSocket endpoint of the gateway. Default: no default; ws://<host>:<port> (gateway WS port 9099 in the sample). Accepted; throughway does not act on it. */
+  /** WebSocket endpoint of the gateway. Default: no default; ws://<host>:<port> (gateway WS port 9099 in the sample). */
   readonly ws_endpoint?: string;
-  /** Secure WebSocket endpoint of the gateway (throughway addition: the reference files write it here). Default: no default; wss://<host>:<port> (gateway WSS port 8099). Accepted; throughway does not act on it. */
+  /** Secure WebSocket endpoint of the gateway (throughway addition: the reference files write it here). Default: no default; wss://<host>:<port> (gateway WSS port 8099). */
   readonly wss_endpoint?: string;
-  /** HTTPS endpoint of the gateway. Default: no default; https://<host>:<port> (8243 in the sample). Accepted; throughway does not act on it. */
+  /** HTTPS endpoint of the gateway. Default: no default; https://<host>:<port> (8243 in the sample). */
   readonly https_endpoint?: string;
-  /** HTTP endpoint of the gateway. Default: no default; http://<host>:<port> (8280 in the sample). Accepted; throughway does not act on it. */
+  /** HTTP endpoint of the gateway. Default: no default; http://<host>:<port> (8280 in the sample). */
   readonly http_endpoint?: string;
   /** Virtual host of a gateway environment */
   readonly virtual_host: ApimGatewayEnvironmentVirtualHostSection;

@@ -44,6 +44,11 @@ export async function handleAdmin(ctx: RouteContext, req: http.IncomingMessage, 
   const m = ctx.manager;
   const [collection, id, sub] = parts;
 
+  // The gateway URLs clients are shown ([[apim.gateway.environment]]; lib/gateway/environments.ts).
+  if (collection === 'environments' && id === undefined && method === 'GET') {
+    const envs = ctx.oauth.settings.environments;
+    return sendJson(res, 200, { list: envs.map((e) => ({ name: e.name, type: e.type, description: e.description, httpEndpoint: e.http ?? null, httpsEndpoint: e.https ?? null, wsEndpoint: e.ws ?? null, wssEndpoint: e.wss ?? null, tokenEndpoint: e.https !== undefined ? `${e.https}/token` : null, showAsTokenEndpointUrl: e.showAsTokenEndpoint, configured: e.configured })) });
+  }
   if (collection === 'applications') {
     if (id === undefined && method === 'GET') return sendJson(res, 200, { list: await m.listApplications(owner) });
     if (id === undefined && method === 'POST') {

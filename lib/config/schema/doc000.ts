@@ -230,22 +230,25 @@ export const DOC000_SECTIONS: readonly SectionDef[] = [
     source: '000',
     title: 'Gateway environment',
     runs: true,
-    // Nothing reads the environments yet (the gateway's URLs come from the listeners' ports): every key is
-    // accepted and named by `config check` as not acted on (docs/migrating.md).
+    // The endpoints, name, type, description and show_as_token_endpoint_url are the gateway URLs the start
+    // summary, `apis list` and the key manager report (lib/gateway/environments.ts); the console and
+    // publishing keys are accepted and named by `config check` as not acted on (docs/migrating.md).
     keys: [
-      { key: 'name', type: 's', inactive: true, required: true, default: 'Default', meaning: 'Environment name.' },
-      { key: 'type', type: 's', inactive: true, required: true, default: 'hybrid', allowed: ['production', 'sandbox', 'hybrid'], meaning: 'Which tokens the environment serves.' },
+      { key: 'name', type: 's', required: true, default: 'Default', meaning: 'Environment name.' },
+      { key: 'type', type: 's', required: true, default: 'hybrid', allowed: ['production', 'sandbox', 'hybrid'], meaning: 'Which tokens the environment serves.' },
       { key: 'display_in_api_console', type: 's', inactive: true, required: true, boolString: true, default: true, meaning: "Show the environment under 'Try it' in the developer portal console." },
-      { key: 'description', type: 's', inactive: true, required: true, default: 'This is a hybrid gateway that handles both production and sandbox token traffic.', defaultText: 'text describing a hybrid gateway for production and sandbox tokens', meaning: 'Description of the environment.' },
-      { key: 'show_as_token_endpoint_url', type: 's', inactive: true, required: true, boolString: true, default: true, meaning: 'Used to build the sample request in the developer portal.' },
+      { key: 'description', type: 's', required: true, default: 'This is a hybrid gateway that handles both production and sandbox token traffic.', defaultText: 'text describing a hybrid gateway for production and sandbox tokens', meaning: 'Description of the environment.' },
+      { key: 'show_as_token_endpoint_url', type: 's', required: true, boolString: true, default: true, meaning: 'Used to build the sample request in the developer portal.' },
       { key: 'service_url', type: 's', inactive: true, required: true, format: 'url', default: 'https://localhost:9443/services/', meaning: 'APIs are published to this URL.' },
       { key: 'username', type: 's', inactive: true, required: true, default: SUPER_USER, defaultText: 'super admin user name', meaning: 'Publishing credential: user.' },
       { key: 'password', type: 's', inactive: true, required: true, secret: true, default: SUPER_PASS, defaultText: 'super admin password', meaning: 'Publishing credential: password.' },
-      { key: 'ws_endpoint', type: 's', inactive: true, required: true, format: 'url', defaultText: 'no default; ws://<host>:<port> (gateway WS port 9099 in the sample)', meaning: 'WebSocket endpoint of the gateway.' },
+      // The spec marks ws_endpoint and https_endpoint R; throughway needs neither (an environment without
+      // them has no such URL), so a file that leaves them out still loads.
+      { key: 'ws_endpoint', type: 's', format: 'url', defaultText: 'no default; ws://<host>:<port> (gateway WS port 9099 in the sample)', meaning: 'WebSocket endpoint of the gateway.' },
       // Not in the spec's table, but the reference's own files set it on the entry (shared/fixtures).
-      { key: 'wss_endpoint', type: 's', inactive: true, format: 'url', defaultText: 'no default; wss://<host>:<port> (gateway WSS port 8099)', meaning: 'Secure WebSocket endpoint of the gateway (throughway addition: the reference files write it here).' },
-      { key: 'https_endpoint', type: 's', inactive: true, required: true, format: 'url', defaultText: 'no default; https://<host>:<port> (8243 in the sample)', meaning: 'HTTPS endpoint of the gateway.' },
-      { key: 'http_endpoint', type: 's', inactive: true, format: 'url', defaultText: 'no default; http://<host>:<port> (8280 in the sample)', meaning: 'HTTP endpoint of the gateway.' },
+      { key: 'wss_endpoint', type: 's', format: 'url', defaultText: 'no default; wss://<host>:<port> (gateway WSS port 8099)', meaning: 'Secure WebSocket endpoint of the gateway (throughway addition: the reference files write it here).' },
+      { key: 'https_endpoint', type: 's', format: 'url', defaultText: 'no default; https://<host>:<port> (8243 in the sample)', meaning: 'HTTPS endpoint of the gateway.' },
+      { key: 'http_endpoint', type: 's', format: 'url', defaultText: 'no default; http://<host>:<port> (8280 in the sample)', meaning: 'HTTP endpoint of the gateway.' },
     ],
   },
   {
