@@ -102,6 +102,12 @@ export async function handleAdmin(ctx: RouteContext, req: http.IncomingMessage, 
       return sendJson(res, 201, u);
     }
   }
+  // A gateway-worker's backend JWT user claims ([apim.jwt] enable_user_claims; lib/scale/control-plane.ts).
+  if (collection === 'users' && id !== undefined && sub === 'claims' && method === 'GET' && parts.length === 3) {
+    const claims = await m.userClaims(id);
+    if (claims === undefined) throw new OAuthError('not_found', `no user ${id}`);
+    return sendJson(res, 200, { username: id, claims });
+  }
   if (collection === 'signing-keys' && id === undefined && method === 'GET') return sendJson(res, 200, { keys: ctx.keys.publicJwks() });
   if (collection === 'signing-keys' && id === 'rotate' && method === 'POST') {
     const kid = await ctx.keys.rotate().catch((err: unknown) => {

@@ -86,6 +86,8 @@ export function buildBackendJwt(s: BackendJwtSettings, key: BackendJwtKey | unde
     [`${d}/enduser`]: auth.endUser,
     [`${d}/client_id`]: auth.consumerKey,
   };
+  // [apim.jwt] enable_user_claims: the end user's store claims under the dialect (`<dialect>/role`).
+  if (auth.userClaims !== undefined) for (const [k, v] of Object.entries(auth.userClaims)) own[`${d}/${k}`] ??= v;
   for (const [k, v] of Object.entries(own)) if (!s.excludedClaims.has(k) || RESTRICTED_CLAIMS.has(k)) claims[k] = v;
   const signed = s.algorithm === 'RS256' && key !== undefined;
   const header: Record<string, string> = { typ: 'JWT', alg: signed ? 'RS256' : 'none' };

@@ -35,6 +35,8 @@ export interface BackendJwtSettings {
   readonly excludedClaims: ReadonlySet<string>;
   /** Longest validity of one backend JWT (ms): [apim.cache.jwt_claim] expiry_time, else the token's own. */
   readonly maxValidity: number | undefined;
+  /** enable_user_claims or enable_claim_retrieval: the end user's claims from the key manager's store. */
+  readonly userClaims: boolean;
 }
 
 export interface MutualSslSettings {
@@ -105,6 +107,9 @@ export function securitySettingsFrom(config: DeploymentConfig): SecuritySettings
       dialect: (j.claim_dialect ?? DEFAULT_CLAIM_DIALECT).replace(/\/+$/, ''),
       excludedClaims: new Set(j.gateway_generator?.excluded_claims ?? []),
       maxValidity: c.jwt_claim.enable ? c.jwt_claim.expiry_time : undefined,
+      // spec 000 [apim.jwt]: enable_user_claims puts user store claims in the JWT; enable_claim_retrieval
+      // adds the authorized user's claims (default key manager): the same claims here, from one store.
+      userClaims: j.enable_user_claims || j.enable_claim_retrieval === true,
     }),
     mutualSsl: Object.freeze({
       header: ms.certificate_header?.toLowerCase(),
