@@ -214,9 +214,9 @@ export interface ApimCacheGatewayTokenSection {
 
 /** Gateway resource cache ([apim.cache.resource], spec 000). */
 export interface ApimCacheResourceSection {
-  /** Caches API resources at the gateway; entries expire in 15 minutes. Default: true. */
+  /** Caches API resources at the gateway; entries expire in 15 minutes. Throughway differs: resources are compiled into the route table when an API is deployed and matched from it on every call, so there is no cache to switch off, and a redeployed API applies at once. Default: true. */
   readonly enable: boolean;
-  /** Expiry of cached API resources. Default: - (sample 900s; entries expire in 15 minutes). Loaded as milliseconds. */
+  /** Expiry of cached API resources. Throughway differs: no resource cache exists to expire (see enable). Default: - (sample 900s; entries expire in 15 minutes). Loaded as milliseconds. */
   readonly expiry_time?: number;
 }
 
@@ -236,7 +236,7 @@ export interface ApimCacheRecentApisSection {
 
 /** Scope cache ([apim.cache.scopes], spec 000). */
 export interface ApimCacheScopesSection {
-  /** Scope cache, entries live 15 minutes. Default: true. */
+  /** Scope cache, entries live 15 minutes. Throughway differs: resource scopes are compiled with the deployed API (the gateway's check) and read from the deployed APIs at each token request (the key manager), so a changed scope or role binding applies at once; there is no cache to switch off. Default: true. */
   readonly enable: boolean;
 }
 

@@ -301,8 +301,10 @@ export const DOC000_SECTIONS: readonly SectionDef[] = [
     runs: true,
     enabledBy: 'apim.cache.resource.enable',
     keys: [
-      { key: 'enable', type: 'b', default: true, meaning: 'Caches API resources at the gateway; entries expire in 15 minutes.' },
-      { key: 'expiry_time', type: 's', format: 'duration', unit: 'm', min: 0, defaultText: '- (sample 900s; entries expire in 15 minutes)', meaning: 'Expiry of cached API resources.' },
+      // throughway has no resource cache (lib/gateway/router.ts): resources are compiled into the route
+      // table when an API is deployed and every call is matched against it, so nothing can go stale.
+      { key: 'enable', type: 'b', default: true, meaning: 'Caches API resources at the gateway; entries expire in 15 minutes. Throughway differs: resources are compiled into the route table when an API is deployed and matched from it on every call, so there is no cache to switch off, and a redeployed API applies at once.' },
+      { key: 'expiry_time', type: 's', format: 'duration', unit: 'm', min: 0, defaultText: '- (sample 900s; entries expire in 15 minutes)', meaning: 'Expiry of cached API resources. Throughway differs: no resource cache exists to expire (see enable).' },
     ],
   },
   {
@@ -333,7 +335,9 @@ export const DOC000_SECTIONS: readonly SectionDef[] = [
     title: 'Scope cache',
     runs: true,
     enabledBy: 'apim.cache.scopes.enable',
-    keys: [{ key: 'enable', type: 'b', default: true, meaning: 'Scope cache, entries live 15 minutes.' }],
+    // throughway has no scope cache: the gateway checks the scopes compiled with each deployed resource, the
+    // key manager reads the deployed APIs' scopes at each token request (lib/keymanager/oauth.ts).
+    keys: [{ key: 'enable', type: 'b', default: true, meaning: "Scope cache, entries live 15 minutes. Throughway differs: resource scopes are compiled with the deployed API (the gateway's check) and read from the deployed APIs at each token request (the key manager), so a changed scope or role binding applies at once; there is no cache to switch off." }],
   },
   {
     path: 'apim.cache.publisher_roles',
