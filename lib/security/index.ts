@@ -344,7 +344,7 @@ export class Security {
 /** The link to a key manager in this process (node.ts passes it to createGateway). */
 export function keyManagerLink(km: {
   readonly settings: { readonly issuer: string };
-  readonly keys: { publicJwks(): import('jose').JWK[]; current(): { readonly kid: string; readonly alg: string; readonly privateKey: import('jose').CryptoKey } };
+  readonly keys: { publicJwks(): import('jose').JWK[]; current(): { readonly kid: string; readonly alg: string; readonly privateKey: import('jose').CryptoKey; readonly certificate?: Buffer } };
   readonly manager: { snapshot(): Promise<Snapshot>; userClaims(username: string): Promise<Readonly<Record<string, string>> | undefined> };
   readonly oauth: { introspect(form: URLSearchParams): Promise<Record<string, unknown>> };
 }): KeyManagerLink {

@@ -37,6 +37,8 @@ export interface BackendJwtSettings {
   readonly maxValidity: number | undefined;
   /** enable_user_claims or enable_claim_retrieval: the end user's claims from the key manager's store. */
   readonly userClaims: boolean;
+  /** use_sha256_hash: the signing certificate's thumbprint as `x5t#S256` (SHA-256) instead of `x5t` (SHA-1). */
+  readonly thumbprint: 'sha1' | 'sha256';
 }
 
 export interface MutualSslSettings {
@@ -110,6 +112,7 @@ export function securitySettingsFrom(config: DeploymentConfig): SecuritySettings
       // spec 000 [apim.jwt]: enable_user_claims puts user store claims in the JWT; enable_claim_retrieval
       // adds the authorized user's claims (default key manager): the same claims here, from one store.
       userClaims: j.enable_user_claims || j.enable_claim_retrieval === true,
+      thumbprint: j.use_sha256_hash ? 'sha256' : 'sha1',
     }),
     mutualSsl: Object.freeze({
       header: ms.certificate_header?.toLowerCase(),
