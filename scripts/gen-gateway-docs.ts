@@ -55,7 +55,7 @@ export function renderFaultsDoc(): string {
   o.push('(base + protocol state), and throughway\'s own codes for conditions the spec has no code for, from');
   const transportOwn = Object.values(OwnCode).filter((c) => c < 103020);
   const transportInBlocks = Object.values(OwnCode).filter((c) => c >= 103020);
-  o.push(`${Math.min(...Object.values(OwnCode))} onwards (the transport holds ${Math.min(...transportOwn)}–${Math.max(...transportOwn)}${transportInBlocks.length > 0 ? ` and ${transportInBlocks.join(', ')} in the blocks below` : ''}, the gateway ${Math.min(...Object.values(GatewayOwnCode))} onwards; 103020–103159 are reserved in blocks per area: 103020–103039 security, 103040–103059 throttling, 103060–103079 mediation, 103080–103099 TLS, proxies and WebSocket, 103100–103119 scale-out, 103120–103139 operations, 103140–103159 embedding).`);
+  o.push(`${Math.min(...Object.values(OwnCode))} onwards (the transport holds ${Math.min(...transportOwn)}–${Math.max(...transportOwn)}${transportInBlocks.length > 0 ? ` and ${transportInBlocks.join(', ')} in the blocks below` : ''}, the gateway ${Math.min(...Object.values(GatewayOwnCode))} onwards; 103020–103209 are reserved in blocks per area: 103020–103039 security, 103040–103059 throttling, 103060–103079 mediation, 103080–103099 TLS, proxies and WebSocket, 103100–103119 scale-out, 103120–103139 operations, 103140–103159 embedding, 103160–103179 request framing and deadlines, 103200–103209 backend security).`);
   o.push('');
   o.push('## API handler codes (spec 002, part 7)');
   o.push('');
