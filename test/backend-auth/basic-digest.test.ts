@@ -50,6 +50,13 @@ for (const algorithm of ['MD5', 'SHA-256'] as const) {
     t.equal(be.hits.length, 5, 'later calls go once each');
     t.equal(be.nonces.length, 1, 'one nonce for all of them');
 
+    // Concurrent calls share the nonce, each with its own nc (none seen twice by the backend).
+    const many = await Promise.all(Array.from({ length: 8 }, (_, i) => request(gw.port, `/d/1/c${i}`)));
+    t.same(many.map((x) => x.status), Array(8).fill(200));
+    const ncs = be.hits.slice(5).map((h) => /nc=([0-9a-f]{8})/.exec(h.authorization[0] ?? '')?.[1]);
+    t.same([...ncs].sort(), ['00000005', '00000006', '00000007', '00000008', '00000009', '0000000a', '0000000b', '0000000c'], 'nc counted on, in hex');
+    t.equal(be.nonces.length, 1);
+
     // A stale nonce (RFC 7616 §3.3 stale=true): the new nonce is answered and the call sent again.
     be.expireNonces();
     t.equal((await request(gw.port, '/d/1/after-stale', { method: 'PUT', body: 'x' })).status, 200);

@@ -140,12 +140,13 @@ export async function digestBackend(user: string, password: string, algorithm: '
   const opaque = randomBytes(12).toString('base64');
   const H = (s: string): string => createHash(algorithm === 'MD5' ? 'md5' : 'sha256').update(s).digest('hex');
   const nonces: string[] = [];
-  const lastNc = new Map<string, number>();
+  // RFC 7616 §3.4: "if the same nc-value is seen twice, then the request is a replay".
+  const seenNc = new Map<string, Set<number>>();
   const stale = new Set<string>();
   const challenge = (isStale: boolean): { status: number; headers: Record<string, string> } => {
     const nonce = randomBytes(18).toString('base64');
     nonces.push(nonce);
-    lastNc.set(nonce, 0);
+    seenNc.set(nonce, new Set());
     return { status: 401, headers: { 'WWW-Authenticate': `Digest realm="${realm}", qop="auth", algorithm=${algorithm}, nonce="${nonce}", opaque="${opaque}"${isStale ? ', stale=true' : ''}` } };
   };
   const s = await serve(async (req, _b, hit) => {
@@ -153,7 +154,7 @@ export async function digestBackend(user: string, password: string, algorithm: '
     const p = digestParams(hit.authorization[0] as string);
     if (p === undefined) return challenge(false);
     const nonce = p.get('nonce') ?? '';
-    const seen = lastNc.get(nonce);
+    const seen = seenNc.get(nonce);
     if (seen === undefined || p.get('username') !== user || p.get('realm') !== realm || p.get('opaque') !== opaque || p.get('qop') !== 'auth' || (p.get('algorithm') ?? 'MD5') !== algorithm) return challenge(false);
     if (p.get('uri') !== req.url) return { status: 400 };
     const ncText = p.get('nc') ?? '';
@@ -161,8 +162,8 @@ export async function digestBackend(user: string, password: string, algorithm: '
     const expected = H(`${H(`${user}:${realm}:${password}`)}:${nonce}:${ncText}:${p.get('cnonce') ?? ''}:auth:${H(`${req.method ?? ''}:${req.url ?? ''}`)}`);
     if (p.get('response') !== expected) return challenge(false);
     if (stale.has(nonce)) return challenge(true);
-    if (nc <= seen) return challenge(false); // a replayed nonce count
-    lastNc.set(nonce, nc);
+    if (nc < 1 || seen.has(nc)) return challenge(false); // a replayed nonce count
+    seen.add(nc);
     return { status: 200 };
   });
   return Object.assign(s, {
