@@ -188,54 +188,16 @@ export async function tokenForwarder(kmUrl: string): Promise<TokenForwarder> {
   const forms: URLSearchParams[] = [];
   const auths: (string | undefined)[] = [];
   const state = { mode: 'pass' as TokenForwarder['mode'] };
-  const hung: http.ServerResponse[] = [];
-  const hits: Hit[] = [];
-  const server = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const body = Buffer.concat(chunks).toString('utf8');
-      hits.push({ method: req.method ?? '', url: req.url ?? '', authorization: authorizations(req.rawHeaders), body, status: 0 });
-      forms.push(new URLSearchParams(body));
-      auths.push(req.headers.authorization);
-      if (state.mode === 'hang') {
-        hung.push(res);
-        return;
-      }
-      if (state.mode === 'error') {
-        res.writeHead(500, { 'Content-Type': 'application/json' });
-        res.end('{"error":"server_error","error_description":"down for maintenance"}');
-        return;
-      }
-      fetch(`${kmUrl}/oauth2/token`, { method: 'POST', headers: { 'Content-Type': req.headers['content-type'] ?? '', ...(req.headers.authorization !== undefined ? { Authorization: req.headers.authorization } : {}) }, body }).then(
-        async (r) => {
-          const text = await r.text();
-          res.writeHead(r.status, { 'Content-Type': 'application/json' });
-          res.end(text);
-        },
-        () => {
-          res.writeHead(502);
-          res.end();
-        },
-      );
-    });
+  const s = await serve(async (req, body) => {
+    forms.push(new URLSearchParams(body));
+    auths.push(req.headers.authorization);
+    // A hung request is ended by close() (closeAllConnections).
+    if (state.mode === 'hang') return new Promise<never>(() => undefined);
+    if (state.mode === 'error') return { status: 500, body: '{"error":"server_error","error_description":"down for maintenance"}' };
+    const r = await fetch(`${kmUrl}/oauth2/token`, { method: 'POST', headers: { 'Content-Type': req.headers['content-type'] ?? '', ...(req.headers.authorization !== undefined ? { Authorization: req.headers.authorization } : {}) }, body });
+    return { status: r.status, body: await r.text() };
   });
-  await new Promise<void>((resolve) => server.listen(0, HOST, () => resolve()));
-  const port = (server.address() as net.AddressInfo).port;
-  const out = {
-    port,
-    url: `http://${HOST}:${port}/oauth2/token`,
-    hits,
-    forms,
-    auths,
-    calls: () => hits.length,
-    close: () =>
-      new Promise<void>((resolve) => {
-        for (const r of hung) r.destroy();
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
-  };
+  const out = { ...s, url: `${s.url}/oauth2/token`, forms, auths, calls: () => s.hits.length };
   return Object.defineProperty(out, 'mode', { get: () => state.mode, set: (v: TokenForwarder['mode']) => void (state.mode = v), enumerable: true }) as TokenForwarder;
 }
 
