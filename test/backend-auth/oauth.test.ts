@@ -19,7 +19,7 @@ interface Rig {
   readonly secret: string;
 }
 
-async function rig(t: Test, o: { kmToml?: string; security?: (r: { tokenUrl: string; key: string; secret: string }) => string } = {}): Promise<Rig> {
+async function rig(t: Test, o: { kmToml?: string; security?: (r: { tokenUrl: string; key: string; secret: string }) => string; extra?: string } = {}): Promise<Rig> {
   const km = await startKeyManager(o.kmToml ?? '');
   t.teardown(() => km.close());
   const { key, secret } = await appWithKeys(km, 'BackendClient');
@@ -29,7 +29,7 @@ async function rig(t: Test, o: { kmToml?: string; security?: (r: { tokenUrl: str
   const backend = await oauthBackend(jwks.body as unknown as JSONWebKeySet);
   t.teardown(() => backend.close());
   const security = o.security?.({ tokenUrl: token.url, key, secret }) ?? `type = "oauth"\ntoken_url = "${token.url}"\nclient_id = "${key}"\nclient_secret = "${secret}"`;
-  const gw = await startGateway(BASE_TOML, { orders: securedApi('orders', backend.port, security) });
+  const gw = await startGateway(BASE_TOML, { orders: securedApi('orders', backend.port, security, o.extra) });
   t.teardown(() => gw.close());
   return { km, token, backend, gw, key, secret };
 }
@@ -182,4 +182,16 @@ t.test('password grant, client authentication in the body, scopes, extra paramet
   t.equal(r.token.auths[0], undefined, 'no Authorization with client_auth = body');
   t.equal(r.backend.hits[0]?.sub, 'alice', 'a user token');
   t.notOk(JSON.stringify(r.gw.logger.lines).includes('alice-pw-1'), 'the password is not logged');
+});
+
+t.test('with mediation gathering every response: the 401 is answered, the second response converted', async (t) => {
+  const r = await rig(t, { extra: '[mediation]\nresponse_format = "xml"\n' });
+  t.equal((await request(r.gw.port, '/orders/1/x')).status, 200);
+  r.backend.refused.add(r.backend.hits[0]?.jti as string);
+  const res = await request(r.gw.port, '/orders/1/items', { method: 'POST', body: '{"n":1}', headers: { 'Content-Type': 'application/json' } });
+  t.equal(res.status, 200, res.body);
+  t.match(res.headers['content-type'], /xml/, 'the backend\'s JSON converted by mediation');
+  t.match(res.body, /<ok>true<\/ok>/);
+  t.equal(r.backend.hits.at(-1)?.body, '{"n":1}');
+  t.equal(r.token.calls(), 2);
 });
