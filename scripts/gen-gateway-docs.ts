@@ -354,7 +354,8 @@ export function renderApisDoc(): string {
   o.push('earlier; without `expires_in`, until the backend refuses it) and shared: every endpoint of the process');
   o.push('with the same token URL, grant, client, user, scopes and parameters uses one token, and concurrent calls');
   o.push('needing a new one wait for a single token request (single-flight). Each node:cluster worker is a');
-  o.push('process and fetches its own. Hot deploys keep the cache. The token request is bounded: `token_timeout`,');
+  o.push('process and fetches its own. A hot deploy keeps the token of unchanged inputs and drops the tokens no');
+  o.push('deployed endpoint uses any more. The token request is bounded: `token_timeout`,');
   o.push('and 64 KiB of response. A token response must be HTTP 200 with an `access_token` of RFC 6750');
   o.push('b64token characters and `token_type` Bearer (or none).');
   o.push('');

@@ -127,6 +127,12 @@ export class EndpointRegistry {
   /** Keeps only the runtimes still in use after a deploy, and reindexes the suspending ones. */
   retain(used: ReadonlySet<EndpointRuntime>): void {
     for (const [k, r] of this.runtimes) if (!used.has(r)) this.runtimes.delete(k);
+    const tokenKeys = new Set<string>();
+    for (const r of used) {
+      const sec = r.def.security;
+      if (sec?.oauth !== undefined) tokenKeys.add(BackendTokens.keyOf(sec.oauth, sec.username, sec.password));
+    }
+    this.tokens.retain(tokenKeys);
     const urls = new Set<string>();
     for (const r of used) urls.add(r.def.url);
     for (const u of this.targets.keys()) if (!urls.has(u)) this.targets.delete(u);

@@ -99,8 +99,18 @@ export class BackendTokens {
     private readonly now: () => number = Date.now,
   ) {}
 
+  /** The slot key of one set of token-request inputs (a digest: the secrets are not kept as map keys). */
+  static keyOf(o: OAuthBackend, user: string | undefined, password: string | undefined): string {
+    return createHash('sha256').update(JSON.stringify([o.tokenUrl, o.grantType, o.clientId, o.clientSecret, o.clientAuth, user, password, o.scopes, o.parameters])).digest('base64');
+  }
+
+  /** Drops the tokens no deployed endpoint uses any more (after a redeploy; `keys` from keyOf). */
+  retain(keys: ReadonlySet<string>): void {
+    for (const k of this.slots.keys()) if (!keys.has(k)) this.slots.delete(k);
+  }
+
   private slot(o: OAuthBackend, user: string | undefined, password: string | undefined): Slot {
-    const key = createHash('sha256').update(JSON.stringify([o.tokenUrl, o.grantType, o.clientId, o.clientSecret, o.clientAuth, user, password, o.scopes, o.parameters])).digest('base64');
+    const key = BackendTokens.keyOf(o, user, password);
     let s = this.slots.get(key);
     if (s === undefined) {
       s = { token: undefined, inflight: undefined };

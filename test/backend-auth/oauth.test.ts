@@ -4,6 +4,8 @@
  * JWKS: one token for many calls, a new one after expiry and after a 401, and 900424 when no valid token
  * can be had.
  */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
 import t, { type Test } from 'tap';
 import type { JSONWebKeySet } from 'jose';
 import { adminAuth, appWithKeys, json, startKeyManager, type Harness } from '../keymanager/helpers';
@@ -194,4 +196,20 @@ t.test('with mediation gathering every response: the 401 is answered, the second
   t.match(res.body, /<ok>true<\/ok>/);
   t.equal(r.backend.hits.at(-1)?.body, '{"n":1}');
   t.equal(r.token.calls(), 2);
+});
+
+t.test('a redeploy keeps the token of unchanged credentials; changed ones get their own', async (t) => {
+  const r = await rig(t);
+  t.equal((await request(r.gw.port, '/orders/1/x')).status, 200);
+  const file = path.join(r.gw.dir, 'apis', 'orders.toml');
+  const security = `type = "oauth"\ntoken_url = "${r.token.url}"\nclient_id = "${r.key}"\nclient_secret = "${r.secret}"`;
+  fs.writeFileSync(file, securedApi('orders', r.backend.port, security, 'description = "changed"\n'));
+  r.gw.gw.reload();
+  t.equal((await request(r.gw.port, '/orders/1/y')).status, 200);
+  t.equal(r.token.calls(), 1, 'the cached token survived the redeploy');
+  fs.writeFileSync(file, securedApi('orders', r.backend.port, `${security}\nscopes = ["orders:read"]`));
+  r.gw.gw.reload();
+  t.equal((await request(r.gw.port, '/orders/1/z')).status, 200);
+  t.equal(r.token.calls(), 2, 'other scopes: another token');
+  t.equal(r.token.forms[1]?.get('scope'), 'orders:read');
 });
