@@ -175,10 +175,11 @@ function requestToken(o: OAuthBackend, user: string | undefined, password: strin
   const fail = (description: string): BackendAuthError => ({ kind: 'token', description });
   return new Promise((resolve) => {
     let done = false;
+    let timer: NodeJS.Timeout | undefined;
     const finish = (r: Token | BackendAuthError): void => {
       if (done) return;
       done = true;
-      clearTimeout(timer);
+      if (timer !== undefined) clearTimeout(timer);
       resolve(r);
     };
     let url: URL;
@@ -189,22 +190,28 @@ function requestToken(o: OAuthBackend, user: string | undefined, password: strin
       return;
     }
     const lib = url.protocol === 'https:' ? https : http;
-    const req = lib.request(url, { method: 'POST', headers, agent: false, ...(url.protocol === 'https:' && tls !== undefined ? { secureContext: tls } : {}) }, (res) => {
-      const chunks: Buffer[] = [];
-      let size = 0;
-      res.on('data', (c: Buffer) => {
-        size += c.length;
-        if (size > MAX_TOKEN_RESPONSE) {
-          finish(fail(`the token response is larger than ${MAX_TOKEN_RESPONSE} bytes`));
-          req.destroy();
-          return;
-        }
-        chunks.push(c);
+    let req: http.ClientRequest;
+    try {
+      req = lib.request(url, { method: 'POST', headers, agent: false, ...(url.protocol === 'https:' && tls !== undefined ? { secureContext: tls } : {}) }, (res) => {
+        const chunks: Buffer[] = [];
+        let size = 0;
+        res.on('data', (c: Buffer) => {
+          size += c.length;
+          if (size > MAX_TOKEN_RESPONSE) {
+            finish(fail(`the token response is larger than ${MAX_TOKEN_RESPONSE} bytes`));
+            req.destroy();
+            return;
+          }
+          chunks.push(c);
+        });
+        res.on('error', () => finish(fail('the token response was cut off')));
+        res.on('end', () => finish(tokenFrom(res.statusCode ?? 0, Buffer.concat(chunks).toString('utf8'), now(), o.expiryMargin)));
       });
-      res.on('error', () => finish(fail('the token response was cut off')));
-      res.on('end', () => finish(tokenFrom(res.statusCode ?? 0, Buffer.concat(chunks).toString('utf8'), now(), o.expiryMargin)));
-    });
-    const timer = setTimeout(() => {
+    } catch (err) {
+      finish(fail(`the token request could not be sent (${(err as NodeJS.ErrnoException).code ?? 'error'})`));
+      return;
+    }
+    timer = setTimeout(() => {
       finish(fail(`the token endpoint did not answer within ${o.timeout} ms`));
       req.destroy();
     }, o.timeout);

@@ -5,6 +5,8 @@
  * can be had.
  */
 import * as fs from 'node:fs';
+import * as http from 'node:http';
+import type * as net from 'node:net';
 import * as path from 'node:path';
 import t, { type Test } from 'tap';
 import type { JSONWebKeySet } from 'jose';
@@ -212,4 +214,45 @@ t.test('a redeploy keeps the token of unchanged credentials; changed ones get th
   t.equal((await request(r.gw.port, '/orders/1/z')).status, 200);
   t.equal(r.token.calls(), 2, 'other scopes: another token');
   t.equal(r.token.forms[1]?.get('scope'), 'orders:read');
+});
+
+t.test('token responses the gateway does not use: 900424 with the reason, nothing cached', async (t) => {
+  const answers: { status: number; body: string }[] = [
+    { status: 200, body: '{"access_token":"abc\\r\\nX-Injected: 1","token_type":"Bearer","expires_in":60}' },
+    { status: 200, body: '{"access_token":"abc","token_type":"mac","expires_in":60}' },
+    { status: 200, body: 'not json' },
+    { status: 200, body: `{"access_token":"abc","pad":"${'x'.repeat(70 * 1024)}"}` },
+    { status: 200, body: '{"access_token":"good-token","token_type":"bearer"}' },
+  ];
+  let calls = 0;
+  const idp = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      const a = answers[Math.min(calls++, answers.length - 1)] as { status: number; body: string };
+      res.writeHead(a.status, { 'Content-Type': 'application/json' });
+      res.end(a.body);
+    });
+  });
+  await new Promise<void>((resolve) => idp.listen(0, HOST, () => resolve()));
+  t.teardown(() => idp.close());
+  const seen: string[] = [];
+  const be = http.createServer((req, res) => {
+    seen.push(req.headers.authorization ?? '');
+    res.end('ok');
+  });
+  await new Promise<void>((resolve) => be.listen(0, HOST, () => resolve()));
+  t.teardown(() => be.close());
+  const gw = await startGateway(BASE_TOML, { orders: securedApi('orders', (be.address() as net.AddressInfo).port, `type = "oauth"\ntoken_url = "http://${HOST}:${(idp.address() as net.AddressInfo).port}/token"\nclient_id = "c"\nclient_secret = "s"`) });
+  t.teardown(() => gw.close());
+  const want = [/no usable access_token/, /not a bearer token/, /no usable access_token/, /larger than 65536 bytes/];
+  for (const w of want) {
+    const res = await request(gw.port, '/orders/1/x');
+    t.equal(res.json().fault.code, 900424);
+    t.match(res.json().fault.description, w);
+  }
+  t.equal(seen.length, 0, 'the backend was never called without a token');
+  t.equal((await request(gw.port, '/orders/1/x')).status, 200, 'a good response: used (token_type is case-insensitive, RFC 6749 §5.1)');
+  t.equal((await request(gw.port, '/orders/1/x')).status, 200);
+  t.same(seen, ['Bearer good-token', 'Bearer good-token'], 'without expires_in the token is kept');
+  t.equal(calls, 5);
 });
