@@ -376,6 +376,11 @@ export function renderApisDoc(): string {
   o.push('handshakes get the credentials but their 401 is passed on as it is. Other responses are streamed');
   o.push('through untouched; only 401s are gathered.');
   o.push('');
+  o.push('Not done: a token URL reached through an outbound proxy (token requests connect directly); the');
+  o.push('refresh_token grant (an expired token is replaced by a new grant); a pause after failed token');
+  o.push('requests (each call after a failure tries again, concurrent ones share one request); Digest');
+  o.push('`qop=auth-int`; one token shared by the processes of a cluster.');
+  o.push('');
   o.push('## Hot deploy');
   o.push('');
   o.push('The directory is watched: adding, changing or removing a file deploys or undeploys the API well within');
