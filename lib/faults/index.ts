@@ -13,7 +13,7 @@
  *    One block per area, so that each area's codes stay together: 103005–103019 routing and endpoints,
  *    103020–103039 security, 103040–103059 throttling, 103060–103079 mediation, 103080–103099 TLS,
  *    proxies and WebSocket, 103100–103119 scale-out, 103120–103139 operations, 103140–103159 embedding,
- *    103160–103179 the transport's request framing and deadlines (OwnCode), 103200–103209 backend security.
+ *    103160–103179 the transport's request framing, deadlines and interim cap (OwnCode). 103200–103209 backend security.
  *
  * docs/faults.md is generated from these tables (scripts/gen-gateway-docs.ts) and a test fails when a code is
  * missing from it or the page is stale.

@@ -42,7 +42,7 @@ export const OwnCode = {
   TLS_HANDSHAKE_FAILED: 103080,
   PROXY_REFUSED: 103081,
   WEBSOCKET_FRAME_REFUSED: 103082,
-  /** The transport's request framing and deadline block (103160-103179; docs/transport.md). */
+  /** The transport's block for request framing, deadlines and the interim cap (103160-103179; docs/transport.md). */
   TRANSFER_ENCODING_REFUSED: 103160,
   FRAGMENT_IN_TARGET: 103161,
   BODY_DEADLINE: 103162,

@@ -63,7 +63,7 @@ t.test('own codes: one range from 103001, the transport\'s then the gateway\'s, 
   t.equal(new Set(all).size, all.length, 'no code twice');
   t.ok(all.every((c) => c >= 103001 && c < 103210), 'every own code is in a reserved block');
   t.same(Object.values(OwnCode).filter((c) => c < 103020), [103001, 103002, 103003, 103004]);
-  t.same(Object.values(OwnCode).filter((c) => c >= 103020), [103064, 103080, 103081, 103082, 103160, 103161, 103162], 'the transport\'s codes in the blocks: global timeout (mediation), TLS handshake, proxy refused, WebSocket frame refused (docs/tls.md, docs/websocket.md), request framing and deadlines (docs/transport.md)');
+  t.same(Object.values(OwnCode).filter((c) => c >= 103020), [103064, 103080, 103081, 103082, 103160, 103161, 103162, 103163], 'the transport\'s codes in the blocks: global timeout (mediation), TLS handshake, proxy refused, WebSocket frame refused (docs/tls.md, docs/websocket.md), request framing, deadlines and the interim cap (docs/transport.md)');
   t.equal(Math.min(...Object.values(GatewayOwnCode)), 103005);
   const codes = new Set<number>();
   for (const d of GATEWAY_FAULTS) {
