@@ -61,7 +61,8 @@ export function renderMigratingSection(sections: readonly SectionDef[] = SECTION
   o.push('### Sections that run');
   o.push('');
   o.push('Their keys behave as the spec describes (docs/configuration.md has each key), except the keys named in');
-  o.push('the last column, which are accepted, validated and not acted on.');
+  o.push('the last column, which are accepted, validated and not acted on, and the keys that act differently');
+  o.push('(the key table below).');
   o.push('');
   o.push('| section | spec | what | keys accepted but inactive |');
   o.push('|---|---|---|---|');

@@ -898,6 +898,8 @@ export interface TransportHttpPropertiesSection {
   readonly keepAliveTimeout: number;
   /** Queue of pending connections (listen backlog). Default: 200. */
   readonly acceptCount: number;
+  /** After a connection is accepted, the request must arrive within this, else the connection is closed (the reference's connector attribute; not in the spec's table). Default: [throughway.management] header_timeout. Loaded as milliseconds. Acts differently: bounds the whole request head (Node's headersTimeout), not only the request line; at most [throughway.management] request_timeout. */
+  readonly connectionTimeout?: number;
   /** Value of the Server response header. Default: "throughway". Accepted; throughway does not act on it. */
   readonly server: string;
   /** Response compression of the servlet transport. Default: "on". Accepted; throughway does not act on it. */
@@ -938,6 +940,8 @@ export interface TransportHttpsPropertiesSection {
   readonly keepAliveTimeout: number;
   /** Queue of pending connections (listen backlog). Default: 200. */
   readonly acceptCount: number;
+  /** After a connection is accepted, the request must arrive within this, else the connection is closed (the reference's connector attribute; not in the spec's table). Default: [throughway.management] header_timeout. Loaded as milliseconds. Acts differently: bounds the whole request head (Node's headersTimeout), not only the request line; at most [throughway.management] request_timeout. */
+  readonly connectionTimeout?: number;
   /** Value of the Server response header. Default: "throughway". Accepted; throughway does not act on it. */
   readonly server: string;
   /** Response compression of the servlet transport. Default: "on". Accepted; throughway does not act on it. */

@@ -32,6 +32,9 @@ function servletKeys(https: boolean): KeyDef[] {
     { key: 'maxKeepAliveRequests', type: 'i', required: true, default: 120000, min: -1, meaning: 'Requests served on one keep-alive connection before it is closed.' },
     { key: 'keepAliveTimeout', type: 'i', required: true, format: 'duration', unit: 'ms', default: 60000, min: 0, meaning: 'Idle keep-alive connections are closed after this.' },
     { key: 'acceptCount', type: 'i', required: true, default: 200, min: 1, meaning: 'Queue of pending connections (listen backlog).' },
+    // Not in the spec's table: the reference's connector attribute (its catalina-server.xml, 20000), written by
+    // its deployment.toml files. Absent: [throughway.management] header_timeout.
+    { key: 'connectionTimeout', type: 'i', format: 'duration', unit: 'ms', min: 1, defaultText: '[throughway.management] header_timeout', differs: 'bounds the whole request head (Node\'s headersTimeout), not only the request line; at most [throughway.management] request_timeout', meaning: 'After a connection is accepted, the request must arrive within this, else the connection is closed (the reference\'s connector attribute; not in the spec\'s table).' },
     // The spec's default is the vendor's server identification string; throughway identifies itself.
     { key: 'server', type: 's', required: true, default: 'throughway', defaultText: 'vendor server identification string', inactive: true, meaning: 'Value of the Server response header.' },
     { key: 'compression', type: 's', required: true, default: 'on', inactive: true, meaning: 'Response compression of the servlet transport.' },
