@@ -38,7 +38,7 @@ const READ_ELSEWHERE: readonly ReadElsewhere[] = [
   { section: 'database.apim_db', keys: ['type', 'url'], file: 'lib/config/database.ts' },
   { section: 'database.apim_db', keys: ['hostname', 'port', 'username', 'password', 'validationQuery', 'pool_options.maxActive', 'pool_options.maxWait', 'pool_options.testOnBorrow', 'pool_options.validationInterval', 'pool_options.defaultAutoCommit'], file: 'lib/store/pool.ts' },
   // `https ? https.properties : http.properties`: the checker reduces the union to the HTTP table's type.
-  { section: 'transport.https.properties', keys: ['keepAliveTimeout', 'maxKeepAliveRequests', 'acceptCount', 'maxHttpHeaderSize'], file: 'lib/keymanager/listener.ts' },
+  { section: 'transport.https.properties', keys: ['keepAliveTimeout', 'maxKeepAliveRequests', 'acceptCount', 'maxHttpHeaderSize', 'connectionTimeout'], file: 'lib/keymanager/listener.ts' },
   // The global proxy and the option-2 profiles through structural parameter types.
   { section: 'transport.passthru_http', keys: ['sender.http.proxyHost', 'sender.http.proxyPort', 'sender.http.nonProxyHosts'], file: 'lib/tls/proxy.ts' },
   { section: 'transport.passthru_https', keys: ['sender.http.proxyHost', 'sender.http.proxyPort', 'sender.http.nonProxyHosts'], file: 'lib/tls/proxy.ts' },
