@@ -54,8 +54,9 @@ export function renderMigratingSection(sections: readonly SectionDef[] = SECTION
   o.push('file writes ("accepted but inactive", "accepted keys throughway does not act on").');
   o.push('');
   const n = countStatuses(spec);
-  o.push(`Of the spec's ${n.acts + n.differs + n.inactive} keys, ${n.acts} act as the spec describes, ${n.differs} act differently (the table`);
-  o.push(`at the end of this page says how and why) and ${n.inactive} are accepted and not acted on. \`config check\` names each`);
+  o.push(`Of the ${n.acts + n.differs + n.inactive} keys of these sections (the spec's, and the reference's own key store tables and`);
+  o.push(`connector attributes), ${n.acts} act as the spec describes, ${n.differs} act differently (the table at the end of this`);
+  o.push(`page says how and why) and ${n.inactive} are accepted and not acted on. \`config check\` names each`);
   o.push('key your file writes that is not acted on, with its file and line, and counts the keys of each status.');
   o.push('');
   o.push('### Sections that run');
