@@ -39,7 +39,8 @@ export type {
   ProxyRoute,
 } from './transport';
 export { loadConfig } from './config/load';
-export type { LoadOptions, LoadResult } from './config/load';
+export type { LoadOptions, LoadResult, WrittenKey } from './config/load';
+export type { KeyStatus, StatusCounts } from './config/key-status';
 export type { DeploymentConfig, EffectivePorts, Diagnostic } from './config/types';
 export { createLogger, silentLogger } from './log';
 // Tracing and analytics (docs/tracing.md, docs/analytics.md): Gateway.tracer / Gateway.analytics and their stats().

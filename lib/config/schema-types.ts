@@ -57,6 +57,11 @@ export interface KeyDef {
   readonly secret?: boolean;
   /** Accepted and validated, but throughway does not act on it (listed as inactive by `config check`). */
   readonly inactive?: boolean;
+  /**
+   * The key acts, but not as the spec describes: one line saying how and why (docs/migrating.md's key
+   * table shows it; lib/config/key-status.ts derives each key's status).
+   */
+  readonly differs?: string;
   /** Inclusive numeric range. */
   readonly min?: number;
   readonly max?: number;
