@@ -39,6 +39,8 @@ export function sendPhase(ctx: CallContext): Outcome {
     if (!isWebSocketHandshake(ctx.req)) return stop(fault(GatewayOwnCode.WEBSOCKET_UPGRADE_REQUIRED));
     return { forward: { ...forward, websocket: ctx.websocket ?? NO_HOOKS } };
   }
+  // A GraphQL API's subscriptions: graphql-transport-ws over a handshake to the same context (docs/graphql.md).
+  if (api.def.type === 'GRAPHQL' && isWebSocketHandshake(ctx.req)) return { forward: { ...forward, websocket: ctx.websocket ?? NO_HOOKS } };
   return { forward };
 }
 

@@ -11,6 +11,8 @@ import type { CompiledApi } from '../router';
 import type { WebSocketHooks } from '../../transport/types';
 import type { ThrottleCall } from '../../throttle/engine';
 import type { Throttle } from '../../throttle';
+import type { OperationRule } from '../../graphql';
+import { isWebSocketHandshake } from '../websocket';
 import type { CallContext, Outcome } from './context';
 
 const BLOCKED_BY: Record<string, string> = {
@@ -33,7 +35,8 @@ export function throttlingPhase(ctx: CallContext): Outcome {
   const unauthenticatedPolicy = res?.unauthenticatedPolicy ?? def.unauthenticatedPolicy ?? 'Unauthenticated';
   // An open resource carries the shared NO_AUTH context (kind 'none'): counted like no authentication.
   const open = ctx.auth === undefined || ctx.auth.kind === 'none';
-  if (open && def.policy === undefined && res?.policy === undefined && maxTps === undefined && th.engine.nothingToCount(unauthenticatedPolicy)) return undefined;
+  const fieldPolicies = ctx.graphql === undefined ? undefined : graphqlPolicies(ctx.graphql.operation.type, ctx.graphql.rules);
+  if (open && def.policy === undefined && res?.policy === undefined && fieldPolicies === undefined && maxTps === undefined && th.engine.nothingToCount(unauthenticatedPolicy)) return undefined;
   const call: ThrottleCall = {
     ip: req.remoteAddress,
     apiPath: api.path,
@@ -48,6 +51,7 @@ export function throttlingPhase(ctx: CallContext): Outcome {
     headers: req.headers,
     query: ctx.query,
     bytes: req.contentLength > 0 ? req.contentLength : 0,
+    ...(fieldPolicies !== undefined ? { fieldPolicies } : {}),
     endpointKey: maxTps === undefined ? undefined : `${api.id}|${ctx.keyType}`,
     maxTps,
   };
@@ -55,12 +59,19 @@ export function throttlingPhase(ctx: CallContext): Outcome {
   if (v.limit >= 0) ctx.rateLimitFields = ['RateLimit-Limit', String(v.limit), 'RateLimit-Remaining', String(v.remaining), 'RateLimit-Reset', String(Math.ceil(v.resetMs / 1000))];
   if (v.code === 0) {
     // A WebSocket API reaches send only with a handshake (103083 otherwise): its frames are counted too.
-    if (def.type === 'WS') ctx.websocket = frameThrottle(th, call);
+    if (def.type === 'WS' || (def.type === 'GRAPHQL' && isWebSocketHandshake(req))) ctx.websocket = frameThrottle(th, call);
     return undefined;
   }
   th.refused.set(v.code, (th.refused.get(v.code) ?? 0) + 1);
   if (v.code === ApiCode.BLOCKED) return { fault: fault(ApiCode.BLOCKED, { description: BLOCKED_BY[v.blockedBy ?? ''] ?? 'Blocked by a blocking condition' }) };
   return { fault: fault(v.code as GatewayCode, { retryAfterMs: v.retryAfterMs }) };
+}
+
+/** The policies of a GraphQL query's fields, keyed "QUERY name" (docs/graphql.md); undefined: none has one. */
+function graphqlPolicies(type: string, rules: readonly OperationRule[]): (readonly [string, string])[] | undefined {
+  let out: (readonly [string, string])[] | undefined;
+  for (const r of rules) if (r.policy !== undefined) (out ??= []).push([`${type} ${r.name}`, r.policy]);
+  return out;
 }
 
 /**
