@@ -177,7 +177,7 @@ const SCOPE_FIELDS: readonly FieldDef[] = [
 ];
 
 const GRAPHQL_FIELDS: readonly FieldDef[] = [
-  { key: 'schema', type: 'string', required: true, meaning: 'The schema file in SDL, relative to the API file\'s directory (it may not leave it). Parsed and checked when the API deploys: an SDL error refuses the API with its line and column.', example: '"orders.graphql"' },
+  { key: 'schema', type: 'string', required: true, meaning: 'The schema file in SDL, relative to the API file\'s directory, which it may not leave (an API given in code: any path, relative to the working directory). Parsed and checked when the API deploys: an SDL error refuses the API with its line and column.', example: '"orders.graphql"' },
   { key: 'max_depth', type: 'number', default: 10, min: 0, meaning: 'Deepest selection a query may have (a top-level field is depth 1; fragments add none). Deeper: fault 103181 (400). 0: no limit.' },
   { key: 'max_complexity', type: 'number', default: 1000, min: 0, meaning: 'Most fields a query may select, counted at every level (one per field, fragments expanded). More: fault 103182 (400). 0: no limit.' },
   { key: 'max_query_bytes', type: 'number', default: 65536, min: 1, meaning: 'Largest request a query may arrive in (the POST body, or the GET query string), in bytes; gathered and parsed only up to this. Larger: fault 103186 (413).' },
@@ -398,7 +398,9 @@ function graphqlOf(ctx: Ctx, t: Record<string, unknown>, file: string, apiType: 
   const dir = file === '' ? process.cwd() : path.dirname(file);
   const schemaFile = path.resolve(dir, g.schema as string);
   const rel = path.relative(dir, schemaFile);
-  if (rel.startsWith('..') || path.isAbsolute(rel)) {
+  // An API file's schema stays beside it (a file dropped into apis/ cannot read the host's files); an
+  // API given in code names any path, relative to the working directory.
+  if (file !== '' && (rel.startsWith('..') || path.isAbsolute(rel))) {
     ctx.r.report('error', 'API_VALUE', ['graphql', 'schema'], `${JSON.stringify(g.schema)} leaves the API file's directory`, 'a path inside the directory of the API file, e.g. "schema.graphql"');
     return undefined;
   }

@@ -1,0 +1,232 @@
+/**
+ * GraphQL APIs (type = "GRAPHQL", docs/graphql.md) through the gateway to a real GraphQL backend
+ * (graphql-http and graphql-ws, ./backend.ts), with tokens of the in-process key manager: a valid query
+ * proxied unchanged (POST JSON, POST application/graphql, GET), 900422 with the parser's line:column, a
+ * schema validation fault listing the errors, a field's scope refused (900910) and granted, depth and
+ * complexity limits, introspection refused and allowed per API, a per-field throttle (900802), a
+ * mutation by GET (405), a body over max_query_bytes (413), and a subscription receiving its events over
+ * WebSocket (graphql-transport-ws) through the gateway, with the handshake authenticated.
+ */
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import t from 'tap';
+import { WebSocket, type RawData } from 'ws';
+import { api, code, startNode, type Node } from '../security/helpers';
+import { HOST, request, type Response } from '../gateway/helpers';
+import { graphqlBackend, SDL, type GraphqlBackend } from './backend';
+
+const POLICIES = `
+[[api]]
+name = "Two"
+request_count = 2
+unit_time = 1
+time_unit = "min"
+`;
+// Mid-minute, so every call of the test falls in one throttling window.
+const FIXED = Date.UTC(2026, 10, 24, 12, 0, 30);
+
+let node: Node;
+let backend: GraphqlBackend;
+let dir: string;
+let readToken: string;
+let plainToken: string;
+
+t.before(async () => {
+  backend = await graphqlBackend();
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tw-gql-'));
+  const schema = path.join(dir, 'schema.graphql');
+  fs.writeFileSync(schema, SDL);
+  const policies = path.join(dir, 'policies.toml');
+  fs.writeFileSync(policies, POLICIES);
+  const gql = (name: string, graphql: Record<string, unknown>, extra: Record<string, unknown> = {}): Record<string, unknown> =>
+    api(name, { type: 'GRAPHQL', graphql: { schema, ...graphql }, ...extra }, [], backend.port);
+  node = await startNode(
+    () => [
+      gql(
+        'gql',
+        { max_depth: 4, max_complexity: 12 },
+        {
+          operations: [
+            { type: 'QUERY', name: 'secret', scopes: ['secret:read'] },
+            { type: 'QUERY', name: 'limited', policy: 'Two' },
+            { type: 'MUTATION', name: 'addOrder', scopes: ['order:write', 'order:all'] },
+            { type: 'SUBSCRIPTION', name: 'ticks', scopes: ['ticks:read'] },
+          ],
+        },
+      ),
+      gql('open', { introspection: true, max_query_bytes: 200 }, { auth: 'none' }),
+    ],
+    `[throughway.throttling]\npolicies_file = "${policies}"\n`,
+    { scopes: ['secret:read', 'order:write', 'order:all', 'ticks:read'], throttling: { now: () => FIXED } },
+  );
+  const app = await node.app('gql-app', { subscribe: ['gql'] });
+  readToken = await node.token(app, { scope: 'secret:read ticks:read' });
+  plainToken = await node.token(app);
+});
+t.teardown(async () => {
+  await node?.close();
+  await backend?.close();
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+function post(pathname: string, body: unknown, token?: string, contentType = 'application/json'): Promise<Response> {
+  return request(node.port, pathname, {
+    method: 'POST',
+    headers: { 'Content-Type': contentType, ...(token !== undefined ? { Authorization: `Bearer ${token}` } : {}) },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+}
+
+function description(r: Response): string {
+  return (JSON.parse(r.body) as { fault: { description: string } }).fault.description;
+}
+
+t.test('a valid query is proxied unchanged to the GraphQL backend (POST JSON, application/graphql, GET)', async (t) => {
+  const body = JSON.stringify({ query: 'query Greet($n: String) { hello(name: $n) }', operationName: 'Greet', variables: { n: 'gateway' } });
+  const r = await post('/gql/1', body, plainToken);
+  t.equal(r.status, 200, r.body);
+  t.same(JSON.parse(r.body), { data: { hello: 'hello gateway' } });
+  t.equal(backend.bodies[backend.bodies.length - 1], body, 'the backend received the body byte for byte');
+
+  const g = await post('/gql/1', '{ hello }', plainToken, 'application/graphql');
+  t.equal(g.status, 415, 'graphql-http refuses application/graphql itself (415): the gateway checked and forwarded it');
+  t.equal(code(g), -1, 'the refusal is the backend\'s, not a gateway fault');
+  t.equal(backend.bodies[backend.bodies.length - 1], '{ hello }');
+
+  const get = await node.call(`/gql/1?query=${encodeURIComponent('{ hello(name: "get") }')}`, plainToken, { Accept: 'application/json' });
+  t.equal(get.status, 200, get.body);
+  t.same(JSON.parse(get.body), { data: { hello: 'hello get' } });
+});
+
+t.test('a query that does not parse: 900422 (422) with the parser\'s message and line:column; nothing reaches the backend', async (t) => {
+  const before = backend.bodies.length;
+  const r = await post('/gql/1', { query: '{\n  hello(name: "x"\n}' }, plainToken);
+  t.equal(r.status, 422);
+  t.equal(code(r), 900422);
+  t.match(description(r), /^Syntax Error: Expected Name, found "}"\. \(3:1\)$/);
+  t.equal(backend.bodies.length, before, 'not forwarded');
+  const empty = await post('/gql/1', { notQuery: 1 }, plainToken);
+  t.equal(empty.status, 400);
+  t.equal(code(empty), 103184, 'no query at all is a malformed request, not a syntax error');
+  const broken = await post('/gql/1', '{"query": ', plainToken);
+  t.equal(code(broken), 103184);
+  t.match(description(broken), /JSON body does not parse/);
+});
+
+t.test('a query that parses but does not validate: 103180 (400) listing each error with its position', async (t) => {
+  const r = await post('/gql/1', { query: '{ nope\n  user { nameX } }' }, plainToken);
+  t.equal(r.status, 400);
+  t.equal(code(r), 103180);
+  const d = description(r);
+  t.match(d, 'Cannot query field "nope" on type "Query". (1:3)');
+  t.match(d, 'Field "user" argument "id" of type "ID!" is required, but it was not provided. (2:3)');
+  t.match(d, 'Cannot query field "nameX" on type "User". Did you mean "name"? (2:10)');
+});
+
+t.test('field scopes: a query needs a scope of every scoped field it selects (900910), by the token the key manager issued', async (t) => {
+  const refused = await post('/gql/1', { query: '{ hello secret }' }, plainToken);
+  t.equal(refused.status, 403);
+  t.equal(code(refused), 900910);
+  t.match(refused.headers['www-authenticate'], /error="insufficient_scope", scope="secret:read"/);
+  t.match(description(refused), 'the query field secret requires: secret:read');
+  const ok = await post('/gql/1', { query: '{ hello secret }' }, readToken);
+  t.equal(ok.status, 200, ok.body);
+  t.same(JSON.parse(ok.body), { data: { hello: 'hello world', secret: 's3cret' } });
+  // The mutation's field wants order:write or order:all; the read token has neither.
+  const m = await post('/gql/1', { query: 'mutation { addOrder(item: "tea") }' }, readToken);
+  t.equal(code(m), 900910);
+  t.match(m.headers['www-authenticate'], /scope="order:write order:all"/);
+  const none = await post('/gql/1', { query: '{ hello }' });
+  t.equal(code(none), 900902, 'no token: missing credentials, as on any API');
+  // Fragments at the top level count as the fields they select.
+  const frag = await post('/gql/1', { query: 'query { ...F } fragment F on Query { secret }' }, plainToken);
+  t.equal(code(frag), 900910);
+});
+
+t.test('depth and complexity limits: 103181 and 103182 (400)', async (t) => {
+  const deep = await post('/gql/1', { query: '{ user(id: "1") { friends { friends { friends { name } } } } }' }, plainToken);
+  t.equal(deep.status, 400);
+  t.equal(code(deep), 103181);
+  t.match(description(deep), 'the query is 5 levels deep; this API allows 4');
+  const fine = await post('/gql/1', { query: '{ user(id: "1") { friends { friends { name } } } }' }, plainToken);
+  t.equal(fine.status, 200, `depth 4 passes: ${fine.body}`);
+  t.equal((JSON.parse(fine.body) as { data: { user: { friends: { friends: { name: string }[] }[] } } }).data.user.friends[0]?.friends[0]?.name, 'user 1.1.1');
+  const wide = await post('/gql/1', { query: '{ a: hello b: hello c: hello d: hello e: hello f: hello g: hello h: hello i: hello j: hello k: hello l: hello m: hello }' }, plainToken);
+  t.equal(wide.status, 400);
+  t.equal(code(wide), 103182);
+  t.match(description(wide), 'the query\'s complexity is 13; this API allows 12');
+});
+
+t.test('introspection: refused by default (103183, 403), allowed where the API says so', async (t) => {
+  const r = await post('/gql/1', { query: '{ __schema { queryType { name } } }' }, plainToken);
+  t.equal(r.status, 403);
+  t.equal(code(r), 103183);
+  const typename = await post('/gql/1', { query: '{ __typename hello }' }, plainToken);
+  t.equal(typename.status, 200, '__typename is not introspection');
+  const open = await post('/open/1', { query: '{ __schema { queryType { name } } }' });
+  t.equal(open.status, 200, open.body);
+  t.same(JSON.parse(open.body), { data: { __schema: { queryType: { name: 'Query' } } } });
+});
+
+t.test('a per-field throttling policy: the third query selecting the field in the window gets 900802', async (t) => {
+  const statuses: number[] = [];
+  for (let i = 0; i < 3; i++) statuses.push((await post('/gql/1', { query: '{ limited }' }, plainToken)).status);
+  t.same(statuses, [200, 200, 429]);
+  const r = await post('/gql/1', { query: '{ hello limited }' }, plainToken);
+  t.equal(code(r), 900802, 'any query selecting the field is counted against it');
+  t.ok(r.headers['retry-after'] !== undefined);
+  const other = await post('/gql/1', { query: '{ hello }' }, plainToken);
+  t.equal(other.status, 200, 'queries without the field are not');
+});
+
+t.test('GraphQL over HTTP: a mutation by GET is 405 (Allow: POST), a subscription by HTTP 103187, a body over max_query_bytes 413', async (t) => {
+  const g = await node.call(`/gql/1?query=${encodeURIComponent('mutation { addOrder(item: "x") }')}`, plainToken);
+  t.equal(g.status, 405);
+  t.equal(code(g), 103185);
+  t.equal(g.headers.allow, 'POST');
+  const s = await post('/gql/1', { query: 'subscription { ticks(count: 1) }' }, readToken);
+  t.equal(code(s), 103187);
+  const big = await post('/open/1', { query: `{ hello(name: "${'x'.repeat(300)}") }` });
+  t.equal(big.status, 413);
+  t.equal(code(big), 103186);
+  const op = await post('/gql/1', { query: 'query A { hello } query B { hello }' }, plainToken);
+  t.equal(code(op), 103184, 'two operations and no operationName');
+  t.match(description(op), 'operationName must name one');
+});
+
+t.test('a subscription over WebSocket (graphql-transport-ws) through the gateway: handshake authenticated, events received', async (t) => {
+  const url = `ws://${HOST}:${node.port}/gql/1`;
+  const refused = await new Promise<number>((resolve, reject) => {
+    const ws = new WebSocket(url, 'graphql-transport-ws');
+    ws.once('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0));
+    ws.once('open', () => reject(new Error('opened without a token')));
+    ws.once('error', () => undefined);
+  });
+  t.equal(refused, 401, 'a handshake without a token is refused (900902)');
+
+  const ws = new WebSocket(url, 'graphql-transport-ws', { headers: { Authorization: `Bearer ${readToken}` } });
+  t.teardown(() => ws.terminate());
+  const messages: { type: string; id?: string; payload?: unknown }[] = [];
+  const done = new Promise<void>((resolve, reject) => {
+    ws.on('message', (d: RawData) => {
+      const m = JSON.parse(d.toString()) as { type: string; id?: string; payload?: unknown };
+      messages.push(m);
+      if (m.type === 'connection_ack') ws.send(JSON.stringify({ id: '1', type: 'subscribe', payload: { query: 'subscription { ticks(count: 3) }' } }));
+      if (m.type === 'complete') resolve();
+    });
+    ws.once('error', reject);
+  });
+  await new Promise<void>((resolve, reject) => {
+    ws.once('open', () => resolve());
+    ws.once('error', reject);
+  });
+  t.equal(ws.protocol, 'graphql-transport-ws', 'the sub-protocol was negotiated with the backend through the gateway');
+  ws.send(JSON.stringify({ type: 'connection_init' }));
+  await done;
+  t.same(
+    messages.map((m) => (m.type === 'next' ? (m.payload as { data: { ticks: number } }).data.ticks : m.type)),
+    ['connection_ack', 1, 2, 3, 'complete'],
+  );
+  t.same(backend.subscriptions, ['subscription { ticks(count: 3) }']);
+});
