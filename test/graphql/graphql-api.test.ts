@@ -11,6 +11,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import t from 'tap';
+import type { Test } from 'tap';
 import { WebSocket, type RawData } from 'ws';
 import { api, code, startNode, type Node } from '../security/helpers';
 import { HOST, request, type Response } from '../gateway/helpers';
@@ -229,4 +230,51 @@ t.test('a subscription over WebSocket (graphql-transport-ws) through the gateway
     ['connection_ack', 1, 2, 3, 'complete'],
   );
   t.same(backend.subscriptions, ['subscription { ticks(count: 3) }']);
+});
+
+/** Opens a graphql-transport-ws socket through the gateway and waits for connection_ack. */
+async function openSocket(t: Test, token: string): Promise<{ ws: WebSocket; next(): Promise<{ type: string; id?: string; payload?: unknown }>; closed: Promise<number> }> {
+  const ws = new WebSocket(`ws://${HOST}:${node.port}/gql/1`, 'graphql-transport-ws', { headers: { Authorization: `Bearer ${token}` } });
+  t.teardown(() => ws.terminate());
+  const queue: { type: string; id?: string; payload?: unknown }[] = [];
+  let wake: (() => void) | undefined;
+  ws.on('message', (d: RawData) => {
+    queue.push(JSON.parse(d.toString()) as { type: string });
+    wake?.();
+  });
+  const closed = new Promise<number>((resolve) => ws.once('close', (c: number) => resolve(c)));
+  await new Promise<void>((resolve, reject) => {
+    ws.once('open', () => resolve());
+    ws.once('error', reject);
+  });
+  const next = async (): Promise<{ type: string; id?: string; payload?: unknown }> => {
+    while (queue.length === 0) await new Promise<void>((r) => (wake = r));
+    return queue.shift() as { type: string };
+  };
+  ws.send(JSON.stringify({ type: 'connection_init' }));
+  t.equal((await next()).type, 'connection_ack');
+  return { ws, next, closed };
+}
+
+t.test('each subscribe message is checked like a query: refused ones get an error message for their id and never reach the backend', async (t) => {
+  const before = backend.subscriptions.length;
+  const s = await openSocket(t, plainToken);
+  s.ws.send(JSON.stringify({ id: 'a', type: 'subscribe', payload: { query: 'subscription { ticks(count: 2) }' } }));
+  t.same(await s.next(), { id: 'a', type: 'error', payload: [{ message: 'the access token lacks the scope the subscription field ticks requires: ticks:read', extensions: { code: 900910 } }] });
+  s.ws.send(JSON.stringify({ id: 'b', type: 'subscribe', payload: { query: 'subscription { ticks(count: 2 }' } }));
+  const syntax = await s.next();
+  t.equal(syntax.id, 'b');
+  t.equal((syntax.payload as { extensions: { code: number } }[])[0]?.extensions.code, 900422);
+  t.match((syntax.payload as { message: string }[])[0]?.message, /^Syntax Error: .*\(1:31\)$/);
+  s.ws.send(JSON.stringify({ id: 'c', type: 'subscribe', payload: { query: 'subscription { nope }' } }));
+  t.equal(((await s.next()).payload as { extensions: { code: number } }[])[0]?.extensions.code, 103180);
+  t.equal(backend.subscriptions.length, before, 'no refused subscription reached the backend');
+  s.ws.send('not json');
+  t.equal(await s.closed, 4400, 'a message that is not the protocol\'s closes the socket with 4400');
+});
+
+t.test('a subscribe message larger than max_query_bytes closes the socket with 1009', async (t) => {
+  const s = await openSocket(t, readToken);
+  s.ws.send(JSON.stringify({ id: 'big', type: 'subscribe', payload: { query: `subscription { ticks(count: 1) } # ${'x'.repeat(70000)}` } }));
+  t.equal(await s.closed, 1009);
 });

@@ -7,8 +7,9 @@
  * a gathered body is the one the transport sends.
  */
 import { ApiCode, GatewayOwnCode, fault, type GatewayCode } from '../../faults';
-import { analyse, rulesOf, type AnalysisFailure } from '../../graphql';
-import { fromBody, fromQueryString, type RequestRead } from '../../graphql/request';
+import { analyse, missingScope, rulesOf, type AnalysisFailure } from '../../graphql';
+import { fromBody, fromQueryString, socketMessage, type RequestRead } from '../../graphql/request';
+import type { ClientMessageVerdict, WebSocketHooks } from '../../transport/types';
 import { headerValue } from '../../mediation';
 import type { GraphqlApi } from '../apis';
 import { isWebSocketHandshake } from '../websocket';
@@ -52,4 +53,34 @@ function decide(ctx: CallContext, gq: GraphqlApi, r: RequestRead, post: boolean)
   if (op.type === 'SUBSCRIPTION') return stop(fault(GatewayOwnCode.GRAPHQL_SUBSCRIPTION_BY_HTTP));
   ctx.graphql = { operation: op, rules: rulesOf(op, gq.rules) };
   return CONTINUE;
+}
+
+/** graphql-transport-ws close codes (GraphQL over WebSocket, "Subscribe"): invalid message. */
+const CLOSE_BAD_MESSAGE = 4400;
+
+/**
+ * The tunnel hooks of a GraphQL API's WebSocket handshake (docs/graphql.md): each `subscribe` message
+ * the client sends is checked like a query (syntax, schema, introspection, depth, complexity, the
+ * fields' scopes against the handshake's token) before the backend sees it. A refused one is answered
+ * with an `error` message for its id, whose payload carries the fault's code and description; a message
+ * that is not the protocol's closes the socket with 4400. Other messages pass unread.
+ */
+export function subscriptionHooks(ctx: CallContext, gq: GraphqlApi, frames: WebSocketHooks | undefined): WebSocketHooks {
+  const scopes = ctx.auth?.scopes ?? [];
+  const refuse = (id: string, code: number, message: string): ClientMessageVerdict => ({ reply: JSON.stringify({ id, type: 'error', payload: [{ message, extensions: { code } }] }) });
+  return {
+    ...frames,
+    maxClientMessage: gq.maxQueryBytes + 14,
+    onClientMessage(text: string): ClientMessageVerdict {
+      const m = socketMessage(text);
+      if (m.type === 'other') return undefined;
+      if (m.type === 'invalid') return { close: CLOSE_BAD_MESSAGE, reason: m.message };
+      if (!m.request.ok) return refuse(m.id, GatewayOwnCode.GRAPHQL_BAD_REQUEST, m.request.message);
+      const a = analyse(gq.schema, m.request.request, gq.limits);
+      if (!a.ok) return refuse(m.id, FAILURE_CODE[a.kind], a.message);
+      const miss = missingScope(rulesOf(a.operation, gq.rules), scopes);
+      if (miss !== undefined) return refuse(m.id, ApiCode.INVALID_SCOPE, `the access token lacks the scope the ${miss.type.toLowerCase()} field ${miss.name} requires: ${miss.scopes.join(' or ')}`);
+      return undefined;
+    },
+  };
 }

@@ -7,6 +7,7 @@ import { ApiCode, GatewayOwnCode, fault } from '../../faults';
 import type { CompiledApi } from '../router';
 import { isWebSocketHandshake } from '../websocket';
 import { stop, type CallContext, type Outcome } from './context';
+import { subscriptionHooks } from './graphql';
 
 export function sendPhase(ctx: CallContext): Outcome {
   const api = ctx.api as CompiledApi;
@@ -40,7 +41,8 @@ export function sendPhase(ctx: CallContext): Outcome {
     return { forward: { ...forward, websocket: ctx.websocket ?? NO_HOOKS } };
   }
   // A GraphQL API's subscriptions: graphql-transport-ws over a handshake to the same context (docs/graphql.md).
-  if (api.def.type === 'GRAPHQL' && isWebSocketHandshake(ctx.req)) return { forward: { ...forward, websocket: ctx.websocket ?? NO_HOOKS } };
+  const gq = api.def.graphql;
+  if (gq !== undefined && isWebSocketHandshake(ctx.req)) return { forward: { ...forward, websocket: subscriptionHooks(ctx, gq, ctx.websocket) } };
   return { forward };
 }
 
