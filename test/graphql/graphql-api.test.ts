@@ -14,7 +14,7 @@ import t from 'tap';
 import type { Test } from 'tap';
 import { WebSocket, type RawData } from 'ws';
 import { api, code, startNode, type Node } from '../security/helpers';
-import { HOST, request, type Response } from '../gateway/helpers';
+import { HOST, request, until, type Response } from '../gateway/helpers';
 import { graphqlBackend, SDL, type GraphqlBackend } from './backend';
 
 const POLICIES = `
@@ -58,7 +58,7 @@ t.before(async () => {
       ),
       gql('open', { introspection: true, max_query_bytes: 200 }, { auth: 'none' }),
     ],
-    `[throughway.throttling]\npolicies_file = "${policies}"\n`,
+    `[throughway.throttling]\npolicies_file = "${policies}"\n[http_access_log]\nenabled = true\nuseLogger = true\n`,
     { scopes: ['secret:read', 'order:write', 'order:all', 'ticks:read'], throttling: { now: () => FIXED } },
   );
   const app = await node.app('gql-app', { subscribe: ['gql'] });
@@ -95,6 +95,11 @@ t.test('a valid query is proxied unchanged to the GraphQL backend (POST JSON, ap
   t.equal(code(g), -1, 'the refusal is the backend\'s, not a gateway fault');
   t.equal(backend.bodies[backend.bodies.length - 1], '{ hello }');
 
+  const access = (): string[] => node.logger.lines.filter((l) => l.event === 'http_access').map((l) => String(l.line));
+  await until(() => access().some((l) => l.includes(' 415 ')));
+  const lines = access();
+  t.match(lines[lines.length - 1], /"POST \/gql\/1 HTTP\/1\.1" 415 .* graphql=QUERY:-$/, 'the access log line names the operation (anonymous: -)');
+  t.ok(lines.some((l) => / 200 .* graphql=QUERY:Greet$/.test(l)), 'and its name');
   const get = await node.call(`/gql/1?query=${encodeURIComponent('{ hello(name: "get") }')}`, plainToken, { Accept: 'application/json' });
   t.equal(get.status, 200, get.body);
   t.same(JSON.parse(get.body), { data: { hello: 'hello get' } });
