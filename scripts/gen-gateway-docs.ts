@@ -286,7 +286,8 @@ export function renderApisDoc(): string {
   o.push('  named in `preserveRequestHeaders` are echoed on faults, as the reference keeps exactly those, never on');
   o.push('  OPTIONS answers.');
   o.push('- **Access log** (`[http_access_log] enabled = true`): one line per call in the common log format plus');
-  o.push('  upstream ms, fault code and fault state (`base+state` for transport codes), to');
+  o.push('  upstream ms, fault code and fault state (`base+state` for transport codes), and for a GraphQL call its');
+  o.push('  operation (`graphql=QUERY:name`, docs/graphql.md), to');
   o.push('  `[throughway] access_log_file` under the working directory, or to the server log (`http_access`');
   o.push('  events) with `useLogger = true`.');
   o.push('');
