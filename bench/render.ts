@@ -394,6 +394,8 @@ export interface DocParts {
   /** The cluster-mode and Redis counting sections with their markers (the document's current ones). */
   readonly workers?: string | undefined;
   readonly counting?: string | undefined;
+  /** The GraphQL section with its markers (bench/graphql.ts; the document's current one). */
+  readonly graphql?: string | undefined;
   readonly workDir: string;
   readonly demo: { readonly url: string; readonly fromConf: boolean };
 }
@@ -447,6 +449,10 @@ export function renderDoc(p: DocParts): string {
       `${COUNTING_BEGIN}\n## Throttle counters in Redis (docs/scale-out.md)\n\nNo Redis counting run recorded yet: \`npm run bench -- --redis-counting --write\` adds it.\n${COUNTING_END}`,
   );
   L.push('');
+  if (p.graphql !== undefined) {
+    L.push(p.graphql);
+    L.push('');
+  }
   L.push(HOW_TO_REPRODUCE);
   L.push('');
   L.push('```sh');

@@ -30,6 +30,7 @@
 import autocannon = require('autocannon');
 import { spawn } from 'node:child_process';
 import { runMediationBench } from './mediation';
+import { GRAPHQL_BEGIN, GRAPHQL_END, renderGraphql, renderGraphqlTable, runGraphqlBench, QUERY_BODY, type GraphqlRun } from './graphql';
 import { Redis } from 'ioredis';
 import {
   COUNTING_BEGIN,
@@ -116,6 +117,8 @@ interface Options {
   mediation: boolean;
   /** Measure the throttled route with counter_store = "memory" vs "redis" instead (its own section). */
   redisCounting: boolean;
+  /** A small GraphQL query vs a plain JSON POST of the same size, gateway CPU per request (bench/graphql.ts). */
+  graphql: boolean;
 }
 
 const USAGE = `usage: npm run bench -- [options]
@@ -141,7 +144,10 @@ const USAGE = `usage: npm run bench -- [options]
                        --connections, --rounds, --write, --from; its --write replaces only its section of docs/performance.md
   --mediation          instead: JSON validation at 1 KiB, 64 KiB, 1 MiB, and small-GET latency while 1 MiB
                        bodies are validated (bench/mediation.ts); takes --duration, --warmup, --write, --from;
-                       its --write replaces only the mediation section of docs/performance.md`;
+                       its --write replaces only the mediation section of docs/performance.md
+  --graphql            instead: gateway CPU per request of a small GraphQL query vs a plain JSON POST of the same
+                       size (bench/graphql.ts); takes --duration, --warmup, --rounds, --write, --from; its --write
+                       replaces only the GraphQL section of docs/performance.md`;
 
 function parseArgs(argv: readonly string[]): Options {
   const o: Options = {
@@ -159,6 +165,7 @@ function parseArgs(argv: readonly string[]): Options {
     quietCores: 0.25,
     mediation: false,
     redisCounting: false,
+    graphql: false,
   };
   const num = (name: string, v: string | undefined, min: number, max: number): number => {
     const n = Number(v);
@@ -213,6 +220,9 @@ function parseArgs(argv: readonly string[]): Options {
         break;
       case '--mediation':
         o.mediation = true;
+        break;
+      case '--graphql':
+        o.graphql = true;
         break;
       case '--redis-counting':
         o.redisCounting = true;
@@ -752,6 +762,17 @@ async function mediation(opts: Options, argv: readonly string[]): Promise<void> 
   }
 }
 
+/** `--graphql`: measures (or, with --from, reads) the GraphQL run; with --write replaces its section of docs/performance.md. */
+async function graphql(opts: Options, argv: readonly string[]): Promise<void> {
+  const run = await rawRun<GraphqlRun>('graphql', 'graphql', opts.from, async () => {
+    const date = new Date().toISOString();
+    const rows = await runGraphqlBench(opts);
+    return { date, command: benchCommand(argv, opts.compare), duration: opts.duration, warmup: opts.warmup, rounds: opts.rounds, bytes: Buffer.byteLength(QUERY_BODY), rows };
+  });
+  process.stdout.write(`# throughway GraphQL bench — ${run.date}\n\n${renderGraphqlTable(run.rows)}\n`);
+  if (opts.write) writeSection(GRAPHQL_BEGIN, GRAPHQL_END, renderGraphql(run), 'GraphQL');
+}
+
 /** The Redis of --redis-counting: the tests' (THROUGHWAY_TEST_REDIS_URL) or the machine's default. */
 const COUNTING_REDIS = process.env.THROUGHWAY_TEST_REDIS_URL !== undefined && process.env.THROUGHWAY_TEST_REDIS_URL !== '' ? process.env.THROUGHWAY_TEST_REDIS_URL : 'redis://127.0.0.1:6379';
 
@@ -836,6 +857,7 @@ async function main(): Promise<void> {
   installExitHandlers();
   fs.mkdirSync(WORK_DIR, { recursive: true });
   if (opts.mediation) return mediation(opts, argv);
+  if (opts.graphql) return graphql(opts, argv);
   if (opts.redisCounting) return counting(opts, argv);
 
   let raw: RawRun;
@@ -901,6 +923,7 @@ async function main(): Promise<void> {
       features,
       peers: peers ?? existingSection(PEERS_BEGIN, PEERS_END),
       mediation: existingSection(MEDIATION_BEGIN, MEDIATION_END),
+      graphql: existingSection(GRAPHQL_BEGIN, GRAPHQL_END),
       workers: existingSection(WORKERS_BEGIN, WORKERS_END),
       counting: existingSection(COUNTING_BEGIN, COUNTING_END),
       workDir: WORK_DIR,
