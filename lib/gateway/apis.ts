@@ -19,7 +19,7 @@ import { targetFromUrl } from '../transport/types';
 import type { ApiDiagnostic, ApiDiagnosticCode } from './diagnostics';
 import type { PolicyNames } from '../throttle/policies';
 import type { ApiMediation } from '../mediation';
-import { buildGraphqlSchema, OPERATION_TYPES, type GraphqlSchema, type OperationRule, type OperationType, type QueryLimits } from '../graphql';
+import { AnalysisCache, buildGraphqlSchema, OPERATION_TYPES, type GraphqlSchema, type OperationRule, type OperationType, type QueryLimits } from '../graphql';
 
 export const LIFECYCLE_STATES = ['PUBLISHED', 'PROTOTYPED', 'DEPRECATED', 'BLOCKED', 'RETIRED'] as const;
 export type LifecycleState = (typeof LIFECYCLE_STATES)[number];
@@ -122,6 +122,8 @@ export interface GraphqlApi {
   readonly maxQueryBytes: number;
   /** "QUERY name" -> the field's scopes and policy. */
   readonly rules: ReadonlyMap<string, OperationRule>;
+  /** The analyses of queries seen, per deployed definition (lib/graphql AnalysisCache). */
+  readonly cache: AnalysisCache;
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -437,7 +439,7 @@ function graphqlOf(ctx: Ctx, t: Record<string, unknown>, file: string, apiType: 
     rules.set(key, Object.freeze({ type, name, scopes: o.scopes as readonly string[], policy: o.policy as string | undefined }));
   });
   const limits: QueryLimits = Object.freeze({ maxDepth: g.max_depth as number, maxComplexity: g.max_complexity as number, maxTokens: g.max_tokens as number, introspection: g.introspection as boolean });
-  return Object.freeze({ schemaFile, schema: built.schema, limits, maxQueryBytes: g.max_query_bytes as number, rules });
+  return Object.freeze({ schemaFile, schema: built.schema, limits, maxQueryBytes: g.max_query_bytes as number, rules, cache: new AnalysisCache() });
 }
 
 /** The largest schema file read (a schema is configuration, not traffic). */

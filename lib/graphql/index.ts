@@ -6,9 +6,10 @@
  * Parsing and validation are the reference implementation of GraphQL for JavaScript (`graphql` 16,
  * loaded on first use through config/packages.ts, so `require('throughway')` does not load it). A query
  * is parsed inline: its size is bounded by the API's `max_query_bytes` and its tokens by `max_tokens`
- * (graphql's own parse limit), so one parse stays well under a millisecond for the default limits
- * (docs/performance.md, "GraphQL").
+ * (graphql's own parse limit); analyses are kept per API (AnalysisCache), since validation has a fixed
+ * cost per call (docs/performance.md, "GraphQL").
  */
+import { LRUCache } from 'lru-cache';
 import { load } from '../config/packages';
 import type * as G from 'graphql';
 
@@ -18,8 +19,11 @@ export type OperationType = (typeof OPERATION_TYPES)[number];
 
 type GraphqlModule = typeof G;
 
+let loaded: GraphqlModule | undefined;
+
+/** graphql, required once (a require() resolves its name again on every call: ~15 µs measured). */
 function graphql(key: string): GraphqlModule {
-  return load<GraphqlModule>('graphql', key);
+  return (loaded ??= load<GraphqlModule>('graphql', key));
 }
 
 /** A built schema and the names of its root fields, per operation type. */
@@ -155,6 +159,40 @@ function measure(g: GraphqlModule, set: G.SelectionSetNode, fragments: ReadonlyM
     if (d > deepest) deepest = d;
   }
   return deepest;
+}
+
+/**
+ * Analyses kept per API: the answer for one (query, operationName) never changes while the API's schema
+ * and limits stay (a redeployed API gets a new cache). graphql's validate() sets up its 30-odd rules'
+ * visitors on every call, a fixed cost that dwarfs the parse of a small query (bench/graphql.ts; one
+ * validation of a 5-field query measured 0.75 ms on the loaded 2-core VM of docs/performance.md), and
+ * clients send the same few queries again and again. Bounded: queries up to `maxChars` characters,
+ * `max` entries (refusals included, so a repeated bad query is cheap too).
+ */
+export class AnalysisCache {
+  private readonly lru: LRUCache<string, Analysis>;
+  constructor(
+    max = 512,
+    private readonly maxChars = 4096,
+  ) {
+    this.lru = new LRUCache<string, Analysis>({ max });
+  }
+
+  /** analyse(), answered from the cache when this query and operationName were analysed before. */
+  analyse(s: GraphqlSchema, req: GraphqlRequest, limits: QueryLimits): Analysis {
+    if (req.query.length > this.maxChars) return analyse(s, req, limits);
+    const op = req.operationName ?? '';
+    const key = `${op.length}:${op}${req.query}`;
+    const hit = this.lru.get(key);
+    if (hit !== undefined) return hit;
+    const a = analyse(s, req, limits);
+    this.lru.set(key, a);
+    return a;
+  }
+
+  get size(): number {
+    return this.lru.size;
+  }
 }
 
 /** Per top-level field: the scopes it needs and its throttling policy (the API's [[operations]]). */

@@ -58,3 +58,19 @@ t.test('refusals: SDL error with its position, a schema outside the directory, a
   const http = errors(head.replace('type = "GRAPHQL"\n', '') + '[graphql]\nschema = "schema.graphql"\n[[resources]]\npath = "/*"\nmethods = ["GET"]\n');
   t.match(http[0]?.message, 'a [graphql] table is only for type = "GRAPHQL"');
 });
+
+t.test('the analysis cache: a repeated query and operationName get the same answer without a new analysis; long queries are not kept', async (t) => {
+  const g = parseApiText(`${head}[graphql]\nschema = "schema.graphql"\nmax_depth = 2\n`, file).api?.graphql;
+  if (g === undefined) return t.fail('not deployed');
+  const q = { query: '{ user(id: "1") { name } }', operationName: undefined };
+  const a = g.cache.analyse(g.schema, q, g.limits);
+  t.equal(a.ok, true);
+  t.equal(g.cache.analyse(g.schema, { ...q }, g.limits), a, 'the same answer object: not analysed again');
+  const deep = g.cache.analyse(g.schema, { query: '{ user(id: "1") { friends { name } } }', operationName: undefined }, g.limits);
+  t.equal(deep.ok ? '' : deep.kind, 'depth', 'refusals are kept too');
+  t.equal(g.cache.size, 2);
+  t.not(g.cache.analyse(g.schema, { query: q.query, operationName: 'X' }, g.limits), a, 'operationName is part of the key');
+  const long = { query: `{ hello } # ${'x'.repeat(5000)}`, operationName: undefined };
+  g.cache.analyse(g.schema, long, g.limits);
+  t.equal(g.cache.size, 3, 'a query over 4,096 characters is analysed but not kept');
+});

@@ -7,7 +7,7 @@
  * a gathered body is the one the transport sends.
  */
 import { ApiCode, GatewayOwnCode, fault, type GatewayCode } from '../../faults';
-import { analyse, missingScope, rulesOf, type AnalysisFailure } from '../../graphql';
+import { missingScope, rulesOf, type AnalysisFailure } from '../../graphql';
 import { fromBody, fromQueryString, socketMessage, type RequestRead } from '../../graphql/request';
 import type { ClientMessageVerdict, WebSocketHooks } from '../../transport/types';
 import { headerValue } from '../../mediation';
@@ -45,7 +45,7 @@ export function graphqlQuery(ctx: CallContext, gq: GraphqlApi): Outcome | Promis
 
 function decide(ctx: CallContext, gq: GraphqlApi, r: RequestRead, post: boolean): Outcome {
   if (!r.ok) return stop(fault(GatewayOwnCode.GRAPHQL_BAD_REQUEST, { description: r.message }));
-  const a = analyse(gq.schema, r.request, gq.limits);
+  const a = gq.cache.analyse(gq.schema, r.request, gq.limits);
   if (!a.ok) return stop(fault(FAILURE_CODE[a.kind], { description: a.message }));
   const op = a.operation;
   // GraphQL over HTTP: a mutation by GET is 405; subscriptions are the WebSocket's (graphql-transport-ws).
@@ -76,7 +76,7 @@ export function subscriptionHooks(ctx: CallContext, gq: GraphqlApi, frames: WebS
       if (m.type === 'other') return undefined;
       if (m.type === 'invalid') return { close: CLOSE_BAD_MESSAGE, reason: m.message };
       if (!m.request.ok) return refuse(m.id, GatewayOwnCode.GRAPHQL_BAD_REQUEST, m.request.message);
-      const a = analyse(gq.schema, m.request.request, gq.limits);
+      const a = gq.cache.analyse(gq.schema, m.request.request, gq.limits);
       if (!a.ok) return refuse(m.id, FAILURE_CODE[a.kind], a.message);
       const miss = missingScope(rulesOf(a.operation, gq.rules), scopes);
       if (miss !== undefined) return refuse(m.id, ApiCode.INVALID_SCOPE, `the access token lacks the scope the ${miss.type.toLowerCase()} field ${miss.name} requires: ${miss.scopes.join(' or ')}`);
