@@ -393,6 +393,7 @@ function graphqlOf(ctx: Ctx, t: Record<string, unknown>, file: string, apiType: 
     if (ops.length > 0) ctx.r.report('error', 'API_VALUE', ['operations'], '[[operations]] are only for type = "GRAPHQL"', 'type = "GRAPHQL", or [[resources]]');
     return undefined;
   }
+  if (t.mediation !== undefined) ctx.r.report('error', 'API_VALUE', ['mediation'], 'a GraphQL API has no [mediation]: the gateway reads its queries itself (docs/graphql.md)', 'remove the table');
   if (g === undefined) {
     ctx.r.report('error', 'API_REQUIRED', ['graphql'], 'a GraphQL API needs a [graphql] table with its schema', '[graphql] schema = "schema.graphql"');
     return undefined;

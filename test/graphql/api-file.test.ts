@@ -57,6 +57,8 @@ t.test('refusals: SDL error with its position, a schema outside the directory, a
   t.match(none[0]?.message, 'a GraphQL API needs a [graphql] table');
   const http = errors(head.replace('type = "GRAPHQL"\n', '') + '[graphql]\nschema = "schema.graphql"\n[[resources]]\npath = "/*"\nmethods = ["GET"]\n');
   t.match(http[0]?.message, 'a [graphql] table is only for type = "GRAPHQL"');
+  const mediated = errors(`${head}[graphql]\nschema = "schema.graphql"\n[mediation]\nrequest_format = "xml"\n`);
+  t.match(mediated[0]?.message, 'a GraphQL API has no [mediation]');
 });
 
 t.test('the analysis cache: a repeated query and operationName get the same answer without a new analysis; long queries are not kept', async (t) => {
