@@ -18,6 +18,14 @@ import { HOST, request, until, type Response } from '../gateway/helpers';
 import { graphqlBackend, SDL, type GraphqlBackend } from './backend';
 
 const POLICIES = `
+[[subscription]]
+name = "Shallow"
+request_count = 1000
+unit_time = 1
+time_unit = "min"
+graphql_max_depth = 2
+graphql_max_complexity = 3
+
 [[api]]
 name = "Two"
 request_count = 2
@@ -163,6 +171,24 @@ t.test('depth and complexity limits: 103181 and 103182 (400)', async (t) => {
   t.equal(wide.status, 400);
   t.equal(code(wide), 103182);
   t.match(description(wide), 'the query\'s complexity is 13; this API allows 12');
+});
+
+t.test('a subscription tier\'s graphql_max_depth and graphql_max_complexity apply below the API\'s limits', async (t) => {
+  const created = await node.km.manager.createApplication({ name: 'shallow-app', owner: 'admin' });
+  const keys = await node.km.manager.generateKeys(created.id, { keyType: 'PRODUCTION' });
+  await node.km.manager.addSubscription({ application: created.id, apiContext: '/gql', apiVersion: '1', tier: 'Shallow' });
+  const token = await node.token({ consumerKey: keys.consumerKey, consumerSecret: keys.consumerSecret });
+  const deep = await post('/gql/1', { query: '{ user(id: "1") { friends { name } } }' }, token);
+  t.equal(deep.status, 400);
+  t.equal(code(deep), 103181);
+  t.match(description(deep), 'the query is 3 levels deep; the subscription tier Shallow allows 2');
+  const wide = await post('/gql/1', { query: '{ a: hello b: hello c: hello d: hello }' }, token);
+  t.equal(code(wide), 103182);
+  t.match(description(wide), 'the subscription tier Shallow allows 3');
+  const ok = await post('/gql/1', { query: '{ user(id: "1") { name } }' }, token);
+  t.equal(ok.status, 200, ok.body);
+  const other = await post('/gql/1', { query: '{ user(id: "1") { friends { name } } }' }, plainToken);
+  t.equal(other.status, 200, 'another tier keeps the API\'s limits');
 });
 
 t.test('introspection: refused by default (103183, 403), allowed where the API says so', async (t) => {
