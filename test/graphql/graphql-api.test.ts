@@ -189,6 +189,10 @@ t.test('a subscription tier\'s graphql_max_depth and graphql_max_complexity appl
   t.equal(ok.status, 200, ok.body);
   const other = await post('/gql/1', { query: '{ user(id: "1") { friends { name } } }' }, plainToken);
   t.equal(other.status, 200, 'another tier keeps the API\'s limits');
+  // Over WebSocket too: a subscribe message carrying a query too deep for the handshake token's tier.
+  const s = await openSocket(t, token);
+  s.ws.send(JSON.stringify({ id: 'd', type: 'subscribe', payload: { query: '{ user(id: "1") { friends { name } } }' } }));
+  t.same(await s.next(), { id: 'd', type: 'error', payload: [{ message: 'the query is 3 levels deep; the subscription tier Shallow allows 2', extensions: { code: 103181 } }] });
 });
 
 t.test('introspection: refused by default (103183, 403), allowed where the API says so', async (t) => {

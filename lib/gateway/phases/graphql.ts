@@ -14,6 +14,7 @@ import { headerValue } from '../../mediation';
 import type { GraphqlApi } from '../apis';
 import { isWebSocketHandshake } from '../websocket';
 import { CONTINUE, stop, type CallContext, type Outcome } from './context';
+import { tierLimits } from './throttling';
 
 const FAILURE_CODE: Readonly<Record<AnalysisFailure['kind'], GatewayCode>> = {
   syntax: ApiCode.INVALID_GRAPHQL_QUERY,
@@ -60,13 +61,15 @@ const CLOSE_BAD_MESSAGE = 4400;
 
 /**
  * The tunnel hooks of a GraphQL API's WebSocket handshake (docs/graphql.md): each `subscribe` message
- * the client sends is checked like a query (syntax, schema, introspection, depth, complexity, the
- * fields' scopes against the handshake's token) before the backend sees it. A refused one is answered
+ * the client sends is checked like a query (syntax, schema, introspection, depth, complexity, its
+ * subscription tier's GraphQL limits, the fields' scopes against the handshake's token) before the
+ * backend sees it. A refused one is answered
  * with an `error` message for its id, whose payload carries the fault's code and description; a message
  * that is not the protocol's closes the socket with 4400. Other messages pass unread.
  */
 export function subscriptionHooks(ctx: CallContext, gq: GraphqlApi, frames: WebSocketHooks | undefined): WebSocketHooks {
-  const scopes = ctx.auth?.scopes ?? [];
+  const auth = ctx.auth;
+  const scopes = auth?.scopes ?? [];
   const refuse = (id: string, code: number, message: string): ClientMessageVerdict => ({ reply: JSON.stringify({ id, type: 'error', payload: [{ message, extensions: { code } }] }) });
   return {
     ...frames,
@@ -78,6 +81,9 @@ export function subscriptionHooks(ctx: CallContext, gq: GraphqlApi, frames: WebS
       if (!m.request.ok) return refuse(m.id, GatewayOwnCode.GRAPHQL_BAD_REQUEST, m.request.message);
       const a = gq.cache.analyse(gq.schema, m.request.request, gq.limits);
       if (!a.ok) return refuse(m.id, FAILURE_CODE[a.kind], a.message);
+      const th = ctx.rt.throttle;
+      const tier = auth !== undefined && auth.kind !== 'none' && th !== undefined ? tierLimits(th, a.operation, auth.subscriptionTier) : undefined;
+      if (tier !== undefined) return refuse(m.id, tier.def.code, tier.description ?? tier.def.description);
       const miss = missingScope(rulesOf(a.operation, gq.rules), scopes);
       if (miss !== undefined) return refuse(m.id, ApiCode.INVALID_SCOPE, `the access token lacks the scope the ${miss.type.toLowerCase()} field ${miss.name} requires: ${miss.scopes.join(' or ')}`);
       return undefined;

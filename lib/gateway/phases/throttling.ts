@@ -72,7 +72,7 @@ export function throttlingPhase(ctx: CallContext): Outcome {
 }
 
 /** A GraphQL query over its subscription tier's depth or complexity (graphql_max_depth, graphql_max_complexity; docs/graphql.md). */
-function tierLimits(th: Throttle, op: Operation, tier: string): FaultValue | undefined {
+export function tierLimits(th: Throttle, op: Operation, tier: string): FaultValue | undefined {
   const sp = th.policies().subscription.get(tier);
   if (sp === undefined) return undefined;
   if (sp.graphqlMaxDepth !== undefined && op.depth > sp.graphqlMaxDepth) return fault(GatewayOwnCode.GRAPHQL_TOO_DEEP, { description: `the query is ${op.depth} levels deep; the subscription tier ${tier} allows ${sp.graphqlMaxDepth}` });
