@@ -66,7 +66,7 @@ t.before(async () => {
       ),
       gql('open', { introspection: true, max_query_bytes: 200 }, { auth: 'none' }),
     ],
-    `[throughway.throttling]\npolicies_file = "${policies}"\n[http_access_log]\nenabled = true\nuseLogger = true\n[passthru_http]\nforce_json_validation = true\n`,
+    `[throughway.throttling]\npolicies_file = "${policies}"\n[http_access_log]\nenabled = true\nuseLogger = true\n[passthru_http]\nforce_json_validation = true\n[apim.analytics]\nenable = true\n[throughway.analytics]\nfile = "${path.join(dir, 'events.jsonl')}"\nflush_interval = "60s"\n`,
     { scopes: ['secret:read', 'order:write', 'order:all', 'ticks:read'], throttling: { now: () => FIXED } },
   );
   const app = await node.app('gql-app', { subscribe: ['gql'] });
@@ -109,6 +109,9 @@ t.test('a valid query is proxied unchanged to the GraphQL backend (POST JSON, ap
   const lines = access();
   t.match(lines[lines.length - 1], /"POST \/gql\/1 HTTP\/1\.1" 415 .* graphql=QUERY:-$/, 'the access log line names the operation (anonymous: -)');
   t.ok(lines.some((l) => / 200 .* graphql=QUERY:Greet$/.test(l)), 'and its name');
+  await node.gw.analytics?.flush();
+  const events = fs.readFileSync(path.join(dir, 'events.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+  t.match(events.find((e) => e.proxyResponseCode === 200 && e.apiName === 'gql'), { graphqlOperationType: 'QUERY', graphqlOperationName: 'Greet' }, 'the analytics event names the operation');
   const get = await node.call(`/gql/1?query=${encodeURIComponent('{ hello(name: "get") }')}`, plainToken, { Accept: 'application/json' });
   t.equal(get.status, 200, get.body);
   t.same(JSON.parse(get.body), { data: { hello: 'hello get' } });
