@@ -298,13 +298,26 @@ export class Tunnel implements TunnelInfo {
 
   /** The per-frame hook refused a client frame: close code 1008 both ways, at frame boundaries only. */
   private refuse(buf: Buffer, frameStart: number): void {
-    this.refused = true;
-    if (frameStart > 0) {
-      this.clientBytes += frameStart;
-      this.backend.write(Buffer.from(buf.subarray(0, frameStart)));
+    const holder = this.holder;
+    if (holder !== undefined) {
+      // The frames before the refused one are judged like any (onClientMessage); the holder forwards
+      // whole frames only, so the backend's stream is between frames for the close frame.
+      if (frameStart > 0) {
+        this.clientBytes += frameStart;
+        this.inspect(buf, frameStart, holder);
+        if (this.refused) return;
+      }
+      this.refused = true;
+      this.backend.write(closeFrame(CLOSE_POLICY, 'throttled', true));
+    } else {
+      this.refused = true;
+      if (frameStart > 0) {
+        this.clientBytes += frameStart;
+        this.backend.write(Buffer.from(buf.subarray(0, frameStart)));
+      }
+      // Only where the stream is between frames can a close frame go in; elsewhere the socket just ends.
+      if (frameStart >= 0) this.backend.write(closeFrame(CLOSE_POLICY, 'throttled', true));
     }
-    // Only where the stream is between frames can a close frame go in; elsewhere the socket just ends.
-    if (frameStart >= 0) this.backend.write(closeFrame(CLOSE_POLICY, 'throttled', true));
     if (this.down.atBoundary) this.client.write(closeFrame(CLOSE_POLICY, 'throttled', false));
     const fault = makeFault('ws_frame_refused', S.RESPONSE_BODY, false, `client frame ${this.clientFrames} refused`);
     this.fault = fault;
