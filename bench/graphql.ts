@@ -13,7 +13,7 @@
 import autocannon = require('autocannon');
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { CLK_TCK, HOST, WORK_DIR, fmt, freePort, log, procTicks, startBackend, startProc, stopAll, waitPort } from './common';
+import { CLK_TCK, HOST, WORK_DIR, fmt, freePort, log, procTicks, startBackend, startProc, stopAll, waitPort, serveGateway } from './common';
 
 export interface GraphqlRow {
   readonly name: string;
@@ -121,8 +121,6 @@ export function renderGraphql(run: GraphqlRun): string {
 
 /** The child: one gateway with a GraphQL API and an HTTP API in front of the bench backend. */
 async function gatewayChild(): Promise<void> {
-  const { loadConfig } = await import('../lib/config/load');
-  const { createGateway } = await import('../lib/embed');
   fs.mkdirSync(WORK_DIR, { recursive: true });
   const dir = fs.mkdtempSync(path.join(WORK_DIR, 'graphql-'));
   fs.mkdirSync(path.join(dir, 'apis'));
@@ -131,16 +129,7 @@ async function gatewayChild(): Promise<void> {
   const common = `auth = "none"\n# the gateway's cost is measured, not the Unauthenticated tier (500/min per client IP)\nunauthenticated_policy = "Unlimited"\n[endpoints]\nproduction = "http://${HOST}:${process.env.BACKEND_PORT}/upload"\n`;
   fs.writeFileSync(path.join(dir, 'apis', 'gql.toml'), `name = "Gql"\ncontext = "/gql"\nversion = "1.0.0"\ntype = "GRAPHQL"\n${common}[graphql]\nschema = "schema.graphql"\n`);
   fs.writeFileSync(path.join(dir, 'apis', 'plain.toml'), `name = "Plain"\ncontext = "/plain"\nversion = "1.0.0"\n${common.replace('/upload"', '"')}[[resources]]\npath = "/*"\nmethods = ["POST"]\n`);
-  const loaded = loadConfig({ file: path.join(dir, 'deployment.toml') });
-  if (!loaded.ok) throw new Error(JSON.stringify(loaded.diagnostics));
-  const gw = createGateway({ loaded, watch: false });
-  await gw.listen({ port: Number(process.env.PORT), host: HOST });
-  process.stdout.write(`gateway (GraphQL) on ${HOST}:${process.env.PORT}\n`);
-  const stop = (): void => {
-    void gw.close().then(() => process.exit(0));
-  };
-  process.on('SIGTERM', stop);
-  process.on('SIGINT', stop);
+  await serveGateway(dir, 'GraphQL');
 }
 
 if (require.main === module && process.env.GRAPHQL_GATEWAY === '1') {
