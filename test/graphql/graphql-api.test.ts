@@ -26,6 +26,12 @@ time_unit = "min"
 graphql_max_depth = 2
 graphql_max_complexity = 3
 
+[[subscription]]
+name = "Tight"
+request_count = 3
+unit_time = 1
+time_unit = "min"
+
 [[api]]
 name = "Two"
 request_count = 2
@@ -316,4 +322,27 @@ t.test('a subscribe message larger than max_query_bytes closes the socket with 1
   const s = await openSocket(t, readToken);
   s.ws.send(JSON.stringify({ id: 'big', type: 'subscribe', payload: { query: `subscription { ticks(count: 1) } # ${'x'.repeat(70000)}` } }));
   t.equal(await s.closed, 1009);
+});
+
+/** A masked client frame (RFC 6455 §5.3) with a payload under 126 bytes. */
+function maskedFrame(opcode: number, payload: string): Buffer {
+  const p = Buffer.from(payload);
+  const key = Buffer.from([0x11, 0x22, 0x33, 0x44]);
+  const masked = Buffer.from(p.map((b, i) => b ^ (key[i % 4] as number)));
+  return Buffer.concat([Buffer.from([0x80 | opcode, 0x80 | p.length]), key, masked]);
+}
+
+t.test('a frame the per-frame limit refuses: the frames before it in the same read are judged too, never forwarded unread', async (t) => {
+  const created = await node.km.manager.createApplication({ name: 'tight-app', owner: 'admin' });
+  const keys = await node.km.manager.generateKeys(created.id, { keyType: 'PRODUCTION' });
+  await node.km.manager.addSubscription({ application: created.id, apiContext: '/gql', apiVersion: '1', tier: 'Tight' });
+  const token = await node.token({ consumerKey: keys.consumerKey, consumerSecret: keys.consumerSecret });
+  const before = backend.subscriptions.length;
+  // The handshake is call 1 of the tier's 3, connection_init call 2.
+  const s = await openSocket(t, token);
+  // One write: a subscribe the token has no scope for (call 3), then a ping (call 4: refused, 1008).
+  const raw = (s.ws as unknown as { _socket: import('node:net').Socket })._socket;
+  raw.write(Buffer.concat([maskedFrame(1, JSON.stringify({ id: 'x', type: 'subscribe', payload: { query: 'subscription { ticks(count: 1) }' } })), maskedFrame(9, '')]));
+  t.equal(await s.closed, 1008, 'closed by the per-frame limit');
+  t.equal(backend.subscriptions.length, before, 'the subscribe before the refused frame was judged (no scope) and not forwarded');
 });
