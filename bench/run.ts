@@ -30,6 +30,7 @@
 import autocannon = require('autocannon');
 import { spawn } from 'node:child_process';
 import { runMediationBench } from './mediation';
+import { GRAPHQL_BEGIN, GRAPHQL_END, renderGraphql, renderGraphqlTable, runGraphqlBench, QUERY_BODY, type GraphqlRun } from './graphql';
 import { Redis } from 'ioredis';
 import {
   COUNTING_BEGIN,
@@ -116,6 +117,8 @@ interface Options {
   mediation: boolean;
   /** Measure the throttled route with counter_store = "memory" vs "redis" instead (its own section). */
   redisCounting: boolean;
+  /** A small GraphQL query vs a plain JSON POST of the same size, gateway CPU per request (bench/graphql.ts). */
+  graphql: boolean;
 }
 
 /**
@@ -140,6 +143,7 @@ function parseArgs(argv: readonly string[]): Options {
     quietCores: 0.25,
     mediation: false,
     redisCounting: false,
+    graphql: false,
   };
   const num = (name: string, v: string | undefined, min: number, max: number): number => {
     const n = Number(v);
@@ -194,6 +198,9 @@ function parseArgs(argv: readonly string[]): Options {
         break;
       case '--mediation':
         o.mediation = true;
+        break;
+      case '--graphql':
+        o.graphql = true;
         break;
       case '--redis-counting':
         o.redisCounting = true;
@@ -757,6 +764,17 @@ async function mediation(opts: Options, argv: readonly string[]): Promise<void> 
   }
 }
 
+/** `--graphql`: measures (or, with --from, reads) the GraphQL run; with --write replaces its section of docs/performance.md. */
+async function graphql(opts: Options, argv: readonly string[]): Promise<void> {
+  const run = await rawRun<GraphqlRun>('graphql', 'graphql', opts.from, async () => {
+    const date = new Date().toISOString();
+    const rows = await runGraphqlBench(opts);
+    return { date, command: benchCommand(argv, opts.compare), duration: opts.duration, warmup: opts.warmup, rounds: opts.rounds, bytes: Buffer.byteLength(QUERY_BODY), rows };
+  });
+  process.stdout.write(`# throughway GraphQL bench — ${run.date}\n\n${renderGraphqlTable(run.rows)}\n`);
+  if (opts.write) writeSection(GRAPHQL_BEGIN, GRAPHQL_END, renderGraphql(run), 'GraphQL');
+}
+
 /** The Redis of --redis-counting: the tests' (THROUGHWAY_TEST_REDIS_URL) or the machine's default. */
 const COUNTING_REDIS = process.env.THROUGHWAY_TEST_REDIS_URL !== undefined && process.env.THROUGHWAY_TEST_REDIS_URL !== '' ? process.env.THROUGHWAY_TEST_REDIS_URL : 'redis://127.0.0.1:6379';
 
@@ -841,6 +859,7 @@ async function main(): Promise<void> {
   installExitHandlers();
   fs.mkdirSync(WORK_DIR, { recursive: true });
   if (opts.mediation) return mediation(opts, argv);
+  if (opts.graphql) return graphql(opts, argv);
   if (opts.redisCounting) return counting(opts, argv);
 
   let raw: RawRun;

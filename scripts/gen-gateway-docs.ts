@@ -55,7 +55,7 @@ export function renderFaultsDoc(): string {
   o.push('(base + protocol state), and throughway\'s own codes for conditions the spec has no code for, from');
   const transportOwn = Object.values(OwnCode).filter((c) => c < 103020);
   const transportInBlocks = Object.values(OwnCode).filter((c) => c >= 103020);
-  o.push(`${Math.min(...Object.values(OwnCode))} onwards (the transport holds ${Math.min(...transportOwn)}–${Math.max(...transportOwn)}${transportInBlocks.length > 0 ? ` and ${transportInBlocks.join(', ')} in the blocks below` : ''}, the gateway ${Math.min(...Object.values(GatewayOwnCode))} onwards; 103020–103209 are reserved in blocks per area: 103020–103039 security, 103040–103059 throttling, 103060–103079 mediation, 103080–103099 TLS, proxies and WebSocket, 103100–103119 scale-out, 103120–103139 operations, 103140–103159 embedding, 103160–103179 request framing and deadlines, 103200–103209 backend security).`);
+  o.push(`${Math.min(...Object.values(OwnCode))} onwards (the transport holds ${Math.min(...transportOwn)}–${Math.max(...transportOwn)}${transportInBlocks.length > 0 ? ` and ${transportInBlocks.join(', ')} in the blocks below` : ''}, the gateway ${Math.min(...Object.values(GatewayOwnCode))} onwards; 103020–103209 are reserved in blocks per area: 103020–103039 security, 103040–103059 throttling, 103060–103079 mediation, 103080–103099 TLS, proxies and WebSocket, 103100–103119 scale-out, 103120–103139 operations, 103140–103159 embedding, 103160–103179 request framing, deadlines and the interim cap, 103180–103199 GraphQL, 103200–103209 backend security).`);
   o.push('');
   o.push('## API handler codes (spec 002, part 7)');
   o.push('');
@@ -213,6 +213,10 @@ export function renderApisDoc(): string {
   o.push('### `[mediation]`');
   o.push('');
   fieldRows(o, field('mediation').fields ?? [], 'mediation.');
+  o.push('### `[graphql]` and `[[operations]]` (type = "GRAPHQL", docs/graphql.md)');
+  o.push('');
+  fieldRows(o, field('graphql').fields ?? [], 'graphql.');
+  fieldRows(o, field('operations').fields ?? [], 'operations[].');
   o.push('## Routing');
   o.push('');
   o.push('1. **Context.** The longest deployed context path that is a prefix of the request path at a segment');
@@ -253,7 +257,7 @@ export function renderApisDoc(): string {
   o.push('| # | phase | status | what it does |');
   o.push('|---|---|---|---|');
   const what: Record<string, string> = {
-    route: 'context, version, resource (103005, 103006, 900906, 103009)',
+    route: 'context, version, resource (103005, 103006, 900906, 103009); a GraphQL API\'s query and operation (900422, 103180–103187, docs/graphql.md)',
     cors: 'CORS fields for the call; answers preflights (204) and plain OPTIONS (204 with `Allow`)',
     'api-status': 'BLOCKED 700700 (503), RETIRED 103008 (404)',
     authentication: 'mutual TLS header, bearer token, subscription, token type, scopes (900900–900910), the backend JWT (docs/security.md)',
@@ -286,7 +290,8 @@ export function renderApisDoc(): string {
   o.push('  named in `preserveRequestHeaders` are echoed on faults, as the reference keeps exactly those, never on');
   o.push('  OPTIONS answers.');
   o.push('- **Access log** (`[http_access_log] enabled = true`): one line per call in the common log format plus');
-  o.push('  upstream ms, fault code and fault state (`base+state` for transport codes), to');
+  o.push('  upstream ms, fault code and fault state (`base+state` for transport codes), and for a GraphQL call its');
+  o.push('  operation (`graphql=QUERY:name`, docs/graphql.md), to');
   o.push('  `[throughway] access_log_file` under the working directory, or to the server log (`http_access`');
   o.push('  events) with `useLogger = true`.');
   o.push('');

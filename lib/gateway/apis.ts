@@ -9,6 +9,7 @@
  * API_NOT_ENFORCED so nobody mistakes them for protection they do not give yet. Throttling policy names
  * are checked against the policies file when the gateway passes its names (docs/throttling.md).
  */
+import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { Segment, SourceMap } from '../config/locate';
 import { closest } from '../config/diagnostics';
@@ -19,6 +20,7 @@ import type { ApiDiagnostic, ApiDiagnosticCode } from './diagnostics';
 import type { PolicyNames } from '../throttle/policies';
 import { placeScript, type ApiMediation } from '../mediation';
 import { BACKEND_CLIENT_AUTH, BACKEND_GRANT_TYPES, BACKEND_SECURITY_TYPES, RESERVED_TOKEN_PARAMETERS, type BackendClientAuth, type BackendGrantType, type BackendSecurity, type BackendSecurityType } from '../security/backend-credentials';
+import { AnalysisCache, buildGraphqlSchema, OPERATION_TYPES, type GraphqlSchema, type OperationRule, type OperationType, type QueryLimits } from '../graphql';
 
 export const LIFECYCLE_STATES = ['PUBLISHED', 'PROTOTYPED', 'DEPRECATED', 'BLOCKED', 'RETIRED'] as const;
 export type LifecycleState = (typeof LIFECYCLE_STATES)[number];
@@ -30,7 +32,7 @@ export type TokenType = (typeof TOKEN_TYPES)[number];
 /** Client certificate through the load balancer ([apimgt.mutual_ssl]): not asked, accepted instead of a token, required. */
 export const MUTUAL_SSL_MODES = ['off', 'optional', 'mandatory'] as const;
 export type MutualSslMode = (typeof MUTUAL_SSL_MODES)[number];
-export const API_TYPES = ['HTTP', 'WS'] as const;
+export const API_TYPES = ['HTTP', 'WS', 'GRAPHQL'] as const;
 export type ApiType = (typeof API_TYPES)[number];
 export const HTTP_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
 
@@ -109,6 +111,22 @@ export interface ApiDefinition {
   readonly scopes: readonly ScopeDefinition[];
   /** Script mediation and conversion of this API's calls (docs/mediation.md); undefined: none. */
   readonly mediation: ApiMediation | undefined;
+  /** type = "GRAPHQL": the schema, the query limits and the operations' rules (docs/graphql.md). */
+  readonly graphql?: GraphqlApi;
+}
+
+/** What a GraphQL API adds to its definition (the `[graphql]` table and `[[operations]]`). */
+export interface GraphqlApi {
+  /** Absolute path of the SDL file. */
+  readonly schemaFile: string;
+  readonly schema: GraphqlSchema;
+  readonly limits: QueryLimits;
+  /** The most bytes a query's request (body, or query string) may have before it is parsed. */
+  readonly maxQueryBytes: number;
+  /** "QUERY name" -> the field's scopes and policy. */
+  readonly rules: ReadonlyMap<string, OperationRule>;
+  /** The analyses of queries seen, per deployed definition (lib/graphql AnalysisCache). */
+  readonly cache: AnalysisCache;
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -181,13 +199,29 @@ const SCOPE_FIELDS: readonly FieldDef[] = [
   { key: 'roles', type: 'strings', default: [], meaning: 'Roles allowed to hold the scope: the token endpoint grants it only to a user (password, authorization_code) or an application owner (client_credentials) with one of them. Empty: any application subscribed to this API gets it (docs/security.md, "Scopes and roles").', example: '["admin"]' },
 ];
 
+const GRAPHQL_FIELDS: readonly FieldDef[] = [
+  { key: 'schema', type: 'string', required: true, meaning: 'The schema file in SDL, relative to the API file\'s directory, which it may not leave (an API given in code: any path, relative to the working directory). Parsed and checked when the API deploys: an SDL error refuses the API with its line and column.', example: '"orders.graphql"' },
+  { key: 'max_depth', type: 'number', default: 10, min: 0, meaning: 'Deepest selection a query may have (a top-level field is depth 1; fragments add none). Deeper: fault 103181 (400). 0: no limit.' },
+  { key: 'max_complexity', type: 'number', default: 1000, min: 0, meaning: 'Most fields a query may select, counted at every level (one per field, fragments expanded). More: fault 103182 (400). 0: no limit.' },
+  { key: 'max_query_bytes', type: 'number', default: 65536, min: 1, meaning: 'Largest request a query may arrive in (the POST body, or the GET query string), in bytes; gathered and parsed only up to this. Larger: fault 103186 (413).' },
+  { key: 'max_tokens', type: 'number', default: 10000, min: 0, meaning: 'Most lexical tokens the parser reads before it gives up (graphql\'s maxTokens): a parse-time bound a query reaches before depth and complexity are known; 900422 beyond it. 0: no limit.' },
+  { key: 'introspection', type: 'boolean', default: false, meaning: 'Whether introspection queries (__schema, __type) are allowed. Refused: fault 103183 (403). __typename is always allowed.' },
+];
+
+const OPERATION_FIELDS: readonly FieldDef[] = [
+  { key: 'type', type: 'string', required: true, allowed: OPERATION_TYPES, meaning: 'The root type of the field: QUERY, MUTATION or SUBSCRIPTION.', example: '"MUTATION"' },
+  { key: 'name', type: 'string', required: true, meaning: 'The top-level field of that root type, as the schema names it (a field the schema lacks refuses the API).', example: '"addOrder"' },
+  { key: 'scopes', type: 'strings', default: [], meaning: 'Scopes for this field: a token needs at least one of them (900910, 403, otherwise). A query selecting several fields needs a scope of every one of them.', example: '["order:write"]' },
+  { key: 'policy', type: 'string', meaning: 'Throttling policy of the field: an [[api]] policy of the policies file, counted over every caller of this field like a resource policy (900802 when exceeded). Ignored when the API has a `policy`.', example: '"10PerMin"' },
+];
+
 export const API_FIELDS: readonly FieldDef[] = [
   { key: 'name', type: 'string', required: true, meaning: 'API name (shown by `throughway apis list` and in logs).', example: '"PizzaShack"' },
   { key: 'context', type: 'string', required: true, meaning: 'Context path, invoked as /<context>/<version>/<resource> (spec 002, part 4). May hold `{version}` to place the version elsewhere (`/{version}/pizza`).', example: '"/pizzashack"' },
   { key: 'version', type: 'string', required: true, meaning: 'API version; part of the invocation path (spec 002, part 9 rule 5). Context + version is unique on a gateway.', example: '"1.0.0"' },
   { key: 'default_version', type: 'boolean', default: false, meaning: 'Also reachable without the version segment: /<context>/<resource>. One version per context.' },
   { key: 'state', type: 'string', default: 'PUBLISHED', allowed: LIFECYCLE_STATES, meaning: 'Lifecycle state: PUBLISHED, PROTOTYPED and DEPRECATED are served; BLOCKED answers 700700 (503, spec 002 part 3); RETIRED answers 103008 (404).' },
-  { key: 'type', type: 'string', default: 'HTTP', allowed: API_TYPES, meaning: 'HTTP, or WS for a WebSocket API: its calls are Upgrade: websocket handshakes, routed, authenticated and throttled like any call, then tunnelled to the endpoint. A call without the upgrade answers 103083 (400). docs/websocket.md.', example: '"WS"' },
+  { key: 'type', type: 'string', default: 'HTTP', allowed: API_TYPES, meaning: 'HTTP; WS for a WebSocket API: its calls are Upgrade: websocket handshakes, routed, authenticated and throttled like any call, then tunnelled to the endpoint. A call without the upgrade answers 103083 (400). docs/websocket.md; GRAPHQL for a GraphQL API: queries by GET and POST are parsed and checked against the schema of its `[graphql]` table before they are forwarded, and subscriptions are WebSocket handshakes (docs/graphql.md).', example: '"WS"' },
   { key: 'auth', type: 'string', default: 'oauth2', allowed: AUTH_TYPES, meaning: 'Default authentication of the resources: oauth2 (a bearer access token in [apim.oauth_config] auth_header, validated by the gateway: docs/security.md) or none.' },
   { key: 'mutual_ssl', type: 'string', default: 'off', allowed: MUTUAL_SSL_MODES, meaning: 'Client certificate passed by a TLS-terminating load balancer in [apimgt.mutual_ssl] certificate_header, checked against [throughway.security] client_trust_store: off (not read); optional (a valid certificate authenticates the call instead of a token; an invalid one gets 900901); mandatory (a valid certificate is required, 900901 otherwise, and `auth` applies on top of it).' },
   { key: 'labels', type: 'strings', default: ['Default'], meaning: 'Deployed only on gateways whose [apim.sync_runtime_artifacts.gateway] gateway_labels share a label.' },
@@ -206,8 +240,10 @@ export const API_FIELDS: readonly FieldDef[] = [
   },
   { key: 'cors', type: 'table', meaning: 'CORS override for this API; fields not given come from [apim.cors].', fields: CORS_FIELDS },
   { key: 'scopes', type: 'tables', default: [], meaning: 'Scopes of this API, one [[scopes]] table each, with the roles allowed to hold them. A scope a resource lists without a [[scopes]] entry has no roles.', fields: SCOPE_FIELDS },
-  { key: 'resources', type: 'tables', required: true, meaning: 'Resources, one [[resources]] table each; at least one.', fields: RESOURCE_FIELDS },
+  { key: 'resources', type: 'tables', default: [], meaning: 'Resources, one [[resources]] table each; at least one, except on a GraphQL API, which gets one resource, `/*` with GET and POST, when it lists none.', fields: RESOURCE_FIELDS },
   { key: 'mediation', type: 'table', meaning: 'Mediation of this API\'s request bodies (docs/mediation.md). Payload validation is global ([passthru_http] force_json_validation / force_xml_validation).', fields: MEDIATION_FIELDS },
+  { key: 'graphql', type: 'table', meaning: 'type = "GRAPHQL" only, and required there: the schema and the limits of each query (docs/graphql.md).', fields: GRAPHQL_FIELDS },
+  { key: 'operations', type: 'tables', default: [], meaning: 'type = "GRAPHQL" only: scopes and throttling policies of top-level fields, one [[operations]] table each; a field without one needs no scope (docs/graphql.md).', fields: OPERATION_FIELDS },
 ];
 
 /** Runtime tokens allowed in endpoint URLs, e.g. `${demo_port}` (the demo backend's port with server.offset). */
@@ -444,6 +480,71 @@ function checkPolicy(ctx: Ctx, policies: PolicyNames | undefined, kind: 'api' | 
   ctx.r.report('error', 'API_VALUE', seg, `${JSON.stringify(name)} is not ${kind === 'api' ? 'an [[api]]' : 'a [[subscription]]'} policy of the policies file${near !== undefined ? `; did you mean "${near}"?` : ''}${name === 'Unlimited' ? ' ([apim.throttling] enable_unlimited_tier is false)' : ''}`, list === '' ? 'none defined' : `one of ${list}`);
 }
 
+/**
+ * The `[graphql]` table and `[[operations]]` of a GraphQL API: the schema file (inside the API file's
+ * directory) read and built, each operation's field found in it. Both tables refused on other types.
+ */
+function graphqlOf(ctx: Ctx, t: Record<string, unknown>, file: string, apiType: ApiType, policies: PolicyNames | undefined): GraphqlApi | undefined {
+  const g = t.graphql as Record<string, unknown> | undefined;
+  const ops = (t.operations as Record<string, unknown>[] | undefined) ?? [];
+  if (apiType !== 'GRAPHQL') {
+    if (g !== undefined) ctx.r.report('error', 'API_VALUE', ['graphql'], 'a [graphql] table is only for type = "GRAPHQL"', 'type = "GRAPHQL", or remove the table');
+    if (ops.length > 0) ctx.r.report('error', 'API_VALUE', ['operations'], '[[operations]] are only for type = "GRAPHQL"', 'type = "GRAPHQL", or [[resources]]');
+    return undefined;
+  }
+  if (t.mediation !== undefined) ctx.r.report('error', 'API_VALUE', ['mediation'], 'a GraphQL API has no [mediation]: the gateway reads its queries itself (docs/graphql.md)', 'remove the table');
+  if (g === undefined) {
+    ctx.r.report('error', 'API_REQUIRED', ['graphql'], 'a GraphQL API needs a [graphql] table with its schema', '[graphql] schema = "schema.graphql"');
+    return undefined;
+  }
+  const dir = file === '' ? process.cwd() : path.dirname(file);
+  const schemaFile = path.resolve(dir, g.schema as string);
+  const rel = path.relative(dir, schemaFile);
+  // An API file's schema stays beside it (a file dropped into apis/ cannot read the host's files); an
+  // API given in code names any path, relative to the working directory.
+  if (file !== '' && (rel.startsWith('..') || path.isAbsolute(rel))) {
+    ctx.r.report('error', 'API_VALUE', ['graphql', 'schema'], `${JSON.stringify(g.schema)} leaves the API file's directory`, 'a path inside the directory of the API file, e.g. "schema.graphql"');
+    return undefined;
+  }
+  let sdl: string;
+  try {
+    const st = fs.statSync(schemaFile);
+    if (!st.isFile() || st.size > MAX_SCHEMA_BYTES) throw new Error(st.isFile() ? `it is larger than ${MAX_SCHEMA_BYTES} bytes` : 'it is not a file');
+    sdl = fs.readFileSync(schemaFile, 'utf8');
+  } catch (err) {
+    ctx.r.report('error', 'API_VALUE', ['graphql', 'schema'], `schema ${schemaFile} cannot be read: ${(err as Error).message}`, 'an SDL file next to the API file');
+    return undefined;
+  }
+  const built = buildGraphqlSchema(sdl, `type = "GRAPHQL" (${file === '' ? 'an API given in code' : file})`);
+  if (!built.ok) {
+    ctx.r.report('error', 'API_VALUE', ['graphql', 'schema'], `schema ${schemaFile} is not a valid GraphQL schema: ${built.message}`, 'SDL as the GraphQL specification writes it (type Query { ... })');
+    return undefined;
+  }
+  const rules = new Map<string, OperationRule>();
+  ops.forEach((o, i) => {
+    const type = o.type as OperationType;
+    const name = o.name as string;
+    const known = built.schema.rootFields[type];
+    if (!known.has(name)) {
+      const near = closest(name, [...known]);
+      ctx.r.report('error', 'API_VALUE', ['operations', i, 'name'], `the schema has no ${type.toLowerCase()} field ${JSON.stringify(name)}${near !== undefined ? `; did you mean "${near}"?` : ''}`, known.size === 0 ? `the schema has no ${type.toLowerCase()} type` : `one of ${[...known].join(', ')}`);
+      return;
+    }
+    const key = `${type} ${name}`;
+    if (rules.has(key)) {
+      ctx.r.report('error', 'API_DUPLICATE_RESOURCE', ['operations', i, 'name'], `${key} is listed twice`);
+      return;
+    }
+    checkPolicy(ctx, policies, 'api', o.policy, ['operations', i, 'policy']);
+    rules.set(key, Object.freeze({ type, name, scopes: o.scopes as readonly string[], policy: o.policy as string | undefined }));
+  });
+  const limits: QueryLimits = Object.freeze({ maxDepth: g.max_depth as number, maxComplexity: g.max_complexity as number, maxTokens: g.max_tokens as number, introspection: g.introspection as boolean });
+  return Object.freeze({ schemaFile, schema: built.schema, limits, maxQueryBytes: g.max_query_bytes as number, rules, cache: new AnalysisCache() });
+}
+
+/** The largest schema file read (a schema is configuration, not traffic). */
+const MAX_SCHEMA_BYTES = 4 * 1024 * 1024;
+
 export interface ApiParseResult {
   readonly api: ApiDefinition | undefined;
   readonly diagnostics: readonly ApiDiagnostic[];
@@ -482,7 +583,8 @@ export function validateApi(raw: unknown, file: string, vars: ApiVars = {}, map?
   }
   const apiAuth = t.auth as AuthType;
   const resourcesRaw = t.resources as Record<string, unknown>[];
-  if (resourcesRaw.length === 0) ctx.r.report('error', 'API_REQUIRED', ['resources'], 'at least one [[resources]] entry is required', '[[resources]] with path and methods');
+  const apiType = (t.type as ApiType | undefined) ?? 'HTTP';
+  if (resourcesRaw.length === 0 && apiType !== 'GRAPHQL') ctx.r.report('error', 'API_REQUIRED', ['resources'], 'at least one [[resources]] entry is required', '[[resources]] with path and methods');
   const seen = new Map<string, number>();
   const resources: ResourceDefinition[] = [];
   resourcesRaw.forEach((r, i) => {
@@ -535,6 +637,10 @@ export function validateApi(raw: unknown, file: string, vars: ApiVars = {}, map?
     mediation = Object.freeze({ script, requestFormat: m.request_format as 'json' | 'xml' | undefined, responseFormat: m.response_format as 'json' | 'xml' | undefined });
   }
 
+  // A GraphQL API without resources is served at its context and every path under it, by GET and POST.
+  if (apiType === 'GRAPHQL' && resources.length === 0) resources.push(Object.freeze({ path: '/*', methods: ['GET', 'POST'], auth: apiAuth, scopes: [], tokenType: 'any', policy: undefined, unauthenticatedPolicy: undefined }));
+  const graphql = graphqlOf(ctx, t, file, apiType, policies);
+
   if (ctx.r.errors > 0 || production === null || sandbox === null) return { api: undefined, diagnostics: ctx.r.diagnostics };
   reportNotEnforced(ctx, raw);
   const api: ApiDefinition = {
@@ -544,7 +650,7 @@ export function validateApi(raw: unknown, file: string, vars: ApiVars = {}, map?
     version,
     defaultVersion: t.default_version as boolean,
     state: t.state as LifecycleState,
-    type: (t.type as ApiType | undefined) ?? 'HTTP',
+    type: apiType,
     auth: apiAuth,
     mutualSsl: t.mutual_ssl as MutualSslMode,
     labels: t.labels as readonly string[],
@@ -556,6 +662,7 @@ export function validateApi(raw: unknown, file: string, vars: ApiVars = {}, map?
     resources: Object.freeze(resources),
     scopes: Object.freeze(((t.scopes as Record<string, unknown>[] | undefined) ?? []).map((d) => Object.freeze({ name: d.name as string, description: d.description as string | undefined, roles: (d.roles as readonly string[] | undefined) ?? [] }))),
     mediation,
+    ...(graphql !== undefined ? { graphql } : {}),
   };
   return { api: Object.freeze(api), diagnostics: ctx.r.diagnostics };
 }
@@ -586,11 +693,13 @@ export function labelsMatch(api: Pick<ApiDefinition, 'labels'>, gatewayLabels: r
 
 /**
  * The scopes an API declares, each with the roles allowed to hold it and the API (for the subscription
- * check of a scope without roles): every [[scopes]] entry and every scope a resource lists (docs/security.md).
+ * check of a scope without roles): every [[scopes]] entry and every scope a resource or a GraphQL
+ * operation lists (docs/security.md).
  */
-export function apiScopeBindings(api: Pick<ApiDefinition, 'context' | 'version' | 'scopes' | 'resources'>): { name: string; roles: readonly string[]; api: { context: string; version: string } }[] {
+export function apiScopeBindings(api: Pick<ApiDefinition, 'context' | 'version' | 'scopes' | 'resources' | 'graphql'>): { name: string; roles: readonly string[]; api: { context: string; version: string } }[] {
   const roles = new Map<string, readonly string[]>();
   for (const s of api.scopes) roles.set(s.name, s.roles);
   for (const r of api.resources) for (const s of r.scopes) if (!roles.has(s)) roles.set(s, []);
+  for (const r of api.graphql?.rules.values() ?? []) for (const s of r.scopes) if (!roles.has(s)) roles.set(s, []);
   return [...roles].map(([name, r]) => ({ name, roles: r, api: { context: api.context, version: api.version } }));
 }

@@ -9,6 +9,7 @@ import type { CompiledApi } from '../router';
 import { isWebSocketHandshake } from '../websocket';
 import { stop, type CallContext, type Outcome } from './context';
 import { securedForward } from './backend-auth';
+import { subscriptionHooks } from './graphql';
 
 export function sendPhase(ctx: CallContext): Outcome | Promise<Outcome> {
   const api = ctx.api as CompiledApi;
@@ -40,6 +41,12 @@ export function sendPhase(ctx: CallContext): Outcome | Promise<Outcome> {
     // A WebSocket API is reached only by handshakes (RFC 6455 §4.1); 103083 otherwise.
     if (!isWebSocketHandshake(ctx.req)) return stop(fault(GatewayOwnCode.WEBSOCKET_UPGRADE_REQUIRED));
     const ws = { ...forward, websocket: ctx.websocket ?? NO_HOOKS };
+    return ep.auth === undefined ? { forward: ws } : securedForward(ctx, ep.auth, ws, false);
+  }
+  // A GraphQL API's subscriptions: graphql-transport-ws over a handshake to the same context (docs/graphql.md).
+  const gq = api.def.graphql;
+  if (gq !== undefined && isWebSocketHandshake(ctx.req)) {
+    const ws = { ...forward, websocket: subscriptionHooks(ctx, gq, ctx.websocket) };
     return ep.auth === undefined ? { forward: ws } : securedForward(ctx, ep.auth, ws, false);
   }
   return ep.auth === undefined ? { forward } : securedForward(ctx, ep.auth, forward, true);
