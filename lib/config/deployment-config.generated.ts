@@ -1532,6 +1532,8 @@ export interface DeploymentConfig {
   readonly http_access_log: HttpAccessLogSection;
   /** Registry handler */
   readonly registry_handler: readonly RegistryHandlerSection[];
+  /** User store */
+  readonly user_store: UserStoreSection;
   /** Trust store of the server */
   readonly truststore: TruststoreSection;
   /** throughway process and proxy settings */
@@ -1672,10 +1674,6 @@ export interface DeploymentConfig {
   readonly session_data: {
     /** Token persistence */
     readonly persistence: SessionDataPersistenceSection;
-  };
-  readonly user_store: {
-    /** User store properties */
-    readonly properties: UserStorePropertiesSection;
   };
   readonly custom_keystore: {
     readonly [keystore_name: string]: CustomKeystoreKeystoreNameSection;
@@ -2132,6 +2130,14 @@ export interface ApimTransportHeadersSection {
   readonly excludeRequestHeaders?: readonly string[];
   /** Response headers removed from the request to the backend. */
   readonly excludeResponseHeaders?: readonly string[];
+}
+
+/** User store ([user_store], the reference's files). */
+export interface UserStoreSection {
+  /** Where users and their roles live: database (the key manager's store), read_only_ldap or read_write_ldap (an LDAP directory, read only in throughway), active_directory; [user_store.properties] configure the directory (docs/user-stores.md). Default: "database_unique_id". */
+  readonly type: "database_unique_id" | "database" | "read_only_ldap" | "read_only_ldap_unique_id" | "read_write_ldap" | "read_write_ldap_unique_id" | "active_directory" | "active_directory_unique_id";
+  /** User store properties */
+  readonly properties: UserStorePropertiesSection;
 }
 
 /** Primary key store of the server ([keystore.primary], the reference's files). */

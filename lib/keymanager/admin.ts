@@ -91,6 +91,8 @@ export async function handleAdmin(ctx: RouteContext, req: http.IncomingMessage, 
   if (collection === 'users' && id === undefined) {
     if (method === 'GET') return sendJson(res, 200, { list: await m.listUsers() });
     if (method === 'POST') {
+      // Users of a directory are added in the directory: throughway reads LDAP and Active Directory only (docs/user-stores.md).
+      if (ctx.oauth.users.kind !== 'database') throw new OAuthError('conflict', `users sign in against ${ctx.oauth.users.description}: add them in the directory; throughway does not write to it`);
       const b = await readJson(req);
       const roles = strings(b.roles, 'roles');
       const u = await m.addUser({ username: need(b.username, 'username'), password: need(b.password, 'password'), ...(roles !== undefined ? { roles } : {}) }, ctx.userRules);
