@@ -17,7 +17,7 @@ import type { LoadResult } from '../config/load';
 import { createEventBus, type EventBus } from '../events/bus';
 import { silentLogger, type Logger } from '../log';
 import type { Store } from '../store/types';
-import { openUserStore, type UserStore } from '../store/users';
+import { checkUserStore, openUserStore, type UserStore } from '../store/users';
 import type { OpsHandler } from '../events/observed';
 import type { Deployments } from '../scale/deployments';
 import { AuthorizationCodes, type ApiScope } from './authorize';
@@ -111,6 +111,9 @@ export async function createKeyManager(o: KeyManagerOptions): Promise<KeyManager
   const config = o.loaded.config;
   const logger = o.logger ?? silentLogger;
   const bus = o.bus ?? createEventBus((err, event) => logger.log('error', 'event_subscriber_failed', { event: event.name, message: (err as Error).message }));
+  // A user store that cannot work stops the start before anything is opened (USER_STORE_CONFIG).
+  const userStoreError = o.users === undefined ? checkUserStore(config)[0] : undefined;
+  if (userStoreError !== undefined) throw userStoreError;
   let settings = keyManagerSettings(config, o.loaded.ports, o.baseUrl);
   const secret = config.throughway.management.signing_key_secret;
   const sealer = secret === undefined ? undefined : new KeySealer(secret);

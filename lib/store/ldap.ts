@@ -79,9 +79,11 @@ export function escapeFilterValue(value: string): string {
  * backslash, as are a leading space or `#` and a trailing space; NUL as `\00`.
  */
 export function escapeDnValue(value: string): string {
+  const leading = value.startsWith(' ') || value.startsWith('#');
+  const trailing = value.length > 1 && value.endsWith(' ');
   let out = value.replace(/["+,;<>\\]/g, (c) => `\\${c}`).replace(/\u0000/g, '\\00');
-  if (out.startsWith(' ') || out.startsWith('#')) out = `\\${out}`;
-  if (out.endsWith(' ') && !out.endsWith('\\ ')) out = `${out.slice(0, -1)}\\ `;
+  if (leading) out = `\\${out}`;
+  if (trailing) out = `${out.slice(0, -1)}\\ `;
   return out;
 }
 
