@@ -276,6 +276,11 @@ export function createHandler(ctx: RouteContext): (req: http.IncomingMessage, re
         sendJson(res, err.status, err.body(), { ...NO_STORE, ...err.headers });
         return;
       }
+      if (err instanceof UserStoreError && (err.code === 'USER_STORE_CONFLICT' || err.code === 'USER_STORE_REFUSED')) {
+        const status = err.code === 'USER_STORE_CONFLICT' ? 409 : 400;
+        sendJson(res, status, { error: status === 409 ? 'conflict' : 'invalid_request', error_description: err.message }, NO_STORE);
+        return;
+      }
       if (err instanceof UserStoreError) {
         // A directory that cannot answer a sign-in (lib/store/ldap.ts): 503, the reason in the log only.
         ctx.logger.log('error', 'user_store_unavailable', { path: req.url, code: err.code, message: err.message });

@@ -214,10 +214,7 @@ export class Manager {
   }
 
   async addUser(input: { username: string; password: string; roles?: readonly string[] }, rules?: { username: RegExp; password: RegExp }): Promise<UserView> {
-    checkText('username', input.username);
-    for (const r of input.roles ?? []) checkText('roles', r);
-    if (rules !== undefined && !rules.username.test(input.username)) throw new OAuthError('invalid_request', `user name does not match [user_store.properties] UsernameJavaRegEx ${rules.username.source}`);
-    if (rules !== undefined && !rules.password.test(input.password)) throw new OAuthError('invalid_request', `password does not match [user_store.properties] PasswordJavaRegEx ${rules.password.source}`);
+    checkNewUser(input, rules);
     // Every password throughway sets is kept as scrypt (lib/store/passwords.ts).
     const hash = await newPasswordHash(input.password);
     const u = await this.store
@@ -255,4 +252,16 @@ export class Manager {
 
 export function subscriptionPayload(s: Subscription): SubscriptionPayload {
   return { id: s.id, applicationId: s.applicationId, apiContext: s.apiContext, apiVersion: s.apiVersion, tier: s.tier, state: s.state };
+}
+
+/**
+ * A new user's name, roles and password checked as every user store takes them (the key manager's store
+ * and a read_write_ldap directory): no control characters, `[user_store.properties]` UsernameJavaRegEx and
+ * PasswordJavaRegEx. 400 invalid_request naming the field otherwise.
+ */
+export function checkNewUser(input: { username: string; password: string; roles?: readonly string[] }, rules?: { username: RegExp; password: RegExp }): void {
+  checkText('username', input.username);
+  for (const r of input.roles ?? []) checkText('roles', r);
+  if (rules !== undefined && !rules.username.test(input.username)) throw new OAuthError('invalid_request', `user name does not match [user_store.properties] UsernameJavaRegEx ${rules.username.source}`);
+  if (rules !== undefined && !rules.password.test(input.password)) throw new OAuthError('invalid_request', `password does not match [user_store.properties] PasswordJavaRegEx ${rules.password.source}`);
 }

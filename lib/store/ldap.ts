@@ -14,6 +14,11 @@
  *    user's DN (GroupNameAttribute of each), or with BackLinksEnabled, and always for Active Directory,
  *    the user entry's memberOf (the first RDN's value of each group DN under GroupSearchBase).
  *
+ * `read_write_ldap` also adds users (the admin API): an entry `<UserNameAttribute>=<name>,<UserSearchBase>`
+ * of UserEntryObjectClass (inetOrgPerson) with the password as `{SSHA}` (salted SHA-1, the scheme OpenLDAP
+ * verifies without modules), and with WriteGroups (default true) the user's DN added to the
+ * MembershipAttribute of each named group, which must exist under GroupSearchBase.
+ *
  * Active Directory differs by its defaults only (sAMAccountName, objectClass user and group, memberOf)
  * and pages its searches (RFC 2696; AD answers at most 1000 entries a page): the same code path.
  *
@@ -23,13 +28,15 @@
  * reused; without it each sign-in opens and closes its own. A directory that cannot be reached or fails
  * is USER_STORE_UNAVAILABLE (the key manager answers 503 server_error), never a crash.
  */
-import type { Client as LdapClient, ClientOptions, Entry } from 'ldapts';
+import { createHash, randomBytes } from 'node:crypto';
+import type { Attribute as LdapAttribute, AttributeOptions, Change as LdapChange, ChangeOptions, Client as LdapClient, ClientOptions, Entry } from 'ldapts';
 import { load } from '../config/packages';
 import type { DeploymentConfig } from '../config/deployment-config.generated';
 import { UserStoreError, type Identity, type UserStore } from './users';
 
-/** LDAP result code invalidCredentials (RFC 4511 §4.1.9, Appendix A.1). */
+/** LDAP result codes (RFC 4511 Appendix A.1): invalidCredentials, entryAlreadyExists. */
 const INVALID_CREDENTIALS = 49;
+const ALREADY_EXISTS = 68;
 /** Default connect and operation timeout, and the longest either may be. */
 const DEFAULT_TIMEOUT = 5_000;
 const MAX_TIMEOUT = 60_000;
@@ -64,6 +71,11 @@ export interface LdapSettings {
   readonly operationTimeout: number;
   readonly pooling: boolean;
   readonly startTls: boolean;
+  /** `read_write_ldap`: the admin API adds users. */
+  readonly writable: boolean;
+  readonly writeGroups: boolean;
+  /** Object class of entries the store adds. */
+  readonly userEntryObjectClass: string;
 }
 
 /**
@@ -170,10 +182,24 @@ export function ldapSettings(config: DeploymentConfig): LdapSettings {
     operationTimeout: bounded(p.ReadTimeout),
     pooling: p.ConnectionPoolingEnabled,
     startTls: /^true$/i.test(p.StartTLSEnabled ?? ''),
+    writable: type.startsWith('read_write_ldap'),
+    writeGroups: p.WriteGroups ?? true,
+    userEntryObjectClass: trimmed(p.UserEntryObjectClass) ?? 'inetOrgPerson',
   };
 }
 
 type ClientClass = new (o: ClientOptions) => LdapClient;
+/** The parts of ldapts the store uses (loaded on first use). */
+export interface Ldapts {
+  readonly Client: ClientClass;
+  readonly Change: new (o: ChangeOptions) => LdapChange;
+  readonly Attribute: new (o?: AttributeOptions) => LdapAttribute;
+}
+
+/** RFC 2307 `{SSHA}`: base64 of SHA-1(password + salt) followed by the 8-byte salt. */
+export function sshaPassword(password: string, salt: Buffer = randomBytes(8)): string {
+  return `{SSHA}${Buffer.concat([createHash('sha1').update(password, 'utf8').update(salt).digest(), salt]).toString('base64')}`;
+}
 
 const first = (v: Entry[string] | undefined): string | undefined => {
   const x = Array.isArray(v) ? v[0] : v;
@@ -196,18 +222,21 @@ export class LdapUserStore implements UserStore {
   private pooled: Promise<LdapClient> | undefined;
   private closed = false;
 
+  readonly addUser?: (username: string, password: string, roles: readonly string[]) => Promise<Identity>;
+
   constructor(
     readonly settings: LdapSettings,
-    private readonly Client: ClientClass,
+    private readonly ldap: Ldapts,
   ) {
     this.kind = settings.kind;
     const u = new URL(settings.url);
-    this.description = `${settings.kind === 'active_directory' ? 'Active Directory' : 'LDAP'} ${u.protocol}//${u.host} (${settings.type}, read only)`;
+    this.description = `${settings.kind === 'active_directory' ? 'Active Directory' : 'LDAP'} ${u.protocol}//${u.host} (${settings.type}${settings.writable ? '' : ', read only'})`;
+    if (settings.writable) this.addUser = (username, password, roles) => this.add(username, password, roles);
   }
 
   private client(): LdapClient {
     const s = this.settings;
-    return new this.Client({ url: s.url, connectTimeout: s.connectTimeout, timeout: s.operationTimeout, strictDN: true });
+    return new this.ldap.Client({ url: s.url, connectTimeout: s.connectTimeout, timeout: s.operationTimeout, strictDN: true });
   }
 
   /** A connection bound with the connection credentials (USER_STORE_UNAVAILABLE when it cannot be had). */
@@ -254,6 +283,8 @@ export class LdapUserStore implements UserStore {
     try {
       return await fn(c);
     } catch (err) {
+      // A refusal leaves the connection as it was.
+      if (err instanceof UserStoreError && err.code !== 'USER_STORE_UNAVAILABLE') throw err;
       // A broken pooled connection is dropped; the next sign-in binds a new one.
       if (this.pooled === p) this.pooled = undefined;
       await c.unbind().catch(() => undefined);
@@ -333,6 +364,36 @@ export class LdapUserStore implements UserStore {
     return { username: found.name, roles: found.roles };
   }
 
+  /** Adds a user (read_write_ldap): its entry, then its DN to each named group (WriteGroups). */
+  private async add(username: string, password: string, roles: readonly string[]): Promise<Identity> {
+    const s = this.settings;
+    if (username === '' || username.length > MAX_NAME || password === '' || password.length > MAX_PASSWORD) throw new UserStoreError('USER_STORE_REFUSED', `user names of 1 to ${MAX_NAME} and passwords of 1 to ${MAX_PASSWORD} characters`);
+    const base = s.userDnPattern === undefined ? `${s.userNameAttribute}=${escapeDnValue(username)},${s.userSearchBase}` : s.userDnPattern.replace('{0}', escapeDnValue(username));
+    const groups = s.writeGroups ? [...new Set(roles)] : [];
+    return this.searching(async (c) => {
+      const groupDns: string[] = [];
+      for (const role of groups) {
+        const filter = `(&(objectClass=${escapeFilterValue(s.groupObjectClass)})(${s.groupNameAttribute}=${escapeFilterValue(role)}))`;
+        const found = await this.search(c, s.groupSearchBase, filter, ['1.1'], 2);
+        if (found.length !== 1) throw new UserStoreError('USER_STORE_REFUSED', `no single group ${JSON.stringify(role)} of class ${s.groupObjectClass} under GroupSearchBase: create it in the directory first`);
+        groupDns.push((found[0] as Entry).dn);
+      }
+      try {
+        await c.add(base, { objectClass: s.userEntryObjectClass, cn: username, sn: username, [s.userNameAttribute]: username, userPassword: sshaPassword(password) });
+      } catch (err) {
+        const code = (err as { code?: unknown }).code;
+        if (code === ALREADY_EXISTS) throw new UserStoreError('USER_STORE_CONFLICT', `user ${username} exists in the directory`);
+        // Other result codes of an add are the directory refusing it (schema, access: RFC 4511 §4.7).
+        if (typeof code === 'number') throw new UserStoreError('USER_STORE_REFUSED', `the directory refused the entry ${base}: ${(err as Error).message} (LDAP result ${code})`);
+        throw err;
+      }
+      for (const dn of groupDns) {
+        await c.modify(dn, new this.ldap.Change({ operation: 'add', modification: new this.ldap.Attribute({ type: s.membershipAttribute, values: [base] }) }));
+      }
+      return { username, roles: groups };
+    });
+  }
+
   /** Binds with the connection credentials once (the start's check). */
   async ping(): Promise<void> {
     await this.searching(async () => undefined);
@@ -351,8 +412,8 @@ export class LdapUserStore implements UserStore {
  * the directory cannot be reached or refuses them). Loads ldapts (PACKAGE_MISSING when not installed).
  */
 export async function openLdapUserStore(settings: LdapSettings): Promise<LdapUserStore> {
-  const { Client } = load<{ Client: ClientClass }>('ldapts', `[user_store] type = "${settings.type}"`);
-  const store = new LdapUserStore(settings, Client);
+  const ldap = load<Ldapts>('ldapts', `[user_store] type = "${settings.type}"`);
+  const store = new LdapUserStore(settings, ldap);
   try {
     await store.ping();
   } catch (err) {

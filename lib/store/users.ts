@@ -4,8 +4,8 @@
  * - `database_unique_id` / `database` (the default): the key manager's own store (lib/store/types.ts),
  *   passwords as scrypt (lib/store/passwords.ts);
  * - `read_only_ldap`, `read_write_ldap`, `active_directory` (and their `_unique_id` forms): an LDAP
- *   directory or Active Directory read through `[user_store.properties]` (lib/store/ldap.ts). Both LDAP
- *   kinds are read only in throughway: users are added in the directory.
+ *   directory or Active Directory read through `[user_store.properties]` (lib/store/ldap.ts); the admin
+ *   API adds users to a `read_write_ldap` directory only.
  *
  * The super admin of the admin API always lives in the key manager's store (`[super_admin]`, spec 000).
  */
@@ -31,14 +31,20 @@ export interface UserStore {
   authenticate(username: string, password: string): Promise<Identity | undefined>;
   /** A user's roles without a password (an application owner's, userinfo); undefined when unknown. */
   lookup(username: string): Promise<Identity | undefined>;
+  /**
+   * Adds a user to a directory that throughway writes (`read_write_ldap`); absent on read-only stores.
+   * The key manager's own store adds users through lib/keymanager/manage.ts.
+   */
+  addUser?(username: string, password: string, roles: readonly string[]): Promise<Identity>;
   close(): Promise<void>;
 }
 
 /**
  * Codes of user store errors: a configuration that cannot work (checked by `config check` without the
- * network), a directory start cannot bind to, a directory that fails during a sign-in (answered 503).
+ * network), a directory start cannot bind to, a directory that fails during a sign-in (answered 503); a
+ * user that exists already (409) and a change the directory refuses (400) when adding users.
  */
-export type UserStoreErrorCode = 'USER_STORE_CONFIG' | 'USER_STORE_CONNECT' | 'USER_STORE_UNAVAILABLE';
+export type UserStoreErrorCode = 'USER_STORE_CONFIG' | 'USER_STORE_CONNECT' | 'USER_STORE_UNAVAILABLE' | 'USER_STORE_CONFLICT' | 'USER_STORE_REFUSED';
 
 export class UserStoreError extends Error {
   readonly code: UserStoreErrorCode;

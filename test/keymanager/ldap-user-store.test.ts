@@ -8,7 +8,9 @@
  * Skips with the reason when slapd or ldap-utils are missing.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import t from 'tap';
 import { loadConfig } from '../../lib/config/load';
@@ -128,6 +130,16 @@ t.test('settings a directory cannot work with are USER_STORE_CONFIG, found witho
   t.equal((err as UserStoreError).code, 'USER_STORE_CONFIG');
 });
 
+t.test('the CLI\'s local mode does not add users to its own store while a directory is the user store', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tw-ldap-cli-'));
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const conf = path.join(dir, 'deployment.toml');
+  fs.writeFileSync(conf, `${userStoreToml('ldap://127.0.0.1:1')}[database.apim_db]\ntype = "h2"\nurl = "jdbc:h2:${path.join(dir, 'db')}"\n`);
+  const r = spawnSync(process.execPath, [path.join(__dirname, '..', '..', 'lib', 'cli.js'), 'users', 'add', 'someone1', '--password', 'pass-word-1', '--config', conf], { cwd: dir, encoding: 'utf8' });
+  t.equal(r.status, 1);
+  t.match(r.stderr, /\[user_store\] type = "read_only_ldap": users sign in against the directory/);
+});
+
 t.test('ldapts missing: PACKAGE_MISSING naming it and [user_store] type', async (t) => {
   const hide = `const M = require('node:module'); const r = M._resolveFilename; M._resolveFilename = function (req, ...a) {
     if (req === 'ldapts') { const e = new Error("Cannot find module 'ldapts'"); e.code = 'MODULE_NOT_FOUND'; throw e; }
@@ -190,6 +202,26 @@ if (missing !== undefined) {
     const add = await json('POST', `${h.url}/admin/v1/users`, { username: 'dave1', password: 'dave-pw-1' }, adminAuth());
     t.equal(add.status, 409, 'users are added in the directory, not through the admin API');
     t.match(add.body.error_description, /LDAP ldap:\/\/127\.0\.0\.1:\d+ \(read_only_ldap, read only\)/);
+  });
+
+  t.test('read_write_ldap: the admin API adds users to the directory and to their groups', async (t) => {
+    const h = await startKeyManager(userStoreToml(slapd.url, 'read_write_ldap'), { apiScopes: () => [{ name: 'shop:admin', roles: ['shop-admin'] }] });
+    t.teardown(() => h.close());
+    const add = await json('POST', `${h.url}/admin/v1/users`, { username: 'dave,1', password: 'dave-pw-1', roles: ['shop-admin'] }, adminAuth());
+    t.match(add, { status: 201, body: { username: 'dave,1', roles: ['shop-admin'] } });
+    t.equal((await json('POST', `${h.url}/admin/v1/users`, { username: 'dave,1', password: 'dave-pw-2' }, adminAuth())).status, 409, 'an existing entry: 409');
+    t.match(await json('POST', `${h.url}/admin/v1/users`, { username: 'erin1', password: 'erin-pw-1', roles: ['no-such-group'] }, adminAuth()), { status: 400, body: { error: 'invalid_request', error_description: /no single group "no-such-group"/ } }, 'an unknown group: 400, nothing added');
+    t.match(await json('POST', `${h.url}/admin/v1/users`, { username: 'x', password: 'erin-pw-1' }, adminAuth()), { status: 400, body: { error_description: /UsernameJavaRegEx/ } }, 'the same rules as the database store');
+    const app = await appWithKeys(h, 'RwApp');
+    const tok = await postForm(`${h.url}/oauth2/token`, { grant_type: 'password', username: 'dave,1', password: 'dave-pw-1', scope: 'shop:admin' }, basic(app.key, app.secret));
+    t.match(tok, { status: 200, body: { scope: 'shop:admin' } }, 'the new user signs in by bind and holds the group');
+    t.match(await postForm(`${h.url}/oauth2/token`, { grant_type: 'password', username: 'erin1', password: 'erin-pw-1' }, basic(app.key, app.secret)), { status: 400 }, 'the refused user was not added');
+    const entry = execFileSync('ldapsearch', ['-x', '-LLL', '-H', slapd.url, '-D', ADMIN_DN, '-w', ADMIN_PASSWORD, '-b', PEOPLE, '(uid=dave,1)', 'userPassword', 'memberOf'], { encoding: 'utf8' });
+    t.match(entry, /^dn: uid=dave(\\,|\\2C)1,ou=people,dc=example,dc=com/m, 'the DN escapes the comma (RFC 4514; slapd shows it as \\2C)');
+    const stored = Buffer.from(entry.replace(/\n /g, '').match(/userPassword:: (\S+)/)?.[1] ?? '', 'base64').toString('latin1');
+    t.match(stored, /^\{SSHA\}/, 'the password is stored as {SSHA}');
+    t.notMatch(stored, /dave-pw-1/, 'not in clear');
+    t.match(entry, /memberOf: cn=shop-admin,ou=groups,dc=example,dc=com/);
   });
 
   t.test('the sign-in page of the code flow checks the directory under the login guard', async (t) => {
