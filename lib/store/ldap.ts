@@ -234,14 +234,15 @@ export class LdapUserStore implements UserStore {
     if (settings.writable) this.addUser = (username, password, roles) => this.add(username, password, roles);
   }
 
-  private client(): LdapClient {
+  /** `rebind`: a kept connection that ldapts re-opens binds again as ConnectionName, not anonymously. */
+  private client(rebind = false): LdapClient {
     const s = this.settings;
-    return new this.ldap.Client({ url: s.url, connectTimeout: s.connectTimeout, timeout: s.operationTimeout, strictDN: true });
+    return new this.ldap.Client({ url: s.url, connectTimeout: s.connectTimeout, timeout: s.operationTimeout, strictDN: true, autoRebind: rebind && !s.startTls });
   }
 
   /** A connection bound with the connection credentials (USER_STORE_UNAVAILABLE when it cannot be had). */
   private async bound(): Promise<LdapClient> {
-    const c = this.client();
+    const c = this.client(this.settings.pooling);
     try {
       if (this.settings.startTls) await c.startTLS();
       await c.bind(this.settings.bindDn, this.settings.bindPassword);
