@@ -19,7 +19,7 @@ import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import type * as http from 'node:http';
 import { digest, randomToken } from '../store/passwords';
 import type { LoginGuard } from './lockout';
-import type { Identity, UserStore } from '../store/users';
+import { UserStoreError, type Identity, type UserStore } from '../store/users';
 import { OAuthError } from './errors';
 import type { RouteContext } from './http';
 import { consentPage, errorPage, sendPage, sendStyle, signInPage, STYLE_PATH } from './signin-page';
@@ -309,6 +309,12 @@ async function step(ctx: RouteContext, req: http.IncomingMessage, res: http.Serv
     try {
       user = username === '' || username.length > 255 || password.length > 1024 ? undefined : await checkPassword(ctx.oauth.users, username, password, address, ctx.guard);
     } catch (err) {
+      // The user store cannot answer (lib/store/ldap.ts): a page saying so, not counted as a wrong password.
+      if (err instanceof UserStoreError && err.code === 'USER_STORE_UNAVAILABLE') {
+        ctx.logger.log('error', 'user_store_unavailable', { path: '/oauth2/authorize', code: err.code, message: err.message });
+        sendPage(res, 503, errorPage('Sign-in unavailable', 'The user store cannot be reached; try again in a moment.'), { 'Retry-After': '5' });
+        return;
+      }
       // Locked by the login guard: the page again, with the time left (Retry-After).
       if (!(err instanceof OAuthError && err.status === 429)) throw err;
       const retry = err.headers['Retry-After'] ?? '60';

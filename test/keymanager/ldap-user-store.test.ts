@@ -96,6 +96,30 @@ ReadTimeout = 2000
 ${extra}`;
 }
 
+const CALLBACK = 'http://127.0.0.1:1/cb';
+
+interface SignIn {
+  status: number;
+  authz: string;
+  csrf: string;
+  cookie: string;
+}
+
+/** GET /oauth2/authorize with an S256 challenge: the sign-in page's hidden fields and cookie. */
+async function signInPage(base: string, clientId: string, verifier: string): Promise<SignIn> {
+  const q = new URLSearchParams({ response_type: 'code', client_id: clientId, redirect_uri: CALLBACK, scope: 'shop:admin', code_challenge: createHash('sha256').update(verifier).digest('base64url'), code_challenge_method: 'S256', state: 's1' });
+  const r = await fetch(`${base}/oauth2/authorize?${q}`, { redirect: 'manual' });
+  const html = await r.text();
+  const field = (n: string): string => new RegExp(`name="${n}" value="([^"]*)"`).exec(html)?.[1] ?? '';
+  return { status: r.status, authz: field('authz'), csrf: field('csrf'), cookie: String(r.headers.get('set-cookie')).split(';')[0] as string };
+}
+
+/** POST /oauth2/authorize as the page's form. */
+async function postSignIn(base: string, p: SignIn, form: Record<string, string>): Promise<{ status: number; html: string; headers: Headers }> {
+  const r = await fetch(`${base}/oauth2/authorize`, { method: 'POST', redirect: 'manual', headers: { 'Content-Type': 'application/x-www-form-urlencoded', Cookie: p.cookie }, body: new URLSearchParams({ authz: p.authz, csrf: p.csrf, ...form }).toString() });
+  return { status: r.status, html: await r.text(), headers: r.headers };
+}
+
 t.test('RFC 4515 filter values and RFC 4514 DN values are escaped', async (t) => {
   t.equal(escapeFilterValue('*)(uid=*'), '\\2a\\29\\28uid=\\2a');
   t.equal(escapeFilterValue('a\\b\u0000'), 'a\\5cb\\00');
@@ -227,21 +251,15 @@ if (missing !== undefined) {
   t.test('the sign-in page of the code flow checks the directory under the login guard', async (t) => {
     const h = await startKeyManager(`${userStoreToml(slapd.url)}[throughway.management]\nlogin_max_failures = 2\nlogin_delay = 0\n`, { apiScopes: () => [{ name: 'shop:admin', roles: ['shop-admin'] }] });
     t.teardown(() => h.close());
-    const callback = 'http://127.0.0.1:1/cb';
-    const app = await appWithKeys(h, 'Web', { grantTypes: ['authorization_code'], callbackUrl: callback });
+    const app = await appWithKeys(h, 'Web', { grantTypes: ['authorization_code'], callbackUrl: CALLBACK });
     const verifier = randomBytes(32).toString('base64url');
-    const start = async (): Promise<{ authz: string; csrf: string; cookie: string }> => {
-      const q = new URLSearchParams({ response_type: 'code', client_id: app.key, redirect_uri: callback, scope: 'shop:admin', code_challenge: createHash('sha256').update(verifier).digest('base64url'), code_challenge_method: 'S256', state: 's1' });
-      const r = await fetch(`${h.url}/oauth2/authorize?${q}`, { redirect: 'manual' });
-      const html = await r.text();
-      t.equal(r.status, 200, 'the sign-in page');
-      const field = (n: string): string => new RegExp(`name="${n}" value="([^"]*)"`).exec(html)?.[1] ?? '';
-      return { authz: field('authz'), csrf: field('csrf'), cookie: String(r.headers.get('set-cookie')).split(';')[0] as string };
+    const start = async (): Promise<SignIn> => {
+      const p = await signInPage(h.url, app.key, verifier);
+      t.equal(p.status, 200, 'the sign-in page');
+      return p;
     };
-    const post = async (p: { authz: string; csrf: string; cookie: string }, form: Record<string, string>): Promise<{ status: number; html: string; headers: Headers }> => {
-      const r = await fetch(`${h.url}/oauth2/authorize`, { method: 'POST', redirect: 'manual', headers: { 'Content-Type': 'application/x-www-form-urlencoded', Cookie: p.cookie }, body: new URLSearchParams({ authz: p.authz, csrf: p.csrf, ...form }).toString() });
-      return { status: r.status, html: await r.text(), headers: r.headers };
-    };
+    const post = (p: SignIn, form: Record<string, string>): Promise<{ status: number; html: string; headers: Headers }> => postSignIn(h.url, p, form);
+    const callback = CALLBACK;
     const p = await start();
     const consent = await post(p, { action: 'login', username: 'alice', password: 'alice-pw-1' });
     t.equal(consent.status, 200, 'alice signs in');
@@ -303,7 +321,7 @@ if (missing !== undefined) {
   t.test('a stopped directory: USER_STORE_CONNECT at start, 503 server_error at sign-in, then back', async (t) => {
     const h = await startKeyManager(userStoreToml(slapd.url, 'read_only_ldap', 'ConnectionPoolingEnabled = true\n'));
     t.teardown(() => h.close());
-    const app = await appWithKeys(h, 'Down');
+    const app = await appWithKeys(h, 'Down', { grantTypes: ['password', 'authorization_code'], callbackUrl: CALLBACK });
     const auth = basic(app.key, app.secret);
     const form = { grant_type: 'password', username: 'alice', password: 'alice-pw-1' };
     t.equal((await postForm(`${h.url}/oauth2/token`, form, auth)).status, 200);
@@ -314,6 +332,11 @@ if (missing !== undefined) {
       t.ok(Number(r.headers.get('retry-after')) >= 1);
       t.match(h.logLines.join('\n'), /"user_store_unavailable"/);
       t.equal(h.km.guard.failures.get('password') ?? 0, 0, 'not counted as a wrong password');
+      const page = await signInPage(h.url, app.key, randomBytes(32).toString('base64url'));
+      const signIn = await postSignIn(h.url, page, { action: 'login', username: 'alice', password: 'alice-pw-1' });
+      t.equal(signIn.status, 503, 'the sign-in page: 503');
+      t.match(signIn.html, /cannot be reached/, 'an HTML page saying so');
+      t.equal(h.km.guard.failures.get('signin') ?? 0, 0, 'not counted as a wrong password');
       t.equal((await json('GET', `${h.url}/health`)).status, 200, 'the key manager still serves');
       const loaded = loadConfig({ text: userStoreToml(slapd.url), env: {} });
       let err: unknown;
