@@ -118,30 +118,11 @@ interface Options {
   redisCounting: boolean;
 }
 
-const USAGE = `usage: npm run bench -- [options]
-  --duration S         measured seconds per cell (default 10)
-  --warmup S           warm-up seconds before each cell (default 2)
-  --connections N      connections for every scenario (default: the scenario's own, 64/64/16/64/64/1000)
-  --scenarios a,b      of ${SCENARIOS.map((s) => s.name).join(',')} (default all)
-  --rounds N           rounds; tables show medians (default 1)
-  --compare            also run ../shared/peers/run.sh with throughway as its extra target
-                       (ROUNDS, DURATION, WARMUP, TOOLS, SCENARIOS, TARGETS pass through)
-  --peers-results F    use an earlier peers run (its raw results JSON) instead of --compare
-  --peers-dir D        where the peers harness is (default ../shared/peers)
-  --from F             measure nothing: render an earlier run's raw JSON (${WORK_DIR}/run-<date>.json) again
-  --write              regenerate docs/performance.md
-  --quiet-max S        wait at most S seconds for other tenants' CPU to drop before a cell (default 6)
-  --quiet-cores C      ... below C cores (default 0.25)
-  --workers            cluster mode instead: [throughway.cluster] workers = 1 vs 2 on the demo API (bench/workers.ts);
-                       takes --duration, --warmup, --connections, --rounds
-  --auth               short for --scenarios auth (a bearer token on the full gateway, docs/security.md)
-  --throttling         short for --scenarios throttling (three counters per call on the full gateway, docs/throttling.md)
-  --redis-counting     instead: the throttled route of two full gateways, counter_store = "memory" vs "redis"
-                       (Redis at THROUGHWAY_TEST_REDIS_URL or redis://127.0.0.1:6379); takes --duration, --warmup,
-                       --connections, --rounds, --write, --from; its --write replaces only its section of docs/performance.md
-  --mediation          instead: JSON validation at 1 KiB, 64 KiB, 1 MiB, and small-GET latency while 1 MiB
-                       bodies are validated (bench/mediation.ts); takes --duration, --warmup, --write, --from;
-                       its --write replaces only the mediation section of docs/performance.md`;
+/**
+ * The help: a text file, so that `npm run bench -- --help` answers without compiling (bench/run.sh prints
+ * it; test/bench/usage.test.ts checks that it names every scenario).
+ */
+const USAGE = fs.readFileSync(path.join(ROOT, 'bench', 'usage.txt'), 'utf8').trimEnd();
 
 function parseArgs(argv: readonly string[]): Options {
   const o: Options = {
@@ -634,6 +615,30 @@ function existingSection(begin: string, end: string): string | undefined {
   return undefined;
 }
 
+/**
+ * Every other marked section of the current document (`<!-- name:begin -->` … `<!-- name:end -->`: the soak
+ * run's, the import figures, ...), in document order: a main run's --write keeps them as they are.
+ */
+function otherSections(known: readonly string[]): string[] {
+  let doc: string;
+  try {
+    doc = fs.readFileSync(PERF_DOC, 'utf8');
+  } catch {
+    return [];
+  }
+  const out: string[] = [];
+  const begin = /<!-- ([a-z0-9-]+):begin -->/g;
+  for (let m = begin.exec(doc); m !== null; m = begin.exec(doc)) {
+    if (known.includes(m[0])) continue;
+    const end = `<!-- ${m[1]}:end -->`;
+    const b = doc.indexOf(end, m.index);
+    if (b < 0) continue;
+    out.push(doc.slice(m.index, b + end.length));
+    begin.lastIndex = b + end.length;
+  }
+  return out;
+}
+
 // ------------------------------------------------------------------ main
 
 /** What a run leaves in WORK_DIR/run-<date>.json; --from renders a document from it again. */
@@ -903,6 +908,7 @@ async function main(): Promise<void> {
       mediation: existingSection(MEDIATION_BEGIN, MEDIATION_END),
       workers: existingSection(WORKERS_BEGIN, WORKERS_END),
       counting: existingSection(COUNTING_BEGIN, COUNTING_END),
+      others: otherSections([PEERS_BEGIN, MEDIATION_BEGIN, WORKERS_BEGIN, COUNTING_BEGIN]),
       workDir: WORK_DIR,
       demo: demoUrl(),
     });

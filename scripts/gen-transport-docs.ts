@@ -123,7 +123,8 @@ export function renderTransportDoc(): string {
   out.push('  listener read the same way: Node 20 reads accepted sockets 64 KiB at a time and has no public option to');
   out.push('  change that, so the listener re-wraps each accepted handle in a socket with its own read buffer. This');
   out.push('  relies on two undocumented details (`socket._handle`, `new net.Socket({ handle })`), checked at run time');
-  out.push('  with a fallback to the socket as accepted. Sockets handed to `handleConnection()` keep Node\'s reads.');
+  out.push('  with a fallback to the socket as accepted (`createTransport({ adoptAcceptedSockets: false })` takes that');
+  out.push('  path on purpose; both paths carry the same tests). Sockets handed to `handleConnection()` keep Node\'s reads.');
   out.push('- **Expect: 100-continue** and other interim 1xx responses from the backend are relayed to HTTP/1.1');
   out.push('  clients (RFC 9110 §15.2).');
   out.push('- **Pool**: per backend host:port, at most `http.max.connection.per.host.port` connections, idle ones');

@@ -152,15 +152,15 @@ export interface ApimJwtIssuerClaimMappingSection {
 
 /** Gateway environment ([[apim.gateway.environment]], spec 000). */
 export interface ApimGatewayEnvironmentSection {
-  /** Environment name. Default: "Default". Accepted; throughway does not act on it. */
+  /** Environment name. Default: "Default". */
   readonly name: string;
-  /** Which tokens the environment serves. Default: "hybrid". Accepted; throughway does not act on it. */
+  /** Which tokens the environment serves. Default: "hybrid". */
   readonly type: "production" | "sandbox" | "hybrid";
   /** Show the environment under 'Try it' in the developer portal console. Default: true. Accepted; throughway does not act on it. */
   readonly display_in_api_console: boolean;
-  /** Description of the environment. Default: "This is a hybrid gateway that handles both production and sandbox token traffic.". Accepted; throughway does not act on it. */
+  /** Description of the environment. Default: "This is a hybrid gateway that handles both production and sandbox token traffic.". */
   readonly description: string;
-  /** Used to build the sample request in the developer portal. Default: true. Accepted; throughway does not act on it. */
+  /** Used to build the sample request in the developer portal. Default: true. */
   readonly show_as_token_endpoint_url: boolean;
   /** APIs are published to this URL. Default: "https://localhost:9443/services/". Accepted; throughway does not act on it. */
   readonly service_url: string;
@@ -168,13 +168,13 @@ export interface ApimGatewayEnvironmentSection {
   readonly username: string;
   /** Publishing credential: password. Default: "$ref{super_admin.password}". Accepted; throughway does not act on it. */
   readonly password: string;
-  /** WebSocket endpoint of the gateway. Default: no default; ws://<host>:<port> (gateway WS port 9099 in the sample). Accepted; throughway does not act on it. */
+  /** WebSocket endpoint of the gateway. Default: no default; ws://<host>:<port> (gateway WS port 9099 in the sample). */
   readonly ws_endpoint?: string;
-  /** Secure WebSocket endpoint of the gateway (throughway addition: the reference files write it here). Default: no default; wss://<host>:<port> (gateway WSS port 8099). Accepted; throughway does not act on it. */
+  /** Secure WebSocket endpoint of the gateway (throughway addition: the reference files write it here). Default: no default; wss://<host>:<port> (gateway WSS port 8099). */
   readonly wss_endpoint?: string;
-  /** HTTPS endpoint of the gateway. Default: no default; https://<host>:<port> (8243 in the sample). Accepted; throughway does not act on it. */
+  /** HTTPS endpoint of the gateway. Default: no default; https://<host>:<port> (8243 in the sample). */
   readonly https_endpoint?: string;
-  /** HTTP endpoint of the gateway. Default: no default; http://<host>:<port> (8280 in the sample). Accepted; throughway does not act on it. */
+  /** HTTP endpoint of the gateway. Default: no default; http://<host>:<port> (8280 in the sample). */
   readonly http_endpoint?: string;
   /** Virtual host of a gateway environment */
   readonly virtual_host: ApimGatewayEnvironmentVirtualHostSection;
@@ -214,9 +214,9 @@ export interface ApimCacheGatewayTokenSection {
 
 /** Gateway resource cache ([apim.cache.resource], spec 000). */
 export interface ApimCacheResourceSection {
-  /** Caches API resources at the gateway; entries expire in 15 minutes. Default: true. */
+  /** Caches API resources at the gateway; entries expire in 15 minutes. Throughway differs: resources are compiled into the route table when an API is deployed and matched from it on every call, so there is no cache to switch off, and a redeployed API applies at once. Default: true. */
   readonly enable: boolean;
-  /** Expiry of cached API resources. Default: - (sample 900s; entries expire in 15 minutes). Loaded as milliseconds. */
+  /** Expiry of cached API resources. Throughway differs: no resource cache exists to expire (see enable). Default: - (sample 900s; entries expire in 15 minutes). Loaded as milliseconds. */
   readonly expiry_time?: number;
 }
 
@@ -236,7 +236,7 @@ export interface ApimCacheRecentApisSection {
 
 /** Scope cache ([apim.cache.scopes], spec 000). */
 export interface ApimCacheScopesSection {
-  /** Scope cache, entries live 15 minutes. Default: true. */
+  /** Scope cache, entries live 15 minutes. Throughway differs: resource scopes are compiled with the deployed API (the gateway's check) and read from the deployed APIs at each token request (the key manager), so a changed scope or role binding applies at once; there is no cache to switch off. Default: true. */
   readonly enable: boolean;
 }
 

@@ -37,6 +37,7 @@ import { checkClient, parseBasic, presentedClient, type PresentedClient } from '
 import { discoveryKind, requestOrigin, serverMetadata } from './discovery';
 import type { OAuthServer } from './oauth';
 import { register } from './registration';
+import type { OAuthAnswer, OAuthCall } from '../gateway/token-route';
 
 const MAX_BODY = 64 * 1024;
 
@@ -84,13 +85,17 @@ export function sendJson(res: http.ServerResponse, status: number, body: unknown
 const NO_STORE = { 'Cache-Control': 'no-store', Pragma: 'no-cache' };
 
 /** RFC 6749 §3.2: the token endpoint takes application/x-www-form-urlencoded. */
-async function readForm(req: http.IncomingMessage): Promise<URLSearchParams> {
-  const type = (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
-  const body = await readBody(req);
+function formOf(contentType: string | undefined, body: Buffer): URLSearchParams {
+  const type = (contentType ?? '').split(';')[0]?.trim().toLowerCase();
   if (type !== 'application/x-www-form-urlencoded') {
     throw new OAuthError('invalid_request', 'the request body must be application/x-www-form-urlencoded (RFC 6749 §3.2)');
   }
   return new URLSearchParams(body.toString('utf8'));
+}
+
+async function readForm(req: http.IncomingMessage): Promise<URLSearchParams> {
+  const body = await readBody(req);
+  return formOf(req.headers['content-type'], body);
 }
 
 export async function readJson(req: http.IncomingMessage): Promise<Record<string, unknown>> {
@@ -127,12 +132,11 @@ export async function requireAdmin(ctx: RouteContext, req: http.IncomingMessage)
  * form credentials). Malformed Basic credentials are a failed client sign-in of the address (lockout.ts),
  * under the empty account name: nothing names the client they were meant for.
  */
-async function presentedUnderGuard(ctx: RouteContext, req: http.IncomingMessage, form: URLSearchParams): Promise<PresentedClient | undefined> {
+async function presentedUnderGuard(ctx: RouteContext, authorization: string | undefined, address: string, form: URLSearchParams): Promise<PresentedClient | undefined> {
   const g = ctx.guard;
-  if (g === undefined) return presentedClient(req.headers.authorization, form);
-  const address = req.socket.remoteAddress ?? '';
+  if (g === undefined) return presentedClient(authorization, form);
   try {
-    return presentedClient(req.headers.authorization, form);
+    return presentedClient(authorization, form);
   } catch (err) {
     if (err instanceof OAuthError && err.error === 'invalid_client') {
       g.check('client', '', address);
@@ -148,10 +152,9 @@ async function presentedUnderGuard(ctx: RouteContext, req: http.IncomingMessage,
  * authentication (invalid_client) or resource owner password (invalid_grant of the password grant)
  * counts against them; a success clears their pairs.
  */
-async function guarded<T>(ctx: RouteContext, req: http.IncomingMessage, client: string | undefined, user: string | undefined, run: () => Promise<T>): Promise<T> {
+async function guarded<T>(ctx: RouteContext, address: string, client: string | undefined, user: string | undefined, run: () => Promise<T>): Promise<T> {
   const g = ctx.guard;
   if (g === undefined) return run();
-  const address = req.socket.remoteAddress ?? '';
   if (client !== undefined) g.check('client', client, address);
   if (user !== undefined) g.check('password', user, address);
   try {
@@ -167,16 +170,16 @@ async function guarded<T>(ctx: RouteContext, req: http.IncomingMessage, client: 
 }
 
 /** The token endpoint under the sign-in guard. */
-async function guardedToken(ctx: RouteContext, req: http.IncomingMessage, form: URLSearchParams): Promise<unknown> {
-  const client = (await presentedUnderGuard(ctx, req, form))?.id ?? form.get('client_id') ?? undefined;
+async function guardedToken(ctx: RouteContext, authorization: string | undefined, address: string, form: URLSearchParams): Promise<unknown> {
+  const client = (await presentedUnderGuard(ctx, authorization, address, form))?.id ?? form.get('client_id') ?? undefined;
   const user = form.get('grant_type') === 'password' ? form.get('username') ?? undefined : undefined;
-  return guarded(ctx, req, client, user, () => ctx.oauth.token(req.headers.authorization, form));
+  return guarded(ctx, address, client, user, () => ctx.oauth.token(authorization, form));
 }
 
 /** Revocation (RFC 7009 §2.1) under the sign-in guard: its client authentication is the token endpoint's. */
-async function guardedRevoke(ctx: RouteContext, req: http.IncomingMessage, form: URLSearchParams): Promise<void> {
-  const client = (await presentedUnderGuard(ctx, req, form))?.id ?? form.get('client_id') ?? undefined;
-  return guarded(ctx, req, client, undefined, () => ctx.oauth.revoke(req.headers.authorization, form));
+async function guardedRevoke(ctx: RouteContext, authorization: string | undefined, address: string, form: URLSearchParams): Promise<void> {
+  const client = (await presentedUnderGuard(ctx, authorization, address, form))?.id ?? form.get('client_id') ?? undefined;
+  return guarded(ctx, address, client, undefined, () => ctx.oauth.revoke(authorization, form));
 }
 
 /**
@@ -186,9 +189,10 @@ async function guardedRevoke(ctx: RouteContext, req: http.IncomingMessage, form:
  * invalid_client, 401 (RFC 7662 §2.3 refers to RFC 6749 §5.2), whichever was tried.
  */
 async function introspectionCaller(ctx: RouteContext, req: http.IncomingMessage, form: URLSearchParams): Promise<void> {
-  const presented = await presentedUnderGuard(ctx, req, form);
+  const address = req.socket.remoteAddress ?? '';
+  const presented = await presentedUnderGuard(ctx, req.headers.authorization, address, form);
   if (presented !== undefined && (presented.method === 'client_secret_post' || (await ctx.store.getClient(presented.id)) !== undefined)) {
-    await guarded(ctx, req, presented.id, undefined, () => checkClient(ctx.store, presented));
+    await guarded(ctx, address, presented.id, undefined, () => checkClient(ctx.store, presented));
     return;
   }
   try {
@@ -210,18 +214,12 @@ export function createHandler(ctx: RouteContext): (req: http.IncomingMessage, re
     const onlyPost = (): void => {
       if (method !== 'POST') throw new OAuthError('invalid_request', `${p} takes POST`, { status: 405, headers: { Allow: 'POST' } });
     };
-    if (p === '/oauth2/token') {
-      onlyPost();
-      const form = await readForm(req);
-      sendJson(res, 200, await guardedToken(ctx, req, form), NO_STORE);
-      return;
-    }
-    if (p === '/oauth2/revoke') {
-      onlyPost();
-      await guardedRevoke(ctx, req, await readForm(req));
-      // RFC 7009 §2.2: 200, empty body.
-      res.writeHead(200, { 'Content-Length': 0, ...NO_STORE });
-      res.end();
+    if (p === '/oauth2/token' || p === '/oauth2/revoke') {
+      // A method other than POST is refused before any body byte is read.
+      const body = method === 'POST' ? await readBody(req) : Buffer.alloc(0);
+      const a = await oauthCall(ctx, { endpoint: p === '/oauth2/token' ? 'token' : 'revoke', method, authorization: req.headers.authorization, contentType: req.headers['content-type'], body, address: req.socket.remoteAddress ?? '' });
+      res.writeHead(a.status, { ...a.headers, 'Content-Length': Buffer.byteLength(a.body) });
+      res.end(a.body);
       return;
     }
     if (p === '/oauth2/introspect') {
@@ -271,24 +269,47 @@ export function createHandler(ctx: RouteContext): (req: http.IncomingMessage, re
         res.destroy();
         return;
       }
-      if (err instanceof OAuthError) {
-        if (err.status >= 500) ctx.logger.log('error', 'management_error', { path: req.url, error: err.error, message: err.message });
-        sendJson(res, err.status, err.body(), { ...NO_STORE, ...err.headers });
-        return;
-      }
-      if (err instanceof UserStoreError && (err.code === 'USER_STORE_CONFLICT' || err.code === 'USER_STORE_REFUSED')) {
-        const status = err.code === 'USER_STORE_CONFLICT' ? 409 : 400;
-        sendJson(res, status, { error: status === 409 ? 'conflict' : 'invalid_request', error_description: err.message }, NO_STORE);
-        return;
-      }
-      if (err instanceof UserStoreError) {
-        // A directory that cannot answer a sign-in (lib/store/ldap.ts): 503, the reason in the log only.
-        ctx.logger.log('error', 'user_store_unavailable', { path: req.url, code: err.code, message: err.message });
-        sendJson(res, 503, { error: 'server_error', error_description: 'the user store cannot be reached; try again later' }, { ...NO_STORE, 'Retry-After': '5' });
-        return;
-      }
-      ctx.logger.log('error', 'management_error', { path: req.url, error: 'server_error', message: (err as Error).message, code: (err as { code?: unknown }).code });
-      sendJson(res, 500, { error: 'server_error', error_description: 'internal error; see the server log' }, NO_STORE);
+      const a = errorAnswer(ctx, req.url, err);
+      res.writeHead(a.status, { ...a.headers, 'Content-Length': Buffer.byteLength(a.body) });
+      res.end(a.body);
     });
   };
+}
+
+/** An error as the management server answers it: an OAuthError's code and status, else 500 (logged). */
+function errorAnswer(ctx: RouteContext, path: string | undefined, err: unknown): OAuthAnswer {
+  const json = { 'Content-Type': 'application/json; charset=utf-8', ...NO_STORE };
+  if (err instanceof OAuthError) {
+    if (err.status >= 500) ctx.logger.log('error', 'management_error', { path, error: err.error, message: err.message });
+    return { status: err.status, headers: { ...json, ...err.headers }, body: JSON.stringify(err.body()) };
+  }
+  if (err instanceof UserStoreError && (err.code === 'USER_STORE_CONFLICT' || err.code === 'USER_STORE_REFUSED')) {
+    const status = err.code === 'USER_STORE_CONFLICT' ? 409 : 400;
+    return { status, headers: json, body: JSON.stringify({ error: status === 409 ? 'conflict' : 'invalid_request', error_description: err.message }) };
+  }
+  if (err instanceof UserStoreError) {
+    // A directory that cannot answer a sign-in (lib/store/ldap.ts): 503, the reason in the log only.
+    ctx.logger.log('error', 'user_store_unavailable', { path, code: err.code, message: err.message });
+    return { status: 503, headers: { ...json, 'Retry-After': '5' }, body: JSON.stringify({ error: 'server_error', error_description: 'the user store cannot be reached; try again later' }) };
+  }
+  ctx.logger.log('error', 'management_error', { path, error: 'server_error', message: (err as Error).message, code: (err as { code?: unknown }).code });
+  return { status: 500, headers: json, body: JSON.stringify({ error: 'server_error', error_description: 'internal error; see the server log' }) };
+}
+
+/**
+ * POST /oauth2/token and /oauth2/revoke as one plain call: what the management port answers, and what the
+ * gateway's /token and /revoke answer in process (lib/gateway/token-route.ts). Never rejects.
+ */
+export async function oauthCall(ctx: RouteContext, c: OAuthCall): Promise<OAuthAnswer> {
+  const path = c.endpoint === 'token' ? '/oauth2/token' : '/oauth2/revoke';
+  try {
+    if (c.method !== 'POST') throw new OAuthError('invalid_request', `${path} takes POST`, { status: 405, headers: { Allow: 'POST' } });
+    const form = formOf(c.contentType, c.body);
+    if (c.endpoint === 'token') return { status: 200, headers: { 'Content-Type': 'application/json; charset=utf-8', ...NO_STORE }, body: JSON.stringify(await guardedToken(ctx, c.authorization, c.address, form)) };
+    await guardedRevoke(ctx, c.authorization, c.address, form);
+    // RFC 7009 §2.2: 200, empty body.
+    return { status: 200, headers: NO_STORE, body: '' };
+  } catch (err) {
+    return errorAnswer(ctx, path, err);
+  }
 }

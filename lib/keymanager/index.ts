@@ -21,7 +21,8 @@ import { checkUserStore, openUserStore, type UserStore } from '../store/users';
 import type { OpsHandler } from '../events/observed';
 import type { Deployments } from '../scale/deployments';
 import { AuthorizationCodes, type ApiScope } from './authorize';
-import { createHandler, type RouteContext } from './http';
+import { createHandler, oauthCall, type RouteContext } from './http';
+import type { OAuthAnswer, OAuthCall } from '../gateway/token-route';
 import { KeyRingError, KeySealer, openKeyRing, type ExternalKey, type KeyRing } from './keys';
 import { LoginGuard, lockoutSettings } from './lockout';
 import { verifyPassword } from '../store/passwords';
@@ -58,6 +59,8 @@ export interface KeyManager {
   /** Where users sign in (password grant, sign-in page): `[user_store] type` (docs/user-stores.md). */
   readonly users: UserStore;
   readonly handler: (req: http.IncomingMessage, res: http.ServerResponse) => void;
+  /** POST /oauth2/token and /oauth2/revoke as a plain call: the gateway's /token and /revoke in process (lib/gateway/token-route.ts). */
+  oauthCall(c: OAuthCall): Promise<OAuthAnswer>;
   /** Failed sign-ins slowed and locked (lockout.ts); the sign-in page checks passwords through it. */
   readonly guard: LoginGuard;
   /**
@@ -161,6 +164,7 @@ export async function createKeyManager(o: KeyManagerOptions): Promise<KeyManager
     bus,
     users,
     handler,
+    oauthCall: (c) => oauthCall(ctx, c),
     guard,
     get loopbackOnly() {
       return loopbackOnly;

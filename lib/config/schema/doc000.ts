@@ -230,22 +230,25 @@ export const DOC000_SECTIONS: readonly SectionDef[] = [
     source: '000',
     title: 'Gateway environment',
     runs: true,
-    // Nothing reads the environments yet (the gateway's URLs come from the listeners' ports): every key is
-    // accepted and named by `config check` as not acted on (docs/migrating.md).
+    // The endpoints, name, type, description and show_as_token_endpoint_url are the gateway URLs the start
+    // summary, `apis list` and the key manager report (lib/gateway/environments.ts); the console and
+    // publishing keys are accepted and named by `config check` as not acted on (docs/migrating.md).
     keys: [
-      { key: 'name', type: 's', inactive: true, required: true, default: 'Default', meaning: 'Environment name.' },
-      { key: 'type', type: 's', inactive: true, required: true, default: 'hybrid', allowed: ['production', 'sandbox', 'hybrid'], meaning: 'Which tokens the environment serves.' },
+      { key: 'name', type: 's', required: true, default: 'Default', meaning: 'Environment name.' },
+      { key: 'type', type: 's', required: true, default: 'hybrid', allowed: ['production', 'sandbox', 'hybrid'], meaning: 'Which tokens the environment serves.' },
       { key: 'display_in_api_console', type: 's', inactive: true, required: true, boolString: true, default: true, meaning: "Show the environment under 'Try it' in the developer portal console." },
-      { key: 'description', type: 's', inactive: true, required: true, default: 'This is a hybrid gateway that handles both production and sandbox token traffic.', defaultText: 'text describing a hybrid gateway for production and sandbox tokens', meaning: 'Description of the environment.' },
-      { key: 'show_as_token_endpoint_url', type: 's', inactive: true, required: true, boolString: true, default: true, meaning: 'Used to build the sample request in the developer portal.' },
+      { key: 'description', type: 's', required: true, default: 'This is a hybrid gateway that handles both production and sandbox token traffic.', defaultText: 'text describing a hybrid gateway for production and sandbox tokens', meaning: 'Description of the environment.' },
+      { key: 'show_as_token_endpoint_url', type: 's', required: true, boolString: true, default: true, meaning: 'Used to build the sample request in the developer portal.' },
       { key: 'service_url', type: 's', inactive: true, required: true, format: 'url', default: 'https://localhost:9443/services/', meaning: 'APIs are published to this URL.' },
       { key: 'username', type: 's', inactive: true, required: true, default: SUPER_USER, defaultText: 'super admin user name', meaning: 'Publishing credential: user.' },
       { key: 'password', type: 's', inactive: true, required: true, secret: true, default: SUPER_PASS, defaultText: 'super admin password', meaning: 'Publishing credential: password.' },
-      { key: 'ws_endpoint', type: 's', inactive: true, required: true, format: 'url', defaultText: 'no default; ws://<host>:<port> (gateway WS port 9099 in the sample)', meaning: 'WebSocket endpoint of the gateway.' },
+      // The spec marks ws_endpoint and https_endpoint R; throughway needs neither (an environment without
+      // them has no such URL), so a file that leaves them out still loads.
+      { key: 'ws_endpoint', type: 's', format: 'url', defaultText: 'no default; ws://<host>:<port> (gateway WS port 9099 in the sample)', meaning: 'WebSocket endpoint of the gateway.' },
       // Not in the spec's table, but the reference's own files set it on the entry (shared/fixtures).
-      { key: 'wss_endpoint', type: 's', inactive: true, format: 'url', defaultText: 'no default; wss://<host>:<port> (gateway WSS port 8099)', meaning: 'Secure WebSocket endpoint of the gateway (throughway addition: the reference files write it here).' },
-      { key: 'https_endpoint', type: 's', inactive: true, required: true, format: 'url', defaultText: 'no default; https://<host>:<port> (8243 in the sample)', meaning: 'HTTPS endpoint of the gateway.' },
-      { key: 'http_endpoint', type: 's', inactive: true, format: 'url', defaultText: 'no default; http://<host>:<port> (8280 in the sample)', meaning: 'HTTP endpoint of the gateway.' },
+      { key: 'wss_endpoint', type: 's', format: 'url', defaultText: 'no default; wss://<host>:<port> (gateway WSS port 8099)', meaning: 'Secure WebSocket endpoint of the gateway (throughway addition: the reference files write it here).' },
+      { key: 'https_endpoint', type: 's', format: 'url', defaultText: 'no default; https://<host>:<port> (8243 in the sample)', meaning: 'HTTPS endpoint of the gateway.' },
+      { key: 'http_endpoint', type: 's', format: 'url', defaultText: 'no default; http://<host>:<port> (8280 in the sample)', meaning: 'HTTP endpoint of the gateway.' },
     ],
   },
   {
@@ -298,8 +301,10 @@ export const DOC000_SECTIONS: readonly SectionDef[] = [
     runs: true,
     enabledBy: 'apim.cache.resource.enable',
     keys: [
-      { key: 'enable', type: 'b', default: true, meaning: 'Caches API resources at the gateway; entries expire in 15 minutes.' },
-      { key: 'expiry_time', type: 's', format: 'duration', unit: 'm', min: 0, defaultText: '- (sample 900s; entries expire in 15 minutes)', meaning: 'Expiry of cached API resources.' },
+      // throughway has no resource cache (lib/gateway/router.ts): resources are compiled into the route
+      // table when an API is deployed and every call is matched against it, so nothing can go stale.
+      { key: 'enable', type: 'b', default: true, meaning: 'Caches API resources at the gateway; entries expire in 15 minutes. Throughway differs: resources are compiled into the route table when an API is deployed and matched from it on every call, so there is no cache to switch off, and a redeployed API applies at once.' },
+      { key: 'expiry_time', type: 's', format: 'duration', unit: 'm', min: 0, defaultText: '- (sample 900s; entries expire in 15 minutes)', meaning: 'Expiry of cached API resources. Throughway differs: no resource cache exists to expire (see enable).' },
     ],
   },
   {
@@ -330,7 +335,9 @@ export const DOC000_SECTIONS: readonly SectionDef[] = [
     title: 'Scope cache',
     runs: true,
     enabledBy: 'apim.cache.scopes.enable',
-    keys: [{ key: 'enable', type: 'b', default: true, meaning: 'Scope cache, entries live 15 minutes.' }],
+    // throughway has no scope cache: the gateway checks the scopes compiled with each deployed resource, the
+    // key manager reads the deployed APIs' scopes at each token request (lib/keymanager/oauth.ts).
+    keys: [{ key: 'enable', type: 'b', default: true, meaning: "Scope cache, entries live 15 minutes. Throughway differs: resource scopes are compiled with the deployed API (the gateway's check) and read from the deployed APIs at each token request (the key manager), so a changed scope or role binding applies at once; there is no cache to switch off." }],
   },
   {
     path: 'apim.cache.publisher_roles',
