@@ -128,7 +128,7 @@ export async function createKeyManager(o: KeyManagerOptions): Promise<KeyManager
   // The default super admin password, configured or still stored: listeners on loopback only (listener.ts).
   const storedAdmin = await o.store.getUser(config.super_admin.username);
   const loopbackOnly = usesDefaultAdminPassword(config) || (storedAdmin !== undefined && storedAdmin.roles.includes('admin') && (await verifyPassword(DEFAULT_ADMIN_PASSWORD, storedAdmin)));
-  const manager = new Manager(o.store, bus);
+  const manager = new Manager(o.store, bus, users);
   // One set of pending authorizations and codes, kept when the OAuth server is rebuilt for port 0.
   const codes = new AuthorizationCodes();
   let oauth = new OAuthServer({ store: o.store, users, keys, bus, logger, settings, codes, ...(o.apiScopes !== undefined ? { apiScopes: o.apiScopes } : {}) });

@@ -9,6 +9,7 @@ import { randomBytes } from 'node:crypto';
 import type { ApplicationPayload, EventBus, SubscriptionPayload } from '../events/bus';
 import { digest, newPasswordHash, randomToken } from '../store/passwords';
 import { SUBSCRIPTION_STATES, StoreError, type Application, type BlockingConditionRecord, type KeyType, type OAuthClient, type StoredHashMethod, type Store, type Subscription, type SubscriptionState } from '../store/types';
+import { findIdentity, type UserStore } from '../store/users';
 import { OAuthError } from './errors';
 import { checkBlockingCondition } from '../events/blocking';
 import { DEFAULT_CLIENT_GRANTS, isGrantType } from './settings';
@@ -74,6 +75,8 @@ export class Manager {
   constructor(
     private readonly store: Store,
     private readonly bus: EventBus,
+    /** Where users sign in ([user_store] type); the store's own users when not given. */
+    private readonly users?: UserStore,
   ) {}
 
   private async view(app: Application): Promise<ApplicationView> {
@@ -228,7 +231,7 @@ export class Manager {
    * the roles comma-separated as the reference writes its role claim. Undefined for an unknown user.
    */
   async userClaims(username: string): Promise<Record<string, string> | undefined> {
-    const u = await this.store.getUser(username);
+    const u = this.users === undefined ? await this.store.getUser(username) : await findIdentity(this.users, this.store, username);
     return u === undefined ? undefined : { role: u.roles.join(',') };
   }
 

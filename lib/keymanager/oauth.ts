@@ -13,7 +13,7 @@ import type { Logger } from '../log';
 import { digest, randomToken } from '../store/passwords';
 import { authenticateClient, type AuthenticatedClient } from './client-auth';
 import { StoreError, type Application, type KeyType, type OAuthClient, type Store } from '../store/types';
-import { databaseUserStore, type Identity, type UserStore } from '../store/users';
+import { databaseUserStore, findIdentity, type Identity, type UserStore } from '../store/users';
 import { AuthorizationCodes, type ApiScope } from './authorize';
 import { issuedInFuture } from '../security/validator';
 import { OAuthError } from './errors';
@@ -101,10 +101,7 @@ export class OAuthServer {
    * applications, lives there whatever the user store: docs/user-stores.md).
    */
   async rolesOf(username: string): Promise<readonly string[]> {
-    const found = await this.users.lookup(username);
-    if (found !== undefined) return found.roles;
-    if (this.users.kind === 'database') return [];
-    return (await this.o.store.getUser(username))?.roles ?? [];
+    return (await findIdentity(this.users, this.o.store, username))?.roles ?? [];
   }
 
   get settings(): KeyManagerSettings {

@@ -72,6 +72,17 @@ export function databaseUserStore(store: Store): UserStore {
   };
 }
 
+/**
+ * A user by name without a password (an application owner's roles, userinfo, backend JWT claims): the
+ * user store's, else the key manager's store's, where the super admin lives whatever the user store.
+ */
+export async function findIdentity(users: UserStore, store: Store, username: string): Promise<Identity | undefined> {
+  const found = await users.lookup(username);
+  if (found !== undefined || users.kind === 'database') return found;
+  const u = await store.getUser(username);
+  return u === undefined ? undefined : { username: u.username, roles: u.roles };
+}
+
 /** Whether `[user_store] type` names a directory (LDAP or Active Directory). */
 export function isDirectory(config: DeploymentConfig): boolean {
   return !config.user_store.type.startsWith('database');

@@ -205,6 +205,10 @@ if (missing !== undefined) {
     const info = await json('GET', `${h.url}/oauth2/userinfo`, undefined, `Bearer ${String(ok.body.access_token)}`);
     t.equal(info.status, 200);
     t.same({ ...info.body, roles: [...(info.body.roles as string[])].sort() }, { sub: 'alice', preferred_username: 'alice', roles: ['shop-admin', 'staff'] }, 'userinfo: the groups from the directory');
+    const claims = await json('GET', `${h.url}/admin/v1/users/alice/claims`, undefined, adminAuth());
+    t.equal(claims.status, 200);
+    t.same(String((claims.body.claims as { role: string }).role).split(',').sort(), ['shop-admin', 'staff'], 'backend JWT user claims: the groups from the directory');
+    t.match((await json('GET', `${h.url}/admin/v1/users/admin/claims`, undefined, adminAuth())).body, { claims: { role: 'admin' } }, 'the super admin from the key manager\'s store');
     const bob = await postForm(token, { grant_type: 'password', username: 'bob', password: 'bob-pw-12', scope: 'shop:admin' }, auth);
     t.equal(bob.status, 200);
     t.equal(bob.body.scope, 'default', 'bob is not in cn=shop-admin');
