@@ -293,9 +293,9 @@ export class LdapUserStore implements UserStore {
     }
   }
 
-  private async search(c: LdapClient, base: string, filter: string, attributes: string[], sizeLimit: number): Promise<Entry[]> {
+  private async search(c: LdapClient, base: string, filter: string, attributes: string[], sizeLimit: number, scope: 'sub' | 'base' = 'sub'): Promise<Entry[]> {
     const paged = this.settings.kind === 'active_directory' ? { pageSize: Math.min(AD_PAGE_SIZE, sizeLimit) } : false;
-    const r = await c.search(base, { scope: 'sub', filter, attributes, sizeLimit, paged, timeLimit: Math.ceil(this.settings.operationTimeout / 1000) });
+    const r = await c.search(base, { scope, filter, attributes, sizeLimit, paged, timeLimit: Math.ceil(this.settings.operationTimeout / 1000) });
     return r.searchEntries;
   }
 
@@ -307,7 +307,7 @@ export class LdapUserStore implements UserStore {
       const dn = s.userDnPattern.replace('{0}', escapeDnValue(username));
       let entries: Entry[];
       try {
-        entries = await this.search(c, dn, '(objectClass=*)', attributes, 1);
+        entries = await this.search(c, dn, '(objectClass=*)', attributes, 1, 'base');
       } catch (err) {
         // noSuchObject (RFC 4511 §4.1.9, result 32): no such user.
         if ((err as { code?: unknown }).code === 32) return undefined;
