@@ -1967,7 +1967,7 @@ export interface OauthTokenGenerationSection {
 export interface UserStorePropertiesSection {
   /** Tenant manager class. Default: JDBC-based or hybrid LDAP-based built-in tenant manager class. Accepted; throughway does not act on it. */
   readonly TenantManager?: string;
-  /** Users listed; 0 lists all. */
+  /** Users listed; 0 lists all. Accepted; throughway does not act on it. */
   readonly MaxUserNameListLength?: number;
   /** Connection URL of the user store server. */
   readonly ConnectionURL?: string;
@@ -1975,11 +1975,11 @@ export interface UserStorePropertiesSection {
   readonly ConnectionName?: string;
   /** Password of the connecting user. Default: <PASSWORD>. */
   readonly ConnectionPassword?: string;
-  /** Optional attribute used as the listing name. */
+  /** Optional attribute used as the listing name. Accepted; throughway does not act on it. */
   readonly DisplayNameAttribute?: string;
   /** Hash method of stored passwords. */
   readonly PasswordHashMethod?: "SHA" | "SHA-1" | "SHA-256" | "MD5" | "PLAIN_TEXT";
-  /** Filter for listing users. */
+  /** Filter for listing users. Accepted; throughway does not act on it. */
   readonly UserNameListFilter?: string;
   /** Filter for finding a user. */
   readonly UserNameSearchFilter?: string;
@@ -2007,23 +2007,23 @@ export interface UserStorePropertiesSection {
   readonly WriteGroups?: boolean;
   /** DN of the groups container. */
   readonly GroupSearchBase?: string;
-  /** Filter for listing groups. */
+  /** Filter for listing groups. Accepted; throughway does not act on it. */
   readonly GroupNameListFilter?: string;
   /** Object class of group entries. */
   readonly GroupEntryObjectClass?: string;
-  /** Filter for finding a group. */
+  /** Filter for finding a group. Accepted; throughway does not act on it. */
   readonly GroupNameSearchFilter?: string;
   /** Attribute holding the group name. */
   readonly GroupNameAttribute?: string;
   /** Attribute listing the members of a group. */
   readonly MembershipAttribute?: string;
-  /** Range for directory servers that limit membership attributes. Default: 1500. */
+  /** Range for directory servers that limit membership attributes. Default: 1500. Accepted; throughway does not act on it. */
   readonly MembershipAttributeRange: number;
-  /** Cache user roles; set false when roles change externally. Default: true. */
+  /** Cache user roles; set false when roles change externally. Default: true. Accepted; throughway does not act on it. */
   readonly UserRoleCacheEnabled: boolean;
   /** LDAP user DN pattern; speeds lookups. */
   readonly UserDNPattern?: string;
-  /** Replace escape characters at login; only backslash and double backslash are escape characters. */
+  /** Replace escape characters at login; only backslash and double backslash are escape characters. Accepted; throughway does not act on it. */
   readonly ReplaceEscapeCharactersAtUserLogin?: string;
   /** Tenant manager realm configuration builder class. Accepted; throughway does not act on it. */
   readonly MultiTenantRealmConfigBuilder?: string;
@@ -2031,7 +2031,7 @@ export interface UserStorePropertiesSection {
   readonly LDAPConnectionTimeout?: number;
   /** Read timeout; zero or less waits forever. Loaded as milliseconds. */
   readonly ReadTimeout?: number;
-  /** Retries after a timeout. */
+  /** Retries after a timeout. Accepted; throughway does not act on it. */
   readonly RetryAttempts?: string;
   /** SCIM provisioning. Default: false. Accepted; throughway does not act on it. */
   readonly SCIMEnabled: boolean;
@@ -2041,21 +2041,21 @@ export interface UserStorePropertiesSection {
   readonly ConnectionPoolingEnabled: boolean;
   /** true when member-of attributes are used. Default: false. */
   readonly BackLinksEnabled: boolean;
-  /** Timeout of the user core cache. Default: "5". */
+  /** Timeout of the user core cache. Default: "5". Accepted; throughway does not act on it. */
   readonly UserCoreCacheTimeOut: string;
-  /** Case sensitivity of user names (set false for case-insensitive JDBC stores). */
+  /** Case sensitivity of user names (set false for case-insensitive JDBC stores). Accepted; throughway does not act on it. */
   readonly CaseInsensitiveUsername?: string;
-  /** Bind anonymously (present in the sample only). */
+  /** Bind anonymously (present in the sample only). Accepted; throughway does not act on it. */
   readonly AnonymousBind?: string;
-  /** Bulk user import (present in the sample only). */
+  /** Bulk user import (present in the sample only). Accepted; throughway does not act on it. */
   readonly IsBulkImportSupported?: string;
-  /** Roles without users allowed (present in the sample only). */
+  /** Roles without users allowed (present in the sample only). Accepted; throughway does not act on it. */
   readonly EmptyRolesAllowed?: string;
   /** STARTTLS on the directory connection (present in the sample only). */
   readonly StartTLSEnabled?: string;
-  /** Default realm name (present in the sample only). */
+  /** Default realm name (present in the sample only). Accepted; throughway does not act on it. */
   readonly defaultRealmName?: string;
-  /** Delay between connection retries (present in the sample only). */
+  /** Delay between connection retries (present in the sample only). Accepted; throughway does not act on it. */
   readonly ConnectionRetryDelay?: string;
 }
 
