@@ -13,7 +13,7 @@
  *    One block per area, so that each area's codes stay together: 103005–103019 routing and endpoints,
  *    103020–103039 security, 103040–103059 throttling, 103060–103079 mediation, 103080–103099 TLS,
  *    proxies and WebSocket, 103100–103119 scale-out, 103120–103139 operations, 103140–103159 embedding,
- *    103160–103179 the transport's request framing and deadlines (OwnCode).
+ *    103160–103179 the transport's request framing and deadlines (OwnCode), 103200–103209 backend security.
  *
  * docs/faults.md is generated from these tables (scripts/gen-gateway-docs.ts) and a test fails when a code is
  * missing from it or the page is stale.
@@ -73,6 +73,9 @@ export const GatewayOwnCode = {
   EMBEDDED_RESPONSE_INCOMPLETE: 103141,
   CUSTOM_PHASE_FAILED: 103142,
   EMBEDDED_BODY_CONSUMED: 103143,
+  // Backend security (lib/security/backend-credentials.ts): 103200-103209.
+  BACKEND_CREDENTIALS_REFUSED: 103200,
+  BACKEND_CHALLENGE_UNANSWERED: 103201,
 } as const;
 
 /** The spec's API handler codes, by name. */
@@ -104,10 +107,6 @@ export const ApiCode = {
 
 export type GatewayCode = (typeof ApiCode)[keyof typeof ApiCode] | (typeof GatewayOwnCode)[keyof typeof GatewayOwnCode];
 
-// Gateway security (lib/security) validates clients' tokens; obtaining OAuth 2.0 tokens for backends, the
-// reference's source of 900424, is not built.
-const BACKEND_OAUTH = 'OAuth 2.0 backend security (tokens the gateway obtains for a backend)';
-
 /**
  * Every API handler code of spec 002 part 7 and every own gateway code. Messages are the spec's; where the
  * spec gives no HTTP status (900424) throughway's choice is marked `statusFrom: 'throughway'`.
@@ -117,7 +116,9 @@ export const GATEWAY_FAULTS: readonly GatewayFaultDef[] = Object.freeze([
   { code: 700700, httpStatus: 503, statusFrom: 'spec', message: 'API blocked', description: 'The API is in the BLOCKED lifecycle state', origin: 'spec', phase: 'api-status', sent: true },
   // --- payload and query
   { code: 900422, httpStatus: 422, statusFrom: 'spec', message: 'Invalid GraphQL query', description: 'The query of a GraphQL API is not valid syntax', origin: 'spec', phase: 'mediation', sent: true, pending: 'GraphQL APIs' },
-  { code: 900424, httpStatus: 503, statusFrom: 'throughway', message: 'Temporary Server Error', description: 'A protected backend was called with an invalid OAuth 2.0 backend token', origin: 'spec', phase: 'send', sent: true, pending: BACKEND_OAUTH },
+  // No status in the spec: 503, as the reference answers its other "Temporary Server Error" conditions; the
+  // client's call may succeed later, once the token endpoint answers (docs/apis.md, "Backend security").
+  { code: 900424, httpStatus: 503, statusFrom: 'throughway', message: 'Temporary Server Error', description: 'No valid OAuth 2.0 token for the protected backend: the token endpoint is unreachable, too slow or refused the request, or the backend refused a freshly obtained token', origin: 'spec', phase: 'send', sent: true },
   // Not sent: throughway gathers a body it mediates before answering, so the spec's condition becomes 103061
   // (413, over the mediation limit) or 101001 + state (the client ended mid-request); the code keeps its meaning.
   { code: 102511, httpStatus: 400, statusFrom: 'spec', message: 'Incomplete payload', description: 'The payload is too large for the client to keep the connection until it is fully transferred', origin: 'spec', phase: 'none', sent: false },
@@ -165,6 +166,8 @@ export const GATEWAY_FAULTS: readonly GatewayFaultDef[] = Object.freeze([
   { code: GatewayOwnCode.EMBEDDED_RESPONSE_INCOMPLETE, httpStatus: 502, statusFrom: 'throughway', message: 'Incomplete response', description: 'The gateway closed the in-process connection of the (req, res) handler before a response head', origin: 'throughway', phase: 'embedding', sent: true },
   { code: GatewayOwnCode.CUSTOM_PHASE_FAILED, httpStatus: 500, statusFrom: 'throughway', message: 'Custom phase failed', description: 'A phase added by the embedding application threw or rejected', origin: 'throughway', phase: 'embedding', sent: true },
   { code: GatewayOwnCode.EMBEDDED_BODY_CONSUMED, httpStatus: 500, statusFrom: 'throughway', message: 'Request body already read', description: 'The application read the request body (a body parser ran) before handing the request to the (req, res) handler', origin: 'throughway', phase: 'embedding', sent: true },
+  { code: GatewayOwnCode.BACKEND_CREDENTIALS_REFUSED, httpStatus: 502, statusFrom: 'throughway', message: 'Backend credentials refused', description: 'The backend answered 401 to the endpoint\'s Basic or Digest credentials (docs/apis.md, "Backend security"): the API file\'s credentials are wrong for it', origin: 'throughway', phase: 'send', sent: true },
+  { code: GatewayOwnCode.BACKEND_CHALLENGE_UNANSWERED, httpStatus: 503, statusFrom: 'throughway', message: 'Backend challenge not answered', description: 'The backend asked for Digest credentials with a new nonce and the request body was streamed (chunked, or above max_replay_body), so the call could not be sent again; the nonce is kept and the next call answers it', origin: 'throughway', phase: 'send', sent: true },
 ] satisfies readonly GatewayFaultDef[]);
 
 const BY_CODE = new Map<number, GatewayFaultDef>();

@@ -19,6 +19,7 @@ import { targetFromUrl } from '../transport/types';
 import type { ApiDiagnostic, ApiDiagnosticCode } from './diagnostics';
 import type { PolicyNames } from '../throttle/policies';
 import type { ApiMediation } from '../mediation';
+import { BACKEND_CLIENT_AUTH, BACKEND_GRANT_TYPES, BACKEND_SECURITY_TYPES, RESERVED_TOKEN_PARAMETERS, type BackendClientAuth, type BackendGrantType, type BackendSecurity, type BackendSecurityType } from '../security/backend-credentials';
 
 export const LIFECYCLE_STATES = ['PUBLISHED', 'PROTOTYPED', 'DEPRECATED', 'BLOCKED', 'RETIRED'] as const;
 export type LifecycleState = (typeof LIFECYCLE_STATES)[number];
@@ -53,6 +54,8 @@ export interface EndpointDefinition {
   readonly retryCount: number;
   /** Hard limit: requests per second to this endpoint over every caller (900801, 503). */
   readonly maxTps?: number;
+  /** The credentials the backend requires (docs/apis.md, "Backend security"); undefined: none. */
+  readonly security?: BackendSecurity;
 }
 
 /** An API-level CORS override: fields given replace those of [apim.cors]. */
@@ -118,6 +121,23 @@ export type { FieldDef, FieldType };
 /** The check of each code of suspend_codes and retry_codes. */
 const TRANSPORT_CODE = { valid: validTransportCode, problem: 'is not a backend-side transport code', expected: 'a code of docs/faults.md "Transport faults" with side target, e.g. 101503, 101504, 101505', list: 'an array of transport codes' } as const;
 
+/** Backend security ([endpoints.production.security]): the reference's endpoint security types. */
+const SECURITY_FIELDS: readonly FieldDef[] = [
+  { key: 'type', type: 'string', required: true, allowed: BACKEND_SECURITY_TYPES, meaning: 'basic: `Authorization: Basic` from username and password (RFC 7617); digest: HTTP Digest (RFC 7616, MD5 or SHA-256, qop=auth), the backend\'s 401 challenge answered and the call sent again; oauth: a bearer token the gateway obtains from token_url and caches. The client\'s own Authorization field is never forwarded to such a backend.', example: '"oauth"' },
+  { key: 'username', type: 'string', meaning: 'basic and digest: the backend user; oauth with grant_type password: the resource owner. `$env{NAME}` reads an environment variable when the API is deployed.', example: '"$env{BACKEND_USER}"' },
+  { key: 'password', type: 'string', meaning: 'The password of `username`; `$env{NAME}` as for username. Never logged.', example: '"$env{BACKEND_PASSWORD}"' },
+  { key: 'grant_type', type: 'string', default: 'client_credentials', allowed: BACKEND_GRANT_TYPES, meaning: 'oauth: client_credentials (RFC 6749 §4.4) or password (§4.3, with username and password).' },
+  { key: 'token_url', type: 'string', meaning: 'oauth: the token endpoint (http:// or https://, with the outbound TLS of docs/tls.md; no proxy).', example: '"https://idp.example.com/oauth2/token"' },
+  { key: 'client_id', type: 'string', meaning: 'oauth: the client id; `$env{NAME}` allowed.', example: '"$env{BACKEND_CLIENT_ID}"' },
+  { key: 'client_secret', type: 'string', meaning: 'oauth: the client secret; `$env{NAME}` allowed. Never logged.', example: '"$env{BACKEND_CLIENT_SECRET}"' },
+  { key: 'client_auth', type: 'string', default: 'basic', allowed: BACKEND_CLIENT_AUTH, meaning: 'oauth: how the client authenticates to the token endpoint: basic (an Authorization: Basic field, RFC 6749 §2.3.1 encoding) or body (client_id and client_secret form parameters).' },
+  { key: 'scopes', type: 'strings', default: [], meaning: 'oauth: the scopes asked for (the `scope` parameter). Empty: none asked.', example: '["orders:read"]' },
+  { key: 'parameters', type: 'map', default: {}, meaning: 'oauth: extra form parameters of the token request (e.g. audience, resource); grant_type, client_id, client_secret, username, password and scope are not allowed here.', example: '{ audience = "orders" }' },
+  { key: 'token_timeout', type: 'duration', default: 10000, min: 1, meaning: 'oauth: how long a token request may take, connecting included (ms, or "10s"). Exceeded: the call gets 900424.' },
+  { key: 'expiry_margin', type: 'duration', default: 30000, min: 0, meaning: 'oauth: a token is fetched again this long before its expires_in runs out (at most half its lifetime earlier). A token response without expires_in is kept until the backend answers 401.' },
+  { key: 'max_replay_body', type: 'number', default: 1048576, min: 0, meaning: 'digest and oauth: a request body with a Content-Length up to this many bytes is held in memory so that the call can be sent again after a 401; a larger or chunked body is streamed and such a call is not sent again (docs/apis.md, "Backend security").' },
+];
+
 const ENDPOINT_FIELDS: readonly FieldDef[] = [
   { key: 'url', type: 'string', required: true, meaning: 'Backend base URL (http://host:port/path, or https:// with outbound TLS, docs/tls.md; ws:// and wss:// are accepted as their http:// and https:// equivalents). The backend URL of a call is this URL followed by the resource path and the query string.', example: '"http://127.0.0.1:9000/v1"' },
   { key: 'suspend_codes', type: 'codes', default: [], meaning: 'Transport codes that suspend the endpoint (spec 002 part 7 rule 3): a combined code (101503) or a base code, which matches every state (101504 matches 101504..101512). While suspended, calls get fault 103007 (503, Retry-After) without touching the backend. Empty: never suspended.', example: '[101503, 101504, 101505]', item: TRANSPORT_CODE },
@@ -128,6 +148,7 @@ const ENDPOINT_FIELDS: readonly FieldDef[] = [
   { key: 'retry_codes', type: 'codes', default: [], meaning: 'Transport codes (combined, or base for every state) on which a call is retried on a fresh connection, only while resending loses nothing (no request body byte sent, no response byte received).', example: '[101503]', item: TRANSPORT_CODE },
   { key: 'retry_count', type: 'number', default: 1, min: 0, meaning: 'Retries at most per call under retry_codes.' },
   { key: 'max_tps', type: 'number', min: 1, meaning: 'Hard limit: requests per second sent to this endpoint, over every caller. Beyond it calls get 900801 (503, Retry-After) without touching the backend (docs/throttling.md). Default: none.', example: '100' },
+  { key: 'security', type: 'table', meaning: 'Credentials the backend requires (docs/apis.md, "Backend security"): basic, digest or oauth.', fields: SECURITY_FIELDS },
 ];
 
 const CORS_FIELDS: readonly FieldDef[] = [
@@ -316,7 +337,83 @@ function toEndpoint(ctx: Ctx, raw: Record<string, unknown> | undefined, seg: Seg
     retryCount: raw.retry_count as number,
     ...(raw.max_tps !== undefined ? { maxTps: raw.max_tps as number } : {}),
   };
+  if (raw.security !== undefined) {
+    const security = toSecurity(ctx, raw.security as Record<string, unknown>, [...seg, 'security']);
+    if (security === undefined) return null;
+    return Object.freeze({ ...ep, security });
+  }
   return Object.freeze(ep);
+}
+
+const ENV = /^\$env\{([A-Za-z_][A-Za-z0-9_]*)\}$/;
+
+/** A credential value: as written, or `$env{NAME}` read from the environment when the API is deployed. */
+function credential(ctx: Ctx, raw: Record<string, unknown>, key: string, seg: Segment[]): string | undefined {
+  const v = raw[key];
+  if (typeof v !== 'string') return undefined;
+  const m = ENV.exec(v);
+  if (m === null) return v;
+  const value = process.env[m[1] as string];
+  if (value === undefined) {
+    ctx.r.report('error', 'API_VALUE', [...seg, key], `environment variable ${m[1] as string} is not set`, 'an exported variable, or the value itself');
+    return undefined;
+  }
+  return value;
+}
+
+/** [endpoints.*.security]: the fields each type needs, `$env{NAME}` values read. Undefined after reporting. */
+function toSecurity(ctx: Ctx, raw: Record<string, unknown>, seg: Segment[]): BackendSecurity | undefined {
+  const type = raw.type as BackendSecurityType;
+  const errors = ctx.r.errors;
+  const need = (key: string): void => {
+    if (raw[key] === undefined) ctx.r.report('error', 'API_REQUIRED', [...seg, key], `${key} is required for type = "${type}"${type === 'oauth' && (key === 'username' || key === 'password') ? ' with grant_type = "password"' : ''}`);
+  };
+  const grant = raw.grant_type as BackendGrantType;
+  if (type === 'basic' || type === 'digest' || grant === 'password') {
+    need('username');
+    need('password');
+  }
+  if (type === 'oauth') {
+    for (const k of ['token_url', 'client_id', 'client_secret']) need(k);
+    if (typeof raw.token_url === 'string') {
+      let ok = false;
+      try {
+        const u = new URL(raw.token_url);
+        ok = u.protocol === 'http:' || u.protocol === 'https:';
+      } catch {
+        ok = false;
+      }
+      if (!ok) ctx.r.report('error', 'API_VALUE', [...seg, 'token_url'], `${JSON.stringify(raw.token_url)} is not an http:// or https:// URL`, 'https://idp.example.com/oauth2/token');
+    }
+    for (const k of Object.keys(raw.parameters as Record<string, string>)) {
+      if (RESERVED_TOKEN_PARAMETERS.includes(k)) ctx.r.report('error', 'API_VALUE', [...seg, 'parameters', k], `${k} is set by the gateway and cannot be an extra parameter`, `a parameter other than ${RESERVED_TOKEN_PARAMETERS.join(', ')}`);
+    }
+  }
+  const username = credential(ctx, raw, 'username', seg);
+  const password = credential(ctx, raw, 'password', seg);
+  const clientId = credential(ctx, raw, 'client_id', seg);
+  const clientSecret = credential(ctx, raw, 'client_secret', seg);
+  if (ctx.r.errors > errors) return undefined;
+  return Object.freeze({
+    type,
+    username,
+    password,
+    maxReplayBody: raw.max_replay_body as number,
+    oauth:
+      type === 'oauth'
+        ? Object.freeze({
+            grantType: grant,
+            tokenUrl: raw.token_url as string,
+            clientId: clientId as string,
+            clientSecret: clientSecret as string,
+            scopes: raw.scopes as readonly string[],
+            parameters: raw.parameters as Readonly<Record<string, string>>,
+            clientAuth: raw.client_auth as BackendClientAuth,
+            timeout: raw.token_timeout as number,
+            expiryMargin: raw.expiry_margin as number,
+          })
+        : undefined,
+  });
 }
 
 /** Reports each not-yet-enforced field (FieldDef.notEnforced) once per API and place, at its first use. */
@@ -377,6 +474,10 @@ export function validateApi(raw: unknown, file: string, vars: ApiVars = {}, map?
     ctx.r.report('error', 'API_REQUIRED', ['endpoints'], 'at least one of production and sandbox is required', 'production = "http://host:port/path"');
   }
 
+  // A WebSocket handshake is not sent twice, so a Digest challenge could never be answered (docs/apis.md).
+  for (const [name, ep] of [['production', production], ['sandbox', sandbox]] as const) {
+    if (t.type === 'WS' && ep?.security?.type === 'digest') ctx.r.report('error', 'API_VALUE', ['endpoints', name, 'security', 'type'], 'digest is not available for WebSocket APIs (a handshake is not sent twice)', 'basic or oauth');
+  }
   const apiAuth = t.auth as AuthType;
   const resourcesRaw = t.resources as Record<string, unknown>[];
   if (resourcesRaw.length === 0) ctx.r.report('error', 'API_REQUIRED', ['resources'], 'at least one [[resources]] entry is required', '[[resources]] with path and methods');

@@ -49,7 +49,7 @@ export function assemble(options: GatewayOptions): GatewayParts {
   const globalCors = new CorsPolicy(settings.cors);
   const headers = new HeaderRules(settings.headerRules);
   // Paths in [transport.passthru_https] resolve like the store's: against the working directory.
-  const registry = new EndpointRegistry(options.outbound ?? outboundFrom(config, options.cwd ?? process.cwd()));
+  const registry = new EndpointRegistry(options.outbound ?? outboundFrom(config, options.cwd ?? process.cwd()), logger, options.now);
   // Throws ThrottleConfigError for an invalid policies file: a gateway never runs with limits it cannot read.
   const throttle = createThrottle({ settings: throttleSettingsFrom(config, dir), logger, ...options.throttling });
   const unsubscribe: (() => void)[] = [];

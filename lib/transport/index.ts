@@ -228,7 +228,7 @@ export function createTransport(options: TransportOptions): Transport {
 }
 
 export { targetFromUrl } from './types';
-export type { TargetEndpoint, SourceRequest, WebSocketHooks, TunnelInfo, RouteDecision, ForwardDecision, RetryPolicy, LocalResponse, RouteFn, FaultRenderer, TransportEvents, ExchangeRecord, BodyRead, BufferedResponse, ResponseHook } from './types';
+export type { TargetEndpoint, SourceRequest, WebSocketHooks, TunnelInfo, RouteDecision, ForwardDecision, RetryPolicy, LocalResponse, RouteFn, FaultRenderer, TransportEvents, ExchangeRecord, BodyRead, BufferedResponse, ResponseHook, Resend } from './types';
 export { ProtocolState, STATE_NAMES, TRANSITIONS, stateName } from './states';
 export { TransportBase, OwnCode, FAULT_KINDS, makeFault, faultJson, type TransportFault, type FaultReason, type Side } from './codes';
 export { DEFAULT_TRANSPORT_SETTINGS, type TransportSettings } from './settings';

@@ -414,7 +414,7 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
     }
     const noBody = noBodyKnown || (!p.chunked && p.contentLength === 0);
     const hook = ex.forward?.bufferResponse;
-    if (hook !== undefined && !ex.isHead) {
+    if (hook !== undefined && !ex.isHead && (hook.statuses === undefined || hook.statuses.includes(status))) {
       // Gathered for the router (mediation), nothing written to the client yet: a chunked body is taken
       // de-framed from onBody, a counted one from relay(), one delimited by the close at the end.
       this.gathered = { status, headers: p.headers.slice(), limit: hook.limit, chunks: [], size: 0 };

@@ -141,8 +141,23 @@ export interface BufferedResponse {
 
 export interface ResponseHook {
   readonly limit: number;
-  /** What the client gets; framing (Content-Length, Connection) is the transport's. */
-  handle(res: BufferedResponse): LocalResponse | Promise<LocalResponse>;
+  /** Gather only responses with one of these statuses; any other streams through as usual. Absent: every one. */
+  readonly statuses?: readonly number[];
+  /**
+   * What the client gets; framing (Content-Length, Connection) is the transport's. Or a Resend: the same
+   * request sent again (same target, path and body) with new fields, and this hook called again.
+   */
+  handle(res: BufferedResponse): LocalResponse | Resend | Promise<LocalResponse | Resend>;
+}
+
+/**
+ * A response hook's answer "send the request again with these fields" (a backend's authentication
+ * challenge answered, docs/apis.md "Backend security"). Only a request whose body can be sent again may be
+ * resent: one without a body, or one whose body the router holds (ForwardDecision.body or readBody());
+ * a resend of a streamed body is answered 101000-family fault `processing`.
+ */
+export interface Resend {
+  readonly resend: readonly string[];
 }
 
 export interface RetryPolicy {
