@@ -24,6 +24,7 @@ import { connectionTarget } from './store/pool';
 import { FormatConfigError, mediationSettingsFrom } from './mediation';
 import { roleParts } from './scale/settings';
 import { checkTlsStores } from './tls/settings';
+import { checkUserStore } from './store/users';
 
 export const USAGE = `Usage: throughway <command> [options]
 
@@ -190,6 +191,13 @@ function check(p: Parsed, io: CliIo): number {
   for (const s of stores) io.err(`${shown}: error ${s.code}: ${s.message}\n`);
   if (stores.length > 0) {
     io.out(`${shown}: invalid: ${plural(stores.length, 'key or trust store')} start would refuse\n`);
+    return 1;
+  }
+  // An LDAP user store's settings, as start reads them (the directory itself is not contacted: docs/user-stores.md).
+  const userStore = checkUserStore(result.config);
+  for (const e of userStore) io.err(`${shown}: error ${e.code}: ${e.message}\n`);
+  if (userStore.length > 0) {
+    io.out(`${shown}: invalid: the user store start would refuse\n`);
     return 1;
   }
   const lines = [`${shown}: valid (${plural(warnings, 'warning')}${p.strict ? ', strict' : ''})`, `role: ${result.config.server.server_role}`];

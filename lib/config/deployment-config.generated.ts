@@ -1536,6 +1536,8 @@ export interface DeploymentConfig {
   readonly http_access_log: HttpAccessLogSection;
   /** Registry handler */
   readonly registry_handler: readonly RegistryHandlerSection[];
+  /** User store */
+  readonly user_store: UserStoreSection;
   /** Trust store of the server */
   readonly truststore: TruststoreSection;
   /** throughway process and proxy settings */
@@ -1676,10 +1678,6 @@ export interface DeploymentConfig {
   readonly session_data: {
     /** Token persistence */
     readonly persistence: SessionDataPersistenceSection;
-  };
-  readonly user_store: {
-    /** User store properties */
-    readonly properties: UserStorePropertiesSection;
   };
   readonly custom_keystore: {
     readonly [keystore_name: string]: CustomKeystoreKeystoreNameSection;
@@ -1975,11 +1973,11 @@ export interface UserStorePropertiesSection {
   readonly TenantManager?: string;
   /** Users listed; 0 lists all. Accepted; throughway does not act on it. */
   readonly MaxUserNameListLength?: number;
-  /** Connection URL of the user store server. Accepted; throughway does not act on it. */
+  /** Connection URL of the user store server. */
   readonly ConnectionURL?: string;
-  /** DN of the connecting user; needs read and search rights. Accepted; throughway does not act on it. */
+  /** DN of the connecting user; needs read and search rights. */
   readonly ConnectionName?: string;
-  /** Password of the connecting user. Default: <PASSWORD>. Accepted; throughway does not act on it. */
+  /** Password of the connecting user. Default: <PASSWORD>. */
   readonly ConnectionPassword?: string;
   /** Optional attribute used as the listing name. Accepted; throughway does not act on it. */
   readonly DisplayNameAttribute?: string;
@@ -1987,15 +1985,15 @@ export interface UserStorePropertiesSection {
   readonly PasswordHashMethod?: "SHA" | "SHA-1" | "SHA-256" | "MD5" | "PLAIN_TEXT";
   /** Filter for listing users. Accepted; throughway does not act on it. */
   readonly UserNameListFilter?: string;
-  /** Filter for finding a user. Accepted; throughway does not act on it. */
+  /** Filter for finding a user. */
   readonly UserNameSearchFilter?: string;
-  /** Object class of user entries. Default: a vendor person object class. Accepted; throughway does not act on it. */
+  /** Object class of user entries. Default: a vendor person object class. */
   readonly UserEntryObjectClass?: string;
-  /** DN of the users container. Accepted; throughway does not act on it. */
+  /** DN of the users container. */
   readonly UserSearchBase?: string;
-  /** Attribute that uniquely identifies a user. Accepted; throughway does not act on it. */
+  /** Attribute that uniquely identifies a user. */
   readonly UserNameAttribute?: string;
-  /** Spelling of UserNameAttribute used in one spec listing; same meaning. Accepted; throughway does not act on it. */
+  /** Spelling of UserNameAttribute used in one spec listing; same meaning. */
   readonly UserNameAtribute?: string;
   /** Front-end password validation pattern. Accepted; throughway does not act on it. */
   readonly PasswordJavaScriptRegEx?: string;
@@ -2005,37 +2003,37 @@ export interface UserStorePropertiesSection {
   readonly UsernameJavaRegEx: string;
   /** Password validation pattern. Default: "^[\\S]{5,30}$". */
   readonly PasswordJavaRegEx: string;
-  /** Role name validation pattern. Default: "^[\\S]{5,30}$". Accepted; throughway does not act on it. */
+  /** Role name validation pattern. Default: "^[\\S]{5,30}$". */
   readonly RolenameJavaRegEx: string;
-  /** Read groups; when false the group base, list filter and name attribute are not needed. Accepted; throughway does not act on it. */
+  /** Read groups; when false the group base, list filter and name attribute are not needed. */
   readonly ReadGroups?: boolean;
-  /** Write groups. Accepted; throughway does not act on it. */
+  /** Write groups. */
   readonly WriteGroups?: boolean;
-  /** DN of the groups container. Accepted; throughway does not act on it. */
+  /** DN of the groups container. */
   readonly GroupSearchBase?: string;
   /** Filter for listing groups. Accepted; throughway does not act on it. */
   readonly GroupNameListFilter?: string;
-  /** Object class of group entries. Accepted; throughway does not act on it. */
+  /** Object class of group entries. */
   readonly GroupEntryObjectClass?: string;
   /** Filter for finding a group. Accepted; throughway does not act on it. */
   readonly GroupNameSearchFilter?: string;
-  /** Attribute holding the group name. Accepted; throughway does not act on it. */
+  /** Attribute holding the group name. */
   readonly GroupNameAttribute?: string;
-  /** Attribute listing the members of a group. Accepted; throughway does not act on it. */
+  /** Attribute listing the members of a group. */
   readonly MembershipAttribute?: string;
   /** Range for directory servers that limit membership attributes. Default: 1500. Accepted; throughway does not act on it. */
   readonly MembershipAttributeRange: number;
   /** Cache user roles; set false when roles change externally. Default: true. Accepted; throughway does not act on it. */
   readonly UserRoleCacheEnabled: boolean;
-  /** LDAP user DN pattern; speeds lookups. Accepted; throughway does not act on it. */
+  /** LDAP user DN pattern; speeds lookups. */
   readonly UserDNPattern?: string;
   /** Replace escape characters at login; only backslash and double backslash are escape characters. Accepted; throughway does not act on it. */
   readonly ReplaceEscapeCharactersAtUserLogin?: string;
   /** Tenant manager realm configuration builder class. Accepted; throughway does not act on it. */
   readonly MultiTenantRealmConfigBuilder?: string;
-  /** Inactivity after which a directory connection ends. Loaded as milliseconds. Accepted; throughway does not act on it. */
+  /** Inactivity after which a directory connection ends. Loaded as milliseconds. */
   readonly LDAPConnectionTimeout?: number;
-  /** Read timeout; zero or less waits forever. Loaded as milliseconds. Accepted; throughway does not act on it. */
+  /** Read timeout; zero or less waits forever. Loaded as milliseconds. */
   readonly ReadTimeout?: number;
   /** Retries after a timeout. Accepted; throughway does not act on it. */
   readonly RetryAttempts?: string;
@@ -2043,9 +2041,9 @@ export interface UserStorePropertiesSection {
   readonly SCIMEnabled: boolean;
   /** The store acts as a key distribution center. Default: false. Accepted; throughway does not act on it. */
   readonly kdcEnabled: boolean;
-  /** Pool directory connections. Default: false. Accepted; throughway does not act on it. */
+  /** Pool directory connections. Default: false. */
   readonly ConnectionPoolingEnabled: boolean;
-  /** true when member-of attributes are used. Default: false. Accepted; throughway does not act on it. */
+  /** true when member-of attributes are used. Default: false. */
   readonly BackLinksEnabled: boolean;
   /** Timeout of the user core cache. Default: "5". Accepted; throughway does not act on it. */
   readonly UserCoreCacheTimeOut: string;
@@ -2057,7 +2055,7 @@ export interface UserStorePropertiesSection {
   readonly IsBulkImportSupported?: string;
   /** Roles without users allowed (present in the sample only). Accepted; throughway does not act on it. */
   readonly EmptyRolesAllowed?: string;
-  /** STARTTLS on the directory connection (present in the sample only). Accepted; throughway does not act on it. */
+  /** STARTTLS on the directory connection (present in the sample only). */
   readonly StartTLSEnabled?: string;
   /** Default realm name (present in the sample only). Accepted; throughway does not act on it. */
   readonly defaultRealmName?: string;
@@ -2136,6 +2134,14 @@ export interface ApimTransportHeadersSection {
   readonly excludeRequestHeaders?: readonly string[];
   /** Response headers removed from the request to the backend. */
   readonly excludeResponseHeaders?: readonly string[];
+}
+
+/** User store ([user_store], the reference's files). */
+export interface UserStoreSection {
+  /** Where users and their roles live: database (the key manager's store), read_only_ldap or read_write_ldap (an LDAP directory, read only in throughway), active_directory; [user_store.properties] configure the directory (docs/user-stores.md). Default: "database_unique_id". */
+  readonly type: "database_unique_id" | "database" | "read_only_ldap" | "read_only_ldap_unique_id" | "read_write_ldap" | "read_write_ldap_unique_id" | "active_directory" | "active_directory_unique_id";
+  /** User store properties */
+  readonly properties: UserStorePropertiesSection;
 }
 
 /** Primary key store of the server ([keystore.primary], the reference's files). */

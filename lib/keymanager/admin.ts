@@ -7,6 +7,7 @@ import type * as http from 'node:http';
 import { SUBSCRIPTION_STATES, type KeyType, type SubscriptionState } from '../store/types';
 import { OAuthError } from './errors';
 import { KeyRingError } from './keys';
+import { checkNewUser } from './manage';
 import { readJson, sendJson, type RouteContext } from './http';
 import { issueRegistrationToken, revokeRegistrationToken } from './registration';
 
@@ -98,6 +99,16 @@ export async function handleAdmin(ctx: RouteContext, req: http.IncomingMessage, 
     if (method === 'POST') {
       const b = await readJson(req);
       const roles = strings(b.roles, 'roles');
+      const users = ctx.oauth.users;
+      if (users.kind !== 'database') {
+        // A read_write_ldap directory takes new users; other directories are read only (docs/user-stores.md).
+        if (users.addUser === undefined) throw new OAuthError('conflict', `users sign in against ${users.description}: add them in the directory; throughway does not write to it`);
+        const input = { username: need(b.username, 'username'), password: need(b.password, 'password'), roles: roles ?? [] };
+        checkNewUser(input, ctx.userRules);
+        const added = await users.addUser(input.username, input.password, input.roles);
+        ctx.logger.log('info', 'user_added', { username: added.username, store: users.description });
+        return sendJson(res, 201, added);
+      }
       const u = await m.addUser({ username: need(b.username, 'username'), password: need(b.password, 'password'), ...(roles !== undefined ? { roles } : {}) }, ctx.userRules);
       return sendJson(res, 201, u);
     }

@@ -17,9 +17,9 @@
  */
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import type * as http from 'node:http';
-import { checkUserPassword, digest, randomToken } from '../store/passwords';
+import { digest, randomToken } from '../store/passwords';
 import type { LoginGuard } from './lockout';
-import type { Store, User } from '../store/types';
+import { UserStoreError, type Identity, type UserStore } from '../store/users';
 import { OAuthError } from './errors';
 import type { RouteContext } from './http';
 import { consentPage, errorPage, sendPage, sendStyle, signInPage, STYLE_PATH } from './signin-page';
@@ -31,8 +31,6 @@ export type ApiScope = string | { readonly name: string; readonly roles: readonl
 export const CODE_TTL = 60_000;
 /** A sign-in page stays usable this long. */
 export const PENDING_TTL = 10 * 60_000;
-/** Wrong passwords on one pending authorization before it is dropped. */
-const MAX_ATTEMPTS = 5;
 /** Bounds of the in-memory maps (each entry well under 4 KiB). */
 const MAX_ENTRIES = 10_000;
 /** Longest state or nonce accepted. */
@@ -78,7 +76,6 @@ interface Pending {
   readonly challenge: string;
   readonly method: 'S256' | 'plain';
   readonly expiresAt: number;
-  attempts: number;
   user?: { username: string; scope: string; authTime: number };
 }
 
@@ -92,10 +89,10 @@ export class AuthorizationCodes {
   /** By the code's SHA-256: the code itself is never kept. */
   private readonly codes = new Map<string, CodeRecord>();
 
-  addPending(p: Omit<Pending, 'id' | 'csrf' | 'expiresAt' | 'attempts'>, now: number): Pending {
+  addPending(p: Omit<Pending, 'id' | 'csrf' | 'expiresAt'>, now: number): Pending {
     sweep(this.pending, now);
     if (this.pending.size >= MAX_ENTRIES) throw new OAuthError('server_error', 'too many sign-ins in progress; try again shortly', { status: 503, headers: { 'Retry-After': '60' } });
-    const rec: Pending = { ...p, id: randomUUID(), csrf: randomToken(), expiresAt: now + PENDING_TTL, attempts: 0 };
+    const rec: Pending = { ...p, id: randomUUID(), csrf: randomToken(), expiresAt: now + PENDING_TTL };
     this.pending.set(rec.id, rec);
     return rec;
   }
@@ -166,14 +163,15 @@ export class AuthorizationCodes {
 }
 
 /**
- * A user's password check, for every sign-in of the key manager (the sign-in page here). The one place
- * where failed attempts per account and client address can be counted and slowed.
+ * The sign-in page's password check against the user store, under the login guard (lockout.ts): it
+ * slows and locks guessing per account and client address as for the password grant (a locked pair or
+ * address rejects with a 429 OAuthError). The guard is the only limit: a new pending authorization does
+ * not restart the count.
  */
-export async function checkPassword(store: Store, username: string, password: string, clientAddress: string | undefined, guard?: LoginGuard): Promise<User | undefined> {
-  if (guard === undefined) return checkUserPassword(store, username, password);
-  let user: User | undefined;
-  // The login guard (lockout.ts) slows and locks guessing per account and address, as for the password grant.
-  const ok = await guard.attempt('signin', username, clientAddress ?? '', async () => (user = await checkUserPassword(store, username, password)) !== undefined);
+export async function checkPassword(users: UserStore, username: string, password: string, clientAddress: string | undefined, guard?: LoginGuard): Promise<Identity | undefined> {
+  if (guard === undefined) return users.authenticate(username, password);
+  let user: Identity | undefined;
+  const ok = await guard.attempt('signin', username, clientAddress ?? '', async () => (user = await users.authenticate(username, password)) !== undefined);
   return ok ? user : undefined;
 }
 
@@ -307,14 +305,24 @@ async function step(ctx: RouteContext, req: http.IncomingMessage, res: http.Serv
     const username = form.get('username') ?? '';
     const password = form.get('password') ?? '';
     const address = req.socket.remoteAddress;
-    const user = username === '' || username.length > 255 || password.length > 1024 ? undefined : await checkPassword(ctx.store, username, password, address, ctx.guard);
-    if (user === undefined) {
-      p.attempts++;
-      ctx.logger.log('warn', 'sign_in_failed', { client_id: p.clientId, username: username.slice(0, 255), address, attempts: p.attempts });
-      if (p.attempts >= MAX_ATTEMPTS) {
-        back({ error: 'access_denied', error_description: 'too many failed sign-in attempts' });
+    let user: Identity | undefined;
+    try {
+      user = username === '' || username.length > 255 || password.length > 1024 ? undefined : await checkPassword(ctx.oauth.users, username, password, address, ctx.guard);
+    } catch (err) {
+      // The user store cannot answer (lib/store/ldap.ts): a page saying so, not counted as a wrong password.
+      if (err instanceof UserStoreError && err.code === 'USER_STORE_UNAVAILABLE') {
+        ctx.logger.log('error', 'user_store_unavailable', { path: '/oauth2/authorize', code: err.code, message: err.message });
+        sendPage(res, 503, errorPage('Sign-in unavailable', 'The user store cannot be reached; try again in a moment.'), { 'Retry-After': '5' });
         return;
       }
+      // Locked by the login guard: the page again, with the time left (Retry-After).
+      if (!(err instanceof OAuthError && err.status === 429)) throw err;
+      const retry = err.headers['Retry-After'] ?? '60';
+      sendPage(res, 429, signInPage({ clientName: p.clientName, authz: p.id, csrf: p.csrf, username, error: `Too many failed sign-ins from this address: try again in ${retry} s.` }), { 'Retry-After': retry });
+      return;
+    }
+    if (user === undefined) {
+      ctx.logger.log('warn', 'sign_in_failed', { client_id: p.clientId, username: username.slice(0, 255).replace(/[\u0000-\u001f\u007f]/g, '?'), address });
       sendPage(res, 401, signInPage({ clientName: p.clientName, authz: p.id, csrf: p.csrf, username, error: 'Wrong username or password.' }));
       return;
     }
@@ -362,7 +370,7 @@ export async function handleUserinfo(ctx: RouteContext, req: http.IncomingMessag
   if (claims === undefined) return invalid('invalid_token', 'the access token is invalid, expired or revoked');
   if (!claims.scope.split(' ').includes('openid') || claims.aut !== 'APPLICATION_USER') return invalid('insufficient_scope', 'userinfo needs a user access token with the openid scope');
   const sub = String(claims.sub);
-  const user = await ctx.store.getUser(sub);
+  const user = await ctx.oauth.users.lookup(sub);
   const body: Record<string, unknown> = { sub };
   if (user !== undefined) {
     body.preferred_username = user.username;

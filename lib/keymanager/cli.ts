@@ -13,6 +13,7 @@ import { ConfigInvalidError, formatDiagnostic } from '../config/diagnostics';
 import { createEventBus } from '../events/bus';
 import { openStore } from '../store/open';
 import { SUBSCRIPTION_STATES, type SubscriptionState } from '../store/types';
+import { isDirectory } from '../store/users';
 import { OAuthError } from './errors';
 import { signingKeystore } from './index';
 import { openKeyRing } from './keys';
@@ -144,6 +145,8 @@ async function localOps(configFile: string, cwd: string, io: Io): Promise<Ops> {
         await revokeRegistrationToken(store, id);
         return { jti: id, revoked: true };
       }
+      // The local mode opens the key manager's store only: a directory is written through a running node (docs/user-stores.md).
+      if (c === 'users' && method === 'POST' && isDirectory(loaded.config)) throw new Error(`[user_store] type = "${loaded.config.user_store.type}": users sign in against the directory; add them there, or with --url through a running node for read_write_ldap`);
       if (c === 'users' && method === 'POST') return m.addUser({ username: s('username') ?? '', password: s('password') ?? '', ...(Array.isArray(body.roles) ? { roles: body.roles as string[] } : {}) }, rules);
       throw new Error(`no operation ${method} ${route}`);
     },

@@ -26,13 +26,14 @@ import type { OpsHandler } from '../events/observed';
 import { checkUserPassword } from '../store/passwords';
 import type { LoginGuard } from './lockout';
 import type { Store } from '../store/types';
+import { UserStoreError } from '../store/users';
 import type { Deployments } from '../scale/deployments';
 import { handleAdmin } from './admin';
 import { handleAuthorize, handleUserinfo } from './authorize';
 import { OAuthError } from './errors';
 import type { KeyRing } from './keys';
 import type { Manager } from './manage';
-import { checkClient, parseBasic, presentedClient } from './client-auth';
+import { checkClient, parseBasic, presentedClient, type PresentedClient } from './client-auth';
 import { discoveryKind, requestOrigin, serverMetadata } from './discovery';
 import type { OAuthServer } from './oauth';
 import { register } from './registration';
@@ -127,27 +128,37 @@ export async function requireAdmin(ctx: RouteContext, req: http.IncomingMessage)
 }
 
 /**
- * The token endpoint under the sign-in guard (lockout.ts): the client (Basic user or client_id) and, for
- * the password grant, the user are refused while locked; a failed client authentication (invalid_client)
- * or resource owner password (invalid_grant of the password grant) counts against them.
+ * The client credentials a request presents (client-auth.ts presentedClient, the one decoder of Basic and
+ * form credentials). Malformed Basic credentials are a failed client sign-in of the address (lockout.ts),
+ * under the empty account name: nothing names the client they were meant for.
  */
-async function guardedToken(ctx: RouteContext, authorization: string | undefined, address: string, form: URLSearchParams): Promise<unknown> {
+async function presentedUnderGuard(ctx: RouteContext, authorization: string | undefined, address: string, form: URLSearchParams): Promise<PresentedClient | undefined> {
   const g = ctx.guard;
-  if (g === undefined) return ctx.oauth.token(authorization, form);
-  const basic = parseBasic(authorization)?.user;
-  let client = form.get('client_id') ?? undefined;
-  if (basic !== undefined) {
-    try {
-      client = decodeURIComponent(basic.replace(/\+/g, ' '));
-    } catch {
-      client = basic;
+  if (g === undefined) return presentedClient(authorization, form);
+  try {
+    return presentedClient(authorization, form);
+  } catch (err) {
+    if (err instanceof OAuthError && err.error === 'invalid_client') {
+      g.check('client', '', address);
+      await g.failed('client', '', address);
     }
+    throw err;
   }
-  const user = form.get('grant_type') === 'password' ? form.get('username') ?? undefined : undefined;
+}
+
+/**
+ * `run` under the sign-in guard (lockout.ts), as on the token, revocation and introspection endpoints:
+ * the client and, for the password grant, the user are refused while locked; a failed client
+ * authentication (invalid_client) or resource owner password (invalid_grant of the password grant)
+ * counts against them; a success clears their pairs.
+ */
+async function guarded<T>(ctx: RouteContext, address: string, client: string | undefined, user: string | undefined, run: () => Promise<T>): Promise<T> {
+  const g = ctx.guard;
+  if (g === undefined) return run();
   if (client !== undefined) g.check('client', client, address);
   if (user !== undefined) g.check('password', user, address);
   try {
-    const answer = await ctx.oauth.token(authorization, form);
+    const answer = await run();
     if (client !== undefined) g.succeeded('client', client, address);
     if (user !== undefined) g.succeeded('password', user, address);
     return answer;
@@ -158,15 +169,30 @@ async function guardedToken(ctx: RouteContext, authorization: string | undefined
   }
 }
 
+/** The token endpoint under the sign-in guard. */
+async function guardedToken(ctx: RouteContext, authorization: string | undefined, address: string, form: URLSearchParams): Promise<unknown> {
+  const client = (await presentedUnderGuard(ctx, authorization, address, form))?.id ?? form.get('client_id') ?? undefined;
+  const user = form.get('grant_type') === 'password' ? form.get('username') ?? undefined : undefined;
+  return guarded(ctx, address, client, user, () => ctx.oauth.token(authorization, form));
+}
+
+/** Revocation (RFC 7009 §2.1) under the sign-in guard: its client authentication is the token endpoint's. */
+async function guardedRevoke(ctx: RouteContext, authorization: string | undefined, address: string, form: URLSearchParams): Promise<void> {
+  const client = (await presentedUnderGuard(ctx, authorization, address, form))?.id ?? form.get('client_id') ?? undefined;
+  return guarded(ctx, address, client, undefined, () => ctx.oauth.revoke(authorization, form));
+}
+
 /**
  * RFC 7662 §2.1: the caller of introspection authenticates. A client by either method of
- * client-auth.ts; HTTP Basic whose user is no client is tried as the super admin. A failure is
+ * client-auth.ts (under the sign-in guard, as on the token endpoint); HTTP Basic whose user is no client
+ * is tried as the super admin (guarded as an admin sign-in by requireAdmin). A failure is
  * invalid_client, 401 (RFC 7662 §2.3 refers to RFC 6749 §5.2), whichever was tried.
  */
 async function introspectionCaller(ctx: RouteContext, req: http.IncomingMessage, form: URLSearchParams): Promise<void> {
-  const presented = presentedClient(req.headers.authorization, form);
+  const address = req.socket.remoteAddress ?? '';
+  const presented = await presentedUnderGuard(ctx, req.headers.authorization, address, form);
   if (presented !== undefined && (presented.method === 'client_secret_post' || (await ctx.store.getClient(presented.id)) !== undefined)) {
-    await checkClient(ctx.store, presented);
+    await guarded(ctx, address, presented.id, undefined, () => checkClient(ctx.store, presented));
     return;
   }
   try {
@@ -257,6 +283,15 @@ function errorAnswer(ctx: RouteContext, path: string | undefined, err: unknown):
     if (err.status >= 500) ctx.logger.log('error', 'management_error', { path, error: err.error, message: err.message });
     return { status: err.status, headers: { ...json, ...err.headers }, body: JSON.stringify(err.body()) };
   }
+  if (err instanceof UserStoreError && (err.code === 'USER_STORE_CONFLICT' || err.code === 'USER_STORE_REFUSED')) {
+    const status = err.code === 'USER_STORE_CONFLICT' ? 409 : 400;
+    return { status, headers: json, body: JSON.stringify({ error: status === 409 ? 'conflict' : 'invalid_request', error_description: err.message }) };
+  }
+  if (err instanceof UserStoreError) {
+    // A directory that cannot answer a sign-in (lib/store/ldap.ts): 503, the reason in the log only.
+    ctx.logger.log('error', 'user_store_unavailable', { path, code: err.code, message: err.message });
+    return { status: 503, headers: { ...json, 'Retry-After': '5' }, body: JSON.stringify({ error: 'server_error', error_description: 'the user store cannot be reached; try again later' }) };
+  }
   ctx.logger.log('error', 'management_error', { path, error: 'server_error', message: (err as Error).message, code: (err as { code?: unknown }).code });
   return { status: 500, headers: json, body: JSON.stringify({ error: 'server_error', error_description: 'internal error; see the server log' }) };
 }
@@ -271,7 +306,7 @@ export async function oauthCall(ctx: RouteContext, c: OAuthCall): Promise<OAuthA
     if (c.method !== 'POST') throw new OAuthError('invalid_request', `${path} takes POST`, { status: 405, headers: { Allow: 'POST' } });
     const form = formOf(c.contentType, c.body);
     if (c.endpoint === 'token') return { status: 200, headers: { 'Content-Type': 'application/json; charset=utf-8', ...NO_STORE }, body: JSON.stringify(await guardedToken(ctx, c.authorization, c.address, form)) };
-    await ctx.oauth.revoke(c.authorization, form);
+    await guardedRevoke(ctx, c.authorization, c.address, form);
     // RFC 7009 §2.2: 200, empty body.
     return { status: 200, headers: NO_STORE, body: '' };
   } catch (err) {

@@ -17,6 +17,7 @@ import type { LoadResult } from '../config/load';
 import { createEventBus, type EventBus } from '../events/bus';
 import { silentLogger, type Logger } from '../log';
 import type { Store } from '../store/types';
+import { checkUserStore, openUserStore, type UserStore } from '../store/users';
 import type { OpsHandler } from '../events/observed';
 import type { Deployments } from '../scale/deployments';
 import { AuthorizationCodes, type ApiScope } from './authorize';
@@ -35,6 +36,8 @@ import { keyManagerSettings, type KeyManagerSettings } from './settings';
 export interface KeyManagerOptions {
   readonly loaded: LoadResult;
   readonly store: Store;
+  /** Where users sign in; by default the one `[user_store] type` names (lib/store/users.ts), closed with the key manager. */
+  readonly users?: UserStore;
   readonly bus?: EventBus;
   readonly logger?: Logger;
   /** Scopes deployed APIs declare, with the roles allowed to hold them (docs/security.md, "Scopes and roles"). */
@@ -53,6 +56,8 @@ export interface KeyManager {
   readonly manager: Manager;
   readonly keys: KeyRing;
   readonly bus: EventBus;
+  /** Where users sign in (password grant, sign-in page): `[user_store] type` (docs/user-stores.md). */
+  readonly users: UserStore;
   readonly handler: (req: http.IncomingMessage, res: http.ServerResponse) => void;
   /** POST /oauth2/token and /oauth2/revoke as a plain call: the gateway's /token and /revoke in process (lib/gateway/token-route.ts). */
   oauthCall(c: OAuthCall): Promise<OAuthAnswer>;
@@ -109,19 +114,24 @@ export async function createKeyManager(o: KeyManagerOptions): Promise<KeyManager
   const config = o.loaded.config;
   const logger = o.logger ?? silentLogger;
   const bus = o.bus ?? createEventBus((err, event) => logger.log('error', 'event_subscriber_failed', { event: event.name, message: (err as Error).message }));
+  // A user store that cannot work stops the start before anything is opened (USER_STORE_CONFIG).
+  const userStoreError = o.users === undefined ? checkUserStore(config)[0] : undefined;
+  if (userStoreError !== undefined) throw userStoreError;
   let settings = keyManagerSettings(config, o.loaded.ports, o.baseUrl);
   const secret = config.throughway.management.signing_key_secret;
   const sealer = secret === undefined ? undefined : new KeySealer(secret);
   if (sealer === undefined && signingKeystore(config) === undefined) logger.log('warn', 'signing_key_unencrypted', { message: 'the token-signing private key is stored unencrypted: set [throughway.management] signing_key_secret = "$env{NAME}" to encrypt it (docs/security.md)' });
   const keys = await openKeyRing(o.store, keyGrace(settings), signingKeystore(config), sealer);
   const guard = new LoginGuard(lockoutSettings(config.throughway.management), logger);
+  // An LDAP directory is bound to here: a wrong URL or connection password stops the start (USER_STORE_CONNECT).
+  const users = o.users ?? (await openUserStore(config, o.store));
   // The default super admin password, configured or still stored: listeners on loopback only (listener.ts).
   const storedAdmin = await o.store.getUser(config.super_admin.username);
   const loopbackOnly = usesDefaultAdminPassword(config) || (storedAdmin !== undefined && storedAdmin.roles.includes('admin') && (await verifyPassword(DEFAULT_ADMIN_PASSWORD, storedAdmin)));
-  const manager = new Manager(o.store, bus);
+  const manager = new Manager(o.store, bus, users);
   // One set of pending authorizations and codes, kept when the OAuth server is rebuilt for port 0.
   const codes = new AuthorizationCodes();
-  let oauth = new OAuthServer({ store: o.store, keys, bus, logger, settings, codes, ...(o.apiScopes !== undefined ? { apiScopes: o.apiScopes } : {}) });
+  let oauth = new OAuthServer({ store: o.store, users, keys, bus, logger, settings, codes, ...(o.apiScopes !== undefined ? { apiScopes: o.apiScopes } : {}) });
   const props = config.user_store.properties;
   const userRules = { username: javaRegex(props.UsernameJavaRegEx), password: javaRegex(props.PasswordJavaRegEx) };
   const ctx: { -readonly [K in keyof RouteContext]: RouteContext[K] } = { oauth, manager, store: o.store, keys, logger, userRules, guard, ...(o.ops !== undefined ? { ops: o.ops } : {}), ...(o.deployments !== undefined ? { deployments: o.deployments } : {}) };
@@ -152,6 +162,7 @@ export async function createKeyManager(o: KeyManagerOptions): Promise<KeyManager
     manager,
     keys,
     bus,
+    users,
     handler,
     oauthCall: (c) => oauthCall(ctx, c),
     guard,
@@ -175,7 +186,7 @@ export async function createKeyManager(o: KeyManagerOptions): Promise<KeyManager
           // Port 0 (tests): the URLs the server announces follow the port it got.
           if (o.baseUrl === undefined && port === 0) {
             settings = keyManagerSettings(config, o.loaded.ports, `http://${host ?? '127.0.0.1'}:${a.port}`);
-            oauth = new OAuthServer({ store: o.store, keys, bus, logger, settings, codes, ...(o.apiScopes !== undefined ? { apiScopes: o.apiScopes } : {}) });
+            oauth = new OAuthServer({ store: o.store, users, keys, bus, logger, settings, codes, ...(o.apiScopes !== undefined ? { apiScopes: o.apiScopes } : {}) });
             ctx.oauth = oauth;
           }
           resolve(a);
@@ -198,6 +209,7 @@ export async function createKeyManager(o: KeyManagerOptions): Promise<KeyManager
     },
     async close() {
       if (timer !== undefined) clearInterval(timer);
+      if (o.users === undefined) await users.close();
       const hs = secureServer;
       secureServer = undefined;
       if (hs !== undefined) {

@@ -9,6 +9,7 @@ import { randomBytes } from 'node:crypto';
 import type { ApplicationPayload, EventBus, SubscriptionPayload } from '../events/bus';
 import { digest, newPasswordHash, randomToken } from '../store/passwords';
 import { SUBSCRIPTION_STATES, StoreError, type Application, type BlockingConditionRecord, type KeyType, type OAuthClient, type StoredHashMethod, type Store, type Subscription, type SubscriptionState } from '../store/types';
+import { findIdentity, type UserStore } from '../store/users';
 import { OAuthError } from './errors';
 import { checkBlockingCondition } from '../events/blocking';
 import { DEFAULT_CLIENT_GRANTS, isGrantType } from './settings';
@@ -74,6 +75,8 @@ export class Manager {
   constructor(
     private readonly store: Store,
     private readonly bus: EventBus,
+    /** Where users sign in ([user_store] type); the store's own users when not given. */
+    private readonly users?: UserStore,
   ) {}
 
   private async view(app: Application): Promise<ApplicationView> {
@@ -214,10 +217,7 @@ export class Manager {
   }
 
   async addUser(input: { username: string; password: string; roles?: readonly string[] }, rules?: { username: RegExp; password: RegExp }): Promise<UserView> {
-    checkText('username', input.username);
-    for (const r of input.roles ?? []) checkText('roles', r);
-    if (rules !== undefined && !rules.username.test(input.username)) throw new OAuthError('invalid_request', `user name does not match [user_store.properties] UsernameJavaRegEx ${rules.username.source}`);
-    if (rules !== undefined && !rules.password.test(input.password)) throw new OAuthError('invalid_request', `password does not match [user_store.properties] PasswordJavaRegEx ${rules.password.source}`);
+    checkNewUser(input, rules);
     // Every password throughway sets is kept as scrypt (lib/store/passwords.ts).
     const hash = await newPasswordHash(input.password);
     const u = await this.store
@@ -231,7 +231,7 @@ export class Manager {
    * the roles comma-separated as the reference writes its role claim. Undefined for an unknown user.
    */
   async userClaims(username: string): Promise<Record<string, string> | undefined> {
-    const u = await this.store.getUser(username);
+    const u = this.users === undefined ? await this.store.getUser(username) : await findIdentity(this.users, this.store, username);
     return u === undefined ? undefined : { role: u.roles.join(',') };
   }
 
@@ -264,4 +264,16 @@ export class Manager {
 
 export function subscriptionPayload(s: Subscription): SubscriptionPayload {
   return { id: s.id, applicationId: s.applicationId, apiContext: s.apiContext, apiVersion: s.apiVersion, tier: s.tier, state: s.state };
+}
+
+/**
+ * A new user's name, roles and password checked as every user store takes them (the key manager's store
+ * and a read_write_ldap directory): no control characters, `[user_store.properties]` UsernameJavaRegEx and
+ * PasswordJavaRegEx. 400 invalid_request naming the field otherwise.
+ */
+export function checkNewUser(input: { username: string; password: string; roles?: readonly string[] }, rules?: { username: RegExp; password: RegExp }): void {
+  checkText('username', input.username);
+  for (const r of input.roles ?? []) checkText('roles', r);
+  if (rules !== undefined && !rules.username.test(input.username)) throw new OAuthError('invalid_request', `user name does not match [user_store.properties] UsernameJavaRegEx ${rules.username.source}`);
+  if (rules !== undefined && !rules.password.test(input.password)) throw new OAuthError('invalid_request', `password does not match [user_store.properties] PasswordJavaRegEx ${rules.password.source}`);
 }

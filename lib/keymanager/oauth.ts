@@ -10,9 +10,10 @@ import { randomUUID } from 'node:crypto';
 import { createLocalJWKSet, createRemoteJWKSet, decodeJwt, jwtVerify, SignJWT, type JWTPayload } from 'jose';
 import type { EventBus } from '../events/bus';
 import type { Logger } from '../log';
-import { checkUserPassword, digest, randomToken, verifyDigest } from '../store/passwords';
+import { digest, randomToken } from '../store/passwords';
 import { authenticateClient, type AuthenticatedClient } from './client-auth';
-import { StoreError, type Application, type KeyType, type OAuthClient, type Store, type User } from '../store/types';
+import { StoreError, type Application, type KeyType, type OAuthClient, type Store } from '../store/types';
+import { databaseUserStore, findIdentity, type Identity, type UserStore } from '../store/users';
 import { AuthorizationCodes, type ApiScope } from './authorize';
 import { issuedInFuture } from '../security/validator';
 import { OAuthError } from './errors';
@@ -63,6 +64,8 @@ export { parseBasic } from './client-auth';
 
 export interface OAuthServerOptions {
   readonly store: Store;
+  /** Where users sign in (lib/store/users.ts); the key manager's store when not given. */
+  readonly users?: UserStore;
   readonly keys: KeyRing;
   readonly bus: EventBus;
   readonly logger: Logger;
@@ -85,9 +88,20 @@ export interface ScopeHolder {
 export class OAuthServer {
   private readonly remoteJwks = new Map<string, ReturnType<typeof createRemoteJWKSet>>();
   readonly codes: AuthorizationCodes;
+  /** Where users sign in: `[user_store] type` (lib/store/users.ts). */
+  readonly users: UserStore;
 
   constructor(private readonly o: OAuthServerOptions) {
     this.codes = o.codes ?? new AuthorizationCodes();
+    this.users = o.users ?? databaseUserStore(o.store);
+  }
+
+  /**
+   * A user's roles by name: the user store's, else the key manager's store's (the super admin, who owns
+   * applications, lives there whatever the user store: docs/user-stores.md).
+   */
+  async rolesOf(username: string): Promise<readonly string[]> {
+    return (await findIdentity(this.users, this.o.store, username))?.roles ?? [];
   }
 
   get settings(): KeyManagerSettings {
@@ -118,8 +132,9 @@ export class OAuthServer {
         return this.authorizationCode(auth, form);
       case 'client_credentials': {
         // The application owner's roles bind scopes for application tokens (docs/security.md).
-        const owner = await this.o.store.getUser(auth.application.owner);
-        const scope = await this.resolveScope(param(form, 'scope'), { roles: owner?.roles ?? [], applicationId: auth.application.id });
+        // The owner's roles are looked up only when a scope is asked for (a directory is not asked otherwise).
+        const asked = param(form, 'scope');
+        const scope = await this.resolveScope(asked, { roles: asked === undefined ? [] : await this.rolesOf(auth.application.owner), applicationId: auth.application.id });
         return this.issue(auth, {
           grant,
           subject: auth.application.owner,
@@ -133,7 +148,7 @@ export class OAuthServer {
       case 'password': {
         const username = required(form, 'username');
         const password = required(form, 'password');
-        const user: User | undefined = await checkUserPassword(this.o.store, username, password);
+        const user: Identity | undefined = await this.users.authenticate(username, password);
         if (user === undefined) throw new OAuthError('invalid_grant', 'invalid resource owner credentials');
         const scope = await this.resolveScope(param(form, 'scope'), { roles: user.roles, applicationId: auth.application.id });
         return this.issue(auth, { grant, subject: user.username, aut: 'APPLICATION_USER', scope, validity: this.o.settings.userTokenValidity, refresh: true, idToken: true });

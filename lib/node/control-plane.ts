@@ -128,6 +128,7 @@ export async function startKeyManager(b: Boot): Promise<void> {
   const km = b.eph ? await keyManager.listen(0, '127.0.0.1') : await keyManager.listen();
   b.listening.management = km.port;
   b.log(`  ${'management HTTP'.padEnd(18)} port ${km.port} (key manager, ${store.description})`);
+  if (keyManager.users.kind !== 'database') b.log(`  ${'user store'.padEnd(18)} ${keyManager.users.description} (docs/user-stores.md)`);
   if (keyManager.loopbackOnly) {
     b.logger.log('warn', 'management_loopback_only', { address: km.address, message: LOOPBACK_REASON });
     b.log(`  warning: ${LOOPBACK_REASON}`);

@@ -46,7 +46,8 @@ t.test('a real file beside its stores: exit 0, warnings printed, inactive sectio
   t.equal(made.status, 0, 'keytool made wso2carbon.jks');
   const r = run(['config', 'check', '--config', path.join(conf, 'deployment.toml')]);
   t.equal(r.status, 0, r.stderr);
-  t.match(r.stderr, /deployment\.toml:14:1: warning CONFIG_UNKNOWN_KEY user_store\.type: unknown key 'type' in \[user_store\]/);
+  t.match(r.stderr, /deployment\.toml:110:1: warning CONFIG_UNKNOWN_KEY apim\.analytics\.type: unknown key 'type' in \[apim\.analytics\]/);
+  t.notMatch(r.stderr, 'user_store.type', '[user_store] type is known (docs/user-stores.md)');
   t.notMatch(r.stderr, 'keystore.tls', '[keystore.tls] is known');
   t.match(r.stdout, /valid \(\d+ warnings\)/);
   t.match(r.stdout, 'accepted but inactive: apim.ai');
@@ -56,8 +57,18 @@ t.test('a real file beside its stores: exit 0, warnings printed, inactive sectio
 t.test('--strict makes the same file fail', async (t) => {
   const r = run(['config', 'check', '--strict', '--config', path.join(FIXTURES, '02-product-apim_universal-gateway.deployment.toml')]);
   t.equal(r.status, 1);
-  t.match(r.stderr, 'error CONFIG_UNKNOWN_KEY user_store.type');
+  t.match(r.stderr, 'error CONFIG_UNKNOWN_KEY apim.analytics.type');
   t.match(r.stdout, /invalid: \d+ errors/);
+});
+
+t.test('an LDAP user store start would refuse: exit 1 with USER_STORE_CONFIG, without contacting it', async (t) => {
+  const f = file('ldap.toml', '[user_store]\ntype = "active_directory"\n[user_store.properties]\nConnectionURL = "http://dc1.example:389"\nConnectionName = "CN=tw"\nConnectionPassword = "pw"\nUserSearchBase = "DC=example"\n');
+  const r = run(['config', 'check', '--config', f]);
+  t.equal(r.status, 1);
+  t.match(r.stderr, /error USER_STORE_CONFIG: \[user_store\] type = "active_directory": \[user_store\.properties\] ConnectionURL "http:\/\/dc1\.example:389" is not an ldap:\/\/ or ldaps:\/\/ URL/);
+  t.match(r.stdout, 'invalid: the user store start would refuse');
+  const ok = run(['config', 'check', '--config', file('ldap-ok.toml', fs.readFileSync(f, 'utf8').replace('http://', 'ldaps://'))]);
+  t.equal(ok.status, 0, ok.stderr);
 });
 
 t.test('a bad file: exit 1 with every error listed', async (t) => {

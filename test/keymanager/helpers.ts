@@ -26,7 +26,7 @@ export interface Harness {
 
 export const ADMIN = { user: 'admin', password: 'admin-pw-1' };
 
-export async function startKeyManager(toml = '', options: { apiScopes?: () => Iterable<string>; dir?: string; database?: string; deployments?: KeyManagerOptions['deployments']; port?: number } = {}): Promise<Harness> {
+export async function startKeyManager(toml = '', options: { apiScopes?: KeyManagerOptions['apiScopes']; dir?: string; database?: string; deployments?: KeyManagerOptions['deployments']; port?: number } = {}): Promise<Harness> {
   const dir = options.dir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'tw-km-'));
   const database = options.database ?? `[database.apim_db]\ntype = "h2"\nurl = "jdbc:h2:${path.join(dir, 'apim_db')}"\nusername = "tw"\npassword = "tw"\n`;
   const text = `[super_admin]\nusername = "${ADMIN.user}"\npassword = "${ADMIN.password}"\n${database}${toml}`;

@@ -48,7 +48,7 @@ const root = join(__dirname, '..', '..', '..');
 const dist = join(root, 'dist');
 
 /** The pages this test covers (the others run elsewhere, see above). */
-const PAGES = ['admin-api', 'analytics', 'apis', 'architecture', 'events', 'faults', 'key-manager', 'mediation', 'migrating', 'operations', 'scale-out', 'security', 'throttling', 'tls', 'tracing', 'transport', 'websocket', 'configuration'];
+const PAGES = ['admin-api', 'analytics', 'apis', 'architecture', 'events', 'faults', 'key-manager', 'mediation', 'migrating', 'operations', 'scale-out', 'security', 'throttling', 'tls', 'tracing', 'transport', 'websocket', 'configuration', 'user-stores'];
 
 /** Blocks deliberately not checked, by page and first line, with the reason. */
 const SKIPPED: ReadonlyArray<{ page: string; starts: string; reason: string }> = [
@@ -145,7 +145,7 @@ for (const b of all.filter((x) => x.lang === 'toml')) {
     let ok: boolean;
     switch (tomlKind(b)) {
       case 'deployment': {
-        const r = loadConfig({ text: b.text, file, env: { KEYSTORE_PASSWORD: 'sample' } });
+        const r = loadConfig({ text: b.text, file, env: { KEYSTORE_PASSWORD: 'sample', LDAP_PASSWORD: 'sample' } });
         diags = r.diagnostics;
         ok = r.ok;
         break;

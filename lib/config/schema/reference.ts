@@ -5,6 +5,10 @@
  * ([transport.passthru_https] listener.key_store.file_name: "primary keystore file of the server";
  * trust_store.file_name: "server trust store file"; sender: "same defaults as the listener"). The loader
  * copies them into the transports' store keys the file leaves out (config/stores.ts, docs/tls.md).
+ *
+ * `[user_store] type` is the reference's choice of user store that spec 001's `[user_store.properties]`
+ * (ConnectionURL, UserSearchBase, MembershipAttribute, ...) configure: the database, an LDAP directory or
+ * Active Directory (docs/user-stores.md).
  */
 import type { KeyDef, SectionDef } from '../schema-types';
 
@@ -21,7 +25,25 @@ function keyStoreKeys(what: string): KeyDef[] {
   ];
 }
 
+/** The reference's `[user_store] type` values; the `_unique_id` forms name the same stores. */
+export const USER_STORE_TYPES = ['database_unique_id', 'database', 'read_only_ldap', 'read_only_ldap_unique_id', 'read_write_ldap', 'read_write_ldap_unique_id', 'active_directory', 'active_directory_unique_id'] as const;
+
 export const REFERENCE_SECTIONS: readonly SectionDef[] = [
+  {
+    path: 'user_store',
+    source: 'reference',
+    title: 'User store',
+    runs: true,
+    keys: [
+      {
+        key: 'type',
+        type: 's',
+        default: 'database_unique_id',
+        allowed: USER_STORE_TYPES,
+        meaning: 'Where users and their roles live: database (the key manager\'s store), read_only_ldap or read_write_ldap (an LDAP directory, read only in throughway), active_directory; [user_store.properties] configure the directory (docs/user-stores.md).',
+      },
+    ],
+  },
   {
     path: 'keystore.primary',
     source: 'reference',

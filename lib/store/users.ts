@@ -1,0 +1,113 @@
+/**
+ * User stores (docs/user-stores.md): where the users who sign in (password grant, the code flow's sign-in
+ * page) and their roles live. `[user_store] type` picks one:
+ * - `database_unique_id` / `database` (the default): the key manager's own store (lib/store/types.ts),
+ *   passwords as scrypt (lib/store/passwords.ts);
+ * - `read_only_ldap`, `read_write_ldap`, `active_directory` (and their `_unique_id` forms): an LDAP
+ *   directory or Active Directory read through `[user_store.properties]` (lib/store/ldap.ts); the admin
+ *   API adds users to a `read_write_ldap` directory only.
+ *
+ * The super admin of the admin API always lives in the key manager's store (`[super_admin]`, spec 000).
+ */
+import type { DeploymentConfig } from '../config/deployment-config.generated';
+import { checkUserPassword } from './passwords';
+import type { Store } from './types';
+
+/** A user as a user store reports it: its canonical name and the roles (groups) it holds. */
+export interface Identity {
+  readonly username: string;
+  readonly roles: readonly string[];
+}
+
+export interface UserStore {
+  /** `database`, `ldap` or `active_directory`. */
+  readonly kind: 'database' | 'ldap' | 'active_directory';
+  /** Where it is, for start-up lines (never credentials). */
+  readonly description: string;
+  /**
+   * The user when the password is right; undefined for an unknown user or a wrong password. Rejects
+   * with UserStoreError USER_STORE_UNAVAILABLE when the store cannot answer.
+   */
+  authenticate(username: string, password: string): Promise<Identity | undefined>;
+  /** A user's roles without a password (an application owner's, userinfo); undefined when unknown. */
+  lookup(username: string): Promise<Identity | undefined>;
+  /**
+   * Adds a user to a directory that throughway writes (`read_write_ldap`); absent on read-only stores.
+   * The key manager's own store adds users through lib/keymanager/manage.ts.
+   */
+  addUser?(username: string, password: string, roles: readonly string[]): Promise<Identity>;
+  close(): Promise<void>;
+}
+
+/**
+ * Codes of user store errors: a configuration that cannot work (checked by `config check` without the
+ * network), a directory start cannot bind to, a directory that fails during a sign-in (answered 503); a
+ * user that exists already (409) and a change the directory refuses (400) when adding users.
+ */
+export type UserStoreErrorCode = 'USER_STORE_CONFIG' | 'USER_STORE_CONNECT' | 'USER_STORE_UNAVAILABLE' | 'USER_STORE_CONFLICT' | 'USER_STORE_REFUSED';
+
+export class UserStoreError extends Error {
+  readonly code: UserStoreErrorCode;
+  constructor(code: UserStoreErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'UserStoreError';
+    this.code = code;
+  }
+}
+
+/** The key manager's store as the user store (the default). */
+export function databaseUserStore(store: Store): UserStore {
+  return {
+    kind: 'database',
+    description: `the key manager's store (${store.kind})`,
+    async authenticate(username, password) {
+      const u = await checkUserPassword(store, username, password);
+      return u === undefined ? undefined : { username: u.username, roles: u.roles };
+    },
+    async lookup(username) {
+      const u = await store.getUser(username);
+      return u === undefined ? undefined : { username: u.username, roles: u.roles };
+    },
+    close: async () => undefined,
+  };
+}
+
+/**
+ * A user by name without a password (an application owner's roles, userinfo, backend JWT claims): the
+ * user store's, else the key manager's store's, where the super admin lives whatever the user store.
+ */
+export async function findIdentity(users: UserStore, store: Store, username: string): Promise<Identity | undefined> {
+  const found = await users.lookup(username);
+  if (found !== undefined || users.kind === 'database') return found;
+  const u = await store.getUser(username);
+  return u === undefined ? undefined : { username: u.username, roles: u.roles };
+}
+
+/** Whether `[user_store] type` names a directory (LDAP or Active Directory). */
+export function isDirectory(config: DeploymentConfig): boolean {
+  return !config.user_store.type.startsWith('database');
+}
+
+/**
+ * The user store `[user_store] type` names. A directory is bound to with the connection credentials
+ * before this resolves (USER_STORE_CONNECT otherwise), so a wrong URL or password stops the start.
+ */
+export async function openUserStore(config: DeploymentConfig, store: Store): Promise<UserStore> {
+  if (!isDirectory(config)) return databaseUserStore(store);
+  const { ldapSettings, openLdapUserStore } = await import('./ldap');
+  return openLdapUserStore(ldapSettings(config));
+}
+
+/** What `config check` can say of the user store without the network: the settings' errors. */
+export function checkUserStore(config: DeploymentConfig): UserStoreError[] {
+  if (!isDirectory(config)) return [];
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { ldapSettings } = require('./ldap') as typeof import('./ldap');
+  try {
+    ldapSettings(config);
+    return [];
+  } catch (err) {
+    if (err instanceof UserStoreError) return [err];
+    throw err;
+  }
+}
