@@ -2003,7 +2003,7 @@ export interface UserStorePropertiesSection {
   readonly UsernameJavaRegEx: string;
   /** Password validation pattern. Default: "^[\\S]{5,30}$". */
   readonly PasswordJavaRegEx: string;
-  /** Role name validation pattern. Default: "^[\\S]{5,30}$". */
+  /** Role name validation pattern. Default: "^[\\S]{5,30}$". Accepted; throughway does not act on it. */
   readonly RolenameJavaRegEx: string;
   /** Read groups; when false the group base, list filter and name attribute are not needed. */
   readonly ReadGroups?: boolean;

@@ -233,7 +233,7 @@ if (missing !== undefined) {
   });
 
   t.test('read_write_ldap: the admin API adds users to the directory and to their groups', async (t) => {
-    const h = await startKeyManager(userStoreToml(slapd.url, 'read_write_ldap'), { apiScopes: () => [{ name: 'shop:admin', roles: ['shop-admin'] }] });
+    const h = await startKeyManager(userStoreToml(slapd.url, 'read_write_ldap', 'UserEntryObjectClass = "inetOrgPerson"\nWriteGroups = true\n'), { apiScopes: () => [{ name: 'shop:admin', roles: ['shop-admin'] }] });
     t.teardown(() => h.close());
     const add = await json('POST', `${h.url}/admin/v1/users`, { username: 'dave,1', password: 'dave-pw-1', roles: ['shop-admin'] }, adminAuth());
     t.match(add, { status: 201, body: { username: 'dave,1', roles: ['shop-admin'] } });
@@ -306,8 +306,13 @@ if (missing !== undefined) {
       if (!loaded.ok) throw new Error(JSON.stringify(loaded.diagnostics));
       return openUserStore(loaded.config, {} as Store);
     };
-    // Active Directory's defaults name sAMAccountName and objectClass user; slapd has neither, so uid is given.
-    const ad = await open(userStoreToml(slapd.url, 'active_directory', 'ConnectionPoolingEnabled = true\n').replace(/GroupEntryObjectClass.*\n|MembershipAttribute.*\n/g, ''));
+    // Active Directory's defaults name sAMAccountName and objectClass user; slapd has neither, so uid is given,
+    // in the spec's other spelling of the key (UserNameAtribute): without it the AD default would find nobody.
+    const ad = await open(
+      userStoreToml(slapd.url, 'active_directory', 'ConnectionPoolingEnabled = true\n')
+        .replace(/GroupEntryObjectClass.*\n|MembershipAttribute.*\n/g, '')
+        .replace('UserNameAttribute = "uid"', 'UserNameAtribute = "uid"'),
+    );
     t.teardown(() => ad.close());
     t.equal(ad.kind, 'active_directory');
     const a = await ad.authenticate('alice', 'alice-pw-1');
@@ -315,7 +320,8 @@ if (missing !== undefined) {
     t.equal(await ad.authenticate('alice', 'wrong'), undefined);
     t.same(await ad.lookup('bob'), { username: 'bob', roles: ['staff'] }, 'a lookup on the pooled connection');
 
-    const byPattern = await open(userStoreToml(slapd.url, 'read_only_ldap', `UserDNPattern = "uid={0},${PEOPLE}"\n`));
+    // BackLinksEnabled: roles from the entry's memberOf (slapd's memberof overlay) instead of a group search.
+    const byPattern = await open(userStoreToml(slapd.url, 'read_only_ldap', `UserDNPattern = "uid={0},${PEOPLE}"\nBackLinksEnabled = true\nStartTLSEnabled = "false"\n`));
     t.teardown(() => byPattern.close());
     t.same(await byPattern.authenticate('carl,jr', 'carl-pw-1'), { username: 'carl,jr', roles: ['staff'] }, 'the comma is escaped in the DN (RFC 4514)');
     t.equal(await byPattern.authenticate('nobody', 'x-pw-1'), undefined, 'no such entry: nobody');

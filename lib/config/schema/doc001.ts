@@ -552,7 +552,7 @@ export const DOC001_SECTIONS: readonly SectionDef[] = [
       { key: 'UsernameJavaScriptRegEx', type: 's', inactive: true, meaning: 'Front-end user name validation pattern.' },
       { key: 'UsernameJavaRegEx', type: 's', default: '^[\\S]{5,30}$', defaultText: 'length 5 to 30, non-empty characters', meaning: 'User name validation pattern.' },
       { key: 'PasswordJavaRegEx', type: 's', default: '^[\\S]{5,30}$', defaultText: 'length 5 to 30, non-empty characters', meaning: 'Password validation pattern.' },
-      { key: 'RolenameJavaRegEx', type: 's', default: '^[\\S]{5,30}$', defaultText: 'length 5 to 30, non-empty characters', meaning: 'Role name validation pattern.' },
+      { key: 'RolenameJavaRegEx', type: 's', default: '^[\\S]{5,30}$', defaultText: 'length 5 to 30, non-empty characters', inactive: true, meaning: 'Role name validation pattern.' },
       { key: 'ReadGroups', type: 'b', meaning: 'Read groups; when false the group base, list filter and name attribute are not needed.' },
       { key: 'WriteGroups', type: 'b', meaning: 'Write groups.' },
       { key: 'GroupSearchBase', type: 's', meaning: 'DN of the groups container.' },
