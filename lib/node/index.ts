@@ -10,6 +10,7 @@
  *   operations.ts     GET /metrics, /health, /health/live on the management port, the parts' checkers
  *   gateway.ts        the gateway on its HTTP port (8280 + offset; spec 002 part 4), the management HTTPS
  *                     port and the gateway's HTTPS, WS and WSS listeners (docs/tls.md)
+ *   portal.ts         the developer portal and the publisher on the management ports (docs/portal.md)
  *   signals.ts        SIGHUP (reload) and close()
  *   summary.ts        the start-up summary
  *
@@ -30,6 +31,7 @@ import { startDemo } from './demo';
 import { pullControlPlane, startDecisionService, startEventHub, startKeyManager, warnJmsUrls } from './control-plane';
 import { startOpsServer } from './operations';
 import { listenerTls, startGateway, startGatewayTls, startManagementHttps } from './gateway';
+import { startPortal } from './portal';
 import { signals } from './signals';
 import { summarise } from './summary';
 
@@ -50,6 +52,7 @@ export async function startNode(loaded: LoadResult, options: StartOptions = {}):
     await startDecisionService(b);
     const t = listenerTls(b);
     await startManagementHttps(b, t);
+    await startPortal(b);
     await startGateway(b);
     if (b.gateway !== undefined) await startGatewayTls(b, b.gateway, t);
     else b.log(`  the gateway does not run for role ${b.config.server.server_role}${b.scale.parts.gateway ? ' (transport.passthru_http.listener.enable = false)' : ''}`);

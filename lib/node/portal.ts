@@ -1,0 +1,51 @@
+/**
+ * The web consoles part of a node (docs/portal.md): the developer portal and the publisher mounted on
+ * the key manager's management ports, where the role runs them (lib/scale/settings.ts ROLE_PARTS:
+ * default both, api-devportal and api-publisher one each), with their OAuth clients registered.
+ */
+import { gatewaySettingsFrom } from '../gateway/settings';
+import { createPortal } from '../portal';
+import { loadPolicies } from '../throttle/policies';
+import { policyOptionsOf, throttleSettingsFrom } from '../throttle/settings';
+import type { Boot } from './boot';
+
+/** Gateway base URLs: [[apim.gateway.environment]] http_endpoint / https_endpoint, else this node's gateway. */
+function gatewayUrls(b: Boot): { name: string; url: string }[] {
+  const out: { name: string; url: string }[] = [];
+  for (const env of b.config.apim.gateway.environment) {
+    if (!env.display_in_api_console) continue;
+    if (env.http_endpoint !== undefined) out.push({ name: `${env.name} (HTTP)`, url: env.http_endpoint });
+    if (env.https_endpoint !== undefined) out.push({ name: `${env.name} (HTTPS)`, url: env.https_endpoint });
+  }
+  if (out.length === 0 && b.listening.gateway !== undefined) out.push({ name: 'Gateway (HTTP)', url: `http://${b.eph ? '127.0.0.1' : b.config.server.hostname}:${b.listening.gateway}` });
+  return out;
+}
+
+export async function startPortal(b: Boot): Promise<void> {
+  const km = b.keyManager;
+  const consoles = b.scale.parts.consoles;
+  if (km === undefined || b.store === undefined || (!consoles.devportal && !consoles.publisher)) return;
+  const { config, loaded } = b;
+  const gw = gatewaySettingsFrom(config, loaded.dir, b.ports);
+  const throttle = throttleSettingsFrom(config, loaded.dir);
+  const dp = config.apim.devportal;
+  const portal = createPortal({
+    km,
+    store: b.store,
+    logger: b.logger,
+    apisDir: gw.apisDir,
+    vars: gw.vars,
+    settings: { displayDeprecated: dp.display_deprecated_apis, displayMultipleVersions: dp.display_multiple_versions },
+    tiers: () => [...(loadPolicies(throttle.policiesFile, policyOptionsOf(throttle)).policies?.subscription.keys() ?? [])],
+    gateways: () => gatewayUrls(b),
+    consoles,
+  });
+  const a = km.addresses();
+  const host = b.eph ? '127.0.0.1' : config.server.hostname;
+  const origins = { http: a.http !== undefined ? km.settings.baseUrl : undefined, https: a.https !== undefined ? `https://${host}:${a.https.port}` : undefined };
+  const clients = await portal.register(origins);
+  km.mount(portal.handler, clients);
+  const base = origins.https ?? origins.http;
+  if (consoles.devportal) b.log(`  ${'developer portal'.padEnd(18)} ${base}/devportal${origins.https !== undefined && origins.http !== undefined ? ` (also ${origins.http}/devportal)` : ''}`);
+  if (consoles.publisher) b.log(`  ${'publisher'.padEnd(18)} ${base}/publisher${origins.https !== undefined && origins.http !== undefined ? ` (also ${origins.http}/publisher)` : ''}`);
+}
