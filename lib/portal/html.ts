@@ -26,7 +26,7 @@ header{background:#17324d;color:#fff;padding:.6rem 1rem;display:flex;flex-wrap:w
 header a{color:#fff}header .brand{font-weight:bold;margin-right:auto}
 main{max-width:62rem;margin:0 auto;padding:1rem}h1{font-size:1.5rem}h2{font-size:1.2rem;margin-top:1.6rem}
 label{display:block;margin:.7rem 0 .2rem;font-weight:600}
-input[type=text],input[type=url],input[type=search],input[type=password],select,textarea{width:100%;max-width:40rem;padding:.45rem;font:inherit}
+input[type=text],input[type=url],input[type=search],input[type=password],select,textarea{display:block;width:100%;max-width:40rem;padding:.45rem;font:inherit}
 textarea{min-height:6rem;font-family:ui-monospace,monospace}
 button{margin:.6rem .4rem .2rem 0;padding:.45rem 1rem;font:inherit;cursor:pointer}
 form.inline{display:inline}form.inline button{margin:.1rem .3rem .1rem 0}
@@ -35,7 +35,7 @@ form.inline{display:inline}form.inline button{margin:.1rem .3rem .1rem 0}
 .notice{background:#eef6ee;border-left:4px solid #2a7a2a;padding:.5rem .8rem}.secret{background:#fff6dd;border-left:4px solid #b88a00;padding:.5rem .8rem;word-break:break-all}
 .state{font-size:.85rem;border:1px solid #778;border-radius:.3rem;padding:0 .3rem}code,pre{font-family:ui-monospace,monospace;word-break:break-all;white-space:pre-wrap}
 pre{background:#f4f4f6;padding:.6rem;max-height:24rem;overflow:auto}.card{border:1px solid #ccd;border-radius:.4rem;padding:.2rem 1rem;margin:.8rem 0}
-:focus{outline:3px solid #1a5fb4;outline-offset:2px}.hint{color:#555;font-size:.9rem}
+:focus{outline:3px solid #1a5fb4;outline-offset:2px}.hint{display:block;color:#555;font-size:.9rem}
 @media (max-width:600px){main{padding:.6rem}h1{font-size:1.25rem}th,td{padding:.3rem}}
 `;
 
