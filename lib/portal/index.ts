@@ -119,10 +119,7 @@ export function createPortal(o: PortalOptions): Portal {
       if (c.method === 'GET') return seeOther(c.res, `/devportal/login?back=${encodeURIComponent(`/${which}${c.segs.length > 0 ? `/${c.segs.map(encodeURIComponent).join('/')}` : ''}`)}`);
       return problem(c, which, 401, 'Sign in first', 'Your session has ended: sign in again.');
     }
-    if (which === 'devportal') {
-      if (!o.consoles.devportal) return problem(c, which, 404, 'Not found', 'This node serves the publisher only.');
-      return signedIn(c);
-    }
+    if (which === 'devportal') return signedIn(c);
     if (!canPublish(c.session)) return problem(c, which, 403, 'Not allowed', `The publisher needs the publisher or creator role; ${c.session.user.username} has ${c.session.user.roles.join(', ') || 'none'}.`);
     return publisher(c);
   };
@@ -134,9 +131,13 @@ export function createPortal(o: PortalOptions): Portal {
     }
     const which = consoleOf(p);
     if (which === undefined) return false;
-    // The sign-in routes live under /devportal even on a publisher-only node.
-    const signinRoute = p === '/devportal/login' || p === CALLBACK_PATH;
-    if (!signinRoute && !o.consoles[which] && !(which === 'devportal' && p === '/devportal')) return false;
+    // The sign-in routes live under /devportal even on a publisher-only node, whose /devportal leads to /publisher.
+    const signinRoute = p === '/devportal/login' || p === CALLBACK_PATH || p === '/devportal/logout';
+    if (!signinRoute && !o.consoles[which]) {
+      if (p !== '/devportal' || !o.consoles.publisher) return false;
+      seeOther(res, '/publisher');
+      return true;
+    }
     const method = req.method ?? 'GET';
     const found = sessions.find(req);
     // An anonymous visitor's session is not kept: it is created at sign-in.
