@@ -17,7 +17,8 @@
  * Roles (docs/scale-out.md, lib/scale/settings.ts ROLE_PARTS): `default` runs both the gateway and the key
  * manager; `api-key-manager` and `traffic-manager` the key manager and store only, `traffic-manager` with
  * the throttle decision service (so does a `default` node whose counter_store is "traffic-manager");
- * `gateway-worker` the gateway only, linked to the control plane over HTTP ([apim.key_manager]
+ * `api-devportal` and `api-publisher` the key manager and store with their web console (`default` serves
+ * both consoles; lib/portal); `gateway-worker` the gateway only, linked to the control plane over HTTP ([apim.key_manager]
  * service_url) and, with a redis:// event hub, its events. API deployments (lib/scale/deployments.ts): a
  * node with the key manager part serves its apis/ and policies file to gateway-workers (GET
  * /admin/v1/deployments, api.* and policies.updated events); a gateway-worker deploys those, for its
