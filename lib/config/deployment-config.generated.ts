@@ -172,7 +172,7 @@ export interface ApimGatewayEnvironmentSection {
   readonly ws_endpoint?: string;
   /** Secure WebSocket endpoint of the gateway (throughway addition: the reference files write it here). Default: no default; wss://<host>:<port> (gateway WSS port 8099). Accepted; throughway does not act on it. */
   readonly wss_endpoint?: string;
-  /** HTTPS endpoint of the gateway (a gateway URL of the APIs in the developer portal). Default: no default; https://<host>:<port> (8243 in the sample). */
+  /** HTTPS endpoint of the gateway. Default: no default; https://<host>:<port> (8243 in the sample). Accepted; throughway does not act on it. */
   readonly https_endpoint?: string;
   /** HTTP endpoint of the gateway (a gateway URL of the APIs in the developer portal, and where its try-it calls go). Default: no default; http://<host>:<port> (8280 in the sample). */
   readonly http_endpoint?: string;

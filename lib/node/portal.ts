@@ -9,13 +9,12 @@ import { loadPolicies } from '../throttle/policies';
 import { policyOptionsOf, throttleSettingsFrom } from '../throttle/settings';
 import type { Boot } from './boot';
 
-/** Gateway base URLs: [[apim.gateway.environment]] http_endpoint / https_endpoint, else this node's gateway. */
+/** Gateway base URLs: [[apim.gateway.environment]] http_endpoint, else this node's gateway listener. */
 function gatewayUrls(b: Boot): { name: string; url: string }[] {
   const out: { name: string; url: string }[] = [];
   for (const env of b.config.apim.gateway.environment) {
     if (!env.display_in_api_console) continue;
-    if (env.http_endpoint !== undefined) out.push({ name: `${env.name} (HTTP)`, url: env.http_endpoint });
-    if (env.https_endpoint !== undefined) out.push({ name: `${env.name} (HTTPS)`, url: env.https_endpoint });
+    if (env.http_endpoint !== undefined) out.push({ name: env.name, url: env.http_endpoint });
   }
   if (out.length === 0 && b.listening.gateway !== undefined) out.push({ name: 'Gateway (HTTP)', url: `http://${b.eph ? '127.0.0.1' : b.config.server.hostname}:${b.listening.gateway}` });
   return out;

@@ -230,9 +230,9 @@ export const DOC000_SECTIONS: readonly SectionDef[] = [
     source: '000',
     title: 'Gateway environment',
     runs: true,
-    // The developer portal shows each environment's http_endpoint and https_endpoint as the APIs' gateway
-    // URLs and sends try-it calls to the first (lib/portal, docs/portal.md); the other keys are accepted
-    // and named by `config check` as not acted on (docs/migrating.md).
+    // The developer portal shows each environment's http_endpoint as the APIs' gateway URL and sends
+    // try-it calls to the first (lib/portal, docs/portal.md); the other keys are accepted and named by
+    // `config check` as not acted on (docs/migrating.md), so https_endpoint, R in the spec, is not enforced.
     keys: [
       { key: 'name', type: 's', required: true, default: 'Default', meaning: 'Environment name (shown with its URLs in the developer portal).' },
       { key: 'type', type: 's', inactive: true, required: true, default: 'hybrid', allowed: ['production', 'sandbox', 'hybrid'], meaning: 'Which tokens the environment serves.' },
@@ -245,7 +245,7 @@ export const DOC000_SECTIONS: readonly SectionDef[] = [
       { key: 'ws_endpoint', type: 's', inactive: true, required: true, format: 'url', defaultText: 'no default; ws://<host>:<port> (gateway WS port 9099 in the sample)', meaning: 'WebSocket endpoint of the gateway.' },
       // Not in the spec's table, but the reference's own files set it on the entry (shared/fixtures).
       { key: 'wss_endpoint', type: 's', inactive: true, format: 'url', defaultText: 'no default; wss://<host>:<port> (gateway WSS port 8099)', meaning: 'Secure WebSocket endpoint of the gateway (throughway addition: the reference files write it here).' },
-      { key: 'https_endpoint', type: 's', required: true, format: 'url', defaultText: 'no default; https://<host>:<port> (8243 in the sample)', meaning: 'HTTPS endpoint of the gateway (a gateway URL of the APIs in the developer portal).' },
+      { key: 'https_endpoint', type: 's', inactive: true, required: true, format: 'url', defaultText: 'no default; https://<host>:<port> (8243 in the sample)', meaning: 'HTTPS endpoint of the gateway.' },
       { key: 'http_endpoint', type: 's', format: 'url', defaultText: 'no default; http://<host>:<port> (8280 in the sample)', meaning: 'HTTP endpoint of the gateway (a gateway URL of the APIs in the developer portal, and where its try-it calls go).' },
     ],
   },
