@@ -10,7 +10,7 @@ import type { ApplicationView } from '../keymanager/manage';
 import { OAuthError } from '../keymanager/errors';
 import type { KeyType, Subscription } from '../store/types';
 import { apiUrls, type CatalogueEntry } from './catalogue';
-import { CONSOLES_APP } from './signin';
+import { isConsolesApp } from './signin';
 import { type Call, problem, render, takeFlash } from './context';
 import { buttonForm, csrfField, escapeHtml as h, field, seeOther, select } from './html';
 import { MAX_REQUEST_BODY, TRY_METHODS, tryCall, type TryResult } from './tryit';
@@ -73,7 +73,7 @@ async function apiPage(c: Call, id: string): Promise<void> {
     .join('\n');
   let subscribe = '';
   if (c.session.user !== undefined && (e.state === 'PUBLISHED' || e.state === 'PROTOTYPED')) {
-    const apps = (await c.parts.km.manager.listApplications(c.session.user.username)).filter((x) => x.name !== CONSOLES_APP);
+    const apps = (await c.parts.km.manager.listApplications(c.session.user.username)).filter((x) => !isConsolesApp(x.name));
     subscribe = apps.length === 0
       ? '<p><a href="/devportal/applications">Create an application</a> to subscribe.</p>'
       : `<h2>Subscribe</h2><form method="post" action="/devportal/subscribe">${csrfField(c.session.csrf)}<input type="hidden" name="api" value="${h(e.id)}">
@@ -94,12 +94,12 @@ async function ownApp(c: Call, id: string): Promise<ApplicationView | undefined>
   if (user === undefined) return undefined;
   const app = await c.parts.store.getApplication(id);
   // The consoles' own application (signin.ts) is not the admin's to change here.
-  if (app === undefined || app.owner !== user.username || app.name === CONSOLES_APP) return undefined;
+  if (app === undefined || app.owner !== user.username || isConsolesApp(app.name)) return undefined;
   return c.parts.km.manager.getApplication(app.id);
 }
 
 function applicationsPage(c: Call, all: readonly ApplicationView[], error?: string, name = ''): void {
-  const apps = all.filter((a) => a.name !== CONSOLES_APP);
+  const apps = all.filter((a) => !isConsolesApp(a.name));
   const rows = apps.map((a) => `<tr><td><a href="/devportal/applications/${encodeURIComponent(a.id)}">${h(a.name)}</a></td><td>${h(a.tier)}</td><td>${a.keys.length}</td><td>${h(a.description)}</td></tr>`).join('\n');
   render(c, 'devportal', 'Applications', `${takeFlash(c)}
 <div class="table"><table><thead><tr><th scope="col">Name</th><th scope="col">Tier</th><th scope="col">Keys</th><th scope="col">Description</th></tr></thead><tbody>${rows}</tbody></table></div>

@@ -17,6 +17,7 @@ import { type CatalogueEntry, CONSOLE_STATES, type ConsoleState, fileNameFor } f
 import { type Call, problem, render, takeFlash } from './context';
 import { buttonForm, csrfField, escapeHtml as h, field, seeOther, select } from './html';
 import { parseApiText } from '../gateway/apis';
+import { importOpenApi } from './openapi';
 
 const state = (s: string): string => `<span class="state">${h(s)}</span>`;
 
@@ -38,10 +39,12 @@ function lifecycleLabel(s: ConsoleState): string {
   return { CREATED: 'Demote to created', PROTOTYPED: 'Deploy as a prototype', PUBLISHED: 'Publish', BLOCKED: 'Block', DEPRECATED: 'Deprecate', RETIRED: 'Retire' }[s];
 }
 
-function formPage(c: Call, title: string, action: string, f: ApiForm, errors: Partial<Record<keyof ApiForm | 'general', string>> = {}, extra = '', status = 200): void {
-  const err = (k: keyof ApiForm): { error?: string } => (errors[k] !== undefined ? { error: errors[k] as string } : {});
+type FormErrors = Partial<Record<keyof ApiForm | 'general' | 'openapi', string>>;
+
+function formPage(c: Call, title: string, action: string, f: ApiForm, errors: FormErrors = {}, extra = '', status = 200, notice = ''): void {
+  const err = (k: keyof ApiForm | 'openapi'): { error?: string } => (errors[k] !== undefined ? { error: errors[k] as string } : {});
   const general = errors.general !== undefined ? `<p class="error" role="alert">${h(errors.general)}</p>` : '';
-  render(c, 'publisher', title, `${takeFlash(c)}${general}
+  render(c, 'publisher', title, `${takeFlash(c)}${notice}${general}
 <form method="post" action="${h(action)}" novalidate>${csrfField(c.session.csrf)}
 ${field({ id: 'name', label: 'Name', value: f.name, required: true, ...err('name') })}
 ${field({ id: 'context', label: 'Context', value: f.context, required: true, hint: 'e.g. /pizzashack: the API is called at /<context>/<version>/<resource>', ...err('context') })}
@@ -54,7 +57,9 @@ ${field({ id: 'resources', label: 'Resources', type: 'textarea', value: f.resour
 ${field({ id: 'scopes', label: 'Scopes (optional)', type: 'textarea', value: f.scopes, hint: 'One a line: name: role1, role2', ...err('scopes') })}
 ${field({ id: 'labels', label: 'Gateway labels (tags)', value: f.labels, ...err('labels') })}
 ${field({ id: 'policy', label: 'API throttling policy (optional)', value: f.policy, ...err('policy') })}
-<button type="submit">Save</button>
+<button type="submit" name="action" value="save">Save</button>
+${field({ id: 'openapi', label: 'OpenAPI 3 document (JSON, optional)', type: 'textarea', value: c.form.get('openapi') ?? '', hint: 'Import fills the resources (and empty fields) from its paths, info and servers; nothing is saved until Save', ...err('openapi') })}
+<button type="submit" name="action" value="import">Import resources</button>
 </form>
 ${extra}`, status);
 }
@@ -86,11 +91,17 @@ function duplicate(c: Call, f: ApiForm, self: string | undefined): string | unde
 
 async function save(c: Call, e: CatalogueEntry | undefined): Promise<void> {
   const f = formFromPost(c.form);
+  if (c.form.get('action') === 'import') {
+    const action = e === undefined ? '/publisher/new' : `/publisher/apis/${encodeURIComponent(e.id)}`;
+    const r = importOpenApi(c.form.get('openapi') ?? '', f);
+    if ('error' in r) return formPage(c, e === undefined ? 'Create an API' : `Edit ${f.name}`, action, f, { openapi: r.error }, '', 400);
+    return formPage(c, e === undefined ? 'Create an API' : `Edit ${f.name}`, action, r.form, {}, '', 200, `<p class="notice" role="status">Imported ${r.resources} resource line${r.resources === 1 ? '' : 's'} from the OpenAPI document: check the form, then Save.</p>`);
+  }
   const base = e !== undefined ? (formFromText(e.text)?.raw ?? {}) : {};
   const file = e?.file ?? path.join(c.parts.catalogue.draftsDir, fileNameFor(f.name, f.version));
   const st: ConsoleState = e?.state ?? 'CREATED';
   const r = checkForm(f, file, c.parts.catalogue.vars, base, st);
-  const errors = { ...r.errors };
+  const errors: FormErrors = { ...r.errors };
   const dup = duplicate(c, f, e?.id);
   if (dup !== undefined) errors.context ??= dup;
   if (e === undefined && fs.existsSync(file)) errors.name ??= `a file ${path.basename(file)} already exists`;

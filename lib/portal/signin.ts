@@ -3,11 +3,12 @@
  * server's key manager and uses the authorization code grant with PKCE (RFC 6749 §4.1, RFC 7636 S256);
  * it has no password form of its own.
  *
- * At start the portal registers one first-party application, `throughway-consoles`, owned by the super
- * admin, with one client per origin a browser may use: the PRODUCTION key for the management HTTPS origin
- * and the SANDBOX key for the HTTP one (an application holds one client per key type, and the key
- * manager matches the redirect URI exactly). Keys are generated again at every start, so the secret
- * lives only in this process. First-party: the key manager skips its consent page for these clients.
+ * At start the portal registers one first-party application per node, `throughway-consoles <origin>`,
+ * owned by the super admin, with one client per origin a browser may use: the PRODUCTION key for the
+ * management HTTPS origin and the SANDBOX key for the HTTP one (an application holds one client per key
+ * type, and the key manager matches the redirect URI exactly). Keys are generated again at every start,
+ * so the secret lives only in this process; console nodes sharing one database each have their own
+ * application. First-party: the key manager skips its consent page for these clients.
  *
  * The callback checks `state` against the session, redeems the code with the verifier, verifies the
  * access token and reads the user's roles from the store.
@@ -19,6 +20,11 @@ import type { Store } from '../store/types';
 import type { PortalUser } from './session';
 
 export const CONSOLES_APP = 'throughway-consoles';
+
+/** The consoles' own applications (one per node), hidden from the portal's lists. */
+export function isConsolesApp(name: string): boolean {
+  return name === CONSOLES_APP || name.startsWith(`${CONSOLES_APP} `);
+}
 export const CALLBACK_PATH = '/devportal/callback';
 
 export interface ConsoleClient {
@@ -41,8 +47,9 @@ export class SignIn {
   async register(origins: { readonly http: string | undefined; readonly https: string | undefined }): Promise<ReadonlySet<string>> {
     const m = this.km.manager;
     const owner = this.km.settings.adminUser;
-    const existing = await this.store.findApplication(CONSOLES_APP, owner);
-    const app = existing ?? (await m.createApplication({ name: CONSOLES_APP, owner, description: 'The developer portal and the publisher (lib/portal): first-party OAuth clients' }));
+    const name = `${CONSOLES_APP} ${origins.https ?? origins.http ?? ''}`.trim();
+    const existing = await this.store.findApplication(name, owner);
+    const app = existing ?? (await m.createApplication({ name, owner, description: 'The developer portal and the publisher (lib/portal): first-party OAuth clients' }));
     this.clients.length = 0;
     for (const [origin, keyType] of [[origins.https, 'PRODUCTION'], [origins.http, 'SANDBOX']] as const) {
       if (origin === undefined) continue;

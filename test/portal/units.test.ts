@@ -7,6 +7,7 @@ import { checkForm, emptyForm, fieldOf, formFromText, TRANSITIONS, withState } f
 import { CONSOLE_STATES, fileNameFor } from '../../lib/portal/catalogue';
 import { IDLE_TTL, MAX_SESSIONS, Sessions } from '../../lib/portal/session';
 import { faultCode } from '../../lib/portal/tryit';
+import { importOpenApi } from '../../lib/portal/openapi';
 import { parseApiText } from '../../lib/gateway/apis';
 
 t.test('the form is checked by the gateway validator, errors by field', async (t) => {
@@ -83,4 +84,34 @@ t.test('fault codes of a gateway fault body', async (t) => {
   t.equal(faultCode('{"fault":{"code":"900901"}}'), 900901);
   t.equal(faultCode('[1]'), undefined);
   t.equal(faultCode('not json'), undefined);
+});
+
+t.test('OpenAPI 3 import: resources by path and scopes, info and servers where the form is empty', async (t) => {
+  const doc = {
+    openapi: '3.0.3',
+    info: { title: 'Petstore', version: '2.1', description: 'Pets' },
+    servers: [{ url: '/relative' }, { url: 'http://pets.example:8080/v2' }],
+    security: [{ oauth: ['read'] }],
+    paths: {
+      '/pets': { get: {}, post: { security: [{ oauth: ['write', 'read'] }] } },
+      '/pets/{id}': { get: {}, delete: { security: [] }, parameters: [] },
+      'no-slash': { get: {} },
+    },
+  };
+  const r = importOpenApi(JSON.stringify(doc), emptyForm());
+  if ('error' in r) throw new Error(r.error);
+  t.equal(r.resources, 4);
+  t.equal(r.form.resources, 'GET /pets read\nPOST /pets write read\nGET /pets/{id} read\nDELETE /pets/{id}');
+  t.equal(r.form.name, 'Petstore');
+  t.equal(r.form.version, '2.1');
+  t.equal(r.form.production, 'http://pets.example:8080/v2', 'the first absolute server URL');
+  const checked = checkForm({ ...r.form, context: '/pets' }, '', {});
+  t.same(checked.errors, {}, 'the imported form validates');
+  t.equal(parseApiText(checked.text, '').api?.resources.length, 4);
+  const kept = importOpenApi(JSON.stringify(doc), { ...emptyForm(), name: 'Mine', production: 'http://mine/' });
+  t.match(kept, { form: { name: 'Mine', production: 'http://mine/' } }, 'filled fields are kept');
+  t.match(importOpenApi('openapi: 3.0.0', emptyForm()), { error: /not JSON.*YAML/ });
+  t.match(importOpenApi('{"swagger":"2.0","paths":{}}', emptyForm()), { error: /not an OpenAPI 3 document/ });
+  t.match(importOpenApi('{"openapi":"3.1.0","paths":{}}', emptyForm()), { error: /no paths/ });
+  t.match(importOpenApi('x'.repeat(300 * 1024), emptyForm()), { error: /larger than/ });
 });
