@@ -174,6 +174,8 @@ export function createPortal(o: PortalOptions): Portal {
     } catch (err) {
       if (res.headersSent) throw err;
       if (err instanceof OAuthError && err.status < 500) {
+        // A body over the limit is not read further: the connection closes after the answer.
+        if (err.headers.Connection !== undefined) res.setHeader('Connection', err.headers.Connection);
         problem({ ...c0, form }, which, err.status, 'Request refused', err.message);
         return true;
       }

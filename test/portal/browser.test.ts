@@ -158,6 +158,13 @@ if (noBrowser !== false) t.comment(`skipped: ${noBrowser}`);
     t.equal(await page.getByLabel('Production endpoint URL').getAttribute('aria-describedby'), 'production-error production-hint', 'tied to the field for screen readers');
     await shot(page, 'publisher-error');
 
+    // OpenAPI import fills the resources; nothing is written until Save.
+    await page.getByLabel('OpenAPI 3 document (JSON, optional)').fill(JSON.stringify({ openapi: '3.0.3', info: { title: 'Weather', version: '1.0.0' }, paths: { '/menu': { get: {} }, '/order': { post: {} } } }));
+    await page.getByRole('button', { name: 'Import resources' }).click();
+    t.match(await page.locator('main').innerText(), /Imported 2 resource lines from the OpenAPI document/);
+    t.equal(await page.getByLabel('Resources').inputValue(), 'GET /menu\nPOST /order', 'resources from the document');
+    t.notOk(fs.existsSync(path.join(node.dir, 'apis', 'created', 'weather-1.0.0.toml')), 'nothing written by an import');
+
     // Create, publish: the gateway serves it; deprecate; retire: 404.
     const demoUrl = `http://127.0.0.1:${(node.demo as unknown as { address?: () => { port: number } }).address?.()?.port ?? 0}/v1`;
     const secured = fs.readFileSync(path.join(node.dir, 'apis', 'pizzashack-secured.toml'), 'utf8');
