@@ -6,6 +6,7 @@ import type * as http from 'node:http';
 import type { KeyManager } from '../keymanager';
 import type { Logger } from '../log';
 import type { Store } from '../store/types';
+import type { ApiVars } from '../gateway/apis';
 import type { Catalogue } from './catalogue';
 import { page, sendHtml, type Frame } from './html';
 import type { Session, Sessions } from './session';
@@ -19,18 +20,27 @@ export interface DevportalSettings {
   readonly displayMultipleVersions: boolean;
 }
 
-export interface PortalParts {
+export interface PortalOptions {
   readonly km: KeyManager;
   readonly store: Store;
   readonly logger: Logger;
-  readonly catalogue: Catalogue;
-  readonly sessions: Sessions;
-  readonly signin: SignIn;
+  /** `[throughway] apis_dir` and the variables of its files (lib/gateway/settings.ts). */
+  readonly apisDir: string;
+  readonly vars: ApiVars;
   readonly settings: DevportalSettings;
   /** Subscription tiers of the throttling policies, for the subscribe form. */
   readonly tiers: () => readonly string[];
   /** Gateway base URLs ([[apim.gateway.environment]], else this node's gateway listener). */
   readonly gateways: () => readonly { readonly name: string; readonly url: string }[];
+  /** Which consoles this node serves (both on a default node; one on api-devportal and api-publisher). */
+  readonly consoles: { readonly devportal: boolean; readonly publisher: boolean };
+}
+
+/** What the routes share: the options' services, and the portal's catalogue, sessions and sign-in. */
+export interface PortalParts extends Pick<PortalOptions, 'km' | 'store' | 'logger' | 'settings' | 'tiers' | 'gateways'> {
+  readonly catalogue: Catalogue;
+  readonly sessions: Sessions;
+  readonly signin: SignIn;
 }
 
 export interface Call {

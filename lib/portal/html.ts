@@ -4,20 +4,17 @@
  * source, scripts included, and framing (clickjacking). Forms post only to this origin.
  */
 import type * as http from 'node:http';
-import { escapeHtml } from '../keymanager/signin-page';
+import { escapeHtml, PAGE_HEADERS as SIGNIN_HEADERS, sendPage } from '../keymanager/signin-page';
 
 export { escapeHtml };
 
 export const STYLE_PATH = '/devportal/style.css';
 
-/** Headers of every page: no script, no framing, no caching (the pages hold CSRF tokens and secrets). */
+/** The sign-in pages' headers (no framing, no caching: the pages hold CSRF tokens and secrets), with images from this server. */
 export const PAGE_HEADERS: Readonly<Record<string, string>> = {
+  ...SIGNIN_HEADERS,
   'Content-Security-Policy': "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
-  'X-Frame-Options': 'DENY',
-  'X-Content-Type-Options': 'nosniff',
   'Referrer-Policy': 'same-origin',
-  'Cache-Control': 'no-store',
-  Pragma: 'no-cache',
 };
 
 /** Readable from a 320-pixel-wide phone upward: one column, tables scroll sideways inside their box. */
@@ -86,8 +83,7 @@ ${body}
 }
 
 export function sendHtml(res: http.ServerResponse, status: number, html: string, headers: Record<string, string | string[]> = {}): void {
-  res.writeHead(status, { 'Content-Type': 'text/html; charset=utf-8', 'Content-Length': Buffer.byteLength(html), ...PAGE_HEADERS, ...headers });
-  res.end(html);
+  sendPage(res, status, html, { ...PAGE_HEADERS, ...headers });
 }
 
 export function sendStyle(res: http.ServerResponse): void {

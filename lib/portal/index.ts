@@ -9,33 +9,18 @@
  * the publisher needs a publisher, creator or admin role.
  */
 import type * as http from 'node:http';
-import type { KeyManager, SiteHandler } from '../keymanager';
+import type { SiteHandler } from '../keymanager';
 import { OAuthError } from '../keymanager/errors';
 import { readBody } from '../keymanager/http';
-import type { Logger } from '../log';
-import type { ApiVars } from '../gateway/apis';
-import type { Store } from '../store/types';
 import { Catalogue } from './catalogue';
-import { type Call, canPublish, type DevportalSettings, type PortalParts, problem } from './context';
+import { type Call, canPublish, type PortalOptions, type PortalParts, problem } from './context';
+
+export type { DevportalSettings, PortalOptions } from './context';
 import { publicPage, signedIn } from './devportal';
 import { seeOther, sendStyle, STYLE_PATH } from './html';
 import { publisher } from './publisher';
 import { csrfOk, safeEqual, type Session, sessionCookie, Sessions, SIGNIN_TTL } from './session';
 import { CALLBACK_PATH, SignIn } from './signin';
-
-export interface PortalOptions {
-  readonly km: KeyManager;
-  readonly store: Store;
-  readonly logger: Logger;
-  /** `[throughway] apis_dir` and the variables of its files (lib/gateway/settings.ts). */
-  readonly apisDir: string;
-  readonly vars: ApiVars;
-  readonly settings: DevportalSettings;
-  readonly tiers: () => readonly string[];
-  readonly gateways: () => readonly { readonly name: string; readonly url: string }[];
-  /** Which consoles this node serves (both on a default node; one on api-devportal and api-publisher). */
-  readonly consoles: { readonly devportal: boolean; readonly publisher: boolean };
-}
 
 export interface Portal {
   /** The routes, for KeyManager.mount. */
