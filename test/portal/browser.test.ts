@@ -202,5 +202,19 @@ if (noBrowser !== false) t.comment(`skipped: ${noBrowser}`);
     t.ok(Number(overflow) <= 0, `no sideways scrolling on a phone (${String(overflow)} px)`);
     await shot(page, 'phone');
     t.same(errors, [], 'no console error: no CSP violation, no script error');
+
+    // The same sign-in on the management HTTPS port (the sample key pair): its own client, a Secure cookie.
+    const httpsPort = node.node.keyManager?.addresses().https?.port;
+    const secure = await browser.newContext({ viewport: { width: 1000, height: 700 }, ignoreHTTPSErrors: true });
+    const sp = await secure.newPage();
+    await sp.goto(`https://127.0.0.1:${httpsPort ?? 0}/devportal/login?back=%2Fpublisher`);
+    await sp.getByLabel('Username').fill(ADMIN.username);
+    await sp.getByLabel('Password').fill(ADMIN.password);
+    await sp.getByRole('button', { name: 'Sign in' }).click();
+    t.equal(new URL(sp.url()).protocol, 'https:', 'stays on HTTPS');
+    t.equal(new URL(sp.url()).pathname, '/publisher', 'back to the publisher');
+    t.match(await sp.locator('header').innerText(), /Signed in as admin/);
+    t.equal((await secure.cookies()).find((c) => c.name === 'tw_portal')?.secure, true, 'Secure cookie on HTTPS');
+    await secure.close();
   });
 }
