@@ -44,7 +44,7 @@ type FormErrors = Partial<Record<keyof ApiForm | 'general' | 'openapi', string>>
 function formPage(c: Call, title: string, action: string, f: ApiForm, errors: FormErrors = {}, extra = '', status = 200, notice = ''): void {
   const err = (k: keyof ApiForm | 'openapi'): { error?: string } => (errors[k] !== undefined ? { error: errors[k] as string } : {});
   const general = errors.general !== undefined ? `<p class="error" role="alert">${h(errors.general)}</p>` : '';
-  render(c, 'publisher', title, `${takeFlash(c)}${notice}${general}
+  render(c, 'publisher', title, `${takeFlash(c)}${notice}${extra}${extra !== '' ? '<h2>Definition</h2>' : ''}${general}
 <form method="post" action="${h(action)}" novalidate>${csrfField(c.session.csrf)}
 ${field({ id: 'name', label: 'Name', value: f.name, required: true, ...err('name') })}
 ${field({ id: 'context', label: 'Context', value: f.context, required: true, hint: 'e.g. /pizzashack: the API is called at /<context>/<version>/<resource>', ...err('context') })}
@@ -60,8 +60,7 @@ ${field({ id: 'policy', label: 'API throttling policy (optional)', value: f.poli
 <button type="submit" name="action" value="save">Save</button>
 ${field({ id: 'openapi', label: 'OpenAPI 3 document (JSON, optional)', type: 'textarea', value: c.form.get('openapi') ?? '', hint: 'Import fills the resources (and empty fields) from its paths, info and servers; nothing is saved until Save', ...err('openapi') })}
 <button type="submit" name="action" value="import">Import resources</button>
-</form>
-${extra}`, status);
+</form>`, status);
 }
 
 async function editPage(c: Call, e: CatalogueEntry): Promise<void> {
