@@ -36,6 +36,7 @@ export async function startPortal(b: Boot): Promise<void> {
     vars: gw.vars,
     settings: { displayDeprecated: dp.display_deprecated_apis, displayMultipleVersions: dp.display_multiple_versions },
     tiers: () => [...(loadPolicies(throttle.policiesFile, policyOptionsOf(throttle)).policies?.subscription.keys() ?? [])],
+    applicationTiers: () => [...(loadPolicies(throttle.policiesFile, policyOptionsOf(throttle)).policies?.application.keys() ?? [])],
     gateways: () => gatewayUrls(b),
     consoles,
   });

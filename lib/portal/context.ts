@@ -30,6 +30,8 @@ export interface PortalOptions {
   readonly settings: DevportalSettings;
   /** Subscription tiers of the throttling policies, for the subscribe form. */
   readonly tiers: () => readonly string[];
+  /** Application tiers of the throttling policies, for the application form. */
+  readonly applicationTiers: () => readonly string[];
   /** Gateway base URLs ([[apim.gateway.environment]], else this node's gateway listener). */
   readonly gateways: () => readonly { readonly name: string; readonly url: string }[];
   /** Which consoles this node serves (both on a default node; one on api-devportal and api-publisher). */
@@ -37,7 +39,7 @@ export interface PortalOptions {
 }
 
 /** What the routes share: the options' services, and the portal's catalogue, sessions and sign-in. */
-export interface PortalParts extends Pick<PortalOptions, 'km' | 'store' | 'logger' | 'settings' | 'tiers' | 'gateways'> {
+export interface PortalParts extends Pick<PortalOptions, 'km' | 'store' | 'logger' | 'settings' | 'tiers' | 'applicationTiers' | 'gateways'> {
   readonly catalogue: Catalogue;
   readonly sessions: Sessions;
   readonly signin: SignIn;

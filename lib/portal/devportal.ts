@@ -8,6 +8,7 @@
 import { versionedPath } from '../gateway/apis';
 import type { ApplicationView } from '../keymanager/manage';
 import { OAuthError } from '../keymanager/errors';
+import { checkText } from '../keymanager/manage';
 import type { KeyType, Subscription } from '../store/types';
 import { apiUrls, type CatalogueEntry } from './catalogue';
 import { isConsolesApp } from './signin';
@@ -98,6 +99,13 @@ async function ownApp(c: Call, id: string): Promise<ApplicationView | undefined>
   return c.parts.km.manager.getApplication(app.id);
 }
 
+/** The application tiers of the policies, with the application's own tier when the policies no longer name it. */
+function appTierOptions(c: Call, current: string): [string, string][] {
+  const tiers = [...c.parts.applicationTiers()];
+  if (!tiers.includes(current)) tiers.unshift(current);
+  return tiers.map((t) => [t, t]);
+}
+
 function applicationsPage(c: Call, all: readonly ApplicationView[], error?: string, name = ''): void {
   const apps = all.filter((a) => !isConsolesApp(a.name));
   const rows = apps.map((a) => `<tr><td><a href="/devportal/applications/${encodeURIComponent(a.id)}">${h(a.name)}</a></td><td>${h(a.tier)}</td><td>${a.keys.length}</td><td>${h(a.description)}</td></tr>`).join('\n');
@@ -172,6 +180,12 @@ ${field({ id: 'body', label: 'Request body (JSON, optional)', type: 'textarea', 
 <button type="submit">Send</button>
 </form>
 ${tryResultHtml(result)}
+<h2>Edit</h2>
+<form method="post" action="${base}/edit">${csrfField(csrf)}
+${field({ id: 'app-description', label: 'Description', value: app.description }).replace('name="app-description"', 'name="description"')}
+${select({ id: 'app-tier', label: 'Application tier', options: appTierOptions(c, app.tier), value: app.tier }).replace('name="app-tier"', 'name="tier"')}
+<button type="submit">Save application</button>
+</form>
 <h2>Delete</h2>
 ${buttonForm(`${base}/delete`, 'Delete application', csrf, {}, `Delete application ${app.name}`)}`, status);
 }
@@ -211,6 +225,23 @@ export async function signedIn(c: Call): Promise<void> {
       c.session.keys.delete(app.id);
       c.session.flash = `<p class="notice" role="status">Application ${h(app.name)} deleted.</p>`;
       return seeOther(c.res, '/devportal/applications');
+    }
+    if (action === 'edit') {
+      const tier = c.form.get('tier') ?? app.tier;
+      const description = c.form.get('description') ?? app.description;
+      if (!appTierOptions(c, app.tier).some(([t]) => t === tier)) return problem(c, 'devportal', 400, 'Cannot save', `Tier ${tier} is not an application tier of the throttling policies.`);
+      try {
+        checkText('description', description);
+      } catch (err) {
+        return problem(c, 'devportal', 400, 'Cannot save', oauthMessage(err));
+      }
+      const after = await c.parts.store.updateApplication(app.id, { tier, description });
+      if (after !== undefined) {
+        // The event the gateways follow for an application's tier (docs/events.md), as Manager publishes it.
+        c.parts.km.bus.publish('application.changed', { application: { id: after.id, name: after.name, owner: after.owner, tier: after.tier, keys: app.keys.map((k) => ({ consumerKey: k.consumerKey, keyType: k.keyType })) } });
+      }
+      c.session.flash = `<p class="notice" role="status">Application ${h(app.name)} saved (tier ${h(tier)}).</p>`;
+      return seeOther(c.res, back);
     }
     if (action === 'keys') {
       const keyType: KeyType = c.form.get('keyType') === 'SANDBOX' ? 'SANDBOX' : 'PRODUCTION';

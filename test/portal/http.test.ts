@@ -66,6 +66,20 @@ t.test('sign-in, session cookie, CSRF, roles', async (t) => {
   t.equal((await node.node.keyManager?.manager.listApplications('admin'))?.filter((a) => a.name === 'NoToken' || a.name === 'Wrong').length, 0, 'nothing made without the token');
   t.equal((await get(`${base}/publisher`, s.cookie)).status, 200, 'the admin may publish');
 
+  // Edit: the tier from the application policies, published as application.changed.
+  const changed: string[] = [];
+  t.teardown(node.node.events.subscribe((e) => {
+    if (e.name === 'application.changed') changed.push(e.payload.application.tier);
+  }));
+  t.match(shown.text, /<option value="20PerMin">20PerMin<\/option>/, 'application tiers offered');
+  const edited = await get(`${base}${made.location}/edit`, s.cookie, 'POST', { csrf, tier: '20PerMin', description: 'edited' });
+  t.equal(edited.status, 303);
+  const after = (await node.node.keyManager?.manager.listApplications('admin'))?.find((a) => a.name.startsWith('<script>'));
+  t.equal(after?.tier, '20PerMin');
+  t.equal(after?.description, 'edited');
+  t.same(changed, ['20PerMin'], 'gateways hear of the new tier');
+  t.equal((await get(`${base}${made.location}/edit`, s.cookie, 'POST', { csrf, tier: 'NoSuchTier' })).status, 400, 'a tier outside the policies is refused');
+
   // A subscriber: the portal yes, the publisher no.
   await node.node.keyManager?.manager.addUser({ username: 'dev1', password: 'dev1-password', roles: ['subscriber'] });
   const dev = await signIn(base, 'dev1', 'dev1-password');
