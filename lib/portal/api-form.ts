@@ -27,15 +27,17 @@ export interface ApiForm {
   scopes: string;
   labels: string;
   policy: string;
+  /** CORS override's allowed origins, comma-separated; empty: [apim.cors] applies. */
+  cors_origins: string;
 }
 
-export const FORM_FIELDS: readonly (keyof ApiForm)[] = ['name', 'context', 'version', 'description', 'production', 'sandbox', 'auth', 'resources', 'scopes', 'labels', 'policy'];
+export const FORM_FIELDS: readonly (keyof ApiForm)[] = ['name', 'context', 'version', 'description', 'production', 'sandbox', 'auth', 'resources', 'scopes', 'labels', 'policy', 'cors_origins'];
 
 /** Longest value of one form field. */
 const MAX_FIELD = 16 * 1024;
 
 export function emptyForm(): ApiForm {
-  return { name: '', context: '', version: '1.0.0', description: '', production: '', sandbox: '', auth: 'oauth2', resources: 'GET /', scopes: '', labels: 'Default', policy: '' };
+  return { name: '', context: '', version: '1.0.0', description: '', production: '', sandbox: '', auth: 'oauth2', resources: 'GET /', scopes: '', labels: 'Default', policy: '', cors_origins: '' };
 }
 
 export function formFromPost(f: URLSearchParams): ApiForm {
@@ -67,6 +69,7 @@ export function formFromText(text: string): { form: ApiForm; raw: Record<string,
     scopes: scopes.map((s) => `${String(s.name ?? '')}: ${strs(s.roles).join(', ')}`).join('\n'),
     labels: strs(raw.labels).join(', ') || 'Default',
     policy: typeof raw.policy === 'string' ? raw.policy : '',
+    cors_origins: isTable(raw.cors) ? strs(raw.cors.allow_origins).join(', ') : '',
   };
   return { form, raw };
 }
@@ -99,6 +102,12 @@ export function apiObject(f: ApiForm, base: Record<string, unknown> = {}, state?
   o.labels = list(f.labels).length > 0 ? list(f.labels) : ['Default'];
   if (f.policy !== '') o.policy = f.policy;
   else delete o.policy;
+  // The CORS override's other keys (enable, methods, headers, credentials) stay as the file has them.
+  const cors: Record<string, unknown> = isTable(base.cors) ? { ...base.cors } : {};
+  if (f.cors_origins.trim() !== '') cors.allow_origins = list(f.cors_origins);
+  else delete cors.allow_origins;
+  if (Object.keys(cors).length > 0) o.cors = cors;
+  else delete o.cors;
   const before = isTable(base.endpoints) ? base.endpoints : {};
   const endpoint = (url: string, old: unknown): unknown => (isTable(old) ? { ...old, url } : url);
   const endpoints: Record<string, unknown> = {};
@@ -137,6 +146,7 @@ export function apiObject(f: ApiForm, base: Record<string, unknown> = {}, state?
 export function fieldOf(diagnosticField: string): keyof ApiForm | undefined {
   if (diagnosticField.startsWith('endpoints.sandbox')) return 'sandbox';
   if (diagnosticField.startsWith('endpoints')) return 'production';
+  if (diagnosticField.startsWith('cors')) return 'cors_origins';
   const top = diagnosticField.split(/[.[]/)[0] ?? '';
   if (top === 'default_version' || top === 'unauthenticated_policy') return undefined;
   return (FORM_FIELDS as readonly string[]).includes(top) ? (top as keyof ApiForm) : undefined;

@@ -57,6 +57,7 @@ ${field({ id: 'resources', label: 'Resources', type: 'textarea', value: f.resour
 ${field({ id: 'scopes', label: 'Scopes (optional)', type: 'textarea', value: f.scopes, hint: 'One a line: name: role1, role2', ...err('scopes') })}
 ${field({ id: 'labels', label: 'Gateway labels (tags)', value: f.labels, ...err('labels') })}
 ${field({ id: 'policy', label: 'API throttling policy (optional)', value: f.policy, ...err('policy') })}
+${field({ id: 'cors_origins', label: 'CORS allowed origins (optional)', value: f.cors_origins, hint: 'Comma-separated, e.g. https://app.example; empty: [apim.cors] applies', ...err('cors_origins') })}
 <button type="submit" name="action" value="save">Save</button>
 ${field({ id: 'openapi', label: 'OpenAPI 3 document (JSON, optional)', type: 'textarea', value: c.form.get('openapi') ?? '', hint: 'Import fills the resources (and empty fields) from its paths, info and servers; nothing is saved until Save', ...err('openapi') })}
 <button type="submit" name="action" value="import">Import resources</button>

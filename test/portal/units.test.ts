@@ -41,6 +41,10 @@ t.test('editing keeps what the form does not show', async (t) => {
   t.same(api?.endpoints.production?.suspendCodes, [101503], 'endpoint advanced configuration kept');
   t.equal(api?.resources[0]?.tokenType, 'user', 'resource keys kept');
   t.equal(api?.endpoints.production?.url, 'http://h:2/');
+  const withCors = checkForm({ ...(p?.form ?? emptyForm()), cors_origins: 'https://a.example, https://b.example' }, '', {}, { ...(p?.raw ?? {}), cors: { allow_credentials: true, allow_origins: ['*'] } });
+  t.same(withCors.errors, {});
+  t.same(parseApiText(withCors.text, '').api?.cors, { allowOrigins: ['https://a.example', 'https://b.example'], allowCredentials: true }, 'CORS origins from the form, credentials kept');
+  t.equal(parseApiText(checkForm(p?.form ?? emptyForm(), '', {}, p?.raw).text, '').api?.cors, undefined, 'no origins, no override');
 });
 
 t.test('the state line is rewritten in place, comments kept', async (t) => {
