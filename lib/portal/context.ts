@@ -39,7 +39,7 @@ export interface PortalOptions {
 }
 
 /** What the routes share: the options' services, and the portal's catalogue, sessions and sign-in. */
-export interface PortalParts extends Pick<PortalOptions, 'km' | 'store' | 'logger' | 'settings' | 'tiers' | 'applicationTiers' | 'gateways'> {
+export interface PortalParts extends Pick<PortalOptions, 'km' | 'store' | 'logger' | 'settings' | 'tiers' | 'applicationTiers' | 'gateways' | 'consoles'> {
   readonly catalogue: Catalogue;
   readonly sessions: Sessions;
   readonly signin: SignIn;
@@ -72,8 +72,8 @@ export function canPublish(s: Session): boolean {
 export function render(c: Call, console: Frame['console'], title: string, body: string, status = 200): void {
   const nav: [string, string][] =
     console === 'devportal'
-      ? [['/devportal', 'APIs'], ...(c.session.user !== undefined ? ([['/devportal/applications', 'Applications']] as [string, string][]) : []), ...(canPublish(c.session) ? ([['/publisher', 'Publisher']] as [string, string][]) : [])]
-      : [['/publisher', 'APIs'], ['/publisher/new', 'Create API'], ['/devportal', 'Developer portal']];
+      ? [['/devportal', 'APIs'], ...(c.session.user !== undefined ? ([['/devportal/applications', 'Applications']] as [string, string][]) : []), ...(canPublish(c.session) && c.parts.consoles.publisher ? ([['/publisher', 'Publisher']] as [string, string][]) : [])]
+      : [['/publisher', 'APIs'], ['/publisher/new', 'Create API'], ...(c.parts.consoles.devportal ? ([['/devportal', 'Developer portal']] as [string, string][]) : [])];
   sendHtml(c.res, status, page({ console, title, user: c.session.user?.username, csrf: c.session.csrf, nav }, body), c.cookies.length > 0 ? { 'Set-Cookie': c.cookies } : {});
 }
 

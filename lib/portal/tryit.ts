@@ -46,7 +46,8 @@ export function faultCode(body: string): number | undefined {
 }
 
 export function tryCall(r: TryRequest): Promise<TryResult> {
-  const url = new URL(r.path, r.base);
+  // The base may carry a path of its own (a virtual host's /<optional context>): appended to, not replaced.
+  const url = new URL(`${r.base.replace(/\/+$/, '')}${r.path}`);
   const headers: Record<string, string> = { 'User-Agent': 'throughway-devportal' };
   if (r.token !== undefined && r.token !== '') headers.Authorization = `Bearer ${r.token}`;
   if (r.body !== undefined && r.body !== '') {

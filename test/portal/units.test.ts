@@ -119,3 +119,30 @@ t.test('OpenAPI 3 import: resources by path and scopes, info and servers where t
   t.match(importOpenApi('{"openapi":"3.1.0","paths":{}}', emptyForm()), { error: /no paths/ });
   t.match(importOpenApi('x'.repeat(300 * 1024), emptyForm()), { error: /larger than/ });
 });
+
+t.test('try-it: the call goes under the gateway base path; the body is bounded; a fault is decoded', async (t) => {
+  const http = await import('node:http');
+  const { tryCall, MAX_SHOWN } = await import('../../lib/portal/tryit');
+  const seen: { url: string; auth: string }[] = [];
+  const server = http.createServer((req, res) => {
+    seen.push({ url: req.url ?? '', auth: req.headers.authorization ?? '' });
+    if (req.url?.endsWith('/big')) {
+      res.end('x'.repeat(MAX_SHOWN * 2));
+      return;
+    }
+    res.writeHead(403, { 'Content-Type': 'application/json' });
+    res.end(JSON.stringify({ fault: { code: 900908, message: 'Resource forbidden' } }));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  t.teardown(() => server.close());
+  const port = (server.address() as { port: number }).port;
+  const r = await tryCall({ base: `http://127.0.0.1:${port}/edge/`, path: '/shop/1/menu?x=1', method: 'GET', token: 'tok', body: undefined, contentType: undefined });
+  t.same(seen[0], { url: '/edge/shop/1/menu?x=1', auth: 'Bearer tok' });
+  t.equal(r.status, 403);
+  t.equal(r.fault?.code, 900908);
+  t.equal(r.fault?.def?.message, 'Resource forbidden', 'explained from the fault table');
+  const big = await tryCall({ base: `http://127.0.0.1:${port}`, path: '/big', method: 'GET', token: undefined, body: undefined, contentType: undefined });
+  t.equal(big.body.length, MAX_SHOWN);
+  t.equal(big.truncated, true);
+  t.equal(seen[1]?.auth, '', 'no token, no Authorization');
+});
