@@ -16,6 +16,9 @@ import { ADMIN, CHROMIUM, ROOT, startPortalNode } from './helpers';
 
 const IMAGES = path.join(ROOT, 'docs', 'images');
 
+/** Controls of the page a screen reader cannot name: without a <label> (hidden inputs and buttons aside). */
+const UNLABELLED = "[...document.querySelectorAll('input:not([type=hidden]):not([type=submit]),select,textarea')].filter((e) => e.labels.length === 0).map((e) => e.id || e.name)";
+
 async function shot(page: Page, name: string): Promise<void> {
   fs.mkdirSync(IMAGES, { recursive: true });
   await page.screenshot({ path: path.join(IMAGES, `portal-${name}.png`) });
@@ -72,6 +75,7 @@ if (noBrowser !== false) t.comment(`skipped: ${noBrowser}`);
     t.match(csp, /default-src 'none'/, 'CSP: nothing by default');
     t.notMatch(csp, /script-src|unsafe-inline/, 'CSP: no script source at all');
     t.match(await page.locator('main').innerText(), /PizzaShackSecured/);
+    t.same(await page.evaluate(UNLABELLED), [], 'every control of the catalogue has a label');
     await page.getByLabel('Search APIs').fill('secured');
     await page.getByRole('button', { name: 'Search' }).click();
     t.match(await page.locator('main').innerText(), /1 API matching secured/, 'search narrows the catalogue');
@@ -105,6 +109,7 @@ if (noBrowser !== false) t.comment(`skipped: ${noBrowser}`);
     const secret = await page.locator('#consumer-secret').innerText();
     t.match(secret, /^[A-Za-z0-9_-]{40,}$/, 'the consumer secret is shown');
     await shot(page, 'keys');
+    t.same(await page.evaluate(UNLABELLED), [], "every control of the application's page has a label");
     await page.reload();
     t.equal(await page.locator('#consumer-secret').count(), 0, 'and shown once only');
     t.notMatch(await page.content(), secret, 'the secret is not on the page again');
@@ -147,6 +152,7 @@ if (noBrowser !== false) t.comment(`skipped: ${noBrowser}`);
 
     // Publisher: the validator's message beside the field.
     await page.goto(`${base}/publisher/new`);
+    t.same(await page.evaluate(UNLABELLED), [], "every control of the publisher's form has a label");
     await page.getByLabel('Name', { exact: true }).fill('Weather');
     await page.getByLabel('Context').fill('/weather');
     await page.getByLabel('Production endpoint URL').fill('htp:/nowhere here');
