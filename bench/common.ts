@@ -401,3 +401,21 @@ export function machineLines(load0: number[], load1: number[]): string[] {
   ];
 }
 
+/**
+ * A bench child process: the gateway of `dir`/deployment.toml (its apis/ beside it) on $PORT, until
+ * SIGTERM or SIGINT (bench/mediation.ts, bench/graphql.ts).
+ */
+export async function serveGateway(dir: string, what: string): Promise<void> {
+  const { loadConfig } = await import('../lib/config/load');
+  const { createGateway } = await import('../lib/embed');
+  const loaded = loadConfig({ file: path.join(dir, 'deployment.toml') });
+  if (!loaded.ok) throw new Error(JSON.stringify(loaded.diagnostics));
+  const gw = createGateway({ loaded, watch: false });
+  await gw.listen({ port: Number(process.env.PORT), host: HOST });
+  process.stdout.write(`gateway (${what}) on ${HOST}:${process.env.PORT}\n`);
+  const stop = (): void => {
+    void gw.close().then(() => process.exit(0));
+  };
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+}

@@ -13,7 +13,7 @@
 import autocannon = require('autocannon');
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { HOST, WORK_DIR, fmt, freePort, log, sleep, startBackend, startProc, stopAll, waitPort } from './common';
+import { HOST, WORK_DIR, fmt, freePort, log, sleep, startBackend, startProc, stopAll, waitPort, serveGateway } from './common';
 import type { MediationRow } from './render';
 
 export interface MediationBenchOptions {
@@ -89,8 +89,6 @@ export async function runMediationBench(opts: MediationBenchOptions): Promise<Ro
 
 /** The child: a gateway with JSON validation on, in front of the bench backend. */
 async function gatewayChild(): Promise<void> {
-  const { loadConfig } = await import('../lib/config/load');
-  const { createGateway } = await import('../lib/embed');
   fs.mkdirSync(WORK_DIR, { recursive: true });
   const dir = fs.mkdtempSync(path.join(WORK_DIR, 'mediation-'));
   fs.mkdirSync(path.join(dir, 'apis'));
@@ -102,16 +100,7 @@ async function gatewayChild(): Promise<void> {
     path.join(dir, 'apis', 'bench.toml'),
     `name = "Bench"\ncontext = "/bench"\nversion = "1.0.0"\nauth = "none"\n# mediation is measured, not the Unauthenticated tier (500/min per client IP)\nunauthenticated_policy = "Unlimited"\n[endpoints]\nproduction = "http://${HOST}:${process.env.BACKEND_PORT}"\n[[resources]]\npath = "/*"\nmethods = ["GET", "POST"]\n`,
   );
-  const loaded = loadConfig({ file: path.join(dir, 'deployment.toml') });
-  if (!loaded.ok) throw new Error(JSON.stringify(loaded.diagnostics));
-  const gw = createGateway({ loaded, watch: false });
-  await gw.listen({ port: Number(process.env.PORT), host: HOST });
-  process.stdout.write(`gateway (validation on) on ${HOST}:${process.env.PORT}\n`);
-  const stop = (): void => {
-    void gw.close().then(() => process.exit(0));
-  };
-  process.on('SIGTERM', stop);
-  process.on('SIGINT', stop);
+  await serveGateway(dir, 'validation on');
 }
 
 if (require.main === module && process.env.MEDIATION_GATEWAY === '1') {

@@ -394,6 +394,8 @@ export interface DocParts {
   /** The cluster-mode and Redis counting sections with their markers (the document's current ones). */
   readonly workers?: string | undefined;
   readonly counting?: string | undefined;
+  /** The document's other marked sections (soak, import, ...), kept as they are, before "How to reproduce". */
+  readonly others?: readonly string[];
   readonly workDir: string;
   readonly demo: { readonly url: string; readonly fromConf: boolean };
 }
@@ -447,6 +449,10 @@ export function renderDoc(p: DocParts): string {
       `${COUNTING_BEGIN}\n## Throttle counters in Redis (docs/scale-out.md)\n\nNo Redis counting run recorded yet: \`npm run bench -- --redis-counting --write\` adds it.\n${COUNTING_END}`,
   );
   L.push('');
+  for (const section of p.others ?? []) {
+    L.push(section);
+    L.push('');
+  }
   L.push(HOW_TO_REPRODUCE);
   L.push('');
   L.push('```sh');
@@ -461,7 +467,9 @@ export function renderDoc(p: DocParts): string {
   L.push('npm run bench -- --workers --rounds 3 --duration 6 --write   # cluster mode: [throughway.cluster] workers = 1 vs 2 on the demo API');
   L.push('npm run bench -- --redis-counting --rounds 3 --duration 6 --write   # throttle counters in memory vs Redis (THROUGHWAY_TEST_REDIS_URL or redis://127.0.0.1:6379)');
   L.push(`node dist/bench/run.js --workers --from ${p.workDir}/workers-<date>.json --write   # likewise --redis-counting --from .../redis-counting-<date>.json`);
+  L.push('node dist/bench/node-lines.js --node <other node binary> --rounds 3 --write   # the transport on this Node and on another line (bench/node-lines.ts)');
   L.push('node dist/bench/profile.js --mode perf          # where the CPU goes (perf), small GET under wrk');
+  L.push('node dist/bench/startup.js --runs 5 --write      # require(\'throughway\') and `npm start` to ready: medians of 5, with the load average');
   L.push('```');
   L.push('');
   L.push(

@@ -30,6 +30,7 @@
 import autocannon = require('autocannon');
 import { spawn } from 'node:child_process';
 import { runMediationBench } from './mediation';
+import { GRAPHQL_BEGIN, GRAPHQL_END, renderGraphql, renderGraphqlTable, runGraphqlBench, QUERY_BODY, type GraphqlRun } from './graphql';
 import { Redis } from 'ioredis';
 import {
   COUNTING_BEGIN,
@@ -116,32 +117,15 @@ interface Options {
   mediation: boolean;
   /** Measure the throttled route with counter_store = "memory" vs "redis" instead (its own section). */
   redisCounting: boolean;
+  /** A small GraphQL query vs a plain JSON POST of the same size, gateway CPU per request (bench/graphql.ts). */
+  graphql: boolean;
 }
 
-const USAGE = `usage: npm run bench -- [options]
-  --duration S         measured seconds per cell (default 10)
-  --warmup S           warm-up seconds before each cell (default 2)
-  --connections N      connections for every scenario (default: the scenario's own, 64/64/16/64/64/1000)
-  --scenarios a,b      of ${SCENARIOS.map((s) => s.name).join(',')} (default all)
-  --rounds N           rounds; tables show medians (default 1)
-  --compare            also run ../shared/peers/run.sh with throughway as its extra target
-                       (ROUNDS, DURATION, WARMUP, TOOLS, SCENARIOS, TARGETS pass through)
-  --peers-results F    use an earlier peers run (its raw results JSON) instead of --compare
-  --peers-dir D        where the peers harness is (default ../shared/peers)
-  --from F             measure nothing: render an earlier run's raw JSON (${WORK_DIR}/run-<date>.json) again
-  --write              regenerate docs/performance.md
-  --quiet-max S        wait at most S seconds for other tenants' CPU to drop before a cell (default 6)
-  --quiet-cores C      ... below C cores (default 0.25)
-  --workers            cluster mode instead: [throughway.cluster] workers = 1 vs 2 on the demo API (bench/workers.ts);
-                       takes --duration, --warmup, --connections, --rounds
-  --auth               short for --scenarios auth (a bearer token on the full gateway, docs/security.md)
-  --throttling         short for --scenarios throttling (three counters per call on the full gateway, docs/throttling.md)
-  --redis-counting     instead: the throttled route of two full gateways, counter_store = "memory" vs "redis"
-                       (Redis at THROUGHWAY_TEST_REDIS_URL or redis://127.0.0.1:6379); takes --duration, --warmup,
-                       --connections, --rounds, --write, --from; its --write replaces only its section of docs/performance.md
-  --mediation          instead: JSON validation at 1 KiB, 64 KiB, 1 MiB, and small-GET latency while 1 MiB
-                       bodies are validated (bench/mediation.ts); takes --duration, --warmup, --write, --from;
-                       its --write replaces only the mediation section of docs/performance.md`;
+/**
+ * The help: a text file, so that `npm run bench -- --help` answers without compiling (bench/run.sh prints
+ * it; test/bench/usage.test.ts checks that it names every scenario).
+ */
+const USAGE = fs.readFileSync(path.join(ROOT, 'bench', 'usage.txt'), 'utf8').trimEnd();
 
 function parseArgs(argv: readonly string[]): Options {
   const o: Options = {
@@ -159,6 +143,7 @@ function parseArgs(argv: readonly string[]): Options {
     quietCores: 0.25,
     mediation: false,
     redisCounting: false,
+    graphql: false,
   };
   const num = (name: string, v: string | undefined, min: number, max: number): number => {
     const n = Number(v);
@@ -213,6 +198,9 @@ function parseArgs(argv: readonly string[]): Options {
         break;
       case '--mediation':
         o.mediation = true;
+        break;
+      case '--graphql':
+        o.graphql = true;
         break;
       case '--redis-counting':
         o.redisCounting = true;
@@ -634,6 +622,30 @@ function existingSection(begin: string, end: string): string | undefined {
   return undefined;
 }
 
+/**
+ * Every other marked section of the current document (`<!-- name:begin -->` … `<!-- name:end -->`: the soak
+ * run's, the import figures, ...), in document order: a main run's --write keeps them as they are.
+ */
+function otherSections(known: readonly string[]): string[] {
+  let doc: string;
+  try {
+    doc = fs.readFileSync(PERF_DOC, 'utf8');
+  } catch {
+    return [];
+  }
+  const out: string[] = [];
+  const begin = /<!-- ([a-z0-9-]+):begin -->/g;
+  for (let m = begin.exec(doc); m !== null; m = begin.exec(doc)) {
+    if (known.includes(m[0])) continue;
+    const end = `<!-- ${m[1]}:end -->`;
+    const b = doc.indexOf(end, m.index);
+    if (b < 0) continue;
+    out.push(doc.slice(m.index, b + end.length));
+    begin.lastIndex = b + end.length;
+  }
+  return out;
+}
+
 // ------------------------------------------------------------------ main
 
 /** What a run leaves in WORK_DIR/run-<date>.json; --from renders a document from it again. */
@@ -752,6 +764,17 @@ async function mediation(opts: Options, argv: readonly string[]): Promise<void> 
   }
 }
 
+/** `--graphql`: measures (or, with --from, reads) the GraphQL run; with --write replaces its section of docs/performance.md. */
+async function graphql(opts: Options, argv: readonly string[]): Promise<void> {
+  const run = await rawRun<GraphqlRun>('graphql', 'graphql', opts.from, async () => {
+    const date = new Date().toISOString();
+    const rows = await runGraphqlBench(opts);
+    return { date, command: benchCommand(argv, opts.compare), duration: opts.duration, warmup: opts.warmup, rounds: opts.rounds, bytes: Buffer.byteLength(QUERY_BODY), rows };
+  });
+  process.stdout.write(`# throughway GraphQL bench — ${run.date}\n\n${renderGraphqlTable(run.rows)}\n`);
+  if (opts.write) writeSection(GRAPHQL_BEGIN, GRAPHQL_END, renderGraphql(run), 'GraphQL');
+}
+
 /** The Redis of --redis-counting: the tests' (THROUGHWAY_TEST_REDIS_URL) or the machine's default. */
 const COUNTING_REDIS = process.env.THROUGHWAY_TEST_REDIS_URL !== undefined && process.env.THROUGHWAY_TEST_REDIS_URL !== '' ? process.env.THROUGHWAY_TEST_REDIS_URL : 'redis://127.0.0.1:6379';
 
@@ -836,6 +859,7 @@ async function main(): Promise<void> {
   installExitHandlers();
   fs.mkdirSync(WORK_DIR, { recursive: true });
   if (opts.mediation) return mediation(opts, argv);
+  if (opts.graphql) return graphql(opts, argv);
   if (opts.redisCounting) return counting(opts, argv);
 
   let raw: RawRun;
@@ -903,6 +927,7 @@ async function main(): Promise<void> {
       mediation: existingSection(MEDIATION_BEGIN, MEDIATION_END),
       workers: existingSection(WORKERS_BEGIN, WORKERS_END),
       counting: existingSection(COUNTING_BEGIN, COUNTING_END),
+      others: otherSections([PEERS_BEGIN, MEDIATION_BEGIN, WORKERS_BEGIN, COUNTING_BEGIN]),
       workDir: WORK_DIR,
       demo: demoUrl(),
     });

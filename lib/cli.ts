@@ -155,6 +155,20 @@ function describePorts(result: LoadResult): string[] {
   return lines;
 }
 
+/**
+ * What the file's keys do (docs/migrating.md has every key's status): a count of each status, then each
+ * key not acted on at its place, so a migrating user sees which of their settings change nothing.
+ */
+function describeKeyStatus(result: LoadResult): string[] {
+  const n = result.writtenStatus;
+  const total = n.acts + n.differs + n.inactive;
+  const lines = [`keys written: ${total} (${n.acts} act, ${n.differs} act differently, ${n.inactive} not acted on; docs/migrating.md)`];
+  for (const k of result.notActedOn) {
+    lines.push(`  ${k.file}:${k.line}:${k.column}: ${k.key}: not acted on${k.sectionRuns ? '' : ` ([${k.section}] is not run)`}`);
+  }
+  return lines;
+}
+
 function check(p: Parsed, io: CliIo): number {
   const result = load(p, io);
   const shown = p.config ?? path.join('conf', 'deployment.toml');
@@ -201,6 +215,7 @@ function check(p: Parsed, io: CliIo): number {
   lines.push(`throttling: ${pp.file === '' ? `built-in default policies (no ${ts.policiesFile})` : pp.file}: ${pp.subscription.size} subscription, ${pp.application.size} application, ${pp.api.size} API, ${pp.custom.length} custom policies; counters ${ts.counterStore}`);
     lines.push(`accepted but inactive: ${result.inactive.length > 0 ? result.inactive.join(', ') : '(none)'}`);
   if (result.inactiveKeys.length > 0) lines.push(`accepted keys throughway does not act on: ${result.inactiveKeys.join(', ')}`);
+  lines.push(...describeKeyStatus(result));
   io.out(`${lines.join('\n')}\n`);
   return 0;
 }

@@ -11,7 +11,7 @@
 export { createGateway } from './embed';
 export type { Gateway, GatewayOptions } from './embed';
 export { GatewayOptionsError } from './gateway';
-export type { DeployedApi, ReloadReport, ApiDefinition, ApiState, FileStatus, ApiDiagnostic } from './gateway';
+export type { DeployedApi, ReloadReport, ApiDefinition, ApiState, FileStatus, ApiDiagnostic, TokenEndpoints, OAuthCall, OAuthAnswer } from './gateway';
 // Embedding (docs/embedding.md): events, inject(), custom phases and the faults they may answer.
 export type { GatewayEventMap, GatewayEventName, GatewayFaultEvent, GatewayListener, InjectOptions, InjectResponse, CustomPhase, CustomFault, PhasePlacement } from './embed';
 export { gatewayFault, customFault, localAnswer, PhaseOptionsError } from './embed';
@@ -39,7 +39,8 @@ export type {
   ProxyRoute,
 } from './transport';
 export { loadConfig } from './config/load';
-export type { LoadOptions, LoadResult } from './config/load';
+export type { LoadOptions, LoadResult, WrittenKey } from './config/load';
+export type { KeyStatus, StatusCounts } from './config/key-status';
 export type { DeploymentConfig, EffectivePorts, Diagnostic } from './config/types';
 export { createLogger, silentLogger } from './log';
 // Tracing and analytics (docs/tracing.md, docs/analytics.md): Gateway.tracer / Gateway.analytics and their stats().

@@ -144,7 +144,9 @@ ${LISTENING_PORTS.map((p) => `| ${p.title}${p.openedBy === null ? ' (accepted, n
   that are not marked inactive and have no default. A table that is not written is satisfied by its
   defaults; features throughway accepts but does not run never fail a load for a missing key.
 - **Inactive.** Sections marked *accepted, not run* parse and validate, and \`config check\` lists the ones
-  present as "accepted but inactive". Keys marked *not acted on* are validated and otherwise ignored.
+  present as "accepted but inactive". Keys marked *not acted on* are validated and otherwise ignored;
+  \`config check\` names each one a file writes, with its line. Keys marked *acts differently* act, not
+  as the spec describes, for the reason given (docs/migrating.md lists every key with its status).
 
 ## The [throughway] section
 
@@ -189,6 +191,7 @@ export function renderDocs(sections: readonly SectionDef[] = SECTIONS): string {
     for (const k of s.keys) {
       const marks: string[] = [];
       if (k.inactive === true) marks.push('*not acted on*');
+      if (k.differs !== undefined) marks.push(`*acts differently: ${cell(k.differs)}*`);
       if (k.secret === true) marks.push('`secret`');
       const meaning = `${cell(k.meaning)}${marks.length > 0 ? ` ${marks.join(' ')}` : ''}`;
       out.push(`| ${code(k.key)} | ${cell(typeText(k))} | ${k.required === true ? 'R' : ''} | ${defaultText(k)} | ${constraints(k)} | ${meaning} |`);

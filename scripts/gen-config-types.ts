@@ -61,6 +61,7 @@ function keyDoc(def: KeyDef): string {
   else if (def.defaultText !== undefined) parts.push(`Default: ${def.defaultText}.`);
   if (def.format === 'duration') parts.push('Loaded as milliseconds.');
   if (def.inactive === true) parts.push('Accepted; throughway does not act on it.');
+  if (def.differs !== undefined) parts.push(`Acts differently: ${def.differs}.`);
   return parts.join(' ');
 }
 

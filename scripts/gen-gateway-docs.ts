@@ -55,7 +55,7 @@ export function renderFaultsDoc(): string {
   o.push('(base + protocol state), and throughway\'s own codes for conditions the spec has no code for, from');
   const transportOwn = Object.values(OwnCode).filter((c) => c < 103020);
   const transportInBlocks = Object.values(OwnCode).filter((c) => c >= 103020);
-  o.push(`${Math.min(...Object.values(OwnCode))} onwards (the transport holds ${Math.min(...transportOwn)}–${Math.max(...transportOwn)}${transportInBlocks.length > 0 ? ` and ${transportInBlocks.join(', ')} in the blocks below` : ''}, the gateway ${Math.min(...Object.values(GatewayOwnCode))} onwards; 103020–103159 are reserved in blocks per area: 103020–103039 security, 103040–103059 throttling, 103060–103079 mediation, 103080–103099 TLS, proxies and WebSocket, 103100–103119 scale-out, 103120–103139 operations, 103140–103159 embedding).`);
+  o.push(`${Math.min(...Object.values(OwnCode))} onwards (the transport holds ${Math.min(...transportOwn)}–${Math.max(...transportOwn)}${transportInBlocks.length > 0 ? ` and ${transportInBlocks.join(', ')} in the blocks below` : ''}, the gateway ${Math.min(...Object.values(GatewayOwnCode))} onwards; 103020–103209 are reserved in blocks per area: 103020–103039 security, 103040–103059 throttling, 103060–103079 mediation, 103080–103099 TLS, proxies and WebSocket, 103100–103119 scale-out, 103120–103139 operations, 103140–103159 embedding, 103160–103179 request framing, deadlines and the interim cap, 103180–103199 GraphQL, 103200–103209 backend security).`);
   o.push('');
   o.push('## API handler codes (spec 002, part 7)');
   o.push('');
@@ -213,6 +213,10 @@ export function renderApisDoc(): string {
   o.push('### `[mediation]`');
   o.push('');
   fieldRows(o, field('mediation').fields ?? [], 'mediation.');
+  o.push('### `[graphql]` and `[[operations]]` (type = "GRAPHQL", docs/graphql.md)');
+  o.push('');
+  fieldRows(o, field('graphql').fields ?? [], 'graphql.');
+  fieldRows(o, field('operations').fields ?? [], 'operations[].');
   o.push('## Routing');
   o.push('');
   o.push('1. **Context.** The longest deployed context path that is a prefix of the request path at a segment');
@@ -253,14 +257,14 @@ export function renderApisDoc(): string {
   o.push('| # | phase | status | what it does |');
   o.push('|---|---|---|---|');
   const what: Record<string, string> = {
-    route: 'context, version, resource (103005, 103006, 900906, 103009)',
+    route: 'context, version, resource (103005, 103006, 900906, 103009); a GraphQL API\'s query and operation (900422, 103180–103187, docs/graphql.md)',
     cors: 'CORS fields for the call; answers preflights (204) and plain OPTIONS (204 with `Allow`)',
     'api-status': 'BLOCKED 700700 (503), RETIRED 103008 (404)',
     authentication: 'mutual TLS header, bearer token, subscription, token type, scopes (900900–900910), the backend JWT (docs/security.md)',
     throttling: 'blocking conditions (900805), API/resource (900800/900802), subscription (900804), burst (900807), application (900803), custom (900806), hard limit (900801, 503); RateLimit fields (docs/throttling.md)',
     mediation: 'payload validation (103062, 103063), the API\'s script (103065–103067) and JSON/XML conversion, in the worker pool for large bodies (103060, 103061); free for calls that need none (docs/mediation.md)',
     'transport-headers': 'the fields for the backend: the token header removed unless `enable_outbound_auth_header`, `excludeResponseHeaders` removed',
-    send: 'the endpoint for the key type (900901 when there is none), suspension (103007), the backend URL',
+    send: 'the endpoint for the key type (900901 when there is none), suspension (103007), the backend URL, the backend\'s credentials (900424, 103200, 103201: "Backend security" below)',
   };
   PHASES.forEach((p, i) => o.push(`| ${i + 1} | ${p.name} | ${p.enforced ? 'enforced' : '**not yet enforced**'} | ${esc(what[p.name] ?? '')} |`));
   o.push('');
@@ -286,7 +290,8 @@ export function renderApisDoc(): string {
   o.push('  named in `preserveRequestHeaders` are echoed on faults, as the reference keeps exactly those, never on');
   o.push('  OPTIONS answers.');
   o.push('- **Access log** (`[http_access_log] enabled = true`): one line per call in the common log format plus');
-  o.push('  upstream ms, fault code and fault state (`base+state` for transport codes), to');
+  o.push('  upstream ms, fault code and fault state (`base+state` for transport codes), and for a GraphQL call its');
+  o.push('  operation (`graphql=QUERY:name`, docs/graphql.md), to');
   o.push('  `[throughway] access_log_file` under the working directory, or to the server log (`http_access`');
   o.push('  events) with `useLogger = true`.');
   o.push('');
@@ -299,6 +304,87 @@ export function renderApisDoc(): string {
   o.push('the backend (whatever its status) resets the progression. `timeout` bounds a call from the hand-off to');
   o.push('the backend until its response is complete; `retry_codes` / `retry_count` retry a failed call on a fresh');
   o.push('connection while resending loses nothing.');
+  o.push('');
+  const endpointFields = (field('endpoints').fields ?? [])[0]?.fields ?? [];
+  o.push('## Backend security');
+  o.push('');
+  o.push('An endpoint whose backend requires credentials declares them in a `security` table: the reference\'s');
+  o.push('endpoint security types, Basic, Digest and OAuth 2.0. The gateway removes every `Authorization` field of');
+  o.push('the client from such a call and sends the endpoint\'s own: the client\'s credentials never reach that');
+  o.push('backend, and are never mixed with the backend\'s. Passwords, client secrets and tokens are never logged');
+  o.push('(the token endpoint\'s URL is, with its query masked). Client authentication to the gateway is');
+  o.push('unchanged (docs/security.md); `auth = "none"` is not needed.');
+  o.push('');
+  o.push('<!-- sample: api-part -->');
+  o.push('```toml');
+  o.push('[endpoints.production]');
+  o.push('url = "https://orders.internal.example.com/v2"');
+  o.push('[endpoints.production.security]');
+  o.push('type = "oauth"');
+  o.push('grant_type = "client_credentials"');
+  o.push('token_url = "https://idp.example.com/oauth2/token"');
+  o.push('client_id = "orders-gateway"');
+  o.push('# in a real file: client_secret = "$env{ORDERS_CLIENT_SECRET}"');
+  o.push('client_secret = "change-me"');
+  o.push('scopes = ["orders:read", "orders:write"]');
+  o.push('parameters = { audience = "orders" }');
+  o.push('');
+  o.push('[endpoints.sandbox]');
+  o.push('url = "http://127.0.0.1:9000/legacy"');
+  o.push('[endpoints.sandbox.security]');
+  o.push('type = "digest"');
+  o.push('username = "gateway"');
+  o.push('password = "sandbox-password"');
+  o.push('```');
+  o.push('');
+  o.push('Any credential (`username`, `password`, `client_id`, `client_secret`) may be written `$env{NAME}`: the');
+  o.push('environment variable is read when the API is deployed, and a variable that is not set is an');
+  o.push('API_VALUE error (the file is not deployed).');
+  o.push('');
+  fieldRows(o, endpointFields.find((f) => f.key === 'security')?.fields ?? [], 'endpoints.<name>.security.');
+  o.push('**basic** (RFC 7617): `Authorization: Basic` with base64 of the UTF-8 `username:password`, on every');
+  o.push('call. A 401 from the backend is not answered again: the call gets **103200** (502), the backend\'s');
+  o.push('challenge is not passed on.');
+  o.push('');
+  o.push('**digest** (RFC 7616, MD5 or SHA-256 and their -sess variants, qop=auth; SHA-256 when both are');
+  o.push('offered): the first call goes without credentials; the backend\'s 401 challenge is answered and the call');
+  o.push('sent again. The nonce is kept and later calls answer it at once, with the nonce count `nc` growing by');
+  o.push('one per call and a fresh `cnonce`. A `stale=true` challenge is answered with its new nonce; a 401 to an');
+  o.push('answer with the current nonce means wrong credentials: **103200** (502). Not available for WebSocket');
+  o.push('APIs (a handshake is not sent twice).');
+  o.push('');
+  o.push('**oauth**: the gateway obtains a bearer token (RFC 6750) with the `client_credentials` (RFC 6749 §4.4)');
+  o.push('or `password` (§4.3) grant, the client authenticated with `Authorization: Basic` (the §2.3.1 encoding)');
+  o.push('or in the body. The token is cached until `expires_in` minus `expiry_margin` (at most half its lifetime');
+  o.push('earlier; without `expires_in`, until the backend refuses it) and shared: every endpoint of the process');
+  o.push('with the same token URL, grant, client, user, scopes and parameters uses one token, and concurrent calls');
+  o.push('needing a new one wait for a single token request (single-flight). Each node:cluster worker is a');
+  o.push('process and fetches its own. A hot deploy keeps the token of unchanged inputs and drops the tokens no');
+  o.push('deployed endpoint uses any more. The token request is bounded: `token_timeout`,');
+  o.push('and 64 KiB of response. A token response must be HTTP 200 with an `access_token` of RFC 6750');
+  o.push('b64token characters and `token_type` Bearer (or none).');
+  o.push('');
+  o.push('When the backend answers 401, the token is dropped, a new one fetched and the call sent again, once.');
+  o.push('**900424** Temporary Server Error (503; the spec shows no status for it, 503 is the reference\'s for its');
+  o.push('"temporary" conditions) when no valid token can be had: the token endpoint unreachable, slower than');
+  o.push('`token_timeout`, answering anything but a token (its OAuth `error` code is named in the fault\'s');
+  o.push('description, its `error_description` is not), or the backend refusing the freshly obtained token too.');
+  o.push('A token request that fails is not cached: the next call tries again.');
+  o.push('');
+  o.push('**Which calls are sent again.** Only a call whose body can be sent again: one without a body, one whose');
+  o.push('body mediation holds, or one with a `Content-Length` up to `max_replay_body`, which the gateway reads');
+  o.push('into memory before sending (Basic never sends twice and streams every body). A chunked or larger body');
+  o.push('is streamed to the backend as usual and cannot be sent twice: a 401 to it is answered **900424** for');
+  o.push('oauth (the token is dropped, so the next call gets a new one) and **103201** (503) for a first Digest');
+  o.push('challenge (the nonce is kept, so the next call answers it and streams). A 401\'s own body is read up to');
+  o.push('64 KiB to find its challenge (larger: the transport\'s 101510 + state). HEAD calls and WebSocket');
+  o.push('handshakes get the credentials but their 401 is passed on as it is. Other responses are streamed');
+  o.push('through untouched; only 401s are gathered.');
+  o.push('');
+  o.push('Not done: a token URL reached through an outbound proxy (token requests connect directly); the');
+  o.push('refresh_token grant (an expired token is replaced by a new grant); a pause after failed token');
+  o.push('requests (each call after a failure tries again, concurrent ones share one request); Digest');
+  o.push('`qop=auth-int`; one token shared by the processes of a cluster.');
   o.push('');
   o.push('## Hot deploy');
   o.push('');

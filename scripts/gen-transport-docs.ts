@@ -8,7 +8,8 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { STATE_NAMES, TRANSITIONS } from '../lib/transport/states';
-import { FAULT_KINDS, type FaultReason } from '../lib/transport/codes';
+import { FAULT_KINDS, OwnCode, type FaultReason } from '../lib/transport/codes';
+import { DEFAULT_TRANSPORT_SETTINGS } from '../lib/transport/settings';
 
 export function renderTransportDoc(): string {
   const out: string[] = [];
@@ -123,9 +124,14 @@ export function renderTransportDoc(): string {
   out.push('  listener read the same way: Node 20 reads accepted sockets 64 KiB at a time and has no public option to');
   out.push('  change that, so the listener re-wraps each accepted handle in a socket with its own read buffer. This');
   out.push('  relies on two undocumented details (`socket._handle`, `new net.Socket({ handle })`), checked at run time');
-  out.push('  with a fallback to the socket as accepted. Sockets handed to `handleConnection()` keep Node\'s reads.');
+  out.push('  with a fallback to the socket as accepted (`createTransport({ adoptAcceptedSockets: false })` takes that');
+  out.push('  path on purpose; both paths carry the same tests). Sockets handed to `handleConnection()` keep Node\'s reads.');
   out.push('- **Expect: 100-continue** and other interim 1xx responses from the backend are relayed to HTTP/1.1');
-  out.push('  clients (RFC 9110 §15.2).');
+  out.push(`  clients (RFC 9110 §15.2), at most \`[throughway] max_interim_responses\` (${DEFAULT_TRANSPORT_SETTINGS.maxInterimResponses}) per request, the`);
+  out.push('  number Apache httpd\'s mod_proxy_http stops at. One more and the backend is faulted with');
+  out.push(`  **${OwnCode.TOO_MANY_INTERIM}** (502, \`too_many_interim\`): its connection is closed and the client, which has seen`);
+  out.push('  the interim responses relayed so far, gets the fault. HTTP/1.0 clients get none relayed; the same bound');
+  out.push('  applies to them.');
   out.push('- **Pool**: per backend host:port, at most `http.max.connection.per.host.port` connections, idle ones');
   out.push('  reused last-in first-out and evicted after `pool_idle_timeout` — or earlier, one second before the');
   out.push('  `Keep-Alive: timeout=N` the backend announced. A reused socket that fails before any response byte,');
@@ -139,10 +145,14 @@ export function renderTransportDoc(): string {
   out.push('  PATCH, ...) is retried only when its connection failed before a byte of the request was written');
   out.push('  (refused or timed-out connect). A POST or PATCH whose head went out gets the fault instead.');
   out.push('- **Headers**: names and values are forwarded byte for byte (latin1), case kept. Removed both ways:');
-  out.push('  Connection and every name it lists, Keep-Alive, Proxy-Connection, TE, Upgrade (RFC 9110 §7.6.1).');
+  out.push('  Connection and every name it lists, Keep-Alive, Proxy-Connection, TE, Upgrade (RFC 9110 §7.6.1), and');
+  out.push('  Proxy-Authorization and Proxy-Authenticate, addressed to the proxy that asks (RFC 9110 §11.7).');
   out.push('  Transfer-Encoding stays because the framing is relayed verbatim. The backend gets `Host:` set to the');
-  out.push('  endpoint\'s host:port, `X-Forwarded-For` (appended), `X-Forwarded-Proto`, `X-Forwarded-Host` (the');
-  out.push('  client\'s Host) and `Via: 1.1 throughway` (appended; `[throughway] via`).');
+  out.push('  endpoint\'s host:port, `X-Forwarded-For` (the peer\'s address), `X-Forwarded-Proto`, `X-Forwarded-Host`');
+  out.push('  (the client\'s Host) and `Via: 1.1 throughway` (appended; `[throughway] via`). The client\'s own');
+  out.push('  `X-Forwarded-*`, `Forwarded` and `X-Real-IP` are replaced or dropped, unless the peer is one of');
+  out.push('  `[throughway] trusted_proxies`: then they are kept and the peer\'s address is appended to');
+  out.push('  `X-Forwarded-For` (docs/security.md, "Trusted proxies").');
   out.push('  `\'http.user.agent.preserve\'` (default **true**: a pass-through proxy is transparent) keeps the');
   out.push('  client\'s User-Agent, else `throughway` is sent; `\'http.server.preserve\'` (default **true**) keeps');
   out.push('  the backend\'s Server header, else `throughway` replaces it; `\'http.headers.preserve\'` lists fields');

@@ -6,11 +6,21 @@
  * "15 m" or as a bare number in the key's unit. Everything accepted here is accepted on purpose; anything
  * else becomes one diagnostic with the expected form.
  */
+import { isIPv4, isIPv6 } from 'node:net';
 import * as path from 'node:path';
 import type { KeyDef } from './schema-types';
 import type { DiagnosticCode } from './diagnostics';
 
-export type Converted = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly code: DiagnosticCode; readonly problem: string; readonly expected: string };
+export type Converted =
+  | { readonly ok: true; readonly value: unknown }
+  /** `entries`: the array entries at fault, each with its own problem (one diagnostic each, at the entry). */
+  | { readonly ok: false; readonly code: DiagnosticCode; readonly problem: string; readonly expected: string; readonly entries?: readonly BadEntry[] };
+
+/** One entry of an array value that is refused: its index and why. */
+export interface BadEntry {
+  readonly index: number;
+  readonly problem: string;
+}
 
 const UNIT_MS = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
 type Unit = keyof typeof UNIT_MS;
@@ -145,6 +155,36 @@ export function unitName(unit: string | undefined): string {
 
 const fail = (code: DiagnosticCode, problem: string, expected: string): Converted => ({ ok: false, code, problem, expected });
 
+/** An address or a CIDR range, as node:net's BlockList.addSubnet takes it. */
+export interface Subnet {
+  readonly address: string;
+  readonly bits: number;
+  readonly family: 'ipv4' | 'ipv6';
+}
+
+/** IPv4-mapped IPv6 (::ffff:a.b.c.d, what a dual-stack listener reports) as plain IPv4. */
+export function unmappedIp(ip: string): string {
+  return ip.length > 7 && ip.startsWith('::ffff:') && ip.indexOf('.') > 0 ? ip.slice(7) : ip;
+}
+
+/**
+ * `10.0.0.0/8`, `2001:db8::/32`, `127.0.0.1` (a /32) or `::1` (a /128); undefined for anything else (a host
+ * name, a prefix length out of range or missing after the slash). The one reading of format 'cidr' keys,
+ * shared with the transport's matcher ([throughway] trusted_proxies).
+ */
+export function parseSubnet(text: string): Subnet | undefined {
+  const entry = text.trim();
+  const slash = entry.indexOf('/');
+  const address = unmappedIp(slash < 0 ? entry : entry.slice(0, slash));
+  const family = isIPv4(address) ? 'ipv4' : isIPv6(address) ? 'ipv6' : undefined;
+  if (family === undefined) return undefined;
+  const max = family === 'ipv4' ? 32 : 128;
+  if (slash < 0) return { address, bits: max, family };
+  const prefix = entry.slice(slash + 1);
+  if (!/^\d{1,3}$/.test(prefix) || Number(prefix) > max) return undefined;
+  return { address, bits: Number(prefix), family };
+}
+
 /** The typed value of `raw` for `def`, without checking allowed values or ranges (see `check`). */
 export function convert(def: KeyDef, raw: unknown): Converted {
   const expected = describe(def);
@@ -245,6 +285,19 @@ export function check(def: KeyDef, value: unknown, ctx: CheckContext): Converted
       if (!isUrl(v)) return fail('CONFIG_URL', `${list.length > 1 ? `${JSON.stringify(v)} is ` : ''}not a URL`, 'an absolute URL such as https://host:port/path');
     }
   }
+  if (def.format === 'cidr') {
+    const list = Array.isArray(value) ? (value as unknown[]) : [value];
+    const bad: BadEntry[] = [];
+    for (let i = 0; i < list.length; i++) {
+      const v = list[i];
+      if (typeof v !== 'string' || parseSubnet(v) === undefined) bad.push({ index: i, problem: `${shownEntry(v)} is neither an IP address nor a CIDR range` });
+    }
+    if (bad.length > 0) {
+      const expected = 'IP addresses and CIDR ranges such as "10.0.0.0/8", "192.0.2.7", "2001:db8::/32"';
+      const first = (bad[0] as BadEntry).problem;
+      return Array.isArray(value) ? { ok: false, code: 'CONFIG_ADDRESS', problem: first, expected, entries: bad } : fail('CONFIG_ADDRESS', first, expected);
+    }
+  }
   if (def.format === 'host' && typeof value === 'string' && !hasRuntimeToken(value) && !/^[^\s/?#@]+$/.test(value)) {
     return fail('CONFIG_TYPE', 'not a host name', 'a host name or IP address');
   }
@@ -259,6 +312,12 @@ export function check(def: KeyDef, value: unknown, ctx: CheckContext): Converted
     value = path.resolve(ctx.dir, value);
   }
   return { ok: true, value };
+}
+
+/** An entry as a message shows it: quoted, and cut when long (the value is never a secret here). */
+function shownEntry(v: unknown): string {
+  const text = JSON.stringify(v) ?? String(v);
+  return text.length > 80 ? `${text.slice(0, 77)}...` : text;
 }
 
 function isUrl(text: string): boolean {

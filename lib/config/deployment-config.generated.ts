@@ -46,7 +46,7 @@ export interface DatabaseConfigurationSection {
 
 /** API manager database ([database.apim_db], spec 000). */
 export interface DatabaseApimDbSection {
-  /** Database type. Default: "h2". */
+  /** Database type. Default: "h2". Acts differently: h2 is an embedded SQLite file (Node has no h2); mssql, oracle and db2 are refused at start. */
   readonly type: "mysql" | "h2" | "mssql" | "postgre" | "oracle" | "db2";
   /** Database host; use with port, or use url (url overrides host and port). */
   readonly hostname?: string;
@@ -76,13 +76,13 @@ export interface DatabaseApimDbSection {
 
 /** Shared database ([database.shared_db], spec 000). */
 export interface DatabaseSharedDbSection {
-  /** Database type. Default: "h2". */
+  /** Database type. Default: "h2". Accepted; throughway does not act on it. */
   readonly type: "mysql" | "h2" | "mssql" | "postgre" | "oracle" | "db2";
-  /** Connection URL of the database shared between nodes. Default: embedded file database URL naming a shared database file, ending DB_CLOSE_ON_EXIT=FALSE. */
+  /** Connection URL of the database shared between nodes. Default: embedded file database URL naming a shared database file, ending DB_CLOSE_ON_EXIT=FALSE. Accepted; throughway does not act on it. */
   readonly url?: string;
-  /** Connection user. Default: built-in default user. */
+  /** Connection user. Default: built-in default user. Accepted; throughway does not act on it. */
   readonly username?: string;
-  /** Connection password. Default: built-in default (<DB_PASSWORD>). */
+  /** Connection password. Default: built-in default (<DB_PASSWORD>). Accepted; throughway does not act on it. */
   readonly password?: string;
 }
 
@@ -112,7 +112,7 @@ export interface ApimJwtSection {
     /** Claims omitted from the backend JWT for self-contained tokens. */
     readonly excluded_claims?: readonly string[];
   };
-  /** true disables binding federated user claims to the backend JWT. Default: false. */
+  /** true disables binding federated user claims to the backend JWT. Default: false. Accepted; throughway does not act on it. */
   readonly binding_federated_user_claims: boolean;
   /** Include kid in the backend JWT header. Default: true. */
   readonly use_kid_property: boolean;
@@ -152,15 +152,15 @@ export interface ApimJwtIssuerClaimMappingSection {
 
 /** Gateway environment ([[apim.gateway.environment]], spec 000). */
 export interface ApimGatewayEnvironmentSection {
-  /** Environment name (shown with its URLs in the developer portal). Default: "Default". */
+  /** Environment name. Default: "Default". */
   readonly name: string;
-  /** Which tokens the environment serves. Default: "hybrid". Accepted; throughway does not act on it. */
+  /** Which tokens the environment serves. Default: "hybrid". */
   readonly type: "production" | "sandbox" | "hybrid";
   /** Show the environment under 'Try it' in the developer portal console. Default: true. */
   readonly display_in_api_console: boolean;
-  /** Description of the environment. Default: "This is a hybrid gateway that handles both production and sandbox token traffic.". Accepted; throughway does not act on it. */
+  /** Description of the environment. Default: "This is a hybrid gateway that handles both production and sandbox token traffic.". */
   readonly description: string;
-  /** Used to build the sample request in the developer portal. Default: true. Accepted; throughway does not act on it. */
+  /** Used to build the sample request in the developer portal. Default: true. */
   readonly show_as_token_endpoint_url: boolean;
   /** APIs are published to this URL. Default: "https://localhost:9443/services/". Accepted; throughway does not act on it. */
   readonly service_url: string;
@@ -168,13 +168,13 @@ export interface ApimGatewayEnvironmentSection {
   readonly username: string;
   /** Publishing credential: password. Default: "$ref{super_admin.password}". Accepted; throughway does not act on it. */
   readonly password: string;
-  /** WebSocket endpoint of the gateway. Default: no default; ws://<host>:<port> (gateway WS port 9099 in the sample). Accepted; throughway does not act on it. */
+  /** WebSocket endpoint of the gateway. Default: no default; ws://<host>:<port> (gateway WS port 9099 in the sample). */
   readonly ws_endpoint?: string;
-  /** Secure WebSocket endpoint of the gateway (throughway addition: the reference files write it here). Default: no default; wss://<host>:<port> (gateway WSS port 8099). Accepted; throughway does not act on it. */
+  /** Secure WebSocket endpoint of the gateway (throughway addition: the reference files write it here). Default: no default; wss://<host>:<port> (gateway WSS port 8099). */
   readonly wss_endpoint?: string;
-  /** HTTPS endpoint of the gateway. Default: no default; https://<host>:<port> (8243 in the sample). Accepted; throughway does not act on it. */
+  /** HTTPS endpoint of the gateway. Default: no default; https://<host>:<port> (8243 in the sample). */
   readonly https_endpoint?: string;
-  /** HTTP endpoint of the gateway (a gateway URL of the APIs in the developer portal, and where its try-it calls go). Default: no default; http://<host>:<port> (8280 in the sample). */
+  /** HTTP endpoint of the gateway. Default: no default; http://<host>:<port> (8280 in the sample). */
   readonly http_endpoint?: string;
   /** Virtual host of a gateway environment */
   readonly virtual_host: ApimGatewayEnvironmentVirtualHostSection;
@@ -214,9 +214,9 @@ export interface ApimCacheGatewayTokenSection {
 
 /** Gateway resource cache ([apim.cache.resource], spec 000). */
 export interface ApimCacheResourceSection {
-  /** Caches API resources at the gateway; entries expire in 15 minutes. Default: true. */
+  /** Caches API resources at the gateway; entries expire in 15 minutes. Throughway differs: resources are compiled into the route table when an API is deployed and matched from it on every call, so there is no cache to switch off, and a redeployed API applies at once. Default: true. Accepted; throughway does not act on it. */
   readonly enable: boolean;
-  /** Expiry of cached API resources. Default: - (sample 900s; entries expire in 15 minutes). Loaded as milliseconds. */
+  /** Expiry of cached API resources. Throughway differs: no resource cache exists to expire (see enable). Default: - (sample 900s; entries expire in 15 minutes). Loaded as milliseconds. Accepted; throughway does not act on it. */
   readonly expiry_time?: number;
 }
 
@@ -236,7 +236,7 @@ export interface ApimCacheRecentApisSection {
 
 /** Scope cache ([apim.cache.scopes], spec 000). */
 export interface ApimCacheScopesSection {
-  /** Scope cache, entries live 15 minutes. Default: true. */
+  /** Scope cache, entries live 15 minutes. Throughway differs: resource scopes are compiled with the deployed API (the gateway's check) and read from the deployed APIs at each token request (the key manager), so a changed scope or role binding applies at once; there is no cache to switch off. Default: true. Accepted; throughway does not act on it. */
   readonly enable: boolean;
 }
 
@@ -266,9 +266,9 @@ export interface ApimAnalyticsSection {
   readonly enable: boolean;
   /** Analytics store REST URL; use the load-balancing URL for several nodes. Default: "https://localhost:7444". Accepted; throughway does not act on it. */
   readonly store_api_url: string;
-  /** User on the analytics node. Default: "$ref{super_admin.username}". */
+  /** User on the analytics node. Default: "$ref{super_admin.username}". Accepted; throughway does not act on it. */
   readonly username: string;
-  /** Password on the analytics node. Default: "$ref{super_admin.password}". */
+  /** Password on the analytics node. Default: "$ref{super_admin.password}". Accepted; throughway does not act on it. */
   readonly password: string;
   /** Event publishing user (HTTP Basic credentials of every POST to a receiver, docs/analytics.md). Default: "$ref{apim.analytics.username}". */
   readonly receiver_username: string;
@@ -307,12 +307,12 @@ export interface ApimKeyManagerSection {
   /** Key manager password. Default: "$ref{super_admin.password}". */
   readonly password: string;
   readonly pool: {
-    /** Minimum clients to the key manager. Default: "50". */
+    /** Minimum clients to the key manager. Default: "50". Accepted; throughway does not act on it. */
     readonly init_idle_capacity: string;
-    /** Maximum clients to the key manager. Default: "100". */
+    /** Maximum clients to the key manager. Default: "100". Accepted; throughway does not act on it. */
     readonly max_idle: string;
   };
-  /** Key validation handler: default or custom. Default: "default". */
+  /** Key validation handler: default or custom. Default: "default". Accepted; throughway does not act on it. */
   readonly key_validation_handler_type: "default" | "custom";
   /** Custom handler class, used when the type is custom. Accepted; throughway does not act on it. */
   readonly key_validation_handler_impl?: string;
@@ -342,11 +342,11 @@ export interface ApimOauthConfigSection {
   readonly enable_outbound_auth_header: boolean;
   /** Header carrying the access token; any custom header name. Default: "Authorization". */
   readonly auth_header: string;
-  /** Revocation URL used in the developer portal. Default: "https://localhost:9443/oauth2/revoke". */
+  /** Revocation URL used in the developer portal. Default: "https://localhost:9443/oauth2/revoke". Accepted; throughway does not act on it. */
   readonly revoke_endpoint: string;
-  /** TRUE encrypts tokens stored in the database (RSA/ECB with OAEP SHA-1 MGF1 padding). Default: false. */
+  /** TRUE encrypts tokens stored in the database (RSA/ECB with OAEP SHA-1 MGF1 padding). Default: false. Accepted; throughway does not act on it. */
   readonly enable_token_encryption: boolean;
-  /** Hash stored tokens. Default: false. */
+  /** Hash stored tokens. Default: false. Accepted; throughway does not act on it. */
   readonly enable_token_hashing: boolean;
   /** Allow-listed scopes. Default: ["^device_.*","openid"]. */
   readonly allowed_scopes: readonly string[];
@@ -356,7 +356,7 @@ export interface ApimOauthConfigSection {
 export interface ApimgtMutualSslSection {
   /** Header carrying the client certificate from a TLS-terminating load balancer. Default: header named with the vendor word and CLIENT-CERTIFICATE (sample SSL-CLIENT-CERT). */
   readonly certificate_header?: string;
-  /** true when mutual TLS terminates between the load balancer and the gateway. Default: false. */
+  /** true when mutual TLS terminates between the load balancer and the gateway. Default: false. Accepted; throughway does not act on it. */
   readonly enable_client_validation: boolean;
   /** true when the load balancer passes the certificate encoded. Default: false. */
   readonly client_certificate_encode: boolean;
@@ -420,7 +420,7 @@ export interface ApimCorsSection {
 export interface ApimThrottlingSection {
   /** Transport to the traffic manager: Binary (recommended) or Thrift. Default: "Binary". Accepted; throughway does not act on it. */
   readonly event_type: "Binary" | "Thrift";
-  /** Traffic manager connection URL. Default: tcp://<local ip>:<receiver port>. */
+  /** Traffic manager connection URL. Default: tcp://<local ip>:<receiver port>. Accepted; throughway does not act on it. */
   readonly receiver_url?: string;
   /** Allows header-condition policies in the admin portal. Default: false. */
   readonly enable_header_based_throttling: boolean;
@@ -430,20 +430,20 @@ export interface ApimThrottlingSection {
   readonly enable_query_param_based_throttling: boolean;
   /** false disables the unlimited tier. Default: true. */
   readonly enable_unlimited_tier: boolean;
-  /** Policies not redeployed at startup. */
+  /** Policies not redeployed at startup. Accepted; throughway does not act on it. */
   readonly skip_redeploying_policies?: readonly string[];
   /** Enables the (JMS) connection that retrieves throttle decisions. throughway: the traffic manager's decisions (counter_store = "traffic-manager") or the shared Redis totals (counter_store = "redis") are read (docs/throttling.md). Default: true. */
   readonly enable_decision_connection: boolean;
   /** Publish request and throttle data. throughway: this node's counts go to the traffic manager or the shared Redis counters (docs/throttling.md). Default: true. */
   readonly enable_data_publishing: boolean;
-  /** Deploy throttling policies. Default: true. */
+  /** Deploy throttling policies. Default: true. Accepted; throughway does not act on it. */
   readonly enable_policy_deploy: boolean;
   /** Apply blocking conditions from the admin portal. Default: true. */
   readonly enable_blacklist_condition: boolean;
   /** Persist traffic manager counter state. Default: false. */
   readonly enable_persistence: boolean;
-  /** JMS connection URLs of the decision channel (sample tcp://<host>:5672). throughway: its first redis:// URL carries throttle data and decisions with [throughway.throttling] counter_store = "traffic-manager" (docs/throttling.md), and is the event hub when the [apim.event_hub] keys have none (docs/scale-out.md). Accepted; throughway does not act on it. */
-  readonly throttle_decision_endpoints?: readonly string[];
+  /** JMS connection URLs of the decision channel (sample tcp://<host>:5672). throughway: its first redis:// URL carries throttle data and decisions with [throughway.throttling] counter_store = "traffic-manager" (docs/throttling.md), and is the event hub when the [apim.event_hub] keys have none (docs/scale-out.md). Default: []. Acts differently: JMS URLs are not used: the first redis:// URL carries throttle data and decisions (docs/throttling.md). */
+  readonly throttle_decision_endpoints: readonly string[];
   /** Throttling: JMS decision connection */
   readonly jms: ApimThrottlingJmsSection;
   /** Throttling: blocking conditions */
@@ -478,9 +478,9 @@ export interface ApimThrottlingJmsSection {
 
 /** Throttling: blocking conditions ([apim.throttling.blacklist_condition], spec 000). */
 export interface ApimThrottlingBlacklistConditionSection {
-  /** Delay before blocking conditions are first fetched (e.g. 5m). Loaded as milliseconds. */
+  /** Delay before blocking conditions are first fetched (e.g. 5m). Loaded as milliseconds. Accepted; throughway does not act on it. */
   readonly start_delay?: number;
-  /** Interval between fetches of blocking conditions (e.g. 1h). Loaded as milliseconds. */
+  /** Interval between fetches of blocking conditions (e.g. 1h). Loaded as milliseconds. Accepted; throughway does not act on it. */
   readonly period?: number;
 }
 
@@ -502,24 +502,24 @@ export interface ApimThrottlingEventManagementSection {
 
 /** Traffic manager group ([[apim.throttling.url_group]], spec 000). */
 export interface ApimThrottlingUrlGroupSection {
-  /** Binary server URLs of the traffic managers. Default: - (form tcp://<host>:9611). */
+  /** Binary server URLs of the traffic managers. Default: - (form tcp://<host>:9611). Accepted; throughway does not act on it. */
   readonly traffic_manager_urls?: readonly string[];
-  /** Binary authentication URLs of the traffic managers. Default: - (form ssl://<host>:9711). */
+  /** Binary authentication URLs of the traffic managers. Default: - (form ssl://<host>:9711). Accepted; throughway does not act on it. */
   readonly traffic_manager_auth_urls?: readonly string[];
-  /** How the URLs of the group are used. Default: "failover". */
+  /** How the URLs of the group are used. Default: "failover". Accepted; throughway does not act on it. */
   readonly type: "failover" | "loadbalance";
-  /** Traffic manager user. Default: "$ref{super_admin.username}". */
+  /** Traffic manager user. Default: "$ref{super_admin.username}". Accepted; throughway does not act on it. */
   readonly username: string;
-  /** Traffic manager password. Default: "$ref{super_admin.password}". */
+  /** Traffic manager password. Default: "$ref{super_admin.password}". Accepted; throughway does not act on it. */
   readonly password: string;
-  /** Receiver user. Default: "$ref{super_admin.username}". */
+  /** Receiver user. Default: "$ref{super_admin.username}". Accepted; throughway does not act on it. */
   readonly receiver_username: string;
-  /** Receiver password. Default: "$ref{super_admin.password}". */
+  /** Receiver password. Default: "$ref{super_admin.password}". Accepted; throughway does not act on it. */
   readonly receiver_password: string;
   readonly policy_deploy: {
-    /** Policy deployment user. Default: "$ref{super_admin.username}". */
+    /** Policy deployment user. Default: "$ref{super_admin.username}". Accepted; throughway does not act on it. */
     readonly username: string;
-    /** Policy deployment password. Default: "$ref{super_admin.password}". */
+    /** Policy deployment password. Default: "$ref{super_admin.password}". Accepted; throughway does not act on it. */
     readonly password: string;
   };
   readonly jms: {
@@ -550,10 +550,10 @@ export interface ApimThrottlingUrlGroupSection {
     /** Idle time after which publisher pool threads end. Default: 200 seconds. Loaded as milliseconds. Accepted; throughway does not act on it. */
     readonly keep_alive_time: number;
   };
-  /** Traffic manager service URL. Default: "https://localhost:9443/services/". */
+  /** Traffic manager service URL. Default: "https://localhost:9443/services/". Accepted; throughway does not act on it. */
   readonly service_url: string;
   readonly blacklist_condition?: {
-    /** Delay before blocking conditions are fetched from the key manager. Default: not defined. Loaded as milliseconds. */
+    /** Delay before blocking conditions are fetched from the key manager. Default: not defined. Loaded as milliseconds. Accepted; throughway does not act on it. */
     readonly start_delay?: number;
   };
   /** JMS connection type. Default: built-in broker type. Accepted; throughway does not act on it. */
@@ -629,7 +629,7 @@ export interface ApimTokenRevocationSection {
   /** Announce revoked tokens in real time. Default: sample true. */
   readonly enable_realtime_notifier?: boolean;
   readonly realtime_notifier: {
-    /** Time to live of a real-time revocation announcement. Default: 5000 milliseconds. Loaded as milliseconds. */
+    /** Time to live of a real-time revocation announcement. Default: 5000 milliseconds. Loaded as milliseconds. Accepted; throughway does not act on it. */
     readonly ttl: number;
   };
   /** Store revoked tokens in a key-value store. Default: sample true. Accepted; throughway does not act on it. */
@@ -650,11 +650,11 @@ export interface ApimTokenRevocationSection {
 export interface ApimEventHubSection {
   /** Enable the event hub (the sample writes enabled). Default: true. */
   readonly enable: boolean;
-  /** Event hub user. Default: "$ref{super_admin.username}". */
+  /** Event hub user. Default: "$ref{super_admin.username}". Accepted; throughway does not act on it. */
   readonly username: string;
-  /** Event hub password. Default: "$ref{super_admin.password}". */
+  /** Event hub password. Default: "$ref{super_admin.password}". Accepted; throughway does not act on it. */
   readonly password: string;
-  /** Internal URL artifacts are pulled from on the control plane. */
+  /** Internal URL artifacts are pulled from on the control plane. Accepted; throughway does not act on it. */
   readonly service_url?: string;
   /** JMS endpoints to the control plane. throughway: a redis://host:port URL is the Redis event hub (docs/scale-out.md); tcp:// JMS URLs are not used (one warning). */
   readonly event_listening_endpoints?: readonly string[];
@@ -670,9 +670,9 @@ export interface ApimEventHubSection {
 
 /** Event hub publishing group ([[apim.event_hub.publish.url_group]], spec 000). */
 export interface ApimEventHubPublishUrlGroupSection {
-  /** URLs event streams are published to on the control plane; later entries are failover. */
+  /** URLs event streams are published to on the control plane; later entries are failover. Accepted; throughway does not act on it. */
   readonly urls?: readonly string[];
-  /** Secure binary streaming authentication URLs. */
+  /** Secure binary streaming authentication URLs. Accepted; throughway does not act on it. */
   readonly auth_urls?: readonly string[];
 }
 
@@ -874,13 +874,13 @@ export interface IndexingSection {
 
 /** Management HTTP transport ([transport.http.properties], spec 001). */
 export interface TransportHttpPropertiesSection {
-  /** Listening port of the management HTTP transport (9763, not the 9443 the spec table repeats from HTTPS). Default: 9763. */
+  /** Listening port of the management HTTP transport (9763, not the 9443 the spec table repeats from HTTPS). Default: 9763. Acts differently: defaults to 9763 (the reference's plain HTTP port), where the spec table repeats the HTTPS port 9443. */
   readonly port: number;
   /** Port plain requests needing TLS are redirected to (in the sample). Accepted; throughway does not act on it. */
   readonly redirectPort?: number;
   /** Bind the socket when the connector is initialised ('true' or 'false'). Default: false. Accepted; throughway does not act on it. */
   readonly bindOnInit: boolean;
-  /** Maximum size of a request head. Default: 8192. */
+  /** Maximum size of a request head. Default: 8192. Acts differently: also bounds the gateway's pass-through request heads (431), which the spec gives no limit of their own. */
   readonly maxHttpHeaderSize: number;
   /** Threads accepting connections. Default: 2. Accepted; throughway does not act on it. */
   readonly acceptorThreadCount: number;
@@ -898,6 +898,8 @@ export interface TransportHttpPropertiesSection {
   readonly keepAliveTimeout: number;
   /** Queue of pending connections (listen backlog). Default: 200. */
   readonly acceptCount: number;
+  /** After a connection is accepted, the request must arrive within this, else the connection is closed (the reference's connector attribute; not in the spec's table). Default: [throughway.management] header_timeout. Loaded as milliseconds. Acts differently: bounds the whole request head (Node's headersTimeout), not only the request line; at most [throughway.management] request_timeout. */
+  readonly connectionTimeout?: number;
   /** Value of the Server response header. Default: "throughway". Accepted; throughway does not act on it. */
   readonly server: string;
   /** Response compression of the servlet transport. Default: "on". Accepted; throughway does not act on it. */
@@ -938,6 +940,8 @@ export interface TransportHttpsPropertiesSection {
   readonly keepAliveTimeout: number;
   /** Queue of pending connections (listen backlog). Default: 200. */
   readonly acceptCount: number;
+  /** After a connection is accepted, the request must arrive within this, else the connection is closed (the reference's connector attribute; not in the spec's table). Default: [throughway.management] header_timeout. Loaded as milliseconds. Acts differently: bounds the whole request head (Node's headersTimeout), not only the request line; at most [throughway.management] request_timeout. */
+  readonly connectionTimeout?: number;
   /** Value of the Server response header. Default: "throughway". Accepted; throughway does not act on it. */
   readonly server: string;
   /** Response compression of the servlet transport. Default: "on". Accepted; throughway does not act on it. */
@@ -987,7 +991,7 @@ export interface TransportPassthruHttpSection {
       /** Hosts reached directly; for a wildcard sub-domain a period goes before the asterisk (empty: none). Default: "". */
       readonly nonProxyHosts: string;
     };
-    /** Backend TLS host name verification (sample AllowAll; default DefaultAndLocalhost). Default: "DefaultAndLocalhost". */
+    /** Backend TLS host name verification (sample AllowAll; default DefaultAndLocalhost). Default: "DefaultAndLocalhost". Accepted; throughway does not act on it. */
     readonly hostname_verifier: "AllowAll" | "DefaultAndLocalhost" | "Strict";
     /** Enable the sender. Default: true. */
     readonly enable: boolean;
@@ -1063,7 +1067,7 @@ export interface TransportPassthruHttpsSection {
     };
     /** Backend TLS host name verification (sample AllowAll; default DefaultAndLocalhost). Default: "DefaultAndLocalhost". */
     readonly hostname_verifier: "AllowAll" | "DefaultAndLocalhost" | "Strict";
-    /** Enable the sender. Default: in sample true. */
+    /** Enable the sender. Default: in sample true. Accepted; throughway does not act on it. */
     readonly enable?: boolean;
     readonly key_store: {
       /** Keystore path. Default: the listener key store, else the primary keystore file of the server: [keystore.tls], else [keystore.primary], else the generated sample key pair. */
@@ -1132,13 +1136,13 @@ export interface PassthruHttpSection {
       readonly preserve: readonly string[];
     };
   };
-  /** Core workers handling requests. Default: 400. */
+  /** Core workers handling requests. Default: 400. Accepted; throughway does not act on it. */
   readonly worker_pool_size_core: number;
-  /** Maximum workers. Default: 400. */
+  /** Maximum workers. Default: 400. Acts differently: Node has one event loop: bounds the requests proxied at once, not threads. */
   readonly worker_pool_size_max: number;
-  /** -1 is an unbounded queue; when a bounded queue is full, job submissions fail and messages are dropped. Default: -1. */
+  /** -1 is an unbounded queue; when a bounded queue is full, job submissions fail and messages are dropped. Default: -1. Acts differently: a full queue answers 503 (103002) at once instead of waiting for a thread. */
   readonly worker_pool_queue_length: number;
-  /** IO buffer size; leave at default (throughway uses throughway.read_buffer_size). Default: 16384. Accepted; throughway does not act on it. */
+  /** IO buffer size; leave at default (throughway uses throughway.read_buffer_size). Default: 16384. Acts differently: sets the backend read buffer only when larger than [throughway] read_buffer_size (larger reads cost less). */
   readonly io_buffer_size: number;
   /** Close backend connections after each request. Default: false. */
   readonly disable_connection_keepalive: boolean;
@@ -1294,23 +1298,23 @@ export interface TransportWssSection {
 
 /** Message builders ([message_builders], spec 001). */
 export interface MessageBuildersSection {
-  /** Message builder class for application xml content. Default: built-in builder class. */
+  /** Message builder class for application xml content. Default: built-in builder class. Acts differently: no Java classes: the reference's class (or a format name) picks a built-in format (xml, json, form, multipart, text, binary); others are refused. */
   readonly application_xml?: string;
-  /** Message builder class for form urlencoded content. Default: built-in builder class. */
+  /** Message builder class for form urlencoded content. Default: built-in builder class. Acts differently: no Java classes: the reference's class (or a format name) picks a built-in format (xml, json, form, multipart, text, binary); others are refused. */
   readonly form_urlencoded?: string;
-  /** Message builder class for multipart form data content. Default: built-in builder class. */
+  /** Message builder class for multipart form data content. Default: built-in builder class. Acts differently: no Java classes: the reference's class (or a format name) picks a built-in format (xml, json, form, multipart, text, binary); others are refused. */
   readonly multipart_form_data?: string;
-  /** Message builder class for text plain content. Default: built-in builder class. */
+  /** Message builder class for text plain content. Default: built-in builder class. Acts differently: no Java classes: the reference's class (or a format name) picks a built-in format (xml, json, form, multipart, text, binary); others are refused. */
   readonly text_plain?: string;
-  /** Message builder class for application json content. Default: built-in builder class. */
+  /** Message builder class for application json content. Default: built-in builder class. Acts differently: no Java classes: the reference's class (or a format name) picks a built-in format (xml, json, form, multipart, text, binary); others are refused. */
   readonly application_json?: string;
-  /** Message builder class for json badgerfish content. Default: built-in builder class. */
+  /** Message builder class for json badgerfish content. Default: built-in builder class. Acts differently: no Java classes: the reference's class (or a format name) picks a built-in format (xml, json, form, multipart, text, binary); others are refused. */
   readonly json_badgerfish?: string;
-  /** Message builder class for text javascript content. Default: built-in builder class. */
+  /** Message builder class for text javascript content. Default: built-in builder class. Acts differently: no Java classes: the reference's class (or a format name) picks a built-in format (xml, json, form, multipart, text, binary); others are refused. */
   readonly text_javascript?: string;
-  /** Message builder class for octet stream content. Default: built-in builder class. */
+  /** Message builder class for octet stream content. Default: built-in builder class. Acts differently: no Java classes: the reference's class (or a format name) picks a built-in format (xml, json, form, multipart, text, binary); others are refused. */
   readonly octet_stream?: string;
-  /** Message builder class for application binary content. Default: built-in builder class. */
+  /** Message builder class for application binary content. Default: built-in builder class. Acts differently: no Java classes: the reference's class (or a format name) picks a built-in format (xml, json, form, multipart, text, binary); others are refused. */
   readonly application_binary?: string;
 }
 
@@ -1338,27 +1342,27 @@ export interface BlockingMessageBuildersSection {
 
 /** Message formatters ([message_formatters], spec 001). */
 export interface MessageFormattersSection {
-  /** Message formatter class for application xml content. Default: built-in formatter class. */
+  /** Message formatter class for application xml content. Default: built-in formatter class. Acts differently: no Java classes: the reference's class (or a format name) picks a built-in format (xml, json, form, multipart, text, binary); others are refused. */
   readonly application_xml?: string;
-  /** Message formatter class for form urlencoded content. Default: built-in formatter class. */
+  /** Message formatter class for form urlencoded content. Default: built-in formatter class. Acts differently: no Java classes: the reference's class (or a format name) picks a built-in format (xml, json, form, multipart, text, binary); others are refused. */
   readonly form_urlencoded?: string;
-  /** Message formatter class for multipart form data content. Default: built-in formatter class. */
+  /** Message formatter class for multipart form data content. Default: built-in formatter class. Acts differently: no Java classes: the reference's class (or a format name) picks a built-in format (xml, json, form, multipart, text, binary); others are refused. */
   readonly multipart_form_data?: string;
-  /** Message formatter class for text plain content. Default: built-in formatter class. */
+  /** Message formatter class for text plain content. Default: built-in formatter class. Acts differently: no Java classes: the reference's class (or a format name) picks a built-in format (xml, json, form, multipart, text, binary); others are refused. */
   readonly text_plain?: string;
-  /** Message formatter class for application json content. Default: built-in formatter class. */
+  /** Message formatter class for application json content. Default: built-in formatter class. Acts differently: no Java classes: the reference's class (or a format name) picks a built-in format (xml, json, form, multipart, text, binary); others are refused. */
   readonly application_json?: string;
-  /** Message formatter class for json badgerfish content. Default: built-in formatter class. */
+  /** Message formatter class for json badgerfish content. Default: built-in formatter class. Acts differently: no Java classes: the reference's class (or a format name) picks a built-in format (xml, json, form, multipart, text, binary); others are refused. */
   readonly json_badgerfish?: string;
-  /** Message formatter class for text javascript content. Default: built-in formatter class. */
+  /** Message formatter class for text javascript content. Default: built-in formatter class. Acts differently: no Java classes: the reference's class (or a format name) picks a built-in format (xml, json, form, multipart, text, binary); others are refused. */
   readonly text_javascript?: string;
-  /** Message formatter class for octet stream content. Default: built-in formatter class. */
+  /** Message formatter class for octet stream content. Default: built-in formatter class. Acts differently: no Java classes: the reference's class (or a format name) picks a built-in format (xml, json, form, multipart, text, binary); others are refused. */
   readonly octet_stream?: string;
-  /** Message formatter class for application binary content. Default: built-in formatter class. */
+  /** Message formatter class for application binary content. Default: built-in formatter class. Acts differently: no Java classes: the reference's class (or a format name) picks a built-in format (xml, json, form, multipart, text, binary); others are refused. */
   readonly application_binary?: string;
-  /** Message formatter class for text xml content. Default: built-in formatter class. */
+  /** Message formatter class for text xml content. Default: built-in formatter class. Acts differently: no Java classes: the reference's class (or a format name) picks a built-in format (xml, json, form, multipart, text, binary); others are refused. */
   readonly text_xml?: string;
-  /** Message formatter class for soap xml content. Default: built-in formatter class. */
+  /** Message formatter class for soap xml content. Default: built-in formatter class. Acts differently: no Java classes: the reference's class (or a format name) picks a built-in format (xml, json, form, multipart, text, binary); others are refused. */
   readonly soap_xml?: string;
 }
 
@@ -1392,7 +1396,7 @@ export interface BlockingMessageFormattersSection {
 export interface CustomMessageBuildersSection {
   /** Content type (a media type path) the builder applies to. */
   readonly content_type?: string;
-  /** Implementation class of the builder. */
+  /** Implementation class of the builder. Acts differently: no Java classes: the reference's class (or a format name) picks a built-in format (xml, json, form, multipart, text, binary); others are refused. */
   readonly class?: string;
 }
 
@@ -1408,7 +1412,7 @@ export interface BlockingCustomMessageBuildersSection {
 export interface CustomMessageFormattersSection {
   /** Content type (a media type path) the formatter applies to. */
   readonly content_type?: string;
-  /** Implementation class of the formatter. */
+  /** Implementation class of the formatter. Acts differently: no Java classes: the reference's class (or a format name) picks a built-in format (xml, json, form, multipart, text, binary); others are refused. */
   readonly class?: string;
 }
 
@@ -1747,7 +1751,7 @@ export interface ServerHealthCheckHealthCheckerSuperTenantHealthCheckerSection {
 export interface ServerHealthCheckHealthCheckerSuperTenantHealthCheckerPropertiesSection {
   readonly monitored?: {
     readonly user?: {
-      /** User store domain names to check. Default: all secondary user stores of the super tenant. */
+      /** User store domain names to check. Default: all secondary user stores of the super tenant. Accepted; throughway does not act on it. */
       readonly stores?: readonly string[];
     };
   };
@@ -1768,7 +1772,7 @@ export interface ServerHealthCheckHealthCheckerDataSourceHealthCheckerProperties
   /** Pool usage above this percentage is unhealthy. Default: 80. */
   readonly pool_usage_limit_percentage: number;
   readonly monitored?: {
-    /** JNDI names of the data sources to check. Default: all. */
+    /** JNDI names of the data sources to check. Default: all. Accepted; throughway does not act on it. */
     readonly datasources?: readonly string[];
   };
 }
@@ -1785,7 +1789,7 @@ export interface HealthCheckerSection {
 
 /** OAuth ([oauth], spec 001). */
 export interface OauthSection {
-  /** Allow extra parameters in the OAuth2 error URL. Default: false. */
+  /** Allow extra parameters in the OAuth2 error URL. Default: false. Accepted; throughway does not act on it. */
   readonly additional_params_from_error_url: boolean;
   /** Scopes allowed without validation. */
   readonly allowed_scopes?: readonly string[];
@@ -1798,7 +1802,7 @@ export interface OauthSection {
     readonly token_context_generator?: string;
     /** Claim retriever class for the context. Default: built-in default class. Accepted; throughway does not act on it. */
     readonly token_context_claim_retriever?: string;
-    /** Consumer claim dialect. Default: vendor claims dialect URI. */
+    /** Consumer claim dialect. Default: vendor claims dialect URI. Accepted; throughway does not act on it. */
     readonly token_context_dialect_uri?: string;
   };
   /** OAuth token validity */
@@ -1843,7 +1847,7 @@ export interface OauthTokenValidationSection {
 export interface OauthTokenCleanupSection {
   /** Remove old invalid tokens. Default: true. */
   readonly enable: boolean;
-  /** Move old invalid tokens to the audit table when cleanup runs. Default: true. */
+  /** Move old invalid tokens to the audit table when cleanup runs. Default: true. Accepted; throughway does not act on it. */
   readonly retain_access_tokens_for_auditing: boolean;
 }
 
@@ -1955,7 +1959,7 @@ export interface OauthGrantTypeKerberosSection {
 
 /** Token persistence ([session_data.persistence], spec 001). */
 export interface SessionDataPersistenceSection {
-  /** Threads consuming the token persisting queue; 0 persists synchronously, above 0 asynchronously. Default: 0. */
+  /** Threads consuming the token persisting queue; 0 persists synchronously, above 0 asynchronously. Default: 0. Accepted; throughway does not act on it. */
   readonly persistence_pool_size: number;
 }
 
@@ -1969,29 +1973,29 @@ export interface OauthTokenGenerationSection {
 export interface UserStorePropertiesSection {
   /** Tenant manager class. Default: JDBC-based or hybrid LDAP-based built-in tenant manager class. Accepted; throughway does not act on it. */
   readonly TenantManager?: string;
-  /** Users listed; 0 lists all. */
+  /** Users listed; 0 lists all. Accepted; throughway does not act on it. */
   readonly MaxUserNameListLength?: number;
-  /** Connection URL of the user store server. */
+  /** Connection URL of the user store server. Accepted; throughway does not act on it. */
   readonly ConnectionURL?: string;
-  /** DN of the connecting user; needs read and search rights. */
+  /** DN of the connecting user; needs read and search rights. Accepted; throughway does not act on it. */
   readonly ConnectionName?: string;
-  /** Password of the connecting user. Default: <PASSWORD>. */
+  /** Password of the connecting user. Default: <PASSWORD>. Accepted; throughway does not act on it. */
   readonly ConnectionPassword?: string;
-  /** Optional attribute used as the listing name. */
+  /** Optional attribute used as the listing name. Accepted; throughway does not act on it. */
   readonly DisplayNameAttribute?: string;
   /** Hash method of stored passwords. */
   readonly PasswordHashMethod?: "SHA" | "SHA-1" | "SHA-256" | "MD5" | "PLAIN_TEXT";
-  /** Filter for listing users. */
+  /** Filter for listing users. Accepted; throughway does not act on it. */
   readonly UserNameListFilter?: string;
-  /** Filter for finding a user. */
+  /** Filter for finding a user. Accepted; throughway does not act on it. */
   readonly UserNameSearchFilter?: string;
-  /** Object class of user entries. Default: a vendor person object class. */
+  /** Object class of user entries. Default: a vendor person object class. Accepted; throughway does not act on it. */
   readonly UserEntryObjectClass?: string;
-  /** DN of the users container. */
+  /** DN of the users container. Accepted; throughway does not act on it. */
   readonly UserSearchBase?: string;
-  /** Attribute that uniquely identifies a user. */
+  /** Attribute that uniquely identifies a user. Accepted; throughway does not act on it. */
   readonly UserNameAttribute?: string;
-  /** Spelling of UserNameAttribute used in one spec listing; same meaning. */
+  /** Spelling of UserNameAttribute used in one spec listing; same meaning. Accepted; throughway does not act on it. */
   readonly UserNameAtribute?: string;
   /** Front-end password validation pattern. Accepted; throughway does not act on it. */
   readonly PasswordJavaScriptRegEx?: string;
@@ -2001,63 +2005,63 @@ export interface UserStorePropertiesSection {
   readonly UsernameJavaRegEx: string;
   /** Password validation pattern. Default: "^[\\S]{5,30}$". */
   readonly PasswordJavaRegEx: string;
-  /** Role name validation pattern. Default: "^[\\S]{5,30}$". */
+  /** Role name validation pattern. Default: "^[\\S]{5,30}$". Accepted; throughway does not act on it. */
   readonly RolenameJavaRegEx: string;
-  /** Read groups; when false the group base, list filter and name attribute are not needed. */
+  /** Read groups; when false the group base, list filter and name attribute are not needed. Accepted; throughway does not act on it. */
   readonly ReadGroups?: boolean;
-  /** Write groups. */
+  /** Write groups. Accepted; throughway does not act on it. */
   readonly WriteGroups?: boolean;
-  /** DN of the groups container. */
+  /** DN of the groups container. Accepted; throughway does not act on it. */
   readonly GroupSearchBase?: string;
-  /** Filter for listing groups. */
+  /** Filter for listing groups. Accepted; throughway does not act on it. */
   readonly GroupNameListFilter?: string;
-  /** Object class of group entries. */
+  /** Object class of group entries. Accepted; throughway does not act on it. */
   readonly GroupEntryObjectClass?: string;
-  /** Filter for finding a group. */
+  /** Filter for finding a group. Accepted; throughway does not act on it. */
   readonly GroupNameSearchFilter?: string;
-  /** Attribute holding the group name. */
+  /** Attribute holding the group name. Accepted; throughway does not act on it. */
   readonly GroupNameAttribute?: string;
-  /** Attribute listing the members of a group. */
+  /** Attribute listing the members of a group. Accepted; throughway does not act on it. */
   readonly MembershipAttribute?: string;
-  /** Range for directory servers that limit membership attributes. Default: 1500. */
+  /** Range for directory servers that limit membership attributes. Default: 1500. Accepted; throughway does not act on it. */
   readonly MembershipAttributeRange: number;
-  /** Cache user roles; set false when roles change externally. Default: true. */
+  /** Cache user roles; set false when roles change externally. Default: true. Accepted; throughway does not act on it. */
   readonly UserRoleCacheEnabled: boolean;
-  /** LDAP user DN pattern; speeds lookups. */
+  /** LDAP user DN pattern; speeds lookups. Accepted; throughway does not act on it. */
   readonly UserDNPattern?: string;
-  /** Replace escape characters at login; only backslash and double backslash are escape characters. */
+  /** Replace escape characters at login; only backslash and double backslash are escape characters. Accepted; throughway does not act on it. */
   readonly ReplaceEscapeCharactersAtUserLogin?: string;
   /** Tenant manager realm configuration builder class. Accepted; throughway does not act on it. */
   readonly MultiTenantRealmConfigBuilder?: string;
-  /** Inactivity after which a directory connection ends. Loaded as milliseconds. */
+  /** Inactivity after which a directory connection ends. Loaded as milliseconds. Accepted; throughway does not act on it. */
   readonly LDAPConnectionTimeout?: number;
-  /** Read timeout; zero or less waits forever. Loaded as milliseconds. */
+  /** Read timeout; zero or less waits forever. Loaded as milliseconds. Accepted; throughway does not act on it. */
   readonly ReadTimeout?: number;
-  /** Retries after a timeout. */
+  /** Retries after a timeout. Accepted; throughway does not act on it. */
   readonly RetryAttempts?: string;
   /** SCIM provisioning. Default: false. Accepted; throughway does not act on it. */
   readonly SCIMEnabled: boolean;
   /** The store acts as a key distribution center. Default: false. Accepted; throughway does not act on it. */
   readonly kdcEnabled: boolean;
-  /** Pool directory connections. Default: false. */
+  /** Pool directory connections. Default: false. Accepted; throughway does not act on it. */
   readonly ConnectionPoolingEnabled: boolean;
-  /** true when member-of attributes are used. Default: false. */
+  /** true when member-of attributes are used. Default: false. Accepted; throughway does not act on it. */
   readonly BackLinksEnabled: boolean;
-  /** Timeout of the user core cache. Default: "5". */
+  /** Timeout of the user core cache. Default: "5". Accepted; throughway does not act on it. */
   readonly UserCoreCacheTimeOut: string;
-  /** Case sensitivity of user names (set false for case-insensitive JDBC stores). */
+  /** Case sensitivity of user names (set false for case-insensitive JDBC stores). Accepted; throughway does not act on it. */
   readonly CaseInsensitiveUsername?: string;
-  /** Bind anonymously (present in the sample only). */
+  /** Bind anonymously (present in the sample only). Accepted; throughway does not act on it. */
   readonly AnonymousBind?: string;
-  /** Bulk user import (present in the sample only). */
+  /** Bulk user import (present in the sample only). Accepted; throughway does not act on it. */
   readonly IsBulkImportSupported?: string;
-  /** Roles without users allowed (present in the sample only). */
+  /** Roles without users allowed (present in the sample only). Accepted; throughway does not act on it. */
   readonly EmptyRolesAllowed?: string;
-  /** STARTTLS on the directory connection (present in the sample only). */
+  /** STARTTLS on the directory connection (present in the sample only). Accepted; throughway does not act on it. */
   readonly StartTLSEnabled?: string;
-  /** Default realm name (present in the sample only). */
+  /** Default realm name (present in the sample only). Accepted; throughway does not act on it. */
   readonly defaultRealmName?: string;
-  /** Delay between connection retries (present in the sample only). */
+  /** Delay between connection retries (present in the sample only). Accepted; throughway does not act on it. */
   readonly ConnectionRetryDelay?: string;
 }
 
@@ -2142,7 +2146,7 @@ export interface KeystorePrimarySection {
   readonly type: "JKS" | "JCEKS" | "PKCS12" | "PEM";
   /** Key store password. Default: the store reader's default (<KEYSTORE_PASSWORD>). */
   readonly password?: string;
-  /** Alias of the private key. */
+  /** Alias of the private key. Accepted; throughway does not act on it. */
   readonly alias?: string;
   /** Private key password. Default: the key store password. */
   readonly key_password?: string;
@@ -2156,7 +2160,7 @@ export interface KeystoreTlsSection {
   readonly type: "JKS" | "JCEKS" | "PKCS12" | "PEM";
   /** Key store password. Default: the store reader's default (<KEYSTORE_PASSWORD>). */
   readonly password?: string;
-  /** Alias of the private key. */
+  /** Alias of the private key. Accepted; throughway does not act on it. */
   readonly alias?: string;
   /** Private key password. Default: the key store password. */
   readonly key_password?: string;
@@ -2212,6 +2216,8 @@ export interface ThroughwaySection {
   readonly trusted_proxies: readonly string[];
   /** A request body must arrive whole within this from the end of its head, however steadily it trickles (0: no deadline); else 408 with fault 103162 and the connection closes. Default: 600000 milliseconds. Loaded as milliseconds. */
   readonly body_timeout: number;
+  /** Most 1xx interim responses (100 Continue, 102, 103 Early Hints) a backend may send before the final response to one request, each relayed to HTTP/1.1 clients. One more is fault 103163 (502): the backend connection is closed and the client gets the fault. Apache httpd stops at 10 as well. Default: 10. */
+  readonly max_interim_responses: number;
   /** Mediation limits */
   readonly mediation: ThroughwayMediationSection;
   /** Built-in demo backend */
@@ -2250,6 +2256,8 @@ export interface ThroughwayMediationSection {
   readonly thread_cap: number;
   /** A worker thread above engine.core_threads that has been idle this long is stopped; until then it is kept for the next burst (starting a thread costs tens of ms). Default: 60000 milliseconds. Loaded as milliseconds. */
   readonly thread_idle_timeout: number;
+  /** Directories besides the configuration directory that API [mediation] scripts may be in (relative paths from the configuration directory). A script whose real path, links resolved, is in neither is refused at deploy with API_SCRIPT_PATH (docs/mediation.md). Default: []. */
+  readonly script_dirs: readonly string[];
 }
 
 /** Built-in demo backend ([throughway.demo], spec throughway). */

@@ -19,6 +19,7 @@ export const DIAGNOSTIC_CODES = {
   CONFIG_ALLOWED: 'A value outside the allowed values of the key.',
   CONFIG_RANGE: 'A number outside the minimum/maximum of the key, a port outside 0..65535, or an effective port (plus server.offset) above 65535.',
   CONFIG_URL: 'A value that does not parse as a URL.',
+  CONFIG_ADDRESS: 'An entry of an address list ([throughway] trusted_proxies) that is neither an IP address nor a CIDR range; the diagnostic points at the entry.',
   CONFIG_DURATION: 'A duration that is neither a number nor a number with a unit (ms, s, m, h, d).',
   CONFIG_REQUIRED: 'A required key of a running, enabled feature is missing and has no default.',
   CONFIG_REF_MISSING: 'A $ref{...} or $conf{...} names a key that does not exist.',

@@ -51,9 +51,9 @@ export function formatDocumentDiagnostic(d: DocumentDiagnostic): string {
  * A field's type, in the words of docs/apis.md. The scalar ones are KeyDef's 's', 'b', 'f', 'i', 'a' and the
  * 'duration' format; 'codes' is an array of integers (a single integer is accepted), 'table' a table of
  * `fields`, 'tables' an array of tables (`[[key]]`, a repeatable SectionDef), 'endpoint' a URL string or
- * a table of `fields` holding `url`.
+ * a table of `fields` holding `url`, 'map' a table of strings under any names.
  */
-export type FieldType = 'string' | 'boolean' | 'number' | 'integer' | 'strings' | 'codes' | 'duration' | 'table' | 'tables' | 'endpoint';
+export type FieldType = 'string' | 'boolean' | 'number' | 'integer' | 'strings' | 'codes' | 'duration' | 'table' | 'tables' | 'endpoint' | 'map';
 
 export interface FieldDef extends Pick<KeyDef, 'key' | 'required' | 'allowed' | 'min' | 'max' | 'meaning'> {
   readonly type: FieldType;
@@ -344,6 +344,11 @@ export class DocumentReader<C extends string> {
       case 'table':
         if (!isTable(raw)) return this.typeError(def, seg, raw, 'a table');
         return this.checkTable(def.fields ?? [], raw, seg);
+      case 'map': {
+        // A table of string values under names of the writer's choice (e.g. extra form parameters).
+        if (!isTable(raw) || !Object.values(raw).every((v) => typeof v === 'string')) return this.typeError(def, seg, raw, 'a table of strings');
+        return Object.freeze({ ...raw });
+      }
       case 'tables': {
         if (!Array.isArray(raw) || !raw.every(isTable)) return this.typeError(def, seg, raw, `an array of tables, written [[${def.key}]]`);
         const out: Record<string, unknown>[] = [];

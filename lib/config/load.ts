@@ -36,6 +36,7 @@ import {
   step,
 } from './schema-index';
 import { check, convert, describe } from './convert';
+import { type StatusCounts, keyStatus } from './key-status';
 import { readText, stripBom } from './document';
 import { type EffectivePorts, effectivePorts } from './ports';
 import type { DeploymentConfig } from './deployment-config.generated';
@@ -79,12 +80,32 @@ export interface LoadResult {
   readonly inactive: readonly string[];
   /** Keys written in the file that are accepted but not acted on (`inactive: true`). */
   readonly inactiveKeys: readonly string[];
+  /**
+   * Every key the file writes that throughway does not act on (a key marked inactive, or any key of a
+   * section it does not run), with its line, in file order: `config check` names each (docs/migrating.md).
+   */
+  readonly notActedOn: readonly WrittenKey[];
+  /** How many of the keys the file writes act, act differently, are not acted on (lib/config/key-status.ts). */
+  readonly writtenStatus: StatusCounts;
   /** Concrete key paths holding secrets (schema `secret`, secret-like names, values built from secrets). */
   readonly secrets: readonly string[];
   /** Absolute path of the file ('' when loaded from text without a file name). */
   readonly file: string;
   /** Directory other conf files are read from (the config file's directory). */
   readonly dir: string;
+}
+
+/** A key written in the file, where it is written. */
+export interface WrittenKey {
+  /** Full dotted key path, entries as `[n]` (e.g. `apim.gateway.environment[0].name`). */
+  readonly key: string;
+  /** The section it belongs to, and whether throughway runs that section. */
+  readonly section: string;
+  readonly sectionRuns: boolean;
+  readonly file: string;
+  /** 1-based line and column of the key. */
+  readonly line: number;
+  readonly column: number;
 }
 
 interface Leaf {
@@ -314,6 +335,24 @@ class Loader {
       else if (isTable(before) && isTable(nv)) merge(before, nv);
     }
     return out;
+  }
+
+  /** The keys the file writes: the ones not acted on, with their place, and a count of each status. */
+  writtenKeys(): { notActedOn: WrittenKey[]; counts: StatusCounts } {
+    const counts = { acts: 0, differs: 0, inactive: 0 };
+    const notActedOn: WrittenKey[] = [];
+    for (const leaf of this.leaves) {
+      if (leaf.fromDefault) continue;
+      const key = pathKey(leaf.segments);
+      const at = this.map.entries.get(key);
+      // A key the file writes has a place; one without (set by a fill) is not the file's.
+      if (at === undefined) continue;
+      const status = keyStatus(leaf.match.section, leaf.match.def);
+      counts[status]++;
+      if (status === 'inactive') notActedOn.push({ key, section: leaf.match.section.path, sectionRuns: leaf.match.section.runs, file: this.displayFile, line: at.line, column: at.column });
+    }
+    notActedOn.sort((a, b) => a.line - b.line || a.column - b.column);
+    return { notActedOn, counts };
   }
 
   // ------------------------------------------------------------------------------------------ 3. match
@@ -642,6 +681,12 @@ class Loader {
         // run, a key it does not act on) changes nothing: a warning, the value kept as written.
         const idle = result.code === 'CONFIG_ALLOWED' && c.ok && (!leaf.match.section.runs || def.inactive === true);
         // A default that copies a written value by reference is placed on the line that wrote the value.
+        // Entries of an array at fault: one diagnostic each, at the entry and naming it, not the whole array.
+        const entries = result.entries !== undefined && !leaf.fromDefault ? result.entries : undefined;
+        if (entries !== undefined) {
+          for (const e of entries) this.report('error', result.code, [...leaf.segments, e.index], e.problem, { expected: result.expected, secret });
+          continue;
+        }
         this.report(idle ? 'warning' : 'error', result.code, leaf.segments, `${result.problem}: ${shown(raw, secret)}${origin}${idle ? ' (not acted on by throughway)' : ''}`, { expected: result.expected, secret, ...(source !== undefined ? { at: source.at } : {}) });
         if (idle && c.ok) setAt(this.doc, leaf.segments, c.value);
         continue;
@@ -853,6 +898,7 @@ export function loadConfig(options: LoadOptions = {}): LoadResult {
   }
   const diagnostics = sortDiagnostics(loader.diagnostics);
   const ok = !diagnostics.some((d) => d.level === 'error');
+  const written = loader.writtenKeys();
   const result = {
     ok,
     config: loader.doc as unknown as DeploymentConfig,
@@ -860,6 +906,8 @@ export function loadConfig(options: LoadOptions = {}): LoadResult {
     diagnostics,
     inactive: [...loader.inactive].sort(),
     inactiveKeys: [...loader.inactiveKeys].sort(),
+    notActedOn: written.notActedOn,
+    writtenStatus: written.counts,
     secrets: loader.secretPaths(),
     file,
     dir,

@@ -1,8 +1,8 @@
 /**
  * Packages loaded on first use, not at `require('throughway')` (docs/performance.md, "What the import
- * loads"): the database drivers, ioredis, node-forge, fast-xml-parser and piscina. Their types come from
- * `import type` (erased at compile time); their code from `load(name, key)`, a `require` made when a
- * feature that needs it starts.
+ * loads"): the database drivers, ioredis, node-forge, fast-xml-parser, piscina and graphql (GraphQL APIs).
+ * Their types come from `import type` (erased at compile time); their code from `load(name, key)`, a
+ * `require` made when a feature that needs it starts.
  *
  * pg, mysql2, ioredis and better-sqlite3 are optionalDependencies (package.json): an install with
  * `--omit=optional` lacks them. Asking for a missing one throws PackageMissingError (`PACKAGE_MISSING`,
@@ -11,7 +11,7 @@
  */
 
 /** The packages loaded on demand, and the install command that brings each one. */
-export const LAZY_PACKAGES = ['better-sqlite3', 'pg', 'mysql2', 'ioredis', 'node-forge', 'fast-xml-parser', 'piscina'] as const;
+export const LAZY_PACKAGES = ['better-sqlite3', 'pg', 'mysql2', 'ioredis', 'node-forge', 'fast-xml-parser', 'piscina', 'graphql'] as const;
 
 export class PackageMissingError extends Error {
   readonly code = 'PACKAGE_MISSING';

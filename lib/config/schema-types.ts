@@ -24,8 +24,9 @@ export type KeyType =
  * - bytes: a number of bytes
  * - class: a class name of the reference implementation (accepted, mapped or ignored)
  * - path: a file system path, relative paths are resolved from the config file's directory
+ * - cidr: IP addresses and CIDR ranges (convert.ts parseSubnet), each entry checked
  */
-export type KeyFormat = 'url' | 'port' | 'duration' | 'list' | 'bytes' | 'class' | 'path' | 'host' | 'email' | 'regex';
+export type KeyFormat = 'url' | 'port' | 'duration' | 'list' | 'bytes' | 'class' | 'path' | 'host' | 'email' | 'regex' | 'cidr';
 
 export interface KeyDef {
   /** Dotted path relative to the section, e.g. 'pool_options.maxActive', 'listener.parameters.port'. */
@@ -56,6 +57,11 @@ export interface KeyDef {
   readonly secret?: boolean;
   /** Accepted and validated, but throughway does not act on it (listed as inactive by `config check`). */
   readonly inactive?: boolean;
+  /**
+   * The key acts, but not as the spec describes: one line saying how and why (docs/migrating.md's key
+   * table shows it; lib/config/key-status.ts derives each key's status).
+   */
+  readonly differs?: string;
   /** Inclusive numeric range. */
   readonly min?: number;
   readonly max?: number;

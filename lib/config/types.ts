@@ -5,5 +5,6 @@
  */
 export * from './deployment-config.generated';
 export type { EffectivePorts, PortName } from './ports';
-export type { LoadOptions, LoadResult } from './load';
+export type { LoadOptions, LoadResult, WrittenKey } from './load';
+export type { KeyStatus, StatusCounts } from './key-status';
 export type { Diagnostic, DiagnosticCode, DiagnosticLevel } from './diagnostics';

@@ -13,7 +13,8 @@
  *    One block per area, so that each area's codes stay together: 103005–103019 routing and endpoints,
  *    103020–103039 security, 103040–103059 throttling, 103060–103079 mediation, 103080–103099 TLS,
  *    proxies and WebSocket, 103100–103119 scale-out, 103120–103139 operations, 103140–103159 embedding,
- *    103160–103179 the transport's request framing and deadlines (OwnCode).
+ *    103160–103179 the transport's request framing, deadlines and interim cap (OwnCode), 103180–103199 GraphQL,
+ *    103200–103209 backend security.
  *
  * docs/faults.md is generated from these tables (scripts/gen-gateway-docs.ts) and a test fails when a code is
  * missing from it or the page is stale.
@@ -68,11 +69,23 @@ export const GatewayOwnCode = {
   MALFORMED_BACKEND_PAYLOAD: 103071,
   /** TLS, proxies and WebSocket (103080-103099; the transport holds 103080-103082). */
   WEBSOCKET_UPGRADE_REQUIRED: 103083,
+  // GraphQL APIs (lib/graphql, docs/graphql.md): 103180-103199.
+  GRAPHQL_INVALID: 103180,
+  GRAPHQL_TOO_DEEP: 103181,
+  GRAPHQL_TOO_COMPLEX: 103182,
+  GRAPHQL_INTROSPECTION: 103183,
+  GRAPHQL_BAD_REQUEST: 103184,
+  GRAPHQL_MUTATION_BY_GET: 103185,
+  GRAPHQL_TOO_LARGE: 103186,
+  GRAPHQL_SUBSCRIPTION_BY_HTTP: 103187,
   // Embedding (lib/embed): 103140-103159.
   UPGRADE_NOT_TUNNELLED: 103140,
   EMBEDDED_RESPONSE_INCOMPLETE: 103141,
   CUSTOM_PHASE_FAILED: 103142,
   EMBEDDED_BODY_CONSUMED: 103143,
+  // Backend security (lib/security/backend-credentials.ts): 103200-103209.
+  BACKEND_CREDENTIALS_REFUSED: 103200,
+  BACKEND_CHALLENGE_UNANSWERED: 103201,
 } as const;
 
 /** The spec's API handler codes, by name. */
@@ -104,10 +117,6 @@ export const ApiCode = {
 
 export type GatewayCode = (typeof ApiCode)[keyof typeof ApiCode] | (typeof GatewayOwnCode)[keyof typeof GatewayOwnCode];
 
-// Gateway security (lib/security) validates clients' tokens; obtaining OAuth 2.0 tokens for backends, the
-// reference's source of 900424, is not built.
-const BACKEND_OAUTH = 'OAuth 2.0 backend security (tokens the gateway obtains for a backend)';
-
 /**
  * Every API handler code of spec 002 part 7 and every own gateway code. Messages are the spec's; where the
  * spec gives no HTTP status (900424) throughway's choice is marked `statusFrom: 'throughway'`.
@@ -116,8 +125,10 @@ export const GATEWAY_FAULTS: readonly GatewayFaultDef[] = Object.freeze([
   // --- lifecycle (spec 002, part 3: "Invoking an API in BLOCKED yields error 700700 (HTTP 503)")
   { code: 700700, httpStatus: 503, statusFrom: 'spec', message: 'API blocked', description: 'The API is in the BLOCKED lifecycle state', origin: 'spec', phase: 'api-status', sent: true },
   // --- payload and query
-  { code: 900422, httpStatus: 422, statusFrom: 'spec', message: 'Invalid GraphQL query', description: 'The query of a GraphQL API is not valid syntax', origin: 'spec', phase: 'mediation', sent: true, pending: 'GraphQL APIs' },
-  { code: 900424, httpStatus: 503, statusFrom: 'throughway', message: 'Temporary Server Error', description: 'A protected backend was called with an invalid OAuth 2.0 backend token', origin: 'spec', phase: 'send', sent: true, pending: BACKEND_OAUTH },
+  { code: 900422, httpStatus: 422, statusFrom: 'spec', message: 'Invalid GraphQL query', description: 'The query of a GraphQL API is not valid syntax (the description names the parser\'s message and line:column), or has more tokens than the API\'s max_tokens', origin: 'spec', phase: 'route', sent: true },
+  // No status in the spec: 503, as the reference answers its other "Temporary Server Error" conditions; the
+  // client's call may succeed later, once the token endpoint answers (docs/apis.md, "Backend security").
+  { code: 900424, httpStatus: 503, statusFrom: 'throughway', message: 'Temporary Server Error', description: 'No valid OAuth 2.0 token for the protected backend: the token endpoint is unreachable, too slow or refused the request, or the backend refused a freshly obtained token', origin: 'spec', phase: 'send', sent: true },
   // Not sent: throughway gathers a body it mediates before answering, so the spec's condition becomes 103061
   // (413, over the mediation limit) or 101001 + state (the client ended mid-request); the code keeps its meaning.
   { code: 102511, httpStatus: 400, statusFrom: 'spec', message: 'Incomplete payload', description: 'The payload is too large for the client to keep the connection until it is fully transferred', origin: 'spec', phase: 'none', sent: false },
@@ -160,11 +171,21 @@ export const GATEWAY_FAULTS: readonly GatewayFaultDef[] = Object.freeze([
   { code: GatewayOwnCode.MEDIATION_FAILED, httpStatus: 500, statusFrom: 'throughway', message: 'Mediation failed', description: 'Mediation could not run (its worker thread failed, or the request body could not be read)', origin: 'throughway', phase: 'mediation', sent: true },
   { code: GatewayOwnCode.MALFORMED_MULTIPART, httpStatus: 400, statusFrom: 'throughway', message: 'Malformed multipart payload', description: 'A multipart/form-data request body a script was to read has no boundary parameter, no closing boundary, a part without CRLF framing, more than 1000 parts or a part header block over 8 KiB (RFC 2046 §5.1)', origin: 'throughway', phase: 'mediation', sent: true },
   { code: GatewayOwnCode.MALFORMED_BACKEND_PAYLOAD, httpStatus: 502, statusFrom: 'throughway', message: 'Malformed backend payload', description: 'The backend\'s response body, gathered for a script or a response conversion, is not valid JSON or XML under [passthru_http] force_json_validation / force_xml_validation, or not valid multipart (the description names the position)', origin: 'throughway', phase: 'mediation', sent: true },
+  { code: GatewayOwnCode.GRAPHQL_INVALID, httpStatus: 400, statusFrom: 'throughway', message: 'GraphQL query does not validate', description: 'The query parses but does not validate against the API\'s schema (GraphQL spec §5): the description lists the errors (at most 10) with their line:column', origin: 'throughway', phase: 'route', sent: true },
+  { code: GatewayOwnCode.GRAPHQL_TOO_DEEP, httpStatus: 400, statusFrom: 'throughway', message: 'GraphQL query too deep', description: 'The selected operation nests deeper than the API\'s [graphql] max_depth', origin: 'throughway', phase: 'route', sent: true },
+  { code: GatewayOwnCode.GRAPHQL_TOO_COMPLEX, httpStatus: 400, statusFrom: 'throughway', message: 'GraphQL query too complex', description: 'The selected operation selects more fields than the API\'s [graphql] max_complexity', origin: 'throughway', phase: 'route', sent: true },
+  { code: GatewayOwnCode.GRAPHQL_INTROSPECTION, httpStatus: 403, statusFrom: 'throughway', message: 'GraphQL introspection not allowed', description: 'The query asks for __schema or __type and the API has [graphql] introspection = false', origin: 'throughway', phase: 'route', sent: true },
+  { code: GatewayOwnCode.GRAPHQL_BAD_REQUEST, httpStatus: 400, statusFrom: 'throughway', message: 'Invalid GraphQL request', description: 'The request carries no query the GraphQL-over-HTTP way (GET ?query=, POST application/json {"query"} or application/graphql), or operationName names no operation of it', origin: 'throughway', phase: 'route', sent: true },
+  { code: GatewayOwnCode.GRAPHQL_MUTATION_BY_GET, httpStatus: 405, statusFrom: 'throughway', message: 'GraphQL mutation by GET', description: 'A mutation sent by GET (GraphQL over HTTP: GET is for queries only); send it by POST (the Allow field says so)', origin: 'throughway', phase: 'route', sent: true },
+  { code: GatewayOwnCode.GRAPHQL_TOO_LARGE, httpStatus: 413, statusFrom: 'throughway', message: 'GraphQL request too large', description: 'The request body or query string is larger than the API\'s [graphql] max_query_bytes', origin: 'throughway', phase: 'route', sent: true },
+  { code: GatewayOwnCode.GRAPHQL_SUBSCRIPTION_BY_HTTP, httpStatus: 400, statusFrom: 'throughway', message: 'GraphQL subscription needs a WebSocket', description: 'A subscription sent as a plain HTTP request: open a WebSocket with the graphql-transport-ws sub-protocol instead (docs/graphql.md)', origin: 'throughway', phase: 'route', sent: true },
   // Not sent since the transport tunnels upgrades (docs/websocket.md): handleUpgrade hands every upgrade over.
   { code: GatewayOwnCode.UPGRADE_NOT_TUNNELLED, httpStatus: 501, statusFrom: 'throughway', message: 'Upgrade not supported', description: 'Not sent: handleUpgrade() hands every upgrade to the transport, which tunnels WebSocket handshakes to WS APIs and answers other upgrades as plain calls (RFC 9110 §7.8); the code stays reserved', origin: 'throughway', phase: 'none', sent: false },
   { code: GatewayOwnCode.EMBEDDED_RESPONSE_INCOMPLETE, httpStatus: 502, statusFrom: 'throughway', message: 'Incomplete response', description: 'The gateway closed the in-process connection of the (req, res) handler before a response head', origin: 'throughway', phase: 'embedding', sent: true },
   { code: GatewayOwnCode.CUSTOM_PHASE_FAILED, httpStatus: 500, statusFrom: 'throughway', message: 'Custom phase failed', description: 'A phase added by the embedding application threw or rejected', origin: 'throughway', phase: 'embedding', sent: true },
   { code: GatewayOwnCode.EMBEDDED_BODY_CONSUMED, httpStatus: 500, statusFrom: 'throughway', message: 'Request body already read', description: 'The application read the request body (a body parser ran) before handing the request to the (req, res) handler', origin: 'throughway', phase: 'embedding', sent: true },
+  { code: GatewayOwnCode.BACKEND_CREDENTIALS_REFUSED, httpStatus: 502, statusFrom: 'throughway', message: 'Backend credentials refused', description: 'The backend answered 401 to the endpoint\'s Basic or Digest credentials (docs/apis.md, "Backend security"): the API file\'s credentials are wrong for it', origin: 'throughway', phase: 'send', sent: true },
+  { code: GatewayOwnCode.BACKEND_CHALLENGE_UNANSWERED, httpStatus: 503, statusFrom: 'throughway', message: 'Backend challenge not answered', description: 'The backend asked for Digest credentials with a new nonce and the request body was streamed (chunked, or above max_replay_body), so the call could not be sent again; the nonce is kept and the next call answers it', origin: 'throughway', phase: 'send', sent: true },
 ] satisfies readonly GatewayFaultDef[]);
 
 const BY_CODE = new Map<number, GatewayFaultDef>();

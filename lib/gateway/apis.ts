@@ -18,7 +18,9 @@ import { FAULT_KINDS } from '../transport/codes';
 import { targetFromUrl } from '../transport/types';
 import type { ApiDiagnostic, ApiDiagnosticCode } from './diagnostics';
 import type { PolicyNames } from '../throttle/policies';
-import type { ApiMediation } from '../mediation';
+import { placeScript, type ApiMediation } from '../mediation';
+import { BACKEND_CLIENT_AUTH, BACKEND_GRANT_TYPES, BACKEND_SECURITY_TYPES, RESERVED_TOKEN_PARAMETERS, type BackendClientAuth, type BackendGrantType, type BackendSecurity, type BackendSecurityType } from '../security/backend-credentials';
+import { AnalysisCache, buildGraphqlSchema, OPERATION_TYPES, type GraphqlSchema, type OperationRule, type OperationType, type QueryLimits } from '../graphql';
 
 export const LIFECYCLE_STATES = ['PUBLISHED', 'PROTOTYPED', 'DEPRECATED', 'BLOCKED', 'RETIRED'] as const;
 export type LifecycleState = (typeof LIFECYCLE_STATES)[number];
@@ -30,7 +32,7 @@ export type TokenType = (typeof TOKEN_TYPES)[number];
 /** Client certificate through the load balancer ([apimgt.mutual_ssl]): not asked, accepted instead of a token, required. */
 export const MUTUAL_SSL_MODES = ['off', 'optional', 'mandatory'] as const;
 export type MutualSslMode = (typeof MUTUAL_SSL_MODES)[number];
-export const API_TYPES = ['HTTP', 'WS'] as const;
+export const API_TYPES = ['HTTP', 'WS', 'GRAPHQL'] as const;
 export type ApiType = (typeof API_TYPES)[number];
 export const HTTP_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
 
@@ -53,6 +55,8 @@ export interface EndpointDefinition {
   readonly retryCount: number;
   /** Hard limit: requests per second to this endpoint over every caller (900801, 503). */
   readonly maxTps?: number;
+  /** The credentials the backend requires (docs/apis.md, "Backend security"); undefined: none. */
+  readonly security?: BackendSecurity;
 }
 
 /** An API-level CORS override: fields given replace those of [apim.cors]. */
@@ -107,6 +111,22 @@ export interface ApiDefinition {
   readonly scopes: readonly ScopeDefinition[];
   /** Script mediation and conversion of this API's calls (docs/mediation.md); undefined: none. */
   readonly mediation: ApiMediation | undefined;
+  /** type = "GRAPHQL": the schema, the query limits and the operations' rules (docs/graphql.md). */
+  readonly graphql?: GraphqlApi;
+}
+
+/** What a GraphQL API adds to its definition (the `[graphql]` table and `[[operations]]`). */
+export interface GraphqlApi {
+  /** Absolute path of the SDL file. */
+  readonly schemaFile: string;
+  readonly schema: GraphqlSchema;
+  readonly limits: QueryLimits;
+  /** The most bytes a query's request (body, or query string) may have before it is parsed. */
+  readonly maxQueryBytes: number;
+  /** "QUERY name" -> the field's scopes and policy. */
+  readonly rules: ReadonlyMap<string, OperationRule>;
+  /** The analyses of queries seen, per deployed definition (lib/graphql AnalysisCache). */
+  readonly cache: AnalysisCache;
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -118,6 +138,23 @@ export type { FieldDef, FieldType };
 /** The check of each code of suspend_codes and retry_codes. */
 const TRANSPORT_CODE = { valid: validTransportCode, problem: 'is not a backend-side transport code', expected: 'a code of docs/faults.md "Transport faults" with side target, e.g. 101503, 101504, 101505', list: 'an array of transport codes' } as const;
 
+/** Backend security ([endpoints.production.security]): the reference's endpoint security types. */
+const SECURITY_FIELDS: readonly FieldDef[] = [
+  { key: 'type', type: 'string', required: true, allowed: BACKEND_SECURITY_TYPES, meaning: 'basic: `Authorization: Basic` from username and password (RFC 7617); digest: HTTP Digest (RFC 7616, MD5 or SHA-256, qop=auth), the backend\'s 401 challenge answered and the call sent again; oauth: a bearer token the gateway obtains from token_url and caches. The client\'s own Authorization field is never forwarded to such a backend.', example: '"oauth"' },
+  { key: 'username', type: 'string', meaning: 'basic and digest: the backend user; oauth with grant_type password: the resource owner. `$env{NAME}` reads an environment variable when the API is deployed.', example: '"$env{BACKEND_USER}"' },
+  { key: 'password', type: 'string', meaning: 'The password of `username`; `$env{NAME}` as for username. Never logged.', example: '"$env{BACKEND_PASSWORD}"' },
+  { key: 'grant_type', type: 'string', default: 'client_credentials', allowed: BACKEND_GRANT_TYPES, meaning: 'oauth: client_credentials (RFC 6749 §4.4) or password (§4.3, with username and password).' },
+  { key: 'token_url', type: 'string', meaning: 'oauth: the token endpoint (http:// or https://, with the outbound TLS of docs/tls.md; no proxy).', example: '"https://idp.example.com/oauth2/token"' },
+  { key: 'client_id', type: 'string', meaning: 'oauth: the client id; `$env{NAME}` allowed.', example: '"$env{BACKEND_CLIENT_ID}"' },
+  { key: 'client_secret', type: 'string', meaning: 'oauth: the client secret; `$env{NAME}` allowed. Never logged.', example: '"$env{BACKEND_CLIENT_SECRET}"' },
+  { key: 'client_auth', type: 'string', default: 'basic', allowed: BACKEND_CLIENT_AUTH, meaning: 'oauth: how the client authenticates to the token endpoint: basic (an Authorization: Basic field, RFC 6749 §2.3.1 encoding) or body (client_id and client_secret form parameters).' },
+  { key: 'scopes', type: 'strings', default: [], meaning: 'oauth: the scopes asked for (the `scope` parameter). Empty: none asked.', example: '["orders:read"]' },
+  { key: 'parameters', type: 'map', default: {}, meaning: 'oauth: extra form parameters of the token request (e.g. audience, resource); grant_type, client_id, client_secret, username, password and scope are not allowed here.', example: '{ audience = "orders" }' },
+  { key: 'token_timeout', type: 'duration', default: 10000, min: 1, meaning: 'oauth: how long a token request may take, connecting included (ms, or "10s"). Exceeded: the call gets 900424.' },
+  { key: 'expiry_margin', type: 'duration', default: 30000, min: 0, meaning: 'oauth: a token is fetched again this long before its expires_in runs out (at most half its lifetime earlier). A token response without expires_in is kept until the backend answers 401.' },
+  { key: 'max_replay_body', type: 'number', default: 1048576, min: 0, meaning: 'digest and oauth: a request body with a Content-Length up to this many bytes is held in memory so that the call can be sent again after a 401; a larger or chunked body is streamed and such a call is not sent again (docs/apis.md, "Backend security").' },
+];
+
 const ENDPOINT_FIELDS: readonly FieldDef[] = [
   { key: 'url', type: 'string', required: true, meaning: 'Backend base URL (http://host:port/path, or https:// with outbound TLS, docs/tls.md; ws:// and wss:// are accepted as their http:// and https:// equivalents). The backend URL of a call is this URL followed by the resource path and the query string.', example: '"http://127.0.0.1:9000/v1"' },
   { key: 'suspend_codes', type: 'codes', default: [], meaning: 'Transport codes that suspend the endpoint (spec 002 part 7 rule 3): a combined code (101503) or a base code, which matches every state (101504 matches 101504..101512). While suspended, calls get fault 103007 (503, Retry-After) without touching the backend. Empty: never suspended.', example: '[101503, 101504, 101505]', item: TRANSPORT_CODE },
@@ -128,6 +165,7 @@ const ENDPOINT_FIELDS: readonly FieldDef[] = [
   { key: 'retry_codes', type: 'codes', default: [], meaning: 'Transport codes (combined, or base for every state) on which a call is retried on a fresh connection, only while resending loses nothing (no request body byte sent, no response byte received).', example: '[101503]', item: TRANSPORT_CODE },
   { key: 'retry_count', type: 'number', default: 1, min: 0, meaning: 'Retries at most per call under retry_codes.' },
   { key: 'max_tps', type: 'number', min: 1, meaning: 'Hard limit: requests per second sent to this endpoint, over every caller. Beyond it calls get 900801 (503, Retry-After) without touching the backend (docs/throttling.md). Default: none.', example: '100' },
+  { key: 'security', type: 'table', meaning: 'Credentials the backend requires (docs/apis.md, "Backend security"): basic, digest or oauth.', fields: SECURITY_FIELDS },
 ];
 
 const CORS_FIELDS: readonly FieldDef[] = [
@@ -149,7 +187,7 @@ const RESOURCE_FIELDS: readonly FieldDef[] = [
 ];
 
 const MEDIATION_FIELDS: readonly FieldDef[] = [
-  { key: 'script', type: 'string', meaning: 'A JavaScript file (relative to the API file) whose `onRequest(message)` and `onResponse(message)` run in the mediation worker pool for every call: they get method, path, headers (and the backend\'s status) and the parsed body, and return changes (`headers`, `body`, `status`; onRequest\'s `status` answers the call at once) (docs/mediation.md). Throwing: 103065; running past script_timeout: 103066; out of heap: 103067.', example: '"scripts/orders.js"' },
+  { key: 'script', type: 'string', meaning: 'A JavaScript file (relative to the API file; its real path must be inside the configuration directory or [throughway.mediation] script_dirs, else API_SCRIPT_PATH) whose `onRequest(message)` and `onResponse(message)` run in the mediation worker pool for every call: they get method, path, headers (and the backend\'s status) and the parsed body, and return changes (`headers`, `body`, `status`; onRequest\'s `status` answers the call at once) (docs/mediation.md). Throwing: 103065; running past script_timeout: 103066; out of heap: 103067.', example: '"scripts/orders.js"' },
   { key: 'request_format', type: 'string', allowed: ['json', 'xml'], meaning: 'Convert JSON or XML request bodies to this format before forwarding (Content-Type and Content-Length follow), under [mediation] engine.preserve_namespace_on_xml_to_json, json_out_auto_array and enable_auto_primitive.' },
   { key: 'response_format', type: 'string', allowed: ['json', 'xml'], meaning: 'Convert JSON or XML backend responses to this format before they reach the client (the response is gathered, at most [throughway.mediation] max_body bytes).' },
 ];
@@ -161,13 +199,29 @@ const SCOPE_FIELDS: readonly FieldDef[] = [
   { key: 'roles', type: 'strings', default: [], meaning: 'Roles allowed to hold the scope: the token endpoint grants it only to a user (password, authorization_code) or an application owner (client_credentials) with one of them. Empty: any application subscribed to this API gets it (docs/security.md, "Scopes and roles").', example: '["admin"]' },
 ];
 
+const GRAPHQL_FIELDS: readonly FieldDef[] = [
+  { key: 'schema', type: 'string', required: true, meaning: 'The schema file in SDL, relative to the API file\'s directory, which it may not leave (an API given in code: any path, relative to the working directory). Parsed and checked when the API deploys: an SDL error refuses the API with its line and column.', example: '"orders.graphql"' },
+  { key: 'max_depth', type: 'number', default: 10, min: 0, meaning: 'Deepest selection a query may have (a top-level field is depth 1; fragments add none). Deeper: fault 103181 (400). 0: no limit.' },
+  { key: 'max_complexity', type: 'number', default: 1000, min: 0, meaning: 'Most fields a query may select, counted at every level (one per field, fragments expanded). More: fault 103182 (400). 0: no limit.' },
+  { key: 'max_query_bytes', type: 'number', default: 65536, min: 1, meaning: 'Largest request a query may arrive in (the POST body, or the GET query string), in bytes; gathered and parsed only up to this. Larger: fault 103186 (413).' },
+  { key: 'max_tokens', type: 'number', default: 10000, min: 0, meaning: 'Most lexical tokens the parser reads before it gives up (graphql\'s maxTokens): a parse-time bound a query reaches before depth and complexity are known; 900422 beyond it. 0: no limit.' },
+  { key: 'introspection', type: 'boolean', default: false, meaning: 'Whether introspection queries (__schema, __type) are allowed. Refused: fault 103183 (403). __typename is always allowed.' },
+];
+
+const OPERATION_FIELDS: readonly FieldDef[] = [
+  { key: 'type', type: 'string', required: true, allowed: OPERATION_TYPES, meaning: 'The root type of the field: QUERY, MUTATION or SUBSCRIPTION.', example: '"MUTATION"' },
+  { key: 'name', type: 'string', required: true, meaning: 'The top-level field of that root type, as the schema names it (a field the schema lacks refuses the API).', example: '"addOrder"' },
+  { key: 'scopes', type: 'strings', default: [], meaning: 'Scopes for this field: a token needs at least one of them (900910, 403, otherwise). A query selecting several fields needs a scope of every one of them.', example: '["order:write"]' },
+  { key: 'policy', type: 'string', meaning: 'Throttling policy of the field: an [[api]] policy of the policies file, counted over every caller of this field like a resource policy (900802 when exceeded). Ignored when the API has a `policy`.', example: '"10PerMin"' },
+];
+
 export const API_FIELDS: readonly FieldDef[] = [
   { key: 'name', type: 'string', required: true, meaning: 'API name (shown by `throughway apis list` and in logs).', example: '"PizzaShack"' },
   { key: 'context', type: 'string', required: true, meaning: 'Context path, invoked as /<context>/<version>/<resource> (spec 002, part 4). May hold `{version}` to place the version elsewhere (`/{version}/pizza`).', example: '"/pizzashack"' },
   { key: 'version', type: 'string', required: true, meaning: 'API version; part of the invocation path (spec 002, part 9 rule 5). Context + version is unique on a gateway.', example: '"1.0.0"' },
   { key: 'default_version', type: 'boolean', default: false, meaning: 'Also reachable without the version segment: /<context>/<resource>. One version per context.' },
   { key: 'state', type: 'string', default: 'PUBLISHED', allowed: LIFECYCLE_STATES, meaning: 'Lifecycle state: PUBLISHED, PROTOTYPED and DEPRECATED are served; BLOCKED answers 700700 (503, spec 002 part 3); RETIRED answers 103008 (404).' },
-  { key: 'type', type: 'string', default: 'HTTP', allowed: API_TYPES, meaning: 'HTTP, or WS for a WebSocket API: its calls are Upgrade: websocket handshakes, routed, authenticated and throttled like any call, then tunnelled to the endpoint. A call without the upgrade answers 103083 (400). docs/websocket.md.', example: '"WS"' },
+  { key: 'type', type: 'string', default: 'HTTP', allowed: API_TYPES, meaning: 'HTTP; WS for a WebSocket API: its calls are Upgrade: websocket handshakes, routed, authenticated and throttled like any call, then tunnelled to the endpoint. A call without the upgrade answers 103083 (400). docs/websocket.md; GRAPHQL for a GraphQL API: queries by GET and POST are parsed and checked against the schema of its `[graphql]` table before they are forwarded, and subscriptions are WebSocket handshakes (docs/graphql.md).', example: '"WS"' },
   { key: 'auth', type: 'string', default: 'oauth2', allowed: AUTH_TYPES, meaning: 'Default authentication of the resources: oauth2 (a bearer access token in [apim.oauth_config] auth_header, validated by the gateway: docs/security.md) or none.' },
   { key: 'mutual_ssl', type: 'string', default: 'off', allowed: MUTUAL_SSL_MODES, meaning: 'Client certificate passed by a TLS-terminating load balancer in [apimgt.mutual_ssl] certificate_header, checked against [throughway.security] client_trust_store: off (not read); optional (a valid certificate authenticates the call instead of a token; an invalid one gets 900901); mandatory (a valid certificate is required, 900901 otherwise, and `auth` applies on top of it).' },
   { key: 'labels', type: 'strings', default: ['Default'], meaning: 'Deployed only on gateways whose [apim.sync_runtime_artifacts.gateway] gateway_labels share a label.' },
@@ -186,8 +240,10 @@ export const API_FIELDS: readonly FieldDef[] = [
   },
   { key: 'cors', type: 'table', meaning: 'CORS override for this API; fields not given come from [apim.cors].', fields: CORS_FIELDS },
   { key: 'scopes', type: 'tables', default: [], meaning: 'Scopes of this API, one [[scopes]] table each, with the roles allowed to hold them. A scope a resource lists without a [[scopes]] entry has no roles.', fields: SCOPE_FIELDS },
-  { key: 'resources', type: 'tables', required: true, meaning: 'Resources, one [[resources]] table each; at least one.', fields: RESOURCE_FIELDS },
+  { key: 'resources', type: 'tables', default: [], meaning: 'Resources, one [[resources]] table each; at least one, except on a GraphQL API, which gets one resource, `/*` with GET and POST, when it lists none.', fields: RESOURCE_FIELDS },
   { key: 'mediation', type: 'table', meaning: 'Mediation of this API\'s request bodies (docs/mediation.md). Payload validation is global ([passthru_http] force_json_validation / force_xml_validation).', fields: MEDIATION_FIELDS },
+  { key: 'graphql', type: 'table', meaning: 'type = "GRAPHQL" only, and required there: the schema and the limits of each query (docs/graphql.md).', fields: GRAPHQL_FIELDS },
+  { key: 'operations', type: 'tables', default: [], meaning: 'type = "GRAPHQL" only: scopes and throttling policies of top-level fields, one [[operations]] table each; a field without one needs no scope (docs/graphql.md).', fields: OPERATION_FIELDS },
 ];
 
 /** Runtime tokens allowed in endpoint URLs, e.g. `${demo_port}` (the demo backend's port with server.offset). */
@@ -200,6 +256,8 @@ export type ApiVars = Readonly<Record<string, string>>;
 interface Ctx {
   readonly r: DocumentReader<ApiDiagnosticCode>;
   readonly vars: ApiVars;
+  /** Where scripts may be (GatewaySettings.scriptDirs); undefined: anywhere. */
+  readonly scriptDirs: readonly string[] | undefined;
 }
 
 /** The API file's codes for the shared document reader's steps (config/document.ts). */
@@ -316,7 +374,83 @@ function toEndpoint(ctx: Ctx, raw: Record<string, unknown> | undefined, seg: Seg
     retryCount: raw.retry_count as number,
     ...(raw.max_tps !== undefined ? { maxTps: raw.max_tps as number } : {}),
   };
+  if (raw.security !== undefined) {
+    const security = toSecurity(ctx, raw.security as Record<string, unknown>, [...seg, 'security']);
+    if (security === undefined) return null;
+    return Object.freeze({ ...ep, security });
+  }
   return Object.freeze(ep);
+}
+
+const ENV = /^\$env\{([A-Za-z_][A-Za-z0-9_]*)\}$/;
+
+/** A credential value: as written, or `$env{NAME}` read from the environment when the API is deployed. */
+function credential(ctx: Ctx, raw: Record<string, unknown>, key: string, seg: Segment[]): string | undefined {
+  const v = raw[key];
+  if (typeof v !== 'string') return undefined;
+  const m = ENV.exec(v);
+  if (m === null) return v;
+  const value = process.env[m[1] as string];
+  if (value === undefined) {
+    ctx.r.report('error', 'API_VALUE', [...seg, key], `environment variable ${m[1] as string} is not set`, 'an exported variable, or the value itself');
+    return undefined;
+  }
+  return value;
+}
+
+/** [endpoints.*.security]: the fields each type needs, `$env{NAME}` values read. Undefined after reporting. */
+function toSecurity(ctx: Ctx, raw: Record<string, unknown>, seg: Segment[]): BackendSecurity | undefined {
+  const type = raw.type as BackendSecurityType;
+  const errors = ctx.r.errors;
+  const need = (key: string): void => {
+    if (raw[key] === undefined) ctx.r.report('error', 'API_REQUIRED', [...seg, key], `${key} is required for type = "${type}"${type === 'oauth' && (key === 'username' || key === 'password') ? ' with grant_type = "password"' : ''}`);
+  };
+  const grant = raw.grant_type as BackendGrantType;
+  if (type === 'basic' || type === 'digest' || grant === 'password') {
+    need('username');
+    need('password');
+  }
+  if (type === 'oauth') {
+    for (const k of ['token_url', 'client_id', 'client_secret']) need(k);
+    if (typeof raw.token_url === 'string') {
+      let ok = false;
+      try {
+        const u = new URL(raw.token_url);
+        ok = u.protocol === 'http:' || u.protocol === 'https:';
+      } catch {
+        ok = false;
+      }
+      if (!ok) ctx.r.report('error', 'API_VALUE', [...seg, 'token_url'], `${JSON.stringify(raw.token_url)} is not an http:// or https:// URL`, 'https://idp.example.com/oauth2/token');
+    }
+    for (const k of Object.keys(raw.parameters as Record<string, string>)) {
+      if (RESERVED_TOKEN_PARAMETERS.includes(k)) ctx.r.report('error', 'API_VALUE', [...seg, 'parameters', k], `${k} is set by the gateway and cannot be an extra parameter`, `a parameter other than ${RESERVED_TOKEN_PARAMETERS.join(', ')}`);
+    }
+  }
+  const username = credential(ctx, raw, 'username', seg);
+  const password = credential(ctx, raw, 'password', seg);
+  const clientId = credential(ctx, raw, 'client_id', seg);
+  const clientSecret = credential(ctx, raw, 'client_secret', seg);
+  if (ctx.r.errors > errors) return undefined;
+  return Object.freeze({
+    type,
+    username,
+    password,
+    maxReplayBody: raw.max_replay_body as number,
+    oauth:
+      type === 'oauth'
+        ? Object.freeze({
+            grantType: grant,
+            tokenUrl: raw.token_url as string,
+            clientId: clientId as string,
+            clientSecret: clientSecret as string,
+            scopes: raw.scopes as readonly string[],
+            parameters: raw.parameters as Readonly<Record<string, string>>,
+            clientAuth: raw.client_auth as BackendClientAuth,
+            timeout: raw.token_timeout as number,
+            expiryMargin: raw.expiry_margin as number,
+          })
+        : undefined,
+  });
 }
 
 /** Reports each not-yet-enforced field (FieldDef.notEnforced) once per API and place, at its first use. */
@@ -346,6 +480,71 @@ function checkPolicy(ctx: Ctx, policies: PolicyNames | undefined, kind: 'api' | 
   ctx.r.report('error', 'API_VALUE', seg, `${JSON.stringify(name)} is not ${kind === 'api' ? 'an [[api]]' : 'a [[subscription]]'} policy of the policies file${near !== undefined ? `; did you mean "${near}"?` : ''}${name === 'Unlimited' ? ' ([apim.throttling] enable_unlimited_tier is false)' : ''}`, list === '' ? 'none defined' : `one of ${list}`);
 }
 
+/**
+ * The `[graphql]` table and `[[operations]]` of a GraphQL API: the schema file (inside the API file's
+ * directory) read and built, each operation's field found in it. Both tables refused on other types.
+ */
+function graphqlOf(ctx: Ctx, t: Record<string, unknown>, file: string, apiType: ApiType, policies: PolicyNames | undefined): GraphqlApi | undefined {
+  const g = t.graphql as Record<string, unknown> | undefined;
+  const ops = (t.operations as Record<string, unknown>[] | undefined) ?? [];
+  if (apiType !== 'GRAPHQL') {
+    if (g !== undefined) ctx.r.report('error', 'API_VALUE', ['graphql'], 'a [graphql] table is only for type = "GRAPHQL"', 'type = "GRAPHQL", or remove the table');
+    if (ops.length > 0) ctx.r.report('error', 'API_VALUE', ['operations'], '[[operations]] are only for type = "GRAPHQL"', 'type = "GRAPHQL", or [[resources]]');
+    return undefined;
+  }
+  if (t.mediation !== undefined) ctx.r.report('error', 'API_VALUE', ['mediation'], 'a GraphQL API has no [mediation]: the gateway reads its queries itself (docs/graphql.md)', 'remove the table');
+  if (g === undefined) {
+    ctx.r.report('error', 'API_REQUIRED', ['graphql'], 'a GraphQL API needs a [graphql] table with its schema', '[graphql] schema = "schema.graphql"');
+    return undefined;
+  }
+  const dir = file === '' ? process.cwd() : path.dirname(file);
+  const schemaFile = path.resolve(dir, g.schema as string);
+  const rel = path.relative(dir, schemaFile);
+  // An API file's schema stays beside it (a file dropped into apis/ cannot read the host's files); an
+  // API given in code names any path, relative to the working directory.
+  if (file !== '' && (rel.startsWith('..') || path.isAbsolute(rel))) {
+    ctx.r.report('error', 'API_VALUE', ['graphql', 'schema'], `${JSON.stringify(g.schema)} leaves the API file's directory`, 'a path inside the directory of the API file, e.g. "schema.graphql"');
+    return undefined;
+  }
+  let sdl: string;
+  try {
+    const st = fs.statSync(schemaFile);
+    if (!st.isFile() || st.size > MAX_SCHEMA_BYTES) throw new Error(st.isFile() ? `it is larger than ${MAX_SCHEMA_BYTES} bytes` : 'it is not a file');
+    sdl = fs.readFileSync(schemaFile, 'utf8');
+  } catch (err) {
+    ctx.r.report('error', 'API_VALUE', ['graphql', 'schema'], `schema ${schemaFile} cannot be read: ${(err as Error).message}`, 'an SDL file next to the API file');
+    return undefined;
+  }
+  const built = buildGraphqlSchema(sdl, `type = "GRAPHQL" (${file === '' ? 'an API given in code' : file})`);
+  if (!built.ok) {
+    ctx.r.report('error', 'API_VALUE', ['graphql', 'schema'], `schema ${schemaFile} is not a valid GraphQL schema: ${built.message}`, 'SDL as the GraphQL specification writes it (type Query { ... })');
+    return undefined;
+  }
+  const rules = new Map<string, OperationRule>();
+  ops.forEach((o, i) => {
+    const type = o.type as OperationType;
+    const name = o.name as string;
+    const known = built.schema.rootFields[type];
+    if (!known.has(name)) {
+      const near = closest(name, [...known]);
+      ctx.r.report('error', 'API_VALUE', ['operations', i, 'name'], `the schema has no ${type.toLowerCase()} field ${JSON.stringify(name)}${near !== undefined ? `; did you mean "${near}"?` : ''}`, known.size === 0 ? `the schema has no ${type.toLowerCase()} type` : `one of ${[...known].join(', ')}`);
+      return;
+    }
+    const key = `${type} ${name}`;
+    if (rules.has(key)) {
+      ctx.r.report('error', 'API_DUPLICATE_RESOURCE', ['operations', i, 'name'], `${key} is listed twice`);
+      return;
+    }
+    checkPolicy(ctx, policies, 'api', o.policy, ['operations', i, 'policy']);
+    rules.set(key, Object.freeze({ type, name, scopes: o.scopes as readonly string[], policy: o.policy as string | undefined }));
+  });
+  const limits: QueryLimits = Object.freeze({ maxDepth: g.max_depth as number, maxComplexity: g.max_complexity as number, maxTokens: g.max_tokens as number, introspection: g.introspection as boolean });
+  return Object.freeze({ schemaFile, schema: built.schema, limits, maxQueryBytes: g.max_query_bytes as number, rules, cache: new AnalysisCache() });
+}
+
+/** The largest schema file read (a schema is configuration, not traffic). */
+const MAX_SCHEMA_BYTES = 4 * 1024 * 1024;
+
 export interface ApiParseResult {
   readonly api: ApiDefinition | undefined;
   readonly diagnostics: readonly ApiDiagnostic[];
@@ -353,10 +552,11 @@ export interface ApiParseResult {
 
 /**
  * Validates one API definition given as a plain object (a parsed file, or an object an embedder passes).
- * `map` locates fields in the file's text for line numbers.
+ * `map` locates fields in the file's text for line numbers. `scriptDirs`: the directories a [mediation]
+ * script must be in (a gateway always passes them: GatewaySettings.scriptDirs); undefined: anywhere.
  */
-export function validateApi(raw: unknown, file: string, vars: ApiVars = {}, map?: SourceMap, policies?: PolicyNames): ApiParseResult {
-  const ctx: Ctx = { r: new DocumentReader(file === '' ? '<api>' : file, map, API_CODES), vars };
+export function validateApi(raw: unknown, file: string, vars: ApiVars = {}, map?: SourceMap, policies?: PolicyNames, scriptDirs?: readonly string[]): ApiParseResult {
+  const ctx: Ctx = { r: new DocumentReader(file === '' ? '<api>' : file, map, API_CODES), vars, scriptDirs };
   if (!isTable(raw)) {
     ctx.r.report('error', 'API_TYPE', [], `an API definition is a table, got ${typeOf(raw)}`);
     return { api: undefined, diagnostics: ctx.r.diagnostics };
@@ -377,9 +577,14 @@ export function validateApi(raw: unknown, file: string, vars: ApiVars = {}, map?
     ctx.r.report('error', 'API_REQUIRED', ['endpoints'], 'at least one of production and sandbox is required', 'production = "http://host:port/path"');
   }
 
+  // A WebSocket handshake is not sent twice, so a Digest challenge could never be answered (docs/apis.md).
+  for (const [name, ep] of [['production', production], ['sandbox', sandbox]] as const) {
+    if (t.type === 'WS' && ep?.security?.type === 'digest') ctx.r.report('error', 'API_VALUE', ['endpoints', name, 'security', 'type'], 'digest is not available for WebSocket APIs (a handshake is not sent twice)', 'basic or oauth');
+  }
   const apiAuth = t.auth as AuthType;
   const resourcesRaw = t.resources as Record<string, unknown>[];
-  if (resourcesRaw.length === 0) ctx.r.report('error', 'API_REQUIRED', ['resources'], 'at least one [[resources]] entry is required', '[[resources]] with path and methods');
+  const apiType = (t.type as ApiType | undefined) ?? 'HTTP';
+  if (resourcesRaw.length === 0 && apiType !== 'GRAPHQL') ctx.r.report('error', 'API_REQUIRED', ['resources'], 'at least one [[resources]] entry is required', '[[resources]] with path and methods');
   const seen = new Map<string, number>();
   const resources: ResourceDefinition[] = [];
   resourcesRaw.forEach((r, i) => {
@@ -422,12 +627,19 @@ export function validateApi(raw: unknown, file: string, vars: ApiVars = {}, map?
     const m = t.mediation as Record<string, unknown>;
     let script: string | undefined;
     if (typeof m.script === 'string') {
-      // Relative to the API file; an API given in code resolves against the working directory.
-      script = path.resolve(file === '' ? process.cwd() : path.dirname(file), m.script);
-      if (!fs.existsSync(script)) ctx.r.report('error', 'API_VALUE', ['mediation', 'script'], `script ${script} does not exist`, 'a JavaScript file with onRequest');
+      // Relative to the API file; an API given in code resolves against the working directory. Confined
+      // to the configuration directory and script_dirs after links are resolved (mediation/script-path.ts).
+      const place = placeScript(path.resolve(file === '' ? process.cwd() : path.dirname(file), m.script), ctx.scriptDirs);
+      if (place.ok) script = place.real;
+      else if (place.missing) ctx.r.report('error', 'API_VALUE', ['mediation', 'script'], place.problem, 'a JavaScript file with onRequest');
+      else ctx.r.report('error', 'API_SCRIPT_PATH', ['mediation', 'script'], place.problem, `a file under ${(ctx.scriptDirs ?? []).join(' or ')}`);
     }
     mediation = Object.freeze({ script, requestFormat: m.request_format as 'json' | 'xml' | undefined, responseFormat: m.response_format as 'json' | 'xml' | undefined });
   }
+
+  // A GraphQL API without resources is served at its context and every path under it, by GET and POST.
+  if (apiType === 'GRAPHQL' && resources.length === 0) resources.push(Object.freeze({ path: '/*', methods: ['GET', 'POST'], auth: apiAuth, scopes: [], tokenType: 'any', policy: undefined, unauthenticatedPolicy: undefined }));
+  const graphql = graphqlOf(ctx, t, file, apiType, policies);
 
   if (ctx.r.errors > 0 || production === null || sandbox === null) return { api: undefined, diagnostics: ctx.r.diagnostics };
   reportNotEnforced(ctx, raw);
@@ -438,7 +650,7 @@ export function validateApi(raw: unknown, file: string, vars: ApiVars = {}, map?
     version,
     defaultVersion: t.default_version as boolean,
     state: t.state as LifecycleState,
-    type: (t.type as ApiType | undefined) ?? 'HTTP',
+    type: apiType,
     auth: apiAuth,
     mutualSsl: t.mutual_ssl as MutualSslMode,
     labels: t.labels as readonly string[],
@@ -450,15 +662,16 @@ export function validateApi(raw: unknown, file: string, vars: ApiVars = {}, map?
     resources: Object.freeze(resources),
     scopes: Object.freeze(((t.scopes as Record<string, unknown>[] | undefined) ?? []).map((d) => Object.freeze({ name: d.name as string, description: d.description as string | undefined, roles: (d.roles as readonly string[] | undefined) ?? [] }))),
     mediation,
+    ...(graphql !== undefined ? { graphql } : {}),
   };
   return { api: Object.freeze(api), diagnostics: ctx.r.diagnostics };
 }
 
 /** Parses and validates one API definition file's text. */
-export function parseApiText(text: string, file: string, vars: ApiVars = {}, policies?: PolicyNames): ApiParseResult {
+export function parseApiText(text: string, file: string, vars: ApiVars = {}, policies?: PolicyNames, scriptDirs?: readonly string[]): ApiParseResult {
   const parsed = parseDocument(text, file, API_CODES);
   if (!parsed.ok) return { api: undefined, diagnostics: [parsed.diagnostic] };
-  return validateApi(parsed.doc, file, vars, parsed.map, policies);
+  return validateApi(parsed.doc, file, vars, parsed.map, policies, scriptDirs);
 }
 
 /** The versioned context path an API is invoked at: /pizzashack/1.0.0, or the {version} placed. */
@@ -480,11 +693,13 @@ export function labelsMatch(api: Pick<ApiDefinition, 'labels'>, gatewayLabels: r
 
 /**
  * The scopes an API declares, each with the roles allowed to hold it and the API (for the subscription
- * check of a scope without roles): every [[scopes]] entry and every scope a resource lists (docs/security.md).
+ * check of a scope without roles): every [[scopes]] entry and every scope a resource or a GraphQL
+ * operation lists (docs/security.md).
  */
-export function apiScopeBindings(api: Pick<ApiDefinition, 'context' | 'version' | 'scopes' | 'resources'>): { name: string; roles: readonly string[]; api: { context: string; version: string } }[] {
+export function apiScopeBindings(api: Pick<ApiDefinition, 'context' | 'version' | 'scopes' | 'resources' | 'graphql'>): { name: string; roles: readonly string[]; api: { context: string; version: string } }[] {
   const roles = new Map<string, readonly string[]>();
   for (const s of api.scopes) roles.set(s.name, s.roles);
   for (const r of api.resources) for (const s of r.scopes) if (!roles.has(s)) roles.set(s, []);
+  for (const r of api.graphql?.rules.values() ?? []) for (const s of r.scopes) if (!roles.has(s)) roles.set(s, []);
   return [...roles].map(([name, r]) => ({ name, roles: r, api: { context: api.context, version: api.version } }));
 }

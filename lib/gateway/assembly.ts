@@ -49,7 +49,7 @@ export function assemble(options: GatewayOptions): GatewayParts {
   const globalCors = new CorsPolicy(settings.cors);
   const headers = new HeaderRules(settings.headerRules);
   // Paths in [transport.passthru_https] resolve like the store's: against the working directory.
-  const registry = new EndpointRegistry(options.outbound ?? outboundFrom(config, options.cwd ?? process.cwd()));
+  const registry = new EndpointRegistry(options.outbound ?? outboundFrom(config, options.cwd ?? process.cwd()), logger, options.now);
   // Throws ThrottleConfigError for an invalid policies file: a gateway never runs with limits it cannot read.
   const throttle = createThrottle({ settings: throttleSettingsFrom(config, dir), logger, ...options.throttling });
   const unsubscribe: (() => void)[] = [];
@@ -58,8 +58,8 @@ export function assemble(options: GatewayOptions): GatewayParts {
     unsubscribe.push(options.events.on('blocking.removed', (e) => void throttle.blocking.remove(e.payload.condition.id)));
   }
   if (options.apis !== undefined && options.apiTexts !== undefined) throw new GatewayOptionsError('createGateway takes `apis` or `apiTexts`, not both');
-  const texts = options.apiTexts !== undefined ? new ApiTexts(options.apiTexts.origin, options.apiTexts.entries, settings.vars, throttle.names()) : undefined;
-  const directory = options.apis === undefined && texts === undefined ? new ApiDirectory(settings.apisDir, settings.vars, throttle.names()) : undefined;
+  const texts = options.apiTexts !== undefined ? new ApiTexts(options.apiTexts.origin, options.apiTexts.entries, settings.vars, throttle.names(), settings.scriptDirs) : undefined;
+  const directory = options.apis === undefined && texts === undefined ? new ApiDirectory(settings.apisDir, settings.vars, throttle.names(), settings.scriptDirs) : undefined;
   const observer = options.observeCalls?.(config, settings, logger);
   const security = new Security({
     settings: securitySettingsFrom(config),

@@ -160,6 +160,8 @@ export class ApiFiles {
     private readonly vars: ApiVars,
     /** Throttling policy names the files may use (docs/throttling.md). */
     private readonly policies?: PolicyNames,
+    /** Where [mediation] scripts may be (GatewaySettings.scriptDirs). */
+    private readonly scriptDirs?: readonly string[],
   ) {}
 
   /** The next read validates every file again (the policy names changed: SIGHUP re-read the policies). */
@@ -192,7 +194,7 @@ export class ApiFiles {
       const text = entry.text;
       let cached = this.cache.get(file);
       if (cached === undefined || cached.text !== text) {
-        cached = { text, result: parseApiText(text, file, this.vars, this.policies) };
+        cached = { text, result: parseApiText(text, file, this.vars, this.policies, this.scriptDirs) };
         this.cache.set(file, cached);
         changedFiles.push(file);
         fresh.push(...cached.result.diagnostics);
@@ -239,8 +241,9 @@ export class ApiTexts extends ApiFiles {
     entries: readonly ApiText[],
     vars: ApiVars,
     policies?: PolicyNames,
+    scriptDirs?: readonly string[],
   ) {
-    super(vars, policies);
+    super(vars, policies, scriptDirs);
     this.set(entries);
   }
 
@@ -306,8 +309,9 @@ export class ApiDirectory extends ApiFiles {
     vars: ApiVars,
     /** Throttling policy names the files may use (docs/throttling.md). */
     policies?: PolicyNames,
+    scriptDirs?: readonly string[],
   ) {
-    super(vars, policies);
+    super(vars, policies, scriptDirs);
   }
 
   read(): DirectoryRead {

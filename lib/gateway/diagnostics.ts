@@ -16,6 +16,7 @@ export const API_DIAGNOSTIC_CODES = {
   API_REQUIRED: 'A required field is missing.',
   API_ALLOWED: 'A value outside the allowed values of the field.',
   API_VALUE: 'A value of the right type that is still not valid (a context, path, URL, duration or code).',
+  API_SCRIPT_PATH: 'A [mediation] script whose real path (links resolved) is outside the configuration directory and [throughway.mediation] script_dirs: the API is refused.',
   API_DUPLICATE_RESOURCE: 'Two resources of one API with the same path and method.',
   API_DUPLICATE_CONTEXT: 'Another deployed API already has this context and version: this one is refused.',
   API_DEFAULT_VERSION_TAKEN: 'Another deployed version of the context is already the default version: this one is deployed without default-version routing.',

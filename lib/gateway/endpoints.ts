@@ -13,6 +13,8 @@ import type { TransportFault } from '../transport/codes';
 import { targetFromUrl, type TargetEndpoint, type RetryPolicy } from '../transport/types';
 import type { Outbound } from '../transport/outbound';
 import type { EndpointDefinition } from './apis';
+import { silentLogger, type Logger } from '../log';
+import { BackendAuthorizer, BackendTokens } from '../security/backend-credentials';
 
 export class EndpointRuntime {
   readonly target: TargetEndpoint;
@@ -26,12 +28,16 @@ export class EndpointRuntime {
   private lastDuration = 0;
   /** How often the endpoint was suspended (apis list, logs). */
   suspensions = 0;
+  /** The credentials the backend requires (docs/apis.md, "Backend security"); undefined: none. */
+  readonly auth: BackendAuthorizer | undefined;
 
   constructor(
     readonly def: EndpointDefinition,
     target: TargetEndpoint,
+    auth?: BackendAuthorizer,
   ) {
     this.target = target;
+    this.auth = auth;
     this.suspends = def.suspendCodes.length > 0;
     this.retry = def.retryCodes.length > 0 && def.retryCount > 0 ? Object.freeze({ codes: def.retryCodes, count: def.retryCount }) : undefined;
   }
@@ -79,8 +85,17 @@ export class EndpointRuntime {
  * state when the endpoint's definition did not change, and TargetEndpoints are parsed once per URL.
  */
 export class EndpointRegistry {
-  /** `outbound`: TLS and proxies for the endpoints (lib/tls/settings.ts outboundFrom). */
-  constructor(private readonly outbound?: Outbound) {}
+  /** Backend OAuth 2.0 tokens of every endpoint, kept across redeploys (lib/security/backend-credentials.ts). */
+  readonly tokens: BackendTokens;
+
+  /** `outbound`: TLS and proxies for the endpoints and token URLs (lib/tls/settings.ts outboundFrom). */
+  constructor(
+    private readonly outbound?: Outbound,
+    logger: Logger = silentLogger,
+    now: () => number = Date.now,
+  ) {
+    this.tokens = new BackendTokens(logger, now);
+  }
   private readonly targets = new Map<string, TargetEndpoint>();
   private readonly runtimes = new Map<string, EndpointRuntime>();
   /** Suspending endpoints by pool key (host:port), for the success signal of finished exchanges. */
@@ -100,7 +115,10 @@ export class EndpointRegistry {
     const key = `${owner}\u0000${JSON.stringify(def)}`;
     let r = this.runtimes.get(key);
     if (r === undefined) {
-      r = new EndpointRuntime(def, this.target(def.url));
+      const sec = def.security;
+      // An https:// token URL uses the endpoints' outbound TLS (trust store, verifier): docs/tls.md.
+      const tls = sec?.oauth !== undefined ? targetFromUrl(sec.oauth.tokenUrl, this.outbound).tls?.context : undefined;
+      r = new EndpointRuntime(def, this.target(def.url), sec === undefined ? undefined : new BackendAuthorizer(sec, this.tokens, tls));
       this.runtimes.set(key, r);
     }
     return r;
@@ -109,6 +127,12 @@ export class EndpointRegistry {
   /** Keeps only the runtimes still in use after a deploy, and reindexes the suspending ones. */
   retain(used: ReadonlySet<EndpointRuntime>): void {
     for (const [k, r] of this.runtimes) if (!used.has(r)) this.runtimes.delete(k);
+    const tokenKeys = new Set<string>();
+    for (const r of used) {
+      const sec = r.def.security;
+      if (sec?.oauth !== undefined) tokenKeys.add(BackendTokens.keyOf(sec.oauth, sec.username, sec.password));
+    }
+    this.tokens.retain(tokenKeys);
     const urls = new Set<string>();
     for (const r of used) urls.add(r.def.url);
     for (const u of this.targets.keys()) if (!urls.has(u)) this.targets.delete(u);

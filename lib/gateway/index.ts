@@ -19,6 +19,7 @@ import { Deployment, describe, type DeployedApi, type ReloadOptions, type Reload
 import type { GatewaySettings } from './settings';
 import { transportSettingsFrom } from './transport-settings';
 import { eventsOf, faultRendererOf, routerOf } from './wiring';
+import { tokenRoute } from './token-route';
 
 export interface Gateway {
   readonly transport: Transport;
@@ -56,7 +57,8 @@ export function createGateway(options: GatewayOptions): Gateway {
   const p = assemble(options);
   const { config, ports } = p;
   const d = new Deployment(p, options.apis, options.watch !== false);
-  const { route, calls } = routerOf(d, options.chain ?? PHASES, p.observer);
+  const tokens = options.tokenEndpoints !== undefined ? tokenRoute(options.tokenEndpoints, (url) => p.registry.target(url)) : undefined;
+  const { route, calls } = routerOf(d, options.chain ?? PHASES, p.observer, tokens);
   const wiring = eventsOf(p, d, calls, { observe: options.observe, codeApis: options.apis !== undefined, tap: options.tap });
   const transport = createTransport({
     route,
@@ -108,3 +110,4 @@ export type { DeployedApi, ReloadReport } from './reload';
 export type { CallObserver, ChainObserver, GatewayControls, GatewayTap } from './hooks';
 export type { ApiState, ApiText, FileStatus } from './deploy';
 export type { ApiDiagnostic } from './diagnostics';
+export type { OAuthAnswer, OAuthCall, TokenEndpoints } from './token-route';

@@ -2,7 +2,7 @@
  * `throughway apis list`: what the gateway deploys from the apis/ directory with this configuration,
  * computed the way a starting gateway does (validation against the throttling policies file's names,
  * gateway labels, duplicate contexts, default versions), without starting one. Each file's diagnostics
- * follow its line.
+ * follow its line; a deployed API's URLs in each [[apim.gateway.environment]] follow its resources.
  */
 import * as path from 'node:path';
 import type { LoadResult } from '../config/load';
@@ -11,6 +11,7 @@ import { CorsPolicy } from './cors';
 import { ApiDirectory, selectApis, type ApiState } from './deploy';
 import { formatApiDiagnostic } from './diagnostics';
 import { gatewaySettingsFrom } from './settings';
+import { gatewayEnvironments, type GatewayEnvironment } from './environments';
 import { formatPolicyDiagnostic, loadPolicies, policyNames, type PolicyDiagnostic } from '../throttle/policies';
 import { policyOptionsOf, throttleSettingsFrom } from '../throttle/settings';
 
@@ -21,6 +22,13 @@ export interface ApiListing {
   readonly errors: number;
   /** The throttling policies file's problems: with an error in it, a node does not start and nothing is deployed. */
   readonly policyDiagnostics: readonly PolicyDiagnostic[];
+  /** [[apim.gateway.environment]] as written (none: no URLs are printed, only paths). */
+  readonly environments: readonly GatewayEnvironment[];
+}
+
+/** A deployed API's URLs in each configured environment: HTTP and HTTPS addresses with its versioned path. */
+function environmentUrls(envs: readonly GatewayEnvironment[], path: string): { readonly name: string; readonly urls: readonly string[] }[] {
+  return envs.map((e) => ({ name: e.name, urls: [e.http, e.https].filter((u) => u !== undefined).map((u) => `${u}${path}`) }));
 }
 
 export function listApis(loaded: LoadResult): ApiListing {
@@ -29,11 +37,12 @@ export function listApis(loaded: LoadResult): ApiListing {
   const ts = throttleSettingsFrom(loaded.config, loaded.dir);
   const pol = loadPolicies(ts.policiesFile, policyOptionsOf(ts));
   const policyErrors = pol.diagnostics.filter((d) => d.level === 'error').length;
-  const dir = new ApiDirectory(settings.apisDir, settings.vars, pol.policies !== undefined ? policyNames(pol.policies) : undefined);
+  const dir = new ApiDirectory(settings.apisDir, settings.vars, pol.policies !== undefined ? policyNames(pol.policies) : undefined, settings.scriptDirs);
   const read = dir.read();
   const states = selectApis(read.candidates, settings.gatewayLabels, new CorsPolicy(settings.cors)).states;
   const errors = policyErrors + states.reduce((n, s) => n + s.diagnostics.filter((d) => d.level === 'error').length, 0);
-  return { dir: settings.apisDir, missing: read.missing, states, errors, policyDiagnostics: pol.diagnostics.filter((d) => d.level !== 'info') };
+  const environments = gatewayEnvironments(loaded.config, loaded.ports).filter((e) => e.configured);
+  return { dir: settings.apisDir, missing: read.missing, states, errors, policyDiagnostics: pol.diagnostics.filter((d) => d.level !== 'info'), environments };
 }
 
 /** The listing as text: one line per file, its diagnostics indented under it. */
@@ -52,6 +61,7 @@ export function formatApiListing(listing: ApiListing, cwd: string, json: boolean
         labels: s.api?.labels,
         endpoints: s.api !== undefined ? { production: s.api.endpoints.production?.url, sandbox: s.api.endpoints.sandbox?.url } : undefined,
         resources: s.api?.resources.map((r) => `${r.methods.join(',')} ${r.path}`),
+        ...(s.api !== undefined && listing.environments.length > 0 ? { environments: environmentUrls(listing.environments, versionedPath(s.api)) } : {}),
         diagnostics: s.diagnostics.map((d) => ({ ...d, file: rel(d.file) })),
       })),
       null,
@@ -71,6 +81,7 @@ export function formatApiListing(listing: ApiListing, cwd: string, json: boolean
         if (ep !== undefined) lines.push(`    ${kind}: ${ep.url}`);
       }
       for (const r of a.resources) lines.push(`    ${r.methods.join(',').padEnd(12)} ${r.path}`);
+      for (const e of environmentUrls(listing.environments, versionedPath(a))) lines.push(`    ${e.name}: ${e.urls.join(', ')}`);
     }
     for (const d of s.diagnostics) lines.push(`    ${formatApiDiagnostic({ ...d, file: rel(d.file) })}`);
   }

@@ -18,6 +18,7 @@ import type { ApiText } from './deploy';
 import type { ChainStep } from './phases';
 import type { CallObserver, GatewayTap } from './hooks';
 import type { GatewaySettings } from './settings';
+import type { TokenEndpoints } from './token-route';
 
 export interface GatewayOptions {
   /** The result of loadConfig(): configuration, effective ports and the directory of apis/. */
@@ -56,6 +57,11 @@ export interface GatewayOptions {
    * directly, its snapshot fills the subscription store. Without it only [[apim.jwt.issuer]] tokens are valid.
    */
   readonly keyManager?: KeyManagerLink;
+  /**
+   * `/token` and `/revoke` on this gateway's listeners (spec 002 part 4): the key manager in this process,
+   * or its origin over HTTP(S) (lib/gateway/token-route.ts). Absent: those paths are routed like any other.
+   */
+  readonly tokenEndpoints?: TokenEndpoints;
   /** Key manager events: token.revoked, applications, subscriptions (security); blocking.added / blocking.removed (throttling). */
   readonly events?: EventBus;
   /** The clock of token validation (epoch ms; tests). */

@@ -90,11 +90,11 @@ export class Deployment {
     return [...r.diagnostics];
   }
 
-  private candidatesFromCode(vars: ApiVars): { candidates: Candidate[]; fresh: ApiDiagnostic[] } {
+  private candidatesFromCode(vars: ApiVars, scriptDirs: readonly string[]): { candidates: Candidate[]; fresh: ApiDiagnostic[] } {
     const candidates: Candidate[] = [];
     const fresh: ApiDiagnostic[] = [];
     for (const raw of this.codeApis ?? []) {
-      const r = validateApi(raw, '', vars, undefined, this.parts.throttle.names());
+      const r = validateApi(raw, '', vars, undefined, this.parts.throttle.names(), scriptDirs);
       candidates.push({ file: '', api: r.api, diagnostics: r.diagnostics, keptPrevious: false });
       fresh.push(...r.diagnostics);
     }
@@ -120,7 +120,7 @@ export class Deployment {
       fresh = [...read.fresh];
       changed = new Set(read.changedFiles);
     } else {
-      ({ candidates, fresh } = this.candidatesFromCode(settings.vars));
+      ({ candidates, fresh } = this.candidatesFromCode(settings.vars, settings.scriptDirs));
     }
     const selection = selectApis(candidates, settings.gatewayLabels, globalCors);
     files?.deployed(selection.states);

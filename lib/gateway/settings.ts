@@ -30,6 +30,11 @@ export interface GatewaySettings {
   readonly accessLog: AccessLogSettings;
   /** Runtime tokens of API endpoint URLs. */
   readonly vars: ApiVars;
+  /**
+   * Where API [mediation] scripts may be (docs/mediation.md): the configuration's directory, then
+   * [throughway.mediation] script_dirs resolved against it.
+   */
+  readonly scriptDirs: readonly string[];
 }
 
 /**
@@ -71,5 +76,6 @@ export function gatewaySettingsFrom(c: DeploymentConfig, dir: string, ports: Eff
       file: path.resolve(cwd, c.throughway.access_log_file),
     },
     vars: Object.freeze(vars),
+    scriptDirs: Object.freeze([path.resolve(dir), ...c.throughway.mediation.script_dirs.map((d) => path.resolve(dir, d))]),
   };
 }

@@ -38,5 +38,6 @@ export function transportSettingsFrom(c: DeploymentConfig): Partial<TransportSet
     globalTimeout: c.mediation.engine.global_timeout_interval,
     trustedProxies: t.trusted_proxies,
     bodyTimeout: t.body_timeout,
+    maxInterimResponses: t.max_interim_responses,
   };
 }

@@ -12,6 +12,10 @@ import type { CallObserver, GatewayControls } from './hooks';
 import { CallContext, runChain, runChainObserved, type ChainStep } from './phases';
 import type { Deployment } from './reload';
 import { handshakeRequest, isWebSocketHandshake } from './websocket';
+import { tokenEndpointOf, type OAuthEndpoint } from './token-route';
+
+/** The answer for `/token` and `/revoke` (token-route.ts tokenRoute). */
+export type TokenRouter = (which: OAuthEndpoint, req: SourceRequest) => Promise<RouteDecision>;
 
 export interface Router {
   readonly route: RouteFn;
@@ -19,8 +23,18 @@ export interface Router {
   readonly calls: WeakMap<SourceRequest, CallContext> | undefined;
 }
 
-/** Three routers, chosen once: without a call observer the plain chain runs untouched. */
-export function routerOf(d: Deployment, chain: readonly ChainStep[], observer: CallObserver | undefined): Router {
+/**
+ * Three routers, chosen once: without a call observer the plain chain runs untouched. With `tokens`
+ * (token-route.ts), `/token` and `/revoke` are answered before routing.
+ */
+export function routerOf(d: Deployment, chain: readonly ChainStep[], observer: CallObserver | undefined, tokens?: TokenRouter): Router {
+  const r = chainRouterOf(d, chain, observer);
+  if (tokens === undefined) return r;
+  const chained = r.route;
+  return { route: (req) => { const which = tokenEndpointOf(req.url); return which === undefined ? chained(req) : tokens(which, req); }, calls: r.calls };
+}
+
+function chainRouterOf(d: Deployment, chain: readonly ChainStep[], observer: CallObserver | undefined): Router {
   // An Upgrade request (rare) may carry its token as access_token (websocket.ts); others go straight in.
   const callOf = (req: SourceRequest): CallContext => new CallContext(req.upgrade === true && isWebSocketHandshake(req) ? handshakeRequest(req) : req, d.rt);
   if (observer === undefined || !observer.calls) return { route: (req: SourceRequest): RouteDecision | Promise<RouteDecision> => runChain(callOf(req), chain), calls: undefined };

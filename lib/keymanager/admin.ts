@@ -44,6 +44,11 @@ export async function handleAdmin(ctx: RouteContext, req: http.IncomingMessage, 
   const m = ctx.manager;
   const [collection, id, sub] = parts;
 
+  // The gateway URLs clients are shown ([[apim.gateway.environment]]; lib/gateway/environments.ts).
+  if (collection === 'environments' && id === undefined && method === 'GET') {
+    const envs = ctx.oauth.settings.environments;
+    return sendJson(res, 200, { list: envs.map((e) => ({ name: e.name, type: e.type, description: e.description, httpEndpoint: e.http ?? null, httpsEndpoint: e.https ?? null, wsEndpoint: e.ws ?? null, wssEndpoint: e.wss ?? null, tokenEndpoint: e.https !== undefined ? `${e.https}/token` : null, showAsTokenEndpointUrl: e.showAsTokenEndpoint, configured: e.configured })) });
+  }
   if (collection === 'applications') {
     if (id === undefined && method === 'GET') return sendJson(res, 200, { list: await m.listApplications(owner) });
     if (id === undefined && method === 'POST') {
@@ -96,6 +101,12 @@ export async function handleAdmin(ctx: RouteContext, req: http.IncomingMessage, 
       const u = await m.addUser({ username: need(b.username, 'username'), password: need(b.password, 'password'), ...(roles !== undefined ? { roles } : {}) }, ctx.userRules);
       return sendJson(res, 201, u);
     }
+  }
+  // A gateway-worker's backend JWT user claims ([apim.jwt] enable_user_claims; lib/scale/control-plane.ts).
+  if (collection === 'users' && id !== undefined && sub === 'claims' && method === 'GET' && parts.length === 3) {
+    const claims = await m.userClaims(id);
+    if (claims === undefined) throw new OAuthError('not_found', `no user ${id}`);
+    return sendJson(res, 200, { username: id, claims });
   }
   if (collection === 'signing-keys' && id === undefined && method === 'GET') return sendJson(res, 200, { keys: ctx.keys.publicJwks() });
   if (collection === 'signing-keys' && id === 'rotate' && method === 'POST') {

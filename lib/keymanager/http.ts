@@ -38,6 +38,7 @@ import { checkClient, parseBasic, presentedClient } from './client-auth';
 import { discoveryKind, requestOrigin, serverMetadata } from './discovery';
 import type { OAuthServer } from './oauth';
 import { register } from './registration';
+import type { OAuthAnswer, OAuthCall } from '../gateway/token-route';
 
 const MAX_BODY = 64 * 1024;
 
@@ -92,13 +93,17 @@ export function sendJson(res: http.ServerResponse, status: number, body: unknown
 const NO_STORE = { 'Cache-Control': 'no-store', Pragma: 'no-cache' };
 
 /** RFC 6749 §3.2: the token endpoint takes application/x-www-form-urlencoded. */
-async function readForm(req: http.IncomingMessage): Promise<URLSearchParams> {
-  const type = (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
-  const body = await readBody(req);
+function formOf(contentType: string | undefined, body: Buffer): URLSearchParams {
+  const type = (contentType ?? '').split(';')[0]?.trim().toLowerCase();
   if (type !== 'application/x-www-form-urlencoded') {
     throw new OAuthError('invalid_request', 'the request body must be application/x-www-form-urlencoded (RFC 6749 §3.2)');
   }
   return new URLSearchParams(body.toString('utf8'));
+}
+
+async function readForm(req: http.IncomingMessage): Promise<URLSearchParams> {
+  const body = await readBody(req);
+  return formOf(req.headers['content-type'], body);
 }
 
 export async function readJson(req: http.IncomingMessage): Promise<Record<string, unknown>> {
@@ -135,11 +140,10 @@ export async function requireAdmin(ctx: RouteContext, req: http.IncomingMessage)
  * the password grant, the user are refused while locked; a failed client authentication (invalid_client)
  * or resource owner password (invalid_grant of the password grant) counts against them.
  */
-async function guardedToken(ctx: RouteContext, req: http.IncomingMessage, form: URLSearchParams): Promise<unknown> {
+async function guardedToken(ctx: RouteContext, authorization: string | undefined, address: string, form: URLSearchParams): Promise<unknown> {
   const g = ctx.guard;
-  if (g === undefined) return ctx.oauth.token(req.headers.authorization, form);
-  const address = req.socket.remoteAddress ?? '';
-  const basic = parseBasic(req.headers.authorization)?.user;
+  if (g === undefined) return ctx.oauth.token(authorization, form);
+  const basic = parseBasic(authorization)?.user;
   let client = form.get('client_id') ?? undefined;
   if (basic !== undefined) {
     try {
@@ -152,7 +156,7 @@ async function guardedToken(ctx: RouteContext, req: http.IncomingMessage, form: 
   if (client !== undefined) g.check('client', client, address);
   if (user !== undefined) g.check('password', user, address);
   try {
-    const answer = await ctx.oauth.token(req.headers.authorization, form);
+    const answer = await ctx.oauth.token(authorization, form);
     if (client !== undefined) g.succeeded('client', client, address);
     if (user !== undefined) g.succeeded('password', user, address);
     return answer;
@@ -194,18 +198,12 @@ export function createHandler(ctx: RouteContext): (req: http.IncomingMessage, re
     const onlyPost = (): void => {
       if (method !== 'POST') throw new OAuthError('invalid_request', `${p} takes POST`, { status: 405, headers: { Allow: 'POST' } });
     };
-    if (p === '/oauth2/token') {
-      onlyPost();
-      const form = await readForm(req);
-      sendJson(res, 200, await guardedToken(ctx, req, form), NO_STORE);
-      return;
-    }
-    if (p === '/oauth2/revoke') {
-      onlyPost();
-      await ctx.oauth.revoke(req.headers.authorization, await readForm(req));
-      // RFC 7009 §2.2: 200, empty body.
-      res.writeHead(200, { 'Content-Length': 0, ...NO_STORE });
-      res.end();
+    if (p === '/oauth2/token' || p === '/oauth2/revoke') {
+      // A method other than POST is refused before any body byte is read.
+      const body = method === 'POST' ? await readBody(req) : Buffer.alloc(0);
+      const a = await oauthCall(ctx, { endpoint: p === '/oauth2/token' ? 'token' : 'revoke', method, authorization: req.headers.authorization, contentType: req.headers['content-type'], body, address: req.socket.remoteAddress ?? '' });
+      res.writeHead(a.status, { ...a.headers, 'Content-Length': Buffer.byteLength(a.body) });
+      res.end(a.body);
       return;
     }
     if (p === '/oauth2/introspect') {
@@ -255,13 +253,38 @@ export function createHandler(ctx: RouteContext): (req: http.IncomingMessage, re
         res.destroy();
         return;
       }
-      if (err instanceof OAuthError) {
-        if (err.status >= 500) ctx.logger.log('error', 'management_error', { path: req.url, error: err.error, message: err.message });
-        sendJson(res, err.status, err.body(), { ...NO_STORE, ...err.headers });
-        return;
-      }
-      ctx.logger.log('error', 'management_error', { path: req.url, error: 'server_error', message: (err as Error).message, code: (err as { code?: unknown }).code });
-      sendJson(res, 500, { error: 'server_error', error_description: 'internal error; see the server log' }, NO_STORE);
+      const a = errorAnswer(ctx, req.url, err);
+      res.writeHead(a.status, { ...a.headers, 'Content-Length': Buffer.byteLength(a.body) });
+      res.end(a.body);
     });
   };
+}
+
+/** An error as the management server answers it: an OAuthError's code and status, else 500 (logged). */
+function errorAnswer(ctx: RouteContext, path: string | undefined, err: unknown): OAuthAnswer {
+  const json = { 'Content-Type': 'application/json; charset=utf-8', ...NO_STORE };
+  if (err instanceof OAuthError) {
+    if (err.status >= 500) ctx.logger.log('error', 'management_error', { path, error: err.error, message: err.message });
+    return { status: err.status, headers: { ...json, ...err.headers }, body: JSON.stringify(err.body()) };
+  }
+  ctx.logger.log('error', 'management_error', { path, error: 'server_error', message: (err as Error).message, code: (err as { code?: unknown }).code });
+  return { status: 500, headers: json, body: JSON.stringify({ error: 'server_error', error_description: 'internal error; see the server log' }) };
+}
+
+/**
+ * POST /oauth2/token and /oauth2/revoke as one plain call: what the management port answers, and what the
+ * gateway's /token and /revoke answer in process (lib/gateway/token-route.ts). Never rejects.
+ */
+export async function oauthCall(ctx: RouteContext, c: OAuthCall): Promise<OAuthAnswer> {
+  const path = c.endpoint === 'token' ? '/oauth2/token' : '/oauth2/revoke';
+  try {
+    if (c.method !== 'POST') throw new OAuthError('invalid_request', `${path} takes POST`, { status: 405, headers: { Allow: 'POST' } });
+    const form = formOf(c.contentType, c.body);
+    if (c.endpoint === 'token') return { status: 200, headers: { 'Content-Type': 'application/json; charset=utf-8', ...NO_STORE }, body: JSON.stringify(await guardedToken(ctx, c.authorization, c.address, form)) };
+    await ctx.oauth.revoke(c.authorization, form);
+    // RFC 7009 §2.2: 200, empty body.
+    return { status: 200, headers: NO_STORE, body: '' };
+  } catch (err) {
+    return errorAnswer(ctx, path, err);
+  }
 }

@@ -20,7 +20,8 @@ import type { Store } from '../store/types';
 import type { OpsHandler } from '../events/observed';
 import type { Deployments } from '../scale/deployments';
 import { AuthorizationCodes, type ApiScope } from './authorize';
-import { createHandler, type RouteContext, type SiteHandler } from './http';
+import { createHandler, oauthCall, type RouteContext, type SiteHandler } from './http';
+import type { OAuthAnswer, OAuthCall } from '../gateway/token-route';
 import { KeyRingError, KeySealer, openKeyRing, type ExternalKey, type KeyRing } from './keys';
 import { LoginGuard, lockoutSettings } from './lockout';
 import { verifyPassword } from '../store/passwords';
@@ -53,6 +54,8 @@ export interface KeyManager {
   readonly keys: KeyRing;
   readonly bus: EventBus;
   readonly handler: (req: http.IncomingMessage, res: http.ServerResponse) => void;
+  /** POST /oauth2/token and /oauth2/revoke as a plain call: the gateway's /token and /revoke in process (lib/gateway/token-route.ts). */
+  oauthCall(c: OAuthCall): Promise<OAuthAnswer>;
   /** Failed sign-ins slowed and locked (lockout.ts); the sign-in page checks passwords through it. */
   readonly guard: LoginGuard;
   /**
@@ -155,6 +158,7 @@ export async function createKeyManager(o: KeyManagerOptions): Promise<KeyManager
     keys,
     bus,
     handler,
+    oauthCall: (c) => oauthCall(ctx, c),
     guard,
     get loopbackOnly() {
       return loopbackOnly;

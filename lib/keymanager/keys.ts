@@ -24,6 +24,8 @@ export interface ActiveKey {
   readonly kid: string;
   readonly alg: string;
   readonly privateKey: CryptoKey;
+  /** The DER certificate of a keystore's key (PEM or PKCS#12 with one): backend JWTs name its thumbprint. */
+  readonly certificate?: Buffer;
 }
 
 /** A signing key from a keystore file (lib/keymanager/keystore.ts reads it). */
@@ -31,6 +33,8 @@ export interface ExternalKey {
   /** Where it came from, for messages: `[custom_keystore.<name>] <file>`. */
   readonly source: string;
   readonly privateKey: KeyObject;
+  /** The key's certificate (DER) when the file holds one that matches it. */
+  readonly certificate?: Buffer;
 }
 
 export class KeyRingError extends Error {
@@ -48,7 +52,7 @@ export async function externalActiveKey(ext: ExternalKey): Promise<{ active: Act
   const pub = createPublicKey(ext.privateKey).export({ format: 'jwk' }) as JWK;
   const kid = await calculateJwkThumbprint(pub);
   const privateKey = (await importJWK({ ...(ext.privateKey.export({ format: 'jwk' }) as JWK), alg }, alg)) as CryptoKey;
-  return { active: { kid, alg, privateKey }, publicJwk: { ...pub, kid, alg, use: 'sig' } };
+  return { active: { kid, alg, privateKey, ...(ext.certificate !== undefined ? { certificate: ext.certificate } : {}) }, publicJwk: { ...pub, kid, alg, use: 'sig' } };
 }
 
 /** Reads a PEM private key (PKCS#8, PKCS#1 or SEC1; encrypted ones with the passphrase). */

@@ -8,7 +8,7 @@
  * says, so a keystore copied from the reference with `type = "PKCS12"` fails with the right advice rather
  * than a parser error.
  */
-import { createPrivateKey, type KeyObject } from 'node:crypto';
+import { createPrivateKey, X509Certificate, type KeyObject } from 'node:crypto';
 import type forge from 'node-forge';
 import { load } from '../config/packages';
 
@@ -34,8 +34,23 @@ interface KeyBag {
   readonly attributes: { friendlyName?: string[] };
 }
 
-/** The private keys of a PKCS#12 file, opened with the first of `passwords` that verifies its MAC. */
-function pkcs12Bags(buf: Buffer, passwords: readonly string[], source: string): KeyBag[] {
+/** The certificate among `candidates` (DER or PEM) whose public key is `key`'s, as DER. */
+function certificateOf(key: KeyObject, candidates: readonly (Buffer | string)[]): Buffer | undefined {
+  for (const c of candidates) {
+    try {
+      const x = new X509Certificate(c);
+      if (x.checkPrivateKey(key)) return x.raw;
+    } catch {
+      // Not a certificate Node reads: not the key's.
+    }
+  }
+  return undefined;
+}
+
+const PEM_CERT = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g;
+
+/** The private keys of a PKCS#12 file, opened with the first of `passwords` that verifies its MAC; its certificates (DER). */
+function pkcs12Bags(buf: Buffer, passwords: readonly string[], source: string, certificates: Buffer[] = []): KeyBag[] {
   const forge = forgeLib();
   let asn1: forge.asn1.Asn1;
   try {
@@ -50,6 +65,10 @@ function pkcs12Bags(buf: Buffer, passwords: readonly string[], source: string): 
       const out: KeyBag[] = [];
       for (const bagType of [forge.pki.oids.pkcs8ShroudedKeyBag, forge.pki.oids.keyBag] as string[]) {
         for (const bag of p12.getBags({ bagType })[bagType] ?? []) out.push(bag as unknown as KeyBag);
+      }
+      const certBag = forge.pki.oids.certBag as string;
+      for (const bag of p12.getBags({ bagType: certBag })[certBag] ?? []) {
+        if (bag.cert != null) certificates.push(Buffer.from(forge.asn1.toDer(forge.pki.certificateToAsn1(bag.cert)).getBytes(), 'binary'));
       }
       return out;
     } catch (err) {
@@ -74,7 +93,8 @@ function bagKey(bag: KeyBag): KeyObject {
  * names keys by alias), else the only one.
  */
 export function readPkcs12Key(buf: Buffer, passwords: readonly string[], alias: string | undefined, source: string): ExternalKey {
-  const bags = pkcs12Bags(buf, passwords, source);
+  const certificates: Buffer[] = [];
+  const bags = pkcs12Bags(buf, passwords, source, certificates);
   if (bags.length === 0) throw new KeyRingError(`${source}: the PKCS#12 file holds no private key (only certificates?)`);
   let bag: KeyBag | undefined;
   if (alias !== undefined && alias !== '') {
@@ -89,7 +109,9 @@ export function readPkcs12Key(buf: Buffer, passwords: readonly string[], alias: 
     bag = bags[0] as KeyBag;
   }
   try {
-    return { source, privateKey: bagKey(bag) };
+    const privateKey = bagKey(bag);
+    const certificate = certificateOf(privateKey, certificates);
+    return { source, privateKey, ...(certificate !== undefined ? { certificate } : {}) };
   } catch (err) {
     throw new KeyRingError(`${source}: unsupported private key in the PKCS#12 file: ${(err as Error).message}`);
   }
@@ -112,7 +134,11 @@ export function readKeystore(content: Buffer, ks: KeystoreFile): ExternalKey {
   switch (ks.type) {
     case 'PEM':
       // key_password wins: it is the one that encrypts the key (spec 001: keep both equal).
-      return readPemKey(content, ks.keyPassword ?? ks.password, source);
+      {
+        const k = readPemKey(content, ks.keyPassword ?? ks.password, source);
+        const certificate = certificateOf(k.privateKey, content.toString('latin1').match(PEM_CERT) ?? []);
+        return certificate !== undefined ? { ...k, certificate } : k;
+      }
     case 'PKCS12': {
       // The store password opens the file (MAC and safe contents); node-forge takes one password for both,
       // so key_password is tried second for files whose key was encrypted with it.

@@ -6,7 +6,8 @@
  *   credentials are never reachable from another machine; a changed password lets them bind as configured.
  * - Limits, from spec 001's `[transport.http.properties]` / `[transport.https.properties]` keys where the
  *   spec has one (keepAliveTimeout, maxKeepAliveRequests, acceptCount, maxHttpHeaderSize) and
- *   `[throughway.management]` otherwise (header_timeout, request_timeout, max_connections): a request head
+ *   `[throughway.management]` otherwise (header_timeout, unless the reference's connectionTimeout is written;
+ *   request_timeout, max_connections): a request head
  *   or body trickled in slowly is closed, idle keep-alive connections are closed, connections beyond the
  *   limit are closed at once.
  */
@@ -59,8 +60,9 @@ export function listenerLimits(config: DeploymentConfig, https: boolean): Listen
   const m = config.throughway.management;
   const requestTimeout = Number(m.request_timeout);
   return {
-    // Node refuses a head timeout longer than the request timeout.
-    headersTimeout: Math.min(Number(m.header_timeout), requestTimeout),
+    // connectionTimeout, the reference's connector attribute, when written (docs/security.md). Node refuses
+    // a head timeout longer than the request timeout.
+    headersTimeout: Math.min(t.connectionTimeout ?? Number(m.header_timeout), requestTimeout),
     requestTimeout,
     keepAliveTimeout: t.keepAliveTimeout,
     maxRequestsPerSocket: t.maxKeepAliveRequests < 0 ? 0 : t.maxKeepAliveRequests,

@@ -226,6 +226,15 @@ export class Manager {
     return { username: u.username, roles: u.roles, hashMethod: u.hashMethod, createdAt: u.createdAt };
   }
 
+  /**
+   * The claims of a user of the store that go into backend JWTs ([apim.jwt] enable_user_claims): `role`,
+   * the roles comma-separated as the reference writes its role claim. Undefined for an unknown user.
+   */
+  async userClaims(username: string): Promise<Record<string, string> | undefined> {
+    const u = await this.store.getUser(username);
+    return u === undefined ? undefined : { role: u.roles.join(',') };
+  }
+
   async listUsers(): Promise<UserView[]> {
     return (await this.store.listUsers()).map((u) => ({ username: u.username, roles: u.roles, hashMethod: u.hashMethod, createdAt: u.createdAt }));
   }

@@ -22,6 +22,7 @@
 import type { DeploymentConfig } from '../config/deployment-config.generated';
 import type { EffectivePorts } from '../config/ports';
 import type { PasswordHashMethod } from '../store/types';
+import { gatewayEnvironments, type GatewayEnvironment } from '../gateway/environments';
 
 /** grant_type parameter values (RFC 6749 §4, RFC 7523 §2.1, RFC 7522 §2.1) → `[oauth.grant_type.<key>]`. */
 export const GRANT_KEYS = {
@@ -77,6 +78,8 @@ export interface KeyManagerSettings {
   readonly adminUser: string;
   /** `[throughway.key_manager] pkce_allow_plain`: code_challenge_method=plain accepted (RFC 7636 §4.2). */
   readonly pkcePlain: boolean;
+  /** [[apim.gateway.environment]]: the gateway URLs GET /admin/v1/environments reports (lib/gateway/environments.ts). */
+  readonly environments: readonly GatewayEnvironment[];
 }
 
 function scopePattern(p: string): RegExp {
@@ -125,5 +128,6 @@ export function keyManagerSettings(config: DeploymentConfig, ports: EffectivePor
     persistenceRetries: Math.max(0, config.oauth.token_generation.retry_count_on_persistence_failures),
     adminUser: config.super_admin.username,
     pkcePlain: config.throughway.key_manager.pkce_allow_plain,
+    environments: gatewayEnvironments(config, ports),
   };
 }

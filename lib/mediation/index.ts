@@ -24,6 +24,7 @@ import { mediate, type MediateResult, type MediateTask, type ScriptChanges } fro
 export { mediationSettingsFrom, type MediationSettings } from './settings';
 export { FormatConfigError } from './formats';
 export { MediationPool, BlockedThreadsAlert, PoolError } from './pool';
+export { placeScript, type ScriptPlace } from './script-path';
 
 /** What an API file asks of mediation ([mediation] table of the API, docs/apis.md). */
 export interface ApiMediation {

@@ -40,6 +40,8 @@ export interface RunningNode {
   readonly metrics: Metrics | undefined;
   /** `GET /health`'s checkers (undefined when [server_health_check] enable = false). */
   readonly health: Health | undefined;
+  /** `GET /health/ready`'s checks: what this role needs to serve (docs/operations.md, "Probes"). */
+  readonly readiness: Health;
   /** What SIGHUP does: re-read deployment.toml (when StartOptions.reload is given), the APIs and templates. */
   reload(): ReloadResult | undefined;
   /** The ports the node listens on. */
@@ -68,8 +70,10 @@ export interface Boot {
   readonly config: DeploymentConfig;
   readonly ports: EffectivePorts;
   readonly options: StartOptions;
-  /** Start-up lines (StartOptions.log). */
+  /** Start-up lines (StartOptions.log); a cluster worker keeps only its warnings and notes (summary.ts prints its one line). */
   readonly log: (line: string) => void;
+  /** StartOptions.log unfiltered. */
+  readonly out: (line: string) => void;
   readonly logger: ReloadableLogger;
   readonly cwd: string;
   /** Every listener on a free port of 127.0.0.1 (StartOptions.ephemeralPorts). */
@@ -81,7 +85,10 @@ export interface Boot {
   readonly events: EventBus;
   readonly metrics: Metrics | undefined;
   readonly health: Health | undefined;
-  /** GET /health, /health/live and /metrics on the management port (lib/observability/routes.ts). */
+  readonly readiness: Health;
+  /** True once every listener of the role is up (the end of startNode): the `listeners` readiness check. */
+  started: boolean;
+  /** GET /health, /health/live, /health/ready and /metrics on the management port (lib/observability/routes.ts). */
   readonly ops: OpsHandler;
   readonly listening: { management: number | undefined; gateway: number | undefined };
   demo?: DemoBackend;
@@ -118,7 +125,9 @@ export function createBoot(loaded: LoadResult, options: StartOptions): Boot {
     const errors = loaded.diagnostics.filter((d) => d.level === 'error').length;
     throw new ConfigInvalidError(`configuration has ${errors} error(s); run \`throughway config check\``);
   }
-  const log = options.log ?? ((line: string) => process.stdout.write(`${line}\n`));
+  const out = options.log ?? ((line: string) => process.stdout.write(`${line}\n`));
+  // N workers repeating the primary's banner said nothing new: a worker prints one line, and what warns.
+  const log = options.cluster?.role === 'worker' ? (line: string): void => (/^\s*(warning|note):/.test(line) ? out(line.trim()) : undefined) : out;
   const config = loaded.config;
   const ports = loaded.ports;
   const role = config.server.server_role;
@@ -136,14 +145,17 @@ export function createBoot(loaded: LoadResult, options: StartOptions): Boot {
   const opsConfig = config.throughway.operations;
   const metrics = opsConfig.metrics ? new Metrics() : undefined;
   const health = config.server_health_check.enable ? new Health(opsConfig.health_check_timeout) : undefined;
+  // Readiness is answered on every role, whatever [server_health_check] enable says (lib/node/operations.ts).
+  const readiness = new Health(opsConfig.health_check_timeout);
   const events = cl?.events ?? createEventBus((err, event) => logger.log('error', 'event_subscriber_failed', { event: event.name, message: (err as Error).message }));
-  const ops = opsRoutes({ ...(health !== undefined ? { health } : {}), ...(metrics !== undefined ? { metrics } : {}), logger });
+  const ops = opsRoutes({ readiness, ...(health !== undefined ? { health } : {}), ...(metrics !== undefined ? { metrics } : {}), logger });
   return {
     loaded,
     config,
     ports,
     options,
     log,
+    out,
     logger,
     cwd: options.cwd ?? process.cwd(),
     eph: options.ephemeralPorts === true,
@@ -153,6 +165,8 @@ export function createBoot(loaded: LoadResult, options: StartOptions): Boot {
     events,
     metrics,
     health,
+    readiness,
+    started: false,
     ops,
     listening: { management: undefined, gateway: undefined },
     stopCollecting: () => undefined,

@@ -19,7 +19,7 @@ import { policyOptionsOf, throttleSettingsFrom } from '../throttle/settings';
 import { gatewaySettingsFrom } from '../gateway/settings';
 import { listApiFiles } from '../gateway/deploy';
 import { apiScopeBindings } from '../gateway/apis';
-import { registerStoreCheckers } from './operations';
+import { logOperations, registerStoreCheckers } from './operations';
 import type { Boot } from './boot';
 
 /** Real files carry the JMS broker's URLs: accepted, not used (one warning for all of them). */
@@ -35,7 +35,7 @@ export function warnJmsUrls(b: Boot): void {
  * A gateway-worker (not a cluster worker of a control plane node, which shares its primary's apis/)
  * deploys the control plane's API files with its gateway_labels, and its policies (docs/scale-out.md).
  */
-const pullsDeployments = (b: Boot): boolean => !b.scale.parts.keyManager && b.scale.parts.gateway && b.cl?.controlPlane === undefined;
+export const pullsDeployments = (b: Boot): boolean => !b.scale.parts.keyManager && b.scale.parts.gateway && b.cl?.controlPlane === undefined;
 
 function newControlPlane(b: Boot): ControlPlane {
   const scale = b.scale;
@@ -141,7 +141,7 @@ export async function startKeyManager(b: Boot): Promise<void> {
       { labels: { kind, outcome: 'locked' }, value: keyManager.guard.locked.get(kind) ?? 0 },
     ]),
   });
-  b.log(`  ${'operations'.padEnd(18)} port ${km.port}: /health/live${b.health !== undefined ? ', /health' : ''}${b.metrics !== undefined ? ', /metrics' : ''} (docs/operations.md)`);
+  logOperations(b, km.port);
 }
 
 /**
@@ -163,5 +163,7 @@ export async function startDecisionService(b: Boot): Promise<void> {
   await tm.start();
   if (b.metrics !== undefined) tm.register(b.metrics);
   b.health?.register(tm.checker(99));
+  // A traffic-manager node is there for its decisions: not ready while their Redis is unreachable.
+  if (configured.role === 'traffic-manager') b.readiness.register(tm.checker(4));
   b.log(`  ${'throttle decisions'.padEnd(18)} ${redacted(url)}: data from ${channels.data}, decisions on ${channels.decisions}${tm.connected ? '' : ' (unreachable: reconnecting)'}`);
 }

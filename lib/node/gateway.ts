@@ -6,6 +6,7 @@
  */
 import type * as tls from 'node:tls';
 import { createGateway, type Gateway } from '../embed';
+import type { TokenEndpoints } from '../gateway';
 import { keyManagerLink, type KeyManagerLink } from '../security';
 import { gatewayObserver } from '../observability/observe';
 import { listenerTlsSettings, reloadCertificates, serverOptions, watchCertificates, type ListenerTlsSettings } from '../tls/settings';
@@ -56,7 +57,7 @@ export async function startGateway(b: Boot): Promise<void> {
   const follower = b.follower;
   const pulled = follower?.policiesText();
   const fromControlPlane = follower !== undefined ? { apiTexts: { origin: `the control plane ${follower.origin}`, entries: follower.entries() } } : {};
-  const gw = createGateway({ loaded: b.loaded, logger: b.logger, cwd: b.cwd, keyManager: link, events: b.events, ...fromControlPlane, throttling: { blocking, ...counters, ...(pulled !== undefined ? { policies: pulled } : {}) }, observe: gatewayObserver({ logger: b.logger, ...(b.metrics !== undefined ? { metrics: b.metrics } : {}) }) });
+  const gw = createGateway({ loaded: b.loaded, logger: b.logger, cwd: b.cwd, keyManager: link, tokenEndpoints: tokenEndpointsOf(b), events: b.events, ...fromControlPlane, throttling: { blocking, ...counters, ...(pulled !== undefined ? { policies: pulled } : {}) }, observe: gatewayObserver({ logger: b.logger, ...(b.metrics !== undefined ? { metrics: b.metrics } : {}) }) });
   b.gateway = gw;
   follower?.attach(gw);
   b.stopCollecting();
@@ -65,6 +66,16 @@ export async function startGateway(b: Boot): Promise<void> {
   b.listening.gateway = a.port;
   b.log(`  ${'gateway HTTP'.padEnd(18)} port ${a.port}`);
   describeGateway(b, gw);
+}
+
+/**
+ * The gateway's /token and /revoke (spec 002 part 4; lib/gateway/token-route.ts): the key manager of this
+ * process, else the control plane's ([apim.key_manager] service_url, or a cluster primary's management port).
+ */
+export function tokenEndpointsOf(b: Boot): TokenEndpoints {
+  const km = b.keyManager;
+  if (km !== undefined) return { kind: 'in-process', call: (c) => km.oauthCall(c) };
+  return { kind: 'remote', url: b.scale.controlPlane };
 }
 
 /** Start-up lines: where throttle decisions, traces and analytics events go. */

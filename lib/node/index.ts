@@ -29,8 +29,8 @@
 import type { LoadResult } from '../config/load';
 import { createBoot, type RunningNode, type StartOptions } from './boot';
 import { startDemo } from './demo';
-import { pullControlPlane, startDecisionService, startEventHub, startKeyManager, warnJmsUrls } from './control-plane';
-import { startOpsServer } from './operations';
+import { pullControlPlane, pullsDeployments, startDecisionService, startEventHub, startKeyManager, warnJmsUrls } from './control-plane';
+import { registerReadiness, startOpsServer } from './operations';
 import { listenerTls, startGateway, startGatewayTls, startManagementHttps } from './gateway';
 import { startPortal } from './portal';
 import { signals } from './signals';
@@ -42,13 +42,15 @@ export type { ClusterPart } from '../scale/cluster';
 export async function startNode(loaded: LoadResult, options: StartOptions = {}): Promise<RunningNode> {
   const b = createBoot(loaded, options);
   const { reload, close, onHup } = signals(b);
+  registerReadiness(b, pullsDeployments(b));
   try {
     await startDemo(b);
     warnJmsUrls(b);
     // The key manager before the gateway: once the gateway says it listens, tokens can be had.
+    // The operations port first: a gateway-worker retrying its control plane answers /health/live (and 503 on /health/ready).
+    await startOpsServer(b);
     await startEventHub(b);
     await pullControlPlane(b);
-    await startOpsServer(b);
     await startKeyManager(b);
     await startDecisionService(b);
     const t = listenerTls(b);
@@ -63,5 +65,6 @@ export async function startNode(loaded: LoadResult, options: StartOptions = {}):
     throw err;
   }
   summarise(b);
-  return { gateway: b.gateway, keyManager: b.keyManager, events: b.events, metrics: b.metrics, health: b.health, reload, ports: b.listening, close };
+  b.started = true;
+  return { gateway: b.gateway, keyManager: b.keyManager, events: b.events, metrics: b.metrics, health: b.health, readiness: b.readiness, reload, ports: b.listening, close };
 }

@@ -1,13 +1,15 @@
 /**
  * Operations (lib/observability, docs/operations.md): `GET /metrics`, `GET /health` (the checkers of
- * [server_health_check]) and `GET /health/live` on the management port, served by the key manager when the
- * role runs one, else by a server of their own; and the checkers and metrics of the parts that started.
+ * [server_health_check]), `GET /health/live` and `GET /health/ready` on the management port, served by the
+ * key manager when the role runs one, else by a server of their own; the role's readiness checks; and the
+ * checkers and metrics of the parts that started.
  */
 import * as http from 'node:http';
 import { backendPoolChecker, dataSourceChecker, userStoreChecker } from '../observability/health';
 import { hasRemoteIssuers, jwksChecker, redisChecker, registerComponentMetrics, workerPoolChecker } from '../observability/components';
 import { RedisCounterStore } from '../throttle/redis';
 import { DecisionCounterStore } from '../throttle/decisions';
+import type { HealthChecker } from '../events/observed';
 import type { Gateway } from '../embed';
 import type { Store } from '../store/types';
 import type { Boot } from './boot';
@@ -16,6 +18,45 @@ const backendPool = (b: Boot): ReturnType<typeof backendPoolChecker> => {
   const o = b.config.throughway.operations;
   return backendPoolChecker(() => b.gateway?.transport, { order: o.backend_pool_checker_order, limitPercentage: o.backend_pool_usage_limit_percentage });
 };
+
+/** The start-up line that says where the probes and the scrape are. */
+export function logOperations(b: Boot, port: number): void {
+  b.log(`  ${'operations'.padEnd(18)} port ${port}: /health/live, /health/ready, /health${b.metrics !== undefined ? ', /metrics' : ''} (docs/operations.md)`);
+}
+
+/** Checks that a part answers: DOWN with `waiting` until `ready()` gives its details. */
+function readyWhen(name: string, order: number, waiting: string, ready: () => Record<string, unknown> | undefined | Promise<Record<string, unknown> | undefined>): HealthChecker {
+  return {
+    name,
+    order,
+    async check() {
+      const details = await ready();
+      return details !== undefined ? { healthy: true, details } : { healthy: false, message: waiting };
+    },
+  };
+}
+
+/**
+ * What this role needs before it serves (docs/operations.md, "Probes"): every listener up (the end of the
+ * start); the key manager's store open and answering a query; a gateway-worker's snapshot (and, when it
+ * deploys its control plane's APIs, those APIs) pulled. A cluster primary adds `cluster_workers`
+ * (lib/scale/cluster.ts), a traffic-manager its decision service's Redis (startDecisionService).
+ */
+export function registerReadiness(b: Boot, pullsDeployments: boolean): void {
+  const r = b.readiness;
+  r.register(readyWhen('listeners', 0, 'starting: not every listener is up yet', () => (b.started ? { management: b.listening.management ?? null, gateway: b.listening.gateway ?? null } : undefined)));
+  if (b.scale.parts.keyManager) {
+    r.register(readyWhen('store', 1, 'the store is not open yet', async () => {
+      const store = b.store;
+      return store === undefined ? undefined : { database: store.kind, schemaVersion: await store.schemaVersion() };
+    }));
+  } else {
+    r.register(readyWhen('control_plane', 2, `no snapshot pulled yet from the control plane ${b.scale.controlPlane}${pullsDeployments ? ' (keys, APIs and policies)' : ''}`, () => {
+      if (b.remoteLink === undefined || (pullsDeployments && b.follower === undefined)) return undefined;
+      return { origin: b.scale.controlPlane, ...(b.follower !== undefined ? { apis: b.follower.entries().length } : {}) };
+    }));
+  }
+}
 
 /**
  * The operations port of a node without the key manager. A cluster worker has none: the primary's
@@ -39,7 +80,7 @@ export async function startOpsServer(b: Boot): Promise<void> {
     srv.listen(b.eph ? 0 : b.ports.managementHttp, b.eph ? '127.0.0.1' : undefined, () => resolve());
   });
   b.listening.management = (srv.address() as { port: number }).port;
-  b.log(`  ${'operations'.padEnd(18)} port ${b.listening.management}: /health/live${b.health !== undefined ? ', /health' : ''}${b.metrics !== undefined ? ', /metrics' : ''} (docs/operations.md)`);
+  logOperations(b, b.listening.management);
   b.health?.register(backendPool(b));
 }
 

@@ -3,7 +3,7 @@
  * with errors is refused and the running one stays), then the throttling policies file (refused with
  * errors, the running policies stay), the TLS listeners' certificates (likewise), the API definitions and
  * fault templates; a gateway-worker pulls its APIs and policies from the control plane again.
- * SIGTERM and SIGINT (handled by the CLI) call close(), which turns /health DOWN, stops accepting, lets
+ * SIGTERM and SIGINT (handled by the CLI) call close(), which turns /health and /health/ready DOWN, stops accepting, lets
  * in-flight calls finish within [throughway] shutdown_timeout and closes idle keep-alive connections; the
  * gateway's close then flushes the queued spans and analytics events (docs/tracing.md, docs/analytics.md).
  */
@@ -90,6 +90,7 @@ async function closeParts(b: Boot, onHup: () => void): Promise<void> {
   b.follower?.close();
   process.removeListener('SIGHUP', onHup);
   b.health?.shuttingDown();
+  b.readiness.shuttingDown();
   b.logger.log('info', 'shutdown_started', { inFlight: b.gateway?.transport.connections().inFlight ?? 0, timeoutMs: b.config.throughway.shutdown_timeout });
   await b.gateway?.close();
   await b.keyManager?.close();

@@ -67,18 +67,22 @@ export class AccessLog {
     return this.dateText;
   }
 
-  /** The line for one record (exported for tests through format()). */
-  format(r: ExchangeRecord): string {
+  /**
+   * The line for one record (exported for tests through format()). A GraphQL call's line ends with its
+   * operation, `graphql=QUERY:name` (`-` for an anonymous one; docs/graphql.md).
+   */
+  format(r: ExchangeRecord, op?: { readonly type: string; readonly name: string }): string {
     const fault = r.fault;
     const code = r.faultCode ?? fault?.code;
     const bytes = r.responseBytes > 0 ? String(r.responseBytes) : '-';
     const upstream = r.upstreamMs >= 0 ? r.upstreamMs.toFixed(3) : '-';
     const state = fault !== undefined && fault.code === code ? `${fault.base}+${fault.state}` : '-';
-    return `${r.remoteAddress || '-'} - - ${this.date()} "${r.method} ${redactUrl(r.url)} HTTP/${r.httpVersion}" ${r.status || '-'} ${bytes} ${upstream} ${code ?? '-'} ${state}`;
+    const line = `${r.remoteAddress || '-'} - - ${this.date()} "${r.method} ${redactUrl(r.url)} HTTP/${r.httpVersion}" ${r.status || '-'} ${bytes} ${upstream} ${code ?? '-'} ${state}`;
+    return op === undefined ? line : `${line} graphql=${op.type}:${op.name === '' ? '-' : op.name}`;
   }
 
-  record(r: ExchangeRecord): void {
-    const line = this.format(r);
+  record(r: ExchangeRecord, op?: { readonly type: string; readonly name: string }): void {
+    const line = this.format(r, op);
     if (this.logger !== undefined) this.logger.log('info', 'http_access', { line });
     else this.stream?.write(line + '\n');
   }

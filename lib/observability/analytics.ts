@@ -54,6 +54,9 @@ export interface AnalyticsEvent {
   readonly requestSize: number;
   readonly responseSize?: number;
   readonly retries: number;
+  /** GraphQL APIs: the operation's type (QUERY, MUTATION, SUBSCRIPTION) and name ('' for an anonymous one). */
+  readonly graphqlOperationType: string | null;
+  readonly graphqlOperationName: string | null;
 }
 
 export interface AnalyticsStats {
@@ -120,6 +123,8 @@ export function buildEvent(ctx: CallContext | undefined, r: ExchangeRecord, sett
     backendLatency: forwarded ? ms3(r.upstreamMs) : null,
     requestSize: r.requestBytes,
     retries: r.retries,
+    graphqlOperationType: ctx?.graphql?.operation.type ?? null,
+    graphqlOperationName: ctx?.graphql?.operation.name ?? null,
   };
   return settings.publishResponseSize ? { ...event, responseSize: r.responseBytes } : event;
 }

@@ -30,9 +30,10 @@ export function callObservers(config: DeploymentConfig, settings: GatewaySetting
   if (accessLog === undefined && tracer === undefined && analytics === undefined) return { tracer, analytics, observer: undefined };
   const observer: CallObserver = {
     ...(tracer !== undefined ? { chain: tracer } : {}),
-    calls: tracer !== undefined || analytics !== undefined,
+    // The access log reads the call too: a GraphQL call's line names its operation (docs/graphql.md).
+    calls: true,
     ended(ctx, r) {
-      accessLog?.record(r);
+      accessLog?.record(r, ctx?.graphql?.operation);
       if (ctx !== undefined) tracer?.finish(ctx, r);
       analytics?.record(ctx, r);
     },

@@ -18,7 +18,7 @@
  * worker's registry as JSON; lib/scale/cluster-ops.ts merges them).
  *
  * The workers have no operations port: the primary's /metrics shows theirs merged with its own, and its
- * /health has the `cluster_workers` checker (docs/operations.md, "Cluster mode").
+ * /health and /health/ready have the `cluster_workers` checker (docs/operations.md, "Cluster mode").
  */
 import cluster, { type Worker } from 'node:cluster';
 import * as os from 'node:os';
@@ -72,6 +72,8 @@ export interface ClusterNode {
   readonly events: EventBus;
   readonly metrics: ClusterMetrics | undefined;
   readonly health: { register(checker: HealthChecker): void } | undefined;
+  /** GET /health/ready's checks: the primary is ready when its workers are. */
+  readonly readiness: { register(checker: HealthChecker): void };
   readonly ports: { readonly management: number | undefined };
   close(): Promise<void>;
 }
@@ -180,6 +182,7 @@ export async function runPrimary(loaded: LoadResult, o: { start: Start<ClusterNo
     exited,
   });
   node.health?.register(clusterWorkersChecker(status, { order: loaded.config.throughway.operations.backend_pool_checker_order }));
+  node.readiness.register(clusterWorkersChecker(status, { order: 3 }));
   const first = Array.from({ length: o.workers }, () => fork());
   const results = await Promise.all(first.map(whenReady));
   o.log(`cluster: ${results.filter((r) => r).length} of ${o.workers} workers ready (docs/scale-out.md)`);

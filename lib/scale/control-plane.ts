@@ -10,6 +10,7 @@
  *   GET /admin/v1/deployments?labels=...    API files with the gateway's labels and the policies text
  *                                           (HTTP Basic; a gateway-worker's own, not a cluster worker's)
  *   POST /oauth2/introspect                 opaque tokens (RFC 7662; HTTP Basic)
+ *   GET /admin/v1/users/<name>/claims       a user's backend JWT claims ([apim.jwt] enable_user_claims; HTTP Basic)
  *
  * Pulls follow the deployment retry of [apim.sync_runtime_artifacts.gateway] (deployment_retry_duration,
  * max_retry_count, retry_progression_factor): a control plane that is still starting is waited for.
@@ -159,6 +160,14 @@ export class ControlPlane {
       publicJwks: () => this.jwks,
       snapshot: () => this.pull(),
       introspect: (token) => this.request('POST', '/oauth2/introspect', new URLSearchParams({ token }).toString()),
+      userClaims: async (username) => {
+        try {
+          return (await this.request('GET', `/admin/v1/users/${encodeURIComponent(username)}/claims`)).claims as Record<string, string>;
+        } catch (err) {
+          if (err instanceof ControlPlaneError && / HTTP 404 /.test(err.message)) return undefined;
+          throw err;
+        }
+      },
     };
   }
 }

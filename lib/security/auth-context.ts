@@ -39,6 +39,12 @@ export interface TokenFacts {
   readonly claims: Readonly<Record<string, unknown>>;
   /** Expiry of the token (ms since the epoch); caches never keep it beyond. */
   readonly expiresAt: number;
+  /**
+   * The end user's claims from the key manager's user store (local names, e.g. `role`), read when a token
+   * is validated and [apim.jwt] enable_user_claims (or enable_claim_retrieval) asks for them: they go into
+   * the backend JWT under claim_dialect. Cached with the token.
+   */
+  readonly userClaims?: Readonly<Record<string, string>>;
 }
 
 /** What a valid token proves (cached per token; the same object serves every call with it). */

@@ -229,7 +229,7 @@ export class Security {
     if (hit !== undefined) return this.admit(api, res, hit, now);
     let p = this.pending.get(token);
     if (p === undefined) {
-      p = this.validator.validate(token).finally(() => this.pending.delete(token));
+      p = this.withUserClaims(this.validator.validate(token)).finally(() => this.pending.delete(token));
       this.pending.set(token, p);
     }
     return p.then((r) => {
@@ -237,6 +237,25 @@ export class Security {
       const at = this.now();
       return this.admit(api, res, this.cache.set(token, r, at), at);
     });
+  }
+
+  /**
+   * [apim.jwt] enable_user_claims: a token of the built-in key manager gets its end user's claims from
+   * the key manager's store before it is cached (the reference's JWT claim cache: claims live as long as
+   * the cached token). A failed lookup admits the call without them (logged): the claims inform the
+   * backend, they do not authorise.
+   */
+  private async withUserClaims(p: Promise<TokenIdentity | FaultValue>): Promise<TokenIdentity | FaultValue> {
+    const r = await p;
+    const lookup = this.km?.userClaims;
+    if (isFault(r) || !r.builtIn || !this.settings.backendJwt.enabled || !this.settings.backendJwt.userClaims || lookup === undefined) return r;
+    try {
+      const claims = await lookup.call(this.km, r.endUser);
+      return claims === undefined ? r : Object.freeze({ ...r, userClaims: claims });
+    } catch (err) {
+      this.logger.log('warn', 'user_claims_failed', { user: r.endUser, message: (err as Error).message });
+      return r;
+    }
   }
 
   private certificateContext(subject: string, fingerprint: string, notAfter: number): AuthContext {
@@ -303,6 +322,7 @@ export class Security {
       scopes: id.scopes,
       claims: id.claims,
       expiresAt: id.expiresAt,
+      ...(id.userClaims !== undefined ? { userClaims: id.userClaims } : {}),
     };
     if (!id.subscriptionValidation) {
       const a = id.application;
@@ -324,14 +344,15 @@ export class Security {
 /** The link to a key manager in this process (node.ts passes it to createGateway). */
 export function keyManagerLink(km: {
   readonly settings: { readonly issuer: string };
-  readonly keys: { publicJwks(): import('jose').JWK[]; current(): { readonly kid: string; readonly alg: string; readonly privateKey: import('jose').CryptoKey } };
-  readonly manager: { snapshot(): Promise<Snapshot> };
+  readonly keys: { publicJwks(): import('jose').JWK[]; current(): { readonly kid: string; readonly alg: string; readonly privateKey: import('jose').CryptoKey; readonly certificate?: Buffer } };
+  readonly manager: { snapshot(): Promise<Snapshot>; userClaims(username: string): Promise<Readonly<Record<string, string>> | undefined> };
   readonly oauth: { introspect(form: URLSearchParams): Promise<Record<string, unknown>> };
 }): KeyManagerLink {
   return {
     issuer: () => km.settings.issuer,
     publicJwks: () => km.keys.publicJwks(),
     snapshot: () => km.manager.snapshot(),
+    userClaims: (username) => km.manager.userClaims(username),
     introspect: (token) => km.oauth.introspect(new URLSearchParams({ token })),
     signingKey: () => km.keys.current(),
   };

@@ -35,6 +35,10 @@ export interface BackendJwtSettings {
   readonly excludedClaims: ReadonlySet<string>;
   /** Longest validity of one backend JWT (ms): [apim.cache.jwt_claim] expiry_time, else the token's own. */
   readonly maxValidity: number | undefined;
+  /** enable_user_claims or enable_claim_retrieval: the end user's claims from the key manager's store. */
+  readonly userClaims: boolean;
+  /** use_sha256_hash: the signing certificate's thumbprint as `x5t#S256` (SHA-256) instead of `x5t` (SHA-1). */
+  readonly thumbprint: 'sha1' | 'sha256';
 }
 
 export interface MutualSslSettings {
@@ -105,6 +109,10 @@ export function securitySettingsFrom(config: DeploymentConfig): SecuritySettings
       dialect: (j.claim_dialect ?? DEFAULT_CLAIM_DIALECT).replace(/\/+$/, ''),
       excludedClaims: new Set(j.gateway_generator?.excluded_claims ?? []),
       maxValidity: c.jwt_claim.enable ? c.jwt_claim.expiry_time : undefined,
+      // spec 000 [apim.jwt]: enable_user_claims puts user store claims in the JWT; enable_claim_retrieval
+      // adds the authorized user's claims (default key manager): the same claims here, from one store.
+      userClaims: j.enable_user_claims || j.enable_claim_retrieval === true,
+      thumbprint: j.use_sha256_hash ? 'sha256' : 'sha1',
     }),
     mutualSsl: Object.freeze({
       header: ms.certificate_header?.toLowerCase(),

@@ -30,8 +30,10 @@ export interface KeyManagerLink {
   snapshot(): Promise<import('./subscriptions').Snapshot>;
   /** RFC 7662 introspection, answered in process. */
   introspect?(token: string): Promise<Record<string, unknown>>;
+  /** The claims of a user of its store (`role`: the roles, comma-separated), undefined for an unknown user. */
+  userClaims?(username: string): Promise<Readonly<Record<string, string>> | undefined>;
   /** Its current signing key (the backend JWT is signed with it when it is RSA). */
-  signingKey?(): { readonly kid: string; readonly alg: string; readonly privateKey: import('jose').CryptoKey };
+  signingKey?(): { readonly kid: string; readonly alg: string; readonly privateKey: import('jose').CryptoKey; readonly certificate?: Buffer };
 }
 
 const invalid = (description: string): FaultValue => fault(ApiCode.INVALID_CREDENTIALS, { description });

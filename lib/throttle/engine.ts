@@ -69,6 +69,12 @@ export interface ThrottleCall {
   readonly query: string;
   /** Request body bytes as declared (Content-Length; 0 when absent or chunked): what bandwidth quotas count. */
   readonly bytes: number;
+  /**
+   * More resource-level policies of the call, as [resource key, policy] pairs: a GraphQL query's fields
+   * that carry one (docs/graphql.md). Each is counted like `resourcePolicy` (900802), under its own key;
+   * ignored when the API has a policy.
+   */
+  readonly fieldPolicies?: readonly (readonly [string, string])[];
   /** The endpoint's pool key and its hard limit (requests per second), when it has one. */
   readonly endpointKey: string | undefined;
   readonly maxTps: number | undefined;
@@ -252,6 +258,18 @@ export class ThrottleEngine {
     return q;
   }
 
+  /** One advanced ([[api]]) policy's level under `base`: its quota, or the quota of the condition group the call matches. */
+  private advanced(name: string, base: string, code: ThrottleCode, call: ThrottleCall, bytes: number): void {
+    const ap = this.policies.api.get(name);
+    if (ap === undefined) {
+      this.unknownPolicy('api', name);
+      return;
+    }
+    const g = ap.groups.length > 0 ? this.group(ap, call) : -1;
+    const q = g < 0 ? ap.quota : (ap.groups[g] as ConditionGroup).quota;
+    this.level(g < 0 ? base : `${base}|g${g}`, q, code, true, bytes);
+  }
+
   /** Decides one call at `now` (epoch ms) and counts it when it is allowed. */
   check(call: ThrottleCall, now: number): Verdict {
     const v = this.verdict;
@@ -286,16 +304,11 @@ export class ThrottleEngine {
     // 900800 / 900802: the API's advanced policy, or else the resource's.
     const advanced = call.apiPolicy ?? call.resourcePolicy;
     if (advanced !== undefined) {
-      const ap = p.api.get(advanced);
-      if (ap === undefined) this.unknownPolicy('api', advanced);
-      else {
-        const apiLevel = call.apiPolicy !== undefined;
-        const base = apiLevel ? `p|${call.apiPath}` : `r|${call.apiPath}|${call.resourceKey}`;
-        const g = ap.groups.length > 0 ? this.group(ap, call) : -1;
-        const q = g < 0 ? ap.quota : (ap.groups[g] as ConditionGroup).quota;
-        this.level(g < 0 ? base : `${base}|g${g}`, q, apiLevel ? Code.THROTTLED_OUT : Code.RESOURCE_THROTTLED, true, bytes);
-      }
+      const apiLevel = call.apiPolicy !== undefined;
+      this.advanced(advanced, apiLevel ? `p|${call.apiPath}` : `r|${call.apiPath}|${call.resourceKey}`, apiLevel ? Code.THROTTLED_OUT : Code.RESOURCE_THROTTLED, call, bytes);
     }
+    const fields = call.fieldPolicies;
+    if (fields !== undefined && call.apiPolicy === undefined) for (const [key, policy] of fields) this.advanced(policy, `r|${call.apiPath}|${key}`, Code.RESOURCE_THROTTLED, call, bytes);
 
     // 900804 / 900807: the subscription tier, or the unauthenticated tier per client IP.
     const tier = auth !== undefined ? auth.subscriptionTier : call.unauthenticatedPolicy;

@@ -42,6 +42,9 @@ export interface SubscriptionPolicy {
   /** false: the quota is counted but requests beyond it still pass (the reference's billing tiers). */
   readonly stopOnQuotaReach: boolean;
   readonly burst: Burst | undefined;
+  /** GraphQL APIs: the deepest and the most complex query this tier allows, below the API's own limits (docs/graphql.md); undefined: the API's only. */
+  readonly graphqlMaxDepth?: number;
+  readonly graphqlMaxComplexity?: number;
 }
 
 export interface ApplicationPolicy {
@@ -166,6 +169,8 @@ export const POLICY_FIELDS: readonly FieldDef[] = [
       ...NAMED_FIELDS,
       { key: 'stop_on_quota_reach', type: 'boolean', default: true, meaning: 'false: the quota is counted but requests beyond it still pass.' },
       { key: 'burst', type: 'table', meaning: 'Spike arrest.', example: '{ limit = 10, time_unit = "sec" }', fields: BURST_FIELDS },
+      { key: 'graphql_max_depth', type: 'number', min: 1, meaning: 'GraphQL APIs: the deepest query a subscriber on this tier may send (103181 beyond it), on top of the API\'s own max_depth (docs/graphql.md).', example: '5' },
+      { key: 'graphql_max_complexity', type: 'number', min: 1, meaning: 'GraphQL APIs: the most fields a query of a subscriber on this tier may select (103182 beyond it), on top of the API\'s own max_complexity.', example: '200' },
     ],
   },
   { key: 'application', type: 'tables', meaning: 'Application tiers (900803).', fields: NAMED_FIELDS },
@@ -338,7 +343,8 @@ export function validatePolicies(doc: unknown, file: string, options: PolicyOpti
     const b = base(raw, t, seg);
     const rawBurst = t?.burst as Record<string, unknown> | undefined;
     const burst: Burst | undefined = rawBurst === undefined ? undefined : Object.freeze({ kind: 'requests', limit: rawBurst.limit as number, windowMs: TIME_UNITS[rawBurst.time_unit as 'sec' | 'min'] });
-    const value = b === undefined || t === undefined ? undefined : Object.freeze({ ...b, stopOnQuotaReach: t.stop_on_quota_reach as boolean, burst });
+    const gql = t === undefined ? {} : { ...(t.graphql_max_depth !== undefined ? { graphqlMaxDepth: t.graphql_max_depth as number } : {}), ...(t.graphql_max_complexity !== undefined ? { graphqlMaxComplexity: t.graphql_max_complexity as number } : {}) };
+    const value = b === undefined || t === undefined ? undefined : Object.freeze({ ...b, stopOnQuotaReach: t.stop_on_quota_reach as boolean, burst, ...gql });
     return { value, seg };
   });
   const apps = entries(r, doc, 'application', ({ raw, t, seg }) => {

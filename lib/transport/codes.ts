@@ -42,10 +42,11 @@ export const OwnCode = {
   TLS_HANDSHAKE_FAILED: 103080,
   PROXY_REFUSED: 103081,
   WEBSOCKET_FRAME_REFUSED: 103082,
-  /** The transport's request framing and deadline block (103160-103179; docs/transport.md). */
+  /** The transport's block for request framing, deadlines and the interim cap (103160-103179; docs/transport.md). */
   TRANSFER_ENCODING_REFUSED: 103160,
   FRAGMENT_IN_TARGET: 103161,
   BODY_DEADLINE: 103162,
+  TOO_MANY_INTERIM: 103163,
 } as const;
 
 /** Which connection failed: the client's (source, downstream) or the backend's (target, upstream). */
@@ -86,7 +87,8 @@ export type FaultReason =
   | 'global_timeout'
   | 'te_refused'
   | 'fragment'
-  | 'body_deadline';
+  | 'body_deadline'
+  | 'too_many_interim';
 
 export interface FaultKind {
   readonly base: number;
@@ -134,6 +136,7 @@ export const FAULT_KINDS: { readonly [R in FaultReason]: FaultKind } = {
   te_refused: { base: OwnCode.TRANSFER_ENCODING_REFUSED, addsState: false, side: 'source', httpStatus: 501, message: 'Not Implemented', description: 'The request\'s Transfer-Encoding is not exactly one chunked coding (identity, a list of codings or a repeated field is refused; RFC 9112 §6.1)' },
   fragment: { base: OwnCode.FRAGMENT_IN_TARGET, addsState: false, side: 'source', httpStatus: 400, message: 'Bad Request', description: 'The request target carries a #fragment, which a client never sends (RFC 9112 §3.2, RFC 9110 §4.2.5)' },
   body_deadline: { base: OwnCode.BODY_DEADLINE, addsState: false, side: 'source', httpStatus: 408, message: 'Request Timeout', description: 'The request body was not received within [throughway] body_timeout' },
+  too_many_interim: { base: OwnCode.TOO_MANY_INTERIM, addsState: false, side: 'target', httpStatus: 502, message: 'Too many interim responses', description: 'The back end sent more 1xx interim responses to one request than [throughway] max_interim_responses; its connection was closed' },
   sender_disabled: { base: OwnCode.SENDER_DISABLED, addsState: false, side: 'target', httpStatus: 503, message: 'Service Unavailable', description: 'The pass-through sender is disabled (transport.passthru_http.sender.enable = false)' },
 };
 

@@ -23,6 +23,12 @@ export interface TransportOptions {
   readonly events?: TransportEvents;
   /** How backend sockets are opened (tests inject failures here; default net.connect). */
   readonly connect?: ConnectFn;
+  /**
+   * Re-wrap sockets accepted by listen() so they read into connection-owned buffers (default true). false
+   * serves them as Node accepts them (its own 64 KiB reads): the path the transport also takes by itself on
+   * a Node line without the details adopt() relies on (docs/transport.md, "Read buffers").
+   */
+  readonly adoptAcceptedSockets?: boolean;
 }
 
 export interface PoolInfo {
@@ -125,6 +131,7 @@ export function createTransport(options: TransportOptions): Transport {
     options.connect ?? defaultConnect(settings.highWaterMark),
   );
   const servers: net.Server[] = [];
+  const adoptSockets = options.adoptAcceptedSockets !== false;
 
   const handleConnection = (socket: net.Socket, secure = false): void => {
     if (core.closing) {
@@ -192,7 +199,7 @@ export function createTransport(options: TransportOptions): Transport {
             socket.destroy();
             return;
           }
-          const adopted = adopt(socket, settings.highWaterMark);
+          const adopted = adoptSockets ? adopt(socket, settings.highWaterMark) : undefined;
           if (adopted === undefined) {
             socket.resume();
             handleConnection(socket);
@@ -221,7 +228,7 @@ export function createTransport(options: TransportOptions): Transport {
 }
 
 export { targetFromUrl } from './types';
-export type { TargetEndpoint, SourceRequest, WebSocketHooks, TunnelInfo, RouteDecision, ForwardDecision, RetryPolicy, LocalResponse, RouteFn, FaultRenderer, TransportEvents, ExchangeRecord, BodyRead, BufferedResponse, ResponseHook } from './types';
+export type { TargetEndpoint, SourceRequest, WebSocketHooks, TunnelInfo, RouteDecision, ForwardDecision, RetryPolicy, LocalResponse, RouteFn, FaultRenderer, TransportEvents, ExchangeRecord, BodyRead, BufferedResponse, ResponseHook, Resend } from './types';
 export { ProtocolState, STATE_NAMES, TRANSITIONS, stateName } from './states';
 export { TransportBase, OwnCode, FAULT_KINDS, makeFault, faultJson, type TransportFault, type FaultReason, type Side } from './codes';
 export { DEFAULT_TRANSPORT_SETTINGS, type TransportSettings } from './settings';

@@ -11,7 +11,7 @@ import { buildLocalHead } from './headers';
 import type { Exchange } from './exchange';
 import type { TransportCore } from './core';
 import { EMPTY_BODY } from './body';
-import type { BufferedResponse, ForwardDecision, LocalResponse, ResponseHook } from './types';
+import type { BufferedResponse, ForwardDecision, LocalResponse, Resend, ResponseHook } from './types';
 
 /** What a local answer uses of the source connection. */
 export interface LocalAnswerer {
@@ -27,6 +27,8 @@ export interface LocalAnswerer {
   endExchange(ex: Exchange, fault: TransportFault | undefined): void;
   /** Request complete and response done: the connection goes on or closes. */
   finishExchange(ex: Exchange): void;
+  /** A response hook's Resend: the request again with new fields (source.ts). */
+  resend(ex: Exchange, headers: readonly string[]): void;
   close(): void;
   abort(): void;
 }
@@ -56,6 +58,15 @@ export function answer(conn: LocalAnswerer, ex: Exchange, r: LocalResponse, must
   conn.socket.write(head, 'latin1');
   if (body.length > 0 && !ex.isHead) conn.socket.write(body);
   conn.uncork();
+  responseFinished(conn, ex);
+}
+
+/**
+ * The last response byte is written, by a local answer or relayed from the target (SourceConnection
+ * responseDone): the connection closes when the exchange said so, else it goes on once the request is
+ * complete too (until then the source reads the rest of the request).
+ */
+export function responseFinished(conn: LocalAnswerer, ex: Exchange): void {
   ex.responseDone = true;
   conn.setState(S.RESPONSE_DONE);
   if (ex.closeAfter) {
@@ -80,7 +91,7 @@ export function answerFault(conn: LocalAnswerer, ex: Exchange, fault: TransportF
  */
 export function gatheredResponse(conn: LocalAnswerer, ex: Exchange, res: BufferedResponse): void {
   const hook = (ex.forward as ForwardDecision).bufferResponse as ResponseHook;
-  let r: LocalResponse | Promise<LocalResponse>;
+  let r: LocalResponse | Resend | Promise<LocalResponse | Resend>;
   try {
     r = hook.handle(res);
   } catch (err) {
@@ -88,15 +99,20 @@ export function gatheredResponse(conn: LocalAnswerer, ex: Exchange, res: Buffere
     return;
   }
   if (typeof (r as Promise<LocalResponse>).then === 'function') {
-    (r as Promise<LocalResponse>).then(
+    (r as Promise<LocalResponse | Resend>).then(
       (d) => responseHookDone(conn, ex, d),
       (err: unknown) => responseHookFailed(conn, ex, err),
     );
-  } else responseHookDone(conn, ex, r as LocalResponse);
+  } else responseHookDone(conn, ex, r as LocalResponse | Resend);
 }
 
-function responseHookDone(conn: LocalAnswerer, ex: Exchange, r: LocalResponse): void {
+function responseHookDone(conn: LocalAnswerer, ex: Exchange, d: LocalResponse | Resend): void {
   if (ex.aborted || conn.ex !== ex) return;
+  if ((d as Resend).resend !== undefined) {
+    conn.resend(ex, (d as Resend).resend);
+    return;
+  }
+  const r = d as LocalResponse;
   const drop = ex.dropResponseHeaders;
   let headers = r.headers ?? NO_FIELDS;
   if (drop !== undefined) headers = headers.filter((_, i, a) => (i % 2 === 0 ? !drop.includes((a[i] as string).toLowerCase()) : !drop.includes((a[i - 1] as string).toLowerCase())));

@@ -65,6 +65,11 @@ export interface TransportSettings {
   readonly trustedProxies: readonly string[];
   /** [throughway] body_timeout: ms from a complete request head to its last body byte (0: none; 408, 103162). */
   readonly bodyTimeout: number;
+  /**
+   * [throughway] max_interim_responses: 1xx interim responses (RFC 9110 §15.2) accepted from a backend for
+   * one request; one more is fault 103163 (502) and the backend connection is closed.
+   */
+  readonly maxInterimResponses: number;
 }
 
 export const DEFAULT_TRANSPORT_SETTINGS: TransportSettings = Object.freeze({
@@ -98,6 +103,9 @@ export const DEFAULT_TRANSPORT_SETTINGS: TransportSettings = Object.freeze({
   productToken: 'throughway',
   trustedProxies: Object.freeze([]),
   bodyTimeout: 600_000,
+  // Apache httpd's mod_proxy_http stops at 10 (AP_MAX_INTERIM_RESPONSES) and answers 502: nothing needs
+  // more (one 100 Continue, a 102 Processing now and then, a few 103 Early Hints).
+  maxInterimResponses: 10,
 });
 
 export function resolveSettings(partial?: Partial<TransportSettings>): TransportSettings {

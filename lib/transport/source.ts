@@ -29,7 +29,7 @@ import type { TargetConnection } from './target';
 import { switchProtocols } from './tunnel';
 import { poolFor } from './pool';
 import { refuseRequest, originForm } from './request-checks';
-import { answer, answerFault, gatheredResponse } from './local';
+import { answer, answerFault, gatheredResponse, responseFinished } from './local';
 import { CHECKS, checkSource } from './invariants';
 import { nextSourceBuffer, readHolderOf } from './read-buffers';
 import type { BodyRead, BufferedResponse, ForwardDecision, LocalResponse, RouteDecision } from './types';
@@ -403,9 +403,17 @@ export class SourceConnection implements ParserEvents, ExchangeOwner {
     }
     if (d.responseHeaders !== undefined) ex.responseHeaders = d.responseHeaders;
     if (d.dropResponseHeaders !== undefined && d.dropResponseHeaders.length > 0) ex.dropResponseHeaders = d.dropResponseHeaders;
+    ex.requestHead = this.requestHead(ex, d, headers);
+    // Without a slot the exchange waits (core.releaseSlot calls startTarget) or was answered 503.
+    if (core.takeSlot(ex)) this.startTarget(ex);
+  }
+
+  /** The head toward the backend for a forward decision and these request fields. */
+  private requestHead(ex: Exchange, d: ForwardDecision, headers: readonly string[]): string {
+    const core = this.core;
     const target = d.target;
     const path = d.path ?? originForm(ex.url);
-    ex.requestHead = buildRequestHead(
+    return buildRequestHead(
       {
         method: ex.method,
         // Through an HTTP proxy a plain request names the origin (absolute-form, RFC 9112 §3.2.2).
@@ -421,8 +429,23 @@ export class SourceConnection implements ParserEvents, ExchangeOwner {
       },
       core.settings,
     );
-    // Without a slot the exchange waits (core.releaseSlot calls startTarget) or was answered 503.
-    if (core.takeSlot(ex)) this.startTarget(ex);
+  }
+
+  /**
+   * A response hook asked for the request again with new fields (types.ts Resend): the same target, path
+   * and held body, on a pooled connection. A body streamed from the client is gone: 101510 instead.
+   */
+  resend(ex: Exchange, headers: readonly string[]): void {
+    const d = ex.forward as ForwardDecision;
+    if (ex.hasBody && ex.outBody === null) {
+      answerFault(this, ex, makeFault('processing', S.RESPONSE_DONE, false, 'resend asked for a streamed request body'), false);
+      return;
+    }
+    ex.requestHead = this.requestHead(ex, d, ex.outBody !== null && (ex.outBody.length > 0 || ex.hasBody) ? withBodyLength(headers, ex.outBody.length) : headers);
+    ex.status = 0;
+    ex.retries++;
+    this.core.log.log('debug', 'resend_request', { connection: this.id, method: ex.method, url: ex.url });
+    this.startTarget(ex);
   }
 
   /** The exchange holds an in-flight slot: get it a target connection. */
@@ -575,14 +598,7 @@ export class SourceConnection implements ParserEvents, ExchangeOwner {
   /** The target finished the response. */
   responseDone(ex: Exchange): void {
     if (this.ex !== ex) return;
-    ex.responseDone = true;
-    this.setState(S.RESPONSE_DONE);
-    if (ex.closeAfter) {
-      this.endExchange(ex, undefined);
-      this.close();
-    } else if (ex.requestComplete) {
-      this.finishExchange(ex);
-    }
+    responseFinished(this, ex);
   }
 
   /** A local answer (local.ts). `mustClose`: the rest of the request will not be read. */

@@ -67,6 +67,8 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
   private pausedAt = 0;
   private dechunk = false;
   private interim = false;
+  /** 1xx responses received for the current exchange (bounded by settings.maxInterimResponses). */
+  private interimCount = 0;
   private readUntilClose = false;
   private socketPaused = false;
   private responseBytes = 0;
@@ -80,6 +82,8 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
   private pendingHead: string | null = null;
   /** Set by a parser callback that found the exchange cannot go on; acted on after execute returns. */
   private pendingFailure: string | undefined = undefined;
+  /** The fault pendingFailure becomes. */
+  private pendingReason: FaultReason = 'processing';
   /** The response being gathered instead of relayed (ForwardDecision.bufferResponse). */
   private gathered: ResponseCollector | null = null;
 
@@ -152,6 +156,7 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
     this.clRemaining = 0;
     this.inBody = false;
     this.interim = false;
+    this.interimCount = 0;
     this.readUntilClose = false;
     this.dechunk = false;
     this.gathered = null;
@@ -272,10 +277,7 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
         }
         if (st === ExecStatus.ERROR || st === ExecStatus.UPGRADE || this.pendingFailure !== undefined) {
           // ERROR, or UPGRADE: throughway never asks a backend to switch protocols here.
-          const why = this.pendingFailure;
-          this.pendingFailure = undefined;
-          if (why !== undefined) this.fail('processing', why);
-          else this.fail('protocol', st === ExecStatus.UPGRADE ? 'unexpected 101 Switching Protocols' : this.parser.errorName);
+          if (!this.failPending()) this.fail('protocol', st === ExecStatus.UPGRADE ? 'unexpected 101 Switching Protocols' : this.parser.errorName);
           return;
         }
         const pos = off + this.parser.consumed;
@@ -301,13 +303,22 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
         this.complete(off < end);
         return;
       }
-      const why = this.pendingFailure;
-      this.pendingFailure = undefined;
-      if (why !== undefined) this.fail('processing', why);
+      this.failPending();
     } finally {
       // A head whose body has not arrived yet goes out on its own.
       if (this.pendingHead !== null) this.flushHead();
     }
+  }
+
+  /** Fails the exchange with what a parser callback recorded; false when nothing was. */
+  private failPending(): boolean {
+    const why = this.pendingFailure;
+    if (why === undefined) return false;
+    const reason = this.pendingReason;
+    this.pendingFailure = undefined;
+    this.pendingReason = 'processing';
+    this.fail(reason, why);
+    return true;
   }
 
   // --- parser events: they only record where the parser stopped; feed() acts ---
@@ -316,7 +327,14 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
     const status = this.parser.statusCode;
     if (status < 200 && status !== 101) {
       // Interim response (RFC 9110 §15.2): relayed to HTTP/1.1 clients, never to 1.0 ones; the final
-      // response follows on the same connection. Writing to the client never re-enters a parser.
+      // response follows on the same connection. Writing to the client never re-enters a parser. A
+      // backend may send any number of them, so past [throughway] max_interim_responses it is faulted
+      // (103163) before this one is relayed: the parser pauses and feed() fails the exchange.
+      if (++this.interimCount > this.core.settings.maxInterimResponses) {
+        this.pendingFailure = `more than ${this.core.settings.maxInterimResponses} interim responses`;
+        this.pendingReason = 'too_many_interim';
+        return PAUSE;
+      }
       this.interim = true;
       if (ex.versionMinor >= 1 && !ex.responseStarted) ex.source.writeInterim(status, this.parser.statusText, this.parser.headers);
       return HEAD_SKIP_BODY;
@@ -414,7 +432,7 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
     }
     const noBody = noBodyKnown || (!p.chunked && p.contentLength === 0);
     const hook = ex.forward?.bufferResponse;
-    if (hook !== undefined && !ex.isHead) {
+    if (hook !== undefined && !ex.isHead && (hook.statuses === undefined || hook.statuses.includes(status))) {
       // Gathered for the router (mediation), nothing written to the client yet: a chunked body is taken
       // de-framed from onBody, a counted one from relay(), one delimited by the close at the end.
       this.gathered = { status, headers: p.headers.slice(), limit: hook.limit, chunks: [], size: 0 };

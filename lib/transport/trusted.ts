@@ -5,29 +5,20 @@
  * proxy's record is only as good as the proxy that wrote it, so only a trusted peer's fields are kept.
  */
 import { BlockList, isIPv4, isIPv6 } from 'node:net';
-
-/** IPv4-mapped IPv6 (::ffff:a.b.c.d, what a dual-stack listener reports) as plain IPv4. */
-function plain(ip: string): string {
-  return ip.length > 7 && ip.startsWith('::ffff:') && ip.indexOf('.') > 0 ? ip.slice(7) : ip;
-}
+import { parseSubnet, unmappedIp as plain } from '../config/convert';
 
 /**
  * The matcher of addresses and CIDR ranges (`10.0.0.0/8`, `2001:db8::/32`, `127.0.0.1`); null when the list
- * is empty. Throws a TypeError naming the entry when one is neither.
+ * is empty. The configuration refuses any other entry with CONFIG_ADDRESS at its line (format 'cidr');
+ * settings given in code that carry one throw a TypeError naming it.
  */
 export function trustedMatcher(entries: readonly string[]): BlockList | null {
   if (entries.length === 0) return null;
   const list = new BlockList();
   for (const raw of entries) {
-    const entry = raw.trim();
-    const slash = entry.indexOf('/');
-    const address = plain(slash < 0 ? entry : entry.slice(0, slash));
-    const family = isIPv4(address) ? 'ipv4' : isIPv6(address) ? 'ipv6' : undefined;
-    const bits = slash < 0 ? (family === 'ipv4' ? 32 : 128) : Number(entry.slice(slash + 1));
-    if (family === undefined || !Number.isInteger(bits) || bits < 0 || bits > (family === 'ipv4' ? 32 : 128) || (slash >= 0 && entry.slice(slash + 1).trim() === '')) {
-      throw new TypeError(`trusted_proxies: "${raw}" is neither an IP address nor a CIDR range`);
-    }
-    list.addSubnet(address, bits, family);
+    const subnet = parseSubnet(raw);
+    if (subnet === undefined) throw new TypeError(`trusted_proxies: "${raw}" is neither an IP address nor a CIDR range`);
+    list.addSubnet(subnet.address, subnet.bits, subnet.family);
   }
   return list;
 }

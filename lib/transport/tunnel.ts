@@ -8,7 +8,9 @@
  * client that stops reading, like any response), CLOSING once a side ended. A failure is a transport
  * fault with the same codes as any exchange (101001/101000 client side, 101501/101505 backend side, at
  * state RESPONSE_BODY(5)); a frame the per-frame hook refuses closes the tunnel with close code 1008
- * (policy violation) and fault 103082. docs/websocket.md.
+ * (policy violation) and fault 103082. A tunnel whose hooks read client messages (onClientMessage,
+ * GraphQL subscriptions) holds each client frame until it is whole, then forwards, answers or refuses it.
+ * docs/websocket.md, docs/graphql.md.
  */
 import type { Socket } from 'node:net';
 import { ProtocolState as S } from './states';
@@ -18,7 +20,7 @@ import type { Exchange, ExchangeOwner } from './exchange';
 import { buildResponseHead } from './headers';
 import type { TargetConnection } from './target';
 import { setTargetReader } from './read-buffers';
-import type { TunnelInfo, WebSocketHooks } from './types';
+import type { ClientMessageVerdict, TunnelInfo, WebSocketHooks } from './types';
 
 /**
  * Counts frames in one direction of a WebSocket byte stream: reads each frame header (2 to 14 bytes,
@@ -93,6 +95,66 @@ export function closeFrame(code: number, reason: string, masked: boolean): Buffe
 
 /** Policy violation (RFC 6455 §7.4.1). */
 const CLOSE_POLICY = 1008;
+/** Unsupported data (a fragmented text message where whole ones are inspected) and message too big (RFC 6455 §7.4.1). */
+const CLOSE_UNSUPPORTED = 1003;
+const CLOSE_TOO_BIG = 1009;
+/** The default bound of a held client frame: 64 KiB of payload and the longest header. */
+const DEFAULT_MAX_MESSAGE = 65536 + 14;
+
+/** An unmasked text frame (RFC 6455 §5.2) from the server side. */
+export function textFrame(text: string): Buffer {
+  const payload = Buffer.from(text, 'utf8');
+  const n = payload.length;
+  const head = n < 126 ? Buffer.from([0x81, n]) : n < 0x10000 ? Buffer.from([0x81, 126, n >> 8, n & 0xff]) : Buffer.concat([Buffer.from([0x81, 127]), bigLength(n)]);
+  return Buffer.concat([head, payload]);
+}
+
+function bigLength(n: number): Buffer {
+  const b = Buffer.alloc(8);
+  b.writeUInt32BE(Math.floor(n / 0x1_0000_0000), 0);
+  b.writeUInt32BE(n >>> 0, 4);
+  return b;
+}
+
+/**
+ * Holds the client's bytes until each frame is complete, for WebSocketHooks.onClientMessage: whole
+ * frames are handed to `frame` (header and payload, a copy: read buffers are reused); a frame longer
+ * than `max` is reported as too big before it is held.
+ */
+class FrameHolder {
+  private held: Buffer | undefined;
+  constructor(private readonly max: number) {}
+
+  /** Feeds bytes; calls `frame` per complete frame; returns false when a frame is over the bound. */
+  feed(buf: Buffer, n: number, frame: (f: Buffer) => boolean): boolean {
+    let data = this.held === undefined ? Buffer.from(buf.subarray(0, n)) : Buffer.concat([this.held, buf.subarray(0, n)]);
+    this.held = undefined;
+    for (;;) {
+      if (data.length < 2) break;
+      const hl = headerLength(data);
+      if (data.length < hl) break;
+      const total = hl + payloadLength(data);
+      if (total > this.max) return false;
+      if (data.length < total) break;
+      if (!frame(data.subarray(0, total))) return true;
+      data = data.subarray(total);
+    }
+    if (data.length > 0) this.held = data.length > this.max ? undefined : data;
+    return data.length <= this.max;
+  }
+}
+
+/** The payload of a whole client frame, unmasked (RFC 6455 §5.3), as text. */
+function unmaskedText(f: Buffer): string {
+  const hl = headerLength(f);
+  const masked = ((f[1] as number) & 0x80) !== 0;
+  const payload = Buffer.from(f.subarray(hl));
+  if (masked) {
+    const key = f.subarray(hl - 4, hl);
+    for (let i = 0; i < payload.length; i++) payload[i] = (payload[i] as number) ^ (key[i & 3] as number);
+  }
+  return payload.toString('utf8');
+}
 
 export class Tunnel implements TunnelInfo {
   clientFrames = 0;
@@ -107,6 +169,9 @@ export class Tunnel implements TunnelInfo {
   private clientClosed = false;
   private backendClosed = false;
   private refused = false;
+  /** onClientMessage: the client's frames held until whole; replies waiting for a frame boundary toward the client. */
+  private readonly holder: FrameHolder | undefined;
+  private toClient: Buffer[] | undefined;
 
   constructor(
     private readonly core: TransportCore,
@@ -125,6 +190,7 @@ export class Tunnel implements TunnelInfo {
             this.clientFrames = this.up.frames;
             return hook(this);
           };
+    this.holder = hooks.onClientMessage === undefined ? undefined : new FrameHolder(hooks.maxClientMessage ?? DEFAULT_MAX_MESSAGE);
     core.tunnels.add(this);
     client.on('data', this.onClientData);
     client.on('end', this.onClientEnd);
@@ -158,9 +224,60 @@ export class Tunnel implements TunnelInfo {
       return;
     }
     this.clientBytes += n;
+    if (this.holder !== undefined) {
+      this.inspect(buf, n, this.holder);
+      return;
+    }
     const ok = this.backend.write(n === buf.length ? buf : buf.subarray(0, n));
     if (this.backend.writableLength > 0) this.source.holdReadBuffer();
     if (!ok) this.client.pause();
+  }
+
+  /** onClientMessage: whole frames judged one by one; text messages forwarded, answered or the tunnel closed. */
+  private inspect(buf: Buffer, n: number, holder: FrameHolder): void {
+    const judge = this.hooks.onClientMessage as (text: string) => ClientMessageVerdict;
+    let ok = true;
+    const fits = holder.feed(buf, n, (f) => {
+      const opcode = (f[0] as number) & 0x0f;
+      const fin = ((f[0] as number) & 0x80) !== 0;
+      if (opcode === 0 || (opcode === 1 && !fin)) {
+        this.closeBoth(CLOSE_UNSUPPORTED, 'fragmented message');
+        return false;
+      }
+      const v = opcode === 1 ? judge(unmaskedText(f)) : undefined;
+      if (v === undefined) {
+        ok = this.backend.write(f) && ok;
+        return true;
+      }
+      if ('reply' in v) {
+        this.sendToClient(textFrame(v.reply));
+        return true;
+      }
+      this.closeBoth(v.close, v.reason);
+      return false;
+    });
+    if (!fits) this.closeBoth(CLOSE_TOO_BIG, 'message too big');
+    else if (!ok) this.client.pause();
+  }
+
+  /** A frame of the gateway's own toward the client, at the next frame boundary of the backend's stream. */
+  private sendToClient(frame: Buffer): void {
+    if (this.down.atBoundary && this.toClient === undefined) {
+      this.client.write(frame);
+      return;
+    }
+    (this.toClient ??= []).push(frame);
+  }
+
+  /** Close code `code` to both sides (the backend's at once: the holder keeps its stream between frames). */
+  private closeBoth(code: number, reason: string): void {
+    if (this.refused) return;
+    this.refused = true;
+    this.backend.write(closeFrame(code, reason, true));
+    if (this.down.atBoundary) this.client.write(closeFrame(code, reason, false));
+    this.client.pause();
+    this.backend.end();
+    this.source.close();
   }
 
   /** Bytes from the backend toward the client. */
@@ -172,18 +289,35 @@ export class Tunnel implements TunnelInfo {
     if (this.refused) return;
     const ok = this.client.write(n === buf.length ? buf : buf.subarray(0, n));
     if (this.client.writableLength > 0) this.target.holdReadBuffer(this.client);
+    if (this.toClient !== undefined && this.down.atBoundary) {
+      for (const f of this.toClient) this.client.write(f);
+      this.toClient = undefined;
+    }
     if (!ok) this.backend.pause();
   }
 
   /** The per-frame hook refused a client frame: close code 1008 both ways, at frame boundaries only. */
   private refuse(buf: Buffer, frameStart: number): void {
-    this.refused = true;
-    if (frameStart > 0) {
-      this.clientBytes += frameStart;
-      this.backend.write(Buffer.from(buf.subarray(0, frameStart)));
+    const holder = this.holder;
+    if (holder !== undefined) {
+      // The frames before the refused one are judged like any (onClientMessage); the holder forwards
+      // whole frames only, so the backend's stream is between frames for the close frame.
+      if (frameStart > 0) {
+        this.clientBytes += frameStart;
+        this.inspect(buf, frameStart, holder);
+        if (this.refused) return;
+      }
+      this.refused = true;
+      this.backend.write(closeFrame(CLOSE_POLICY, 'throttled', true));
+    } else {
+      this.refused = true;
+      if (frameStart > 0) {
+        this.clientBytes += frameStart;
+        this.backend.write(Buffer.from(buf.subarray(0, frameStart)));
+      }
+      // Only where the stream is between frames can a close frame go in; elsewhere the socket just ends.
+      if (frameStart >= 0) this.backend.write(closeFrame(CLOSE_POLICY, 'throttled', true));
     }
-    // Only where the stream is between frames can a close frame go in; elsewhere the socket just ends.
-    if (frameStart >= 0) this.backend.write(closeFrame(CLOSE_POLICY, 'throttled', true));
     if (this.down.atBoundary) this.client.write(closeFrame(CLOSE_POLICY, 'throttled', false));
     const fault = makeFault('ws_frame_refused', S.RESPONSE_BODY, false, `client frame ${this.clientFrames} refused`);
     this.fault = fault;

@@ -73,7 +73,21 @@ export interface WebSocketHooks {
   onClientFrame?(tunnel: TunnelInfo): boolean;
   /** The tunnel closed; final counts. */
   onClose?(tunnel: TunnelInfo): void;
+  /**
+   * Reads each text message the client sends before it reaches the backend (GraphQL subscriptions,
+   * docs/graphql.md): the client's frames are then held until complete (at most `maxClientMessage`
+   * bytes, else close 1009), unmasked and passed as text. Answer undefined to forward the frame,
+   * `{ reply }` to drop it and send `reply` to the client as a text message, or `{ close, reason }` to
+   * close the tunnel with that close code. Fragmented text messages are refused (close 1003): a message
+   * is judged whole. Absent: frames are relayed as they arrive, never unmasked.
+   */
+  onClientMessage?(text: string): ClientMessageVerdict;
+  /** Largest client frame held for onClientMessage, header included (default 65,550 bytes). */
+  maxClientMessage?: number;
 }
+
+/** What onClientMessage decides for one message. */
+export type ClientMessageVerdict = undefined | { readonly reply: string } | { readonly close: number; readonly reason: string };
 
 /** What a tunnel exposes: frames and bytes each way, and its state (docs/websocket.md). */
 export interface TunnelInfo {
@@ -141,8 +155,23 @@ export interface BufferedResponse {
 
 export interface ResponseHook {
   readonly limit: number;
-  /** What the client gets; framing (Content-Length, Connection) is the transport's. */
-  handle(res: BufferedResponse): LocalResponse | Promise<LocalResponse>;
+  /** Gather only responses with one of these statuses; any other streams through as usual. Absent: every one. */
+  readonly statuses?: readonly number[];
+  /**
+   * What the client gets; framing (Content-Length, Connection) is the transport's. Or a Resend: the same
+   * request sent again (same target, path and body) with new fields, and this hook called again.
+   */
+  handle(res: BufferedResponse): LocalResponse | Resend | Promise<LocalResponse | Resend>;
+}
+
+/**
+ * A response hook's answer "send the request again with these fields" (a backend's authentication
+ * challenge answered, docs/apis.md "Backend security"). Only a request whose body can be sent again may be
+ * resent: one without a body, or one whose body the router holds (ForwardDecision.body or readBody());
+ * a resend of a streamed body is answered 101000-family fault `processing`.
+ */
+export interface Resend {
+  readonly resend: readonly string[];
 }
 
 export interface RetryPolicy {

@@ -196,6 +196,12 @@ t.test('the document: generated sections only, the peers and mediation blocks ke
   t.match(bare, 'No peers run recorded yet');
   t.match(bare, 'No mediation run recorded yet');
   t.ok(bare.includes(PEERS_BEGIN) && bare.includes(MEDIATION_BEGIN) && bare.includes(MEDIATION_END), 'markers even when empty, for the next --write');
+  // Sections other runs own (the soak run, the import figures) survive a main run's --write verbatim.
+  const soak = '<!-- soak:begin -->\n## Reliability (soak)\n\nkept\n<!-- soak:end -->';
+  const kept = renderDoc({ ...parts, others: [soak] });
+  t.ok(kept.includes(soak), 'the soak section verbatim');
+  t.ok(kept.indexOf(soak) < kept.indexOf('## How to reproduce'), 'before the reproduction section');
+  t.match(doc, 'node dist/bench/startup.js --runs 5 --write');
 });
 
 const MEDIATION_RUN: MediationRun = {

@@ -66,10 +66,13 @@ t.test('keys the file writes win over the defaults, and a store is never mixed w
 });
 
 t.test('h2 needs no credentials; a value outside a list where throughway does not act is a warning', async (t) => {
-  const r = load('[database.apim_db]\ntype = "h2"\nurl = "jdbc:h2:./repository/database/WSO2AM_DB;DB_CLOSE_ON_EXIT=FALSE"\n[apim.sdk]\nsupported_languages = ["java", "scala", "flash"]\n[[apim.gateway.environment]]\nname = "Default"\nhttps_endpoint = "https://localhost:8243"\n');
+  const r = load('[database.apim_db]\ntype = "h2"\nurl = "jdbc:h2:./repository/database/WSO2AM_DB;DB_CLOSE_ON_EXIT=FALSE"\n[apim.sdk]\nsupported_languages = ["java", "scala", "flash"]\n[[apim.gateway.environment]]\nname = "Default"\nhttps_endpoint = "https://localhost:8243"\nservice_url = "https://localhost:9443/services/"\n');
   t.same(errors(r).map((d) => `${d.code} ${d.key}`), [], brief(r).join('\n'));
   t.match(warnings(r).find((d) => d.code === 'CONFIG_ALLOWED'), { key: 'apim.sdk.supported_languages', line: 5, message: /"scala" is not an allowed value.*not acted on/ });
-  t.ok(r.inactiveKeys.includes('apim.gateway.environment[].https_endpoint'), 'the environment keys are named as not acted on');
+  // The environment's endpoints act (the printed gateway URLs); its publishing keys are not acted on.
+  t.notOk(r.inactiveKeys.includes('apim.gateway.environment[].https_endpoint'), 'https_endpoint acts');
+  t.ok(r.inactiveKeys.includes('apim.gateway.environment[].service_url'), 'service_url is named as not acted on');
+  t.match(r.notActedOn.find((k) => k.key === 'apim.gateway.environment[0].service_url'), { line: 9 });
   const running = load('[server]\nserver_role = "gateway"\n');
   t.match(errors(running), [{ code: 'CONFIG_ALLOWED', key: 'server.server_role' }], 'where throughway acts on the value it stays an error');
 });

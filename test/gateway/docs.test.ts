@@ -33,7 +33,7 @@ t.test('every API field, phase and diagnostic code is documented', async (t) => 
     for (const f of fields) {
       t.match(doc, `| \`${prefix}${f.key}\` |`, `${prefix}${f.key}`);
       if (f.type === 'endpoint') walk(f.fields ?? [], 'endpoints.<name>.');
-      else if (f.fields !== undefined) walk(f.fields, f.type === 'tables' ? `${f.key}[].` : `${f.key}.`);
+      else if (f.fields !== undefined) walk(f.fields, f.type === 'tables' ? `${prefix}${f.key}[].` : `${prefix}${f.key}.`);
     }
   };
   walk(API_FIELDS, '');

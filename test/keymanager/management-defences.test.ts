@@ -237,3 +237,21 @@ t.test('store files are the owner\'s only, and the signing key is encrypted at r
   await t.rejects(startKeyManager('', { dir: root, database }), { code: 'KEY_RING', message: /signing_key_secret/ });
   await t.rejects(startKeyManager('[throughway.management]\nsigning_key_secret = "another"\n', { dir: root, database }), { code: 'KEY_RING', message: /not the secret/ });
 });
+
+t.test('[transport.http.properties] connectionTimeout (the reference\'s connector attribute) bounds the head in place of header_timeout', async (t) => {
+  const cases = [
+    ['connectionTimeout written, header_timeout ten minutes', '[throughway.management]\nheader_timeout = 600000\nrequest_timeout = 600000\n[transport.http.properties]\nconnectionTimeout = 300\n'],
+    ['no connectionTimeout: header_timeout', '[throughway.management]\nheader_timeout = 300\nrequest_timeout = 600000\n'],
+  ] as const;
+  for (const [name, toml] of cases) {
+    const h = await startKeyManager(toml);
+    const s = await connect(Number(new URL(h.url).port));
+    // Without the short bound the head would be waited for ten minutes: still open after 20 s is the failure.
+    const open = new Promise<string>((resolve) => setTimeout(() => resolve('open'), 20_000).unref());
+    const done = closed(s).then((bytes) => `closed ${bytes}`);
+    s.write('GET /health HTTP/1.1\r\nHost: x\r\n');
+    t.match(await Promise.race([done, open]), /^closed (HTTP\/1\.1 408|)/, name);
+    s.destroy();
+    await h.close();
+  }
+});

@@ -102,13 +102,16 @@ t.test('GET /health on a node: checkers ordered per [server_health_check]; /heal
   t.same(JSON.parse(live.body), { status: 'UP' });
 });
 
-t.test('[server_health_check] enable = false: /health keeps its store check, /health/live answers', async (t) => {
+t.test('[server_health_check] enable = false: /health is the readiness report (store included), /health/live answers', async (t) => {
   const n = await startTestNode(NODE_TOML);
   t.teardown(() => n.close());
   t.equal(n.node.health, undefined);
   const r = await get(n.mgmt, '/health');
   t.equal(r.status, 200);
-  t.same(JSON.parse(r.body), { status: 'UP' });
+  const report = JSON.parse(r.body) as { status: string; failing: string[]; checks: { name: string; status: string }[] };
+  t.equal(report.status, 'UP');
+  t.same(report.failing, []);
+  t.same(report.checks.map((c) => [c.name, c.status]), [['listeners', 'UP'], ['store', 'UP']], 'the store check of old is the readiness check `store`');
   t.equal((await get(n.mgmt, '/health/live')).status, 200);
 });
 

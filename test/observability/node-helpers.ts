@@ -3,6 +3,7 @@
  * assembles it) from a temporary directory, every listener on a free port, its server log kept line by
  * line; and a parser of the Prometheus text format.
  */
+import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { loadConfig } from '../../lib/config/load';
@@ -128,4 +129,13 @@ export async function scrape(port: number): Promise<Scrape> {
   const r = await get(port, '/metrics');
   if (r.status !== 200) throw new Error(`/metrics answered ${r.status}`);
   return parseMetrics(r.body);
+}
+
+/** Debian's prometheus package installs it (.ci/apt-packages). */
+export const PROMTOOL = '/usr/bin/promtool';
+
+/** `promtool check metrics` on an exposition: its exit status (0 clean, 3 lint problems) and what it printed. */
+export function promtoolCheck(text: string): { readonly status: number | null; readonly output: string } {
+  const lint = spawnSync(PROMTOOL, ['check', 'metrics'], { input: text, encoding: 'utf8', timeout: 60_000 });
+  return { status: lint.status, output: `${lint.stdout}${lint.stderr}`.trim() };
 }

@@ -49,7 +49,7 @@ t.test('SIGHUP refuses a broken configuration; SIGTERM under load loses no in-fl
   t.ok(await until(() => out.includes('APIs: 1 deployed') || child.exitCode !== null, 15_000), `started:\n${out}\n${err}`);
   t.match(out, /role default/, 'start-up names the role');
   t.match(out, new RegExp(`gateway HTTP\\s+port ${gw}\\b`), 'and the effective ports');
-  t.match(out, new RegExp(`operations\\s+port ${mgmt}: /health/live, /health, /metrics`));
+  t.match(out, new RegExp(`operations\\s+port ${mgmt}: /health/live, /health/ready, /health, /metrics`));
   t.equal((await request(gw, '/a/1.0.0/x')).status, 200);
 
   // SIGHUP with a broken file: refused, still serving; then the file is put back.
@@ -92,6 +92,10 @@ t.test('SIGHUP refuses a broken configuration; SIGTERM under load loses no in-fl
   const health = await fetch(`http://127.0.0.1:${mgmt}/health`);
   t.equal(health.status, 503, '/health is DOWN while draining');
   t.same(((await health.json()) as { failing: string[] }).failing, ['shutdown']);
+  const ready = await fetch(`http://127.0.0.1:${mgmt}/health/ready`);
+  t.equal(ready.status, 503, '/health/ready is DOWN while draining');
+  t.same(((await ready.json()) as { failing: string[] }).failing, ['shutdown']);
+  t.equal((await fetch(`http://127.0.0.1:${mgmt}/health/live`)).status, 200, 'and /health/live still answers');
   t.equal(child.exitCode, null, 'still running: calls are in flight');
 
   for (const h of held) h.res.end(`done ${h.body.length}`);

@@ -1,6 +1,6 @@
 /**
  * `require('throughway')` loads no driver, Redis client, node-forge, XML parser or worker pool: they are
- * required on first use (lib/config/packages.ts; docs/performance.md, "What the import loads"). A missing
+ * required on first use (lib/config/packages.ts; docs/performance.md, "Import and start-up"). A missing
  * one is PACKAGE_MISSING, naming the package and the key that asked for it (docs/operations.md,
  * "Start-up errors").
  */

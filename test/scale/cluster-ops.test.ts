@@ -188,7 +188,7 @@ t.test('a gateway-worker cluster: the primary opens the operations port and show
   t.teardown(() => gw.stop('SIGKILL'));
   t.ok(ok, `${gw.out}\n${gw.err}`);
   const ops = `http://127.0.0.1:${9763 + offset}`;
-  t.match(gw.out, new RegExp(`^  operations\\s+port ${9763 + offset}: /health/live, /health, /metrics`, 'm'), 'the primary opens the operations port');
+  t.match(gw.out, new RegExp(`^  operations\\s+port ${9763 + offset}: /health/live, /health/ready, /health, /metrics`, 'm'), 'the primary opens the operations port');
   for (let i = 0; i < 4; i++) t.equal(await get(8280 + offset, `/open/1.0.0/${i}`), 200);
   let text = '';
   t.ok(await until(async () => total((text = (await call(`${ops}/metrics`)).text), 'throughway_requests_total') === 4, 5000), 'the workers\' calls in the primary\'s /metrics');

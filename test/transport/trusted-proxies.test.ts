@@ -10,7 +10,7 @@ import { rawBackend } from '../helpers/backend';
 import { rawRequest } from '../helpers/client';
 import { checkTransitions, startTransport } from '../helpers/transport';
 import { targetFromUrl, type RouteFn } from '../../lib/transport';
-import { trustedMatcher } from '../../lib/transport/trusted';
+import { clientAddress, trustedMatcher } from '../../lib/transport/trusted';
 import type { Message } from '../helpers/wire';
 
 const FORGED =
@@ -74,6 +74,18 @@ t.test('trusted_proxies entries: addresses and CIDR ranges, anything else refuse
   t.notOk(m?.check('11.0.0.1', 'ipv4'));
   t.ok(m?.check('2001:db8::5', 'ipv6'));
   for (const bad of ['10.0.0.0/33', 'example.com', '10.0.0.0/', '1.2.3']) t.throws(() => trustedMatcher([bad]), /trusted_proxies/, bad);
+});
+
+t.test('the worked example of docs/security.md, "Trusted proxies": the client address of each row', async (t) => {
+  // The page's deployment.toml sample (loaded by test/unit/docs-samples.test.ts) lists these two.
+  const m = trustedMatcher(['10.0.0.0/8', '192.0.2.10']);
+  const xff = (v: string): string[] => ['X-Forwarded-For', v];
+  t.equal(clientAddress(m, xff('1.2.3.4, 198.51.100.23, 192.0.2.10'), '10.0.0.5'), '198.51.100.23', 'through the CDN and the load balancer');
+  t.equal(clientAddress(m, xff('1.2.3.4, 198.51.100.23'), '10.0.0.5'), '198.51.100.23', 'through the load balancer');
+  t.equal(clientAddress(m, [], '10.0.0.5'), '10.0.0.5', 'no X-Forwarded-For: the peer');
+  t.equal(clientAddress(m, xff('10.0.0.9, 192.0.2.10'), '10.0.0.5'), '10.0.0.9', 'all trusted: the left-most');
+  t.equal(clientAddress(m, xff('198.51.100.23, unknown, 192.0.2.10'), '10.0.0.5'), '192.0.2.10', 'a garbled entry stops the walk');
+  t.equal(clientAddress(m, [...xff('1.2.3.4'), ...xff('198.51.100.23')], '10.0.0.5'), '198.51.100.23', 'repeated fields read as one list');
 });
 
 checkTransitions(t);

@@ -237,6 +237,9 @@ const MANAGEMENT_ROUTES: ReadonlyArray<readonly [string, RegExp]> = [
   ['POST', /^\/admin\/v1\/registration-tokens$/],
 ];
 
+/** The gateway's own routes before routing (lib/gateway/token-route.ts): POST only. */
+const GATEWAY_ROUTES = /^\/(token|revoke)\/?$/;
+
 /** The gateway's API paths of conf/apis: versioned and default-version, each resource as a pattern. */
 const API_ROUTES: RegExp[] = [];
 for (const f of readdirSync(join(root, 'conf', 'apis'))) {
@@ -285,7 +288,7 @@ function checkCurl(t: Test, argv: string[], line: string): void {
   const x = argv.indexOf('-X');
   const method = x >= 0 ? argv[x + 1] ?? '' : argv.some((a) => a === '-d' || a.startsWith('--data')) ? 'POST' : 'GET';
   if (u.port === '9763') t.ok(MANAGEMENT_ROUTES.some(([m, p]) => m.split('|').includes(method) && p.test(u.pathname)), `${method} ${u.pathname} is a management route`);
-  else if (u.port === '8280' || u.port === '8243') t.ok(API_ROUTES.some((p) => p.test(u.pathname)), `${u.pathname} is a path of an API in conf/apis`);
+  else if (u.port === '8280' || u.port === '8243') t.ok(API_ROUTES.some((p) => p.test(u.pathname)) || (method === 'POST' && GATEWAY_ROUTES.test(u.pathname)), `${u.pathname} is a path of an API in conf/apis, or the gateway's /token or /revoke`);
   else t.fail(`unknown port ${u.port}: ${line}`);
 }
 

@@ -1,13 +1,14 @@
 /**
  * docs/migrating.md: its generated section is the schema's current word on which sections run and which
- * are accepted but inactive, and it agrees with what the loader (and so `config check`) reports for a
- * file that writes them.
+ * are accepted but inactive, and on each key's status (lib/config/key-status.ts); it agrees with what
+ * the loader (and so `config check`) reports for a file that writes them.
  */
 import t from 'tap';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SECTIONS } from '../../lib/config/schema';
 import { loadConfig } from '../../lib/config/load';
+import { STATUS_WORDS, countStatuses, isSpecSection, keyStatus } from '../../lib/config/key-status';
 import { BEGIN, END, renderMigratingPage } from '../../scripts/gen-migrating';
 
 const root = join(__dirname, '..', '..', '..');
@@ -39,4 +40,26 @@ t.test('what config check reports as inactive is what the page lists as inactive
     t.ok(loaded.inactive.includes(s.path), `config check: ${s.path} accepted but inactive`);
     t.ok(page.includes(`| \`[${s.path}]\` |`), `page: ${s.path}`);
   }
+});
+
+t.test('every spec key has one row with the status its schema marks give, and the why where it differs', async (t) => {
+  const table = page.slice(page.indexOf('### Every key and its status'), page.indexOf(END));
+  const rows = table.split('\n').filter((l) => l.startsWith('| `'));
+  const spec = SECTIONS.filter(isSpecSection);
+  t.equal(rows.length, spec.reduce((n, s) => n + s.keys.length, 0), 'one row per key');
+  for (const s of spec) {
+    const name = s.path === '' ? '' : `\`${s.repeatable === true ? `[[${s.path}]]` : `[${s.path}]`}\` `;
+    for (const k of s.keys) {
+      const status = keyStatus(s, k);
+      const row = rows.find((r) => r.startsWith(`| ${name}\`${k.key}\` |`));
+      if (row === undefined) {
+        t.fail(`no row for [${s.path}] ${k.key}`);
+        continue;
+      }
+      t.ok(row.includes(`| ${STATUS_WORDS[status]} |`), `[${s.path}] ${k.key}: ${status}`);
+      if (status === 'differs') t.ok(row.includes(String(k.differs).replace(/\|/g, '\\|')), `[${s.path}] ${k.key}: why`);
+    }
+  }
+  const n = countStatuses(spec);
+  t.ok(page.includes(`${n.acts} act as the spec describes, ${n.differs} act differently`), 'the counts in the introduction');
 });

@@ -131,7 +131,7 @@ export const DOC000_SECTIONS: readonly SectionDef[] = [
     title: 'API manager database',
     runs: true,
     keys: [
-      { key: 'type', type: 's', required: true, default: 'h2', allowed: DB_TYPES, meaning: 'Database type.' },
+      { key: 'type', type: 's', required: true, default: 'h2', allowed: DB_TYPES, differs: 'h2 is an embedded SQLite file (Node has no h2); mssql, oracle and db2 are refused at start', meaning: 'Database type.' },
       // The spec marks hostname and port R but also says "use with port, or use url; url overrides host
       // and port" (spec 000, [database.apim_db]): they are alternatives to url, so neither is enforced
       // (the reference's own files give url only).
@@ -158,10 +158,10 @@ export const DOC000_SECTIONS: readonly SectionDef[] = [
     runs: true,
     // (spec 000, [database.shared_db]): only type, url, username, password apply; none required.
     keys: [
-      { key: 'type', type: 's', default: 'h2', allowed: DB_TYPES, meaning: 'Database type.' },
-      { key: 'url', type: 's', defaultText: 'embedded file database URL naming a shared database file, ending DB_CLOSE_ON_EXIT=FALSE', meaning: 'Connection URL of the database shared between nodes.' },
-      { key: 'username', type: 's', defaultText: 'built-in default user', meaning: 'Connection user.' },
-      { key: 'password', type: 's', secret: true, defaultText: 'built-in default (<DB_PASSWORD>)', meaning: 'Connection password.' },
+      { key: 'type', type: 's', default: 'h2', allowed: DB_TYPES, inactive: true, meaning: 'Database type.' },
+      { key: 'url', type: 's', defaultText: 'embedded file database URL naming a shared database file, ending DB_CLOSE_ON_EXIT=FALSE', inactive: true, meaning: 'Connection URL of the database shared between nodes.' },
+      { key: 'username', type: 's', defaultText: 'built-in default user', inactive: true, meaning: 'Connection user.' },
+      { key: 'password', type: 's', secret: true, defaultText: 'built-in default (<DB_PASSWORD>)', inactive: true, meaning: 'Connection password.' },
     ],
   },
 
@@ -185,7 +185,7 @@ export const DOC000_SECTIONS: readonly SectionDef[] = [
       { key: 'enable_claim_retrieval', type: 'b', meaning: "Adds the authorized user's claims to the backend JWT (default key manager)." },
       { key: 'gateway_generator.impl', type: 's', format: 'class', inactive: true, defaultText: 'built-in default class', meaning: 'Custom generator for self-contained JWT access tokens.' },
       { key: 'gateway_generator.excluded_claims', type: 's', format: 'list', meaning: 'Claims omitted from the backend JWT for self-contained tokens.' },
-      { key: 'binding_federated_user_claims', type: 'b', default: false, meaning: 'true disables binding federated user claims to the backend JWT.' },
+      { key: 'binding_federated_user_claims', type: 'b', default: false, inactive: true, meaning: 'true disables binding federated user claims to the backend JWT.' },
       { key: 'use_kid_property', type: 'b', default: true, meaning: 'Include kid in the backend JWT header.' },
       { key: 'use_sha256_hash', type: 'b', default: false, meaning: 'Certificate thumbprint header uses SHA-256 instead of SHA-1.' },
     ],
@@ -230,23 +230,27 @@ export const DOC000_SECTIONS: readonly SectionDef[] = [
     source: '000',
     title: 'Gateway environment',
     runs: true,
-    // The developer portal shows each environment's http_endpoint as the APIs' gateway URL and sends
-    // try-it calls to the first (lib/portal, docs/portal.md); the other keys are accepted and named by
-    // `config check` as not acted on (docs/migrating.md), so https_endpoint, R in the spec, is not enforced.
+    // The endpoints, name, type, description and show_as_token_endpoint_url are the gateway URLs the start
+    // summary, `apis list` and the key manager report (lib/gateway/environments.ts); the developer portal
+    // shows the environments with display_in_api_console and sends try-it calls to the first http_endpoint
+    // (lib/portal, docs/portal.md); the publishing keys are accepted and named by `config check` as not
+    // acted on (docs/migrating.md).
     keys: [
-      { key: 'name', type: 's', required: true, default: 'Default', meaning: 'Environment name (shown with its URLs in the developer portal).' },
-      { key: 'type', type: 's', inactive: true, required: true, default: 'hybrid', allowed: ['production', 'sandbox', 'hybrid'], meaning: 'Which tokens the environment serves.' },
+      { key: 'name', type: 's', required: true, default: 'Default', meaning: 'Environment name.' },
+      { key: 'type', type: 's', required: true, default: 'hybrid', allowed: ['production', 'sandbox', 'hybrid'], meaning: 'Which tokens the environment serves.' },
       { key: 'display_in_api_console', type: 's', required: true, boolString: true, default: true, meaning: "Show the environment under 'Try it' in the developer portal console." },
-      { key: 'description', type: 's', inactive: true, required: true, default: 'This is a hybrid gateway that handles both production and sandbox token traffic.', defaultText: 'text describing a hybrid gateway for production and sandbox tokens', meaning: 'Description of the environment.' },
-      { key: 'show_as_token_endpoint_url', type: 's', inactive: true, required: true, boolString: true, default: true, meaning: 'Used to build the sample request in the developer portal.' },
+      { key: 'description', type: 's', required: true, default: 'This is a hybrid gateway that handles both production and sandbox token traffic.', defaultText: 'text describing a hybrid gateway for production and sandbox tokens', meaning: 'Description of the environment.' },
+      { key: 'show_as_token_endpoint_url', type: 's', required: true, boolString: true, default: true, meaning: 'Used to build the sample request in the developer portal.' },
       { key: 'service_url', type: 's', inactive: true, required: true, format: 'url', default: 'https://localhost:9443/services/', meaning: 'APIs are published to this URL.' },
       { key: 'username', type: 's', inactive: true, required: true, default: SUPER_USER, defaultText: 'super admin user name', meaning: 'Publishing credential: user.' },
       { key: 'password', type: 's', inactive: true, required: true, secret: true, default: SUPER_PASS, defaultText: 'super admin password', meaning: 'Publishing credential: password.' },
-      { key: 'ws_endpoint', type: 's', inactive: true, required: true, format: 'url', defaultText: 'no default; ws://<host>:<port> (gateway WS port 9099 in the sample)', meaning: 'WebSocket endpoint of the gateway.' },
+      // The spec marks ws_endpoint and https_endpoint R; throughway needs neither (an environment without
+      // them has no such URL), so a file that leaves them out still loads.
+      { key: 'ws_endpoint', type: 's', format: 'url', defaultText: 'no default; ws://<host>:<port> (gateway WS port 9099 in the sample)', meaning: 'WebSocket endpoint of the gateway.' },
       // Not in the spec's table, but the reference's own files set it on the entry (shared/fixtures).
-      { key: 'wss_endpoint', type: 's', inactive: true, format: 'url', defaultText: 'no default; wss://<host>:<port> (gateway WSS port 8099)', meaning: 'Secure WebSocket endpoint of the gateway (throughway addition: the reference files write it here).' },
-      { key: 'https_endpoint', type: 's', inactive: true, required: true, format: 'url', defaultText: 'no default; https://<host>:<port> (8243 in the sample)', meaning: 'HTTPS endpoint of the gateway.' },
-      { key: 'http_endpoint', type: 's', format: 'url', defaultText: 'no default; http://<host>:<port> (8280 in the sample)', meaning: 'HTTP endpoint of the gateway (a gateway URL of the APIs in the developer portal, and where its try-it calls go).' },
+      { key: 'wss_endpoint', type: 's', format: 'url', defaultText: 'no default; wss://<host>:<port> (gateway WSS port 8099)', meaning: 'Secure WebSocket endpoint of the gateway (throughway addition: the reference files write it here).' },
+      { key: 'https_endpoint', type: 's', format: 'url', defaultText: 'no default; https://<host>:<port> (8243 in the sample)', meaning: 'HTTPS endpoint of the gateway.' },
+      { key: 'http_endpoint', type: 's', format: 'url', defaultText: 'no default; http://<host>:<port> (8280 in the sample)', meaning: 'HTTP endpoint of the gateway.' },
     ],
   },
   {
@@ -299,8 +303,10 @@ export const DOC000_SECTIONS: readonly SectionDef[] = [
     runs: true,
     enabledBy: 'apim.cache.resource.enable',
     keys: [
-      { key: 'enable', type: 'b', default: true, meaning: 'Caches API resources at the gateway; entries expire in 15 minutes.' },
-      { key: 'expiry_time', type: 's', format: 'duration', unit: 'm', min: 0, defaultText: '- (sample 900s; entries expire in 15 minutes)', meaning: 'Expiry of cached API resources.' },
+      // throughway has no resource cache (lib/gateway/router.ts): resources are compiled into the route
+      // table when an API is deployed and every call is matched against it, so nothing can go stale.
+      { key: 'enable', type: 'b', inactive: true, default: true, meaning: 'Caches API resources at the gateway; entries expire in 15 minutes. Throughway differs: resources are compiled into the route table when an API is deployed and matched from it on every call, so there is no cache to switch off, and a redeployed API applies at once.' },
+      { key: 'expiry_time', type: 's', inactive: true, format: 'duration', unit: 'm', min: 0, defaultText: '- (sample 900s; entries expire in 15 minutes)', meaning: 'Expiry of cached API resources. Throughway differs: no resource cache exists to expire (see enable).' },
     ],
   },
   {
@@ -331,7 +337,9 @@ export const DOC000_SECTIONS: readonly SectionDef[] = [
     title: 'Scope cache',
     runs: true,
     enabledBy: 'apim.cache.scopes.enable',
-    keys: [{ key: 'enable', type: 'b', default: true, meaning: 'Scope cache, entries live 15 minutes.' }],
+    // throughway has no scope cache: the gateway checks the scopes compiled with each deployed resource, the
+    // key manager reads the deployed APIs' scopes at each token request (lib/keymanager/oauth.ts).
+    keys: [{ key: 'enable', type: 'b', inactive: true, default: true, meaning: "Scope cache, entries live 15 minutes. Throughway differs: resource scopes are compiled with the deployed API (the gateway's check) and read from the deployed APIs at each token request (the key manager), so a changed scope or role binding applies at once; there is no cache to switch off." }],
   },
   {
     path: 'apim.cache.publisher_roles',
@@ -374,8 +382,8 @@ export const DOC000_SECTIONS: readonly SectionDef[] = [
     keys: [
       { key: 'enable', type: 's', required: true, boolString: true, default: false, meaning: 'Enable analytics.' },
       { key: 'store_api_url', type: 's', required: true, format: 'url', default: 'https://localhost:7444', inactive: true, meaning: 'Analytics store REST URL; use the load-balancing URL for several nodes.' },
-      { key: 'username', type: 's', required: true, default: SUPER_USER, defaultText: 'super admin credentials', meaning: 'User on the analytics node.' },
-      { key: 'password', type: 's', required: true, secret: true, default: SUPER_PASS, defaultText: 'super admin credentials', meaning: 'Password on the analytics node.' },
+      { key: 'username', type: 's', required: true, default: SUPER_USER, defaultText: 'super admin credentials', inactive: true, meaning: 'User on the analytics node.' },
+      { key: 'password', type: 's', required: true, secret: true, default: SUPER_PASS, defaultText: 'super admin credentials', inactive: true, meaning: 'Password on the analytics node.' },
       { key: 'receiver_username', type: 's', default: '$ref{apim.analytics.username}', defaultText: 'apim.analytics.username', meaning: 'Event publishing user (HTTP Basic credentials of every POST to a receiver, docs/analytics.md).' },
       { key: 'receiver_password', type: 's', secret: true, default: '$ref{apim.analytics.password}', defaultText: 'apim.analytics.password', meaning: 'Event publishing password.' },
       { key: 'store_api_username', type: 's', inactive: true, default: '$ref{apim.analytics.username}', defaultText: 'apim.analytics.username', meaning: 'Store REST API user.' },
@@ -411,9 +419,9 @@ export const DOC000_SECTIONS: readonly SectionDef[] = [
       { key: 'service_url', type: 's', required: true, format: 'url', default: 'https://localhost:9443/services/', meaning: 'Service URL of the key manager.' },
       { key: 'username', type: 's', default: SUPER_USER, defaultText: 'super admin credentials', meaning: 'Key manager user.' },
       { key: 'password', type: 's', secret: true, default: SUPER_PASS, defaultText: 'super admin credentials', meaning: 'Key manager password.' },
-      { key: 'pool.init_idle_capacity', type: 's', default: '50', meaning: 'Minimum clients to the key manager.' },
-      { key: 'pool.max_idle', type: 's', default: '100', meaning: 'Maximum clients to the key manager.' },
-      { key: 'key_validation_handler_type', type: 's', default: 'default', allowed: ['default', 'custom'], meaning: 'Key validation handler: default or custom.' },
+      { key: 'pool.init_idle_capacity', type: 's', default: '50', inactive: true, meaning: 'Minimum clients to the key manager.' },
+      { key: 'pool.max_idle', type: 's', default: '100', inactive: true, meaning: 'Maximum clients to the key manager.' },
+      { key: 'key_validation_handler_type', type: 's', default: 'default', allowed: ['default', 'custom'], inactive: true, meaning: 'Key validation handler: default or custom.' },
       { key: 'key_validation_handler_impl', type: 's', format: 'class', inactive: true, meaning: 'Custom handler class, used when the type is custom.' },
     ],
   },
@@ -452,9 +460,9 @@ export const DOC000_SECTIONS: readonly SectionDef[] = [
     keys: [
       { key: 'enable_outbound_auth_header', type: 's', boolString: true, default: false, meaning: "TRUE sends the client's Authorization header on to the backend." },
       { key: 'auth_header', type: 's', default: 'Authorization', meaning: 'Header carrying the access token; any custom header name.' },
-      { key: 'revoke_endpoint', type: 's', format: 'url', default: 'https://localhost:9443/oauth2/revoke', meaning: 'Revocation URL used in the developer portal.' },
-      { key: 'enable_token_encryption', type: 's', boolString: true, default: false, meaning: 'TRUE encrypts tokens stored in the database (RSA/ECB with OAEP SHA-1 MGF1 padding).' },
-      { key: 'enable_token_hashing', type: 's', boolString: true, default: false, meaning: 'Hash stored tokens.' },
+      { key: 'revoke_endpoint', type: 's', format: 'url', default: 'https://localhost:9443/oauth2/revoke', inactive: true, meaning: 'Revocation URL used in the developer portal.' },
+      { key: 'enable_token_encryption', type: 's', boolString: true, default: false, inactive: true, meaning: 'TRUE encrypts tokens stored in the database (RSA/ECB with OAEP SHA-1 MGF1 padding).' },
+      { key: 'enable_token_hashing', type: 's', boolString: true, default: false, inactive: true, meaning: 'Hash stored tokens.' },
       { key: 'allowed_scopes', type: 's', format: 'list', default: ['^device_.*', 'openid'], defaultText: 'one pattern for scopes starting device_, and the scope openid', meaning: 'Allow-listed scopes.' },
     ],
   },
@@ -466,7 +474,7 @@ export const DOC000_SECTIONS: readonly SectionDef[] = [
     runs: true,
     keys: [
       { key: 'certificate_header', type: 's', defaultText: 'header named with the vendor word and CLIENT-CERTIFICATE (sample SSL-CLIENT-CERT)', meaning: 'Header carrying the client certificate from a TLS-terminating load balancer.' },
-      { key: 'enable_client_validation', type: 'b', default: false, meaning: 'true when mutual TLS terminates between the load balancer and the gateway.' },
+      { key: 'enable_client_validation', type: 'b', default: false, inactive: true, meaning: 'true when mutual TLS terminates between the load balancer and the gateway.' },
       { key: 'client_certificate_encode', type: 'b', default: false, meaning: 'true when the load balancer passes the certificate encoded.' },
       { key: 'enable_certificate_chain_validation', type: 'b', default: false, meaning: 'Validate the whole client certificate chain.' },
     ],
@@ -536,19 +544,21 @@ export const DOC000_SECTIONS: readonly SectionDef[] = [
     keys: [
       // The reference's binary/Thrift event wire formats; throughway talks to its traffic manager its own way.
       { key: 'event_type', type: 's', default: 'Binary', allowed: ['Binary', 'Thrift'], inactive: true, meaning: 'Transport to the traffic manager: Binary (recommended) or Thrift.' },
-      { key: 'receiver_url', type: 's', format: 'url', defaultText: 'tcp://<local ip>:<receiver port>', meaning: 'Traffic manager connection URL.' },
+      { key: 'receiver_url', type: 's', format: 'url', defaultText: 'tcp://<local ip>:<receiver port>', inactive: true, meaning: 'Traffic manager connection URL.' },
       { key: 'enable_header_based_throttling', type: 's', boolString: true, default: false, meaning: 'Allows header-condition policies in the admin portal.' },
       { key: 'enable_jwt_claim_based_throttling', type: 's', boolString: true, default: false, meaning: 'Allows JWT-claim-condition policies.' },
       { key: 'enable_query_param_based_throttling', type: 's', boolString: true, default: false, meaning: 'Allows query-parameter-condition policies.' },
       { key: 'enable_unlimited_tier', type: 's', boolString: true, default: true, meaning: 'false disables the unlimited tier.' },
-      { key: 'skip_redeploying_policies', type: 's', format: 'list', meaning: 'Policies not redeployed at startup.' },
+      { key: 'skip_redeploying_policies', type: 's', format: 'list', inactive: true, meaning: 'Policies not redeployed at startup.' },
       { key: 'enable_decision_connection', type: 'b', default: true, meaning: 'Enables the (JMS) connection that retrieves throttle decisions. throughway: the traffic manager\'s decisions (counter_store = "traffic-manager") or the shared Redis totals (counter_store = "redis") are read (docs/throttling.md).' },
       { key: 'enable_data_publishing', type: 'b', default: true, meaning: 'Publish request and throttle data. throughway: this node\'s counts go to the traffic manager or the shared Redis counters (docs/throttling.md).' },
-      { key: 'enable_policy_deploy', type: 'b', default: true, meaning: 'Deploy throttling policies.' },
+      { key: 'enable_policy_deploy', type: 'b', default: true, inactive: true, meaning: 'Deploy throttling policies.' },
       { key: 'enable_blacklist_condition', type: 'b', default: true, meaning: 'Apply blocking conditions from the admin portal.' },
       { key: 'enable_persistence', type: 'b', default: false, meaning: 'Persist traffic manager counter state.' },
       // inactive: its requirement is not enforced (files without it start); read by lib/scale only as the hub URL of last resort.
-      { key: 'throttle_decision_endpoints', type: 'a', required: true, inactive: true, meaning: 'JMS connection URLs of the decision channel (sample tcp://<host>:5672). throughway: its first redis:// URL carries throttle data and decisions with [throughway.throttling] counter_store = "traffic-manager" (docs/throttling.md), and is the event hub when the [apim.event_hub] keys have none (docs/scale-out.md).' },
+      // R with no default in the spec; throughway needs none (no URL: no decision hub), and a default is what
+      // satisfies R (spec 000, part 1.7), so a [apim.throttling] table without it still loads.
+      { key: 'throttle_decision_endpoints', type: 'a', required: true, default: [], defaultText: 'none', differs: 'JMS URLs are not used: the first redis:// URL carries throttle data and decisions (docs/throttling.md)', meaning: 'JMS connection URLs of the decision channel (sample tcp://<host>:5672). throughway: its first redis:// URL carries throttle data and decisions with [throughway.throttling] counter_store = "traffic-manager" (docs/throttling.md), and is the event hub when the [apim.event_hub] keys have none (docs/scale-out.md).' },
     ],
   },
   {
@@ -577,8 +587,8 @@ export const DOC000_SECTIONS: readonly SectionDef[] = [
     runs: true,
     enabledBy: 'apim.throttling.enable_blacklist_condition',
     keys: [
-      { key: 'start_delay', type: 's', format: 'duration', unit: 'ms', min: 0, meaning: 'Delay before blocking conditions are first fetched (e.g. 5m).' },
-      { key: 'period', type: 's', format: 'duration', unit: 'ms', min: 0, meaning: 'Interval between fetches of blocking conditions (e.g. 1h).' },
+      { key: 'start_delay', type: 's', format: 'duration', unit: 'ms', min: 0, inactive: true, meaning: 'Delay before blocking conditions are first fetched (e.g. 5m).' },
+      { key: 'period', type: 's', format: 'duration', unit: 'ms', min: 0, inactive: true, meaning: 'Interval between fetches of blocking conditions (e.g. 1h).' },
     ],
   },
   {
@@ -609,15 +619,15 @@ export const DOC000_SECTIONS: readonly SectionDef[] = [
     title: 'Traffic manager group',
     runs: true,
     keys: [
-      { key: 'traffic_manager_urls', type: 'a', required: true, defaultText: '- (form tcp://<host>:9611)', meaning: 'Binary server URLs of the traffic managers.' },
-      { key: 'traffic_manager_auth_urls', type: 'a', required: true, defaultText: '- (form ssl://<host>:9711)', meaning: 'Binary authentication URLs of the traffic managers.' },
-      { key: 'type', type: 's', default: 'failover', allowed: ['failover', 'loadbalance'], meaning: 'How the URLs of the group are used.' },
-      { key: 'username', type: 's', default: SUPER_USER, defaultText: 'super user credentials', meaning: 'Traffic manager user.' },
-      { key: 'password', type: 's', secret: true, default: SUPER_PASS, defaultText: 'super user credentials', meaning: 'Traffic manager password.' },
-      { key: 'receiver_username', type: 's', default: SUPER_USER, defaultText: 'super user credentials', meaning: 'Receiver user.' },
-      { key: 'receiver_password', type: 's', secret: true, default: SUPER_PASS, defaultText: 'super user credentials', meaning: 'Receiver password.' },
-      { key: 'policy_deploy.username', type: 's', default: SUPER_USER, defaultText: 'super user credentials', meaning: 'Policy deployment user.' },
-      { key: 'policy_deploy.password', type: 's', secret: true, default: SUPER_PASS, defaultText: 'super user credentials', meaning: 'Policy deployment password.' },
+      { key: 'traffic_manager_urls', type: 'a', required: true, defaultText: '- (form tcp://<host>:9611)', inactive: true, meaning: 'Binary server URLs of the traffic managers.' },
+      { key: 'traffic_manager_auth_urls', type: 'a', required: true, defaultText: '- (form ssl://<host>:9711)', inactive: true, meaning: 'Binary authentication URLs of the traffic managers.' },
+      { key: 'type', type: 's', default: 'failover', allowed: ['failover', 'loadbalance'], inactive: true, meaning: 'How the URLs of the group are used.' },
+      { key: 'username', type: 's', default: SUPER_USER, defaultText: 'super user credentials', inactive: true, meaning: 'Traffic manager user.' },
+      { key: 'password', type: 's', secret: true, default: SUPER_PASS, defaultText: 'super user credentials', inactive: true, meaning: 'Traffic manager password.' },
+      { key: 'receiver_username', type: 's', default: SUPER_USER, defaultText: 'super user credentials', inactive: true, meaning: 'Receiver user.' },
+      { key: 'receiver_password', type: 's', secret: true, default: SUPER_PASS, defaultText: 'super user credentials', inactive: true, meaning: 'Receiver password.' },
+      { key: 'policy_deploy.username', type: 's', default: SUPER_USER, defaultText: 'super user credentials', inactive: true, meaning: 'Policy deployment user.' },
+      { key: 'policy_deploy.password', type: 's', secret: true, default: SUPER_PASS, defaultText: 'super user credentials', inactive: true, meaning: 'Policy deployment password.' },
       { key: 'jms.username', type: 's', default: SUPER_USER, defaultText: 'super user credentials', inactive: true, meaning: 'JMS user.' },
       { key: 'jms.password', type: 's', secret: true, default: SUPER_PASS, defaultText: 'super user credentials', inactive: true, meaning: 'JMS password.' },
       // Thread and connection pool sizes of the reference's data publisher (spec 002, part 8).
@@ -626,8 +636,8 @@ export const DOC000_SECTIONS: readonly SectionDef[] = [
       { key: 'publisher.pool_size', type: 's', default: '200', inactive: true, meaning: 'Publisher thread pool size.' },
       { key: 'publisher.max_pool_size', type: 's', default: '1000', inactive: true, meaning: 'Maximum publisher thread pool size.' },
       { key: 'publisher.keep_alive_time', type: 's', format: 'duration', unit: 's', default: 200, min: 0, defaultText: '200s', inactive: true, meaning: 'Idle time after which publisher pool threads end.' },
-      { key: 'service_url', type: 's', required: true, format: 'url', default: 'https://localhost:9443/services/', defaultText: 'https://localhost:<management port>/services/ (with context)', meaning: 'Traffic manager service URL.' },
-      { key: 'blacklist_condition.start_delay', type: 's', format: 'duration', unit: 'ms', min: 0, defaultText: 'not defined', meaning: 'Delay before blocking conditions are fetched from the key manager.' },
+      { key: 'service_url', type: 's', required: true, format: 'url', default: 'https://localhost:9443/services/', defaultText: 'https://localhost:<management port>/services/ (with context)', inactive: true, meaning: 'Traffic manager service URL.' },
+      { key: 'blacklist_condition.start_delay', type: 's', format: 'duration', unit: 'ms', min: 0, defaultText: 'not defined', inactive: true, meaning: 'Delay before blocking conditions are fetched from the key manager.' },
       { key: 'jms.destination', type: 's', default: 'throttleData', inactive: true, meaning: 'Topic name.' },
       { key: 'jms.start_delay', type: 's', format: 'duration', unit: 'ms', min: 0, inactive: true, defaultText: 'as in [apim.throttling]', meaning: 'Delay before reading the decision topic at startup.' },
       { key: 'jms.conn_jndi_name', type: 's', default: 'TopicConnectionFactory', inactive: true, meaning: 'Connection factory JNDI name.' },
@@ -699,7 +709,7 @@ export const DOC000_SECTIONS: readonly SectionDef[] = [
       { key: 'notifier_impl', type: 's', format: 'class', inactive: true, defaultText: 'built-in class', meaning: 'Custom notifier; a revoked token is announced on a topic.' },
       { key: 'enable_realtime_notifier', type: 'b', defaultText: 'sample true', meaning: 'Announce revoked tokens in real time.' },
       // The spec gives 5000 without a unit; milliseconds, as for the reference's message time-to-live.
-      { key: 'realtime_notifier.ttl', type: 's', format: 'duration', unit: 'ms', default: 5000, min: 0, meaning: 'Time to live of a real-time revocation announcement.' },
+      { key: 'realtime_notifier.ttl', type: 's', format: 'duration', unit: 'ms', default: 5000, min: 0, inactive: true, meaning: 'Time to live of a real-time revocation announcement.' },
       // The persistent notifier writes to an external key-value store, which throughway does not use.
       { key: 'enable_persistent_notifier', type: 'b', defaultText: 'sample true', inactive: true, meaning: 'Store revoked tokens in a key-value store.' },
       { key: 'persistent_notifier.hostname', type: 's', format: 'url', default: 'https://localhost:2379/v2/keys/jti/', inactive: true, meaning: 'Key-value store URL.' },
@@ -716,9 +726,9 @@ export const DOC000_SECTIONS: readonly SectionDef[] = [
     enabledBy: 'apim.event_hub.enable',
     keys: [
       { key: 'enable', type: 'b', default: true, meaning: 'Enable the event hub (the sample writes enabled).' },
-      { key: 'username', type: 's', default: SUPER_USER, defaultText: 'super tenant admin credentials', meaning: 'Event hub user.' },
-      { key: 'password', type: 's', secret: true, default: SUPER_PASS, defaultText: 'super tenant admin credentials', meaning: 'Event hub password.' },
-      { key: 'service_url', type: 's', format: 'url', meaning: 'Internal URL artifacts are pulled from on the control plane.' },
+      { key: 'username', type: 's', default: SUPER_USER, defaultText: 'super tenant admin credentials', inactive: true, meaning: 'Event hub user.' },
+      { key: 'password', type: 's', secret: true, default: SUPER_PASS, defaultText: 'super tenant admin credentials', inactive: true, meaning: 'Event hub password.' },
+      { key: 'service_url', type: 's', format: 'url', inactive: true, meaning: 'Internal URL artifacts are pulled from on the control plane.' },
       { key: 'event_listening_endpoints', type: 'a', meaning: 'JMS endpoints to the control plane. throughway: a redis://host:port URL is the Redis event hub (docs/scale-out.md); tcp:// JMS URLs are not used (one warning).' },
       { key: 'event_duplicate_url', type: 'a', meaning: 'JMS endpoints for HA peer communication; extra URLs act as failover. throughway: a redis:// URL here is the event hub when event_listening_endpoints has none.' },
       { key: 'event_waiting_time', type: 'i', format: 'duration', unit: 'ms', min: 0, meaning: 'Wait before the gateway or traffic manager processes events from the hub.' },
@@ -732,8 +742,8 @@ export const DOC000_SECTIONS: readonly SectionDef[] = [
     runs: true,
     enabledBy: 'apim.event_hub.enable',
     keys: [
-      { key: 'urls', type: 'a', required: true, meaning: 'URLs event streams are published to on the control plane; later entries are failover.' },
-      { key: 'auth_urls', type: 'a', required: true, meaning: 'Secure binary streaming authentication URLs.' },
+      { key: 'urls', type: 'a', required: true, inactive: true, meaning: 'URLs event streams are published to on the control plane; later entries are failover.' },
+      { key: 'auth_urls', type: 'a', required: true, inactive: true, meaning: 'Secure binary streaming authentication URLs.' },
     ],
   },
 

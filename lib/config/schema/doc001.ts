@@ -20,10 +20,10 @@ function servletKeys(https: boolean): KeyDef[] {
       ? { key: 'port', type: 'i', required: true, format: 'port', default: 9443, meaning: 'Listening port of the management HTTPS transport.' }
       : // The spec lists 9443 for both tables; 9443 is the HTTPS port (spec 002, part 4), and the
         // reference's plain HTTP servlet port is 9763, so two listeners never collide by default.
-        { key: 'port', type: 'i', required: true, format: 'port', default: 9763, defaultText: '9443 in the spec table; 9763 is the plain HTTP port of the reference', meaning: 'Listening port of the management HTTP transport (9763, not the 9443 the spec table repeats from HTTPS).' },
+        { key: 'port', type: 'i', required: true, format: 'port', default: 9763, defaultText: '9443 in the spec table; 9763 is the plain HTTP port of the reference', differs: 'defaults to 9763 (the reference\'s plain HTTP port), where the spec table repeats the HTTPS port 9443', meaning: 'Listening port of the management HTTP transport (9763, not the 9443 the spec table repeats from HTTPS).' },
     { key: 'redirectPort', type: 's', format: 'port', inactive: true, meaning: 'Port plain requests needing TLS are redirected to (in the sample).' },
     { key: 'bindOnInit', type: 'b', required: true, default: false, inactive: true, meaning: "Bind the socket when the connector is initialised ('true' or 'false')." },
-    { key: 'maxHttpHeaderSize', type: 'i', required: true, format: 'bytes', default: 8192, min: 1, meaning: 'Maximum size of a request head.' },
+    { key: 'maxHttpHeaderSize', type: 'i', required: true, format: 'bytes', default: 8192, min: 1, ...(https ? {} : { differs: "also bounds the gateway's pass-through request heads (431), which the spec gives no limit of their own" }), meaning: 'Maximum size of a request head.' },
     { key: 'acceptorThreadCount', type: 'i', required: true, default: 2, min: 1, inactive: true, meaning: 'Threads accepting connections.' },
     { key: 'maxThreads', type: 'i', required: true, default: 250, min: 1, inactive: true, meaning: 'Maximum request processing threads.' },
     { key: 'minSpareThreads', type: 'i', required: true, default: 50, min: 0, inactive: true, meaning: 'Threads kept idle.' },
@@ -32,6 +32,9 @@ function servletKeys(https: boolean): KeyDef[] {
     { key: 'maxKeepAliveRequests', type: 'i', required: true, default: 120000, min: -1, meaning: 'Requests served on one keep-alive connection before it is closed.' },
     { key: 'keepAliveTimeout', type: 'i', required: true, format: 'duration', unit: 'ms', default: 60000, min: 0, meaning: 'Idle keep-alive connections are closed after this.' },
     { key: 'acceptCount', type: 'i', required: true, default: 200, min: 1, meaning: 'Queue of pending connections (listen backlog).' },
+    // Not in the spec's table: the reference's connector attribute (its catalina-server.xml, 20000), written by
+    // its deployment.toml files. Absent: [throughway.management] header_timeout.
+    { key: 'connectionTimeout', type: 'i', format: 'duration', unit: 'ms', min: 1, defaultText: '[throughway.management] header_timeout', differs: 'bounds the whole request head (Node\'s headersTimeout), not only the request line; at most [throughway.management] request_timeout', meaning: 'After a connection is accepted, the request must arrive within this, else the connection is closed (the reference\'s connector attribute; not in the spec\'s table).' },
     // The spec's default is the vendor's server identification string; throughway identifies itself.
     { key: 'server', type: 's', required: true, default: 'throughway', defaultText: 'vendor server identification string', inactive: true, meaning: 'Value of the Server response header.' },
     { key: 'compression', type: 's', required: true, default: 'on', inactive: true, meaning: 'Response compression of the servlet transport.' },
@@ -66,7 +69,8 @@ function passthruSharedKeys(https: boolean): KeyDef[] {
     // part 1.7), so a bare listener table loads: no host bypasses a proxy, and the reference's own
     // default verifier.
     { key: 'sender.http.nonProxyHosts', type: 's', required: true, default: '', meaning: 'Hosts reached directly; for a wildcard sub-domain a period goes before the asterisk (empty: none).' },
-    { key: 'sender.hostname_verifier', type: 's', required: true, default: 'DefaultAndLocalhost', allowed: HOSTNAME_VERIFIERS, meaning: 'Backend TLS host name verification (sample AllowAll; default DefaultAndLocalhost).' },
+    // The plain sender makes no TLS connections: https:// endpoints use [transport.passthru_https]'s sender.
+    { key: 'sender.hostname_verifier', type: 's', required: true, default: 'DefaultAndLocalhost', allowed: HOSTNAME_VERIFIERS, inactive: !https, meaning: 'Backend TLS host name verification (sample AllowAll; default DefaultAndLocalhost).' },
   ];
 }
 
@@ -148,17 +152,19 @@ const BUILDER_TYPES = ['application_xml', 'form_urlencoded', 'multipart_form_dat
 
 /** (spec 001, Message builders and formatters): content type -> class; throughway loads no classes. */
 /** `runs`: the gateway maps the class to a built-in format (lib/mediation/formats.ts); blocking twins are only checked. */
+const CLASS_DIFFERS = 'no Java classes: the reference\'s class (or a format name) picks a built-in format (xml, json, form, multipart, text, binary); others are refused';
+
 function classMapKeys(kind: 'builder' | 'formatter', runs = false): KeyDef[] {
   const names = kind === 'formatter' ? [...BUILDER_TYPES, 'text_xml', 'soap_xml'] : BUILDER_TYPES;
   return names.map(
-    (n): KeyDef => ({ key: n, type: 's', format: 'class', inactive: !runs, defaultText: `built-in ${kind} class`, meaning: `Message ${kind} class for ${n.replace(/_/g, ' ')} content.` }),
+    (n): KeyDef => ({ key: n, type: 's', format: 'class', inactive: !runs, ...(runs ? { differs: CLASS_DIFFERS } : {}), defaultText: `built-in ${kind} class`, meaning: `Message ${kind} class for ${n.replace(/_/g, ' ')} content.` }),
   );
 }
 
 function customClassKeys(kind: 'builder' | 'formatter', runs = false): KeyDef[] {
   return [
     { key: 'content_type', type: 's', required: true, inactive: !runs, meaning: `Content type (a media type path) the ${kind} applies to.` },
-    { key: 'class', type: 's', required: true, format: 'class', inactive: !runs, meaning: `Implementation class of the ${kind}.` },
+    { key: 'class', type: 's', required: true, format: 'class', inactive: !runs, ...(runs ? { differs: CLASS_DIFFERS } : {}), meaning: `Implementation class of the ${kind}.` },
   ];
 }
 
@@ -227,7 +233,7 @@ export const DOC001_SECTIONS: readonly SectionDef[] = [
       { key: 'listener.ssl_profile_interval', type: 's', format: 'duration', unit: 'ms', min: 0, meaning: 'Reload interval of the SSL profile file (sample 600000): this often the profile and store files are checked, and changed certificates are used for new connections without a restart (existing connections keep theirs).' },
       { key: 'listener.preferred_ciphers', type: 's', format: 'list', meaning: 'Cipher suite names, comma separated.' },
       ...storeKeys('listener'),
-      { key: 'sender.enable', type: 'b', defaultText: 'in sample true', meaning: 'Enable the sender.' },
+      { key: 'sender.enable', type: 'b', defaultText: 'in sample true', inactive: true, meaning: 'Enable the sender.' },
       ...storeKeys('sender'),
       { key: 'sender.ssl_profile.file_path', type: 's', format: 'path', inactive: true, meaning: 'Sender SSL profile file (in the sample).' },
       { key: 'sender.ssl_profile.interval', type: 's', format: 'duration', unit: 'ms', min: 0, inactive: true, meaning: 'Reload interval of the sender SSL profile file (sample 600000).' },
@@ -247,11 +253,11 @@ export const DOC001_SECTIONS: readonly SectionDef[] = [
     runs: true,
     keys: [
       { key: 'http.socket.timeout', type: 'i', required: true, format: 'duration', unit: 'ms', default: 180000, min: 0, meaning: 'Maximum inactivity between two data packets.' },
-      { key: 'worker_pool_size_core', type: 'i', required: true, default: 400, min: 1, meaning: 'Core workers handling requests.' },
-      { key: 'worker_pool_size_max', type: 'i', required: true, default: 400, min: 1, meaning: 'Maximum workers.' },
-      { key: 'worker_pool_queue_length', type: 'i', required: true, default: -1, min: -1, meaning: '-1 is an unbounded queue; when a bounded queue is full, job submissions fail and messages are dropped.' },
+      { key: 'worker_pool_size_core', type: 'i', required: true, default: 400, min: 1, inactive: true, meaning: 'Core workers handling requests.' },
+      { key: 'worker_pool_size_max', type: 'i', required: true, default: 400, min: 1, differs: 'Node has one event loop: bounds the requests proxied at once, not threads', meaning: 'Maximum workers.' },
+      { key: 'worker_pool_queue_length', type: 'i', required: true, default: -1, min: -1, differs: 'a full queue answers 503 (103002) at once instead of waiting for a thread', meaning: '-1 is an unbounded queue; when a bounded queue is full, job submissions fail and messages are dropped.' },
       // throughway sizes its socket reads with [throughway] read_buffer_size instead.
-      { key: 'io_buffer_size', type: 'i', required: true, format: 'bytes', default: 16384, min: 1, inactive: true, meaning: 'IO buffer size; leave at default (throughway uses throughway.read_buffer_size).' },
+      { key: 'io_buffer_size', type: 'i', required: true, format: 'bytes', default: 16384, min: 1, differs: 'sets the backend read buffer only when larger than [throughway] read_buffer_size (larger reads cost less)', meaning: 'IO buffer size; leave at default (throughway uses throughway.read_buffer_size).' },
       { key: 'http.max.connection.per.host.port', type: 'i', required: true, default: 32767, min: 1, meaning: 'Maximum backend connections per host and port.' },
       // No default in the spec: a pass-through proxy is transparent by default (docs/transport.md).
       { key: 'http.user.agent.preserve', type: 'b', required: true, default: true, meaning: 'true preserves the User-Agent header in the outgoing message (default true: throughway is transparent).' },
@@ -400,7 +406,7 @@ export const DOC001_SECTIONS: readonly SectionDef[] = [
     title: 'Health checker: user stores, properties',
     runs: true,
     enabledBy: 'server_health_check.enable',
-    keys: [{ key: 'monitored.user.stores', type: 'a', defaultText: 'all secondary user stores of the super tenant', meaning: 'User store domain names to check.' }],
+    keys: [{ key: 'monitored.user.stores', type: 'a', defaultText: 'all secondary user stores of the super tenant', inactive: true, meaning: 'User store domain names to check.' }],
   },
   {
     path: 'server_health_check.health_checker.data_source_health_checker',
@@ -421,7 +427,7 @@ export const DOC001_SECTIONS: readonly SectionDef[] = [
     enabledBy: 'server_health_check.enable',
     keys: [
       { key: 'pool_usage_limit_percentage', type: 'i', default: 80, min: 0, max: 100, meaning: 'Pool usage above this percentage is unhealthy.' },
-      { key: 'monitored.datasources', type: 'a', defaultText: 'all', meaning: 'JNDI names of the data sources to check.' },
+      { key: 'monitored.datasources', type: 'a', defaultText: 'all', inactive: true, meaning: 'JNDI names of the data sources to check.' },
     ],
   },
   {
@@ -443,13 +449,13 @@ export const DOC001_SECTIONS: readonly SectionDef[] = [
     title: 'OAuth',
     runs: true,
     keys: [
-      { key: 'additional_params_from_error_url', type: 'b', default: false, meaning: 'Allow extra parameters in the OAuth2 error URL.' },
+      { key: 'additional_params_from_error_url', type: 'b', default: false, inactive: true, meaning: 'Allow extra parameters in the OAuth2 error URL.' },
       { key: 'allowed_scopes', type: 'a', meaning: 'Scopes allowed without validation.' },
       { key: 'timestamp_skew', type: 'i', format: 'duration', unit: 's', default: 0, min: 0, meaning: 'Allowed clock skew.' },
       { key: 'extensions.token_generator', type: 's', format: 'class', inactive: true, defaultText: 'built-in default class', meaning: 'Token issuer class.' },
       { key: 'extensions.token_context_generator', type: 's', format: 'class', inactive: true, defaultText: 'built-in default class', meaning: 'Authorization context token issuer class.' },
       { key: 'extensions.token_context_claim_retriever', type: 's', format: 'class', inactive: true, defaultText: 'built-in default class', meaning: 'Claim retriever class for the context.' },
-      { key: 'extensions.token_context_dialect_uri', type: 's', defaultText: 'vendor claims dialect URI', meaning: 'Consumer claim dialect.' },
+      { key: 'extensions.token_context_dialect_uri', type: 's', defaultText: 'vendor claims dialect URI', inactive: true, meaning: 'Consumer claim dialect.' },
     ],
   },
   {
@@ -471,7 +477,7 @@ export const DOC001_SECTIONS: readonly SectionDef[] = [
     enabledBy: 'oauth.token_cleanup.enable',
     keys: [
       { key: 'enable', type: 'b', default: true, meaning: 'Remove old invalid tokens.' },
-      { key: 'retain_access_tokens_for_auditing', type: 'b', default: true, meaning: 'Move old invalid tokens to the audit table when cleanup runs.' },
+      { key: 'retain_access_tokens_for_auditing', type: 'b', default: true, inactive: true, meaning: 'Move old invalid tokens to the audit table when cleanup runs.' },
     ],
   },
   {
@@ -510,7 +516,7 @@ export const DOC001_SECTIONS: readonly SectionDef[] = [
     source: '001',
     title: 'Token persistence',
     runs: true,
-    keys: [{ key: 'persistence_pool_size', type: 'i', default: 0, min: 0, meaning: 'Threads consuming the token persisting queue; 0 persists synchronously, above 0 asynchronously.' }],
+    keys: [{ key: 'persistence_pool_size', type: 'i', default: 0, min: 0, inactive: true, meaning: 'Threads consuming the token persisting queue; 0 persists synchronously, above 0 asynchronously.' }],
   },
   {
     path: 'oauth.token_generation',
@@ -530,51 +536,51 @@ export const DOC001_SECTIONS: readonly SectionDef[] = [
     runs: true,
     keys: [
       { key: 'TenantManager', type: 's', required: true, format: 'class', inactive: true, defaultText: 'JDBC-based or hybrid LDAP-based built-in tenant manager class', meaning: 'Tenant manager class.' },
-      { key: 'MaxUserNameListLength', type: 'i', min: 0, meaning: 'Users listed; 0 lists all.' },
-      { key: 'ConnectionURL', type: 's', meaning: 'Connection URL of the user store server.' },
-      { key: 'ConnectionName', type: 's', meaning: 'DN of the connecting user; needs read and search rights.' },
-      { key: 'ConnectionPassword', type: 's', secret: true, defaultText: '<PASSWORD>', meaning: 'Password of the connecting user.' },
-      { key: 'DisplayNameAttribute', type: 's', meaning: 'Optional attribute used as the listing name.' },
+      { key: 'MaxUserNameListLength', type: 'i', min: 0, inactive: true, meaning: 'Users listed; 0 lists all.' },
+      { key: 'ConnectionURL', type: 's', inactive: true, meaning: 'Connection URL of the user store server.' },
+      { key: 'ConnectionName', type: 's', inactive: true, meaning: 'DN of the connecting user; needs read and search rights.' },
+      { key: 'ConnectionPassword', type: 's', secret: true, defaultText: '<PASSWORD>', inactive: true, meaning: 'Password of the connecting user.' },
+      { key: 'DisplayNameAttribute', type: 's', inactive: true, meaning: 'Optional attribute used as the listing name.' },
       { key: 'PasswordHashMethod', type: 's', allowed: ['SHA', 'SHA-1', 'SHA-256', 'MD5', 'PLAIN_TEXT'], meaning: 'Hash method of stored passwords.' },
-      { key: 'UserNameListFilter', type: 's', meaning: 'Filter for listing users.' },
-      { key: 'UserNameSearchFilter', type: 's', meaning: 'Filter for finding a user.' },
-      { key: 'UserEntryObjectClass', type: 's', defaultText: 'a vendor person object class', meaning: 'Object class of user entries.' },
-      { key: 'UserSearchBase', type: 's', meaning: 'DN of the users container.' },
-      { key: 'UserNameAttribute', type: 's', meaning: 'Attribute that uniquely identifies a user.' },
-      { key: 'UserNameAtribute', type: 's', meaning: 'Spelling of UserNameAttribute used in one spec listing; same meaning.' },
+      { key: 'UserNameListFilter', type: 's', inactive: true, meaning: 'Filter for listing users.' },
+      { key: 'UserNameSearchFilter', type: 's', inactive: true, meaning: 'Filter for finding a user.' },
+      { key: 'UserEntryObjectClass', type: 's', defaultText: 'a vendor person object class', inactive: true, meaning: 'Object class of user entries.' },
+      { key: 'UserSearchBase', type: 's', inactive: true, meaning: 'DN of the users container.' },
+      { key: 'UserNameAttribute', type: 's', inactive: true, meaning: 'Attribute that uniquely identifies a user.' },
+      { key: 'UserNameAtribute', type: 's', inactive: true, meaning: 'Spelling of UserNameAttribute used in one spec listing; same meaning.' },
       { key: 'PasswordJavaScriptRegEx', type: 's', inactive: true, meaning: 'Front-end password validation pattern.' },
       { key: 'UsernameJavaScriptRegEx', type: 's', inactive: true, meaning: 'Front-end user name validation pattern.' },
       { key: 'UsernameJavaRegEx', type: 's', default: '^[\\S]{5,30}$', defaultText: 'length 5 to 30, non-empty characters', meaning: 'User name validation pattern.' },
       { key: 'PasswordJavaRegEx', type: 's', default: '^[\\S]{5,30}$', defaultText: 'length 5 to 30, non-empty characters', meaning: 'Password validation pattern.' },
-      { key: 'RolenameJavaRegEx', type: 's', default: '^[\\S]{5,30}$', defaultText: 'length 5 to 30, non-empty characters', meaning: 'Role name validation pattern.' },
-      { key: 'ReadGroups', type: 'b', meaning: 'Read groups; when false the group base, list filter and name attribute are not needed.' },
-      { key: 'WriteGroups', type: 'b', meaning: 'Write groups.' },
-      { key: 'GroupSearchBase', type: 's', meaning: 'DN of the groups container.' },
-      { key: 'GroupNameListFilter', type: 's', meaning: 'Filter for listing groups.' },
-      { key: 'GroupEntryObjectClass', type: 's', meaning: 'Object class of group entries.' },
-      { key: 'GroupNameSearchFilter', type: 's', meaning: 'Filter for finding a group.' },
-      { key: 'GroupNameAttribute', type: 's', meaning: 'Attribute holding the group name.' },
-      { key: 'MembershipAttribute', type: 's', meaning: 'Attribute listing the members of a group.' },
-      { key: 'MembershipAttributeRange', type: 'i', default: 1500, min: 1, meaning: 'Range for directory servers that limit membership attributes.' },
-      { key: 'UserRoleCacheEnabled', type: 'b', default: true, meaning: 'Cache user roles; set false when roles change externally.' },
-      { key: 'UserDNPattern', type: 's', meaning: 'LDAP user DN pattern; speeds lookups.' },
-      { key: 'ReplaceEscapeCharactersAtUserLogin', type: 's', meaning: 'Replace escape characters at login; only backslash and double backslash are escape characters.' },
+      { key: 'RolenameJavaRegEx', type: 's', default: '^[\\S]{5,30}$', defaultText: 'length 5 to 30, non-empty characters', inactive: true, meaning: 'Role name validation pattern.' },
+      { key: 'ReadGroups', type: 'b', inactive: true, meaning: 'Read groups; when false the group base, list filter and name attribute are not needed.' },
+      { key: 'WriteGroups', type: 'b', inactive: true, meaning: 'Write groups.' },
+      { key: 'GroupSearchBase', type: 's', inactive: true, meaning: 'DN of the groups container.' },
+      { key: 'GroupNameListFilter', type: 's', inactive: true, meaning: 'Filter for listing groups.' },
+      { key: 'GroupEntryObjectClass', type: 's', inactive: true, meaning: 'Object class of group entries.' },
+      { key: 'GroupNameSearchFilter', type: 's', inactive: true, meaning: 'Filter for finding a group.' },
+      { key: 'GroupNameAttribute', type: 's', inactive: true, meaning: 'Attribute holding the group name.' },
+      { key: 'MembershipAttribute', type: 's', inactive: true, meaning: 'Attribute listing the members of a group.' },
+      { key: 'MembershipAttributeRange', type: 'i', default: 1500, min: 1, inactive: true, meaning: 'Range for directory servers that limit membership attributes.' },
+      { key: 'UserRoleCacheEnabled', type: 'b', default: true, inactive: true, meaning: 'Cache user roles; set false when roles change externally.' },
+      { key: 'UserDNPattern', type: 's', inactive: true, meaning: 'LDAP user DN pattern; speeds lookups.' },
+      { key: 'ReplaceEscapeCharactersAtUserLogin', type: 's', inactive: true, meaning: 'Replace escape characters at login; only backslash and double backslash are escape characters.' },
       { key: 'MultiTenantRealmConfigBuilder', type: 's', format: 'class', inactive: true, meaning: 'Tenant manager realm configuration builder class.' },
-      { key: 'LDAPConnectionTimeout', type: 's', format: 'duration', unit: 'ms', min: 0, meaning: 'Inactivity after which a directory connection ends.' },
-      { key: 'ReadTimeout', type: 's', format: 'duration', unit: 'ms', meaning: 'Read timeout; zero or less waits forever.' },
-      { key: 'RetryAttempts', type: 's', meaning: 'Retries after a timeout.' },
+      { key: 'LDAPConnectionTimeout', type: 's', format: 'duration', unit: 'ms', min: 0, inactive: true, meaning: 'Inactivity after which a directory connection ends.' },
+      { key: 'ReadTimeout', type: 's', format: 'duration', unit: 'ms', inactive: true, meaning: 'Read timeout; zero or less waits forever.' },
+      { key: 'RetryAttempts', type: 's', inactive: true, meaning: 'Retries after a timeout.' },
       { key: 'SCIMEnabled', type: 'b', default: false, inactive: true, meaning: 'SCIM provisioning.' },
       { key: 'kdcEnabled', type: 's', boolString: true, default: false, inactive: true, meaning: 'The store acts as a key distribution center.' },
-      { key: 'ConnectionPoolingEnabled', type: 's', boolString: true, default: false, meaning: 'Pool directory connections.' },
-      { key: 'BackLinksEnabled', type: 's', boolString: true, default: false, meaning: 'true when member-of attributes are used.' },
-      { key: 'UserCoreCacheTimeOut', type: 's', default: '5', meaning: 'Timeout of the user core cache.' },
-      { key: 'CaseInsensitiveUsername', type: 's', meaning: 'Case sensitivity of user names (set false for case-insensitive JDBC stores).' },
-      { key: 'AnonymousBind', type: 's', meaning: 'Bind anonymously (present in the sample only).' },
-      { key: 'IsBulkImportSupported', type: 's', meaning: 'Bulk user import (present in the sample only).' },
-      { key: 'EmptyRolesAllowed', type: 's', meaning: 'Roles without users allowed (present in the sample only).' },
-      { key: 'StartTLSEnabled', type: 's', meaning: 'STARTTLS on the directory connection (present in the sample only).' },
-      { key: 'defaultRealmName', type: 's', meaning: 'Default realm name (present in the sample only).' },
-      { key: 'ConnectionRetryDelay', type: 's', meaning: 'Delay between connection retries (present in the sample only).' },
+      { key: 'ConnectionPoolingEnabled', type: 's', boolString: true, default: false, inactive: true, meaning: 'Pool directory connections.' },
+      { key: 'BackLinksEnabled', type: 's', boolString: true, default: false, inactive: true, meaning: 'true when member-of attributes are used.' },
+      { key: 'UserCoreCacheTimeOut', type: 's', default: '5', inactive: true, meaning: 'Timeout of the user core cache.' },
+      { key: 'CaseInsensitiveUsername', type: 's', inactive: true, meaning: 'Case sensitivity of user names (set false for case-insensitive JDBC stores).' },
+      { key: 'AnonymousBind', type: 's', inactive: true, meaning: 'Bind anonymously (present in the sample only).' },
+      { key: 'IsBulkImportSupported', type: 's', inactive: true, meaning: 'Bulk user import (present in the sample only).' },
+      { key: 'EmptyRolesAllowed', type: 's', inactive: true, meaning: 'Roles without users allowed (present in the sample only).' },
+      { key: 'StartTLSEnabled', type: 's', inactive: true, meaning: 'STARTTLS on the directory connection (present in the sample only).' },
+      { key: 'defaultRealmName', type: 's', inactive: true, meaning: 'Default realm name (present in the sample only).' },
+      { key: 'ConnectionRetryDelay', type: 's', inactive: true, meaning: 'Delay between connection retries (present in the sample only).' },
     ],
   },
 

@@ -15,7 +15,8 @@ function keyStoreKeys(what: string): KeyDef[] {
     { key: 'file_name', type: 's', format: 'path', meaning: `${what} file (relative paths from the configuration file's directory).` },
     { key: 'type', type: 's', default: 'JKS', allowed: STORE_TYPES, caseInsensitive: true, meaning: 'Key store type.' },
     { key: 'password', type: 's', secret: true, defaultText: 'the store reader\'s default (<KEYSTORE_PASSWORD>)', meaning: 'Key store password.' },
-    { key: 'alias', type: 's', meaning: 'Alias of the private key.' },
+    // Not copied: the transports' key stores have no alias key; a JKS store's first key entry serves (docs/tls.md).
+    { key: 'alias', type: 's', inactive: true, meaning: 'Alias of the private key.' },
     { key: 'key_password', type: 's', secret: true, defaultText: 'the key store password', meaning: 'Private key password.' },
   ];
 }

@@ -29,8 +29,9 @@ export const THROUGHWAY_SECTIONS: readonly SectionDef[] = [
       { key: 'apis_dir', type: 's', format: 'path', default: 'apis', meaning: 'Directory of API definitions.' },
       { key: 'fault_templates_file', type: 's', format: 'path', default: 'fault-templates.toml', meaning: 'Fault response templates file.' },
       { key: 'access_log_file', type: 's', format: 'path', default: 'logs/http_access.log', meaning: 'HTTP access log file, written when http_access_log.enabled is true and useLogger is false.' },
-      { key: 'trusted_proxies', type: 'a', default: [], meaning: 'Addresses and CIDR ranges of proxies in front of the gateway (e.g. ["10.0.0.0/8", "::1"]). Only from these peers are X-Forwarded-For (appended to), X-Forwarded-Proto, X-Forwarded-Host, Forwarded and X-Real-IP kept, and the client address (throttling, blocking, logs) is the right-most X-Forwarded-For entry that is not a trusted proxy; from any other peer these fields are replaced (docs/security.md).' },
+      { key: 'trusted_proxies', type: 'a', format: 'cidr', default: [], meaning: 'Addresses and CIDR ranges of proxies in front of the gateway (e.g. ["10.0.0.0/8", "::1"]). Only from these peers are X-Forwarded-For (appended to), X-Forwarded-Proto, X-Forwarded-Host, Forwarded and X-Real-IP kept, and the client address (throttling, blocking, logs) is the right-most X-Forwarded-For entry that is not a trusted proxy; from any other peer these fields are replaced (docs/security.md).' },
       { key: 'body_timeout', type: 's', format: 'duration', unit: 'ms', default: 600000, min: 0, meaning: 'A request body must arrive whole within this from the end of its head, however steadily it trickles (0: no deadline); else 408 with fault 103162 and the connection closes.' },
+      { key: 'max_interim_responses', type: 'i', default: 10, min: 0, max: 1000, meaning: 'Most 1xx interim responses (100 Continue, 102, 103 Early Hints) a backend may send before the final response to one request, each relayed to HTTP/1.1 clients. One more is fault 103163 (502): the backend connection is closed and the client gets the fault. Apache httpd stops at 10 as well.' },
     ],
   },
   {
@@ -46,6 +47,7 @@ export const THROUGHWAY_SECTIONS: readonly SectionDef[] = [
       { key: 'worker_heap_mb', type: 'i', default: 256, min: 32, meaning: 'Heap limit (old generation, MiB) of each mediation worker thread; a script that allocates past it ends its worker: fault 103067.' },
       { key: 'thread_cap', type: 'i', default: 0, min: 0, meaning: 'Most mediation worker threads, whatever [mediation] engine.max_threads and core_threads say (their defaults, 100 and 20, size a Java thread pool that also waits on I/O); 0: one per CPU core (os.availableParallelism()). The pool does CPU-bound work only, so threads beyond the cores add memory and contention, not throughput.' },
       { key: 'thread_idle_timeout', type: 's', format: 'duration', unit: 'ms', default: 60000, min: 0, meaning: 'A worker thread above engine.core_threads that has been idle this long is stopped; until then it is kept for the next burst (starting a thread costs tens of ms).' },
+      { key: 'script_dirs', type: 'a', default: [], meaning: 'Directories besides the configuration directory that API [mediation] scripts may be in (relative paths from the configuration directory). A script whose real path, links resolved, is in neither is refused at deploy with API_SCRIPT_PATH (docs/mediation.md).' },
     ],
   },
   {

@@ -6,6 +6,7 @@
  */
 import { ApiCode, fault } from '../../faults';
 import { isRefusal, type AuthResult, type Security } from '../../security';
+import { missingScope } from '../../graphql';
 import { CONTINUE, stop, type CallContext, type Outcome } from './context';
 
 export function authenticationPhase(ctx: CallContext): Outcome | Promise<Outcome> {
@@ -28,6 +29,12 @@ export function authenticationPhase(ctx: CallContext): Outcome | Promise<Outcome
 function admitted(ctx: CallContext, r: AuthResult): Outcome {
   if (isRefusal(r)) return stop(r);
   const auth = r.auth;
+  const gq = ctx.graphql;
+  if (gq !== undefined && gq.rules.length > 0) {
+    // A GraphQL query needs a scope of every field it selects that lists some (docs/graphql.md).
+    const miss = missingScope(gq.rules, auth.scopes);
+    if (miss !== undefined) return stop(fault(ApiCode.INVALID_SCOPE, { scope: miss.scopes.join(' '), description: `the access token lacks the scope the ${miss.type.toLowerCase()} field ${miss.name} requires: ${miss.scopes.join(' or ')}` }));
+  }
   ctx.auth = auth;
   ctx.keyType = auth.keyType;
   if (r.jwt !== undefined) {

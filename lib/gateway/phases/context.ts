@@ -11,6 +11,7 @@ import type { GatewayRuntime } from '../runtime';
 import type { EndpointRuntime } from '../endpoints';
 import type { AuthContext, KeyType } from '../../security/auth-context';
 import type { CallTrace } from '../hooks';
+import type { Operation, OperationRule } from '../../graphql';
 
 export type { KeyType };
 
@@ -45,6 +46,8 @@ export class CallContext implements MatchTarget {
   /** The fields for the backend (undefined: the client's, unchanged). */
   outHeaders: readonly string[] | undefined = undefined;
   endpoint: EndpointRuntime | undefined = undefined;
+  /** GraphQL APIs: the operation the query runs and its fields' rules (the route phase, docs/graphql.md). */
+  graphql: { readonly operation: Operation; readonly rules: readonly OperationRule[] } | undefined = undefined;
   /** The call's trace when tracing is on (an observer's, docs/tracing.md); undefined otherwise. */
   trace: CallTrace | undefined = undefined;
   /** Per-call data of an embedder's custom phases (lib/embed/phases.ts); the gateway never reads it. */

@@ -13,6 +13,9 @@ import { CONTINUE, finish, type CallContext, type Outcome } from './context';
 export function mediationPhase(ctx: CallContext): Outcome | Promise<Outcome> {
   const m = ctx.rt.mediation;
   if (m === undefined) return CONTINUE;
+  // A GraphQL query's body was gathered and its JSON read by the route phase (docs/graphql.md): global
+  // payload validation has nothing left to check, and a GraphQL API has no [mediation] table.
+  if (ctx.graphql !== undefined) return CONTINUE;
   const def = (ctx.api as CompiledApi).def;
   const am = def.mediation;
   if (m.mediatesResponse(am)) {

@@ -1,10 +1,12 @@
 /**
  * The route phase: the API and resource of a call (404 / 405 / 900906), from the route table of the
- * call's runtime (router.ts). Targets with dot segments are refused.
+ * call's runtime (router.ts). Targets with dot segments are refused. On a GraphQL API the operation of
+ * the query is found too (graphql.ts): synchronous for GET, a Promise while a POST body is gathered.
  */
 import { ApiCode, GatewayOwnCode, fault } from '../../faults';
 import { Match, matchResource, methodsFor } from '../router';
 import { CONTINUE, stop, type CallContext, type Outcome } from './context';
+import { graphqlQuery } from './graphql';
 
 /** Index where the path of an absolute-form target starts (RFC 9112 §3.2.2), or -1. */
 function absolutePathStart(url: string): number {
@@ -39,7 +41,7 @@ export function hasDotSegment(path: string): boolean {
   return false;
 }
 
-export function routePhase(ctx: CallContext): Outcome {
+export function routePhase(ctx: CallContext): Outcome | Promise<Outcome> {
   let url = ctx.req.url;
   if (url.charCodeAt(0) !== 47) {
     const start = absolutePathStart(url);
@@ -59,7 +61,8 @@ export function routePhase(ctx: CallContext): Outcome {
   const method = ctx.req.method;
   switch (matchResource(api, ctx.rest, method, ctx)) {
     case Match.OK:
-      return CONTINUE;
+      // A GraphQL API's resources are its operations: the query says which (docs/graphql.md).
+      return api.def.graphql === undefined ? CONTINUE : graphqlQuery(ctx, api.def.graphql);
     case Match.METHOD:
       if (method === 'OPTIONS') {
         // Answered by the CORS phase (preflight) or with the Allow list: OPTIONS asks what is allowed.

@@ -1,14 +1,17 @@
 /**
- * The send phase, always last: the endpoint of the call's key type, its suspension, and the forward
- * decision the transport carries out (WebSocket APIs only by handshake, RFC 6455 §4.1).
+ * The send phase, always last: the endpoint of the call's key type, its suspension, the backend's
+ * credentials when the endpoint declares them (backend-auth.ts), and the forward decision the transport
+ * carries out (WebSocket APIs only by handshake, RFC 6455 §4.1).
  */
 import type { ForwardDecision, WebSocketHooks } from '../../transport/types';
 import { ApiCode, GatewayOwnCode, fault } from '../../faults';
 import type { CompiledApi } from '../router';
 import { isWebSocketHandshake } from '../websocket';
 import { stop, type CallContext, type Outcome } from './context';
+import { securedForward } from './backend-auth';
+import { subscriptionHooks } from './graphql';
 
-export function sendPhase(ctx: CallContext): Outcome {
+export function sendPhase(ctx: CallContext): Outcome | Promise<Outcome> {
   const api = ctx.api as CompiledApi;
   const ep = ctx.keyType === 'SANDBOX' ? api.sandbox : api.production;
   if (ep === undefined) {
@@ -37,9 +40,16 @@ export function sendPhase(ctx: CallContext): Outcome {
   if (api.def.type === 'WS') {
     // A WebSocket API is reached only by handshakes (RFC 6455 §4.1); 103083 otherwise.
     if (!isWebSocketHandshake(ctx.req)) return stop(fault(GatewayOwnCode.WEBSOCKET_UPGRADE_REQUIRED));
-    return { forward: { ...forward, websocket: ctx.websocket ?? NO_HOOKS } };
+    const ws = { ...forward, websocket: ctx.websocket ?? NO_HOOKS };
+    return ep.auth === undefined ? { forward: ws } : securedForward(ctx, ep.auth, ws, false);
   }
-  return { forward };
+  // A GraphQL API's subscriptions: graphql-transport-ws over a handshake to the same context (docs/graphql.md).
+  const gq = api.def.graphql;
+  if (gq !== undefined && isWebSocketHandshake(ctx.req)) {
+    const ws = { ...forward, websocket: subscriptionHooks(ctx, gq, ctx.websocket) };
+    return ep.auth === undefined ? { forward: ws } : securedForward(ctx, ep.auth, ws, false);
+  }
+  return ep.auth === undefined ? { forward } : securedForward(ctx, ep.auth, forward, true);
 }
 
 const NO_HOOKS: WebSocketHooks = Object.freeze({});

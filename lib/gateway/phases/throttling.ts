@@ -6,11 +6,13 @@
  * The reference sends none of these; they describe the most restrictive limit the call was counted
  * against, and are absent when every level is unlimited.
  */
-import { ApiCode, fault, type GatewayCode } from '../../faults';
+import { ApiCode, GatewayOwnCode, fault, type FaultValue, type GatewayCode } from '../../faults';
 import type { CompiledApi } from '../router';
 import type { WebSocketHooks } from '../../transport/types';
-import type { ThrottleCall } from '../../throttle/engine';
+import type { ThrottleCall, ThrottleIdentity } from '../../throttle/engine';
 import type { Throttle } from '../../throttle';
+import type { Operation, OperationRule } from '../../graphql';
+import { isWebSocketHandshake } from '../websocket';
 import type { CallContext, Outcome } from './context';
 
 const BLOCKED_BY: Record<string, string> = {
@@ -33,7 +35,12 @@ export function throttlingPhase(ctx: CallContext): Outcome {
   const unauthenticatedPolicy = res?.unauthenticatedPolicy ?? def.unauthenticatedPolicy ?? 'Unauthenticated';
   // An open resource carries the shared NO_AUTH context (kind 'none'): counted like no authentication.
   const open = ctx.auth === undefined || ctx.auth.kind === 'none';
-  if (open && def.policy === undefined && res?.policy === undefined && maxTps === undefined && th.engine.nothingToCount(unauthenticatedPolicy)) return undefined;
+  if (ctx.graphql !== undefined && !open) {
+    const limited = tierLimits(th, ctx.graphql.operation, (ctx.auth as ThrottleIdentity).subscriptionTier);
+    if (limited !== undefined) return { fault: limited };
+  }
+  const fieldPolicies = ctx.graphql === undefined ? undefined : graphqlPolicies(ctx.graphql.operation.type, ctx.graphql.rules);
+  if (open && def.policy === undefined && res?.policy === undefined && fieldPolicies === undefined && maxTps === undefined && th.engine.nothingToCount(unauthenticatedPolicy)) return undefined;
   const call: ThrottleCall = {
     ip: req.remoteAddress,
     apiPath: api.path,
@@ -48,6 +55,7 @@ export function throttlingPhase(ctx: CallContext): Outcome {
     headers: req.headers,
     query: ctx.query,
     bytes: req.contentLength > 0 ? req.contentLength : 0,
+    ...(fieldPolicies !== undefined ? { fieldPolicies } : {}),
     endpointKey: maxTps === undefined ? undefined : `${api.id}|${ctx.keyType}`,
     maxTps,
   };
@@ -55,12 +63,28 @@ export function throttlingPhase(ctx: CallContext): Outcome {
   if (v.limit >= 0) ctx.rateLimitFields = ['RateLimit-Limit', String(v.limit), 'RateLimit-Remaining', String(v.remaining), 'RateLimit-Reset', String(Math.ceil(v.resetMs / 1000))];
   if (v.code === 0) {
     // A WebSocket API reaches send only with a handshake (103083 otherwise): its frames are counted too.
-    if (def.type === 'WS') ctx.websocket = frameThrottle(th, call);
+    if (def.type === 'WS' || (def.type === 'GRAPHQL' && isWebSocketHandshake(req))) ctx.websocket = frameThrottle(th, call);
     return undefined;
   }
   th.refused.set(v.code, (th.refused.get(v.code) ?? 0) + 1);
   if (v.code === ApiCode.BLOCKED) return { fault: fault(ApiCode.BLOCKED, { description: BLOCKED_BY[v.blockedBy ?? ''] ?? 'Blocked by a blocking condition' }) };
   return { fault: fault(v.code as GatewayCode, { retryAfterMs: v.retryAfterMs }) };
+}
+
+/** A GraphQL query over its subscription tier's depth or complexity (graphql_max_depth, graphql_max_complexity; docs/graphql.md). */
+export function tierLimits(th: Throttle, op: Operation, tier: string): FaultValue | undefined {
+  const sp = th.policies().subscription.get(tier);
+  if (sp === undefined) return undefined;
+  if (sp.graphqlMaxDepth !== undefined && op.depth > sp.graphqlMaxDepth) return fault(GatewayOwnCode.GRAPHQL_TOO_DEEP, { description: `the query is ${op.depth} levels deep; the subscription tier ${tier} allows ${sp.graphqlMaxDepth}` });
+  if (sp.graphqlMaxComplexity !== undefined && op.complexity > sp.graphqlMaxComplexity) return fault(GatewayOwnCode.GRAPHQL_TOO_COMPLEX, { description: `the query's complexity is ${op.complexity}; the subscription tier ${tier} allows ${sp.graphqlMaxComplexity}` });
+  return undefined;
+}
+
+/** The policies of a GraphQL query's fields, keyed "QUERY name" (docs/graphql.md); undefined: none has one. */
+function graphqlPolicies(type: string, rules: readonly OperationRule[]): (readonly [string, string])[] | undefined {
+  let out: (readonly [string, string])[] | undefined;
+  for (const r of rules) if (r.policy !== undefined) (out ??= []).push([`${type} ${r.name}`, r.policy]);
+  return out;
 }
 
 /**

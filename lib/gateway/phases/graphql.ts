@@ -1,0 +1,92 @@
+/**
+ * GraphQL APIs in the route phase (docs/graphql.md): the query of a call is read the GraphQL-over-HTTP
+ * way (GET query string, POST body gathered up to the API's max_query_bytes), analysed against the API's
+ * schema by lib/graphql, and the operation put on the call (`ctx.graphql`) for the authentication phase
+ * (each field's scopes) and the throttling phase (each field's policy). Refusals are the route phase's
+ * faults: 900422 (syntax, spec 002 part 7) and the 103180–103199 block. The request is forwarded unchanged:
+ * a gathered body is the one the transport sends.
+ */
+import { ApiCode, GatewayOwnCode, fault, type GatewayCode } from '../../faults';
+import { missingScope, rulesOf, type AnalysisFailure } from '../../graphql';
+import { fromBody, fromQueryString, socketMessage, type RequestRead } from '../../graphql/request';
+import type { ClientMessageVerdict, WebSocketHooks } from '../../transport/types';
+import { headerValue } from '../../mediation';
+import type { GraphqlApi } from '../apis';
+import { isWebSocketHandshake } from '../websocket';
+import { CONTINUE, stop, type CallContext, type Outcome } from './context';
+import { tierLimits } from './throttling';
+
+const FAILURE_CODE: Readonly<Record<AnalysisFailure['kind'], GatewayCode>> = {
+  syntax: ApiCode.INVALID_GRAPHQL_QUERY,
+  invalid: GatewayOwnCode.GRAPHQL_INVALID,
+  operation: GatewayOwnCode.GRAPHQL_BAD_REQUEST,
+  introspection: GatewayOwnCode.GRAPHQL_INTROSPECTION,
+  depth: GatewayOwnCode.GRAPHQL_TOO_DEEP,
+  complexity: GatewayOwnCode.GRAPHQL_TOO_COMPLEX,
+};
+
+/** The query of a call to a GraphQL API: CONTINUE with `ctx.graphql` set, or the fault. */
+export function graphqlQuery(ctx: CallContext, gq: GraphqlApi): Outcome | Promise<Outcome> {
+  const req = ctx.req;
+  const method = req.method;
+  // A preflight asks nothing of the schema; a handshake opens a graphql-transport-ws tunnel (docs/graphql.md).
+  if (method === 'OPTIONS' || isWebSocketHandshake(req)) return CONTINUE;
+  if (method === 'GET' || method === 'HEAD') {
+    if (ctx.query.length > gq.maxQueryBytes) return stop(fault(GatewayOwnCode.GRAPHQL_TOO_LARGE, { description: `The query string (${ctx.query.length} bytes) is larger than the API's max_query_bytes (${gq.maxQueryBytes})` }));
+    return decide(ctx, gq, fromQueryString(ctx.query), false);
+  }
+  if (method !== 'POST') return CONTINUE;
+  if (req.readBody === undefined) return stop(fault(GatewayOwnCode.GRAPHQL_BAD_REQUEST, { description: 'The transport serving this call cannot hand over request bodies' }));
+  return req.readBody(gq.maxQueryBytes).then((read) => {
+    if (read.ok) return decide(ctx, gq, fromBody(headerValue(req.headers, 'content-type'), read.body), true);
+    if (read.reason === 'too_large') return stop(fault(GatewayOwnCode.GRAPHQL_TOO_LARGE, { description: `The request body (${read.size} bytes or more) is larger than the API's max_query_bytes (${gq.maxQueryBytes})` }));
+    return stop(fault(GatewayOwnCode.GRAPHQL_BAD_REQUEST, { description: 'The request body could not be read' }));
+  });
+}
+
+function decide(ctx: CallContext, gq: GraphqlApi, r: RequestRead, post: boolean): Outcome {
+  if (!r.ok) return stop(fault(GatewayOwnCode.GRAPHQL_BAD_REQUEST, { description: r.message }));
+  const a = gq.cache.analyse(gq.schema, r.request, gq.limits);
+  if (!a.ok) return stop(fault(FAILURE_CODE[a.kind], { description: a.message }));
+  const op = a.operation;
+  // GraphQL over HTTP: a mutation by GET is 405; subscriptions are the WebSocket's (graphql-transport-ws).
+  if (op.type === 'MUTATION' && !post) return stop(fault(GatewayOwnCode.GRAPHQL_MUTATION_BY_GET, { allow: 'POST' }));
+  if (op.type === 'SUBSCRIPTION') return stop(fault(GatewayOwnCode.GRAPHQL_SUBSCRIPTION_BY_HTTP));
+  ctx.graphql = { operation: op, rules: rulesOf(op, gq.rules) };
+  return CONTINUE;
+}
+
+/** graphql-transport-ws close codes (GraphQL over WebSocket, "Subscribe"): invalid message. */
+const CLOSE_BAD_MESSAGE = 4400;
+
+/**
+ * The tunnel hooks of a GraphQL API's WebSocket handshake (docs/graphql.md): each `subscribe` message
+ * the client sends is checked like a query (syntax, schema, introspection, depth, complexity, its
+ * subscription tier's GraphQL limits, the fields' scopes against the handshake's token) before the
+ * backend sees it. A refused one is answered
+ * with an `error` message for its id, whose payload carries the fault's code and description; a message
+ * that is not the protocol's closes the socket with 4400. Other messages pass unread.
+ */
+export function subscriptionHooks(ctx: CallContext, gq: GraphqlApi, frames: WebSocketHooks | undefined): WebSocketHooks {
+  const auth = ctx.auth;
+  const scopes = auth?.scopes ?? [];
+  const refuse = (id: string, code: number, message: string): ClientMessageVerdict => ({ reply: JSON.stringify({ id, type: 'error', payload: [{ message, extensions: { code } }] }) });
+  return {
+    ...frames,
+    maxClientMessage: gq.maxQueryBytes + 14,
+    onClientMessage(text: string): ClientMessageVerdict {
+      const m = socketMessage(text);
+      if (m.type === 'other') return undefined;
+      if (m.type === 'invalid') return { close: CLOSE_BAD_MESSAGE, reason: m.message };
+      if (!m.request.ok) return refuse(m.id, GatewayOwnCode.GRAPHQL_BAD_REQUEST, m.request.message);
+      const a = gq.cache.analyse(gq.schema, m.request.request, gq.limits);
+      if (!a.ok) return refuse(m.id, FAILURE_CODE[a.kind], a.message);
+      const th = ctx.rt.throttle;
+      const tier = auth !== undefined && auth.kind !== 'none' && th !== undefined ? tierLimits(th, a.operation, auth.subscriptionTier) : undefined;
+      if (tier !== undefined) return refuse(m.id, tier.def.code, tier.description ?? tier.def.description);
+      const miss = missingScope(rulesOf(a.operation, gq.rules), scopes);
+      if (miss !== undefined) return refuse(m.id, ApiCode.INVALID_SCOPE, `the access token lacks the scope the ${miss.type.toLowerCase()} field ${miss.name} requires: ${miss.scopes.join(' or ')}`);
+      return undefined;
+    },
+  };
+}
