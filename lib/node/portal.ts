@@ -3,19 +3,24 @@
  * the key manager's management ports, where the role runs them (lib/scale/settings.ts ROLE_PARTS:
  * default both, api-devportal and api-publisher one each), with their OAuth clients registered.
  */
+import { gatewayEnvironments } from '../gateway/environments';
 import { gatewaySettingsFrom } from '../gateway/settings';
 import { createPortal } from '../portal';
 import { loadPolicies } from '../throttle/policies';
 import { policyOptionsOf, throttleSettingsFrom } from '../throttle/settings';
 import type { Boot } from './boot';
 
-/** Gateway base URLs: [[apim.gateway.environment]] http_endpoint, else this node's gateway listener. */
+/**
+ * Gateway base URLs: the configured [[apim.gateway.environment]] entries with display_in_api_console
+ * (lib/gateway/environments.ts resolves their URLs), HTTP first (try-it calls the first); none
+ * configured: this node's gateway HTTP listener, as it listens.
+ */
 function gatewayUrls(b: Boot): { name: string; url: string }[] {
   const out: { name: string; url: string }[] = [];
-  for (const env of b.config.apim.gateway.environment) {
-    if (!env.display_in_api_console) continue;
-    if (env.http_endpoint !== undefined) out.push({ name: env.name, url: env.http_endpoint });
-  }
+  const shown = new Map(b.config.apim.gateway.environment.map((e) => [e.name, e.display_in_api_console]));
+  const envs = gatewayEnvironments(b.config, b.ports).filter((e) => e.configured && shown.get(e.name) !== false);
+  for (const e of envs) if (e.http !== undefined) out.push({ name: `${e.name} (HTTP)`, url: e.http });
+  for (const e of envs) if (e.https !== undefined) out.push({ name: `${e.name} (HTTPS)`, url: e.https });
   if (out.length === 0 && b.listening.gateway !== undefined) out.push({ name: 'Gateway (HTTP)', url: `http://${b.eph ? '127.0.0.1' : b.config.server.hostname}:${b.listening.gateway}` });
   return out;
 }

@@ -123,3 +123,14 @@ t.test('on the management HTTPS port the session cookie is Secure', async (t) =>
   t.match(r.location, /^\/oauth2\/authorize\?.*redirect_uri=https%3A%2F%2F127\.0\.0\.1%3A\d+%2Fdevportal%2Fcallback/, 'the HTTPS client and callback');
   t.match(r.location, /code_challenge_method=S256/, 'PKCE S256');
 });
+
+t.test('the catalogue shows the configured gateway environments that ask to be shown', async (t) => {
+  const { PORTAL_TOML } = await import('./helpers');
+  const node = await startPortalNode(`${PORTAL_TOML}[[apim.gateway.environment]]\nname = "Edge"\nhttp_endpoint = "http://gw.example:8280"\nhttps_endpoint = "https://gw.example:8243"\n[[apim.gateway.environment]]\nname = "Hidden"\ndisplay_in_api_console = false\nhttp_endpoint = "http://hidden.example:8280"\n`);
+  t.teardown(() => node.close());
+  const page = await get(`${node.base}/devportal/apis/demo.toml`);
+  t.equal(page.status, 200);
+  t.match(page.text, /Edge \(HTTP\): <code>http:\/\/gw\.example:8280\/pizzashack\/1\.0\.0<\/code>/);
+  t.match(page.text, /Edge \(HTTPS\): <code>https:\/\/gw\.example:8243\/pizzashack\/1\.0\.0<\/code>/);
+  t.notMatch(page.text, /hidden\.example/, 'display_in_api_console = false is not shown');
+});
