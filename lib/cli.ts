@@ -274,10 +274,10 @@ async function start(p: Parsed, io: CliIo): Promise<number> {
     io.err(`not starting: ${plural(errors, 'configuration error')}\n`);
     return 1;
   }
-  // api-publisher and api-devportal (spec 000, part 1.1) are not built: say so rather than half-work.
+  // A role marked not built (lib/scale/settings.ts ROLE_PARTS; none today): say so rather than half-work.
   const role = result.config.server.server_role;
   if (roleParts(role).notBuilt) {
-    io.err(`throughway: server.server_role = "${role}" is not built by throughway; it runs the roles default, gateway-worker, api-key-manager and traffic-manager (docs/scale-out.md)\n`);
+    io.err(`throughway: server.server_role = "${role}" is not built by throughway (docs/scale-out.md)\n`);
     return 2;
   }
   // lib/node/ is the boot entry point; loaded lazily so `config` commands never pull in the runtime.

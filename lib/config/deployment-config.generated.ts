@@ -156,7 +156,7 @@ export interface ApimGatewayEnvironmentSection {
   readonly name: string;
   /** Which tokens the environment serves. Default: "hybrid". */
   readonly type: "production" | "sandbox" | "hybrid";
-  /** Show the environment under 'Try it' in the developer portal console. Default: true. Accepted; throughway does not act on it. */
+  /** Show the environment under 'Try it' in the developer portal console. Default: true. */
   readonly display_in_api_console: boolean;
   /** Description of the environment. Default: "This is a hybrid gateway that handles both production and sandbox token traffic.". */
   readonly description: string;
@@ -376,29 +376,29 @@ export interface SecurityAuditSection {
   readonly base_url?: string;
 }
 
-/** Developer portal ([apim.devportal], spec 000); accepted, not run by throughway. */
+/** Developer portal ([apim.devportal], spec 000). */
 export interface ApimDevportalSection {
-  /** Public URL of the developer portal. Default: "https://localhost:9443/devportal". */
+  /** Public URL of the developer portal. Default: "https://localhost:9443/devportal". Accepted; throughway does not act on it. */
   readonly url: string;
-  /** Share applications by claim. Default: false. */
+  /** Share applications by claim. Default: false. Accepted; throughway does not act on it. */
   readonly enable_application_sharing: boolean;
-  /** default or saml; saml extracts groups from the SAML response. Default: undefined (behaves as default). */
+  /** default or saml; saml extracts groups from the SAML response. Default: undefined (behaves as default). Accepted; throughway does not act on it. */
   readonly application_sharing_type?: "default" | "saml";
-  /** Custom class; wins over the type when both are set. Default: depends on type. */
+  /** Custom class; wins over the type when both are set. Default: depends on type. Accepted; throughway does not act on it. */
   readonly application_sharing_impl?: string;
-  /** Claim used to group applications. Default: vendor claim URI for organization. */
+  /** Claim used to group applications. Default: vendor claim URI for organization. Accepted; throughway does not act on it. */
   readonly application_sharing_claim?: string;
-  /** User names are case-insensitive at login. Default: true. */
+  /** User names are case-insensitive at login. Default: true. Accepted; throughway does not act on it. */
   readonly login_username_case_insensitive: boolean;
   /** List all versions of an API. Default: false. */
   readonly display_multiple_versions: boolean;
   /** List deprecated APIs. Default: false. */
   readonly display_deprecated_apis: boolean;
-  /** Allow comments on APIs. Default: true. */
+  /** Allow comments on APIs. Default: true. Accepted; throughway does not act on it. */
   readonly enable_comments: boolean;
-  /** Allow star ratings. Default: true. */
+  /** Allow star ratings. Default: true. Accepted; throughway does not act on it. */
   readonly enable_ratings: boolean;
-  /** Enable the forum. Default: true. */
+  /** Enable the forum. Default: true. Accepted; throughway does not act on it. */
   readonly enable_forum: boolean;
 }
 

@@ -329,6 +329,13 @@ async function step(ctx: RouteContext, req: http.IncomingMessage, res: http.Serv
     const scope = await ctx.oauth.resolveScope(p.scope, { roles: user.roles, applicationId: p.applicationId });
     p.user = { username: user.username, scope, authTime: Math.floor(now / 1000) };
     ctx.logger.log('info', 'sign_in', { client_id: p.clientId, username: user.username, address });
+    // A first-party client (the server's own consoles, lib/portal) asks for nothing beyond the sign-in.
+    if (ctx.firstParty?.has(p.clientId) === true) {
+      const code = ctx.oauth.codes.addCode(p, p.user, now);
+      ctx.logger.log('info', 'authorization_code_issued', { client_id: p.clientId, sub: p.user.username, scope: p.user.scope });
+      back({ code });
+      return;
+    }
     sendPage(res, 200, consentPage({ clientName: p.clientName, username: user.username, scopes: scope === 'default' ? [] : scope.split(' '), authz: p.id, csrf: p.csrf }));
     return;
   }

@@ -16,6 +16,8 @@
  *   GET  /health                                liveness of the store (the checkers' report when
  *                                               [server_health_check] enable: lib/observability)
  *   GET  /health/live, /metrics                 lib/observability/routes.ts (`ops`), asked first
+ *   /devportal, /publisher                      the web consoles (lib/portal) when mounted (`site`), asked
+ *                                               after `ops`
  *
  * Clients authenticate the same way on token, revoke and introspect (lib/keymanager/client-auth.ts).
  * Request bodies are read up to 64 KiB. Token responses carry Cache-Control: no-store (RFC 6749 §5.1).
@@ -54,7 +56,14 @@ export interface RouteContext {
   readonly ops?: OpsHandler;
   /** The API files and policies this control plane serves to gateway-workers (lib/scale/deployments.ts). */
   readonly deployments?: (labels?: readonly string[]) => Deployments;
+  /** Pages served on the same port (the web consoles, lib/portal): true when it answered. */
+  readonly site?: SiteHandler;
+  /** First-party clients (the consoles): signed-in users are not asked for consent (authorize.ts). */
+  readonly firstParty?: ReadonlySet<string>;
 }
+
+/** A handler of more routes on the management port; resolves true when it answered the request. */
+export type SiteHandler = (req: http.IncomingMessage, res: http.ServerResponse, path: string, url: URL) => Promise<boolean>;
 
 export function readBody(req: http.IncomingMessage): Promise<Buffer> {
   return new Promise((resolve, reject) => {
@@ -211,6 +220,7 @@ export function createHandler(ctx: RouteContext): (req: http.IncomingMessage, re
     const p = url.pathname.replace(/\/+$/, '') || '/';
     const method = req.method ?? 'GET';
     if (ctx.ops !== undefined && (await ctx.ops(req, res, p))) return;
+    if (ctx.site !== undefined && (await ctx.site(req, res, p, url))) return;
     const onlyPost = (): void => {
       if (method !== 'POST') throw new OAuthError('invalid_request', `${p} takes POST`, { status: 405, headers: { Allow: 'POST' } });
     };

@@ -21,7 +21,7 @@ import { checkUserStore, openUserStore, type UserStore } from '../store/users';
 import type { OpsHandler } from '../events/observed';
 import type { Deployments } from '../scale/deployments';
 import { AuthorizationCodes, type ApiScope } from './authorize';
-import { createHandler, oauthCall, type RouteContext } from './http';
+import { createHandler, oauthCall, type RouteContext, type SiteHandler } from './http';
 import type { OAuthAnswer, OAuthCall } from '../gateway/token-route';
 import { KeyRingError, KeySealer, openKeyRing, type ExternalKey, type KeyRing } from './keys';
 import { LoginGuard, lockoutSettings } from './lockout';
@@ -68,6 +68,11 @@ export interface KeyManager {
    * then bind to loopback only (lib/keymanager/listener.ts).
    */
   readonly loopbackOnly: boolean;
+  /**
+   * Serves more routes on both management ports (the web consoles, lib/portal), asked after the
+   * operations routes; `firstParty` clients skip the consent page.
+   */
+  mount(site: SiteHandler, firstParty: ReadonlySet<string>): void;
   /** Where the listeners are bound (undefined: not listening). */
   addresses(): { readonly http: AddressInfo | undefined; readonly https: AddressInfo | undefined };
   /** Opens the management HTTP port (default: ports.managementHttp), with the limits of listener.ts. */
@@ -169,6 +174,10 @@ export async function createKeyManager(o: KeyManagerOptions): Promise<KeyManager
     get loopbackOnly() {
       return loopbackOnly;
     },
+    mount(site, firstParty) {
+      ctx.site = site;
+      ctx.firstParty = firstParty;
+    },
     addresses() {
       return { http: server?.address() as AddressInfo | undefined, https: secureServer?.address() as AddressInfo | undefined };
     },
@@ -231,4 +240,5 @@ export async function createKeyManager(o: KeyManagerOptions): Promise<KeyManager
 }
 
 export { createEventBus } from '../events/bus';
+export type { SiteHandler } from './http';
 export { openStore } from '../store/open';

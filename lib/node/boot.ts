@@ -114,7 +114,7 @@ export interface Boot {
   reloadTls: () => { readonly ok: boolean; readonly error?: string };
 }
 
-/** A role throughway does not build (api-publisher, api-devportal): the CLI exits with status 2. */
+/** A role throughway does not build (ROLE_PARTS notBuilt; none today): the CLI exits with status 2. */
 export class RoleNotBuiltError extends Error {
   readonly code = 'ROLE_NOT_BUILT';
 }
@@ -139,7 +139,7 @@ export function createBoot(loaded: LoadResult, options: StartOptions): Boot {
     parts: cl.role === 'primary' ? { ...configured.parts, gateway: false } : { ...configured.parts, keyManager: false },
     controlPlane: cl.controlPlane ?? configured.controlPlane,
   };
-  if (scale.parts.notBuilt) throw new RoleNotBuiltError(`server.server_role = "${role}" is not built by throughway (roles: default, gateway-worker, api-key-manager, traffic-manager; docs/scale-out.md)`);
+  if (scale.parts.notBuilt) throw new RoleNotBuiltError(`server.server_role = "${role}" is not built by throughway (docs/scale-out.md)`);
   log(`throughway node: role ${role}, host ${config.server.hostname}, offset ${ports.offset}`);
   const logger = createLogger(config.throughway.log_level as LogLevel, options.logSink ?? process.stderr);
   const opsConfig = config.throughway.operations;

@@ -10,13 +10,15 @@
  *   operations.ts     GET /metrics, /health, /health/live on the management port, the parts' checkers
  *   gateway.ts        the gateway on its HTTP port (8280 + offset; spec 002 part 4), the management HTTPS
  *                     port and the gateway's HTTPS, WS and WSS listeners (docs/tls.md)
+ *   portal.ts         the developer portal and the publisher on the management ports (docs/portal.md)
  *   signals.ts        SIGHUP (reload) and close()
  *   summary.ts        the start-up summary
  *
  * Roles (docs/scale-out.md, lib/scale/settings.ts ROLE_PARTS): `default` runs both the gateway and the key
  * manager; `api-key-manager` and `traffic-manager` the key manager and store only, `traffic-manager` with
  * the throttle decision service (so does a `default` node whose counter_store is "traffic-manager");
- * `gateway-worker` the gateway only, linked to the control plane over HTTP ([apim.key_manager]
+ * `api-devportal` and `api-publisher` the key manager and store with their web console (`default` serves
+ * both consoles; lib/portal); `gateway-worker` the gateway only, linked to the control plane over HTTP ([apim.key_manager]
  * service_url) and, with a redis:// event hub, its events. API deployments (lib/scale/deployments.ts): a
  * node with the key manager part serves its apis/ and policies file to gateway-workers (GET
  * /admin/v1/deployments, api.* and policies.updated events); a gateway-worker deploys those, for its
@@ -30,6 +32,7 @@ import { startDemo } from './demo';
 import { pullControlPlane, pullsDeployments, startDecisionService, startEventHub, startKeyManager, warnJmsUrls } from './control-plane';
 import { registerReadiness, startOpsServer } from './operations';
 import { listenerTls, startGateway, startGatewayTls, startManagementHttps } from './gateway';
+import { startPortal } from './portal';
 import { signals } from './signals';
 import { summarise } from './summary';
 
@@ -52,6 +55,7 @@ export async function startNode(loaded: LoadResult, options: StartOptions = {}):
     await startDecisionService(b);
     const t = listenerTls(b);
     await startManagementHttps(b, t);
+    await startPortal(b);
     await startGateway(b);
     if (b.gateway !== undefined) await startGatewayTls(b, b.gateway, t);
     else b.log(`  the gateway does not run for role ${b.config.server.server_role}${b.scale.parts.gateway ? ' (transport.passthru_http.listener.enable = false)' : ''}`);

@@ -17,20 +17,27 @@ export interface RoleParts {
   readonly keyManager: boolean;
   /** Not built by throughway: the CLI refuses to start with exit status 2. */
   readonly notBuilt: boolean;
+  /** The web consoles on the management ports (lib/portal, docs/portal.md). */
+  readonly consoles: { readonly devportal: boolean; readonly publisher: boolean };
 }
+
+const BOTH = { devportal: true, publisher: true } as const;
+const NONE = { devportal: false, publisher: false } as const;
 
 /**
  * spec 000, part 1.1. `traffic-manager` owns throttling policies and blocking conditions: the store-backed
  * half of the key manager serves and publishes them (admin API, events), without a gateway; the boot
  * (lib/node/control-plane.ts) adds its throttle decision service (lib/scale/traffic-manager.ts).
+ * `api-publisher` and `api-devportal` run the store-backed management server over the shared
+ * `[database.apim_db]` with their console (docs/portal.md), and no gateway.
  */
 export const ROLE_PARTS: Readonly<Record<ServerRole, RoleParts>> = Object.freeze({
-  default: { gateway: true, keyManager: true, notBuilt: false },
-  'gateway-worker': { gateway: true, keyManager: false, notBuilt: false },
-  'api-key-manager': { gateway: false, keyManager: true, notBuilt: false },
-  'traffic-manager': { gateway: false, keyManager: true, notBuilt: false },
-  'api-publisher': { gateway: false, keyManager: false, notBuilt: true },
-  'api-devportal': { gateway: false, keyManager: false, notBuilt: true },
+  default: { gateway: true, keyManager: true, notBuilt: false, consoles: BOTH },
+  'gateway-worker': { gateway: true, keyManager: false, notBuilt: false, consoles: NONE },
+  'api-key-manager': { gateway: false, keyManager: true, notBuilt: false, consoles: NONE },
+  'traffic-manager': { gateway: false, keyManager: true, notBuilt: false, consoles: NONE },
+  'api-publisher': { gateway: false, keyManager: true, notBuilt: false, consoles: { devportal: false, publisher: true } },
+  'api-devportal': { gateway: false, keyManager: true, notBuilt: false, consoles: { devportal: true, publisher: false } },
 });
 
 export function roleParts(role: string): RoleParts {

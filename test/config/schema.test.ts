@@ -256,11 +256,11 @@ t.test('spot checks against the spec', async (t) => {
   t.ok(section('multi_tenancy.billing.package.<package_key>.bandwidth'));
 });
 
-t.test('runs: gateway features run, portal and platform features do not', async (t) => {
-  for (const p of ['server', 'apim.jwt', 'apim.gateway.environment', 'apim.cors', 'apim.throttling', 'transport.passthru_http', 'passthru_http', 'transport.ws', 'mediation', 'oauth.grant_type.password', 'apim.transport_headers', 'throughway', 'oauth.oidc']) {
+t.test('runs: gateway features and the developer portal run, platform features do not', async (t) => {
+  for (const p of ['server', 'apim.jwt', 'apim.gateway.environment', 'apim.devportal', 'apim.cors', 'apim.throttling', 'transport.passthru_http', 'passthru_http', 'transport.ws', 'mediation', 'oauth.grant_type.password', 'apim.transport_headers', 'throughway', 'oauth.oidc']) {
     t.equal(section(p).runs, true, `[${p}] runs`);
   }
-  for (const p of ['apim.devportal', 'apim.workflow', 'apim.sdk', 'security_audit', 'apim.ai', 'apim.notifications', 'output_adapter.email', 'multi_tenancy.platform', 'indexing', 'registry_handler', 'governance', 'broker.heartbeat', 'tenant_mgt', 'transport.blocking_http', 'engine_handlers', 'apim.cache.recent_apis', 'apim.cache.publisher_roles', 'apim.cache.tags']) {
+  for (const p of ['apim.workflow', 'apim.sdk', 'security_audit', 'apim.ai', 'apim.notifications', 'output_adapter.email', 'multi_tenancy.platform', 'indexing', 'registry_handler', 'governance', 'broker.heartbeat', 'tenant_mgt', 'transport.blocking_http', 'engine_handlers', 'apim.cache.recent_apis', 'apim.cache.publisher_roles', 'apim.cache.tags']) {
     t.equal(section(p).runs, false, `[${p}] does not run`);
   }
 });

@@ -1,6 +1,6 @@
 /**
  * server.server_role on real processes (spec 000, part 1.1; docs/scale-out.md):
- * api-publisher and api-devportal refuse to start with exit status 2 and say why; api-key-manager runs
+ * api-devportal and api-publisher run the management server with their console only; api-key-manager runs
  * the management server and store and no gateway listener; gateway-worker runs the gateway only, with
  * no store, and gets the key manager's keys and snapshot over HTTP: a token issued by the key manager
  * process is accepted, an unsubscribed application refused; traffic-manager runs no gateway.
@@ -23,17 +23,24 @@ function refused(port: number): Promise<boolean> {
   });
 }
 
-for (const role of ['api-publisher', 'api-devportal']) {
-  t.test(`${role} exits with status 2 and says the role is not built`, async (t) => {
-    const p = spawnNode(nodeToml({ offset: baseOffset(1), role, channel }));
-    t.teardown(() => p.stop('SIGKILL'));
-    const code = await p.exited;
-    t.equal(code, 2, 'exit status 2');
-    t.match(p.err, new RegExp(`server\\.server_role = "${role}" is not built by throughway`));
-    t.match(p.err, /default, gateway-worker, api-key-manager and traffic-manager/);
-    t.notMatch(p.out, /gateway HTTP/, 'nothing was started');
-  });
-}
+t.test('api-devportal and api-publisher run the management server with their console, and no gateway', async (t) => {
+  for (const [i, role, served, absent] of [[0, 'api-devportal', '/devportal', '/publisher'], [1, 'api-publisher', '/publisher', '/devportal/applications']] as const) {
+    const base = baseOffset(1) + i;
+    const port = 9763 + base;
+    const p = spawnNode(nodeToml({ offset: base, role, channel }));
+    t.teardown(() => p.stop());
+    t.ok(await started(p, /Key manager: /), `${role} started:\n${p.out}\n${p.err}`);
+    t.match(p.out, new RegExp(`role ${role}`));
+    t.match(p.out, new RegExp(`${role === 'api-devportal' ? 'developer portal' : 'publisher'}\\s+https://localhost:${9443 + base}${served} \\(also http://localhost:${port}${served}\\)`), 'the start-up lines name the console');
+    t.notMatch(p.out, new RegExp(role === 'api-devportal' ? 'publisher  ' : 'developer portal'), 'and only that console');
+    t.ok(await refused(8280 + base), 'no gateway listener');
+    const page = await fetch(`http://127.0.0.1:${port}${served}`, { redirect: 'manual' });
+    t.equal(page.status, role === 'api-devportal' ? 200 : 303, `${served} is served`);
+    if (role === 'api-publisher') t.equal(page.headers.get('location'), '/devportal/login?back=%2Fpublisher', 'through the sign-in');
+    t.equal((await http(`http://127.0.0.1:${port}${absent}`)).status, 404, `${absent} is not`);
+    await p.stop();
+  }
+});
 
 t.test('api-key-manager runs the management server only; a gateway-worker gets keys and snapshot from it', async (t) => {
   const backend = await echoBackend();

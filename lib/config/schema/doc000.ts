@@ -231,12 +231,14 @@ export const DOC000_SECTIONS: readonly SectionDef[] = [
     title: 'Gateway environment',
     runs: true,
     // The endpoints, name, type, description and show_as_token_endpoint_url are the gateway URLs the start
-    // summary, `apis list` and the key manager report (lib/gateway/environments.ts); the console and
-    // publishing keys are accepted and named by `config check` as not acted on (docs/migrating.md).
+    // summary, `apis list` and the key manager report (lib/gateway/environments.ts); the developer portal
+    // shows the environments with display_in_api_console and sends try-it calls to the first http_endpoint
+    // (lib/portal, docs/portal.md); the publishing keys are accepted and named by `config check` as not
+    // acted on (docs/migrating.md).
     keys: [
       { key: 'name', type: 's', required: true, default: 'Default', meaning: 'Environment name.' },
       { key: 'type', type: 's', required: true, default: 'hybrid', allowed: ['production', 'sandbox', 'hybrid'], meaning: 'Which tokens the environment serves.' },
-      { key: 'display_in_api_console', type: 's', inactive: true, required: true, boolString: true, default: true, meaning: "Show the environment under 'Try it' in the developer portal console." },
+      { key: 'display_in_api_console', type: 's', required: true, boolString: true, default: true, meaning: "Show the environment under 'Try it' in the developer portal console." },
       { key: 'description', type: 's', required: true, default: 'This is a hybrid gateway that handles both production and sandbox token traffic.', defaultText: 'text describing a hybrid gateway for production and sandbox tokens', meaning: 'Description of the environment.' },
       { key: 'show_as_token_endpoint_url', type: 's', required: true, boolString: true, default: true, meaning: 'Used to build the sample request in the developer portal.' },
       { key: 'service_url', type: 's', inactive: true, required: true, format: 'url', default: 'https://localhost:9443/services/', meaning: 'APIs are published to this URL.' },
@@ -497,19 +499,21 @@ export const DOC000_SECTIONS: readonly SectionDef[] = [
     required: true,
     source: '000',
     title: 'Developer portal',
-    runs: false,
+    runs: true,
+    // The developer portal (lib/portal, docs/portal.md) acts on display_multiple_versions and
+    // display_deprecated_apis; the other keys are accepted and named as not acted on.
     keys: [
-      { key: 'url', type: 's', required: true, format: 'url', default: 'https://localhost:9443/devportal', meaning: 'Public URL of the developer portal.' },
-      { key: 'enable_application_sharing', type: 's', boolString: true, default: false, meaning: 'Share applications by claim.' },
-      { key: 'application_sharing_type', type: 's', allowed: ['default', 'saml'], defaultText: 'undefined (behaves as default)', meaning: 'default or saml; saml extracts groups from the SAML response.' },
-      { key: 'application_sharing_impl', type: 's', format: 'class', defaultText: 'depends on type', meaning: 'Custom class; wins over the type when both are set.' },
-      { key: 'application_sharing_claim', type: 's', defaultText: 'vendor claim URI for organization', meaning: 'Claim used to group applications.' },
-      { key: 'login_username_case_insensitive', type: 's', boolString: true, default: true, meaning: 'User names are case-insensitive at login.' },
+      { key: 'url', type: 's', inactive: true, required: true, format: 'url', default: 'https://localhost:9443/devportal', meaning: 'Public URL of the developer portal.' },
+      { key: 'enable_application_sharing', type: 's', inactive: true, boolString: true, default: false, meaning: 'Share applications by claim.' },
+      { key: 'application_sharing_type', type: 's', inactive: true, allowed: ['default', 'saml'], defaultText: 'undefined (behaves as default)', meaning: 'default or saml; saml extracts groups from the SAML response.' },
+      { key: 'application_sharing_impl', type: 's', inactive: true, format: 'class', defaultText: 'depends on type', meaning: 'Custom class; wins over the type when both are set.' },
+      { key: 'application_sharing_claim', type: 's', inactive: true, defaultText: 'vendor claim URI for organization', meaning: 'Claim used to group applications.' },
+      { key: 'login_username_case_insensitive', type: 's', inactive: true, boolString: true, default: true, meaning: 'User names are case-insensitive at login.' },
       { key: 'display_multiple_versions', type: 's', boolString: true, default: false, meaning: 'List all versions of an API.' },
       { key: 'display_deprecated_apis', type: 's', boolString: true, default: false, meaning: 'List deprecated APIs.' },
-      { key: 'enable_comments', type: 's', boolString: true, default: true, meaning: 'Allow comments on APIs.' },
-      { key: 'enable_ratings', type: 's', boolString: true, default: true, meaning: 'Allow star ratings.' },
-      { key: 'enable_forum', type: 's', boolString: true, default: true, meaning: 'Enable the forum.' },
+      { key: 'enable_comments', type: 's', inactive: true, boolString: true, default: true, meaning: 'Allow comments on APIs.' },
+      { key: 'enable_ratings', type: 's', inactive: true, boolString: true, default: true, meaning: 'Allow star ratings.' },
+      { key: 'enable_forum', type: 's', inactive: true, boolString: true, default: true, meaning: 'Enable the forum.' },
     ],
   },
   {

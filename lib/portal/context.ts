@@ -1,0 +1,90 @@
+/**
+ * What every console route is given: the portal's parts (key manager, store, catalogue, sessions) and
+ * one request's session, form and answer helpers. docs/portal.md.
+ */
+import type * as http from 'node:http';
+import type { KeyManager } from '../keymanager';
+import type { Logger } from '../log';
+import type { Store } from '../store/types';
+import type { ApiVars } from '../gateway/apis';
+import type { Catalogue } from './catalogue';
+import { page, sendHtml, type Frame } from './html';
+import type { Session, Sessions } from './session';
+import type { SignIn } from './signin';
+
+/** `[apim.devportal]` keys the developer portal acts on (docs/migrating.md). */
+export interface DevportalSettings {
+  /** List DEPRECATED APIs in the catalogue (display_deprecated_apis). */
+  readonly displayDeprecated: boolean;
+  /** List every version of an API; false: the newest of each name only (display_multiple_versions). */
+  readonly displayMultipleVersions: boolean;
+}
+
+export interface PortalOptions {
+  readonly km: KeyManager;
+  readonly store: Store;
+  readonly logger: Logger;
+  /** `[throughway] apis_dir` and the variables of its files (lib/gateway/settings.ts). */
+  readonly apisDir: string;
+  readonly vars: ApiVars;
+  readonly settings: DevportalSettings;
+  /** Subscription tiers of the throttling policies, for the subscribe form. */
+  readonly tiers: () => readonly string[];
+  /** Application tiers of the throttling policies, for the application form. */
+  readonly applicationTiers: () => readonly string[];
+  /** Gateway base URLs ([[apim.gateway.environment]], else this node's gateway listener). */
+  readonly gateways: () => readonly { readonly name: string; readonly url: string }[];
+  /** Which consoles this node serves (both on a default node; one on api-devportal and api-publisher). */
+  readonly consoles: { readonly devportal: boolean; readonly publisher: boolean };
+}
+
+/** What the routes share: the options' services, and the portal's catalogue, sessions and sign-in. */
+export interface PortalParts extends Pick<PortalOptions, 'km' | 'store' | 'logger' | 'settings' | 'tiers' | 'applicationTiers' | 'gateways' | 'consoles'> {
+  readonly catalogue: Catalogue;
+  readonly sessions: Sessions;
+  readonly signin: SignIn;
+}
+
+export interface Call {
+  readonly parts: PortalParts;
+  readonly req: http.IncomingMessage;
+  readonly res: http.ServerResponse;
+  readonly method: string;
+  /** Path segments after the console's prefix, decoded. */
+  readonly segs: readonly string[];
+  readonly query: URLSearchParams;
+  /** The session, created when the request had none (its cookie is then set on the answer). */
+  readonly session: Session;
+  /** The posted form (empty for GET), its CSRF token already checked. */
+  readonly form: URLSearchParams;
+  /** Set-Cookie headers the answer must carry. */
+  readonly cookies: string[];
+}
+
+/** Roles that may use the publisher (the reference's Internal/publisher and Internal/creator, and the admin). */
+export const PUBLISHER_ROLES: readonly string[] = ['admin', 'publisher', 'creator', 'Internal/admin', 'Internal/publisher', 'Internal/creator'];
+
+export function canPublish(s: Session): boolean {
+  return s.user !== undefined && s.user.roles.some((r) => PUBLISHER_ROLES.includes(r));
+}
+
+/** Renders a console page with the frame of the call's session. */
+export function render(c: Call, console: Frame['console'], title: string, body: string, status = 200): void {
+  const nav: [string, string][] =
+    console === 'devportal'
+      ? [['/devportal', 'APIs'], ...(c.session.user !== undefined ? ([['/devportal/applications', 'Applications']] as [string, string][]) : []), ...(canPublish(c.session) && c.parts.consoles.publisher ? ([['/publisher', 'Publisher']] as [string, string][]) : [])]
+      : [['/publisher', 'APIs'], ['/publisher/new', 'Create API'], ...(c.parts.consoles.devportal ? ([['/devportal', 'Developer portal']] as [string, string][]) : [])];
+  sendHtml(c.res, status, page({ console, title, user: c.session.user?.username, csrf: c.session.csrf, nav }, body), c.cookies.length > 0 ? { 'Set-Cookie': c.cookies } : {});
+}
+
+/** The error page of a console. */
+export function problem(c: Call, console: Frame['console'], status: number, title: string, message: string): void {
+  render(c, console, title, `<p class="error" role="alert">${message.replace(/[&<>"']/g, (ch) => `&#${ch.charCodeAt(0)};`)}</p>`, status);
+}
+
+/** Shows and drops the one-time message of the session. */
+export function takeFlash(c: Call): string {
+  const f = c.session.flash;
+  c.session.flash = undefined;
+  return f ?? '';
+}

@@ -1,0 +1,180 @@
+/**
+ * The developer portal (/devportal) and the publisher (/publisher): the reference's two web consoles,
+ * server-rendered by the management server on its HTTP and HTTPS ports (docs/portal.md). createPortal
+ * returns the routes the key manager mounts (KeyManager.mount) and the first-party clients to register.
+ *
+ * Requests: GET pages; every POST is an application/x-www-form-urlencoded form of at most 64 KiB
+ * carrying the session's CSRF token (403 without it). Anonymous visitors may browse the catalogue;
+ * everything else needs a sign-in through the key manager's authorization code flow (signin.ts), and
+ * the publisher needs a publisher, creator or admin role.
+ */
+import type * as http from 'node:http';
+import type { SiteHandler } from '../keymanager';
+import { OAuthError } from '../keymanager/errors';
+import { readBody } from '../keymanager/http';
+import { Catalogue } from './catalogue';
+import { type Call, canPublish, type PortalOptions, type PortalParts, problem } from './context';
+
+export type { DevportalSettings, PortalOptions } from './context';
+import { publicPage, signedIn } from './devportal';
+import { seeOther, sendStyle, STYLE_PATH } from './html';
+import { publisher } from './publisher';
+import { csrfOk, safeEqual, type Session, sessionCookie, Sessions, SIGNIN_TTL } from './session';
+import { CALLBACK_PATH, SignIn } from './signin';
+
+export interface Portal {
+  /** The routes, for KeyManager.mount. */
+  readonly handler: SiteHandler;
+  readonly sessions: Sessions;
+  /** Registers the consoles' OAuth clients for the origins browsers use; returns their consumer keys. */
+  register(origins: { readonly http: string | undefined; readonly https: string | undefined }): Promise<ReadonlySet<string>>;
+}
+
+/** Where a sign-in may return to: a page of the consoles, never another site. */
+function safeBack(v: string | null): string {
+  return v !== null && /^\/(devportal|publisher)(\/[A-Za-z0-9._~%:/-]*)?$/.test(v) ? v : '/devportal';
+}
+
+function consoleOf(p: string): 'devportal' | 'publisher' | undefined {
+  if (p === '/devportal' || p.startsWith('/devportal/')) return 'devportal';
+  if (p === '/publisher' || p.startsWith('/publisher/')) return 'publisher';
+  return undefined;
+}
+
+const secureReq = (req: http.IncomingMessage): boolean => (req.socket as { encrypted?: boolean }).encrypted === true;
+
+export function createPortal(o: PortalOptions): Portal {
+  const sessions = new Sessions();
+  const signin = new SignIn(o.km, o.store);
+  const parts: PortalParts = { km: o.km, store: o.store, logger: o.logger, catalogue: new Catalogue(o.apisDir, o.vars), sessions, signin, settings: o.settings, tiers: o.tiers, applicationTiers: o.applicationTiers, gateways: o.gateways, consoles: o.consoles };
+
+  const login = (c: Call): void => {
+    const client = signin.clientFor(secureReq(c.req));
+    if (client === undefined) return problem(c, 'devportal', 503, 'Sign-in unavailable', 'The consoles are not registered with the key manager yet.');
+    const back = safeBack(c.query.get('back'));
+    // The callback returns to the registered origin: start there, so the session cookie is on that host.
+    const host = c.req.headers.host ?? '';
+    if (host !== new URL(client.origin).host) return seeOther(c.res, `${client.origin}/devportal/login?back=${encodeURIComponent(back)}`);
+    let s: Session = c.session;
+    if (sessions.find(c.req) === undefined) {
+      s = sessions.create();
+      c.cookies.push(sessionCookie(c.req, s));
+    }
+    const b = signin.begin(client);
+    s.signin = { state: b.state, verifier: b.verifier, back, expiresAt: Date.now() + SIGNIN_TTL };
+    c.res.writeHead(302, { Location: b.location, 'Content-Length': 0, 'Cache-Control': 'no-store', ...(c.cookies.length > 0 ? { 'Set-Cookie': c.cookies } : {}) });
+    c.res.end();
+  };
+
+  const callback = async (c: Call): Promise<void> => {
+    const s = sessions.find(c.req);
+    const pending = s?.signin;
+    const error = c.query.get('error');
+    if (error !== null) return problem(c, 'devportal', 400, 'Sign-in failed', `${error}: ${(c.query.get('error_description') ?? '').slice(0, 300)}`);
+    if (s === undefined || pending === undefined || pending.expiresAt <= Date.now() || !safeEqual(c.query.get('state') ?? '', pending.state)) {
+      return problem(c, 'devportal', 400, 'Sign-in expired', 'This sign-in is unknown or expired; sign in again.');
+    }
+    const client = signin.clientFor(secureReq(c.req));
+    if (client === undefined) return problem(c, 'devportal', 503, 'Sign-in unavailable', 'The consoles are not registered with the key manager.');
+    s.signin = undefined;
+    let user;
+    try {
+      user = await signin.finish(client, c.query.get('code') ?? '', pending.verifier);
+    } catch (err) {
+      if (err instanceof OAuthError) return problem(c, 'devportal', 400, 'Sign-in failed', err.message);
+      throw err;
+    }
+    // A new session id at sign-in (session fixation).
+    sessions.renew(s);
+    s.user = user;
+    o.logger.log('info', 'portal_sign_in', { username: user.username });
+    seeOther(c.res, pending.back, { 'Set-Cookie': sessionCookie(c.req, s) });
+  };
+
+  const route = async (c: Call, which: 'devportal' | 'publisher'): Promise<void> => {
+    const first = c.segs[0];
+    if (which === 'devportal' && first === 'login' && c.method === 'GET') return login(c);
+    if (which === 'devportal' && first === 'callback' && c.method === 'GET') return callback(c);
+    if (first === 'logout' && c.method === 'POST') {
+      if (c.session.user !== undefined) sessions.drop(c.session);
+      return seeOther(c.res, '/devportal', { 'Set-Cookie': sessionCookie(c.req, undefined) });
+    }
+    if (which === 'devportal' && o.consoles.devportal && (await publicPage(c))) return;
+    if (c.session.user === undefined) {
+      if (c.method === 'GET') return seeOther(c.res, `/devportal/login?back=${encodeURIComponent(`/${which}${c.segs.length > 0 ? `/${c.segs.map(encodeURIComponent).join('/')}` : ''}`)}`);
+      return problem(c, which, 401, 'Sign in first', 'Your session has ended: sign in again.');
+    }
+    if (which === 'devportal') return signedIn(c);
+    if (!canPublish(c.session)) return problem(c, which, 403, 'Not allowed', `The publisher needs the publisher or creator role; ${c.session.user.username} has ${c.session.user.roles.join(', ') || 'none'}.`);
+    return publisher(c);
+  };
+
+  const handler: SiteHandler = async (req, res, p, url) => {
+    if (p === STYLE_PATH) {
+      sendStyle(res);
+      return true;
+    }
+    const which = consoleOf(p);
+    if (which === undefined) return false;
+    // The sign-in routes live under /devportal even on a publisher-only node, whose /devportal leads to /publisher.
+    const signinRoute = p === '/devportal/login' || p === CALLBACK_PATH || p === '/devportal/logout';
+    if (!signinRoute && !o.consoles[which]) {
+      if (p !== '/devportal' || !o.consoles.publisher) return false;
+      seeOther(res, '/publisher');
+      return true;
+    }
+    const method = req.method ?? 'GET';
+    const found = sessions.find(req);
+    // An anonymous visitor's session is not kept: it is created at sign-in.
+    const session = found ?? ({ id: '', csrf: '', user: undefined, signin: undefined, keys: new Map(), flash: undefined, lastUsed: 0 } as Session);
+    const rest = p.slice(which.length + 1).split('/').filter((x) => x !== '');
+    let segs: string[];
+    try {
+      segs = rest.map((x) => decodeURIComponent(x));
+    } catch {
+      segs = ['\u0000'];
+    }
+    let form = new URLSearchParams();
+    const c0 = { parts, req, res, method, segs, query: url.searchParams, session, form, cookies: [] as string[] };
+    try {
+      if (method === 'POST') {
+        const type = (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
+        const body = await readBody(req);
+        if (type !== 'application/x-www-form-urlencoded') {
+          problem(c0, which, 415, 'Unsupported form', 'Forms are posted as application/x-www-form-urlencoded.');
+          return true;
+        }
+        form = new URLSearchParams(body.toString('utf8'));
+        if (!csrfOk(found, form)) {
+          o.logger.log('warn', 'portal_csrf_refused', { path: p, session: found !== undefined });
+          problem({ ...c0, form }, which, 403, 'Request refused', 'The form was not posted from this console (missing or wrong CSRF token). Reload the page and try again.');
+          return true;
+        }
+      } else if (method !== 'GET' && method !== 'HEAD') {
+        res.writeHead(405, { Allow: 'GET, POST', 'Content-Length': 0 });
+        res.end();
+        return true;
+      }
+      await route({ ...c0, form }, which);
+    } catch (err) {
+      if (res.headersSent) throw err;
+      if (err instanceof OAuthError && err.status < 500) {
+        // A body over the limit is not read further: the connection closes after the answer.
+        if (err.headers.Connection !== undefined) res.setHeader('Connection', err.headers.Connection);
+        problem({ ...c0, form }, which, err.status, 'Request refused', err.message);
+        return true;
+      }
+      o.logger.log('error', 'portal_error', { path: p, message: (err as Error).message });
+      problem({ ...c0, form }, which, 500, 'Internal error', 'Something went wrong; see the server log.');
+    }
+    return true;
+  };
+
+  return {
+    handler,
+    sessions,
+    async register(origins) {
+      return signin.register(origins);
+    },
+  };
+}

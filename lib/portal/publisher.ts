@@ -1,0 +1,157 @@
+/**
+ * The publisher at /publisher (docs/portal.md, "Publisher"), for users with the publisher or creator
+ * role: create and edit an API with a form that writes its API file through the gateway's validator,
+ * move it through the lifecycle, and list, block and unblock its subscriptions.
+ *
+ * Lifecycle: a new API is a draft in apis_dir/created/ (CREATED, never deployed); publishing or
+ * prototyping moves it into apis_dir with `state` set; later transitions rewrite the `state` line. The
+ * gateway of this node hot-deploys the directory (lib/gateway/deploy.ts), and the control plane's
+ * deployment source publishes api.deployed / api.undeployed to gateway-workers (lib/scale/deployments.ts):
+ * BLOCKED then answers 700700, RETIRED 103008 (404), as docs/apis.md says.
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { SUBSCRIPTION_STATES, type SubscriptionState } from '../store/types';
+import { type ApiForm, checkForm, emptyForm, formFromPost, formFromText, TRANSITIONS, withState, writeAtomic } from './api-form';
+import { type CatalogueEntry, CONSOLE_STATES, type ConsoleState, fileNameFor } from './catalogue';
+import { type Call, problem, render, takeFlash } from './context';
+import { buttonForm, csrfField, escapeHtml as h, field, seeOther, select } from './html';
+import { parseApiText } from '../gateway/apis';
+import { importOpenApi } from './openapi';
+
+const state = (s: string): string => `<span class="state">${h(s)}</span>`;
+
+function listPage(c: Call): void {
+  const rows = c.parts.catalogue
+    .list()
+    .map((e) => {
+      const name = e.api !== undefined ? `${e.api.name} ${e.api.version}` : e.id;
+      const moves = e.api !== undefined ? TRANSITIONS[e.state].map((s) => buttonForm(`/publisher/apis/${encodeURIComponent(e.id)}/lifecycle`, lifecycleLabel(s), c.session.csrf, { state: s }, `${lifecycleLabel(s)} ${name}`)).join(' ') : '<span class="error">invalid file</span>';
+      return `<tr><td><a href="/publisher/apis/${encodeURIComponent(e.id)}">${h(name)}</a></td><td><code>${h(e.api?.context ?? '')}</code></td><td>${state(e.state)}</td><td>${moves}</td></tr>`;
+    })
+    .join('\n');
+  render(c, 'publisher', 'APIs', `${takeFlash(c)}
+<p><a href="/publisher/new">Create an API</a></p>
+<div class="table"><table><thead><tr><th scope="col">API</th><th scope="col">Context</th><th scope="col">State</th><th scope="col">Lifecycle</th></tr></thead><tbody>${rows}</tbody></table></div>`);
+}
+
+function lifecycleLabel(s: ConsoleState): string {
+  return { CREATED: 'Demote to created', PROTOTYPED: 'Deploy as a prototype', PUBLISHED: 'Publish', BLOCKED: 'Block', DEPRECATED: 'Deprecate', RETIRED: 'Retire' }[s];
+}
+
+type FormErrors = Partial<Record<keyof ApiForm | 'general' | 'openapi', string>>;
+
+function formPage(c: Call, title: string, action: string, f: ApiForm, errors: FormErrors = {}, extra = '', status = 200, notice = ''): void {
+  const err = (k: keyof ApiForm | 'openapi'): { error?: string } => (errors[k] !== undefined ? { error: errors[k] as string } : {});
+  const general = errors.general !== undefined ? `<p class="error" role="alert">${h(errors.general)}</p>` : '';
+  render(c, 'publisher', title, `${takeFlash(c)}${notice}${extra}${extra !== '' ? '<h2>Definition</h2>' : ''}${general}
+<form method="post" action="${h(action)}" novalidate>${csrfField(c.session.csrf)}
+${field({ id: 'name', label: 'Name', value: f.name, required: true, ...err('name') })}
+${field({ id: 'context', label: 'Context', value: f.context, required: true, hint: 'e.g. /pizzashack: the API is called at /<context>/<version>/<resource>', ...err('context') })}
+${field({ id: 'version', label: 'Version', value: f.version, required: true, ...err('version') })}
+${field({ id: 'description', label: 'Description', value: f.description, ...err('description') })}
+${field({ id: 'production', label: 'Production endpoint URL', value: f.production, hint: 'http://host:port/path', ...err('production') })}
+${field({ id: 'sandbox', label: 'Sandbox endpoint URL (optional)', value: f.sandbox, ...err('sandbox') })}
+${select({ id: 'auth', label: 'Authentication', options: [['oauth2', 'OAuth 2.0 token and subscription'], ['none', 'None (open API)']], value: f.auth, ...err('auth') })}
+${field({ id: 'resources', label: 'Resources', type: 'textarea', value: f.resources, hint: 'One a line: METHODS /path [scopes], e.g. GET,POST /menu', ...err('resources') })}
+${field({ id: 'scopes', label: 'Scopes (optional)', type: 'textarea', value: f.scopes, hint: 'One a line: name: role1, role2', ...err('scopes') })}
+${field({ id: 'labels', label: 'Gateway labels (tags)', value: f.labels, ...err('labels') })}
+${field({ id: 'policy', label: 'API throttling policy (optional)', value: f.policy, ...err('policy') })}
+${field({ id: 'cors_origins', label: 'CORS allowed origins (optional)', value: f.cors_origins, hint: 'Comma-separated, e.g. https://app.example; empty: [apim.cors] applies', ...err('cors_origins') })}
+<button type="submit" name="action" value="save">Save</button>
+${field({ id: 'openapi', label: 'OpenAPI 3 document (JSON, optional)', type: 'textarea', value: c.form.get('openapi') ?? '', hint: 'Import fills the resources (and empty fields) from its paths, info and servers; nothing is saved until Save', ...err('openapi') })}
+<button type="submit" name="action" value="import">Import resources</button>
+</form>`, status);
+}
+
+async function editPage(c: Call, e: CatalogueEntry): Promise<void> {
+  const parsed = formFromText(e.text);
+  if (parsed === undefined) return problem(c, 'publisher', 422, 'Cannot edit', `${e.file} is not readable TOML: fix it in an editor (throughway apis list shows why).`);
+  const moves = TRANSITIONS[e.state].map((s) => buttonForm(`/publisher/apis/${encodeURIComponent(e.id)}/lifecycle`, lifecycleLabel(s), c.session.csrf, { state: s })).join(' ');
+  let subs = '';
+  if (e.api !== undefined) {
+    const api = e.api;
+    const list = (await c.parts.km.manager.listSubscriptions({ apiContext: api.context })).filter((s) => s.apiVersion === api.version);
+    const rows = list.map((s) => {
+      const next: SubscriptionState[] = s.state === 'UNBLOCKED' ? ['BLOCKED', 'PROD_ONLY_BLOCKED'] : ['UNBLOCKED'];
+      const label = (n: SubscriptionState): string => (n === 'UNBLOCKED' ? (s.state === 'ON_HOLD' ? 'Approve' : 'Unblock') : n === 'BLOCKED' ? 'Block' : 'Block production only');
+      return `<tr><td>${h(s.application)}</td><td>${h(s.tier)}</td><td>${state(s.state)}</td><td>${next.map((n) => buttonForm(`/publisher/apis/${encodeURIComponent(e.id)}/subscriptions`, label(n), c.session.csrf, { subscription: s.id, state: n }, `${label(n)} ${s.application}`)).join(' ')}</td></tr>`;
+    }).join('\n');
+    subs = `<h2>Subscriptions</h2><div class="table"><table><thead><tr><th scope="col">Application</th><th scope="col">Tier</th><th scope="col">State</th><th scope="col">Action</th></tr></thead><tbody>${rows}</tbody></table></div>`;
+  }
+  const warn = e.api === undefined ? `<p class="error" role="alert">The file does not validate: ${h(e.diagnostics.filter((d) => d.level === 'error').map((d) => `${d.field}: ${d.message}`).join('; '))}</p>` : '';
+  formPage(c, `${e.api?.name ?? e.id} ${e.api?.version ?? ''}`.trim(), `/publisher/apis/${encodeURIComponent(e.id)}`, parsed.form, {}, `${warn}<h2>Lifecycle</h2><p>State: ${state(e.state)}</p><p>${moves === '' ? 'No transition: RETIRED is final.' : moves}</p>${subs}`);
+}
+
+/** Refuses a second API on the same context and version (the gateway would refuse to deploy it). */
+function duplicate(c: Call, f: ApiForm, self: string | undefined): string | undefined {
+  const other = c.parts.catalogue.list().find((e) => e.id !== self && e.api !== undefined && e.api.context === f.context && e.api.version === f.version);
+  return other === undefined ? undefined : `context ${f.context} version ${f.version} is already used by ${other.id}`;
+}
+
+async function save(c: Call, e: CatalogueEntry | undefined): Promise<void> {
+  const f = formFromPost(c.form);
+  if (c.form.get('action') === 'import') {
+    const action = e === undefined ? '/publisher/new' : `/publisher/apis/${encodeURIComponent(e.id)}`;
+    const r = importOpenApi(c.form.get('openapi') ?? '', f);
+    if ('error' in r) return formPage(c, e === undefined ? 'Create an API' : `Edit ${f.name}`, action, f, { openapi: r.error }, '', 400);
+    return formPage(c, e === undefined ? 'Create an API' : `Edit ${f.name}`, action, r.form, {}, '', 200, `<p class="notice" role="status">Imported ${r.resources} resource line${r.resources === 1 ? '' : 's'} from the OpenAPI document: check the form, then Save.</p>`);
+  }
+  const base = e !== undefined ? (formFromText(e.text)?.raw ?? {}) : {};
+  const file = e?.file ?? path.join(c.parts.catalogue.draftsDir, fileNameFor(f.name, f.version));
+  const st: ConsoleState = e?.state ?? 'CREATED';
+  const r = checkForm(f, file, c.parts.catalogue.vars, base, st);
+  const errors: FormErrors = { ...r.errors };
+  const dup = duplicate(c, f, e?.id);
+  if (dup !== undefined) errors.context ??= dup;
+  if (e === undefined && fs.existsSync(file)) errors.name ??= `a file ${path.basename(file)} already exists`;
+  const action = e === undefined ? '/publisher/new' : `/publisher/apis/${encodeURIComponent(e.id)}`;
+  if (Object.keys(errors).length > 0) return formPage(c, e === undefined ? 'Create an API' : `Edit ${f.name}`, action, f, errors, '', 400);
+  writeAtomic(file, r.text);
+  c.parts.logger.log('info', 'publisher_api_saved', { file, user: c.session.user?.username, state: st });
+  c.session.flash = `<p class="notice" role="status">Saved ${h(path.basename(file))} (${st}).</p>`;
+  const id = e?.id ?? `created:${path.basename(file)}`;
+  return seeOther(c.res, `/publisher/apis/${encodeURIComponent(id)}`);
+}
+
+async function lifecycle(c: Call, e: CatalogueEntry): Promise<void> {
+  const to = c.form.get('state') as ConsoleState;
+  if (!(CONSOLE_STATES as readonly string[]).includes(to) || !TRANSITIONS[e.state].includes(to)) return problem(c, 'publisher', 400, 'Not allowed', `${e.state} cannot move to ${String(to)}.`);
+  const name = path.basename(e.file);
+  const target = path.join(to === 'CREATED' ? c.parts.catalogue.draftsDir : c.parts.catalogue.apisDir, name);
+  if (target !== e.file && fs.existsSync(target)) return problem(c, 'publisher', 409, 'Not allowed', `${target} already exists.`);
+  const text = withState(e.text, to);
+  // The text written must validate as the file the gateway reads.
+  const r = parseApiText(text, target, c.parts.catalogue.vars);
+  if (r.api === undefined) return problem(c, 'publisher', 422, 'Not allowed', `The file would not validate: ${r.diagnostics.filter((d) => d.level === 'error').map((d) => d.message).join('; ')}`);
+  writeAtomic(target, text);
+  if (target !== e.file) fs.unlinkSync(e.file);
+  c.parts.logger.log('info', 'publisher_lifecycle', { file: target, user: c.session.user?.username, from: e.state, to });
+  c.session.flash = `<p class="notice" role="status">${h(r.api.name)} ${h(r.api.version)}: ${e.state} → ${to}.</p>`;
+  return seeOther(c.res, `/publisher/apis/${encodeURIComponent(`${to === 'CREATED' ? 'created:' : ''}${name}`)}`);
+}
+
+async function subscriptionState(c: Call, e: CatalogueEntry): Promise<void> {
+  const s = await c.parts.store.getSubscription(c.form.get('subscription') ?? '');
+  const to = c.form.get('state') as SubscriptionState;
+  if (s === undefined || e.api === undefined || s.apiContext !== e.api.context || s.apiVersion !== e.api.version) return problem(c, 'publisher', 404, 'No such subscription', 'This API has no such subscription.');
+  if (!SUBSCRIPTION_STATES.includes(to)) return problem(c, 'publisher', 400, 'Not allowed', `state must be one of ${SUBSCRIPTION_STATES.join(', ')}`);
+  await c.parts.km.manager.setSubscriptionState({ id: s.id }, to);
+  c.session.flash = `<p class="notice" role="status">Subscription ${h(s.id)}: ${s.state} → ${to}.</p>`;
+  return seeOther(c.res, `/publisher/apis/${encodeURIComponent(e.id)}`);
+}
+
+/** Routes under /publisher (`segs` after it) for a user allowed to publish. */
+export async function publisher(c: Call): Promise<void> {
+  const [a, id, action] = c.segs;
+  if (a === undefined && c.method === 'GET') return listPage(c);
+  if (a === 'new' && id === undefined) return c.method === 'POST' ? save(c, undefined) : formPage(c, 'Create an API', '/publisher/new', emptyForm());
+  if (a === 'apis' && id !== undefined) {
+    const e = c.parts.catalogue.get(id);
+    if (e === undefined) return problem(c, 'publisher', 404, 'No such API', `No API file ${id}.`);
+    if (action === undefined) return c.method === 'POST' ? save(c, e) : editPage(c, e);
+    if (c.method === 'POST' && action === 'lifecycle') return lifecycle(c, e);
+    if (c.method === 'POST' && action === 'subscriptions') return subscriptionState(c, e);
+  }
+  return problem(c, 'publisher', 404, 'Not found', 'No such page in the publisher.');
+}

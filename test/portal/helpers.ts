@@ -1,0 +1,43 @@
+/**
+ * Helpers of the console tests: a whole node (key manager, gateway, consoles) with the demo backend on a
+ * free port and the two demo API files pointing at it, and the path of Debian's Chromium.
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { createDemoBackend, type DemoBackend } from '../../lib/demo/backend';
+import { startTestNode, type TestNode } from '../observability/node-helpers';
+
+export const ROOT = path.join(__dirname, '..', '..', '..');
+export const CHROMIUM = '/usr/bin/chromium';
+export const ADMIN = { username: 'admin', password: 'admin-pw-1' };
+
+export const PORTAL_TOML = `[server]\nhostname = "localhost"\n[super_admin]\nusername = "admin"\npassword = "admin-pw-1"\n[database.apim_db]\ntype = "h2"\nusername = "u"\npassword = "p"\n`;
+
+/** The shipped demo API files with the demo backend's URL written in. */
+export function demoApis(port: number): Record<string, string> {
+  const read = (f: string): string => fs.readFileSync(path.join(ROOT, 'conf', 'apis', f), 'utf8').replace(/\$\{demo_port\}/g, String(port));
+  return { demo: read('demo.toml'), 'pizzashack-secured': read('pizzashack-secured.toml') };
+}
+
+export interface PortalNode extends TestNode {
+  readonly demo: DemoBackend;
+  /** http://127.0.0.1:<management HTTP port> */
+  readonly base: string;
+  readonly gateway: string;
+}
+
+export async function startPortalNode(toml = PORTAL_TOML): Promise<PortalNode> {
+  const demo = createDemoBackend({ port: 0 });
+  const a = await demo.listen();
+  const n = await startTestNode(toml, demoApis(a.port));
+  return {
+    ...n,
+    demo,
+    base: `http://127.0.0.1:${n.mgmt}`,
+    gateway: `http://127.0.0.1:${n.gw}`,
+    async close() {
+      await n.close();
+      await demo.close();
+    },
+  };
+}

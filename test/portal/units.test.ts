@@ -1,0 +1,148 @@
+/**
+ * The consoles' pieces without a server: the publisher form through the validator (errors by field),
+ * the state line rewritten with comments kept, the lifecycle table, sessions bounded and expired.
+ */
+import t from 'tap';
+import { checkForm, emptyForm, fieldOf, formFromText, TRANSITIONS, withState } from '../../lib/portal/api-form';
+import { CONSOLE_STATES, fileNameFor } from '../../lib/portal/catalogue';
+import { IDLE_TTL, MAX_SESSIONS, Sessions } from '../../lib/portal/session';
+import { faultCode } from '../../lib/portal/tryit';
+import { importOpenApi } from '../../lib/portal/openapi';
+import { parseApiText } from '../../lib/gateway/apis';
+
+t.test('the form is checked by the gateway validator, errors by field', async (t) => {
+  const f = { ...emptyForm(), name: 'Shop', context: '/shop', production: 'not a url', resources: 'GET /items' };
+  const r = checkForm(f, '/tmp/x.toml', {});
+  t.match(r.errors.production, /is not a usable endpoint URL/, 'bad endpoint beside production');
+  const ok = checkForm({ ...f, production: 'http://127.0.0.1:9/v1', scopes: 'read: admin, subscriber', resources: 'GET /items read\nPOST,PUT /items' }, '/tmp/x.toml', {});
+  t.same(ok.errors, {});
+  const api = parseApiText(ok.text, '/tmp/x.toml').api;
+  t.equal(api?.resources.length, 2);
+  t.same(api?.resources[0]?.scopes, ['read']);
+  t.same(api?.scopes[0]?.roles, ['admin', 'subscriber']);
+  t.equal(api?.state, 'PUBLISHED', 'a draft has no state line (the validator default)');
+  t.notMatch(ok.text, /^state/m);
+  t.match(checkForm({ ...f, production: 'http://h/', resources: 'menu' }, '', {}).errors.resources, /line 1/);
+  t.match(checkForm({ ...f, production: 'http://h/', context: 'no-slash' }, '', {}).errors.context, /context/);
+  t.equal(fieldOf('endpoints.sandbox.url'), 'sandbox');
+  t.equal(fieldOf('endpoints'), 'production');
+  t.equal(fieldOf('resources[2].methods'), 'resources');
+  t.equal(fieldOf('mediation.script'), undefined);
+});
+
+t.test('editing keeps what the form does not show', async (t) => {
+  const text = 'name = "A"\ncontext = "/a"\nversion = "1"\n[endpoints.production]\nurl = "http://h:1/"\nsuspend_codes = [101503]\n[[resources]]\npath = "/x"\nmethods = ["GET"]\ntoken_type = "user"\n';
+  const p = formFromText(text);
+  t.ok(p);
+  t.equal(p?.form.production, 'http://h:1/');
+  const r = checkForm({ ...(p?.form ?? emptyForm()), production: 'http://h:2/' }, '', {}, p?.raw, 'PUBLISHED');
+  t.same(r.errors, {});
+  const api = parseApiText(r.text, '').api;
+  t.same(api?.endpoints.production?.suspendCodes, [101503], 'endpoint advanced configuration kept');
+  t.equal(api?.resources[0]?.tokenType, 'user', 'resource keys kept');
+  t.equal(api?.endpoints.production?.url, 'http://h:2/');
+  const withCors = checkForm({ ...(p?.form ?? emptyForm()), cors_origins: 'https://a.example, https://b.example' }, '', {}, { ...(p?.raw ?? {}), cors: { allow_credentials: true, allow_origins: ['*'] } });
+  t.same(withCors.errors, {});
+  t.same(parseApiText(withCors.text, '').api?.cors, { allowOrigins: ['https://a.example', 'https://b.example'], allowCredentials: true }, 'CORS origins from the form, credentials kept');
+  t.equal(parseApiText(checkForm(p?.form ?? emptyForm(), '', {}, p?.raw).text, '').api?.cors, undefined, 'no origins, no override');
+});
+
+t.test('the state line is rewritten in place, comments kept', async (t) => {
+  const text = '# header comment\nname = "A"\nstate = "PUBLISHED" # live\n\n# endpoints\n[endpoints]\nproduction = "http://h/"\n';
+  t.equal(withState(text, 'DEPRECATED'), text.replace('state = "PUBLISHED" # live', 'state = "DEPRECATED"'));
+  const none = '# c\nname = "A"\n\n# the backends\n[endpoints]\nproduction = "http://h/"\n';
+  t.equal(withState(none, 'BLOCKED'), '# c\nname = "A"\nstate = "BLOCKED"\n\n# the backends\n[endpoints]\nproduction = "http://h/"\n');
+  t.equal(withState(text, 'CREATED'), text.replace('state = "PUBLISHED" # live\n', ''));
+  t.equal(withState('[endpoints]\nstate = "x"\n', 'RETIRED'), 'state = "RETIRED"\n[endpoints]\nstate = "x"\n', 'a key of a table is not the state');
+});
+
+t.test('lifecycle table: every state known, RETIRED final, CREATED only by demotion', async (t) => {
+  for (const s of CONSOLE_STATES) for (const n of TRANSITIONS[s]) t.ok(CONSOLE_STATES.includes(n), `${s} -> ${n}`);
+  t.same(TRANSITIONS.RETIRED, []);
+  t.ok(TRANSITIONS.DEPRECATED.includes('RETIRED'));
+  t.same(TRANSITIONS.CREATED, ['PUBLISHED', 'PROTOTYPED']);
+  t.equal(fileNameFor('Pizza Shack!', '1.0.0'), 'pizza-shack--1.0.0.toml');
+  t.equal(fileNameFor('../../etc', 'x'), 'etc-x.toml', 'no path out of the directory');
+});
+
+t.test('sessions: bounded, idle-expired, renewed', async (t) => {
+  let now = 1_000_000;
+  const s = new Sessions(() => now);
+  const first = s.create();
+  const req = (id: string): never => ({ headers: { cookie: `other=1; tw_portal=${id}` } }) as never;
+  t.equal(s.find(req(first.id)), first);
+  for (let i = 0; i < MAX_SESSIONS; i++) s.create();
+  t.equal(s.size, MAX_SESSIONS, 'never more than MAX_SESSIONS');
+  t.equal(s.find(req(first.id)), undefined, 'the least recently used went first');
+  const a = s.create();
+  const old = a.id;
+  s.renew(a);
+  t.equal(s.find(req(old)), undefined, 'the old id is gone');
+  t.equal(s.find(req(a.id)), a);
+  now += IDLE_TTL;
+  t.equal(s.find(req(a.id)), undefined, 'idle too long');
+});
+
+t.test('fault codes of a gateway fault body', async (t) => {
+  t.equal(faultCode('{"fault":{"code":900908,"message":"x"}}'), 900908);
+  t.equal(faultCode('{"fault":{"code":"900901"}}'), 900901);
+  t.equal(faultCode('[1]'), undefined);
+  t.equal(faultCode('not json'), undefined);
+});
+
+t.test('OpenAPI 3 import: resources by path and scopes, info and servers where the form is empty', async (t) => {
+  const doc = {
+    openapi: '3.0.3',
+    info: { title: 'Petstore', version: '2.1', description: 'Pets' },
+    servers: [{ url: '/relative' }, { url: 'http://pets.example:8080/v2' }],
+    security: [{ oauth: ['read'] }],
+    paths: {
+      '/pets': { get: {}, post: { security: [{ oauth: ['write', 'read'] }] } },
+      '/pets/{id}': { get: {}, delete: { security: [] }, parameters: [] },
+      'no-slash': { get: {} },
+    },
+  };
+  const r = importOpenApi(JSON.stringify(doc), emptyForm());
+  if ('error' in r) throw new Error(r.error);
+  t.equal(r.resources, 4);
+  t.equal(r.form.resources, 'GET /pets read\nPOST /pets write read\nGET /pets/{id} read\nDELETE /pets/{id}');
+  t.equal(r.form.name, 'Petstore');
+  t.equal(r.form.version, '2.1');
+  t.equal(r.form.production, 'http://pets.example:8080/v2', 'the first absolute server URL');
+  const checked = checkForm({ ...r.form, context: '/pets' }, '', {});
+  t.same(checked.errors, {}, 'the imported form validates');
+  t.equal(parseApiText(checked.text, '').api?.resources.length, 4);
+  const kept = importOpenApi(JSON.stringify(doc), { ...emptyForm(), name: 'Mine', production: 'http://mine/' });
+  t.match(kept, { form: { name: 'Mine', production: 'http://mine/' } }, 'filled fields are kept');
+  t.match(importOpenApi('openapi: 3.0.0', emptyForm()), { error: /not JSON.*YAML/ });
+  t.match(importOpenApi('{"swagger":"2.0","paths":{}}', emptyForm()), { error: /not an OpenAPI 3 document/ });
+  t.match(importOpenApi('{"openapi":"3.1.0","paths":{}}', emptyForm()), { error: /no paths/ });
+  t.match(importOpenApi('x'.repeat(300 * 1024), emptyForm()), { error: /larger than/ });
+});
+
+t.test('try-it: the call goes under the gateway base path; the body is bounded; a fault is decoded', async (t) => {
+  const http = await import('node:http');
+  const { tryCall, MAX_SHOWN } = await import('../../lib/portal/tryit');
+  const seen: { url: string; auth: string }[] = [];
+  const server = http.createServer((req, res) => {
+    seen.push({ url: req.url ?? '', auth: req.headers.authorization ?? '' });
+    if (req.url?.endsWith('/big')) {
+      res.end('x'.repeat(MAX_SHOWN * 2));
+      return;
+    }
+    res.writeHead(403, { 'Content-Type': 'application/json' });
+    res.end(JSON.stringify({ fault: { code: 900908, message: 'Resource forbidden' } }));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  t.teardown(() => server.close());
+  const port = (server.address() as { port: number }).port;
+  const r = await tryCall({ base: `http://127.0.0.1:${port}/edge/`, path: '/shop/1/menu?x=1', method: 'GET', token: 'tok', body: undefined, contentType: undefined });
+  t.same(seen[0], { url: '/edge/shop/1/menu?x=1', auth: 'Bearer tok' });
+  t.equal(r.status, 403);
+  t.equal(r.fault?.code, 900908);
+  t.equal(r.fault?.def?.message, 'Resource forbidden', 'explained from the fault table');
+  const big = await tryCall({ base: `http://127.0.0.1:${port}`, path: '/big', method: 'GET', token: undefined, body: undefined, contentType: undefined });
+  t.equal(big.body.length, MAX_SHOWN);
+  t.equal(big.truncated, true);
+  t.equal(seen[1]?.auth, '', 'no token, no Authorization');
+});
