@@ -15,7 +15,7 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { type ApiDefinition, type ApiParseResult, type ApiVars, defaultPath, labelsMatch, parseApiText, versionedPath } from './apis';
+import { type ApiDefinition, type ApiParseResult, type ApiVars, defaultPath, labelsMatch, parseApiText, type ServedSchema, versionedPath } from './apis';
 import { CorsConfigError, type CorsPolicy } from './cors';
 import type { ApiDiagnostic } from './diagnostics';
 import type { Deployable } from './runtime';
@@ -119,6 +119,8 @@ export function listApiFiles(dir: string): string[] | undefined {
 
 interface Cached {
   readonly text: string;
+  /** The served schema's text the result was built with (ApiText.schema). */
+  readonly schemaText: string | undefined;
   readonly result: ApiParseResult;
 }
 
@@ -137,6 +139,11 @@ export interface ApiText {
   /** What diagnostics and states name it by (e.g. the control plane's URL and the file's name). */
   readonly file: string;
   readonly text: string;
+  /**
+   * A GraphQL API's schema, served with its text (docs/scale-out.md): given texts never read a schema from
+   * disk, so a GraphQL API given without it is refused.
+   */
+  readonly schema?: ServedSchema;
 }
 
 /** A file that could not be read: its previous version stays deployed, if any. */
@@ -155,6 +162,8 @@ export class ApiFiles {
   private readonly lastGood = new Map<string, ApiDefinition>();
   private readonly order = new Map<string, number>();
   private seq = 0;
+  /** The texts are given (ApiTexts): a GraphQL API's schema comes with its text, never from disk. */
+  protected given = false;
 
   constructor(
     private readonly vars: ApiVars,
@@ -193,8 +202,8 @@ export class ApiFiles {
       }
       const text = entry.text;
       let cached = this.cache.get(file);
-      if (cached === undefined || cached.text !== text) {
-        cached = { text, result: parseApiText(text, file, this.vars, this.policies, this.scriptDirs) };
+      if (cached === undefined || cached.text !== text || cached.schemaText !== entry.schema?.text) {
+        cached = { text, schemaText: entry.schema?.text, result: parseApiText(text, file, this.vars, this.policies, this.scriptDirs, this.given ? (entry.schema ?? null) : undefined) };
         this.cache.set(file, cached);
         changedFiles.push(file);
         fresh.push(...cached.result.diagnostics);
@@ -244,6 +253,7 @@ export class ApiTexts extends ApiFiles {
     scriptDirs?: readonly string[],
   ) {
     super(vars, policies, scriptDirs);
+    this.given = true;
     this.set(entries);
   }
 
