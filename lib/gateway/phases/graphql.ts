@@ -14,7 +14,7 @@ import { headerValue } from '../../mediation';
 import type { GraphqlApi } from '../apis';
 import { isWebSocketHandshake } from '../websocket';
 import { CONTINUE, stop, type CallContext, type Outcome } from './context';
-import { tierLimits } from './throttling';
+import { subscribeFieldsThrottled, tierLimits } from './throttling';
 
 const FAILURE_CODE: Readonly<Record<AnalysisFailure['kind'], GatewayCode>> = {
   syntax: ApiCode.INVALID_GRAPHQL_QUERY,
@@ -84,8 +84,12 @@ export function subscriptionHooks(ctx: CallContext, gq: GraphqlApi, frames: WebS
       const th = ctx.rt.throttle;
       const tier = auth !== undefined && auth.kind !== 'none' && th !== undefined ? tierLimits(th, a.operation, auth.subscriptionTier) : undefined;
       if (tier !== undefined) return refuse(m.id, tier.def.code, tier.description ?? tier.def.description);
-      const miss = missingScope(rulesOf(a.operation, gq.rules), scopes);
+      const rules = rulesOf(a.operation, gq.rules);
+      const miss = missingScope(rules, scopes);
       if (miss !== undefined) return refuse(m.id, ApiCode.INVALID_SCOPE, `the access token lacks the scope the ${miss.type.toLowerCase()} field ${miss.name} requires: ${miss.scopes.join(' or ')}`);
+      // After the scopes, as over HTTP (authentication before throttling): a refused subscribe counts nothing.
+      const throttled = subscribeFieldsThrottled(ctx, a.operation, rules);
+      if (throttled !== undefined) return refuse(m.id, throttled.def.code, throttled.description ?? throttled.def.description);
       return undefined;
     },
   };
