@@ -9,6 +9,7 @@
  * API_NOT_ENFORCED so nobody mistakes them for protection they do not give yet. Throttling policy names
  * are checked against the policies file when the gateway passes its names (docs/throttling.md).
  */
+import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { Segment, SourceMap } from '../config/locate';
@@ -120,6 +121,9 @@ export interface GraphqlApi {
   /** Absolute path of the SDL file (served with the API text: the `[graphql] schema` value). */
   readonly schemaFile: string;
   readonly schema: GraphqlSchema;
+  /** The SDL and its sha256 (hex): a worker thread builds the schema once per hash (lib/graphql/worker.ts). */
+  readonly sdl: string;
+  readonly sdlHash: string;
   readonly limits: QueryLimits;
   /** The most bytes a query's request (body, or query string) may have before it is parsed. */
   readonly maxQueryBytes: number;
@@ -553,7 +557,7 @@ function graphqlOf(ctx: Ctx, t: Record<string, unknown>, file: string, apiType: 
     rules.set(key, Object.freeze({ type, name, scopes: o.scopes as readonly string[], policy: o.policy as string | undefined }));
   });
   const limits: QueryLimits = Object.freeze({ maxDepth: g.max_depth as number, maxComplexity: g.max_complexity as number, maxTokens: g.max_tokens as number, introspection: g.introspection as boolean });
-  return Object.freeze({ schemaFile, schema: built.schema, limits, maxQueryBytes: g.max_query_bytes as number, rules, cache: new AnalysisCache() });
+  return Object.freeze({ schemaFile, schema: built.schema, sdl, sdlHash: createHash('sha256').update(sdl).digest('hex'), limits, maxQueryBytes: g.max_query_bytes as number, rules, cache: new AnalysisCache() });
 }
 
 /** The largest schema file read (a schema is configuration, not traffic). */

@@ -16,6 +16,7 @@ import { WebSocket, type RawData } from 'ws';
 import { api, code, startNode, type Node } from '../security/helpers';
 import { HOST, request, until, type Response } from '../gateway/helpers';
 import { graphqlBackend, SDL, type GraphqlBackend } from './backend';
+import { analyse, buildGraphqlSchema, POOL_QUERY_CHARS, type GraphqlSchema } from '../../lib/graphql';
 
 const POLICIES = `
 [[subscription]]
@@ -71,6 +72,7 @@ t.before(async () => {
         },
       ),
       gql('open', { introspection: true, max_query_bytes: 200 }, { auth: 'none' }),
+      gql('big', {}, { auth: 'none' }),
       gql('subs', {}, { auth: 'none', operations: [{ type: 'SUBSCRIPTION', name: 'ticks', policy: 'Two' }] }),
     ],
     `[throughway.throttling]\npolicies_file = "${policies}"\n[http_access_log]\nenabled = true\nuseLogger = true\n[passthru_http]\nforce_json_validation = true\n[apim.analytics]\nenable = true\n[throughway.analytics]\nfile = "${path.join(dir, 'events.jsonl')}"\nflush_interval = "60s"\n`,
@@ -225,6 +227,39 @@ t.test('a per-field throttling policy: the third query selecting the field in th
   t.ok(r.headers['retry-after'] !== undefined);
   const other = await post('/gql/1', { query: '{ hello }' }, plainToken);
   t.equal(other.status, 200, 'queries without the field are not');
+});
+
+t.test('a query above POOL_QUERY_CHARS is analysed in the mediation worker pool, with the faults an inline analysis gives', async (t) => {
+  const pool = node.gw.mediation.pool;
+  const ran = (): number => pool.submitted.get('graphql') ?? 0;
+  const built = buildGraphqlSchema(SDL, 'test');
+  if (!built.ok) throw new Error(built.message);
+  const schema: GraphqlSchema = built.schema;
+  const inline = (query: string): string => {
+    const a = analyse(schema, { query, operationName: undefined }, { maxDepth: 10, maxComplexity: 1000, maxTokens: 10000, introspection: false });
+    return a.ok ? 'ok' : a.message;
+  };
+  const pad = `# ${'x'.repeat(POOL_QUERY_CHARS)}\n`;
+  const small = await post('/big/1', { query: '{ hello }' });
+  t.equal(small.status, 200, small.body);
+  t.equal(ran(), 0, 'a small query is analysed inline');
+
+  const ok = await post('/big/1', { query: `${pad}{ hello(name: "pool") }` });
+  t.equal(ok.status, 200, ok.body);
+  t.same(JSON.parse(ok.body), { data: { hello: 'hello pool' } });
+  t.equal(ran(), 1, 'the large query went to the pool');
+
+  const syntaxQuery = `${pad}{ hello(name: "a" }`;
+  const syntax = await post('/big/1', { query: syntaxQuery });
+  t.equal(code(syntax), 900422);
+  t.equal(description(syntax), inline(syntaxQuery), 'the parser\'s message and position, as inline');
+  t.match(description(syntax), /\(2:\d+\)$/);
+  const invalidQuery = `${pad}{ nope hello(x: 1) }`;
+  const invalid = await post('/big/1', { query: invalidQuery });
+  t.equal(code(invalid), 103180);
+  t.equal(description(invalid), inline(invalidQuery), 'each validation error with its position, as inline');
+  t.match(description(invalid), /Cannot query field "nope" on type "Query".*\(2:3\)/);
+  t.equal(ran(), 3, 'both refusals were analysed in the pool');
 });
 
 t.test('GraphQL over HTTP: a mutation by GET is 405 (Allow: POST), a subscription by HTTP 103187, a body over max_query_bytes 413', async (t) => {
