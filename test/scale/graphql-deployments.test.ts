@@ -2,8 +2,7 @@
  * A GraphQL API deployed from the control plane (docs/scale-out.md, docs/graphql.md): the SDL schema file
  * beside the API file is served with it, and the gateway-worker builds the API from the served texts.
  *
- *  - DeploymentSource: the schema text is served with its API, the revision covers both, a schema outside
- *    the API file's directory is not served (the API is, and a worker refuses it naming the schema);
+ *  - the source's side in one process is in test/scale/deployment-source.test.ts;
  *  - real processes: an api-key-manager with a GraphQL API and its schema, a gateway-worker with an empty
  *    apis/ answers a query through to a real GraphQL backend; the schema file changed on the key manager
  *    is followed on the worker (a field removed: 103180 there).
@@ -11,70 +10,14 @@
  * Redis from THROUGHWAY_TEST_REDIS_URL (the process test is skipped with a reason when unset or unreachable).
  */
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import t from 'tap';
-import { createEventBus, type AnyEvent } from '../../lib/events/bus';
-import { createLogger } from '../../lib/log';
-import { ApiTexts } from '../../lib/gateway/deploy';
-import { DeploymentSource, revisionOf } from '../../lib/scale/deployments';
-import { DEFAULT_POLICIES_TOML, DEFAULT_POLICY_OPTIONS } from '../../lib/throttle/policies';
+import { DEFAULT_POLICIES_TOML } from '../../lib/throttle/policies';
 import { until } from '../gateway/helpers';
 import { graphqlBackend, SDL } from '../graphql/backend';
-import { ADMIN, baseOffset, http, nodeToml, redisReachable, spawnNode, started } from './helpers';
+import { ADMIN, baseOffset, graphqlApi, http, nodeToml, redisReachable, spawnNode, started } from './helpers';
 
 const REDIS = process.env.THROUGHWAY_TEST_REDIS_URL;
-
-function graphqlApi(port: number, schema = 'orders.graphql'): string {
-  return `name = "Orders"\ncontext = "/orders"\nversion = "1.0.0"\ntype = "GRAPHQL"\nauth = "none"\nunauthenticated_policy = "Unlimited"\n[endpoints]\nproduction = "http://127.0.0.1:${port}/graphql"\n[graphql]\nschema = "${schema}"\n`;
-}
-
-t.test('DeploymentSource serves a GraphQL API with its schema text; the revision covers both', async (t) => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tw-gqldeploy-'));
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
-  const apis = path.join(dir, 'apis');
-  fs.mkdirSync(apis);
-  const bus = createEventBus();
-  const events: AnyEvent[] = [];
-  bus.subscribe((e) => events.push(e));
-  const lines: string[] = [];
-  const logger = createLogger('debug', { write: (l: string) => lines.push(l) });
-  const apiText = graphqlApi(9);
-  fs.writeFileSync(path.join(apis, 'orders.toml'), apiText);
-  fs.writeFileSync(path.join(apis, 'orders.graphql'), SDL);
-  fs.writeFileSync(path.join(dir, 'outside.graphql'), SDL);
-  fs.writeFileSync(path.join(apis, 'out.toml'), graphqlApi(9, '../outside.graphql').replace('/orders', '/out'));
-  const s = new DeploymentSource({ apisDir: apis, policiesFile: path.join(dir, 'policies.toml'), policyOptions: DEFAULT_POLICY_OPTIONS, bus, logger, watch: false });
-  t.teardown(() => s.close());
-  const served = s.snapshot().apis;
-  const orders = served.find((a) => a.file === 'orders.toml');
-  t.same(orders?.schema, { file: 'orders.graphql', text: SDL }, 'the schema text is served with its API');
-  t.not(orders?.revision, revisionOf(apiText), 'the revision is not the API text alone');
-  const out = served.find((a) => a.file === 'out.toml');
-  t.ok(out !== undefined && out.schema === undefined, 'a schema outside the API file directory is not served');
-  t.match(lines.join(''), /out\.toml.*leaves the API file's directory.*deployment_file_unparsed/);
-
-  // The schema file alone changes: a new revision, published.
-  const changed = SDL.replace('  secret: String\n', '');
-  fs.writeFileSync(path.join(apis, 'orders.graphql'), changed);
-  s.refresh();
-  const deployed = events.filter((e) => e.name === 'api.deployed');
-  t.equal(deployed.length, 1, 'one api.deployed, for the API whose schema changed');
-  const p = deployed[0]?.name === 'api.deployed' ? deployed[0].payload : undefined;
-  t.equal(p?.file, 'orders.toml');
-  t.equal(p?.schema?.text, changed);
-  t.not(p?.revision, orders?.revision);
-
-  // A worker's gateway builds the API from the served texts only (no file on its disk).
-  const texts = new ApiTexts('cp', [{ file: 'http://cp/apis/orders.toml', text: apiText, ...(p?.schema !== undefined ? { schema: p.schema } : {}) }, { file: 'http://cp/apis/out.toml', text: out?.text ?? '' }], {});
-  const read = texts.read();
-  const ok = read.candidates.find((c) => c.file === 'http://cp/apis/orders.toml');
-  t.ok(ok?.api?.graphql?.schema.rootFields.QUERY.has('hello'), 'built from the served schema');
-  t.notOk(ok?.api?.graphql?.schema.rootFields.QUERY.has('secret'), 'the changed schema');
-  const refused = read.candidates.find((c) => c.file === 'http://cp/apis/out.toml');
-  t.equal(refused?.api, undefined);
-  t.match(refused?.diagnostics.map((d) => `${d.code} ${d.message}`).join('\n'), /API_VALUE schema \.\.\/outside\.graphql was not served with the API file/);
-});
 
 /** `status code` of a GraphQL POST: "200 -", "400 103180". */
 async function query(port: number, q: string): Promise<string> {
