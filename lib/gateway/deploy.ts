@@ -15,7 +15,7 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { type ApiDefinition, type ApiParseResult, type ApiVars, defaultPath, labelsMatch, parseApiText, type ServedSchema, versionedPath } from './apis';
+import { type ApiDefinition, type ApiParseResult, type ApiVars, defaultPath, labelsMatch, parseApiText, readSchemaFile, type ServedSchema, versionedPath } from './apis';
 import { CorsConfigError, type CorsPolicy } from './cors';
 import type { ApiDiagnostic } from './diagnostics';
 import type { Deployable } from './runtime';
@@ -119,7 +119,7 @@ export function listApiFiles(dir: string): string[] | undefined {
 
 interface Cached {
   readonly text: string;
-  /** The served schema's text the result was built with (ApiText.schema). */
+  /** The schema text the result was built with (ApiText.schema's, or a GraphQL API file's on disk). */
   readonly schemaText: string | undefined;
   readonly result: ApiParseResult;
 }
@@ -178,6 +178,23 @@ export class ApiFiles {
     this.cache.clear();
   }
 
+  /**
+   * Whether a GraphQL API's schema changed since its file was parsed: the served text (given texts), or
+   * the schema file on disk (docs/graphql.md), so a saved schema redeploys its API like a saved API file.
+   * The path is the last built one's: an API file never valid is parsed again when it changes.
+   */
+  private schemaChanged(file: string, cached: Cached, entry: ApiText): boolean {
+    return this.given ? cached.schemaText !== entry.schema?.text : this.diskSchema(file, cached.result) !== cached.schemaText;
+  }
+
+  /** The schema text on disk now of a GraphQL API file (undefined: none, or unreadable). */
+  private diskSchema(file: string, result: ApiParseResult): string | undefined {
+    const g = result.api?.graphql ?? this.lastGood.get(file)?.graphql;
+    if (g === undefined) return undefined;
+    const read = readSchemaFile(path.dirname(g.schemaFile), g.schemaFile, false);
+    return 'text' in read ? read.text : undefined;
+  }
+
   /** `entries` undefined: the source is missing (no APIs from it). */
   protected readEntries(entries: readonly (ApiText | Unreadable)[] | undefined): DirectoryRead {
     const fresh: ApiDiagnostic[] = [];
@@ -202,8 +219,9 @@ export class ApiFiles {
       }
       const text = entry.text;
       let cached = this.cache.get(file);
-      if (cached === undefined || cached.text !== text || cached.schemaText !== entry.schema?.text) {
-        cached = { text, schemaText: entry.schema?.text, result: parseApiText(text, file, this.vars, this.policies, this.scriptDirs, this.given ? (entry.schema ?? null) : undefined) };
+      if (cached === undefined || cached.text !== text || this.schemaChanged(file, cached, entry)) {
+        const result = parseApiText(text, file, this.vars, this.policies, this.scriptDirs, this.given ? (entry.schema ?? null) : undefined);
+        cached = { text, schemaText: this.given ? entry.schema?.text : (result.api?.graphql?.sdl ?? this.diskSchema(file, result)), result };
         this.cache.set(file, cached);
         changedFiles.push(file);
         fresh.push(...cached.result.diagnostics);
