@@ -48,7 +48,12 @@ export interface ApiDeploymentPayload {
   readonly text: string;
   /** Its `labels` (default ["Default"]): which gateways deploy it ([apim.sync_runtime_artifacts.gateway]). */
   readonly labels: readonly string[];
-  /** sha256 of the text, hex: what changed is told from what did not. */
+  /**
+   * A GraphQL API's SDL schema file (docs/graphql.md), read beside the API file: `file` is its
+   * `[graphql] schema` value. Absent when the API has none or it could not be read.
+   */
+  readonly schema?: { readonly file: string; readonly text: string };
+  /** sha256 of the text (and of the schema's, when served), hex: what changed is told from what did not. */
   readonly revision: string;
 }
 

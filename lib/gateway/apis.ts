@@ -9,6 +9,7 @@
  * API_NOT_ENFORCED so nobody mistakes them for protection they do not give yet. Throttling policy names
  * are checked against the policies file when the gateway passes its names (docs/throttling.md).
  */
+import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { Segment, SourceMap } from '../config/locate';
@@ -117,9 +118,12 @@ export interface ApiDefinition {
 
 /** What a GraphQL API adds to its definition (the `[graphql]` table and `[[operations]]`). */
 export interface GraphqlApi {
-  /** Absolute path of the SDL file. */
+  /** Absolute path of the SDL file (served with the API text: the `[graphql] schema` value). */
   readonly schemaFile: string;
   readonly schema: GraphqlSchema;
+  /** The SDL and its sha256 (hex): a worker thread builds the schema once per hash (lib/graphql/worker.ts). */
+  readonly sdl: string;
+  readonly sdlHash: string;
   readonly limits: QueryLimits;
   /** The most bytes a query's request (body, or query string) may have before it is parsed. */
   readonly maxQueryBytes: number;
@@ -258,6 +262,18 @@ interface Ctx {
   readonly vars: ApiVars;
   /** Where scripts may be (GatewaySettings.scriptDirs); undefined: anywhere. */
   readonly scriptDirs: readonly string[] | undefined;
+  /**
+   * A GraphQL API's schema text given with the API text (a gateway-worker's, served by its control plane:
+   * docs/scale-out.md); null: texts given without a schema, nothing is read from disk; undefined: read the
+   * schema file from disk.
+   */
+  readonly served?: ServedSchema | null;
+}
+
+/** A GraphQL API's SDL served beside its API text: `file` is the `[graphql] schema` value it answers. */
+export interface ServedSchema {
+  readonly file: string;
+  readonly text: string;
 }
 
 /** The API file's codes for the shared document reader's steps (config/document.ts). */
@@ -497,23 +513,25 @@ function graphqlOf(ctx: Ctx, t: Record<string, unknown>, file: string, apiType: 
     ctx.r.report('error', 'API_REQUIRED', ['graphql'], 'a GraphQL API needs a [graphql] table with its schema', '[graphql] schema = "schema.graphql"');
     return undefined;
   }
-  const dir = file === '' ? process.cwd() : path.dirname(file);
-  const schemaFile = path.resolve(dir, g.schema as string);
-  const rel = path.relative(dir, schemaFile);
-  // An API file's schema stays beside it (a file dropped into apis/ cannot read the host's files); an
-  // API given in code names any path, relative to the working directory.
-  if (file !== '' && (rel.startsWith('..') || path.isAbsolute(rel))) {
-    ctx.r.report('error', 'API_VALUE', ['graphql', 'schema'], `${JSON.stringify(g.schema)} leaves the API file's directory`, 'a path inside the directory of the API file, e.g. "schema.graphql"');
-    return undefined;
-  }
+  let schemaFile: string;
   let sdl: string;
-  try {
-    const st = fs.statSync(schemaFile);
-    if (!st.isFile() || st.size > MAX_SCHEMA_BYTES) throw new Error(st.isFile() ? `it is larger than ${MAX_SCHEMA_BYTES} bytes` : 'it is not a file');
-    sdl = fs.readFileSync(schemaFile, 'utf8');
-  } catch (err) {
-    ctx.r.report('error', 'API_VALUE', ['graphql', 'schema'], `schema ${schemaFile} cannot be read: ${(err as Error).message}`, 'an SDL file next to the API file');
-    return undefined;
+  if (ctx.served !== undefined) {
+    // Served with the API text: the control plane read it inside its apis/ directory (lib/scale/deployments.ts).
+    schemaFile = g.schema as string;
+    if (ctx.served === null || ctx.served.file !== schemaFile) {
+      ctx.r.report('error', 'API_VALUE', ['graphql', 'schema'], `schema ${schemaFile} was not served with the API file (its control plane could not read it inside its apis/ directory)`, 'an SDL file next to the API file on the control plane');
+      return undefined;
+    }
+    sdl = ctx.served.text;
+  } else {
+    const dir = file === '' ? process.cwd() : path.dirname(file);
+    schemaFile = path.resolve(dir, g.schema as string);
+    const read = readSchemaFile(dir, schemaFile, file !== '');
+    if ('error' in read) {
+      ctx.r.report('error', 'API_VALUE', ['graphql', 'schema'], read.outside ? `${JSON.stringify(g.schema)} leaves the API file's directory` : `schema ${schemaFile} cannot be read: ${read.error}`, read.outside ? 'a path inside the directory of the API file, e.g. "schema.graphql"' : 'an SDL file next to the API file');
+      return undefined;
+    }
+    sdl = read.text;
   }
   const built = buildGraphqlSchema(sdl, `type = "GRAPHQL" (${file === '' ? 'an API given in code' : file})`);
   if (!built.ok) {
@@ -539,11 +557,28 @@ function graphqlOf(ctx: Ctx, t: Record<string, unknown>, file: string, apiType: 
     rules.set(key, Object.freeze({ type, name, scopes: o.scopes as readonly string[], policy: o.policy as string | undefined }));
   });
   const limits: QueryLimits = Object.freeze({ maxDepth: g.max_depth as number, maxComplexity: g.max_complexity as number, maxTokens: g.max_tokens as number, introspection: g.introspection as boolean });
-  return Object.freeze({ schemaFile, schema: built.schema, limits, maxQueryBytes: g.max_query_bytes as number, rules, cache: new AnalysisCache() });
+  return Object.freeze({ schemaFile, schema: built.schema, sdl, sdlHash: createHash('sha256').update(sdl).digest('hex'), limits, maxQueryBytes: g.max_query_bytes as number, rules, cache: new AnalysisCache() });
 }
 
 /** The largest schema file read (a schema is configuration, not traffic). */
-const MAX_SCHEMA_BYTES = 4 * 1024 * 1024;
+export const MAX_SCHEMA_BYTES = 4 * 1024 * 1024;
+
+/**
+ * Reads a schema file: `schemaFile` (resolved) must stay inside `dir` when `inside` (an API file's schema
+ * stays beside it: a file dropped into apis/ cannot read the host's files; an API given in code names any
+ * path), be a file, and hold at most MAX_SCHEMA_BYTES.
+ */
+export function readSchemaFile(dir: string, schemaFile: string, inside: boolean): { readonly text: string } | { readonly error: string; readonly outside: boolean } {
+  const rel = path.relative(dir, schemaFile);
+  if (inside && (rel.startsWith('..') || path.isAbsolute(rel))) return { error: 'it leaves the API file\'s directory', outside: true };
+  try {
+    const st = fs.statSync(schemaFile);
+    if (!st.isFile() || st.size > MAX_SCHEMA_BYTES) throw new Error(st.isFile() ? `it is larger than ${MAX_SCHEMA_BYTES} bytes` : 'it is not a file');
+    return { text: fs.readFileSync(schemaFile, 'utf8') };
+  } catch (err) {
+    return { error: (err as Error).message, outside: false };
+  }
+}
 
 export interface ApiParseResult {
   readonly api: ApiDefinition | undefined;
@@ -555,8 +590,8 @@ export interface ApiParseResult {
  * `map` locates fields in the file's text for line numbers. `scriptDirs`: the directories a [mediation]
  * script must be in (a gateway always passes them: GatewaySettings.scriptDirs); undefined: anywhere.
  */
-export function validateApi(raw: unknown, file: string, vars: ApiVars = {}, map?: SourceMap, policies?: PolicyNames, scriptDirs?: readonly string[]): ApiParseResult {
-  const ctx: Ctx = { r: new DocumentReader(file === '' ? '<api>' : file, map, API_CODES), vars, scriptDirs };
+export function validateApi(raw: unknown, file: string, vars: ApiVars = {}, map?: SourceMap, policies?: PolicyNames, scriptDirs?: readonly string[], served?: ServedSchema | null): ApiParseResult {
+  const ctx: Ctx = { r: new DocumentReader(file === '' ? '<api>' : file, map, API_CODES), vars, scriptDirs, ...(served !== undefined ? { served } : {}) };
   if (!isTable(raw)) {
     ctx.r.report('error', 'API_TYPE', [], `an API definition is a table, got ${typeOf(raw)}`);
     return { api: undefined, diagnostics: ctx.r.diagnostics };
@@ -667,11 +702,11 @@ export function validateApi(raw: unknown, file: string, vars: ApiVars = {}, map?
   return { api: Object.freeze(api), diagnostics: ctx.r.diagnostics };
 }
 
-/** Parses and validates one API definition file's text. */
-export function parseApiText(text: string, file: string, vars: ApiVars = {}, policies?: PolicyNames, scriptDirs?: readonly string[]): ApiParseResult {
+/** Parses and validates one API definition file's text (`served`: its schema given with it, ServedSchema). */
+export function parseApiText(text: string, file: string, vars: ApiVars = {}, policies?: PolicyNames, scriptDirs?: readonly string[], served?: ServedSchema | null): ApiParseResult {
   const parsed = parseDocument(text, file, API_CODES);
   if (!parsed.ok) return { api: undefined, diagnostics: [parsed.diagnostic] };
-  return validateApi(parsed.doc, file, vars, parsed.map, policies, scriptDirs);
+  return validateApi(parsed.doc, file, vars, parsed.map, policies, scriptDirs, served);
 }
 
 /** The versioned context path an API is invoked at: /pizzashack/1.0.0, or the {version} placed. */

@@ -15,7 +15,7 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { type ApiDefinition, type ApiParseResult, type ApiVars, defaultPath, labelsMatch, parseApiText, versionedPath } from './apis';
+import { type ApiDefinition, type ApiParseResult, type ApiVars, defaultPath, labelsMatch, parseApiText, readSchemaFile, type ServedSchema, versionedPath } from './apis';
 import { CorsConfigError, type CorsPolicy } from './cors';
 import type { ApiDiagnostic } from './diagnostics';
 import type { Deployable } from './runtime';
@@ -119,6 +119,8 @@ export function listApiFiles(dir: string): string[] | undefined {
 
 interface Cached {
   readonly text: string;
+  /** The schema text the result was built with (ApiText.schema's, or a GraphQL API file's on disk). */
+  readonly schemaText: string | undefined;
   readonly result: ApiParseResult;
 }
 
@@ -137,6 +139,11 @@ export interface ApiText {
   /** What diagnostics and states name it by (e.g. the control plane's URL and the file's name). */
   readonly file: string;
   readonly text: string;
+  /**
+   * A GraphQL API's schema, served with its text (docs/scale-out.md): given texts never read a schema from
+   * disk, so a GraphQL API given without it is refused.
+   */
+  readonly schema?: ServedSchema;
 }
 
 /** A file that could not be read: its previous version stays deployed, if any. */
@@ -155,6 +162,8 @@ export class ApiFiles {
   private readonly lastGood = new Map<string, ApiDefinition>();
   private readonly order = new Map<string, number>();
   private seq = 0;
+  /** The texts are given (ApiTexts): a GraphQL API's schema comes with its text, never from disk. */
+  protected given = false;
 
   constructor(
     private readonly vars: ApiVars,
@@ -167,6 +176,23 @@ export class ApiFiles {
   /** The next read validates every file again (the policy names changed: SIGHUP re-read the policies). */
   revalidate(): void {
     this.cache.clear();
+  }
+
+  /**
+   * Whether a GraphQL API's schema changed since its file was parsed: the served text (given texts), or
+   * the schema file on disk (docs/graphql.md), so a saved schema redeploys its API like a saved API file.
+   * The path is the last built one's: an API file never valid is parsed again when it changes.
+   */
+  private schemaChanged(file: string, cached: Cached, entry: ApiText): boolean {
+    return this.given ? cached.schemaText !== entry.schema?.text : this.diskSchema(file, cached.result) !== cached.schemaText;
+  }
+
+  /** The schema text on disk now of a GraphQL API file (undefined: none, or unreadable). */
+  private diskSchema(file: string, result: ApiParseResult): string | undefined {
+    const g = result.api?.graphql ?? this.lastGood.get(file)?.graphql;
+    if (g === undefined) return undefined;
+    const read = readSchemaFile(path.dirname(g.schemaFile), g.schemaFile, false);
+    return 'text' in read ? read.text : undefined;
   }
 
   /** `entries` undefined: the source is missing (no APIs from it). */
@@ -193,8 +219,9 @@ export class ApiFiles {
       }
       const text = entry.text;
       let cached = this.cache.get(file);
-      if (cached === undefined || cached.text !== text) {
-        cached = { text, result: parseApiText(text, file, this.vars, this.policies, this.scriptDirs) };
+      if (cached === undefined || cached.text !== text || this.schemaChanged(file, cached, entry)) {
+        const result = parseApiText(text, file, this.vars, this.policies, this.scriptDirs, this.given ? (entry.schema ?? null) : undefined);
+        cached = { text, schemaText: this.given ? entry.schema?.text : (result.api?.graphql?.sdl ?? this.diskSchema(file, result)), result };
         this.cache.set(file, cached);
         changedFiles.push(file);
         fresh.push(...cached.result.diagnostics);
@@ -244,6 +271,7 @@ export class ApiTexts extends ApiFiles {
     scriptDirs?: readonly string[],
   ) {
     super(vars, policies, scriptDirs);
+    this.given = true;
     this.set(entries);
   }
 

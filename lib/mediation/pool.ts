@@ -95,6 +95,8 @@ export interface PoolOptions {
 export class MediationPool {
   private piscina: Piscina | undefined;
   private inFlight = 0;
+  /** Tasks given to piscina since the start, by worker module: 'mediation' (run), or runFile's `kind`. */
+  readonly submitted = new Map<string, number>();
   readonly alert: BlockedThreadsAlert;
   private closed = false;
 
@@ -155,15 +157,7 @@ export class MediationPool {
    * does not count; past it the thread is ended.
    */
   async run(task: MediateTask, limitMs?: number): Promise<MediateResult> {
-    if (this.closed) throw new PoolError('failed', 'the mediation pool is closed');
-    const s = this.settings;
-    if (this.inFlight >= s.maxThreads + s.maxQueue) {
-      this.alert.submitted(this.inFlight + 1);
-      throw new PoolError('queue_full', `all ${s.maxThreads} mediation threads are busy and ${s.maxQueue} tasks wait (engine.threads_queue_length)`);
-    }
-    const pool = this.pool();
-    this.inFlight++;
-    this.alert.submitted(this.inFlight);
+    const pool = this.admit('mediation');
     const body = task.body;
     const transferList: (ArrayBuffer | MessagePort)[] = [];
     if (body.byteLength > 0 && body.byteOffset === 0 && body.byteLength === body.buffer.byteLength) transferList.push(body.buffer as ArrayBuffer);
@@ -190,6 +184,38 @@ export class MediationPool {
     } finally {
       if (timer !== undefined) clearTimeout(timer);
       channel?.port1.close();
+      this.inFlight--;
+      this.alert.check();
+    }
+  }
+
+  /** A task counted in flight (the queue bound and the blocked-threads alert), or PoolError queue_full. */
+  private admit(kind: string): Piscina {
+    if (this.closed) throw new PoolError('failed', 'the mediation pool is closed');
+    const s = this.settings;
+    if (this.inFlight >= s.maxThreads + s.maxQueue) {
+      this.alert.submitted(this.inFlight + 1);
+      throw new PoolError('queue_full', `all ${s.maxThreads} mediation threads are busy and ${s.maxQueue} tasks wait (engine.threads_queue_length)`);
+    }
+    const pool = this.pool();
+    this.inFlight++;
+    this.submitted.set(kind, (this.submitted.get(kind) ?? 0) + 1);
+    this.alert.submitted(this.inFlight);
+    return pool;
+  }
+
+  /**
+   * Runs `task` on the same threads with another worker module (`filename`, its default export): work of
+   * other services kept off the event loop (a GraphQL API's large queries: lib/graphql/worker.ts). The
+   * task is copied (structured clone), not transferred; counted in flight like run()'s. Rejects with PoolError.
+   */
+  async runFile<T>(kind: string, filename: string, task: unknown): Promise<T> {
+    const pool = this.admit(kind);
+    try {
+      return (await pool.run(task, { filename })) as T;
+    } catch (err) {
+      throw classify(err, undefined);
+    } finally {
       this.inFlight--;
       this.alert.check();
     }

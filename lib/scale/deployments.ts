@@ -29,7 +29,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as toml from 'toml';
 import type { ApiDeploymentPayload, EventBus } from '../events/bus';
-import { API_FIELDS, labelsMatch } from '../gateway/apis';
+import { API_FIELDS, labelsMatch, readSchemaFile } from '../gateway/apis';
 import { DebouncedWatch, listApiFiles } from '../gateway/deploy';
 import { syntaxDiagnostic } from '../gateway/diagnostics';
 import type { Gateway } from '../gateway';
@@ -57,8 +57,11 @@ export function revisionOf(text: string): string {
 
 const DEFAULT_LABELS = (API_FIELDS.find((f) => f.key === 'labels')?.default ?? ['Default']) as readonly string[];
 
-/** An API file's `labels` (its default when absent), or why it cannot be read: not TOML, labels not strings. */
-export function apiLabels(text: string): { readonly labels: readonly string[] } | { readonly error: string } {
+/**
+ * An API file's `labels` (its default when absent), or why it cannot be read: not TOML, labels not strings;
+ * and a GraphQL API's `[graphql] schema` value, when it is a string.
+ */
+export function apiLabels(text: string): { readonly labels: readonly string[]; readonly schema?: string } | { readonly error: string } {
   let raw: unknown;
   try {
     raw = toml.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
@@ -66,10 +69,12 @@ export function apiLabels(text: string): { readonly labels: readonly string[] } 
     const d = syntaxDiagnostic(err, '', text);
     return { error: `line ${d.line}: ${d.message}` };
   }
-  const labels = (raw as Record<string, unknown>).labels;
-  if (labels === undefined) return { labels: DEFAULT_LABELS };
-  if (!Array.isArray(labels) || !labels.every((l) => typeof l === 'string')) return { error: 'labels must be an array of strings' };
-  return { labels: labels as string[] };
+  const t = raw as Record<string, unknown>;
+  const labels = t.labels;
+  if (labels !== undefined && (!Array.isArray(labels) || !labels.every((l) => typeof l === 'string'))) return { error: 'labels must be an array of strings' };
+  const g = t.graphql as Record<string, unknown> | undefined;
+  const schema = t.type === 'GRAPHQL' && g !== null && typeof g === 'object' && typeof g.schema === 'string' ? g.schema : undefined;
+  return { labels: (labels as string[] | undefined) ?? DEFAULT_LABELS, ...(schema !== undefined ? { schema } : {}) };
 }
 
 /** `?labels=A,B`: the APIs whose labels share one with the list (every API without a list). */
@@ -143,10 +148,6 @@ export class DeploymentSource {
         continue;
       }
       const before = this.apis.get(file);
-      if (before !== undefined && before.text === text) {
-        next.set(file, before);
-        continue;
-      }
       const r = apiLabels(text);
       if ('error' in r) {
         if (this.unparsed.get(file) !== text) {
@@ -157,7 +158,14 @@ export class DeploymentSource {
         continue;
       }
       this.unparsed.delete(file);
-      next.set(file, { file, text, labels: r.labels, revision: revisionOf(text) });
+      const schema = r.schema !== undefined ? this.schemaOf(full, r.schema) : undefined;
+      if (before !== undefined && before.text === text && before.schema?.text === schema?.text) {
+        next.set(file, before);
+        continue;
+      }
+      // The revision covers the schema too: a changed schema file redeploys its API on the workers.
+      const revision = schema === undefined ? revisionOf(text) : revisionOf(`${revisionOf(text)}\n${revisionOf(schema.text)}`);
+      next.set(file, { file, text, labels: r.labels, ...(schema !== undefined ? { schema } : {}), revision });
     }
     const previous = this.apis;
     this.apis = next;
@@ -169,6 +177,25 @@ export class DeploymentSource {
       }
     }
     for (const [file, a] of next) if (previous.get(file)?.revision !== a.revision) this.o.bus.publish('api.deployed', a);
+  }
+
+  /**
+   * A GraphQL API's schema file, read as the gateway reads it (inside the API file's directory, at most
+   * MAX_SCHEMA_BYTES of lib/gateway/apis.ts). Unreadable: logged once per reason, and the API is served
+   * without it (the workers refuse it, naming the schema; API_VALUE).
+   */
+  private schemaOf(apiFile: string, name: string): { readonly file: string; readonly text: string } | undefined {
+    const dir = path.dirname(apiFile);
+    const read = readSchemaFile(dir, path.resolve(dir, name), true);
+    if ('text' in read) {
+      this.unparsed.delete(`${apiFile}\0schema`);
+      return { file: name, text: read.text };
+    }
+    if (this.unparsed.get(`${apiFile}\0schema`) !== read.error) {
+      this.unparsed.set(`${apiFile}\0schema`, read.error);
+      this.o.logger.log('warn', 'deployment_file_unparsed', { file: apiFile, message: `its schema ${JSON.stringify(name)} cannot be served: ${read.error}` });
+    }
+    return undefined;
   }
 
   private refreshPolicies(publish: boolean): void {
@@ -242,8 +269,8 @@ export class DeploymentFollower {
   }
 
   /** The pulled texts, as createGateway's `apiTexts`. */
-  entries(): { readonly file: string; readonly text: string }[] {
-    return [...this.apis.values()].map((a) => ({ file: this.name(a.file), text: a.text }));
+  entries(): { readonly file: string; readonly text: string; readonly schema?: { readonly file: string; readonly text: string } }[] {
+    return [...this.apis.values()].map((a) => ({ file: this.name(a.file), text: a.text, ...(a.schema !== undefined ? { schema: a.schema } : {}) }));
   }
 
   /** The pulled policies text (undefined: the control plane serves none; the gateway keeps its own). */

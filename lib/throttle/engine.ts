@@ -272,13 +272,7 @@ export class ThrottleEngine {
 
   /** Decides one call at `now` (epoch ms) and counts it when it is allowed. */
   check(call: ThrottleCall, now: number): Verdict {
-    const v = this.verdict;
-    v.code = Code.ALLOWED;
-    v.blockedBy = undefined;
-    v.retryAfterMs = -1;
-    v.limit = -1;
-    v.remaining = 0;
-    v.resetMs = 0;
+    const v = this.fresh();
     const auth = call.auth !== undefined && call.auth.kind !== 'none' ? call.auth : undefined;
 
     // 900805: blocking conditions.
@@ -338,6 +332,36 @@ export class ThrottleEngine {
     // 900801: the endpoint's hard limit, over every caller.
     if (call.maxTps !== undefined && call.endpointKey !== undefined) this.level(`h|${call.endpointKey}`, this.perSecond(call.maxTps), Code.HARD_LIMIT_EXCEEDED, true, bytes);
 
+    return this.decide(v, now);
+  }
+
+  /**
+   * Only the field policies of `call` (a GraphQL subscribe message on a tunnel whose frames are counted
+   * already: docs/graphql.md), counted as check() counts them: 900802 when one is exhausted, nothing
+   * counted then. Ignored when the API has a policy, as in check().
+   */
+  checkFields(call: ThrottleCall, now: number): Verdict {
+    const v = this.fresh();
+    this.n = 0;
+    const fields = call.fieldPolicies;
+    if (fields !== undefined && call.apiPolicy === undefined) for (const [key, policy] of fields) this.advanced(policy, `r|${call.apiPath}|${key}`, Code.RESOURCE_THROTTLED, call, 0);
+    return this.decide(v, now);
+  }
+
+  /** The verdict object, reset to "allowed, no limit". */
+  private fresh(): Verdict {
+    const v = this.verdict;
+    v.code = Code.ALLOWED;
+    v.blockedBy = undefined;
+    v.retryAfterMs = -1;
+    v.limit = -1;
+    v.remaining = 0;
+    v.resetMs = 0;
+    return v;
+  }
+
+  /** Every level gathered is checked before any is counted: the first exhausted one refuses. */
+  private decide(v: Verdict, now: number): Verdict {
     const n = this.n;
     if (n === 0) return v;
     const store = this.counters;

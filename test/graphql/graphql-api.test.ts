@@ -16,6 +16,7 @@ import { WebSocket, type RawData } from 'ws';
 import { api, code, startNode, type Node } from '../security/helpers';
 import { HOST, request, until, type Response } from '../gateway/helpers';
 import { graphqlBackend, SDL, type GraphqlBackend } from './backend';
+import { analyse, buildGraphqlSchema, POOL_QUERY_CHARS, type GraphqlSchema } from '../../lib/graphql';
 
 const POLICIES = `
 [[subscription]]
@@ -71,6 +72,8 @@ t.before(async () => {
         },
       ),
       gql('open', { introspection: true, max_query_bytes: 200 }, { auth: 'none' }),
+      gql('big', {}, { auth: 'none' }),
+      gql('subs', {}, { auth: 'none', operations: [{ type: 'SUBSCRIPTION', name: 'ticks', policy: 'Two' }] }),
     ],
     `[throughway.throttling]\npolicies_file = "${policies}"\n[http_access_log]\nenabled = true\nuseLogger = true\n[passthru_http]\nforce_json_validation = true\n[apim.analytics]\nenable = true\n[throughway.analytics]\nfile = "${path.join(dir, 'events.jsonl')}"\nflush_interval = "60s"\n`,
     { scopes: ['secret:read', 'order:write', 'order:all', 'ticks:read'], throttling: { now: () => FIXED } },
@@ -226,6 +229,39 @@ t.test('a per-field throttling policy: the third query selecting the field in th
   t.equal(other.status, 200, 'queries without the field are not');
 });
 
+t.test('a query above POOL_QUERY_CHARS is analysed in the mediation worker pool, with the faults an inline analysis gives', async (t) => {
+  const pool = node.gw.mediation.pool;
+  const ran = (): number => pool.submitted.get('graphql') ?? 0;
+  const built = buildGraphqlSchema(SDL, 'test');
+  if (!built.ok) throw new Error(built.message);
+  const schema: GraphqlSchema = built.schema;
+  const inline = (query: string): string => {
+    const a = analyse(schema, { query, operationName: undefined }, { maxDepth: 10, maxComplexity: 1000, maxTokens: 10000, introspection: false });
+    return a.ok ? 'ok' : a.message;
+  };
+  const pad = `# ${'x'.repeat(POOL_QUERY_CHARS)}\n`;
+  const small = await post('/big/1', { query: '{ hello }' });
+  t.equal(small.status, 200, small.body);
+  t.equal(ran(), 0, 'a small query is analysed inline');
+
+  const ok = await post('/big/1', { query: `${pad}{ hello(name: "pool") }` });
+  t.equal(ok.status, 200, ok.body);
+  t.same(JSON.parse(ok.body), { data: { hello: 'hello pool' } });
+  t.equal(ran(), 1, 'the large query went to the pool');
+
+  const syntaxQuery = `${pad}{ hello(name: "a" }`;
+  const syntax = await post('/big/1', { query: syntaxQuery });
+  t.equal(code(syntax), 900422);
+  t.equal(description(syntax), inline(syntaxQuery), 'the parser\'s message and position, as inline');
+  t.match(description(syntax), /\(2:\d+\)$/);
+  const invalidQuery = `${pad}{ nope hello(x: 1) }`;
+  const invalid = await post('/big/1', { query: invalidQuery });
+  t.equal(code(invalid), 103180);
+  t.equal(description(invalid), inline(invalidQuery), 'each validation error with its position, as inline');
+  t.match(description(invalid), /Cannot query field "nope" on type "Query".*\(2:3\)/);
+  t.equal(ran(), 3, 'both refusals were analysed in the pool');
+});
+
 t.test('GraphQL over HTTP: a mutation by GET is 405 (Allow: POST), a subscription by HTTP 103187, a body over max_query_bytes 413', async (t) => {
   const g = await node.call(`/gql/1?query=${encodeURIComponent('mutation { addOrder(item: "x") }')}`, plainToken);
   t.equal(g.status, 405);
@@ -278,8 +314,8 @@ t.test('a subscription over WebSocket (graphql-transport-ws) through the gateway
 });
 
 /** Opens a graphql-transport-ws socket through the gateway and waits for connection_ack. */
-async function openSocket(t: Test, token: string): Promise<{ ws: WebSocket; next(): Promise<{ type: string; id?: string; payload?: unknown }>; closed: Promise<number> }> {
-  const ws = new WebSocket(`ws://${HOST}:${node.port}/gql/1`, 'graphql-transport-ws', { headers: { Authorization: `Bearer ${token}` } });
+async function openSocket(t: Test, token: string | undefined, pathname = '/gql/1'): Promise<{ ws: WebSocket; next(): Promise<{ type: string; id?: string; payload?: unknown }>; closed: Promise<number> }> {
+  const ws = new WebSocket(`ws://${HOST}:${node.port}${pathname}`, 'graphql-transport-ws', token !== undefined ? { headers: { Authorization: `Bearer ${token}` } } : {});
   t.teardown(() => ws.terminate());
   const queue: { type: string; id?: string; payload?: unknown }[] = [];
   let wake: (() => void) | undefined;
@@ -316,6 +352,36 @@ t.test('each subscribe message is checked like a query: refused ones get an erro
   t.equal(backend.subscriptions.length, before, 'no refused subscription reached the backend');
   s.ws.send('not json');
   t.equal(await s.closed, 4400, 'a message that is not the protocol\'s closes the socket with 4400');
+});
+
+t.test('subscribe messages are counted against their fields\' throttling policies: the third in the window gets an error with 900802', async (t) => {
+  const before = backend.subscriptions.length;
+  const s = await openSocket(t, undefined, '/subs/1');
+  /** The message that ends subscription `id`: the backend's complete, or the gateway's error. */
+  const end = async (id: string): Promise<{ type: string; id?: string; payload?: unknown }> => {
+    for (;;) {
+      const m = await s.next();
+      if (m.id === id && (m.type === 'complete' || m.type === 'error')) return m;
+    }
+  };
+  const subscribe = (id: string): void => s.ws.send(JSON.stringify({ id, type: 'subscribe', payload: { query: 'subscription { ticks(count: 1) }' } }));
+  subscribe('1');
+  t.equal((await end('1')).type, 'complete', 'the first subscription ran on the backend');
+  subscribe('2');
+  t.equal((await end('2')).type, 'complete', 'the second too (the policy allows 2 a minute)');
+  subscribe('3');
+  const refused = await end('3');
+  t.equal(refused.type, 'error');
+  t.equal((refused.payload as { extensions: { code: number } }[])[0]?.extensions.code, 900802, 'the resource-level throttling code, as an HTTP query selecting the field gets');
+  t.equal(backend.subscriptions.length, before + 2, 'the refused subscribe was not forwarded');
+  // The socket stays open: a ping still gets its pong from the backend.
+  s.ws.send(JSON.stringify({ type: 'ping' }));
+  t.equal((await s.next()).type, 'pong');
+  // Another tunnel counts against the same field key (the policy is over every caller).
+  const other = await openSocket(t, undefined, '/subs/1');
+  other.ws.send(JSON.stringify({ id: 'x', type: 'subscribe', payload: { query: 'subscription { ticks(count: 1) }' } }));
+  const m = await other.next();
+  t.same([m.id, m.type, (m.payload as { extensions: { code: number } }[])[0]?.extensions.code], ['x', 'error', 900802]);
 });
 
 t.test('a subscribe message larger than max_query_bytes closes the socket with 1009', async (t) => {

@@ -8,6 +8,8 @@
  *  - GET /admin/v1/deployments: super admin only (401), `?labels=A,B`, absent where not wired (404);
  *  - DeploymentFollower + a gateway created with `apiTexts`: events deploy, change and undeploy, a policies
  *    text applies, other labels are not deployed, diagnostics name the pulled file and line;
+ *  - a GraphQL API served with its schema text (revision over both; a schema outside the directory not
+ *    served, and refused by a worker's ApiTexts naming it);
  *  - RedisEventHub.resync: the pulled deployments' differences become events (policies first).
  */
 import { createHash } from 'node:crypto';
@@ -19,7 +21,10 @@ import { loadConfig } from '../../lib/config/load';
 import { createEventBus, type AnyEvent } from '../../lib/events/bus';
 import { createGateway } from '../../lib/embed';
 import { createLogger } from '../../lib/log';
-import { DeploymentFollower, DeploymentSource, apiLabels } from '../../lib/scale/deployments';
+import { DeploymentFollower, DeploymentSource, apiLabels, revisionOf } from '../../lib/scale/deployments';
+import { ApiTexts } from '../../lib/gateway/deploy';
+import { SDL } from '../graphql/backend';
+import { graphqlApi } from './helpers';
 import { DEFAULT_POLICIES_TOML, DEFAULT_POLICY_OPTIONS } from '../../lib/throttle/policies';
 import { adminAuth, basic, json, startKeyManager } from '../keymanager/helpers';
 import { echoBackend, until } from '../gateway/helpers';
@@ -226,4 +231,44 @@ t.test('the hub resync turns differences of the pulled deployments into events',
   next = { ...base, deployments: { apis: [b2], policies: { file: 'p.toml', text: 'P2', revision: 'rp2' } } };
   await hub.resync();
   t.same(names(), [], 'an undeploy already followed is not repeated');
+});
+
+t.test('DeploymentSource serves a GraphQL API with its schema text; the revision covers both', async (t) => {
+  const r = rig(t);
+  const apis = r.apis;
+  const dir = r.dir;
+  const apiText = graphqlApi(9);
+  fs.writeFileSync(path.join(apis, 'orders.toml'), apiText);
+  fs.writeFileSync(path.join(apis, 'orders.graphql'), SDL);
+  fs.writeFileSync(path.join(dir, 'outside.graphql'), SDL);
+  fs.writeFileSync(path.join(apis, 'out.toml'), graphqlApi(9, '../outside.graphql').replace('/orders', '/out'));
+  const s = r.source();
+  const served = s.snapshot().apis;
+  const orders = served.find((a) => a.file === 'orders.toml');
+  t.same(orders?.schema, { file: 'orders.graphql', text: SDL }, 'the schema text is served with its API');
+  t.not(orders?.revision, revisionOf(apiText), 'the revision is not the API text alone');
+  const out = served.find((a) => a.file === 'out.toml');
+  t.ok(out !== undefined && out.schema === undefined, 'a schema outside the API file directory is not served');
+  t.match(r.lines.join(''), /out\.toml.*leaves the API file's directory.*deployment_file_unparsed/);
+
+  // The schema file alone changes: a new revision, published.
+  const changed = SDL.replace('  secret: String\n', '');
+  fs.writeFileSync(path.join(apis, 'orders.graphql'), changed);
+  s.refresh();
+  const deployed = r.events.filter((e) => e.name === 'api.deployed');
+  t.equal(deployed.length, 1, 'one api.deployed, for the API whose schema changed');
+  const p = deployed[0]?.name === 'api.deployed' ? deployed[0].payload : undefined;
+  t.equal(p?.file, 'orders.toml');
+  t.equal(p?.schema?.text, changed);
+  t.not(p?.revision, orders?.revision);
+
+  // A worker's gateway builds the API from the served texts only (no file on its disk).
+  const texts = new ApiTexts('cp', [{ file: 'http://cp/apis/orders.toml', text: apiText, ...(p?.schema !== undefined ? { schema: p.schema } : {}) }, { file: 'http://cp/apis/out.toml', text: out?.text ?? '' }], {});
+  const read = texts.read();
+  const ok = read.candidates.find((c) => c.file === 'http://cp/apis/orders.toml');
+  t.ok(ok?.api?.graphql?.schema.rootFields.QUERY.has('hello'), 'built from the served schema');
+  t.notOk(ok?.api?.graphql?.schema.rootFields.QUERY.has('secret'), 'the changed schema');
+  const refused = read.candidates.find((c) => c.file === 'http://cp/apis/out.toml');
+  t.equal(refused?.api, undefined);
+  t.match(refused?.diagnostics.map((d) => `${d.code} ${d.message}`).join('\n'), /API_VALUE schema \.\.\/outside\.graphql was not served with the API file/);
 });

@@ -238,3 +238,8 @@ export async function spawnStarted(o: { salt: number; index?: number; toml: (off
     await node.stop('SIGKILL');
   }
 }
+
+/** A GraphQL API file without authentication, its schema named `schema` beside it (docs/graphql.md). */
+export function graphqlApi(port: number, schema = 'orders.graphql'): string {
+  return `name = "Orders"\ncontext = "/orders"\nversion = "1.0.0"\ntype = "GRAPHQL"\nauth = "none"\nunauthenticated_policy = "Unlimited"\n[endpoints]\nproduction = "http://127.0.0.1:${port}/graphql"\n[graphql]\nschema = "${schema}"\n`;
+}

@@ -7,14 +7,16 @@
  * a gathered body is the one the transport sends.
  */
 import { ApiCode, GatewayOwnCode, fault, type GatewayCode } from '../../faults';
-import { missingScope, rulesOf, type AnalysisFailure } from '../../graphql';
+import { missingScope, POOL_QUERY_CHARS, rulesOf, WORKER_FILE, type Analysis, type AnalysisFailure } from '../../graphql';
+import type { AnalyseAnswer, AnalyseTask } from '../../graphql/worker';
+import { PoolError } from '../../mediation';
 import { fromBody, fromQueryString, socketMessage, type RequestRead } from '../../graphql/request';
 import type { ClientMessageVerdict, WebSocketHooks } from '../../transport/types';
 import { headerValue } from '../../mediation';
 import type { GraphqlApi } from '../apis';
 import { isWebSocketHandshake } from '../websocket';
 import { CONTINUE, stop, type CallContext, type Outcome } from './context';
-import { tierLimits } from './throttling';
+import { subscribeFieldsThrottled, tierLimits } from './throttling';
 
 const FAILURE_CODE: Readonly<Record<AnalysisFailure['kind'], GatewayCode>> = {
   syntax: ApiCode.INVALID_GRAPHQL_QUERY,
@@ -44,9 +46,25 @@ export function graphqlQuery(ctx: CallContext, gq: GraphqlApi): Outcome | Promis
   });
 }
 
-function decide(ctx: CallContext, gq: GraphqlApi, r: RequestRead, post: boolean): Outcome {
+function decide(ctx: CallContext, gq: GraphqlApi, r: RequestRead, post: boolean): Outcome | Promise<Outcome> {
   if (!r.ok) return stop(fault(GatewayOwnCode.GRAPHQL_BAD_REQUEST, { description: r.message }));
-  const a = gq.cache.analyse(gq.schema, r.request, gq.limits);
+  const pool = ctx.rt.mediation?.pool;
+  // A large query (never in the analysis cache) is parsed and validated on a worker thread (docs/graphql.md).
+  if (pool !== undefined && r.request.query.length > POOL_QUERY_CHARS) {
+    const task: AnalyseTask = { sdl: gq.sdl, sdlHash: gq.sdlHash, request: r.request, limits: gq.limits };
+    return pool.runFile<AnalyseAnswer>('graphql', WORKER_FILE, task).then(
+      (answer) => conclude(ctx, gq, 'analysis' in answer ? answer.analysis : gq.cache.analyse(gq.schema, r.request, gq.limits), post),
+      (err: unknown) => {
+        if (err instanceof PoolError && err.kind === 'queue_full') return stop(fault(GatewayOwnCode.MEDIATION_QUEUE_FULL, { description: `a large GraphQL query waits for a worker thread: ${err.message}` }));
+        // A thread that failed (not the query's doing): the same analysis, inline, within the API's bounds.
+        return conclude(ctx, gq, gq.cache.analyse(gq.schema, r.request, gq.limits), post);
+      },
+    );
+  }
+  return conclude(ctx, gq, gq.cache.analyse(gq.schema, r.request, gq.limits), post);
+}
+
+function conclude(ctx: CallContext, gq: GraphqlApi, a: Analysis, post: boolean): Outcome {
   if (!a.ok) return stop(fault(FAILURE_CODE[a.kind], { description: a.message }));
   const op = a.operation;
   // GraphQL over HTTP: a mutation by GET is 405; subscriptions are the WebSocket's (graphql-transport-ws).
@@ -84,8 +102,12 @@ export function subscriptionHooks(ctx: CallContext, gq: GraphqlApi, frames: WebS
       const th = ctx.rt.throttle;
       const tier = auth !== undefined && auth.kind !== 'none' && th !== undefined ? tierLimits(th, a.operation, auth.subscriptionTier) : undefined;
       if (tier !== undefined) return refuse(m.id, tier.def.code, tier.description ?? tier.def.description);
-      const miss = missingScope(rulesOf(a.operation, gq.rules), scopes);
+      const rules = rulesOf(a.operation, gq.rules);
+      const miss = missingScope(rules, scopes);
       if (miss !== undefined) return refuse(m.id, ApiCode.INVALID_SCOPE, `the access token lacks the scope the ${miss.type.toLowerCase()} field ${miss.name} requires: ${miss.scopes.join(' or ')}`);
+      // After the scopes, as over HTTP (authentication before throttling): a refused subscribe counts nothing.
+      const throttled = subscribeFieldsThrottled(ctx, a.operation, rules);
+      if (throttled !== undefined) return refuse(m.id, throttled.def.code, throttled.description ?? throttled.def.description);
       return undefined;
     },
   };

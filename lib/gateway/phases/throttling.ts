@@ -41,7 +41,25 @@ export function throttlingPhase(ctx: CallContext): Outcome {
   }
   const fieldPolicies = ctx.graphql === undefined ? undefined : graphqlPolicies(ctx.graphql.operation.type, ctx.graphql.rules);
   if (open && def.policy === undefined && res?.policy === undefined && fieldPolicies === undefined && maxTps === undefined && th.engine.nothingToCount(unauthenticatedPolicy)) return undefined;
-  const call: ThrottleCall = {
+  const call = throttleCall(ctx, api, unauthenticatedPolicy, fieldPolicies, maxTps);
+  const v = th.engine.check(call, th.now());
+  if (v.limit >= 0) ctx.rateLimitFields = ['RateLimit-Limit', String(v.limit), 'RateLimit-Remaining', String(v.remaining), 'RateLimit-Reset', String(Math.ceil(v.resetMs / 1000))];
+  if (v.code === 0) {
+    // A WebSocket API reaches send only with a handshake (103083 otherwise): its frames are counted too.
+    if (def.type === 'WS' || (def.type === 'GRAPHQL' && isWebSocketHandshake(req))) ctx.websocket = frameThrottle(th, call);
+    return undefined;
+  }
+  th.refused.set(v.code, (th.refused.get(v.code) ?? 0) + 1);
+  if (v.code === ApiCode.BLOCKED) return { fault: fault(ApiCode.BLOCKED, { description: BLOCKED_BY[v.blockedBy ?? ''] ?? 'Blocked by a blocking condition' }) };
+  return { fault: fault(v.code as GatewayCode, { retryAfterMs: v.retryAfterMs }) };
+}
+
+/** The call as the throttle engine sees it (ThrottleCall). */
+function throttleCall(ctx: CallContext, api: CompiledApi, unauthenticatedPolicy: string, fieldPolicies: (readonly [string, string])[] | undefined, maxTps: number | undefined): ThrottleCall {
+  const def = api.def;
+  const res = ctx.resource?.def;
+  const req = ctx.req;
+  return {
     ip: req.remoteAddress,
     apiPath: api.path,
     apiContext: def.context,
@@ -59,16 +77,24 @@ export function throttlingPhase(ctx: CallContext): Outcome {
     endpointKey: maxTps === undefined ? undefined : `${api.id}|${ctx.keyType}`,
     maxTps,
   };
-  const v = th.engine.check(call, th.now());
-  if (v.limit >= 0) ctx.rateLimitFields = ['RateLimit-Limit', String(v.limit), 'RateLimit-Remaining', String(v.remaining), 'RateLimit-Reset', String(Math.ceil(v.resetMs / 1000))];
-  if (v.code === 0) {
-    // A WebSocket API reaches send only with a handshake (103083 otherwise): its frames are counted too.
-    if (def.type === 'WS' || (def.type === 'GRAPHQL' && isWebSocketHandshake(req))) ctx.websocket = frameThrottle(th, call);
-    return undefined;
-  }
+}
+
+/**
+ * A `subscribe` message's fields counted against their `[[operations]] policy` (docs/graphql.md): with the
+ * handshake's identity and request fields, only those levels (the message's frame is counted against the
+ * tunnel's quotas already: frameThrottle). The 900802 fault when one is exhausted, undefined otherwise.
+ */
+export function subscribeFieldsThrottled(ctx: CallContext, op: Operation, rules: readonly OperationRule[]): FaultValue | undefined {
+  const th = ctx.rt.throttle;
+  const api = ctx.api;
+  if (th === undefined || api === undefined || api.def.policy !== undefined) return undefined;
+  const fieldPolicies = graphqlPolicies(op.type, rules);
+  if (fieldPolicies === undefined) return undefined;
+  const call = throttleCall(ctx, api, ctx.resource?.def.unauthenticatedPolicy ?? api.def.unauthenticatedPolicy ?? 'Unauthenticated', fieldPolicies, undefined);
+  const v = th.engine.checkFields(call, th.now());
+  if (v.code === 0) return undefined;
   th.refused.set(v.code, (th.refused.get(v.code) ?? 0) + 1);
-  if (v.code === ApiCode.BLOCKED) return { fault: fault(ApiCode.BLOCKED, { description: BLOCKED_BY[v.blockedBy ?? ''] ?? 'Blocked by a blocking condition' }) };
-  return { fault: fault(v.code as GatewayCode, { retryAfterMs: v.retryAfterMs }) };
+  return fault(v.code as GatewayCode, { retryAfterMs: v.retryAfterMs });
 }
 
 /** A GraphQL query over its subscription tier's depth or complexity (graphql_max_depth, graphql_max_complexity; docs/graphql.md). */
