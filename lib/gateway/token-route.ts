@@ -16,6 +16,7 @@
  * whose context is /token keeps its versioned paths.
  */
 import type { BodyRead, LocalResponse, RouteDecision, SourceRequest, TargetEndpoint } from '../transport/types';
+import { headerValue } from '../transport/headers';
 
 export type OAuthEndpoint = 'token' | 'revoke';
 
@@ -64,11 +65,6 @@ export function tokenEndpointOf(url: string): OAuthEndpoint | undefined {
   return i === url.length || url.charCodeAt(i) === 63 /* ? */ ? which : undefined;
 }
 
-function field(req: SourceRequest, lower: string): string | undefined {
-  const h = req.headers;
-  for (let i = 0; i < h.length; i += 2) if ((h[i] as string).toLowerCase() === lower) return h[i + 1] as string;
-  return undefined;
-}
 
 /** An OAuth error answer (RFC 6749 §5.2) for what the gateway refuses before the key manager sees it. */
 function oauthError(status: number, error: string, description: string, extra: readonly string[] = []): LocalResponse {
@@ -88,7 +84,7 @@ async function gathered(req: SourceRequest): Promise<Buffer | LocalResponse> {
 async function inProcess(endpoints: { call(c: OAuthCall): Promise<OAuthAnswer> }, which: OAuthEndpoint, req: SourceRequest): Promise<LocalResponse> {
   const body = await gathered(req);
   if (!Buffer.isBuffer(body)) return body;
-  const a = await endpoints.call({ endpoint: which, method: req.method, authorization: field(req, 'authorization'), contentType: field(req, 'content-type'), body, address: req.remoteAddress });
+  const a = await endpoints.call({ endpoint: which, method: req.method, authorization: headerValue(req.headers, 'authorization'), contentType: headerValue(req.headers, 'content-type'), body, address: req.remoteAddress });
   const headers: string[] = [];
   for (const [k, v] of Object.entries(a.headers)) headers.push(k, v);
   return { status: a.status, headers, body: a.body };

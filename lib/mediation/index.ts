@@ -15,6 +15,7 @@ import { isUtf8 } from 'node:buffer';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from '../log';
 import type { BodyRead, BufferedResponse, LocalResponse, SourceRequest } from '../transport/types';
+import { headerValue } from '../transport/headers';
 import { GatewayOwnCode, fault, type FaultValue } from '../faults';
 import { MediationPool, PoolError } from './pool';
 import { describeError, type Format } from './payload';
@@ -338,14 +339,6 @@ function round(ms: number): number {
   return Math.round(ms * 1000) / 1000;
 }
 
-/** The value of the first field named `lower` (lower-case), without allocating for other fields. */
-export function headerValue(headers: readonly string[], lower: string): string | undefined {
-  for (let i = 0; i < headers.length; i += 2) {
-    const name = headers[i] as string;
-    if (name.length === lower.length && name.toLowerCase() === lower) return headers[i + 1];
-  }
-  return undefined;
-}
 
 /** Lower-case name -> value, repeated fields joined with ", " (RFC 9110 §5.3). */
 function headerObject(headers: readonly string[]): Record<string, string> {

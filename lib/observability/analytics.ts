@@ -21,6 +21,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { CallContext } from '../gateway/phases';
 import type { ExchangeRecord } from '../transport/types';
+import { headerValue } from '../transport/headers';
 import type { Logger } from '../log';
 import { postJson, postTarget, redactUrl, type PostResult, type PostTarget } from './post';
 import type { AnalyticsSettings } from './settings';
@@ -80,14 +81,6 @@ export interface AnalyticsOptions {
 
 const ms3 = (x: number): number => Math.round(x * 1000) / 1000;
 
-function header(headers: readonly string[], lower: string): string | null {
-  for (let i = 0; i < headers.length; i += 2) {
-    const n = headers[i] as string;
-    if (n.length === lower.length && n.toLowerCase() === lower) return headers[i + 1] as string;
-  }
-  return null;
-}
-
 /** The event of one finished exchange; `ctx` is undefined when the request never reached the router. */
 export function buildEvent(ctx: CallContext | undefined, r: ExchangeRecord, settings: AnalyticsSettings, nowMs: number): AnalyticsEvent {
   const api = ctx?.api;
@@ -113,7 +106,7 @@ export function buildEvent(ctx: CallContext | undefined, r: ExchangeRecord, sett
     userName: auth?.endUser ?? null,
     userType: auth?.userType ?? null,
     userIp: r.remoteAddress,
-    userAgent: r.request !== undefined ? header(r.request.headers, 'user-agent') : null,
+    userAgent: r.request !== undefined ? (headerValue(r.request.headers, 'user-agent') ?? null) : null,
     proxyResponseCode: r.status,
     // The backend's status, when the response relayed is the backend's (no fault replaced or cut it).
     targetResponseCode: forwarded && code === undefined ? r.status : null,

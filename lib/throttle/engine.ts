@@ -16,6 +16,7 @@ import { ApiCode } from '../faults';
 import type { BlockingConditions, BlockingType } from './blocking';
 import type { CounterStore } from './counters';
 import { ipNumber, ipMatcher, type ApiPolicy, type Condition, type ConditionGroup, type CustomPolicy, type Policies, type PolicyOptions, type Quota } from './policies';
+import { headerValue } from '../transport/headers';
 
 /** The throttling codes of spec 002 part 7, taken from the one fault table (lib/faults/index.ts). */
 export const Code = {
@@ -131,11 +132,6 @@ function compileTemplate(t: string): TemplatePart[] {
   }
   if (last < t.length) parts.push(t.slice(last));
   return parts;
-}
-
-function headerValue(headers: readonly string[], lower: string): string | undefined {
-  for (let i = 0; i < headers.length; i += 2) if ((headers[i] as string).toLowerCase() === lower) return headers[i + 1] as string;
-  return undefined;
 }
 
 export class ThrottleEngine {

@@ -283,6 +283,18 @@ export function buildResponseHead(input: ResponseHeadInput, settings: TransportS
 }
 
 /** The value is exactly the one coding `chunked` (case-insensitive, optional whitespace around it). */
+/**
+ * The value of the first field named `lower` (lower-case) in a raw [name, value, ...] array, or undefined;
+ * names of another length are skipped without lower-casing (no allocation for other fields).
+ */
+export function headerValue(headers: readonly string[], lower: string): string | undefined {
+  for (let i = 0; i < headers.length; i += 2) {
+    const name = headers[i] as string;
+    if (name.length === lower.length && name.toLowerCase() === lower) return headers[i + 1];
+  }
+  return undefined;
+}
+
 export function isChunked(value: string): boolean {
   if (value.length === 7) return value === 'chunked' || value.toLowerCase() === 'chunked';
   return value.trim().toLowerCase() === 'chunked';

@@ -12,7 +12,7 @@ import type { AnalyseAnswer, AnalyseTask } from '../../graphql/worker';
 import { PoolError } from '../../mediation';
 import { fromBody, fromQueryString, socketMessage, type RequestRead } from '../../graphql/request';
 import type { ClientMessageVerdict, WebSocketHooks } from '../../transport/types';
-import { headerValue } from '../../mediation';
+import { headerValue } from '../../transport/headers';
 import type { GraphqlApi } from '../apis';
 import { isWebSocketHandshake } from '../websocket';
 import { CONTINUE, stop, type CallContext, type Outcome } from './context';
