@@ -126,6 +126,14 @@ export function renderTransportDoc(): string {
   out.push('  relies on two undocumented details (`socket._handle`, `new net.Socket({ handle })`), checked at run time');
   out.push('  with a fallback to the socket as accepted (`createTransport({ adoptAcceptedSockets: false })` takes that');
   out.push('  path on purpose; both paths carry the same tests). Sockets handed to `handleConnection()` keep Node\'s reads.');
+  out.push('- **Writes** of heads and bodies on plain TCP sockets go straight to the socket\'s libuv handle when the');
+  out.push('  stream holds nothing queued (lib/transport/direct-write.ts), skipping node:stream\'s Writable bookkeeping');
+  out.push('  and its next-tick callback; libuv\'s own queue keeps every byte in order, a write it cannot finish at');
+  out.push('  once reports backpressure and emits `drain` when done, exactly as `socket.write()` does. This uses');
+  out.push('  Node\'s internal `stream_wrap` binding through `process.binding` (DEP0111, documentation-only on Node');
+  out.push('  20 to 26); where it is missing or refused (the permission model, `--pending-deprecation`,');
+  out.push('  `THROUGHWAY_DIRECT_WRITES=0`), and on TLS sockets, every write takes `socket.write()`. Measured gain:');
+  out.push('  docs/performance.md, "Changes that moved the figures".');
   out.push('- **Expect: 100-continue** and other interim 1xx responses from the backend are relayed to HTTP/1.1');
   out.push(`  clients (RFC 9110 §15.2), at most \`[throughway] max_interim_responses\` (${DEFAULT_TRANSPORT_SETTINGS.maxInterimResponses}) per request, the`);
   out.push('  number Apache httpd\'s mod_proxy_http stops at. One more and the backend is faulted with');

@@ -325,12 +325,19 @@ function combinedCodings(headers: readonly string[], from: number): string {
   return codings.join(', ');
 }
 
+/** The last Keep-Alive value parsed and its result: a backend sends the same value on every response. */
+let lastKeepAlive = '';
+let lastKeepAliveSeconds = -1;
+
 /** RFC 2068 §19.7.1.1 Keep-Alive parameters: "timeout=5, max=100" -> 5. */
 function keepAliveSeconds(value: string): number {
+  if (value === lastKeepAlive) return lastKeepAliveSeconds;
   const i = value.toLowerCase().indexOf('timeout=');
-  if (i < 0) return -1;
-  const n = parseInt(value.slice(i + 8), 10);
-  return Number.isFinite(n) && n >= 0 ? n : -1;
+  let n = i < 0 ? -1 : parseInt(value.slice(i + 8), 10);
+  if (!Number.isFinite(n) || n < 0) n = -1;
+  lastKeepAlive = value;
+  lastKeepAliveSeconds = n;
+  return n;
 }
 
 /** A head for a response the gateway makes itself (faults, preflight answers). */

@@ -32,6 +32,7 @@ import { refuseRequest, originForm } from './request-checks';
 import { answer, answerFault, gatheredResponse, responseFinished } from './local';
 import { CHECKS, checkSource } from './invariants';
 import { nextSourceBuffer, readHolderOf } from './read-buffers';
+import { writeBlocked, writeBuffer, writeLatin1, writesPending } from './direct-write';
 import type { BodyRead, BufferedResponse, ForwardDecision, LocalResponse, RouteDecision } from './types';
 
 const AT_HEAD = 1;
@@ -533,7 +534,7 @@ export class SourceConnection implements ParserEvents, ExchangeOwner {
     ex.bodySent += end - start;
     const ok = t.writeBody(start === 0 && end === chunk.length ? chunk : chunk.subarray(start, end));
     // A write that did not complete at once still holds a view of this read's bytes.
-    if (t.socket.writableLength > 0) this.retainRead = true;
+    if (writesPending(t.socket)) this.retainRead = true;
     if (!ok) {
       this.waitingForTarget = true;
       this.pauseReading();
@@ -581,12 +582,12 @@ export class SourceConnection implements ParserEvents, ExchangeOwner {
   }
 
   writeHead(head: string): void {
-    this.socket.write(head, 'latin1');
+    writeLatin1(this.socket, head);
   }
 
   /** Response body bytes. Returns false when the client's socket buffer is full (pause the target). */
   writeBody(buf: Buffer): boolean {
-    return this.socket.write(buf);
+    return writeBuffer(this.socket, buf);
   }
 
   private readonly onDrain = (): void => {
@@ -766,7 +767,7 @@ export class SourceConnection implements ParserEvents, ExchangeOwner {
       }
       case S.RESPONSE_HEAD:
       case S.RESPONSE_BODY:
-        if (this.socket.writableNeedDrain && now - this.lastActive > settings.socketTimeout) {
+        if (writeBlocked(this.socket) && now - this.lastActive > settings.socketTimeout) {
           this.core.reportFault(makeFault('client_timeout', this.state, false, 'client stopped reading'), this.ex ?? undefined);
           this.abort();
         }

@@ -17,6 +17,7 @@ import { ConnectTunnel, connectTls } from './outbound';
 import type { Exchange, ExchangeTarget } from './exchange';
 import { CHECKS, checkTarget, checkTargetAttach } from './invariants';
 import { onTargetRead, setTargetReader } from './read-buffers';
+import { writeBlocked, writeBuffer, writeLatin1, writesPending } from './direct-write';
 import type { TransportCore } from './core';
 import type { BufferedResponse, TargetEndpoint } from './types';
 
@@ -161,7 +162,7 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
     this.dechunk = false;
     this.gathered = null;
     this.lastActive = this.core.now;
-    this.socket.write(ex.requestHead, 'latin1');
+    writeLatin1(this.socket, ex.requestHead);
     if (this.connected) this.syncRequestState();
   }
 
@@ -169,7 +170,7 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
   writeBody(buf: Buffer): boolean {
     if (this.connected && this.state === S.REQUEST_HEAD) this.setState(S.REQUEST_BODY);
     this.lastActive = this.core.now;
-    return this.socket.write(buf);
+    return writeBuffer(this.socket, buf);
   }
 
   /** The source has handed over the last request byte. */
@@ -224,14 +225,14 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
     // A buffer a pending write still references must not be refilled: the read buffer is reusable only if every write of its bytes to the
     // client finished synchronously.
     const client = ex.source.socket;
-    this.readBufBusy = client.writableLength > 0;
+    this.readBufBusy = writesPending(client);
     this.busySocket = this.readBufBusy ? client : null;
   }
 
   /** net's onread buffer generator: called once at connect and after every read. */
   private readonly nextReadBuffer = (): Buffer => {
     const lent = this.lentBuf;
-    if (lent !== null && (this.lentTo as Socket).writableLength === 0) {
+    if (lent !== null && !writesPending(this.lentTo as Socket)) {
       this.core.giveReadBuffer(lent);
       this.lentBuf = null;
       this.lentTo = null;
@@ -674,7 +675,7 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
     // Waiting on the client (its body, or its reading of the response) is not the backend's inactivity:
     // the source's own timeout covers that side.
     if (this.socketPaused) return;
-    if (this.state === S.REQUEST_BODY && !this.socket.writableNeedDrain) return;
+    if (this.state === S.REQUEST_BODY && !writeBlocked(this.socket)) return;
     if (now - this.lastActive > settings.socketTimeout) this.fail('socket_timeout', `no data for ${settings.socketTimeout} ms`);
   }
 

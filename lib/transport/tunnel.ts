@@ -21,6 +21,7 @@ import { buildResponseHead } from './headers';
 import type { TargetConnection } from './target';
 import { setTargetReader } from './read-buffers';
 import type { ClientMessageVerdict, TunnelInfo, WebSocketHooks } from './types';
+import { writesPending } from './direct-write';
 
 /**
  * Counts frames in one direction of a WebSocket byte stream: reads each frame header (2 to 14 bytes,
@@ -229,7 +230,7 @@ export class Tunnel implements TunnelInfo {
       return;
     }
     const ok = this.backend.write(n === buf.length ? buf : buf.subarray(0, n));
-    if (this.backend.writableLength > 0) this.source.holdReadBuffer();
+    if (writesPending(this.backend)) this.source.holdReadBuffer();
     if (!ok) this.client.pause();
   }
 
@@ -288,7 +289,7 @@ export class Tunnel implements TunnelInfo {
     this.backendBytes += n;
     if (this.refused) return;
     const ok = this.client.write(n === buf.length ? buf : buf.subarray(0, n));
-    if (this.client.writableLength > 0) this.target.holdReadBuffer(this.client);
+    if (writesPending(this.client)) this.target.holdReadBuffer(this.client);
     if (this.toClient !== undefined && this.down.atBoundary) {
       for (const f of this.toClient) this.client.write(f);
       this.toClient = undefined;

@@ -1,0 +1,142 @@
+/**
+ * Writes that go straight to a plain TCP socket's libuv handle, skipping node:stream's Writable machinery
+ * (write → writeOrBuffer → _write → writeGeneric → afterWrite on the next tick) when nothing is queued in
+ * the stream. Measured: docs/performance.md, "Changes that moved the figures".
+ *
+ * The handle's own write queue keeps every byte in order whichever path a write takes: a direct write
+ * that libuv cannot finish at once stays queued in libuv, and a later socket.write() queues behind it.
+ * Such a write is counted on the socket (`pendingWrites`); it reports backpressure (false) and emits
+ * 'drain' when libuv finishes it, which is what the transport's callers listen for. TLS sockets, sockets
+ * still connecting or corked, and streams holding queued bytes always take socket.write().
+ *
+ * The handle API (WriteWrap, streamBaseState) is Node's internal stream_wrap binding, reached through
+ * process.binding (DEP0111, a documentation-only deprecation on Node 20 to 26). Where it is missing or
+ * refused (a later Node, the permission model, `--pending-deprecation`, THROUGHWAY_DIRECT_WRITES=0),
+ * every write takes socket.write(): behaviour is the same, only dearer.
+ */
+import type { Socket } from 'node:net';
+
+interface WriteReq {
+  handle: unknown;
+  oncomplete: (this: WriteReq, status: number) => void;
+  async: boolean;
+  bytes: number;
+  buffer: unknown;
+  socket: DirectSocket | null;
+}
+
+interface StreamHandle {
+  writeBuffer(req: WriteReq, buf: Uint8Array): number;
+  writeLatin1String(req: WriteReq, s: string): number;
+}
+
+interface StreamWrapBinding {
+  WriteWrap: new () => WriteReq;
+  streamBaseState: Int32Array;
+  kLastWriteWasAsync: number;
+}
+
+const kPending = Symbol('throughway.pendingWrites');
+
+interface DirectSocket extends Socket {
+  _handle: StreamHandle | null;
+  encrypted?: boolean;
+  [kPending]?: number;
+}
+
+function loadBinding(): StreamWrapBinding | null {
+  if (process.env.THROUGHWAY_DIRECT_WRITES === '0') return null;
+  // With --pending-deprecation, process.binding prints DEP0111: keep the user's output clean instead.
+  if (process.execArgv.includes('--pending-deprecation') || process.env.NODE_PENDING_DEPRECATION === '1') return null;
+  try {
+    const b = (process as unknown as { binding(name: string): Partial<StreamWrapBinding> }).binding('stream_wrap');
+    if (typeof b.WriteWrap !== 'function' || !(b.streamBaseState instanceof Int32Array) || typeof b.kLastWriteWasAsync !== 'number') return null;
+    return b as StreamWrapBinding;
+  } catch {
+    return null;
+  }
+}
+
+const binding = loadBinding();
+
+/** Whether writes go to the handle directly in this process (false: socket.write() everywhere). */
+export const directWrites = binding !== null;
+
+function onComplete(this: WriteReq, status: number): void {
+  const s = this.socket;
+  this.socket = null;
+  this.buffer = null;
+  if (s === null) return;
+  s[kPending] = (s[kPending] ?? 1) - 1;
+  if (s.destroyed) return;
+  if (status < 0) {
+    const err = new Error(`write failed (libuv status ${status})`) as NodeJS.ErrnoException;
+    err.errno = status;
+    err.code = status === -32 ? 'EPIPE' : status === -104 ? 'ECONNRESET' : 'EWRITE';
+    s.destroy(err);
+    return;
+  }
+  if (s[kPending] === 0 && s.writableLength === 0) s.emit('drain');
+}
+
+function usable(s: DirectSocket): StreamHandle | null {
+  const h = s._handle;
+  if (h === null || h === undefined || s.encrypted === true || s.connecting || s.destroyed || s.writableLength !== 0 || s.writableCorked !== 0 || s.writableEnded) return null;
+  return h;
+}
+
+function dispatched(s: DirectSocket, req: WriteReq, err: number, data: unknown): boolean {
+  if (err !== 0) {
+    const e = new Error(`write failed (libuv status ${err})`) as NodeJS.ErrnoException;
+    e.errno = err;
+    e.code = err === -32 ? 'EPIPE' : err === -104 ? 'ECONNRESET' : 'EWRITE';
+    s.destroy(e);
+    return false;
+  }
+  if ((binding as StreamWrapBinding).streamBaseState[(binding as StreamWrapBinding).kLastWriteWasAsync] === 0) return true;
+  // libuv keeps the rest queued; hold the bytes alive until it reports completion.
+  req.async = true;
+  req.buffer = data;
+  req.socket = s;
+  s[kPending] = (s[kPending] ?? 0) + 1;
+  return false;
+}
+
+function newReq(h: StreamHandle): WriteReq {
+  const req = new (binding as StreamWrapBinding).WriteWrap();
+  req.handle = h;
+  req.oncomplete = onComplete;
+  req.async = false;
+  req.bytes = 0;
+  req.buffer = null;
+  req.socket = null;
+  return req;
+}
+
+/** socket.write(buf), straight to the handle when it can. Returns false when bytes are still queued. */
+export function writeBuffer(socket: Socket, buf: Buffer): boolean {
+  const s = socket as DirectSocket;
+  const h = binding === null ? null : usable(s);
+  if (h === null) return socket.write(buf);
+  const req = newReq(h);
+  return dispatched(s, req, h.writeBuffer(req, buf), buf);
+}
+
+/** socket.write(str, 'latin1'), straight to the handle when it can. Returns false when bytes are still queued. */
+export function writeLatin1(socket: Socket, str: string): boolean {
+  const s = socket as DirectSocket;
+  const h = binding === null ? null : usable(s);
+  if (h === null) return socket.write(str, 'latin1');
+  const req = newReq(h);
+  return dispatched(s, req, h.writeLatin1String(req, str), str);
+}
+
+/** A write is waiting for the peer to read (what socket.writableNeedDrain says of stream writes). */
+export function writeBlocked(socket: Socket): boolean {
+  return socket.writableNeedDrain || ((socket as DirectSocket)[kPending] ?? 0) > 0;
+}
+
+/** Bytes a write still holds: queued in the stream, or direct writes libuv has not finished. */
+export function writesPending(socket: Socket): boolean {
+  return socket.writableLength > 0 || ((socket as DirectSocket)[kPending] ?? 0) > 0;
+}

@@ -1,0 +1,100 @@
+/**
+ * Writes straight to the socket's handle (lib/transport/direct-write.ts): order kept with stream writes,
+ * backpressure reported and 'drain' emitted, failures surface as socket errors, TLS and corked sockets
+ * take socket.write().
+ */
+import t from 'tap';
+import * as net from 'node:net';
+import { once } from 'node:events';
+import { directWrites, writeBlocked, writeBuffer, writeLatin1, writesPending } from '../../lib/transport/direct-write';
+
+async function pair(): Promise<{ client: net.Socket; server: net.Socket; close: () => void }> {
+  const srv = net.createServer();
+  srv.listen(0, '127.0.0.1');
+  await once(srv, 'listening');
+  const port = (srv.address() as net.AddressInfo).port;
+  const accepted = once(srv, 'connection') as Promise<[net.Socket]>;
+  const client = net.connect(port, '127.0.0.1');
+  await once(client, 'connect');
+  const [server] = await accepted;
+  return {
+    client,
+    server,
+    close: () => {
+      client.destroy();
+      server.destroy();
+      srv.close();
+    },
+  };
+}
+
+t.test(`Node ${process.version} offers the handle writes (a line without them falls back to socket.write)`, async (t) => {
+  t.equal(directWrites, true, 'process.binding("stream_wrap") gives WriteWrap and streamBaseState');
+});
+
+t.test('direct and stream writes interleaved arrive in order, byte for byte', async (t) => {
+  const { client, server, close } = await pair();
+  t.teardown(close);
+  const parts: Buffer[] = [];
+  for (let i = 0; i < 200; i++) parts.push(Buffer.alloc(1 + ((i * 7919) % 40000), i & 0xff));
+  const expected = Buffer.concat([Buffer.from('head-', 'latin1'), ...parts]);
+  const got: Buffer[] = [];
+  server.on('data', (d: Buffer) => got.push(d));
+  writeLatin1(client, 'head-');
+  parts.forEach((p, i) => (i % 3 === 0 ? client.write(p) : writeBuffer(client, p)));
+  client.end();
+  await once(server, 'end');
+  t.equal(Buffer.compare(Buffer.concat(got), expected), 0, `${expected.length} bytes in the order written`);
+});
+
+t.test('a peer that does not read: false, writeBlocked, then drain once it reads', async (t) => {
+  const { client, server, close } = await pair();
+  t.teardown(close);
+  server.pause();
+  const big = Buffer.alloc(16 * 1024 * 1024, 0x61);
+  const ok = writeBuffer(client, big);
+  t.equal(ok, false, 'a write the kernel cannot take at once reports backpressure');
+  t.equal(writeBlocked(client), true, 'writeBlocked while libuv still holds bytes');
+  t.equal(writesPending(client), true, 'writesPending too');
+  const drained = once(client, 'drain');
+  let received = 0;
+  server.on('data', (d: Buffer) => (received += d.length));
+  server.resume();
+  await drained;
+  t.equal(writeBlocked(client), false, 'no longer blocked after drain');
+  t.equal(writesPending(client), false, 'nothing pending after drain');
+  client.end();
+  await once(server, 'end');
+  t.equal(received, big.length, 'every byte arrived');
+});
+
+t.test('a write to a reset connection surfaces as the socket error, no throw', async (t) => {
+  const { client, server, close } = await pair();
+  t.teardown(close);
+  server.pause();
+  const big = Buffer.alloc(16 * 1024 * 1024, 0x62);
+  writeBuffer(client, big);
+  const failed = new Promise((resolve) => client.on('close', resolve));
+  const errors: NodeJS.ErrnoException[] = [];
+  client.on('error', (e: NodeJS.ErrnoException) => errors.push(e));
+  server.resetAndDestroy();
+  await failed;
+  t.equal(client.destroyed, true, 'the writing socket is destroyed');
+  t.ok(errors.length <= 1, 'at most one error event');
+  if (errors.length === 1) t.match(errors[0]!.code, /^(EPIPE|ECONNRESET)$/, `error code ${errors[0]!.code}`);
+});
+
+t.test('a corked socket takes socket.write(): cork semantics are kept', async (t) => {
+  const { client, server, close } = await pair();
+  t.teardown(close);
+  const got: Buffer[] = [];
+  server.on('data', (d: Buffer) => got.push(d));
+  client.cork();
+  writeLatin1(client, 'a');
+  t.equal(client.writableLength, 1, 'the byte waits in the stream while corked');
+  writeBuffer(client, Buffer.from('b'));
+  client.uncork();
+  client.end();
+  await once(server, 'end');
+  t.equal(Buffer.concat(got).toString('latin1'), 'ab');
+});
