@@ -8,7 +8,6 @@
 import { versionedPath } from '../gateway/apis';
 import type { ApplicationView } from '../keymanager/manage';
 import { OAuthError } from '../keymanager/errors';
-import { checkText } from '../keymanager/manage';
 import type { KeyType, Subscription } from '../store/types';
 import { apiUrls, type CatalogueEntry } from './catalogue';
 import { apiDocument, definitionHtml, downloadName, forGateway, sendDefinition } from './definition';
@@ -236,14 +235,9 @@ export async function signedIn(c: Call): Promise<void> {
       const description = c.form.get('description') ?? app.description;
       if (!appTierOptions(c, app.tier).some(([t]) => t === tier)) return problem(c, 'devportal', 400, 'Cannot save', `Tier ${tier} is not an application tier of the throttling policies.`);
       try {
-        checkText('description', description);
+        await m.updateApplication(app.id, { tier, description });
       } catch (err) {
         return problem(c, 'devportal', 400, 'Cannot save', oauthMessage(err));
-      }
-      const after = await c.parts.store.updateApplication(app.id, { tier, description });
-      if (after !== undefined) {
-        // The event the gateways follow for an application's tier (docs/events.md), as Manager publishes it.
-        c.parts.km.bus.publish('application.changed', { application: { id: after.id, name: after.name, owner: after.owner, tier: after.tier, keys: app.keys.map((k) => ({ consumerKey: k.consumerKey, keyType: k.keyType })) } });
       }
       c.session.flash = `<p class="notice" role="status">Application ${h(app.name)} saved (tier ${h(tier)}).</p>`;
       return seeOther(c.res, back);
