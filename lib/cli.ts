@@ -30,7 +30,8 @@ export const USAGE = `Usage: throughway <command> [options]
 
 Commands:
   init [DIR]            write a starter configuration under DIR (default: here): conf/deployment.toml,
-                        conf/apis/demo.toml, conf/policies.toml; never overwrites a file
+                        conf/apis/demo.toml (and its OpenAPI document), conf/policies.toml; never
+                        overwrites a file
   start                 start the node for server.server_role
   config check          validate the configuration; list every error and warning
   config print          print the effective configuration (defaults filled, secrets as ****)
@@ -237,7 +238,7 @@ function print(p: Parsed, io: CliIo): number {
 }
 
 /** The starter configuration `throughway init` copies: the package's own conf/ (shipped, package.json "files"). */
-export const STARTER_FILES = ['conf/deployment.toml', 'conf/apis/demo.toml', 'conf/policies.toml'] as const;
+export const STARTER_FILES = ['conf/deployment.toml', 'conf/apis/demo.toml', 'conf/apis/pizzashack.openapi.json', 'conf/policies.toml'] as const;
 
 /**
  * `throughway init [dir]` (docs/quickstart.md): copies the starter files under dir and prints the next

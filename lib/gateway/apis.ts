@@ -16,6 +16,7 @@ import type { Segment, SourceMap } from '../config/locate';
 import { closest } from '../config/diagnostics';
 import { type DocumentCodes, DocumentReader, type FieldDef, type FieldType, isTable, parseDocument, typeOf } from '../config/document';
 import { FAULT_KINDS } from '../transport/codes';
+import { readDefinition } from './openapi-file';
 import { targetFromUrl } from '../transport/types';
 import type { ApiDiagnostic, ApiDiagnosticCode } from './diagnostics';
 import type { PolicyNames } from '../throttle/policies';
@@ -105,6 +106,8 @@ export interface ApiDefinition {
   /** Subscription tier of calls without authentication (default: Unauthenticated, per client IP). */
   readonly unauthenticatedPolicy: string | undefined;
   readonly description: string | undefined;
+  /** The real path of the API's OpenAPI document (the `definition` key, checked by lib/gateway/openapi-file.ts); undefined: none, or not read (given texts). */
+  readonly definition: string | undefined;
   readonly endpoints: { readonly production: EndpointDefinition | undefined; readonly sandbox: EndpointDefinition | undefined };
   readonly cors: CorsOverride | undefined;
   readonly resources: readonly ResourceDefinition[];
@@ -232,6 +235,7 @@ export const API_FIELDS: readonly FieldDef[] = [
   { key: 'policy', type: 'string', meaning: 'API-level throttling policy: an [[api]] policy of the policies file (docs/throttling.md), counted over every caller of the API; 900800 when exceeded. Resource `policy` fields are then ignored.', example: '"50KPerMin"' },
   { key: 'unauthenticated_policy', type: 'string', meaning: 'Subscription tier of calls without authentication, counted per client IP address (900804 when exceeded). Default: the Unauthenticated tier (500 per minute). "Unlimited" turns the unauthenticated limit off (the demo API and benchmarks).', example: '"Unlimited"' },
   { key: 'description', type: 'string', meaning: 'Free text, shown by `throughway apis list`.' },
+  { key: 'definition', type: 'string', meaning: 'The API\'s OpenAPI 3 document (JSON, or YAML), relative to the API file\'s directory, which it may not leave (links resolved; an API given in code: any path, relative to the working directory); at most 2 MiB. Read and checked when the API deploys (API_DEFINITION, API_DEFINITION_PATH); the developer portal renders it on the API\'s page and offers it for download with the gateway URLs as its servers (docs/portal.md). The gateway routes by [[resources]], never by this document; a gateway-worker, given API texts by its control plane, does not read it. A change of the document alone is checked again when the API file changes; the portal reads it at each request.', example: '"pizzashack.openapi.json"' },
   {
     key: 'endpoints',
     type: 'table',
@@ -560,6 +564,19 @@ function graphqlOf(ctx: Ctx, t: Record<string, unknown>, file: string, apiType: 
   return Object.freeze({ schemaFile, schema: built.schema, sdl, sdlHash: createHash('sha256').update(sdl).digest('hex'), limits, maxQueryBytes: g.max_query_bytes as number, rules, cache: new AnalysisCache() });
 }
 
+/**
+ * The `definition` key: the OpenAPI document read and checked beside the API file (openapi-file.ts).
+ * Texts given without their files (a gateway-worker's, ctx.served set) never read it: the gateway does not
+ * route by it, and the control plane that serves them is the node whose consoles show it.
+ */
+function definitionOf(ctx: Ctx, name: unknown, file: string): string | undefined {
+  if (typeof name !== 'string' || ctx.served !== undefined) return undefined;
+  const read = readDefinition(file, name, file !== '');
+  if (read.ok) return read.file;
+  ctx.r.report('error', read.outside ? 'API_DEFINITION_PATH' : 'API_DEFINITION', ['definition'], `${JSON.stringify(name)}: ${read.error}`, read.outside ? 'a path inside the directory of the API file, e.g. "orders.openapi.json"' : 'an OpenAPI 3 document (JSON or YAML) of at most 2 MiB next to the API file');
+  return undefined;
+}
+
 /** The largest schema file read (a schema is configuration, not traffic). */
 export const MAX_SCHEMA_BYTES = 4 * 1024 * 1024;
 
@@ -675,6 +692,7 @@ export function validateApi(raw: unknown, file: string, vars: ApiVars = {}, map?
   // A GraphQL API without resources is served at its context and every path under it, by GET and POST.
   if (apiType === 'GRAPHQL' && resources.length === 0) resources.push(Object.freeze({ path: '/*', methods: ['GET', 'POST'], auth: apiAuth, scopes: [], tokenType: 'any', policy: undefined, unauthenticatedPolicy: undefined }));
   const graphql = graphqlOf(ctx, t, file, apiType, policies);
+  const definition = definitionOf(ctx, t.definition, file);
 
   if (ctx.r.errors > 0 || production === null || sandbox === null) return { api: undefined, diagnostics: ctx.r.diagnostics };
   reportNotEnforced(ctx, raw);
@@ -692,6 +710,7 @@ export function validateApi(raw: unknown, file: string, vars: ApiVars = {}, map?
     policy: t.policy as string | undefined,
     unauthenticatedPolicy: t.unauthenticated_policy as string | undefined,
     description: t.description as string | undefined,
+    definition,
     endpoints: Object.freeze({ production, sandbox }),
     cors,
     resources: Object.freeze(resources),

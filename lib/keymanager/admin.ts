@@ -59,6 +59,12 @@ export async function handleAdmin(ctx: RouteContext, req: http.IncomingMessage, 
     }
     if (id !== undefined && sub === undefined && method === 'GET') return sendJson(res, 200, await m.getApplication(id, owner));
     if (id !== undefined && sub === undefined && method === 'DELETE') return sendJson(res, 200, await m.deleteApplication(id, owner));
+    if (id !== undefined && sub === undefined && method === 'PATCH') {
+      const b = await readJson(req);
+      if (b.tier !== undefined && typeof b.tier !== 'string') throw new OAuthError('invalid_request', 'tier must be a string');
+      if (b.description !== undefined && typeof b.description !== 'string') throw new OAuthError('invalid_request', 'description must be a string');
+      return sendJson(res, 200, await m.updateApplication(id, { ...(typeof b.tier === 'string' ? { tier: b.tier } : {}), ...(typeof b.description === 'string' ? { description: b.description } : {}), ...(owner !== undefined ? { owner } : {}) }));
+    }
     if (id !== undefined && sub === 'keys' && method === 'POST' && parts.length === 3) {
       const b = await readJson(req);
       const grantTypes = strings(b.grantTypes, 'grantTypes');

@@ -117,6 +117,21 @@ export class Manager {
     return this.view(await this.application(nameOrId, owner));
   }
 
+  /** The application's tier and description; gateways hear the tier in `application.changed` (docs/events.md). */
+  async updateApplication(nameOrId: string, change: { tier?: string; description?: string; owner?: string }): Promise<ApplicationView> {
+    const app = await this.application(nameOrId, change.owner);
+    if (change.tier !== undefined) {
+      if (change.tier.trim() === '') throw new OAuthError('invalid_request', 'tier must not be empty');
+      checkText('tier', change.tier);
+    }
+    if (change.description !== undefined) checkText('description', change.description);
+    const after = await this.store.updateApplication(app.id, { ...(change.tier !== undefined ? { tier: change.tier } : {}), ...(change.description !== undefined ? { description: change.description } : {}) });
+    if (after === undefined) throw new OAuthError('not_found', `no application ${JSON.stringify(nameOrId)}`);
+    const v = await this.view(after);
+    this.bus.publish('application.changed', { application: this.payload(v) });
+    return v;
+  }
+
   async deleteApplication(nameOrId: string, owner?: string): Promise<ApplicationView> {
     const app = await this.application(nameOrId, owner);
     const v = await this.view(app);

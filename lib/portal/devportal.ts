@@ -8,9 +8,9 @@
 import { versionedPath } from '../gateway/apis';
 import type { ApplicationView } from '../keymanager/manage';
 import { OAuthError } from '../keymanager/errors';
-import { checkText } from '../keymanager/manage';
 import type { KeyType, Subscription } from '../store/types';
 import { apiUrls, type CatalogueEntry } from './catalogue';
+import { apiDocument, definitionHtml, downloadName, forGateway, sendDefinition } from './definition';
 import { isConsolesApp } from './signin';
 import { type Call, problem, render, takeFlash } from './context';
 import { buttonForm, csrfField, escapeHtml as h, field, seeOther, select } from './html';
@@ -67,7 +67,10 @@ async function apiPage(c: Call, id: string): Promise<void> {
   const e = visibleApis(c).find((x) => x.id === id);
   if (e === undefined) return problem(c, 'devportal', 404, 'No such API', 'This API is not in the catalogue.');
   const a = e.api;
-  const urls = apiUrls(a, c.parts.gateways()).map((u) => `<li>${h(u.name)}: <code>${h(u.url)}</code></li>`).join('');
+  const gatewayUrls = apiUrls(a, c.parts.gateways());
+  const urls = gatewayUrls.map((u) => `<li>${h(u.name)}: <code>${h(u.url)}</code></li>`).join('');
+  const d = apiDocument(a);
+  const definition = d === undefined ? '' : 'error' in d ? `<h2>OpenAPI document</h2><p class="error" role="alert">The OpenAPI document cannot be read: ${h(d.error)}</p>` : definitionHtml(d.doc, gatewayUrls, `/devportal/apis/${encodeURIComponent(e.id)}/openapi.json`);
   const scopeRoles = new Map(a.scopes.map((s) => [s.name, s.roles]));
   const resources = a.resources
     .map((r) => `<tr><td>${h(r.methods.join(', '))}</td><td><code>${h(r.path)}</code></td><td>${h(r.auth === 'oauth2' ? 'OAuth 2.0 token' : 'none')}</td><td>${h(r.scopes.map((s) => `${s}${(scopeRoles.get(s) ?? []).length > 0 ? ` (roles: ${(scopeRoles.get(s) ?? []).join(', ')})` : ''}`).join('; '))}</td></tr>`)
@@ -87,7 +90,8 @@ ${select({ id: 'tier', label: 'Tier', options: c.parts.tiers().map((t) => [t, t]
 <h2>Gateway URLs</h2><ul>${urls}</ul>
 <h2>Resources</h2>
 <div class="table"><table><thead><tr><th scope="col">Methods</th><th scope="col">Path</th><th scope="col">Authentication</th><th scope="col">Scopes</th></tr></thead><tbody>${resources}</tbody></table></div>
-${subscribe}`);
+${subscribe}
+${definition}`);
 }
 
 async function ownApp(c: Call, id: string): Promise<ApplicationView | undefined> {
@@ -231,14 +235,9 @@ export async function signedIn(c: Call): Promise<void> {
       const description = c.form.get('description') ?? app.description;
       if (!appTierOptions(c, app.tier).some(([t]) => t === tier)) return problem(c, 'devportal', 400, 'Cannot save', `Tier ${tier} is not an application tier of the throttling policies.`);
       try {
-        checkText('description', description);
+        await m.updateApplication(app.id, { tier, description });
       } catch (err) {
         return problem(c, 'devportal', 400, 'Cannot save', oauthMessage(err));
-      }
-      const after = await c.parts.store.updateApplication(app.id, { tier, description });
-      if (after !== undefined) {
-        // The event the gateways follow for an application's tier (docs/events.md), as Manager publishes it.
-        c.parts.km.bus.publish('application.changed', { application: { id: after.id, name: after.name, owner: after.owner, tier: after.tier, keys: app.keys.map((k) => ({ consumerKey: k.consumerKey, keyType: k.keyType })) } });
       }
       c.session.flash = `<p class="notice" role="status">Application ${h(app.name)} saved (tier ${h(tier)}).</p>`;
       return seeOther(c.res, back);
@@ -318,6 +317,15 @@ async function tryIt(c: Call, app: ApplicationView): Promise<void> {
   }
 }
 
+/** The API's OpenAPI document with the gateway URLs as servers, for an API the visitor may see. */
+function download(c: Call, id: string): void {
+  const e = visibleApis(c).find((x) => x.id === id);
+  const d = e === undefined ? undefined : apiDocument(e.api);
+  if (e === undefined) return problem(c, 'devportal', 404, 'No such API', 'This API is not in the catalogue.');
+  if (d === undefined || 'error' in d) return problem(c, 'devportal', 404, 'No OpenAPI document', d === undefined ? 'This API names no OpenAPI document.' : `The OpenAPI document cannot be read: ${d.error}`);
+  sendDefinition(c.res, forGateway(d.doc, apiUrls(e.api, c.parts.gateways())), downloadName(e.api));
+}
+
 /** GET routes anyone may see (`segs` after /devportal). */
 export async function publicPage(c: Call): Promise<boolean> {
   const [a, id] = c.segs;
@@ -326,8 +334,12 @@ export async function publicPage(c: Call): Promise<boolean> {
     cataloguePage(c);
     return true;
   }
-  if (a === 'apis' && id !== undefined) {
+  if (a === 'apis' && id !== undefined && c.segs.length === 2) {
     await apiPage(c, id);
+    return true;
+  }
+  if (a === 'apis' && id !== undefined && c.segs.length === 3 && c.segs[2] === 'openapi.json') {
+    download(c, id);
     return true;
   }
   return false;

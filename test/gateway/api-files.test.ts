@@ -134,7 +134,7 @@ t.test('throughway apis list', async (t) => {
   const dir = confDir(`${BASE_TOML}[throughway.demo]\nenable = true\nport = 9100\n[server]\n`.replace('[server]\nhostname = "localhost"\n', '[server]\nhostname = "localhost"\noffset = 5\n').replace(/\[server\]\n$/, ''), {
     demo: fs.readFileSync(path.join(__dirname, '..', '..', '..', 'conf', 'apis', 'demo.toml'), 'utf8'),
     broken: 'name = "Broken"\ncontext = "/b"\nversion = "1"\n[endpoints]\nproduction = "http://127.0.0.1:1"\n[[resources]]\npath = "/x"\nmethods = ["GTE"]\n',
-  });
+  }, { 'apis/pizzashack.openapi.json': fs.readFileSync(path.join(__dirname, '..', '..', '..', 'conf', 'apis', 'pizzashack.openapi.json'), 'utf8') });
   t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
   let out = '';
   let err = '';

@@ -74,6 +74,30 @@ t.test('applications, keys, subscriptions and users, with their events', async (
   for (const e of h.events) t.same(JSON.parse(JSON.stringify(e)), e, `${e.name} is plain JSON`);
 });
 
+t.test('PATCH an application: tier and description, published as application.changed', async (t) => {
+  const h = await startKeyManager();
+  t.teardown(() => h.close());
+  const A = `${h.url}/admin/v1`;
+  const auth = adminAuth();
+  await json('POST', `${A}/applications`, { name: 'Tiered', tier: 'Gold', description: 'before' }, auth);
+  await json('POST', `${A}/applications/Tiered/keys`, {}, auth);
+  h.events.length = 0;
+  const patched = await json('PATCH', `${A}/applications/Tiered`, { tier: '20PerMin', description: 'after' }, auth);
+  t.equal(patched.status, 200, patched.text);
+  t.match(patched.body, { name: 'Tiered', owner: 'admin', tier: '20PerMin', description: 'after', keys: [{ keyType: 'PRODUCTION' }] });
+  t.match((await json('GET', `${A}/applications/Tiered`, undefined, auth)).body, { tier: '20PerMin', description: 'after' }, 'stored');
+  t.same(h.events.map((e) => e.name), ['application.changed']);
+  t.match(h.events[0]?.payload, { application: { name: 'Tiered', tier: '20PerMin', keys: [{ keyType: 'PRODUCTION' }] } }, 'gateways hear the new tier with the keys');
+  const onlyDescription = await json('PATCH', `${A}/applications/Tiered`, { description: 'again' }, auth);
+  t.match(onlyDescription.body, { tier: '20PerMin', description: 'again' }, 'a field not given is kept');
+  t.match(await json('PATCH', `${A}/applications/Tiered`, { tier: 5 }, auth), { status: 400, body: { error: 'invalid_request' } });
+  t.match(await json('PATCH', `${A}/applications/Tiered`, { tier: ' ' }, auth), { status: 400, body: { error: 'invalid_request' } });
+  t.match(await json('PATCH', `${A}/applications/Tiered`, { description: 'a\u0000b' }, auth), { status: 400, body: { error: 'invalid_request' } });
+  t.match(await json('PATCH', `${A}/applications/Nope`, { tier: 'Gold' }, auth), { status: 404 });
+  t.equal((await json('PATCH', `${A}/applications/Tiered`, { tier: 'Gold' })).status, 401, 'credentials required');
+  t.match((await json('GET', `${A}/applications/Tiered`, undefined, auth)).body, { tier: '20PerMin', description: 'again' }, 'refused changes change nothing');
+});
+
 t.test('the snapshot a gateway starts from', async (t) => {
   const h = await startKeyManager();
   t.teardown(() => h.close());

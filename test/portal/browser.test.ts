@@ -91,6 +91,19 @@ if (noBrowser !== false) t.comment(`skipped: ${noBrowser}`);
     t.match(detail, /\/order\/\{orderId\}/, 'resources listed');
     await shot(page, 'catalogue');
 
+    // The demo API's OpenAPI document, rendered on its page; the download link answers with the document.
+    await page.goto(`${base}/devportal/apis/demo.toml`);
+    const openapi = page.locator('section[aria-labelledby="openapi"]');
+    t.match(await openapi.locator('h3', { hasText: 'GET /menu/{id}' }).innerText(), /GET \/menu\/\{id\}/, 'an operation of the document');
+    t.equal(await openapi.locator('.operation').count(), 7, 'every operation rendered');
+    t.match(await openapi.innerText(), /One pizza[\s\S]*No pizza with this number/, 'summary and a response given by $ref');
+    const href = (await page.getByRole('link', { name: 'Download the OpenAPI document' }).getAttribute('href')) ?? '';
+    t.equal(href, '/devportal/apis/demo.toml/openapi.json');
+    const download = await page.request.get(`${base}${href}`);
+    t.equal(download.status(), 200, 'the download link answers');
+    t.match(download.headers()['content-disposition'] ?? '', /^attachment; filename="PizzaShack-1\.0\.0\.openapi\.json"$/);
+    t.same(((await download.json()) as { servers: { url: string }[] }).servers.map((s) => s.url), [`http://127.0.0.1:${node.gw}/pizzashack/1.0.0`], 'the gateway URL as server');
+
     // Sign in through the key manager's authorization code flow (no consent for the first-party console).
     await page.getByRole('link', { name: 'Sign in' }).first().click();
     t.match(page.url(), /\/oauth2\/authorize/, 'the key manager signs the user in');

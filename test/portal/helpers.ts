@@ -19,6 +19,11 @@ export function demoApis(port: number): Record<string, string> {
   return { demo: read('demo.toml'), 'pizzashack-secured': read('pizzashack-secured.toml') };
 }
 
+/** The files the demo API files name beside them: the PizzaShack OpenAPI document. */
+export function demoExtra(): Record<string, string> {
+  return { 'apis/pizzashack.openapi.json': fs.readFileSync(path.join(ROOT, 'conf', 'apis', 'pizzashack.openapi.json'), 'utf8') };
+}
+
 export interface PortalNode extends TestNode {
   readonly demo: DemoBackend;
   /** http://127.0.0.1:<management HTTP port> */
@@ -29,7 +34,7 @@ export interface PortalNode extends TestNode {
 export async function startPortalNode(toml = PORTAL_TOML): Promise<PortalNode> {
   const demo = createDemoBackend({ port: 0 });
   const a = await demo.listen();
-  const n = await startTestNode(toml, demoApis(a.port));
+  const n = await startTestNode(toml, demoApis(a.port), demoExtra());
   return {
     ...n,
     demo,

@@ -16,7 +16,8 @@ t.test('the default configuration with [throughway.cluster] workers = 2: demo ba
   const toml = fs.readFileSync(path.join(CONF, 'deployment.toml'), 'utf8').replace(/^offset = 0\b/m, `offset = ${offset}`);
   t.not(toml.indexOf(`offset = ${offset}`), -1, 'the default configuration has server.offset to move');
   const apis: Record<string, string> = {};
-  for (const f of fs.readdirSync(path.join(CONF, 'apis'))) if (f.endsWith('.toml')) apis[f] = fs.readFileSync(path.join(CONF, 'apis', f), 'utf8');
+  // Every file of conf/apis: the API files and the OpenAPI document demo.toml names beside it.
+  for (const f of fs.readdirSync(path.join(CONF, 'apis'))) apis[f] = fs.readFileSync(path.join(CONF, 'apis', f), 'utf8');
   const node = spawnNode(`${toml}\n[throughway.cluster]\nworkers = "2"\n`, apis);
   t.teardown(() => node.stop());
   t.ok(await started(node, /cluster: 2 of 2 workers ready/, 30_000), `started:\n${node.out}\n${node.err}`);

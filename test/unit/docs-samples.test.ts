@@ -242,8 +242,8 @@ const GATEWAY_ROUTES = /^\/(token|revoke)\/?$/;
 
 /** The gateway's API paths of conf/apis: versioned and default-version, each resource as a pattern. */
 const API_ROUTES: RegExp[] = [];
-for (const f of readdirSync(join(root, 'conf', 'apis'))) {
-  const r = parseApiText(readFileSync(join(root, 'conf', 'apis', f), 'utf8'), f, { demo_port: '9000' }, names);
+for (const f of readdirSync(join(root, 'conf', 'apis')).filter((x) => x.endsWith('.toml'))) {
+  const r = parseApiText(readFileSync(join(root, 'conf', 'apis', f), 'utf8'), join(root, 'conf', 'apis', f), { demo_port: '9000' }, names);
   const api = r.api;
   if (api === undefined) continue;
   const bases = [versionedPath(api), ...(api.defaultVersion ? [defaultPath(api)] : [])];
