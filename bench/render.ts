@@ -243,6 +243,10 @@ export interface WorkersRow {
   readonly p99: number;
   readonly errors: number;
   readonly non2xx: number;
+  /** CPU µs per request of all the node's processes, of its busiest process, and how many there were (absent in runs before these were measured). */
+  readonly cpuUs?: number;
+  readonly busiestUs?: number;
+  readonly processes?: number;
 }
 
 /** What `--workers` leaves in WORK_DIR/workers-<date>.json; `--workers --from FILE --write` renders it again. */
@@ -271,11 +275,23 @@ function perRound<T extends { readonly round: number }>(xs: readonly T[], a: (x:
 const ratiosText = (rs: readonly number[]): string => `${fmt(median(rs), 3)}${rs.length > 1 ? ` (${rs.map((r) => fmt(r, 3)).join(', ')})` : ''}`;
 
 export function renderWorkersTable(run: WorkersRun): string {
-  const L = ['| [throughway.cluster] workers | req/s | p99 ms | errors / non-2xx |', '|---|---|---|---|'];
+  const cpu = run.rows.some((r) => r.cpuUs !== undefined);
+  const L = cpu
+    ? [
+        '| [throughway.cluster] workers | req/s | p99 ms | node CPU µs/req (all processes) | busiest process µs/req | req/s bound with a core per process | errors / non-2xx |',
+        '|---|---|---|---|---|---|---|',
+      ]
+    : ['| [throughway.cluster] workers | req/s | p99 ms | errors / non-2xx |', '|---|---|---|---|'];
   for (const n of [...new Set(run.rows.map((r) => r.workers))].sort((a, b) => a - b)) {
     const rows = run.rows.filter((r) => r.workers === n);
-    const col = (f: (r: WorkersRow) => number): string => fmt(median(rows.map(f))) + range(rows.map(f));
-    L.push(`| ${n} | ${col((r) => r.rps)} | ${col((r) => r.p99)} | ${sum(rows, (r) => r.errors)} / ${sum(rows, (r) => r.non2xx)} |`);
+    const col = (f: (r: WorkersRow) => number, d = 0): string => fmt(median(rows.map(f)), d) + range(rows.map(f), d);
+    const tail = `${sum(rows, (r) => r.errors)} / ${sum(rows, (r) => r.non2xx)} |`;
+    if (cpu) {
+      const busiest = median(rows.map((r) => r.busiestUs ?? NaN));
+      L.push(`| ${n} | ${col((r) => r.rps)} | ${col((r) => r.p99)} | ${col((r) => r.cpuUs ?? NaN, 1)} | ${col((r) => r.busiestUs ?? NaN, 1)} | ${fmt(1e6 / busiest)} | ${tail}`);
+    } else {
+      L.push(`| ${n} | ${col((r) => r.rps)} | ${col((r) => r.p99)} | ${tail}`);
+    }
   }
   const ratios = perRound(run.rows, (r) => r.workers === 1, (r) => r.workers === 2, (r) => r.rps);
   L.push('');
@@ -296,7 +312,11 @@ export function renderWorkers(run: WorkersRun): string {
       'process serves the gateway, the key manager and the demo backend; with two, the primary keeps the key manager and the demo ' +
       'backend and two worker processes share the gateway port. autocannon runs in the bench process on the same cores, so on this ' +
       '2-core machine the client, the backend and the workers compete for two cores: the ratio is what this machine allows, not what ' +
-      'a second free core would give.',
+      'a second free core would give. The CPU columns do not depend on free cores: the CPU all of the node\'s processes spend per ' +
+      'request, and that of its busiest process; "req/s bound" is 10^6 ÷ the busiest process\'s µs per request, the rate at which that ' +
+      'process would saturate its own core (a projection, not a measurement). To measure scaling on a larger machine, give the node, ' +
+      'the backend and the client cores of their own, e.g. `taskset -c 0-3 npx throughway start` with `workers = "4"`, the backend ' +
+      'on `taskset -c 4-5` and `taskset -c 6-7 wrk -t2 -c128 -d10s URL`, and compare with `workers = "1"` on the same cores.',
     '',
     ...run.machine,
     '',

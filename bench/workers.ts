@@ -13,7 +13,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { fmt, HOST, log, machineLines, rawRun, ROOT, sleep } from './common';
+import { CLK_TCK, fmt, HOST, log, machineLines, rawRun, ROOT, sleep } from './common';
 import { renderWorkers, renderWorkersTable, WORKERS_BEGIN, WORKERS_END, writeSection, type WorkersRow, type WorkersRun } from './render';
 
 const CLI = path.join(ROOT, 'dist', 'lib', 'cli.js');
@@ -61,7 +61,41 @@ function cannon(url: string, connections: number, duration: number): Promise<aut
 
 interface Node {
   readonly port: number;
+  /** The node's own process id (the primary in cluster mode). */
+  readonly pid: number;
   stop(): Promise<void>;
+}
+
+/** The process and its descendants (cluster workers), from the parent ids in /proc/<pid>/stat. */
+function processTree(root: number): number[] {
+  const parent = new Map<number, number>();
+  for (const d of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const st = fs.readFileSync(`/proc/${d}/stat`, 'utf8');
+      parent.set(Number(d), Number(st.slice(st.lastIndexOf(')') + 2).split(' ')[1]));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  const out = [root];
+  for (let i = 0; i < out.length; i++) for (const [pid, ppid] of parent) if (ppid === out[i]) out.push(pid);
+  return out;
+}
+
+/** utime+stime of each process of the tree, in clock ticks (children's own, not their waited-for ones). */
+function treeTicks(pids: readonly number[]): Map<number, number> {
+  const m = new Map<number, number>();
+  for (const pid of pids) {
+    try {
+      const st = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const f = st.slice(st.lastIndexOf(')') + 2).split(' ');
+      m.set(pid, Number(f[11]) + Number(f[12]));
+    } catch {
+      // exited
+    }
+  }
+  return m;
 }
 
 /**
@@ -95,6 +129,7 @@ async function startNodeOnce(workers: number): Promise<Node & { ready: boolean; 
     exited: child.exitCode !== null,
     out,
     port: 8280 + offset,
+    pid: child.pid ?? 0,
     async stop() {
       if (child.exitCode === null) child.kill('SIGTERM');
       await sleep(1000);
@@ -113,10 +148,23 @@ async function measureWorkers(o: WorkersOptions): Promise<WorkersRow[]> {
       try {
         const url = `http://${HOST}:${n.port}${DEMO_PATH}`;
         await cannon(url, o.connections, o.warmup);
+        const pids = processTree(n.pid);
+        const before = treeTicks(pids);
         const r = await cannon(url, o.connections, o.duration);
+        const after = treeTicks(pids);
         if (r.non2xx > 0 || r.errors > 0) log(`${workers} worker(s): ${r.non2xx} non-2xx, ${r.errors} errors`);
-        rows.push({ round, workers, rps: r.requests.average, p99: r.latency.p99, errors: r.errors, non2xx: r.non2xx });
-        log(`round ${round}, ${workers} worker(s): ${fmt(r.requests.average)} req/s, p99 ${fmt(r.latency.p99)} ms`);
+        // CPU µs per request: of all the node's processes, and of the busiest one (what bounds req/s when
+        // every process has a core of its own).
+        const us = (ticks: number): number => (r.requests.total > 0 ? ((ticks / CLK_TCK) * 1e6) / r.requests.total : NaN);
+        let total = 0;
+        let busiest = 0;
+        for (const [pid, t1] of after) {
+          const d = t1 - (before.get(pid) ?? t1);
+          total += d;
+          busiest = Math.max(busiest, d);
+        }
+        rows.push({ round, workers, rps: r.requests.average, p99: r.latency.p99, errors: r.errors, non2xx: r.non2xx, cpuUs: us(total), busiestUs: us(busiest), processes: after.size });
+        log(`round ${round}, ${workers} worker(s): ${fmt(r.requests.average)} req/s, p99 ${fmt(r.latency.p99)} ms, node CPU ${fmt(us(total), 1)} µs/req (busiest process ${fmt(us(busiest), 1)})`);
       } finally {
         await n.stop();
       }

@@ -28,6 +28,8 @@ interface WriteReq {
 interface StreamHandle {
   writeBuffer(req: WriteReq, buf: Uint8Array): number;
   writeLatin1String(req: WriteReq, s: string): number;
+  /** [chunk, encoding, chunk, encoding, ...] when allBuffers is false: strings are encoded in C++. */
+  writev(req: WriteReq, chunks: unknown[], allBuffers: boolean): number;
 }
 
 interface StreamWrapBinding {
@@ -134,6 +136,32 @@ export function writeLatin1(socket: Socket, str: string): boolean {
 /** A write is waiting for the peer to read (what socket.writableNeedDrain says of stream writes). */
 export function writeBlocked(socket: Socket): boolean {
   return socket.writableNeedDrain || ((socket as DirectSocket)[kPending] ?? 0) > 0;
+}
+
+/** Reused argument of handle.writev (read synchronously by it): [head, 'latin1', body, 'buffer']. */
+const pair: unknown[] = ['', 'latin1', null, 'buffer'];
+
+/**
+ * A latin1 head and the first body bytes in one write: one writev on the handle (the head encoded in C++,
+ * no Buffer made in JavaScript), else one socket.write() of both copied together.
+ */
+export function writeHeadAndBody(socket: Socket, head: string, body: Buffer): boolean {
+  const s = socket as DirectSocket;
+  const h = binding === null ? null : usable(s);
+  if (h === null) {
+    const buf = Buffer.allocUnsafe(head.length + body.length);
+    // latin1: one byte per character, so the head's length is its byte length.
+    buf.write(head, 0, head.length, 'latin1');
+    body.copy(buf, head.length);
+    return socket.write(buf);
+  }
+  const req = newReq(h);
+  pair[0] = head;
+  pair[2] = body;
+  const err = h.writev(req, pair, false);
+  pair[0] = '';
+  pair[2] = null;
+  return dispatched(s, req, err, [head, body]);
 }
 
 /** Bytes a write still holds: queued in the stream, or direct writes libuv has not finished. */

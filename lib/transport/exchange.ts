@@ -75,6 +75,8 @@ export interface ExchangeOwner {
   /** The target has a response head for the client. */
   startResponse(ex: Exchange, noBody: boolean): void;
   writeHead(head: string): void;
+  /** The head with the first body bytes in one write; false when the client's socket buffer is full. */
+  writeHeadAndBody(head: string, body: Buffer): boolean;
   /** Response body bytes; false when the client's socket buffer is full. */
   writeBody(buf: Buffer): boolean;
   /** The target finished the response. */

@@ -32,7 +32,7 @@ import { refuseRequest, originForm } from './request-checks';
 import { answer, answerFault, gatheredResponse, responseFinished } from './local';
 import { CHECKS, checkSource } from './invariants';
 import { nextSourceBuffer, readHolderOf } from './read-buffers';
-import { writeBlocked, writeBuffer, writeLatin1, writesPending } from './direct-write';
+import { writeBlocked, writeBuffer, writeHeadAndBody, writeLatin1, writesPending } from './direct-write';
 import type { BodyRead, BufferedResponse, ForwardDecision, LocalResponse, RouteDecision } from './types';
 
 const AT_HEAD = 1;
@@ -583,6 +583,11 @@ export class SourceConnection implements ParserEvents, ExchangeOwner {
 
   writeHead(head: string): void {
     writeLatin1(this.socket, head);
+  }
+
+  /** The response head with the first body bytes, in one write. Returns false when the client's socket buffer is full. */
+  writeHeadAndBody(head: string, body: Buffer): boolean {
+    return writeHeadAndBody(this.socket, head, body);
   }
 
   /** Response body bytes. Returns false when the client's socket buffer is full (pause the target). */

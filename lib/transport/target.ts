@@ -17,7 +17,7 @@ import { ConnectTunnel, connectTls } from './outbound';
 import type { Exchange, ExchangeTarget } from './exchange';
 import { CHECKS, checkTarget, checkTargetAttach } from './invariants';
 import { onTargetRead, setTargetReader } from './read-buffers';
-import { writeBlocked, writeBuffer, writeLatin1, writesPending } from './direct-write';
+import { directWrites, writeBlocked, writeBuffer, writeLatin1, writesPending } from './direct-write';
 import type { TransportCore } from './core';
 import type { BufferedResponse, TargetEndpoint } from './types';
 
@@ -514,6 +514,10 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
         buf.write(head, 0, head.length, 'latin1');
         chunk.copy(buf, head.length, start, end);
         if (!ex.source.writeBody(buf)) this.pauseForSource();
+        return;
+      }
+      if (directWrites) {
+        if (!ex.source.writeHeadAndBody(head, start === 0 && end === chunk.length ? chunk : chunk.subarray(start, end))) this.pauseForSource();
         return;
       }
       ex.source.writeHead(head);
