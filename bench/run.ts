@@ -9,6 +9,7 @@
  *   npm run bench -- --mediation [--duration S] [--warmup S] [--write] [--from FILE]
  *   npm run bench -- --redis-counting [--duration S] [--warmup S] [--rounds N] [--connections N] [--write] [--from FILE]
  *   npm run bench -- --workers [...]   (bench/workers.ts)
+ *   npm run bench -- --idle [--clients N] [--write] [--from FILE]   (bench/idle.ts)
  *
  * Per cell (scenario × target × round): req/s, ratio to direct in the same round, p50/p99, errors and
  * non-2xx, and CPU time per completed request of the proxy, the backend and this process (the client),
@@ -90,6 +91,7 @@ import {
   type TargetName,
 } from './common';
 import { runWorkersBench } from './workers';
+import { runIdleBench } from './idle';
 
 /** Used when conf/ has no demo API to read the URL from. */
 const DEMO_URL_FALLBACK = 'http://127.0.0.1:8280/<context>/<version>/<resource>';
@@ -856,6 +858,10 @@ async function counting(opts: Options, argv: readonly string[]): Promise<void> {
 async function main(): Promise<void> {
   const argv = process.argv.slice(2);
   if (argv.includes('--workers')) return runWorkersBench(argv.filter((a) => a !== '--workers'), benchCommand(argv, false));
+  if (argv.includes('--idle')) {
+    installExitHandlers();
+    return runIdleBench(argv.filter((a) => a !== '--idle'), benchCommand(argv, false));
+  }
   const opts = parseArgs(argv);
   installExitHandlers();
   fs.mkdirSync(WORK_DIR, { recursive: true });
