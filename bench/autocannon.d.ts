@@ -16,6 +16,8 @@ declare module 'autocannon' {
       /** Seconds before a request counts as a timeout. */
       timeout?: number;
       pipelining?: number;
+      /** Sent in turn on each connection, looping; a request's own headers replace `headers`. */
+      requests?: Array<{ method?: string; path?: string; headers?: Record<string, string>; body?: Buffer | string }>;
       workers?: number;
     }
 

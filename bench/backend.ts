@@ -4,6 +4,7 @@
  *   GET  /small   96-byte JSON with Content-Length
  *   GET  /64k     65536 bytes with Content-Length
  *   POST /upload  reads the whole body, answers {"bytes":N}
+ *   POST /api/v2/spans  a Zipkin v2 sink for the traced gateway scenario: reads the body, answers 202
  * Listens on 127.0.0.1:$PORT only; exits on SIGTERM/SIGINT.
  */
 import * as http from 'node:http';
@@ -34,6 +35,12 @@ const server = http.createServer((req, res) => {
       const b = Buffer.from(`{"bytes":${n}}`);
       res.writeHead(200, { 'content-type': 'application/json', 'content-length': b.length });
       res.end(b);
+    });
+  } else if (req.method === 'POST' && url === '/api/v2/spans') {
+    req.resume();
+    req.on('end', () => {
+      res.writeHead(202, { 'content-length': 0 });
+      res.end();
     });
   } else {
     req.resume();

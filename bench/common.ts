@@ -49,18 +49,53 @@ export interface Scenario {
   readonly auth?: boolean;
   /** The issue's budget for `gateway` req/s ÷ `gateway-open` req/s in the same round, e.g. 0.85. */
   readonly budget?: { readonly min: number; readonly issue: string };
+  /**
+   * Which full gateway serves the `gateway` target: the features one (default; no access log, no
+   * tracing), `full` (access log on) or `traced` (access log on and spans to the backend's Zipkin sink).
+   */
+  readonly gateway?: GatewayKind;
+  /**
+   * A `traceparent` on every request, with the sampled flag (W3C Trace Context §3.2.2.5) set on this
+   * fraction of them: the caller's sampling decision, which the gateway honours (docs/tracing.md).
+   */
+  readonly traceSampled?: number;
+  /** The target for the `gateway` target's CPU µs/req ÷ `throughway`'s in the same round, e.g. 1.10. */
+  readonly vsTransport?: { readonly max: number; readonly issue: string };
 }
+
+export type GatewayKind = 'features' | 'full' | 'traced';
 
 /** The full gateway's reference route (bench/start-gateway.ts): auth = "none", nothing counted. */
 export const GATEWAY_OPEN_PATH = '/plain/1/small';
 
 const TRANSPORT: readonly TargetName[] = ['direct', 'throughway'];
 const FEATURE: readonly TargetName[] = ['direct', 'throughway', 'gateway-open', 'gateway'];
+const FULL: readonly TargetName[] = ['direct', 'throughway', 'gateway'];
+/** The full gateway's route with every feature at once (bench/start-gateway.ts). */
+const FULL_PATH = '/full/1/small';
+
+/** GET /small on the every-feature route of a gateway of `kind`, held against the bare transport's CPU. */
+function fullScenario(name: string, what: string, kind: GatewayKind, vsTransport: NonNullable<Scenario['vsTransport']>, traceSampled?: number): Scenario {
+  return {
+    name,
+    label: `GET /small (96 B JSON), ${what}, 64 conns`,
+    method: 'GET',
+    path: '/small',
+    conns: 64,
+    targets: FULL,
+    gatewayPath: FULL_PATH,
+    auth: true,
+    gateway: kind,
+    vsTransport,
+    ...(traceSampled !== undefined ? { traceSampled } : {}),
+  };
+}
 
 /**
  * The scenarios, in run order. Names small/64k/post1m match ../shared/peers/harness.js. auth and
  * throttling are the figures issues 6 and 7 set budgets for, on the full gateway next to the same
- * request direct and through the bare transport.
+ * request direct and through the bare transport; full and traced put every feature on at once and are
+ * held against the bare transport's CPU per request (the performance issue's 1.10× and 1.12×).
  */
 export const SCENARIOS: readonly Scenario[] = Object.freeze([
   { name: 'small', label: 'GET /small (96 B JSON), 64 conns', method: 'GET', path: '/small', conns: 64, targets: TRANSPORT },
@@ -88,6 +123,8 @@ export const SCENARIOS: readonly Scenario[] = Object.freeze([
     budget: { min: 0.9, issue: 'docs/throttling.md: at most 10 %' },
   },
   { name: 'ka1000', label: 'GET /small (96 B JSON), 1,000 keep-alive conns', method: 'GET', path: '/small', conns: 1000, targets: TRANSPORT },
+  fullScenario('full', 'oauth2 (warm token cache) + three throttle counters + access log', 'full', { max: 1.1, issue: 'full gateway ≤ 1.10× the bare transport' }),
+  fullScenario('traced', 'as full + tracing, 1 % of calls sampled (Zipkin to a local sink)', 'traced', { max: 1.12, issue: 'with tracing sampled at 1 % ≤ 1.12×' }, 0.01),
 ]);
 
 /**

@@ -148,10 +148,67 @@ export function renderOwn(cells: readonly Cell[], o: RenderOptions): string {
 
 /**
  * The feature scenarios (those with a budget) against the gateway's open route: the cost of the feature
- * alone, by req/s in the same round and by gateway CPU per request, with the issue's budget. Undefined
- * when the run had none.
+ * alone, by req/s in the same round and by gateway CPU per request, with the issue's budget; then the
+ * scenarios with every feature on against the bare transport. Undefined when the run had neither.
  */
 export function renderFeatures(cells: readonly Cell[], o: RenderOptions): string | undefined {
+  const parts = [renderBudgets(cells, o), renderVsTransport(cells, o)].filter((x): x is string => x !== undefined);
+  return parts.length === 0 ? undefined : parts.join('\n\n');
+}
+
+/** `req/s · µs/req`, medians of a target's cells in one scenario. */
+function rpsAndUs(cells: readonly Cell[], sc: string, t: TargetName): string {
+  const ok = okCells(cells, sc, t);
+  return `${fmt(median(ok.map((c) => c.rps)))} · ${fmt(median(ok.map((c) => c.proxyUs ?? NaN)), 1)}`;
+}
+
+/** Per round, the `gateway` target's CPU µs/req ÷ the transport-only throughway's (the whole chain's cost). */
+export function cpuVsTransport(cells: readonly Cell[], sc: string): number[] {
+  const out: number[] = [];
+  for (const c of okCells(cells, sc, 'gateway')) {
+    const tw = cells.find((o) => o.scenario === sc && o.target === 'throughway' && o.round === c.round && o.ok);
+    if (tw !== undefined && tw.proxyUs !== null && tw.proxyUs > 0 && c.proxyUs !== null) out.push(c.proxyUs / tw.proxyUs);
+  }
+  return out;
+}
+
+/**
+ * The scenarios with every feature on at once (those with a vsTransport target): the gateway's CPU per
+ * request against the bare transport's in the same round. Undefined when the run had none.
+ */
+function renderVsTransport(cells: readonly Cell[], o: RenderOptions): string | undefined {
+  const full = o.scenarios.filter((sc) => sc.vsTransport !== undefined);
+  if (full.length === 0) return undefined;
+  const L: string[] = [];
+  L.push('## The full gateway against the bare transport');
+  L.push('');
+  L.push(
+    'A gateway with everything on at once (`bench/start-gateway.ts` with `ACCESS_LOG=1`, route `/full/1/small`): a bearer token ' +
+      'on a warm token cache, the subscription tier\'s request count and burst counters and a resource policy (three counters per ' +
+      'call), and the access log written to a file in the format `npm start` writes. The traced row runs another such gateway ' +
+      'that also sends its spans to a Zipkin sink in the backend process (`TRACER_PORT`), and every request carries a ' +
+      '`traceparent` whose sampled flag is on for 1 in 100 (docs/tracing.md: the gateway honours the caller\'s flag). ' +
+      '"CPU vs transport" is the gateway\'s CPU µs per request ÷ the transport-only throughway\'s in the same round.',
+  );
+  L.push('');
+  L.push('| scenario | transport only req/s · µs/req | gateway req/s · µs/req | CPU vs transport (per round) | target | in this run |');
+  L.push('|---|---|---|---|---|---|');
+  for (const sc of full) {
+    const pair = (t: TargetName): string => rpsAndUs(cells, sc.name, t);
+    const ratios = cpuVsTransport(cells, sc.name);
+    const m = median(ratios);
+    const target = sc.vsTransport as NonNullable<Scenario['vsTransport']>;
+    const verdict = Number.isFinite(m) ? (m <= target.max ? 'within' : '**over**') : '—';
+    L.push(
+      `| ${sc.name}: ${sc.label} | ${pair('throughway')} | ${pair('gateway')} | ` +
+        `${fmt(m, 3)}${ratios.length > 1 ? ` (${ratios.map((r) => fmt(r, 3)).join(', ')})` : ''} | ≤ ${fmt(target.max, 2)} (${target.issue}) | ${verdict} |`,
+    );
+  }
+  return L.join('\n');
+}
+
+/** The budget scenarios against the gateway's open route; undefined when the run had none. */
+function renderBudgets(cells: readonly Cell[], o: RenderOptions): string | undefined {
   const features = o.scenarios.filter((sc) => sc.budget !== undefined);
   if (features.length === 0) return undefined;
   const L: string[] = [];
@@ -169,10 +226,7 @@ export function renderFeatures(cells: readonly Cell[], o: RenderOptions): string
   L.push('| scenario | transport only req/s · µs/req | gateway open route req/s · µs/req | gateway req/s · µs/req | vs open (per round) | CPU µs/req vs open | budget | in this run |');
   L.push('|---|---|---|---|---|---|---|---|');
   for (const sc of features) {
-    const pair = (t: TargetName): string => {
-      const ok = okCells(cells, sc.name, t);
-      return `${fmt(median(ok.map((c) => c.rps)))} · ${fmt(median(ok.map((c) => c.proxyUs ?? NaN)), 1)}`;
-    };
+    const pair = (t: TargetName): string => rpsAndUs(cells, sc.name, t);
     const ratios = vsOpen(cells, sc.name);
     const m = median(ratios);
     const openUs = median(okCells(cells, sc.name, 'gateway-open').map((c) => c.proxyUs ?? NaN));
@@ -445,7 +499,7 @@ export function renderDoc(p: DocParts): string {
   L.push(
     'One single-process node:http backend (`bench/backend.ts`: `/small` 96-byte JSON, `/64k` 65,536 bytes, `POST /upload` → `{"bytes":N}`), ' +
       'one transport-only throughway (`bench/start-throughway.ts`: `createTransport` with one route to the backend, default transport settings, no logging) ' +
-      'and, for the auth and throttling scenarios, the full gateway (`bench/start-gateway.ts`) run as child processes; autocannon runs inside the bench process, so its CPU is the "client" column. ' +
+      'and, for the auth, throttling, full and traced scenarios, the full gateway (`bench/start-gateway.ts`) run as child processes; autocannon runs inside the bench process, so its CPU is the "client" column. ' +
       '"other cores" is the machine\'s busy CPU minus client + proxy + backend: ≈ 0 when nobody else is working, above 0.3 means another tenant competed during that cell.',
   );
   L.push('');

@@ -1,10 +1,10 @@
 /**
  * `npm run bench`: autocannon (programmatic, what users run) against the backend directly, through a
- * transport-only throughway and, for the auth and throttling scenarios, through the full gateway (phase
+ * transport-only throughway and, for the auth, throttling, full and traced scenarios, through a full gateway (phase
  * chain and key manager in one process, bench/start-gateway.ts), all started here as child processes,
  * with one progress line per cell. Measurement only: nothing here passes or fails.
  *
- *   npm run bench -- [--duration S] [--warmup S] [--connections N] [--scenarios small,64k,post1m,auth,throttling,ka1000]
+ *   npm run bench -- [--duration S] [--warmup S] [--connections N] [--scenarios small,64k,post1m,auth,throttling,ka1000,full,traced]
  *                    [--rounds N] [--compare] [--peers-results FILE] [--write] [--from FILE]
  *   npm run bench -- --mediation [--duration S] [--warmup S] [--write] [--from FILE]
  *   npm run bench -- --redis-counting [--duration S] [--warmup S] [--rounds N] [--connections N] [--write] [--from FILE]
@@ -86,6 +86,7 @@ import {
   uploadBody,
   waitPort,
   waitQuiet,
+  type GatewayKind,
   type Proc,
   type Scenario,
   type TargetName,
@@ -252,31 +253,55 @@ function runAutocannon(opts: autocannon.Options): Promise<autocannon.Result> {
   });
 }
 
-/** Where a target listens, and the bearer token of the full gateway (for the auth scenario's route). */
+type GatewayTarget = { readonly proc: Proc; readonly port: number; readonly token: string };
+
+/** Where a target listens, and the bearer token of each full gateway (for the auth scenarios' routes). */
 interface Targets {
   readonly backend: Proc;
   readonly backendPort: number;
   readonly proxy: Proc;
   readonly proxyPort: number;
-  readonly gateway: { readonly proc: Proc; readonly port: number; readonly token: string } | undefined;
+  /** The full gateways the selected scenarios need, by kind (Scenario.gateway, default `features`). */
+  readonly gateways: Partial<Record<GatewayKind, GatewayTarget>>;
 }
 
-function acOptions(port: number, urlPath: string, sc: Scenario, headers: Record<string, string>, conns: number, seconds: number, body: Buffer): autocannon.Options {
+/**
+ * Autocannon's request list for a scenario with traceSampled: 100 requests cycled per connection, each with
+ * its own traceparent (version 00, W3C Trace Context §3.2), the sampled flag on round(100 × fraction) of them.
+ */
+function tracedRequests(fraction: number, headers: Record<string, string>): NonNullable<autocannon.Options['requests']> {
+  const sampled = Math.round(100 * fraction);
+  return Array.from({ length: 100 }, (_, i) => {
+    const id = (i + 1).toString(16).padStart(4, '0');
+    return { headers: { ...headers, traceparent: `00-${'4bf92f3577b34da6a3ce929d0e73'}${id}-${'00f067aa0ba9'}${id}-${i < sampled ? '01' : '00'}` } };
+  });
+}
+
+function acOptions(port: number, urlPath: string, sc: Scenario, headers: Record<string, string>, conns: number, seconds: number, body: Buffer, target?: TargetName): autocannon.Options {
   const o: autocannon.Options = { url: `http://${HOST}:${port}${urlPath}`, connections: conns, duration: seconds, timeout: 10, method: sc.method, headers };
   if (sc.method === 'POST') {
     o.body = body;
     o.headers = { ...headers, 'content-type': 'application/octet-stream' };
   }
+  // Only the scenario's gateway route is traced; the transport's and backend's cells are the plain request.
+  if (sc.traceSampled !== undefined && target === 'gateway') o.requests = tracedRequests(sc.traceSampled, o.headers ?? {});
   return o;
+}
+
+function gatewayOf(sc: Scenario, t: Targets): GatewayTarget {
+  const kind = sc.gateway ?? 'features';
+  const g = t.gateways[kind];
+  if (g === undefined) throw new Error(`scenario ${sc.name} needs the ${kind} gateway, which was not started`);
+  return g;
 }
 
 /** Port, path, headers and process under test of one target in one scenario. */
 function targetOf(sc: Scenario, target: TargetName, t: Targets): { port: number; path: string; headers: Record<string, string>; proc: Proc | undefined } {
   if (target === 'direct') return { port: t.backendPort, path: targetPath(sc, target), headers: {}, proc: undefined };
   if (target === 'throughway') return { port: t.proxyPort, path: targetPath(sc, target), headers: {}, proc: t.proxy };
-  if (t.gateway === undefined) throw new Error(`scenario ${sc.name} needs the gateway, which was not started`);
-  const headers: Record<string, string> = target === 'gateway' && sc.auth === true ? { authorization: `Bearer ${t.gateway.token}` } : {};
-  return { port: t.gateway.port, path: targetPath(sc, target), headers, proc: t.gateway.proc };
+  const g = gatewayOf(sc, t);
+  const headers: Record<string, string> = target === 'gateway' && sc.auth === true ? { authorization: `Bearer ${g.token}` } : {};
+  return { port: g.port, path: targetPath(sc, target), headers, proc: g.proc };
 }
 
 function measureCell(round: number, sc: Scenario, target: TargetName, targets: Targets, opts: Options, body: Buffer): Promise<Cell> {
@@ -297,13 +322,13 @@ async function measureAt(
   const { port, path: urlPath, headers, proc: proxy } = at;
   const quiet = await waitQuiet(opts.quietMaxS, opts.quietCores);
   // The warm-up also fills the gateway's token cache: the auth cells measure the warm path.
-  if (opts.warmup > 0) await runAutocannon(acOptions(port, urlPath, sc, headers, conns, opts.warmup, body));
+  if (opts.warmup > 0) await runAutocannon(acOptions(port, urlPath, sc, headers, conns, opts.warmup, body, target));
   const ncpu = os.cpus().length || 1;
   const m0 = machineTicks();
   const p0 = proxy ? procTicks(proxy.pid) : undefined;
   const b0 = procTicks(backend.pid);
   const c0 = procTicks('self');
-  const r = await runAutocannon(acOptions(port, urlPath, sc, headers, conns, opts.duration, body));
+  const r = await runAutocannon(acOptions(port, urlPath, sc, headers, conns, opts.duration, body, target));
   const p1 = proxy ? procTicks(proxy.pid) : undefined;
   const b1 = procTicks(backend.pid);
   const c1 = procTicks('self');
@@ -665,8 +690,18 @@ interface RawRun {
   peersFromCompare: boolean;
 }
 
+/**
+ * bench/start-gateway.ts's environment per gateway kind: `full` writes the access log, `traced` also
+ * sends its spans to the backend's Zipkin sink (bench/backend.ts, POST /api/v2/spans).
+ */
+const GATEWAY_ENV: Readonly<Record<GatewayKind, (backendPort: number) => Record<string, string>>> = {
+  features: () => ({}),
+  full: () => ({ ACCESS_LOG: '1' }),
+  traced: (backendPort) => ({ ACCESS_LOG: '1', TRACER_PORT: String(backendPort) }),
+};
+
 /** Starts the full gateway (bench/start-gateway.ts) and reads the access token it issued. */
-async function startGateway(backendPort: number, name = 'gateway', env: Record<string, string> = {}): Promise<NonNullable<Targets['gateway']>> {
+async function startGateway(backendPort: number, name = 'gateway', env: Record<string, string> = {}): Promise<GatewayTarget> {
   const port = await freePort();
   const tokenFile = path.join(WORK_DIR, `token-${process.pid}-${name}`);
   fs.rmSync(tokenFile, { force: true });
@@ -693,7 +728,7 @@ async function gatewaySanity(opts: Options, t: Targets): Promise<void> {
     }
     if (sc.auth === true) {
       // Without the token the protected route must refuse: else the auth cells would measure nothing.
-      const r = await fetch(`http://${HOST}:${(t.gateway as NonNullable<Targets['gateway']>).port}${targetPath(sc, 'gateway')}`);
+      const r = await fetch(`http://${HOST}:${gatewayOf(sc, t).port}${targetPath(sc, 'gateway')}`);
       await r.arrayBuffer();
       if (r.status !== 401) throw new Error(`gateway ${targetPath(sc, 'gateway')} without a token -> ${r.status}, expected 401`);
     }
@@ -706,21 +741,27 @@ async function measure(opts: Options): Promise<Cell[]> {
   const backend = await startBackend(backendPort);
   const twPort = await freePort();
   const proxy = await startThroughway(twPort, backendPort);
-  const needsGateway = opts.scenarios.some((sc) => sc.targets.includes('gateway') || sc.targets.includes('gateway-open'));
-  const gateway = needsGateway ? await startGateway(backendPort) : undefined;
-  const targets: Targets = { backend, backendPort, proxy, proxyPort: twPort, gateway };
+  const gateways: Partial<Record<GatewayKind, GatewayTarget>> = {};
+  for (const sc of opts.scenarios) {
+    const kind = sc.gateway ?? 'features';
+    if (gateways[kind] !== undefined || !sc.targets.some((x) => x === 'gateway' || x === 'gateway-open')) continue;
+    gateways[kind] = await startGateway(backendPort, kind === 'features' ? 'gateway' : `gateway-${kind}`, GATEWAY_ENV[kind](backendPort));
+  }
+  const targets: Targets = { backend, backendPort, proxy, proxyPort: twPort, gateways };
   await sanity(backendPort, body);
   await sanity(twPort, body);
-  if (gateway !== undefined) await gatewaySanity(opts, targets);
+  await gatewaySanity(opts, targets);
   log(
     `backend pid ${backend.pid} on ${HOST}:${backendPort}; throughway pid ${proxy.pid} on ${HOST}:${twPort}` +
-      (gateway !== undefined ? `; gateway pid ${gateway.proc.pid} on ${HOST}:${gateway.port}` : ''),
+      Object.entries(gateways)
+        .map(([k, g]) => `; gateway (${k}) pid ${g.proc.pid} on ${HOST}:${g.port}`)
+        .join(''),
   );
 
   const cells: Cell[] = [];
   const total = opts.rounds * opts.scenarios.reduce((n, sc) => n + sc.targets.length, 0);
   log(`${total} cells of ${opts.warmup} s warm-up + ${opts.duration} s (+ up to ${opts.quietMaxS} s waiting for a quiet machine each)`);
-  const procs = [backend, proxy, ...(gateway !== undefined ? [gateway.proc] : [])];
+  const procs = [backend, proxy, ...Object.values(gateways).map((g) => g.proc)];
   let n = 0;
   for (let round = 1; round <= opts.rounds; round++) {
     for (const sc of opts.scenarios) {

@@ -137,7 +137,8 @@ export class Tracer {
       ctx.outHeaders = withTraceFields(ctx.outHeaders ?? ctx.req.headers, formatTraceParent(trace.traceId, trace.backendSpanId, trace.flags), trace.state);
       trace.propagated = true;
     }
-    return performance.now();
+    // An unsampled call records no span (end() and finish() return at once): no clock reading for it.
+    return trace !== undefined && trace.sampled ? performance.now() : 0;
   }
 
   end(ctx: CallContext, phase: ChainStep, started: number, outcome: Outcome, error?: unknown): void {

@@ -107,6 +107,8 @@ export interface EngineOptions {
 }
 
 const MAX_LEVELS = 16;
+/** Entries of the level-key cache per map before it starts over. */
+const KEY_CACHE_MAX = 4096;
 
 type TemplatePart = string | ((c: ThrottleCall) => string);
 
@@ -139,7 +141,19 @@ export class ThrottleEngine {
   readonly counters: CounterStore;
   readonly blocking: BlockingConditions;
   private readonly options: EngineOptions;
-  private readonly unknown = new Set<string>();
+  /** Tier names already reported unknown, per kind (looked up without building a string per call). */
+  private readonly unknown = { subscription: new Set<string>(), application: new Set<string>(), api: new Set<string>() };
+  /**
+   * Counter keys that only depend on the API and resource definitions (`p|...`, `r|...`), per API path and
+   * resource key: the same string each call, its hash computed once. Bounded by the APIs' resources; cleared
+   * past KEY_CACHE_MAX (a redeploy leaves old paths behind).
+   */
+  private readonly levelKeys = new Map<string, Map<string, string>>();
+  /**
+   * The subscription and burst keys of an identity (the security cache hands the same object to every call
+   * of one token on one API), with the API path they were made for.
+   */
+  private readonly subscriptionKeys = new WeakMap<ThrottleIdentity, readonly [apiPath: string, key: string, burst: string]>();
   private templates = new Map<CustomPolicy, TemplatePart[]>();
   /** Subscription tiers that count nothing, when no custom policy counts every call either. */
   private freeTiers = new Set<string>();
@@ -180,10 +194,40 @@ export class ThrottleEngine {
   }
 
   private unknownPolicy(kind: 'subscription' | 'application' | 'api', name: string): void {
-    const k = `${kind}:${name}`;
-    if (this.unknown.has(k)) return;
-    this.unknown.add(k);
+    const seen = this.unknown[kind];
+    if (seen.has(name)) return;
+    seen.add(name);
     this.options.onUnknownPolicy?.(kind, name);
+  }
+
+  /** `p|<api path>` (API level) or `r|<api path>|<resource>` (resource level), made once per pair. */
+  private levelKey(apiLevel: boolean, apiPath: string, resourceKey: string): string {
+    let byResource = this.levelKeys.get(apiPath);
+    if (byResource === undefined) {
+      if (this.levelKeys.size >= KEY_CACHE_MAX) this.levelKeys.clear();
+      byResource = new Map();
+      this.levelKeys.set(apiPath, byResource);
+    }
+    // The API-level key is kept under '' (no resource key is empty: they start with the method).
+    const k = apiLevel ? '' : resourceKey;
+    let key = byResource.get(k);
+    if (key === undefined) {
+      key = apiLevel ? `p|${apiPath}` : `r|${apiPath}|${resourceKey}`;
+      if (byResource.size >= KEY_CACHE_MAX) byResource.clear();
+      byResource.set(k, key);
+    }
+    return key;
+  }
+
+  /** `s|<application>|<api path>` and its burst key `bs|...`, per identity object. */
+  private subscriptionKey(auth: ThrottleIdentity, apiPath: string): readonly [apiPath: string, key: string, burst: string] {
+    let e = this.subscriptionKeys.get(auth);
+    if (e === undefined || e[0] !== apiPath) {
+      const key = `s|${auth.applicationId}|${apiPath}`;
+      e = [apiPath, key, `b${key}`];
+      this.subscriptionKeys.set(auth, e);
+    }
+    return e;
   }
 
   private level(key: string, quota: Quota, code: ThrottleCode, enforced: boolean, bytes: number): void {
@@ -295,7 +339,7 @@ export class ThrottleEngine {
     const advanced = call.apiPolicy ?? call.resourcePolicy;
     if (advanced !== undefined) {
       const apiLevel = call.apiPolicy !== undefined;
-      this.advanced(advanced, apiLevel ? `p|${call.apiPath}` : `r|${call.apiPath}|${call.resourceKey}`, apiLevel ? Code.THROTTLED_OUT : Code.RESOURCE_THROTTLED, call, bytes);
+      this.advanced(advanced, this.levelKey(apiLevel, call.apiPath, call.resourceKey), apiLevel ? Code.THROTTLED_OUT : Code.RESOURCE_THROTTLED, call, bytes);
     }
     const fields = call.fieldPolicies;
     if (fields !== undefined && call.apiPolicy === undefined) for (const [key, policy] of fields) this.advanced(policy, `r|${call.apiPath}|${key}`, Code.RESOURCE_THROTTLED, call, bytes);
@@ -305,9 +349,10 @@ export class ThrottleEngine {
     const sp = p.subscription.get(tier);
     if (sp === undefined) this.unknownPolicy('subscription', tier);
     else if (sp.quota.kind !== 'unlimited' || sp.burst !== undefined) {
-      const key = auth !== undefined ? `s|${auth.applicationId}|${call.apiPath}` : `u|${call.apiPath}|${call.ip}`;
+      const keys = auth !== undefined ? this.subscriptionKey(auth, call.apiPath) : undefined;
+      const key = keys !== undefined ? keys[1] : `u|${call.apiPath}|${call.ip}`;
       this.level(key, sp.quota, Code.SUBSCRIPTION_THROTTLED, sp.stopOnQuotaReach, bytes);
-      if (sp.burst !== undefined) this.level(`b${key}`, sp.burst, Code.BURST_THROTTLED, true, bytes);
+      if (sp.burst !== undefined) this.level(keys !== undefined ? keys[2] : `b${key}`, sp.burst, Code.BURST_THROTTLED, true, bytes);
     }
 
     // 900803: the application tier, per application and end user (the reference's appId:authorizedUser).

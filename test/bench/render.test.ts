@@ -20,6 +20,7 @@ import {
   mainTarget,
   renderDoc,
   renderFeatures,
+  cpuVsTransport,
   renderMediation,
   renderCounting,
   renderOwn,
@@ -91,11 +92,25 @@ function fakeRun(): Cell[] {
 
 const OPTS: RenderOptions = { scenarios: SCENARIOS, rounds: 2, warmup: 2, duration: 10, connections: undefined };
 
-t.test('the scenario list: the issue\'s six, in run order, auth and throttling on the full gateway', async (t) => {
+t.test('the scenario list: the issue\'s six, in run order, auth and throttling on the full gateway, then full and traced', async (t) => {
   t.same(
     SCENARIOS.map((s) => s.name),
-    ['small', '64k', 'post1m', 'auth', 'throttling', 'ka1000'],
+    ['small', '64k', 'post1m', 'auth', 'throttling', 'ka1000', 'full', 'traced'],
   );
+  for (const n of ['full', 'traced']) {
+    const sc = byName(n);
+    t.same(sc.targets, ['direct', 'throughway', 'gateway'], `${n}: held against the bare transport`);
+    t.equal(targetPath(sc, 'gateway'), '/full/1/small');
+    t.equal(sc.auth, true, `${n} sends the token`);
+    t.equal(sc.budget, undefined, `${n} is not a feature-vs-open row`);
+  }
+  t.equal(byName('full').gateway, 'full');
+  t.equal(byName('traced').gateway, 'traced');
+  t.equal(byName('traced').traceSampled, 0.01, 'tracing sampled at 1 %');
+  t.equal(byName('full').traceSampled, undefined);
+  t.equal(byName('full').vsTransport?.max, 1.1);
+  t.equal(byName('traced').vsTransport?.max, 1.12);
+  t.equal(byName('auth').gateway, undefined, 'auth and throttling stay on the gateway without access log or tracing');
   for (const sc of SCENARIOS) {
     t.equal(sc.targets[0], 'direct', `${sc.name}: direct first, the reference of every ratio`);
     t.ok(sc.targets.includes('throughway'), `${sc.name}: a transport-only row`);
@@ -122,7 +137,7 @@ t.test('the main table: one row per scenario, medians of the cells, the full gat
   const own = renderOwn(fakeRun(), OPTS);
   const lines = own.split('\n');
   const mainRows = lines.slice(2, 2 + SCENARIOS.length);
-  t.equal(mainRows.length, 6);
+  t.equal(mainRows.length, 8);
   // direct median (40000 + 36000) / 2 = 38000; transport (20000 + 18000) / 2 = 19000, 0.50 of direct.
   t.equal(mainRows[0], '| GET /small (96 B JSON), 64 conns | 38000 | 19000 | 0.50 | 4 / 7 | 30.0 | 20.0 | 0 / 0 |');
   // The auth row is the gateway's protected route: 14400 and 12960 → 13680, 0.36 of direct, 44 µs/req.
@@ -132,14 +147,17 @@ t.test('the main table: one row per scenario, medians of the cells, the full gat
   );
   t.match(mainRows[4], /^\| GET \/small \(96 B JSON\) throttled .*\(full gateway\) \| 38000 \| 13680 \| 0\.36 \|/);
   t.equal(mainRows[5], '| GET /small (96 B JSON), 1,000 keep-alive conns | 38000 | 19000 | 0.50 | 4 / 7 | 30.0 | 20.0 | 0 / 0 |');
+  t.match(mainRows[6], /^\| GET \/small \(96 B JSON\), oauth2 .* access log, 64 conns \(full gateway\) \| 38000 \| 13680 \| 0\.36 \|/);
+  t.match(mainRows[7], /^\| GET \/small \(96 B JSON\), as full \+ tracing, 1 % of calls sampled .*\(full gateway\) \| 38000 \| 13680 \| 0\.36 \|/);
   t.match(own, 'Values are medians over 2 rounds (min–max in the detail tables) of 2 s warm-up + 10 s measured per cell');
   t.notMatch(own, 'Other work used', 'no warning when other tenants were idle');
   // Detail tables: one per scenario; the feature ones list all four targets with min–max.
-  t.equal(lines.filter((l) => l.startsWith('#### ')).length, 6);
+  t.equal(lines.filter((l) => l.startsWith('#### ')).length, 8);
   t.ok(lines.includes('| gateway, open route | 15200 (14400–16000) | 0.40 (0.40–0.40) | 1 (1–1) | 7 (7–7) | 40.0 (40.0–40.0) | 20.0 (20.0–20.0) | 15.0 (15.0–15.0) | 0.01 (0.01–0.01) | 0 / 0 / 0 |'));
   t.ok(lines.includes('| gateway, /secured/1/small | 13680 (12960–14400) | 0.36 (0.36–0.36) | 1 (1–1) | 7 (7–7) | 44.0 (44.0–44.0) | 20.0 (20.0–20.0) | 15.0 (15.0–15.0) | 0.01 (0.01–0.01) | 0 / 0 / 0 |'));
   t.ok(lines.includes('| gateway, /limited/1/small | 13680 (12960–14400) | 0.36 (0.36–0.36) | 1 (1–1) | 7 (7–7) | 44.0 (44.0–44.0) | 20.0 (20.0–20.0) | 15.0 (15.0–15.0) | 0.01 (0.01–0.01) | 0 / 0 / 0 |'));
-  t.equal(lines.filter((l) => l.startsWith('| throughway (transport only) |')).length, 6);
+  t.equal(lines.filter((l) => l.startsWith('| throughway (transport only) |')).length, 8);
+  t.equal(lines.filter((l) => l === '| gateway, /full/1/small | 13680 (12960–14400) | 0.36 (0.36–0.36) | 1 (1–1) | 7 (7–7) | 44.0 (44.0–44.0) | 20.0 (20.0–20.0) | 15.0 (15.0–15.0) | 0.01 (0.01–0.01) | 0 / 0 / 0 |').length, 2);
 });
 
 t.test('failed cells, errors and a busy machine show in the tables', async (t) => {
@@ -167,6 +185,24 @@ t.test('the features section: the cost against the open route, per round, with t
   const slow = cells.map((c) => (c.scenario === 'throttling' && c.target === 'gateway' ? { ...c, rps: c.rps * 0.8 } : c));
   t.match(renderFeatures(slow, OPTS) ?? '', '| 0.720 (0.720, 0.720) | +10 % | ≥ 0.90 (docs/throttling.md: at most 10 %) | **over** |');
   t.equal(renderFeatures(cells, { ...OPTS, scenarios: [byName('small')] }), undefined, 'no section without feature scenarios');
+  t.notMatch(renderFeatures(cells, { ...OPTS, scenarios: [byName('auth')] }) ?? '', 'against the bare transport', 'no full-gateway table without its scenarios');
+});
+
+t.test('the full gateway section: CPU per request against the bare transport, per round, with the target', async (t) => {
+  const cells = fakeRun();
+  // 44 µs/req on the gateway ÷ 30 on the transport in both rounds.
+  t.same(cpuVsTransport(cells, 'full').map((r) => r.toFixed(3)), ['1.467', '1.467']);
+  const f = renderFeatures(cells, { ...OPTS, scenarios: [byName('full'), byName('traced')] }) ?? '';
+  t.notMatch(f, "## The gateway's features", 'no feature-vs-open table without its scenarios');
+  t.match(f, '## The full gateway against the bare transport');
+  t.match(f, '| full: GET /small (96 B JSON), oauth2 (warm token cache) + three throttle counters + access log, 64 conns | 19000 · 30.0 | 13680 · 44.0 | 1.467 (1.467, 1.467) | ≤ 1.10 (full gateway ≤ 1.10× the bare transport) | **over** |');
+  t.match(f, '| ≤ 1.12 (with tracing sampled at 1 % ≤ 1.12×) | **over** |');
+  // Round 1's gateway at 32 µs/req (1.067) and round 2's at 34 (1.133): the median 1.100 meets 1.10.
+  const cheap = cells.map((c) => (c.scenario === 'full' && c.target === 'gateway' ? { ...c, proxyUs: c.round === 1 ? 32 : 34 } : c));
+  t.match(renderFeatures(cheap, OPTS) ?? '', '| 1.100 (1.067, 1.133) | ≤ 1.10 (full gateway ≤ 1.10× the bare transport) | within |');
+  const failed = cells.map((c) => (c.scenario === 'full' && c.target === 'throughway' ? { ...c, ok: false } : c));
+  t.same(cpuVsTransport(failed, 'full'), [], 'no ratio without the same round\'s transport cell');
+  t.match(renderFeatures(failed, OPTS) ?? '', /\| full: .* \| — \| ≤ 1\.10 .* \| — \|/);
 });
 
 t.test('the document: generated sections only, the peers and mediation blocks kept verbatim', async (t) => {

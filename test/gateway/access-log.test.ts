@@ -3,6 +3,7 @@
  * and fault state, to a file under the working directory, or to the server log with useLogger = true.
  */
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import t from 'tap';
 import { BASE_TOML, apiToml, closedPort, echoBackend, request, startGateway, until } from './helpers';
@@ -75,4 +76,28 @@ t.test('clfDate and the aborted-exchange fault state', async (t) => {
     faultCode: 101510,
   });
   t.same(lines, ['10.0.0.1 - - [10/Oct/2000:13:55:36 +0000] "GET /x HTTP/1.1" 200 10 5.250 101510 101505+5']);
+});
+
+t.test("file lines: every call's line in call order, those of one turn written together, all of them written by close()", async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tw-access-'));
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const file = path.join(dir, 'access.log');
+  const log = new AccessLog({ file, now: () => Date.UTC(2000, 9, 10, 13, 55, 36) });
+  const rec = (i: number): Parameters<AccessLog['record']>[0] => ({
+    method: 'GET', url: `/x/${i}`, httpVersion: '1.1', remoteAddress: '10.0.0.1', connectionId: 1, requestNumber: i, status: 200, requestBytes: 0, responseBytes: 10, durationMs: 1, upstreamMs: 0.5, retries: 0, target: '127.0.0.1:1', fault: undefined, faultCode: undefined,
+  });
+  // 1,500 lines of 80 bytes: over the 64 KiB at which waiting lines are written before the turn ends.
+  for (let i = 0; i < 1500; i++) log.record(rec(i));
+  await new Promise((resolve) => setImmediate(resolve));
+  for (let i = 1500; i < 1503; i++) log.record(rec(i));
+  await log.close();
+  const lines = fs.readFileSync(file, 'utf8').split('\n');
+  t.equal(lines.pop(), '', 'the file ends with a newline');
+  t.equal(lines.length, 1503);
+  t.equal(lines[0], '10.0.0.1 - - [10/Oct/2000:13:55:36 +0000] "GET /x/0 HTTP/1.1" 200 10 0.500 - -');
+  t.equal(lines[1502], '10.0.0.1 - - [10/Oct/2000:13:55:36 +0000] "GET /x/1502 HTTP/1.1" 200 10 0.500 - -');
+  t.ok(lines.every((l, i) => l.includes(`"GET /x/${i} HTTP/1.1"`)), 'in call order');
+  log.record(rec(9999));
+  await new Promise((resolve) => setImmediate(resolve));
+  t.equal(fs.readFileSync(file, 'utf8').split('\n').length, 1504, 'nothing written after close()');
 });

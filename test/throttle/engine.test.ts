@@ -238,3 +238,24 @@ t.test('concurrency: 1,000 calls against a limit of 100 allow exactly 100', asyn
   const codes = await Promise.all(Array.from({ length: 1000 }, () => Promise.resolve().then(() => r.engine.check(c, T0).code)));
   t.same(tally(codes), { allowed: 100, refused: [900804] });
 });
+
+t.test('one identity object on two APIs: its subscription and burst counters stay per API, resource counters per resource', async (t) => {
+  const r = rig('[[subscription]]\nname = "Two"\nrequest_count = 2\nburst = { limit = 100 }\n[[api]]\nname = "Three"\nrequest_count = 3\n');
+  const who = auth({ subscriptionTier: 'Two' });
+  const a = call({ auth: who, apiPath: '/a/1' });
+  const b = call({ auth: who, apiPath: '/b/1' });
+  t.same(run(r, a, 3, T0), [0, 0, 900804], 'API /a: the tier allows 2');
+  t.same(run(r, b, 3, T0), [0, 0, 900804], 'API /b counts on its own, with the same identity object');
+  t.same(run(r, a, 1, T0), [900804], 'and /a is still exhausted');
+  t.same([...r.counters.map.keys()].filter((k) => k.startsWith('s|') || k.startsWith('bs|')).sort(), ['bs|app-1|/a/1', 'bs|app-1|/b/1', 's|app-1|/a/1', 's|app-1|/b/1']);
+  const open = { unauthenticatedPolicy: 'Unlimited', resourcePolicy: 'Three' };
+  t.same(run(r, call({ ...open, resourceKey: 'GET /x' }), 4, T0), [0, 0, 0, 900802], 'resource GET /x: 3 allowed');
+  t.same(run(r, call({ ...open, resourceKey: 'GET /y' }), 4, T0), [0, 0, 0, 900802], 'resource GET /y has its own counter');
+  t.same(run(r, call({ ...open, apiPolicy: 'Three', resourceKey: 'GET /y' }), 4, T0), [0, 0, 0, 900800], 'the API level has its own counter too');
+});
+
+t.test('unknown tiers are reported once per kind: the same name as a subscription and as an application tier is two reports', async (t) => {
+  const r = rig();
+  run(r, call({ auth: auth({ subscriptionTier: 'Nope', applicationTier: 'Nope' }) }), 3, T0);
+  t.same(r.unknown, ['subscription:Nope', 'application:Nope']);
+});
