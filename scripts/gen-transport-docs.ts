@@ -126,6 +126,11 @@ export function renderTransportDoc(): string {
   out.push('  relies on two undocumented details (`socket._handle`, `new net.Socket({ handle })`), checked at run time');
   out.push('  with a fallback to the socket as accepted (`createTransport({ adoptAcceptedSockets: false })` takes that');
   out.push('  path on purpose; both paths carry the same tests). Sockets handed to `handleConnection()` keep Node\'s reads.');
+  out.push('  Idle connections hold no read buffer of their own: a client between requests, and a pooled backend');
+  out.push('  connection whose last response body was at most 2 KiB, read into one 4 KiB buffer shared by the process,');
+  out.push('  and each read into it is copied out before it is parsed (reads are handled one at a time on the one');
+  out.push('  JavaScript thread, so no view of the shared buffer outlives its read). A backend connection that');
+  out.push('  served a larger response keeps its own large buffer, so large responses still arrive in few reads.');
   out.push('- **Writes** of heads and bodies on plain TCP sockets go straight to the socket\'s libuv handle when the');
   out.push('  stream holds nothing queued (lib/transport/direct-write.ts), skipping node:stream\'s Writable bookkeeping');
   out.push('  and its next-tick callback; libuv\'s own queue keeps every byte in order, a write it cannot finish at');

@@ -8,7 +8,7 @@ import * as tls from 'node:tls';
 import { performance } from 'node:perf_hooks';
 import { TransportCore, defaultConnect, defaultRenderFault, type ConnectFn, type TransportStats } from './core';
 import { SourceConnection } from './source';
-import { kReadHolder, nextBuffer, onSourceRead, type ReadHolder } from './read-buffers';
+import { kReadHolder, nextBuffer, onSourceRead, SHARED_READ_BUFFER, type ReadHolder } from './read-buffers';
 import { resolveSettings, type TransportSettings } from './settings';
 import { selfTest } from './parser';
 import { silentLogger, type Logger } from '../log';
@@ -93,7 +93,7 @@ function adopt(accepted: net.Socket, highWaterMark: number): { socket: net.Socke
   const handle = old._handle;
   if (handle === null || typeof handle !== 'object' || typeof (handle as { readStart?: unknown }).readStart !== 'function') return undefined;
   // The first read is a request head: small; the connection picks larger buffers when reads fill them.
-  const holder: ReadHolder = { conn: null, first: Buffer.allocUnsafeSlow(4096) };
+  const holder: ReadHolder = { conn: null, first: SHARED_READ_BUFFER };
   let socket: net.Socket;
   try {
     old._handle = null;

@@ -1,9 +1,12 @@
 /**
  * Read buffers of adopted client sockets and of backend sockets (net's onread option): reads go into
- * connection-owned buffers, larger than Node's 64 KiB for bodies and small for idle connections, taken
- * from and given back to the transport's spare list (core.ts). A buffer that a queued byte or a pending
- * write still views is never reused. Module functions over the connections (source.ts, target.ts) and
- * the WebSocket tunnel they are handed to (tunnel.ts).
+ * connection-owned buffers, larger than Node's 64 KiB for bodies, taken from and given back to the
+ * transport's spare list (core.ts). A buffer that a queued byte or a pending write still views is never
+ * reused. Idle connections (a client between requests, a backend connection in its pool whose last
+ * response was small) read into one buffer shared by the whole process, SHARED_READ_BUFFER: a read into
+ * it is copied out before anything looks at it (one small copy), so no view of it outlives the read
+ * callback and an idle connection holds no buffer of its own. Module functions over the connections
+ * (source.ts, target.ts) and the WebSocket tunnel they are handed to (tunnel.ts).
  */
 import type { Socket } from 'node:net';
 import type { TransportCore } from './core';
@@ -19,6 +22,24 @@ export interface ReadHolder {
   conn: SourceReader | null;
   /** The buffer of the first read, dropped once the connection chooses its own. */
   first: Buffer | null;
+}
+
+/** Read buffer of an idle connection: a request head or a small response of a few hundred bytes fits. */
+export const SMALL_READ_BUFFER = 4096;
+
+/**
+ * The read buffer every idle connection of the process shares. Safe because reads are handled one at a
+ * time on the one JavaScript thread and each read into it is copied out (ownBytes) before it is parsed,
+ * queued or written: the next read into it, on any socket, finds no view of the last.
+ */
+export const SHARED_READ_BUFFER: Buffer = Buffer.allocUnsafeSlow(SMALL_READ_BUFFER);
+
+/** The `nread` bytes of a read: a copy of their own when they were read into the shared buffer. */
+export function ownBytes(buf: Buffer, nread: number): Buffer {
+  if (buf !== SHARED_READ_BUFFER) return nread === buf.length ? buf : buf.subarray(0, nread);
+  const own = Buffer.allocUnsafe(nread);
+  buf.copy(own, 0, 0, nread);
+  return own;
 }
 
 export const kReadHolder = Symbol('throughway.readHolder');
@@ -40,7 +61,7 @@ export function onSourceRead(this: HeldSocket, nread: number, buf: Buffer): bool
 /** net's onread buffer generator of an adopted socket. */
 export function nextBuffer(holder: ReadHolder): Buffer {
   const conn = holder.conn;
-  if (conn === null) return holder.first ?? Buffer.allocUnsafeSlow(4096);
+  if (conn === null) return holder.first ?? SHARED_READ_BUFFER;
   holder.first = null;
   return conn.nextReadBuffer();
 }
@@ -48,9 +69,8 @@ export function nextBuffer(holder: ReadHolder): Buffer {
 /** What the choice of a source connection's next read buffer uses of it (source.ts). */
 export interface SourceBuffers {
   readonly core: TransportCore;
-  /** The current read buffer, and the connection's own small one. */
+  /** The current read buffer (SHARED_READ_BUFFER while idle). */
   readBuf: Buffer | null;
-  smallBuf: Buffer | null;
   /** A view of the current buffer is still held (queued bytes, a pending target write). */
   retainRead: boolean;
   /** The last read filled its buffer. */
@@ -60,28 +80,20 @@ export interface SourceBuffers {
   readonly clRemaining: number;
 }
 
-/** Read buffer of an idle client connection: a request head of a few hundred bytes fits. */
-const SMALL_READ_BUFFER = 4096;
-
 /**
  * The buffer for the next read (net's onread generator, called after every read). Large
  * (settings.readBufferSize, from the transport's spare list) while a body streams or a read filled its
- * buffer; a small one of the connection's own otherwise, so an idle keep-alive client holds 4 KiB, not
- * 128 KiB. A buffer a queued byte or pending target write still views is never reused or given back.
+ * buffer; the shared small one otherwise, so an idle keep-alive client holds no read buffer of its own.
+ * A large buffer a queued byte or pending target write still views is never reused or given back
+ * (retainRead); views of a shared-buffer read are views of its copy (ownBytes), which the GC frees.
  */
 export function nextSourceBuffer(conn: SourceBuffers): Buffer {
   const cur = conn.readBuf;
   const wantLarge = conn.lastReadFull || conn.inBody || conn.clRemaining > 0;
-  if (cur !== null && !conn.retainRead && (cur !== conn.smallBuf) === wantLarge) return cur;
-  if (cur !== null && cur !== conn.smallBuf && !conn.retainRead) conn.core.giveReadBuffer(cur);
-  if (cur === conn.smallBuf && conn.retainRead) conn.smallBuf = null; // still viewed: never reuse it
+  if (cur !== null && !conn.retainRead && (cur !== SHARED_READ_BUFFER) === wantLarge) return cur;
+  if (cur !== null && cur !== SHARED_READ_BUFFER && !conn.retainRead) conn.core.giveReadBuffer(cur);
   conn.retainRead = false;
-  let next: Buffer;
-  if (wantLarge) {
-    next = conn.core.takeReadBuffer();
-  } else {
-    next = conn.smallBuf ??= Buffer.allocUnsafeSlow(SMALL_READ_BUFFER);
-  }
+  const next = wantLarge ? conn.core.takeReadBuffer() : SHARED_READ_BUFFER;
   conn.readBuf = next;
   return next;
 }
@@ -103,6 +115,9 @@ export function setTargetReader(socket: Socket, reader: TargetReader): void {
 /** net's onread callback; `this` is the socket. Returning true keeps reading (pauses are explicit). */
 export function onTargetRead(this: TargetSocket, nread: number, buf: Buffer): boolean {
   const t = this[kTarget];
-  if (t !== undefined) t.onRead(buf, nread);
+  if (t !== undefined) {
+    if (buf === SHARED_READ_BUFFER) t.onRead(ownBytes(buf, nread), nread);
+    else t.onRead(buf, nread);
+  }
   return true;
 }

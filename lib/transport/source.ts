@@ -31,7 +31,7 @@ import { poolFor } from './pool';
 import { refuseRequest, originForm } from './request-checks';
 import { answer, answerFault, gatheredResponse, responseFinished } from './local';
 import { CHECKS, checkSource } from './invariants';
-import { nextSourceBuffer, readHolderOf } from './read-buffers';
+import { nextSourceBuffer, ownBytes, readHolderOf, SHARED_READ_BUFFER } from './read-buffers';
 import { writeBlocked, writeBuffer, writeHeadAndBody, writeLatin1, writesPending } from './direct-write';
 import type { BodyRead, BufferedResponse, ForwardDecision, LocalResponse, RouteDecision } from './types';
 
@@ -75,7 +75,6 @@ export class SourceConnection implements ParserEvents, ExchangeOwner {
   private corked = 0;
   /** Connection-owned read buffer (adopted sockets only), and whether a view of it is still held. */
   readBuf: Buffer | null = null;
-  smallBuf: Buffer | null = null;
   retainRead = false;
   lastReadFull = false;
 
@@ -278,7 +277,7 @@ export class SourceConnection implements ParserEvents, ExchangeOwner {
    */
   onRead(buf: Buffer, nread: number): void {
     this.lastReadFull = nread === buf.length;
-    this.onData(buf.subarray(0, nread));
+    this.onData(ownBytes(buf, nread));
   }
 
   /** The buffer for the next read (read-buffers.ts). */
@@ -847,7 +846,7 @@ export class SourceConnection implements ParserEvents, ExchangeOwner {
     this.queue.length = 0;
     // A closed handle reads no more: a large read buffer nobody views goes back to the spare list.
     const buf = this.readBuf;
-    if (buf !== null && buf !== this.smallBuf && !this.retainRead) this.core.giveReadBuffer(buf);
+    if (buf !== null && buf !== SHARED_READ_BUFFER && !this.retainRead) this.core.giveReadBuffer(buf);
     this.readBuf = null;
     this.core.sources.delete(this);
     this.core.sourceClosed();
@@ -933,7 +932,8 @@ export class SourceConnection implements ParserEvents, ExchangeOwner {
     holder.conn = {
       onRead: (buf, nread) => {
         this.lastReadFull = nread === buf.length;
-        onRead(buf, nread);
+        if (buf === SHARED_READ_BUFFER) onRead(ownBytes(buf, nread), nread);
+        else onRead(buf, nread);
       },
       nextReadBuffer: () => this.nextReadBuffer(),
     };

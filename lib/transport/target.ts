@@ -16,7 +16,7 @@ import { buildResponseHead, type ResponseHeadOut } from './headers';
 import { ConnectTunnel, connectTls } from './outbound';
 import type { Exchange, ExchangeTarget } from './exchange';
 import { CHECKS, checkTarget, checkTargetAttach } from './invariants';
-import { onTargetRead, setTargetReader } from './read-buffers';
+import { onTargetRead, setTargetReader, SHARED_READ_BUFFER, SMALL_READ_BUFFER } from './read-buffers';
 import { directWrites, writeBlocked, writeBuffer, writeLatin1, writesPending } from './direct-write';
 import type { TransportCore } from './core';
 import type { BufferedResponse, TargetEndpoint } from './types';
@@ -95,6 +95,11 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
   private lentTo: Socket | null = null;
   /** A write to the client after the last read still holds bytes of readBuf. */
   private readBufBusy = false;
+  /**
+   * The last response fitted the small read buffer: while idle in the pool this connection reads into the
+   * shared one. After a larger response it keeps its own, so large responses still arrive in one read.
+   */
+  private smallIdle = false;
   private busySocket: Socket | null = null;
 
   constructor(readonly pool: TargetPool) {
@@ -225,7 +230,8 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
     // A buffer a pending write still references must not be refilled: the read buffer is reusable only if every write of its bytes to the
     // client finished synchronously.
     const client = ex.source.socket;
-    this.readBufBusy = writesPending(client);
+    // A read into the shared buffer was copied out (onTargetRead): nothing views the shared one.
+    this.readBufBusy = this.readBuf !== SHARED_READ_BUFFER && writesPending(client);
     this.busySocket = this.readBufBusy ? client : null;
   }
 
@@ -238,6 +244,14 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
       this.lentTo = null;
     }
     let buf = this.readBuf;
+    if (this.ex === null && this.smallIdle && !this.detached && !this.readBufBusy) {
+      // Idle in the pool after a small response: read the next one into the shared buffer and give
+      // this connection's own back, so idle backend connections hold none (read-buffers.ts).
+      if (buf !== null && buf !== SHARED_READ_BUFFER) this.core.giveReadBuffer(buf);
+      this.readBuf = SHARED_READ_BUFFER;
+      return SHARED_READ_BUFFER;
+    }
+    if (buf === SHARED_READ_BUFFER) buf = null;
     if (buf !== null && this.readBufBusy) {
       // Still referenced by a queued client write: set it aside (an older one still lent is left to GC).
       this.lentBuf = buf;
@@ -547,6 +561,7 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
     this.setState(S.RESPONSE_DONE);
     this.inBody = false;
     ex.responseBytes = this.responseBytes;
+    this.smallIdle = this.responseBytes <= SMALL_READ_BUFFER / 2;
     const g = this.gathered;
     this.gathered = null;
     const reusable =
@@ -707,7 +722,7 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
     }
     this.parser.destroy();
     // The read buffer goes back unless a client write may still hold its bytes (or a tunnel reads into it).
-    if (this.readBuf !== null && !this.readBufBusy && !this.detached) this.core.giveReadBuffer(this.readBuf);
+    if (this.readBuf !== null && this.readBuf !== SHARED_READ_BUFFER && !this.readBufBusy && !this.detached) this.core.giveReadBuffer(this.readBuf);
     if (!this.detached) this.readBuf = null;
     this.core.targets.delete(this);
     this.pool.removed(this);
