@@ -122,7 +122,7 @@ async function save(c: Call, e: CatalogueEntry | undefined): Promise<void> {
   const raw = e !== undefined ? formFromText(e.text)?.raw : undefined;
   const file = e?.file ?? path.join(c.parts.catalogue.draftsDir, fileNameFor(f.name, f.version));
   const st: ConsoleState = e?.state ?? 'CREATED';
-  const r = checkForm(f, file, c.parts.catalogue.vars, e !== undefined && raw !== undefined ? { text: e.text, raw } : undefined, st);
+  const r = checkForm(f, file, c.parts.catalogue.vars, e !== undefined && raw !== undefined ? { text: e.text, raw } : undefined, st, c.parts.policyNames?.());
   const errors: FormErrors = { ...r.errors };
   const dup = duplicate(c, f, e?.id);
   if (dup !== undefined) errors.context ??= dup;
