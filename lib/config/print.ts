@@ -35,11 +35,11 @@ export function maskedConfig(loaded: Pick<LoadResult, 'secrets' | 'config'>): un
   return walk(loaded.config, []);
 }
 
-function tomlKey(key: string): string {
+export function tomlKey(key: string): string {
   return /^[A-Za-z0-9_-]+$/.test(key) ? key : JSON.stringify(key);
 }
 
-function tomlValue(value: unknown): string {
+export function tomlValue(value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(value);
   if (typeof value === 'number' || typeof value === 'boolean') return String(value);
   if (value instanceof Date) return value.toISOString();

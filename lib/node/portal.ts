@@ -6,7 +6,7 @@
 import { gatewayEnvironments } from '../gateway/environments';
 import { gatewaySettingsFrom } from '../gateway/settings';
 import { createPortal } from '../portal';
-import { loadPolicies } from '../throttle/policies';
+import { loadPolicies, policyNames } from '../throttle/policies';
 import { policyOptionsOf, throttleSettingsFrom } from '../throttle/settings';
 import type { Boot } from './boot';
 
@@ -42,6 +42,10 @@ export async function startPortal(b: Boot): Promise<void> {
     settings: { displayDeprecated: dp.display_deprecated_apis, displayMultipleVersions: dp.display_multiple_versions },
     tiers: () => [...(loadPolicies(throttle.policiesFile, policyOptionsOf(throttle)).policies?.subscription.keys() ?? [])],
     applicationTiers: () => [...(loadPolicies(throttle.policiesFile, policyOptionsOf(throttle)).policies?.application.keys() ?? [])],
+    policyNames: () => {
+      const p = loadPolicies(throttle.policiesFile, policyOptionsOf(throttle)).policies;
+      return p !== undefined ? policyNames(p) : undefined;
+    },
     gateways: () => gatewayUrls(b),
     consoles,
   });

@@ -1,19 +1,55 @@
 /**
  * The publisher's API form (docs/portal.md, "Publisher"): form fields to an API file and back. The text
  * written is checked by the gateway's validator (lib/gateway/apis.ts parseApiText) before it is saved,
- * and each error is shown beside the field its path names (`endpoints.production` beside the production
- * endpoint). Keys the form does not show (endpoint advanced configuration, CORS, mediation...) are kept
- * from the file being edited.
+ * and each error is shown beside the field its path names (`endpoints.production.timeout` beside the
+ * production endpoint's timeout). Editing a file changes its text in place (toml-edit.ts): comments and
+ * the keys the form does not show (backend security, mediation, GraphQL...) stay as the file has them.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { parseDocument, isTable } from '../config/document';
 import { toTomlText } from '../config/print';
 import { API_CODES, type ApiVars, parseApiText } from '../gateway/apis';
+import type { PolicyNames } from '../throttle/policies';
 import type { ConsoleState } from './catalogue';
+import { editToml, type Identity, pairEntries } from './toml-edit';
+
+export const ENDPOINT_KINDS = ['production', 'sandbox'] as const;
+export type EndpointKind = (typeof ENDPOINT_KINDS)[number];
+
+/**
+ * The endpoint advanced configuration the form edits: every key of an endpoint table (docs/apis.md,
+ * "[endpoints]") except `url` (its own field) and `security` (credentials: kept from the file), with
+ * how its text is read: a duration (ms, or "30s"), a number, or a list of transport codes.
+ */
+export const ENDPOINT_KEYS = {
+  timeout: { kind: 'duration', label: 'response timeout', hint: 'ms, or "5s"; empty: only the socket inactivity timeout applies' },
+  retry_codes: { kind: 'codes', label: 'retry on transport codes', hint: 'comma-separated, e.g. 101503; a call is retried only while resending loses nothing' },
+  retry_count: { kind: 'number', label: 'retries at most', hint: 'default 1' },
+  suspend_codes: { kind: 'codes', label: 'suspend on transport codes', hint: 'comma-separated, e.g. 101503, 101504; empty: never suspended' },
+  suspend_duration: { kind: 'duration', label: 'first suspension', hint: 'ms, or "30s"; default 30s' },
+  suspend_max_duration: { kind: 'duration', label: 'longest suspension', hint: 'ms, or "5m"; default 300s' },
+  suspend_factor: { kind: 'number', label: 'suspension factor', hint: 'each further suspension lasts this many times longer; default 2' },
+  max_tps: { kind: 'number', label: 'hard limit, requests per second', hint: 'over every caller, 900801 beyond it; empty: none' },
+} as const;
+export type EndpointKey = keyof typeof ENDPOINT_KEYS;
+type EndpointField = `${EndpointKind}_${EndpointKey}`;
+
+/** The CORS override's keys (docs/apis.md, "[cors]"): form field, file key, and whether it is a yes/no. */
+export const CORS_KEYS = [
+  ['cors_enable', 'enable', 'boolean', 'CORS handling'],
+  ['cors_origins', 'allow_origins', 'list', 'CORS allowed origins (optional)'],
+  ['cors_methods', 'allow_methods', 'list', 'CORS allowed methods (optional)'],
+  ['cors_headers', 'allow_headers', 'list', 'CORS allowed headers (optional)'],
+  ['cors_credentials', 'allow_credentials', 'boolean', 'CORS allow credentials'],
+] as const;
+type CorsField = (typeof CORS_KEYS)[number][0];
+
+/** The keys of a resource written `key=value` after its scopes on a resource line (docs/portal.md). */
+export const RESOURCE_OPTIONS = ['policy', 'auth', 'token_type', 'unauthenticated_policy'] as const;
 
 /** The form's fields, as strings. */
-export interface ApiForm {
+export type ApiForm = {
   name: string;
   context: string;
   version: string;
@@ -21,23 +57,26 @@ export interface ApiForm {
   production: string;
   sandbox: string;
   auth: string;
-  /** One resource a line: `GET,POST /path scope1 scope2`. */
+  /** One resource a line: `GET,POST /path scope1 scope2 policy=Gold`. */
   resources: string;
   /** One scope a line: `name: role1, role2`. */
   scopes: string;
   labels: string;
   policy: string;
-  /** CORS override's allowed origins, comma-separated; empty: [apim.cors] applies. */
-  cors_origins: string;
-}
+  unauthenticated_policy: string;
+} & Record<EndpointField, string> &
+  Record<CorsField, string>;
 
-export const FORM_FIELDS: readonly (keyof ApiForm)[] = ['name', 'context', 'version', 'description', 'production', 'sandbox', 'auth', 'resources', 'scopes', 'labels', 'policy', 'cors_origins'];
+const endpointFields = (kind: EndpointKind): EndpointField[] => (Object.keys(ENDPOINT_KEYS) as EndpointKey[]).map((k) => `${kind}_${k}` as const);
+
+export const FORM_FIELDS: readonly (keyof ApiForm)[] = ['name', 'context', 'version', 'description', 'production', ...endpointFields('production'), 'sandbox', ...endpointFields('sandbox'), 'auth', 'resources', 'scopes', 'labels', 'policy', 'unauthenticated_policy', ...CORS_KEYS.map(([f]) => f)];
 
 /** Longest value of one form field. */
 const MAX_FIELD = 16 * 1024;
 
 export function emptyForm(): ApiForm {
-  return { name: '', context: '', version: '1.0.0', description: '', production: '', sandbox: '', auth: 'oauth2', resources: 'GET /', scopes: '', labels: 'Default', policy: '', cors_origins: '' };
+  const out = Object.fromEntries(FORM_FIELDS.map((k) => [k, ''])) as ApiForm;
+  return Object.assign(out, { version: '1.0.0', auth: 'oauth2', resources: 'GET /', labels: 'Default' });
 }
 
 export function formFromPost(f: URLSearchParams): ApiForm {
@@ -46,7 +85,15 @@ export function formFromPost(f: URLSearchParams): ApiForm {
   return out;
 }
 
-const endpointUrl = (v: unknown): string => (typeof v === 'string' ? v : isTable(v) && typeof v.url === 'string' ? v.url : '');
+const strs = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : []);
+/** A value of the file as the form shows it: lists comma-separated, numbers and booleans as written. */
+const shown = (v: unknown): string => (Array.isArray(v) ? v.map((x) => String(x)).join(', ') : v === undefined || isTable(v) ? '' : String(v));
+
+/** One resource line of a resource table: `METHODS /path scopes options`. */
+function resourceLine(r: Record<string, unknown>): string {
+  const opts = RESOURCE_OPTIONS.filter((k) => typeof r[k] === 'string').map((k) => `${k}=${r[k] as string}`);
+  return [strs(r.methods).join(','), String(r.path ?? ''), ...strs(r.scopes), ...opts].join(' ');
+}
 
 /** The form of an API file's text (raw values: `${demo_port}` stays as written). */
 export function formFromText(text: string): { form: ApiForm; raw: Record<string, unknown> } | undefined {
@@ -56,121 +103,208 @@ export function formFromText(text: string): { form: ApiForm; raw: Record<string,
   const e = isTable(raw.endpoints) ? raw.endpoints : {};
   const resources = Array.isArray(raw.resources) ? raw.resources.filter(isTable) : [];
   const scopes = Array.isArray(raw.scopes) ? raw.scopes.filter(isTable) : [];
-  const strs = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : []);
-  const form: ApiForm = {
+  const cors = isTable(raw.cors) ? raw.cors : {};
+  const form = emptyForm();
+  Object.assign(form, {
     name: String(raw.name ?? ''),
     context: String(raw.context ?? ''),
     version: String(raw.version ?? ''),
     description: String(raw.description ?? ''),
-    production: endpointUrl(e.production),
-    sandbox: endpointUrl(e.sandbox),
     auth: String(raw.auth ?? 'oauth2'),
-    resources: resources.map((r) => `${strs(r.methods).join(',')} ${String(r.path ?? '')}${strs(r.scopes).length > 0 ? ` ${strs(r.scopes).join(' ')}` : ''}`).join('\n'),
+    resources: resources.map(resourceLine).join('\n'),
     scopes: scopes.map((s) => `${String(s.name ?? '')}: ${strs(s.roles).join(', ')}`).join('\n'),
     labels: strs(raw.labels).join(', ') || 'Default',
     policy: typeof raw.policy === 'string' ? raw.policy : '',
-    cors_origins: isTable(raw.cors) ? strs(raw.cors.allow_origins).join(', ') : '',
-  };
+    unauthenticated_policy: typeof raw.unauthenticated_policy === 'string' ? raw.unauthenticated_policy : '',
+  });
+  for (const kind of ENDPOINT_KINDS) {
+    const ep = e[kind];
+    form[kind] = typeof ep === 'string' ? ep : isTable(ep) && typeof ep.url === 'string' ? ep.url : '';
+    if (isTable(ep)) for (const k of Object.keys(ENDPOINT_KEYS) as EndpointKey[]) form[`${kind}_${k}`] = shown(ep[k]);
+  }
+  for (const [f, k] of CORS_KEYS) form[f] = shown(cors[k]);
   return { form, raw };
 }
 
 const list = (s: string): string[] => s.split(/[\s,]+/).map((x) => x.trim()).filter((x) => x !== '');
+const lines = (s: string): { text: string; line: number }[] =>
+  s
+    .split('\n')
+    .map((l, i) => ({ text: l.trim(), line: i + 1 }))
+    .filter((l) => l.text !== '');
 
-/** Field errors found before the validator: lines of the two text areas it cannot point into. */
-function lineErrors(f: ApiForm): Partial<Record<keyof ApiForm, string>> {
-  const errors: Partial<Record<keyof ApiForm, string>> = {};
-  f.resources.split('\n').forEach((line, i) => {
-    if (line.trim() !== '' && !/^\s*[A-Za-z,]+\s+\/\S*(\s+\S+)*\s*$/.test(line)) errors.resources ??= `line ${i + 1}: write METHODS /path [scopes], e.g. GET,POST /menu`;
-  });
-  f.scopes.split('\n').forEach((line, i) => {
-    if (line.trim() !== '' && !/^\s*[^:\s]+\s*:/.test(line)) errors.scopes ??= `line ${i + 1}: write name: role1, role2`;
-  });
+/**
+ * A field's text as the file's value: empty is "not set"; digits are a number; anything else stays a
+ * string, so that the validator names what is wrong with it beside the field ("30s" is a duration).
+ */
+function valueOf(text: string, kind: 'duration' | 'number' | 'codes'): unknown {
+  const t = text.trim();
+  if (t === '') return undefined;
+  const num = (x: string): unknown => (/^-?\d+(\.\d+)?$/.test(x) ? Number(x) : x);
+  return kind === 'codes' ? list(t).map(num) : num(t);
+}
+
+/** A yes/no select's value: empty is "not set"; anything but true and false stays a string for the validator. */
+const boolOf = (text: string): unknown => (text === '' ? undefined : text === 'true' ? true : text === 'false' ? false : text);
+
+/** A resource line's parts: methods, path, scopes and `key=value` options. */
+function parseResourceLine(l: string): { methods: string[]; path: string; scopes: string[]; options: Map<string, string> } {
+  const [methods = '', p = '', ...rest] = l.split(/\s+/);
+  const options = new Map<string, string>();
+  const scopes: string[] = [];
+  for (const tok of rest) {
+    const eq = tok.indexOf('=');
+    if (eq > 0) options.set(tok.slice(0, eq), tok.slice(eq + 1));
+    else scopes.push(tok);
+  }
+  return { methods: methods.split(',').map((m) => m.trim().toUpperCase()).filter((m) => m !== ''), path: p, scopes, options };
+}
+
+type FieldErrors = Partial<Record<keyof ApiForm, string>>;
+
+/** Field errors found before the validator: lines of the text areas it cannot point into, advanced settings without a URL. */
+function lineErrors(f: ApiForm): FieldErrors {
+  const errors: FieldErrors = {};
+  for (const { text, line } of lines(f.resources)) {
+    if (!/^[A-Za-z,]+\s+\/\S*(\s+\S+)*$/.test(text)) errors.resources ??= `line ${line}: write METHODS /path [scopes] [policy=name], e.g. GET,POST /menu`;
+    else {
+      const bad = [...parseResourceLine(text).options.keys()].find((k) => !(RESOURCE_OPTIONS as readonly string[]).includes(k));
+      if (bad !== undefined) errors.resources ??= `line ${line}: ${bad}= is not a resource option (${RESOURCE_OPTIONS.map((k) => `${k}=`).join(', ')})`;
+    }
+  }
+  for (const { text, line } of lines(f.scopes)) if (!/^[^:\s]+\s*:/.test(text)) errors.scopes ??= `line ${line}: write name: role1, role2`;
+  for (const kind of ENDPOINT_KINDS) {
+    if (f[kind].trim() === '' && endpointFields(kind).some((k) => f[k].trim() !== '')) errors[kind] = `the ${kind} endpoint's advanced configuration needs its URL`;
+  }
   return errors;
 }
+
+/** How entries of the file's arrays of tables are matched when a form edits them: resources by path, scopes by name. */
+export const API_IDENTITY: Identity = (p, e) => {
+  const key = p.length === 1 ? p[0] : undefined;
+  if (key === 'resources' && typeof e.path === 'string') return e.path;
+  if (key === 'scopes' && typeof e.name === 'string') return e.name;
+  if (key === 'operations') return `${String(e.type)} ${String(e.name)}`;
+  return undefined;
+};
 
 /** The API file object of a form, over the keys of `base` the form does not show. */
 export function apiObject(f: ApiForm, base: Record<string, unknown> = {}, state?: ConsoleState): Record<string, unknown> {
   const o: Record<string, unknown> = { ...base };
+  const set = (t: Record<string, unknown>, k: string, v: unknown): void => {
+    if (v === undefined || v === '') delete t[k];
+    else t[k] = v;
+  };
   o.name = f.name;
   o.context = f.context;
   o.version = f.version;
-  if (state !== undefined && state !== 'CREATED') o.state = state;
-  else delete o.state;
-  if (f.description !== '') o.description = f.description;
-  else delete o.description;
+  set(o, 'state', state !== undefined && state !== 'CREATED' ? state : undefined);
+  set(o, 'description', f.description);
   o.auth = f.auth;
   o.labels = list(f.labels).length > 0 ? list(f.labels) : ['Default'];
-  if (f.policy !== '') o.policy = f.policy;
-  else delete o.policy;
-  // The CORS override's other keys (enable, methods, headers, credentials) stay as the file has them.
+  set(o, 'policy', f.policy.trim());
+  set(o, 'unauthenticated_policy', f.unauthenticated_policy.trim());
+
   const cors: Record<string, unknown> = isTable(base.cors) ? { ...base.cors } : {};
-  if (f.cors_origins.trim() !== '') cors.allow_origins = list(f.cors_origins);
-  else delete cors.allow_origins;
-  if (Object.keys(cors).length > 0) o.cors = cors;
-  else delete o.cors;
+  for (const [field, key, kind] of CORS_KEYS) set(cors, key, kind === 'boolean' ? boolOf(f[field]) : list(f[field]).length > 0 ? list(f[field]) : undefined);
+  set(o, 'cors', Object.keys(cors).length > 0 ? cors : undefined);
+
   const before = isTable(base.endpoints) ? base.endpoints : {};
-  const endpoint = (url: string, old: unknown): unknown => (isTable(old) ? { ...old, url } : url);
-  const endpoints: Record<string, unknown> = {};
-  if (f.production !== '') endpoints.production = endpoint(f.production, before.production);
-  if (f.sandbox !== '') endpoints.sandbox = endpoint(f.sandbox, before.sandbox);
+  const endpoints: Record<string, unknown> = isTable(base.endpoints) ? { ...base.endpoints } : {};
+  for (const kind of ENDPOINT_KINDS) {
+    const url = f[kind].trim();
+    const old = before[kind];
+    if (url === '') {
+      delete endpoints[kind];
+      continue;
+    }
+    const t: Record<string, unknown> = isTable(old) ? { ...old } : {};
+    t.url = url;
+    for (const [k, d] of Object.entries(ENDPOINT_KEYS)) set(t, k, valueOf(f[`${kind}_${k as EndpointKey}`], d.kind));
+    // A URL alone stays a string, as the file wrote it; advanced settings make it a table.
+    endpoints[kind] = !isTable(old) && Object.keys(t).length === 1 ? url : t;
+  }
   o.endpoints = endpoints;
+
   const oldResources = Array.isArray(base.resources) ? base.resources.filter(isTable) : [];
-  o.resources = f.resources
-    .split('\n')
-    .map((l) => l.trim())
-    .filter((l) => l !== '')
-    .map((l) => {
-      const [methods = '', p = '', ...scopes] = l.split(/\s+/);
-      const ms = methods.split(',').map((m) => m.trim().toUpperCase()).filter((m) => m !== '');
-      // The other keys of a resource with the same path stay (auth, token_type, policy...).
-      const old = oldResources.find((r) => r.path === p) ?? {};
-      const r: Record<string, unknown> = { ...old, path: p, methods: ms };
-      if (scopes.length > 0) r.scopes = scopes;
-      else delete r.scopes;
-      return r;
-    });
-  const scopes = f.scopes
-    .split('\n')
-    .map((l) => l.trim())
-    .filter((l) => l !== '')
-    .map((l) => {
-      const i = l.indexOf(':');
-      return { name: l.slice(0, i).trim(), roles: list(l.slice(i + 1)) };
-    });
-  if (scopes.length > 0) o.scopes = scopes;
-  else delete o.scopes;
+  const parsed = lines(f.resources).map((l) => parseResourceLine(l.text));
+  const pairs = pairEntries<{ path?: unknown }>(oldResources, parsed, (r) => (typeof r.path === 'string' ? r.path : undefined));
+  o.resources = parsed.map((p, j) => {
+    // The other keys of the resource it replaces stay (a key the form does not show).
+    const i = pairs[j];
+    const r: Record<string, unknown> = { ...(i !== undefined ? oldResources[i] : {}), path: p.path, methods: p.methods };
+    set(r, 'scopes', p.scopes.length > 0 ? p.scopes : undefined);
+    for (const k of RESOURCE_OPTIONS) set(r, k, p.options.get(k));
+    return r;
+  });
+
+  const oldScopes = Array.isArray(base.scopes) ? base.scopes.filter(isTable) : [];
+  const scopes = lines(f.scopes).map(({ text }) => {
+    const i = text.indexOf(':');
+    return { name: text.slice(0, i).trim(), roles: list(text.slice(i + 1)) };
+  });
+  const scopePairs = pairEntries<{ name?: unknown }>(oldScopes, scopes, (s) => (typeof s.name === 'string' ? s.name : undefined));
+  // A scope's description (not on the form) stays with its name.
+  set(o, 'scopes', scopes.length > 0 ? scopes.map((s, j) => ({ ...(scopePairs[j] !== undefined ? oldScopes[scopePairs[j] as number] : {}), ...s })) : undefined);
   return o;
 }
 
-/** Which form field a diagnostic's path (`endpoints.production.url`, `resources[0].path`) belongs to. */
+/** Which form field a diagnostic's path (`endpoints.production.timeout`, `resources[0].path`) belongs to. */
 export function fieldOf(diagnosticField: string): keyof ApiForm | undefined {
-  if (diagnosticField.startsWith('endpoints.sandbox')) return 'sandbox';
+  const ep = /^endpoints\.(production|sandbox)(?:\.([a-z_]+))?/.exec(diagnosticField);
+  if (ep !== null) {
+    const kind = ep[1] as EndpointKind;
+    return ep[2] !== undefined && ep[2] in ENDPOINT_KEYS ? `${kind}_${ep[2] as EndpointKey}` : kind;
+  }
   if (diagnosticField.startsWith('endpoints')) return 'production';
-  if (diagnosticField.startsWith('cors')) return 'cors_origins';
+  const cors = /^cors\.([a-z_]+)/.exec(diagnosticField);
+  if (cors !== null) return CORS_KEYS.find(([, k]) => k === cors[1])?.[0] ?? 'cors_origins';
+  if (diagnosticField === 'cors') return 'cors_origins';
   const top = diagnosticField.split(/[.[]/)[0] ?? '';
-  if (top === 'default_version' || top === 'unauthenticated_policy') return undefined;
+  if (top === 'default_version') return undefined;
   return (FORM_FIELDS as readonly string[]).includes(top) ? (top as keyof ApiForm) : undefined;
 }
 
+/** How a save wrote the file: a new file, the file's text edited in place, or written afresh (comments lost). */
+export type Written = 'new' | 'edited' | 'rewritten';
+
 export interface Checked {
   readonly text: string;
+  readonly written: Written;
   /** By form field; `general` for what no field shows. */
   readonly errors: Partial<Record<keyof ApiForm | 'general', string>>;
 }
 
-/** The file text of a form, and the validator's errors by field (none: the text may be saved). */
-export function checkForm(f: ApiForm, file: string, vars: ApiVars, base: Record<string, unknown> = {}, state?: ConsoleState): Checked {
+/** What checkForm is given of the file being edited: its text and what it reads as. */
+export interface Original {
+  readonly text: string;
+  readonly raw: Record<string, unknown>;
+}
+
+/**
+ * The file text of a form, and the validator's errors by field (none: the text may be saved). With the
+ * file being edited, its text is changed in place; `policies`: the [[api]] and [[subscription]] names
+ * the policy fields are checked against.
+ */
+export function checkForm(f: ApiForm, file: string, vars: ApiVars, original?: Original, state?: ConsoleState, policies?: PolicyNames): Checked {
   const pre = lineErrors(f);
-  const text = `# Written by the throughway publisher (docs/portal.md).\n${toTomlText(apiObject(f, base, state))}`;
+  const next = apiObject(f, original?.raw ?? {}, state);
+  const edited = original !== undefined ? editToml(original.text, original.raw, next, API_IDENTITY) : undefined;
+  const text = edited ?? `# Written by the throughway publisher (docs/portal.md).\n${toTomlText(next)}`;
+  const written: Written = original === undefined ? 'new' : edited !== undefined ? 'edited' : 'rewritten';
   const errors: Partial<Record<keyof ApiForm | 'general', string>> = { ...pre };
-  const r = parseApiText(text, file, vars);
+  const r = parseApiText(text, file, vars, policies);
+  // Entry n of resources and scopes is the n-th non-empty line of its text area.
+  const lineOf = { resources: lines(f.resources).map((l) => l.line), scopes: lines(f.scopes).map((l) => l.line) };
   for (const d of r.diagnostics) {
     if (d.level !== 'error') continue;
     const k = fieldOf(d.field) ?? 'general';
-    const msg = `${d.field !== '' ? `${d.field}: ` : ''}${d.message}${d.expected !== undefined ? ` (expected ${d.expected})` : ''}`;
+    const entry = /^(resources|scopes)\[(\d+)\]\.?(.*)$/.exec(d.field);
+    const where = entry !== null ? `line ${lineOf[entry[1] as 'resources' | 'scopes'][Number(entry[2])] ?? Number(entry[2]) + 1}${entry[3] !== '' ? ` ${entry[3]}` : ''}: ` : d.field !== '' ? `${d.field}: ` : '';
+    const msg = `${where}${d.message}${d.expected !== undefined ? ` (expected ${d.expected})` : ''}`;
     errors[k] = errors[k] === undefined ? msg : `${errors[k] as string}; ${msg}`;
   }
-  return { text, errors };
+  return { text, written, errors };
 }
 
 /**

@@ -2,6 +2,7 @@
  * What every console route is given: the portal's parts (key manager, store, catalogue, sessions) and
  * one request's session, form and answer helpers. docs/portal.md.
  */
+import type { PolicyNames } from '../throttle/policies';
 import type * as http from 'node:http';
 import type { KeyManager } from '../keymanager';
 import type { Logger } from '../log';
@@ -32,6 +33,8 @@ export interface PortalOptions {
   readonly tiers: () => readonly string[];
   /** Application tiers of the throttling policies, for the application form. */
   readonly applicationTiers: () => readonly string[];
+  /** Policy names of the throttling policies file, which the publisher's form checks policy fields against. */
+  readonly policyNames?: () => PolicyNames | undefined;
   /** Gateway base URLs ([[apim.gateway.environment]], else this node's gateway listener). */
   readonly gateways: () => readonly { readonly name: string; readonly url: string }[];
   /** Which consoles this node serves (both on a default node; one on api-devportal and api-publisher). */
@@ -39,7 +42,7 @@ export interface PortalOptions {
 }
 
 /** What the routes share: the options' services, and the portal's catalogue, sessions and sign-in. */
-export interface PortalParts extends Pick<PortalOptions, 'km' | 'store' | 'logger' | 'settings' | 'tiers' | 'applicationTiers' | 'gateways' | 'consoles'> {
+export interface PortalParts extends Pick<PortalOptions, 'km' | 'store' | 'logger' | 'settings' | 'tiers' | 'applicationTiers' | 'policyNames' | 'gateways' | 'consoles'> {
   readonly catalogue: Catalogue;
   readonly sessions: Sessions;
   readonly signin: SignIn;

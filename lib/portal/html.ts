@@ -32,6 +32,7 @@ form.inline{display:inline}form.inline button{margin:.1rem .3rem .1rem 0}
 .notice{background:#eef6ee;border-left:4px solid #2a7a2a;padding:.5rem .8rem}.secret{background:#fff6dd;border-left:4px solid #b88a00;padding:.5rem .8rem;word-break:break-all}
 .state{font-size:.85rem;border:1px solid #778;border-radius:.3rem;padding:0 .3rem}code,pre{font-family:ui-monospace,monospace;word-break:break-all;white-space:pre-wrap}
 pre{background:#f4f4f6;padding:.6rem;max-height:24rem;overflow:auto}.card{border:1px solid #ccd;border-radius:.4rem;padding:.2rem 1rem;margin:.8rem 0}
+fieldset{border:1px solid #ccd;border-radius:.4rem;margin:.8rem 0;max-width:42rem}legend{font-weight:600}details{margin:.5rem 0;max-width:42rem}summary{cursor:pointer;font-weight:600;padding:.2rem 0}
 :focus{outline:3px solid #1a5fb4;outline-offset:2px}.hint{display:block;color:#555;font-size:.9rem}
 @media (max-width:600px){main{padding:.6rem}h1{font-size:1.25rem}th,td{padding:.3rem}}
 `;

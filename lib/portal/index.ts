@@ -46,7 +46,7 @@ const secureReq = (req: http.IncomingMessage): boolean => (req.socket as { encry
 export function createPortal(o: PortalOptions): Portal {
   const sessions = new Sessions();
   const signin = new SignIn(o.km, o.store);
-  const parts: PortalParts = { km: o.km, store: o.store, logger: o.logger, catalogue: new Catalogue(o.apisDir, o.vars), sessions, signin, settings: o.settings, tiers: o.tiers, applicationTiers: o.applicationTiers, gateways: o.gateways, consoles: o.consoles };
+  const parts: PortalParts = { km: o.km, store: o.store, logger: o.logger, catalogue: new Catalogue(o.apisDir, o.vars), sessions, signin, settings: o.settings, tiers: o.tiers, applicationTiers: o.applicationTiers, ...(o.policyNames !== undefined ? { policyNames: o.policyNames } : {}), gateways: o.gateways, consoles: o.consoles };
 
   const login = (c: Call): void => {
     const client = signin.clientFor(secureReq(c.req));

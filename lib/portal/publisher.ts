@@ -12,7 +12,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { SUBSCRIPTION_STATES, type SubscriptionState } from '../store/types';
-import { type ApiForm, checkForm, emptyForm, formFromPost, formFromText, TRANSITIONS, withState, writeAtomic } from './api-form';
+import { type ApiForm, checkForm, CORS_KEYS, emptyForm, ENDPOINT_KEYS, type EndpointKey, type EndpointKind, formFromPost, formFromText, TRANSITIONS, withState, writeAtomic } from './api-form';
 import { type CatalogueEntry, CONSOLE_STATES, type ConsoleState, fileNameFor } from './catalogue';
 import { type Call, problem, render, takeFlash } from './context';
 import { buttonForm, csrfField, escapeHtml as h, field, seeOther, select } from './html';
@@ -41,6 +41,25 @@ function lifecycleLabel(s: ConsoleState): string {
 
 type FormErrors = Partial<Record<keyof ApiForm | 'general' | 'openapi', string>>;
 
+/** A `<details>` group of an endpoint's advanced configuration: open when a value is set or wrong. */
+function endpointGroup(f: ApiForm, kind: EndpointKind, err: (k: keyof ApiForm) => { error?: string }): string {
+  const title = kind === 'production' ? 'Production' : 'Sandbox';
+  const keys = Object.entries(ENDPOINT_KEYS) as [EndpointKey, (typeof ENDPOINT_KEYS)[EndpointKey]][];
+  const open = keys.some(([k]) => f[`${kind}_${k}`] !== '' || err(`${kind}_${k}`).error !== undefined);
+  const inputs = keys.map(([k, d]) => field({ id: `${kind}_${k}`, label: `${title} ${d.label}`, value: f[`${kind}_${k}`], hint: d.hint, ...err(`${kind}_${k}`) })).join('\n');
+  return `<details${open ? ' open' : ''}><summary>${title} endpoint: advanced configuration</summary>\n${inputs}\n</details>`;
+}
+
+/** The CORS override's fields in a fieldset; yes/no keys are selects with "as [apim.cors]" first. */
+function corsGroup(f: ApiForm, err: (k: keyof ApiForm) => { error?: string }): string {
+  const inputs = CORS_KEYS.map(([id, , kind, label]) =>
+    kind === 'boolean'
+      ? select({ id, label, options: [['', 'As [apim.cors]'], ['true', 'Yes'], ['false', 'No']], value: f[id], ...err(id) })
+      : field({ id, label, value: f[id], hint: 'Comma-separated; empty: [apim.cors] applies', ...err(id) }),
+  ).join('\n');
+  return `<fieldset><legend>CORS override (empty: [apim.cors] applies)</legend>\n${inputs}\n</fieldset>`;
+}
+
 function formPage(c: Call, title: string, action: string, f: ApiForm, errors: FormErrors = {}, extra = '', status = 200, notice = ''): void {
   const err = (k: keyof ApiForm | 'openapi'): { error?: string } => (errors[k] !== undefined ? { error: errors[k] as string } : {});
   const general = errors.general !== undefined ? `<p class="error" role="alert">${h(errors.general)}</p>` : '';
@@ -51,15 +70,18 @@ ${field({ id: 'context', label: 'Context', value: f.context, required: true, hin
 ${field({ id: 'version', label: 'Version', value: f.version, required: true, ...err('version') })}
 ${field({ id: 'description', label: 'Description', value: f.description, ...err('description') })}
 ${field({ id: 'production', label: 'Production endpoint URL', value: f.production, hint: 'http://host:port/path', ...err('production') })}
+${endpointGroup(f, 'production', err)}
 ${field({ id: 'sandbox', label: 'Sandbox endpoint URL (optional)', value: f.sandbox, ...err('sandbox') })}
+${endpointGroup(f, 'sandbox', err)}
 ${select({ id: 'auth', label: 'Authentication', options: [['oauth2', 'OAuth 2.0 token and subscription'], ['none', 'None (open API)']], value: f.auth, ...err('auth') })}
-${field({ id: 'resources', label: 'Resources', type: 'textarea', value: f.resources, hint: 'One a line: METHODS /path [scopes], e.g. GET,POST /menu', ...err('resources') })}
+${field({ id: 'resources', label: 'Resources', type: 'textarea', value: f.resources, hint: 'One a line: METHODS /path [scopes] [policy=name auth=none token_type=user unauthenticated_policy=name], e.g. GET,POST /menu read policy=10KPerMin', ...err('resources') })}
 ${field({ id: 'scopes', label: 'Scopes (optional)', type: 'textarea', value: f.scopes, hint: 'One a line: name: role1, role2', ...err('scopes') })}
 ${field({ id: 'labels', label: 'Gateway labels (tags)', value: f.labels, ...err('labels') })}
-${field({ id: 'policy', label: 'API throttling policy (optional)', value: f.policy, ...err('policy') })}
-${field({ id: 'cors_origins', label: 'CORS allowed origins (optional)', value: f.cors_origins, hint: 'Comma-separated, e.g. https://app.example; empty: [apim.cors] applies', ...err('cors_origins') })}
+${field({ id: 'policy', label: 'API throttling policy (optional)', value: f.policy, hint: 'An [[api]] policy; when set, resource policies are ignored', ...err('policy') })}
+${field({ id: 'unauthenticated_policy', label: 'Unauthenticated tier (optional)', value: f.unauthenticated_policy, hint: 'A subscription tier for calls without a token, per client IP; empty: Unauthenticated', ...err('unauthenticated_policy') })}
+${corsGroup(f, err)}
 <button type="submit" name="action" value="save">Save</button>
-${field({ id: 'openapi', label: 'OpenAPI 3 document (JSON, optional)', type: 'textarea', value: c.form.get('openapi') ?? '', hint: 'Import fills the resources (and empty fields) from its paths, info and servers; nothing is saved until Save', ...err('openapi') })}
+${field({ id: 'openapi', label: 'OpenAPI 3 document (JSON or YAML, optional)', type: 'textarea', value: c.form.get('openapi') ?? '', hint: 'Import fills the resources (and empty fields) from its paths, info and servers; nothing is saved until Save', ...err('openapi') })}
 <button type="submit" name="action" value="import">Import resources</button>
 </form>`, status);
 }
@@ -97,10 +119,10 @@ async function save(c: Call, e: CatalogueEntry | undefined): Promise<void> {
     if ('error' in r) return formPage(c, e === undefined ? 'Create an API' : `Edit ${f.name}`, action, f, { openapi: r.error }, '', 400);
     return formPage(c, e === undefined ? 'Create an API' : `Edit ${f.name}`, action, r.form, {}, '', 200, `<p class="notice" role="status">Imported ${r.resources} resource line${r.resources === 1 ? '' : 's'} from the OpenAPI document: check the form, then Save.</p>`);
   }
-  const base = e !== undefined ? (formFromText(e.text)?.raw ?? {}) : {};
+  const raw = e !== undefined ? formFromText(e.text)?.raw : undefined;
   const file = e?.file ?? path.join(c.parts.catalogue.draftsDir, fileNameFor(f.name, f.version));
   const st: ConsoleState = e?.state ?? 'CREATED';
-  const r = checkForm(f, file, c.parts.catalogue.vars, base, st);
+  const r = checkForm(f, file, c.parts.catalogue.vars, e !== undefined && raw !== undefined ? { text: e.text, raw } : undefined, st, c.parts.policyNames?.());
   const errors: FormErrors = { ...r.errors };
   const dup = duplicate(c, f, e?.id);
   if (dup !== undefined) errors.context ??= dup;
@@ -108,8 +130,9 @@ async function save(c: Call, e: CatalogueEntry | undefined): Promise<void> {
   const action = e === undefined ? '/publisher/new' : `/publisher/apis/${encodeURIComponent(e.id)}`;
   if (Object.keys(errors).length > 0) return formPage(c, e === undefined ? 'Create an API' : `Edit ${f.name}`, action, f, errors, '', 400);
   writeAtomic(file, r.text);
-  c.parts.logger.log('info', 'publisher_api_saved', { file, user: c.session.user?.username, state: st });
-  c.session.flash = `<p class="notice" role="status">Saved ${h(path.basename(file))} (${st}).</p>`;
+  c.parts.logger.log('info', 'publisher_api_saved', { file, user: c.session.user?.username, state: st, written: r.written });
+  const how = r.written === 'edited' ? ' Its comments and the keys the form does not show are kept.' : r.written === 'rewritten' ? ' The file was written afresh: its comments could not be kept (docs/portal.md, "What a save keeps").' : '';
+  c.session.flash = `<p class="notice" role="status">Saved ${h(path.basename(file))} (${st}).${how}</p>`;
   const id = e?.id ?? `created:${path.basename(file)}`;
   return seeOther(c.res, `/publisher/apis/${encodeURIComponent(id)}`);
 }

@@ -6,7 +6,8 @@
  * Developer portal: sign in through the key manager's code flow → create an application → generate keys
  * (secret shown once) → subscribe → token → try-it gets 200 from the demo API; an application without
  * the subscription gets fault 900908 shown with its explanation. Publisher: a bad endpoint URL shows the
- * validator's message beside the field; create an API → publish → the gateway serves it → deprecate →
+ * validator's message beside the field; create an API with an endpoint timeout and a resource policy →
+ * publish → the gateway serves it and the policy throttles the second call (900802) → deprecate →
  * retire → 404 (103008). A POST without the CSRF token is refused with 403.
  */
 import * as fs from 'node:fs';
@@ -52,7 +53,9 @@ if (noBrowser !== false) t.comment(`skipped: ${noBrowser}`);
 {
   t.test('both consoles in Chromium', { skip: noBrowser }, async (t) => {
     const { chromium } = await import('playwright-core');
-    const node = await startPortalNode();
+    // The shipped policies and one resource tier small enough to be exceeded by a second call.
+    const policies = `${fs.readFileSync(path.join(ROOT, 'conf', 'policies.toml'), 'utf8')}\n[[api]]\nname = "OnePerDay"\nrequest_count = 1\nunit_time = 1\ntime_unit = "day"\n`;
+    const node = await startPortalNode(undefined, { 'policies.toml': policies });
     t.teardown(() => node.close());
     t.match(node.out.join('\n'), /developer portal\s+http:\/\/127\.0\.0\.1:\d+\/devportal|developer portal\s+https:\/\/127\.0\.0\.1:\d+\/devportal/, 'the start-up lines name the portal');
     t.match(node.out.join('\n'), /publisher\s+https?:\/\/127\.0\.0\.1:\d+\/publisher/, 'and the publisher');
@@ -183,7 +186,7 @@ if (noBrowser !== false) t.comment(`skipped: ${noBrowser}`);
     await shot(page, 'publisher-error');
 
     // OpenAPI import fills the resources; nothing is written until Save.
-    await page.getByLabel('OpenAPI 3 document (JSON, optional)').fill(JSON.stringify({ openapi: '3.0.3', info: { title: 'Weather', version: '1.0.0' }, paths: { '/menu': { get: {} }, '/order': { post: {} } } }));
+    await page.getByLabel('OpenAPI 3 document (JSON or YAML, optional)').fill(JSON.stringify({ openapi: '3.0.3', info: { title: 'Weather', version: '1.0.0' }, paths: { '/menu': { get: {} }, '/order': { post: {} } } }));
     await page.getByRole('button', { name: 'Import resources' }).click();
     t.match(await page.locator('main').innerText(), /Imported 2 resource lines from the OpenAPI document/);
     t.equal(await page.getByLabel('Resources').inputValue(), 'GET /menu\nPOST /order', 'resources from the document');
@@ -194,6 +197,12 @@ if (noBrowser !== false) t.comment(`skipped: ${noBrowser}`);
     const secured = fs.readFileSync(path.join(node.dir, 'apis', 'pizzashack-secured.toml'), 'utf8');
     const backend = /production = "([^"]+)"/.exec(secured)?.[1] ?? demoUrl;
     await page.getByLabel('Production endpoint URL').fill(backend);
+    // Endpoint advanced configuration (a closed <details> until opened) and a per-resource policy.
+    await page.getByText('Production endpoint: advanced configuration').click();
+    await page.getByLabel('Production response timeout').fill('5s');
+    await page.evaluate("document.querySelector('details').scrollIntoView()");
+    await shot(page, 'publisher-endpoint');
+    await page.getByLabel('Resources').fill('GET /menu\nPOST /order policy=OnePerDay');
     await page.getByRole('button', { name: 'Save' }).click();
     t.match(await page.locator('main').innerText(), /Saved weather-1\.0\.0\.toml \(CREATED\)/);
     t.ok(fs.existsSync(path.join(node.dir, 'apis', 'created', 'weather-1.0.0.toml')), 'a draft, outside the deployed directory');
@@ -201,6 +210,15 @@ if (noBrowser !== false) t.comment(`skipped: ${noBrowser}`);
     await page.getByRole('button', { name: 'Publish' }).click();
     t.match(await page.locator('main').innerText(), /CREATED → PUBLISHED/);
     t.equal((await gatewayAnswers(`${node.gateway}/weather/1.0.0/menu`, 200)).status, 200, 'PUBLISHED: the gateway serves it');
+    t.match(fs.readFileSync(path.join(node.dir, 'apis', 'weather-1.0.0.toml'), 'utf8'), /\[endpoints\.production\]\nurl = "[^"]+"\ntimeout = "5s"\n/, 'the endpoint\'s timeout in the file the gateway serves');
+    const order = async (): Promise<{ status: number; body: string }> => {
+      const r = await fetch(`${node.gateway}/weather/1.0.0/order`, { method: 'POST', body: '{}', headers: { 'Content-Type': 'application/json' } });
+      return { status: r.status, body: await r.text() };
+    };
+    t.not((await order()).status, 429, 'the first call within the resource policy');
+    const throttled = await order();
+    t.equal(throttled.status, 429, 'the second: the resource\'s policy throttles');
+    t.match(throttled.body, /900802/, 'fault 900802 (resource level)');
     await shot(page, 'publisher');
     await page.getByRole('button', { name: 'Deprecate' }).click();
     t.match(await page.locator('main').innerText(), /PUBLISHED → DEPRECATED/);

@@ -31,10 +31,10 @@ export interface PortalNode extends TestNode {
   readonly gateway: string;
 }
 
-export async function startPortalNode(toml = PORTAL_TOML): Promise<PortalNode> {
+export async function startPortalNode(toml = PORTAL_TOML, extra: Record<string, string> = {}): Promise<PortalNode> {
   const demo = createDemoBackend({ port: 0 });
   const a = await demo.listen();
-  const n = await startTestNode(toml, demoApis(a.port), demoExtra());
+  const n = await startTestNode(toml, demoApis(a.port), { ...demoExtra(), ...extra });
   return {
     ...n,
     demo,
@@ -45,4 +45,27 @@ export async function startPortalNode(toml = PORTAL_TOML): Promise<PortalNode> {
       await demo.close();
     },
   };
+}
+
+/** An answer of the consoles, without following redirects. */
+export interface Answer {
+  status: number;
+  location: string;
+  cookies: string[];
+  text: string;
+}
+
+export async function req(url: string, cookie = '', form?: Record<string, string>): Promise<Answer> {
+  const r = await fetch(url, { method: form !== undefined ? 'POST' : 'GET', redirect: 'manual', headers: { ...(cookie !== '' ? { Cookie: cookie } : {}), ...(form !== undefined ? { 'Content-Type': 'application/x-www-form-urlencoded' } : {}) }, ...(form !== undefined ? { body: new URLSearchParams(form).toString() } : {}) });
+  return { status: r.status, location: r.headers.get('location') ?? '', cookies: r.headers.getSetCookie(), text: await r.text() };
+}
+export const cookieOf = (a: Answer, name: string): string => a.cookies.map((c) => c.split(';')[0] as string).find((c) => c.startsWith(`${name}=`)) ?? '';
+export const hidden = (html: string, name: string): string => new RegExp(`name="${name}" value="([^"]*)"`).exec(html)?.[1] ?? '';
+
+/** Signs the super admin in through the key manager's page; the portal session cookie. */
+export async function signIn(base: string): Promise<string> {
+  const login = await req(`${base}/devportal/login?back=%2Fpublisher`);
+  const page = await req(`${base}${login.location}`);
+  const posted = await req(`${base}/oauth2/authorize`, cookieOf(page, 'tw_authz'), { authz: hidden(page.text, 'authz'), csrf: hidden(page.text, 'csrf'), username: ADMIN.username, password: ADMIN.password, action: 'login' });
+  return cookieOf(await req(posted.location, cookieOf(login, 'tw_portal')), 'tw_portal');
 }

@@ -7,28 +7,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import t from 'tap';
-import { ADMIN, startPortalNode } from './helpers';
-
-interface Answer {
-  status: number;
-  location: string;
-  cookies: string[];
-  text: string;
-}
-
-async function req(url: string, cookie = '', form?: Record<string, string>): Promise<Answer> {
-  const r = await fetch(url, { method: form !== undefined ? 'POST' : 'GET', redirect: 'manual', headers: { ...(cookie !== '' ? { Cookie: cookie } : {}), ...(form !== undefined ? { 'Content-Type': 'application/x-www-form-urlencoded' } : {}) }, ...(form !== undefined ? { body: new URLSearchParams(form).toString() } : {}) });
-  return { status: r.status, location: r.headers.get('location') ?? '', cookies: r.headers.getSetCookie(), text: await r.text() };
-}
-const cookieOf = (a: Answer, name: string): string => a.cookies.map((c) => c.split(';')[0] as string).find((c) => c.startsWith(`${name}=`)) ?? '';
-const hidden = (html: string, name: string): string => new RegExp(`name="${name}" value="([^"]*)"`).exec(html)?.[1] ?? '';
-
-async function signIn(base: string): Promise<string> {
-  const login = await req(`${base}/devportal/login?back=%2Fpublisher`);
-  const page = await req(`${base}${login.location}`);
-  const posted = await req(`${base}/oauth2/authorize`, cookieOf(page, 'tw_authz'), { authz: hidden(page.text, 'authz'), csrf: hidden(page.text, 'csrf'), username: ADMIN.username, password: ADMIN.password, action: 'login' });
-  return cookieOf(await req(posted.location, cookieOf(login, 'tw_portal')), 'tw_portal');
-}
+import { hidden, req, signIn, startPortalNode } from './helpers';
 
 async function until(f: () => Promise<boolean>, ms = 10_000): Promise<boolean> {
   const end = Date.now() + ms;

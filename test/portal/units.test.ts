@@ -35,16 +35,17 @@ t.test('editing keeps what the form does not show', async (t) => {
   const p = formFromText(text);
   t.ok(p);
   t.equal(p?.form.production, 'http://h:1/');
-  const r = checkForm({ ...(p?.form ?? emptyForm()), production: 'http://h:2/' }, '', {}, p?.raw, 'PUBLISHED');
+  const original = { text, raw: p?.raw ?? {} };
+  const r = checkForm({ ...(p?.form ?? emptyForm()), production: 'http://h:2/' }, '', {}, original, 'PUBLISHED');
   t.same(r.errors, {});
   const api = parseApiText(r.text, '').api;
   t.same(api?.endpoints.production?.suspendCodes, [101503], 'endpoint advanced configuration kept');
   t.equal(api?.resources[0]?.tokenType, 'user', 'resource keys kept');
   t.equal(api?.endpoints.production?.url, 'http://h:2/');
-  const withCors = checkForm({ ...(p?.form ?? emptyForm()), cors_origins: 'https://a.example, https://b.example' }, '', {}, { ...(p?.raw ?? {}), cors: { allow_credentials: true, allow_origins: ['*'] } });
+  const withCors = checkForm({ ...(p?.form ?? emptyForm()), cors_origins: 'https://a.example, https://b.example', cors_credentials: 'true' }, '', {}, original);
   t.same(withCors.errors, {});
-  t.same(parseApiText(withCors.text, '').api?.cors, { allowOrigins: ['https://a.example', 'https://b.example'], allowCredentials: true }, 'CORS origins from the form, credentials kept');
-  t.equal(parseApiText(checkForm(p?.form ?? emptyForm(), '', {}, p?.raw).text, '').api?.cors, undefined, 'no origins, no override');
+  t.same(parseApiText(withCors.text, '').api?.cors, { allowOrigins: ['https://a.example', 'https://b.example'], allowCredentials: true }, 'CORS origins and credentials from the form');
+  t.equal(parseApiText(checkForm(p?.form ?? emptyForm(), '', {}, original).text, '').api?.cors, undefined, 'no CORS field, no override');
 });
 
 t.test('the state line is rewritten in place, comments kept', async (t) => {
@@ -114,10 +115,26 @@ t.test('OpenAPI 3 import: resources by path and scopes, info and servers where t
   t.equal(parseApiText(checked.text, '').api?.resources.length, 4);
   const kept = importOpenApi(JSON.stringify(doc), { ...emptyForm(), name: 'Mine', production: 'http://mine/' });
   t.match(kept, { form: { name: 'Mine', production: 'http://mine/' } }, 'filled fields are kept');
-  t.match(importOpenApi('openapi: 3.0.0', emptyForm()), { error: /not JSON.*YAML/ });
+  t.match(importOpenApi('{"openapi": 3', emptyForm()), { error: /^not JSON/ });
+  t.match(importOpenApi('openapi: 3.0.0', emptyForm()), { error: /no paths/ }, 'YAML is read');
+  t.match(importOpenApi('openapi: 3.0.0\npaths: [\n', emptyForm()), { error: /^not YAML/ });
+  t.match(importOpenApi('openapi: 3.0.0\nopenapi: 3.0.1\npaths: {}\n', emptyForm()), { error: /^not YAML.*unique/ }, 'a key written twice');
+  const laughs = ['a: &a [x, x, x, x, x, x, x, x, x, x]', ...'bcdefgh'.split('').map((k, i) => `${k}: &${k} [${Array(10).fill(`*${'abcdefgh'[i]}`).join(', ')}]`)].join('\n');
+  t.match(importOpenApi(laughs, emptyForm()), { error: /at most 100 aliases/ }, 'aliases are bounded: no billion laughs');
   t.match(importOpenApi('{"swagger":"2.0","paths":{}}', emptyForm()), { error: /not an OpenAPI 3 document/ });
   t.match(importOpenApi('{"openapi":"3.1.0","paths":{}}', emptyForm()), { error: /no paths/ });
   t.match(importOpenApi('x'.repeat(300 * 1024), emptyForm()), { error: /larger than/ });
+});
+
+t.test('OpenAPI import reads a YAML document', async (t) => {
+  const yaml = ['openapi: 3.0.3', 'info:', '  title: Weather', '  version: "2.0"', 'servers:', '  - url: http://weather.example/v1', 'security:', '  - oauth: [forecast]', 'paths:', '  /forecast:', '    get: {}', '    post:', '      security:', '        - oauth: [admin]', "  '/stations/{id}':", '    get: {}', ''].join('\n');
+  const r = importOpenApi(yaml, emptyForm());
+  if ('error' in r) throw new Error(r.error);
+  t.equal(r.resources, 3);
+  t.equal(r.form.resources, 'GET /forecast forecast\nPOST /forecast admin\nGET /stations/{id} forecast');
+  t.equal(r.form.name, 'Weather');
+  t.equal(r.form.version, '2.0', 'a quoted version stays a string');
+  t.equal(r.form.production, 'http://weather.example/v1');
 });
 
 t.test('try-it: the call goes under the gateway base path; the body is bounded; a fault is decoded', async (t) => {
