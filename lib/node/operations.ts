@@ -50,6 +50,8 @@ export function registerReadiness(b: Boot, pullsDeployments: boolean): void {
       const store = b.store;
       return store === undefined ? undefined : { database: store.kind, schemaVersion: await store.schemaVersion() };
     }));
+  } else if (b.scale.consoleBackend === 'remote') {
+    r.register(readyWhen('remote_key_manager', 2, `the consoles are not registered yet with the key manager ${b.scale.controlPlane}`, () => (b.portalRemote !== undefined ? { origin: b.portalRemote } : undefined)));
   } else {
     r.register(readyWhen('control_plane', 2, `no snapshot pulled yet from the control plane ${b.scale.controlPlane}${pullsDeployments ? ' (keys, APIs and policies)' : ''}`, () => {
       if (b.remoteLink === undefined || (pullsDeployments && b.follower === undefined)) return undefined;
@@ -66,8 +68,11 @@ export function registerReadiness(b: Boot, pullsDeployments: boolean): void {
 export async function startOpsServer(b: Boot): Promise<void> {
   if (b.scale.parts.keyManager || b.cl?.role === 'worker') return;
   const srv = http.createServer((req, res) => {
-    const p = new URL(req.url ?? '/', 'http://localhost').pathname.replace(/\/+$/, '') || '/';
-    b.ops(req, res, p).then(
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    const p = url.pathname.replace(/\/+$/, '') || '/';
+    // A console node with a remote key manager serves its consoles here too (lib/node/portal.ts).
+    const site = b.site;
+    b.ops(req, res, p).then(async (done) => done || (site !== undefined && (await site(req, res, p, url)))).then(
       (done) => {
         if (!done) res.writeHead(404, { 'Content-Type': 'application/json' }).end('{"error":"not_found"}');
       },
