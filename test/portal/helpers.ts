@@ -46,3 +46,31 @@ export async function startPortalNode(toml = PORTAL_TOML): Promise<PortalNode> {
     },
   };
 }
+
+export interface Answer {
+  status: number;
+  location: string;
+  cookies: string[];
+  text: string;
+}
+
+/** A GET, or a POST of a form, without following redirects. */
+export async function formRequest(url: string, cookie = '', form?: Record<string, string>): Promise<Answer> {
+  const r = await fetch(url, { method: form !== undefined ? 'POST' : 'GET', redirect: 'manual', headers: { ...(cookie !== '' ? { Cookie: cookie } : {}), ...(form !== undefined ? { 'Content-Type': 'application/x-www-form-urlencoded' } : {}) }, ...(form !== undefined ? { body: new URLSearchParams(form).toString() } : {}) });
+  return { status: r.status, location: r.headers.get('location') ?? '', cookies: r.headers.getSetCookie(), text: await r.text() };
+}
+
+/** The `name=value` of one Set-Cookie of an answer ('' when it sets none). */
+export const cookieOf = (a: Answer, name: string): string => a.cookies.map((c) => c.split(';')[0] as string).find((c) => c.startsWith(`${name}=`)) ?? '';
+/** The value of a hidden form field of a page. */
+export const hiddenField = (html: string, name: string): string => new RegExp(`name="${name}" value="([^"]*)"`).exec(html)?.[1] ?? '';
+
+/** True once `f` is, checked every 100 ms for at most `ms` (what a file watcher deploys is seen later). */
+export async function until(f: () => Promise<boolean>, ms = 10_000): Promise<boolean> {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (await f()) return true;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return false;
+}
