@@ -4,8 +4,10 @@
  * request (refresh), written with PUT /admin/v1/api-files/{id} and moved with POST
  * /admin/v1/api-files/{id}/lifecycle (docs/admin-api.md). The control plane validates every write with
  * the gateway's validator and answers its errors by field; its gateway deploys what it writes.
- * Entries are parsed here with this node's API file variables, for display; the control plane's parse
- * is the one that counts.
+ * Entries are parsed here with this node's API file variables, for display, and as a gateway-worker
+ * parses served texts: no file named beside them (an OpenAPI `definition`, a GraphQL schema) is read on
+ * this node, so the developer portal shows no OpenAPI document of a remote API. The control plane's
+ * parse is the one that counts.
  */
 import { type ApiVars, parseApiText } from '../gateway/apis';
 import type { ApiFileRefusal } from '../keymanager/http';
@@ -27,7 +29,8 @@ export class RemoteCatalogue implements ApiCatalogue {
 
   private entry(id: string, text: string): CatalogueEntry {
     const draft = id.startsWith('created:');
-    const r = parseApiText(text, id.replace(/^created:/, ''), this.vars);
+    // As a gateway-worker parses served texts (served: null): no file beside it is read on this node.
+    const r = parseApiText(text, id.replace(/^created:/, ''), this.vars, undefined, undefined, null);
     return { id, file: id, text, state: draft ? 'CREATED' : (r.api?.state ?? 'PUBLISHED'), api: r.api, diagnostics: r.diagnostics };
   }
 
