@@ -107,7 +107,8 @@ async function startRemote(b: Boot): Promise<void> {
 export async function startPortal(b: Boot): Promise<void> {
   const consoles = b.scale.parts.consoles;
   if (!consoles.devportal && !consoles.publisher) return;
-  if (b.scale.consoleBackend === 'remote') return startRemote(b);
+  // Remote: the process with the operations port serves the consoles (a cluster worker has none).
+  if (b.scale.consoleBackend === 'remote') return b.cl?.role === 'worker' ? undefined : startRemote(b);
   const km = b.keyManager;
   if (km === undefined || b.store === undefined) return;
   const { config, loaded } = b;
