@@ -13,6 +13,8 @@ import * as path from 'node:path';
 import t from 'tap';
 import { ADMIN, type Answer, cookieOf, formRequest as req, hiddenField as hidden, startPortalNode, until } from './helpers';
 import { startTestNode } from '../observability/node-helpers';
+import { loadConfig } from '../../lib/config/load';
+import { scaleSettingsFrom } from '../../lib/scale/settings';
 
 const consoleToml = (role: string, km: string, password = ADMIN.password, retries = 0): string =>
   `[server]\nhostname = "localhost"\nserver_role = "${role}"\n[super_admin]\nusername = "admin"\npassword = "admin-pw-1"\n[apim.key_manager]\nservice_url = "${km}/services/"\nusername = "admin"\npassword = "${password}"\n[apim.sync_runtime_artifacts.gateway]\ndeployment_retry_duration = 50\nmax_retry_count = ${retries}\nretry_progression_factor = 1\n`;
@@ -38,6 +40,10 @@ t.test('an api-devportal node over a remote key manager', async (t) => {
   t.equal(dp.node.keyManager, undefined, 'no key manager of its own');
   t.notOk(fs.existsSync(path.join(dp.dir, 'database')), 'and no store');
   t.match(dp.out.join('\n'), new RegExp(`key manager\\s+${cp.base} \\(remote`), 'the start-up lines name the remote key manager');
+
+  const ready = await fetch(`${base}/health/ready`);
+  t.equal(ready.status, 200, 'ready once registered with the key manager');
+  t.match(await ready.text(), /remote_key_manager/);
 
   const catalogue = await req(`${base}/devportal`);
   t.equal(catalogue.status, 200, 'the catalogue of the control plane');
@@ -157,4 +163,18 @@ t.test('a wrong or unreachable key manager stops the start with its code', async
   t.match(refused?.message, /refused this console node/);
   const dead = await startTestNode(consoleToml('api-publisher', 'http://127.0.0.1:1', ADMIN.password, 1)).then(() => undefined, (err: unknown) => err as { code?: string; message: string });
   t.equal(dead?.code, 'PORTAL_REMOTE_UNREACHABLE', 'nothing listening');
+});
+
+t.test('the remote way is chosen by [apim.key_manager] service_url written on a console role', async (t) => {
+  const backend = (text: string): string => {
+    const l = loadConfig({ text, env: {} });
+    return scaleSettingsFrom(l.config, l.written).consoleBackend;
+  };
+  const km = '[apim.key_manager]\nservice_url = "http://km.example:9763/services/"\n';
+  t.equal(backend(`[server]\nserver_role = "api-devportal"\n${km}`), 'remote');
+  t.equal(backend(`[server]\nserver_role = "api-publisher"\n${km}`), 'remote');
+  t.equal(backend('[server]\nserver_role = "api-devportal"\n'), 'local', 'the default service_url is not a remote key manager');
+  t.equal(backend(`[server]\nserver_role = "gateway-worker"\n${km}`), 'local', 'other roles: local');
+  const l = loadConfig({ text: `[server]\nserver_role = "api-devportal"\n${km}`, env: {} });
+  t.equal(scaleSettingsFrom(l.config, l.written).parts.keyManager, false, 'a remote console node runs no key manager');
 });
