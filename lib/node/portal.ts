@@ -77,8 +77,10 @@ async function startRemote(b: Boot): Promise<void> {
   const cp = new ControlPlane({ url: origin, user: scale.controlPlaneUser, password: scale.controlPlanePassword, retry: scale.retry, logger: b.logger });
   const keys = remoteKeyManager(cp, origin);
   const gw = gatewaySettingsFrom(b.config, b.loaded.dir, b.ports);
-  const catalogue = new RemoteCatalogue(cp, origin, gw.vars);
-  const portal = createPortal({ ...commonOptions(b), keys, catalogue });
+  const catalogue = new RemoteCatalogue(cp, origin, gw.vars, policyOptionsOf(throttleSettingsFrom(b.config, b.loaded.dir)));
+  const common = commonOptions(b);
+  // The control plane's tiers; this node's own policies file while the control plane serves none valid.
+  const portal = createPortal({ ...common, keys, catalogue, tiers: () => catalogue.tiers?.subscription ?? common.tiers(), applicationTiers: () => catalogue.tiers?.application ?? common.applicationTiers() });
   const port = b.listening.management;
   const origins = { http: `http://${b.eph ? '127.0.0.1' : b.config.server.hostname}:${port ?? b.ports.managementHttp}`, https: undefined };
   try {

@@ -1,7 +1,8 @@
 /**
  * The API files of a remote control plane (docs/portal.md, "Server roles"), for a console node whose
  * [apim.key_manager] service_url names another node: read with GET /admin/v1/api-files once per console
- * request (refresh), written with PUT /admin/v1/api-files/{id} and moved with POST
+ * request (refresh), with the tiers of the policies it serves (GET /admin/v1/deployments?labels=, which
+ * lists no API file), written with PUT /admin/v1/api-files/{id} and moved with POST
  * /admin/v1/api-files/{id}/lifecycle (docs/admin-api.md). The control plane validates every write with
  * the gateway's validator and answers its errors by field; its gateway deploys what it writes.
  * Entries are parsed here with this node's API file variables, for display, and as a gateway-worker
@@ -12,17 +13,21 @@
 import { type ApiVars, parseApiText } from '../gateway/apis';
 import type { ApiFileRefusal } from '../keymanager/http';
 import { ControlPlaneError, type ControlPlane } from '../scale/control-plane';
+import { parsePolicies, type PolicyOptions } from '../throttle/policies';
 import { remoteFailure } from './backend';
 import { type ApiCatalogue, type CatalogueEntry, type ConsoleState, fileNameFor } from './catalogue';
 
 export class RemoteCatalogue implements ApiCatalogue {
   private entries: CatalogueEntry[] = [];
   readonly description: string;
+  /** Subscription and application tiers of the control plane's policies; undefined: it serves none valid. */
+  tiers: { readonly subscription: readonly string[]; readonly application: readonly string[] } | undefined;
 
   constructor(
     private readonly cp: ControlPlane,
     private readonly origin: string,
     readonly vars: ApiVars,
+    private readonly policyOptions: PolicyOptions,
   ) {
     this.description = `the control plane ${origin}`;
   }
@@ -36,11 +41,15 @@ export class RemoteCatalogue implements ApiCatalogue {
 
   async refresh(): Promise<void> {
     let r: Record<string, unknown>;
+    let d: Record<string, unknown>;
     try {
-      r = await this.cp.request('GET', '/admin/v1/api-files');
+      [r, d] = await Promise.all([this.cp.request('GET', '/admin/v1/api-files'), this.cp.request('GET', '/admin/v1/deployments?labels=')]);
     } catch (err) {
       return remoteFailure(err, this.origin);
     }
+    const policies = d.policies as { text?: unknown; file?: unknown } | null | undefined;
+    const parsed = typeof policies?.text === 'string' ? parsePolicies(policies.text, String(policies.file ?? ''), this.policyOptions).policies : undefined;
+    this.tiers = parsed === undefined ? undefined : { subscription: [...parsed.subscription.keys()], application: [...parsed.application.keys()] };
     const list = Array.isArray(r.list) ? (r.list as { id: unknown; text: unknown }[]) : [];
     this.entries = list.filter((x) => typeof x.id === 'string' && typeof x.text === 'string').map((x) => this.entry(x.id as string, x.text as string));
   }

@@ -68,9 +68,12 @@ t.test('an api-devportal node over a remote key manager', async (t) => {
   t.equal(dup.status, 400, "the key manager's refusal of a second RemoteApp");
   t.match(dup.text, /RemoteApp/);
 
+  // The tiers are the control plane's, not those of a policies file on the console node.
+  fs.writeFileSync(path.join(dp.dir, 'policies.toml'), '[[subscription]]\nname = "OnlyHere"\nrequest_count = 1\nunit_time = 1\ntime_unit = "min"\n');
   const appPage = await req(`${base}${made.location}`, s.cookie);
   const tier = /<select id="tier" name="tier"[^>]*>\s*<option value="([^"]+)"/.exec(appPage.text)?.[1] ?? '';
-  t.not(tier, '', 'a subscription tier offered');
+  t.equal(tier, 'Gold', "the control plane's first subscription tier offered");
+  t.notMatch(appPage.text, /OnlyHere/, "not the console node's own");
   const sub = await req(`${base}/devportal/subscribe`, s.cookie, { csrf, application: app?.id ?? '', api: 'pizzashack-secured.toml', tier });
   t.equal(sub.status, 303);
   const subs = await km?.manager.listSubscriptions({ application: app?.id ?? '' });
