@@ -21,6 +21,7 @@ import type { KeyManager, SiteHandler } from '../keymanager';
 import type { KeyManagerLink } from '../security';
 import type { Store } from '../store/types';
 import type * as http from 'node:http';
+import type * as https from 'node:https';
 import { scaleSettingsFrom, type ScaleSettings } from '../scale/settings';
 import type { ControlPlane } from '../scale/control-plane';
 import { ConfigInvalidError } from '../config/diagnostics';
@@ -110,6 +111,8 @@ export interface Boot {
   opsServer?: http.Server;
   /** A console node with a remote key manager: the consoles, served on its operations port (lib/node/portal.ts). */
   site?: SiteHandler;
+  /** A console node with a remote key manager: its management HTTPS listener (lib/node/gateway.ts startManagementHttps). */
+  consoleHttps?: https.Server;
   /** A console node with a remote key manager: its origin once the consoles registered there. */
   portalRemote?: string;
   stopCollecting: () => void;

@@ -65,9 +65,9 @@ export function registerReadiness(b: Boot, pullsDeployments: boolean): void {
  * management port is the node's (it shows the workers' metrics and health: lib/scale/cluster-ops.ts),
  * also when the primary runs no key manager.
  */
-export async function startOpsServer(b: Boot): Promise<void> {
-  if (b.scale.parts.keyManager || b.cl?.role === 'worker') return;
-  const srv = http.createServer((req, res) => {
+/** The operations routes, then the consoles of a console node with a remote key manager (lib/node/portal.ts). */
+export function opsRequestHandler(b: Boot): (req: http.IncomingMessage, res: http.ServerResponse) => void {
+  return (req, res) => {
     const url = new URL(req.url ?? '/', 'http://localhost');
     const p = url.pathname.replace(/\/+$/, '') || '/';
     // A console node with a remote key manager serves its consoles here too (lib/node/portal.ts).
@@ -78,7 +78,12 @@ export async function startOpsServer(b: Boot): Promise<void> {
       },
       () => res.writeHead(500).end(),
     );
-  });
+  };
+}
+
+export async function startOpsServer(b: Boot): Promise<void> {
+  if (b.scale.parts.keyManager || b.cl?.role === 'worker') return;
+  const srv = http.createServer(opsRequestHandler(b));
   b.opsServer = srv;
   await new Promise<void>((resolve, reject) => {
     srv.once('error', reject);

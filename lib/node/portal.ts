@@ -82,7 +82,9 @@ async function startRemote(b: Boot): Promise<void> {
   // The control plane's tiers; this node's own policies file while the control plane serves none valid.
   const portal = createPortal({ ...common, keys, catalogue, tiers: () => catalogue.tiers?.subscription ?? common.tiers(), applicationTiers: () => catalogue.tiers?.application ?? common.applicationTiers() });
   const port = b.listening.management;
-  const origins = { http: `http://${b.eph ? '127.0.0.1' : b.config.server.hostname}:${port ?? b.ports.managementHttp}`, https: undefined };
+  const host = b.eph ? '127.0.0.1' : b.config.server.hostname;
+  const secure = b.consoleHttps?.address() as { port: number } | null | undefined;
+  const origins = { http: `http://${host}:${port ?? b.ports.managementHttp}`, https: secure != null ? `https://${host}:${secure.port}` : undefined };
   try {
     // A key manager still starting is waited for (the deployment retry); a refusal is final.
     const refusal = await cp.withRetry('consoles', async () => {

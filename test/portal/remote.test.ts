@@ -9,6 +9,7 @@
  * stops answering gives a page error with its code.
  */
 import * as fs from 'node:fs';
+import * as https from 'node:https';
 import * as path from 'node:path';
 import t from 'tap';
 import { ADMIN, type Answer, cookieOf, formRequest as req, hiddenField as hidden, startPortalNode, until } from './helpers';
@@ -40,6 +41,20 @@ t.test('an api-devportal node over a remote key manager', async (t) => {
   t.equal(dp.node.keyManager, undefined, 'no key manager of its own');
   t.notOk(fs.existsSync(path.join(dp.dir, 'database')), 'and no store');
   t.match(dp.out.join('\n'), new RegExp(`key manager\\s+${cp.base} \\(remote`), 'the start-up lines name the remote key manager');
+
+  const secure = new RegExp(`developer portal\\s+(https://127\\.0\\.0\\.1:\\d+)/devportal \\(also ${base}/devportal\\)`).exec(dp.out.join('\n'))?.[1] ?? '';
+  t.not(secure, '', 'the developer portal on the management HTTPS port too');
+  const overTls = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+    https.get(`${secure}/devportal`, { rejectUnauthorized: false }, (res) => {
+      let body = '';
+      res.on('data', (c: Buffer) => (body += c.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    }).on('error', reject);
+  });
+  t.equal(overTls.status, 200);
+  t.match(overTls.body, /pizzashack-secured\.toml/, 'the same catalogue over TLS');
+  const consoles = (await km?.manager.listApplications('admin'))?.find((a) => a.name === `throughway-consoles ${secure}`);
+  t.same(consoles?.keys.map((k) => [k.keyType, k.callbackUrl]).sort(), [['PRODUCTION', `${secure}/devportal/callback`], ['SANDBOX', `${base}/devportal/callback`]], 'a client for each origin on the key manager');
 
   const ready = await fetch(`${base}/health/ready`);
   t.equal(ready.status, 200, 'ready once registered with the key manager');
