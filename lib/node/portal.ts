@@ -93,7 +93,7 @@ async function startRemote(b: Boot): Promise<void> {
         await catalogue.refresh();
         return undefined;
       } catch (err) {
-        if (err instanceof OAuthError) return err;
+        if (err instanceof OAuthError || (err instanceof PortalRemoteError && err.code === 'PORTAL_REMOTE_REFUSED')) return err;
         if (err instanceof PortalRemoteError) throw new ControlPlaneError(err.message);
         throw err;
       }

@@ -10,7 +10,8 @@
  *           client a gateway-worker reaches its control plane with (lib/scale/control-plane.ts)
  *
  * Both throw OAuthError for what the key manager refuses (the pages show its message), and the remote
- * one PortalRemoteError (PORTAL_REMOTE_UNREACHABLE) when the key manager does not answer.
+ * one PortalRemoteError when the key manager does not answer (PORTAL_REMOTE_UNREACHABLE) or refuses the
+ * super admin credentials (PORTAL_REMOTE_REFUSED).
  */
 import type { KeyManager } from '../keymanager';
 import { type ConsoleClient, type ConsoleOrigins, registerConsoleClients } from '../keymanager/console-clients';
@@ -120,6 +121,8 @@ export function remoteKeyManager(cp: ControlPlane, origin: string): PortalKeyMan
     try {
       return await cp.request(method, path, body, withAuth);
     } catch (err) {
+      // The admin API refusing the super admin credentials is this node's configuration, not the user's doing.
+      if (withAuth && err instanceof ControlPlaneError && err.status === 401) throw new PortalRemoteError('PORTAL_REMOTE_REFUSED', `the key manager ${origin} refused the super admin credentials [apim.key_manager] username and password (HTTP 401)`);
       return remoteFailure(err, origin);
     }
   };

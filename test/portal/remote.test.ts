@@ -178,7 +178,7 @@ t.test('a wrong or unreachable key manager stops the start with its code', async
   t.teardown(() => cp.close());
   const refused = await startTestNode(consoleToml('api-devportal', cp.base, 'wrong-password')).then(() => undefined, (err: unknown) => err as { code?: string; message: string });
   t.equal(refused?.code, 'PORTAL_REMOTE_REFUSED', 'wrong credentials');
-  t.match(refused?.message, /refused this console node/);
+  t.match(refused?.message, /refused the super admin credentials/);
   const dead = await startTestNode(consoleToml('api-publisher', 'http://127.0.0.1:1', ADMIN.password, 1)).then(() => undefined, (err: unknown) => err as { code?: string; message: string });
   t.equal(dead?.code, 'PORTAL_REMOTE_UNREACHABLE', 'nothing listening');
 });
