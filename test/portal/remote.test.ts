@@ -118,6 +118,15 @@ t.test('an api-devportal node over a remote key manager', async (t) => {
   const unsub = await req(`${base}${made.location}/unsubscribe`, s.cookie, { csrf, subscription: subs?.[0]?.id ?? '' });
   t.equal(unsub.status, 303);
   t.same(await km?.manager.listSubscriptions({ application: app?.id ?? '' }), [], 'unsubscribed on the key manager');
+  const edited = await req(`${base}${made.location}/edit`, s.cookie, { csrf, tier: '20PerMin', description: 'edited remotely' });
+  t.equal(edited.status, 303);
+  t.equal((await km?.manager.getApplication(app?.id ?? ''))?.tier, '20PerMin', 'edited on the key manager (PATCH)');
+  const adminApp = await km?.manager.createApplication({ name: 'NotDev1s', owner: 'admin' });
+  t.equal((await req(`${base}/devportal/applications/${encodeURIComponent(adminApp?.id ?? '')}`, s.cookie)).status, 404, "another user's application is not dev1's");
+  t.equal((await req(`${base}/devportal/applications/NotDev1s`, s.cookie)).status, 404, 'nor found by its name');
+  const deleted = await req(`${base}${made.location}/delete`, s.cookie, { csrf });
+  t.equal(deleted.status, 303);
+  t.equal((await km?.manager.listApplications('dev1'))?.length, 0, 'deleted on the key manager');
 
   // The key manager stops answering: a page error with its code.
   await cp.close();
@@ -161,6 +170,18 @@ t.test('an api-publisher node writes API files of the remote control plane', asy
   t.equal(published.location, '/publisher/apis/remote-1.toml');
   t.match(fs.readFileSync(path.join(cp.dir, 'apis', 'remote-1.toml'), 'utf8'), /^state = "PUBLISHED"$/m, 'published on the control plane');
   t.ok(await until(async () => (await fetch(`${cp.gateway}/remote/1/menu`)).status === 200), "served by the control plane's gateway");
+
+  // Subscriptions of an API, approved on the key manager through the publisher node.
+  const km = cp.node.keyManager;
+  const app = await km?.manager.createApplication({ name: 'Waiting', owner: 'admin' });
+  const sub = await km?.manager.addSubscription({ application: app?.id ?? '', apiContext: '/pizzashack-secured', apiVersion: '1.0.0', state: 'ON_HOLD' });
+  const apiPage = await req(`${base}/publisher/apis/pizzashack-secured.toml`, s.cookie);
+  t.match(apiPage.text, /aria-label="Approve Waiting"/, "the key manager's ON_HOLD subscription listed");
+  const approved = await req(`${base}/publisher/apis/pizzashack-secured.toml/subscriptions`, s.cookie, { csrf, subscription: sub?.id ?? '', state: 'UNBLOCKED' });
+  t.equal(approved.status, 303);
+  t.equal((await km?.manager.findSubscription({ id: sub?.id ?? '' }))?.state, 'UNBLOCKED', 'approved on the key manager');
+  const other = await req(`${base}/publisher/apis/remote-1.toml/subscriptions`, s.cookie, { csrf, subscription: sub?.id ?? '', state: 'BLOCKED' });
+  t.equal(other.status, 404, "another API's subscription is not this API's to change");
 
   // The write route validates too: field paths with the messages.
   const adminAuth = `Basic ${Buffer.from(`${ADMIN.username}:${ADMIN.password}`).toString('base64')}`;
