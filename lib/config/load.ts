@@ -87,6 +87,8 @@ export interface LoadResult {
   readonly notActedOn: readonly WrittenKey[];
   /** How many of the keys the file writes act, act differently, are not acted on (lib/config/key-status.ts). */
   readonly writtenStatus: StatusCounts;
+  /** Every key path the file writes (`apim.key_manager.service_url`), as opposed to a default. */
+  readonly written: ReadonlySet<string>;
   /** Concrete key paths holding secrets (schema `secret`, secret-like names, values built from secrets). */
   readonly secrets: readonly string[];
   /** Absolute path of the file ('' when loaded from text without a file name). */
@@ -338,21 +340,23 @@ class Loader {
   }
 
   /** The keys the file writes: the ones not acted on, with their place, and a count of each status. */
-  writtenKeys(): { notActedOn: WrittenKey[]; counts: StatusCounts } {
+  writtenKeys(): { notActedOn: WrittenKey[]; counts: StatusCounts; written: Set<string> } {
     const counts = { acts: 0, differs: 0, inactive: 0 };
     const notActedOn: WrittenKey[] = [];
+    const written = new Set<string>();
     for (const leaf of this.leaves) {
       if (leaf.fromDefault) continue;
       const key = pathKey(leaf.segments);
       const at = this.map.entries.get(key);
       // A key the file writes has a place; one without (set by a fill) is not the file's.
       if (at === undefined) continue;
+      written.add(key);
       const status = keyStatus(leaf.match.section, leaf.match.def);
       counts[status]++;
       if (status === 'inactive') notActedOn.push({ key, section: leaf.match.section.path, sectionRuns: leaf.match.section.runs, file: this.displayFile, line: at.line, column: at.column });
     }
     notActedOn.sort((a, b) => a.line - b.line || a.column - b.column);
-    return { notActedOn, counts };
+    return { notActedOn, counts, written };
   }
 
   // ------------------------------------------------------------------------------------------ 3. match
@@ -908,6 +912,7 @@ export function loadConfig(options: LoadOptions = {}): LoadResult {
     inactiveKeys: [...loader.inactiveKeys].sort(),
     notActedOn: written.notActedOn,
     writtenStatus: written.counts,
+    written: written.written,
     secrets: loader.secretPaths(),
     file,
     dir,

@@ -10,6 +10,21 @@ import { KeyRingError } from './keys';
 import { checkNewUser } from './manage';
 import { readJson, sendJson, type RouteContext } from './http';
 import { issueRegistrationToken, revokeRegistrationToken } from './registration';
+import { isConsoleClient, registerConsoleClients } from './console-clients';
+
+/** An http(s) origin (scheme://host[:port]), or undefined when absent; anything else is refused. */
+function origin(v: unknown, name: string): string | undefined {
+  if (v === undefined || v === null) return undefined;
+  let u: URL | undefined;
+  try {
+    u = typeof v === 'string' ? new URL(v) : undefined;
+  } catch {
+    u = undefined;
+  }
+  if (u === undefined || (u.protocol !== 'http:' && u.protocol !== 'https:') || u.origin !== v) throw new OAuthError('invalid_request', `${name} must be an origin such as https://portal.example:9443`);
+  if ((u.protocol === 'https:') !== (name === 'https')) throw new OAuthError('invalid_request', `${name} must be an ${name}:// origin`);
+  return u.origin;
+}
 
 const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
 
@@ -155,6 +170,46 @@ export async function handleAdmin(ctx: RouteContext, req: http.IncomingMessage, 
       await revokeRegistrationToken(ctx.store, id);
       ctx.logger.log('info', 'registration_token_revoked', { jti: id });
       return sendJson(res, 200, { jti: id, revoked: true });
+    }
+  }
+  // The consoles of a node pointing at this key manager (console-clients.ts, docs/portal.md "Server roles").
+  if (collection === 'console-clients' && sub === undefined && method === 'POST') {
+    const adminUser = ctx.oauth.settings.adminUser;
+    if (id === undefined) {
+      const b = await readJson(req);
+      const origins = { http: origin(b.http, 'http'), https: origin(b.https, 'https') };
+      if (origins.http === undefined && origins.https === undefined) throw new OAuthError('invalid_request', 'http or https (the consoles\' origin) is required');
+      const clients = await registerConsoleClients(m, ctx.store, adminUser, origins);
+      for (const c of clients) ctx.firstParty.add(c.consumerKey);
+      ctx.logger.log('info', 'console_clients_registered', { origins: clients.map((c) => c.origin), by: admin });
+      return sendJson(res, 201, { clients }, { 'Cache-Control': 'no-store' });
+    }
+    // A console asks again (before each sign-in): this key manager may have restarted since it registered.
+    if (!(await isConsoleClient(ctx.store, adminUser, id))) throw new OAuthError('not_found', `no console client ${id}`);
+    ctx.firstParty.add(id);
+    return sendJson(res, 200, { consumerKey: id, firstParty: true });
+  }
+  if (collection === 'api-files' && ctx.apiFiles !== undefined) {
+    const files = ctx.apiFiles;
+    if (id === undefined && method === 'GET') return sendJson(res, 200, { list: files.listFiles() });
+    if (id !== undefined && sub === undefined && method === 'GET') {
+      const f = files.readFile(id);
+      if (f === undefined) throw new OAuthError('not_found', `no API file ${id}`);
+      return sendJson(res, 200, f);
+    }
+    if (id !== undefined && sub === undefined && method === 'PUT') {
+      const b = await readJson(req);
+      const r = await files.writeFile(id, need(b.text, 'text'), b.create === true);
+      if ('status' in r) return sendJson(res, r.status, { error: r.status === 409 ? 'conflict' : 'invalid_request', error_description: r.message, fields: r.fields });
+      ctx.logger.log('info', 'api_file_written', { id: r.id, by: admin });
+      return sendJson(res, 200, { id: r.id });
+    }
+    if (id !== undefined && sub === 'lifecycle' && method === 'POST') {
+      const b = await readJson(req);
+      const r = await files.transitionFile(id, need(b.state, 'state'));
+      if ('status' in r) return sendJson(res, r.status, { error: r.status === 409 ? 'conflict' : r.status === 404 ? 'not_found' : 'invalid_request', error_description: r.message, fields: r.fields });
+      ctx.logger.log('info', 'api_file_transition', { id: r.id, from: r.from, to: b.state, by: admin });
+      return sendJson(res, 200, { id: r.id, from: r.from, to: b.state });
     }
   }
   if (collection === 'snapshot' && id === undefined && method === 'GET') return sendJson(res, 200, await m.snapshot());

@@ -58,11 +58,40 @@ export interface RouteContext {
   readonly deployments?: (labels?: readonly string[]) => Deployments;
   /** Pages served on the same port (the web consoles, lib/portal): true when it answered. */
   readonly site?: SiteHandler;
-  /** First-party clients (the consoles): signed-in users are not asked for consent (authorize.ts). */
-  readonly firstParty?: ReadonlySet<string>;
+  /**
+   * First-party clients (the consoles): signed-in users are not asked for consent (authorize.ts). Filled
+   * by KeyManager.mount and POST /admin/v1/console-clients (console-clients.ts).
+   */
+  readonly firstParty: Set<string>;
+  /** The API files of this control plane, for console nodes of another process (GET|PUT /admin/v1/api-files). */
+  readonly apiFiles?: ApiFileService;
 }
 
 /** A handler of more routes on the management port; resolves true when it answered the request. */
+/** A stored API file: its id (`name.toml`, or `created:name.toml` for a draft) and text. */
+export interface ApiFileText {
+  readonly id: string;
+  readonly text: string;
+}
+
+/** A refused write or move: an OAuthError-like code, a message, and the fields the validator named. */
+export interface ApiFileRefusal {
+  readonly status: number;
+  readonly message: string;
+  /** Validator messages by API file field (lib/gateway/apis.ts API_FIELDS). */
+  readonly fields: Readonly<Record<string, string>>;
+}
+
+/** What the admin API's api-files routes call (lib/portal/catalogue.ts LocalCatalogue implements it). */
+export interface ApiFileService {
+  listFiles(): ApiFileText[];
+  readFile(id: string): ApiFileText | undefined;
+  /** Writes a validated file; `create`: refused when it exists. The id written, or why not. */
+  writeFile(id: string, text: string, create: boolean): Promise<{ readonly id: string } | ApiFileRefusal>;
+  /** Moves a file to a lifecycle state (apis_dir, or created/ for CREATED). */
+  transitionFile(id: string, to: string): Promise<{ readonly id: string; readonly from: string } | ApiFileRefusal>;
+}
+
 export type SiteHandler = (req: http.IncomingMessage, res: http.ServerResponse, path: string, url: URL) => Promise<boolean>;
 
 export function readBody(req: http.IncomingMessage): Promise<Buffer> {

@@ -21,7 +21,7 @@ import { checkUserStore, openUserStore, type UserStore } from '../store/users';
 import type { OpsHandler } from '../events/observed';
 import type { Deployments } from '../scale/deployments';
 import { AuthorizationCodes, type ApiScope } from './authorize';
-import { createHandler, oauthCall, type RouteContext, type SiteHandler } from './http';
+import { type ApiFileService, createHandler, oauthCall, type RouteContext, type SiteHandler } from './http';
 import type { OAuthAnswer, OAuthCall } from '../gateway/token-route';
 import { KeyRingError, KeySealer, openKeyRing, type ExternalKey, type KeyRing } from './keys';
 import { LoginGuard, lockoutSettings } from './lockout';
@@ -48,6 +48,8 @@ export interface KeyManagerOptions {
   readonly ops?: OpsHandler;
   /** GET /admin/v1/deployments: the API files and policies served to gateway-workers (lib/scale/deployments.ts). */
   readonly deployments?: (labels?: readonly string[]) => Deployments;
+  /** GET|PUT /admin/v1/api-files: the API files console nodes of other processes read and write. */
+  readonly apiFiles?: ApiFileService;
 }
 
 export interface KeyManager {
@@ -139,7 +141,7 @@ export async function createKeyManager(o: KeyManagerOptions): Promise<KeyManager
   let oauth = new OAuthServer({ store: o.store, users, keys, bus, logger, settings, codes, ...(o.apiScopes !== undefined ? { apiScopes: o.apiScopes } : {}) });
   const props = config.user_store.properties;
   const userRules = { username: javaRegex(props.UsernameJavaRegEx), password: javaRegex(props.PasswordJavaRegEx) };
-  const ctx: { -readonly [K in keyof RouteContext]: RouteContext[K] } = { oauth, manager, store: o.store, keys, logger, userRules, guard, ...(o.ops !== undefined ? { ops: o.ops } : {}), ...(o.deployments !== undefined ? { deployments: o.deployments } : {}) };
+  const ctx: { -readonly [K in keyof RouteContext]: RouteContext[K] } = { oauth, manager, store: o.store, keys, logger, userRules, guard, firstParty: new Set<string>(), ...(o.apiFiles !== undefined ? { apiFiles: o.apiFiles } : {}), ...(o.ops !== undefined ? { ops: o.ops } : {}), ...(o.deployments !== undefined ? { deployments: o.deployments } : {}) };
   const handler = createHandler(ctx);
   let server: http.Server | undefined;
   let secureServer: https.Server | undefined;
@@ -176,7 +178,7 @@ export async function createKeyManager(o: KeyManagerOptions): Promise<KeyManager
     },
     mount(site, firstParty) {
       ctx.site = site;
-      ctx.firstParty = firstParty;
+      for (const k of firstParty) ctx.firstParty.add(k);
     },
     addresses() {
       return { http: server?.address() as AddressInfo | undefined, https: secureServer?.address() as AddressInfo | undefined };

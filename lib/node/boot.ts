@@ -17,10 +17,11 @@ import type { Gateway } from '../embed';
 import type { DemoBackend } from '../demo/backend';
 import { createEventBus, type EventBus } from '../events/bus';
 import type { BlockingCondition } from '../events/blocking';
-import type { KeyManager } from '../keymanager';
+import type { KeyManager, SiteHandler } from '../keymanager';
 import type { KeyManagerLink } from '../security';
 import type { Store } from '../store/types';
 import type * as http from 'node:http';
+import type * as https from 'node:https';
 import { scaleSettingsFrom, type ScaleSettings } from '../scale/settings';
 import type { ControlPlane } from '../scale/control-plane';
 import { ConfigInvalidError } from '../config/diagnostics';
@@ -108,6 +109,12 @@ export interface Boot {
   follower?: DeploymentFollower;
   /** The operations port of a node without the key manager. */
   opsServer?: http.Server;
+  /** A console node with a remote key manager: the consoles, served on its operations port (lib/node/portal.ts). */
+  site?: SiteHandler;
+  /** A console node with a remote key manager: its management HTTPS listener (lib/node/gateway.ts startManagementHttps). */
+  consoleHttps?: https.Server;
+  /** A console node with a remote key manager: its origin once the consoles registered there. */
+  portalRemote?: string;
   stopCollecting: () => void;
   stopWatching: () => void;
   /** SIGHUP: the listeners' certificates read again (set once the TLS listeners exist). */
@@ -131,7 +138,7 @@ export function createBoot(loaded: LoadResult, options: StartOptions): Boot {
   const config = loaded.config;
   const ports = loaded.ports;
   const role = config.server.server_role;
-  const configured = scaleSettingsFrom(config);
+  const configured = scaleSettingsFrom(config, loaded.written);
   const cl = options.cluster;
   // Cluster mode: the primary keeps the control plane half of the role, the workers run its gateway.
   const scale = cl === undefined ? configured : {

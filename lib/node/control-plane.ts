@@ -19,6 +19,7 @@ import { policyOptionsOf, throttleSettingsFrom } from '../throttle/settings';
 import { gatewaySettingsFrom } from '../gateway/settings';
 import { listApiFiles } from '../gateway/deploy';
 import { apiScopeBindings } from '../gateway/apis';
+import { Catalogue } from '../portal/catalogue';
 import { logOperations, registerStoreCheckers } from './operations';
 import type { Boot } from './boot';
 
@@ -61,7 +62,8 @@ export async function startEventHub(b: Boot): Promise<void> {
 /** gateway-worker: no store, no key manager; keys, snapshot and blocking conditions from the control plane. */
 export async function pullControlPlane(b: Boot): Promise<void> {
   const scale = b.scale;
-  if (scale.parts.keyManager) return;
+  // A console node with a remote key manager pulls nothing: its consoles call the key manager (lib/node/portal.ts).
+  if (scale.parts.keyManager || !scale.parts.gateway) return;
   const controlPlane = (b.controlPlane ??= newControlPlane(b));
   await controlPlane.start();
   const first = await controlPlane.pull();
@@ -103,8 +105,9 @@ export async function startKeyManager(b: Boot): Promise<void> {
   const { config, loaded } = b;
   // What gateway-workers deploy: this node's apis/ and policies file (read even when it runs no gateway).
   const throttleSettings = throttleSettingsFrom(config, loaded.dir);
+  const gw = gatewaySettingsFrom(config, loaded.dir, b.ports);
   const source = new DeploymentSource({
-    apisDir: gatewaySettingsFrom(config, loaded.dir, b.ports).apisDir,
+    apisDir: gw.apisDir,
     policiesFile: throttleSettings.policiesFile,
     policyOptions: policyOptionsOf(throttleSettings),
     bus: b.events,
@@ -122,6 +125,8 @@ export async function startKeyManager(b: Boot): Promise<void> {
     logger: b.logger,
     ops: b.ops,
     deployments: (labels) => source.snapshot(labels),
+    // What console nodes with a remote key manager read and write (GET|PUT /admin/v1/api-files; docs/admin-api.md).
+    apiFiles: new Catalogue(gw.apisDir, gw.vars),
     apiScopes: () => (b.gateway?.states() ?? []).flatMap((s) => (s.api === undefined ? [] : apiScopeBindings(s.api))),
   });
   b.keyManager = keyManager;

@@ -4,6 +4,7 @@
  * the gateway HTTPS listener (8243) and, when enabled, WS (9099) and WSS (8099), from the
  * [transport.passthru_https] listener stores or the sample key pair.
  */
+import * as https from 'node:https';
 import type * as tls from 'node:tls';
 import { createGateway, type Gateway } from '../embed';
 import type { TokenEndpoints } from '../gateway';
@@ -14,7 +15,7 @@ import { ensureSampleKeystore } from '../tls/sample';
 import { SplitCounterStore } from '../scale/split-counters';
 import { MemoryCounterStore } from '../throttle/counters';
 import { DecisionCounterStore, redacted } from '../throttle/decisions';
-import { observeGateway } from './operations';
+import { observeGateway, opsRequestHandler } from './operations';
 import type { Boot } from './boot';
 
 /** The listeners' TLS: the [transport.passthru_https] listener stores; without a key store, the sample key pair (made once). */
@@ -35,10 +36,24 @@ export function listenerTls(b: Boot): ListenerTls {
   return { settings, sampleFile, options: serverOptions(settings, sampleFile) };
 }
 
-/** The key manager's management HTTPS port shares the listeners' key pair, without client certificates. */
+/**
+ * The key manager's management HTTPS port shares the listeners' key pair, without client certificates.
+ * A console node with a remote key manager serves its operations routes and consoles there too
+ * (docs/portal.md, "Server roles"); its certificates are read at start only.
+ */
 export async function startManagementHttps(b: Boot, t: ListenerTls): Promise<void> {
-  if (b.keyManager === undefined) return;
   const kmTlsOptions = { ...t.options, requestCert: false, rejectUnauthorized: false };
+  if (b.keyManager === undefined) {
+    if (b.scale.consoleBackend !== 'remote' || b.cl?.role === 'worker') return;
+    const srv = https.createServer(kmTlsOptions, opsRequestHandler(b));
+    b.consoleHttps = srv;
+    await new Promise<void>((resolve, reject) => {
+      srv.once('error', reject);
+      srv.listen(b.eph ? 0 : b.ports.managementHttps, b.eph ? '127.0.0.1' : undefined, () => resolve());
+    });
+    b.log(`  ${'management HTTPS'.padEnd(18)} port ${(srv.address() as { port: number }).port} (the consoles)`);
+    return;
+  }
   const kmTls = b.eph ? await b.keyManager.listenHttps(kmTlsOptions, 0, '127.0.0.1') : await b.keyManager.listenHttps(kmTlsOptions);
   b.log(`  ${'management HTTPS'.padEnd(18)} port ${(kmTls.address() as { port: number }).port}`);
 }

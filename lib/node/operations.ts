@@ -50,6 +50,8 @@ export function registerReadiness(b: Boot, pullsDeployments: boolean): void {
       const store = b.store;
       return store === undefined ? undefined : { database: store.kind, schemaVersion: await store.schemaVersion() };
     }));
+  } else if (b.scale.consoleBackend === 'remote') {
+    r.register(readyWhen('remote_key_manager', 2, `the consoles are not registered yet with the key manager ${b.scale.controlPlane}`, () => (b.portalRemote !== undefined ? { origin: b.portalRemote } : undefined)));
   } else {
     r.register(readyWhen('control_plane', 2, `no snapshot pulled yet from the control plane ${b.scale.controlPlane}${pullsDeployments ? ' (keys, APIs and policies)' : ''}`, () => {
       if (b.remoteLink === undefined || (pullsDeployments && b.follower === undefined)) return undefined;
@@ -63,17 +65,25 @@ export function registerReadiness(b: Boot, pullsDeployments: boolean): void {
  * management port is the node's (it shows the workers' metrics and health: lib/scale/cluster-ops.ts),
  * also when the primary runs no key manager.
  */
-export async function startOpsServer(b: Boot): Promise<void> {
-  if (b.scale.parts.keyManager || b.cl?.role === 'worker') return;
-  const srv = http.createServer((req, res) => {
-    const p = new URL(req.url ?? '/', 'http://localhost').pathname.replace(/\/+$/, '') || '/';
-    b.ops(req, res, p).then(
+/** The operations routes, then the consoles of a console node with a remote key manager (lib/node/portal.ts). */
+export function opsRequestHandler(b: Boot): (req: http.IncomingMessage, res: http.ServerResponse) => void {
+  return (req, res) => {
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    const p = url.pathname.replace(/\/+$/, '') || '/';
+    // A console node with a remote key manager serves its consoles here too (lib/node/portal.ts).
+    const site = b.site;
+    b.ops(req, res, p).then(async (done) => done || (site !== undefined && (await site(req, res, p, url)))).then(
       (done) => {
         if (!done) res.writeHead(404, { 'Content-Type': 'application/json' }).end('{"error":"not_found"}');
       },
       () => res.writeHead(500).end(),
     );
-  });
+  };
+}
+
+export async function startOpsServer(b: Boot): Promise<void> {
+  if (b.scale.parts.keyManager || b.cl?.role === 'worker') return;
+  const srv = http.createServer(opsRequestHandler(b));
   b.opsServer = srv;
   await new Promise<void>((resolve, reject) => {
     srv.once('error', reject);

@@ -1,11 +1,27 @@
 /**
- * The web consoles part of a node (docs/portal.md): the developer portal and the publisher mounted on
- * the key manager's management ports, where the role runs them (lib/scale/settings.ts ROLE_PARTS:
- * default both, api-devportal and api-publisher one each), with their OAuth clients registered.
+ * The web consoles part of a node (docs/portal.md): the developer portal and the publisher where the
+ * role runs them (lib/scale/settings.ts ROLE_PARTS: default both, api-devportal and api-publisher one
+ * each), with their OAuth clients registered. Two ways (ScaleSettings.consoleBackend):
+ *
+ *   local   mounted on the key manager's management ports, over this node's key manager, store and
+ *           apis_dir (lib/portal/backend.ts localKeyManager, lib/portal/catalogue.ts)
+ *   remote  an api-devportal or api-publisher node whose deployment.toml writes [apim.key_manager]
+ *           service_url: served on its management HTTP port (the operations server), calling that key
+ *           manager's admin API and OAuth endpoints and its API file routes with [apim.key_manager]
+ *           username and password (lib/portal/backend.ts remoteKeyManager, lib/portal/remote-catalogue.ts)
+ *
+ * A remote key manager that does not answer within the deployment retry stops the start with
+ * PORTAL_REMOTE_UNREACHABLE; one that refuses the credentials or serves no console routes with
+ * PORTAL_REMOTE_REFUSED (docs/operations.md, "Start-up errors").
  */
 import { gatewayEnvironments } from '../gateway/environments';
 import { gatewaySettingsFrom } from '../gateway/settings';
-import { createPortal } from '../portal';
+import { OAuthError } from '../keymanager/errors';
+import { createPortal, type Portal, type PortalOptions } from '../portal';
+import { localKeyManager, PortalRemoteError, remoteKeyManager } from '../portal/backend';
+import { Catalogue } from '../portal/catalogue';
+import { RemoteCatalogue } from '../portal/remote-catalogue';
+import { ControlPlane, ControlPlaneError } from '../scale/control-plane';
 import { loadPolicies, policyNames } from '../throttle/policies';
 import { policyOptionsOf, throttleSettingsFrom } from '../throttle/settings';
 import type { Boot } from './boot';
@@ -25,20 +41,12 @@ function gatewayUrls(b: Boot): { name: string; url: string }[] {
   return out;
 }
 
-export async function startPortal(b: Boot): Promise<void> {
-  const km = b.keyManager;
-  const consoles = b.scale.parts.consoles;
-  if (km === undefined || b.store === undefined || (!consoles.devportal && !consoles.publisher)) return;
-  const { config, loaded } = b;
-  const gw = gatewaySettingsFrom(config, loaded.dir, b.ports);
-  const throttle = throttleSettingsFrom(config, loaded.dir);
-  const dp = config.apim.devportal;
-  const portal = createPortal({
-    km,
-    store: b.store,
+/** The options both ways share: settings, tiers of this node's policies file, gateway URLs. */
+function commonOptions(b: Boot): Omit<PortalOptions, 'keys' | 'catalogue'> {
+  const throttle = throttleSettingsFrom(b.config, b.loaded.dir);
+  const dp = b.config.apim.devportal;
+  return {
     logger: b.logger,
-    apisDir: gw.apisDir,
-    vars: gw.vars,
     settings: { displayDeprecated: dp.display_deprecated_apis, displayMultipleVersions: dp.display_multiple_versions },
     tiers: () => [...(loadPolicies(throttle.policiesFile, policyOptionsOf(throttle)).policies?.subscription.keys() ?? [])],
     applicationTiers: () => [...(loadPolicies(throttle.policiesFile, policyOptionsOf(throttle)).policies?.application.keys() ?? [])],
@@ -47,14 +55,77 @@ export async function startPortal(b: Boot): Promise<void> {
       return p !== undefined ? policyNames(p) : undefined;
     },
     gateways: () => gatewayUrls(b),
-    consoles,
-  });
+    consoles: b.scale.parts.consoles,
+  };
+}
+
+function announce(b: Boot, origins: { http: string | undefined; https: string | undefined }): void {
+  const consoles = b.scale.parts.consoles;
+  const base = origins.https ?? origins.http;
+  const also = (p: string): string => (origins.https !== undefined && origins.http !== undefined ? ` (also ${origins.http}${p})` : '');
+  if (consoles.devportal) b.log(`  ${'developer portal'.padEnd(18)} ${base}/devportal${also('/devportal')}`);
+  if (consoles.publisher) b.log(`  ${'publisher'.padEnd(18)} ${base}/publisher${also('/publisher')}`);
+}
+
+/** A start-up failure of the remote way, with its code. */
+function remoteStartError(err: unknown, origin: string): Error {
+  if (err instanceof PortalRemoteError) return err;
+  if (err instanceof OAuthError) return new PortalRemoteError('PORTAL_REMOTE_REFUSED', `the key manager ${origin} refused this console node (${err.error}: ${err.message}): check [apim.key_manager] service_url, username and password (a super admin of that key manager)`);
+  if (err instanceof ControlPlaneError) return new PortalRemoteError('PORTAL_REMOTE_UNREACHABLE', `the key manager ${origin} ([apim.key_manager] service_url) did not answer: ${err.message}`);
+  return err as Error;
+}
+
+async function startRemote(b: Boot): Promise<void> {
+  const scale = b.scale;
+  const origin = scale.controlPlane;
+  const cp = new ControlPlane({ url: origin, user: scale.controlPlaneUser, password: scale.controlPlanePassword, retry: scale.retry, logger: b.logger });
+  const keys = remoteKeyManager(cp, origin);
+  const gw = gatewaySettingsFrom(b.config, b.loaded.dir, b.ports);
+  const catalogue = new RemoteCatalogue(cp, origin, gw.vars, policyOptionsOf(throttleSettingsFrom(b.config, b.loaded.dir)));
+  const common = commonOptions(b);
+  // The control plane's tiers; this node's own policies file while the control plane serves none valid.
+  const portal = createPortal({ ...common, keys, catalogue, tiers: () => catalogue.tiers?.subscription ?? common.tiers(), applicationTiers: () => catalogue.tiers?.application ?? common.applicationTiers() });
+  const port = b.listening.management;
+  const host = b.eph ? '127.0.0.1' : b.config.server.hostname;
+  const secure = b.consoleHttps?.address() as { port: number } | null | undefined;
+  const origins = { http: `http://${host}:${port ?? b.ports.managementHttp}`, https: secure != null ? `https://${host}:${secure.port}` : undefined };
+  try {
+    // A key manager still starting is waited for (the deployment retry); a refusal is final.
+    const refusal = await cp.withRetry('consoles', async () => {
+      try {
+        await portal.register(origins);
+        await catalogue.refresh();
+        return undefined;
+      } catch (err) {
+        if (err instanceof OAuthError || (err instanceof PortalRemoteError && err.code === 'PORTAL_REMOTE_REFUSED')) return err;
+        if (err instanceof PortalRemoteError) throw new ControlPlaneError(err.message);
+        throw err;
+      }
+    });
+    if (refusal !== undefined) throw refusal;
+  } catch (err) {
+    throw remoteStartError(err, origin);
+  }
+  b.site = portal.handler;
+  b.portalRemote = origin;
+  b.log(`  ${'key manager'.padEnd(18)} ${origin} (remote: applications, subscriptions, sign-in; API files of its control plane)`);
+  announce(b, origins);
+}
+
+export async function startPortal(b: Boot): Promise<void> {
+  const consoles = b.scale.parts.consoles;
+  if (!consoles.devportal && !consoles.publisher) return;
+  // Remote: the process with the operations port serves the consoles (a cluster worker has none).
+  if (b.scale.consoleBackend === 'remote') return b.cl?.role === 'worker' ? undefined : startRemote(b);
+  const km = b.keyManager;
+  if (km === undefined || b.store === undefined) return;
+  const { config, loaded } = b;
+  const gw = gatewaySettingsFrom(config, loaded.dir, b.ports);
+  const portal: Portal = createPortal({ ...commonOptions(b), keys: localKeyManager(km, b.store), catalogue: new Catalogue(gw.apisDir, gw.vars) });
   const a = km.addresses();
   const host = b.eph ? '127.0.0.1' : config.server.hostname;
   const origins = { http: a.http !== undefined ? km.settings.baseUrl : undefined, https: a.https !== undefined ? `https://${host}:${a.https.port}` : undefined };
   const clients = await portal.register(origins);
   km.mount(portal.handler, clients);
-  const base = origins.https ?? origins.http;
-  if (consoles.devportal) b.log(`  ${'developer portal'.padEnd(18)} ${base}/devportal${origins.https !== undefined && origins.http !== undefined ? ` (also ${origins.http}/devportal)` : ''}`);
-  if (consoles.publisher) b.log(`  ${'publisher'.padEnd(18)} ${base}/publisher${origins.https !== undefined && origins.http !== undefined ? ` (also ${origins.http}/publisher)` : ''}`);
+  announce(b, origins);
 }

@@ -98,6 +98,8 @@ async function closeParts(b: Boot, onHup: () => void): Promise<void> {
   await b.trafficManager?.close();
   const opsServer = b.opsServer;
   if (opsServer !== undefined) await new Promise<void>((resolve) => opsServer.close(() => resolve()));
+  const consoleHttps = b.consoleHttps;
+  if (consoleHttps !== undefined) await new Promise<void>((resolve) => consoleHttps.close(() => resolve()));
   await b.store?.close();
   await b.demo?.close();
   b.metrics?.attach(undefined);

@@ -3,12 +3,18 @@
  * the gateway's own validator (lib/gateway/apis.ts), and the publisher's drafts in its `created/`
  * subdirectory. A draft is an API in the CREATED lifecycle state: the gateway reads only the files of
  * apis_dir itself (lib/gateway/deploy.ts listApiFiles), so a draft is never deployed. docs/portal.md.
+ *
+ * Two kinds (docs/portal.md, "Server roles"): Catalogue reads and writes this node's apis_dir, and is
+ * also what the control plane's admin routes /admin/v1/api-files serve (lib/keymanager/admin.ts);
+ * RemoteCatalogue (remote-catalogue.ts) reads and writes those routes of a remote control plane.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { type ApiDefinition, type ApiVars, parseApiText, versionedPath } from '../gateway/apis';
 import { listApiFiles } from '../gateway/deploy';
 import type { ApiDiagnostic } from '../gateway/diagnostics';
+import type { ApiFileRefusal, ApiFileService, ApiFileText } from '../keymanager/http';
+import { TRANSITIONS, withState, writeAtomic } from './api-form';
 
 /** The reference's lifecycle states (CREATED: a draft, only in the publisher). */
 export const CONSOLE_STATES = ['CREATED', 'PROTOTYPED', 'PUBLISHED', 'BLOCKED', 'DEPRECATED', 'RETIRED'] as const;
@@ -27,7 +33,40 @@ export interface CatalogueEntry {
   readonly diagnostics: readonly ApiDiagnostic[];
 }
 
-export class Catalogue {
+/** What the consoles read and write API files through (Catalogue here, RemoteCatalogue on a remote control plane). */
+export interface ApiCatalogue {
+  readonly vars: ApiVars;
+  /** Where the entries come from, for the start-up lines. */
+  readonly description: string;
+  /** Reads the list again (remote: one request; local: nothing to do, list() reads the directory). */
+  refresh(): Promise<void>;
+  list(): CatalogueEntry[];
+  get(id: string): CatalogueEntry | undefined;
+  /** A new draft's id and the file name the validator is given for it. */
+  draftFor(name: string, version: string): { readonly id: string; readonly file: string };
+  /** Writes a file the form validated (`create`: refused when it exists); the control plane validates again. */
+  write(id: string, text: string, create: boolean): Promise<{ readonly id: string } | ApiFileRefusal>;
+  /** Moves an entry to a lifecycle state. */
+  transition(id: string, to: ConsoleState): Promise<{ readonly id: string; readonly from: string } | ApiFileRefusal>;
+}
+
+const refused = (status: number, message: string, fields: Record<string, string> = {}): ApiFileRefusal => ({ status, message, fields });
+
+/** The validator's errors by field (`general` for none), as the admin route returns them. */
+function errorFields(diagnostics: readonly ApiDiagnostic[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const d of diagnostics) {
+    if (d.level !== 'error') continue;
+    const k = d.field === '' ? 'general' : d.field;
+    const msg = `${d.message}${d.expected !== undefined ? ` (expected ${d.expected})` : ''}`;
+    out[k] = out[k] === undefined ? msg : `${out[k]}; ${msg}`;
+  }
+  return out;
+}
+
+export class Catalogue implements ApiCatalogue, ApiFileService {
+  readonly description = 'this node\'s apis_dir';
+
   constructor(
     readonly apisDir: string,
     readonly vars: ApiVars,
@@ -66,10 +105,71 @@ export class Catalogue {
 
   /** One entry by id (`name.toml`, or `created:name.toml` for a draft); never a path outside the two directories. */
   get(id: string): CatalogueEntry | undefined {
+    const file = this.fileOf(id);
+    return file === undefined ? undefined : this.read(file, id.startsWith('created:'));
+  }
+
+  async refresh(): Promise<void> {
+    return undefined;
+  }
+
+  draftFor(name: string, version: string): { id: string; file: string } {
+    const base = fileNameFor(name, version);
+    return { id: `created:${base}`, file: path.join(this.draftsDir, base) };
+  }
+
+  private fileOf(id: string): string | undefined {
     const draft = id.startsWith('created:');
     const name = draft ? id.slice('created:'.length) : id;
-    if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,120}\.toml$/.test(name)) return undefined;
-    return this.read(path.join(draft ? this.draftsDir : this.apisDir, name), draft);
+    return /^[A-Za-z0-9][A-Za-z0-9._-]{0,120}\.toml$/.test(name) ? path.join(draft ? this.draftsDir : this.apisDir, name) : undefined;
+  }
+
+  async write(id: string, text: string, create: boolean): Promise<{ id: string } | ApiFileRefusal> {
+    const file = this.fileOf(id);
+    if (file === undefined) return refused(400, `${id} is not an API file name (name.toml or created:name.toml)`);
+    if (Buffer.byteLength(text) > MAX_API_FILE) return refused(400, `an API file is at most ${MAX_API_FILE} bytes`);
+    if (create && fs.existsSync(file)) return refused(409, `a file ${path.basename(file)} already exists`, { name: `a file ${path.basename(file)} already exists` });
+    if (!create && !fs.existsSync(file)) return refused(404, `no API file ${id}`);
+    const r = parseApiText(text, file, this.vars);
+    if (r.api === undefined) return refused(422, 'the API file does not validate', errorFields(r.diagnostics));
+    const other = this.list().find((e) => e.id !== id && e.api !== undefined && e.api.context === r.api?.context && e.api.version === r.api?.version);
+    if (other !== undefined) return refused(409, `context ${r.api.context} version ${r.api.version} is already used by ${other.id}`, { context: `context ${r.api.context} version ${r.api.version} is already used by ${other.id}` });
+    writeAtomic(file, text);
+    return { id };
+  }
+
+  async transition(id: string, to: ConsoleState): Promise<{ id: string; from: string } | ApiFileRefusal> {
+    const e = this.get(id);
+    if (e === undefined) return refused(404, `no API file ${id}`);
+    if (!(CONSOLE_STATES as readonly string[]).includes(to) || !TRANSITIONS[e.state].includes(to)) return refused(400, `${e.state} cannot move to ${String(to)}`);
+    const name = path.basename(e.file);
+    const target = path.join(to === 'CREATED' ? this.draftsDir : this.apisDir, name);
+    if (target !== e.file && fs.existsSync(target)) return refused(409, `${target} already exists`);
+    const text = withState(e.text, to);
+    // The text written must validate as the file the gateway reads.
+    const r = parseApiText(text, target, this.vars);
+    if (r.api === undefined) return refused(422, `the file would not validate: ${r.diagnostics.filter((d) => d.level === 'error').map((d) => d.message).join('; ')}`, errorFields(r.diagnostics));
+    writeAtomic(target, text);
+    if (target !== e.file) fs.unlinkSync(e.file);
+    return { id: `${to === 'CREATED' ? 'created:' : ''}${name}`, from: e.state };
+  }
+
+  // ApiFileService: what the admin routes /admin/v1/api-files serve (lib/keymanager/admin.ts).
+  listFiles(): ApiFileText[] {
+    return this.list().map((e) => ({ id: e.id, text: e.text }));
+  }
+
+  readFile(id: string): ApiFileText | undefined {
+    const e = this.get(id);
+    return e === undefined ? undefined : { id: e.id, text: e.text };
+  }
+
+  writeFile(id: string, text: string, create: boolean): Promise<{ id: string } | ApiFileRefusal> {
+    return this.write(id, text, create);
+  }
+
+  transitionFile(id: string, to: string): Promise<{ id: string; from: string } | ApiFileRefusal> {
+    return this.transition(id, to as ConsoleState);
   }
 
   /** The entry serving context + version (to find an API a subscription names). */

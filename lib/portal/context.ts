@@ -4,11 +4,9 @@
  */
 import type { PolicyNames } from '../throttle/policies';
 import type * as http from 'node:http';
-import type { KeyManager } from '../keymanager';
 import type { Logger } from '../log';
-import type { Store } from '../store/types';
-import type { ApiVars } from '../gateway/apis';
-import type { Catalogue } from './catalogue';
+import type { PortalKeyManager } from './backend';
+import type { ApiCatalogue } from './catalogue';
 import { page, sendHtml, type Frame } from './html';
 import type { Session, Sessions } from './session';
 import type { SignIn } from './signin';
@@ -22,12 +20,11 @@ export interface DevportalSettings {
 }
 
 export interface PortalOptions {
-  readonly km: KeyManager;
-  readonly store: Store;
+  /** The key manager: in this process, or a remote one (backend.ts). */
+  readonly keys: PortalKeyManager;
+  /** The API files: this node's `[throughway] apis_dir` (catalogue.ts), or a remote control plane's (remote-catalogue.ts). */
+  readonly catalogue: ApiCatalogue;
   readonly logger: Logger;
-  /** `[throughway] apis_dir` and the variables of its files (lib/gateway/settings.ts). */
-  readonly apisDir: string;
-  readonly vars: ApiVars;
   readonly settings: DevportalSettings;
   /** Subscription tiers of the throttling policies, for the subscribe form. */
   readonly tiers: () => readonly string[];
@@ -41,9 +38,8 @@ export interface PortalOptions {
   readonly consoles: { readonly devportal: boolean; readonly publisher: boolean };
 }
 
-/** What the routes share: the options' services, and the portal's catalogue, sessions and sign-in. */
-export interface PortalParts extends Pick<PortalOptions, 'km' | 'store' | 'logger' | 'settings' | 'tiers' | 'applicationTiers' | 'policyNames' | 'gateways' | 'consoles'> {
-  readonly catalogue: Catalogue;
+/** What the routes share: the options' services, and the portal's sessions and sign-in. */
+export interface PortalParts extends Pick<PortalOptions, 'keys' | 'catalogue' | 'logger' | 'settings' | 'tiers' | 'applicationTiers' | 'policyNames' | 'gateways' | 'consoles'> {
   readonly sessions: Sessions;
   readonly signin: SignIn;
 }

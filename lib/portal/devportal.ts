@@ -77,7 +77,7 @@ async function apiPage(c: Call, id: string): Promise<void> {
     .join('\n');
   let subscribe = '';
   if (c.session.user !== undefined && (e.state === 'PUBLISHED' || e.state === 'PROTOTYPED')) {
-    const apps = (await c.parts.km.manager.listApplications(c.session.user.username)).filter((x) => !isConsolesApp(x.name));
+    const apps = (await c.parts.keys.listApplications(c.session.user.username)).filter((x) => !isConsolesApp(x.name));
     subscribe = apps.length === 0
       ? '<p><a href="/devportal/applications">Create an application</a> to subscribe.</p>'
       : `<h2>Subscribe</h2><form method="post" action="/devportal/subscribe">${csrfField(c.session.csrf)}<input type="hidden" name="api" value="${h(e.id)}">
@@ -97,10 +97,10 @@ ${definition}`);
 async function ownApp(c: Call, id: string): Promise<ApplicationView | undefined> {
   const user = c.session.user;
   if (user === undefined) return undefined;
-  const app = await c.parts.store.getApplication(id);
+  const app = await c.parts.keys.getApplication(id);
   // The consoles' own application (signin.ts) is not the admin's to change here.
-  if (app === undefined || app.owner !== user.username || isConsolesApp(app.name)) return undefined;
-  return c.parts.km.manager.getApplication(app.id);
+  if (app === undefined || app.id !== id || app.owner !== user.username || isConsolesApp(app.name)) return undefined;
+  return app;
 }
 
 /** The application tiers of the policies, with the application's own tier when the policies no longer name it. */
@@ -145,7 +145,7 @@ async function appPage(c: Call, app: ApplicationView, result?: TryResult | strin
     const token = held?.get(t)?.accessToken !== undefined ? ' (an access token is held for try-it)' : '';
     return `<tr><th scope="row">${t}</th><td>${k !== undefined ? `<code>${h(k.consumerKey)}</code>${token}` : 'none'}</td><td>${buttonForm(`${base}/keys`, k !== undefined ? 'Regenerate keys' : 'Generate keys', csrf, { keyType: t }, `${k !== undefined ? 'Regenerate' : 'Generate'} ${t.toLowerCase()} keys`)}</td></tr>`;
   }).join('\n');
-  const subs = await c.parts.km.manager.listSubscriptions({ application: app.id });
+  const subs = await c.parts.keys.listSubscriptions({ application: app.id });
   const entries = c.parts.catalogue.list();
   const nameOf = (s: Subscription): string => {
     const e = entries.find((x) => x.api !== undefined && x.api.context === s.apiContext && x.api.version === s.apiVersion);
@@ -203,7 +203,7 @@ function oauthMessage(err: unknown): string {
 export async function signedIn(c: Call): Promise<void> {
   const user = c.session.user;
   if (user === undefined) return;
-  const m = c.parts.km.manager;
+  const m = c.parts.keys;
   const [a, id, action] = c.segs;
   if (a === 'applications' && id === undefined) {
     if (c.method === 'POST') {
@@ -244,7 +244,7 @@ export async function signedIn(c: Call): Promise<void> {
     }
     if (action === 'keys') {
       const keyType: KeyType = c.form.get('keyType') === 'SANDBOX' ? 'SANDBOX' : 'PRODUCTION';
-      const k = await m.generateKeys(app.id, { keyType });
+      const k = await m.generateKeys(app.id, keyType);
       const held = c.session.keys.get(app.id) ?? new Map();
       held.set(keyType, { consumerKey: k.consumerKey, consumerSecret: k.consumerSecret });
       c.session.keys.set(app.id, held);
@@ -260,8 +260,7 @@ export async function signedIn(c: Call): Promise<void> {
       }
       const scope = (c.form.get('scope') ?? '').trim().slice(0, 1024);
       try {
-        const basic = `Basic ${Buffer.from(`${held.consumerKey}:${held.consumerSecret}`).toString('base64')}`;
-        const t = await c.parts.km.oauth.token(basic, new URLSearchParams({ grant_type: 'client_credentials', ...(scope !== '' ? { scope } : {}) }));
+        const t = await m.token(held.consumerKey, held.consumerSecret, scope);
         held.accessToken = t.access_token;
         c.session.flash = `<div class="secret" role="status" id="new-token"><p><strong>Access token</strong> (${keyType}, expires in ${t.expires_in} s, scope <code>${h(t.scope)}</code>); try-it uses it.</p><p><code>${h(t.access_token)}</code></p></div>`;
       } catch (err) {
@@ -271,9 +270,9 @@ export async function signedIn(c: Call): Promise<void> {
     }
     if (action === 'unsubscribe') {
       const subId = c.form.get('subscription') ?? '';
-      const sub = await c.parts.store.getSubscription(subId);
+      const sub = (await m.listSubscriptions({ application: app.id })).find((s) => s.id === subId);
       if (sub === undefined || sub.applicationId !== app.id) return problem(c, 'devportal', 404, 'No such subscription', 'This application has no such subscription.');
-      await m.removeSubscription({ id: sub.id });
+      await m.removeSubscription(sub.id);
       c.session.flash = `<p class="notice" role="status">Unsubscribed from ${h(sub.apiContext)} ${h(sub.apiVersion)}.</p>`;
       return seeOther(c.res, back);
     }

@@ -12,7 +12,7 @@ import type * as http from 'node:http';
 import type { SiteHandler } from '../keymanager';
 import { OAuthError } from '../keymanager/errors';
 import { readBody } from '../keymanager/http';
-import { Catalogue } from './catalogue';
+import { PortalRemoteError } from './backend';
 import { type Call, canPublish, type PortalOptions, type PortalParts, problem } from './context';
 
 export type { DevportalSettings, PortalOptions } from './context';
@@ -45,10 +45,10 @@ const secureReq = (req: http.IncomingMessage): boolean => (req.socket as { encry
 
 export function createPortal(o: PortalOptions): Portal {
   const sessions = new Sessions();
-  const signin = new SignIn(o.km, o.store);
-  const parts: PortalParts = { km: o.km, store: o.store, logger: o.logger, catalogue: new Catalogue(o.apisDir, o.vars), sessions, signin, settings: o.settings, tiers: o.tiers, applicationTiers: o.applicationTiers, ...(o.policyNames !== undefined ? { policyNames: o.policyNames } : {}), gateways: o.gateways, consoles: o.consoles };
+  const signin = new SignIn(o.keys);
+  const parts: PortalParts = { keys: o.keys, catalogue: o.catalogue, logger: o.logger, sessions, signin, settings: o.settings, tiers: o.tiers, applicationTiers: o.applicationTiers, ...(o.policyNames !== undefined ? { policyNames: o.policyNames } : {}), gateways: o.gateways, consoles: o.consoles };
 
-  const login = (c: Call): void => {
+  const login = async (c: Call): Promise<void> => {
     const client = signin.clientFor(secureReq(c.req));
     if (client === undefined) return problem(c, 'devportal', 503, 'Sign-in unavailable', 'The consoles are not registered with the key manager yet.');
     const back = safeBack(c.query.get('back'));
@@ -60,7 +60,7 @@ export function createPortal(o: PortalOptions): Portal {
       s = sessions.create();
       c.cookies.push(sessionCookie(c.req, s));
     }
-    const b = signin.begin(client);
+    const b = await signin.begin(client);
     s.signin = { state: b.state, verifier: b.verifier, back, expiresAt: Date.now() + SIGNIN_TTL };
     c.res.writeHead(302, { Location: b.location, 'Content-Length': 0, 'Cache-Control': 'no-store', ...(c.cookies.length > 0 ? { 'Set-Cookie': c.cookies } : {}) });
     c.res.end();
@@ -155,9 +155,16 @@ export function createPortal(o: PortalOptions): Portal {
         res.end();
         return true;
       }
+      // A remote control plane's API files, read once for the page (remote-catalogue.ts).
+      await o.catalogue.refresh();
       await route({ ...c0, form }, which);
     } catch (err) {
       if (res.headersSent) throw err;
+      if (err instanceof PortalRemoteError) {
+        o.logger.log('error', 'portal_remote_failed', { path: p, code: err.code, message: err.message });
+        problem({ ...c0, form }, which, 502, 'Key manager unreachable', `${err.code}: ${err.message}`);
+        return true;
+      }
       if (err instanceof OAuthError && err.status < 500) {
         // A body over the limit is not read further: the connection closes after the answer.
         if (err.headers.Connection !== undefined) res.setHeader('Connection', err.headers.Connection);

@@ -9,14 +9,13 @@
  * deployment source publishes api.deployed / api.undeployed to gateway-workers (lib/scale/deployments.ts):
  * BLOCKED then answers 700700, RETIRED 103008 (404), as docs/apis.md says.
  */
-import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { SUBSCRIPTION_STATES, type SubscriptionState } from '../store/types';
-import { type ApiForm, checkForm, CORS_KEYS, emptyForm, ENDPOINT_KEYS, type EndpointKey, type EndpointKind, formFromPost, formFromText, TRANSITIONS, withState, writeAtomic } from './api-form';
-import { type CatalogueEntry, CONSOLE_STATES, type ConsoleState, fileNameFor } from './catalogue';
+import type { ApiFileRefusal } from '../keymanager/http';
+import { type ApiForm, checkForm, CORS_KEYS, emptyForm, ENDPOINT_KEYS, type EndpointKey, type EndpointKind, fieldOf, formFromPost, formFromText, TRANSITIONS } from './api-form';
+import { type CatalogueEntry, type ConsoleState } from './catalogue';
 import { type Call, problem, render, takeFlash } from './context';
 import { buttonForm, csrfField, escapeHtml as h, field, seeOther, select } from './html';
-import { parseApiText } from '../gateway/apis';
 import { importOpenApi } from './openapi';
 
 const state = (s: string): string => `<span class="state">${h(s)}</span>`;
@@ -93,7 +92,7 @@ async function editPage(c: Call, e: CatalogueEntry): Promise<void> {
   let subs = '';
   if (e.api !== undefined) {
     const api = e.api;
-    const list = (await c.parts.km.manager.listSubscriptions({ apiContext: api.context })).filter((s) => s.apiVersion === api.version);
+    const list = (await c.parts.keys.listSubscriptions({ apiContext: api.context })).filter((s) => s.apiVersion === api.version);
     const rows = list.map((s) => {
       const next: SubscriptionState[] = s.state === 'UNBLOCKED' ? ['BLOCKED', 'PROD_ONLY_BLOCKED'] : ['UNBLOCKED'];
       const label = (n: SubscriptionState): string => (n === 'UNBLOCKED' ? (s.state === 'ON_HOLD' ? 'Approve' : 'Unblock') : n === 'BLOCKED' ? 'Block' : 'Block production only');
@@ -120,46 +119,53 @@ async function save(c: Call, e: CatalogueEntry | undefined): Promise<void> {
     return formPage(c, e === undefined ? 'Create an API' : `Edit ${f.name}`, action, r.form, {}, '', 200, `<p class="notice" role="status">Imported ${r.resources} resource line${r.resources === 1 ? '' : 's'} from the OpenAPI document: check the form, then Save.</p>`);
   }
   const raw = e !== undefined ? formFromText(e.text)?.raw : undefined;
-  const file = e?.file ?? path.join(c.parts.catalogue.draftsDir, fileNameFor(f.name, f.version));
+  const draft = c.parts.catalogue.draftFor(f.name, f.version);
+  const file = e?.file ?? draft.file;
   const st: ConsoleState = e?.state ?? 'CREATED';
   const r = checkForm(f, file, c.parts.catalogue.vars, e !== undefined && raw !== undefined ? { text: e.text, raw } : undefined, st, c.parts.policyNames?.());
   const errors: FormErrors = { ...r.errors };
   const dup = duplicate(c, f, e?.id);
   if (dup !== undefined) errors.context ??= dup;
-  if (e === undefined && fs.existsSync(file)) errors.name ??= `a file ${path.basename(file)} already exists`;
   const action = e === undefined ? '/publisher/new' : `/publisher/apis/${encodeURIComponent(e.id)}`;
   if (Object.keys(errors).length > 0) return formPage(c, e === undefined ? 'Create an API' : `Edit ${f.name}`, action, f, errors, '', 400);
-  writeAtomic(file, r.text);
+  // Through the catalogue: this node's apis_dir, or the control plane's, which validates again (catalogue.ts).
+  const w = await c.parts.catalogue.write(e?.id ?? draft.id, r.text, e === undefined);
+  if ('status' in w) return formPage(c, e === undefined ? 'Create an API' : `Edit ${f.name}`, action, f, refusalErrors(w), '', w.status === 409 ? 409 : 400);
   c.parts.logger.log('info', 'publisher_api_saved', { file, user: c.session.user?.username, state: st, written: r.written });
   const how = r.written === 'edited' ? ' Its comments and the keys the form does not show are kept.' : r.written === 'rewritten' ? ' The file was written afresh: its comments could not be kept (docs/portal.md, "What a save keeps").' : '';
   c.session.flash = `<p class="notice" role="status">Saved ${h(path.basename(file))} (${st}).${how}</p>`;
-  const id = e?.id ?? `created:${path.basename(file)}`;
+  const id = w.id;
   return seeOther(c.res, `/publisher/apis/${encodeURIComponent(id)}`);
+}
+
+/** A refused write as form errors: the validator's fields placed beside the form's fields. */
+function refusalErrors(w: ApiFileRefusal): FormErrors {
+  const errors: FormErrors = {};
+  for (const [k, msg] of Object.entries(w.fields)) {
+    const at = k === 'name' || k === 'context' ? k : (fieldOf(k) ?? 'general');
+    const text = at === 'general' || k === at ? msg : `${k}: ${msg}`;
+    errors[at] = errors[at] === undefined ? text : `${errors[at] as string}; ${text}`;
+  }
+  if (Object.keys(errors).length === 0) errors.general = w.message;
+  return errors;
 }
 
 async function lifecycle(c: Call, e: CatalogueEntry): Promise<void> {
   const to = c.form.get('state') as ConsoleState;
-  if (!(CONSOLE_STATES as readonly string[]).includes(to) || !TRANSITIONS[e.state].includes(to)) return problem(c, 'publisher', 400, 'Not allowed', `${e.state} cannot move to ${String(to)}.`);
-  const name = path.basename(e.file);
-  const target = path.join(to === 'CREATED' ? c.parts.catalogue.draftsDir : c.parts.catalogue.apisDir, name);
-  if (target !== e.file && fs.existsSync(target)) return problem(c, 'publisher', 409, 'Not allowed', `${target} already exists.`);
-  const text = withState(e.text, to);
-  // The text written must validate as the file the gateway reads.
-  const r = parseApiText(text, target, c.parts.catalogue.vars);
-  if (r.api === undefined) return problem(c, 'publisher', 422, 'Not allowed', `The file would not validate: ${r.diagnostics.filter((d) => d.level === 'error').map((d) => d.message).join('; ')}`);
-  writeAtomic(target, text);
-  if (target !== e.file) fs.unlinkSync(e.file);
-  c.parts.logger.log('info', 'publisher_lifecycle', { file: target, user: c.session.user?.username, from: e.state, to });
-  c.session.flash = `<p class="notice" role="status">${h(r.api.name)} ${h(r.api.version)}: ${e.state} → ${to}.</p>`;
-  return seeOther(c.res, `/publisher/apis/${encodeURIComponent(`${to === 'CREATED' ? 'created:' : ''}${name}`)}`);
+  const r = await c.parts.catalogue.transition(e.id, to);
+  if ('status' in r) return problem(c, 'publisher', r.status, 'Not allowed', `${r.message.charAt(0).toUpperCase()}${r.message.slice(1)}.`);
+  c.parts.logger.log('info', 'publisher_lifecycle', { file: r.id, user: c.session.user?.username, from: e.state, to });
+  c.session.flash = `<p class="notice" role="status">${h(e.api?.name ?? e.id)} ${h(e.api?.version ?? '')}: ${e.state} → ${to}.</p>`;
+  return seeOther(c.res, `/publisher/apis/${encodeURIComponent(r.id)}`);
 }
 
 async function subscriptionState(c: Call, e: CatalogueEntry): Promise<void> {
-  const s = await c.parts.store.getSubscription(c.form.get('subscription') ?? '');
+  const wanted = c.form.get('subscription') ?? '';
+  const s = e.api === undefined ? undefined : (await c.parts.keys.listSubscriptions({ apiContext: e.api.context })).find((x) => x.id === wanted);
   const to = c.form.get('state') as SubscriptionState;
   if (s === undefined || e.api === undefined || s.apiContext !== e.api.context || s.apiVersion !== e.api.version) return problem(c, 'publisher', 404, 'No such subscription', 'This API has no such subscription.');
   if (!SUBSCRIPTION_STATES.includes(to)) return problem(c, 'publisher', 400, 'Not allowed', `state must be one of ${SUBSCRIPTION_STATES.join(', ')}`);
-  await c.parts.km.manager.setSubscriptionState({ id: s.id }, to);
+  await c.parts.keys.setSubscriptionState(s.id, to);
   c.session.flash = `<p class="notice" role="status">Subscription ${h(s.id)}: ${s.state} → ${to}.</p>`;
   return seeOther(c.res, `/publisher/apis/${encodeURIComponent(e.id)}`);
 }

@@ -28,6 +28,17 @@ import type { Deployments } from './deployments';
 
 export class ControlPlaneError extends Error {
   readonly code = 'CONTROL_PLANE_UNREACHABLE';
+  /**
+   * The control plane's answer when it gave one that is not 2xx: its status, and its JSON body when it
+   * was JSON (the admin API's `{ error, error_description }`; docs/admin-api.md). Undefined: no answer.
+   */
+  constructor(
+    message: string,
+    readonly status?: number,
+    readonly body?: Readonly<Record<string, unknown>>,
+  ) {
+    super(message);
+  }
 }
 
 export interface ControlPlaneOptions {
@@ -64,15 +75,16 @@ export class ControlPlane {
     this.auth = `Basic ${Buffer.from(`${o.user}:${o.password}`).toString('base64')}`;
   }
 
-  /** One request; JSON answer of a 2xx, ControlPlaneError otherwise. */
-  request(method: 'GET' | 'POST', path: string, body?: string, withAuth = true): Promise<Record<string, unknown>> {
+  /** One request (a string body is a form, an object JSON); JSON answer of a 2xx, ControlPlaneError otherwise. */
+  request(method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE', path: string, body?: string | Readonly<Record<string, unknown>>, withAuth = true): Promise<Record<string, unknown>> {
     const url = new URL(path, this.o.url);
     const mod = url.protocol === 'https:' ? https : http;
     const headers: Record<string, string> = { Accept: 'application/json' };
     if (withAuth) headers.Authorization = this.auth;
-    if (body !== undefined) {
-      headers['Content-Type'] = 'application/x-www-form-urlencoded';
-      headers['Content-Length'] = String(Buffer.byteLength(body));
+    const payload = body === undefined || typeof body === 'string' ? body : JSON.stringify(body);
+    if (payload !== undefined) {
+      headers['Content-Type'] = typeof body === 'string' ? 'application/x-www-form-urlencoded' : 'application/json';
+      headers['Content-Length'] = String(Buffer.byteLength(payload));
     }
     return new Promise((resolve, reject) => {
       const req = mod.request(url, { method, headers, timeout: 10_000 }, (res) => {
@@ -81,8 +93,16 @@ export class ControlPlane {
         res.on('error', (err) => reject(new ControlPlaneError(err.message)));
         res.on('end', () => {
           const text = Buffer.concat(chunks).toString('utf8');
-          if ((res.statusCode ?? 0) < 200 || (res.statusCode ?? 0) >= 300) {
-            reject(new ControlPlaneError(`${method} ${url.pathname}: HTTP ${res.statusCode ?? 0} ${text.slice(0, 200)}`));
+          const status = res.statusCode ?? 0;
+          if (status < 200 || status >= 300) {
+            let answer: Record<string, unknown> | undefined;
+            try {
+              const j = JSON.parse(text) as unknown;
+              if (j !== null && typeof j === 'object' && !Array.isArray(j)) answer = j as Record<string, unknown>;
+            } catch {
+              answer = undefined;
+            }
+            reject(new ControlPlaneError(`${method} ${url.pathname}: HTTP ${status} ${text.slice(0, 200)}`, status, answer));
             return;
           }
           try {
@@ -94,7 +114,7 @@ export class ControlPlane {
       });
       req.on('timeout', () => req.destroy(new Error('timed out')));
       req.on('error', (err) => reject(new ControlPlaneError(`${method} ${url.href}: ${err.message}`)));
-      req.end(body);
+      req.end(payload);
     });
   }
 

@@ -72,9 +72,17 @@ export interface ScaleSettings {
   /** ms between two reconnect attempts to Redis: first, then doubled up to max. */
   readonly reconnectMin: number;
   readonly reconnectMax: number;
+  /**
+   * Where an api-devportal or api-publisher node's console finds the key manager and the API files:
+   * `local` (its own store-backed key manager over [database.apim_db] and apis_dir), or `remote` when
+   * deployment.toml writes [apim.key_manager] service_url (the node at controlPlane; docs/portal.md).
+   * Other roles: `local`.
+   */
+  readonly consoleBackend: 'local' | 'remote';
 }
 
-export function scaleSettingsFrom(c: DeploymentConfig): ScaleSettings {
+/** `written`: the key paths deployment.toml writes (LoadResult.written), for consoleBackend. */
+export function scaleSettingsFrom(c: DeploymentConfig, written: ReadonlySet<string> = new Set()): ScaleSettings {
   const hub = c.apim.event_hub;
   const urls = [...(hub.event_listening_endpoints ?? []), ...(hub.event_duplicate_url ?? []), ...(c.apim.throttling.throttle_decision_endpoints ?? [])];
   const redis = urls.find(isRedis);
@@ -88,9 +96,13 @@ export function scaleSettingsFrom(c: DeploymentConfig): ScaleSettings {
   } catch {
     origin = km.service_url;
   }
+  const consoleRole = role === 'api-devportal' || role === 'api-publisher';
+  const consoleBackend = consoleRole && written.has('apim.key_manager.service_url') ? 'remote' : 'local';
   return Object.freeze({
     role,
-    parts: ROLE_PARTS[role],
+    // A remote console node runs no key manager and no store of its own.
+    parts: consoleBackend === 'remote' ? { ...ROLE_PARTS[role], keyManager: false } : ROLE_PARTS[role],
+    consoleBackend,
     redisUrl: hub.enable ? redis?.trim() : undefined,
     ignoredUrls: Object.freeze(urls.filter((u) => !isRedis(u))),
     eventWaitingTime: hub.event_waiting_time ?? 0,

@@ -55,12 +55,31 @@ export interface Answer {
   text: string;
 }
 
-export async function req(url: string, cookie = '', form?: Record<string, string>): Promise<Answer> {
+/** A GET, or a POST of a form, without following redirects. */
+export async function formRequest(url: string, cookie = '', form?: Record<string, string>): Promise<Answer> {
   const r = await fetch(url, { method: form !== undefined ? 'POST' : 'GET', redirect: 'manual', headers: { ...(cookie !== '' ? { Cookie: cookie } : {}), ...(form !== undefined ? { 'Content-Type': 'application/x-www-form-urlencoded' } : {}) }, ...(form !== undefined ? { body: new URLSearchParams(form).toString() } : {}) });
   return { status: r.status, location: r.headers.get('location') ?? '', cookies: r.headers.getSetCookie(), text: await r.text() };
 }
+
+/** The `name=value` of one Set-Cookie of an answer ('' when it sets none). */
 export const cookieOf = (a: Answer, name: string): string => a.cookies.map((c) => c.split(';')[0] as string).find((c) => c.startsWith(`${name}=`)) ?? '';
-export const hidden = (html: string, name: string): string => new RegExp(`name="${name}" value="([^"]*)"`).exec(html)?.[1] ?? '';
+/** The value of a hidden form field of a page. */
+export const hiddenField = (html: string, name: string): string => new RegExp(`name="${name}" value="([^"]*)"`).exec(html)?.[1] ?? '';
+
+/** True once `f` is, checked every 100 ms for at most `ms` (what a file watcher deploys is seen later). */
+export async function until(f: () => Promise<boolean>, ms = 10_000): Promise<boolean> {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (await f()) return true;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return false;
+}
+
+/** The same request helper under the name the publisher tests use. */
+export const req = formRequest;
+/** The same hidden-field reader under the name the publisher tests use. */
+export const hidden = hiddenField;
 
 /** Signs the super admin in through the key manager's page; the portal session cookie. */
 export async function signIn(base: string): Promise<string> {

@@ -22,6 +22,7 @@ import { LlhttpLoadError } from '../../lib/transport/llhttp-wasm';
 import { RoleNotBuiltError, startNode } from '../../lib/node';
 import { HealthError } from '../../lib/observability/health';
 import { ControlPlaneError } from '../../lib/scale/control-plane';
+import { PortalRemoteError } from '../../lib/portal/backend';
 
 const root = path.join(__dirname, '..', '..', '..');
 
@@ -83,6 +84,7 @@ t.test('each start-up error class built directly carries its code', async (t) =>
     [new ControlPlaneError('x'), 'CONTROL_PLANE_UNREACHABLE'],
     [new ConfigInvalidError('x'), 'CONFIG_INVALID'],
   ];
+  for (const code of ['PORTAL_REMOTE_UNREACHABLE', 'PORTAL_REMOTE_REFUSED'] as const) cases.push([new PortalRemoteError(code, 'x'), code]);
   for (const code of ['TLS_PROTOCOL', 'TLS_PROFILE', 'TLS_NO_KEYSTORE', 'TLS_NO_TRUSTSTORE'] as const) cases.push([new TlsConfigError(code, 'x'), code]);
   for (const code of ['TLS_READ', 'TLS_FORMAT', 'TLS_NO_KEY', 'TLS_NO_CERT', 'TLS_PASSWORD', 'TLS_ALIAS'] as const) cases.push([new TlsStoreError(code, 'x'), code]);
   for (const code of ['STORE_UNSUPPORTED', 'STORE_CONNECT', 'STORE_CONFLICT', 'STORE_NOT_FOUND', 'STORE_POOL_TIMEOUT', 'STORE_MIGRATION'] as const) cases.push([new StoreError(code, 'x'), code]);
