@@ -115,10 +115,11 @@ export function renderIdle(run: IdleRun): string {
     '',
     renderIdleTable(run),
     '',
-    'Where it goes (measured with `process.memoryUsage()` deltas of an in-process transport holding 5,000 idle clients, after GC): about ' +
-      '6.4 KiB of array buffers per connection (the 4 KiB read buffer of an idle connection, the first read\'s buffer) and 3.4 KiB of ' +
-      'JavaScript heap (the connection, its parser state, and two net.Socket wrappers: the accepted one is kept until close so the ' +
-      'server\'s connection count stays right); a bare node:net server holding idle sockets costs about 2.7 KiB per socket on this machine.',
+    'Where it goes (`process.memoryUsage()` deltas of an in-process transport holding 5,000 idle clients, after GC): about ' +
+      '3.2 KiB of JavaScript heap per connection (the connection, its parser state, and two net.Socket wrappers: the accepted one ' +
+      'is kept until close so the server\'s connection count stays right); idle connections hold no read buffer of their own ' +
+      '(they share one, docs/transport.md), and the array buffers left are the transport\'s spare list of large read buffers, ' +
+      'at most 64 × 128 KiB whatever the number of clients. A bare node:net server costs about 2.7 KiB per idle socket here.',
     IDLE_END,
   ].join('\n');
 }

@@ -15,6 +15,7 @@
  * every write takes socket.write(): behaviour is the same, only dearer.
  */
 import type { Socket } from 'node:net';
+import { getSystemErrorName } from 'node:util';
 
 interface WriteReq {
   handle: unknown;
@@ -64,6 +65,16 @@ const binding = loadBinding();
 /** Whether writes go to the handle directly in this process (false: socket.write() everywhere). */
 export const directWrites = binding !== null;
 
+/** A libuv write status as the error socket.write() would report (code from the system's name: EPIPE, ECONNRESET...). */
+function writeError(status: number): NodeJS.ErrnoException {
+  const code = getSystemErrorName(status);
+  const err = new Error(`write ${code}`) as NodeJS.ErrnoException;
+  err.errno = status;
+  err.code = code;
+  err.syscall = 'write';
+  return err;
+}
+
 function onComplete(this: WriteReq, status: number): void {
   const s = this.socket;
   this.socket = null;
@@ -72,10 +83,7 @@ function onComplete(this: WriteReq, status: number): void {
   s[kPending] = (s[kPending] ?? 1) - 1;
   if (s.destroyed) return;
   if (status < 0) {
-    const err = new Error(`write failed (libuv status ${status})`) as NodeJS.ErrnoException;
-    err.errno = status;
-    err.code = status === -32 ? 'EPIPE' : status === -104 ? 'ECONNRESET' : 'EWRITE';
-    s.destroy(err);
+    s.destroy(writeError(status));
     return;
   }
   if (s[kPending] === 0 && s.writableLength === 0) s.emit('drain');
@@ -89,10 +97,7 @@ function usable(s: DirectSocket): StreamHandle | null {
 
 function dispatched(s: DirectSocket, req: WriteReq, err: number, data: unknown): boolean {
   if (err !== 0) {
-    const e = new Error(`write failed (libuv status ${err})`) as NodeJS.ErrnoException;
-    e.errno = err;
-    e.code = err === -32 ? 'EPIPE' : err === -104 ? 'ECONNRESET' : 'EWRITE';
-    s.destroy(e);
+    s.destroy(writeError(err));
     return false;
   }
   if ((binding as StreamWrapBinding).streamBaseState[(binding as StreamWrapBinding).kLastWriteWasAsync] === 0) return true;
