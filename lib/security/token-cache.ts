@@ -5,18 +5,34 @@
  * per entry, `allowStale` would serve an expired entry once: none of them here). Expiry is checked on
  * read against the injected clock, so a cached token is never accepted one millisecond past its `exp`.
  *
- * Entries are keyed by the token itself and indexed by `jti`, so the key manager's `token.revoked`
- * event evicts the token at once.
+ * Entries are indexed by `jti`, so the key manager's `token.revoked` event evicts the token at once.
+ *
+ * The LRU's key is the token's last KEY_TAIL characters (the whole token when shorter), and the entry
+ * holds the whole token, compared on every hit. Keying by the whole token made V8 hash every call's fresh
+ * header string end to end (a JWT of the built-in key manager is about 900 characters): 4.4 % of the
+ * full gateway's CPU under load (perf, docs/performance.md). A JWT ends with its signature, so the tail
+ * tells tokens apart; two tokens with the same tail share one slot, and the second one in is a miss
+ * for the first (validated again), never a hit.
  */
 import { LRUCache } from 'lru-cache';
 import type { TokenIdentity } from './auth-context';
 
 export interface CacheEntry {
+  /** The token itself: a hit needs the whole of it to match. */
+  readonly token: string;
   readonly identity: TokenIdentity;
   /** Epoch ms after which the entry is dead: min(now + expiry_time, exp). */
   readonly until: number;
   /** Per deployed API (its compiled object): the authentication context and backend JWT built for it. */
   readonly perApi: Map<object, unknown>;
+}
+
+/** Characters of the token's end that key the LRU (43 base64url characters are an RS256/HS256 signature's last 32 bytes). */
+const KEY_TAIL = 43;
+
+/** The LRU key of a token: its tail (a sliced string of the header value, hashed over 43 characters). */
+function keyOf(token: string): string {
+  return token.length <= KEY_TAIL ? token : token.slice(token.length - KEY_TAIL);
 }
 
 export class TokenCache {
@@ -42,13 +58,14 @@ export class TokenCache {
   }
 
   get(token: string, now: number): CacheEntry | undefined {
-    const e = this.lru.get(token);
-    if (e === undefined) {
+    const key = keyOf(token);
+    const e = this.lru.get(key);
+    if (e === undefined || e.token !== token) {
       this.misses++;
       return undefined;
     }
     if (now >= e.until) {
-      this.lru.delete(token);
+      this.lru.delete(key);
       this.misses++;
       return undefined;
     }
@@ -57,9 +74,13 @@ export class TokenCache {
   }
 
   set(token: string, identity: TokenIdentity, now: number): CacheEntry {
-    const entry: CacheEntry = { identity, until: Math.min(now + this.o.expiry, identity.expiresAt), perApi: new Map() };
+    const entry: CacheEntry = { token, identity, until: Math.min(now + this.o.expiry, identity.expiresAt), perApi: new Map() };
     if (entry.until > now) {
-      this.lru.set(token, entry);
+      const key = keyOf(token);
+      // Another token with the same tail gives up its slot and its jti index.
+      const old = this.lru.peek(key);
+      if (old !== undefined && old.token !== token && this.byJti.get(old.identity.tokenId) === old.token) this.byJti.delete(old.identity.tokenId);
+      this.lru.set(key, entry);
       if (identity.tokenId !== '') this.byJti.set(identity.tokenId, token);
     }
     return entry;
@@ -70,7 +91,9 @@ export class TokenCache {
     const token = this.byJti.get(jti);
     if (token === undefined) return false;
     this.byJti.delete(jti);
-    return this.lru.delete(token);
+    const key = keyOf(token);
+    if (this.lru.peek(key)?.token !== token) return false;
+    return this.lru.delete(key);
   }
 
   clear(): void {

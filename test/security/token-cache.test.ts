@@ -3,11 +3,26 @@
  * manager's token.revoked event evicts it at once, ids revoked before the gateway started come from the
  * snapshot, and an entry never outlives the token's exp (nor expiry_time), on the gateway's clock.
  */
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { api, code, startNode, type Node } from './helpers';
 
 let node: Node;
 let revokedEarly = '';
+
+/** Counts the node's token verifications until the test ends. */
+function countValidations(t: Test, n: Node): { count: number } {
+  const v = n.gw.security.validator;
+  const verify = v.validate.bind(v);
+  const seen = { count: 0 };
+  v.validate = (tok: string) => {
+    seen.count++;
+    return verify(tok);
+  };
+  t.teardown(() => {
+    v.validate = verify;
+  });
+  return seen;
+}
 
 t.before(async () => {
   // Tokens live 60 s; the cache would keep them 15 minutes: exp must win.
@@ -99,17 +114,45 @@ t.test('expiry_time bounds an entry too: after it the token is verified again', 
 t.test('calls arriving together with a new token share one validation', async (t) => {
   const app = await node.app('Herd', { subscribe: ['c'] });
   const token = await node.token(app);
-  const v = node.gw.security.validator;
-  const verify = v.validate.bind(v);
-  let verified = 0;
-  v.validate = (tok: string) => {
-    verified++;
-    return verify(tok);
-  };
-  t.teardown(() => {
-    v.validate = verify;
-  });
+  const verified = countValidations(t, node);
   const all = await Promise.all([1, 2, 3, 4, 5].map(() => node.call('/c/1/x', token)));
   t.same(all.map((r) => r.status), [200, 200, 200, 200, 200]);
-  t.equal(verified, 1, 'one signature check for five calls');
+  t.equal(verified.count, 1, 'one signature check for five calls');
+});
+
+t.test('a token that ends like a cached one is no hit: it is verified, and refused when forged', async (t) => {
+  const app = await node.app('Tail', { subscribe: ['c'] });
+  const token = await node.token(app);
+  t.equal((await node.call('/c/1/x', token)).status, 200, 'cached now');
+  // The same signature tail (the cache's key) under another header and payload: a forgery.
+  const [, , sig] = token.split('.');
+  const forged = `${Buffer.from('{"alg":"none"}').toString('base64url')}.${Buffer.from('{"sub":"x"}').toString('base64url')}.${sig ?? ''}`;
+  t.equal(forged.slice(-43), token.slice(-43), 'the two share their last 43 characters');
+  const verified = countValidations(t, node);
+  const r = await node.call('/c/1/x', forged);
+  t.equal(r.status, 401, 'the forged token is refused');
+  t.equal(code(r), 900901);
+  t.equal(verified.count, 1, 'it went to verification, not to the cached entry');
+  t.equal((await node.call('/c/1/x', token)).status, 200, 'the genuine token still passes');
+  t.equal(verified.count, 1, 'from the cache');
+});
+
+t.test('TokenCache: one slot per tail; the later token takes it and the earlier one is a miss', async (t) => {
+  const { TokenCache } = await import('../../lib/security/token-cache');
+  const c = new TokenCache({ max: 10, expiry: 60_000 });
+  const tail = 'S'.repeat(43);
+  const id = (jti: string) => ({ tokenId: jti, expiresAt: Date.now() + 60_000 }) as unknown as Parameters<typeof c.set>[1];
+  c.set(`a.b.${tail}`, id('one'), Date.now());
+  t.equal(c.get(`a.b.${tail}`, Date.now())?.identity.tokenId, 'one');
+  t.equal(c.get(`x.y.${tail}`, Date.now()), undefined, 'same tail, other token: miss');
+  c.set(`x.y.${tail}`, id('two'), Date.now());
+  t.equal(c.get(`a.b.${tail}`, Date.now()), undefined, 'the first token lost its slot');
+  t.equal(c.evict('one'), false, 'its jti no longer evicts anything');
+  t.equal(c.get(`x.y.${tail}`, Date.now())?.identity.tokenId, 'two');
+  t.equal(c.evict('two'), true);
+  t.equal(c.size, 0);
+  t.equal(c.get('short', Date.now()), undefined, 'tokens shorter than the tail are keyed whole');
+  c.set('short', id('three'), Date.now());
+  t.equal(c.get('short', Date.now())?.identity.tokenId, 'three');
+  t.equal(c.get('shorter', Date.now()), undefined);
 });
