@@ -2,12 +2,13 @@
  * [http_access_log] (spec 001): one line per call in the common log format plus upstream ms, fault code
  * and fault state, to a file under the working directory, or to the server log with useLogger = true.
  */
+import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import t from 'tap';
 import { BASE_TOML, apiToml, closedPort, echoBackend, request, startGateway, until } from './helpers';
-import { AccessLog, clfDate } from '../../lib/observability/access-log';
+import { AccessLog, FLUSH_MS, clfDate } from '../../lib/observability/access-log';
 
 const LINE = /^127\.0\.0\.1 - - \[\d{2}\/[A-Z][a-z]{2}\/\d{4}:\d{2}:\d{2}:\d{2} \+0000\] "([A-Z]+) (\S+) HTTP\/1\.1" (\d{3}) (\d+|-) (\d+\.\d{3}|-) (\d+|-) (\S+)$/;
 
@@ -78,17 +79,21 @@ t.test('clfDate and the aborted-exchange fault state', async (t) => {
   t.same(lines, ['10.0.0.1 - - [10/Oct/2000:13:55:36 +0000] "GET /x HTTP/1.1" 200 10 5.250 101510 101505+5']);
 });
 
-t.test("file lines: every call's line in call order, those of one turn written together, all of them written by close()", async (t) => {
+t.test("file lines: every call's line in call order, written at 64 KiB or FLUSH_MS after the first waits, all of them by close()", async (t) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tw-access-'));
   t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
   const file = path.join(dir, 'access.log');
-  const log = new AccessLog({ file, now: () => Date.UTC(2000, 9, 10, 13, 55, 36) });
+  const log = new AccessLog({ file, now: () => Date.UTC(2000, 9, 10, 13, 55, 36), flushMs: 2000 });
   const rec = (i: number): Parameters<AccessLog['record']>[0] => ({
     method: 'GET', url: `/x/${i}`, httpVersion: '1.1', remoteAddress: '10.0.0.1', connectionId: 1, requestNumber: i, status: 200, requestBytes: 0, responseBytes: 10, durationMs: 1, upstreamMs: 0.5, retries: 0, target: '127.0.0.1:1', fault: undefined, faultCode: undefined,
   });
   // 1,500 lines of 80 bytes: over the 64 KiB at which waiting lines are written before the turn ends.
   for (let i = 0; i < 1500; i++) log.record(rec(i));
-  await new Promise((resolve) => setImmediate(resolve));
+  const inFile = (): number => (fs.existsSync(file) ? fs.readFileSync(file, 'utf8').split('\n').length - 1 : 0);
+  t.ok(await until(() => inFile() >= 800, 1500), '64 KiB of lines written at once');
+  t.ok(inFile() < 1500, `the rest waits (${inFile()} of 1500 in the file)`);
+  t.ok(await until(() => inFile() === 1500, 5000), 'the rest written after flushMs');
+  t.equal(FLUSH_MS, 100, 'the default wait is 100 ms (docs/operations.md)');
   for (let i = 1500; i < 1503; i++) log.record(rec(i));
   await log.close();
   const lines = fs.readFileSync(file, 'utf8').split('\n');
@@ -100,4 +105,21 @@ t.test("file lines: every call's line in call order, those of one turn written t
   log.record(rec(9999));
   await new Promise((resolve) => setImmediate(resolve));
   t.equal(fs.readFileSync(file, 'utf8').split('\n').length, 1504, 'nothing written after close()');
+});
+
+t.test('a process that exits without close() still writes its waiting lines', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tw-access-exit-'));
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const file = path.join(dir, 'access.log');
+  const mod = require.resolve('../../lib/observability/access-log');
+  // The stream opens, one line waits (FLUSH_MS not reached), and the process exits at once.
+  const script = `const { AccessLog } = require(${JSON.stringify(mod)});
+const log = new AccessLog({ file: ${JSON.stringify(file)} });
+setTimeout(() => {
+  log.record({ method: 'GET', url: '/bye', httpVersion: '1.1', remoteAddress: '10.0.0.1', connectionId: 1, requestNumber: 1, status: 200, requestBytes: 0, responseBytes: 1, durationMs: 1, upstreamMs: 1, retries: 0, target: undefined, fault: undefined, faultCode: undefined });
+  process.exit(0);
+}, 50);`;
+  const r = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8' });
+  t.equal(r.status, 0, r.stderr);
+  t.match(fs.readFileSync(file, 'utf8'), /"GET \/bye HTTP\/1\.1" 200 1 1\.000 - -\n$/);
 });
