@@ -126,6 +126,9 @@ export function renderTransportDoc(): string {
   out.push('  relies on two undocumented details (`socket._handle`, `new net.Socket({ handle })`), checked at run time');
   out.push('  with a fallback to the socket as accepted (`createTransport({ adoptAcceptedSockets: false })` takes that');
   out.push('  path on purpose; both paths carry the same tests). Sockets handed to `handleConnection()` keep Node\'s reads.');
+  out.push('  The socket Node accepted is destroyed as soon as its handle is re-wrapped (about 0.7 KiB less heap per');
+  out.push('  idle connection), so Node\'s server stops counting the connection then: the listener counts its own');
+  out.push('  for max_open_connections, and close() waits for the transport\'s connections, not the server\'s count.');
   out.push('  Idle connections hold no read buffer of their own: a client between requests, and a pooled backend');
   out.push('  connection whose last response body was at most 2 KiB, read into one 4 KiB buffer shared by the process,');
   out.push('  and each read into it is copied out before it is parsed (reads are handled one at a time on the one');
@@ -181,8 +184,9 @@ export function renderTransportDoc(): string {
   out.push('  `worker_pool_queue_length` bounds those waiting for a slot (-1 unbounded). A full bounded queue');
   out.push('  answers 503 (103002) at once instead of the reference\'s silent hang. `worker_pool_size_core` is');
   out.push('  accepted and has no separate meaning in a single event loop.');
-  out.push('- **max_open_connections**: Node\'s `server.maxConnections`: connections above the limit are closed');
-  out.push('  as soon as they are accepted (the reference stops reading its accept queue instead).');
+  out.push('- **max_open_connections**: per listener; connections above the limit are closed as soon as they');
+  out.push('  are accepted (the plain listener counts its open connections itself, the TLS one with Node\'s');
+  out.push('  `server.maxConnections`; the reference stops reading its accept queue instead).');
   out.push('- **Graceful close**: stop accepting, close idle keep-alive connections, let in-flight exchanges');
   out.push('  finish (their responses carry `Connection: close`) within `shutdown_timeout`, then abort the rest.');
   out.push('');
