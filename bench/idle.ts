@@ -137,11 +137,12 @@ export function renderIdle(run: IdleRun): string {
     renderIdleTable(run),
     '',
     'Where it goes (`process.memoryUsage()` deltas and heap snapshots of a transport holding 10,000 idle clients, after GC): ' +
-      '3.2 KiB of live JavaScript heap per connection (the connection, its parser state, and two net.Socket wrappers: the accepted one ' +
-      'is kept until close so the server\'s connection count stays right) and about 0.4 KiB of native TCP wrapper; idle connections ' +
+      '2.2 KiB of live JavaScript heap per connection (its net.Socket with its stream states, the source connection with its ' +
+      'handlers, its parser state; the socket Node accepted is dropped as soon as its handle is re-wrapped, which took 1 KiB more ' +
+      'while it was kept) and about 0.4 KiB of native TCP wrapper; idle connections ' +
       'hold no read buffer of their own (they share one, docs/transport.md). The rest of the first row is V8\'s young generation: ' +
       'accepting thousands of connections at once allocates fast enough that V8 grows its semi-spaces to their maximum (heapTotal ' +
-      `+6.3 KiB per connection against 3.2 KiB used), and RSS keeps them. The second row bounds them with the V8 flag \`${BOUNDED_YOUNG}\` ` +
+      `+5.1 KiB per connection against 2.2 KiB used), and RSS keeps them. The second row bounds them with the V8 flag \`${BOUNDED_YOUNG}\` ` +
       '(`NODE_OPTIONS` or the node command line): the same clients then cost what they hold. Smaller semi-spaces mean more frequent ' +
       'scavenges; for the transport they cost nothing measurable (interleaved A/B on the 2026-11-26 machine, 8 rounds of 4 s of small ' +
       'GETs at 64 connections: CPU per request 1.00× Node\'s defaults, rounds 0.94-1.04). Throughway does not set the flag itself: ' +
