@@ -17,7 +17,11 @@ export interface CallTrace {
 
 /** Told when a call's chain starts, then around each phase (tracing: one span per call, one per phase). */
 export interface ChainObserver extends PhaseObserver {
-  start(ctx: CallContext): void;
+  /**
+   * The call's chain starts. True: observe each of its phases (runChainObserved); false: nothing per
+   * phase (an unsampled trace), so the chain runs as without an observer.
+   */
+  start(ctx: CallContext): boolean;
 }
 
 /**

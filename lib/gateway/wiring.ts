@@ -50,8 +50,7 @@ function chainRouterOf(d: Deployment, chain: readonly ChainStep[], observer: Cal
       : (req: SourceRequest): RouteDecision | Promise<RouteDecision> => {
           const ctx = callOf(req);
           calls.set(req, ctx);
-          observed.start(ctx);
-          return runChainObserved(ctx, chain, observed);
+          return observed.start(ctx) ? runChainObserved(ctx, chain, observed) : runChain(ctx, chain);
         };
   return { route, calls };
 }

@@ -50,6 +50,11 @@ export class CallContext implements MatchTarget {
   graphql: { readonly operation: Operation; readonly rules: readonly OperationRule[] } | undefined = undefined;
   /** The call's trace when tracing is on (an observer's, docs/tracing.md); undefined otherwise. */
   trace: CallTrace | undefined = undefined;
+  /**
+   * Called by the send phase just before it builds the forward decision, to adjust outHeaders at the last
+   * moment (tracing sets it: the traceparent the backend sees, whether or not the call is sampled).
+   */
+  beforeSend: ((ctx: CallContext) => void) | undefined = undefined;
   /** Per-call data of an embedder's custom phases (lib/embed/phases.ts); the gateway never reads it. */
   locals: Record<string, unknown> | undefined = undefined;
   /** RateLimit-Limit/-Remaining/-Reset of the call (throttling phase), on its response and its faults. */

@@ -24,6 +24,7 @@ export function sendPhase(ctx: CallContext): Outcome | Promise<Outcome> {
     if (left > 0) return stop(fault(GatewayOwnCode.ENDPOINT_SUSPENDED, { retryAfterMs: left }));
     ctx.rt.track(ctx.req, ep);
   }
+  if (ctx.beforeSend !== undefined) ctx.beforeSend(ctx);
   const base = ep.target.basePath;
   const path = base + ctx.rest;
   const forward: ForwardDecision = {
