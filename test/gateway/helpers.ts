@@ -132,13 +132,7 @@ export async function echoBackend(handler?: (req: http.IncomingMessage, res: htt
 }
 
 /** A port with nothing listening (connections are refused). */
-export async function closedPort(): Promise<number> {
-  const s = net.createServer();
-  await new Promise<void>((resolve) => s.listen(0, HOST, () => resolve()));
-  const port = (s.address() as net.AddressInfo).port;
-  await new Promise<void>((resolve) => s.close(() => resolve()));
-  return port;
-}
+export { closedPort } from '../helpers/backend';
 
 export interface Response {
   readonly status: number;

@@ -157,13 +157,24 @@ export async function rawBackend(options: BackendOptions = {}): Promise<RawBacke
   };
 }
 
-/** A loopback port with nothing listening (connect: ECONNREFUSED). */
+/**
+ * A loopback port with nothing listening (connect: ECONNREFUSED), below the ephemeral range (Linux
+ * 32768-60999). A port from listen(0) was in that range, where the next listen(0) could take it again:
+ * once the gateway under test did, and its "closed" endpoint answered with the gateway's own 404.
+ */
 export async function closedPort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen({ port: 0, host: HOST }, resolve));
-  const port = (server.address() as net.AddressInfo).port;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
+  for (let i = 0; i < 200; i++) {
+    const port = 10_000 + Math.floor(Math.random() * 22_000);
+    const server = net.createServer();
+    const ok = await new Promise<boolean>((resolve) => {
+      server.once('error', () => resolve(false));
+      server.listen({ port, host: HOST }, () => resolve(true));
+    });
+    if (!ok) continue;
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    return port;
+  }
+  throw new Error('no free loopback port below 32768');
 }
 
 export interface BlackholeListener {

@@ -3,25 +3,17 @@
  * warns once. With THROUGHWAY_TEST_REDIS_URL (skipped with the reason when unset or unreachable): two
  * stores as two nodes share their counts through batches, within the documented overshoot bound.
  */
-import * as net from 'node:net';
 import t, { type Test } from 'tap';
 import { Redis } from 'ioredis';
 import { RedisCounterStore } from '../../lib/throttle/redis';
 import { BlockingConditions } from '../../lib/throttle/blocking';
 import { ThrottleEngine } from '../../lib/throttle/engine';
 import { parsePolicies } from '../../lib/throttle/policies';
-import { memoryLogger } from '../gateway/helpers';
+import { closedPort, memoryLogger } from '../gateway/helpers';
 import { auth, call } from './helpers';
 
 const T0 = 1_800_000_000_000;
 
-async function closedPort(): Promise<number> {
-  const s = net.createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()));
-  const port = (s.address() as net.AddressInfo).port;
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
-}
 
 /** The machine's Redis (THROUGHWAY_TEST_REDIS_URL) and a connection to inspect it; undefined after a skip with the reason printed. */
 async function sharedRedis(t: Test): Promise<{ url: string; probe: Redis } | undefined> {
