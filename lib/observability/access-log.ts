@@ -16,11 +16,12 @@
  * Lines go to the file `[throughway] access_log_file` (under the working directory) or, with
  * `useLogger = true`, to the server log as `http_access` events. Credential-like query parameters
  * (`access_token`, `client_secret`, ...) are written masked (redactUrl, docs/operations.md). The hot path formats one string; the date
- * part is built once per second. File lines are joined and handed to the file stream FLUSH_MS after the
- * first of them waits, or as soon as 64 KiB are waiting (nginx's `access_log ... buffer= flush=`): the
- * same bytes in the same order. Handing them over once per event-loop turn cost 3 µs per call at 28,000
- * calls/s (a thread-pool write every few calls; docs/performance.md). close() writes what waits before
- * ending the stream; a process that exits without close() writes it synchronously on 'exit'.
+ * part is built once per second. File lines are encoded into a buffer as they come and handed to the file
+ * stream FLUSH_MS after the first of them waits, or as soon as 64 KiB are waiting (nginx's
+ * `access_log ... buffer= flush=`): the same bytes in the same order. Handing them over once per event-loop
+ * turn cost about 1 µs per call at 28,000 calls/s (a thread-pool write every few calls; docs/performance.md).
+ * close() writes what waits before ending the stream; a process that exits without close() writes it
+ * synchronously on 'exit' (once the stream has opened its file).
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -58,7 +59,6 @@ let exitHooked = false;
 
 export class AccessLog {
   private stream: fs.WriteStream | undefined;
-  /** File lines not yet handed to the stream, and whether a flush is scheduled for this turn. */
   /**
    * The waiting lines, UTF-8 in `buf` up to `used`. Each line is encoded as it is recorded: joining the
    * strings and encoding them at flush time spent 2 % of the full gateway's CPU flattening a string of a
@@ -66,6 +66,7 @@ export class AccessLog {
    */
   private buf: Buffer | undefined;
   private used = 0;
+  /** Armed by the first waiting line, cleared by every flush. */
   private timer: NodeJS.Timeout | undefined;
   private readonly flushNow = (): void => {
     if (this.timer !== undefined) clearTimeout(this.timer);
