@@ -157,24 +157,34 @@ export async function rawBackend(options: BackendOptions = {}): Promise<RawBacke
   };
 }
 
+/** Whether nothing listens on this loopback port (a listen that succeeds, closed at once). */
+function portFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = net.createServer();
+    s.once('error', () => resolve(false));
+    s.listen({ port, host: HOST, exclusive: true }, () => s.close(() => resolve(true)));
+  });
+}
+
 /**
- * A loopback port with nothing listening (connect: ECONNREFUSED), below the ephemeral range (Linux
- * 32768-60999). A port from listen(0) was in that range, where the next listen(0) could take it again:
- * once the gateway under test did, and its "closed" endpoint answered with the gateway's own 404.
+ * A free loopback port below the ephemeral range (Linux 32768-60999), from which listen(0) never hands
+ * one out: for private servers (slapd) and for ports that must stay closed.
  */
-export async function closedPort(): Promise<number> {
+export async function freeLowPort(): Promise<number> {
   for (let i = 0; i < 200; i++) {
     const port = 10_000 + Math.floor(Math.random() * 22_000);
-    const server = net.createServer();
-    const ok = await new Promise<boolean>((resolve) => {
-      server.once('error', () => resolve(false));
-      server.listen({ port, host: HOST }, () => resolve(true));
-    });
-    if (!ok) continue;
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-    return port;
+    if (await portFree(port)) return port;
   }
   throw new Error('no free loopback port below 32768');
+}
+
+/**
+ * A loopback port with nothing listening (connect: ECONNREFUSED): a freeLowPort(). A port from listen(0)
+ * was in the ephemeral range, where the next listen(0) could take it again: once the gateway under test
+ * did, and its "closed" endpoint answered with the gateway's own 404.
+ */
+export function closedPort(): Promise<number> {
+  return freeLowPort();
 }
 
 export interface BlackholeListener {

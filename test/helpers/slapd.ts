@@ -10,6 +10,7 @@ import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { freeLowPort } from './backend';
 
 export const SLAPD = '/usr/sbin/slapd';
 export const BASE_DN = 'dc=example,dc=com';
@@ -36,14 +37,6 @@ export interface Slapd {
   restart(): Promise<void>;
   /** Stops it and removes its directory. */
   remove(): Promise<void>;
-}
-
-function free(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = net.createServer();
-    s.once('error', () => resolve(false));
-    s.listen({ port, host: '127.0.0.1', exclusive: true }, () => s.close(() => resolve(true)));
-  });
 }
 
 function accepting(port: number): Promise<boolean> {
@@ -80,12 +73,7 @@ export async function startSlapd(): Promise<Slapd> {
     'overlay memberof',
     '',
   ].join('\n'));
-  let port = 0;
-  for (let i = 0; i < 100 && port === 0; i++) {
-    const p = 10_000 + Math.floor(Math.random() * 22_000);
-    if (await free(p)) port = p;
-  }
-  if (port === 0) throw new Error('no free port below 32768 for slapd');
+  const port = await freeLowPort();
   const url = `ldap://127.0.0.1:${port}`;
   let child: ChildProcess | undefined;
   let stderr = '';
