@@ -151,8 +151,8 @@ export function renderIdle(run: IdleRun): string {
   ].join('\n');
 }
 
-/** Raw runs written before the bounded-young reading held one reading in the run itself. */
-function withReadings(run: IdleRun): IdleRun {
+/** Raw runs written before the bounded-young reading held one reading in the run itself (`--from`). */
+export function withReadings(run: IdleRun): IdleRun {
   if (Array.isArray(run.readings)) return run;
   const old = run as unknown as { idleRssMb: number; heldRssMb: number; held: number };
   return { ...run, readings: [{ nodeFlags: [], idleRssMb: old.idleRssMb, heldRssMb: old.heldRssMb, held: old.held }] };

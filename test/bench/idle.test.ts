@@ -3,7 +3,7 @@
  * the bounded young generation, each with its own per-client figure and target verdict.
  */
 import t from 'tap';
-import { BOUNDED_YOUNG, renderIdle, renderIdleTable, type IdleRun } from '../../bench/idle';
+import { BOUNDED_YOUNG, renderIdle, renderIdleTable, withReadings, type IdleRun } from '../../bench/idle';
 
 const run: IdleRun = {
   date: '2026-11-26T00:00:00.000Z',
@@ -28,4 +28,12 @@ t.test('the section names the flag and keeps its markers', async (t) => {
   t.match(s, /^<!-- idle:begin -->/);
   t.match(s, /<!-- idle:end -->$/);
   t.match(s, /`--max-semi-space-size=2` \(`NODE_OPTIONS`/);
+});
+
+t.test('a raw run of the older shape (one reading in the run itself) renders as one row', async (t) => {
+  const old = { date: run.date, command: run.command, machine: run.machine, clients: 10_000, idleRssMb: 60, heldRssMb: 133.4, held: 10_000 } as unknown as IdleRun;
+  const rows = renderIdleTable(withReadings(old)).split('\n');
+  t.equal(rows.length, 3);
+  t.match(rows[2], /^\| Node's defaults \| 60\.0 MB \| 133\.4 MB \(10000 clients\) \| 73\.4 MB \|/);
+  t.equal(withReadings(run), run, 'a run of the current shape is kept as it is');
 });

@@ -12,9 +12,9 @@ import { HOST, RawClient, until } from '../helpers/client';
 import { Digest, MiB, writeBody } from '../helpers/bodies';
 import { TEST_SETTINGS } from '../helpers/transport';
 
-async function start(t: Test, backendUrl: string, adopt: boolean): Promise<{ transport: Transport; port: number }> {
+async function start(t: Test, backendUrl: string, adopt: boolean, maxOpenConnections = -1): Promise<{ transport: Transport; port: number }> {
   const target = targetFromUrl(backendUrl);
-  const transport = createTransport({ route: () => ({ target }), settings: { ...TEST_SETTINGS, socketTimeout: 20_000 }, adoptAcceptedSockets: adopt });
+  const transport = createTransport({ route: () => ({ target }), settings: { ...TEST_SETTINGS, socketTimeout: 20_000, maxOpenConnections }, adoptAcceptedSockets: adopt });
   const { port } = await transport.listen({ port: 0, host: HOST });
   t.teardown(() => transport.close());
   return { transport, port };
@@ -71,5 +71,31 @@ for (const adopt of [true, false]) {
     c.destroy();
     t.ok(await until(() => transport.connections().sources === 0, 5000), 'no client connection left');
     t.equal(transport.stats.illegalTransitions, 0);
+  });
+}
+
+// The plain listener counts its own connections for max_open_connections on both paths: a re-wrapped
+// connection leaves Node's server count as soon as it is adopted (docs/transport.md).
+for (const adopt of [true, false]) {
+  const how = adopt ? 're-wrapped' : 'as accepted';
+  t.test(`maxOpenConnections 1, sockets served ${how}: the second is closed unanswered, a later one served`, async (t) => {
+    const backend = await rawBackend({ onRequest: (c, req) => c.respond(200, req.url) });
+    t.teardown(() => backend.close());
+    const { transport, port } = await start(t, backend.url, adopt, 1);
+    const first = await RawClient.connect(port);
+    t.teardown(() => first.destroy());
+    await first.write('GET /first HTTP/1.1\r\nHost: a\r\n\r\n');
+    t.equal((await first.finalResponse()).body.toString(), '/first');
+    const second = await RawClient.connect(port);
+    t.teardown(() => second.destroy());
+    await second.write('GET /second HTTP/1.1\r\nHost: a\r\n\r\n').catch(() => undefined);
+    t.ok(await second.waitClose(2000), 'over the limit: closed');
+    t.equal(second.responses.length, 0, 'without an answer');
+    first.destroy();
+    t.ok(await until(() => transport.connections().sources === 0, 5000));
+    const third = await RawClient.connect(port);
+    t.teardown(() => third.destroy());
+    await third.write('GET /third HTTP/1.1\r\nHost: a\r\n\r\n');
+    t.equal((await third.finalResponse()).body.toString(), '/third', 'the count went down when the first closed');
   });
 }
