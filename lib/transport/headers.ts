@@ -28,48 +28,55 @@ const enum Kind {
   FORWARDED = 11,
 }
 
-/** Classifies a field name without allocating for the common names (length first, then one compare). */
+/**
+ * Whether `name` equals `lower` (lower-case ASCII) ignoring ASCII case, without the new string
+ * toLowerCase() makes of a name with capitals ("Host", "Date", "Connection": most fields on the wire).
+ */
+export function sameLower(name: string, lower: string): boolean {
+  const n = lower.length;
+  if (name.length !== n) return false;
+  for (let i = 0; i < n; i++) {
+    const c = name.charCodeAt(i);
+    // 0x41-0x5a: A-Z; OR-ing 0x20 maps them to a-z and leaves the lower-case letters as they are.
+    if (c !== lower.charCodeAt(i) && !(c >= 0x41 && c <= 0x5a && (c | 0x20) === lower.charCodeAt(i))) return false;
+  }
+  return true;
+}
+
+/** Classifies a field name without allocating (length first, then a case-insensitive compare). */
 function classify(name: string): Kind {
   switch (name.length) {
     case 2:
-      return name.toLowerCase() === 'te' ? Kind.DROP : Kind.OTHER;
+      return sameLower(name, 'te') ? Kind.DROP : Kind.OTHER;
     case 3:
-      return name.toLowerCase() === 'via' ? Kind.VIA : Kind.OTHER;
+      return sameLower(name, 'via') ? Kind.VIA : Kind.OTHER;
     case 4:
-      return name.toLowerCase() === 'host' ? Kind.HOST : Kind.OTHER;
+      return sameLower(name, 'host') ? Kind.HOST : Kind.OTHER;
     case 6:
-      return name.toLowerCase() === 'server' ? Kind.SERVER : Kind.OTHER;
+      return sameLower(name, 'server') ? Kind.SERVER : Kind.OTHER;
     case 7:
-      return name.toLowerCase() === 'upgrade' ? Kind.DROP : Kind.OTHER;
-    case 9: {
-      const l = name.toLowerCase();
-      return l === 'forwarded' || l === 'x-real-ip' ? Kind.FORWARDED : Kind.OTHER;
-    }
-    case 10: {
-      const l = name.toLowerCase();
-      if (l === 'connection') return Kind.CONNECTION;
-      if (l === 'keep-alive') return Kind.DROP;
-      if (l === 'user-agent') return Kind.USER_AGENT;
+      return sameLower(name, 'upgrade') ? Kind.DROP : Kind.OTHER;
+    case 9:
+      return sameLower(name, 'forwarded') || sameLower(name, 'x-real-ip') ? Kind.FORWARDED : Kind.OTHER;
+    case 10:
+      if (sameLower(name, 'connection')) return Kind.CONNECTION;
+      if (sameLower(name, 'keep-alive')) return Kind.DROP;
+      if (sameLower(name, 'user-agent')) return Kind.USER_AGENT;
       return Kind.OTHER;
-    }
     case 15:
-      return name.toLowerCase() === 'x-forwarded-for' ? Kind.X_FORWARDED_FOR : Kind.OTHER;
-    case 16: {
-      const l = name.toLowerCase();
-      if (l === 'proxy-connection') return Kind.DROP;
-      if (l === 'x-forwarded-host') return Kind.X_FORWARDED_HOST;
+      return sameLower(name, 'x-forwarded-for') ? Kind.X_FORWARDED_FOR : Kind.OTHER;
+    case 16:
+      if (sameLower(name, 'proxy-connection')) return Kind.DROP;
+      if (sameLower(name, 'x-forwarded-host')) return Kind.X_FORWARDED_HOST;
       return Kind.OTHER;
-    }
-    case 17: {
-      const l = name.toLowerCase();
-      if (l === 'transfer-encoding') return Kind.TRANSFER_ENCODING;
-      if (l === 'x-forwarded-proto') return Kind.X_FORWARDED_PROTO;
+    case 17:
+      if (sameLower(name, 'transfer-encoding')) return Kind.TRANSFER_ENCODING;
+      if (sameLower(name, 'x-forwarded-proto')) return Kind.X_FORWARDED_PROTO;
       return Kind.OTHER;
-    }
     case 18:
-      return name.toLowerCase() === 'proxy-authenticate' ? Kind.DROP : Kind.OTHER;
+      return sameLower(name, 'proxy-authenticate') ? Kind.DROP : Kind.OTHER;
     case 19:
-      return name.toLowerCase() === 'proxy-authorization' ? Kind.DROP : Kind.OTHER;
+      return sameLower(name, 'proxy-authorization') ? Kind.DROP : Kind.OTHER;
     default:
       return Kind.OTHER;
   }
@@ -83,7 +90,7 @@ function connectionListed(headers: readonly string[]): string[] | undefined {
   let listed: string[] | undefined;
   for (let i = 0; i < headers.length; i += 2) {
     const name = headers[i] as string;
-    if (name.length !== 10 || name.toLowerCase() !== 'connection') continue;
+    if (!sameLower(name, 'connection')) continue;
     const value = (headers[i + 1] as string).toLowerCase();
     if (value === 'close' || value === 'keep-alive' || value === 'upgrade') continue;
     for (const token of value.split(',')) {
@@ -270,7 +277,7 @@ export function buildResponseHead(input: ResponseHeadInput, settings: TransportS
   for (let i = 0; i < extra.length; i += 2) {
     const name = extra[i] as string;
     // Framing is the transport's alone: a field a router adds can never frame the message twice.
-    if (classify(name) !== Kind.OTHER || (name.length === 14 && name.toLowerCase() === 'content-length')) continue;
+    if (classify(name) !== Kind.OTHER || sameLower(name, 'content-length')) continue;
     head += name + ': ' + extra[i + 1] + '\r\n';
   }
   if (input.connection === 'upgrade') {
@@ -284,13 +291,12 @@ export function buildResponseHead(input: ResponseHeadInput, settings: TransportS
 
 /** The value is exactly the one coding `chunked` (case-insensitive, optional whitespace around it). */
 /**
- * The value of the first field named `lower` (lower-case) in a raw [name, value, ...] array, or undefined;
- * names of another length are skipped without lower-casing (no allocation for other fields).
+ * The value of the first field named `lower` (lower-case) in a raw [name, value, ...] array, or undefined
+ * (names compared by sameLower: no allocation).
  */
 export function headerValue(headers: readonly string[], lower: string): string | undefined {
   for (let i = 0; i < headers.length; i += 2) {
-    const name = headers[i] as string;
-    if (name.length === lower.length && name.toLowerCase() === lower) return headers[i + 1];
+    if (sameLower(headers[i] as string, lower)) return headers[i + 1];
   }
   return undefined;
 }
@@ -302,8 +308,7 @@ export function isChunked(value: string): boolean {
 
 function laterTransferEncoding(headers: readonly string[], from: number): boolean {
   for (let i = from; i < headers.length; i += 2) {
-    const name = headers[i] as string;
-    if (name.length === 17 && name.toLowerCase() === 'transfer-encoding') return true;
+    if (sameLower(headers[i] as string, 'transfer-encoding')) return true;
   }
   return false;
 }
@@ -316,7 +321,7 @@ function combinedCodings(headers: readonly string[], from: number): string {
   const codings: string[] = [];
   for (let i = from; i < headers.length; i += 2) {
     const name = headers[i] as string;
-    if (name.length !== 17 || name.toLowerCase() !== 'transfer-encoding') continue;
+    if (!sameLower(name, 'transfer-encoding')) continue;
     for (const token of (headers[i + 1] as string).split(',')) {
       const c = token.trim();
       if (c !== '' && c.toLowerCase() !== 'identity') codings.push(c);
@@ -349,7 +354,7 @@ export function buildLocalHead(statusCode: number, statusText: string, headers: 
     // would contradict the Content-Length and Connection written below (RFC 9112 §6.3, RFC 9110 §7.6.1).
     const kind = classify(name);
     if (kind === Kind.TRANSFER_ENCODING || kind === Kind.CONNECTION || kind === Kind.DROP) continue;
-    if (name.length === 14 && name.toLowerCase() === 'content-length') continue;
+    if (sameLower(name, 'content-length')) continue;
     head += name + ': ' + headers[i + 1] + '\r\n';
   }
   head += 'Content-Length: ' + bodyLength + '\r\n';
@@ -379,7 +384,7 @@ const FRAMING = new Set(['content-length', 'transfer-encoding', 'expect']);
 export function expectsContinue(headers: readonly string[]): boolean {
   for (let i = 0; i < headers.length; i += 2) {
     const name = headers[i] as string;
-    if (name.length === 6 && name.toLowerCase() === 'expect' && (headers[i + 1] as string).trim().toLowerCase() === '100-continue') return true;
+    if (sameLower(name, 'expect') && (headers[i + 1] as string).trim().toLowerCase() === '100-continue') return true;
   }
   return false;
 }

@@ -3,7 +3,7 @@
  * Module functions over the source connection (source.ts).
  */
 import { makeFault, type TransportFault } from './codes';
-import { isChunked } from './headers';
+import { isChunked, sameLower } from './headers';
 import type { Exchange } from './exchange';
 import type { ProtocolState } from './states';
 
@@ -68,8 +68,8 @@ function countFields(headers: readonly string[]): number {
   for (let i = 0; i < headers.length; i += 2) {
     const name = headers[i] as string;
     if (name.length === 4) {
-      if (name.toLowerCase() === 'host') n |= (n & HOST_ONE) !== 0 ? HOST_MORE : HOST_ONE;
-    } else if (name.length === 17 && name.toLowerCase() === 'transfer-encoding') {
+      if (sameLower(name, 'host')) n |= (n & HOST_ONE) !== 0 ? HOST_MORE : HOST_ONE;
+    } else if (sameLower(name, 'transfer-encoding')) {
       if ((n & TE_SEEN) !== 0 || !isChunked(headers[i + 1] as string)) n |= TE_BAD;
       n |= TE_SEEN;
     }

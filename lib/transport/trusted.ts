@@ -6,6 +6,7 @@
  */
 import { BlockList, isIPv4, isIPv6 } from 'node:net';
 import { parseSubnet, unmappedIp as plain } from '../config/convert';
+import { sameLower } from './headers';
 
 /**
  * The matcher of addresses and CIDR ranges (`10.0.0.0/8`, `2001:db8::/32`, `127.0.0.1`); null when the list
@@ -38,8 +39,7 @@ export function isTrusted(list: BlockList | null, ip: string): boolean {
 export function clientAddress(list: BlockList | null, headers: readonly string[], peer: string): string {
   let xff: string | undefined;
   for (let i = 0; i < headers.length; i += 2) {
-    const name = headers[i] as string;
-    if (name.length === 15 && name.toLowerCase() === 'x-forwarded-for') xff = xff === undefined ? (headers[i + 1] as string) : xff + ',' + (headers[i + 1] as string);
+    if (sameLower(headers[i] as string, 'x-forwarded-for')) xff = xff === undefined ? (headers[i + 1] as string) : xff + ',' + (headers[i + 1] as string);
   }
   if (xff === undefined) return peer;
   const entries = xff.split(',');

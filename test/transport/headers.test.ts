@@ -182,3 +182,17 @@ t.test('route decisions: response fields added and dropped, request path and fie
 });
 
 checkTransitions(t);
+
+t.test('sameLower: field names compared ignoring ASCII case only', async (t) => {
+  const { sameLower } = await import('../../lib/transport/headers');
+  t.ok(sameLower('Host', 'host'));
+  t.ok(sameLower('HOST', 'host'));
+  t.ok(sameLower('x-Forwarded-FOR', 'x-forwarded-for'));
+  t.notOk(sameLower('Hosts', 'host'), 'another length');
+  t.notOk(sameLower('Hist', 'host'));
+  // Characters that differ from the wanted one by 0x20 without being letters are not folded.
+  t.notOk(sameLower('ho\rt', 'ho-t'), 'CR (0x0d) is not "-" (0x2d)');
+  t.notOk(sameLower('[', '{'), '"[" (0x5b) is not "{" (0x7b)');
+  t.notOk(sameLower('@', '`'), '"@" (0x40) is not "`" (0x60)');
+  t.notOk(sameLower('hOst', 'HOST'), 'the second argument is lower-case by contract: upper case there never matches');
+});
