@@ -221,6 +221,36 @@ function trimOws(value: string): string {
   return value.slice(0, end);
 }
 
+/**
+ * Strings of the last head's fields, by position in the field list, one table for requests and one for
+ * responses: a keep-alive peer sends the same names, and mostly the same values, in the same order
+ * message after message (Host, Content-Type, Content-Length, Connection; a Date changes once a second).
+ * A field whose bytes equal the string at its position takes that string: no call into Buffer's C++
+ * latin1 decoder and no new string (measured: docs/performance.md, "Changes that moved the figures").
+ */
+const SAME_SLOTS = 32;
+/** Longer texts are decoded every time: comparing them byte by byte costs more than the decoder saves. */
+const SAME_MAX_LENGTH = 64;
+const requestTexts: string[] = new Array<string>(SAME_SLOTS + 1).fill('');
+const responseTexts: string[] = new Array<string>(SAME_SLOTS + 1).fill('');
+/** Slot of the request target (requests) and of the reason phrase (responses). */
+const START_LINE_SLOT = SAME_SLOTS;
+
+/** The latin1 text of chunk[from, to): texts[slot] when its bytes are the same, else a new string kept there. */
+function sameOrDecoded(texts: string[], slot: number, from: number, to: number): string {
+  const len = to - from;
+  if (len > SAME_MAX_LENGTH || slot > SAME_SLOTS) return chunk.latin1Slice(from, to);
+  const last = texts[slot] as string;
+  if (last.length === len) {
+    let i = 0;
+    while (i < len && chunk[from + i] === last.charCodeAt(i)) i++;
+    if (i === len) return last;
+  }
+  const text = chunk.latin1Slice(from, to);
+  texts[slot] = text;
+  return text;
+}
+
 /** Size of the wasm memory in bytes (for tests and metrics that check parsers are freed). */
 export function wasmHeapBytes(): number {
   return llhttp.memory.buffer.byteLength;
@@ -276,6 +306,8 @@ export class HttpParser {
   errorReason = '';
 
   private readonly events: ParserEvents;
+  /** requestTexts or responseTexts (sameOrDecoded). */
+  private readonly texts: string[];
   private phase = PHASE_IDLE;
   private paused = false;
   private pauseWhy = PAUSE_NONE;
@@ -297,6 +329,7 @@ export class HttpParser {
     }
     this.kind = kind;
     this.events = events;
+    this.texts = kind === 'request' ? requestTexts : responseTexts;
     this.maxHeaderSize = maxHeaderSize;
     this.ptr = llhttp.llhttp_alloc(kind === 'request' ? TYPE_REQUEST : TYPE_RESPONSE);
     if (this.ptr === 0) throw new Error('llhttp-wasm: out of memory allocating a parser');
@@ -478,14 +511,14 @@ export class HttpParser {
   /** @internal */
   onUrl(at: number, len: number): number {
     if (at + len > this.headLimit) return this.overflowed();
-    if (len !== 0) this.url += chunk.latin1Slice(at + delta, at + delta + len);
+    if (len !== 0) this.url = this.url === '' ? sameOrDecoded(this.texts, START_LINE_SLOT, at + delta, at + delta + len) : this.url + chunk.latin1Slice(at + delta, at + delta + len);
     return 0;
   }
 
   /** @internal */
   onStatus(at: number, len: number): number {
     if (at + len > this.headLimit) return this.overflowed();
-    if (len !== 0) this.statusText += chunk.latin1Slice(at + delta, at + delta + len);
+    if (len !== 0) this.statusText = this.statusText === '' ? sameOrDecoded(this.texts, START_LINE_SLOT, at + delta, at + delta + len) : this.statusText + chunk.latin1Slice(at + delta, at + delta + len);
     return 0;
   }
 
@@ -498,14 +531,15 @@ export class HttpParser {
       list = this.trailerList(len);
       if (list === null) return this.overflowed();
     }
-    const text = len === 0 ? '' : chunk.latin1Slice(at + delta, at + delta + len);
     if (this.span === SPAN_FIELD) {
-      list[list.length - 1] += text;
-    } else {
-      if (this.span === SPAN_VALUE) list[list.length - 1] = trimOws(list[list.length - 1]!);
-      list.push(text);
-      this.span = SPAN_FIELD;
+      if (len !== 0) list[list.length - 1] += chunk.latin1Slice(at + delta, at + delta + len);
+      return 0;
     }
+    if (this.span === SPAN_VALUE) list[list.length - 1] = trimOws(list[list.length - 1]!);
+    // A head's field (not a trailer's) at its position in the list: the last head's string when the same.
+    const text = len === 0 ? '' : list === this.headers ? sameOrDecoded(this.texts, list.length, at + delta, at + delta + len) : chunk.latin1Slice(at + delta, at + delta + len);
+    list.push(text);
+    this.span = SPAN_FIELD;
     return 0;
   }
 
@@ -520,13 +554,13 @@ export class HttpParser {
     }
     // Trap 2: an empty value is reported as a zero-length span at the start of the next line; it still
     // counts as the value, so the pairs stay aligned.
-    const text = len === 0 ? '' : chunk.latin1Slice(at + delta, at + delta + len);
     if (this.span === SPAN_VALUE) {
-      list[list.length - 1] += text;
-    } else {
-      list.push(text);
-      this.span = SPAN_VALUE;
+      if (len !== 0) list[list.length - 1] += chunk.latin1Slice(at + delta, at + delta + len);
+      return 0;
     }
+    const text = len === 0 ? '' : list === this.headers ? sameOrDecoded(this.texts, list.length, at + delta, at + delta + len) : chunk.latin1Slice(at + delta, at + delta + len);
+    list.push(text);
+    this.span = SPAN_VALUE;
     return 0;
   }
 

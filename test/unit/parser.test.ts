@@ -316,3 +316,33 @@ t.test('regression: each message gets its own headers array, even after one with
   t.strictSame(kept, [[], ['Host', 'h']], 'the first message\'s array was not reused for the second');
   parser.destroy();
 });
+
+t.test('texts kept from the last head: a field, target or reason with other bytes of the same length is decoded anew', async (t) => {
+  const heads: { url: string; status: string; headers: string[] }[] = [];
+  const rec = new Recorder();
+  rec.head = (p) => {
+    heads.push({ url: p.url, status: p.statusText, headers: p.headers });
+    return HEAD_CONTINUE;
+  };
+  // Same names, same lengths, one byte changed in each value and target; then the same again; then
+  // longer than the kept length (decoded, not compared) and split across two reads.
+  const req = (path: string, date: string, token: string): string => `GET ${path} HTTP/1.1\r\nHost: h1\r\nDate: ${date}\r\nX-Token: ${token}\r\n\r\n`;
+  const long = 'v'.repeat(100);
+  const a = req('/aa', 'Thu, 26 Nov 2026 17:00:00 GMT', 'abc');
+  const b = req('/ab', 'Thu, 26 Nov 2026 17:00:01 GMT', 'abd');
+  const c = req('/ab', 'Thu, 26 Nov 2026 17:00:01 GMT', long);
+  const parser = new HttpParser('request', rec, 8192);
+  t.equal(parser.execute(latin1(a + b + b)), ExecStatus.OK);
+  const cut = c.length - 40;
+  t.equal(parser.execute(latin1(c.slice(0, cut))), ExecStatus.OK);
+  t.equal(parser.execute(latin1(c.slice(cut))), ExecStatus.OK);
+  t.strictSame(heads.map((h) => h.url), ['/aa', '/ab', '/ab', '/ab']);
+  t.strictSame(heads.map((h) => h.headers[3]), ['Thu, 26 Nov 2026 17:00:00 GMT', 'Thu, 26 Nov 2026 17:00:01 GMT', 'Thu, 26 Nov 2026 17:00:01 GMT', 'Thu, 26 Nov 2026 17:00:01 GMT']);
+  t.strictSame(heads.map((h) => h.headers[5]), ['abc', 'abd', 'abd', long]);
+  parser.destroy();
+  // Responses: a reason phrase differing only in letter case and a value in one digit are decoded anew.
+  const res = new HttpParser('response', rec, 8192);
+  t.equal(res.execute(latin1('HTTP/1.1 200 OK\r\nHost: h2\r\nContent-Length: 0\r\n\r\nHTTP/1.1 200 Ok\r\nHost: h1\r\nContent-Length: 0\r\n\r\n')), ExecStatus.OK);
+  t.strictSame(heads.slice(4).map((h) => [h.status, h.headers[1]]), [['OK', 'h2'], ['Ok', 'h1']]);
+  res.destroy();
+});
