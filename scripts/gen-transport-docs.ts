@@ -129,8 +129,9 @@ export function renderTransportDoc(): string {
   out.push('  The socket Node accepted is destroyed as soon as its handle is re-wrapped (about 0.7 KiB less heap per');
   out.push('  idle connection), so Node\'s server stops counting the connection then: the listener counts its own');
   out.push('  for max_open_connections, and close() waits for the transport\'s connections, not the server\'s count.');
-  out.push('  Idle connections hold no read buffer of their own: a client between requests, and a pooled backend');
-  out.push('  connection whose last response body was at most 2 KiB, read into one 4 KiB buffer shared by the process,');
+  out.push('  Idle connections hold no read buffer of their own: a client between requests, and a backend connection');
+  out.push('  whose last response body was at most 2 KiB (idle in the pool, or already serving the next exchange');
+  out.push('  until its response begins), read into one 4 KiB buffer shared by the process,');
   out.push('  and each read into it is copied out before it is parsed (reads are handled one at a time on the one');
   out.push('  JavaScript thread, so no view of the shared buffer outlives its read). A backend connection that');
   out.push('  served a larger response keeps its own large buffer, so large responses still arrive in few reads.');
