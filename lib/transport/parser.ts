@@ -227,24 +227,29 @@ function trimOws(value: string): string {
  * message after message (Host, Content-Type, Content-Length, Connection; a Date changes once a second).
  * A field whose bytes equal the string at its position takes that string: no call into Buffer's C++
  * latin1 decoder and no new string (measured: docs/performance.md, "Changes that moved the figures").
+ * Slot 0 holds the request target (requests) or the reason phrase (responses), slot 1 + i the i-th
+ * name or value of the field list.
  */
-const SAME_SLOTS = 32;
+const SAME_SLOTS = 33;
 /** Longer texts are decoded every time: comparing them byte by byte costs more than the decoder saves. */
 const SAME_MAX_LENGTH = 64;
-const requestTexts: string[] = new Array<string>(SAME_SLOTS + 1).fill('');
-const responseTexts: string[] = new Array<string>(SAME_SLOTS + 1).fill('');
-/** Slot of the request target (requests) and of the reason phrase (responses). */
-const START_LINE_SLOT = SAME_SLOTS;
+const requestTexts: string[] = new Array<string>(SAME_SLOTS).fill('');
+const responseTexts: string[] = new Array<string>(SAME_SLOTS).fill('');
+const START_LINE_SLOT = 0;
 
-/** The latin1 text of chunk[from, to): texts[slot] when its bytes are the same, else a new string kept there. */
+/**
+ * The latin1 text of chunk[from, to): texts[slot] when its bytes are the same, else a new string kept
+ * there. Every byte is compared whatever the first difference (the table is shared by all connections:
+ * the time taken says nothing about how much of another client's field a text matched).
+ */
 function sameOrDecoded(texts: string[], slot: number, from: number, to: number): string {
   const len = to - from;
-  if (len > SAME_MAX_LENGTH || slot > SAME_SLOTS) return chunk.latin1Slice(from, to);
+  if (len > SAME_MAX_LENGTH || slot >= SAME_SLOTS) return chunk.latin1Slice(from, to);
   const last = texts[slot] as string;
   if (last.length === len) {
-    let i = 0;
-    while (i < len && chunk[from + i] === last.charCodeAt(i)) i++;
-    if (i === len) return last;
+    let diff = 0;
+    for (let i = 0; i < len; i++) diff |= (chunk[from + i] as number) ^ last.charCodeAt(i);
+    if (diff === 0) return last;
   }
   const text = chunk.latin1Slice(from, to);
   texts[slot] = text;
@@ -537,7 +542,7 @@ export class HttpParser {
     }
     if (this.span === SPAN_VALUE) list[list.length - 1] = trimOws(list[list.length - 1]!);
     // A head's field (not a trailer's) at its position in the list: the last head's string when the same.
-    const text = len === 0 ? '' : list === this.headers ? sameOrDecoded(this.texts, list.length, at + delta, at + delta + len) : chunk.latin1Slice(at + delta, at + delta + len);
+    const text = len === 0 ? '' : list === this.headers ? sameOrDecoded(this.texts, 1 + list.length, at + delta, at + delta + len) : chunk.latin1Slice(at + delta, at + delta + len);
     list.push(text);
     this.span = SPAN_FIELD;
     return 0;
@@ -558,7 +563,7 @@ export class HttpParser {
       if (len !== 0) list[list.length - 1] += chunk.latin1Slice(at + delta, at + delta + len);
       return 0;
     }
-    const text = len === 0 ? '' : list === this.headers ? sameOrDecoded(this.texts, list.length, at + delta, at + delta + len) : chunk.latin1Slice(at + delta, at + delta + len);
+    const text = len === 0 ? '' : list === this.headers ? sameOrDecoded(this.texts, 1 + list.length, at + delta, at + delta + len) : chunk.latin1Slice(at + delta, at + delta + len);
     list.push(text);
     this.span = SPAN_VALUE;
     return 0;
