@@ -289,7 +289,6 @@ export function buildResponseHead(input: ResponseHeadInput, settings: TransportS
   return head + '\r\n';
 }
 
-/** The value is exactly the one coding `chunked` (case-insensitive, optional whitespace around it). */
 /**
  * The value of the first field named `lower` (lower-case) in a raw [name, value, ...] array, or undefined
  * (names compared by sameLower: no allocation).
@@ -301,6 +300,7 @@ export function headerValue(headers: readonly string[], lower: string): string |
   return undefined;
 }
 
+/** The value is exactly the one coding `chunked` (case-insensitive, optional whitespace around it). */
 export function isChunked(value: string): boolean {
   if (value.length === 7) return value === 'chunked' || value.toLowerCase() === 'chunked';
   return value.trim().toLowerCase() === 'chunked';
@@ -371,14 +371,12 @@ export function withBodyLength(headers: readonly string[], length: number): stri
   const out: string[] = [];
   for (let i = 0; i < headers.length; i += 2) {
     const name = headers[i] as string;
-    const l = name.length;
-    if ((l === 14 || l === 17 || l === 6) && FRAMING.has(name.toLowerCase())) continue;
+    if (sameLower(name, 'content-length') || sameLower(name, 'transfer-encoding') || sameLower(name, 'expect')) continue;
     out.push(name, headers[i + 1] as string);
   }
   out.push('Content-Length', String(length));
   return out;
 }
-const FRAMING = new Set(['content-length', 'transfer-encoding', 'expect']);
 
 /** Whether the request asks for 100 Continue before sending its body (RFC 9110 §10.1.1). */
 export function expectsContinue(headers: readonly string[]): boolean {

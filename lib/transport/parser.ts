@@ -237,21 +237,26 @@ const requestTexts: string[] = new Array<string>(SAME_SLOTS).fill('');
 const responseTexts: string[] = new Array<string>(SAME_SLOTS).fill('');
 const START_LINE_SLOT = 0;
 
+/** The latin1 text at wasm address `at` (`len` bytes), decoded from the caller's Buffer. */
+function decoded(at: number, len: number): string {
+  return chunk.latin1Slice(at + delta, at + delta + len);
+}
+
 /**
- * The latin1 text of chunk[from, to): texts[slot] when its bytes are the same, else a new string kept
- * there. Every byte is compared whatever the first difference (the table is shared by all connections:
- * the time taken says nothing about how much of another client's field a text matched).
+ * decoded(at, len), or texts[slot] when its bytes are the same; a new text is kept there. Every byte is
+ * compared whatever the first difference (the table is shared by all connections: the time taken says
+ * nothing about how much of another client's field a text matched).
  */
-function sameOrDecoded(texts: string[], slot: number, from: number, to: number): string {
-  const len = to - from;
-  if (len > SAME_MAX_LENGTH || slot >= SAME_SLOTS) return chunk.latin1Slice(from, to);
+function sameOrDecoded(texts: string[], slot: number, at: number, len: number): string {
+  if (len > SAME_MAX_LENGTH || slot >= SAME_SLOTS) return decoded(at, len);
   const last = texts[slot] as string;
   if (last.length === len) {
+    const from = at + delta;
     let diff = 0;
     for (let i = 0; i < len; i++) diff |= (chunk[from + i] as number) ^ last.charCodeAt(i);
     if (diff === 0) return last;
   }
-  const text = chunk.latin1Slice(from, to);
+  const text = decoded(at, len);
   texts[slot] = text;
   return text;
 }
@@ -516,14 +521,14 @@ export class HttpParser {
   /** @internal */
   onUrl(at: number, len: number): number {
     if (at + len > this.headLimit) return this.overflowed();
-    if (len !== 0) this.url = this.url === '' ? sameOrDecoded(this.texts, START_LINE_SLOT, at + delta, at + delta + len) : this.url + chunk.latin1Slice(at + delta, at + delta + len);
+    if (len !== 0) this.url = this.url === '' ? sameOrDecoded(this.texts, START_LINE_SLOT, at, len) : this.url + decoded(at, len);
     return 0;
   }
 
   /** @internal */
   onStatus(at: number, len: number): number {
     if (at + len > this.headLimit) return this.overflowed();
-    if (len !== 0) this.statusText = this.statusText === '' ? sameOrDecoded(this.texts, START_LINE_SLOT, at + delta, at + delta + len) : this.statusText + chunk.latin1Slice(at + delta, at + delta + len);
+    if (len !== 0) this.statusText = this.statusText === '' ? sameOrDecoded(this.texts, START_LINE_SLOT, at, len) : this.statusText + decoded(at, len);
     return 0;
   }
 
@@ -537,13 +542,11 @@ export class HttpParser {
       if (list === null) return this.overflowed();
     }
     if (this.span === SPAN_FIELD) {
-      if (len !== 0) list[list.length - 1] += chunk.latin1Slice(at + delta, at + delta + len);
+      if (len !== 0) list[list.length - 1] += decoded(at, len);
       return 0;
     }
     if (this.span === SPAN_VALUE) list[list.length - 1] = trimOws(list[list.length - 1]!);
-    // A head's field (not a trailer's) at its position in the list: the last head's string when the same.
-    const text = len === 0 ? '' : list === this.headers ? sameOrDecoded(this.texts, 1 + list.length, at + delta, at + delta + len) : chunk.latin1Slice(at + delta, at + delta + len);
-    list.push(text);
+    list.push(this.newText(list, at, len));
     this.span = SPAN_FIELD;
     return 0;
   }
@@ -560,13 +563,18 @@ export class HttpParser {
     // Trap 2: an empty value is reported as a zero-length span at the start of the next line; it still
     // counts as the value, so the pairs stay aligned.
     if (this.span === SPAN_VALUE) {
-      if (len !== 0) list[list.length - 1] += chunk.latin1Slice(at + delta, at + delta + len);
+      if (len !== 0) list[list.length - 1] += decoded(at, len);
       return 0;
     }
-    const text = len === 0 ? '' : list === this.headers ? sameOrDecoded(this.texts, 1 + list.length, at + delta, at + delta + len) : chunk.latin1Slice(at + delta, at + delta + len);
-    list.push(text);
+    list.push(this.newText(list, at, len));
     this.span = SPAN_VALUE;
     return 0;
+  }
+
+  /** The text of a name or value that starts a new entry of `list`: a head's (not a trailer's) is the last head's string at its position when the same. */
+  private newText(list: string[], at: number, len: number): string {
+    if (len === 0) return '';
+    return list === this.headers ? sameOrDecoded(this.texts, 1 + list.length, at, len) : decoded(at, len);
   }
 
   /** @internal */

@@ -67,8 +67,8 @@ function countFields(headers: readonly string[]): number {
   let n = 0;
   for (let i = 0; i < headers.length; i += 2) {
     const name = headers[i] as string;
-    if (name.length === 4) {
-      if (sameLower(name, 'host')) n |= (n & HOST_ONE) !== 0 ? HOST_MORE : HOST_ONE;
+    if (sameLower(name, 'host')) {
+      n |= (n & HOST_ONE) !== 0 ? HOST_MORE : HOST_ONE;
     } else if (sameLower(name, 'transfer-encoding')) {
       if ((n & TE_SEEN) !== 0 || !isChunked(headers[i + 1] as string)) n |= TE_BAD;
       n |= TE_SEEN;

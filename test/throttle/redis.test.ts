@@ -14,7 +14,6 @@ import { auth, call } from './helpers';
 
 const T0 = 1_800_000_000_000;
 
-
 /** The machine's Redis (THROUGHWAY_TEST_REDIS_URL) and a connection to inspect it; undefined after a skip with the reason printed. */
 async function sharedRedis(t: Test): Promise<{ url: string; probe: Redis } | undefined> {
   const url = process.env.THROUGHWAY_TEST_REDIS_URL;

@@ -12,6 +12,7 @@ import { rawRequest } from '../helpers/client';
 import { checkTransitions, startTransport, type StartOptions } from '../helpers/transport';
 import type { Message } from '../helpers/wire';
 import { targetFromUrl } from '../../lib/transport';
+import { sameLower, withBodyLength } from '../../lib/transport/headers';
 
 const REQUEST = Buffer.concat([
   Buffer.from(
@@ -181,10 +182,7 @@ t.test('route decisions: response fields added and dropped, request path and fie
   t.same(values(res, 'Set-Cookie'), [], 'dropped');
 });
 
-checkTransitions(t);
-
 t.test('sameLower: field names compared ignoring ASCII case only', async (t) => {
-  const { sameLower } = await import('../../lib/transport/headers');
   t.ok(sameLower('Host', 'host'));
   t.ok(sameLower('HOST', 'host'));
   t.ok(sameLower('x-Forwarded-FOR', 'x-forwarded-for'));
@@ -196,3 +194,11 @@ t.test('sameLower: field names compared ignoring ASCII case only', async (t) => 
   t.notOk(sameLower('@', '`'), '"@" (0x40) is not "`" (0x60)');
   t.notOk(sameLower('hOst', 'HOST'), 'the second argument is lower-case by contract: upper case there never matches');
 });
+
+t.test('withBodyLength: the framing fields and Expect dropped in any case, one Content-Length for the new body', async (t) => {
+  const input = ['Host', 'h', 'content-LENGTH', '3', 'Transfer-Encoding', 'chunked', 'EXPECT', '100-continue', 'X-Expected', 'kept', 'Content-Type', 'text/plain'];
+  t.strictSame(withBodyLength(input, 42), ['Host', 'h', 'X-Expected', 'kept', 'Content-Type', 'text/plain', 'Content-Length', '42']);
+  t.equal(input.length, 12, 'the input is not edited');
+});
+
+checkTransitions(t);
