@@ -346,3 +346,22 @@ t.test('texts kept from the last head: a field, target or reason with other byte
   t.strictSame(heads.slice(4).map((h) => [h.status, h.headers[1]]), [['OK', 'h2'], ['Ok', 'h1']]);
   res.destroy();
 });
+
+t.test('a head with more field texts than kept positions: the ones past them are decoded every time', async (t) => {
+  const heads: string[][] = [];
+  const rec = new Recorder();
+  rec.head = (p) => {
+    heads.push(p.headers);
+    return HEAD_CONTINUE;
+  };
+  // 20 fields: 40 texts, the last 8 past the 32 kept positions.
+  const head = (last: string): string => 'GET / HTTP/1.1\r\n' + Array.from({ length: 19 }, (_, i) => `X-F${i}: v${i}\r\n`).join('') + `X-Last: ${last}\r\n\r\n`;
+  const parser = new HttpParser('request', rec, 8192);
+  t.equal(parser.execute(latin1(head('one') + head('two') + head('two'))), ExecStatus.OK);
+  t.strictSame(heads.map((h) => [h.length, h[36], h[37], h[38], h[39]]), [
+    [40, 'X-F18', 'v18', 'X-Last', 'one'],
+    [40, 'X-F18', 'v18', 'X-Last', 'two'],
+    [40, 'X-F18', 'v18', 'X-Last', 'two'],
+  ]);
+  parser.destroy();
+});
