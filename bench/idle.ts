@@ -3,11 +3,11 @@
  * (docs/performance.md, "Idle keep-alive clients"). The proxy (bench/start-throughway.ts) and the bench
  * backend run as children; a third child opens the clients (its descriptors are its own), each makes one
  * request and then stays open without sending anything. RSS and the V8 heap are read from the proxy's
- * /proc/<pid>/status before (after 200 warm-up requests, so code is compiled as in a running node), 3 s
- * after the clients are connected, and again every 2 s while they stay idle, for --settle seconds (40):
- * V8 releases the young generation the burst of connections grew only once allocation has been quiet
- * for a while (its memory reducer; measured: 10 to 30 s), so the last of those readings is what idle
- * clients cost. Measurement only; `--write` replaces the section.
+ * /proc/<pid>/status --settle seconds (40) after 200 warm-up requests (so code is compiled as in a
+ * running node), 3 s after the clients are connected, and again every 2 s while they stay idle, for
+ * --settle seconds: V8 releases the young generation that allocation grew only once allocation has been
+ * quiet for a while (its memory reducer; measured: 10 to 30 s), so the settled readings, with and without
+ * the clients, are what idle clients cost. Measurement only; `--write` replaces the section.
  *
  *   npm run bench -- --idle [--clients N] [--settle S] [--write] [--from FILE]
  */
@@ -115,7 +115,10 @@ async function measureOne(clients: number, settleS: number, nodeFlags: readonly 
   try {
     const warm = await next();
     if (warm.error !== undefined) throw new Error(`client: ${warm.error}`);
-    await sleep(2000);
+    // The idle node settles too (measured: 65.7 MB 2 s after the warm-up, 60.5 MB from 10 s on): its
+    // reading waits as long as the last one with the clients does, so both compare settled nodes.
+    log(`warm${nodeFlags.length > 0 ? ` (node ${nodeFlags.join(' ')})` : ''}: ${fmt(rssMb(proxy.pid), 1)} MB RSS; reading the idle node after ${Math.max(2, settleS)} s`);
+    await sleep(Math.max(2, settleS) * 1000);
     const idleRssMb = rssMb(proxy.pid);
     log(`idle${nodeFlags.length > 0 ? ` (node ${nodeFlags.join(' ')})` : ''}: ${fmt(idleRssMb, 1)} MB RSS; opening ${clients} keep-alive clients`);
     child.send('go');
@@ -165,9 +168,10 @@ export function renderIdle(run: IdleRun): string {
     '',
     `Run of ${run.date}, produced by \`${run.command}\` (bench/idle.ts): a transport-only throughway (bench/start-throughway.ts, default ` +
       'settings) in front of the bench backend; a separate client process makes 200 warm-up requests, then opens the clients, each of ' +
-      'which makes one request and stays connected without sending more. RSS is read from the proxy\'s /proc/<pid>/status 2 s after the ' +
-      'warm-up, 3 s after the last client got its answer, and then every 2 s while the clients stay idle; the "clients left idle" ' +
-      'column is the last of those readings, and the target is judged on it (runs made before that reading: on the 3-s one).',
+      'which makes one request and stays connected without sending more. RSS is read from the proxy\'s /proc/<pid>/status after the ' +
+      'warm-up (once the node has been idle as long as the clients are left idle below), 3 s after the last client got its answer, ' +
+      'and then every 2 s while the clients stay idle; the "clients left idle" column is the last of those readings, and the target ' +
+      'is judged on it (runs made before that reading: on the 3-s one, the idle node read 2 s after the warm-up).',
     '',
     ...run.machine,
     '',
