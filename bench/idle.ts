@@ -2,7 +2,7 @@
  * `npm run bench -- --idle`: the memory a transport-only throughway holds for idle keep-alive clients
  * (docs/performance.md, "Idle keep-alive clients"). The proxy (bench/start-throughway.ts) and the bench
  * backend run as children; a third child opens the clients (its descriptors are its own), each makes one
- * request and then stays open without sending anything. RSS and the V8 heap are read from the proxy's
+ * request and then stays open without sending anything. RSS is read from the proxy's
  * /proc/<pid>/status --settle seconds (40) after 200 warm-up requests (so code is compiled as in a
  * running node), 3 s after the clients are connected, and again every 2 s while they stay idle, for
  * --settle seconds: V8 releases the young generation that allocation grew only once allocation has been
@@ -68,8 +68,12 @@ function rssMb(pid: number): number {
   return m === null ? NaN : Number(m[1]) / 1024;
 }
 
-/** The client process: warm-up, then `n` clients that each make one request and stay; reports over IPC. */
-const CLIENT = `
+/**
+ * The client process (`node -e CLIENT host port n`): warm-up, then `n` clients that each make one request
+ * and stay. Over IPC it sends {warm}, waits for 'go', sends {held}; then answers 'count' with {open} (the
+ * clients not closed since) and ends on any other message.
+ */
+export const CLIENT = `
 const net = require('node:net');
 const [host, port, n] = [process.argv[1], Number(process.argv[2]), Number(process.argv[3])];
 const one = () => new Promise((resolve, reject) => {
@@ -112,21 +116,23 @@ async function measureOne(clients: number, settleS: number, nodeFlags: readonly 
   const child = spawn(process.execPath, ['-e', CLIENT, HOST, String(proxyPort), String(clients)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const next = (): Promise<{ warm?: boolean; held?: number; open?: number; error?: string }> =>
     new Promise((resolve) => child.once('message', (m) => resolve(m as { warm?: boolean; held?: number; open?: number; error?: string })));
+  const flags = nodeFlags.length > 0 ? ` (node ${nodeFlags.join(' ')})` : '';
   try {
     const warm = await next();
     if (warm.error !== undefined) throw new Error(`client: ${warm.error}`);
     // The idle node settles too (measured: 65.7 MB 2 s after the warm-up, 60.5 MB from 10 s on): its
     // reading waits as long as the last one with the clients does, so both compare settled nodes.
-    log(`warm${nodeFlags.length > 0 ? ` (node ${nodeFlags.join(' ')})` : ''}: ${fmt(rssMb(proxy.pid), 1)} MB RSS; reading the idle node after ${Math.max(2, settleS)} s`);
+    log(`warm${flags}: ${fmt(rssMb(proxy.pid), 1)} MB RSS; reading the idle node after ${Math.max(2, settleS)} s`);
     await sleep(Math.max(2, settleS) * 1000);
     const idleRssMb = rssMb(proxy.pid);
-    log(`idle${nodeFlags.length > 0 ? ` (node ${nodeFlags.join(' ')})` : ''}: ${fmt(idleRssMb, 1)} MB RSS; opening ${clients} keep-alive clients`);
+    log(`idle${flags}: ${fmt(idleRssMb, 1)} MB RSS; opening ${clients} keep-alive clients`);
     child.send('go');
     const r = await next();
     if (r.error !== undefined) throw new Error(`client: ${r.error}`);
     await sleep(3000);
     const heldRssMb = rssMb(proxy.pid);
-    log(`${r.held ?? 0} idle clients held: ${fmt(heldRssMb, 1)} MB RSS; reading it every 2 s for ${settleS} s while they stay idle`);
+    const held = r.held ?? 0;
+    log(`${held} idle clients held: ${fmt(heldRssMb, 1)} MB RSS; reading it every 2 s for ${settleS} s while they stay idle`);
     let settledRssMb = heldRssMb;
     for (let waited = 0; waited < settleS; waited += 2) {
       await sleep(2000);
@@ -135,9 +141,9 @@ async function measureOne(clients: number, settleS: number, nodeFlags: readonly 
     }
     child.send('count');
     const open = (await next()).open ?? 0;
-    if (open !== r.held) throw new Error(`${(r.held ?? 0) - open} of the idle clients were closed before the last reading (--settle ${settleS})`);
+    if (open !== held) throw new Error(`${held - open} of the idle clients were closed before the last reading (--settle ${settleS})`);
     child.send('bye');
-    return { nodeFlags, idleRssMb, heldRssMb, settledRssMb, settleS, held: r.held ?? 0 };
+    return { nodeFlags, idleRssMb, heldRssMb, settledRssMb, settleS, held };
   } finally {
     if (child.exitCode === null) child.kill();
     await stopAll();

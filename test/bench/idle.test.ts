@@ -4,7 +4,9 @@
  * reading taken after the clients stayed idle (older raw runs without it: on the 3-s reading).
  */
 import t from 'tap';
-import { BOUNDED_YOUNG, renderIdle, renderIdleTable, withReadings, type IdleRun } from '../../bench/idle';
+import { spawn } from 'node:child_process';
+import * as net from 'node:net';
+import { BOUNDED_YOUNG, CLIENT, renderIdle, renderIdleTable, runIdleBench, withReadings, type IdleRun } from '../../bench/idle';
 
 const defaults = { nodeFlags: [], idleRssMb: 60, heldRssMb: 137.5, settledRssMb: 119.5, settleS: 60, held: 10_000 };
 const run: IdleRun = {
@@ -42,4 +44,42 @@ t.test('a raw run of the older shape (one reading in the run itself) renders as 
   t.equal(rows.length, 3);
   t.match(rows[2], /^\| Node's defaults \| 60\.0 MB \| 133\.4 MB \(10000 clients\) \| — \| 73\.4 MB \| 7\.52 KiB \| 73 MB \| ≤ 60 MB: \*\*not met\*\* \|$/);
   t.equal(withReadings(run), run, 'a run of the current shape is kept as it is');
+});
+
+t.test('--settle takes an even number of seconds, refused before anything is started', async (t) => {
+  for (const bad of ['3', '-2', 'x']) await t.rejects(runIdleBench(['--settle', bad], 'test'), /--settle needs an even number of seconds/, `--settle ${bad}`);
+});
+
+t.test('the client process counts the clients the proxy closed, so a run can refuse a reading taken after it did', async (t) => {
+  const served: net.Socket[] = [];
+  const server = net.createServer((sock) => {
+    served.push(sock);
+    sock.on('data', () => sock.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}'));
+    sock.on('error', () => undefined);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => server.close());
+  const port = (server.address() as net.AddressInfo).port;
+  const child = spawn(process.execPath, ['-e', CLIENT, '127.0.0.1', String(port), '5'], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  t.teardown(() => { if (child.exitCode === null) child.kill(); });
+  const next = (): Promise<{ warm?: boolean; held?: number; open?: number }> => new Promise((resolve) => child.once('message', (m) => resolve(m as { open?: number })));
+  t.same(await next(), { warm: true }, 'warm-up done');
+  const before = served.length;
+  child.send('go');
+  t.same(await next(), { held: 5 });
+  child.send('count');
+  t.same(await next(), { open: 5 }, 'all open');
+  const kept = served.slice(before);
+  t.equal(kept.length, 5, 'the proxy side holds the five clients');
+  for (const s of kept.slice(0, 2)) s.destroy();
+  let open = 5;
+  for (let i = 0; i < 100 && open !== 3; i++) {
+    await new Promise((r) => setTimeout(r, 20));
+    child.send('count');
+    open = (await next()).open ?? -1;
+  }
+  t.equal(open, 3, 'two closed by the proxy side are no longer counted');
+  const exit = new Promise<number | null>((resolve) => child.once('exit', resolve));
+  child.send('bye');
+  t.equal(await exit, 0, 'any other message ends the client');
 });
