@@ -15,11 +15,13 @@
  *
  * Lines go to the file `[throughway] access_log_file` (under the working directory) or, with
  * `useLogger = true`, to the server log as `http_access` events. Credential-like query parameters
- * (`access_token`, `client_secret`, ...) are written masked (redactUrl, docs/operations.md). The hot path formats one string; the date
- * part is built once per second. File lines are encoded into a buffer as they come and handed to the file
- * stream FLUSH_MS after the first of them waits, or as soon as 64 KiB are waiting (nginx's
- * `access_log ... buffer= flush=`): the same bytes in the same order. Handing them over once per event-loop
- * turn cost about 1 µs per call at 28,000 calls/s (a thread-pool write every few calls; docs/performance.md).
+ * (`access_token`, `client_secret`, ...) are written masked (redactUrl, docs/operations.md). The date
+ * part is built once per second. File lines are written byte by byte into a buffer as they come (put();
+ * a line with a text outside ASCII is encoded from format()'s string instead, the same bytes), and the
+ * buffer is handed to the file stream FLUSH_MS after the first of them waits, or as soon as 64 KiB are
+ * waiting (nginx's `access_log ... buffer= flush=`): the same bytes in the same order. Handing them over
+ * once per event-loop turn cost about 1 µs per call at 28,000 calls/s (a thread-pool write every few
+ * calls; docs/performance.md).
  * close() writes what waits before ending the stream; a process that exits without close() writes it
  * synchronously on 'exit' (once the stream has opened its file).
  */
@@ -40,14 +42,80 @@ export function clfDate(ms: number): string {
 export interface AccessLogOptions {
   readonly file?: string;
   readonly logger?: Logger;
-  /** The clock (tests). */
+  /** The wall clock (tests). */
   readonly now?: () => number;
+  /** A monotonic clock in ms (tests): with it, or with the default wall clock, that is read once per second. */
+  readonly mono?: () => number;
   /** ms a waiting line waits at most (tests; default FLUSH_MS). */
   readonly flushMs?: number;
 }
 
 /** Waiting lines are written at once when they reach this many bytes ... */
 const FLUSH_AT = 65_536;
+const monotonicNow = (): number => performance.now();
+/** put()'s bound on a line's bytes beside its URL, address, method and version: the date, five numbers, separators. */
+const PUT_FIXED = 256;
+
+/*
+ * put()'s writers: each returns the position after what it wrote, or -1 (carried through every later
+ * call) when a character is outside ASCII, so one check at the end refuses the whole line.
+ */
+function putByte(b: Buffer, at: number, c: number): number {
+  if (at < 0) return at;
+  b[at] = c;
+  return at + 1;
+}
+
+function putAscii(b: Buffer, at: number, s: string): number {
+  if (at < 0) return at;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c > 0x7e) return -1;
+    b[at++] = c;
+  }
+  return at;
+}
+
+/**
+ * Milliseconds with three decimals, rounded to the nearest microsecond (halves up). toFixed(3) gives the
+ * same text but at halves, where it follows the double's exact binary value, and cost 0.1 us per call
+ * under perf; values beyond 2^53 us (285 years) fall back to it.
+ */
+export function millis(ms: number): string {
+  const us = Math.round(ms * 1000);
+  if (!Number.isSafeInteger(us) || us < 0) return ms.toFixed(3);
+  const frac = us % 1000;
+  return `${(us - frac) / 1000}.${frac < 10 ? '00' : frac < 100 ? '0' : ''}${frac}`;
+}
+
+/** millis(ms) written into `b`. */
+function putMillis(b: Buffer, at: number, ms: number): number {
+  const us = Math.round(ms * 1000);
+  if (!Number.isSafeInteger(us) || us < 0) return putAscii(b, at, ms.toFixed(3));
+  const frac = us % 1000;
+  at = putCount(b, at, (us - frac) / 1000);
+  if (at < 0) return at;
+  b[at] = 0x2e;
+  b[at + 1] = 0x30 + Math.floor(frac / 100);
+  b[at + 2] = 0x30 + (Math.floor(frac / 10) % 10);
+  b[at + 3] = 0x30 + (frac % 10);
+  return at + 4;
+}
+
+/** A non-negative integer (status, byte count, code) in decimal; anything else as String(n) would write it. */
+function putCount(b: Buffer, at: number, n: number): number {
+  if (at < 0) return at;
+  if (!Number.isSafeInteger(n) || n < 0) return putAscii(b, at, String(n));
+  let digits = 1;
+  for (let x = n; x >= 10; x = Math.floor(x / 10)) digits++;
+  let end = at + digits;
+  let x = n;
+  do {
+    b[--end] = 0x30 + (x % 10);
+    x = Math.floor(x / 10);
+  } while (x > 0);
+  return at + digits;
+}
 /** Each line is encoded into a buffer of this size as it comes (a line's UTF-8 takes at most 3 bytes per UTF-16 unit). */
 const BUFFER_SIZE = 81_920;
 /** ... else this many ms after the first of them (a `tail -f` sees a line within this time). */
@@ -83,8 +151,13 @@ export class AccessLog {
   private readonly flushMs: number;
   private second = -1;
   private dateText = '';
+  /** The monotonic clock date() keeps its text by (performance.now with the default wall clock). */
+  private readonly mono: (() => number) | undefined;
+  /** performance.now() before which the second of `dateText` has surely not ended; -1 before the first read. */
+  private secondEnds = -1;
   constructor(options: AccessLogOptions) {
     this.now = options.now ?? Date.now;
+    this.mono = options.mono ?? (options.now === undefined ? monotonicNow : undefined);
     this.flushMs = options.flushMs ?? FLUSH_MS;
     if (options.logger !== undefined) {
       this.logger = options.logger;
@@ -117,13 +190,24 @@ export class AccessLog {
     }
   }
 
+  /**
+   * The date text of the current second. With the default clock the wall clock is read once per second
+   * of the monotonic one: until performance.now() passes the end of the second read last, the text stands
+   * (Date.now() cost 0.1 us per call under perf, a C++ runtime call; performance.now() is a fast API
+   * call). A wall clock set back or forward shows from the next second's read on.
+   */
   private date(): string {
+    const clock = this.mono;
+    const mono = clock === undefined ? 0 : clock();
+    if (mono < this.secondEnds) return this.dateText;
     const t = this.now();
     const s = Math.floor(t / 1000);
     if (s !== this.second) {
       this.second = s;
       this.dateText = clfDate(t);
     }
+    // Date.now() is whole ms, so the second may end 999 - (t mod 1000) ms on at the earliest.
+    if (clock !== undefined) this.secondEnds = mono + 999 - (t - s * 1000);
     return this.dateText;
   }
 
@@ -135,13 +219,17 @@ export class AccessLog {
     const fault = r.fault;
     const code = r.faultCode ?? fault?.code;
     const bytes = r.responseBytes > 0 ? String(r.responseBytes) : '-';
-    const upstream = r.upstreamMs >= 0 ? r.upstreamMs.toFixed(3) : '-';
+    const upstream = r.upstreamMs >= 0 ? millis(r.upstreamMs) : '-';
     const state = fault !== undefined && fault.code === code ? `${fault.base}+${fault.state}` : '-';
     const line = `${r.remoteAddress || '-'} - - ${this.date()} "${r.method} ${redactUrl(r.url)} HTTP/${r.httpVersion}" ${r.status || '-'} ${bytes} ${upstream} ${code ?? '-'} ${state}`;
     return op === undefined ? line : `${line} graphql=${op.type}:${op.name === '' ? '-' : op.name}`;
   }
 
   record(r: ExchangeRecord, op?: { readonly type: string; readonly name: string }): void {
+    if (this.logger === undefined) {
+      if (this.stream === undefined) return;
+      if (op === undefined && this.put(r)) return this.written();
+    }
     const line = this.format(r, op);
     if (this.logger !== undefined) {
       this.logger.log('info', 'http_access', { line });
@@ -159,12 +247,67 @@ export class AccessLog {
       this.buf = Buffer.allocUnsafe(BUFFER_SIZE);
     }
     this.used += this.buf.write(text, this.used);
+    this.written();
+  }
+
+  /** After a line went into the buffer: written at FLUSH_AT, else FLUSH_MS after the first line waits. */
+  private written(): void {
     if (this.used >= FLUSH_AT) this.flushNow();
     else if (this.timer === undefined) {
       this.timer = setTimeout(this.flushNow, this.flushMs);
       // The log's timer never keeps a stopping process alive; 'exit' writes what waits.
       this.timer.unref();
     }
+  }
+
+  /**
+   * format(r)'s line and its newline, written byte by byte into the buffer without making the string:
+   * false, with nothing written, when a text holds a character outside ASCII (record() then encodes
+   * format()'s string as UTF-8) or the line could be longer than the buffer. The same bytes as format()
+   * (test/gateway/access-log.test.ts compares them); a line made as a string and encoded cost 0.8 us per
+   * call under perf on the full gateway, half of it flattening and encoding (docs/performance.md).
+   */
+  private put(r: ExchangeRecord): boolean {
+    const url = redactUrl(r.url);
+    const remote = r.remoteAddress;
+    // Every other text is ASCII and short: the date (28), the version, numbers and codes.
+    const most = url.length + remote.length + r.method.length + r.httpVersion.length + PUT_FIXED;
+    if (most > BUFFER_SIZE) return false;
+    if (this.buf === undefined || this.buf.length - this.used < most) {
+      this.flushNow();
+      this.buf = Buffer.allocUnsafe(BUFFER_SIZE);
+    }
+    const b = this.buf;
+    let at = this.used;
+    const fault = r.fault;
+    const code = r.faultCode ?? fault?.code;
+    at = remote === '' ? putByte(b, at, 0x2d) : putAscii(b, at, remote);
+    at = putAscii(b, at, ' - - ');
+    at = putAscii(b, at, this.date());
+    at = putAscii(b, at, ' "');
+    at = putAscii(b, at, r.method);
+    at = putByte(b, at, 0x20);
+    at = putAscii(b, at, url);
+    at = putAscii(b, at, ' HTTP/');
+    at = putAscii(b, at, r.httpVersion);
+    at = putAscii(b, at, '" ');
+    at = r.status ? putCount(b, at, r.status) : putByte(b, at, 0x2d);
+    at = putByte(b, at, 0x20);
+    at = r.responseBytes > 0 ? putCount(b, at, r.responseBytes) : putByte(b, at, 0x2d);
+    at = putByte(b, at, 0x20);
+    at = r.upstreamMs >= 0 ? putMillis(b, at, r.upstreamMs) : putByte(b, at, 0x2d);
+    at = putByte(b, at, 0x20);
+    at = code === undefined ? putByte(b, at, 0x2d) : putCount(b, at, code);
+    at = putByte(b, at, 0x20);
+    if (fault !== undefined && fault.code === code) {
+      at = putCount(b, at, fault.base);
+      at = putByte(b, at, 0x2b);
+      at = putCount(b, at, fault.state);
+    } else at = putByte(b, at, 0x2d);
+    at = putByte(b, at, 0x0a);
+    if (at < 0) return false;
+    this.used = at;
+    return true;
   }
 
   close(): Promise<void> {

@@ -8,7 +8,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import t from 'tap';
 import { BASE_TOML, apiToml, closedPort, echoBackend, request, startGateway, until } from './helpers';
-import { AccessLog, FLUSH_MS, clfDate } from '../../lib/observability/access-log';
+import { AccessLog, FLUSH_MS, clfDate, millis } from '../../lib/observability/access-log';
 
 const LINE = /^127\.0\.0\.1 - - \[\d{2}\/[A-Z][a-z]{2}\/\d{4}:\d{2}:\d{2}:\d{2} \+0000\] "([A-Z]+) (\S+) HTTP\/1\.1" (\d{3}) (\d+|-) (\d+\.\d{3}|-) (\d+|-) (\S+)$/;
 
@@ -140,4 +140,88 @@ t.test('a line longer than the line buffer (a 40,000-character URL) is written w
   const lines = fs.readFileSync(file, 'utf8').split('\n');
   t.same(lines.map((l) => /"GET (\S{1,12})/.exec(l)?.[1]), ['/before', '/long/xxxxxx', '/after/é', undefined], 'in call order, the last line UTF-8');
   t.equal(lines[1]?.length, 40_000 + 6 + '10.0.0.1 - - [10/Oct/2000:13:55:36 +0000] "GET  HTTP/1.1" 200 10 0.500 - -'.length, 'the long line whole');
+});
+
+t.test("file lines are format()'s lines byte for byte: written straight into the buffer, or encoded from the string when a text is not ASCII", async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tw-access-bytes-'));
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const file = path.join(dir, 'access.log');
+  const now = (): number => Date.UTC(2000, 9, 10, 13, 55, 36);
+  const log = new AccessLog({ file, now });
+  const base: Parameters<AccessLog['record']>[0] = {
+    method: 'GET', url: '/x', httpVersion: '1.1', remoteAddress: '10.0.0.1', connectionId: 1, requestNumber: 1, status: 200, requestBytes: 0, responseBytes: 10, durationMs: 1, upstreamMs: 0.5, retries: 0, target: '127.0.0.1:1', fault: undefined, faultCode: undefined,
+  };
+  const transportFault = { code: 101510, base: 101505, state: 5, stateName: 'RESPONSE_BODY', side: 'target', reason: 'closed', httpStatus: 502, message: '', description: '', reused: false, cause: undefined } as const;
+  const records: Parameters<AccessLog['record']>[0][] = [
+    base,
+    { ...base, remoteAddress: '', status: 0, responseBytes: 0, upstreamMs: -1 },
+    { ...base, method: 'POST', url: '/p?access_token=abc&x=1', httpVersion: '1.0', remoteAddress: '::1', responseBytes: 9_007_199_254_740_991, upstreamMs: 123456.78951 },
+    { ...base, status: 502, fault: transportFault, faultCode: 101510 },
+    { ...base, status: 401, fault: transportFault, faultCode: 900901 },
+    { ...base, status: 404, faultCode: 103005, upstreamMs: 1e21 },
+    { ...base, url: '/caf\u00e9?q=\u00ff' },
+    { ...base, url: '/del\u007f' },
+    { ...base, remoteAddress: '10.0.0.\u00e9' },
+    { ...base, responseBytes: 2.5, status: 1e21 },
+  ];
+  const formatted = new AccessLog({ logger: { level: 'info', enabled: () => true, log: () => undefined }, now });
+  for (const r of records) log.record(r);
+  await log.close();
+  const expected = records.map((r) => formatted.format(r) + '\n').join('');
+  t.equal(fs.readFileSync(file, 'utf8'), expected);
+  t.same(fs.readFileSync(file), Buffer.from(expected, 'utf8'), 'the same bytes');
+  t.match(expected, /"GET \/caf\u00e9\?q=\u00ff HTTP\/1\.1"/, 'a non-ASCII line is there, as UTF-8');
+  t.match(expected, /^- - - \[10\/Oct\/2000:13:55:36 \+0000\] "GET \/x HTTP\/1\.1" - - - - -$/m, 'empty fields as dashes');
+  t.match(expected, / 200 9007199254740991 123456\.790 - -$/m);
+  t.match(expected, / "POST \/p\?access_token=\*\*\*\*&x=1 HTTP\/1\.0" /, 'the token masked');
+});
+
+t.test('upstream ms: three decimals, rounded to the microsecond', async (t) => {
+  t.same([0, 0.5, 5.25, 0.0004, 0.0006, 1.9996, 999.9999, 123456.78951].map(millis), ['0.000', '0.500', '5.250', '0.000', '0.001', '2.000', '1000.000', '123456.790']);
+  for (let i = 0; i < 2000; i++) {
+    const ms = Math.random() * 10 ** (i % 7);
+    const fixed = ms.toFixed(3);
+    // toFixed follows the double's binary value at halves: the two may differ there only, by 0.001.
+    if (Math.abs(((ms * 1000) % 1) - 0.5) > 1e-6 && millis(ms) !== fixed) t.fail(`${ms}: ${millis(ms)} vs ${fixed}`);
+  }
+  t.equal(millis(1e300), (1e300).toFixed(3), 'beyond 2^53 us: toFixed');
+});
+
+t.test('the date text: the wall clock is read once per second of the monotonic clock', async (t) => {
+  const lines: string[] = [];
+  const second = Date.UTC(2000, 9, 10, 13, 55, 36);
+  let wall = second + 200;
+  let mono = 50_000;
+  let reads = 0;
+  const log = new AccessLog({ logger: { level: 'info', enabled: () => true, log: (_l, _e, f) => lines.push(String(f?.line)) }, now: () => (reads++, wall), mono: () => mono });
+  const rec = { method: 'GET', url: '/x', httpVersion: '1.1', remoteAddress: '10.0.0.1', connectionId: 1, requestNumber: 1, status: 200, requestBytes: 0, responseBytes: 10, durationMs: 1, upstreamMs: 1, retries: 0, target: undefined, fault: undefined, faultCode: undefined };
+  log.record(rec);
+  wall = second + 998;
+  mono = 50_000 + 798;
+  log.record(rec);
+  t.equal(reads, 1, 'within the second: not read again');
+  wall = second + 1000;
+  mono = 50_000 + 799;
+  log.record(rec);
+  t.equal(reads, 2, 'read again once the second may have ended');
+  wall = second + 5000;
+  mono = 50_000 + 800;
+  log.record(rec);
+  t.equal(reads, 2, 'a wall clock set forward shows at the next read');
+  mono = 50_000 + 799 + 1000;
+  log.record(rec);
+  t.same(lines.map((l) => /:(\d\d) \+0000/.exec(l)?.[1]), ['36', '36', '37', '37', '41']);
+  // The default clocks: the line's second is the wall clock's.
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tw-access-clock-'));
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const file = path.join(dir, 'access.log');
+  const real = new AccessLog({ file });
+  const before = Date.now();
+  real.record(rec);
+  real.record(rec);
+  const after = Date.now();
+  await real.close();
+  const dates = fs.readFileSync(file, 'utf8').trim().split('\n').map((l) => /\[[^\]]+\]/.exec(l)?.[0]);
+  t.equal(dates.length, 2);
+  for (const d of dates) t.ok(d === clfDate(before) || d === clfDate(after), `${d} is now`);
 });
