@@ -81,7 +81,9 @@ t.test('unauthenticated tier: 500 per minute per client IP, the fault body, Retr
   t.same([refused.headers['ratelimit-limit'], refused.headers['ratelimit-remaining'], refused.headers['ratelimit-reset']], ['500', '0', '40'], 'RateLimit fields on the refusal');
   t.equal(r.backend.seen.length, 500, 'the refused call never reached the backend');
   r.clock.now = T0 + 60_000;
-  t.equal((await request(r.g.port, '/a/1.0.0/r', { agent })).status, 200, 'the next window allows again');
+  const next = await request(r.g.port, '/a/1.0.0/r', { agent });
+  t.equal(next.status, 200, 'the next window allows again');
+  t.same([next.headers['ratelimit-limit'], next.headers['ratelimit-remaining'], next.headers['ratelimit-reset']], ['500', '499', '60'], 'a new reset, from its own count');
 });
 
 t.test('unauthenticated_policy: Unlimited at API level, another tier per resource', async (t) => {
@@ -94,7 +96,9 @@ t.test('unauthenticated_policy: Unlimited at API level, another tier per resourc
   t.equal(count(open, 200), 600, 'Unlimited: 600 calls in one minute');
   const plain = await request(r.g.port, '/a/1.0.0/r', { agent });
   t.equal(plain.headers['ratelimit-limit'], undefined, 'no RateLimit fields when nothing limits the call');
-  t.same(await statuses(r.g.port, '/a/1.0.0/three', 4, agent), [200, 200, 200, 429], 'the resource names its own tier');
+  const first = await request(r.g.port, '/a/1.0.0/three', { agent });
+  t.same([first.status, first.headers['ratelimit-limit'], first.headers['ratelimit-remaining']], [200, '3', '2'], "the tier's own limit in RateLimit-Limit");
+  t.same(await statuses(r.g.port, '/a/1.0.0/three', 3, agent), [200, 200, 429], 'the resource names its own tier');
 });
 
 t.test('API-level (900800) and resource-level (900802) policies over every caller', async (t) => {
