@@ -61,7 +61,7 @@ export class RequestTrace implements CallTrace {
     readonly traceId: string,
     /** The caller's span id (incoming traceparent), or undefined for a trace started here. */
     readonly parentId: string | undefined,
-    /** The gateway's SERVER span. */
+    /** The gateway's SERVER span ('' when the call is not sampled: it is never reported). */
     readonly spanId: string,
     /** The CLIENT span of the backend call: the parent id the backend sees. */
     readonly backendSpanId: string,
@@ -132,10 +132,13 @@ export class Tracer {
    */
   start(ctx: CallContext): boolean {
     const { parent, state } = traceContextOf(ctx.req.headers);
+    // An unsampled call reports no span: only the backend's parent id (its CLIENT span) is ever seen.
     const trace =
       parent === undefined
         ? new RequestTrace(newTraceId(), undefined, newSpanId(), newSpanId(), 1, undefined, true)
-        : new RequestTrace(parent.traceId, parent.parentId, newSpanId(), newSpanId(), parent.flags, state, (parent.flags & 1) === 1);
+        : (parent.flags & 1) === 1
+          ? new RequestTrace(parent.traceId, parent.parentId, newSpanId(), newSpanId(), parent.flags, state, true)
+          : new RequestTrace(parent.traceId, parent.parentId, '', newSpanId(), parent.flags, state, false);
     ctx.trace = trace;
     ctx.beforeSend = propagate;
     return trace.sampled;

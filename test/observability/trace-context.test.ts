@@ -17,6 +17,7 @@ t.test('traceparent: valid and invalid values', async (t) => {
   t.same(parseTraceParent(`  00-${TRACE}-${PARENT}-00 `), { traceId: TRACE, parentId: PARENT, flags: 0 }, 'optional whitespace around the value');
   t.same(parseTraceParent(`01-${TRACE}-${PARENT}-03-future-field`), { traceId: TRACE, parentId: PARENT, flags: 3 }, 'a later version: the first four fields');
   t.same(parseTraceParent(`cc-${TRACE}-${PARENT}-09`), { traceId: TRACE, parentId: PARENT, flags: 9 });
+  t.same([`00-${TRACE}-${PARENT}-ab`, `00-${TRACE}-${PARENT}-f0`, `00-${TRACE}-${PARENT}-1e`].map((v) => parseTraceParent(v)?.flags), [0xab, 0xf0, 0x1e], 'flags: both hex digits, letters too');
   const invalid: Record<string, string> = {
     'version ff': `ff-${TRACE}-${PARENT}-01`,
     'version 00 with more': `00-${TRACE}-${PARENT}-01-x`,

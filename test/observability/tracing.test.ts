@@ -119,6 +119,10 @@ t.test('sampled flag off: context propagated, nothing recorded', async (t) => {
   t.not(tp?.parentId, PARENT);
   t.equal(tp?.flags, 0, 'not sampled, as the caller decided');
   t.same(fieldValues(backend.seen[0]?.headers ?? [], 'tracestate'), ['k=v']);
+  t.equal((await request(g.port, '/test/1.0.0/r/1', { headers: H('traceparent', `00-${TRACE}-${PARENT}-00`) })).status, 200);
+  const again = parseTraceParent(fieldValues(backend.seen[1]?.headers ?? [], 'traceparent')[0] ?? '');
+  t.same([again?.traceId, again?.flags], [TRACE, 0]);
+  t.ok(again !== undefined && again.parentId !== PARENT && again.parentId !== tp?.parentId, 'each unsampled call gets a parent id of its own');
   await g.gw.tracer?.flush();
   t.equal(zipkin.posts.length, 0);
   t.equal(g.gw.tracer?.stats().spansRecorded, 0);
