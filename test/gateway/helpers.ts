@@ -18,6 +18,16 @@ export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
+/**
+ * Waits for the next minute when fewer than `ms` remain in this one: throttle windows are epoch-aligned
+ * minutes, and a test that reads a window's counter (in Redis it expires at the window's end) must not
+ * straddle two of them.
+ */
+export async function roomInWindow(ms: number): Promise<void> {
+  const left = 60_000 - (Date.now() % 60_000);
+  if (left < ms) await sleep(left + 50);
+}
+
 export async function until(cond: () => boolean | Promise<boolean>, ms = 3000, step = 10): Promise<boolean> {
   const end = Date.now() + ms;
   while (Date.now() < end) {

@@ -38,7 +38,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { Redis } from 'ioredis';
 import t from 'tap';
-import { echoBackend, sleep } from '../gateway/helpers';
+import { echoBackend, roomInWindow, sleep } from '../gateway/helpers';
 import { baseOffset, nodeToml, redisReachable, spawnNode, started, type Proc } from './helpers';
 
 const REDIS = process.env.THROUGHWAY_TEST_REDIS_URL;
@@ -75,12 +75,6 @@ async function call(port: number, context: string): Promise<Outcome> {
   const res = await fetch(`http://127.0.0.1:${port}${context}/1.0.0/x`);
   const text = await res.text();
   return { status: res.status, code: /"code":(\d+)/.exec(text)?.[1] ?? '-', retryAfter: res.headers.get('retry-after') };
-}
-
-/** Waits for the next minute when fewer than `ms` remain in this one (windows are epoch-aligned minutes). */
-async function roomInWindow(ms: number): Promise<void> {
-  const left = 60_000 - (Date.now() % 60_000);
-  if (left < ms) await sleep(left + 50);
 }
 
 /** Fires `each` calls at every port at once. */

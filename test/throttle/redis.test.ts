@@ -167,7 +167,7 @@ t.test('a gateway with counter_store = "redis" counts through Redis', async (t) 
   if (redis === undefined) return;
   const { url, probe } = redis;
   t.teardown(() => probe.disconnect());
-  const { BASE_TOML, apiToml, echoBackend, request, startGateway } = await import('../gateway/helpers');
+  const { BASE_TOML, apiToml, echoBackend, request, roomInWindow, startGateway } = await import('../gateway/helpers');
   const backend = await echoBackend();
   t.teardown(() => backend.close());
   const context = `/r${process.pid}x${Date.now()}`;
@@ -175,6 +175,8 @@ t.test('a gateway with counter_store = "redis" counts through Redis', async (t) 
     a: apiToml({ context, endpoint: `http://127.0.0.1:${backend.port}`, resources: [['/r', ['GET']]], unauthenticatedPolicy: 'Bronze' }),
   });
   t.ok(g.gw.throttle.counters instanceof RedisCounterStore);
+  // Bronze counts per minute and its key expires at the minute's end: the calls and the read stay in one.
+  await roomInWindow(10_000);
   for (let i = 0; i < 3; i++) t.equal((await request(g.port, `${context}/1.0.0/r`)).status, 200);
   await g.close();
   const keys = await probe.keys(`tw:thr:u|${context}/1.0.0|*`);
