@@ -68,6 +68,14 @@ function rssMb(pid: number): number {
   return m === null ? NaN : Number(m[1]) / 1024;
 }
 
+/** What CLIENT sends, one of these fields per message (error: it could not go on). */
+export interface ClientMessage {
+  readonly warm?: boolean;
+  readonly held?: number;
+  readonly open?: number;
+  readonly error?: string;
+}
+
 /**
  * The client process (`node -e CLIENT host port n`): warm-up, then `n` clients that each make one request
  * and stay. Over IPC it sends {warm}, waits for 'go', sends {held}; then answers 'count' with {open} (the
@@ -114,8 +122,7 @@ async function measureOne(clients: number, settleS: number, nodeFlags: readonly 
   await startBackend(backendPort);
   const proxy = await startThroughway(proxyPort, backendPort, nodeFlags);
   const child = spawn(process.execPath, ['-e', CLIENT, HOST, String(proxyPort), String(clients)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  const next = (): Promise<{ warm?: boolean; held?: number; open?: number; error?: string }> =>
-    new Promise((resolve) => child.once('message', (m) => resolve(m as { warm?: boolean; held?: number; open?: number; error?: string })));
+  const next = (): Promise<ClientMessage> => new Promise((resolve) => child.once('message', (m) => resolve(m as ClientMessage)));
   const flags = nodeFlags.length > 0 ? ` (node ${nodeFlags.join(' ')})` : '';
   try {
     const warm = await next();

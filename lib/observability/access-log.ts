@@ -82,16 +82,16 @@ function putAscii(b: Buffer, at: number, s: string): number {
  * under perf; values beyond 2^53 us (285 years) fall back to it.
  */
 export function millis(ms: number): string {
-  const us = Math.round(ms * 1000);
-  if (!Number.isSafeInteger(us) || us < 0) return ms.toFixed(3);
+  const us = microseconds(ms);
+  if (us < 0) return ms.toFixed(3);
   const frac = us % 1000;
   return `${(us - frac) / 1000}.${frac < 10 ? '00' : frac < 100 ? '0' : ''}${frac}`;
 }
 
 /** millis(ms) written into `b`. */
 function putMillis(b: Buffer, at: number, ms: number): number {
-  const us = Math.round(ms * 1000);
-  if (!Number.isSafeInteger(us) || us < 0) return putAscii(b, at, ms.toFixed(3));
+  const us = microseconds(ms);
+  if (us < 0) return putAscii(b, at, ms.toFixed(3));
   const frac = us % 1000;
   at = putCount(b, at, (us - frac) / 1000);
   if (at < 0) return at;
@@ -100,6 +100,12 @@ function putMillis(b: Buffer, at: number, ms: number): number {
   b[at + 2] = 0x30 + (Math.floor(frac / 10) % 10);
   b[at + 3] = 0x30 + (frac % 10);
   return at + 4;
+}
+
+/** `ms` in whole microseconds, or -1 when that is not a safe non-negative integer (millis() then uses toFixed). */
+function microseconds(ms: number): number {
+  const us = Math.round(ms * 1000);
+  return Number.isSafeInteger(us) && us >= 0 ? us : -1;
 }
 
 /** A non-negative integer (status, byte count, code) in decimal; anything else as String(n) would write it. */
@@ -226,28 +232,32 @@ export class AccessLog {
   }
 
   record(r: ExchangeRecord, op?: { readonly type: string; readonly name: string }): void {
-    if (this.logger === undefined) {
-      if (this.stream === undefined) return;
-      if (op === undefined && this.put(r)) return this.written();
-    }
-    const line = this.format(r, op);
     if (this.logger !== undefined) {
-      this.logger.log('info', 'http_access', { line });
+      this.logger.log('info', 'http_access', { line: this.format(r, op) });
       return;
     }
-    if (this.stream === undefined) return;
-    const text = line + '\n';
-    if (this.buf === undefined || this.buf.length - this.used < text.length * 3) {
+    const stream = this.stream;
+    if (stream === undefined) return;
+    if (op === undefined && this.put(r)) return this.written();
+    const text = this.format(r, op) + '\n';
+    if (text.length * 3 > BUFFER_SIZE) {
+      // A line longer than the buffer (a very long URL) goes on its own, after those before it.
       this.flushNow();
-      if (text.length * 3 > BUFFER_SIZE) {
-        // A line longer than the buffer (a very long URL) goes on its own, after those before it.
-        this.stream.write(text);
-        return;
-      }
+      stream.write(text);
+      return;
+    }
+    const buf = this.room(text.length * 3);
+    this.used += buf.write(text, this.used);
+    this.written();
+  }
+
+  /** The line buffer with at least `bytes` free (at most BUFFER_SIZE): the waiting lines go first when they leave less. */
+  private room(bytes: number): Buffer {
+    if (this.buf === undefined || this.buf.length - this.used < bytes) {
+      this.flushNow();
       this.buf = Buffer.allocUnsafe(BUFFER_SIZE);
     }
-    this.used += this.buf.write(text, this.used);
-    this.written();
+    return this.buf;
   }
 
   /** After a line went into the buffer: written at FLUSH_AT, else FLUSH_MS after the first line waits. */
@@ -273,11 +283,7 @@ export class AccessLog {
     // Every other text is ASCII and short: the date (28), the version, numbers and codes.
     const most = url.length + remote.length + r.method.length + r.httpVersion.length + PUT_FIXED;
     if (most > BUFFER_SIZE) return false;
-    if (this.buf === undefined || this.buf.length - this.used < most) {
-      this.flushNow();
-      this.buf = Buffer.allocUnsafe(BUFFER_SIZE);
-    }
-    const b = this.buf;
+    const b = this.room(most);
     let at = this.used;
     const fault = r.fault;
     const code = r.faultCode ?? fault?.code;

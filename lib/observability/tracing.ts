@@ -132,13 +132,10 @@ export class Tracer {
    */
   start(ctx: CallContext): boolean {
     const { parent, state } = traceContextOf(ctx.req.headers);
-    // An unsampled call reports no span: only the backend's parent id (its CLIENT span) is ever seen.
-    const trace =
-      parent === undefined
-        ? new RequestTrace(newTraceId(), undefined, newSpanId(), newSpanId(), 1, undefined, true)
-        : (parent.flags & 1) === 1
-          ? new RequestTrace(parent.traceId, parent.parentId, newSpanId(), newSpanId(), parent.flags, state, true)
-          : new RequestTrace(parent.traceId, parent.parentId, '', newSpanId(), parent.flags, state, false);
+    // A trace started here is sampled; an unsampled call reports no span, so it needs no SERVER span id:
+    // only the backend's parent id (its CLIENT span) is ever seen.
+    const sampled = parent === undefined || (parent.flags & 1) === 1;
+    const trace = new RequestTrace(parent?.traceId ?? newTraceId(), parent?.parentId, sampled ? newSpanId() : '', newSpanId(), parent?.flags ?? 1, state, sampled);
     ctx.trace = trace;
     ctx.beforeSend = propagate;
     return trace.sampled;

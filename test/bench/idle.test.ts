@@ -6,7 +6,7 @@
 import t from 'tap';
 import { spawn } from 'node:child_process';
 import * as net from 'node:net';
-import { BOUNDED_YOUNG, CLIENT, renderIdle, renderIdleTable, runIdleBench, withReadings, type IdleRun } from '../../bench/idle';
+import { BOUNDED_YOUNG, CLIENT, renderIdle, renderIdleTable, runIdleBench, withReadings, type ClientMessage, type IdleRun } from '../../bench/idle';
 
 const defaults = { nodeFlags: [], idleRssMb: 60, heldRssMb: 137.5, settledRssMb: 119.5, settleS: 60, held: 10_000 };
 const run: IdleRun = {
@@ -62,7 +62,7 @@ t.test('the client process counts the clients the proxy closed, so a run can ref
   const port = (server.address() as net.AddressInfo).port;
   const child = spawn(process.execPath, ['-e', CLIENT, '127.0.0.1', String(port), '5'], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   t.teardown(() => { if (child.exitCode === null) child.kill(); });
-  const next = (): Promise<{ warm?: boolean; held?: number; open?: number }> => new Promise((resolve) => child.once('message', (m) => resolve(m as { open?: number })));
+  const next = (): Promise<ClientMessage> => new Promise((resolve) => child.once('message', (m) => resolve(m as ClientMessage)));
   t.same(await next(), { warm: true }, 'warm-up done');
   const before = served.length;
   child.send('go');

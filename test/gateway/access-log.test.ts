@@ -7,10 +7,19 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import t from 'tap';
-import { BASE_TOML, apiToml, closedPort, echoBackend, request, startGateway, until } from './helpers';
+import { BASE_TOML, apiToml, closedPort, echoBackend, memoryLogger, request, startGateway, until } from './helpers';
 import { AccessLog, FLUSH_MS, clfDate, millis } from '../../lib/observability/access-log';
 
 const LINE = /^127\.0\.0\.1 - - \[\d{2}\/[A-Z][a-z]{2}\/\d{4}:\d{2}:\d{2}:\d{2} \+0000\] "([A-Z]+) (\S+) HTTP\/1\.1" (\d{3}) (\d+|-) (\d+\.\d{3}|-) (\d+|-) (\S+)$/;
+
+type Rec = Parameters<AccessLog['record']>[0];
+/** A served GET from 10.0.0.1, `over` changing what a test needs. */
+const rec = (over: Partial<Rec> = {}): Rec => ({
+  method: 'GET', url: '/x', httpVersion: '1.1', remoteAddress: '10.0.0.1', connectionId: 1, requestNumber: 1, status: 200, requestBytes: 0, responseBytes: 10, durationMs: 1, upstreamMs: 0.5, retries: 0, target: '127.0.0.1:1', fault: undefined, faultCode: undefined,
+  ...over,
+});
+/** The `line` of every http_access event a memoryLogger got. */
+const accessLines = (logger: ReturnType<typeof memoryLogger>): string[] => logger.lines.filter((l) => l.event === 'http_access').map((l) => String(l.line));
 
 t.test('one line per call: served, gateway fault, transport fault', async (t) => {
   const backend = await echoBackend();
@@ -148,23 +157,20 @@ t.test("file lines are format()'s lines byte for byte: written straight into the
   const file = path.join(dir, 'access.log');
   const now = (): number => Date.UTC(2000, 9, 10, 13, 55, 36);
   const log = new AccessLog({ file, now });
-  const base: Parameters<AccessLog['record']>[0] = {
-    method: 'GET', url: '/x', httpVersion: '1.1', remoteAddress: '10.0.0.1', connectionId: 1, requestNumber: 1, status: 200, requestBytes: 0, responseBytes: 10, durationMs: 1, upstreamMs: 0.5, retries: 0, target: '127.0.0.1:1', fault: undefined, faultCode: undefined,
-  };
   const transportFault = { code: 101510, base: 101505, state: 5, stateName: 'RESPONSE_BODY', side: 'target', reason: 'closed', httpStatus: 502, message: '', description: '', reused: false, cause: undefined } as const;
-  const records: Parameters<AccessLog['record']>[0][] = [
-    base,
-    { ...base, remoteAddress: '', status: 0, responseBytes: 0, upstreamMs: -1 },
-    { ...base, method: 'POST', url: '/p?access_token=abc&x=1', httpVersion: '1.0', remoteAddress: '::1', responseBytes: 9_007_199_254_740_991, upstreamMs: 123456.78951 },
-    { ...base, status: 502, fault: transportFault, faultCode: 101510 },
-    { ...base, status: 401, fault: transportFault, faultCode: 900901 },
-    { ...base, status: 404, faultCode: 103005, upstreamMs: 1e21 },
-    { ...base, url: '/caf\u00e9?q=\u00ff' },
-    { ...base, url: '/del\u007f' },
-    { ...base, remoteAddress: '10.0.0.\u00e9' },
-    { ...base, responseBytes: 2.5, status: 1e21 },
+  const records: Rec[] = [
+    rec(),
+    rec({ remoteAddress: '', status: 0, responseBytes: 0, upstreamMs: -1 }),
+    rec({ method: 'POST', url: '/p?access_token=abc&x=1', httpVersion: '1.0', remoteAddress: '::1', responseBytes: 9_007_199_254_740_991, upstreamMs: 123456.78951 }),
+    rec({ status: 502, fault: transportFault, faultCode: 101510 }),
+    rec({ status: 401, fault: transportFault, faultCode: 900901 }),
+    rec({ status: 404, faultCode: 103005, upstreamMs: 1e21 }),
+    rec({ url: '/caf\u00e9?q=\u00ff' }),
+    rec({ url: '/del\u007f' }),
+    rec({ remoteAddress: '10.0.0.\u00e9' }),
+    rec({ responseBytes: 2.5, status: 1e21 }),
   ];
-  const formatted = new AccessLog({ logger: { level: 'info', enabled: () => true, log: () => undefined }, now });
+  const formatted = new AccessLog({ logger: memoryLogger('info'), now });
   for (const r of records) log.record(r);
   await log.close();
   const expected = records.map((r) => formatted.format(r) + '\n').join('');
@@ -188,40 +194,62 @@ t.test('upstream ms: three decimals, rounded to the microsecond', async (t) => {
 });
 
 t.test('the date text: the wall clock is read once per second of the monotonic clock', async (t) => {
-  const lines: string[] = [];
+  const logger = memoryLogger('info');
   const second = Date.UTC(2000, 9, 10, 13, 55, 36);
   let wall = second + 200;
   let mono = 50_000;
   let reads = 0;
-  const log = new AccessLog({ logger: { level: 'info', enabled: () => true, log: (_l, _e, f) => lines.push(String(f?.line)) }, now: () => (reads++, wall), mono: () => mono });
-  const rec = { method: 'GET', url: '/x', httpVersion: '1.1', remoteAddress: '10.0.0.1', connectionId: 1, requestNumber: 1, status: 200, requestBytes: 0, responseBytes: 10, durationMs: 1, upstreamMs: 1, retries: 0, target: undefined, fault: undefined, faultCode: undefined };
-  log.record(rec);
+  const log = new AccessLog({ logger, now: () => (reads++, wall), mono: () => mono });
+  log.record(rec());
   wall = second + 998;
   mono = 50_000 + 798;
-  log.record(rec);
+  log.record(rec());
   t.equal(reads, 1, 'within the second: not read again');
   wall = second + 1000;
   mono = 50_000 + 799;
-  log.record(rec);
+  log.record(rec());
   t.equal(reads, 2, 'read again once the second may have ended');
   wall = second + 5000;
   mono = 50_000 + 800;
-  log.record(rec);
+  log.record(rec());
   t.equal(reads, 2, 'a wall clock set forward shows at the next read');
   mono = 50_000 + 799 + 1000;
-  log.record(rec);
-  t.same(lines.map((l) => /:(\d\d) \+0000/.exec(l)?.[1]), ['36', '36', '37', '37', '41']);
+  log.record(rec());
+  t.same(accessLines(logger).map((l) => /:(\d\d) \+0000/.exec(l)?.[1]), ['36', '36', '37', '37', '41']);
   // The default clocks: the line's second is the wall clock's.
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tw-access-clock-'));
   t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
   const file = path.join(dir, 'access.log');
   const real = new AccessLog({ file });
   const before = Date.now();
-  real.record(rec);
-  real.record(rec);
+  real.record(rec());
+  real.record(rec());
   const after = Date.now();
   await real.close();
   const dates = fs.readFileSync(file, 'utf8').trim().split('\n').map((l) => /\[[^\]]+\]/.exec(l)?.[0]);
   t.equal(dates.length, 2);
   for (const d of dates) t.ok(d === clfDate(before) || d === clfDate(after), `${d} is now`);
+});
+
+t.test('a line that does not fit what is left of the line buffer starts a new one, after the lines waiting', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tw-access-room-'));
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const file = path.join(dir, 'access.log');
+  const log = new AccessLog({ file, now: () => Date.UTC(2000, 9, 10, 13, 55, 36), flushMs: 60_000 });
+  // 800 lines of about 80 bytes wait (under the 64 KiB written at once). A line of 20,000 ASCII characters
+  // no longer fits the 80 KiB buffer (written byte by byte); then one of 25,000 with a character outside
+  // ASCII, which (as UTF-8 may take 3 bytes each) fits what that leaves no more either.
+  for (let i = 0; i < 800; i++) log.record(rec({ url: `/s/${i}` }));
+  const long = (c: string, i: number, n: number): string => `/l/${i}/${c.repeat(n)}`;
+  log.record(rec({ url: long('a', 0, 20_000) }));
+  log.record(rec({ url: long('\u00e9', 1, 25_000) }));
+  log.record(rec({ url: '/after' }));
+  await log.close();
+  const lines = fs.readFileSync(file, 'utf8').split('\n');
+  t.equal(lines.pop(), '', 'the file ends with a newline');
+  t.equal(lines.length, 803);
+  t.ok(lines.slice(0, 800).every((l, i) => l.includes(`"GET /s/${i} HTTP/1.1"`)), 'the waiting lines first, in call order');
+  t.ok(lines[800] === `10.0.0.1 - - [10/Oct/2000:13:55:36 +0000] "GET ${long('a', 0, 20_000)} HTTP/1.1" 200 10 0.500 - -`, 'the ASCII line whole');
+  t.ok(lines[801] === `10.0.0.1 - - [10/Oct/2000:13:55:36 +0000] "GET ${long('\u00e9', 1, 25_000)} HTTP/1.1" 200 10 0.500 - -`, 'the non-ASCII line whole, UTF-8');
+  t.match(lines[802], /"GET \/after HTTP\/1\.1"/);
 });
