@@ -133,22 +133,24 @@ setTimeout(() => {
   t.match(fs.readFileSync(file, 'utf8'), /"GET \/bye HTTP\/1\.1" 200 1 1\.000 - -\n$/);
 });
 
-t.test('a line longer than the line buffer (a 40,000-character URL) is written whole, in its place', async (t) => {
+t.test('a line longer than the line buffer is written whole, in its place; a 40,000-character URL still fits it', async (t) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tw-access-long-'));
   t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
   const file = path.join(dir, 'access.log');
   const log = new AccessLog({ file, now: () => Date.UTC(2000, 9, 10, 13, 55, 36) });
-  const rec = (url: string): Parameters<AccessLog['record']>[0] => ({
-    method: 'GET', url, httpVersion: '1.1', remoteAddress: '10.0.0.1', connectionId: 1, requestNumber: 1, status: 200, requestBytes: 0, responseBytes: 10, durationMs: 1, upstreamMs: 0.5, retries: 0, target: '127.0.0.1:1', fault: undefined, faultCode: undefined,
-  });
   const long = `/long/${'x'.repeat(40_000)}`;
-  log.record(rec('/before'));
-  log.record(rec(long));
-  log.record(rec('/after/é'));
+  // Longer than the 80 KiB line buffer: 90,000 ASCII characters (put() refuses the line) and 30,000
+  // characters outside ASCII (up to 3 UTF-8 bytes each): each goes to the file on its own.
+  const ascii = `/huge/${'y'.repeat(90_000)}`;
+  const wide = `/wide/${'\u00e9'.repeat(30_000)}`;
+  for (const url of ['/before', long, ascii, '/between', wide, '/after/é']) log.record(rec({ url }));
   await log.close();
   const lines = fs.readFileSync(file, 'utf8').split('\n');
-  t.same(lines.map((l) => /"GET (\S{1,12})/.exec(l)?.[1]), ['/before', '/long/xxxxxx', '/after/é', undefined], 'in call order, the last line UTF-8');
-  t.equal(lines[1]?.length, 40_000 + 6 + '10.0.0.1 - - [10/Oct/2000:13:55:36 +0000] "GET  HTTP/1.1" 200 10 0.500 - -'.length, 'the long line whole');
+  t.same(lines.map((l) => /"GET (\S{1,12})/.exec(l)?.[1]), ['/before', '/long/xxxxxx', '/huge/yyyyyy', '/between', '/wide/éééééé', '/after/é', undefined], 'in call order, the last line UTF-8');
+  const rest = '10.0.0.1 - - [10/Oct/2000:13:55:36 +0000] "GET  HTTP/1.1" 200 10 0.500 - -'.length;
+  t.equal(lines[1]?.length, 40_000 + 6 + rest, 'the long line whole');
+  t.equal(lines[2]?.length, 90_000 + 6 + rest, 'the ASCII line longer than the buffer whole');
+  t.equal(lines[4]?.length, 30_000 + 6 + rest, 'the non-ASCII line longer than the buffer whole');
 });
 
 t.test("file lines are format()'s lines byte for byte: written straight into the buffer, or encoded from the string when a text is not ASCII", async (t) => {
