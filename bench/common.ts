@@ -46,7 +46,10 @@ export interface Scenario {
   readonly conns: number;
   /** Targets measured for this scenario, in run order (alternating within each round). */
   readonly targets: readonly TargetName[];
-  /** The gateway route of the `gateway` target, and the header it sends (a bearer token for auth). */
+  /**
+   * The gateway route of the `gateway` target, and the header the scenario's gateway request carries (a
+   * bearer token for auth; sendsGatewayRequest says which targets send that request).
+   */
   readonly gatewayPath?: string;
   readonly auth?: boolean;
   /** The issue's budget for `gateway` req/s ÷ `gateway-open` req/s in the same round, e.g. 0.85. */
@@ -140,6 +143,14 @@ export const COUNTING: Readonly<Record<'memory' | 'redis', Scenario>> = Object.f
   memory: { name: 'counting-memory', label: 'GET /small throttled, counter_store = "memory", 64 conns', method: 'GET', path: '/small', conns: 64, targets: ['gateway'], gatewayPath: '/limited/1/small' },
   redis: { name: 'counting-redis', label: 'GET /small throttled, counter_store = "redis", 64 conns', method: 'GET', path: '/small', conns: 64, targets: ['gateway'], gatewayPath: '/limited/1/small' },
 });
+
+/**
+ * The targets that send the scenario's gateway request (its bearer token when `auth`, its traceparents when
+ * `traceSampled`): the gateway's own route, and the bare transport's same-request cell held against it.
+ */
+export function sendsGatewayRequest(target: TargetName): boolean {
+  return target === 'gateway' || target === 'throughway-same';
+}
 
 /** The path a target requests for a scenario. */
 export function targetPath(sc: Scenario, target: TargetName): string {

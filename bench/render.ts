@@ -158,6 +158,9 @@ export function renderFeatures(cells: readonly Cell[], o: RenderOptions): string
 }
 
 /** `req/s · µs/req`, medians of a target's cells in one scenario. */
+/** Per-round ratios as a table cell: the median, then each round's when there are several. */
+const ratiosText = (rs: readonly number[]): string => `${fmt(median(rs), 3)}${rs.length > 1 ? ` (${rs.map((r) => fmt(r, 3)).join(', ')})` : ''}`;
+
 function rpsAndUs(cells: readonly Cell[], sc: string, t: TargetName): string {
   const ok = okCells(cells, sc, t);
   return `${fmt(median(ok.map((c) => c.rps)))} · ${fmt(median(ok.map((c) => c.proxyUs ?? NaN)), 1)}`;
@@ -206,11 +209,9 @@ function renderVsTransport(cells: readonly Cell[], o: RenderOptions): string | u
     const m = median(ratios);
     const target = sc.vsTransport as NonNullable<Scenario['vsTransport']>;
     const verdict = Number.isFinite(m) ? (m <= target.max ? 'within' : '**over**') : '—';
-    const plain = cpuVsTransport(cells, sc.name, 'throughway');
-    const perRound = (r: number[]): string => `${fmt(median(r), 3)}${r.length > 1 ? ` (${r.map((x) => fmt(x, 3)).join(', ')})` : ''}`;
     L.push(
       `| ${sc.name}: ${sc.label} | ${pair('throughway')} | ${pair('throughway-same')} | ${pair('gateway')} | ` +
-        `${perRound(ratios)} | ≤ ${fmt(target.max, 2)} (${target.issue}) | ${verdict} | ${perRound(plain)} |`,
+        `${ratiosText(ratios)} | ≤ ${fmt(target.max, 2)} (${target.issue}) | ${verdict} | ${ratiosText(cpuVsTransport(cells, sc.name, 'throughway'))} |`,
     );
   }
   return L.join('\n');
@@ -245,7 +246,7 @@ function renderBudgets(cells: readonly Cell[], o: RenderOptions): string | undef
     const verdict = Number.isFinite(m) ? (m >= budget.min ? 'within' : '**over**') : '—';
     L.push(
       `| ${sc.name}: ${sc.label} | ${pair('throughway')} | ${pair('gateway-open')} | ${pair('gateway')} | ` +
-        `${fmt(m, 3)}${ratios.length > 1 ? ` (${ratios.map((r) => fmt(r, 3)).join(', ')})` : ''} | ${cpu} | ≥ ${fmt(budget.min, 2)} (${budget.issue}) | ${verdict} |`,
+        `${ratiosText(ratios)} | ${cpu} | ≥ ${fmt(budget.min, 2)} (${budget.issue}) | ${verdict} |`,
     );
   }
   return L.join('\n');
@@ -334,8 +335,6 @@ function perRound<T extends { readonly round: number }>(xs: readonly T[], a: (x:
   }
   return out;
 }
-
-const ratiosText = (rs: readonly number[]): string => `${fmt(median(rs), 3)}${rs.length > 1 ? ` (${rs.map((r) => fmt(r, 3)).join(', ')})` : ''}`;
 
 export function renderWorkersTable(run: WorkersRun): string {
   const cpu = run.rows.some((r) => r.cpuUs !== undefined);

@@ -66,6 +66,7 @@ import {
   ROOT,
   SCENARIOS,
   WORK_DIR,
+  sendsGatewayRequest,
   targetPath,
   fmt,
   freePort,
@@ -283,8 +284,8 @@ function acOptions(port: number, urlPath: string, sc: Scenario, headers: Record<
     o.body = body;
     o.headers = { ...headers, 'content-type': 'application/octet-stream' };
   }
-  // Only the scenario's gateway route and the transport's same-request cell are traced; the others get the plain request.
-  if (sc.traceSampled !== undefined && (target === 'gateway' || target === 'throughway-same')) o.requests = tracedRequests(sc.traceSampled, o.headers ?? {});
+  // Only the cells that send the scenario's gateway request are traced; the others get the plain request.
+  if (sc.traceSampled !== undefined && target !== undefined && sendsGatewayRequest(target)) o.requests = tracedRequests(sc.traceSampled, o.headers ?? {});
   return o;
 }
 
@@ -300,9 +301,9 @@ function targetOf(sc: Scenario, target: TargetName, t: Targets): { port: number;
   if (target === 'direct') return { port: t.backendPort, path: targetPath(sc, target), headers: {}, proc: undefined };
   if (target === 'throughway') return { port: t.proxyPort, path: targetPath(sc, target), headers: {}, proc: t.proxy };
   const g = gatewayOf(sc, t);
-  // The gateway's request, token included, through the bare transport (the backend ignores the token).
-  if (target === 'throughway-same') return { port: t.proxyPort, path: targetPath(sc, target), headers: sc.auth === true ? { authorization: `Bearer ${g.token}` } : {}, proc: t.proxy };
-  const headers: Record<string, string> = target === 'gateway' && sc.auth === true ? { authorization: `Bearer ${g.token}` } : {};
+  const headers: Record<string, string> = sendsGatewayRequest(target) && sc.auth === true ? { authorization: `Bearer ${g.token}` } : {};
+  // The same-request cell: the gateway's request, token included, through the bare transport (the backend ignores the token).
+  if (target === 'throughway-same') return { port: t.proxyPort, path: targetPath(sc, target), headers, proc: t.proxy };
   return { port: g.port, path: targetPath(sc, target), headers, proc: g.proc };
 }
 

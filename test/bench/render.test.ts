@@ -9,7 +9,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
-import { COUNTING, GATEWAY_OPEN_PATH, SCENARIOS, targetPath, type Scenario, type TargetName } from '../../bench/common';
+import { COUNTING, GATEWAY_OPEN_PATH, SCENARIOS, sendsGatewayRequest, targetPath, type Scenario, type TargetName } from '../../bench/common';
 import {
   COUNTING_BEGIN,
   COUNTING_END,
@@ -101,6 +101,7 @@ t.test('the scenario list: the issue\'s six, in run order, auth and throttling o
     const sc = byName(n);
     t.same(sc.targets, ['direct', 'throughway', 'throughway-same', 'gateway'], `${n}: held against the bare transport, with and without the gateway's request`);
     t.equal(targetPath(sc, 'throughway-same'), '/small', `${n}: the same request on the transport goes to the backend's path`);
+    t.same(sc.targets.filter(sendsGatewayRequest), ['throughway-same', 'gateway'], `${n}: the token and traceparents go to the gateway and to the transport's same-request cell only`);
     t.equal(targetPath(sc, 'gateway'), '/full/1/small');
     t.equal(sc.auth, true, `${n} sends the token`);
     t.equal(sc.budget, undefined, `${n} is not a feature-vs-open row`);
