@@ -10,6 +10,7 @@
  *   npm run bench -- --redis-counting [--duration S] [--warmup S] [--rounds N] [--connections N] [--write] [--from FILE]
  *   npm run bench -- --workers [...]   (bench/workers.ts)
  *   npm run bench -- --idle [--clients N] [--write] [--from FILE]   (bench/idle.ts)
+ *   npm run bench -- --instructions [--requests N] [--rounds R] [--warm N]   (bench/instructions.ts)
  *
  * Per cell (scenario × target × round): req/s, ratio to direct in the same round, p50/p99, errors and
  * non-2xx, and CPU time per completed request of the proxy, the backend and this process (the client),
@@ -94,6 +95,7 @@ import {
 } from './common';
 import { runWorkersBench } from './workers';
 import { runIdleBench } from './idle';
+import { runInstructionsBench } from './instructions';
 
 /** Used when conf/ has no demo API to read the URL from. */
 const DEMO_URL_FALLBACK = 'http://127.0.0.1:8280/<context>/<version>/<resource>';
@@ -905,6 +907,10 @@ async function main(): Promise<void> {
   if (argv.includes('--idle')) {
     installExitHandlers();
     return runIdleBench(argv.filter((a) => a !== '--idle'), benchCommand(argv, false));
+  }
+  if (argv.includes('--instructions')) {
+    installExitHandlers();
+    return runInstructionsBench(argv.filter((a) => a !== '--instructions'));
   }
   const opts = parseArgs(argv);
   installExitHandlers();

@@ -244,6 +244,7 @@ t.test('the document: generated sections only, the peers and mediation blocks ke
   t.ok(kept.includes(soak), 'the soak section verbatim');
   t.ok(kept.indexOf(soak) < kept.indexOf('## How to reproduce'), 'before the reproduction section');
   t.match(doc, 'node dist/bench/startup.js --runs 5 --write');
+  t.match(doc, 'npm run bench -- --instructions --rounds 3');
 });
 
 const MEDIATION_RUN: MediationRun = {

@@ -1,0 +1,323 @@
+/**
+ * `npm run bench -- --instructions [--requests N] [--rounds R] [--warm N]`: user-space instructions per
+ * request of the bare transport and of the full gateway on the same request (the full scenario's route,
+ * bearer token included), counted by valgrind's callgrind (docs/performance.md, "Counting instructions").
+ *
+ * CPU time per request moves by 10 % and more from one 3-second cell to the next on a shared guest; an
+ * instruction count does not depend on what else the machine runs, so it resolves changes of 1-2 % that an
+ * A/B of CPU time cannot. It counts user space only (the kernel's half of a small request is not in it),
+ * and it is taken under valgrind, where the code runs some 50 times slower: timers and GC run more often per
+ * request than at full speed. GC and the JIT compiler are therefore counted apart from the program itself
+ * (classify()), and the program's count is the figure to compare. Measured: the same build counted twice
+ * varies by about ±1 % in the program count (GC and the compiler: much more).
+ *
+ * Each process runs as `valgrind --tool=callgrind --instr-atstart=no node --perf-basic-prof ...`: counting
+ * is switched on only around the measured requests (callgrind_control), and JIT-compiled functions, which
+ * callgrind sees only as addresses, are named from the perf map Node writes to /tmp/perf-<pid>.map.
+ */
+import * as fs from 'node:fs';
+import * as net from 'node:net';
+import * as path from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { DIST_BENCH, GATEWAY_OPEN_PATH, HOST, WORK_DIR, fmt, freePort, hasCommand, log, median, startBackend, startProc, stopAll, stopProc, waitPort, type Proc } from './common';
+
+/** The full scenario's route on bench/start-gateway.ts: a warm token and three counters. */
+export const FULL_PATH = '/full/1/small';
+const TRANSPORT_PATH = '/small';
+
+/** Where an instruction was spent: the garbage collector, V8's compilers and parser, or the program (everything else). */
+export type CostClass = 'gc' | 'compiler' | 'program';
+
+const GC = /Marking|Sweep|Scaveng|MemoryChunk|ActiveSystemPages|IterateObjectCache|BodyDescriptor|SizeFromMap|ShouldVisit|Heap::|GCTracer|Evacuat|heap::base|cppgc|MarkCompact|Compactor|RememberedSet|SlotSet|FreeList|PagedSpace|NewSpace|SemiSpace|Safepoint|Worklist|MinorMC|__popcount/;
+const COMPILER = /compiler::|Zone|Pipeline|RegisterAllocat|LiveRange|Maglev|Compilation|Compile|Bytecode|Parser|Scanner|Deoptimiz|Sparkplug|baseline::/;
+
+/** The class of a function named as callgrind (C++) or the perf map (JavaScript) names it. */
+export function classify(name: string): CostClass {
+  if (GC.test(name)) return 'gc';
+  if (COMPILER.test(name)) return 'compiler';
+  return 'program';
+}
+
+/**
+ * Self cost (instructions) per function of a callgrind output file (format of callgrind 3.x: `fn=(id) name`
+ * names a function the first time and `fn=(id)` after; a cost line is `<position> <Ir>`; the line after
+ * `calls=` is the inclusive cost of that call, which belongs to the callee and is skipped here).
+ */
+export function parseCallgrind(text: string): Map<string, number> {
+  const names = new Map<string, string>();
+  const self = new Map<string, number>();
+  let current: string | undefined;
+  let callLine = false;
+  for (const line of text.split('\n')) {
+    if (line.startsWith('fn=')) {
+      current = nameOf(names, line.slice(3));
+      callLine = false;
+      continue;
+    }
+    if (line.startsWith('cfn=')) {
+      nameOf(names, line.slice(4));
+      continue;
+    }
+    if (line.startsWith('calls=')) {
+      callLine = true;
+      continue;
+    }
+    const c = line.charCodeAt(0);
+    // Cost lines start with a position: a number, +n / -n (relative), * (same) or 0x (an address).
+    if (current === undefined || !((c >= 48 && c <= 57) || c === 43 || c === 45 || c === 42)) continue;
+    if (callLine) {
+      callLine = false;
+      continue;
+    }
+    const parts = line.trim().split(/\s+/);
+    const ir = Number(parts[parts.length - 1]);
+    if (parts.length >= 2 && Number.isFinite(ir)) self.set(current, (self.get(current) ?? 0) + ir);
+  }
+  return self;
+}
+
+/** `(id) name` defines id; `(id)` refers to it. */
+function nameOf(names: Map<string, string>, ref: string): string {
+  const m = /^\((\d+)\)(?: (.*))?$/.exec(ref);
+  if (m === null) return ref;
+  const id = m[1] as string;
+  if (m[2] !== undefined) names.set(id, m[2]);
+  return names.get(id) ?? `(${id})`;
+}
+
+/** A perf map (/tmp/perf-<pid>.map: `start size name`, hex), sorted by start address. */
+export interface PerfMap {
+  readonly starts: readonly number[];
+  readonly ends: readonly number[];
+  readonly names: readonly string[];
+}
+
+export function readPerfMap(text: string): PerfMap {
+  const rows: [number, number, string][] = [];
+  for (const line of text.split('\n')) {
+    const m = /^([0-9a-fA-F]+) ([0-9a-fA-F]+) (.+)$/.exec(line);
+    if (m !== null) rows.push([parseInt(m[1] as string, 16), parseInt(m[2] as string, 16), m[3] as string]);
+  }
+  rows.sort((a, b) => a[0] - b[0]);
+  return { starts: rows.map((r) => r[0]), ends: rows.map((r) => r[0] + r[1]), names: rows.map((r) => r[2]) };
+}
+
+/**
+ * The name of a callgrind function: an unnamed JIT address (`0x...`) takes the perf map's name of the
+ * code it lies in, without V8's tier marks and the checkout's path; others keep theirs.
+ */
+export function symbolize(name: string, map: PerfMap): string {
+  const m = /^0x([0-9a-fA-F]+)$/.exec(name);
+  if (m === null) return name;
+  const addr = parseInt(m[1] as string, 16);
+  let lo = 0;
+  let hi = map.starts.length - 1;
+  let best = -1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    if ((map.starts[mid] as number) <= addr) {
+      best = mid;
+      lo = mid + 1;
+    } else hi = mid - 1;
+  }
+  if (best < 0 || addr >= (map.ends[best] as number)) return 'JIT or wasm code without a name';
+  return (map.names[best] as string).replace(/^(?:LazyCompile|JS|Function):[*~^+]?/, '').replace(/ \S*\/dist\//, ' ').replace(/:\d+:\d+$/, '');
+}
+
+/** Instructions per request of one counted cell, by class and by function. */
+export interface InstructionCount {
+  readonly total: number;
+  readonly gc: number;
+  readonly compiler: number;
+  readonly program: number;
+  /** Program instructions per request by function (symbolized names). */
+  readonly byFunction: Readonly<Record<string, number>>;
+}
+
+export function countOf(self: ReadonlyMap<string, number>, map: PerfMap, requests: number): InstructionCount {
+  let gc = 0;
+  let compiler = 0;
+  let program = 0;
+  const byFunction: Record<string, number> = {};
+  for (const [raw, ir] of self) {
+    const name = symbolize(raw, map);
+    const cls = classify(name);
+    if (cls === 'gc') gc += ir;
+    else if (cls === 'compiler') compiler += ir;
+    else {
+      program += ir;
+      byFunction[name] = (byFunction[name] ?? 0) + ir / requests;
+    }
+  }
+  return { total: (gc + compiler + program) / requests, gc: gc / requests, compiler: compiler / requests, program: program / requests, byFunction };
+}
+
+export interface InstructionRun {
+  readonly date: string;
+  readonly requests: number;
+  readonly rounds: number;
+  readonly transport: readonly InstructionCount[];
+  readonly gateway: readonly InstructionCount[];
+}
+
+/** The table of a run: medians per class, the program ratio per round, and the functions that differ most. */
+export function renderInstructions(run: InstructionRun, top = 15): string {
+  const med = (cs: readonly InstructionCount[], k: 'total' | 'gc' | 'compiler' | 'program'): number => median(cs.map((c) => c[k]));
+  const L: string[] = [];
+  L.push(`Instructions per request (user space, callgrind), ${run.rounds} round(s) of ${run.requests} requests each, medians:`);
+  L.push('');
+  L.push('| cell | total | GC | compiler | program |');
+  L.push('|---|---:|---:|---:|---:|');
+  for (const [label, cs] of [['transport, same request', run.transport], ['full gateway', run.gateway]] as const) {
+    L.push(`| ${label} | ${fmt(med(cs, 'total'))} | ${fmt(med(cs, 'gc'))} | ${fmt(med(cs, 'compiler'))} | ${fmt(med(cs, 'program'))} |`);
+  }
+  const ratios = run.gateway.map((g, i) => g.program / (run.transport[i]?.program ?? NaN));
+  L.push('');
+  L.push(`Program instructions, gateway / transport: ${fmt(median(ratios), 3)} (${ratios.map((r) => fmt(r, 3)).join(', ')})`);
+  const names = new Set<string>();
+  for (const c of [...run.transport, ...run.gateway]) for (const n of Object.keys(c.byFunction)) names.add(n);
+  const per = (cs: readonly InstructionCount[], n: string): number => median(cs.map((c) => c.byFunction[n] ?? 0));
+  const rows = [...names].map((n) => ({ n, t: per(run.transport, n), g: per(run.gateway, n) })).sort((a, b) => b.g - b.t - (a.g - a.t));
+  L.push('');
+  L.push(`Where the gateway's extra program instructions go (the ${top} functions that differ most, per request):`);
+  L.push('');
+  L.push('| function | transport | gateway | difference |');
+  L.push('|---|---:|---:|---:|');
+  for (const r of rows.slice(0, top)) L.push(`| ${r.n.replace(/\|/g, '\\|')} | ${fmt(r.t)} | ${fmt(r.g)} | ${r.g - r.t >= 0 ? '+' : ''}${fmt(r.g - r.t)} |`);
+  return L.join('\n') + '\n';
+}
+
+// ------------------------------------------------------------------ measuring
+
+/** Sends exactly `n` copies of `request` over `conns` keep-alive connections; resolves with the answers that were not 200. */
+export function sendFixed(port: number, request: Buffer, n: number, conns: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    let left = n;
+    let open = conns;
+    let bad = 0;
+    for (let c = 0; c < conns; c++) {
+      const s = net.connect(port, HOST);
+      let buf: Buffer = Buffer.alloc(0);
+      const next = (): void => {
+        if (left <= 0) {
+          s.end();
+          if (--open === 0) resolve(bad);
+          return;
+        }
+        left--;
+        s.write(request);
+      };
+      s.on('connect', next);
+      s.on('data', (d: Buffer) => {
+        buf = buf.length === 0 ? d : Buffer.concat([buf, d]);
+        for (;;) {
+          const h = buf.indexOf('\r\n\r\n');
+          if (h < 0) return;
+          const head = buf.subarray(0, h).toString('latin1');
+          const len = Number(/\r\ncontent-length: *(\d+)/i.exec(head)?.[1] ?? 0);
+          if (buf.length < h + 4 + len) return;
+          if (!head.startsWith('HTTP/1.1 200')) bad++;
+          buf = buf.subarray(h + 4 + len);
+          next();
+        }
+      });
+      s.on('error', reject);
+    }
+  });
+}
+
+function control(pid: number, ...args: string[]): void {
+  const r = spawnSync('callgrind_control', [...args, String(pid)], { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`callgrind_control ${args.join(' ')} ${pid}: ${r.stderr || r.stdout}`);
+}
+
+interface Counted {
+  readonly proc: Proc;
+  readonly port: number;
+  readonly out: string;
+}
+
+function startCounted(name: string, script: string, env: Record<string, string>, port: number): Counted {
+  const out = path.join(WORK_DIR, `callgrind.${name}`);
+  const proc = startProc(name, ['valgrind', '--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${out}.%p`, process.execPath, '--perf-basic-prof', path.join(DIST_BENCH, script)], { ...env, PORT: String(port) });
+  return { proc, port, out };
+}
+
+async function countCell(c: Counted, request: Buffer, warm: number, requests: number): Promise<InstructionCount> {
+  if ((await sendFixed(c.port, request, warm, 8)) > 0) throw new Error(`${c.proc.name}: answers other than 200 while warming up (log: ${c.proc.logFile})`);
+  const before = new Set(dumps(c));
+  control(c.proc.pid, '-z');
+  control(c.proc.pid, '-i', 'on');
+  const bad = await sendFixed(c.port, request, requests, 8);
+  control(c.proc.pid, '-d');
+  control(c.proc.pid, '-i', 'off');
+  if (bad > 0) throw new Error(`${c.proc.name}: ${bad} answers other than 200 (log: ${c.proc.logFile})`);
+  const file = dumps(c).find((f) => !before.has(f));
+  if (file === undefined) throw new Error(`${c.proc.name}: callgrind wrote no dump`);
+  const map = readPerfMap(fs.readFileSync(`/tmp/perf-${c.proc.pid}.map`, 'utf8'));
+  const count = countOf(parseCallgrind(fs.readFileSync(file, 'utf8')), map, requests);
+  fs.rmSync(file, { force: true });
+  return count;
+}
+
+/** The numbered dumps of a counted process (`<out>.<pid>.<n>`). */
+function dumps(c: Counted): string[] {
+  const dir = path.dirname(c.out);
+  const stem = `${path.basename(c.out)}.${c.proc.pid}.`;
+  return fs.readdirSync(dir).filter((f) => f.startsWith(stem)).map((f) => path.join(dir, f));
+}
+
+function numberArg(argv: readonly string[], flag: string, dflt: number): number {
+  const i = argv.indexOf(flag);
+  if (i < 0) return dflt;
+  const v = Number(argv[i + 1]);
+  if (!Number.isInteger(v) || v <= 0) throw new Error(`${flag} needs a positive whole number, got ${String(argv[i + 1])}`);
+  return v;
+}
+
+export async function runInstructionsBench(argv: readonly string[]): Promise<void> {
+  for (const cmd of ['valgrind', 'callgrind_control']) {
+    if (!hasCommand(cmd)) {
+      process.stderr.write(`--instructions needs ${cmd} (Debian: apt-get install valgrind)\n`);
+      process.exitCode = 2;
+      return;
+    }
+  }
+  const requests = numberArg(argv, '--requests', 20_000);
+  const rounds = numberArg(argv, '--rounds', 3);
+  const warm = numberArg(argv, '--warm', 40_000);
+  fs.mkdirSync(WORK_DIR, { recursive: true });
+  const backendPort = await freePort();
+  const tokenFile = path.join(WORK_DIR, 'instructions-token');
+  const transport: InstructionCount[] = [];
+  const gateway: InstructionCount[] = [];
+  try {
+    await startBackend(backendPort);
+    const upstream = `http://${HOST}:${backendPort}`;
+    log('starting the transport and the gateway under callgrind (a minute or two)');
+    const tp = startCounted('transport-callgrind', 'start-throughway.js', { UPSTREAM: upstream }, await freePort());
+    const gw = startCounted('gateway-callgrind', 'start-gateway.js', { UPSTREAM: upstream, TOKEN_FILE: tokenFile }, await freePort());
+    await waitPort(tp.port, 300_000, tp.proc);
+    await waitPort(gw.port, 300_000, gw.proc);
+    const token = fs.readFileSync(tokenFile, 'utf8').trim();
+    const req = (port: number, p: string): Buffer => Buffer.from(`GET ${p} HTTP/1.1\r\nHost: ${HOST}:${port}\r\nAuthorization: Bearer ${token}\r\n\r\n`, 'latin1');
+    // The open route answers too: the gateway serves the bench's routes (a check, not counted).
+    if ((await sendFixed(gw.port, req(gw.port, GATEWAY_OPEN_PATH), 10, 1)) > 0) throw new Error(`the gateway does not answer ${GATEWAY_OPEN_PATH} (log: ${gw.proc.logFile})`);
+    for (let r = 0; r < rounds; r++) {
+      const w = r === 0 ? warm : Math.min(warm, 10_000);
+      log(`round ${r + 1}/${rounds}: ${w} warm-up and ${requests} counted requests per cell`);
+      transport.push(await countCell(tp, req(tp.port, TRANSPORT_PATH), w, requests));
+      gateway.push(await countCell(gw, req(gw.port, FULL_PATH), w, requests));
+      log(`  program instructions per request: transport ${fmt(transport[r]?.program)}, gateway ${fmt(gateway[r]?.program)}`);
+    }
+    await stopProc(gw.proc, 20_000);
+    await stopProc(tp.proc, 20_000);
+    for (const p of [tp.proc.pid, gw.proc.pid]) fs.rmSync(`/tmp/perf-${p}.map`, { force: true });
+  } finally {
+    await stopAll();
+    fs.rmSync(tokenFile, { force: true });
+  }
+  const run: InstructionRun = { date: new Date().toISOString(), requests, rounds, transport, gateway };
+  fs.writeFileSync(path.join(WORK_DIR, `instructions-${run.date.replace(/[:.]/g, '-')}.json`), JSON.stringify(run, null, 2));
+  process.stdout.write(`# throughway instruction count — ${run.date}\n\n${renderInstructions(run)}`);
+}

@@ -1,0 +1,111 @@
+/**
+ * bench/instructions.ts without valgrind: reading callgrind's output format and Node's perf map, the
+ * classes (GC, compiler, program), the per-request counts and their table, and the fixed-count client.
+ */
+import t from 'tap';
+import * as net from 'node:net';
+import { classify, countOf, parseCallgrind, readPerfMap, renderInstructions, sendFixed, symbolize, type InstructionCount } from '../../bench/instructions';
+
+// A callgrind dump in its compressed form: names given once with their id, relative positions, a call whose
+// inclusive cost (the line after calls=) belongs to the callee and must not be added to the caller.
+const DUMP = [
+  'version: 1',
+  'creator: callgrind-3.19.0',
+  'events: Ir',
+  'fl=(1) ???',
+  'fn=(1) 0x0000000000001010',
+  '0x1010 100',
+  '+4 20',
+  'cfn=(2) v8::internal::Scavenger::ScavengePage(v8::internal::MemoryChunk*)',
+  'calls=1 0x9000',
+  '* 5000',
+  'fn=(2)',
+  '0x9000 300',
+  'fn=(3) v8::internal::compiler::GraphReducer::ReduceTop()',
+  '0x7000 50',
+  'fn=(4) Builtins_StringAdd_CheckNone',
+  '-2 70',
+  'fn=(1)',
+  '0x1020 10',
+  'fn=(5) 0x0000000000005000',
+  '0x5000 9',
+  'totals: 559',
+].join('\n');
+
+const MAP = ['2000 100 JS:*beginExchange /home/u/throughway/dist/lib/transport/source.js:324:18', '1000 80 JS:*check /home/u/throughway/dist/lib/throttle/engine.js:236:10', 'garbage line'].join('\n');
+
+t.test('parseCallgrind: self cost per function, names reused by id, call costs left to the callee', async (t) => {
+  const self = parseCallgrind(DUMP);
+  t.equal(self.get('0x0000000000001010'), 130, '100 + 20 + 10: the 5000 of the call is not the caller\'s');
+  t.equal(self.get('v8::internal::Scavenger::ScavengePage(v8::internal::MemoryChunk*)'), 300, 'a name first given by cfn= is found by its id');
+  t.equal(self.get('v8::internal::compiler::GraphReducer::ReduceTop()'), 50);
+  t.equal(self.get('Builtins_StringAdd_CheckNone'), 70, 'a relative position (-2) is a cost line');
+  t.equal(self.get('0x0000000000005000'), 9);
+  t.equal([...self.values()].reduce((a, b) => a + b, 0), 559, 'the sum is callgrind\'s own total');
+});
+
+t.test('symbolize: JIT addresses take the perf map\'s name, without tier mark, checkout and position', async (t) => {
+  const map = readPerfMap(MAP);
+  t.equal(map.starts.length, 2, 'lines that are not `start size name` are skipped');
+  t.equal(symbolize('0x0000000000001010', map), 'check lib/throttle/engine.js');
+  t.equal(symbolize('0x20ff', map), 'beginExchange lib/transport/source.js', 'the last byte of a range (sizes are hex too)');
+  t.equal(symbolize('0x2100', map), 'JIT or wasm code without a name', 'one past the range');
+  t.equal(symbolize('0x0fff', map), 'JIT or wasm code without a name', 'below every range');
+  t.equal(symbolize('Builtins_LoadIC', map), 'Builtins_LoadIC', 'named functions keep their names');
+});
+
+t.test('classify: GC, compiler, and the program', async (t) => {
+  t.equal(classify('v8::internal::Scavenger::ScavengePage(v8::internal::MemoryChunk*)'), 'gc');
+  t.equal(classify('v8::internal::ConcurrentMarking::RunMajor(v8::JobDelegate*)'), 'gc');
+  t.equal(classify('v8::internal::(anonymous namespace)::IterateObjectCache(v8::internal::Isolate*)'), 'gc');
+  t.equal(classify('v8::internal::compiler::GraphReducer::ReduceTop()'), 'compiler');
+  t.equal(classify('v8::internal::maglev::MaglevGraphBuilder::Build()'), 'compiler');
+  t.equal(classify('v8::internal::Maglev::Compile(v8::internal::Isolate*)'), 'compiler');
+  t.equal(classify('Builtins_StringAdd_CheckNone'), 'program');
+  t.equal(classify('check lib/throttle/engine.js'), 'program');
+  t.equal(classify('__memcpy_avx_unaligned_erms'), 'program');
+});
+
+t.test('countOf: per request, by class; only the program is listed by function', async (t) => {
+  const c = countOf(parseCallgrind(DUMP), readPerfMap(MAP), 10);
+  t.equal(c.gc, 30);
+  t.equal(c.compiler, 5);
+  t.equal(c.program, (130 + 70 + 9) / 10);
+  t.equal(c.total, 55.9);
+  t.same(c.byFunction, { 'check lib/throttle/engine.js': 13, Builtins_StringAdd_CheckNone: 7, 'JIT or wasm code without a name': 0.9 });
+});
+
+t.test('renderInstructions: medians, the program ratio per round, the largest differences first', async (t) => {
+  const cell = (program: number, fns: Record<string, number>): InstructionCount => ({ total: program + 3000, gc: 2000, compiler: 1000, program, byFunction: fns });
+  const out = renderInstructions({
+    date: '2026-11-27T00:00:00.000Z',
+    requests: 20000,
+    rounds: 3,
+    transport: [cell(64000, { parse: 15000, a: 10 }), cell(65000, { parse: 15000, a: 10 }), cell(66000, { parse: 15000, a: 10 })],
+    gateway: [cell(80000, { parse: 15000, a: 10, check: 1500, 'x|y': 400 }), cell(84500, { parse: 15000, a: 10, check: 1400, 'x|y': 420 }), cell(83000, { parse: 15000, a: 30, check: 1450, 'x|y': 410 })],
+  }, 3);
+  t.match(out, '| transport, same request | 68000 | 2000 | 1000 | 65000 |');
+  t.match(out, '| full gateway | 86000 | 2000 | 1000 | 83000 |');
+  t.match(out, 'gateway / transport: 1.258 (1.250, 1.300, 1.258)');
+  const rows = out.split('\n').filter((l) => /^\| (check|x|a|parse)/.test(l));
+  t.same(rows, ['| check | 0 | 1450 | +1450 |', '| x\\|y | 0 | 410 | +410 |', '| parse | 15000 | 15000 | +0 |'], 'sorted by difference, three rows, | escaped');
+});
+
+t.test('sendFixed: exactly n requests over the connections, answers other than 200 counted', async (t) => {
+  let seen = 0;
+  const server = net.createServer((s) => {
+    s.on('data', (d) => {
+      // One request per write from the client: answer each; every fifth with a 503.
+      for (const _ of d.toString('latin1').split('\r\n\r\n').slice(1)) {
+        seen++;
+        s.write(seen % 5 === 0 ? 'HTTP/1.1 503 No\r\nContent-Length: 2\r\n\r\nno' : 'HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello');
+      }
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  t.teardown(() => server.close());
+  const port = (server.address() as net.AddressInfo).port;
+  const bad = await sendFixed(port, Buffer.from('GET / HTTP/1.1\r\nHost: x\r\n\r\n'), 50, 4);
+  t.equal(seen, 50, 'the server saw 50 requests');
+  t.equal(bad, 10, 'ten 503s');
+});
