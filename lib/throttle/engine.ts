@@ -154,6 +154,8 @@ export class ThrottleEngine {
    * of one token on one API), with the API path they were made for.
    */
   private readonly subscriptionKeys = new WeakMap<ThrottleIdentity, readonly [apiPath: string, key: string, burst: string]>();
+  /** The application level's key of an identity. */
+  private readonly applicationKeys = new WeakMap<ThrottleIdentity, string>();
   private templates = new Map<CustomPolicy, TemplatePart[]>();
   /** Subscription tiers that count nothing, when no custom policy counts every call either. */
   private freeTiers = new Set<string>();
@@ -228,6 +230,16 @@ export class ThrottleEngine {
       this.subscriptionKeys.set(auth, e);
     }
     return e;
+  }
+
+  /** `a|<application>|<end user>`, per identity object (the same string each call, its hash computed once). */
+  private applicationKey(auth: ThrottleIdentity): string {
+    let key = this.applicationKeys.get(auth);
+    if (key === undefined) {
+      key = `a|${auth.applicationId}|${auth.endUser}`;
+      this.applicationKeys.set(auth, key);
+    }
+    return key;
   }
 
   private level(key: string, quota: Quota, code: ThrottleCode, enforced: boolean, bytes: number): void {
@@ -359,7 +371,7 @@ export class ThrottleEngine {
     if (auth !== undefined) {
       const app = p.application.get(auth.applicationTier);
       if (app === undefined) this.unknownPolicy('application', auth.applicationTier);
-      else this.level(`a|${auth.applicationId}|${auth.endUser}`, app.quota, Code.APPLICATION_THROTTLED, true, bytes);
+      else if (app.quota.kind !== 'unlimited') this.level(this.applicationKey(auth), app.quota, Code.APPLICATION_THROTTLED, true, bytes);
     }
 
     // 900806: custom policies, one counter per value of the key template.

@@ -32,6 +32,19 @@ t.test('application tiers at exactly the limit (900803), per application and end
   }
 });
 
+t.test('application level: identities made apart (one per token and API) with the same application and end user share one count', async (t) => {
+  const r = rig();
+  // The key is kept per identity object; two objects with equal fields must still count together.
+  const first = call({ auth: auth({ applicationTier: '10PerMin' }) });
+  const second = call({ auth: auth({ applicationTier: '10PerMin' }) });
+  t.not(first.auth, second.auth, 'two identity objects');
+  t.same(tally(run(r, first, 6, T0)), { allowed: 6, refused: [] });
+  t.same(tally(run(r, second, 5, T0)), { allowed: 4, refused: [900803] }, 'the second identity finds six calls counted');
+  // An unlimited application tier counts nothing (and makes no key).
+  const free = rig();
+  t.same(tally(run(free, call({ auth: auth({ applicationTier: 'Unlimited' }) }), 30, T0)), { allowed: 30, refused: [] });
+});
+
 t.test('API tiers: API level 900800 over every caller, resource level 900802 per resource', async (t) => {
   const r = rig('[[api]]\nname = "3PerMin"\nrequest_count = 3\n');
   const a = call({ apiPolicy: '3PerMin', unauthenticatedPolicy: 'Unlimited' });
