@@ -291,12 +291,14 @@ export async function runInstructionsBench(argv: readonly string[]): Promise<voi
   const tokenFile = path.join(WORK_DIR, 'instructions-token');
   const transport: InstructionCount[] = [];
   const gateway: InstructionCount[] = [];
+  const counted: Counted[] = [];
   try {
     await startBackend(backendPort);
     const upstream = `http://${HOST}:${backendPort}`;
     log('starting the transport and the gateway under callgrind (a minute or two)');
     const tp = startCounted('transport-callgrind', 'start-throughway.js', { UPSTREAM: upstream }, await freePort());
     const gw = startCounted('gateway-callgrind', 'start-gateway.js', { UPSTREAM: upstream, TOKEN_FILE: tokenFile }, await freePort());
+    counted.push(tp, gw);
     await waitPort(tp.port, 300_000, tp.proc);
     await waitPort(gw.port, 300_000, gw.proc);
     const token = fs.readFileSync(tokenFile, 'utf8').trim();
@@ -312,10 +314,15 @@ export async function runInstructionsBench(argv: readonly string[]): Promise<voi
     }
     await stopProc(gw.proc, 20_000);
     await stopProc(tp.proc, 20_000);
-    for (const p of [tp.proc.pid, gw.proc.pid]) fs.rmSync(`/tmp/perf-${p}.map`, { force: true });
   } finally {
     await stopAll();
     fs.rmSync(tokenFile, { force: true });
+    // Whether the run ended or failed: Node's perf maps and callgrind's files (the one each process writes
+    // as it exits, and any dump not yet read) go with it.
+    for (const c of counted) {
+      fs.rmSync(`/tmp/perf-${c.proc.pid}.map`, { force: true });
+      for (const f of [`${c.out}.${c.proc.pid}`, ...dumps(c)]) fs.rmSync(f, { force: true });
+    }
   }
   const run: InstructionRun = { date: new Date().toISOString(), requests, rounds, transport, gateway };
   fs.writeFileSync(path.join(WORK_DIR, `instructions-${run.date.replace(/[:.]/g, '-')}.json`), JSON.stringify(run, null, 2));

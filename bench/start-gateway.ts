@@ -127,7 +127,8 @@ async function main(): Promise<void> {
   const basic = `Basic ${Buffer.from(`${keys.consumerKey}:${keys.consumerSecret}`).toString('base64')}`;
   const token = (await km.oauth.token(basic, new URLSearchParams({ grant_type: 'client_credentials' }))).access_token;
   await gateway.security.ready;
-  if (tokenFile !== undefined) fs.writeFileSync(tokenFile, token);
+  // The token is a credential: readable by this user only.
+  if (tokenFile !== undefined) fs.writeFileSync(tokenFile, token, { mode: 0o600 });
   const a = await gateway.listen({ port, host: '127.0.0.1', backlog: 4096 });
   process.stdout.write(`throughway gateway + key manager on 127.0.0.1:${a.port} -> ${upstream} (/plain/1, /limited/1, /secured/1, /full/1)${accessLog ? ' access log on' : ''}${tracerPort !== undefined ? ` spans to 127.0.0.1:${tracerPort}` : ''} pid=${process.pid}\n`);
 }
