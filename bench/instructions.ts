@@ -8,8 +8,9 @@
  * A/B of CPU time cannot. It counts user space only (the kernel's half of a small request is not in it),
  * and it is taken under valgrind, where the code runs some 50 times slower: timers and GC run more often per
  * request than at full speed. GC and the JIT compiler are therefore counted apart from the program itself
- * (classify()), and the program's count is the figure to compare. Measured: the same build counted twice
- * varies by about ±1 % in the program count (GC and the compiler: much more).
+ * (classify()), and the program's count is the figure to compare. Measured: one function's count repeats to
+ * within a few instructions, but the program's total moves by 1-3 % between processes of one build (each
+ * JIT inlines differently), so compare functions or medians of paired rounds (GC and the compiler: more).
  *
  * Each process runs as `valgrind --tool=callgrind --instr-atstart=no node --perf-basic-prof ...`: counting
  * is switched on only around the measured requests (callgrind_control), and JIT-compiled functions, which
@@ -20,6 +21,7 @@ import * as net from 'node:net';
 import * as path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { DIST_BENCH, GATEWAY_OPEN_PATH, HOST, WORK_DIR, fmt, freePort, hasCommand, log, median, startBackend, startProc, stopAll, stopProc, waitPort, type Proc } from './common';
+import { ratiosText } from './render';
 
 /** The full scenario's route on bench/start-gateway.ts: a warm token and three counters. */
 export const FULL_PATH = '/full/1/small';
@@ -173,7 +175,7 @@ export function renderInstructions(run: InstructionRun, top = 15): string {
   }
   const ratios = run.gateway.map((g, i) => g.program / (run.transport[i]?.program ?? NaN));
   L.push('');
-  L.push(`Program instructions, gateway / transport: ${fmt(median(ratios), 3)} (${ratios.map((r) => fmt(r, 3)).join(', ')})`);
+  L.push(`Program instructions, gateway / transport: ${ratiosText(ratios)}`);
   const names = new Set<string>();
   for (const c of [...run.transport, ...run.gateway]) for (const n of Object.keys(c.byFunction)) names.add(n);
   const per = (cs: readonly InstructionCount[], n: string): number => median(cs.map((c) => c.byFunction[n] ?? 0));
@@ -245,14 +247,14 @@ function startCounted(name: string, script: string, env: Record<string, string>,
 
 async function countCell(c: Counted, request: Buffer, warm: number, requests: number): Promise<InstructionCount> {
   if ((await sendFixed(c.port, request, warm, 8)) > 0) throw new Error(`${c.proc.name}: answers other than 200 while warming up (log: ${c.proc.logFile})`);
-  const before = new Set(dumps(c));
   control(c.proc.pid, '-z');
   control(c.proc.pid, '-i', 'on');
   const bad = await sendFixed(c.port, request, requests, 8);
   control(c.proc.pid, '-d');
   control(c.proc.pid, '-i', 'off');
   if (bad > 0) throw new Error(`${c.proc.name}: ${bad} answers other than 200 (log: ${c.proc.logFile})`);
-  const file = dumps(c).find((f) => !before.has(f));
+  // Each dump is removed once read: the one there is this cell's.
+  const [file] = dumps(c);
   if (file === undefined) throw new Error(`${c.proc.name}: callgrind wrote no dump`);
   const map = readPerfMap(fs.readFileSync(`/tmp/perf-${c.proc.pid}.map`, 'utf8'));
   const count = countOf(parseCallgrind(fs.readFileSync(file, 'utf8')), map, requests);
@@ -276,16 +278,11 @@ function numberArg(argv: readonly string[], flag: string, dflt: number): number 
 }
 
 export async function runInstructionsBench(argv: readonly string[]): Promise<void> {
-  for (const cmd of ['valgrind', 'callgrind_control']) {
-    if (!hasCommand(cmd)) {
-      process.stderr.write(`--instructions needs ${cmd} (Debian: apt-get install valgrind)\n`);
-      process.exitCode = 2;
-      return;
-    }
-  }
   const requests = numberArg(argv, '--requests', 20_000);
   const rounds = numberArg(argv, '--rounds', 3);
   const warm = numberArg(argv, '--warm', 40_000);
+  // Thrown, like profile.ts's missing perf: run.ts reports "bench failed: ..." and exits 1.
+  for (const cmd of ['valgrind', 'callgrind_control']) if (!hasCommand(cmd)) throw new Error(`--instructions needs ${cmd}, not found (Debian: apt-get install valgrind)`);
   fs.mkdirSync(WORK_DIR, { recursive: true });
   const backendPort = await freePort();
   const tokenFile = path.join(WORK_DIR, 'instructions-token');

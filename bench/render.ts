@@ -157,10 +157,10 @@ export function renderFeatures(cells: readonly Cell[], o: RenderOptions): string
   return parts.length === 0 ? undefined : parts.join('\n\n');
 }
 
-/** `req/s · µs/req`, medians of a target's cells in one scenario. */
 /** Per-round ratios as a table cell: the median, then each round's when there are several. */
-const ratiosText = (rs: readonly number[]): string => `${fmt(median(rs), 3)}${rs.length > 1 ? ` (${rs.map((r) => fmt(r, 3)).join(', ')})` : ''}`;
+export const ratiosText = (rs: readonly number[]): string => `${fmt(median(rs), 3)}${rs.length > 1 ? ` (${rs.map((r) => fmt(r, 3)).join(', ')})` : ''}`;
 
+/** `req/s · µs/req`, medians of a target's cells in one scenario. */
 function rpsAndUs(cells: readonly Cell[], sc: string, t: TargetName): string {
   const ok = okCells(cells, sc, t);
   return `${fmt(median(ok.map((c) => c.rps)))} · ${fmt(median(ok.map((c) => c.proxyUs ?? NaN)), 1)}`;

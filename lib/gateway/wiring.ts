@@ -34,11 +34,10 @@ export function routerOf(d: Deployment, chain: readonly ChainStep[], observer: C
   return { route: (req) => { const which = tokenEndpointOf(req.url); return which === undefined ? chained(req) : tokens(which, req); }, calls: r.calls };
 }
 
-function chainRouterOf(d: Deployment, frozen: readonly ChainStep[], observer: CallObserver | undefined): Router {
+function chainRouterOf(d: Deployment, steps: readonly ChainStep[], observer: CallObserver | undefined): Router {
   // Run over a plain copy: `phases[i]` on the frozen PHASES array went through V8's generic keyed-load
   // builtin on every step (callgrind: about 620 instructions per call; docs/performance.md).
-  const chain: ChainStep[] = [];
-  for (const step of frozen) chain.push(step);
+  const chain = [...steps];
   // An Upgrade request (rare) may carry its token as access_token (websocket.ts); others go straight in.
   const callOf = (req: SourceRequest): CallContext => new CallContext(req.upgrade === true && isWebSocketHandshake(req) ? handshakeRequest(req) : req, d.rt);
   if (observer === undefined || !observer.calls) return { route: (req: SourceRequest): RouteDecision | Promise<RouteDecision> => runChain(callOf(req), chain), calls: undefined };

@@ -112,6 +112,14 @@ const KEY_CACHE_MAX = 4096;
 
 type TemplatePart = string | ((c: ThrottleCall) => string);
 
+/** An identity's counter keys: `s|<application>|<api path>`, its burst key `bs|...`, and `a|<application>|<end user>`. */
+interface IdentityKeys {
+  readonly apiPath: string;
+  readonly subscription: string;
+  readonly burst: string;
+  readonly application: string;
+}
+
 const TEMPLATE_VALUES: Record<string, (c: ThrottleCall) => string> = {
   $userId: (c) => c.auth?.endUser ?? '',
   $appId: (c) => c.auth?.applicationId ?? '',
@@ -150,12 +158,10 @@ export class ThrottleEngine {
    */
   private readonly levelKeys = new Map<string, Map<string, string>>();
   /**
-   * The subscription and burst keys of an identity (the security cache hands the same object to every call
-   * of one token on one API), with the API path they were made for.
+   * The counter keys of an identity (the security cache hands the same object to every call of one token on
+   * one API): one look-up per call gives the subscription, burst and application keys.
    */
-  private readonly subscriptionKeys = new WeakMap<ThrottleIdentity, readonly [apiPath: string, key: string, burst: string]>();
-  /** The application level's key of an identity. */
-  private readonly applicationKeys = new WeakMap<ThrottleIdentity, string>();
+  private readonly identityKeys = new WeakMap<ThrottleIdentity, IdentityKeys>();
   private templates = new Map<CustomPolicy, TemplatePart[]>();
   /** Subscription tiers that count nothing, when no custom policy counts every call either. */
   private freeTiers = new Set<string>();
@@ -221,25 +227,15 @@ export class ThrottleEngine {
     return key;
   }
 
-  /** `s|<application>|<api path>` and its burst key `bs|...`, per identity object. */
-  private subscriptionKey(auth: ThrottleIdentity, apiPath: string): readonly [apiPath: string, key: string, burst: string] {
-    let e = this.subscriptionKeys.get(auth);
-    if (e === undefined || e[0] !== apiPath) {
-      const key = `s|${auth.applicationId}|${apiPath}`;
-      e = [apiPath, key, `b${key}`];
-      this.subscriptionKeys.set(auth, e);
+  /** The keys of an identity on `apiPath`, made once per identity object (and again for another API path). */
+  private keysOf(auth: ThrottleIdentity, apiPath: string): IdentityKeys {
+    let e = this.identityKeys.get(auth);
+    if (e === undefined || e.apiPath !== apiPath) {
+      const subscription = `s|${auth.applicationId}|${apiPath}`;
+      e = { apiPath, subscription, burst: `b${subscription}`, application: e?.application ?? `a|${auth.applicationId}|${auth.endUser}` };
+      this.identityKeys.set(auth, e);
     }
     return e;
-  }
-
-  /** `a|<application>|<end user>`, per identity object (the same string each call, its hash computed once). */
-  private applicationKey(auth: ThrottleIdentity): string {
-    let key = this.applicationKeys.get(auth);
-    if (key === undefined) {
-      key = `a|${auth.applicationId}|${auth.endUser}`;
-      this.applicationKeys.set(auth, key);
-    }
-    return key;
   }
 
   private level(key: string, quota: Quota, code: ThrottleCode, enforced: boolean, bytes: number): void {
@@ -361,17 +357,17 @@ export class ThrottleEngine {
     const sp = p.subscription.get(tier);
     if (sp === undefined) this.unknownPolicy('subscription', tier);
     else if (sp.quota.kind !== 'unlimited' || sp.burst !== undefined) {
-      const keys = auth !== undefined ? this.subscriptionKey(auth, call.apiPath) : undefined;
-      const key = keys !== undefined ? keys[1] : `u|${call.apiPath}|${call.ip}`;
+      const keys = auth !== undefined ? this.keysOf(auth, call.apiPath) : undefined;
+      const key = keys !== undefined ? keys.subscription : `u|${call.apiPath}|${call.ip}`;
       this.level(key, sp.quota, Code.SUBSCRIPTION_THROTTLED, sp.stopOnQuotaReach, bytes);
-      if (sp.burst !== undefined) this.level(keys !== undefined ? keys[2] : `b${key}`, sp.burst, Code.BURST_THROTTLED, true, bytes);
+      if (sp.burst !== undefined) this.level(keys !== undefined ? keys.burst : `b${key}`, sp.burst, Code.BURST_THROTTLED, true, bytes);
     }
 
     // 900803: the application tier, per application and end user (the reference's appId:authorizedUser).
     if (auth !== undefined) {
       const app = p.application.get(auth.applicationTier);
       if (app === undefined) this.unknownPolicy('application', auth.applicationTier);
-      else if (app.quota.kind !== 'unlimited') this.level(this.applicationKey(auth), app.quota, Code.APPLICATION_THROTTLED, true, bytes);
+      else if (app.quota.kind !== 'unlimited') this.level(this.keysOf(auth, call.apiPath).application, app.quota, Code.APPLICATION_THROTTLED, true, bytes);
     }
 
     // 900806: custom policies, one counter per value of the key template.

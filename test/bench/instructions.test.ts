@@ -3,7 +3,11 @@
  * classes (GC, compiler, program), the per-request counts and their table, and the fixed-count client.
  */
 import t from 'tap';
+import * as fs from 'node:fs';
 import * as net from 'node:net';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { spawnSync } from 'node:child_process';
 import { classify, countOf, parseCallgrind, readPerfMap, renderInstructions, sendFixed, symbolize, type InstructionCount } from '../../bench/instructions';
 
 // A callgrind dump in its compressed form: names given once with their id, relative positions, a call whose
@@ -108,4 +112,19 @@ t.test('sendFixed: exactly n requests over the connections, answers other than 2
   const bad = await sendFixed(port, Buffer.from('GET / HTTP/1.1\r\nHost: x\r\n\r\n'), 50, 4);
   t.equal(seen, 50, 'the server saw 50 requests');
   t.equal(bad, 10, 'ten 503s');
+});
+
+t.test('--instructions refuses a bad count and a machine without valgrind, before starting anything', async (t) => {
+  const runJs = path.join(__dirname, '..', '..', 'bench', 'run.js');
+  const bad = spawnSync(process.execPath, [runJs, '--instructions', '--requests', '0'], { encoding: 'utf8', timeout: 30_000 });
+  t.equal(bad.status, 1, 'a failed bench exits 1');
+  t.match(bad.stderr, 'bench failed: Error: --requests needs a positive whole number, got 0');
+  const half = spawnSync(process.execPath, [runJs, '--instructions', '--rounds'], { encoding: 'utf8', timeout: 30_000 });
+  t.match(half.stderr, '--rounds needs a positive whole number, got undefined');
+  // A PATH with nothing on it: neither valgrind nor callgrind_control is found.
+  const empty = fs.mkdtempSync(path.join(os.tmpdir(), 'tw-no-valgrind-'));
+  t.teardown(() => fs.rmSync(empty, { recursive: true, force: true }));
+  const none = spawnSync(process.execPath, [runJs, '--instructions'], { encoding: 'utf8', timeout: 30_000, env: { ...process.env, PATH: empty } });
+  t.equal(none.status, 1);
+  t.match(none.stderr, '--instructions needs valgrind, not found (Debian: apt-get install valgrind)');
 });

@@ -40,7 +40,10 @@ t.test('application level: identities made apart (one per token and API) with th
   t.not(first.auth, second.auth, 'two identity objects');
   t.same(tally(run(r, first, 6, T0)), { allowed: 6, refused: [] });
   t.same(tally(run(r, second, 5, T0)), { allowed: 4, refused: [900803] }, 'the second identity finds six calls counted');
-  // An unlimited application tier counts nothing (and makes no key).
+  // The application level is per application and end user, whatever the API: one identity on another API path counts on.
+  t.same(tally(run(r, { ...second, apiPath: '/other/1.0.0' }, 1, T0)), { allowed: 0, refused: [900803] }, 'the same identity on another API');
+  t.same(tally(run(r, call({ auth: auth({ applicationTier: '10PerMin' }), apiPath: '/other/1.0.0' }), 1, T0)), { allowed: 0, refused: [900803] }, 'an identity first seen on another API');
+  // An unlimited application tier counts nothing.
   const free = rig();
   t.same(tally(run(free, call({ auth: auth({ applicationTier: 'Unlimited' }) }), 30, T0)), { allowed: 30, refused: [] });
 });
