@@ -16,19 +16,28 @@
  * most (K - 1) x (calls one node admits while its view is stale: sync_interval + RTT), and never by more
  * than (K - 1) x N, since each node counts its own calls exactly.
  *
- *  (a) calls alternated between the gateways, one at a time, with a pause longer than sync_interval + RTT
- *      after each near the limit: exactly N. A counter at half its limit or more is read back at every
- *      batch, used or not since the last one (lib/throttle/redis.ts), so each decision knows every call
- *      before it. (Before that rule the measured result was N + 1: a node read a counter back only in the
- *      batch after it used it, and missed the other gateway's call since.)
+ *  (a) calls alternated between the gateways, one at a time; near the limit each call waits until both
+ *      gateways know the total (`settled` below): exactly N. A counter at half its limit or more is read
+ *      back at every batch, used or not since the last one (lib/throttle/redis.ts), so each decision knows
+ *      every call before it. (Before that rule the measured result was N + 1: a node read a counter back
+ *      only in the batch after it used it, and missed the other gateway's call since.) The wait is observed,
+ *      not timed: a fixed 200 ms pause once fell short under a loaded suite (a batch came back late, the
+ *      node still predicted the other's calls, and refused a call near the 91st).
  *  (b) 300 calls at once, 150 at each gateway: N <= allowed <= N + (K - 1) x N; the refused ones answer
  *      429 900800 with Retry-After; Redis holds the allowed total; the measured overshoot is printed. The
  *      time term of the bound is a rate (a timing on a shared machine), so only the cap is asserted. The
  *      burst reaches each gateway before its first read of the counter comes back; until that read each
  *      gateway predicts the others' calls (lib/throttle/redis.ts), so together they admit about N in that time.
  *      Measured: 26 to 99 over the limit in six runs (72 to 99 before the prediction); the figure is printed.
+ *      Calls one at a time after the burst, each waiting as in (a), are admitted up to N in all.
  *  (c) the same two gateways with counter_store = "memory": each admits N of its own, 200 in all: the
  *      shared store is what enforces the limit across them.
+ *
+ * "Both gateways know the total" is read off Redis itself: MONITOR lists the commands in the order Redis
+ * ran them, with each client's address. The test reads the counter with GETRANGE (a command the gateways
+ * never send), so its place in that list marks the moment Redis held the expected total; a node starts a
+ * batch only once the last batch's replies are applied (`syncing` in lib/throttle/redis.ts), so its second
+ * GET or INCRBY on the key after that mark proves its view holds the total.
  *
  * Windows are fixed minutes aligned to the epoch: the cases start only when at least 25 s of the current
  * minute remain.
@@ -38,7 +47,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { Redis } from 'ioredis';
 import t from 'tap';
-import { echoBackend, roomInWindow, sleep } from '../gateway/helpers';
+import { echoBackend, roomInWindow, sleep, until } from '../gateway/helpers';
 import { baseOffset, nodeToml, redisReachable, spawnNode, started, type Proc } from './helpers';
 
 const REDIS = process.env.THROUGHWAY_TEST_REDIS_URL;
@@ -46,8 +55,8 @@ const N = 100;
 const K = 2;
 /** ms; small so that case (b) runs on views a few ms old. */
 const SYNC_INTERVAL = 20;
-/** Longer than sync_interval + RTT with a wide margin: the machine is shared. */
-const PAUSE = 200;
+/** The longest wait for both gateways to learn a total: generous, the machine is shared. */
+const SETTLE_MS = 20_000;
 const THROTTLED_OUT = '900800';
 
 const repoRoot = path.join(__dirname, '..', '..', '..');
@@ -75,6 +84,71 @@ async function call(port: number, context: string): Promise<Outcome> {
   const res = await fetch(`http://127.0.0.1:${port}${context}/1.0.0/x`);
   const text = await res.text();
   return { status: res.status, code: /"code":(\d+)/.exec(text)?.[1] ?? '-', retryAfter: res.headers.get('retry-after') };
+}
+
+/** A command Redis ran on one of the run's counter keys, as MONITOR reports it. */
+interface Ran {
+  readonly cmd: string;
+  readonly key: string;
+  /** The client's address (ip:port): one per gateway's counter connection. */
+  readonly source: string;
+}
+
+/** Redis's MONITOR stream, kept for the keys under `tw:thr:p|` of this run's contexts. */
+interface Watch {
+  readonly ran: Ran[];
+  close(): void;
+}
+
+async function watchRedis(url: string, marker: string): Promise<Watch> {
+  const conn = new Redis(url, { maxRetriesPerRequest: 1 });
+  const monitor = await conn.monitor();
+  const ran: Ran[] = [];
+  monitor.on('monitor', (_time: string, args: unknown[], source: string) => {
+    const key = args[1];
+    if (typeof key === 'string' && key.includes(marker)) ran.push({ cmd: String(args[0]).toLowerCase(), key, source });
+  });
+  return {
+    ran,
+    close: () => {
+      monitor.disconnect();
+      conn.disconnect();
+    },
+  };
+}
+
+/**
+ * Waits until Redis holds `expected` calls for the API at `context` and each of the `nodes` gateways that
+ * count it has run two batches on its key since (see the header). Resolves with a reason when it does not
+ * happen within SETTLE_MS, or undefined.
+ */
+async function settled(watch: Watch, probe: Redis, context: string, expected: number, nodes: number): Promise<string | undefined> {
+  const end = Date.now() + SETTLE_MS;
+  const prefix = `tw:thr:p|${context}/`;
+  let mark = -1;
+  let last = 'no key';
+  while (mark < 0 && Date.now() < end) {
+    const keys = await probe.keys(`${prefix}*`);
+    if (keys.length === 1) {
+      const key = keys[0] as string;
+      const from = watch.ran.length;
+      const value = await probe.getrange(key, 0, -1);
+      last = `${key} = ${value}`;
+      if (Number(value) === expected) {
+        // The probe's GETRANGE reaches the monitor's stream a moment after its reply.
+        const mine = (): number => watch.ran.findIndex((r, i) => i >= from && r.cmd === 'getrange' && r.key === key);
+        await until(() => mine() >= 0, 2000, 2);
+        mark = mine();
+      }
+    } else last = `${keys.length} keys`;
+    if (mark < 0) await sleep(5);
+  }
+  if (mark < 0) return `Redis did not reach ${expected} in ${SETTLE_MS} ms (${last})`;
+  // One GET or INCRBY per key per batch (PEXPIRE rides with INCRBY).
+  const batches = (source: string): number => watch.ran.slice(mark + 1).filter((r) => r.source === source && r.key.startsWith(prefix) && (r.cmd === 'get' || r.cmd === 'incrby')).length;
+  const sources = (): string[] => [...new Set(watch.ran.filter((r) => r.key.startsWith(prefix) && (r.cmd === 'get' || r.cmd === 'incrby')).map((r) => r.source))];
+  const ok = await until(() => sources().length >= nodes && sources().every((s) => batches(s) >= 2), Math.max(0, end - Date.now()), 2);
+  return ok ? undefined : `the gateways' batches on ${prefix} since the total: ${sources().map((s) => `${s} ${batches(s)}`).join(', ') || 'none'}`;
 }
 
 /** Fires `each` calls at every port at once. */
@@ -127,20 +201,29 @@ t.test('a limit of 100/min across two gateway processes sharing Redis counters',
   if (offsets.includes(-1)) return;
   const [r1, r2, m1, m2] = offsets.map((o) => 8280 + o) as [number, number, number, number];
 
+  const watch = await watchRedis(redis, `p|/lim${run}`);
+  t.teardown(() => watch.close());
+  const probe = new Redis(redis, { maxRetriesPerRequest: 1 });
+  t.teardown(() => probe.disconnect());
+  const allowedOf = (seq: readonly Outcome[]): number => seq.filter((o) => o.status === 200).length;
+
   await roomInWindow(25_000);
 
   await t.test('(a) sequential calls alternating between the gateways: exactly N', async (t) => {
     const seq: Outcome[] = [];
     // Far from the limit the views' age does not matter: the first 90 calls go without pauses.
     for (let i = 0; i < 90; i++) seq.push(await call(i % 2 === 0 ? r1 : r2, ctx.a));
-    await sleep(PAUSE);
     // Near it, each gateway has sent its calls and read the total back before the next call.
     for (let i = 90; i < N + 8; i++) {
+      const late = await settled(watch, probe, ctx.a, allowedOf(seq), K);
+      if (late !== undefined) {
+        t.fail(`before call ${i + 1}: ${late}`);
+        return;
+      }
       seq.push(await call(i % 2 === 0 ? r1 : r2, ctx.a));
-      await sleep(PAUSE);
     }
-    const allowed = seq.filter((o) => o.status === 200).length;
-    // Near the limit every batch reads the total back, and the pauses are longer than a batch + RTT.
+    const allowed = allowedOf(seq);
+    // Near the limit every batch reads the total back, and each call waited until both views held it.
     t.equal(allowed, N, 'exactly N allowed: near the limit each decision knows the other gateway\'s calls');
     t.same(
       seq.slice(0, allowed).map((o) => o.status),
@@ -173,19 +256,21 @@ t.test('a limit of 100/min across two gateway processes sharing Redis counters',
     // on a loaded machine the burst's two halves do not run at the rates learned in (a), and a node may
     // refuse early (87 of 100 measured at load average 25). That is a transient: once both have read the
     // total back, calls are admitted again until the shared total reaches N, and never past the bound.
-    await sleep(PAUSE);
     const more: Outcome[] = [];
     for (let i = 0; i < N + 8 && more.filter((o) => o.status !== 200).length < 2; i++) {
+      const late = await settled(watch, probe, ctx.b, allowed + allowedOf(more), K);
+      if (late !== undefined) {
+        t.fail(`before call ${i + 1} after the burst: ${late}`);
+        return;
+      }
       more.push(await call(i % 2 === 0 ? r1 : r2, ctx.b));
-      await sleep(PAUSE);
     }
-    const total = allowed + more.filter((o) => o.status === 200).length;
+    const total = allowed + allowedOf(more);
     t.ok(total >= N, `the burst and the calls after it were admitted up to the limit (${allowed} + ${total - allowed} >= ${N})`);
     t.ok(total <= N + bound, `and never past the bound (${total} <= ${N + bound})`);
     // Both gateways sent their counts: Redis holds the allowed total, and both now refuse.
-    await sleep(PAUSE);
-    const probe = new Redis(redis, { maxRetriesPerRequest: 1 });
-    t.teardown(() => probe.disconnect());
+    const late = await settled(watch, probe, ctx.b, total, K);
+    t.equal(late, undefined, 'both gateways sent their counts and read the total back');
     const keys = await probe.keys(`tw:thr:p|${ctx.b}/*`);
     t.equal(keys.length, 1, `one shared counter in Redis: ${keys.join(', ')}`);
     t.equal(Number(await probe.get(keys[0] as string)), total, 'its total is the calls allowed at both gateways');
