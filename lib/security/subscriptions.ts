@@ -42,6 +42,7 @@ export class SubscriptionStore {
   }
 
   isRevoked(jti: string, now: number): boolean {
+    if (this.revoked.size === 0) return false;
     const until = this.revoked.get(jti);
     if (until === undefined) return false;
     if (until <= now) {

@@ -13,6 +13,13 @@
  * full gateway's CPU under load (perf, docs/performance.md). A JWT ends with its signature, so the tail
  * tells tokens apart; two tokens with the same tail share one slot, and the second one in is a miss
  * for the first (validated again), never a hit.
+ *
+ * The entry of the last hit is kept apart: a call carrying the same token again (one client's keep-alive
+ * connection, or many clients of one application) is answered by comparing the whole token with it,
+ * without slicing and hashing its tail or the LRU's bookkeeping (docs/performance.md, "Counting
+ * instructions"). It is dropped whenever the LRU lets the entry go (dispose: evicted, deleted, replaced,
+ * cleared), and moved to the LRU's most recent place before every insert, so that the LRU never evicts
+ * the entry hits skip it for.
  */
 import { LRUCache } from 'lru-cache';
 import type { TokenIdentity } from './auth-context';
@@ -41,6 +48,8 @@ export class TokenCache {
   /** Lookups answered from the cache, and those that were not (absent or expired): read at scrape time. */
   hits = 0;
   misses = 0;
+  /** The entry of the last hit, while the LRU holds it. */
+  private last: CacheEntry | undefined;
 
   constructor(
     private readonly o: { readonly max: number; readonly expiry: number },
@@ -48,6 +57,7 @@ export class TokenCache {
     this.lru = new LRUCache<string, CacheEntry>({
       max: o.max,
       dispose: (v, _k, reason) => {
+        if (v === this.last) this.last = undefined;
         if (reason !== 'set') this.byJti.delete(v.identity.tokenId);
       },
     });
@@ -58,6 +68,11 @@ export class TokenCache {
   }
 
   get(token: string, now: number): CacheEntry | undefined {
+    const last = this.last;
+    if (last !== undefined && now < last.until && last.token === token) {
+      this.hits++;
+      return last;
+    }
     const key = keyOf(token);
     const e = this.lru.get(key);
     if (e === undefined || e.token !== token) {
@@ -70,12 +85,15 @@ export class TokenCache {
       return undefined;
     }
     this.hits++;
+    this.last = e;
     return e;
   }
 
   set(token: string, identity: TokenIdentity, now: number): CacheEntry {
     const entry: CacheEntry = { token, identity, until: Math.min(now + this.o.expiry, identity.expiresAt), perApi: new Map() };
     if (entry.until > now) {
+      // The last hit's entry was used more recently than the LRU knows: tell it before it evicts.
+      if (this.last !== undefined) this.lru.get(keyOf(this.last.token));
       const key = keyOf(token);
       // Another token with the same tail gives up its slot and its jti index.
       const old = this.lru.peek(key);

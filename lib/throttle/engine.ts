@@ -157,6 +157,8 @@ export class ThrottleEngine {
    * past KEY_CACHE_MAX (a redeploy leaves old paths behind).
    */
   private readonly levelKeys = new Map<string, Map<string, string>>();
+  private lastApiPath: string | undefined;
+  private lastApiKey = '';
   /**
    * The counter keys of an identity (the security cache hands the same object to every call of one token on
    * one API): one look-up per call gives the subscription, burst and application keys.
@@ -210,6 +212,8 @@ export class ThrottleEngine {
 
   /** `p|<api path>` (API level) or `r|<api path>|<resource>` (resource level), made once per pair. */
   private levelKey(apiLevel: boolean, apiPath: string, resourceKey: string): string {
+    // The last API-level key answers the next call on the same API without the two look-ups below.
+    if (apiLevel && apiPath === this.lastApiPath) return this.lastApiKey;
     let byResource = this.levelKeys.get(apiPath);
     if (byResource === undefined) {
       if (this.levelKeys.size >= KEY_CACHE_MAX) this.levelKeys.clear();
@@ -223,6 +227,10 @@ export class ThrottleEngine {
       key = apiLevel ? `p|${apiPath}` : `r|${apiPath}|${resourceKey}`;
       if (byResource.size >= KEY_CACHE_MAX) byResource.clear();
       byResource.set(k, key);
+    }
+    if (apiLevel) {
+      this.lastApiPath = apiPath;
+      this.lastApiKey = key;
     }
     return key;
   }
@@ -355,9 +363,11 @@ export class ThrottleEngine {
     // 900804 / 900807: the subscription tier, or the unauthenticated tier per client IP.
     const tier = auth !== undefined ? auth.subscriptionTier : call.unauthenticatedPolicy;
     const sp = p.subscription.get(tier);
+    // The identity's keys, looked up once for both levels below and only when one of them counts.
+    let keys: IdentityKeys | undefined;
     if (sp === undefined) this.unknownPolicy('subscription', tier);
     else if (sp.quota.kind !== 'unlimited' || sp.burst !== undefined) {
-      const keys = auth !== undefined ? this.keysOf(auth, call.apiPath) : undefined;
+      if (auth !== undefined) keys = this.keysOf(auth, call.apiPath);
       const key = keys !== undefined ? keys.subscription : `u|${call.apiPath}|${call.ip}`;
       this.level(key, sp.quota, Code.SUBSCRIPTION_THROTTLED, sp.stopOnQuotaReach, bytes);
       if (sp.burst !== undefined) this.level(keys !== undefined ? keys.burst : `b${key}`, sp.burst, Code.BURST_THROTTLED, true, bytes);
@@ -367,7 +377,7 @@ export class ThrottleEngine {
     if (auth !== undefined) {
       const app = p.application.get(auth.applicationTier);
       if (app === undefined) this.unknownPolicy('application', auth.applicationTier);
-      else if (app.quota.kind !== 'unlimited') this.level(this.keysOf(auth, call.apiPath).application, app.quota, Code.APPLICATION_THROTTLED, true, bytes);
+      else if (app.quota.kind !== 'unlimited') this.level((keys ?? this.keysOf(auth, call.apiPath)).application, app.quota, Code.APPLICATION_THROTTLED, true, bytes);
     }
 
     // 900806: custom policies, one counter per value of the key template.

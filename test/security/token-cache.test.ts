@@ -4,6 +4,7 @@
  * snapshot, and an entry never outlives the token's exp (nor expiry_time), on the gateway's clock.
  */
 import t, { type Test } from 'tap';
+import type { TokenIdentity } from '../../lib/security/auth-context';
 import { api, code, startNode, type Node } from './helpers';
 
 let node: Node;
@@ -155,4 +156,46 @@ t.test('TokenCache: one slot per tail; the later token takes it and the earlier 
   c.set('short', id('three'), Date.now());
   t.equal(c.get('short', Date.now())?.identity.tokenId, 'three');
   t.equal(c.get('shorter', Date.now()), undefined);
+});
+
+t.test('TokenCache: the last hit is served beside the LRU, and goes whenever the LRU lets its entry go', async (t) => {
+  const { TokenCache } = await import('../../lib/security/token-cache');
+  const now = Date.now();
+  const id = (jti: string, ttl = 60_000) => ({ tokenId: jti, expiresAt: now + ttl }) as unknown as TokenIdentity;
+  const tok = (n: string): string => `h.p.${n.repeat(43)}`;
+
+  // Recency: hits on the last entry skip the LRU, which is told before each insert.
+  const c = new TokenCache({ max: 2, expiry: 60_000 });
+  c.set(tok('A'), id('a'), now);
+  t.equal(c.get(tok('A'), now)?.identity.tokenId, 'a', 'A hit: now the last hit');
+  c.set(tok('B'), id('b'), now);
+  for (let i = 0; i < 3; i++) t.equal(c.get(tok('A'), now)?.identity.tokenId, 'a', `A hit again (${i + 1})`);
+  c.set(tok('C'), id('c'), now);
+  t.equal(c.get(tok('A'), now)?.identity.tokenId, 'a', 'the full LRU evicted B, not A, the entry used last');
+  t.equal(c.get(tok('B'), now), undefined, 'B was evicted');
+  t.same([c.hits, c.misses], [5, 1], 'hits and misses counted on both paths');
+
+  // Revocation: evict() by jti ends the last hit too.
+  t.equal(c.get(tok('C'), now)?.identity.tokenId, 'c', 'C is the last hit');
+  t.equal(c.evict('c'), true);
+  t.equal(c.get(tok('C'), now), undefined, 'an evicted token is a miss at once');
+
+  // clear() (a new key or settings) ends it.
+  t.equal(c.get(tok('A'), now)?.identity.tokenId, 'a');
+  c.clear();
+  t.equal(c.get(tok('A'), now), undefined, 'cleared: a miss');
+
+  // Expiry is checked on the last hit as on the LRU's.
+  c.set(tok('D'), id('d', 1000), now);
+  t.equal(c.get(tok('D'), now + 999)?.identity.tokenId, 'd');
+  t.equal(c.get(tok('D'), now + 1000), undefined, 'at its exp: a miss');
+  t.equal(c.size, 0, 'and the expired entry left the LRU');
+
+  // Another token of the same tail replaces the slot: the last hit goes with it.
+  c.set(tok('E'), id('e'), now);
+  t.equal(c.get(tok('E'), now)?.identity.tokenId, 'e');
+  const other = `x.y.${'E'.repeat(43)}`;
+  c.set(other, id('e2'), now);
+  t.equal(c.get(tok('E'), now), undefined, 'the replaced token is a miss, not a hit on its old entry');
+  t.equal(c.get(other, now)?.identity.tokenId, 'e2');
 });

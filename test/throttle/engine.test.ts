@@ -58,6 +58,11 @@ t.test('API tiers: API level 900800 over every caller, resource level 900802 per
   t.equal(r.engine.check({ ...res, apiPolicy: 'Unlimited' }, T0).code, 0, 'an API policy replaces the resource policies');
   const big = rig();
   t.same(tally(run(big, call({ apiPolicy: '10KPerMin', unauthenticatedPolicy: 'Unlimited' }), 10_001, T0)), { allowed: 10_000, refused: [900800] }, '10KPerMin');
+  // Two APIs' API-level counters called in turn (the engine keeps the last API-level key by API path).
+  const two = rig('[[api]]\nname = "3PerMin"\nrequest_count = 3\n');
+  const turns: number[] = [];
+  for (let i = 0; i < 4; i++) for (const apiPath of ['/a/1', '/b/1']) turns.push(two.engine.check({ ...a, apiPath }, T0).code);
+  t.same(turns, [0, 0, 0, 0, 0, 0, 900800, 900800], 'two APIs in turn: three each, on counters of their own');
 });
 
 t.test('the reference order: API/resource before subscription before burst before application before custom before hard limit', async (t) => {
