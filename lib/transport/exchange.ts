@@ -124,6 +124,8 @@ export class Exchange implements SourceRequest {
   contentLength: number;
   chunked: boolean;
   upgrade: boolean;
+  /** SourceRequest.call: the router's, never read here. */
+  call: unknown = undefined;
 
   // --- progress ---
   readonly source: ExchangeOwner;

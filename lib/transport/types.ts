@@ -59,6 +59,13 @@ export interface SourceRequest {
    * Optional: requests built by hand (tests, other transports) may not offer it.
    */
   readBody?(limit: number): Promise<BodyRead>;
+  /**
+   * The router's own value for this request, carried to the exchange's record (ExchangeRecord.request)
+   * untouched: the gateway keeps its call here for the access log, tracing and analytics. The transport's
+   * requests start it undefined, and the transport never reads it. A request made by hand may leave it out
+   * (the gateway then keeps its call elsewhere); one that has it must leave it writable.
+   */
+  call?: unknown;
 }
 
 /**

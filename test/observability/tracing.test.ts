@@ -270,4 +270,9 @@ t.test('tracing on: the router builds the outgoing fields with the traceparent',
   t.equal(d.headers?.[2], 'traceparent');
   t.ok(parseTraceParent(d.headers?.[3] ?? '') !== undefined);
   t.same(req.headers, ['Host', 'x'], 'the request fields are not edited');
+  // The transport's requests keep their call in their own slot (SourceRequest.call); one made by hand
+  // without it, here frozen, has its call kept apart.
+  const frozen = Object.freeze({ ...req, headers: Object.freeze(['Host', 'x']) });
+  const f = g.gw.route(frozen) as ForwardDecision;
+  t.equal(f.headers?.[2], 'traceparent', 'a frozen request is routed too');
 });
