@@ -1,7 +1,8 @@
 /**
  * `npm run bench -- --instructions [--requests N] [--rounds R] [--warm N]`: user-space instructions per
  * request of the bare transport and of the full gateway on the same request (the full scenario's route,
- * bearer token included), counted by valgrind's callgrind (docs/performance.md, "Counting instructions").
+ * bearer token included; the gateway with its access log on, as in the CPU bench's full scenario), counted
+ * by valgrind's callgrind (docs/performance.md, "Counting instructions").
  *
  * CPU time per request moves by 10 % and more from one 3-second cell to the next on a shared guest; an
  * instruction count does not depend on what else the machine runs, so it resolves changes of 1-2 % that an
@@ -23,7 +24,7 @@ import { spawnSync } from 'node:child_process';
 import { DIST_BENCH, GATEWAY_OPEN_PATH, HOST, WORK_DIR, fmt, freePort, hasCommand, log, median, startBackend, startProc, stopAll, stopProc, waitPort, type Proc } from './common';
 import { ratiosText } from './render';
 
-/** The full scenario's route on bench/start-gateway.ts: a warm token and three counters. */
+/** The full scenario's route on bench/start-gateway.ts: a warm token and three counters (and the access log, ACCESS_LOG=1). */
 export const FULL_PATH = '/full/1/small';
 const TRANSPORT_PATH = '/small';
 
@@ -294,7 +295,8 @@ export async function runInstructionsBench(argv: readonly string[]): Promise<voi
     const upstream = `http://${HOST}:${backendPort}`;
     log('starting the transport and the gateway under callgrind (a minute or two)');
     const tp = startCounted('transport-callgrind', 'start-throughway.js', { UPSTREAM: upstream }, await freePort());
-    const gw = startCounted('gateway-callgrind', 'start-gateway.js', { UPSTREAM: upstream, TOKEN_FILE: tokenFile }, await freePort());
+    // The full scenario as the CPU bench runs it (run.ts): the access log on.
+    const gw = startCounted('gateway-callgrind', 'start-gateway.js', { UPSTREAM: upstream, TOKEN_FILE: tokenFile, ACCESS_LOG: '1' }, await freePort());
     counted.push(tp, gw);
     await waitPort(tp.port, 300_000, tp.proc);
     await waitPort(gw.port, 300_000, gw.proc);
