@@ -20,12 +20,11 @@ export type TokenRouter = (which: OAuthEndpoint, req: SourceRequest) => Promise<
 export interface Router {
   readonly route: RouteFn;
   /**
-   * The call behind each exchange, while the call observer needs it at the exchange's end (takeCall):
-   * undefined when no observer reads calls. The transport's requests carry it in their own slot
-   * (SourceRequest.call: a map from request to call cost about 1.2k instructions per call under callgrind,
-   * docs/performance.md); requests made by hand without that slot, which may be frozen, in this map.
+   * The route keeps each request's call in the request (SourceRequest.call) for the call observer, which
+   * reads it at the exchange's end (takeCall). A map from request to call cost about 1.2k instructions per
+   * call under callgrind (docs/performance.md).
    */
-  readonly calls: WeakMap<SourceRequest, CallContext> | undefined;
+  readonly calls: boolean;
 }
 
 /**
@@ -45,11 +44,11 @@ function chainRouterOf(d: Deployment, steps: readonly ChainStep[], observer: Cal
   const chain = [...steps];
   // An Upgrade request (rare) may carry its token as access_token (websocket.ts); others go straight in.
   const callOf = (req: SourceRequest): CallContext => new CallContext(req.upgrade === true && isWebSocketHandshake(req) ? handshakeRequest(req) : req, d.rt);
-  if (observer === undefined || !observer.calls) return { route: (req: SourceRequest): RouteDecision | Promise<RouteDecision> => runChain(callOf(req), chain), calls: undefined };
-  const calls = new WeakMap<SourceRequest, CallContext>();
+  if (observer === undefined || !observer.calls) return { route: (req: SourceRequest): RouteDecision | Promise<RouteDecision> => runChain(callOf(req), chain), calls: false };
+  // Records come only from the gateway's own transport, whose requests have the field; a request made by
+  // hand without it (maybe frozen) never comes back in one, so nothing is kept for it.
   const keep = (req: SourceRequest, ctx: CallContext): void => {
     if ('call' in req) req.call = ctx;
-    else calls.set(req, ctx);
   };
   const observed = observer.chain;
   const route =
@@ -64,18 +63,16 @@ function chainRouterOf(d: Deployment, steps: readonly ChainStep[], observer: Cal
           keep(req, ctx);
           return observed.start(ctx) ? runChainObserved(ctx, chain, observed) : runChain(ctx, chain);
         };
-  return { route, calls };
+  return { route, calls: true };
 }
 
-/** The call kept for `req` by the route (Router.calls), given up: the slot or the map no longer holds it. */
-function takeCall(req: SourceRequest, calls: WeakMap<SourceRequest, CallContext>): CallContext | undefined {
-  if ('call' in req) {
-    const ctx = req.call as CallContext | undefined;
-    req.call = undefined;
-    return ctx;
-  }
-  const ctx = calls.get(req);
-  if (ctx !== undefined) calls.delete(req);
+/**
+ * The call the route kept in `req`, taken out of it: an exchange's request stays referenced by its
+ * connection until the next one, and an idle keep-alive connection must not hold a finished call.
+ */
+function takeCall(req: SourceRequest): CallContext | undefined {
+  const ctx = req.call as CallContext | undefined;
+  if (ctx !== undefined) req.call = undefined;
   return ctx;
 }
 
@@ -130,7 +127,7 @@ export function eventsOf(p: GatewayParts, d: Deployment, calls: Router['calls'],
       }
     }
     if (observer !== undefined) {
-      const ctx = calls !== undefined && r.request !== undefined ? takeCall(r.request, calls) : undefined;
+      const ctx = calls && r.request !== undefined ? takeCall(r.request) : undefined;
       observer.ended(ctx, r);
     }
     observe?.onExchange?.(r);

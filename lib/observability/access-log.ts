@@ -305,7 +305,7 @@ export class AccessLog {
     const fault = r.fault;
     const code = r.faultCode ?? fault?.code;
     at = remote === '' ? putByte(b, at, 0x2d) : putAscii(b, at, remote);
-    this.date();
+    this.date(); // brings afterAddress to this second
     at = putBytes(b, at, this.afterAddress);
     at = putAscii(b, at, r.method);
     at = putByte(b, at, 0x20);

@@ -63,7 +63,8 @@ export interface SourceRequest {
    * The router's own value for this request, carried to the exchange's record (ExchangeRecord.request)
    * untouched: the gateway keeps its call here for the access log, tracing and analytics. The transport's
    * requests start it undefined, and the transport never reads it. A request made by hand may leave it out
-   * (the gateway then keeps its call elsewhere); one that has it must leave it writable.
+   * (the gateway then keeps no call for it: only its own transport's requests come back in records); one
+   * that has it must leave it writable.
    */
   call?: unknown;
 }

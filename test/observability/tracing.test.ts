@@ -221,12 +221,16 @@ t.test('batches: a full batch is sent without waiting for the timer; close sends
 
 t.test('log tracer: one line per phase, one for the backend call, one for the request', async (t) => {
   const backend = await echoBackend();
-  const g = await startGateway(`${BASE_TOML}[apim.open_tracer]\nlog_tracer.enable = true\n`, api(backend.port));
+  // What an exchange's request holds in its `call` field once the gateway's observer has read it.
+  const left: unknown[] = [];
+  const g = await startGateway(`${BASE_TOML}[apim.open_tracer]\nlog_tracer.enable = true\n`, api(backend.port), {}, { observe: { onExchange: (r) => left.push(r.request?.call) } });
   t.teardown(async () => {
     await g.close();
     await backend.close();
   });
   t.equal((await request(g.port, '/test/1.0.0/r/1', { headers: H('traceparent', `00-${TRACE}-${PARENT}-01`) })).status, 200);
+  t.ok(await until(() => left.length === 1), 'the exchange ended');
+  t.same(left, [undefined], 'the call was taken out of its request (SourceRequest.call): an idle connection holds none');
   const lines = g.logger.lines.filter((l) => l.event === 'span');
   t.same(lines.map((l) => l.name), ['GET /test/1.0.0/r/{id}', ...PHASE_NAMES, 'backend']);
   t.ok(lines.every((l) => l.traceId === TRACE && typeof l.durationUs === 'number' && typeof l.timestampUs === 'number'));

@@ -136,7 +136,10 @@ async function settled(watch: Watch, probe: Redis, context: string, expected: nu
       last = `${key} = ${value}`;
       if (Number(value) === expected) {
         // The probe's GETRANGE reaches the monitor's stream a moment after its reply.
-        const mine = (): number => watch.ran.findIndex((r, i) => i >= from && r.cmd === 'getrange' && r.key === key);
+        const mine = (): number => {
+          for (let i = from; i < watch.ran.length; i++) if (watch.ran[i]?.cmd === 'getrange' && watch.ran[i]?.key === key) return i;
+          return -1;
+        };
         await until(() => mine() >= 0, 2000, 2);
         mark = mine();
       }
@@ -145,8 +148,9 @@ async function settled(watch: Watch, probe: Redis, context: string, expected: nu
   }
   if (mark < 0) return `Redis did not reach ${expected} in ${SETTLE_MS} ms (${last})`;
   // One GET or INCRBY per key per batch (PEXPIRE rides with INCRBY).
-  const batches = (source: string): number => watch.ran.slice(mark + 1).filter((r) => r.source === source && r.key.startsWith(prefix) && (r.cmd === 'get' || r.cmd === 'incrby')).length;
-  const sources = (): string[] => [...new Set(watch.ran.filter((r) => r.key.startsWith(prefix) && (r.cmd === 'get' || r.cmd === 'incrby')).map((r) => r.source))];
+  const isBatch = (r: Ran): boolean => r.key.startsWith(prefix) && (r.cmd === 'get' || r.cmd === 'incrby');
+  const batches = (source: string): number => watch.ran.slice(mark + 1).filter((r) => r.source === source && isBatch(r)).length;
+  const sources = (): string[] => [...new Set(watch.ran.filter(isBatch).map((r) => r.source))];
   const ok = await until(() => sources().length >= nodes && sources().every((s) => batches(s) >= 2), Math.max(0, end - Date.now()), 2);
   return ok ? undefined : `the gateways' batches on ${prefix} since the total: ${sources().map((s) => `${s} ${batches(s)}`).join(', ') || 'none'}`;
 }
