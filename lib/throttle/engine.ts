@@ -14,7 +14,7 @@
  */
 import { ApiCode } from '../faults';
 import type { BlockingConditions, BlockingType } from './blocking';
-import type { CounterStore } from './counters';
+import { MemoryCounterStore, type Counter, type CounterStore } from './counters';
 import { ipNumber, ipMatcher, type ApiPolicy, type Condition, type ConditionGroup, type CustomPolicy, type Policies, type PolicyOptions, type Quota } from './policies';
 import { headerValue } from '../transport/headers';
 
@@ -147,6 +147,12 @@ function compileTemplate(t: string): TemplatePart[] {
 export class ThrottleEngine {
   policies: Policies;
   readonly counters: CounterStore;
+  /**
+   * The counters when they are exactly a MemoryCounterStore (a subclass may count differently): decide()
+   * then reads each level's entry once and adds to it in place, one Map look-up per level instead of a
+   * peek and an add (docs/performance.md, "Counting instructions").
+   */
+  private readonly memory: MemoryCounterStore | undefined;
   readonly blocking: BlockingConditions;
   private readonly options: EngineOptions;
   /** Tier names already reported unknown, per kind (looked up without building a string per call). */
@@ -175,12 +181,15 @@ export class ThrottleEngine {
   private readonly codes: ThrottleCode[] = [];
   private readonly enforced: boolean[] = [];
   private readonly costs: number[] = [];
+  /** The live entry of each level read by decide() on a MemoryCounterStore (undefined: none, or its window ended). */
+  private readonly entries: (Counter | undefined)[] = new Array<Counter | undefined>(MAX_LEVELS).fill(undefined);
   private readonly verdict: Verdict = { code: Code.ALLOWED, blockedBy: undefined, retryAfterMs: -1, limit: -1, remaining: 0, resetMs: 0 };
 
   constructor(options: EngineOptions) {
     this.options = options;
     this.policies = options.policies;
     this.counters = options.counters;
+    this.memory = options.counters.constructor === MemoryCounterStore ? (options.counters as MemoryCounterStore) : undefined;
     this.blocking = options.blocking;
     this.setPolicies(options.policies);
   }
@@ -424,10 +433,23 @@ export class ThrottleEngine {
     const n = this.n;
     if (n === 0) return v;
     const store = this.counters;
+    const memory = this.memory;
+    const entries = this.entries;
     let best = Infinity;
     for (let i = 0; i < n; i++) {
       const q = this.quotas[i] as Quota;
-      const count = store.peek(this.keys[i] as string, q.windowMs, now);
+      let count: number;
+      if (memory !== undefined) {
+        // As MemoryCounterStore.peek, keeping the entry for the add below.
+        const c = memory.entry(this.keys[i] as string);
+        if (c === undefined || now >= c.end || now < c.start) {
+          entries[i] = undefined;
+          count = 0;
+        } else {
+          entries[i] = c;
+          count = c.count;
+        }
+      } else count = store.peek(this.keys[i] as string, q.windowMs, now);
       const resetMs = q.windowMs - (now % q.windowMs);
       if (count >= q.limit && this.enforced[i] === true) {
         v.code = this.codes[i] as ThrottleCode;
@@ -445,10 +467,20 @@ export class ThrottleEngine {
         v.resetMs = resetMs;
       }
     }
+    // An entry read above is live for `now` still and counted in place, until the store is asked to add: a
+    // new entry may make room by evicting others (MemoryCounterStore.makeRoom), so from then on every level
+    // goes through the store, as without the entries.
+    let viaStore = memory === undefined;
     for (let i = 0; i < n; i++) {
       const cost = this.costs[i] as number;
-      const q = this.quotas[i] as Quota;
-      if (cost > 0) store.add(this.keys[i] as string, cost, q.windowMs, now, q.limit);
+      if (cost <= 0) continue;
+      const c = viaStore ? undefined : entries[i];
+      if (c !== undefined) c.count += cost;
+      else {
+        viaStore = true;
+        const q = this.quotas[i] as Quota;
+        store.add(this.keys[i] as string, cost, q.windowMs, now, q.limit);
+      }
     }
     return v;
   }

@@ -5,6 +5,10 @@
  */
 import t from 'tap';
 import { auth, call, rig, run, tally } from './helpers';
+import { BlockingConditions } from '../../lib/throttle/blocking';
+import { MemoryCounterStore } from '../../lib/throttle/counters';
+import { ThrottleEngine } from '../../lib/throttle/engine';
+import { DEFAULT_POLICIES_TOML, DEFAULT_POLICY_OPTIONS, parsePolicies, type Policies } from '../../lib/throttle/policies';
 
 const T0 = 1_800_000_000_000; // a whole minute and second
 const MIN = 60_000;
@@ -279,4 +283,55 @@ t.test('unknown tiers are reported once per kind: the same name as a subscriptio
   const r = rig();
   run(r, call({ auth: auth({ subscriptionTier: 'Nope', applicationTier: 'Nope' }) }), 3, T0);
   t.same(r.unknown, ['subscription:Nope', 'application:Nope']);
+});
+
+t.test('a MemoryCounterStore is read once per level and counted in place; an entry evicted during the call is counted in the store', async (t) => {
+  const o = DEFAULT_POLICY_OPTIONS;
+  const policies = parsePolicies(DEFAULT_POLICIES_TOML, 'test.toml', o).policies as Policies;
+  // 16 entries at most: inserting the 17th makes room by dropping the oldest (counters.ts makeRoom).
+  const counters = new MemoryCounterStore(16, 0);
+  const engine = new ThrottleEngine({ policies, counters, blocking: new BlockingConditions(), switches: o, blockingEnabled: false });
+  const apiOnly = call({ auth: auth({ applicationTier: '10PerMin' }) });
+  t.equal(engine.check(apiOnly, T0).code, 0);
+  t.same([...counters.map.keys()], ['a|app-1|alice'], 'the application counter is the oldest entry');
+  for (let i = 0; i < 15; i++) counters.add(`x${i}`, 1, MIN, T0);
+  // The next call's first level (the Gold subscription) is new, its second (the application) is the oldest entry.
+  const both = call({ auth: auth({ subscriptionTier: 'Gold', applicationTier: '10PerMin' }) });
+  t.equal(engine.check(both, T0).code, 0);
+  // Each insert into the full store drops the oldest entry: the subscription's dropped the application's, whose
+  // insert again dropped the first filler.
+  t.equal(counters.evictedLive, 2, 'two live entries evicted');
+  t.equal(counters.entry('x0'), undefined);
+  t.equal(counters.peek('s|app-1|/pizzashack/1.0.0', MIN, T0), 1, 'the subscription counted');
+  t.equal(counters.peek('a|app-1|alice', MIN, T0), 1, 'the application counted in the store again (the documented under-count), not in the evicted entry');
+  // Counted in place: the same entry object goes on counting, exact at the limit.
+  const entry = counters.entry('a|app-1|alice');
+  t.same(tally(run({ engine, counters, blocking: new BlockingConditions(), unknown: [] }, both, 10, T0 + 1)), { allowed: 9, refused: [900803] });
+  t.equal(counters.entry('a|app-1|alice'), entry, 'no new entry was made while the window ran');
+  t.equal(entry?.count, 10);
+  t.equal(engine.check(both, T0 + MIN).code, 0, 'a new window');
+  t.equal(counters.peek('a|app-1|alice', MIN, T0 + MIN), 1);
+});
+
+t.test('a store that extends MemoryCounterStore is asked to peek and add for every level', async (t) => {
+  class Watched extends MemoryCounterStore {
+    readonly calls: string[] = [];
+    override peek(key: string, windowMs: number, now: number): number {
+      this.calls.push(`peek ${key}`);
+      return super.peek(key, windowMs, now);
+    }
+    override add(key: string, cost: number, windowMs: number, now: number): number {
+      this.calls.push(`add ${key}`);
+      return super.add(key, cost, windowMs, now);
+    }
+  }
+  const o = DEFAULT_POLICY_OPTIONS;
+  const policies = parsePolicies(DEFAULT_POLICIES_TOML, 'test.toml', o).policies as Policies;
+  const counters = new Watched(100, 0);
+  const engine = new ThrottleEngine({ policies, counters, blocking: new BlockingConditions(), switches: o, blockingEnabled: false });
+  const c = call({ auth: auth({ subscriptionTier: 'Gold', applicationTier: '10PerMin' }) });
+  engine.check(c, T0);
+  engine.check(c, T0);
+  const each = ['peek s|app-1|/pizzashack/1.0.0', 'peek a|app-1|alice', 'add s|app-1|/pizzashack/1.0.0', 'add a|app-1|alice'];
+  t.same(counters.calls, [...each, ...each]);
 });
