@@ -348,6 +348,28 @@ t.test('texts kept from the last head: a field, target or reason with other byte
   res.destroy();
 });
 
+t.test('texts kept from the last head: a one-byte difference at any position, and a text seen again after another', async (t) => {
+  const rec = new Recorder();
+  const parser = new HttpParser('request', rec, 65536);
+  // Lengths around the four-byte steps of the comparison, up to the longest kept text (64).
+  for (const len of [1, 3, 4, 5, 11, 63, 64]) {
+    const base = Array.from({ length: len }, (_, i) => String.fromCharCode(0x61 + (i % 26))).join('');
+    const sent: string[] = [];
+    for (let k = 0; k < len; k++) {
+      // base, base with byte k changed, base again: the second base must not be read as the variant.
+      const variant = base.slice(0, k) + (base[k] === 'z' ? 'y' : 'z') + base.slice(k + 1);
+      sent.push(base, variant, base);
+    }
+    const wire = sent.map((v) => `GET /${v} HTTP/1.1\r\nX-V: ${v}\r\n\r\n`).join('');
+    const before = headsOf(rec).length;
+    t.equal(parser.execute(latin1(wire)), ExecStatus.OK);
+    const heads = headsOf(rec).slice(before);
+    t.strictSame(heads.map((h) => h.headers[1]), sent, `values of ${len} bytes`);
+    t.strictSame(heads.map((h) => h.url), sent.map((v) => `/${v}`), `targets of ${len + 1} bytes`);
+  }
+  parser.destroy();
+});
+
 t.test('a head with more field texts than kept positions: the ones past them are decoded every time', async (t) => {
   const rec = new Recorder();
   // 20 fields: 40 texts, the last 8 past the 32 kept positions.
