@@ -37,6 +37,18 @@ t.test('ownBytes copies a read of the shared buffer and views any other', async 
   const view = ownBytes(other, 3);
   t.equal(view.buffer, other.buffer, 'a connection-owned buffer is viewed, not copied');
   t.equal(view.toString(), 'abc');
+  // A second read of the same length copies the bytes read then (the kept view of the shared buffer is a
+  // view, not a snapshot), and the first copy stays as it was.
+  const again = ownBytes(SHARED_READ_BUFFER, 5);
+  t.equal(again.toString('latin1'), 'XXXXX');
+  t.not(again.buffer === copy.buffer && again.byteOffset === copy.byteOffset, true, 'a copy of its own');
+  t.equal(copy.toString('latin1'), 'hello');
+  for (const n of [0, 1, SMALL_READ_BUFFER]) {
+    SHARED_READ_BUFFER.fill(n & 0xff, 0, n);
+    const c = ownBytes(SHARED_READ_BUFFER, n);
+    t.equal(c.length, n);
+    t.ok(c.every((b) => b === (n & 0xff)), `${n} bytes copied`);
+  }
 });
 
 t.test('40 clients with pipelined requests and small bodies, interleaved: every answer matches its request', async (t) => {
