@@ -102,6 +102,17 @@ function connectionListed(headers: readonly string[]): string[] | undefined {
   return listed;
 }
 
+/**
+ * Whether a Connection field's value names more than the usual options (close, keep-alive, upgrade, in
+ * any letter case). The head builders read the fields once and start over with connectionListed() only
+ * when this is true: a prior pass over every field for the rare listed names cost about 350 instructions
+ * per head under callgrind (docs/performance.md, "Counting instructions").
+ */
+function listsOthers(value: string): boolean {
+  if (sameLower(value, 'keep-alive') || sameLower(value, 'close') || sameLower(value, 'upgrade')) return false;
+  return connectionListed(['Connection', value]) !== undefined;
+}
+
 function isListed(listed: string[] | undefined, name: string): boolean {
   return listed !== undefined && listed.includes(name.toLowerCase());
 }
@@ -132,8 +143,12 @@ export interface RequestHeadInput {
 
 /** The request head for the backend: always HTTP/1.1 (RFC 9110 §2.5: a proxy sends its own version). */
 export function buildRequestHead(input: RequestHeadInput, settings: TransportSettings): string {
+  return requestHead(input, settings, undefined, false);
+}
+
+/** buildRequestHead with the names the Connection fields list, once `listedKnown` (see listsOthers). */
+function requestHead(input: RequestHeadInput, settings: TransportSettings, listed: string[] | undefined, listedKnown: boolean): string {
   const headers = input.headers;
-  const listed = connectionListed(headers);
   const keepHost = preserved(settings, 'host');
   let head = input.method + ' ' + input.path + ' HTTP/1.1\r\n';
   let clientHost: string | undefined;
@@ -182,8 +197,12 @@ export function buildRequestHead(input: RequestHeadInput, settings: TransportSet
       case Kind.FORWARDED:
         if (trusted) head += name + ': ' + value + '\r\n';
         break;
+      case Kind.CONNECTION:
+        // Hop-by-hop (RFC 9110 §7.6.1), and so is every field it names: fields already written may be among them.
+        if (!listedKnown && listsOthers(value)) return requestHead(input, settings, connectionListed(headers), true);
+        break;
       default:
-        // DROP, CONNECTION: hop-by-hop (RFC 9110 §7.6.1)
+        // DROP: hop-by-hop (RFC 9110 §7.6.1)
         break;
     }
   }
@@ -226,8 +245,12 @@ export interface ResponseHeadInput {
 
 /** The response head for the client. Also records Keep-Alive: timeout=N in out.keepAliveTimeout (when given). */
 export function buildResponseHead(input: ResponseHeadInput, settings: TransportSettings, out?: ResponseHeadOut): string {
+  return responseHead(input, settings, out, undefined, false);
+}
+
+/** buildResponseHead with the names the Connection fields list, once `listedKnown` (see listsOthers). */
+function responseHead(input: ResponseHeadInput, settings: TransportSettings, out: ResponseHeadOut | undefined, listed: string[] | undefined, listedKnown: boolean): string {
   const headers = input.headers;
-  const listed = connectionListed(headers);
   let keepAliveTimeout = -1;
   let head = 'HTTP/1.1 ' + input.statusCode + ' ' + input.statusText + '\r\n';
   let via: string | undefined;
@@ -264,6 +287,10 @@ export function buildResponseHead(input: ResponseHeadInput, settings: TransportS
         break;
       case Kind.DROP:
         if (name.length === 10) keepAliveTimeout = keepAliveSeconds(value);
+        break;
+      case Kind.CONNECTION:
+        // As in requestHead: the fields it names are dropped too, written ones included.
+        if (!listedKnown && listsOthers(value)) return responseHead(input, settings, out, connectionListed(headers), true);
         break;
       default:
         break;

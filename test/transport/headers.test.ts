@@ -12,7 +12,8 @@ import { rawRequest } from '../helpers/client';
 import { checkTransitions, startTransport, type StartOptions } from '../helpers/transport';
 import type { Message } from '../helpers/wire';
 import { targetFromUrl } from '../../lib/transport';
-import { sameLower, withBodyLength } from '../../lib/transport/headers';
+import { buildRequestHead, buildResponseHead, sameLower, withBodyLength } from '../../lib/transport/headers';
+import { DEFAULT_TRANSPORT_SETTINGS } from '../../lib/transport/settings';
 
 const REQUEST = Buffer.concat([
   Buffer.from(
@@ -202,3 +203,21 @@ t.test('withBodyLength: the framing fields and Expect dropped in any case, one C
 });
 
 checkTransitions(t);
+
+t.test('fields a Connection field names are dropped wherever they stand, before it or after, in any letter case', async (t) => {
+  const fieldNames = (head: string): string[] => head.split('\r\n').slice(1).filter((l) => l !== '').map((l) => l.slice(0, l.indexOf(':')));
+  const request = (headers: string[]): string[] =>
+    fieldNames(buildRequestHead({ method: 'GET', path: '/', headers, hostHeader: 'b:1', remoteAddress: '10.0.0.1', proto: 'http', close: false }, DEFAULT_TRANSPORT_SETTINGS));
+  const response = (headers: string[]): string[] =>
+    fieldNames(buildResponseHead({ statusCode: 200, statusText: 'OK', headers, connection: '', dechunk: false, extra: [] }, DEFAULT_TRANSPORT_SETTINGS)).filter((n) => n !== 'Via');
+  const fields = ['X-Early', '1', 'Connection', 'keep-alive', 'X-Mid', '2', 'Connection', 'x-EARLY, X-Late', 'X-Late', '3', 'X-Kept', '4'];
+  const req = request(fields);
+  t.notOk(req.includes('X-Early'), 'a field before the Connection field naming it is dropped');
+  t.notOk(req.includes('X-Late'), 'and one after it');
+  t.ok(req.includes('X-Mid') && req.includes('X-Kept'), 'the others stay');
+  t.same(req.filter((n) => n.startsWith('X-') && n !== 'X-Forwarded-For' && n !== 'X-Forwarded-Proto'), ['X-Mid', 'X-Kept'], 'in their order, once each');
+  t.same(response(fields), ['X-Mid', 'X-Kept'], 'the same in a response');
+  for (const usual of ['Keep-Alive', 'CLOSE', 'upgrade', 'keep-alive, Upgrade']) {
+    t.same(response(['X-Early', '1', 'Connection', usual, 'X-Kept', '2']), ['X-Early', 'X-Kept'], `Connection: ${usual} drops nothing else`);
+  }
+});
