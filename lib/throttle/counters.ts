@@ -69,9 +69,17 @@ export class MemoryCounterStore implements CounterStore {
   }
 
   peek(key: string, windowMs: number, now: number): number {
+    const c = this.live(key, now);
+    return c === undefined ? 0 : c.count;
+  }
+
+  /**
+   * The entry of a key while its window contains `now`, else undefined. One look-up: the throttle engine
+   * reads a level's count here and adds to the same entry when the call is allowed (engine.ts decide()).
+   */
+  live(key: string, now: number): Counter | undefined {
     const c = this.map.get(key);
-    if (c === undefined || now >= c.end || now < c.start) return 0;
-    return c.count;
+    return c === undefined || now >= c.end || now < c.start ? undefined : c;
   }
 
   add(key: string, cost: number, windowMs: number, now: number): number {

@@ -440,15 +440,9 @@ export class ThrottleEngine {
       const q = this.quotas[i] as Quota;
       let count: number;
       if (memory !== undefined) {
-        // As MemoryCounterStore.peek, keeping the entry for the add below.
-        const c = memory.entry(this.keys[i] as string);
-        if (c === undefined || now >= c.end || now < c.start) {
-          entries[i] = undefined;
-          count = 0;
-        } else {
-          entries[i] = c;
-          count = c.count;
-        }
+        const c = memory.live(this.keys[i] as string, now);
+        entries[i] = c;
+        count = c === undefined ? 0 : c.count;
       } else count = store.peek(this.keys[i] as string, q.windowMs, now);
       const resetMs = q.windowMs - (now % q.windowMs);
       if (count >= q.limit && this.enforced[i] === true) {

@@ -83,34 +83,33 @@ function classify(name: string): Kind {
 }
 
 /**
- * Extra names a Connection field lists (RFC 9110 §7.6.1: they are hop-by-hop too), lower-cased, or
- * undefined when it lists only the usual options. Allocates only in that rare case.
+ * The names a Connection field's value lists beyond the usual options (close, keep-alive, upgrade, in any
+ * letter case), lower-cased and added to `listed`; `listed` as it was when there are none. Allocates only
+ * in that rare case.
  */
-function connectionListed(headers: readonly string[]): string[] | undefined {
-  let listed: string[] | undefined;
-  for (let i = 0; i < headers.length; i += 2) {
-    const name = headers[i] as string;
-    if (!sameLower(name, 'connection')) continue;
-    const value = (headers[i + 1] as string).toLowerCase();
-    if (value === 'close' || value === 'keep-alive' || value === 'upgrade') continue;
-    for (const token of value.split(',')) {
-      const t = token.trim();
-      if (t === '' || t === 'close' || t === 'keep-alive' || t === 'upgrade') continue;
-      (listed ??= []).push(t);
-    }
+function listedNames(value: string, listed: string[] | undefined): string[] | undefined {
+  if (sameLower(value, 'keep-alive') || sameLower(value, 'close') || sameLower(value, 'upgrade')) return listed;
+  for (const token of value.toLowerCase().split(',')) {
+    const t = token.trim();
+    if (t === '' || t === 'close' || t === 'keep-alive' || t === 'upgrade') continue;
+    (listed ??= []).push(t);
   }
   return listed;
 }
 
 /**
- * Whether a Connection field's value names more than the usual options (close, keep-alive, upgrade, in
- * any letter case). The head builders read the fields once and start over with connectionListed() only
- * when this is true: a prior pass over every field for the rare listed names cost about 350 instructions
- * per head under callgrind (docs/performance.md, "Counting instructions").
+ * Extra names the Connection fields list (RFC 9110 §7.6.1: they are hop-by-hop too), or undefined when
+ * they list only the usual options. The head builders read the fields once and call this, then start
+ * over, only when a Connection field lists more (listedNames): a prior pass over every field for the rare
+ * listed names cost about 350 instructions per head under callgrind (docs/performance.md, "Counting
+ * instructions").
  */
-function listsOthers(value: string): boolean {
-  if (sameLower(value, 'keep-alive') || sameLower(value, 'close') || sameLower(value, 'upgrade')) return false;
-  return connectionListed(['Connection', value]) !== undefined;
+function connectionListed(headers: readonly string[]): string[] | undefined {
+  let listed: string[] | undefined;
+  for (let i = 0; i < headers.length; i += 2) {
+    if (sameLower(headers[i] as string, 'connection')) listed = listedNames(headers[i + 1] as string, listed);
+  }
+  return listed;
 }
 
 function isListed(listed: string[] | undefined, name: string): boolean {
@@ -143,11 +142,11 @@ export interface RequestHeadInput {
 
 /** The request head for the backend: always HTTP/1.1 (RFC 9110 §2.5: a proxy sends its own version). */
 export function buildRequestHead(input: RequestHeadInput, settings: TransportSettings): string {
-  return requestHead(input, settings, undefined, false);
+  return requestHead(input, settings, undefined);
 }
 
-/** buildRequestHead with the names the Connection fields list, once `listedKnown` (see listsOthers). */
-function requestHead(input: RequestHeadInput, settings: TransportSettings, listed: string[] | undefined, listedKnown: boolean): string {
+/** buildRequestHead, with the names the Connection fields list once a first pass found some (connectionListed). */
+function requestHead(input: RequestHeadInput, settings: TransportSettings, listed: string[] | undefined): string {
   const headers = input.headers;
   const keepHost = preserved(settings, 'host');
   let head = input.method + ' ' + input.path + ' HTTP/1.1\r\n';
@@ -199,7 +198,7 @@ function requestHead(input: RequestHeadInput, settings: TransportSettings, liste
         break;
       case Kind.CONNECTION:
         // Hop-by-hop (RFC 9110 §7.6.1), and so is every field it names: fields already written may be among them.
-        if (!listedKnown && listsOthers(value)) return requestHead(input, settings, connectionListed(headers), true);
+        if (listed === undefined && listedNames(value, undefined) !== undefined) return requestHead(input, settings, connectionListed(headers));
         break;
       default:
         // DROP: hop-by-hop (RFC 9110 §7.6.1)
@@ -245,11 +244,11 @@ export interface ResponseHeadInput {
 
 /** The response head for the client. Also records Keep-Alive: timeout=N in out.keepAliveTimeout (when given). */
 export function buildResponseHead(input: ResponseHeadInput, settings: TransportSettings, out?: ResponseHeadOut): string {
-  return responseHead(input, settings, out, undefined, false);
+  return responseHead(input, settings, out, undefined);
 }
 
-/** buildResponseHead with the names the Connection fields list, once `listedKnown` (see listsOthers). */
-function responseHead(input: ResponseHeadInput, settings: TransportSettings, out: ResponseHeadOut | undefined, listed: string[] | undefined, listedKnown: boolean): string {
+/** buildResponseHead, with the names the Connection fields list once a first pass found some (connectionListed). */
+function responseHead(input: ResponseHeadInput, settings: TransportSettings, out: ResponseHeadOut | undefined, listed: string[] | undefined): string {
   const headers = input.headers;
   let keepAliveTimeout = -1;
   let head = 'HTTP/1.1 ' + input.statusCode + ' ' + input.statusText + '\r\n';
@@ -290,7 +289,7 @@ function responseHead(input: ResponseHeadInput, settings: TransportSettings, out
         break;
       case Kind.CONNECTION:
         // As in requestHead: the fields it names are dropped too, written ones included.
-        if (!listedKnown && listsOthers(value)) return responseHead(input, settings, out, connectionListed(headers), true);
+        if (listed === undefined && listedNames(value, undefined) !== undefined) return responseHead(input, settings, out, connectionListed(headers));
         break;
       default:
         break;

@@ -5,10 +5,7 @@
  */
 import t from 'tap';
 import { auth, call, rig, run, tally } from './helpers';
-import { BlockingConditions } from '../../lib/throttle/blocking';
 import { MemoryCounterStore } from '../../lib/throttle/counters';
-import { ThrottleEngine } from '../../lib/throttle/engine';
-import { DEFAULT_POLICIES_TOML, DEFAULT_POLICY_OPTIONS, parsePolicies, type Policies } from '../../lib/throttle/policies';
 
 const T0 = 1_800_000_000_000; // a whole minute and second
 const MIN = 60_000;
@@ -286,11 +283,9 @@ t.test('unknown tiers are reported once per kind: the same name as a subscriptio
 });
 
 t.test('a MemoryCounterStore is read once per level and counted in place; an entry evicted during the call is counted in the store', async (t) => {
-  const o = DEFAULT_POLICY_OPTIONS;
-  const policies = parsePolicies(DEFAULT_POLICIES_TOML, 'test.toml', o).policies as Policies;
   // 16 entries at most: inserting the 17th makes room by dropping the oldest (counters.ts makeRoom).
-  const counters = new MemoryCounterStore(16, 0);
-  const engine = new ThrottleEngine({ policies, counters, blocking: new BlockingConditions(), switches: o, blockingEnabled: false });
+  const r = rig('', {}, false, new MemoryCounterStore(16, 0));
+  const { engine, counters } = r;
   const apiOnly = call({ auth: auth({ applicationTier: '10PerMin' }) });
   t.equal(engine.check(apiOnly, T0).code, 0);
   t.same([...counters.map.keys()], ['a|app-1|alice'], 'the application counter is the oldest entry');
@@ -306,11 +301,22 @@ t.test('a MemoryCounterStore is read once per level and counted in place; an ent
   t.equal(counters.peek('a|app-1|alice', MIN, T0), 1, 'the application counted in the store again (the documented under-count), not in the evicted entry');
   // Counted in place: the same entry object goes on counting, exact at the limit.
   const entry = counters.entry('a|app-1|alice');
-  t.same(tally(run({ engine, counters, blocking: new BlockingConditions(), unknown: [] }, both, 10, T0 + 1)), { allowed: 9, refused: [900803] });
+  t.same(tally(run(r, both, 10, T0 + 1)), { allowed: 9, refused: [900803] });
   t.equal(counters.entry('a|app-1|alice'), entry, 'no new entry was made while the window ran');
   t.equal(entry?.count, 10);
   t.equal(engine.check(both, T0 + MIN).code, 0, 'a new window');
   t.equal(counters.peek('a|app-1|alice', MIN, T0 + MIN), 1);
+  // One look-up per level (two here) for a call whose entries are live, not a peek and an add each.
+  const get = counters.map.get.bind(counters.map);
+  let lookups = 0;
+  counters.map.get = (k: string) => {
+    lookups++;
+    return get(k);
+  };
+  t.equal(engine.check(both, T0 + MIN + 1).code, 0);
+  counters.map.get = get;
+  t.equal(lookups, 2, 'two levels, two look-ups');
+  t.equal(counters.peek('a|app-1|alice', MIN, T0 + MIN + 1), 2, 'and counted');
 });
 
 t.test('a store that extends MemoryCounterStore is asked to peek and add for every level', async (t) => {
@@ -325,13 +331,11 @@ t.test('a store that extends MemoryCounterStore is asked to peek and add for eve
       return super.add(key, cost, windowMs, now);
     }
   }
-  const o = DEFAULT_POLICY_OPTIONS;
-  const policies = parsePolicies(DEFAULT_POLICIES_TOML, 'test.toml', o).policies as Policies;
-  const counters = new Watched(100, 0);
-  const engine = new ThrottleEngine({ policies, counters, blocking: new BlockingConditions(), switches: o, blockingEnabled: false });
+  const watched = new Watched(100, 0);
+  const { engine } = rig('', {}, false, watched);
   const c = call({ auth: auth({ subscriptionTier: 'Gold', applicationTier: '10PerMin' }) });
   engine.check(c, T0);
   engine.check(c, T0);
   const each = ['peek s|app-1|/pizzashack/1.0.0', 'peek a|app-1|alice', 'add s|app-1|/pizzashack/1.0.0', 'add a|app-1|alice'];
-  t.same(counters.calls, [...each, ...each]);
+  t.same(watched.calls, [...each, ...each]);
 });
