@@ -159,6 +159,18 @@ export function targetPath(sc: Scenario, target: TargetName): string {
   return sc.path;
 }
 
+/**
+ * The traced scenarios' 100 traceparents (version 00, W3C Trace Context §3.2), each its own trace and
+ * parent id, the sampled flag on round(100 × fraction) of them; a client cycles through them.
+ */
+export function traceparents(fraction: number): string[] {
+  const sampled = Math.round(100 * fraction);
+  return Array.from({ length: 100 }, (_, i) => {
+    const id = (i + 1).toString(16).padStart(4, '0');
+    return `00-4bf92f3577b34da6a3ce929d0e73${id}-00f067aa0ba9${id}-${i < sampled ? '01' : '00'}`;
+  });
+}
+
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 export function log(msg: string): void {

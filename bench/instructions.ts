@@ -1,8 +1,10 @@
 /**
- * `npm run bench -- --instructions [--requests N] [--rounds R] [--warm N]`: user-space instructions per
- * request of the bare transport and of the full gateway on the same request (the full scenario's route,
+ * `npm run bench -- --instructions [--requests N] [--rounds R] [--warm N] [--traced]`: user-space instructions
+ * per request of the bare transport and of the full gateway on the same request (the full scenario's route,
  * bearer token included; the gateway with its access log on, as in the CPU bench's full scenario), counted
- * by valgrind's callgrind (docs/performance.md, "Counting instructions").
+ * by valgrind's callgrind (docs/performance.md, "Counting instructions"). `--traced` adds the traced
+ * scenario's gateway (spans to the backend's Zipkin sink) and sends every cell the traced scenario's
+ * requests: the 100 traceparents of common.ts traceparents(0.01), cycled, one in a hundred sampled.
  *
  * CPU time per request moves by 10 % and more from one 3-second cell to the next on a shared guest; an
  * instruction count does not depend on what else the machine runs, so it resolves changes of 1-2 % that an
@@ -21,7 +23,7 @@ import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
 import { spawnSync } from 'node:child_process';
-import { DIST_BENCH, GATEWAY_OPEN_PATH, HOST, WORK_DIR, fmt, freePort, hasCommand, log, median, startBackend, startProc, stopAll, stopProc, waitPort, type Proc } from './common';
+import { DIST_BENCH, GATEWAY_OPEN_PATH, HOST, WORK_DIR, fmt, freePort, hasCommand, log, median, startBackend, startProc, stopAll, stopProc, traceparents, waitPort, type Proc } from './common';
 import { ratiosText } from './render';
 
 /** The full scenario's route on bench/start-gateway.ts: a warm token and three counters (and the access log, ACCESS_LOG=1). */
@@ -161,6 +163,8 @@ export interface InstructionRun {
   readonly rounds: number;
   readonly transport: readonly InstructionCount[];
   readonly gateway: readonly InstructionCount[];
+  /** The traced scenario's gateway (`--traced`); every cell was then sent the traced requests. */
+  readonly traced?: readonly InstructionCount[];
 }
 
 /** The table of a run: medians per class, the program ratio per round, and the functions that differ most. */
@@ -171,30 +175,48 @@ export function renderInstructions(run: InstructionRun, top = 15): string {
   L.push('');
   L.push('| cell | total | GC | compiler | program |');
   L.push('|---|---:|---:|---:|---:|');
-  for (const [label, cs] of [['transport, same request', run.transport], ['full gateway', run.gateway]] as const) {
+  const cells: [string, readonly InstructionCount[]][] = [['transport, same request', run.transport], ['full gateway', run.gateway]];
+  if (run.traced !== undefined) cells.push(['traced gateway, 1 % sampled', run.traced]);
+  for (const [label, cs] of cells) {
     L.push(`| ${label} | ${fmt(med(cs, 'total'))} | ${fmt(med(cs, 'gc'))} | ${fmt(med(cs, 'compiler'))} | ${fmt(med(cs, 'program'))} |`);
   }
-  const ratios = run.gateway.map((g, i) => g.program / (run.transport[i]?.program ?? NaN));
+  const ratioOf = (cs: readonly InstructionCount[]): number[] => cs.map((g, i) => g.program / (run.transport[i]?.program ?? NaN));
   L.push('');
-  L.push(`Program instructions, gateway / transport: ${ratiosText(ratios)}`);
-  const names = new Set<string>();
-  for (const c of [...run.transport, ...run.gateway]) for (const n of Object.keys(c.byFunction)) names.add(n);
-  const per = (cs: readonly InstructionCount[], n: string): number => median(cs.map((c) => c.byFunction[n] ?? 0));
-  const rows = [...names].map((n) => ({ n, t: per(run.transport, n), g: per(run.gateway, n) })).sort((a, b) => b.g - b.t - (a.g - a.t));
+  L.push(`Program instructions, gateway / transport: ${ratiosText(ratioOf(run.gateway))}`);
+  if (run.traced !== undefined) L.push(`Program instructions, traced gateway / transport: ${ratiosText(ratioOf(run.traced))}`);
   L.push('');
   L.push(`Where the gateway's extra program instructions go (the ${top} functions that differ most, per request):`);
-  L.push('');
-  L.push('| function | transport | gateway | difference |');
-  L.push('|---|---:|---:|---:|');
-  for (const r of rows.slice(0, top)) L.push(`| ${r.n.replace(/\|/g, '\\|')} | ${fmt(r.t)} | ${fmt(r.g)} | ${r.g - r.t >= 0 ? '+' : ''}${fmt(r.g - r.t)} |`);
+  L.push(...differences(run.transport, run.gateway, 'transport', 'gateway', top));
+  if (run.traced !== undefined) {
+    L.push('');
+    L.push(`What tracing adds to the full gateway (the ${top} functions that differ most, per request):`);
+    L.push(...differences(run.gateway, run.traced, 'gateway', 'traced', top));
+  }
   return L.join('\n') + '\n';
+}
+
+/** The table of the functions whose median count differs most between two cells, largest increase first. */
+function differences(base: readonly InstructionCount[], more: readonly InstructionCount[], baseLabel: string, moreLabel: string, top: number): string[] {
+  const names = new Set<string>();
+  for (const c of [...base, ...more]) for (const n of Object.keys(c.byFunction)) names.add(n);
+  const per = (cs: readonly InstructionCount[], n: string): number => median(cs.map((c) => c.byFunction[n] ?? 0));
+  const rows = [...names].map((n) => ({ n, b: per(base, n), m: per(more, n) })).sort((a, b) => b.m - b.b - (a.m - a.b));
+  const L = ['', `| function | ${baseLabel} | ${moreLabel} | difference |`, '|---|---:|---:|---:|'];
+  for (const r of rows.slice(0, top)) L.push(`| ${r.n.replace(/\|/g, '\\|')} | ${fmt(r.b)} | ${fmt(r.m)} | ${r.m - r.b >= 0 ? '+' : ''}${fmt(r.m - r.b)} |`);
+  return L;
 }
 
 // ------------------------------------------------------------------ measuring
 
-/** Sends exactly `n` copies of `request` over `conns` keep-alive connections; resolves with the answers that were not 200. */
-export function sendFixed(port: number, request: Buffer, n: number, conns: number): Promise<number> {
+/**
+ * Sends exactly `n` requests over `conns` keep-alive connections, `request` each time or, given a list, its
+ * requests in turn (the k-th request sent is `request[k % length]`); resolves with the answers that were not 200.
+ */
+export function sendFixed(port: number, request: Buffer | readonly Buffer[], n: number, conns: number): Promise<number> {
+  const list: readonly Buffer[] = Buffer.isBuffer(request) ? [request] : request;
+  if (list.length === 0) return Promise.reject(new Error('sendFixed: no request to send'));
   return new Promise((resolve, reject) => {
+    let sent = 0;
     let left = n;
     let open = conns;
     let bad = 0;
@@ -208,7 +230,7 @@ export function sendFixed(port: number, request: Buffer, n: number, conns: numbe
           return;
         }
         left--;
-        s.write(request);
+        s.write(list[sent++ % list.length] as Buffer);
       };
       s.on('connect', next);
       s.on('data', (d: Buffer) => {
@@ -246,7 +268,7 @@ function startCounted(name: string, script: string, env: Record<string, string>,
   return { proc, port, out };
 }
 
-async function countCell(c: Counted, request: Buffer, warm: number, requests: number): Promise<InstructionCount> {
+async function countCell(c: Counted, request: Buffer | readonly Buffer[], warm: number, requests: number): Promise<InstructionCount> {
   if ((await sendFixed(c.port, request, warm, 8)) > 0) throw new Error(`${c.proc.name}: answers other than 200 while warming up (log: ${c.proc.logFile})`);
   control(c.proc.pid, '-z');
   control(c.proc.pid, '-i', 'on');
@@ -282,6 +304,7 @@ export async function runInstructionsBench(argv: readonly string[]): Promise<voi
   const requests = numberArg(argv, '--requests', 20_000);
   const rounds = numberArg(argv, '--rounds', 3);
   const warm = numberArg(argv, '--warm', 40_000);
+  const withTraced = argv.includes('--traced');
   // Thrown, like profile.ts's missing perf: run.ts reports "bench failed: ..." and exits 1.
   for (const cmd of ['valgrind', 'callgrind_control']) if (!hasCommand(cmd)) throw new Error(`--instructions needs ${cmd}, not found (Debian: apt-get install valgrind)`);
   fs.mkdirSync(WORK_DIR, { recursive: true });
@@ -289,6 +312,7 @@ export async function runInstructionsBench(argv: readonly string[]): Promise<voi
   const tokenFile = path.join(WORK_DIR, 'instructions-token');
   const transport: InstructionCount[] = [];
   const gateway: InstructionCount[] = [];
+  const traced: InstructionCount[] = [];
   const counted: Counted[] = [];
   try {
     await startBackend(backendPort);
@@ -298,10 +322,14 @@ export async function runInstructionsBench(argv: readonly string[]): Promise<voi
     // The full scenario as the CPU bench runs it (run.ts): the access log on.
     const gw = startCounted('gateway-callgrind', 'start-gateway.js', { UPSTREAM: upstream, TOKEN_FILE: tokenFile, ACCESS_LOG: '1' }, await freePort());
     counted.push(tp, gw);
-    await waitPort(tp.port, 300_000, tp.proc);
-    await waitPort(gw.port, 300_000, gw.proc);
+    // The traced scenario's gateway (run.ts): the access log on and spans to the backend's Zipkin sink.
+    const tr = withTraced ? startCounted('traced-callgrind', 'start-gateway.js', { UPSTREAM: upstream, TOKEN_FILE: `${tokenFile}-traced`, ACCESS_LOG: '1', TRACER_PORT: String(backendPort) }, await freePort()) : undefined;
+    if (tr !== undefined) counted.push(tr);
+    for (const c of counted) await waitPort(c.port, 300_000, c.proc);
     const token = fs.readFileSync(tokenFile, 'utf8').trim();
-    const req = (port: number, p: string): Buffer => Buffer.from(`GET ${p} HTTP/1.1\r\nHost: ${HOST}:${port}\r\nAuthorization: Bearer ${token}\r\n\r\n`, 'latin1');
+    const one = (port: number, p: string, tok: string, extra: string): Buffer => Buffer.from(`GET ${p} HTTP/1.1\r\nHost: ${HOST}:${port}\r\nAuthorization: Bearer ${tok}\r\n${extra}\r\n`, 'latin1');
+    // Every cell gets the same bytes: with --traced, the traced scenario's 100 traceparents in turn.
+    const req = (port: number, p: string, tok = token): Buffer | Buffer[] => (withTraced ? traceparents(0.01).map((tp) => one(port, p, tok, `traceparent: ${tp}\r\n`)) : one(port, p, tok, ''));
     // The open route answers too: the gateway serves the bench's routes (a check, not counted).
     if ((await sendFixed(gw.port, req(gw.port, GATEWAY_OPEN_PATH), 10, 1)) > 0) throw new Error(`the gateway does not answer ${GATEWAY_OPEN_PATH} (log: ${gw.proc.logFile})`);
     for (let r = 0; r < rounds; r++) {
@@ -309,13 +337,16 @@ export async function runInstructionsBench(argv: readonly string[]): Promise<voi
       log(`round ${r + 1}/${rounds}: ${w} warm-up and ${requests} counted requests per cell`);
       transport.push(await countCell(tp, req(tp.port, TRANSPORT_PATH), w, requests));
       gateway.push(await countCell(gw, req(gw.port, FULL_PATH), w, requests));
-      log(`  program instructions per request: transport ${fmt(transport[r]?.program)}, gateway ${fmt(gateway[r]?.program)}`);
+      if (tr !== undefined) traced.push(await countCell(tr, req(tr.port, FULL_PATH, fs.readFileSync(`${tokenFile}-traced`, 'utf8').trim()), w, requests));
+      log(`  program instructions per request: transport ${fmt(transport[r]?.program)}, gateway ${fmt(gateway[r]?.program)}${tr !== undefined ? `, traced ${fmt(traced[r]?.program)}` : ''}`);
     }
+    if (tr !== undefined) await stopProc(tr.proc, 20_000);
     await stopProc(gw.proc, 20_000);
     await stopProc(tp.proc, 20_000);
   } finally {
     await stopAll();
     fs.rmSync(tokenFile, { force: true });
+    fs.rmSync(`${tokenFile}-traced`, { force: true });
     // Whether the run ended or failed: Node's perf maps and callgrind's files (the one each process writes
     // as it exits, and any dump not yet read) go with it.
     for (const c of counted) {
@@ -323,7 +354,7 @@ export async function runInstructionsBench(argv: readonly string[]): Promise<voi
       for (const f of [`${c.out}.${c.proc.pid}`, ...dumps(c)]) fs.rmSync(f, { force: true });
     }
   }
-  const run: InstructionRun = { date: new Date().toISOString(), requests, rounds, transport, gateway };
+  const run: InstructionRun = { date: new Date().toISOString(), requests, rounds, transport, gateway, ...(withTraced ? { traced } : {}) };
   fs.writeFileSync(path.join(WORK_DIR, `instructions-${run.date.replace(/[:.]/g, '-')}.json`), JSON.stringify(run, null, 2));
   process.stdout.write(`# throughway instruction count — ${run.date}\n\n${renderInstructions(run)}`);
 }

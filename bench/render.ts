@@ -552,6 +552,7 @@ export function renderDoc(p: DocParts): string {
   L.push('node dist/bench/node-lines.js --node <other node binary> --rounds 3 --write   # the transport on this Node and on another line (bench/node-lines.ts)');
   L.push('node dist/bench/profile.js --mode perf          # where the CPU goes (perf), small GET under wrk');
   L.push('npm run bench -- --instructions --rounds 3        # instructions per request (valgrind callgrind): transport vs full gateway, same request; GC and compiler apart');
+  L.push("npm run bench -- --instructions --rounds 3 --traced   # the same with the traced scenario's gateway as a third cell (its 100 traceparents, 1 % sampled, sent to every cell)");
   L.push('node dist/bench/startup.js --runs 5 --write      # require(\'throughway\') and `npm start` to ready: medians of 5, with the load average');
   L.push('```');
   L.push('');

@@ -10,7 +10,7 @@
  *   npm run bench -- --redis-counting [--duration S] [--warmup S] [--rounds N] [--connections N] [--write] [--from FILE]
  *   npm run bench -- --workers [...]   (bench/workers.ts)
  *   npm run bench -- --idle [--clients N] [--write] [--from FILE]   (bench/idle.ts)
- *   npm run bench -- --instructions [--requests N] [--rounds R] [--warm N]   (bench/instructions.ts)
+ *   npm run bench -- --instructions [--requests N] [--rounds R] [--warm N] [--traced]   (bench/instructions.ts)
  *
  * Per cell (scenario × target × round): req/s, ratio to direct in the same round, p50/p99, errors and
  * non-2xx, and CPU time per completed request of the proxy, the backend and this process (the client),
@@ -85,6 +85,7 @@ import {
   startProc,
   startThroughway,
   stopAll,
+  traceparents,
   uploadBody,
   waitPort,
   waitQuiet,
@@ -268,16 +269,9 @@ interface Targets {
   readonly gateways: Partial<Record<GatewayKind, GatewayTarget>>;
 }
 
-/**
- * Autocannon's request list for a scenario with traceSampled: 100 requests cycled per connection, each with
- * its own traceparent (version 00, W3C Trace Context §3.2), the sampled flag on round(100 × fraction) of them.
- */
+/** Autocannon's request list for a scenario with traceSampled: 100 requests cycled per connection (common.ts traceparents()). */
 function tracedRequests(fraction: number, headers: Record<string, string>): NonNullable<autocannon.Options['requests']> {
-  const sampled = Math.round(100 * fraction);
-  return Array.from({ length: 100 }, (_, i) => {
-    const id = (i + 1).toString(16).padStart(4, '0');
-    return { headers: { ...headers, traceparent: `00-${'4bf92f3577b34da6a3ce929d0e73'}${id}-${'00f067aa0ba9'}${id}-${i < sampled ? '01' : '00'}` } };
-  });
+  return traceparents(fraction).map((traceparent) => ({ headers: { ...headers, traceparent } }));
 }
 
 function acOptions(port: number, urlPath: string, sc: Scenario, headers: Record<string, string>, conns: number, seconds: number, body: Buffer, target?: TargetName): autocannon.Options {

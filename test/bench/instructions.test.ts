@@ -114,6 +114,45 @@ t.test('sendFixed: exactly n requests over the connections, answers other than 2
   t.equal(bad, 10, 'ten 503s');
 });
 
+t.test('renderInstructions with the traced cell: its row, its ratio and what tracing adds to the full gateway', async (t) => {
+  const cell = (program: number, fns: Record<string, number>): InstructionCount => ({ total: program, gc: 0, compiler: 0, program, byFunction: fns });
+  const out = renderInstructions({
+    date: '2026-11-27T00:00:00.000Z',
+    requests: 20000,
+    rounds: 1,
+    transport: [cell(64000, { parse: 15000 })],
+    gateway: [cell(80000, { parse: 15000, check: 1500 })],
+    traced: [cell(88000, { parse: 15000, check: 1500, parseTraceParent: 1900, start: 400 })],
+  }, 2);
+  t.match(out, '| traced gateway, 1 % sampled | 88000 | 0 | 0 | 88000 |');
+  t.match(out, 'traced gateway / transport: 1.375');
+  const after = out.slice(out.indexOf('What tracing adds to the full gateway'));
+  t.match(after, '| function | gateway | traced | difference |');
+  t.same(after.split('\n').filter((l) => /^\| (parseTraceParent|start|check|parse) /.test(l)), ['| parseTraceParent | 0 | 1900 | +1900 |', '| start | 0 | 400 | +400 |'], 'two rows, largest first');
+  const plain = renderInstructions({ date: '2026-11-27T00:00:00.000Z', requests: 1, rounds: 1, transport: [cell(1, {})], gateway: [cell(2, {})] });
+  t.notMatch(plain, 'traced', 'no traced row or table without the cell');
+});
+
+t.test('sendFixed with a list: the requests in turn, across connections', async (t) => {
+  const seen: string[] = [];
+  const server = net.createServer((s) => {
+    s.on('data', (d) => {
+      for (const head of d.toString('latin1').split('\r\n\r\n').slice(0, -1)) {
+        seen.push(head.split(' ')[1] as string);
+        s.write('HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n');
+      }
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  t.teardown(() => server.close());
+  const port = (server.address() as net.AddressInfo).port;
+  const list = ['/a', '/b', '/c'].map((p) => Buffer.from(`GET ${p} HTTP/1.1\r\nHost: x\r\n\r\n`));
+  t.equal(await sendFixed(port, list, 30, 4), 0);
+  t.equal(seen.length, 30);
+  t.same(['/a', '/b', '/c'].map((p) => seen.filter((x) => x === p).length), [10, 10, 10], 'each of the three sent ten times');
+  await t.rejects(sendFixed(port, [], 1, 1), /no request to send/);
+});
+
 t.test('--instructions refuses a bad count and a machine without valgrind, before starting anything', async (t) => {
   const runJs = path.join(__dirname, '..', '..', 'bench', 'run.js');
   const bad = spawnSync(process.execPath, [runJs, '--instructions', '--requests', '0'], { encoding: 'utf8', timeout: 30_000 });
