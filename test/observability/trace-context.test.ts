@@ -34,11 +34,47 @@ t.test('traceparent: valid and invalid values', async (t) => {
   for (const [why, v] of Object.entries(invalid)) t.equal(parseTraceParent(v), undefined, why);
 });
 
+t.test('traceparent: every position of the ids checked, one digit enough to make an id not zero', async (t) => {
+  const bad: string[] = [];
+  // Characters next to the hex ranges in ASCII, and the upper-case letters.
+  for (const c of ['/', ':', '`', 'g', 'A', 'F', ' ', '-']) {
+    for (let i = 3; i < 52; i++) {
+      if (i === 35) continue;
+      const v = `00-${TRACE}-${PARENT}-01`;
+      const w = v.slice(0, i) + c + v.slice(i + 1);
+      if (parseTraceParent(w) !== undefined) bad.push(`${c} at ${i}`);
+    }
+  }
+  t.same(bad, [], 'a character other than a lower-case hex digit anywhere in an id makes it invalid');
+  const alone: string[] = [];
+  for (let i = 0; i < 32; i++) {
+    const id = '0'.repeat(i) + 'f' + '0'.repeat(31 - i);
+    if (parseTraceParent(`00-${id}-${PARENT}-01`)?.traceId !== id) alone.push(`trace ${i}`);
+  }
+  for (let i = 0; i < 16; i++) {
+    const id = '0'.repeat(i) + '1' + '0'.repeat(15 - i);
+    if (parseTraceParent(`00-${TRACE}-${id}-01`)?.parentId !== id) alone.push(`parent ${i}`);
+  }
+  t.same(alone, [], 'an id with a single digit other than 0, at any position, is valid');
+  t.equal(parseTraceParent(`00-${TRACE}-${PARENT}-0`), undefined, 'one flags digit');
+  t.equal(parseTraceParent(`0-${TRACE}-${PARENT}-01`), undefined, 'one version digit');
+  t.same(parseTraceParent(`\t00-${TRACE}-${PARENT}-01\t`)?.flags, 1, 'tabs around the value are trimmed');
+});
+
+t.test('formatTraceParent: every flags value as two lower-case hex digits', async (t) => {
+  const wrong: number[] = [];
+  for (let f = 0; f < 256; f++) if (formatTraceParent(TRACE, PARENT, f) !== `00-${TRACE}-${PARENT}-${f.toString(16).padStart(2, '0')}`) wrong.push(f);
+  t.same(wrong, []);
+  t.equal(parseTraceParent(formatTraceParent(TRACE, PARENT, 0xa7))?.flags, 0xa7, 'what it writes reads back');
+});
+
 t.test('trace context of request fields', async (t) => {
   t.same(traceContextOf(['Host', 'h', 'TraceParent', `00-${TRACE}-${PARENT}-01`, 'tracestate', 'a=1', 'TRACESTATE', ' b=2 ']), { parent: { traceId: TRACE, parentId: PARENT, flags: 1 }, state: 'a=1,b=2' });
   t.same(traceContextOf(['traceparent', `00-${TRACE}-${PARENT}-01`, 'traceparent', `00-${TRACE}-${PARENT}-01`, 'tracestate', 'a=1']), { parent: undefined, state: undefined }, 'two traceparent fields: invalid, tracestate ignored');
   t.same(traceContextOf(['tracestate', 'a=1']), { parent: undefined, state: undefined }, 'tracestate alone is not used');
   t.same(traceContextOf([]), { parent: undefined, state: undefined });
+  t.same(traceContextOf(['traceparenx', `00-${TRACE}-${PARENT}-01`, 'tracestatf', 'a=1']), { parent: undefined, state: undefined }, 'names of the same length that differ are other fields');
+  t.same(traceContextOf(['TRACEPARENT', `00-${TRACE}-${PARENT}-00`, 'TraceState', 'x=1']), { parent: { traceId: TRACE, parentId: PARENT, flags: 0 }, state: 'x=1' }, 'any letter case');
 });
 
 t.test('ids and the outgoing fields', async (t) => {
@@ -58,6 +94,7 @@ t.test('ids and the outgoing fields', async (t) => {
   t.same(out, ['Host', 'h', 'X-A', '1', 'traceparent', 'new', 'tracestate', 's=1']);
   t.same(inFields, ['Host', 'h', 'traceparent', 'old', 'X-A', '1', 'TraceState', 'old=1'], 'the request fields are not edited');
   t.same(withTraceFields(['Host', 'h'], 'new', undefined), ['Host', 'h', 'traceparent', 'new']);
+  t.same(withTraceFields(['TRACEPARENT', 'old', 'traceparenx', 'kept', 'tracestate', 'old=1'], 'new', undefined), ['traceparenx', 'kept', 'traceparent', 'new'], 'names in any case are replaced, others of the same length kept');
 });
 
 t.test('receiver URLs in log lines never show credentials', async (t) => {
