@@ -281,7 +281,11 @@ function sameOrDecoded(table: SameTexts, slot: number, at: number, len: number):
   }
   const text = decoded(at, len);
   texts[slot] = text;
-  for (let i = 0; i < len; i++) kept.setUint8(base + i, input.getUint8(at + i));
+  // Four bytes at a time, as compared: a value that changes every message (a traceparent, a request id)
+  // is stored every time, and a byte loop cost about 20 instructions per byte under callgrind.
+  let i = 0;
+  for (; i + 4 <= len; i += 4) kept.setInt32(base + i, input.getInt32(at + i));
+  for (; i < len; i++) kept.setUint8(base + i, input.getUint8(at + i));
   return text;
 }
 

@@ -370,6 +370,33 @@ t.test('texts kept from the last head: a one-byte difference at any position, an
   parser.destroy();
 });
 
+t.test('texts kept from the last head: a value that changed is kept whole, so its next repeat is not decoded', async (t) => {
+  const proto = Buffer.prototype as unknown as { latin1Slice: (s: number, e: number) => string };
+  const real = proto.latin1Slice;
+  let decodes = 0;
+  proto.latin1Slice = function (this: Buffer, s: number, e: number): string {
+    decodes++;
+    return real.call(this, s, e);
+  };
+  t.teardown(() => {
+    proto.latin1Slice = real;
+  });
+  const rec = new Recorder();
+  const parser = new HttpParser('request', rec, 65536);
+  // Lengths around the four-byte steps of the store, up to the longest kept text (64).
+  for (const len of [1, 3, 4, 5, 11, 55, 63, 64]) {
+    const a = 'a'.repeat(len);
+    const b = 'b'.repeat(len - 1) + 'c';
+    const head = (v: string): Buffer => latin1(`GET /x HTTP/1.1\r\nX-V: ${v}\r\n\r\n`);
+    for (const v of [a, b]) t.equal(parser.execute(head(v)), ExecStatus.OK);
+    decodes = 0;
+    t.equal(parser.execute(head(b)), ExecStatus.OK);
+    t.equal(decodes, 0, `${len} bytes: the changed value seen again is the kept text`);
+    t.equal(headsOf(rec).at(-1)?.headers[1], b);
+  }
+  parser.destroy();
+});
+
 t.test('a head with more field texts than kept positions: the ones past them are decoded every time', async (t) => {
   const rec = new Recorder();
   // 20 fields: 40 texts, the last 8 past the 32 kept positions.
