@@ -327,8 +327,11 @@ export async function runInstructionsBench(argv: readonly string[]): Promise<voi
     if (tr !== undefined) counted.push(tr);
     for (const c of counted) await waitPort(c.port, 300_000, c.proc);
     const token = fs.readFileSync(tokenFile, 'utf8').trim();
+    // The traced gateway issued its own token, as long as the other one.
+    const tracedToken = tr !== undefined ? fs.readFileSync(`${tokenFile}-traced`, 'utf8').trim() : token;
     const one = (port: number, p: string, tok: string, extra: string): Buffer => Buffer.from(`GET ${p} HTTP/1.1\r\nHost: ${HOST}:${port}\r\nAuthorization: Bearer ${tok}\r\n${extra}\r\n`, 'latin1');
-    // Every cell gets the same bytes: with --traced, the traced scenario's 100 traceparents in turn.
+    // Every cell gets the same request, with --traced the traced scenario's 100 traceparents in turn (the
+    // traced gateway with its own token).
     const req = (port: number, p: string, tok = token): Buffer | Buffer[] => (withTraced ? traceparents(0.01).map((tp) => one(port, p, tok, `traceparent: ${tp}\r\n`)) : one(port, p, tok, ''));
     // The open route answers too: the gateway serves the bench's routes (a check, not counted).
     if ((await sendFixed(gw.port, req(gw.port, GATEWAY_OPEN_PATH), 10, 1)) > 0) throw new Error(`the gateway does not answer ${GATEWAY_OPEN_PATH} (log: ${gw.proc.logFile})`);
@@ -337,7 +340,7 @@ export async function runInstructionsBench(argv: readonly string[]): Promise<voi
       log(`round ${r + 1}/${rounds}: ${w} warm-up and ${requests} counted requests per cell`);
       transport.push(await countCell(tp, req(tp.port, TRANSPORT_PATH), w, requests));
       gateway.push(await countCell(gw, req(gw.port, FULL_PATH), w, requests));
-      if (tr !== undefined) traced.push(await countCell(tr, req(tr.port, FULL_PATH, fs.readFileSync(`${tokenFile}-traced`, 'utf8').trim()), w, requests));
+      if (tr !== undefined) traced.push(await countCell(tr, req(tr.port, FULL_PATH, tracedToken), w, requests));
       log(`  program instructions per request: transport ${fmt(transport[r]?.program)}, gateway ${fmt(gateway[r]?.program)}${tr !== undefined ? `, traced ${fmt(traced[r]?.program)}` : ''}`);
     }
     if (tr !== undefined) await stopProc(tr.proc, 20_000);
