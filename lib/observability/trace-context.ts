@@ -25,6 +25,8 @@ const HEX_ZERO = 0;
 const HEX_ID = 1;
 function hexRun(v: string, from: number, to: number): number {
   let seen = HEX_ZERO;
+  // The digit ranges written out rather than hexDigit(): through it, 0.2k instructions more per traced call
+  // (callgrind, three paired rounds: +320, +167, +185).
   for (let i = from; i < to; i++) {
     const c = v.charCodeAt(i);
     if (c === 48) continue;
@@ -71,8 +73,8 @@ export function parseTraceParent(value: string): TraceParent | undefined {
 }
 
 /**
- * Whether a field name is `name` (lower case, 10 or 11 letters) in any letter case: the name as most clients
- * send it is compared first, `toLowerCase()` (a new string when it has capitals) only when that differs.
+ * Whether a field name is `lower` (given in lower case) in any letter case: the name as most clients send
+ * it is compared first, `toLowerCase()` (a new string when it has capitals) only when that differs.
  */
 function isField(name: string, lower: string): boolean {
   return name.length === lower.length && (name === lower || name.toLowerCase() === lower);

@@ -97,6 +97,29 @@ t.test('ids and the outgoing fields', async (t) => {
   t.same(withTraceFields(['TRACEPARENT', 'old', 'traceparenx', 'kept', 'tracestate', 'old=1'], 'new', undefined), ['traceparenx', 'kept', 'traceparent', 'new'], 'names in any case are replaced, others of the same length kept');
 });
 
+t.test('an all-zero id from the random pool is skipped, never handed out (§3.2.2.3)', async (t) => {
+  // trace-context.ts calls crypto's randomFillSync through the module object: the next refill of its
+  // pool gives zeros only, every one of its 256 span ids invalid, and the refill after that is random.
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const cryptoModule = require('node:crypto') as { randomFillSync: (b: Buffer) => Buffer };
+  const real = cryptoModule.randomFillSync;
+  let fills = 0;
+  cryptoModule.randomFillSync = (b: Buffer): Buffer => {
+    fills++;
+    return fills === 1 ? b.fill(0) : real(b);
+  };
+  t.teardown(() => {
+    cryptoModule.randomFillSync = real;
+  });
+  const ids: string[] = [];
+  // At most 256 ids are left in the pool before the zero refill.
+  while (fills === 0 && ids.length < 300) ids.push(newSpanId());
+  t.equal(fills, 2, 'the pool of zeros was passed over whole and filled again at once');
+  const after = [newSpanId(), newTraceId()];
+  t.notOk([...ids, ...after].some((id) => /^0+$/.test(id)), 'no id handed out is all zeros');
+  t.ok(after.every((id) => /^[0-9a-f]+$/.test(id) && id.length >= 16));
+});
+
 t.test('receiver URLs in log lines never show credentials', async (t) => {
   t.equal(redactUrl('http://pub:s3cret@127.0.0.1:9/events'), 'http://****@127.0.0.1:9/events');
   t.equal(redactUrl('ssl://admin:admin@localhost:7712'), 'ssl://****@localhost:7712');
