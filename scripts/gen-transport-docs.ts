@@ -131,10 +131,12 @@ export function renderTransportDoc(): string {
   out.push('  for max_open_connections, and close() waits for the transport\'s connections, not the server\'s count.');
   out.push('  Idle connections hold no read buffer of their own: a client between requests, and a backend connection');
   out.push('  whose last response body was at most 2 KiB (idle in the pool, or already serving the next exchange');
-  out.push('  until its response begins), read into one 4 KiB buffer shared by the process,');
-  out.push('  and each read into it is copied out before it is parsed (reads are handled one at a time on the one');
-  out.push('  JavaScript thread, so no view of the shared buffer outlives its read). A backend connection that');
-  out.push('  served a larger response keeps its own large buffer, so large responses still arrive in few reads.');
+  out.push('  until its response begins), read into one 4 KiB buffer shared by the process. A read into it is parsed');
+  out.push('  where it lies, and the bytes that must outlive the read (a pipelined request waiting its turn, body');
+  out.push('  bytes written on or gathered for the router) are copied out at that point: reads are handled one at a');
+  out.push('  time on the one JavaScript thread, so no view of the shared buffer outlives its read, and a small GET');
+  out.push('  is parsed and answered without a copy of its head. A backend connection that served a larger response');
+  out.push('  keeps its own large buffer, so large responses still arrive in few reads.');
   out.push('- **Writes** of heads and bodies on plain TCP sockets go straight to the socket\'s libuv handle when the');
   out.push('  stream holds nothing queued (lib/transport/direct-write.ts), skipping node:stream\'s Writable bookkeeping');
   out.push('  and its next-tick callback; libuv\'s own queue keeps every byte in order, a write it cannot finish at');

@@ -5,6 +5,7 @@
  */
 import type { BodyCollector, Exchange } from './exchange';
 import { expectsContinue } from './headers';
+import { keptBytes } from './read-buffers';
 import type { BodyRead } from './types';
 
 /** What gathering uses of the source connection. */
@@ -53,7 +54,7 @@ export function collectBody(conn: BodyGatherer, ex: Exchange, c: BodyCollector, 
     endCollect(ex, { ok: false, reason: 'too_large', size: c.size });
     return;
   }
-  c.chunks.push(chunk.subarray(start, end));
+  c.chunks.push(keptBytes(chunk, start, end));
   conn.retainRead = true; // the views keep this read's buffer from being reused
 }
 

@@ -3,10 +3,11 @@
  * connection-owned buffers, larger than Node's 64 KiB for bodies, taken from and given back to the
  * transport's spare list (core.ts). A buffer that a queued byte or a pending write still views is never
  * reused. Idle connections (a client between requests, a backend connection in its pool whose last
- * response was small) read into one buffer shared by the whole process, SHARED_READ_BUFFER: a read into
- * it is copied out before anything looks at it (one small copy), so no view of it outlives the read
- * callback and an idle connection holds no buffer of its own. Module functions over the connections
- * (source.ts, target.ts) and the WebSocket tunnel they are handed to (tunnel.ts).
+ * response was small) read into one buffer shared by the whole process, SHARED_READ_BUFFER, so an idle
+ * connection holds no buffer of its own. A read into it is parsed where it lies (sharedRead); the bytes
+ * that must outlive the read callback (queued, written, gathered) are copied out at that point
+ * (keptBytes), so no view of it outlives the callback. Module functions over the connections (source.ts,
+ * target.ts) and the WebSocket tunnel they are handed to (tunnel.ts).
  */
 import type { Socket } from 'node:net';
 import type { TransportCore } from './core';
@@ -29,27 +30,47 @@ export const SMALL_READ_BUFFER = 4096;
 
 /**
  * The read buffer every idle connection of the process shares. Safe because reads are handled one at a
- * time on the one JavaScript thread and each read into it is copied out (ownBytes) before it is parsed,
- * queued or written: the next read into it, on any socket, finds no view of the last.
+ * time on the one JavaScript thread, and every view of it that is kept past the read callback is a copy
+ * (keptBytes): the next read into it, on any socket, finds no view of the last.
  */
 export const SHARED_READ_BUFFER: Buffer = Buffer.allocUnsafeSlow(SMALL_READ_BUFFER);
 
 /**
- * Views of the shared buffer's first n bytes, by n, made the first time a read of n bytes is copied out:
- * at most SMALL_READ_BUFFER of them (a few hundred KB at worst, a handful in practice). Copying through a
- * kept view is one TypedArray set(); `buf.copy(own, 0, 0, n)` made a view of the source each time and
- * cost about 600 more instructions per read under callgrind (docs/performance.md, "Counting instructions").
+ * Buffers viewing the shared buffer's first n bytes, by n, made the first time a read of n bytes comes:
+ * at most SMALL_READ_BUFFER of them (a few hundred KB at worst, a handful in practice).
  */
-const sharedViews: (Uint8Array | undefined)[] = new Array<Uint8Array | undefined>(SMALL_READ_BUFFER + 1).fill(undefined);
+const sharedViews: (Buffer | undefined)[] = new Array<Buffer | undefined>(SMALL_READ_BUFFER + 1).fill(undefined);
 
-/** The `nread` bytes of a read: a copy of their own when they were read into the shared buffer. */
+/**
+ * The `nread` bytes just read into the shared buffer, without a copy: a kept view (nothing allocated).
+ * Good until the read callback returns; keptBytes() copies what must last longer. Copying every read out
+ * first (a Buffer of its own and a set() per read) cost about 500 instructions per read under callgrind
+ * (docs/performance.md, "Counting instructions").
+ */
+export function sharedRead(nread: number): Buffer {
+  let view = sharedViews[nread];
+  if (view === undefined) sharedViews[nread] = view = Buffer.from(SHARED_READ_BUFFER.buffer, SHARED_READ_BUFFER.byteOffset, nread);
+  return view;
+}
+
+/**
+ * chunk[start, end) as bytes that may outlive the read callback: a copy of their own when `chunk` is a
+ * read into the shared buffer (sharedRead), which the next read on any socket refills; else a view of
+ * it. `chunk` is the read as it came, with offsets into it, never a subarray of it: it is told by identity
+ * (reading its `buffer` went through a C++ builtin, some 200 instructions, under callgrind).
+ */
+export function keptBytes(chunk: Buffer, start: number, end: number): Buffer {
+  const whole = start === 0 && end === chunk.length;
+  if (sharedViews[chunk.length] !== chunk) return whole ? chunk : chunk.subarray(start, end);
+  const own = Buffer.allocUnsafe(end - start);
+  own.set(whole ? chunk : chunk.subarray(start, end), 0);
+  return own;
+}
+
+/** The `nread` bytes of a read, as bytes that may outlive the read callback (keptBytes of the read). */
 export function ownBytes(buf: Buffer, nread: number): Buffer {
   if (buf !== SHARED_READ_BUFFER) return nread === buf.length ? buf : buf.subarray(0, nread);
-  const own = Buffer.allocUnsafe(nread);
-  let view = sharedViews[nread];
-  if (view === undefined) sharedViews[nread] = view = new Uint8Array(buf.buffer, buf.byteOffset, nread);
-  own.set(view, 0);
-  return own;
+  return keptBytes(sharedRead(nread), 0, nread);
 }
 
 export const kReadHolder = Symbol('throughway.readHolder');
@@ -95,7 +116,7 @@ export interface SourceBuffers {
  * (settings.readBufferSize, from the transport's spare list) while a body streams or a read filled its
  * buffer; the shared small one otherwise, so an idle keep-alive client holds no read buffer of its own.
  * A large buffer a queued byte or pending target write still views is never reused or given back
- * (retainRead); views of a shared-buffer read are views of its copy (ownBytes), which the GC frees.
+ * (retainRead); what is kept of a shared-buffer read is a copy (keptBytes), which the GC frees.
  */
 export function nextSourceBuffer(conn: SourceBuffers): Buffer {
   const cur = conn.readBuf;
@@ -111,6 +132,7 @@ export function nextSourceBuffer(conn: SourceBuffers): Buffer {
 const kTarget = Symbol('throughway.target');
 /** Who reads a target socket's onread buffers: its connection, or the WebSocket tunnel it was handed to. */
 export interface TargetReader {
+  /** `chunk` may view the shared read buffer: bytes kept past the call are copied (keptBytes). */
   onRead(chunk: Buffer, end: number): void;
 }
 interface TargetSocket extends Socket {
@@ -125,9 +147,7 @@ export function setTargetReader(socket: Socket, reader: TargetReader): void {
 /** net's onread callback; `this` is the socket. Returning true keeps reading (pauses are explicit). */
 export function onTargetRead(this: TargetSocket, nread: number, buf: Buffer): boolean {
   const t = this[kTarget];
-  if (t !== undefined) {
-    if (buf === SHARED_READ_BUFFER) t.onRead(ownBytes(buf, nread), nread);
-    else t.onRead(buf, nread);
-  }
+  // A read into the shared buffer is a view of it (sharedRead): the reader copies what it keeps (keptBytes).
+  if (t !== undefined) t.onRead(buf === SHARED_READ_BUFFER ? sharedRead(nread) : buf, nread);
   return true;
 }

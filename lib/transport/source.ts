@@ -31,7 +31,7 @@ import { poolFor } from './pool';
 import { refuseRequest, originForm } from './request-checks';
 import { answer, answerFault, gatheredResponse, responseFinished } from './local';
 import { CHECKS, checkSource } from './invariants';
-import { nextSourceBuffer, ownBytes, readHolderOf, SHARED_READ_BUFFER } from './read-buffers';
+import { keptBytes, nextSourceBuffer, ownBytes, readHolderOf, sharedRead, SHARED_READ_BUFFER } from './read-buffers';
 import { writeBlocked, writeBuffer, writeHeadAndBody, writeLatin1, writesPending } from './direct-write';
 import type { BodyRead, BufferedResponse, ForwardDecision, LocalResponse, RouteDecision } from './types';
 
@@ -118,7 +118,7 @@ export class SourceConnection implements ParserEvents, ExchangeOwner {
     this.lastActive = this.core.now;
     if (this.closing) return;
     if (this.blocked || this.feeding || this.queue.length > 0) {
-      this.queue.push(chunk);
+      this.queue.push(keptBytes(chunk, 0, chunk.length));
       this.retainRead = true;
       if (this.blocked) this.pauseReading();
       return;
@@ -265,7 +265,7 @@ export class SourceConnection implements ParserEvents, ExchangeOwner {
 
   private stash(chunk: Buffer, off: number): void {
     if (off < chunk.length) {
-      this.queue.unshift(off === 0 ? chunk : chunk.subarray(off));
+      this.queue.unshift(keptBytes(chunk, off, chunk.length));
       this.retainRead = true;
     }
   }
@@ -277,7 +277,8 @@ export class SourceConnection implements ParserEvents, ExchangeOwner {
    */
   onRead(buf: Buffer, nread: number): void {
     this.lastReadFull = nread === buf.length;
-    this.onData(ownBytes(buf, nread));
+    // A read into the shared buffer is parsed where it lies; what is kept of it is copied (keptBytes).
+    this.onData(buf === SHARED_READ_BUFFER ? sharedRead(nread) : ownBytes(buf, nread));
   }
 
   /** The buffer for the next read (read-buffers.ts). */
@@ -531,7 +532,7 @@ export class SourceConnection implements ParserEvents, ExchangeOwner {
     const t = ex.target;
     if (t === null) return; // the target failed and the fault was answered; the rest is dropped
     ex.bodySent += end - start;
-    const ok = t.writeBody(start === 0 && end === chunk.length ? chunk : chunk.subarray(start, end));
+    const ok = t.writeBody(keptBytes(chunk, start, end));
     // A write that did not complete at once still holds a view of this read's bytes.
     if (writesPending(t.socket)) this.retainRead = true;
     if (!ok) {

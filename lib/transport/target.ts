@@ -16,7 +16,7 @@ import { buildResponseHead, type ResponseHeadOut } from './headers';
 import { ConnectTunnel, connectTls } from './outbound';
 import type { Exchange, ExchangeTarget } from './exchange';
 import { CHECKS, checkTarget, checkTargetAttach } from './invariants';
-import { onTargetRead, setTargetReader, SHARED_READ_BUFFER, SMALL_READ_BUFFER } from './read-buffers';
+import { keptBytes, onTargetRead, setTargetReader, SHARED_READ_BUFFER, SMALL_READ_BUFFER } from './read-buffers';
 import { directWrites, writeBlocked, writeBuffer, writeLatin1, writesPending } from './direct-write';
 import type { TransportCore } from './core';
 import type { BufferedResponse, TargetEndpoint } from './types';
@@ -381,7 +381,7 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
       if (this.pendingHead !== null) this.flushHead();
       this.responseBytes += end - start;
       const ex = this.ex as Exchange;
-      if (!ex.source.writeBody(chunk.subarray(start, end))) this.pauseForSource();
+      if (!ex.source.writeBody(keptBytes(chunk, start, end))) this.pauseForSource();
     }
   }
 
@@ -537,12 +537,12 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
         return;
       }
       if (directWrites) {
-        if (!ex.source.writeHeadAndBody(head, start === 0 && end === chunk.length ? chunk : chunk.subarray(start, end))) this.pauseForSource();
+        if (!ex.source.writeHeadAndBody(head, keptBytes(chunk, start, end))) this.pauseForSource();
         return;
       }
       ex.source.writeHead(head);
     }
-    if (!ex.source.writeBody(start === 0 && end === chunk.length ? chunk : chunk.subarray(start, end))) this.pauseForSource();
+    if (!ex.source.writeBody(keptBytes(chunk, start, end))) this.pauseForSource();
   }
 
   private flushHead(): void {

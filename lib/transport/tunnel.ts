@@ -19,7 +19,7 @@ import type { TransportCore } from './core';
 import type { Exchange, ExchangeOwner } from './exchange';
 import { buildResponseHead } from './headers';
 import type { TargetConnection } from './target';
-import { setTargetReader } from './read-buffers';
+import { keptBytes, setTargetReader } from './read-buffers';
 import type { ClientMessageVerdict, TunnelInfo, WebSocketHooks } from './types';
 import { writesPending } from './direct-write';
 
@@ -204,7 +204,8 @@ export class Tunnel implements TunnelInfo {
     backend.on('close', this.onBackendClose);
     backend.on('error', this.onBackendError);
     // Sockets reading into connection-owned buffers (net's onread) deliver here instead of 'data'.
-    setTargetReader(backend, { onRead: (buf, n) => this.fromBackend(buf, n) });
+    // A read into the shared buffer is written to the client, which may hold it: a copy (keptBytes).
+    setTargetReader(backend, { onRead: (buf, n) => this.fromBackend(keptBytes(buf, 0, n), n) });
     source.redirectReads((buf, n) => this.fromClient(buf, n));
   }
 

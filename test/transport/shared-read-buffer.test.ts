@@ -1,15 +1,20 @@
 /**
- * Idle connections read into one buffer shared by the process (lib/transport/read-buffers.ts): every
- * read into it is copied out first, so bytes a connection keeps (pipelined requests queued, bodies
- * gathered, writes still pending) are never overwritten by another connection's read. These cases
- * interleave many connections whose reads land in the shared buffer while others keep bytes.
+ * Idle connections read into one buffer shared by the process (lib/transport/read-buffers.ts): a read
+ * into it is parsed where it lies, and the bytes a connection keeps (pipelined requests queued, bodies
+ * gathered or written) are copied out first, so they are never overwritten by another connection's read.
+ * These cases interleave many connections whose reads land in the shared buffer while others keep bytes,
+ * and check that no write is handed a view of the shared buffer.
  */
-import t from 'tap';
+import t, { type Test } from 'tap';
+import { Socket } from 'node:net';
+import { WebSocket, WebSocketServer } from 'ws';
 import { rawBackend } from '../helpers/backend';
 import { RawClient } from '../helpers/client';
 import { checkTransitions, startTransport } from '../helpers/transport';
-import { nextSourceBuffer, ownBytes, SHARED_READ_BUFFER, SMALL_READ_BUFFER, type SourceBuffers } from '../../lib/transport/read-buffers';
+import { keptBytes, nextSourceBuffer, ownBytes, sharedRead, SHARED_READ_BUFFER, SMALL_READ_BUFFER, type SourceBuffers } from '../../lib/transport/read-buffers';
 import { TransportCore } from '../../lib/transport/core';
+import { targetFromUrl, type RouteFn } from '../../lib/transport';
+import { HOST } from '../helpers/client';
 
 t.test('the buffer choice: idle reads take the shared buffer, which never reaches the spare list', async (t) => {
   const given: Buffer[] = [];
@@ -50,6 +55,231 @@ t.test('ownBytes copies a read of the shared buffer and views any other', async 
     t.equal(c.length, n);
     t.ok(c.every((b) => b === (n & 0xff)), `${n} bytes copied`);
   }
+});
+
+t.test('a read into the shared buffer is viewed where it lies; keptBytes copies what is kept of it', async (t) => {
+  SHARED_READ_BUFFER.write('hello world', 0, 'latin1');
+  const read = sharedRead(11);
+  t.equal(read.buffer, SHARED_READ_BUFFER.buffer, 'a view of the shared buffer, no copy');
+  t.equal(read.toString('latin1'), 'hello world');
+  t.equal(sharedRead(11), read, 'one kept view per length: nothing made per read');
+  const whole = keptBytes(read, 0, 11);
+  const tail = keptBytes(read, 6, 11);
+  const middle = keptBytes(read, 2, 5);
+  SHARED_READ_BUFFER.write('XXXXXXXXXXX', 0, 'latin1');
+  t.equal(read.toString('latin1'), 'XXXXXXXXXXX', 'the view shows the next read');
+  t.equal(whole.toString('latin1'), 'hello world', 'what was kept survives the next read into the shared buffer');
+  t.equal(tail.toString('latin1'), 'world');
+  t.equal(middle.toString('latin1'), 'llo');
+  for (const k of [whole, tail, middle]) t.not(k.buffer, SHARED_READ_BUFFER.buffer, 'a copy of its own');
+  const other = Buffer.from('abcdef');
+  t.equal(keptBytes(other, 0, 6), other, "a connection's own read is kept as it is");
+  const view = keptBytes(other, 2, 4);
+  t.equal(view.buffer, other.buffer, 'a part of it is a view');
+  t.equal(view.toString(), 'cd');
+  // A Buffer of the same length that is not the shared read is not mistaken for it.
+  const lookalike = Buffer.alloc(11, 0x41);
+  t.equal(keptBytes(lookalike, 0, 11), lookalike);
+  for (const n of [0, 1, SMALL_READ_BUFFER]) {
+    SHARED_READ_BUFFER.fill(n & 0xff, 0, n);
+    const r = sharedRead(n);
+    t.equal(r.length, n);
+    const k = keptBytes(r, 0, n);
+    SHARED_READ_BUFFER.fill(0xee, 0, n);
+    t.ok(k.length === n && k.every((b) => b === (n & 0xff)), `${n} bytes kept`);
+  }
+});
+
+/**
+ * Every Buffer the transport hands to a socket write, through its direct writes (direct-write.ts, called
+ * through the module object) and through Socket.write: the ones that view the shared read buffer.
+ */
+function sharedWrites(t: Test): { count: () => number; writes: () => number } {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const dw = require('../../lib/transport/direct-write') as {
+    writeBuffer: (s: Socket, b: Buffer) => boolean;
+    writeHeadAndBody: (s: Socket, h: string, b: Buffer) => boolean;
+  };
+  const realBuffer = dw.writeBuffer;
+  const realHeadAndBody = dw.writeHeadAndBody;
+  const realWrite = Socket.prototype.write;
+  let shared = 0;
+  let writes = 0;
+  const look = (b: unknown): void => {
+    writes++;
+    if (b instanceof Uint8Array && b.buffer === SHARED_READ_BUFFER.buffer) shared++;
+  };
+  dw.writeBuffer = (s, b) => {
+    look(b);
+    return realBuffer(s, b);
+  };
+  dw.writeHeadAndBody = (s, h, b) => {
+    look(b);
+    return realHeadAndBody(s, h, b);
+  };
+  Socket.prototype.write = function (this: Socket, ...args: unknown[]): boolean {
+    look(args[0]);
+    return (realWrite as (...a: unknown[]) => boolean).apply(this, args);
+  };
+  t.teardown(() => {
+    dw.writeBuffer = realBuffer;
+    dw.writeHeadAndBody = realHeadAndBody;
+    Socket.prototype.write = realWrite;
+  });
+  return { count: () => shared, writes: () => writes };
+}
+
+t.test('no write is handed a view of the shared buffer: request bodies, chunked and de-chunked answers', async (t) => {
+  const backend = await rawBackend({
+    onRequest: (c, req) => {
+      if (req.url.startsWith('/chunked')) {
+        // Head and several chunks in one write: the transport reads them in one read.
+        c.write(Buffer.from(`HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n${req.url.slice(-5)}\r\n3\r\nabc\r\n3\r\ndef\r\n0\r\n\r\n`, 'latin1'));
+      } else c.respond(200, `${req.method} ${req.url} [${req.body.toString()}]`);
+    },
+  });
+  t.teardown(() => backend.close());
+  const h = await startTransport(t, backend.url);
+  const watch = sharedWrites(t);
+  const clients = await Promise.all(Array.from({ length: 12 }, () => RawClient.connect(h.port)));
+  t.teardown(() => clients.forEach((c) => c.destroy()));
+  const expected: string[][] = clients.map(() => []);
+  const dechunked: string[][] = clients.map(() => []);
+  for (let round = 0; round < 3; round++) {
+    await Promise.all(
+      clients.map(async (c, i) => {
+        const body = `c${i}r${round}`;
+        const id = `${i % 10}${round}${'xyz'[i % 3]}${i % 7}${round}`;
+        if (i % 3 === 0) {
+          // HTTP/1.0: the chunked answer is de-chunked (its body written from the parser's spans) and
+          // delimited by the close (RFC 9112 §7.1): a connection per request.
+          const once = await RawClient.connect(h.port);
+          await once.write(`GET /chunked/${id} HTTP/1.0\r\nHost: a\r\n\r\n`);
+          await once.message(1, 5000);
+          dechunked[i]!.push(once.responses[0]!.body.toString('latin1'));
+          once.destroy();
+          expected[i]!.push(`${id}abcdef`);
+          return;
+        } else if (i % 3 === 1) {
+          await c.write(`GET /chunked/${id} HTTP/1.1\r\nHost: a\r\n\r\n`);
+          expected[i]!.push(`${id}abcdef`);
+        } else {
+          // A small body in the head's read, with Content-Length and chunked.
+          await c.write(`POST /cl/${i} HTTP/1.1\r\nHost: a\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+          await c.message(expected[i]!.length + 1, 5000);
+          expected[i]!.push(`POST /cl/${i} [${body}]`);
+          await c.write(`POST /te/${i} HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`);
+          expected[i]!.push(`POST /te/${i} [${body}]`);
+        }
+        await c.message(expected[i]!.length, 5000);
+      }),
+    );
+  }
+  t.same(
+    clients.map((c, i) => (i % 3 === 0 ? dechunked[i] : c.responses.map((r) => r.body.toString('latin1')))),
+    expected,
+    'every answer byte for byte',
+  );
+  t.ok(watch.writes() > 100, `writes seen: ${watch.writes()}`);
+  t.equal(watch.count(), 0, 'none of them views the shared read buffer');
+  t.equal(h.faults.length, 0, 'no fault');
+});
+
+t.test('a request read while the one before is still answered waits as a copy of its own', async (t) => {
+  // /slow answers after 60 ms; meanwhile each waiting client's next request arrives in a read of its own
+  // (queued: the connection is blocked) and other clients' reads go through the shared buffer.
+  const backend = await rawBackend({
+    onRequest: (c, req) => {
+      if (req.url.startsWith('/slow')) setTimeout(() => c.respond(200, `slow ${req.url}`), 60);
+      else c.respond(200, `fast ${req.url}`);
+    },
+  });
+  t.teardown(() => backend.close());
+  const h = await startTransport(t, backend.url);
+  const waiting = await Promise.all(Array.from({ length: 8 }, () => RawClient.connect(h.port)));
+  const noisy = await Promise.all(Array.from({ length: 8 }, () => RawClient.connect(h.port)));
+  t.teardown(() => [...waiting, ...noisy].forEach((c) => c.destroy()));
+  await Promise.all(waiting.map((c, i) => c.write(`GET /slow/${i} HTTP/1.1\r\nHost: a\r\n\r\n`)));
+  await new Promise((r) => setTimeout(r, 15));
+  await Promise.all(waiting.map((c, i) => c.write(`GET /next/${i}/${'q'.repeat(i * 13)} HTTP/1.1\r\nHost: a\r\n\r\n`)));
+  for (let round = 0; round < 5; round++) {
+    await Promise.all(noisy.map((c, i) => c.write(`GET /noise/${'n'.repeat(i * 17)}/${round} HTTP/1.1\r\nHost: a\r\n\r\n`)));
+    await Promise.all(noisy.map((c) => c.message(round + 1, 5000)));
+  }
+  await Promise.all(waiting.map((c) => c.message(2, 5000)));
+  t.same(
+    waiting.map((c) => c.responses.map((r) => r.body.toString('latin1'))),
+    waiting.map((_, i) => [`slow /slow/${i}`, `fast /next/${i}/${'q'.repeat(i * 13)}`]),
+    'each waiting request reached the backend as it was sent',
+  );
+  t.equal(h.faults.length, 0, 'no fault');
+});
+
+t.test('a body gathered for the router (readBody) from reads between other clients\' keeps its bytes', async (t) => {
+  const backend = await rawBackend({ onRequest: (c, req) => c.respond(200, `[${req.body.toString('latin1')}]`) });
+  t.teardown(() => backend.close());
+  const target = targetFromUrl(backend.url);
+  // The router gathers each POST's body before it decides (as mediation does), then sends it on.
+  const route: RouteFn = async (req) => {
+    if (req.method !== 'POST' || req.readBody === undefined) return { target };
+    const body = await req.readBody(4096);
+    return body.ok ? { target, body: body.body } : { target };
+  };
+  const h = await startTransport(t, route);
+  const posting = await Promise.all(Array.from({ length: 6 }, () => RawClient.connect(h.port)));
+  const noisy = await Promise.all(Array.from({ length: 6 }, () => RawClient.connect(h.port)));
+  t.teardown(() => [...posting, ...noisy].forEach((c) => c.destroy()));
+  const pieces = (i: number): string[] => [0, 1, 2, 3].map((k) => `p${i}k${k}-${String.fromCharCode(97 + i + k).repeat(9 + i)}`);
+  const length = (i: number): number => pieces(i).join('').length;
+  // The head and the first piece in one read (into the shared buffer: the connection is idle), the
+  // other pieces in reads of their own after other clients' reads.
+  await Promise.all(posting.map((c, i) => c.write(`POST /gather/${i} HTTP/1.1\r\nHost: a\r\nContent-Length: ${length(i)}\r\n\r\n${pieces(i)[0]!}`)));
+  for (let k = 1; k < 4; k++) {
+    await new Promise((r) => setTimeout(r, 10));
+    await Promise.all(posting.map((c, i) => c.write(pieces(i)[k]!)));
+    // Other clients' reads go through the shared buffer between the pieces.
+    await Promise.all(noisy.map((c, i) => c.write(`GET /noise/${'z'.repeat(40 + i * 23)}/${k} HTTP/1.1\r\nHost: a\r\n\r\n`)));
+    await Promise.all(noisy.map((c) => c.message(k, 5000)));
+  }
+  await Promise.all(posting.map((c) => c.message(1, 5000)));
+  t.same(
+    posting.map((c) => c.responses[0]?.body.toString('latin1')),
+    posting.map((_, i) => `[${pieces(i).join('')}]`),
+    'each gathered body reached the backend byte for byte',
+  );
+  t.equal(h.faults.length, 0, 'no fault');
+});
+
+t.test('no write is handed a view of the shared buffer: a WebSocket tunnel', async (t) => {
+  const server = new WebSocketServer({ host: HOST, port: 0 });
+  await new Promise<void>((resolve) => server.once('listening', () => resolve()));
+  t.teardown(() => new Promise<void>((resolve) => {
+    for (const c of server.clients) c.terminate();
+    server.close(() => resolve());
+  }));
+  // Frames the backend sends on its own, right after the handshake and between echoes.
+  server.on('connection', (ws) => {
+    ws.send('hello');
+    ws.on('message', (data) => ws.send(`echo ${data.toString()}`));
+  });
+  const target = targetFromUrl(`http://${HOST}:${(server.address() as { port: number }).port}`);
+  const route: RouteFn = (req) => (req.upgrade === true ? { target, websocket: {} } : { target });
+  const h = await startTransport(t, route);
+  const watch = sharedWrites(t);
+  const got: string[] = [];
+  const ws = new WebSocket(`ws://${HOST}:${h.port}/ws`);
+  t.teardown(() => ws.terminate());
+  ws.on('message', (data) => got.push(data.toString()));
+  await new Promise<void>((resolve, reject) => {
+    ws.once('open', () => resolve());
+    ws.once('error', reject);
+  });
+  for (let i = 0; i < 20; i++) ws.send(`m${i}`);
+  const deadline = Date.now() + 5000;
+  while (got.length < 21 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+  t.same(got, ['hello', ...Array.from({ length: 20 }, (_, i) => `echo m${i}`)], 'every frame, in order');
+  t.ok(watch.writes() >= 21, `writes seen: ${watch.writes()}`);
+  t.equal(watch.count(), 0, 'none of them views the shared read buffer');
 });
 
 t.test('40 clients with pipelined requests and small bodies, interleaved: every answer matches its request', async (t) => {
