@@ -100,7 +100,10 @@ function dispatched(s: DirectSocket, req: WriteReq, err: number, data: unknown):
     s.destroy(writeError(err));
     return false;
   }
-  if ((binding as StreamWrapBinding).streamBaseState[(binding as StreamWrapBinding).kLastWriteWasAsync] === 0) return true;
+  if ((binding as StreamWrapBinding).streamBaseState[(binding as StreamWrapBinding).kLastWriteWasAsync] === 0) {
+    spareReq = req;
+    return true;
+  }
   // libuv keeps the rest queued; hold the bytes alive until it reports completion.
   req.async = true;
   req.buffer = data;
@@ -109,7 +112,24 @@ function dispatched(s: DirectSocket, req: WriteReq, err: number, data: unknown):
   return false;
 }
 
+/**
+ * The request object of the last write when that write finished at once, for the next write. Node's
+ * StreamBase attaches its C++ write request to the object only when libuv keeps bytes queued
+ * (src/stream_base.cc, StreamBase::Write: a write that DoTryWrite finishes returns before
+ * CreateWriteWrap), so the object of a finished write is as it was made. Making one per write (a construct
+ * call into C++ that resets its internal fields) cost about 400 instructions under callgrind
+ * (docs/performance.md, "Counting instructions"). An object whose write was queued, or failed, is never
+ * taken again.
+ */
+let spareReq: WriteReq | null = null;
+
 function newReq(h: StreamHandle): WriteReq {
+  const spare = spareReq;
+  if (spare !== null) {
+    spareReq = null;
+    spare.handle = h;
+    return spare;
+  }
   const req = new (binding as StreamWrapBinding).WriteWrap();
   req.handle = h;
   req.oncomplete = onComplete;

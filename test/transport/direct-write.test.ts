@@ -68,6 +68,52 @@ t.test('a peer that does not read: false, writeBlocked, then drain once it reads
   t.equal(received, big.length, 'every byte arrived');
 });
 
+t.test('one request object serves writes that finish at once; a queued write keeps its own until done', async (t) => {
+  // direct-write.ts makes its request objects with the stream_wrap binding's WriteWrap, read at each
+  // write: counting constructions tells how many were made.
+  const b = (process as unknown as { binding(name: string): { WriteWrap: new () => object } }).binding('stream_wrap');
+  const Real = b.WriteWrap;
+  const made: object[] = [];
+  b.WriteWrap = function CountedWriteWrap(): object {
+    const o = new Real();
+    made.push(o);
+    return o;
+  } as unknown as new () => object;
+  t.teardown(() => {
+    b.WriteWrap = Real;
+  });
+  const quick = await pair();
+  const stuck = await pair();
+  t.teardown(quick.close);
+  t.teardown(stuck.close);
+  const quickGot: Buffer[] = [];
+  quick.server.on('data', (d: Buffer) => quickGot.push(d));
+  for (let i = 0; i < 50; i++) writeBuffer(quick.client, Buffer.from(`q${i};`));
+  t.ok(made.length <= 1, `50 writes finished at once made ${made.length} request object(s)`);
+  // A peer that does not read: its writes queue in libuv, each with a request object of its own, while
+  // the other socket's writes go on; every byte of both arrives in order.
+  stuck.server.pause();
+  const big = Buffer.alloc(8 * 1024 * 1024);
+  for (let i = 0; i < big.length; i++) big[i] = (i * 13 + 5) & 0xff;
+  const before = made.length;
+  const stuckParts = [big.subarray(0, 4 * 1024 * 1024), big.subarray(4 * 1024 * 1024)];
+  t.equal(writeBuffer(stuck.client, stuckParts[0]!), false, 'the first large write is queued');
+  for (let i = 50; i < 100; i++) writeBuffer(quick.client, Buffer.from(`q${i};`));
+  t.equal(writeBuffer(stuck.client, stuckParts[1]!), false, 'the second queues behind it');
+  for (let i = 100; i < 150; i++) writeLatin1(quick.client, `q${i};`);
+  t.ok(made.length - before >= 2 && made.length - before <= 3, `queued writes took objects of their own: ${made.length - before} made`);
+  const stuckGot: Buffer[] = [];
+  stuck.server.on('data', (d: Buffer) => stuckGot.push(d));
+  const drained = once(stuck.client, 'drain');
+  stuck.server.resume();
+  await drained;
+  quick.client.end();
+  stuck.client.end();
+  await Promise.all([once(quick.server, 'end'), once(stuck.server, 'end')]);
+  t.equal(Buffer.concat(quickGot).toString('latin1'), Array.from({ length: 150 }, (_, i) => `q${i};`).join(''), 'the quick socket: every write, in order');
+  t.equal(Buffer.compare(Buffer.concat(stuckGot), big), 0, 'the stuck socket: 8 MiB byte for byte');
+});
+
 t.test('a write to a reset connection surfaces as the socket error, no throw', async (t) => {
   const { client, server, close } = await pair();
   t.teardown(close);
