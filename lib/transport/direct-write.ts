@@ -189,6 +189,46 @@ export function writeHeadAndBody(socket: Socket, head: string, body: Buffer): bo
   return dispatched(s, req, err, [head, body]);
 }
 
+/** Buffer's latin1 encoder: present at runtime (Node 20 to 26), missing from @types/node. */
+interface Latin1Writable extends Buffer {
+  latin1Write(s: string, offset: number, length: number): number;
+}
+if (typeof (Buffer.prototype as Partial<Latin1Writable>).latin1Write !== 'function') throw new Error('this Node.js has no Buffer.prototype.latin1Write; throughway needs Node 20 or later');
+
+/** A head and body of at most this many bytes are joined in the reused buffer; longer ones in a Buffer of their own. */
+export const JOIN_SIZE = 4096;
+/** The buffer writeJoined() reuses while every write of it finishes at once. */
+let joinBuffer: Buffer = Buffer.allocUnsafeSlow(JOIN_SIZE);
+/** Buffers viewing its first n bytes, by n (at most JOIN_SIZE + 1, made as lengths come). */
+let joinViews: (Buffer | undefined)[] = [];
+
+/**
+ * A latin1 head and the body bytes after it, copied into one buffer and written at once (one write, the
+ * socket's `write()` semantics). Up to JOIN_SIZE bytes the buffer is the process's join buffer, reused
+ * for as long as each write of it finishes at once; a write that libuv or the stream keeps queued keeps
+ * that buffer, and the next join takes a new one. Longer ones go in a Buffer of their own. A Buffer made
+ * per write and Buffer.write()'s argument handling cost about 600 instructions per small answer under
+ * callgrind (docs/performance.md, "Counting instructions"). `body` is read before this returns.
+ */
+export function writeJoined(socket: Socket, head: string, body: Uint8Array): boolean {
+  const len = head.length + body.length;
+  const reused = len <= JOIN_SIZE;
+  let buf: Buffer;
+  if (reused) {
+    const view = joinViews[len];
+    buf = view === undefined ? (joinViews[len] = Buffer.from(joinBuffer.buffer, joinBuffer.byteOffset, len)) : view;
+  } else buf = Buffer.allocUnsafe(len);
+  // latin1: one byte per character, so the head's length is its byte length.
+  (buf as Latin1Writable).latin1Write(head, 0, head.length);
+  buf.set(body, head.length);
+  const ok = writeBuffer(socket, buf);
+  if (reused && writesPending(socket)) {
+    joinBuffer = Buffer.allocUnsafeSlow(JOIN_SIZE);
+    joinViews = [];
+  }
+  return ok;
+}
+
 /** Bytes a write still holds: queued in the stream, or direct writes libuv has not finished. */
 export function writesPending(socket: Socket): boolean {
   return socket.writableLength > 0 || ((socket as DirectSocket)[kPending] ?? 0) > 0;

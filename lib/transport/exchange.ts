@@ -77,6 +77,8 @@ export interface ExchangeOwner {
   writeHead(head: string): void;
   /** The head with the first body bytes in one write; false when the client's socket buffer is full. */
   writeHeadAndBody(head: string, body: Buffer): boolean;
+  /** The head with a few body bytes copied after it, in one write (`body` is read before this returns); false as writeHeadAndBody. */
+  writeJoined(head: string, body: Uint8Array): boolean;
   /** Response body bytes; false when the client's socket buffer is full. */
   writeBody(buf: Buffer): boolean;
   /** The target finished the response. */

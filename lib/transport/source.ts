@@ -32,7 +32,7 @@ import { refuseRequest, originForm } from './request-checks';
 import { answer, answerFault, gatheredResponse, responseFinished } from './local';
 import { CHECKS, checkSource } from './invariants';
 import { keptBytes, nextSourceBuffer, ownBytes, readHolderOf, sharedRead, SHARED_READ_BUFFER } from './read-buffers';
-import { writeBlocked, writeBuffer, writeHeadAndBody, writeLatin1, writesPending } from './direct-write';
+import { writeBlocked, writeBuffer, writeHeadAndBody, writeJoined, writeLatin1, writesPending } from './direct-write';
 import type { BodyRead, BufferedResponse, ForwardDecision, LocalResponse, RouteDecision } from './types';
 
 const AT_HEAD = 1;
@@ -588,6 +588,11 @@ export class SourceConnection implements ParserEvents, ExchangeOwner {
   /** The response head with the first body bytes, in one write. Returns false when the client's socket buffer is full. */
   writeHeadAndBody(head: string, body: Buffer): boolean {
     return writeHeadAndBody(this.socket, head, body);
+  }
+
+  /** The response head with a few body bytes copied after it, in one write (direct-write.ts writeJoined). */
+  writeJoined(head: string, body: Uint8Array): boolean {
+    return writeJoined(this.socket, head, body);
   }
 
   /** Response body bytes. Returns false when the client's socket buffer is full (pause the target). */

@@ -3,10 +3,10 @@
  * backpressure reported and 'drain' emitted, failures surface as socket errors, TLS and corked sockets
  * take socket.write().
  */
-import t from 'tap';
+import t, { type Test } from 'tap';
 import * as net from 'node:net';
 import { once } from 'node:events';
-import { directWrites, writeBlocked, writeBuffer, writeLatin1, writesPending } from '../../lib/transport/direct-write';
+import { directWrites, JOIN_SIZE, writeBlocked, writeBuffer, writeJoined, writeLatin1, writesPending } from '../../lib/transport/direct-write';
 
 async function pair(): Promise<{ client: net.Socket; server: net.Socket; close: () => void }> {
   const srv = net.createServer();
@@ -24,6 +24,32 @@ async function pair(): Promise<{ client: net.Socket; server: net.Socket; close: 
       client.destroy();
       server.destroy();
       srv.close();
+    },
+  };
+}
+
+/** Two connections, the second's peer reading nothing until finish(), which returns what each peer got once both ended. */
+async function quickAndStuck(t: Test): Promise<{ quick: net.Socket; stuck: net.Socket; finish(): Promise<{ quick: Buffer; stuck: Buffer }> }> {
+  const quick = await pair();
+  const stuck = await pair();
+  t.teardown(quick.close);
+  t.teardown(stuck.close);
+  const quickGot: Buffer[] = [];
+  quick.server.on('data', (d: Buffer) => quickGot.push(d));
+  stuck.server.pause();
+  return {
+    quick: quick.client,
+    stuck: stuck.client,
+    async finish() {
+      const stuckGot: Buffer[] = [];
+      stuck.server.on('data', (d: Buffer) => stuckGot.push(d));
+      const drained = once(stuck.client, 'drain');
+      stuck.server.resume();
+      await drained;
+      quick.client.end();
+      stuck.client.end();
+      await Promise.all([once(quick.server, 'end'), once(stuck.server, 'end')]);
+      return { quick: Buffer.concat(quickGot), stuck: Buffer.concat(stuckGot) };
     },
   };
 }
@@ -82,36 +108,62 @@ t.test('one request object serves writes that finish at once; a queued write kee
   t.teardown(() => {
     b.WriteWrap = Real;
   });
-  const quick = await pair();
-  const stuck = await pair();
-  t.teardown(quick.close);
-  t.teardown(stuck.close);
-  const quickGot: Buffer[] = [];
-  quick.server.on('data', (d: Buffer) => quickGot.push(d));
-  for (let i = 0; i < 50; i++) writeBuffer(quick.client, Buffer.from(`q${i};`));
+  const { quick, stuck, finish } = await quickAndStuck(t);
+  for (let i = 0; i < 50; i++) writeBuffer(quick, Buffer.from(`q${i};`));
   t.ok(made.length <= 1, `50 writes finished at once made ${made.length} request object(s)`);
   // A peer that does not read: its writes queue in libuv, each with a request object of its own, while
   // the other socket's writes go on; every byte of both arrives in order.
-  stuck.server.pause();
   const big = Buffer.alloc(8 * 1024 * 1024);
   for (let i = 0; i < big.length; i++) big[i] = (i * 13 + 5) & 0xff;
   const before = made.length;
-  const stuckParts = [big.subarray(0, 4 * 1024 * 1024), big.subarray(4 * 1024 * 1024)];
-  t.equal(writeBuffer(stuck.client, stuckParts[0]!), false, 'the first large write is queued');
-  for (let i = 50; i < 100; i++) writeBuffer(quick.client, Buffer.from(`q${i};`));
-  t.equal(writeBuffer(stuck.client, stuckParts[1]!), false, 'the second queues behind it');
-  for (let i = 100; i < 150; i++) writeLatin1(quick.client, `q${i};`);
+  t.equal(writeBuffer(stuck, big.subarray(0, 4 * 1024 * 1024)), false, 'the first large write is queued');
+  for (let i = 50; i < 100; i++) writeBuffer(quick, Buffer.from(`q${i};`));
+  t.equal(writeBuffer(stuck, big.subarray(4 * 1024 * 1024)), false, 'the second queues behind it');
+  for (let i = 100; i < 150; i++) writeLatin1(quick, `q${i};`);
   t.ok(made.length - before >= 2 && made.length - before <= 3, `queued writes took objects of their own: ${made.length - before} made`);
-  const stuckGot: Buffer[] = [];
-  stuck.server.on('data', (d: Buffer) => stuckGot.push(d));
-  const drained = once(stuck.client, 'drain');
-  stuck.server.resume();
-  await drained;
-  quick.client.end();
-  stuck.client.end();
-  await Promise.all([once(quick.server, 'end'), once(stuck.server, 'end')]);
-  t.equal(Buffer.concat(quickGot).toString('latin1'), Array.from({ length: 150 }, (_, i) => `q${i};`).join(''), 'the quick socket: every write, in order');
-  t.equal(Buffer.compare(Buffer.concat(stuckGot), big), 0, 'the stuck socket: 8 MiB byte for byte');
+  const got = await finish();
+  t.equal(got.quick.toString('latin1'), Array.from({ length: 150 }, (_, i) => `q${i};`).join(''), 'the quick socket: every write, in order');
+  t.equal(Buffer.compare(got.stuck, big), 0, 'the stuck socket: 8 MiB byte for byte');
+});
+
+t.test('joined head and body: one buffer reused while writes finish at once, a queued one keeps its bytes', async (t) => {
+  const { quick, stuck, finish } = await quickAndStuck(t);
+  const body = (i: number, n: number): Buffer => Buffer.alloc(n, 0x41 + (i % 26));
+  const sent: Buffer[] = [];
+  const stuckSent: Buffer[] = [];
+  const join = (socket: net.Socket, i: number, n: number, to: Buffer[]): boolean => {
+    const head = `H${i}:`;
+    to.push(Buffer.from(head, 'latin1'), body(i, n));
+    return writeJoined(socket, head, body(i, n));
+  };
+  // A new join buffer is made with Buffer.allocUnsafeSlow: counted while the writes run.
+  const realSlow = Buffer.allocUnsafeSlow;
+  let made = 0;
+  Buffer.allocUnsafeSlow = (n: number): ReturnType<typeof realSlow> => {
+    made++;
+    return realSlow(n);
+  };
+  t.teardown(() => {
+    Buffer.allocUnsafeSlow = realSlow;
+  });
+  for (let i = 0; i < 20; i++) join(quick, i, 10 + i, sent);
+  t.equal(made, 0, '20 joins whose writes finished at once: no new join buffer');
+  // A peer that does not read: a large write fills the kernel's buffers, and a joined write behind it is
+  // queued in libuv with the join buffer's bytes; the joins after it, on the other socket, must not
+  // write into those bytes.
+  const big = Buffer.alloc(8 * 1024 * 1024, 0x7a);
+  writeBuffer(stuck, big);
+  stuckSent.push(big);
+  t.equal(join(stuck, 1000, 3000, stuckSent), false, 'the joined write behind it is queued');
+  t.equal(made, 1, 'the queued write keeps its join buffer: a new one for the next join');
+  for (let i = 20; i < 60; i++) join(quick, i, 3000 + i, sent);
+  t.equal(made, 1, 'which the next 40 joins reuse');
+  // Longer than the join buffer: a Buffer of its own.
+  join(quick, 60, JOIN_SIZE, sent);
+  join(stuck, 1001, 50, stuckSent);
+  const got = await finish();
+  t.equal(Buffer.compare(got.quick, Buffer.concat(sent)), 0, 'the quick socket: every joined write, byte for byte');
+  t.equal(Buffer.compare(got.stuck, Buffer.concat(stuckSent)), 0, 'the stuck socket: the queued join kept its bytes');
 });
 
 t.test('a write to a reset connection surfaces as the socket error, no throw', async (t) => {
