@@ -117,7 +117,7 @@ function dispatched(s: DirectSocket, req: WriteReq, err: number, data: unknown):
  * StreamBase attaches its C++ write request to the object only when libuv keeps bytes queued
  * (src/stream_base.cc, StreamBase::Write: a write that DoTryWrite finishes returns before
  * CreateWriteWrap), so the object of a finished write is as it was made. Making one per write (a construct
- * call into C++ that resets its internal fields) cost about 400 instructions under callgrind
+ * call into C++ that resets its internal fields) cost about 900 instructions per write under callgrind
  * (docs/performance.md, "Counting instructions"). An object whose write was queued, or failed, is never
  * taken again.
  */
@@ -207,7 +207,7 @@ let joinViews: (Buffer | undefined)[] = [];
  * socket's `write()` semantics). Up to JOIN_SIZE bytes the buffer is the process's join buffer, reused
  * for as long as each write of it finishes at once; a write that libuv or the stream keeps queued keeps
  * that buffer, and the next join takes a new one. Longer ones go in a Buffer of their own. A Buffer made
- * per write and Buffer.write()'s argument handling cost about 600 instructions per small answer under
+ * per write and Buffer.write()'s argument handling cost about 1,000 instructions per small answer under
  * callgrind (docs/performance.md, "Counting instructions"). `body` is read before this returns.
  */
 export function writeJoined(socket: Socket, head: string, body: Uint8Array): boolean {

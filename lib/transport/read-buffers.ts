@@ -44,7 +44,7 @@ const sharedViews: (Buffer | undefined)[] = new Array<Buffer | undefined>(SMALL_
 /**
  * The `nread` bytes just read into the shared buffer, without a copy: a kept view (nothing allocated).
  * Good until the read callback returns; keptBytes() copies what must last longer. Copying every read out
- * first (a Buffer of its own and a set() per read) cost about 500 instructions per read under callgrind
+ * first (a Buffer of its own and a set() per read) cost about 1,200 instructions per read under callgrind
  * (docs/performance.md, "Counting instructions").
  */
 export function sharedRead(nread: number): Buffer {

@@ -204,7 +204,8 @@ export class Tunnel implements TunnelInfo {
     backend.on('close', this.onBackendClose);
     backend.on('error', this.onBackendError);
     // Sockets reading into connection-owned buffers (net's onread) deliver here instead of 'data'.
-    // A read into the shared buffer is written to the client, which may hold it: a copy (keptBytes).
+    // A detached backend connection reads into its own buffers (target.ts nextReadBuffer); a read of the
+    // shared buffer that still came would be held by the client's write, so it is copied (keptBytes).
     setTargetReader(backend, { onRead: (buf, n) => this.fromBackend(keptBytes(buf, 0, n), n) });
     source.redirectReads((buf, n) => this.fromClient(buf, n));
   }
