@@ -16,6 +16,7 @@
  */
 import type { Socket } from 'node:net';
 import { getSystemErrorName } from 'node:util';
+import { LengthViews } from './read-buffers';
 
 interface WriteReq {
   handle: unknown;
@@ -168,18 +169,12 @@ const pair: unknown[] = ['', 'latin1', null, 'buffer'];
 
 /**
  * A latin1 head and the first body bytes in one write: one writev on the handle (the head encoded in C++,
- * no Buffer made in JavaScript), else one socket.write() of both copied together.
+ * no Buffer made in JavaScript), else both copied together and written as writeJoined() does.
  */
 export function writeHeadAndBody(socket: Socket, head: string, body: Buffer): boolean {
   const s = socket as DirectSocket;
   const h = binding === null ? null : usable(s);
-  if (h === null) {
-    const buf = Buffer.allocUnsafe(head.length + body.length);
-    // latin1: one byte per character, so the head's length is its byte length.
-    buf.write(head, 0, head.length, 'latin1');
-    body.copy(buf, head.length);
-    return socket.write(buf);
-  }
+  if (h === null) return writeJoined(socket, head, body);
   const req = newReq(h);
   pair[0] = head;
   pair[2] = body;
@@ -197,10 +192,8 @@ if (typeof (Buffer.prototype as Partial<Latin1Writable>).latin1Write !== 'functi
 
 /** A head and body of at most this many bytes are joined in the reused buffer; longer ones in a Buffer of their own. */
 export const JOIN_SIZE = 4096;
-/** The buffer writeJoined() reuses while every write of it finishes at once. */
-let joinBuffer: Buffer = Buffer.allocUnsafeSlow(JOIN_SIZE);
-/** Buffers viewing its first n bytes, by n (at most JOIN_SIZE + 1, made as lengths come). */
-let joinViews: (Buffer | undefined)[] = [];
+/** Views of the buffer writeJoined() reuses while every write of it finishes at once. */
+const joinViews = new LengthViews(Buffer.allocUnsafeSlow(JOIN_SIZE));
 
 /**
  * A latin1 head and the body bytes after it, copied into one buffer and written at once (one write, the
@@ -213,19 +206,12 @@ let joinViews: (Buffer | undefined)[] = [];
 export function writeJoined(socket: Socket, head: string, body: Uint8Array): boolean {
   const len = head.length + body.length;
   const reused = len <= JOIN_SIZE;
-  let buf: Buffer;
-  if (reused) {
-    const view = joinViews[len];
-    buf = view === undefined ? (joinViews[len] = Buffer.from(joinBuffer.buffer, joinBuffer.byteOffset, len)) : view;
-  } else buf = Buffer.allocUnsafe(len);
+  const buf = reused ? joinViews.of(len) : Buffer.allocUnsafe(len);
   // latin1: one byte per character, so the head's length is its byte length.
   (buf as Latin1Writable).latin1Write(head, 0, head.length);
   buf.set(body, head.length);
   const ok = writeBuffer(socket, buf);
-  if (reused && writesPending(socket)) {
-    joinBuffer = Buffer.allocUnsafeSlow(JOIN_SIZE);
-    joinViews = [];
-  }
+  if (reused && writesPending(socket)) joinViews.reset(Buffer.allocUnsafeSlow(JOIN_SIZE));
   return ok;
 }
 

@@ -36,10 +36,43 @@ export const SMALL_READ_BUFFER = 4096;
 export const SHARED_READ_BUFFER: Buffer = Buffer.allocUnsafeSlow(SMALL_READ_BUFFER);
 
 /**
- * Buffers viewing the shared buffer's first n bytes, by n, made the first time a read of n bytes comes:
- * at most SMALL_READ_BUFFER of them (a few hundred KB at worst, a handful in practice).
+ * Buffers viewing the first n bytes of one buffer, by n, each made the first time n is asked for: at most
+ * one per length of the buffer (a few hundred KB at worst, a handful in practice). A view is told by
+ * identity (`has`): reading a typed array's `buffer` went through a C++ builtin, some 200 instructions,
+ * under callgrind.
  */
-const sharedViews: (Buffer | undefined)[] = new Array<Buffer | undefined>(SMALL_READ_BUFFER + 1).fill(undefined);
+export class LengthViews {
+  private readonly views: (Buffer | undefined)[];
+  /** The lengths with a view, so that another buffer (reset) clears only those. */
+  private readonly made: number[] = [];
+  constructor(private buffer: Buffer) {
+    this.views = new Array<Buffer | undefined>(buffer.length + 1).fill(undefined);
+  }
+
+  /** The buffer's first n bytes (n at most its length). */
+  of(n: number): Buffer {
+    let view = this.views[n];
+    if (view === undefined) {
+      this.views[n] = view = Buffer.from(this.buffer.buffer, this.buffer.byteOffset, n);
+      this.made.push(n);
+    }
+    return view;
+  }
+
+  /** Views of another buffer of the same length from now on (the old views stay valid for their holders). */
+  reset(buffer: Buffer): void {
+    this.buffer = buffer;
+    for (const n of this.made) this.views[n] = undefined;
+    this.made.length = 0;
+  }
+
+  /** Whether `b` is one of these views. */
+  has(b: Buffer): boolean {
+    return this.views[b.length] === b;
+  }
+}
+
+const sharedViews = new LengthViews(SHARED_READ_BUFFER);
 
 /**
  * The `nread` bytes just read into the shared buffer, without a copy: a kept view (nothing allocated).
@@ -48,29 +81,32 @@ const sharedViews: (Buffer | undefined)[] = new Array<Buffer | undefined>(SMALL_
  * (docs/performance.md, "Counting instructions").
  */
 export function sharedRead(nread: number): Buffer {
-  let view = sharedViews[nread];
-  if (view === undefined) sharedViews[nread] = view = Buffer.from(SHARED_READ_BUFFER.buffer, SHARED_READ_BUFFER.byteOffset, nread);
-  return view;
+  return sharedViews.of(nread);
 }
 
 /**
  * chunk[start, end) as bytes that may outlive the read callback: a copy of their own when `chunk` is a
  * read into the shared buffer (sharedRead), which the next read on any socket refills; else a view of
  * it. `chunk` is the read as it came, with offsets into it, never a subarray of it: it is told by identity
- * (reading its `buffer` went through a C++ builtin, some 200 instructions, under callgrind).
+ * (LengthViews.has).
  */
 export function keptBytes(chunk: Buffer, start: number, end: number): Buffer {
   const whole = start === 0 && end === chunk.length;
-  if (sharedViews[chunk.length] !== chunk) return whole ? chunk : chunk.subarray(start, end);
+  if (!sharedViews.has(chunk)) return whole ? chunk : chunk.subarray(start, end);
   const own = Buffer.allocUnsafe(end - start);
   own.set(whole ? chunk : chunk.subarray(start, end), 0);
   return own;
 }
 
+/** The `nread` bytes of a read as they lie: the shared buffer's kept view (sharedRead), else a view of `buf`. */
+export function readView(buf: Buffer, nread: number): Buffer {
+  if (buf === SHARED_READ_BUFFER) return sharedRead(nread);
+  return nread === buf.length ? buf : buf.subarray(0, nread);
+}
+
 /** The `nread` bytes of a read, as bytes that may outlive the read callback (keptBytes of the read). */
 export function ownBytes(buf: Buffer, nread: number): Buffer {
-  if (buf !== SHARED_READ_BUFFER) return nread === buf.length ? buf : buf.subarray(0, nread);
-  return keptBytes(sharedRead(nread), 0, nread);
+  return keptBytes(readView(buf, nread), 0, nread);
 }
 
 export const kReadHolder = Symbol('throughway.readHolder');

@@ -31,7 +31,7 @@ import { poolFor } from './pool';
 import { refuseRequest, originForm } from './request-checks';
 import { answer, answerFault, gatheredResponse, responseFinished } from './local';
 import { CHECKS, checkSource } from './invariants';
-import { keptBytes, nextSourceBuffer, ownBytes, readHolderOf, sharedRead, SHARED_READ_BUFFER } from './read-buffers';
+import { keptBytes, nextSourceBuffer, ownBytes, readHolderOf, readView, SHARED_READ_BUFFER } from './read-buffers';
 import { writeBlocked, writeBuffer, writeHeadAndBody, writeJoined, writeLatin1, writesPending } from './direct-write';
 import type { BodyRead, BufferedResponse, ForwardDecision, LocalResponse, RouteDecision } from './types';
 
@@ -278,7 +278,7 @@ export class SourceConnection implements ParserEvents, ExchangeOwner {
   onRead(buf: Buffer, nread: number): void {
     this.lastReadFull = nread === buf.length;
     // A read into the shared buffer is parsed where it lies; what is kept of it is copied (keptBytes).
-    this.onData(buf === SHARED_READ_BUFFER ? sharedRead(nread) : ownBytes(buf, nread));
+    this.onData(readView(buf, nread));
   }
 
   /** The buffer for the next read (read-buffers.ts). */

@@ -6,7 +6,7 @@
 import t, { type Test } from 'tap';
 import * as net from 'node:net';
 import { once } from 'node:events';
-import { directWrites, JOIN_SIZE, writeBlocked, writeBuffer, writeJoined, writeLatin1, writesPending } from '../../lib/transport/direct-write';
+import { directWrites, JOIN_SIZE, writeBlocked, writeBuffer, writeHeadAndBody, writeJoined, writeLatin1, writesPending } from '../../lib/transport/direct-write';
 
 async function pair(): Promise<{ client: net.Socket; server: net.Socket; close: () => void }> {
   const srv = net.createServer();
@@ -156,6 +156,8 @@ t.test('joined head and body: one buffer reused while writes finish at once, a q
   stuckSent.push(big);
   t.equal(join(stuck, 1000, 3000, stuckSent), false, 'the joined write behind it is queued');
   t.equal(made, 1, 'the queued write keeps its join buffer: a new one for the next join');
+  // The same length as the queued join first: its view must be of the new buffer.
+  join(quick, 1027, 3000, sent);
   for (let i = 20; i < 60; i++) join(quick, i, 3000 + i, sent);
   t.equal(made, 1, 'which the next 40 joins reuse');
   // Longer than the join buffer: a Buffer of its own.
@@ -180,6 +182,22 @@ t.test('a write to a reset connection surfaces as the socket error, no throw', a
   t.equal(client.destroyed, true, 'the writing socket is destroyed');
   t.ok(errors.length <= 1, 'at most one error event');
   if (errors.length === 1) t.match(errors[0]!.code, /^(EPIPE|ECONNRESET)$/, `error code ${errors[0]!.code}`);
+});
+
+t.test('a head and body on a socket that cannot take direct writes: joined and written through the stream', async (t) => {
+  const { client, server, close } = await pair();
+  t.teardown(close);
+  const got: Buffer[] = [];
+  server.on('data', (d: Buffer) => got.push(d));
+  client.cork();
+  t.equal(writeHeadAndBody(client, 'HEAD:', Buffer.from('body')), true, 'the stream takes it while corked');
+  t.equal(client.writableLength, 9, 'head and body in one write');
+  // The stream holds that write's buffer until uncorked: the next join must not write into it.
+  writeJoined(client, 'X', Buffer.from('yz'));
+  client.uncork();
+  client.end();
+  await once(server, 'end');
+  t.equal(Buffer.concat(got).toString('latin1'), 'HEAD:bodyXyz');
 });
 
 t.test('a corked socket takes socket.write(): cork semantics are kept', async (t) => {
