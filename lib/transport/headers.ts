@@ -120,6 +120,31 @@ function preserved(settings: TransportSettings, lowerName: string): boolean {
   return settings.preserveHeaders.length !== 0 && settings.preserveHeaders.includes(lowerName);
 }
 
+/**
+ * Whether 'http.headers.preserve' names Host, User-Agent and Server, the three fields every head asks
+ * about: read from the list once and kept until a head is built with another list (the settings are
+ * frozen, settings.ts). Three `includes()` per exchange on the default list (['content-type']) cost
+ * about 120 instructions under callgrind (docs/performance.md, "Counting instructions").
+ */
+interface PreservedFields {
+  readonly list: readonly string[];
+  readonly host: boolean;
+  readonly userAgent: boolean;
+  readonly server: boolean;
+}
+
+function preservedFieldsOf(list: readonly string[]): PreservedFields {
+  return { list, host: list.includes('host'), userAgent: list.includes('user-agent'), server: list.includes('server') };
+}
+
+let lastPreserved: PreservedFields = preservedFieldsOf([]);
+
+function preservedFields(settings: TransportSettings): PreservedFields {
+  const list = settings.preserveHeaders;
+  if (list !== lastPreserved.list) lastPreserved = preservedFieldsOf(list);
+  return lastPreserved;
+}
+
 export interface RequestHeadInput {
   readonly method: string;
   /** The request target sent to the backend (origin-form). */
@@ -148,7 +173,9 @@ export function buildRequestHead(input: RequestHeadInput, settings: TransportSet
 /** buildRequestHead, with the names the Connection fields list once a first pass found some (connectionListed). */
 function requestHead(input: RequestHeadInput, settings: TransportSettings, listed: string[] | undefined): string {
   const headers = input.headers;
-  const keepHost = preserved(settings, 'host');
+  const keep = preservedFields(settings);
+  const keepHost = keep.host;
+  const keepUserAgent = settings.preserveUserAgent || keep.userAgent;
   let head = input.method + ' ' + input.path + ' HTTP/1.1\r\n';
   let clientHost: string | undefined;
   let via: string | undefined;
@@ -173,7 +200,7 @@ function requestHead(input: RequestHeadInput, settings: TransportSettings, liste
         }
         break;
       case Kind.USER_AGENT:
-        if (settings.preserveUserAgent || preserved(settings, 'user-agent')) head += name + ': ' + value + '\r\n';
+        if (keepUserAgent) head += name + ': ' + value + '\r\n';
         break;
       case Kind.VIA:
         via = via === undefined ? value : via + ', ' + value;
@@ -206,7 +233,7 @@ function requestHead(input: RequestHeadInput, settings: TransportSettings, liste
     }
   }
   if (!hostWritten) head += 'Host: ' + input.hostHeader + '\r\n';
-  if (!settings.preserveUserAgent && !preserved(settings, 'user-agent')) head += 'User-Agent: ' + settings.productToken + '\r\n';
+  if (!keepUserAgent) head += 'User-Agent: ' + settings.productToken + '\r\n';
   if (settings.xForwarded) {
     head += 'X-Forwarded-For: ' + (xff === undefined ? input.remoteAddress : xff + ', ' + input.remoteAddress) + '\r\n';
     if (!protoKept) head += 'X-Forwarded-Proto: ' + input.proto + '\r\n';
@@ -279,7 +306,7 @@ function responseHead(input: ResponseHeadInput, settings: TransportSettings, out
         break;
       case Kind.SERVER:
         serverSeen = true;
-        if (settings.preserveServer || preserved(settings, 'server')) head += name + ': ' + value + '\r\n';
+        if (settings.preserveServer || preservedFields(settings).server) head += name + ': ' + value + '\r\n';
         break;
       case Kind.VIA:
         via = via === undefined ? value : via + ', ' + value;
@@ -295,7 +322,7 @@ function responseHead(input: ResponseHeadInput, settings: TransportSettings, out
         break;
     }
   }
-  if (!settings.preserveServer && !preserved(settings, 'server') && serverSeen) head += 'Server: ' + settings.productToken + '\r\n';
+  if (serverSeen && !settings.preserveServer && !preservedFields(settings).server) head += 'Server: ' + settings.productToken + '\r\n';
   if (settings.via !== '') head += 'Via: ' + (via === undefined ? settings.via : via + ', ' + settings.via) + '\r\n';
   else if (via !== undefined) head += 'Via: ' + via + '\r\n';
   if (out !== undefined) out.keepAliveTimeout = keepAliveTimeout;

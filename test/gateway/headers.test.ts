@@ -108,3 +108,11 @@ t.test('HeaderRules.outgoing builds a new array only when a field changes', asyn
   t.not(out, input);
   t.same(input, ['Host', 'a', 'authorization', 'x', 'Accept', '*/*', 'x-drop', '1', 'X-Keep', '2'], 'the request\'s fields are not edited');
 });
+
+t.test('HeaderRules.outgoing removes a listed name in any letter case, and no other name of its length', async (t) => {
+  // Authorization, Cache-Control and X-Debug-Token are all 13 characters long.
+  const rules = new HeaderRules({ enabled: true, removeRequestHeaders: false, preserveRequestHeaders: [], excludeRequestHeaders: [], excludeResponseHeaders: ['x-debug-token', 'X-Other'], outboundAuthHeader: false, authHeader: 'Authorization' });
+  const input = Object.freeze(['AUTHORIZATION', 'a', 'Cache-Control', 'no-cache', 'x-DEBUG-token', 'd', 'X-Debug-Tokem', 'kept', 'Authorizatio', 'kept too', 'x-other', 'o', 'X-Others', 'kept']);
+  t.same(rules.outgoing(input, undefined), ['Cache-Control', 'no-cache', 'X-Debug-Tokem', 'kept', 'Authorizatio', 'kept too', 'X-Others', 'kept']);
+  t.equal(rules.outgoing(Object.freeze(['Cache-Control', 'x', 'X-Debug-Tokem', 'y']), undefined), undefined, 'names of a listed length that are not listed: nothing removed');
+});

@@ -39,3 +39,27 @@ t.test('no Promise for auth = "none" or a cached token; one for a new token', as
   t.notOk(isPromise(missing), 'no token: a synchronous 900902');
   t.equal((missing as { faultCode?: number }).faultCode, 900902);
 });
+
+t.test('the token header is found in any letter case, and only a field of that name', async (t) => {
+  const node = await startNode((port) => [api('s', {}, [{ path: '/closed', methods: ['GET'] }], port)]);
+  t.teardown(() => node.close());
+  const token = await node.token(await node.app('Case', { subscribe: ['s'] }));
+  const named = (name: string, value = `Bearer ${token}`): SourceRequest => ({ ...head('/s/1/closed'), headers: Object.freeze(['Host', 'gw', name, value]) });
+  for (const name of ['Authorization', 'authorization', 'AUTHORIZATION', 'aUtHoRiZaTiOn']) {
+    const d = (await node.gw.route(named(name))) as ForwardDecision;
+    t.ok('target' in d, `${name}: forwarded`);
+  }
+  // The same length as Authorization, one letter apart at each end: another field, so no token.
+  for (const name of ['Buthorization', 'Authorizatiom', 'Authorization-']) {
+    t.equal(((await node.gw.route(named(name))) as { faultCode?: number }).faultCode, 900902, `${name}: not the token header`);
+  }
+});
+
+t.test('a custom auth_header is read in any letter case', async (t) => {
+  const node = await startNode((port) => [api('s', {}, [{ path: '/closed', methods: ['GET'] }], port)], `[apim.oauth_config]\nauth_header = "X-API-Token"\n`);
+  t.teardown(() => node.close());
+  const token = await node.token(await node.app('Custom', { subscribe: ['s'] }));
+  const named = (name: string): SourceRequest => ({ ...head('/s/1/closed'), headers: Object.freeze(['Host', 'gw', name, `Bearer ${token}`]) });
+  for (const name of ['X-API-Token', 'x-api-token', 'X-Api-Token']) t.ok('target' in ((await node.gw.route(named(name))) as ForwardDecision), `${name}: forwarded`);
+  t.equal(((await node.gw.route(named('Authorization'))) as { faultCode?: number }).faultCode, 900902, 'Authorization is not the token header then');
+});

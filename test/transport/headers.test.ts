@@ -13,7 +13,7 @@ import { checkTransitions, startTransport, type StartOptions } from '../helpers/
 import type { Message } from '../helpers/wire';
 import { targetFromUrl } from '../../lib/transport';
 import { buildRequestHead, buildResponseHead, sameLower, withBodyLength } from '../../lib/transport/headers';
-import { DEFAULT_TRANSPORT_SETTINGS } from '../../lib/transport/settings';
+import { DEFAULT_TRANSPORT_SETTINGS, resolveSettings } from '../../lib/transport/settings';
 
 const REQUEST = Buffer.concat([
   Buffer.from(
@@ -220,4 +220,29 @@ t.test('fields a Connection field names are dropped wherever they stand, before 
   for (const usual of ['Keep-Alive', 'CLOSE', 'upgrade', 'keep-alive, Upgrade']) {
     t.same(response(['X-Early', '1', 'Connection', usual, 'X-Kept', '2']), ['X-Early', 'X-Kept'], `Connection: ${usual} drops nothing else`);
   }
+});
+
+t.test('heads built in turn for transports with other preserve lists each follow their own list', async (t) => {
+  const keepAll = resolveSettings({ preserveHeaders: ['Host', 'User-Agent', 'server'], preserveUserAgent: false, preserveServer: false });
+  const keepNone = resolveSettings({ preserveHeaders: ['content-type'], preserveUserAgent: false, preserveServer: false });
+  const request = (s: typeof keepAll): string =>
+    buildRequestHead({ method: 'GET', path: '/', headers: ['Host', 'client.example', 'User-Agent', 'curl/8'], hostHeader: 'backend:1', remoteAddress: '10.0.0.1', proto: 'http', close: false }, s);
+  const response = (s: typeof keepAll): string => buildResponseHead({ statusCode: 200, statusText: 'OK', headers: ['Server', 'backend/1'], connection: '', dechunk: false, extra: [] }, s);
+  const hostOnly = resolveSettings({ preserveHeaders: ['HOST'], preserveUserAgent: false, preserveServer: false });
+  const flagsOnly = resolveSettings({ preserveHeaders: [], preserveUserAgent: true, preserveServer: true });
+  const turns = [[keepAll, true, true, true], [keepNone, false, false, false], [hostOnly, true, false, false], [keepAll, true, true, true], [flagsOnly, false, true, true], [keepNone, false, false, false]] as const;
+  for (let i = 0; i < 3; i++) {
+    for (const [s, host, agent, server] of turns) {
+      const req = request(s);
+      const res = response(s);
+      t.equal(req.includes('\r\nHost: client.example\r\n'), host, `Host kept: ${host}`);
+      t.equal(req.includes('\r\nHost: backend:1\r\n'), !host, 'else the backend\'s');
+      t.equal(req.includes('\r\nUser-Agent: curl/8\r\n'), agent, `User-Agent kept: ${agent}`);
+      t.equal(req.includes(`\r\nUser-Agent: ${s.productToken}\r\n`), !agent);
+      t.equal(res.includes('\r\nServer: backend/1\r\n'), server, `Server kept: ${server}`);
+      t.equal(res.includes(`\r\nServer: ${s.productToken}\r\n`), !server);
+    }
+  }
+  const noServer = buildResponseHead({ statusCode: 200, statusText: 'OK', headers: ['Content-Length', '0'], connection: '', dechunk: false, extra: [] }, keepNone);
+  t.notOk(noServer.includes('Server:'), 'no Server field when the backend sent none');
 });
