@@ -189,6 +189,12 @@ interface Latin1Writable extends Buffer {
   latin1Write(s: string, offset: number, length: number): number;
 }
 if (typeof (Buffer.prototype as Partial<Latin1Writable>).latin1Write !== 'function') throw new Error('this Node.js has no Buffer.prototype.latin1Write; throughway needs Node 20 or later');
+/**
+ * The two methods writeJoined() calls, read once: read from the buffer at each call they compiled to
+ * generic property loads (the site sees Buffers of several maps), as in parser.ts's `latin1Slice`.
+ */
+const latin1Write = (Buffer.prototype as Latin1Writable).latin1Write;
+const bytesSet = Uint8Array.prototype.set;
 
 /** A head and body of at most this many bytes are joined in the reused buffer; longer ones in a Buffer of their own. */
 export const JOIN_SIZE = 4096;
@@ -208,8 +214,8 @@ export function writeJoined(socket: Socket, head: string, body: Uint8Array): boo
   const reused = len <= JOIN_SIZE;
   const buf = reused ? joinViews.of(len) : Buffer.allocUnsafe(len);
   // latin1: one byte per character, so the head's length is its byte length.
-  (buf as Latin1Writable).latin1Write(head, 0, head.length);
-  buf.set(body, head.length);
+  latin1Write.call(buf, head, 0, head.length);
+  bytesSet.call(buf, body, head.length);
   const ok = writeBuffer(socket, buf);
   if (reused && writesPending(socket)) joinViews.reset(Buffer.allocUnsafeSlow(JOIN_SIZE));
   return ok;

@@ -111,6 +111,14 @@ if (typeof (Buffer.prototype as Partial<Latin1Buffer>).latin1Slice !== 'function
   throw new LlhttpLoadError('this Node.js has no Buffer.prototype.latin1Slice; throughway needs Node 20 or later');
 }
 const EMPTY = Buffer.alloc(0) as Latin1Buffer;
+/**
+ * Buffer's methods, read once and called with `.call()`: read from the Buffer at each call (`chunk.latin1Slice`,
+ * `buf.copy`), V8's optimising compiler left a generic property load in decoded() and execute() (these sites
+ * see Buffers of several maps), about 77 instructions each under callgrind (docs/performance.md, "Counting
+ * instructions"); a constant function is called directly.
+ */
+const latin1Slice = (Buffer.prototype as Latin1Buffer).latin1Slice;
+const bufferCopy = Buffer.prototype.copy;
 
 // ---- the one wasm instance, and the state shared by all parsers ------------------------------------------
 
@@ -257,7 +265,7 @@ const responseTexts = sameTexts();
 
 /** The latin1 text at wasm address `at` (`len` bytes), decoded from the caller's Buffer. */
 function decoded(at: number, len: number): string {
-  return chunk.latin1Slice(at + delta, at + delta + len);
+  return latin1Slice.call(chunk, at + delta, at + delta + len);
 }
 
 /**
@@ -405,7 +413,7 @@ export class HttpParser {
       for (;;) {
         if (off === filled) {
           const to = len - filled > window ? filled + window : len;
-          buf.copy(heap, inputPtr + filled, start + filled, start + to);
+          bufferCopy.call(buf, heap, inputPtr + filled, start + filled, start + to);
           filled = to;
           window *= 2;
         }
