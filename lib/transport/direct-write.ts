@@ -48,6 +48,20 @@ interface DirectSocket extends Socket {
   [kPending]?: number;
 }
 
+/**
+ * A socket's libuv handle, as a connection reads it once and hands it to every write (the `handle`
+ * argument below). Read from the socket at each write (`_handle`, a getter over a symbol-keyed field), it
+ * was a megamorphic keyed load in the optimised code, about 190 instructions under callgrind: the writes
+ * see client and backend sockets of many maps. Net sets `_handle` to null only while destroying a socket,
+ * after `destroyed` is set, and usable() checks `destroyed` first, so a handle read earlier is the socket's
+ * own whenever it is used; a socket that had none yet (still connecting) is read again.
+ */
+export type DirectHandle = StreamHandle;
+
+export function handleOf(socket: Socket): DirectHandle | null {
+  return (socket as DirectSocket)._handle ?? null;
+}
+
 function loadBinding(): StreamWrapBinding | null {
   if (process.env.THROUGHWAY_DIRECT_WRITES === '0') return null;
   // With --pending-deprecation, process.binding prints DEP0111: keep the user's output clean instead.
@@ -90,8 +104,8 @@ function onComplete(this: WriteReq, status: number): void {
   if (s[kPending] === 0 && s.writableLength === 0) s.emit('drain');
 }
 
-function usable(s: DirectSocket): StreamHandle | null {
-  const h = s._handle;
+function usable(s: DirectSocket, known: StreamHandle | null | undefined): StreamHandle | null {
+  const h = known ?? s._handle;
   if (h === null || h === undefined || s.encrypted === true || s.connecting || s.destroyed || s.writableLength !== 0 || s.writableCorked !== 0 || s.writableEnded) return null;
   return h;
 }
@@ -142,18 +156,18 @@ function newReq(h: StreamHandle): WriteReq {
 }
 
 /** socket.write(buf), straight to the handle when it can. Returns false when bytes are still queued. */
-export function writeBuffer(socket: Socket, buf: Buffer): boolean {
+export function writeBuffer(socket: Socket, buf: Buffer, handle?: DirectHandle | null): boolean {
   const s = socket as DirectSocket;
-  const h = binding === null ? null : usable(s);
+  const h = binding === null ? null : usable(s, handle);
   if (h === null) return socket.write(buf);
   const req = newReq(h);
   return dispatched(s, req, h.writeBuffer(req, buf), buf);
 }
 
 /** socket.write(str, 'latin1'), straight to the handle when it can. Returns false when bytes are still queued. */
-export function writeLatin1(socket: Socket, str: string): boolean {
+export function writeLatin1(socket: Socket, str: string, handle?: DirectHandle | null): boolean {
   const s = socket as DirectSocket;
-  const h = binding === null ? null : usable(s);
+  const h = binding === null ? null : usable(s, handle);
   if (h === null) return socket.write(str, 'latin1');
   const req = newReq(h);
   return dispatched(s, req, h.writeLatin1String(req, str), str);
@@ -171,10 +185,10 @@ const pair: unknown[] = ['', 'latin1', null, 'buffer'];
  * A latin1 head and the first body bytes in one write: one writev on the handle (the head encoded in C++,
  * no Buffer made in JavaScript), else both copied together and written as writeJoined() does.
  */
-export function writeHeadAndBody(socket: Socket, head: string, body: Buffer): boolean {
+export function writeHeadAndBody(socket: Socket, head: string, body: Buffer, handle?: DirectHandle | null): boolean {
   const s = socket as DirectSocket;
-  const h = binding === null ? null : usable(s);
-  if (h === null) return writeJoined(socket, head, body);
+  const h = binding === null ? null : usable(s, handle);
+  if (h === null) return writeJoined(socket, head, body, handle);
   const req = newReq(h);
   pair[0] = head;
   pair[2] = body;
@@ -209,14 +223,14 @@ const joinViews = new LengthViews(Buffer.allocUnsafeSlow(JOIN_SIZE));
  * per write and Buffer.write()'s argument handling cost about 1,000 instructions per small answer under
  * callgrind (docs/performance.md, "Counting instructions"). `body` is read before this returns.
  */
-export function writeJoined(socket: Socket, head: string, body: Uint8Array): boolean {
+export function writeJoined(socket: Socket, head: string, body: Uint8Array, handle?: DirectHandle | null): boolean {
   const len = head.length + body.length;
   const reused = len <= JOIN_SIZE;
   const buf = reused ? joinViews.of(len) : Buffer.allocUnsafe(len);
   // latin1: one byte per character, so the head's length is its byte length.
   latin1Write.call(buf, head, 0, head.length);
   bytesSet.call(buf, body, head.length);
-  const ok = writeBuffer(socket, buf);
+  const ok = writeBuffer(socket, buf, handle);
   if (reused && writesPending(socket)) joinViews.reset(Buffer.allocUnsafeSlow(JOIN_SIZE));
   return ok;
 }

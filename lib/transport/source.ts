@@ -32,7 +32,7 @@ import { refuseRequest, originForm } from './request-checks';
 import { answer, answerFault, gatheredResponse, responseFinished } from './local';
 import { CHECKS, checkSource } from './invariants';
 import { keptBytes, nextSourceBuffer, ownBytes, readHolderOf, readView, SHARED_READ_BUFFER } from './read-buffers';
-import { writeBlocked, writeBuffer, writeHeadAndBody, writeJoined, writeLatin1, writesPending } from './direct-write';
+import { handleOf, writeBlocked, writeBuffer, writeHeadAndBody, writeJoined, writeLatin1, writesPending, type DirectHandle } from './direct-write';
 import type { BodyRead, BufferedResponse, ForwardDecision, LocalResponse, RouteDecision } from './types';
 
 const AT_HEAD = 1;
@@ -77,6 +77,8 @@ export class SourceConnection implements ParserEvents, ExchangeOwner {
   readBuf: Buffer | null = null;
   retainRead = false;
   lastReadFull = false;
+  /** The socket's libuv handle once a write has read it (writeHandle). */
+  private handle: DirectHandle | null = null;
 
   constructor(
     core: TransportCore,
@@ -581,23 +583,28 @@ export class SourceConnection implements ParserEvents, ExchangeOwner {
     if (!noBody) this.setState(S.RESPONSE_BODY);
   }
 
+  /** The socket's libuv handle, read once for the writes (direct-write.ts `DirectHandle`). */
+  private writeHandle(): DirectHandle | null {
+    return this.handle ?? (this.handle = handleOf(this.socket));
+  }
+
   writeHead(head: string): void {
-    writeLatin1(this.socket, head);
+    writeLatin1(this.socket, head, this.writeHandle());
   }
 
   /** The response head with the first body bytes, in one write. Returns false when the client's socket buffer is full. */
   writeHeadAndBody(head: string, body: Buffer): boolean {
-    return writeHeadAndBody(this.socket, head, body);
+    return writeHeadAndBody(this.socket, head, body, this.writeHandle());
   }
 
   /** The response head with a few body bytes copied after it, in one write (direct-write.ts writeJoined). */
   writeJoined(head: string, body: Uint8Array): boolean {
-    return writeJoined(this.socket, head, body);
+    return writeJoined(this.socket, head, body, this.writeHandle());
   }
 
   /** Response body bytes. Returns false when the client's socket buffer is full (pause the target). */
   writeBody(buf: Buffer): boolean {
-    return writeBuffer(this.socket, buf);
+    return writeBuffer(this.socket, buf, this.writeHandle());
   }
 
   private readonly onDrain = (): void => {

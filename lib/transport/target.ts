@@ -17,7 +17,7 @@ import { ConnectTunnel, connectTls } from './outbound';
 import type { Exchange, ExchangeTarget } from './exchange';
 import { CHECKS, checkTarget, checkTargetAttach } from './invariants';
 import { keptBytes, onTargetRead, setTargetReader, SHARED_READ_BUFFER, SMALL_READ_BUFFER } from './read-buffers';
-import { directWrites, writeBlocked, writeBuffer, writeLatin1, writesPending } from './direct-write';
+import { directWrites, handleOf, writeBlocked, writeBuffer, writeLatin1, writesPending, type DirectHandle } from './direct-write';
 import type { TransportCore } from './core';
 import type { BufferedResponse, TargetEndpoint } from './types';
 
@@ -102,6 +102,8 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
    */
   private lastSmall = false;
   private busySocket: Socket | null = null;
+  /** The socket's libuv handle once a write has read it (writeHandle). */
+  private handle: DirectHandle | null = null;
 
   constructor(readonly pool: TargetPool) {
     const core = pool.core;
@@ -143,6 +145,11 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
     socket.on('drain', this.onDrain);
   }
 
+  /** The socket's libuv handle, read once for the writes (direct-write.ts `DirectHandle`). */
+  private writeHandle(): DirectHandle | null {
+    return this.handle ?? (this.handle = handleOf(this.socket));
+  }
+
   isUsable(): boolean {
     return !this.closedByUs && !this.failed && this.state === S.REQUEST_READY && !this.socket.destroyed;
   }
@@ -168,7 +175,7 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
     this.dechunk = false;
     this.gathered = null;
     this.lastActive = this.core.now;
-    writeLatin1(this.socket, ex.requestHead);
+    writeLatin1(this.socket, ex.requestHead, this.writeHandle());
     if (this.connected) this.syncRequestState();
   }
 
@@ -176,7 +183,7 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
   writeBody(buf: Buffer): boolean {
     if (this.connected && this.state === S.REQUEST_HEAD) this.setState(S.REQUEST_BODY);
     this.lastActive = this.core.now;
-    return writeBuffer(this.socket, buf);
+    return writeBuffer(this.socket, buf, this.writeHandle());
   }
 
   /** The source has handed over the last request byte. */

@@ -6,7 +6,7 @@
 import t, { type Test } from 'tap';
 import * as net from 'node:net';
 import { once } from 'node:events';
-import { directWrites, JOIN_SIZE, writeBlocked, writeBuffer, writeHeadAndBody, writeJoined, writeLatin1, writesPending } from '../../lib/transport/direct-write';
+import { directWrites, handleOf, JOIN_SIZE, writeBlocked, writeBuffer, writeHeadAndBody, writeJoined, writeLatin1, writesPending, type DirectHandle } from '../../lib/transport/direct-write';
 
 async function pair(): Promise<{ client: net.Socket; server: net.Socket; close: () => void }> {
   const srv = net.createServer();
@@ -166,6 +166,52 @@ t.test('joined head and body: one buffer reused while writes finish at once, a q
   const got = await finish();
   t.equal(Buffer.compare(got.quick, Buffer.concat(sent)), 0, 'the quick socket: every joined write, byte for byte');
   t.equal(Buffer.compare(got.stuck, Buffer.concat(stuckSent)), 0, 'the stuck socket: the queued join kept its bytes');
+});
+
+t.test('a handle read once: taken while connecting, written through once connected, never after destroy()', async (t) => {
+  const srv = net.createServer();
+  srv.listen(0, '127.0.0.1');
+  await once(srv, 'listening');
+  t.teardown(() => srv.close());
+  const accepted = once(srv, 'connection') as Promise<[net.Socket]>;
+  const socket = net.connect((srv.address() as net.AddressInfo).port, '127.0.0.1');
+  t.teardown(() => socket.destroy());
+  const h = handleOf(socket) as DirectHandle;
+  t.not(h, null, 'net.connect() makes the handle before the connection is up');
+  // The handle's writes counted through own properties over its prototype's methods.
+  const calls = { buffer: 0, latin1: 0 };
+  const realBuffer = h.writeBuffer;
+  const realLatin1 = h.writeLatin1String;
+  Object.assign(h, {
+    writeBuffer(this: DirectHandle, ...a: Parameters<DirectHandle['writeBuffer']>) {
+      calls.buffer++;
+      return realBuffer.apply(this, a);
+    },
+    writeLatin1String(this: DirectHandle, ...a: Parameters<DirectHandle['writeLatin1String']>) {
+      calls.latin1++;
+      return realLatin1.apply(this, a);
+    },
+  });
+  writeLatin1(socket, 'early;', h);
+  t.equal(calls.latin1, 0, 'while connecting the write waits in the stream');
+  await once(socket, 'connect');
+  const [server] = await accepted;
+  t.teardown(() => server.destroy());
+  const got: Buffer[] = [];
+  server.on('data', (d: Buffer) => got.push(d));
+  await new Promise((resolve) => setImmediate(resolve));
+  t.equal(writeBuffer(socket, Buffer.from('direct;'), h), true, 'connected: written at once');
+  t.equal(calls.buffer, 1, 'through the handle read before the connection was up');
+  while (Buffer.concat(got).length < 13) await once(server, 'data');
+  t.equal(Buffer.concat(got).toString('latin1'), 'early;direct;', 'both writes arrive, in order');
+  const errors: Error[] = [];
+  socket.on('error', (e: Error) => errors.push(e));
+  socket.destroy();
+  t.equal(writeBuffer(socket, Buffer.from('late;'), h), false, 'a write after destroy() fails as socket.write() does');
+  t.equal(writeJoined(socket, 'late', Buffer.from(';'), h), false, 'a joined one too');
+  t.equal(calls.buffer, 1, 'the handle read before destroy() is not written to');
+  await new Promise((resolve) => setImmediate(resolve));
+  t.same(errors, [], 'and no error event on the destroyed socket');
 });
 
 t.test('a write to a reset connection surfaces as the socket error, no throw', async (t) => {
