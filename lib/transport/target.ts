@@ -16,7 +16,7 @@ import { buildResponseHead, type ResponseHeadOut } from './headers';
 import { ConnectTunnel, connectTls } from './outbound';
 import type { Exchange, ExchangeTarget } from './exchange';
 import { CHECKS, checkTarget, checkTargetAttach } from './invariants';
-import { keptBytes, onTargetRead, setTargetReader, SHARED_READ_BUFFER, SMALL_READ_BUFFER } from './read-buffers';
+import { keptBytes, onTargetRead, setTargetReader, SHARED_READ_BUFFER, SMALL_READ_BUFFER, spanOf } from './read-buffers';
 import { directWrites, handleOf, writeBlocked, writeBuffer, writeLatin1, writesPending, type DirectHandle } from './direct-write';
 import type { TransportCore } from './core';
 import type { BufferedResponse, TargetEndpoint } from './types';
@@ -537,7 +537,7 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
         // Copied after the head at once (a view of a shared-buffer read will do). A plain view: Buffer's
         // copy() cost about 1k instructions here under callgrind, its argument handling and a view of
         // its own (docs/performance.md, "Counting instructions").
-        if (!ex.source.writeJoined(head, new Uint8Array(chunk.buffer, chunk.byteOffset + start, n))) this.pauseForSource();
+        if (!ex.source.writeJoined(head, spanOf(chunk, start, end))) this.pauseForSource();
         return;
       }
       if (directWrites) {

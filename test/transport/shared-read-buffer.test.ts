@@ -11,7 +11,7 @@ import { WebSocket, WebSocketServer } from 'ws';
 import { rawBackend } from '../helpers/backend';
 import { RawClient } from '../helpers/client';
 import { checkTransitions, startTransport } from '../helpers/transport';
-import { keptBytes, nextSourceBuffer, ownBytes, sharedRead, SHARED_READ_BUFFER, SMALL_READ_BUFFER, type SourceBuffers } from '../../lib/transport/read-buffers';
+import { keptBytes, nextSourceBuffer, ownBytes, sharedRead, SHARED_READ_BUFFER, SMALL_READ_BUFFER, spanOf, type SourceBuffers } from '../../lib/transport/read-buffers';
 import { TransportCore } from '../../lib/transport/core';
 import { targetFromUrl, type RouteFn } from '../../lib/transport';
 import { HOST } from '../helpers/client';
@@ -88,6 +88,27 @@ t.test('a read into the shared buffer is viewed where it lies; keptBytes copies 
     SHARED_READ_BUFFER.fill(0xee, 0, n);
     t.ok(k.length === n && k.every((b) => b === (n & 0xff)), `${n} bytes kept`);
   }
+});
+
+t.test('spanOf: the bytes of a read between two offsets, viewed where they lie', async (t) => {
+  SHARED_READ_BUFFER.write('HTTP/1.1 200 OK\r\n\r\n{"ok":true}', 0, 'latin1');
+  const read = sharedRead(30);
+  const body = spanOf(read, 19, 30);
+  t.equal(Buffer.from(body).toString('latin1'), '{"ok":true}', 'a shared read: the body after its head');
+  t.equal(body.buffer, SHARED_READ_BUFFER.buffer, 'a view of the shared buffer');
+  t.equal(body.byteOffset, SHARED_READ_BUFFER.byteOffset + 19, 'at the body');
+  t.equal(spanOf(read, 0, 0).length, 0, 'an empty span');
+  t.equal(Buffer.from(spanOf(read, 29, 30)).toString('latin1'), '}', 'the last byte');
+  // Another read of the same length, in a buffer of its own at an offset of its backing memory.
+  const backing = Buffer.alloc(64, 0x2e);
+  backing.write('HTTP/1.1 200 OK\r\n\r\n{"no":false', 10, 'latin1');
+  const own = backing.subarray(10, 40);
+  const span = spanOf(own, 19, 30);
+  t.equal(Buffer.from(span).toString('latin1'), '{"no":false', 'a read of its own: its bytes, not the shared buffer\'s');
+  t.equal(span.buffer, backing.buffer, 'a view of that read');
+  // A Buffer of the same length that is not the shared read is not mistaken for it.
+  const lookalike = Buffer.alloc(30, 0x41);
+  t.equal(Buffer.from(spanOf(lookalike, 2, 5)).toString('latin1'), 'AAA');
 });
 
 /**
