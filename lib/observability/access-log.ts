@@ -27,6 +27,9 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+// From node:perf_hooks, not the global: the global `performance` is an accessor, and date() read it through a
+// global-load IC on every call (about 170 instructions under callgrind; docs/performance.md).
+import { performance } from 'node:perf_hooks';
 import type { ExchangeRecord } from '../transport/types';
 import { redactUrl, type Logger } from '../log';
 
@@ -66,10 +69,16 @@ function putByte(b: Buffer, at: number, c: number): number {
   return at + 1;
 }
 
+/**
+ * Uint8Array's set(), read once: read from the buffer at each call, the optimised put() kept a generic load
+ * of the method (its Buffers have several maps), as the transport's writers did (docs/performance.md).
+ */
+const bytesSet = Uint8Array.prototype.set;
+
 /** ASCII bytes made once (the date part of a second, a fixed text). */
 function putBytes(b: Buffer, at: number, bytes: Uint8Array): number {
   if (at < 0) return at;
-  b.set(bytes, at);
+  bytesSet.call(b, bytes, at);
   return at + bytes.length;
 }
 
