@@ -10,6 +10,9 @@ import type { GatewayParts } from './assembly';
 import { corsRequest } from './cors';
 import type { CallObserver, GatewayControls } from './hooks';
 import { CallContext, runChain, runChainObserved, type ChainStep } from './phases';
+import type { Deployment } from './reload';
+import { handshakeRequest, isWebSocketHandshake } from './websocket';
+import { tokenEndpointOf, type OAuthEndpoint } from './token-route';
 
 /*
  * The chain's entry points read once at load. './phases' re-exports names of './phases/context', which
@@ -21,9 +24,6 @@ import { CallContext, runChain, runChainObserved, type ChainStep } from './phase
 const newCall = CallContext;
 const chainRun = runChain;
 const chainRunObserved = runChainObserved;
-import type { Deployment } from './reload';
-import { handshakeRequest, isWebSocketHandshake } from './websocket';
-import { tokenEndpointOf, type OAuthEndpoint } from './token-route';
 
 /** The answer for `/token` and `/revoke` (token-route.ts tokenRoute). */
 export type TokenRouter = (which: OAuthEndpoint, req: SourceRequest) => Promise<RouteDecision>;
