@@ -14,17 +14,6 @@ import type { Deployment } from './reload';
 import { handshakeRequest, isWebSocketHandshake } from './websocket';
 import { tokenEndpointOf, type OAuthEndpoint } from './token-route';
 
-/*
- * The chain's entry points read once at load. './phases' re-exports names of './phases/context', which
- * TypeScript's CommonJS output turns into accessors over properties first set to undefined; V8 then keeps
- * that exports object in dictionary mode, and each call read through it was a generic property load
- * (about 100 instructions under callgrind; docs/performance.md). No import cycle reaches './phases' from
- * here: were one added, these would be undefined and every call would fail at once.
- */
-const newCall = CallContext;
-const chainRun = runChain;
-const chainRunObserved = runChainObserved;
-
 /** The answer for `/token` and `/revoke` (token-route.ts tokenRoute). */
 export type TokenRouter = (which: OAuthEndpoint, req: SourceRequest) => Promise<RouteDecision>;
 
@@ -54,8 +43,8 @@ function chainRouterOf(d: Deployment, steps: readonly ChainStep[], observer: Cal
   // builtin on every step (callgrind: about 620 instructions per call; docs/performance.md).
   const chain = [...steps];
   // An Upgrade request (rare) may carry its token as access_token (websocket.ts); others go straight in.
-  const callOf = (req: SourceRequest): CallContext => new newCall(req.upgrade === true && isWebSocketHandshake(req) ? handshakeRequest(req) : req, d.rt);
-  if (observer === undefined || !observer.calls) return { route: (req: SourceRequest): RouteDecision | Promise<RouteDecision> => chainRun(callOf(req), chain), calls: false };
+  const callOf = (req: SourceRequest): CallContext => new CallContext(req.upgrade === true && isWebSocketHandshake(req) ? handshakeRequest(req) : req, d.rt);
+  if (observer === undefined || !observer.calls) return { route: (req: SourceRequest): RouteDecision | Promise<RouteDecision> => runChain(callOf(req), chain), calls: false };
   // Records come only from the gateway's own transport, whose requests have the field; a request made by
   // hand without it (maybe frozen) never comes back in one, so nothing is kept for it.
   const keep = (req: SourceRequest, ctx: CallContext): void => {
@@ -67,12 +56,12 @@ function chainRouterOf(d: Deployment, steps: readonly ChainStep[], observer: Cal
       ? (req: SourceRequest): RouteDecision | Promise<RouteDecision> => {
           const ctx = callOf(req);
           keep(req, ctx);
-          return chainRun(ctx, chain);
+          return runChain(ctx, chain);
         }
       : (req: SourceRequest): RouteDecision | Promise<RouteDecision> => {
           const ctx = callOf(req);
           keep(req, ctx);
-          return observed.start(ctx) ? chainRunObserved(ctx, chain, observed) : chainRun(ctx, chain);
+          return observed.start(ctx) ? runChainObserved(ctx, chain, observed) : runChain(ctx, chain);
         };
   return { route, calls: true };
 }

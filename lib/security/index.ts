@@ -26,6 +26,7 @@ import { buildBackendJwt, generatedKey, keyManagerKey, BACKEND_JWT_RENEW_MS, typ
 import { ClientCertificates } from './mutual-ssl';
 import type { RemoteKeyState } from './keys';
 import type { SecuritySettings } from './settings';
+import * as settingsModule from './settings';
 import { SubscriptionStore, type Snapshot } from './subscriptions';
 import { TokenCache, type CacheEntry } from './token-cache';
 import { isFault, TokenValidator, type KeyManagerLink } from './validator';
@@ -358,7 +359,10 @@ export function keyManagerLink(km: {
   };
 }
 
-export { securitySettingsFrom, ALLOWED_ALGORITHMS, type SecuritySettings } from './settings';
+export type { SecuritySettings } from './settings';
+/** Plain data properties, not `export { ... } from` (see lib/gateway/phases/index.ts): isRefusal is read on every call. */
+export const securitySettingsFrom = settingsModule.securitySettingsFrom;
+export const ALLOWED_ALGORITHMS = settingsModule.ALLOWED_ALGORITHMS;
 export type { KeyManagerLink } from './validator';
 export type { AuthContext, AuthKind, KeyType, TokenFacts, TokenIdentity, UserType } from './auth-context';
 export type { Snapshot } from './subscriptions';

@@ -9,9 +9,6 @@ import { isRefusal, type AuthResult, type Security } from '../../security';
 import { missingScope } from '../../graphql';
 import { CONTINUE, stop, type CallContext, type Outcome } from './context';
 
-/** isRefusal read once: '../../security' is an exports object in dictionary mode (see wiring.ts, `chainRun`). */
-const refused = isRefusal;
-
 export function authenticationPhase(ctx: CallContext): Outcome | Promise<Outcome> {
   const res = ctx.resource;
   const security = ctx.rt.security;
@@ -30,7 +27,7 @@ export function authenticationPhase(ctx: CallContext): Outcome | Promise<Outcome
 
 /** Puts an admission on the call (its context, key type and backend JWT), or stops with the refusal. */
 function admitted(ctx: CallContext, r: AuthResult): Outcome {
-  if (refused(r)) return stop(r);
+  if (isRefusal(r)) return stop(r);
   const auth = r.auth;
   const gq = ctx.graphql;
   if (gq !== undefined && gq.rules.length > 0) {

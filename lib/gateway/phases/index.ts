@@ -18,7 +18,9 @@
  */
 import type { RouteDecision } from '../../transport/types';
 import { ApiCode, fault } from '../../faults';
-import { finish, stop, type CallContext, type ChainStep, type Outcome, type Phase } from './context';
+import * as contextModule from './context';
+import { stop, type ChainStep, type Outcome, type Phase } from './context';
+import * as routeModule from './route';
 import { routePhase } from './route';
 import { corsPhase } from './cors';
 import { apiStatusPhase } from './api-status';
@@ -28,8 +30,20 @@ import { mediationPhase } from './mediation';
 import { transportHeadersPhase } from './transport-headers';
 import { sendPhase } from './send';
 
-export { CallContext, finish, corsFieldsOf, type ChainStep, type KeyType, type Outcome, type Phase, type PhaseName, type Stop } from './context';
-export { hasDotSegment } from './route';
+export type { ChainStep, KeyType, Outcome, Phase, PhaseName, Stop } from './context';
+
+/*
+ * Values of other modules exported as plain data properties, not with `export { ... } from`: TypeScript's
+ * CommonJS output sets such a name to undefined, then redefines it as an accessor, and V8 keeps an exports
+ * object so changed in dictionary mode, where every read of any of its names (runChain on each call) was a
+ * generic property load, about 100 instructions under callgrind (docs/performance.md). Neither module
+ * imports this one, so both are complete when these lines run.
+ */
+export const CallContext = contextModule.CallContext;
+export type CallContext = contextModule.CallContext;
+export const finish = contextModule.finish;
+export const corsFieldsOf = contextModule.corsFieldsOf;
+export const hasDotSegment = routeModule.hasDotSegment;
 
 /** The chain, in the reference's order; every phase enforced. */
 export const PHASES: readonly Phase[] = Object.freeze([
