@@ -2198,7 +2198,7 @@ export interface ThroughwaySection {
   readonly max_request_body: number;
   /** Bytes buffered per connection toward a slow peer before the other side is paused. Default: 1048576. */
   readonly high_water_mark: number;
-  /** Backend socket read buffer; larger reads measured cheaper on a prototype. Default: 131072. */
+  /** Read buffer of a client or backend connection while a body streams through it; larger reads cost less CPU per byte (docs/transport.md). Default: 262144. */
   readonly read_buffer_size: number;
   /** On shutdown, in-flight requests get this long to finish before connections are closed. Default: 30000 milliseconds. Loaded as milliseconds. */
   readonly shutdown_timeout: number;

@@ -25,7 +25,7 @@ export function transportSettingsFrom(c: DeploymentConfig): Partial<TransportSet
     maxInFlight: p.worker_pool_size_max,
     queueLength: p.worker_pool_queue_length,
     highWaterMark: t.high_water_mark,
-    // io_buffer_size (16384) would force small reads; larger ones measured cheaper on a prototype.
+    // io_buffer_size (16384) would force small reads; larger ones cost less (docs/transport.md, "Read buffers").
     readBufferSize: Math.max(t.read_buffer_size, p.io_buffer_size),
     retryStale: t.retry_stale,
     preserveUserAgent: p.http.user?.agent?.preserve ?? true,

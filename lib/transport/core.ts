@@ -37,8 +37,12 @@ export interface TransportStats {
   illegalTransitions: number;
 }
 
-/** Spare read buffers kept (128 KiB each by default: at most 8 MiB held idle). */
-const MAX_SPARE_BUFFERS = 64;
+/**
+ * Bytes of spare read buffers kept for reuse: 64 buffers of the default 256 KiB, fewer when
+ * read_buffer_size is larger (always at least one). Pages a read never filled are never touched, so the
+ * resident memory is at most this.
+ */
+export const SPARE_READ_BYTES = 16 * 1024 * 1024;
 
 const JSON_FIELDS: readonly string[] = Object.freeze(['Content-Type', 'application/json; charset=UTF-8']);
 
@@ -108,6 +112,8 @@ export class TransportCore {
   private drained: (() => void) | undefined;
   /** Spare backend read buffers (settings.readBufferSize each), reused across connections. */
   private readonly spareBuffers: Buffer[] = [];
+  /** How many spare buffers SPARE_READ_BYTES holds at settings.readBufferSize. */
+  private readonly maxSpareBuffers: number;
 
   constructor(
     readonly settings: TransportSettings,
@@ -122,6 +128,7 @@ export class TransportCore {
     const shortest = Math.min(s.socketTimeout, s.connectTimeout, s.headerTimeout, s.keepAliveTimeout, s.poolIdleTimeout, s.globalTimeout > 0 ? s.globalTimeout : Infinity, s.bodyTimeout > 0 ? s.bodyTimeout : Infinity);
     this.sweepEvery = Math.max(5, Math.min(250, Math.floor(shortest / 4)));
     this.trusted = trustedMatcher(settings.trustedProxies);
+    this.maxSpareBuffers = Math.max(1, Math.floor(SPARE_READ_BYTES / settings.readBufferSize));
   }
 
   takeReadBuffer(): Buffer {
@@ -129,7 +136,7 @@ export class TransportCore {
   }
 
   giveReadBuffer(buf: Buffer): void {
-    if (this.spareBuffers.length < MAX_SPARE_BUFFERS) this.spareBuffers.push(buf);
+    if (this.spareBuffers.length < this.maxSpareBuffers) this.spareBuffers.push(buf);
   }
 
   /**

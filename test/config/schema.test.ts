@@ -268,7 +268,7 @@ t.test('runs: gateway features and the developer portal run, platform features d
 t.test('the [throughway] section', async (t) => {
   const want: Record<string, unknown> = {
     log_level: 'info', connect_timeout: 10000, header_timeout: 30000, keepalive_timeout: 60000, pool_idle_timeout: 30000,
-    max_request_body: -1, high_water_mark: 1048576, read_buffer_size: 131072, shutdown_timeout: 30000, via: '1.1 throughway',
+    max_request_body: -1, high_water_mark: 1048576, read_buffer_size: 262144, shutdown_timeout: 30000, via: '1.1 throughway',
     x_forwarded: true, retry_stale: true, apis_dir: 'apis', fault_templates_file: 'fault-templates.toml',
     access_log_file: 'logs/http_access.log',
   };

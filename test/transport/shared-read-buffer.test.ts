@@ -12,7 +12,9 @@ import { rawBackend } from '../helpers/backend';
 import { RawClient } from '../helpers/client';
 import { checkTransitions, startTransport } from '../helpers/transport';
 import { keptBytes, nextSourceBuffer, ownBytes, sharedRead, SHARED_READ_BUFFER, SMALL_READ_BUFFER, spanOf, type SourceBuffers } from '../../lib/transport/read-buffers';
-import { TransportCore } from '../../lib/transport/core';
+import { defaultRenderFault, SPARE_READ_BYTES, TransportCore } from '../../lib/transport/core';
+import { DEFAULT_TRANSPORT_SETTINGS, resolveSettings } from '../../lib/transport/settings';
+import { silentLogger } from '../../lib/log';
 import { targetFromUrl, type RouteFn } from '../../lib/transport';
 import { HOST } from '../helpers/client';
 
@@ -403,3 +405,28 @@ t.test('a backend connection serving queued exchanges back to back after small a
 });
 
 t.test('teardown', async (t) => checkTransitions(t));
+
+t.test('read buffers: 256 KiB by default, and the spare list holds at most SPARE_READ_BYTES of them', async (t) => {
+  t.equal(DEFAULT_TRANSPORT_SETTINGS.readBufferSize, 256 * 1024, 'the default read_buffer_size (docs/transport.md, "Read buffers")');
+  const coreOf = (readBufferSize?: number): TransportCore =>
+    new TransportCore(resolveSettings(readBufferSize === undefined ? {} : { readBufferSize }), () => undefined, defaultRenderFault, silentLogger, {}, () => {
+      throw new Error('no connection in this test');
+    });
+  // Gives n buffers back, then takes n: the spare list answers LIFO with what it kept, then allocates.
+  const keptOf = (core: TransportCore, size: number, n: number): number => {
+    const given = Array.from({ length: n }, () => Buffer.allocUnsafeSlow(size));
+    for (const b of given) core.giveReadBuffer(b);
+    const mine = new Set<Buffer>(given);
+    let kept = 0;
+    for (let i = 0; i < n; i++) {
+      const b = core.takeReadBuffer();
+      t.equal(b.length, size, 'a buffer of read_buffer_size');
+      if (mine.has(b)) kept++;
+    }
+    return kept;
+  };
+  t.equal(keptOf(coreOf(), 256 * 1024, 70), SPARE_READ_BYTES / (256 * 1024), '64 spare buffers at the default size');
+  t.equal(keptOf(coreOf(4 * 1024 * 1024), 4 * 1024 * 1024, 10), 4, 'four of 4 MiB: 16 MiB in all');
+  t.equal(keptOf(coreOf(64 * 1024 * 1024), 64 * 1024 * 1024, 3), 1, 'at least one, however large');
+  t.equal(keptOf(coreOf(128 * 1024), 128 * 1024, 140), 128, '128 of 128 KiB');
+});

@@ -19,7 +19,7 @@ export const THROUGHWAY_SECTIONS: readonly SectionDef[] = [
       { key: 'pool_idle_timeout', type: 's', format: 'duration', unit: 'ms', default: 30000, min: 0, meaning: "Idle pooled backend sockets are evicted after this; the pool also stays below the backend's announced Keep-Alive timeout." },
       { key: 'max_request_body', type: 'i', format: 'bytes', default: -1, min: -1, meaning: 'Largest request body accepted, -1 unlimited; a larger body gets 413.' },
       { key: 'high_water_mark', type: 'i', format: 'bytes', default: 1048576, min: 1, meaning: 'Bytes buffered per connection toward a slow peer before the other side is paused.' },
-      { key: 'read_buffer_size', type: 'i', format: 'bytes', default: 131072, min: 1024, meaning: 'Backend socket read buffer; larger reads measured cheaper on a prototype.' },
+      { key: 'read_buffer_size', type: 'i', format: 'bytes', default: 262144, min: 1024, meaning: 'Read buffer of a client or backend connection while a body streams through it; larger reads cost less CPU per byte (docs/transport.md).' },
       { key: 'shutdown_timeout', type: 's', format: 'duration', unit: 'ms', default: 30000, min: 0, meaning: 'On shutdown, in-flight requests get this long to finish before connections are closed.' },
       { key: 'via', type: 's', default: '1.1 throughway', meaning: 'Value added to the Via header; an empty string disables the Via header.' },
       { key: 'x_forwarded', type: 'b', default: true, meaning: 'Add X-Forwarded-For, X-Forwarded-Proto and X-Forwarded-Host to backend requests.' },
