@@ -38,9 +38,8 @@ export interface TransportStats {
 }
 
 /**
- * Bytes of spare read buffers kept for reuse: 64 buffers of the default 256 KiB, fewer when
- * read_buffer_size is larger (always at least one). Pages a read never filled are never touched, so the
- * resident memory is at most this.
+ * The most bytes of spare read buffers kept for reuse: 64 buffers of the default 256 KiB, fewer when
+ * read_buffer_size is larger, and always one even when a single buffer is larger than this.
  */
 export const SPARE_READ_BYTES = 16 * 1024 * 1024;
 
