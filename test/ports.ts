@@ -9,12 +9,74 @@
  */
 import * as fs from 'node:fs';
 import * as net from 'node:net';
+import * as os from 'node:os';
+import * as path from 'node:path';
 
 /** The base ports a node may open (lib/config/ports.ts LISTENING_PORTS with an `openedBy` or none). */
 const BASES = [8280, 8243, 9099, 8099, 9443, 9763, 9000] as const;
 /** Every base + offset stays below the ephemeral range (32768) and above the offsets of the unit tests. */
 const LOW = 10_000;
 const HIGH = 32_767 - Math.max(...BASES);
+
+/**
+ * Ports reserved by test processes: a file per port naming the pid that holds it. Test files run in
+ * parallel processes (tap --jobs 2), and each picks its offset before its nodes listen, so "nothing
+ * listens there now" does not keep two of them apart: in one CI run two files picked offset 14540
+ * (offsets derived from pids 39 apart, with salts 30 and 9), and the second node's listen failed with
+ * EADDRINUSE. A port whose file names a live process is not used; a dead process's file is taken over;
+ * this process's files are removed when it exits.
+ */
+const LOCK_DIR = path.join(os.tmpdir(), 'throughway-test-ports');
+const held: string[] = [];
+process.once('exit', () => {
+  for (const f of held) fs.rmSync(f, { force: true });
+});
+
+function alive(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Claims one port's file; false when another live process holds it. */
+function claim(port: number, mine: string[]): boolean {
+  const f = path.join(LOCK_DIR, String(port));
+  try {
+    fs.writeFileSync(f, String(process.pid), { flag: 'wx' });
+  } catch {
+    let owner = 0;
+    try {
+      owner = Number(fs.readFileSync(f, 'utf8'));
+    } catch {
+      return false;
+    }
+    if (owner === process.pid) return true;
+    if (alive(owner)) return false;
+    fs.writeFileSync(f, String(process.pid));
+  }
+  mine.push(f);
+  return true;
+}
+
+/** Reserves every port the nodes at offset .. offset + span - 1 open, or none of them. */
+export function reserveOffset(offset: number, span: number): boolean {
+  fs.mkdirSync(LOCK_DIR, { recursive: true });
+  const mine: string[] = [];
+  for (let k = 0; k < span; k++) {
+    for (const b of BASES) {
+      if (!claim(b + offset + k, mine)) {
+        for (const f of mine) fs.rmSync(f, { force: true });
+        return false;
+      }
+    }
+  }
+  held.push(...mine);
+  return true;
+}
 
 function free(port: number): Promise<boolean> {
   return new Promise((resolve) => {
@@ -33,7 +95,7 @@ export async function freeOffset(span = 1): Promise<number> {
     const offset = LOW + Math.floor(Math.random() * (HIGH - LOW - span));
     let ok = true;
     for (let i = 0; i < span && ok; i++) for (const b of BASES) if (!(await free(b + offset + i))) ok = false;
-    if (ok) return offset;
+    if (ok && reserveOffset(offset, span)) return offset;
   }
   throw new Error('no free block of ports below 32768 for a test node');
 }
@@ -80,7 +142,7 @@ function pickOffset(salt: number, span: number): number {
     const offset = LOW + ((process.pid * 7 + salt * 13 + i * 101) % slots) * span;
     let clear = true;
     for (let k = 0; k < span && clear; k++) for (const b of BASES) if (busy.has(b + offset + k)) clear = false;
-    if (clear) return offset;
+    if (clear && reserveOffset(offset, span)) return offset;
   }
   return LOW + ((process.pid * 7 + salt * 13) % slots) * span;
 }
