@@ -121,12 +121,12 @@ export function renderTransportDoc(): string {
   out.push('  max(`[throughway] read_buffer_size` (256 KiB), `[passthru_http] io_buffer_size`): the spec\'s 16384');
   out.push('  would force small reads, and larger ones cost less. Each read is one system call and one JavaScript');
   out.push('  callback, so a 1 MiB upload from 16 clients at once took 6 reads and 7 writes per request with 256 KiB');
-  out.push('  against 10 and 11 with 128 KiB, and 0.90× the CPU (docs/performance.md); with 64 clients at once the');
-  out.push('  two sizes measured the same. Buffers given back are kept for the next body, up to 16 MiB of them (64');
-  out.push('  at the default size, fewer when the size is larger); most idle connections read into one small shared');
-  out.push('  buffer instead (below). A buffer whose bytes a client write still holds is set aside until that write');
-  out.push('  completes. Client sockets accepted by the transport\'s own');
-  out.push('  listener read the same way: Node 20 reads accepted sockets 64 KiB at a time and has no public option to');
+  out.push('  against 10 and 11 with 128 KiB, and 0.90–0.95× the CPU (docs/performance.md); with 64 clients at once');
+  out.push('  the two sizes measured the same. Buffers given back are kept for the next body, up to 16 MiB of them');
+  out.push('  (64 at the default size, fewer when the size is larger); most idle connections read into one small');
+  out.push('  shared buffer instead (below). A buffer whose bytes a client write still holds is set aside until that');
+  out.push('  write completes. Client sockets accepted by the transport\'s own listener read the same way: Node 20');
+  out.push('  reads accepted sockets 64 KiB at a time and has no public option to');
   out.push('  change that, so the listener re-wraps each accepted handle in a socket with its own read buffer. This');
   out.push('  relies on two undocumented details (`socket._handle`, `new net.Socket({ handle })`), checked at run time');
   out.push('  with a fallback to the socket as accepted (`createTransport({ adoptAcceptedSockets: false })` takes that');

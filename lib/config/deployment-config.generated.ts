@@ -1142,7 +1142,7 @@ export interface PassthruHttpSection {
   readonly worker_pool_size_max: number;
   /** -1 is an unbounded queue; when a bounded queue is full, job submissions fail and messages are dropped. Default: -1. Acts differently: a full queue answers 503 (103002) at once instead of waiting for a thread. */
   readonly worker_pool_queue_length: number;
-  /** IO buffer size; leave at default (throughway uses throughway.read_buffer_size). Default: 16384. Acts differently: sets the backend read buffer only when larger than [throughway] read_buffer_size (larger reads cost less). */
+  /** IO buffer size; leave at default (throughway uses throughway.read_buffer_size). Default: 16384. Acts differently: sets the read buffer of client and backend connections only when larger than [throughway] read_buffer_size (larger reads cost less). */
   readonly io_buffer_size: number;
   /** Close backend connections after each request. Default: false. */
   readonly disable_connection_keepalive: boolean;

@@ -109,7 +109,7 @@ export class TransportCore {
   private sweepTimer: NodeJS.Timeout | undefined;
   private readonly sweepEvery: number;
   private drained: (() => void) | undefined;
-  /** Spare backend read buffers (settings.readBufferSize each), reused across connections. */
+  /** Spare read buffers (settings.readBufferSize each), reused across client and backend connections. */
   private readonly spareBuffers: Buffer[] = [];
   /** How many spare buffers SPARE_READ_BYTES holds at settings.readBufferSize. */
   private readonly maxSpareBuffers: number;

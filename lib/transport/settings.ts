@@ -90,7 +90,7 @@ export const DEFAULT_TRANSPORT_SETTINGS: TransportSettings = Object.freeze({
   maxInFlight: 400,
   queueLength: -1,
   highWaterMark: 1024 * 1024,
-  // 256 KiB: a 1 MiB upload from 16 clients took 6 reads instead of 10 and 0.90x the CPU of 128 KiB
+  // 256 KiB: a 1 MiB upload from 16 clients took 6 reads instead of 10 and 0.90-0.95x the CPU of 128 KiB
   // (docs/performance.md, "Changes that moved the figures").
   readBufferSize: 256 * 1024,
   retryStale: true,

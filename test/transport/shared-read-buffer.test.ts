@@ -404,8 +404,6 @@ t.test('a backend connection serving queued exchanges back to back after small a
   t.ok(taken <= 1, `large read buffers taken while serving 100 small answers: ${taken}`);
 });
 
-t.test('teardown', async (t) => checkTransitions(t));
-
 t.test('read buffers: 256 KiB by default, and the spare list holds at most SPARE_READ_BYTES of them', async (t) => {
   t.equal(DEFAULT_TRANSPORT_SETTINGS.readBufferSize, 256 * 1024, 'the default read_buffer_size (docs/transport.md, "Read buffers")');
   const coreOf = (readBufferSize?: number): TransportCore =>
@@ -430,3 +428,6 @@ t.test('read buffers: 256 KiB by default, and the spare list holds at most SPARE
   t.equal(keptOf(coreOf(64 * 1024 * 1024), 64 * 1024 * 1024, 3), 1, 'at least one, however large');
   t.equal(keptOf(coreOf(128 * 1024), 128 * 1024, 140), 128, '128 of 128 KiB');
 });
+
+t.test('teardown', async (t) => checkTransitions(t));
+

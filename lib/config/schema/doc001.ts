@@ -257,7 +257,7 @@ export const DOC001_SECTIONS: readonly SectionDef[] = [
       { key: 'worker_pool_size_max', type: 'i', required: true, default: 400, min: 1, differs: 'Node has one event loop: bounds the requests proxied at once, not threads', meaning: 'Maximum workers.' },
       { key: 'worker_pool_queue_length', type: 'i', required: true, default: -1, min: -1, differs: 'a full queue answers 503 (103002) at once instead of waiting for a thread', meaning: '-1 is an unbounded queue; when a bounded queue is full, job submissions fail and messages are dropped.' },
       // throughway sizes its socket reads with [throughway] read_buffer_size instead.
-      { key: 'io_buffer_size', type: 'i', required: true, format: 'bytes', default: 16384, min: 1, differs: 'sets the backend read buffer only when larger than [throughway] read_buffer_size (larger reads cost less)', meaning: 'IO buffer size; leave at default (throughway uses throughway.read_buffer_size).' },
+      { key: 'io_buffer_size', type: 'i', required: true, format: 'bytes', default: 16384, min: 1, differs: 'sets the read buffer of client and backend connections only when larger than [throughway] read_buffer_size (larger reads cost less)', meaning: 'IO buffer size; leave at default (throughway uses throughway.read_buffer_size).' },
       { key: 'http.max.connection.per.host.port', type: 'i', required: true, default: 32767, min: 1, meaning: 'Maximum backend connections per host and port.' },
       // No default in the spec: a pass-through proxy is transparent by default (docs/transport.md).
       { key: 'http.user.agent.preserve', type: 'b', required: true, default: true, meaning: 'true preserves the User-Agent header in the outgoing message (default true: throughway is transparent).' },
