@@ -13,7 +13,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 
 /** The base ports a node may open (lib/config/ports.ts LISTENING_PORTS with an `openedBy` or none). */
-const BASES = [8280, 8243, 9099, 8099, 9443, 9763, 9000] as const;
+export const BASES = [8280, 8243, 9099, 8099, 9443, 9763, 9000] as const;
 /** Every base + offset stays below the ephemeral range (32768) and above the offsets of the unit tests. */
 const LOW = 10_000;
 const HIGH = 32_767 - Math.max(...BASES);
@@ -26,7 +26,7 @@ const HIGH = 32_767 - Math.max(...BASES);
  * EADDRINUSE. A port whose file names a live process is not used; a dead process's file is taken over;
  * this process's files are removed when it exits.
  */
-const LOCK_DIR = path.join(os.tmpdir(), 'throughway-test-ports');
+export const LOCK_DIR = path.join(os.tmpdir(), 'throughway-test-ports');
 const held: string[] = [];
 process.once('exit', () => {
   for (const f of held) fs.rmSync(f, { force: true });

@@ -5,17 +5,15 @@
  */
 import t from 'tap';
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import { spawn, spawnSync } from 'node:child_process';
-import { reserveOffset } from '../ports';
+import { BASES, LOCK_DIR, reserveOffset } from '../ports';
 
-const DIR = path.join(os.tmpdir(), 'throughway-test-ports');
-/** The ports a node at `offset` opens (test/ports.ts BASES). */
-const portsAt = (offset: number): number[] => [8280, 8243, 9099, 8099, 9443, 9763, 9000].map((b) => b + offset);
+/** The ports a node at `offset` opens. */
+const portsAt = (offset: number): number[] => BASES.map((b) => b + offset);
 const owner = (port: number): string | undefined => {
   try {
-    return fs.readFileSync(path.join(DIR, String(port)), 'utf8');
+    return fs.readFileSync(path.join(LOCK_DIR, String(port)), 'utf8');
   } catch {
     return undefined;
   }
@@ -28,24 +26,26 @@ t.test('a live process keeps its ports; a dead one does not; a refusal claims no
   const live = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60000)'], { stdio: 'ignore' });
   t.teardown(() => live.kill());
   const dead = spawnSync(process.execPath, ['-e', 'process.exit(0)']).pid ?? 0;
-  fs.mkdirSync(DIR, { recursive: true });
+  fs.mkdirSync(LOCK_DIR, { recursive: true });
   const ports = portsAt(offset);
-  for (const p of ports) fs.rmSync(path.join(DIR, String(p)), { force: true });
+  const last = ports[ports.length - 1] as number;
+  for (const p of ports) fs.rmSync(path.join(LOCK_DIR, String(p)), { force: true });
 
   // The last base's port held by a live process: the whole offset is refused, and the ports claimed
   // before it was met are given back.
-  fs.writeFileSync(path.join(DIR, String(ports[6])), String(live.pid));
+  fs.writeFileSync(path.join(LOCK_DIR, String(last)), String(live.pid));
   t.equal(reserveOffset(offset, 1), false, 'refused: another live process holds one of its ports');
-  t.same(ports.slice(0, 6).map(owner), [undefined, undefined, undefined, undefined, undefined, undefined], 'no port left claimed');
-  t.equal(owner(ports[6] as number), String(live.pid), "the holder's reservation stands");
+  t.same(ports.slice(0, -1).map(owner), ports.slice(0, -1).map(() => undefined), 'no port left claimed');
+  t.equal(owner(last), String(live.pid), "the holder's reservation stands");
 
   // The same port held by a process that has exited: taken over.
-  fs.writeFileSync(path.join(DIR, String(ports[6])), String(dead));
+  fs.writeFileSync(path.join(LOCK_DIR, String(last)), String(dead));
   t.equal(reserveOffset(offset, 1), true, "a dead process's reservation is taken over");
   t.same(ports.map(owner), ports.map(() => String(process.pid)), 'every port of the offset is this process\'s');
   t.equal(reserveOffset(offset, 1), true, 'asking again for its own offset is answered yes');
 
   // Another process asking for it now is refused.
-  const other = spawnSync(process.execPath, ['-e', `require(${JSON.stringify(path.join(__dirname, '..', 'ports.js'))}); process.stdout.write(String(require(${JSON.stringify(path.join(__dirname, '..', 'ports.js'))}).reserveOffset(${offset}, 1)))`], { encoding: 'utf8' });
+  const portsJs = JSON.stringify(path.join(__dirname, '..', 'ports.js'));
+  const other = spawnSync(process.execPath, ['-e', `process.stdout.write(String(require(${portsJs}).reserveOffset(${offset}, 1)))`], { encoding: 'utf8' });
   t.equal(other.stdout, 'false', 'another test process is kept off these ports');
 });
