@@ -25,8 +25,7 @@ import { silentLogger, type Logger } from '../log';
 import { buildBackendJwt, generatedKey, keyManagerKey, BACKEND_JWT_RENEW_MS, type BackendJwtKey } from './backend-jwt';
 import { ClientCertificates } from './mutual-ssl';
 import type { RemoteKeyState } from './keys';
-import type { SecuritySettings } from './settings';
-import * as settingsModule from './settings';
+import { ALLOWED_ALGORITHMS as allowedAlgorithms, securitySettingsFrom as settingsFrom, type SecuritySettings } from './settings';
 import { SubscriptionStore, type Snapshot } from './subscriptions';
 import { TokenCache, type CacheEntry } from './token-cache';
 import { isFault, TokenValidator, type KeyManagerLink } from './validator';
@@ -361,8 +360,8 @@ export function keyManagerLink(km: {
 
 export type { SecuritySettings } from './settings';
 /** Plain data properties, not `export { ... } from` (see lib/gateway/phases/index.ts): isRefusal is read on every call. */
-export const securitySettingsFrom = settingsModule.securitySettingsFrom;
-export const ALLOWED_ALGORITHMS = settingsModule.ALLOWED_ALGORITHMS;
+export const securitySettingsFrom = settingsFrom;
+export const ALLOWED_ALGORITHMS = allowedAlgorithms;
 export type { KeyManagerLink } from './validator';
 export type { AuthContext, AuthKind, KeyType, TokenFacts, TokenIdentity, UserType } from './auth-context';
 export type { Snapshot } from './subscriptions';

@@ -18,10 +18,8 @@
  */
 import type { RouteDecision } from '../../transport/types';
 import { ApiCode, fault } from '../../faults';
-import * as contextModule from './context';
-import { stop, type ChainStep, type Outcome, type Phase } from './context';
-import * as routeModule from './route';
-import { routePhase } from './route';
+import { CallContext as Call, corsFieldsOf as corsFieldsOfCall, finish as finishCall, stop, type ChainStep, type Outcome, type Phase } from './context';
+import { hasDotSegment as dotSegmentIn, routePhase } from './route';
 import { corsPhase } from './cors';
 import { apiStatusPhase } from './api-status';
 import { authenticationPhase } from './authentication';
@@ -39,11 +37,11 @@ export type { ChainStep, KeyType, Outcome, Phase, PhaseName, Stop } from './cont
  * generic property load, about 100 instructions under callgrind (docs/performance.md). Neither module
  * imports this one, so both are complete when these lines run.
  */
-export const CallContext = contextModule.CallContext;
-export type CallContext = contextModule.CallContext;
-export const finish = contextModule.finish;
-export const corsFieldsOf = contextModule.corsFieldsOf;
-export const hasDotSegment = routeModule.hasDotSegment;
+export const CallContext = Call;
+export type CallContext = Call;
+export const finish = finishCall;
+export const corsFieldsOf = corsFieldsOfCall;
+export const hasDotSegment = dotSegmentIn;
 
 /** The chain, in the reference's order; every phase enforced. */
 export const PHASES: readonly Phase[] = Object.freeze([
