@@ -21,7 +21,7 @@ import { HttpParser, ExecStatus, PAUSE, HEAD_CONTINUE, type ParserEvents } from 
 import { ProtocolState as S, canTransition, type ProtocolState } from './states';
 import { isTrusted } from './trusted';
 import { makeFault, type TransportFault, type FaultReason } from './codes';
-import { buildRequestHead, withBodyLength } from './headers';
+import { buildRequestHead, withBodyLength, type RequestTail, type RequestTailHolder } from './headers';
 import { Exchange, type ExchangeOwner, type ExchangeTarget } from './exchange';
 import { readBody, collectBody, endCollect, finishCollect } from './body';
 import type { TransportCore } from './core';
@@ -38,7 +38,7 @@ import type { BodyRead, BufferedResponse, ForwardDecision, LocalResponse, RouteD
 const AT_HEAD = 1;
 const AT_COMPLETE = 2;
 
-export class SourceConnection implements ParserEvents, ExchangeOwner {
+export class SourceConnection implements ParserEvents, ExchangeOwner, RequestTailHolder {
   readonly core: TransportCore;
   readonly parser: HttpParser;
   readonly id: number;
@@ -79,6 +79,8 @@ export class SourceConnection implements ParserEvents, ExchangeOwner {
   lastReadFull = false;
   /** The socket's libuv handle once a write has read it (writeHandle). */
   private handle: DirectHandle | null = null;
+  /** The forwarding lines of this connection's last request head (headers.ts, RequestTail). */
+  requestTail: RequestTail | null = null;
 
   constructor(
     core: TransportCore,
@@ -429,6 +431,7 @@ export class SourceConnection implements ParserEvents, ExchangeOwner {
         close: core.settings.disableKeepAlive,
         upgrade: d.websocket !== undefined && ex.upgrade ? 'websocket' : undefined,
         extraLines: target.proxy?.authorization !== undefined && target.tls === undefined ? 'Proxy-Authorization: ' + target.proxy.authorization + '\r\n' : undefined,
+        tails: this,
       },
       core.settings,
     );

@@ -8,7 +8,7 @@
  */
 import t, { type Test } from 'tap';
 import { rawBackend, type RawBackend } from '../helpers/backend';
-import { rawRequest } from '../helpers/client';
+import { RawClient, rawRequest } from '../helpers/client';
 import { checkTransitions, startTransport, type StartOptions } from '../helpers/transport';
 import type { Message } from '../helpers/wire';
 import { targetFromUrl } from '../../lib/transport';
@@ -245,4 +245,103 @@ t.test('heads built in turn for transports with other preserve lists each follow
   }
   const noServer = buildResponseHead({ statusCode: 200, statusText: 'OK', headers: ['Content-Length', '0'], connection: '', dechunk: false, extra: [] }, keepNone);
   t.notOk(noServer.includes('Server:'), 'no Server field when the backend sent none');
+});
+
+t.test('forwarding lines kept per connection: every head the same as one built afresh, whatever changes between requests', async (t) => {
+  const plain = resolveSettings({});
+  const noForwarding = resolveSettings({ xForwarded: false, via: '' });
+  const keepHostAndAgent = resolveSettings({ preserveHeaders: ['host', 'user-agent'], preserveUserAgent: false });
+  const closing = resolveSettings({ disableKeepAlive: true });
+  type In = Parameters<typeof buildRequestHead>[0];
+  const base: In = { method: 'GET', path: '/a', headers: ['Host', 'client.example', 'Accept', '*/*'], hostHeader: 'backend:1', remoteAddress: '10.0.0.1', proto: 'http', close: false };
+  // Each variant differs from `base` in one thing and comes right after it: a key part left out of the
+  // comparison would hand the variant the base's lines.
+  const turns: [In, typeof plain][] = [
+    [base, plain],
+    [base, plain],
+    [{ ...base, headers: ['Host', 'other.example', 'Accept', '*/*'] }, plain],
+    [base, plain],
+    [{ ...base, headers: ['Accept', '*/*'] }, plain],
+    [base, plain],
+    [{ ...base, hostHeader: 'backend:2' }, plain],
+    [base, plain],
+    [{ ...base, remoteAddress: '10.0.0.2' }, plain],
+    [base, plain],
+    [{ ...base, proto: 'https' }, plain],
+    [base, plain],
+    [{ ...base, close: true }, plain],
+    [base, plain],
+    [{ ...base, close: true }, closing],
+    [base, noForwarding],
+    [base, keepHostAndAgent],
+    [{ ...base, headers: ['Host', 'client.example', 'User-Agent', 'curl/8'] }, keepHostAndAgent],
+    [{ ...base, headers: ['Host', 'client.example', 'Via', '1.0 p'] }, plain],
+    [{ ...base, headers: ['Host', 'client.example', 'X-Forwarded-For', '192.0.2.1'], trustedPeer: true }, plain],
+    [{ ...base, headers: ['Host', 'client.example', 'X-Forwarded-Proto', 'https'], trustedPeer: true }, plain],
+    [{ ...base, headers: ['Host', 'client.example', 'X-Forwarded-Host', 'edge.example'], trustedPeer: true }, plain],
+    [{ ...base, upgrade: 'websocket' }, plain],
+    [{ ...base, extraLines: 'Proxy-Authorization: Basic eDp5\r\n' }, plain],
+    [base, plain],
+  ];
+  const holder = { requestTail: null };
+  for (const [i, [input, settings]] of turns.entries()) {
+    const fresh = buildRequestHead(input, settings);
+    t.equal(buildRequestHead({ ...input, tails: holder }, settings), fresh, `turn ${i}: the same head as one built afresh`);
+    t.equal(buildRequestHead({ ...input, tails: holder }, settings), fresh, `turn ${i}: and again with the lines kept`);
+  }
+  t.match(buildRequestHead({ ...base, tails: holder }, plain), /\r\nX-Forwarded-Host: client\.example\r\nVia: 1\.1 throughway\r\nConnection: keep-alive\r\n\r\n$/, 'the forwarding lines end the head');
+});
+
+t.test('forwarding lines on the wire: a keep-alive client changing its Host, then sending its own Via', async (t) => {
+  const backend = await rawBackend({ onRequest: (conn) => conn.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok') });
+  t.teardown(() => backend.close());
+  const h = await startTransport(t, backend.url);
+  const c = await RawClient.connect(h.port);
+  t.teardown(() => c.destroy());
+  const hosts = ['a.example', 'a.example', 'b.example:81', 'a.example'];
+  for (const [i, host] of hosts.entries()) {
+    await c.write(`GET /n${i} HTTP/1.1\r\nHost: ${host}\r\n${i === 3 ? 'Via: 1.0 edge\r\n' : ''}\r\n`);
+    t.equal((await c.finalResponse(5000, i)).status, 200, `request ${i} answered`);
+  }
+  const seen = backend.conns.flatMap((conn) => conn.requests);
+  t.same(
+    seen.map((m) => values(m, 'X-Forwarded-Host')),
+    hosts.map((host) => [host]),
+    "each request's own Host as X-Forwarded-Host",
+  );
+  t.same(
+    seen.map((m) => values(m, 'Via')),
+    [['1.1 throughway'], ['1.1 throughway'], ['1.1 throughway'], ['1.0 edge, 1.1 throughway']],
+    'Via appended to the one the client sent',
+  );
+  t.same(
+    seen.map((m) => values(m, 'Host')),
+    hosts.map(() => [`127.0.0.1:${backend.port}`]),
+    "Host is the target's on every request",
+  );
+  t.equal(h.faults.length, 0, 'no fault');
+});
+
+t.test('response heads built in turn: each status line and each settings object\'s Server and Via lines its own', async (t) => {
+  const plain = resolveSettings({ preserveServer: false });
+  const quiet = resolveSettings({ via: '', preserveServer: true });
+  const renamed = resolveSettings({ via: '1.1 edge-gw', productToken: 'edge', preserveServer: false });
+  const head = (code: number, text: string, s: typeof plain, headers: string[] = ['Server', 'backend/1']): string =>
+    buildResponseHead({ statusCode: code, statusText: text, headers, connection: '', dechunk: false, extra: [] }, s);
+  const turns: [number, string, typeof plain, string][] = [
+    [200, 'OK', plain, 'HTTP/1.1 200 OK\r\nServer: throughway\r\nVia: 1.1 throughway\r\n\r\n'],
+    [200, 'OK', plain, 'HTTP/1.1 200 OK\r\nServer: throughway\r\nVia: 1.1 throughway\r\n\r\n'],
+    [200, 'Fine', plain, 'HTTP/1.1 200 Fine\r\nServer: throughway\r\nVia: 1.1 throughway\r\n\r\n'],
+    [404, 'Fine', quiet, 'HTTP/1.1 404 Fine\r\nServer: backend/1\r\n\r\n'],
+    [404, 'Not Found', renamed, 'HTTP/1.1 404 Not Found\r\nServer: edge\r\nVia: 1.1 edge-gw\r\n\r\n'],
+    [200, 'OK', quiet, 'HTTP/1.1 200 OK\r\nServer: backend/1\r\n\r\n'],
+    [200, 'OK', plain, 'HTTP/1.1 200 OK\r\nServer: throughway\r\nVia: 1.1 throughway\r\n\r\n'],
+  ];
+  for (const [i, [code, text, s, expected]] of turns.entries()) t.equal(head(code, text, s), expected, `turn ${i}: ${code} ${text}`);
+  t.equal(head(200, 'OK', plain, ['Via', '1.0 up']), 'HTTP/1.1 200 OK\r\nVia: 1.0 up, 1.1 throughway\r\n\r\n', "the backend's Via kept, the gateway's appended");
+  t.equal(head(200, 'OK', quiet, ['Via', '1.0 up']), 'HTTP/1.1 200 OK\r\nVia: 1.0 up\r\n\r\n', "with via '' the backend's alone");
+  t.equal(head(200, 'OK', renamed, []), 'HTTP/1.1 200 OK\r\nVia: 1.1 edge-gw\r\n\r\n', 'no Server field when the backend sent none');
+  for (const [connection, line] of [['keep-alive', 'Connection: keep-alive\r\n'], ['close', 'Connection: close\r\n'], ['', '']] as const) {
+    t.equal(buildResponseHead({ statusCode: 204, statusText: 'No Content', headers: [], connection, dechunk: false, extra: [] }, quiet), `HTTP/1.1 204 No Content\r\n${line}\r\n`, `connection '${connection}'`);
+  }
 });
