@@ -142,6 +142,12 @@ export function renderTransportDoc(): string {
   out.push('  time on the one JavaScript thread, so no view of the shared buffer outlives its read, and a small GET');
   out.push('  is parsed and answered without a copy of its head. A backend connection that served a larger response');
   out.push('  keeps its own large buffer, so large responses still arrive in few reads.');
+  out.push('  The transport adds no property to the sockets it reads (their read callbacks are closures; a client\'s');
+  out.push('  address is read from the socket Node accepted): client and backend sockets keep the hidden class of a');
+  out.push('  new `net.Socket`, so Node\'s read path, which serves every socket of the process through shared inline');
+  out.push('  caches, sees one class from the transport. With a class per kind of socket, a tracing exporter\'s HTTP');
+  out.push('  client beside them made those lookups megamorphic on every read (docs/performance.md, "Counting');
+  out.push('  instructions"); an embedding server\'s own sockets count the same way.');
   out.push('- **Writes** of heads and bodies on plain TCP sockets go straight to the socket\'s libuv handle when the');
   out.push('  stream holds nothing queued (lib/transport/direct-write.ts), skipping node:stream\'s Writable bookkeeping');
   out.push('  and its next-tick callback; libuv\'s own queue keeps every byte in order, a write it cannot finish at');

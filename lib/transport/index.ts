@@ -7,8 +7,8 @@ import * as net from 'node:net';
 import * as tls from 'node:tls';
 import { performance } from 'node:perf_hooks';
 import { TransportCore, defaultConnect, defaultRenderFault, type ConnectFn, type TransportStats } from './core';
-import { SourceConnection } from './source';
-import { kReadHolder, nextBuffer, onSourceRead, SHARED_READ_BUFFER, type ReadHolder } from './read-buffers';
+import { SourceConnection, type PeerAddress } from './source';
+import { nextBuffer, SHARED_READ_BUFFER, sourceReadCallback, type ReadHolder } from './read-buffers';
 import { resolveSettings, type TransportSettings } from './settings';
 import { selfTest } from './parser';
 import { silentLogger, type Logger } from '../log';
@@ -90,10 +90,13 @@ let selfTested = false;
  * longer counts the connection: the plain listener counts its own for max_open_connections, and
  * close() waits for the transport's connections itself (core.shutdown). docs/transport.md says so.
  */
-function adopt(accepted: net.Socket, highWaterMark: number): { socket: net.Socket; holder: ReadHolder } | undefined {
+function adopt(accepted: net.Socket, highWaterMark: number): { socket: net.Socket; holder: ReadHolder; peer: PeerAddress } | undefined {
   const old = accepted as unknown as { _handle: unknown };
   const handle = old._handle;
   if (handle === null || typeof handle !== 'object' || typeof (handle as { readStart?: unknown }).readStart !== 'function') return undefined;
+  // Read from the socket net accepted, which keeps it: read from the adopted one, net would add it to that
+  // socket, whose hidden class then differs from the backend sockets' (read-buffers.ts sourceReadCallback).
+  const peer: PeerAddress = { address: accepted.remoteAddress ?? '', port: accepted.remotePort ?? 0 };
   // The first read is a request head: small; the connection picks larger buffers when reads fill them.
   const holder: ReadHolder = { conn: null, first: SHARED_READ_BUFFER };
   let socket: net.Socket;
@@ -106,15 +109,14 @@ function adopt(accepted: net.Socket, highWaterMark: number): { socket: net.Socke
       writable: true,
       readableHighWaterMark: highWaterMark,
       writableHighWaterMark: highWaterMark,
-      onread: { buffer: () => nextBuffer(holder), callback: onSourceRead },
+      onread: { buffer: () => nextBuffer(holder), callback: sourceReadCallback(holder) },
     } as net.SocketConstructorOpts);
   } catch {
     old._handle = handle;
     return undefined;
   }
-  (socket as net.Socket & { [kReadHolder]?: ReadHolder })[kReadHolder] = holder;
   accepted.destroy();
-  return { socket, holder };
+  return { socket, holder, peer };
 }
 
 export function createTransport(options: TransportOptions): Transport {
@@ -217,7 +219,9 @@ export function createTransport(options: TransportOptions): Transport {
           }
           core.now = performance.now();
           core.startSweep();
-          adopted.holder.conn = new SourceConnection(core, adopted.socket, false);
+          const conn = new SourceConnection(core, adopted.socket, false, adopted.peer);
+          conn.readHolder = adopted.holder;
+          adopted.holder.conn = conn;
         });
         server.once('error', reject);
         server.listen({ port: opts.port, host: opts.host ?? '0.0.0.0', backlog: opts.backlog ?? 511 }, () => {

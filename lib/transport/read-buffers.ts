@@ -9,7 +9,6 @@
  * (keptBytes), so no view of it outlives the callback. Module functions over the connections (source.ts,
  * target.ts) and the WebSocket tunnel they are handed to (tunnel.ts).
  */
-import type { Socket } from 'node:net';
 import type { TransportCore } from './core';
 
 /** What an adopted socket's onread callback feeds (index.ts): its source connection, or a tunnel. */
@@ -123,20 +122,23 @@ export function ownBytes(buf: Buffer, nread: number): Buffer {
   return keptBytes(readView(buf, nread), 0, nread);
 }
 
-export const kReadHolder = Symbol('throughway.readHolder');
-
-type HeldSocket = Socket & { [kReadHolder]?: ReadHolder };
-
-/** The read holder of an adopted socket, or undefined (a socket that reads into Node's own buffers). */
-export function readHolderOf(socket: Socket): ReadHolder | undefined {
-  return (socket as HeldSocket)[kReadHolder];
-}
-
-/** net's onread callback of an adopted socket; `this` is the socket. */
-export function onSourceRead(this: HeldSocket, nread: number, buf: Buffer): boolean {
-  const conn = this[kReadHolder]?.conn;
-  if (conn != null) conn.onRead(buf, nread);
-  return true;
+/**
+ * net's onread callback of an adopted socket, reading through its holder. A closure, not a property of
+ * the socket: client and backend sockets keep the hidden class net gives every new socket (the peer
+ * address too is read from the socket net accepted, index.ts adopt). Node's own read callback
+ * (`onStreamRead`, lib/internal/stream_base_commons.js) and the timer refresh it calls (`_unrefTimer`)
+ * read properties of every socket of the process through one inline cache each; with a class per kind
+ * of socket from the transport, a tracing or analytics exporter's HTTP client (two classes in its life)
+ * took them past V8's four and every read of every socket paid its megamorphic lookup (0.3 % of the
+ * traced gateway's CPU under perf; docs/performance.md, "Counting instructions").
+ * test/transport/socket-shapes.test.ts checks the classes.
+ */
+export function sourceReadCallback(holder: ReadHolder): (nread: number, buf: Buffer) => boolean {
+  return (nread, buf) => {
+    const conn = holder.conn;
+    if (conn !== null) conn.onRead(buf, nread);
+    return true;
+  };
 }
 
 /** net's onread buffer generator of an adopted socket. */
@@ -179,25 +181,8 @@ export function nextSourceBuffer(conn: SourceBuffers): Buffer {
   return next;
 }
 
-const kTarget = Symbol('throughway.target');
 /** Who reads a target socket's onread buffers: its connection, or the WebSocket tunnel it was handed to. */
 export interface TargetReader {
   /** `chunk` may view the shared read buffer: bytes kept past the call are copied (keptBytes). */
   onRead(chunk: Buffer, end: number): void;
-}
-interface TargetSocket extends Socket {
-  [kTarget]?: TargetReader;
-}
-
-/** Who gets a target socket's reads: its connection (target.ts), then a tunnel it is handed to (tunnel.ts). */
-export function setTargetReader(socket: Socket, reader: TargetReader): void {
-  (socket as TargetSocket)[kTarget] = reader;
-}
-
-/** net's onread callback; `this` is the socket. Returning true keeps reading (pauses are explicit). */
-export function onTargetRead(this: TargetSocket, nread: number, buf: Buffer): boolean {
-  const t = this[kTarget];
-  // A read into the shared buffer is a view of it (sharedRead): the reader copies what it keeps (keptBytes).
-  if (t !== undefined) t.onRead(buf === SHARED_READ_BUFFER ? sharedRead(nread) : buf, nread);
-  return true;
 }

@@ -31,12 +31,18 @@ import { poolFor } from './pool';
 import { refuseRequest, originForm } from './request-checks';
 import { answer, answerFault, gatheredResponse, responseFinished } from './local';
 import { CHECKS, checkSource } from './invariants';
-import { keptBytes, nextSourceBuffer, ownBytes, readHolderOf, readView, SHARED_READ_BUFFER } from './read-buffers';
+import { keptBytes, nextSourceBuffer, ownBytes, readView, SHARED_READ_BUFFER, type ReadHolder } from './read-buffers';
 import { handleOf, writeBlocked, writeBuffer, writeHeadAndBody, writeJoined, writeLatin1, writesPending, type DirectHandle } from './direct-write';
 import type { BodyRead, BufferedResponse, ForwardDecision, LocalResponse, RouteDecision } from './types';
 
 const AT_HEAD = 1;
 const AT_COMPLETE = 2;
+
+/** A client's address and port, as net reports them (`remoteAddress`, `remotePort`). */
+export interface PeerAddress {
+  readonly address: string;
+  readonly port: number;
+}
 
 export class SourceConnection implements ParserEvents, ExchangeOwner, RequestTailHolder {
   readonly core: TransportCore;
@@ -81,17 +87,21 @@ export class SourceConnection implements ParserEvents, ExchangeOwner, RequestTai
   private handle: DirectHandle | null = null;
   /** The forwarding lines of this connection's last request head (headers.ts, RequestTail). */
   requestTail: RequestTail | null = null;
+  /** An adopted socket's read holder (index.ts adopt), which its onread callback reads through; null otherwise. */
+  readHolder: ReadHolder | null = null;
 
   constructor(
     core: TransportCore,
     readonly socket: Socket,
     readonly secure: boolean,
+    /** The client's address when already read (an adopted socket's, from the socket net accepted: index.ts adopt). */
+    peer?: PeerAddress,
   ) {
     this.core = core;
     this.id = core.nextConnectionId++;
-    this.remoteAddress = socket.remoteAddress ?? '';
+    this.remoteAddress = peer !== undefined ? peer.address : (socket.remoteAddress ?? '');
     this.trustedPeer = isTrusted(core.trusted, this.remoteAddress);
-    this.remotePort = socket.remotePort ?? 0;
+    this.remotePort = peer !== undefined ? peer.port : (socket.remotePort ?? 0);
     this.lastActive = core.now;
     this.headStart = core.now;
     this.parser = new HttpParser('request', this, core.settings.maxHeaderSize);
@@ -943,8 +953,8 @@ export class SourceConnection implements ParserEvents, ExchangeOwner, RequestTai
 
   /** Adopted sockets (onread): reads go to the tunnel, still into this connection's buffers. */
   redirectReads(onRead: (buf: Buffer, nread: number) => void): void {
-    const holder = readHolderOf(this.socket);
-    if (holder === undefined) return;
+    const holder = this.readHolder;
+    if (holder === null) return;
     holder.conn = {
       onRead: (buf, nread) => {
         this.lastReadFull = nread === buf.length;

@@ -16,7 +16,7 @@ import { buildResponseHead, type ResponseHeadOut } from './headers';
 import { ConnectTunnel, connectTls } from './outbound';
 import type { Exchange, ExchangeTarget } from './exchange';
 import { CHECKS, checkTarget, checkTargetAttach } from './invariants';
-import { keptBytes, onTargetRead, setTargetReader, SHARED_READ_BUFFER, SMALL_READ_BUFFER, spanOf } from './read-buffers';
+import { keptBytes, sharedRead, SHARED_READ_BUFFER, SMALL_READ_BUFFER, spanOf, type TargetReader } from './read-buffers';
 import { directWrites, handleOf, writeBlocked, writeBuffer, writeLatin1, writesPending, type DirectHandle } from './direct-write';
 import type { TransportCore } from './core';
 import type { BufferedResponse, TargetEndpoint } from './types';
@@ -120,7 +120,7 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
     if (ep.tls === undefined) {
       // Plain HTTP, directly or to an HTTP proxy (absolute-form request targets, source.ts).
       const to = ep.proxy ?? ep;
-      socket = core.connect(to.host, to.port, { buffer: this.nextReadBuffer, callback: onTargetRead });
+      socket = core.connect(to.host, to.port, { buffer: this.nextReadBuffer, callback: this.onSocketRead });
       socket.on('connect', this.onConnect);
     } else {
       // TLS (outbound.ts): reads arrive as 'data' events; connected once the handshake is done.
@@ -136,7 +136,6 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
       socket = s;
     }
     this.socket = socket;
-    setTargetReader(socket, this);
     core.targets.add(this);
     socket.on('data', this.onData);
     socket.on('end', this.onEnd);
@@ -220,6 +219,25 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
     }
   }
 
+  /**
+   * Who gets this socket's reads (net's onread): this connection, until a WebSocket tunnel takes them
+   * (redirectReads). Held here and read by a closure, not set on the socket: see read-buffers.ts
+   * sourceReadCallback for why the transport adds no property to its sockets.
+   */
+  private reader: TargetReader = this;
+
+  /** net's onread callback. A read into the shared buffer is a view of it (sharedRead): the reader copies what it keeps. */
+  private readonly onSocketRead = (nread: number, buf: Buffer): boolean => {
+    this.reader.onRead(buf === SHARED_READ_BUFFER ? sharedRead(nread) : buf, nread);
+    // Returning true keeps reading (pauses are explicit).
+    return true;
+  };
+
+  /** The socket's reads go to `reader` from now on (a tunnel, tunnel.ts). */
+  redirectReads(reader: TargetReader): void {
+    this.reader = reader;
+  }
+
   /** 'data' events: only sockets from an injected connect function that ignores onread. */
   private readonly onData = (chunk: Buffer): void => {
     this.onRead(chunk, chunk.length);
@@ -238,7 +256,7 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
     // A buffer a pending write still references must not be refilled: the read buffer is reusable only if every write of its bytes to the
     // client finished synchronously.
     const client = ex.source.socket;
-    // A read into the shared buffer was copied out (onTargetRead): nothing views the shared one.
+    // A read into the shared buffer was copied out (onSocketRead): nothing views the shared one.
     this.readBufBusy = this.readBuf !== SHARED_READ_BUFFER && writesPending(client);
     this.busySocket = this.readBufBusy ? client : null;
   }

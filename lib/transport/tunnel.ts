@@ -19,7 +19,7 @@ import type { TransportCore } from './core';
 import type { Exchange, ExchangeOwner } from './exchange';
 import { buildResponseHead } from './headers';
 import type { TargetConnection } from './target';
-import { keptBytes, setTargetReader } from './read-buffers';
+import { keptBytes } from './read-buffers';
 import type { ClientMessageVerdict, TunnelInfo, WebSocketHooks } from './types';
 import { writesPending } from './direct-write';
 
@@ -206,7 +206,7 @@ export class Tunnel implements TunnelInfo {
     // Sockets reading into connection-owned buffers (net's onread) deliver here instead of 'data'.
     // A detached backend connection reads into its own buffers (target.ts nextReadBuffer); a read of the
     // shared buffer that still came would be held by the client's write, so it is copied (keptBytes).
-    setTargetReader(backend, { onRead: (buf, n) => this.fromBackend(keptBytes(buf, 0, n), n) });
+    target.redirectReads({ onRead: (buf, n) => this.fromBackend(keptBytes(buf, 0, n), n) });
     source.redirectReads((buf, n) => this.fromClient(buf, n));
   }
 
