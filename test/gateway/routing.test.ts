@@ -192,3 +192,24 @@ t.test('RouteTable: longest context first, segment boundaries, default path', as
   t.equal(table.lookup('/xx/1'), undefined);
   t.equal(table.lookup('/'), undefined);
 });
+
+t.test('RouteTable: the last lookup, taken again for an equal path, never answers another path', async (t) => {
+  const a = compiled({ context: '/x', version: '1', default_version: true, resources: [{ path: '/*', methods: ['GET'] }] });
+  const b = compiled({ context: '/x/1/y', version: '2', resources: [{ path: '/*', methods: ['GET'] }] });
+  const c = compiled({ context: '/other', version: '1', resources: [{ path: '/*', methods: ['GET'] }] });
+  const table = new RouteTable([a, b, c]);
+  // Each path differs from the one before or repeats it (the same string, or a new one of the same text);
+  // every answer is compared with a table that has never looked anything up.
+  const same = '/x/1/y/2/z';
+  const paths = [same, same, ['/x/1/y', '2/z'].join('/'), '/x/1/z', '/x/1/z', '/xx/1', '/xx/1', same, '/other/1/r', '/x/z', '/', '/', '/other/1/r', '/x/1', '/x/1/y', '/x/1/y/'];
+  for (const p of paths) {
+    const fresh = new RouteTable([a, b, c]).lookup(p);
+    const got = table.lookup(p);
+    t.equal(got?.api, fresh?.api, `${p}: the API a fresh table finds`);
+    t.equal(got?.path, fresh?.path, `${p}: the same context`);
+    t.equal(got?.viaDefault, fresh?.viaDefault, `${p}: the same default-version flag`);
+  }
+  t.equal(table.lookup(same)?.api, b);
+  t.equal(table.lookup('/nothing'), undefined, 'a path nothing serves, right after one that is served');
+  t.equal(table.lookup(same)?.api, b, 'and the served one again, right after the miss');
+});
