@@ -7,7 +7,7 @@ import * as net from 'node:net';
 import * as tls from 'node:tls';
 import { performance } from 'node:perf_hooks';
 import { TransportCore, defaultConnect, defaultRenderFault, type ConnectFn, type TransportStats } from './core';
-import { SourceConnection, type PeerAddress } from './source';
+import { SourceConnection, type Adoption } from './source';
 import { nextBuffer, SHARED_READ_BUFFER, sourceReadCallback, type ReadHolder } from './read-buffers';
 import { resolveSettings, type TransportSettings } from './settings';
 import { selfTest } from './parser';
@@ -90,13 +90,14 @@ let selfTested = false;
  * longer counts the connection: the plain listener counts its own for max_open_connections, and
  * close() waits for the transport's connections itself (core.shutdown). docs/transport.md says so.
  */
-function adopt(accepted: net.Socket, highWaterMark: number): { socket: net.Socket; holder: ReadHolder; peer: PeerAddress } | undefined {
+function adopt(accepted: net.Socket, highWaterMark: number): { socket: net.Socket; adoption: Adoption } | undefined {
   const old = accepted as unknown as { _handle: unknown };
   const handle = old._handle;
   if (handle === null || typeof handle !== 'object' || typeof (handle as { readStart?: unknown }).readStart !== 'function') return undefined;
   // Read from the socket net accepted, which keeps it: read from the adopted one, net would add it to that
   // socket, whose hidden class then differs from the backend sockets' (read-buffers.ts sourceReadCallback).
-  const peer: PeerAddress = { address: accepted.remoteAddress ?? '', port: accepted.remotePort ?? 0 };
+  const address = accepted.remoteAddress ?? '';
+  const port = accepted.remotePort ?? 0;
   // The first read is a request head: small; the connection picks larger buffers when reads fill them.
   const holder: ReadHolder = { conn: null, first: SHARED_READ_BUFFER };
   let socket: net.Socket;
@@ -116,7 +117,7 @@ function adopt(accepted: net.Socket, highWaterMark: number): { socket: net.Socke
     return undefined;
   }
   accepted.destroy();
-  return { socket, holder, peer };
+  return { socket, adoption: { holder, address, port } };
 }
 
 export function createTransport(options: TransportOptions): Transport {
@@ -219,9 +220,7 @@ export function createTransport(options: TransportOptions): Transport {
           }
           core.now = performance.now();
           core.startSweep();
-          const conn = new SourceConnection(core, adopted.socket, false, adopted.peer);
-          conn.readHolder = adopted.holder;
-          adopted.holder.conn = conn;
+          new SourceConnection(core, adopted.socket, false, adopted.adoption);
         });
         server.once('error', reject);
         server.listen({ port: opts.port, host: opts.host ?? '0.0.0.0', backlog: opts.backlog ?? 511 }, () => {

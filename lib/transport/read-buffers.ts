@@ -8,6 +8,16 @@
  * that must outlive the read callback (queued, written, gathered) are copied out at that point
  * (keptBytes), so no view of it outlives the callback. Module functions over the connections (source.ts,
  * target.ts) and the WebSocket tunnel they are handed to (tunnel.ts).
+ *
+ * The read callbacks are closures over their connection (sourceReadCallback here, target.ts onSocketRead),
+ * never a property set on the socket, and a client's address is read from the socket net accepted (index.ts
+ * adopt): client and backend sockets keep the hidden class net gives every new socket. Node's own read
+ * callback (`onStreamRead`, lib/internal/stream_base_commons.js) and the timer refresh it calls
+ * (`_unrefTimer`) read properties of every socket of the process through one inline cache each; with a
+ * class per kind of socket from the transport, a tracing or analytics exporter's HTTP client (two classes
+ * in its life) took them past V8's four and every read of every socket paid its megamorphic lookup (0.24 to
+ * 0.35 % of the traced gateway's perf samples; docs/performance.md, "Counting instructions").
+ * test/transport/socket-shapes.test.ts checks the classes.
  */
 import type { TransportCore } from './core';
 
@@ -122,17 +132,7 @@ export function ownBytes(buf: Buffer, nread: number): Buffer {
   return keptBytes(readView(buf, nread), 0, nread);
 }
 
-/**
- * net's onread callback of an adopted socket, reading through its holder. A closure, not a property of
- * the socket: client and backend sockets keep the hidden class net gives every new socket (the peer
- * address too is read from the socket net accepted, index.ts adopt). Node's own read callback
- * (`onStreamRead`, lib/internal/stream_base_commons.js) and the timer refresh it calls (`_unrefTimer`)
- * read properties of every socket of the process through one inline cache each; with a class per kind
- * of socket from the transport, a tracing or analytics exporter's HTTP client (two classes in its life)
- * took them past V8's four and every read of every socket paid its megamorphic lookup (0.3 % of the
- * traced gateway's CPU under perf; docs/performance.md, "Counting instructions").
- * test/transport/socket-shapes.test.ts checks the classes.
- */
+/** net's onread callback of an adopted socket, reading through its holder (see the module comment). */
 export function sourceReadCallback(holder: ReadHolder): (nread: number, buf: Buffer) => boolean {
   return (nread, buf) => {
     const conn = holder.conn;

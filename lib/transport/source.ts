@@ -38,8 +38,12 @@ import type { BodyRead, BufferedResponse, ForwardDecision, LocalResponse, RouteD
 const AT_HEAD = 1;
 const AT_COMPLETE = 2;
 
-/** A client's address and port, as net reports them (`remoteAddress`, `remotePort`). */
-export interface PeerAddress {
+/**
+ * What adopting an accepted socket gave a connection (index.ts adopt): the holder the socket's read
+ * callbacks read through, and the client's address and port, read from the socket net accepted.
+ */
+export interface Adoption {
+  readonly holder: ReadHolder;
   readonly address: string;
   readonly port: number;
 }
@@ -88,20 +92,22 @@ export class SourceConnection implements ParserEvents, ExchangeOwner, RequestTai
   /** The forwarding lines of this connection's last request head (headers.ts, RequestTail). */
   requestTail: RequestTail | null = null;
   /** An adopted socket's read holder (index.ts adopt), which its onread callback reads through; null otherwise. */
-  readHolder: ReadHolder | null = null;
+  private readonly readHolder: ReadHolder | null;
 
   constructor(
     core: TransportCore,
     readonly socket: Socket,
     readonly secure: boolean,
-    /** The client's address when already read (an adopted socket's, from the socket net accepted: index.ts adopt). */
-    peer?: PeerAddress,
+    /** Set for a socket the listener adopted: its reads come to this connection through the holder. */
+    adopted?: Adoption,
   ) {
     this.core = core;
     this.id = core.nextConnectionId++;
-    this.remoteAddress = peer !== undefined ? peer.address : (socket.remoteAddress ?? '');
+    this.remoteAddress = adopted !== undefined ? adopted.address : (socket.remoteAddress ?? '');
     this.trustedPeer = isTrusted(core.trusted, this.remoteAddress);
-    this.remotePort = peer !== undefined ? peer.port : (socket.remotePort ?? 0);
+    this.remotePort = adopted !== undefined ? adopted.port : (socket.remotePort ?? 0);
+    this.readHolder = adopted?.holder ?? null;
+    if (adopted !== undefined) adopted.holder.conn = this;
     this.lastActive = core.now;
     this.headStart = core.now;
     this.parser = new HttpParser('request', this, core.settings.maxHeaderSize);

@@ -221,8 +221,8 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
 
   /**
    * Who gets this socket's reads (net's onread): this connection, until a WebSocket tunnel takes them
-   * (redirectReads). Held here and read by a closure, not set on the socket: see read-buffers.ts
-   * sourceReadCallback for why the transport adds no property to its sockets.
+   * (redirectReads). Held here and read by a closure, not set on the socket: read-buffers.ts (module
+   * comment) says why the transport adds no property to its sockets.
    */
   private reader: TargetReader = this;
 
@@ -256,7 +256,8 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
     // A buffer a pending write still references must not be refilled: the read buffer is reusable only if every write of its bytes to the
     // client finished synchronously.
     const client = ex.source.socket;
-    // A read into the shared buffer was copied out (onSocketRead): nothing views the shared one.
+    // A read into the shared buffer is only viewed during onRead (what is kept was copied: keptBytes), so no
+    // pending write can hold it.
     this.readBufBusy = this.readBuf !== SHARED_READ_BUFFER && writesPending(client);
     this.busySocket = this.readBufBusy ? client : null;
   }

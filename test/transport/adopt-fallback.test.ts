@@ -6,18 +6,24 @@
  * 1 MiB upload checked by sha256, a client that half-closes; and both must leave no connection behind.
  */
 import t, { type Test } from 'tap';
-import { createTransport, targetFromUrl, type Transport } from '../../lib/transport';
+import { createTransport, targetFromUrl, type RouteFn, type Transport } from '../../lib/transport';
 import { rawBackend } from '../helpers/backend';
 import { HOST, RawClient, until } from '../helpers/client';
 import { Digest, MiB, writeBody } from '../helpers/bodies';
 import { TEST_SETTINGS } from '../helpers/transport';
 
-async function start(t: Test, backendUrl: string, adopt: boolean, maxOpenConnections = -1): Promise<{ transport: Transport; port: number }> {
+async function start(t: Test, backendUrl: string, adopt: boolean, maxOpenConnections = -1): Promise<{ transport: Transport; port: number; peers: string[] }> {
   const target = targetFromUrl(backendUrl);
-  const transport = createTransport({ route: () => ({ target }), settings: { ...TEST_SETTINGS, socketTimeout: 20_000, maxOpenConnections }, adoptAcceptedSockets: adopt });
+  // The client's address and port as the router sees them: read from the socket net accepted when adopted.
+  const peers: string[] = [];
+  const route: RouteFn = (req) => {
+    peers.push(`${req.remoteAddress}:${req.remotePort}`);
+    return { target };
+  };
+  const transport = createTransport({ route, settings: { ...TEST_SETTINGS, socketTimeout: 20_000, maxOpenConnections }, adoptAcceptedSockets: adopt });
   const { port } = await transport.listen({ port: 0, host: HOST });
   t.teardown(() => transport.close());
-  return { transport, port };
+  return { transport, port, peers };
 }
 
 for (const adopt of [true, false]) {
@@ -38,7 +44,7 @@ for (const adopt of [true, false]) {
       },
     });
     t.teardown(() => backend.close());
-    const { transport, port } = await start(t, backend.url, adopt);
+    const { transport, port, peers } = await start(t, backend.url, adopt);
 
     const c = await RawClient.connect(port);
     t.teardown(() => c.destroy());
@@ -46,6 +52,7 @@ for (const adopt of [true, false]) {
     const one = await c.finalResponse();
     t.equal(one.status, 200);
     t.match(one.body.toString(), /^GET \/one 0 /);
+    t.same(peers, [`${c.socket.localAddress}:${c.socket.localPort}`], 'the router sees the client\'s address and port');
     await c.write('GET /two HTTP/1.1\r\nHost: a\r\n\r\nGET /three HTTP/1.1\r\nHost: a\r\n\r\n');
     const two = await c.finalResponse(5000, 1);
     const three = await c.finalResponse(5000, 2);
