@@ -95,7 +95,7 @@ function adopt(accepted: net.Socket, highWaterMark: number): { socket: net.Socke
   const handle = old._handle;
   if (handle === null || typeof handle !== 'object' || typeof (handle as { readStart?: unknown }).readStart !== 'function') return undefined;
   // Read from the socket net accepted, which keeps it: read from the adopted one, net would add it to that
-  // socket, whose hidden class then differs from the backend sockets' (read-buffers.ts sourceReadCallback).
+  // socket, whose hidden class then differs from the backend sockets' (read-buffers.ts, module comment).
   const address = accepted.remoteAddress ?? '';
   const port = accepted.remotePort ?? 0;
   // The first read is a request head: small; the connection picks larger buffers when reads fill them.
