@@ -11,6 +11,7 @@
  *   npm run bench -- --workers [...]   (bench/workers.ts)
  *   npm run bench -- --idle [--clients N] [--write] [--from FILE]   (bench/idle.ts)
  *   npm run bench -- --instructions [--requests N] [--rounds R] [--warm N] [--traced]   (bench/instructions.ts)
+ *   npm run bench -- --many-clients [--clients N] [--rounds R] [--duration S] [--write] [--from FILE]   (bench/clients.ts)
  *
  * Per cell (scenario × target × round): req/s, ratio to direct in the same round, p50/p99, errors and
  * non-2xx, and CPU time per completed request of the proxy, the backend and this process (the client),
@@ -96,6 +97,7 @@ import {
 } from './common';
 import { runWorkersBench } from './workers';
 import { runIdleBench } from './idle';
+import { runClientsBench } from './clients';
 import { runInstructionsBench } from './instructions';
 
 /** Used when conf/ has no demo API to read the URL from. */
@@ -901,6 +903,10 @@ async function main(): Promise<void> {
   if (argv.includes('--idle')) {
     installExitHandlers();
     return runIdleBench(argv.filter((a) => a !== '--idle'), benchCommand(argv, false));
+  }
+  if (argv.includes('--many-clients')) {
+    installExitHandlers();
+    return runClientsBench(argv.filter((a) => a !== '--many-clients'), benchCommand(argv, false));
   }
   if (argv.includes('--instructions')) {
     installExitHandlers();

@@ -1,0 +1,82 @@
+/**
+ * The many-clients bench (bench/clients.ts): the nginx configuration it derives from the peers' tuned one,
+ * the ratios and verdict of its table, and its options refused before anything is started.
+ */
+import t from 'tap';
+import * as fs from 'node:fs';
+import { BASE_CLIENTS, CLIENTS_BEGIN, CLIENTS_END, nginxConf, PEERS_NGINX_CONF, renderClients, renderClientsTable, runClientsBench, summarize, type ClientsCell, type ClientsRun } from '../../bench/clients';
+
+const TEMPLATE = [
+  'upstream backend {',
+  '    server 127.0.0.1:8100;',
+  '    keepalive 64;',
+  '    keepalive_requests 1000000;',
+  '    keepalive_timeout 60s;',
+  '}',
+  'server {',
+  '    listen 127.0.0.1:8207 backlog=4096;',
+  '}',
+].join('\n');
+
+t.test('the derived nginx configuration changes the listen port, the upstream and its keepalive, nothing else', async (t) => {
+  const out = nginxConf(TEMPLATE, 9001, 9002, 1024);
+  t.equal(
+    out,
+    TEMPLATE.replace('127.0.0.1:8100;', '127.0.0.1:9002;').replace('keepalive 64;', 'keepalive 1024;').replace('127.0.0.1:8207 ', '127.0.0.1:9001 '),
+  );
+  t.match(out, /keepalive_requests 1000000;/, 'keepalive_requests and keepalive_timeout untouched');
+  t.throws(() => nginxConf(TEMPLATE.replace('    keepalive 64;\n', ''), 1, 2, 3), /expected one line "keepalive <n>; \(the upstream\)", found 0/, 'a missing line is named');
+  t.throws(() => nginxConf(`${TEMPLATE}\nserver {\n    listen 127.0.0.1:8208;\n}`, 1, 2, 3), /expected one line "listen 127\.0\.0\.1:<port>", found 2/, 'so is a doubled one');
+});
+
+t.test("the peers' own nginx-tuned.conf has the three lines", { skip: fs.existsSync(PEERS_NGINX_CONF) ? false : `${PEERS_NGINX_CONF} is not beside this checkout` }, async (t) => {
+  const out = nginxConf(fs.readFileSync(PEERS_NGINX_CONF, 'utf8'), 9001, 9002, 1024);
+  t.match(out, /^\s*listen\s+127\.0\.0\.1:9001\b/m);
+  t.match(out, /^\s*server\s+127\.0\.0\.1:9002;/m);
+  t.match(out, /^\s*keepalive\s+1024;/m);
+  t.match(out, /worker_processes 1;/, 'still one worker');
+});
+
+function run(tw64: number[], tw1000: number[], ng64: number[], ng1000: number[]): ClientsRun {
+  const cells: ClientsCell[] = [];
+  const add = (proxy: 'throughway' | 'nginx', conns: number, xs: number[]): void => {
+    // Stored out of round order, as alternate rounds measure the cells in reverse.
+    xs.forEach((usPerReq, i) => cells.unshift({ round: i + 1, proxy, conns, usPerReq, reqPerS: 1000, errors: i === 0 && proxy === 'nginx' ? 2 : 0 }));
+  };
+  add('throughway', BASE_CLIENTS, tw64);
+  add('throughway', 1000, tw1000);
+  add('nginx', BASE_CLIENTS, ng64);
+  add('nginx', 1000, ng1000);
+  return { date: '2026-11-29T00:00:00.000Z', command: 'npm run bench -- --many-clients --write', machine: ['- CPU: test'], clients: 1000, rounds: tw64.length, durationS: 4, nginx: 'nginx/1.22.1', cells };
+}
+
+t.test('ratios are taken round by round: each proxy against itself, then throughway against nginx', async (t) => {
+  const r = run([10, 20, 10], [15, 22, 11], [8, 8, 10], [12, 10, 16]);
+  const s = summarize(r);
+  t.same(s.growth.throughway, [1.5, 1.1, 1.1]);
+  t.same(s.growth.nginx, [1.5, 1.25, 1.6]);
+  t.same(s.versusBase, [1.25, 2.5, 1]);
+  t.same(s.versusMany, [1.25, 2.2, 0.6875]);
+  const rows = renderClientsTable(r).split('\n');
+  t.equal(rows[2], '| throughway (transport only) | 10.0 (10.0–20.0) | 15.0 (11.0–22.0) | 1.10× | 1.50, 1.10, 1.10 |');
+  t.equal(rows[3], '| nginx-1w-tuned, upstream keepalive 1024 | 8.0 (8.0–10.0) | 12.0 (10.0–16.0) | 1.50× | 1.50, 1.25, 1.60 |');
+  t.match(rows[5], /^throughway ÷ nginx in the same round: 1\.25× at 64 connections \(1\.00–2\.50\), 1\.25× at 1,000 \(0\.69–2\.20\)\./);
+  t.match(rows[5], /\(1,000 clients ≤ 1\.2× its 64-client figure\): \*\*met\*\* \(1\.10×\); nginx's own figure in the same rounds: 1\.50×\. wrk socket errors and non-2xx answers: 4\.$/, 'errors summed over the cells');
+  const over = renderClientsTable(run([10, 10, 10], [13, 12.1, 15], [8, 8, 8], [9, 9, 9]));
+  t.match(over, /\*\*not met\*\* \(1\.30×\)/, 'over 1.2× is not met');
+});
+
+t.test('the section keeps its markers and names nginx by its version', async (t) => {
+  const s = renderClients(run([10], [12], [8], [9]));
+  t.ok(s.startsWith(`${CLIENTS_BEGIN}\n`));
+  t.ok(s.endsWith(CLIENTS_END));
+  t.match(s, /and nginx 1\.22\.1 \(the peers' nginx-1w-tuned configuration/);
+  t.match(s, /\n- CPU: test\n/);
+});
+
+t.test('bad options are refused before anything is started', async (t) => {
+  await t.rejects(runClientsBench(['--clients', '64'], 'test'), /--clients needs a whole number above 64/);
+  await t.rejects(runClientsBench(['--rounds', '0'], 'test'), /--rounds needs a positive whole number/);
+  await t.rejects(runClientsBench(['--duration', 'x'], 'test'), /--duration needs a positive whole number of seconds/);
+  await t.rejects(runClientsBench(['--connections', '5'], 'test'), /unknown option --connections/);
+});
