@@ -139,8 +139,12 @@ async function measure(clients: number, rounds: number, durationS: number, comma
     const tw = await startThroughway(twPort, backendPort);
     const ng = startProc('nginx-many-clients', ['nginx', '-c', confFile, '-p', `${prefix}/`, '-e', 'logs/error.log'], {});
     await waitPort(ngPort, 10_000, ng);
-    let worker: number | undefined;
-    for (let i = 0; i < 50 && worker === undefined; i++, await sleep(100)) worker = childOf(ng.pid);
+    // The master forks its worker once it listens; give it up to 5 s.
+    let worker = childOf(ng.pid);
+    for (let i = 0; i < 50 && worker === undefined; i++) {
+      await sleep(100);
+      worker = childOf(ng.pid);
+    }
     if (worker === undefined) throw new Error(`nginx (pid ${ng.pid}) started no worker (log: ${prefix}/logs/error.log)`);
     const pids: Record<ProxyName, number> = { throughway: tw.pid, nginx: worker };
     const ports: Record<ProxyName, number> = { throughway: twPort, nginx: ngPort };
