@@ -18,8 +18,8 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { spawn } from 'node:child_process';
-import { CLK_TCK, fmt, freePort, hasCommand, HOST, log, machineLines, median, procTicks, rawRun, ROOT, sleep, startBackend, startProc, startThroughway, stopAll, waitPort, WORK_DIR } from './common';
+import { spawnSync } from 'node:child_process';
+import { CLK_TCK, fmt, freePort, hasCommand, HOST, log, machineLines, median, procTicks, range, rawRun, ROOT, runWrk, sleep, startBackend, startProc, startThroughway, stopAll, waitPort, WORK_DIR } from './common';
 import { writeSection } from './render';
 
 export const CLIENTS_BEGIN = '<!-- many-clients:begin -->';
@@ -77,6 +77,11 @@ export function nginxConf(template: string, listenPort: number, backendPort: num
   return out;
 }
 
+/** The directories a configuration's `*_temp_path` lines name (relative to nginx's prefix). */
+export function tempPaths(conf: string): string[] {
+  return [...conf.matchAll(/^\s*[a-z_]+_temp_path\s+([^\s;]+)/gm)].map((m) => m[1] as string);
+}
+
 /** The first child of `pid` (nginx's worker under its master), from /proc. */
 function childOf(pid: number): number | undefined {
   for (const d of fs.readdirSync('/proc')) {
@@ -92,47 +97,20 @@ function childOf(pid: number): number | undefined {
   return undefined;
 }
 
-interface WrkResult {
-  readonly requests: number;
-  readonly seconds: number;
-  readonly errors: number;
-}
-
-function wrk(port: number, conns: number, seconds: number): Promise<WrkResult> {
-  const args = ['-k', '5', String(seconds + 25), 'wrk', '-t1', `-c${conns}`, `-d${seconds}s`, '--timeout', '10s', `http://${HOST}:${port}/small`];
-  return new Promise((resolve, reject) => {
-    const child = spawn('timeout', args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
-    child.on('close', (code) => {
-      const m = /(\d+) requests in ([\d.]+)(m?s)/.exec(out);
-      if (code !== 0 || m === null) return reject(new Error(`wrk exited ${String(code)}: ${out.slice(-400)}`));
-      const err = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out);
-      const socketErrors = err === null ? 0 : Number(err[1]) + Number(err[2]) + Number(err[3]) + Number(err[4]);
-      const non2xx = Number(/Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? 0);
-      resolve({ requests: Number(m[1]), seconds: Number(m[2]) / (m[3] === 'ms' ? 1000 : 1), errors: socketErrors + non2xx });
-    });
-  });
-}
-
 async function measure(clients: number, rounds: number, durationS: number, command: string): Promise<ClientsRun> {
   for (const cmd of ['wrk', 'nginx']) if (!hasCommand(cmd)) throw new Error(`--many-clients needs ${cmd}, not found (Debian: apt-get install ${cmd})`);
   if (!fs.existsSync(PEERS_NGINX_CONF)) throw new Error(`--many-clients starts from the peers' nginx configuration, ${PEERS_NGINX_CONF}: not found`);
   const load0 = os.loadavg();
-  const nginxVersion = await new Promise<string>((resolve) => {
-    const c = spawn('nginx', ['-v'], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let s = '';
-    c.stderr.on('data', (d: Buffer) => (s += d.toString()));
-    c.on('close', () => resolve(s.trim().replace(/^nginx version: /, '')));
-  });
+  const nginxVersion = spawnSync('nginx', ['-v'], { encoding: 'utf8' }).stderr.trim().replace(/^nginx version: /, '');
   const backendPort = await freePort();
   const twPort = await freePort();
   const ngPort = await freePort();
   const prefix = path.join(WORK_DIR, 'nginx-many-clients');
-  for (const d of ['logs', 'tmp/tuned/body', 'tmp/tuned/proxy', 'tmp/tuned/fastcgi', 'tmp/tuned/uwsgi', 'tmp/tuned/scgi']) fs.mkdirSync(path.join(prefix, d), { recursive: true });
+  const template = fs.readFileSync(PEERS_NGINX_CONF, 'utf8');
+  // nginx refuses to start without its log and temporary directories, which are relative to the prefix.
+  for (const d of ['logs', ...tempPaths(template)]) fs.mkdirSync(path.join(prefix, d), { recursive: true });
   const confFile = path.join(prefix, 'nginx.conf');
-  fs.writeFileSync(confFile, nginxConf(fs.readFileSync(PEERS_NGINX_CONF, 'utf8'), ngPort, backendPort, clients + 24));
+  fs.writeFileSync(confFile, nginxConf(template, ngPort, backendPort, clients + 24));
   const cells: ClientsCell[] = [];
   try {
     await startBackend(backendPort);
@@ -148,6 +126,7 @@ async function measure(clients: number, rounds: number, durationS: number, comma
     if (worker === undefined) throw new Error(`nginx (pid ${ng.pid}) started no worker (log: ${prefix}/logs/error.log)`);
     const pids: Record<ProxyName, number> = { throughway: tw.pid, nginx: worker };
     const ports: Record<ProxyName, number> = { throughway: twPort, nginx: ngPort };
+    const url = (port: number): string => `http://${HOST}:${port}/small`;
     const order: [ProxyName, number][] = [
       ['throughway', BASE_CLIENTS],
       ['throughway', clients],
@@ -155,15 +134,15 @@ async function measure(clients: number, rounds: number, durationS: number, comma
       ['nginx', clients],
     ];
     // Warm both proxies with the larger client count (code compiled, backend connections opened).
-    for (const p of ['throughway', 'nginx'] as const) await wrk(ports[p], clients, 2);
+    for (const p of ['throughway', 'nginx'] as const) await runWrk(url(ports[p]), clients, 2);
     for (let round = 1; round <= rounds; round++) {
       const cellsOfRound = round % 2 === 1 ? order : [...order].reverse();
       for (const [proxy, conns] of cellsOfRound) {
         const t0 = procTicks(pids[proxy]);
-        const r = await wrk(ports[proxy], conns, durationS);
+        const r = await runWrk(url(ports[proxy]), conns, durationS);
         const t1 = procTicks(pids[proxy]);
         if (t0 === undefined || t1 === undefined) throw new Error(`${proxy} exited during the run`);
-        const cell: ClientsCell = { round, proxy, conns, usPerReq: (((t1 - t0) / CLK_TCK) * 1e6) / Math.max(1, r.requests), reqPerS: r.requests / r.seconds, errors: r.errors };
+        const cell: ClientsCell = { round, proxy, conns, usPerReq: (((t1 - t0) / CLK_TCK) * 1e6) / Math.max(1, r.requests), reqPerS: r.rps, errors: r.errors + r.non2xx };
         cells.push(cell);
         log(`[${cells.length}/${rounds * 4}] r${round} ${proxy} ${conns} conns: ${fmt(cell.reqPerS)} req/s, ${fmt(cell.usPerReq, 1)} µs/req, errors ${cell.errors}`);
       }
@@ -185,8 +164,6 @@ function ratios(a: readonly number[], b: readonly number[]): number[] {
   for (let i = 0; i < Math.min(a.length, b.length); i++) out.push((a[i] as number) / (b[i] as number));
   return out;
 }
-
-const spread = (xs: readonly number[], d: number): string => (xs.length === 0 ? '—' : `${fmt(Math.min(...xs), d)}–${fmt(Math.max(...xs), d)}`);
 
 export interface ClientsSummary {
   readonly growth: Record<ProxyName, number[]>;
@@ -211,7 +188,7 @@ export function renderClientsTable(run: ClientsRun): string {
     const a = series(run, p, BASE_CLIENTS);
     const b = series(run, p, run.clients);
     const g = sum.growth[p];
-    return `| ${label} | ${fmt(median(a), 1)} (${spread(a, 1)}) | ${fmt(median(b), 1)} (${spread(b, 1)}) | ${fmt(median(g), 2)}× | ${g.map((x) => fmt(x, 2)).join(', ')} |`;
+    return `| ${label} | ${fmt(median(a), 1)}${range(a, 1)} | ${fmt(median(b), 1)}${range(b, 1)} | ${fmt(median(g), 2)}× | ${g.map((x) => fmt(x, 2)).join(', ')} |`;
   };
   const errors = run.cells.reduce((a, c) => a + c.errors, 0);
   const g = median(sum.growth.throughway);
@@ -221,8 +198,8 @@ export function renderClientsTable(run: ClientsRun): string {
     row('throughway (transport only)', 'throughway'),
     row(`nginx-1w-tuned, upstream keepalive ${run.clients + 24}`, 'nginx'),
     '',
-    `throughway ÷ nginx in the same round: ${fmt(median(sum.versusBase), 2)}× at ${BASE_CLIENTS} connections (${spread(sum.versusBase, 2)}), ` +
-      `${fmt(median(sum.versusMany), 2)}× at ${n} (${spread(sum.versusMany, 2)}). ` +
+    `throughway ÷ nginx in the same round: ${fmt(median(sum.versusBase), 2)}× at ${BASE_CLIENTS} connections${range(sum.versusBase, 2)}, ` +
+      `${fmt(median(sum.versusMany), 2)}× at ${n}${range(sum.versusMany, 2)}. ` +
       `Target for throughway (${n} clients ≤ ${TARGET_GROWTH}× its ${BASE_CLIENTS}-client figure): ${g <= TARGET_GROWTH ? '**met**' : '**not met**'} (${fmt(g, 2)}×); ` +
       `nginx's own figure in the same rounds: ${fmt(median(sum.growth.nginx), 2)}×. wrk socket errors and non-2xx answers: ${errors}.`,
   ].join('\n');

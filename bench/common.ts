@@ -415,6 +415,41 @@ export const range = (xs: readonly number[], d = 0): string => {
   return f.length > 1 ? ` (${fmt(Math.min(...f), d)}–${fmt(Math.max(...f), d)})` : '';
 };
 
+/** What one wrk run reported. */
+export interface WrkResult {
+  readonly requests: number;
+  readonly rps: number;
+  /** Socket errors: connect, read, write and timeout together. */
+  readonly errors: number;
+  readonly non2xx: number;
+}
+
+/**
+ * `wrk -t1 -c<conns> -d<seconds>s --timeout 10s [-s script] url`, killed 25 s after its own end at the
+ * latest; rejects when wrk fails or prints no request count (bench/profile.ts, bench/clients.ts).
+ */
+export function runWrk(url: string, conns: number, seconds: number, script?: string, env: Record<string, string> = {}): Promise<WrkResult> {
+  const args = ['-k', '5', String(seconds + 25), 'wrk', '-t1', `-c${conns}`, `-d${seconds}s`, '--timeout', '10s'];
+  if (script !== undefined) args.push('-s', script);
+  args.push(url);
+  return new Promise((resolve, reject) => {
+    const child = spawn('timeout', args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+    child.on('close', (code) => {
+      const m = /(\d+) requests in ([\d.]+)(m?s)/.exec(out);
+      if (code !== 0 || m === null) return reject(new Error(`wrk exited ${String(code)}: ${out.slice(-400)}`));
+      const requests = Number(m[1]);
+      const secs = Number(m[2]) / (m[3] === 'ms' ? 1000 : 1);
+      const err = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out);
+      const errors = err === null ? 0 : Number(err[1]) + Number(err[2]) + Number(err[3]) + Number(err[4]);
+      const non2xx = Number(/Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? 0);
+      resolve({ requests, rps: requests / secs, errors, non2xx });
+    });
+  });
+}
+
 export function hasCommand(cmd: string): boolean {
   try {
     execFileSync('sh', ['-c', `command -v ${cmd}`], { stdio: 'ignore' });

@@ -20,6 +20,8 @@ import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import {
+  runWrk,
+  type WrkResult,
   CLK_TCK,
   HOST,
   SCENARIOS,
@@ -102,12 +104,7 @@ function parseArgs(argv: readonly string[]): Options {
 
 // ------------------------------------------------------------------ load
 
-interface LoadResult {
-  requests: number;
-  rps: number;
-  errors: number;
-  non2xx: number;
-}
+type LoadResult = WrkResult;
 
 function runLoad(opts: Options, port: number, seconds: number, outDir: string): Promise<LoadResult> {
   const sc = opts.scenario;
@@ -129,33 +126,16 @@ function runLoad(opts: Options, port: number, seconds: number, outDir: string): 
       const guard = setTimeout(() => inst.stop(), (seconds + 30) * 1000);
     });
   }
-  const args = ['-k', '5', String(seconds + 25), 'wrk', '-t1', `-c${conns}`, `-d${seconds}s`, '--timeout', '10s'];
+  let script: string | undefined;
   if (sc.method === 'POST') {
-    const lua = path.join(outDir, 'post.lua');
+    script = path.join(outDir, 'post.lua');
     fs.writeFileSync(
-      lua,
+      script,
       'local f = assert(io.open(os.getenv("WRK_BODY_FILE"), "rb"))\nwrk.body = f:read("*a")\nf:close()\n' +
         'wrk.method = "POST"\nwrk.headers["Content-Type"] = "application/octet-stream"\n',
     );
-    args.push('-s', lua);
   }
-  args.push(url);
-  return new Promise((resolve, reject) => {
-    const child = spawn('timeout', args, { env: { ...process.env, WRK_BODY_FILE: bodyFile() }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
-    child.on('close', (code) => {
-      const m = /(\d+) requests in ([\d.]+)(m?s)/.exec(out);
-      if (code !== 0 || !m) return reject(new Error(`wrk exited ${code}: ${out.slice(-400)}`));
-      const requests = Number(m[1]);
-      const secs = Number(m[2]) / (m[3] === 'ms' ? 1000 : 1);
-      const err = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out);
-      const errors = err ? Number(err[1]) + Number(err[2]) + Number(err[3]) + Number(err[4]) : 0;
-      const non2xx = Number(/Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? 0);
-      resolve({ requests, rps: requests / secs, errors, non2xx });
-    });
-  });
+  return runWrk(url, conns, seconds, script, { WRK_BODY_FILE: bodyFile() });
 }
 
 /** Load for `seconds` while measuring the proxy's CPU; `during` runs alongside (perf record). */

@@ -4,7 +4,9 @@
  */
 import t from 'tap';
 import * as fs from 'node:fs';
-import { BASE_CLIENTS, CLIENTS_BEGIN, CLIENTS_END, nginxConf, PEERS_NGINX_CONF, renderClients, renderClientsTable, runClientsBench, summarize, type ClientsCell, type ClientsRun } from '../../bench/clients';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { BASE_CLIENTS, CLIENTS_BEGIN, CLIENTS_END, nginxConf, PEERS_NGINX_CONF, tempPaths, renderClients, renderClientsTable, runClientsBench, summarize, type ClientsCell, type ClientsRun } from '../../bench/clients';
 
 const TEMPLATE = [
   'upstream backend {',
@@ -35,6 +37,13 @@ t.test("the peers' own nginx-tuned.conf has the three lines", { skip: fs.existsS
   t.match(out, /^\s*server\s+127\.0\.0\.1:9002;/m);
   t.match(out, /^\s*keepalive\s+1024;/m);
   t.match(out, /worker_processes 1;/, 'still one worker');
+  t.same(tempPaths(out), ['tmp/tuned/body', 'tmp/tuned/proxy', 'tmp/tuned/fastcgi', 'tmp/tuned/uwsgi', 'tmp/tuned/scgi'], 'its five temporary directories, made before nginx starts');
+});
+
+t.test('the temporary directories are read from the configuration, client_body_temp_path included', async (t) => {
+  const conf = 'http {\n    client_body_temp_path a/body;\n    proxy_temp_path   a/proxy 1 2;\n    # scgi_temp_path commented/out;\n}\n';
+  t.same(tempPaths(conf), ['a/body', 'a/proxy']);
+  t.same(tempPaths(TEMPLATE), [], 'none named: none made');
 });
 
 function run(tw64: number[], tw1000: number[], ng64: number[], ng1000: number[]): ClientsRun {
@@ -79,4 +88,17 @@ t.test('bad options are refused before anything is started', async (t) => {
   await t.rejects(runClientsBench(['--rounds', '0'], 'test'), /--rounds needs a positive whole number/);
   await t.rejects(runClientsBench(['--duration', 'x'], 'test'), /--duration needs a positive whole number of seconds/);
   await t.rejects(runClientsBench(['--connections', '5'], 'test'), /unknown option --connections/);
+});
+
+t.test('without wrk or nginx on the PATH it says which is missing and how to get it, before starting anything', async (t) => {
+  const empty = fs.mkdtempSync(path.join(os.tmpdir(), 'tw-many-clients-'));
+  const saved = process.env.PATH;
+  t.teardown(() => {
+    process.env.PATH = saved;
+    fs.rmSync(empty, { recursive: true, force: true });
+  });
+  // Only sh (hasCommand asks it), nothing else.
+  fs.symlinkSync('/bin/sh', path.join(empty, 'sh'));
+  process.env.PATH = empty;
+  await t.rejects(runClientsBench(['--rounds', '1'], 'test'), /--many-clients needs wrk, not found \(Debian: apt-get install wrk\)/);
 });
