@@ -10,8 +10,9 @@
  * time at 1,000 clients, which measures its configuration rather than its cost. Each round measures the
  * four cells (two proxies × two client counts) in turn, in the opposite order in the next round, all
  * with `wrk -t1` against the bench backend (bench/backend.ts, /small: 96 bytes); CPU per request is the
- * proxy's utime+stime (for nginx its worker's) over the measured window ÷ the requests wrk completed.
- * Measurement only; `--write` replaces the section.
+ * proxy's utime+stime (for nginx its worker's) over the measured window ÷ the requests wrk completed,
+ * also kept split into user space and the kernel (stime), so the section can say how much of each
+ * proxy's growth is the kernel's. Measurement only; `--write` replaces the section.
  *
  *   npm run bench -- --many-clients [--clients N (1000)] [--rounds R (8)] [--duration S (4)] [--write] [--from FILE]
  */
@@ -19,7 +20,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { spawnSync } from 'node:child_process';
-import { CLK_TCK, fmt, freePort, hasCommand, HOST, log, machineLines, median, procTicks, range, rawRun, ROOT, runWrk, sleep, startBackend, startProc, startThroughway, stopAll, waitPort, WORK_DIR } from './common';
+import { CLK_TCK, fmt, freePort, hasCommand, HOST, log, machineLines, median, procSplit, range, rawRun, ROOT, runWrk, sleep, startBackend, startProc, startThroughway, stopAll, waitPort, WORK_DIR } from './common';
 import { writeSection } from './render';
 
 export const CLIENTS_BEGIN = '<!-- many-clients:begin -->';
@@ -37,6 +38,8 @@ export interface ClientsCell {
   readonly proxy: ProxyName;
   readonly conns: number;
   readonly usPerReq: number;
+  /** The kernel's part of usPerReq (stime); absent from runs recorded before it was kept. */
+  readonly kernelUsPerReq?: number;
   readonly reqPerS: number;
   /** wrk's socket errors and non-2xx answers. */
   readonly errors: number;
@@ -138,11 +141,20 @@ async function measure(clients: number, rounds: number, durationS: number, comma
     for (let round = 1; round <= rounds; round++) {
       const cellsOfRound = round % 2 === 1 ? order : [...order].reverse();
       for (const [proxy, conns] of cellsOfRound) {
-        const t0 = procTicks(pids[proxy]);
+        const t0 = procSplit(pids[proxy]);
         const r = await runWrk(url(ports[proxy]), conns, durationS);
-        const t1 = procTicks(pids[proxy]);
+        const t1 = procSplit(pids[proxy]);
         if (t0 === undefined || t1 === undefined) throw new Error(`${proxy} exited during the run`);
-        const cell: ClientsCell = { round, proxy, conns, usPerReq: (((t1 - t0) / CLK_TCK) * 1e6) / Math.max(1, r.requests), reqPerS: r.rps, errors: r.errors + r.non2xx };
+        const perReq = (ticks: number): number => ((ticks / CLK_TCK) * 1e6) / Math.max(1, r.requests);
+        const cell: ClientsCell = {
+          round,
+          proxy,
+          conns,
+          usPerReq: perReq(t1.user + t1.kernel - t0.user - t0.kernel),
+          kernelUsPerReq: perReq(t1.kernel - t0.kernel),
+          reqPerS: r.rps,
+          errors: r.errors + r.non2xx,
+        };
         cells.push(cell);
         log(`[${cells.length}/${rounds * 4}] r${round} ${proxy} ${conns} conns: ${fmt(cell.reqPerS)} req/s, ${fmt(cell.usPerReq, 1)} µs/req, errors ${cell.errors}`);
       }
@@ -153,9 +165,18 @@ async function measure(clients: number, rounds: number, durationS: number, comma
   return { date: new Date().toISOString(), command, machine: machineLines(load0, os.loadavg()), clients, rounds, durationS, nginx: nginxVersion, cells };
 }
 
-/** µs/req of one proxy at one client count, per round (round order). */
-function series(run: ClientsRun, proxy: ProxyName, conns: number): number[] {
-  return run.cells.filter((c) => c.proxy === proxy && c.conns === conns).sort((a, b) => a.round - b.round).map((c) => c.usPerReq);
+/** One figure of one proxy at one client count, per round (round order): CPU µs/req, or its kernel or user-space part. */
+function series(run: ClientsRun, proxy: ProxyName, conns: number, part: 'all' | 'kernel' | 'user' = 'all'): number[] {
+  const pick = (c: ClientsCell): number => (part === 'all' ? c.usPerReq : part === 'kernel' ? (c.kernelUsPerReq ?? NaN) : c.usPerReq - (c.kernelUsPerReq ?? NaN));
+  return run.cells
+    .filter((c) => c.proxy === proxy && c.conns === conns)
+    .sort((a, b) => a.round - b.round)
+    .map(pick);
+}
+
+/** Whether every cell has its kernel part (runs recorded before it was kept have none). */
+function hasSplit(run: ClientsRun): boolean {
+  return run.cells.length > 0 && run.cells.every((c) => c.kernelUsPerReq !== undefined);
 }
 
 /** Per-round ratios a[i] / b[i] over the rounds both have. */
@@ -170,6 +191,11 @@ export interface ClientsSummary {
   /** throughway ÷ nginx per round at BASE_CLIENTS and at the larger count. */
   readonly versusBase: number[];
   readonly versusMany: number[];
+  /**
+   * Per round, the larger count's figure if only the kernel's part had grown: (CPU at 64 + the kernel's
+   * growth) ÷ CPU at 64. Empty for a run without the kernel's part.
+   */
+  readonly kernelAlone: Record<ProxyName, number[]>;
 }
 
 export function summarize(run: ClientsRun): ClientsSummary {
@@ -178,7 +204,44 @@ export function summarize(run: ClientsRun): ClientsSummary {
     growth: { throughway: ratios(s('throughway', run.clients), s('throughway', BASE_CLIENTS)), nginx: ratios(s('nginx', run.clients), s('nginx', BASE_CLIENTS)) },
     versusBase: ratios(s('throughway', BASE_CLIENTS), s('nginx', BASE_CLIENTS)),
     versusMany: ratios(s('throughway', run.clients), s('nginx', run.clients)),
+    kernelAlone: { throughway: kernelAlone(run, 'throughway'), nginx: kernelAlone(run, 'nginx') },
   };
+}
+
+function kernelAlone(run: ClientsRun, proxy: ProxyName): number[] {
+  if (!hasSplit(run)) return [];
+  const base = series(run, proxy, BASE_CLIENTS);
+  const k0 = series(run, proxy, BASE_CLIENTS, 'kernel');
+  const k1 = series(run, proxy, run.clients, 'kernel');
+  const out: number[] = [];
+  for (let i = 0; i < Math.min(base.length, k0.length, k1.length); i++) out.push(((base[i] as number) + (k1[i] as number) - (k0[i] as number)) / (base[i] as number));
+  return out;
+}
+
+/**
+ * Where each proxy's growth goes: user space and the kernel at both client counts (medians over the
+ * rounds), and the ratio had only the kernel's part grown. Empty for a run without the kernel's part.
+ */
+export function renderSplitTable(run: ClientsRun): string {
+  if (!hasSplit(run)) return '';
+  const sum = summarize(run);
+  const n = run.clients.toLocaleString('en-US');
+  const part = (p: ProxyName, which: 'user' | 'kernel'): string => {
+    const a = median(series(run, p, BASE_CLIENTS, which));
+    const b = median(series(run, p, run.clients, which));
+    const d = b - a;
+    return `${fmt(a, 1)} → ${fmt(b, 1)} (${d >= 0 ? '+' : '−'}${fmt(Math.abs(d), 1)})`;
+  };
+  const row = (label: string, p: ProxyName): string => {
+    const k = sum.kernelAlone[p];
+    return `| ${label} | ${part(p, 'user')} | ${part(p, 'kernel')} | ${fmt(median(k), 2)}× | ${k.map((x) => fmt(x, 2)).join(', ')} |`;
+  };
+  return [
+    `| proxy | user space µs/req, ${BASE_CLIENTS} → ${n} conns | kernel µs/req, ${BASE_CLIENTS} → ${n} conns | ${n} ÷ ${BASE_CLIENTS} had only the kernel's part grown | per round |`,
+    '|---|---|---|---|---|',
+    row('throughway (transport only)', 'throughway'),
+    row('nginx-1w-tuned', 'nginx'),
+  ].join('\n');
 }
 
 export function renderClientsTable(run: ClientsRun): string {
@@ -221,6 +284,16 @@ export function renderClients(run: ClientsRun): string {
     '',
     renderClientsTable(run),
     '',
+    ...(hasSplit(run)
+      ? [
+          "Where the growth goes: each proxy's CPU per request split into user space (utime) and the kernel (stime), medians over the rounds; " +
+            "the fourth column is the larger count's ratio had user space cost per request no more than at 64 connections, the part of the ratio " +
+            "the kernel's own growth makes.",
+          '',
+          renderSplitTable(run),
+          '',
+        ]
+      : []),
     "A proxy's ratio holds what any proxy pays for more sockets as well as its own work: the kernel's work per socket and the " +
       "cache misses on each connection's state, which grow with the number of connections whatever the proxy. nginx's ratio in the " +
       'same rounds is how much of that this machine shows.',
@@ -247,6 +320,7 @@ export async function runClientsBench(argv: readonly string[], command: string):
   if (!Number.isInteger(rounds) || rounds <= 0) throw new Error('--rounds needs a positive whole number');
   if (!Number.isInteger(durationS) || durationS <= 0) throw new Error('--duration needs a positive whole number of seconds');
   const run = await rawRun<ClientsRun>('many-clients', 'many-clients', from, () => measure(clients, rounds, durationS, command));
-  process.stdout.write(`\n# many keep-alive clients — ${run.date}\n\n${renderClientsTable(run)}\n`);
+  const split = renderSplitTable(run);
+  process.stdout.write(`\n# many keep-alive clients — ${run.date}\n\n${renderClientsTable(run)}\n${split === '' ? '' : `\n${split}\n`}`);
   if (write) writeSection(CLIENTS_BEGIN, CLIENTS_END, renderClients(run), 'many-clients');
 }

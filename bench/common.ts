@@ -181,11 +181,22 @@ export function log(msg: string): void {
 
 /** utime+stime+cutime+cstime of one process, in clock ticks; undefined when it is gone. */
 export function procTicks(pid: number | 'self'): number | undefined {
+  const t = procSplit(pid);
+  return t === undefined ? undefined : t.user + t.kernel;
+}
+
+/** A process's CPU ticks split into user space (utime + cutime) and the kernel (stime + cstime), from /proc. */
+export interface ProcSplit {
+  readonly user: number;
+  readonly kernel: number;
+}
+
+export function procSplit(pid: number | 'self'): ProcSplit | undefined {
   try {
     const s = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
     const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
     // f[11]=utime(14) f[12]=stime(15) f[13]=cutime(16) f[14]=cstime(17)
-    return Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]);
+    return { user: Number(f[11]) + Number(f[13]), kernel: Number(f[12]) + Number(f[14]) };
   } catch {
     return undefined;
   }

@@ -6,7 +6,8 @@ import t from 'tap';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { BASE_CLIENTS, CLIENTS_BEGIN, CLIENTS_END, nginxConf, PEERS_NGINX_CONF, tempPaths, renderClients, renderClientsTable, runClientsBench, summarize, type ClientsCell, type ClientsRun } from '../../bench/clients';
+import { procSplit, procTicks } from '../../bench/common';
+import { BASE_CLIENTS, CLIENTS_BEGIN, CLIENTS_END, nginxConf, PEERS_NGINX_CONF, tempPaths, renderClients, renderClientsTable, renderSplitTable, runClientsBench, summarize, type ClientsCell, type ClientsRun } from '../../bench/clients';
 
 const TEMPLATE = [
   'upstream backend {',
@@ -46,11 +47,18 @@ t.test('the temporary directories are read from the configuration, client_body_t
   t.same(tempPaths(TEMPLATE), [], 'none named: none made');
 });
 
-function run(tw64: number[], tw1000: number[], ng64: number[], ng1000: number[]): ClientsRun {
+/** Kernel parts per cell, in the order of run()'s four series; none given: a run recorded before they were kept. */
+type Kernel = [number[], number[], number[], number[]];
+
+function run(tw64: number[], tw1000: number[], ng64: number[], ng1000: number[], kernel?: Kernel): ClientsRun {
   const cells: ClientsCell[] = [];
+  let series = 0;
   const add = (proxy: 'throughway' | 'nginx', conns: number, xs: number[]): void => {
+    const k = kernel?.[series++];
     // Stored out of round order, as alternate rounds measure the cells in reverse.
-    xs.forEach((usPerReq, i) => cells.unshift({ round: i + 1, proxy, conns, usPerReq, reqPerS: 1000, errors: i === 0 && proxy === 'nginx' ? 2 : 0 }));
+    xs.forEach((usPerReq, i) =>
+      cells.unshift({ round: i + 1, proxy, conns, usPerReq, ...(k === undefined ? {} : { kernelUsPerReq: k[i] as number }), reqPerS: 1000, errors: i === 0 && proxy === 'nginx' ? 2 : 0 }),
+    );
   };
   add('throughway', BASE_CLIENTS, tw64);
   add('throughway', 1000, tw1000);
@@ -73,6 +81,44 @@ t.test('ratios are taken round by round: each proxy against itself, then through
   t.match(rows[5], /\(1,000 clients ≤ 1\.2× its 64-client figure\): \*\*met\*\* \(1\.10×\); nginx's own figure in the same rounds: 1\.50×\. wrk socket errors and non-2xx answers: 4\.$/, 'errors summed over the cells');
   const over = renderClientsTable(run([10, 10, 10], [13, 12.1, 15], [8, 8, 8], [9, 9, 9]));
   t.match(over, /\*\*not met\*\* \(1\.30×\)/, 'over 1.2× is not met');
+});
+
+t.test("the split: each proxy's user-space and kernel parts, and its ratio had only the kernel's part grown", async (t) => {
+  // throughway: 10 → 15 in all, kernel 6 → 8 (so only the kernel grown: 12 ÷ 10); round 2: 20 → 22, kernel 12 → 16.
+  const r = run([10, 20], [15, 22], [8, 8], [12, 10], [[6, 12], [8, 16], [5, 5], [7, 9]]);
+  const s = summarize(r);
+  t.same(s.kernelAlone.throughway, [1.2, 1.2]);
+  t.same(s.kernelAlone.nginx, [1.25, 1.5]);
+  const rows = renderSplitTable(r).split('\n');
+  t.equal(rows[0], "| proxy | user space µs/req, 64 → 1,000 conns | kernel µs/req, 64 → 1,000 conns | 1,000 ÷ 64 had only the kernel's part grown | per round |");
+  // user space: throughway 4, 8 → 7, 6 (medians 6 → 6.5); kernel 6, 12 → 8, 16 (medians 9 → 12).
+  t.equal(rows[2], '| throughway (transport only) | 6.0 → 6.5 (+0.5) | 9.0 → 12.0 (+3.0) | 1.20× | 1.20, 1.20 |');
+  // nginx user space 3, 3 → 5, 1 (medians 3 → 3): no growth; a shrinking part shows a minus sign.
+  t.equal(rows[3], '| nginx-1w-tuned | 3.0 → 3.0 (+0.0) | 5.0 → 8.0 (+3.0) | 1.38× | 1.25, 1.50 |');
+  const shrink = renderSplitTable(run([10], [9], [8], [8], [[5], [4], [4], [4]])).split('\n');
+  t.match(shrink[2], /\| 5\.0 → 5\.0 \(\+0\.0\) \| 5\.0 → 4\.0 \(−1\.0\) \| 0\.90× \|/);
+  t.match(renderClients(r), /Where the growth goes: .*\n\n\| proxy \| user space µs\/req/, 'the section carries the split');
+});
+
+t.test('a run recorded before the kernel part was kept renders as before, without the split', async (t) => {
+  const r = run([10], [12], [8], [9]);
+  t.equal(renderSplitTable(r), '');
+  t.same(summarize(r).kernelAlone, { throughway: [], nginx: [] });
+  t.notMatch(renderClients(r), /Where the growth goes/);
+});
+
+t.test('procSplit reads user space and kernel ticks that add up to procTicks', async (t) => {
+  const before = procSplit('self');
+  // A busy loop runs in user space: its ticks land in the user part, not the kernel's.
+  const end = Date.now() + 150;
+  while (Date.now() < end);
+  const a = procSplit('self');
+  const all = procTicks('self');
+  if (before === undefined || a === undefined || all === undefined) throw new Error('no /proc/self/stat');
+  t.ok(a.user - before.user >= 5, `the loop's ticks are user space (${a.user - before.user})`);
+  t.ok(a.user - before.user > a.kernel - before.kernel, 'more of them than the kernel took meanwhile');
+  t.ok(Math.abs(a.user + a.kernel - all) <= 1, 'the two parts are the whole');
+  t.equal(procSplit(2 ** 22 + 12345), undefined, 'a process that is gone has none');
 });
 
 t.test('the section keeps its markers and names nginx by its version', async (t) => {
