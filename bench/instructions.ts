@@ -43,14 +43,25 @@ export function classify(name: string): CostClass {
   return 'program';
 }
 
+/** Self costs per function of a callgrind output file, one number per event its `events:` line names. */
+export interface CallgrindCosts {
+  /** The events in column order (`Ir`, or with --cache-sim `Ir Dr Dw I1mr D1mr D1mw ILmr DLmr DLmw`). */
+  readonly events: readonly string[];
+  readonly self: ReadonlyMap<string, readonly number[]>;
+}
+
 /**
- * Self cost (instructions) per function of a callgrind output file (format of callgrind 3.x: `fn=(id) name`
- * names a function the first time and `fn=(id)` after; a cost line is `<position> <Ir>`; the line after
- * `calls=` is the inclusive cost of that call, which belongs to the callee and is skipped here).
+ * Self cost per function and event of a callgrind output file (format of callgrind 3.x: `fn=(id) name`
+ * names a function the first time and `fn=(id)` after; a cost line is as many positions as the
+ * `positions:` line names, `line` when there is none, then the costs in the order of `events:`, trailing
+ * zeros left out; the line after `calls=` is the inclusive cost of that call, which belongs to the callee
+ * and is skipped here).
  */
-export function parseCallgrind(text: string): Map<string, number> {
+export function parseCallgrindEvents(text: string): CallgrindCosts {
   const names = new Map<string, string>();
-  const self = new Map<string, number>();
+  const self = new Map<string, number[]>();
+  let events: string[] = ['Ir'];
+  let positions = 1;
   let current: string | undefined;
   let callLine = false;
   for (const line of text.split('\n')) {
@@ -67,6 +78,14 @@ export function parseCallgrind(text: string): Map<string, number> {
       callLine = true;
       continue;
     }
+    if (line.startsWith('events:')) {
+      events = line.slice(7).trim().split(/\s+/);
+      continue;
+    }
+    if (line.startsWith('positions:')) {
+      positions = Math.max(1, line.slice(10).trim().split(/\s+/).length);
+      continue;
+    }
     const c = line.charCodeAt(0);
     // Cost lines start with a position: a number, +n / -n (relative), * (same) or 0x (an address).
     if (current === undefined || !((c >= 48 && c <= 57) || c === 43 || c === 45 || c === 42)) continue;
@@ -75,13 +94,29 @@ export function parseCallgrind(text: string): Map<string, number> {
       continue;
     }
     const parts = line.trim().split(/\s+/);
-    const ir = Number(parts[parts.length - 1]);
-    if (parts.length >= 2 && Number.isFinite(ir)) self.set(current, (self.get(current) ?? 0) + ir);
+    if (parts.length <= positions) continue;
+    let costs = self.get(current);
+    if (costs === undefined) {
+      costs = new Array<number>(events.length).fill(0);
+      self.set(current, costs);
+    }
+    for (let i = positions; i < parts.length && i - positions < events.length; i++) {
+      const v = Number(parts[i]);
+      if (Number.isFinite(v)) costs[i - positions] = (costs[i - positions] as number) + v;
+    }
   }
-  return self;
+  return { events, self };
 }
 
-/** `(id) name` defines id; `(id)` refers to it. */
+/** Self cost (instructions, the `Ir` event) per function of a callgrind output file (parseCallgrindEvents). */
+export function parseCallgrind(text: string): Map<string, number> {
+  const { events, self } = parseCallgrindEvents(text);
+  const ir = Math.max(0, events.indexOf('Ir'));
+  const out = new Map<string, number>();
+  for (const [name, costs] of self) out.set(name, costs[ir] as number);
+  return out;
+}
+
 function nameOf(names: Map<string, string>, ref: string): string {
   const m = /^\((\d+)\)(?: (.*))?$/.exec(ref);
   if (m === null) return ref;
@@ -251,20 +286,23 @@ export function sendFixed(port: number, request: Buffer | readonly Buffer[], n: 
   });
 }
 
-function control(pid: number, ...args: string[]): void {
+/** callgrind_control on a counted process (`-z` zero, `-i on|off` count, `-d` dump). */
+export function control(pid: number, ...args: string[]): void {
   const r = spawnSync('callgrind_control', [...args, String(pid)], { encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`callgrind_control ${args.join(' ')} ${pid}: ${r.stderr || r.stdout}`);
 }
 
-interface Counted {
+/** A process under callgrind: its bench process, port, and the stem of its output files. */
+export interface Counted {
   readonly proc: Proc;
   readonly port: number;
   readonly out: string;
 }
 
-function startCounted(name: string, script: string, env: Record<string, string>, port: number): Counted {
+/** `script` (in dist/bench) under callgrind, counting nothing until control(-i on); `valgrindArgs` go before the program. */
+export function startCounted(name: string, script: string, env: Record<string, string>, port: number, valgrindArgs: readonly string[] = []): Counted {
   const out = path.join(WORK_DIR, `callgrind.${name}`);
-  const proc = startProc(name, ['valgrind', '--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${out}.%p`, process.execPath, '--perf-basic-prof', path.join(DIST_BENCH, script)], { ...env, PORT: String(port) });
+  const proc = startProc(name, ['valgrind', '--tool=callgrind', '--instr-atstart=no', ...valgrindArgs, `--callgrind-out-file=${out}.%p`, process.execPath, '--perf-basic-prof', path.join(DIST_BENCH, script)], { ...env, PORT: String(port) });
   return { proc, port, out };
 }
 
@@ -286,13 +324,13 @@ async function countCell(c: Counted, request: Buffer | readonly Buffer[], warm: 
 }
 
 /** The numbered dumps of a counted process (`<out>.<pid>.<n>`). */
-function dumps(c: Counted): string[] {
+export function dumps(c: Counted): string[] {
   const dir = path.dirname(c.out);
   const stem = `${path.basename(c.out)}.${c.proc.pid}.`;
   return fs.readdirSync(dir).filter((f) => f.startsWith(stem)).map((f) => path.join(dir, f));
 }
 
-function numberArg(argv: readonly string[], flag: string, dflt: number): number {
+export function numberArg(argv: readonly string[], flag: string, dflt: number): number {
   const i = argv.indexOf(flag);
   if (i < 0) return dflt;
   const v = Number(argv[i + 1]);

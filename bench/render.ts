@@ -555,6 +555,7 @@ export function renderDoc(p: DocParts): string {
   L.push("npm run bench -- --instructions --rounds 3 --traced   # the same with the traced scenario's gateway as a third cell (its 100 traceparents, 1 % sampled, sent to every cell)");
   L.push('node dist/bench/startup.js --runs 5 --write      # require(\'throughway\') and `npm start` to ready: medians of 5, with the load average');
   L.push('npm run bench -- --many-clients --write          # CPU per request at 64 and 1,000 keep-alive clients: throughway and nginx-1w-tuned, each against itself');
+  L.push('npm run bench -- --cache-misses                  # simulated cache misses per request (callgrind) of the transport at 64 and 1,000 connections; prints');
   L.push('```');
   L.push('');
   L.push(

@@ -12,6 +12,7 @@
  *   npm run bench -- --idle [--clients N] [--write] [--from FILE]   (bench/idle.ts)
  *   npm run bench -- --instructions [--requests N] [--rounds R] [--warm N] [--traced]   (bench/instructions.ts)
  *   npm run bench -- --many-clients [--clients N] [--rounds R] [--duration S] [--write] [--from FILE]   (bench/clients.ts)
+ *   npm run bench -- --cache-misses [--clients N] [--requests N] [--rounds R] [--ll BYTES]   (bench/cache.ts)
  *
  * Per cell (scenario × target × round): req/s, ratio to direct in the same round, p50/p99, errors and
  * non-2xx, and CPU time per completed request of the proxy, the backend and this process (the client),
@@ -99,6 +100,7 @@ import { runWorkersBench } from './workers';
 import { runIdleBench } from './idle';
 import { runClientsBench } from './clients';
 import { runInstructionsBench } from './instructions';
+import { runCacheBench } from './cache';
 
 /** Used when conf/ has no demo API to read the URL from. */
 const DEMO_URL_FALLBACK = 'http://127.0.0.1:8280/<context>/<version>/<resource>';
@@ -907,6 +909,10 @@ async function main(): Promise<void> {
   if (argv.includes('--many-clients')) {
     installExitHandlers();
     return runClientsBench(argv.filter((a) => a !== '--many-clients'), benchCommand(argv, false));
+  }
+  if (argv.includes('--cache-misses')) {
+    installExitHandlers();
+    return runCacheBench(argv.filter((a) => a !== '--cache-misses'));
   }
   if (argv.includes('--instructions')) {
     installExitHandlers();

@@ -3,9 +3,8 @@
  * the ratios and verdict of its table, and its options refused before anything is started.
  */
 import t from 'tap';
+import { pathWithOnlySh } from '../helpers/path-only-sh';
 import * as fs from 'node:fs';
-import * as os from 'node:os';
-import * as path from 'node:path';
 import { procSplit, procTicks } from '../../bench/common';
 import { BASE_CLIENTS, CLIENTS_BEGIN, CLIENTS_END, nginxConf, PEERS_NGINX_CONF, tempPaths, renderClients, renderClientsTable, renderSplitTable, runClientsBench, summarize, type ClientsCell, type ClientsRun } from '../../bench/clients';
 
@@ -137,14 +136,6 @@ t.test('bad options are refused before anything is started', async (t) => {
 });
 
 t.test('without wrk or nginx on the PATH it says which is missing and how to get it, before starting anything', async (t) => {
-  const empty = fs.mkdtempSync(path.join(os.tmpdir(), 'tw-many-clients-'));
-  const saved = process.env.PATH;
-  t.teardown(() => {
-    process.env.PATH = saved;
-    fs.rmSync(empty, { recursive: true, force: true });
-  });
-  // Only sh (hasCommand asks it), nothing else.
-  fs.symlinkSync('/bin/sh', path.join(empty, 'sh'));
-  process.env.PATH = empty;
+  pathWithOnlySh(t);
   await t.rejects(runClientsBench(['--rounds', '1'], 'test'), /--many-clients needs wrk, not found \(Debian: apt-get install wrk\)/);
 });
