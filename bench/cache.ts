@@ -21,6 +21,7 @@
 import * as fs from 'node:fs';
 import * as net from 'node:net';
 import { fmt, freePort, hasCommand, HOST, log, median, startBackend, stopAll, stopProc, waitPort, WORK_DIR } from './common';
+import { BASE_CLIENTS } from './clients';
 import { control, dumps, numberArg, parseCallgrindEvents, readPerfMap, startCounted, symbolize, type Counted } from './instructions';
 
 /** The events a cell keeps, per request: instructions, first-level data read misses, last-level data read misses. */
@@ -47,8 +48,8 @@ export interface MissRun {
   readonly cells: readonly MissCell[];
 }
 
-/** The base connection count every cell is compared against, as in the many-clients bench. */
-export const BASE_CONNS = 64;
+/** The base connection count every cell is compared against: the many-clients bench's. */
+const BASE_CONNS = BASE_CLIENTS;
 
 /** Per-request counts of the kept events, from a callgrind dump's self costs, in total and by function. */
 export function missesOf(text: string, symbolizeName: (raw: string) => string, requests: number): { total: EventCounts; byFunction: Record<string, EventCounts> } {
@@ -107,25 +108,32 @@ export function renderMisses(run: MissRun, top = 12): string {
 }
 
 /** `conns` keep-alive connections; send(n) makes n requests over them, each connection asking again once answered. */
-interface ConnectionSet {
+export interface ConnectionSet {
   send(n: number): Promise<number>;
   close(): void;
 }
 
-async function connectionSet(port: number, conns: number, request: Buffer): Promise<ConnectionSet> {
+export async function connectionSet(port: number, conns: number, request: Buffer): Promise<ConnectionSet> {
   interface Conn {
     readonly socket: net.Socket;
     buf: Buffer;
     answered: (ok: boolean) => void;
+    /** The send under way fails with a socket's error; between sends the error waits for the next one. */
+    failed: (err: Error) => void;
   }
+  let lastError: Error | undefined;
   const all: Conn[] = [];
   for (let i = 0; i < conns; i++) {
     const socket = net.connect(port, HOST);
+    const c: Conn = { socket, buf: Buffer.alloc(0), answered: () => undefined, failed: (err) => (lastError = err) };
+    socket.on('error', (err) => c.failed(err));
+    // A connection the transport closes would leave its next send waiting for an answer that never comes.
+    socket.on('close', () => c.failed(new Error(`connection ${i + 1} of ${conns} closed`)));
     await new Promise<void>((resolve, reject) => {
       socket.once('connect', resolve);
-      socket.once('error', reject);
+      c.failed = reject;
     });
-    const c: Conn = { socket, buf: Buffer.alloc(0), answered: () => undefined };
+    c.failed = (err) => (lastError = err);
     socket.on('data', (d: Buffer) => {
       c.buf = c.buf.length === 0 ? d : Buffer.concat([c.buf, d]);
       for (;;) {
@@ -143,30 +151,40 @@ async function connectionSet(port: number, conns: number, request: Buffer): Prom
   return {
     send(n) {
       return new Promise((resolve, reject) => {
+        if (lastError !== undefined) {
+          reject(lastError);
+          return;
+        }
         let left = n;
         let pending = 0;
         let bad = 0;
+        const done = (): void => {
+          for (const c of all) c.failed = (err) => (lastError = err);
+          resolve(bad);
+        };
         const ask = (c: Conn): void => {
           left--;
           pending++;
           c.socket.write(request);
         };
         for (const c of all) {
-          c.socket.removeAllListeners('error');
-          c.socket.once('error', reject);
+          c.failed = reject;
           c.answered = (ok) => {
             pending--;
             if (!ok) bad++;
             if (left > 0) ask(c);
-            else if (pending === 0) resolve(bad);
+            else if (pending === 0) done();
           };
         }
         for (const c of all) if (left > 0) ask(c);
-        if (n <= 0) resolve(0);
+        if (n <= 0) done();
       });
     },
     close() {
-      for (const c of all) c.socket.destroy();
+      for (const c of all) {
+        c.failed = () => undefined;
+        c.socket.destroy();
+      }
     },
   };
 }

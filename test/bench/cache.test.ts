@@ -3,8 +3,9 @@
  * events per request in total and by function, the table, and its options refused before anything starts.
  */
 import t from 'tap';
+import * as net from 'node:net';
 import { pathWithOnlySh } from '../helpers/path-only-sh';
-import { missesOf, renderMisses, runCacheBench, type MissCell, type MissRun } from '../../bench/cache';
+import { connectionSet, missesOf, renderMisses, runCacheBench, type MissCell, type MissRun } from '../../bench/cache';
 import { parseCallgrind, parseCallgrindEvents } from '../../bench/instructions';
 
 // A --cache-sim=yes dump: nine events, trailing zeros left out, a call's inclusive cost to skip.
@@ -89,4 +90,29 @@ t.test('bad options are refused before anything is started', async (t) => {
 t.test('without valgrind on the PATH it says so and how to get it, before starting anything', async (t) => {
   pathWithOnlySh(t);
   await t.rejects(runCacheBench(['--rounds', '1']), /--cache-misses needs valgrind, not found \(Debian: apt-get install valgrind\)/);
+});
+
+t.test('the client: each connection asks again when answered, n requests in all; a closed connection fails the next send', async (t) => {
+  const seen: net.Socket[] = [];
+  let requests = 0;
+  const server = net.createServer((s) => {
+    seen.push(s);
+    s.on('data', (d: Buffer) => {
+      const n = d.toString('latin1').split('\r\n\r\n').length - 1;
+      requests += n;
+      for (let i = 0; i < n; i++) s.write(requests % 7 === 0 ? 'HTTP/1.1 503 No\r\ncontent-length: 0\r\n\r\n' : 'HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => server.close());
+  const port = (server.address() as net.AddressInfo).port;
+  const set = await connectionSet(port, 3, Buffer.from('GET /small HTTP/1.1\r\nHost: x\r\n\r\n'));
+  t.equal(await set.send(20), 2, 'the answers other than 200 are counted (the 7th and 14th)');
+  t.equal(requests, 20, 'exactly n requests');
+  t.equal(seen.length, 3, 'over the connections it opened once');
+  t.equal(await set.send(0), 0, 'nothing to send: done at once');
+  (seen[1] as net.Socket).destroy();
+  await new Promise((r) => setTimeout(r, 50));
+  await t.rejects(set.send(5), /connection 2 of 3 closed/, 'a send after a connection closed fails instead of waiting');
+  set.close();
 });
