@@ -19,10 +19,9 @@
  * (callgrind_control), the cells alternate, `--rounds` times each. Prints; writes nothing to docs/.
  */
 import * as fs from 'node:fs';
-import * as net from 'node:net';
-import { fmt, freePort, hasCommand, HOST, log, median, startBackend, stopAll, stopProc, waitPort, WORK_DIR } from './common';
+import { fmt, freePort, hasCommand, HOST, log, median, range, startBackend, stopAll, stopProc, waitPort, WORK_DIR } from './common';
 import { BASE_CLIENTS } from './clients';
-import { control, dumps, numberArg, parseCallgrindEvents, readPerfMap, startCounted, symbolize, type Counted } from './instructions';
+import { connectionSet, countAround, dumps, numberArg, parseCallgrindEvents, startCounted, symbolize, type ConnectionSet, type Counted } from './instructions';
 
 /** The events a cell keeps, per request: instructions, first-level data read misses, last-level data read misses. */
 export const KEPT_EVENTS = ['Ir', 'D1mr', 'DLmr'] as const;
@@ -87,10 +86,7 @@ export function renderMisses(run: MissRun, top = 12): string {
   L.push('');
   L.push('| connections | instructions | first-level data read misses | last-level data read misses |');
   L.push('|---:|---:|---:|---:|');
-  const cell = (cs: readonly MissCell[], e: KeptEvent, d: number): string => {
-    const xs = cs.map((c) => c.total[e]);
-    return `${fmt(med(cs, e), d)}${xs.length > 1 ? ` (${fmt(Math.min(...xs), d)}–${fmt(Math.max(...xs), d)})` : ''}`;
-  };
+  const cell = (cs: readonly MissCell[], e: KeptEvent, d: number): string => `${fmt(med(cs, e), d)}${range(cs.map((c) => c.total[e]), d)}`;
   for (const [label, cs] of [[String(BASE_CONNS), base], [n, many]] as const) L.push(`| ${label} | ${cell(cs, 'Ir', 0)} | ${cell(cs, 'D1mr', 1)} | ${cell(cs, 'DLmr', 1)} |`);
   L.push('');
   L.push(`Last-level misses per request, ${n} ÷ ${BASE_CONNS}: ${fmt(med(many, 'DLmr') / med(base, 'DLmr'), 2)}×; instructions ${fmt(med(many, 'Ir') / med(base, 'Ir'), 3)}×.`);
@@ -107,103 +103,11 @@ export function renderMisses(run: MissRun, top = 12): string {
   return L.join('\n') + '\n';
 }
 
-/** `conns` keep-alive connections; send(n) makes n requests over them, each connection asking again once answered. */
-export interface ConnectionSet {
-  send(n: number): Promise<number>;
-  close(): void;
-}
-
-export async function connectionSet(port: number, conns: number, request: Buffer): Promise<ConnectionSet> {
-  interface Conn {
-    readonly socket: net.Socket;
-    buf: Buffer;
-    answered: (ok: boolean) => void;
-    /** The send under way fails with a socket's error; between sends the error waits for the next one. */
-    failed: (err: Error) => void;
-  }
-  let lastError: Error | undefined;
-  const all: Conn[] = [];
-  for (let i = 0; i < conns; i++) {
-    const socket = net.connect(port, HOST);
-    const c: Conn = { socket, buf: Buffer.alloc(0), answered: () => undefined, failed: (err) => (lastError = err) };
-    socket.on('error', (err) => c.failed(err));
-    // A connection the transport closes would leave its next send waiting for an answer that never comes.
-    socket.on('close', () => c.failed(new Error(`connection ${i + 1} of ${conns} closed`)));
-    await new Promise<void>((resolve, reject) => {
-      socket.once('connect', resolve);
-      c.failed = reject;
-    });
-    c.failed = (err) => (lastError = err);
-    socket.on('data', (d: Buffer) => {
-      c.buf = c.buf.length === 0 ? d : Buffer.concat([c.buf, d]);
-      for (;;) {
-        const h = c.buf.indexOf('\r\n\r\n');
-        if (h < 0) return;
-        const head = c.buf.subarray(0, h).toString('latin1');
-        const len = Number(/\r\ncontent-length: *(\d+)/i.exec(head)?.[1] ?? 0);
-        if (c.buf.length < h + 4 + len) return;
-        c.buf = c.buf.subarray(h + 4 + len);
-        c.answered(head.startsWith('HTTP/1.1 200'));
-      }
-    });
-    all.push(c);
-  }
-  return {
-    send(n) {
-      return new Promise((resolve, reject) => {
-        if (lastError !== undefined) {
-          reject(lastError);
-          return;
-        }
-        let left = n;
-        let pending = 0;
-        let bad = 0;
-        const done = (): void => {
-          for (const c of all) c.failed = (err) => (lastError = err);
-          resolve(bad);
-        };
-        const ask = (c: Conn): void => {
-          left--;
-          pending++;
-          c.socket.write(request);
-        };
-        for (const c of all) {
-          c.failed = reject;
-          c.answered = (ok) => {
-            pending--;
-            if (!ok) bad++;
-            if (left > 0) ask(c);
-            else if (pending === 0) done();
-          };
-        }
-        for (const c of all) if (left > 0) ask(c);
-        if (n <= 0) done();
-      });
-    },
-    close() {
-      for (const c of all) {
-        c.failed = () => undefined;
-        c.socket.destroy();
-      }
-    },
-  };
-}
-
 async function countCell(c: Counted, set: ConnectionSet, conns: number, round: number, requests: number): Promise<MissCell> {
   // A few requests per connection first, uncounted: the connection is warm in the transport's own sense.
-  if ((await set.send(4 * conns)) > 0) throw new Error(`transport: answers other than 200 (log: ${c.proc.logFile})`);
-  control(c.proc.pid, '-z');
-  control(c.proc.pid, '-i', 'on');
-  const bad = await set.send(requests);
-  control(c.proc.pid, '-d');
-  control(c.proc.pid, '-i', 'off');
-  if (bad > 0) throw new Error(`transport: ${bad} answers other than 200 (log: ${c.proc.logFile})`);
-  const [file] = dumps(c);
-  if (file === undefined) throw new Error('transport: callgrind wrote no dump');
-  const map = readPerfMap(fs.readFileSync(`/tmp/perf-${c.proc.pid}.map`, 'utf8'));
-  const counts = missesOf(fs.readFileSync(file, 'utf8'), (raw) => symbolize(raw, map), requests);
-  fs.rmSync(file, { force: true });
-  return { conns, round, ...counts };
+  if ((await set.send(4 * conns)) > 0) throw new Error(`${c.proc.name}: answers other than 200 while warming up (log: ${c.proc.logFile})`);
+  const { text, map } = await countAround(c, () => set.send(requests));
+  return { conns, round, ...missesOf(text, (raw) => symbolize(raw, map), requests) };
 }
 
 export async function runCacheBench(argv: readonly string[]): Promise<void> {

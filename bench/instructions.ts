@@ -117,6 +117,7 @@ export function parseCallgrind(text: string): Map<string, number> {
   return out;
 }
 
+/** `(id) name` defines id; `(id)` refers to it. */
 function nameOf(names: Map<string, string>, ref: string): string {
   const m = /^\((\d+)\)(?: (.*))?$/.exec(ref);
   if (m === null) return ref;
@@ -243,47 +244,112 @@ function differences(base: readonly InstructionCount[], more: readonly Instructi
 
 // ------------------------------------------------------------------ measuring
 
+/** Keep-alive connections held open across sends (connectionSet). */
+export interface ConnectionSet {
+  /** Sends n requests in all, each connection asking again once answered; resolves with the answers that were not 200. */
+  send(n: number): Promise<number>;
+  close(): void;
+}
+
 /**
- * Sends exactly `n` requests over `conns` keep-alive connections, `request` each time or, given a list, its
- * requests in turn (the k-th request sent is `request[k % length]`); resolves with the answers that were not 200.
+ * `conns` keep-alive connections to `port`, open until close(). Each send makes `request` or, given a list,
+ * its requests in turn (the k-th request sent over the set's life is `request[k % length]`). A connection
+ * that errs or closes fails the send under way, or the next one, instead of leaving it waiting for an
+ * answer that never comes.
  */
-export function sendFixed(port: number, request: Buffer | readonly Buffer[], n: number, conns: number): Promise<number> {
+export async function connectionSet(port: number, conns: number, request: Buffer | readonly Buffer[]): Promise<ConnectionSet> {
   const list: readonly Buffer[] = Buffer.isBuffer(request) ? [request] : request;
-  if (list.length === 0) return Promise.reject(new Error('sendFixed: no request to send'));
-  return new Promise((resolve, reject) => {
-    let sent = 0;
-    let left = n;
-    let open = conns;
-    let bad = 0;
-    for (let c = 0; c < conns; c++) {
-      const s = net.connect(port, HOST);
-      let buf: Buffer = Buffer.alloc(0);
-      const next = (): void => {
-        if (left <= 0) {
-          s.end();
-          if (--open === 0) resolve(bad);
+  if (list.length === 0) throw new Error('no request to send');
+  interface Conn {
+    readonly socket: net.Socket;
+    buf: Buffer;
+    answered: (ok: boolean) => void;
+    /** The send under way fails with a socket's error; between sends the error waits for the next one. */
+    failed: (err: Error) => void;
+  }
+  let lastError: Error | undefined;
+  let sent = 0;
+  const keep = (err: Error): void => {
+    lastError ??= err;
+  };
+  const all: Conn[] = [];
+  for (let i = 0; i < conns; i++) {
+    const socket = net.connect(port, HOST);
+    const c: Conn = { socket, buf: Buffer.alloc(0), answered: () => undefined, failed: keep };
+    socket.on('error', (err) => c.failed(err));
+    socket.on('close', () => c.failed(new Error(`connection ${i + 1} of ${conns} closed`)));
+    await new Promise<void>((resolve, reject) => {
+      socket.once('connect', resolve);
+      c.failed = reject;
+    });
+    c.failed = keep;
+    socket.on('data', (d: Buffer) => {
+      c.buf = c.buf.length === 0 ? d : Buffer.concat([c.buf, d]);
+      for (;;) {
+        const h = c.buf.indexOf('\r\n\r\n');
+        if (h < 0) return;
+        const head = c.buf.subarray(0, h).toString('latin1');
+        const len = Number(/\r\ncontent-length: *(\d+)/i.exec(head)?.[1] ?? 0);
+        if (c.buf.length < h + 4 + len) return;
+        c.buf = c.buf.subarray(h + 4 + len);
+        c.answered(head.startsWith('HTTP/1.1 200'));
+      }
+    });
+    all.push(c);
+  }
+  return {
+    send(n) {
+      return new Promise((resolve, reject) => {
+        if (lastError !== undefined) {
+          reject(lastError);
           return;
         }
-        left--;
-        s.write(list[sent++ % list.length] as Buffer);
-      };
-      s.on('connect', next);
-      s.on('data', (d: Buffer) => {
-        buf = buf.length === 0 ? d : Buffer.concat([buf, d]);
-        for (;;) {
-          const h = buf.indexOf('\r\n\r\n');
-          if (h < 0) return;
-          const head = buf.subarray(0, h).toString('latin1');
-          const len = Number(/\r\ncontent-length: *(\d+)/i.exec(head)?.[1] ?? 0);
-          if (buf.length < h + 4 + len) return;
-          if (!head.startsWith('HTTP/1.1 200')) bad++;
-          buf = buf.subarray(h + 4 + len);
-          next();
+        let left = n;
+        let pending = 0;
+        let bad = 0;
+        const done = (): void => {
+          for (const c of all) c.failed = keep;
+          resolve(bad);
+        };
+        const ask = (c: Conn): void => {
+          left--;
+          pending++;
+          c.socket.write(list[sent++ % list.length] as Buffer);
+        };
+        for (const c of all) {
+          c.failed = reject;
+          c.answered = (ok) => {
+            pending--;
+            if (!ok) bad++;
+            if (left > 0) ask(c);
+            else if (pending === 0) done();
+          };
         }
+        for (const c of all) if (left > 0) ask(c);
+        if (n <= 0) done();
       });
-      s.on('error', reject);
-    }
-  });
+    },
+    close() {
+      for (const c of all) {
+        c.failed = () => undefined;
+        c.socket.destroy();
+      }
+    },
+  };
+}
+
+/**
+ * Sends exactly `n` requests over `conns` keep-alive connections opened for them (connectionSet), `request`
+ * each time or, given a list, its requests in turn; resolves with the answers that were not 200.
+ */
+export async function sendFixed(port: number, request: Buffer | readonly Buffer[], n: number, conns: number): Promise<number> {
+  if (!Buffer.isBuffer(request) && request.length === 0) throw new Error('sendFixed: no request to send');
+  const set = await connectionSet(port, conns, request);
+  try {
+    return await set.send(n);
+  } finally {
+    set.close();
+  }
 }
 
 /** callgrind_control on a counted process (`-z` zero, `-i on|off` count, `-d` dump). */
@@ -306,21 +372,30 @@ export function startCounted(name: string, script: string, env: Record<string, s
   return { proc, port, out };
 }
 
-async function countCell(c: Counted, request: Buffer | readonly Buffer[], warm: number, requests: number): Promise<InstructionCount> {
-  if ((await sendFixed(c.port, request, warm, 8)) > 0) throw new Error(`${c.proc.name}: answers other than 200 while warming up (log: ${c.proc.logFile})`);
+/**
+ * Counts a process's work around `send` alone (zero, count on, send, dump, count off) and reads that dump,
+ * with the perf map that names its JIT code; the dump is removed once read, so the next one is the next
+ * count's. Throws when `send` resolves with answers other than 200.
+ */
+export async function countAround(c: Counted, send: () => Promise<number>): Promise<{ text: string; map: PerfMap }> {
   control(c.proc.pid, '-z');
   control(c.proc.pid, '-i', 'on');
-  const bad = await sendFixed(c.port, request, requests, 8);
+  const bad = await send();
   control(c.proc.pid, '-d');
   control(c.proc.pid, '-i', 'off');
   if (bad > 0) throw new Error(`${c.proc.name}: ${bad} answers other than 200 (log: ${c.proc.logFile})`);
-  // Each dump is removed once read: the one there is this cell's.
   const [file] = dumps(c);
   if (file === undefined) throw new Error(`${c.proc.name}: callgrind wrote no dump`);
   const map = readPerfMap(fs.readFileSync(`/tmp/perf-${c.proc.pid}.map`, 'utf8'));
-  const count = countOf(parseCallgrind(fs.readFileSync(file, 'utf8')), map, requests);
+  const text = fs.readFileSync(file, 'utf8');
   fs.rmSync(file, { force: true });
-  return count;
+  return { text, map };
+}
+
+async function countCell(c: Counted, request: Buffer | readonly Buffer[], warm: number, requests: number): Promise<InstructionCount> {
+  if ((await sendFixed(c.port, request, warm, 8)) > 0) throw new Error(`${c.proc.name}: answers other than 200 while warming up (log: ${c.proc.logFile})`);
+  const { text, map } = await countAround(c, () => sendFixed(c.port, request, requests, 8));
+  return countOf(parseCallgrind(text), map, requests);
 }
 
 /** The numbered dumps of a counted process (`<out>.<pid>.<n>`). */

@@ -104,9 +104,7 @@ function parseArgs(argv: readonly string[]): Options {
 
 // ------------------------------------------------------------------ load
 
-type LoadResult = WrkResult;
-
-function runLoad(opts: Options, port: number, seconds: number, outDir: string): Promise<LoadResult> {
+function runLoad(opts: Options, port: number, seconds: number, outDir: string): Promise<WrkResult> {
   const sc = opts.scenario;
   const conns = opts.connections ?? sc.conns;
   const url = `http://${HOST}:${port}${sc.path}`;
@@ -139,7 +137,7 @@ function runLoad(opts: Options, port: number, seconds: number, outDir: string): 
 }
 
 /** Load for `seconds` while measuring the proxy's CPU; `during` runs alongside (perf record). */
-async function measuredLoad(opts: Options, port: number, proxy: Proc, outDir: string, during?: () => Promise<void>): Promise<LoadResult & { usPerReq: number }> {
+async function measuredLoad(opts: Options, port: number, proxy: Proc, outDir: string, during?: () => Promise<void>): Promise<WrkResult & { usPerReq: number }> {
   const t0 = procTicks(proxy.pid) ?? NaN;
   const [r] = await Promise.all([runLoad(opts, port, opts.duration, outDir), during ? during() : Promise.resolve()]);
   const t1 = procTicks(proxy.pid) ?? NaN;
@@ -299,7 +297,7 @@ async function cpuProfMode(opts: Options, backendPort: number, outDir: string): 
   const profDir = path.join(outDir, 'cpuprofile');
   fs.mkdirSync(profDir, { recursive: true });
   const proxy = await startThroughway(port, backendPort, ['--cpu-prof', '--cpu-prof-dir', profDir, '--cpu-prof-name', 'throughway.cpuprofile'], 'throughway-cpuprof');
-  let r: LoadResult & { usPerReq: number };
+  let r: WrkResult & { usPerReq: number };
   try {
     await sanity(port, uploadBody());
     log(`cpu-prof: warm-up ${opts.warmup} s, then ${opts.duration} s under ${opts.tool}`);

@@ -5,8 +5,8 @@
 import t from 'tap';
 import * as net from 'node:net';
 import { pathWithOnlySh } from '../helpers/path-only-sh';
-import { connectionSet, missesOf, renderMisses, runCacheBench, type MissCell, type MissRun } from '../../bench/cache';
-import { parseCallgrind, parseCallgrindEvents } from '../../bench/instructions';
+import { missesOf, renderMisses, runCacheBench, type MissCell, type MissRun } from '../../bench/cache';
+import { connectionSet, parseCallgrind, parseCallgrindEvents } from '../../bench/instructions';
 
 // A --cache-sim=yes dump: nine events, trailing zeros left out, a call's inclusive cost to skip.
 const DUMP = [
