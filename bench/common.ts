@@ -69,6 +69,11 @@ export interface Scenario {
    * what the gateway adds to the same request (its ~1 KB bearer token costs the bare transport too).
    */
   readonly vsTransport?: { readonly max: number; readonly issue: string };
+  /**
+   * The target for the transport's CPU µs/req in this scenario ÷ its CPU µs/req in scenario `base` in the
+   * same round, e.g. 1,000 keep-alive clients against 64: what more connections cost each request.
+   */
+  readonly vsScenario?: { readonly base: string; readonly max: number; readonly issue: string };
 }
 
 export type GatewayKind = 'features' | 'full' | 'traced';
@@ -130,7 +135,15 @@ export const SCENARIOS: readonly Scenario[] = Object.freeze([
     gatewayPath: '/limited/1/small',
     budget: { min: 0.9, issue: 'docs/throttling.md: at most 10 %' },
   },
-  { name: 'ka1000', label: 'GET /small (96 B JSON), 1,000 keep-alive conns', method: 'GET', path: '/small', conns: 1000, targets: TRANSPORT },
+  {
+    name: 'ka1000',
+    label: 'GET /small (96 B JSON), 1,000 keep-alive conns',
+    method: 'GET',
+    path: '/small',
+    conns: 1000,
+    targets: TRANSPORT,
+    vsScenario: { base: 'small', max: 1.2, issue: '1,000 keep-alive clients ≤ 1.2× the 64-client figure' },
+  },
   fullScenario('full', 'oauth2 (warm token cache) + three throttle counters + access log', 'full', { max: 1.1, issue: 'full gateway ≤ 1.10× the bare transport' }),
   fullScenario('traced', 'as full + tracing, 1 % of calls sampled (Zipkin to a local sink)', 'traced', { max: 1.12, issue: 'with tracing sampled at 1 % ≤ 1.12×' }, 0.01),
 ]);

@@ -120,6 +120,8 @@ export function renderOwn(cells: readonly Cell[], o: RenderOptions): string {
           'req/s and p99 reflect when each process got a core more than the proxy itself; CPU µs per request holds best.'
         : ''),
   );
+  const more = renderVsScenario(cells, o);
+  if (more !== undefined) L.push('', more);
   for (const sc of o.scenarios) {
     L.push('');
     L.push(`#### ${sc.label}${o.connections !== undefined ? ` (run with ${o.connections} conns)` : ''}`);
@@ -143,6 +145,55 @@ export function renderOwn(cells: readonly Cell[], o: RenderOptions): string {
           `${all.length > ok.length ? ` (${all.length - ok.length} cells failed)` : ''} |`,
       );
     }
+  }
+  return L.join('\n');
+}
+
+/**
+ * Per round, a target's CPU µs/req in scenario `sc` ÷ its own in scenario `base` (paired by round): the
+ * proxy's for a proxy target, the backend's for `direct` (what more connections cost a node:http server
+ * with nothing in front of it).
+ */
+export function cpuVsScenario(cells: readonly Cell[], sc: string, base: string, target: TargetName = 'throughway'): number[] {
+  const us = (c: Cell): number | null => (target === 'direct' ? c.backendUs : c.proxyUs);
+  const out: number[] = [];
+  for (const c of okCells(cells, sc, target)) {
+    const b = cells.find((o) => o.scenario === base && o.target === target && o.round === c.round && o.ok);
+    const num = us(c);
+    const den = b === undefined ? null : us(b);
+    if (num !== null && den !== null && den > 0) out.push(num / den);
+  }
+  return out;
+}
+
+/**
+ * The scenarios with a vsScenario target whose base ran too: the transport's CPU per request against the
+ * base scenario's. Undefined when there are none, or when --connections gave every scenario the same count.
+ */
+function renderVsScenario(cells: readonly Cell[], o: RenderOptions): string | undefined {
+  if (o.connections !== undefined) return undefined;
+  const rows = o.scenarios.filter((sc) => sc.vsScenario !== undefined && o.scenarios.some((b) => b.name === sc.vsScenario?.base));
+  if (rows.length === 0) return undefined;
+  const L: string[] = [];
+  L.push(
+    'More connections, the same request: the transport\'s CPU µs per request in the scenario ÷ its CPU µs per request in the ' +
+      'base scenario in the same round. "backend\'s own" divides the direct backend\'s CPU per request the same way: what the ' +
+      'same connections cost a node:http server with no proxy in front of it.',
+  );
+  L.push('');
+  L.push('| scenario | base scenario | throughway µs/req | in the base scenario | CPU vs base (per round) | target | in this run | backend\'s own (per round) |');
+  L.push('|---|---|---|---|---|---|---|---|');
+  for (const sc of rows) {
+    const v = sc.vsScenario as NonNullable<Scenario['vsScenario']>;
+    const base = o.scenarios.find((b) => b.name === v.base) as Scenario;
+    const us = (name: string): string => fmt(median(okCells(cells, name, 'throughway').map((c) => c.proxyUs ?? NaN)), 1);
+    const ratios = cpuVsScenario(cells, sc.name, v.base);
+    const m = median(ratios);
+    const verdict = Number.isFinite(m) ? (m <= v.max ? 'within' : '**over**') : '—';
+    L.push(
+      `| ${connsLabel(sc, o)} | ${connsLabel(base, o)} | ${us(sc.name)} | ${us(v.base)} | ${ratiosText(ratios)} | ≤ ${fmt(v.max, 2)} (${v.issue}) | ` +
+        `${verdict} | ${ratiosText(cpuVsScenario(cells, sc.name, v.base, 'direct'))} |`,
+    );
   }
   return L.join('\n');
 }

@@ -21,6 +21,7 @@ import {
   renderDoc,
   renderFeatures,
   cpuVsTransport,
+  cpuVsScenario,
   renderMediation,
   renderCounting,
   renderOwn,
@@ -174,6 +175,34 @@ t.test('failed cells, errors and a busy machine show in the tables', async (t) =
   t.match(own, 'Other work used a median 0.80 cores');
   const allFailed = fakeRun().map((c) => (c.scenario === '64k' && c.target === 'throughway' ? { ...c, ok: false, error: 'boom' } : c));
   t.match(renderOwn(allFailed, OPTS), '| throughway (transport only) | failed: boom |');
+});
+
+t.test('1,000 clients against 64: the transport\'s CPU per request against the 64-connection scenario, per round, with the target', async (t) => {
+  t.same(byName('ka1000').vsScenario, { base: 'small', max: 1.2, issue: '1,000 keep-alive clients ≤ 1.2× the 64-client figure' });
+  // The transport 30 µs/req at 64 connections; at 1,000: 36 in round 1 (1.2×), 33 in round 2 (1.1×). The backend 20 → 25 and 22.
+  const us: Record<number, number> = { 1: 36, 2: 33 };
+  const be: Record<number, number> = { 1: 25, 2: 22 };
+  const cells = fakeRun().map((c) =>
+    c.scenario !== 'ka1000' ? c : c.target === 'throughway' ? { ...c, proxyUs: us[c.round] ?? NaN } : { ...c, backendUs: be[c.round] ?? NaN },
+  );
+  t.same(cpuVsScenario(cells, 'ka1000', 'small').map((r) => r.toFixed(3)), ['1.200', '1.100'], 'paired by round');
+  t.same(cpuVsScenario(cells, 'ka1000', 'small', 'direct').map((r) => r.toFixed(3)), ['1.250', '1.100'], "direct: the backend's own CPU");
+  const own = renderOwn(cells, OPTS);
+  t.match(own, 'More connections, the same request');
+  t.match(
+    own,
+    '| GET /small (96 B JSON), 1,000 keep-alive conns | GET /small (96 B JSON), 64 conns | 34.5 | 30.0 | 1.150 (1.200, 1.100) | ≤ 1.20 (1,000 keep-alive clients ≤ 1.2× the 64-client figure) | within | 1.175 (1.250, 1.100) |',
+  );
+  // Round 2 as slow as round 1 at 1,000 connections, then slower: at the line is within, past it over.
+  const at = cells.map((c) => (c.scenario === 'ka1000' && c.target === 'throughway' ? { ...c, proxyUs: 36 } : c));
+  t.match(renderOwn(at, OPTS), '| 1.200 (1.200, 1.200) | ≤ 1.20 (1,000 keep-alive clients ≤ 1.2× the 64-client figure) | within |');
+  const over = cells.map((c) => (c.scenario === 'ka1000' && c.target === 'throughway' ? { ...c, proxyUs: 37.5 } : c));
+  t.match(renderOwn(over, OPTS), '| 1.250 (1.250, 1.250) | ≤ 1.20 (1,000 keep-alive clients ≤ 1.2× the 64-client figure) | **over** |');
+  // A round whose base cell failed has no ratio.
+  const failed = cells.map((c) => (c.scenario === 'small' && c.target === 'throughway' && c.round === 2 ? { ...c, ok: false } : c));
+  t.same(cpuVsScenario(failed, 'ka1000', 'small').map((r) => r.toFixed(3)), ['1.200']);
+  t.notMatch(renderOwn(cells, { ...OPTS, scenarios: [byName('ka1000')] }), 'More connections', 'no row without its base scenario');
+  t.notMatch(renderOwn(cells, { ...OPTS, connections: 200 }), 'More connections', 'no row when --connections gave every scenario the same count');
 });
 
 t.test('the features section: the cost against the open route, per round, with the budget', async (t) => {
