@@ -69,18 +69,18 @@ export function mainTarget(sc: Scenario): TargetName {
   return sc.targets.includes('gateway') ? 'gateway' : 'throughway';
 }
 
+/** A measured (ok) cell of scenario `sc` and target `target`. */
+function isCell(c: Cell, sc: string, target: TargetName): boolean {
+  return c.scenario === sc && c.target === target && c.ok;
+}
+
 function okCells(cells: readonly Cell[], sc: string, target: TargetName): Cell[] {
-  return cells.filter((c) => c.scenario === sc && c.target === target && c.ok);
+  return cells.filter((c) => isCell(c, sc, target));
 }
 
 /** Per round, `target` req/s ÷ the gateway's open route req/s (the feature's own cost). */
 export function vsOpen(cells: readonly Cell[], sc: string, target: TargetName = 'gateway'): number[] {
-  const out: number[] = [];
-  for (const c of okCells(cells, sc, target)) {
-    const open = cells.find((o) => o.scenario === sc && o.target === 'gateway-open' && o.round === c.round && o.ok);
-    if (open !== undefined && open.rps > 0) out.push(c.rps / open.rps);
-  }
-  return out;
+  return perRound(cells, (c) => isCell(c, sc, 'gateway-open'), (c) => isCell(c, sc, target), (c) => c.rps);
 }
 
 function sum<T>(xs: readonly T[], f: (x: T) => number): number {
@@ -155,15 +155,8 @@ export function renderOwn(cells: readonly Cell[], o: RenderOptions): string {
  * with nothing in front of it).
  */
 export function cpuVsScenario(cells: readonly Cell[], sc: string, base: string, target: TargetName = 'throughway'): number[] {
-  const us = (c: Cell): number | null => (target === 'direct' ? c.backendUs : c.proxyUs);
-  const out: number[] = [];
-  for (const c of okCells(cells, sc, target)) {
-    const b = cells.find((o) => o.scenario === base && o.target === target && o.round === c.round && o.ok);
-    const num = us(c);
-    const den = b === undefined ? null : us(b);
-    if (num !== null && den !== null && den > 0) out.push(num / den);
-  }
-  return out;
+  const us = (c: Cell): number => (target === 'direct' ? c.backendUs : (c.proxyUs ?? NaN));
+  return perRound(cells, (c) => isCell(c, base, target), (c) => isCell(c, sc, target), us);
 }
 
 /**
@@ -222,12 +215,7 @@ function rpsAndUs(cells: readonly Cell[], sc: string, t: TargetName): string {
  * by default against the transport handed the same request (`throughway-same`), or against `base`.
  */
 export function cpuVsTransport(cells: readonly Cell[], sc: string, base: TargetName = 'throughway-same'): number[] {
-  const out: number[] = [];
-  for (const c of okCells(cells, sc, 'gateway')) {
-    const tw = cells.find((o) => o.scenario === sc && o.target === base && o.round === c.round && o.ok);
-    if (tw !== undefined && tw.proxyUs !== null && tw.proxyUs > 0 && c.proxyUs !== null) out.push(c.proxyUs / tw.proxyUs);
-  }
-  return out;
+  return perRound(cells, (c) => isCell(c, sc, base), (c) => isCell(c, sc, 'gateway'), (c) => c.proxyUs ?? NaN);
 }
 
 /**
@@ -377,12 +365,15 @@ export interface WorkersRun {
   readonly rows: readonly WorkersRow[];
 }
 
-/** Per round, `f` of the cells of `b` ÷ that of `a` (both present and positive), in round order. */
+/**
+ * Per round, `f` of the item of `b` ÷ that of `a` in the same round, in b's order; a round without both, or
+ * where a's figure is not positive or b's not a number (a proxy's CPU of a cell that measured none), has none.
+ */
 function perRound<T extends { readonly round: number }>(xs: readonly T[], a: (x: T) => boolean, b: (x: T) => boolean, f: (x: T) => number): number[] {
   const out: number[] = [];
   for (const x of xs.filter(b)) {
     const ref = xs.find((y) => a(y) && y.round === x.round);
-    if (ref !== undefined && f(ref) > 0) out.push(f(x) / f(ref));
+    if (ref !== undefined && f(ref) > 0 && Number.isFinite(f(x))) out.push(f(x) / f(ref));
   }
   return out;
 }
