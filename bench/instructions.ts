@@ -343,7 +343,6 @@ export async function connectionSet(port: number, conns: number, request: Buffer
  * each time or, given a list, its requests in turn; resolves with the answers that were not 200.
  */
 export async function sendFixed(port: number, request: Buffer | readonly Buffer[], n: number, conns: number): Promise<number> {
-  if (!Buffer.isBuffer(request) && request.length === 0) throw new Error('sendFixed: no request to send');
   const set = await connectionSet(port, conns, request);
   try {
     return await set.send(n);

@@ -165,7 +165,10 @@ export function cpuVsScenario(cells: readonly Cell[], sc: string, base: string, 
  */
 function renderVsScenario(cells: readonly Cell[], o: RenderOptions): string | undefined {
   if (o.connections !== undefined) return undefined;
-  const rows = o.scenarios.filter((sc) => sc.vsScenario !== undefined && o.scenarios.some((b) => b.name === sc.vsScenario?.base));
+  const rows = o.scenarios.flatMap((sc) => {
+    const base = o.scenarios.find((b) => b.name === sc.vsScenario?.base);
+    return sc.vsScenario === undefined || base === undefined ? [] : [{ sc, base, v: sc.vsScenario }];
+  });
   if (rows.length === 0) return undefined;
   const L: string[] = [];
   L.push(
@@ -176,16 +179,11 @@ function renderVsScenario(cells: readonly Cell[], o: RenderOptions): string | un
   L.push('');
   L.push('| scenario | base scenario | throughway µs/req | in the base scenario | CPU vs base (per round) | target | in this run | backend\'s own (per round) |');
   L.push('|---|---|---|---|---|---|---|---|');
-  for (const sc of rows) {
-    const v = sc.vsScenario as NonNullable<Scenario['vsScenario']>;
-    const base = o.scenarios.find((b) => b.name === v.base) as Scenario;
-    const us = (name: string): string => fmt(median(okCells(cells, name, 'throughway').map((c) => c.proxyUs ?? NaN)), 1);
+  for (const { sc, base, v } of rows) {
     const ratios = cpuVsScenario(cells, sc.name, v.base);
-    const m = median(ratios);
-    const verdict = Number.isFinite(m) ? (m <= v.max ? 'within' : '**over**') : '—';
     L.push(
-      `| ${connsLabel(sc, o)} | ${connsLabel(base, o)} | ${us(sc.name)} | ${us(v.base)} | ${ratiosText(ratios)} | ≤ ${fmt(v.max, 2)} (${v.issue}) | ` +
-        `${verdict} | ${ratiosText(cpuVsScenario(cells, sc.name, v.base, 'direct'))} |`,
+      `| ${connsLabel(sc, o)} | ${connsLabel(base, o)} | ${proxyUsText(cells, sc.name, 'throughway')} | ${proxyUsText(cells, v.base, 'throughway')} | ` +
+        `${ratiosText(ratios)} | ≤ ${fmt(v.max, 2)} (${v.issue}) | ${atMost(median(ratios), v.max)} | ${ratiosText(cpuVsScenario(cells, sc.name, v.base, 'direct'))} |`,
     );
   }
   return L.join('\n');
@@ -206,8 +204,17 @@ export const ratiosText = (rs: readonly number[]): string => `${fmt(median(rs), 
 
 /** `req/s · µs/req`, medians of a target's cells in one scenario. */
 function rpsAndUs(cells: readonly Cell[], sc: string, t: TargetName): string {
-  const ok = okCells(cells, sc, t);
-  return `${fmt(median(ok.map((c) => c.rps)))} · ${fmt(median(ok.map((c) => c.proxyUs ?? NaN)), 1)}`;
+  return `${fmt(median(okCells(cells, sc, t).map((c) => c.rps)))} · ${proxyUsText(cells, sc, t)}`;
+}
+
+/** The median of a target's proxy CPU µs/req in one scenario, to one decimal. */
+function proxyUsText(cells: readonly Cell[], sc: string, t: TargetName): string {
+  return fmt(median(okCells(cells, sc, t).map((c) => c.proxyUs ?? NaN)), 1);
+}
+
+/** The verdict on a median ratio against a target that is a maximum: '—' when no round gave a ratio. */
+function atMost(m: number, max: number): string {
+  return Number.isFinite(m) ? (m <= max ? 'within' : '**over**') : '—';
 }
 
 /**
@@ -245,9 +252,8 @@ function renderVsTransport(cells: readonly Cell[], o: RenderOptions): string | u
   for (const sc of full) {
     const pair = (t: TargetName): string => rpsAndUs(cells, sc.name, t);
     const ratios = cpuVsTransport(cells, sc.name);
-    const m = median(ratios);
     const target = sc.vsTransport as NonNullable<Scenario['vsTransport']>;
-    const verdict = Number.isFinite(m) ? (m <= target.max ? 'within' : '**over**') : '—';
+    const verdict = atMost(median(ratios), target.max);
     L.push(
       `| ${sc.name}: ${sc.label} | ${pair('throughway')} | ${pair('throughway-same')} | ${pair('gateway')} | ` +
         `${ratiosText(ratios)} | ≤ ${fmt(target.max, 2)} (${target.issue}) | ${verdict} | ${ratiosText(cpuVsTransport(cells, sc.name, 'throughway'))} |`,

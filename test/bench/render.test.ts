@@ -203,6 +203,9 @@ t.test('1,000 clients against 64: the transport\'s CPU per request against the 6
   t.same(cpuVsScenario(failed, 'ka1000', 'small').map((r) => r.toFixed(3)), ['1.200']);
   t.notMatch(renderOwn(cells, { ...OPTS, scenarios: [byName('ka1000')] }), 'More connections', 'no row without its base scenario');
   t.notMatch(renderOwn(cells, { ...OPTS, connections: 200 }), 'More connections', 'no row when --connections gave every scenario the same count');
+  // Every 1,000-connection cell of the transport failed: no ratio, no verdict.
+  const none = cells.map((c) => (c.scenario === 'ka1000' && c.target === 'throughway' ? { ...c, ok: false } : c));
+  t.match(renderOwn(none, OPTS), '| ≤ 1.20 (1,000 keep-alive clients ≤ 1.2× the 64-client figure) | — |');
 });
 
 t.test('the features section: the cost against the open route, per round, with the budget', async (t) => {
@@ -224,6 +227,9 @@ t.test('the full gateway section: CPU per request against the bare transport giv
   // 44 µs/req on the gateway ÷ 40 on the transport given the same request, in both rounds; ÷ 30 on the plain GET.
   t.same(cpuVsTransport(cells, 'full').map((r) => r.toFixed(3)), ['1.100', '1.100']);
   t.same(cpuVsTransport(cells, 'full', 'throughway').map((r) => r.toFixed(3)), ['1.467', '1.467']);
+  // A gateway cell that measured no proxy CPU gives its round no ratio.
+  const noCpu = cells.map((c) => (c.scenario === 'full' && c.target === 'gateway' && c.round === 1 ? { ...c, proxyUs: null } : c));
+  t.same(cpuVsTransport(noCpu, 'full').map((r) => r.toFixed(3)), ['1.100']);
   const f = renderFeatures(cells, { ...OPTS, scenarios: [byName('full'), byName('traced')] }) ?? '';
   t.notMatch(f, "## The gateway's features", 'no feature-vs-open table without its scenarios');
   t.match(f, '## The full gateway against the bare transport');
