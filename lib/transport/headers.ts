@@ -92,6 +92,10 @@ function listedNames(value: string, listed: string[] | undefined): string[] | un
   for (const token of value.toLowerCase().split(',')) {
     const t = token.trim();
     if (t === '' || t === 'close' || t === 'keep-alive' || t === 'upgrade') continue;
+    // The framing fields are never dropped on a Connection field's word: the body is relayed with the
+    // framing it arrived with, so the forwarded head must describe it (RFC 9112 §6.3). Dropping them let a
+    // client's body reach the backend as a request of its own (docs/security.md, "Request smuggling").
+    if (t === 'content-length' || t === 'transfer-encoding' || t === 'host') continue;
     (listed ??= []).push(t);
   }
   return listed;
