@@ -554,6 +554,47 @@ export function withBodyLength(headers: readonly string[], length: number): stri
   return out;
 }
 
+/** Whether a field name is Content-Length or Transfer-Encoding, a message's framing fields (RFC 9112 §6.3). */
+export function isFramingField(name: string): boolean {
+  return name.length === 14 ? sameLower(name, 'content-length') : name.length === 17 && sameLower(name, 'transfer-encoding');
+}
+
+function nextFramingField(headers: readonly string[], from: number): number {
+  for (let i = from; i < headers.length; i += 2) if (isFramingField(headers[i] as string)) return i;
+  return -1;
+}
+
+/**
+ * Whether two field lists carry the same framing fields, in the same order with the same values (names
+ * compared ignoring case). No allocation: it runs for every request whose fields a router replaced.
+ */
+export function sameFraming(a: readonly string[], b: readonly string[]): boolean {
+  let i = nextFramingField(a, 0);
+  let j = nextFramingField(b, 0);
+  while (i >= 0 && j >= 0) {
+    if ((a[i] as string).length !== (b[j] as string).length || a[i + 1] !== b[j + 1]) return false;
+    i = nextFramingField(a, i + 2);
+    j = nextFramingField(b, j + 2);
+  }
+  return i < 0 && j < 0;
+}
+
+/**
+ * `headers` with the framing fields of `received` instead of their own: a router's replacement field
+ * list for a request whose body is relayed as the client framed it. A field list that framed it otherwise
+ * would make the backend read the body, or the next request on its connection, as another request
+ * (RFC 9112 §6.3, §11.2; docs/security.md, "Request smuggling"). A new array; the inputs are not edited.
+ */
+export function withFramingOf(headers: readonly string[], received: readonly string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < headers.length; i += 2) {
+    const name = headers[i] as string;
+    if (!isFramingField(name)) out.push(name, headers[i + 1] as string);
+  }
+  for (let i = nextFramingField(received, 0); i >= 0; i = nextFramingField(received, i + 2)) out.push(received[i] as string, received[i + 1] as string);
+  return out;
+}
+
 /** Whether the request asks for 100 Continue before sending its body (RFC 9110 §10.1.1). */
 export function expectsContinue(headers: readonly string[]): boolean {
   for (let i = 0; i < headers.length; i += 2) {

@@ -21,7 +21,7 @@ import { HttpParser, ExecStatus, PAUSE, HEAD_CONTINUE, type ParserEvents } from 
 import { ProtocolState as S, canTransition, type ProtocolState } from './states';
 import { isTrusted } from './trusted';
 import { makeFault, type TransportFault, type FaultReason } from './codes';
-import { buildRequestHead, withBodyLength, type RequestTail, type RequestTailHolder } from './headers';
+import { buildRequestHead, sameFraming, withBodyLength, withFramingOf, type RequestTail, type RequestTailHolder } from './headers';
 import { Exchange, type ExchangeOwner, type ExchangeTarget } from './exchange';
 import { readBody, collectBody, endCollect, finishCollect } from './body';
 import type { TransportCore } from './core';
@@ -46,6 +46,16 @@ export interface Adoption {
   readonly holder: ReadHolder;
   readonly address: string;
   readonly port: number;
+}
+
+/**
+ * A router's replacement fields for a request whose body (or its absence) is relayed as the client framed
+ * it: they keep the client's Content-Length and Transfer-Encoding, whatever the router's list says
+ * (headers.ts withFramingOf; docs/security.md, "Request smuggling"). The list as given when it already
+ * does: one pass, no allocation.
+ */
+function relayedFraming(headers: readonly string[], ex: Exchange): readonly string[] {
+  return headers === ex.headers || sameFraming(headers, ex.headers) ? headers : withFramingOf(headers, ex.headers);
 }
 
 export class SourceConnection implements ParserEvents, ExchangeOwner, RequestTailHolder {
@@ -421,6 +431,8 @@ export class SourceConnection implements ParserEvents, ExchangeOwner, RequestTai
       if (ex.collect !== null) endCollect(ex, { ok: false, reason: 'aborted', size: ex.collect.size });
       if (!ex.requestComplete) ex.discard = true;
       if (body.length > 0 || ex.hasBody) headers = withBodyLength(headers, body.length);
+    } else if (d.headers !== undefined) {
+      headers = relayedFraming(headers, ex);
     }
     if (d.responseHeaders !== undefined) ex.responseHeaders = d.responseHeaders;
     if (d.dropResponseHeaders !== undefined && d.dropResponseHeaders.length > 0) ex.dropResponseHeaders = d.dropResponseHeaders;
@@ -463,7 +475,8 @@ export class SourceConnection implements ParserEvents, ExchangeOwner, RequestTai
       answerFault(this, ex, makeFault('processing', S.RESPONSE_DONE, false, 'resend asked for a streamed request body'), false);
       return;
     }
-    ex.requestHead = this.requestHead(ex, d, ex.outBody !== null && (ex.outBody.length > 0 || ex.hasBody) ? withBodyLength(headers, ex.outBody.length) : headers);
+    const body = ex.outBody;
+    ex.requestHead = this.requestHead(ex, d, body === null ? relayedFraming(headers, ex) : body.length > 0 || ex.hasBody ? withBodyLength(headers, body.length) : headers);
     ex.status = 0;
     ex.retries++;
     this.core.log.log('debug', 'resend_request', { connection: this.id, method: ex.method, url: ex.url });

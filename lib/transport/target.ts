@@ -12,7 +12,7 @@ import type { Socket } from 'node:net';
 import { HttpParser, ExecStatus, HEAD_CONTINUE, HEAD_SKIP_BODY, PAUSE, type ParserEvents } from './parser';
 import { ProtocolState as S, canTransition, type ProtocolState } from './states';
 import { makeFault, type FaultReason } from './codes';
-import { buildResponseHead, type ResponseHeadOut } from './headers';
+import { buildResponseHead, isFramingField, type ResponseHeadOut } from './headers';
 import { ConnectTunnel, connectTls } from './outbound';
 import type { Exchange, ExchangeTarget } from './exchange';
 import { CHECKS, checkTarget, checkTargetAttach } from './invariants';
@@ -779,12 +779,17 @@ export function idempotent(method: string): boolean {
   }
 }
 
-/** A new field list without the given lower-case names ([apim.transport_headers] excludeResponseHeaders). */
+/**
+ * A new field list without the given lower-case names ([apim.transport_headers] excludeRequestHeaders,
+ * ForwardDecision.dropResponseHeaders). Content-Length and Transfer-Encoding stay whatever the list says:
+ * the body is relayed with the backend's framing, and a head without it would let the client read the
+ * next response on its kept-alive connection as part of this body (docs/security.md, "Request smuggling").
+ */
 function dropFields(headers: readonly string[], drop: readonly string[]): string[] {
   const out: string[] = [];
   for (let i = 0; i < headers.length; i += 2) {
     const name = headers[i] as string;
-    if (!drop.includes(name.toLowerCase())) out.push(name, headers[i + 1] as string);
+    if (isFramingField(name) || !drop.includes(name.toLowerCase())) out.push(name, headers[i + 1] as string);
   }
   return out;
 }
