@@ -38,6 +38,9 @@ Commands:
   apis list             list the API definitions in apis/ and what the gateway deploys of them
   apps|keys|subscriptions|users|blocking|registration ...
                         manage the key manager's store (\`throughway apps --help\`, docs/admin-api.md)
+  import api|apis|app|policies ..., export api NAME VERSION
+                        the reference's exported projects in and out (\`throughway import --help\`,
+                        docs/migrating.md)
 
 Options:
   --config FILE         configuration file (default: conf/deployment.toml)
@@ -350,6 +353,15 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
       return 0;
     }
     return admin.runAdminCli(argv, io);
+  }
+  // Import and export of the reference's projects (lib/import/cli.ts), loaded only when used.
+  if (argv[0] === 'import' || argv[0] === 'export') {
+    const imp = await import('./import/cli');
+    if (argv.includes('--help') || argv.includes('-h')) {
+      io.out(imp.IMPORT_USAGE);
+      return 0;
+    }
+    return imp.runImportCli(argv, io);
   }
   let p: Parsed;
   try {

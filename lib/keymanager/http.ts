@@ -27,7 +27,7 @@ import type { Logger } from '../log';
 import type { OpsHandler } from '../events/observed';
 import { checkUserPassword } from '../store/passwords';
 import type { LoginGuard } from './lockout';
-import type { Store } from '../store/types';
+import { STORE_UNAVAILABLE_CODES, StoreError, type Store } from '../store/types';
 import { UserStoreError } from '../store/users';
 import type { Deployments } from '../scale/deployments';
 import { handleAdmin } from './admin';
@@ -330,6 +330,12 @@ function errorAnswer(ctx: RouteContext, path: string | undefined, err: unknown):
     // A directory that cannot answer a sign-in (lib/store/ldap.ts): 503, the reason in the log only.
     ctx.logger.log('error', 'user_store_unavailable', { path, code: err.code, message: err.message });
     return { status: 503, headers: { ...json, 'Retry-After': '5' }, body: JSON.stringify({ error: 'server_error', error_description: 'the user store cannot be reached; try again later' }) };
+  }
+  if (err instanceof StoreError && STORE_UNAVAILABLE_CODES.has(err.code)) {
+    // The database is unreachable or its link broke under the statement (lib/store/pool.ts): 503 with the
+    // store's code, the call may be made again once it is back (docs/operations.md, "Start-up errors").
+    ctx.logger.log('error', 'store_unavailable', { path, code: err.code, message: err.message });
+    return { status: 503, headers: { ...json, 'Retry-After': '5' }, body: JSON.stringify({ error: 'server_error', error_description: 'the store cannot be reached; try again later', code: err.code }) };
   }
   ctx.logger.log('error', 'management_error', { path, error: 'server_error', message: (err as Error).message, code: (err as { code?: unknown }).code });
   return { status: 500, headers: json, body: JSON.stringify({ error: 'server_error', error_description: 'internal error; see the server log' }) };

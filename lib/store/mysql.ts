@@ -10,9 +10,15 @@ import { StoreError } from './types';
 import type { Param, Row, SqlDriver } from './sql';
 import { pooledDriver, type ConnectionTarget, type PoolSettings } from './pool';
 
-function mapError(err: unknown): unknown {
+/**
+ * A statement's error as the store reports it: mysql2 marks the errors that end a connection `fatal`
+ * (PROTOCOL_CONNECTION_LOST, ECONNRESET, EPIPE, a closed connection): STORE_CONNECTION_LOST, and whether
+ * a write committed is unknown.
+ */
+function mapError(err: unknown, description: string): unknown {
   // ER_DUP_ENTRY (1062): duplicate key.
   if ((err as { code?: unknown }).code === 'ER_DUP_ENTRY') return new StoreError('STORE_CONFLICT', (err as Error).message, { cause: err });
+  if ((err as { fatal?: unknown }).fatal === true) return new StoreError('STORE_CONNECTION_LOST', `${description}: connection lost during a statement (${(err as Error).message}); its outcome is unknown`, { cause: err });
   return err;
 }
 
@@ -30,6 +36,9 @@ export async function openMysql(target: ConnectionTarget, settings: PoolSettings
     waitForConnections: true,
   });
   const description = `MySQL ${target.host}:${target.port}/${target.database}`;
+  // mysql2 gives a pooled connection one `once('error')` listener of its own: a second error on it would
+  // have none and end the process. Every connection gets a lasting one when it is created.
+  pool.on('connection', (c) => c.on('error', () => undefined));
 
   const acquire = (): Promise<PoolConnection> =>
     new Promise((resolve, reject) => {
@@ -65,10 +74,13 @@ export async function openMysql(target: ConnectionTarget, settings: PoolSettings
           if (Array.isArray(result)) return { rows: result as Row[], count: 0 };
           return { rows: [], count: (result as ResultSetHeader).affectedRows };
         } catch (err) {
-          throw mapError(err);
+          throw mapError(err, description);
         }
       },
       end: () => pool.end(),
+      // mysql2/promise wraps the same pooled connection in a new object at every getConnection: the
+      // validation time is kept on the connection itself, or validationInterval would never spare a query.
+      identity: (c) => c.connection,
     },
     settings,
   );

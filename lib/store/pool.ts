@@ -88,7 +88,10 @@ export function poolSettings(table: DatabaseTable): PoolSettings {
 
 /**
  * What a network driver gives the shared pool logic: how to take a connection (errors already mapped to
- * StoreError), run the validation query on it, release it, throw away a broken one, and run a statement.
+ * StoreError), run the validation query on it, release it, throw away a broken one, and run a statement
+ * (a connection lost under it thrown as STORE_CONNECTION_LOST: the pool discards that connection).
+ * Every connection the driver opens has an 'error' listener from its creation on, idle or borrowed: a
+ * database link cut while a statement runs fails that statement with a code and never the process.
  */
 export interface DriverOps<C> {
   readonly kind: 'postgres' | 'mysql';
@@ -99,6 +102,8 @@ export interface DriverOps<C> {
   discard(c: C, err: Error): void;
   query(c: C, sql: string, params: readonly Param[]): Promise<{ rows: Row[]; count: number }>;
   end(): Promise<void>;
+  /** The object that stays the same for one connection across borrows (default: the borrowed value). */
+  identity?(c: C): object;
 }
 
 /**
@@ -108,18 +113,19 @@ export interface DriverOps<C> {
  * connection is opened here, so an unreachable server fails at start, not at the first token request.
  */
 export async function pooledDriver<C extends object>(ops: DriverOps<C>, settings: PoolSettings): Promise<SqlDriver> {
-  const validated = new WeakMap<C, number>();
+  const validated = new WeakMap<object, number>();
+  const identity = ops.identity ?? ((c: C): object => c);
   /** Borrowers holding or waiting for a connection (the data source health checker's pool usage). */
   let active = 0;
   const borrow = async (): Promise<C> => {
     for (let attempt = 0; ; attempt++) {
       const c = await ops.acquire();
       if (!settings.testOnBorrow) return c;
-      const last = validated.get(c) ?? 0;
+      const last = validated.get(identity(c)) ?? 0;
       if (Date.now() - last < settings.validationInterval) return c;
       try {
         await ops.validate(c, settings.validationQuery);
-        validated.set(c, Date.now());
+        validated.set(identity(c), Date.now());
         return c;
       } catch (err) {
         ops.discard(c, err as Error);
@@ -131,11 +137,17 @@ export async function pooledDriver<C extends object>(ops: DriverOps<C>, settings
     active++;
     try {
       const c = await borrow();
+      let result: { rows: Row[]; count: number };
       try {
-        return await ops.query(c, sql, params);
-      } finally {
-        ops.release(c);
+        result = await ops.query(c, sql, params);
+      } catch (err) {
+        // A connection that broke under the statement is thrown away, never handed to the next borrower.
+        if (err instanceof StoreError && err.code === 'STORE_CONNECTION_LOST') ops.discard(c, err);
+        else ops.release(c);
+        throw err;
       }
+      ops.release(c);
+      return result;
     } finally {
       active--;
     }

@@ -15,15 +15,27 @@ function numbered(sql: string): string {
   return sql.replace(/\?/g, () => `$${++n}`);
 }
 
-function mapError(err: unknown): unknown {
+/**
+ * A statement's error as the store reports it. `isServerError`: the error is the server's answer (pg's
+ * DatabaseError, with an SQLSTATE). Anything else thrown by a query (the socket reset or ended, "Connection
+ * terminated unexpectedly", a client no longer queryable) and the server's own connection classes (08
+ * connection exception, 57P01..57P03 shutdown / cannot connect now; PostgreSQL Appendix A) mean the
+ * link is gone: STORE_CONNECTION_LOST, and whether a write committed is unknown.
+ */
+function mapError(err: unknown, isServerError: (e: unknown) => boolean, description: string): unknown {
+  const code = (err as { code?: unknown }).code;
   // 23505 unique_violation (PostgreSQL Appendix A, class 23: integrity constraint violation).
-  if ((err as { code?: unknown }).code === '23505') return new StoreError('STORE_CONFLICT', (err as Error).message, { cause: err });
+  if (code === '23505') return new StoreError('STORE_CONFLICT', (err as Error).message, { cause: err });
+  const lost = !isServerError(err) || (typeof code === 'string' && (code.startsWith('08') || /^57P0[123]$/.test(code)));
+  if (lost) return new StoreError('STORE_CONNECTION_LOST', `${description}: connection lost during a statement (${(err as Error).message}); its outcome is unknown`, { cause: err });
   return err;
 }
 
+const ignore = (): void => undefined;
+
 /** `key`: the configuration key that asked for PostgreSQL, named when pg is not installed. */
 export async function openPostgres(target: ConnectionTarget, settings: PoolSettings, key = '[database.apim_db] type = "postgre"'): Promise<SqlDriver> {
-  const { Pool } = load<typeof Pg>('pg', key);
+  const { Pool, DatabaseError } = load<typeof Pg>('pg', key);
   const pool = new Pool({
     host: target.host,
     port: target.port,
@@ -34,9 +46,13 @@ export async function openPostgres(target: ConnectionTarget, settings: PoolSetti
     // pg applies this both to waiting for a free pooled client and to connecting: maxWait's meaning.
     connectionTimeoutMillis: settings.maxWait,
   });
-  // An idle client's connection dropped by the server must not crash the process (pg emits it on the pool).
-  pool.on('error', () => undefined);
+  // pg emits 'error' on the pool for an idle client and on the client itself, idle or checked out: a
+  // client with no listener whose link breaks during a query ends the process. Every client gets one
+  // when it is created; the failed query rejects on its own and mapError codes it.
+  pool.on('error', ignore);
+  pool.on('connect', (client) => client.on('error', ignore));
   const description = `PostgreSQL ${target.host}:${target.port}/${target.database}`;
+  const isServerError = (e: unknown): boolean => e instanceof DatabaseError;
   return pooledDriver<PoolClient>(
     {
       kind: 'postgres',
@@ -58,7 +74,7 @@ export async function openPostgres(target: ConnectionTarget, settings: PoolSetti
           const r = await c.query(numbered(sql), params as Param[]);
           return { rows: r.rows as Row[], count: r.rowCount ?? 0 };
         } catch (err) {
-          throw mapError(err);
+          throw mapError(err, isServerError, description);
         }
       },
       end: () => pool.end(),

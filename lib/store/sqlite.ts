@@ -3,7 +3,8 @@
  * (lib/config/database.ts says where), through better-sqlite3. Its calls are synchronous and take
  * microseconds on a local file, which is why the key manager can share the event loop with the gateway.
  * WAL journal: readers (a CLI on the same file) do not block the running node's writes. Its files are the
- * owner's only (0600, directory 0700).
+ * owner's only (0600, directory 0700). `synchronous = FULL`: every commit is on disk before the write
+ * returns (docs/key-manager.md, "Durability of the embedded store").
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -52,6 +53,10 @@ export function openSqlite(file: string, key = '[database.apim_db] type = "h2"')
     throw new StoreError('STORE_CONNECT', `cannot open the embedded database ${file}: ${(err as Error).message}`, { cause: err });
   }
   if (file !== ':memory:') db.pragma('journal_mode = WAL');
+  // FULL: the WAL is synced at every commit, so an acknowledged write (a revocation, a new client) survives
+  // an OS crash or power loss, not only a process kill; NORMAL (SQLite's WAL default) syncs only at
+  // checkpoints and may lose the last commits to an OS crash (sqlite.org/pragma.html#pragma_synchronous).
+  db.pragma('synchronous = FULL');
   db.pragma('busy_timeout = 5000');
   // Deleted and overwritten rows are zeroed, so a secret replaced in place (a signing key encrypted at
   // start, a password hash upgraded) does not linger in free space of the file.

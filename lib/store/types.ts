@@ -173,7 +173,14 @@ export interface Store {
 }
 
 /** Error codes of the store (one class, stable codes, as undici's errors). */
-export type StoreErrorCode = 'STORE_UNSUPPORTED' | 'STORE_CONNECT' | 'STORE_CONFLICT' | 'STORE_NOT_FOUND' | 'STORE_POOL_TIMEOUT' | 'STORE_MIGRATION';
+export type StoreErrorCode = 'STORE_UNSUPPORTED' | 'STORE_CONNECT' | 'STORE_CONNECTION_LOST' | 'STORE_CONFLICT' | 'STORE_NOT_FOUND' | 'STORE_POOL_TIMEOUT' | 'STORE_MIGRATION';
+
+/**
+ * The codes that say the database cannot be used now (unreachable, its connection broken during a
+ * statement, no free connection in time): the key manager answers them 503 with the code
+ * (docs/operations.md, "Start-up errors"), and the same call may succeed once the database is back.
+ */
+export const STORE_UNAVAILABLE_CODES: ReadonlySet<StoreErrorCode> = new Set(['STORE_CONNECT', 'STORE_CONNECTION_LOST', 'STORE_POOL_TIMEOUT']);
 
 export class StoreError extends Error {
   readonly code: StoreErrorCode;

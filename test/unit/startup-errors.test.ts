@@ -87,7 +87,7 @@ t.test('each start-up error class built directly carries its code', async (t) =>
   for (const code of ['PORTAL_REMOTE_UNREACHABLE', 'PORTAL_REMOTE_REFUSED'] as const) cases.push([new PortalRemoteError(code, 'x'), code]);
   for (const code of ['TLS_PROTOCOL', 'TLS_PROFILE', 'TLS_NO_KEYSTORE', 'TLS_NO_TRUSTSTORE'] as const) cases.push([new TlsConfigError(code, 'x'), code]);
   for (const code of ['TLS_READ', 'TLS_FORMAT', 'TLS_NO_KEY', 'TLS_NO_CERT', 'TLS_PASSWORD', 'TLS_ALIAS'] as const) cases.push([new TlsStoreError(code, 'x'), code]);
-  for (const code of ['STORE_UNSUPPORTED', 'STORE_CONNECT', 'STORE_CONFLICT', 'STORE_NOT_FOUND', 'STORE_POOL_TIMEOUT', 'STORE_MIGRATION'] as const) cases.push([new StoreError(code, 'x'), code]);
+  for (const code of ['STORE_UNSUPPORTED', 'STORE_CONNECT', 'STORE_CONNECTION_LOST', 'STORE_CONFLICT', 'STORE_NOT_FOUND', 'STORE_POOL_TIMEOUT', 'STORE_MIGRATION'] as const) cases.push([new StoreError(code, 'x'), code]);
   for (const [err, code] of cases) {
     t.ok(err instanceof Error, `${err.constructor.name} is an Error`);
     t.equal(err.code, code, `${err.constructor.name}: ${code}`);
