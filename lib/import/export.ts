@@ -8,13 +8,13 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { stringify } from 'yaml';
-import { parseDocument } from '../config/document';
+import { isTable, parseDocument } from '../config/document';
 import { listApiFiles } from '../gateway/deploy';
 import { ImportError } from './codes';
 import type { Dropped } from './dropped';
 
 type Rec = Record<string, unknown>;
-const isRec = (v: unknown): v is Rec => v !== null && typeof v === 'object' && !Array.isArray(v);
+const isRec = isTable;
 
 /** The reference's format version the export writes (api.yaml `version`, as apictl 4.x writes it). */
 export const EXPORT_FORMAT = 'v4.2.0';
@@ -59,10 +59,14 @@ function endpointOf(raw: unknown, where: string, dropped: Dropped[]): { ep: Rec;
   if (raw === undefined) return undefined;
   const t: Rec = typeof raw === 'string' ? { url: raw } : isRec(raw) ? raw : {};
   const config: Rec = {};
-  if (t.timeout !== undefined) config.actionDuration = String(ms(t.timeout));
+  const duration = (k: string, v: unknown): void => {
+    const n = ms(v);
+    if (n !== undefined) config[k] = String(n);
+  };
+  duration('actionDuration', t.timeout);
   if (Array.isArray(t.suspend_codes) && t.suspend_codes.length > 0) config.suspendErrorCode = t.suspend_codes.map(String);
-  if (t.suspend_duration !== undefined) config.suspendDuration = String(ms(t.suspend_duration));
-  if (t.suspend_max_duration !== undefined) config.suspendMaxDuration = String(ms(t.suspend_max_duration));
+  duration('suspendDuration', t.suspend_duration);
+  duration('suspendMaxDuration', t.suspend_max_duration);
   if (t.suspend_factor !== undefined) config.factor = String(t.suspend_factor);
   if (Array.isArray(t.retry_codes) && t.retry_codes.length > 0) config.retryErroCode = t.retry_codes.map(String);
   if (t.retry_count !== undefined) config.retryTimeOut = String(t.retry_count);
