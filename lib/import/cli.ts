@@ -152,7 +152,7 @@ async function run(words: string[], opts: Map<string, string>, io: Io): Promise<
   }
   if (cmd === 'export' && what === 'api' && rest.length === 2) {
     const l = loaded(opts, io);
-    const { file, doc } = findApiFile(path.resolve(l.dir, l.config.throughway.apis_dir), rest[0] as string, rest[1] as string);
+    const { file, doc } = findApiFile(path.resolve(l.dir, l.config.throughway.apis_dir), rest[0] as string, rest[1] as string, true);
     const e = exportApi(file, doc);
     const outDir = path.resolve(io.cwd, opts.get('--out') ?? '.');
     const files = opts.has('--zip')

@@ -9,7 +9,9 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { stringify } from 'yaml';
 import { isTable, parseDocument } from '../config/document';
+import { parseApiText } from '../gateway/apis';
 import { listApiFiles } from '../gateway/deploy';
+import { formatApiDiagnostic } from '../gateway/diagnostics';
 import { ImportError } from './codes';
 import type { Dropped } from './dropped';
 
@@ -34,11 +36,19 @@ function ms(v: unknown): number | undefined {
   return Number(m[1]) * { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[(m[2] ?? 'ms') as 'ms'];
 }
 
-/** The API file of `name` and `version` in apisDir, parsed. */
-export function findApiFile(apisDir: string, name: string, version: string): { file: string; doc: Rec } {
+/**
+ * The API file of `name` and `version` in apisDir, parsed; with `validate`, refused (IMPORT_INVALID_API)
+ * unless the gateway's validator accepts it, so an export reads only the documents a deployable API file
+ * names (inside its directory).
+ */
+export function findApiFile(apisDir: string, name: string, version: string, validate = false): { file: string; doc: Rec } {
   for (const file of listApiFiles(apisDir) ?? []) {
-    const parsed = parseDocument(fs.readFileSync(file, 'utf8'), file, { syntax: 'API_SYNTAX' });
-    if (parsed.ok && isRec(parsed.doc) && parsed.doc.name === name && String(parsed.doc.version) === version) return { file, doc: parsed.doc };
+    const text = fs.readFileSync(file, 'utf8');
+    const parsed = parseDocument(text, file, { syntax: 'API_SYNTAX' });
+    if (!parsed.ok || !isRec(parsed.doc) || parsed.doc.name !== name || String(parsed.doc.version) !== version) continue;
+    const errors = validate ? parseApiText(text, file).diagnostics.filter((d) => d.level === 'error') : [];
+    if (errors.length > 0) throw new ImportError('IMPORT_INVALID_API', file, `the API file does not validate: ${errors.map(formatApiDiagnostic).join('; ')}`);
+    return { file, doc: parsed.doc };
   }
   throw new ImportError('IMPORT_NOT_FOUND', apisDir, `no API file with name ${JSON.stringify(name)} and version ${JSON.stringify(version)}`);
 }
