@@ -6,6 +6,7 @@
  * writes them. The mapping, field by field, is the table of docs/migrating.md ("Importing the
  * reference's projects").
  */
+import { isTable } from '../config/document';
 import { parseOpenApiText } from '../gateway/openapi-file';
 import { HTTP_METHODS } from '../gateway/apis';
 import { ImportError } from './codes';
@@ -43,7 +44,7 @@ export interface ApiImport {
 }
 
 type Rec = Record<string, unknown>;
-const isRec = (v: unknown): v is Rec => v !== null && typeof v === 'object' && !Array.isArray(v);
+const isRec = isTable;
 const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
 
 /** Whether a list of names is the root of an API project. */

@@ -51,12 +51,18 @@ export function checkApi(a: ApiImport, where: string, policies: PolicyNames | un
   }
 }
 
+/** The largest api_params.yaml read. */
+export const MAX_PARAMS_BYTES = 1024 * 1024;
+
 /** apictl's api_params.yaml: the `configs` of the environment named `env` (the first when none is named). */
 export function readParams(file: string, env: string | undefined, cwd: string): EnvParams {
   let bytes: Buffer;
   try {
+    // A parameters file is a few endpoints: bounded like an exported policy file.
+    if (fs.statSync(path.resolve(cwd, file)).size > MAX_PARAMS_BYTES) throw new ImportError('IMPORT_LIMIT', file, `larger than ${MAX_PARAMS_BYTES} bytes`);
     bytes = fs.readFileSync(path.resolve(cwd, file));
   } catch (err) {
+    if (err instanceof ImportError) throw err;
     throw new ImportError('IMPORT_IO', file, (err as Error).message);
   }
   const doc = parseProjectFile(bytes, file) as { environments?: unknown };

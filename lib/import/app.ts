@@ -7,6 +7,7 @@
  * version (the export names APIs, the store keeps their context). An application, client or subscription
  * that exists and differs is replaced only with --force; one that exists and matches is left alone.
  */
+import { isTable } from '../config/document';
 import { DEFAULT_CLIENT_GRANTS, isGrantType } from '../keymanager/settings';
 import { digest } from '../store/passwords';
 import { SUBSCRIPTION_STATES, type KeyType, type Store, type SubscriptionState } from '../store/types';
@@ -16,7 +17,7 @@ import { findApiFile } from './export';
 import { parseProjectFile, readProject, type Project } from './project';
 
 type Rec = Record<string, unknown>;
-const isRec = (v: unknown): v is Rec => v !== null && typeof v === 'object' && !Array.isArray(v);
+const isRec = isTable;
 const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
 
 export interface AppClient {

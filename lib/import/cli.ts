@@ -139,7 +139,8 @@ async function run(words: string[], opts: Map<string, string>, io: Io): Promise<
     const l = loaded(opts, io);
     const pol = policyOptions(l);
     const imports = policyFiles(rest[0] as string, io.cwd).map((f) => ({ f, p: convertPolicy(f.bytes, f.file) }));
-    const merged = mergePolicies(pol.file, imports.map((x) => x.p), o.force, pol.options);
+    // A dry run reports a differing policy as replaced instead of refusing, as it does for files.
+    const merged = mergePolicies(pol.file, imports.map((x) => x.p), o.force || o.dryRun, pol.options);
     const written = writeFiles([merged.file], { dryRun: o.dryRun, force: true });
     imports.forEach(({ f, p }, i) => {
       const m = merged.outcomes[i];
@@ -151,7 +152,7 @@ async function run(words: string[], opts: Map<string, string>, io: Io): Promise<
   }
   if (cmd === 'export' && what === 'api' && rest.length === 2) {
     const l = loaded(opts, io);
-    const { file, doc } = findApiFile(path.resolve(l.dir, l.config.throughway.apis_dir), rest[0] as string, rest[1] as string);
+    const { file, doc } = findApiFile(path.resolve(l.dir, l.config.throughway.apis_dir), rest[0] as string, rest[1] as string, true);
     const e = exportApi(file, doc);
     const outDir = path.resolve(io.cwd, opts.get('--out') ?? '.');
     const files = opts.has('--zip')

@@ -8,13 +8,15 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { stringify } from 'yaml';
-import { parseDocument } from '../config/document';
+import { isTable, parseDocument } from '../config/document';
+import { parseApiText } from '../gateway/apis';
 import { listApiFiles } from '../gateway/deploy';
+import { formatApiDiagnostic } from '../gateway/diagnostics';
 import { ImportError } from './codes';
 import type { Dropped } from './dropped';
 
 type Rec = Record<string, unknown>;
-const isRec = (v: unknown): v is Rec => v !== null && typeof v === 'object' && !Array.isArray(v);
+const isRec = isTable;
 
 /** The reference's format version the export writes (api.yaml `version`, as apictl 4.x writes it). */
 export const EXPORT_FORMAT = 'v4.2.0';
@@ -34,11 +36,19 @@ function ms(v: unknown): number | undefined {
   return Number(m[1]) * { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[(m[2] ?? 'ms') as 'ms'];
 }
 
-/** The API file of `name` and `version` in apisDir, parsed. */
-export function findApiFile(apisDir: string, name: string, version: string): { file: string; doc: Rec } {
+/**
+ * The API file of `name` and `version` in apisDir, parsed; with `validate`, refused (IMPORT_INVALID_API)
+ * unless the gateway's validator accepts it, so an export reads only the documents a deployable API file
+ * names (inside its directory).
+ */
+export function findApiFile(apisDir: string, name: string, version: string, validate = false): { file: string; doc: Rec } {
   for (const file of listApiFiles(apisDir) ?? []) {
-    const parsed = parseDocument(fs.readFileSync(file, 'utf8'), file, { syntax: 'API_SYNTAX' });
-    if (parsed.ok && isRec(parsed.doc) && parsed.doc.name === name && String(parsed.doc.version) === version) return { file, doc: parsed.doc };
+    const text = fs.readFileSync(file, 'utf8');
+    const parsed = parseDocument(text, file, { syntax: 'API_SYNTAX' });
+    if (!parsed.ok || !isRec(parsed.doc) || parsed.doc.name !== name || String(parsed.doc.version) !== version) continue;
+    const errors = validate ? parseApiText(text, file).diagnostics.filter((d) => d.level === 'error') : [];
+    if (errors.length > 0) throw new ImportError('IMPORT_INVALID_API', file, `the API file does not validate: ${errors.map(formatApiDiagnostic).join('; ')}`);
+    return { file, doc: parsed.doc };
   }
   throw new ImportError('IMPORT_NOT_FOUND', apisDir, `no API file with name ${JSON.stringify(name)} and version ${JSON.stringify(version)}`);
 }
@@ -59,10 +69,14 @@ function endpointOf(raw: unknown, where: string, dropped: Dropped[]): { ep: Rec;
   if (raw === undefined) return undefined;
   const t: Rec = typeof raw === 'string' ? { url: raw } : isRec(raw) ? raw : {};
   const config: Rec = {};
-  if (t.timeout !== undefined) config.actionDuration = String(ms(t.timeout));
+  const duration = (k: string, v: unknown): void => {
+    const n = ms(v);
+    if (n !== undefined) config[k] = String(n);
+  };
+  duration('actionDuration', t.timeout);
   if (Array.isArray(t.suspend_codes) && t.suspend_codes.length > 0) config.suspendErrorCode = t.suspend_codes.map(String);
-  if (t.suspend_duration !== undefined) config.suspendDuration = String(ms(t.suspend_duration));
-  if (t.suspend_max_duration !== undefined) config.suspendMaxDuration = String(ms(t.suspend_max_duration));
+  duration('suspendDuration', t.suspend_duration);
+  duration('suspendMaxDuration', t.suspend_max_duration);
   if (t.suspend_factor !== undefined) config.factor = String(t.suspend_factor);
   if (Array.isArray(t.retry_codes) && t.retry_codes.length > 0) config.retryErroCode = t.retry_codes.map(String);
   if (t.retry_count !== undefined) config.retryTimeOut = String(t.retry_count);

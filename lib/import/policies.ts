@@ -18,7 +18,7 @@ import { parseProjectFile } from './project';
 import type { PlannedFile } from './write';
 
 type Rec = Record<string, unknown>;
-const isRec = (v: unknown): v is Rec => v !== null && typeof v === 'object' && !Array.isArray(v);
+const isRec = isTable;
 
 /** The reference's subtypes -> the policies file's kinds. */
 const KINDS: Readonly<Record<string, 'subscription' | 'application' | 'api' | 'custom'>> = {

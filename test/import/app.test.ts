@@ -57,3 +57,19 @@ t.test('import app: subscriptions need their APIs, dry run, --force, secrets as 
   t.match(forced.out, /replaced\s+application MigratedApp of admin/);
   t.equal((await inStore((s) => s.findApplication('MigratedApp', 'admin')))?.tier, '20PerMin');
 });
+
+t.test('a consumer key of another application: IMPORT_STORE, nothing written', async (t) => {
+  const conf = confDir();
+  t.teardown(() => conf.close());
+  for (const a of APIS) t.equal((await cli(conf, 'import', 'api', fixture(a))).code, 0, a);
+  const s = await openStore(loadConfig({ file: conf.file }).config, conf.dir);
+  const other = await s.createApplication({ name: 'other', owner: 'admin', tier: 'Unlimited', description: '' });
+  await s.createClient({ consumerKey: 'migratedAppProductionKey00001', secretHash: digest('x'), applicationId: other.id, keyType: 'PRODUCTION', grantTypes: ['client_credentials'], callbackUrl: '' });
+  await s.close();
+  const r = await cli(conf, 'import', 'app', fixture('admin_MigratedApp'));
+  t.equal(r.code, 1);
+  t.match(r.err, /client migratedAppProductionKey00001: IMPORT_STORE: the consumer key belongs to another application/);
+  const s2 = await openStore(loadConfig({ file: conf.file }).config, conf.dir);
+  t.equal(await s2.findApplication('MigratedApp', 'admin'), undefined, 'nothing written');
+  await s2.close();
+});

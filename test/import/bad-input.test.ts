@@ -123,3 +123,13 @@ t.test('usage errors exit 2', async (t) => {
   t.match(r.err, /unknown command: import api/);
   t.equal((await cli(conf, 'import', 'api', 'x', '--nope')).code, 2);
 });
+
+t.test('an API file the gateway would refuse: IMPORT_INVALID_API with its diagnostics', async (t) => {
+  const conf = confDir();
+  t.teardown(() => conf.close());
+  const dir = path.join(conf.dir, 'PizzaShackAPI-1.0.0');
+  fs.cpSync(fixture('PizzaShackAPI-1.0.0'), dir, { recursive: true });
+  const api = path.join(dir, 'api.yaml');
+  fs.writeFileSync(api, fs.readFileSync(api, 'utf8').replace('  policies:\n', '  apiThrottlingPolicy: NoSuchPolicy\n  policies:\n'));
+  await refused(t, conf, dir, /PizzaShackAPI-1\.0\.0: IMPORT_INVALID_API: the API file would not deploy: PizzaShackAPI-1\.0\.0\.toml:\d+(:\d+)?: error API_\w+ policy: .*NoSuchPolicy/);
+});

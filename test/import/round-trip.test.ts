@@ -64,3 +64,31 @@ t.test('export of an API that is not there: IMPORT_NOT_FOUND', async (t) => {
   t.equal(r.code, 1);
   t.match(r.err, /apis: IMPORT_NOT_FOUND: no API file with name "Nope" and version "1\.0\.0"/);
 });
+
+t.test('endpoint advanced configuration and load balancing: mapped, listed, round-tripped', async (t) => {
+  const first = confDir();
+  const second = confDir();
+  t.teardown(() => {
+    first.close();
+    second.close();
+  });
+  const dir = path.join(first.dir, 'PizzaShackAPI-1.0.0');
+  fs.cpSync(fixture('PizzaShackAPI-1.0.0'), dir, { recursive: true });
+  const api = path.join(dir, 'api.yaml');
+  const text = fs.readFileSync(api, 'utf8');
+  const ec = '  endpointConfig:\n    endpoint_type: load_balance\n    algoClassName: org.apache.synapse.endpoints.algorithms.RoundRobin\n    sandbox_endpoints:\n      url: https://localhost:9443/am/sample/pizzashack/v1/api/\n    production_endpoints:\n     -\n      url: http://10.0.0.1:8080/v1\n      config:\n        actionDuration: "5000"\n        suspendErrorCode: ["101503", "101504"]\n        suspendDuration: "30000"\n        suspendMaxDuration: "60000"\n        factor: "2"\n        retryErroCode: ["101503"]\n        retryTimeOut: "2"\n        retryDelay: "100"\n        actionSelect: fault\n     -\n      url: http://10.0.0.2:8080/v1\n';
+  const start = text.indexOf('  endpointConfig:\n');
+  const end = text.indexOf('  endpointImplementationType:');
+  fs.writeFileSync(api, text.slice(0, start) + ec + text.slice(end));
+  const a = await cli(first, 'import', 'api', dir);
+  t.equal(a.code, 0, a.err);
+  const file = fs.readFileSync(path.join(first.apis, 'PizzaShackAPI-1.0.0.toml'), 'utf8');
+  t.match(file, /\[endpoints\.production\]\nurl = "http:\/\/10\.0\.0\.1:8080\/v1"\ntimeout = 5000\nsuspend_codes = \[101503, 101504\]\nsuspend_duration = 30000\nsuspend_max_duration = 60000\nsuspend_factor = 2\nretry_codes = \[101503\]\nretry_count = 2\n/);
+  t.match(a.out, /data\.endpointConfig\.production_endpoints\[1\]: load balancing over several endpoints: the API file has one endpoint per key type \(the first is kept\)/);
+  t.match(a.out, /data\.endpointConfig\.production_endpoints\.config\.retryDelay: the reference's retry delay and timeout action/);
+  t.match(a.out, /data\.endpointConfig\.algoClassName: an endpoint setting the API file has no field for/);
+  const out = path.join(first.dir, 'exported');
+  t.equal((await cli(first, 'export', 'api', 'PizzaShackAPI', '1.0.0', '--out', out)).code, 0);
+  t.equal((await cli(second, 'import', 'api', path.join(out, 'PizzaShackAPI-1.0.0'))).code, 0);
+  t.same(snapshot(second.apis), snapshot(first.apis));
+});

@@ -43,6 +43,7 @@ import { EVENT_NAMES } from '../../lib/events/bus';
 import { makeFault, type FaultReason, type ProtocolState } from '../../lib/transport/codes';
 import { USAGE } from '../../lib/cli';
 import { ADMIN_USAGE, ADMIN_COMMANDS } from '../../lib/keymanager/cli';
+import { IMPORT_USAGE } from '../../lib/import/cli';
 
 const root = join(__dirname, '..', '..', '..');
 const dist = join(root, 'dist');
@@ -57,6 +58,7 @@ const SKIPPED: ReadonlyArray<{ page: string; starts: string; reason: string }> =
   { page: 'key-manager', starts: 'curl -u <key>:<secret> -d grant_type=authorization_code', reason: 'needs a code from a sign-in; test/keymanager/authorization-code.test.ts redeems one' },
   { page: 'architecture', starts: '7  boot and face', reason: 'a drawing of the floors (test/unit/floors.test.ts checks the imports it shows)' },
   { page: 'architecture', starts: 'stateDiagram-v2', reason: 'a mermaid state diagram (its transitions are checked against states.ts by test/unit/transport-docs.test.ts for transport.md)' },
+  { page: 'migrating', starts: '$ throughway import api', reason: 'the report an import prints; test/import/projects.test.ts asserts its lines' },
   { page: 'transport', starts: 'stateDiagram-v2', reason: 'generated from lib/transport/states.ts (test/unit/transport-docs.test.ts checks it is current)' },
 ];
 
@@ -264,8 +266,9 @@ function words(line: string): string[] {
 }
 
 const usageCommands = [...USAGE.matchAll(/^ {2}([a-z][a-z |]*?)\s{2,}/gm)].map((m) => (m[1] ?? '').trim());
-const usageFlags = new Set([...`${USAGE}\n${ADMIN_USAGE}`.matchAll(/--[a-z][a-z-]*/g)].map((m) => m[0]));
+const usageFlags = new Set([...`${USAGE}\n${ADMIN_USAGE}\n${IMPORT_USAGE}`.matchAll(/--[a-z][a-z-]*/g)].map((m) => m[0]));
 const adminLines = ADMIN_USAGE.split('\n').map((l) => l.trim());
+const importLines = IMPORT_USAGE.split('\n').map((l) => l.trim());
 
 function checkCli(t: Test, argv: string[], line: string): void {
   const cmd: string[] = [];
@@ -274,7 +277,8 @@ function checkCli(t: Test, argv: string[], line: string): void {
     cmd.push(a);
   }
   const first = cmd[0] ?? '';
-  if (ADMIN_COMMANDS.has(first)) t.ok(adminLines.some((l) => l.startsWith(`${first} ${cmd[1] ?? ''}`)), `${first} ${cmd[1] ?? ''} is an admin command: ${line}`);
+  if (first === 'import' || first === 'export') t.ok(importLines.some((l) => l.startsWith(`${first} ${cmd[1] ?? ''} `)), `${first} ${cmd[1] ?? ''} is an import command: ${line}`);
+  else if (ADMIN_COMMANDS.has(first)) t.ok(adminLines.some((l) => l.startsWith(`${first} ${cmd[1] ?? ''}`)), `${first} ${cmd[1] ?? ''} is an admin command: ${line}`);
   else t.ok(usageCommands.includes(cmd.join(' ')), `"${cmd.join(' ')}" is a command of the usage: ${line}`);
   for (const a of argv) if (a.startsWith('--')) t.ok(usageFlags.has(a.split('=')[0] ?? a), `flag ${a} exists: ${line}`);
 }
