@@ -4,7 +4,8 @@
  * schema by lib/graphql, and the operation put on the call (`ctx.graphql`) for the authentication phase
  * (each field's scopes) and the throttling phase (each field's policy). Refusals are the route phase's
  * faults: 900422 (syntax, spec 002 part 7) and the 103180–103199 block. The request is forwarded unchanged:
- * a gathered body is the one the transport sends.
+ * a gathered body is the one the transport sends, so a request a backend could read otherwise than the
+ * gateway did is refused (103188, lib/graphql/request.ts).
  */
 import { ApiCode, GatewayOwnCode, fault, type GatewayCode } from '../../faults';
 import { missingScope, POOL_QUERY_CHARS, rulesOf, WORKER_FILE, type Analysis, type AnalysisFailure } from '../../graphql';
@@ -12,7 +13,7 @@ import type { AnalyseAnswer, AnalyseTask } from '../../graphql/worker';
 import { PoolError } from '../../mediation';
 import { fromBody, fromQueryString, socketMessage, type RequestRead } from '../../graphql/request';
 import type { ClientMessageVerdict, WebSocketHooks } from '../../transport/types';
-import { headerValue } from '../../transport/headers';
+import { headerValue, sameLower } from '../../transport/headers';
 import type { GraphqlApi } from '../apis';
 import { isWebSocketHandshake } from '../websocket';
 import { CONTINUE, stop, type CallContext, type Outcome } from './context';
@@ -34,20 +35,32 @@ export function graphqlQuery(ctx: CallContext, gq: GraphqlApi): Outcome | Promis
   // A preflight asks nothing of the schema; a handshake opens a graphql-transport-ws tunnel (docs/graphql.md).
   if (method === 'OPTIONS' || isWebSocketHandshake(req)) return CONTINUE;
   if (method === 'GET' || method === 'HEAD') {
+    // GraphQL over HTTP: a GET's parameters are its URL's; a backend that reads a body as well could run that instead.
+    if (hasBody(req.headers)) return stop(fault(GatewayOwnCode.GRAPHQL_AMBIGUOUS, { description: `A ${method} request carries its GraphQL parameters in the URL only, and no body: a backend may read the body's` }));
     if (ctx.query.length > gq.maxQueryBytes) return stop(fault(GatewayOwnCode.GRAPHQL_TOO_LARGE, { description: `The query string (${ctx.query.length} bytes) is larger than the API's max_query_bytes (${gq.maxQueryBytes})` }));
     return decide(ctx, gq, fromQueryString(ctx.query), false);
   }
   if (method !== 'POST') return CONTINUE;
   if (req.readBody === undefined) return stop(fault(GatewayOwnCode.GRAPHQL_BAD_REQUEST, { description: 'The transport serving this call cannot hand over request bodies' }));
   return req.readBody(gq.maxQueryBytes).then((read) => {
-    if (read.ok) return decide(ctx, gq, fromBody(headerValue(req.headers, 'content-type'), read.body), true);
+    if (read.ok) return decide(ctx, gq, fromBody(headerValue(req.headers, 'content-type'), read.body, ctx.query), true);
     if (read.reason === 'too_large') return stop(fault(GatewayOwnCode.GRAPHQL_TOO_LARGE, { description: `The request body (${read.size} bytes or more) is larger than the API's max_query_bytes (${gq.maxQueryBytes})` }));
     return stop(fault(GatewayOwnCode.GRAPHQL_BAD_REQUEST, { description: 'The request body could not be read' }));
   });
 }
 
+/** A body announced by the request's framing (RFC 9112 §6.3): Transfer-Encoding, or a Content-Length other than 0. */
+function hasBody(h: readonly string[]): boolean {
+  for (let i = 0; i < h.length; i += 2) {
+    const name = h[i] as string;
+    if (sameLower(name, 'transfer-encoding')) return true;
+    if (sameLower(name, 'content-length') && (h[i + 1] as string).trim() !== '0') return true;
+  }
+  return false;
+}
+
 function decide(ctx: CallContext, gq: GraphqlApi, r: RequestRead, post: boolean): Outcome | Promise<Outcome> {
-  if (!r.ok) return stop(fault(GatewayOwnCode.GRAPHQL_BAD_REQUEST, { description: r.message }));
+  if (!r.ok) return stop(fault(r.ambiguous === true ? GatewayOwnCode.GRAPHQL_AMBIGUOUS : GatewayOwnCode.GRAPHQL_BAD_REQUEST, { description: r.message }));
   const pool = ctx.rt.mediation?.pool;
   // A large query (never in the analysis cache) is parsed and validated on a worker thread (docs/graphql.md).
   if (pool !== undefined && r.request.query.length > POOL_QUERY_CHARS) {
