@@ -198,10 +198,23 @@ function fromObject(v: unknown): RequestRead {
   return { ok: true, request: { query: o.query, operationName: typeof o.operationName === 'string' && o.operationName !== '' ? o.operationName : undefined } };
 }
 
-/** A graphql-transport-ws message from the client, as far as the gateway reads it (subscribe's payload). */
-export type SocketMessage = { readonly type: 'subscribe'; readonly id: string; readonly request: RequestRead } | { readonly type: 'other' } | { readonly type: 'invalid'; readonly message: string };
+/**
+ * The client messages that pass unread: graphql-transport-ws (GraphQL over WebSocket) `connection_init`,
+ * `ping`, `pong`, `complete`; the legacy graphql-ws protocol (subscriptions-transport-ws) `connection_init`,
+ * `stop`, `connection_terminate`. `subscribe` and `start` are judged; any other type is refused.
+ */
+const UNREAD_TYPES: ReadonlySet<string> = new Set(['connection_init', 'ping', 'pong', 'complete', 'stop', 'connection_terminate']);
 
-/** Reads one text message of the graphql-transport-ws protocol (GraphQL over WebSocket, "Subscribe"). */
+/**
+ * A client message of either protocol, as far as the gateway reads it: an operation (graphql-transport-ws
+ * `subscribe`, or the legacy protocol's `start`, both `{id, payload: {query, operationName, ...}}`).
+ */
+export type SocketMessage =
+  | { readonly type: 'subscribe' | 'start'; readonly id: string; readonly request: RequestRead }
+  | { readonly type: 'other' }
+  | { readonly type: 'invalid'; readonly message: string };
+
+/** Reads one message of graphql-transport-ws or the legacy graphql-ws protocol (GraphQL over WebSocket, "Subscribe"). */
 export function socketMessage(text: string): SocketMessage {
   let v: unknown;
   try {
@@ -210,9 +223,11 @@ export function socketMessage(text: string): SocketMessage {
     return { type: 'invalid', message: 'the message is not JSON' };
   }
   if (v === null || typeof v !== 'object' || Array.isArray(v)) return { type: 'invalid', message: 'the message is not an object' };
+  const twice = duplicateKey(text);
+  if (twice !== undefined) return { type: 'invalid', message: `the message has the key "${twice}" twice in one object` };
   const m = v as { type?: unknown; id?: unknown; payload?: unknown };
   if (typeof m.type !== 'string') return { type: 'invalid', message: 'the message has no type' };
-  if (m.type !== 'subscribe') return { type: 'other' };
-  if (typeof m.id !== 'string' || m.id === '') return { type: 'invalid', message: 'a subscribe message has an id' };
-  return { type: 'subscribe', id: m.id, request: fromObject(m.payload) };
+  if (m.type !== 'subscribe' && m.type !== 'start') return UNREAD_TYPES.has(m.type) ? { type: 'other' } : { type: 'invalid', message: `the message type ${JSON.stringify(m.type.slice(0, 40))} is not one of the protocol's` };
+  if (typeof m.id !== 'string' || m.id === '') return { type: 'invalid', message: `a ${m.type} message has an id` };
+  return { type: m.type, id: m.id, request: fromObject(m.payload) };
 }

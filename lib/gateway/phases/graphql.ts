@@ -12,7 +12,7 @@ import { missingScope, POOL_QUERY_CHARS, rulesOf, WORKER_FILE, type Analysis, ty
 import type { AnalyseAnswer, AnalyseTask } from '../../graphql/worker';
 import { PoolError } from '../../mediation';
 import { fromBody, fromQueryString, socketMessage, type RequestRead } from '../../graphql/request';
-import type { ClientMessageVerdict, WebSocketHooks } from '../../transport/types';
+import type { ClientMessageVerdict, ForwardDecision, WebSocketHooks } from '../../transport/types';
 import { headerValue, sameLower } from '../../transport/headers';
 import type { GraphqlApi } from '../apis';
 import { isWebSocketHandshake } from '../websocket';
@@ -91,17 +91,36 @@ function conclude(ctx: CallContext, gq: GraphqlApi, a: Analysis, post: boolean):
 const CLOSE_BAD_MESSAGE = 4400;
 
 /**
- * The tunnel hooks of a GraphQL API's WebSocket handshake (docs/graphql.md): each `subscribe` message
- * the client sends is checked like a query (syntax, schema, introspection, depth, complexity, its
+ * The forward decision of a GraphQL API's WebSocket handshake (docs/graphql.md): the subscription hooks
+ * below, and the handshake without its Sec-WebSocket-Extensions fields, so the backend never agrees to
+ * an extension (RFC 6455 §9.1: only offered extensions may be accepted). permessage-deflate (RFC 7692)
+ * would compress messages the hooks must read; the tunnel refuses any frame with an RSV bit (1002).
+ */
+export function subscriptionForward(ctx: CallContext, gq: GraphqlApi, forward: ForwardDecision): ForwardDecision {
+  const h = forward.headers ?? ctx.req.headers;
+  let headers = forward.headers;
+  for (let i = 0; i < h.length; i += 2) {
+    if (!sameLower(h[i] as string, 'sec-websocket-extensions')) continue;
+    const kept: string[] = [];
+    for (let j = 0; j < h.length; j += 2) if (!sameLower(h[j] as string, 'sec-websocket-extensions')) kept.push(h[j] as string, h[j + 1] as string);
+    headers = kept;
+    break;
+  }
+  return { ...forward, headers, websocket: subscriptionHooks(ctx, gq, ctx.websocket) };
+}
+
+/**
+ * The tunnel hooks of a GraphQL API's WebSocket handshake (docs/graphql.md): each operation message the
+ * client sends, graphql-transport-ws `subscribe` or the legacy graphql-ws protocol's `start`, text or
+ * binary frame, is checked like a query (syntax, schema, introspection, depth, complexity, its
  * subscription tier's GraphQL limits, the fields' scopes against the handshake's token) before the
- * backend sees it. A refused one is answered
- * with an `error` message for its id, whose payload carries the fault's code and description; a message
- * that is not the protocol's closes the socket with 4400. Other messages pass unread.
+ * backend sees it. A refused one is answered with an `error` message for its id, whose payload carries
+ * the fault's code and description (graphql-transport-ws: a list of errors; the legacy protocol: one
+ * error object); a message that is not one of the protocols' closes the socket with 4400.
  */
 export function subscriptionHooks(ctx: CallContext, gq: GraphqlApi, frames: WebSocketHooks | undefined): WebSocketHooks {
   const auth = ctx.auth;
   const scopes = auth?.scopes ?? [];
-  const refuse = (id: string, code: number, message: string): ClientMessageVerdict => ({ reply: JSON.stringify({ id, type: 'error', payload: [{ message, extensions: { code } }] }) });
   return {
     ...frames,
     maxClientMessage: gq.maxQueryBytes + 14,
@@ -109,18 +128,23 @@ export function subscriptionHooks(ctx: CallContext, gq: GraphqlApi, frames: WebS
       const m = socketMessage(text);
       if (m.type === 'other') return undefined;
       if (m.type === 'invalid') return { close: CLOSE_BAD_MESSAGE, reason: m.message };
-      if (!m.request.ok) return refuse(m.id, GatewayOwnCode.GRAPHQL_BAD_REQUEST, m.request.message);
+      const legacy = m.type === 'start';
+      const refuse = (code: number, message: string): ClientMessageVerdict => {
+        const error = { message, extensions: { code } };
+        return { reply: JSON.stringify({ id: m.id, type: 'error', payload: legacy ? error : [error] }) };
+      };
+      if (!m.request.ok) return refuse(GatewayOwnCode.GRAPHQL_BAD_REQUEST, m.request.message);
       const a = gq.cache.analyse(gq.schema, m.request.request, gq.limits);
-      if (!a.ok) return refuse(m.id, FAILURE_CODE[a.kind], a.message);
+      if (!a.ok) return refuse(FAILURE_CODE[a.kind], a.message);
       const th = ctx.rt.throttle;
       const tier = auth !== undefined && auth.kind !== 'none' && th !== undefined ? tierLimits(th, a.operation, auth.subscriptionTier) : undefined;
-      if (tier !== undefined) return refuse(m.id, tier.def.code, tier.description ?? tier.def.description);
+      if (tier !== undefined) return refuse(tier.def.code, tier.description ?? tier.def.description);
       const rules = rulesOf(a.operation, gq.rules);
       const miss = missingScope(rules, scopes);
-      if (miss !== undefined) return refuse(m.id, ApiCode.INVALID_SCOPE, `the access token lacks the scope the ${miss.type.toLowerCase()} field ${miss.name} requires: ${miss.scopes.join(' or ')}`);
+      if (miss !== undefined) return refuse(ApiCode.INVALID_SCOPE, `the access token lacks the scope the ${miss.type.toLowerCase()} field ${miss.name} requires: ${miss.scopes.join(' or ')}`);
       // After the scopes, as over HTTP (authentication before throttling): a refused subscribe counts nothing.
       const throttled = subscribeFieldsThrottled(ctx, a.operation, rules);
-      if (throttled !== undefined) return refuse(m.id, throttled.def.code, throttled.description ?? throttled.def.description);
+      if (throttled !== undefined) return refuse(throttled.def.code, throttled.description ?? throttled.def.description);
       return undefined;
     },
   };
