@@ -257,7 +257,7 @@ export function renderApisDoc(): string {
   o.push('| # | phase | status | what it does |');
   o.push('|---|---|---|---|');
   const what: Record<string, string> = {
-    route: 'context, version, resource (103005, 103006, 900906, 103009); a GraphQL API\'s query and operation (900422, 103180–103187, docs/graphql.md)',
+    route: 'context, version, resource (103005, 103006, 900906, 103009); a GraphQL API\'s query and operation (900422, 103180–103188, docs/graphql.md)',
     cors: 'CORS fields for the call; answers preflights (204) and plain OPTIONS (204 with `Allow`)',
     'api-status': 'BLOCKED 700700 (503), RETIRED 103008 (404)',
     authentication: 'mutual TLS header, bearer token, subscription, token type, scopes (900900–900910), the backend JWT (docs/security.md)',

@@ -78,6 +78,7 @@ export const GatewayOwnCode = {
   GRAPHQL_MUTATION_BY_GET: 103185,
   GRAPHQL_TOO_LARGE: 103186,
   GRAPHQL_SUBSCRIPTION_BY_HTTP: 103187,
+  GRAPHQL_AMBIGUOUS: 103188,
   // Embedding (lib/embed): 103140-103159.
   UPGRADE_NOT_TUNNELLED: 103140,
   EMBEDDED_RESPONSE_INCOMPLETE: 103141,
@@ -179,6 +180,7 @@ export const GATEWAY_FAULTS: readonly GatewayFaultDef[] = Object.freeze([
   { code: GatewayOwnCode.GRAPHQL_MUTATION_BY_GET, httpStatus: 405, statusFrom: 'throughway', message: 'GraphQL mutation by GET', description: 'A mutation sent by GET (GraphQL over HTTP: GET is for queries only); send it by POST (the Allow field says so)', origin: 'throughway', phase: 'route', sent: true },
   { code: GatewayOwnCode.GRAPHQL_TOO_LARGE, httpStatus: 413, statusFrom: 'throughway', message: 'GraphQL request too large', description: 'The request body or query string is larger than the API\'s [graphql] max_query_bytes', origin: 'throughway', phase: 'route', sent: true },
   { code: GatewayOwnCode.GRAPHQL_SUBSCRIPTION_BY_HTTP, httpStatus: 400, statusFrom: 'throughway', message: 'GraphQL subscription needs a WebSocket', description: 'A subscription sent as a plain HTTP request: open a WebSocket with the graphql-transport-ws sub-protocol instead (docs/graphql.md)', origin: 'throughway', phase: 'route', sent: true },
+  { code: GatewayOwnCode.GRAPHQL_AMBIGUOUS, httpStatus: 400, statusFrom: 'throughway', message: 'Ambiguous GraphQL request', description: 'A backend could read another query than the one the gateway judged: GraphQL parameters in the URL of a POST, a parameter repeated or spelled otherwise in the query string, a JSON key twice in one object, a body on a GET, a charset other than UTF-8 (docs/graphql.md)', origin: 'throughway', phase: 'route', sent: true },
   // Not sent since the transport tunnels upgrades (docs/websocket.md): handleUpgrade hands every upgrade over.
   { code: GatewayOwnCode.UPGRADE_NOT_TUNNELLED, httpStatus: 501, statusFrom: 'throughway', message: 'Upgrade not supported', description: 'Not sent: handleUpgrade() hands every upgrade to the transport, which tunnels WebSocket handshakes to WS APIs and answers other upgrades as plain calls (RFC 9110 §7.8); the code stays reserved', origin: 'throughway', phase: 'none', sent: false },
   { code: GatewayOwnCode.EMBEDDED_RESPONSE_INCOMPLETE, httpStatus: 502, statusFrom: 'throughway', message: 'Incomplete response', description: 'The gateway closed the in-process connection of the (req, res) handler before a response head', origin: 'throughway', phase: 'embedding', sent: true },

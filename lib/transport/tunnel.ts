@@ -9,9 +9,12 @@
  * fault with the same codes as any exchange (101001/101000 client side, 101501/101505 backend side, at
  * state RESPONSE_BODY(5)); a frame the per-frame hook refuses closes the tunnel with close code 1008
  * (policy violation) and fault 103082. A tunnel whose hooks read client messages (onClientMessage,
- * GraphQL subscriptions) holds each client frame until it is whole, then forwards, answers or refuses it.
+ * GraphQL subscriptions) holds each client frame until it is whole, then forwards, answers or refuses it:
+ * text and binary messages alike are read, and a frame it cannot read as sent (RSV bits, a reserved
+ * opcode, fragments) is refused.
  * docs/websocket.md, docs/graphql.md.
  */
+import { isUtf8 } from 'node:buffer';
 import type { Socket } from 'node:net';
 import { ProtocolState as S } from './states';
 import { makeFault, type TransportFault } from './codes';
@@ -96,8 +99,13 @@ export function closeFrame(code: number, reason: string, masked: boolean): Buffe
 
 /** Policy violation (RFC 6455 §7.4.1). */
 const CLOSE_POLICY = 1008;
-/** Unsupported data (a fragmented text message where whole ones are inspected) and message too big (RFC 6455 §7.4.1). */
+/**
+ * Protocol error (an RSV bit or a reserved opcode), unsupported data (a fragmented message where whole
+ * ones are inspected), a payload that is not UTF-8, message too big (RFC 6455 §7.4.1).
+ */
+const CLOSE_PROTOCOL = 1002;
 const CLOSE_UNSUPPORTED = 1003;
+const CLOSE_NOT_UTF8 = 1007;
 const CLOSE_TOO_BIG = 1009;
 /** The default bound of a held client frame: 64 KiB of payload and the longest header. */
 const DEFAULT_MAX_MESSAGE = 65536 + 14;
@@ -145,8 +153,8 @@ class FrameHolder {
   }
 }
 
-/** The payload of a whole client frame, unmasked (RFC 6455 §5.3), as text. */
-function unmaskedText(f: Buffer): string {
+/** The payload of a whole client frame, unmasked (RFC 6455 §5.3), a copy. */
+function unmasked(f: Buffer): Buffer {
   const hl = headerLength(f);
   const masked = ((f[1] as number) & 0x80) !== 0;
   const payload = Buffer.from(f.subarray(hl));
@@ -154,7 +162,7 @@ function unmaskedText(f: Buffer): string {
     const key = f.subarray(hl - 4, hl);
     for (let i = 0; i < payload.length; i++) payload[i] = (payload[i] as number) ^ (key[i & 3] as number);
   }
-  return payload.toString('utf8');
+  return payload;
 }
 
 export class Tunnel implements TunnelInfo {
@@ -236,18 +244,41 @@ export class Tunnel implements TunnelInfo {
     if (!ok) this.client.pause();
   }
 
-  /** onClientMessage: whole frames judged one by one; text messages forwarded, answered or the tunnel closed. */
+  /**
+   * onClientMessage: whole frames judged one by one; data messages (text or binary: a backend may read
+   * either as the same JSON) forwarded, answered or the tunnel closed. What cannot be judged whole and as
+   * sent is refused: an RSV bit (RFC 6455 §5.2: no extension is negotiated on such a tunnel, so
+   * permessage-deflate's RSV1 is a protocol error, 1002), a reserved opcode (§5.2, 1002), a fragmented
+   * message (1003), a payload that is not UTF-8 (§8.1, 1007).
+   */
   private inspect(buf: Buffer, n: number, holder: FrameHolder): void {
     const judge = this.hooks.onClientMessage as (text: string) => ClientMessageVerdict;
     let ok = true;
     const fits = holder.feed(buf, n, (f) => {
-      const opcode = (f[0] as number) & 0x0f;
-      const fin = ((f[0] as number) & 0x80) !== 0;
-      if (opcode === 0 || (opcode === 1 && !fin)) {
+      const b0 = f[0] as number;
+      const opcode = b0 & 0x0f;
+      const data = opcode === 1 || opcode === 2;
+      if ((b0 & 0x70) !== 0) {
+        this.closeBoth(CLOSE_PROTOCOL, 'no extension was negotiated: RSV bits must be 0');
+        return false;
+      }
+      if (opcode === 0 || (data && (b0 & 0x80) === 0)) {
         this.closeBoth(CLOSE_UNSUPPORTED, 'fragmented message');
         return false;
       }
-      const v = opcode === 1 ? judge(unmaskedText(f)) : undefined;
+      if (!data && opcode < 8) {
+        this.closeBoth(CLOSE_PROTOCOL, 'reserved opcode');
+        return false;
+      }
+      let v: ClientMessageVerdict;
+      if (data) {
+        const payload = unmasked(f);
+        if (!isUtf8(payload)) {
+          this.closeBoth(CLOSE_NOT_UTF8, 'the message is not UTF-8');
+          return false;
+        }
+        v = judge(payload.toString('utf8'));
+      }
       if (v === undefined) {
         ok = this.backend.write(f) && ok;
         return true;

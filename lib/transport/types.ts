@@ -82,12 +82,14 @@ export interface WebSocketHooks {
   /** The tunnel closed; final counts. */
   onClose?(tunnel: TunnelInfo): void;
   /**
-   * Reads each text message the client sends before it reaches the backend (GraphQL subscriptions,
-   * docs/graphql.md): the client's frames are then held until complete (at most `maxClientMessage`
-   * bytes, else close 1009), unmasked and passed as text. Answer undefined to forward the frame,
-   * `{ reply }` to drop it and send `reply` to the client as a text message, or `{ close, reason }` to
-   * close the tunnel with that close code. Fragmented text messages are refused (close 1003): a message
-   * is judged whole. Absent: frames are relayed as they arrive, never unmasked.
+   * Reads each data message (text or binary) the client sends before it reaches the backend (GraphQL
+   * subscriptions, docs/graphql.md): the client's frames are then held until complete (at most
+   * `maxClientMessage` bytes, else close 1009), unmasked and passed as text. Answer undefined to forward
+   * the frame, `{ reply }` to drop it and send `reply` to the client as a text message, or `{ close,
+   * reason }` to close the tunnel with that close code. Refused unread: a fragmented message (close 1003:
+   * a message is judged whole), a payload that is not UTF-8 (1007), an RSV bit or a reserved opcode
+   * (1002: the phase keeps extensions such as permessage-deflate from being negotiated). Absent: frames
+   * are relayed as they arrive, never unmasked.
    */
   onClientMessage?(text: string): ClientMessageVerdict;
   /** Largest client frame held for onClientMessage, header included (default 65,550 bytes). */

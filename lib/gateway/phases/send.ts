@@ -9,7 +9,7 @@ import type { CompiledApi } from '../router';
 import { isWebSocketHandshake } from '../websocket';
 import { stop, type CallContext, type Outcome } from './context';
 import { securedForward } from './backend-auth';
-import { subscriptionHooks } from './graphql';
+import { subscriptionForward } from './graphql';
 
 export function sendPhase(ctx: CallContext): Outcome | Promise<Outcome> {
   const api = ctx.api as CompiledApi;
@@ -47,7 +47,7 @@ export function sendPhase(ctx: CallContext): Outcome | Promise<Outcome> {
   // A GraphQL API's subscriptions: graphql-transport-ws over a handshake to the same context (docs/graphql.md).
   const gq = api.def.graphql;
   if (gq !== undefined && isWebSocketHandshake(ctx.req)) {
-    const ws = { ...forward, websocket: subscriptionHooks(ctx, gq, ctx.websocket) };
+    const ws = subscriptionForward(ctx, gq, forward);
     return ep.auth === undefined ? { forward: ws } : securedForward(ctx, ep.auth, ws, false);
   }
   return ep.auth === undefined ? { forward } : securedForward(ctx, ep.auth, forward, true);
