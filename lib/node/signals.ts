@@ -4,7 +4,9 @@
  * errors, the running policies stay), the TLS listeners' certificates (likewise), the API definitions and
  * fault templates; a gateway-worker pulls its APIs and policies from the control plane again.
  * SIGTERM and SIGINT (handled by the CLI) call close(), which turns /health and /health/ready DOWN, stops accepting, lets
- * in-flight calls finish within [throughway] shutdown_timeout and closes idle keep-alive connections; the
+ * in-flight calls finish within [throughway] shutdown_timeout and drains keep-alive connections (a request
+ * arriving on one is served with Connection: close; idle ones close after the transport's drain window,
+ * docs/transport.md, "Graceful close"); the
  * gateway's close then flushes the queued spans and analytics events (docs/tracing.md, docs/analytics.md).
  */
 import { applyReload, type ReloadResult } from '../observability/reload';
