@@ -11,7 +11,7 @@
  */
 import { applyReload, type ReloadResult } from '../observability/reload';
 import type { LoadResult } from '../config/load';
-import type { ControlPlane } from '../scale/control-plane';
+import { resyncDeployments } from './control-plane';
 import type { Gateway } from '../embed';
 import type { Boot } from './boot';
 
@@ -63,9 +63,7 @@ function reloadParts(b: Boot): void {
   }
   if (gateway !== undefined && follower !== undefined) {
     // A gateway-worker's APIs and policies are its control plane's: pulled again, applied when they arrive.
-    const cp = b.controlPlane as ControlPlane;
-    const pulled = b.hub !== undefined ? b.hub.resync() : cp.pull().then((s) => follower.replace(s.deployments ?? { apis: [], policies: null }));
-    pulled.catch((err: unknown) => b.logger.log('error', 'control_plane_pull_failed', { message: (err as Error).message }));
+    resyncDeployments(b).catch((err: unknown) => b.logger.log('error', 'control_plane_pull_failed', { message: (err as Error).message }));
     b.log(`pulling APIs and throttling policies from the control plane ${follower.origin} again`);
   } else if (gateway !== undefined) {
     reloadGateway(b, gateway);
@@ -90,6 +88,7 @@ async function closeParts(b: Boot, onHup: () => void): Promise<void> {
   b.stopWatching();
   b.deploymentSource?.close();
   b.follower?.close();
+  b.deploymentCheck?.close();
   process.removeListener('SIGHUP', onHup);
   b.health?.shuttingDown();
   b.readiness.shuttingDown();
