@@ -201,8 +201,11 @@ export function renderTransportDoc(): string {
   out.push('- **max_open_connections**: per listener; connections above the limit are closed as soon as they');
   out.push('  are accepted (the plain listener counts its open connections itself, the TLS one with Node\'s');
   out.push('  `server.maxConnections`; the reference stops reading its accept queue instead).');
-  out.push('- **Graceful close**: stop accepting, close idle keep-alive connections, let in-flight exchanges');
-  out.push('  finish (their responses carry `Connection: close`) within `shutdown_timeout`, then abort the rest.');
+  out.push('- **Graceful close**: stop accepting; for a drain window (1 s, within `shutdown_timeout`) keep idle');
+  out.push('  keep-alive connections open and answer any request that arrives on one with `Connection: close`');
+  out.push('  (closing after that response), so a client already sending on an idle connection is served, not reset;');
+  out.push('  then close the connections still idle, let in-flight exchanges finish (their responses carry');
+  out.push('  `Connection: close`) within `shutdown_timeout`, and abort the rest.');
   out.push('');
   return out.join('\n');
 }

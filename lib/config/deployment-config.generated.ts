@@ -2304,6 +2304,8 @@ export interface ThroughwayScaleSection {
   readonly reconnect_min: number;
   /** Longest wait between two reconnect attempts to the event hub Redis. Default: 10000 milliseconds. Loaded as milliseconds. */
   readonly reconnect_max: number;
+  /** A gateway-worker: how often it compares the version of the API files and policies it runs with its control plane's (one request answered 304 when they agree); a difference, or the control plane answering again after it did not, makes it pull them again (docs/scale-out.md). Default: 10000 milliseconds. Loaded as milliseconds. */
+  readonly deployment_check_interval: number;
 }
 
 /** Throttling: policies file and counters (docs/throttling.md) ([throughway.throttling], spec throughway). */

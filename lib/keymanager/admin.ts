@@ -216,7 +216,16 @@ export async function handleAdmin(ctx: RouteContext, req: http.IncomingMessage, 
   // What gateway-workers deploy (docs/scale-out.md): `?labels=A,B` keeps the APIs sharing one of them.
   if (collection === 'deployments' && id === undefined && method === 'GET' && ctx.deployments !== undefined) {
     const l = query.get('labels');
-    return sendJson(res, 200, ctx.deployments(l === null ? undefined : l.split(',').map((x) => x.trim()).filter((x) => x !== '')));
+    const d = ctx.deployments(l === null ? undefined : l.split(',').map((x) => x.trim()).filter((x) => x !== ''));
+    // The version is the ETag: a gateway-worker checking that it runs the same set gets 304 and no body
+    // (RFC 9110 §13.1.2); lib/scale/deployment-check.ts.
+    const etag = d.version !== undefined ? `"${d.version}"` : undefined;
+    if (etag !== undefined && req.headers['if-none-match'] === etag) {
+      res.writeHead(304, { ETag: etag });
+      res.end();
+      return;
+    }
+    return sendJson(res, 200, d, etag !== undefined ? { ETag: etag } : {});
   }
   if (collection === 'revocations' && id === undefined && method === 'GET') return sendJson(res, 200, { list: await ctx.store.listRevoked(Date.now()) });
   throw new OAuthError('not_found', `no admin resource ${method} /admin/v1${path}`);

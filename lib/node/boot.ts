@@ -28,6 +28,7 @@ import { ConfigInvalidError } from '../config/diagnostics';
 import type { RedisEventHub } from '../scale/event-hub';
 import type { TrafficManager } from '../scale/traffic-manager';
 import type { DeploymentFollower, DeploymentSource } from '../scale/deployments';
+import type { DeploymentCheck } from '../scale/deployment-check';
 import type { ClusterPart } from '../scale/cluster';
 
 export interface RunningNode {
@@ -107,6 +108,8 @@ export interface Boot {
   deploymentSource?: DeploymentSource;
   /** gateway-worker: the APIs and policies pulled from the control plane, kept current by its events. */
   follower?: DeploymentFollower;
+  /** gateway-worker: compares the follower's version with the control plane's (lib/scale/deployment-check.ts). */
+  deploymentCheck?: DeploymentCheck;
   /** The operations port of a node without the key manager. */
   opsServer?: http.Server;
   /** A console node with a remote key manager: the consoles, served on its operations port (lib/node/portal.ts). */

@@ -14,6 +14,7 @@ import { ControlPlane } from '../scale/control-plane';
 import { RedisEventHub } from '../scale/event-hub';
 import { TrafficManager } from '../scale/traffic-manager';
 import { DeploymentFollower, DeploymentSource, type Deployments } from '../scale/deployments';
+import { DeploymentCheck } from '../scale/deployment-check';
 import { redacted, throttleChannels } from '../throttle/decisions';
 import { policyOptionsOf, throttleSettingsFrom } from '../throttle/settings';
 import { gatewaySettingsFrom } from '../gateway/settings';
@@ -84,12 +85,29 @@ export async function pullControlPlane(b: Boot): Promise<void> {
   if (b.hub === undefined && b.cl === undefined) b.log(`  warning: no redis:// event hub: this gateway-worker has the control plane's state of its start only (docs/scale-out.md)`);
 }
 
+/**
+ * A gateway-worker's full pull of its APIs and policies (SIGHUP, and the deployment check): through the
+ * event hub when there is one (its snapshot's difference becomes events, the deployments included), else
+ * a pull whose deployments replace what the follower holds.
+ */
+export function resyncDeployments(b: Boot): Promise<void> {
+  const follower = b.follower;
+  if (follower === undefined) return Promise.resolve();
+  if (b.hub !== undefined) return b.hub.resync();
+  return (b.controlPlane as ControlPlane).pull().then((s) => follower.replace(s.deployments ?? { apis: [], policies: null }));
+}
+
 /** Subscribed now: events arriving before the gateway exists update what it will start with. */
 function followDeployments(b: Boot, deployments: Deployments): void {
   const { config, loaded, scale } = b;
   const gatewayLabels = config.apim.sync_runtime_artifacts.gateway.gateway_labels;
   const follower = new DeploymentFollower(scale.controlPlane, gatewayLabels, deployments, b.events, b.logger);
   b.follower = follower;
+  // Changes the events cannot carry (a control plane restarted with other files): lib/scale/deployment-check.ts.
+  const check = new DeploymentCheck({ controlPlane: b.controlPlane as ControlPlane, follower, origin: scale.controlPlane, interval: scale.deploymentCheckInterval, resync: () => resyncDeployments(b), logger: b.logger, healthOrder: config.throughway.operations.backend_pool_checker_order });
+  b.deploymentCheck = check;
+  b.health?.register(check.checker());
+  check.start();
   b.log(`  ${'deployments'.padEnd(18)} ${deployments.apis.length} API file(s) with gateway_labels ${JSON.stringify(gatewayLabels)}, ${deployments.policies != null ? `throttling policies ${follower.policiesSource}` : 'no throttling policies (the control plane serves none: this node reads its own policies file)'}`);
   const local = listApiFiles(gatewaySettingsFrom(config, loaded.dir, b.ports).apisDir) ?? [];
   if (local.length > 0) {

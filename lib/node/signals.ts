@@ -4,12 +4,14 @@
  * errors, the running policies stay), the TLS listeners' certificates (likewise), the API definitions and
  * fault templates; a gateway-worker pulls its APIs and policies from the control plane again.
  * SIGTERM and SIGINT (handled by the CLI) call close(), which turns /health and /health/ready DOWN, stops accepting, lets
- * in-flight calls finish within [throughway] shutdown_timeout and closes idle keep-alive connections; the
+ * in-flight calls finish within [throughway] shutdown_timeout and drains keep-alive connections (a request
+ * arriving on one is served with Connection: close; idle ones close after the transport's drain window,
+ * docs/transport.md, "Graceful close"); the
  * gateway's close then flushes the queued spans and analytics events (docs/tracing.md, docs/analytics.md).
  */
 import { applyReload, type ReloadResult } from '../observability/reload';
 import type { LoadResult } from '../config/load';
-import type { ControlPlane } from '../scale/control-plane';
+import { resyncDeployments } from './control-plane';
 import type { Gateway } from '../embed';
 import type { Boot } from './boot';
 
@@ -61,9 +63,7 @@ function reloadParts(b: Boot): void {
   }
   if (gateway !== undefined && follower !== undefined) {
     // A gateway-worker's APIs and policies are its control plane's: pulled again, applied when they arrive.
-    const cp = b.controlPlane as ControlPlane;
-    const pulled = b.hub !== undefined ? b.hub.resync() : cp.pull().then((s) => follower.replace(s.deployments ?? { apis: [], policies: null }));
-    pulled.catch((err: unknown) => b.logger.log('error', 'control_plane_pull_failed', { message: (err as Error).message }));
+    resyncDeployments(b).catch((err: unknown) => b.logger.log('error', 'control_plane_pull_failed', { message: (err as Error).message }));
     b.log(`pulling APIs and throttling policies from the control plane ${follower.origin} again`);
   } else if (gateway !== undefined) {
     reloadGateway(b, gateway);
@@ -88,6 +88,7 @@ async function closeParts(b: Boot, onHup: () => void): Promise<void> {
   b.stopWatching();
   b.deploymentSource?.close();
   b.follower?.close();
+  b.deploymentCheck?.close();
   process.removeListener('SIGHUP', onHup);
   b.health?.shuttingDown();
   b.readiness.shuttingDown();

@@ -9,7 +9,9 @@
  *  - a worker that dies is restarted after restart_delay_min, doubled for each one that dies within 5 s
  *    of its start, up to restart_delay_max;
  *  - SIGHUP rolls the workers one at a time: a new one is started and ready before the old one is told to
- *    stop, and the old one finishes its in-flight calls (node.close()), so no connection is dropped;
+ *    stop, and the old one drains (node.close(): in-flight calls finish, a request arriving on a kept-alive
+ *    connection is answered with Connection: close, idle connections close after the transport's drain
+ *    window; docs/transport.md, "Graceful close"), so no request is lost;
  *  - SIGTERM/SIGINT: no more restarts, every worker stops gracefully, then the primary's own node.
  *
  * IPC messages are `{ tw: ... }` objects: hello? (worker -> primary, once it listens: a message sent

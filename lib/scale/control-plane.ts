@@ -63,6 +63,9 @@ export interface FullSnapshot extends Snapshot {
   readonly deployments?: Deployments;
 }
 
+/** request()'s answer to a conditional GET the control plane answered 304 (RFC 9110 §15.4.5). */
+export const NOT_MODIFIED: Readonly<Record<string, unknown>> = Object.freeze({});
+
 // Not unref()ed: a gateway-worker waiting for its control plane has nothing else keeping the process up.
 const realSleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -75,11 +78,15 @@ export class ControlPlane {
     this.auth = `Basic ${Buffer.from(`${o.user}:${o.password}`).toString('base64')}`;
   }
 
-  /** One request (a string body is a form, an object JSON); JSON answer of a 2xx, ControlPlaneError otherwise. */
-  request(method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE', path: string, body?: string | Readonly<Record<string, unknown>>, withAuth = true): Promise<Record<string, unknown>> {
+  /**
+   * One request (a string body is a form, an object JSON); JSON answer of a 2xx, ControlPlaneError otherwise.
+   * `ifNoneMatch`: an ETag; a 304 answer resolves with NOT_MODIFIED.
+   */
+  request(method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE', path: string, body?: string | Readonly<Record<string, unknown>>, withAuth = true, ifNoneMatch?: string): Promise<Record<string, unknown>> {
     const url = new URL(path, this.o.url);
     const mod = url.protocol === 'https:' ? https : http;
     const headers: Record<string, string> = { Accept: 'application/json' };
+    if (ifNoneMatch !== undefined) headers['If-None-Match'] = `"${ifNoneMatch}"`;
     if (withAuth) headers.Authorization = this.auth;
     const payload = body === undefined || typeof body === 'string' ? body : JSON.stringify(body);
     if (payload !== undefined) {
@@ -94,6 +101,10 @@ export class ControlPlane {
         res.on('end', () => {
           const text = Buffer.concat(chunks).toString('utf8');
           const status = res.statusCode ?? 0;
+          if (status === 304 && ifNoneMatch !== undefined) {
+            resolve(NOT_MODIFIED);
+            return;
+          }
           if (status < 200 || status >= 300) {
             let answer: Record<string, unknown> | undefined;
             try {
@@ -167,6 +178,18 @@ export class ControlPlane {
         ...(d !== undefined ? { deployments: d as unknown as Deployments } : {}),
       };
     });
+  }
+
+  /**
+   * One conditional GET of the deployments (no retry): 'unchanged' when the control plane's version is
+   * `version` (304), else what it serves now. Rejects with ControlPlaneError when it does not answer.
+   */
+  async deploymentsIfChanged(version: string): Promise<Deployments | 'unchanged'> {
+    const labels = this.o.deployments?.labels ?? [];
+    const d = await this.request('GET', `/admin/v1/deployments?labels=${encodeURIComponent(labels.join(','))}`, undefined, true, version);
+    if (d === NOT_MODIFIED) return 'unchanged';
+    if (!Array.isArray(d.apis)) throw new ControlPlaneError('GET /admin/v1/deployments: no apis array');
+    return d as unknown as Deployments;
   }
 
   /**

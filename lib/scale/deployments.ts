@@ -48,6 +48,20 @@ export interface Deployments {
   readonly apis: readonly ApiDeploymentPayload[];
   /** null: the control plane has no valid policies text (its file had errors at start). */
   readonly policies: PoliciesDeployment | null;
+  /** deploymentsVersion() of the above, as served (also the answer's ETag). */
+  readonly version?: string;
+}
+
+/**
+ * One digest of a set of API files and policies: sha256 over each file's name and revision (sorted by
+ * name) and the policies' revision. The control plane serves it with its deployments; a gateway-worker
+ * computes it over what it holds, and the two agree exactly when both hold the same texts.
+ */
+export function deploymentsVersion(d: Pick<Deployments, 'apis' | 'policies'>): string {
+  const h = createHash('sha256');
+  for (const a of [...d.apis].sort((x, y) => (x.file < y.file ? -1 : x.file > y.file ? 1 : 0))) h.update(`${a.file}\0${a.revision}\n`);
+  h.update(`policies\0${d.policies?.revision ?? ''}`);
+  return h.digest('hex');
 }
 
 /** The revision of a text: sha256, hex. */
@@ -112,7 +126,8 @@ export class DeploymentSource {
 
   /** What is served now; `labels`: only the APIs sharing one of them. */
   snapshot(labels?: readonly string[]): Deployments {
-    return selectByLabels({ apis: [...this.apis.values()], policies: this.policies }, labels);
+    const d = selectByLabels({ apis: [...this.apis.values()], policies: this.policies }, labels);
+    return { apis: d.apis, policies: d.policies, version: deploymentsVersion(d) };
   }
 
   private watch(): void {
@@ -238,6 +253,8 @@ export class DeploymentSource {
 export class DeploymentFollower {
   private readonly apis = new Map<string, ApiDeploymentPayload>();
   private policies: PoliciesDeployment | null = null;
+  /** The policies the control plane serves (its last pull or event), applied or refused by the gateway. */
+  private served: PoliciesDeployment | null = null;
   private gateway: Gateway | undefined;
   private pending = false;
   private readonly unsubscribe: () => void;
@@ -255,7 +272,10 @@ export class DeploymentFollower {
     this.unsubscribe = bus.subscribe((e) => {
       if (e.name === 'api.deployed') this.put(e.payload);
       else if (e.name === 'api.undeployed') this.remove(e.payload.file);
-      else if (e.name === 'policies.updated') this.setPolicies({ file: this.policies?.file ?? '', text: e.payload.text, revision: e.payload.revision });
+      else if (e.name === 'policies.updated') {
+        this.served = { file: this.served?.file ?? this.policies?.file ?? '', text: e.payload.text, revision: e.payload.revision };
+        this.setPolicies(this.served);
+      }
     });
   }
 
@@ -282,8 +302,14 @@ export class DeploymentFollower {
     this.gateway = gateway;
   }
 
+  /** deploymentsVersion() of what this gateway holds from the control plane (compared with the control plane's). */
+  version(): string {
+    return deploymentsVersion({ apis: [...this.apis.values()], policies: this.served });
+  }
+
   /** A full pull (SIGHUP on the worker): what it holds becomes exactly that. */
   replace(d: Deployments): void {
+    this.served = d.policies;
     if (d.policies !== null) this.setPolicies(d.policies);
     this.apis.clear();
     for (const a of d.apis) if (labelsMatch(a, this.labels)) this.apis.set(a.file, a);

@@ -72,6 +72,8 @@ export interface ScaleSettings {
   /** ms between two reconnect attempts to Redis: first, then doubled up to max. */
   readonly reconnectMin: number;
   readonly reconnectMax: number;
+  /** ms between two checks of a gateway-worker's API files and policies against its control plane's. */
+  readonly deploymentCheckInterval: number;
   /**
    * Where an api-devportal or api-publisher node's console finds the key manager and the API files:
    * `local` (its own store-backed key manager over [database.apim_db] and apis_dir), or `remote` when
@@ -113,6 +115,7 @@ export function scaleSettingsFrom(c: DeploymentConfig, written: ReadonlySet<stri
     retry: Object.freeze({ first: sync.deployment_retry_duration, maxRetries: sync.max_retry_count, factor: sync.retry_progression_factor }),
     reconnectMin: sc.reconnect_min,
     reconnectMax: sc.reconnect_max,
+    deploymentCheckInterval: sc.deployment_check_interval,
   });
 }
 

@@ -80,6 +80,25 @@ export interface Transport {
 let selfTested = false;
 
 /**
+ * How long idle keep-alive connections stay open once close() began (within shutdownTimeout). A client
+ * may already be sending on an idle connection when the server closes it; the request is then lost, and
+ * RFC 9112 §9.3.1 leaves its retry to the client (Node's http Agent does not retry). During this window
+ * the transport is marked closing: a request that arrives is served with `Connection: close` and its
+ * connection closes after the response, so a busy client learns of the close from a response, never from
+ * a FIN under its request; only connections that carried no request for this long are closed idle.
+ * test/scale/cluster-drain.test.ts measures it: keep-alive load across a SIGHUP roll and a SIGTERM of
+ * one worker, no request lost.
+ */
+const DRAIN_IDLE_MS = 1000;
+
+/** Marks the transport closing and waits up to `ms` for its client connections to close on their own. */
+async function drainIdle(core: TransportCore, ms: number): Promise<void> {
+  core.closing = true;
+  const end = Date.now() + ms;
+  while (core.sources.size > 0 && Date.now() < end) await new Promise<void>((resolve) => setTimeout(resolve, Math.min(20, Math.max(1, end - Date.now()))));
+}
+
+/**
  * Re-wraps an accepted socket's handle in a net.Socket that reads into connection-owned buffers (net's
  * onread), instead of Node's 64 KiB per read for accepted sockets, which Node 20 offers no public option to
  * change (larger reads brought 1 MiB uploads to nginx parity on a prototype).
@@ -233,7 +252,9 @@ export function createTransport(options: TransportOptions): Transport {
     async close() {
       const closed = servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve())));
       servers.length = 0;
-      await core.shutdown(settings.shutdownTimeout);
+      const started = Date.now();
+      await drainIdle(core, Math.min(DRAIN_IDLE_MS, settings.shutdownTimeout));
+      await core.shutdown(Math.max(0, settings.shutdownTimeout - (Date.now() - started)));
       await Promise.all(closed);
     },
   };

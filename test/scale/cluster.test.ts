@@ -101,7 +101,7 @@ t.test('two workers share the gateway port; a killed worker loses only its in-fl
   const r = load(gwPort, '/open/1.0.0/x');
   t.ok(await until(() => r.ok > 30, 10_000));
   node.child.kill('SIGHUP');
-  t.ok(await until(() => /cluster: rolled 2 worker\(s\)/.test(node.out), 30_000), `rolled\n${node.out}`);
+  t.ok(await until(() => /cluster: rolled 2 worker\(s\)/.test(node.out), 60_000), `rolled\n${node.out}`);
   const okAtRoll = r.ok;
   t.ok(await until(() => r.ok > okAtRoll + 30, 10_000));
   await r.stop();

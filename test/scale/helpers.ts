@@ -36,6 +36,15 @@ export function spawnNode(toml: string, apis: Record<string, string> = {}, args:
   for (const [name, text] of Object.entries(files)) fs.writeFileSync(path.join(dir, name), text);
   fs.mkdirSync(path.join(dir, 'apis'));
   for (const [name, text] of Object.entries(apis)) fs.writeFileSync(path.join(dir, 'apis', name), text);
+  return spawnIn(dir, args);
+}
+
+/** `throughway start` again in the directory of a node that exited (its store, keys and files kept). */
+export function restartNode(p: Proc, args: readonly string[] = []): Proc {
+  return spawnIn(p.dir, args);
+}
+
+function spawnIn(dir: string, args: readonly string[]): Proc {
   const child = spawn(process.execPath, [CLI, 'start', '--config', 'deployment.toml', ...args], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
   const p: Proc = {
     child,

@@ -95,6 +95,7 @@ export const THROUGHWAY_SECTIONS: readonly SectionDef[] = [
       { key: 'channel', type: 's', default: 'throughway:events', meaning: 'Redis pub/sub channel of the control plane events (every node of one deployment uses the same).' },
       { key: 'reconnect_min', type: 's', format: 'duration', unit: 'ms', default: 100, min: 10, meaning: 'First wait before reconnecting to the event hub Redis; doubled after each failure.' },
       { key: 'reconnect_max', type: 's', format: 'duration', unit: 'ms', default: 10000, min: 10, meaning: 'Longest wait between two reconnect attempts to the event hub Redis.' },
+      { key: 'deployment_check_interval', type: 's', format: 'duration', unit: 'ms', default: 10000, min: 100, meaning: 'A gateway-worker: how often it compares the version of the API files and policies it runs with its control plane\'s (one request answered 304 when they agree); a difference, or the control plane answering again after it did not, makes it pull them again (docs/scale-out.md).' },
     ],
   },
   {
