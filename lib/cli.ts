@@ -17,6 +17,7 @@ import * as path from 'node:path';
 import { formatPolicyDiagnostic, loadPolicies } from './throttle/policies';
 import { throttleSettingsFrom } from './throttle/settings';
 import { loadConfig, type LoadResult } from './config/load';
+import { defaultAdminPasswordWarning } from './config/admin-password';
 import { formatDiagnostic } from './config/diagnostics';
 import { printConfig } from './config/print';
 import { LISTENING_PORTS, portOpened } from './config/ports';
@@ -178,10 +179,17 @@ function describeKeyStatus(result: LoadResult): string[] {
 function check(p: Parsed, io: CliIo): number {
   const result = load(p, io);
   const shown = p.config ?? path.join('conf', 'deployment.toml');
-  const { errors, warnings } = listDiagnostics(result, io);
+  const listed = listDiagnostics(result, io);
+  const errors = listed.errors;
+  let warnings = listed.warnings;
   if (!result.ok) {
     io.out(`${shown}: invalid: ${plural(errors, 'error')}, ${plural(warnings, 'warning')}\n`);
     return 1;
+  }
+  const admin = defaultAdminPasswordWarning(result.config, result.file);
+  if (admin !== undefined) {
+    warnings++;
+    io.err(`${formatDiagnostic(admin)}\n`);
   }
   try {
     // Builder/formatter classes map to built-in formats (docs/mediation.md); the gateway refuses unknown ones.

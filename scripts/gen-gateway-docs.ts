@@ -264,7 +264,7 @@ export function renderApisDoc(): string {
     throttling: 'blocking conditions (900805), API/resource (900800/900802), subscription (900804), burst (900807), application (900803), custom (900806), hard limit (900801, 503); RateLimit fields (docs/throttling.md)',
     mediation: 'payload validation (103062, 103063), the API\'s script (103065–103067) and JSON/XML conversion, in the worker pool for large bodies (103060, 103061); free for calls that need none (docs/mediation.md)',
     'transport-headers': 'the fields for the backend: the token header removed unless `enable_outbound_auth_header`, `excludeResponseHeaders` removed',
-    send: 'the endpoint for the key type (900901 when there is none), suspension (103007), the backend URL, the backend\'s credentials (900424, 103200, 103201: "Backend security" below)',
+    send: 'the endpoint for the key type (900901 when there is none), suspension (103007), the backend URL, the backend\'s credentials (900424, 103200, 103201, 103202: "Backend security" below)',
   };
   PHASES.forEach((p, i) => o.push(`| ${i + 1} | ${p.name} | ${p.enforced ? 'enforced' : '**not yet enforced**'} | ${esc(what[p.name] ?? '')} |`));
   o.push('');
@@ -340,6 +340,42 @@ export function renderApisDoc(): string {
   o.push('Any credential (`username`, `password`, `client_id`, `client_secret`) may be written `$env{NAME}`: the');
   o.push('environment variable is read when the API is deployed, and a variable that is not set is an');
   o.push('API_VALUE error (the file is not deployed).');
+  o.push('');
+  o.push("**Credentials are bound to an origin.** An endpoint's credentials are sent only to the origin");
+  o.push('(scheme://host:port, ws: counted as http: and wss: as https:, the default port written out) they were');
+  o.push("stored for: `security.origin`, or, in a file that writes none, the origin of the endpoint's `url` as");
+  o.push('deployed. They never follow a URL to another host:');
+  o.push('');
+  o.push("- **The publisher** (docs/portal.md, \"Backend credentials\") refuses an edit that moves the endpoint's URL");
+  o.push('  to another origin and keeps its credentials, with an error beside the URL naming both origins, unless');
+  o.push('  the same edit re-enters the password (basic, digest) or the client secret (oauth); that edit writes');
+  o.push('  the new secret and `origin` for the new URL.');
+  o.push('- **The admin API** (`PUT /admin/v1/api-files/{id}`, docs/admin-api.md), which remote consoles write');
+  o.push('  through, refuses a text whose endpoint keeps the same credentials (type, user, password, client,');
+  o.push('  secret, token URL) at another origin without an `origin` of its own: 422 with the field');
+  o.push('  `endpoints.<name>.security`.');
+  o.push('- **At deploy**, an `origin` that is not the origin of `url` refuses the API (**API_CREDENTIALS_ORIGIN**):');
+  o.push('  neither host gets the credentials.');
+  o.push('- **At every call**, the send phase compares the origin the transport will connect to with the bound');
+  o.push('  one before it computes any credential; another gets **103202** (500) and nothing is sent.');
+  o.push('');
+  o.push('What a writer of API files on disk must do: write `origin` beside the credentials (the publisher does).');
+  o.push('To point `url` at another host, make sure the credentials are meant for that host (re-enter them), then');
+  o.push("change `origin` to the new URL's origin in the same edit. A file without `origin` binds its credentials to");
+  o.push('whatever `url` says when it is deployed, so an edit of `url` alone moves them: the gateway cannot tell a');
+  o.push('move from a first deploy. The token URL of `oauth` is not bound: the client secret goes to `token_url`');
+  o.push('as written.');
+  o.push('');
+  o.push('<!-- sample: api-part -->');
+  o.push('```toml');
+  o.push('[endpoints.production]');
+  o.push('url = "https://orders.internal.example.com/v2"');
+  o.push('[endpoints.production.security]');
+  o.push('type = "basic"');
+  o.push('origin = "https://orders.internal.example.com:443"');
+  o.push('username = "gateway"');
+  o.push('password = "change-me"');
+  o.push('```');
   o.push('');
   fieldRows(o, endpointFields.find((f) => f.key === 'security')?.fields ?? [], 'endpoints.<name>.security.');
   o.push('**basic** (RFC 7617): `Authorization: Basic` with base64 of the UTF-8 `username:password`, on every');

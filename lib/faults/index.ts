@@ -87,6 +87,7 @@ export const GatewayOwnCode = {
   // Backend security (lib/security/backend-credentials.ts): 103200-103209.
   BACKEND_CREDENTIALS_REFUSED: 103200,
   BACKEND_CHALLENGE_UNANSWERED: 103201,
+  BACKEND_CREDENTIALS_UNBOUND: 103202,
 } as const;
 
 /** The spec's API handler codes, by name. */
@@ -188,6 +189,7 @@ export const GATEWAY_FAULTS: readonly GatewayFaultDef[] = Object.freeze([
   { code: GatewayOwnCode.EMBEDDED_BODY_CONSUMED, httpStatus: 500, statusFrom: 'throughway', message: 'Request body already read', description: 'The application read the request body (a body parser ran) before handing the request to the (req, res) handler', origin: 'throughway', phase: 'embedding', sent: true },
   { code: GatewayOwnCode.BACKEND_CREDENTIALS_REFUSED, httpStatus: 502, statusFrom: 'throughway', message: 'Backend credentials refused', description: 'The backend answered 401 to the endpoint\'s Basic or Digest credentials (docs/apis.md, "Backend security"): the API file\'s credentials are wrong for it', origin: 'throughway', phase: 'send', sent: true },
   { code: GatewayOwnCode.BACKEND_CHALLENGE_UNANSWERED, httpStatus: 503, statusFrom: 'throughway', message: 'Backend challenge not answered', description: 'The backend asked for Digest credentials with a new nonce and the request body was streamed (chunked, or above max_replay_body), so the call could not be sent again; the nonce is kept and the next call answers it', origin: 'throughway', phase: 'send', sent: true },
+  { code: GatewayOwnCode.BACKEND_CREDENTIALS_UNBOUND, httpStatus: 500, statusFrom: 'throughway', message: 'Backend credentials not bound to this origin', description: 'The call would go to an origin (scheme, host, port) other than the one the endpoint\'s credentials are bound to (docs/apis.md, "Backend security"): it is not sent, and no credential leaves the gateway', origin: 'throughway', phase: 'send', sent: true },
 ] satisfies readonly GatewayFaultDef[]);
 
 const BY_CODE = new Map<number, GatewayFaultDef>();

@@ -21,7 +21,7 @@ import { targetFromUrl } from '../transport/types';
 import type { ApiDiagnostic, ApiDiagnosticCode } from './diagnostics';
 import type { PolicyNames } from '../throttle/policies';
 import { placeScript, type ApiMediation } from '../mediation';
-import { BACKEND_CLIENT_AUTH, BACKEND_GRANT_TYPES, BACKEND_SECURITY_TYPES, RESERVED_TOKEN_PARAMETERS, type BackendClientAuth, type BackendGrantType, type BackendSecurity, type BackendSecurityType } from '../security/backend-credentials';
+import { BACKEND_CLIENT_AUTH, BACKEND_GRANT_TYPES, BACKEND_SECURITY_TYPES, originOf, RESERVED_TOKEN_PARAMETERS, type BackendClientAuth, type BackendGrantType, type BackendSecurity, type BackendSecurityType } from '../security/backend-credentials';
 import { AnalysisCache, buildGraphqlSchema, OPERATION_TYPES, type GraphqlSchema, type OperationRule, type OperationType, type QueryLimits } from '../graphql';
 
 export const LIFECYCLE_STATES = ['PUBLISHED', 'PROTOTYPED', 'DEPRECATED', 'BLOCKED', 'RETIRED'] as const;
@@ -159,6 +159,7 @@ const SECURITY_FIELDS: readonly FieldDef[] = [
   { key: 'parameters', type: 'map', default: {}, meaning: 'oauth: extra form parameters of the token request (e.g. audience, resource); grant_type, client_id, client_secret, username, password and scope are not allowed here.', example: '{ audience = "orders" }' },
   { key: 'token_timeout', type: 'duration', default: 10000, min: 1, meaning: 'oauth: how long a token request may take, connecting included (ms, or "10s"). Exceeded: the call gets 900424.' },
   { key: 'expiry_margin', type: 'duration', default: 30000, min: 0, meaning: 'oauth: a token is fetched again this long before its expires_in runs out (at most half its lifetime earlier). A token response without expires_in is kept until the backend answers 401.' },
+  { key: 'origin', type: 'string', meaning: 'The origin (scheme://host:port) the credentials were stored for: they are sent only there. It must be the origin of the endpoint\'s `url` (else API_CREDENTIALS_ORIGIN: the API is refused). The publisher writes it; a writer who points `url` at another origin must re-enter the credentials for that host and write its origin here. Absent: the `url`\'s origin as deployed.', example: '"https://orders.internal.example.com:443"' },
   { key: 'max_replay_body', type: 'number', default: 1048576, min: 0, meaning: 'digest and oauth: a request body with a Content-Length up to this many bytes is held in memory so that the call can be sent again after a 401; a larger or chunked body is streamed and such a call is not sent again (docs/apis.md, "Backend security").' },
 ];
 
@@ -171,6 +172,7 @@ const ENDPOINT_FIELDS: readonly FieldDef[] = [
   { key: 'timeout', type: 'duration', min: 1, meaning: 'Per-endpoint response timeout: from the hand-off to a backend connection until the response is complete (ms, or "5s"). Exceeded before the response head: fault 101504 + state (504); after it, the client connection is aborted. Default: only [passthru_http] \'http.socket.timeout\' (inactivity) applies.' },
   { key: 'retry_codes', type: 'codes', default: [], meaning: 'Transport codes (combined, or base for every state) on which a call is retried on a fresh connection, only while resending loses nothing (no request body byte sent, no response byte received).', example: '[101503]', item: TRANSPORT_CODE },
   { key: 'retry_count', type: 'number', default: 1, min: 0, meaning: 'Retries at most per call under retry_codes.' },
+  { key: 'allow_management_port', type: 'boolean', default: false, meaning: 'Allows a `url` that points at this node\'s own management port (9443 or 9763 plus server.offset on a loopback address, localhost or server.hostname): the admin API, the key manager and /oauth2/token would be reachable through the API, so such an endpoint is refused (API_SELF_ENDPOINT) unless this is true.' },
   { key: 'max_tps', type: 'number', min: 1, meaning: 'Hard limit: requests per second sent to this endpoint, over every caller. Beyond it calls get 900801 (503, Retry-After) without touching the backend (docs/throttling.md). Default: none.', example: '100' },
   { key: 'security', type: 'table', meaning: 'Credentials the backend requires (docs/apis.md, "Backend security"): basic, digest or oauth.', fields: SECURITY_FIELDS },
 ];
@@ -254,8 +256,40 @@ export const API_FIELDS: readonly FieldDef[] = [
   { key: 'operations', type: 'tables', default: [], meaning: 'type = "GRAPHQL" only: scopes and throttling policies of top-level fields, one [[operations]] table each; a field without one needs no scope (docs/graphql.md).', fields: OPERATION_FIELDS },
 ];
 
-/** Runtime tokens allowed in endpoint URLs, e.g. `${demo_port}` (the demo backend's port with server.offset). */
+/**
+ * Runtime tokens allowed in endpoint URLs, e.g. `${demo_port}` (the demo backend's port with server.offset).
+ * Keys that start with `@` are facts for the checks, never tokens (the token syntax cannot name them):
+ * MANAGEMENT_PORTS_VAR.
+ */
 export type ApiVars = Readonly<Record<string, string>>;
+
+/** ApiVars key: this node's management ports with the offset, comma-separated (the self-endpoint check). */
+export const MANAGEMENT_PORTS_VAR = '@management_ports';
+
+/** Whether `host` (as WHATWG URL writes it) names this machine: loopback, the unspecified address, or `own`. */
+function isOwnHost(host: string, own: string | undefined): boolean {
+  const h = host.replace(/^\[|\]$/g, '');
+  if (h === 'localhost' || h.endsWith('.localhost') || /^127\./.test(h) || h === '0.0.0.0' || h === '::1' || h === '::') return true;
+  // IPv4-mapped loopback (RFC 4291 §2.5.5.2), written in hex by WHATWG URL: ::ffff:7f00:1.
+  if (/^::ffff:7f[0-9a-f]{2}:/.test(h)) return true;
+  return own !== undefined && own !== '' && h === own.toLowerCase();
+}
+
+/**
+ * An endpoint URL that points at this node's own management port is refused (API_SELF_ENDPOINT) unless
+ * the endpoint sets allow_management_port: the gateway port is reachable by every client, so such an
+ * API would hand them the admin API and the token endpoint from the node's own address.
+ */
+function selfEndpointAllowed(ctx: Ctx, url: string, raw: Record<string, unknown>, urlSeg: Segment[], seg: Segment[]): boolean {
+  const ports = ctx.vars[MANAGEMENT_PORTS_VAR];
+  if (ports === undefined || raw.allow_management_port === true) return true;
+  const u = new URL(url);
+  const secure = u.protocol === 'https:' || u.protocol === 'wss:';
+  const port = u.port === '' ? (secure ? 443 : 80) : Number(u.port);
+  if (!ports.split(',').includes(String(port)) || !isOwnHost(u.hostname, ctx.vars.hostname)) return true;
+  ctx.r.report('error', 'API_SELF_ENDPOINT', urlSeg, `${JSON.stringify(url)} points at this node's own management port ${port}: every client of the API would reach the admin API, the key manager and /oauth2/token from the node itself`, `a backend other than this node's management ports (${ports}), or ${[...seg, 'allow_management_port'].join('.')} = true`);
+  return false;
+}
 
 // ---------------------------------------------------------------------------------------------------------
 // Validation
@@ -315,7 +349,7 @@ function substitute(ctx: Ctx, text: string, seg: Segment[]): string | undefined 
     return v;
   });
   if (missing !== undefined) {
-    const known = Object.keys(ctx.vars);
+    const known = Object.keys(ctx.vars).filter((k) => !k.startsWith('@'));
     ctx.r.report('error', 'API_VALUE', seg, `unknown runtime token \${${missing}}`, known.length > 0 ? `one of ${known.map((k) => `\${${k}}`).join(', ')}` : 'no ${...} tokens here');
     return undefined;
   }
@@ -394,8 +428,9 @@ function toEndpoint(ctx: Ctx, raw: Record<string, unknown> | undefined, seg: Seg
     retryCount: raw.retry_count as number,
     ...(raw.max_tps !== undefined ? { maxTps: raw.max_tps as number } : {}),
   };
+  if (!selfEndpointAllowed(ctx, url, raw, urlSeg, seg)) return null;
   if (raw.security !== undefined) {
-    const security = toSecurity(ctx, raw.security as Record<string, unknown>, [...seg, 'security']);
+    const security = toSecurity(ctx, raw.security as Record<string, unknown>, [...seg, 'security'], url);
     if (security === undefined) return null;
     return Object.freeze({ ...ep, security });
   }
@@ -418,10 +453,21 @@ function credential(ctx: Ctx, raw: Record<string, unknown>, key: string, seg: Se
   return value;
 }
 
-/** [endpoints.*.security]: the fields each type needs, `$env{NAME}` values read. Undefined after reporting. */
-function toSecurity(ctx: Ctx, raw: Record<string, unknown>, seg: Segment[]): BackendSecurity | undefined {
+/**
+ * [endpoints.*.security]: the fields each type needs, `$env{NAME}` values read, the origin the credentials
+ * are bound to (that of `url`, the endpoint's URL as deployed). Undefined after reporting.
+ */
+function toSecurity(ctx: Ctx, raw: Record<string, unknown>, seg: Segment[], url: string): BackendSecurity | undefined {
   const type = raw.type as BackendSecurityType;
   const errors = ctx.r.errors;
+  const urlOrigin = originOf(url) as string;
+  let origin = urlOrigin;
+  if (typeof raw.origin === 'string') {
+    const bound = originOf(raw.origin);
+    if (bound === undefined) ctx.r.report('error', 'API_VALUE', [...seg, 'origin'], `${JSON.stringify(raw.origin)} is not an origin`, 'scheme://host:port, e.g. "https://orders.internal.example.com:443"');
+    else if (bound !== urlOrigin) ctx.r.report('error', 'API_CREDENTIALS_ORIGIN', [...seg, 'origin'], `the credentials were stored for ${bound} and the url points to ${urlOrigin}: they are never sent to another origin; re-enter them for ${urlOrigin} and write origin = "${urlOrigin}", or remove the security table`, `origin = "${urlOrigin}" with credentials meant for that host`);
+    else origin = bound;
+  }
   const need = (key: string): void => {
     if (raw[key] === undefined) ctx.r.report('error', 'API_REQUIRED', [...seg, key], `${key} is required for type = "${type}"${type === 'oauth' && (key === 'username' || key === 'password') ? ' with grant_type = "password"' : ''}`);
   };
@@ -453,6 +499,7 @@ function toSecurity(ctx: Ctx, raw: Record<string, unknown>, seg: Segment[]): Bac
   if (ctx.r.errors > errors) return undefined;
   return Object.freeze({
     type,
+    origin,
     username,
     password,
     maxReplayBody: raw.max_replay_body as number,

@@ -17,6 +17,8 @@ export const API_DIAGNOSTIC_CODES = {
   API_ALLOWED: 'A value outside the allowed values of the field.',
   API_VALUE: 'A value of the right type that is still not valid (a context, path, URL, duration or code).',
   API_SCRIPT_PATH: 'A [mediation] script whose real path (links resolved) is outside the configuration directory and [throughway.mediation] script_dirs: the API is refused.',
+  API_CREDENTIALS_ORIGIN: 'An endpoint\'s `security.origin` (the origin its credentials were stored for) is not the origin of its `url`: the API is refused, and the credentials are sent nowhere.',
+  API_SELF_ENDPOINT: 'An endpoint `url` that points at this node\'s own management port (9443 or 9763 plus server.offset, on a loopback address, localhost or server.hostname) without `allow_management_port = true`: the API is refused.',
   API_DEFINITION: 'The OpenAPI document `definition` names cannot be read, is larger than 2 MiB, is not JSON or YAML, or is not OpenAPI 3.x: the API is refused.',
   API_DEFINITION_PATH: 'The OpenAPI document `definition` names is outside the API file\'s directory (an absolute path, a .. segment, or a link leading out): the API is refused.',
   API_DUPLICATE_RESOURCE: 'Two resources of one API with the same path and method.',

@@ -7,7 +7,7 @@ import type { DeploymentConfig } from '../config/types';
 import type { EffectivePorts } from '../config/ports';
 import type { CorsSettings } from './cors';
 import type { HeaderRuleSettings } from './transport-headers';
-import type { ApiVars } from './apis';
+import { MANAGEMENT_PORTS_VAR, type ApiVars } from './apis';
 
 export interface AccessLogSettings {
   /** [http_access_log] enabled (the spec shows no default; off unless written). */
@@ -49,6 +49,7 @@ export function gatewaySettingsFrom(c: DeploymentConfig, dir: string, ports: Eff
   if (ports !== undefined) {
     vars.demo_port = String(ports.demo);
     vars.http_port = String(ports.passthruHttp);
+    vars[MANAGEMENT_PORTS_VAR] = `${ports.managementHttps},${ports.managementHttp}`;
   }
   return {
     cors: {

@@ -14,8 +14,9 @@
 import type * as http from 'node:http';
 import type { DeploymentConfig } from '../config/deployment-config.generated';
 
-/** Spec 001's default `[super_admin] password`. */
-export const DEFAULT_ADMIN_PASSWORD = 'admin';
+import { DEFAULT_ADMIN_PASSWORD } from '../config/admin-password';
+
+export { DEFAULT_ADMIN_PASSWORD };
 
 /** The address a management listener binds to when the default password is configured. */
 export const LOOPBACK = '127.0.0.1';

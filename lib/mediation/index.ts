@@ -125,7 +125,7 @@ export class Mediation {
       script:
         script === undefined
           ? undefined
-          : { file: script, hook: 'onRequest', timeout: s.scriptTimeout, message: { method: req.method, path: req.url, headers: headerObject(req.headers), api: { name: api?.name ?? '', version: api?.version ?? '' } } },
+          : { file: script, hook: 'onRequest', timeout: s.scriptTimeout, maxResult: s.maxBody, message: { method: req.method, path: req.url, headers: headerObject(req.headers), api: { name: api?.name ?? '', version: api?.version ?? '' } } },
       convertTo,
       conversion: s.conversion,
     };
@@ -187,7 +187,7 @@ export class Mediation {
       script:
         script === undefined
           ? undefined
-          : { file: script, hook: 'onResponse', timeout: s.scriptTimeout, message: { method: req.method, path: req.url, headers: headerObject(res.headers), status: res.status, api: { name: api?.name ?? '', version: api?.version ?? '' } } },
+          : { file: script, hook: 'onResponse', timeout: s.scriptTimeout, maxResult: s.maxBody, message: { method: req.method, path: req.url, headers: headerObject(res.headers), status: res.status, api: { name: api?.name ?? '', version: api?.version ?? '' } } },
       convertTo,
       conversion: s.conversion,
     };

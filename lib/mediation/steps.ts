@@ -34,6 +34,8 @@ export interface ScriptCall {
   /** onResponse: also the backend's status. */
   readonly message: Omit<ScriptMessage, 'body'> & { readonly status?: number };
   readonly timeout: number;
+  /** The longest JSON text a hook's result may be, in characters ([throughway.mediation] max_body). */
+  readonly maxResult: number;
 }
 
 export interface MediateTask {

@@ -10,6 +10,7 @@ import * as path from 'node:path';
 import { parseDocument, isTable } from '../config/document';
 import { toTomlText } from '../config/print';
 import { API_CODES, type ApiVars, parseApiText } from '../gateway/apis';
+import { originOf } from '../security/backend-credentials';
 import type { PolicyNames } from '../throttle/policies';
 import type { ConsoleState } from './catalogue';
 import { editToml, type Identity, pairEntries } from './toml-edit';
@@ -64,12 +65,15 @@ export type ApiForm = {
   labels: string;
   policy: string;
   unauthenticated_policy: string;
+  /** The backend password (basic, digest) or client secret (oauth), re-entered: never shown, never kept in the form. */
+  production_secret: string;
+  sandbox_secret: string;
 } & Record<EndpointField, string> &
   Record<CorsField, string>;
 
 const endpointFields = (kind: EndpointKind): EndpointField[] => (Object.keys(ENDPOINT_KEYS) as EndpointKey[]).map((k) => `${kind}_${k}` as const);
 
-export const FORM_FIELDS: readonly (keyof ApiForm)[] = ['name', 'context', 'version', 'description', 'production', ...endpointFields('production'), 'sandbox', ...endpointFields('sandbox'), 'auth', 'resources', 'scopes', 'labels', 'policy', 'unauthenticated_policy', ...CORS_KEYS.map(([f]) => f)];
+export const FORM_FIELDS: readonly (keyof ApiForm)[] = ['name', 'context', 'version', 'description', 'production', 'production_secret', ...endpointFields('production'), 'sandbox', 'sandbox_secret', ...endpointFields('sandbox'), 'auth', 'resources', 'scopes', 'labels', 'policy', 'unauthenticated_policy', ...CORS_KEYS.map(([f]) => f)];
 
 /** Longest value of one form field. */
 const MAX_FIELD = 16 * 1024;
@@ -249,6 +253,76 @@ export function apiObject(f: ApiForm, base: Record<string, unknown> = {}, state?
   return o;
 }
 
+const TOKEN = /\$\{([A-Za-z0-9_.]+)\}/g;
+
+/** The origin of an endpoint URL as a file writes it (runtime tokens replaced from `vars`). */
+function fileOrigin(url: unknown, vars: ApiVars): string | undefined {
+  return typeof url === 'string' ? originOf(url.replace(TOKEN, (m, n: string) => vars[n] ?? m)) : undefined;
+}
+
+const endpointUrl = (ep: unknown): unknown => (typeof ep === 'string' ? ep : isTable(ep) ? ep.url : undefined);
+
+/** The fields of a security table that say whose credentials they are: the same values are the same credentials. */
+const CREDENTIAL_KEYS = ['type', 'username', 'password', 'client_id', 'client_secret', 'token_url', 'grant_type'] as const;
+
+/** A credentials move: endpoint `name`'s credentials, bound to `bound`, would go to `now`. */
+export interface MovedCredentials {
+  readonly name: string;
+  readonly type: string;
+  readonly bound: string;
+  readonly now: string;
+}
+
+/**
+ * The endpoints of `next` whose stored credentials would follow a URL to another origin than the one
+ * `before` bound them to (its security.origin, or its URL's): the same credentials (CREDENTIAL_KEYS
+ * unchanged) with no `origin` of their own. New or changed credentials are bound to the new URL; an
+ * explicit `origin` is checked against the URL by the validator (API_CREDENTIALS_ORIGIN). Used by the
+ * publisher's form and by every write of an API file through the consoles and the admin API (catalogue.ts).
+ */
+export function movedCredentials(before: Record<string, unknown>, next: Record<string, unknown>, vars: ApiVars): MovedCredentials[] {
+  const out: MovedCredentials[] = [];
+  const was = isTable(before.endpoints) ? before.endpoints : {};
+  const now = isTable(next.endpoints) ? next.endpoints : {};
+  for (const [name, ep] of Object.entries(now)) {
+    const old = was[name];
+    if (!isTable(ep) || !isTable(ep.security) || !isTable(old) || !isTable(old.security)) continue;
+    const sec = ep.security;
+    const oldSec = old.security;
+    if (typeof sec.origin === 'string') continue;
+    if (CREDENTIAL_KEYS.some((k) => sec[k] !== oldSec[k])) continue;
+    const target = fileOrigin(ep.url, vars);
+    const bound = typeof oldSec.origin === 'string' ? originOf(oldSec.origin) : fileOrigin(endpointUrl(old), vars);
+    if (target !== undefined && bound !== undefined && target !== bound) out.push({ name, type: String(sec.type), bound, now: target });
+  }
+  return out;
+}
+
+/**
+ * A secret re-entered on the form (`<kind>_secret`): it replaces the endpoint's password (basic, digest)
+ * or client secret (oauth) in `next`, and binds the credentials to the URL's origin (security.origin).
+ * Field errors for a secret given to an endpoint whose file holds no credentials.
+ */
+function reenterSecrets(f: ApiForm, base: Record<string, unknown>, next: Record<string, unknown>, vars: ApiVars): FieldErrors {
+  const errors: FieldErrors = {};
+  const endpoints = isTable(next.endpoints) ? next.endpoints : {};
+  for (const kind of ENDPOINT_KINDS) {
+    const secret = f[`${kind}_secret`];
+    if (secret === '') continue;
+    const ep = endpoints[kind];
+    const old = isTable(base.endpoints) ? base.endpoints[kind] : undefined;
+    if (!isTable(ep) || !isTable(ep.security) || !isTable(old) || !isTable(old.security)) {
+      errors[`${kind}_secret`] = `the ${kind} endpoint has no backend credentials to re-enter: add an [endpoints.${kind}.security] table to the API file (docs/apis.md, "Backend security")`;
+      continue;
+    }
+    const sec: Record<string, unknown> = { ...ep.security, [ep.security.type === 'oauth' ? 'client_secret' : 'password']: secret };
+    const origin = fileOrigin(ep.url, vars);
+    if (origin !== undefined) sec.origin = origin;
+    ep.security = sec;
+  }
+  return errors;
+}
+
 /** Which form field a diagnostic's path (`endpoints.production.timeout`, `resources[0].path`) belongs to. */
 export function fieldOf(diagnosticField: string): keyof ApiForm | undefined {
   const ep = /^endpoints\.(production|sandbox)(?:\.([a-z_]+))?/.exec(diagnosticField);
@@ -287,8 +361,12 @@ export interface Original {
  * the policy fields are checked against.
  */
 export function checkForm(f: ApiForm, file: string, vars: ApiVars, original?: Original, state?: ConsoleState, policies?: PolicyNames): Checked {
-  const pre = lineErrors(f);
   const next = apiObject(f, original?.raw ?? {}, state);
+  const pre: FieldErrors = { ...lineErrors(f), ...reenterSecrets(f, original?.raw ?? {}, next, vars) };
+  for (const m of movedCredentials(original?.raw ?? {}, next, vars)) {
+    const kind = m.name as EndpointKind;
+    if ((ENDPOINT_KINDS as readonly string[]).includes(kind)) pre[kind] ??= `The ${kind} endpoint's backend credentials (${m.type}) are bound to ${m.bound}, and the new URL is at ${m.now}: they are never sent to another host. Enter the backend ${m.type === 'oauth' ? 'client secret' : 'password'} again in "${kind} backend secret" to use them at ${m.now}, or remove the credentials from the API file.`;
+  }
   const edited = original !== undefined ? editToml(original.text, original.raw, next, API_IDENTITY) : undefined;
   const text = edited ?? `# Written by the throughway publisher (docs/portal.md).\n${toTomlText(next)}`;
   const written: Written = original === undefined ? 'new' : edited !== undefined ? 'edited' : 'rewritten';

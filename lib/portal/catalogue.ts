@@ -10,11 +10,12 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { type ApiDefinition, type ApiVars, parseApiText, versionedPath } from '../gateway/apis';
+import { API_CODES, type ApiDefinition, type ApiVars, parseApiText, versionedPath } from '../gateway/apis';
+import { isTable, parseDocument } from '../config/document';
 import { listApiFiles } from '../gateway/deploy';
 import type { ApiDiagnostic } from '../gateway/diagnostics';
 import type { ApiFileRefusal, ApiFileService, ApiFileText } from '../keymanager/http';
-import { TRANSITIONS, withState, writeAtomic } from './api-form';
+import { movedCredentials, type MovedCredentials, TRANSITIONS, withState, writeAtomic } from './api-form';
 
 /** The reference's lifecycle states (CREATED: a draft, only in the publisher). */
 export const CONSOLE_STATES = ['CREATED', 'PROTOTYPED', 'PUBLISHED', 'BLOCKED', 'DEPRECATED', 'RETIRED'] as const;
@@ -132,10 +133,25 @@ export class Catalogue implements ApiCatalogue, ApiFileService {
     if (!create && !fs.existsSync(file)) return refused(404, `no API file ${id}`);
     const r = parseApiText(text, file, this.vars);
     if (r.api === undefined) return refused(422, 'the API file does not validate', errorFields(r.diagnostics));
+    const moved = create ? [] : this.moved(file, text);
+    if (moved.length > 0) return refused(422, 'backend credentials would follow the endpoint URL to another host', Object.fromEntries(moved.map((m) => [`endpoints.${m.name}.security`, `the ${m.type} credentials are bound to ${m.bound} and the url is now at ${m.now}: they are never sent to another host; re-enter them (a new password or client secret), or write origin = "${m.now}" in this table once they are meant for that host`])));
     const other = this.list().find((e) => e.id !== id && e.api !== undefined && e.api.context === r.api?.context && e.api.version === r.api?.version);
     if (other !== undefined) return refused(409, `context ${r.api.context} version ${r.api.version} is already used by ${other.id}`, { context: `context ${r.api.context} version ${r.api.version} is already used by ${other.id}` });
     writeAtomic(file, text);
     return { id };
+  }
+
+  /** The credentials `text` would move to another origin than the file on disk binds them to (api-form.ts movedCredentials). */
+  private moved(file: string, text: string): MovedCredentials[] {
+    let before: Record<string, unknown> | undefined;
+    try {
+      const p = parseDocument(fs.readFileSync(file, 'utf8'), file, API_CODES);
+      before = p.ok && isTable(p.doc) ? p.doc : undefined;
+    } catch {
+      before = undefined;
+    }
+    const p = parseDocument(text, file, API_CODES);
+    return before === undefined || !p.ok || !isTable(p.doc) ? [] : movedCredentials(before, p.doc, this.vars);
   }
 
   async transition(id: string, to: ConsoleState): Promise<{ id: string; from: string } | ApiFileRefusal> {

@@ -49,6 +49,14 @@ function endpointGroup(f: ApiForm, kind: EndpointKind, err: (k: keyof ApiForm) =
   return `<details${open ? ' open' : ''}><summary>${title} endpoint: advanced configuration</summary>\n${inputs}\n</details>`;
 }
 
+/**
+ * The re-entry of an endpoint's backend password or client secret (docs/portal.md, "Backend credentials"):
+ * a password input that is never filled in, also not after an error.
+ */
+function secretField(kind: EndpointKind, err: (k: keyof ApiForm) => { error?: string }): string {
+  return field({ id: `${kind}_secret`, label: `${kind === 'production' ? 'Production' : 'Sandbox'} backend secret (optional)`, type: 'password', value: '', hint: 'Only to re-enter the backend password (basic, digest) or client secret (oauth) the API file holds: needed when the URL moves to another host, which the stored credentials never follow', ...err(`${kind}_secret`) });
+}
+
 /** The CORS override's fields in a fieldset; yes/no keys are selects with "as [apim.cors]" first. */
 function corsGroup(f: ApiForm, err: (k: keyof ApiForm) => { error?: string }): string {
   const inputs = CORS_KEYS.map(([id, , kind, label]) =>
@@ -69,8 +77,10 @@ ${field({ id: 'context', label: 'Context', value: f.context, required: true, hin
 ${field({ id: 'version', label: 'Version', value: f.version, required: true, ...err('version') })}
 ${field({ id: 'description', label: 'Description', value: f.description, ...err('description') })}
 ${field({ id: 'production', label: 'Production endpoint URL', value: f.production, hint: 'http://host:port/path', ...err('production') })}
+${secretField('production', err)}
 ${endpointGroup(f, 'production', err)}
 ${field({ id: 'sandbox', label: 'Sandbox endpoint URL (optional)', value: f.sandbox, ...err('sandbox') })}
+${secretField('sandbox', err)}
 ${endpointGroup(f, 'sandbox', err)}
 ${select({ id: 'auth', label: 'Authentication', options: [['oauth2', 'OAuth 2.0 token and subscription'], ['none', 'None (open API)']], value: f.auth, ...err('auth') })}
 ${field({ id: 'resources', label: 'Resources', type: 'textarea', value: f.resources, hint: 'One a line: METHODS /path [scopes] [policy=name auth=none token_type=user unauthenticated_policy=name], e.g. GET,POST /menu read policy=10KPerMin', ...err('resources') })}

@@ -29,9 +29,36 @@ export type BackendClientAuth = (typeof BACKEND_CLIENT_AUTH)[number];
 /** Form parameters of the token request that `parameters` may not set (the grant's own). */
 export const RESERVED_TOKEN_PARAMETERS: readonly string[] = ['grant_type', 'client_id', 'client_secret', 'username', 'password', 'scope'];
 
+/**
+ * The origin (RFC 6454 §4: scheme, host, port) of an http(s):// or ws(s):// URL as `scheme://host:port`,
+ * ws: written http: and wss: https: (the same connections, RFC 6455 §3), the default port written out,
+ * the host as WHATWG URL writes it (lower case, IPv6 in brackets). Undefined when `url` is not one.
+ */
+export function originOf(url: string): string | undefined {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return undefined;
+  }
+  const scheme = u.protocol === 'https:' || u.protocol === 'wss:' ? 'https' : u.protocol === 'http:' || u.protocol === 'ws:' ? 'http' : undefined;
+  if (scheme === undefined || u.hostname === '') return undefined;
+  return `${scheme}://${u.hostname}:${u.port === '' ? (scheme === 'https' ? 443 : 80) : u.port}`;
+}
+
+/** The origin a transport target connects to (the same form as originOf). */
+export function targetOrigin(t: { readonly host: string; readonly port: number; readonly tls?: unknown }): string {
+  return `${t.tls !== undefined ? 'https' : 'http'}://${t.host.includes(':') ? `[${t.host}]` : t.host}:${t.port}`;
+}
+
 /** An endpoint's backend security, as an API file declares it ([endpoints.production.security]). */
 export interface BackendSecurity {
   readonly type: BackendSecurityType;
+  /**
+   * The origin the credentials are bound to (`security.origin`, or the endpoint URL's when the file
+   * writes none): they are never sent to another (docs/apis.md, "Backend security").
+   */
+  readonly origin: string;
   /** basic and digest: the backend's user; oauth with the password grant: the resource owner. */
   readonly username: string | undefined;
   readonly password: string | undefined;
@@ -57,8 +84,8 @@ export interface OAuthBackend {
 
 /** Why no credentials could be presented; the send phase maps it to a fault (docs/faults.md). */
 export interface BackendAuthError {
-  /** token: no valid OAuth token (900424); refused: the backend refused the credentials (103200); unanswered: a challenge that a streamed body cannot answer (103201). */
-  readonly kind: 'token' | 'refused' | 'unanswered';
+  /** token: no valid OAuth token (900424); refused: the backend refused the credentials (103200); unanswered: a challenge that a streamed body cannot answer (103201); unbound: the call goes to an origin the credentials are not bound to (103202). */
+  readonly kind: 'token' | 'refused' | 'unanswered' | 'unbound';
   readonly description: string;
 }
 
@@ -267,9 +294,13 @@ export class BackendAuthorizer {
     return this.security.type;
   }
 
-  /** undefined: send without credentials (digest before its first challenge). */
-  authorization(method: string, uri: string): string | undefined | Promise<string | BackendAuthError> {
+  /**
+   * undefined: send without credentials (digest before its first challenge). `origin`: where the call
+   * goes (targetOrigin); another than the bound one gets `unbound` and no credential is computed.
+   */
+  authorization(method: string, uri: string, origin: string): string | undefined | BackendAuthError | Promise<string | BackendAuthError> {
     const s = this.security;
+    if (origin !== s.origin) return { kind: 'unbound', description: `The endpoint's ${s.type} credentials are bound to ${s.origin} and the call goes to ${origin}: they are not sent (docs/apis.md, "Backend security")` };
     if (this.basic !== undefined) return this.basic;
     if (s.type === 'digest') {
       const c = this.challenge;

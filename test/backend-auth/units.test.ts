@@ -4,7 +4,9 @@
  */
 import t from 'tap';
 import { digestAuthorization, parseDigestChallenge } from '../../lib/security/digest';
-import { clientBasic } from '../../lib/security/backend-credentials';
+import { BackendAuthorizer, BackendTokens, clientBasic, originOf, targetOrigin } from '../../lib/security/backend-credentials';
+import { targetFromUrl } from '../../lib/transport/types';
+import { faultDef } from '../../lib/faults';
 import { parseApiText } from '../../lib/gateway/apis';
 
 const RFC_CHALLENGE = (alg: string): string[] => [
@@ -73,4 +75,23 @@ t.test('the security table of an API file: what each type needs', async (t) => {
     t.match(d?.message, message, security);
     t.ok((d?.line ?? 0) > 0, 'with its line');
   }
+});
+
+t.test('credentials are bound to an origin: another target gets `unbound` and no credential', async (t) => {
+  for (const url of ['http://Orders.Example:80/v1', 'https://orders.example/v1', 'ws://127.0.0.1:9000', 'wss://[::1]/x', 'http://[2001:db8::1]:8080']) {
+    t.equal(targetOrigin(targetFromUrl(url)), originOf(url), `the transport's target and the URL agree on ${url}`);
+  }
+  t.equal(originOf('https://orders.example/v1'), 'https://orders.example:443', 'the default port written out');
+  t.equal(originOf('wss://h/x'), 'https://h:443', 'wss: is https:');
+  t.equal(originOf('ftp://h/'), undefined);
+  const r = parseApiText('name = "A"\ncontext = "/a"\nversion = "1"\nauth = "none"\n[endpoints.production]\nurl = "http://127.0.0.1:9000/v1"\n[endpoints.production.security]\ntype = "basic"\nusername = "u"\npassword = "p"\n[[resources]]\npath = "/*"\nmethods = ["GET"]\n', 'a.toml');
+  const sec = r.api?.endpoints.production?.security;
+  t.equal(sec?.origin, 'http://127.0.0.1:9000', 'no origin written: the URL\'s');
+  const auth = new BackendAuthorizer(sec!, new BackendTokens(), undefined);
+  t.equal(auth.authorization('GET', '/v1/x', 'http://127.0.0.1:9000'), `Basic ${Buffer.from('u:p').toString('base64')}`);
+  const other = auth.authorization('GET', '/v1/x', 'http://127.0.0.1:9001');
+  t.match(other, { kind: 'unbound' });
+  t.match((other as { description: string }).description, /bound to http:\/\/127\.0\.0\.1:9000 and the call goes to http:\/\/127\.0\.0\.1:9001/);
+  t.notMatch(JSON.stringify(other), /Basic|dTpw/, 'no credential in the error');
+  t.equal(faultDef(103202)?.httpStatus, 500, 'the fault the send phase answers with (103202)');
 });

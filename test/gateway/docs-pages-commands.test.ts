@@ -52,7 +52,7 @@ t.test('the shell blocks of the key manager, security, admin API, throttling and
       if (line.includes('blocking add')) blockingId = /^blocking condition (\S+) added: IP 203\.0\.113\.7$/m.exec(res.output)?.[1];
       if (line.includes('blocking list') && blockingId !== undefined) t.match(res.output, blockingId, `${page}: the new condition is listed`);
       if (line.includes('blocking remove')) t.match(res.output, `blocking condition ${blockingId ?? ''} removed`, `${page}: removed`);
-      if (line.includes('config check')) t.match(res.output, /deployment\.toml: valid \(0 warnings\)/, `${page}: config check passes`);
+      if (line.includes('config check')) t.match(res.output, /deployment\.toml: valid \((0 warnings|1 warning)\)/, `${page}: config check passes (with admin/admin, its one warning)`);
     }
     if (page === 'security.md') t.ok(r.values.has('access token'), 'security.md: a token got with the page\'s keys');
   }

@@ -41,7 +41,7 @@ function busyTask(file: string): MediateTask {
     body: new Uint8Array(0),
     format: 'binary',
     validate: undefined,
-    script: { file, hook: 'onRequest', timeout: 5000, message: { method: 'GET', path: '/', headers: {}, api: { name: 'a', version: '1' } } },
+    script: { file, hook: 'onRequest', timeout: 5000, maxResult: 1 << 20, message: { method: 'GET', path: '/', headers: {}, api: { name: 'a', version: '1' } } },
     convertTo: undefined,
     conversion: { preserveNamespace: false, autoArray: false, autoPrimitive: false },
   };

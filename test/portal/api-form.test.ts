@@ -11,10 +11,11 @@ import { apiObject, checkForm, CORS_KEYS, emptyForm, ENDPOINT_KEYS, fieldOf, for
 
 const base = { ...emptyForm(), name: 'Shop', context: '/shop', production: 'http://127.0.0.1:9/v1', resources: 'GET /items' };
 
-t.test('the form edits every endpoint key of the format but url and security', async (t) => {
+t.test('the form edits every endpoint key of the format but url, security and allow_management_port', async (t) => {
   const endpoints = API_FIELDS.find((f) => f.key === 'endpoints');
   const endpoint = endpoints?.fields?.find((f) => f.key === 'production');
-  const keys = (endpoint?.fields ?? []).map((f) => f.key).filter((k) => k !== 'url' && k !== 'security');
+  // allow_management_port opens the node's own admin API to the API's clients: only a file writer sets it.
+  const keys = (endpoint?.fields ?? []).map((f) => f.key).filter((k) => k !== 'url' && k !== 'security' && k !== 'allow_management_port');
   t.same(Object.keys(ENDPOINT_KEYS).sort(), keys.sort(), 'ENDPOINT_KEYS follows lib/gateway/apis.ts');
   const cors = API_FIELDS.find((f) => f.key === 'cors')?.fields?.map((f) => f.key) ?? [];
   t.same(CORS_KEYS.map(([, k]) => k).sort(), [...cors].sort(), 'CORS_KEYS follows lib/gateway/apis.ts');

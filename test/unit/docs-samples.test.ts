@@ -367,7 +367,7 @@ for (const b of all.filter((x) => x.lang === '' || x.lang === 'mermaid' || x.lan
 // ---------------------------------------------------------------- js: mediation scripts
 /** One mediation as the worker thread runs it (lib/mediation/worker.ts, called in this thread). */
 async function mediateWith(file: string, hook: 'onRequest' | 'onResponse', message: ScriptCall['message'], body: Buffer, format: MediateTask['format'], contentType: string): Promise<MediateResult> {
-  const task: MediateTask = { body: new Uint8Array(body), format, contentType, validate: undefined, convertTo: undefined, conversion: {} as MediateTask['conversion'], script: { file, hook, message, timeout: 2000 } };
+  const task: MediateTask = { body: new Uint8Array(body), format, contentType, validate: undefined, convertTo: undefined, conversion: {} as MediateTask['conversion'], script: { file, hook, message, timeout: 2000, maxResult: 1 << 20 } };
   const wrapped = (await runMediation(task)) as Record<symbol, MediateResult>;
   return wrapped[valueSymbol] as MediateResult;
 }

@@ -3,11 +3,12 @@
  * client's Authorization field replaced by the endpoint's credentials (lib/security/backend-credentials.ts),
  * and the backend's 401 answered once: the Digest challenge answered, or a new OAuth 2.0 token fetched, and
  * the call sent again (transport Resend) when its body can be sent again. Failures become 900424 (no valid
- * token), 103200 (Basic or Digest credentials refused) or 103201 (a challenge a streamed body cannot answer).
+ * token), 103200 (Basic or Digest credentials refused), 103201 (a challenge a streamed body cannot answer) or
+ * 103202 (the call goes to an origin the credentials are not bound to: nothing is sent).
  */
 import type { BufferedResponse, ForwardDecision, LocalResponse, Resend, ResponseHook } from '../../transport/types';
 import { ApiCode, GatewayOwnCode, fault, type GatewayCode } from '../../faults';
-import { isAuthError, type BackendAuthError, type BackendAuthorizer } from '../../security/backend-credentials';
+import { isAuthError, targetOrigin, type BackendAuthError, type BackendAuthorizer } from '../../security/backend-credentials';
 import { finish, stop, type CallContext, type Outcome } from './context';
 
 /** A 401's body is gathered up to this many bytes to read its challenge (larger: 101510 + state). */
@@ -18,6 +19,7 @@ const CODES: Readonly<Record<BackendAuthError['kind'], GatewayCode>> = {
   token: ApiCode.TEMPORARY_SERVER_ERROR,
   refused: GatewayOwnCode.BACKEND_CREDENTIALS_REFUSED,
   unanswered: GatewayOwnCode.BACKEND_CHALLENGE_UNANSWERED,
+  unbound: GatewayOwnCode.BACKEND_CREDENTIALS_UNBOUND,
 };
 
 function isPromise<T>(v: unknown): v is Promise<T> {
@@ -58,7 +60,8 @@ function withCredentials(ctx: CallContext, auth: BackendAuthorizer, forward: For
     const headers = h === undefined ? base : [...base, 'Authorization', h];
     return { forward: { ...forward, headers, ...(answer401 ? { bufferResponse: challengeHook(ctx, auth, base, h, uri, replayable, forward.bufferResponse) } : {}) } };
   };
-  const h = auth.authorization(ctx.req.method, uri);
+  // Checked on the target the transport will connect to, not on the endpoint's URL (defence in depth).
+  const h = auth.authorization(ctx.req.method, uri, targetOrigin(forward.target));
   return isPromise<string | BackendAuthError>(h) ? h.then(build) : build(h);
 }
 
