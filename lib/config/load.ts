@@ -677,7 +677,7 @@ class Loader {
       if (raw === undefined) continue;
       const secret = this.isSecret(leaf.segments, def);
       const c = convert(def, raw);
-      const result = c.ok && !leaf.fromDefault ? check(def, c.value, { dir: this.dir }) : c;
+      const result = c.ok && !leaf.fromDefault ? check(def, c.value, { dir: this.dir, looked: this.storeLooked }) : c;
       if (!result.ok) {
         const source = leaf.fromDefault ? this.writtenSource(leaf.segments) : undefined;
         const origin = leaf.fromDefault ? ` (schema default${source !== undefined ? `, from ${source.key}` : ''})` : '';
@@ -702,6 +702,8 @@ class Loader {
   // ----------------------------------------------------------------------------- 6b. store defaults
 
   storeFills: StoreFill[] = [];
+  /** Where each store file was looked for (config/security-dir.ts): a missing one's message names them all. */
+  readonly storeLooked = new Map<string, readonly string[]>();
 
   /** The transports' stores the file leaves out, from [keystore.tls]/[keystore.primary]/[truststore] (config/stores.ts). */
   fillStores(): void {
@@ -719,7 +721,9 @@ class Loader {
       if (reported.has(pathKey(origin))) continue;
       reported.add(pathKey(origin));
       const from = origin !== m.key ? ` (the default of ${pathKey(m.key)})` : '';
-      this.report('error', 'CONFIG_FILE_MISSING', origin, `no such file: ${m.file}${from}`, { expected: "an existing file (relative paths from the configuration file's directory)", secret: false });
+      const places = this.storeLooked.get(m.file) ?? [m.file];
+      const where = places.length > 1 ? `; looked in ${places.join(', ')}` : '';
+      this.report('error', 'CONFIG_FILE_MISSING', origin, `no such file: ${m.file}${from}${where}`, { expected: 'an existing file: a bare name in the security directory (repository/resources/security in the reference\'s layout), else beside the configuration file (docs/tls.md)', secret: false });
     }
   }
 
