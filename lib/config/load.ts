@@ -868,6 +868,18 @@ function checkDecisionHub(loader: Loader): void {
 }
 
 /**
+ * [apim.cors] allow_credentials = true with the origin "*": spec 000 ("then allow_origins must not be *"),
+ * which the gateway's CorsPolicy refuses at start (lib/gateway/cors.ts); reported here so `config check`
+ * refuses what `start` refuses.
+ */
+function checkCors(loader: Loader): void {
+  const cors = (loader.doc as unknown as DeploymentConfig).apim?.cors;
+  if (cors === undefined || cors.enable !== true || cors.allow_credentials !== true) return;
+  if (!cors.allow_origins.some((o) => o.trim() === '*')) return;
+  loader.report('error', 'CONFIG_CONFLICT', ['apim', 'cors', 'allow_credentials'], 'allow_credentials = true needs explicit allow_origins, not "*" (spec 000, [apim.cors]: "then allow_origins must not be *")', { expected: 'allow_origins = ["https://app.example.com"] with allow_credentials, or allow_credentials = false', secret: false });
+}
+
+/**
  * Loads, validates and freezes deployment.toml. Never throws: every problem is a diagnostic; a result with
  * errors throws only when its `config` or `ports` is read (docs/embedding.md).
  */
@@ -899,7 +911,10 @@ export function loadConfig(options: LoadOptions = {}): LoadResult {
   // A syntax error drops a line: its keys would be reported missing, which is noise, not news.
   if (!loader.syntaxFailed && ioError === undefined) loader.checkRequired();
   const ports = effectivePorts(loader.doc, (segments, message, expected, code) => loader.report('error', code, segments, message, { expected, secret: false }));
-  if (!loader.syntaxFailed && ioError === undefined) checkDecisionHub(loader);
+  if (!loader.syntaxFailed && ioError === undefined) {
+    checkDecisionHub(loader);
+    checkCors(loader);
+  }
   if (!loader.syntaxFailed && ioError === undefined && options.startChecks === true) {
     loader.checkStoreFiles();
     loader.checkDatabaseType();

@@ -143,3 +143,14 @@ t.test("a store missing from the reference's layout names every place looked", a
   t.ok(line.includes(`no such file: ${security}`), `the security directory first: ${line}`);
   t.ok(line.includes(`looked in ${security}, ${beside}`), `both places named: ${line}`);
 });
+
+t.test('config check refuses what start refuses: allow_credentials with the origin *', async (t) => {
+  const dir = fs.mkdtempSync(path.join(tmp, 'cors-'));
+  fs.mkdirSync(path.join(dir, 'conf'));
+  fs.writeFileSync(path.join(dir, 'conf', 'deployment.toml'), '[server]\nhostname = "localhost"\n\n[apim.cors]\nallow_origins = "*"\nallow_credentials = true\n');
+  const [check, startCheck, start] = await Promise.all([run(['config', 'check'], dir), run(['start', '--check'], dir), run(['start'], dir)]);
+  for (const [name, r] of [['config check', check], ['start --check', startCheck], ['start', start]] as const) {
+    t.equal(r.status, 1, `${name} refuses it`);
+    t.match(r.stderr, /conf\/deployment\.toml:6:\d+: error CONFIG_CONFLICT apim\.cors\.allow_credentials: allow_credentials = true needs explicit allow_origins/, `${name} names the key and line`);
+  }
+});
