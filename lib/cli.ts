@@ -125,9 +125,19 @@ function parseArgs(argv: readonly string[]): Parsed {
   return p;
 }
 
+/**
+ * The configuration file when --config names none: conf/deployment.toml, else the reference's home layout's
+ * repository/conf/deployment.toml (its stores then come from repository/resources/security: docs/tls.md).
+ */
+function defaultConfig(cwd: string): string {
+  const own = path.join('conf', 'deployment.toml');
+  const reference = path.join('repository', 'conf', 'deployment.toml');
+  return !fs.existsSync(path.join(cwd, own)) && fs.existsSync(path.join(cwd, reference)) ? reference : own;
+}
+
 function load(p: Parsed, io: CliIo): LoadResult {
-  const file = path.resolve(io.cwd, p.config ?? path.join('conf', 'deployment.toml'));
-  const shown = p.config ?? path.join('conf', 'deployment.toml');
+  const shown = p.config ?? defaultConfig(io.cwd);
+  const file = path.resolve(io.cwd, shown);
   // What a starting node refuses (missing store files, database types without a driver) is refused here too.
   const result = loadConfig({ file, strict: p.strict, sys: p.sys, startChecks: true });
   // Diagnostics name the file as the user wrote it, not as an absolute path.
@@ -178,7 +188,7 @@ function describeKeyStatus(result: LoadResult): string[] {
 
 function check(p: Parsed, io: CliIo): number {
   const result = load(p, io);
-  const shown = p.config ?? path.join('conf', 'deployment.toml');
+  const shown = p.config ?? defaultConfig(io.cwd);
   const listed = listDiagnostics(result, io);
   const errors = listed.errors;
   let warnings = listed.warnings;
@@ -277,7 +287,7 @@ function init(dir: string | undefined, io: CliIo): number {
 async function start(p: Parsed, io: CliIo): Promise<number> {
   // `start --check` (docs/operations.md): the validation and start-up summary of `config check`, no start.
   if (p.check) return check(p, io);
-  if (p.config === undefined && !fs.existsSync(path.join(io.cwd, 'conf', 'deployment.toml'))) {
+  if (p.config === undefined && !fs.existsSync(path.join(io.cwd, defaultConfig(io.cwd)))) {
     io.err(`throughway: no conf/deployment.toml in ${io.cwd}: run \`throughway init\` to write a starter configuration, or name one with --config FILE\n`);
     return 1;
   }

@@ -30,6 +30,7 @@ function typeText(def: KeyDef): string {
   if (def.format === 'duration') parts.push(`duration (bare number: ${unitName(def.unit)})`);
   else if (def.format === 'list') parts.push('list (comma string or array)');
   else if (def.boolString === true) parts.push('boolean (TRUE/FALSE)');
+  else if (def.format === 'store') parts.push('store file (a bare name: the security directory, docs/tls.md)');
   else if (def.format !== undefined) parts.push(def.format === 'bytes' ? 'bytes' : def.format);
   return parts.length > 0 ? `${base}: ${parts.join(', ')}` : base;
 }

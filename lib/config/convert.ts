@@ -7,7 +7,9 @@
  * else becomes one diagnostic with the expected form.
  */
 import { isIPv4, isIPv6 } from 'node:net';
+import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { storeCandidates } from './security-dir';
 import type { KeyDef } from './schema-types';
 import type { DiagnosticCode } from './diagnostics';
 
@@ -234,6 +236,8 @@ export function convert(def: KeyDef, raw: unknown): Converted {
 export interface CheckContext {
   /** Directory relative `path` values are resolved against (the config file's directory, docs/configuration.md). */
   readonly dir: string;
+  /** Where each resolved 'store' value was looked for, in order (a missing store's message names them all). */
+  readonly looked?: Map<string, readonly string[]>;
 }
 
 /**
@@ -311,6 +315,12 @@ export function check(def: KeyDef, value: unknown, ctx: CheckContext): Converted
   if (def.format === 'path' && typeof value === 'string' && value !== '' && !hasRuntimeToken(value)) {
     value = path.resolve(ctx.dir, value);
   }
+  if (def.format === 'store' && typeof value === 'string' && value !== '' && !hasRuntimeToken(value)) {
+    const places = storeCandidates(ctx.dir, value);
+    const found = places.find(isFile) ?? (places[0] as string);
+    ctx.looked?.set(found, places);
+    value = found;
+  }
   return { ok: true, value };
 }
 
@@ -324,6 +334,14 @@ function isUrl(text: string): boolean {
   try {
     const u = new URL(text);
     return /^[a-z][a-z0-9+.-]*:$/i.test(u.protocol);
+  } catch {
+    return false;
+  }
+}
+
+function isFile(file: string): boolean {
+  try {
+    return fs.statSync(file).isFile();
   } catch {
     return false;
   }

@@ -2146,7 +2146,7 @@ export interface UserStoreSection {
 
 /** Primary key store of the server ([keystore.primary], the reference's files). */
 export interface KeystorePrimarySection {
-  /** Primary key store file (relative paths from the configuration file's directory). */
+  /** Primary key store file: a bare name in the security directory (docs/tls.md, "Where store files are found"). */
   readonly file_name?: string;
   /** Key store type. Default: "JKS". */
   readonly type: "JKS" | "JCEKS" | "PKCS12" | "PEM";
@@ -2160,7 +2160,7 @@ export interface KeystorePrimarySection {
 
 /** TLS key store of the server (default: the primary key store) ([keystore.tls], the reference's files). */
 export interface KeystoreTlsSection {
-  /** TLS key store file (relative paths from the configuration file's directory). */
+  /** TLS key store file: a bare name in the security directory (docs/tls.md, "Where store files are found"). */
   readonly file_name?: string;
   /** Key store type. Default: "JKS". */
   readonly type: "JKS" | "JCEKS" | "PKCS12" | "PEM";
@@ -2174,7 +2174,7 @@ export interface KeystoreTlsSection {
 
 /** Trust store of the server ([truststore], the reference's files). */
 export interface TruststoreSection {
-  /** Trust store file (relative paths from the configuration file's directory). */
+  /** Trust store file: a bare name in the security directory (docs/tls.md, "Where store files are found"). */
   readonly file_name?: string;
   /** Trust store type. Default: "JKS". */
   readonly type: "JKS" | "JCEKS" | "PKCS12" | "PEM";

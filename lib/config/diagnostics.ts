@@ -30,6 +30,7 @@ export const DIAGNOSTIC_CODES = {
   CONFIG_PORT_CONFLICT: 'Two listening ports that are the same after the offset.',
   CONFIG_FILE_MISSING: 'A key or trust store file (or SSL profile file) a starting node opens does not exist (checked by `config check`, `start` and `apis list`).',
   CONFIG_UNSUPPORTED: 'A value throughway accepts in the file but a starting node refuses: a [database.apim_db] type with no driver (checked by `config check`, `start` and `apis list`).',
+  CONFIG_CONFLICT: 'Two keys whose values a starting node refuses together: [apim.cors] allow_credentials = true with allow_origins "*" (spec 000, [apim.cors]).',
   CONFIG_INTEGER: 'An integer outside what TOML allows (64-bit signed) or what the key can hold (a duration beyond 2^53 ms).',
   CONFIG_NESTING: 'Arrays or inline tables nested deeper than the parser allows.',
   CONFIG_DEFAULT_ADMIN_PASSWORD: 'The super admin has the built-in default password "admin" (a warning of `config check`; the management ports then listen on 127.0.0.1 only).',

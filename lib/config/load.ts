@@ -677,7 +677,7 @@ class Loader {
       if (raw === undefined) continue;
       const secret = this.isSecret(leaf.segments, def);
       const c = convert(def, raw);
-      const result = c.ok && !leaf.fromDefault ? check(def, c.value, { dir: this.dir }) : c;
+      const result = c.ok && !leaf.fromDefault ? check(def, c.value, { dir: this.dir, looked: this.storeLooked }) : c;
       if (!result.ok) {
         const source = leaf.fromDefault ? this.writtenSource(leaf.segments) : undefined;
         const origin = leaf.fromDefault ? ` (schema default${source !== undefined ? `, from ${source.key}` : ''})` : '';
@@ -702,6 +702,8 @@ class Loader {
   // ----------------------------------------------------------------------------- 6b. store defaults
 
   storeFills: StoreFill[] = [];
+  /** Where each store file was looked for (config/security-dir.ts): a missing one's message names them all. */
+  readonly storeLooked = new Map<string, readonly string[]>();
 
   /** The transports' stores the file leaves out, from [keystore.tls]/[keystore.primary]/[truststore] (config/stores.ts). */
   fillStores(): void {
@@ -719,7 +721,9 @@ class Loader {
       if (reported.has(pathKey(origin))) continue;
       reported.add(pathKey(origin));
       const from = origin !== m.key ? ` (the default of ${pathKey(m.key)})` : '';
-      this.report('error', 'CONFIG_FILE_MISSING', origin, `no such file: ${m.file}${from}`, { expected: "an existing file (relative paths from the configuration file's directory)", secret: false });
+      const places = this.storeLooked.get(m.file) ?? [m.file];
+      const where = places.length > 1 ? `; looked in ${places.join(', ')}` : '';
+      this.report('error', 'CONFIG_FILE_MISSING', origin, `no such file: ${m.file}${from}${where}`, { expected: 'an existing file: a bare name in the security directory (repository/resources/security in the reference\'s layout), else beside the configuration file (docs/tls.md)', secret: false });
     }
   }
 
@@ -864,6 +868,18 @@ function checkDecisionHub(loader: Loader): void {
 }
 
 /**
+ * [apim.cors] allow_credentials = true with the origin "*": spec 000 ("then allow_origins must not be *"),
+ * which the gateway's CorsPolicy refuses at start (lib/gateway/cors.ts); reported here so `config check`
+ * refuses what `start` refuses.
+ */
+function checkCors(loader: Loader): void {
+  const cors = (loader.doc as unknown as DeploymentConfig).apim?.cors;
+  if (cors === undefined || cors.enable !== true || cors.allow_credentials !== true) return;
+  if (!cors.allow_origins.some((o) => o.trim() === '*')) return;
+  loader.report('error', 'CONFIG_CONFLICT', ['apim', 'cors', 'allow_credentials'], 'allow_credentials = true needs explicit allow_origins, not "*" (spec 000, [apim.cors]: "then allow_origins must not be *")', { expected: 'allow_origins = ["https://app.example.com"] with allow_credentials, or allow_credentials = false', secret: false });
+}
+
+/**
  * Loads, validates and freezes deployment.toml. Never throws: every problem is a diagnostic; a result with
  * errors throws only when its `config` or `ports` is read (docs/embedding.md).
  */
@@ -895,7 +911,10 @@ export function loadConfig(options: LoadOptions = {}): LoadResult {
   // A syntax error drops a line: its keys would be reported missing, which is noise, not news.
   if (!loader.syntaxFailed && ioError === undefined) loader.checkRequired();
   const ports = effectivePorts(loader.doc, (segments, message, expected, code) => loader.report('error', code, segments, message, { expected, secret: false }));
-  if (!loader.syntaxFailed && ioError === undefined) checkDecisionHub(loader);
+  if (!loader.syntaxFailed && ioError === undefined) {
+    checkDecisionHub(loader);
+    checkCors(loader);
+  }
   if (!loader.syntaxFailed && ioError === undefined && options.startChecks === true) {
     loader.checkStoreFiles();
     loader.checkDatabaseType();

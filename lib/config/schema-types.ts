@@ -26,7 +26,11 @@ export type KeyType =
  * - path: a file system path, relative paths are resolved from the config file's directory
  * - cidr: IP addresses and CIDR ranges (convert.ts parseSubnet), each entry checked
  */
-export type KeyFormat = 'url' | 'port' | 'duration' | 'list' | 'bytes' | 'class' | 'path' | 'host' | 'email' | 'regex' | 'cidr';
+/**
+ * 'store': a key or trust store file; a bare name resolves in the security directory, as spec 001 places
+ * store files ("placed in the security directory"), and the rules of config/stores.ts `storeCandidates`.
+ */
+export type KeyFormat = 'url' | 'port' | 'duration' | 'list' | 'bytes' | 'class' | 'path' | 'store' | 'host' | 'email' | 'regex' | 'cidr';
 
 export interface KeyDef {
   /** Dotted path relative to the section, e.g. 'pool_options.maxActive', 'listener.parameters.port'. */

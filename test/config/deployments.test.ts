@@ -87,3 +87,70 @@ t.test('without its stores, the all-in-one file is refused at the key that names
   t.equal(r.stderr.match(/CONFIG_FILE_MISSING/g)?.length, 1, 'one missing file, one error (the sender store copies the listener one)');
   t.equal(start.status, 1, 'start --check refuses it too');
 });
+
+/**
+ * The reference's home layout, as a user moving from it keeps it: `<home>/repository/conf/deployment.toml`
+ * with the stores in `<home>/repository/resources/security/` (spec 001: store files are "placed in the
+ * security directory"; config/security-dir.ts).
+ */
+function referenceHome(file: string): string {
+  const home = fs.mkdtempSync(path.join(tmp, 'home-'));
+  const conf = path.join(home, 'repository', 'conf');
+  const security = path.join(home, 'repository', 'resources', 'security');
+  fs.mkdirSync(conf, { recursive: true });
+  fs.mkdirSync(security, { recursive: true });
+  fs.copyFileSync(file, path.join(conf, 'deployment.toml'));
+  if (stores !== undefined) {
+    for (const f of ['wso2carbon.jks', 'client-truststore.jks']) fs.copyFileSync(path.join(stores, f), path.join(security, f));
+  }
+  return home;
+}
+
+for (const file of [...REAL, ...OWN]) {
+  const name = path.basename(file);
+  t.test(`${name}: config check and start --check pass in the reference's home layout`, { skip: noKeytool }, async (t) => {
+    const home = referenceHome(file);
+    // Without --config the home's repository/conf/deployment.toml is the file (lib/cli.ts defaultConfig).
+    const [check, start] = await Promise.all([run(['config', 'check'], home), run(['start', '--check', '--config', 'repository/conf/deployment.toml'], home)]);
+    t.equal(check.status, 0, check.stderr.split('\n').filter((l) => l.includes(' error ')).join('\n'));
+    t.match(check.stdout, 'repository/conf/deployment.toml: valid');
+    t.notMatch(check.stderr, / error /, 'no error printed');
+    t.equal(start.status, 0, start.stderr);
+  });
+}
+
+t.test('a relative store path with directories resolves from the home of the layout', { skip: noKeytool }, async (t) => {
+  const home = referenceHome(path.join(FIXTURES, '01-product-apim_all-in-one.deployment.toml'));
+  const conf = path.join(home, 'repository', 'conf', 'deployment.toml');
+  const text = fs.readFileSync(conf, 'utf8');
+  // [keystore.tls] file_name = "wso2carbon.jks" in the real file: written as the reference's own samples do.
+  fs.writeFileSync(conf, text.replace(/(\[keystore\.tls\]\s*file_name\s*=\s*)"wso2carbon\.jks"/, '$1"repository/resources/security/wso2carbon.jks"'));
+  t.match(fs.readFileSync(conf, 'utf8'), /\[keystore\.tls\]\s*file_name\s*=\s*"repository\/resources\/security\/wso2carbon\.jks"/, 'the file was rewritten');
+  const r = await run(['config', 'check', '--config', 'repository/conf/deployment.toml'], home);
+  t.equal(r.status, 0, r.stderr);
+});
+
+t.test("a store missing from the reference's layout names every place looked", async (t) => {
+  const home = fs.mkdtempSync(path.join(tmp, 'home-empty-'));
+  const conf = path.join(home, 'repository', 'conf');
+  fs.mkdirSync(conf, { recursive: true });
+  fs.copyFileSync(path.join(FIXTURES, '01-product-apim_all-in-one.deployment.toml'), path.join(conf, 'deployment.toml'));
+  const r = await run(['config', 'check', '--config', 'repository/conf/deployment.toml'], home);
+  t.equal(r.status, 1);
+  const security = path.join(home, 'repository', 'resources', 'security', 'wso2carbon.jks');
+  const beside = path.join(conf, 'wso2carbon.jks');
+  const line = r.stderr.split('\n').find((l) => l.includes('CONFIG_FILE_MISSING')) ?? '';
+  t.ok(line.includes(`no such file: ${security}`), `the security directory first: ${line}`);
+  t.ok(line.includes(`looked in ${security}, ${beside}`), `both places named: ${line}`);
+});
+
+t.test('config check refuses what start refuses: allow_credentials with the origin *', async (t) => {
+  const dir = fs.mkdtempSync(path.join(tmp, 'cors-'));
+  fs.mkdirSync(path.join(dir, 'conf'));
+  fs.writeFileSync(path.join(dir, 'conf', 'deployment.toml'), '[server]\nhostname = "localhost"\n\n[apim.cors]\nallow_origins = "*"\nallow_credentials = true\n');
+  const [check, startCheck, start] = await Promise.all([run(['config', 'check'], dir), run(['start', '--check'], dir), run(['start'], dir)]);
+  for (const [name, r] of [['config check', check], ['start --check', startCheck], ['start', start]] as const) {
+    t.equal(r.status, 1, `${name} refuses it`);
+    t.match(r.stderr, /conf\/deployment\.toml:6:\d+: error CONFIG_CONFLICT apim\.cors\.allow_credentials: allow_credentials = true needs explicit allow_origins/, `${name} names the key and line`);
+  }
+});

@@ -81,7 +81,15 @@ t.test('listed origins: echoed with Vary; others get no CORS fields; credentials
 
 t.test('allow_credentials with origin * is a configuration error', async (t) => {
   const loaded = loadConfig({ text: `${BASE_TOML}[apim.cors]\nallow_origins = "*"\nallow_credentials = true\n`, file: '/nonexistent/deployment.toml' });
-  t.throws(() => createGateway({ loaded, apis: [] }), CorsConfigError);
+  // The loader refuses it (config check and start alike), and a gateway given the result does not start.
+  t.equal(loaded.ok, false);
+  t.match(loaded.diagnostics.filter((d) => d.level === 'error'), [{ code: 'CONFIG_CONFLICT', key: 'apim.cors.allow_credentials' }]);
+  t.throws(() => createGateway({ loaded, apis: [] }));
+  // A configuration given as an object skips the loader: the CORS policy itself still refuses it.
+  const config = structuredClone(loadConfig({ text: BASE_TOML, file: '/nonexistent/deployment.toml' }).config) as unknown as { apim: { cors: Record<string, unknown> } };
+  config.apim.cors.allow_origins = ['*'];
+  config.apim.cors.allow_credentials = true;
+  t.throws(() => createGateway({ config: config as never, apis: [] }), CorsConfigError);
   const disabled = loadConfig({ text: `${BASE_TOML}[apim.cors]\nenable = false\nallow_origins = "*"\nallow_credentials = true\n`, file: '/nonexistent/deployment.toml' });
   t.doesNotThrow(() => createGateway({ loaded: disabled, apis: [] }), 'not while CORS is off');
 });

@@ -85,11 +85,11 @@ function storeKeys(side: 'listener' | 'sender'): KeyDef[] {
   const same = side === 'sender' ? 'the listener key store, else ' : '';
   const sameT = side === 'sender' ? 'the listener trust store, else ' : '';
   return [
-    { key: `${side}.key_store.file_name`, type: 's', format: 'path', defaultText: `${same}the primary keystore file of the server: [keystore.tls], else [keystore.primary], else the generated sample key pair`, meaning: 'Keystore path.' },
+    { key: `${side}.key_store.file_name`, type: 's', format: 'store', defaultText: `${same}the primary keystore file of the server: [keystore.tls], else [keystore.primary], else the generated sample key pair`, meaning: 'Keystore path.' },
     { key: `${side}.key_store.type`, type: 's', default: 'JKS', allowed: STORE_TYPES, meaning: 'Keystore type (with the file name from [keystore.*], its type).' },
     { key: `${side}.key_store.password`, type: 's', secret: true, defaultText: `${same}the primary key store's password; else the store reader's built-in default (<KEYSTORE_PASSWORD>)`, meaning: 'Keystore password.' },
     { key: `${side}.key_store.key_password`, type: 's', secret: true, defaultText: `${same}the primary key store's key password; else the key store password`, meaning: 'Private key password.' },
-    { key: `${side}.trust_store.file_name`, type: 's', format: 'path', defaultText: `${sameT}the server trust store file: [truststore] when written (none otherwise)`, meaning: 'Trust store of trusted certificates.' },
+    { key: `${side}.trust_store.file_name`, type: 's', format: 'store', defaultText: `${sameT}the server trust store file: [truststore] when written (none otherwise)`, meaning: 'Trust store of trusted certificates.' },
     { key: `${side}.trust_store.type`, type: 's', default: 'JKS', allowed: STORE_TYPES, meaning: 'Trust store type (with the file name from [truststore], its type).' },
     { key: `${side}.trust_store.password`, type: 's', secret: true, defaultText: `${sameT}the server trust store's password; else the store reader's built-in default (<TRUSTSTORE_PASSWORD>)`, meaning: 'Trust store password.' },
   ];
@@ -141,7 +141,7 @@ function wsKeys(secure: boolean): KeyDef[] {
     keys.push(
       // R in the spec with a default (the server trust store): filled from [truststore] when written
       // (config/stores.ts), else the outbound side's trust (docs/tls.md); never enforced.
-      { key: 'sender.trust_store.location', type: 's', format: 'path', defaultText: 'the server trust store file: [truststore] when written', meaning: 'Trust store for backend WSS connections.' },
+      { key: 'sender.trust_store.location', type: 's', format: 'store', defaultText: 'the server trust store file: [truststore] when written', meaning: 'Trust store for backend WSS connections.' },
       { key: 'sender.trust_store.password', type: 's', secret: true, defaultText: "the server trust store's password; else built-in default", meaning: 'Trust store password.' },
     );
   }
@@ -229,13 +229,13 @@ export const DOC001_SECTIONS: readonly SectionDef[] = [
       { key: 'listener.parameters.SSLVerifyClient', type: 's', meaning: 'Client certificate verification (sample value require).' },
       { key: 'listener.protocols', type: 's', format: 'list', meaning: 'TLS protocol versions accepted (sample TLSv1,TLSv1.1,TLSv1.2).' },
       // Dynamic SSL profile files are the reference's XML format (lib/tls/settings.ts reads its first <profile>).
-      { key: 'listener.ssl_profile.file_path', type: 's', format: 'path', meaning: 'SSL profile file (sample under the security resources directory): the reference\'s XML, whose first <profile> gives KeyStore, TrustStore and SSLVerifyClient for the whole listener (docs/tls.md).' },
+      { key: 'listener.ssl_profile.file_path', type: 's', format: 'store', meaning: 'SSL profile file (sample under the security resources directory): the reference\'s XML, whose first <profile> gives KeyStore, TrustStore and SSLVerifyClient for the whole listener (docs/tls.md).' },
       { key: 'listener.ssl_profile_interval', type: 's', format: 'duration', unit: 'ms', min: 0, meaning: 'Reload interval of the SSL profile file (sample 600000): this often the profile and store files are checked, and changed certificates are used for new connections without a restart (existing connections keep theirs).' },
       { key: 'listener.preferred_ciphers', type: 's', format: 'list', meaning: 'Cipher suite names, comma separated.' },
       ...storeKeys('listener'),
       { key: 'sender.enable', type: 'b', defaultText: 'in sample true', inactive: true, meaning: 'Enable the sender.' },
       ...storeKeys('sender'),
-      { key: 'sender.ssl_profile.file_path', type: 's', format: 'path', inactive: true, meaning: 'Sender SSL profile file (in the sample).' },
+      { key: 'sender.ssl_profile.file_path', type: 's', format: 'store', inactive: true, meaning: 'Sender SSL profile file (in the sample).' },
       { key: 'sender.ssl_profile.interval', type: 's', format: 'duration', unit: 'ms', min: 0, inactive: true, meaning: 'Reload interval of the sender SSL profile file (sample 600000).' },
     ],
   },
@@ -591,7 +591,7 @@ export const DOC001_SECTIONS: readonly SectionDef[] = [
     title: 'Custom keystore',
     runs: true,
     keys: [
-      { key: 'file_name', type: 's', format: 'path', meaning: 'Keystore file, placed in the security directory.' },
+      { key: 'file_name', type: 's', format: 'store', meaning: 'Keystore file, placed in the security directory.' },
       { key: 'type', type: 's', allowed: STORE_TYPES, meaning: 'Keystore type.' },
       { key: 'password', type: 's', secret: true, defaultText: '<KEYSTORE_PASSWORD>', meaning: 'Keystore password.' },
       { key: 'alias', type: 's', meaning: 'Alias of the private key.' },

@@ -16,7 +16,7 @@ const STORE_TYPES = ['JKS', 'JCEKS', 'PKCS12', 'PEM'] as const;
 
 function keyStoreKeys(what: string): KeyDef[] {
   return [
-    { key: 'file_name', type: 's', format: 'path', meaning: `${what} file (relative paths from the configuration file's directory).` },
+    { key: 'file_name', type: 's', format: 'store', meaning: `${what} file: a bare name in the security directory (docs/tls.md, "Where store files are found").` },
     { key: 'type', type: 's', default: 'JKS', allowed: STORE_TYPES, caseInsensitive: true, meaning: 'Key store type.' },
     { key: 'password', type: 's', secret: true, defaultText: 'the store reader\'s default (<KEYSTORE_PASSWORD>)', meaning: 'Key store password.' },
     // Not copied: the transports' key stores have no alias key; a JKS store's first key entry serves (docs/tls.md).
@@ -64,7 +64,7 @@ export const REFERENCE_SECTIONS: readonly SectionDef[] = [
     title: 'Trust store of the server',
     runs: true,
     keys: [
-      { key: 'file_name', type: 's', format: 'path', meaning: 'Trust store file (relative paths from the configuration file\'s directory).' },
+      { key: 'file_name', type: 's', format: 'store', meaning: 'Trust store file: a bare name in the security directory (docs/tls.md, "Where store files are found").' },
       { key: 'type', type: 's', default: 'JKS', allowed: STORE_TYPES, caseInsensitive: true, meaning: 'Trust store type.' },
       { key: 'password', type: 's', secret: true, defaultText: 'the store reader\'s default (<TRUSTSTORE_PASSWORD>)', meaning: 'Trust store password.' },
     ],
