@@ -2388,6 +2388,10 @@ export interface ThroughwayManagementSection {
   readonly request_timeout: number;
   /** Open connections per management listener at most; further connections are closed at once. Default: 1000. */
   readonly max_connections: number;
+  /** Open connections per management listener from one client address (an IPv6 client by its /64 prefix) at most; further connections from it are closed at once, so one client cannot fill max_connections. Loopback is not exempt. At most max_connections. Default: a tenth of max_connections (at least 1). */
+  readonly max_connections_per_address?: number;
+  /** Strict-Transport-Security max-age in seconds (RFC 6797 §6.1.1) on every answer of the HTTPS management listener (pages and APIs); 0 sends no header. Never sent over plain HTTP (RFC 6797 §7.2). Default: 31536000. */
+  readonly hsts_max_age: number;
   /** Secret (write it as $env{NAME}) the generated token-signing private keys are encrypted with in the store (AES-256-GCM, key derived with scrypt). Unset: they are stored unencrypted, with a warning at start. Set on an existing store: unencrypted keys are encrypted at the next start. */
   readonly signing_key_secret?: string;
 }

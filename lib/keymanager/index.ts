@@ -9,8 +9,8 @@
  * while the super admin has the default password, with the limits of listener.ts.
  */
 import * as fs from 'node:fs';
-import * as http from 'node:http';
-import * as https from 'node:https';
+import type * as http from 'node:http';
+import type * as https from 'node:https';
 import type * as tls from 'node:tls';
 import type { AddressInfo } from 'node:net';
 import type { LoadResult } from '../config/load';
@@ -29,7 +29,7 @@ import { verifyPassword } from '../store/passwords';
 import { readKeystore } from './keystore';
 import type { DeploymentConfig } from '../config/deployment-config.generated';
 import { Manager } from './manage';
-import { applyLimits, DEFAULT_ADMIN_PASSWORD, listenerLimits, LOOPBACK, managementHost, serverOptions, usesDefaultAdminPassword } from './listener';
+import { createManagementServer, DEFAULT_ADMIN_PASSWORD, LOOPBACK, managementHost, usesDefaultAdminPassword } from './listener';
 import { OAuthServer } from './oauth';
 import { keyManagerSettings, type KeyManagerSettings } from './settings';
 
@@ -185,10 +185,8 @@ export async function createKeyManager(o: KeyManagerOptions): Promise<KeyManager
     },
     listen(port = o.loaded.ports.managementHttp, asked?: string) {
       const host = loopbackOnly ? managementHost(config, asked) ?? LOOPBACK : asked;
-      const limits = listenerLimits(config, false);
       return new Promise((resolve, reject) => {
-        const s = http.createServer(serverOptions(limits), handler);
-        applyLimits(s, limits);
+        const { server: s, limits } = createManagementServer(config, handler, logger);
         s.once('error', reject);
         s.listen(port, host, limits.backlog, () => {
           s.removeListener('error', reject);
@@ -206,12 +204,11 @@ export async function createKeyManager(o: KeyManagerOptions): Promise<KeyManager
     },
     listenHttps(tlsOptions, port = o.loaded.ports.managementHttps, asked?: string) {
       const host = loopbackOnly ? managementHost(config, asked) ?? LOOPBACK : asked;
-      const limits = listenerLimits(config, true);
       return new Promise((resolve, reject) => {
-        const s = https.createServer({ ...tlsOptions, ...serverOptions(limits) }, handler);
-        applyLimits(s, limits);
+        const made = createManagementServer(config, handler, logger, tlsOptions);
+        const s = made.server as https.Server;
         s.once('error', reject);
-        s.listen(port, host, limits.backlog, () => {
+        s.listen(port, host, made.limits.backlog, () => {
           s.removeListener('error', reject);
           secureServer = s;
           resolve(s);

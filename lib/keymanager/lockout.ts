@@ -16,6 +16,11 @@
  *   failures older than login_lock_time are forgotten. At most MAX_ENTRIES records are kept (the oldest
  *   dropped first), so a flood of addresses cannot exhaust memory.
  *
+ * - Accounts are counted under one key for every spelling a user store would take as the same name
+ *   (accountKey): case and trailing-space variants of a user name share its delay and its locks, so
+ *   "Alice", "alice " and "ALICE" cannot each be guessed at the full rate, nor the right password typed
+ *   in another case slip past a lock.
+ *
  * Each failure and each lock is a log event (`login_failed`, `login_locked`: kind, account, address, never
  * the password) and counted in `throughway_login_failures_total` (docs/operations.md).
  */
@@ -42,6 +47,39 @@ const MAX_ENTRIES = 20_000;
 const MAX_DELAY_STEPS = 10;
 
 const namespace = (kind: LoginKind): string => (kind === 'client' ? 'client' : 'user');
+
+/**
+ * RFC 4518 §2.2 characters mapped to nothing (soft hyphens, joiners, variation selectors, zero width
+ * space, object replacement) and controls other than the spaces; §2.2 maps the other spaces to SPACE.
+ */
+const NOTHING = /[\u00ad\u1806\u034f\u180b-\u180d\ufe00-\ufe0f\ufffc\u200b-\u200d\u2060\ufeff\u0000-\u0008\u000e-\u001f\u007f-\u0084\u0086-\u009f]/g;
+const SPACES = /[\s\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+/g;
+
+/**
+ * The key an account name is counted under: at least as coarse as every user store's comparison, so no
+ * spelling the store accepts for a name gets counts of its own.
+ * - LDAP (uid, cn, sAMAccountName: caseIgnoreMatch, RFC 4517 §4.2.11) prepares both sides by RFC 4518:
+ *   characters mapped to nothing or to a space (§2.2), NFKC (§2.3), case folded (§2.2), leading and
+ *   trailing spaces dropped and inner runs of spaces made one (§2.6.1).
+ * - MariaDB / MySQL compare the SQL store's names in the server's default collation: case- and (the
+ *   `_ai_ci` ones) accent-insensitive, with trailing spaces ignored (PAD SPACE).
+ * - SQLite and PostgreSQL compare exactly: a coarser key only lets a guesser's variants count together.
+ * Hence: map and drop as RFC 4518, decompose (NFKD) and drop combining marks, fold case (upper then
+ * lower case: "ß" and "SS" become "ss"), trim, one space for each run.
+ */
+export function accountKey(account: string): string {
+  return account
+    .slice(0, 1024)
+    .replace(NOTHING, '')
+    .replace(SPACES, ' ')
+    .normalize('NFKD')
+    .replace(/\p{M}/gu, '')
+    .toUpperCase()
+    .toLowerCase()
+    .normalize('NFKC')
+    .trim()
+    .replace(/ +/g, ' ');
+}
 /** Account names in log lines: bounded, without control characters. */
 const printable = (s: string): string => s.slice(0, 128).replace(/[\u0000-\u001f\u007f]/g, '?');
 
@@ -87,7 +125,7 @@ export class LoginGuard {
   /** Throws 429 when the (account, address) pair or the address is locked now. */
   check(kind: LoginKind, account: string, address: string): void {
     const now = this.clock();
-    const pair = this.get(`p\0${namespace(kind)}\0${account}\0${address}`, now);
+    const pair = this.get(`p\0${namespace(kind)}\0${accountKey(account)}\0${address}`, now);
     const addr = this.get(`a\0${address}`, now);
     const until = Math.max(pair !== undefined && pair.lockedUntil > now ? pair.lockedUntil : 0, addr !== undefined && addr.lockedUntil > now ? addr.lockedUntil : 0);
     if (until === 0) return;
@@ -101,9 +139,9 @@ export class LoginGuard {
   async failed(kind: LoginKind, account: string, address: string): Promise<void> {
     const now = this.clock();
     const s = this.settings;
-    const pair = this.bump(`p\0${namespace(kind)}\0${account}\0${address}`, now, s.maxFailures);
+    const pair = this.bump(`p\0${namespace(kind)}\0${accountKey(account)}\0${address}`, now, s.maxFailures);
     const addr = this.bump(`a\0${address}`, now, s.addressMaxFailures);
-    const acct = this.bump(`u\0${namespace(kind)}\0${account}`, now, 0);
+    const acct = this.bump(`u\0${namespace(kind)}\0${accountKey(account)}`, now, 0);
     this.failures.set(kind, (this.failures.get(kind) ?? 0) + 1);
     this.logger.log('warn', 'login_failed', { kind, account: printable(account), address, failures: pair.failures, account_failures: acct.failures });
     if (pair.lockedUntil > now && pair.failures === s.maxFailures) this.logger.log('warn', 'login_locked', { kind, account: printable(account), address, until: new Date(pair.lockedUntil).toISOString() });
@@ -114,7 +152,7 @@ export class LoginGuard {
 
   /** A successful sign-in forgets the failures of that (account, address) pair. */
   succeeded(kind: LoginKind, account: string, address: string): void {
-    this.records.delete(`p\0${namespace(kind)}\0${account}\0${address}`);
+    this.records.delete(`p\0${namespace(kind)}\0${accountKey(account)}\0${address}`);
   }
 
   /**

@@ -54,6 +54,20 @@ const CONTROL = new RegExp(`[${CONTROL_CHARS}]`, 'u');
  * (CR, LF, NUL, the C0 and C1 sets), so it cannot forge a line of `apps list` or of a log. A 400
  * invalid_request naming the field otherwise.
  */
+/** Bidirectional formatting characters (UAX #9): LRM, RLM, ALM, embeddings and overrides, isolates. */
+const BIDI = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/u;
+
+/**
+ * A name shown to other people (an application's, a client's): checkText's rules, and no bidirectional
+ * formatting character, which could make "gpj.exe" read as "exe.jpg" or hide part of a name
+ * (invalid_request naming the character and its position).
+ */
+export function checkName(field: string, value: string, max = MAX_TEXT): void {
+  checkText(field, value, max);
+  const m = BIDI.exec(value);
+  if (m !== null) throw new OAuthError('invalid_request', `${field} contains the bidirectional formatting character U+${(m[0].codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, '0')} at position ${m.index}`);
+}
+
 export function checkText(field: string, value: string, max = MAX_TEXT): void {
   let n = 0;
   for (const _ of value) if (++n > max) throw new OAuthError('invalid_request', `${field} is longer than ${max} characters`);
@@ -97,7 +111,7 @@ export class Manager {
 
   async createApplication(input: { name: string; owner: string; tier?: string; description?: string }): Promise<ApplicationView> {
     if (input.name.trim() === '') throw new OAuthError('invalid_request', 'an application needs a name');
-    checkText('name', input.name);
+    checkName('name', input.name);
     checkText('owner', input.owner);
     if (input.tier !== undefined) checkText('tier', input.tier);
     if (input.description !== undefined) checkText('description', input.description);

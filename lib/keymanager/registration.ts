@@ -25,7 +25,7 @@ import type { Store } from '../store/types';
 import { CLIENT_AUTH_METHODS } from './client-auth';
 import { OAuthError } from './errors';
 import type { KeyRing } from './keys';
-import { checkText } from './manage';
+import { checkName, checkText } from './manage';
 import { isGrantType, type KeyManagerSettings } from './settings';
 import { readJson, requireAdmin, sendJson, type RouteContext } from './http';
 
@@ -124,7 +124,7 @@ export async function register(ctx: RouteContext, req: http.IncomingMessage, res
   };
   const name = reference ? str(body.clientName) : str(body.client_name);
   if (name === undefined) throw new OAuthError('invalid_client_metadata', 'client_name (or clientName) is required');
-  meta(() => checkText(reference ? 'clientName' : 'client_name', name));
+  meta(() => checkName(reference ? 'clientName' : 'client_name', name));
   let grants: string[] | undefined;
   if (reference) grants = str(body.grantType)?.split(/[\s,]+/).filter((g) => g !== '');
   else if (body.grant_types !== undefined) {

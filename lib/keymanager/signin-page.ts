@@ -24,8 +24,16 @@ button{margin:1rem .5rem 0 0;padding:.5rem 1.2rem}.error{color:#a40000;font-weig
 :focus{outline:3px solid #1a5fb4;outline-offset:2px}
 `;
 
+/**
+ * Characters that would reorder or hide what a page shows: C0 and C1 controls but tab and line ends,
+ * DEL, and the bidirectional formatting characters (Unicode UAX #9: LRM, RLM, ALM, embeddings and
+ * overrides U+202A-U+202E, isolates U+2066-U+2069). A value holding one (stored before names refused
+ * them) is shown with the character spelled out as [U+XXXX].
+ */
+const HIDDEN = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+
 export function escapeHtml(s: string): string {
-  return s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+  return s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`).replace(HIDDEN, (c) => `[U+${(c.codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, '0')}]`);
 }
 
 function page(title: string, body: string): string {

@@ -17,6 +17,7 @@ import { MemoryCounterStore } from '../throttle/counters';
 import { DecisionCounterStore, redacted } from '../throttle/decisions';
 import { observeGateway, opsRequestHandler } from './operations';
 import type { Boot } from './boot';
+import { createManagementServer } from '../keymanager/listener';
 
 /** The listeners' TLS: the [transport.passthru_https] listener stores; without a key store, the sample key pair (made once). */
 export interface ListenerTls {
@@ -45,11 +46,13 @@ export async function startManagementHttps(b: Boot, t: ListenerTls): Promise<voi
   const kmTlsOptions = { ...t.options, requestCert: false, rejectUnauthorized: false };
   if (b.keyManager === undefined) {
     if (b.scale.consoleBackend !== 'remote' || b.cl?.role === 'worker') return;
-    const srv = https.createServer(kmTlsOptions, opsRequestHandler(b));
+    // The management port's limits (lib/keymanager/listener.ts).
+    const made = createManagementServer(b.config, opsRequestHandler(b), b.logger, kmTlsOptions);
+    const srv = made.server as https.Server;
     b.consoleHttps = srv;
     await new Promise<void>((resolve, reject) => {
       srv.once('error', reject);
-      srv.listen(b.eph ? 0 : b.ports.managementHttps, b.eph ? '127.0.0.1' : undefined, () => resolve());
+      srv.listen(b.eph ? 0 : b.ports.managementHttps, b.eph ? '127.0.0.1' : undefined, made.limits.backlog, () => resolve());
     });
     b.log(`  ${'management HTTPS'.padEnd(18)} port ${(srv.address() as { port: number }).port} (the consoles)`);
     return;

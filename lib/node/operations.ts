@@ -13,6 +13,7 @@ import type { HealthChecker } from '../events/observed';
 import type { Gateway } from '../embed';
 import type { Store } from '../store/types';
 import type { Boot } from './boot';
+import { createManagementServer } from '../keymanager/listener';
 
 const backendPool = (b: Boot): ReturnType<typeof backendPoolChecker> => {
   const o = b.config.throughway.operations;
@@ -83,11 +84,12 @@ export function opsRequestHandler(b: Boot): (req: http.IncomingMessage, res: htt
 
 export async function startOpsServer(b: Boot): Promise<void> {
   if (b.scale.parts.keyManager || b.cl?.role === 'worker') return;
-  const srv = http.createServer(opsRequestHandler(b));
+  // The management port's limits (lib/keymanager/listener.ts): it serves consoles on a console node.
+  const { server: srv, limits } = createManagementServer(b.config, opsRequestHandler(b), b.logger);
   b.opsServer = srv;
   await new Promise<void>((resolve, reject) => {
     srv.once('error', reject);
-    srv.listen(b.eph ? 0 : b.ports.managementHttp, b.eph ? '127.0.0.1' : undefined, () => resolve());
+    srv.listen(b.eph ? 0 : b.ports.managementHttp, b.eph ? '127.0.0.1' : undefined, limits.backlog, () => resolve());
   });
   b.listening.management = (srv.address() as { port: number }).port;
   logOperations(b, b.listening.management);

@@ -14,7 +14,7 @@ import { apiDocument, definitionHtml, downloadName, forGateway, sendDefinition }
 import { isConsolesApp } from './signin';
 import { type Call, problem, render, takeFlash } from './context';
 import { buttonForm, csrfField, escapeHtml as h, field, seeOther, select } from './html';
-import { MAX_REQUEST_BODY, TRY_METHODS, tryCall, type TryResult } from './tryit';
+import { MAX_REQUEST_BODY, TRY_METHODS, tryCall, type TryResult, tryTarget } from './tryit';
 
 const KEY_TYPES: readonly KeyType[] = ['PRODUCTION', 'SANDBOX'];
 
@@ -302,14 +302,19 @@ async function tryIt(c: Call, app: ApplicationView): Promise<void> {
   const gw = c.parts.gateways()[0];
   if (e === undefined) return appPage(c, app, 'Choose an API of the catalogue.', 400);
   if (!(TRY_METHODS as readonly string[]).includes(method)) return appPage(c, app, `Method ${method} is not offered.`, 400);
-  if (!/^\/[^\s#]*$/.test(rest) || rest.length > 2048 || /(^|\/)\.\.?(\/|$|\?)/.test(rest)) return appPage(c, app, 'The resource path starts with / and holds no spaces, fragment or dot segments.', 400);
   const body = c.form.get('body') ?? '';
   if (Buffer.byteLength(body) > MAX_REQUEST_BODY) return appPage(c, app, `The request body is larger than ${MAX_REQUEST_BODY} bytes.`, 400);
   if (gw === undefined) return appPage(c, app, 'No gateway URL is known: configure [[apim.gateway.environment]] http_endpoint.', 400);
+  // The path stays inside the API's context and version, or nothing is sent (tryit.ts tryTarget).
+  const target = tryTarget(gw.url, versionedPath(e.api), rest);
+  if ('code' in target) {
+    c.parts.logger.log('warn', 'portal_try_refused', { code: target.code, api: e.id, path: rest.slice(0, 200) });
+    return appPage(c, app, `${target.code}: ${target.message}`, 400);
+  }
   const keyType = c.form.get('tryKeyType') === 'SANDBOX' ? 'SANDBOX' : 'PRODUCTION';
   const token = c.session.keys.get(app.id)?.get(keyType)?.accessToken;
   try {
-    const r = await tryCall({ base: gw.url, path: `${versionedPath(e.api)}${rest === '/' ? '' : rest}`, method, token, body: method === 'GET' || method === 'HEAD' ? undefined : body, contentType: 'application/json' });
+    const r = await tryCall({ url: target.url, method, token, body: method === 'GET' || method === 'HEAD' ? undefined : body, contentType: 'application/json' });
     return appPage(c, app, r);
   } catch (err) {
     return appPage(c, app, `The gateway did not answer: ${(err as Error).message}`, 502);

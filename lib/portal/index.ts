@@ -19,7 +19,7 @@ export type { DevportalSettings, PortalOptions } from './context';
 import { publicPage, signedIn } from './devportal';
 import { seeOther, sendStyle, STYLE_PATH } from './html';
 import { publisher } from './publisher';
-import { csrfOk, safeEqual, type Session, sessionCookie, Sessions, SIGNIN_TTL } from './session';
+import { anonymousSession, csrfOk, safeEqual, sessionCookie, Sessions, SignInSeal, signInCookie } from './session';
 import { CALLBACK_PATH, SignIn } from './signin';
 
 export interface Portal {
@@ -30,9 +30,24 @@ export interface Portal {
   register(origins: { readonly http: string | undefined; readonly https: string | undefined }): Promise<ReadonlySet<string>>;
 }
 
-/** Where a sign-in may return to: a page of the consoles, never another site. */
-function safeBack(v: string | null): string {
-  return v !== null && /^\/(devportal|publisher)(\/[A-Za-z0-9._~%:/-]*)?$/.test(v) ? v : '/devportal';
+/**
+ * Where a sign-in may return to: a page of the consoles, never another site nor another path of this
+ * origin (docs/portal.md, "Sign-in"). The value is resolved as a browser resolves a Location (WHATWG URL:
+ * dot segments, `%2e` among them, removed), and refused unless it stays on this origin and its path is
+ * /devportal or /publisher or below them; a backslash (which browsers read as `/`), an encoded slash or
+ * backslash, a doubled slash, a query or fragment, or more than 2 KiB is refused. Refused: /devportal.
+ */
+export function safeBack(v: string | null): string {
+  const fallback = '/devportal';
+  if (v === null || v.length > 2048 || !v.startsWith('/') || /[\\\s]|%(2f|5c|00)|\/\/|[?#]/i.test(v)) return fallback;
+  let u: URL;
+  try {
+    u = new URL(v, 'http://consoles.invalid');
+  } catch {
+    return fallback;
+  }
+  if (u.origin !== 'http://consoles.invalid' || !/^\/(devportal|publisher)(\/[A-Za-z0-9._~%:/-]*)?$/.test(u.pathname) || u.pathname.includes('//')) return fallback;
+  return u.pathname;
 }
 
 function consoleOf(p: string): 'devportal' | 'publisher' | undefined {
@@ -45,6 +60,7 @@ const secureReq = (req: http.IncomingMessage): boolean => (req.socket as { encry
 
 export function createPortal(o: PortalOptions): Portal {
   const sessions = new Sessions();
+  const seal = new SignInSeal();
   const signin = new SignIn(o.keys);
   const parts: PortalParts = { keys: o.keys, catalogue: o.catalogue, logger: o.logger, sessions, signin, settings: o.settings, tiers: o.tiers, applicationTiers: o.applicationTiers, ...(o.policyNames !== undefined ? { policyNames: o.policyNames } : {}), gateways: o.gateways, consoles: o.consoles };
 
@@ -55,40 +71,36 @@ export function createPortal(o: PortalOptions): Portal {
     // The callback returns to the registered origin: start there, so the session cookie is on that host.
     const host = c.req.headers.host ?? '';
     if (host !== new URL(client.origin).host) return seeOther(c.res, `${client.origin}/devportal/login?back=${encodeURIComponent(back)}`);
-    let s: Session = c.session;
-    if (sessions.find(c.req) === undefined) {
-      s = sessions.create();
-      c.cookies.push(sessionCookie(c.req, s));
-    }
+    // Nothing is kept on the server before sign-in: the pending sign-in rides in a sealed cookie.
     const b = await signin.begin(client);
-    s.signin = { state: b.state, verifier: b.verifier, back, expiresAt: Date.now() + SIGNIN_TTL };
-    c.res.writeHead(302, { Location: b.location, 'Content-Length': 0, 'Cache-Control': 'no-store', ...(c.cookies.length > 0 ? { 'Set-Cookie': c.cookies } : {}) });
+    c.cookies.push(signInCookie(c.req, seal.seal({ state: b.state, verifier: b.verifier, back })));
+    c.res.writeHead(302, { Location: b.location, 'Content-Length': 0, 'Cache-Control': 'no-store', 'Set-Cookie': c.cookies });
     c.res.end();
   };
 
   const callback = async (c: Call): Promise<void> => {
-    const s = sessions.find(c.req);
-    const pending = s?.signin;
+    const pending = seal.open(c.req);
+    const clear = signInCookie(c.req, undefined);
     const error = c.query.get('error');
-    if (error !== null) return problem(c, 'devportal', 400, 'Sign-in failed', `${error}: ${(c.query.get('error_description') ?? '').slice(0, 300)}`);
-    if (s === undefined || pending === undefined || pending.expiresAt <= Date.now() || !safeEqual(c.query.get('state') ?? '', pending.state)) {
-      return problem(c, 'devportal', 400, 'Sign-in expired', 'This sign-in is unknown or expired; sign in again.');
+    if (error !== null) return problem({ ...c, cookies: [clear] }, 'devportal', 400, 'Sign-in failed', `${error}: ${(c.query.get('error_description') ?? '').slice(0, 300)}`);
+    if (pending === undefined || !safeEqual(c.query.get('state') ?? '', pending.state)) {
+      return problem({ ...c, cookies: [clear] }, 'devportal', 400, 'Sign-in expired', 'This sign-in is unknown or expired; sign in again.');
     }
     const client = signin.clientFor(secureReq(c.req));
     if (client === undefined) return problem(c, 'devportal', 503, 'Sign-in unavailable', 'The consoles are not registered with the key manager.');
-    s.signin = undefined;
     let user;
     try {
       user = await signin.finish(client, c.query.get('code') ?? '', pending.verifier);
     } catch (err) {
-      if (err instanceof OAuthError) return problem(c, 'devportal', 400, 'Sign-in failed', err.message);
+      if (err instanceof OAuthError) return problem({ ...c, cookies: [clear] }, 'devportal', 400, 'Sign-in failed', err.message);
       throw err;
     }
-    // A new session id at sign-in (session fixation).
-    sessions.renew(s);
-    s.user = user;
+    // A new session at sign-in (session fixation): a session the browser held before ends.
+    const before = sessions.find(c.req);
+    if (before !== undefined) sessions.drop(before);
+    const s = sessions.create(user, c.req.socket.remoteAddress ?? '');
     o.logger.log('info', 'portal_sign_in', { username: user.username });
-    seeOther(c.res, pending.back, { 'Set-Cookie': sessionCookie(c.req, s) });
+    seeOther(c.res, pending.back, { 'Set-Cookie': [sessionCookie(c.req, s), clear] });
   };
 
   const route = async (c: Call, which: 'devportal' | 'publisher'): Promise<void> => {
@@ -126,7 +138,7 @@ export function createPortal(o: PortalOptions): Portal {
     const method = req.method ?? 'GET';
     const found = sessions.find(req);
     // An anonymous visitor's session is not kept: it is created at sign-in.
-    const session = found ?? ({ id: '', csrf: '', user: undefined, signin: undefined, keys: new Map(), flash: undefined, lastUsed: 0 } as Session);
+    const session = found ?? anonymousSession();
     const rest = p.slice(which.length + 1).split('/').filter((x) => x !== '');
     let segs: string[];
     try {

@@ -3,6 +3,13 @@
  * application's access token and shows the response. The target is never a URL the browser typed: only
  * a gateway base URL of this configuration, followed by the API's own path. The response body is read
  * up to MAX_SHOWN bytes; a fault body's code is explained from the fault table (lib/faults).
+ *
+ * The resource path the browser typed must keep the call inside the API's context and version
+ * (tryTarget): it is percent-decoded where the octet is unreserved, a dot or a slash, its dot segments
+ * are removed (RFC 3986 §5.2.4), and the result must still start with the API's path; a backslash (read
+ * as `/` by WHATWG URL parsers), an empty segment (`//`), a control or space, or a fragment is refused.
+ * Otherwise nothing is sent: `%2e%2e`, `..%2f` or `\` cannot carry the session's token to another API
+ * of the gateway or to its /token.
  */
 import * as http from 'node:http';
 import * as https from 'node:https';
@@ -14,13 +21,66 @@ export const TRY_TIMEOUT = 15_000;
 export const TRY_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD'] as const;
 
 export interface TryRequest {
-  readonly base: string;
-  /** The path after the base: the API's versioned path and the resource, with any query. */
-  readonly path: string;
+  /** The checked target (tryTarget). */
+  readonly url: URL;
   readonly method: string;
   readonly token: string | undefined;
   readonly body: string | undefined;
   readonly contentType: string | undefined;
+}
+
+/** Why a try-it target was refused: the path is malformed, or it leaves the API. */
+export interface TryRefusal {
+  readonly code: 'TRY_PATH_INVALID' | 'TRY_PATH_OUTSIDE_API';
+  readonly message: string;
+}
+
+/** RFC 3986 §2.3 unreserved characters, and `/`: decoded before the dot segments are removed. */
+const DECODED = /%(2[dDeEfF]|3[0-9]|4[1-9a-fA-F]|5[0-9aAfF]|6[1-9a-fA-F]|7[0-9aAeE])/g;
+
+/** RFC 3986 §5.2.4 remove_dot_segments. */
+export function removeDotSegments(path: string): string {
+  const out: string[] = [];
+  const segs = path.split('/');
+  for (let i = 0; i < segs.length; i++) {
+    const seg = segs[i] as string;
+    const last = i === segs.length - 1;
+    if (seg === '.') {
+      if (last) out.push('');
+    } else if (seg === '..') {
+      if (out.length > 1) out.pop();
+      if (last) out.push('');
+    } else out.push(seg);
+  }
+  const joined = out.join('/');
+  return joined.startsWith('/') ? joined : `/${joined}`;
+}
+
+/**
+ * The URL try-it calls: the gateway base, the API's versioned path, the resource path and query the
+ * browser typed, normalised; or why it is refused (then nothing is sent).
+ */
+export function tryTarget(base: string, apiPath: string, rest: string): { readonly url: URL } | TryRefusal {
+  const invalid = (message: string): TryRefusal => ({ code: 'TRY_PATH_INVALID', message });
+  if (rest.length > 2048) return invalid('The resource path is longer than 2048 characters.');
+  if (!rest.startsWith('/')) return invalid('The resource path starts with /.');
+  // Backslashes, raw or encoded: WHATWG URL parsers and some servers read them as `/`.
+  if (/\\|%5c/i.test(rest)) return invalid('The resource path holds a backslash.');
+  if (/[\u0000-\u0020\u007f-\u00a0#]|%(0[0-9a-f]|1[0-9a-f]|7f|23)/i.test(rest)) return invalid('The resource path holds a space, control character or fragment.');
+  const q = rest.indexOf('?');
+  const pathPart = q < 0 ? rest : rest.slice(0, q);
+  const query = q < 0 ? '' : rest.slice(q);
+  const origin = new URL(base);
+  const basePath = origin.pathname.replace(/\/+$/, '');
+  const prefix = `${basePath}${apiPath}`;
+  const decoded = `${prefix}${pathPart === '/' ? '' : pathPart}`.replace(DECODED, (m) => String.fromCharCode(parseInt(m.slice(1), 16)));
+  if (decoded.slice(prefix.length).includes('//')) return invalid('The resource path holds an empty segment (//).');
+  const normal = removeDotSegments(decoded);
+  if (normal !== prefix && !normal.startsWith(`${prefix}/`)) return { code: 'TRY_PATH_OUTSIDE_API', message: `The resource path leaves the API: it resolves to ${normal.slice(0, 200)}, outside ${prefix}. Nothing was sent.` };
+  const url = new URL(`${origin.origin}${normal}${query}`);
+  // The URL parser must not have moved it again (it removes dot segments of its own).
+  if (url.pathname !== normal) return { code: 'TRY_PATH_OUTSIDE_API', message: 'The resource path does not stay as written. Nothing was sent.' };
+  return { url };
 }
 
 export interface TryResult {
@@ -46,8 +106,7 @@ export function faultCode(body: string): number | undefined {
 }
 
 export function tryCall(r: TryRequest): Promise<TryResult> {
-  // The base may carry a path of its own (a virtual host's /<optional context>): appended to, not replaced.
-  const url = new URL(`${r.base.replace(/\/+$/, '')}${r.path}`);
+  const url = r.url;
   const headers: Record<string, string> = { 'User-Agent': 'throughway-devportal' };
   if (r.token !== undefined && r.token !== '') headers.Authorization = `Bearer ${r.token}`;
   if (r.body !== undefined && r.body !== '') {

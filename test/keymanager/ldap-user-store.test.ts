@@ -286,6 +286,21 @@ if (missing !== undefined) {
     t.equal(h.km.guard.failures.get('signin'), 2);
   });
 
+  t.test('name variants of a directory user share its lockout: the right password in another case is refused while locked', async (t) => {
+    const h = await startKeyManager(`${userStoreToml(slapd.url)}[throughway.management]\nlogin_max_failures = 3\nlogin_delay = 0\n`, { apiScopes: () => [{ name: 'shop:admin', roles: ['shop-admin'] }] });
+    t.teardown(() => h.close());
+    const app = await appWithKeys(h, 'VariantApp', { grantTypes: ['password', 'authorization_code'], callbackUrl: CALLBACK });
+    const token = (username: string, password: string): ReturnType<typeof postForm> => postForm(`${h.url}/oauth2/token`, { grant_type: 'password', username, password }, basic(app.key, app.secret));
+    // The directory compares uid with caseIgnoreMatch: these spellings are alice's entry.
+    t.match(await token('ALICE ', 'alice-pw-1'), { status: 200 }, 'slapd signs "ALICE " in as alice');
+    for (const variant of ['Alice', 'alice ', ' ALICE']) t.match(await token(variant, 'wrong-pw-1'), { status: 400, body: { error: 'invalid_grant' } }, `a wrong password as ${JSON.stringify(variant)}`);
+    t.match(await token('aLiCe', 'alice-pw-1'), { status: 429, body: { error: 'access_denied' } }, 'locked after three failures under three spellings: the right password in another case is refused');
+    t.match(await token('alice', 'alice-pw-1'), { status: 429 }, 'and as written in the directory');
+    const page = await signInPage(h.url, app.key, randomBytes(32).toString('base64url'));
+    t.equal((await postSignIn(h.url, page, { action: 'login', username: 'ALICE', password: 'alice-pw-1' })).status, 429, 'the sign-in page shares the lock');
+    t.match(h.logLines.join('\n'), /"event":"login_locked"/, 'the lock is logged');
+  });
+
   t.test('the groups from the directory drive the gateway\'s scope check', async (t) => {
     const shop = (port: number): Record<string, unknown> => api('shop', { scopes: [{ name: 'shop:admin', roles: ['shop-admin'] }] }, [{ path: '/admin', methods: ['GET'], scopes: ['shop:admin'] }], port);
     const def = validateApi(shop(9), '').api as ApiDefinition;

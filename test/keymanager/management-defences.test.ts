@@ -150,7 +150,7 @@ function connect(port: number): Promise<net.Socket> {
 }
 
 t.test('slow request heads and bodies are closed; connections beyond the limit are refused', async (t) => {
-  const h = await startKeyManager('[throughway.management]\nheader_timeout = 300\nrequest_timeout = 600\nmax_connections = 2\n');
+  const h = await startKeyManager('[throughway.management]\nheader_timeout = 300\nrequest_timeout = 600\nmax_connections = 2\nmax_connections_per_address = 2\n');
   t.teardown(() => h.close());
   const port = Number(new URL(h.url).port);
 
@@ -167,7 +167,7 @@ t.test('slow request heads and bodies are closed; connections beyond the limit a
 });
 
 t.test('connections beyond max_connections are closed at once', async (t) => {
-  const h = await startKeyManager('[throughway.management]\nmax_connections = 2\n');
+  const h = await startKeyManager('[throughway.management]\nmax_connections = 2\nmax_connections_per_address = 2\n');
   t.teardown(() => h.close());
   const port = Number(new URL(h.url).port);
   const held: net.Socket[] = [];

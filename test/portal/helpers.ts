@@ -86,5 +86,5 @@ export async function signIn(base: string): Promise<string> {
   const login = await req(`${base}/devportal/login?back=%2Fpublisher`);
   const page = await req(`${base}${login.location}`);
   const posted = await req(`${base}/oauth2/authorize`, cookieOf(page, 'tw_authz'), { authz: hidden(page.text, 'authz'), csrf: hidden(page.text, 'csrf'), username: ADMIN.username, password: ADMIN.password, action: 'login' });
-  return cookieOf(await req(posted.location, cookieOf(login, 'tw_portal')), 'tw_portal');
+  return cookieOf(await req(posted.location, cookieOf(login, 'tw_signin')), 'tw_portal');
 }

@@ -48,7 +48,7 @@ t.test('npm start prints both consoles; the demo admin signs in to both', async 
     t.match(page.text, /Sign in/);
     const posted = await call(port, host, '/oauth2/authorize', cookieOf(page, 'tw_authz'), { authz: hidden(page.text, 'authz'), csrf: hidden(page.text, 'csrf'), username: 'admin', password: 'admin', action: 'login' });
     t.match(posted.location, new RegExp(`^http://localhost:${port}/devportal/callback\\?code=`), 'a code, no consent page');
-    const cb = await call(port, host, new URL(posted.location).pathname + new URL(posted.location).search, cookieOf(login, 'tw_portal'));
+    const cb = await call(port, host, new URL(posted.location).pathname + new URL(posted.location).search, cookieOf(login, 'tw_signin'));
     t.equal(cb.location, back);
     const landed = await call(port, host, back, cookieOf(cb, 'tw_portal'));
     t.equal(landed.status, 200, `${back} as admin`);

@@ -26,7 +26,7 @@ async function signIn(base: string, user: string, password: string, back: string
   const page = await req(login.location);
   const km = new URL(login.location).origin;
   const posted = await req(`${km}/oauth2/authorize`, cookieOf(page, 'tw_authz'), { authz: hidden(page.text, 'authz'), csrf: hidden(page.text, 'csrf'), username: user, password, action: 'login' });
-  const cb = await req(posted.location, cookieOf(login, 'tw_portal'));
+  const cb = await req(posted.location, cookieOf(login, 'tw_signin'));
   return { cookie: cookieOf(cb, 'tw_portal'), authorize: login.location, posted };
 }
 

@@ -5,8 +5,9 @@
 import t from 'tap';
 import { checkForm, emptyForm, fieldOf, formFromText, TRANSITIONS, withState } from '../../lib/portal/api-form';
 import { CONSOLE_STATES, fileNameFor } from '../../lib/portal/catalogue';
-import { IDLE_TTL, MAX_SESSIONS, Sessions } from '../../lib/portal/session';
-import { faultCode } from '../../lib/portal/tryit';
+import { IDLE_TTL, MAX_SESSIONS, MAX_SESSIONS_PER_ADDRESS, MAX_SESSIONS_PER_USER, Sessions, SIGNIN_COOKIE, SIGNIN_TTL, SignInSeal } from '../../lib/portal/session';
+import { safeBack } from '../../lib/portal';
+import { faultCode, removeDotSegments, tryTarget } from '../../lib/portal/tryit';
 import { importOpenApi } from '../../lib/portal/openapi';
 import { parseApiText } from '../../lib/gateway/apis';
 
@@ -66,22 +67,54 @@ t.test('lifecycle table: every state known, RETIRED final, CREATED only by demot
   t.equal(fileNameFor('../../etc', 'x'), 'etc-x.toml', 'no path out of the directory');
 });
 
-t.test('sessions: bounded, idle-expired, renewed', async (t) => {
+t.test('sessions: bounded in all, per user and per address, idle-expired', async (t) => {
   let now = 1_000_000;
   const s = new Sessions(() => now);
-  const first = s.create();
+  const user = (n: number): { username: string; roles: string[] } => ({ username: `user${n}`, roles: [] });
   const req = (id: string): never => ({ headers: { cookie: `other=1; tw_portal=${id}` } }) as never;
+  const first = s.create(user(0), '192.0.2.1');
   t.equal(s.find(req(first.id)), first);
-  for (let i = 0; i < MAX_SESSIONS; i++) s.create();
+  // Many users from many addresses: the bound in all, least recently used first.
+  for (let i = 0; i < MAX_SESSIONS; i++) s.create(user(i + 1), `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`);
   t.equal(s.size, MAX_SESSIONS, 'never more than MAX_SESSIONS');
   t.equal(s.find(req(first.id)), undefined, 'the least recently used went first');
-  const a = s.create();
-  const old = a.id;
-  s.renew(a);
-  t.equal(s.find(req(old)), undefined, 'the old id is gone');
-  t.equal(s.find(req(a.id)), a);
+
+  const t2 = new Sessions(() => now);
+  const mine = t2.create(user(1), '192.0.2.9');
+  const others = Array.from({ length: MAX_SESSIONS_PER_USER + 1 }, () => t2.create(user(2), '192.0.2.2'));
+  t.equal(t2.find(req((others[0] as { id: string }).id)), undefined, 'a user signing in once more than the bound drops that user\'s oldest');
+  t.ok(t2.find(req((others[1] as { id: string }).id)), 'and keeps the rest');
+  for (let i = 0; i < MAX_SESSIONS_PER_ADDRESS + 5; i++) t2.create(user(100 + i), '2001:db8:1:2::7');
+  t.equal(t2.find(req(mine.id)), mine, 'sign-ins from one address drop only that address\'s sessions');
+  t.equal(t2.size, 1 + MAX_SESSIONS_PER_USER + MAX_SESSIONS_PER_ADDRESS, 'one address holds at most MAX_SESSIONS_PER_ADDRESS (its /64 counted as one)');
   now += IDLE_TTL;
-  t.equal(s.find(req(a.id)), undefined, 'idle too long');
+  t.equal(t2.find(req(mine.id)), undefined, 'idle too long');
+});
+
+t.test('the sealed sign-in cookie opens only unchanged, unexpired, under this process\'s key', async (t) => {
+  let now = 5_000_000;
+  const seal = new SignInSeal(() => now);
+  const value = seal.seal({ state: 'st', verifier: 'ver', back: '/publisher' });
+  const req = (v: string): never => ({ headers: { cookie: `tw_portal=x; ${SIGNIN_COOKIE}=${v}` } }) as never;
+  t.match(seal.open(req(value)), { state: 'st', verifier: 'ver', back: '/publisher' });
+  t.notMatch(Buffer.from(value, 'base64url').toString('latin1'), /ver|publisher/, 'the verifier is not readable in the cookie');
+  const raw = Buffer.from(value, 'base64url');
+  raw[raw.length - 1] = (raw[raw.length - 1] as number) ^ 1;
+  t.equal(seal.open(req(raw.toString('base64url'))), undefined, 'a changed byte opens to nothing');
+  t.equal(new SignInSeal(() => now).open(req(value)), undefined, 'another process\'s key opens nothing');
+  t.equal(seal.open(req('x'.repeat(5000))), undefined, 'too long');
+  now += SIGNIN_TTL;
+  t.equal(seal.open(req(value)), undefined, 'expired after SIGNIN_TTL');
+});
+
+t.test('a sign-in returns only to a page of the consoles', async (t) => {
+  for (const ok of ['/devportal', '/publisher', '/devportal/applications', '/publisher/apis/x%20y']) t.equal(safeBack(ok), ok, `kept: ${ok}`);
+  t.equal(safeBack('/devportal/./applications'), '/devportal/applications', 'dot segments resolved as a browser does');
+  t.equal(safeBack('/publisher/apis'), '/publisher/apis');
+  for (const bad of ['//evil.example', '/\\evil.example', '\\/evil.example', 'https://evil.example/devportal', 'javascript:alert(1)', '/oauth2/authorize', '/devportal/../oauth2/token', '/devportal/%2e%2e/oauth2/token', '/devportal/%2E%2e/admin/v1/users', '/devportal/..%2foauth2', '/devportal/%5c..%5coauth2', '/devportal//evil', '/devportalx', '/devportal?x=1', '/devportal#x', '/devportal/\t/x', 'devportal', '', `/devportal/${'a'.repeat(2100)}`]) {
+    t.equal(safeBack(bad), '/devportal', `refused: ${JSON.stringify(bad.slice(0, 40))}`);
+  }
+  t.equal(safeBack(null), '/devportal');
 });
 
 t.test('fault codes of a gateway fault body', async (t) => {
@@ -153,13 +186,39 @@ t.test('try-it: the call goes under the gateway base path; the body is bounded; 
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
   t.teardown(() => server.close());
   const port = (server.address() as { port: number }).port;
-  const r = await tryCall({ base: `http://127.0.0.1:${port}/edge/`, path: '/shop/1/menu?x=1', method: 'GET', token: 'tok', body: undefined, contentType: undefined });
+  const target = (base: string, api: string, rest: string): URL => {
+    const r = tryTarget(base, api, rest);
+    if ('code' in r) throw new Error(r.message);
+    return r.url;
+  };
+  const r = await tryCall({ url: target(`http://127.0.0.1:${port}/edge/`, '/shop/1', '/menu?x=1'), method: 'GET', token: 'tok', body: undefined, contentType: undefined });
   t.same(seen[0], { url: '/edge/shop/1/menu?x=1', auth: 'Bearer tok' });
   t.equal(r.status, 403);
   t.equal(r.fault?.code, 900908);
   t.equal(r.fault?.def?.message, 'Resource forbidden', 'explained from the fault table');
-  const big = await tryCall({ base: `http://127.0.0.1:${port}`, path: '/big', method: 'GET', token: undefined, body: undefined, contentType: undefined });
+  const big = await tryCall({ url: target(`http://127.0.0.1:${port}`, '/big', '/'), method: 'GET', token: undefined, body: undefined, contentType: undefined });
   t.equal(big.body.length, MAX_SHOWN);
   t.equal(big.truncated, true);
   t.equal(seen[1]?.auth, '', 'no token, no Authorization');
+});
+
+t.test('try-it targets stay inside the API: dot segments, encoded or not, backslashes and // refused', async (t) => {
+  t.equal(removeDotSegments('/a/b/c/./../../g'), '/a/g', 'RFC 3986 §5.2.4 example');
+  t.equal(removeDotSegments('/mid/content=5/../6'), '/mid/6');
+  t.equal(removeDotSegments('/../..'), '/');
+  const ok = (rest: string): string => {
+    const r = tryTarget('http://gw:8280', '/shop/1.0.0', rest);
+    return 'code' in r ? r.code : r.url.toString();
+  };
+  t.equal(ok('/'), 'http://gw:8280/shop/1.0.0');
+  t.equal(ok('/menu/1?x=%2e%2e/a'), 'http://gw:8280/shop/1.0.0/menu/1?x=%2e%2e/a', 'the query is not a path');
+  t.equal(ok('/menu/./1'), 'http://gw:8280/shop/1.0.0/menu/1');
+  t.equal(ok('/menu/%7Ea/../b'), 'http://gw:8280/shop/1.0.0/menu/b', 'unreserved octets decoded');
+  t.equal(ok('/a%20b'), 'http://gw:8280/shop/1.0.0/a%20b', 'other octets stay encoded');
+  const edge = tryTarget('http://gw:8280/edge/', '/shop/1.0.0', '/x');
+  t.equal('url' in edge ? edge.url.toString() : edge.code, 'http://gw:8280/edge/shop/1.0.0/x', 'a base path is kept');
+  for (const bad of ['/%2e%2e/%2e%2e/other/1.0.0/x', '/%2E%2e/token', '/..%2f..%2ftoken', '/.%2E/.%2e/token', '/../1.0.1/x', '/x/../../../token', '/%2e%2e', '/%2e%2e%2f%2e%2e%2fother']) t.equal(ok(bad), 'TRY_PATH_OUTSIDE_API', `outside: ${bad}`);
+  for (const bad of ['\\..\\token', '/\\..\\..\\token', '/%5c..%5ctoken', '//gw2/x', '/a//b', '/a/%2f/b', 'menu', '/a b', '/a#b', '/a%00b', `/${'a'.repeat(2050)}`]) t.equal(ok(bad), 'TRY_PATH_INVALID', `invalid: ${JSON.stringify(bad.slice(0, 30))}`);
+  const out = tryTarget('http://gw:8280/edge', '/shop/1.0.0', '/../../token');
+  t.equal('code' in out ? out.code : '', 'TRY_PATH_OUTSIDE_API', 'a virtual host\'s base path is part of the prefix');
 });
