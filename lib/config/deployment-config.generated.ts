@@ -2320,6 +2320,12 @@ export interface ThroughwayThrottlingSection {
   readonly sync_interval: number;
   /** Most counters kept in memory; past it idle and then the oldest counters are evicted, so a flood of distinct keys cannot exhaust memory. Default: 100000. */
   readonly max_counters: number;
+  /** How policies without their own `counting` count across gateways (docs/throttling.md, "Counting modes"): async (through counter_store, no round trip per call, may overshoot across nodes), exact (one atomic script in Redis per call: exactly the limit) or leased (blocks of quota taken from Redis and spent locally: never past the limit, no round trip per call in the common case). exact and leased use redis_url, or cluster_nodes. Default: "async". */
+  readonly counting: "async" | "exact" | "leased";
+  /** Redis Cluster nodes ("host:port") carrying the exact and leased counters instead of the Redis at redis_url; a policy's counter lives on one shard (hash tag). Empty: redis_url. Default: []. */
+  readonly cluster_nodes: readonly string[];
+  /** A command of the exact and leased counters must answer within this; else Redis counts as unreachable and each gateway admits its share of the limit (docs/throttling.md, "Redis unreachable"). exact admits exactly the limit only while Redis answers within it: an event loop stalled longer (a loaded machine) makes a spurious outage. Default: 1000 milliseconds. Loaded as milliseconds. */
+  readonly command_timeout: number;
 }
 
 /** Key manager signing key ([throughway.key_manager], spec throughway). */

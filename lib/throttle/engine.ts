@@ -7,7 +7,9 @@
  * Every level is checked before any is counted: a call refused at one level uses up nobody's quota, and a
  * call let through is counted at every level it passed. The first level (in that order) whose limit is
  * reached gives the code. Counting goes through a CounterStore (counters.ts): synchronous, no network
- * round trip per call.
+ * round trip per call. Levels whose policy counts `exact` or `leased` (docs/throttling.md, "Counting
+ * modes") go through SharedQuotas (shared.ts) instead: a leased level with local quota answers at once;
+ * an exact level, or a leased one waiting for quota, makes the verdict `pending`.
  *
  * The decision object and the level arrays are reused from call to call (the engine is synchronous and a
  * process runs one call at a time), so a call allocates only the counter keys it needs.
@@ -15,7 +17,8 @@
 import { ApiCode } from '../faults';
 import type { BlockingConditions, BlockingType } from './blocking';
 import { MemoryCounterStore, type Counter, type CounterStore } from './counters';
-import { ipNumber, ipMatcher, type ApiPolicy, type Condition, type ConditionGroup, type CustomPolicy, type Policies, type PolicyOptions, type Quota } from './policies';
+import { ipNumber, ipMatcher, type ApiPolicy, type Condition, type ConditionGroup, type CountingMode, type CustomPolicy, type Policies, type PolicyOptions, type Quota } from './policies';
+import { Take, type SharedQuotas } from './shared';
 import { headerValue } from '../transport/headers';
 
 /** The throttling codes of spec 002 part 7, taken from the one fault table (lib/faults/index.ts). */
@@ -92,6 +95,13 @@ export interface Verdict {
   limit: number;
   remaining: number;
   resetMs: number;
+  /**
+   * A level counted `exact`, or `leased` without local quota, waits for Redis: the verdict is then this
+   * Promise's (a verdict object of its own); `code` stays ALLOWED meanwhile and must not be read.
+   */
+  pending: Promise<Verdict> | undefined;
+  /** The refusal is a fail = "closed" policy's while Redis is unreachable, not a reached limit. */
+  unavailable: boolean;
 }
 
 export interface EngineOptions {
@@ -104,7 +114,15 @@ export interface EngineOptions {
   readonly blockingEnabled: boolean;
   /** A tier named by a token or an API file that the policies do not define (once per name). */
   readonly onUnknownPolicy?: (kind: 'subscription' | 'application' | 'api', name: string) => void;
+  /** `[throughway.throttling] counting`: the mode of policies without their own `counting` (default async). */
+  readonly counting?: CountingMode;
+  /** The exact and leased counters, made on first use (createThrottle: the Redis link). */
+  readonly shared?: () => SharedQuotas;
 }
+
+/** Counting modes of a level: 0 through the CounterStore, else through SharedQuotas. */
+const MODE = { async: 0, exact: 1, leased: 2 } as const;
+const MODE_NAME = ['async', 'exact', 'leased'] as const;
 
 const MAX_LEVELS = 16;
 /** Entries of the level-key cache per map before it starts over. */
@@ -181,9 +199,13 @@ export class ThrottleEngine {
   private readonly codes: ThrottleCode[] = [];
   private readonly enforced: boolean[] = [];
   private readonly costs: number[] = [];
+  private readonly modes: number[] = [];
+  private readonly takes: (Take | Promise<Take> | undefined)[] = [];
+  private readonly defaultMode: number;
+  private sharedQuotas: SharedQuotas | undefined;
   /** The live entry of each level read by decide() on a MemoryCounterStore (undefined: none, or its window ended). */
   private readonly entries: (Counter | undefined)[] = new Array<Counter | undefined>(MAX_LEVELS).fill(undefined);
-  private readonly verdict: Verdict = { code: Code.ALLOWED, blockedBy: undefined, retryAfterMs: -1, limit: -1, remaining: 0, resetMs: 0 };
+  private readonly verdict: Verdict = { code: Code.ALLOWED, blockedBy: undefined, retryAfterMs: -1, limit: -1, remaining: 0, resetMs: 0, pending: undefined, unavailable: false };
 
   constructor(options: EngineOptions) {
     this.options = options;
@@ -191,7 +213,19 @@ export class ThrottleEngine {
     this.counters = options.counters;
     this.memory = options.counters.constructor === MemoryCounterStore ? (options.counters as MemoryCounterStore) : undefined;
     this.blocking = options.blocking;
+    this.defaultMode = MODE[options.counting ?? 'async'];
     this.setPolicies(options.policies);
+  }
+
+  /** The exact and leased counters, when a level has used them (or startShared() made them). */
+  get shared(): SharedQuotas | undefined {
+    return this.sharedQuotas;
+  }
+
+  /** Makes the exact and leased counters now: the gateway joins the membership set from its start. */
+  startShared(): SharedQuotas | undefined {
+    if (this.options.shared !== undefined) this.sharedQuotas ??= this.options.shared();
+    return this.sharedQuotas;
   }
 
   /** New policies: counters keep counting under the same keys. */
@@ -263,6 +297,8 @@ export class ThrottleEngine {
     this.codes[i] = code;
     this.enforced[i] = enforced;
     this.costs[i] = quota.kind === 'bandwidth' ? bytes : 1;
+    // A level that never refuses (stop_on_quota_reach = false) gains nothing from a shared decision.
+    this.modes[i] = !enforced || this.options.shared === undefined ? 0 : quota.counting === undefined ? this.defaultMode : MODE[quota.counting];
   }
 
   private holds(c: Condition, call: ThrottleCall): boolean {
@@ -425,6 +461,8 @@ export class ThrottleEngine {
     v.limit = -1;
     v.remaining = 0;
     v.resetMs = 0;
+    v.pending = undefined;
+    v.unavailable = false;
     return v;
   }
 
@@ -436,7 +474,12 @@ export class ThrottleEngine {
     const memory = this.memory;
     const entries = this.entries;
     let best = Infinity;
+    let shared = false;
     for (let i = 0; i < n; i++) {
+      if (this.modes[i] !== 0) {
+        shared = true;
+        continue;
+      }
       const q = this.quotas[i] as Quota;
       let count: number;
       if (memory !== undefined) {
@@ -461,6 +504,7 @@ export class ThrottleEngine {
         v.resetMs = resetMs;
       }
     }
+    if (shared) return this.decideShared(v, now, best);
     // An entry read above is live for `now` still and counted in place, until the store is asked to add: a
     // new entry may make room by evicting others (MemoryCounterStore.makeRoom), so from then on every level
     // goes through the store, as without the entries.
@@ -478,4 +522,79 @@ export class ThrottleEngine {
     }
     return v;
   }
+
+  /**
+   * The levels counted exact or leased, after the others allowed the call: each is taken (SharedQuotas.take);
+   * when all are admitted the other levels are counted, else the taken ones are refunded and the first
+   * refusing level (in the levels' order) answers. Synchronous when no level has to wait (a leased level
+   * with local quota): the reused arrays serve then, nothing is copied.
+   */
+  private decideShared(v: Verdict, now: number, best: number): Verdict {
+    const sq = (this.sharedQuotas ??= (this.options.shared as () => SharedQuotas)());
+    const n = this.n;
+    const takes = this.takes;
+    let waits = false;
+    for (let i = 0; i < n; i++) takes[i] = undefined;
+    for (let i = 0; i < n; i++) {
+      const m = this.modes[i] as number;
+      if (m === 0) continue;
+      const t = sq.take(MODE_NAME[m] as 'exact' | 'leased', this.keys[i] as string, this.quotas[i] as Quota, this.costs[i] as number, now);
+      takes[i] = t;
+      if (typeof t !== 'number') waits = true;
+      else if (t !== Take.ADMITTED) break;
+    }
+    if (!waits) return this.settle(sq, { n, keys: this.keys, quotas: this.quotas, codes: this.codes, costs: this.costs, modes: this.modes }, takes as (Take | undefined)[], v, now, best);
+    // The call waits: its levels are copied out of the reused arrays (the next call refills them).
+    const levels: Levels = { n, keys: this.keys.slice(0, n), quotas: this.quotas.slice(0, n), codes: this.codes.slice(0, n), costs: this.costs.slice(0, n), modes: this.modes.slice(0, n) };
+    const out: Verdict = { code: Code.ALLOWED, blockedBy: undefined, retryAfterMs: -1, limit: v.limit, remaining: v.remaining, resetMs: v.resetMs, pending: undefined, unavailable: false };
+    v.pending = Promise.all(takes.slice(0, n)).then((results) => this.settle(sq, levels, results, out, now, best));
+    return v;
+  }
+
+  /** The shared levels' answers (undefined: not taken) into `out`; an allowed call's other levels are counted. */
+  private settle(sq: SharedQuotas, l: Levels, results: readonly (Take | undefined)[], out: Verdict, now: number, best: number): Verdict {
+    const n = l.n;
+    let refused = -1;
+    for (let i = 0; i < n && refused < 0; i++) if (results[i] !== undefined && results[i] !== Take.ADMITTED) refused = i;
+    if (refused >= 0) {
+      for (let i = 0; i < n; i++) if (results[i] === Take.ADMITTED) sq.refund(MODE_NAME[l.modes[i] as number] as 'exact' | 'leased', l.keys[i] as string, l.quotas[i] as Quota, l.costs[i] as number, now);
+      const q = l.quotas[refused] as Quota;
+      const resetMs = q.windowMs - (now % q.windowMs);
+      out.code = l.codes[refused] as ThrottleCode;
+      out.unavailable = results[refused] === Take.UNAVAILABLE;
+      // Fail closed: try again in a second, not at the window's end (the limit was not reached).
+      out.retryAfterMs = out.unavailable ? Math.min(1000, resetMs) : resetMs;
+      out.limit = q.limit;
+      out.remaining = 0;
+      out.resetMs = resetMs;
+      return out;
+    }
+    let low = best;
+    for (let i = 0; i < n; i++) {
+      const q = l.quotas[i] as Quota;
+      const cost = l.costs[i] as number;
+      if (l.modes[i] === 0) {
+        if (cost > 0) this.counters.add(l.keys[i] as string, cost, q.windowMs, now, q.limit);
+        continue;
+      }
+      const left = sq.remaining(l.keys[i] as string, q.limit);
+      if (left < low) {
+        low = left;
+        out.limit = q.limit;
+        out.remaining = left;
+        out.resetMs = q.windowMs - (now % q.windowMs);
+      }
+    }
+    return out;
+  }
+}
+
+/** The levels of one call, as decideShared hands them to settle (the engine's arrays, or copies of them). */
+interface Levels {
+  readonly n: number;
+  readonly keys: readonly string[];
+  readonly quotas: readonly Quota[];
+  readonly codes: readonly ThrottleCode[];
+  readonly costs: readonly number[];
+  readonly modes: readonly number[];
 }

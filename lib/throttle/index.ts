@@ -10,12 +10,16 @@ import { ThrottleEngine } from './engine';
 import { formatPolicyDiagnostic, loadPolicies, parsePolicies, policyNames, type Policies, type PoliciesResult, type PolicyDiagnostic, type PolicyNames } from './policies';
 import { RedisCounterStore } from './redis';
 import { DecisionCounterStore } from './decisions';
+import { QuotaLink } from './quota-link';
+import { SharedQuotas } from './shared';
 import { policyOptionsOf, type ThrottleSettings } from './settings';
 
 export interface Throttle {
   readonly engine: ThrottleEngine;
   readonly blocking: BlockingConditions;
   readonly counters: CounterStore;
+  /** The exact and leased counters (docs/throttling.md, "Counting modes"), once a call has used them. */
+  readonly shared: SharedQuotas | undefined;
   readonly settings: ThrottleSettings;
   /** The clock of every decision (tests inject a fake one). */
   readonly now: () => number;
@@ -66,6 +70,8 @@ export interface ThrottleOptions {
   readonly counters?: CounterStore;
   /** The policies as a text instead of settings.policiesFile (a gateway-worker's, from its control plane). */
   readonly policies?: { readonly text: string; readonly source: string };
+  /** Key prefix of the exact and leased counters in Redis (default `tw:q:`; tests isolate themselves with their own). */
+  readonly quotaPrefix?: string;
 }
 
 function logDiagnostics(logger: Logger, list: readonly PolicyDiagnostic[]): void {
@@ -92,6 +98,12 @@ function counterStoreOf(settings: ThrottleSettings, logger: Logger, now: () => n
   }
 }
 
+/** Whether a policy counts exact or leased (its own `counting`). */
+function usesShared(p: Policies): boolean {
+  const quotas = [...[...p.subscription.values()].flatMap((s) => [s.quota, s.burst]), ...[...p.application.values()].map((a) => a.quota), ...[...p.api.values()].flatMap((a) => [a.quota, ...a.groups.map((g) => g.quota)]), ...p.custom.map((c) => c.quota)];
+  return quotas.some((q) => q !== undefined && (q.counting === 'exact' || q.counting === 'leased'));
+}
+
 /** Loads the policies (throws ThrottleConfigError when the file is invalid) and builds the engine. */
 export function createThrottle(options: ThrottleOptions): Throttle {
   const { settings, logger } = options;
@@ -115,14 +127,23 @@ export function createThrottle(options: ThrottleOptions): Throttle {
   const counters = options.counters ?? counterStoreOf(settings, logger, now);
   const blocking = new BlockingConditions();
   if (options.blocking !== undefined) blocking.replace(options.blocking);
+  // The Redis link of exact and leased policies: made by the first call that counts one (lib/throttle/shared.ts).
+  const shared = (): SharedQuotas => {
+    const link = new QuotaLink({ url: settings.redisUrl, clusterNodes: settings.clusterNodes, commandTimeout: settings.commandTimeout, logger, ...(options.quotaPrefix !== undefined ? { prefix: options.quotaPrefix } : {}) });
+    return new SharedQuotas({ link, maxCounters: settings.maxCounters, clock: now });
+  };
   const engine = new ThrottleEngine({
     policies,
     counters,
     blocking,
     switches: policyOptions,
     blockingEnabled: settings.blockingEnabled,
+    counting: settings.counting,
+    shared,
     onUnknownPolicy: (kind, name) => logger.log('warn', 'throttle_unknown_policy', { kind, name, message: `${kind} policy "${name}" is not defined in ${source}: that level is not enforced for it` }),
   });
+  // A deployment that counts exact or leased joins the gateways' membership set at start (lib/throttle/quota-link.ts).
+  if (settings.counting !== 'async' || usesShared(policies)) engine.startShared();
   let generation = 0;
   /** The file's or a text's result: refused with errors (the running policies stay), else swapped in. */
   const apply = (r: PoliciesResult, from: string): PolicyReload => {
@@ -140,7 +161,7 @@ export function createThrottle(options: ThrottleOptions): Throttle {
     logger.log('info', 'throttle_policies_reloaded', { file: from, subscription: policies.subscription.size, application: policies.application.size, api: policies.api.size, custom: policies.custom.length });
     return { ok: true, errors: [] };
   };
-  const throttle: Omit<Throttle, 'generation' | 'source'> = {
+  const throttle: Omit<Throttle, 'generation' | 'source' | 'shared'> = {
     engine,
     blocking,
     counters,
@@ -151,7 +172,10 @@ export function createThrottle(options: ThrottleOptions): Throttle {
     names: () => names,
     reload: () => apply(loadPolicies(settings.policiesFile, policyOptions), settings.policiesFile),
     loadText: (text, from) => apply(parsePolicies(text, from, policyOptions), from),
-    close: () => counters.close(),
+    close: async () => {
+      await engine.shared?.close();
+      await counters.close();
+    },
   };
   // The two live values as accessors added after the object is made: an object literal with accessors is
   // made in dictionary mode, and the throttling phase's reads of `engine` and `now` on it were generic
@@ -159,6 +183,7 @@ export function createThrottle(options: ThrottleOptions): Throttle {
   return Object.defineProperties(throttle, {
     generation: { get: () => generation, enumerable: true },
     source: { get: () => source, enumerable: true },
+    shared: { get: () => engine.shared, enumerable: true },
   }) as Throttle;
 }
 

@@ -21,11 +21,23 @@ export type TimeUnit = keyof typeof TIME_UNITS;
 export const DATA_UNITS = { KB: 1024, MB: 1024 * 1024, GB: 1024 * 1024 * 1024 } as const;
 export type DataUnit = keyof typeof DATA_UNITS;
 
+/**
+ * How a quota is counted across gateways (docs/throttling.md, "Counting modes"): `async` batches local
+ * counts to the counter store; `exact` asks Redis once per call; `leased` spends blocks of quota taken
+ * from Redis. undefined: the deployment's `[throughway.throttling] counting`.
+ */
+export const COUNTING_MODES = ['async', 'exact', 'leased'] as const;
+export type CountingMode = (typeof COUNTING_MODES)[number];
+
 /** A limit over a unit time. `limit` counts requests, or bytes for bandwidth; -1 for unlimited. */
 export interface Quota {
   readonly kind: 'requests' | 'bandwidth' | 'unlimited';
   readonly limit: number;
   readonly windowMs: number;
+  /** The policy's `counting` (undefined: the deployment default). */
+  readonly counting?: CountingMode | undefined;
+  /** The policy's `fail = "closed"`: refuse while the shared counters are unreachable (exact, leased). */
+  readonly failClosed?: boolean;
 }
 
 export const UNLIMITED: Quota = Object.freeze({ kind: 'unlimited', limit: -1, windowMs: 0 });
@@ -139,6 +151,8 @@ const NAMED_FIELDS: readonly FieldDef[] = [
   { key: 'name', type: 'string', required: true, nonEmpty: true, meaning: 'The policy name, unique within its kind.' },
   { key: 'description', type: 'string', default: '', meaning: 'Free text.' },
   ...QUOTA_FIELDS,
+  { key: 'counting', type: 'string', allowed: COUNTING_MODES, meaning: 'async, exact or leased (docs/throttling.md, "Counting modes"); unset: [throughway.throttling] counting.' },
+  { key: 'fail', type: 'string', default: 'open', allowed: ['open', 'closed'], meaning: 'exact and leased: while Redis is unreachable, open admits this gateway\'s share of the limit, closed refuses.' },
 ];
 
 const BURST_FIELDS: readonly FieldDef[] = [
@@ -221,7 +235,7 @@ type Checked = Record<string, unknown> | undefined;
  * request_count | data_amount + data_unit | unlimited, over unit_time time_unit. `raw` is the entry as
  * written (exactly one of the three), `t` its checked fields (undefined when a field failed).
  */
-function quota(r: Reader, raw: Record<string, unknown>, t: Checked, seg: Segment[]): Quota | undefined {
+function quota(r: Reader, raw: Record<string, unknown>, t: Checked, seg: Segment[], policy?: Checked): Quota | undefined {
   const given = ['request_count', 'data_amount', 'unlimited'].filter((k) => raw[k] !== undefined);
   if (given.length !== 1) {
     r.report('error', given.length === 0 ? 'POLICY_REQUIRED' : 'POLICY_VALUE', given.length === 0 ? seg : [...seg, given[1] as string], 'a policy has exactly one of request_count, data_amount (with data_unit) and unlimited = true');
@@ -236,8 +250,9 @@ function quota(r: Reader, raw: Record<string, unknown>, t: Checked, seg: Segment
   }
   if (t === undefined) return undefined;
   const windowMs = (t.unit_time as number) * TIME_UNITS[t.time_unit as TimeUnit];
-  if (t.request_count !== undefined) return Object.freeze({ kind: 'requests', limit: t.request_count as number, windowMs });
-  return Object.freeze({ kind: 'bandwidth', limit: (t.data_amount as number) * DATA_UNITS[t.data_unit as DataUnit], windowMs });
+  const mode = { counting: (t.counting ?? policy?.counting) as CountingMode | undefined, failClosed: (t.fail ?? policy?.fail) === 'closed' };
+  if (t.request_count !== undefined) return Object.freeze({ kind: 'requests', limit: t.request_count as number, windowMs, ...mode });
+  return Object.freeze({ kind: 'bandwidth', limit: (t.data_amount as number) * DATA_UNITS[t.data_unit as DataUnit], windowMs, ...mode });
 }
 
 function compileRegex(r: Reader, value: string, seg: Segment[]): RegExp | undefined {
@@ -342,7 +357,8 @@ export function validatePolicies(doc: unknown, file: string, options: PolicyOpti
   const subs = entries(r, doc, 'subscription', ({ raw, t, seg }) => {
     const b = base(raw, t, seg);
     const rawBurst = t?.burst as Record<string, unknown> | undefined;
-    const burst: Burst | undefined = rawBurst === undefined ? undefined : Object.freeze({ kind: 'requests', limit: rawBurst.limit as number, windowMs: TIME_UNITS[rawBurst.time_unit as 'sec' | 'min'] });
+    // The burst control is counted as its tier is (its `counting` and `fail`).
+    const burst: Burst | undefined = rawBurst === undefined ? undefined : Object.freeze({ kind: 'requests', limit: rawBurst.limit as number, windowMs: TIME_UNITS[rawBurst.time_unit as 'sec' | 'min'], counting: t?.counting as CountingMode | undefined, failClosed: t?.fail === 'closed' });
     const gql = t === undefined ? {} : { ...(t.graphql_max_depth !== undefined ? { graphqlMaxDepth: t.graphql_max_depth as number } : {}), ...(t.graphql_max_complexity !== undefined ? { graphqlMaxComplexity: t.graphql_max_complexity as number } : {}) };
     const value = b === undefined || t === undefined ? undefined : Object.freeze({ ...b, stopOnQuotaReach: t.stop_on_quota_reach as boolean, burst, ...gql });
     return { value, seg };
@@ -361,7 +377,8 @@ export function validatePolicies(doc: unknown, file: string, options: PolicyOpti
       (rawGroups as Record<string, unknown>[]).forEach((g, gi) => {
         const gs: Segment[] = [...seg, 'condition_group', gi];
         const gt = checkedGroups?.[gi];
-        const q = quota(r, g, gt, gs);
+        // A condition group is counted as its policy is (its `counting` and `fail`).
+        const q = quota(r, g, gt, gs, t);
         const rawConds = g.condition;
         if (rawConds === undefined || (Array.isArray(rawConds) && rawConds.length === 0)) {
           r.report('error', 'POLICY_REQUIRED', gs, 'a condition group needs at least one [[api.condition_group.condition]]');

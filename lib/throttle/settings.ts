@@ -6,7 +6,7 @@ import * as path from 'node:path';
 import type { DeploymentConfig } from '../config/types';
 import { decisionHubUrl } from '../config/hub';
 import { throttleChannels } from './decisions';
-import type { PolicyOptions } from './policies';
+import type { CountingMode, PolicyOptions } from './policies';
 
 export interface ThrottleSettings {
   /** [throughway.throttling] policies_file, resolved against the configuration's directory. */
@@ -17,6 +17,12 @@ export interface ThrottleSettings {
   readonly decisionUrl: string | undefined;
   /** The throttle data and decision channels under [throughway.scale] channel. */
   readonly channels: { readonly data: string; readonly decisions: string };
+  /** [throughway.throttling] counting: the mode of policies without their own. */
+  readonly counting: CountingMode;
+  /** [throughway.throttling] cluster_nodes: Redis Cluster of the exact and leased counters (empty: redisUrl). */
+  readonly clusterNodes: readonly string[];
+  /** [throughway.throttling] command_timeout, ms. */
+  readonly commandTimeout: number;
   /** ms between two batches to Redis. */
   readonly syncInterval: number;
   readonly maxCounters: number;
@@ -47,6 +53,9 @@ export function throttleSettingsFrom(c: DeploymentConfig, dir: string): Throttle
     redisUrl: t.redis_url,
     decisionUrl: decisionHubUrl(c),
     channels: throttleChannels(c.throughway.scale.channel),
+    counting: t.counting,
+    clusterNodes: Object.freeze([...t.cluster_nodes]),
+    commandTimeout: t.command_timeout,
     syncInterval: t.sync_interval,
     maxCounters: t.max_counters,
     enableUnlimitedTier: a.enable_unlimited_tier,

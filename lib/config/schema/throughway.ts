@@ -109,6 +109,9 @@ export const THROUGHWAY_SECTIONS: readonly SectionDef[] = [
       { key: 'redis_url', type: 's', format: 'url', default: 'redis://127.0.0.1:6379', meaning: 'Redis of the shared counters when counter_store = "redis".' },
       { key: 'sync_interval', type: 's', format: 'duration', unit: 'ms', default: 100, min: 10, meaning: 'How often local counts are sent to Redis (and the shared totals read back) or to the traffic manager; it bounds the overshoot across nodes (docs/throttling.md).' },
       { key: 'max_counters', type: 'i', default: 100000, min: 100, meaning: 'Most counters kept in memory; past it idle and then the oldest counters are evicted, so a flood of distinct keys cannot exhaust memory.' },
+      { key: 'counting', type: 's', default: 'async', allowed: ['async', 'exact', 'leased'], meaning: 'How policies without their own `counting` count across gateways (docs/throttling.md, "Counting modes"): async (through counter_store, no round trip per call, may overshoot across nodes), exact (one atomic script in Redis per call: exactly the limit) or leased (blocks of quota taken from Redis and spent locally: never past the limit, no round trip per call in the common case). exact and leased use redis_url, or cluster_nodes.' },
+      { key: 'cluster_nodes', type: 'a', default: [], meaning: 'Redis Cluster nodes ("host:port") carrying the exact and leased counters instead of the Redis at redis_url; a policy\'s counter lives on one shard (hash tag). Empty: redis_url.' },
+      { key: 'command_timeout', type: 's', format: 'duration', unit: 'ms', default: 1000, min: 1, max: 60000, meaning: 'A command of the exact and leased counters must answer within this; else Redis counts as unreachable and each gateway admits its share of the limit (docs/throttling.md, "Redis unreachable"). exact admits exactly the limit only while Redis answers within it: an event loop stalled longer (a loaded machine) makes a spurious outage.' },
     ],
   },
   {

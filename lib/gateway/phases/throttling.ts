@@ -9,7 +9,7 @@
 import { ApiCode, GatewayOwnCode, fault, type FaultValue, type GatewayCode } from '../../faults';
 import type { CompiledApi } from '../router';
 import type { WebSocketHooks } from '../../transport/types';
-import type { ThrottleCall, ThrottleIdentity } from '../../throttle/engine';
+import type { ThrottleCall, ThrottleIdentity, Verdict } from '../../throttle/engine';
 import type { Throttle } from '../../throttle';
 import type { Operation, OperationRule } from '../../graphql';
 import { isWebSocketHandshake } from '../websocket';
@@ -23,13 +23,12 @@ const BLOCKED_BY: Record<string, string> = {
   IP_RANGE: 'Blocked by a blocking condition on the client IP address range',
 };
 
-export function throttlingPhase(ctx: CallContext): Outcome {
+export function throttlingPhase(ctx: CallContext): Outcome | Promise<Outcome> {
   const th = ctx.rt.throttle;
   if (th === undefined) return undefined;
   const api = ctx.api as CompiledApi;
   const def = api.def;
   const res = ctx.resource?.def;
-  const req = ctx.req;
   const ep = ctx.keyType === 'SANDBOX' ? api.sandbox : api.production;
   const maxTps = ep?.def.maxTps;
   const unauthenticatedPolicy = res?.unauthenticatedPolicy ?? def.unauthenticatedPolicy ?? 'Unauthenticated';
@@ -43,6 +42,15 @@ export function throttlingPhase(ctx: CallContext): Outcome {
   if (open && def.policy === undefined && res?.policy === undefined && fieldPolicies === undefined && maxTps === undefined && th.engine.nothingToCount(unauthenticatedPolicy)) return undefined;
   const call = throttleCall(ctx, api, unauthenticatedPolicy, fieldPolicies, maxTps);
   const v = th.engine.check(call, th.now());
+  // An exact level, or a leased one without local quota, waits for Redis (docs/throttling.md, "Counting modes").
+  if (v.pending !== undefined) return v.pending.then((w) => answer(ctx, th, call, w));
+  return answer(ctx, th, call, v);
+}
+
+/** The verdict as the phase's outcome: RateLimit fields, the WebSocket frame hook, or the level's fault. */
+function answer(ctx: CallContext, th: Throttle, call: ThrottleCall, v: Verdict): Outcome {
+  const def = (ctx.api as CompiledApi).def;
+  const req = ctx.req;
   if (v.limit >= 0) ctx.rateLimitFields = ['RateLimit-Limit', String(v.limit), 'RateLimit-Remaining', String(v.remaining), 'RateLimit-Reset', String(Math.ceil(v.resetMs / 1000))];
   if (v.code === 0) {
     // A WebSocket API reaches send only with a handshake (103083 otherwise): its frames are counted too.
@@ -51,8 +59,12 @@ export function throttlingPhase(ctx: CallContext): Outcome {
   }
   th.refused.set(v.code, (th.refused.get(v.code) ?? 0) + 1);
   if (v.code === ApiCode.BLOCKED) return { fault: fault(ApiCode.BLOCKED, { description: BLOCKED_BY[v.blockedBy ?? ''] ?? 'Blocked by a blocking condition' }) };
+  if (v.unavailable) return { fault: fault(v.code as GatewayCode, { retryAfterMs: v.retryAfterMs, description: UNAVAILABLE }) };
   return { fault: fault(v.code as GatewayCode, { retryAfterMs: v.retryAfterMs }) };
 }
+
+/** The description of a fail = "closed" policy's refusal while Redis is unreachable (docs/throttling.md). */
+const UNAVAILABLE = 'The throttle counters are unreachable and this policy fails closed';
 
 /** The call as the throttle engine sees it (ThrottleCall). */
 function throttleCall(ctx: CallContext, api: CompiledApi, unauthenticatedPolicy: string, fieldPolicies: (readonly [string, string])[] | undefined, maxTps: number | undefined): ThrottleCall {
@@ -93,6 +105,14 @@ export function subscribeFieldsThrottled(ctx: CallContext, op: Operation, rules:
   if (fieldPolicies === undefined) return undefined;
   const call = throttleCall(ctx, api, ctx.resource?.def.unauthenticatedPolicy ?? api.def.unauthenticatedPolicy ?? 'Unauthenticated', fieldPolicies, undefined);
   const v = th.engine.checkFields(call, th.now());
+  // A subscribe message is answered at once: an exact or leased field policy that has to wait for Redis
+  // lets this message through, and its refusal is counted when it comes.
+  if (v.pending !== undefined) {
+    void v.pending.then((w) => {
+      if (w.code !== 0) th.refused.set(w.code, (th.refused.get(w.code) ?? 0) + 1);
+    });
+    return undefined;
+  }
   if (v.code === 0) return undefined;
   th.refused.set(v.code, (th.refused.get(v.code) ?? 0) + 1);
   return fault(v.code as GatewayCode, { retryAfterMs: v.retryAfterMs });
@@ -124,9 +144,21 @@ function graphqlPolicies(type: string, rules: readonly OperationRule[]): (readon
  */
 function frameThrottle(th: Throttle, handshake: ThrottleCall): WebSocketHooks {
   const frame: ThrottleCall = { ...handshake, bytes: 0 };
+  // A frame is answered at once: one whose exact or leased level has to wait for Redis passes, and when
+  // that wait ends in a refusal the tunnel's next frame is refused (closing it with 1008).
+  let refusedLater = false;
   return {
     onClientFrame(): boolean {
+      if (refusedLater) return false;
       const v = th.engine.check(frame, th.now());
+      if (v.pending !== undefined) {
+        void v.pending.then((w) => {
+          if (w.code === 0) return;
+          refusedLater = true;
+          th.refused.set(w.code, (th.refused.get(w.code) ?? 0) + 1);
+        });
+        return true;
+      }
       if (v.code === 0) return true;
       th.refused.set(v.code, (th.refused.get(v.code) ?? 0) + 1);
       return false;
