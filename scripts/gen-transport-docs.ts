@@ -90,11 +90,14 @@ export function renderTransportDoc(): string {
   out.push('| no response within `http.socket.timeout` after the request was sent | 101504 + 3 = 101507 | 504 |');
   out.push('| backend closes while the request body streams | 101505 + 2 = 101507 | 502 |');
   out.push('| backend closes after the request was sent, before answering | 101505 + 3 = 101508 | 502 |');
+  out.push('| backend resets the connection after the request was sent, before answering | 101501 + 3 = 101504 | 502 |');
   out.push('| backend sends something that is not HTTP | 101506 + 4 = 101510 | 502 |');
+  out.push('| backend status code outside 100-599 (RFC 9110 §15) | 101506 + 4 = 101510 | 502, nothing of the response relayed |');
   out.push('| backend resets or stalls mid-response-body | 101501 + 5 or 101505 + 5 or 101504 + 5 | client connection aborted |');
   out.push('| (source) malformed request: CL+TE, duplicate Content-Length, obs-fold, bare LF, bad chunk size | 101506 + state | 400, `Connection: close`, nothing forwarded |');
   out.push('| (source) request head larger than `maxHttpHeaderSize` | 101506 + state | 431, `Connection: close` |');
   out.push('| (source) HTTP/1.1 request without a Host field, or any request with two (RFC 9112 §3.2) | 101506 + state | 400, `Connection: close`, nothing forwarded |');
+  out.push('| (source) HTTP/1.0 request with Transfer-Encoding (RFC 9112 §6.1: faulty framing) | 101506 + state | 400, `Connection: close`, nothing forwarded |');
   out.push('| (source) a major version other than 1 in the request line | 101506 + state | 505, `Connection: close` |');
   out.push('| (source) a CONNECT request (no tunnelling on this listener) | 101506 + state | 501, `Connection: close`, nothing forwarded |');
   out.push('| (source) request head not complete within `header_timeout` | 101504 + 1 = 101505 | 408, `Connection: close` |');
@@ -177,7 +180,10 @@ export function renderTransportDoc(): string {
   out.push('- **Headers**: names and values are forwarded byte for byte (latin1), case kept. Removed both ways:');
   out.push('  Connection and every name it lists, Keep-Alive, Proxy-Connection, TE, Upgrade (RFC 9110 §7.6.1), and');
   out.push('  Proxy-Authorization and Proxy-Authenticate, addressed to the proxy that asks (RFC 9110 §11.7).');
-  out.push('  Transfer-Encoding stays because the framing is relayed verbatim. The backend gets `Host:` set to the');
+  out.push('  Transfer-Encoding stays because the framing is relayed verbatim, and for the same reason a Connection');
+  out.push('  field never removes Content-Length, Transfer-Encoding or Host; nor does a router that replaces the');
+  out.push('  request fields or drops response fields: the head always carries the framing its body is relayed with');
+  out.push('  (docs/security.md, "Request smuggling"). The backend gets `Host:` set to the');
   out.push('  endpoint\'s host:port, `X-Forwarded-For` (the peer\'s address), `X-Forwarded-Proto`, `X-Forwarded-Host`');
   out.push('  (the client\'s Host) and `Via: 1.1 throughway` (appended; `[throughway] via`). The client\'s own');
   out.push('  `X-Forwarded-*`, `Forwarded` and `X-Real-IP` are replaced or dropped, unless the peer is one of');
@@ -191,7 +197,9 @@ export function renderTransportDoc(): string {
   out.push('  `\'http.socket.timeout\'` inactivity on both sides, a half-sent request head included (408,');
   out.push('  101505); `connect_timeout` for backend connects; `header_timeout` for a complete request head however');
   out.push('  steadily it trickles (slowloris); `body_timeout` (600 s) for a complete request body, from the end of');
-  out.push('  its head (408, 103162); `keepalive_timeout` for idle clients.');
+  out.push('  its head (408, 103162); `keepalive_timeout` for idle clients between requests. A new connection');
+  out.push('  waits for its first request head, not between two: it is closed, unanswered, once it has sent');
+  out.push('  nothing for min(`header_timeout`, `keepalive_timeout`) (30 s by default against 60 s).');
   out.push('  Waiting on the client is not counted against the backend and vice versa. A deadline never fires');
   out.push('  before its limit and at most two sweeps after it (a sweep runs every min(timeouts)/4, 5 to 250 ms).');
   out.push('- **Worker pool, read for Node**: `worker_pool_size_max` bounds the requests proxied at once;');

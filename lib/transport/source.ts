@@ -777,7 +777,10 @@ export class SourceConnection implements ParserEvents, ExchangeOwner, RequestTai
     const settings = this.core.settings;
     switch (this.state) {
       case S.REQUEST_READY:
-        if (!this.blocked && now - this.lastActive > settings.keepAliveTimeout) this.close();
+        // Before its first request a connection waits for a head, not between two: header_timeout bounds
+        // that wait (a silent connection is a slowloris that sends nothing), keepalive_timeout the idle
+        // time after a response. Closed without an answer either way: there is no request to answer.
+        if (!this.blocked && now - this.lastActive > (this.requests === 0 ? Math.min(settings.headerTimeout, settings.keepAliveTimeout) : settings.keepAliveTimeout)) this.close();
         return;
       case S.REQUEST_HEAD:
         if (this.ex !== null) return;
