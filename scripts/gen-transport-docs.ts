@@ -119,7 +119,10 @@ export function renderTransportDoc(): string {
   out.push('- **Bodies** stream both ways with backpressure: a full socket buffer on one side pauses reading on the');
   out.push('  other (`high_water_mark` bytes per socket, default 1 MiB). Chunked bodies are relayed verbatim,');
   out.push('  framing included (validated by the strict parser on the way); only an HTTP/1.0 client gets a');
-  out.push('  chunked response de-chunked, delimited by the connection close (RFC 9112 §7.1).');
+  out.push('  chunked response de-chunked, delimited by the connection close (RFC 9112 §7.1). An HTTP/1.0');
+  out.push('  backend response with Transfer-Encoding is relayed as parsed and its connection closed after it,');
+  out.push('  whatever Keep-Alive it announced (RFC 9112 §6.1: its framing is faulty); an HTTP/1.0 request with');
+  out.push('  Transfer-Encoding is refused (400).');
   out.push('- **Read buffers**: each backend socket reads into a buffer of its own (net\'s `onread`), sized');
   out.push('  max(`[throughway] read_buffer_size` (256 KiB), `[passthru_http] io_buffer_size`): the spec\'s 16384');
   out.push('  would force small reads, and larger ones cost less. Each read is one system call and one JavaScript');

@@ -491,7 +491,7 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
       this.gathered = { status, headers: p.headers.slice(), limit: hook.limit, chunks: [], size: 0 };
       this.dechunk = !noBody && p.chunked;
       this.readUntilClose = !noBody && !p.chunked && p.contentLength < 0;
-      this.keepAliveAfter = p.keepAlive;
+      this.keepAliveAfter = reusableAfter(p);
       ex.status = status;
       if (!noBody) {
         this.inBody = true;
@@ -524,7 +524,7 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
       this.idleLimit = Math.min(this.core.settings.poolIdleTimeout, Math.max(0, headOut.keepAliveTimeout * 1000 - 1000));
     }
     ex.status = status;
-    this.keepAliveAfter = p.keepAlive;
+    this.keepAliveAfter = reusableAfter(p);
     source.startResponse(ex, noBody);
     if (noBody) {
       source.writeHead(head);
@@ -769,6 +769,15 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
     this.core.targets.delete(this);
     this.pool.removed(this);
   }
+}
+
+/**
+ * Whether the backend connection may serve another request after this response: llhttp's verdict, except
+ * that an HTTP/1.0 response with Transfer-Encoding has faulty framing and its connection is closed after
+ * it, whatever Keep-Alive it announced (RFC 9112 §6.1). One compare on the common path (not chunked).
+ */
+function reusableAfter(p: HttpParser): boolean {
+  return p.keepAlive && !(p.chunked && p.versionMinor === 0);
 }
 
 /**
