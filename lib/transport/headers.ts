@@ -595,6 +595,20 @@ export function withFramingOf(headers: readonly string[], received: readonly str
   return out;
 }
 
+/**
+ * Whether a string holds CR, LF or NUL, which no field name, value or request target may (RFC 9110 §5.5,
+ * RFC 9112 §3.2): written into a head, the rest would be a field, or a message, of its own.
+ */
+export function breaksLine(s: string): boolean {
+  return s.indexOf('\n') !== -1 || s.indexOf('\r') !== -1 || s.indexOf('\0') !== -1;
+}
+
+/** Whether any name or value of a flat [name, value, ...] list breaksLine(). */
+export function breaksLines(fields: readonly string[]): boolean {
+  for (let i = 0; i < fields.length; i++) if (breaksLine(fields[i] as string)) return true;
+  return false;
+}
+
 /** Whether the request asks for 100 Continue before sending its body (RFC 9110 §10.1.1). */
 export function expectsContinue(headers: readonly string[]): boolean {
   for (let i = 0; i < headers.length; i += 2) {

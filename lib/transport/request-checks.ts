@@ -43,6 +43,13 @@ export function refuseRequest(conn: RequestChecker, ex: Exchange, maxRequestBody
     conn.answerFault(ex, makeFault('client_protocol', conn.state, false, moreHosts ? 'more than one Host field' : 'no Host field'), true);
     return true;
   }
+  if ((fields & TE_SEEN) !== 0 && ex.versionMinor === 0) {
+    // RFC 9112 §6.1: an HTTP/1.0 message with Transfer-Encoding MUST be treated as having faulty framing,
+    // and the connection closed after it. HTTP/1.0 has no chunked coding, so a 1.0 hop before the gateway
+    // may have read the body otherwise: 400 and close, nothing forwarded.
+    conn.answerFault(ex, makeFault('client_protocol', conn.state, false, 'Transfer-Encoding in an HTTP/1.0 request'), true);
+    return true;
+  }
   if ((fields & TE_BAD) !== 0) {
     // Only one Transfer-Encoding field whose value is exactly `chunked`: `identity`, a list of codings or
     // repeated fields are relayed differently by backends that do not combine them (RFC 9112 §6.1, §11.2).

@@ -21,7 +21,7 @@ import { HttpParser, ExecStatus, PAUSE, HEAD_CONTINUE, type ParserEvents } from 
 import { ProtocolState as S, canTransition, type ProtocolState } from './states';
 import { isTrusted } from './trusted';
 import { makeFault, type TransportFault, type FaultReason } from './codes';
-import { buildRequestHead, sameFraming, withBodyLength, withFramingOf, type RequestTail, type RequestTailHolder } from './headers';
+import { breaksLine, breaksLines, buildRequestHead, sameFraming, withBodyLength, withFramingOf, type RequestTail, type RequestTailHolder } from './headers';
 import { Exchange, type ExchangeOwner, type ExchangeTarget } from './exchange';
 import { readBody, collectBody, endCollect, finishCollect } from './body';
 import type { TransportCore } from './core';
@@ -422,6 +422,13 @@ export class SourceConnection implements ParserEvents, ExchangeOwner, RequestTai
       answerFault(this, ex, makeFault('sender_disabled', S.REQUEST_READY), false);
       return;
     }
+    if ((d.headers !== undefined && breaksLines(d.headers)) || (d.responseHeaders !== undefined && breaksLines(d.responseHeaders)) || (d.path !== undefined && (breaksLine(d.path) || d.path.indexOf(' ') !== -1))) {
+      // The client's fields passed the strict parser; a router's (a script's, a rule's) did not: a CR or
+      // LF in one would write fields of the router's choosing, Content-Length included, into the head
+      // (docs/security.md, "Request smuggling"). Refused before anything is sent.
+      answerFault(this, ex, makeFault('processing', this.state, false, 'a field or path of the route decision holds CR, LF or NUL'), !ex.requestComplete);
+      return;
+    }
     ex.forward = d;
     let headers = d.headers ?? ex.headers;
     const body = d.body ?? ex.collected;
@@ -473,6 +480,10 @@ export class SourceConnection implements ParserEvents, ExchangeOwner, RequestTai
     const d = ex.forward as ForwardDecision;
     if (ex.hasBody && ex.outBody === null) {
       answerFault(this, ex, makeFault('processing', S.RESPONSE_DONE, false, 'resend asked for a streamed request body'), false);
+      return;
+    }
+    if (breaksLines(headers)) {
+      answerFault(this, ex, makeFault('processing', S.RESPONSE_DONE, false, 'a field of the resend holds CR, LF or NUL'), false);
       return;
     }
     const body = ex.outBody;
@@ -777,7 +788,10 @@ export class SourceConnection implements ParserEvents, ExchangeOwner, RequestTai
     const settings = this.core.settings;
     switch (this.state) {
       case S.REQUEST_READY:
-        if (!this.blocked && now - this.lastActive > settings.keepAliveTimeout) this.close();
+        // Before its first request a connection waits for a head, not between two: header_timeout bounds
+        // that wait (a silent connection is a slowloris that sends nothing), keepalive_timeout the idle
+        // time after a response. Closed without an answer either way: there is no request to answer.
+        if (!this.blocked && now - this.lastActive > (this.requests === 0 ? Math.min(settings.headerTimeout, settings.keepAliveTimeout) : settings.keepAliveTimeout)) this.close();
         return;
       case S.REQUEST_HEAD:
         if (this.ex !== null) return;

@@ -370,6 +370,14 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
   onHead(): number {
     const ex = this.ex as Exchange;
     const status = this.parser.statusCode;
+    if (status < 100 || status > 599) {
+      // RFC 9110 §15: a status code is three digits, and only 1xx-5xx are defined. llhttp reads any three
+      // digits; 000-099 would pass here as an interim response, 600-999 reach clients that cannot know
+      // whether a body follows. Refused as a protocol violation (101506 + state, 502), nothing relayed.
+      this.pendingFailure = `status code ${status} outside 100-599`;
+      this.pendingReason = 'protocol';
+      return PAUSE;
+    }
     if (status < 200 && status !== 101) {
       // Interim response (RFC 9110 §15.2): relayed to HTTP/1.1 clients, never to 1.0 ones; the final
       // response follows on the same connection. Writing to the client never re-enters a parser. A
@@ -483,7 +491,7 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
       this.gathered = { status, headers: p.headers.slice(), limit: hook.limit, chunks: [], size: 0 };
       this.dechunk = !noBody && p.chunked;
       this.readUntilClose = !noBody && !p.chunked && p.contentLength < 0;
-      this.keepAliveAfter = p.keepAlive;
+      this.keepAliveAfter = reusableAfter(p);
       ex.status = status;
       if (!noBody) {
         this.inBody = true;
@@ -516,7 +524,7 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
       this.idleLimit = Math.min(this.core.settings.poolIdleTimeout, Math.max(0, headOut.keepAliveTimeout * 1000 - 1000));
     }
     ex.status = status;
-    this.keepAliveAfter = p.keepAlive;
+    this.keepAliveAfter = reusableAfter(p);
     source.startResponse(ex, noBody);
     if (noBody) {
       source.writeHead(head);
@@ -645,7 +653,12 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
       return 'connect_failed';
     }
     if (code === 'ETIMEDOUT') return 'socket_timeout';
-    return this.state <= S.REQUEST_DONE ? 'io_send' : 'io_receive';
+    // Once the whole request is handed to the socket (REQUEST_DONE) the connection is waiting to receive:
+    // a reset then (ECONNRESET from a read) is a receive error, 101501 + 3, not a send error, whose
+    // 101500 + 3 is the number of "connection refused" (101503 + 0). A write that fails there (EPIPE)
+    // is still the sending's.
+    if (this.state === S.REQUEST_DONE) return code === 'EPIPE' ? 'io_send' : 'io_receive';
+    return this.state < S.REQUEST_DONE ? 'io_send' : 'io_receive';
   }
 
   private readonly onClose = (): void => {
@@ -756,6 +769,15 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
     this.core.targets.delete(this);
     this.pool.removed(this);
   }
+}
+
+/**
+ * Whether the backend connection may serve another request after this response: llhttp's verdict, except
+ * that an HTTP/1.0 response with Transfer-Encoding has faulty framing and its connection is closed after
+ * it, whatever Keep-Alive it announced (RFC 9112 §6.1). One compare on the common path (not chunked).
+ */
+function reusableAfter(p: HttpParser): boolean {
+  return p.keepAlive && !(p.chunked && p.versionMinor === 0);
 }
 
 /**

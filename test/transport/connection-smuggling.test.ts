@@ -294,4 +294,26 @@ t.test('a router dropping Content-Length from responses (dropResponseHeaders): t
   t.equal(c.responses.length, 2);
 });
 
+for (const [what, decision] of [
+  ['a request field value', { headers: ['Host', 'a', 'X-Script', 'v\r\nContent-Length: 40'] }],
+  ['a request field name', { headers: ['X-A\r\nTransfer-Encoding', 'chunked'] }],
+  ['a field value (NUL)', { headers: ['X-Nul', 'a\u0000b'] }],
+] as const) {
+  t.test(`a line break in ${what} of a route decision: 500 (101510 + state), nothing forwarded`, async (t) => {
+    const backend = await recordingBackend(t, plain);
+    const target = targetFromUrl(backend.url);
+    const h = await startTransport(t, () => ({ target, ...decision }));
+    const c = await RawClient.connect(h.port);
+    t.teardown(() => c.destroy());
+    await c.write('GET /a HTTP/1.1\r\nHost: a\r\n\r\n');
+    const res = await response(c, 1);
+    t.equal(res?.status, 500);
+    t.equal(h.faults.length, 1);
+    const f = h.faults[0];
+    t.match(f, { base: 101510, side: 'target', reason: 'processing', cause: 'a field or path of the route decision holds CR, LF or NUL' });
+    t.equal(f?.code, 101510 + (f?.state ?? -1), 'code = base + state');
+    t.equal(backend.requests.length, 0, 'nothing reached the backend');
+  });
+}
+
 checkTransitions(t);

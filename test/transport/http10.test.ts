@@ -6,7 +6,7 @@
 import t from 'tap';
 import { rawBackend } from '../helpers/backend';
 import { RawClient, rawRequest, sleep } from '../helpers/client';
-import { checkTransitions, startTransport } from '../helpers/transport';
+import { assertFault, assertFaultBody, checkTransitions, startTransport } from '../helpers/transport';
 
 t.test('HTTP/1.0 request, Content-Length response: closed after the response', async (t) => {
   const backend = await rawBackend({ onRequest: (c, req) => c.respond(200, `${req.version} ${req.url}`) });
@@ -77,5 +77,28 @@ t.test('HTTP/1.0 client never sees a 1xx interim response', async (t) => {
   t.equal(res.status, 200);
   t.ok(res.raw.toString('latin1').startsWith('HTTP/1.1 200 '), 'the 103 was not relayed');
 });
+
+// The state is the source's when the head was read: REQUEST_BODY(2) once a chunked body is announced;
+// a coding other than chunked is refused by the parser itself, in REQUEST_HEAD(1).
+for (const [what, fields, body, state] of [
+  ['Transfer-Encoding: chunked', 'Transfer-Encoding: chunked\r\n', '5\r\nhello\r\n0\r\n\r\n', 2],
+  ['Transfer-Encoding: chunked and keep-alive', 'Connection: keep-alive\r\nTransfer-Encoding: chunked\r\n', '5\r\nhello\r\n0\r\n\r\n', 2],
+  ['Transfer-Encoding: gzip', 'Transfer-Encoding: gzip\r\n', 'hello', 1],
+] as const) {
+  t.test(`HTTP/1.0 request with ${what}: 400 and close, nothing forwarded (RFC 9112 §6.1)`, async (t) => {
+    const backend = await rawBackend({ onRequest: (c) => c.respond(200, 'should not be here') });
+    t.teardown(() => backend.close());
+    const h = await startTransport(t, backend.url);
+    const res = await rawRequest(h.port, `POST /te HTTP/1.0\r\nHost: a\r\n${fields}\r\n${body}GET /next HTTP/1.0\r\nHost: a\r\n\r\n`);
+    assertFaultBody(t, res, 400, 101506 + state, 101506, state);
+    t.equal(res.headers['connection'], 'close');
+    t.ok(res.closed, 'the connection is closed');
+    t.equal(res.responses.length, 1, 'one response: the bytes after the request were not read as another');
+    await sleep(30);
+    t.equal(backend.conns.length, 0, 'the backend saw no connection');
+    assertFault(t, h.faults[0], { code: 101506 + state, base: 101506, state, side: 'source', reason: 'client_protocol', httpStatus: 400 });
+    if (state === 2) t.equal(h.faults[0]?.cause, 'Transfer-Encoding in an HTTP/1.0 request');
+  });
+}
 
 checkTransitions(t);

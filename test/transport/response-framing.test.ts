@@ -144,4 +144,19 @@ t.test('an HTTP/1.0 backend without keep-alive: its response is relayed, its con
   t.equal(h.transport.stats.targetsReused, 0);
 });
 
+t.test('an HTTP/1.0 backend response with Transfer-Encoding and keep-alive: relayed, its connection not reused (RFC 9112 §6.1)', async (t) => {
+  const backend = await rawBackend({ onRequest: (c) => c.write('HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n') });
+  t.teardown(() => backend.close());
+  const h = await startTransport(t, backend.url);
+  const c = await RawClient.connect(h.port);
+  t.teardown(() => c.destroy());
+  await c.write(get('/a'));
+  t.equal((await c.message(1, 5000)).body.toString(), 'ok');
+  await c.write(get('/b'));
+  t.equal((await c.message(2, 5000)).body.toString(), 'ok');
+  t.notOk(c.closed, 'the client connection stays');
+  t.equal(backend.conns.length, 2, 'faulty framing: the backend connection is closed after each response');
+  t.equal(h.transport.stats.targetsReused, 0);
+});
+
 checkTransitions(t);

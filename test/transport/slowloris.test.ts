@@ -5,7 +5,7 @@
  */
 import t from 'tap';
 import { rawBackend } from '../helpers/backend';
-import { RawClient, get, sleep } from '../helpers/client';
+import { RawClient, get, sleep, until } from '../helpers/client';
 import { assertFault, assertFaultBody, checkTransitions, startTransport } from '../helpers/transport';
 import { toResult } from '../helpers/client';
 
@@ -71,6 +71,33 @@ t.test('the header timer starts at the first byte of each request, not at the co
   t.equal(r2.status, 200);
   t.equal(r2.body.toString(), '/two');
   t.equal(h.faults.length, 0);
+});
+
+t.test('a connection that sends nothing is closed at headerTimeout, not at the longer keepAliveTimeout', async (t) => {
+  const backend = await rawBackend({ onRequest: (c) => c.respond(200, 'no') });
+  t.teardown(() => backend.close());
+  // keepAliveTimeout far beyond the wait below: only headerTimeout can close the connection in time.
+  const h = await startTransport(t, backend.url, { settings: { headerTimeout: HEADER_TIMEOUT, keepAliveTimeout: 600_000 } });
+  const c = await RawClient.connect(h.port);
+  t.teardown(() => c.destroy());
+  t.ok(await c.waitClose(10_000), 'closed although the keep-alive timeout is ten minutes');
+  t.equal(c.receivedBytes, 0, 'without an answer: there was no request to answer');
+  t.equal(backend.conns.length, 0, 'nothing reached the backend');
+  t.ok(await until(() => h.transport.connections().sources === 0), 'the connection is gone');
+});
+
+t.test('after a response the idle connection waits for keepAliveTimeout, not headerTimeout', async (t) => {
+  const backend = await rawBackend({ onRequest: (c, req) => c.respond(200, req.url) });
+  t.teardown(() => backend.close());
+  const h = await startTransport(t, backend.url, { settings: { headerTimeout: HEADER_TIMEOUT, keepAliveTimeout: 600_000 } });
+  const c = await RawClient.connect(h.port);
+  t.teardown(() => c.destroy());
+  await c.write(get('/one'));
+  t.equal((await c.finalResponse()).status, 200);
+  await sleep(HEADER_TIMEOUT * 4);
+  t.notOk(c.closed, 'still open well past headerTimeout');
+  await c.write(get('/two'));
+  t.equal((await c.finalResponse(5000, 1)).body.toString(), '/two');
 });
 
 checkTransitions(t);
