@@ -400,6 +400,8 @@ export interface ApimDevportalSection {
   readonly enable_ratings: boolean;
   /** Enable the forum. Default: true. Accepted; throughway does not act on it. */
   readonly enable_forum: boolean;
+  /** An application may subscribe to an API of another tenant (docs/tenants.md). Default: false. */
+  readonly enable_cross_tenant_subscriptions: boolean;
 }
 
 /** CORS (publisher and gateway) ([apim.cors], spec 000). */

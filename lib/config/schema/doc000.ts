@@ -514,6 +514,8 @@ export const DOC000_SECTIONS: readonly SectionDef[] = [
       { key: 'enable_comments', type: 's', inactive: true, boolString: true, default: true, meaning: 'Allow comments on APIs.' },
       { key: 'enable_ratings', type: 's', inactive: true, boolString: true, default: true, meaning: 'Allow star ratings.' },
       { key: 'enable_forum', type: 's', inactive: true, boolString: true, default: true, meaning: 'Enable the forum.' },
+      // Not in spec 000's key table; the reference's own deployment.toml files write it (docs/tenants.md).
+      { key: 'enable_cross_tenant_subscriptions', type: 's', boolString: true, default: false, meaning: 'An application may subscribe to an API of another tenant (docs/tenants.md).' },
     ],
   },
   {
