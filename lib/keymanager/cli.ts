@@ -38,13 +38,14 @@ export const ADMIN_USAGE = `Managing applications, keys, subscriptions and users
   blocking remove ID
   registration token [--owner USER] [--expires-in SECONDS]
   registration revoke JTI
-  tenants add DOMAIN --admin NAME [--package demo|smb|custom]   (the admin's password from
-      THROUGHWAY_TENANT_ADMIN_PASSWORD, else standard input; never an argument)
+  tenants add DOMAIN --admin NAME [--package demo|smb|custom]
   tenants list
   tenants activate DOMAIN
   tenants deactivate DOMAIN
 Options: --config FILE (local store of that configuration), --url URL (a running node's management
 port, e.g. http://localhost:9763) with --admin-user/--admin-password (default: [super_admin]), --json.
+tenants add reads the admin's password from THROUGHWAY_TENANT_ADMIN_PASSWORD, else from standard
+input: never from an argument.
 `;
 
 export const ADMIN_COMMANDS = new Set(['apps', 'keys', 'subscriptions', 'users', 'blocking', 'registration', 'tenants']);
