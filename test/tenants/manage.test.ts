@@ -55,8 +55,10 @@ t.test('the admin API manages tenants; a tenant admin may not', async (t) => {
   // Deactivated: the tenant admin cannot sign in; activated again: can.
   t.match(await json('POST', `${A}/tenants/acme.test/deactivate`, undefined, auth), { status: 200, body: { active: false } });
   t.equal((await json('GET', `${A}/users`, undefined, boss)).status, 401, 'a deactivated tenant\'s admin is refused');
+  t.equal(await h.km.users.authenticate('bossy@acme.test', 'acme-pw-1'), undefined, 'the user store the sign-in page and the password grant ask refuses a deactivated tenant\'s user');
   t.match(await json('POST', `${A}/tenants/acme.test/activate`, undefined, auth), { status: 200, body: { active: true } });
   t.equal((await json('GET', `${A}/users`, undefined, boss)).status, 200);
+  t.match(await h.km.users.authenticate('bossy@acme.test', 'acme-pw-1'), { username: 'bossy@acme.test', roles: ['admin'] });
   t.match(await json('POST', `${A}/tenants/nope.test/activate`, undefined, auth), { status: 404, body: { error_description: /TENANT_NOT_FOUND/ } });
   t.match(await json('POST', `${A}/tenants/carbon.super/deactivate`, undefined, auth), { status: 400, body: { error_description: /TENANT_RESERVED/ } });
   t.ok(h.logLines.some((l) => l.includes('"tenant_added"') && l.includes('acme.test')), 'logged');
