@@ -60,6 +60,30 @@ export interface CliIo {
   readonly out: (text: string) => void;
   readonly err: (text: string) => void;
   readonly cwd: string;
+  /** The environment (secrets passed by name, never as arguments: `tenants add`); none when absent. */
+  readonly env?: Readonly<Record<string, string | undefined>>;
+  /** Standard input read whole (a secret piped in); absent when there is none to read. */
+  readonly stdin?: () => Promise<string>;
+}
+
+/** Standard input read whole, at most 64 KiB (a password piped in); '' from a terminal. */
+function readStdin(): Promise<string> {
+  if (process.stdin.isTTY === true) return Promise.resolve('');
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    process.stdin.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size > 64 * 1024) {
+        process.stdin.destroy();
+        reject(new Error('standard input is longer than 64 KiB'));
+        return;
+      }
+      chunks.push(c);
+    });
+    process.stdin.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    process.stdin.on('error', reject);
+  });
 }
 
 interface Parsed {
@@ -365,7 +389,7 @@ function version(): string {
 /** Runs the CLI; resolves to the exit status (the process is not exited here, so tests can call it). */
 export async function main(argv: readonly string[], io: CliIo): Promise<number> {
   // Key manager commands take their own options (lib/keymanager/cli.ts), loaded only when used.
-  if (argv[0] !== undefined && ['apps', 'keys', 'subscriptions', 'users', 'blocking', 'registration'].includes(argv[0])) {
+  if (argv[0] !== undefined && ['apps', 'keys', 'subscriptions', 'users', 'blocking', 'registration', 'tenants'].includes(argv[0])) {
     const admin = await import('./keymanager/cli');
     if (argv.includes('--help') || argv.includes('-h')) {
       io.out(admin.ADMIN_USAGE);
@@ -411,7 +435,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
 }
 
 if (require.main === module) {
-  const io: CliIo = { out: (t) => process.stdout.write(t), err: (t) => process.stderr.write(t), cwd: process.cwd() };
+  const io: CliIo = { out: (t) => process.stdout.write(t), err: (t) => process.stderr.write(t), cwd: process.cwd(), env: process.env, stdin: readStdin };
   main(process.argv.slice(2), io).then(
     (code) => {
       process.exitCode = code;

@@ -400,6 +400,8 @@ export interface ApimDevportalSection {
   readonly enable_ratings: boolean;
   /** Enable the forum. Default: true. Accepted; throughway does not act on it. */
   readonly enable_forum: boolean;
+  /** An application may subscribe to an API of another tenant (docs/tenants.md). Default: false. */
+  readonly enable_cross_tenant_subscriptions: boolean;
 }
 
 /** CORS (publisher and gateway) ([apim.cors], spec 000). */
@@ -716,35 +718,35 @@ export interface OutputAdapterEmailSection {
   readonly enable_authentication: boolean;
 }
 
-/** Tenant management ([tenant_mgt], spec 000); accepted, not run by throughway. */
+/** Tenant management ([tenant_mgt], spec 000). */
 export interface TenantMgtSection {
   /** Tenant users log in with their e-mail address. Default: false. */
   readonly enable_email_domain: boolean;
 }
 
-/** Multi-tenancy platform ([multi_tenancy.platform], spec 000); accepted, not run by throughway. */
+/** Multi-tenancy platform ([multi_tenancy.platform], spec 000). */
 export interface MultiTenancyPlatformSection {
-  /** Do not send tenant management e-mails. Default: true. */
+  /** Do not send tenant management e-mails. Default: true. Accepted; throughway does not act on it. */
   readonly disable_tenant_management_emails: boolean;
-  /** Tenants must validate their e-mail before logging in. Default: false. */
+  /** Tenants must validate their e-mail before logging in. Default: false. Accepted; throughway does not act on it. */
   readonly email_validation_mandatory_for_login: boolean;
   /** Tenant activation needs moderation. Default: false. */
   readonly tenant_activation_moderated: boolean;
-  /** E-mail address of the super admin. Default: <EMAIL>. */
+  /** E-mail address of the super admin. Default: <EMAIL>. Accepted; throughway does not act on it. */
   readonly super_admin_email?: string;
-  /** Skip the usage summary generator. Default: false. */
+  /** Skip the usage summary generator. Default: false. Accepted; throughway does not act on it. */
   readonly skip_summary_generator: boolean;
-  /** Address that receives notifications. */
+  /** Address that receives notifications. Accepted; throughway does not act on it. */
   readonly notification_email?: string;
-  /** Address that receives finance notifications. */
+  /** Address that receives finance notifications. Accepted; throughway does not act on it. */
   readonly finance_notification_email?: string;
-  /** Charge tenants on registration. Default: false. */
+  /** Charge tenants on registration. Default: false. Accepted; throughway does not act on it. */
   readonly charge_on_registration: boolean;
-  /** The deployment is a public cloud setup. Default: true. */
+  /** The deployment is a public cloud setup. Default: true. Accepted; throughway does not act on it. */
   readonly public_cloud_setup: boolean;
-  /** Web analytics URL. */
+  /** Web analytics URL. Accepted; throughway does not act on it. */
   readonly web_analytics_url?: string;
-  /** Message shown while single sign-on loads. */
+  /** Message shown while single sign-on loads. Accepted; throughway does not act on it. */
   readonly sso_loading_message?: string;
   /** Multi-tenancy payment account */
   readonly payment: MultiTenancyPlatformPaymentSection;

@@ -19,6 +19,8 @@ export interface ApplicationPayload {
   readonly tier: string;
   /** The application's OAuth clients: the `client_id` / `azp` a token carries maps to the application. */
   readonly keys: readonly { readonly consumerKey: string; readonly keyType: KeyType }[];
+  /** The application's tenant (docs/tenants.md); absent for the super tenant's, as before tenants existed. */
+  readonly tenant?: string;
 }
 
 export interface SubscriptionPayload {

@@ -55,6 +55,9 @@ export const GatewayOwnCode = {
   ENDPOINT_SUSPENDED: 103007,
   API_RETIRED: 103008,
   INVALID_PATH: 103009,
+  // Tenants (docs/tenants.md): the routing block's next codes.
+  TENANT_UNKNOWN: 103010,
+  TENANT_INACTIVE: 103011,
   // Mediation (lib/mediation): 103060–103079; 103064 (global timeout) is the transport's (OwnCode.GLOBAL_TIMEOUT)
   MEDIATION_QUEUE_FULL: 103060,
   MEDIATION_BODY_TOO_LARGE: 103061,
@@ -162,6 +165,8 @@ export const GATEWAY_FAULTS: readonly GatewayFaultDef[] = Object.freeze([
   { code: GatewayOwnCode.API_RETIRED, httpStatus: 404, statusFrom: 'throughway', message: 'API retired', description: 'The API is in the RETIRED lifecycle state', origin: 'throughway', phase: 'api-status', sent: true },
   { code: GatewayOwnCode.WEBSOCKET_UPGRADE_REQUIRED, httpStatus: 400, statusFrom: 'throughway', message: 'WebSocket handshake required', description: 'The API is a WebSocket API (type = "WS"): call it with an Upgrade: websocket handshake (RFC 6455 §4.1). Not 426: a 426 must carry an Upgrade field, which is hop-by-hop and never set on a local answer', origin: 'throughway', phase: 'route', sent: true },
   { code: GatewayOwnCode.INVALID_PATH, httpStatus: 400, statusFrom: 'throughway', message: 'Invalid request path', description: 'The request target is not an absolute path, or contains a dot segment (. or ..) that could escape the API context', origin: 'throughway', phase: 'route', sent: true },
+  { code: GatewayOwnCode.TENANT_UNKNOWN, httpStatus: 404, statusFrom: 'throughway', message: 'No such tenant', description: 'The request path starts with /t/<domain>/ and no tenant has that domain (docs/tenants.md)', origin: 'throughway', phase: 'route', sent: true },
+  { code: GatewayOwnCode.TENANT_INACTIVE, httpStatus: 503, statusFrom: 'throughway', message: 'Tenant inactive', description: 'The API belongs to a tenant the super admin has deactivated (docs/tenants.md)', origin: 'throughway', phase: 'route', sent: true },
   { code: GatewayOwnCode.MEDIATION_QUEUE_FULL, httpStatus: 503, statusFrom: 'throughway', message: 'Mediation queue full', description: 'Every mediation worker thread is busy and the queue is at [mediation] engine.threads_queue_length', origin: 'throughway', phase: 'mediation', sent: true },
   { code: GatewayOwnCode.MEDIATION_BODY_TOO_LARGE, httpStatus: 413, statusFrom: 'throughway', message: 'Payload too large for mediation', description: 'The request body exceeds [throughway.mediation] max_body, the most a mediated call gathers', origin: 'throughway', phase: 'mediation', sent: true },
   { code: GatewayOwnCode.MALFORMED_JSON, httpStatus: 400, statusFrom: 'throughway', message: 'Malformed JSON payload', description: 'The JSON request body is not valid JSON (the description names the line and column)', origin: 'throughway', phase: 'mediation', sent: true },

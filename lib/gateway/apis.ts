@@ -92,8 +92,13 @@ export interface ApiDefinition {
   /** Absolute file path, or '' for definitions given in code. */
   readonly file: string;
   readonly name: string;
-  /** As written, e.g. "/pizzashack" (may hold {version}). */
+  /**
+   * As written, e.g. "/pizzashack" (may hold {version}); a tenant's API (a file of apis/t/<domain>/) has
+   * `/t/<domain>` before it, the URL it is served at (docs/tenants.md).
+   */
   readonly context: string;
+  /** The tenant whose API it is (the domain of its apis/t/<domain>/ folder); absent for the super tenant's. */
+  readonly tenant?: string;
   readonly version: string;
   readonly defaultVersion: boolean;
   readonly state: LifecycleState;
@@ -375,6 +380,7 @@ function checkContext(ctx: Ctx, context: string): boolean {
   if ((context.match(/\{version\}/g) ?? []).length > 1) return bad('holds {version} more than once');
   if (context.replace(/\/\{version\}/g, '') === '') return bad('needs a segment besides {version}');
   if (hasDotSegment(context)) return bad('has a dot segment (. or ..)');
+  if (context === '/t' || context.startsWith('/t/')) return bad('starts with /t/, the URL space of tenants\' APIs: put a tenant\'s API files in apis/t/<domain>/ (docs/tenants.md)');
   return true;
 }
 

@@ -20,6 +20,7 @@ import type { CallObserver } from './hooks';
 import { configuredBy, GatewayOptionsError, type GatewayOptions } from './options';
 import { gatewaySettingsFrom, type GatewaySettings } from './settings';
 import { HeaderRules } from './transport-headers';
+import type { TenantDirectory } from '../tenants';
 
 export interface GatewayParts {
   readonly config: DeploymentConfig;
@@ -39,6 +40,8 @@ export interface GatewayParts {
   readonly observer: CallObserver | undefined;
   readonly security: Security;
   readonly mediation: Mediation;
+  /** The tenants (lib/tenants), given by the node that runs the key manager; undefined: none. */
+  readonly tenants: TenantDirectory | undefined;
 }
 
 export function assemble(options: GatewayOptions): GatewayParts {
@@ -67,9 +70,11 @@ export function assemble(options: GatewayOptions): GatewayParts {
     ...(options.keyManager !== undefined ? { keyManager: options.keyManager } : {}),
     ...(options.events !== undefined ? { events: options.events } : {}),
     ...(options.now !== undefined ? { now: options.now } : {}),
+    ...(options.tenants !== undefined ? { tenants: options.tenants } : {}),
+    crossTenantSubscriptions: config.apim.devportal.enable_cross_tenant_subscriptions === true,
   });
   // Throws FormatConfigError for an unknown builder/formatter class (naming the alternatives). The worker
   // pool inside is created on the first call that needs it.
   const mediation = new Mediation(mediationSettingsFrom(config), logger);
-  return { config, ports, logger, settings, globalCors, headers, registry, tracked: new WeakMap(), throttle, unsubscribe, texts, directory, observer, security, mediation };
+  return { config, ports, logger, settings, globalCors, headers, registry, tracked: new WeakMap(), throttle, unsubscribe, texts, directory, observer, security, mediation, tenants: options.tenants };
 }

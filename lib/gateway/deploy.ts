@@ -165,6 +165,19 @@ export class ApiFiles {
   /** The texts are given (ApiTexts): a GraphQL API's schema comes with its text, never from disk. */
   protected given = false;
 
+  /** The tenant whose API file this is (ApiDirectory: apis/t/<domain>/); undefined: the super tenant's. */
+  protected tenantOf(_file: string): string | undefined {
+    return undefined;
+  }
+
+  /** A tenant's definition is served under /t/<domain> (docs/tenants.md). */
+  private inTenant(file: string, result: ApiParseResult): ApiParseResult {
+    const tenant = this.tenantOf(file);
+    const api = result.api;
+    if (tenant === undefined || api === undefined) return result;
+    return { ...result, api: { ...api, context: `/t/${tenant}${api.context}`, tenant } };
+  }
+
   constructor(
     private readonly vars: ApiVars,
     /** Throttling policy names the files may use (docs/throttling.md). */
@@ -220,7 +233,7 @@ export class ApiFiles {
       const text = entry.text;
       let cached = this.cache.get(file);
       if (cached === undefined || cached.text !== text || this.schemaChanged(file, cached, entry)) {
-        const result = parseApiText(text, file, this.vars, this.policies, this.scriptDirs, this.given ? (entry.schema ?? null) : undefined);
+        const result = this.inTenant(file, parseApiText(text, file, this.vars, this.policies, this.scriptDirs, this.given ? (entry.schema ?? null) : undefined));
         cached = { text, schemaText: this.given ? entry.schema?.text : (result.api?.graphql?.sdl ?? this.diskSchema(file, result)), result };
         this.cache.set(file, cached);
         changedFiles.push(file);
@@ -295,6 +308,8 @@ export class DebouncedWatch {
   constructor(
     readonly dir: string,
     private readonly debounceMs = 50,
+    /** Also changes in folders below (an apis/ directory's tenant folders, apis/t/<domain>/). */
+    private readonly recursive = false,
   ) {}
 
   get watching(): boolean {
@@ -305,7 +320,7 @@ export class DebouncedWatch {
   start(onChange: () => void): boolean {
     if (this.watcher !== undefined) return true;
     try {
-      this.watcher = fs.watch(this.dir, { persistent: false }, () => {
+      this.watcher = fs.watch(this.dir, { persistent: false, recursive: this.recursive }, () => {
         if (this.timer !== undefined) clearTimeout(this.timer);
         this.timer = setTimeout(() => {
           this.timer = undefined;
@@ -342,8 +357,29 @@ export class ApiDirectory extends ApiFiles {
     super(vars, policies, scriptDirs);
   }
 
-  read(): DirectoryRead {
+  /** Tenants' API files are in apis/t/<domain>/ (docs/tenants.md); the folder names the tenant. */
+  protected override tenantOf(file: string): string | undefined {
+    const folder = path.dirname(file);
+    return path.dirname(folder) === path.join(this.dir, 't') ? path.basename(folder) : undefined;
+  }
+
+  /** The super tenant's files, then each tenant folder's (apis/t/<domain>/*.toml). */
+  private allFiles(): string[] | undefined {
     const files = listApiFiles(this.dir);
+    if (files === undefined) return undefined;
+    const tenantsDir = path.join(this.dir, 't');
+    let domains: string[] = [];
+    try {
+      domains = fs.readdirSync(tenantsDir, { withFileTypes: true }).filter((d) => d.isDirectory() && !d.name.startsWith('.')).map((d) => d.name).sort();
+    } catch {
+      domains = [];
+    }
+    for (const d of domains) files.push(...(listApiFiles(path.join(tenantsDir, d)) ?? []));
+    return files;
+  }
+
+  read(): DirectoryRead {
+    const files = this.allFiles();
     if (files === undefined) return this.readEntries(undefined);
     const entries: (ApiText | Unreadable)[] = [];
     for (const file of files) {
@@ -360,7 +396,8 @@ export class ApiDirectory extends ApiFiles {
 
   /** Calls `onChange` (debounced) after files in the directory change. Returns false when it cannot watch. */
   watch(onChange: () => void, debounceMs = 50): boolean {
-    this.watcher ??= new DebouncedWatch(this.dir, debounceMs);
+    // Recursive: tenants' API files are in apis/t/<domain>/ (docs/tenants.md).
+    this.watcher ??= new DebouncedWatch(this.dir, debounceMs, true);
     return this.watcher.start(onChange);
   }
 

@@ -19,6 +19,7 @@ import type { ChainStep } from './phases';
 import type { CallObserver, GatewayTap } from './hooks';
 import type { GatewaySettings } from './settings';
 import type { TokenEndpoints } from './token-route';
+import type { TenantDirectory } from '../tenants';
 
 export interface GatewayOptions {
   /** The result of loadConfig(): configuration, effective ports and the directory of apis/. */
@@ -57,6 +58,11 @@ export interface GatewayOptions {
    * directly, its snapshot fills the subscription store. Without it only [[apim.jwt.issuer]] tokens are valid.
    */
   readonly keyManager?: KeyManagerLink;
+  /**
+   * The tenants of the key manager in this process (lib/tenants, docs/tenants.md): whether a tenant's API
+   * (apis/t/<domain>/) is served and its tokens valid. Absent: a /t/<domain>/ call answers 103010.
+   */
+  readonly tenants?: TenantDirectory;
   /**
    * `/token` and `/revoke` on this gateway's listeners (spec 002 part 4): the key manager in this process,
    * or its origin over HTTP(S) (lib/gateway/token-route.ts). Absent: those paths are routed like any other.

@@ -142,7 +142,7 @@ export class Deployment {
   private swap(deployables: Parameters<typeof buildTable>[0], states: readonly ApiState[]): void {
     const p = this.parts;
     const table = buildTable(deployables, p.registry);
-    this.rt = new GatewayRuntime(table, p.globalCors, p.headers, this.templates, p.tracked, p.security, p.throttle, p.mediation);
+    this.rt = new GatewayRuntime(table, p.globalCors, p.headers, this.templates, p.tracked, p.security, p.throttle, p.mediation, p.tenants);
     this.states = states;
   }
 

@@ -13,6 +13,7 @@ import type { HeaderRules } from './transport-headers';
 import type { Security } from '../security';
 import type { Throttle } from '../throttle';
 import type { Mediation } from '../mediation';
+import type { TenantDirectory } from '../tenants';
 
 export interface Deployable {
   readonly api: ApiDefinition;
@@ -37,6 +38,8 @@ export class GatewayRuntime {
     readonly throttle?: Throttle,
     /** Payload validation, scripts and conversion (lib/mediation), asked by the mediation phase; undefined: the phase continues at once. */
     readonly mediation?: Mediation,
+    /** Whether a tenant exists and is active (lib/tenants), asked by the route phase on /t/ paths only; undefined: no tenant exists. */
+    readonly tenants?: TenantDirectory,
   ) {}
 
   track(req: SourceRequest, ep: EndpointRuntime): void {

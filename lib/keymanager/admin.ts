@@ -2,13 +2,19 @@
  * The JSON admin API on the management port, under /admin/v1, for the super admin (HTTP Basic; any
  * stored user with the admin role). docs/admin-api.md lists every route. Names in paths are
  * URL-encoded; `?owner=` picks among applications of the same name.
+ *
+ * Every route is a row of ADMIN_ROUTES with its tenancy (docs/tenants.md, "Admins"): `super` routes answer
+ * only the super tenant's admins (a tenant admin gets 403); `tenant` routes answer a tenant's admin too,
+ * through a manager scoped to that tenant, so another tenant's applications, subscriptions and users are
+ * never found. test/tenants/admin-isolation.test.ts calls every row as another tenant's admin.
  */
 import type * as http from 'node:http';
 import { SUBSCRIPTION_STATES, type KeyType, type SubscriptionState } from '../store/types';
 import { OAuthError } from './errors';
 import { KeyRingError } from './keys';
-import { checkNewUser } from './manage';
-import { readJson, sendJson, type RouteContext } from './http';
+import { checkNewUser, tenantRefusal, type Manager } from './manage';
+import { SUPER_TENANT, type Tenant } from '../tenants';
+import { readJson, sendJson, type ApiFileService, type RouteContext } from './http';
 import { issueRegistrationToken, revokeRegistrationToken } from './registration';
 import { isConsoleClient, registerConsoleClients } from './console-clients';
 
@@ -53,49 +59,117 @@ function need(v: unknown, name: string): string {
   return s;
 }
 
-export async function handleAdmin(ctx: RouteContext, req: http.IncomingMessage, res: http.ServerResponse, path: string, query: URLSearchParams, admin: string): Promise<void> {
-  const method = req.method ?? 'GET';
-  const parts = path.split('/').filter((s) => s !== '').map((s) => decodeURIComponent(s));
-  const owner = query.get('owner') ?? undefined;
-  const m = ctx.manager;
-  const [collection, id, sub] = parts;
+/** Who calls the admin API: an admin's user name and its tenant. */
+export interface AdminCaller {
+  readonly username: string;
+  readonly tenant: string;
+}
 
+/** One call of an admin route: the path's `{...}` segments in order, and the manager of the caller's rows. */
+interface AdminCall {
+  readonly ctx: RouteContext;
+  readonly req: http.IncomingMessage;
+  readonly res: http.ServerResponse;
+  readonly params: readonly string[];
+  readonly query: URLSearchParams;
+  readonly caller: AdminCaller;
+  /** Scoped to the caller's tenant on `tenant` routes; unscoped on `super` routes. */
+  readonly m: Manager;
+  /** `?owner=`, when given. */
+  readonly owner: string | undefined;
+}
+
+export interface AdminRoute {
+  readonly method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+  /** The path under /admin/v1; a `{name}` segment binds one URL-decoded segment. */
+  readonly path: string;
+  /** `super`: the super tenant's admins only; `tenant`: a tenant's admin too, on its own tenant's rows. */
+  readonly tenancy: 'super' | 'tenant';
+  /** Served only when the node has the part the route needs (a control plane's API files, its deployments). */
+  readonly when?: (ctx: RouteContext) => boolean;
+  handle(c: AdminCall): Promise<void>;
+}
+
+const tenantView = (t: Tenant): Record<string, unknown> => ({ domain: t.domain, admin: t.admin, package: t.package, active: t.active, createdAt: t.createdAt });
+
+function tenantsOf(ctx: RouteContext): NonNullable<RouteContext['tenants']> {
+  if (ctx.tenants === undefined) throw new OAuthError('not_found', 'this key manager has no tenants');
+  return ctx.tenants;
+}
+
+async function setTenantActive(c: AdminCall, active: boolean): Promise<void> {
+  const t = await tenantsOf(c.ctx).setActive(c.params[0] as string, active).catch(tenantRefusal);
+  c.ctx.logger.log('info', active ? 'tenant_activated' : 'tenant_deactivated', { domain: t.domain, by: c.caller.username });
+  return sendJson(c.res, 200, tenantView(t));
+}
+
+async function changeSubscription(c: AdminCall): Promise<void> {
+  const b = await readJson(c.req);
+  const id = c.params[0];
+  const ref = id !== undefined
+    ? { id }
+    : { application: need(b.application, 'application'), apiContext: need(b.api, 'api'), ...(str(b.version) !== undefined ? { apiVersion: str(b.version) as string } : {}), ...(str(b.owner) !== undefined ? { owner: str(b.owner) as string } : {}) };
+  if (c.req.method === 'DELETE') return sendJson(c.res, 200, await c.m.removeSubscription(ref));
+  return sendJson(c.res, 200, await c.m.setSubscriptionState(ref, state(b.state)));
+}
+
+async function apiFileAnswer(c: AdminCall, r: { readonly status: number; readonly message: string; readonly fields: Readonly<Record<string, string>> }): Promise<void> {
+  return sendJson(c.res, r.status, { error: r.status === 409 ? 'conflict' : r.status === 404 ? 'not_found' : 'invalid_request', error_description: r.message, fields: r.fields });
+}
+
+/** Every admin route, in matching order (docs/admin-api.md). */
+export const ADMIN_ROUTES: readonly AdminRoute[] = Object.freeze([
   // The gateway URLs clients are shown ([[apim.gateway.environment]]; lib/gateway/environments.ts).
-  if (collection === 'environments' && id === undefined && method === 'GET') {
-    const envs = ctx.oauth.settings.environments;
-    return sendJson(res, 200, { list: envs.map((e) => ({ name: e.name, type: e.type, description: e.description, httpEndpoint: e.http ?? null, httpsEndpoint: e.https ?? null, wsEndpoint: e.ws ?? null, wssEndpoint: e.wss ?? null, tokenEndpoint: e.https !== undefined ? `${e.https}/token` : null, showAsTokenEndpointUrl: e.showAsTokenEndpoint, configured: e.configured })) });
-  }
-  if (collection === 'applications') {
-    if (id === undefined && method === 'GET') return sendJson(res, 200, { list: await m.listApplications(owner) });
-    if (id === undefined && method === 'POST') {
-      const b = await readJson(req);
-      const app = await m.createApplication({ name: need(b.name, 'name'), owner: str(b.owner) ?? ctx.oauth.settings.adminUser, ...(str(b.tier) !== undefined ? { tier: str(b.tier) as string } : {}), ...(str(b.description) !== undefined ? { description: str(b.description) as string } : {}) });
-      return sendJson(res, 201, app);
-    }
-    if (id !== undefined && sub === undefined && method === 'GET') return sendJson(res, 200, await m.getApplication(id, owner));
-    if (id !== undefined && sub === undefined && method === 'DELETE') return sendJson(res, 200, await m.deleteApplication(id, owner));
-    if (id !== undefined && sub === undefined && method === 'PATCH') {
-      const b = await readJson(req);
+  {
+    method: 'GET', path: '/environments', tenancy: 'tenant',
+    async handle(c) {
+      const envs = c.ctx.oauth.settings.environments;
+      return sendJson(c.res, 200, { list: envs.map((e) => ({ name: e.name, type: e.type, description: e.description, httpEndpoint: e.http ?? null, httpsEndpoint: e.https ?? null, wsEndpoint: e.ws ?? null, wssEndpoint: e.wss ?? null, tokenEndpoint: e.https !== undefined ? `${e.https}/token` : null, showAsTokenEndpointUrl: e.showAsTokenEndpoint, configured: e.configured })) });
+    },
+  },
+  { method: 'GET', path: '/applications', tenancy: 'tenant', handle: async (c) => sendJson(c.res, 200, { list: await c.m.listApplications(c.owner) }) },
+  {
+    method: 'POST', path: '/applications', tenancy: 'tenant',
+    async handle(c) {
+      const b = await readJson(c.req);
+      const defaultOwner = c.caller.tenant === SUPER_TENANT ? c.ctx.oauth.settings.adminUser : c.caller.username;
+      const app = await c.m.createApplication({ name: need(b.name, 'name'), owner: str(b.owner) ?? defaultOwner, ...(str(b.tier) !== undefined ? { tier: str(b.tier) as string } : {}), ...(str(b.description) !== undefined ? { description: str(b.description) as string } : {}) });
+      return sendJson(c.res, 201, app);
+    },
+  },
+  { method: 'GET', path: '/applications/{name}', tenancy: 'tenant', handle: async (c) => sendJson(c.res, 200, await c.m.getApplication(c.params[0] as string, c.owner)) },
+  { method: 'DELETE', path: '/applications/{name}', tenancy: 'tenant', handle: async (c) => sendJson(c.res, 200, await c.m.deleteApplication(c.params[0] as string, c.owner)) },
+  {
+    method: 'PATCH', path: '/applications/{name}', tenancy: 'tenant',
+    async handle(c) {
+      const b = await readJson(c.req);
       if (b.tier !== undefined && typeof b.tier !== 'string') throw new OAuthError('invalid_request', 'tier must be a string');
       if (b.description !== undefined && typeof b.description !== 'string') throw new OAuthError('invalid_request', 'description must be a string');
-      return sendJson(res, 200, await m.updateApplication(id, { ...(typeof b.tier === 'string' ? { tier: b.tier } : {}), ...(typeof b.description === 'string' ? { description: b.description } : {}), ...(owner !== undefined ? { owner } : {}) }));
-    }
-    if (id !== undefined && sub === 'keys' && method === 'POST' && parts.length === 3) {
-      const b = await readJson(req);
+      return sendJson(c.res, 200, await c.m.updateApplication(c.params[0] as string, { ...(typeof b.tier === 'string' ? { tier: b.tier } : {}), ...(typeof b.description === 'string' ? { description: b.description } : {}), ...(c.owner !== undefined ? { owner: c.owner } : {}) }));
+    },
+  },
+  {
+    method: 'POST', path: '/applications/{name}/keys', tenancy: 'tenant',
+    async handle(c) {
+      const b = await readJson(c.req);
       const grantTypes = strings(b.grantTypes, 'grantTypes');
-      const keys = await m.generateKeys(id, { keyType: keyType(b.keyType), ...(grantTypes !== undefined ? { grantTypes } : {}), ...(str(b.callbackUrl) !== undefined ? { callbackUrl: str(b.callbackUrl) as string } : {}), ...(owner !== undefined ? { owner } : {}) });
-      return sendJson(res, 201, keys, { 'Cache-Control': 'no-store' });
-    }
-  }
-  if (collection === 'subscriptions' && sub === undefined) {
-    if (id === undefined && method === 'GET') {
-      const app = query.get('application') ?? undefined;
-      const api = query.get('api') ?? undefined;
-      return sendJson(res, 200, { list: await m.listSubscriptions({ ...(app !== undefined ? { application: app } : {}), ...(owner !== undefined ? { owner } : {}), ...(api !== undefined ? { apiContext: api } : {}) }) });
-    }
-    if (id === undefined && method === 'POST') {
-      const b = await readJson(req);
-      const s = await m.addSubscription({
+      const keys = await c.m.generateKeys(c.params[0] as string, { keyType: keyType(b.keyType), ...(grantTypes !== undefined ? { grantTypes } : {}), ...(str(b.callbackUrl) !== undefined ? { callbackUrl: str(b.callbackUrl) as string } : {}), ...(c.owner !== undefined ? { owner: c.owner } : {}) });
+      return sendJson(c.res, 201, keys, { 'Cache-Control': 'no-store' });
+    },
+  },
+  {
+    method: 'GET', path: '/subscriptions', tenancy: 'tenant',
+    async handle(c) {
+      const app = c.query.get('application') ?? undefined;
+      const api = c.query.get('api') ?? undefined;
+      return sendJson(c.res, 200, { list: await c.m.listSubscriptions({ ...(app !== undefined ? { application: app } : {}), ...(c.owner !== undefined ? { owner: c.owner } : {}), ...(api !== undefined ? { apiContext: api } : {}) }) });
+    },
+  },
+  {
+    method: 'POST', path: '/subscriptions', tenancy: 'tenant',
+    async handle(c) {
+      const b = await readJson(c.req);
+      const s = await c.m.addSubscription({
         application: need(b.application, 'application'),
         apiContext: need(b.api, 'api'),
         apiVersion: need(b.version, 'version'),
@@ -103,130 +177,214 @@ export async function handleAdmin(ctx: RouteContext, req: http.IncomingMessage, 
         ...(str(b.tier) !== undefined ? { tier: str(b.tier) as string } : {}),
         ...(b.state !== undefined ? { state: state(b.state) } : {}),
       });
-      return sendJson(res, 201, s);
-    }
-    // By id in the path, or by { application, api, version } in the body.
-    if (method === 'PATCH' || method === 'DELETE') {
-      const b = await readJson(req);
-      const ref = id !== undefined
-        ? { id }
-        : { application: need(b.application, 'application'), apiContext: need(b.api, 'api'), ...(str(b.version) !== undefined ? { apiVersion: str(b.version) as string } : {}), ...(str(b.owner) !== undefined ? { owner: str(b.owner) as string } : {}) };
-      if (method === 'DELETE') return sendJson(res, 200, await m.removeSubscription(ref));
-      return sendJson(res, 200, await m.setSubscriptionState(ref, state(b.state)));
-    }
-  }
-  if (collection === 'users' && id === undefined) {
-    if (method === 'GET') return sendJson(res, 200, { list: await m.listUsers() });
-    if (method === 'POST') {
-      const b = await readJson(req);
+      return sendJson(c.res, 201, s);
+    },
+  },
+  // By id in the path, or by { application, api, version } in the body.
+  { method: 'PATCH', path: '/subscriptions', tenancy: 'tenant', handle: changeSubscription },
+  { method: 'DELETE', path: '/subscriptions', tenancy: 'tenant', handle: changeSubscription },
+  { method: 'PATCH', path: '/subscriptions/{id}', tenancy: 'tenant', handle: changeSubscription },
+  { method: 'DELETE', path: '/subscriptions/{id}', tenancy: 'tenant', handle: changeSubscription },
+  { method: 'GET', path: '/users', tenancy: 'tenant', handle: async (c) => sendJson(c.res, 200, { list: await c.m.listUsers() }) },
+  {
+    method: 'POST', path: '/users', tenancy: 'tenant',
+    async handle(c) {
+      const b = await readJson(c.req);
       const roles = strings(b.roles, 'roles');
-      const users = ctx.oauth.users;
+      const users = c.ctx.oauth.users;
       if (users.kind !== 'database') {
         // A read_write_ldap directory takes new users; other directories are read only (docs/user-stores.md).
         if (users.addUser === undefined) throw new OAuthError('conflict', `users sign in against ${users.description}: add them in the directory; throughway does not write to it`);
+        // Tenants' users live in the key manager's store (docs/tenants.md): a directory holds the super tenant's.
+        if (c.caller.tenant !== SUPER_TENANT) throw new OAuthError('access_denied', `users sign in against ${users.description}, which holds the super tenant's users only`);
         const input = { username: need(b.username, 'username'), password: need(b.password, 'password'), roles: roles ?? [] };
-        checkNewUser(input, ctx.userRules);
+        checkNewUser(input, c.ctx.userRules);
         const added = await users.addUser(input.username, input.password, input.roles);
-        ctx.logger.log('info', 'user_added', { username: added.username, store: users.description });
-        return sendJson(res, 201, added);
+        c.ctx.logger.log('info', 'user_added', { username: added.username, store: users.description });
+        return sendJson(c.res, 201, added);
       }
-      const u = await m.addUser({ username: need(b.username, 'username'), password: need(b.password, 'password'), ...(roles !== undefined ? { roles } : {}) }, ctx.userRules);
-      return sendJson(res, 201, u);
-    }
-  }
+      const u = await c.m.addUser({ username: need(b.username, 'username'), password: need(b.password, 'password'), ...(roles !== undefined ? { roles } : {}) }, c.ctx.userRules);
+      return sendJson(c.res, 201, u);
+    },
+  },
   // A gateway-worker's backend JWT user claims ([apim.jwt] enable_user_claims; lib/scale/control-plane.ts).
-  if (collection === 'users' && id !== undefined && sub === 'claims' && method === 'GET' && parts.length === 3) {
-    const claims = await m.userClaims(id);
-    if (claims === undefined) throw new OAuthError('not_found', `no user ${id}`);
-    return sendJson(res, 200, { username: id, claims });
-  }
-  if (collection === 'signing-keys' && id === undefined && method === 'GET') return sendJson(res, 200, { keys: ctx.keys.publicJwks() });
-  if (collection === 'signing-keys' && id === 'rotate' && method === 'POST') {
-    const kid = await ctx.keys.rotate().catch((err: unknown) => {
-      throw err instanceof KeyRingError ? new OAuthError('conflict', err.message) : err;
-    });
-    ctx.logger.log('info', 'signing_key_rotated', { kid });
-    return sendJson(res, 200, { kid });
-  }
-  if (collection === 'blocking-conditions' && sub === undefined) {
-    if (id === undefined && method === 'GET') return sendJson(res, 200, { list: await m.listBlockingConditions() });
-    if (id === undefined && method === 'POST') {
-      const b = await readJson(req);
+  {
+    method: 'GET', path: '/users/{name}/claims', tenancy: 'tenant',
+    async handle(c) {
+      const id = c.params[0] as string;
+      const claims = c.m.scope === undefined || c.m.scope === SUPER_TENANT || (await c.m.findUser(id)) !== undefined ? await c.m.userClaims(id) : undefined;
+      if (claims === undefined) throw new OAuthError('not_found', `no user ${id}`);
+      return sendJson(c.res, 200, { username: id, claims });
+    },
+  },
+  { method: 'GET', path: '/signing-keys', tenancy: 'super', handle: async (c) => sendJson(c.res, 200, { keys: c.ctx.keys.publicJwks() }) },
+  {
+    method: 'POST', path: '/signing-keys/rotate', tenancy: 'super',
+    async handle(c) {
+      const kid = await c.ctx.keys.rotate().catch((err: unknown) => {
+        throw err instanceof KeyRingError ? new OAuthError('conflict', err.message) : err;
+      });
+      c.ctx.logger.log('info', 'signing_key_rotated', { kid });
+      return sendJson(c.res, 200, { kid });
+    },
+  },
+  { method: 'GET', path: '/blocking-conditions', tenancy: 'super', handle: async (c) => sendJson(c.res, 200, { list: await c.m.listBlockingConditions() }) },
+  {
+    method: 'POST', path: '/blocking-conditions', tenancy: 'super',
+    async handle(c) {
+      const b = await readJson(c.req);
       if (b.invert !== undefined && typeof b.invert !== 'boolean') throw new OAuthError('invalid_request', 'invert must be true or false');
-      return sendJson(res, 201, await m.addBlockingCondition({ type: need(b.type, 'type'), value: need(b.value, 'value'), invert: b.invert === true }));
-    }
-    if (id !== undefined && method === 'DELETE') return sendJson(res, 200, await m.removeBlockingCondition(id));
-  }
+      return sendJson(c.res, 201, await c.m.addBlockingCondition({ type: need(b.type, 'type'), value: need(b.value, 'value'), invert: b.invert === true }));
+    },
+  },
+  { method: 'DELETE', path: '/blocking-conditions/{id}', tenancy: 'super', handle: async (c) => sendJson(c.res, 200, await c.m.removeBlockingCondition(c.params[0] as string)) },
   // Initial access tokens for dynamic client registration (RFC 7591 §3, lib/keymanager/registration.ts).
-  if (collection === 'registration-tokens' && sub === undefined) {
-    if (id === undefined && method === 'POST') {
-      const b = await readJson(req);
+  {
+    method: 'POST', path: '/registration-tokens', tenancy: 'super',
+    async handle(c) {
+      const b = await readJson(c.req);
       if (b.expiresIn !== undefined && typeof b.expiresIn !== 'number') throw new OAuthError('invalid_request', 'expiresIn must be a number of seconds');
-      const t = await issueRegistrationToken(ctx.keys, ctx.oauth.settings.issuer, { issuedBy: admin, ...(str(b.owner) !== undefined ? { owner: str(b.owner) as string } : {}), ...(typeof b.expiresIn === 'number' ? { expiresIn: b.expiresIn } : {}) });
-      ctx.logger.log('info', 'registration_token_issued', { jti: t.jti, owner: t.owner, issued_by: admin, expires_at: t.expiresAt });
-      return sendJson(res, 201, t, { 'Cache-Control': 'no-store' });
-    }
-    if (id !== undefined && method === 'DELETE') {
-      await revokeRegistrationToken(ctx.store, id);
-      ctx.logger.log('info', 'registration_token_revoked', { jti: id });
-      return sendJson(res, 200, { jti: id, revoked: true });
-    }
-  }
+      const admin = c.caller.username;
+      const t = await issueRegistrationToken(c.ctx.keys, c.ctx.oauth.settings.issuer, { issuedBy: admin, ...(str(b.owner) !== undefined ? { owner: str(b.owner) as string } : {}), ...(typeof b.expiresIn === 'number' ? { expiresIn: b.expiresIn } : {}) });
+      c.ctx.logger.log('info', 'registration_token_issued', { jti: t.jti, owner: t.owner, issued_by: admin, expires_at: t.expiresAt });
+      return sendJson(c.res, 201, t, { 'Cache-Control': 'no-store' });
+    },
+  },
+  {
+    method: 'DELETE', path: '/registration-tokens/{jti}', tenancy: 'super',
+    async handle(c) {
+      const id = c.params[0] as string;
+      await revokeRegistrationToken(c.ctx.store, id);
+      c.ctx.logger.log('info', 'registration_token_revoked', { jti: id });
+      return sendJson(c.res, 200, { jti: id, revoked: true });
+    },
+  },
   // The consoles of a node pointing at this key manager (console-clients.ts, docs/portal.md "Server roles").
-  if (collection === 'console-clients' && sub === undefined && method === 'POST') {
-    const adminUser = ctx.oauth.settings.adminUser;
-    if (id === undefined) {
-      const b = await readJson(req);
+  {
+    method: 'POST', path: '/console-clients', tenancy: 'super',
+    async handle(c) {
+      const b = await readJson(c.req);
       const origins = { http: origin(b.http, 'http'), https: origin(b.https, 'https') };
       if (origins.http === undefined && origins.https === undefined) throw new OAuthError('invalid_request', 'http or https (the consoles\' origin) is required');
-      const clients = await registerConsoleClients(m, ctx.store, adminUser, origins);
-      for (const c of clients) ctx.firstParty.add(c.consumerKey);
-      ctx.logger.log('info', 'console_clients_registered', { origins: clients.map((c) => c.origin), by: admin });
-      return sendJson(res, 201, { clients }, { 'Cache-Control': 'no-store' });
-    }
-    // A console asks again (before each sign-in): this key manager may have restarted since it registered.
-    if (!(await isConsoleClient(ctx.store, adminUser, id))) throw new OAuthError('not_found', `no console client ${id}`);
-    ctx.firstParty.add(id);
-    return sendJson(res, 200, { consumerKey: id, firstParty: true });
-  }
-  if (collection === 'api-files' && ctx.apiFiles !== undefined) {
-    const files = ctx.apiFiles;
-    if (id === undefined && method === 'GET') return sendJson(res, 200, { list: files.listFiles() });
-    if (id !== undefined && sub === undefined && method === 'GET') {
-      const f = files.readFile(id);
-      if (f === undefined) throw new OAuthError('not_found', `no API file ${id}`);
-      return sendJson(res, 200, f);
-    }
-    if (id !== undefined && sub === undefined && method === 'PUT') {
-      const b = await readJson(req);
-      const r = await files.writeFile(id, need(b.text, 'text'), b.create === true);
-      if ('status' in r) return sendJson(res, r.status, { error: r.status === 409 ? 'conflict' : 'invalid_request', error_description: r.message, fields: r.fields });
-      ctx.logger.log('info', 'api_file_written', { id: r.id, by: admin });
-      return sendJson(res, 200, { id: r.id });
-    }
-    if (id !== undefined && sub === 'lifecycle' && method === 'POST') {
-      const b = await readJson(req);
-      const r = await files.transitionFile(id, need(b.state, 'state'));
-      if ('status' in r) return sendJson(res, r.status, { error: r.status === 409 ? 'conflict' : r.status === 404 ? 'not_found' : 'invalid_request', error_description: r.message, fields: r.fields });
-      ctx.logger.log('info', 'api_file_transition', { id: r.id, from: r.from, to: b.state, by: admin });
-      return sendJson(res, 200, { id: r.id, from: r.from, to: b.state });
-    }
-  }
-  if (collection === 'snapshot' && id === undefined && method === 'GET') return sendJson(res, 200, await m.snapshot());
+      const clients = await registerConsoleClients(c.m, c.ctx.store, c.ctx.oauth.settings.adminUser, origins);
+      for (const x of clients) c.ctx.firstParty.add(x.consumerKey);
+      c.ctx.logger.log('info', 'console_clients_registered', { origins: clients.map((x) => x.origin), by: c.caller.username });
+      return sendJson(c.res, 201, { clients }, { 'Cache-Control': 'no-store' });
+    },
+  },
+  {
+    method: 'POST', path: '/console-clients/{consumerKey}', tenancy: 'super',
+    async handle(c) {
+      // A console asks again (before each sign-in): this key manager may have restarted since it registered.
+      const id = c.params[0] as string;
+      if (!(await isConsoleClient(c.ctx.store, c.ctx.oauth.settings.adminUser, id))) throw new OAuthError('not_found', `no console client ${id}`);
+      c.ctx.firstParty.add(id);
+      return sendJson(c.res, 200, { consumerKey: id, firstParty: true });
+    },
+  },
+  { method: 'GET', path: '/api-files', tenancy: 'super', when: (ctx) => ctx.apiFiles !== undefined, handle: async (c) => sendJson(c.res, 200, { list: c.ctx.apiFiles?.listFiles() ?? [] }) },
+  {
+    method: 'GET', path: '/api-files/{id}', tenancy: 'super', when: (ctx) => ctx.apiFiles !== undefined,
+    async handle(c) {
+      const f = c.ctx.apiFiles?.readFile(c.params[0] as string);
+      if (f === undefined) throw new OAuthError('not_found', `no API file ${c.params[0] ?? ''}`);
+      return sendJson(c.res, 200, f);
+    },
+  },
+  {
+    method: 'PUT', path: '/api-files/{id}', tenancy: 'super', when: (ctx) => ctx.apiFiles !== undefined,
+    async handle(c) {
+      const b = await readJson(c.req);
+      const r = await (c.ctx.apiFiles as ApiFileService).writeFile(c.params[0] as string, need(b.text, 'text'), b.create === true);
+      if ('status' in r) return apiFileAnswer(c, r);
+      c.ctx.logger.log('info', 'api_file_written', { id: r.id, by: c.caller.username });
+      return sendJson(c.res, 200, { id: r.id });
+    },
+  },
+  {
+    method: 'POST', path: '/api-files/{id}/lifecycle', tenancy: 'super', when: (ctx) => ctx.apiFiles !== undefined,
+    async handle(c) {
+      const b = await readJson(c.req);
+      const r = await (c.ctx.apiFiles as ApiFileService).transitionFile(c.params[0] as string, need(b.state, 'state'));
+      if ('status' in r) return apiFileAnswer(c, r);
+      c.ctx.logger.log('info', 'api_file_transition', { id: r.id, from: r.from, to: b.state, by: c.caller.username });
+      return sendJson(c.res, 200, { id: r.id, from: r.from, to: b.state });
+    },
+  },
+  { method: 'GET', path: '/snapshot', tenancy: 'super', handle: async (c) => sendJson(c.res, 200, await c.m.snapshot()) },
   // What gateway-workers deploy (docs/scale-out.md): `?labels=A,B` keeps the APIs sharing one of them.
-  if (collection === 'deployments' && id === undefined && method === 'GET' && ctx.deployments !== undefined) {
-    const l = query.get('labels');
-    const d = ctx.deployments(l === null ? undefined : l.split(',').map((x) => x.trim()).filter((x) => x !== ''));
-    // The version is the ETag: a gateway-worker checking that it runs the same set gets 304 and no body
-    // (RFC 9110 §13.1.2); lib/scale/deployment-check.ts.
-    const etag = d.version !== undefined ? `"${d.version}"` : undefined;
-    if (etag !== undefined && req.headers['if-none-match'] === etag) {
-      res.writeHead(304, { ETag: etag });
-      res.end();
-      return;
+  {
+    method: 'GET', path: '/deployments', tenancy: 'super', when: (ctx) => ctx.deployments !== undefined,
+    async handle(c) {
+      const l = c.query.get('labels');
+      const d = (c.ctx.deployments as NonNullable<RouteContext['deployments']>)(l === null ? undefined : l.split(',').map((x) => x.trim()).filter((x) => x !== ''));
+      // The version is the ETag: a gateway-worker checking that it runs the same set gets 304 and no body
+      // (RFC 9110 §13.1.2); lib/scale/deployment-check.ts.
+      const etag = d.version !== undefined ? `"${d.version}"` : undefined;
+      if (etag !== undefined && c.req.headers['if-none-match'] === etag) {
+        c.res.writeHead(304, { ETag: etag });
+        c.res.end();
+        return;
+      }
+      return sendJson(c.res, 200, d, etag !== undefined ? { ETag: etag } : {});
+    },
+  },
+  { method: 'GET', path: '/revocations', tenancy: 'super', handle: async (c) => sendJson(c.res, 200, { list: await c.ctx.store.listRevoked(Date.now()) }) },
+  // Tenants (docs/tenants.md): the super tenant's admins only.
+  { method: 'GET', path: '/tenants', tenancy: 'super', handle: async (c) => sendJson(c.res, 200, { list: tenantsOf(c.ctx).list().map(tenantView) }) },
+  {
+    method: 'POST', path: '/tenants', tenancy: 'super',
+    async handle(c) {
+      const b = await readJson(c.req);
+      const input = { domain: need(b.domain, 'domain'), admin: need(b.admin, 'admin'), password: need(b.password, 'password'), ...(str(b.package) !== undefined ? { package: str(b.package) as string } : {}) };
+      if (b.package !== undefined && typeof b.package !== 'string') throw new OAuthError('invalid_request', 'package must be a string');
+      checkNewUser({ username: input.admin, password: input.password }, c.ctx.userRules);
+      const t = await tenantsOf(c.ctx).add(input).catch(tenantRefusal);
+      c.ctx.logger.log('info', 'tenant_added', { domain: t.domain, admin: t.admin, package: t.package, active: t.active, by: c.caller.username });
+      return sendJson(c.res, 201, tenantView(t));
+    },
+  },
+  {
+    method: 'GET', path: '/tenants/{domain}', tenancy: 'super',
+    async handle(c) {
+      const t = tenantsOf(c.ctx).get(c.params[0] as string);
+      if (t === undefined) throw new OAuthError('not_found', `TENANT_NOT_FOUND: no tenant ${c.params[0] ?? ''}`);
+      return sendJson(c.res, 200, tenantView(t));
+    },
+  },
+  { method: 'POST', path: '/tenants/{domain}/activate', tenancy: 'super', handle: (c) => setTenantActive(c, true) },
+  { method: 'POST', path: '/tenants/{domain}/deactivate', tenancy: 'super', handle: (c) => setTenantActive(c, false) },
+] satisfies readonly AdminRoute[]);
+
+const SEGMENTS = ADMIN_ROUTES.map((r) => r.path.split('/').filter((x) => x !== ''));
+
+/** The route for a method and path's segments, with its bound segments; undefined when none matches. */
+export function matchAdminRoute(ctx: RouteContext, method: string, parts: readonly string[]): { route: AdminRoute; params: string[] } | undefined {
+  for (let i = 0; i < ADMIN_ROUTES.length; i++) {
+    const r = ADMIN_ROUTES[i] as AdminRoute;
+    const segs = SEGMENTS[i] as string[];
+    if (r.method !== method || segs.length !== parts.length || (r.when !== undefined && !r.when(ctx))) continue;
+    const params: string[] = [];
+    let ok = true;
+    for (let j = 0; j < segs.length && ok; j++) {
+      const s = segs[j] as string;
+      if (s.startsWith('{')) params.push(parts[j] as string);
+      else ok = s === parts[j];
     }
-    return sendJson(res, 200, d, etag !== undefined ? { ETag: etag } : {});
+    if (ok) return { route: r, params };
   }
-  if (collection === 'revocations' && id === undefined && method === 'GET') return sendJson(res, 200, { list: await ctx.store.listRevoked(Date.now()) });
-  throw new OAuthError('not_found', `no admin resource ${method} /admin/v1${path}`);
+  return undefined;
+}
+
+export async function handleAdmin(ctx: RouteContext, req: http.IncomingMessage, res: http.ServerResponse, path: string, query: URLSearchParams, caller: AdminCaller): Promise<void> {
+  const method = req.method ?? 'GET';
+  const parts = path.split('/').filter((s) => s !== '').map((s) => decodeURIComponent(s));
+  const found = matchAdminRoute(ctx, method, parts);
+  if (found === undefined) throw new OAuthError('not_found', `no admin resource ${method} /admin/v1${path}`);
+  const { route, params } = found;
+  // A tenant's admin is its tenant's super admin and nothing more (docs/tenants.md, "Admins").
+  if (route.tenancy === 'super' && caller.tenant !== SUPER_TENANT) throw new OAuthError('access_denied', `${method} /admin/v1${route.path} is for the super tenant's admins; ${caller.username} is an admin of tenant ${caller.tenant}`);
+  const scoped = route.tenancy === 'tenant' && ctx.manager.tenants?.any === true;
+  const m = scoped ? ctx.manager.forTenant(caller.tenant) : ctx.manager;
+  return route.handle({ ctx, req, res, params, query, caller, m, owner: query.get('owner') ?? undefined });
 }

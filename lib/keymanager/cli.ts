@@ -17,7 +17,8 @@ import { isDirectory } from '../store/users';
 import { OAuthError } from './errors';
 import { signingKeystore } from './index';
 import { openKeyRing } from './keys';
-import { CONTROL_CHARS, Manager } from './manage';
+import { checkNewUser, CONTROL_CHARS, Manager, tenantRefusal } from './manage';
+import { Tenants, tenantSettings } from '../tenants';
 import { issueRegistrationToken, revokeRegistrationToken } from './registration';
 import { keyManagerSettings } from './settings';
 
@@ -37,20 +38,41 @@ export const ADMIN_USAGE = `Managing applications, keys, subscriptions and users
   blocking remove ID
   registration token [--owner USER] [--expires-in SECONDS]
   registration revoke JTI
+  tenants add DOMAIN --admin NAME [--package demo|smb|custom]
+  tenants list
+  tenants activate DOMAIN
+  tenants deactivate DOMAIN
 Options: --config FILE (local store of that configuration), --url URL (a running node's management
 port, e.g. http://localhost:9763) with --admin-user/--admin-password (default: [super_admin]), --json.
+tenants add reads the admin's password from THROUGHWAY_TENANT_ADMIN_PASSWORD, else from standard
+input: never from an argument.
 `;
 
-export const ADMIN_COMMANDS = new Set(['apps', 'keys', 'subscriptions', 'users', 'blocking', 'registration']);
+export const ADMIN_COMMANDS = new Set(['apps', 'keys', 'subscriptions', 'users', 'blocking', 'registration', 'tenants']);
+
+/** The environment variable `tenants add` reads the new tenant admin's password from (docs/tenants.md). */
+export const TENANT_PASSWORD_ENV = 'THROUGHWAY_TENANT_ADMIN_PASSWORD';
 
 interface Io {
   readonly out: (text: string) => void;
   readonly err: (text: string) => void;
   readonly cwd: string;
+  readonly env?: Readonly<Record<string, string | undefined>>;
+  readonly stdin?: () => Promise<string>;
+}
+
+/** The tenant admin's password: the environment variable, else standard input (its first line). */
+async function tenantPassword(io: Io): Promise<string> {
+  const fromEnv = io.env?.[TENANT_PASSWORD_ENV];
+  if (fromEnv !== undefined && fromEnv !== '') return fromEnv;
+  const text = io.stdin === undefined ? '' : await io.stdin();
+  const line = text.split(/\r?\n/)[0] ?? '';
+  if (line === '') throw new UsageError(`tenants add needs the admin's password in ${TENANT_PASSWORD_ENV} or on standard input (never as an argument)`);
+  return line;
 }
 
 const FLAGS = new Set(['--sandbox', '--prod-only', '--json', '--invert']);
-const VALUED = new Set(['--config', '--url', '--admin-user', '--admin-password', '--owner', '--tier', '--description', '--app', '--grant-types', '--callback', '--api', '--api-version', '--state', '--password', '--roles', '--sys', '--type', '--value', '--expires-in']);
+const VALUED = new Set(['--config', '--url', '--admin-user', '--admin-password', '--admin', '--package', '--owner', '--tier', '--description', '--app', '--grant-types', '--callback', '--api', '--api-version', '--state', '--password', '--roles', '--sys', '--type', '--value', '--expires-in']);
 
 class UsageError extends Error {}
 
@@ -103,7 +125,8 @@ async function localOps(configFile: string, cwd: string, io: Io): Promise<Ops> {
   const store = await openStore(loaded.config, cwd);
   const props = loaded.config.user_store.properties;
   const rules = { username: new RegExp(props.UsernameJavaRegEx), password: new RegExp(props.PasswordJavaRegEx) };
-  const m = new Manager(store, createEventBus());
+  const tenants = await Tenants.open(store, tenantSettings(loaded.config), 0);
+  const m = new Manager(store, createEventBus(), undefined, tenants);
   const admin = loaded.config.super_admin.username;
   const q = (route: string): { parts: string[]; query: URLSearchParams } => {
     const u = new URL(route, 'http://x');
@@ -115,6 +138,7 @@ async function localOps(configFile: string, cwd: string, io: Io): Promise<Ops> {
       const owner = query.get('owner') ?? undefined;
       const s = (k: string): string | undefined => (typeof body[k] === 'string' ? (body[k] as string) : undefined);
       const [c, id, sub] = parts;
+      if (c === 'tenants') return localTenants(tenants, method, id, sub, body, rules);
       if (c === 'applications' && id === undefined && method === 'GET') return { list: await m.listApplications(owner) };
       if (c === 'applications' && id === undefined && method === 'POST') return m.createApplication({ name: s('name') ?? '', owner: s('owner') ?? admin, ...(s('tier') !== undefined ? { tier: s('tier') as string } : {}), ...(s('description') !== undefined ? { description: s('description') as string } : {}) });
       if (c === 'applications' && id !== undefined && sub === undefined && method === 'DELETE') return m.deleteApplication(id, owner);
@@ -152,6 +176,18 @@ async function localOps(configFile: string, cwd: string, io: Io): Promise<Ops> {
     },
     close: () => store.close(),
   };
+}
+
+/** The tenant routes of the admin API over the local store (docs/tenants.md). */
+async function localTenants(tenants: Tenants, method: string, domain: string | undefined, sub: string | undefined, body: Record<string, unknown>, rules: { username: RegExp; password: RegExp }): Promise<unknown> {
+  const s = (k: string): string => (typeof body[k] === 'string' ? (body[k] as string) : '');
+  if (domain === undefined && method === 'GET') return { list: tenants.list() };
+  if (domain === undefined && method === 'POST') {
+    checkNewUser({ username: s('admin'), password: s('password') }, rules);
+    return tenants.add({ domain: s('domain'), admin: s('admin'), password: s('password'), ...(s('package') !== '' ? { package: s('package') } : {}) }).catch(tenantRefusal);
+  }
+  if (domain !== undefined && method === 'POST' && (sub === 'activate' || sub === 'deactivate')) return tenants.setActive(domain, sub === 'activate').catch(tenantRefusal);
+  throw new Error(`no operation ${method} /tenants`);
 }
 
 function need(opts: Map<string, string>, name: string): string {
@@ -279,6 +315,18 @@ export async function runAdminCli(argv: readonly string[], io: Io): Promise<numb
         case 'registration revoke':
           arity(1);
           return ops.call('DELETE', `/registration-tokens/${enc(rest[0] ?? '')}`);
+        case 'tenants add': {
+          arity(1);
+          const admin = need(opts, '--admin');
+          return ops.call('POST', '/tenants', { domain: rest[0], admin, password: await tenantPassword(io), ...(opts.has('--package') ? { package: opts.get('--package') } : {}) });
+        }
+        case 'tenants list':
+          arity(0);
+          return ops.call('GET', '/tenants');
+        case 'tenants activate':
+        case 'tenants deactivate':
+          arity(1);
+          return ops.call('POST', `/tenants/${enc(rest[0] ?? '')}/${sub ?? ''}`);
         default:
           throw new UsageError(`unknown command: ${words.join(' ')}`);
       }
@@ -336,6 +384,13 @@ function render(key: string, r: Rec, url: string | undefined): string {
       return `initial access token for registering clients of ${S(r.owner)} (expires ${new Date(Number(r.expiresAt)).toISOString()}, id ${S(r.jti)}); send it as Authorization: Bearer to ${url ?? 'the management port'}/client-registration/v0.14/register:\n${S(r.token)}\n`;
     case 'registration revoke':
       return `initial access token ${S(r.jti)} revoked\n`;
+    case 'tenants add':
+      return `tenant ${S(r.domain)} added, admin ${S(r.admin)}${S(r.package) !== '' ? `, package ${S(r.package)}` : ''}: ${r.active === true ? 'active' : 'inactive until the super admin activates it ([multi_tenancy.platform] tenant_activation_moderated)'}\n`;
+    case 'tenants activate':
+    case 'tenants deactivate':
+      return `tenant ${S(r.domain)} ${r.active === true ? 'active' : 'inactive'}\n`;
+    case 'tenants list':
+      return table([['DOMAIN', 'ADMIN', 'PACKAGE', 'STATE'], ...list.map((x) => [S(x.domain), S(x.admin), S(x.package), x.active === true ? 'active' : 'inactive'])]);
     case 'blocking list':
       return list.length === 0 ? 'no blocking conditions\n' : table([['ID', 'TYPE', 'VALUE', 'INVERT'], ...list.map((c) => [S(c.id), S(c.type), S(c.value), c.invert === true ? 'yes' : ''])]);
     default:

@@ -30,7 +30,8 @@ import type { LoginGuard } from './lockout';
 import { STORE_UNAVAILABLE_CODES, StoreError, type Store } from '../store/types';
 import { UserStoreError } from '../store/users';
 import type { Deployments } from '../scale/deployments';
-import { handleAdmin } from './admin';
+import { handleAdmin, type AdminCaller } from './admin';
+import { SUPER_TENANT, type Tenants } from '../tenants';
 import { handleAuthorize, handleUserinfo } from './authorize';
 import { OAuthError } from './errors';
 import type { KeyRing } from './keys';
@@ -65,6 +66,8 @@ export interface RouteContext {
   readonly firstParty: Set<string>;
   /** The API files of this control plane, for console nodes of another process (GET|PUT /admin/v1/api-files). */
   readonly apiFiles?: ApiFileService;
+  /** The tenants (lib/tenants, docs/tenants.md): tenant management, and whose admin a caller is. */
+  readonly tenants?: Tenants;
 }
 
 /** A handler of more routes on the management port; resolves true when it answered the request. */
@@ -149,8 +152,11 @@ export async function readJson(req: http.IncomingMessage): Promise<Record<string
   return v as Record<string, unknown>;
 }
 
-/** The super admin (any stored user with the admin role) by HTTP Basic; 401 with a challenge otherwise. */
-export async function requireAdmin(ctx: RouteContext, req: http.IncomingMessage): Promise<string> {
+/**
+ * An admin by HTTP Basic: any stored user with the admin role, the super tenant's or a tenant's (whose
+ * tenant must be active, docs/tenants.md); 401 with a challenge otherwise.
+ */
+export async function requireAdmin(ctx: RouteContext, req: http.IncomingMessage): Promise<AdminCaller> {
   const challenge = { status: 401, headers: { 'WWW-Authenticate': 'Basic realm="throughway management", charset="UTF-8"' } };
   const creds = parseBasic(req.headers.authorization);
   if (creds === undefined) throw new OAuthError('invalid_client', 'super admin credentials required (HTTP Basic)', challenge);
@@ -162,7 +168,16 @@ export async function requireAdmin(ctx: RouteContext, req: http.IncomingMessage)
     throw new OAuthError('invalid_client', 'invalid super admin credentials', challenge);
   }
   ctx.guard?.succeeded('admin', creds.user, address);
-  return user.username;
+  const tenant = user.tenant;
+  if (tenant !== SUPER_TENANT && ctx.tenants?.state(tenant) !== 'active') throw new OAuthError('invalid_client', `tenant ${tenant} is not active`, challenge);
+  return { username: user.username, tenant };
+}
+
+/** The super tenant's admin (requireAdmin), for what no tenant admin may do; 403 for a tenant's admin. */
+export async function requireSuperAdmin(ctx: RouteContext, req: http.IncomingMessage): Promise<string> {
+  const caller = await requireAdmin(ctx, req);
+  if (caller.tenant !== SUPER_TENANT) throw new OAuthError('access_denied', `${caller.username} is an admin of tenant ${caller.tenant}, not of the super tenant`);
+  return caller.username;
 }
 
 /**
@@ -234,7 +249,7 @@ async function introspectionCaller(ctx: RouteContext, req: http.IncomingMessage,
     return;
   }
   try {
-    await requireAdmin(ctx, req);
+    await requireSuperAdmin(ctx, req);
   } catch (err) {
     if (err instanceof OAuthError && err.error === 'invalid_client') {
       throw new OAuthError('invalid_client', presented === undefined ? 'client authentication required: HTTP Basic with the consumer key and secret, or client_id and client_secret in the body' : 'client authentication failed', { headers: err.headers });

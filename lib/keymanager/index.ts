@@ -32,6 +32,7 @@ import { Manager } from './manage';
 import { createManagementServer, DEFAULT_ADMIN_PASSWORD, LOOPBACK, managementHost, usesDefaultAdminPassword } from './listener';
 import { OAuthServer } from './oauth';
 import { keyManagerSettings, type KeyManagerSettings } from './settings';
+import { signInUsers, Tenants, tenantSettings } from '../tenants';
 
 export interface KeyManagerOptions {
   readonly loaded: LoadResult;
@@ -60,6 +61,8 @@ export interface KeyManager {
   readonly bus: EventBus;
   /** Where users sign in (password grant, sign-in page): `[user_store] type` (docs/user-stores.md). */
   readonly users: UserStore;
+  /** The tenants (docs/tenants.md): what the gateway's route and authentication phases ask. */
+  readonly tenants: Tenants;
   readonly handler: (req: http.IncomingMessage, res: http.ServerResponse) => void;
   /** POST /oauth2/token and /oauth2/revoke as a plain call: the gateway's /token and /revoke in process (lib/gateway/token-route.ts). */
   oauthCall(c: OAuthCall): Promise<OAuthAnswer>;
@@ -131,17 +134,20 @@ export async function createKeyManager(o: KeyManagerOptions): Promise<KeyManager
   const keys = await openKeyRing(o.store, keyGrace(settings), signingKeystore(config), sealer);
   const guard = new LoginGuard(lockoutSettings(config.throughway.management), logger);
   // An LDAP directory is bound to here: a wrong URL or connection password stops the start (USER_STORE_CONNECT).
-  const users = o.users ?? (await openUserStore(config, o.store));
+  const opened = o.users ?? (await openUserStore(config, o.store));
+  const tenants = await Tenants.open(o.store, tenantSettings(config));
+  // A deactivated tenant's users cannot sign in (docs/tenants.md).
+  const users = signInUsers(opened, tenants);
   // The default super admin password, configured or still stored: listeners on loopback only (listener.ts).
   const storedAdmin = await o.store.getUser(config.super_admin.username);
   const loopbackOnly = usesDefaultAdminPassword(config) || (storedAdmin !== undefined && storedAdmin.roles.includes('admin') && (await verifyPassword(DEFAULT_ADMIN_PASSWORD, storedAdmin)));
-  const manager = new Manager(o.store, bus, users);
+  const manager = new Manager(o.store, bus, users, tenants);
   // One set of pending authorizations and codes, kept when the OAuth server is rebuilt for port 0.
   const codes = new AuthorizationCodes();
-  let oauth = new OAuthServer({ store: o.store, users, keys, bus, logger, settings, codes, ...(o.apiScopes !== undefined ? { apiScopes: o.apiScopes } : {}) });
+  let oauth = new OAuthServer({ store: o.store, users, keys, bus, logger, settings, codes, tenants, ...(o.apiScopes !== undefined ? { apiScopes: o.apiScopes } : {}) });
   const props = config.user_store.properties;
   const userRules = { username: javaRegex(props.UsernameJavaRegEx), password: javaRegex(props.PasswordJavaRegEx) };
-  const ctx: { -readonly [K in keyof RouteContext]: RouteContext[K] } = { oauth, manager, store: o.store, keys, logger, userRules, guard, firstParty: new Set<string>(), ...(o.apiFiles !== undefined ? { apiFiles: o.apiFiles } : {}), ...(o.ops !== undefined ? { ops: o.ops } : {}), ...(o.deployments !== undefined ? { deployments: o.deployments } : {}) };
+  const ctx: { -readonly [K in keyof RouteContext]: RouteContext[K] } = { oauth, manager, store: o.store, keys, logger, userRules, guard, tenants, firstParty: new Set<string>(), ...(o.apiFiles !== undefined ? { apiFiles: o.apiFiles } : {}), ...(o.ops !== undefined ? { ops: o.ops } : {}), ...(o.deployments !== undefined ? { deployments: o.deployments } : {}) };
   const handler = createHandler(ctx);
   let server: http.Server | undefined;
   let secureServer: https.Server | undefined;
@@ -170,6 +176,7 @@ export async function createKeyManager(o: KeyManagerOptions): Promise<KeyManager
     keys,
     bus,
     users,
+    tenants,
     handler,
     oauthCall: (c) => oauthCall(ctx, c),
     guard,
@@ -195,7 +202,7 @@ export async function createKeyManager(o: KeyManagerOptions): Promise<KeyManager
           // Port 0 (tests): the URLs the server announces follow the port it got.
           if (o.baseUrl === undefined && port === 0) {
             settings = keyManagerSettings(config, o.loaded.ports, `http://${host ?? '127.0.0.1'}:${a.port}`);
-            oauth = new OAuthServer({ store: o.store, users, keys, bus, logger, settings, codes, ...(o.apiScopes !== undefined ? { apiScopes: o.apiScopes } : {}) });
+            oauth = new OAuthServer({ store: o.store, users, keys, bus, logger, settings, codes, tenants, ...(o.apiScopes !== undefined ? { apiScopes: o.apiScopes } : {}) });
             ctx.oauth = oauth;
           }
           resolve(a);
@@ -217,6 +224,7 @@ export async function createKeyManager(o: KeyManagerOptions): Promise<KeyManager
     },
     async close() {
       if (timer !== undefined) clearInterval(timer);
+      tenants.close();
       if (o.users === undefined) await users.close();
       const hs = secureServer;
       secureServer = undefined;

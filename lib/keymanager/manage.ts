@@ -13,6 +13,7 @@ import { findIdentity, type UserStore } from '../store/users';
 import { OAuthError } from './errors';
 import { checkBlockingCondition } from '../events/blocking';
 import { DEFAULT_CLIENT_GRANTS, isGrantType } from './settings';
+import { SUPER_TENANT, TenantError, type Tenants } from '../tenants';
 
 export interface ApplicationView extends Application {
   readonly keys: readonly { readonly consumerKey: string; readonly keyType: KeyType; readonly grantTypes: readonly string[]; readonly callbackUrl: string }[];
@@ -37,6 +38,7 @@ export interface SubscriptionView extends Subscription {
 
 export interface UserView {
   readonly username: string;
+  readonly tenant: string;
   readonly roles: readonly string[];
   readonly hashMethod: StoredHashMethod;
   readonly createdAt: number;
@@ -85,13 +87,50 @@ function conflict(err: unknown, what: string): never {
   throw err;
 }
 
+/** The tenant of an API by its context: `/t/<domain>/...` is that tenant's (docs/tenants.md), any other the super tenant's. */
+export function tenantOfContext(context: string): string {
+  if (!context.startsWith('/t/')) return SUPER_TENANT;
+  const end = context.indexOf('/', 3);
+  return end < 0 ? context.slice(3) : context.slice(3, end);
+}
+
+/** A tenant rule broken by an admin call, as the admin API answers it (docs/tenants.md, "Errors"). */
+export function tenantRefusal(err: unknown): never {
+  if (!(err instanceof TenantError)) throw err;
+  const error = err.code === 'TENANT_EXISTS' ? 'conflict' : err.code === 'TENANT_NOT_FOUND' ? 'not_found' : 'invalid_request';
+  throw new OAuthError(error, `${err.code}: ${err.message}`);
+}
+
 export class Manager {
   constructor(
     private readonly store: Store,
     private readonly bus: EventBus,
     /** Where users sign in ([user_store] type); the store's own users when not given. */
     private readonly users?: UserStore,
+    /** The tenants (lib/tenants): whose a user name or an application is. Absent: everything is the super tenant's. */
+    readonly tenants?: Tenants,
+    /**
+     * Undefined: every tenant's rows (the snapshot, the CLI's local mode, the consoles). A domain: only that
+     * tenant's applications, subscriptions and users are found, listed and changed (an admin API caller's).
+     */
+    readonly scope?: string,
   ) {}
+
+  /** The same operations, restricted to one tenant's rows (docs/tenants.md, "Admins"). */
+  forTenant(tenant: string): Manager {
+    return new Manager(this.store, this.bus, this.users, this.tenants, tenant);
+  }
+
+  /** The tenant of a user name: its own tenant's for a scoped manager (qualified into it), else by its suffix. */
+  private ownerIn(owner: string): { owner: string; tenant: string } {
+    if (this.scope === undefined) return { owner, tenant: this.tenants?.tenantOf(owner) ?? SUPER_TENANT };
+    if (this.tenants === undefined || this.scope === SUPER_TENANT) return { owner, tenant: SUPER_TENANT };
+    try {
+      return { owner: this.tenants.qualify(owner, this.scope), tenant: this.scope };
+    } catch (err) {
+      return tenantRefusal(err);
+    }
+  }
 
   private async view(app: Application): Promise<ApplicationView> {
     const clients = await this.store.listClients(app.id);
@@ -99,12 +138,19 @@ export class Manager {
   }
 
   private payload(v: ApplicationView): ApplicationPayload {
-    return { id: v.id, name: v.name, owner: v.owner, tier: v.tier, keys: v.keys.map((k) => ({ consumerKey: k.consumerKey, keyType: k.keyType })) };
+    const p = { id: v.id, name: v.name, owner: v.owner, tier: v.tier, keys: v.keys.map((k) => ({ consumerKey: k.consumerKey, keyType: k.keyType })) };
+    // The super tenant's payloads are as they were before tenants (docs/events.md).
+    return v.tenant === SUPER_TENANT ? p : { ...p, tenant: v.tenant };
   }
 
-  /** An application by name (optionally of one owner) or id. */
+  /** An application by name (optionally of one owner) or id; a scoped manager finds only its tenant's. */
   async application(nameOrId: string, owner?: string): Promise<Application> {
-    const app = (await this.store.findApplication(nameOrId, owner)) ?? (owner === undefined ? await this.store.getApplication(nameOrId) : undefined);
+    let app: Application | undefined;
+    if (this.scope === undefined) app = (await this.store.findApplication(nameOrId, owner)) ?? (owner === undefined ? await this.store.getApplication(nameOrId) : undefined);
+    else {
+      const list = await this.store.listApplications(owner === undefined ? undefined : this.ownerIn(owner).owner, this.scope);
+      app = list.find((a) => a.name === nameOrId) ?? (owner === undefined ? list.find((a) => a.id === nameOrId) : undefined);
+    }
     if (app === undefined) throw new OAuthError('not_found', `no application ${JSON.stringify(nameOrId)}${owner !== undefined ? ` owned by ${owner}` : ''}`);
     return app;
   }
@@ -115,16 +161,18 @@ export class Manager {
     checkText('owner', input.owner);
     if (input.tier !== undefined) checkText('tier', input.tier);
     if (input.description !== undefined) checkText('description', input.description);
+    const { owner, tenant } = this.ownerIn(input.owner);
     const app = await this.store
-      .createApplication({ name: input.name, owner: input.owner, tier: input.tier ?? 'Unlimited', description: input.description ?? '' })
-      .catch((err: unknown) => conflict(err, `application ${input.name} of ${input.owner}`));
+      .createApplication({ name: input.name, owner, tenant, tier: input.tier ?? 'Unlimited', description: input.description ?? '' })
+      .catch((err: unknown) => conflict(err, `application ${input.name} of ${owner}`));
     const v = await this.view(app);
     this.bus.publish('application.added', { application: this.payload(v) });
     return v;
   }
 
   async listApplications(owner?: string): Promise<ApplicationView[]> {
-    return Promise.all((await this.store.listApplications(owner)).map((a) => this.view(a)));
+    const o = owner === undefined || this.scope === undefined ? owner : this.ownerIn(owner).owner;
+    return Promise.all((await this.store.listApplications(o, this.scope)).map((a) => this.view(a)));
   }
 
   async getApplication(nameOrId: string, owner?: string): Promise<ApplicationView> {
@@ -189,6 +237,11 @@ export class Manager {
     const state = input.state ?? 'UNBLOCKED';
     if (!SUBSCRIPTION_STATES.includes(state)) throw new OAuthError('invalid_request', `state must be one of ${SUBSCRIPTION_STATES.join(', ')}`);
     const apiContext = input.apiContext.startsWith('/') ? input.apiContext : `/${input.apiContext}`;
+    // An API of another tenant only with [apim.devportal] enable_cross_tenant_subscriptions (docs/tenants.md).
+    const apiTenant = tenantOfContext(apiContext);
+    if (apiTenant !== app.tenant && this.tenants?.settings.crossTenantSubscriptions !== true) {
+      throw new OAuthError('access_denied', `${apiContext} is an API of tenant ${apiTenant}, ${app.name} an application of ${app.tenant}: cross-tenant subscriptions are off ([apim.devportal] enable_cross_tenant_subscriptions)`);
+    }
     const sub = await this.store
       .addSubscription({ applicationId: app.id, apiContext, apiVersion: input.apiVersion, tier: input.tier ?? 'Unlimited', state })
       .catch((err: unknown) => conflict(err, `subscription of ${app.name} to ${apiContext} ${input.apiVersion}`));
@@ -198,7 +251,11 @@ export class Manager {
 
   async listSubscriptions(filter: { application?: string; owner?: string; apiContext?: string } = {}): Promise<SubscriptionView[]> {
     const applicationId = filter.application !== undefined ? (await this.application(filter.application, filter.owner)).id : undefined;
-    const subs = await this.store.listSubscriptions({ ...(applicationId !== undefined ? { applicationId } : {}), ...(filter.apiContext !== undefined ? { apiContext: filter.apiContext } : {}) });
+    let subs = await this.store.listSubscriptions({ ...(applicationId !== undefined ? { applicationId } : {}), ...(filter.apiContext !== undefined ? { apiContext: filter.apiContext } : {}) });
+    if (this.scope !== undefined && applicationId === undefined) {
+      const own = new Set((await this.store.listApplications(undefined, this.scope)).map((a) => a.id));
+      subs = subs.filter((x) => own.has(x.applicationId));
+    }
     return Promise.all(subs.map((s) => this.subscriptionView(s)));
   }
 
@@ -206,7 +263,8 @@ export class Manager {
   async findSubscription(ref: { id?: string; application?: string; owner?: string; apiContext?: string; apiVersion?: string }): Promise<Subscription> {
     if (ref.id !== undefined) {
       const s = await this.store.getSubscription(ref.id);
-      if (s === undefined) throw new OAuthError('not_found', `no subscription ${ref.id}`);
+      const inScope = s !== undefined && (this.scope === undefined || (await this.store.getApplication(s.applicationId))?.tenant === this.scope);
+      if (s === undefined || !inScope) throw new OAuthError('not_found', `no subscription ${ref.id}`);
       return s;
     }
     if (ref.application === undefined || ref.apiContext === undefined) throw new OAuthError('invalid_request', 'name the subscription by id, or by application and API context');
@@ -249,10 +307,11 @@ export class Manager {
     checkNewUser(input, rules);
     // Every password throughway sets is kept as scrypt (lib/store/passwords.ts).
     const hash = await newPasswordHash(input.password);
+    const { owner: username, tenant } = this.ownerIn(input.username);
     const u = await this.store
-      .addUser({ username: input.username, ...hash, roles: [...(input.roles ?? ['subscriber'])] })
-      .catch((err: unknown) => conflict(err, `user ${input.username}`));
-    return { username: u.username, roles: u.roles, hashMethod: u.hashMethod, createdAt: u.createdAt };
+      .addUser({ username, tenant, ...hash, roles: [...(input.roles ?? ['subscriber'])] })
+      .catch((err: unknown) => conflict(err, `user ${username}`));
+    return { username: u.username, tenant: u.tenant, roles: u.roles, hashMethod: u.hashMethod, createdAt: u.createdAt };
   }
 
   /**
@@ -265,7 +324,14 @@ export class Manager {
   }
 
   async listUsers(): Promise<UserView[]> {
-    return (await this.store.listUsers()).map((u) => ({ username: u.username, roles: u.roles, hashMethod: u.hashMethod, createdAt: u.createdAt }));
+    return (await this.store.listUsers(this.scope)).map((u) => ({ username: u.username, tenant: u.tenant, roles: u.roles, hashMethod: u.hashMethod, createdAt: u.createdAt }));
+  }
+
+  /** A user of this manager's tenant (any, unscoped) by name; undefined when there is none. */
+  async findUser(username: string): Promise<UserView | undefined> {
+    const u = await this.store.getUser(username);
+    if (u === undefined || (this.scope !== undefined && u.tenant !== this.scope)) return undefined;
+    return { username: u.username, tenant: u.tenant, roles: u.roles, hashMethod: u.hashMethod, createdAt: u.createdAt };
   }
   /** Blocking conditions (900805): stored, then published so gateways apply them at once (docs/throttling.md). */
   async addBlockingCondition(input: { type: string; value: string; invert?: boolean }): Promise<BlockingConditionRecord> {

@@ -20,6 +20,7 @@ import { OAuthError } from './errors';
 import { signIdToken } from './id-token';
 import type { KeyRing } from './keys';
 import { GRANT_KEYS, IMPLEMENTED_GRANTS, isGrantType, JWT_BEARER, type GrantType, type KeyManagerSettings } from './settings';
+import { SUPER_TENANT, type Tenants } from '../tenants';
 
 export type Form = URLSearchParams;
 
@@ -77,6 +78,8 @@ export interface OAuthServerOptions {
   readonly apiScopes?: () => Iterable<ApiScope>;
   /** Pending authorizations and issued codes (authorization_code grant); one per key manager. */
   readonly codes?: AuthorizationCodes;
+  /** The tenants (docs/tenants.md): a deactivated tenant's clients get no token, a user none of another tenant's client. */
+  readonly tenants?: Tenants;
 }
 
 /** Who a scope is granted to: the user's (or the application owner's) roles and the application. */
@@ -124,6 +127,9 @@ export class OAuthServer {
       throw new OAuthError('unsupported_grant_type', `grant type ${grant} is not supported: ${why}; use client_credentials, password, refresh_token or ${JWT_BEARER}`);
     }
     const auth = await this.authenticateClient(authorization, form);
+    const tenants = this.o.tenants;
+    const appTenant = auth.application.tenant;
+    if (appTenant !== SUPER_TENANT && tenants?.state(appTenant) !== 'active') throw new OAuthError('invalid_client', `the client's tenant ${appTenant} is not active`);
     if (auth.client.grantTypes.length > 0 && !auth.client.grantTypes.includes(grant)) {
       throw new OAuthError('unauthorized_client', `this client may not use grant type ${grant} (its grant types: ${auth.client.grantTypes.join(' ')})`);
     }
@@ -150,6 +156,8 @@ export class OAuthServer {
         const password = required(form, 'password');
         const user: Identity | undefined = await this.users.authenticate(username, password);
         if (user === undefined) throw new OAuthError('invalid_grant', 'invalid resource owner credentials');
+        // A tenant's users sign in to their tenant's applications only (docs/tenants.md).
+        if (tenants !== undefined && tenants.tenantOf(user.username) !== appTenant) throw new OAuthError('invalid_grant', `${user.username} is not a user of the client's tenant ${appTenant}`);
         const scope = await this.resolveScope(param(form, 'scope'), { roles: user.roles, applicationId: auth.application.id });
         return this.issue(auth, { grant, subject: user.username, aut: 'APPLICATION_USER', scope, validity: this.o.settings.userTokenValidity, refresh: true, idToken: true });
       }

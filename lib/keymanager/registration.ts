@@ -27,7 +27,7 @@ import { OAuthError } from './errors';
 import type { KeyRing } from './keys';
 import { checkName, checkText } from './manage';
 import { isGrantType, type KeyManagerSettings } from './settings';
-import { readJson, requireAdmin, sendJson, type RouteContext } from './http';
+import { readJson, requireSuperAdmin, sendJson, type RouteContext } from './http';
 
 export const REGISTRATION_TOKEN_TYPE = 'registration+jwt';
 /** Default and longest lifetime of an initial access token, seconds. */
@@ -97,7 +97,7 @@ async function registrant(ctx: RouteContext, req: http.IncomingMessage): Promise
   if (auth === undefined) {
     throw new OAuthError('invalid_token', 'registration needs an initial access token (Authorization: Bearer) or the super admin credentials (HTTP Basic)', { headers: { 'WWW-Authenticate': 'Bearer, Basic realm="throughway management", charset="UTF-8"' } });
   }
-  return { owner: undefined, admin: await requireAdmin(ctx, req) };
+  return { owner: undefined, admin: await requireSuperAdmin(ctx, req) };
 }
 
 function absoluteRedirect(u: string): void {

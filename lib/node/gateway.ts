@@ -75,7 +75,7 @@ export async function startGateway(b: Boot): Promise<void> {
   const follower = b.follower;
   const pulled = follower?.policiesText();
   const fromControlPlane = follower !== undefined ? { apiTexts: { origin: `the control plane ${follower.origin}`, entries: follower.entries() } } : {};
-  const gw = createGateway({ loaded: b.loaded, logger: b.logger, cwd: b.cwd, keyManager: link, tokenEndpoints: tokenEndpointsOf(b), events: b.events, ...fromControlPlane, throttling: { blocking, ...counters, ...(pulled !== undefined ? { policies: pulled } : {}) }, observe: gatewayObserver({ logger: b.logger, ...(b.metrics !== undefined ? { metrics: b.metrics } : {}) }) });
+  const gw = createGateway({ loaded: b.loaded, logger: b.logger, cwd: b.cwd, keyManager: link, ...(b.keyManager !== undefined ? { tenants: b.keyManager.tenants } : {}), tokenEndpoints: tokenEndpointsOf(b), events: b.events, ...fromControlPlane, throttling: { blocking, ...counters, ...(pulled !== undefined ? { policies: pulled } : {}) }, observe: gatewayObserver({ logger: b.logger, ...(b.metrics !== undefined ? { metrics: b.metrics } : {}) }) });
   b.gateway = gw;
   follower?.attach(gw);
   b.stopCollecting();

@@ -29,6 +29,7 @@ import { ALLOWED_ALGORITHMS as allowedAlgorithms, securitySettingsFrom as settin
 import { SubscriptionStore, type Snapshot } from './subscriptions';
 import { TokenCache, type CacheEntry } from './token-cache';
 import { isFault, TokenValidator, type KeyManagerLink } from './validator';
+import { SUPER_TENANT, type TenantDirectory } from '../tenants';
 
 export interface SecurityOptions {
   readonly settings: SecuritySettings;
@@ -39,6 +40,10 @@ export interface SecurityOptions {
   readonly logger?: Logger;
   /** The clock (epoch ms); tests pass a fake one. */
   readonly now?: () => number;
+  /** Whether a tenant is active (lib/tenants): a token of a tenant that is not is refused. Absent: every application is the super tenant's. */
+  readonly tenants?: TenantDirectory;
+  /** `[apim.devportal] enable_cross_tenant_subscriptions`: a subscribed application may call another tenant's API. */
+  readonly crossTenantSubscriptions?: boolean;
 }
 
 export interface SecurityHealth {
@@ -75,6 +80,8 @@ export interface SecuredApiFacts {
   readonly context: string;
   /** [apimgt.mutual_ssl] for this API. */
   readonly mutualSsl: 'off' | 'optional' | 'mandatory';
+  /** The API's tenant (docs/tenants.md); absent for the super tenant's. */
+  readonly tenant?: string;
 }
 
 /**
@@ -116,6 +123,8 @@ interface PerApi {
   readonly version: number;
   readonly fault: FaultValue | undefined;
   readonly auth: AuthContext | undefined;
+  /** The application's tenant when it is not the super tenant: checked active on every call. */
+  readonly tenant?: string;
   jwt: string | undefined;
   jwtRenewAt: number;
 }
@@ -151,9 +160,13 @@ export class Security {
   private generated: BackendJwtKey | undefined;
   /** Validations under way: calls arriving with the same new token share one signature check. */
   private readonly pending = new Map<string, Promise<TokenIdentity | FaultValue>>();
+  private readonly tenants: TenantDirectory | undefined;
+  private readonly crossTenant: boolean;
 
   constructor(o: SecurityOptions) {
     this.settings = o.settings;
+    this.tenants = o.tenants;
+    this.crossTenant = o.crossTenantSubscriptions === true;
     this.now = o.now ?? Date.now;
     this.logger = o.logger ?? silentLogger;
     this.km = o.keyManager;
@@ -276,6 +289,8 @@ export class Security {
       entry.perApi.set(api, per);
     }
     if (per.fault !== undefined) return per.fault;
+    // A deactivated tenant's tokens stop at once (docs/tenants.md); the super tenant's calls skip this.
+    if (per.tenant !== undefined && this.tenants?.state(per.tenant) !== 'active') return fault(ApiCode.INVALID_CREDENTIALS, { description: `the access token's tenant ${per.tenant} is not active` });
     if (res.tokenType !== 'any' && (res.tokenType === 'user') !== (id.userType === 'APPLICATION_USER')) {
       return fault(ApiCode.INCORRECT_TOKEN_TYPE, { description: res.tokenType === 'user' ? 'the resource accepts only tokens issued to an end user' : 'the resource accepts only application tokens' });
     }
@@ -331,13 +346,17 @@ export class Security {
     }
     const app = this.subscriptions.application(id.consumerKey);
     if (app === undefined) return no(fault(ApiCode.INVALID_CREDENTIALS, { description: 'the access token belongs to no known application' }));
+    const appTenant = app.application.tenant;
+    if (appTenant !== def.tenant && !this.crossTenant) {
+      return no(fault(ApiCode.RESOURCE_FORBIDDEN, { description: `the access token's application is of tenant ${appTenant ?? SUPER_TENANT} and ${def.name} ${def.version} of tenant ${def.tenant ?? SUPER_TENANT}: cross-tenant subscriptions are off` }));
+    }
     const sub = this.subscriptions.subscription(app.application.id, def.context, def.version);
     if (sub === undefined) return no(fault(ApiCode.RESOURCE_FORBIDDEN, { description: `the application is not subscribed to ${def.name} ${def.version}` }));
     if (sub.state === 'BLOCKED' || (sub.state === 'PROD_ONLY_BLOCKED' && id.keyType === 'PRODUCTION')) return no(fault(ApiCode.API_TEMPORARILY_BLOCKED));
     if (sub.state === 'ON_HOLD') return no(fault(ApiCode.SUBSCRIPTION_INACTIVE));
     const a = app.application;
     const auth: AuthContext = Object.freeze({ ...base, applicationId: a.id, applicationName: a.name, applicationTier: a.tier, subscriber: a.owner, subscriptionTier: sub.tier });
-    return { version, fault: undefined, auth, jwt: undefined, jwtRenewAt: 0 };
+    return { version, fault: undefined, auth, jwt: undefined, jwtRenewAt: 0, ...(appTenant !== undefined ? { tenant: appTenant } : {}) };
   }
 }
 

@@ -95,6 +95,26 @@ export const MIGRATIONS: readonly Migration[] = [
         CONSTRAINT tw_blocking_condition_value UNIQUE (type, value, invert))`,
     ],
   },
+  {
+    version: 4,
+    // docs/tenants.md. ADD COLUMN with a constant default fills every existing row on SQLite, PostgreSQL
+    // and MySQL/MariaDB alike: everything written before is the super tenant's. Signing keys stay the key
+    // manager's (one issuer for every tenant), so their table has no tenant.
+    description: 'tenants, and the tenant of every application, client, subscription, user, refresh token, revocation and blocking condition',
+    statements: [
+      `CREATE TABLE tw_tenant (
+        domain VARCHAR(253) NOT NULL PRIMARY KEY,
+        admin VARCHAR(255) NOT NULL,
+        package VARCHAR(32) NOT NULL,
+        active INTEGER NOT NULL,
+        created_at BIGINT NOT NULL)`,
+      ...['tw_application', 'tw_client', 'tw_subscription', 'tw_user', 'tw_refresh_token', 'tw_revoked_token', 'tw_blocking_condition'].map(
+        (table) => `ALTER TABLE ${table} ADD COLUMN tenant VARCHAR(253) NOT NULL DEFAULT 'carbon.super'`,
+      ),
+      `CREATE INDEX tw_application_tenant ON tw_application (tenant)`,
+      `CREATE INDEX tw_user_tenant ON tw_user (tenant)`,
+    ],
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;

@@ -21,7 +21,9 @@ import {
   type Store,
   type Subscription,
   type SubscriptionState,
+  type Tenant,
   type User,
+  SUPER_TENANT,
 } from './types';
 
 export type Row = Record<string, unknown>;
@@ -54,7 +56,7 @@ const list = (v: unknown): string[] => {
 };
 
 function toApplication(r: Row): Application {
-  return { id: str(r.id), name: str(r.name), owner: str(r.owner), tier: str(r.tier), description: str(r.description), createdAt: num(r.created_at) };
+  return { id: str(r.id), tenant: str(r.tenant) || SUPER_TENANT, name: str(r.name), owner: str(r.owner), tier: str(r.tier), description: str(r.description), createdAt: num(r.created_at) };
 }
 function toClient(r: Row): OAuthClient {
   return {
@@ -66,6 +68,9 @@ function toClient(r: Row): OAuthClient {
     callbackUrl: str(r.callback_url),
     createdAt: num(r.created_at),
   };
+}
+function toTenant(r: Row): Tenant {
+  return { domain: str(r.domain), admin: str(r.admin), package: str(r.package), active: num(r.active) !== 0, createdAt: num(r.created_at) };
 }
 function toSubscription(r: Row): Subscription {
   return {
@@ -81,6 +86,7 @@ function toSubscription(r: Row): Subscription {
 function toUser(r: Row): User {
   return {
     username: str(r.username),
+    tenant: str(r.tenant) || SUPER_TENANT,
     passwordHash: str(r.password_hash),
     salt: str(r.salt),
     hashMethod: str(r.hash_method) as StoredHashMethod,
@@ -140,6 +146,13 @@ export async function migrate(db: SqlDriver, migrations: readonly Migration[] = 
   return current;
 }
 
+/**
+ * The tenant of the application whose id is the statement's next parameter, as a value of an INSERT
+ * (a scalar subquery in VALUES: SQLite, PostgreSQL and MySQL/MariaDB all take it when it reads another
+ * table); the super tenant when there is no such application.
+ */
+const TENANT_OF_APPLICATION = `COALESCE((SELECT a.tenant FROM tw_application a WHERE a.id = ?), '${SUPER_TENANT}')`;
+
 export class SqlStore implements Store {
   readonly kind: string;
   readonly description: string;
@@ -158,9 +171,27 @@ export class SqlStore implements Store {
     return num(rows[0]?.v ?? 0);
   }
 
-  async createApplication(app: Omit<Application, 'id' | 'createdAt'>): Promise<Application> {
-    const a: Application = { ...app, id: randomUUID(), createdAt: Date.now() };
-    await this.db.run(`INSERT INTO tw_application (id, name, owner, tier, description, created_at) VALUES (?, ?, ?, ?, ?, ?)`, [a.id, a.name, a.owner, a.tier, a.description, a.createdAt]);
+  async addTenant(t: Omit<Tenant, 'createdAt'>): Promise<Tenant> {
+    const rec: Tenant = { ...t, createdAt: Date.now() };
+    await this.db.run(`INSERT INTO tw_tenant (domain, admin, package, active, created_at) VALUES (?, ?, ?, ?, ?)`, [rec.domain, rec.admin, rec.package, rec.active ? 1 : 0, rec.createdAt]);
+    return rec;
+  }
+  async getTenant(domain: string): Promise<Tenant | undefined> {
+    const r = (await this.db.all(`SELECT * FROM tw_tenant WHERE domain = ?`, [domain]))[0];
+    return r === undefined ? undefined : toTenant(r);
+  }
+  async listTenants(): Promise<Tenant[]> {
+    return (await this.db.all(`SELECT * FROM tw_tenant ORDER BY domain`)).map(toTenant);
+  }
+  async setTenantActive(domain: string, active: boolean): Promise<Tenant | undefined> {
+    // Read back rather than trust the row count: MySQL counts only rows whose value changed.
+    await this.db.run(`UPDATE tw_tenant SET active = ? WHERE domain = ?`, [active ? 1 : 0, domain]);
+    return this.getTenant(domain);
+  }
+
+  async createApplication(app: Omit<Application, 'id' | 'createdAt' | 'tenant'> & { tenant?: string }): Promise<Application> {
+    const a: Application = { ...app, tenant: app.tenant ?? SUPER_TENANT, id: randomUUID(), createdAt: Date.now() };
+    await this.db.run(`INSERT INTO tw_application (id, tenant, name, owner, tier, description, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`, [a.id, a.tenant, a.name, a.owner, a.tier, a.description, a.createdAt]);
     return a;
   }
   async getApplication(id: string): Promise<Application | undefined> {
@@ -174,10 +205,18 @@ export class SqlStore implements Store {
     const r = rows[0];
     return r === undefined ? undefined : toApplication(r);
   }
-  async listApplications(owner?: string): Promise<Application[]> {
-    const rows = owner === undefined
-      ? await this.db.all(`SELECT * FROM tw_application ORDER BY name, owner`)
-      : await this.db.all(`SELECT * FROM tw_application WHERE owner = ? ORDER BY name`, [owner]);
+  async listApplications(owner?: string, tenant?: string): Promise<Application[]> {
+    const where: string[] = [];
+    const params: Param[] = [];
+    if (owner !== undefined) {
+      where.push('owner = ?');
+      params.push(owner);
+    }
+    if (tenant !== undefined) {
+      where.push('tenant = ?');
+      params.push(tenant);
+    }
+    const rows = await this.db.all(`SELECT * FROM tw_application${where.length > 0 ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY name, owner`, params);
     return rows.map(toApplication);
   }
   async updateApplication(id: string, change: Partial<Pick<Application, 'tier' | 'description' | 'owner'>>): Promise<Application | undefined> {
@@ -196,8 +235,9 @@ export class SqlStore implements Store {
   async createClient(client: Omit<OAuthClient, 'createdAt'>): Promise<OAuthClient> {
     const c: OAuthClient = { ...client, createdAt: Date.now() };
     await this.db.run(
-      `INSERT INTO tw_client (consumer_key, secret_hash, application_id, key_type, grant_types, callback_url, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-      [c.consumerKey, c.secretHash, c.applicationId, c.keyType, c.grantTypes.join(' '), c.callbackUrl, c.createdAt],
+      // The client is its application's tenant's.
+      `INSERT INTO tw_client (consumer_key, secret_hash, application_id, key_type, grant_types, callback_url, created_at, tenant) VALUES (?, ?, ?, ?, ?, ?, ?, ${TENANT_OF_APPLICATION})`,
+      [c.consumerKey, c.secretHash, c.applicationId, c.keyType, c.grantTypes.join(' '), c.callbackUrl, c.createdAt, c.applicationId],
     );
     return c;
   }
@@ -215,8 +255,9 @@ export class SqlStore implements Store {
   async addSubscription(sub: Omit<Subscription, 'id' | 'createdAt'>): Promise<Subscription> {
     const s: Subscription = { ...sub, id: randomUUID(), createdAt: Date.now() };
     await this.db.run(
-      `INSERT INTO tw_subscription (id, application_id, api_context, api_version, tier, state, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-      [s.id, s.applicationId, s.apiContext, s.apiVersion, s.tier, s.state, s.createdAt],
+      // The subscription is its application's tenant's (the API's may differ: cross-tenant subscriptions).
+      `INSERT INTO tw_subscription (id, application_id, api_context, api_version, tier, state, created_at, tenant) VALUES (?, ?, ?, ?, ?, ?, ?, ${TENANT_OF_APPLICATION})`,
+      [s.id, s.applicationId, s.apiContext, s.apiVersion, s.tier, s.state, s.createdAt, s.applicationId],
     );
     return s;
   }
@@ -251,10 +292,11 @@ export class SqlStore implements Store {
     return (await this.db.run(`DELETE FROM tw_subscription WHERE id = ?`, [id])) > 0;
   }
 
-  async addUser(user: Omit<User, 'createdAt'>): Promise<User> {
-    const u: User = { ...user, createdAt: Date.now() };
-    await this.db.run(`INSERT INTO tw_user (username, password_hash, salt, hash_method, roles, created_at) VALUES (?, ?, ?, ?, ?, ?)`, [
+  async addUser(user: Omit<User, 'createdAt' | 'tenant'> & { tenant?: string }): Promise<User> {
+    const u: User = { ...user, tenant: user.tenant ?? SUPER_TENANT, createdAt: Date.now() };
+    await this.db.run(`INSERT INTO tw_user (username, tenant, password_hash, salt, hash_method, roles, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`, [
       u.username,
+      u.tenant,
       u.passwordHash,
       u.salt,
       u.hashMethod,
@@ -267,8 +309,9 @@ export class SqlStore implements Store {
     const r = (await this.db.all(`SELECT * FROM tw_user WHERE username = ?`, [username]))[0];
     return r === undefined ? undefined : toUser(r);
   }
-  async listUsers(): Promise<User[]> {
-    return (await this.db.all(`SELECT * FROM tw_user ORDER BY username`)).map(toUser);
+  async listUsers(tenant?: string): Promise<User[]> {
+    const rows = tenant === undefined ? await this.db.all(`SELECT * FROM tw_user ORDER BY username`) : await this.db.all(`SELECT * FROM tw_user WHERE tenant = ? ORDER BY username`, [tenant]);
+    return rows.map(toUser);
   }
   async deleteUser(username: string): Promise<boolean> {
     return (await this.db.run(`DELETE FROM tw_user WHERE username = ?`, [username])) > 0;
@@ -279,8 +322,9 @@ export class SqlStore implements Store {
 
   async saveRefreshToken(t: Omit<RefreshTokenRecord, 'usedAt' | 'revoked' | 'accessJti' | 'accessExpiresAt'> & { accessJti?: string; accessExpiresAt?: number }): Promise<void> {
     await this.db.run(
-      `INSERT INTO tw_refresh_token (token_hash, family, consumer_key, subject, scope, aut, key_type, issued_at, expires_at, used_at, revoked, access_jti, access_expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, 0, ?, ?)`,
-      [t.tokenHash, t.family, t.consumerKey, t.subject, t.scope, t.authorizedUserType, t.keyType, t.issuedAt, t.expiresAt, t.accessJti ?? null, t.accessExpiresAt ?? null],
+      // The refresh token is its client's tenant's.
+      `INSERT INTO tw_refresh_token (token_hash, family, consumer_key, subject, scope, aut, key_type, issued_at, expires_at, used_at, revoked, access_jti, access_expires_at, tenant) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, 0, ?, ?, COALESCE((SELECT c.tenant FROM tw_client c WHERE c.consumer_key = ?), '${SUPER_TENANT}'))`,
+      [t.tokenHash, t.family, t.consumerKey, t.subject, t.scope, t.authorizedUserType, t.keyType, t.issuedAt, t.expiresAt, t.accessJti ?? null, t.accessExpiresAt ?? null, t.consumerKey],
     );
   }
   async listRefreshFamily(family: string): Promise<RefreshTokenRecord[]> {

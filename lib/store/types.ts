@@ -22,8 +22,28 @@ export type PasswordHashMethod = 'SHA' | 'SHA-1' | 'SHA-256' | 'MD5' | 'PLAIN_TE
 /** How a stored password is hashed: scrypt for every password set by throughway, or an imported PasswordHashMethod (lib/store/passwords.ts). */
 export type StoredHashMethod = PasswordHashMethod | 'SCRYPT';
 
+/**
+ * The super tenant: the deployment's own organisation, named as the reference names it. Every row written
+ * before tenants existed is its (lib/store/migrations.ts, version 4), and a deployment that never creates a
+ * tenant has no other (docs/tenants.md).
+ */
+export const SUPER_TENANT = 'carbon.super';
+
+/** A tenant (docs/tenants.md): an organisation named by its domain, with its admin and billing package. */
+export interface Tenant {
+  readonly domain: string;
+  /** The tenant admin's user name, qualified (`admin@acme.test`). */
+  readonly admin: string;
+  /** `[multi_tenancy.billing.package.<key>]` key (demo, smb, custom), or '' for none. */
+  readonly package: string;
+  readonly active: boolean;
+  readonly createdAt: number;
+}
+
 export interface Application {
   readonly id: string;
+  /** The tenant whose application it is (its owner's). */
+  readonly tenant: string;
   readonly name: string;
   readonly owner: string;
   /** Application throttling tier (policy name). */
@@ -51,6 +71,8 @@ export interface Subscription extends SubscriptionPayload {
 
 export interface User {
   readonly username: string;
+  /** The tenant of the user: a tenant user's name ends with `@<domain>` (docs/tenants.md). */
+  readonly tenant: string;
   readonly passwordHash: string;
   readonly salt: string;
   readonly hashMethod: StoredHashMethod;
@@ -115,10 +137,19 @@ export interface Store {
   /** Connections in use and the pool's maximum, for pooled databases (the data source health checker). */
   poolUsage?(): { readonly active: number; readonly max: number } | undefined;
 
-  createApplication(app: Omit<Application, 'id' | 'createdAt'>): Promise<Application>;
+  /** Tenants other than the super tenant, by domain (docs/tenants.md). */
+  addTenant(t: Omit<Tenant, 'createdAt'>): Promise<Tenant>;
+  getTenant(domain: string): Promise<Tenant | undefined>;
+  listTenants(): Promise<Tenant[]>;
+  /** Activates or deactivates a tenant; the tenant after the change, undefined for an unknown domain. */
+  setTenantActive(domain: string, active: boolean): Promise<Tenant | undefined>;
+
+  /** `tenant` defaults to the super tenant. */
+  createApplication(app: Omit<Application, 'id' | 'createdAt' | 'tenant'> & { tenant?: string }): Promise<Application>;
   getApplication(id: string): Promise<Application | undefined>;
   findApplication(name: string, owner?: string): Promise<Application | undefined>;
-  listApplications(owner?: string): Promise<Application[]>;
+  /** All applications, or one owner's; `tenant`: only that tenant's. */
+  listApplications(owner?: string, tenant?: string): Promise<Application[]>;
   updateApplication(id: string, change: Partial<Pick<Application, 'tier' | 'description' | 'owner'>>): Promise<Application | undefined>;
   /** Deletes the application with its clients and subscriptions. */
   deleteApplication(id: string): Promise<boolean>;
@@ -135,9 +166,11 @@ export interface Store {
   setSubscriptionState(id: string, state: SubscriptionState): Promise<Subscription | undefined>;
   deleteSubscription(id: string): Promise<boolean>;
 
-  addUser(user: Omit<User, 'createdAt'>): Promise<User>;
+  /** `tenant` defaults to the super tenant. */
+  addUser(user: Omit<User, 'createdAt' | 'tenant'> & { tenant?: string }): Promise<User>;
   getUser(username: string): Promise<User | undefined>;
-  listUsers(): Promise<User[]>;
+  /** All users, or one tenant's. */
+  listUsers(tenant?: string): Promise<User[]>;
   deleteUser(username: string): Promise<boolean>;
   /** Replaces a user's stored password (an upgrade to scrypt after a sign-in); false for an unknown user. */
   setUserPassword(username: string, hash: { passwordHash: string; salt: string; hashMethod: StoredHashMethod }): Promise<boolean>;

@@ -257,10 +257,10 @@ t.test('spot checks against the spec', async (t) => {
 });
 
 t.test('runs: gateway features and the developer portal run, platform features do not', async (t) => {
-  for (const p of ['server', 'apim.jwt', 'apim.gateway.environment', 'apim.devportal', 'apim.cors', 'apim.throttling', 'transport.passthru_http', 'passthru_http', 'transport.ws', 'mediation', 'oauth.grant_type.password', 'apim.transport_headers', 'throughway', 'oauth.oidc']) {
+  for (const p of ['server', 'apim.jwt', 'apim.gateway.environment', 'apim.devportal', 'apim.cors', 'apim.throttling', 'transport.passthru_http', 'passthru_http', 'transport.ws', 'mediation', 'oauth.grant_type.password', 'apim.transport_headers', 'throughway', 'oauth.oidc', 'tenant_mgt', 'multi_tenancy.platform']) {
     t.equal(section(p).runs, true, `[${p}] runs`);
   }
-  for (const p of ['apim.workflow', 'apim.sdk', 'security_audit', 'apim.ai', 'apim.notifications', 'output_adapter.email', 'multi_tenancy.platform', 'indexing', 'registry_handler', 'governance', 'broker.heartbeat', 'tenant_mgt', 'transport.blocking_http', 'engine_handlers', 'apim.cache.recent_apis', 'apim.cache.publisher_roles', 'apim.cache.tags']) {
+  for (const p of ['apim.workflow', 'apim.sdk', 'security_audit', 'apim.ai', 'apim.notifications', 'output_adapter.email', 'multi_tenancy.billing.package.<package_key>', 'indexing', 'registry_handler', 'governance', 'broker.heartbeat', 'transport.blocking_http', 'engine_handlers', 'apim.cache.recent_apis', 'apim.cache.publisher_roles', 'apim.cache.tags']) {
     t.equal(section(p).runs, false, `[${p}] does not run`);
   }
 });

@@ -26,7 +26,7 @@ export interface Harness {
 
 export const ADMIN = { user: 'admin', password: 'admin-pw-1' };
 
-export async function startKeyManager(toml = '', options: { apiScopes?: KeyManagerOptions['apiScopes']; dir?: string; database?: string; deployments?: KeyManagerOptions['deployments']; port?: number } = {}): Promise<Harness> {
+export async function startKeyManager(toml = '', options: { apiScopes?: KeyManagerOptions['apiScopes']; dir?: string; database?: string; deployments?: KeyManagerOptions['deployments']; apiFiles?: KeyManagerOptions['apiFiles']; port?: number } = {}): Promise<Harness> {
   const dir = options.dir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'tw-km-'));
   const database = options.database ?? `[database.apim_db]\ntype = "h2"\nurl = "jdbc:h2:${path.join(dir, 'apim_db')}"\nusername = "tw"\npassword = "tw"\n`;
   const text = `[super_admin]\nusername = "${ADMIN.user}"\npassword = "${ADMIN.password}"\n${database}${toml}`;
@@ -40,7 +40,7 @@ export async function startKeyManager(toml = '', options: { apiScopes?: KeyManag
   bus.subscribe((e) => events.push(e));
   let km: KeyManager;
   try {
-    km = await createKeyManager({ loaded, store, bus, logger, ...(options.apiScopes !== undefined ? { apiScopes: options.apiScopes } : {}), ...(options.deployments !== undefined ? { deployments: options.deployments } : {}) });
+    km = await createKeyManager({ loaded, store, bus, logger, ...(options.apiScopes !== undefined ? { apiScopes: options.apiScopes } : {}), ...(options.deployments !== undefined ? { deployments: options.deployments } : {}), ...(options.apiFiles !== undefined ? { apiFiles: options.apiFiles } : {}) });
   } catch (err) {
     await store.close();
     throw err;

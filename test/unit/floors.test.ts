@@ -31,7 +31,7 @@ export const FLOORS: readonly (readonly string[])[] = [
   ['log', 'config'], // ground: the logger and the frozen settings
   ['transport', 'tls'], // bytes, protocol states, pools
   ['faults', 'events'], // vocabulary: the fault table, plain events on a bus
-  ['security', 'throttle', 'mediation', 'store', 'graphql'], // services with plain inputs
+  ['security', 'throttle', 'mediation', 'store', 'graphql', 'tenants'], // services with plain inputs; tenants/ reads store/
   ['gateway'], // APIs, routing, the phase chain
   ['keymanager', 'scale', 'observability', 'demo', 'portal', 'import'], // control plane, its web consoles, observers, and the import and export of the reference's projects
   ['node', 'index', 'cli', 'embed'], // boot and face: embed/ is the embedders' createGateway, composed with its observers

@@ -514,6 +514,8 @@ export const DOC000_SECTIONS: readonly SectionDef[] = [
       { key: 'enable_comments', type: 's', inactive: true, boolString: true, default: true, meaning: 'Allow comments on APIs.' },
       { key: 'enable_ratings', type: 's', inactive: true, boolString: true, default: true, meaning: 'Allow star ratings.' },
       { key: 'enable_forum', type: 's', inactive: true, boolString: true, default: true, meaning: 'Enable the forum.' },
+      // Not in spec 000's key table; the reference's own deployment.toml files write it (docs/tenants.md).
+      { key: 'enable_cross_tenant_subscriptions', type: 's', boolString: true, default: false, meaning: 'An application may subscribe to an API of another tenant (docs/tenants.md).' },
     ],
   },
   {
@@ -754,7 +756,8 @@ export const DOC000_SECTIONS: readonly SectionDef[] = [
     path: 'tenant_mgt',
     source: '000',
     title: 'Tenant management',
-    runs: false,
+    // lib/tenants (docs/tenants.md): a tenant user's own name may be an e-mail address.
+    runs: true,
     keys: [{ key: 'enable_email_domain', type: 's', boolString: true, default: false, meaning: 'Tenant users log in with their e-mail address.' }],
   },
 
@@ -763,19 +766,21 @@ export const DOC000_SECTIONS: readonly SectionDef[] = [
     path: 'multi_tenancy.platform',
     source: '000',
     title: 'Multi-tenancy platform',
-    runs: false,
+    // lib/tenants (docs/tenants.md) acts on tenant_activation_moderated; throughway sends no e-mail, bills
+    // nothing and has no usage summary, public cloud or single sign-on page, so the other keys are inactive.
+    runs: true,
     keys: [
-      { key: 'disable_tenant_management_emails', type: 'b', default: true, meaning: 'Do not send tenant management e-mails.' },
-      { key: 'email_validation_mandatory_for_login', type: 'b', default: false, meaning: 'Tenants must validate their e-mail before logging in.' },
+      { key: 'disable_tenant_management_emails', type: 'b', inactive: true, default: true, meaning: 'Do not send tenant management e-mails.' },
+      { key: 'email_validation_mandatory_for_login', type: 'b', inactive: true, default: false, meaning: 'Tenants must validate their e-mail before logging in.' },
       { key: 'tenant_activation_moderated', type: 'b', default: false, meaning: 'Tenant activation needs moderation.' },
-      { key: 'super_admin_email', type: 's', format: 'email', defaultText: '<EMAIL>', meaning: 'E-mail address of the super admin.' },
-      { key: 'skip_summary_generator', type: 'b', default: false, meaning: 'Skip the usage summary generator.' },
-      { key: 'notification_email', type: 's', format: 'email', meaning: 'Address that receives notifications.' },
-      { key: 'finance_notification_email', type: 's', format: 'email', meaning: 'Address that receives finance notifications.' },
-      { key: 'charge_on_registration', type: 'b', default: false, meaning: 'Charge tenants on registration.' },
-      { key: 'public_cloud_setup', type: 'b', default: true, meaning: 'The deployment is a public cloud setup.' },
-      { key: 'web_analytics_url', type: 's', format: 'url', meaning: 'Web analytics URL.' },
-      { key: 'sso_loading_message', type: 's', meaning: 'Message shown while single sign-on loads.' },
+      { key: 'super_admin_email', type: 's', inactive: true, format: 'email', defaultText: '<EMAIL>', meaning: 'E-mail address of the super admin.' },
+      { key: 'skip_summary_generator', type: 'b', inactive: true, default: false, meaning: 'Skip the usage summary generator.' },
+      { key: 'notification_email', type: 's', inactive: true, format: 'email', meaning: 'Address that receives notifications.' },
+      { key: 'finance_notification_email', type: 's', inactive: true, format: 'email', meaning: 'Address that receives finance notifications.' },
+      { key: 'charge_on_registration', type: 'b', inactive: true, default: false, meaning: 'Charge tenants on registration.' },
+      { key: 'public_cloud_setup', type: 'b', inactive: true, default: true, meaning: 'The deployment is a public cloud setup.' },
+      { key: 'web_analytics_url', type: 's', inactive: true, format: 'url', meaning: 'Web analytics URL.' },
+      { key: 'sso_loading_message', type: 's', inactive: true, meaning: 'Message shown while single sign-on loads.' },
     ],
   },
   {

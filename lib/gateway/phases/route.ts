@@ -3,7 +3,7 @@
  * call's runtime (router.ts). Targets with dot segments are refused. On a GraphQL API the operation of
  * the query is found too (graphql.ts): synchronous for GET, a Promise while a POST body is gathered.
  */
-import { ApiCode, GatewayOwnCode, fault } from '../../faults';
+import { ApiCode, GatewayOwnCode, fault, type FaultValue } from '../../faults';
 import { Match, matchResource, methodsFor } from '../router';
 import { CONTINUE, stop, type CallContext, type Outcome } from './context';
 import { graphqlQuery } from './graphql';
@@ -41,6 +41,19 @@ export function hasDotSegment(path: string): boolean {
   return false;
 }
 
+/**
+ * A call to /t/<domain>/... (docs/tenants.md) that no active tenant's API answers: 103010 for a domain that
+ * is no tenant, 103011 for a deactivated tenant, else 103005 (the tenant has no API there).
+ */
+function tenantFault(ctx: CallContext, path: string): FaultValue {
+  const end = path.indexOf('/', 3);
+  const domain = end < 0 ? path.slice(3) : path.slice(3, end);
+  const state = ctx.rt.tenants?.state(domain);
+  if (state === undefined) return fault(GatewayOwnCode.TENANT_UNKNOWN, { description: `no tenant ${domain.slice(0, 253)}` });
+  if (state === 'inactive') return fault(GatewayOwnCode.TENANT_INACTIVE, { description: `tenant ${domain} is deactivated` });
+  return fault(GatewayOwnCode.API_NOT_FOUND);
+}
+
 export function routePhase(ctx: CallContext): Outcome | Promise<Outcome> {
   let url = ctx.req.url;
   if (url.charCodeAt(0) !== 47) {
@@ -66,8 +79,9 @@ export function routePhase(ctx: CallContext): Outcome | Promise<Outcome> {
   ctx.query = q < 0 ? '' : url.slice(q);
   if (suspect && hasDotSegment(path)) return stop(fault(GatewayOwnCode.INVALID_PATH));
   const entry = ctx.rt.table.lookup(path);
-  if (entry === undefined) return stop(fault(GatewayOwnCode.API_NOT_FOUND));
+  if (entry === undefined) return stop(path.startsWith('/t/') ? tenantFault(ctx, path) : fault(GatewayOwnCode.API_NOT_FOUND));
   const api = entry.api;
+  if (api.tenant !== undefined && ctx.rt.tenants?.state(api.tenant) !== 'active') return stop(tenantFault(ctx, path));
   ctx.api = api;
   ctx.rest = path.length === entry.path.length ? '' : path.slice(entry.path.length);
   const method = ctx.req.method;

@@ -1,0 +1,114 @@
+/**
+ * Tenant isolation of the admin API (docs/tenants.md, "Admins"): every row of ADMIN_ROUTES is called as
+ * another tenant's admin (beta.test's) against acme.test's applications, subscriptions and users. A
+ * `super` route must answer 403; a `tenant` route must neither show nor change acme.test's rows, checked
+ * by the case this file has for it. A route added to the table without a case here fails this test, so
+ * no route ships without its tenant check.
+ */
+import t from 'tap';
+import { ADMIN_ROUTES, type AdminRoute } from '../../lib/keymanager/admin';
+import { adminAuth, basic, json, startKeyManager, type Harness, type Reply } from '../keymanager/helpers';
+
+interface Acme {
+  readonly appId: string;
+  readonly appName: string;
+  readonly subId: string;
+  readonly user: string;
+}
+
+type Call = (method: string, route: string, body?: unknown) => Promise<Reply>;
+
+/** What a `tenant` route must do when beta.test's admin names acme.test's rows; each returns failures. */
+const CASES: Record<string, (call: Call, acme: Acme, h: Harness) => Promise<string[]>> = {
+  'GET /environments': async (call) => ((await call('GET', '/environments')).status === 200 ? [] : ['not answered']),
+  'GET /applications': async (call, a) => {
+    const r = await call('GET', '/applications');
+    return r.status === 200 && !r.text.includes(a.appId) ? [] : [`lists acme.test's application (${r.status})`];
+  },
+  'POST /applications': async (call, _a, h) => {
+    const r = await call('POST', '/applications', { name: 'Planted', owner: 'jane@acme.test' });
+    const planted = (await h.store.listApplications(undefined, 'acme.test')).some((x) => x.name === 'Planted');
+    return r.status === 400 && !planted ? [] : [`created an application in acme.test (${r.status})`];
+  },
+  'GET /applications/{name}': async (call, a) => refusedBoth(call, 'GET', `/applications/${encodeURIComponent(a.appName)}`, `/applications/${a.appId}`),
+  'DELETE /applications/{name}': async (call, a, h) => [...(await refusedBoth(call, 'DELETE', `/applications/${encodeURIComponent(a.appName)}`, `/applications/${a.appId}`)), ...((await h.store.getApplication(a.appId)) === undefined ? ['deleted it'] : [])],
+  'PATCH /applications/{name}': async (call, a, h) => [...(await refusedBoth(call, 'PATCH', `/applications/${a.appId}`, `/applications/${encodeURIComponent(a.appName)}`, { tier: 'Gold' })), ...((await h.store.getApplication(a.appId))?.tier === 'Gold' ? ['changed it'] : [])],
+  'POST /applications/{name}/keys': async (call, a) => refusedBoth(call, 'POST', `/applications/${a.appId}/keys`, `/applications/${encodeURIComponent(a.appName)}/keys`, {}),
+  'GET /subscriptions': async (call, a) => {
+    const r = await call('GET', '/subscriptions');
+    const named = await call('GET', `/subscriptions?application=${a.appId}`);
+    return [...(r.status === 200 && !r.text.includes(a.subId) ? [] : ['lists acme.test\'s subscription']), ...(named.status === 404 ? [] : [`?application= of acme.test answered ${named.status}`])];
+  },
+  'POST /subscriptions': async (call, a) => refused(await call('POST', '/subscriptions', { application: a.appId, api: '/t/beta.test/x', version: '1' })),
+  'PATCH /subscriptions': async (call, a, h) => [...refused(await call('PATCH', '/subscriptions', { application: a.appId, api: '/t/acme.test/pizza', state: 'BLOCKED' })), ...(await subscriptionKept(h, a))],
+  'DELETE /subscriptions': async (call, a, h) => [...refused(await call('DELETE', '/subscriptions', { application: a.appId, api: '/t/acme.test/pizza' })), ...(await subscriptionKept(h, a))],
+  'PATCH /subscriptions/{id}': async (call, a, h) => [...refused(await call('PATCH', `/subscriptions/${a.subId}`, { state: 'BLOCKED' })), ...(await subscriptionKept(h, a))],
+  'DELETE /subscriptions/{id}': async (call, a, h) => [...refused(await call('DELETE', `/subscriptions/${a.subId}`)), ...(await subscriptionKept(h, a))],
+  'GET /users': async (call, a) => {
+    const r = await call('GET', '/users');
+    return r.status === 200 && !r.text.includes(a.user) ? [] : [`lists acme.test's user (${r.status})`];
+  },
+  'POST /users': async (call, _a, h) => {
+    const r = await call('POST', '/users', { username: 'mole@acme.test', password: 'mole-pw-1' });
+    const made = (await h.store.getUser('mole@acme.test')) !== undefined;
+    return r.status === 400 && !made ? [] : [`added a user to acme.test (${r.status})`];
+  },
+  'GET /users/{name}/claims': async (call, a) => refused(await call('GET', `/users/${encodeURIComponent(a.user)}/claims`)),
+};
+
+function refused(r: Reply): string[] {
+  return r.status === 404 ? [] : [`answered ${r.status}: ${r.text.slice(0, 120)}`];
+}
+
+async function refusedBoth(call: Call, method: string, first: string, second: string, body?: unknown): Promise<string[]> {
+  return [...refused(await call(method, first, body)), ...refused(await call(method, second, body))];
+}
+
+async function subscriptionKept(h: Harness, a: Acme): Promise<string[]> {
+  const s = await h.store.getSubscription(a.subId);
+  return s !== undefined && s.state === 'UNBLOCKED' ? [] : ['acme.test\'s subscription was changed'];
+}
+
+/** A path of the route with each `{...}` segment filled. */
+const filled = (r: AdminRoute): string => r.path.replace(/\{[^}]+\}/g, 'acme.test');
+
+t.test('every admin route, called as another tenant\'s admin, refuses', async (t) => {
+  const h = await startKeyManager('', {
+    deployments: () => ({ apis: [], policies: null }),
+    apiFiles: { listFiles: () => [], readFile: () => undefined, writeFile: async (id) => ({ id }), transitionFile: async (id) => ({ id, from: 'PUBLISHED' }) },
+  });
+  t.teardown(() => h.close());
+  const A = `${h.url}/admin/v1`;
+  await h.km.tenants.add({ domain: 'acme.test', admin: 'bossy', password: 'acme-pw-1' });
+  await h.km.tenants.add({ domain: 'beta.test', admin: 'chief', password: 'beta-pw-1' });
+  const acmeAdmin = basic('bossy@acme.test', 'acme-pw-1');
+  t.equal((await json('POST', `${A}/users`, { username: 'janey', password: 'jane-pw-1' }, acmeAdmin)).status, 201);
+  const app = await json('POST', `${A}/applications`, { name: 'AcmeApp', owner: 'janey' }, acmeAdmin);
+  t.match(app.body, { owner: 'janey@acme.test', tenant: 'acme.test' });
+  const sub = await json('POST', `${A}/subscriptions`, { application: 'AcmeApp', api: '/t/acme.test/pizza', version: '1.0.0' }, acmeAdmin);
+  t.equal(sub.status, 201, sub.text);
+  const acme: Acme = { appId: String(app.body.id), appName: 'AcmeApp', subId: String(sub.body.id), user: 'janey@acme.test' };
+  t.equal((await json('GET', `${A}/applications/AcmeApp`, undefined, acmeAdmin)).status, 200, 'its own admin finds it');
+
+  const beta = basic('chief@beta.test', 'beta-pw-1');
+  const call: Call = (method, route, body) => json(method, `${A}${route}`, body, beta);
+  let tenantRoutes = 0;
+  for (const route of ADMIN_ROUTES) {
+    const name = `${route.method} ${route.path}`;
+    if (route.tenancy === 'super') {
+      const r = await call(route.method, filled(route), route.method === 'GET' || route.method === 'DELETE' ? undefined : {});
+      t.match(r, { status: 403, body: { error: 'access_denied' } }, `${name}: super tenant admins only`);
+      continue;
+    }
+    tenantRoutes++;
+    const check = CASES[name];
+    if (check === undefined) {
+      t.fail(`${name}: a tenant route with no isolation case in this file`);
+      continue;
+    }
+    t.same(await check(call, acme, h), [], `${name}: acme.test's rows neither shown nor changed`);
+  }
+  t.equal(tenantRoutes, Object.keys(CASES).length, 'every case is a route of the table');
+  // The super admin's own calls still work.
+  t.equal((await json('GET', `${A}/snapshot`, undefined, adminAuth())).status, 200);
+});
