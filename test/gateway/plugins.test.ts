@@ -125,3 +125,8 @@ t.test('a plugin that does not load stops the start with PLUGIN_LOAD naming it',
     t.equal((err as { code?: string }).code, 'PLUGIN_LOAD', `${spec}: coded`);
   }
 });
+
+t.test('docs/plugins.md quotes each example file exactly', async (t) => {
+  const page = fs.readFileSync(path.join(root, 'docs', 'plugins.md'), 'utf8');
+  for (const f of ['allow-list.js', 'response-headers.js']) t.ok(page.includes('```js\n' + fs.readFileSync(path.join(examples, f), 'utf8') + '```'), f);
+});
