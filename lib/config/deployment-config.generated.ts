@@ -2214,6 +2214,10 @@ export interface ThroughwaySection {
   readonly retry_stale: boolean;
   /** Listen backlog of the gateway listeners (HTTP, HTTPS, WS, WSS). Default: 511. */
   readonly backlog: number;
+  /** Policy plugins of `throughway start` (docs/plugins.md): each a path (./ or ../, from the configuration's directory) or a package name (from that directory's node_modules) of a module exporting phases placed before or after a built-in phase. A plugin that does not load is a start-up error naming it. Default: []. */
+  readonly plugins: readonly string[];
+  /** Settings of each plugin, [throughway.plugin.<name>], handed to the plugin as it is loaded (docs/plugins.md). */
+  readonly plugin?: Readonly<Record<string, unknown>>;
   /** Directory of API definitions. Default: "apis". */
   readonly apis_dir: string;
   /** Fault response templates file. Default: "fault-templates.toml". */

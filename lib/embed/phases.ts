@@ -83,6 +83,26 @@ function guarded(p: CustomPhase, logger: Logger): ChainStep {
   };
 }
 
+/** A forward decision with the response fields custom phases set on the call (ctx.addResponseHeaders, ctx.dropResponseHeaders). */
+function edited(ctx: CallContext, o: Outcome): Outcome {
+  if (o === undefined || !('forward' in o) || (ctx.addResponseHeaders === undefined && ctx.dropResponseHeaders === undefined)) return o;
+  const f = o.forward;
+  const add = ctx.addResponseHeaders === undefined ? f.responseHeaders : [...(f.responseHeaders ?? []), ...ctx.addResponseHeaders];
+  const drop = ctx.dropResponseHeaders === undefined ? f.dropResponseHeaders : [...(f.dropResponseHeaders ?? []), ...ctx.dropResponseHeaders.map((n) => n.toLowerCase())];
+  return { forward: { ...f, ...(add !== undefined ? { responseHeaders: add } : {}), ...(drop !== undefined ? { dropResponseHeaders: drop } : {}) } };
+}
+
+/** The send phase of a chain with custom phases: its forward decision carries their response edits. Only such chains have it. */
+function withResponseEdits(send: Phase): ChainStep {
+  return {
+    name: send.name,
+    run(ctx) {
+      const r = send.run(ctx);
+      return isPromise(r) ? r.then((o) => edited(ctx, o)) : edited(ctx, r);
+    },
+  };
+}
+
 /** The built-in chain with the custom phases in place; `base` itself unchanged. */
 export function chainWith(base: readonly Phase[], placements: readonly PhasePlacement[], logger: Logger): readonly ChainStep[] {
   const names = new Set<string>(base.map((p) => p.name));
@@ -106,7 +126,7 @@ export function chainWith(base: readonly Phase[], placements: readonly PhasePlac
   }
   const chain: ChainStep[] = [];
   for (const p of base) {
-    chain.push(...(before.get(p.name) ?? []), p, ...(after.get(p.name) ?? []));
+    chain.push(...(before.get(p.name) ?? []), p.name === 'send' ? withResponseEdits(p) : p, ...(after.get(p.name) ?? []));
   }
   return Object.freeze(chain);
 }

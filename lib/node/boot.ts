@@ -4,6 +4,7 @@
  * logs, the event bus, the operations objects, and each part once it has started (close() and SIGHUP
  * find them here).
  */
+import type { Plugins } from './plugins';
 import type { LoadResult } from '../config/load';
 import type { DeploymentConfig } from '../config/types';
 import type { EffectivePorts } from '../config/ports';
@@ -34,6 +35,8 @@ import type { ClusterPart } from '../scale/cluster';
 export interface RunningNode {
   /** The gateway, when this role runs one. */
   readonly gateway: Gateway | undefined;
+  /** The policy plugins the gateway runs, with their failures counted (docs/plugins.md); undefined with none configured. */
+  readonly plugins: Plugins | undefined;
   /** The key manager (token endpoint, DCR, admin API) on the management port. */
   readonly keyManager: KeyManager | undefined;
   /** Key manager events (token revoked, applications, subscriptions, policies): docs/events.md. */
@@ -95,6 +98,8 @@ export interface Boot {
   readonly listening: { management: number | undefined; gateway: number | undefined };
   demo?: DemoBackend;
   gateway?: Gateway;
+  /** The policy plugins the gateway runs ([throughway] plugins, lib/node/plugins.ts), when any is configured. */
+  plugins?: Plugins;
   store?: Store;
   keyManager?: KeyManager;
   hub?: RedisEventHub;

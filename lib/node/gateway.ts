@@ -18,6 +18,7 @@ import { DecisionCounterStore, redacted } from '../throttle/decisions';
 import { observeGateway, opsRequestHandler } from './operations';
 import type { Boot } from './boot';
 import { createManagementServer } from '../keymanager/listener';
+import { loadPlugins } from './plugins';
 
 /** The listeners' TLS: the [transport.passthru_https] listener stores; without a key store, the sample key pair (made once). */
 export interface ListenerTls {
@@ -75,7 +76,11 @@ export async function startGateway(b: Boot): Promise<void> {
   const follower = b.follower;
   const pulled = follower?.policiesText();
   const fromControlPlane = follower !== undefined ? { apiTexts: { origin: `the control plane ${follower.origin}`, entries: follower.entries() } } : {};
-  const gw = createGateway({ loaded: b.loaded, logger: b.logger, cwd: b.cwd, keyManager: link, ...(b.keyManager !== undefined ? { tenants: b.keyManager.tenants } : {}), tokenEndpoints: tokenEndpointsOf(b), events: b.events, ...fromControlPlane, throttling: { blocking, ...counters, ...(pulled !== undefined ? { policies: pulled } : {}) }, observe: gatewayObserver({ logger: b.logger, ...(b.metrics !== undefined ? { metrics: b.metrics } : {}) }) });
+  // No plugin configured: no phases option, so the chain stays PHASES (nothing new per request).
+  const specs = config.throughway.plugins;
+  const plugins = specs.length > 0 ? loadPlugins(specs, config.throughway.plugin, b.loaded.dir) : undefined;
+  b.plugins = plugins;
+  const gw = createGateway({ loaded: b.loaded, ...(plugins !== undefined ? { phases: plugins.placements } : {}), logger: b.logger, cwd: b.cwd, keyManager: link, ...(b.keyManager !== undefined ? { tenants: b.keyManager.tenants } : {}), tokenEndpoints: tokenEndpointsOf(b), events: b.events, ...fromControlPlane, throttling: { blocking, ...counters, ...(pulled !== undefined ? { policies: pulled } : {}) }, observe: gatewayObserver({ logger: b.logger, ...(b.metrics !== undefined ? { metrics: b.metrics } : {}) }) });
   b.gateway = gw;
   follower?.attach(gw);
   b.stopCollecting();
@@ -83,6 +88,7 @@ export async function startGateway(b: Boot): Promise<void> {
   const a = await gw.listen(b.eph ? { port: 0, host: '127.0.0.1' } : {});
   b.listening.gateway = a.port;
   b.log(`  ${'gateway HTTP'.padEnd(18)} port ${a.port}`);
+  if (plugins !== undefined) b.log(`  ${'plugins'.padEnd(18)} ${plugins.names.join(', ')}`);
   describeGateway(b, gw);
 }
 

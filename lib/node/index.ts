@@ -66,5 +66,5 @@ export async function startNode(loaded: LoadResult, options: StartOptions = {}):
   }
   summarise(b);
   b.started = true;
-  return { gateway: b.gateway, keyManager: b.keyManager, events: b.events, metrics: b.metrics, health: b.health, readiness: b.readiness, reload, ports: b.listening, close };
+  return { gateway: b.gateway, plugins: b.plugins, keyManager: b.keyManager, events: b.events, metrics: b.metrics, health: b.health, readiness: b.readiness, reload, ports: b.listening, close };
 }

@@ -26,6 +26,8 @@ export const THROUGHWAY_SECTIONS: readonly SectionDef[] = [
       { key: 'max_response_header_size', type: 'i', format: 'bytes', default: 65536, min: 1024, meaning: "Largest backend status line + headers accepted; a larger one is a protocol fault (101506, 502)." },
       { key: 'retry_stale', type: 'b', default: true, meaning: 'Retry once on a fresh connection when a reused backend socket closes before any response byte.' },
       { key: 'backlog', type: 'i', default: 511, min: 1, meaning: 'Listen backlog of the gateway listeners (HTTP, HTTPS, WS, WSS).' },
+      { key: 'plugins', type: 'a', default: [], meaning: 'Policy plugins of `throughway start` (docs/plugins.md): each a path (./ or ../, from the configuration\'s directory) or a package name (from that directory\'s node_modules) of a module exporting phases placed before or after a built-in phase. A plugin that does not load is a start-up error naming it.' },
+      { key: 'plugin', type: 'map', meaning: 'Settings of each plugin, [throughway.plugin.<name>], handed to the plugin as it is loaded (docs/plugins.md).' },
       { key: 'apis_dir', type: 's', format: 'path', default: 'apis', meaning: 'Directory of API definitions.' },
       { key: 'fault_templates_file', type: 's', format: 'path', default: 'fault-templates.toml', meaning: 'Fault response templates file.' },
       { key: 'access_log_file', type: 's', format: 'path', default: 'logs/http_access.log', meaning: 'HTTP access log file, written when http_access_log.enabled is true and useLogger is false.' },

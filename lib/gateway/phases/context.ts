@@ -55,6 +55,12 @@ export class CallContext implements MatchTarget {
    * moment (tracing sets it: the traceparent the backend sees, whether or not the call is sampled).
    */
   beforeSend: ((ctx: CallContext) => void) | undefined = undefined;
+  /**
+   * Set by custom phases and plugins (lib/embed/phases.ts): fields added to, and lower-case names removed
+   * from, the backend's response head. Read only in a chain that has custom phases (docs/plugins.md).
+   */
+  addResponseHeaders: string[] | undefined = undefined;
+  dropResponseHeaders: string[] | undefined = undefined;
   /** Per-call data of an embedder's custom phases (lib/embed/phases.ts); the gateway never reads it. */
   locals: Record<string, unknown> | undefined = undefined;
   /** RateLimit-Limit/-Remaining/-Reset of the call (throttling phase), on its response and its faults. */
