@@ -55,7 +55,7 @@ t.test("schema defaults that are references follow the referenced key (the spec'
 });
 
 t.test('a value that is exactly one reference keeps the referenced type', async (t) => {
-  const r = load(['[apim.cors]', 'allow_methods = ["GET", "HEAD"]', 'allow_credentials = true', '[passthru_http]', "'http.headers.preserve' = \"$ref{apim.cors.allow_methods}\"", '[apim.jwt]', 'use_sha256_hash = "$ref{apim.cors.allow_credentials}"', ''].join('\n'));
+  const r = load(['[apim.cors]', 'allow_methods = ["GET", "HEAD"]', 'allow_origins = ["https://app.example"]', 'allow_credentials = true', '[passthru_http]', "'http.headers.preserve' = \"$ref{apim.cors.allow_methods}\"", '[apim.jwt]', 'use_sha256_hash = "$ref{apim.cors.allow_credentials}"', ''].join('\n'));
   t.same(brief(r), []);
   t.same(r.config.passthru_http.http.headers.preserve, ['GET', 'HEAD'], 'a list stays a list');
   t.equal(r.config.apim.jwt.use_sha256_hash, true, 'a boolean stays a boolean');

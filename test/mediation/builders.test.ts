@@ -150,7 +150,7 @@ t.test('form-urlencoded: fields as an object (repeated names as arrays, UTF-8 de
 t.test('binary: the script sees { base64 } and may return bytes the same way; text: a string', async (t) => {
   const be = await echoBackend();
   t.teardown(() => be.close());
-  const g = await startGateway(TOML, { ...api(be, '../scripts/binary.js'), t: apiToml({ context: '/t', endpoint: `http://127.0.0.1:${be.port}`, resources: [['/*', ['POST']]], extra: '[mediation]\nscript = "../scripts/text.js"' }) }, SCRIPTS);
+  const g = await startGateway(TOML, { ...api(be, '../scripts/binary.js'), t: apiToml({ context: '/txt', endpoint: `http://127.0.0.1:${be.port}`, resources: [['/*', ['POST']]], extra: '[mediation]\nscript = "../scripts/text.js"' }) }, SCRIPTS);
   t.teardown(() => g.close());
   const input = new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x00, 0xff]);
   const res = await fetch(`http://127.0.0.1:${g.port}/b/1.0.0/bin`, { method: 'POST', headers: { 'Content-Type': 'application/octet-stream' }, body: input });
@@ -162,7 +162,7 @@ t.test('binary: the script sees { base64 } and may return bytes the same way; te
   const unknown = await fetch(`http://127.0.0.1:${g.port}/b/1.0.0/bin`, { method: 'POST', headers: { 'Content-Type': 'image/png' }, body: input });
   await unknown.arrayBuffer();
   t.equal(field(be.seen[1], 'x-seen'), Buffer.from(input).toString('base64'), 'an unmapped type is binary');
-  const txt = await fetch(`http://127.0.0.1:${g.port}/t/1.0.0/x`, { method: 'POST', headers: { 'Content-Type': 'text/plain; charset=utf-8' }, body: 'abc€' });
+  const txt = await fetch(`http://127.0.0.1:${g.port}/txt/1.0.0/x`, { method: 'POST', headers: { 'Content-Type': 'text/plain; charset=utf-8' }, body: 'abc€' });
   t.equal(txt.status, 200);
   await txt.arrayBuffer();
   t.equal(field(be.seen[2], 'x-type'), 'string');
