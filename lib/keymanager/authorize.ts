@@ -22,7 +22,7 @@ import type { LoginGuard } from './lockout';
 import { UserStoreError, type Identity, type UserStore } from '../store/users';
 import { OAuthError } from './errors';
 import type { RouteContext } from './http';
-import { consentPage, errorPage, sendPage, sendStyle, signInPage, STYLE_PATH } from './signin-page';
+import { consentPage, errorPage, formPageHeaders, sendPage, sendStyle, signInPage, STYLE_PATH } from './signin-page';
 
 /** A scope a deployed API declares: a bare name (no roles, API unknown), or with roles and its API. */
 export type ApiScope = string | { readonly name: string; readonly roles: readonly string[]; readonly api?: { readonly context: string; readonly version: string } };
@@ -266,7 +266,7 @@ async function start(ctx: RouteContext, req: http.IncomingMessage, res: http.Ser
     const app = await ctx.store.getApplication(client.applicationId);
     if (app === undefined) throw new RedirectError('unauthorized_client', 'the client\'s application was deleted');
     const p = ctx.oauth.codes.addPending({ clientId: client.consumerKey, applicationId: app.id, clientName: app.name, redirectUri, redirectGiven: given !== undefined, scope, state, nonce, challenge, method }, Date.now());
-    sendPage(res, 200, signInPage({ clientName: app.name, authz: p.id, csrf: p.csrf }), { 'Set-Cookie': setCookie(req, p.id, PENDING_TTL / 1000) });
+    sendPage(res, 200, signInPage({ clientName: app.name, authz: p.id, csrf: p.csrf }), { ...formPageHeaders(redirectUri), 'Set-Cookie': setCookie(req, p.id, PENDING_TTL / 1000) });
   } catch (err) {
     if (!(err instanceof RedirectError)) throw err;
     redirect(res, redirectUri, { error: err.error, error_description: err.message, state, iss: s.issuer });
@@ -318,12 +318,12 @@ async function step(ctx: RouteContext, req: http.IncomingMessage, res: http.Serv
       // Locked by the login guard: the page again, with the time left (Retry-After).
       if (!(err instanceof OAuthError && err.status === 429)) throw err;
       const retry = err.headers['Retry-After'] ?? '60';
-      sendPage(res, 429, signInPage({ clientName: p.clientName, authz: p.id, csrf: p.csrf, username, error: `Too many failed sign-ins from this address: try again in ${retry} s.` }), { 'Retry-After': retry });
+      sendPage(res, 429, signInPage({ clientName: p.clientName, authz: p.id, csrf: p.csrf, username, error: `Too many failed sign-ins from this address: try again in ${retry} s.` }), { ...formPageHeaders(p.redirectUri), 'Retry-After': retry });
       return;
     }
     if (user === undefined) {
       ctx.logger.log('warn', 'sign_in_failed', { client_id: p.clientId, username: username.slice(0, 255).replace(/[\u0000-\u001f\u007f]/g, '?'), address });
-      sendPage(res, 401, signInPage({ clientName: p.clientName, authz: p.id, csrf: p.csrf, username, error: 'Wrong username or password.' }));
+      sendPage(res, 401, signInPage({ clientName: p.clientName, authz: p.id, csrf: p.csrf, username, error: 'Wrong username or password.' }), formPageHeaders(p.redirectUri));
       return;
     }
     const scope = await ctx.oauth.resolveScope(p.scope, { roles: user.roles, applicationId: p.applicationId });
@@ -336,7 +336,7 @@ async function step(ctx: RouteContext, req: http.IncomingMessage, res: http.Serv
       back({ code });
       return;
     }
-    sendPage(res, 200, consentPage({ clientName: p.clientName, username: user.username, scopes: scope === 'default' ? [] : scope.split(' '), authz: p.id, csrf: p.csrf }));
+    sendPage(res, 200, consentPage({ clientName: p.clientName, username: user.username, scopes: scope === 'default' ? [] : scope.split(' '), authz: p.id, csrf: p.csrf }), formPageHeaders(p.redirectUri));
     return;
   }
   if (p.user === undefined || (action !== 'allow' && action !== 'deny')) {

@@ -93,6 +93,34 @@ export function sendPage(res: http.ServerResponse, status: number, html: string,
   res.end(html);
 }
 
+/** A host the CSP source grammar takes as it is (CSP3 §2.3.1 host-source): a DNS name, IPv4, or bracketed IPv6. */
+const CSP_ORIGIN = /^https?:\/\/(?:[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;
+
+/**
+ * The origin of a registered redirect URI as a CSP source, or undefined. form-action governs the redirects
+ * that follow a form submission too (CSP3 §6.4.1), so the sign-in and consent forms, answered with a 302 to
+ * the application's callback, need exactly that origin beside 'self'. Only http(s) origins whose host is
+ * plain letters, digits, dots and hyphens (or a bracketed IPv6 address) are named: the WHATWG URL parser
+ * keeps characters such as ';' in a host, which would end the directive. Other schemes (a native app's
+ * private-use scheme, RFC 8252 §7.1) have an opaque origin and get nothing wider than 'self'.
+ */
+export function formActionSource(redirectUri: string): string | undefined {
+  let origin: string;
+  try {
+    origin = new URL(redirectUri).origin;
+  } catch {
+    return undefined;
+  }
+  return CSP_ORIGIN.test(origin) ? origin : undefined;
+}
+
+/** Headers of a sign-in or consent page whose forms end in a redirect to `redirectUri` (formActionSource). */
+export function formPageHeaders(redirectUri: string): Record<string, string> {
+  const source = formActionSource(redirectUri);
+  if (source === undefined) return {};
+  return { 'Content-Security-Policy': (PAGE_HEADERS['Content-Security-Policy'] as string).replace("form-action 'self'", `form-action 'self' ${source}`) };
+}
+
 export function sendStyle(res: http.ServerResponse): void {
   res.writeHead(200, { 'Content-Type': 'text/css; charset=utf-8', 'Content-Length': Buffer.byteLength(STYLE), 'Cache-Control': 'max-age=3600', 'X-Content-Type-Options': 'nosniff' });
   res.end(STYLE);

@@ -88,7 +88,7 @@ t.test('openid-client: sign-in form, consent, code exchange, ID token and userin
   const { url, verifier, state, nonce } = await authUrl(config);
   const page = await get(url);
   t.equal(page.status, 200);
-  t.match(page.headers.get('content-security-policy'), /default-src 'none'; style-src 'self'; form-action 'self'; frame-ancestors 'none'/);
+  t.match(page.headers.get('content-security-policy'), /default-src 'none'; style-src 'self'; form-action 'self' http:\/\/127\.0\.0\.1:1; frame-ancestors 'none'/);
   t.notMatch(page.html, /<script/i, 'no script');
   t.notMatch(page.html, /https?:\/\//, 'no third-party asset: every URL is relative');
   t.match(page.html, /<label for="username">[\s\S]*<input type="text" id="username"/, 'labelled fields');
@@ -195,4 +195,30 @@ t.test('[oauth.grant_type.authorization_code] enable = false: the RFC errors', a
   t.equal(back.searchParams.get('state'), 'st');
   const tok = await postForm(`${h.url}/oauth2/token`, { grant_type: 'authorization_code', code: 'x', code_verifier: verifier }, basic(key, secret));
   t.match(tok, { status: 400, body: { error: 'unsupported_grant_type' } });
+});
+
+t.test('the sign-in and consent pages let their forms redirect to the callback origin, and no other', async (t) => {
+  const h = await startKeyManager();
+  t.teardown(() => h.close());
+  t.equal((await json('POST', `${h.url}/admin/v1/users`, { username: 'alice', password: 'alice-pw-1' }, adminAuth())).status, 201);
+  const { config } = await setup(h);
+  t.not(new URL(h.url).origin, new URL(CALLBACK).origin, 'the client is on another origin than the key manager');
+  // CSP3 §6.4.1: form-action is also checked on the 302 that answers the form; exactly the callback origin.
+  const csp = "default-src 'none'; style-src 'self'; form-action 'self' http://127.0.0.1:1; frame-ancestors 'none'; base-uri 'none'";
+  const a = await authUrl(config);
+  const page = await get(a.url);
+  t.equal(page.status, 200);
+  t.equal(page.headers.get('content-security-policy'), csp, 'sign-in page');
+  const authz = hidden(page.html, 'authz');
+  const csrf = hidden(page.html, 'csrf');
+  const wrong = await post(h, { authz, csrf, action: 'login', username: 'alice', password: 'not-it' }, page.cookie);
+  t.equal(wrong.status, 401);
+  t.equal(wrong.headers.get('content-security-policy'), csp, 'sign-in page again after a wrong password');
+  const consent = await post(h, { authz, csrf, action: 'login', username: 'alice', password: 'alice-pw-1' }, page.cookie);
+  t.equal(consent.status, 200);
+  t.equal(consent.headers.get('content-security-policy'), csp, 'consent page');
+  // Pages without a form to the client keep form-action 'self' alone.
+  const unknown = await get(new URL(`${h.url}/oauth2/authorize?response_type=code&client_id=nope`));
+  t.equal(unknown.status, 400);
+  t.equal(unknown.headers.get('content-security-policy'), "default-src 'none'; style-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'");
 });
