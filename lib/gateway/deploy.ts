@@ -397,7 +397,10 @@ export class ApiDirectory extends ApiFiles {
   /** Calls `onChange` (debounced) after files in the directory change. Returns false when it cannot watch. */
   watch(onChange: () => void, debounceMs = 50): boolean {
     // Recursive: tenants' API files are in apis/t/<domain>/ (docs/tenants.md).
-    this.watcher ??= new DebouncedWatch(this.dir, debounceMs, true);
+    // Recursive only when tenant folders exist (apis/t/): Node 20's recursive fs.watch on Linux missed the
+    // publisher's rewrite of a file in the top folder (a lifecycle change not hot-deployed, seen in
+    // test/portal/browser.test.ts); the flat watch is the one every other deployment uses.
+    this.watcher ??= new DebouncedWatch(this.dir, debounceMs, fs.existsSync(path.join(this.dir, 't')));
     return this.watcher.start(onChange);
   }
 
