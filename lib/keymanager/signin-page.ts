@@ -28,7 +28,7 @@ button{margin:1rem .5rem 0 0;padding:.5rem 1.2rem}.error{color:#a40000;font-weig
  * Characters that would reorder or hide what a page shows: C0 and C1 controls but tab and line ends,
  * DEL, and the bidirectional formatting characters (Unicode UAX #9: LRM, RLM, ALM, embeddings and
  * overrides U+202A-U+202E, isolates U+2066-U+2069). A value holding one (stored before names refused
- * them) is shown with the character spelled out as [U+XXXX].
+ * them) is shown with the character spelled out by its code point, as [U+202E].
  */
 const HIDDEN = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
 
