@@ -156,11 +156,6 @@ function parseArgs(argv: readonly string[]): Options {
     redisCounting: false,
     graphql: false,
   };
-  const num = (name: string, v: string | undefined, min: number, max: number): number => {
-    const n = Number(v);
-    if (v === undefined || !Number.isFinite(n) || n < min || n > max) usage(`${name} needs a number in [${min}, ${max}]`);
-    return n;
-  };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     switch (a) {
@@ -236,6 +231,13 @@ function parseArgs(argv: readonly string[]): Options {
   if (o.mediation && (o.compare || o.peersResults !== undefined)) usage('--mediation runs on its own: no --compare or --peers-results');
   if (o.redisCounting && (o.compare || o.peersResults !== undefined || o.mediation)) usage('--redis-counting runs on its own: no --compare, --peers-results or --mediation');
   return o;
+}
+
+/** An option's number, within [min, max], or usage(). */
+function num(name: string, v: string | undefined, min: number, max: number): number {
+  const n = Number(v);
+  if (v === undefined || !Number.isFinite(n) || n < min || n > max) usage(`${name} needs a number in [${min}, ${max}]`);
+  return n;
 }
 
 function usage(msg: string): never {
@@ -899,6 +901,30 @@ async function counting(opts: Options, argv: readonly string[]): Promise<void> {
   if (opts.write) writeSection(COUNTING_BEGIN, COUNTING_END, renderCounting(run), 'Redis counting');
 }
 
+/**
+ * `--counting-modes`: bench/throttling.ts (latency and gateway CPU per call of no policy, local, exact and
+ * leased counting; docs/performance.md, "Counting modes") in its own process, with --requests N (calls per
+ * API per round, 4000), --rounds R (5) and --connections C (8). It prints; the document's section is
+ * written by hand from its output.
+ */
+function runCountingModes(argv: readonly string[]): Promise<void> {
+  const opt = (name: string, dflt: number, max: number): number => {
+    const i = argv.indexOf(name);
+    return i < 0 ? dflt : num(name, argv[i + 1], 1, max);
+  };
+  const args = [String(opt('--requests', 4000, 10_000_000)), String(opt('--rounds', 5, 100)), String(opt('--connections', 8, 1000))];
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i] as string;
+    if (a === '--requests' || a === '--rounds' || a === '--connections') i++;
+    else usage(`--counting-modes takes --requests, --rounds and --connections, not ${a}`);
+  }
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [path.join(__dirname, 'throttling.js'), ...args], { stdio: 'inherit' });
+    child.on('error', reject);
+    child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`bench/throttling.ts exited with ${code}`))));
+  });
+}
+
 async function main(): Promise<void> {
   const argv = process.argv.slice(2);
   if (argv.includes('--workers')) return runWorkersBench(argv.filter((a) => a !== '--workers'), benchCommand(argv, false));
@@ -914,6 +940,7 @@ async function main(): Promise<void> {
     installExitHandlers();
     return runCacheBench(argv.filter((a) => a !== '--cache-misses'));
   }
+  if (argv.includes('--counting-modes')) return runCountingModes(argv.filter((a) => a !== '--counting-modes'));
   if (argv.includes('--instructions')) {
     installExitHandlers();
     return runInstructionsBench(argv.filter((a) => a !== '--instructions'));

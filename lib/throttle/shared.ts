@@ -76,6 +76,12 @@ export class SharedQuotas {
   readonly link: QuotaLink;
   private readonly map = new Map<string, Entry>();
   private closed = false;
+  /**
+   * Calls this gateway admitted while Redis was away, over its life: the outage counts and the leased quota
+   * spent while the link was down. The share bounds both (docs/throttling.md, "Redis unreachable"), but for
+   * a fail = "closed" policy's leased quota, which is spent whole.
+   */
+  offlineAdmitted = 0;
 
   constructor(private readonly o: SharedQuotasOptions) {
     this.link = o.link;
@@ -146,6 +152,7 @@ export class SharedQuotas {
     if (e.own >= this.share(q.limit) || e.total + e.unsynced >= q.limit) return Take.LIMIT;
     e.own += cost;
     e.unsynced += cost;
+    this.offlineAdmitted += cost;
     return Take.ADMITTED;
   }
 
@@ -194,6 +201,7 @@ export class SharedQuotas {
     if (e.tokens >= cost && (this.link.isUp || q.failClosed === true || e.own < this.share(q.limit))) {
       e.tokens -= cost;
       e.own += cost;
+      if (!this.link.isUp) this.offlineAdmitted += cost;
       // Low: the next block is asked for now, so that no call has to wait for it.
       if (e.tokens <= e.block >> 1 && e.leasing === undefined && e.exhaustedUntil === 0 && !this.closed && this.link.usable()) void this.lease(e);
       return Take.ADMITTED;
@@ -210,6 +218,7 @@ export class SharedQuotas {
       if (e.tokens >= cost && (this.link.isUp || q.failClosed === true || e.own < this.share(q.limit))) {
         e.tokens -= cost;
         e.own += cost;
+        if (!this.link.isUp) this.offlineAdmitted += cost;
         return Take.ADMITTED;
       }
       if (e.exhaustedUntil !== 0 && Date.now() < e.exhaustedUntil) return Take.LIMIT;
