@@ -18,7 +18,7 @@ import t, { type Test } from 'tap';
 import { Redis, Cluster } from 'ioredis';
 import { BASE_TOML, apiToml, closedPort, echoBackend, request, startGateway, until, type EchoBackend, type TestGateway } from '../gateway/helpers';
 import { parsePolicies } from '../../lib/throttle/policies';
-import { freePorts, redisServerMissing, startCluster, startRedis, type RedisServer } from './redis-server';
+import { privateRedis, redisServerMissing, startCluster } from './redis-server';
 
 const T0 = 1_800_000_000_000;
 const N = 100;
@@ -100,18 +100,6 @@ async function burst(r: Rig, mode: string): Promise<Answer[]> {
 }
 
 const admitted = (list: readonly Answer[], gateway?: number): number => list.filter((a) => a.status === 200 && (gateway === undefined || a.gateway === gateway)).length;
-
-async function privateRedis(t: Test): Promise<RedisServer | undefined> {
-  const missing = redisServerMissing();
-  if (missing !== undefined) {
-    t.skip(missing, () => undefined);
-    return undefined;
-  }
-  const [port] = await freePorts(1);
-  const server = await startRedis(port as number);
-  t.teardown(() => server.stop());
-  return server;
-}
 
 t.test('the counting key of the policies file', async (t) => {
   const r = parsePolicies(`[[api]]\nname = "A"\nrequest_count = 5\ncounting = "leased"\nfail = "closed"\n[[api.condition_group]]\nrequest_count = 9\n[[api.condition_group.condition]]\ntype = "ip"\nvalue = "10.0.0.1"\n[[subscription]]\nname = "S"\nrequest_count = 5\ncounting = "exact"\nburst = { limit = 2 }\n[[application]]\nname = "P"\nrequest_count = 5\n`, 'p.toml');

@@ -9,6 +9,7 @@ import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { Redis } from 'ioredis';
+import type { Test } from 'tap';
 import { sleep, until } from '../gateway/helpers';
 
 /** Why redis-server cannot run here, or undefined. */
@@ -125,4 +126,17 @@ export async function startCluster(): Promise<RedisCluster> {
     await stop();
     throw err;
   }
+}
+
+/** A private redis-server for one test, stopped at its end; undefined after a skip with the reason printed. */
+export async function privateRedis(t: Test): Promise<RedisServer | undefined> {
+  const missing = redisServerMissing();
+  if (missing !== undefined) {
+    t.skip(missing, () => undefined);
+    return undefined;
+  }
+  const [port] = await freePorts(1);
+  const server = await startRedis(port as number);
+  t.teardown(() => server.stop());
+  return server;
 }
