@@ -1830,6 +1830,8 @@ export interface OauthSection {
     readonly jwt_bearer: OauthGrantTypeJwtBearerSection;
     /** OAuth grant type kerberos */
     readonly kerberos: OauthGrantTypeKerberosSection;
+    /** OAuth grant type token_exchange (RFC 8693) */
+    readonly token_exchange: OauthGrantTypeTokenExchangeSection;
   };
 }
 
@@ -2172,6 +2174,18 @@ export interface KeystoreTlsSection {
   readonly alias?: string;
   /** Private key password. Default: the key store password. */
   readonly key_password?: string;
+}
+
+/** OAuth grant type token_exchange (RFC 8693) ([oauth.grant_type.token_exchange], the reference's files). */
+export interface OauthGrantTypeTokenExchangeSection {
+  /** Enable the token exchange grant (urn:ietf:params:oauth:grant-type:token-exchange): a JWT of a trusted issuer ([[apim.jwt.issuer]]) or of this server, for an access token of this server. Default: false. */
+  readonly enable: boolean;
+  /** Grant handler class. Default: built-in default class. Accepted; throughway does not act on it. */
+  readonly grant_handler?: string;
+  /** Issue a refresh token with the exchanged access token. Default: true. */
+  readonly allow_refresh_tokens: boolean;
+  /** A subject token issued (iat) longer ago than this is refused. Default: 3600 seconds. Loaded as milliseconds. */
+  readonly iat_validity_period: number;
 }
 
 /** Trust store of the server ([truststore], the reference's files). */

@@ -19,7 +19,7 @@ import { issuedInFuture } from '../security/validator';
 import { OAuthError } from './errors';
 import { signIdToken } from './id-token';
 import type { KeyRing } from './keys';
-import { GRANT_KEYS, IMPLEMENTED_GRANTS, isGrantType, JWT_BEARER, type GrantType, type KeyManagerSettings } from './settings';
+import { GRANT_KEYS, IMPLEMENTED_GRANTS, isGrantType, JWT_BEARER, TOKEN_EXCHANGE, type GrantType, type KeyManagerSettings } from './settings';
 import { SUPER_TENANT, type Tenants } from '../tenants';
 
 export type Form = URLSearchParams;
@@ -40,7 +40,13 @@ export interface TokenResponse {
   scope: string;
   refresh_token?: string;
   id_token?: string;
+  /** RFC 8693 §2.2.1: the type of the issued token (token exchange only). */
+  issued_token_type?: string;
 }
+
+/** RFC 8693 §3: the token types a subject token may be (both JWTs here) and the one issued. */
+const JWT_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:jwt';
+const ACCESS_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:access_token';
 
 export type { AuthenticatedClient } from './client-auth';
 
@@ -163,6 +169,8 @@ export class OAuthServer {
       }
       case 'refresh_token':
         return this.refresh(auth, form);
+      case TOKEN_EXCHANGE:
+        return this.tokenExchange(auth, form);
       default:
         return this.jwtBearer(auth, form);
     }
@@ -291,18 +299,20 @@ export class OAuthServer {
     return n;
   }
 
-  /** RFC 7523 §2.1: a JWT from a trusted issuer ([[apim.jwt.issuer]]) as the authorization grant. */
-  private async jwtBearer(auth: AuthenticatedClient, form: Form): Promise<TokenResponse> {
-    const assertion = required(form, 'assertion');
+  /**
+   * A JWT signed by a trusted issuer ([[apim.jwt.issuer]] name and jwks.url), for one of `audiences`, with
+   * exp and sub, not issued in the future; `what` names it in the refusals (invalid_grant).
+   */
+  private async verifyTrusted(token: string, what: string, audiences: readonly string[]): Promise<JWTPayload> {
     let iss: string | undefined;
     try {
-      iss = decodeJwt(assertion).iss;
+      iss = decodeJwt(token).iss;
     } catch {
-      throw new OAuthError('invalid_grant', 'the assertion is not a JWT');
+      throw new OAuthError('invalid_grant', `the ${what} is not a JWT`);
     }
     const trusted = this.o.settings.trustedIssuers.find((i) => i.name === iss);
     if (iss === undefined || trusted === undefined) {
-      throw new OAuthError('invalid_grant', `assertion issuer ${JSON.stringify(iss ?? '')} is not trusted (add it as [[apim.jwt.issuer]] name with jwks.url)`);
+      throw new OAuthError('invalid_grant', `${what} issuer ${JSON.stringify(iss ?? '')} is not trusted (add it as [[apim.jwt.issuer]] name with jwks.url)`);
     }
     let jwks = this.remoteJwks.get(trusted.jwksUrl);
     if (jwks === undefined) {
@@ -311,18 +321,29 @@ export class OAuthServer {
     }
     let claims: JWTPayload;
     try {
-      // RFC 7523 §3: aud identifies this authorization server (its issuer or token endpoint); exp required.
-      const r = await jwtVerify(assertion, jwks, {
+      const r = await jwtVerify(token, jwks, {
         issuer: trusted.name,
-        audience: [this.o.settings.issuer, `${this.o.settings.baseUrl}/oauth2/token`],
+        audience: [...audiences],
         requiredClaims: ['exp', 'sub'],
         clockTolerance: Math.round(this.o.settings.skew / 1000),
       });
       claims = r.payload;
     } catch (err) {
-      throw new OAuthError('invalid_grant', `the assertion is not valid: ${(err as Error).message}`);
+      throw new OAuthError('invalid_grant', `the ${what} is not valid: ${(err as Error).message}`);
     }
-    if (issuedInFuture(claims, Date.now(), this.o.settings.skew)) throw new OAuthError('invalid_grant', 'the assertion was issued in the future (iat beyond [oauth] timestamp_skew)');
+    if (issuedInFuture(claims, Date.now(), this.o.settings.skew)) throw new OAuthError('invalid_grant', `the ${what} was issued in the future (iat beyond [oauth] timestamp_skew)`);
+    return claims;
+  }
+
+  /** This authorization server as an audience: its issuer and its token endpoint (RFC 7523 §3). */
+  private get ownAudiences(): readonly string[] {
+    return [this.o.settings.issuer, `${this.o.settings.baseUrl}/oauth2/token`];
+  }
+
+  /** RFC 7523 §2.1: a JWT from a trusted issuer ([[apim.jwt.issuer]]) as the authorization grant. */
+  private async jwtBearer(auth: AuthenticatedClient, form: Form): Promise<TokenResponse> {
+    // RFC 7523 §3: aud identifies this authorization server (its issuer or token endpoint); exp required.
+    const claims = await this.verifyTrusted(required(form, 'assertion'), 'assertion', this.ownAudiences);
     // An asserted subject has no roles here: it gets allowed_scopes and subscribed scopes without roles.
     const scope = await this.resolveScope(param(form, 'scope'), { roles: [], applicationId: auth.application.id });
     return this.issue(auth, {
@@ -334,6 +355,63 @@ export class OAuthServer {
       refresh: true,
       idToken: true,
     });
+  }
+
+  /**
+   * RFC 8693 §2.1: a subject token, a JWT of a trusted issuer ([[apim.jwt.issuer]]) or an access token of
+   * this server, for an access token of this server (docs/key-manager.md, "Token exchange"). The subject
+   * token is for this server or for the requesting client (aud), issued within iat_validity_period; an
+   * access token of this server must be unrevoked and the client's own. Delegation (actor_token) and token
+   * types other than access tokens are refused with invalid_request.
+   */
+  private async tokenExchange(auth: AuthenticatedClient, form: Form): Promise<TokenResponse> {
+    const subjectToken = required(form, 'subject_token');
+    const subjectType = required(form, 'subject_token_type');
+    if (subjectType !== JWT_TOKEN_TYPE && subjectType !== ACCESS_TOKEN_TYPE) {
+      throw new OAuthError('invalid_request', `subject_token_type ${subjectType} is not supported: use ${JWT_TOKEN_TYPE} or ${ACCESS_TOKEN_TYPE} (RFC 8693 §3)`);
+    }
+    const requested = param(form, 'requested_token_type');
+    if (requested !== undefined && requested !== ACCESS_TOKEN_TYPE && requested !== JWT_TOKEN_TYPE) {
+      throw new OAuthError('invalid_request', `requested_token_type ${requested} is not issued here: only ${ACCESS_TOKEN_TYPE} (RFC 8693 §2.1)`);
+    }
+    if (param(form, 'actor_token') !== undefined || param(form, 'actor_token_type') !== undefined) {
+      throw new OAuthError('invalid_request', 'actor_token (delegation, RFC 8693 §1.1) is not supported: exchange the subject token alone');
+    }
+    let iss: string | undefined;
+    try {
+      iss = decodeJwt(subjectToken).iss;
+    } catch {
+      throw new OAuthError('invalid_grant', 'the subject_token is not a JWT');
+    }
+    let subject: string;
+    let iat: number | undefined;
+    // An access token of this server keeps its kind (an application token stays one) and its scopes at most.
+    let aut: 'APPLICATION' | 'APPLICATION_USER' = 'APPLICATION_USER';
+    let within: Set<string> | undefined;
+    if (iss === this.o.settings.issuer) {
+      const own = await this.verifyAccessToken(subjectToken);
+      if (own === undefined) throw new OAuthError('invalid_grant', 'the subject_token is not a valid access token of this server (signature, expiry or revocation)');
+      if (own.client_id !== auth.client.consumerKey) throw new OAuthError('invalid_grant', 'the subject_token was issued to another client');
+      subject = String(own.sub);
+      iat = typeof own.iat === 'number' ? own.iat : undefined;
+      aut = own.aut;
+      within = new Set(own.scope.split(' '));
+    } else {
+      const claims = await this.verifyTrusted(subjectToken, 'subject_token', [...this.ownAudiences, auth.client.consumerKey]);
+      subject = String(claims.sub);
+      iat = claims.iat;
+    }
+    const te = this.o.settings.tokenExchange;
+    if (iat === undefined || Date.now() - iat * 1000 > te.iatValidity + this.o.settings.skew) {
+      throw new OAuthError('invalid_grant', `the subject_token was issued more than [oauth.grant_type.token_exchange] iat_validity_period (${Math.round(te.iatValidity / 1000)} s) ago, or has no iat`);
+    }
+    // An exchanged subject has no roles here (as for jwt-bearer): allowed_scopes and subscribed scopes without roles.
+    let scope = await this.resolveScope(param(form, 'scope'), { roles: [], applicationId: auth.application.id });
+    if (within !== undefined) scope = scope.split(' ').filter((x) => within.has(x)).join(' ') || 'default';
+    const validity = aut === 'APPLICATION' ? this.o.settings.appTokenValidity : this.o.settings.userTokenValidity;
+    const res = await this.issue(auth, { grant: TOKEN_EXCHANGE, subject, aut, scope, validity, refresh: te.refresh, idToken: false });
+    res.issued_token_type = ACCESS_TOKEN_TYPE;
+    return res;
   }
 
   private async issue(

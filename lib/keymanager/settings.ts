@@ -34,6 +34,7 @@ export const GRANT_KEYS = {
   'iwa:ntlm': 'iwa_ntlm',
   'urn:ietf:params:oauth:grant-type:jwt-bearer': 'jwt_bearer',
   kerberos: 'kerberos',
+  'urn:ietf:params:oauth:grant-type:token-exchange': 'token_exchange',
 } as const;
 
 export type GrantType = keyof typeof GRANT_KEYS;
@@ -43,9 +44,11 @@ export function isGrantType(g: string): g is GrantType {
   return Object.prototype.hasOwnProperty.call(GRANT_KEYS, g);
 }
 export const JWT_BEARER = 'urn:ietf:params:oauth:grant-type:jwt-bearer';
+/** RFC 8693 §2.1. */
+export const TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
 
 /** Grants throughway implements; the others need an identity provider it does not have (SAML, NTLM, Kerberos). */
-export const IMPLEMENTED_GRANTS: readonly GrantType[] = ['authorization_code', 'client_credentials', 'password', 'refresh_token', JWT_BEARER];
+export const IMPLEMENTED_GRANTS: readonly GrantType[] = ['authorization_code', 'client_credentials', 'password', 'refresh_token', JWT_BEARER, TOKEN_EXCHANGE];
 
 /** Grant types a new OAuth client gets when none are named. */
 export const DEFAULT_CLIENT_GRANTS: readonly string[] = ['client_credentials', 'password', 'refresh_token', JWT_BEARER];
@@ -69,6 +72,8 @@ export interface KeyManagerSettings {
   readonly grants: Readonly<Record<GrantType, boolean>>;
   readonly clientCredentialsRefresh: boolean;
   readonly clientCredentialsIdToken: boolean;
+  /** [oauth.grant_type.token_exchange] allow_refresh_tokens and iat_validity_period (ms). */
+  readonly tokenExchange: { readonly refresh: boolean; readonly iatValidity: number };
   readonly allowedScopes: readonly RegExp[];
   readonly trustedIssuers: readonly TrustedIssuer[];
   readonly passwordHashMethod: PasswordHashMethod;
@@ -102,6 +107,7 @@ export function keyManagerSettings(config: DeploymentConfig, ports: EffectivePor
     'iwa:ntlm': g.iwa_ntlm.enable,
     [JWT_BEARER]: g.jwt_bearer.enable,
     kerberos: g.kerberos.enable,
+    [TOKEN_EXCHANGE]: g.token_exchange.enable,
   };
   const patterns = [...config.apim.oauth_config.allowed_scopes, ...(config.oauth.allowed_scopes ?? [])];
   const trustedIssuers: TrustedIssuer[] = [];
@@ -120,6 +126,7 @@ export function keyManagerSettings(config: DeploymentConfig, ports: EffectivePor
     grants,
     clientCredentialsRefresh: g.client_credentials.allow_refresh_tokens,
     clientCredentialsIdToken: g.client_credentials.allow_id_token,
+    tokenExchange: { refresh: g.token_exchange.allow_refresh_tokens, iatValidity: g.token_exchange.iat_validity_period },
     allowedScopes: patterns.map(scopePattern),
     trustedIssuers,
     passwordHashMethod: config.user_store.properties.PasswordHashMethod ?? 'SHA-256',

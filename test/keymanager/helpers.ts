@@ -3,6 +3,9 @@
  * grep it for secrets), and small fetch helpers for form and JSON requests.
  */
 import * as fs from 'node:fs';
+import * as http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { exportJWK, generateKeyPair, SignJWT, type CryptoKey } from 'jose';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { loadConfig } from '../../lib/config/load';
@@ -123,4 +126,32 @@ export function decodePayload(jwt: string): Record<string, unknown> {
 }
 export function decodeHeader(jwt: string): Record<string, unknown> {
   return JSON.parse(Buffer.from(jwt.split('.')[0] ?? '', 'base64url').toString('utf8')) as Record<string, unknown>;
+}
+
+/** An identity provider for assertion grants: a JWKS server on a free port with one RS256 key (kid idp-1), and a second key it does not publish. */
+export async function idp(t: { teardown(fn: () => unknown): void }): Promise<{ url: string; key: CryptoKey; other: CryptoKey }> {
+  const { privateKey, publicKey } = await generateKeyPair('RS256');
+  const other = await generateKeyPair('RS256');
+  const jwk = { ...(await exportJWK(publicKey)), kid: 'idp-1', alg: 'RS256' };
+  const server = http.createServer((req, res) => {
+    res.writeHead(200, { 'Content-Type': 'application/json' });
+    res.end(JSON.stringify({ keys: [jwk] }));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  t.teardown(() => new Promise<void>((r) => {
+    server.close(() => r());
+    server.closeAllConnections();
+  }));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/jwks`, key: privateKey, other: other.privateKey };
+}
+
+/** A JWT signed by `key` (kid idp-1) with the claims given, iat now, exp in 5 minutes unless given. */
+export function assertion(key: CryptoKey, claims: { iss?: string; aud?: string; sub?: string; exp?: number; iat?: number }): Promise<string> {
+  const now = Math.floor(Date.now() / 1000);
+  const j = new SignJWT({}).setProtectedHeader({ alg: 'RS256', kid: 'idp-1' }).setIssuedAt(claims.iat ?? now);
+  if (claims.iss !== undefined) j.setIssuer(claims.iss);
+  if (claims.aud !== undefined) j.setAudience(claims.aud);
+  if (claims.sub !== undefined) j.setSubject(claims.sub);
+  j.setExpirationTime(claims.exp ?? now + 300);
+  return j.sign(key);
 }

@@ -4,38 +4,9 @@
  * access token; wrong issuer, signature, audience, expiry and the grant switch are refused.
  */
 import t from 'tap';
-import * as http from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { exportJWK, generateKeyPair, SignJWT, type CryptoKey } from 'jose';
-import { appWithKeys, basic, decodePayload, postForm, startKeyManager } from './helpers';
+import { appWithKeys, assertion, basic, decodePayload, idp, postForm, startKeyManager } from './helpers';
 
 const GRANT = 'urn:ietf:params:oauth:grant-type:jwt-bearer';
-
-async function idp(t: { teardown(fn: () => unknown): void }): Promise<{ url: string; key: CryptoKey; other: CryptoKey }> {
-  const { privateKey, publicKey } = await generateKeyPair('RS256');
-  const other = await generateKeyPair('RS256');
-  const jwk = { ...(await exportJWK(publicKey)), kid: 'idp-1', alg: 'RS256' };
-  const server = http.createServer((req, res) => {
-    res.writeHead(200, { 'Content-Type': 'application/json' });
-    res.end(JSON.stringify({ keys: [jwk] }));
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  t.teardown(() => new Promise<void>((r) => {
-    server.close(() => r());
-    server.closeAllConnections();
-  }));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/jwks`, key: privateKey, other: other.privateKey };
-}
-
-function assertion(key: CryptoKey, claims: { iss?: string; aud?: string; sub?: string; exp?: number }): Promise<string> {
-  const now = Math.floor(Date.now() / 1000);
-  const j = new SignJWT({}).setProtectedHeader({ alg: 'RS256', kid: 'idp-1' }).setIssuedAt(now);
-  if (claims.iss !== undefined) j.setIssuer(claims.iss);
-  if (claims.aud !== undefined) j.setAudience(claims.aud);
-  if (claims.sub !== undefined) j.setSubject(claims.sub);
-  j.setExpirationTime(claims.exp ?? now + 300);
-  return j.sign(key);
-}
 
 t.test('an assertion from a trusted issuer gets a user token', async (t) => {
   const p = await idp(t);

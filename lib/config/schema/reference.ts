@@ -9,6 +9,10 @@
  * `[user_store] type` is the reference's choice of user store that spec 001's `[user_store.properties]`
  * (ConnectionURL, UserSearchBase, MembershipAttribute, ...) configure: the database, an LDAP directory or
  * Active Directory (docs/user-stores.md).
+ *
+ * `[oauth.grant_type.token_exchange]` (RFC 8693) is the grant the reference's own files turn on beside
+ * spec 001's `[oauth.grant_type.*]` tables (test/fixtures/deployment-toml/01-product-apim_all-in-one:
+ * `enable`, `allow_refresh_tokens`, `iat_validity_period`; docs/key-manager.md, "Token exchange").
  */
 import type { KeyDef, SectionDef } from '../schema-types';
 
@@ -57,6 +61,20 @@ export const REFERENCE_SECTIONS: readonly SectionDef[] = [
     title: 'TLS key store of the server (default: the primary key store)',
     runs: true,
     keys: keyStoreKeys('TLS key store'),
+  },
+  {
+    path: 'oauth.grant_type.token_exchange',
+    source: 'reference',
+    title: 'OAuth grant type token_exchange (RFC 8693)',
+    runs: true,
+    enabledBy: 'oauth.grant_type.token_exchange.enable',
+    keys: [
+      // Off unless written: it turns another issuer's tokens into this server's (docs/key-manager.md).
+      { key: 'enable', type: 'b', default: false, meaning: 'Enable the token exchange grant (urn:ietf:params:oauth:grant-type:token-exchange): a JWT of a trusted issuer ([[apim.jwt.issuer]]) or of this server, for an access token of this server.' },
+      { key: 'grant_handler', type: 's', format: 'class', inactive: true, defaultText: 'built-in default class', meaning: 'Grant handler class.' },
+      { key: 'allow_refresh_tokens', type: 'b', default: true, meaning: 'Issue a refresh token with the exchanged access token.' },
+      { key: 'iat_validity_period', type: 'i', format: 'duration', unit: 's', default: 3600, min: 1, meaning: 'A subject token issued (iat) longer ago than this is refused.' },
+    ],
   },
   {
     path: 'truststore',
