@@ -4,7 +4,7 @@
  * the other configured languages named as not built; `GET /devportal/apis/{id}/sdk/{language}` answers a
  * zip of the SDK, made from the API's OpenAPI document with the first gateway URL as the API's base.
  */
-import { writeZip } from '../import/zip';
+import { writeZip } from '../sdk/zip';
 import { generateSdk, sdkLanguages, type BuiltLanguage } from '../sdk';
 import { apiUrls, type CatalogueEntry } from './catalogue';
 import { type Call, problem } from './context';

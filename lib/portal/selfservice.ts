@@ -27,8 +27,8 @@ export interface SelfServiceSettings {
   readonly recoverValidity: number;
   /** The developer portal's public base (`[apim.devportal] url`, else the consoles' origin + /devportal): links in mail. */
   readonly portalUrl: string;
-  /** `[apim.devportal] enable_application_sharing`, `application_sharing_claim`. */
-  readonly sharing: { readonly enabled: boolean; readonly claim: string };
+  /** `[apim.devportal] enable_application_sharing`, `application_sharing_type` (saml shares as default: no SAML response is read), `application_sharing_claim`. */
+  readonly sharing: { readonly enabled: boolean; readonly type: 'default' | 'saml'; readonly claim: string };
   /** `[apim.devportal] enable_comments`, `enable_ratings`, `enable_forum`. */
   readonly comments: boolean;
   readonly ratings: boolean;
@@ -50,7 +50,7 @@ export function selfServiceSettings(config: DeploymentConfig, consolesOrigin: st
     confirmValidity: p.confirmation_link_validity,
     recoverValidity: p.recovery_link_validity,
     portalUrl: (dp.url === DEFAULT_PORTAL_URL ? `${consolesOrigin}/devportal` : dp.url).replace(/\/+$/, ''),
-    sharing: { enabled: dp.enable_application_sharing, claim: dp.application_sharing_claim ?? ORGANIZATION_CLAIM },
+    sharing: { enabled: dp.enable_application_sharing, type: dp.application_sharing_type ?? 'default', claim: dp.application_sharing_claim ?? ORGANIZATION_CLAIM },
     comments: dp.enable_comments,
     ratings: dp.enable_ratings,
     forum: dp.enable_forum,
