@@ -34,9 +34,10 @@ export interface RetryPolicy {
 
 export const DEFAULT_RETRY: RetryPolicy = Object.freeze({ baseMs: 1000, maxMs: 10 * 60_000, attempts: 12, pollMs: 1000 });
 
-/** Longest subject (RFC 5322 §2.1.1's line limit) and body this outbox takes. */
+/** Longest subject (RFC 5322 §2.1.1's line limit) and body this outbox takes (UTF-16 units). */
 export const MAX_SUBJECT = 998;
-export const MAX_BODY = 64 * 1024;
+/** MySQL's TEXT holds 65,535 bytes; 16,384 UTF-16 units are at most 49,152 bytes of UTF-8. */
+export const MAX_BODY = 16 * 1024;
 
 export interface MailerOptions {
   readonly store: SelfServiceStore;
