@@ -62,6 +62,19 @@ export interface OutgoingMail {
 /** A message without a line break and control characters (a header value cannot smuggle another header). */
 const oneLine = (s: string): string => s.replace(/[\u0000-\u001f\u007f]+/g, ' ').slice(0, MAX_SUBJECT);
 
+/**
+ * A failure's text as logged and stored: without the password (clear, base64 as AUTH LOGIN sends it, and
+ * AUTH PLAIN's base64 of user and password, RFC 4616), control characters, or more than 500 characters.
+ */
+export function scrubSecret(text: string, auth: SmtpSettings['auth']): string {
+  let out = text;
+  const pass = auth?.pass ?? '';
+  if (pass !== '') {
+    for (const secret of [pass, Buffer.from(pass).toString('base64'), Buffer.from(`\u0000${auth?.user ?? ''}\u0000${pass}`).toString('base64')]) out = out.split(secret).join('****');
+  }
+  return out.replace(/[\u0000-\u001f\u007f]+/g, ' ').slice(0, 500);
+}
+
 export class Mailer {
   private readonly retry: RetryPolicy;
   private readonly now: () => number;
@@ -166,16 +179,6 @@ export class Mailer {
     return t;
   }
 
-  /** The failure's text without the password (clear or base64, as AUTH PLAIN and LOGIN send it). */
-  private scrub(text: string, s: SmtpSettings): string {
-    let out = text;
-    const pass = s.auth?.pass ?? '';
-    if (pass !== '') {
-      for (const secret of [pass, Buffer.from(pass).toString('base64'), Buffer.from(`\u0000${s.auth?.user ?? ''}\u0000${pass}`).toString('base64')]) out = out.split(secret).join('****');
-    }
-    return out.replace(/[\u0000-\u001f\u007f]+/g, ' ').slice(0, 500);
-  }
-
   private async attempt(m: MailRecord): Promise<void> {
     const channel = MAIL_KINDS[m.kind as MailKind] ?? 'account';
     const s = this.server(channel);
@@ -193,7 +196,7 @@ export class Mailer {
       this.failures++;
       const e = err as { code?: unknown; responseCode?: unknown; message?: unknown };
       const code = typeof e.code === 'string' ? e.code : 'MAIL_SEND_FAILED';
-      const message = this.scrub(String(e.message ?? err), s);
+      const message = scrubSecret(String(e.message ?? err), s.auth);
       const last = attempts >= this.retry.attempts;
       const delay = Math.min(this.retry.maxMs, this.retry.baseMs * 2 ** (attempts - 1));
       await this.o.store.markMailAttempt(m.id, attempts, last ? 'failed' : 'pending', this.now() + delay, `${code}: ${message}`);

@@ -10,7 +10,7 @@ import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import t, { type Test } from 'tap';
-import { Mailer } from '../../lib/mail/outbox';
+import { Mailer, scrubSecret } from '../../lib/mail/outbox';
 import { mailSettings, type SmtpSettings } from '../../lib/mail/settings';
 import { openDatabase, storeOver } from '../../lib/store/open';
 import type { Store } from '../../lib/store/types';
@@ -140,4 +140,12 @@ t.test('the server down: send() resolves, attempts fail with back-off, the mail 
   const stored = (await store.selfService.listMails())[0];
   t.equal(stored?.state, 'sent');
   t.ok((stored?.attempts ?? 0) >= 3);
+});
+
+t.test('a failure\'s text loses the password in every form AUTH sends it', async (t) => {
+  const auth = { user: 'mailer', pass: 'pw-Secret-9' };
+  const plain = Buffer.from('\u0000mailer\u0000pw-Secret-9').toString('base64');
+  const said = `535 rejected pw-Secret-9 / ${Buffer.from('pw-Secret-9').toString('base64')} / AUTH PLAIN ${plain}\r\nnext line`;
+  t.equal(scrubSecret(said, auth), '535 rejected **** / **** / AUTH PLAIN **** next line');
+  t.equal(scrubSecret('x'.repeat(600), undefined).length, 500, 'bounded');
 });
