@@ -3,7 +3,8 @@
  * sign-up → the confirmation mail → no sign-in before the link is used → the link → first sign-in;
  * password recovery answers the same for an unknown account, its link works once and then expires;
  * a new version published → the subscribers of the previous version get the notification; the mail
- * server down at sign-up → the sign-up still succeeds and the mail arrives once the server is back.
+ * server down at sign-up → the sign-up still succeeds and the mail arrives once the server is back; a
+ * sign-up to a tenant makes that tenant's user, whose forum is the tenant's.
  */
 import * as fs from 'node:fs';
 import * as net from 'node:net';
@@ -139,4 +140,32 @@ t.test('the mail server down: the sign-up succeeds, the mail arrives when the se
   const m = await smtp.next((x) => x.subject === 'Confirm your e-mail address', 20_000);
   t.same(m.to, ['lee@example.org'], 'the mail arrived after the server came back');
   t.match((await postLink(at(node.base, linkIn(m, '/devportal/confirm?token=')))).text, /id="confirmed"/);
+});
+
+t.test('sign-up per tenant: the user is the tenant\'s, signs in with its qualified name, and sees that tenant\'s forum', async (t) => {
+  const smtp = await startSmtp();
+  t.teardown(() => smtp.close());
+  const node = await startSelfServiceNode(smtp.port);
+  t.teardown(() => node.close());
+  const base = node.base;
+  const basic = `Basic ${Buffer.from(`${ADMIN.username}:${ADMIN.password}`).toString('base64')}`;
+  const made = await fetch(`${base}/admin/v1/tenants`, { method: 'POST', headers: { Authorization: basic, 'Content-Type': 'application/json' }, body: JSON.stringify({ domain: 'acme.test', admin: 'bossy', password: 'Boss-pw-2026' }) });
+  t.ok(made.ok, `a tenant (${made.status} ${await made.text()})`);
+  t.match((await req(`${base}/devportal/signup`)).text, /<label for="tenant">Tenant domain<\/label>/, 'the form asks for the tenant once tenants exist');
+  const unknown = await signUp(base, { username: 'dora1', password: PASSWORD, email: 'dora@example.org', tenant: 'nowhere.test' });
+  t.equal(unknown.status, 400);
+  t.match(unknown.text, /nowhere\.test is not a tenant/);
+  const ok = await signUp(base, { username: 'dora1', password: PASSWORD, email: 'dora@example.org', tenant: 'acme.test' });
+  t.equal(ok.status, 200);
+  t.match(ok.text, /dora1@acme\.test/, 'the tenant\'s user name');
+  const dora = await signInAs(base, 'dora1@acme.test', PASSWORD);
+  t.match(dora.cookie, /^tw_portal=/, 'signs in with the qualified name');
+  const f = await req(`${base}/devportal/forum`, dora.cookie);
+  t.match(f.text, /<h1>Forum of acme\.test<\/h1>/, 'the forum of the user\'s tenant');
+  const topic = await req(`${base}/devportal/forum`, dora.cookie, { csrf: hidden(f.text, 'csrf'), title: 'Acme only', body: 'inside the tenant' });
+  t.equal(topic.status, 303);
+  t.equal((await signUp(base, { username: 'outsider', password: PASSWORD, email: 'o@example.org' })).status, 200);
+  const outsider = await signInAs(base, 'outsider', PASSWORD);
+  t.notMatch((await req(`${base}/devportal/forum`, outsider.cookie)).text, /Acme only/, 'another tenant\'s topics are not listed');
+  t.equal((await req(`${base}${topic.location}`, outsider.cookie)).status, 404, 'nor found');
 });
