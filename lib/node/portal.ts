@@ -130,7 +130,8 @@ export async function startPortal(b: Boot): Promise<void> {
   const origins = { http: a.http !== undefined ? km.settings.baseUrl : undefined, https: a.https !== undefined ? `https://${host}:${a.https.port}` : undefined };
   // Self-service (docs/self-service.md): the outbox sends through [output_adapter.email] and [apim.notifications].
   const mailer = new Mailer({ store: b.store.selfService, settings: mailSettings(config), logger: b.logger, ...(b.metrics !== undefined ? { metrics: b.metrics } : {}) });
-  mailer.start();
+  // The outbox is read once a second only where a mail server is configured: no query otherwise.
+  if (mailer.configured('account') || mailer.configured('notification')) mailer.start();
   b.mailer = mailer;
   const settings = selfServiceSettings(config, origins.https ?? origins.http ?? km.settings.baseUrl, km.users.kind === 'database');
   if (settings.emailValidation && !mailer.configured('account')) b.logger.log('warn', 'mail_not_configured', { message: '[multi_tenancy.platform] email_validation_mandatory_for_login is true but no mail server is configured ([output_adapter.email] hostname): the developer portal refuses sign-ups' });
