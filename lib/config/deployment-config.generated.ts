@@ -378,15 +378,15 @@ export interface SecurityAuditSection {
 
 /** Developer portal ([apim.devportal], spec 000). */
 export interface ApimDevportalSection {
-  /** Public URL of the developer portal. Default: "https://localhost:9443/devportal". Accepted; throughway does not act on it. */
+  /** Public URL of the developer portal. Default: "https://localhost:9443/devportal". Acts differently: The base of the links in account e-mail (confirmation, recovery); the default (not written) takes the consoles' own origin.. */
   readonly url: string;
-  /** Share applications by claim. Default: false. Accepted; throughway does not act on it. */
+  /** Share applications by claim. Default: false. */
   readonly enable_application_sharing: boolean;
-  /** default or saml; saml extracts groups from the SAML response. Default: undefined (behaves as default). Accepted; throughway does not act on it. */
+  /** default or saml; saml extracts groups from the SAML response. Default: undefined (behaves as default). Acts differently: saml shares as default does, by the claim: throughway reads no SAML response.. */
   readonly application_sharing_type?: "default" | "saml";
   /** Custom class; wins over the type when both are set. Default: depends on type. Accepted; throughway does not act on it. */
   readonly application_sharing_impl?: string;
-  /** Claim used to group applications. Default: vendor claim URI for organization. Accepted; throughway does not act on it. */
+  /** Claim used to group applications. Default: vendor claim URI for organization. Acts differently: The claim is the organisation of the user profile given at sign-up (the database user store); an LDAP directory holds none.. */
   readonly application_sharing_claim?: string;
   /** User names are case-insensitive at login. Default: true. Accepted; throughway does not act on it. */
   readonly login_username_case_insensitive: boolean;
@@ -394,11 +394,11 @@ export interface ApimDevportalSection {
   readonly display_multiple_versions: boolean;
   /** List deprecated APIs. Default: false. */
   readonly display_deprecated_apis: boolean;
-  /** Allow comments on APIs. Default: true. Accepted; throughway does not act on it. */
+  /** Allow comments on APIs. Default: true. */
   readonly enable_comments: boolean;
-  /** Allow star ratings. Default: true. Accepted; throughway does not act on it. */
+  /** Allow star ratings. Default: true. */
   readonly enable_ratings: boolean;
-  /** Enable the forum. Default: true. Accepted; throughway does not act on it. */
+  /** Enable the forum. Default: true. */
   readonly enable_forum: boolean;
   /** An application may subscribe to an API of another tenant (docs/tenants.md). Default: false. */
   readonly enable_cross_tenant_subscriptions: boolean;
@@ -590,7 +590,7 @@ export interface ApimWorkflowSection {
   readonly client_registration_password: string;
 }
 
-/** Client SDK generation ([apim.sdk], spec 000); accepted, not run by throughway. */
+/** Client SDK generation ([apim.sdk], spec 000). */
 export interface ApimSdkSection {
   /** Group id of generated SDKs. Default: vendor-prefixed project group. */
   readonly group_id?: string;
@@ -600,7 +600,7 @@ export interface ApimSdkSection {
   readonly model_package?: string;
   /** Package of generated API classes. Default: vendor-prefixed api package. */
   readonly api_package?: string;
-  /** Languages SDKs can be generated for. Default: ["android","java","javascript","jmeter"]. */
+  /** Languages SDKs can be generated for. Default: ["android","java","javascript","jmeter"]. Acts differently: javascript, java and jmeter are built and offered; the other languages are listed on the API's page as not built (docs/self-service.md).. */
   readonly supported_languages: readonly ("android" | "java" | "csharp" | "dart" | "groovy" | "javascript" | "jmeter" | "perl" | "php" | "python" | "ruby" | "swift5" | "clojure")[];
 }
 
@@ -678,7 +678,7 @@ export interface ApimEventHubPublishUrlGroupSection {
   readonly auth_urls?: readonly string[];
 }
 
-/** Notification e-mail ([apim.notifications], spec 000); accepted, not run by throughway. */
+/** Notification e-mail ([apim.notifications], spec 000). */
 export interface ApimNotificationsSection {
   /** Sender e-mail address. Default: <EMAIL>. */
   readonly from_address?: string;
@@ -698,7 +698,7 @@ export interface ApimNotificationsSection {
   readonly enable_authentication: boolean;
 }
 
-/** E-mail output adapter (password recovery) ([output_adapter.email], spec 000); accepted, not run by throughway. */
+/** E-mail output adapter (password recovery) ([output_adapter.email], spec 000). */
 export interface OutputAdapterEmailSection {
   /** Sender e-mail address. Default: <EMAIL>. */
   readonly from_address?: string;
@@ -728,7 +728,7 @@ export interface TenantMgtSection {
 export interface MultiTenancyPlatformSection {
   /** Do not send tenant management e-mails. Default: true. Accepted; throughway does not act on it. */
   readonly disable_tenant_management_emails: boolean;
-  /** Tenants must validate their e-mail before logging in. Default: false. Accepted; throughway does not act on it. */
+  /** Tenants must validate their e-mail before logging in. Default: false. Acts differently: Acts on users who signed up in the developer portal: they sign in once their e-mail address is confirmed (docs/self-service.md).. */
   readonly email_validation_mandatory_for_login: boolean;
   /** Tenant activation needs moderation. Default: false. */
   readonly tenant_activation_moderated: boolean;
@@ -2264,6 +2264,8 @@ export interface ThroughwaySection {
   readonly analytics: ThroughwayAnalyticsSection;
   /** Gateway security (token validation) */
   readonly security: ThroughwaySecuritySection;
+  /** Developer portal self-service: sign-up, account links (docs/self-service.md) */
+  readonly portal: ThroughwayPortalSection;
   /** Management port defences: sign-in lockout, listener limits, secrets at rest (docs/security.md) */
   readonly management: ThroughwayManagementSection;
 }
@@ -2396,6 +2398,16 @@ export interface ThroughwaySecuritySection {
   readonly jwks_timeout: number;
   /** PEM file of the CA (or client) certificates trusted for [apimgt.mutual_ssl] client certificates; unset: no client certificate is trusted. */
   readonly client_trust_store?: string;
+}
+
+/** Developer portal self-service: sign-up, account links (docs/self-service.md) ([throughway.portal], spec throughway). */
+export interface ThroughwayPortalSection {
+  /** Visitors of the developer portal may create their own account (/devportal/signup) in the key manager's user store; false hides the page. Default: true. */
+  readonly self_sign_up: boolean;
+  /** How long the e-mail confirmation link of a sign-up stays valid ([multi_tenancy.platform] email_validation_mandatory_for_login). Default: 86400000 milliseconds. Loaded as milliseconds. */
+  readonly confirmation_link_validity: number;
+  /** How long a password recovery link stays valid; each link works once. Default: 1800000 milliseconds. Loaded as milliseconds. */
+  readonly recovery_link_validity: number;
 }
 
 /** Management port defences: sign-in lockout, listener limits, secrets at rest (docs/security.md) ([throughway.management], spec throughway). */

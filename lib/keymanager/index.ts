@@ -8,6 +8,7 @@
  * `createKeyManager` opens nothing but the store it is given; `listen()` opens the port, on loopback only
  * while the super admin has the default password, with the limits of listener.ts.
  */
+import { confirmedUsers } from './confirmed';
 import * as fs from 'node:fs';
 import type * as http from 'node:http';
 import type * as https from 'node:https';
@@ -100,6 +101,12 @@ function javaRegex(source: string): RegExp {
   }
 }
 
+/** `[user_store.properties]` UsernameJavaRegEx and PasswordJavaRegEx as every new user and password is checked (manage.ts checkNewUser). */
+export function userRules(config: DeploymentConfig): { username: RegExp; password: RegExp } {
+  const props = config.user_store.properties;
+  return { username: javaRegex(props.UsernameJavaRegEx), password: javaRegex(props.PasswordJavaRegEx) };
+}
+
 /** The `[custom_keystore.<name>]` that `[throughway.key_manager] signing_keystore` names, read (PEM or PKCS#12). */
 export function signingKeystore(config: DeploymentConfig): ExternalKey | undefined {
   const name = config.throughway.key_manager.signing_keystore;
@@ -137,7 +144,9 @@ export async function createKeyManager(o: KeyManagerOptions): Promise<KeyManager
   const opened = o.users ?? (await openUserStore(config, o.store));
   const tenants = await Tenants.open(o.store, tenantSettings(config));
   // A deactivated tenant's users cannot sign in (docs/tenants.md).
-  const users = signInUsers(opened, tenants);
+  const tenantUsers = signInUsers(opened, tenants);
+  // Users who signed up confirm their e-mail address before their first sign-in (docs/self-service.md).
+  const users = config.multi_tenancy.platform.email_validation_mandatory_for_login ? confirmedUsers(tenantUsers, o.store.selfService, logger) : tenantUsers;
   // The default super admin password, configured or still stored: listeners on loopback only (listener.ts).
   const storedAdmin = await o.store.getUser(config.super_admin.username);
   const loopbackOnly = usesDefaultAdminPassword(config) || (storedAdmin !== undefined && storedAdmin.roles.includes('admin') && (await verifyPassword(DEFAULT_ADMIN_PASSWORD, storedAdmin)));
@@ -145,9 +154,8 @@ export async function createKeyManager(o: KeyManagerOptions): Promise<KeyManager
   // One set of pending authorizations and codes, kept when the OAuth server is rebuilt for port 0.
   const codes = new AuthorizationCodes();
   let oauth = new OAuthServer({ store: o.store, users, keys, bus, logger, settings, codes, tenants, ...(o.apiScopes !== undefined ? { apiScopes: o.apiScopes } : {}) });
-  const props = config.user_store.properties;
-  const userRules = { username: javaRegex(props.UsernameJavaRegEx), password: javaRegex(props.PasswordJavaRegEx) };
-  const ctx: { -readonly [K in keyof RouteContext]: RouteContext[K] } = { oauth, manager, store: o.store, keys, logger, userRules, guard, tenants, firstParty: new Set<string>(), ...(o.apiFiles !== undefined ? { apiFiles: o.apiFiles } : {}), ...(o.ops !== undefined ? { ops: o.ops } : {}), ...(o.deployments !== undefined ? { deployments: o.deployments } : {}) };
+  const rules = userRules(config);
+  const ctx: { -readonly [K in keyof RouteContext]: RouteContext[K] } = { oauth, manager, store: o.store, keys, logger, userRules: rules, guard, tenants, firstParty: new Set<string>(), ...(o.apiFiles !== undefined ? { apiFiles: o.apiFiles } : {}), ...(o.ops !== undefined ? { ops: o.ops } : {}), ...(o.deployments !== undefined ? { deployments: o.deployments } : {}) };
   const handler = createHandler(ctx);
   let server: http.Server | undefined;
   let secureServer: https.Server | undefined;

@@ -4,6 +4,7 @@
  * logs, the event bus, the operations objects, and each part once it has started (close() and SIGHUP
  * find them here).
  */
+import type { Mailer } from '../mail/outbox';
 import type { Plugins } from './plugins';
 import type { LoadResult } from '../config/load';
 import type { DeploymentConfig } from '../config/types';
@@ -102,6 +103,8 @@ export interface Boot {
   plugins?: Plugins;
   store?: Store;
   keyManager?: KeyManager;
+  /** The mail outbox of the developer portal's self-service (lib/mail, docs/self-service.md). */
+  mailer?: Mailer;
   hub?: RedisEventHub;
   trafficManager?: TrafficManager;
   controlPlane?: ControlPlane;

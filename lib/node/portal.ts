@@ -24,6 +24,10 @@ import { RemoteCatalogue } from '../portal/remote-catalogue';
 import { ControlPlane, ControlPlaneError } from '../scale/control-plane';
 import { loadPolicies, policyNames } from '../throttle/policies';
 import { policyOptionsOf, throttleSettingsFrom } from '../throttle/settings';
+import { userRules } from '../keymanager';
+import { Mailer } from '../mail/outbox';
+import { mailSettings } from '../mail/settings';
+import { localSelfService, selfServiceSettings } from '../portal/selfservice';
 import type { Boot } from './boot';
 
 /**
@@ -121,10 +125,18 @@ export async function startPortal(b: Boot): Promise<void> {
   if (km === undefined || b.store === undefined) return;
   const { config, loaded } = b;
   const gw = gatewaySettingsFrom(config, loaded.dir, b.ports);
-  const portal: Portal = createPortal({ ...commonOptions(b), keys: localKeyManager(km, b.store), catalogue: new Catalogue(gw.apisDir, gw.vars) });
   const a = km.addresses();
   const host = b.eph ? '127.0.0.1' : config.server.hostname;
   const origins = { http: a.http !== undefined ? km.settings.baseUrl : undefined, https: a.https !== undefined ? `https://${host}:${a.https.port}` : undefined };
+  // Self-service (docs/self-service.md): the outbox sends through [output_adapter.email] and [apim.notifications].
+  const mailer = new Mailer({ store: b.store.selfService, settings: mailSettings(config), logger: b.logger, ...(b.metrics !== undefined ? { metrics: b.metrics } : {}) });
+  // The outbox is read once a second only where a mail server is configured: no query otherwise.
+  if (mailer.configured('account') || mailer.configured('notification')) mailer.start();
+  b.mailer = mailer;
+  const settings = selfServiceSettings(config, origins.https ?? origins.http ?? km.settings.baseUrl, km.users.kind === 'database');
+  if (settings.emailValidation && !mailer.configured('account')) b.logger.log('warn', 'mail_not_configured', { message: '[multi_tenancy.platform] email_validation_mandatory_for_login is true but no mail server is configured ([output_adapter.email] hostname): the developer portal refuses sign-ups' });
+  const selfService = localSelfService({ km, store: b.store, mailer, settings, rules: userRules(config) });
+  const portal: Portal = createPortal({ ...commonOptions(b), keys: localKeyManager(km, b.store), catalogue: new Catalogue(gw.apisDir, gw.vars), selfService });
   const clients = await portal.register(origins);
   km.mount(portal.handler, clients);
   announce(b, origins);

@@ -101,6 +101,7 @@ async function closeParts(b: Boot, onHup: () => void): Promise<void> {
   if (opsServer !== undefined) await new Promise<void>((resolve) => opsServer.close(() => resolve()));
   const consoleHttps = b.consoleHttps;
   if (consoleHttps !== undefined) await new Promise<void>((resolve) => consoleHttps.close(() => resolve()));
+  await b.mailer?.close();
   await b.store?.close();
   await b.demo?.close();
   b.metrics?.attach(undefined);

@@ -8,6 +8,7 @@ import type { Logger } from '../log';
 import type { PortalKeyManager } from './backend';
 import type { ApiCatalogue } from './catalogue';
 import { page, sendHtml, type Frame } from './html';
+import type { SelfService } from './selfservice';
 import type { Session, Sessions } from './session';
 import type { SignIn } from './signin';
 
@@ -36,10 +37,12 @@ export interface PortalOptions {
   readonly gateways: () => readonly { readonly name: string; readonly url: string }[];
   /** Which consoles this node serves (both on a default node; one on api-devportal and api-publisher). */
   readonly consoles: { readonly devportal: boolean; readonly publisher: boolean };
+  /** Sign-up, account mail, sharing, comments, ratings, forum, SDKs (docs/self-service.md); absent with a remote key manager. */
+  readonly selfService?: SelfService;
 }
 
 /** What the routes share: the options' services, and the portal's sessions and sign-in. */
-export interface PortalParts extends Pick<PortalOptions, 'keys' | 'catalogue' | 'logger' | 'settings' | 'tiers' | 'applicationTiers' | 'policyNames' | 'gateways' | 'consoles'> {
+export interface PortalParts extends Pick<PortalOptions, 'keys' | 'catalogue' | 'logger' | 'settings' | 'tiers' | 'applicationTiers' | 'policyNames' | 'gateways' | 'consoles' | 'selfService'> {
   readonly sessions: Sessions;
   readonly signin: SignIn;
 }
@@ -67,11 +70,19 @@ export function canPublish(s: Session): boolean {
   return s.user !== undefined && s.user.roles.some((r) => PUBLISHER_ROLES.includes(r));
 }
 
+/** The self-service links of the header (docs/self-service.md): the forum for a signed-in user, sign-up for a visitor. */
+function selfServiceNav(c: Call): [string, string][] {
+  const s = c.parts.selfService?.settings;
+  if (s === undefined) return [];
+  if (c.session.user !== undefined) return s.forum ? [['/devportal/forum', 'Forum']] : [];
+  return s.signUp ? [['/devportal/signup', 'Sign up']] : [];
+}
+
 /** Renders a console page with the frame of the call's session. */
 export function render(c: Call, console: Frame['console'], title: string, body: string, status = 200): void {
   const nav: [string, string][] =
     console === 'devportal'
-      ? [['/devportal', 'APIs'], ...(c.session.user !== undefined ? ([['/devportal/applications', 'Applications']] as [string, string][]) : []), ...(canPublish(c.session) && c.parts.consoles.publisher ? ([['/publisher', 'Publisher']] as [string, string][]) : [])]
+      ? [['/devportal', 'APIs'], ...(c.session.user !== undefined ? ([['/devportal/applications', 'Applications']] as [string, string][]) : []), ...selfServiceNav(c), ...(canPublish(c.session) && c.parts.consoles.publisher ? ([['/publisher', 'Publisher']] as [string, string][]) : [])]
       : [['/publisher', 'APIs'], ['/publisher/new', 'Create API'], ...(c.parts.consoles.devportal ? ([['/devportal', 'Developer portal']] as [string, string][]) : [])];
   sendHtml(c.res, status, page({ console, title, user: c.session.user?.username, csrf: c.session.csrf, nav }, body), c.cookies.length > 0 ? { 'Set-Cookie': c.cookies } : {});
 }

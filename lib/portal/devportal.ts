@@ -14,6 +14,9 @@ import { apiDocument, definitionHtml, downloadName, forGateway, sendDefinition }
 import { isConsolesApp } from './signin';
 import { type Call, problem, render, takeFlash } from './context';
 import { buttonForm, csrfField, escapeHtml as h, field, seeOther, select } from './html';
+import { apiCommunityHtml, apiCommunityPost, communityPage } from './community';
+import { sdkDownload, sdkHtml } from './sdk-page';
+import { mayUseApplication, visibleApplications } from './sharing';
 import { MAX_REQUEST_BODY, TRY_METHODS, tryCall, type TryResult, tryTarget } from './tryit';
 
 const KEY_TYPES: readonly KeyType[] = ['PRODUCTION', 'SANDBOX'];
@@ -77,7 +80,7 @@ async function apiPage(c: Call, id: string): Promise<void> {
     .join('\n');
   let subscribe = '';
   if (c.session.user !== undefined && (e.state === 'PUBLISHED' || e.state === 'PROTOTYPED')) {
-    const apps = (await c.parts.keys.listApplications(c.session.user.username)).filter((x) => !isConsolesApp(x.name));
+    const apps = (await visibleApplications(c)).filter((x) => !isConsolesApp(x.name));
     subscribe = apps.length === 0
       ? '<p><a href="/devportal/applications">Create an application</a> to subscribe.</p>'
       : `<h2>Subscribe</h2><form method="post" action="/devportal/subscribe">${csrfField(c.session.csrf)}<input type="hidden" name="api" value="${h(e.id)}">
@@ -91,7 +94,9 @@ ${select({ id: 'tier', label: 'Tier', options: c.parts.tiers().map((t) => [t, t]
 <h2>Resources</h2>
 <div class="table"><table><thead><tr><th scope="col">Methods</th><th scope="col">Path</th><th scope="col">Authentication</th><th scope="col">Scopes</th></tr></thead><tbody>${resources}</tbody></table></div>
 ${subscribe}
-${definition}`);
+${sdkHtml(c, e)}
+${definition}
+${await apiCommunityHtml(c, e)}`);
 }
 
 async function ownApp(c: Call, id: string): Promise<ApplicationView | undefined> {
@@ -99,7 +104,7 @@ async function ownApp(c: Call, id: string): Promise<ApplicationView | undefined>
   if (user === undefined) return undefined;
   const app = await c.parts.keys.getApplication(id);
   // The consoles' own application (signin.ts) is not the admin's to change here.
-  if (app === undefined || app.id !== id || app.owner !== user.username || isConsolesApp(app.name)) return undefined;
+  if (app === undefined || app.id !== id || !(await mayUseApplication(c, app)) || isConsolesApp(app.name)) return undefined;
   return app;
 }
 
@@ -213,10 +218,10 @@ export async function signedIn(c: Call): Promise<void> {
         c.session.flash = `<p class="notice" role="status">Application ${h(app.name)} created.</p>`;
         return seeOther(c.res, `/devportal/applications/${encodeURIComponent(app.id)}`);
       } catch (err) {
-        return applicationsPage(c, await m.listApplications(user.username), oauthMessage(err), name);
+        return applicationsPage(c, await visibleApplications(c), oauthMessage(err), name);
       }
     }
-    return applicationsPage(c, await m.listApplications(user.username));
+    return applicationsPage(c, await visibleApplications(c));
   }
   if (a === 'applications' && id !== undefined) {
     const app = await ownApp(c, id);
@@ -225,6 +230,7 @@ export async function signedIn(c: Call): Promise<void> {
     if (c.method === 'GET' && action === undefined) return appPage(c, app);
     if (c.method !== 'POST') return problem(c, 'devportal', 405, 'Not allowed', 'This address takes a form.');
     if (action === 'delete') {
+      if (app.owner !== user.username) return problem(c, 'devportal', 403, 'Not allowed', `Only ${app.owner}, who owns this shared application, deletes it.`);
       await m.deleteApplication(app.id);
       c.session.keys.delete(app.id);
       c.session.flash = `<p class="notice" role="status">Application ${h(app.name)} deleted.</p>`;
@@ -292,6 +298,10 @@ export async function signedIn(c: Call): Promise<void> {
     }
     return seeOther(c.res, `/devportal/applications/${encodeURIComponent(app.id)}`);
   }
+  // Comments, ratings, the forum (community.ts, docs/self-service.md).
+  const api = a === 'apis' && id !== undefined && action !== undefined && c.segs.length === 3 ? visibleApis(c).find((x) => x.id === id) : undefined;
+  if (api !== undefined && (await apiCommunityPost(c, api, action as string))) return;
+  if (await communityPage(c)) return;
   return problem(c, 'devportal', 404, 'Not found', 'No such page in the developer portal.');
 }
 
@@ -344,6 +354,10 @@ export async function publicPage(c: Call): Promise<boolean> {
   }
   if (a === 'apis' && id !== undefined && c.segs.length === 3 && c.segs[2] === 'openapi.json') {
     download(c, id);
+    return true;
+  }
+  if (a === 'apis' && id !== undefined && c.segs.length === 4 && c.segs[2] === 'sdk') {
+    sdkDownload(c, visibleApis(c).find((x) => x.id === id), c.segs[3] as string);
     return true;
   }
   return false;

@@ -21,6 +21,7 @@ import { seeOther, sendStyle, STYLE_PATH } from './html';
 import { publisher } from './publisher';
 import { anonymousSession, csrfOk, safeEqual, sessionCookie, Sessions, SignInSeal, signInCookie } from './session';
 import { CALLBACK_PATH, SignIn } from './signin';
+import { accountPage, ANONYMOUS_FORMS, AnonymousForms } from './signup';
 
 export interface Portal {
   /** The routes, for KeyManager.mount. */
@@ -62,7 +63,8 @@ export function createPortal(o: PortalOptions): Portal {
   const sessions = new Sessions();
   const seal = new SignInSeal();
   const signin = new SignIn(o.keys);
-  const parts: PortalParts = { keys: o.keys, catalogue: o.catalogue, logger: o.logger, sessions, signin, settings: o.settings, tiers: o.tiers, applicationTiers: o.applicationTiers, ...(o.policyNames !== undefined ? { policyNames: o.policyNames } : {}), gateways: o.gateways, consoles: o.consoles };
+  const parts: PortalParts = { keys: o.keys, catalogue: o.catalogue, logger: o.logger, sessions, signin, settings: o.settings, tiers: o.tiers, applicationTiers: o.applicationTiers, ...(o.policyNames !== undefined ? { policyNames: o.policyNames } : {}), gateways: o.gateways, consoles: o.consoles, ...(o.selfService !== undefined ? { selfService: o.selfService } : {}) };
+  const anonymousForms = new AnonymousForms();
 
   const login = async (c: Call): Promise<void> => {
     const client = signin.clientFor(secureReq(c.req));
@@ -112,6 +114,7 @@ export function createPortal(o: PortalOptions): Portal {
       return seeOther(c.res, '/devportal', { 'Set-Cookie': sessionCookie(c.req, undefined) });
     }
     if (which === 'devportal' && o.consoles.devportal && (await publicPage(c))) return;
+    if (which === 'devportal' && o.consoles.devportal && (await accountPage(c, anonymousForms))) return;
     if (c.session.user === undefined) {
       if (c.method === 'GET') return seeOther(c.res, `/devportal/login?back=${encodeURIComponent(`/${which}${c.segs.length > 0 ? `/${c.segs.map(encodeURIComponent).join('/')}` : ''}`)}`);
       return problem(c, which, 401, 'Sign in first', 'Your session has ended: sign in again.');
@@ -157,7 +160,9 @@ export function createPortal(o: PortalOptions): Portal {
           return true;
         }
         form = new URLSearchParams(body.toString('utf8'));
-        if (!csrfOk(found, form)) {
+        // The account forms of visitors (signup.ts) carry a token of their own: they have no session.
+        const anonymousForm = which === 'devportal' && rest.length === 1 && ANONYMOUS_FORMS.has(rest[0] as string);
+        if (anonymousForm ? !anonymousForms.ok(req, form) : !csrfOk(found, form)) {
           o.logger.log('warn', 'portal_csrf_refused', { path: p, session: found !== undefined });
           problem({ ...c0, form }, which, 403, 'Request refused', 'The form was not posted from this console (missing or wrong CSRF token). Reload the page and try again.');
           return true;

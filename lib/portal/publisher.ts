@@ -9,6 +9,7 @@
  * deployment source publishes api.deployed / api.undeployed to gateway-workers (lib/scale/deployments.ts):
  * BLOCKED then answers 700700, RETIRED 103008 (404), as docs/apis.md says.
  */
+import { notifyNewVersion } from './notify';
 import * as path from 'node:path';
 import { SUBSCRIPTION_STATES, type SubscriptionState } from '../store/types';
 import type { ApiFileRefusal } from '../keymanager/http';
@@ -165,6 +166,12 @@ async function lifecycle(c: Call, e: CatalogueEntry): Promise<void> {
   const r = await c.parts.catalogue.transition(e.id, to);
   if ('status' in r) return problem(c, 'publisher', r.status, 'Not allowed', `${r.message.charAt(0).toUpperCase()}${r.message.slice(1)}.`);
   c.parts.logger.log('info', 'publisher_lifecycle', { file: r.id, user: c.session.user?.username, from: e.state, to });
+  // The subscribers of the previous version hear of a newly published one (notify.ts); the mail goes from the outbox.
+  const ss = c.parts.selfService;
+  const api = to === 'PUBLISHED' && ss !== undefined ? (c.parts.catalogue.get(r.id)?.api ?? e.api) : undefined;
+  if (api !== undefined && ss !== undefined) {
+    void notifyNewVersion({ selfService: ss, keys: c.parts.keys, catalogue: c.parts.catalogue, logger: c.parts.logger }, api).catch((err: unknown) => c.parts.logger.log('error', 'portal_notify_failed', { api: api.name, message: (err as Error).message }));
+  }
   c.session.flash = `<p class="notice" role="status">${h(e.api?.name ?? e.id)} ${h(e.api?.version ?? '')}: ${e.state} → ${to}.</p>`;
   return seeOther(c.res, `/publisher/apis/${encodeURIComponent(r.id)}`);
 }

@@ -115,6 +115,61 @@ export const MIGRATIONS: readonly Migration[] = [
       `CREATE INDEX tw_user_tenant ON tw_user (tenant)`,
     ],
   },
+  {
+    // docs/self-service.md. Version 5 is left to the workflow tables of the same release, so both merge in
+    // either order. Accounts that exist already have no profile row: they count as confirmed.
+    version: 6,
+    description: 'the developer portal\'s self-service: the mail outbox, user profiles (e-mail, organisation, confirmation), single-use account links, comments, forum posts and ratings',
+    statements: [
+      `CREATE TABLE tw_mail (
+        id VARCHAR(64) NOT NULL PRIMARY KEY,
+        tenant VARCHAR(253) NOT NULL,
+        kind VARCHAR(32) NOT NULL,
+        recipient VARCHAR(320) NOT NULL,
+        subject TEXT NOT NULL,
+        body TEXT NOT NULL,
+        state VARCHAR(16) NOT NULL,
+        attempts INTEGER NOT NULL,
+        next_at BIGINT NOT NULL,
+        last_error TEXT NOT NULL,
+        created_at BIGINT NOT NULL,
+        sent_at BIGINT)`,
+      `CREATE INDEX tw_mail_due ON tw_mail (state, next_at)`,
+      `CREATE TABLE tw_user_profile (
+        username VARCHAR(255) NOT NULL PRIMARY KEY,
+        tenant VARCHAR(253) NOT NULL,
+        email VARCHAR(320) NOT NULL,
+        organization VARCHAR(255) NOT NULL,
+        confirmed INTEGER NOT NULL,
+        created_at BIGINT NOT NULL)`,
+      `CREATE INDEX tw_user_profile_email ON tw_user_profile (email)`,
+      `CREATE INDEX tw_user_profile_org ON tw_user_profile (tenant, organization)`,
+      `CREATE TABLE tw_account_link (
+        token_hash VARCHAR(128) NOT NULL PRIMARY KEY,
+        purpose VARCHAR(16) NOT NULL,
+        username VARCHAR(255) NOT NULL,
+        expires_at BIGINT NOT NULL,
+        used_at BIGINT,
+        created_at BIGINT NOT NULL)`,
+      `CREATE TABLE tw_post (
+        id VARCHAR(64) NOT NULL PRIMARY KEY,
+        tenant VARCHAR(253) NOT NULL,
+        board VARCHAR(255) NOT NULL,
+        parent_id VARCHAR(64) NOT NULL,
+        title VARCHAR(255) NOT NULL,
+        author VARCHAR(255) NOT NULL,
+        body TEXT NOT NULL,
+        created_at BIGINT NOT NULL)`,
+      `CREATE INDEX tw_post_board ON tw_post (tenant, board)`,
+      `CREATE TABLE tw_rating (
+        tenant VARCHAR(253) NOT NULL,
+        board VARCHAR(255) NOT NULL,
+        username VARCHAR(255) NOT NULL,
+        rating INTEGER NOT NULL,
+        created_at BIGINT NOT NULL,
+        CONSTRAINT tw_rating_one UNIQUE (tenant, board, username))`,
+    ],
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;

@@ -8,6 +8,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { MIGRATIONS, type Migration } from './migrations';
+import { SqlSelfServiceStore, type SelfServiceStore } from './selfservice';
 import {
   StoreError,
   type Application,
@@ -156,10 +157,12 @@ const TENANT_OF_APPLICATION = `COALESCE((SELECT a.tenant FROM tw_application a W
 export class SqlStore implements Store {
   readonly kind: string;
   readonly description: string;
+  readonly selfService: SelfServiceStore;
 
   constructor(private readonly db: SqlDriver) {
     this.kind = db.kind;
     this.description = db.description;
+    this.selfService = new SqlSelfServiceStore(db);
   }
 
   poolUsage(): PoolUsage | undefined {

@@ -13,6 +13,7 @@
 
 import type { BlockingType } from '../events/blocking';
 import type { KeyType, SubscriptionPayload, SubscriptionState } from '../events/payloads';
+import type { SelfServiceStore } from './selfservice';
 
 // Subscription states and key types are event vocabulary (lib/events/payloads.ts): the store keeps them.
 export { SUBSCRIPTION_STATES, type KeyType, type SubscriptionState } from '../events/payloads';
@@ -199,6 +200,9 @@ export interface Store {
   addBlockingCondition(c: Omit<BlockingConditionRecord, 'id' | 'createdAt'>): Promise<BlockingConditionRecord>;
   listBlockingConditions(): Promise<BlockingConditionRecord[]>;
   deleteBlockingCondition(id: string): Promise<BlockingConditionRecord | undefined>;
+
+  /** The developer portal's self-service: mail outbox, profiles, account links, posts, ratings (lib/store/selfservice.ts). */
+  readonly selfService: SelfServiceStore;
 
   /** Deletes expired refresh tokens and revocations, and retired keys older than `keysBefore` (`[oauth.token_cleanup]`). */
   cleanup(now: number, keysBefore: number): Promise<{ refreshTokens: number; revoked: number; keys: number }>;

@@ -55,6 +55,25 @@ export class UserStoreError extends Error {
   }
 }
 
+/**
+ * `users` whose sign-ins also pass `allowed` (a tenant active, an e-mail address confirmed): a user it
+ * refuses is answered as an unknown user would be. Look-ups and additions are the store's own.
+ */
+export function withSignInCheck(users: UserStore, allowed: (id: Identity) => boolean | Promise<boolean>): UserStore {
+  const add = users.addUser;
+  return {
+    kind: users.kind,
+    description: users.description,
+    async authenticate(username, password) {
+      const id = await users.authenticate(username, password);
+      return id !== undefined && (await allowed(id)) ? id : undefined;
+    },
+    lookup: (username) => users.lookup(username),
+    ...(add !== undefined ? { addUser: (username: string, password: string, roles: readonly string[]) => add.call(users, username, password, roles) } : {}),
+    close: () => users.close(),
+  };
+}
+
 /** The key manager's store as the user store (the default). */
 export function databaseUserStore(store: Store): UserStore {
   return {

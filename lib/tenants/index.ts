@@ -12,7 +12,7 @@
 import { newPasswordHash } from '../store/passwords';
 import { StoreError, SUPER_TENANT, type Store, type Tenant } from '../store/types';
 import type { DeploymentConfig } from '../config/deployment-config.generated';
-import type { UserStore } from '../store/users';
+import { type UserStore, withSignInCheck } from '../store/users';
 
 export { SUPER_TENANT, type Tenant } from '../store/types';
 
@@ -224,16 +224,5 @@ export class Tenants implements TenantDirectory {
  * tenant's deactivation.
  */
 export function signInUsers(users: UserStore, tenants: Tenants): UserStore {
-  const add = users.addUser;
-  return {
-    kind: users.kind,
-    description: users.description,
-    async authenticate(username, password) {
-      const id = await users.authenticate(username, password);
-      return id !== undefined && tenants.signInAllowed(id.username) ? id : undefined;
-    },
-    lookup: (username) => users.lookup(username),
-    ...(add !== undefined ? { addUser: (username: string, password: string, roles: readonly string[]) => add.call(users, username, password, roles) } : {}),
-    close: () => users.close(),
-  };
+  return withSignInCheck(users, (id) => tenants.signInAllowed(id.username));
 }

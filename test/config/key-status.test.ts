@@ -35,6 +35,9 @@ const KEY = [...TRUST, 'key_password'];
 const storeKeys = (prefix: string): string[] => [...KEY.map((k) => `${prefix}.key_store.${k}`), ...TRUST.map((k) => `${prefix}.trust_store.${k}`)];
 
 const READ_ELSEWHERE: readonly ReadElsewhere[] = [
+  // Both e-mail tables through smtpSettings' structural parameter (one table type for both).
+  { section: 'apim.notifications', file: 'lib/mail/settings.ts' },
+  { section: 'output_adapter.email', file: 'lib/mail/settings.ts' },
   // Each listening port by its dotted path; the offset by its segments (LISTENING_PORTS, effectivePorts).
   { section: 'server', keys: ['offset'], file: 'lib/config/ports.ts' },
   // The connection keys through databaseMapping/connectionTarget, the pool through poolSettings (structural types).

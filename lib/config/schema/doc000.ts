@@ -500,20 +500,20 @@ export const DOC000_SECTIONS: readonly SectionDef[] = [
     source: '000',
     title: 'Developer portal',
     runs: true,
-    // The developer portal (lib/portal, docs/portal.md) acts on display_multiple_versions and
-    // display_deprecated_apis; the other keys are accepted and named as not acted on.
+    // The developer portal (lib/portal, docs/portal.md, docs/self-service.md) acts on every key but
+    // application_sharing_impl (a class of the reference) and login_username_case_insensitive.
     keys: [
-      { key: 'url', type: 's', inactive: true, required: true, format: 'url', default: 'https://localhost:9443/devportal', meaning: 'Public URL of the developer portal.' },
-      { key: 'enable_application_sharing', type: 's', inactive: true, boolString: true, default: false, meaning: 'Share applications by claim.' },
-      { key: 'application_sharing_type', type: 's', inactive: true, allowed: ['default', 'saml'], defaultText: 'undefined (behaves as default)', meaning: 'default or saml; saml extracts groups from the SAML response.' },
+      { key: 'url', type: 's', differs: 'The base of the links in account e-mail (confirmation, recovery); the default (not written) takes the consoles\' own origin.', required: true, format: 'url', default: 'https://localhost:9443/devportal', meaning: 'Public URL of the developer portal.' },
+      { key: 'enable_application_sharing', type: 's', boolString: true, default: false, meaning: 'Share applications by claim.' },
+      { key: 'application_sharing_type', type: 's', differs: 'saml shares as default does, by the claim: throughway reads no SAML response.', allowed: ['default', 'saml'], defaultText: 'undefined (behaves as default)', meaning: 'default or saml; saml extracts groups from the SAML response.' },
       { key: 'application_sharing_impl', type: 's', inactive: true, format: 'class', defaultText: 'depends on type', meaning: 'Custom class; wins over the type when both are set.' },
-      { key: 'application_sharing_claim', type: 's', inactive: true, defaultText: 'vendor claim URI for organization', meaning: 'Claim used to group applications.' },
+      { key: 'application_sharing_claim', type: 's', differs: 'The claim is the organisation of the user profile given at sign-up (the database user store); an LDAP directory holds none.', defaultText: 'vendor claim URI for organization', meaning: 'Claim used to group applications.' },
       { key: 'login_username_case_insensitive', type: 's', inactive: true, boolString: true, default: true, meaning: 'User names are case-insensitive at login.' },
       { key: 'display_multiple_versions', type: 's', boolString: true, default: false, meaning: 'List all versions of an API.' },
       { key: 'display_deprecated_apis', type: 's', boolString: true, default: false, meaning: 'List deprecated APIs.' },
-      { key: 'enable_comments', type: 's', inactive: true, boolString: true, default: true, meaning: 'Allow comments on APIs.' },
-      { key: 'enable_ratings', type: 's', inactive: true, boolString: true, default: true, meaning: 'Allow star ratings.' },
-      { key: 'enable_forum', type: 's', inactive: true, boolString: true, default: true, meaning: 'Enable the forum.' },
+      { key: 'enable_comments', type: 's', boolString: true, default: true, meaning: 'Allow comments on APIs.' },
+      { key: 'enable_ratings', type: 's', boolString: true, default: true, meaning: 'Allow star ratings.' },
+      { key: 'enable_forum', type: 's', boolString: true, default: true, meaning: 'Enable the forum.' },
       // Not in spec 000's key table; the reference's own deployment.toml files write it (docs/tenants.md).
       { key: 'enable_cross_tenant_subscriptions', type: 's', boolString: true, default: false, meaning: 'An application may subscribe to an API of another tenant (docs/tenants.md).' },
     ],
@@ -677,13 +677,14 @@ export const DOC000_SECTIONS: readonly SectionDef[] = [
     path: 'apim.sdk',
     source: '000',
     title: 'Client SDK generation',
-    runs: false,
+    // lib/sdk (docs/self-service.md, "SDKs"): javascript, java and jmeter are built; the other languages are listed as not built.
+    runs: true,
     keys: [
       { key: 'group_id', type: 's', defaultText: 'vendor-prefixed project group', meaning: 'Group id of generated SDKs.' },
       { key: 'artifact_id', type: 's', defaultText: 'vendor-prefixed artifact name', meaning: 'Artifact id of generated SDKs.' },
       { key: 'model_package', type: 's', defaultText: 'vendor-prefixed model package', meaning: 'Package of generated model classes.' },
       { key: 'api_package', type: 's', defaultText: 'vendor-prefixed api package', meaning: 'Package of generated API classes.' },
-      { key: 'supported_languages', type: 's', format: 'list', default: ['android', 'java', 'javascript', 'jmeter'], allowed: ['android', 'java', 'csharp', 'dart', 'groovy', 'javascript', 'jmeter', 'perl', 'php', 'python', 'ruby', 'swift5', 'clojure'], meaning: 'Languages SDKs can be generated for.' },
+      { key: 'supported_languages', type: 's', format: 'list', differs: 'javascript, java and jmeter are built and offered; the other languages are listed on the API\'s page as not built (docs/self-service.md).', default: ['android', 'java', 'javascript', 'jmeter'], allowed: ['android', 'java', 'csharp', 'dart', 'groovy', 'javascript', 'jmeter', 'perl', 'php', 'python', 'ruby', 'swift5', 'clojure'], meaning: 'Languages SDKs can be generated for.' },
     ],
   },
   {
@@ -750,8 +751,9 @@ export const DOC000_SECTIONS: readonly SectionDef[] = [
   },
 
   // ---------------------------------------------------------------- e-mail
-  { path: 'apim.notifications', source: '000', title: 'Notification e-mail', runs: false, keys: emailKeys() },
-  { path: 'output_adapter.email', source: '000', title: 'E-mail output adapter (password recovery)', runs: false, keys: emailKeys() },
+  // lib/mail (docs/self-service.md, "E-mail"): the outbox sends through these servers.
+  { path: 'apim.notifications', source: '000', title: 'Notification e-mail', runs: true, keys: emailKeys() },
+  { path: 'output_adapter.email', source: '000', title: 'E-mail output adapter (password recovery)', runs: true, keys: emailKeys() },
   {
     path: 'tenant_mgt',
     source: '000',
@@ -766,12 +768,13 @@ export const DOC000_SECTIONS: readonly SectionDef[] = [
     path: 'multi_tenancy.platform',
     source: '000',
     title: 'Multi-tenancy platform',
-    // lib/tenants (docs/tenants.md) acts on tenant_activation_moderated; throughway sends no e-mail, bills
-    // nothing and has no usage summary, public cloud or single sign-on page, so the other keys are inactive.
+    // lib/tenants (docs/tenants.md) acts on tenant_activation_moderated, the developer portal's sign-up on
+    // email_validation_mandatory_for_login (docs/self-service.md); throughway sends no tenant management
+    // e-mail, bills nothing and has no usage summary, public cloud or single sign-on page.
     runs: true,
     keys: [
       { key: 'disable_tenant_management_emails', type: 'b', inactive: true, default: true, meaning: 'Do not send tenant management e-mails.' },
-      { key: 'email_validation_mandatory_for_login', type: 'b', inactive: true, default: false, meaning: 'Tenants must validate their e-mail before logging in.' },
+      { key: 'email_validation_mandatory_for_login', type: 'b', differs: 'Acts on users who signed up in the developer portal: they sign in once their e-mail address is confirmed (docs/self-service.md).', default: false, meaning: 'Tenants must validate their e-mail before logging in.' },
       { key: 'tenant_activation_moderated', type: 'b', default: false, meaning: 'Tenant activation needs moderation.' },
       { key: 'super_admin_email', type: 's', inactive: true, format: 'email', defaultText: '<EMAIL>', meaning: 'E-mail address of the super admin.' },
       { key: 'skip_summary_generator', type: 'b', inactive: true, default: false, meaning: 'Skip the usage summary generator.' },

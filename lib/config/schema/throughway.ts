@@ -166,6 +166,17 @@ export const THROUGHWAY_SECTIONS: readonly SectionDef[] = [
     ],
   },
   {
+    path: 'throughway.portal',
+    source: 'throughway',
+    title: 'Developer portal self-service: sign-up, account links (docs/self-service.md)',
+    runs: true,
+    keys: [
+      { key: 'self_sign_up', type: 'b', default: true, meaning: 'Visitors of the developer portal may create their own account (/devportal/signup) in the key manager\'s user store; false hides the page.' },
+      { key: 'confirmation_link_validity', type: 's', format: 'duration', unit: 'ms', default: 86400000, min: 1000, meaning: 'How long the e-mail confirmation link of a sign-up stays valid ([multi_tenancy.platform] email_validation_mandatory_for_login).' },
+      { key: 'recovery_link_validity', type: 's', format: 'duration', unit: 'ms', default: 1800000, min: 1000, meaning: 'How long a password recovery link stays valid; each link works once.' },
+    ],
+  },
+  {
     path: 'throughway.management',
     source: 'throughway',
     title: 'Management port defences: sign-in lockout, listener limits, secrets at rest (docs/security.md)',
