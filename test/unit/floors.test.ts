@@ -33,7 +33,7 @@ export const FLOORS: readonly (readonly string[])[] = [
   ['faults', 'events'], // vocabulary: the fault table, plain events on a bus
   ['security', 'throttle', 'mediation', 'store', 'graphql', 'tenants'], // services with plain inputs; tenants/ reads store/
   ['gateway'], // APIs, routing, the phase chain
-  ['keymanager', 'scale', 'observability', 'demo', 'portal', 'import'], // control plane, its web consoles, observers, and the import and export of the reference's projects
+  ['keymanager', 'scale', 'observability', 'demo', 'portal', 'import', 'workflows'], // control plane, its web consoles, its approval workflows, observers, and the import and export of the reference's projects
   ['node', 'index', 'cli', 'embed'], // boot and face: embed/ is the embedders' createGateway, composed with its observers
 ];
 export const EXCEPTIONS: ReadonlyMap<string, string> = new Map<string, string>([]);
