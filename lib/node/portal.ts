@@ -18,6 +18,7 @@ import { gatewayEnvironments } from '../gateway/environments';
 import { gatewaySettingsFrom } from '../gateway/settings';
 import { OAuthError } from '../keymanager/errors';
 import { createPortal, type Portal, type PortalOptions } from '../portal';
+import type { AdminParts } from '../portal/admin';
 import { localKeyManager, PortalRemoteError, remoteKeyManager } from '../portal/backend';
 import { Catalogue } from '../portal/catalogue';
 import { RemoteCatalogue } from '../portal/remote-catalogue';
@@ -65,6 +66,7 @@ function announce(b: Boot, origins: { http: string | undefined; https: string | 
   const also = (p: string): string => (origins.https !== undefined && origins.http !== undefined ? ` (also ${origins.http}${p})` : '');
   if (consoles.devportal) b.log(`  ${'developer portal'.padEnd(18)} ${base}/devportal${also('/devportal')}`);
   if (consoles.publisher) b.log(`  ${'publisher'.padEnd(18)} ${base}/publisher${also('/publisher')}`);
+  if (b.scale.consoleBackend !== 'remote') b.log(`  ${'admin console'.padEnd(18)} ${base}/admin${also('/admin')}`);
 }
 
 /** A start-up failure of the remote way, with its code. */
@@ -121,7 +123,21 @@ export async function startPortal(b: Boot): Promise<void> {
   if (km === undefined || b.store === undefined) return;
   const { config, loaded } = b;
   const gw = gatewaySettingsFrom(config, loaded.dir, b.ports);
-  const portal: Portal = createPortal({ ...commonOptions(b), keys: localKeyManager(km, b.store), catalogue: new Catalogue(gw.apisDir, gw.vars) });
+  const throttle = throttleSettingsFrom(config, loaded.dir);
+  // The admin console (/admin): this node's key manager, workflows, tenants and policies file; a policy
+  // added there is applied to this node's gateway at once (gateway-workers follow the file's change event).
+  const admin: AdminParts = {
+    manager: km.manager,
+    workflows: km.workflows,
+    tenants: km.tenants,
+    userRules: km.userRules,
+    policies: {
+      file: throttle.policiesFile,
+      options: policyOptionsOf(throttle),
+      apply: () => void b.gateway?.throttle.reload(),
+    },
+  };
+  const portal: Portal = createPortal({ ...commonOptions(b), keys: localKeyManager(km, b.store), catalogue: new Catalogue(gw.apisDir, gw.vars), admin });
   const a = km.addresses();
   const host = b.eph ? '127.0.0.1' : config.server.hostname;
   const origins = { http: a.http !== undefined ? km.settings.baseUrl : undefined, https: a.https !== undefined ? `https://${host}:${a.https.port}` : undefined };

@@ -10,6 +10,7 @@ import type { ApiCatalogue } from './catalogue';
 import { page, sendHtml, type Frame } from './html';
 import type { Session, Sessions } from './session';
 import type { SignIn } from './signin';
+import type { AdminParts } from './admin';
 
 /** `[apim.devportal]` keys the developer portal acts on (docs/migrating.md). */
 export interface DevportalSettings {
@@ -36,10 +37,12 @@ export interface PortalOptions {
   readonly gateways: () => readonly { readonly name: string; readonly url: string }[];
   /** Which consoles this node serves (both on a default node; one on api-devportal and api-publisher). */
   readonly consoles: { readonly devportal: boolean; readonly publisher: boolean };
+  /** The admin console's services (/admin, lib/portal/admin.ts): a node with its own key manager only. */
+  readonly admin?: AdminParts;
 }
 
 /** What the routes share: the options' services, and the portal's sessions and sign-in. */
-export interface PortalParts extends Pick<PortalOptions, 'keys' | 'catalogue' | 'logger' | 'settings' | 'tiers' | 'applicationTiers' | 'policyNames' | 'gateways' | 'consoles'> {
+export interface PortalParts extends Pick<PortalOptions, 'keys' | 'catalogue' | 'logger' | 'settings' | 'tiers' | 'applicationTiers' | 'policyNames' | 'gateways' | 'consoles' | 'admin'> {
   readonly sessions: Sessions;
   readonly signin: SignIn;
 }
@@ -72,7 +75,9 @@ export function render(c: Call, console: Frame['console'], title: string, body: 
   const nav: [string, string][] =
     console === 'devportal'
       ? [['/devportal', 'APIs'], ...(c.session.user !== undefined ? ([['/devportal/applications', 'Applications']] as [string, string][]) : []), ...(canPublish(c.session) && c.parts.consoles.publisher ? ([['/publisher', 'Publisher']] as [string, string][]) : [])]
-      : [['/publisher', 'APIs'], ['/publisher/new', 'Create API'], ...(c.parts.consoles.devportal ? ([['/devportal', 'Developer portal']] as [string, string][]) : [])];
+      : console === 'publisher'
+        ? [['/publisher', 'APIs'], ['/publisher/new', 'Create API'], ...(c.parts.consoles.devportal ? ([['/devportal', 'Developer portal']] as [string, string][]) : [])]
+        : [['/admin', 'Tasks'], ['/admin/applications', 'Applications'], ['/admin/blocking', 'Blocking'], ['/admin/policies', 'Policies'], ['/admin/tenants', 'Tenants']];
   sendHtml(c.res, status, page({ console, title, user: c.session.user?.username, csrf: c.session.csrf, nav }, body), c.cookies.length > 0 ? { 'Set-Cookie': c.cookies } : {});
 }
 
