@@ -35,7 +35,7 @@ export interface Portal {
  * Where a sign-in may return to: a page of the consoles, never another site nor another path of this
  * origin (docs/portal.md, "Sign-in"). The value is resolved as a browser resolves a Location (WHATWG URL:
  * dot segments, `%2e` among them, removed), and refused unless it stays on this origin and its path is
- * /devportal or /publisher or below them; a backslash (which browsers read as `/`), an encoded slash or
+ * /devportal, /publisher or /admin or below them (not the JSON API under /admin/v1); a backslash (which browsers read as `/`), an encoded slash or
  * backslash, a doubled slash, a query or fragment, or more than 2 KiB is refused. Refused: /devportal.
  */
 export function safeBack(v: string | null): string {
@@ -48,6 +48,8 @@ export function safeBack(v: string | null): string {
     return fallback;
   }
   if (u.origin !== 'http://consoles.invalid' || !/^\/(devportal|publisher|admin)(\/[A-Za-z0-9._~%:/-]*)?$/.test(u.pathname) || u.pathname.includes('//')) return fallback;
+  // /admin/v1 is the JSON admin API, never a page to return to.
+  if (/^\/admin\/v1(\/|$)/.test(u.pathname)) return fallback;
   return u.pathname;
 }
 
