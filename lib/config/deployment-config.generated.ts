@@ -564,9 +564,9 @@ export interface ApimThrottlingUrlGroupSection {
   readonly throttle_decision_endpoints?: readonly string[];
 }
 
-/** Workflow engine connection ([apim.workflow], spec 000); accepted, not run by throughway. */
+/** Workflow engine connection ([apim.workflow], spec 000). */
 export interface ApimWorkflowSection {
-  /** Run API state changes through the workflow engine. Default: false. */
+  /** Run API state changes through the workflow engine. Default: false. Acts differently: Allows the external executor, which a tenant chooses per workflow type (docs/workflows.md); the simple and approval executors need no engine.. */
   readonly enable: boolean;
   /** Workflow engine URL. Default: "https://localhost:9445/bpmn". */
   readonly service_url: string;
@@ -580,13 +580,13 @@ export interface ApimWorkflowSection {
   readonly wf_engine_pass: string;
   /** Callback the workflow engine calls. Default: https://localhost:<management port>/api/am/publisher/<version>/workflows/update-workflow-status. */
   readonly callback_endpoint?: string;
-  /** Token endpoint used by the workflow engine. Default: https://localhost:<gateway https port>/token. */
+  /** Token endpoint used by the workflow engine. Throughway does not call it: the engine takes its callback token there (the gateway's /token is the key manager's, docs/workflows.md). Default: https://localhost:<gateway https port>/token. Accepted; throughway does not act on it. */
   readonly token_endpoint?: string;
-  /** Dynamic client registration endpoint. Default: https://localhost:<management port>/client-registration/<version>/register. */
+  /** Dynamic client registration endpoint. Throughway does not call it: the engine registers its callback client there (docs/workflows.md). Default: https://localhost:<management port>/client-registration/<version>/register. Accepted; throughway does not act on it. */
   readonly client_registration_endpoint?: string;
   /** Client registration user. Default: "$ref{super_admin.username}". */
   readonly client_registration_username: string;
-  /** Client registration password. Default: "$ref{super_admin.password}". */
+  /** Client registration password. Throughway does not read it: the engine presents it at the registration endpoint, where it is checked as any admin's (docs/workflows.md). Default: "$ref{super_admin.password}". Accepted; throughway does not act on it. */
   readonly client_registration_password: string;
 }
 

@@ -4,8 +4,12 @@
  * that neither needs the other.
  */
 
-/** Subscription states (spec 002, part 3, "Subscription conditions that affect invocation"). */
-export const SUBSCRIPTION_STATES = ['UNBLOCKED', 'BLOCKED', 'PROD_ONLY_BLOCKED', 'ON_HOLD'] as const;
+/**
+ * Subscription states (spec 002, part 3, "Subscription conditions that affect invocation"); REJECTED is
+ * where a refused subscription workflow leaves it, refused at the gateway as ON_HOLD is (900909,
+ * docs/workflows.md).
+ */
+export const SUBSCRIPTION_STATES = ['UNBLOCKED', 'BLOCKED', 'PROD_ONLY_BLOCKED', 'ON_HOLD', 'REJECTED'] as const;
 export type SubscriptionState = (typeof SUBSCRIPTION_STATES)[number];
 
 /** Key types of an application's OAuth client: production or sandbox keys (the `keytype` token claim). */

@@ -12,11 +12,12 @@ import type * as http from 'node:http';
 import { SUBSCRIPTION_STATES, type KeyType, type SubscriptionState } from '../store/types';
 import { OAuthError } from './errors';
 import { KeyRingError } from './keys';
-import { checkNewUser, tenantRefusal, type Manager } from './manage';
+import { checkNewUser, tenantOfContext, tenantRefusal, type Manager } from './manage';
 import { SUPER_TENANT, type Tenant } from '../tenants';
 import { readJson, sendJson, type ApiFileService, type RouteContext } from './http';
 import { issueRegistrationToken, revokeRegistrationToken } from './registration';
 import { isConsoleClient, registerConsoleClients } from './console-clients';
+import { WorkflowError, type Workflows } from '../workflows';
 
 /** An http(s) origin (scheme://host[:port]), or undefined when absent; anything else is refused. */
 function origin(v: unknown, name: string): string | undefined {
@@ -109,8 +110,30 @@ async function changeSubscription(c: AdminCall): Promise<void> {
   const ref = id !== undefined
     ? { id }
     : { application: need(b.application, 'application'), apiContext: need(b.api, 'api'), ...(str(b.version) !== undefined ? { apiVersion: str(b.version) as string } : {}), ...(str(b.owner) !== undefined ? { owner: str(b.owner) as string } : {}) };
-  if (c.req.method === 'DELETE') return sendJson(c.res, 200, await c.m.removeSubscription(ref));
+  if (c.req.method === 'DELETE') return sendJson(c.res, 200, await c.m.removeSubscription(ref, c.caller.username));
+  // A tier change is the subscription update workflow's (docs/workflows.md); a state change is the admin's own.
+  if (b.tier !== undefined && b.state === undefined) {
+    if (typeof b.tier !== 'string') throw new OAuthError('invalid_request', 'tier must be a string');
+    return sendJson(c.res, 200, await c.m.setSubscriptionTier(ref, b.tier, c.caller.username));
+  }
+  if (b.tier !== undefined) throw new OAuthError('invalid_request', 'change the state or the tier, one at a time');
   return sendJson(c.res, 200, await c.m.setSubscriptionState(ref, state(b.state)));
+}
+
+function workflowsOf(ctx: RouteContext): Workflows {
+  if (ctx.workflows === undefined) throw new OAuthError('not_found', 'this key manager runs no workflows');
+  return ctx.workflows;
+}
+
+/** A tenant admin sees its tenant's tasks only; the super admin every tenant's (docs/workflows.md). */
+const taskTenant = (c: AdminCall): string | undefined => (c.caller.tenant === SUPER_TENANT ? undefined : c.caller.tenant);
+
+async function decideTask(c: AdminCall, status: 'APPROVED' | 'REJECTED'): Promise<void> {
+  const b = await readJson(c.req);
+  if (b.comment !== undefined && typeof b.comment !== 'string') throw new OAuthError('invalid_request', 'comment must be a string');
+  const tenant = taskTenant(c);
+  const task = await workflowsOf(c.ctx).decide(c.params[0] as string, { status, by: c.caller.username, comment: typeof b.comment === 'string' ? b.comment : '', ...(tenant !== undefined ? { tenant } : {}) });
+  return sendJson(c.res, 200, task);
 }
 
 async function apiFileAnswer(c: AdminCall, r: { readonly status: number; readonly message: string; readonly fields: Readonly<Record<string, string>> }): Promise<void> {
@@ -133,7 +156,7 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = Object.freeze([
     async handle(c) {
       const b = await readJson(c.req);
       const defaultOwner = c.caller.tenant === SUPER_TENANT ? c.ctx.oauth.settings.adminUser : c.caller.username;
-      const app = await c.m.createApplication({ name: need(b.name, 'name'), owner: str(b.owner) ?? defaultOwner, ...(str(b.tier) !== undefined ? { tier: str(b.tier) as string } : {}), ...(str(b.description) !== undefined ? { description: str(b.description) as string } : {}) });
+      const app = await c.m.createApplication({ requester: c.caller.username, name: need(b.name, 'name'), owner: str(b.owner) ?? defaultOwner, ...(str(b.tier) !== undefined ? { tier: str(b.tier) as string } : {}), ...(str(b.description) !== undefined ? { description: str(b.description) as string } : {}) });
       return sendJson(c.res, 201, app);
     },
   },
@@ -146,6 +169,14 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = Object.freeze([
       if (b.tier !== undefined && typeof b.tier !== 'string') throw new OAuthError('invalid_request', 'tier must be a string');
       if (b.description !== undefined && typeof b.description !== 'string') throw new OAuthError('invalid_request', 'description must be a string');
       return sendJson(c.res, 200, await c.m.updateApplication(c.params[0] as string, { ...(typeof b.tier === 'string' ? { tier: b.tier } : {}), ...(typeof b.description === 'string' ? { description: b.description } : {}), ...(c.owner !== undefined ? { owner: c.owner } : {}) }));
+    },
+  },
+  // The admin console's "change owner": to another user of the application's tenant.
+  {
+    method: 'POST', path: '/applications/{name}/owner', tenancy: 'tenant',
+    async handle(c) {
+      const b = await readJson(c.req);
+      return sendJson(c.res, 200, await c.m.changeOwner(c.params[0] as string, need(b.owner, 'owner'), c.owner));
     },
   },
   {
@@ -176,6 +207,7 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = Object.freeze([
         ...(str(b.owner) !== undefined ? { owner: str(b.owner) as string } : {}),
         ...(str(b.tier) !== undefined ? { tier: str(b.tier) as string } : {}),
         ...(b.state !== undefined ? { state: state(b.state) } : {}),
+        requester: c.caller.username,
       });
       return sendJson(c.res, 201, s);
     },
@@ -305,7 +337,21 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = Object.freeze([
     method: 'POST', path: '/api-files/{id}/lifecycle', tenancy: 'super', when: (ctx) => ctx.apiFiles !== undefined,
     async handle(c) {
       const b = await readJson(c.req);
-      const r = await (c.ctx.apiFiles as ApiFileService).transitionFile(c.params[0] as string, need(b.state, 'state'));
+      const to = need(b.state, 'state');
+      // The API state workflow (docs/workflows.md): with an approval or external executor the move waits, 202.
+      const w = c.ctx.workflows;
+      const file = (c.ctx.apiFiles as ApiFileService).readFile(c.params[0] as string);
+      if (w !== undefined && file !== undefined) {
+        const context = /^\s*context\s*=\s*"([^"]*)"/m.exec(file.text)?.[1] ?? '';
+        const tenant = tenantOfContext(context);
+        const executor = await w.executorOf(tenant, 'AM_API_STATE');
+        if (executor !== 'simple') {
+          const from = /^\s*state\s*=\s*"([^"]*)"/m.exec(file.text)?.[1] ?? (file.id.startsWith('created:') ? 'CREATED' : 'PUBLISHED');
+          const workflow = await w.start({ type: 'AM_API_STATE', tenant, requester: c.caller.username, entity: file.id, description: `API file ${file.id} (${context}): ${from} → ${to}`, attributes: { from, to }, executor });
+          return sendJson(c.res, 202, { id: file.id, from, to, workflow });
+        }
+      }
+      const r = await (c.ctx.apiFiles as ApiFileService).transitionFile(c.params[0] as string, to);
       if ('status' in r) return apiFileAnswer(c, r);
       c.ctx.logger.log('info', 'api_file_transition', { id: r.id, from: r.from, to: b.state, by: c.caller.username });
       return sendJson(c.res, 200, { id: r.id, from: r.from, to: b.state });
@@ -330,6 +376,34 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = Object.freeze([
     },
   },
   { method: 'GET', path: '/revocations', tenancy: 'super', handle: async (c) => sendJson(c.res, 200, { list: await c.ctx.store.listRevoked(Date.now()) }) },
+  // Workflow tasks and executors (docs/workflows.md): a tenant admin's own tenant's, the super admin's every tenant's.
+  {
+    method: 'GET', path: '/tasks', tenancy: 'tenant',
+    async handle(c) {
+      const tenant = taskTenant(c);
+      const type = c.query.get('type') ?? undefined;
+      const st = c.query.get('status') ?? undefined;
+      if (st !== undefined && st !== 'CREATED' && st !== 'APPROVED' && st !== 'REJECTED') throw new OAuthError('invalid_request', 'status must be CREATED, APPROVED or REJECTED');
+      const list = await workflowsOf(c.ctx).list({ ...(tenant !== undefined ? { tenant } : {}), ...(type !== undefined ? { type } : {}), ...(st !== undefined ? { pending: st === 'CREATED' } : {}) });
+      return sendJson(c.res, 200, { list: st === undefined || st === 'CREATED' ? list : list.filter((x) => x.status === st) });
+    },
+  },
+  { method: 'GET', path: '/tasks/{id}', tenancy: 'tenant', handle: async (c) => sendJson(c.res, 200, await workflowsOf(c.ctx).get(c.params[0] as string, taskTenant(c))) },
+  { method: 'POST', path: '/tasks/{id}/approve', tenancy: 'tenant', handle: (c) => decideTask(c, 'APPROVED') },
+  { method: 'POST', path: '/tasks/{id}/reject', tenancy: 'tenant', handle: (c) => decideTask(c, 'REJECTED') },
+  { method: 'POST', path: '/tasks/{id}/retry', tenancy: 'tenant', handle: async (c) => sendJson(c.res, 200, await workflowsOf(c.ctx).retry(c.params[0] as string, taskTenant(c))) },
+  { method: 'GET', path: '/workflow-executors', tenancy: 'tenant', handle: async (c) => sendJson(c.res, 200, { tenant: c.caller.tenant, executors: await workflowsOf(c.ctx).executors(c.caller.tenant) }) },
+  {
+    method: 'PUT', path: '/workflow-executors/{type}', tenancy: 'tenant',
+    async handle(c) {
+      const b = await readJson(c.req);
+      const w = workflowsOf(c.ctx);
+      await w.setExecutor(c.caller.tenant, c.params[0], b.executor).catch((err: unknown) => {
+        throw err instanceof WorkflowError && err.code === 'WORKFLOW_ENGINE_DISABLED' ? new OAuthError('invalid_request', `${err.code}: ${err.message}`) : err;
+      });
+      return sendJson(c.res, 200, { tenant: c.caller.tenant, executors: await w.executors(c.caller.tenant) });
+    },
+  },
   // Tenants (docs/tenants.md): the super tenant's admins only.
   { method: 'GET', path: '/tenants', tenancy: 'super', handle: async (c) => sendJson(c.res, 200, { list: tenantsOf(c.ctx).list().map(tenantView) }) },
   {

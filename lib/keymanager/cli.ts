@@ -19,6 +19,8 @@ import { signingKeystore } from './index';
 import { openKeyRing } from './keys';
 import { checkNewUser, CONTROL_CHARS, Manager, tenantRefusal } from './manage';
 import { Tenants, tenantSettings } from '../tenants';
+import { Workflows, workflowSettings } from '../workflows';
+import { silentLogger } from '../log';
 import { issueRegistrationToken, revokeRegistrationToken } from './registration';
 import { keyManagerSettings } from './settings';
 
@@ -42,13 +44,16 @@ export const ADMIN_USAGE = `Managing applications, keys, subscriptions and users
   tenants list
   tenants activate DOMAIN
   tenants deactivate DOMAIN
+  tasks list [--type TYPE] [--status CREATED|APPROVED|REJECTED]
+  tasks approve ID [--comment TEXT]
+  tasks reject ID [--comment TEXT]
 Options: --config FILE (local store of that configuration), --url URL (a running node's management
 port, e.g. http://localhost:9763) with --admin-user/--admin-password (default: [super_admin]), --json.
 tenants add reads the admin's password from THROUGHWAY_TENANT_ADMIN_PASSWORD, else from standard
 input: never from an argument.
 `;
 
-export const ADMIN_COMMANDS = new Set(['apps', 'keys', 'subscriptions', 'users', 'blocking', 'registration', 'tenants']);
+export const ADMIN_COMMANDS = new Set(['apps', 'keys', 'subscriptions', 'users', 'blocking', 'registration', 'tenants', 'tasks']);
 
 /** The environment variable `tenants add` reads the new tenant admin's password from (docs/tenants.md). */
 export const TENANT_PASSWORD_ENV = 'THROUGHWAY_TENANT_ADMIN_PASSWORD';
@@ -72,7 +77,7 @@ async function tenantPassword(io: Io): Promise<string> {
 }
 
 const FLAGS = new Set(['--sandbox', '--prod-only', '--json', '--invert']);
-const VALUED = new Set(['--config', '--url', '--admin-user', '--admin-password', '--admin', '--package', '--owner', '--tier', '--description', '--app', '--grant-types', '--callback', '--api', '--api-version', '--state', '--password', '--roles', '--sys', '--type', '--value', '--expires-in']);
+const VALUED = new Set(['--config', '--url', '--admin-user', '--admin-password', '--admin', '--package', '--owner', '--tier', '--description', '--app', '--grant-types', '--callback', '--api', '--api-version', '--state', '--password', '--roles', '--sys', '--type', '--value', '--expires-in', '--status', '--comment']);
 
 class UsageError extends Error {}
 
@@ -126,7 +131,10 @@ async function localOps(configFile: string, cwd: string, io: Io): Promise<Ops> {
   const props = loaded.config.user_store.properties;
   const rules = { username: new RegExp(props.UsernameJavaRegEx), password: new RegExp(props.PasswordJavaRegEx) };
   const tenants = await Tenants.open(store, tenantSettings(loaded.config), 0);
-  const m = new Manager(store, createEventBus(), undefined, tenants);
+  // Decisions made here run the key manager's effects on this store (docs/workflows.md); an external task is never posted from here.
+  const workflows = new Workflows(store, silentLogger, { ...workflowSettings(loaded.config), engineEnabled: false }, () => '');
+  const m = new Manager(store, createEventBus(), undefined, tenants, undefined, workflows);
+  m.registerWorkflowEffects(workflows);
   const admin = loaded.config.super_admin.username;
   const q = (route: string): { parts: string[]; query: URLSearchParams } => {
     const u = new URL(route, 'http://x');
@@ -139,6 +147,15 @@ async function localOps(configFile: string, cwd: string, io: Io): Promise<Ops> {
       const s = (k: string): string | undefined => (typeof body[k] === 'string' ? (body[k] as string) : undefined);
       const [c, id, sub] = parts;
       if (c === 'tenants') return localTenants(tenants, method, id, sub, body, rules);
+      if (c === 'tasks' && id === undefined && method === 'GET') {
+        const type = query.get('type') ?? undefined;
+        const st = query.get('status') ?? undefined;
+        const list = await workflows.list({ ...(type !== undefined ? { type } : {}), ...(st !== undefined ? { pending: st === 'CREATED' } : {}) });
+        return { list: st === undefined || st === 'CREATED' ? list : list.filter((x) => x.status === st) };
+      }
+      if (c === 'tasks' && id !== undefined && (sub === 'approve' || sub === 'reject') && method === 'POST') {
+        return workflows.decide(id, { status: sub === 'approve' ? 'APPROVED' : 'REJECTED', by: admin, comment: s('comment') ?? '' });
+      }
       if (c === 'applications' && id === undefined && method === 'GET') return { list: await m.listApplications(owner) };
       if (c === 'applications' && id === undefined && method === 'POST') return m.createApplication({ name: s('name') ?? '', owner: s('owner') ?? admin, ...(s('tier') !== undefined ? { tier: s('tier') as string } : {}), ...(s('description') !== undefined ? { description: s('description') as string } : {}) });
       if (c === 'applications' && id !== undefined && sub === undefined && method === 'DELETE') return m.deleteApplication(id, owner);
@@ -327,6 +344,16 @@ export async function runAdminCli(argv: readonly string[], io: Io): Promise<numb
         case 'tenants deactivate':
           arity(1);
           return ops.call('POST', `/tenants/${enc(rest[0] ?? '')}/${sub ?? ''}`);
+        case 'tasks list': {
+          arity(0);
+          const st = opts.get('--status');
+          if (st !== undefined && st !== 'CREATED' && st !== 'APPROVED' && st !== 'REJECTED') throw new UsageError('--status must be CREATED, APPROVED or REJECTED');
+          return ops.call('GET', `/tasks${q({ type: opts.get('--type'), status: st })}`);
+        }
+        case 'tasks approve':
+        case 'tasks reject':
+          arity(1);
+          return ops.call('POST', `/tasks/${enc(rest[0] ?? '')}/${sub ?? ''}`, { ...(opts.has('--comment') ? { comment: opts.get('--comment') } : {}) });
         default:
           throw new UsageError(`unknown command: ${words.join(' ')}`);
       }
@@ -391,6 +418,11 @@ function render(key: string, r: Rec, url: string | undefined): string {
       return `tenant ${S(r.domain)} ${r.active === true ? 'active' : 'inactive'}\n`;
     case 'tenants list':
       return table([['DOMAIN', 'ADMIN', 'PACKAGE', 'STATE'], ...list.map((x) => [S(x.domain), S(x.admin), S(x.package), x.active === true ? 'active' : 'inactive'])]);
+    case 'tasks list':
+      return list.length === 0 ? 'no workflow tasks\n' : table([['ID', 'TYPE', 'TENANT', 'REQUESTER', 'STATUS', 'DESCRIPTION'], ...list.map((x) => [S(x.id), S(x.type), S(x.tenant), S(x.requester), S(x.status), S(x.description)])]);
+    case 'tasks approve':
+    case 'tasks reject':
+      return `task ${S(r.id)} ${S(r.status)}: ${S(r.description)}${url === undefined ? ' (decided on the store: a running node applies what gateways must hear on restart; use --url to apply it at once)' : ''}\n`;
     case 'blocking list':
       return list.length === 0 ? 'no blocking conditions\n' : table([['ID', 'TYPE', 'VALUE', 'INVERT'], ...list.map((c) => [S(c.id), S(c.type), S(c.value), c.invert === true ? 'yes' : ''])]);
     default:

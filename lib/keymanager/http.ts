@@ -13,6 +13,8 @@
  *                                               or the reference's clientName/grantType body
  *                                               (lib/keymanager/registration.ts)
  *   /admin/v1/...                               the JSON admin API (lib/keymanager/admin.ts)
+ *   POST /api/am/publisher/v<n>/workflows/update-workflow-status  the external workflow engine's
+ *                                               callback (lib/keymanager/workflow-routes.ts)
  *   GET  /health                                liveness of the store (the checkers' report when
  *                                               [server_health_check] enable: lib/observability)
  *   GET  /health/live, /metrics                 lib/observability/routes.ts (`ops`), asked first
@@ -41,6 +43,8 @@ import { discoveryKind, requestOrigin, serverMetadata } from './discovery';
 import type { OAuthServer } from './oauth';
 import { register } from './registration';
 import type { OAuthAnswer, OAuthCall } from '../gateway/token-route';
+import { WorkflowError, type Workflows } from '../workflows';
+import { CALLBACK_ROUTE, handleWorkflowCallback, workflowRefusal } from './workflow-routes';
 
 const MAX_BODY = 64 * 1024;
 
@@ -68,6 +72,8 @@ export interface RouteContext {
   readonly apiFiles?: ApiFileService;
   /** The tenants (lib/tenants, docs/tenants.md): tenant management, and whose admin a caller is. */
   readonly tenants?: Tenants;
+  /** Approval workflows (lib/workflows, docs/workflows.md): tasks, executors, the engine's callback. */
+  readonly workflows?: Workflows;
 }
 
 /** A handler of more routes on the management port; resolves true when it answered the request. */
@@ -310,6 +316,10 @@ export function createHandler(ctx: RouteContext): (req: http.IncomingMessage, re
       await handleAdmin(ctx, req, res, p.slice('/admin/v1'.length), url.searchParams, admin);
       return;
     }
+    if (CALLBACK_ROUTE.test(p)) {
+      await handleWorkflowCallback(ctx, req, res, url);
+      return;
+    }
     if (p === '/health' && method === 'GET') {
       await ctx.store.schemaVersion();
       sendJson(res, 200, { status: 'UP' });
@@ -331,8 +341,9 @@ export function createHandler(ctx: RouteContext): (req: http.IncomingMessage, re
 }
 
 /** An error as the management server answers it: an OAuthError's code and status, else 500 (logged). */
-function errorAnswer(ctx: RouteContext, path: string | undefined, err: unknown): OAuthAnswer {
+function errorAnswer(ctx: RouteContext, path: string | undefined, caught: unknown): OAuthAnswer {
   const json = { 'Content-Type': 'application/json; charset=utf-8', ...NO_STORE };
+  const err = caught instanceof WorkflowError ? workflowRefusal(caught) : caught;
   if (err instanceof OAuthError) {
     if (err.status >= 500) ctx.logger.log('error', 'management_error', { path, error: err.error, message: err.message });
     return { status: err.status, headers: { ...json, ...err.headers }, body: JSON.stringify(err.body()) };

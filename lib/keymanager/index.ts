@@ -22,6 +22,7 @@ import { checkUserStore, openUserStore, type UserStore } from '../store/users';
 import type { OpsHandler } from '../events/observed';
 import type { Deployments } from '../scale/deployments';
 import { AuthorizationCodes, type ApiScope } from './authorize';
+import { CALLBACK_PATH } from './workflow-routes';
 import { type ApiFileService, createHandler, oauthCall, type RouteContext, type SiteHandler } from './http';
 import type { OAuthAnswer, OAuthCall } from '../gateway/token-route';
 import { KeyRingError, KeySealer, openKeyRing, type ExternalKey, type KeyRing } from './keys';
@@ -34,6 +35,7 @@ import { createManagementServer, DEFAULT_ADMIN_PASSWORD, LOOPBACK, managementHos
 import { OAuthServer } from './oauth';
 import { keyManagerSettings, type KeyManagerSettings } from './settings';
 import { signInUsers, Tenants, tenantSettings } from '../tenants';
+import { Workflows, workflowSettings } from '../workflows';
 
 export interface KeyManagerOptions {
   readonly loaded: LoadResult;
@@ -64,6 +66,10 @@ export interface KeyManager {
   readonly users: UserStore;
   /** The tenants (docs/tenants.md): what the gateway's route and authentication phases ask. */
   readonly tenants: Tenants;
+  /** Approval workflows (docs/workflows.md): tasks, decisions, executors; the consoles register their effects on it. */
+  readonly workflows: Workflows;
+  /** `[user_store.properties]` UsernameJavaRegEx and PasswordJavaRegEx: what a new user's name and password must match. */
+  readonly userRules: { readonly username: RegExp; readonly password: RegExp };
   readonly handler: (req: http.IncomingMessage, res: http.ServerResponse) => void;
   /** POST /oauth2/token and /oauth2/revoke as a plain call: the gateway's /token and /revoke in process (lib/gateway/token-route.ts). */
   oauthCall(c: OAuthCall): Promise<OAuthAnswer>;
@@ -150,12 +156,27 @@ export async function createKeyManager(o: KeyManagerOptions): Promise<KeyManager
   // The default super admin password, configured or still stored: listeners on loopback only (listener.ts).
   const storedAdmin = await o.store.getUser(config.super_admin.username);
   const loopbackOnly = usesDefaultAdminPassword(config) || (storedAdmin !== undefined && storedAdmin.roles.includes('admin') && (await verifyPassword(DEFAULT_ADMIN_PASSWORD, storedAdmin)));
-  const manager = new Manager(o.store, bus, users, tenants);
+  // The callback URL the external engine is told: [apim.workflow] callback_endpoint, else this port's (docs/workflows.md).
+  const workflows = new Workflows(o.store, logger, workflowSettings(config), () => config.apim.workflow.callback_endpoint ?? `${settings.baseUrl}${CALLBACK_PATH}`);
+  const manager = new Manager(o.store, bus, users, tenants, undefined, workflows);
+  manager.registerWorkflowEffects(workflows);
+  // An approved API state change is the lifecycle move the publisher asked for; a rejected one leaves the API as it is.
+  const apiFiles = o.apiFiles;
+  if (apiFiles !== undefined) {
+    workflows.register('AM_API_STATE', {
+      async approved(t) {
+        const r = await apiFiles.transitionFile(t.entity, t.attributes.to ?? '');
+        if ('status' in r) throw new Error(`${t.entity} → ${t.attributes.to ?? ''}: ${r.message}`);
+      },
+      rejected: async () => undefined,
+    });
+  }
+  await workflows.resume();
   // One set of pending authorizations and codes, kept when the OAuth server is rebuilt for port 0.
   const codes = new AuthorizationCodes();
   let oauth = new OAuthServer({ store: o.store, users, keys, bus, logger, settings, codes, tenants, ...(o.apiScopes !== undefined ? { apiScopes: o.apiScopes } : {}) });
   const rules = userRules(config);
-  const ctx: { -readonly [K in keyof RouteContext]: RouteContext[K] } = { oauth, manager, store: o.store, keys, logger, userRules: rules, guard, tenants, firstParty: new Set<string>(), ...(o.apiFiles !== undefined ? { apiFiles: o.apiFiles } : {}), ...(o.ops !== undefined ? { ops: o.ops } : {}), ...(o.deployments !== undefined ? { deployments: o.deployments } : {}) };
+  const ctx: { -readonly [K in keyof RouteContext]: RouteContext[K] } = { oauth, manager, store: o.store, keys, logger, userRules: rules, guard, tenants, workflows, firstParty: new Set<string>(), ...(o.apiFiles !== undefined ? { apiFiles: o.apiFiles } : {}), ...(o.ops !== undefined ? { ops: o.ops } : {}), ...(o.deployments !== undefined ? { deployments: o.deployments } : {}) };
   const handler = createHandler(ctx);
   let server: http.Server | undefined;
   let secureServer: https.Server | undefined;
@@ -185,6 +206,8 @@ export async function createKeyManager(o: KeyManagerOptions): Promise<KeyManager
     bus,
     users,
     tenants,
+    workflows,
+    userRules: rules,
     handler,
     oauthCall: (c) => oauthCall(ctx, c),
     guard,
@@ -233,6 +256,7 @@ export async function createKeyManager(o: KeyManagerOptions): Promise<KeyManager
     async close() {
       if (timer !== undefined) clearInterval(timer);
       tenants.close();
+      workflows.close();
       if (o.users === undefined) await users.close();
       const hs = secureServer;
       secureServer = undefined;

@@ -14,9 +14,13 @@ import { OAuthError } from './errors';
 import { checkBlockingCondition } from '../events/blocking';
 import { DEFAULT_CLIENT_GRANTS, isGrantType } from './settings';
 import { SUPER_TENANT, TenantError, type Tenants } from '../tenants';
+import { type WorkflowStart, type WorkflowType, type Workflows } from '../workflows';
+import type { WorkflowTaskRecord } from '../store/types';
 
 export interface ApplicationView extends Application {
   readonly keys: readonly { readonly consumerKey: string; readonly keyType: KeyType; readonly grantTypes: readonly string[]; readonly callbackUrl: string }[];
+  /** The call's workflow, when it started one (docs/workflows.md): pending, with its task. */
+  readonly workflow?: WorkflowStart;
 }
 
 export interface GeneratedKeys {
@@ -30,10 +34,14 @@ export interface GeneratedKeys {
   readonly callbackUrl: string;
   /** The consumer key these keys replace, when the application had keys of this type. */
   readonly replaced: string | null;
+  /** Pending registration (docs/workflows.md): the key and secret work once the task is approved. */
+  readonly workflow?: WorkflowStart;
 }
 
 export interface SubscriptionView extends Subscription {
   readonly application: string;
+  /** The call's workflow when it waits (docs/workflows.md): a tier change or removal not yet made. */
+  readonly workflow?: WorkflowStart;
 }
 
 export interface UserView {
@@ -114,11 +122,75 @@ export class Manager {
      * tenant's applications, subscriptions and users are found, listed and changed (an admin API caller's).
      */
     readonly scope?: string,
+    /** Approval workflows (lib/workflows, docs/workflows.md); absent: every action at once, as the `simple` executor. */
+    readonly workflows?: Workflows,
   ) {}
 
   /** The same operations, restricted to one tenant's rows (docs/tenants.md, "Admins"). */
   forTenant(tenant: string): Manager {
-    return new Manager(this.store, this.bus, this.users, this.tenants, tenant);
+    return new Manager(this.store, this.bus, this.users, this.tenants, tenant, this.workflows);
+  }
+
+  /** The executor of a workflow type for a tenant: `simple` without workflows. */
+  private executor(tenant: string, type: WorkflowType): Promise<'simple' | 'approval' | 'external'> {
+    return this.workflows === undefined ? Promise.resolve('simple') : this.workflows.executorOf(tenant, type);
+  }
+
+  /** Starts a task for an executor already looked up (not `simple`); approved at once without workflows. */
+  private async pending(executor: 'approval' | 'external', r: { type: WorkflowType; tenant: string; requester: string; entity: string; description: string; attributes?: Record<string, string> }): Promise<WorkflowStart> {
+    if (this.workflows === undefined) return { status: 'approved' };
+    return this.workflows.start({ ...r, executor });
+  }
+
+  /**
+   * What the decisions of the key manager's workflow types do (docs/workflows.md, "What a decision
+   * does"): registered once on the engine by createKeyManager.
+   */
+  registerWorkflowEffects(w: Workflows): void {
+    const appStatus = (status: 'APPROVED' | 'REJECTED') => async (t: WorkflowTaskRecord): Promise<void> => {
+      const after = await this.store.updateApplication(t.entity, { status });
+      if (after !== undefined) this.bus.publish('application.changed', { application: this.payload(await this.view(after)) });
+    };
+    w.register('AM_APPLICATION_CREATION', { approved: appStatus('APPROVED'), rejected: appStatus('REJECTED') });
+    const registration = { approved: (t: WorkflowTaskRecord) => this.createPendingClient(t), rejected: async () => undefined };
+    w.register('AM_APPLICATION_REGISTRATION_PRODUCTION', registration);
+    w.register('AM_APPLICATION_REGISTRATION_SANDBOX', registration);
+    const subState = (approved: boolean) => async (t: WorkflowTaskRecord): Promise<void> => {
+      const wanted = t.attributes.state;
+      const state: SubscriptionState = !approved ? 'REJECTED' : wanted !== undefined && (SUBSCRIPTION_STATES as readonly string[]).includes(wanted) ? (wanted as SubscriptionState) : 'UNBLOCKED';
+      await this.setSubscriptionState({ id: t.entity }, state);
+    };
+    w.register('AM_SUBSCRIPTION_CREATION', { approved: subState(true), rejected: subState(false) });
+    w.register('AM_SUBSCRIPTION_UPDATE', { approved: async (t) => void (await this.applyTier(t.entity, t.attributes.tier ?? '')), rejected: async () => undefined });
+    w.register('AM_SUBSCRIPTION_DELETION', {
+      approved: async (t) => {
+        const sub = await this.store.getSubscription(t.entity);
+        if (sub === undefined) return;
+        await this.store.deleteSubscription(sub.id);
+        this.bus.publish('subscription.removed', { subscription: subscriptionPayload(sub) });
+      },
+      rejected: async () => undefined,
+    });
+  }
+
+  /** An approved registration: the client whose key and secret digest the request made (the secret was shown then). */
+  private async createPendingClient(t: WorkflowTaskRecord): Promise<void> {
+    const a = t.attributes;
+    const app = await this.store.getApplication(t.entity);
+    if (app === undefined || a.consumerKey === undefined || a.secretHash === undefined) throw new Error(`application ${t.entity} or its pending key is gone`);
+    const keyType: KeyType = a.keyType === 'SANDBOX' ? 'SANDBOX' : 'PRODUCTION';
+    for (const c of await this.store.listClients(app.id)) if (c.keyType === keyType) await this.store.deleteClient(c.consumerKey);
+    await this.store.createClient({ consumerKey: a.consumerKey, secretHash: a.secretHash, applicationId: app.id, keyType, grantTypes: (a.grantTypes ?? '').split(' ').filter((g) => g !== ''), callbackUrl: a.callbackUrl ?? '' });
+    this.bus.publish('application.changed', { application: this.payload(await this.view(app)) });
+  }
+
+  private async applyTier(id: string, tier: string): Promise<Subscription> {
+    const before = await this.store.getSubscription(id);
+    if (before === undefined) throw new OAuthError('not_found', `no subscription ${id}`);
+    const after = await this.store.setSubscriptionTier(id, tier);
+    if (after === undefined) throw new OAuthError('not_found', `no subscription ${id}`);
+    if (before.tier !== tier) this.bus.publish('subscription.changed', { subscription: subscriptionPayload(after), previousState: before.state });
+    return after;
   }
 
   /** The tenant of a user name: its own tenant's for a scoped manager (qualified into it), else by its suffix. */
@@ -155,18 +227,42 @@ export class Manager {
     return app;
   }
 
-  async createApplication(input: { name: string; owner: string; tier?: string; description?: string }): Promise<ApplicationView> {
+  async createApplication(input: { name: string; owner: string; tier?: string; description?: string; requester?: string }): Promise<ApplicationView> {
     if (input.name.trim() === '') throw new OAuthError('invalid_request', 'an application needs a name');
     checkName('name', input.name);
     checkText('owner', input.owner);
     if (input.tier !== undefined) checkText('tier', input.tier);
     if (input.description !== undefined) checkText('description', input.description);
     const { owner, tenant } = this.ownerIn(input.owner);
+    // Created ON_HOLD while its creation workflow waits (docs/workflows.md): it gets no keys until approved.
+    const executor = await this.executor(tenant, 'AM_APPLICATION_CREATION');
     const app = await this.store
-      .createApplication({ name: input.name, owner, tenant, tier: input.tier ?? 'Unlimited', description: input.description ?? '' })
+      .createApplication({ name: input.name, owner, tenant, tier: input.tier ?? 'Unlimited', description: input.description ?? '', status: executor === 'simple' ? 'APPROVED' : 'ON_HOLD' })
       .catch((err: unknown) => conflict(err, `application ${input.name} of ${owner}`));
     const v = await this.view(app);
     this.bus.publish('application.added', { application: this.payload(v) });
+    if (executor === 'simple') return v;
+    const workflow = await this.pending(executor, { type: 'AM_APPLICATION_CREATION', tenant, requester: input.requester ?? owner, entity: app.id, description: `Application ${app.name} of ${owner} (tier ${app.tier})`, attributes: { name: app.name, owner, tier: app.tier } });
+    return { ...v, workflow };
+  }
+
+  /**
+   * Gives an application to another user of its tenant (the admin console's "change owner"); gateways
+   * hear the owner in `application.changed`.
+   */
+  async changeOwner(nameOrId: string, newOwner: string, currentOwner?: string): Promise<ApplicationView> {
+    checkText('owner', newOwner);
+    if (newOwner.trim() === '') throw new OAuthError('invalid_request', 'owner must not be empty');
+    const app = await this.application(nameOrId, currentOwner);
+    const { owner } = this.ownerIn(newOwner);
+    // By the name's own suffix: a super tenant scope qualifies nothing (ownerIn), yet jane@acme.test is acme.test's.
+    const tenant = this.tenants?.tenantOf(owner) ?? SUPER_TENANT;
+    if (tenant !== app.tenant) throw new OAuthError('invalid_request', `${owner} is a user of tenant ${tenant}, ${app.name} an application of ${app.tenant}`);
+    if ((this.users === undefined || this.users.kind === 'database') && (await this.store.getUser(owner)) === undefined) throw new OAuthError('invalid_request', `no user ${owner}`);
+    const after = await this.store.updateApplication(app.id, { owner }).catch((err: unknown) => conflict(err, `application ${app.name} of ${owner}`));
+    if (after === undefined) throw new OAuthError('not_found', `no application ${JSON.stringify(nameOrId)}`);
+    const v = await this.view(after);
+    this.bus.publish('application.changed', { application: this.payload(v) });
     return v;
   }
 
@@ -208,11 +304,25 @@ export class Manager {
    * New consumer key and secret of one key type. An application has one client per key type: generating
    * again replaces it (tokens of the old key stop mapping to the application).
    */
-  async generateKeys(nameOrId: string, input: { keyType?: KeyType; grantTypes?: readonly string[]; callbackUrl?: string; owner?: string; consumerKey?: string } = {}): Promise<GeneratedKeys> {
+  async generateKeys(nameOrId: string, input: { keyType?: KeyType; grantTypes?: readonly string[]; callbackUrl?: string; owner?: string; consumerKey?: string; requester?: string } = {}): Promise<GeneratedKeys> {
     const app = await this.application(nameOrId, input.owner);
+    // A pending or rejected application gets no keys (docs/workflows.md, "Pending means pending everywhere").
+    if (app.status !== 'APPROVED') throw new OAuthError('conflict', `application ${app.name} is ${app.status}: keys are generated once its creation is approved`);
     const keyType = input.keyType ?? 'PRODUCTION';
     const grantTypes = input.grantTypes !== undefined && input.grantTypes.length > 0 ? [...input.grantTypes] : [...DEFAULT_CLIENT_GRANTS];
     for (const g of grantTypes) if (!isGrantType(g)) throw new OAuthError('invalid_client_metadata', `unknown grant type ${g}`);
+    const type: WorkflowType = keyType === 'SANDBOX' ? 'AM_APPLICATION_REGISTRATION_SANDBOX' : 'AM_APPLICATION_REGISTRATION_PRODUCTION';
+    const executor = await this.executor(app.tenant, type);
+    if (executor !== 'simple') {
+      // The key and secret are made now and shown once; the client exists (and gets tokens) once approved:
+      // the task keeps the secret's digest only, as the client table does.
+      const consumerKey = input.consumerKey ?? newConsumerKey();
+      if ((await this.store.getClient(consumerKey)) !== undefined) throw new OAuthError('conflict', `consumer key ${consumerKey} already exists`);
+      const secret = randomToken();
+      const callbackUrl = input.callbackUrl ?? '';
+      const workflow = await this.pending(executor, { type, tenant: app.tenant, requester: input.requester ?? app.owner, entity: app.id, description: `${keyType} keys of application ${app.name} of ${app.owner}`, attributes: { keyType, consumerKey, secretHash: digest(secret), grantTypes: grantTypes.join(' '), callbackUrl } });
+      return { application: app.name, applicationId: app.id, keyType, consumerKey, consumerSecret: secret, grantTypes, callbackUrl, replaced: null, workflow };
+    }
     let replaced: string | null = null;
     for (const c of await this.store.listClients(app.id)) {
       if (c.keyType !== keyType) continue;
@@ -232,9 +342,10 @@ export class Manager {
     return { ...s, application: app?.name ?? '' };
   }
 
-  async addSubscription(input: { application: string; owner?: string; apiContext: string; apiVersion: string; tier?: string; state?: SubscriptionState }): Promise<SubscriptionView> {
+  async addSubscription(input: { application: string; owner?: string; apiContext: string; apiVersion: string; tier?: string; state?: SubscriptionState; requester?: string }): Promise<SubscriptionView> {
     const app = await this.application(input.application, input.owner);
-    const state = input.state ?? 'UNBLOCKED';
+    const requested = input.state ?? 'UNBLOCKED';
+    let state = requested;
     if (!SUBSCRIPTION_STATES.includes(state)) throw new OAuthError('invalid_request', `state must be one of ${SUBSCRIPTION_STATES.join(', ')}`);
     const apiContext = input.apiContext.startsWith('/') ? input.apiContext : `/${input.apiContext}`;
     // An API of another tenant only with [apim.devportal] enable_cross_tenant_subscriptions (docs/tenants.md).
@@ -242,11 +353,35 @@ export class Manager {
     if (apiTenant !== app.tenant && this.tenants?.settings.crossTenantSubscriptions !== true) {
       throw new OAuthError('access_denied', `${apiContext} is an API of tenant ${apiTenant}, ${app.name} an application of ${app.tenant}: cross-tenant subscriptions are off ([apim.devportal] enable_cross_tenant_subscriptions)`);
     }
+    if (app.status !== 'APPROVED') throw new OAuthError('conflict', `application ${app.name} is ${app.status}: it subscribes once its creation is approved`);
+    // ON_HOLD while its creation workflow waits: the gateway refuses its calls with 900909 (docs/workflows.md).
+    // The API's tenant decides, as the API's provider approves subscriptions to it.
+    const executor = await this.executor(apiTenant, 'AM_SUBSCRIPTION_CREATION');
+    if (executor !== 'simple') state = 'ON_HOLD';
+    const tier = input.tier ?? 'Unlimited';
     const sub = await this.store
-      .addSubscription({ applicationId: app.id, apiContext, apiVersion: input.apiVersion, tier: input.tier ?? 'Unlimited', state })
+      .addSubscription({ applicationId: app.id, apiContext, apiVersion: input.apiVersion, tier, state })
       .catch((err: unknown) => conflict(err, `subscription of ${app.name} to ${apiContext} ${input.apiVersion}`));
     this.bus.publish('subscription.added', { subscription: subscriptionPayload(sub) });
-    return this.subscriptionView(sub);
+    if (executor === 'simple') return this.subscriptionView(sub);
+    const workflow = await this.pending(executor, { type: 'AM_SUBSCRIPTION_CREATION', tenant: apiTenant, requester: input.requester ?? app.owner, entity: sub.id, description: `Subscription of ${app.name} (${app.owner}) to ${apiContext} ${input.apiVersion} on tier ${tier}`, attributes: { application: app.name, applicationId: app.id, api: apiContext, version: input.apiVersion, tier, state: requested } });
+    return { ...(await this.subscriptionView(sub)), workflow };
+  }
+
+  /**
+   * A subscription's tier: at once with the `simple` executor of AM_SUBSCRIPTION_UPDATE, else the old tier
+   * stays until the task is approved (docs/workflows.md).
+   */
+  async setSubscriptionTier(ref: Parameters<Manager['findSubscription']>[0], tier: string, requester?: string): Promise<SubscriptionView> {
+    if (tier.trim() === '') throw new OAuthError('invalid_request', 'tier must not be empty');
+    checkText('tier', tier);
+    const sub = await this.findSubscription(ref);
+    const apiTenant = tenantOfContext(sub.apiContext);
+    const executor = await this.executor(apiTenant, 'AM_SUBSCRIPTION_UPDATE');
+    if (executor === 'simple') return this.subscriptionView(await this.applyTier(sub.id, tier));
+    const app = await this.store.getApplication(sub.applicationId);
+    const workflow = await this.pending(executor, { type: 'AM_SUBSCRIPTION_UPDATE', tenant: apiTenant, requester: requester ?? app?.owner ?? '', entity: sub.id, description: `Tier of ${app?.name ?? sub.applicationId}'s subscription to ${sub.apiContext} ${sub.apiVersion}: ${sub.tier} → ${tier}`, attributes: { tier, previousTier: sub.tier } });
+    return { ...(await this.subscriptionView(sub)), workflow };
   }
 
   async listSubscriptions(filter: { application?: string; owner?: string; apiContext?: string } = {}): Promise<SubscriptionView[]> {
@@ -285,8 +420,16 @@ export class Manager {
     return this.subscriptionView(after);
   }
 
-  async removeSubscription(ref: Parameters<Manager['findSubscription']>[0]): Promise<SubscriptionView> {
+  async removeSubscription(ref: Parameters<Manager['findSubscription']>[0], requester?: string): Promise<SubscriptionView> {
     const sub = await this.findSubscription(ref);
+    // Kept, and served, until its deletion workflow is approved (docs/workflows.md).
+    const apiTenant = tenantOfContext(sub.apiContext);
+    const executor = await this.executor(apiTenant, 'AM_SUBSCRIPTION_DELETION');
+    if (executor !== 'simple') {
+      const app = await this.store.getApplication(sub.applicationId);
+      const workflow = await this.pending(executor, { type: 'AM_SUBSCRIPTION_DELETION', tenant: apiTenant, requester: requester ?? app?.owner ?? '', entity: sub.id, description: `Removal of ${app?.name ?? sub.applicationId}'s subscription to ${sub.apiContext} ${sub.apiVersion}` });
+      return { ...(await this.subscriptionView(sub)), workflow };
+    }
     await this.store.deleteSubscription(sub.id);
     this.bus.publish('subscription.removed', { subscription: subscriptionPayload(sub) });
     return this.subscriptionView(sub);

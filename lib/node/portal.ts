@@ -18,6 +18,7 @@ import { gatewayEnvironments } from '../gateway/environments';
 import { gatewaySettingsFrom } from '../gateway/settings';
 import { OAuthError } from '../keymanager/errors';
 import { createPortal, type Portal, type PortalOptions } from '../portal';
+import type { AdminParts } from '../portal/admin';
 import { localKeyManager, PortalRemoteError, remoteKeyManager } from '../portal/backend';
 import { Catalogue } from '../portal/catalogue';
 import { RemoteCatalogue } from '../portal/remote-catalogue';
@@ -69,6 +70,7 @@ function announce(b: Boot, origins: { http: string | undefined; https: string | 
   const also = (p: string): string => (origins.https !== undefined && origins.http !== undefined ? ` (also ${origins.http}${p})` : '');
   if (consoles.devportal) b.log(`  ${'developer portal'.padEnd(18)} ${base}/devportal${also('/devportal')}`);
   if (consoles.publisher) b.log(`  ${'publisher'.padEnd(18)} ${base}/publisher${also('/publisher')}`);
+  if (b.scale.consoleBackend !== 'remote') b.log(`  ${'admin console'.padEnd(18)} ${base}/admin${also('/admin')}`);
 }
 
 /** A start-up failure of the remote way, with its code. */
@@ -125,6 +127,20 @@ export async function startPortal(b: Boot): Promise<void> {
   if (km === undefined || b.store === undefined) return;
   const { config, loaded } = b;
   const gw = gatewaySettingsFrom(config, loaded.dir, b.ports);
+  const throttle = throttleSettingsFrom(config, loaded.dir);
+  // The admin console (/admin): this node's key manager, workflows, tenants and policies file; a policy
+  // added there is applied to this node's gateway at once (gateway-workers follow the file's change event).
+  const admin: AdminParts = {
+    manager: km.manager,
+    workflows: km.workflows,
+    tenants: km.tenants,
+    userRules: km.userRules,
+    policies: {
+      file: throttle.policiesFile,
+      options: policyOptionsOf(throttle),
+      apply: () => void b.gateway?.throttle.reload(),
+    },
+  };
   const a = km.addresses();
   const host = b.eph ? '127.0.0.1' : config.server.hostname;
   const origins = { http: a.http !== undefined ? km.settings.baseUrl : undefined, https: a.https !== undefined ? `https://${host}:${a.https.port}` : undefined };
@@ -136,7 +152,7 @@ export async function startPortal(b: Boot): Promise<void> {
   const settings = selfServiceSettings(config, origins.https ?? origins.http ?? km.settings.baseUrl, km.users.kind === 'database');
   if (settings.emailValidation && !mailer.configured('account')) b.logger.log('warn', 'mail_not_configured', { message: '[multi_tenancy.platform] email_validation_mandatory_for_login is true but no mail server is configured ([output_adapter.email] hostname): the developer portal refuses sign-ups' });
   const selfService = localSelfService({ km, store: b.store, mailer, settings, rules: userRules(config) });
-  const portal: Portal = createPortal({ ...commonOptions(b), keys: localKeyManager(km, b.store), catalogue: new Catalogue(gw.apisDir, gw.vars), selfService });
+  const portal: Portal = createPortal({ ...commonOptions(b), keys: localKeyManager(km, b.store), catalogue: new Catalogue(gw.apisDir, gw.vars), selfService, admin });
   const clients = await portal.register(origins);
   km.mount(portal.handler, clients);
   announce(b, origins);

@@ -20,6 +20,7 @@ import type { ApplicationView, SubscriptionView } from '../keymanager/manage';
 import type { ControlPlane } from '../scale/control-plane';
 import { ControlPlaneError } from '../scale/control-plane';
 import type { KeyType, Store, SubscriptionState } from '../store/types';
+import type { WorkflowStart } from '../workflows';
 
 /** A remote key manager or control plane that does not answer, or refuses this node's credentials. */
 export class PortalRemoteError extends Error {
@@ -55,11 +56,13 @@ export interface PortalKeyManager {
   createApplication(input: { name: string; owner: string; description: string }): Promise<ApplicationView>;
   updateApplication(id: string, change: { tier: string; description: string }): Promise<ApplicationView>;
   deleteApplication(id: string): Promise<void>;
-  generateKeys(id: string, keyType: KeyType): Promise<{ consumerKey: string; consumerSecret: string }>;
+  generateKeys(id: string, keyType: KeyType): Promise<{ consumerKey: string; consumerSecret: string; workflow?: WorkflowStart }>;
   listSubscriptions(filter: { application?: string; apiContext?: string }): Promise<SubscriptionView[]>;
   addSubscription(input: { application: string; apiContext: string; apiVersion: string; tier: string }): Promise<SubscriptionView>;
   removeSubscription(id: string): Promise<void>;
   setSubscriptionState(id: string, state: SubscriptionState): Promise<void>;
+  /** The approver's comment of the newest decided workflow task of an entity (a rejected subscription's), when there is one. */
+  decisionComment?(entity: string): Promise<string | undefined>;
   /** The client credentials grant for an application's key (try-it). */
   token(consumerKey: string, consumerSecret: string, scope: string): Promise<TokenAnswer>;
 }
@@ -95,6 +98,7 @@ export function localKeyManager(km: KeyManager, store: Store): PortalKeyManager 
     addSubscription: (input) => m.addSubscription(input),
     removeSubscription: async (id) => void (await m.removeSubscription({ id })),
     setSubscriptionState: async (id, state) => void (await m.setSubscriptionState({ id }, state)),
+    decisionComment: async (entity) => (await km.workflows.list({ entity, pending: false }))[0]?.decision?.comment,
     token: (key, secret, scope) => km.oauth.token(basic(key, secret), new URLSearchParams({ grant_type: 'client_credentials', ...(scope !== '' ? { scope } : {}) })),
   };
 }

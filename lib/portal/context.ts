@@ -11,6 +11,7 @@ import { page, sendHtml, type Frame } from './html';
 import type { SelfService } from './selfservice';
 import type { Session, Sessions } from './session';
 import type { SignIn } from './signin';
+import type { AdminParts } from './admin';
 
 /** `[apim.devportal]` keys the developer portal acts on (docs/migrating.md). */
 export interface DevportalSettings {
@@ -39,10 +40,12 @@ export interface PortalOptions {
   readonly consoles: { readonly devportal: boolean; readonly publisher: boolean };
   /** Sign-up, account mail, sharing, comments, ratings, forum, SDKs (docs/self-service.md); absent with a remote key manager. */
   readonly selfService?: SelfService;
+  /** The admin console's services (/admin, lib/portal/admin.ts): a node with its own key manager only. */
+  readonly admin?: AdminParts;
 }
 
 /** What the routes share: the options' services, and the portal's sessions and sign-in. */
-export interface PortalParts extends Pick<PortalOptions, 'keys' | 'catalogue' | 'logger' | 'settings' | 'tiers' | 'applicationTiers' | 'policyNames' | 'gateways' | 'consoles' | 'selfService'> {
+export interface PortalParts extends Pick<PortalOptions, 'keys' | 'catalogue' | 'logger' | 'settings' | 'tiers' | 'applicationTiers' | 'policyNames' | 'gateways' | 'consoles' | 'selfService' | 'admin'> {
   readonly sessions: Sessions;
   readonly signin: SignIn;
 }
@@ -83,7 +86,9 @@ export function render(c: Call, console: Frame['console'], title: string, body: 
   const nav: [string, string][] =
     console === 'devportal'
       ? [['/devportal', 'APIs'], ...(c.session.user !== undefined ? ([['/devportal/applications', 'Applications']] as [string, string][]) : []), ...selfServiceNav(c), ...(canPublish(c.session) && c.parts.consoles.publisher ? ([['/publisher', 'Publisher']] as [string, string][]) : [])]
-      : [['/publisher', 'APIs'], ['/publisher/new', 'Create API'], ...(c.parts.consoles.devportal ? ([['/devportal', 'Developer portal']] as [string, string][]) : [])];
+      : console === 'publisher'
+        ? [['/publisher', 'APIs'], ['/publisher/new', 'Create API'], ...(c.parts.consoles.devportal ? ([['/devportal', 'Developer portal']] as [string, string][]) : [])]
+        : [['/admin', 'Tasks'], ['/admin/applications', 'Applications'], ['/admin/blocking', 'Blocking'], ['/admin/policies', 'Policies'], ['/admin/tenants', 'Tenants']];
   sendHtml(c.res, status, page({ console, title, user: c.session.user?.username, csrf: c.session.csrf, nav }, body), c.cookies.length > 0 ? { 'Set-Cookie': c.cookies } : {});
 }
 

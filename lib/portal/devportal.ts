@@ -156,7 +156,8 @@ async function appPage(c: Call, app: ApplicationView, result?: TryResult | strin
     const e = entries.find((x) => x.api !== undefined && x.api.context === s.apiContext && x.api.version === s.apiVersion);
     return e?.api?.name ?? s.apiContext;
   };
-  const subRows = subs.map((s) => `<tr><td>${h(nameOf(s))} ${h(s.apiVersion)}</td><td><code>${h(s.apiContext)}</code></td><td>${h(s.tier)}</td><td>${state(s.state)}</td><td>${buttonForm(`${base}/unsubscribe`, 'Unsubscribe', csrf, { subscription: s.id }, `Unsubscribe from ${nameOf(s)} ${s.apiVersion}`)}</td></tr>`).join('\n');
+  const notes = await subscriptionNotes(c, subs);
+  const subRows = subs.map((s) => `<tr><td>${h(nameOf(s))} ${h(s.apiVersion)}</td><td><code>${h(s.apiContext)}</code></td><td>${h(s.tier)}</td><td>${notes.get(s.id) ?? state(s.state)}</td><td>${buttonForm(`${base}/unsubscribe`, 'Unsubscribe', csrf, { subscription: s.id }, `Unsubscribe from ${nameOf(s)} ${s.apiVersion}`)}</td></tr>`).join('\n');
   const apis = visibleApis(c).filter((e) => e.state !== 'DEPRECATED');
   const apiOptions = apis.map((e) => [e.id, `${e.api.name} ${e.api.version}`] as const);
   const chosen = c.form.get('api') ?? apis.find((e) => e.api.auth === 'oauth2')?.id ?? apis[0]?.id ?? '';
@@ -197,6 +198,19 @@ ${select({ id: 'app-tier', label: 'Application tier', options: appTierOptions(c,
 </form>
 <h2>Delete</h2>
 ${buttonForm(`${base}/delete`, 'Delete application', csrf, {}, `Delete application ${app.name}`)}`, status);
+}
+
+/** A waiting or refused subscription's state as the subscriber reads it (docs/workflows.md): "pending approval", or rejected with the approver's comment. */
+async function subscriptionNotes(c: Call, subs: readonly Subscription[]): Promise<Map<string, string>> {
+  const notes = new Map<string, string>();
+  for (const s of subs) {
+    if (s.state === 'ON_HOLD') notes.set(s.id, `${state('ON_HOLD')} pending approval`);
+    if (s.state === 'REJECTED') {
+      const comment = await c.parts.keys.decisionComment?.(s.id);
+      notes.set(s.id, `${state('REJECTED')} rejected${comment !== undefined && comment !== '' ? `: <q class="comment">${h(comment)}</q>` : ''}`);
+    }
+  }
+  return notes;
 }
 
 function oauthMessage(err: unknown): string {
@@ -250,11 +264,17 @@ export async function signedIn(c: Call): Promise<void> {
     }
     if (action === 'keys') {
       const keyType: KeyType = c.form.get('keyType') === 'SANDBOX' ? 'SANDBOX' : 'PRODUCTION';
-      const k = await m.generateKeys(app.id, keyType);
+      let k;
+      try {
+        k = await m.generateKeys(app.id, keyType);
+      } catch (err) {
+        c.session.flash = `<p class="error" role="alert">No keys: ${h(oauthMessage(err))}</p>`;
+        return seeOther(c.res, back);
+      }
       const held = c.session.keys.get(app.id) ?? new Map();
       held.set(keyType, { consumerKey: k.consumerKey, consumerSecret: k.consumerSecret });
       c.session.keys.set(app.id, held);
-      c.session.flash = `<div class="secret" role="status" id="new-keys"><p><strong>New ${keyType} keys.</strong> Copy the consumer secret now: it is not shown again.</p><p>Consumer key: <code>${h(k.consumerKey)}</code></p><p>Consumer secret: <code id="consumer-secret">${h(k.consumerSecret)}</code></p></div>`;
+      c.session.flash = `<div class="secret" role="status" id="new-keys"><p><strong>New ${keyType} keys.</strong> Copy the consumer secret now: it is not shown again.</p><p>Consumer key: <code>${h(k.consumerKey)}</code></p><p>Consumer secret: <code id="consumer-secret">${h(k.consumerSecret)}</code></p>${k.workflow?.status === 'pending' ? '<p>Pending approval: the keys get tokens once an admin approves them.</p>' : ''}</div>`;
       return seeOther(c.res, back);
     }
     if (action === 'token') {
@@ -291,8 +311,9 @@ export async function signedIn(c: Call): Promise<void> {
     const tier = c.form.get('tier') ?? '';
     if (!c.parts.tiers().includes(tier)) return problem(c, 'devportal', 400, 'Cannot subscribe', `Tier ${tier} is not a subscription tier of the throttling policies.`);
     try {
-      await m.addSubscription({ application: app.id, apiContext: e.api.context, apiVersion: e.api.version, tier });
-      c.session.flash = `<p class="notice" role="status">Subscribed to ${h(e.api.name)} ${h(e.api.version)} with the ${h(tier)} tier.</p>`;
+      const sub = await m.addSubscription({ application: app.id, apiContext: e.api.context, apiVersion: e.api.version, tier });
+      const waits = sub.workflow?.status === 'pending';
+      c.session.flash = `<p class="notice" role="status">${waits ? 'Subscription' : 'Subscribed'} to ${h(e.api.name)} ${h(e.api.version)} with the ${h(tier)} tier${waits ? ': pending approval' : ''}.</p>`;
     } catch (err) {
       c.session.flash = `<p class="error" role="alert">${h(oauthMessage(err))}</p>`;
     }

@@ -38,8 +38,8 @@ fieldset{border:1px solid #ccd;border-radius:.4rem;margin:.8rem 0;max-width:42re
 `;
 
 export interface Frame {
-  /** 'devportal' or 'publisher': the header's title and links. */
-  readonly console: 'devportal' | 'publisher';
+  /** 'devportal', 'publisher' or 'admin': the header's title and links. */
+  readonly console: 'devportal' | 'publisher' | 'admin';
   readonly title: string;
   readonly user: string | undefined;
   readonly csrf: string | undefined;
@@ -54,12 +54,12 @@ export function csrfField(csrf: string | undefined): string {
 
 export function page(f: Frame, body: string): string {
   const base = `/${f.console}`;
-  const name = f.console === 'devportal' ? 'Developer portal' : 'Publisher';
+  const name = f.console === 'devportal' ? 'Developer portal' : f.console === 'publisher' ? 'Publisher' : 'Admin';
   const nav = f.nav.map(([href, text]) => `<a href="${escapeHtml(href)}">${escapeHtml(text)}</a>`).join('\n');
   const who =
     f.user !== undefined
       ? `<span>Signed in as <strong>${escapeHtml(f.user)}</strong></span>\n<form class="inline" method="post" action="${base}/logout">${csrfField(f.csrf)}<button type="submit">Sign out</button></form>`
-      : `<a href="${base}/login">Sign in</a>`;
+      : `<a href="${f.console === 'admin' ? '/devportal/login?back=%2Fadmin' : `${base}/login`}">Sign in</a>`;
   return `<!DOCTYPE html>
 <html lang="en">
 <head>

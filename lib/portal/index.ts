@@ -19,6 +19,7 @@ export type { DevportalSettings, PortalOptions } from './context';
 import { publicPage, signedIn } from './devportal';
 import { seeOther, sendStyle, STYLE_PATH } from './html';
 import { publisher } from './publisher';
+import { admin, canAdminister } from './admin';
 import { anonymousSession, csrfOk, safeEqual, sessionCookie, Sessions, SignInSeal, signInCookie } from './session';
 import { CALLBACK_PATH, SignIn } from './signin';
 import { accountPage, ANONYMOUS_FORMS, AnonymousForms } from './signup';
@@ -35,7 +36,7 @@ export interface Portal {
  * Where a sign-in may return to: a page of the consoles, never another site nor another path of this
  * origin (docs/portal.md, "Sign-in"). The value is resolved as a browser resolves a Location (WHATWG URL:
  * dot segments, `%2e` among them, removed), and refused unless it stays on this origin and its path is
- * /devportal or /publisher or below them; a backslash (which browsers read as `/`), an encoded slash or
+ * /devportal, /publisher or /admin or below them (not the JSON API under /admin/v1); a backslash (which browsers read as `/`), an encoded slash or
  * backslash, a doubled slash, a query or fragment, or more than 2 KiB is refused. Refused: /devportal.
  */
 export function safeBack(v: string | null): string {
@@ -47,13 +48,17 @@ export function safeBack(v: string | null): string {
   } catch {
     return fallback;
   }
-  if (u.origin !== 'http://consoles.invalid' || !/^\/(devportal|publisher)(\/[A-Za-z0-9._~%:/-]*)?$/.test(u.pathname) || u.pathname.includes('//')) return fallback;
+  if (u.origin !== 'http://consoles.invalid' || !/^\/(devportal|publisher|admin)(\/[A-Za-z0-9._~%:/-]*)?$/.test(u.pathname) || u.pathname.includes('//')) return fallback;
+  // /admin/v1 is the JSON admin API, never a page to return to.
+  if (/^\/admin\/v1(\/|$)/.test(u.pathname)) return fallback;
   return u.pathname;
 }
 
-function consoleOf(p: string): 'devportal' | 'publisher' | undefined {
+function consoleOf(p: string): 'devportal' | 'publisher' | 'admin' | undefined {
   if (p === '/devportal' || p.startsWith('/devportal/')) return 'devportal';
   if (p === '/publisher' || p.startsWith('/publisher/')) return 'publisher';
+  // /admin/v1 is the JSON admin API (lib/keymanager/admin.ts), never a page.
+  if (p === '/admin' || (p.startsWith('/admin/') && p !== '/admin/v1' && !p.startsWith('/admin/v1/'))) return 'admin';
   return undefined;
 }
 
@@ -63,7 +68,7 @@ export function createPortal(o: PortalOptions): Portal {
   const sessions = new Sessions();
   const seal = new SignInSeal();
   const signin = new SignIn(o.keys);
-  const parts: PortalParts = { keys: o.keys, catalogue: o.catalogue, logger: o.logger, sessions, signin, settings: o.settings, tiers: o.tiers, applicationTiers: o.applicationTiers, ...(o.policyNames !== undefined ? { policyNames: o.policyNames } : {}), gateways: o.gateways, consoles: o.consoles, ...(o.selfService !== undefined ? { selfService: o.selfService } : {}) };
+  const parts: PortalParts = { keys: o.keys, catalogue: o.catalogue, logger: o.logger, sessions, signin, settings: o.settings, tiers: o.tiers, applicationTiers: o.applicationTiers, ...(o.policyNames !== undefined ? { policyNames: o.policyNames } : {}), gateways: o.gateways, consoles: o.consoles, ...(o.selfService !== undefined ? { selfService: o.selfService } : {}), ...(o.admin !== undefined ? { admin: o.admin } : {}) };
   const anonymousForms = new AnonymousForms();
 
   const login = async (c: Call): Promise<void> => {
@@ -105,7 +110,7 @@ export function createPortal(o: PortalOptions): Portal {
     seeOther(c.res, pending.back, { 'Set-Cookie': [sessionCookie(c.req, s), clear] });
   };
 
-  const route = async (c: Call, which: 'devportal' | 'publisher'): Promise<void> => {
+  const route = async (c: Call, which: 'devportal' | 'publisher' | 'admin'): Promise<void> => {
     const first = c.segs[0];
     if (which === 'devportal' && first === 'login' && c.method === 'GET') return login(c);
     if (which === 'devportal' && first === 'callback' && c.method === 'GET') return callback(c);
@@ -120,6 +125,11 @@ export function createPortal(o: PortalOptions): Portal {
       return problem(c, which, 401, 'Sign in first', 'Your session has ended: sign in again.');
     }
     if (which === 'devportal') return signedIn(c);
+    if (which === 'admin') {
+      if (o.admin === undefined) return problem(c, which, 404, 'Not found', 'This node serves no admin console.');
+      if (!canAdminister(c)) return problem(c, which, 403, 'Not allowed', `The admin console needs the admin role; ${c.session.user.username} has ${c.session.user.roles.join(', ') || 'none'}.`);
+      return admin(c, o.admin);
+    }
     if (!canPublish(c.session)) return problem(c, which, 403, 'Not allowed', `The publisher needs the publisher or creator role; ${c.session.user.username} has ${c.session.user.roles.join(', ') || 'none'}.`);
     return publisher(c);
   };
@@ -133,7 +143,9 @@ export function createPortal(o: PortalOptions): Portal {
     if (which === undefined) return false;
     // The sign-in routes live under /devportal even on a publisher-only node, whose /devportal leads to /publisher.
     const signinRoute = p === '/devportal/login' || p === CALLBACK_PATH || p === '/devportal/logout';
-    if (!signinRoute && !o.consoles[which]) {
+    // /admin is served where this node has the admin console's parts (its own key manager), else not at all.
+    if (which === 'admin' && o.admin === undefined) return false;
+    if (!signinRoute && which !== 'admin' && !o.consoles[which]) {
       if (p !== '/devportal' || !o.consoles.publisher) return false;
       seeOther(res, '/publisher');
       return true;

@@ -13,6 +13,7 @@ import { notifyNewVersion } from './notify';
 import * as path from 'node:path';
 import { SUBSCRIPTION_STATES, type SubscriptionState } from '../store/types';
 import type { ApiFileRefusal } from '../keymanager/http';
+import { tenantOfContext } from '../keymanager/manage';
 import { type ApiForm, checkForm, CORS_KEYS, emptyForm, ENDPOINT_KEYS, type EndpointKey, type EndpointKind, fieldOf, formFromPost, formFromText, TRANSITIONS } from './api-form';
 import { type CatalogueEntry, type ConsoleState } from './catalogue';
 import { type Call, problem, render, takeFlash } from './context';
@@ -163,6 +164,17 @@ function refusalErrors(w: ApiFileRefusal): FormErrors {
 
 async function lifecycle(c: Call, e: CatalogueEntry): Promise<void> {
   const to = c.form.get('state') as ConsoleState;
+  // The API state workflow (docs/workflows.md): with an approval or external executor the API keeps its state until approved.
+  const w = c.parts.admin?.workflows;
+  if (w !== undefined && e.api !== undefined && TRANSITIONS[e.state].includes(to)) {
+    const tenant = tenantOfContext(e.api.context);
+    const executor = await w.executorOf(tenant, 'AM_API_STATE');
+    if (executor !== 'simple') {
+      await w.start({ type: 'AM_API_STATE', tenant, requester: c.session.user?.username ?? '', entity: e.id, description: `${e.api.name} ${e.api.version}: ${e.state} → ${to}`, attributes: { from: e.state, to }, executor });
+      c.session.flash = `<p class="notice" role="status">${h(e.api.name)} ${h(e.api.version)}: ${e.state} → ${to} pending approval; the API stays ${e.state} until then.</p>`;
+      return seeOther(c.res, `/publisher/apis/${encodeURIComponent(e.id)}`);
+    }
+  }
   const r = await c.parts.catalogue.transition(e.id, to);
   if ('status' in r) return problem(c, 'publisher', r.status, 'Not allowed', `${r.message.charAt(0).toUpperCase()}${r.message.slice(1)}.`);
   c.parts.logger.log('info', 'publisher_lifecycle', { file: r.id, user: c.session.user?.username, from: e.state, to });

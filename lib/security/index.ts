@@ -10,7 +10,7 @@
  *   4. the token cache, else validation (validator.ts): invalid -> 900901, cannot judge -> 900900;
  *   5. revoked -> 900901; sandbox key and no sandbox endpoint -> 900901;
  *   6. subscription (subscriptions.ts): none -> 900908, blocked / PROD_ONLY_BLOCKED for production
- *      keys -> 900907, on hold -> 900909;
+ *      keys -> 900907, on hold or rejected -> 900909;
  *   7. token type of the resource -> 900905; scopes of the resource -> 900910;
  *   8. the admission: the call's AuthContext and its backend JWT ([apim.jwt]; backend-jwt.ts).
  *
@@ -353,7 +353,8 @@ export class Security {
     const sub = this.subscriptions.subscription(app.application.id, def.context, def.version);
     if (sub === undefined) return no(fault(ApiCode.RESOURCE_FORBIDDEN, { description: `the application is not subscribed to ${def.name} ${def.version}` }));
     if (sub.state === 'BLOCKED' || (sub.state === 'PROD_ONLY_BLOCKED' && id.keyType === 'PRODUCTION')) return no(fault(ApiCode.API_TEMPORARILY_BLOCKED));
-    if (sub.state === 'ON_HOLD') return no(fault(ApiCode.SUBSCRIPTION_INACTIVE));
+    // A subscription whose workflow waits (ON_HOLD) or refused it (REJECTED) is inactive (docs/workflows.md).
+    if (sub.state === 'ON_HOLD' || sub.state === 'REJECTED') return no(fault(ApiCode.SUBSCRIPTION_INACTIVE));
     const a = app.application;
     const auth: AuthContext = Object.freeze({ ...base, applicationId: a.id, applicationName: a.name, applicationTier: a.tier, subscriber: a.owner, subscriptionTier: sub.tier });
     return { version, fault: undefined, auth, jwt: undefined, jwtRenewAt: 0, ...(appTenant !== undefined ? { tenant: appTenant } : {}) };

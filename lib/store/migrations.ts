@@ -116,6 +116,40 @@ export const MIGRATIONS: readonly Migration[] = [
     ],
   },
   {
+    version: 5,
+    // docs/workflows.md. One decision per task: its primary key refuses a second (409 to the caller).
+    description: 'workflow tasks, their decisions and the executors tenants chose; the approval status of applications',
+    statements: [
+      `CREATE TABLE tw_workflow_task (
+        id VARCHAR(64) NOT NULL PRIMARY KEY,
+        tenant VARCHAR(253) NOT NULL,
+        type VARCHAR(64) NOT NULL,
+        requester VARCHAR(255) NOT NULL,
+        entity VARCHAR(255) NOT NULL,
+        description TEXT NOT NULL,
+        attributes TEXT NOT NULL,
+        executor VARCHAR(16) NOT NULL,
+        created_at BIGINT NOT NULL,
+        delivered_at BIGINT,
+        attempts INTEGER NOT NULL,
+        last_error TEXT NOT NULL,
+        next_attempt_at BIGINT)`,
+      `CREATE INDEX tw_workflow_task_tenant ON tw_workflow_task (tenant)`,
+      `CREATE TABLE tw_workflow_decision (
+        task_id VARCHAR(64) NOT NULL PRIMARY KEY,
+        status VARCHAR(16) NOT NULL,
+        decided_by VARCHAR(255) NOT NULL,
+        decided_at BIGINT NOT NULL,
+        comment TEXT NOT NULL)`,
+      `CREATE TABLE tw_workflow_executor (
+        tenant VARCHAR(253) NOT NULL,
+        type VARCHAR(64) NOT NULL,
+        executor VARCHAR(16) NOT NULL,
+        PRIMARY KEY (tenant, type))`,
+      `ALTER TABLE tw_application ADD COLUMN status VARCHAR(16) NOT NULL DEFAULT 'APPROVED'`,
+    ],
+  },
+  {
     // docs/self-service.md. Version 5 is left to the workflow tables of the same release, so both merge in
     // either order. Accounts that exist already have no profile row: they count as confirmed.
     version: 6,

@@ -12,6 +12,9 @@ import { SqlSelfServiceStore, type SelfServiceStore } from './selfservice';
 import {
   StoreError,
   type Application,
+  type ApplicationStatus,
+  type WorkflowDecisionRecord,
+  type WorkflowTaskRecord,
   type BlockingConditionRecord,
   type KeyType,
   type OAuthClient,
@@ -57,8 +60,35 @@ const list = (v: unknown): string[] => {
 };
 
 function toApplication(r: Row): Application {
-  return { id: str(r.id), tenant: str(r.tenant) || SUPER_TENANT, name: str(r.name), owner: str(r.owner), tier: str(r.tier), description: str(r.description), createdAt: num(r.created_at) };
+  return { id: str(r.id), tenant: str(r.tenant) || SUPER_TENANT, name: str(r.name), owner: str(r.owner), tier: str(r.tier), description: str(r.description), status: (str(r.status) || 'APPROVED') as ApplicationStatus, createdAt: num(r.created_at) };
 }
+function toTask(r: Row): WorkflowTaskRecord {
+  let attributes: Record<string, string> = {};
+  try {
+    const v: unknown = JSON.parse(str(r.attributes) || '{}');
+    if (v !== null && typeof v === 'object' && !Array.isArray(v)) attributes = Object.fromEntries(Object.entries(v).map(([k, x]) => [k, String(x)]));
+  } catch {
+    attributes = {};
+  }
+  const decided = r.status !== null && r.status !== undefined;
+  return {
+    id: str(r.id),
+    type: str(r.type),
+    tenant: str(r.tenant),
+    requester: str(r.requester),
+    entity: str(r.entity),
+    description: str(r.description),
+    attributes,
+    executor: str(r.executor),
+    createdAt: num(r.created_at),
+    deliveredAt: numOrNull(r.delivered_at),
+    attempts: num(r.attempts),
+    lastError: str(r.last_error),
+    nextAttemptAt: numOrNull(r.next_attempt_at),
+    decision: decided ? { status: str(r.status) as WorkflowDecisionRecord['status'], by: str(r.decided_by), at: num(r.decided_at), comment: str(r.comment) } : null,
+  };
+}
+const TASK_SELECT = `SELECT t.*, d.status, d.decided_by, d.decided_at, d.comment FROM tw_workflow_task t LEFT JOIN tw_workflow_decision d ON d.task_id = t.id`;
 function toClient(r: Row): OAuthClient {
   return {
     consumerKey: str(r.consumer_key),
@@ -192,9 +222,9 @@ export class SqlStore implements Store {
     return this.getTenant(domain);
   }
 
-  async createApplication(app: Omit<Application, 'id' | 'createdAt' | 'tenant'> & { tenant?: string }): Promise<Application> {
-    const a: Application = { ...app, tenant: app.tenant ?? SUPER_TENANT, id: randomUUID(), createdAt: Date.now() };
-    await this.db.run(`INSERT INTO tw_application (id, tenant, name, owner, tier, description, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`, [a.id, a.tenant, a.name, a.owner, a.tier, a.description, a.createdAt]);
+  async createApplication(app: Omit<Application, 'id' | 'createdAt' | 'tenant' | 'status'> & { tenant?: string; status?: ApplicationStatus }): Promise<Application> {
+    const a: Application = { ...app, tenant: app.tenant ?? SUPER_TENANT, status: app.status ?? 'APPROVED', id: randomUUID(), createdAt: Date.now() };
+    await this.db.run(`INSERT INTO tw_application (id, tenant, name, owner, tier, description, status, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, [a.id, a.tenant, a.name, a.owner, a.tier, a.description, a.status, a.createdAt]);
     return a;
   }
   async getApplication(id: string): Promise<Application | undefined> {
@@ -222,11 +252,11 @@ export class SqlStore implements Store {
     const rows = await this.db.all(`SELECT * FROM tw_application${where.length > 0 ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY name, owner`, params);
     return rows.map(toApplication);
   }
-  async updateApplication(id: string, change: Partial<Pick<Application, 'tier' | 'description' | 'owner'>>): Promise<Application | undefined> {
+  async updateApplication(id: string, change: Partial<Pick<Application, 'tier' | 'description' | 'owner' | 'status'>>): Promise<Application | undefined> {
     const cur = await this.getApplication(id);
     if (cur === undefined) return undefined;
     const next = { ...cur, ...change };
-    await this.db.run(`UPDATE tw_application SET tier = ?, description = ?, owner = ? WHERE id = ?`, [next.tier, next.description, next.owner, id]);
+    await this.db.run(`UPDATE tw_application SET tier = ?, description = ?, owner = ?, status = ? WHERE id = ?`, [next.tier, next.description, next.owner, next.status, id]);
     return next;
   }
   async deleteApplication(id: string): Promise<boolean> {
@@ -289,6 +319,10 @@ export class SqlStore implements Store {
   async setSubscriptionState(id: string, state: SubscriptionState): Promise<Subscription | undefined> {
     // Read back rather than trust the row count: MySQL counts only rows whose value changed.
     await this.db.run(`UPDATE tw_subscription SET state = ? WHERE id = ?`, [state, id]);
+    return this.getSubscription(id);
+  }
+  async setSubscriptionTier(id: string, tier: string): Promise<Subscription | undefined> {
+    await this.db.run(`UPDATE tw_subscription SET tier = ? WHERE id = ?`, [tier, id]);
     return this.getSubscription(id);
   }
   async deleteSubscription(id: string): Promise<boolean> {
@@ -396,6 +430,56 @@ export class SqlStore implements Store {
     if (found === undefined) return undefined;
     await this.db.run(`DELETE FROM tw_blocking_condition WHERE id = ?`, [id]);
     return found;
+  }
+
+  async addWorkflowTask(t: Omit<WorkflowTaskRecord, 'createdAt' | 'deliveredAt' | 'attempts' | 'lastError' | 'nextAttemptAt' | 'decision'>): Promise<WorkflowTaskRecord> {
+    const rec: WorkflowTaskRecord = { ...t, createdAt: Date.now(), deliveredAt: null, attempts: 0, lastError: '', nextAttemptAt: null, decision: null };
+    await this.db.run(`INSERT INTO tw_workflow_task (id, tenant, type, requester, entity, description, attributes, executor, created_at, delivered_at, attempts, last_error, next_attempt_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, 0, '', NULL)`, [
+      rec.id, rec.tenant, rec.type, rec.requester, rec.entity, rec.description, JSON.stringify(rec.attributes), rec.executor, rec.createdAt,
+    ]);
+    return rec;
+  }
+  async getWorkflowTask(id: string): Promise<WorkflowTaskRecord | undefined> {
+    const r = (await this.db.all(`${TASK_SELECT} WHERE t.id = ?`, [id]))[0];
+    return r === undefined ? undefined : toTask(r);
+  }
+  async listWorkflowTasks(filter: { tenant?: string; type?: string; entity?: string; pending?: boolean } = {}): Promise<WorkflowTaskRecord[]> {
+    const where: string[] = [];
+    const params: Param[] = [];
+    if (filter.entity !== undefined) {
+      where.push('t.entity = ?');
+      params.push(filter.entity);
+    }
+    if (filter.tenant !== undefined) {
+      where.push('t.tenant = ?');
+      params.push(filter.tenant);
+    }
+    if (filter.type !== undefined) {
+      where.push('t.type = ?');
+      params.push(filter.type);
+    }
+    if (filter.pending !== undefined) where.push(filter.pending ? 'd.task_id IS NULL' : 'd.task_id IS NOT NULL');
+    return (await this.db.all(`${TASK_SELECT}${where.length > 0 ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY t.created_at DESC, t.id`, params)).map(toTask);
+  }
+  async setWorkflowDelivery(id: string, d: { attempts: number; lastError: string; nextAttemptAt: number | null; deliveredAt: number | null }): Promise<void> {
+    await this.db.run(`UPDATE tw_workflow_task SET attempts = ?, last_error = ?, next_attempt_at = ?, delivered_at = ? WHERE id = ?`, [d.attempts, d.lastError, d.nextAttemptAt, d.deliveredAt, id]);
+  }
+  async decideWorkflowTask(id: string, d: WorkflowDecisionRecord): Promise<boolean> {
+    try {
+      await this.db.run(`INSERT INTO tw_workflow_decision (task_id, status, decided_by, decided_at, comment) VALUES (?, ?, ?, ?, ?)`, [id, d.status, d.by, d.at, d.comment]);
+      return true;
+    } catch (err) {
+      if (err instanceof StoreError && err.code === 'STORE_CONFLICT') return false;
+      throw err;
+    }
+  }
+  async listWorkflowExecutors(tenant: string): Promise<{ type: string; executor: string }[]> {
+    return (await this.db.all(`SELECT type, executor FROM tw_workflow_executor WHERE tenant = ? ORDER BY type`, [tenant])).map((r) => ({ type: str(r.type), executor: str(r.executor) }));
+  }
+  async setWorkflowExecutor(tenant: string, type: string, executor: string): Promise<void> {
+    // One statement each way round: an UPSERT is written differently by SQLite, PostgreSQL and MySQL.
+    await this.db.run(`DELETE FROM tw_workflow_executor WHERE tenant = ? AND type = ?`, [tenant, type]);
+    await this.db.run(`INSERT INTO tw_workflow_executor (tenant, type, executor) VALUES (?, ?, ?)`, [tenant, type, executor]);
   }
 
   async cleanup(now: number, keysBefore: number): Promise<{ refreshTokens: number; revoked: number; keys: number }> {

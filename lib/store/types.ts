@@ -41,6 +41,14 @@ export interface Tenant {
   readonly createdAt: number;
 }
 
+/**
+ * An application's approval state (docs/workflows.md): APPROVED once its creation workflow approved it
+ * (at once with the `simple` executor), ON_HOLD while a task waits, REJECTED when it was refused. The
+ * reference's names; rows from before workflows are APPROVED (lib/store/migrations.ts, version 5).
+ */
+export const APPLICATION_STATUSES = ['APPROVED', 'ON_HOLD', 'REJECTED'] as const;
+export type ApplicationStatus = (typeof APPLICATION_STATUSES)[number];
+
 export interface Application {
   readonly id: string;
   /** The tenant whose application it is (its owner's). */
@@ -50,6 +58,7 @@ export interface Application {
   /** Application throttling tier (policy name). */
   readonly tier: string;
   readonly description: string;
+  readonly status: ApplicationStatus;
   readonly createdAt: number;
 }
 
@@ -128,6 +137,40 @@ export interface BlockingConditionRecord {
   readonly createdAt: number;
 }
 
+/**
+ * A workflow task as stored (lib/workflows owns the types and rules, docs/workflows.md): what waits for a
+ * decision, who asked and when, the entity it is about, and the state of its delivery to an external engine.
+ */
+export interface WorkflowTaskRecord {
+  readonly id: string;
+  /** The reference's workflow type name (AM_SUBSCRIPTION_CREATION, ...). */
+  readonly type: string;
+  readonly tenant: string;
+  readonly requester: string;
+  /** The id of what the task is about: an application, a subscription, an API file, a user name. */
+  readonly entity: string;
+  readonly description: string;
+  /** What the decision applies (the requested tier, the pending client's key), as strings. */
+  readonly attributes: Readonly<Record<string, string>>;
+  /** `approval` or `external`. */
+  readonly executor: string;
+  readonly createdAt: number;
+  /** External executor: when the engine took the request (null: not yet), attempts so far, the last error. */
+  readonly deliveredAt: number | null;
+  readonly attempts: number;
+  readonly lastError: string;
+  readonly nextAttemptAt: number | null;
+  readonly decision: WorkflowDecisionRecord | null;
+}
+
+/** The one decision of a task (a second one is refused by the store's primary key). */
+export interface WorkflowDecisionRecord {
+  readonly status: 'APPROVED' | 'REJECTED';
+  readonly by: string;
+  readonly at: number;
+  readonly comment: string;
+}
+
 export interface Store {
   /** `sqlite`, `postgres` or `mysql`. */
   readonly kind: string;
@@ -146,12 +189,13 @@ export interface Store {
   setTenantActive(domain: string, active: boolean): Promise<Tenant | undefined>;
 
   /** `tenant` defaults to the super tenant. */
-  createApplication(app: Omit<Application, 'id' | 'createdAt' | 'tenant'> & { tenant?: string }): Promise<Application>;
+  /** `status` defaults to APPROVED. */
+  createApplication(app: Omit<Application, 'id' | 'createdAt' | 'tenant' | 'status'> & { tenant?: string; status?: ApplicationStatus }): Promise<Application>;
   getApplication(id: string): Promise<Application | undefined>;
   findApplication(name: string, owner?: string): Promise<Application | undefined>;
   /** All applications, or one owner's; `tenant`: only that tenant's. */
   listApplications(owner?: string, tenant?: string): Promise<Application[]>;
-  updateApplication(id: string, change: Partial<Pick<Application, 'tier' | 'description' | 'owner'>>): Promise<Application | undefined>;
+  updateApplication(id: string, change: Partial<Pick<Application, 'tier' | 'description' | 'owner' | 'status'>>): Promise<Application | undefined>;
   /** Deletes the application with its clients and subscriptions. */
   deleteApplication(id: string): Promise<boolean>;
 
@@ -165,6 +209,7 @@ export interface Store {
   findSubscription(applicationId: string, apiContext: string, apiVersion: string): Promise<Subscription | undefined>;
   listSubscriptions(filter?: { applicationId?: string; apiContext?: string }): Promise<Subscription[]>;
   setSubscriptionState(id: string, state: SubscriptionState): Promise<Subscription | undefined>;
+  setSubscriptionTier(id: string, tier: string): Promise<Subscription | undefined>;
   deleteSubscription(id: string): Promise<boolean>;
 
   /** `tenant` defaults to the super tenant. */
@@ -203,6 +248,18 @@ export interface Store {
 
   /** The developer portal's self-service: mail outbox, profiles, account links, posts, ratings (lib/store/selfservice.ts). */
   readonly selfService: SelfServiceStore;
+  /** Workflow tasks and their decisions (docs/workflows.md). */
+  addWorkflowTask(t: Omit<WorkflowTaskRecord, 'createdAt' | 'deliveredAt' | 'attempts' | 'lastError' | 'nextAttemptAt' | 'decision'>): Promise<WorkflowTaskRecord>;
+  getWorkflowTask(id: string): Promise<WorkflowTaskRecord | undefined>;
+  /** Newest first; `pending`: true only undecided tasks, false only decided ones. */
+  listWorkflowTasks(filter?: { tenant?: string; type?: string; entity?: string; pending?: boolean }): Promise<WorkflowTaskRecord[]>;
+  /** Records a task's delivery to an external engine (an attempt, its error, the next attempt, or done). */
+  setWorkflowDelivery(id: string, d: { attempts: number; lastError: string; nextAttemptAt: number | null; deliveredAt: number | null }): Promise<void>;
+  /** The decision of a task; false when it already has one (STORE_CONFLICT settles a race of two). */
+  decideWorkflowTask(id: string, d: WorkflowDecisionRecord): Promise<boolean>;
+  /** The executor a tenant chose for a workflow type; undefined: none chosen (simple). */
+  listWorkflowExecutors(tenant: string): Promise<{ type: string; executor: string }[]>;
+  setWorkflowExecutor(tenant: string, type: string, executor: string): Promise<void>;
 
   /** Deletes expired refresh tokens and revocations, and retired keys older than `keysBefore` (`[oauth.token_cleanup]`). */
   cleanup(now: number, keysBefore: number): Promise<{ refreshTokens: number; revoked: number; keys: number }>;

@@ -111,6 +111,8 @@ t.test('a sign-in returns only to a page of the consoles', async (t) => {
   for (const ok of ['/devportal', '/publisher', '/devportal/applications', '/publisher/apis/x%20y']) t.equal(safeBack(ok), ok, `kept: ${ok}`);
   t.equal(safeBack('/devportal/./applications'), '/devportal/applications', 'dot segments resolved as a browser does');
   t.equal(safeBack('/publisher/apis'), '/publisher/apis');
+  t.equal(safeBack('/admin'), '/admin', 'the admin console');
+  t.equal(safeBack('/admin/v1/users'), '/devportal', 'never the JSON admin API');
   for (const bad of ['//evil.example', '/\\evil.example', '\\/evil.example', 'https://evil.example/devportal', 'javascript:alert(1)', '/oauth2/authorize', '/devportal/../oauth2/token', '/devportal/%2e%2e/oauth2/token', '/devportal/%2E%2e/admin/v1/users', '/devportal/..%2foauth2', '/devportal/%5c..%5coauth2', '/devportal//evil', '/devportalx', '/devportal?x=1', '/devportal#x', '/devportal/\t/x', 'devportal', '', `/devportal/${'a'.repeat(2100)}`]) {
     t.equal(safeBack(bad), '/devportal', `refused: ${JSON.stringify(bad.slice(0, 40))}`);
   }

@@ -14,6 +14,8 @@ interface Acme {
   readonly appName: string;
   readonly subId: string;
   readonly user: string;
+  /** A waiting workflow task of acme.test (its tier change of the subscription). */
+  readonly taskId: string;
 }
 
 type Call = (method: string, route: string, body?: unknown) => Promise<Reply>;
@@ -54,7 +56,29 @@ const CASES: Record<string, (call: Call, acme: Acme, h: Harness) => Promise<stri
     return r.status === 400 && !made ? [] : [`added a user to acme.test (${r.status})`];
   },
   'GET /users/{name}/claims': async (call, a) => refused(await call('GET', `/users/${encodeURIComponent(a.user)}/claims`)),
+  'POST /applications/{name}/owner': async (call, a, h) => [...(await refusedBoth(call, 'POST', `/applications/${a.appId}/owner`, `/applications/${encodeURIComponent(a.appName)}/owner`, { owner: 'chief' })), ...((await h.store.getApplication(a.appId))?.owner === a.user ? [] : ['changed its owner'])],
+  'GET /tasks': async (call, a) => {
+    const r = await call('GET', '/tasks');
+    return r.status === 200 && !r.text.includes(a.taskId) ? [] : [`lists acme.test's task (${r.status})`];
+  },
+  'GET /tasks/{id}': async (call, a) => refused(await call('GET', `/tasks/${a.taskId}`)),
+  'POST /tasks/{id}/approve': async (call, a, h) => [...refused(await call('POST', `/tasks/${a.taskId}/approve`, {})), ...(await taskWaits(h, a))],
+  'POST /tasks/{id}/reject': async (call, a, h) => [...refused(await call('POST', `/tasks/${a.taskId}/reject`, {})), ...(await taskWaits(h, a))],
+  'POST /tasks/{id}/retry': async (call, a, h) => [...refused(await call('POST', `/tasks/${a.taskId}/retry`, {})), ...(await taskWaits(h, a))],
+  'GET /workflow-executors': async (call) => {
+    const r = await call('GET', '/workflow-executors');
+    return r.status === 200 && (r.body.executors as Record<string, string>).AM_SUBSCRIPTION_UPDATE === 'simple' && r.body.tenant === 'beta.test' ? [] : [`shows acme.test's executors (${r.text.slice(0, 120)})`];
+  },
+  'PUT /workflow-executors/{type}': async (call, _a, h) => {
+    const r = await call('PUT', '/workflow-executors/AM_SUBSCRIPTION_UPDATE', { executor: 'simple' });
+    return r.status === 200 && (await h.km.workflows.executorOf('acme.test', 'AM_SUBSCRIPTION_UPDATE')) === 'approval' ? [] : [`changed acme.test's executor (${r.status})`];
+  },
 };
+
+async function taskWaits(h: Harness, a: Acme): Promise<string[]> {
+  const task = await h.store.getWorkflowTask(a.taskId);
+  return task !== undefined && task.decision === null ? [] : ['acme.test\'s task was decided'];
+}
 
 function refused(r: Reply): string[] {
   return r.status === 404 ? [] : [`answered ${r.status}: ${r.text.slice(0, 120)}`];
@@ -87,7 +111,11 @@ t.test('every admin route, called as another tenant\'s admin, refuses', async (t
   t.match(app.body, { owner: 'janey@acme.test', tenant: 'acme.test' });
   const sub = await json('POST', `${A}/subscriptions`, { application: 'AcmeApp', api: '/t/acme.test/pizza', version: '1.0.0' }, acmeAdmin);
   t.equal(sub.status, 201, sub.text);
-  const acme: Acme = { appId: String(app.body.id), appName: 'AcmeApp', subId: String(sub.body.id), user: 'janey@acme.test' };
+  t.equal((await json('PUT', `${A}/workflow-executors/AM_SUBSCRIPTION_UPDATE`, { executor: 'approval' }, acmeAdmin)).status, 200);
+  const tier = await json('PATCH', `${A}/subscriptions/${String(sub.body.id)}`, { tier: 'Gold' }, acmeAdmin);
+  const taskId = String((tier.body.workflow as { taskId?: string } | undefined)?.taskId);
+  t.equal((await json('GET', `${A}/tasks/${taskId}`, undefined, acmeAdmin)).status, 200, 'its own admin finds its task');
+  const acme: Acme = { appId: String(app.body.id), appName: 'AcmeApp', subId: String(sub.body.id), user: 'janey@acme.test', taskId };
   t.equal((await json('GET', `${A}/applications/AcmeApp`, undefined, acmeAdmin)).status, 200, 'its own admin finds it');
 
   const beta = basic('chief@beta.test', 'beta-pw-1');

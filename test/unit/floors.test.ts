@@ -33,7 +33,7 @@ export const FLOORS: readonly (readonly string[])[] = [
   ['faults', 'events'], // vocabulary: the fault table, plain events on a bus
   ['security', 'throttle', 'mediation', 'store', 'graphql', 'tenants', 'sdk'], // services with plain inputs; tenants/ reads store/; sdk/ turns an OpenAPI document into client sources
   ['gateway'], // APIs, routing, the phase chain
-  ['keymanager', 'scale', 'observability', 'demo', 'portal', 'import', 'mail'], // control plane, its web consoles, observers, the import and export of the reference's projects, and e-mail (called by the consoles)
+  ['keymanager', 'scale', 'observability', 'demo', 'portal', 'import', 'mail', 'workflows'], // control plane, its web consoles, its approval workflows, observers, the import and export of the reference's projects, and e-mail (called by the consoles)
   ['node', 'index', 'cli', 'embed'], // boot and face: embed/ is the embedders' createGateway, composed with its observers
 ];
 export const EXCEPTIONS: ReadonlyMap<string, string> = new Map<string, string>([]);
