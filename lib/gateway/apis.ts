@@ -326,7 +326,7 @@ interface Ctx {
    * schema file from disk.
    */
   readonly served?: ServedSchema | null;
-  /** What `plugins` may name (lib/gateway/plugins.ts); undefined: no plugin can be attached. */
+  /** What `plugins` may name (lib/gateway/plugins.ts; a gateway always gives one); undefined: names not checked, nothing attached. */
   readonly plugins?: PluginCatalogue;
 }
 
@@ -565,7 +565,8 @@ function reportNotEnforced(ctx: Ctx, raw: Record<string, unknown>): void {
  * are placed after route (before route no API is known). Undefined: none attached; null: refused (reported).
  */
 function pluginsOf(ctx: Ctx, list: readonly Record<string, unknown>[] | undefined, seg: Segment[]): GapSteps | undefined | null {
-  if (list === undefined || list.length === 0) return undefined;
+  // Tools that read API files without a gateway (the consoles, `apis list`, export) check the shape only.
+  if (list === undefined || list.length === 0 || ctx.plugins === undefined) return undefined;
   const errors = ctx.r.errors;
   const steps: PluginStep[] = [];
   const seen = new Set<string>();

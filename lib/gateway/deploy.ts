@@ -187,7 +187,7 @@ export class ApiFiles {
     private readonly scriptDirs?: readonly string[],
   ) {}
 
-  /** What the files' `plugins` may name (docs/plugins.md); set by the gateway when its node runs plugins. */
+  /** What the files' `plugins` may name (docs/plugins.md); set by the gateway (lib/gateway/assembly.ts). Undefined: names not checked. */
   plugins: PluginCatalogue | undefined = undefined;
 
   /** The next read validates every file again (the policy names changed: SIGHUP re-read the policies). */

@@ -42,6 +42,12 @@ export interface PluginCatalogue {
   stepsOf(name: string, settings: Readonly<Record<string, unknown>> | undefined): readonly PluginStep[] | string;
 }
 
+/**
+ * The catalogue of a gateway without plugins: an API file that attaches one is refused (API_PLUGIN), never
+ * deployed without the policy it asks for.
+ */
+export const NO_PLUGINS: PluginCatalogue = Object.freeze({ generation: 0, names: Object.freeze([]), stepsOf: () => 'no plugin is configured' });
+
 /** Steps by gap, in the order given. */
 export function byGap(steps: readonly PluginStep[]): GapSteps {
   const at: ChainStep[][] = [];

@@ -77,7 +77,7 @@ export class Deployment {
     private readonly watching: boolean,
   ) {
     this.policiesSeen = parts.throttle.generation;
-    this.pluginsSeen = parts.plugins?.generation ?? 0;
+    this.pluginsSeen = parts.plugins.generation;
   }
 
   /** The files' source (directory or texts); undefined for definitions given in code. */
@@ -177,7 +177,7 @@ export class Deployment {
       this.files?.revalidate();
     }
     // Plugins loaded again (SIGHUP, docs/plugins.md): every attachment is made again from the new modules.
-    const plugins = this.parts.plugins?.generation ?? 0;
+    const plugins = this.parts.plugins.generation;
     if (plugins !== this.pluginsSeen) {
       this.pluginsSeen = plugins;
       this.files?.revalidate();

@@ -117,6 +117,18 @@ t.test('refusals name the file, line and field (API_PLUGIN); the API is not depl
   }
 });
 
+t.test('a gateway without plugins refuses an API file that attaches one: it is never served without its policy', async (t) => {
+  const b = await backend();
+  t.teardown(b.close);
+  const api = apiToml({ name: 'Pets', context: '/pets', endpoint: `http://127.0.0.1:${b.port}`, resources: [['/*', ['GET']]] }) + '[[plugins]]\nname = "allow-list"\n';
+  const node = await start(t, confDir(BASE_TOML, { api }));
+  const s = node.gateway?.states().find((x) => path.basename(x.file) === 'api.toml');
+  t.equal(s?.status, 'invalid');
+  t.match(s?.diagnostics.find((d) => d.code === 'API_PLUGIN')?.message, /"allow-list" is not a plugin of \[throughway\] api_plugins/);
+  t.equal(node.plugins, undefined, 'no plugin loaded');
+  t.equal((await get(`http://127.0.0.1:${node.ports.gateway}/pets/1.0.0/x`)).status, 404, 'not deployed');
+});
+
 t.test('reload: the plugins are loaded again with the configuration; one that no longer loads keeps the running ones', async (t) => {
   const b = await backend();
   t.teardown(b.close);
