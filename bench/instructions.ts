@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- --instructions [--requests N] [--rounds R] [--warm N] [--traced]`: user-space instructions
+ * `npm run bench -- --instructions [--requests N] [--rounds R] [--warm N] [--traced] [--plugin]`: user-space instructions
  * per request of the bare transport and of the full gateway on the same request (the full scenario's route,
  * bearer token included; the gateway with its access log on, as in the CPU bench's full scenario), counted
  * by valgrind's callgrind (docs/performance.md, "Counting instructions"). `--traced` adds the traced
@@ -201,6 +201,8 @@ export interface InstructionRun {
   readonly gateway: readonly InstructionCount[];
   /** The traced scenario's gateway (`--traced`); every cell was then sent the traced requests. */
   readonly traced?: readonly InstructionCount[];
+  /** The full gateway with one no-op policy plugin (`--plugin`, docs/plugins.md). */
+  readonly plugin?: readonly InstructionCount[];
 }
 
 /** The table of a run: medians per class, the program ratio per round, and the functions that differ most. */
@@ -213,6 +215,7 @@ export function renderInstructions(run: InstructionRun, top = 15): string {
   L.push('|---|---:|---:|---:|---:|');
   const cells: [string, readonly InstructionCount[]][] = [['transport, same request', run.transport], ['full gateway', run.gateway]];
   if (run.traced !== undefined) cells.push(['traced gateway, 1 % sampled', run.traced]);
+  if (run.plugin !== undefined) cells.push(['full gateway, one no-op plugin', run.plugin]);
   for (const [label, cs] of cells) {
     L.push(`| ${label} | ${fmt(med(cs, 'total'))} | ${fmt(med(cs, 'gc'))} | ${fmt(med(cs, 'compiler'))} | ${fmt(med(cs, 'program'))} |`);
   }
@@ -227,6 +230,11 @@ export function renderInstructions(run: InstructionRun, top = 15): string {
     L.push('');
     L.push(`What tracing adds to the full gateway (the ${top} functions that differ most, per request):`);
     L.push(...differences(run.gateway, run.traced, 'gateway', 'traced', top));
+  }
+  if (run.plugin !== undefined) {
+    L.push('');
+    L.push(`What one no-op plugin adds to the full gateway (the ${top} functions that differ most, per request):`);
+    L.push(...differences(run.gateway, run.plugin, 'gateway', 'plugin', top));
   }
   return L.join('\n') + '\n';
 }
@@ -417,6 +425,7 @@ export async function runInstructionsBench(argv: readonly string[]): Promise<voi
   const rounds = numberArg(argv, '--rounds', 3);
   const warm = numberArg(argv, '--warm', 40_000);
   const withTraced = argv.includes('--traced');
+  const withPlugin = argv.includes('--plugin');
   // Thrown, like profile.ts's missing perf: run.ts reports "bench failed: ..." and exits 1.
   for (const cmd of ['valgrind', 'callgrind_control']) if (!hasCommand(cmd)) throw new Error(`--instructions needs ${cmd}, not found (Debian: apt-get install valgrind)`);
   fs.mkdirSync(WORK_DIR, { recursive: true });
@@ -425,6 +434,7 @@ export async function runInstructionsBench(argv: readonly string[]): Promise<voi
   const transport: InstructionCount[] = [];
   const gateway: InstructionCount[] = [];
   const traced: InstructionCount[] = [];
+  const plugin: InstructionCount[] = [];
   const counted: Counted[] = [];
   try {
     await startBackend(backendPort);
@@ -437,10 +447,14 @@ export async function runInstructionsBench(argv: readonly string[]): Promise<voi
     // The traced scenario's gateway (run.ts): the access log on and spans to the backend's Zipkin sink.
     const tr = withTraced ? startCounted('traced-callgrind', 'start-gateway.js', { UPSTREAM: upstream, TOKEN_FILE: `${tokenFile}-traced`, ACCESS_LOG: '1', TRACER_PORT: String(backendPort) }, await freePort()) : undefined;
     if (tr !== undefined) counted.push(tr);
+    // The full gateway again, with one no-op policy plugin (start-gateway.ts NOOP_PLUGIN).
+    const pl = withPlugin ? startCounted('plugin-callgrind', 'start-gateway.js', { UPSTREAM: upstream, TOKEN_FILE: `${tokenFile}-plugin`, ACCESS_LOG: '1', NOOP_PLUGIN: '1' }, await freePort()) : undefined;
+    if (pl !== undefined) counted.push(pl);
     for (const c of counted) await waitPort(c.port, 300_000, c.proc);
     const token = fs.readFileSync(tokenFile, 'utf8').trim();
     // The traced gateway issued its own token, as long as the other one.
     const tracedToken = tr !== undefined ? fs.readFileSync(`${tokenFile}-traced`, 'utf8').trim() : token;
+    const pluginToken = pl !== undefined ? fs.readFileSync(`${tokenFile}-plugin`, 'utf8').trim() : token;
     const one = (port: number, p: string, tok: string, extra: string): Buffer => Buffer.from(`GET ${p} HTTP/1.1\r\nHost: ${HOST}:${port}\r\nAuthorization: Bearer ${tok}\r\n${extra}\r\n`, 'latin1');
     // Every cell gets the same request, with --traced the traced scenario's 100 traceparents in turn (the
     // traced gateway with its own token).
@@ -453,15 +467,18 @@ export async function runInstructionsBench(argv: readonly string[]): Promise<voi
       transport.push(await countCell(tp, req(tp.port, TRANSPORT_PATH), w, requests));
       gateway.push(await countCell(gw, req(gw.port, FULL_PATH), w, requests));
       if (tr !== undefined) traced.push(await countCell(tr, req(tr.port, FULL_PATH, tracedToken), w, requests));
-      log(`  program instructions per request: transport ${fmt(transport[r]?.program)}, gateway ${fmt(gateway[r]?.program)}${tr !== undefined ? `, traced ${fmt(traced[r]?.program)}` : ''}`);
+      if (pl !== undefined) plugin.push(await countCell(pl, req(pl.port, FULL_PATH, pluginToken), w, requests));
+      log(`  program instructions per request: transport ${fmt(transport[r]?.program)}, gateway ${fmt(gateway[r]?.program)}${tr !== undefined ? `, traced ${fmt(traced[r]?.program)}` : ''}${pl !== undefined ? `, plugin ${fmt(plugin[r]?.program)}` : ''}`);
     }
     if (tr !== undefined) await stopProc(tr.proc, 20_000);
+    if (pl !== undefined) await stopProc(pl.proc, 20_000);
     await stopProc(gw.proc, 20_000);
     await stopProc(tp.proc, 20_000);
   } finally {
     await stopAll();
     fs.rmSync(tokenFile, { force: true });
     fs.rmSync(`${tokenFile}-traced`, { force: true });
+    fs.rmSync(`${tokenFile}-plugin`, { force: true });
     // Whether the run ended or failed: Node's perf maps and callgrind's files (the one each process writes
     // as it exits, and any dump not yet read) go with it.
     for (const c of counted) {
@@ -469,7 +486,7 @@ export async function runInstructionsBench(argv: readonly string[]): Promise<voi
       for (const f of [`${c.out}.${c.proc.pid}`, ...dumps(c)]) fs.rmSync(f, { force: true });
     }
   }
-  const run: InstructionRun = { date: new Date().toISOString(), requests, rounds, transport, gateway, ...(withTraced ? { traced } : {}) };
+  const run: InstructionRun = { date: new Date().toISOString(), requests, rounds, transport, gateway, ...(withTraced ? { traced } : {}), ...(withPlugin ? { plugin } : {}) };
   fs.writeFileSync(path.join(WORK_DIR, `instructions-${run.date.replace(/[:.]/g, '-')}.json`), JSON.stringify(run, null, 2));
   process.stdout.write(`# throughway instruction count — ${run.date}\n\n${renderInstructions(run)}`);
 }

@@ -10,7 +10,7 @@
  *   npm run bench -- --redis-counting [--duration S] [--warmup S] [--rounds N] [--connections N] [--write] [--from FILE]
  *   npm run bench -- --workers [...]   (bench/workers.ts)
  *   npm run bench -- --idle [--clients N] [--write] [--from FILE]   (bench/idle.ts)
- *   npm run bench -- --instructions [--requests N] [--rounds R] [--warm N] [--traced]   (bench/instructions.ts)
+ *   npm run bench -- --instructions [--requests N] [--rounds R] [--warm N] [--traced] [--plugin]   (bench/instructions.ts)
  *   npm run bench -- --many-clients [--clients N] [--rounds R] [--duration S] [--write] [--from FILE]   (bench/clients.ts)
  *   npm run bench -- --cache-misses [--clients N] [--requests N] [--rounds R] [--ll BYTES]   (bench/cache.ts)
  *

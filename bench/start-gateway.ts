@@ -16,14 +16,16 @@
  *                       call (the "full" and "traced" scenarios, with ACCESS_LOG and TRACER_PORT below)
  *
  *   PORT=8280 UPSTREAM=http://127.0.0.1:8100 [TOKEN_FILE=/tmp/x] [COUNTER_STORE=redis REDIS_URL=redis://...]
- *     [ACCESS_LOG=1] [TRACER_PORT=8100] node dist/bench/start-gateway.js
+ *     [ACCESS_LOG=1] [TRACER_PORT=8100] [NOOP_PLUGIN=1] node dist/bench/start-gateway.js
  *
  * COUNTER_STORE (default memory) and REDIS_URL set [throughway.throttling] counter_store and redis_url:
  * the bench's --redis-counting runs this gateway twice, once per store (docs/throttling.md, "Counting").
  * ACCESS_LOG=1 turns [http_access_log] on, lines written to http_access.log in this gateway's temporary
  * directory (the file and format `npm start` writes: useLogger = false; docs/operations.md). TRACER_PORT
  * turns [apim.open_tracer] remote_tracer on, spans POSTed as Zipkin v2 JSON to 127.0.0.1:TRACER_PORT
- * (bench/backend.ts answers /api/v2/spans with 202 and drops them; docs/tracing.md).
+ * (bench/backend.ts answers /api/v2/spans with 202 and drops them; docs/tracing.md). NOOP_PLUGIN=1 loads
+ * one policy plugin whose phase (after authentication) does nothing, as `[throughway] plugins` would
+ * (lib/node/plugins.ts; docs/performance.md, "Policy plugins").
  *
  * The access token (client credentials, one application subscribed to /secured) is issued before the
  * port opens and written to TOKEN_FILE, so a bench that waits for the port can read it; the application is
@@ -40,6 +42,7 @@ import { silentLogger } from '../lib/log';
 import { keyManagerLink } from '../lib/security';
 import { openStore } from '../lib/store/open';
 import type { Store } from '../lib/store/types';
+import { loadPlugins } from '../lib/node/plugins';
 
 const port = Number(process.env.PORT ?? 8280);
 const upstream = process.env.UPSTREAM ?? 'http://127.0.0.1:8100';
@@ -48,6 +51,7 @@ const counterStore = process.env.COUNTER_STORE ?? 'memory';
 const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const accessLog = process.env.ACCESS_LOG === '1';
 const tracerPort = process.env.TRACER_PORT;
+const noopPlugin = process.env.NOOP_PLUGIN === '1';
 
 const POLICIES = `[[subscription]]
 name = "Unlimited"
@@ -104,7 +108,10 @@ async function main(): Promise<void> {
 
   store = await openStore(loaded.config, dir);
   km = await createKeyManager({ loaded, store, logger: silentLogger });
+  if (noopPlugin) fs.writeFileSync(path.join(dir, 'noop.js'), "exports.phases = [{ after: 'authentication', phase: { name: 'noop', run() {} } }];\n");
+  const plugins = noopPlugin ? loadPlugins({ plugins: ['./noop.js'], apiPlugins: [], settings: undefined, dir }, silentLogger) : undefined;
   gateway = createGateway({
+    ...(plugins !== undefined ? { phases: plugins.placements, plugins: plugins.catalogue } : {}),
     config: loaded.config,
     dir,
     apis: [
@@ -130,7 +137,7 @@ async function main(): Promise<void> {
   // The token is a credential: readable by this user only.
   if (tokenFile !== undefined) fs.writeFileSync(tokenFile, token, { mode: 0o600 });
   const a = await gateway.listen({ port, host: '127.0.0.1', backlog: 4096 });
-  process.stdout.write(`throughway gateway + key manager on 127.0.0.1:${a.port} -> ${upstream} (/plain/1, /limited/1, /secured/1, /full/1)${accessLog ? ' access log on' : ''}${tracerPort !== undefined ? ` spans to 127.0.0.1:${tracerPort}` : ''} pid=${process.pid}\n`);
+  process.stdout.write(`throughway gateway + key manager on 127.0.0.1:${a.port} -> ${upstream} (/plain/1, /limited/1, /secured/1, /full/1)${accessLog ? ' access log on' : ''}${tracerPort !== undefined ? ` spans to 127.0.0.1:${tracerPort}` : ''}${noopPlugin ? ' one no-op plugin' : ''} pid=${process.pid}\n`);
 }
 
 main().catch((err: unknown) => {

@@ -217,6 +217,10 @@ export function renderApisDoc(): string {
   o.push('');
   fieldRows(o, field('graphql').fields ?? [], 'graphql.');
   fieldRows(o, field('operations').fields ?? [], 'operations[].');
+  o.push('### `[[plugins]]` and `[[resources.plugins]]` (docs/plugins.md)');
+  o.push('');
+  fieldRows(o, field('plugins').fields ?? [], 'plugins[].');
+  fieldRows(o, (field('resources').fields ?? []).find((f) => f.key === 'plugins')?.fields ?? [], 'resources[].plugins[].');
   o.push('## Routing');
   o.push('');
   o.push('1. **Context.** The longest deployed context path that is a prefix of the request path at a segment');

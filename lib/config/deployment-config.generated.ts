@@ -2230,6 +2230,8 @@ export interface ThroughwaySection {
   readonly backlog: number;
   /** Policy plugins of `throughway start` (docs/plugins.md): each a path (./ or ../, from the configuration's directory) or a package name (from that directory's node_modules) of a module exporting phases placed before or after a built-in phase. A plugin that does not load is a start-up error naming it. Default: []. */
   readonly plugins: readonly string[];
+  /** Policy plugins that run only where an API file attaches them (the `plugins` of an API or of a resource, docs/plugins.md), named like `plugins` entries. A plugin that does not load is a start-up error naming it; a name in both lists is refused. Default: []. */
+  readonly api_plugins: readonly string[];
   /** Settings of each plugin, [throughway.plugin.<name>], handed to the plugin as it is loaded (docs/plugins.md). */
   readonly plugin?: Readonly<Record<string, unknown>>;
   /** Directory of API definitions. Default: "apis". */

@@ -51,9 +51,10 @@ export function formatDocumentDiagnostic(d: DocumentDiagnostic): string {
  * A field's type, in the words of docs/apis.md. The scalar ones are KeyDef's 's', 'b', 'f', 'i', 'a' and the
  * 'duration' format; 'codes' is an array of integers (a single integer is accepted), 'table' a table of
  * `fields`, 'tables' an array of tables (`[[key]]`, a repeatable SectionDef), 'endpoint' a URL string or
- * a table of `fields` holding `url`, 'map' a table of strings under any names.
+ * a table of `fields` holding `url`, 'map' a table of strings under any names, 'settings' a table of any
+ * values under any names (a plugin's settings, read by the plugin alone).
  */
-export type FieldType = 'string' | 'boolean' | 'number' | 'integer' | 'strings' | 'codes' | 'duration' | 'table' | 'tables' | 'endpoint' | 'map';
+export type FieldType = 'string' | 'boolean' | 'number' | 'integer' | 'strings' | 'codes' | 'duration' | 'table' | 'tables' | 'endpoint' | 'map' | 'settings';
 
 export interface FieldDef extends Pick<KeyDef, 'key' | 'required' | 'allowed' | 'min' | 'max' | 'meaning'> {
   readonly type: FieldType;
@@ -349,6 +350,9 @@ export class DocumentReader<C extends string> {
         if (!isTable(raw) || !Object.values(raw).every((v) => typeof v === 'string')) return this.typeError(def, seg, raw, 'a table of strings');
         return Object.freeze({ ...raw });
       }
+      case 'settings':
+        if (!isTable(raw)) return this.typeError(def, seg, raw, 'a table');
+        return Object.freeze({ ...raw });
       case 'tables': {
         if (!Array.isArray(raw) || !raw.every(isTable)) return this.typeError(def, seg, raw, `an array of tables, written [[${def.key}]]`);
         const out: Record<string, unknown>[] = [];

@@ -63,8 +63,8 @@ function isPromise(v: unknown): v is Promise<Outcome> {
   return v !== undefined && v !== null && typeof (v as Promise<Outcome>).then === 'function';
 }
 
-/** The phase, with its exceptions turned into fault 103142. */
-function guarded(p: CustomPhase, logger: Logger): ChainStep {
+/** The phase, with its exceptions turned into fault 103142 (also the node's plugins', lib/node/plugins.ts). */
+export function guarded(p: CustomPhase, logger: Logger): ChainStep {
   const failed = (err: unknown): Outcome => {
     logger.log('error', 'custom_phase_failed', { phase: p.name, message: err instanceof Error ? err.message : String(err) });
     return { fault: tableFault(GatewayOwnCode.CUSTOM_PHASE_FAILED, { description: `The custom phase "${p.name}" failed` }) };

@@ -20,6 +20,7 @@ import { readDefinition } from './openapi-file';
 import { targetFromUrl } from '../transport/types';
 import type { ApiDiagnostic, ApiDiagnosticCode } from './diagnostics';
 import type { PolicyNames } from '../throttle/policies';
+import { byGap, type GapSteps, type PluginCatalogue, type PluginStep } from './plugins';
 import { placeScript, type ApiMediation } from '../mediation';
 import { BACKEND_CLIENT_AUTH, BACKEND_GRANT_TYPES, BACKEND_SECURITY_TYPES, originOf, RESERVED_TOKEN_PARAMETERS, type BackendClientAuth, type BackendGrantType, type BackendSecurity, type BackendSecurityType } from '../security/backend-credentials';
 import { AnalysisCache, buildGraphqlSchema, OPERATION_TYPES, type GraphqlSchema, type OperationRule, type OperationType, type QueryLimits } from '../graphql';
@@ -80,6 +81,8 @@ export interface ResourceDefinition {
   readonly policy: string | undefined;
   /** Subscription tier of calls without authentication (overrides the API's). */
   readonly unauthenticatedPolicy: string | undefined;
+  /** The plugins this resource attaches (`plugins`, docs/plugins.md), their steps by gap of the chain; undefined: none. */
+  readonly plugins?: GapSteps;
 }
 
 export interface ScopeDefinition {
@@ -122,6 +125,8 @@ export interface ApiDefinition {
   readonly mediation: ApiMediation | undefined;
   /** type = "GRAPHQL": the schema, the query limits and the operations' rules (docs/graphql.md). */
   readonly graphql?: GraphqlApi;
+  /** The plugins the API attaches to all its calls (`plugins`, docs/plugins.md), their steps by gap of the chain; undefined: none. */
+  readonly plugins?: GapSteps;
 }
 
 /** What a GraphQL API adds to its definition (the `[graphql]` table and `[[operations]]`). */
@@ -190,6 +195,14 @@ const CORS_FIELDS: readonly FieldDef[] = [
   { key: 'allow_credentials', type: 'boolean', meaning: 'Access-Control-Allow-Credentials; not allowed together with the origin * (default: [apim.cors] allow_credentials).' },
 ];
 
+/** One plugin attached in an API file (`[[plugins]]`, `[[resources.plugins]]`; docs/plugins.md). */
+const PLUGIN_FIELDS: readonly FieldDef[] = [
+  { key: 'name', type: 'string', required: true, meaning: 'A plugin of [throughway] api_plugins, by its name: its file name without .js, or its package name. Another name refuses the API (API_PLUGIN).', example: '"allow-list"' },
+  { key: 'settings', type: 'settings', meaning: 'Its settings for this API or resource, handed to its `phases(settings)` in place of [throughway.plugin.<name>]. Absent: that table.', example: '{ ids = ["web"] }' },
+];
+
+const PLUGINS_MEANING = 'Policy plugins of [throughway] api_plugins run on these calls only (docs/plugins.md, "Per API and per resource"), one table each, in order: a plugin placed before route, or whose phases(settings) throws or gives no valid placement, refuses the API (API_PLUGIN).';
+
 const RESOURCE_FIELDS: readonly FieldDef[] = [
   { key: 'path', type: 'string', required: true, meaning: 'Exact path (`/menu`), prefix (`/menu/*`, `/*`) or URI template (`/orders/{id}`, one variable per whole segment). Matching order: exact, then the longest prefix, then templates (most literal segments first).', example: '"/orders/{id}"' },
   { key: 'methods', type: 'strings', required: true, allowed: HTTP_METHODS, meaning: 'HTTP methods of the resource. HEAD is allowed wherever GET is (RFC 9110 §9.3.2).', example: '["GET", "POST"]' },
@@ -198,6 +211,7 @@ const RESOURCE_FIELDS: readonly FieldDef[] = [
   { key: 'token_type', type: 'string', default: 'any', allowed: TOKEN_TYPES, meaning: 'Which access tokens the resource accepts: any; application (client credentials tokens); user (tokens issued to an end user, e.g. the password grant). Another kind gets 900905 (401).' },
   { key: 'policy', type: 'string', meaning: 'Resource-level throttling policy: an [[api]] policy of the policies file (docs/throttling.md), counted over every caller of this resource; 900802 when exceeded. Ignored when the API has a `policy`.', example: '"10KPerMin"' },
   { key: 'unauthenticated_policy', type: 'string', meaning: 'Overrides the API\'s `unauthenticated_policy` for this resource.', example: '"Unlimited"' },
+  { key: 'plugins', type: 'tables', default: [], meaning: `${PLUGINS_MEANING} They run after the API's own, on calls of this resource.`, fields: PLUGIN_FIELDS },
 ];
 
 const MEDIATION_FIELDS: readonly FieldDef[] = [
@@ -259,6 +273,7 @@ export const API_FIELDS: readonly FieldDef[] = [
   { key: 'mediation', type: 'table', meaning: 'Mediation of this API\'s request bodies (docs/mediation.md). Payload validation is global ([passthru_http] force_json_validation / force_xml_validation).', fields: MEDIATION_FIELDS },
   { key: 'graphql', type: 'table', meaning: 'type = "GRAPHQL" only, and required there: the schema and the limits of each query (docs/graphql.md).', fields: GRAPHQL_FIELDS },
   { key: 'operations', type: 'tables', default: [], meaning: 'type = "GRAPHQL" only: scopes and throttling policies of top-level fields, one [[operations]] table each; a field without one needs no scope (docs/graphql.md).', fields: OPERATION_FIELDS },
+  { key: 'plugins', type: 'tables', default: [], meaning: `${PLUGINS_MEANING} They run on every call of the API.`, fields: PLUGIN_FIELDS },
 ];
 
 /**
@@ -311,6 +326,8 @@ interface Ctx {
    * schema file from disk.
    */
   readonly served?: ServedSchema | null;
+  /** What `plugins` may name (lib/gateway/plugins.ts; a gateway always gives one); undefined: names not checked, nothing attached. */
+  readonly plugins?: PluginCatalogue;
 }
 
 /** A GraphQL API's SDL served beside its API text: `file` is the `[graphql] schema` value it answers. */
@@ -543,6 +560,45 @@ function reportNotEnforced(ctx: Ctx, raw: Record<string, unknown>): void {
   });
 }
 
+/**
+ * The `plugins` of an API or a resource: each a plugin of the catalogue, once, whose steps for its settings
+ * are placed after route (before route no API is known). Undefined: none attached; null: refused (reported).
+ */
+function pluginsOf(ctx: Ctx, list: readonly Record<string, unknown>[] | undefined, seg: Segment[]): GapSteps | undefined | null {
+  // Tools that read API files without a gateway (the consoles, `apis list`, export) check the shape only.
+  if (list === undefined || list.length === 0 || ctx.plugins === undefined) return undefined;
+  const errors = ctx.r.errors;
+  const steps: PluginStep[] = [];
+  const seen = new Set<string>();
+  list.forEach((p, i) => {
+    const name = p.name as string;
+    const at = [...seg, i, 'name'];
+    const known = ctx.plugins?.names ?? [];
+    if (!known.includes(name)) {
+      const near = closest(name, [...known]);
+      ctx.r.report('error', 'API_PLUGIN', at, `${JSON.stringify(name)} is not a plugin of [throughway] api_plugins${near !== undefined ? `; did you mean "${near}"?` : ''}`, known.length === 0 ? 'a plugin listed in [throughway] api_plugins (none is)' : `one of ${known.join(', ')}`);
+      return;
+    }
+    if (seen.has(name)) {
+      ctx.r.report('error', 'API_PLUGIN', at, `${JSON.stringify(name)} is attached twice here`, 'each plugin once per API or resource');
+      return;
+    }
+    seen.add(name);
+    const made = (ctx.plugins as PluginCatalogue).stepsOf(name, p.settings as Readonly<Record<string, unknown>> | undefined);
+    if (typeof made === 'string') {
+      ctx.r.report('error', 'API_PLUGIN', at, `plugin ${JSON.stringify(name)} cannot be attached: ${made}`);
+      return;
+    }
+    const early = made.find((s) => s.gap === 0);
+    if (early !== undefined) {
+      ctx.r.report('error', 'API_PLUGIN', at, `plugin ${JSON.stringify(name)} places its phase "${early.step.name}" before route, where no API is known yet: attached plugins run after route`, 'after: "route" or a later phase');
+      return;
+    }
+    steps.push(...made);
+  });
+  return ctx.r.errors > errors ? null : byGap(steps);
+}
+
 /** A throttling policy name must be one the policies file defines (docs/throttling.md). */
 function checkPolicy(ctx: Ctx, policies: PolicyNames | undefined, kind: 'api' | 'subscription', name: unknown, seg: Segment[]): void {
   if (policies === undefined || typeof name !== 'string') return;
@@ -660,8 +716,8 @@ export interface ApiParseResult {
  * `map` locates fields in the file's text for line numbers. `scriptDirs`: the directories a [mediation]
  * script must be in (a gateway always passes them: GatewaySettings.scriptDirs); undefined: anywhere.
  */
-export function validateApi(raw: unknown, file: string, vars: ApiVars = {}, map?: SourceMap, policies?: PolicyNames, scriptDirs?: readonly string[], served?: ServedSchema | null): ApiParseResult {
-  const ctx: Ctx = { r: new DocumentReader(file === '' ? '<api>' : file, map, API_CODES), vars, scriptDirs, ...(served !== undefined ? { served } : {}) };
+export function validateApi(raw: unknown, file: string, vars: ApiVars = {}, map?: SourceMap, policies?: PolicyNames, scriptDirs?: readonly string[], served?: ServedSchema | null, plugins?: PluginCatalogue): ApiParseResult {
+  const ctx: Ctx = { r: new DocumentReader(file === '' ? '<api>' : file, map, API_CODES), vars, scriptDirs, ...(served !== undefined ? { served } : {}), ...(plugins !== undefined ? { plugins } : {}) };
   if (!isTable(raw)) {
     ctx.r.report('error', 'API_TYPE', [], `an API definition is a table, got ${typeOf(raw)}`);
     return { api: undefined, diagnostics: ctx.r.diagnostics };
@@ -708,7 +764,8 @@ export function validateApi(raw: unknown, file: string, vars: ApiVars = {}, map?
         ctx.r.report('error', 'API_DUPLICATE_RESOURCE', ['resources', i, 'path'], `${m} ${path} is already defined by resources[${first}]`);
       } else seen.set(key, i);
     }
-    resources.push(Object.freeze({ path, methods, auth: (r.auth as AuthType | undefined) ?? apiAuth, scopes: r.scopes as readonly string[], tokenType: r.token_type as TokenType, policy: r.policy as string | undefined, unauthenticatedPolicy: r.unauthenticated_policy as string | undefined }));
+    const attached = pluginsOf(ctx, r.plugins as Record<string, unknown>[] | undefined, ['resources', i, 'plugins']);
+    resources.push(Object.freeze({ path, methods, auth: (r.auth as AuthType | undefined) ?? apiAuth, scopes: r.scopes as readonly string[], tokenType: r.token_type as TokenType, policy: r.policy as string | undefined, unauthenticatedPolicy: r.unauthenticated_policy as string | undefined, ...(attached != null ? { plugins: attached } : {}) }));
     checkPolicy(ctx, policies, 'api', r.policy, ['resources', i, 'policy']);
     checkPolicy(ctx, policies, 'subscription', r.unauthenticated_policy, ['resources', i, 'unauthenticated_policy']);
   });
@@ -746,6 +803,7 @@ export function validateApi(raw: unknown, file: string, vars: ApiVars = {}, map?
   if (apiType === 'GRAPHQL' && resources.length === 0) resources.push(Object.freeze({ path: '/*', methods: ['GET', 'POST'], auth: apiAuth, scopes: [], tokenType: 'any', policy: undefined, unauthenticatedPolicy: undefined }));
   const graphql = graphqlOf(ctx, t, file, apiType, policies);
   const definition = definitionOf(ctx, t.definition, file);
+  const attached = pluginsOf(ctx, t.plugins as Record<string, unknown>[] | undefined, ['plugins']);
 
   if (ctx.r.errors > 0 || production === null || sandbox === null) return { api: undefined, diagnostics: ctx.r.diagnostics };
   reportNotEnforced(ctx, raw);
@@ -770,15 +828,16 @@ export function validateApi(raw: unknown, file: string, vars: ApiVars = {}, map?
     scopes: Object.freeze(((t.scopes as Record<string, unknown>[] | undefined) ?? []).map((d) => Object.freeze({ name: d.name as string, description: d.description as string | undefined, roles: (d.roles as readonly string[] | undefined) ?? [] }))),
     mediation,
     ...(graphql !== undefined ? { graphql } : {}),
+    ...(attached != null ? { plugins: attached } : {}),
   };
   return { api: Object.freeze(api), diagnostics: ctx.r.diagnostics };
 }
 
 /** Parses and validates one API definition file's text (`served`: its schema given with it, ServedSchema). */
-export function parseApiText(text: string, file: string, vars: ApiVars = {}, policies?: PolicyNames, scriptDirs?: readonly string[], served?: ServedSchema | null): ApiParseResult {
+export function parseApiText(text: string, file: string, vars: ApiVars = {}, policies?: PolicyNames, scriptDirs?: readonly string[], served?: ServedSchema | null, plugins?: PluginCatalogue): ApiParseResult {
   const parsed = parseDocument(text, file, API_CODES);
   if (!parsed.ok) return { api: undefined, diagnostics: [parsed.diagnostic] };
-  return validateApi(parsed.doc, file, vars, parsed.map, policies, scriptDirs, served);
+  return validateApi(parsed.doc, file, vars, parsed.map, policies, scriptDirs, served, plugins);
 }
 
 /** The versioned context path an API is invoked at: /pizzashack/1.0.0, or the {version} placed. */

@@ -21,6 +21,7 @@ import { configuredBy, GatewayOptionsError, type GatewayOptions } from './option
 import { gatewaySettingsFrom, type GatewaySettings } from './settings';
 import { HeaderRules } from './transport-headers';
 import type { TenantDirectory } from '../tenants';
+import { NO_PLUGINS, type PluginCatalogue } from './plugins';
 
 export interface GatewayParts {
   readonly config: DeploymentConfig;
@@ -42,6 +43,8 @@ export interface GatewayParts {
   readonly mediation: Mediation;
   /** The tenants (lib/tenants), given by the node that runs the key manager; undefined: none. */
   readonly tenants: TenantDirectory | undefined;
+  /** What API files may attach (GatewayOptions.plugins; NO_PLUGINS without). */
+  readonly plugins: PluginCatalogue;
 }
 
 export function assemble(options: GatewayOptions): GatewayParts {
@@ -63,6 +66,8 @@ export function assemble(options: GatewayOptions): GatewayParts {
   if (options.apis !== undefined && options.apiTexts !== undefined) throw new GatewayOptionsError('createGateway takes `apis` or `apiTexts`, not both');
   const texts = options.apiTexts !== undefined ? new ApiTexts(options.apiTexts.origin, options.apiTexts.entries, settings.vars, throttle.names(), settings.scriptDirs) : undefined;
   const directory = options.apis === undefined && texts === undefined ? new ApiDirectory(settings.apisDir, settings.vars, throttle.names(), settings.scriptDirs) : undefined;
+  const files = texts ?? directory;
+  if (files !== undefined) files.plugins = options.plugins ?? NO_PLUGINS;
   const observer = options.observeCalls?.(config, settings, logger);
   const security = new Security({
     settings: securitySettingsFrom(config),
@@ -76,5 +81,5 @@ export function assemble(options: GatewayOptions): GatewayParts {
   // Throws FormatConfigError for an unknown builder/formatter class (naming the alternatives). The worker
   // pool inside is created on the first call that needs it.
   const mediation = new Mediation(mediationSettingsFrom(config), logger);
-  return { config, ports, logger, settings, globalCors, headers, registry, tracked: new WeakMap(), throttle, unsubscribe, texts, directory, observer, security, mediation, tenants: options.tenants };
+  return { config, ports, logger, settings, globalCors, headers, registry, tracked: new WeakMap(), throttle, unsubscribe, texts, directory, observer, security, mediation, tenants: options.tenants, plugins: options.plugins ?? NO_PLUGINS };
 }

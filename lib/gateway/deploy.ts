@@ -20,6 +20,7 @@ import { CorsConfigError, type CorsPolicy } from './cors';
 import type { ApiDiagnostic } from './diagnostics';
 import type { Deployable } from './runtime';
 import type { PolicyNames } from '../throttle/policies';
+import type { PluginCatalogue } from './plugins';
 
 export type FileStatus = 'deployed' | 'invalid' | 'refused' | 'not-deployed' | 'kept-previous';
 
@@ -186,6 +187,9 @@ export class ApiFiles {
     private readonly scriptDirs?: readonly string[],
   ) {}
 
+  /** What the files' `plugins` may name (docs/plugins.md); set by the gateway (lib/gateway/assembly.ts). Undefined: names not checked. */
+  plugins: PluginCatalogue | undefined = undefined;
+
   /** The next read validates every file again (the policy names changed: SIGHUP re-read the policies). */
   revalidate(): void {
     this.cache.clear();
@@ -233,7 +237,7 @@ export class ApiFiles {
       const text = entry.text;
       let cached = this.cache.get(file);
       if (cached === undefined || cached.text !== text || this.schemaChanged(file, cached, entry)) {
-        const result = this.inTenant(file, parseApiText(text, file, this.vars, this.policies, this.scriptDirs, this.given ? (entry.schema ?? null) : undefined));
+        const result = this.inTenant(file, parseApiText(text, file, this.vars, this.policies, this.scriptDirs, this.given ? (entry.schema ?? null) : undefined, this.plugins));
         cached = { text, schemaText: this.given ? entry.schema?.text : (result.api?.graphql?.sdl ?? this.diskSchema(file, result)), result };
         this.cache.set(file, cached);
         changedFiles.push(file);

@@ -21,6 +21,7 @@ export const API_DIAGNOSTIC_CODES = {
   API_SELF_ENDPOINT: 'An endpoint `url` that points at this node\'s own management port (9443 or 9763 plus server.offset, on a loopback address, localhost or server.hostname) without `allow_management_port = true`: the API is refused.',
   API_DEFINITION: 'The OpenAPI document `definition` names cannot be read, is larger than 2 MiB, is not JSON or YAML, or is not OpenAPI 3.x: the API is refused.',
   API_DEFINITION_PATH: 'The OpenAPI document `definition` names is outside the API file\'s directory (an absolute path, a .. segment, or a link leading out): the API is refused.',
+  API_PLUGIN: 'A `plugins` entry (of the API or a resource) names no plugin of [throughway] api_plugins, names one twice, or names one whose phases(settings) throws or places a phase before route: the API is refused (docs/plugins.md).',
   API_DUPLICATE_RESOURCE: 'Two resources of one API with the same path and method.',
   API_DUPLICATE_CONTEXT: 'Another deployed API already has this context and version: this one is refused.',
   API_DEFAULT_VERSION_TAKEN: 'Another deployed version of the context is already the default version: this one is deployed without default-version routing.',

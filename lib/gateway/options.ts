@@ -16,6 +16,7 @@ import type { KeyManagerLink } from '../security';
 import type { BlockingCondition, CounterStore } from '../throttle';
 import type { ApiText } from './deploy';
 import type { ChainStep } from './phases';
+import type { PluginCatalogue } from './plugins';
 import type { CallObserver, GatewayTap } from './hooks';
 import type { GatewaySettings } from './settings';
 import type { TokenEndpoints } from './token-route';
@@ -76,6 +77,11 @@ export interface GatewayOptions {
   readonly throttling?: { readonly blocking?: readonly BlockingCondition[]; readonly now?: () => number; readonly counters?: CounterStore };
   /** TLS and proxies toward the backends (default: from the configuration, lib/tls/settings.ts). */
   readonly outbound?: Outbound;
+  /**
+   * The plugins API files may attach (`plugins`, docs/plugins.md): a node's [throughway] api_plugins. Read
+   * by each deploy; when its generation changes, reload() validates every API file again.
+   */
+  readonly plugins?: PluginCatalogue;
   /** The chain to run (default PHASES); lib/embed places an embedder's custom phases in it. */
   readonly chain?: readonly ChainStep[];
   /** Made once the configuration is read (lib/observability: access log, tracing and analytics, from the configuration). */

@@ -67,6 +67,7 @@ export class Deployment {
   states: readonly ApiState[] = [];
   private templates: FaultTemplates | undefined;
   private policiesSeen: number;
+  private pluginsSeen: number;
 
   constructor(
     private readonly parts: GatewayParts,
@@ -76,6 +77,7 @@ export class Deployment {
     private readonly watching: boolean,
   ) {
     this.policiesSeen = parts.throttle.generation;
+    this.pluginsSeen = parts.plugins.generation;
   }
 
   /** The files' source (directory or texts); undefined for definitions given in code. */
@@ -94,7 +96,7 @@ export class Deployment {
     const candidates: Candidate[] = [];
     const fresh: ApiDiagnostic[] = [];
     for (const raw of this.codeApis ?? []) {
-      const r = validateApi(raw, '', vars, undefined, this.parts.throttle.names(), scriptDirs);
+      const r = validateApi(raw, '', vars, undefined, this.parts.throttle.names(), scriptDirs, undefined, this.parts.plugins);
       candidates.push({ file: '', api: r.api, diagnostics: r.diagnostics, keptPrevious: false });
       fresh.push(...r.diagnostics);
     }
@@ -172,6 +174,12 @@ export class Deployment {
     // Policies re-read since the last deploy (SIGHUP): every API file is validated against the new names.
     if (throttle.generation !== this.policiesSeen) {
       this.policiesSeen = throttle.generation;
+      this.files?.revalidate();
+    }
+    // Plugins loaded again (SIGHUP, docs/plugins.md): every attachment is made again from the new modules.
+    const plugins = this.parts.plugins.generation;
+    if (plugins !== this.pluginsSeen) {
+      this.pluginsSeen = plugins;
       this.files?.revalidate();
     }
     const report = this.deploy(this.loadTemplates());

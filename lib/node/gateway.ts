@@ -18,7 +18,8 @@ import { DecisionCounterStore, redacted } from '../throttle/decisions';
 import { observeGateway, opsRequestHandler } from './operations';
 import type { Boot } from './boot';
 import { createManagementServer } from '../keymanager/listener';
-import { loadPlugins } from './plugins';
+import { loadPlugins, type Plugins, type PluginSettings } from './plugins';
+import type { DeploymentConfig } from '../config/types';
 
 /** The listeners' TLS: the [transport.passthru_https] listener stores; without a key store, the sample key pair (made once). */
 export interface ListenerTls {
@@ -77,10 +78,9 @@ export async function startGateway(b: Boot): Promise<void> {
   const pulled = follower?.policiesText();
   const fromControlPlane = follower !== undefined ? { apiTexts: { origin: `the control plane ${follower.origin}`, entries: follower.entries() } } : {};
   // No plugin configured: no phases option, so the chain stays PHASES (nothing new per request).
-  const specs = config.throughway.plugins;
-  const plugins = specs.length > 0 ? loadPlugins(specs, config.throughway.plugin, b.loaded.dir) : undefined;
+  const plugins = loadPlugins(pluginSettingsOf(config, b.loaded.dir), b.logger);
   b.plugins = plugins;
-  const gw = createGateway({ loaded: b.loaded, ...(plugins !== undefined ? { phases: plugins.placements } : {}), logger: b.logger, cwd: b.cwd, keyManager: link, ...(b.keyManager !== undefined ? { tenants: b.keyManager.tenants } : {}), tokenEndpoints: tokenEndpointsOf(b), events: b.events, ...fromControlPlane, throttling: { blocking, ...counters, ...(pulled !== undefined ? { policies: pulled } : {}) }, observe: gatewayObserver({ logger: b.logger, ...(b.metrics !== undefined ? { metrics: b.metrics } : {}) }) });
+  const gw = createGateway({ loaded: b.loaded, ...(plugins !== undefined ? { phases: plugins.placements, plugins: plugins.catalogue } : {}), logger: b.logger, cwd: b.cwd, keyManager: link, ...(b.keyManager !== undefined ? { tenants: b.keyManager.tenants } : {}), tokenEndpoints: tokenEndpointsOf(b), events: b.events, ...fromControlPlane, throttling: { blocking, ...counters, ...(pulled !== undefined ? { policies: pulled } : {}) }, observe: gatewayObserver({ logger: b.logger, ...(b.metrics !== undefined ? { metrics: b.metrics } : {}) }) });
   b.gateway = gw;
   follower?.attach(gw);
   b.stopCollecting();
@@ -88,7 +88,7 @@ export async function startGateway(b: Boot): Promise<void> {
   const a = await gw.listen(b.eph ? { port: 0, host: '127.0.0.1' } : {});
   b.listening.gateway = a.port;
   b.log(`  ${'gateway HTTP'.padEnd(18)} port ${a.port}`);
-  if (plugins !== undefined) b.log(`  ${'plugins'.padEnd(18)} ${plugins.names.join(', ')}`);
+  if (plugins !== undefined) b.log(`  ${'plugins'.padEnd(18)} ${describePlugins(plugins)}`);
   describeGateway(b, gw);
 }
 
@@ -132,4 +132,17 @@ export async function startGatewayTls(b: Boot, gateway: Gateway, t: ListenerTls)
   }
   b.stopWatching = watchCertificates(tlsServers, t.settings, t.sampleFile, b.logger);
   b.reloadTls = () => reloadCertificates(tlsServers, t.settings, t.sampleFile, b.logger);
+}
+
+/** [throughway] plugins, api_plugins and plugin.<name>, resolved from the configuration's directory. */
+export function pluginSettingsOf(config: DeploymentConfig, dir: string): PluginSettings {
+  const t = config.throughway;
+  return { plugins: t.plugins, apiPlugins: t.api_plugins, settings: t.plugin, dir };
+}
+
+/** The start-up and reload line: the plugins run on every call, and those API files may attach. */
+export function describePlugins(p: Plugins): string {
+  const parts = [p.names.length > 0 ? p.names.join(', ') : 'none on every call'];
+  if (p.attachable.length > 0) parts.push(`attachable in API files: ${p.attachable.join(', ')}`);
+  return parts.join('; ');
 }

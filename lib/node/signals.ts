@@ -14,6 +14,8 @@ import type { LoadResult } from '../config/load';
 import { resyncDeployments } from './control-plane';
 import type { Gateway } from '../embed';
 import type { Boot } from './boot';
+import { describePlugins, pluginSettingsOf } from './gateway';
+import type { PluginLoadError } from './plugins';
 
 export interface Signals {
   readonly reload: () => ReloadResult | undefined;
@@ -36,7 +38,7 @@ export function signals(b: Boot): Signals {
       current = r.loaded;
       b.log(`reloaded configuration${r.applied.length > 0 ? `: applied ${r.applied.join(', ')}` : ''}${r.restartNeeded.length > 0 ? `; at the next start: ${r.restartNeeded.join(', ')}` : ''}`);
     }
-    reloadParts(b);
+    reloadParts(b, current);
     return r;
   };
   const onHup = (): void => {
@@ -53,7 +55,7 @@ export function signals(b: Boot): Signals {
 }
 
 /** SIGHUP after the configuration: what gateway-workers deploy, the policies, certificates and APIs. */
-function reloadParts(b: Boot): void {
+function reloadParts(b: Boot, loaded: LoadResult): void {
   const { deploymentSource, gateway, follower } = b;
   if (deploymentSource !== undefined) {
     // What gateway-workers deploy: changes are published as events (lib/scale/deployments.ts).
@@ -66,11 +68,34 @@ function reloadParts(b: Boot): void {
     resyncDeployments(b).catch((err: unknown) => b.logger.log('error', 'control_plane_pull_failed', { message: (err as Error).message }));
     b.log(`pulling APIs and throttling policies from the control plane ${follower.origin} again`);
   } else if (gateway !== undefined) {
-    reloadGateway(b, gateway);
+    reloadGateway(b, gateway, loaded);
   }
 }
 
-function reloadGateway(b: Boot, gateway: Gateway): void {
+/**
+ * The plugins loaded again from the configuration now in force (docs/plugins.md, "Reloading"): a module
+ * that does not load keeps the running plugins. A node started without plugins has no plugin points in
+ * its chain: plugins configured since take effect at the next start.
+ */
+function reloadPlugins(b: Boot, loaded: LoadResult): void {
+  const s = pluginSettingsOf(loaded.config, loaded.dir);
+  const plugins = b.plugins;
+  if (plugins === undefined) {
+    if (s.plugins.length > 0 || s.apiPlugins.length > 0) b.log('plugins: at the next start (this node started without plugins, so its chain has no plugin points)');
+    return;
+  }
+  try {
+    plugins.reload(s);
+    b.log(`reloaded plugins: ${describePlugins(plugins)}`);
+  } catch (err) {
+    const e = err as PluginLoadError;
+    b.logger.log('error', 'plugins_reload_refused', { code: e.code, plugin: e.plugin, message: e.message });
+    b.log(`plugins refused: ${e.message}; the running plugins stay`);
+  }
+}
+
+function reloadGateway(b: Boot, gateway: Gateway, loaded: LoadResult): void {
+  reloadPlugins(b, loaded);
   // The policies before the APIs: an API file may name a policy the new file defines.
   const p = gateway.throttle.reload();
   if (p.ok) b.log(`reloaded throttling policies from ${gateway.throttle.settings.policiesFile}`);

@@ -10,8 +10,8 @@ import type { LoadResult } from '../config/load';
 import { formatDiagnostic } from '../config/diagnostics';
 import type { Logger, LogLevel, ReloadableLogger } from '../log';
 
-/** Keys applied on reload without a restart. */
-export const HOT_KEYS: ReadonlySet<string> = new Set(['throughway.log_level']);
+/** Keys applied on reload without a restart: the log level, and the plugins (loaded again by a node that runs some, docs/plugins.md). */
+export const HOT_KEYS: ReadonlySet<string> = new Set(['throughway.log_level', 'throughway.plugins', 'throughway.api_plugins', 'throughway.plugin']);
 
 /** Dotted keys (two levels: section.key or section.table) whose values differ between two configurations. */
 export function changedKeys(a: Readonly<Record<string, unknown>>, b: Readonly<Record<string, unknown>>): string[] {
@@ -62,6 +62,9 @@ export function applyReload(current: LoadResult, next: LoadResult, logger: Logge
     }
     if (k === 'throughway.log_level' && typeof (logger as Partial<ReloadableLogger>).setLevel === 'function') {
       (logger as ReloadableLogger).setLevel(next.config.throughway.log_level as LogLevel);
+      applied.push(k);
+    } else if (k.startsWith('throughway.plugin') || k === 'throughway.api_plugins') {
+      // Applied by the node after this (lib/node/signals.ts reloadPlugins).
       applied.push(k);
     } else restartNeeded.push(k);
   }

@@ -27,6 +27,7 @@ export const THROUGHWAY_SECTIONS: readonly SectionDef[] = [
       { key: 'retry_stale', type: 'b', default: true, meaning: 'Retry once on a fresh connection when a reused backend socket closes before any response byte.' },
       { key: 'backlog', type: 'i', default: 511, min: 1, meaning: 'Listen backlog of the gateway listeners (HTTP, HTTPS, WS, WSS).' },
       { key: 'plugins', type: 'a', default: [], meaning: 'Policy plugins of `throughway start` (docs/plugins.md): each a path (./ or ../, from the configuration\'s directory) or a package name (from that directory\'s node_modules) of a module exporting phases placed before or after a built-in phase. A plugin that does not load is a start-up error naming it.' },
+      { key: 'api_plugins', type: 'a', default: [], meaning: 'Policy plugins that run only where an API file attaches them (the `plugins` of an API or of a resource, docs/plugins.md), named like `plugins` entries. A plugin that does not load is a start-up error naming it; a name in both lists is refused.' },
       { key: 'plugin', type: 'map', meaning: 'Settings of each plugin, [throughway.plugin.<name>], handed to the plugin as it is loaded (docs/plugins.md).' },
       { key: 'apis_dir', type: 's', format: 'path', default: 'apis', meaning: 'Directory of API definitions.' },
       { key: 'fault_templates_file', type: 's', format: 'path', default: 'fault-templates.toml', meaning: 'Fault response templates file.' },
