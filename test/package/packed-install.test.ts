@@ -119,6 +119,9 @@ t.test('npm install --omit=optional of the packed package, then init and start',
     status = await get(url);
   }
   t.equal(status, 200, `the example API answers (${output.split('\n').slice(-5).join(' | ')})`);
+  // In a project of its own, `npm run -s throughway` is no script: the hints name npx.
+  t.match(output, /^ {2}npx throughway apps create MyApp --url /m, 'the start-up hints run the CLI with npx');
+  t.notMatch(output, /npm run -s throughway/, 'no npm run hint in an installed project');
 });
 
 t.test('npm install of the packed package with no compiler: libsql prebuilt, the embedded store opens', { skip, timeout: 240_000 }, async (t) => {
