@@ -131,7 +131,7 @@ export function openSqlite(file: string, key = '[database.apim_db] type = "h2"',
   };
   return {
     kind: 'sqlite',
-    description: `embedded SQLite ${file} (${engine})`,
+    description: `embedded SQLite ${file}`,
     all(sql: string, params: readonly Param[] = []): Promise<Row[]> {
       try {
         return Promise.resolve(prepare(sql).all(...params) as Row[]);

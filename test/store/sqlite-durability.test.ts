@@ -16,7 +16,6 @@ for (const backend of defaultEngine() === 'libsql' ? [sqliteBackend] : [sqliteBa
     t.teardown(opened.drop);
     const driver = await openDriver(backend, opened);
     t.teardown(() => driver.close());
-    t.match(driver.description, backend.engine ?? defaultEngine(), 'the engine asked for');
     t.same(await driver.all('PRAGMA journal_mode'), [{ journal_mode: 'wal' }], 'WAL journal');
     // PRAGMA synchronous answers a number: 0 OFF, 1 NORMAL, 2 FULL, 3 EXTRA (sqlite.org/pragma.html).
     t.same(await driver.all('PRAGMA synchronous'), [{ synchronous: 2 }], 'synchronous = FULL');
