@@ -144,7 +144,7 @@ async function main(): Promise<void> {
     '',
     'The import loads no database driver, no Redis client, no node-forge, no fast-xml-parser and no piscina: each is required when the ' +
       'feature that needs it starts (lib/config/packages.ts), and `test/package/lazy-packages.test.ts` fails when the import loads one. ' +
-      'better-sqlite3, pg, mysql2 and ioredis are optionalDependencies; a missing one is `PACKAGE_MISSING` (docs/operations.md, "Start-up errors"). ' +
+      'libsql (the embedded store\'s engine where Node has no `node:sqlite`), pg, mysql2 and ioredis are optionalDependencies; a missing one is `PACKAGE_MISSING` (docs/operations.md, "Start-up errors"). ' +
       'On a loaded machine these figures are upper bounds (the wall time waits for a core; the CPU figure is the steadier one): ' +
       'compare them with the empty `node -e` of the same run, and measure again on an idle machine before reading them against a target. ' +
       'The import alone, by hand:',

@@ -1,17 +1,18 @@
 /**
  * Packages loaded on first use, not at `require('throughway')` (docs/performance.md, "Import and start-up"):
- * the database drivers, ioredis, node-forge, fast-xml-parser, piscina, graphql (GraphQL APIs) and ldapts
- * (LDAP user stores). Their types come from `import type` (erased at compile time); their code from
+ * the database drivers, ioredis, node-forge, fast-xml-parser, piscina, graphql (GraphQL APIs), ldapts
+ * (LDAP user stores), yaml (OpenAPI documents in YAML) and prom-client with its peer @opentelemetry/api
+ * (metrics; lib/index.ts exports them on first read) and jose (tokens: lib/security/jose.ts). Their types come from `import type` (erased at compile time); their code from
  * `load(name, key)`, a `require` made when a feature that needs it starts.
  *
- * pg, mysql2, ioredis, better-sqlite3 and ldapts (LDAP user stores, lib/store/ldap.ts) are optionalDependencies (package.json): an install with
+ * pg, mysql2, ioredis, libsql (the embedded store's engine where Node has no node:sqlite) and ldapts (LDAP user stores, lib/store/ldap.ts) are optionalDependencies (package.json): an install with
  * `--omit=optional` lacks them. Asking for a missing one throws PackageMissingError (`PACKAGE_MISSING`,
  * docs/operations.md, "Start-up errors"), naming the package to install and the configuration key that
  * asked for it.
  */
 
 /** The packages loaded on demand, and the install command that brings each one. */
-export const LAZY_PACKAGES = ['better-sqlite3', 'pg', 'mysql2', 'ioredis', 'node-forge', 'fast-xml-parser', 'piscina', 'graphql', 'ldapts'] as const;
+export const LAZY_PACKAGES = ['libsql', 'pg', 'mysql2', 'ioredis', 'node-forge', 'fast-xml-parser', 'piscina', 'graphql', 'ldapts', 'yaml', 'prom-client', '@opentelemetry/api', 'jose'] as const;
 
 export class PackageMissingError extends Error {
   readonly code = 'PACKAGE_MISSING';

@@ -7,7 +7,8 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { parse as parseYaml } from 'yaml';
+import type * as Yaml from 'yaml';
+import { load } from '../config/packages';
 
 /** The largest OpenAPI document read (a document is configuration, not traffic). */
 export const MAX_DEFINITION_BYTES = 2 * 1024 * 1024;
@@ -29,7 +30,8 @@ export function parseOpenApiText(text: string): { readonly doc: OpenApiDocument 
   const json = body.trimStart().startsWith('{');
   try {
     // The yaml package's alias limit (maxAliasCount, 100) bounds what a small file expands to.
-    doc = json ? JSON.parse(body) : parseYaml(body, { maxAliasCount: 100 });
+    // yaml (72 modules) is required on the first YAML document, not at import (lib/config/packages.ts).
+    doc = json ? JSON.parse(body) : load<typeof Yaml>('yaml', 'an OpenAPI document in YAML').parse(body, { maxAliasCount: 100 });
   } catch (err) {
     return { error: `it is not ${json ? 'JSON' : 'JSON or YAML'}: ${(err as Error).message.split('\n')[0] ?? ''}` };
   }

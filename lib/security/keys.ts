@@ -8,7 +8,8 @@
  * When the endpoint is down, keys already fetched keep serving. A token whose key was never fetched
  * cannot be judged: that is the spec's 900900 (500), never a false 401.
  */
-import { importJWK, type CryptoKey, type JWK, type KeyObject } from 'jose';
+import type { CryptoKey, JWK, KeyObject } from 'jose';
+import { jose } from './jose';
 import type { Logger } from '../log';
 
 export type VerifyKey = CryptoKey | KeyObject | Uint8Array;
@@ -29,7 +30,7 @@ class KeyCache {
     const id = `${jwk.kid ?? ''}\u0000${alg}\u0000${jwk.n ?? jwk.x ?? ''}`;
     let k = this.imported.get(id);
     if (k === undefined) {
-      k = await importJWK(jwk, alg);
+      k = await jose().importJWK(jwk, alg);
       if (this.imported.size > 256) this.imported.clear();
       this.imported.set(id, k);
     }

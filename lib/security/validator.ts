@@ -15,7 +15,8 @@
 import { createHash } from 'node:crypto';
 import * as http from 'node:http';
 import * as https from 'node:https';
-import { decodeJwt, decodeProtectedHeader, errors as joseErrors, jwtVerify, type JWTPayload, type ProtectedHeaderParameters } from 'jose';
+import type { JWTPayload, ProtectedHeaderParameters } from 'jose';
+import { jose } from './jose';
 import type { KeyType, TokenIdentity, UserType } from './auth-context';
 import { ApiCode, fault, type FaultValue } from '../faults';
 import { LocalKeySource, RemoteKeySource, type KeyLookup } from './keys';
@@ -72,16 +73,16 @@ export function issuedInFuture(payload: { readonly iat?: unknown }, nowMs: numbe
 
 /** Why jose refused a token, in words for the fault description. */
 function reason(err: unknown): string {
-  if (err instanceof joseErrors.JWTExpired) return 'the access token has expired';
-  if (err instanceof joseErrors.JWTClaimValidationFailed) {
+  if (err instanceof jose().errors.JWTExpired) return 'the access token has expired';
+  if (err instanceof jose().errors.JWTClaimValidationFailed) {
     if (err.claim === 'nbf') return 'the access token is not yet valid (nbf)';
     if (err.claim === 'iat') return 'the access token was issued in the future (iat)';
     if (err.claim === 'aud') return 'the access token is not meant for this gateway (aud)';
     if (err.claim === 'typ') return 'the token is not an access token (typ must be at+jwt, RFC 9068 §2.1)';
     return `the access token's ${err.claim} claim is not valid`;
   }
-  if (err instanceof joseErrors.JWSSignatureVerificationFailed) return 'the access token signature is not valid';
-  if (err instanceof joseErrors.JOSEAlgNotAllowed) return 'the access token algorithm is not accepted';
+  if (err instanceof jose().errors.JWSSignatureVerificationFailed) return 'the access token signature is not valid';
+  if (err instanceof jose().errors.JOSEAlgNotAllowed) return 'the access token algorithm is not accepted';
   return 'the access token is not valid';
 }
 
@@ -137,8 +138,8 @@ export class TokenValidator {
     let header: ProtectedHeaderParameters;
     let unverified: JWTPayload;
     try {
-      header = decodeProtectedHeader(token);
-      unverified = decodeJwt(token);
+      header = jose().decodeProtectedHeader(token);
+      unverified = jose().decodeJwt(token);
     } catch {
       return invalid('the access token is malformed');
     }
@@ -163,7 +164,7 @@ export class TokenValidator {
     if (found.jwk.alg !== undefined && found.jwk.alg !== alg) return invalid('the access token algorithm does not match the signing key');
     let payload: JWTPayload;
     try {
-      const r = await jwtVerify(token, found.key, {
+      const r = await jose().jwtVerify(token, found.key, {
         algorithms: [alg],
         issuer: src.issuer,
         ...(src.settings?.audience !== undefined ? { audience: src.settings.audience } : {}),

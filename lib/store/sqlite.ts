@@ -1,6 +1,9 @@
 /**
  * The embedded store: `[database.apim_db] type = "h2"` (the spec's embedded default) is an SQLite file
- * (lib/config/database.ts says where), through better-sqlite3. Its calls are synchronous and take
+ * (lib/config/database.ts says where). Its engine is Node's built-in `node:sqlite` where the running Node
+ * has it unflagged (22.13 and later), else libsql's better-sqlite3-compatible driver (an optional
+ * dependency whose binary ships prebuilt in registry packages, `@libsql/<platform>`): neither compiles
+ * anything at install (docs/key-manager.md, "The embedded store's engine"). Both are synchronous and take
  * microseconds on a local file, which is why the key manager can share the event loop with the gateway.
  * WAL journal: readers (a CLI on the same file) do not block the running node's writes. Its files are the
  * owner's only (0600, directory 0700). `synchronous = FULL`: every commit is on disk before the write
@@ -8,17 +11,68 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import type Database from 'better-sqlite3';
 import { load } from '../config/packages';
 import { StoreError } from './types';
 import type { Param, Row, SqlDriver } from './sql';
 
+/** SQLite's extended result codes of a unique-key violation (sqlite.org/rescode.html): node:sqlite's `errcode`. */
+const SQLITE_CONSTRAINT_UNIQUE = 2067;
+const SQLITE_CONSTRAINT_PRIMARYKEY = 1555;
+
 function mapError(err: unknown): unknown {
-  const code = (err as { code?: unknown }).code;
-  if (code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY') {
+  // libsql names the extended code (`code`); node:sqlite numbers it (`errcode`, with `code` ERR_SQLITE_ERROR).
+  const { code, errcode } = err as { code?: unknown; errcode?: unknown };
+  if (code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY' || errcode === SQLITE_CONSTRAINT_UNIQUE || errcode === SQLITE_CONSTRAINT_PRIMARYKEY) {
     return new StoreError('STORE_CONFLICT', (err as Error).message, { cause: err });
   }
   return err;
+}
+
+/** What the store uses of either engine: node:sqlite's DatabaseSync and libsql's Database both have it. */
+interface SyncStatement {
+  all(...params: Param[]): unknown[];
+  run(...params: Param[]): { changes: number | bigint };
+}
+interface SyncDatabase {
+  prepare(sql: string): SyncStatement;
+  exec(sql: string): void;
+  close(): void;
+}
+type SyncDatabaseClass = new (file: string) => SyncDatabase;
+
+/** `node:sqlite` (Node's own, 22.13 and later) or `libsql` (the optional dependency, for older Node). */
+export type SqliteEngine = 'node:sqlite' | 'libsql';
+
+let builtin: SyncDatabaseClass | null | undefined;
+
+/**
+ * node:sqlite's DatabaseSync, or null where this Node has none (Node 20; 22.5 to 22.12 only behind a flag).
+ * Node 22 announces the module with an ExperimentalWarning on stderr at load; that one warning is not
+ * printed (the store relies only on prepare, run, all and close, which Node 22.13 to 26 keep alike).
+ */
+function nodeSqlite(): SyncDatabaseClass | null {
+  if (builtin !== undefined) return builtin;
+  const emit = process.emitWarning;
+  process.emitWarning = function quiet(this: NodeJS.Process, warning: string | Error, ...rest: unknown[]): void {
+    const first = rest[0];
+    const type = typeof first === 'string' ? first : (first as { type?: unknown } | undefined)?.type;
+    if (type === 'ExperimentalWarning' && String(warning).startsWith('SQLite')) return;
+    (emit as (...a: unknown[]) => void).call(process, warning, ...rest);
+  } as typeof process.emitWarning;
+  try {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    builtin = (require('node:sqlite') as { DatabaseSync: SyncDatabaseClass }).DatabaseSync;
+  } catch {
+    builtin = null;
+  } finally {
+    process.emitWarning = emit;
+  }
+  return builtin;
+}
+
+/** The engine openSqlite uses by default on this Node. */
+export function defaultEngine(): SqliteEngine {
+  return nodeSqlite() === null ? 'libsql' : 'node:sqlite';
 }
 
 /** The database file and SQLite's companions (WAL journal, shared-memory index, rollback journal). */
@@ -42,27 +96,32 @@ function ownerOnly(file: string): void {
   }
 }
 
-/** `key`: the configuration key that asked for the embedded store, named when better-sqlite3 is not installed. */
-export function openSqlite(file: string, key = '[database.apim_db] type = "h2"'): SqlDriver {
-  const Sqlite = load<typeof Database>('better-sqlite3', key);
-  let db: Database.Database;
+/**
+ * `key`: the configuration key that asked for the embedded store, named when libsql is needed and not
+ * installed. `engine`: defaultEngine() unless a test asks for the other.
+ */
+export function openSqlite(file: string, key = '[database.apim_db] type = "h2"', engine: SqliteEngine = defaultEngine()): SqlDriver {
+  const Sqlite = engine === 'node:sqlite' ? nodeSqlite() : load<SyncDatabaseClass>('libsql', key);
+  if (Sqlite === null) throw new StoreError('STORE_CONNECT', `this Node.js (${process.version}) has no node:sqlite: the embedded store needs 22.13 or later, or the package libsql`);
+  let db: SyncDatabase;
   try {
     if (file !== ':memory:') ownerOnly(file);
     db = new Sqlite(file);
   } catch (err) {
     throw new StoreError('STORE_CONNECT', `cannot open the embedded database ${file}: ${(err as Error).message}`, { cause: err });
   }
-  if (file !== ':memory:') db.pragma('journal_mode = WAL');
+  if (file !== ':memory:') db.exec('PRAGMA journal_mode = WAL');
   // FULL: the WAL is synced at every commit, so an acknowledged write (a revocation, a new client) survives
   // an OS crash or power loss, not only a process kill; NORMAL (SQLite's WAL default) syncs only at
   // checkpoints and may lose the last commits to an OS crash (sqlite.org/pragma.html#pragma_synchronous).
-  db.pragma('synchronous = FULL');
-  db.pragma('busy_timeout = 5000');
+  db.exec('PRAGMA synchronous = FULL');
+  db.exec('PRAGMA busy_timeout = 5000');
   // Deleted and overwritten rows are zeroed, so a secret replaced in place (a signing key encrypted at
   // start, a password hash upgraded) does not linger in free space of the file.
-  db.pragma('secure_delete = ON');
-  const statements = new Map<string, Database.Statement>();
-  const prepare = (sql: string): Database.Statement => {
+  db.exec('PRAGMA secure_delete = ON');
+  let open = true;
+  const statements = new Map<string, SyncStatement>();
+  const prepare = (sql: string): SyncStatement => {
     let s = statements.get(sql);
     if (s === undefined) {
       s = db.prepare(sql);
@@ -82,14 +141,15 @@ export function openSqlite(file: string, key = '[database.apim_db] type = "h2"')
     },
     run(sql: string, params: readonly Param[] = []): Promise<number> {
       try {
-        return Promise.resolve(prepare(sql).run(...params).changes);
+        return Promise.resolve(Number(prepare(sql).run(...params).changes));
       } catch (err) {
         return Promise.reject(mapError(err));
       }
     },
     close(): Promise<void> {
       statements.clear();
-      if (db.open) db.close();
+      if (open) db.close();
+      open = false;
       return Promise.resolve();
     },
   };

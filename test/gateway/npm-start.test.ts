@@ -33,7 +33,7 @@ t.test('npm start: gateway + demo backend, the printed curl lines work, SIGTERM 
   const node = await startConfCopy(t, 'throughway-start-');
   const { dir, offset, child, exited } = node;
 
-  t.ok(await until(() => node.out.includes('Try:') && node.out.trimEnd().split('\n').pop()?.trim().startsWith('curl') === true, 10_000), `started:\n${node.out}\n${node.err}`);
+  t.ok(await until(() => node.out.includes('Try:') && node.out.trimEnd().split('\n').pop()?.trim().startsWith('curl') === true, 120_000), `started:\n${node.out}\n${node.err}`);
   const port = 8280 + offset;
   t.match(node.out, new RegExp(`gateway HTTP\\s+port ${port}\\b`));
   t.match(node.out, new RegExp(`demo backend\\s+port ${9000 + offset}\\b`));

@@ -43,19 +43,25 @@ t.test('a package that is not installed is PACKAGE_MISSING with the package and 
 t.test('a store whose driver is absent refuses to open, naming it', async (t) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tw-lazy-'));
   t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
-  // better-sqlite3 made unresolvable, as in an install with --omit=optional.
+  // libsql and pg made unresolvable, as in an install with --omit=optional.
   const hide = path.join(dir, 'hide.js');
   fs.writeFileSync(
     hide,
     `const M = require('node:module'); const r = M._resolveFilename; M._resolveFilename = function (req, ...a) {
-      if (req === 'better-sqlite3' || req === 'pg') { const e = new Error("Cannot find module '" + req + "'"); e.code = 'MODULE_NOT_FOUND'; throw e; }
+      if (req === 'libsql' || req === 'pg') { const e = new Error("Cannot find module '" + req + "'"); e.code = 'MODULE_NOT_FOUND'; throw e; }
       return r.call(this, req, ...a); };`,
   );
   const open = path.join(dist, 'lib', 'store', 'open.js');
-  const script = `const { openDatabase } = require(${JSON.stringify(open)});
-    const report = (p) => p.then(() => 'opened', (e) => e.code + ' ' + e.message);
-    Promise.all([report(openDatabase('apim_db', {}, ${JSON.stringify(dir)})), report(openDatabase('shared_db', { type: 'postgre', url: 'jdbc:postgresql://127.0.0.1:1/x' }, ${JSON.stringify(dir)}))]).then((r) => process.stdout.write(JSON.stringify(r)));`;
-  const [h2, pg] = JSON.parse(execFileSync(process.execPath, ['-r', hide, '-e', script], { encoding: 'utf8' })) as [string, string];
-  t.match(h2, /^PACKAGE_MISSING .*\[database\.apim_db\] type = "h2".*npm install better-sqlite3/);
+  const sqlite = path.join(dist, 'lib', 'store', 'sqlite.js');
+  // The libsql engine asked for directly: on Node 22.13 and later the default engine is node:sqlite, which
+  // needs no package.
+  const script = `const { openDatabase } = require(${JSON.stringify(open)}); const { openSqlite, defaultEngine } = require(${JSON.stringify(sqlite)});
+    const report = (p) => p.then((d) => { d.close(); return 'opened ' + d.description; }, (e) => e.code + ' ' + e.message);
+    Promise.all([report(openDatabase('apim_db', {}, ${JSON.stringify(dir)})), report(openDatabase('shared_db', { type: 'postgre', url: 'jdbc:postgresql://127.0.0.1:1/x' }, ${JSON.stringify(dir)})),
+      report(Promise.resolve().then(() => openSqlite(${JSON.stringify(path.join(dir, 'direct.sqlite'))}, '[database.apim_db] type = "h2"', 'libsql'))), defaultEngine()]).then((r) => process.stdout.write(JSON.stringify(r)));`;
+  const [h2, pg, direct, engine] = JSON.parse(execFileSync(process.execPath, ['-r', hide, '-e', script], { encoding: 'utf8' })) as [string, string, string, string];
+  t.match(direct, /^PACKAGE_MISSING .*\[database\.apim_db\] type = "h2".*npm install libsql\b/, 'the libsql engine without libsql: the key and the package');
+  if (engine === 'libsql') t.equal(h2, direct.replace(/direct\.sqlite/g, 'apim_db.sqlite'), 'this Node has no node:sqlite: the embedded store needs libsql');
+  else t.match(h2, /^opened embedded SQLite .*apim_db\.sqlite$/, 'node:sqlite needs no package');
   t.match(pg, /^PACKAGE_MISSING .*\[database\.shared_db\] type = "postgre".*npm install pg\b/);
 });

@@ -1,10 +1,11 @@
 /**
- * The package as a user installs it (docs/quickstart.md): `npm pack`, then `npm install --omit=optional`
- * of the tarball in an empty directory. Without the optional drivers nothing is compiled, createTransport
- * and createGateway with inject() work, and a node with the embedded store refuses to start naming
- * better-sqlite3 and the key (PACKAGE_MISSING, docs/operations.md). Then `throughway init` and `start`
- * serve the example API, with better-sqlite3 linked from this repository's built copy (a compile takes
- * a minute; "with them installed, everything works as today").
+ * The package as a user installs it (docs/quickstart.md): `npm pack`, then the tarball installed in an
+ * empty directory with no compiler (`CC=/bin/false CXX=/bin/false`: nothing of it builds native code).
+ * With `--omit=optional`: createTransport and createGateway with inject() work; on a Node without
+ * node:sqlite (before 22.13) a node with the embedded store refuses to start naming libsql and the key
+ * (PACKAGE_MISSING, docs/operations.md), and starts with libsql linked from this repository's copy; on a
+ * Node with node:sqlite it starts as it is. Then `throughway init` and `start` serve the example API.
+ * A plain install (optional dependencies included) brings libsql's prebuilt binary and opens the store.
  */
 import t from 'tap';
 import { execFile, spawn, spawnSync } from 'node:child_process';
@@ -21,6 +22,30 @@ const run = promisify(execFile);
 const root = path.join(__dirname, '..', '..', '..');
 const npm = spawnSync('npm', ['--version'], { encoding: 'utf8' });
 const skip = npm.status === 0 ? false : 'npm is not on PATH: the packed install cannot be tried';
+// A compiler that always fails: an install that tried to build native code would fail.
+const noCompiler = { ...process.env, CC: '/bin/false', CXX: '/bin/false' };
+const hasNodeSqlite = process.getBuiltinModule?.('node:sqlite') !== undefined;
+
+async function pack(dir: string): Promise<string> {
+  // --ignore-scripts: `prepare` would compile again; dist/ is built already (npm's pretest).
+  const packed = await run('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', dir], { cwd: root, maxBuffer: 64 << 20 });
+  return path.join(dir, (JSON.parse(packed.stdout) as { filename: string }[])[0]?.filename as string);
+}
+
+/** `npm install` of the tarball into a new project `app` in dir, offline first (from npm's cache). */
+async function installInto(t: { comment(message: string): void }, dir: string, tarball: string, extra: readonly string[]): Promise<string> {
+  const app = path.join(dir, 'app');
+  fs.mkdirSync(app);
+  fs.writeFileSync(path.join(app, 'package.json'), JSON.stringify({ name: 'app', version: '1.0.0', private: true }));
+  const args = ['install', ...extra, '--no-audit', '--no-fund', tarball];
+  try {
+    await run('npm', [...args, '--offline'], { cwd: app, env: noCompiler, maxBuffer: 64 << 20 });
+  } catch {
+    t.comment('npm install --offline could not resolve every package from the cache: trying the registry');
+    await run('npm', args, { cwd: app, env: noCompiler, maxBuffer: 64 << 20 });
+  }
+  return app;
+}
 
 function get(url: string): Promise<number> {
   return new Promise((resolve) => {
@@ -36,22 +61,10 @@ function get(url: string): Promise<number> {
 t.test('npm install --omit=optional of the packed package, then init and start', { skip, timeout: 240_000 }, async (t) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tw-packed-'));
   t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
-  // --ignore-scripts: `prepare` would compile again; dist/ is built already (npm's pretest).
-  const packed = await run('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', dir], { cwd: root, maxBuffer: 64 << 20 });
-  const tarball = path.join(dir, (JSON.parse(packed.stdout) as { filename: string }[])[0]?.filename as string);
-  const app = path.join(dir, 'app');
-  fs.mkdirSync(app);
-  fs.writeFileSync(path.join(app, 'package.json'), JSON.stringify({ name: 'app', version: '1.0.0', private: true }));
-  const args = ['install', '--omit=optional', '--no-audit', '--no-fund', '--ignore-scripts', tarball];
-  try {
-    await run('npm', [...args, '--offline'], { cwd: app, maxBuffer: 64 << 20 });
-  } catch {
-    t.comment('npm install --offline could not resolve every package from the cache: trying the registry');
-    await run('npm', args, { cwd: app, maxBuffer: 64 << 20 });
-  }
+  const app = await installInto(t, dir, await pack(dir), ['--omit=optional', '--ignore-scripts']);
   const mods = path.join(app, 'node_modules');
   t.ok(fs.existsSync(path.join(mods, 'throughway', 'dist', 'lib', 'index.js')), 'throughway installed');
-  for (const name of ['better-sqlite3', 'pg', 'mysql2', 'ioredis']) t.notOk(fs.existsSync(path.join(mods, name)), `${name} (optional) not installed`);
+  for (const name of ['libsql', 'pg', 'mysql2', 'ioredis']) t.notOk(fs.existsSync(path.join(mods, name)), `${name} (optional) not installed`);
   t.notOk(fs.existsSync(path.join(mods, 'node-gyp-build')) || fs.existsSync(path.join(mods, 'prebuild-install')), 'nothing that builds native code');
 
   const embed = `const http = require('node:http');
@@ -83,12 +96,13 @@ t.test('npm install --omit=optional of the packed package, then init and start',
   const offset = await freeOffset();
   const conf = path.join(app, 'conf', 'deployment.toml');
   fs.writeFileSync(conf, fs.readFileSync(conf, 'utf8').replace(/^offset = 0\b/m, `offset = ${offset}`));
-  const refused = spawnSync(bin, ['start'], { cwd: app, encoding: 'utf8', timeout: 60_000 });
-  t.not(refused.status, 0, 'the embedded store without better-sqlite3: no start');
-  t.match(refused.stderr, /\[database\.apim_db\] type = "h2".*npm install better-sqlite3/, 'the message names the key and the package');
-
-  // The optional driver present: linked from this repository's built copy.
-  fs.symlinkSync(fs.realpathSync(path.join(root, 'node_modules', 'better-sqlite3')), path.join(mods, 'better-sqlite3'), 'dir');
+  if (!hasNodeSqlite) {
+    const refused = spawnSync(bin, ['start'], { cwd: app, encoding: 'utf8', timeout: 60_000 });
+    t.not(refused.status, 0, 'the embedded store without libsql on a Node without node:sqlite: no start');
+    t.match(refused.stderr, /\[database\.apim_db\] type = "h2".*npm install libsql/, 'the message names the key and the package');
+    // The optional engine present: linked from this repository's copy (its @libsql/<platform> binary beside it).
+    fs.symlinkSync(fs.realpathSync(path.join(root, 'node_modules', 'libsql')), path.join(mods, 'libsql'), 'dir');
+  }
   const node = spawn(bin, ['start'], { cwd: app, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   node.stdout.on('data', (b: Buffer) => (output += b.toString()));
@@ -105,4 +119,22 @@ t.test('npm install --omit=optional of the packed package, then init and start',
     status = await get(url);
   }
   t.equal(status, 200, `the example API answers (${output.split('\n').slice(-5).join(' | ')})`);
+  // In a project of its own, `npm run -s throughway` is no script: the hints name npx.
+  t.match(output, /^ {2}npx throughway apps create MyApp --url /m, 'the start-up hints run the CLI with npx');
+  t.notMatch(output, /npm run -s throughway/, 'no npm run hint in an installed project');
+});
+
+t.test('npm install of the packed package with no compiler: libsql prebuilt, the embedded store opens', { skip, timeout: 240_000 }, async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tw-packed-full-'));
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const app = await installInto(t, dir, await pack(dir), []);
+  const mods = path.join(app, 'node_modules');
+  t.ok(fs.existsSync(path.join(mods, 'libsql', 'package.json')), 'libsql installed');
+  t.ok(fs.readdirSync(path.join(mods, '@libsql')).some((d) => fs.existsSync(path.join(mods, '@libsql', d, 'index.node'))), 'its binary came prebuilt in an @libsql/<platform> package');
+  t.notOk(fs.existsSync(path.join(mods, 'better-sqlite3')), 'no better-sqlite3');
+  const script = `const { openSqlite } = require(${JSON.stringify(path.join(mods, 'throughway', 'dist', 'lib', 'store', 'sqlite.js'))});
+    const d = openSqlite(${JSON.stringify(path.join(dir, 'x.sqlite'))}, 'k', 'libsql');
+    d.run('CREATE TABLE t (k TEXT)').then(() => d.run('INSERT INTO t VALUES (?)', ['a'])).then((n) => { process.stdout.write(d.description + ' ' + n); return d.close(); });`;
+  const opened = await run(process.execPath, ['-e', script], { cwd: app });
+  t.match(opened.stdout, /^embedded SQLite .*x\.sqlite 1$/, 'libsql opens and writes the embedded store');
 });

@@ -1,5 +1,6 @@
 /**
- * The databases the store tests run against: SQLite always (a temporary file), PostgreSQL and
+ * The databases the store tests run against: SQLite always (a temporary file; on a Node with node:sqlite
+ * twice, once per engine of lib/store/sqlite.ts), PostgreSQL and
  * MariaDB/MySQL when THROUGHWAY_TEST_PG_URL / THROUGHWAY_TEST_MYSQL_URL point at a reachable server
  * (.ci/run exports both). Each run creates its own database and drops it afterwards, so concurrent runs
  * do not collide. `reason` says why a backend is skipped.
@@ -9,22 +10,36 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type { DatabaseTable } from '../../lib/store/pool';
+import type { SqlDriver } from '../../lib/store/sql';
+import { defaultEngine, openSqlite, type SqliteEngine } from '../../lib/store/sqlite';
+import { openDatabase } from '../../lib/store/open';
 
 export interface Backend {
   readonly name: string;
+  /** An SQLite engine other than the default one, opened directly (openDatabase picks the default). */
+  readonly engine?: SqliteEngine;
   /** A `[database.apim_db]` table for a fresh database, or why there is none. */
   open(): Promise<{ table: DatabaseTable; cwd: string; drop: () => Promise<void> } | { reason: string }>;
 }
 
 const unique = (): string => `throughway_test_${process.pid}_${randomBytes(4).toString('hex')}`;
 
-export const sqliteBackend: Backend = {
-  name: 'sqlite',
-  async open() {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tw-store-'));
-    return { table: { type: 'h2', url: `jdbc:h2:${path.join(dir, 'apim_db')}` }, cwd: dir, drop: async () => fs.rmSync(dir, { recursive: true, force: true }) };
-  },
-};
+async function openSqliteDir() {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tw-store-'));
+  return { table: { type: 'h2', url: `jdbc:h2:${path.join(dir, 'apim_db')}` }, cwd: dir, drop: async () => fs.rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** SQLite through the engine this Node uses by default (node:sqlite from Node 22.13, else libsql). */
+export const sqliteBackend: Backend = { name: `sqlite (${defaultEngine()})`, open: openSqliteDir };
+
+/** SQLite through libsql on a Node that would use node:sqlite: the fallback engine tested on every Node. */
+export const libsqlBackend: Backend = { name: 'sqlite (libsql)', engine: 'libsql', open: openSqliteDir };
+
+/** The driver of an opened backend: openDatabase, or the backend's own SQLite engine. */
+export async function openDriver(backend: Backend, opened: { table: DatabaseTable; cwd: string }): Promise<SqlDriver> {
+  if (backend.engine === undefined) return openDatabase('apim_db', opened.table, opened.cwd);
+  return openSqlite(path.join(opened.cwd, 'apim_db.sqlite'), undefined, backend.engine);
+}
 
 export const postgresBackend: Backend = {
   name: 'postgres',
@@ -85,4 +100,4 @@ export const mysqlBackend: Backend = {
   },
 };
 
-export const BACKENDS: readonly Backend[] = [sqliteBackend, postgresBackend, mysqlBackend];
+export const BACKENDS: readonly Backend[] = [sqliteBackend, ...(defaultEngine() === 'libsql' ? [] : [libsqlBackend]), postgresBackend, mysqlBackend];

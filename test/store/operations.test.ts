@@ -3,7 +3,7 @@
  * (test/store/backends.ts; a skipped backend prints its reason).
  */
 import t from 'tap';
-import { BACKENDS } from './backends';
+import { BACKENDS, openDriver } from './backends';
 import { openDatabase, storeOver, ensureSuperAdmin } from '../../lib/store/open';
 import { migrate } from '../../lib/store/sql';
 import { MIGRATIONS, SCHEMA_VERSION } from '../../lib/store/migrations';
@@ -18,7 +18,7 @@ for (const backend of BACKENDS) {
       return;
     }
     t.teardown(opened.drop);
-    const driver = await openDatabase('apim_db', opened.table, opened.cwd);
+    const driver = await openDriver(backend, opened);
     // A database at version 1 with a row in it, then the current migrations: the row survives.
     t.equal(await migrate(driver, MIGRATIONS.slice(0, 1)), 1);
     await driver.run(`INSERT INTO tw_refresh_token (token_hash, family, consumer_key, subject, scope, aut, key_type, issued_at, expires_at, used_at, revoked) VALUES ('h0', 'f0', 'ck', 's', '', 'APPLICATION', 'PRODUCTION', 1, 2, NULL, 0)`);

@@ -1,0 +1,39 @@
+/**
+ * What `require('throughway')` loads (docs/performance.md, "Import and start-up"): the transport, the
+ * gateway, the configuration loader and the logger. The metrics (prom-client, @opentelemetry/api), YAML,
+ * jose, the key manager, the store and the consoles load on first use (lib/index.ts, lib/config/packages.ts).
+ * The CommonJS module count is pinned: a new import that pulls a package or a floor in at load time makes
+ * this fail; raise the pin only with the reason and the load time measured again in docs/performance.md.
+ */
+import t from 'tap';
+import { execFileSync } from 'node:child_process';
+import * as path from 'node:path';
+
+/** Modules in require.cache after the import, measured on this tree (164 with Node 20.20.2). */
+const PINNED_MODULES = 164;
+const index = path.join(__dirname, '..', '..', 'lib', 'index.js');
+
+/**
+ * The modules script adds to require.cache in a fresh node. Counted from before the script: tap's
+ * spawn hook preloads its own modules into child processes.
+ */
+function loadedBy(script: string): string[] {
+  const js = `const before = new Set(Object.keys(require.cache)); ${script}; process.stdout.write(JSON.stringify(Object.keys(require.cache).filter((f) => !before.has(f))))`;
+  return JSON.parse(execFileSync(process.execPath, ['-e', js], { encoding: 'utf8' })) as string[];
+}
+
+t.test('the import loads at most the pinned number of modules', async (t) => {
+  const loaded = loadedBy(`require(${JSON.stringify(index)})`);
+  t.ok(loaded.some((f) => f.endsWith(`${path.sep}transport${path.sep}source.js`)), 'the transport is loaded');
+  t.ok(loaded.some((f) => f.endsWith(`${path.sep}gateway${path.sep}assembly.js`)), 'the gateway is loaded');
+  t.ok(loaded.length <= PINNED_MODULES, `${loaded.length} modules loaded, pinned at ${PINNED_MODULES}`);
+  for (const floor of ['keymanager', 'portal', 'store/open.js', 'observability/metrics.js', 'import']) {
+    t.strictSame(loaded.filter((f) => f.includes(`${path.sep}lib${path.sep}${floor}`)), [], `lib/${floor} is not loaded at import`);
+  }
+});
+
+t.test('an export loaded on first use is there when read', async (t) => {
+  const loaded = loadedBy(`const tw = require(${JSON.stringify(index)}); if (typeof tw.Metrics !== 'function' || typeof tw.createKeyManager !== 'function' || typeof tw.openStore !== 'function') throw new Error('missing export'); new tw.Metrics()`);
+  t.ok(loaded.some((f) => f.includes(`${path.sep}node_modules${path.sep}prom-client${path.sep}`)), 'reading Metrics loads prom-client');
+  t.ok(loaded.some((f) => f.includes(`${path.sep}lib${path.sep}keymanager${path.sep}`)), 'reading createKeyManager loads the key manager');
+});
