@@ -153,6 +153,11 @@ export function counting(b: BodyMode): b is CountingBody {
   return b.remaining > 0;
 }
 
+/** A request's body mode as its head says (set with the head, taken up when the exchange is ready). */
+export function requestBody(chunked: boolean, contentLength: number): BodyMode {
+  return chunked ? PARSED : contentLength > 0 ? { kind: 'counted', remaining: contentLength } : NO_BODY;
+}
+
 /** The body's bytes are dropped from here on, framed as they were. */
 export function discardBody(ex: Exchange): void {
   const b = ex.body;
@@ -279,11 +284,6 @@ export class Exchange implements SourceRequest {
   call: unknown = undefined;
 
   // --- progress ---
-  /** Who answers the exchange's slot (core.ts, pool.ts) and response (target.ts) events: its source connection. */
-  readonly slots: SlotPort;
-  readonly toClient: ResponsePort;
-  /** The client socket's writes, for the target's response. */
-  readonly writer: ClientWrites;
   target: ExchangeTarget | null = null;
   forward: ForwardDecision | null = null;
   /** The head written to the backend, kept for the one retry on a fresh connection. */
@@ -292,8 +292,8 @@ export class Exchange implements SourceRequest {
   isHead: boolean;
   /** Request and response progress (Progress above). */
   progress: Progress = Progress.WAITING;
-  /** How the request body is read and where it goes (BodyMode above). */
-  body: BodyMode;
+  /** How the request body is read and where it goes (BodyMode above; the source sets it with the head, requestBody()). */
+  body: BodyMode = NO_BODY;
   /** Its hold on an in-flight slot (core.ts). */
   slot: SlotHold = SlotHold.NONE;
   /** A decision, not progress: close the client connection once the response is done. */
@@ -330,9 +330,6 @@ export class Exchange implements SourceRequest {
 
   constructor(source: ExchangeOwner, startedAt: number) {
     this.owner = source;
-    this.slots = source;
-    this.toClient = source;
-    this.writer = source.writer;
     const p = source.parser;
     this.method = p.method;
     this.url = p.url;
@@ -350,9 +347,23 @@ export class Exchange implements SourceRequest {
     this.requestNumber = ++source.requests;
     this.hasBody = p.chunked || p.contentLength > 0;
     this.isHead = p.method === 'HEAD';
-    // Set with the head, taken up when the exchange is ready: parsing waits until then.
-    this.body = p.chunked ? PARSED : p.contentLength > 0 ? { kind: 'counted', remaining: p.contentLength } : NO_BODY;
     this.startedAt = startedAt;
+  }
+
+  // The ports are getters over the one owner, not fields, and the body mode is set by the source: with
+  // three more fields and the body mode in it, the constructor was no longer inlined at its call site,
+  // about 500 more instructions per request under callgrind (docs/performance.md, "Transport reshaping").
+  /** Who answers the exchange's slot events (core.ts, pool.ts): its source connection. */
+  get slots(): SlotPort {
+    return this.owner;
+  }
+  /** Who answers its response events (target.ts): its source connection. */
+  get toClient(): ResponsePort {
+    return this.owner;
+  }
+  /** The client socket's writes, for the target's response. */
+  get writer(): ClientWrites {
+    return this.owner.writer;
   }
 
   /** A target is attached, or a local answer was chosen: the exchange can take body bytes. */

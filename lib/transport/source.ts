@@ -22,7 +22,7 @@ import { ProtocolState as S, canTransition, Stop, Wait, type ProtocolState } fro
 import { isTrusted } from './trusted';
 import type { TransportFault } from './codes';
 import type { RequestTail, RequestTailHolder } from './headers';
-import { counting, Exchange, markRequestComplete, markResponseStarted, NO_BODY, PARSED_BODY, SlotHold, type ExchangeOwner, type ExchangeTarget, type TunnelPort } from './exchange';
+import { counting, Exchange, requestBody, markRequestComplete, markResponseStarted, NO_BODY, PARSED_BODY, SlotHold, type ExchangeOwner, type ExchangeTarget, type TunnelPort } from './exchange';
 import { readBody, collectBody, finishCollect } from './body';
 import type { TransportCore } from './core';
 import type { TargetConnection } from './target';
@@ -342,6 +342,7 @@ export class SourceConnection implements ParserEvents, ExchangeOwner, TunnelPort
   private beginExchange(): void {
     const core = this.core;
     const ex = new Exchange(this, core.stamp());
+    if (ex.hasBody) ex.body = requestBody(ex.chunked, ex.contentLength);
     this.ex = ex;
     this.keepAlive = this.parser.keepAlive && !core.closing;
     core.stats.requests++;
@@ -498,7 +499,6 @@ export class SourceConnection implements ParserEvents, ExchangeOwner, TunnelPort
   newErrorExchange(): Exchange {
     const ex = new Exchange(this, this.core.stamp());
     ex.method = ex.method || 'GET';
-    ex.body = NO_BODY;
     this.ex = ex;
     this.keepAlive = false;
     return ex;

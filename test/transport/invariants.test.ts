@@ -1,7 +1,7 @@
 import t from 'tap';
 import { checkTargetAttach, invariantBroken, InvariantError } from '../../lib/transport/invariants';
 import { ProtocolState as S } from '../../lib/transport/states';
-import { discardBody, Exchange, markRequestComplete, markResponseDone, markResponseStarted, Progress, type ExchangeOwner } from '../../lib/transport/exchange';
+import { discardBody, Exchange, requestBody, markRequestComplete, markResponseDone, markResponseStarted, Progress, type ExchangeOwner } from '../../lib/transport/exchange';
 
 t.test('a broken invariant throws a coded error naming the state', async (t) => {
   t.throws(() => invariantBroken('source', 'feed', S.REQUEST_READY, 'an exchange in REQUEST_READY'), { code: 'ERR_TRANSPORT_INVARIANT', name: 'InvariantError' });
@@ -20,7 +20,9 @@ t.test('a target attached while serving another exchange throws', async (t) => {
 function exchangeOf(head: { chunked?: boolean; contentLength?: number }): Exchange {
   const parser = { method: 'POST', url: '/', headers: ['Host', 'x'], versionMajor: 1, versionMinor: 1, contentLength: head.contentLength ?? -1, chunked: head.chunked ?? false, upgrade: false };
   const owner = { id: 1, remoteAddress: '127.0.0.1', trustedPeer: false, core: { trusted: null }, remotePort: 1, secure: false, writer: {}, parser, requests: 0 } as unknown as ExchangeOwner;
-  return new Exchange(owner, 0);
+  const ex = new Exchange(owner, 0);
+  ex.body = requestBody(parser.chunked, parser.contentLength);
+  return ex;
 }
 
 t.test('an exchange progress only moves forward, and ABORTED ends it', async (t) => {
