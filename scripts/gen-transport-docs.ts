@@ -160,7 +160,8 @@ export function renderTransportDoc(): string {
   out.push('  once reports backpressure and emits `drain` when done, exactly as `socket.write()` does. This uses');
   out.push('  Node\'s internal `stream_wrap` binding through `process.binding` (DEP0111, documentation-only on Node');
   out.push('  20 to 26); where it is missing or refused (the permission model, `--pending-deprecation`,');
-  out.push('  `THROUGHWAY_DIRECT_WRITES=0`), and on TLS sockets, every write takes `socket.write()`. Measured gain:');
+  out.push('  a transport whose settings say `directWrites: false`), and on TLS sockets, every write takes');
+  out.push('  `socket.write()`. Measured gain:');
   out.push('  docs/performance.md, "Changes that moved the figures".');
   out.push('- **Expect: 100-continue** and other interim 1xx responses from the backend are relayed to HTTP/1.1');
   out.push(`  clients (RFC 9110 §15.2), at most \`[throughway] max_interim_responses\` (${DEFAULT_TRANSPORT_SETTINGS.maxInterimResponses}) per request, the`);

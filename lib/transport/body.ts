@@ -3,7 +3,7 @@
  * client's reads are kept, and joined into one buffer of its own when the request is complete. Module
  * functions over the source connection (source.ts); parsing goes on as if a target took the bytes.
  */
-import type { BodyCollector, Exchange } from './exchange';
+import { discardBody, gatherBody, markReady, type BodyCollector, type Exchange } from './exchange';
 import { expectsContinue } from './headers';
 import { keptBytes } from './read-buffers';
 import type { BodyRead } from './types';
@@ -13,7 +13,7 @@ export interface BodyGatherer {
   readonly ex: Exchange | null;
   /** A view of the current read buffer is kept: the next read takes another. */
   retainRead: boolean;
-  writeInterim(status: number, text: string, headers: readonly string[]): void;
+  readonly writer: { writeInterim(status: number, text: string, headers: readonly string[]): void };
   /** The exchange became ready: continue parsing its body. */
   unblockIfReady(ex: Exchange): void;
 }
@@ -26,7 +26,7 @@ const NO_FIELDS: readonly string[] = [];
  * (a Content-Length says so before any byte).
  */
 export function readBody(conn: BodyGatherer, ex: Exchange, limit: number): Promise<BodyRead> {
-  if (ex.collect !== null || ex.collected !== null || ex.ready || ex.aborted || conn.ex !== ex) return Promise.resolve({ ok: false, reason: 'already_read', size: 0 });
+  if (ex.body.kind === 'gather' || ex.collected !== null || ex.ready || ex.aborted || conn.ex !== ex) return Promise.resolve({ ok: false, reason: 'already_read', size: 0 });
   if (!ex.hasBody) {
     ex.collected = EMPTY_BODY;
     return Promise.resolve({ ok: true, body: EMPTY_BODY });
@@ -37,11 +37,11 @@ export function readBody(conn: BodyGatherer, ex: Exchange, limit: number): Promi
     return Promise.resolve({ ok: false, reason: 'too_large', size: ex.contentLength });
   }
   return new Promise<BodyRead>((resolve) => {
-    ex.collect = { limit, chunks: [], size: 0, resolve };
+    gatherBody(ex, { limit, chunks: [], size: 0, resolve });
     // The client may wait for 100 Continue before sending the body (RFC 9110 §10.1.1); no backend
     // will send it now, so the gateway does.
-    if (ex.versionMinor >= 1 && expectsContinue(ex.headers)) conn.writeInterim(100, 'Continue', NO_FIELDS);
-    ex.ready = true;
+    if (ex.versionMinor >= 1 && expectsContinue(ex.headers)) conn.writer.writeInterim(100, 'Continue', NO_FIELDS);
+    markReady(ex);
     conn.unblockIfReady(ex);
   });
 }
@@ -49,30 +49,27 @@ export function readBody(conn: BodyGatherer, ex: Exchange, limit: number): Promi
 export function collectBody(conn: BodyGatherer, ex: Exchange, c: BodyCollector, chunk: Buffer, start: number, end: number): void {
   c.size += end - start;
   if (c.size > c.limit) {
-    ex.discard = true;
     ex.closeAfter = true;
-    endCollect(ex, { ok: false, reason: 'too_large', size: c.size });
+    endCollect(ex, c, { ok: false, reason: 'too_large', size: c.size });
     return;
   }
   c.chunks.push(keptBytes(chunk, start, end));
   conn.retainRead = true; // the views keep this read's buffer from being reused
 }
 
-export function endCollect(ex: Exchange, r: BodyRead): void {
-  const c = ex.collect as BodyCollector;
-  ex.collect = null;
+/** Gathering ends without a body for the router: the rest of the request is read and dropped. */
+export function endCollect(ex: Exchange, c: BodyCollector, r: BodyRead): void {
+  discardBody(ex);
   c.chunks.length = 0;
   c.resolve(r);
 }
 
 /** The gathered body in one buffer of its own (byteOffset 0): it may be transferred to a worker thread. */
-export function finishCollect(ex: Exchange): void {
-  const c = ex.collect as BodyCollector;
+export function finishCollect(ex: Exchange, c: BodyCollector): void {
   const body = Buffer.allocUnsafeSlow(c.size);
   let off = 0;
   for (const piece of c.chunks) off += piece.copy(body, off);
   ex.collected = body;
-  ex.collect = null;
   c.chunks.length = 0;
   c.resolve({ ok: true, body });
 }

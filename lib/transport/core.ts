@@ -14,7 +14,7 @@ import { stateName } from './states';
 import { trustedMatcher } from './trusted';
 import type { TransportSettings } from './settings';
 import type { Logger } from '../log';
-import type { Exchange } from './exchange';
+import { SlotHold, type Exchange } from './exchange';
 import type { ProtocolState } from './states';
 import type { FaultRenderer, LocalResponse, RouteFn, SourceRequest, TargetEndpoint, TransportEvents, TunnelInfo } from './types';
 
@@ -150,35 +150,62 @@ export class TransportCore {
   takeSlot(ex: Exchange): boolean {
     if (this.inFlight < this.settings.maxInFlight) {
       this.inFlight++;
-      ex.hasSlot = true;
+      ex.slot = SlotHold.HELD;
       return true;
     }
     const limit = this.settings.queueLength;
     if (limit < 0 || this.slotWaiters.length < limit) {
       ex.waitSince = this.now;
+      ex.slot = SlotHold.QUEUED;
       this.slotWaiters.push(ex);
       return false;
     }
-    ex.source.queueFull(ex);
+    ex.slots.queueFull(ex);
     return false;
   }
 
   releaseSlot(ex: Exchange): void {
-    ex.hasSlot = false;
+    ex.slot = SlotHold.NONE;
     this.inFlight--;
     while (this.slotWaiters.length > 0 && this.inFlight < this.settings.maxInFlight) {
       const next = this.slotWaiters.shift() as Exchange;
       if (next.aborted) continue;
       this.inFlight++;
-      next.hasSlot = true;
-      next.source.startTarget(next);
+      next.slot = SlotHold.HELD;
+      next.slots.startTarget(next);
     }
   }
 
   /** An exchange that was waiting for a slot ended (its client left): it gives up its place. */
   cancelSlotWait(ex: Exchange): void {
+    ex.slot = SlotHold.NONE;
     const i = this.slotWaiters.indexOf(ex);
     if (i >= 0) this.slotWaiters.splice(i, 1);
+  }
+
+  /** Announce an ended exchange to TransportEvents.onExchange (access log, metrics), when someone listens. */
+  reportExchange(ex: Exchange, fault: TransportFault | undefined): void {
+    const onExchange = this.events.onExchange;
+    if (onExchange === undefined) return;
+    const end = this.stamp();
+    onExchange({
+      method: ex.method,
+      url: ex.url,
+      httpVersion: ex.versionMinor === 0 ? '1.0' : '1.1',
+      remoteAddress: ex.remoteAddress,
+      connectionId: ex.connectionId,
+      requestNumber: ex.requestNumber,
+      status: ex.status,
+      requestBytes: ex.bodyBytes,
+      responseBytes: ex.responseBytes,
+      durationMs: end - ex.startedAt,
+      upstreamMs: ex.forwardedAt < 0 ? -1 : end - ex.forwardedAt,
+      target: ex.forward?.target.key,
+      fault: fault ?? ex.fault,
+      faultCode: ex.faultCode,
+      retries: ex.retries + (ex.retried ? 1 : 0),
+      request: ex,
+    });
   }
 
   get queued(): number {

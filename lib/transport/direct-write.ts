@@ -11,8 +11,10 @@
  *
  * The handle API (WriteWrap, streamBaseState) is Node's internal stream_wrap binding, reached through
  * process.binding (DEP0111, a documentation-only deprecation on Node 20 to 26). Where it is missing or
- * refused (a later Node, the permission model, `--pending-deprecation`, THROUGHWAY_DIRECT_WRITES=0),
- * every write takes socket.write(): behaviour is the same, only dearer.
+ * refused (a later Node, the permission model, `--pending-deprecation`), and for a transport whose
+ * settings turn them off (TransportSettings.directWrites: the configuration maps THROUGHWAY_DIRECT_WRITES=0
+ * onto it; the transport reads no environment), every write takes socket.write(): behaviour is the same,
+ * only dearer.
  */
 import type { Socket } from 'node:net';
 import { getSystemErrorName } from 'node:util';
@@ -62,10 +64,12 @@ export function handleOf(socket: Socket): DirectHandle | null {
   return (socket as DirectSocket)._handle ?? null;
 }
 
+/** The `handle` of a connection whose transport turned direct writes off: every write takes socket.write(). */
+export const STREAM_WRITES: DirectHandle = Object.freeze({}) as DirectHandle;
+
 function loadBinding(): StreamWrapBinding | null {
-  if (process.env.THROUGHWAY_DIRECT_WRITES === '0') return null;
   // With --pending-deprecation, process.binding prints DEP0111: keep the user's output clean instead.
-  if (process.execArgv.includes('--pending-deprecation') || process.env.NODE_PENDING_DEPRECATION === '1') return null;
+  if (process.execArgv.includes('--pending-deprecation') || process.execArgv.includes('--pending_deprecation')) return null;
   try {
     const b = (process as unknown as { binding(name: string): Partial<StreamWrapBinding> }).binding('stream_wrap');
     if (typeof b.WriteWrap !== 'function' || !(b.streamBaseState instanceof Int32Array) || typeof b.kLastWriteWasAsync !== 'number') return null;
@@ -105,6 +109,7 @@ function onComplete(this: WriteReq, status: number): void {
 }
 
 function usable(s: DirectSocket, known: StreamHandle | null | undefined): StreamHandle | null {
+  if (known === STREAM_WRITES) return null;
   const h = known ?? s._handle;
   if (h === null || h === undefined || s.encrypted === true || s.connecting || s.destroyed || s.writableLength !== 0 || s.writableCorked !== 0 || s.writableEnded) return null;
   return h;

@@ -3,12 +3,12 @@
  * preflight, or a router's answer to a gathered backend response, ForwardDecision.bufferResponse). Module
  * functions over the source connection (source.ts).
  */
-import type { Socket } from 'node:net';
 import { STATUS_CODES } from 'node:http';
 import { ProtocolState as S, type ProtocolState } from './states';
 import { makeFault, type TransportFault } from './codes';
 import { buildLocalHead } from './headers';
-import type { Exchange } from './exchange';
+import { discardBody, markResponseDone, markResponseStarted, type Exchange } from './exchange';
+import type { ClientWriter } from './client-writer';
 import type { TransportCore } from './core';
 import { EMPTY_BODY } from './body';
 import type { BufferedResponse, ForwardDecision, LocalResponse, Resend, ResponseHook } from './types';
@@ -16,13 +16,11 @@ import type { BufferedResponse, ForwardDecision, LocalResponse, Resend, Response
 /** What a local answer uses of the source connection. */
 export interface LocalAnswerer {
   readonly core: TransportCore;
-  readonly socket: Socket;
+  readonly writer: ClientWriter;
   readonly id: number;
   readonly ex: Exchange | null;
   readonly keepAlive: boolean;
   setState(to: ProtocolState): void;
-  cork(): void;
-  uncork(): void;
   /** Count, report and free what the exchange held. */
   endExchange(ex: Exchange, fault: TransportFault | undefined): void;
   /** Request complete and response done: the connection goes on or closes. */
@@ -41,23 +39,19 @@ export function answer(conn: LocalAnswerer, ex: Exchange, r: LocalResponse, must
     conn.abort();
     return;
   }
-  ex.ready = true;
   ex.faultCode = r.faultCode;
   const body = r.body === undefined ? EMPTY_BODY : typeof r.body === 'string' ? Buffer.from(r.body) : r.body;
   if (!ex.requestComplete) {
     if (mustClose) ex.closeAfter = true;
-    else ex.discard = true; // read and drop the rest of the body, keep the connection
+    else discardBody(ex); // read and drop the rest of the body, keep the connection
   }
   if (!conn.keepAlive || conn.core.closing) ex.closeAfter = true;
   ex.status = r.status;
-  ex.responseStarted = true;
+  markResponseStarted(ex);
   ex.responseBytes = body.length;
   const head = buildLocalHead(r.status, STATUS_CODES[r.status] ?? 'Unknown', r.headers ?? NO_FIELDS, body.length, ex.closeAfter);
   conn.setState(S.RESPONSE_HEAD);
-  conn.cork();
-  conn.socket.write(head, 'latin1');
-  if (body.length > 0 && !ex.isHead) conn.socket.write(body);
-  conn.uncork();
+  conn.writer.writeLocal(head, body.length > 0 && !ex.isHead ? body : undefined);
   responseFinished(conn, ex);
 }
 
@@ -67,7 +61,7 @@ export function answer(conn: LocalAnswerer, ex: Exchange, r: LocalResponse, must
  * complete too (until then the source reads the rest of the request).
  */
 export function responseFinished(conn: LocalAnswerer, ex: Exchange): void {
-  ex.responseDone = true;
+  markResponseDone(ex);
   conn.setState(S.RESPONSE_DONE);
   if (ex.closeAfter) {
     conn.endExchange(ex, undefined);

@@ -38,7 +38,7 @@ export class RoutePool implements CorePool, TargetPool {
 
   /**
    * A connection for `ex`: a reused idle one, a new one (still connecting: writes queue in the socket),
-   * or undefined when the route is full (ex waits; the pool calls ex.source.targetReady later).
+   * or undefined when the route is full (ex waits; the pool calls ex.slots.targetReady later).
    * `fresh` skips idle connections (the retry after a stale one).
    */
   acquire(ex: Exchange, fresh: boolean): TargetConnection | undefined {
@@ -68,7 +68,7 @@ export class RoutePool implements CorePool, TargetPool {
     const waiter = this.nextWaiter();
     if (waiter !== undefined) {
       this.core.stats.targetsReused++;
-      waiter.source.targetReady(waiter, t);
+      waiter.slots.targetReady(waiter, t);
       return;
     }
     this.idle.push(t);
@@ -81,7 +81,7 @@ export class RoutePool implements CorePool, TargetPool {
     if (i >= 0) this.idle.splice(i, 1);
     if (this.waiters.length > 0 && this.total < this.core.settings.maxConnectionsPerRoute) {
       const waiter = this.nextWaiter();
-      if (waiter !== undefined) waiter.source.targetReady(waiter, this.open());
+      if (waiter !== undefined) waiter.slots.targetReady(waiter, this.open());
     }
   }
 
@@ -111,7 +111,7 @@ export class RoutePool implements CorePool, TargetPool {
       const ex = this.waiters[0] as Exchange;
       if (!ex.aborted && now - ex.waitSince <= limit) break;
       this.waiters.shift();
-      if (!ex.aborted) ex.source.poolTimeout(ex);
+      if (!ex.aborted) ex.slots.poolTimeout(ex);
     }
   }
 

@@ -34,6 +34,16 @@ export interface ReadHolder {
   first: Buffer | null;
 }
 
+/**
+ * What adopting an accepted socket gave a connection (index.ts adopt): the holder the socket's read
+ * callbacks read through, and the client's address and port, read from the socket net accepted.
+ */
+export interface Adoption {
+  readonly holder: ReadHolder;
+  readonly address: string;
+  readonly port: number;
+}
+
 /** Read buffer of an idle connection: a request head or a small response of a few hundred bytes fits. */
 export const SMALL_READ_BUFFER = 4096;
 
@@ -158,9 +168,8 @@ export interface SourceBuffers {
   retainRead: boolean;
   /** The last read filled its buffer. */
   readonly lastReadFull: boolean;
-  /** A request body is being parsed or counted. */
-  readonly inBody: boolean;
-  readonly clRemaining: number;
+  /** A request body is in progress (parsed or counted, exchange.ts BodyMode). */
+  readonly bodyInProgress: boolean;
 }
 
 /**
@@ -172,13 +181,28 @@ export interface SourceBuffers {
  */
 export function nextSourceBuffer(conn: SourceBuffers): Buffer {
   const cur = conn.readBuf;
-  const wantLarge = conn.lastReadFull || conn.inBody || conn.clRemaining > 0;
+  const wantLarge = conn.lastReadFull || conn.bodyInProgress;
   if (cur !== null && !conn.retainRead && (cur !== SHARED_READ_BUFFER) === wantLarge) return cur;
   if (cur !== null && cur !== SHARED_READ_BUFFER && !conn.retainRead) conn.core.giveReadBuffer(cur);
   conn.retainRead = false;
   const next = wantLarge ? conn.core.takeReadBuffer() : SHARED_READ_BUFFER;
   conn.readBuf = next;
   return next;
+}
+
+/**
+ * An adopted client socket handed to a WebSocket tunnel (tunnel.ts): its reads go to the tunnel, still into
+ * the connection's buffers; a read of the shared buffer is copied first (the tunnel may keep it queued).
+ */
+export function redirectSourceReads(conn: SourceBuffers & { lastReadFull: boolean; nextReadBuffer(): Buffer }, holder: ReadHolder, onRead: (buf: Buffer, nread: number) => void): void {
+  holder.conn = {
+    onRead: (buf, nread) => {
+      conn.lastReadFull = nread === buf.length;
+      if (buf === SHARED_READ_BUFFER) onRead(ownBytes(buf, nread), nread);
+      else onRead(buf, nread);
+    },
+    nextReadBuffer: () => conn.nextReadBuffer(),
+  };
 }
 
 /** Who reads a target socket's onread buffers: its connection, or the WebSocket tunnel it was handed to. */

@@ -73,6 +73,12 @@ export interface TransportSettings {
    * one request; one more is fault 103163 (502) and the backend connection is closed.
    */
   readonly maxInterimResponses: number;
+  /**
+   * Writes straight to a plain socket's libuv handle where the process offers it (direct-write.ts); false:
+   * every write takes socket.write(). Not a deployment.toml key: the embedder's (or the environment's,
+   * THROUGHWAY_DIRECT_WRITES=0, read by the configuration, never by the transport).
+   */
+  readonly directWrites: boolean;
 }
 
 export const DEFAULT_TRANSPORT_SETTINGS: TransportSettings = Object.freeze({
@@ -111,6 +117,7 @@ export const DEFAULT_TRANSPORT_SETTINGS: TransportSettings = Object.freeze({
   // Apache httpd's mod_proxy_http stops at 10 (AP_MAX_INTERIM_RESPONSES) and answers 502: nothing needs
   // more (one 100 Continue, a 102 Processing now and then, a few 103 Early Hints).
   maxInterimResponses: 10,
+  directWrites: true,
 });
 
 export function resolveSettings(partial?: Partial<TransportSettings>): TransportSettings {

@@ -15,9 +15,10 @@ import { makeFault, type FaultReason } from './codes';
 import { buildResponseHead, isFramingField, type ResponseHeadOut } from './headers';
 import { ConnectTunnel, connectTls } from './outbound';
 import type { Exchange, ExchangeTarget } from './exchange';
-import { CHECKS, checkTarget, checkTargetAttach } from './invariants';
+import { checkTargetAttach } from './invariants';
+import { ListenerSet } from './listeners';
 import { keptBytes, sharedRead, SHARED_READ_BUFFER, SMALL_READ_BUFFER, spanOf, type TargetReader } from './read-buffers';
-import { directWrites, handleOf, writeBlocked, writeBuffer, writeLatin1, writesPending, type DirectHandle } from './direct-write';
+import { directWrites, handleOf, STREAM_WRITES, writeBlocked, writeBuffer, writeLatin1, writesPending, type DirectHandle } from './direct-write';
 import type { TransportCore } from './core';
 import type { BufferedResponse, TargetEndpoint } from './types';
 
@@ -30,8 +31,50 @@ interface ResponseCollector {
   size: number;
 }
 
-const AT_HEAD = 1;
-const AT_COMPLETE = 2;
+/**
+ * How the current response's body is read and where it goes: one value in place of five flags.
+ *  - none: no response body under way;
+ *  - counted: Content-Length bytes, relayed as counted bytes, never parsed (no copy into wasm memory);
+ *  - parsed: a chunked body relayed raw, framing included;
+ *  - dechunked: a chunked body to an HTTP/1.0 client: its payload, from the parser's onBody;
+ *  - untilClose: a body delimited by the close (RFC 9112 §6.3 rule 8), relayed raw;
+ *  - gather: gathered for the router (ForwardDecision.bufferResponse), framed as `framing` says.
+ * `remaining` counts a Content-Length body (counted, and gather when framed so), 0 otherwise; `raw`: the
+ * bytes execute() consumes are the payload as relayed (not dechunked).
+ */
+type ResponseBody =
+  | { readonly kind: 'none' | 'parsed' | 'dechunked' | 'untilClose'; readonly remaining: 0; readonly raw: boolean }
+  | { readonly kind: 'counted'; remaining: number; readonly raw: true }
+  | { readonly kind: 'gather'; readonly collector: ResponseCollector; readonly framing: 'counted' | 'chunked' | 'untilClose'; remaining: number; readonly raw: boolean };
+const NO_BODY: ResponseBody = Object.freeze({ kind: 'none', remaining: 0, raw: false });
+const PARSED: ResponseBody = Object.freeze({ kind: 'parsed', remaining: 0, raw: true });
+const DECHUNKED: ResponseBody = Object.freeze({ kind: 'dechunked', remaining: 0, raw: false });
+const UNTIL_CLOSE: ResponseBody = Object.freeze({ kind: 'untilClose', remaining: 0, raw: true });
+
+/**
+ * Where the parser stopped, as its callbacks record it for feed(): at a final head whose body follows, at
+ * the end of a message, or inside an interim (1xx) response, whose completion is not the response's.
+ */
+const Stop = { NONE: 0, AT_HEAD: 1, AT_COMPLETE: 2, INTERIM: 3 } as const;
+type Stop = (typeof Stop)[keyof typeof Stop];
+
+/** The socket's link: connecting, TCP up under a TLS handshake (or a proxy's CONNECT), or connected. */
+const Link = { CONNECTING: 0, TCP_UP: 1, CONNECTED: 2 } as const;
+type Link = (typeof Link)[keyof typeof Link];
+
+/**
+ * The connection's life: open; handed to a WebSocket tunnel (the socket lives on, its read buffers with
+ * it); closed (destroyed by us, failed, or closed by the peer: finalised either way).
+ */
+const Life = { OPEN: 0, DETACHED: 1, CLOSED: 2 } as const;
+type Life = (typeof Life)[keyof typeof Life];
+
+/** A failure a parser callback recorded, acted on after execute returns. */
+interface PendingFailure {
+  readonly reason: FaultReason;
+  readonly why: string;
+}
+
 const EMPTY: readonly string[] = [];
 /** The second result of buildResponseHead; one per process, read right after each call (single-threaded). */
 const headOut: ResponseHeadOut = { keepAliveTimeout: -1 };
@@ -54,53 +97,42 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
   readonly core: TransportCore;
   readonly parser: HttpParser;
   state: ProtocolState = S.REQUEST_READY;
-  connected = false;
-  /** TLS endpoints: the TCP connection is up (a failure before `connected` is then the handshake's). */
-  tcpConnected = false;
-  /** Has served an earlier exchange: a failure before any response byte may be a stale keep-alive socket. */
-  reused = false;
+  /** TLS endpoints: TCP_UP before CONNECTED (a failure then is the handshake's). */
+  private link: Link = Link.CONNECTING;
+  private life: Life = Life.OPEN;
   ex: Exchange | null = null;
   lastActive: number;
   connectStart: number;
   idleSince = 0;
   idleLimit: number;
-  private inBody = false;
-  private pausedAt = 0;
-  private dechunk = false;
-  private interim = false;
+  /** The current response's body (ResponseBody above); `counted` is reused for every Content-Length one. */
+  private body: ResponseBody = NO_BODY;
+  private readonly counted = { kind: 'counted' as const, remaining: 0, raw: true as const };
+  private stop: Stop = Stop.NONE;
   /** 1xx responses received for the current exchange (bounded by settings.maxInterimResponses). */
   private interimCount = 0;
-  private readUntilClose = false;
   private socketPaused = false;
   private responseBytes = 0;
-  private closedByUs = false;
-  private failed = false;
-  /** Bytes of a Content-Length response body still to relay (counted here, not parsed). */
-  private clRemaining = 0;
   /** llhttp's keep-alive verdict for the current response, taken at its head (reset() clears it). */
   private keepAliveAfter = false;
   /** A response head waiting for its first body bytes, to leave in the same write. */
   private pendingHead: string | null = null;
   /** Set by a parser callback that found the exchange cannot go on; acted on after execute returns. */
-  private pendingFailure: string | undefined = undefined;
-  /** The fault pendingFailure becomes. */
-  private pendingReason: FaultReason = 'processing';
-  /** The response being gathered instead of relayed (ForwardDecision.bufferResponse). */
-  private gathered: ResponseCollector | null = null;
+  private pendingFailure: PendingFailure | null = null;
 
   readonly socket: Socket;
+  private readonly listeners: ListenerSet;
   /** The buffer the socket reads into (net's onread), and one still held by a pending client write. */
   private readBuf: Buffer | null = null;
   private lentBuf: Buffer | null = null;
   private lentTo: Socket | null = null;
-  /** A write to the client after the last read still holds bytes of readBuf. */
-  private readBufBusy = false;
   /**
    * The last response fitted the small read buffer: until the next response is under way this connection
    * reads into the shared one. After a larger response it keeps its own, so large responses still arrive
    * in one read.
    */
   private lastSmall = false;
+  /** The client socket a write of readBuf's bytes is still pending on (null: readBuf is free to refill). */
   private busySocket: Socket | null = null;
   /** The socket's libuv handle once a write has read it (writeHandle). */
   private handle: DirectHandle | null = null;
@@ -117,40 +149,50 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
     // per small response, and 64 KiB responses 83 -> 72 us with 128 KiB reads).
     const ep = pool.endpoint;
     let socket: Socket;
+    let connectEvent: string;
     if (ep.tls === undefined) {
       // Plain HTTP, directly or to an HTTP proxy (absolute-form request targets, source.ts).
       const to = ep.proxy ?? ep;
       socket = core.connect(to.host, to.port, { buffer: this.nextReadBuffer, callback: this.onSocketRead });
-      socket.on('connect', this.onConnect);
+      connectEvent = 'connect';
     } else {
       // TLS (outbound.ts): reads arrive as 'data' events; connected once the handshake is done.
       const tunnel = ep.proxy === undefined ? undefined : new ConnectTunnel(ep.proxy, ep.host, ep.port);
       const s = connectTls(ep.host, ep.port, ep.tls, pool.tlsSession, core.settings.highWaterMark, tunnel);
-      s.on('secureConnect', this.onConnect);
+      connectEvent = 'secureConnect';
       // TLS session reuse (RFC 8446 §2.2): the next connection of this pool resumes the latest session.
       s.on('session', (session: Buffer) => {
         pool.tlsSession = session;
       });
-      if (tunnel === undefined) s.once('connect', () => (this.tcpConnected = true));
-      else tunnel.once('rawConnected', () => (this.tcpConnected = true));
+      if (tunnel === undefined) s.once('connect', this.onTcpUp);
+      else tunnel.once('rawConnected', this.onTcpUp);
       socket = s;
     }
     this.socket = socket;
     core.targets.add(this);
-    socket.on('data', this.onData);
-    socket.on('end', this.onEnd);
-    socket.on('error', this.onError);
-    socket.on('close', this.onClose);
-    socket.on('drain', this.onDrain);
+    // Removed as one set when a tunnel takes the socket (leaveForTunnel).
+    this.listeners = new ListenerSet(socket)
+      .on(connectEvent, this.onConnect)
+      .on('data', this.onData)
+      .on('end', this.onEnd)
+      .on('error', this.onError)
+      .on('close', this.onClose)
+      .on('drain', this.onDrain);
   }
 
   /** The socket's libuv handle, read once for the writes (direct-write.ts `DirectHandle`). */
   private writeHandle(): DirectHandle | null {
+    if (!this.core.settings.directWrites) return STREAM_WRITES;
     return this.handle ?? (this.handle = handleOf(this.socket));
   }
 
+  /** Has served an earlier exchange: a failure before any response byte may be a stale keep-alive socket. */
+  get reused(): boolean {
+    return this.idleSince !== 0;
+  }
+
   isUsable(): boolean {
-    return !this.closedByUs && !this.failed && this.state === S.REQUEST_READY && !this.socket.destroyed;
+    return this.life === Life.OPEN && this.state === S.REQUEST_READY && !this.socket.destroyed;
   }
 
   private setState(to: ProtocolState): void {
@@ -161,33 +203,28 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
 
   /** Start serving `ex`: write its head (queued in the socket while still connecting). */
   attach(ex: Exchange): void {
-    if (CHECKS) checkTargetAttach(this.state, this.ex !== null, this.failed, this.closedByUs, this.pendingHead !== null);
-    if (this.idleSince !== 0) this.reused = true;
+    checkTargetAttach(this.state, this.ex !== null, this.life !== Life.OPEN, this.pendingHead !== null);
     this.ex = ex;
     ex.target = this;
     this.responseBytes = 0;
-    this.clRemaining = 0;
-    this.inBody = false;
-    this.interim = false;
+    this.body = NO_BODY;
+    this.stop = Stop.NONE;
     this.interimCount = 0;
-    this.readUntilClose = false;
-    this.dechunk = false;
-    this.gathered = null;
     this.lastActive = this.core.now;
     writeLatin1(this.socket, ex.requestHead, this.writeHandle());
-    if (this.connected) this.syncRequestState();
+    if (this.link === Link.CONNECTED) this.syncRequestState();
   }
 
   /** Body bytes from the source. Returns false when the socket buffer is full (pause the source). */
   writeBody(buf: Buffer): boolean {
-    if (this.connected && this.state === S.REQUEST_HEAD) this.setState(S.REQUEST_BODY);
+    if (this.link === Link.CONNECTED && this.state === S.REQUEST_HEAD) this.setState(S.REQUEST_BODY);
     this.lastActive = this.core.now;
     return writeBuffer(this.socket, buf, this.writeHandle());
   }
 
   /** The source has handed over the last request byte. */
   endRequest(): void {
-    if (this.connected && this.state < S.REQUEST_DONE) this.syncRequestState();
+    if (this.link === Link.CONNECTED && this.state < S.REQUEST_DONE) this.syncRequestState();
   }
 
   /** Walk the request states forward to what the exchange has reached (after connect or on progress). */
@@ -199,8 +236,12 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
     if (ex.requestComplete && this.state < S.REQUEST_DONE) this.setState(S.REQUEST_DONE);
   }
 
+  private readonly onTcpUp = (): void => {
+    if (this.link === Link.CONNECTING) this.link = Link.TCP_UP;
+  };
+
   private readonly onConnect = (): void => {
-    this.connected = true;
+    this.link = Link.CONNECTED;
     this.lastActive = this.core.now;
     this.syncRequestState();
   };
@@ -208,7 +249,7 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
   private readonly onDrain = (): void => {
     this.lastActive = this.core.now;
     const ex = this.ex;
-    if (ex !== null) ex.source.targetDrained();
+    if (ex !== null) ex.toClient.targetDrained();
   };
 
   /** The source drained: resume reading the response. */
@@ -255,11 +296,10 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
     this.feed(chunk, 0, end);
     // A buffer a pending write still references must not be refilled: the read buffer is reusable only if every write of its bytes to the
     // client finished synchronously.
-    const client = ex.source.socket;
+    const client = ex.writer.socket;
     // A read into the shared buffer is only viewed during onRead (what is kept was copied: keptBytes), so no
     // pending write can hold it.
-    this.readBufBusy = this.readBuf !== SHARED_READ_BUFFER && writesPending(client);
-    this.busySocket = this.readBufBusy ? client : null;
+    this.busySocket = this.readBuf !== SHARED_READ_BUFFER && writesPending(client) ? client : null;
   }
 
   /** net's onread buffer generator: called once at connect and after every read. */
@@ -271,7 +311,7 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
       this.lentTo = null;
     }
     let buf = this.readBuf;
-    if (this.lastSmall && !this.inBody && this.clRemaining === 0 && !this.detached && !this.readBufBusy) {
+    if (this.lastSmall && this.body === NO_BODY && this.life !== Life.DETACHED && this.busySocket === null) {
       // No response under way (idle in the pool, or serving the next exchange at once) after a small
       // one: read the next into the shared buffer and give this connection's own back (read-buffers.ts).
       // Taking one per busy connection instead made 3,448 buffers of 128 KiB in 6 s at 1,000 clients
@@ -282,11 +322,10 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
       return SHARED_READ_BUFFER;
     }
     if (buf === SHARED_READ_BUFFER) buf = null;
-    if (buf !== null && this.readBufBusy) {
+    if (buf !== null && this.busySocket !== null) {
       // Still referenced by a queued client write: set it aside (an older one still lent is left to GC).
       this.lentBuf = buf;
       this.lentTo = this.busySocket;
-      this.readBufBusy = false;
       this.busySocket = null;
       buf = null;
     }
@@ -298,53 +337,48 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
   };
 
   private feed(chunk: Buffer, start: number, end: number): void {
-    if (CHECKS) checkTarget('feed', this.state, this.inBody, this.clRemaining);
     let off = start;
     try {
       for (;;) {
-        if (this.clRemaining > 0) {
+        const body = this.body;
+        if (body.remaining > 0) {
           // A Content-Length body is relayed as counted bytes, not parsed (no copy into wasm memory).
-          const n = Math.min(this.clRemaining, end - off);
+          const n = Math.min(body.remaining, end - off);
           if (n > 0) {
             this.relay(chunk, off, off + n);
             off += n;
-            this.clRemaining -= n;
+            (body as { remaining: number }).remaining -= n;
           }
-          if (this.clRemaining > 0 || this.pendingFailure !== undefined) break;
+          if (body.remaining > 0 || this.pendingFailure !== null) break;
           this.complete(off < end);
           break;
         }
-        const wasInBody = this.inBody;
+        const raw = body.raw;
         const st = this.parser.execute(chunk, off, end);
         if (st === ExecStatus.OK) {
-          if (wasInBody && !this.dechunk && off < end) this.relay(chunk, off, end);
+          if (raw && off < end) this.relay(chunk, off, end);
           return;
         }
-        if (st === ExecStatus.ERROR || st === ExecStatus.UPGRADE || this.pendingFailure !== undefined) {
+        if (st === ExecStatus.ERROR || st === ExecStatus.UPGRADE || this.pendingFailure !== null) {
           // ERROR, or UPGRADE: throughway never asks a backend to switch protocols here.
           if (!this.failPending()) this.fail('protocol', st === ExecStatus.UPGRADE ? 'unexpected 101 Switching Protocols' : this.parser.errorName);
           return;
         }
         const pos = off + this.parser.consumed;
-        if (wasInBody && !this.dechunk && pos > off) this.relay(chunk, off, pos);
+        if (raw && pos > off) this.relay(chunk, off, pos);
         off = pos;
-        if (this.pausedAt === AT_HEAD) {
-          this.pausedAt = 0;
+        const stop = this.stop;
+        this.stop = Stop.NONE;
+        if (stop === Stop.AT_HEAD) {
           if (this.parser.statusCode === 101 && this.ex?.forward?.websocket !== undefined) {
-            this.ex.source.targetUpgraded(this.ex, chunk, off, end);
+            this.ex.toClient.targetUpgraded(this.ex, chunk, off, end);
             return;
           }
           if (!this.relayHead(false)) break;
-          const p = this.parser;
-          if (!p.chunked && p.contentLength > 0) {
-            this.clRemaining = p.contentLength; // the parser stays paused; complete() starts it over
-            this.inBody = false;
-          } else {
-            p.resume();
-          }
+          // A counted body leaves the parser paused; complete() starts it over.
+          if (this.body.remaining === 0) this.parser.resume();
           continue;
         }
-        this.pausedAt = 0;
         this.complete(off < end);
         return;
       }
@@ -357,12 +391,10 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
 
   /** Fails the exchange with what a parser callback recorded; false when nothing was. */
   private failPending(): boolean {
-    const why = this.pendingFailure;
-    if (why === undefined) return false;
-    const reason = this.pendingReason;
-    this.pendingFailure = undefined;
-    this.pendingReason = 'processing';
-    this.fail(reason, why);
+    const pending = this.pendingFailure;
+    if (pending === null) return false;
+    this.pendingFailure = null;
+    this.fail(pending.reason, pending.why);
     return true;
   }
 
@@ -374,8 +406,7 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
       // RFC 9110 §15: a status code is three digits, and only 1xx-5xx are defined. llhttp reads any three
       // digits; 000-099 would pass here as an interim response, 600-999 reach clients that cannot know
       // whether a body follows. Refused as a protocol violation (101506 + state, 502), nothing relayed.
-      this.pendingFailure = `status code ${status} outside 100-599`;
-      this.pendingReason = 'protocol';
+      this.pendingFailure = { reason: 'protocol', why: `status code ${status} outside 100-599` };
       return PAUSE;
     }
     if (status < 200 && status !== 101) {
@@ -384,12 +415,11 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
       // backend may send any number of them, so past [throughway] max_interim_responses it is faulted
       // (103163) before this one is relayed: the parser pauses and feed() fails the exchange.
       if (++this.interimCount > this.core.settings.maxInterimResponses) {
-        this.pendingFailure = `more than ${this.core.settings.maxInterimResponses} interim responses`;
-        this.pendingReason = 'too_many_interim';
+        this.pendingFailure = { reason: 'too_many_interim', why: `more than ${this.core.settings.maxInterimResponses} interim responses` };
         return PAUSE;
       }
-      this.interim = true;
-      if (ex.versionMinor >= 1 && !ex.responseStarted) ex.source.writeInterim(status, this.parser.statusText, this.parser.headers);
+      this.stop = Stop.INTERIM;
+      if (ex.versionMinor >= 1 && !ex.responseStarted) ex.writer.writeInterim(status, this.parser.statusText, this.parser.headers);
       return HEAD_SKIP_BODY;
     }
     const p = this.parser;
@@ -401,30 +431,31 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
       this.relayHead(true);
       return HEAD_SKIP_BODY;
     }
-    this.pausedAt = AT_HEAD;
+    this.stop = Stop.AT_HEAD;
     return PAUSE;
   }
 
   onBody(chunk: Buffer, start: number, end: number): void {
-    if (this.gathered !== null) {
+    const b = this.body;
+    if (b.kind === 'gather') {
       // Chunked: the payload is here. Otherwise feed() hands the raw bytes (the payload) to relay().
-      if (this.dechunk) this.gather(chunk, start, end);
+      if (b.framing === 'chunked') this.gather(b.collector, chunk, start, end);
       return;
     }
-    if (this.dechunk) {
+    if (b.kind === 'dechunked') {
       if (this.pendingHead !== null) this.flushHead();
       this.responseBytes += end - start;
       const ex = this.ex as Exchange;
-      if (!ex.source.writeBody(keptBytes(chunk, start, end))) this.pauseForSource();
+      if (!ex.writer.writeBody(keptBytes(chunk, start, end))) this.pauseForSource();
     }
   }
 
   onComplete(): number {
-    if (this.interim) {
-      this.interim = false;
+    if (this.stop === Stop.INTERIM) {
+      this.stop = Stop.NONE;
       return HEAD_CONTINUE;
     }
-    this.pausedAt = AT_COMPLETE;
+    this.stop = Stop.AT_COMPLETE;
     return PAUSE;
   }
 
@@ -436,18 +467,11 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
     this.setState(S.RESPONSE_HEAD);
     this.ex = null;
     ex.target = null;
-    this.detached = true;
+    this.life = Life.DETACHED;
     this.finalise();
-    const s = this.socket;
-    s.removeListener('data', this.onData);
-    s.removeListener('end', this.onEnd);
-    s.removeListener('error', this.onError);
-    s.removeListener('close', this.onClose);
-    s.removeListener('drain', this.onDrain);
-    s.removeListener('connect', this.onConnect);
-    s.removeListener('secureConnect', this.onConnect);
+    this.listeners.removeAll();
     this.resumeReading();
-    return s;
+    return this.socket;
   }
 
   /** Back to its pool unused (ExchangeTarget.release). */
@@ -457,7 +481,6 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
 
   /** A tunnel write toward `to` still holds bytes of the current read buffer: set it aside on the next read. */
   holdReadBuffer(to: Socket): void {
-    this.readBufBusy = true;
     this.busySocket = to;
   }
 
@@ -480,7 +503,7 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
       return false;
     }
     if (ex.responseStarted || ex.aborted) {
-      this.pendingFailure = 'response after the exchange ended';
+      this.pendingFailure = { reason: 'processing', why: 'response after the exchange ended' };
       return false;
     }
     const noBody = noBodyKnown || (!p.chunked && p.contentLength === 0);
@@ -488,22 +511,18 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
     if (hook !== undefined && !ex.isHead && (hook.statuses === undefined || hook.statuses.includes(status))) {
       // Gathered for the router (mediation), nothing written to the client yet: a chunked body is taken
       // de-framed from onBody, a counted one from relay(), one delimited by the close at the end.
-      this.gathered = { status, headers: p.headers.slice(), limit: hook.limit, chunks: [], size: 0 };
-      this.dechunk = !noBody && p.chunked;
-      this.readUntilClose = !noBody && !p.chunked && p.contentLength < 0;
+      const collector = { status, headers: p.headers.slice(), limit: hook.limit, chunks: [], size: 0 };
+      const framing = noBody ? 'counted' : p.chunked ? 'chunked' : p.contentLength < 0 ? 'untilClose' : 'counted';
+      this.body = { kind: 'gather', collector, framing, remaining: noBody || framing !== 'counted' ? 0 : p.contentLength, raw: !noBody && framing !== 'chunked' };
       this.keepAliveAfter = reusableAfter(p);
       ex.status = status;
-      if (!noBody) {
-        this.inBody = true;
-        this.setState(S.RESPONSE_BODY);
-      }
+      // A bodiless one completes at once (complete() reads the collector).
+      if (!noBody) this.setState(S.RESPONSE_BODY);
       return true;
     }
     const dechunk = !noBody && p.chunked && ex.versionMinor === 0;
     const untilClose = !noBody && !p.chunked && p.contentLength < 0;
-    this.dechunk = dechunk;
-    this.readUntilClose = untilClose;
-    const source = ex.source;
+    const source = ex.toClient;
     const close = dechunk || untilClose || !source.keepAlive || ex.closeAfter || !ex.requestComplete || this.core.closing;
     if (close) ex.closeAfter = true;
     const headers = ex.dropResponseHeaders === undefined ? p.headers : dropFields(p.headers, ex.dropResponseHeaders);
@@ -527,31 +546,38 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
     this.keepAliveAfter = reusableAfter(p);
     source.startResponse(ex, noBody);
     if (noBody) {
-      source.writeHead(head);
+      ex.writer.writeHead(head);
     } else {
       // Held until the first body bytes: head and body then leave in one write() (one syscall, no
       // writev; a prototype measured cork/writev 2.5 µs dearer per small response).
       this.pendingHead = head;
-      this.inBody = true;
+      this.body = dechunk ? DECHUNKED : untilClose ? UNTIL_CLOSE : p.chunked ? PARSED : this.countedBody(p.contentLength);
       this.setState(S.RESPONSE_BODY);
     }
     return true;
   }
 
-  private gather(chunk: Buffer, start: number, end: number): void {
-    const g = this.gathered as ResponseCollector;
+  /** The reused counted mode, set to a Content-Length body's length. */
+  private countedBody(length: number): ResponseBody {
+    const c = this.counted;
+    c.remaining = length;
+    return c;
+  }
+
+  private gather(g: ResponseCollector, chunk: Buffer, start: number, end: number): void {
     this.responseBytes += end - start;
     g.size += end - start;
     if (g.size > g.limit) {
-      this.pendingFailure = `response body above the limit of ${g.limit} bytes for mediation`;
+      this.pendingFailure = { reason: 'processing', why: `response body above the limit of ${g.limit} bytes for mediation` };
       return;
     }
     g.chunks.push(Buffer.from(chunk.subarray(start, end)));
   }
 
   private relay(chunk: Buffer, start: number, end: number): void {
-    if (this.gathered !== null) {
-      this.gather(chunk, start, end);
+    const b = this.body;
+    if (b.kind === 'gather') {
+      this.gather(b.collector, chunk, start, end);
       return;
     }
     this.responseBytes += end - start;
@@ -564,23 +590,23 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
         // Copied after the head at once (a view of a shared-buffer read will do). A plain view: Buffer's
         // copy() cost about 1k instructions here under callgrind, its argument handling and a view of
         // its own (docs/performance.md, "Counting instructions").
-        if (!ex.source.writeJoined(head, spanOf(chunk, start, end))) this.pauseForSource();
+        if (!ex.writer.writeJoined(head, spanOf(chunk, start, end))) this.pauseForSource();
         return;
       }
-      if (directWrites) {
-        if (!ex.source.writeHeadAndBody(head, keptBytes(chunk, start, end))) this.pauseForSource();
+      if (directWrites && this.core.settings.directWrites) {
+        if (!ex.writer.writeHeadAndBody(head, keptBytes(chunk, start, end))) this.pauseForSource();
         return;
       }
-      ex.source.writeHead(head);
+      ex.writer.writeHead(head);
     }
-    if (!ex.source.writeBody(keptBytes(chunk, start, end))) this.pauseForSource();
+    if (!ex.writer.writeBody(keptBytes(chunk, start, end))) this.pauseForSource();
   }
 
   private flushHead(): void {
     const head = this.pendingHead as string;
     this.pendingHead = null;
     const ex = this.ex;
-    if (ex !== null) ex.source.writeHead(head);
+    if (ex !== null) ex.writer.writeHead(head);
   }
 
   private pauseForSource(): void {
@@ -592,17 +618,17 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
 
   /** The response is complete. */
   private complete(trailing: boolean): void {
-    if (CHECKS) checkTarget('finish', this.state, this.inBody, this.clRemaining);
     if (this.pendingHead !== null) this.flushHead();
     const ex = this.ex as Exchange;
     this.setState(S.RESPONSE_DONE);
-    this.inBody = false;
+    const b = this.body;
+    this.body = NO_BODY;
     ex.responseBytes = this.responseBytes;
     this.lastSmall = this.responseBytes <= SMALL_READ_BUFFER / 2;
-    const g = this.gathered;
-    this.gathered = null;
+    const g = b.kind === 'gather' ? b.collector : null;
+    const untilClose = b.kind === 'untilClose' || (b.kind === 'gather' && b.framing === 'untilClose');
     const reusable =
-      !trailing && this.keepAliveAfter && !this.readUntilClose && ex.requestComplete && !this.core.settings.disableKeepAlive && !this.core.closing;
+      !trailing && this.keepAliveAfter && !untilClose && ex.requestComplete && !this.core.settings.disableKeepAlive && !this.core.closing;
     this.ex = null;
     ex.target = null;
     if (reusable) {
@@ -617,16 +643,18 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
     } else {
       this.destroy();
     }
-    if (g === null) ex.source.responseDone(ex);
-    else ex.source.gatheredResponse(ex, { status: g.status, headers: g.headers, body: g.chunks.length === 1 ? (g.chunks[0] as Buffer) : Buffer.concat(g.chunks, g.size) } satisfies BufferedResponse);
+    if (g === null) ex.toClient.responseDone(ex);
+    else ex.toClient.gatheredResponse(ex, { status: g.status, headers: g.headers, body: g.chunks.length === 1 ? (g.chunks[0] as Buffer) : Buffer.concat(g.chunks, g.size) } satisfies BufferedResponse);
   }
 
   private readonly onEnd = (): void => {
     const ex = this.ex;
-    if (ex !== null && this.readUntilClose && this.inBody) {
+    const b = this.body;
+    if (ex !== null && (b.kind === 'untilClose' || (b.kind === 'gather' && b.framing === 'untilClose'))) {
       // A body delimited by the close (RFC 9112 §6.3 rule 8) ends here.
       const st = this.parser.finish();
-      if (st === ExecStatus.PAUSED && this.pausedAt === AT_COMPLETE) {
+      if (st === ExecStatus.PAUSED && this.stop === Stop.AT_COMPLETE) {
+        this.stop = Stop.NONE;
         this.complete(false);
         return;
       }
@@ -645,11 +673,11 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
   };
 
   private classify(code: string | undefined): FaultReason {
-    if (!this.connected) {
+    if (this.link !== Link.CONNECTED) {
       if (code === 'EPROXY') return 'proxy_refused';
       if (code === 'ECONNREFUSED') return 'connect_refused';
       if (code === 'ETIMEDOUT') return 'connect_timeout';
-      if (this.tcpConnected) return 'tls_handshake';
+      if (this.link === Link.TCP_UP) return 'tls_handshake';
       return 'connect_failed';
     }
     if (code === 'ETIMEDOUT') return 'socket_timeout';
@@ -662,16 +690,16 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
   }
 
   private readonly onClose = (): void => {
-    if (this.ex !== null && !this.failed) this.fail('closed', 'socket closed');
+    if (this.ex !== null) this.fail('closed', 'socket closed');
     this.finalise();
   };
 
   /** Fail the current exchange with `reason` at the current state; retries a stale reused socket once. */
   fail(reason: FaultReason, cause: string | undefined, deadlineHit = false): void {
-    if (this.failed) return;
-    this.failed = true;
     const ex = this.ex;
     const state = this.state;
+    // Destroyed or failed already: the exchange (if any) was dealt with then.
+    if (this.life !== Life.OPEN && ex === null) return;
     this.destroy();
     if (ex === null) return;
     this.ex = null;
@@ -681,13 +709,13 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
     // RFC 9110 §9.2.2: a proxy must not automatically retry a non-idempotent request. A request whose head
     // was written may have reached the backend (it may have read it and closed before answering), so only
     // an idempotent method is resent then; before the connection was up no byte of it left the gateway.
-    const resendable = !this.connected || idempotent(ex.method);
+    const resendable = this.link !== Link.CONNECTED || idempotent(ex.method);
     if (staleCandidate && resendable && this.core.settings.retryStale && !ex.retried && ex.bodySent === 0) {
       // The backend closed a kept-alive socket as we reused it, before any response byte, and no body
       // byte is lost. Retry once on a fresh connection.
       ex.retried = true;
       this.core.stats.retries++;
-      ex.source.retry(ex, 'stale reused connection');
+      ex.toClient.retry(ex, 'stale reused connection');
       return;
     }
     const fault = makeFault(reason, state, this.reused, cause);
@@ -707,10 +735,10 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
       ex.retries++;
       this.core.stats.retries++;
       this.core.log.log('info', 'endpoint_retry', { code: fault.code, base: fault.base, state: fault.state, attempt: ex.retries + 1, url: ex.url });
-      ex.source.retry(ex, `fault ${fault.code}`);
+      ex.toClient.retry(ex, `fault ${fault.code}`);
       return;
     }
-    ex.source.targetFailed(ex, fault);
+    ex.toClient.targetFailed(ex, fault);
   }
 
   /** Sweep: connect timeout, inactivity (spec 001 [passthru_http] 'http.socket.timeout'). */
@@ -729,7 +757,7 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
       this.fail('socket_timeout', `endpoint timeout of ${(ex.forward as { timeout?: number }).timeout} ms`, true);
       return;
     }
-    if (!this.connected) {
+    if (this.link !== Link.CONNECTED) {
       if (now - this.connectStart > settings.connectTimeout) this.fail('connect_timeout', `no connection within ${settings.connectTimeout} ms`);
       return;
     }
@@ -742,8 +770,7 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
 
   /** Close now; the exchange (if any) has been or will be dealt with by the caller. */
   destroy(): void {
-    if (this.closedByUs) return;
-    this.closedByUs = true;
+    if (this.life !== Life.OPEN) return;
     // The caller owns the exchange from here: the socket's later 'close' must not fail it a second time.
     this.ex = null;
     if (this.state !== S.CLOSED) this.setState(S.CLOSING);
@@ -751,21 +778,23 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
     this.finalise();
   }
 
+  /** Runs once: when the connection closes (Life.CLOSED), or when a tunnel takes its socket (Life.DETACHED, set by the caller). */
   private finalised = false;
-  /** Handed to a WebSocket tunnel: the socket lives on, its read buffers stay with it. */
-  private detached = false;
   private finalise(): void {
     if (this.finalised) return;
     this.finalised = true;
-    this.closedByUs = true;
-    if (!this.detached) {
+    const detached = this.life === Life.DETACHED;
+    if (!detached) {
+      this.life = Life.CLOSED;
       if (this.state !== S.CLOSING && this.state !== S.CLOSED) this.setState(S.CLOSING);
       this.setState(S.CLOSED);
     }
     this.parser.destroy();
     // The read buffer goes back unless a client write may still hold its bytes (or a tunnel reads into it).
-    if (this.readBuf !== null && this.readBuf !== SHARED_READ_BUFFER && !this.readBufBusy && !this.detached) this.core.giveReadBuffer(this.readBuf);
-    if (!this.detached) this.readBuf = null;
+    if (!detached) {
+      if (this.readBuf !== null && this.readBuf !== SHARED_READ_BUFFER && this.busySocket === null) this.core.giveReadBuffer(this.readBuf);
+      this.readBuf = null;
+    }
     this.core.targets.delete(this);
     this.pool.removed(this);
   }

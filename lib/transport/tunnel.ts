@@ -19,7 +19,7 @@ import type { Socket } from 'node:net';
 import { ProtocolState as S } from './states';
 import { makeFault, type TransportFault } from './codes';
 import type { TransportCore } from './core';
-import type { Exchange, ExchangeOwner } from './exchange';
+import { markResponseDone, type Exchange, type TunnelPort } from './exchange';
 import { buildResponseHead } from './headers';
 import type { TargetConnection } from './target';
 import { keptBytes } from './read-buffers';
@@ -184,7 +184,7 @@ export class Tunnel implements TunnelInfo {
 
   constructor(
     private readonly core: TransportCore,
-    private readonly source: ExchangeOwner,
+    private readonly source: TunnelPort,
     private readonly client: Socket,
     private readonly backend: Socket,
     private readonly target: TargetConnection,
@@ -426,9 +426,9 @@ const EMPTY: readonly string[] = [];
  * The backend accepted a WebSocket handshake (101, RFC 6455 §4.2.2): the 101 head goes to the client
  * with Upgrade and Connection restored (they are hop-by-hop, so the head builder drops them), then both
  * sockets leave the HTTP machinery for a tunnel. Bytes after the head are tunnel bytes. Called by the
- * exchange's owner (ExchangeOwner.targetUpgraded) when its target reads a 101 head.
+ * exchange's owner (ResponsePort.targetUpgraded, exchange.ts) when its target reads a 101 head.
  */
-export function switchProtocols(target: TargetConnection, chunk: Buffer, off: number, end: number): void {
+export function switchProtocols(source: TunnelPort, target: TargetConnection, chunk: Buffer, off: number, end: number): void {
   const ex = target.ex as Exchange;
   const p = target.parser;
   const core = target.core;
@@ -439,21 +439,20 @@ export function switchProtocols(target: TargetConnection, chunk: Buffer, off: nu
   ex.status = 101;
   const rest = off < end ? Buffer.from(chunk.subarray(off, end)) : undefined;
   const backend = target.leaveForTunnel(ex);
-  startTunnel(core, ex, head, backend, target, rest);
+  startTunnel(core, source, ex, head, backend, target, rest);
 }
 
 /** The 101 is in hand: write it to the client and join the two sockets. */
-function startTunnel(core: TransportCore, ex: Exchange, head: string, backend: Socket, target: TargetConnection, rest: Buffer | undefined): void {
-  const source = ex.source;
+function startTunnel(core: TransportCore, source: TunnelPort, ex: Exchange, head: string, backend: Socket, target: TargetConnection, rest: Buffer | undefined): void {
   const hooks = (ex.forward as { websocket?: WebSocketHooks }).websocket ?? {};
   // The 101 ends the exchange (status 101, recorded like any response), then parsing stops.
-  ex.responseDone = true;
   ex.status = 101;
   source.startResponse(ex, true);
-  source.writeHead(head);
+  markResponseDone(ex);
+  source.writer.writeHead(head);
   source.endExchange(ex, undefined);
   const early = source.leaveForTunnel();
-  const tunnel = new Tunnel(core, source, source.socket, backend, target, hooks);
+  const tunnel = new Tunnel(core, source, source.writer.socket, backend, target, hooks);
   // Backend bytes that came with the 101, then client bytes sent before it (both already framed).
   if (rest !== undefined) tunnel.fromBackend(rest, rest.length);
   for (const b of early) tunnel.fromClient(b, b.length);

@@ -22,14 +22,14 @@ t.test('the buffer choice: idle reads take the shared buffer, which never reache
   const given: Buffer[] = [];
   const large = Buffer.alloc(128 * 1024);
   const core = { takeReadBuffer: () => large, giveReadBuffer: (b: Buffer) => given.push(b) } as unknown as TransportCore;
-  const conn: SourceBuffers = { core, readBuf: null, retainRead: false, lastReadFull: false, inBody: false, clRemaining: 0 };
+  const conn: SourceBuffers = { core, readBuf: null, retainRead: false, lastReadFull: false, bodyInProgress: false };
   t.equal(nextSourceBuffer(conn), SHARED_READ_BUFFER, 'an idle connection reads into the shared buffer');
   conn.retainRead = true; // views of the copy were kept
   t.equal(nextSourceBuffer(conn), SHARED_READ_BUFFER, 'still the shared buffer: what was kept is a copy');
   t.equal(given.length, 0, 'the shared buffer is never given to the spare list');
-  (conn as { inBody: boolean }).inBody = true;
+  (conn as { bodyInProgress: boolean }).bodyInProgress = true;
   t.equal(nextSourceBuffer(conn), large, 'a body streaming: a large buffer of its own');
-  (conn as { inBody: boolean }).inBody = false;
+  (conn as { bodyInProgress: boolean }).bodyInProgress = false;
   t.equal(nextSourceBuffer(conn), SHARED_READ_BUFFER, 'idle again: the shared one');
   t.same(given, [large], 'the large buffer went back');
   t.equal(SHARED_READ_BUFFER.length, SMALL_READ_BUFFER);
