@@ -2,6 +2,7 @@
  * The loaded configuration, read for the transport: which key feeds which TransportSettings field. The
  * transport never sees deployment.toml (lib/transport/settings.ts documents each field's key).
  */
+import { processSwitches } from '../config/switches';
 import type { DeploymentConfig } from '../config/types';
 import type { TransportSettings } from '../transport/settings';
 
@@ -9,6 +10,7 @@ export function transportSettingsFrom(c: DeploymentConfig): Partial<TransportSet
   const p = c.passthru_http;
   const t = c.throughway;
   return {
+    directWrites: processSwitches().directWrites,
     socketTimeout: p.http.socket.timeout,
     connectTimeout: t.connect_timeout,
     headerTimeout: t.header_timeout,
