@@ -601,7 +601,7 @@ export interface ApimSdkSection {
   /** Package of generated API classes. Default: vendor-prefixed api package. */
   readonly api_package?: string;
   /** Languages SDKs can be generated for. Default: ["android","java","javascript","jmeter"]. Acts differently: javascript, java and jmeter are built and offered; the other languages are listed on the API's page as not built (docs/self-service.md).. */
-  readonly supported_languages: readonly ("android" | "java" | "csharp" | "dart" | "groovy" | "javascript" | "jmeter" | "perl" | "php" | "python" | "ruby" | "swift5" | "clojure")[];
+  readonly supported_languages: readonly ("android" | "java" | "csharp" | "dart" | "groovy" | "javascript" | "jmeter" | "perl" | "php" | "python" | "ruby" | "swift5" | "clojure" | "scala" | "flash")[];
 }
 
 /** Tracing ([apim.open_tracer], spec 000). */

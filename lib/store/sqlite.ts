@@ -148,6 +148,16 @@ export function openSqlite(file: string, key = '[database.apim_db] type = "h2"',
     },
     close(): Promise<void> {
       statements.clear();
+      // The write-ahead log still holds the old pages of rows replaced in place (a signing key encrypted at
+      // start): emptied here, as SQLite does when its last connection closes cleanly. libsql's driver leaves
+      // the -wal file whole at close (the plain JWK was found in it: test/keymanager/management-defences).
+      if (open && file !== ':memory:') {
+        try {
+          db.exec('PRAGMA wal_checkpoint(TRUNCATE)');
+        } catch {
+          // Another connection may hold the log; its own close empties it.
+        }
+      }
       if (open) db.close();
       open = false;
       return Promise.resolve();

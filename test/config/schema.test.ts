@@ -182,8 +182,7 @@ t.test('enabledBy names a boolean switch', async (t) => {
   }
   t.equal(section('apim.analytics').enabledBy, 'apim.analytics.enable');
   t.equal(section('apim.jwt').enabledBy, 'apim.jwt.enable');
-  t.equal(section('apim.workflow').enabledBy, 'apim.workflow.enable');
-  t.equal(section('server_health_check').enabledBy, 'server_health_check.enable');
+    t.equal(section('server_health_check').enabledBy, 'server_health_check.enable');
   t.equal(section('apim.cors').enabledBy, 'apim.cors.enable');
   t.equal(section('apim.transport_headers').enabledBy, 'apim.transport_headers.enabled');
 });
@@ -257,10 +256,10 @@ t.test('spot checks against the spec', async (t) => {
 });
 
 t.test('runs: gateway features and the developer portal run, platform features do not', async (t) => {
-  for (const p of ['server', 'apim.jwt', 'apim.gateway.environment', 'apim.devportal', 'apim.cors', 'apim.throttling', 'transport.passthru_http', 'passthru_http', 'transport.ws', 'mediation', 'oauth.grant_type.password', 'apim.transport_headers', 'throughway', 'oauth.oidc', 'tenant_mgt', 'multi_tenancy.platform']) {
+  for (const p of ['server', 'apim.jwt', 'apim.gateway.environment', 'apim.devportal', 'apim.cors', 'apim.throttling', 'transport.passthru_http', 'passthru_http', 'transport.ws', 'mediation', 'oauth.grant_type.password', 'apim.transport_headers', 'throughway', 'oauth.oidc', 'tenant_mgt', 'multi_tenancy.platform', 'apim.workflow', 'apim.sdk', 'apim.notifications', 'output_adapter.email']) {
     t.equal(section(p).runs, true, `[${p}] runs`);
   }
-  for (const p of ['apim.workflow', 'apim.sdk', 'security_audit', 'apim.ai', 'apim.notifications', 'output_adapter.email', 'multi_tenancy.billing.package.<package_key>', 'indexing', 'registry_handler', 'governance', 'broker.heartbeat', 'transport.blocking_http', 'engine_handlers', 'apim.cache.recent_apis', 'apim.cache.publisher_roles', 'apim.cache.tags']) {
+  for (const p of ['security_audit', 'apim.ai', 'multi_tenancy.billing.package.<package_key>', 'indexing', 'registry_handler', 'governance', 'broker.heartbeat', 'transport.blocking_http', 'engine_handlers', 'apim.cache.recent_apis', 'apim.cache.publisher_roles', 'apim.cache.tags']) {
     t.equal(section(p).runs, false, `[${p}] does not run`);
   }
 });

@@ -66,9 +66,9 @@ t.test('keys the file writes win over the defaults, and a store is never mixed w
 });
 
 t.test('h2 needs no credentials; a value outside a list where throughway does not act is a warning', async (t) => {
-  const r = load('[database.apim_db]\ntype = "h2"\nurl = "jdbc:h2:./repository/database/WSO2AM_DB;DB_CLOSE_ON_EXIT=FALSE"\n[apim.sdk]\nsupported_languages = ["java", "scala", "flash"]\n[[apim.gateway.environment]]\nname = "Default"\nhttps_endpoint = "https://localhost:8243"\nservice_url = "https://localhost:9443/services/"\n');
+  const r = load('[database.apim_db]\ntype = "h2"\nurl = "jdbc:h2:./repository/database/WSO2AM_DB;DB_CLOSE_ON_EXIT=FALSE"\n[server]\nmode = "cluster"\n[[apim.gateway.environment]]\nname = "Default"\nhttps_endpoint = "https://localhost:8243"\nservice_url = "https://localhost:9443/services/"\n');
   t.same(errors(r).map((d) => `${d.code} ${d.key}`), [], brief(r).join('\n'));
-  t.match(warnings(r).find((d) => d.code === 'CONFIG_ALLOWED'), { key: 'apim.sdk.supported_languages', line: 5, message: /"scala" is not an allowed value.*not acted on/ });
+  t.match(warnings(r).find((d) => d.code === 'CONFIG_ALLOWED'), { key: 'server.mode', line: 5, message: /not an allowed value: "cluster" \(not acted on/ });
   // The environment's endpoints act (the printed gateway URLs); its publishing keys are not acted on.
   t.notOk(r.inactiveKeys.includes('apim.gateway.environment[].https_endpoint'), 'https_endpoint acts');
   t.ok(r.inactiveKeys.includes('apim.gateway.environment[].service_url'), 'service_url is named as not acted on');

@@ -9,8 +9,13 @@ import t from 'tap';
 import { execFileSync } from 'node:child_process';
 import * as path from 'node:path';
 
-/** Modules in require.cache after the import, measured on this tree (164 with Node 20.20.2). */
-const PINNED_MODULES = 164;
+/**
+ * Modules in require.cache after the import, measured on this tree with Node 20.20.2: 164, then 172 when
+ * the transport's source connection was split into five files (forward, source-ending, source-timeouts,
+ * client-writer, listeners), the gateway's plugins and the configuration's process switches came in: the
+ * same code in more files, no package added.
+ */
+const PINNED_MODULES = 172;
 const index = path.join(__dirname, '..', '..', 'lib', 'index.js');
 
 /**

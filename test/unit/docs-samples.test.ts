@@ -57,6 +57,7 @@ const SKIPPED: ReadonlyArray<{ page: string; starts: string; reason: string }> =
   { page: 'key-manager', starts: "curl -u admin:<password> -H 'Content-Type: application/json'", reason: 'keys for the code flow; test/keymanager/authorization-code.test.ts makes them and runs the flow' },
   { page: 'key-manager', starts: 'curl -u <key>:<secret> -d grant_type=authorization_code', reason: 'needs a code from a sign-in; test/keymanager/authorization-code.test.ts redeems one' },
   { page: 'architecture', starts: '7  boot and face', reason: 'a drawing of the floors (test/unit/floors.test.ts checks the imports it shows)' },
+  { page: 'architecture', starts: 'caller              port (exchange.ts)', reason: 'a chart of the transport\'s ports (exchange.ts declares them; test/transport/invariants.test.ts and the behaviour tests use them)' },
   { page: 'architecture', starts: 'stateDiagram-v2', reason: 'a mermaid state diagram (its transitions are checked against states.ts by test/unit/transport-docs.test.ts for transport.md)' },
   { page: 'migrating', starts: '$ throughway import api', reason: 'the report an import prints; test/import/projects.test.ts asserts its lines' },
   { page: 'transport', starts: 'stateDiagram-v2', reason: 'generated from lib/transport/states.ts (test/unit/transport-docs.test.ts checks it is current)' },

@@ -683,7 +683,9 @@ export const DOC000_SECTIONS: readonly SectionDef[] = [
       { key: 'artifact_id', type: 's', defaultText: 'vendor-prefixed artifact name', meaning: 'Artifact id of generated SDKs.' },
       { key: 'model_package', type: 's', defaultText: 'vendor-prefixed model package', meaning: 'Package of generated model classes.' },
       { key: 'api_package', type: 's', defaultText: 'vendor-prefixed api package', meaning: 'Package of generated API classes.' },
-      { key: 'supported_languages', type: 's', format: 'list', differs: 'javascript, java and jmeter are built and offered; the other languages are listed on the API\'s page as not built (docs/self-service.md).', default: ['android', 'java', 'javascript', 'jmeter'], allowed: ['android', 'java', 'csharp', 'dart', 'groovy', 'javascript', 'jmeter', 'perl', 'php', 'python', 'ruby', 'swift5', 'clojure'], meaning: 'Languages SDKs can be generated for.' },
+      { key: 'supported_languages', type: 's', format: 'list', differs: 'javascript, java and jmeter are built and offered; the other languages are listed on the API\'s page as not built (docs/self-service.md).', default: ['android', 'java', 'javascript', 'jmeter'], // The spec's allowed values, and scala and flash, which the reference's own files list
+      // (test/fixtures/deployment-toml/01-product-apim_all-in-one.deployment.toml).
+      allowed: ['android', 'java', 'csharp', 'dart', 'groovy', 'javascript', 'jmeter', 'perl', 'php', 'python', 'ruby', 'swift5', 'clojure', 'scala', 'flash'], meaning: 'Languages SDKs can be generated for.' },
     ],
   },
   {
