@@ -12,6 +12,7 @@
  * The configuration is read from conf/deployment.toml under the working directory unless --config names
  * another file; `$sys{name}` values come from --sys (the process-level properties of spec 000, part 1).
  */
+import { environment } from './config/switches';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { formatPolicyDiagnostic, loadPolicies } from './throttle/policies';
@@ -435,7 +436,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
 }
 
 if (require.main === module) {
-  const io: CliIo = { out: (t) => process.stdout.write(t), err: (t) => process.stderr.write(t), cwd: process.cwd(), env: process.env, stdin: readStdin };
+  const io: CliIo = { out: (t) => process.stdout.write(t), err: (t) => process.stderr.write(t), cwd: process.cwd(), env: environment(), stdin: readStdin };
   main(process.argv.slice(2), io).then(
     (code) => {
       process.exitCode = code;

@@ -13,3 +13,11 @@ export interface ProcessSwitches {
 export function processSwitches(env: NodeJS.ProcessEnv = process.env): ProcessSwitches {
   return { directWrites: env.THROUGHWAY_DIRECT_WRITES !== '0' && env.NODE_PENDING_DEPRECATION !== '1' };
 }
+
+/**
+ * The process's environment, for the readers of `$env{NAME}` outside deployment.toml (API files'
+ * endpoint credentials) and the CLI's face: read here, the one module that reads process.env.
+ */
+export function environment(): Readonly<Record<string, string | undefined>> {
+  return process.env;
+}

@@ -9,6 +9,7 @@
  * API_NOT_ENFORCED so nobody mistakes them for protection they do not give yet. Throttling policy names
  * are checked against the policies file when the gateway passes its names (docs/throttling.md).
  */
+import { environment } from '../config/switches';
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -468,7 +469,7 @@ function credential(ctx: Ctx, raw: Record<string, unknown>, key: string, seg: Se
   if (typeof v !== 'string') return undefined;
   const m = ENV.exec(v);
   if (m === null) return v;
-  const value = process.env[m[1] as string];
+  const value = environment()[m[1] as string];
   if (value === undefined) {
     ctx.r.report('error', 'API_VALUE', [...seg, key], `environment variable ${m[1] as string} is not set`, 'an exported variable, or the value itself');
     return undefined;
