@@ -5,6 +5,7 @@
  * (.ci/run exports both). Each run creates its own database and drops it afterwards, so concurrent runs
  * do not collide. `reason` says why a backend is skipped.
  */
+import t, { type Test } from 'tap';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -101,3 +102,21 @@ export const mysqlBackend: Backend = {
 };
 
 export const BACKENDS: readonly Backend[] = [sqliteBackend, ...(defaultEngine() === 'libsql' ? [] : [libsqlBackend]), postgresBackend, mysqlBackend];
+
+/**
+ * One tap subtest per backend, named after it: skipped with its reason when it cannot run, its database
+ * dropped at the end, `run` given the opened database.
+ */
+export function eachBackend(run: (t: Test, backend: Backend, opened: { table: DatabaseTable; cwd: string }) => Promise<void>): void {
+  for (const backend of BACKENDS) {
+    t.test(backend.name, async (t) => {
+      const opened = await backend.open();
+      if ('reason' in opened) {
+        t.skip(`${backend.name}: ${opened.reason}`, () => undefined);
+        return;
+      }
+      t.teardown(opened.drop);
+      await run(t, backend, opened);
+    });
+  }
+}

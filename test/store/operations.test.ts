@@ -3,21 +3,14 @@
  * (test/store/backends.ts; a skipped backend prints its reason).
  */
 import t from 'tap';
-import { BACKENDS, openDriver } from './backends';
+import { eachBackend, openDriver } from './backends';
 import { openDatabase, storeOver, ensureSuperAdmin } from '../../lib/store/open';
 import { migrate } from '../../lib/store/sql';
 import { MIGRATIONS, SCHEMA_VERSION } from '../../lib/store/migrations';
 import { checkUserPassword, digest, hashPassword, verifyPassword } from '../../lib/store/passwords';
 import { loadConfig } from '../../lib/config/load';
 
-for (const backend of BACKENDS) {
-  t.test(backend.name, async (t) => {
-    const opened = await backend.open();
-    if ('reason' in opened) {
-      t.skip(`${backend.name}: ${opened.reason}`, () => undefined);
-      return;
-    }
-    t.teardown(opened.drop);
+eachBackend(async (t, backend, opened) => {
     const driver = await openDriver(backend, opened);
     // A database at version 1 with a row in it, then the current migrations: the row survives.
     t.equal(await migrate(driver, MIGRATIONS.slice(0, 1)), 1);
@@ -147,8 +140,7 @@ for (const backend of BACKENDS) {
     t.same((await store.listSigningKeys()).map((k) => k.kid), ['k2']);
     await store.deleteSigningKey('k2');
     t.same(await store.listSigningKeys(), []);
-  });
-}
+});
 
 t.test('unsupported database types are refused at start with a clear message', async (t) => {
   for (const type of ['mssql', 'oracle', 'db2']) {

@@ -7,16 +7,9 @@
  */
 import t from 'tap';
 import { openDatabase, storeOver } from '../../lib/store/open';
-import { BACKENDS } from './backends';
+import { eachBackend } from './backends';
 
-for (const backend of BACKENDS) {
-  t.test(backend.name, async (t) => {
-    const opened = await backend.open();
-    if ('reason' in opened) {
-      t.skip(`${backend.name}: ${opened.reason}`, () => undefined);
-      return;
-    }
-    t.teardown(opened.drop);
+eachBackend(async (t, backend, opened) => {
     const store = await storeOver(await openDatabase('apim_db', opened.table, opened.cwd));
     t.teardown(() => store.close());
     const s = store.selfService;
@@ -71,5 +64,4 @@ for (const backend of BACKENDS) {
     await s.rate('carbon.super', 'api:/pizza:1.0', 'bob', 5, 2);
     t.same(await s.ratings('carbon.super', 'api:/pizza:1.0', 'bob'), { count: 2, average: 4.5, mine: 5 }, 'one rating per user, the newest');
     t.same(await s.ratings('acme.test', 'api:/pizza:1.0', undefined), { count: 0, average: undefined, mine: undefined });
-  });
-}
+});

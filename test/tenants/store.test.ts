@@ -4,20 +4,13 @@
  * stored, and the rows of a tenant's application (clients, subscriptions, refresh tokens) are that tenant's.
  */
 import t from 'tap';
-import { BACKENDS } from '../store/backends';
+import { eachBackend } from '../store/backends';
 import { openDatabase, storeOver } from '../../lib/store/open';
 import { migrate } from '../../lib/store/sql';
 import { MIGRATIONS } from '../../lib/store/migrations';
 import { digest } from '../../lib/store/passwords';
 
-for (const backend of BACKENDS) {
-  t.test(backend.name, async (t) => {
-    const opened = await backend.open();
-    if ('reason' in opened) {
-      t.skip(`${backend.name}: ${opened.reason}`, () => undefined);
-      return;
-    }
-    t.teardown(opened.drop);
+eachBackend(async (t, backend, opened) => {
     const driver = await openDatabase('apim_db', opened.table, opened.cwd);
     // A database as it was before tenants (version 3), with an application, a user and a blocking condition.
     t.equal(await migrate(driver, MIGRATIONS.filter((m) => m.version <= 3)), 3);
@@ -64,5 +57,4 @@ for (const backend of BACKENDS) {
     t.same((await store.listUsers('acme.test')).map((u) => u.username), ['jane@acme.test']);
     t.same((await store.listUsers('carbon.super')).map((u) => u.username), ['olduser']);
     t.equal((await store.listUsers()).length, 2, 'unfiltered: every tenant\'s');
-  });
-}
+});
