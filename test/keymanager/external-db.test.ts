@@ -3,18 +3,10 @@
  * THROUGHWAY_TEST_MYSQL_URL; skipped with the reason otherwise): keys, a password token, refresh
  * rotation and reuse, revocation and introspection, and a restart that keeps the signing key.
  */
-import t from 'tap';
-import { mysqlBackend, postgresBackend } from '../store/backends';
+import { eachBackend, mysqlBackend, postgresBackend } from '../store/backends';
 import { adminAuth, appWithKeys, basic, json, postForm, startKeyManager } from './helpers';
 
-for (const backend of [postgresBackend, mysqlBackend]) {
-  t.test(backend.name, async (t) => {
-    const opened = await backend.open();
-    if ('reason' in opened) {
-      t.skip(`${backend.name}: ${opened.reason}`, () => undefined);
-      return;
-    }
-    t.teardown(opened.drop);
+eachBackend(async (t, backend, opened) => {
     const tb = opened.table;
     const database = `[database.apim_db]\ntype = "${tb.type ?? ''}"\nurl = "${tb.url ?? ''}"\nusername = "${tb.username ?? (backend.name === 'postgres' ? 'postgres' : 'root')}"\npassword = "${tb.password ?? ''}"\npool_options.maxActive = "4"\npool_options.maxWait = 5000\n`;
     const h = await startKeyManager('', { database });
@@ -34,5 +26,4 @@ for (const backend of [postgresBackend, mysqlBackend]) {
     t.teardown(() => again.close());
     t.equal(again.km.keys.current().kid, kid, 'the signing key is kept in the database');
     t.equal((await postForm(`${again.url}/oauth2/introspect`, { token: String(cc.body.access_token) }, basic(key, secret))).body.active, true);
-  });
-}
+}, [postgresBackend, mysqlBackend]);

@@ -105,10 +105,10 @@ export const BACKENDS: readonly Backend[] = [sqliteBackend, ...(defaultEngine() 
 
 /**
  * One tap subtest per backend, named after it: skipped with its reason when it cannot run, its database
- * dropped at the end, `run` given the opened database.
+ * dropped at the end, `run` given the opened database; `backends`: all of them unless named.
  */
-export function eachBackend(run: (t: Test, backend: Backend, opened: { table: DatabaseTable; cwd: string }) => Promise<void>): void {
-  for (const backend of BACKENDS) {
+export function eachBackend(run: (t: Test, backend: Backend, opened: { table: DatabaseTable; cwd: string }) => Promise<void>, backends: readonly Backend[] = BACKENDS): void {
+  for (const backend of backends) {
     t.test(backend.name, async (t) => {
       const opened = await backend.open();
       if ('reason' in opened) {
