@@ -20,7 +20,28 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { spawnSync } from 'node:child_process';
-import { CLK_TCK, fmt, freePort, hasCommand, HOST, log, machineLines, median, procSplit, range, rawRun, ROOT, runWrk, sleep, startBackend, startProc, startThroughway, stopAll, waitPort, WORK_DIR } from './common';
+import {
+  CLK_TCK,
+  fmt,
+  freePort,
+  hasCommand,
+  HOST,
+  log,
+  machineLines,
+  median,
+  procSplit,
+  range,
+  rawRun,
+  ROOT,
+  runWrk,
+  sleep,
+  startBackend,
+  startProc,
+  startThroughway,
+  stopAll,
+  waitPort,
+  WORK_DIR,
+} from './common';
 import { writeSection } from './render';
 
 export const CLIENTS_BEGIN = '<!-- many-clients:begin -->';
@@ -101,10 +122,14 @@ function childOf(pid: number): number | undefined {
 }
 
 async function measure(clients: number, rounds: number, durationS: number, command: string): Promise<ClientsRun> {
-  for (const cmd of ['wrk', 'nginx']) if (!hasCommand(cmd)) throw new Error(`--many-clients needs ${cmd}, not found (Debian: apt-get install ${cmd})`);
-  if (!fs.existsSync(PEERS_NGINX_CONF)) throw new Error(`--many-clients starts from the peers' nginx configuration, ${PEERS_NGINX_CONF}: not found`);
+  for (const cmd of ['wrk', 'nginx'])
+    if (!hasCommand(cmd)) throw new Error(`--many-clients needs ${cmd}, not found (Debian: apt-get install ${cmd})`);
+  if (!fs.existsSync(PEERS_NGINX_CONF))
+    throw new Error(`--many-clients starts from the peers' nginx configuration, ${PEERS_NGINX_CONF}: not found`);
   const load0 = os.loadavg();
-  const nginxVersion = spawnSync('nginx', ['-v'], { encoding: 'utf8' }).stderr.trim().replace(/^nginx version: /, '');
+  const nginxVersion = spawnSync('nginx', ['-v'], { encoding: 'utf8' })
+    .stderr.trim()
+    .replace(/^nginx version: /, '');
   const backendPort = await freePort();
   const twPort = await freePort();
   const ngPort = await freePort();
@@ -156,18 +181,30 @@ async function measure(clients: number, rounds: number, durationS: number, comma
           errors: r.errors + r.non2xx,
         };
         cells.push(cell);
-        log(`[${cells.length}/${rounds * 4}] r${round} ${proxy} ${conns} conns: ${fmt(cell.reqPerS)} req/s, ${fmt(cell.usPerReq, 1)} µs/req, errors ${cell.errors}`);
+        log(
+          `[${cells.length}/${rounds * 4}] r${round} ${proxy} ${conns} conns: ${fmt(cell.reqPerS)} req/s, ${fmt(cell.usPerReq, 1)} µs/req, errors ${cell.errors}`,
+        );
       }
     }
   } finally {
     await stopAll();
   }
-  return { date: new Date().toISOString(), command, machine: machineLines(load0, os.loadavg()), clients, rounds, durationS, nginx: nginxVersion, cells };
+  return {
+    date: new Date().toISOString(),
+    command,
+    machine: machineLines(load0, os.loadavg()),
+    clients,
+    rounds,
+    durationS,
+    nginx: nginxVersion,
+    cells,
+  };
 }
 
 /** One figure of one proxy at one client count, per round (round order): CPU µs/req, or its kernel or user-space part. */
 function series(run: ClientsRun, proxy: ProxyName, conns: number, part: 'all' | 'kernel' | 'user' = 'all'): number[] {
-  const pick = (c: ClientsCell): number => (part === 'all' ? c.usPerReq : part === 'kernel' ? (c.kernelUsPerReq ?? NaN) : c.usPerReq - (c.kernelUsPerReq ?? NaN));
+  const pick = (c: ClientsCell): number =>
+    part === 'all' ? c.usPerReq : part === 'kernel' ? (c.kernelUsPerReq ?? NaN) : c.usPerReq - (c.kernelUsPerReq ?? NaN);
   return run.cells
     .filter((c) => c.proxy === proxy && c.conns === conns)
     .sort((a, b) => a.round - b.round)
@@ -201,7 +238,10 @@ export interface ClientsSummary {
 export function summarize(run: ClientsRun): ClientsSummary {
   const s = (p: ProxyName, c: number): number[] => series(run, p, c);
   return {
-    growth: { throughway: ratios(s('throughway', run.clients), s('throughway', BASE_CLIENTS)), nginx: ratios(s('nginx', run.clients), s('nginx', BASE_CLIENTS)) },
+    growth: {
+      throughway: ratios(s('throughway', run.clients), s('throughway', BASE_CLIENTS)),
+      nginx: ratios(s('nginx', run.clients), s('nginx', BASE_CLIENTS)),
+    },
     versusBase: ratios(s('throughway', BASE_CLIENTS), s('nginx', BASE_CLIENTS)),
     versusMany: ratios(s('throughway', run.clients), s('nginx', run.clients)),
     kernelAlone: { throughway: kernelAlone(run, 'throughway'), nginx: kernelAlone(run, 'nginx') },
@@ -214,7 +254,8 @@ function kernelAlone(run: ClientsRun, proxy: ProxyName): number[] {
   const k0 = series(run, proxy, BASE_CLIENTS, 'kernel');
   const k1 = series(run, proxy, run.clients, 'kernel');
   const out: number[] = [];
-  for (let i = 0; i < Math.min(base.length, k0.length, k1.length); i++) out.push(((base[i] as number) + (k1[i] as number) - (k0[i] as number)) / (base[i] as number));
+  for (let i = 0; i < Math.min(base.length, k0.length, k1.length); i++)
+    out.push(((base[i] as number) + (k1[i] as number) - (k0[i] as number)) / (base[i] as number));
   return out;
 }
 
@@ -314,7 +355,10 @@ export async function runClientsBench(argv: readonly string[], command: string):
     else if (a === '--duration') durationS = Number(argv[++i]);
     else if (a === '--write') write = true;
     else if (a === '--from') from = argv[++i];
-    else throw new Error(`--many-clients: unknown option ${String(a)} (usage: --many-clients [--clients N] [--rounds R] [--duration S] [--write] [--from FILE])`);
+    else
+      throw new Error(
+        `--many-clients: unknown option ${String(a)} (usage: --many-clients [--clients N] [--rounds R] [--duration S] [--write] [--from FILE])`,
+      );
   }
   if (!Number.isInteger(clients) || clients <= BASE_CLIENTS) throw new Error(`--clients needs a whole number above ${BASE_CLIENTS}`);
   if (!Number.isInteger(rounds) || rounds <= 0) throw new Error('--rounds needs a positive whole number');

@@ -88,7 +88,13 @@ const FULL: readonly TargetName[] = ['direct', 'throughway', 'throughway-same', 
 const FULL_PATH = '/full/1/small';
 
 /** GET /small on the every-feature route of a gateway of `kind`, held against the bare transport's CPU. */
-function fullScenario(name: string, what: string, kind: GatewayKind, vsTransport: NonNullable<Scenario['vsTransport']>, traceSampled?: number): Scenario {
+function fullScenario(
+  name: string,
+  what: string,
+  kind: GatewayKind,
+  vsTransport: NonNullable<Scenario['vsTransport']>,
+  traceSampled?: number,
+): Scenario {
   return {
     name,
     label: `GET /small (96 B JSON), ${what}, 64 conns`,
@@ -144,8 +150,17 @@ export const SCENARIOS: readonly Scenario[] = Object.freeze([
     targets: TRANSPORT,
     vsScenario: { base: 'small', max: 1.2, issue: '1,000 keep-alive clients ≤ 1.2× the 64-client figure' },
   },
-  fullScenario('full', 'oauth2 (warm token cache) + three throttle counters + access log', 'full', { max: 1.1, issue: 'full gateway ≤ 1.10× the bare transport' }),
-  fullScenario('traced', 'as full + tracing, 1 % of calls sampled (Zipkin to a local sink)', 'traced', { max: 1.12, issue: 'with tracing sampled at 1 % ≤ 1.12×' }, 0.01),
+  fullScenario('full', 'oauth2 (warm token cache) + three throttle counters + access log', 'full', {
+    max: 1.1,
+    issue: 'full gateway ≤ 1.10× the bare transport',
+  }),
+  fullScenario(
+    'traced',
+    'as full + tracing, 1 % of calls sampled (Zipkin to a local sink)',
+    'traced',
+    { max: 1.12, issue: 'with tracing sampled at 1 % ≤ 1.12×' },
+    0.01,
+  ),
 ]);
 
 /**
@@ -153,8 +168,24 @@ export const SCENARIOS: readonly Scenario[] = Object.freeze([
  * only in `[throughway.throttling] counter_store`; one scenario per store, so their cells keep apart.
  */
 export const COUNTING: Readonly<Record<'memory' | 'redis', Scenario>> = Object.freeze({
-  memory: { name: 'counting-memory', label: 'GET /small throttled, counter_store = "memory", 64 conns', method: 'GET', path: '/small', conns: 64, targets: ['gateway'], gatewayPath: '/limited/1/small' },
-  redis: { name: 'counting-redis', label: 'GET /small throttled, counter_store = "redis", 64 conns', method: 'GET', path: '/small', conns: 64, targets: ['gateway'], gatewayPath: '/limited/1/small' },
+  memory: {
+    name: 'counting-memory',
+    label: 'GET /small throttled, counter_store = "memory", 64 conns',
+    method: 'GET',
+    path: '/small',
+    conns: 64,
+    targets: ['gateway'],
+    gatewayPath: '/limited/1/small',
+  },
+  redis: {
+    name: 'counting-redis',
+    label: 'GET /small throttled, counter_store = "redis", 64 conns',
+    method: 'GET',
+    path: '/small',
+    conns: 64,
+    targets: ['gateway'],
+    gatewayPath: '/limited/1/small',
+  },
 });
 
 /**
@@ -369,7 +400,9 @@ interface Reply {
 }
 
 export function request(port: number, method: string, p: string, body?: Buffer): Promise<Reply> {
-  const headers: Record<string, string | number> = body ? { 'content-type': 'application/octet-stream', 'content-length': body.length } : {};
+  const headers: Record<string, string | number> = body
+    ? { 'content-type': 'application/octet-stream', 'content-length': body.length }
+    : {};
   return new Promise((resolve, reject) => {
     const req = http.request({ host: HOST, port, method, path: p, agent: false, timeout: 5000, headers }, (res) => {
       const chunks: Buffer[] = [];
@@ -385,11 +418,13 @@ export function request(port: number, method: string, p: string, body?: Buffer):
 /** The three answers every target must give before it is measured. */
 export async function sanity(port: number, uploadBody: Buffer): Promise<void> {
   const a = await request(port, 'GET', '/small');
-  if (a.status !== 200 || a.body.length !== 96 || !a.body.toString().startsWith('{"ok":true')) throw new Error(`/small -> ${a.status} len=${a.body.length}`);
+  if (a.status !== 200 || a.body.length !== 96 || !a.body.toString().startsWith('{"ok":true'))
+    throw new Error(`/small -> ${a.status} len=${a.body.length}`);
   const b = await request(port, 'GET', '/64k');
   if (b.status !== 200 || b.body.length !== 65536) throw new Error(`/64k -> ${b.status} len=${b.body.length}`);
   const c = await request(port, 'POST', '/upload', uploadBody);
-  if (c.status !== 200 || c.body.toString() !== `{"bytes":${uploadBody.length}}`) throw new Error(`/upload -> ${c.status} ${c.body.toString().slice(0, 80)}`);
+  if (c.status !== 200 || c.body.toString() !== `{"bytes":${uploadBody.length}}`)
+    throw new Error(`/upload -> ${c.status} ${c.body.toString().slice(0, 80)}`);
 }
 
 /** The 1 MiB upload body (random bytes, generated once per run). */
@@ -414,7 +449,12 @@ export async function startBackend(port: number, nodeFlags: readonly string[] = 
   return p;
 }
 
-export async function startThroughway(port: number, upstreamPort: number, nodeFlags: readonly string[] = [], name = 'throughway'): Promise<Proc> {
+export async function startThroughway(
+  port: number,
+  upstreamPort: number,
+  nodeFlags: readonly string[] = [],
+  name = 'throughway',
+): Promise<Proc> {
   const p = startProc(name, [process.execPath, ...nodeFlags, path.join(DIST_BENCH, 'start-throughway.js')], {
     PORT: String(port),
     UPSTREAM: `http://${HOST}:${upstreamPort}`,
@@ -432,7 +472,8 @@ export const median = (xs: readonly number[]): number => {
   return n % 2 ? (s[(n - 1) / 2] as number) : ((s[n / 2 - 1] as number) + (s[n / 2] as number)) / 2;
 };
 
-export const fmt = (x: number | undefined | null, d = 0): string => (x !== undefined && x !== null && Number.isFinite(x) ? x.toFixed(d) : '—');
+export const fmt = (x: number | undefined | null, d = 0): string =>
+  x !== undefined && x !== null && Number.isFinite(x) ? x.toFixed(d) : '—';
 
 export const range = (xs: readonly number[], d = 0): string => {
   const f = xs.filter(Number.isFinite);
@@ -489,7 +530,12 @@ export function hasCommand(cmd: string): boolean {
  * The raw results of a run with its own section (--mediation, --workers, --redis-counting): an earlier
  * run's JSON with --from (nothing measured), else `measure()`'s, kept in WORK_DIR/<stem>-<date>.json.
  */
-export async function rawRun<T extends { readonly date: string }>(what: string, stem: string, from: string | undefined, measure: () => Promise<T>): Promise<T> {
+export async function rawRun<T extends { readonly date: string }>(
+  what: string,
+  stem: string,
+  from: string | undefined,
+  measure: () => Promise<T>,
+): Promise<T> {
   if (from !== undefined) {
     const run = JSON.parse(fs.readFileSync(from, 'utf8')) as T;
     log(`rendering the ${what} run of ${run.date} from ${from} (nothing measured)`);

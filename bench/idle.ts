@@ -121,7 +121,9 @@ async function measureOne(clients: number, settleS: number, nodeFlags: readonly 
   const proxyPort = await freePort();
   await startBackend(backendPort);
   const proxy = await startThroughway(proxyPort, backendPort, nodeFlags);
-  const child = spawn(process.execPath, ['-e', CLIENT, HOST, String(proxyPort), String(clients)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const child = spawn(process.execPath, ['-e', CLIENT, HOST, String(proxyPort), String(clients)], {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
   const next = (): Promise<ClientMessage> => new Promise((resolve) => child.once('message', (m) => resolve(m as ClientMessage)));
   const flags = nodeFlags.length > 0 ? ` (node ${nodeFlags.join(' ')})` : '';
   try {
@@ -181,7 +183,7 @@ export function renderIdle(run: IdleRun): string {
     '',
     `Run of ${run.date}, produced by \`${run.command}\` (bench/idle.ts): a transport-only throughway (bench/start-throughway.ts, default ` +
       'settings) in front of the bench backend; a separate client process makes 200 warm-up requests, then opens the clients, each of ' +
-      'which makes one request and stays connected without sending more. RSS is read from the proxy\'s /proc/<pid>/status after the ' +
+      "which makes one request and stays connected without sending more. RSS is read from the proxy's /proc/<pid>/status after the " +
       'warm-up (once the node has been idle as long as the clients are left idle below), 3 s after the last client got its answer, ' +
       'and then every 2 s while the clients stay idle; the "clients left idle" column is the last of those readings, and the target ' +
       'is judged on it (runs made before that reading: on the 3-s one, the idle node read 2 s after the warm-up).',
@@ -195,13 +197,13 @@ export function renderIdle(run: IdleRun): string {
       'handlers, its parser state; the socket Node accepted is dropped as soon as its handle is re-wrapped, which took 1 KiB more ' +
       'while it was kept) and about 0.4 KiB of native TCP wrapper; idle connections ' +
       'hold no read buffer of their own (they share one, docs/transport.md). The difference between the 3-s reading and the last ' +
-      'one is V8\'s young generation: accepting thousands of connections at once, every object of which survives, makes V8 grow its ' +
+      "one is V8's young generation: accepting thousands of connections at once, every object of which survives, makes V8 grow its " +
       'semi-spaces to their maximum (16 MiB each on 64-bit Node 20); it gives them back only once allocation has been quiet for a ' +
-      'while (its memory reducer: measured 10 to 30 s after the burst, later with Node\'s defaults than with the flag). The second ' +
+      "while (its memory reducer: measured 10 to 30 s after the burst, later with Node's defaults than with the flag). The second " +
       `row bounds them from the start with the V8 flag \`${BOUNDED_YOUNG}\` ` +
       '(`NODE_OPTIONS` or the node command line), for nodes that must not peak while clients arrive. Smaller semi-spaces mean more ' +
       'frequent scavenges; for the transport they cost nothing measurable (interleaved A/B on the 2026-11-26 machine, 8 rounds of ' +
-      '4 s of small GETs at 64 connections: CPU per request 1.00× Node\'s defaults, rounds 0.94-1.04). Throughway does not set the ' +
+      "4 s of small GETs at 64 connections: CPU per request 1.00× Node's defaults, rounds 0.94-1.04). Throughway does not set the " +
       'flag itself.',
     IDLE_END,
   ].join('\n');
@@ -226,7 +228,8 @@ export async function runIdleBench(argv: readonly string[], command: string): Pr
     else if (argv[i] === '--from') from = argv[++i];
   }
   if (!Number.isInteger(clients) || clients <= 0) throw new Error('--clients needs a positive integer');
-  if (!Number.isInteger(settleS) || settleS < 0 || settleS % 2 !== 0) throw new Error('--settle needs an even number of seconds, 0 or more');
+  if (!Number.isInteger(settleS) || settleS < 0 || settleS % 2 !== 0)
+    throw new Error('--settle needs an even number of seconds, 0 or more');
   const run = withReadings(await rawRun<IdleRun>('idle', 'idle', from, () => measure(clients, settleS, command)));
   process.stdout.write(`\n# idle clients bench — ${run.date}\n\n${renderIdleTable(run)}\n`);
   if (write) writeSection(IDLE_BEGIN, IDLE_END, renderIdle(run), 'idle clients');

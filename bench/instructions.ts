@@ -1,10 +1,14 @@
 /**
- * `npm run bench -- --instructions [--requests N] [--rounds R] [--warm N] [--traced] [--plugin]`: user-space instructions
+ * `npm run bench -- --instructions [--requests N] [--rounds R] [--warm N] [--traced] [--plugin] [--node] [--keep]`: user-space instructions
  * per request of the bare transport and of the full gateway on the same request (the full scenario's route,
  * bearer token included; the gateway with its access log on, as in the CPU bench's full scenario), counted
  * by valgrind's callgrind (docs/performance.md, "Counting instructions"). `--traced` adds the traced
  * scenario's gateway (spans to the backend's Zipkin sink) and sends every cell the traced scenario's
  * requests: the 100 traceparents of common.ts traceparents(0.01), cycled, one in a hundred sampled.
+ * `--node` adds the deployed node (bench/start-node.ts: `throughway start` with one open API file) and the
+ * bare transport again, both sent the peers' plain GET of /small (no token): what a user runs against the
+ * transport it is built on. `--keep` writes each counted dump, its JIT addresses named, to the bench's
+ * work folder for callgrind_annotate (inclusive costs, `--tree=caller`).
  *
  * CPU time per request moves by 10 % and more from one 3-second cell to the next on a shared guest; an
  * instruction count does not depend on what else the machine runs, so it resolves changes of 1-2 % that an
@@ -23,18 +27,39 @@ import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
 import { spawnSync } from 'node:child_process';
-import { DIST_BENCH, GATEWAY_OPEN_PATH, HOST, WORK_DIR, fmt, freePort, hasCommand, log, median, startBackend, startProc, stopAll, stopProc, traceparents, waitPort, type Proc } from './common';
+import {
+  DIST_BENCH,
+  GATEWAY_OPEN_PATH,
+  HOST,
+  WORK_DIR,
+  fmt,
+  freePort,
+  hasCommand,
+  log,
+  median,
+  startBackend,
+  startProc,
+  stopAll,
+  stopProc,
+  traceparents,
+  waitPort,
+  type Proc,
+} from './common';
 import { ratiosText } from './render';
 
 /** The full scenario's route on bench/start-gateway.ts: a warm token and three counters (and the access log, ACCESS_LOG=1). */
 export const FULL_PATH = '/full/1/small';
 const TRANSPORT_PATH = '/small';
+/** The deployed node's API (bench/start-node.ts EXTRA_PREFIX): context /bench, version 1.0.0. */
+export const NODE_PREFIX = '/bench/1.0.0';
 
 /** Where an instruction was spent: the garbage collector, V8's compilers and parser, or the program (everything else). */
 export type CostClass = 'gc' | 'compiler' | 'program';
 
-const GC = /Marking|Sweep|Scaveng|MemoryChunk|ActiveSystemPages|IterateObjectCache|BodyDescriptor|SizeFromMap|ShouldVisit|Heap::|GCTracer|Evacuat|heap::base|cppgc|MarkCompact|Compactor|RememberedSet|SlotSet|FreeList|PagedSpace|NewSpace|SemiSpace|Safepoint|Worklist|MinorMC|__popcount/;
-const COMPILER = /compiler::|Zone|Pipeline|RegisterAllocat|LiveRange|Maglev|Compilation|Compile|Bytecode|Parser|Scanner|Deoptimiz|Sparkplug|baseline::/;
+const GC =
+  /Marking|Sweep|Scaveng|MemoryChunk|ActiveSystemPages|IterateObjectCache|BodyDescriptor|SizeFromMap|ShouldVisit|Heap::|GCTracer|Evacuat|heap::base|cppgc|MarkCompact|Compactor|RememberedSet|SlotSet|FreeList|PagedSpace|NewSpace|SemiSpace|Safepoint|Worklist|MinorMC|__popcount/;
+const COMPILER =
+  /compiler::|Zone|Pipeline|RegisterAllocat|LiveRange|Maglev|Compilation|Compile|Bytecode|Parser|Scanner|Deoptimiz|Sparkplug|baseline::/;
 
 /** The class of a function named as callgrind (C++) or the perf map (JavaScript) names it. */
 export function classify(name: string): CostClass {
@@ -162,7 +187,18 @@ export function symbolize(name: string, map: PerfMap): string {
     } else hi = mid - 1;
   }
   if (best < 0 || addr >= (map.ends[best] as number)) return 'JIT or wasm code without a name';
-  return (map.names[best] as string).replace(/^(?:LazyCompile|JS|Function):[*~^+]?/, '').replace(/ \S*\/dist\//, ' ').replace(/:\d+:\d+$/, '');
+  return (map.names[best] as string)
+    .replace(/^(?:LazyCompile|JS|Function):[*~^+]?/, '')
+    .replace(/ \S*\/dist\//, ' ')
+    .replace(/:\d+:\d+$/, '');
+}
+
+/**
+ * A callgrind dump with its JIT addresses named (symbolize()), for callgrind_annotate: every `fn=`/`cfn=`
+ * name that is an address takes the perf map's name, so inclusive costs and call trees read by function.
+ */
+export function symbolizeDump(text: string, map: PerfMap): string {
+  return text.replace(/^(c?fn=\(\d+\) )(0x[0-9a-fA-F]+)$/gm, (_m, head: string, addr: string) => head + symbolize(addr, map));
 }
 
 /** Instructions per request of one counted cell, by class and by function. */
@@ -190,7 +226,13 @@ export function countOf(self: ReadonlyMap<string, number>, map: PerfMap, request
       byFunction[name] = (byFunction[name] ?? 0) + ir / requests;
     }
   }
-  return { total: (gc + compiler + program) / requests, gc: gc / requests, compiler: compiler / requests, program: program / requests, byFunction };
+  return {
+    total: (gc + compiler + program) / requests,
+    gc: gc / requests,
+    compiler: compiler / requests,
+    program: program / requests,
+    byFunction,
+  };
 }
 
 export interface InstructionRun {
@@ -203,6 +245,10 @@ export interface InstructionRun {
   readonly traced?: readonly InstructionCount[];
   /** The full gateway with one no-op policy plugin (`--plugin`, docs/plugins.md). */
   readonly plugin?: readonly InstructionCount[];
+  /** `--node`: the bare transport sent the plain GET of /small (no token), the deployed node's reference. */
+  readonly transportPlain?: readonly InstructionCount[];
+  /** `--node`: the deployed node (bench/start-node.ts) on the same plain GET of its API's /small. */
+  readonly node?: readonly InstructionCount[];
 }
 
 /** The table of a run: medians per class, the program ratio per round, and the functions that differ most. */
@@ -213,19 +259,33 @@ export function renderInstructions(run: InstructionRun, top = 15): string {
   L.push('');
   L.push('| cell | total | GC | compiler | program |');
   L.push('|---|---:|---:|---:|---:|');
-  const cells: [string, readonly InstructionCount[]][] = [['transport, same request', run.transport], ['full gateway', run.gateway]];
+  // A --node-only run has no token cells.
+  const tokenCells = run.transport.length > 0;
+  const cells: [string, readonly InstructionCount[]][] = tokenCells
+    ? [
+        ['transport, same request', run.transport],
+        ['full gateway', run.gateway],
+      ]
+    : [];
   if (run.traced !== undefined) cells.push(['traced gateway, 1 % sampled', run.traced]);
   if (run.plugin !== undefined) cells.push(['full gateway, one no-op plugin', run.plugin]);
+  if (run.transportPlain !== undefined) cells.push(['transport, plain GET (no token)', run.transportPlain]);
+  if (run.node !== undefined) cells.push(['deployed node, plain GET', run.node]);
   for (const [label, cs] of cells) {
     L.push(`| ${label} | ${fmt(med(cs, 'total'))} | ${fmt(med(cs, 'gc'))} | ${fmt(med(cs, 'compiler'))} | ${fmt(med(cs, 'program'))} |`);
   }
-  const ratioOf = (cs: readonly InstructionCount[]): number[] => cs.map((g, i) => g.program / (run.transport[i]?.program ?? NaN));
+  const ratioOf = (cs: readonly InstructionCount[], base = run.transport): number[] =>
+    cs.map((g, i) => g.program / (base[i]?.program ?? NaN));
   L.push('');
-  L.push(`Program instructions, gateway / transport: ${ratiosText(ratioOf(run.gateway))}`);
+  if (tokenCells) L.push(`Program instructions, gateway / transport: ${ratiosText(ratioOf(run.gateway))}`);
   if (run.traced !== undefined) L.push(`Program instructions, traced gateway / transport: ${ratiosText(ratioOf(run.traced))}`);
-  L.push('');
-  L.push(`Where the gateway's extra program instructions go (the ${top} functions that differ most, per request):`);
-  L.push(...differences(run.transport, run.gateway, 'transport', 'gateway', top));
+  if (run.node !== undefined && run.transportPlain !== undefined)
+    L.push(`Program instructions, deployed node / transport (plain GET): ${ratiosText(ratioOf(run.node, run.transportPlain))}`);
+  if (tokenCells) {
+    L.push('');
+    L.push(`Where the gateway's extra program instructions go (the ${top} functions that differ most, per request):`);
+    L.push(...differences(run.transport, run.gateway, 'transport', 'gateway', top));
+  }
   if (run.traced !== undefined) {
     L.push('');
     L.push(`What tracing adds to the full gateway (the ${top} functions that differ most, per request):`);
@@ -236,17 +296,29 @@ export function renderInstructions(run: InstructionRun, top = 15): string {
     L.push(`What one no-op plugin adds to the full gateway (the ${top} functions that differ most, per request):`);
     L.push(...differences(run.gateway, run.plugin, 'gateway', 'plugin', top));
   }
+  if (run.node !== undefined && run.transportPlain !== undefined) {
+    L.push('');
+    L.push(`Where the deployed node's extra program instructions go (the ${top} functions that differ most, per request):`);
+    L.push(...differences(run.transportPlain, run.node, 'transport', 'node', top));
+  }
   return L.join('\n') + '\n';
 }
 
 /** The table of the functions whose median count differs most between two cells, largest increase first. */
-function differences(base: readonly InstructionCount[], more: readonly InstructionCount[], baseLabel: string, moreLabel: string, top: number): string[] {
+function differences(
+  base: readonly InstructionCount[],
+  more: readonly InstructionCount[],
+  baseLabel: string,
+  moreLabel: string,
+  top: number,
+): string[] {
   const names = new Set<string>();
   for (const c of [...base, ...more]) for (const n of Object.keys(c.byFunction)) names.add(n);
   const per = (cs: readonly InstructionCount[], n: string): number => median(cs.map((c) => c.byFunction[n] ?? 0));
   const rows = [...names].map((n) => ({ n, b: per(base, n), m: per(more, n) })).sort((a, b) => b.m - b.b - (a.m - a.b));
   const L = ['', `| function | ${baseLabel} | ${moreLabel} | difference |`, '|---|---:|---:|---:|'];
-  for (const r of rows.slice(0, top)) L.push(`| ${r.n.replace(/\|/g, '\\|')} | ${fmt(r.b)} | ${fmt(r.m)} | ${r.m - r.b >= 0 ? '+' : ''}${fmt(r.m - r.b)} |`);
+  for (const r of rows.slice(0, top))
+    L.push(`| ${r.n.replace(/\|/g, '\\|')} | ${fmt(r.b)} | ${fmt(r.m)} | ${r.m - r.b >= 0 ? '+' : ''}${fmt(r.m - r.b)} |`);
   return L;
 }
 
@@ -373,9 +445,28 @@ export interface Counted {
 }
 
 /** `script` (in dist/bench) under callgrind, counting nothing until control(-i on); `valgrindArgs` go before the program. */
-export function startCounted(name: string, script: string, env: Record<string, string>, port: number, valgrindArgs: readonly string[] = []): Counted {
+export function startCounted(
+  name: string,
+  script: string,
+  env: Record<string, string>,
+  port: number,
+  valgrindArgs: readonly string[] = [],
+): Counted {
   const out = path.join(WORK_DIR, `callgrind.${name}`);
-  const proc = startProc(name, ['valgrind', '--tool=callgrind', '--instr-atstart=no', ...valgrindArgs, `--callgrind-out-file=${out}.%p`, process.execPath, '--perf-basic-prof', path.join(DIST_BENCH, script)], { ...env, PORT: String(port) });
+  const proc = startProc(
+    name,
+    [
+      'valgrind',
+      '--tool=callgrind',
+      '--instr-atstart=no',
+      ...valgrindArgs,
+      `--callgrind-out-file=${out}.%p`,
+      process.execPath,
+      '--perf-basic-prof',
+      path.join(DIST_BENCH, script),
+    ],
+    { ...env, PORT: String(port) },
+  );
   return { proc, port, out };
 }
 
@@ -399,9 +490,18 @@ export async function countAround(c: Counted, send: () => Promise<number>): Prom
   return { text, map };
 }
 
-async function countCell(c: Counted, request: Buffer | readonly Buffer[], warm: number, requests: number): Promise<InstructionCount> {
-  if ((await sendFixed(c.port, request, warm, 8)) > 0) throw new Error(`${c.proc.name}: answers other than 200 while warming up (log: ${c.proc.logFile})`);
+/** `keep`: where to write the dump, its JIT addresses named (symbolizeDump), for callgrind_annotate. */
+async function countCell(
+  c: Counted,
+  request: Buffer | readonly Buffer[],
+  warm: number,
+  requests: number,
+  keep?: string,
+): Promise<InstructionCount> {
+  if ((await sendFixed(c.port, request, warm, 8)) > 0)
+    throw new Error(`${c.proc.name}: answers other than 200 while warming up (log: ${c.proc.logFile})`);
   const { text, map } = await countAround(c, () => sendFixed(c.port, request, requests, 8));
+  if (keep !== undefined) fs.writeFileSync(keep, symbolizeDump(text, map));
   return countOf(parseCallgrind(text), map, requests);
 }
 
@@ -409,7 +509,10 @@ async function countCell(c: Counted, request: Buffer | readonly Buffer[], warm: 
 export function dumps(c: Counted): string[] {
   const dir = path.dirname(c.out);
   const stem = `${path.basename(c.out)}.${c.proc.pid}.`;
-  return fs.readdirSync(dir).filter((f) => f.startsWith(stem)).map((f) => path.join(dir, f));
+  return fs
+    .readdirSync(dir)
+    .filter((f) => f.startsWith(stem))
+    .map((f) => path.join(dir, f));
 }
 
 export function numberArg(argv: readonly string[], flag: string, dflt: number): number {
@@ -426,8 +529,16 @@ export async function runInstructionsBench(argv: readonly string[]): Promise<voi
   const warm = numberArg(argv, '--warm', 40_000);
   const withTraced = argv.includes('--traced');
   const withPlugin = argv.includes('--plugin');
+  // --node-only: the two cells of --node alone (the transport and the deployed node, plain GET), for a
+  // count that has to be quick on a busy machine.
+  const nodeOnly = argv.includes('--node-only');
+  const withNode = nodeOnly || argv.includes('--node');
+  const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+  const keep = (cell: string, r: number): string | undefined =>
+    argv.includes('--keep') ? path.join(WORK_DIR, `callgrind-${stamp}-${cell}-r${r + 1}.out`) : undefined;
   // Thrown, like profile.ts's missing perf: run.ts reports "bench failed: ..." and exits 1.
-  for (const cmd of ['valgrind', 'callgrind_control']) if (!hasCommand(cmd)) throw new Error(`--instructions needs ${cmd}, not found (Debian: apt-get install valgrind)`);
+  for (const cmd of ['valgrind', 'callgrind_control'])
+    if (!hasCommand(cmd)) throw new Error(`--instructions needs ${cmd}, not found (Debian: apt-get install valgrind)`);
   fs.mkdirSync(WORK_DIR, { recursive: true });
   const backendPort = await freePort();
   const tokenFile = path.join(WORK_DIR, 'instructions-token');
@@ -435,6 +546,8 @@ export async function runInstructionsBench(argv: readonly string[]): Promise<voi
   const gateway: InstructionCount[] = [];
   const traced: InstructionCount[] = [];
   const plugin: InstructionCount[] = [];
+  const transportPlain: InstructionCount[] = [];
+  const node: InstructionCount[] = [];
   const counted: Counted[] = [];
   try {
     await startBackend(backendPort);
@@ -442,37 +555,78 @@ export async function runInstructionsBench(argv: readonly string[]): Promise<voi
     log('starting the transport and the gateway under callgrind (a minute or two)');
     const tp = startCounted('transport-callgrind', 'start-throughway.js', { UPSTREAM: upstream }, await freePort());
     // The full scenario as the CPU bench runs it (run.ts): the access log on.
-    const gw = startCounted('gateway-callgrind', 'start-gateway.js', { UPSTREAM: upstream, TOKEN_FILE: tokenFile, ACCESS_LOG: '1' }, await freePort());
-    counted.push(tp, gw);
+    const gw = nodeOnly
+      ? undefined
+      : startCounted(
+          'gateway-callgrind',
+          'start-gateway.js',
+          { UPSTREAM: upstream, TOKEN_FILE: tokenFile, ACCESS_LOG: '1' },
+          await freePort(),
+        );
+    counted.push(tp);
+    if (gw !== undefined) counted.push(gw);
     // The traced scenario's gateway (run.ts): the access log on and spans to the backend's Zipkin sink.
-    const tr = withTraced ? startCounted('traced-callgrind', 'start-gateway.js', { UPSTREAM: upstream, TOKEN_FILE: `${tokenFile}-traced`, ACCESS_LOG: '1', TRACER_PORT: String(backendPort) }, await freePort()) : undefined;
+    const tr = withTraced
+      ? startCounted(
+          'traced-callgrind',
+          'start-gateway.js',
+          { UPSTREAM: upstream, TOKEN_FILE: `${tokenFile}-traced`, ACCESS_LOG: '1', TRACER_PORT: String(backendPort) },
+          await freePort(),
+        )
+      : undefined;
     if (tr !== undefined) counted.push(tr);
     // The full gateway again, with one no-op policy plugin (start-gateway.ts NOOP_PLUGIN).
-    const pl = withPlugin ? startCounted('plugin-callgrind', 'start-gateway.js', { UPSTREAM: upstream, TOKEN_FILE: `${tokenFile}-plugin`, ACCESS_LOG: '1', NOOP_PLUGIN: '1' }, await freePort()) : undefined;
+    const pl = withPlugin
+      ? startCounted(
+          'plugin-callgrind',
+          'start-gateway.js',
+          { UPSTREAM: upstream, TOKEN_FILE: `${tokenFile}-plugin`, ACCESS_LOG: '1', NOOP_PLUGIN: '1' },
+          await freePort(),
+        )
+      : undefined;
     if (pl !== undefined) counted.push(pl);
+    // The deployed node: `throughway start` with one open API file whose endpoint is the backend.
+    const nd = withNode
+      ? startCounted('node-callgrind', 'start-node.js', { UPSTREAM: upstream, EXTRA_PREFIX: NODE_PREFIX }, await freePort())
+      : undefined;
+    if (nd !== undefined) counted.push(nd);
     for (const c of counted) await waitPort(c.port, 300_000, c.proc);
-    const token = fs.readFileSync(tokenFile, 'utf8').trim();
+    const token = gw === undefined ? '' : fs.readFileSync(tokenFile, 'utf8').trim();
     // The traced gateway issued its own token, as long as the other one.
     const tracedToken = tr !== undefined ? fs.readFileSync(`${tokenFile}-traced`, 'utf8').trim() : token;
     const pluginToken = pl !== undefined ? fs.readFileSync(`${tokenFile}-plugin`, 'utf8').trim() : token;
-    const one = (port: number, p: string, tok: string, extra: string): Buffer => Buffer.from(`GET ${p} HTTP/1.1\r\nHost: ${HOST}:${port}\r\nAuthorization: Bearer ${tok}\r\n${extra}\r\n`, 'latin1');
+    const one = (port: number, p: string, tok: string, extra: string): Buffer =>
+      Buffer.from(`GET ${p} HTTP/1.1\r\nHost: ${HOST}:${port}\r\nAuthorization: Bearer ${tok}\r\n${extra}\r\n`, 'latin1');
     // Every cell gets the same request, with --traced the traced scenario's 100 traceparents in turn (the
     // traced gateway with its own token).
-    const req = (port: number, p: string, tok = token): Buffer | Buffer[] => (withTraced ? traceparents(0.01).map((tp) => one(port, p, tok, `traceparent: ${tp}\r\n`)) : one(port, p, tok, ''));
+    const req = (port: number, p: string, tok = token): Buffer | Buffer[] =>
+      withTraced ? traceparents(0.01).map((tp) => one(port, p, tok, `traceparent: ${tp}\r\n`)) : one(port, p, tok, '');
+    // The peers' request (wrk's GET with a Host field only), to the transport and to the deployed node.
+    const plain = (port: number, p: string): Buffer => Buffer.from(`GET ${p} HTTP/1.1\r\nHost: ${HOST}:${port}\r\n\r\n`, 'latin1');
     // The open route answers too: the gateway serves the bench's routes (a check, not counted).
-    if ((await sendFixed(gw.port, req(gw.port, GATEWAY_OPEN_PATH), 10, 1)) > 0) throw new Error(`the gateway does not answer ${GATEWAY_OPEN_PATH} (log: ${gw.proc.logFile})`);
+    if (gw !== undefined && (await sendFixed(gw.port, req(gw.port, GATEWAY_OPEN_PATH), 10, 1)) > 0)
+      throw new Error(`the gateway does not answer ${GATEWAY_OPEN_PATH} (log: ${gw.proc.logFile})`);
     for (let r = 0; r < rounds; r++) {
       const w = r === 0 ? warm : Math.min(warm, 10_000);
       log(`round ${r + 1}/${rounds}: ${w} warm-up and ${requests} counted requests per cell`);
-      transport.push(await countCell(tp, req(tp.port, TRANSPORT_PATH), w, requests));
-      gateway.push(await countCell(gw, req(gw.port, FULL_PATH), w, requests));
-      if (tr !== undefined) traced.push(await countCell(tr, req(tr.port, FULL_PATH, tracedToken), w, requests));
-      if (pl !== undefined) plugin.push(await countCell(pl, req(pl.port, FULL_PATH, pluginToken), w, requests));
-      log(`  program instructions per request: transport ${fmt(transport[r]?.program)}, gateway ${fmt(gateway[r]?.program)}${tr !== undefined ? `, traced ${fmt(traced[r]?.program)}` : ''}${pl !== undefined ? `, plugin ${fmt(plugin[r]?.program)}` : ''}`);
+      if (gw !== undefined) {
+        transport.push(await countCell(tp, req(tp.port, TRANSPORT_PATH), w, requests, keep('transport', r)));
+        gateway.push(await countCell(gw, req(gw.port, FULL_PATH), w, requests, keep('gateway', r)));
+      }
+      if (tr !== undefined) traced.push(await countCell(tr, req(tr.port, FULL_PATH, tracedToken), w, requests, keep('traced', r)));
+      if (pl !== undefined) plugin.push(await countCell(pl, req(pl.port, FULL_PATH, pluginToken), w, requests, keep('plugin', r)));
+      if (nd !== undefined) {
+        transportPlain.push(await countCell(tp, plain(tp.port, TRANSPORT_PATH), w, requests, keep('transport-plain', r)));
+        node.push(await countCell(nd, plain(nd.port, `${NODE_PREFIX}${TRANSPORT_PATH}`), w, requests, keep('node', r)));
+      }
+      log(
+        `  program instructions per request: transport ${fmt(transport[r]?.program)}, gateway ${fmt(gateway[r]?.program)}${tr !== undefined ? `, traced ${fmt(traced[r]?.program)}` : ''}${pl !== undefined ? `, plugin ${fmt(plugin[r]?.program)}` : ''}${nd !== undefined ? `, transport plain ${fmt(transportPlain[r]?.program)}, node ${fmt(node[r]?.program)}` : ''}`,
+      );
     }
     if (tr !== undefined) await stopProc(tr.proc, 20_000);
     if (pl !== undefined) await stopProc(pl.proc, 20_000);
-    await stopProc(gw.proc, 20_000);
+    if (nd !== undefined) await stopProc(nd.proc, 20_000);
+    if (gw !== undefined) await stopProc(gw.proc, 20_000);
     await stopProc(tp.proc, 20_000);
   } finally {
     await stopAll();
@@ -486,7 +640,16 @@ export async function runInstructionsBench(argv: readonly string[]): Promise<voi
       for (const f of [`${c.out}.${c.proc.pid}`, ...dumps(c)]) fs.rmSync(f, { force: true });
     }
   }
-  const run: InstructionRun = { date: new Date().toISOString(), requests, rounds, transport, gateway, ...(withTraced ? { traced } : {}), ...(withPlugin ? { plugin } : {}) };
+  const run: InstructionRun = {
+    date: new Date().toISOString(),
+    requests,
+    rounds,
+    transport,
+    gateway,
+    ...(withTraced ? { traced } : {}),
+    ...(withPlugin ? { plugin } : {}),
+    ...(withNode ? { transportPlain, node } : {}),
+  };
   fs.writeFileSync(path.join(WORK_DIR, `instructions-${run.date.replace(/[:.]/g, '-')}.json`), JSON.stringify(run, null, 2));
   process.stdout.write(`# throughway instruction count — ${run.date}\n\n${renderInstructions(run)}`);
 }

@@ -46,7 +46,11 @@ function row(name: string, label: string, r: autocannon.Result): Row {
 }
 
 async function startGateway(port: number, backendPort: number): Promise<ReturnType<typeof startProc>> {
-  const p = startProc('gateway-mediation', [process.execPath, __filename], { MEDIATION_GATEWAY: '1', PORT: String(port), BACKEND_PORT: String(backendPort) });
+  const p = startProc('gateway-mediation', [process.execPath, __filename], {
+    MEDIATION_GATEWAY: '1',
+    PORT: String(port),
+    BACKEND_PORT: String(backendPort),
+  });
   await waitPort(port, 20_000, p);
   return p;
 }
@@ -59,7 +63,12 @@ export async function runMediationBench(opts: MediationBenchOptions): Promise<Ro
   await startGateway(gatewayPort, backendPort);
   const base = `http://${HOST}:${gatewayPort}/bench/1.0.0`;
   const rows: Row[] = [];
-  const post = (body: Buffer): autocannon.Options => ({ url: `${base}/upload`, method: 'POST', body, headers: { 'content-type': 'application/json' } });
+  const post = (body: Buffer): autocannon.Options => ({
+    url: `${base}/upload`,
+    method: 'POST',
+    body,
+    headers: { 'content-type': 'application/json' },
+  });
   try {
     for (const [name, size, conns] of [
       ['json1k', 1024, 64],
@@ -70,7 +79,13 @@ export async function runMediationBench(opts: MediationBenchOptions): Promise<Ro
       log(`mediation ${name}: warm-up ${opts.warmup}s`);
       await run(`${base}/upload`, { ...o, duration: opts.warmup });
       log(`mediation ${name}: ${opts.duration}s`);
-      rows.push(row(name, `POST ${fmt(size / 1024, 0)} KiB JSON, validation on, ${conns} conns`, await run(`${base}/upload`, { ...o, duration: opts.duration })));
+      rows.push(
+        row(
+          name,
+          `POST ${fmt(size / 1024, 0)} KiB JSON, validation on, ${conns} conns`,
+          await run(`${base}/upload`, { ...o, duration: opts.duration }),
+        ),
+      );
     }
     log('mediation small GETs alone');
     rows.push(row('small-alone', 'GET /small, 32 conns, alone', await run(`${base}/small`, { connections: 32, duration: opts.duration })));

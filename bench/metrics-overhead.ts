@@ -35,7 +35,11 @@ const records: ExchangeRecord[] = Array.from({ length: 64 }, (_, i) => ({
   retries: 0,
 }));
 // apiOf as the gateway answers it: a route-table lookup returning the compiled API's own id string.
-const byFirst = new Map([['pizzashack', apis[0]], ['orders', apis[1]], ['users', apis[2]]]);
+const byFirst = new Map([
+  ['pizzashack', apis[0]],
+  ['orders', apis[1]],
+  ['users', apis[2]],
+]);
 const apiOf = (url: string): string | undefined => byFirst.get(url.slice(1, url.indexOf('/', 1)));
 
 function time(fn: (r: ExchangeRecord) => void): number {

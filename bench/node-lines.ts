@@ -94,7 +94,9 @@ function parse(argv: readonly string[]): Options {
       if (!Number.isFinite(n) || n < (a === '--warmup' ? 0 : 1) || n > 600) throw new Error(`${a} needs a number in [1, 600]`);
       o[a.slice(2) as 'rounds' | 'duration' | 'warmup'] = n;
     } else if (a === '--help' || a === '-h') {
-      process.stdout.write(`usage: node dist/bench/node-lines.js --node PATH [--rounds N] [--duration S] [--warmup S] [--write] [--from FILE]\n`);
+      process.stdout.write(
+        `usage: node dist/bench/node-lines.js --node PATH [--rounds N] [--duration S] [--warmup S] [--write] [--from FILE]\n`,
+      );
       process.exit(0);
     } else throw new Error(`unknown option ${a}`);
   }
@@ -103,7 +105,13 @@ function parse(argv: readonly string[]): Options {
 }
 
 function cannon(port: number, sc: Scenario, seconds: number, body: Buffer): Promise<autocannon.Result> {
-  const opts: autocannon.Options = { url: `http://${HOST}:${port}${sc.path}`, connections: sc.conns, duration: seconds, timeout: 10, method: sc.method };
+  const opts: autocannon.Options = {
+    url: `http://${HOST}:${port}${sc.path}`,
+    connections: sc.conns,
+    duration: seconds,
+    timeout: 10,
+    method: sc.method,
+  };
   if (sc.method === 'POST') {
     opts.body = body;
     opts.headers = { 'content-type': 'application/octet-stream' };
@@ -140,7 +148,16 @@ async function measure(o: Options, other: string): Promise<NodeLinesRow[]> {
             const t1 = procTicks(proxy.pid);
             const requests = r['1xx'] + r['2xx'] + r['3xx'] + r['4xx'] + r['5xx'];
             const proxyUs = t0 === undefined || t1 === undefined || requests === 0 ? NaN : (((t1 - t0) / CLK_TCK) * 1e6) / requests;
-            rows.push({ round, scenario: sc.name, node: versions[which]!, rps: requests / r.duration, p99: r.latency.p99, proxyUs, errors: r.errors, non2xx: r.non2xx });
+            rows.push({
+              round,
+              scenario: sc.name,
+              node: versions[which]!,
+              rps: requests / r.duration,
+              p99: r.latency.p99,
+              proxyUs,
+              errors: r.errors,
+              non2xx: r.non2xx,
+            });
             log(`round ${round}, ${versions[which]}, ${sc.name}: ${fmt(requests / r.duration)} req/s, ${fmt(proxyUs, 1)} µs/req`);
           }
         } finally {
@@ -171,7 +188,13 @@ export function renderNodeLinesTable(run: NodeLinesRun): string {
     const usB = median(rb.map((r) => r.proxyUs));
     L.push(
       `| ${sc.label} | ${fmt(rpsA)}${range(ra.map((r) => r.rps))} | ${fmt(rpsB)}${range(rb.map((r) => r.rps))} | ${fmt(rpsB / rpsA, 3)} | ` +
-        `${fmt(usA, 1)}${range(ra.map((r) => r.proxyUs), 1)} | ${fmt(usB, 1)}${range(rb.map((r) => r.proxyUs), 1)} | ${fmt(usB / usA, 3)} | ` +
+        `${fmt(usA, 1)}${range(
+          ra.map((r) => r.proxyUs),
+          1,
+        )} | ${fmt(usB, 1)}${range(
+          rb.map((r) => r.proxyUs),
+          1,
+        )} | ${fmt(usB / usA, 3)} | ` +
         `${fmt(median(ra.map((r) => r.p99)))} / ${fmt(median(rb.map((r) => r.p99)))} |`,
     );
   }
@@ -206,7 +229,16 @@ async function main(): Promise<void> {
     if (!fs.existsSync(other)) throw new Error(`no such binary: ${other}`);
     const rows = await measure(o, other);
     const versions = [process.version, execFileSync(other, ['--version'], { encoding: 'utf8' }).trim()] as const;
-    return { date, command, machine: machineLines(load0, os.loadavg()), duration: o.duration, warmup: o.warmup, rounds: o.rounds, versions, rows };
+    return {
+      date,
+      command,
+      machine: machineLines(load0, os.loadavg()),
+      duration: o.duration,
+      warmup: o.warmup,
+      rounds: o.rounds,
+      versions,
+      rows,
+    };
   });
   process.stdout.write(`\n# Node lines — ${run.date}\n\n${renderNodeLinesTable(run)}\n`);
   if (o.write) writeSection(NODE_LINES_BEGIN, NODE_LINES_END, renderNodeLines(run), 'Node-lines');

@@ -137,7 +137,13 @@ function runLoad(opts: Options, port: number, seconds: number, outDir: string): 
 }
 
 /** Load for `seconds` while measuring the proxy's CPU; `during` runs alongside (perf record). */
-async function measuredLoad(opts: Options, port: number, proxy: Proc, outDir: string, during?: () => Promise<void>): Promise<WrkResult & { usPerReq: number }> {
+async function measuredLoad(
+  opts: Options,
+  port: number,
+  proxy: Proc,
+  outDir: string,
+  during?: () => Promise<void>,
+): Promise<WrkResult & { usPerReq: number }> {
   const t0 = procTicks(proxy.pid) ?? NaN;
   const [r] = await Promise.all([runLoad(opts, port, opts.duration, outDir), during ? during() : Promise.resolve()]);
   const t1 = procTicks(proxy.pid) ?? NaN;
@@ -206,7 +212,11 @@ async function perfMode(opts: Options, backendPort: number, outDir: string): Pro
     log(`perf: recording pid ${proxy.pid} for ${opts.duration} s under ${opts.tool} (${opts.scenario.label})`);
     let rec: { code: number | null; out: string } = { code: null, out: '' };
     const r = await measuredLoad(opts, port, proxy, outDir, async () => {
-      rec = await runCmd('perf', ['record', '-g', '-F', '999', '-p', String(proxy.pid), '-o', data, '--', 'sleep', String(opts.duration)], opts.duration + 30);
+      rec = await runCmd(
+        'perf',
+        ['record', '-g', '-F', '999', '-p', String(proxy.pid), '-o', data, '--', 'sleep', String(opts.duration)],
+        opts.duration + 30,
+      );
     });
     if (rec.code !== 0) throw new Error(`perf record failed: ${rec.out.slice(-400)}`);
     const rep = await runCmd(
@@ -231,14 +241,19 @@ async function perfMode(opts: Options, backendPort: number, outDir: string): Pro
     const out: string[] = [];
     out.push(`## perf: ${opts.scenario.label}, ${opts.tool}, ${opts.duration} s`);
     out.push('');
-    out.push(`load: ${fmt(r.rps)} req/s, ${r.requests} requests, errors ${r.errors}, non-2xx ${r.non2xx}; throughway CPU ${fmt(r.usPerReq, 1)} µs/req (utime+stime over the window)`);
+    out.push(
+      `load: ${fmt(r.rps)} req/s, ${r.requests} requests, errors ${r.errors}, non-2xx ${r.non2xx}; throughway CPU ${fmt(r.usPerReq, 1)} µs/req (utime+stime over the window)`,
+    );
     out.push('');
     out.push('### CPU by kind (symbols ≥ 0.05 % each; the rest unlisted), µs/req = share × the measured CPU per request');
     out.push('');
     out.push('| kind | % of samples | ≈ µs/req |');
     out.push('|---|---|---|');
-    for (const [c, pct] of [...cats].sort((a, b) => b[1] - a[1])) out.push(`| ${c} | ${pct.toFixed(1)} | ${fmt((pct / 100) * r.usPerReq, 1)} |`);
-    out.push(`| (below 0.05 % each) | ${Math.max(0, 100 - listed).toFixed(1)} | ${fmt((Math.max(0, 100 - listed) / 100) * r.usPerReq, 1)} |`);
+    for (const [c, pct] of [...cats].sort((a, b) => b[1] - a[1]))
+      out.push(`| ${c} | ${pct.toFixed(1)} | ${fmt((pct / 100) * r.usPerReq, 1)} |`);
+    out.push(
+      `| (below 0.05 % each) | ${Math.max(0, 100 - listed).toFixed(1)} | ${fmt((Math.max(0, 100 - listed) / 100) * r.usPerReq, 1)} |`,
+    );
     out.push('');
     out.push('### by DSO');
     out.push('');
@@ -254,7 +269,8 @@ async function perfMode(opts: Options, backendPort: number, outDir: string): Pro
     out.push(`### top ${opts.top}: perf report --no-children --sort dso,sym`);
     out.push('');
     out.push('```');
-    for (const row of rows.slice(0, opts.top)) out.push(`${row.pct.toFixed(2).padStart(6)}%  ${row.dso.padEnd(20)} ${row.sym.slice(0, 110)}   [${category(row)}]`);
+    for (const row of rows.slice(0, opts.top))
+      out.push(`${row.pct.toFixed(2).padStart(6)}%  ${row.dso.padEnd(20)} ${row.sym.slice(0, 110)}   [${category(row)}]`);
     out.push('```');
     process.stdout.write(out.join('\n') + '\n\n');
   } finally {
@@ -296,7 +312,12 @@ async function cpuProfMode(opts: Options, backendPort: number, outDir: string): 
   const port = await freePort();
   const profDir = path.join(outDir, 'cpuprofile');
   fs.mkdirSync(profDir, { recursive: true });
-  const proxy = await startThroughway(port, backendPort, ['--cpu-prof', '--cpu-prof-dir', profDir, '--cpu-prof-name', 'throughway.cpuprofile'], 'throughway-cpuprof');
+  const proxy = await startThroughway(
+    port,
+    backendPort,
+    ['--cpu-prof', '--cpu-prof-dir', profDir, '--cpu-prof-name', 'throughway.cpuprofile'],
+    'throughway-cpuprof',
+  );
   let r: WrkResult & { usPerReq: number };
   try {
     await sanity(port, uploadBody());
@@ -334,7 +355,9 @@ async function cpuProfMode(opts: Options, backendPort: number, outDir: string): 
   const out: string[] = [];
   out.push(`## --cpu-prof: ${opts.scenario.label}, ${opts.tool}, ${opts.duration} s (+ warm-up; the profile spans the process's life)`);
   out.push('');
-  out.push(`load: ${fmt(r.rps)} req/s, errors ${r.errors}, non-2xx ${r.non2xx}; throughway CPU ${fmt(r.usPerReq, 1)} µs/req; profile: ${fmt(totalUs / 1e6, 2)} s busy, ${fmt(idleUs / 1e6, 2)} s idle (wall-clock samples)`);
+  out.push(
+    `load: ${fmt(r.rps)} req/s, errors ${r.errors}, non-2xx ${r.non2xx}; throughway CPU ${fmt(r.usPerReq, 1)} µs/req; profile: ${fmt(totalUs / 1e6, 2)} s busy, ${fmt(idleUs / 1e6, 2)} s idle (wall-clock samples)`,
+  );
   out.push('');
   out.push('| kind | % of busy samples |');
   out.push('|---|---|');
@@ -343,7 +366,8 @@ async function cpuProfMode(opts: Options, backendPort: number, outDir: string): 
   out.push(`### top ${opts.top} functions by self time`);
   out.push('');
   out.push('```');
-  for (const [k, us] of [...self].sort((a, b) => b[1] - a[1]).slice(0, opts.top)) out.push(`${((us / totalUs) * 100).toFixed(2).padStart(6)}%  ${k}`);
+  for (const [k, us] of [...self].sort((a, b) => b[1] - a[1]).slice(0, opts.top))
+    out.push(`${((us / totalUs) * 100).toFixed(2).padStart(6)}%  ${k}`);
   out.push('```');
   out.push(`profile: ${file} (open in Chrome DevTools → Performance, or speedscope)`);
   process.stdout.write(out.join('\n') + '\n\n');

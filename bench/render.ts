@@ -80,7 +80,12 @@ function okCells(cells: readonly Cell[], sc: string, target: TargetName): Cell[]
 
 /** Per round, `target` req/s ÷ the gateway's open route req/s (the feature's own cost). */
 export function vsOpen(cells: readonly Cell[], sc: string, target: TargetName = 'gateway'): number[] {
-  return perRound(cells, (c) => isCell(c, sc, 'gateway-open'), (c) => isCell(c, sc, target), (c) => c.rps);
+  return perRound(
+    cells,
+    (c) => isCell(c, sc, 'gateway-open'),
+    (c) => isCell(c, sc, target),
+    (c) => c.rps,
+  );
 }
 
 function sum<T>(xs: readonly T[], f: (x: T) => number): number {
@@ -97,7 +102,9 @@ function connsLabel(sc: Scenario, o: RenderOptions): string {
 /** The main table (direct vs throughway per scenario), its note, and one detail table per scenario. */
 export function renderOwn(cells: readonly Cell[], o: RenderOptions): string {
   const L: string[] = [];
-  L.push('| scenario | direct req/s | throughway req/s | vs direct | p99 ms direct / throughway | proxy CPU µs/req | backend µs/req | errors / non-2xx |');
+  L.push(
+    '| scenario | direct req/s | throughway req/s | vs direct | p99 ms direct / throughway | proxy CPU µs/req | backend µs/req | errors / non-2xx |',
+  );
   L.push('|---|---|---|---|---|---|---|---|');
   for (const sc of o.scenarios) {
     const main = mainTarget(sc);
@@ -126,13 +133,20 @@ export function renderOwn(cells: readonly Cell[], o: RenderOptions): string {
     L.push('');
     L.push(`#### ${sc.label}${o.connections !== undefined ? ` (run with ${o.connections} conns)` : ''}`);
     L.push('');
-    L.push('| target | req/s | vs direct | p50 ms | p99 ms | proxy CPU µs/req | backend µs/req | client µs/req | other cores | errors / timeouts / non-2xx |');
+    L.push(
+      '| target | req/s | vs direct | p50 ms | p99 ms | proxy CPU µs/req | backend µs/req | client µs/req | other cores | errors / timeouts / non-2xx |',
+    );
     L.push('|---|---|---|---|---|---|---|---|---|---|');
     for (const target of sc.targets) {
       const all = cells.filter((c) => c.scenario === sc.name && c.target === target);
       const ok = all.filter((c) => c.ok);
       if (all.length === 0) continue;
-      const label = target === 'gateway' ? `gateway, ${sc.gatewayPath ?? ''}` : target === 'gateway-open' ? `gateway, open route` : TARGET_LABEL[target];
+      const label =
+        target === 'gateway'
+          ? `gateway, ${sc.gatewayPath ?? ''}`
+          : target === 'gateway-open'
+            ? `gateway, open route`
+            : TARGET_LABEL[target];
       if (ok.length === 0) {
         L.push(`| ${label} | failed: ${all[0]?.error ?? '?'} |||||||||`);
         continue;
@@ -156,7 +170,12 @@ export function renderOwn(cells: readonly Cell[], o: RenderOptions): string {
  */
 export function cpuVsScenario(cells: readonly Cell[], sc: string, base: string, target: TargetName = 'throughway'): number[] {
   const us = (c: Cell): number => (target === 'direct' ? c.backendUs : (c.proxyUs ?? NaN));
-  return perRound(cells, (c) => isCell(c, base, target), (c) => isCell(c, sc, target), us);
+  return perRound(
+    cells,
+    (c) => isCell(c, base, target),
+    (c) => isCell(c, sc, target),
+    us,
+  );
 }
 
 /**
@@ -172,12 +191,14 @@ function renderVsScenario(cells: readonly Cell[], o: RenderOptions): string | un
   if (rows.length === 0) return undefined;
   const L: string[] = [];
   L.push(
-    'More connections, the same request: the transport\'s CPU µs per request in the scenario ÷ its CPU µs per request in the ' +
+    "More connections, the same request: the transport's CPU µs per request in the scenario ÷ its CPU µs per request in the " +
       'base scenario in the same round. "backend\'s own" divides the direct backend\'s CPU per request the same way: what the ' +
       'same connections cost a node:http server with no proxy in front of it.',
   );
   L.push('');
-  L.push('| scenario | base scenario | throughway µs/req | in the base scenario | CPU vs base (per round) | target | in this run | backend\'s own (per round) |');
+  L.push(
+    "| scenario | base scenario | throughway µs/req | in the base scenario | CPU vs base (per round) | target | in this run | backend's own (per round) |",
+  );
   L.push('|---|---|---|---|---|---|---|---|');
   for (const { sc, base, v } of rows) {
     const ratios = cpuVsScenario(cells, sc.name, v.base);
@@ -200,7 +221,8 @@ export function renderFeatures(cells: readonly Cell[], o: RenderOptions): string
 }
 
 /** Per-round ratios as a table cell: the median, then each round's when there are several. */
-export const ratiosText = (rs: readonly number[]): string => `${fmt(median(rs), 3)}${rs.length > 1 ? ` (${rs.map((r) => fmt(r, 3)).join(', ')})` : ''}`;
+export const ratiosText = (rs: readonly number[]): string =>
+  `${fmt(median(rs), 3)}${rs.length > 1 ? ` (${rs.map((r) => fmt(r, 3)).join(', ')})` : ''}`;
 
 /** `req/s · µs/req`, medians of a target's cells in one scenario. */
 function rpsAndUs(cells: readonly Cell[], sc: string, t: TargetName): string {
@@ -222,7 +244,12 @@ function atMost(m: number, max: number): string {
  * by default against the transport handed the same request (`throughway-same`), or against `base`.
  */
 export function cpuVsTransport(cells: readonly Cell[], sc: string, base: TargetName = 'throughway-same'): number[] {
-  return perRound(cells, (c) => isCell(c, sc, base), (c) => isCell(c, sc, 'gateway'), (c) => c.proxyUs ?? NaN);
+  return perRound(
+    cells,
+    (c) => isCell(c, sc, base),
+    (c) => isCell(c, sc, 'gateway'),
+    (c) => c.proxyUs ?? NaN,
+  );
 }
 
 /**
@@ -237,17 +264,19 @@ function renderVsTransport(cells: readonly Cell[], o: RenderOptions): string | u
   L.push('');
   L.push(
     'A gateway with everything on at once (`bench/start-gateway.ts` with `ACCESS_LOG=1`, route `/full/1/small`): a bearer token ' +
-      'on a warm token cache, the subscription tier\'s request count and burst counters and a resource policy (three counters per ' +
+      "on a warm token cache, the subscription tier's request count and burst counters and a resource policy (three counters per " +
       'call), and the access log written to a file in the format `npm start` writes. The traced row runs another such gateway ' +
       'that also sends its spans to a Zipkin sink in the backend process (`TRACER_PORT`), and every request carries a ' +
-      '`traceparent` whose sampled flag is on for 1 in 100 (docs/tracing.md: the gateway honours the caller\'s flag). ' +
+      "`traceparent` whose sampled flag is on for 1 in 100 (docs/tracing.md: the gateway honours the caller's flag). " +
       '"CPU vs transport" is the gateway\'s CPU µs per request ÷ the transport-only throughway\'s in the same round, the ' +
       'transport handed the very request the gateway gets (the ~1 KB bearer token, and the traceparents of the traced row): ' +
       'what the gateway adds to a request. "vs plain GET" divides by the transport\'s cell without the token in the same ' +
-      'round, so it also counts parsing and copying the token\'s bytes, which any proxy in front of such clients pays.',
+      "round, so it also counts parsing and copying the token's bytes, which any proxy in front of such clients pays.",
   );
   L.push('');
-  L.push('| scenario | transport only req/s · µs/req | the same request through the transport req/s · µs/req | gateway req/s · µs/req | CPU vs transport (per round) | target | in this run | CPU vs plain GET (per round) |');
+  L.push(
+    '| scenario | transport only req/s · µs/req | the same request through the transport req/s · µs/req | gateway req/s · µs/req | CPU vs transport (per round) | target | in this run | CPU vs plain GET (per round) |',
+  );
   L.push('|---|---|---|---|---|---|---|---|');
   for (const sc of full) {
     const pair = (t: TargetName): string => rpsAndUs(cells, sc.name, t);
@@ -267,7 +296,7 @@ function renderBudgets(cells: readonly Cell[], o: RenderOptions): string | undef
   const features = o.scenarios.filter((sc) => sc.budget !== undefined);
   if (features.length === 0) return undefined;
   const L: string[] = [];
-  L.push('## The gateway\'s features: authentication and throttling');
+  L.push("## The gateway's features: authentication and throttling");
   L.push('');
   L.push(
     'The full gateway (`bench/start-gateway.ts`: the phase chain and the key manager in one process, one application with a ' +
@@ -275,10 +304,12 @@ function renderBudgets(cells: readonly Cell[], o: RenderOptions): string | undef
       'a protected one (`auth = "oauth2"`; the warm-up fills the token cache, so cells measure the warm path: cache look-up, ' +
       'subscription and scope checks) and a throttled one (a resource policy, the per-IP subscription tier and burst control: three ' +
       'counters per call with limits no run reaches). "vs open" is the route\'s req/s ÷ the open route\'s in the same round; ' +
-      'the CPU figures are the gateway\'s per request, the steadier measure on a shared machine.',
+      "the CPU figures are the gateway's per request, the steadier measure on a shared machine.",
   );
   L.push('');
-  L.push('| scenario | transport only req/s · µs/req | gateway open route req/s · µs/req | gateway req/s · µs/req | vs open (per round) | CPU µs/req vs open | budget | in this run |');
+  L.push(
+    '| scenario | transport only req/s · µs/req | gateway open route req/s · µs/req | gateway req/s · µs/req | vs open (per round) | CPU µs/req vs open | budget | in this run |',
+  );
   L.push('|---|---|---|---|---|---|---|---|');
   for (const sc of features) {
     const pair = (t: TargetName): string => rpsAndUs(cells, sc.name, t);
@@ -286,7 +317,10 @@ function renderBudgets(cells: readonly Cell[], o: RenderOptions): string | undef
     const m = median(ratios);
     const openUs = median(okCells(cells, sc.name, 'gateway-open').map((c) => c.proxyUs ?? NaN));
     const gwUs = median(okCells(cells, sc.name, 'gateway').map((c) => c.proxyUs ?? NaN));
-    const cpu = Number.isFinite(openUs) && Number.isFinite(gwUs) && openUs > 0 ? `${gwUs >= openUs ? '+' : ''}${fmt((gwUs / openUs - 1) * 100, 0)} %` : '—';
+    const cpu =
+      Number.isFinite(openUs) && Number.isFinite(gwUs) && openUs > 0
+        ? `${gwUs >= openUs ? '+' : ''}${fmt((gwUs / openUs - 1) * 100, 0)} %`
+        : '—';
     const budget = sc.budget as NonNullable<Scenario['budget']>;
     const verdict = Number.isFinite(m) ? (m >= budget.min ? 'within' : '**over**') : '—';
     L.push(
@@ -375,7 +409,12 @@ export interface WorkersRun {
  * Per round, `f` of the item of `b` ÷ that of `a` in the same round, in b's order; a round without both, or
  * where a's figure is not positive or b's not a number (a proxy's CPU of a cell that measured none), has none.
  */
-function perRound<T extends { readonly round: number }>(xs: readonly T[], a: (x: T) => boolean, b: (x: T) => boolean, f: (x: T) => number): number[] {
+function perRound<T extends { readonly round: number }>(
+  xs: readonly T[],
+  a: (x: T) => boolean,
+  b: (x: T) => boolean,
+  f: (x: T) => number,
+): number[] {
   const out: number[] = [];
   for (const x of xs.filter(b)) {
     const ref = xs.find((y) => a(y) && y.round === x.round);
@@ -398,12 +437,19 @@ export function renderWorkersTable(run: WorkersRun): string {
     const tail = `${sum(rows, (r) => r.errors)} / ${sum(rows, (r) => r.non2xx)} |`;
     if (cpu) {
       const busiest = median(rows.map((r) => r.busiestUs ?? NaN));
-      L.push(`| ${n} | ${col((r) => r.rps)} | ${col((r) => r.p99)} | ${col((r) => r.cpuUs ?? NaN, 1)} | ${col((r) => r.busiestUs ?? NaN, 1)} | ${fmt(1e6 / busiest)} | ${tail}`);
+      L.push(
+        `| ${n} | ${col((r) => r.rps)} | ${col((r) => r.p99)} | ${col((r) => r.cpuUs ?? NaN, 1)} | ${col((r) => r.busiestUs ?? NaN, 1)} | ${fmt(1e6 / busiest)} | ${tail}`,
+      );
     } else {
       L.push(`| ${n} | ${col((r) => r.rps)} | ${col((r) => r.p99)} | ${tail}`);
     }
   }
-  const ratios = perRound(run.rows, (r) => r.workers === 1, (r) => r.workers === 2, (r) => r.rps);
+  const ratios = perRound(
+    run.rows,
+    (r) => r.workers === 1,
+    (r) => r.workers === 2,
+    (r) => r.rps,
+  );
   L.push('');
   L.push(`2 workers ÷ 1, req/s in the same round: ${ratiosText(ratios)}${ratios.length > 1 ? ' (median, then each round)' : ''}.`);
   return L.join('\n');
@@ -422,7 +468,7 @@ export function renderWorkers(run: WorkersRun): string {
       'process serves the gateway, the key manager and the demo backend; with two, the primary keeps the key manager and the demo ' +
       'backend and two worker processes share the gateway port. autocannon runs in the bench process on the same cores, so on this ' +
       '2-core machine the client, the backend and the workers compete for two cores: the ratio is what this machine allows, not what ' +
-      'a second free core would give. The CPU columns do not depend on free cores: the CPU all of the node\'s processes spend per ' +
+      "a second free core would give. The CPU columns do not depend on free cores: the CPU all of the node's processes spend per " +
       'request, and that of its busiest process; "req/s bound" is 10^6 ÷ the busiest process\'s µs per request, the rate at which that ' +
       'process would saturate its own core (a projection, not a measurement). To measure scaling on a larger machine, give the node, ' +
       'the backend and the client cores of their own, e.g. `taskset -c 0-3 npx throughway start` with `workers = "4"`, the backend ' +
@@ -450,7 +496,10 @@ export interface CountingRun {
 }
 
 export function renderCountingTable(run: CountingRun): string {
-  const L = ['| counter_store | req/s | vs memory (per round) | p50 ms | p99 ms | gateway CPU µs/req | CPU vs memory | other cores | errors / timeouts / non-2xx |', '|---|---|---|---|---|---|---|---|---|'];
+  const L = [
+    '| counter_store | req/s | vs memory (per round) | p50 ms | p99 ms | gateway CPU µs/req | CPU vs memory | other cores | errors / timeouts / non-2xx |',
+    '|---|---|---|---|---|---|---|---|---|',
+  ];
   const ok = (store: string): Cell[] => run.cells.filter((c) => c.scenario === `counting-${store}` && c.ok);
   const memUs = median(ok('memory').map((c) => c.proxyUs ?? NaN));
   for (const store of ['memory', 'redis']) {
@@ -461,8 +510,16 @@ export function renderCountingTable(run: CountingRun): string {
     const vs =
       store === 'memory'
         ? '1'
-        : ratiosText(perRound(run.cells.filter((c) => c.ok), (c) => c.scenario === 'counting-memory', (c) => c.scenario === 'counting-redis', (c) => c.rps));
-    const cpu = store === 'memory' ? '—' : Number.isFinite(us) && memUs > 0 ? `${us >= memUs ? '+' : ''}${fmt((us / memUs - 1) * 100, 0)} %` : '—';
+        : ratiosText(
+            perRound(
+              run.cells.filter((c) => c.ok),
+              (c) => c.scenario === 'counting-memory',
+              (c) => c.scenario === 'counting-redis',
+              (c) => c.rps,
+            ),
+          );
+    const cpu =
+      store === 'memory' ? '—' : Number.isFinite(us) && memUs > 0 ? `${us >= memUs ? '+' : ''}${fmt((us / memUs - 1) * 100, 0)} %` : '—';
     L.push(
       `| ${store} | ${col((c) => c.rps, 0)} | ${vs} | ${col((c) => c.p50, 0)} | ${col((c) => c.p99, 0)} | ${col((c) => c.proxyUs ?? NaN, 1)} | ${cpu} | ${col((c) => c.otherCores, 2)} | ` +
         `${sum(cells, (c) => c.errors)} / ${sum(cells, (c) => c.timeouts)} / ${sum(cells, (c) => c.non2xx)}${failed > 0 ? ` (${failed} cells failed)` : ''} |`,
@@ -542,7 +599,7 @@ export function renderDoc(p: DocParts): string {
     'Measured, never asserted: these are the figures of one run on the machine below, a shared 2-core VM where other ' +
       'builds run at the same time. Requests per second move ±20–40 % between runs there; the CPU time a proxy spends per ' +
       'request (utime+stime from `/proc/<pid>/stat` ÷ completed requests) is the steadiest figure, and ratios between ' +
-      'targets measured in the same round are what to compare. Every figure below comes from a bench scenario\'s raw results.',
+      "targets measured in the same round are what to compare. Every figure below comes from a bench scenario's raw results.",
   );
   L.push('');
   L.push(`## Machine and run (${p.date})`);
@@ -565,14 +622,20 @@ export function renderDoc(p: DocParts): string {
     L.push(p.features);
     L.push('');
   }
-  L.push(p.peers ?? `${PEERS_BEGIN}\n## Against the peers\n\nNo peers run recorded yet: \`npm run bench -- --compare --write\` adds it.\n${PEERS_END}`);
+  L.push(
+    p.peers ??
+      `${PEERS_BEGIN}\n## Against the peers\n\nNo peers run recorded yet: \`npm run bench -- --compare --write\` adds it.\n${PEERS_END}`,
+  );
   L.push('');
   L.push(
     p.mediation ??
       `${MEDIATION_BEGIN}\n## Mediation: JSON validation (docs/mediation.md)\n\nNo mediation run recorded yet: \`npm run bench -- --mediation --write\` adds it.\n${MEDIATION_END}`,
   );
   L.push('');
-  L.push(p.workers ?? `${WORKERS_BEGIN}\n## Cluster mode: workers (docs/scale-out.md)\n\nNo workers run recorded yet: \`npm run bench -- --workers --write\` adds it.\n${WORKERS_END}`);
+  L.push(
+    p.workers ??
+      `${WORKERS_BEGIN}\n## Cluster mode: workers (docs/scale-out.md)\n\nNo workers run recorded yet: \`npm run bench -- --workers --write\` adds it.\n${WORKERS_END}`,
+  );
   L.push('');
   L.push(
     p.counting ??
@@ -589,21 +652,45 @@ export function renderDoc(p: DocParts): string {
   L.push('npm ci');
   L.push('npm run bench                                   # all scenarios, 1 round of 10 s, tables on stdout');
   L.push('npm run bench -- --scenarios small,ka1000 --rounds 3 --duration 8');
-  L.push('npm run bench -- --scenarios auth,throttling --rounds 3   # the full gateway: bearer token (docs/security.md: within 15%), throttling (docs/throttling.md: at most 10%)');
-  L.push('ROUNDS=3 DURATION=8 TOOLS=wrk npm run bench -- --rounds 3 --compare --write   # everything with the peers; regenerates this file');
+  L.push(
+    'npm run bench -- --scenarios auth,throttling --rounds 3   # the full gateway: bearer token (docs/security.md: within 15%), throttling (docs/throttling.md: at most 10%)',
+  );
+  L.push(
+    'ROUNDS=3 DURATION=8 TOOLS=wrk npm run bench -- --rounds 3 --compare --write   # everything with the peers; regenerates this file',
+  );
   L.push(`node dist/bench/run.js --from ${p.workDir}/run-<date>.json --write   # render a run again, measuring nothing`);
-  L.push('npm run bench -- --mediation --write            # JSON validation at 1 KiB/64 KiB/1 MiB; small-GET p99 while 1 MiB bodies are validated');
+  L.push(
+    'npm run bench -- --mediation --write            # JSON validation at 1 KiB/64 KiB/1 MiB; small-GET p99 while 1 MiB bodies are validated',
+  );
   L.push(`node dist/bench/run.js --mediation --from ${p.workDir}/mediation-<date>.json --write   # render a mediation run again`);
-  L.push('npm run bench -- --workers --rounds 3 --duration 6 --write   # cluster mode: [throughway.cluster] workers = 1 vs 2 on the demo API');
-  L.push('npm run bench -- --redis-counting --rounds 3 --duration 6 --write   # throttle counters in memory vs Redis (THROUGHWAY_TEST_REDIS_URL or redis://127.0.0.1:6379)');
-  L.push(`node dist/bench/run.js --workers --from ${p.workDir}/workers-<date>.json --write   # likewise --redis-counting --from .../redis-counting-<date>.json`);
-  L.push('node dist/bench/node-lines.js --node <other node binary> --rounds 3 --write   # the transport on this Node and on another line (bench/node-lines.ts)');
+  L.push(
+    'npm run bench -- --workers --rounds 3 --duration 6 --write   # cluster mode: [throughway.cluster] workers = 1 vs 2 on the demo API',
+  );
+  L.push(
+    'npm run bench -- --redis-counting --rounds 3 --duration 6 --write   # throttle counters in memory vs Redis (THROUGHWAY_TEST_REDIS_URL or redis://127.0.0.1:6379)',
+  );
+  L.push(
+    `node dist/bench/run.js --workers --from ${p.workDir}/workers-<date>.json --write   # likewise --redis-counting --from .../redis-counting-<date>.json`,
+  );
+  L.push(
+    'node dist/bench/node-lines.js --node <other node binary> --rounds 3 --write   # the transport on this Node and on another line (bench/node-lines.ts)',
+  );
   L.push('node dist/bench/profile.js --mode perf          # where the CPU goes (perf), small GET under wrk');
-  L.push('npm run bench -- --instructions --rounds 3        # instructions per request (valgrind callgrind): transport vs full gateway, same request; GC and compiler apart');
-  L.push("npm run bench -- --instructions --rounds 3 --traced   # the same with the traced scenario's gateway as a third cell (its 100 traceparents, 1 % sampled, sent to every cell)");
-  L.push('node dist/bench/startup.js --runs 5 --write      # require(\'throughway\') and `npm start` to ready: medians of 5, with the load average');
-  L.push('npm run bench -- --many-clients --write          # CPU per request at 64 and 1,000 keep-alive clients: throughway and nginx-1w-tuned, each against itself');
-  L.push('npm run bench -- --cache-misses                  # simulated cache misses per request (callgrind) of the transport at 64 and 1,000 connections; prints');
+  L.push(
+    'npm run bench -- --instructions --rounds 3        # instructions per request (valgrind callgrind): transport vs full gateway, same request; GC and compiler apart',
+  );
+  L.push(
+    "npm run bench -- --instructions --rounds 3 --traced   # the same with the traced scenario's gateway as a third cell (its 100 traceparents, 1 % sampled, sent to every cell)",
+  );
+  L.push(
+    "node dist/bench/startup.js --runs 5 --write      # require('throughway') and `npm start` to ready: medians of 5, with the load average",
+  );
+  L.push(
+    'npm run bench -- --many-clients --write          # CPU per request at 64 and 1,000 keep-alive clients: throughway and nginx-1w-tuned, each against itself',
+  );
+  L.push(
+    'npm run bench -- --cache-misses                  # simulated cache misses per request (callgrind) of the transport at 64 and 1,000 connections; prints',
+  );
   L.push('```');
   L.push('');
   L.push(

@@ -10,9 +10,10 @@
  *   npm run bench -- --redis-counting [--duration S] [--warmup S] [--rounds N] [--connections N] [--write] [--from FILE]
  *   npm run bench -- --workers [...]   (bench/workers.ts)
  *   npm run bench -- --idle [--clients N] [--write] [--from FILE]   (bench/idle.ts)
- *   npm run bench -- --instructions [--requests N] [--rounds R] [--warm N] [--traced] [--plugin]   (bench/instructions.ts)
+ *   npm run bench -- --instructions [--requests N] [--rounds R] [--warm N] [--traced] [--plugin] [--node|--node-only] [--keep]   (bench/instructions.ts)
  *   npm run bench -- --many-clients [--clients N] [--rounds R] [--duration S] [--write] [--from FILE]   (bench/clients.ts)
  *   npm run bench -- --cache-misses [--clients N] [--requests N] [--rounds R] [--ll BYTES]   (bench/cache.ts)
+ *   npm run bench -- --tenants [--tenant-count N] [--apis M] [--requests R]   (bench/tenants.ts)
  *
  * Per cell (scenario × target × round): req/s, ratio to direct in the same round, p50/p99, errors and
  * non-2xx, and CPU time per completed request of the proxy, the backend and this process (the client),
@@ -32,7 +33,7 @@
  * replaces only its own section; --workers (bench/workers.ts) likewise for the cluster-mode section.
  */
 import autocannon = require('autocannon');
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { runMediationBench } from './mediation';
 import { GRAPHQL_BEGIN, GRAPHQL_END, renderGraphql, renderGraphqlTable, runGraphqlBench, QUERY_BODY, type GraphqlRun } from './graphql';
 import { Redis } from 'ioredis';
@@ -229,7 +230,8 @@ function parseArgs(argv: readonly string[]): Options {
   if (o.compare && o.peersResults) usage('--compare and --peers-results exclude each other');
   if (o.compare && o.from) usage('--compare and --from exclude each other');
   if (o.mediation && (o.compare || o.peersResults !== undefined)) usage('--mediation runs on its own: no --compare or --peers-results');
-  if (o.redisCounting && (o.compare || o.peersResults !== undefined || o.mediation)) usage('--redis-counting runs on its own: no --compare, --peers-results or --mediation');
+  if (o.redisCounting && (o.compare || o.peersResults !== undefined || o.mediation))
+    usage('--redis-counting runs on its own: no --compare, --peers-results or --mediation');
   return o;
 }
 
@@ -257,9 +259,12 @@ function runAutocannon(opts: autocannon.Options): Promise<autocannon.Result> {
       else resolve(result);
     });
     // autocannon stops itself after `duration`; this is the bound if it does not.
-    const guard = setTimeout(() => {
-      if (!settled) inst.stop();
-    }, ((opts.duration ?? 10) + 30) * 1000);
+    const guard = setTimeout(
+      () => {
+        if (!settled) inst.stop();
+      },
+      ((opts.duration ?? 10) + 30) * 1000,
+    );
   });
 }
 
@@ -280,14 +285,31 @@ function tracedRequests(fraction: number, headers: Record<string, string>): NonN
   return traceparents(fraction).map((traceparent) => ({ headers: { ...headers, traceparent } }));
 }
 
-function acOptions(port: number, urlPath: string, sc: Scenario, headers: Record<string, string>, conns: number, seconds: number, body: Buffer, target?: TargetName): autocannon.Options {
-  const o: autocannon.Options = { url: `http://${HOST}:${port}${urlPath}`, connections: conns, duration: seconds, timeout: 10, method: sc.method, headers };
+function acOptions(
+  port: number,
+  urlPath: string,
+  sc: Scenario,
+  headers: Record<string, string>,
+  conns: number,
+  seconds: number,
+  body: Buffer,
+  target?: TargetName,
+): autocannon.Options {
+  const o: autocannon.Options = {
+    url: `http://${HOST}:${port}${urlPath}`,
+    connections: conns,
+    duration: seconds,
+    timeout: 10,
+    method: sc.method,
+    headers,
+  };
   if (sc.method === 'POST') {
     o.body = body;
     o.headers = { ...headers, 'content-type': 'application/octet-stream' };
   }
   // Only the cells that send the scenario's gateway request are traced; the others get the plain request.
-  if (sc.traceSampled !== undefined && target !== undefined && sendsGatewayRequest(target)) o.requests = tracedRequests(sc.traceSampled, o.headers ?? {});
+  if (sc.traceSampled !== undefined && target !== undefined && sendsGatewayRequest(target))
+    o.requests = tracedRequests(sc.traceSampled, o.headers ?? {});
   return o;
 }
 
@@ -299,7 +321,11 @@ function gatewayOf(sc: Scenario, t: Targets): GatewayTarget {
 }
 
 /** Port, path, headers and process under test of one target in one scenario. */
-function targetOf(sc: Scenario, target: TargetName, t: Targets): { port: number; path: string; headers: Record<string, string>; proc: Proc | undefined } {
+function targetOf(
+  sc: Scenario,
+  target: TargetName,
+  t: Targets,
+): { port: number; path: string; headers: Record<string, string>; proc: Proc | undefined } {
   if (target === 'direct') return { port: t.backendPort, path: targetPath(sc, target), headers: {}, proc: undefined };
   if (target === 'throughway') return { port: t.proxyPort, path: targetPath(sc, target), headers: {}, proc: t.proxy };
   const g = gatewayOf(sc, t);
@@ -485,7 +511,13 @@ function peerChecks(run: PeerRun, tool: string): Check[] {
       value: `${fmt(ratio, 2)}×`,
       target: `≤ ${limit}×`,
       met: Number.isFinite(ratio) ? ratio <= limit : undefined,
-      perRound: paired(sc, NGINX, (r) => r.proxyUsPerReq ?? NaN, (a, b) => a / b, 2),
+      perRound: paired(
+        sc,
+        NGINX,
+        (r) => r.proxyUsPerReq ?? NaN,
+        (a, b) => a / b,
+        2,
+      ),
     });
   };
   // The performance targets (docs/performance.md, "Targets"): CPU per request against nginx, one worker, tuned.
@@ -503,7 +535,13 @@ function peerChecks(run: PeerRun, tool: string): Check[] {
       value: `${fmt(ratio, 2)}×`,
       target: '≥ 3×',
       met: Number.isFinite(ratio) ? ratio >= 3 : undefined,
-      perRound: paired('small', HTTP_PROXY, (r) => r.rps, (a, b) => a / b, 2),
+      perRound: paired(
+        'small',
+        HTTP_PROXY,
+        (r) => r.rps,
+        (a, b) => a / b,
+        2,
+      ),
     });
   }
   for (const [sc, label] of [
@@ -521,7 +559,13 @@ function peerChecks(run: PeerRun, tool: string): Check[] {
       value: `${diff >= 0 ? '+' : ''}${fmt(diff, 2)} ms`,
       target: '≤ +1 ms',
       met: Number.isFinite(diff) ? diff <= 1 : undefined,
-      perRound: paired(sc, NGINX, (r) => r.p99, (a, b) => a - b, 1),
+      perRound: paired(
+        sc,
+        NGINX,
+        (r) => r.p99,
+        (a, b) => a - b,
+        1,
+      ),
     });
   }
   return checks;
@@ -540,8 +584,17 @@ function renderPeers(resultsFile: string, opts: Options, command: string): strin
       `targets interleaved within each round), produced by \`${command}\`.`,
   );
   L.push('');
-  L.push('Versions: ' + Object.entries(run.meta.versions).map(([k, v]) => `${k} ${v}`).join('; ') + '.');
-  const others = run.results.filter((r) => r.ok).map((r) => r.otherCores ?? NaN).filter(Number.isFinite);
+  L.push(
+    'Versions: ' +
+      Object.entries(run.meta.versions)
+        .map(([k, v]) => `${k} ${v}`)
+        .join('; ') +
+      '.',
+  );
+  const others = run.results
+    .filter((r) => r.ok)
+    .map((r) => r.otherCores ?? NaN)
+    .filter(Number.isFinite);
   if (others.length > 0) {
     L.push('');
     L.push(
@@ -553,7 +606,7 @@ function renderPeers(resultsFile: string, opts: Options, command: string): strin
           : 'The machine was mostly quiet during this run.'),
     );
   }
-  const tool = c.tools.includes('wrk') ? 'wrk' : c.tools[0] ?? 'wrk';
+  const tool = c.tools.includes('wrk') ? 'wrk' : (c.tools[0] ?? 'wrk');
   const have = (n: string): boolean => names.includes(n);
   L.push('');
   L.push(`### Targets for the transport (${tool}, medians over rounds)`);
@@ -565,13 +618,18 @@ function renderPeers(resultsFile: string, opts: Options, command: string): strin
     L.push('| check | throughway | reference | throughway vs reference | target | met | per round |');
     L.push('|---|---|---|---|---|---|---|');
     for (const k of checks) {
-      L.push(`| ${k.what} | ${k.ours} | ${k.theirs} | ${k.value} | ${k.target} | ${k.met === undefined ? 'not measured' : k.met ? '**met**' : '**not met**'} | ${k.perRound} |`);
+      L.push(
+        `| ${k.what} | ${k.ours} | ${k.theirs} | ${k.value} | ${k.target} | ${k.met === undefined ? 'not measured' : k.met ? '**met**' : '**not met**'} | ${k.perRound} |`,
+      );
     }
     const met = checks.filter((k) => k.met === true).map((k) => k.what);
     const missed = checks.filter((k) => k.met === false).map((k) => k.what);
     const unmeasured = checks.filter((k) => k.met === undefined).map((k) => k.what);
     L.push('');
-    L.push(`In this run: met — ${met.length ? met.join('; ') : 'none'}. Not met — ${missed.length ? missed.join('; ') : 'none'}.` + (unmeasured.length ? ` Not measured — ${unmeasured.join('; ')}.` : ''));
+    L.push(
+      `In this run: met — ${met.length ? met.join('; ') : 'none'}. Not met — ${missed.length ? missed.join('; ') : 'none'}.` +
+        (unmeasured.length ? ` Not measured — ${unmeasured.join('; ')}.` : ''),
+    );
   }
   const report = loadPeersReport(opts, resultsFile);
   if (report) {
@@ -632,7 +690,9 @@ function demoUrl(): { url: string; fromConf: boolean } {
     };
     if (typeof api.context !== 'string' || typeof api.version !== 'string') return { url: DEMO_URL_FALLBACK, fromConf: false };
     const port = (dep.transport?.passthru_http?.listener?.parameters?.port ?? 8280) + (dep.server?.offset ?? 0);
-    const gets = (api.resources ?? []).filter((r) => (r.methods ?? []).includes('GET') && typeof r.path === 'string' && !r.path.includes('{'));
+    const gets = (api.resources ?? []).filter(
+      (r) => (r.methods ?? []).includes('GET') && typeof r.path === 'string' && !r.path.includes('{'),
+    );
     const res = gets.find((r) => r.path === '/small') ?? gets[0];
     if (!res?.path) return { url: DEMO_URL_FALLBACK, fromConf: false };
     return { url: `http://127.0.0.1:${port}${api.context.replace(/\/+$/, '')}/${api.version}${res.path}`, fromConf: true };
@@ -640,7 +700,6 @@ function demoUrl(): { url: string; fromConf: boolean } {
     return { url: DEMO_URL_FALLBACK, fromConf: false };
   }
 }
-
 
 /** A block of the current document between two markers (kept when the document is written again). */
 function existingSection(begin: string, end: string): string | undefined {
@@ -729,7 +788,8 @@ async function gatewaySanity(opts: Options, t: Targets): Promise<void> {
       const { port, path: p, headers } = targetOf(sc, target, t);
       const r = await fetch(`http://${HOST}:${port}${p}`, { headers });
       const b = await r.arrayBuffer();
-      if (r.status !== 200 || b.byteLength !== 96) throw new Error(`gateway ${p} -> ${r.status} len=${b.byteLength}: ${Buffer.from(b).toString().slice(0, 200)}`);
+      if (r.status !== 200 || b.byteLength !== 96)
+        throw new Error(`gateway ${p} -> ${r.status} len=${b.byteLength}: ${Buffer.from(b).toString().slice(0, 200)}`);
     }
     if (sc.auth === true) {
       // Without the token the protected route must refuse: else the auth cells would measure nothing.
@@ -770,7 +830,9 @@ async function measure(opts: Options): Promise<Cell[]> {
   let n = 0;
   for (let round = 1; round <= opts.rounds; round++) {
     for (const sc of opts.scenarios) {
-      log(`-- round ${round}/${opts.rounds}: ${sc.name}: ${sc.label}${opts.connections !== undefined ? ` (with ${opts.connections} conns)` : ''}`);
+      log(
+        `-- round ${round}/${opts.rounds}: ${sc.name}: ${sc.label}${opts.connections !== undefined ? ` (with ${opts.connections} conns)` : ''}`,
+      );
       let directRps = NaN;
       let openRps = NaN;
       for (const target of sc.targets) {
@@ -784,7 +846,9 @@ async function measure(opts: Options): Promise<Cell[]> {
         cells.push(c);
         log(
           `[${n}/${total}] r${round} ${sc.name} ${target}: ${fmt(c.rps)} req/s` +
-            (target === 'direct' ? '' : ` (${fmt(c.ratio, 2)} of direct${target === 'gateway' && Number.isFinite(openRps) ? `, ${fmt(c.rps / openRps, 3)} of the open route` : ''})`) +
+            (target === 'direct'
+              ? ''
+              : ` (${fmt(c.ratio, 2)} of direct${target === 'gateway' && Number.isFinite(openRps) ? `, ${fmt(c.rps / openRps, 3)} of the open route` : ''})`) +
             ` p50=${fmt(c.p50)} p99=${fmt(c.p99)} ms proxy=${fmt(c.proxyUs, 1)} backend=${fmt(c.backendUs, 1)} client=${fmt(c.clientUs, 1)} µs/req` +
             ` other=${fmt(c.otherCores, 2)} cores err=${c.errors} timeouts=${c.timeouts} non2xx=${c.non2xx}${c.ok ? '' : ' FAILED: ' + (c.error ?? '')}`,
         );
@@ -818,14 +882,25 @@ async function graphql(opts: Options, argv: readonly string[]): Promise<void> {
   const run = await rawRun<GraphqlRun>('graphql', 'graphql', opts.from, async () => {
     const date = new Date().toISOString();
     const rows = await runGraphqlBench(opts);
-    return { date, command: benchCommand(argv, opts.compare), duration: opts.duration, warmup: opts.warmup, rounds: opts.rounds, bytes: Buffer.byteLength(QUERY_BODY), rows };
+    return {
+      date,
+      command: benchCommand(argv, opts.compare),
+      duration: opts.duration,
+      warmup: opts.warmup,
+      rounds: opts.rounds,
+      bytes: Buffer.byteLength(QUERY_BODY),
+      rows,
+    };
   });
   process.stdout.write(`# throughway GraphQL bench — ${run.date}\n\n${renderGraphqlTable(run.rows)}\n`);
   if (opts.write) writeSection(GRAPHQL_BEGIN, GRAPHQL_END, renderGraphql(run), 'GraphQL');
 }
 
 /** The Redis of --redis-counting: the tests' (THROUGHWAY_TEST_REDIS_URL) or the machine's default. */
-const COUNTING_REDIS = process.env.THROUGHWAY_TEST_REDIS_URL !== undefined && process.env.THROUGHWAY_TEST_REDIS_URL !== '' ? process.env.THROUGHWAY_TEST_REDIS_URL : 'redis://127.0.0.1:6379';
+const COUNTING_REDIS =
+  process.env.THROUGHWAY_TEST_REDIS_URL !== undefined && process.env.THROUGHWAY_TEST_REDIS_URL !== ''
+    ? process.env.THROUGHWAY_TEST_REDIS_URL
+    : 'redis://127.0.0.1:6379';
 
 /**
  * Measures the throttled route on a memory-counting and a Redis-counting gateway, alternating within each
@@ -833,7 +908,12 @@ const COUNTING_REDIS = process.env.THROUGHWAY_TEST_REDIS_URL !== undefined && pr
  * counters in Redis: else the Redis cells would measure memory counting.
  */
 async function measureCounting(opts: Options): Promise<Cell[]> {
-  const probe = new Redis(COUNTING_REDIS, { lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null });
+  const probe = new Redis(COUNTING_REDIS, {
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    enableOfflineQueue: false,
+    retryStrategy: () => null,
+  });
   probe.on('error', () => undefined);
   try {
     await probe.connect();
@@ -859,7 +939,9 @@ async function measureCounting(opts: Options): Promise<Cell[]> {
     await sleep(500);
     const keys = await probe.keys(`tw:thr:*${route.slice(0, route.lastIndexOf('/'))}*`);
     if (keys.length === 0) throw new Error(`the Redis-counting gateway left no counters in ${COUNTING_REDIS} after a call to ${route}`);
-    log(`backend pid ${backend.pid}; gateway-memory pid ${gateways.memory.proc.pid}; gateway-redis pid ${gateways.redis.proc.pid} (${keys.length} counters in Redis)`);
+    log(
+      `backend pid ${backend.pid}; gateway-memory pid ${gateways.memory.proc.pid}; gateway-redis pid ${gateways.redis.proc.pid} (${keys.length} counters in Redis)`,
+    );
     const cells: Cell[] = [];
     for (let round = 1; round <= opts.rounds; round++) {
       const order = round % 2 === 1 ? (['memory', 'redis'] as const) : (['redis', 'memory'] as const);
@@ -869,7 +951,9 @@ async function measureCounting(opts: Options): Promise<Cell[]> {
         const sc = COUNTING[store];
         const c = await measureAt(round, sc, 'gateway', { port: g.port, path: route, headers: {}, proc: g.proc }, backend, opts, body);
         cells.push(c);
-        log(`r${round} counter_store=${store}: ${fmt(c.rps)} req/s p50=${fmt(c.p50)} p99=${fmt(c.p99)} ms gateway=${fmt(c.proxyUs, 1)} µs/req err=${c.errors} non2xx=${c.non2xx}${c.ok ? '' : ' FAILED: ' + (c.error ?? '')}`);
+        log(
+          `r${round} counter_store=${store}: ${fmt(c.rps)} req/s p50=${fmt(c.p50)} p99=${fmt(c.p99)} ms gateway=${fmt(c.proxyUs, 1)} µs/req err=${c.errors} non2xx=${c.non2xx}${c.ok ? '' : ' FAILED: ' + (c.error ?? '')}`,
+        );
       }
     }
     return cells;
@@ -927,20 +1011,35 @@ function runCountingModes(argv: readonly string[]): Promise<void> {
 
 async function main(): Promise<void> {
   const argv = process.argv.slice(2);
-  if (argv.includes('--workers')) return runWorkersBench(argv.filter((a) => a !== '--workers'), benchCommand(argv, false));
+  if (argv.includes('--workers'))
+    return runWorkersBench(
+      argv.filter((a) => a !== '--workers'),
+      benchCommand(argv, false),
+    );
   if (argv.includes('--idle')) {
     installExitHandlers();
-    return runIdleBench(argv.filter((a) => a !== '--idle'), benchCommand(argv, false));
+    return runIdleBench(
+      argv.filter((a) => a !== '--idle'),
+      benchCommand(argv, false),
+    );
   }
   if (argv.includes('--many-clients')) {
     installExitHandlers();
-    return runClientsBench(argv.filter((a) => a !== '--many-clients'), benchCommand(argv, false));
+    return runClientsBench(
+      argv.filter((a) => a !== '--many-clients'),
+      benchCommand(argv, false),
+    );
   }
   if (argv.includes('--cache-misses')) {
     installExitHandlers();
     return runCacheBench(argv.filter((a) => a !== '--cache-misses'));
   }
   if (argv.includes('--counting-modes')) return runCountingModes(argv.filter((a) => a !== '--counting-modes'));
+  if (argv.includes('--tenants')) {
+    // bench/tenants.ts runs on its own (it forks its gateway process): same options, without the flag.
+    execFileSync(process.execPath, [path.join(DIST_BENCH, 'tenants.js'), ...argv.filter((a) => a !== '--tenants')], { stdio: 'inherit' });
+    return;
+  }
   if (argv.includes('--instructions')) {
     installExitHandlers();
     return runInstructionsBench(argv.filter((a) => a !== '--instructions'));
@@ -986,7 +1085,13 @@ async function main(): Promise<void> {
       command,
       load0,
       load1: os.loadavg(),
-      opts: { duration: opts.duration, warmup: opts.warmup, rounds: opts.rounds, connections: opts.connections, scenarios: opts.scenarios.map((s) => s.name) },
+      opts: {
+        duration: opts.duration,
+        warmup: opts.warmup,
+        rounds: opts.rounds,
+        connections: opts.connections,
+        scenarios: opts.scenarios.map((s) => s.name),
+      },
       clkTck: CLK_TCK,
       cells,
       peersFile,

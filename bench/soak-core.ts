@@ -34,7 +34,19 @@ import type { SoakStats } from './soak-gateway';
 
 export const DEADLINE_MS = 20_000;
 
-export const FAULT_KINDS = ['chunked', 'slow', 'close', 'reset-read', 'reset-head', 'reset-body', 'end-body', 'chunk-cut', 'garbage', 'stall', 'stall-body'] as const;
+export const FAULT_KINDS = [
+  'chunked',
+  'slow',
+  'close',
+  'reset-read',
+  'reset-head',
+  'reset-body',
+  'end-body',
+  'chunk-cut',
+  'garbage',
+  'stall',
+  'stall-body',
+] as const;
 type Kind = 'ok' | (typeof FAULT_KINDS)[number];
 
 // ---- backend --------------------------------------------------------------------------------------------
@@ -96,13 +108,16 @@ export function startBackend(): Promise<SoakBackend> {
 }
 
 function answer(s: net.Socket, kind: Kind, done: () => void): void {
-  const head = (extra = '', length = OK_BODY.length): string => `HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n${extra}\r\n`;
+  const head = (extra = '', length = OK_BODY.length): string =>
+    `HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n${extra}\r\n`;
   switch (kind) {
     case 'chunked': {
       const a = OK_BODY.subarray(0, 10);
       const b = OK_BODY.subarray(10, 20);
       const c = OK_BODY.subarray(20);
-      s.write(`HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n${a.length.toString(16)}\r\n${a}\r\n${b.length.toString(16)}\r\n${b}\r\n${c.length.toString(16)}\r\n${c}\r\n0\r\n\r\n`);
+      s.write(
+        `HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n${a.length.toString(16)}\r\n${a}\r\n${b.length.toString(16)}\r\n${b}\r\n${c.length.toString(16)}\r\n${c}\r\n0\r\n\r\n`,
+      );
       return done();
     }
     case 'slow': {
@@ -505,7 +520,9 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
       if (out === 'aborted') c = undefined;
       if (Date.now() - lastProgress >= 5000) {
         lastProgress = Date.now();
-        log(`${issued} requests, ${Math.round((issued * 1000) / (Date.now() - started))}/s, ${idle.size} idle held, outcomes ${formatOutcomes(outcomes)}`);
+        log(
+          `${issued} requests, ${Math.round((issued * 1000) / (Date.now() - started))}/s, ${idle.size} idle held, outcomes ${formatOutcomes(outcomes)}`,
+        );
       }
       if (!middleTaken && (issued >= o.requests / 2 || (o.seconds > 0 && Date.now() - started >= (o.seconds * 1000) / 2))) {
         middleTaken = true;
@@ -548,7 +565,10 @@ export function formatSnapshot(s: Snapshot): string {
 }
 
 export function formatOutcomes(m: Map<string, number>): string {
-  return [...m.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => `${k}:${v}`).join(' ');
+  return [...m.entries()]
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([k, v]) => `${k}:${v}`)
+    .join(' ');
 }
 
 /** Simple GET through the gateway on a fresh connection: the status, or an outcome class. */

@@ -45,7 +45,8 @@ async function main(): Promise<void> {
     // 'http.socket.timeout' given as the transport setting it becomes (lib/gateway/transport-settings.ts).
     transport: { shutdownTimeout: 2000, socketTimeout },
   });
-  if (gateway.deployed().length !== 1) throw new Error(`api not deployed: ${JSON.stringify(gateway.states().flatMap((s) => s.diagnostics))}`);
+  if (gateway.deployed().length !== 1)
+    throw new Error(`api not deployed: ${JSON.stringify(gateway.states().flatMap((s) => s.diagnostics))}`);
   const address = await gateway.listen({ port: 0, host: '127.0.0.1', backlog: 4096 });
   process.on('message', (m: { type?: string }) => {
     if (m?.type === 'stats') {

@@ -47,12 +47,16 @@ export function checkBounds(start: Snapshot, end: Snapshot, idleHeld: number, po
   const bad: string[] = [];
   const MB = 1048576;
   if (end.fds > start.fds + BOUND_FDS) bad.push(`descriptors grew from ${start.fds} to ${end.fds} (bound: +${BOUND_FDS})`);
-  if (end.rss > start.rss * 1.5 + 64 * MB) bad.push(`RSS grew from ${(start.rss / MB).toFixed(1)} to ${(end.rss / MB).toFixed(1)} MB (bound: x1.5 + 64 MB)`);
-  if (end.heapUsed > start.heapUsed * 1.5 + 32 * MB) bad.push(`heap grew from ${(start.heapUsed / MB).toFixed(1)} to ${(end.heapUsed / MB).toFixed(1)} MB (bound: x1.5 + 32 MB)`);
+  if (end.rss > start.rss * 1.5 + 64 * MB)
+    bad.push(`RSS grew from ${(start.rss / MB).toFixed(1)} to ${(end.rss / MB).toFixed(1)} MB (bound: x1.5 + 64 MB)`);
+  if (end.heapUsed > start.heapUsed * 1.5 + 32 * MB)
+    bad.push(`heap grew from ${(start.heapUsed / MB).toFixed(1)} to ${(end.heapUsed / MB).toFixed(1)} MB (bound: x1.5 + 32 MB)`);
   if (end.poolOpen > poolMax) bad.push(`pool open ${end.poolOpen} over its max ${poolMax}`);
   if (end.poolWaiting !== 0) bad.push(`${end.poolWaiting} exchanges still waiting for a pooled connection`);
-  if (end.sources > idleHeld + BOUND_FDS) bad.push(`${end.sources} client connections open with ${idleHeld} idle held (bound: +${BOUND_FDS})`);
-  if (end.p99 > Math.max(5 * start.p99, start.p99 + 250)) bad.push(`p99 grew from ${start.p99.toFixed(1)} to ${end.p99.toFixed(1)} ms (bound: max(x5, +250 ms))`);
+  if (end.sources > idleHeld + BOUND_FDS)
+    bad.push(`${end.sources} client connections open with ${idleHeld} idle held (bound: +${BOUND_FDS})`);
+  if (end.p99 > Math.max(5 * start.p99, start.p99 + 250))
+    bad.push(`p99 grew from ${start.p99.toFixed(1)} to ${end.p99.toFixed(1)} ms (bound: max(x5, +250 ms))`);
   return bad;
 }
 
@@ -66,11 +70,23 @@ async function main(): Promise<void> {
   const needed = idle + 4 * concurrency + 1024;
   if (needed > limit) {
     const scaled = Math.max(0, limit - 4 * concurrency - 1024);
-    process.stdout.write(`soak: the descriptor limit (ulimit -n) is ${limit}, ${needed} needed for --idle ${idle}; raise it (ulimit -n ${needed}) or accept --idle ${scaled} (scaled down for this run)\n`);
+    process.stdout.write(
+      `soak: the descriptor limit (ulimit -n) is ${limit}, ${needed} needed for --idle ${idle}; raise it (ulimit -n ${needed}) or accept --idle ${scaled} (scaled down for this run)\n`,
+    );
     idle = scaled;
   }
-  process.stdout.write(`soak: ${requests} requests, ${idle} idle keep-alive clients, ${concurrency} client loops${seconds > 0 ? `, at most ${seconds} s` : ''}\n`);
-  const r = await runSoak({ requests, idle, seconds, concurrency, faultShare: 0.1, abortShare: 0.03, progress: (l) => process.stdout.write(`soak: ${l}\n`) });
+  process.stdout.write(
+    `soak: ${requests} requests, ${idle} idle keep-alive clients, ${concurrency} client loops${seconds > 0 ? `, at most ${seconds} s` : ''}\n`,
+  );
+  const r = await runSoak({
+    requests,
+    idle,
+    seconds,
+    concurrency,
+    faultShare: 0.1,
+    abortShare: 0.03,
+    progress: (l) => process.stdout.write(`soak: ${l}\n`),
+  });
   const stats = await r.gateway.stats();
   const poolMax = stats.pools.reduce((a, p) => a + p.max, 0);
   const after = await plainGet(r.gateway.port);

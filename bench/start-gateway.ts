@@ -84,7 +84,9 @@ async function main(): Promise<void> {
     `[throughway]\naccess_log_file = "${path.join(dir, 'http_access.log')}"\n` +
     `[throughway.throttling]\ncounter_store = "${counterStore}"\nredis_url = "${redisUrl}"\n` +
     (accessLog ? '[http_access_log]\nenabled = true\n' : '') +
-    (tracerPort !== undefined ? `[apim.open_tracer]\nremote_tracer.enable = true\nremote_tracer.properties.hostname = "127.0.0.1"\nremote_tracer.properties.port = ${Number(tracerPort)}\n` : '');
+    (tracerPort !== undefined
+      ? `[apim.open_tracer]\nremote_tracer.enable = true\nremote_tracer.properties.hostname = "127.0.0.1"\nremote_tracer.properties.port = ${Number(tracerPort)}\n`
+      : '');
   const loaded = loadConfig({ text, env: {} });
   if (!loaded.ok) throw new Error(`config: ${JSON.stringify(loaded.diagnostics.filter((d) => d.level === 'error'))}`);
   let store: Store | undefined;
@@ -108,7 +110,8 @@ async function main(): Promise<void> {
 
   store = await openStore(loaded.config, dir);
   km = await createKeyManager({ loaded, store, logger: silentLogger });
-  if (noopPlugin) fs.writeFileSync(path.join(dir, 'noop.js'), "exports.phases = [{ after: 'authentication', phase: { name: 'noop', run() {} } }];\n");
+  if (noopPlugin)
+    fs.writeFileSync(path.join(dir, 'noop.js'), "exports.phases = [{ after: 'authentication', phase: { name: 'noop', run() {} } }];\n");
   const plugins = noopPlugin ? loadPlugins({ plugins: ['./noop.js'], apiPlugins: [], settings: undefined, dir }, silentLogger) : undefined;
   gateway = createGateway({
     ...(plugins !== undefined ? { phases: plugins.placements, plugins: plugins.catalogue } : {}),
@@ -126,7 +129,8 @@ async function main(): Promise<void> {
     watch: false,
     transport: { shutdownTimeout: 2000 },
   });
-  if (gateway.deployed().length !== 4) throw new Error(`apis not deployed: ${JSON.stringify(gateway.states().flatMap((s) => s.diagnostics))}`);
+  if (gateway.deployed().length !== 4)
+    throw new Error(`apis not deployed: ${JSON.stringify(gateway.states().flatMap((s) => s.diagnostics))}`);
   const app = await km.manager.createApplication({ name: 'bench', owner: 'admin' });
   const keys = await km.manager.generateKeys(app.id, { keyType: 'PRODUCTION' });
   await km.manager.addSubscription({ application: app.id, apiContext: '/secured', apiVersion: '1', tier: 'Unlimited' });
@@ -137,7 +141,9 @@ async function main(): Promise<void> {
   // The token is a credential: readable by this user only.
   if (tokenFile !== undefined) fs.writeFileSync(tokenFile, token, { mode: 0o600 });
   const a = await gateway.listen({ port, host: '127.0.0.1', backlog: 4096 });
-  process.stdout.write(`throughway gateway + key manager on 127.0.0.1:${a.port} -> ${upstream} (/plain/1, /limited/1, /secured/1, /full/1)${accessLog ? ' access log on' : ''}${tracerPort !== undefined ? ` spans to 127.0.0.1:${tracerPort}` : ''}${noopPlugin ? ' one no-op plugin' : ''} pid=${process.pid}\n`);
+  process.stdout.write(
+    `throughway gateway + key manager on 127.0.0.1:${a.port} -> ${upstream} (/plain/1, /limited/1, /secured/1, /full/1)${accessLog ? ' access log on' : ''}${tracerPort !== undefined ? ` spans to 127.0.0.1:${tracerPort}` : ''}${noopPlugin ? ' one no-op plugin' : ''} pid=${process.pid}\n`,
+  );
 }
 
 main().catch((err: unknown) => {

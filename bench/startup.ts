@@ -84,7 +84,14 @@ async function startRun(): Promise<number> {
     const toml = path.join(dir, 'conf', 'deployment.toml');
     fs.writeFileSync(toml, fs.readFileSync(toml, 'utf8').replace(/^offset = 0\b/m, `offset = ${offset}`));
     // `npm start` of an application that depends on throughway runs its CLI the same way.
-    fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: 'startup', private: true, scripts: { start: `node ${JSON.stringify(path.join(ROOT, 'dist', 'lib', 'cli.js'))} start` } }));
+    fs.writeFileSync(
+      path.join(dir, 'package.json'),
+      JSON.stringify({
+        name: 'startup',
+        private: true,
+        scripts: { start: `node ${JSON.stringify(path.join(ROOT, 'dist', 'lib', 'cli.js'))} start` },
+      }),
+    );
     const t0 = process.hrtime.bigint();
     const child = spawn('npm', ['start', '--silent'], { cwd: dir, stdio: 'ignore', detached: true });
     try {
@@ -105,8 +112,13 @@ async function startRun(): Promise<number> {
   }
 }
 
-const load = (): string => os.loadavg().map((l) => l.toFixed(2)).join(' / ');
-const ms = (xs: readonly number[]): string => `median ${median([...xs]).toFixed(0)} ms (${Math.min(...xs).toFixed(0)}–${Math.max(...xs).toFixed(0)})`;
+const load = (): string =>
+  os
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' / ');
+const ms = (xs: readonly number[]): string =>
+  `median ${median([...xs]).toFixed(0)} ms (${Math.min(...xs).toFixed(0)}–${Math.max(...xs).toFixed(0)})`;
 
 async function main(): Promise<void> {
   const argv = process.argv.slice(2);

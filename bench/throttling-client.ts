@@ -13,7 +13,12 @@ const backend = http.createServer((_req, res) => {
   res.end('{"ok":true}');
 });
 
-async function run(port: number, path: string, calls: number, concurrency: number): Promise<{ p50: number; p99: number; statuses: Record<string, number> }> {
+async function run(
+  port: number,
+  path: string,
+  calls: number,
+  concurrency: number,
+): Promise<{ p50: number; p99: number; statuses: Record<string, number> }> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
   const times: number[] = [];
   const statuses: Record<string, number> = {};

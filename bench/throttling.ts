@@ -49,14 +49,23 @@ async function main(): Promise<void> {
 
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tw-bench-throttling-'));
   const big = 1_000_000_000;
-  fs.writeFileSync(path.join(dir, 'policies.toml'), `[[subscription]]\nname = "Unlimited"\nunlimited = true\n[[api]]\nname = "Local"\nrequest_count = ${big}\ncounting = "async"\n[[api]]\nname = "Exact"\nrequest_count = ${big}\ncounting = "exact"\n[[api]]\nname = "Leased"\nrequest_count = ${big}\ncounting = "leased"\n`);
+  fs.writeFileSync(
+    path.join(dir, 'policies.toml'),
+    `[[subscription]]\nname = "Unlimited"\nunlimited = true\n[[api]]\nname = "Local"\nrequest_count = ${big}\ncounting = "async"\n[[api]]\nname = "Exact"\nrequest_count = ${big}\ncounting = "exact"\n[[api]]\nname = "Leased"\nrequest_count = ${big}\ncounting = "leased"\n`,
+  );
   fs.mkdirSync(path.join(dir, 'apis'));
   const policy = { none: undefined, local: 'Local', exact: 'Exact', leased: 'Leased' } as const;
   for (const a of APIS) {
     const p = policy[a];
-    fs.writeFileSync(path.join(dir, 'apis', `${a}.toml`), `name = "B${a}"\ncontext = "/${a}${process.pid}"\nversion = "1"\nauth = "none"\nunauthenticated_policy = "Unlimited"\n${p !== undefined ? `policy = "${p}"\n` : ''}[endpoints]\nproduction = "http://127.0.0.1:${backend}"\n[[resources]]\npath = "/*"\nmethods = ["GET"]\n`);
+    fs.writeFileSync(
+      path.join(dir, 'apis', `${a}.toml`),
+      `name = "B${a}"\ncontext = "/${a}${process.pid}"\nversion = "1"\nauth = "none"\nunauthenticated_policy = "Unlimited"\n${p !== undefined ? `policy = "${p}"\n` : ''}[endpoints]\nproduction = "http://127.0.0.1:${backend}"\n[[resources]]\npath = "/*"\nmethods = ["GET"]\n`,
+    );
   }
-  fs.writeFileSync(path.join(dir, 'deployment.toml'), `[server]\nhostname = "localhost"\n[super_admin]\nusername = "admin"\npassword = "admin"\n[database.apim_db]\ntype = "h2"\nusername = "u"\npassword = "p"\n[throughway.throttling]\nredis_url = "${redisUrl}"\n`);
+  fs.writeFileSync(
+    path.join(dir, 'deployment.toml'),
+    `[server]\nhostname = "localhost"\n[super_admin]\nusername = "admin"\npassword = "admin"\n[database.apim_db]\ntype = "h2"\nusername = "u"\npassword = "p"\n[throughway.throttling]\nredis_url = "${redisUrl}"\n`,
+  );
   const loaded = loadConfig({ file: path.join(dir, 'deployment.toml') });
   if (!loaded.ok) throw new Error(JSON.stringify(loaded.diagnostics));
   const gw = createGateway({ loaded, logger: silentLogger, cwd: dir });
@@ -77,7 +86,9 @@ async function main(): Promise<void> {
   const m = (a: string, f: (r: Round & { cpuUs: number }) => number): number => median((results[a] ?? []).map(f));
   const base = { p50: m('none', (r) => r.p50), p99: m('none', (r) => r.p99) };
   const local = m('local', (r) => r.cpuUs);
-  console.log(`${calls} calls x ${rounds} rounds per API, concurrency ${concurrency}, Redis ${redisUrl}, ${os.cpus().length} CPUs (${os.cpus()[0]?.model ?? '?'}), node ${process.version}`);
+  console.log(
+    `${calls} calls x ${rounds} rounds per API, concurrency ${concurrency}, Redis ${redisUrl}, ${os.cpus().length} CPUs (${os.cpus()[0]?.model ?? '?'}), node ${process.version}`,
+  );
   console.log('| API | p50 ms | p99 ms | added p50 ms | added p99 ms | gateway CPU µs/call | CPU vs local | statuses |');
   console.log('|---|---|---|---|---|---|---|---|');
   for (const a of APIS) {
@@ -85,9 +96,13 @@ async function main(): Promise<void> {
     const p99 = m(a, (r) => r.p99);
     const cpu = m(a, (r) => r.cpuUs);
     const statuses = [...new Set((results[a] ?? []).flatMap((r) => Object.keys(r.statuses)))].join(' ');
-    console.log(`| ${a} | ${p50.toFixed(3)} | ${p99.toFixed(3)} | ${(p50 - base.p50).toFixed(3)} | ${(p99 - base.p99).toFixed(3)} | ${cpu.toFixed(1)} | ${a === 'none' ? '' : `${(((cpu - local) / local) * 100).toFixed(1)} %`} | ${statuses} |`);
+    console.log(
+      `| ${a} | ${p50.toFixed(3)} | ${p99.toFixed(3)} | ${(p50 - base.p50).toFixed(3)} | ${(p99 - base.p99).toFixed(3)} | ${cpu.toFixed(1)} | ${a === 'none' ? '' : `${(((cpu - local) / local) * 100).toFixed(1)} %`} | ${statuses} |`,
+    );
   }
-  console.log(`per round, CPU µs/call: ${APIS.map((a) => `${a} ${(results[a] ?? []).map((r) => r.cpuUs.toFixed(1)).join('/')}`).join('; ')}`);
+  console.log(
+    `per round, CPU µs/call: ${APIS.map((a) => `${a} ${(results[a] ?? []).map((r) => r.cpuUs.toFixed(1)).join('/')}`).join('; ')}`,
+  );
   child.stdin.end();
   await gw.close();
   fs.rmSync(dir, { recursive: true, force: true });

@@ -117,7 +117,10 @@ async function startNodeOnce(workers: number): Promise<Node & { ready: boolean; 
   fs.cpSync(path.join(ROOT, 'conf'), path.join(dir, 'conf'), { recursive: true });
   const offset = 20000 + Math.floor(Math.random() * 9000);
   const toml = path.join(dir, 'conf', 'deployment.toml');
-  fs.writeFileSync(toml, `${fs.readFileSync(toml, 'utf8').replace(/^offset = 0\b/m, `offset = ${offset}`)}\n[throughway.cluster]\nworkers = "${workers}"\n`);
+  fs.writeFileSync(
+    toml,
+    `${fs.readFileSync(toml, 'utf8').replace(/^offset = 0\b/m, `offset = ${offset}`)}\n[throughway.cluster]\nworkers = "${workers}"\n`,
+  );
   const child: ChildProcess = spawn(process.execPath, [CLI, 'start'], { cwd: dir, stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
   child.stdout?.on('data', (c: Buffer) => (out += c.toString()));
@@ -163,8 +166,20 @@ async function measureWorkers(o: WorkersOptions): Promise<WorkersRow[]> {
           total += d;
           busiest = Math.max(busiest, d);
         }
-        rows.push({ round, workers, rps: r.requests.average, p99: r.latency.p99, errors: r.errors, non2xx: r.non2xx, cpuUs: us(total), busiestUs: us(busiest), processes: after.size });
-        log(`round ${round}, ${workers} worker(s): ${fmt(r.requests.average)} req/s, p99 ${fmt(r.latency.p99)} ms, node CPU ${fmt(us(total), 1)} µs/req (busiest process ${fmt(us(busiest), 1)})`);
+        rows.push({
+          round,
+          workers,
+          rps: r.requests.average,
+          p99: r.latency.p99,
+          errors: r.errors,
+          non2xx: r.non2xx,
+          cpuUs: us(total),
+          busiestUs: us(busiest),
+          processes: after.size,
+        });
+        log(
+          `round ${round}, ${workers} worker(s): ${fmt(r.requests.average)} req/s, p99 ${fmt(r.latency.p99)} ms, node CPU ${fmt(us(total), 1)} µs/req (busiest process ${fmt(us(busiest), 1)})`,
+        );
       } finally {
         await n.stop();
       }
@@ -180,7 +195,17 @@ export async function runWorkersBench(argv: readonly string[], command: string):
     const date = new Date().toISOString();
     const load0 = os.loadavg();
     const rows = await measureWorkers(o);
-    return { date, command, machine: machineLines(load0, os.loadavg()), url: DEMO_PATH, duration: o.duration, warmup: o.warmup, connections: o.connections, rounds: o.rounds, rows };
+    return {
+      date,
+      command,
+      machine: machineLines(load0, os.loadavg()),
+      url: DEMO_PATH,
+      duration: o.duration,
+      warmup: o.warmup,
+      connections: o.connections,
+      rounds: o.rounds,
+      rows,
+    };
   });
   process.stdout.write(
     `\n# workers bench — ${run.date}: GET ${run.url} (96 B), ${run.connections} conns, ${run.rounds} rounds of ${run.duration} s, medians\n\n${renderWorkersTable(run)}\n`,

@@ -7,6 +7,8 @@
  *   throughway config check [--config FILE] [--strict] [--sys name=value]...
  *   throughway config print [--config FILE] [--json] [--sys name=value]...
  *   throughway import api|apis|app|policies ... | export api NAME VERSION   (lib/import/cli.ts)
+ *   throughway dump | diff FILE | apply FILE   (lib/remote/cli.ts)
+ *   throughway status [--url URL] [--json]     (lib/remote/status.ts)
  *
  * Exit status: 0 success (warnings allowed), 1 configuration errors (all of them listed), 2 usage errors.
  * The configuration is read from conf/deployment.toml under the working directory unless --config names
@@ -28,6 +30,7 @@ import { FormatConfigError, mediationSettingsFrom } from './mediation';
 import { roleParts } from './scale/settings';
 import { checkTlsStores } from './tls/settings';
 import { checkUserStore } from './store/users';
+import { UsageError } from './errors';
 
 export const USAGE = `Usage: throughway <command> [options]
 
@@ -41,6 +44,11 @@ Commands:
   apis list             list the API definitions in apis/ and what the gateway deploys of them
   apps|keys|subscriptions|users|blocking|registration ...
                         manage the key manager's store (\`throughway apps --help\`, docs/admin-api.md)
+  dump | diff FILE | apply FILE [--dry-run] [--prune]
+                        a running node's applications, subscriptions, users, blocking conditions and
+                        tenants as a YAML file, compared and synced (\`throughway apply --help\`, docs/sync.md)
+  status                a running node's runtime view: listeners, backend pools, recent faults, plugins,
+                        tenants, the configuration's sources (\`throughway status --help\`, docs/operations.md)
   import api|apis|app|policies ..., export api NAME VERSION
                         the reference's exported projects in and out (\`throughway import --help\`,
                         docs/migrating.md)
@@ -97,8 +105,6 @@ interface Parsed {
   version: boolean;
   sys: Record<string, string>;
 }
-
-class UsageError extends Error {}
 
 function parseArgs(argv: readonly string[]): Parsed {
   const p: Parsed = { command: [], strict: false, check: false, json: false, help: false, version: false, sys: {} };
@@ -199,14 +205,17 @@ function describePorts(result: LoadResult): string[] {
 
 /**
  * What the file's keys do (docs/migrating.md has every key's status): a count of each status, then each
- * key not acted on at its place, so a migrating user sees which of their settings change nothing.
+ * key not acted on at its place with the reason, so a migrating user sees which of their settings change
+ * nothing and why.
  */
 function describeKeyStatus(result: LoadResult): string[] {
   const n = result.writtenStatus;
   const total = n.acts + n.differs + n.inactive;
   const lines = [`keys written: ${total} (${n.acts} act, ${n.differs} act differently, ${n.inactive} not acted on; docs/migrating.md)`];
   for (const k of result.notActedOn) {
-    lines.push(`  ${k.file}:${k.line}:${k.column}: ${k.key}: not acted on${k.sectionRuns ? '' : ` ([${k.section}] is not run)`}`);
+    lines.push(
+      `  ${k.file}:${k.line}:${k.column}: ${k.key}: not acted on${k.sectionRuns ? '' : ` ([${k.section}] is not run)`}: ${k.reason}`,
+    );
   }
   return lines;
 }
@@ -248,28 +257,43 @@ function check(p: Parsed, io: CliIo): number {
     io.out(`${shown}: invalid: the user store start would refuse\n`);
     return 1;
   }
-  const lines = [`${shown}: valid (${plural(warnings, 'warning')}${p.strict ? ', strict' : ''})`, `role: ${result.config.server.server_role}`];
+  const lines = [
+    `${shown}: valid (${plural(warnings, 'warning')}${p.strict ? ', strict' : ''})`,
+    `role: ${result.config.server.server_role}`,
+  ];
   lines.push(...describePorts(result));
   for (const name of ['apim_db', 'shared_db'] as const) {
     const m = databaseMapping(name, result.config.database[name], io.cwd);
-    const use = name === 'apim_db' ? 'the key manager\'s store' : 'not used: the key manager keeps everything in apim_db';
+    const use = name === 'apim_db' ? "the key manager's store" : 'not used: the key manager keeps everything in apim_db';
     if (m.kind === 'sqlite') lines.push(`database.${name}: type h2 → embedded SQLite file ${m.file} (${use})`);
     else if (m.type === 'postgre' || m.type === 'mysql') {
       const target = connectionTarget(result.config.database[name], m.type === 'postgre' ? 5432 : 3306, name);
-      lines.push(`database.${name}: type ${m.type} → ${m.type === 'postgre' ? 'PostgreSQL' : 'MySQL/MariaDB'} ${target.host}:${target.port}/${target.database} (${use})`);
-    } else lines.push(`database.${name}: type ${m.type} is not supported by throughway${name === 'apim_db' ? ': start refuses it (use h2, postgre or mysql)' : ` (${use})`}`);
+      lines.push(
+        `database.${name}: type ${m.type} → ${m.type === 'postgre' ? 'PostgreSQL' : 'MySQL/MariaDB'} ${target.host}:${target.port}/${target.database} (${use})`,
+      );
+    } else
+      lines.push(
+        `database.${name}: type ${m.type} is not supported by throughway${name === 'apim_db' ? ': start refuses it (use h2, postgre or mysql)' : ` (${use})`}`,
+      );
   }
   // The throttling policies file is part of the configuration (docs/throttling.md): checked here too.
   const ts = throttleSettingsFrom(result.config, result.dir);
-  const pol = loadPolicies(ts.policiesFile, { enableUnlimitedTier: ts.enableUnlimitedTier, headerConditions: ts.headerConditions, queryConditions: ts.queryConditions, claimConditions: ts.claimConditions });
+  const pol = loadPolicies(ts.policiesFile, {
+    enableUnlimitedTier: ts.enableUnlimitedTier,
+    headerConditions: ts.headerConditions,
+    queryConditions: ts.queryConditions,
+    claimConditions: ts.claimConditions,
+  });
   for (const d of pol.diagnostics) if (d.level !== 'info') io.err(`${formatPolicyDiagnostic(d)}\n`);
   if (pol.policies === undefined) {
     io.out(`${ts.policiesFile}: invalid: ${plural(pol.diagnostics.filter((d) => d.level === 'error').length, 'error')}\n`);
     return 1;
   }
   const pp = pol.policies;
-  lines.push(`throttling: ${pp.file === '' ? `built-in default policies (no ${ts.policiesFile})` : pp.file}: ${pp.subscription.size} subscription, ${pp.application.size} application, ${pp.api.size} API, ${pp.custom.length} custom policies; counters ${ts.counterStore}`);
-    lines.push(`accepted but inactive: ${result.inactive.length > 0 ? result.inactive.join(', ') : '(none)'}`);
+  lines.push(
+    `throttling: ${pp.file === '' ? `built-in default policies (no ${ts.policiesFile})` : pp.file}: ${pp.subscription.size} subscription, ${pp.application.size} application, ${pp.api.size} API, ${pp.custom.length} custom policies; counters ${ts.counterStore}`,
+  );
+  lines.push(`accepted but inactive: ${result.inactive.length > 0 ? result.inactive.join(', ') : '(none)'}`);
   if (result.inactiveKeys.length > 0) lines.push(`accepted keys throughway does not act on: ${result.inactiveKeys.join(', ')}`);
   lines.push(...describeKeyStatus(result));
   io.out(`${lines.join('\n')}\n`);
@@ -285,7 +309,12 @@ function print(p: Parsed, io: CliIo): number {
 }
 
 /** The starter configuration `throughway init` copies: the package's own conf/ (shipped, package.json "files"). */
-export const STARTER_FILES = ['conf/deployment.toml', 'conf/apis/demo.toml', 'conf/apis/pizzashack.openapi.json', 'conf/policies.toml'] as const;
+export const STARTER_FILES = [
+  'conf/deployment.toml',
+  'conf/apis/demo.toml',
+  'conf/apis/pizzashack.openapi.json',
+  'conf/policies.toml',
+] as const;
 
 /**
  * `throughway init [dir]` (docs/quickstart.md): copies the starter files under dir and prints the next
@@ -296,7 +325,9 @@ function init(dir: string | undefined, io: CliIo): number {
   const source = path.join(__dirname, '..', '..');
   const taken = STARTER_FILES.filter((f) => fs.existsSync(path.join(target, f)));
   if (taken.length > 0) {
-    io.err(`throughway init: not overwriting ${taken.map((f) => path.join(target, f)).join(', ')}; nothing written (remove them or choose another directory)\n`);
+    io.err(
+      `throughway init: not overwriting ${taken.map((f) => path.join(target, f)).join(', ')}; nothing written (remove them or choose another directory)\n`,
+    );
     return 1;
   }
   for (const f of STARTER_FILES) {
@@ -305,7 +336,9 @@ function init(dir: string | undefined, io: CliIo): number {
     io.out(`  wrote ${path.join(target, f)}\n`);
   }
   const cd = target === io.cwd ? '' : `  cd ${path.relative(io.cwd, target) || '.'}\n`;
-  io.out(`\nNext steps:\n${cd}  npx throughway start          # gateway on 8280 with the demo API, key manager on 9443\n  curl http://localhost:8280/pizzashack/1.0.0/menu\nEdit conf/deployment.toml (every key: docs/configuration.md); add APIs under conf/apis/ (docs/apis.md).\n`);
+  io.out(
+    `\nNext steps:\n${cd}  npx throughway start          # gateway on 8280 with the demo API, key manager on 9443\n  curl http://localhost:8280/pizzashack/1.0.0/menu\nEdit conf/deployment.toml (every key: docs/configuration.md); add APIs under conf/apis/ (docs/apis.md).\n`,
+  );
   return 0;
 }
 
@@ -313,7 +346,9 @@ async function start(p: Parsed, io: CliIo): Promise<number> {
   // `start --check` (docs/operations.md): the validation and start-up summary of `config check`, no start.
   if (p.check) return check(p, io);
   if (p.config === undefined && !fs.existsSync(path.join(io.cwd, defaultConfig(io.cwd)))) {
-    io.err(`throughway: no conf/deployment.toml in ${io.cwd}: run \`throughway init\` to write a starter configuration, or name one with --config FILE\n`);
+    io.err(
+      `throughway: no conf/deployment.toml in ${io.cwd}: run \`throughway init\` to write a starter configuration, or name one with --config FILE\n`,
+    );
     return 1;
   }
   const result = load(p, io);
@@ -345,7 +380,14 @@ async function start(p: Parsed, io: CliIo): Promise<number> {
     const log = (line: string): void => io.out(`${c.isClusterWorker() ? `[worker ${process.pid}] ` : ''}${line}\n`);
     node = c.isClusterWorker()
       ? await c.runWorker(result, { start: startNode, workers, log })
-      : await c.runPrimary(result, { start: startNode, workers, log, reload: () => load(p, io), restartMin: cl.restart_delay_min, restartMax: cl.restart_delay_max });
+      : await c.runPrimary(result, {
+          start: startNode,
+          workers,
+          log,
+          reload: () => load(p, io),
+          restartMin: cl.restart_delay_min,
+          restartMax: cl.restart_delay_max,
+        });
   } else {
     // SIGHUP reads the file again with the same options; startNode refuses a configuration with errors.
     node = await startNode(result, { log: (line) => io.out(`${line}\n`), reload: () => load(p, io) });
@@ -390,13 +432,34 @@ function version(): string {
 /** Runs the CLI; resolves to the exit status (the process is not exited here, so tests can call it). */
 export async function main(argv: readonly string[], io: CliIo): Promise<number> {
   // Key manager commands take their own options (lib/keymanager/cli.ts), loaded only when used.
-  if (argv[0] !== undefined && ['apps', 'keys', 'subscriptions', 'users', 'blocking', 'registration', 'tenants'].includes(argv[0])) {
+  if (
+    argv[0] !== undefined &&
+    ['apps', 'keys', 'subscriptions', 'users', 'blocking', 'registration', 'tenants', 'tasks'].includes(argv[0])
+  ) {
     const admin = await import('./keymanager/cli');
     if (argv.includes('--help') || argv.includes('-h')) {
       io.out(admin.ADMIN_USAGE);
       return 0;
     }
     return admin.runAdminCli(argv, io);
+  }
+  // Declarative state of a running node (lib/remote/cli.ts), loaded only when used.
+  if (argv[0] === 'dump' || argv[0] === 'diff' || argv[0] === 'apply') {
+    const rem = await import('./remote/cli');
+    if (argv.includes('--help') || argv.includes('-h')) {
+      io.out(rem.REMOTE_USAGE);
+      return 0;
+    }
+    return rem.runRemoteCli(argv, io);
+  }
+  // The runtime view of a running node (lib/remote/status.ts), loaded only when used.
+  if (argv[0] === 'status') {
+    const st = await import('./remote/status');
+    if (argv.includes('--help') || argv.includes('-h')) {
+      io.out(st.STATUS_USAGE);
+      return 0;
+    }
+    return st.runStatusCli(argv, io);
   }
   // Import and export of the reference's projects (lib/import/cli.ts), loaded only when used.
   if (argv[0] === 'import' || argv[0] === 'export') {
@@ -436,7 +499,13 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
 }
 
 if (require.main === module) {
-  const io: CliIo = { out: (t) => process.stdout.write(t), err: (t) => process.stderr.write(t), cwd: process.cwd(), env: environment(), stdin: readStdin };
+  const io: CliIo = {
+    out: (t) => process.stdout.write(t),
+    err: (t) => process.stderr.write(t),
+    cwd: process.cwd(),
+    env: environment(),
+    stdin: readStdin,
+  };
   main(process.argv.slice(2), io).then(
     (code) => {
       process.exitCode = code;

@@ -35,7 +35,6 @@ const ON_FIRST_USE: Readonly<Record<string, readonly string[]>> = {
 };
 for (const [file, names] of Object.entries(ON_FIRST_USE)) {
   for (const name of names) {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
     Object.defineProperty(exports, name, { enumerable: true, get: () => (require(file) as Record<string, unknown>)[name] });
   }
 }
@@ -43,10 +42,31 @@ for (const [file, names] of Object.entries(ON_FIRST_USE)) {
 // The gateway with its embedding surface and observers (lib/embed wraps lib/gateway).
 export { createGateway } from './embed';
 export type { Gateway, GatewayOptions } from './embed';
+export { InternalError, ThroughwayError, UsageError } from './errors';
 export { GatewayOptionsError } from './gateway';
-export type { DeployedApi, ReloadReport, ApiDefinition, ApiState, FileStatus, ApiDiagnostic, TokenEndpoints, OAuthCall, OAuthAnswer } from './gateway';
+export type {
+  DeployedApi,
+  ReloadReport,
+  ApiDefinition,
+  ApiState,
+  FileStatus,
+  ApiDiagnostic,
+  TokenEndpoints,
+  OAuthCall,
+  OAuthAnswer,
+} from './gateway';
 // Embedding (docs/embedding.md): events, inject(), custom phases and the faults they may answer.
-export type { GatewayEventMap, GatewayEventName, GatewayFaultEvent, GatewayListener, InjectOptions, InjectResponse, CustomPhase, CustomFault, PhasePlacement } from './embed';
+export type {
+  GatewayEventMap,
+  GatewayEventName,
+  GatewayFaultEvent,
+  GatewayListener,
+  InjectOptions,
+  InjectResponse,
+  CustomPhase,
+  CustomFault,
+  PhasePlacement,
+} from './embed';
 export { gatewayFault, customFault, localAnswer, PhaseOptionsError } from './embed';
 export type { CallContext, Outcome, Stop } from './gateway/phases';
 export { createTransport, targetFromUrl } from './transport';

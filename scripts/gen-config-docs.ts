@@ -50,7 +50,13 @@ function constraints(def: KeyDef): string {
   if (def.allowed !== undefined) out.push(`${def.allowed.map(code).join(', ')}${def.caseInsensitive === true ? ' (any case)' : ''}`);
   if (def.min !== undefined || def.max !== undefined) {
     const unit = def.format === 'duration' ? ` ${unitName(def.unit)}` : '';
-    out.push(def.min !== undefined && def.max !== undefined ? `${def.min}..${def.max}${unit}` : def.min !== undefined ? `≥ ${def.min}${unit}` : `≤ ${String(def.max)}${unit}`);
+    out.push(
+      def.min !== undefined && def.max !== undefined
+        ? `${def.min}..${def.max}${unit}`
+        : def.min !== undefined
+          ? `≥ ${def.min}${unit}`
+          : `≤ ${String(def.max)}${unit}`,
+    );
   }
   if (def.format === 'port') out.push('0..65535');
   return out.length > 0 ? out.join('; ') : '';
@@ -165,22 +171,40 @@ working directory, no URL to \`var/<name>.sqlite\`. \`config check\` prints the 
 
 | code | meaning |
 |---|---|
-${Object.entries(DIAGNOSTIC_CODES).map(([c, m]) => `| ${code(c)} | ${cell(m)} |`).join('\n')}
+${Object.entries(DIAGNOSTIC_CODES)
+  .map(([c, m]) => `| ${code(c)} | ${cell(m)} |`)
+  .join('\n')}
 `;
 
 export function renderDocs(sections: readonly SectionDef[] = SECTIONS): string {
   const out: string[] = [INTRO, '## Sections', ''];
   const keyCount = sections.reduce((n, s) => n + s.keys.length, 0);
-  out.push(`${sections.length} sections, ${keyCount} keys. Markers: **R** required; *not acted on*: accepted and validated, no effect in throughway; \`secret\`: printed as \`****\`.`, '');
-  for (const s of sections) out.push(`- [${s.path === '' ? 'Top level' : code(sectionHeading(s))}](#${anchor(s)}) — ${cell(s.title)}${s.runs ? '' : ' *(accepted, not run)*'}`);
+  out.push(
+    `${sections.length} sections, ${keyCount} keys. Markers: **R** required; *not acted on*: accepted and validated, no effect in throughway; \`secret\`: printed as \`****\`.`,
+    '',
+  );
+  for (const s of sections)
+    out.push(
+      `- [${s.path === '' ? 'Top level' : code(sectionHeading(s))}](#${anchor(s)}) — ${cell(s.title)}${s.runs ? '' : ' *(accepted, not run)*'}`,
+    );
   out.push('');
   for (const s of sections) {
     out.push(`<a id="${anchor(s)}"></a>`, `### ${s.path === '' ? 'Top level' : code(sectionHeading(s))}`, '');
     const facts: string[] = [`${cell(s.title)}.`];
-    facts.push(s.source === 'throughway' ? 'throughway setting.' : s.source === 'reference' ? "Not in the spec's tables: the reference's own files write it (the server's key and trust stores, the transports' store defaults; docs/tls.md)." : `Spec ${s.source}.`);
+    facts.push(
+      s.source === 'throughway'
+        ? 'throughway setting.'
+        : s.source === 'reference'
+          ? "Not in the spec's tables: the reference's own files write it (the server's key and trust stores, the transports' store defaults; docs/tls.md)."
+          : `Spec ${s.source}.`,
+    );
     if (s.required === true) facts.push('The spec marks the section required (R).');
     if (s.repeatable === true) facts.push('Repeatable: one entry per `[[table]]`.');
-    facts.push(s.runs ? 'Runs in throughway.' : '**Accepted, not run**: parsed and validated; listed as inactive by `config check`; required keys are not enforced.');
+    facts.push(
+      s.runs
+        ? 'Runs in throughway.'
+        : '**Accepted, not run**: parsed and validated; listed as inactive by `config check`; required keys are not enforced.',
+    );
     if (s.enabledBy !== undefined) facts.push(`Switched on by ${code(s.enabledBy)}.`);
     if (s.openKeys === true) facts.push('Open table: keys not listed are accepted without a warning.');
     out.push(facts.join(' '), '');
@@ -191,15 +215,20 @@ export function renderDocs(sections: readonly SectionDef[] = SECTIONS): string {
     out.push('| key | type | R | default | allowed / range | meaning |', '|---|---|---|---|---|---|');
     for (const k of s.keys) {
       const marks: string[] = [];
-      if (k.inactive === true) marks.push('*not acted on*');
+      if (k.inactive !== undefined) marks.push('*not acted on*');
       if (k.differs !== undefined) marks.push(`*acts differently: ${cell(k.differs)}*`);
       if (k.secret === true) marks.push('`secret`');
       const meaning = `${cell(k.meaning)}${marks.length > 0 ? ` ${marks.join(' ')}` : ''}`;
-      out.push(`| ${code(k.key)} | ${cell(typeText(k))} | ${k.required === true ? 'R' : ''} | ${defaultText(k)} | ${constraints(k)} | ${meaning} |`);
+      out.push(
+        `| ${code(k.key)} | ${cell(typeText(k))} | ${k.required === true ? 'R' : ''} | ${defaultText(k)} | ${constraints(k)} | ${meaning} |`,
+      );
     }
     out.push('');
   }
-  return `${out.join('\n').replace(/\n{3,}/g, '\n\n').trimEnd()}\n`;
+  return `${out
+    .join('\n')
+    .replace(/\n{3,}/g, '\n\n')
+    .trimEnd()}\n`;
 }
 
 /** Where docs/configuration.md lives in the source tree (this file runs from dist/scripts). */

@@ -60,7 +60,7 @@ function keyDoc(def: KeyDef): string {
   if (def.default !== undefined) parts.push(`Default: ${JSON.stringify(def.default)}${unit}.`);
   else if (def.defaultText !== undefined) parts.push(`Default: ${def.defaultText}.`);
   if (def.format === 'duration') parts.push('Loaded as milliseconds.');
-  if (def.inactive === true) parts.push('Accepted; throughway does not act on it.');
+  if (def.inactive !== undefined) parts.push('Accepted; throughway does not act on it.');
   if (def.differs !== undefined) parts.push(`Acts differently: ${def.differs}.`);
   return parts.join(' ');
 }
@@ -133,7 +133,10 @@ export function renderTypes(sections: readonly SectionDef[] = SECTIONS): string 
         if (!interfaces.has(name)) {
           interfaces.set(name, { order: sections.indexOf(node.section), text: '' });
           const doc = `${node.section.title} (${node.section.path === '' ? 'top level' : `[${node.section.repeatable === true ? `[${node.section.path}]` : node.section.path}]`}, ${node.section.source === 'reference' ? "the reference's files" : `spec ${node.section.source}`})${node.section.runs ? '' : '; accepted, not run by throughway'}.`;
-          interfaces.set(name, { order: sections.indexOf(node.section), text: `${comment(doc, '')}export interface ${name} {\n${body(node, '  ')}}\n` });
+          interfaces.set(name, {
+            order: sections.indexOf(node.section),
+            text: `${comment(doc, '')}export interface ${name} {\n${body(node, '  ')}}\n`,
+          });
         }
         forms.push(name);
       } else if (node.literal.size > 0 || node.placeholder !== undefined || node.open) {
@@ -161,7 +164,6 @@ export function renderTypes(sections: readonly SectionDef[] = SECTIONS): string 
     ' * Regenerate: npx tsc -p . && node dist/scripts/gen-config-types.js',
     ' * (test/config/generated.test.ts fails when this file is stale.)',
     ' */',
-    '/* eslint-disable */',
     '',
   ].join('\n');
   return `${header}${rootText}${rootText === '' ? '' : '\n'}${ordered.map(([, v]) => v.text).join('\n')}`;

@@ -95,10 +95,12 @@ export function findKeyReads(root: string): Map<string, string[]> {
     if (!rel.startsWith('lib/') || NOT_READERS.includes(rel)) continue;
     const visit = (node: ts.Node): void => {
       if (ts.isPropertyAccessExpression(node)) note(checker.getSymbolAtLocation(node.name), node.name, rel);
-      else if (ts.isElementAccessExpression(node) && ts.isStringLiteralLike(node.argumentExpression)) note(checker.getSymbolAtLocation(node.argumentExpression), node, rel);
+      else if (ts.isElementAccessExpression(node) && ts.isStringLiteralLike(node.argumentExpression))
+        note(checker.getSymbolAtLocation(node.argumentExpression), node, rel);
       else if (ts.isBindingElement(node) && ts.isObjectBindingPattern(node.parent)) {
         const name = node.propertyName ?? node.name;
-        if (ts.isIdentifier(name) || ts.isStringLiteral(name)) note(checker.getTypeAtLocation(node.parent).getProperty(name.text), node, rel);
+        if (ts.isIdentifier(name) || ts.isStringLiteral(name))
+          note(checker.getTypeAtLocation(node.parent).getProperty(name.text), node, rel);
       }
       ts.forEachChild(node, visit);
     };

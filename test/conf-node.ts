@@ -32,8 +32,18 @@ export async function startConfCopy(t: Test, prefix: string): Promise<ConfNode> 
   const offset = await freeOffset();
   const tomlPath = path.join(dir, 'conf', 'deployment.toml');
   fs.writeFileSync(tomlPath, fs.readFileSync(tomlPath, 'utf8').replace(/^offset = 0\b/m, `offset = ${offset}`));
-  const child = spawn(process.execPath, [path.join(root, 'dist', 'lib', 'cli.js'), 'start'], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
-  const node: ConfNode = { dir, offset, child, out: '', err: '', exited: new Promise((resolve) => child.on('exit', (code) => resolve(code))) };
+  const child = spawn(process.execPath, [path.join(root, 'dist', 'lib', 'cli.js'), 'start'], {
+    cwd: dir,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const node: ConfNode = {
+    dir,
+    offset,
+    child,
+    out: '',
+    err: '',
+    exited: new Promise((resolve) => child.on('exit', (code) => resolve(code))),
+  };
   child.stdout?.on('data', (c: Buffer) => (node.out += c.toString()));
   child.stderr?.on('data', (c: Buffer) => (node.err += c.toString()));
   t.teardown(() => {

@@ -18,7 +18,8 @@ export function defaultAdminPasswordWarning(config: DeploymentConfig, file: stri
     key: 'super_admin.password',
     file,
     line: 0,
-    message: 'the super admin has the built-in default password "admin": whoever reaches a management port (the admin API, the key manager, the consoles) signs in as the super admin; the management ports listen on 127.0.0.1 only while it is set (docs/security.md, "The management port")',
+    message:
+      'the super admin has the built-in default password "admin": whoever reaches a management port (the admin API, the key manager, the consoles) signs in as the super admin; the management ports listen on 127.0.0.1 only while it is set (docs/security.md, "The management port")',
     expected: 'password = "$env{ADMIN_PASSWORD}" (and the stored password changed)',
   };
 }

@@ -16,7 +16,13 @@ import type { DiagnosticCode } from './diagnostics';
 export type Converted =
   | { readonly ok: true; readonly value: unknown }
   /** `entries`: the array entries at fault, each with its own problem (one diagnostic each, at the entry). */
-  | { readonly ok: false; readonly code: DiagnosticCode; readonly problem: string; readonly expected: string; readonly entries?: readonly BadEntry[] };
+  | {
+      readonly ok: false;
+      readonly code: DiagnosticCode;
+      readonly problem: string;
+      readonly expected: string;
+      readonly entries?: readonly BadEntry[];
+    };
 
 /** One entry of an array value that is refused: its index and why. */
 export interface BadEntry {
@@ -28,11 +34,30 @@ const UNIT_MS = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as co
 type Unit = keyof typeof UNIT_MS;
 
 const UNIT_WORDS: Readonly<Record<string, Unit>> = {
-  ms: 'ms', msec: 'ms', msecs: 'ms', millis: 'ms', millisecond: 'ms', milliseconds: 'ms',
-  s: 's', sec: 's', secs: 's', second: 's', seconds: 's',
-  m: 'm', min: 'm', mins: 'm', minute: 'm', minutes: 'm',
-  h: 'h', hr: 'h', hrs: 'h', hour: 'h', hours: 'h',
-  d: 'd', day: 'd', days: 'd',
+  ms: 'ms',
+  msec: 'ms',
+  msecs: 'ms',
+  millis: 'ms',
+  millisecond: 'ms',
+  milliseconds: 'ms',
+  s: 's',
+  sec: 's',
+  secs: 's',
+  second: 's',
+  seconds: 's',
+  m: 'm',
+  min: 'm',
+  mins: 'm',
+  minute: 'm',
+  minutes: 'm',
+  h: 'h',
+  hr: 'h',
+  hrs: 'h',
+  hour: 'h',
+  hours: 'h',
+  d: 'd',
+  day: 'd',
+  days: 'd',
 };
 
 /** Milliseconds per unit, for docs and for the min/max of duration keys (written in the key's unit). */
@@ -59,7 +84,19 @@ export function parseDuration(value: unknown, unit: string | undefined): number 
   return Math.round(amount * UNIT_MS[u]);
 }
 
-const BYTE_UNITS: Readonly<Record<string, number>> = { '': 1, b: 1, k: 1024, kb: 1024, kib: 1024, m: 1024 ** 2, mb: 1024 ** 2, mib: 1024 ** 2, g: 1024 ** 3, gb: 1024 ** 3, gib: 1024 ** 3 };
+const BYTE_UNITS: Readonly<Record<string, number>> = {
+  '': 1,
+  b: 1,
+  k: 1024,
+  kb: 1024,
+  kib: 1024,
+  m: 1024 ** 2,
+  mb: 1024 ** 2,
+  mib: 1024 ** 2,
+  g: 1024 ** 3,
+  gb: 1024 ** 3,
+  gib: 1024 ** 3,
+};
 
 /** A byte count: a number, or "16k", "1 MiB" (binary multiples, as buffer sizes are meant). */
 export function parseBytes(value: unknown): number | undefined {
@@ -117,7 +154,10 @@ function toList(value: unknown, commaSplit: boolean): string[] | undefined {
   const t = scalarText(value);
   if (t === undefined) return undefined;
   if (!commaSplit) return [t];
-  return t.split(',').map((s) => s.trim()).filter((s) => s !== '');
+  return t
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
 }
 
 /** What a key accepts, in words (the `expected` of a diagnostic). */
@@ -229,7 +269,9 @@ export function convert(def: KeyDef, raw: unknown): Converted {
       return list === undefined ? fail('CONFIG_TYPE', 'not an array of strings', expected) : { ok: true, value: list };
     }
     case 'map':
-      return raw !== null && typeof raw === 'object' && !Array.isArray(raw) ? { ok: true, value: raw } : fail('CONFIG_TYPE', 'not a table', expected);
+      return raw !== null && typeof raw === 'object' && !Array.isArray(raw)
+        ? { ok: true, value: raw }
+        : fail('CONFIG_TYPE', 'not a table', expected);
   }
 }
 
@@ -278,7 +320,12 @@ export function check(def: KeyDef, value: unknown, ctx: CheckContext): Converted
     const inUnit = def.format === 'duration' && value >= 0 ? value / scale : value;
     if ((def.min !== undefined && inUnit < def.min) || (def.max !== undefined && inUnit > def.max)) {
       const unit = def.format === 'duration' ? ` ${unitName(def.unit)}` : '';
-      const range = def.min !== undefined && def.max !== undefined ? `${def.min}..${def.max}` : def.min !== undefined ? `at least ${def.min}` : `at most ${String(def.max)}`;
+      const range =
+        def.min !== undefined && def.max !== undefined
+          ? `${def.min}..${def.max}`
+          : def.min !== undefined
+            ? `at least ${def.min}`
+            : `at most ${String(def.max)}`;
       return fail('CONFIG_RANGE', 'out of range', `${range}${unit}`);
     }
   }
@@ -286,7 +333,12 @@ export function check(def: KeyDef, value: unknown, ctx: CheckContext): Converted
     const list = Array.isArray(value) ? (value as unknown[]) : [value];
     for (const v of list) {
       if (typeof v !== 'string' || v === '' || hasRuntimeToken(v)) continue;
-      if (!isUrl(v)) return fail('CONFIG_URL', `${list.length > 1 ? `${JSON.stringify(v)} is ` : ''}not a URL`, 'an absolute URL such as https://host:port/path');
+      if (!isUrl(v))
+        return fail(
+          'CONFIG_URL',
+          `${list.length > 1 ? `${JSON.stringify(v)} is ` : ''}not a URL`,
+          'an absolute URL such as https://host:port/path',
+        );
     }
   }
   if (def.format === 'cidr') {
@@ -294,12 +346,15 @@ export function check(def: KeyDef, value: unknown, ctx: CheckContext): Converted
     const bad: BadEntry[] = [];
     for (let i = 0; i < list.length; i++) {
       const v = list[i];
-      if (typeof v !== 'string' || parseSubnet(v) === undefined) bad.push({ index: i, problem: `${shownEntry(v)} is neither an IP address nor a CIDR range` });
+      if (typeof v !== 'string' || parseSubnet(v) === undefined)
+        bad.push({ index: i, problem: `${shownEntry(v)} is neither an IP address nor a CIDR range` });
     }
     if (bad.length > 0) {
       const expected = 'IP addresses and CIDR ranges such as "10.0.0.0/8", "192.0.2.7", "2001:db8::/32"';
       const first = (bad[0] as BadEntry).problem;
-      return Array.isArray(value) ? { ok: false, code: 'CONFIG_ADDRESS', problem: first, expected, entries: bad } : fail('CONFIG_ADDRESS', first, expected);
+      return Array.isArray(value)
+        ? { ok: false, code: 'CONFIG_ADDRESS', problem: first, expected, entries: bad }
+        : fail('CONFIG_ADDRESS', first, expected);
     }
   }
   if (def.format === 'host' && typeof value === 'string' && !hasRuntimeToken(value) && !/^[^\s/?#@]+$/.test(value)) {

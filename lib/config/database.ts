@@ -13,7 +13,11 @@ export type DatabaseMapping =
   | { readonly kind: 'sqlite'; readonly file: string; readonly from: string }
   | { readonly kind: 'external'; readonly type: string; readonly url?: string };
 
-export function databaseMapping(name: string, table: { readonly type?: string; readonly url?: string } | undefined, cwd: string): DatabaseMapping {
+export function databaseMapping(
+  name: string,
+  table: { readonly type?: string; readonly url?: string } | undefined,
+  cwd: string,
+): DatabaseMapping {
   const type = table?.type ?? 'h2';
   const url = table?.url;
   if (type !== 'h2') return url !== undefined ? { kind: 'external', type, url } : { kind: 'external', type };

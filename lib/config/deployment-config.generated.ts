@@ -3,7 +3,6 @@
  * Regenerate: npx tsc -p . && node dist/scripts/gen-config-types.js
  * (test/config/generated.test.ts fails when this file is stale.)
  */
-/* eslint-disable */
 /** Server node identity ([server], spec 000). */
 export interface ServerSection {
   /** Host name or IP address of the machine (localhost, 127.0.0.1, any IP, any host name). Default: "localhost". */
@@ -214,9 +213,9 @@ export interface ApimCacheGatewayTokenSection {
 
 /** Gateway resource cache ([apim.cache.resource], spec 000). */
 export interface ApimCacheResourceSection {
-  /** Caches API resources at the gateway; entries expire in 15 minutes. Throughway differs: resources are compiled into the route table when an API is deployed and matched from it on every call, so there is no cache to switch off, and a redeployed API applies at once. Default: true. Accepted; throughway does not act on it. */
+  /** Caches API resources at the gateway; entries expire in 15 minutes. Default: true. Accepted; throughway does not act on it. */
   readonly enable: boolean;
-  /** Expiry of cached API resources. Throughway differs: no resource cache exists to expire (see enable). Default: - (sample 900s; entries expire in 15 minutes). Loaded as milliseconds. Accepted; throughway does not act on it. */
+  /** Expiry of cached API resources. Default: - (sample 900s; entries expire in 15 minutes). Loaded as milliseconds. Accepted; throughway does not act on it. */
   readonly expiry_time?: number;
 }
 
@@ -236,7 +235,7 @@ export interface ApimCacheRecentApisSection {
 
 /** Scope cache ([apim.cache.scopes], spec 000). */
 export interface ApimCacheScopesSection {
-  /** Scope cache, entries live 15 minutes. Throughway differs: resource scopes are compiled with the deployed API (the gateway's check) and read from the deployed APIs at each token request (the key manager), so a changed scope or role binding applies at once; there is no cache to switch off. Default: true. Accepted; throughway does not act on it. */
+  /** Scope cache, entries live 15 minutes. Default: true. Accepted; throughway does not act on it. */
   readonly enable: boolean;
 }
 
@@ -580,13 +579,13 @@ export interface ApimWorkflowSection {
   readonly wf_engine_pass: string;
   /** Callback the workflow engine calls. Default: https://localhost:<management port>/api/am/publisher/<version>/workflows/update-workflow-status. */
   readonly callback_endpoint?: string;
-  /** Token endpoint used by the workflow engine. Throughway does not call it: the engine takes its callback token there (the gateway's /token is the key manager's, docs/workflows.md). Default: https://localhost:<gateway https port>/token. Accepted; throughway does not act on it. */
+  /** Token endpoint used by the workflow engine. Default: https://localhost:<gateway https port>/token. Accepted; throughway does not act on it. */
   readonly token_endpoint?: string;
-  /** Dynamic client registration endpoint. Throughway does not call it: the engine registers its callback client there (docs/workflows.md). Default: https://localhost:<management port>/client-registration/<version>/register. Accepted; throughway does not act on it. */
+  /** Dynamic client registration endpoint. Default: https://localhost:<management port>/client-registration/<version>/register. Accepted; throughway does not act on it. */
   readonly client_registration_endpoint?: string;
   /** Client registration user. Default: "$ref{super_admin.username}". */
   readonly client_registration_username: string;
-  /** Client registration password. Throughway does not read it: the engine presents it at the registration endpoint, where it is checked as any admin's (docs/workflows.md). Default: "$ref{super_admin.password}". Accepted; throughway does not act on it. */
+  /** Client registration password. Default: "$ref{super_admin.password}". Accepted; throughway does not act on it. */
   readonly client_registration_password: string;
 }
 
@@ -658,7 +657,7 @@ export interface ApimEventHubSection {
   readonly password: string;
   /** Internal URL artifacts are pulled from on the control plane. Accepted; throughway does not act on it. */
   readonly service_url?: string;
-  /** JMS endpoints to the control plane. throughway: a redis://host:port URL is the Redis event hub (docs/scale-out.md); tcp:// JMS URLs are not used (one warning). */
+  /** JMS endpoints to the control plane. Acts differently: a redis:// URL is the event hub (docs/scale-out.md); the reference's tcp:// JMS URLs are not opened (one warning, event_hub_jms_ignored). */
   readonly event_listening_endpoints?: readonly string[];
   /** JMS endpoints for HA peer communication; extra URLs act as failover. throughway: a redis:// URL here is the event hub when event_listening_endpoints has none. */
   readonly event_duplicate_url?: readonly string[];
@@ -820,11 +819,11 @@ export interface MultiTenancyCloudServicesSection {
   readonly default: boolean;
 }
 
-/** Billing package (package_key: demo, smb or custom) ([multi_tenancy.billing.package.<package_key>], spec 000); accepted, not run by throughway. */
+/** Billing package (package_key: demo, smb or custom) ([multi_tenancy.billing.package.<package_key>], spec 000). */
 export interface MultiTenancyBillingPackagePackageKeySection {
-  /** Display name of the billing package. Default: demo: Demo; smb: SMB. */
+  /** Display name of the billing package. Default: demo: Demo; smb: SMB. Accepted; throughway does not act on it. */
   readonly name?: string;
-  /** Subscription charge of the package. Default: 0. */
+  /** Subscription charge of the package. Default: 0. Accepted; throughway does not act on it. */
   readonly subscription_charge: number;
   /** Billing package: users */
   readonly users: MultiTenancyBillingPackagePackageKeyUsersSection;
@@ -834,27 +833,27 @@ export interface MultiTenancyBillingPackagePackageKeySection {
   readonly bandwidth: MultiTenancyBillingPackagePackageKeyBandwidthSection;
 }
 
-/** Billing package: users ([multi_tenancy.billing.package.<package_key>.users], spec 000); accepted, not run by throughway. */
+/** Billing package: users ([multi_tenancy.billing.package.<package_key>.users], spec 000). */
 export interface MultiTenancyBillingPackagePackageKeyUsersSection {
   /** Number of users included; may be the word unlimited. Default: "1". */
   readonly limit: string;
-  /** Charge for the users of the package. Default: "0". */
+  /** Charge for the users of the package. Default: "0". Accepted; throughway does not act on it. */
   readonly charge: string;
 }
 
-/** Billing package: resource volume ([multi_tenancy.billing.package.<package_key>.resource_volume], spec 000); accepted, not run by throughway. */
+/** Billing package: resource volume ([multi_tenancy.billing.package.<package_key>.resource_volume], spec 000). */
 export interface MultiTenancyBillingPackagePackageKeyResourceVolumeSection {
-  /** Maximum chargeable resource volume. */
+  /** Maximum chargeable resource volume. Acts differently: Counts the tenant's APIs (API files of apis/t/<domain>/ deployed): the files past it are refused (docs/tenants.md).. */
   readonly limit?: string;
-  /** Charge for resource volume above the limit. Default: "0". */
+  /** Charge for resource volume above the limit. Default: "0". Accepted; throughway does not act on it. */
   readonly overuse_charge: string;
 }
 
-/** Billing package: bandwidth ([multi_tenancy.billing.package.<package_key>.bandwidth], spec 000); accepted, not run by throughway. */
+/** Billing package: bandwidth ([multi_tenancy.billing.package.<package_key>.bandwidth], spec 000). */
 export interface MultiTenancyBillingPackagePackageKeyBandwidthSection {
-  /** Highest bandwidth included. */
+  /** Highest bandwidth included. Acts differently: Bytes through the gateway per calendar month (UTC) for the tenant, each gateway counting its own; a bare number is bytes, units KB/MB/GB/TB are 1024-based; past it calls answer 103012 (docs/tenants.md).. */
   readonly limit?: string;
-  /** Charge for bandwidth above the limit. Default: "0". */
+  /** Charge for bandwidth above the limit. Default: "0". Accepted; throughway does not act on it. */
   readonly overuse_charge: string;
 }
 
@@ -1322,23 +1321,23 @@ export interface MessageBuildersSection {
 
 /** Message builders (blocking transport) ([blocking.message_builders], spec 001); accepted, not run by throughway. */
 export interface BlockingMessageBuildersSection {
-  /** Message builder class for application xml content. Default: built-in builder class. Accepted; throughway does not act on it. */
+  /** Message builder class for application xml content. Default: built-in builder class. */
   readonly application_xml?: string;
-  /** Message builder class for form urlencoded content. Default: built-in builder class. Accepted; throughway does not act on it. */
+  /** Message builder class for form urlencoded content. Default: built-in builder class. */
   readonly form_urlencoded?: string;
-  /** Message builder class for multipart form data content. Default: built-in builder class. Accepted; throughway does not act on it. */
+  /** Message builder class for multipart form data content. Default: built-in builder class. */
   readonly multipart_form_data?: string;
-  /** Message builder class for text plain content. Default: built-in builder class. Accepted; throughway does not act on it. */
+  /** Message builder class for text plain content. Default: built-in builder class. */
   readonly text_plain?: string;
-  /** Message builder class for application json content. Default: built-in builder class. Accepted; throughway does not act on it. */
+  /** Message builder class for application json content. Default: built-in builder class. */
   readonly application_json?: string;
-  /** Message builder class for json badgerfish content. Default: built-in builder class. Accepted; throughway does not act on it. */
+  /** Message builder class for json badgerfish content. Default: built-in builder class. */
   readonly json_badgerfish?: string;
-  /** Message builder class for text javascript content. Default: built-in builder class. Accepted; throughway does not act on it. */
+  /** Message builder class for text javascript content. Default: built-in builder class. */
   readonly text_javascript?: string;
-  /** Message builder class for octet stream content. Default: built-in builder class. Accepted; throughway does not act on it. */
+  /** Message builder class for octet stream content. Default: built-in builder class. */
   readonly octet_stream?: string;
-  /** Message builder class for application binary content. Default: built-in builder class. Accepted; throughway does not act on it. */
+  /** Message builder class for application binary content. Default: built-in builder class. */
   readonly application_binary?: string;
 }
 
@@ -1370,27 +1369,27 @@ export interface MessageFormattersSection {
 
 /** Message formatters (blocking transport) ([blocking.message_formatters], spec 001); accepted, not run by throughway. */
 export interface BlockingMessageFormattersSection {
-  /** Message formatter class for application xml content. Default: built-in formatter class. Accepted; throughway does not act on it. */
+  /** Message formatter class for application xml content. Default: built-in formatter class. */
   readonly application_xml?: string;
-  /** Message formatter class for form urlencoded content. Default: built-in formatter class. Accepted; throughway does not act on it. */
+  /** Message formatter class for form urlencoded content. Default: built-in formatter class. */
   readonly form_urlencoded?: string;
-  /** Message formatter class for multipart form data content. Default: built-in formatter class. Accepted; throughway does not act on it. */
+  /** Message formatter class for multipart form data content. Default: built-in formatter class. */
   readonly multipart_form_data?: string;
-  /** Message formatter class for text plain content. Default: built-in formatter class. Accepted; throughway does not act on it. */
+  /** Message formatter class for text plain content. Default: built-in formatter class. */
   readonly text_plain?: string;
-  /** Message formatter class for application json content. Default: built-in formatter class. Accepted; throughway does not act on it. */
+  /** Message formatter class for application json content. Default: built-in formatter class. */
   readonly application_json?: string;
-  /** Message formatter class for json badgerfish content. Default: built-in formatter class. Accepted; throughway does not act on it. */
+  /** Message formatter class for json badgerfish content. Default: built-in formatter class. */
   readonly json_badgerfish?: string;
-  /** Message formatter class for text javascript content. Default: built-in formatter class. Accepted; throughway does not act on it. */
+  /** Message formatter class for text javascript content. Default: built-in formatter class. */
   readonly text_javascript?: string;
-  /** Message formatter class for octet stream content. Default: built-in formatter class. Accepted; throughway does not act on it. */
+  /** Message formatter class for octet stream content. Default: built-in formatter class. */
   readonly octet_stream?: string;
-  /** Message formatter class for application binary content. Default: built-in formatter class. Accepted; throughway does not act on it. */
+  /** Message formatter class for application binary content. Default: built-in formatter class. */
   readonly application_binary?: string;
-  /** Message formatter class for text xml content. Default: built-in formatter class. Accepted; throughway does not act on it. */
+  /** Message formatter class for text xml content. Default: built-in formatter class. */
   readonly text_xml?: string;
-  /** Message formatter class for soap xml content. Default: built-in formatter class. Accepted; throughway does not act on it. */
+  /** Message formatter class for soap xml content. Default: built-in formatter class. */
   readonly soap_xml?: string;
 }
 
@@ -1404,9 +1403,9 @@ export interface CustomMessageBuildersSection {
 
 /** Custom message builder (blocking transport) ([[blocking.custom_message_builders]], spec 001); accepted, not run by throughway. */
 export interface BlockingCustomMessageBuildersSection {
-  /** Content type (a media type path) the builder applies to. Accepted; throughway does not act on it. */
+  /** Content type (a media type path) the builder applies to. */
   readonly content_type?: string;
-  /** Implementation class of the builder. Accepted; throughway does not act on it. */
+  /** Implementation class of the builder. */
   readonly class?: string;
 }
 
@@ -1420,9 +1419,9 @@ export interface CustomMessageFormattersSection {
 
 /** Custom message formatter (blocking transport) ([[blocking.custom_message_formatters]], spec 001); accepted, not run by throughway. */
 export interface BlockingCustomMessageFormattersSection {
-  /** Content type (a media type path) the formatter applies to. Accepted; throughway does not act on it. */
+  /** Content type (a media type path) the formatter applies to. */
   readonly content_type?: string;
-  /** Implementation class of the formatter. Accepted; throughway does not act on it. */
+  /** Implementation class of the formatter. */
   readonly class?: string;
 }
 
@@ -1437,17 +1436,17 @@ export interface MediationSection {
     readonly threads_queue_length: number;
     /** A backend response must arrive within this; later responses are dropped with a warning. Default: 120000 milliseconds. Loaded as milliseconds. */
     readonly global_timeout_interval: number;
-    /** May switch to XPath 2.0. Accepted but inactive: throughway has no XPath mediators (scripts are JavaScript), so there is no XPath engine to switch. Default: true. Accepted; throughway does not act on it. */
+    /** May switch to XPath 2.0. Default: true. Accepted; throughway does not act on it. */
     readonly enable_xpath_dom_failover: boolean;
-    /** Chunk size of temporary message data. Accepted but inactive: a mediated body is gathered in memory, bounded by [throughway.mediation] max_body, and never spooled to temporary files. Default: 3072. Accepted; throughway does not act on it. */
+    /** Chunk size of temporary message data. Default: 3072. Accepted; throughway does not act on it. */
     readonly temp_data_chunk_size: number;
     /** Script engine pool per externally referenced script. Default: 15. */
     readonly script_mediator_pool_size: number;
     /** Keep namespace declarations in JSON output. Default: false. */
     readonly preserve_namespace_on_xml_to_json: boolean;
-    /** Mediation debugger command port. Accepted but inactive: throughway has no mediation debugger; nothing listens on this port. Default: 9005. Accepted; throughway does not act on it. */
+    /** Mediation debugger command port. Default: 9005. Accepted; throughway does not act on it. */
     readonly command_debugger_port: number;
-    /** Mediation debugger event port. Accepted but inactive: throughway has no mediation debugger; nothing listens on this port. Default: 9006. Accepted; throughway does not act on it. */
+    /** Mediation debugger event port. Default: 9006. Accepted; throughway does not act on it. */
     readonly event_debugger_port: number;
     /** XML nil handling in JSON conversion (sample switch): JSON null becomes an element with xsi:nil="true", and such an element becomes null (off: null is an empty element). Default: false. */
     readonly enable_xml_nil: boolean;
@@ -1461,21 +1460,21 @@ export interface MediationSection {
     readonly json_out_auto_array: boolean;
     /** Regular expression (JavaScript syntax) of values exempt from primitive conversion under engine.enable_auto_primitive: a matching value stays a JSON string. */
     readonly disable_auto_primitive_regex?: string;
-    /** Regular expression of custom replacements to disable (sample). Accepted but inactive: the conversion makes no custom replacements, so there is nothing to disable. Accepted; throughway does not act on it. */
+    /** Regular expression of custom replacements to disable (sample). Accepted; throughway does not act on it. */
     readonly disable_custom_replace_regex?: string;
   };
   readonly flow: {
     readonly statistics: {
       /** Record time per mediator, per message and fault count per flow. Default: false. */
       readonly enable: boolean;
-      /** With flow statistics on, enable statistics for all artifacts. Accepted but inactive: API files have no statistics switch of their own, so flow.statistics.enable already records every mediated call of every API (the reference's capture_all = true); with either value the result is the same. Default: false. Accepted; throughway does not act on it. */
+      /** With flow statistics on, enable statistics for all artifacts. Default: false. Accepted; throughway does not act on it. */
       readonly capture_all: boolean;
     };
   };
   readonly statistics: {
-    /** Clear existing statistics before each request. Accepted but inactive: each statistics record is one log line (mediation_statistics) written at once; no statistics are kept, so there is nothing to clear. Default: true. Accepted; throughway does not act on it. */
+    /** Clear existing statistics before each request. Default: true. Accepted; throughway does not act on it. */
     readonly enable_clean: boolean;
-    /** Statistics clean interval (sample 1000ms). Accepted but inactive: no statistics are kept between calls (see statistics.enable_clean). Loaded as milliseconds. Accepted; throughway does not act on it. */
+    /** Statistics clean interval (sample 1000ms). Loaded as milliseconds. Accepted; throughway does not act on it. */
     readonly clean_interval?: number;
   };
   readonly stat: {
@@ -1487,9 +1486,9 @@ export interface MediationSection {
     };
   };
   readonly inbound?: {
-    /** Initial threads of inbound endpoints (sample 20). Accepted but inactive: throughway has no inbound endpoints (file, JMS, Kafka listeners); only the HTTP listeners take calls. Accepted; throughway does not act on it. */
+    /** Initial threads of inbound endpoints (sample 20). Accepted; throughway does not act on it. */
     readonly core_threads?: number;
-    /** Maximum threads of inbound endpoints (sample 100). Accepted but inactive: throughway has no inbound endpoints (see inbound.core_threads). Accepted; throughway does not act on it. */
+    /** Maximum threads of inbound endpoints (sample 100). Accepted; throughway does not act on it. */
     readonly max_threads?: number;
   };
 }
@@ -1931,7 +1930,7 @@ export interface OauthGrantTypeSamlBearerSection {
 
 /** OAuth grant type iwa_ntlm ([oauth.grant_type.iwa_ntlm], spec 001). */
 export interface OauthGrantTypeIwaNtlmSection {
-  /** Enable the iwa_ntlm grant. Default: true. */
+  /** Enable the iwa_ntlm grant. Default: true. Acts differently: true still answers unsupported_grant_type: NTLM and Kerberos are not built: NTLM's handshake binds one TCP connection (MS-NLMP), which proxies and pooled clients break, and Node's only GSS-API binding (kerberos) compiles native code. */
   readonly enable: boolean;
   /** Grant handler class. Default: built-in default class. Accepted; throughway does not act on it. */
   readonly grant_handler?: string;
@@ -1951,7 +1950,7 @@ export interface OauthGrantTypeJwtBearerSection {
 
 /** OAuth grant type kerberos ([oauth.grant_type.kerberos], spec 001). */
 export interface OauthGrantTypeKerberosSection {
-  /** Enable the kerberos grant. Default: false. */
+  /** Enable the kerberos grant. Default: false. Acts differently: true still answers unsupported_grant_type: NTLM and Kerberos are not built: NTLM's handshake binds one TCP connection (MS-NLMP), which proxies and pooled clients break, and Node's only GSS-API binding (kerberos) compiles native code. */
   readonly enable: boolean;
   /** Grant handler class. Default: built-in default class. Accepted; throughway does not act on it. */
   readonly grant_handler?: string;
@@ -2246,6 +2245,8 @@ export interface ThroughwaySection {
   readonly body_timeout: number;
   /** Most 1xx interim responses (100 Continue, 102, 103 Early Hints) a backend may send before the final response to one request, each relayed to HTTP/1.1 clients. One more is fault 103163 (502): the backend connection is closed and the client gets the fault. Apache httpd stops at 10 as well. Default: 10. */
   readonly max_interim_responses: number;
+  /** HTTP/2 to clients (docs/http2.md) */
+  readonly http2: ThroughwayHttp2Section;
   /** Mediation limits */
   readonly mediation: ThroughwayMediationSection;
   /** Built-in demo backend */
@@ -2260,7 +2261,7 @@ export interface ThroughwaySection {
   readonly throttling: ThroughwayThrottlingSection;
   /** Key manager signing key */
   readonly key_manager: ThroughwayKeyManagerSection;
-  /** Tracing: span export to the remote tracer (docs/tracing.md) */
+  /** Tracing: span export to the remote tracer and to an OTLP collector (docs/tracing.md) */
   readonly tracing: ThroughwayTracingSection;
   /** Analytics event publishing (docs/analytics.md) */
   readonly analytics: ThroughwayAnalyticsSection;
@@ -2270,6 +2271,32 @@ export interface ThroughwaySection {
   readonly portal: ThroughwayPortalSection;
   /** Management port defences: sign-in lockout, listener limits, secrets at rest (docs/security.md) */
   readonly management: ThroughwayManagementSection;
+}
+
+/** HTTP/2 to clients (docs/http2.md) ([throughway.http2], spec throughway). */
+export interface ThroughwayHttp2Section {
+  /** The gateway HTTPS and WSS listeners offer `h2` before `http/1.1` by ALPN (RFC 7301); a client that picks HTTP/1.1, or sends no ALPN, is served as before. false offers no ALPN. Default: true. */
+  readonly enabled: boolean;
+  /** The gateway HTTP listener also takes HTTP/2 with prior knowledge (RFC 9113 §3.3: a connection that starts with the client preface); no Upgrade: h2c. Off by default: the plain listener then reads no byte differently. Default: false. */
+  readonly h2c: boolean;
+  /** SETTINGS_MAX_CONCURRENT_STREAMS announced to clients; a stream beyond it is refused (RST_STREAM REFUSED_STREAM). nginx http2_max_concurrent_streams defaults to 128, RFC 9113 §6.5.2 recommends at least 100. Default: 100. */
+  readonly max_concurrent_streams: number;
+  /** SETTINGS_MAX_HEADER_LIST_SIZE: the decoded fields of one request (name + value + 32 per field, RFC 9113 §6.5.2) at most; a larger list resets the stream (ENHANCE_YOUR_CALM), whatever HPACK compressed it to (HPACK bombs). Default: 65536. */
+  readonly max_header_list_size: number;
+  /** SETTINGS_INITIAL_WINDOW_SIZE: request body bytes a client may send on a stream before the gateway read them (flow control, RFC 9113 §6.9.2); reads follow the backend, so a slow backend slows the upload. Default: 1048576. */
+  readonly initial_window_size: number;
+  /** A connection with no open stream and no frame for this long is closed with GOAWAY (NO_ERROR), as keepalive_timeout closes HTTP/1.1 connections. Default: 60000 milliseconds. Loaded as milliseconds. */
+  readonly idle_timeout: number;
+  /** A response that cannot be written for this long because the client grants no flow-control window (a zero-window stall) is reset (RST_STREAM CANCEL) and its backend connection released. Default: 30000 milliseconds. Loaded as milliseconds. */
+  readonly stall_timeout: number;
+  /** Rapid reset (CVE-2023-44487): streams a client may reset in a burst before the connection is closed with GOAWAY; nghttp2 1.57's limiter and its default. Default: 1000. */
+  readonly reset_burst: number;
+  /** Rapid reset: resets per second the burst refills by (nghttp2 1.57's default 33). Default: 33. */
+  readonly reset_rate: number;
+  /** SETTINGS and PING frames a client may send per flood_window; one more closes the connection with GOAWAY ENHANCE_YOUR_CALM (SETTINGS and PING floods, CVE-2019-9512 and CVE-2019-9515). Default: 100. */
+  readonly max_control_frames: number;
+  /** The window max_control_frames counts in. Default: 10000 milliseconds. Loaded as milliseconds. */
+  readonly flood_window: number;
 }
 
 /** Mediation limits ([throughway.mediation], spec throughway). */
@@ -2360,18 +2387,26 @@ export interface ThroughwayKeyManagerSection {
   readonly pkce_allow_plain: boolean;
 }
 
-/** Tracing: span export to the remote tracer (docs/tracing.md) ([throughway.tracing], spec throughway). */
+/** Tracing: span export to the remote tracer and to an OTLP collector (docs/tracing.md) ([throughway.tracing], spec throughway). */
 export interface ThroughwayTracingSection {
-  /** serviceName of the local endpoint in every span sent to the remote tracer. Default: "throughway". */
+  /** serviceName of the local endpoint in every span sent to the remote tracer, and service.name of the OTLP resource. Default: "throughway". */
   readonly service_name: string;
-  /** Spans per POST to the remote tracer. Default: 100. */
+  /** Spans per POST to the remote tracer (and per OTLP request). Default: 100. */
   readonly batch_size: number;
   /** Queued spans are sent at least this often. Default: 1000 milliseconds. Loaded as milliseconds. */
   readonly flush_interval: number;
-  /** Spans waiting to be sent at most; further spans are dropped and counted. Default: 10000. */
+  /** Spans waiting to be sent at most, per exporter (Zipkin, OTLP); further spans are dropped and counted. Default: 10000. */
   readonly queue_size: number;
-  /** A POST to the remote tracer must complete within this; its spans are dropped otherwise. Default: 5000 milliseconds. Loaded as milliseconds. */
+  /** A POST to the remote tracer (or the OTLP collector) must complete within this; its spans are dropped otherwise. Default: 5000 milliseconds. Loaded as milliseconds. */
   readonly send_timeout: number;
+  readonly otlp: {
+    /** Send spans over OTLP/HTTP (the OpenTelemetry protocol) to otlp.endpoint, beside or without the Zipkin remote tracer; same spans and sampling (docs/tracing.md). Default: false. */
+    readonly enable: boolean;
+    /** The OTLP/HTTP traces URL the export requests are POSTed to (a collector, Jaeger, Tempo, a vendor). Default: "http://localhost:4318/v1/traces". */
+    readonly endpoint: string;
+    /** OTLP/HTTP body: binary protobuf (application/x-protobuf) or JSON (application/json). Default: "protobuf". */
+    readonly encoding: "protobuf" | "json";
+  };
 }
 
 /** Analytics event publishing (docs/analytics.md) ([throughway.analytics], spec throughway). */

@@ -5,21 +5,25 @@
  * Codes are stable strings (tests, docs and scripts match on them); messages are for people. No message
  * ever carries the value of a secret: callers pass values through `shown()`, which prints `****` for them.
  */
+import { ThroughwayError } from '../errors';
 
 export type DiagnosticLevel = 'error' | 'warning';
 
 /** Every code the configuration engine emits. Listed once here so docs and tests can enumerate them. */
 export const DIAGNOSTIC_CODES = {
   CONFIG_IO: 'The configuration file cannot be read.',
-  CONFIG_SYNTAX: 'The file is not valid TOML.',
+  CONFIG_SYNTAX:
+    'The file is not valid TOML. The broken statement is set aside (a table header that does not parse with its keys; a value left open, reported where it starts) and the rest is checked.',
   CONFIG_DUPLICATE: 'A key or table is defined twice (also a quoted dotted key and its nested form).',
   CONFIG_UNKNOWN_SECTION: 'A table the schema does not know (a warning; an error under --strict).',
   CONFIG_UNKNOWN_KEY: 'A key the schema does not know in a known table (a warning; an error under --strict).',
   CONFIG_TYPE: 'A value of the wrong type (for example text where an integer is expected).',
   CONFIG_ALLOWED: 'A value outside the allowed values of the key.',
-  CONFIG_RANGE: 'A number outside the minimum/maximum of the key, a port outside 0..65535, or an effective port (plus server.offset) above 65535.',
+  CONFIG_RANGE:
+    'A number outside the minimum/maximum of the key, a port outside 0..65535, or an effective port (plus server.offset) above 65535.',
   CONFIG_URL: 'A value that does not parse as a URL.',
-  CONFIG_ADDRESS: 'An entry of an address list ([throughway] trusted_proxies) that is neither an IP address nor a CIDR range; the diagnostic points at the entry.',
+  CONFIG_ADDRESS:
+    'An entry of an address list ([throughway] trusted_proxies) that is neither an IP address nor a CIDR range; the diagnostic points at the entry.',
   CONFIG_DURATION: 'A duration that is neither a number nor a number with a unit (ms, s, m, h, d).',
   CONFIG_REQUIRED: 'A required key of a running, enabled feature is missing and has no default.',
   CONFIG_REF_MISSING: 'A $ref{...} or $conf{...} names a key that does not exist.',
@@ -28,12 +32,16 @@ export const DIAGNOSTIC_CODES = {
   CONFIG_ENV_MISSING: 'An $env{NAME} whose environment variable is not set.',
   CONFIG_SYS_MISSING: 'A $sys{name} with no value (give one with --sys name=value).',
   CONFIG_PORT_CONFLICT: 'Two listening ports that are the same after the offset.',
-  CONFIG_FILE_MISSING: 'A key or trust store file (or SSL profile file) a starting node opens does not exist (checked by `config check`, `start` and `apis list`).',
-  CONFIG_UNSUPPORTED: 'A value throughway accepts in the file but a starting node refuses: a [database.apim_db] type with no driver (checked by `config check`, `start` and `apis list`).',
-  CONFIG_CONFLICT: 'Two keys whose values a starting node refuses together: [apim.cors] allow_credentials = true with allow_origins "*" (spec 000, [apim.cors]).',
+  CONFIG_FILE_MISSING:
+    'A key or trust store file (or SSL profile file) a starting node opens does not exist (checked by `config check`, `start` and `apis list`).',
+  CONFIG_UNSUPPORTED:
+    'A value throughway accepts in the file but a starting node refuses: a [database.apim_db] type with no driver (checked by `config check`, `start` and `apis list`).',
+  CONFIG_CONFLICT:
+    'Two keys whose values a starting node refuses together: [apim.cors] allow_credentials = true with allow_origins "*" (spec 000, [apim.cors]).',
   CONFIG_INTEGER: 'An integer outside what TOML allows (64-bit signed) or what the key can hold (a duration beyond 2^53 ms).',
   CONFIG_NESTING: 'Arrays or inline tables nested deeper than the parser allows.',
-  CONFIG_DEFAULT_ADMIN_PASSWORD: 'The super admin has the built-in default password "admin" (a warning of `config check`; the management ports then listen on 127.0.0.1 only).',
+  CONFIG_DEFAULT_ADMIN_PASSWORD:
+    'The super admin has the built-in default password "admin" (a warning of `config check`; the management ports then listen on 127.0.0.1 only).',
 } as const;
 
 export type DiagnosticCode = keyof typeof DIAGNOSTIC_CODES;
@@ -160,7 +168,7 @@ export function closest(word: string, candidates: Iterable<string>, maxDistance 
 }
 
 /** Thrown at start-up when deployment.toml has errors; `throughway config check` lists them (docs/operations.md). */
-export class ConfigInvalidError extends Error {
+export class ConfigInvalidError extends ThroughwayError {
   override readonly name = 'ConfigInvalidError';
   readonly code = 'CONFIG_INVALID';
 }

@@ -54,7 +54,8 @@ export function formatDocumentDiagnostic(d: DocumentDiagnostic): string {
  * a table of `fields` holding `url`, 'map' a table of strings under any names, 'settings' a table of any
  * values under any names (a plugin's settings, read by the plugin alone).
  */
-export type FieldType = 'string' | 'boolean' | 'number' | 'integer' | 'strings' | 'codes' | 'duration' | 'table' | 'tables' | 'endpoint' | 'map' | 'settings';
+export type FieldType =
+  'string' | 'boolean' | 'number' | 'integer' | 'strings' | 'codes' | 'duration' | 'table' | 'tables' | 'endpoint' | 'map' | 'settings';
 
 export interface FieldDef extends Pick<KeyDef, 'key' | 'required' | 'allowed' | 'min' | 'max' | 'meaning'> {
   readonly type: FieldType;
@@ -87,7 +88,8 @@ export interface DocumentCodes<C extends string> {
 // Read and parse
 // ---------------------------------------------------------------------------------------------------------
 
-export type ReadResult = { readonly ok: true; readonly text: string } | { readonly ok: false; readonly missing: boolean; readonly message: string };
+export type ReadResult =
+  { readonly ok: true; readonly text: string } | { readonly ok: false; readonly missing: boolean; readonly message: string };
 
 /** A file's text; `missing` tells a file that is not there (often fine) from one that cannot be read. */
 export function readText(file: string): ReadResult {
@@ -115,10 +117,17 @@ export function syntaxDiagnostic<C extends string>(err: unknown, file: string, c
   return column !== undefined && withColumn ? { ...d, column } : d;
 }
 
-export type ParseResult<C extends string> = { readonly ok: true; readonly doc: unknown; readonly map: SourceMap } | { readonly ok: false; readonly diagnostic: DocumentDiagnostic<C> };
+export type ParseResult<C extends string> =
+  | { readonly ok: true; readonly doc: unknown; readonly map: SourceMap }
+  | { readonly ok: false; readonly diagnostic: DocumentDiagnostic<C> };
 
 /** Parses a document's text and locates its keys; a syntax error is one diagnostic. */
-export function parseDocument<C extends string>(text: string, file: string, codes: Pick<DocumentCodes<C>, 'syntax'>, withColumn = true): ParseResult<C> {
+export function parseDocument<C extends string>(
+  text: string,
+  file: string,
+  codes: Pick<DocumentCodes<C>, 'syntax'>,
+  withColumn = true,
+): ParseResult<C> {
   const t = stripBom(text);
   try {
     const doc: unknown = toml.parse(t);
@@ -218,12 +227,23 @@ export class DocumentReader<C extends string> {
       const near = closest(key, known);
       const suggest = opts.suggest ?? ((n: string) => `"${n}"`);
       const expected = near === undefined && opts.listKnown === true ? `one of ${known.join(', ')}` : undefined;
-      this.report('warning', this.codes.unknown, [...seg, key], `unknown ${opts.noun ?? 'field'}${near !== undefined ? `; did you mean ${suggest(near)}?` : ''}`, expected);
+      this.report(
+        'warning',
+        this.codes.unknown,
+        [...seg, key],
+        `unknown ${opts.noun ?? 'field'}${near !== undefined ? `; did you mean ${suggest(near)}?` : ''}`,
+        expected,
+      );
     }
   }
 
   /** Checks a table against its fields: unknown fields warn, required ones must be there, defaults filled. */
-  checkTable(fields: readonly FieldDef[], raw: Record<string, unknown>, seg: readonly Segment[], fromString = false): Record<string, unknown> | undefined {
+  checkTable(
+    fields: readonly FieldDef[],
+    raw: Record<string, unknown>,
+    seg: readonly Segment[],
+    fromString = false,
+  ): Record<string, unknown> | undefined {
     const out: Record<string, unknown> = {};
     let ok = true;
     this.unknownKeys(
@@ -239,7 +259,13 @@ export class DocumentReader<C extends string> {
       if (v === undefined) {
         if (def.required === true) {
           const w = this.options.wording?.required?.(def.key);
-          this.report('error', this.codes.required, w?.atTable === true ? [...seg] : at, w?.message ?? `${def.key} is required`, def.example);
+          this.report(
+            'error',
+            this.codes.required,
+            w?.atTable === true ? [...seg] : at,
+            w?.message ?? `${def.key} is required`,
+            def.example,
+          );
           ok = false;
         } else if (def.default !== undefined) out[def.key] = def.default;
         continue;
@@ -270,7 +296,13 @@ export class DocumentReader<C extends string> {
       this.worded(seg, hook(value, allowed, near));
       return;
     }
-    this.report('error', this.codes.allowed, seg, `${JSON.stringify(value)} is not allowed${near !== undefined ? `; did you mean "${near}"?` : ''}`, `one of ${allowed.join(', ')}`);
+    this.report(
+      'error',
+      this.codes.allowed,
+      seg,
+      `${JSON.stringify(value)} is not allowed${near !== undefined ? `; did you mean "${near}"?` : ''}`,
+      `one of ${allowed.join(', ')}`,
+    );
   }
 
   /** Checks one value against its field; returns the converted value, or undefined after reporting. */
@@ -298,7 +330,12 @@ export class DocumentReader<C extends string> {
         if (typeof raw !== 'number' || !Number.isInteger(raw)) return this.typeError(def, seg, raw, 'an integer');
         if ((def.min !== undefined && raw < def.min) || (def.max !== undefined && raw > def.max)) {
           if (this.options.wording?.wrongValue !== undefined) return this.typeError(def, seg, raw, 'an integer in range');
-          const range = def.min !== undefined && def.max !== undefined ? `${def.min}..${def.max}` : def.min !== undefined ? `>= ${def.min}` : `<= ${String(def.max)}`;
+          const range =
+            def.min !== undefined && def.max !== undefined
+              ? `${def.min}..${def.max}`
+              : def.min !== undefined
+                ? `>= ${def.min}`
+                : `<= ${String(def.max)}`;
           this.report('error', this.codes.value, seg, `${raw} is out of range`, `an integer ${range}`);
           return undefined;
         }
@@ -306,13 +343,25 @@ export class DocumentReader<C extends string> {
       case 'duration': {
         const ms = parseDuration(raw, 'ms');
         if (ms === undefined || ms < (def.min ?? 0)) {
-          this.report('error', this.codes.value, seg, `${JSON.stringify(raw)} is not a duration`, `milliseconds >= ${def.min ?? 0}, or a string such as "30s"`);
+          this.report(
+            'error',
+            this.codes.value,
+            seg,
+            `${JSON.stringify(raw)} is not a duration`,
+            `milliseconds >= ${def.min ?? 0}, or a string such as "30s"`,
+          );
           return undefined;
         }
         return ms;
       }
       case 'strings': {
-        const list = typeof raw === 'string' ? raw.split(',').map((s) => s.trim()).filter((s) => s !== '') : raw;
+        const list =
+          typeof raw === 'string'
+            ? raw
+                .split(',')
+                .map((s) => s.trim())
+                .filter((s) => s !== '')
+            : raw;
         if (!Array.isArray(list) || !list.every((s) => typeof s === 'string')) return this.typeError(def, seg, raw, 'an array of strings');
         const allowed = def.allowed;
         if (allowed !== undefined) {
@@ -329,7 +378,8 @@ export class DocumentReader<C extends string> {
       }
       case 'codes': {
         const list = typeof raw === 'number' ? [raw] : raw;
-        if (!Array.isArray(list) || !list.every((n) => typeof n === 'number' && Number.isInteger(n))) return this.typeError(def, seg, raw, def.item?.list ?? 'an array of integers');
+        if (!Array.isArray(list) || !list.every((n) => typeof n === 'number' && Number.isInteger(n)))
+          return this.typeError(def, seg, raw, def.item?.list ?? 'an array of integers');
         let ok = true;
         const item = def.item;
         if (item !== undefined) {
@@ -347,7 +397,8 @@ export class DocumentReader<C extends string> {
         return this.checkTable(def.fields ?? [], raw, seg);
       case 'map': {
         // A table of string values under names of the writer's choice (e.g. extra form parameters).
-        if (!isTable(raw) || !Object.values(raw).every((v) => typeof v === 'string')) return this.typeError(def, seg, raw, 'a table of strings');
+        if (!isTable(raw) || !Object.values(raw).every((v) => typeof v === 'string'))
+          return this.typeError(def, seg, raw, 'a table of strings');
         return Object.freeze({ ...raw });
       }
       case 'settings':

@@ -12,7 +12,8 @@ import type { DeploymentConfig } from './types';
 
 export const isRedisUrl = (u: string): boolean => /^rediss?:\/\//i.test(u.trim());
 
-const redisIn = (list: unknown): string | undefined => (Array.isArray(list) ? (list as unknown[]).find((u): u is string => typeof u === 'string' && isRedisUrl(u))?.trim() : undefined);
+const redisIn = (list: unknown): string | undefined =>
+  Array.isArray(list) ? (list as unknown[]).find((u): u is string => typeof u === 'string' && isRedisUrl(u))?.trim() : undefined;
 
 /**
  * The Redis of throttle data and decisions (`[throughway.throttling] counter_store = "traffic-manager"`,
@@ -23,5 +24,7 @@ const redisIn = (list: unknown): string | undefined => (Array.isArray(list) ? (l
  */
 export function decisionHubUrl(c: DeploymentConfig): string | undefined {
   const hub = c.apim?.event_hub;
-  return redisIn(c.apim?.throttling?.throttle_decision_endpoints) ?? redisIn(hub?.event_listening_endpoints) ?? redisIn(hub?.event_duplicate_url);
+  return (
+    redisIn(c.apim?.throttling?.throttle_decision_endpoints) ?? redisIn(hub?.event_listening_endpoints) ?? redisIn(hub?.event_duplicate_url)
+  );
 }

@@ -15,11 +15,23 @@
  * The file is read with config/document.ts (readText, stripBom), the reader the TOML files beside
  * deployment.toml share (API files, the policies file, the fault templates file).
  */
+import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as toml from 'toml';
 import type { KeyDef, SectionDef } from './schema-types';
 import { SECTIONS } from './schema';
-import { ConfigInvalidError, type Diagnostic, type DiagnosticCode, type DiagnosticLevel, MASK, closest, formatDiagnostic, shown, sortDiagnostics, typeName } from './diagnostics';
+import {
+  ConfigInvalidError,
+  type Diagnostic,
+  type DiagnosticCode,
+  type DiagnosticLevel,
+  MASK,
+  closest,
+  formatDiagnostic,
+  shown,
+  sortDiagnostics,
+  typeName,
+} from './diagnostics';
 import { type KeyLocation, type Segment, type SourceMap, locateKeys, nearest, pathKey, splitKey } from './locate';
 import {
   type KeyMatch,
@@ -36,12 +48,13 @@ import {
   step,
 } from './schema-index';
 import { check, convert, describe } from './convert';
-import { type StatusCounts, keyStatus } from './key-status';
+import { type StatusCounts, inactiveReason, keyStatus } from './key-status';
 import { readText, stripBom } from './document';
 import { type EffectivePorts, effectivePorts } from './ports';
 import type { DeploymentConfig } from './deployment-config.generated';
 import { decisionHubUrl } from './hub';
 import { fillStoreDefaults, missingStoreFiles, type StoreFill } from './stores';
+import { REFERENCE_DEFAULT_STORES, securityDir } from './security-dir';
 
 export interface LoadOptions {
   /** Path of deployment.toml; default `conf/deployment.toml` under the working directory. */
@@ -78,7 +91,7 @@ export interface LoadResult {
   readonly diagnostics: readonly Diagnostic[];
   /** Tables written in the file for features throughway accepts but does not run (`runs: false`). */
   readonly inactive: readonly string[];
-  /** Keys written in the file that are accepted but not acted on (`inactive: true`). */
+  /** Keys written in the file that are accepted but not acted on (KeyDef.inactive holds the reason). */
   readonly inactiveKeys: readonly string[];
   /**
    * Every key the file writes that throughway does not act on (a key marked inactive, or any key of a
@@ -104,6 +117,8 @@ export interface WrittenKey {
   /** The section it belongs to, and whether throughway runs that section. */
   readonly section: string;
   readonly sectionRuns: boolean;
+  /** Why throughway does not act on it (the schema's one line: lib/config/key-status.ts `inactiveReason`). */
+  readonly reason: string;
   readonly file: string;
   /** 1-based line and column of the key. */
   readonly line: number;
@@ -140,6 +155,14 @@ function setAt(doc: Record<string, unknown>, segments: readonly Segment[], value
   if (typeof last === 'number' && Array.isArray(cur)) cur[last] = value;
   else if (typeof last === 'string' && isTable(cur)) setOwn(cur, last, value);
 }
+
+const isFile = (file: string): boolean => {
+  try {
+    return fs.statSync(file).isFile();
+  } catch {
+    return false;
+  }
+};
 
 function deepFreeze<T>(value: T): T {
   if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
@@ -219,12 +242,20 @@ class Loader {
       return eq >= 0 ? `${text.slice(0, eq + 1)} ${MASK}` : MASK;
     }
     // Inline tables may hold a password beside the key in question: mask every secret-named value.
-    return text.replace(/(["']?)([A-Za-z0-9_.-]+)\1(\s*=\s*)("(?:[^"\\]|\\.)*"|'[^']*'|[^,}\s#]+)/g, (all, q: string, key: string, eq: string, value: string) =>
-      isSecretName(key.split('.').pop() ?? key, NOT_TEXT.test(value) ? false : value) ? `${q}${key}${q}${eq}${MASK}` : all,
+    return text.replace(
+      /(["']?)([A-Za-z0-9_.-]+)\1(\s*=\s*)("(?:[^"\\]|\\.)*"|'[^']*'|[^,}\s#]+)/g,
+      (all, q: string, key: string, eq: string, value: string) =>
+        isSecretName(key.split('.').pop() ?? key, NOT_TEXT.test(value) ? false : value) ? `${q}${key}${q}${eq}${MASK}` : all,
     );
   }
 
-  report(level: DiagnosticLevel, code: DiagnosticCode, segments: readonly Segment[], message: string, opts: { expected?: string; at?: KeyLocation; secret?: boolean } = {}): void {
+  report(
+    level: DiagnosticLevel,
+    code: DiagnosticCode,
+    segments: readonly Segment[],
+    message: string,
+    opts: { expected?: string; at?: KeyLocation; secret?: boolean } = {},
+  ): void {
     const loc = opts.at ?? nearest(this.map, segments);
     const line = loc?.line ?? 0;
     const d: Diagnostic = {
@@ -271,7 +302,13 @@ class Loader {
         if (text !== this.text) this.map = { ...locateKeys(text), lines: this.map.lines, duplicates: this.map.duplicates };
         return;
       } catch (err) {
-        const e = err as { message?: string; line?: number; column?: number; location?: { start?: { line?: number; column?: number } }; found?: string | null };
+        const e = err as {
+          message?: string;
+          line?: number;
+          column?: number;
+          location?: { start?: { line?: number; column?: number } };
+          found?: string | null;
+        };
         const start = e.location?.start;
         const line = start?.line ?? e.line ?? 0;
         const column = start?.column ?? e.column ?? 1;
@@ -279,36 +316,91 @@ class Loader {
         const text = lines[line - 1] ?? '';
         const lineKey = /^\s*(["']?)([^=\]\s"']+)\1\s*=/.exec(text)?.[2] ?? '';
         const lineValue = /=\s*([^#]*?)\s*(#.*)?$/.exec(text)?.[1] ?? '';
-        const secretLine = lineKey !== '' && isSecretName(lineKey.split('.').pop() ?? lineKey, NOT_TEXT.test(lineValue) ? false : lineValue);
+        let header: { from: number; to: number } | undefined;
+        const secretLine =
+          lineKey !== '' && isSecretName(lineKey.split('.').pop() ?? lineKey, NOT_TEXT.test(lineValue) ? false : lineValue);
         if (start === undefined && e.line !== undefined) {
           // toml 5 puts line/column (no location) on its semantic errors; each has its own code.
           if (!reported.has(`${line}`)) {
             const message = e.message ?? '';
             if (/^Cannot redefine/.test(message)) {
               const key = /'([^']*)'/.exec(message)?.[1] ?? '';
-              this.report('error', 'CONFIG_DUPLICATE', refSegments(key) ?? [], 'defined again (a key, or a table that already exists)', { at });
+              this.report('error', 'CONFIG_DUPLICATE', refSegments(key) ?? [], 'defined again (a key, or a table that already exists)', {
+                at,
+              });
             } else {
               this.syntaxFailed = true;
               const lineSegs = lineKey !== '' ? (refSegments(lineKey) ?? []) : [];
               const semantic = semanticError(message);
-              this.report('error', semantic.code, lineSegs, semantic.message, { at, secret: secretLine, ...(semantic.expected !== undefined ? { expected: semantic.expected } : {}) });
+              this.report('error', semantic.code, lineSegs, semantic.message, {
+                at,
+                secret: secretLine,
+                ...(semantic.expected !== undefined ? { expected: semantic.expected } : {}),
+              });
             }
             reported.add(`${line}`);
           }
         } else {
           this.syntaxFailed = true;
+          // A value left open ([ or { or a multi-line string) makes the next statement's first character
+          // the error: the open statement is the cause, reported where it starts, and set aside whole.
+          const open = e.found === null ? openString(lines) : openStatement(lines, line, column);
+          if (open !== undefined) {
+            if (!reported.has(`${open.line}`)) {
+              const what = open.key !== '' ? `the value of ${open.key}` : 'a value';
+              this.report(
+                'error',
+                'CONFIG_SYNTAX',
+                [],
+                `invalid TOML: ${what} is not closed before ${e.found === null ? 'the end of the file (the lines after it cannot be checked)' : `line ${line}`}`,
+                {
+                  at: { line: open.line, column: 1, endLine: open.line, kind: 'key' },
+                  secret: false,
+                  expected: 'its closing ] or } or quotes before the next key or table',
+                },
+              );
+              reported.add(`${open.line}`);
+            }
+            blank(open.line, line - 1);
+            lastLine = -1;
+            continue;
+          }
+          // A table header that does not parse: its keys belong to no table we can name, so they are set
+          // aside with it (else they would be checked as keys of the table above).
+          header = /^\s*\[/.test(text) ? { from: line + 1, to: nextHeaderLine(line) } : undefined;
+          const skipped =
+            header !== undefined && header.to >= header.from
+              ? `; the keys under it (lines ${header.from}-${header.to}) are not checked`
+              : '';
           const found =
-            e.found === undefined ? undefined : e.found === null ? 'end of file' : e.found === '\n' || e.found === '\r' ? 'end of line' : secretLine ? undefined : JSON.stringify(e.found);
+            e.found === undefined
+              ? undefined
+              : e.found === null
+                ? 'end of file'
+                : e.found === '\n' || e.found === '\r'
+                  ? 'end of line'
+                  : secretLine
+                    ? undefined
+                    : JSON.stringify(e.found);
           const expectedText = syntaxExpectation(e as { expected?: unknown }) ?? /^Expected (.*) but /s.exec(e.message ?? '')?.[1];
-          this.report('error', 'CONFIG_SYNTAX', [], found !== undefined ? `invalid TOML: unexpected ${found}` : 'invalid TOML', {
-            at,
-            secret: secretLine,
-            ...(expectedText !== undefined ? { expected: expectedText.length > 100 ? `${expectedText.slice(0, 97)}...` : expectedText } : {}),
-          });
+          this.report(
+            'error',
+            'CONFIG_SYNTAX',
+            [],
+            `${found !== undefined ? `invalid TOML: unexpected ${found}` : 'invalid TOML'}${skipped}`,
+            {
+              at,
+              secret: secretLine,
+              ...(expectedText !== undefined
+                ? { expected: expectedText.length > 100 ? `${expectedText.slice(0, 97)}...` : expectedText }
+                : {}),
+            },
+          );
         }
         if (line < 1 || line === lastLine || line > lines.length) return;
         lastLine = line;
-        blank(line, line);
+        if (header !== undefined) blank(line, header.to);
+        else blank(line, line);
       }
     }
   }
@@ -353,7 +445,18 @@ class Loader {
       written.add(key);
       const status = keyStatus(leaf.match.section, leaf.match.def);
       counts[status]++;
-      if (status === 'inactive') notActedOn.push({ key, section: leaf.match.section.path, sectionRuns: leaf.match.section.runs, file: this.displayFile, line: at.line, column: at.column });
+      if (status === 'inactive') {
+        const { section, def } = leaf.match;
+        notActedOn.push({
+          key,
+          section: section.path,
+          sectionRuns: section.runs,
+          reason: inactiveReason(section, def) ?? '',
+          file: this.displayFile,
+          line: at.line,
+          column: at.column,
+        });
+      }
     }
     notActedOn.sort((a, b) => a.line - b.line || a.column - b.column);
     return { notActedOn, counts, written };
@@ -372,11 +475,17 @@ class Loader {
     }
   }
 
-  private walk(value: unknown, segments: Segment[], nodes: TrieNode[], context: { section: SectionDef; depth: number } | undefined): unknown {
+  private walk(
+    value: unknown,
+    segments: Segment[],
+    nodes: TrieNode[],
+    context: { section: SectionDef; depth: number } | undefined,
+  ): unknown {
     const keyNode = nodes.find((n) => n.key !== undefined);
     const sectionNode = nodes.find((n) => n.section !== undefined);
     // The top-level '' section only holds loose keys; it is no table to name in messages.
-    if (sectionNode?.section !== undefined && sectionNode.section.path !== '') context = { section: sectionNode.section, depth: segments.length };
+    if (sectionNode?.section !== undefined && sectionNode.section.path !== '')
+      context = { section: sectionNode.section, depth: segments.length };
     const hasChildren = nodes.some((n) => n.hasChildren());
     const open = nodes.some((n) => n.open);
 
@@ -384,18 +493,24 @@ class Loader {
       this.leaves.push({ segments, match: keyNode.key, fromDefault: false });
       this.written.add(pathKey(segments.slice(0, keyNode.key.sectionDepth)));
       if (!keyNode.key.section.runs) this.inactive.add(keyNode.key.section.path);
-      if (keyNode.key.def.inactive === true) this.inactiveKeys.add(keyNode.key.pattern);
+      if (keyNode.key.def.inactive !== undefined) this.inactiveKeys.add(keyNode.key.pattern);
       return value;
     }
     // A repeatable table written once as a plain [table]: accepted as a one-entry array.
-    if (isTable(value) && nodes.some((n) => n.index !== undefined) && !nodes.some((n) => n.literal.size > 0 || n.placeholder !== undefined)) {
+    if (
+      isTable(value) &&
+      nodes.some((n) => n.index !== undefined) &&
+      !nodes.some((n) => n.literal.size > 0 || n.placeholder !== undefined)
+    ) {
       value = [value];
     }
     if (Array.isArray(value) && nodes.some((n) => n.index !== undefined)) {
       return value.map((entry, i) => {
         const at = [...segments, i];
         if (!isTable(entry)) {
-          this.report('error', 'CONFIG_TYPE', at, `expected a table entry of [[${pathKey(segments)}]], got ${typeName(entry)}`, { expected: 'a [[table]] entry' });
+          this.report('error', 'CONFIG_TYPE', at, `expected a table entry of [[${pathKey(segments)}]], got ${typeName(entry)}`, {
+            expected: 'a [[table]] entry',
+          });
           return entry;
         }
         return this.walk(entry, at, step(nodes, i), context);
@@ -454,7 +569,8 @@ class Loader {
       if (guess !== undefined) hint = `; did you mean [${guess}]?`;
     }
     const parent = segments.slice(0, context?.depth ?? segments.length - 1);
-    const where = context !== undefined ? ` in ${sectionLabel(context.section)}` : parent.length > 0 ? ` in [${plain(pathKey(parent))}]` : '';
+    const where =
+      context !== undefined ? ` in ${sectionLabel(context.section)}` : parent.length > 0 ? ` in [${plain(pathKey(parent))}]` : '';
     // No header was written for it: a dotted key or an inline table, so it is reported as a key.
     this.report(level, 'CONFIG_UNKNOWN_KEY', segments, `unknown key '${relative}'${where}${hint}`, { secret: false });
   }
@@ -499,7 +615,8 @@ class Loader {
         if (Object.prototype.hasOwnProperty.call(holder, segment)) next.push([...prefix, segment]);
       }
       current = next;
-      if (this.repeatablePaths.has(written.join('.'))) current = entriesOf(this.doc, current, written.length < splitPattern(section.path).length);
+      if (this.repeatablePaths.has(written.join('.')))
+        current = entriesOf(this.doc, current, written.length < splitPattern(section.path).length);
     }
     return current.filter((p) => isTable(get(this.doc, p)));
   }
@@ -610,7 +727,12 @@ class Loader {
       if (kind === 'sys') {
         const v = this.options.sys?.[name.trim()];
         if (v === undefined) {
-          this.report('error', 'CONFIG_SYS_MISSING', owner, `system property ${name} has no value ($sys{${name}}); give it with --sys ${name}=VALUE`);
+          this.report(
+            'error',
+            'CONFIG_SYS_MISSING',
+            owner,
+            `system property ${name} has no value ($sys{${name}}); give it with --sys ${name}=VALUE`,
+          );
           return { ok: false };
         }
         return { ok: true, value: v };
@@ -632,7 +754,12 @@ class Loader {
       }
       if (get(this.doc, target) === undefined) {
         const chain = [...this.active, targetKey];
-        this.report('error', 'CONFIG_REF_MISSING', owner, `$${kind}{${name}} names a key that is not set${chain.length > 2 ? ` (${chain.join(' → ')})` : ''}`);
+        this.report(
+          'error',
+          'CONFIG_REF_MISSING',
+          owner,
+          `$${kind}{${name}} names a key that is not set${chain.length > 2 ? ` (${chain.join(' → ')})` : ''}`,
+        );
         return { ok: false };
       }
       if (!this.resolveKey(target)) return { ok: false };
@@ -683,15 +810,22 @@ class Loader {
         const origin = leaf.fromDefault ? ` (schema default${source !== undefined ? `, from ${source.key}` : ''})` : '';
         // A value outside the spec's list where throughway does not act on it (a section it does not
         // run, a key it does not act on) changes nothing: a warning, the value kept as written.
-        const idle = result.code === 'CONFIG_ALLOWED' && c.ok && (!leaf.match.section.runs || def.inactive === true);
+        const idle = result.code === 'CONFIG_ALLOWED' && c.ok && (!leaf.match.section.runs || def.inactive !== undefined);
         // A default that copies a written value by reference is placed on the line that wrote the value.
         // Entries of an array at fault: one diagnostic each, at the entry and naming it, not the whole array.
         const entries = result.entries !== undefined && !leaf.fromDefault ? result.entries : undefined;
         if (entries !== undefined) {
-          for (const e of entries) this.report('error', result.code, [...leaf.segments, e.index], e.problem, { expected: result.expected, secret });
+          for (const e of entries)
+            this.report('error', result.code, [...leaf.segments, e.index], e.problem, { expected: result.expected, secret });
           continue;
         }
-        this.report(idle ? 'warning' : 'error', result.code, leaf.segments, `${result.problem}: ${shown(raw, secret)}${origin}${idle ? ' (not acted on by throughway)' : ''}`, { expected: result.expected, secret, ...(source !== undefined ? { at: source.at } : {}) });
+        this.report(
+          idle ? 'warning' : 'error',
+          result.code,
+          leaf.segments,
+          `${result.problem}: ${shown(raw, secret)}${origin}${idle ? ' (not acted on by throughway)' : ''}`,
+          { expected: result.expected, secret, ...(source !== undefined ? { at: source.at } : {}) },
+        );
         if (idle && c.ok) setAt(this.doc, leaf.segments, c.value);
         continue;
       }
@@ -707,8 +841,51 @@ class Loader {
 
   /** The transports' stores the file leaves out, from [keystore.tls]/[keystore.primary]/[truststore] (config/stores.ts). */
   fillStores(): void {
+    this.fillReferenceDefaults();
     this.storeFills = fillStoreDefaults(this.doc, (segments) => this.map.entries.has(pathKey(segments)));
     for (const f of this.storeFills) if (this.isSecret(f.from)) this.tainted.add(pathKey(f.target));
+  }
+
+  /**
+   * In the reference's layout, a file that names no key store (no [keystore.tls], [keystore.primary] or
+   * listener key_store file_name) takes the reference's default store from the security directory when it
+   * is there, as the reference does; the same for the trust store. A password or type the file writes in
+   * [keystore.primary] / [truststore] wins over the reference's default. Without the files nothing is filled
+   * and the listener serves the generated sample pair (docs/tls.md).
+   */
+  private fillReferenceDefaults(): void {
+    const dir = securityDir(this.dir);
+    if (dir === undefined) return;
+    const named = (segments: readonly Segment[]): boolean => {
+      const v = get(this.doc, segments);
+      return typeof v === 'string' && v !== '';
+    };
+    const https: Segment[] = ['transport', 'passthru_https', 'listener'];
+    const fill = (
+      table: Segment[],
+      d: { readonly file: string; readonly type: string; readonly password: string },
+      extra: readonly string[],
+    ): void => {
+      const file = path.join(dir, d.file);
+      if (!isFile(file)) return;
+      // The password is the reference's default (a secret key of the schema: printed as ****).
+      setAt(this.doc, [...table, 'file_name'], file);
+      if (!this.map.entries.has(pathKey([...table, 'type']))) setAt(this.doc, [...table, 'type'], d.type);
+      // A written password also opens the key (key_password defaults to the store password, docs/tls.md).
+      const writesPassword = this.map.entries.has(pathKey([...table, 'password']));
+      for (const k of ['password', ...extra])
+        if (!writesPassword && !this.map.entries.has(pathKey([...table, k]))) setAt(this.doc, [...table, k], d.password);
+    };
+    if (
+      ![
+        ['keystore', 'tls'],
+        ['keystore', 'primary'],
+        [...https, 'key_store'],
+      ].some((t) => named([...t, 'file_name']))
+    )
+      fill(['keystore', 'primary'], REFERENCE_DEFAULT_STORES.key, ['key_password']);
+    if (![['truststore'], [...https, 'trust_store']].some((t) => named([...t, 'file_name'])))
+      fill(['truststore'], REFERENCE_DEFAULT_STORES.trust, []);
   }
 
   /** Store files a starting node opens that are not there, at the key that names them (or the table it defaults from). */
@@ -723,7 +900,11 @@ class Loader {
       const from = origin !== m.key ? ` (the default of ${pathKey(m.key)})` : '';
       const places = this.storeLooked.get(m.file) ?? [m.file];
       const where = places.length > 1 ? `; looked in ${places.join(', ')}` : '';
-      this.report('error', 'CONFIG_FILE_MISSING', origin, `no such file: ${m.file}${from}${where}`, { expected: 'an existing file: a bare name in the security directory (repository/resources/security in the reference\'s layout), else beside the configuration file (docs/tls.md)', secret: false });
+      this.report('error', 'CONFIG_FILE_MISSING', origin, `no such file: ${m.file}${from}${where}`, {
+        expected:
+          "an existing file: a bare name in the security directory (repository/resources/security in the reference's layout), else beside the configuration file (docs/tls.md)",
+        secret: false,
+      });
     }
   }
 
@@ -740,7 +921,13 @@ class Loader {
     if (doc.server?.server_role === 'gateway-worker') return;
     const type = doc.database?.apim_db?.type ?? 'h2';
     if (STORE_DATABASES.includes(type)) return;
-    this.report('error', 'CONFIG_UNSUPPORTED', ['database', 'apim_db', 'type'], `type ${JSON.stringify(type)} is not supported by throughway: no driver ships for it, and start refuses it`, { expected: STORE_DATABASES.map((t) => JSON.stringify(t)).join(', '), secret: false });
+    this.report(
+      'error',
+      'CONFIG_UNSUPPORTED',
+      ['database', 'apim_db', 'type'],
+      `type ${JSON.stringify(type)} is not supported by throughway: no driver ships for it, and start refuses it`,
+      { expected: STORE_DATABASES.map((t) => JSON.stringify(t)).join(', '), secret: false },
+    );
   }
 
   /** The written key a defaulted value was copied from through references, and where it is written. */
@@ -761,7 +948,9 @@ class Loader {
   checkRequired(): void {
     for (const section of this.index.sections) {
       if (!section.runs) continue;
-      const required = section.keys.filter((k) => k.required === true && k.inactive !== true && k.default === undefined && !splitPattern(k.key).some(isPlaceholder));
+      const required = section.keys.filter(
+        (k) => k.required === true && k.inactive === undefined && k.default === undefined && !splitPattern(k.key).some(isPlaceholder),
+      );
       if (required.length === 0) continue;
       for (const instance of this.instances(section, false)) {
         // An absent table is satisfied by its defaults: required keys bind a table that is written
@@ -772,11 +961,17 @@ class Loader {
           const full = [...instance, ...splitPattern(def.key)];
           if (get(this.doc, full) !== undefined) continue;
           const where = this.map.entries.get(pathKey(instance));
-          this.report('error', 'CONFIG_REQUIRED', full, `required key '${def.key}' is missing in ${sectionLabel(section)} (${def.meaning.replace(/\.$/, '')})`, {
-            expected: describe(def),
-            ...(where !== undefined ? { at: where } : {}),
-            secret: false,
-          });
+          this.report(
+            'error',
+            'CONFIG_REQUIRED',
+            full,
+            `required key '${def.key}' is missing in ${sectionLabel(section)} (${def.meaning.replace(/\.$/, '')})`,
+            {
+              expected: describe(def),
+              ...(where !== undefined ? { at: where } : {}),
+              secret: false,
+            },
+          );
         }
       }
     }
@@ -802,6 +997,61 @@ class Loader {
     visit(this.doc, []);
     return out;
   }
+}
+
+/**
+ * The statement left open when a TOML error falls on a line that starts a statement of its own (a table
+ * header or `key =`): at the line's first character, or inside a table header (which an array left open
+ * reads as a nested array). It is the nearest `key =` above whose value opens more brackets and braces
+ * than it closes up to that line (strings and comments aside), or opens a multi-line string. Undefined
+ * when the error is the line's own.
+ */
+export function openStatement(lines: readonly string[], line: number, column: number): { line: number; key: string } | undefined {
+  const here = lines[line - 1] ?? '';
+  const STATEMENT = /^\s*(\[|["']?[A-Za-z0-9_.:-]+["']?\s*=)/;
+  const atStart = column <= here.search(/\S|$/) + 1;
+  if ((!atStart && !/^\s*\[/.test(here)) || (here.trim() !== '' && !STATEMENT.test(here))) return undefined;
+  for (let l = line - 1; l >= 1 && l >= line - 1000; l--) {
+    const text = lines[l - 1] ?? '';
+    if (!STATEMENT.test(text)) continue;
+    const m = /^\s*(["']?)([^=\]\s"']+)\1\s*=\s*(.*)$/.exec(text);
+    if (m === null) return undefined;
+    const value = (m[3] as string).trim();
+    if (/^("""|''')/.test(value)) return { line: l, key: m[2] as string };
+    return unclosed([value, ...lines.slice(l, line - 1)]) > 0 ? { line: l, key: m[2] as string } : undefined;
+  }
+  return undefined;
+}
+
+/** Brackets and braces opened and not closed over `texts` (TOML lines), strings and comments aside. */
+function unclosed(texts: readonly string[]): number {
+  let depth = 0;
+  for (const text of texts) {
+    let quote: string | undefined;
+    for (let i = 0; i < text.length; i++) {
+      const c = text[i] as string;
+      if (quote !== undefined) {
+        if (c === '\\' && quote === '"') i++;
+        else if (c === quote) quote = undefined;
+      } else if (c === '"' || c === "'") quote = c;
+      else if (c === '#') break;
+      else if (c === '[' || c === '{') depth++;
+      else if (c === ']' || c === '}') depth--;
+    }
+  }
+  return depth;
+}
+
+/** The multi-line string (""" or ''') that runs to the end of the file: the statement that opens it. */
+export function openString(lines: readonly string[]): { line: number; key: string } | undefined {
+  for (let l = lines.length; l >= 1; l--) {
+    const text = lines[l - 1] ?? '';
+    const delimiters = text.match(/"""|'''/g) ?? [];
+    if (delimiters.length === 0) continue;
+    const m = /^\s*(["']?)([^=\]\s"']+)\1\s*=\s*("""|''')/.exec(text);
+    return m !== null && delimiters.length === 1 ? { line: l, key: m[2] as string } : undefined;
+  }
+  return undefined;
 }
 
 /**
@@ -836,14 +1086,26 @@ function syntaxExpectation(e: { expected?: unknown }): string | undefined {
  */
 function semanticError(message: string): { code: DiagnosticCode; message: string; expected?: string } {
   if (/outside the 64-bit signed integer range/.test(message)) {
-    return { code: 'CONFIG_INTEGER', message: 'integer outside the 64-bit signed range TOML allows', expected: `an integer from -2^63 to 2^63-1, at most ${Number.MAX_SAFE_INTEGER} for any key` };
+    return {
+      code: 'CONFIG_INTEGER',
+      message: 'integer outside the 64-bit signed range TOML allows',
+      expected: `an integer from -2^63 to 2^63-1, at most ${Number.MAX_SAFE_INTEGER} for any key`,
+    };
   }
   if (/cannot be represented losslessly/.test(message)) {
-    return { code: 'CONFIG_INTEGER', message: 'integer too large: no key (a duration or size included) holds more than 2^53-1', expected: `at most ${Number.MAX_SAFE_INTEGER}` };
+    return {
+      code: 'CONFIG_INTEGER',
+      message: 'integer too large: no key (a duration or size included) holds more than 2^53-1',
+      expected: `at most ${Number.MAX_SAFE_INTEGER}`,
+    };
   }
   if (/nesting depth/i.test(message)) {
     const limit = /(\d+)/.exec(message)?.[1];
-    return { code: 'CONFIG_NESTING', message: `arrays or inline tables nested too deep${limit !== undefined ? ` (more than ${limit} levels)` : ''}`, expected: 'a value nested a few levels at most' };
+    return {
+      code: 'CONFIG_NESTING',
+      message: `arrays or inline tables nested too deep${limit !== undefined ? ` (more than ${limit} levels)` : ''}`,
+      expected: 'a value nested a few levels at most',
+    };
   }
   return { code: 'CONFIG_SYNTAX', message: `invalid TOML: ${message.length > 200 ? `${message.slice(0, 197)}...` : message}` };
 }
@@ -864,7 +1126,13 @@ function merge(into: Record<string, unknown>, from: Record<string, unknown>): vo
 function checkDecisionHub(loader: Loader): void {
   const doc = loader.doc as unknown as DeploymentConfig;
   if (doc.throughway?.throttling?.counter_store !== 'traffic-manager' || decisionHubUrl(doc) !== undefined) return;
-  loader.report('error', 'CONFIG_REQUIRED', ['throughway', 'throttling', 'counter_store'], 'counter_store = "traffic-manager" needs a redis:// URL in [apim.throttling] throttle_decision_endpoints (or [apim.event_hub] event_listening_endpoints / event_duplicate_url): the traffic manager and the gateways meet on that Redis', { expected: 'throttle_decision_endpoints = ["redis://host:6379"]', secret: false });
+  loader.report(
+    'error',
+    'CONFIG_REQUIRED',
+    ['throughway', 'throttling', 'counter_store'],
+    'counter_store = "traffic-manager" needs a redis:// URL in [apim.throttling] throttle_decision_endpoints (or [apim.event_hub] event_listening_endpoints / event_duplicate_url): the traffic manager and the gateways meet on that Redis',
+    { expected: 'throttle_decision_endpoints = ["redis://host:6379"]', secret: false },
+  );
 }
 
 /**
@@ -876,7 +1144,13 @@ function checkCors(loader: Loader): void {
   const cors = (loader.doc as unknown as DeploymentConfig).apim?.cors;
   if (cors === undefined || cors.enable !== true || cors.allow_credentials !== true) return;
   if (!cors.allow_origins.some((o) => o.trim() === '*')) return;
-  loader.report('error', 'CONFIG_CONFLICT', ['apim', 'cors', 'allow_credentials'], 'allow_credentials = true needs explicit allow_origins, not "*" (spec 000, [apim.cors]: "then allow_origins must not be *")', { expected: 'allow_origins = ["https://app.example.com"] with allow_credentials, or allow_credentials = false', secret: false });
+  loader.report(
+    'error',
+    'CONFIG_CONFLICT',
+    ['apim', 'cors', 'allow_credentials'],
+    'allow_credentials = true needs explicit allow_origins, not "*" (spec 000, [apim.cors]: "then allow_origins must not be *")',
+    { expected: 'allow_origins = ["https://app.example.com"] with allow_credentials, or allow_credentials = false', secret: false },
+  );
 }
 
 /**
@@ -910,7 +1184,9 @@ export function loadConfig(options: LoadOptions = {}): LoadResult {
   loader.fillStores();
   // A syntax error drops a line: its keys would be reported missing, which is noise, not news.
   if (!loader.syntaxFailed && ioError === undefined) loader.checkRequired();
-  const ports = effectivePorts(loader.doc, (segments, message, expected, code) => loader.report('error', code, segments, message, { expected, secret: false }));
+  const ports = effectivePorts(loader.doc, (segments, message, expected, code) =>
+    loader.report('error', code, segments, message, { expected, secret: false }),
+  );
   if (!loader.syntaxFailed && ioError === undefined) {
     checkDecisionHub(loader);
     checkCors(loader);
@@ -948,7 +1224,10 @@ export function loadConfig(options: LoadOptions = {}): LoadResult {
  */
 function failLoudly(result: { config: unknown; ports: unknown; diagnostics: readonly Diagnostic[] }, display: string): void {
   const errors = result.diagnostics.filter((d) => d.level === 'error');
-  const first = errors.slice(0, 3).map((d) => formatDiagnostic(d).split('\n')[0] ?? '').join('; ');
+  const first = errors
+    .slice(0, 3)
+    .map((d) => formatDiagnostic(d).split('\n')[0] ?? '')
+    .join('; ');
   const message = `${display}: the configuration has ${errors.length} error(s), so it cannot be used: ${first}${errors.length > 3 ? '; ...' : ''} (check result.ok and result.diagnostics first; \`throughway config check\` lists them all)`;
   for (const name of ['config', 'ports'] as const) {
     Object.defineProperty(result, name, {

@@ -323,7 +323,11 @@ export function locateKeys(text: string): SourceMap {
         record(table, lineStart, i, 'table');
       }
       const p = posOf(lineStart);
-      headers.push({ path: pathKey(table), segments: table, location: { line: p.line, column: p.column, endLine: p.line, kind: isArray ? 'array-table' : 'table' } });
+      headers.push({
+        path: pathKey(table),
+        segments: table,
+        location: { line: p.line, column: p.column, endLine: p.line, kind: isArray ? 'array-table' : 'table' },
+      });
       skipToEol();
       continue;
     }

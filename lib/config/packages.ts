@@ -1,7 +1,7 @@
 /**
  * Packages loaded on first use, not at `require('throughway')` (docs/performance.md, "Import and start-up"):
  * the database drivers, ioredis, node-forge, fast-xml-parser, piscina, graphql (GraphQL APIs), ldapts
- * (LDAP user stores), yaml (OpenAPI documents in YAML) and prom-client with its peer @opentelemetry/api
+ * (LDAP user stores), yaml (OpenAPI documents in YAML), protobufjs (the .proto files of gRPC APIs) and prom-client with its peer @opentelemetry/api
  * (metrics; lib/index.ts exports them on first read) and jose (tokens: lib/security/jose.ts). Their types come from `import type` (erased at compile time); their code from
  * `load(name, key)`, a `require` made when a feature that needs it starts.
  *
@@ -10,18 +10,37 @@
  * docs/operations.md, "Start-up errors"), naming the package to install and the configuration key that
  * asked for it.
  */
+import { ThroughwayError } from '../errors';
 
 /** The packages loaded on demand, and the install command that brings each one. */
-export const LAZY_PACKAGES = ['libsql', 'pg', 'mysql2', 'ioredis', 'node-forge', 'fast-xml-parser', 'piscina', 'graphql', 'ldapts', 'yaml', 'prom-client', '@opentelemetry/api', 'jose'] as const;
+export const LAZY_PACKAGES = [
+  'libsql',
+  'pg',
+  'mysql2',
+  'ioredis',
+  'node-forge',
+  'fast-xml-parser',
+  'piscina',
+  'graphql',
+  'ldapts',
+  'yaml',
+  'prom-client',
+  '@opentelemetry/api',
+  'jose',
+  'protobufjs',
+] as const;
 
-export class PackageMissingError extends Error {
+export class PackageMissingError extends ThroughwayError {
   readonly code = 'PACKAGE_MISSING';
   constructor(
     readonly packageName: string,
     readonly key: string,
     options?: { cause?: unknown },
   ) {
-    super(`${key} needs the package ${packageName}, which is not installed: run \`npm install ${packageName}\` (it is an optional dependency of throughway)`, options);
+    super(
+      `${key} needs the package ${packageName}, which is not installed: run \`npm install ${packageName}\` (it is an optional dependency of throughway)`,
+      options,
+    );
     this.name = 'PackageMissingError';
   }
 }
@@ -41,11 +60,13 @@ function isMissing(err: unknown, name: string): boolean {
  */
 export function load<T>(name: string, key: string): T {
   try {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
     return require(name) as T;
   } catch (err) {
     // The package to install is the name's first segment (`mysql2/promise` is in `mysql2`).
-    if (isMissing(err, name)) throw new PackageMissingError(name.startsWith('@') ? name.split('/').slice(0, 2).join('/') : (name.split('/')[0] as string), key, { cause: err });
+    if (isMissing(err, name))
+      throw new PackageMissingError(name.startsWith('@') ? name.split('/').slice(0, 2).join('/') : (name.split('/')[0] as string), key, {
+        cause: err,
+      });
     throw err;
   }
 }

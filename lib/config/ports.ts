@@ -50,17 +50,41 @@ export interface PortSpec {
 
 /** Every listening port the schema knows, in the order `config check` prints them. */
 export const LISTENING_PORTS: readonly PortSpec[] = [
-  { name: 'passthruHttp', key: 'transport.passthru_http.listener.parameters.port', base: 8280, title: 'gateway HTTP', openedBy: 'transport.passthru_http.listener.enable' },
-  { name: 'passthruHttps', key: 'transport.passthru_https.listener.parameters.port', base: 8243, title: 'gateway HTTPS', openedBy: 'transport.passthru_https.listener.enable' },
+  {
+    name: 'passthruHttp',
+    key: 'transport.passthru_http.listener.parameters.port',
+    base: 8280,
+    title: 'gateway HTTP',
+    openedBy: 'transport.passthru_http.listener.enable',
+  },
+  {
+    name: 'passthruHttps',
+    key: 'transport.passthru_https.listener.parameters.port',
+    base: 8243,
+    title: 'gateway HTTPS',
+    openedBy: 'transport.passthru_https.listener.enable',
+  },
   { name: 'ws', key: 'transport.ws.port', base: 9099, title: 'gateway WS', openedBy: 'transport.ws.sender.enable' },
   { name: 'wss', key: 'transport.wss.port', base: 8099, title: 'gateway WSS', openedBy: 'transport.wss.sender.enable' },
   { name: 'managementHttps', key: 'transport.https.properties.port', base: 9443, title: 'management HTTPS' },
   { name: 'managementHttp', key: 'transport.http.properties.port', base: 9763, title: 'management HTTP' },
   { name: 'demo', key: 'throughway.demo.port', base: 9000, title: 'demo backend', openedBy: 'throughway.demo.enable' },
-  { name: 'commandDebugger', key: 'mediation.engine.command_debugger_port', base: 9005, title: 'mediation debugger (command)', openedBy: null },
+  {
+    name: 'commandDebugger',
+    key: 'mediation.engine.command_debugger_port',
+    base: 9005,
+    title: 'mediation debugger (command)',
+    openedBy: null,
+  },
   { name: 'eventDebugger', key: 'mediation.engine.event_debugger_port', base: 9006, title: 'mediation debugger (event)', openedBy: null },
   { name: 'eventSync', key: 'apim.throttling.event_sync.port', base: 11224, title: 'throttle event sync', openedBy: null },
-  { name: 'eventManagement', key: 'apim.throttling.event_management.port', base: 10005, title: 'throttle event management', openedBy: null },
+  {
+    name: 'eventManagement',
+    key: 'apim.throttling.event_management.port',
+    base: 10005,
+    title: 'throttle event management',
+    openedBy: null,
+  },
 ];
 
 export type PortProblem = (segments: Segment[], message: string, expected: string, code: 'CONFIG_RANGE' | 'CONFIG_PORT_CONFLICT') => void;
@@ -99,13 +123,23 @@ export function effectivePorts(config: unknown, problem: PortProblem): Effective
     if (effective !== 0 && effective <= 65535 && portOpened(config, spec)) {
       const other = opened.get(effective);
       if (other !== undefined) {
-        problem(spec.key.split('.'), `${spec.title} and ${other.title} both listen on port ${effective}`, `a port other than ${effective} (used by ${other.key})`, 'CONFIG_PORT_CONFLICT');
+        problem(
+          spec.key.split('.'),
+          `${spec.title} and ${other.title} both listen on port ${effective}`,
+          `a port other than ${effective} (used by ${other.key})`,
+          'CONFIG_PORT_CONFLICT',
+        );
       } else opened.set(effective, spec);
     }
   }
   if (outside.length > 0) {
     // One diagnostic on server.offset, the key to change, listing every port it pushes out of range.
-    problem(['server', 'offset'], `server.offset ${offset} puts ${outside.length === 1 ? 'a port' : `${outside.length} ports`} outside 0..65535: ${outside.join(', ')}`, `an offset from ${low} to ${high}`, 'CONFIG_RANGE');
+    problem(
+      ['server', 'offset'],
+      `server.offset ${offset} puts ${outside.length === 1 ? 'a port' : `${outside.length} ports`} outside 0..65535: ${outside.join(', ')}`,
+      `an offset from ${low} to ${high}`,
+      'CONFIG_RANGE',
+    );
   }
   return Object.freeze(out) as unknown as EffectivePorts;
 }

@@ -44,7 +44,10 @@ export function tomlValue(value: unknown): string {
   if (typeof value === 'number' || typeof value === 'boolean') return String(value);
   if (value instanceof Date) return value.toISOString();
   if (Array.isArray(value)) return `[${value.map(tomlValue).join(', ')}]`;
-  if (isTable(value)) return `{ ${Object.entries(value).map(([k, v]) => `${tomlKey(k)} = ${tomlValue(v)}`).join(', ')} }`;
+  if (isTable(value))
+    return `{ ${Object.entries(value)
+      .map(([k, v]) => `${tomlKey(k)} = ${tomlValue(v)}`)
+      .join(', ')} }`;
   return JSON.stringify(value) ?? 'null';
 }
 

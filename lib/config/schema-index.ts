@@ -82,7 +82,10 @@ export function buildIndex(sections: readonly SectionDef[]): SchemaIndex {
   };
 
   for (const section of ordered) {
-    keysOf.set(section, section.keys.map((k) => k.key));
+    keysOf.set(
+      section,
+      section.keys.map((k) => k.key),
+    );
     for (const variant of sectionPatterns(section.path, repeatablePaths)) {
       let node = root;
       for (const segment of variant) {
@@ -99,7 +102,8 @@ export function buildIndex(sections: readonly SectionDef[]): SchemaIndex {
         let leaf = sectionNode;
         for (const segment of splitPattern(def.key)) leaf = child(leaf, segment);
         const full = pattern === '' ? def.key : `${pattern}.${def.key}`;
-        if (leaf.key !== undefined && leaf.key.section !== section) overlaps.push(`${full} (in [${leaf.key.section.path}] and [${section.path}])`);
+        if (leaf.key !== undefined && leaf.key.section !== section)
+          overlaps.push(`${full} (in [${leaf.key.section.path}] and [${section.path}])`);
         leaf.key = { def, section, sectionDepth: sectionNode.depth, pattern: full };
         if (def.type === 'map') leaf.open = true;
       }

@@ -59,8 +59,12 @@ export interface KeyDef {
   readonly boolString?: boolean;
   /** Never printed: `config print` and every error message show `****`. */
   readonly secret?: boolean;
-  /** Accepted and validated, but throughway does not act on it (listed as inactive by `config check`). */
-  readonly inactive?: boolean;
+  /**
+   * Accepted and validated, but throughway does not act on it: one line saying why (a Java class with no
+   * counterpart, the reference's registry, a hosted service...). `config check` shows it beside each such
+   * key a file writes; docs/migrating.md's key table lists it (lib/config/key-status.ts `inactiveReason`).
+   */
+  readonly inactive?: string;
   /**
    * The key acts, but not as the spec describes: one line saying how and why (docs/migrating.md's key
    * table shows it; lib/config/key-status.ts derives each key's status).
@@ -73,7 +77,7 @@ export interface KeyDef {
   readonly meaning: string;
 }
 
-export interface SectionDef {
+interface SectionBase {
   /**
    * The table path as written in deployment.toml, without brackets: 'transport.passthru_http',
    * 'apim.gateway.environment'. Placeholders use angle brackets: 'custom_keystore.<name>',
@@ -90,14 +94,16 @@ export interface SectionDef {
    */
   readonly source: '000' | '001' | 'reference' | 'throughway';
   readonly title: string;
-  /**
-   * Whether throughway runs this feature. false = accepted and validated but inactive: its required keys
-   * never fail a load and `config check` lists it as inactive.
-   */
-  readonly runs: boolean;
   /** Dotted full key path of the switch that turns the feature on, e.g. 'apim.analytics.enable'. */
   readonly enabledBy?: string;
   /** Keys not listed are accepted without a warning (free tables such as `.properties`). */
   readonly openKeys?: boolean;
   readonly keys: readonly KeyDef[];
 }
+
+/**
+ * Whether throughway runs the section's feature. A section that does not run is accepted and validated:
+ * its required keys never fail a load, `config check` lists it as inactive, and `notRun` says why in one
+ * line (shown for each of its keys, as KeyDef.inactive is).
+ */
+export type SectionDef = SectionBase & ({ readonly runs: true } | { readonly runs: false; readonly notRun: string });

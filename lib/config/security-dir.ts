@@ -41,3 +41,13 @@ export function storeCandidates(dir: string, written: string): string[] {
   if (!out.includes(beside)) out.push(beside);
   return out;
 }
+
+/**
+ * The stores the reference ships in its security directory and reads when its file names none: the
+ * primary (and TLS) key store and the client trust store, with the reference's default store password
+ * (docs/tls.md, "Where store files are found"). Used only when present in the security directory.
+ */
+export const REFERENCE_DEFAULT_STORES = {
+  key: { file: 'wso2carbon.jks', type: 'JKS', password: 'wso2carbon' },
+  trust: { file: 'client-truststore.jks', type: 'JKS', password: 'wso2carbon' },
+} as const;

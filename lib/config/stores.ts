@@ -3,8 +3,9 @@
  * listener.key_store defaults to "the primary keystore file of the server", trust_store to "the server
  * trust store file", and the sender to the same as the listener; [transport.wss] sender.trust_store to the
  * server trust store. The server's stores are the reference's [keystore.tls] (else [keystore.primary]) and
- * [truststore] tables (schema/reference.ts). Without them nothing is filled: the listener then serves the
- * generated sample key pair (docs/tls.md).
+ * [truststore] tables (schema/reference.ts); in the reference's layout a file naming none takes the
+ * reference's default stores from the security directory first (config/load.ts fillReferenceDefaults).
+ * Without them nothing is filled: the listener then serves the generated sample key pair (docs/tls.md).
  *
  * A store is filled as a whole (file, type, passwords) and only when the file leaves its file name out: a
  * password of one store never goes with the file of another.
@@ -60,9 +61,22 @@ export function fillStoreDefaults(doc: Record<string, unknown>, written: (segmen
     }
   };
   const https: Segment[] = ['transport', 'passthru_https'];
-  const KEY = [['file_name', 'file_name'], ['type', 'type'], ['password', 'password'], ['key_password', 'key_password']] as const;
-  const TRUST = [['file_name', 'file_name'], ['type', 'type'], ['password', 'password']] as const;
-  const primary: Segment[] | undefined = named(fileOf(doc, ['keystore', 'tls'])) ? ['keystore', 'tls'] : named(fileOf(doc, ['keystore', 'primary'])) ? ['keystore', 'primary'] : undefined;
+  const KEY = [
+    ['file_name', 'file_name'],
+    ['type', 'type'],
+    ['password', 'password'],
+    ['key_password', 'key_password'],
+  ] as const;
+  const TRUST = [
+    ['file_name', 'file_name'],
+    ['type', 'type'],
+    ['password', 'password'],
+  ] as const;
+  const primary: Segment[] | undefined = named(fileOf(doc, ['keystore', 'tls']))
+    ? ['keystore', 'tls']
+    : named(fileOf(doc, ['keystore', 'primary']))
+      ? ['keystore', 'primary']
+      : undefined;
   const trust: Segment[] | undefined = named(fileOf(doc, ['truststore'])) ? ['truststore'] : undefined;
   const listenerKey = [...https, 'listener', 'key_store'];
   const listenerTrust = [...https, 'listener', 'trust_store'];
@@ -75,7 +89,10 @@ export function fillStoreDefaults(doc: Record<string, unknown>, written: (segmen
   if (named(fileOf(doc, listenerTrust)) && !named(fileOf(doc, senderTrust))) copy(senderTrust, listenerTrust, TRUST);
   const wssTrust: Segment[] = ['transport', 'wss', 'sender', 'trust_store'];
   if (trust !== undefined && !named(get(doc, [...wssTrust, 'location']))) {
-    copy(wssTrust, trust, [['location', 'file_name'], ['password', 'password']]);
+    copy(wssTrust, trust, [
+      ['location', 'file_name'],
+      ['password', 'password'],
+    ]);
   }
   return fills;
 }

@@ -9,6 +9,7 @@
  */
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { InternalError } from '../errors';
 
 const MENU = [
   { id: 1, name: 'Margherita', description: 'Tomato, mozzarella, basil', price: 9.5, icon: '/images/margherita.png' },
@@ -26,7 +27,7 @@ export const LARGE_BODY = (() => {
   return Buffer.from(head + 'x'.repeat(65536 - head.length - tail.length) + tail);
 })();
 
-if (SMALL_BODY.length !== 96 || LARGE_BODY.length !== 65536) throw new Error('demo bodies have the wrong size');
+if (SMALL_BODY.length !== 96 || LARGE_BODY.length !== 65536) throw new InternalError('demo bodies have the wrong size');
 
 const JSON_TYPE = 'application/json';
 

@@ -69,16 +69,38 @@ export class GatewayEvents {
       try {
         fn(...args);
       } catch (err) {
-        this.logger.log('error', 'gateway_listener_failed', { gatewayEvent: name, message: err instanceof Error ? err.message : String(err) });
+        this.logger.log('error', 'gateway_listener_failed', {
+          gatewayEvent: name,
+          message: err instanceof Error ? err.message : String(err),
+        });
       }
     }
   }
 }
 
-export function transportFaultEvent(f: TransportFault, req: { readonly method: string; readonly url: string; readonly remoteAddress: string } | undefined): GatewayFaultEvent {
-  return { code: f.code, status: f.httpStatus, source: 'transport', method: req?.method, url: req?.url, remoteAddress: req?.remoteAddress, transportFault: f };
+export function transportFaultEvent(
+  f: TransportFault,
+  req: { readonly method: string; readonly url: string; readonly remoteAddress: string } | undefined,
+): GatewayFaultEvent {
+  return {
+    code: f.code,
+    status: f.httpStatus,
+    source: 'transport',
+    method: req?.method,
+    url: req?.url,
+    remoteAddress: req?.remoteAddress,
+    transportFault: f,
+  };
 }
 
 export function gatewayFaultEvent(r: ExchangeRecord): GatewayFaultEvent {
-  return { code: r.faultCode as number, status: r.status, source: 'gateway', method: r.method, url: r.url, remoteAddress: r.remoteAddress, transportFault: undefined };
+  return {
+    code: r.faultCode as number,
+    status: r.status,
+    source: 'gateway',
+    method: r.method,
+    url: r.url,
+    remoteAddress: r.remoteAddress,
+    transportFault: undefined,
+  };
 }

@@ -36,7 +36,11 @@ export function endToEnd(raw: readonly string[]): string[] {
 }
 
 /** Answers one of the handler's own faults (103141, 103143) on `res`, rendered like every fault. */
-export type FaultAnswer = (res: http.ServerResponse, req: http.IncomingMessage, code: typeof GatewayOwnCode.EMBEDDED_RESPONSE_INCOMPLETE | typeof GatewayOwnCode.EMBEDDED_BODY_CONSUMED) => void;
+export type FaultAnswer = (
+  res: http.ServerResponse,
+  req: http.IncomingMessage,
+  code: typeof GatewayOwnCode.EMBEDDED_RESPONSE_INCOMPLETE | typeof GatewayOwnCode.EMBEDDED_BODY_CONSUMED,
+) => void;
 
 /** A body parser (express.json(), Fastify's content parsers) read the body before the gateway could. */
 function bodyConsumed(req: http.IncomingMessage): boolean {
@@ -45,7 +49,10 @@ function bodyConsumed(req: http.IncomingMessage): boolean {
   return (length !== undefined && length !== '0') || req.headers['transfer-encoding'] !== undefined;
 }
 
-export function requestListener(serve: ConnectionHandler, answerFault: FaultAnswer): (req: http.IncomingMessage, res: http.ServerResponse) => void {
+export function requestListener(
+  serve: ConnectionHandler,
+  answerFault: FaultAnswer,
+): (req: http.IncomingMessage, res: http.ServerResponse) => void {
   return (req, res) => {
     if (bodyConsumed(req)) {
       // Forwarding the head without its body would leave the backend waiting for bytes that never come.

@@ -8,7 +8,12 @@ import type * as http from 'node:http';
 import type * as net from 'node:net';
 import type { Duplex } from 'node:stream';
 import { silentLogger } from '../log';
-import { createGateway as createCore, type Gateway as GatewayCore, type GatewayControls, type GatewayOptions as CoreOptions } from '../gateway';
+import {
+  createGateway as createCore,
+  type Gateway as GatewayCore,
+  type GatewayControls,
+  type GatewayOptions as CoreOptions,
+} from '../gateway';
 import { PHASES } from '../gateway/phases';
 import type { TransportEvents } from '../transport/types';
 import type { Analytics } from '../observability/analytics';
@@ -73,7 +78,12 @@ export function createGateway(options: GatewayOptions): Gateway {
   const core = createCore({
     ...rest,
     ...(phases !== undefined && phases.length > 0 ? { chain: chainWith(PHASES, phases, logger) } : {}),
-    observeCalls: (config, settings, log) => (observers = callObservers(config, settings, { ...(tracer !== undefined ? { tracer } : {}), ...(analytics !== undefined ? { analytics } : {}), logger: log })).observer,
+    observeCalls: (config, settings, log) =>
+      (observers = callObservers(config, settings, {
+        ...(tracer !== undefined ? { tracer } : {}),
+        ...(analytics !== undefined ? { analytics } : {}),
+        logger: log,
+      })).observer,
     tap: (c) => {
       controls = c;
       return eventTap(events);
@@ -84,7 +94,16 @@ export function createGateway(options: GatewayOptions): Gateway {
   const serve = (socket: net.Socket, secure: boolean): void => transport.handleConnection(socket, secure);
   const handler = requestListener(serve, (res, req, code) => {
     const f = own.ownFault(code);
-    if (events.has('fault')) events.emit('fault', { code: f.faultCode ?? code, status: f.status, source: 'gateway', method: req.method, url: req.url, remoteAddress: req.socket?.remoteAddress, transportFault: undefined });
+    if (events.has('fault'))
+      events.emit('fault', {
+        code: f.faultCode ?? code,
+        status: f.status,
+        source: 'gateway',
+        method: req.method,
+        url: req.url,
+        remoteAddress: req.socket?.remoteAddress,
+        transportFault: undefined,
+      });
     res.writeHead(f.status, f.headers as unknown as http.OutgoingHttpHeaders);
     res.end(f.body);
   });

@@ -69,12 +69,14 @@ export function inject(serve: ConnectionHandler, o: InjectOptions): Promise<Inje
     if (Array.isArray(o.headers)) {
       headers = [...(o.headers as readonly string[])];
       if (!hasField(o.headers, 'host')) headers.push('Host', 'localhost');
-      if (bytes !== undefined && !hasField(o.headers, 'content-length') && !hasField(o.headers, 'transfer-encoding')) headers.push('Content-Length', String(bytes.length));
+      if (bytes !== undefined && !hasField(o.headers, 'content-length') && !hasField(o.headers, 'transfer-encoding'))
+        headers.push('Content-Length', String(bytes.length));
       if (json && !hasField(o.headers, 'content-type')) headers.push('Content-Type', 'application/json');
     } else {
       headers = { ...(o.headers as Record<string, string | readonly string[]> | undefined) };
       if (!hasField(o.headers, 'host')) headers.Host = 'localhost';
-      if (bytes !== undefined && !hasField(o.headers, 'content-length') && !hasField(o.headers, 'transfer-encoding')) headers['Content-Length'] = String(bytes.length);
+      if (bytes !== undefined && !hasField(o.headers, 'content-length') && !hasField(o.headers, 'transfer-encoding'))
+        headers['Content-Length'] = String(bytes.length);
       if (json && !hasField(o.headers, 'content-type')) headers['Content-Type'] = 'application/json';
     }
     const req = http.request({

@@ -14,6 +14,7 @@ import { fault as tableFault, type FaultValue, type GatewayCode, type GatewayFau
 import { GatewayOwnCode } from '../faults';
 import type { CallContext, ChainStep, Outcome, Phase, PhaseName } from '../gateway/phases';
 import type { Logger } from '../log';
+import { ThroughwayError } from '../errors';
 
 /** An embedder's phase. `name` appears in logs and in the 103142 fault of a phase that fails. */
 export interface CustomPhase {
@@ -25,9 +26,10 @@ export interface CustomPhase {
  * Where a custom phase goes: before or after a built-in phase. Nothing goes after 'send' (it always
  * answers); before 'route' a phase sees no API yet (ctx.api is undefined).
  */
-export type PhasePlacement = { readonly before: PhaseName; readonly phase: CustomPhase } | { readonly after: Exclude<PhaseName, 'send'>; readonly phase: CustomPhase };
+export type PhasePlacement =
+  { readonly before: PhaseName; readonly phase: CustomPhase } | { readonly after: Exclude<PhaseName, 'send'>; readonly phase: CustomPhase };
 
-export class PhaseOptionsError extends Error {
+export class PhaseOptionsError extends ThroughwayError {
   override readonly name = 'PhaseOptionsError';
   readonly code = 'GATEWAY_PHASES';
 }
@@ -49,8 +51,18 @@ export interface CustomFault {
 
 /** A fault of your own, rendered like the table's: the spec's JSON body or your fault template. */
 export function customFault(f: CustomFault): FaultValue {
-  if (!Number.isInteger(f.status) || f.status < 400 || f.status > 599) throw new PhaseOptionsError(`customFault: status ${f.status} is not an HTTP error status (400-599)`);
-  const def: GatewayFaultDef = { code: f.code, httpStatus: f.status, statusFrom: 'throughway', message: f.message, description: f.description ?? f.message, origin: 'throughway', phase: 'embedding', sent: true };
+  if (!Number.isInteger(f.status) || f.status < 400 || f.status > 599)
+    throw new PhaseOptionsError(`customFault: status ${f.status} is not an HTTP error status (400-599)`);
+  const def: GatewayFaultDef = {
+    code: f.code,
+    httpStatus: f.status,
+    statusFrom: 'throughway',
+    message: f.message,
+    description: f.description ?? f.message,
+    origin: 'throughway',
+    phase: 'embedding',
+    sent: true,
+  };
   return f.retryAfterMs !== undefined ? { def, retryAfterMs: f.retryAfterMs } : { def };
 }
 
@@ -88,8 +100,13 @@ function edited(ctx: CallContext, o: Outcome): Outcome {
   if (o === undefined || !('forward' in o) || (ctx.addResponseHeaders === undefined && ctx.dropResponseHeaders === undefined)) return o;
   const f = o.forward;
   const add = ctx.addResponseHeaders === undefined ? f.responseHeaders : [...(f.responseHeaders ?? []), ...ctx.addResponseHeaders];
-  const drop = ctx.dropResponseHeaders === undefined ? f.dropResponseHeaders : [...(f.dropResponseHeaders ?? []), ...ctx.dropResponseHeaders.map((n) => n.toLowerCase())];
-  return { forward: { ...f, ...(add !== undefined ? { responseHeaders: add } : {}), ...(drop !== undefined ? { dropResponseHeaders: drop } : {}) } };
+  const drop =
+    ctx.dropResponseHeaders === undefined
+      ? f.dropResponseHeaders
+      : [...(f.dropResponseHeaders ?? []), ...ctx.dropResponseHeaders.map((n) => n.toLowerCase())];
+  return {
+    forward: { ...f, ...(add !== undefined ? { responseHeaders: add } : {}), ...(drop !== undefined ? { dropResponseHeaders: drop } : {}) },
+  };
 }
 
 /** The send phase of a chain with custom phases: its forward decision carries their response edits. Only such chains have it. */
@@ -110,15 +127,22 @@ export function chainWith(base: readonly Phase[], placements: readonly PhasePlac
   const after = new Map<string, ChainStep[]>();
   for (const [i, pl] of placements.entries()) {
     const phase = pl.phase as CustomPhase | undefined;
-    if (phase === undefined || typeof phase.run !== 'function' || typeof phase.name !== 'string' || phase.name === '') throw new PhaseOptionsError(`phases[${i}]: a phase needs a name and a run(ctx) function`);
-    if (names.has(phase.name)) throw new PhaseOptionsError(`phases[${i}]: the name "${phase.name}" is taken (built-in phases and custom phases have unique names)`);
+    if (phase === undefined || typeof phase.run !== 'function' || typeof phase.name !== 'string' || phase.name === '')
+      throw new PhaseOptionsError(`phases[${i}]: a phase needs a name and a run(ctx) function`);
+    if (names.has(phase.name))
+      throw new PhaseOptionsError(`phases[${i}]: the name "${phase.name}" is taken (built-in phases and custom phases have unique names)`);
     names.add(phase.name);
     const b = (pl as { before?: string }).before;
     const a = (pl as { after?: string }).after;
-    if ((b === undefined) === (a === undefined)) throw new PhaseOptionsError(`phases[${i}] ("${phase.name}"): give exactly one of before and after`);
+    if ((b === undefined) === (a === undefined))
+      throw new PhaseOptionsError(`phases[${i}] ("${phase.name}"): give exactly one of before and after`);
     const point = (b ?? a) as string;
-    if (!base.some((p) => p.name === point)) throw new PhaseOptionsError(`phases[${i}] ("${phase.name}"): no built-in phase "${point}" (one of ${base.map((p) => p.name).join(', ')})`);
-    if (a === 'send') throw new PhaseOptionsError(`phases[${i}] ("${phase.name}"): nothing runs after "send" (it always answers): place it before "send"`);
+    if (!base.some((p) => p.name === point))
+      throw new PhaseOptionsError(
+        `phases[${i}] ("${phase.name}"): no built-in phase "${point}" (one of ${base.map((p) => p.name).join(', ')})`,
+      );
+    if (a === 'send')
+      throw new PhaseOptionsError(`phases[${i}] ("${phase.name}"): nothing runs after "send" (it always answers): place it before "send"`);
     const map = b !== undefined ? before : after;
     const list = map.get(point) ?? [];
     list.push(guarded(phase, logger));

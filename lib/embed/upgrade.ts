@@ -26,7 +26,13 @@ export function replay(req: IncomingMessage, socket: Duplex, head: Buffer | unde
 }
 
 /** Writes a complete response on a socket node:http no longer manages, then closes it. */
-export function answerOnSocket(socket: Duplex, status: number, statusText: string, headers: readonly string[], body: string | Buffer | undefined): void {
+export function answerOnSocket(
+  socket: Duplex,
+  status: number,
+  statusText: string,
+  headers: readonly string[],
+  body: string | Buffer | undefined,
+): void {
   const bytes = body === undefined ? Buffer.alloc(0) : typeof body === 'string' ? Buffer.from(body) : body;
   let head = `HTTP/1.1 ${status} ${statusText}\r\n`;
   for (let i = 0; i < headers.length; i += 2) head += `${headers[i]}: ${headers[i + 1]}\r\n`;

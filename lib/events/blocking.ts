@@ -27,8 +27,8 @@ export function checkBlockingCondition(type: string, value: string): string | un
   if (!(BLOCKING_TYPES as readonly string[]).includes(type)) return `type must be one of ${BLOCKING_TYPES.join(', ')}`;
   if (value.trim() === '') return 'value is required';
   if (type === 'IP' && ipMatcher('ip', value) === undefined) return `${JSON.stringify(value)} is not an IP address`;
-  if (type === 'IP_RANGE' && ipMatcher('ip_range', value) === undefined) return `${JSON.stringify(value)} is not an IP range ("10.0.0.1-10.0.0.9" or CIDR "10.0.0.0/8")`;
+  if (type === 'IP_RANGE' && ipMatcher('ip_range', value) === undefined)
+    return `${JSON.stringify(value)} is not an IP range ("10.0.0.1-10.0.0.9" or CIDR "10.0.0.0/8")`;
   if (type === 'API' && !value.startsWith('/')) return `${JSON.stringify(value)} is not an API context (e.g. "/pizzashack/1.0.0")`;
   return undefined;
 }
-

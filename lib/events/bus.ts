@@ -26,7 +26,11 @@ export interface EventPayloads {
   'subscription.changed': { readonly subscription: SubscriptionPayload; readonly previousState: SubscriptionState };
   'subscription.removed': { readonly subscription: SubscriptionPayload };
   /** A throttling policy was added, changed or removed. */
-  'policy.changed': { readonly kind: 'application' | 'subscription' | 'api' | 'global'; readonly name: string; readonly change: 'added' | 'changed' | 'removed' };
+  'policy.changed': {
+    readonly kind: 'application' | 'subscription' | 'api' | 'global';
+    readonly name: string;
+    readonly change: 'added' | 'changed' | 'removed';
+  };
   /** A blocking condition was added: calls it matches get 900805 (docs/throttling.md). */
   'blocking.added': { readonly condition: BlockingCondition };
   'blocking.removed': { readonly condition: BlockingCondition };

@@ -72,6 +72,6 @@ export function ipMatcher(type: 'ip' | 'ip_range', value: string): readonly [big
   if (dash <= 0) return undefined;
   const a = ipNumber(v.slice(0, dash).trim());
   const b = ipNumber(v.slice(dash + 1).trim());
-  if (a === undefined || b === undefined || a > b || (a < 1n << 32n) !== (b < 1n << 32n)) return undefined;
+  if (a === undefined || b === undefined || a > b || a < 1n << 32n !== b < 1n << 32n) return undefined;
   return [a, b];
 }

@@ -16,7 +16,15 @@
  * description can never break the body's syntax. A combined-code match wins over a base match.
  */
 import type { Segment } from '../config/locate';
-import { type DocumentCodes, type DocumentDiagnostic, DocumentReader, type FieldDef, isTable, parseDocument, readText } from '../config/document';
+import {
+  type DocumentCodes,
+  type DocumentDiagnostic,
+  DocumentReader,
+  type FieldDef,
+  isTable,
+  parseDocument,
+  readText,
+} from '../config/document';
 import type { FaultFacts } from './index';
 
 export interface RenderedTemplate {
@@ -114,15 +122,42 @@ const TEMPLATE_CODES: DocumentCodes<TemplateCode> = {
   value: 'API_VALUE',
 };
 
-const FAULT_CODE = { valid: (n: number) => n > 0, problem: 'is not a fault code', expected: 'integers such as [900901, 101504]', list: 'a list of fault codes' } as const;
+const FAULT_CODE = {
+  valid: (n: number) => n > 0,
+  problem: 'is not a fault code',
+  expected: 'integers such as [900901, 101504]',
+  list: 'a list of fault codes',
+} as const;
 
 /** The fields of one [[template]] entry. */
 export const TEMPLATE_FIELDS: readonly FieldDef[] = [
-  { key: 'codes', type: 'codes', meaning: 'Combined fault codes this template answers: exactly these.', example: '[900901, 900902]', item: FAULT_CODE },
-  { key: 'bases', type: 'codes', meaning: 'Transport base codes this template answers in every state (base + 0..8).', example: '[101503]', item: FAULT_CODE },
-  { key: 'status', type: 'integer', min: 200, max: 599, meaning: 'Replaces the HTTP status of the fault (default: the fault\'s own).' },
-  { key: 'content_type', type: 'string', default: 'application/json; charset=UTF-8', meaning: 'Content-Type of the body; values are escaped for it (JSON, XML or HTML).' },
-  { key: 'body', type: 'string', required: true, meaning: 'The body, with {code}, {message}, {description}, {status}, {base} and {state} placeholders.' },
+  {
+    key: 'codes',
+    type: 'codes',
+    meaning: 'Combined fault codes this template answers: exactly these.',
+    example: '[900901, 900902]',
+    item: FAULT_CODE,
+  },
+  {
+    key: 'bases',
+    type: 'codes',
+    meaning: 'Transport base codes this template answers in every state (base + 0..8).',
+    example: '[101503]',
+    item: FAULT_CODE,
+  },
+  { key: 'status', type: 'integer', min: 200, max: 599, meaning: "Replaces the HTTP status of the fault (default: the fault's own)." },
+  {
+    key: 'content_type',
+    type: 'string',
+    default: 'application/json; charset=UTF-8',
+    meaning: 'Content-Type of the body; values are escaped for it (JSON, XML or HTML).',
+  },
+  {
+    key: 'body',
+    type: 'string',
+    required: true,
+    meaning: 'The body, with {code}, {message}, {description}, {status}, {base} and {state} placeholders.',
+  },
 ];
 
 export interface TemplatesResult {
@@ -135,7 +170,12 @@ export function loadFaultTemplates(file: string): TemplatesResult {
   const read = readText(file);
   if (!read.ok) {
     if (read.missing) return { templates: undefined, diagnostics: [] };
-    return { templates: undefined, diagnostics: [{ level: 'error', code: 'API_IO', file, line: 0, field: '', message: `cannot read the fault templates file (${read.message})` }] };
+    return {
+      templates: undefined,
+      diagnostics: [
+        { level: 'error', code: 'API_IO', file, line: 0, field: '', message: `cannot read the fault templates file (${read.message})` },
+      ],
+    };
   }
   return parseFaultTemplates(read.text, file);
 }
@@ -145,7 +185,10 @@ const noCodes = (v: unknown): boolean => v === undefined || (Array.isArray(v) &&
 export function parseFaultTemplates(text: string, file: string): TemplatesResult {
   const parsed = parseDocument(text, file, TEMPLATE_CODES);
   if (!parsed.ok) return { templates: undefined, diagnostics: [parsed.diagnostic] };
-  const r = new DocumentReader(file, parsed.map, TEMPLATE_CODES, { columns: false, wording: { required: () => ({ message: 'is required' }) } });
+  const r = new DocumentReader(file, parsed.map, TEMPLATE_CODES, {
+    columns: false,
+    wording: { required: () => ({ message: 'is required' }) },
+  });
   const doc = isTable(parsed.doc) ? parsed.doc : {};
   r.unknownKeys(['template'], doc, [], { noun: 'table or key' });
   const set = new TemplateSet(file);
@@ -179,10 +222,22 @@ export function parseFaultTemplates(text: string, file: string): TemplatesResult
   return { templates: set, diagnostics: r.diagnostics };
 }
 
-function addOnce(target: Map<number, Template>, code: number, t: Template, r: DocumentReader<TemplateCode>, seg: Segment[], name: string): void {
+function addOnce(
+  target: Map<number, Template>,
+  code: number,
+  t: Template,
+  r: DocumentReader<TemplateCode>,
+  seg: Segment[],
+  name: string,
+): void {
   const other = target.get(code);
   if (other !== undefined) {
-    r.report('warning', 'API_UNKNOWN_FIELD', [...seg, name], `code ${code} already has template ${other.index} (line ${other.line}); the first one is used`);
+    r.report(
+      'warning',
+      'API_UNKNOWN_FIELD',
+      [...seg, name],
+      `code ${code} already has template ${other.index} (line ${other.line}); the first one is used`,
+    );
     return;
   }
   target.set(code, t);

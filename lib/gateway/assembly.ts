@@ -63,9 +63,16 @@ export function assemble(options: GatewayOptions): GatewayParts {
     unsubscribe.push(options.events.on('blocking.added', (e) => throttle.blocking.add(e.payload.condition)));
     unsubscribe.push(options.events.on('blocking.removed', (e) => void throttle.blocking.remove(e.payload.condition.id)));
   }
-  if (options.apis !== undefined && options.apiTexts !== undefined) throw new GatewayOptionsError('createGateway takes `apis` or `apiTexts`, not both');
-  const texts = options.apiTexts !== undefined ? new ApiTexts(options.apiTexts.origin, options.apiTexts.entries, settings.vars, throttle.names(), settings.scriptDirs) : undefined;
-  const directory = options.apis === undefined && texts === undefined ? new ApiDirectory(settings.apisDir, settings.vars, throttle.names(), settings.scriptDirs) : undefined;
+  if (options.apis !== undefined && options.apiTexts !== undefined)
+    throw new GatewayOptionsError('createGateway takes `apis` or `apiTexts`, not both');
+  const texts =
+    options.apiTexts !== undefined
+      ? new ApiTexts(options.apiTexts.origin, options.apiTexts.entries, settings.vars, throttle.names(), settings.scriptDirs)
+      : undefined;
+  const directory =
+    options.apis === undefined && texts === undefined
+      ? new ApiDirectory(settings.apisDir, settings.vars, throttle.names(), settings.scriptDirs)
+      : undefined;
   const files = texts ?? directory;
   if (files !== undefined) files.plugins = options.plugins ?? NO_PLUGINS;
   const observer = options.observeCalls?.(config, settings, logger);
@@ -81,5 +88,23 @@ export function assemble(options: GatewayOptions): GatewayParts {
   // Throws FormatConfigError for an unknown builder/formatter class (naming the alternatives). The worker
   // pool inside is created on the first call that needs it.
   const mediation = new Mediation(mediationSettingsFrom(config), logger);
-  return { config, ports, logger, settings, globalCors, headers, registry, tracked: new WeakMap(), throttle, unsubscribe, texts, directory, observer, security, mediation, tenants: options.tenants, plugins: options.plugins ?? NO_PLUGINS };
+  return {
+    config,
+    ports,
+    logger,
+    settings,
+    globalCors,
+    headers,
+    registry,
+    tracked: new WeakMap(),
+    throttle,
+    unsubscribe,
+    texts,
+    directory,
+    observer,
+    security,
+    mediation,
+    tenants: options.tenants,
+    plugins: options.plugins ?? NO_PLUGINS,
+  };
 }

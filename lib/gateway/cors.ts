@@ -10,6 +10,7 @@
  */
 import type { SourceRequest } from '../transport/types';
 import type { CorsOverride } from './apis';
+import { ThroughwayError } from '../errors';
 
 export interface CorsSettings {
   readonly enable: boolean;
@@ -28,7 +29,7 @@ export const DEFAULT_CORS: CorsSettings = Object.freeze({
   allowCredentials: false,
 });
 
-export class CorsConfigError extends Error {
+export class CorsConfigError extends ThroughwayError {
   override readonly name = 'CorsConfigError';
   readonly code = 'CORS_CREDENTIALS_WITH_ANY_ORIGIN';
 }
@@ -54,10 +55,15 @@ export class CorsPolicy {
     const origins = settings.allowOrigins.map((o) => o.trim()).filter((o) => o !== '');
     this.anyOrigin = origins.includes('*');
     if (this.enabled && this.anyOrigin && settings.allowCredentials) {
-      throw new CorsConfigError(`${where}: allow_credentials = true needs explicit allow_origins, not "*" (spec 000, [apim.cors]: "then allow_origins must not be *")`);
+      throw new CorsConfigError(
+        `${where}: allow_credentials = true needs explicit allow_origins, not "*" (spec 000, [apim.cors]: "then allow_origins must not be *")`,
+      );
     }
     this.methodsUpper = Object.freeze(settings.allowMethods.map((m) => m.trim().toUpperCase()).filter((m) => m !== ''));
-    this.headersValue = settings.allowHeaders.map((h) => h.trim()).filter((h) => h !== '').join(',');
+    this.headersValue = settings.allowHeaders
+      .map((h) => h.trim())
+      .filter((h) => h !== '')
+      .join(',');
     const credentials = settings.allowCredentials ? ['Access-Control-Allow-Credentials', 'true'] : [];
     this.anyFields = Object.freeze(['Access-Control-Allow-Origin', '*', ...credentials]);
     for (const o of origins) {
@@ -98,7 +104,8 @@ export class CorsPolicy {
   preflightFields(origin: string | undefined, resourceMethods: readonly string[] | undefined): string[] {
     const fields = [...this.responseFields(origin)];
     if (fields.length === 0 || (fields.length === 2 && fields[0] === 'Vary')) return fields;
-    const methods = resourceMethods === undefined ? this.methodsUpper : this.methodsUpper.filter((m) => m === 'OPTIONS' || resourceMethods.includes(m));
+    const methods =
+      resourceMethods === undefined ? this.methodsUpper : this.methodsUpper.filter((m) => m === 'OPTIONS' || resourceMethods.includes(m));
     fields.push('Access-Control-Allow-Methods', methods.join(','));
     if (this.headersValue !== '') fields.push('Access-Control-Allow-Headers', this.headersValue);
     return fields;

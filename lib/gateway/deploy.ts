@@ -6,7 +6,9 @@
  *  - labels: deployed only when a label is in gateway_labels ([apim.sync_runtime_artifacts.gateway]);
  *  - context + version must be unique: a later duplicate is refused, naming the file that has it;
  *  - one default version per context: a later one is deployed without default-version routing;
- *  - the API's CORS override must be valid (credentials with the origin * is refused).
+ *  - the API's CORS override must be valid (credentials with the origin * is refused);
+ *  - a tenant's APIs (apis/t/<domain>/) count against its billing package's `resource_volume.limit`: the
+ *    files past it are refused (docs/tenants.md, "Billing packages").
  *
  * Hot deploy: fs.watch on the directory, debounced; every change re-reads the directory (files whose
  * text did not change are not parsed again) and swaps the route table in one assignment. Connections,
@@ -15,7 +17,18 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { type ApiDefinition, type ApiParseResult, type ApiVars, defaultPath, labelsMatch, parseApiText, readSchemaFile, type ServedSchema, versionedPath } from './apis';
+import {
+  type ApiDefinition,
+  type ApiParseResult,
+  type ApiVars,
+  defaultPath,
+  labelsMatch,
+  parseApiText,
+  readSchemaFile,
+  type ServedSchema,
+  versionedPath,
+  grpcServicesOf,
+} from './apis';
 import { CorsConfigError, type CorsPolicy } from './cors';
 import type { ApiDiagnostic } from './diagnostics';
 import type { Deployable } from './runtime';
@@ -52,10 +65,21 @@ function where(api: ApiDefinition): string {
   return api.file === '' ? `${api.name} ${api.version}` : api.file;
 }
 
+/** A tenant's package and its API count limit (TenantDirectory.apiLimit). */
+export type ApiLimit = (tenant: string) => { readonly package: string; readonly limit: number };
+
 /** Applies the selection rules to candidates given in deploy order. */
-export function selectApis(candidates: readonly Candidate[], gatewayLabels: readonly string[], globalCors: CorsPolicy): Selection {
+export function selectApis(
+  candidates: readonly Candidate[],
+  gatewayLabels: readonly string[],
+  globalCors: CorsPolicy,
+  apiLimit?: ApiLimit,
+): Selection {
+  const perTenant = new Map<string, number>();
   const byPath = new Map<string, ApiDefinition>();
   const byDefault = new Map<string, ApiDefinition>();
+  // gRPC calls name their service, not a context (docs/grpc.md): one API per service.
+  const byService = new Map<string, ApiDefinition>();
   const deployables: Deployable[] = [];
   const states: ApiState[] = [];
   for (const c of candidates) {
@@ -67,16 +91,61 @@ export function selectApis(candidates: readonly Candidate[], gatewayLabels: read
       continue;
     }
     if (!labelsMatch(api, gatewayLabels)) {
-      diagnostics.push({ level: 'info', code: 'API_LABELS', file, line: 0, field: 'labels', message: `not deployed here: labels ${JSON.stringify(api.labels)} share none with gateway_labels ${JSON.stringify(gatewayLabels)}` });
+      diagnostics.push({
+        level: 'info',
+        code: 'API_LABELS',
+        file,
+        line: 0,
+        field: 'labels',
+        message: `not deployed here: labels ${JSON.stringify(api.labels)} share none with gateway_labels ${JSON.stringify(gatewayLabels)}`,
+      });
       states.push({ file: c.file, status: 'not-deployed', api, defaultRouting: false, diagnostics });
       continue;
     }
     const p = versionedPath(api);
     const other = byPath.get(p);
     if (other !== undefined) {
-      diagnostics.push({ level: 'error', code: 'API_DUPLICATE_CONTEXT', file, line: 0, field: 'context', message: `refused: context ${api.context} version ${api.version} (${p}) is already deployed by ${where(other)} (${other.name})` });
+      diagnostics.push({
+        level: 'error',
+        code: 'API_DUPLICATE_CONTEXT',
+        file,
+        line: 0,
+        field: 'context',
+        message: `refused: context ${api.context} version ${api.version} (${p}) is already deployed by ${where(other)} (${other.name})`,
+      });
       states.push({ file: c.file, status: 'refused', api, defaultRouting: false, diagnostics });
       continue;
+    }
+    const shared = grpcServicesOf(api).find((s) => byService.has(s));
+    if (shared !== undefined) {
+      const owner = byService.get(shared) as ApiDefinition;
+      diagnostics.push({
+        level: 'error',
+        code: 'API_DUPLICATE_CONTEXT',
+        file,
+        line: 0,
+        field: 'grpc',
+        message: `refused: the gRPC service ${shared} is already served by ${where(owner)} (${owner.name} ${owner.version})`,
+      });
+      states.push({ file: c.file, status: 'refused', api, defaultRouting: false, diagnostics });
+      continue;
+    }
+    if (api.tenant !== undefined && apiLimit !== undefined) {
+      const n = perTenant.get(api.tenant) ?? 0;
+      const l = apiLimit(api.tenant);
+      if (n >= l.limit) {
+        diagnostics.push({
+          level: 'error',
+          code: 'API_TENANT_LIMIT',
+          file,
+          line: 0,
+          field: '',
+          message: `refused: tenant ${api.tenant} has ${n} APIs deployed: package ${l.package} allows ${l.limit} ([multi_tenancy.billing.package.${l.package}.resource_volume] limit)`,
+        });
+        states.push({ file: c.file, status: 'refused', api, defaultRouting: false, diagnostics });
+        continue;
+      }
+      perTenant.set(api.tenant, n + 1);
     }
     let cors: CorsPolicy;
     try {
@@ -88,12 +157,20 @@ export function selectApis(candidates: readonly Candidate[], gatewayLabels: read
       continue;
     }
     byPath.set(p, api);
+    for (const sv of grpcServicesOf(api)) byService.set(sv, api);
     let withDefault = false;
     if (api.defaultVersion) {
       const dp = defaultPath(api);
       const taken = byDefault.get(dp);
       if (taken !== undefined) {
-        diagnostics.push({ level: 'warning', code: 'API_DEFAULT_VERSION_TAKEN', file, line: 0, field: 'default_version', message: `${dp} already routes to the default version ${taken.version} (${where(taken)}); ${api.version} is deployed without default-version routing` });
+        diagnostics.push({
+          level: 'warning',
+          code: 'API_DEFAULT_VERSION_TAKEN',
+          file,
+          line: 0,
+          field: 'default_version',
+          message: `${dp} already routes to the default version ${taken.version} (${where(taken)}); ${api.version} is deployed without default-version routing`,
+        });
       } else {
         byDefault.set(dp, api);
         withDefault = true;
@@ -116,6 +193,31 @@ export function listApiFiles(dir: string): string[] | undefined {
   } catch {
     return undefined;
   }
+}
+
+/**
+ * The API files of an apis directory with the name each is served by: the super tenant's `<file>`, then
+ * each tenant folder's (apis/t/<domain>/*.toml, docs/tenants.md) `t/<domain>/<file>`; undefined when the
+ * directory cannot be listed.
+ */
+export function listTenantedApiFiles(dir: string): { readonly full: string; readonly file: string }[] | undefined {
+  const top = listApiFiles(dir);
+  if (top === undefined) return undefined;
+  const out = top.map((full) => ({ full, file: path.basename(full) }));
+  const tenantsDir = path.join(dir, 't');
+  let domains: string[] = [];
+  try {
+    domains = fs
+      .readdirSync(tenantsDir, { withFileTypes: true })
+      .filter((d) => d.isDirectory() && !d.name.startsWith('.'))
+      .map((d) => d.name)
+      .sort();
+  } catch {
+    domains = [];
+  }
+  for (const d of domains)
+    for (const full of listApiFiles(path.join(tenantsDir, d)) ?? []) out.push({ full, file: `t/${d}/${path.basename(full)}` });
+  return out;
 }
 
 interface Cached {
@@ -237,8 +339,23 @@ export class ApiFiles {
       const text = entry.text;
       let cached = this.cache.get(file);
       if (cached === undefined || cached.text !== text || this.schemaChanged(file, cached, entry)) {
-        const result = this.inTenant(file, parseApiText(text, file, this.vars, this.policies, this.scriptDirs, this.given ? (entry.schema ?? null) : undefined, this.plugins));
-        cached = { text, schemaText: this.given ? entry.schema?.text : (result.api?.graphql?.sdl ?? this.diskSchema(file, result)), result };
+        const result = this.inTenant(
+          file,
+          parseApiText(
+            text,
+            file,
+            this.vars,
+            this.policies,
+            this.scriptDirs,
+            this.given ? (entry.schema ?? null) : undefined,
+            this.plugins,
+          ),
+        );
+        cached = {
+          text,
+          schemaText: this.given ? entry.schema?.text : (result.api?.graphql?.sdl ?? this.diskSchema(file, result)),
+          result,
+        };
         this.cache.set(file, cached);
         changedFiles.push(file);
         fresh.push(...cached.result.diagnostics);
@@ -251,7 +368,14 @@ export class ApiFiles {
         const previous = this.lastGood.get(file);
         const diagnostics = [...cached.result.diagnostics];
         if (previous !== undefined) {
-          const kept: ApiDiagnostic = { level: 'warning', code: 'API_KEPT_PREVIOUS', file, line: 0, field: '', message: `the file is invalid; ${previous.name} ${previous.version} stays deployed as last read` };
+          const kept: ApiDiagnostic = {
+            level: 'warning',
+            code: 'API_KEPT_PREVIOUS',
+            file,
+            line: 0,
+            field: '',
+            message: `the file is invalid; ${previous.name} ${previous.version} stays deployed as last read`,
+          };
           diagnostics.push(kept);
           if (changedFiles.includes(file)) fresh.push(kept);
         }
@@ -259,7 +383,10 @@ export class ApiFiles {
       }
     }
     // Deploy order: what was deployed before keeps its place; new files follow by name.
-    candidates.sort((a, b) => (this.order.get(a.file) ?? Infinity) - (this.order.get(b.file) ?? Infinity) || (a.file < b.file ? -1 : a.file > b.file ? 1 : 0));
+    candidates.sort(
+      (a, b) =>
+        (this.order.get(a.file) ?? Infinity) - (this.order.get(b.file) ?? Infinity) || (a.file < b.file ? -1 : a.file > b.file ? 1 : 0),
+    );
     return { candidates, fresh, changedFiles, missing: entries === undefined };
   }
 
@@ -294,6 +421,14 @@ export class ApiTexts extends ApiFiles {
 
   set(entries: readonly ApiText[]): void {
     this.entries = [...entries].sort((a, b) => (a.file < b.file ? -1 : a.file > b.file ? 1 : 0));
+  }
+
+  /**
+   * A text named `.../apis/t/<domain>/<file>` is a tenant's API file, as in a directory (a gateway-worker's
+   * texts from its control plane are named `<origin>/apis/t/<domain>/<file>`; docs/scale-out.md).
+   */
+  protected override tenantOf(file: string): string | undefined {
+    return /\/apis\/t\/([^/]+)\/[^/]+$/.exec(file)?.[1];
   }
 
   read(): DirectoryRead {
@@ -369,17 +504,7 @@ export class ApiDirectory extends ApiFiles {
 
   /** The super tenant's files, then each tenant folder's (apis/t/<domain>/*.toml). */
   private allFiles(): string[] | undefined {
-    const files = listApiFiles(this.dir);
-    if (files === undefined) return undefined;
-    const tenantsDir = path.join(this.dir, 't');
-    let domains: string[] = [];
-    try {
-      domains = fs.readdirSync(tenantsDir, { withFileTypes: true }).filter((d) => d.isDirectory() && !d.name.startsWith('.')).map((d) => d.name).sort();
-    } catch {
-      domains = [];
-    }
-    for (const d of domains) files.push(...(listApiFiles(path.join(tenantsDir, d)) ?? []));
-    return files;
+    return listTenantedApiFiles(this.dir)?.map((f) => f.full);
   }
 
   read(): DirectoryRead {

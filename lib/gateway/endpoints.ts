@@ -39,7 +39,8 @@ export class EndpointRuntime {
     this.target = target;
     this.auth = auth;
     this.suspends = def.suspendCodes.length > 0;
-    this.retry = def.retryCodes.length > 0 && def.retryCount > 0 ? Object.freeze({ codes: def.retryCodes, count: def.retryCount }) : undefined;
+    this.retry =
+      def.retryCodes.length > 0 && def.retryCount > 0 ? Object.freeze({ codes: def.retryCodes, count: def.retryCount }) : undefined;
   }
 
   /** ms until the endpoint takes calls again; 0 when it takes them now. */
@@ -62,7 +63,8 @@ export class EndpointRuntime {
     // Calls that were already in flight when the endpoint got suspended fail too: one suspension for all.
     if (this.suspendedUntil !== 0 && now < this.suspendedUntil) return 0;
     const d = this.def;
-    const duration = this.lastDuration === 0 ? d.suspendDuration : Math.min(Math.round(this.lastDuration * d.suspendFactor), d.suspendMaxDuration);
+    const duration =
+      this.lastDuration === 0 ? d.suspendDuration : Math.min(Math.round(this.lastDuration * d.suspendFactor), d.suspendMaxDuration);
     this.lastDuration = duration;
     this.suspendedUntil = now + duration;
     this.suspensions++;

@@ -37,40 +37,49 @@ const TOKENS: Readonly<Record<string, keyof EffectivePorts>> = {
 
 function url(value: string | undefined, ports: EffectivePorts): string | undefined {
   if (value === undefined || value.trim() === '') return undefined;
-  return value.trim().replace(/\$\{([^}]+)\}/g, (all, name: string) => {
-    const port = TOKENS[name];
-    return port !== undefined ? String(ports[port]) : all;
-  }).replace(/\/+$/, '');
+  return value
+    .trim()
+    .replace(/\$\{([^}]+)\}/g, (all, name: string) => {
+      const port = TOKENS[name];
+      return port !== undefined ? String(ports[port]) : all;
+    })
+    .replace(/\/+$/, '');
 }
 
 export function gatewayEnvironments(config: DeploymentConfig, ports: EffectivePorts): readonly GatewayEnvironment[] {
   const written = config.apim.gateway.environment;
   if (written.length > 0) {
-    return Object.freeze(written.map((e) => Object.freeze({
-      name: e.name,
-      type: e.type,
-      description: e.description,
-      http: url(e.http_endpoint, ports),
-      https: url(e.https_endpoint, ports),
-      ws: url(e.ws_endpoint, ports),
-      wss: url(e.wss_endpoint, ports),
-      showAsTokenEndpoint: e.show_as_token_endpoint_url,
-      configured: true,
-    })));
+    return Object.freeze(
+      written.map((e) =>
+        Object.freeze({
+          name: e.name,
+          type: e.type,
+          description: e.description,
+          http: url(e.http_endpoint, ports),
+          https: url(e.https_endpoint, ports),
+          ws: url(e.ws_endpoint, ports),
+          wss: url(e.wss_endpoint, ports),
+          showAsTokenEndpoint: e.show_as_token_endpoint_url,
+          configured: true,
+        }),
+      ),
+    );
   }
   const host = config.server.hostname;
   const t = config.transport;
-  return Object.freeze([Object.freeze({
-    name: 'Default',
-    type: 'hybrid' as const,
-    description: 'the gateway listeners of this node',
-    http: t.passthru_http.listener.enable ? `http://${host}:${ports.passthruHttp}` : undefined,
-    https: t.passthru_https.listener.enable ? `https://${host}:${ports.passthruHttps}` : undefined,
-    ws: t.ws.sender.enable ? `ws://${host}:${ports.ws}` : undefined,
-    wss: t.wss.sender.enable ? `wss://${host}:${ports.wss}` : undefined,
-    showAsTokenEndpoint: true,
-    configured: false,
-  })]);
+  return Object.freeze([
+    Object.freeze({
+      name: 'Default',
+      type: 'hybrid' as const,
+      description: 'the gateway listeners of this node',
+      http: t.passthru_http.listener.enable ? `http://${host}:${ports.passthruHttp}` : undefined,
+      https: t.passthru_https.listener.enable ? `https://${host}:${ports.passthruHttps}` : undefined,
+      ws: t.ws.sender.enable ? `ws://${host}:${ports.ws}` : undefined,
+      wss: t.wss.sender.enable ? `wss://${host}:${ports.wss}` : undefined,
+      showAsTokenEndpoint: true,
+      configured: false,
+    }),
+  ]);
 }
 
 /** The gateway's token endpoint shown to clients (spec 002 part 4: /token on the gateway HTTPS address). */

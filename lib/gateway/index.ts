@@ -20,6 +20,7 @@ import type { GatewaySettings } from './settings';
 import { transportSettingsFrom } from './transport-settings';
 import { eventsOf, faultRendererOf, routerOf } from './wiring';
 import { tokenRoute } from './token-route';
+import type { GrpcGateway } from './grpc';
 
 export interface Gateway {
   readonly transport: Transport;
@@ -36,7 +37,7 @@ export interface Gateway {
   listen(options?: Partial<ListenOptions>): Promise<net.AddressInfo>;
   /** Listen with TLS (HTTPS 8243, WSS 8099: docs/tls.md); the server can take new certificates. */
   listenTls(options: ListenOptions, tlsOptions: tls.TlsOptions): Promise<tls.Server>;
-  handleConnection(socket: net.Socket, secure?: boolean): void;
+  handleConnection(socket: net.Socket, secure?: boolean, clientVersion?: string): void;
   /**
    * Re-reads the apis/ directory (or re-validates the APIs given in code) and the fault templates.
    * `{ apis }` replaces the definitions of a gateway created with `apis` (programmatic hot deploy).
@@ -48,8 +49,10 @@ export interface Gateway {
   deployed(): readonly DeployedApi[];
   /** Every API file or definition and what became of it. */
   states(): readonly ApiState[];
-  /** The deployed API ("name:version") a request target belongs to, for metrics labels. */
+  /** The deployed API ("name:version") a request target belongs to (a gRPC call's: its service's), for metrics labels. */
   apiOf(url: string): string | undefined;
+  /** The gRPC relay's view of the gateway (lib/http2/grpc.ts, docs/grpc.md). */
+  readonly grpc: GrpcGateway;
   close(): Promise<void>;
 }
 
@@ -80,16 +83,31 @@ export function createGateway(options: GatewayOptions): Gateway {
     listen(opts = {}) {
       const port = opts.port ?? ports?.passthruHttp ?? 8280;
       const host = opts.host ?? config.transport.passthru_http.listener['bind-address'] ?? '0.0.0.0';
-      return transport.listen({ port, host, backlog: opts.backlog ?? config.throughway.backlog });
+      return transport.listen({
+        port,
+        host,
+        backlog: opts.backlog ?? config.throughway.backlog,
+        ...(opts.handover !== undefined ? { handover: opts.handover } : {}),
+      });
     },
     listenTls: (opts, tlsOptions) => transport.listenTls({ ...opts, backlog: opts.backlog ?? config.throughway.backlog }, tlsOptions),
-    handleConnection: (socket, secure) => transport.handleConnection(socket, secure),
+    handleConnection: (socket, secure, clientVersion) => transport.handleConnection(socket, secure, clientVersion),
     reload: (o) => d.reload(o),
     deployed: () => describe(d.states),
     states: () => d.states,
     apiOf(url) {
       const q = url.indexOf('?');
-      return d.rt.table.lookup(q < 0 ? url : url.slice(0, q))?.api.id;
+      const path = q < 0 ? url : url.slice(0, q);
+      const table = d.rt.table;
+      const id = table.lookup(path)?.api.id;
+      if (id !== undefined || table.grpcServices.size === 0) return id;
+      return table.grpcServices.get(path.slice(1, path.indexOf('/', 1) >>> 0))?.id;
+    },
+    grpc: {
+      prefixOf: (service) => d.rt.table.grpcServices.get(service)?.path,
+      route,
+      exchanged: (r) => wiring.events.onExchange?.(r),
+      faulted: (f, req) => wiring.events.onFault?.(f, req),
     },
     async close() {
       p.directory?.unwatch();
@@ -111,3 +129,4 @@ export type { CallObserver, ChainObserver, GatewayControls, GatewayTap } from '.
 export type { ApiState, ApiText, FileStatus } from './deploy';
 export type { ApiDiagnostic } from './diagnostics';
 export type { OAuthAnswer, OAuthCall, TokenEndpoints } from './token-route';
+export { grpcRequest, type GrpcGateway } from './grpc';

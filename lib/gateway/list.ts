@@ -37,12 +37,24 @@ export function listApis(loaded: LoadResult): ApiListing {
   const ts = throttleSettingsFrom(loaded.config, loaded.dir);
   const pol = loadPolicies(ts.policiesFile, policyOptionsOf(ts));
   const policyErrors = pol.diagnostics.filter((d) => d.level === 'error').length;
-  const dir = new ApiDirectory(settings.apisDir, settings.vars, pol.policies !== undefined ? policyNames(pol.policies) : undefined, settings.scriptDirs);
+  const dir = new ApiDirectory(
+    settings.apisDir,
+    settings.vars,
+    pol.policies !== undefined ? policyNames(pol.policies) : undefined,
+    settings.scriptDirs,
+  );
   const read = dir.read();
   const states = selectApis(read.candidates, settings.gatewayLabels, new CorsPolicy(settings.cors)).states;
   const errors = policyErrors + states.reduce((n, s) => n + s.diagnostics.filter((d) => d.level === 'error').length, 0);
   const environments = gatewayEnvironments(loaded.config, loaded.ports).filter((e) => e.configured);
-  return { dir: settings.apisDir, missing: read.missing, states, errors, policyDiagnostics: pol.diagnostics.filter((d) => d.level !== 'info'), environments };
+  return {
+    dir: settings.apisDir,
+    missing: read.missing,
+    states,
+    errors,
+    policyDiagnostics: pol.diagnostics.filter((d) => d.level !== 'info'),
+    environments,
+  };
 }
 
 /** The listing as text: one line per file, its diagnostics indented under it. */
@@ -61,7 +73,9 @@ export function formatApiListing(listing: ApiListing, cwd: string, json: boolean
         labels: s.api?.labels,
         endpoints: s.api !== undefined ? { production: s.api.endpoints.production?.url, sandbox: s.api.endpoints.sandbox?.url } : undefined,
         resources: s.api?.resources.map((r) => `${r.methods.join(',')} ${r.path}`),
-        ...(s.api !== undefined && listing.environments.length > 0 ? { environments: environmentUrls(listing.environments, versionedPath(s.api)) } : {}),
+        ...(s.api !== undefined && listing.environments.length > 0
+          ? { environments: environmentUrls(listing.environments, versionedPath(s.api)) }
+          : {}),
         diagnostics: s.diagnostics.map((d) => ({ ...d, file: rel(d.file) })),
       })),
       null,
@@ -74,10 +88,16 @@ export function formatApiListing(listing: ApiListing, cwd: string, json: boolean
   else if (listing.states.length === 0) lines.push(`${rel(listing.dir)}: no API definition files (*.toml)`);
   for (const s of listing.states) {
     const a = s.api;
-    const head = a === undefined ? `${s.status.padEnd(13)} ${rel(s.file)}` : `${s.status.padEnd(13)} ${a.name} ${a.version}  ${versionedPath(a)}${s.defaultRouting ? ` (default: ${defaultPath(a)})` : ''}  ${a.state}  ${rel(s.file)}`;
+    const head =
+      a === undefined
+        ? `${s.status.padEnd(13)} ${rel(s.file)}`
+        : `${s.status.padEnd(13)} ${a.name} ${a.version}  ${versionedPath(a)}${s.defaultRouting ? ` (default: ${defaultPath(a)})` : ''}  ${a.state}  ${rel(s.file)}`;
     lines.push(head);
     if (a !== undefined && (s.status === 'deployed' || s.status === 'kept-previous')) {
-      for (const [kind, ep] of [['production', a.endpoints.production], ['sandbox', a.endpoints.sandbox]] as const) {
+      for (const [kind, ep] of [
+        ['production', a.endpoints.production],
+        ['sandbox', a.endpoints.sandbox],
+      ] as const) {
         if (ep !== undefined) lines.push(`    ${kind}: ${ep.url}`);
       }
       for (const r of a.resources) lines.push(`    ${r.methods.join(',').padEnd(12)} ${r.path}`);

@@ -36,7 +36,8 @@ export function parseOpenApiText(text: string): { readonly doc: OpenApiDocument 
     return { error: `it is not ${json ? 'JSON' : 'JSON or YAML'}: ${(err as Error).message.split('\n')[0] ?? ''}` };
   }
   if (!isObject(doc)) return { error: 'it is not an object (an OpenAPI document is a JSON or YAML object)' };
-  if (typeof doc.openapi !== 'string' || !/^3\.\d+(\.\d+)?/.test(doc.openapi)) return { error: `its "openapi" field is ${JSON.stringify(doc.openapi ?? null)}, not "3.x.y"` };
+  if (typeof doc.openapi !== 'string' || !/^3\.\d+(\.\d+)?/.test(doc.openapi))
+    return { error: `its "openapi" field is ${JSON.stringify(doc.openapi ?? null)}, not "3.x.y"` };
   if (doc.paths !== undefined && !isObject(doc.paths)) return { error: 'its "paths" field is not an object' };
   return { doc };
 }
@@ -53,7 +54,7 @@ export function readDefinition(apiFile: string, name: string, inside = true): De
     real = fs.realpathSync(file);
   } catch (err) {
     const outside = inside && escapes(dir, file);
-    return { ok: false, outside, error: outside ? 'it leaves the API file\'s directory' : `it cannot be read: ${(err as Error).message}` };
+    return { ok: false, outside, error: outside ? "it leaves the API file's directory" : `it cannot be read: ${(err as Error).message}` };
   }
   if (inside) {
     let realDir: string;
@@ -62,7 +63,7 @@ export function readDefinition(apiFile: string, name: string, inside = true): De
     } catch {
       realDir = dir;
     }
-    if (escapes(realDir, real)) return { ok: false, outside: true, error: 'it leaves the API file\'s directory (links resolved)' };
+    if (escapes(realDir, real)) return { ok: false, outside: true, error: "it leaves the API file's directory (links resolved)" };
   }
   let text: string;
   try {

@@ -21,6 +21,7 @@ import type { CallObserver, GatewayTap } from './hooks';
 import type { GatewaySettings } from './settings';
 import type { TokenEndpoints } from './token-route';
 import type { TenantDirectory } from '../tenants';
+import { ThroughwayError } from '../errors';
 
 export interface GatewayOptions {
   /** The result of loadConfig(): configuration, effective ports and the directory of apis/. */
@@ -91,7 +92,7 @@ export interface GatewayOptions {
 }
 
 /** createGateway options that cannot work: a configuration that does not load, apis for a directory gateway. */
-export class GatewayOptionsError extends Error {
+export class GatewayOptionsError extends ThroughwayError {
   override readonly name = 'GatewayOptionsError';
   readonly code = 'GATEWAY_OPTIONS';
 }

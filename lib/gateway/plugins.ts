@@ -10,7 +10,16 @@ import type { ChainStep } from './phases/context';
 import type { CallContext } from './phases/context';
 
 /** The built-in phases in chain order: gap g is the place just before PHASE_ORDER[g]. */
-export const PHASE_ORDER: readonly PhaseName[] = ['route', 'cors', 'api-status', 'authentication', 'throttling', 'mediation', 'transport-headers', 'send'];
+export const PHASE_ORDER: readonly PhaseName[] = [
+  'route',
+  'cors',
+  'api-status',
+  'authentication',
+  'throttling',
+  'mediation',
+  'transport-headers',
+  'send',
+];
 
 /** Gaps of the chain: 0 before route (no API known yet) to 7 before send. */
 export const GAPS = PHASE_ORDER.length;
@@ -46,7 +55,11 @@ export interface PluginCatalogue {
  * The catalogue of a gateway without plugins: an API file that attaches one is refused (API_PLUGIN), never
  * deployed without the policy it asks for.
  */
-export const NO_PLUGINS: PluginCatalogue = Object.freeze({ generation: 0, names: Object.freeze([]), stepsOf: () => 'no plugin is configured' });
+export const NO_PLUGINS: PluginCatalogue = Object.freeze({
+  generation: 0,
+  names: Object.freeze([]),
+  stepsOf: () => 'no plugin is configured',
+});
 
 /** Steps by gap, in the order given. */
 export function byGap(steps: readonly PluginStep[]): GapSteps {
@@ -60,7 +73,12 @@ function isPromise(v: unknown): v is Promise<Outcome> {
 }
 
 /** Runs lists[li][si..], then the following lists; stops at the first outcome; synchronous until a step returns a Promise. */
-function runLists(ctx: CallContext, lists: readonly (readonly ChainStep[] | undefined)[], li: number, si: number): Outcome | Promise<Outcome> {
+function runLists(
+  ctx: CallContext,
+  lists: readonly (readonly ChainStep[] | undefined)[],
+  li: number,
+  si: number,
+): Outcome | Promise<Outcome> {
   for (; li < lists.length; li++, si = 0) {
     const list = lists[li];
     if (list === undefined) continue;

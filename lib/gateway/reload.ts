@@ -42,21 +42,39 @@ export function describe(states: readonly ApiState[]): DeployedApi[] {
     if ((s.status !== 'deployed' && s.status !== 'kept-previous') || s.api === undefined) continue;
     const a = s.api;
     const p = versionedPath(a);
-    out.push({ name: a.name, version: a.version, context: a.context, path: p, defaultPath: s.defaultRouting ? defaultPath(a) : undefined, state: a.state, file: s.file });
+    out.push({
+      name: a.name,
+      version: a.version,
+      context: a.context,
+      path: p,
+      defaultPath: s.defaultRouting ? defaultPath(a) : undefined,
+      state: a.state,
+      file: s.file,
+    });
   }
   return out;
 }
 
 function logDiagnostic(logger: Logger, d: ApiDiagnostic): void {
   const level = d.level === 'error' ? 'error' : d.level === 'warning' ? 'warn' : 'info';
-  if (logger.enabled(level)) logger.log(level, 'api_definition', { code: d.code, file: d.file, line: d.line, field: d.field, message: formatApiDiagnostic(d) });
+  if (logger.enabled(level))
+    logger.log(level, 'api_definition', { code: d.code, file: d.file, line: d.line, field: d.field, message: formatApiDiagnostic(d) });
 }
 
 /** Logs what appeared and disappeared between two deployed lists. */
 function logChanges(logger: Logger, before: readonly DeployedApi[], deployed: readonly DeployedApi[]): void {
   const was = new Set(before.map((d) => `${d.file}\u0000${d.path}`));
   const after = new Set(deployed.map((d) => `${d.file}\u0000${d.path}`));
-  for (const d of deployed) if (!was.has(`${d.file}\u0000${d.path}`)) logger.log('info', 'api_deployed', { name: d.name, version: d.version, path: d.path, default: d.defaultPath, state: d.state, file: d.file });
+  for (const d of deployed)
+    if (!was.has(`${d.file}\u0000${d.path}`))
+      logger.log('info', 'api_deployed', {
+        name: d.name,
+        version: d.version,
+        path: d.path,
+        default: d.defaultPath,
+        state: d.state,
+        file: d.file,
+      });
   for (const k of was) if (!after.has(k)) logger.log('info', 'api_undeployed', { file: k.split('\u0000')[0], path: k.split('\u0000')[1] });
 }
 
@@ -88,7 +106,8 @@ export class Deployment {
   loadTemplates(): ApiDiagnostic[] {
     const r = loadFaultTemplates(this.parts.settings.faultTemplatesFile);
     // A broken templates file keeps the previous templates rather than dropping to none.
-    if (r.templates !== undefined || !r.diagnostics.some((d) => d.level === 'error' && d.code === 'API_SYNTAX')) this.templates = r.templates;
+    if (r.templates !== undefined || !r.diagnostics.some((d) => d.level === 'error' && d.code === 'API_SYNTAX'))
+      this.templates = r.templates;
     return [...r.diagnostics];
   }
 
@@ -116,7 +135,10 @@ export class Deployment {
       if (read.missing && directory !== undefined) {
         // A watcher on a removed directory sees nothing of the one created in its place.
         directory.unwatch();
-        logger.log('warn', 'apis_dir_missing', { dir: directory.dir, message: 'no API definitions directory: no API is deployed; create it, then reload (SIGHUP)' });
+        logger.log('warn', 'apis_dir_missing', {
+          dir: directory.dir,
+          message: 'no API definitions directory: no API is deployed; create it, then reload (SIGHUP)',
+        });
       }
       candidates = read.candidates;
       fresh = [...read.fresh];
@@ -124,7 +146,13 @@ export class Deployment {
     } else {
       ({ candidates, fresh } = this.candidatesFromCode(settings.vars, settings.scriptDirs));
     }
-    const selection = selectApis(candidates, settings.gatewayLabels, globalCors);
+    const tenants = this.parts.tenants;
+    const selection = selectApis(
+      candidates,
+      settings.gatewayLabels,
+      globalCors,
+      tenants?.apiLimit !== undefined ? (d) => tenants.apiLimit?.(d) ?? { package: '', limit: Infinity } : undefined,
+    );
     files?.deployed(selection.states);
     // Selection-time diagnostics (duplicates, labels, default version, CORS) are logged when their file
     // changed, so a reload caused by another file does not repeat them.
@@ -158,13 +186,20 @@ export class Deployment {
   start(): void {
     this.deploy(this.loadTemplates());
     const directory = this.parts.directory;
-    if (directory !== undefined && this.watching && !this.watch()) this.parts.logger.log('warn', 'apis_dir_not_watched', { dir: directory.dir, message: 'hot deploy is off: the directory cannot be watched; `reload()` (SIGHUP) re-reads it' });
+    if (directory !== undefined && this.watching && !this.watch())
+      this.parts.logger.log('warn', 'apis_dir_not_watched', {
+        dir: directory.dir,
+        message: 'hot deploy is off: the directory cannot be watched; `reload()` (SIGHUP) re-reads it',
+      });
   }
 
   reload(o: ReloadOptions | undefined): ReloadReport {
     const { directory, texts, throttle } = this.parts;
     if (o?.apis !== undefined) {
-      if (this.files !== undefined) throw new GatewayOptionsError(`reload({ apis }): this gateway reads its APIs from ${directory !== undefined ? 'the apis/ directory' : 'API texts (reload({ apiTexts }))'}; create it with \`apis\` to deploy definitions in code`);
+      if (this.files !== undefined)
+        throw new GatewayOptionsError(
+          `reload({ apis }): this gateway reads its APIs from ${directory !== undefined ? 'the apis/ directory' : 'API texts (reload({ apiTexts }))'}; create it with \`apis\` to deploy definitions in code`,
+        );
       this.codeApis = o.apis;
     }
     if (o?.apiTexts !== undefined) {

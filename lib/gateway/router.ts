@@ -10,7 +10,7 @@
  * Template variables allocate only when a template actually matches.
  */
 import type { ApiDefinition, ResourceDefinition } from './apis';
-import { defaultPath, versionedPath } from './apis';
+import { defaultPath, grpcServicesOf, versionedPath } from './apis';
 import type { CorsPolicy } from './cors';
 import type { EndpointRuntime } from './endpoints';
 
@@ -98,7 +98,12 @@ export function compileApi(def: ApiDefinition, deps: CompileDeps): CompiledApi {
       if (g === undefined) {
         const segments = parts.map((s) => (s.startsWith('{') ? null : s));
         g = newGroup<TemplateGroup>(
-          { segments, names: parts.map((s) => (s.startsWith('{') ? s.slice(1, -1) : undefined)), open, literals: segments.filter((s) => s !== null).length },
+          {
+            segments,
+            names: parts.map((s) => (s.startsWith('{') ? s.slice(1, -1) : undefined)),
+            open,
+            literals: segments.filter((s) => s !== null).length,
+          },
           p,
         );
         templates.set(shape, g);
@@ -282,6 +287,8 @@ function firstSegment(path: string): string {
 export class RouteTable {
   private readonly byFirst = new Map<string, ContextEntry[]>();
   readonly apis: readonly CompiledApi[];
+  /** gRPC APIs by the full name of each of their services ("package.Service", docs/grpc.md). */
+  readonly grpcServices: ReadonlyMap<string, CompiledApi>;
 
   constructor(apis: readonly CompiledApi[]) {
     this.apis = Object.freeze([...apis]);
@@ -297,6 +304,9 @@ export class RouteTable {
       this.byFirst.set(key, list);
     };
     for (const api of apis) add(api.path, api, false);
+    const services = new Map<string, CompiledApi>();
+    for (const api of apis) for (const sv of grpcServicesOf(api.def)) if (!services.has(sv)) services.set(sv, api);
+    this.grpcServices = services;
     for (const api of apis) if (api.defaultPath !== undefined) add(api.defaultPath, api, true);
   }
 

@@ -41,7 +41,12 @@ export interface GatewaySettings {
  * `dir`: the configuration file's directory (LoadResult.dir); `cwd`: where the access log goes (the
  * reference writes it under the server's home); `ports`: for the ${demo_port} and ${http_port} tokens.
  */
-export function gatewaySettingsFrom(c: DeploymentConfig, dir: string, ports: EffectivePorts | undefined, cwd: string = process.cwd()): GatewaySettings {
+export function gatewaySettingsFrom(
+  c: DeploymentConfig,
+  dir: string,
+  ports: EffectivePorts | undefined,
+  cwd: string = process.cwd(),
+): GatewaySettings {
   const cors = c.apim.cors;
   const th = c.apim.transport_headers;
   const oauth = c.apim.oauth_config;

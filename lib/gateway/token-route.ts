@@ -41,8 +41,7 @@ export interface OAuthAnswer {
 
 /** Where `/token` and `/revoke` go: the key manager in this process, or its origin over HTTP(S). */
 export type TokenEndpoints =
-  | { readonly kind: 'in-process'; call(c: OAuthCall): Promise<OAuthAnswer> }
-  | { readonly kind: 'remote'; readonly url: string };
+  { readonly kind: 'in-process'; call(c: OAuthCall): Promise<OAuthAnswer> } | { readonly kind: 'remote'; readonly url: string };
 
 /** The key manager reads request bodies up to 64 KiB (lib/keymanager/http.ts); the gateway gathers no more. */
 export const TOKEN_BODY_LIMIT = 64 * 1024;
@@ -65,10 +64,13 @@ export function tokenEndpointOf(url: string): OAuthEndpoint | undefined {
   return i === url.length || url.charCodeAt(i) === 63 /* ? */ ? which : undefined;
 }
 
-
 /** An OAuth error answer (RFC 6749 §5.2) for what the gateway refuses before the key manager sees it. */
 function oauthError(status: number, error: string, description: string, extra: readonly string[] = []): LocalResponse {
-  return { status, headers: ['Content-Type', JSON_TYPE, ...NO_STORE, ...extra], body: JSON.stringify({ error, error_description: description }) };
+  return {
+    status,
+    headers: ['Content-Type', JSON_TYPE, ...NO_STORE, ...extra],
+    body: JSON.stringify({ error, error_description: description }),
+  };
 }
 
 /** The body, or the answer when there is none to forward: over the limit (413, as the key manager answers), or unreadable. */
@@ -76,15 +78,27 @@ async function gathered(req: SourceRequest): Promise<Buffer | LocalResponse> {
   if (req.readBody === undefined) return oauthError(500, 'server_error', 'the transport serving this call cannot hand over request bodies');
   const r: BodyRead = await req.readBody(TOKEN_BODY_LIMIT);
   if (r.ok) return r.body;
-  if (r.reason === 'too_large') return oauthError(413, 'invalid_request', `request body larger than ${TOKEN_BODY_LIMIT} bytes`, ['Connection', 'close']);
+  if (r.reason === 'too_large')
+    return oauthError(413, 'invalid_request', `request body larger than ${TOKEN_BODY_LIMIT} bytes`, ['Connection', 'close']);
   // 'aborted': the client went away and reads nothing; 'already_read' cannot happen before routing.
   return oauthError(400, 'invalid_request', `the request body could not be read (${r.reason})`);
 }
 
-async function inProcess(endpoints: { call(c: OAuthCall): Promise<OAuthAnswer> }, which: OAuthEndpoint, req: SourceRequest): Promise<LocalResponse> {
+async function inProcess(
+  endpoints: { call(c: OAuthCall): Promise<OAuthAnswer> },
+  which: OAuthEndpoint,
+  req: SourceRequest,
+): Promise<LocalResponse> {
   const body = await gathered(req);
   if (!Buffer.isBuffer(body)) return body;
-  const a = await endpoints.call({ endpoint: which, method: req.method, authorization: headerValue(req.headers, 'authorization'), contentType: headerValue(req.headers, 'content-type'), body, address: req.remoteAddress });
+  const a = await endpoints.call({
+    endpoint: which,
+    method: req.method,
+    authorization: headerValue(req.headers, 'authorization'),
+    contentType: headerValue(req.headers, 'content-type'),
+    body,
+    address: req.remoteAddress,
+  });
   const headers: string[] = [];
   for (const [k, v] of Object.entries(a.headers)) headers.push(k, v);
   return { status: a.status, headers, body: a.body };
@@ -97,7 +111,10 @@ async function remote(target: TargetEndpoint, which: OAuthEndpoint, req: SourceR
 }
 
 /** The router's answer for `/token` and `/revoke`; `target` makes the key manager's origin a backend target. */
-export function tokenRoute(endpoints: TokenEndpoints, target: (url: string) => TargetEndpoint): (which: OAuthEndpoint, req: SourceRequest) => Promise<RouteDecision> {
+export function tokenRoute(
+  endpoints: TokenEndpoints,
+  target: (url: string) => TargetEndpoint,
+): (which: OAuthEndpoint, req: SourceRequest) => Promise<RouteDecision> {
   if (endpoints.kind === 'in-process') return (which, req) => inProcess(endpoints, which, req);
   const u = new URL(endpoints.url);
   const t = target(`${u.protocol}//${u.host}`);

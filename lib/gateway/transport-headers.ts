@@ -76,7 +76,8 @@ export class HeaderRules {
     const drop = settings.enabled ? lowerList(settings.excludeRequestHeaders) : [];
     this.dropFromResponse = drop.length > 0 ? Object.freeze(drop) : undefined;
     this.dropFromResponseSet = drop.length > 0 ? new Set(drop) : undefined;
-    const echo = settings.enabled && settings.removeRequestHeaders ? lowerList(settings.preserveRequestHeaders).filter((n) => !drop.includes(n)) : [];
+    const echo =
+      settings.enabled && settings.removeRequestHeaders ? lowerList(settings.preserveRequestHeaders).filter((n) => !drop.includes(n)) : [];
     this.echo = echo.length > 0 ? new NameSet(echo) : undefined;
   }
 

@@ -15,7 +15,15 @@ export function isWebSocketHandshake(req: SourceRequest): boolean {
   if (req.upgrade !== true) return false;
   const h = req.headers;
   for (let i = 0; i < h.length; i += 2) {
-    if ((h[i] as string).length === 7 && (h[i] as string).toLowerCase() === 'upgrade' && (h[i + 1] as string).toLowerCase().split(',').some((v) => v.trim() === 'websocket')) return true;
+    if (
+      (h[i] as string).length === 7 &&
+      (h[i] as string).toLowerCase() === 'upgrade' &&
+      (h[i + 1] as string)
+        .toLowerCase()
+        .split(',')
+        .some((v) => v.trim() === 'websocket')
+    )
+      return true;
   }
   return false;
 }

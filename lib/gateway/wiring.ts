@@ -4,13 +4,22 @@
  * then the tap of lib/embed).
  */
 import type { TransportFault } from '../transport/codes';
-import type { ExchangeRecord, FaultRenderer, LocalResponse, RouteDecision, RouteFn, SourceRequest, TransportEvents } from '../transport/types';
+import type {
+  ExchangeRecord,
+  FaultRenderer,
+  LocalResponse,
+  RouteDecision,
+  RouteFn,
+  SourceRequest,
+  TransportEvents,
+} from '../transport/types';
 import { fault, gatewayFacts, renderFacts, transportFacts } from '../faults';
 import type { GatewayParts } from './assembly';
 import { corsRequest } from './cors';
 import type { CallObserver, GatewayControls } from './hooks';
 import { CallContext, runChain, runChainObserved, type ChainStep } from './phases';
 import type { Deployment } from './reload';
+import type { TenantDirectory } from '../tenants';
 import { handshakeRequest, isWebSocketHandshake } from './websocket';
 import { tokenEndpointOf, type OAuthEndpoint } from './token-route';
 
@@ -35,7 +44,13 @@ export function routerOf(d: Deployment, chain: readonly ChainStep[], observer: C
   const r = chainRouterOf(d, chain, observer);
   if (tokens === undefined) return r;
   const chained = r.route;
-  return { route: (req) => { const which = tokenEndpointOf(req.url); return which === undefined ? chained(req) : tokens(which, req); }, calls: r.calls };
+  return {
+    route: (req) => {
+      const which = tokenEndpointOf(req.url);
+      return which === undefined ? chained(req) : tokens(which, req);
+    },
+    calls: r.calls,
+  };
 }
 
 function chainRouterOf(d: Deployment, steps: readonly ChainStep[], observer: CallObserver | undefined): Router {
@@ -43,8 +58,10 @@ function chainRouterOf(d: Deployment, steps: readonly ChainStep[], observer: Cal
   // builtin on every step (callgrind: about 620 instructions per call; docs/performance.md).
   const chain = [...steps];
   // An Upgrade request (rare) may carry its token as access_token (websocket.ts); others go straight in.
-  const callOf = (req: SourceRequest): CallContext => new CallContext(req.upgrade === true && isWebSocketHandshake(req) ? handshakeRequest(req) : req, d.rt);
-  if (observer === undefined || !observer.calls) return { route: (req: SourceRequest): RouteDecision | Promise<RouteDecision> => runChain(callOf(req), chain), calls: false };
+  const callOf = (req: SourceRequest): CallContext =>
+    new CallContext(req.upgrade === true && isWebSocketHandshake(req) ? handshakeRequest(req) : req, d.rt);
+  if (observer === undefined || !observer.calls)
+    return { route: (req: SourceRequest): RouteDecision | Promise<RouteDecision> => runChain(callOf(req), chain), calls: false };
   // Records come only from the gateway's own transport, whose requests have the field; a request made by
   // hand without it (maybe frozen) never comes back in one, so nothing is kept for it.
   const keep = (req: SourceRequest, ctx: CallContext): void => {
@@ -76,6 +93,19 @@ function takeCall(req: SourceRequest): CallContext | undefined {
   return ctx;
 }
 
+/**
+ * Counts a tenant URL's exchange (`/t/<domain>/...`, docs/tenants.md) against the tenant's bandwidth:
+ * the request body and response bytes the transport already counted. One character compare for every
+ * other URL.
+ */
+function countTenantBytes(tenants: TenantDirectory, r: ExchangeRecord): void {
+  const url = r.url;
+  if (url.charCodeAt(1) !== 116 || url.charCodeAt(2) !== 47 || url.charCodeAt(0) !== 47) return;
+  const end = url.indexOf('/', 3);
+  if (end < 0) return;
+  tenants.countBytes?.(url.slice(3, end), r.requestBytes + r.responseBytes);
+}
+
 /** Transport faults through the same table, templates and CORS fields as the gateway's own. */
 export function faultRendererOf(d: Deployment): FaultRenderer {
   return (f: TransportFault, req: SourceRequest | undefined): LocalResponse => {
@@ -103,8 +133,20 @@ export interface EventWiring {
  * records, so they are made whenever APIs can be deployed; otherwise only for the call observer or
  * `observe`, and for the tap once it asks (recordExchanges).
  */
-export function eventsOf(p: GatewayParts, d: Deployment, calls: Router['calls'], o: { readonly observe: TransportEvents | undefined; readonly codeApis: boolean; readonly tap: ((c: GatewayControls) => TransportEvents) | undefined }): EventWiring {
+export function eventsOf(
+  p: GatewayParts,
+  d: Deployment,
+  calls: Router['calls'],
+  o: {
+    readonly observe: TransportEvents | undefined;
+    readonly codeApis: boolean;
+    readonly tap: ((c: GatewayControls) => TransportEvents) | undefined;
+  },
+): EventWiring {
   const { logger, tracked, registry, observer } = p;
+  // Bytes are counted only when a billing package limits bandwidth (docs/tenants.md, "Billing packages"):
+  // otherwise no exchange looks at its URL for a tenant. Calls are counted by the route phase.
+  const tenants = p.tenants?.metersBandwidth === true && p.tenants.countBytes !== undefined ? p.tenants : undefined;
   const observe = o.observe;
   let tap: TransportEvents | undefined;
   const onFault = (f: TransportFault, req: SourceRequest | undefined): void => {
@@ -113,7 +155,8 @@ export function eventsOf(p: GatewayParts, d: Deployment, calls: Router['calls'],
       const ep = tracked.get(req);
       if (ep !== undefined) {
         const ms = ep.failed(f, Date.now());
-        if (ms > 0) logger.log('warn', 'endpoint_suspended', { endpoint: ep.def.url, code: f.code, base: f.base, state: f.state, durationMs: ms });
+        if (ms > 0)
+          logger.log('warn', 'endpoint_suspended', { endpoint: ep.def.url, code: f.code, base: f.base, state: f.state, durationMs: ms });
       }
     }
     tap?.onFault?.(f, req);
@@ -126,6 +169,7 @@ export function eventsOf(p: GatewayParts, d: Deployment, calls: Router['calls'],
         for (const ep of list) ep.succeeded(now);
       }
     }
+    if (tenants !== undefined) countTenantBytes(tenants, r);
     if (observer !== undefined) {
       const ctx = calls && r.request !== undefined ? takeCall(r.request) : undefined;
       observer.ended(ctx, r);
@@ -134,7 +178,8 @@ export function eventsOf(p: GatewayParts, d: Deployment, calls: Router['calls'],
     tap?.onExchange?.(r);
   };
   const files = p.directory ?? p.texts;
-  const needExchange = observer !== undefined || files !== undefined || o.codeApis || observe?.onExchange !== undefined;
+  const needExchange =
+    observer !== undefined || files !== undefined || o.codeApis || observe?.onExchange !== undefined || tenants !== undefined;
   const events: { onFault: typeof onFault; onExchange?: typeof onExchange } = needExchange ? { onFault, onExchange } : { onFault };
   const controls: GatewayControls = {
     // The transport reads events.onExchange per exchange, so setting it starts the records.

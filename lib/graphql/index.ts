@@ -59,8 +59,19 @@ export function buildGraphqlSchema(sdl: string, key: string): SchemaResult {
   }
   const errors = g.validateSchema(schema);
   if (errors.length > 0) return { ok: false, message: errors.map(describe).join('; ') };
-  const names = (t: G.GraphQLObjectType | null | undefined): ReadonlySet<string> => new Set(t === null || t === undefined ? [] : Object.keys(t.getFields()));
-  return { ok: true, schema: { schema, rootFields: Object.freeze({ QUERY: names(schema.getQueryType()), MUTATION: names(schema.getMutationType()), SUBSCRIPTION: names(schema.getSubscriptionType()) }) } };
+  const names = (t: G.GraphQLObjectType | null | undefined): ReadonlySet<string> =>
+    new Set(t === null || t === undefined ? [] : Object.keys(t.getFields()));
+  return {
+    ok: true,
+    schema: {
+      schema,
+      rootFields: Object.freeze({
+        QUERY: names(schema.getQueryType()),
+        MUTATION: names(schema.getMutationType()),
+        SUBSCRIPTION: names(schema.getSubscriptionType()),
+      }),
+    },
+  };
 }
 
 /** What one query may cost (the API's `[graphql]` table, docs/apis.md). 0: no limit. */
@@ -128,7 +139,10 @@ export function analyse(s: GraphqlSchema, req: GraphqlRequest, limits: QueryLimi
   }
   const op = g.getOperationAST(doc, req.operationName);
   if (op === null || op === undefined) {
-    const message = req.operationName !== undefined ? `no operation named ${JSON.stringify(req.operationName)} in the query` : 'the query holds several operations: operationName must name one';
+    const message =
+      req.operationName !== undefined
+        ? `no operation named ${JSON.stringify(req.operationName)} in the query`
+        : 'the query holds several operations: operationName must name one';
     return { ok: false, kind: 'operation', message };
   }
   const fragments = new Map<string, G.FragmentDefinitionNode>();
@@ -137,9 +151,17 @@ export function analyse(s: GraphqlSchema, req: GraphqlRequest, limits: QueryLimi
   const fields: string[] = [];
   const m = { complexity: 0, introspection: false };
   const depth = measure(g, op.selectionSet, fragments, 1, m, fields, new Set());
-  if (m.introspection && !limits.introspection) return { ok: false, kind: 'introspection', message: 'introspection queries (__schema, __type) are not allowed on this API' };
-  if (limits.maxDepth > 0 && depth > limits.maxDepth) return { ok: false, kind: 'depth', depth, message: `the query is ${depth} levels deep; this API allows ${limits.maxDepth}` };
-  if (limits.maxComplexity > 0 && m.complexity > limits.maxComplexity) return { ok: false, kind: 'complexity', complexity: m.complexity, message: `the query's complexity is ${m.complexity}; this API allows ${limits.maxComplexity}` };
+  if (m.introspection && !limits.introspection)
+    return { ok: false, kind: 'introspection', message: 'introspection queries (__schema, __type) are not allowed on this API' };
+  if (limits.maxDepth > 0 && depth > limits.maxDepth)
+    return { ok: false, kind: 'depth', depth, message: `the query is ${depth} levels deep; this API allows ${limits.maxDepth}` };
+  if (limits.maxComplexity > 0 && m.complexity > limits.maxComplexity)
+    return {
+      ok: false,
+      kind: 'complexity',
+      complexity: m.complexity,
+      message: `the query's complexity is ${m.complexity}; this API allows ${limits.maxComplexity}`,
+    };
   return { ok: true, operation: { type, name: op.name?.value ?? '', fields, depth, complexity: m.complexity } };
 }
 
@@ -149,7 +171,15 @@ export function analyse(s: GraphqlSchema, req: GraphqlRequest, limits: QueryLimi
  * the top-level field names. `path` guards fragment cycles (validation refuses them; this keeps the walk
  * bounded anyway).
  */
-function measure(g: GraphqlModule, set: G.SelectionSetNode, fragments: ReadonlyMap<string, G.FragmentDefinitionNode>, level: number, m: { complexity: number; introspection: boolean }, top: string[] | undefined, path: Set<string>): number {
+function measure(
+  g: GraphqlModule,
+  set: G.SelectionSetNode,
+  fragments: ReadonlyMap<string, G.FragmentDefinitionNode>,
+  level: number,
+  m: { complexity: number; introspection: boolean },
+  top: string[] | undefined,
+  path: Set<string>,
+): number {
   let deepest = 0;
   for (const sel of set.selections) {
     let d = 0;

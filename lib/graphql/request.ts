@@ -12,11 +12,12 @@
 import type { GraphqlRequest } from './index';
 
 export type RequestRead =
-  | { readonly ok: true; readonly request: GraphqlRequest }
-  | { readonly ok: false; readonly message: string; readonly ambiguous?: true };
+  { readonly ok: true; readonly request: GraphqlRequest } | { readonly ok: false; readonly message: string; readonly ambiguous?: true };
 
 /** The request parameters of GraphQL over HTTP ("Request Parameters"), and their lower-case spellings. */
-const PARAMETERS: ReadonlyMap<string, string> = new Map(['query', 'operationName', 'variables', 'extensions'].map((p) => [p.toLowerCase(), p]));
+const PARAMETERS: ReadonlyMap<string, string> = new Map(
+  ['query', 'operationName', 'variables', 'extensions'].map((p) => [p.toLowerCase(), p]),
+);
 
 function ambiguous(message: string): RequestRead {
   return { ok: false, message, ambiguous: true };
@@ -35,7 +36,11 @@ function foreignCharset(contentType: string | undefined): string | undefined {
   for (const p of contentType.split(';').slice(1)) {
     const eq = p.indexOf('=');
     if (eq < 0 || p.slice(0, eq).trim().toLowerCase() !== 'charset') continue;
-    const v = p.slice(eq + 1).trim().replace(/^"(.*)"$/, '$1').toLowerCase();
+    const v = p
+      .slice(eq + 1)
+      .trim()
+      .replace(/^"(.*)"$/, '$1')
+      .toLowerCase();
     if (v !== 'utf-8' && v !== 'utf8') return v;
   }
   return undefined;
@@ -75,7 +80,9 @@ function parameterOf(rawName: string): string | undefined {
  * the ambiguity found. A parameter must appear once and spelled exactly; a name after a `;` inside a
  * pair (old parsers split there too) counts as another appearance.
  */
-function queryParameters(query: string): { readonly ok: true; readonly values: ReadonlyMap<string, string> } | { readonly ok: false; readonly read: RequestRead } {
+function queryParameters(
+  query: string,
+): { readonly ok: true; readonly values: ReadonlyMap<string, string> } | { readonly ok: false; readonly read: RequestRead } {
   const q = query.startsWith('?') ? query.slice(1) : query;
   const values = new Map<string, string>();
   if (q === '') return { ok: true, values };
@@ -84,8 +91,18 @@ function queryParameters(query: string): { readonly ok: true; readonly values: R
     const k = eq < 0 ? pair : pair.slice(0, eq);
     const p = parameterOf(k);
     if (p !== undefined) {
-      if (k !== p) return { ok: false, read: ambiguous(`the query string spells the GraphQL parameter \`${p}\` as \`${k}\`: a backend may read it, the gateway does not`) };
-      if (values.has(p)) return { ok: false, read: ambiguous(`the query string carries \`${p}\` more than once: the gateway would judge one, a backend may run another`) };
+      if (k !== p)
+        return {
+          ok: false,
+          read: ambiguous(
+            `the query string spells the GraphQL parameter \`${p}\` as \`${k}\`: a backend may read it, the gateway does not`,
+          ),
+        };
+      if (values.has(p))
+        return {
+          ok: false,
+          read: ambiguous(`the query string carries \`${p}\` more than once: the gateway would judge one, a backend may run another`),
+        };
       values.set(p, eq < 0 ? '' : pair.slice(eq + 1));
     }
     const semi = pair.indexOf(';');
@@ -93,7 +110,11 @@ function queryParameters(query: string): { readonly ok: true; readonly values: R
       for (const part of pair.slice(semi + 1).split(';')) {
         const e = part.indexOf('=');
         const hidden = parameterOf(e < 0 ? part : part.slice(0, e));
-        if (hidden !== undefined) return { ok: false, read: ambiguous(`the query string carries \`${hidden}\` after a \`;\`: a backend that splits there would read it`) };
+        if (hidden !== undefined)
+          return {
+            ok: false,
+            read: ambiguous(`the query string carries \`${hidden}\` after a \`;\`: a backend that splits there would read it`),
+          };
       }
     }
   }
@@ -114,7 +135,8 @@ export function fromQueryString(query: string): RequestRead {
   const ps = queryParameters(query);
   if (!ps.ok) return ps.read;
   const text = decoded(ps.values.get('query'));
-  if (text === undefined || text === '') return { ok: false, message: 'a GET request carries the query in the `query` parameter of the URL' };
+  if (text === undefined || text === '')
+    return { ok: false, message: 'a GET request carries the query in the `query` parameter of the URL' };
   const op = decoded(ps.values.get('operationName'));
   return { ok: true, request: { query: text, operationName: op === undefined || op === '' ? undefined : op } };
 }
@@ -127,13 +149,22 @@ export function fromBody(contentType: string | undefined, body: Buffer, query = 
   const ps = queryParameters(query);
   if (!ps.ok) return ps.read;
   const inUrl = [...ps.values.keys()];
-  if (inUrl.length > 0) return ambiguous(`a POST request carries its GraphQL parameters in the body only; the URL has \`${inUrl.join('`, `')}\`, which a backend may read first`);
+  if (inUrl.length > 0)
+    return ambiguous(
+      `a POST request carries its GraphQL parameters in the body only; the URL has \`${inUrl.join('`, `')}\`, which a backend may read first`,
+    );
   const charset = foreignCharset(contentType);
   if (charset !== undefined) return ambiguous(`the body is read as UTF-8; a backend may read it as ${charset}`);
   const type = mediaType(contentType);
-  if (type === 'application/graphql') return body.length === 0 ? { ok: false, message: 'the application/graphql body is empty' } : { ok: true, request: { query: body.toString('utf8'), operationName: undefined } };
+  if (type === 'application/graphql')
+    return body.length === 0
+      ? { ok: false, message: 'the application/graphql body is empty' }
+      : { ok: true, request: { query: body.toString('utf8'), operationName: undefined } };
   if (type !== 'application/json' && type !== 'application/graphql-response+json' && !type.endsWith('+json')) {
-    return { ok: false, message: `a POST request is application/json or application/graphql, not ${type === '' ? 'without a Content-Type' : type}` };
+    return {
+      ok: false,
+      message: `a POST request is application/json or application/graphql, not ${type === '' ? 'without a Content-Type' : type}`,
+    };
   }
   const text = body.toString('utf8');
   let v: unknown;
@@ -143,7 +174,8 @@ export function fromBody(contentType: string | undefined, body: Buffer, query = 
     return { ok: false, message: `the JSON body does not parse: ${(err as Error).message}` };
   }
   const twice = duplicateKey(text);
-  if (twice !== undefined) return ambiguous(`the JSON body has the key "${twice}" twice in one object: JSON.parse keeps the last, a backend may keep the first`);
+  if (twice !== undefined)
+    return ambiguous(`the JSON body has the key "${twice}" twice in one object: JSON.parse keeps the last, a backend may keep the first`);
   return fromObject(v);
 }
 
@@ -159,7 +191,7 @@ export function duplicateKey(text: string): string | undefined {
     if (c === 0x22) {
       let j = i + 1;
       let escaped = false;
-      for (; j < text.length; ) {
+      for (; j < text.length;) {
         const d = text.charCodeAt(j);
         if (d === 0x22) break;
         if (d === 0x5c) {
@@ -191,11 +223,16 @@ export function duplicateKey(text: string): string | undefined {
 
 /** The parameters as a JSON object (a POST body, or a subscribe message's payload). */
 function fromObject(v: unknown): RequestRead {
-  if (v === null || typeof v !== 'object' || Array.isArray(v)) return { ok: false, message: 'the parameters are an object with a `query` string (batches are not accepted)' };
+  if (v === null || typeof v !== 'object' || Array.isArray(v))
+    return { ok: false, message: 'the parameters are an object with a `query` string (batches are not accepted)' };
   const o = v as { query?: unknown; operationName?: unknown };
   if (typeof o.query !== 'string' || o.query === '') return { ok: false, message: 'the JSON body has no `query` string' };
-  if (o.operationName !== undefined && o.operationName !== null && typeof o.operationName !== 'string') return { ok: false, message: '`operationName` is a string' };
-  return { ok: true, request: { query: o.query, operationName: typeof o.operationName === 'string' && o.operationName !== '' ? o.operationName : undefined } };
+  if (o.operationName !== undefined && o.operationName !== null && typeof o.operationName !== 'string')
+    return { ok: false, message: '`operationName` is a string' };
+  return {
+    ok: true,
+    request: { query: o.query, operationName: typeof o.operationName === 'string' && o.operationName !== '' ? o.operationName : undefined },
+  };
 }
 
 /**
@@ -227,7 +264,10 @@ export function socketMessage(text: string): SocketMessage {
   if (twice !== undefined) return { type: 'invalid', message: `the message has the key "${twice}" twice in one object` };
   const m = v as { type?: unknown; id?: unknown; payload?: unknown };
   if (typeof m.type !== 'string') return { type: 'invalid', message: 'the message has no type' };
-  if (m.type !== 'subscribe' && m.type !== 'start') return UNREAD_TYPES.has(m.type) ? { type: 'other' } : { type: 'invalid', message: `the message type ${JSON.stringify(m.type.slice(0, 40))} is not one of the protocol's` };
+  if (m.type !== 'subscribe' && m.type !== 'start')
+    return UNREAD_TYPES.has(m.type)
+      ? { type: 'other' }
+      : { type: 'invalid', message: `the message type ${JSON.stringify(m.type.slice(0, 40))} is not one of the protocol's` };
   if (typeof m.id !== 'string' || m.id === '') return { type: 'invalid', message: `a ${m.type} message has an id` };
   return { type: m.type, id: m.id, request: fromObject(m.payload) };
 }

@@ -21,7 +21,7 @@ export const REFUSED_TYPES: Readonly<Record<string, string>> = {
   SSE: 'Server-Sent Events (an AsyncAPI streaming API) are not served by throughway',
   WEBHOOK: 'webhooks (an AsyncAPI streaming API) are not served by throughway',
   ASYNC: 'AsyncAPI APIs over other protocols are not served by throughway',
-  SOAPTOREST: 'SOAP to REST needs the reference\'s generated mediation sequences, which are not run',
+  SOAPTOREST: "SOAP to REST needs the reference's generated mediation sequences, which are not run",
   MCP: 'MCP servers are not served by throughway',
 };
 
@@ -48,7 +48,8 @@ const isRec = isTable;
 const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
 
 /** Whether a list of names is the root of an API project. */
-export const isApiRoot = (names: readonly string[]): boolean => names.includes('api.yaml') || names.includes('api.json') || names.includes('api.yml');
+export const isApiRoot = (names: readonly string[]): boolean =>
+  names.includes('api.yaml') || names.includes('api.json') || names.includes('api.yml');
 
 /** The reference's operation authType -> resource auth and token_type. */
 function authOf(authType: unknown): { auth?: 'none'; token_type?: 'application' | 'user' } {
@@ -71,13 +72,24 @@ const safeName = (s: string): string => s.replace(/[^A-Za-z0-9._-]/g, '_').repla
 export function convertApi(project: Project, params: EnvParams | undefined): ApiImport {
   const dropped: Dropped[] = [];
   const apiName = ['api.yaml', 'api.yml', 'api.json'].find((n) => project.files.has(n));
-  if (apiName === undefined) throw new ImportError('IMPORT_NOT_PROJECT', project.where, 'no api.yaml or api.json: not an API project of the reference\'s CLI');
+  if (apiName === undefined)
+    throw new ImportError('IMPORT_NOT_PROJECT', project.where, "no api.yaml or api.json: not an API project of the reference's CLI");
   const at = (p: string): string => `${project.where}/${p}`;
   const doc = parseProjectFile(project.files.get(apiName) as Buffer, at(apiName));
   if (!isRec(doc)) throw new ImportError('IMPORT_FIELD', at(apiName), 'the file is not a mapping');
-  if (doc.type === 'api_product') throw new ImportError('IMPORT_UNSUPPORTED_TYPE', at(`${apiName}:type`), 'API products are not imported: import each API of the product');
+  if (doc.type === 'api_product')
+    throw new ImportError(
+      'IMPORT_UNSUPPORTED_TYPE',
+      at(`${apiName}:type`),
+      'API products are not imported: import each API of the product',
+    );
   const data = isRec(doc.data) ? doc.data : undefined;
-  if (data === undefined) throw new ImportError('IMPORT_FIELD', at(`${apiName}:data`), 'no data mapping (an export of the reference 4.x CLI: type: api, data: ...)');
+  if (data === undefined)
+    throw new ImportError(
+      'IMPORT_FIELD',
+      at(`${apiName}:data`),
+      'no data mapping (an export of the reference 4.x CLI: type: api, data: ...)',
+    );
   const read = new Set<string>();
   const field = (p: string): string => at(`${apiName}:data.${p}`);
   const take = (k: string): unknown => {
@@ -92,10 +104,17 @@ export function convertApi(project: Project, params: EnvParams | undefined): Api
   };
 
   const typeWord = String(take('type') ?? 'HTTP').toUpperCase();
-  if (REFUSED_TYPES[typeWord] !== undefined) throw new ImportError('IMPORT_UNSUPPORTED_TYPE', field('type'), `type ${typeWord}: ${REFUSED_TYPES[typeWord]}`);
+  if (REFUSED_TYPES[typeWord] !== undefined)
+    throw new ImportError('IMPORT_UNSUPPORTED_TYPE', field('type'), `type ${typeWord}: ${REFUSED_TYPES[typeWord]}`);
   const type = SERVED_TYPES[typeWord];
-  if (type === undefined) throw new ImportError('IMPORT_UNSUPPORTED_TYPE', field('type'), `type ${typeWord} is not one throughway serves (HTTP, SOAP, WS, GRAPHQL)`);
-  if (typeWord === 'SOAP') dropped.push({ path: field('type'), why: 'a SOAP API is served as a plain HTTP pass-through (its WSDL is not read)' });
+  if (type === undefined)
+    throw new ImportError(
+      'IMPORT_UNSUPPORTED_TYPE',
+      field('type'),
+      `type ${typeWord} is not one throughway serves (HTTP, SOAP, WS, GRAPHQL)`,
+    );
+  if (typeWord === 'SOAP')
+    dropped.push({ path: field('type'), why: 'a SOAP API is served as a plain HTTP pass-through (its WSDL is not read)' });
   const name = need('name');
   const version = need('version');
   let context = need('context');
@@ -107,7 +126,8 @@ export function convertApi(project: Project, params: EnvParams | undefined): Api
   if (take('isDefaultVersion') === true) api.default_version = true;
   const state = str(take('lifeCycleStatus'))?.toUpperCase() ?? 'PUBLISHED';
   if (['PROTOTYPED', 'DEPRECATED', 'BLOCKED', 'RETIRED'].includes(state)) api.state = state;
-  else if (state !== 'PUBLISHED') dropped.push({ path: field('lifeCycleStatus'), why: `${state} is not a state of the API file: imported as PUBLISHED (served)` });
+  else if (state !== 'PUBLISHED')
+    dropped.push({ path: field('lifeCycleStatus'), why: `${state} is not a state of the API file: imported as PUBLISHED (served)` });
   if (type !== 'HTTP') api.type = type;
 
   // securityScheme: oauth2, mutualssl, and whether each is mandatory (the reference's publisher words).
@@ -117,16 +137,25 @@ export function convertApi(project: Project, params: EnvParams | undefined): Api
   const mtlsMandatory = schemes.includes('mutualssl_mandatory');
   const appMandatory = schemes.includes('oauth_basic_auth_api_key_mandatory');
   for (const [i, s] of schemes.entries()) {
-    if (!['oauth2', 'mutualssl', 'mutualssl_mandatory', 'oauth_basic_auth_api_key_mandatory'].includes(s)) dropped.push({ path: field(`securityScheme[${i}]`), why: `${s}: ${reasonFor('securityScheme')}` });
+    if (!['oauth2', 'mutualssl', 'mutualssl_mandatory', 'oauth_basic_auth_api_key_mandatory'].includes(s))
+      dropped.push({ path: field(`securityScheme[${i}]`), why: `${s}: ${reasonFor('securityScheme')}` });
   }
   if (mtls && !oauth) {
     api.auth = 'none';
     api.mutual_ssl = 'mandatory';
   } else if (mtls && mtlsMandatory) {
     api.mutual_ssl = 'mandatory';
-    if (!appMandatory) dropped.push({ path: field('securityScheme'), why: 'OAuth2 optional next to mandatory mutual TLS cannot be written: both are required' });
+    if (!appMandatory)
+      dropped.push({
+        path: field('securityScheme'),
+        why: 'OAuth2 optional next to mandatory mutual TLS cannot be written: both are required',
+      });
   } else if (mtls && !appMandatory) api.mutual_ssl = 'optional';
-  else if (mtls) dropped.push({ path: field('securityScheme'), why: 'optional mutual TLS next to mandatory OAuth2: the token is required and the certificate not read' });
+  else if (mtls)
+    dropped.push({
+      path: field('securityScheme'),
+      why: 'optional mutual TLS next to mandatory OAuth2: the token is required and the certificate not read',
+    });
 
   const apiPolicy = str(take('apiThrottlingPolicy'));
   if (apiPolicy !== undefined && apiPolicy !== 'Unlimited') api.policy = apiPolicy;
@@ -142,8 +171,16 @@ export function convertApi(project: Project, params: EnvParams | undefined): Api
     list.forEach((e, i) => {
       if (!isRec(e) || str(e.deploymentEnvironment) === undefined) return;
       if (!labels.includes(e.deploymentEnvironment as string)) labels.push(e.deploymentEnvironment as string);
-      if (str(e.vhost) !== undefined) dropped.push({ path: at(`deployment_environments.yaml:data[${i}].vhost`), why: 'the gateway\'s host name is [server] hostname, not a per-API virtual host' });
-      if (e.displayOnDevportal === false) dropped.push({ path: at(`deployment_environments.yaml:data[${i}].displayOnDevportal`), why: 'the developer portal lists every deployed API' });
+      if (str(e.vhost) !== undefined)
+        dropped.push({
+          path: at(`deployment_environments.yaml:data[${i}].vhost`),
+          why: "the gateway's host name is [server] hostname, not a per-API virtual host",
+        });
+      if (e.displayOnDevportal === false)
+        dropped.push({
+          path: at(`deployment_environments.yaml:data[${i}].displayOnDevportal`),
+          why: 'the developer portal lists every deployed API',
+        });
     });
     if (labels.length > 0 && !(labels.length === 1 && labels[0] === 'Default')) api.labels = labels;
   }
@@ -153,11 +190,17 @@ export function convertApi(project: Project, params: EnvParams | undefined): Api
   const defName = ['Definitions/swagger.yaml', 'Definitions/swagger.json', 'Definitions/swagger.yml'].find((n) => project.files.has(n));
   if (type === 'GRAPHQL') {
     const schema = project.files.get('Definitions/schema.graphql');
-    if (schema === undefined) throw new ImportError('IMPORT_DEFINITION', at('Definitions/schema.graphql'), 'a GraphQL project needs its schema');
+    if (schema === undefined)
+      throw new ImportError('IMPORT_DEFINITION', at('Definitions/schema.graphql'), 'a GraphQL project needs its schema');
     files.set(`${base}/schema.graphql`, schema);
     api.graphql = { schema: `${base}/schema.graphql` };
   } else if (type === 'HTTP') {
-    if (defName === undefined) throw new ImportError('IMPORT_DEFINITION', at('Definitions/swagger.yaml'), 'a REST project needs its OpenAPI or Swagger document (Definitions/swagger.yaml or swagger.json)');
+    if (defName === undefined)
+      throw new ImportError(
+        'IMPORT_DEFINITION',
+        at('Definitions/swagger.yaml'),
+        'a REST project needs its OpenAPI or Swagger document (Definitions/swagger.yaml or swagger.json)',
+      );
     const bytes = project.files.get(defName) as Buffer;
     const ext = defName.endsWith('.json') ? 'json' : 'yaml';
     const parsed = parseOpenApiText(bytes.toString('utf8'));
@@ -166,32 +209,51 @@ export function convertApi(project: Project, params: EnvParams | undefined): Api
       api.definition = `${base}/openapi.${ext}`;
     } else {
       files.set(`${base}/swagger.${ext}`, bytes);
-      dropped.push({ path: at(defName), why: `written to ${base}/swagger.${ext} and not named by the API file: ${parsed.error} (the API file's definition is OpenAPI 3; resources come from api.yaml operations)` });
+      dropped.push({
+        path: at(defName),
+        why: `written to ${base}/swagger.${ext} and not named by the API file: ${parsed.error} (the API file's definition is OpenAPI 3; resources come from api.yaml operations)`,
+      });
     }
   }
   for (const n of project.files.keys()) {
     if (!n.startsWith('Definitions/') || n === defName || n === 'Definitions/schema.graphql') continue;
     const keep = `${base}/${n.slice('Definitions/'.length).split('/').map(safeName).join('/')}`;
     files.set(keep, project.files.get(n) as Buffer);
-    dropped.push({ path: at(n), why: `written to ${keep}, not read by the gateway (${/asyncapi/i.test(n) ? 'a WebSocket API routes by its resources, not by an AsyncAPI document' : 'the API file names one OpenAPI document'})` });
+    dropped.push({
+      path: at(n),
+      why: `written to ${keep}, not read by the gateway (${/asyncapi/i.test(n) ? 'a WebSocket API routes by its resources, not by an AsyncAPI document' : 'the API file names one OpenAPI document'})`,
+    });
   }
 
   // Endpoints: one production and one sandbox endpoint with their advanced configuration and security.
   const ec = take('endpointConfig');
   if (str(data.endpointImplementationType) !== undefined && data.endpointImplementationType !== 'ENDPOINT') {
-    throw new ImportError('IMPORT_FIELD', field('endpointImplementationType'), `${String(data.endpointImplementationType)}: inline (mock) implementations have no backend to call`);
+    throw new ImportError(
+      'IMPORT_FIELD',
+      field('endpointImplementationType'),
+      `${String(data.endpointImplementationType)}: inline (mock) implementations have no backend to call`,
+    );
   }
   read.add('endpointImplementationType');
-  if (!isRec(ec)) throw new ImportError('IMPORT_FIELD', field('endpointConfig'), 'endpointConfig is required (the API\'s backends)');
+  if (!isRec(ec)) throw new ImportError('IMPORT_FIELD', field('endpointConfig'), "endpointConfig is required (the API's backends)");
   const epType = String(ec.endpoint_type ?? 'http');
-  if (!['http', 'address', 'load_balance', 'failover', 'ws', 'graphql'].includes(epType)) throw new ImportError('IMPORT_FIELD', field('endpointConfig.endpoint_type'), `${epType} endpoints are not served (http, address, load_balance, failover)`);
+  if (!['http', 'address', 'load_balance', 'failover', 'ws', 'graphql'].includes(epType))
+    throw new ImportError(
+      'IMPORT_FIELD',
+      field('endpointConfig.endpoint_type'),
+      `${epType} endpoints are not served (http, address, load_balance, failover)`,
+    );
   const endpoints: Rec = {};
   const ecRead = new Set<string>(['endpoint_type']);
   for (const kind of ['production', 'sandbox'] as const) {
     let raw = ec[`${kind}_endpoints`];
     ecRead.add(`${kind}_endpoints`);
     if (Array.isArray(raw)) {
-      raw.slice(1).forEach((_, i) => dropped.push({ path: field(`endpointConfig.${kind}_endpoints[${i + 1}]`), why: reasonFor(`endpointConfig.${kind}_endpoints[]`) }));
+      raw
+        .slice(1)
+        .forEach((_, i) =>
+          dropped.push({ path: field(`endpointConfig.${kind}_endpoints[${i + 1}]`), why: reasonFor(`endpointConfig.${kind}_endpoints[]`) }),
+        );
       raw = raw[0];
     }
     if (Array.isArray(ec[`${kind}_failovers`]) && (ec[`${kind}_failovers`] as unknown[]).length > 0) {
@@ -202,14 +264,18 @@ export function convertApi(project: Project, params: EnvParams | undefined): Api
     let url = override ?? (isRec(raw) ? str(raw.url) : undefined);
     if (url === undefined) continue;
     if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(url)) {
-      dropped.push({ path: field(`endpointConfig.${kind}_endpoints.url`), why: `${JSON.stringify(url)} has no scheme: written as http://${url}` });
+      dropped.push({
+        path: field(`endpointConfig.${kind}_endpoints.url`),
+        why: `${JSON.stringify(url)} has no scheme: written as http://${url}`,
+      });
       url = `http://${url}`;
     }
     // One trailing slash dropped: the backend URL is this URL followed by the resource path (docs/apis.md).
     if (url.endsWith('/')) url = url.slice(0, -1);
     const ep: Rec = { url };
     const config = isRec(raw) && isRec(raw.config) ? raw.config : {};
-    const num = (k: string): number | undefined => (config[k] !== undefined && config[k] !== '' && Number.isFinite(Number(config[k])) ? Number(config[k]) : undefined);
+    const num = (k: string): number | undefined =>
+      config[k] !== undefined && config[k] !== '' && Number.isFinite(Number(config[k])) ? Number(config[k]) : undefined;
     const codes = (k: string): number[] | undefined => {
       const v = config[k];
       const list = Array.isArray(v) ? v : typeof v === 'string' && v !== '' ? v.split(',') : [];
@@ -228,16 +294,31 @@ export function convertApi(project: Project, params: EnvParams | undefined): Api
     for (const [from, to, v] of map) if (v !== undefined) ep[to] = v;
     for (const [k, v] of Object.entries(config)) {
       if (map.some(([from, , val]) => from === k && val !== undefined) || v === '' || v === null) continue;
-      dropped.push({ path: field(`endpointConfig.${kind}_endpoints.config.${k}`), why: reasonFor(`endpointConfig.${kind}_endpoints.config.${k}`) });
+      dropped.push({
+        path: field(`endpointConfig.${kind}_endpoints.config.${k}`),
+        why: reasonFor(`endpointConfig.${kind}_endpoints.config.${k}`),
+      });
     }
-    if (isRec(raw)) for (const k of Object.keys(raw)) if (k !== 'url' && k !== 'config' && raw[k] !== '' && raw[k] !== null) dropped.push({ path: field(`endpointConfig.${kind}_endpoints.${k}`), why: reasonFor(`endpointConfig.${kind}_endpoints.${k}`) });
-    const sec = securityOf(params?.security?.[kind] ?? (isRec(ec.endpoint_security) ? ec.endpoint_security[kind] : undefined), field(`endpointConfig.endpoint_security.${kind}`), base, kind, dropped);
+    if (isRec(raw))
+      for (const k of Object.keys(raw))
+        if (k !== 'url' && k !== 'config' && raw[k] !== '' && raw[k] !== null)
+          dropped.push({ path: field(`endpointConfig.${kind}_endpoints.${k}`), why: reasonFor(`endpointConfig.${kind}_endpoints.${k}`) });
+    const sec = securityOf(
+      params?.security?.[kind] ?? (isRec(ec.endpoint_security) ? ec.endpoint_security[kind] : undefined),
+      field(`endpointConfig.endpoint_security.${kind}`),
+      base,
+      kind,
+      dropped,
+    );
     if (sec !== undefined) ep.security = sec;
     endpoints[kind] = Object.keys(ep).length === 1 ? url : ep;
   }
   ecRead.add('endpoint_security');
-  for (const k of Object.keys(ec)) if (!ecRead.has(k) && ec[k] !== '' && ec[k] !== null) dropped.push({ path: field(`endpointConfig.${k}`), why: reasonFor(`endpointConfig.${k}`) });
-  if (Object.keys(endpoints).length === 0) throw new ImportError('IMPORT_FIELD', field('endpointConfig'), 'neither production_endpoints nor sandbox_endpoints has a url');
+  for (const k of Object.keys(ec))
+    if (!ecRead.has(k) && ec[k] !== '' && ec[k] !== null)
+      dropped.push({ path: field(`endpointConfig.${k}`), why: reasonFor(`endpointConfig.${k}`) });
+  if (Object.keys(endpoints).length === 0)
+    throw new ImportError('IMPORT_FIELD', field('endpointConfig'), 'neither production_endpoints nor sandbox_endpoints has a url');
   api.endpoints = endpoints;
 
   // CORS: the API's own configuration when it is enabled; otherwise [apim.cors] applies, as in the reference.
@@ -262,7 +343,8 @@ export function convertApi(project: Project, params: EnvParams | undefined): Api
       const out: Rec = { name: sname };
       if (str(sc.description) !== undefined) out.description = sc.description;
       if (Array.isArray(sc.bindings) && sc.bindings.length > 0) out.roles = sc.bindings.map(String);
-      if (str(sc.displayName) !== undefined && sc.displayName !== sname) dropped.push({ path: field(`scopes[${i}].scope.displayName`), why: reasonFor('scopes[].scope.displayName') });
+      if (str(sc.displayName) !== undefined && sc.displayName !== sname)
+        dropped.push({ path: field(`scopes[${i}].scope.displayName`), why: reasonFor('scopes[].scope.displayName') });
       if (isRec(s) && s.shared === true) dropped.push({ path: field(`scopes[${i}].shared`), why: reasonFor('scopes[].shared') });
       return out;
     });
@@ -278,20 +360,40 @@ export function convertApi(project: Project, params: EnvParams | undefined): Api
     if (!isRec(o)) throw new ImportError('IMPORT_FIELD', field(`operations[${i}]`), 'an operation is a mapping');
     const target = str(o.target);
     const verb = str(o.verb)?.toUpperCase();
-    if (target === undefined || verb === undefined) throw new ImportError('IMPORT_FIELD', field(`operations[${i}]`), 'an operation needs target and verb');
+    if (target === undefined || verb === undefined)
+      throw new ImportError('IMPORT_FIELD', field(`operations[${i}]`), 'an operation needs target and verb');
     const policy = str(o.throttlingPolicy);
     const opScopes = Array.isArray(o.scopes) ? o.scopes.map(String) : [];
     const settings: Rec = { ...authOf(o.authType) };
     if (opScopes.length > 0) settings.scopes = opScopes;
     if (policy !== undefined && policy !== 'Unlimited' && api.policy === undefined) settings.policy = policy;
-    else if (policy !== undefined && policy !== 'Unlimited') dropped.push({ path: field(`operations[${i}].throttlingPolicy`), why: 'the API-level policy applies: the API file ignores resource policies beside it, as the reference does' });
+    else if (policy !== undefined && policy !== 'Unlimited')
+      dropped.push({
+        path: field(`operations[${i}].throttlingPolicy`),
+        why: 'the API-level policy applies: the API file ignores resource policies beside it, as the reference does',
+      });
     if (type === 'GRAPHQL') {
-      if (!['QUERY', 'MUTATION', 'SUBSCRIPTION'].includes(verb)) throw new ImportError('IMPORT_FIELD', field(`operations[${i}].verb`), `${verb} is not a GraphQL operation type`);
-      if (settings.auth === 'none' || settings.token_type !== undefined) dropped.push({ path: field(`operations[${i}].authType`), why: 'a GraphQL operation has no authentication of its own: the API\'s applies' });
-      operations.push({ type: verb, name: target, ...(settings.scopes !== undefined ? { scopes: settings.scopes } : {}), ...(settings.policy !== undefined ? { policy: settings.policy } : {}) });
+      if (!['QUERY', 'MUTATION', 'SUBSCRIPTION'].includes(verb))
+        throw new ImportError('IMPORT_FIELD', field(`operations[${i}].verb`), `${verb} is not a GraphQL operation type`);
+      if (settings.auth === 'none' || settings.token_type !== undefined)
+        dropped.push({
+          path: field(`operations[${i}].authType`),
+          why: "a GraphQL operation has no authentication of its own: the API's applies",
+        });
+      operations.push({
+        type: verb,
+        name: target,
+        ...(settings.scopes !== undefined ? { scopes: settings.scopes } : {}),
+        ...(settings.policy !== undefined ? { policy: settings.policy } : {}),
+      });
     } else {
       const method = type === 'WS' ? 'GET' : verb;
-      if (!(HTTP_METHODS as readonly string[]).includes(method)) throw new ImportError('IMPORT_FIELD', field(`operations[${i}].verb`), `${verb} is not an HTTP method of the API file (${HTTP_METHODS.join(', ')})`);
+      if (!(HTTP_METHODS as readonly string[]).includes(method))
+        throw new ImportError(
+          'IMPORT_FIELD',
+          field(`operations[${i}].verb`),
+          `${verb} is not an HTTP method of the API file (${HTTP_METHODS.join(', ')})`,
+        );
       // Operations of one path with the same settings become one resource with several methods.
       const key = `${target} ${JSON.stringify(settings)}`;
       const same = grouped.get(key);
@@ -309,15 +411,22 @@ export function convertApi(project: Project, params: EnvParams | undefined): Api
       if (k === 'operationPolicies' && isRec(v)) {
         for (const flow of ['request', 'response', 'fault']) {
           const list = Array.isArray(v[flow]) ? (v[flow] as unknown[]) : [];
-          list.forEach((p, j) => dropped.push({ path: field(`operations[${i}].operationPolicies.${flow}[${j}]`), why: `${isRec(p) ? String(p.policyName ?? '') : ''}: ${reasonFor('operations[].operationPolicies')}` }));
+          list.forEach((p, j) =>
+            dropped.push({
+              path: field(`operations[${i}].operationPolicies.${flow}[${j}]`),
+              why: `${isRec(p) ? String(p.policyName ?? '') : ''}: ${reasonFor('operations[].operationPolicies')}`,
+            }),
+          );
         }
         continue;
       }
-      for (const d of leftOver(v, new Set(), field(`operations[${i}].${k}`))) dropped.push({ path: d.path, why: reasonFor(`operations[].${k}`) });
+      for (const d of leftOver(v, new Set(), field(`operations[${i}].${k}`)))
+        dropped.push({ path: d.path, why: reasonFor(`operations[].${k}`) });
     }
   });
   read.add('operations');
-  if (resources.length === 0 && type !== 'GRAPHQL') throw new ImportError('IMPORT_FIELD', field('operations'), 'no operations: the API file needs at least one resource');
+  if (resources.length === 0 && type !== 'GRAPHQL')
+    throw new ImportError('IMPORT_FIELD', field('operations'), 'no operations: the API file needs at least one resource');
   if (resources.length > 0) api.resources = resources;
   if (operations.length > 0) api.operations = operations;
 
@@ -325,7 +434,14 @@ export function convertApi(project: Project, params: EnvParams | undefined): Api
   dropped.push(...leftOver(data, read, `${project.where}/${apiName}:data.`));
   certificates(project, base, files, dropped);
   for (const n of project.files.keys()) {
-    if (n === apiName || n === 'deployment_environments.yaml' || n.startsWith('Definitions/') || n.startsWith('Endpoint-certificates/') || n.startsWith('Client-certificates/')) continue;
+    if (
+      n === apiName ||
+      n === 'deployment_environments.yaml' ||
+      n.startsWith('Definitions/') ||
+      n.startsWith('Endpoint-certificates/') ||
+      n.startsWith('Client-certificates/')
+    )
+      continue;
     if (n === 'api_meta.yaml') {
       const meta = parseProjectFile(project.files.get(n) as Buffer, at(n));
       dropped.push(...leftOver(meta, new Set(['name', 'version']), `${at(n)}:`));
@@ -338,8 +454,10 @@ export function convertApi(project: Project, params: EnvParams | undefined): Api
 
 /** Why a project file other than api.yaml, the definitions and the certificates is not carried. */
 function fileReason(n: string): string {
-  if (n.startsWith('Sequences/')) return "the reference's mediation sequences are not run (mediation here is a JavaScript script: docs/mediation.md)";
-  if (n.startsWith('Policies/')) return "the reference's operation policies are not run (mediation here is a JavaScript script: docs/mediation.md)";
+  if (n.startsWith('Sequences/'))
+    return "the reference's mediation sequences are not run (mediation here is a JavaScript script: docs/mediation.md)";
+  if (n.startsWith('Policies/'))
+    return "the reference's operation policies are not run (mediation here is a JavaScript script: docs/mediation.md)";
   if (n.startsWith('Docs/')) return 'API documents are not served by the developer portal here';
   if (n.startsWith('Image/')) return 'the developer portal shows no thumbnail';
   if (n.startsWith('Interceptors/') || n.startsWith('Endpoint-certificates/interceptors')) return 'interceptor services are not called';
@@ -354,14 +472,21 @@ function fileReason(n: string): string {
 function certificates(project: Project, base: string, files: Map<string, Buffer>, dropped: Dropped[]): void {
   for (const [dir, to, where] of [
     ['Endpoint-certificates/', 'endpoint-certificates', 'the outbound trust store ([truststore], docs/tls.md) to trust this backend'],
-    ['Client-certificates/', 'client-certificates', '[throughway.security] client_trust_store, which the gateway checks mutual TLS clients against (docs/tls.md)'],
+    [
+      'Client-certificates/',
+      'client-certificates',
+      '[throughway.security] client_trust_store, which the gateway checks mutual TLS clients against (docs/tls.md)',
+    ],
   ] as const) {
     for (const [n, bytes] of project.files) {
       if (!n.startsWith(dir)) continue;
       const rest = n.slice(dir.length);
       if (/\.ya?ml$|\.json$/.test(rest)) {
         // The index of aliases (endpoint_certificates.yaml, client_certificates.yaml): names only.
-        dropped.push({ path: `${project.where}/${n}`, why: `the aliases, endpoints and tiers of the certificates: ${where.startsWith('the outbound') ? 'trust is per store, not per endpoint' : 'a client certificate is not tied to a subscription tier here'}` });
+        dropped.push({
+          path: `${project.where}/${n}`,
+          why: `the aliases, endpoints and tiers of the certificates: ${where.startsWith('the outbound') ? 'trust is per store, not per endpoint' : 'a client certificate is not tied to a subscription tier here'}`,
+        });
         continue;
       }
       const keep = `${base}/${to}/${rest.split('/').map(safeName).join('/')}`;
@@ -375,16 +500,35 @@ function certificates(project: Project, base: string, files: Map<string, Buffer>
 function securityOf(raw: unknown, where: string, base: string, kind: string, dropped: Dropped[]): Rec | undefined {
   if (!isRec(raw) || (raw.enabled !== true && raw.enabled !== 'true')) return undefined;
   const type = String(raw.type ?? '').toLowerCase();
-  if (!['basic', 'digest', 'oauth'].includes(type)) throw new ImportError('IMPORT_FIELD', `${where}.type`, `${String(raw.type)} is not an endpoint security type of the API file (BASIC, DIGEST, OAUTH)`);
+  if (!['basic', 'digest', 'oauth'].includes(type))
+    throw new ImportError(
+      'IMPORT_FIELD',
+      `${where}.type`,
+      `${String(raw.type)} is not an endpoint security type of the API file (BASIC, DIGEST, OAUTH)`,
+    );
   const env = (what: string): string => `$env{${`${base}_${kind}_${what}`.toUpperCase().replace(/[^A-Z0-9_]/g, '_')}}`;
   const secret = (k: string, what: string): string => {
     const v = str(raw[k]);
     if (v !== undefined) return v;
-    dropped.push({ path: `${where}.${k}`, why: `the export carries no ${k}: written as ${env(what)}, read from the environment when the API deploys` });
+    dropped.push({
+      path: `${where}.${k}`,
+      why: `the export carries no ${k}: written as ${env(what)}, read from the environment when the API deploys`,
+    });
     return env(what);
   };
   const out: Rec = { type };
-  const used = new Set(['enabled', 'type', 'username', 'password', 'grantType', 'tokenUrl', 'clientId', 'clientSecret', 'customParameters', 'uniqueIdentifier']);
+  const used = new Set([
+    'enabled',
+    'type',
+    'username',
+    'password',
+    'grantType',
+    'tokenUrl',
+    'clientId',
+    'clientSecret',
+    'customParameters',
+    'uniqueIdentifier',
+  ]);
   if (type === 'basic' || type === 'digest' || String(raw.grantType ?? '').toUpperCase() === 'PASSWORD') {
     out.username = str(raw.username) ?? '';
     out.password = secret('password', 'password');

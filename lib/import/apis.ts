@@ -59,7 +59,8 @@ export function readParams(file: string, env: string | undefined, cwd: string): 
   let bytes: Buffer;
   try {
     // A parameters file is a few endpoints: bounded like an exported policy file.
-    if (fs.statSync(path.resolve(cwd, file)).size > MAX_PARAMS_BYTES) throw new ImportError('IMPORT_LIMIT', file, `larger than ${MAX_PARAMS_BYTES} bytes`);
+    if (fs.statSync(path.resolve(cwd, file)).size > MAX_PARAMS_BYTES)
+      throw new ImportError('IMPORT_LIMIT', file, `larger than ${MAX_PARAMS_BYTES} bytes`);
     bytes = fs.readFileSync(path.resolve(cwd, file));
   } catch (err) {
     if (err instanceof ImportError) throw err;
@@ -68,7 +69,12 @@ export function readParams(file: string, env: string | undefined, cwd: string): 
   const doc = parseProjectFile(bytes, file) as { environments?: unknown };
   const list = Array.isArray(doc?.environments) ? (doc.environments as Record<string, unknown>[]) : [];
   const chosen = env === undefined ? list[0] : list.find((e) => e !== null && typeof e === 'object' && e.name === env);
-  if (chosen === undefined || chosen === null || typeof chosen !== 'object') throw new ImportError('IMPORT_FIELD', `${file}:environments`, env === undefined ? 'no environment' : `no environment named ${JSON.stringify(env)}`);
+  if (chosen === undefined || chosen === null || typeof chosen !== 'object')
+    throw new ImportError(
+      'IMPORT_FIELD',
+      `${file}:environments`,
+      env === undefined ? 'no environment' : `no environment named ${JSON.stringify(env)}`,
+    );
   const configs = chosen.configs;
   return configs !== null && typeof configs === 'object' ? (configs as EnvParams) : {};
 }
@@ -89,7 +95,9 @@ export function projectsIn(dir: string, cwd: string): string[] {
   } catch (err) {
     throw new ImportError('IMPORT_IO', dir, (err as Error).message);
   }
-  const out = entries.filter((e) => !e.name.startsWith('.') && (e.isDirectory() || (e.isFile() && e.name.endsWith('.zip')))).map((e) => path.join(dir, e.name));
+  const out = entries
+    .filter((e) => !e.name.startsWith('.') && (e.isDirectory() || (e.isFile() && e.name.endsWith('.zip'))))
+    .map((e) => path.join(dir, e.name));
   if (out.length === 0) throw new ImportError('IMPORT_NOT_PROJECT', dir, 'no project directories or .zip files in it');
   return out.sort();
 }
@@ -99,7 +107,8 @@ export function checkDistinct(list: readonly { a: ApiImport; source: string }[])
   const seen = new Map<string, string>();
   for (const { a, source } of list) {
     const prior = seen.get(a.base);
-    if (prior !== undefined) throw new ImportError('IMPORT_EXISTS', source, `${a.name} ${a.version} is also the project ${prior}: one API file each`);
+    if (prior !== undefined)
+      throw new ImportError('IMPORT_EXISTS', source, `${a.name} ${a.version} is also the project ${prior}: one API file each`);
     seen.set(a.base, source);
   }
 }

@@ -59,10 +59,12 @@ function stateOf(v: unknown, where: string): SubscriptionState {
 export function convertApp(source: string, cwd: string, apisDir: string): AppImport {
   const project: Project = readProject(source, cwd, isAppRoot);
   const file = [...project.files.keys()].find((n) => !n.includes('/') && /\.(ya?ml|json)$/.test(n));
-  if (file === undefined) throw new ImportError('IMPORT_NOT_PROJECT', source, 'no application file (<name>.yaml or .json) at the project\'s root');
+  if (file === undefined)
+    throw new ImportError('IMPORT_NOT_PROJECT', source, "no application file (<name>.yaml or .json) at the project's root");
   const where = `${project.where}/${file}`;
   const doc = parseProjectFile(project.files.get(file) as Buffer, where);
-  if (!isRec(doc) || doc.type !== 'application' || !isRec(doc.data)) throw new ImportError('IMPORT_NOT_PROJECT', where, 'not an exported application (type: application, data: applicationInfo ...)');
+  if (!isRec(doc) || doc.type !== 'application' || !isRec(doc.data))
+    throw new ImportError('IMPORT_NOT_PROJECT', where, 'not an exported application (type: application, data: applicationInfo ...)');
   const data = doc.data;
   const info = isRec(data.applicationInfo) ? data.applicationInfo : undefined;
   if (info === undefined) throw new ImportError('IMPORT_FIELD', `${where}:data.applicationInfo`, 'applicationInfo is required');
@@ -70,9 +72,33 @@ export function convertApp(source: string, cwd: string, apisDir: string): AppImp
   if (name === undefined) throw new ImportError('IMPORT_FIELD', `${where}:data.applicationInfo.name`, 'an application needs a name');
   const owner = str(info.owner) ?? 'admin';
   const dropped: Dropped[] = [];
-  const infoRead = new Set(['name', 'owner', 'throttlingPolicy', 'description', 'applicationId', 'subscriptionCount', 'status', 'keys', 'tokenType', 'hashEnabled', 'createdTime', 'lastUpdatedTime']);
-  dropped.push(...leftOver(info, infoRead, `${where}:data.applicationInfo.`).map((d) => ({ path: d.path, why: /groups|attributes|subscriptionScopes/.test(d.path) ? 'application groups, attributes and subscription scopes are not kept by the store' : 'the store has no such field' })));
-  if (info.status !== undefined && info.status !== 'APPROVED') dropped.push({ path: `${where}:data.applicationInfo.status`, why: `${String(info.status)}: an application here is active once created (no approval workflow)` });
+  const infoRead = new Set([
+    'name',
+    'owner',
+    'throttlingPolicy',
+    'description',
+    'applicationId',
+    'subscriptionCount',
+    'status',
+    'keys',
+    'tokenType',
+    'hashEnabled',
+    'createdTime',
+    'lastUpdatedTime',
+  ]);
+  dropped.push(
+    ...leftOver(info, infoRead, `${where}:data.applicationInfo.`).map((d) => ({
+      path: d.path,
+      why: /groups|attributes|subscriptionScopes/.test(d.path)
+        ? 'application groups, attributes and subscription scopes are not kept by the store'
+        : 'the store has no such field',
+    })),
+  );
+  if (info.status !== undefined && info.status !== 'APPROVED')
+    dropped.push({
+      path: `${where}:data.applicationInfo.status`,
+      why: `${String(info.status)}: an application here is active once created (no approval workflow)`,
+    });
 
   const clients: AppClient[] = [];
   const byKm = isRec(data.keyManagerWiseOAuthApp) ? data.keyManagerWiseOAuthApp : {};
@@ -89,15 +115,30 @@ export function convertApp(source: string, cwd: string, apisDir: string): AppImp
       if (consumerKey === undefined) throw new ImportError('IMPORT_FIELD', `${at}.clientId`, 'a client needs its clientId');
       const secret = str(app.clientSecret) ?? str(app.consumerSecret);
       if (secret === undefined) {
-        dropped.push({ path: `${at}.clientSecret`, why: `the export carries no secret: no client written for ${consumerKey}; generate keys (throughway keys generate --app ${name}${keyType === 'SANDBOX' ? ' --sandbox' : ''})` });
+        dropped.push({
+          path: `${at}.clientSecret`,
+          why: `the export carries no secret: no client written for ${consumerKey}; generate keys (throughway keys generate --app ${name}${keyType === 'SANDBOX' ? ' --sandbox' : ''})`,
+        });
         return;
       }
       const params = isRec(app.parameters) ? app.parameters : {};
-      const rawGrants = Array.isArray(params.grant_types) ? params.grant_types.map(String) : typeof params.grant_types === 'string' ? params.grant_types.split(/[\s,]+/).filter((g) => g !== '') : [...DEFAULT_CLIENT_GRANTS];
+      const rawGrants = Array.isArray(params.grant_types)
+        ? params.grant_types.map(String)
+        : typeof params.grant_types === 'string'
+          ? params.grant_types.split(/[\s,]+/).filter((g) => g !== '')
+          : [...DEFAULT_CLIENT_GRANTS];
       const grantTypes = rawGrants.filter((g) => isGrantType(g));
-      for (const g of rawGrants) if (!isGrantType(g)) dropped.push({ path: `${at}.parameters.grant_types`, why: `${g}: not a grant type of the key manager (docs/key-manager.md)` });
+      for (const g of rawGrants)
+        if (!isGrantType(g))
+          dropped.push({ path: `${at}.parameters.grant_types`, why: `${g}: not a grant type of the key manager (docs/key-manager.md)` });
       const callbackUrl = str(params.redirect_uris) ?? str(app.callBackURL) ?? '';
-      clients.push({ keyType, consumerKey, secretHash: digest(secret), grantTypes: grantTypes.length > 0 ? grantTypes : [...DEFAULT_CLIENT_GRANTS], callbackUrl });
+      clients.push({
+        keyType,
+        consumerKey,
+        secretHash: digest(secret),
+        grantTypes: grantTypes.length > 0 ? grantTypes : [...DEFAULT_CLIENT_GRANTS],
+        callbackUrl,
+      });
     });
   }
 
@@ -107,17 +148,36 @@ export function convertApp(source: string, cwd: string, apisDir: string): AppImp
     const id = isRec(s) && isRec(s.apiId) ? s.apiId : isRec(s) ? s : {};
     const apiName = str(id.apiName) ?? str(id.name);
     const apiVersion = str(id.version);
-    if (!isRec(s) || apiName === undefined || apiVersion === undefined) throw new ImportError('IMPORT_FIELD', `${at}.apiId`, 'a subscription names its API by apiName and version');
+    if (!isRec(s) || apiName === undefined || apiVersion === undefined)
+      throw new ImportError('IMPORT_FIELD', `${at}.apiId`, 'a subscription names its API by apiName and version');
     let apiContext: string;
     try {
       apiContext = String(findApiFile(apisDir, apiName, apiVersion).doc.context);
     } catch {
-      throw new ImportError('IMPORT_FIELD', `${at}.apiId`, `no API file ${apiName} ${apiVersion} in ${apisDir}: import the API first (throughway import api)`);
+      throw new ImportError(
+        'IMPORT_FIELD',
+        `${at}.apiId`,
+        `no API file ${apiName} ${apiVersion} in ${apisDir}: import the API first (throughway import api)`,
+      );
     }
     const tier = str(s.throttlingPolicy) ?? (isRec(s.tier) ? str(s.tier.name) : str(s.tier)) ?? 'Unlimited';
-    subscriptions.push({ apiName, apiVersion, apiContext, tier, state: stateOf(s.subStatus ?? s.subscriptionStatus ?? s.status, `${at}.subStatus`) });
+    subscriptions.push({
+      apiName,
+      apiVersion,
+      apiContext,
+      tier,
+      state: stateOf(s.subStatus ?? s.subscriptionStatus ?? s.status, `${at}.subStatus`),
+    });
   });
-  return { name, owner, tier: str(info.throttlingPolicy) ?? 'Unlimited', description: str(info.description) ?? '', clients, subscriptions, dropped };
+  return {
+    name,
+    owner,
+    tier: str(info.throttlingPolicy) ?? 'Unlimited',
+    description: str(info.description) ?? '',
+    clients,
+    subscriptions,
+    dropped,
+  };
 }
 
 export interface AppOutcome {
@@ -137,39 +197,69 @@ export async function applyApp(store: Store, a: AppImport, o: { dryRun: boolean;
   if (appOutcome === 'replaced') differs.push(`application ${a.name} (tier or description)`);
   out.push({ what: `application ${a.name} of ${a.owner}`, outcome: appOutcome });
   const clients = app === undefined ? [] : await store.listClients(app.id);
-  const clientPlan = await Promise.all(a.clients.map(async (c) => {
-    const mine = clients.find((x) => x.keyType === c.keyType);
-    const other = mine?.consumerKey === c.consumerKey ? undefined : await store.getClient(c.consumerKey);
-    if (other !== undefined && other.applicationId !== app?.id) throw new ImportError('IMPORT_STORE', `client ${c.consumerKey}`, 'the consumer key belongs to another application');
-    const same = mine !== undefined && mine.consumerKey === c.consumerKey && mine.secretHash === c.secretHash && mine.callbackUrl === c.callbackUrl && mine.grantTypes.join(' ') === c.grantTypes.join(' ');
-    const outcome: AppOutcome['outcome'] = mine === undefined ? 'new' : same ? 'unchanged' : 'replaced';
-    if (outcome === 'replaced') differs.push(`${c.keyType} keys of ${a.name}`);
-    out.push({ what: `${c.keyType} client ${c.consumerKey}`, outcome });
-    return { c, mine, outcome };
-  }));
+  const clientPlan = await Promise.all(
+    a.clients.map(async (c) => {
+      const mine = clients.find((x) => x.keyType === c.keyType);
+      const other = mine?.consumerKey === c.consumerKey ? undefined : await store.getClient(c.consumerKey);
+      if (other !== undefined && other.applicationId !== app?.id)
+        throw new ImportError('IMPORT_STORE', `client ${c.consumerKey}`, 'the consumer key belongs to another application');
+      const same =
+        mine !== undefined &&
+        mine.consumerKey === c.consumerKey &&
+        mine.secretHash === c.secretHash &&
+        mine.callbackUrl === c.callbackUrl &&
+        mine.grantTypes.join(' ') === c.grantTypes.join(' ');
+      const outcome: AppOutcome['outcome'] = mine === undefined ? 'new' : same ? 'unchanged' : 'replaced';
+      if (outcome === 'replaced') differs.push(`${c.keyType} keys of ${a.name}`);
+      out.push({ what: `${c.keyType} client ${c.consumerKey}`, outcome });
+      return { c, mine, outcome };
+    }),
+  );
   const subs = app === undefined ? [] : await store.listSubscriptions({ applicationId: app.id });
   const subPlan = a.subscriptions.map((s) => {
     const mine = subs.find((x) => x.apiContext === s.apiContext && x.apiVersion === s.apiVersion);
-    const outcome: AppOutcome['outcome'] = mine === undefined ? 'new' : mine.tier === s.tier && mine.state === s.state ? 'unchanged' : 'replaced';
+    const outcome: AppOutcome['outcome'] =
+      mine === undefined ? 'new' : mine.tier === s.tier && mine.state === s.state ? 'unchanged' : 'replaced';
     if (outcome === 'replaced') differs.push(`subscription to ${s.apiName} ${s.apiVersion}`);
     out.push({ what: `subscription to ${s.apiName} ${s.apiVersion} (${s.apiContext})`, outcome });
     return { s, mine, outcome };
   });
-  if (differs.length > 0 && !o.force && !o.dryRun) throw new ImportError('IMPORT_EXISTS', `application ${a.name}`, `exists in the store with other values (${differs.join(', ')}), not replaced without --force; nothing written`);
+  if (differs.length > 0 && !o.force && !o.dryRun)
+    throw new ImportError(
+      'IMPORT_EXISTS',
+      `application ${a.name}`,
+      `exists in the store with other values (${differs.join(', ')}), not replaced without --force; nothing written`,
+    );
   if (o.dryRun) return out;
   try {
-    const target = app === undefined
-      ? await store.createApplication({ name: a.name, owner: a.owner, tier: a.tier, description: a.description })
-      : appOutcome === 'replaced' ? ((await store.updateApplication(app.id, { tier: a.tier, description: a.description })) ?? app) : app;
+    const target =
+      app === undefined
+        ? await store.createApplication({ name: a.name, owner: a.owner, tier: a.tier, description: a.description })
+        : appOutcome === 'replaced'
+          ? ((await store.updateApplication(app.id, { tier: a.tier, description: a.description })) ?? app)
+          : app;
     for (const { c, mine, outcome } of clientPlan) {
       if (outcome === 'unchanged') continue;
       if (mine !== undefined) await store.deleteClient(mine.consumerKey);
-      await store.createClient({ consumerKey: c.consumerKey, secretHash: c.secretHash, applicationId: target.id, keyType: c.keyType, grantTypes: c.grantTypes, callbackUrl: c.callbackUrl });
+      await store.createClient({
+        consumerKey: c.consumerKey,
+        secretHash: c.secretHash,
+        applicationId: target.id,
+        keyType: c.keyType,
+        grantTypes: c.grantTypes,
+        callbackUrl: c.callbackUrl,
+      });
     }
     for (const { s, mine, outcome } of subPlan) {
       if (outcome === 'unchanged') continue;
       if (mine !== undefined) await store.deleteSubscription(mine.id);
-      await store.addSubscription({ applicationId: target.id, apiContext: s.apiContext, apiVersion: s.apiVersion, tier: s.tier, state: s.state });
+      await store.addSubscription({
+        applicationId: target.id,
+        apiContext: s.apiContext,
+        apiVersion: s.apiVersion,
+        tier: s.tier,
+        state: s.state,
+      });
     }
   } catch (err) {
     if (err instanceof ImportError) throw err;

@@ -19,6 +19,7 @@ import { exportApi, findApiFile } from './export';
 import { convertPolicy, mergePolicies, policyFiles } from './policies';
 import { writeFiles, type FileOutcome } from './write';
 import { writeZip } from './zip';
+import { UsageError } from '../errors';
 
 export const IMPORT_USAGE = `Importing the reference's projects (docs/migrating.md):
   import api DIR|ZIP [--params FILE [--env NAME]]   one API project (apictl export api) into apis/
@@ -38,8 +39,6 @@ interface Io {
 
 const FLAGS = new Set(['--dry-run', '--force', '--json', '--zip']);
 const VALUED = new Set(['--config', '--params', '--env', '--out']);
-
-class UsageError extends Error {}
 
 function parse(argv: readonly string[]): { words: string[]; opts: Map<string, string> } {
   const words: string[] = [];
@@ -73,7 +72,8 @@ function printReport(r: Report, io: Io, json: boolean): void {
   const lines: string[] = [];
   for (const it of r.items) {
     lines.push(`${it.title}:`);
-    for (const c of it.changes) lines.push(`  ${(r.dryRun && c.outcome !== 'unchanged' ? `would be ${c.outcome}` : c.outcome).padEnd(17)} ${c.what}`);
+    for (const c of it.changes)
+      lines.push(`  ${(r.dryRun && c.outcome !== 'unchanged' ? `would be ${c.outcome}` : c.outcome).padEnd(17)} ${c.what}`);
     if (it.dropped.length > 0) {
       lines.push(`  not carried (${it.dropped.length}):`);
       for (const d of it.dropped) lines.push(`    ${d.path}: ${d.why}`);
@@ -94,7 +94,15 @@ function loaded(opts: Map<string, string>, io: Io): ReturnType<typeof loadConfig
 
 function policyOptions(l: ReturnType<typeof loadConfig>): { file: string; options: PolicyOptions } {
   const ts = throttleSettingsFrom(l.config, l.dir);
-  return { file: ts.policiesFile, options: { enableUnlimitedTier: ts.enableUnlimitedTier, headerConditions: ts.headerConditions, queryConditions: ts.queryConditions, claimConditions: ts.claimConditions } };
+  return {
+    file: ts.policiesFile,
+    options: {
+      enableUnlimitedTier: ts.enableUnlimitedTier,
+      headerConditions: ts.headerConditions,
+      queryConditions: ts.queryConditions,
+      claimConditions: ts.claimConditions,
+    },
+  };
 }
 
 const shown = (io: Io, file: string): string => path.relative(io.cwd, file) || file;
@@ -109,15 +117,27 @@ async function run(words: string[], opts: Map<string, string>, io: Io): Promise<
     const apisDir = path.resolve(l.dir, l.config.throughway.apis_dir);
     const pol = policyOptions(l);
     const policies = loadPolicies(pol.file, pol.options).policies;
-    const params: EnvParams | undefined = opts.has('--params') ? readParams(opts.get('--params') as string, opts.get('--env'), io.cwd) : undefined;
+    const params: EnvParams | undefined = opts.has('--params')
+      ? readParams(opts.get('--params') as string, opts.get('--env'), io.cwd)
+      : undefined;
     const sources = what === 'api' ? [rest[0] as string] : projectsIn(rest[0] as string, io.cwd);
-    const list: { a: ApiImport; source: string }[] = sources.map((source) => ({ a: importOne(source, io.cwd, params, policies !== undefined ? policyNames(policies) : undefined), source }));
+    const list: { a: ApiImport; source: string }[] = sources.map((source) => ({
+      a: importOne(source, io.cwd, params, policies !== undefined ? policyNames(policies) : undefined),
+      source,
+    }));
     checkDistinct(list);
     // Every project converted and checked; then every file compared, then written (or none is).
-    const plan = writeFiles(list.flatMap(({ a }) => plannedFiles(a, apisDir)), o);
+    const plan = writeFiles(
+      list.flatMap(({ a }) => plannedFiles(a, apisDir)),
+      o,
+    );
     for (const { a, source } of list) {
       const mine = new Set(plannedFiles(a, apisDir).map((f) => f.path));
-      report.items.push({ title: `${a.name} ${a.version} from ${source}`, changes: plan.filter((p) => mine.has(p.file.path)).map((p) => ({ what: shown(io, p.file.path), outcome: p.outcome })), dropped: a.dropped });
+      report.items.push({
+        title: `${a.name} ${a.version} from ${source}`,
+        changes: plan.filter((p) => mine.has(p.file.path)).map((p) => ({ what: shown(io, p.file.path), outcome: p.outcome })),
+        dropped: a.dropped,
+      });
     }
     printReport(report, io, json);
     return 0;
@@ -140,11 +160,20 @@ async function run(words: string[], opts: Map<string, string>, io: Io): Promise<
     const pol = policyOptions(l);
     const imports = policyFiles(rest[0] as string, io.cwd).map((f) => ({ f, p: convertPolicy(f.bytes, f.file) }));
     // A dry run reports a differing policy as replaced instead of refusing, as it does for files.
-    const merged = mergePolicies(pol.file, imports.map((x) => x.p), o.force || o.dryRun, pol.options);
+    const merged = mergePolicies(
+      pol.file,
+      imports.map((x) => x.p),
+      o.force || o.dryRun,
+      pol.options,
+    );
     const written = writeFiles([merged.file], { dryRun: o.dryRun, force: true });
     imports.forEach(({ f, p }, i) => {
       const m = merged.outcomes[i];
-      report.items.push({ title: `${p.kind} policy ${String(p.entry.name)} from ${f.file}`, changes: [{ what: shown(io, pol.file), outcome: m?.outcome ?? 'unchanged' }], dropped: p.dropped });
+      report.items.push({
+        title: `${p.kind} policy ${String(p.entry.name)} from ${f.file}`,
+        changes: [{ what: shown(io, pol.file), outcome: m?.outcome ?? 'unchanged' }],
+        dropped: p.dropped,
+      });
     });
     if (written[0]?.outcome === 'unchanged') for (const it of report.items) for (const c of it.changes) c.outcome = 'unchanged';
     printReport(report, io, json);
@@ -159,7 +188,11 @@ async function run(words: string[], opts: Map<string, string>, io: Io): Promise<
       ? [{ path: path.join(outDir, `${e.base}.zip`), bytes: writeZip(new Map([...e.files].map(([n, b]) => [`${e.base}/${n}`, b]))) }]
       : [...e.files].map(([n, bytes]) => ({ path: path.join(outDir, e.base, ...n.split('/')), bytes }));
     const plan = writeFiles(files, o);
-    report.items.push({ title: `${rest[0] as string} ${rest[1] as string} from ${shown(io, file)}`, changes: plan.map((p) => ({ what: shown(io, p.file.path), outcome: p.outcome })), dropped: e.dropped });
+    report.items.push({
+      title: `${rest[0] as string} ${rest[1] as string} from ${shown(io, file)}`,
+      changes: plan.map((p) => ({ what: shown(io, p.file.path), outcome: p.outcome })),
+      dropped: e.dropped,
+    });
     printReport(report, io, json);
     return 0;
   }
@@ -188,4 +221,3 @@ export async function runImportCli(argv: readonly string[], io: Io): Promise<num
     throw err;
   }
 }
-

@@ -47,10 +47,15 @@ export function findApiFile(apisDir: string, name: string, version: string, vali
     const parsed = parseDocument(text, file, { syntax: 'API_SYNTAX' });
     if (!parsed.ok || !isRec(parsed.doc) || parsed.doc.name !== name || String(parsed.doc.version) !== version) continue;
     const errors = validate ? parseApiText(text, file).diagnostics.filter((d) => d.level === 'error') : [];
-    if (errors.length > 0) throw new ImportError('IMPORT_INVALID_API', file, `the API file does not validate: ${errors.map(formatApiDiagnostic).join('; ')}`);
+    if (errors.length > 0)
+      throw new ImportError('IMPORT_INVALID_API', file, `the API file does not validate: ${errors.map(formatApiDiagnostic).join('; ')}`);
     return { file, doc: parsed.doc };
   }
-  throw new ImportError('IMPORT_NOT_FOUND', apisDir, `no API file with name ${JSON.stringify(name)} and version ${JSON.stringify(version)}`);
+  throw new ImportError(
+    'IMPORT_NOT_FOUND',
+    apisDir,
+    `no API file with name ${JSON.stringify(name)} and version ${JSON.stringify(version)}`,
+  );
 }
 
 function readBeside(apiFile: string, rel: string): Buffer {
@@ -63,7 +68,17 @@ function readBeside(apiFile: string, rel: string): Buffer {
 }
 
 const SECURITY_EXPORTED = new Set(['type', 'username', 'password', 'grant_type', 'token_url', 'client_id', 'client_secret', 'parameters']);
-const ENDPOINT_EXPORTED = new Set(['url', 'timeout', 'suspend_codes', 'suspend_duration', 'suspend_max_duration', 'suspend_factor', 'retry_codes', 'retry_count', 'security']);
+const ENDPOINT_EXPORTED = new Set([
+  'url',
+  'timeout',
+  'suspend_codes',
+  'suspend_duration',
+  'suspend_max_duration',
+  'suspend_factor',
+  'retry_codes',
+  'retry_count',
+  'security',
+]);
 
 function endpointOf(raw: unknown, where: string, dropped: Dropped[]): { ep: Rec; security: Rec | undefined } | undefined {
   if (raw === undefined) return undefined;
@@ -80,7 +95,9 @@ function endpointOf(raw: unknown, where: string, dropped: Dropped[]): { ep: Rec;
   if (t.suspend_factor !== undefined) config.factor = String(t.suspend_factor);
   if (Array.isArray(t.retry_codes) && t.retry_codes.length > 0) config.retryErroCode = t.retry_codes.map(String);
   if (t.retry_count !== undefined) config.retryTimeOut = String(t.retry_count);
-  for (const k of Object.keys(t)) if (!ENDPOINT_EXPORTED.has(k)) dropped.push({ path: `${where}.${k}`, why: 'the reference\'s endpoint configuration has no such setting' });
+  for (const k of Object.keys(t))
+    if (!ENDPOINT_EXPORTED.has(k))
+      dropped.push({ path: `${where}.${k}`, why: "the reference's endpoint configuration has no such setting" });
   let security: Rec | undefined;
   if (isRec(t.security)) {
     const s = t.security;
@@ -94,7 +111,9 @@ function endpointOf(raw: unknown, where: string, dropped: Dropped[]): { ep: Rec;
       if (s.client_secret !== undefined) security.clientSecret = s.client_secret;
       security.customParameters = isRec(s.parameters) ? s.parameters : {};
     }
-    for (const k of Object.keys(s)) if (!SECURITY_EXPORTED.has(k)) dropped.push({ path: `${where}.security.${k}`, why: 'the reference\'s endpoint security has no such setting' });
+    for (const k of Object.keys(s))
+      if (!SECURITY_EXPORTED.has(k))
+        dropped.push({ path: `${where}.security.${k}`, why: "the reference's endpoint security has no such setting" });
   }
   return { ep: { url: t.url, ...(Object.keys(config).length > 0 ? { config } : {}) }, security };
 }
@@ -107,7 +126,26 @@ function authTypeOf(r: Rec): string {
   return 'Application & Application User';
 }
 
-const API_EXPORTED = new Set(['name', 'context', 'version', 'default_version', 'state', 'type', 'auth', 'mutual_ssl', 'labels', 'policy', 'description', 'definition', 'endpoints', 'cors', 'scopes', 'resources', 'operations', 'graphql']);
+const API_EXPORTED = new Set([
+  'name',
+  'context',
+  'version',
+  'default_version',
+  'state',
+  'type',
+  'auth',
+  'mutual_ssl',
+  'labels',
+  'policy',
+  'description',
+  'definition',
+  'endpoints',
+  'cors',
+  'scopes',
+  'resources',
+  'operations',
+  'graphql',
+]);
 const RESOURCE_EXPORTED = new Set(['path', 'methods', 'auth', 'token_type', 'scopes', 'policy']);
 
 /** The project of one API file. */
@@ -119,7 +157,8 @@ export function exportApi(apiFile: string, doc: Rec): ApiExport {
   const type = typeof doc.type === 'string' ? doc.type : 'HTTP';
   const files = new Map<string, Buffer>();
   const at = (k: string): string => `${path.basename(apiFile)}:${k}`;
-  for (const k of Object.keys(doc)) if (!API_EXPORTED.has(k)) dropped.push({ path: at(k), why: 'the reference\'s api.yaml has no such field' });
+  for (const k of Object.keys(doc))
+    if (!API_EXPORTED.has(k)) dropped.push({ path: at(k), why: "the reference's api.yaml has no such field" });
 
   const mtls = doc.mutual_ssl === 'mandatory' || doc.mutual_ssl === 'optional';
   const schemes: string[] = [];
@@ -127,9 +166,20 @@ export function exportApi(apiFile: string, doc: Rec): ApiExport {
   if (doc.auth !== 'none' && doc.mutual_ssl !== 'optional') schemes.push('oauth_basic_auth_api_key_mandatory');
   if (mtls) schemes.push('mutualssl');
   if (doc.mutual_ssl === 'mandatory') schemes.push('mutualssl_mandatory');
-  if (doc.auth === 'none' && !mtls) dropped.push({ path: at('auth'), why: 'the reference has no API without authentication: each operation is written with authType None' });
+  if (doc.auth === 'none' && !mtls)
+    dropped.push({
+      path: at('auth'),
+      why: 'the reference has no API without authentication: each operation is written with authType None',
+    });
 
-  const data: Rec = { name, context: doc.context, version, type, lifeCycleStatus: typeof doc.state === 'string' ? doc.state : 'PUBLISHED', isDefaultVersion: doc.default_version === true };
+  const data: Rec = {
+    name,
+    context: doc.context,
+    version,
+    type,
+    lifeCycleStatus: typeof doc.state === 'string' ? doc.state : 'PUBLISHED',
+    isDefaultVersion: doc.default_version === true,
+  };
   if (typeof doc.description === 'string') data.description = doc.description;
   data.apiThrottlingPolicy = typeof doc.policy === 'string' ? doc.policy : 'Unlimited';
   data.securityScheme = schemes;
@@ -147,31 +197,66 @@ export function exportApi(apiFile: string, doc: Rec): ApiExport {
   data.endpointConfig = endpointConfig;
 
   const cors = isRec(doc.cors) ? doc.cors : undefined;
-  data.corsConfiguration = cors !== undefined && cors.enable !== false
-    ? { corsConfigurationEnabled: true, accessControlAllowOrigins: cors.allow_origins, accessControlAllowCredentials: cors.allow_credentials, accessControlAllowHeaders: cors.allow_headers, accessControlAllowMethods: cors.allow_methods }
-    : { corsConfigurationEnabled: false };
+  data.corsConfiguration =
+    cors !== undefined && cors.enable !== false
+      ? {
+          corsConfigurationEnabled: true,
+          accessControlAllowOrigins: cors.allow_origins,
+          accessControlAllowCredentials: cors.allow_credentials,
+          accessControlAllowHeaders: cors.allow_headers,
+          accessControlAllowMethods: cors.allow_methods,
+        }
+      : { corsConfigurationEnabled: false };
   for (const [k, v] of Object.entries(data.corsConfiguration as Rec)) if (v === undefined) delete (data.corsConfiguration as Rec)[k];
 
-  data.scopes = (Array.isArray(doc.scopes) ? doc.scopes : []).filter(isRec).map((s) => ({ scope: { name: s.name, displayName: s.name, ...(s.description !== undefined ? { description: s.description } : {}), bindings: Array.isArray(s.roles) ? s.roles : [] }, shared: false }));
+  data.scopes = (Array.isArray(doc.scopes) ? doc.scopes : []).filter(isRec).map((s) => ({
+    scope: {
+      name: s.name,
+      displayName: s.name,
+      ...(s.description !== undefined ? { description: s.description } : {}),
+      bindings: Array.isArray(s.roles) ? s.roles : [],
+    },
+    shared: false,
+  }));
 
   const operations: Rec[] = [];
   (Array.isArray(doc.resources) ? doc.resources : []).filter(isRec).forEach((r, i) => {
-    for (const k of Object.keys(r)) if (!RESOURCE_EXPORTED.has(k)) dropped.push({ path: at(`resources[${i}].${k}`), why: 'the reference\'s operations have no such field' });
+    for (const k of Object.keys(r))
+      if (!RESOURCE_EXPORTED.has(k))
+        dropped.push({ path: at(`resources[${i}].${k}`), why: "the reference's operations have no such field" });
     const methods = Array.isArray(r.methods) ? r.methods.map(String) : [];
     // A WebSocket API's resources are topics: one operation each, verb SUBSCRIBE (the reference's word).
     for (const m of type === 'WS' ? ['SUBSCRIBE'] : methods) {
-      operations.push({ target: r.path, verb: m, authType: doc.auth === 'none' && mtls ? 'Application & Application User' : authTypeOf({ ...r, auth: r.auth ?? (doc.auth === 'none' ? 'none' : undefined) }), throttlingPolicy: typeof r.policy === 'string' ? r.policy : 'Unlimited', scopes: Array.isArray(r.scopes) ? r.scopes : [] });
+      operations.push({
+        target: r.path,
+        verb: m,
+        authType:
+          doc.auth === 'none' && mtls
+            ? 'Application & Application User'
+            : authTypeOf({ ...r, auth: r.auth ?? (doc.auth === 'none' ? 'none' : undefined) }),
+        throttlingPolicy: typeof r.policy === 'string' ? r.policy : 'Unlimited',
+        scopes: Array.isArray(r.scopes) ? r.scopes : [],
+      });
     }
   });
   (Array.isArray(doc.operations) ? doc.operations : []).filter(isRec).forEach((o) => {
-    operations.push({ target: o.name, verb: o.type, authType: 'Application & Application User', throttlingPolicy: typeof o.policy === 'string' ? o.policy : 'Unlimited', scopes: Array.isArray(o.scopes) ? o.scopes : [] });
+    operations.push({
+      target: o.name,
+      verb: o.type,
+      authType: 'Application & Application User',
+      throttlingPolicy: typeof o.policy === 'string' ? o.policy : 'Unlimited',
+      scopes: Array.isArray(o.scopes) ? o.scopes : [],
+    });
   });
   data.operations = operations;
 
-  if (typeof doc.definition === 'string') files.set(`Definitions/swagger${path.extname(doc.definition) === '.json' ? '.json' : '.yaml'}`, readBeside(apiFile, doc.definition));
+  if (typeof doc.definition === 'string')
+    files.set(`Definitions/swagger${path.extname(doc.definition) === '.json' ? '.json' : '.yaml'}`, readBeside(apiFile, doc.definition));
   if (isRec(doc.graphql) && typeof doc.graphql.schema === 'string') {
     files.set('Definitions/schema.graphql', readBeside(apiFile, doc.graphql.schema));
-    for (const k of Object.keys(doc.graphql)) if (k !== 'schema') dropped.push({ path: at(`graphql.${k}`), why: 'the reference sets query limits per subscription tier, not per API' });
+    for (const k of Object.keys(doc.graphql))
+      if (k !== 'schema')
+        dropped.push({ path: at(`graphql.${k}`), why: 'the reference sets query limits per subscription tier, not per API' });
   }
   // The files an import wrote beside the API file: certificates, documents not named by it.
   const besideDir = path.join(path.dirname(apiFile), base);
@@ -181,7 +266,13 @@ export function exportApi(apiFile: string, doc: Rec): ApiExport {
       const r = rel === '' ? e.name : `${rel}/${e.name}`;
       if (e.isDirectory()) walk(path.join(dir, e.name), r);
       else if (e.isFile()) {
-        const target = r.startsWith('endpoint-certificates/') ? `Endpoint-certificates/${r.slice('endpoint-certificates/'.length)}` : r.startsWith('client-certificates/') ? `Client-certificates/${r.slice('client-certificates/'.length)}` : /^(openapi|schema)\.[a-z]+$/.test(r) ? undefined : `Definitions/${r}`;
+        const target = r.startsWith('endpoint-certificates/')
+          ? `Endpoint-certificates/${r.slice('endpoint-certificates/'.length)}`
+          : r.startsWith('client-certificates/')
+            ? `Client-certificates/${r.slice('client-certificates/'.length)}`
+            : /^(openapi|schema)\.[a-z]+$/.test(r)
+              ? undefined
+              : `Definitions/${r}`;
         if (target !== undefined && !files.has(target)) files.set(target, fs.readFileSync(path.join(dir, e.name)));
       }
     }
@@ -190,7 +281,16 @@ export function exportApi(apiFile: string, doc: Rec): ApiExport {
 
   files.set('api.yaml', Buffer.from(stringify({ type: 'api', version: EXPORT_FORMAT, data })));
   const labels = Array.isArray(doc.labels) ? doc.labels.map(String) : ['Default'];
-  files.set('deployment_environments.yaml', Buffer.from(stringify({ type: 'deployment_environments', version: EXPORT_FORMAT, data: labels.map((l) => ({ displayOnDevportal: true, deploymentEnvironment: l })) })));
+  files.set(
+    'deployment_environments.yaml',
+    Buffer.from(
+      stringify({
+        type: 'deployment_environments',
+        version: EXPORT_FORMAT,
+        data: labels.map((l) => ({ displayOnDevportal: true, deploymentEnvironment: l })),
+      }),
+    ),
+  );
   files.set('api_meta.yaml', Buffer.from(stringify({ name, version })));
   return { base, files: new Map([...files].sort(([a], [b]) => (a < b ? -1 : 1))), dropped };
 }

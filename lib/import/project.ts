@@ -34,13 +34,16 @@ function readDir(root: string, where: string, limits: ZipLimits): Map<string, Bu
     }
     for (const e of entries.sort((a, b) => (a.name < b.name ? -1 : 1))) {
       const name = rel === '' ? e.name : `${rel}/${e.name}`;
-      if (e.isSymbolicLink()) throw new ImportError('IMPORT_ZIP_PATH', path.join(where, name), 'a link: a project is read without following links');
+      if (e.isSymbolicLink())
+        throw new ImportError('IMPORT_ZIP_PATH', path.join(where, name), 'a link: a project is read without following links');
       if (e.isDirectory()) walk(path.join(dir, e.name), name, depth + 1);
       else if (e.isFile()) {
-        if (out.size >= limits.maxEntries) throw new ImportError('IMPORT_LIMIT', path.join(where, name), `more than ${limits.maxEntries} files`);
+        if (out.size >= limits.maxEntries)
+          throw new ImportError('IMPORT_LIMIT', path.join(where, name), `more than ${limits.maxEntries} files`);
         const size = fs.statSync(path.join(dir, e.name)).size;
         total += size;
-        if (total > limits.maxTotalBytes) throw new ImportError('IMPORT_LIMIT', path.join(where, name), `more than ${limits.maxTotalBytes} bytes in all`);
+        if (total > limits.maxTotalBytes)
+          throw new ImportError('IMPORT_LIMIT', path.join(where, name), `more than ${limits.maxTotalBytes} bytes in all`);
         out.set(name, fs.readFileSync(path.join(dir, e.name)));
       }
     }
@@ -60,7 +63,12 @@ function rooted(files: Map<string, Buffer>, marker: (names: readonly string[]) =
 }
 
 /** Reads a directory or a .zip file; `marker` says whether a list of names is already a project's root. */
-export function readProject(source: string, cwd: string, marker: (names: readonly string[]) => boolean, limits: ZipLimits = ZIP_LIMITS): Project {
+export function readProject(
+  source: string,
+  cwd: string,
+  marker: (names: readonly string[]) => boolean,
+  limits: ZipLimits = ZIP_LIMITS,
+): Project {
   const file = path.resolve(cwd, source);
   let st: fs.Stats;
   try {

@@ -47,7 +47,18 @@ export function writeFiles(files: readonly PlannedFile[], o: WriteOptions): { fi
   const plan = compare(files);
   const differing = plan.filter((p) => p.outcome === 'replaced');
   if (differing.length > 0 && !o.force && !o.dryRun) {
-    throw new ImportError('IMPORT_EXISTS', differing[0]?.file.path ?? '', `exists with other content, not overwritten without --force${differing.length > 1 ? ` (nor ${differing.slice(1).map((d) => d.file.path).join(', ')})` : ''}; nothing written`);
+    throw new ImportError(
+      'IMPORT_EXISTS',
+      differing[0]?.file.path ?? '',
+      `exists with other content, not overwritten without --force${
+        differing.length > 1
+          ? ` (nor ${differing
+              .slice(1)
+              .map((d) => d.file.path)
+              .join(', ')})`
+          : ''
+      }; nothing written`,
+    );
   }
   if (o.dryRun) return plan;
   for (const p of plan) {

@@ -24,7 +24,12 @@ export interface ZipLimits {
 }
 
 /** The bounds of docs/migrating.md: a project export is a few files of configuration. */
-export const ZIP_LIMITS: ZipLimits = Object.freeze({ maxEntries: 2000, maxTotalBytes: 64 * 1024 * 1024, maxRatio: 100, ratioFloor: 64 * 1024 });
+export const ZIP_LIMITS: ZipLimits = Object.freeze({
+  maxEntries: 2000,
+  maxTotalBytes: 64 * 1024 * 1024,
+  maxRatio: 100,
+  ratioFloor: 64 * 1024,
+});
 
 const EOCD = 0x06054b50;
 const CENTRAL = 0x02014b50;
@@ -71,15 +76,24 @@ export function readZip(buf: Buffer, where: string, limits: ZipLimits = ZIP_LIMI
     const name = buf.subarray(p + 46, p + 46 + nameLen).toString('utf8');
     p += 46 + nameLen + extraLen + commentLen;
     const entry = `${where}!${name}`;
-    if (!safeEntryName(name)) throw new ImportError('IMPORT_ZIP_PATH', entry, 'the entry name leaves the project (absolute, drive letter, backslash or ..)');
+    if (!safeEntryName(name))
+      throw new ImportError('IMPORT_ZIP_PATH', entry, 'the entry name leaves the project (absolute, drive letter, backslash or ..)');
     if (name.endsWith('/')) continue;
     if ((flags & 1) !== 0) throw new ImportError('IMPORT_ZIP_FORMAT', entry, 'encrypted entries are not read');
-    if (method !== 0 && method !== 8) throw new ImportError('IMPORT_ZIP_FORMAT', entry, `compression method ${method} is not read (stored or deflate only)`);
+    if (method !== 0 && method !== 8)
+      throw new ImportError('IMPORT_ZIP_FORMAT', entry, `compression method ${method} is not read (stored or deflate only)`);
     if (size === 0xffffffff || compressed === 0xffffffff) throw new ImportError('IMPORT_ZIP_FORMAT', entry, 'ZIP64 entries are not read');
     total += size;
-    if (total > limits.maxTotalBytes) throw new ImportError('IMPORT_LIMIT', entry, `the entries declare more than ${limits.maxTotalBytes} bytes in all`);
-    if (size > limits.ratioFloor && size > compressed * limits.maxRatio) throw new ImportError('IMPORT_ZIP_RATIO', entry, `${size} bytes from ${compressed}: more than ${limits.maxRatio} times its compressed size`);
-    if (local + 30 > buf.length || buf.readUInt32LE(local) !== LOCAL) throw new ImportError('IMPORT_ZIP_FORMAT', entry, 'its local header is damaged');
+    if (total > limits.maxTotalBytes)
+      throw new ImportError('IMPORT_LIMIT', entry, `the entries declare more than ${limits.maxTotalBytes} bytes in all`);
+    if (size > limits.ratioFloor && size > compressed * limits.maxRatio)
+      throw new ImportError(
+        'IMPORT_ZIP_RATIO',
+        entry,
+        `${size} bytes from ${compressed}: more than ${limits.maxRatio} times its compressed size`,
+      );
+    if (local + 30 > buf.length || buf.readUInt32LE(local) !== LOCAL)
+      throw new ImportError('IMPORT_ZIP_FORMAT', entry, 'its local header is damaged');
     const start = local + 30 + buf.readUInt16LE(local + 26) + buf.readUInt16LE(local + 28);
     if (start + compressed > buf.length) throw new ImportError('IMPORT_ZIP_FORMAT', entry, 'its data runs past the end of the file');
     const raw = buf.subarray(start, start + compressed);

@@ -10,13 +10,13 @@
  */
 import type * as http from 'node:http';
 import { SUBSCRIPTION_STATES, type KeyType, type SubscriptionState } from '../store/types';
-import { OAuthError } from './errors';
+import { AdminKeptError, OAuthError } from './errors';
 import { KeyRingError } from './keys';
 import { checkNewUser, tenantOfContext, tenantRefusal, type Manager } from './manage';
 import { SUPER_TENANT, type Tenant } from '../tenants';
 import { readJson, sendJson, type ApiFileService, type RouteContext } from './http';
 import { issueRegistrationToken, revokeRegistrationToken } from './registration';
-import { isConsoleClient, registerConsoleClients } from './console-clients';
+import { isConsoleClient, registerConsoleClients, withoutInternalApps } from './console-clients';
 import { WorkflowError, type Workflows } from '../workflows';
 
 /** An http(s) origin (scheme://host[:port]), or undefined when absent; anything else is refused. */
@@ -28,10 +28,14 @@ function origin(v: unknown, name: string): string | undefined {
   } catch {
     u = undefined;
   }
-  if (u === undefined || (u.protocol !== 'http:' && u.protocol !== 'https:') || u.origin !== v) throw new OAuthError('invalid_request', `${name} must be an origin such as https://portal.example:9443`);
+  if (u === undefined || (u.protocol !== 'http:' && u.protocol !== 'https:') || u.origin !== v)
+    throw new OAuthError('invalid_request', `${name} must be an origin such as https://portal.example:9443`);
   if ((u.protocol === 'https:') !== (name === 'https')) throw new OAuthError('invalid_request', `${name} must be an ${name}:// origin`);
   return u.origin;
 }
+
+/** A consumer key an admin may choose: what generated keys look like, and the reference's (letters, digits, _ . -). */
+const CONSUMER_KEY = /^[A-Za-z0-9_.-]{1,128}$/;
 
 const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
 
@@ -91,7 +95,13 @@ export interface AdminRoute {
   handle(c: AdminCall): Promise<void>;
 }
 
-const tenantView = (t: Tenant): Record<string, unknown> => ({ domain: t.domain, admin: t.admin, package: t.package, active: t.active, createdAt: t.createdAt });
+const tenantView = (t: Tenant): Record<string, unknown> => ({
+  domain: t.domain,
+  admin: t.admin,
+  package: t.package,
+  active: t.active,
+  createdAt: t.createdAt,
+});
 
 function tenantsOf(ctx: RouteContext): NonNullable<RouteContext['tenants']> {
   if (ctx.tenants === undefined) throw new OAuthError('not_found', 'this key manager has no tenants');
@@ -99,7 +109,9 @@ function tenantsOf(ctx: RouteContext): NonNullable<RouteContext['tenants']> {
 }
 
 async function setTenantActive(c: AdminCall, active: boolean): Promise<void> {
-  const t = await tenantsOf(c.ctx).setActive(c.params[0] as string, active).catch(tenantRefusal);
+  const t = await tenantsOf(c.ctx)
+    .setActive(c.params[0] as string, active)
+    .catch(tenantRefusal);
   c.ctx.logger.log('info', active ? 'tenant_activated' : 'tenant_deactivated', { domain: t.domain, by: c.caller.username });
   return sendJson(c.res, 200, tenantView(t));
 }
@@ -107,9 +119,15 @@ async function setTenantActive(c: AdminCall, active: boolean): Promise<void> {
 async function changeSubscription(c: AdminCall): Promise<void> {
   const b = await readJson(c.req);
   const id = c.params[0];
-  const ref = id !== undefined
-    ? { id }
-    : { application: need(b.application, 'application'), apiContext: need(b.api, 'api'), ...(str(b.version) !== undefined ? { apiVersion: str(b.version) as string } : {}), ...(str(b.owner) !== undefined ? { owner: str(b.owner) as string } : {}) };
+  const ref =
+    id !== undefined
+      ? { id }
+      : {
+          application: need(b.application, 'application'),
+          apiContext: need(b.api, 'api'),
+          ...(str(b.version) !== undefined ? { apiVersion: str(b.version) as string } : {}),
+          ...(str(b.owner) !== undefined ? { owner: str(b.owner) as string } : {}),
+        };
   if (c.req.method === 'DELETE') return sendJson(c.res, 200, await c.m.removeSubscription(ref, c.caller.username));
   // A tier change is the subscription update workflow's (docs/workflows.md); a state change is the admin's own.
   if (b.tier !== undefined && b.state === undefined) {
@@ -132,72 +150,163 @@ async function decideTask(c: AdminCall, status: 'APPROVED' | 'REJECTED'): Promis
   const b = await readJson(c.req);
   if (b.comment !== undefined && typeof b.comment !== 'string') throw new OAuthError('invalid_request', 'comment must be a string');
   const tenant = taskTenant(c);
-  const task = await workflowsOf(c.ctx).decide(c.params[0] as string, { status, by: c.caller.username, comment: typeof b.comment === 'string' ? b.comment : '', ...(tenant !== undefined ? { tenant } : {}) });
+  const task = await workflowsOf(c.ctx).decide(c.params[0] as string, {
+    status,
+    by: c.caller.username,
+    comment: typeof b.comment === 'string' ? b.comment : '',
+    ...(tenant !== undefined ? { tenant } : {}),
+  });
   return sendJson(c.res, 200, task);
 }
 
-async function apiFileAnswer(c: AdminCall, r: { readonly status: number; readonly message: string; readonly fields: Readonly<Record<string, string>> }): Promise<void> {
-  return sendJson(c.res, r.status, { error: r.status === 409 ? 'conflict' : r.status === 404 ? 'not_found' : 'invalid_request', error_description: r.message, fields: r.fields });
+async function apiFileAnswer(
+  c: AdminCall,
+  r: { readonly status: number; readonly message: string; readonly fields: Readonly<Record<string, string>> },
+): Promise<void> {
+  return sendJson(c.res, r.status, {
+    error: r.status === 409 ? 'conflict' : r.status === 404 ? 'not_found' : 'invalid_request',
+    error_description: r.message,
+    fields: r.fields,
+  });
 }
 
 /** Every admin route, in matching order (docs/admin-api.md). */
 export const ADMIN_ROUTES: readonly AdminRoute[] = Object.freeze([
   // The gateway URLs clients are shown ([[apim.gateway.environment]]; lib/gateway/environments.ts).
   {
-    method: 'GET', path: '/environments', tenancy: 'tenant',
+    method: 'GET',
+    path: '/environments',
+    tenancy: 'tenant',
     async handle(c) {
       const envs = c.ctx.oauth.settings.environments;
-      return sendJson(c.res, 200, { list: envs.map((e) => ({ name: e.name, type: e.type, description: e.description, httpEndpoint: e.http ?? null, httpsEndpoint: e.https ?? null, wsEndpoint: e.ws ?? null, wssEndpoint: e.wss ?? null, tokenEndpoint: e.https !== undefined ? `${e.https}/token` : null, showAsTokenEndpointUrl: e.showAsTokenEndpoint, configured: e.configured })) });
+      return sendJson(c.res, 200, {
+        list: envs.map((e) => ({
+          name: e.name,
+          type: e.type,
+          description: e.description,
+          httpEndpoint: e.http ?? null,
+          httpsEndpoint: e.https ?? null,
+          wsEndpoint: e.ws ?? null,
+          wssEndpoint: e.wss ?? null,
+          tokenEndpoint: e.https !== undefined ? `${e.https}/token` : null,
+          showAsTokenEndpointUrl: e.showAsTokenEndpoint,
+          configured: e.configured,
+        })),
+      });
     },
   },
-  { method: 'GET', path: '/applications', tenancy: 'tenant', handle: async (c) => sendJson(c.res, 200, { list: await c.m.listApplications(c.owner) }) },
   {
-    method: 'POST', path: '/applications', tenancy: 'tenant',
+    method: 'GET',
+    path: '/applications',
+    tenancy: 'tenant',
+    handle: async (c) =>
+      sendJson(c.res, 200, { list: withoutInternalApps(await c.m.listApplications(c.owner), c.ctx.oauth.settings.adminUser) }),
+  },
+  {
+    method: 'POST',
+    path: '/applications',
+    tenancy: 'tenant',
     async handle(c) {
       const b = await readJson(c.req);
       const defaultOwner = c.caller.tenant === SUPER_TENANT ? c.ctx.oauth.settings.adminUser : c.caller.username;
-      const app = await c.m.createApplication({ requester: c.caller.username, name: need(b.name, 'name'), owner: str(b.owner) ?? defaultOwner, ...(str(b.tier) !== undefined ? { tier: str(b.tier) as string } : {}), ...(str(b.description) !== undefined ? { description: str(b.description) as string } : {}) });
+      const app = await c.m.createApplication({
+        requester: c.caller.username,
+        name: need(b.name, 'name'),
+        owner: str(b.owner) ?? defaultOwner,
+        ...(str(b.tier) !== undefined ? { tier: str(b.tier) as string } : {}),
+        ...(str(b.description) !== undefined ? { description: str(b.description) as string } : {}),
+      });
       return sendJson(c.res, 201, app);
     },
   },
-  { method: 'GET', path: '/applications/{name}', tenancy: 'tenant', handle: async (c) => sendJson(c.res, 200, await c.m.getApplication(c.params[0] as string, c.owner)) },
-  { method: 'DELETE', path: '/applications/{name}', tenancy: 'tenant', handle: async (c) => sendJson(c.res, 200, await c.m.deleteApplication(c.params[0] as string, c.owner)) },
   {
-    method: 'PATCH', path: '/applications/{name}', tenancy: 'tenant',
+    method: 'GET',
+    path: '/applications/{name}',
+    tenancy: 'tenant',
+    handle: async (c) => sendJson(c.res, 200, await c.m.getApplication(c.params[0] as string, c.owner)),
+  },
+  {
+    method: 'DELETE',
+    path: '/applications/{name}',
+    tenancy: 'tenant',
+    handle: async (c) => sendJson(c.res, 200, await c.m.deleteApplication(c.params[0] as string, c.owner)),
+  },
+  {
+    method: 'PATCH',
+    path: '/applications/{name}',
+    tenancy: 'tenant',
     async handle(c) {
       const b = await readJson(c.req);
       if (b.tier !== undefined && typeof b.tier !== 'string') throw new OAuthError('invalid_request', 'tier must be a string');
-      if (b.description !== undefined && typeof b.description !== 'string') throw new OAuthError('invalid_request', 'description must be a string');
-      return sendJson(c.res, 200, await c.m.updateApplication(c.params[0] as string, { ...(typeof b.tier === 'string' ? { tier: b.tier } : {}), ...(typeof b.description === 'string' ? { description: b.description } : {}), ...(c.owner !== undefined ? { owner: c.owner } : {}) }));
+      if (b.description !== undefined && typeof b.description !== 'string')
+        throw new OAuthError('invalid_request', 'description must be a string');
+      return sendJson(
+        c.res,
+        200,
+        await c.m.updateApplication(c.params[0] as string, {
+          ...(typeof b.tier === 'string' ? { tier: b.tier } : {}),
+          ...(typeof b.description === 'string' ? { description: b.description } : {}),
+          ...(c.owner !== undefined ? { owner: c.owner } : {}),
+        }),
+      );
     },
   },
   // The admin console's "change owner": to another user of the application's tenant.
   {
-    method: 'POST', path: '/applications/{name}/owner', tenancy: 'tenant',
+    method: 'POST',
+    path: '/applications/{name}/owner',
+    tenancy: 'tenant',
     async handle(c) {
       const b = await readJson(c.req);
       return sendJson(c.res, 200, await c.m.changeOwner(c.params[0] as string, need(b.owner, 'owner'), c.owner));
     },
   },
   {
-    method: 'POST', path: '/applications/{name}/keys', tenancy: 'tenant',
+    method: 'POST',
+    path: '/applications/{name}/keys',
+    tenancy: 'tenant',
     async handle(c) {
       const b = await readJson(c.req);
       const grantTypes = strings(b.grantTypes, 'grantTypes');
-      const keys = await c.m.generateKeys(c.params[0] as string, { keyType: keyType(b.keyType), ...(grantTypes !== undefined ? { grantTypes } : {}), ...(str(b.callbackUrl) !== undefined ? { callbackUrl: str(b.callbackUrl) as string } : {}), ...(c.owner !== undefined ? { owner: c.owner } : {}) });
+      // A given consumer key keeps an application's identity across nodes (the declarative sync, docs/sync.md).
+      const consumerKey =
+        b.consumerKey === undefined
+          ? undefined
+          : typeof b.consumerKey === 'string' && CONSUMER_KEY.test(b.consumerKey)
+            ? b.consumerKey
+            : undefined;
+      if (b.consumerKey !== undefined && consumerKey === undefined)
+        throw new OAuthError('invalid_request', 'consumerKey must be 1 to 128 letters, digits, _ . -');
+      const keys = await c.m.generateKeys(c.params[0] as string, {
+        keyType: keyType(b.keyType),
+        ...(grantTypes !== undefined ? { grantTypes } : {}),
+        ...(str(b.callbackUrl) !== undefined ? { callbackUrl: str(b.callbackUrl) as string } : {}),
+        ...(c.owner !== undefined ? { owner: c.owner } : {}),
+        ...(consumerKey !== undefined ? { consumerKey } : {}),
+      });
       return sendJson(c.res, 201, keys, { 'Cache-Control': 'no-store' });
     },
   },
   {
-    method: 'GET', path: '/subscriptions', tenancy: 'tenant',
+    method: 'GET',
+    path: '/subscriptions',
+    tenancy: 'tenant',
     async handle(c) {
       const app = c.query.get('application') ?? undefined;
       const api = c.query.get('api') ?? undefined;
-      return sendJson(c.res, 200, { list: await c.m.listSubscriptions({ ...(app !== undefined ? { application: app } : {}), ...(c.owner !== undefined ? { owner: c.owner } : {}), ...(api !== undefined ? { apiContext: api } : {}) }) });
+      return sendJson(c.res, 200, {
+        list: await c.m.listSubscriptions({
+          ...(app !== undefined ? { application: app } : {}),
+          ...(c.owner !== undefined ? { owner: c.owner } : {}),
+          ...(api !== undefined ? { apiContext: api } : {}),
+        }),
+      });
     },
   },
   {
-    method: 'POST', path: '/subscriptions', tenancy: 'tenant',
+    method: 'POST',
+    path: '/subscriptions',
+    tenancy: 'tenant',
     async handle(c) {
       const b = await readJson(c.req);
       const s = await c.m.addSubscription({
@@ -219,39 +328,85 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = Object.freeze([
   { method: 'DELETE', path: '/subscriptions/{id}', tenancy: 'tenant', handle: changeSubscription },
   { method: 'GET', path: '/users', tenancy: 'tenant', handle: async (c) => sendJson(c.res, 200, { list: await c.m.listUsers() }) },
   {
-    method: 'POST', path: '/users', tenancy: 'tenant',
+    method: 'POST',
+    path: '/users',
+    tenancy: 'tenant',
     async handle(c) {
       const b = await readJson(c.req);
       const roles = strings(b.roles, 'roles');
       const users = c.ctx.oauth.users;
       if (users.kind !== 'database') {
         // A read_write_ldap directory takes new users; other directories are read only (docs/user-stores.md).
-        if (users.addUser === undefined) throw new OAuthError('conflict', `users sign in against ${users.description}: add them in the directory; throughway does not write to it`);
+        if (users.addUser === undefined)
+          throw new OAuthError(
+            'conflict',
+            `users sign in against ${users.description}: add them in the directory; throughway does not write to it`,
+          );
         // Tenants' users live in the key manager's store (docs/tenants.md): a directory holds the super tenant's.
-        if (c.caller.tenant !== SUPER_TENANT) throw new OAuthError('access_denied', `users sign in against ${users.description}, which holds the super tenant's users only`);
+        if (c.caller.tenant !== SUPER_TENANT)
+          throw new OAuthError('access_denied', `users sign in against ${users.description}, which holds the super tenant's users only`);
         const input = { username: need(b.username, 'username'), password: need(b.password, 'password'), roles: roles ?? [] };
         checkNewUser(input, c.ctx.userRules);
         const added = await users.addUser(input.username, input.password, input.roles);
         c.ctx.logger.log('info', 'user_added', { username: added.username, store: users.description });
         return sendJson(c.res, 201, added);
       }
-      const u = await c.m.addUser({ username: need(b.username, 'username'), password: need(b.password, 'password'), ...(roles !== undefined ? { roles } : {}) }, c.ctx.userRules);
+      const u = await c.m.addUser(
+        { username: need(b.username, 'username'), password: need(b.password, 'password'), ...(roles !== undefined ? { roles } : {}) },
+        c.ctx.userRules,
+      );
       return sendJson(c.res, 201, u);
+    },
+  },
+  // Roles replaced and users removed: the declarative sync's (docs/sync.md); the store's users only.
+  {
+    method: 'PUT',
+    path: '/users/{name}/roles',
+    tenancy: 'tenant',
+    async handle(c) {
+      const b = await readJson(c.req);
+      if (c.ctx.oauth.users.kind !== 'database')
+        throw new OAuthError('conflict', `users sign in against ${c.ctx.oauth.users.description}: change their roles in the directory`);
+      const name = c.params[0] as string;
+      const roles = strings(b.roles, 'roles') ?? [];
+      if (!roles.includes('admin')) await keepAdmin(c, name, 'its admin role is kept');
+      return sendJson(c.res, 200, await c.m.setUserRoles(name, roles));
+    },
+  },
+  {
+    method: 'DELETE',
+    path: '/users/{name}',
+    tenancy: 'tenant',
+    async handle(c) {
+      const name = c.params[0] as string;
+      await keepAdmin(c, name, 'not removed');
+      const u = await c.m.deleteUser(name);
+      // A removed user's grants end with it: refresh tokens and the access tokens issued with them.
+      const revoked = await c.ctx.oauth.revokeUser(u.username);
+      c.ctx.logger.log('info', 'user_removed', { username: u.username, by: c.caller.username, access_tokens_revoked: revoked });
+      return sendJson(c.res, 200, u);
     },
   },
   // A gateway-worker's backend JWT user claims ([apim.jwt] enable_user_claims; lib/scale/control-plane.ts).
   {
-    method: 'GET', path: '/users/{name}/claims', tenancy: 'tenant',
+    method: 'GET',
+    path: '/users/{name}/claims',
+    tenancy: 'tenant',
     async handle(c) {
       const id = c.params[0] as string;
-      const claims = c.m.scope === undefined || c.m.scope === SUPER_TENANT || (await c.m.findUser(id)) !== undefined ? await c.m.userClaims(id) : undefined;
+      const claims =
+        c.m.scope === undefined || c.m.scope === SUPER_TENANT || (await c.m.findUser(id)) !== undefined
+          ? await c.m.userClaims(id)
+          : undefined;
       if (claims === undefined) throw new OAuthError('not_found', `no user ${id}`);
       return sendJson(c.res, 200, { username: id, claims });
     },
   },
   { method: 'GET', path: '/signing-keys', tenancy: 'super', handle: async (c) => sendJson(c.res, 200, { keys: c.ctx.keys.publicJwks() }) },
   {
-    method: 'POST', path: '/signing-keys/rotate', tenancy: 'super',
+    method: 'POST',
+    path: '/signing-keys/rotate',
+    tenancy: 'super',
     async handle(c) {
       const kid = await c.ctx.keys.rotate().catch((err: unknown) => {
         throw err instanceof KeyRingError ? new OAuthError('conflict', err.message) : err;
@@ -260,30 +415,55 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = Object.freeze([
       return sendJson(c.res, 200, { kid });
     },
   },
-  { method: 'GET', path: '/blocking-conditions', tenancy: 'super', handle: async (c) => sendJson(c.res, 200, { list: await c.m.listBlockingConditions() }) },
   {
-    method: 'POST', path: '/blocking-conditions', tenancy: 'super',
+    method: 'GET',
+    path: '/blocking-conditions',
+    tenancy: 'super',
+    handle: async (c) => sendJson(c.res, 200, { list: await c.m.listBlockingConditions() }),
+  },
+  {
+    method: 'POST',
+    path: '/blocking-conditions',
+    tenancy: 'super',
     async handle(c) {
       const b = await readJson(c.req);
       if (b.invert !== undefined && typeof b.invert !== 'boolean') throw new OAuthError('invalid_request', 'invert must be true or false');
-      return sendJson(c.res, 201, await c.m.addBlockingCondition({ type: need(b.type, 'type'), value: need(b.value, 'value'), invert: b.invert === true }));
+      return sendJson(
+        c.res,
+        201,
+        await c.m.addBlockingCondition({ type: need(b.type, 'type'), value: need(b.value, 'value'), invert: b.invert === true }),
+      );
     },
   },
-  { method: 'DELETE', path: '/blocking-conditions/{id}', tenancy: 'super', handle: async (c) => sendJson(c.res, 200, await c.m.removeBlockingCondition(c.params[0] as string)) },
+  {
+    method: 'DELETE',
+    path: '/blocking-conditions/{id}',
+    tenancy: 'super',
+    handle: async (c) => sendJson(c.res, 200, await c.m.removeBlockingCondition(c.params[0] as string)),
+  },
   // Initial access tokens for dynamic client registration (RFC 7591 §3, lib/keymanager/registration.ts).
   {
-    method: 'POST', path: '/registration-tokens', tenancy: 'super',
+    method: 'POST',
+    path: '/registration-tokens',
+    tenancy: 'super',
     async handle(c) {
       const b = await readJson(c.req);
-      if (b.expiresIn !== undefined && typeof b.expiresIn !== 'number') throw new OAuthError('invalid_request', 'expiresIn must be a number of seconds');
+      if (b.expiresIn !== undefined && typeof b.expiresIn !== 'number')
+        throw new OAuthError('invalid_request', 'expiresIn must be a number of seconds');
       const admin = c.caller.username;
-      const t = await issueRegistrationToken(c.ctx.keys, c.ctx.oauth.settings.issuer, { issuedBy: admin, ...(str(b.owner) !== undefined ? { owner: str(b.owner) as string } : {}), ...(typeof b.expiresIn === 'number' ? { expiresIn: b.expiresIn } : {}) });
+      const t = await issueRegistrationToken(c.ctx.keys, c.ctx.oauth.settings.issuer, {
+        issuedBy: admin,
+        ...(str(b.owner) !== undefined ? { owner: str(b.owner) as string } : {}),
+        ...(typeof b.expiresIn === 'number' ? { expiresIn: b.expiresIn } : {}),
+      });
       c.ctx.logger.log('info', 'registration_token_issued', { jti: t.jti, owner: t.owner, issued_by: admin, expires_at: t.expiresAt });
       return sendJson(c.res, 201, t, { 'Cache-Control': 'no-store' });
     },
   },
   {
-    method: 'DELETE', path: '/registration-tokens/{jti}', tenancy: 'super',
+    method: 'DELETE',
+    path: '/registration-tokens/{jti}',
+    tenancy: 'super',
     async handle(c) {
       const id = c.params[0] as string;
       await revokeRegistrationToken(c.ctx.store, id);
@@ -293,11 +473,14 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = Object.freeze([
   },
   // The consoles of a node pointing at this key manager (console-clients.ts, docs/portal.md "Server roles").
   {
-    method: 'POST', path: '/console-clients', tenancy: 'super',
+    method: 'POST',
+    path: '/console-clients',
+    tenancy: 'super',
     async handle(c) {
       const b = await readJson(c.req);
       const origins = { http: origin(b.http, 'http'), https: origin(b.https, 'https') };
-      if (origins.http === undefined && origins.https === undefined) throw new OAuthError('invalid_request', 'http or https (the consoles\' origin) is required');
+      if (origins.http === undefined && origins.https === undefined)
+        throw new OAuthError('invalid_request', "http or https (the consoles' origin) is required");
       const clients = await registerConsoleClients(c.m, c.ctx.store, c.ctx.oauth.settings.adminUser, origins);
       for (const x of clients) c.ctx.firstParty.add(x.consumerKey);
       c.ctx.logger.log('info', 'console_clients_registered', { origins: clients.map((x) => x.origin), by: c.caller.username });
@@ -305,18 +488,30 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = Object.freeze([
     },
   },
   {
-    method: 'POST', path: '/console-clients/{consumerKey}', tenancy: 'super',
+    method: 'POST',
+    path: '/console-clients/{consumerKey}',
+    tenancy: 'super',
     async handle(c) {
       // A console asks again (before each sign-in): this key manager may have restarted since it registered.
       const id = c.params[0] as string;
-      if (!(await isConsoleClient(c.ctx.store, c.ctx.oauth.settings.adminUser, id))) throw new OAuthError('not_found', `no console client ${id}`);
+      if (!(await isConsoleClient(c.ctx.store, c.ctx.oauth.settings.adminUser, id)))
+        throw new OAuthError('not_found', `no console client ${id}`);
       c.ctx.firstParty.add(id);
       return sendJson(c.res, 200, { consumerKey: id, firstParty: true });
     },
   },
-  { method: 'GET', path: '/api-files', tenancy: 'super', when: (ctx) => ctx.apiFiles !== undefined, handle: async (c) => sendJson(c.res, 200, { list: c.ctx.apiFiles?.listFiles() ?? [] }) },
   {
-    method: 'GET', path: '/api-files/{id}', tenancy: 'super', when: (ctx) => ctx.apiFiles !== undefined,
+    method: 'GET',
+    path: '/api-files',
+    tenancy: 'super',
+    when: (ctx) => ctx.apiFiles !== undefined,
+    handle: async (c) => sendJson(c.res, 200, { list: c.ctx.apiFiles?.listFiles() ?? [] }),
+  },
+  {
+    method: 'GET',
+    path: '/api-files/{id}',
+    tenancy: 'super',
+    when: (ctx) => ctx.apiFiles !== undefined,
     async handle(c) {
       const f = c.ctx.apiFiles?.readFile(c.params[0] as string);
       if (f === undefined) throw new OAuthError('not_found', `no API file ${c.params[0] ?? ''}`);
@@ -324,7 +519,10 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = Object.freeze([
     },
   },
   {
-    method: 'PUT', path: '/api-files/{id}', tenancy: 'super', when: (ctx) => ctx.apiFiles !== undefined,
+    method: 'PUT',
+    path: '/api-files/{id}',
+    tenancy: 'super',
+    when: (ctx) => ctx.apiFiles !== undefined,
     async handle(c) {
       const b = await readJson(c.req);
       const r = await (c.ctx.apiFiles as ApiFileService).writeFile(c.params[0] as string, need(b.text, 'text'), b.create === true);
@@ -334,7 +532,10 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = Object.freeze([
     },
   },
   {
-    method: 'POST', path: '/api-files/{id}/lifecycle', tenancy: 'super', when: (ctx) => ctx.apiFiles !== undefined,
+    method: 'POST',
+    path: '/api-files/{id}/lifecycle',
+    tenancy: 'super',
+    when: (ctx) => ctx.apiFiles !== undefined,
     async handle(c) {
       const b = await readJson(c.req);
       const to = need(b.state, 'state');
@@ -347,7 +548,15 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = Object.freeze([
         const executor = await w.executorOf(tenant, 'AM_API_STATE');
         if (executor !== 'simple') {
           const from = /^\s*state\s*=\s*"([^"]*)"/m.exec(file.text)?.[1] ?? (file.id.startsWith('created:') ? 'CREATED' : 'PUBLISHED');
-          const workflow = await w.start({ type: 'AM_API_STATE', tenant, requester: c.caller.username, entity: file.id, description: `API file ${file.id} (${context}): ${from} → ${to}`, attributes: { from, to }, executor });
+          const workflow = await w.start({
+            type: 'AM_API_STATE',
+            tenant,
+            requester: c.caller.username,
+            entity: file.id,
+            description: `API file ${file.id} (${context}): ${from} → ${to}`,
+            attributes: { from, to },
+            executor,
+          });
           return sendJson(c.res, 202, { id: file.id, from, to, workflow });
         }
       }
@@ -360,10 +569,20 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = Object.freeze([
   { method: 'GET', path: '/snapshot', tenancy: 'super', handle: async (c) => sendJson(c.res, 200, await c.m.snapshot()) },
   // What gateway-workers deploy (docs/scale-out.md): `?labels=A,B` keeps the APIs sharing one of them.
   {
-    method: 'GET', path: '/deployments', tenancy: 'super', when: (ctx) => ctx.deployments !== undefined,
+    method: 'GET',
+    path: '/deployments',
+    tenancy: 'super',
+    when: (ctx) => ctx.deployments !== undefined,
     async handle(c) {
       const l = c.query.get('labels');
-      const d = (c.ctx.deployments as NonNullable<RouteContext['deployments']>)(l === null ? undefined : l.split(',').map((x) => x.trim()).filter((x) => x !== ''));
+      const d = (c.ctx.deployments as NonNullable<RouteContext['deployments']>)(
+        l === null
+          ? undefined
+          : l
+              .split(',')
+              .map((x) => x.trim())
+              .filter((x) => x !== ''),
+      );
       // The version is the ETag: a gateway-worker checking that it runs the same set gets 304 and no body
       // (RFC 9110 §13.1.2); lib/scale/deployment-check.ts.
       const etag = d.version !== undefined ? `"${d.version}"` : undefined;
@@ -375,51 +594,102 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = Object.freeze([
       return sendJson(c.res, 200, d, etag !== undefined ? { ETag: etag } : {});
     },
   },
-  { method: 'GET', path: '/revocations', tenancy: 'super', handle: async (c) => sendJson(c.res, 200, { list: await c.ctx.store.listRevoked(Date.now()) }) },
+  {
+    method: 'GET',
+    path: '/revocations',
+    tenancy: 'super',
+    handle: async (c) => sendJson(c.res, 200, { list: await c.ctx.store.listRevoked(Date.now()) }),
+  },
   // Workflow tasks and executors (docs/workflows.md): a tenant admin's own tenant's, the super admin's every tenant's.
   {
-    method: 'GET', path: '/tasks', tenancy: 'tenant',
+    method: 'GET',
+    path: '/tasks',
+    tenancy: 'tenant',
     async handle(c) {
       const tenant = taskTenant(c);
       const type = c.query.get('type') ?? undefined;
       const st = c.query.get('status') ?? undefined;
-      if (st !== undefined && st !== 'CREATED' && st !== 'APPROVED' && st !== 'REJECTED') throw new OAuthError('invalid_request', 'status must be CREATED, APPROVED or REJECTED');
-      const list = await workflowsOf(c.ctx).list({ ...(tenant !== undefined ? { tenant } : {}), ...(type !== undefined ? { type } : {}), ...(st !== undefined ? { pending: st === 'CREATED' } : {}) });
+      if (st !== undefined && st !== 'CREATED' && st !== 'APPROVED' && st !== 'REJECTED')
+        throw new OAuthError('invalid_request', 'status must be CREATED, APPROVED or REJECTED');
+      const list = await workflowsOf(c.ctx).list({
+        ...(tenant !== undefined ? { tenant } : {}),
+        ...(type !== undefined ? { type } : {}),
+        ...(st !== undefined ? { pending: st === 'CREATED' } : {}),
+      });
       return sendJson(c.res, 200, { list: st === undefined || st === 'CREATED' ? list : list.filter((x) => x.status === st) });
     },
   },
-  { method: 'GET', path: '/tasks/{id}', tenancy: 'tenant', handle: async (c) => sendJson(c.res, 200, await workflowsOf(c.ctx).get(c.params[0] as string, taskTenant(c))) },
+  {
+    method: 'GET',
+    path: '/tasks/{id}',
+    tenancy: 'tenant',
+    handle: async (c) => sendJson(c.res, 200, await workflowsOf(c.ctx).get(c.params[0] as string, taskTenant(c))),
+  },
   { method: 'POST', path: '/tasks/{id}/approve', tenancy: 'tenant', handle: (c) => decideTask(c, 'APPROVED') },
   { method: 'POST', path: '/tasks/{id}/reject', tenancy: 'tenant', handle: (c) => decideTask(c, 'REJECTED') },
-  { method: 'POST', path: '/tasks/{id}/retry', tenancy: 'tenant', handle: async (c) => sendJson(c.res, 200, await workflowsOf(c.ctx).retry(c.params[0] as string, taskTenant(c))) },
-  { method: 'GET', path: '/workflow-executors', tenancy: 'tenant', handle: async (c) => sendJson(c.res, 200, { tenant: c.caller.tenant, executors: await workflowsOf(c.ctx).executors(c.caller.tenant) }) },
   {
-    method: 'PUT', path: '/workflow-executors/{type}', tenancy: 'tenant',
+    method: 'POST',
+    path: '/tasks/{id}/retry',
+    tenancy: 'tenant',
+    handle: async (c) => sendJson(c.res, 200, await workflowsOf(c.ctx).retry(c.params[0] as string, taskTenant(c))),
+  },
+  {
+    method: 'GET',
+    path: '/workflow-executors',
+    tenancy: 'tenant',
+    handle: async (c) => sendJson(c.res, 200, { tenant: c.caller.tenant, executors: await workflowsOf(c.ctx).executors(c.caller.tenant) }),
+  },
+  {
+    method: 'PUT',
+    path: '/workflow-executors/{type}',
+    tenancy: 'tenant',
     async handle(c) {
       const b = await readJson(c.req);
       const w = workflowsOf(c.ctx);
       await w.setExecutor(c.caller.tenant, c.params[0], b.executor).catch((err: unknown) => {
-        throw err instanceof WorkflowError && err.code === 'WORKFLOW_ENGINE_DISABLED' ? new OAuthError('invalid_request', `${err.code}: ${err.message}`) : err;
+        throw err instanceof WorkflowError && err.code === 'WORKFLOW_ENGINE_DISABLED'
+          ? new OAuthError('invalid_request', `${err.code}: ${err.message}`)
+          : err;
       });
       return sendJson(c.res, 200, { tenant: c.caller.tenant, executors: await w.executors(c.caller.tenant) });
     },
   },
   // Tenants (docs/tenants.md): the super tenant's admins only.
-  { method: 'GET', path: '/tenants', tenancy: 'super', handle: async (c) => sendJson(c.res, 200, { list: tenantsOf(c.ctx).list().map(tenantView) }) },
   {
-    method: 'POST', path: '/tenants', tenancy: 'super',
+    method: 'GET',
+    path: '/tenants',
+    tenancy: 'super',
+    handle: async (c) => sendJson(c.res, 200, { list: tenantsOf(c.ctx).list().map(tenantView) }),
+  },
+  {
+    method: 'POST',
+    path: '/tenants',
+    tenancy: 'super',
     async handle(c) {
       const b = await readJson(c.req);
-      const input = { domain: need(b.domain, 'domain'), admin: need(b.admin, 'admin'), password: need(b.password, 'password'), ...(str(b.package) !== undefined ? { package: str(b.package) as string } : {}) };
+      const input = {
+        domain: need(b.domain, 'domain'),
+        admin: need(b.admin, 'admin'),
+        password: need(b.password, 'password'),
+        ...(str(b.package) !== undefined ? { package: str(b.package) as string } : {}),
+      };
       if (b.package !== undefined && typeof b.package !== 'string') throw new OAuthError('invalid_request', 'package must be a string');
       checkNewUser({ username: input.admin, password: input.password }, c.ctx.userRules);
       const t = await tenantsOf(c.ctx).add(input).catch(tenantRefusal);
-      c.ctx.logger.log('info', 'tenant_added', { domain: t.domain, admin: t.admin, package: t.package, active: t.active, by: c.caller.username });
+      c.ctx.logger.log('info', 'tenant_added', {
+        domain: t.domain,
+        admin: t.admin,
+        package: t.package,
+        active: t.active,
+        by: c.caller.username,
+      });
       return sendJson(c.res, 201, tenantView(t));
     },
   },
   {
-    method: 'GET', path: '/tenants/{domain}', tenancy: 'super',
+    method: 'GET',
+    path: '/tenants/{domain}',
+    tenancy: 'super',
     async handle(c) {
       const t = tenantsOf(c.ctx).get(c.params[0] as string);
       if (t === undefined) throw new OAuthError('not_found', `TENANT_NOT_FOUND: no tenant ${c.params[0] ?? ''}`);
@@ -433,7 +703,11 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = Object.freeze([
 const SEGMENTS = ADMIN_ROUTES.map((r) => r.path.split('/').filter((x) => x !== ''));
 
 /** The route for a method and path's segments, with its bound segments; undefined when none matches. */
-export function matchAdminRoute(ctx: RouteContext, method: string, parts: readonly string[]): { route: AdminRoute; params: string[] } | undefined {
+export function matchAdminRoute(
+  ctx: RouteContext,
+  method: string,
+  parts: readonly string[],
+): { route: AdminRoute; params: string[] } | undefined {
   for (let i = 0; i < ADMIN_ROUTES.length; i++) {
     const r = ADMIN_ROUTES[i] as AdminRoute;
     const segs = SEGMENTS[i] as string[];
@@ -450,15 +724,42 @@ export function matchAdminRoute(ctx: RouteContext, method: string, parts: readon
   return undefined;
 }
 
-export async function handleAdmin(ctx: RouteContext, req: http.IncomingMessage, res: http.ServerResponse, path: string, query: URLSearchParams, caller: AdminCaller): Promise<void> {
+export async function handleAdmin(
+  ctx: RouteContext,
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+  path: string,
+  query: URLSearchParams,
+  caller: AdminCaller,
+): Promise<void> {
   const method = req.method ?? 'GET';
-  const parts = path.split('/').filter((s) => s !== '').map((s) => decodeURIComponent(s));
+  const parts = path
+    .split('/')
+    .filter((s) => s !== '')
+    .map((s) => decodeURIComponent(s));
   const found = matchAdminRoute(ctx, method, parts);
   if (found === undefined) throw new OAuthError('not_found', `no admin resource ${method} /admin/v1${path}`);
   const { route, params } = found;
   // A tenant's admin is its tenant's super admin and nothing more (docs/tenants.md, "Admins").
-  if (route.tenancy === 'super' && caller.tenant !== SUPER_TENANT) throw new OAuthError('access_denied', `${method} /admin/v1${route.path} is for the super tenant's admins; ${caller.username} is an admin of tenant ${caller.tenant}`);
+  if (route.tenancy === 'super' && caller.tenant !== SUPER_TENANT)
+    throw new OAuthError(
+      'access_denied',
+      `${method} /admin/v1${route.path} is for the super tenant's admins; ${caller.username} is an admin of tenant ${caller.tenant}`,
+    );
   const scoped = route.tenancy === 'tenant' && ctx.manager.tenants?.any === true;
   const m = scoped ? ctx.manager.forTenant(caller.tenant) : ctx.manager;
   return route.handle({ ctx, req, res, params, query, caller, m, owner: query.get('owner') ?? undefined });
+}
+
+/**
+ * Refuses (409 with AdminKeptError's code, lib/keymanager/http.ts) a change that would leave the node
+ * without an admin it relies on: the caller's own account, the super admin, a tenant's admin
+ * (docs/admin-api.md, users). A user the caller cannot see is left to the route's own 404.
+ */
+async function keepAdmin(c: AdminCall, name: string, what: string): Promise<void> {
+  if ((await c.m.findUser(name)) === undefined) return;
+  if (name === c.caller.username) throw new AdminKeptError('USER_IS_CALLER', `${name} is the caller: ${what}`);
+  if (name === c.ctx.oauth.settings.adminUser) throw new AdminKeptError('USER_IS_SUPER_ADMIN', `${name} is the super admin: ${what}`);
+  const tenant = c.ctx.tenants?.list().find((x) => x.admin === name);
+  if (tenant !== undefined) throw new AdminKeptError('USER_IS_TENANT_ADMIN', `${name} is the admin of tenant ${tenant.domain}: ${what}`);
 }

@@ -19,13 +19,17 @@ import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import type * as http from 'node:http';
 import { digest, randomToken } from '../store/passwords';
 import type { LoginGuard } from './lockout';
-import { UserStoreError, type Identity, type UserStore } from '../store/users';
+import { SignInHeldError, UserStoreError, type Identity, type UserStore } from '../store/users';
 import { OAuthError } from './errors';
 import type { RouteContext } from './http';
 import { consentPage, errorPage, formPageHeaders, sendPage, sendStyle, signInPage, STYLE_PATH } from './signin-page';
+import { clientDisplayName } from './console-clients';
+import { ThroughwayError } from '../errors';
 
 /** A scope a deployed API declares: a bare name (no roles, API unknown), or with roles and its API. */
-export type ApiScope = string | { readonly name: string; readonly roles: readonly string[]; readonly api?: { readonly context: string; readonly version: string } };
+export type ApiScope =
+  | string
+  | { readonly name: string; readonly roles: readonly string[]; readonly api?: { readonly context: string; readonly version: string } };
 
 /** RFC 6749 §4.1.2: a code lives at most 10 minutes; one minute is plenty for a redirect. */
 export const CODE_TTL = 60_000;
@@ -91,7 +95,11 @@ export class AuthorizationCodes {
 
   addPending(p: Omit<Pending, 'id' | 'csrf' | 'expiresAt'>, now: number): Pending {
     sweep(this.pending, now);
-    if (this.pending.size >= MAX_ENTRIES) throw new OAuthError('server_error', 'too many sign-ins in progress; try again shortly', { status: 503, headers: { 'Retry-After': '60' } });
+    if (this.pending.size >= MAX_ENTRIES)
+      throw new OAuthError('server_error', 'too many sign-ins in progress; try again shortly', {
+        status: 503,
+        headers: { 'Retry-After': '60' },
+      });
     const rec: Pending = { ...p, id: randomUUID(), csrf: randomToken(), expiresAt: now + PENDING_TTL };
     this.pending.set(rec.id, rec);
     return rec;
@@ -111,7 +119,11 @@ export class AuthorizationCodes {
   addCode(p: Pending, user: { username: string; scope: string; authTime: number }, now: number): string {
     // A used code is kept CODE_TTL longer than its life, so a late replay still revokes what it issued.
     sweep(this.codes, now, CODE_TTL);
-    if (this.codes.size >= MAX_ENTRIES) throw new OAuthError('server_error', 'too many authorization codes outstanding; try again shortly', { status: 503, headers: { 'Retry-After': '60' } });
+    if (this.codes.size >= MAX_ENTRIES)
+      throw new OAuthError('server_error', 'too many authorization codes outstanding; try again shortly', {
+        status: 503,
+        headers: { 'Retry-After': '60' },
+      });
     const code = randomToken();
     this.codes.set(digest(code), {
       clientId: p.clientId,
@@ -133,10 +145,14 @@ export class AuthorizationCodes {
    * The token request's code (RFC 6749 §4.1.3, RFC 7636 §4.6): bound to the client, the redirect URI and
    * the verifier; single use. A code presented again answers `reused` with what it issued.
    */
-  redeem(r: { code: string; clientId: string; redirectUri: string | undefined; verifier: string | undefined }, now: number): { record: CodeRecord; key: string; reused?: undefined } | { reused: IssuedByCode } {
+  redeem(
+    r: { code: string; clientId: string; redirectUri: string | undefined; verifier: string | undefined },
+    now: number,
+  ): { record: CodeRecord; key: string; reused?: undefined } | { reused: IssuedByCode } {
     const key = digest(r.code);
     const rec = this.codes.get(key);
-    if (rec === undefined || rec.clientId !== r.clientId) throw new OAuthError('invalid_grant', 'unknown or expired authorization code, or issued to another client');
+    if (rec === undefined || rec.clientId !== r.clientId)
+      throw new OAuthError('invalid_grant', 'unknown or expired authorization code, or issued to another client');
     if (rec.used) {
       if (rec.issued !== undefined) return { reused: rec.issued };
       throw new OAuthError('invalid_grant', 'the authorization code was already used');
@@ -145,12 +161,15 @@ export class AuthorizationCodes {
     if ((rec.redirectGiven || r.redirectUri !== undefined) && r.redirectUri !== rec.redirectUri) {
       throw new OAuthError('invalid_grant', 'redirect_uri differs from the one of the authorization request (RFC 6749 §4.1.3)');
     }
-    if (r.verifier === undefined) throw new OAuthError('invalid_grant', 'code_verifier is required: the authorization request used PKCE (RFC 7636 §4.5)');
-    if (!VERIFIER.test(r.verifier)) throw new OAuthError('invalid_grant', 'code_verifier must be 43 to 128 unreserved characters (RFC 7636 §4.1)');
+    if (r.verifier === undefined)
+      throw new OAuthError('invalid_grant', 'code_verifier is required: the authorization request used PKCE (RFC 7636 §4.5)');
+    if (!VERIFIER.test(r.verifier))
+      throw new OAuthError('invalid_grant', 'code_verifier must be 43 to 128 unreserved characters (RFC 7636 §4.1)');
     const derived = rec.method === 'S256' ? createHash('sha256').update(r.verifier, 'ascii').digest('base64url') : r.verifier;
     const a = Buffer.from(derived);
     const b = Buffer.from(rec.challenge);
-    if (a.length !== b.length || !timingSafeEqual(a, b)) throw new OAuthError('invalid_grant', 'code_verifier does not match the code_challenge (RFC 7636 §4.6)');
+    if (a.length !== b.length || !timingSafeEqual(a, b))
+      throw new OAuthError('invalid_grant', 'code_verifier does not match the code_challenge (RFC 7636 §4.6)');
     rec.used = true;
     return { record: rec, key };
   }
@@ -168,10 +187,21 @@ export class AuthorizationCodes {
  * address rejects with a 429 OAuthError). The guard is the only limit: a new pending authorization does
  * not restart the count.
  */
-export async function checkPassword(users: UserStore, username: string, password: string, clientAddress: string | undefined, guard?: LoginGuard): Promise<Identity | undefined> {
+export async function checkPassword(
+  users: UserStore,
+  username: string,
+  password: string,
+  clientAddress: string | undefined,
+  guard?: LoginGuard,
+): Promise<Identity | undefined> {
   if (guard === undefined) return users.authenticate(username, password);
   let user: Identity | undefined;
-  const ok = await guard.attempt('signin', username, clientAddress ?? '', async () => (user = await users.authenticate(username, password)) !== undefined);
+  const ok = await guard.attempt(
+    'signin',
+    username,
+    clientAddress ?? '',
+    async () => (user = await users.authenticate(username, password)) !== undefined,
+  );
   return ok ? user : undefined;
 }
 
@@ -183,16 +213,32 @@ function single(q: URLSearchParams, name: string): string | undefined {
 }
 
 /** An error of the authorization request reported to the client at its redirect URI (RFC 6749 §4.1.2.1). */
-class RedirectError extends Error {
-  constructor(readonly error: string, description: string) {
+class RedirectError extends ThroughwayError {
+  /** Caught by the authorize endpoint and sent to the client's redirect URI as `error` (never leaves the key manager as a throw). */
+  readonly code = 'OAUTH_AUTHORIZE_REDIRECT';
+  constructor(
+    readonly error: string,
+    description: string,
+  ) {
     super(description);
   }
 }
 
-function redirect(res: http.ServerResponse, uri: string, params: Record<string, string | undefined>, headers: Record<string, string | string[]> = {}): void {
+function redirect(
+  res: http.ServerResponse,
+  uri: string,
+  params: Record<string, string | undefined>,
+  headers: Record<string, string | string[]> = {},
+): void {
   const u = new URL(uri);
   for (const [k, v] of Object.entries(params)) if (v !== undefined) u.searchParams.append(k, v);
-  res.writeHead(302, { Location: u.toString(), 'Content-Length': 0, 'Cache-Control': 'no-store', 'Referrer-Policy': 'no-referrer', ...headers });
+  res.writeHead(302, {
+    Location: u.toString(),
+    'Content-Length': 0,
+    'Cache-Control': 'no-store',
+    'Referrer-Policy': 'no-referrer',
+    ...headers,
+  });
   res.end();
 }
 
@@ -249,24 +295,55 @@ async function start(ctx: RouteContext, req: http.IncomingMessage, res: http.Ser
       state = undefined;
       throw new RedirectError('invalid_request', `state is longer than ${MAX_PARAM} characters`);
     }
-    if (!s.grants.authorization_code) throw new RedirectError('unsupported_response_type', 'the authorization_code grant is disabled by [oauth.grant_type.authorization_code] enable = false');
+    if (!s.grants.authorization_code)
+      throw new RedirectError(
+        'unsupported_response_type',
+        'the authorization_code grant is disabled by [oauth.grant_type.authorization_code] enable = false',
+      );
     if (single(q, 'response_type') !== 'code') throw new RedirectError('unsupported_response_type', 'response_type must be code');
-    if (client.grantTypes.length > 0 && !client.grantTypes.includes('authorization_code')) throw new RedirectError('unauthorized_client', 'this client may not use the authorization_code grant');
+    if (client.grantTypes.length > 0 && !client.grantTypes.includes('authorization_code'))
+      throw new RedirectError('unauthorized_client', 'this client may not use the authorization_code grant');
     const challenge = single(q, 'code_challenge');
     if (challenge === undefined) throw new RedirectError('invalid_request', 'code_challenge is required (PKCE, RFC 7636)');
     // RFC 7636 §4.3: without a method the challenge is plain.
     const method = single(q, 'code_challenge_method') ?? 'plain';
-    if (method !== 'S256' && method !== 'plain') throw new RedirectError('invalid_request', `code_challenge_method ${method} is not supported; use S256`);
-    if (method === 'plain' && !s.pkcePlain) throw new RedirectError('invalid_request', 'code_challenge_method plain is refused; use S256 ([throughway.key_manager] pkce_allow_plain)');
-    if (method === 'S256' ? !/^[A-Za-z0-9_-]{43}$/.test(challenge) : !VERIFIER.test(challenge)) throw new RedirectError('invalid_request', 'malformed code_challenge (RFC 7636 §4.2)');
+    if (method !== 'S256' && method !== 'plain')
+      throw new RedirectError('invalid_request', `code_challenge_method ${method} is not supported; use S256`);
+    if (method === 'plain' && !s.pkcePlain)
+      throw new RedirectError(
+        'invalid_request',
+        'code_challenge_method plain is refused; use S256 ([throughway.key_manager] pkce_allow_plain)',
+      );
+    if (method === 'S256' ? !/^[A-Za-z0-9_-]{43}$/.test(challenge) : !VERIFIER.test(challenge))
+      throw new RedirectError('invalid_request', 'malformed code_challenge (RFC 7636 §4.2)');
     const nonce = single(q, 'nonce');
-    if (nonce !== undefined && nonce.length > MAX_PARAM) throw new RedirectError('invalid_request', `nonce is longer than ${MAX_PARAM} characters`);
+    if (nonce !== undefined && nonce.length > MAX_PARAM)
+      throw new RedirectError('invalid_request', `nonce is longer than ${MAX_PARAM} characters`);
     const scope = single(q, 'scope');
-    if (scope !== undefined && (scope.length > 2048 || !/^[\x21\x23-\x5B\x5D-\x7E ]*$/.test(scope))) throw new RedirectError('invalid_scope', 'malformed scope (RFC 6749 §3.3)');
+    if (scope !== undefined && (scope.length > 2048 || !/^[\x21\x23-\x5B\x5D-\x7E ]*$/.test(scope)))
+      throw new RedirectError('invalid_scope', 'malformed scope (RFC 6749 §3.3)');
     const app = await ctx.store.getApplication(client.applicationId);
-    if (app === undefined) throw new RedirectError('unauthorized_client', 'the client\'s application was deleted');
-    const p = ctx.oauth.codes.addPending({ clientId: client.consumerKey, applicationId: app.id, clientName: app.name, redirectUri, redirectGiven: given !== undefined, scope, state, nonce, challenge, method }, Date.now());
-    sendPage(res, 200, signInPage({ clientName: app.name, authz: p.id, csrf: p.csrf }), { ...formPageHeaders(redirectUri), 'Set-Cookie': setCookie(req, p.id, PENDING_TTL / 1000) });
+    if (app === undefined) throw new RedirectError('unauthorized_client', "the client's application was deleted");
+    const clientName = clientDisplayName(app, ctx.oauth.settings.adminUser, redirectUri);
+    const p = ctx.oauth.codes.addPending(
+      {
+        clientId: client.consumerKey,
+        applicationId: app.id,
+        clientName,
+        redirectUri,
+        redirectGiven: given !== undefined,
+        scope,
+        state,
+        nonce,
+        challenge,
+        method,
+      },
+      Date.now(),
+    );
+    sendPage(res, 200, signInPage({ clientName, authz: p.id, csrf: p.csrf }), {
+      ...formPageHeaders(redirectUri),
+      'Set-Cookie': setCookie(req, p.id, PENDING_TTL / 1000),
+    });
   } catch (err) {
     if (!(err instanceof RedirectError)) throw err;
     redirect(res, redirectUri, { error: err.error, error_description: err.message, state, iss: s.issuer });
@@ -292,7 +369,14 @@ async function step(ctx: RouteContext, req: http.IncomingMessage, res: http.Serv
   const cookie = cookieOf(req);
   if (cookie === undefined || cookie !== p.id || !safeEqual(form.get('csrf') ?? '', p.csrf)) {
     ctx.logger.log('warn', 'authorize_csrf_refused', { client_id: p.clientId, cookie: cookie !== undefined });
-    sendPage(res, 403, errorPage('Request refused', 'The form was not posted from this sign-in page (missing or wrong CSRF token). Start again from the application.'));
+    sendPage(
+      res,
+      403,
+      errorPage(
+        'Request refused',
+        'The form was not posted from this sign-in page (missing or wrong CSRF token). Start again from the application.',
+      ),
+    );
     return;
   }
   const s = ctx.oauth.settings;
@@ -307,23 +391,59 @@ async function step(ctx: RouteContext, req: http.IncomingMessage, res: http.Serv
     const address = req.socket.remoteAddress;
     let user: Identity | undefined;
     try {
-      user = username === '' || username.length > 255 || password.length > 1024 ? undefined : await checkPassword(ctx.oauth.users, username, password, address, ctx.guard);
+      user =
+        username === '' || username.length > 255 || password.length > 1024
+          ? undefined
+          : await checkPassword(ctx.oauth.users, username, password, address, ctx.guard);
     } catch (err) {
       // The user store cannot answer (lib/store/ldap.ts): a page saying so, not counted as a wrong password.
       if (err instanceof UserStoreError && err.code === 'USER_STORE_UNAVAILABLE') {
         ctx.logger.log('error', 'user_store_unavailable', { path: '/oauth2/authorize', code: err.code, message: err.message });
-        sendPage(res, 503, errorPage('Sign-in unavailable', 'The user store cannot be reached; try again in a moment.'), { 'Retry-After': '5' });
+        sendPage(res, 503, errorPage('Sign-in unavailable', 'The user store cannot be reached; try again in a moment.'), {
+          'Retry-After': '5',
+        });
+        return;
+      }
+      // The right password of a signed-up account not yet approved or confirmed: the page says why (docs/self-service.md).
+      if (err instanceof SignInHeldError) {
+        ctx.logger.log('info', 'sign_in_held', { client_id: p.clientId, code: err.code, address });
+        sendPage(
+          res,
+          403,
+          signInPage({ clientName: p.clientName, authz: p.id, csrf: p.csrf, username, error: err.message }),
+          formPageHeaders(p.redirectUri),
+        );
         return;
       }
       // Locked by the login guard: the page again, with the time left (Retry-After).
       if (!(err instanceof OAuthError && err.status === 429)) throw err;
       const retry = err.headers['Retry-After'] ?? '60';
-      sendPage(res, 429, signInPage({ clientName: p.clientName, authz: p.id, csrf: p.csrf, username, error: `Too many failed sign-ins from this address: try again in ${retry} s.` }), { ...formPageHeaders(p.redirectUri), 'Retry-After': retry });
+      sendPage(
+        res,
+        429,
+        signInPage({
+          clientName: p.clientName,
+          authz: p.id,
+          csrf: p.csrf,
+          username,
+          error: `Too many failed sign-ins from this address: try again in ${retry} s.`,
+        }),
+        { ...formPageHeaders(p.redirectUri), 'Retry-After': retry },
+      );
       return;
     }
     if (user === undefined) {
-      ctx.logger.log('warn', 'sign_in_failed', { client_id: p.clientId, username: username.slice(0, 255).replace(/[\u0000-\u001f\u007f]/g, '?'), address });
-      sendPage(res, 401, signInPage({ clientName: p.clientName, authz: p.id, csrf: p.csrf, username, error: 'Wrong username or password.' }), formPageHeaders(p.redirectUri));
+      ctx.logger.log('warn', 'sign_in_failed', {
+        client_id: p.clientId,
+        username: username.slice(0, 255).replace(/[\u0000-\u001f\u007f]/g, '?'),
+        address,
+      });
+      sendPage(
+        res,
+        401,
+        signInPage({ clientName: p.clientName, authz: p.id, csrf: p.csrf, username, error: 'Wrong username or password.' }),
+        formPageHeaders(p.redirectUri),
+      );
       return;
     }
     const scope = await ctx.oauth.resolveScope(p.scope, { roles: user.roles, applicationId: p.applicationId });
@@ -336,7 +456,18 @@ async function step(ctx: RouteContext, req: http.IncomingMessage, res: http.Serv
       back({ code });
       return;
     }
-    sendPage(res, 200, consentPage({ clientName: p.clientName, username: user.username, scopes: scope === 'default' ? [] : scope.split(' '), authz: p.id, csrf: p.csrf }), formPageHeaders(p.redirectUri));
+    sendPage(
+      res,
+      200,
+      consentPage({
+        clientName: p.clientName,
+        username: user.username,
+        scopes: scope === 'default' ? [] : scope.split(' '),
+        authz: p.id,
+        csrf: p.csrf,
+      }),
+      formPageHeaders(p.redirectUri),
+    );
     return;
   }
   if (p.user === undefined || (action !== 'allow' && action !== 'deny')) {
@@ -353,7 +484,14 @@ async function step(ctx: RouteContext, req: http.IncomingMessage, res: http.Serv
 }
 
 /** /oauth2/authorize (GET: a request; POST: the page's forms) and its stylesheet. */
-export async function handleAuthorize(ctx: RouteContext, req: http.IncomingMessage, res: http.ServerResponse, p: string, url: URL, body: Buffer | undefined): Promise<void> {
+export async function handleAuthorize(
+  ctx: RouteContext,
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+  p: string,
+  url: URL,
+  body: Buffer | undefined,
+): Promise<void> {
   const method = req.method ?? 'GET';
   if (p === STYLE_PATH && method === 'GET') {
     sendStyle(res);
@@ -375,7 +513,8 @@ export async function handleUserinfo(ctx: RouteContext, req: http.IncomingMessag
   if (m === null) return invalid('invalid_token', 'a bearer access token is required (RFC 6750 §2.1)');
   const claims = await ctx.oauth.verifyAccessToken(m[1] as string);
   if (claims === undefined) return invalid('invalid_token', 'the access token is invalid, expired or revoked');
-  if (!claims.scope.split(' ').includes('openid') || claims.aut !== 'APPLICATION_USER') return invalid('insufficient_scope', 'userinfo needs a user access token with the openid scope');
+  if (!claims.scope.split(' ').includes('openid') || claims.aut !== 'APPLICATION_USER')
+    return invalid('insufficient_scope', 'userinfo needs a user access token with the openid scope');
   const sub = String(claims.sub);
   const user = await ctx.oauth.users.lookup(sub);
   const body: Record<string, unknown> = { sub };
@@ -384,6 +523,10 @@ export async function handleUserinfo(ctx: RouteContext, req: http.IncomingMessag
     body.roles = user.roles;
   }
   const text = JSON.stringify(body);
-  res.writeHead(200, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(text), 'Cache-Control': 'no-store' });
+  res.writeHead(200, {
+    'Content-Type': 'application/json; charset=utf-8',
+    'Content-Length': Buffer.byteLength(text),
+    'Cache-Control': 'no-store',
+  });
   res.end(text);
 }

@@ -13,16 +13,21 @@ import { ConfigInvalidError, formatDiagnostic } from '../config/diagnostics';
 import { createEventBus } from '../events/bus';
 import { openStore } from '../store/open';
 import { SUBSCRIPTION_STATES, type SubscriptionState } from '../store/types';
-import { isDirectory } from '../store/users';
+import { isDirectory, UserStoreError } from '../store/users';
 import { OAuthError } from './errors';
 import { signingKeystore } from './index';
 import { openKeyRing } from './keys';
+import { withoutInternalApps } from './console-clients';
 import { checkNewUser, CONTROL_CHARS, Manager, tenantRefusal } from './manage';
 import { Tenants, tenantSettings } from '../tenants';
 import { Workflows, workflowSettings } from '../workflows';
 import { silentLogger } from '../log';
+import { Mailer } from '../mail/outbox';
+import { mailSettings } from '../mail/settings';
 import { issueRegistrationToken, revokeRegistrationToken } from './registration';
 import { keyManagerSettings } from './settings';
+import { InternalError, UsageError } from '../errors';
+import { signUpEffect } from './signup-effect';
 
 export const ADMIN_USAGE = `Managing applications, keys, subscriptions and users:
   apps create NAME [--owner USER] [--tier TIER] [--description TEXT]
@@ -72,14 +77,37 @@ async function tenantPassword(io: Io): Promise<string> {
   if (fromEnv !== undefined && fromEnv !== '') return fromEnv;
   const text = io.stdin === undefined ? '' : await io.stdin();
   const line = text.split(/\r?\n/)[0] ?? '';
-  if (line === '') throw new UsageError(`tenants add needs the admin's password in ${TENANT_PASSWORD_ENV} or on standard input (never as an argument)`);
+  if (line === '')
+    throw new UsageError(`tenants add needs the admin's password in ${TENANT_PASSWORD_ENV} or on standard input (never as an argument)`);
   return line;
 }
 
 const FLAGS = new Set(['--sandbox', '--prod-only', '--json', '--invert']);
-const VALUED = new Set(['--config', '--url', '--admin-user', '--admin-password', '--admin', '--package', '--owner', '--tier', '--description', '--app', '--grant-types', '--callback', '--api', '--api-version', '--state', '--password', '--roles', '--sys', '--type', '--value', '--expires-in', '--status', '--comment']);
-
-class UsageError extends Error {}
+const VALUED = new Set([
+  '--config',
+  '--url',
+  '--admin-user',
+  '--admin-password',
+  '--admin',
+  '--package',
+  '--owner',
+  '--tier',
+  '--description',
+  '--app',
+  '--grant-types',
+  '--callback',
+  '--api',
+  '--api-version',
+  '--state',
+  '--password',
+  '--roles',
+  '--sys',
+  '--type',
+  '--value',
+  '--expires-in',
+  '--status',
+  '--comment',
+]);
 
 function parse(argv: readonly string[]): { words: string[]; opts: Map<string, string> } {
   const words: string[] = [];
@@ -116,6 +144,7 @@ function remoteOps(base: string, user: string, password: string): Ops {
       });
       const text = await r.text();
       const json = text === '' ? {} : (JSON.parse(text) as Record<string, unknown>);
+      // eslint-disable-next-line no-restricted-syntax -- the remote admin API's refusal, printed by this command's catch as it came
       if (!r.ok) throw new Error(`${r.status} ${String(json.error ?? '')}: ${String(json.error_description ?? text)}`);
       return json;
     },
@@ -135,10 +164,19 @@ async function localOps(configFile: string, cwd: string, io: Io): Promise<Ops> {
   const workflows = new Workflows(store, silentLogger, { ...workflowSettings(loaded.config), engineEnabled: false }, () => '');
   const m = new Manager(store, createEventBus(), undefined, tenants, undefined, workflows);
   m.registerWorkflowEffects(workflows);
+  // A decided sign-up removes or frees its account here too; its mail is stored in the outbox and tried from here (a node retries it).
+  const mailer = new Mailer({ store: store.selfService, settings: mailSettings(loaded.config), logger: silentLogger });
+  workflows.register('AM_USER_SIGNUP', signUpEffect({ store, logger: silentLogger, mail: (x) => mailer.send(x) }));
   const admin = loaded.config.super_admin.username;
   const q = (route: string): { parts: string[]; query: URLSearchParams } => {
     const u = new URL(route, 'http://x');
-    return { parts: u.pathname.split('/').filter((s) => s !== '').map(decodeURIComponent), query: u.searchParams };
+    return {
+      parts: u.pathname
+        .split('/')
+        .filter((s) => s !== '')
+        .map(decodeURIComponent),
+      query: u.searchParams,
+    };
   };
   return {
     async call(method, route, body = {}) {
@@ -150,61 +188,130 @@ async function localOps(configFile: string, cwd: string, io: Io): Promise<Ops> {
       if (c === 'tasks' && id === undefined && method === 'GET') {
         const type = query.get('type') ?? undefined;
         const st = query.get('status') ?? undefined;
-        const list = await workflows.list({ ...(type !== undefined ? { type } : {}), ...(st !== undefined ? { pending: st === 'CREATED' } : {}) });
+        const list = await workflows.list({
+          ...(type !== undefined ? { type } : {}),
+          ...(st !== undefined ? { pending: st === 'CREATED' } : {}),
+        });
         return { list: st === undefined || st === 'CREATED' ? list : list.filter((x) => x.status === st) };
       }
       if (c === 'tasks' && id !== undefined && (sub === 'approve' || sub === 'reject') && method === 'POST') {
         return workflows.decide(id, { status: sub === 'approve' ? 'APPROVED' : 'REJECTED', by: admin, comment: s('comment') ?? '' });
       }
-      if (c === 'applications' && id === undefined && method === 'GET') return { list: await m.listApplications(owner) };
-      if (c === 'applications' && id === undefined && method === 'POST') return m.createApplication({ name: s('name') ?? '', owner: s('owner') ?? admin, ...(s('tier') !== undefined ? { tier: s('tier') as string } : {}), ...(s('description') !== undefined ? { description: s('description') as string } : {}) });
+      if (c === 'applications' && id === undefined && method === 'GET')
+        return { list: withoutInternalApps(await m.listApplications(owner), admin) };
+      if (c === 'applications' && id === undefined && method === 'POST')
+        return m.createApplication({
+          name: s('name') ?? '',
+          owner: s('owner') ?? admin,
+          ...(s('tier') !== undefined ? { tier: s('tier') as string } : {}),
+          ...(s('description') !== undefined ? { description: s('description') as string } : {}),
+        });
       if (c === 'applications' && id !== undefined && sub === undefined && method === 'DELETE') return m.deleteApplication(id, owner);
       if (c === 'applications' && id !== undefined && sub === 'keys') {
-        return m.generateKeys(id, { keyType: body.keyType === 'SANDBOX' ? 'SANDBOX' : 'PRODUCTION', ...(Array.isArray(body.grantTypes) ? { grantTypes: body.grantTypes as string[] } : {}), ...(s('callbackUrl') !== undefined ? { callbackUrl: s('callbackUrl') as string } : {}), ...(owner !== undefined ? { owner } : {}) });
+        return m.generateKeys(id, {
+          keyType: body.keyType === 'SANDBOX' ? 'SANDBOX' : 'PRODUCTION',
+          ...(Array.isArray(body.grantTypes) ? { grantTypes: body.grantTypes as string[] } : {}),
+          ...(s('callbackUrl') !== undefined ? { callbackUrl: s('callbackUrl') as string } : {}),
+          ...(owner !== undefined ? { owner } : {}),
+        });
       }
       if (c === 'subscriptions' && method === 'GET') {
         const app = query.get('application') ?? undefined;
         const api = query.get('api') ?? undefined;
-        return { list: await m.listSubscriptions({ ...(app !== undefined ? { application: app } : {}), ...(api !== undefined ? { apiContext: api } : {}) }) };
+        return {
+          list: await m.listSubscriptions({
+            ...(app !== undefined ? { application: app } : {}),
+            ...(api !== undefined ? { apiContext: api } : {}),
+          }),
+        };
       }
       if (c === 'subscriptions' && method === 'POST') {
-        return m.addSubscription({ application: s('application') ?? '', apiContext: s('api') ?? '', apiVersion: s('version') ?? '', ...(s('tier') !== undefined ? { tier: s('tier') as string } : {}), ...(s('state') !== undefined ? { state: s('state') as SubscriptionState } : {}) });
+        return m.addSubscription({
+          application: s('application') ?? '',
+          apiContext: s('api') ?? '',
+          apiVersion: s('version') ?? '',
+          ...(s('tier') !== undefined ? { tier: s('tier') as string } : {}),
+          ...(s('state') !== undefined ? { state: s('state') as SubscriptionState } : {}),
+        });
       }
       if (c === 'subscriptions' && method === 'PATCH') {
-        return m.setSubscriptionState({ application: s('application') ?? '', apiContext: s('api') ?? '', ...(s('version') !== undefined ? { apiVersion: s('version') as string } : {}) }, s('state') as SubscriptionState);
+        return m.setSubscriptionState(
+          {
+            application: s('application') ?? '',
+            apiContext: s('api') ?? '',
+            ...(s('version') !== undefined ? { apiVersion: s('version') as string } : {}),
+          },
+          s('state') as SubscriptionState,
+        );
       }
       if (c === 'users' && method === 'GET') return { list: await m.listUsers() };
       if (c === 'blocking-conditions' && method === 'GET') return { list: await m.listBlockingConditions() };
-      if (c === 'blocking-conditions' && method === 'POST') return m.addBlockingCondition({ type: s('type') ?? '', value: s('value') ?? '', invert: body.invert === true });
+      if (c === 'blocking-conditions' && method === 'POST')
+        return m.addBlockingCondition({ type: s('type') ?? '', value: s('value') ?? '', invert: body.invert === true });
       if (c === 'blocking-conditions' && id !== undefined && method === 'DELETE') return m.removeBlockingCondition(id);
       if (c === 'registration-tokens' && method === 'POST') {
         const settings = keyManagerSettings(loaded.config, loaded.ports);
-        const keys = await openKeyRing(store, Math.max(settings.appTokenValidity, settings.userTokenValidity, settings.idTokenValidity) + settings.skew, signingKeystore(loaded.config));
-        return issueRegistrationToken(keys, settings.issuer, { issuedBy: admin, ...(s('owner') !== undefined ? { owner: s('owner') as string } : {}), ...(typeof body.expiresIn === 'number' ? { expiresIn: body.expiresIn } : {}) });
+        const keys = await openKeyRing(
+          store,
+          Math.max(settings.appTokenValidity, settings.userTokenValidity, settings.idTokenValidity) + settings.skew,
+          signingKeystore(loaded.config),
+        );
+        return issueRegistrationToken(keys, settings.issuer, {
+          issuedBy: admin,
+          ...(s('owner') !== undefined ? { owner: s('owner') as string } : {}),
+          ...(typeof body.expiresIn === 'number' ? { expiresIn: body.expiresIn } : {}),
+        });
       }
       if (c === 'registration-tokens' && id !== undefined && method === 'DELETE') {
         await revokeRegistrationToken(store, id);
         return { jti: id, revoked: true };
       }
       // The local mode opens the key manager's store only: a directory is written through a running node (docs/user-stores.md).
-      if (c === 'users' && method === 'POST' && isDirectory(loaded.config)) throw new Error(`[user_store] type = "${loaded.config.user_store.type}": users sign in against the directory; add them there, or with --url through a running node for read_write_ldap`);
-      if (c === 'users' && method === 'POST') return m.addUser({ username: s('username') ?? '', password: s('password') ?? '', ...(Array.isArray(body.roles) ? { roles: body.roles as string[] } : {}) }, rules);
-      throw new Error(`no operation ${method} ${route}`);
+      if (c === 'users' && method === 'POST' && isDirectory(loaded.config))
+        throw new UserStoreError(
+          'USER_STORE_CONFIG',
+
+          `[user_store] type = "${loaded.config.user_store.type}": users sign in against the directory; add them there, or with --url through a running node for read_write_ldap`,
+        );
+      if (c === 'users' && method === 'POST')
+        return m.addUser(
+          {
+            username: s('username') ?? '',
+            password: s('password') ?? '',
+            ...(Array.isArray(body.roles) ? { roles: body.roles as string[] } : {}),
+          },
+          rules,
+        );
+      throw new InternalError(`no operation ${method} ${route}`);
     },
-    close: () => store.close(),
+    async close() {
+      await mailer.idle();
+      await mailer.close();
+      await store.close();
+    },
   };
 }
 
 /** The tenant routes of the admin API over the local store (docs/tenants.md). */
-async function localTenants(tenants: Tenants, method: string, domain: string | undefined, sub: string | undefined, body: Record<string, unknown>, rules: { username: RegExp; password: RegExp }): Promise<unknown> {
+async function localTenants(
+  tenants: Tenants,
+  method: string,
+  domain: string | undefined,
+  sub: string | undefined,
+  body: Record<string, unknown>,
+  rules: { username: RegExp; password: RegExp },
+): Promise<unknown> {
   const s = (k: string): string => (typeof body[k] === 'string' ? (body[k] as string) : '');
   if (domain === undefined && method === 'GET') return { list: tenants.list() };
   if (domain === undefined && method === 'POST') {
     checkNewUser({ username: s('admin'), password: s('password') }, rules);
-    return tenants.add({ domain: s('domain'), admin: s('admin'), password: s('password'), ...(s('package') !== '' ? { package: s('package') } : {}) }).catch(tenantRefusal);
+    return tenants
+      .add({ domain: s('domain'), admin: s('admin'), password: s('password'), ...(s('package') !== '' ? { package: s('package') } : {}) })
+      .catch(tenantRefusal);
   }
-  if (domain !== undefined && method === 'POST' && (sub === 'activate' || sub === 'deactivate')) return tenants.setActive(domain, sub === 'activate').catch(tenantRefusal);
-  throw new Error(`no operation ${method} /tenants`);
+  if (domain !== undefined && method === 'POST' && (sub === 'activate' || sub === 'deactivate'))
+    return tenants.setActive(domain, sub === 'activate').catch(tenantRefusal);
+  throw new InternalError(`no operation ${method} /tenants`);
 }
 
 function need(opts: Map<string, string>, name: string): string {
@@ -276,7 +383,12 @@ export async function runAdminCli(argv: readonly string[], io: Io): Promise<numb
       switch (key) {
         case 'apps create':
           arity(1);
-          return ops.call('POST', '/applications', { name: rest[0], ...(owner !== undefined ? { owner } : {}), ...(opts.has('--tier') ? { tier: opts.get('--tier') } : {}), ...(opts.has('--description') ? { description: opts.get('--description') } : {}) });
+          return ops.call('POST', '/applications', {
+            name: rest[0],
+            ...(owner !== undefined ? { owner } : {}),
+            ...(opts.has('--tier') ? { tier: opts.get('--tier') } : {}),
+            ...(opts.has('--description') ? { description: opts.get('--description') } : {}),
+          });
         case 'apps list':
           arity(0);
           return ops.call('GET', `/applications${q({ owner })}`);
@@ -293,8 +405,15 @@ export async function runAdminCli(argv: readonly string[], io: Io): Promise<numb
         case 'subscriptions add': {
           arity(0);
           const state = opts.get('--state');
-          if (state !== undefined && !(SUBSCRIPTION_STATES as readonly string[]).includes(state)) throw new UsageError(`--state must be one of ${SUBSCRIPTION_STATES.join(', ')}`);
-          return ops.call('POST', '/subscriptions', { application: need(opts, '--app'), api: need(opts, '--api'), version: need(opts, '--api-version'), ...(opts.has('--tier') ? { tier: opts.get('--tier') } : {}), ...(state !== undefined ? { state } : {}) });
+          if (state !== undefined && !(SUBSCRIPTION_STATES as readonly string[]).includes(state))
+            throw new UsageError(`--state must be one of ${SUBSCRIPTION_STATES.join(', ')}`);
+          return ops.call('POST', '/subscriptions', {
+            application: need(opts, '--app'),
+            api: need(opts, '--api'),
+            version: need(opts, '--api-version'),
+            ...(opts.has('--tier') ? { tier: opts.get('--tier') } : {}),
+            ...(state !== undefined ? { state } : {}),
+          });
         }
         case 'subscriptions list':
           arity(0);
@@ -310,13 +429,21 @@ export async function runAdminCli(argv: readonly string[], io: Io): Promise<numb
           });
         case 'users add':
           arity(1);
-          return ops.call('POST', '/users', { username: rest[0], password: need(opts, '--password'), ...(opts.has('--roles') ? { roles: (opts.get('--roles') ?? '').split(',').filter((r) => r !== '') } : {}) });
+          return ops.call('POST', '/users', {
+            username: rest[0],
+            password: need(opts, '--password'),
+            ...(opts.has('--roles') ? { roles: (opts.get('--roles') ?? '').split(',').filter((r) => r !== '') } : {}),
+          });
         case 'users list':
           arity(0);
           return ops.call('GET', '/users');
         case 'blocking add':
           arity(0);
-          return ops.call('POST', '/blocking-conditions', { type: need(opts, '--type').toUpperCase(), value: need(opts, '--value'), invert: opts.has('--invert') });
+          return ops.call('POST', '/blocking-conditions', {
+            type: need(opts, '--type').toUpperCase(),
+            value: need(opts, '--value'),
+            invert: opts.has('--invert'),
+          });
         case 'blocking list':
           arity(0);
           return ops.call('GET', '/blocking-conditions');
@@ -327,7 +454,10 @@ export async function runAdminCli(argv: readonly string[], io: Io): Promise<numb
           arity(0);
           const ttl = opts.get('--expires-in');
           if (ttl !== undefined && !/^\d{1,9}$/.test(ttl)) throw new UsageError('--expires-in takes a number of seconds');
-          return ops.call('POST', '/registration-tokens', { ...(owner !== undefined ? { owner } : {}), ...(ttl !== undefined ? { expiresIn: Number(ttl) } : {}) });
+          return ops.call('POST', '/registration-tokens', {
+            ...(owner !== undefined ? { owner } : {}),
+            ...(ttl !== undefined ? { expiresIn: Number(ttl) } : {}),
+          });
         }
         case 'registration revoke':
           arity(1);
@@ -335,7 +465,12 @@ export async function runAdminCli(argv: readonly string[], io: Io): Promise<numb
         case 'tenants add': {
           arity(1);
           const admin = need(opts, '--admin');
-          return ops.call('POST', '/tenants', { domain: rest[0], admin, password: await tenantPassword(io), ...(opts.has('--package') ? { package: opts.get('--package') } : {}) });
+          return ops.call('POST', '/tenants', {
+            domain: rest[0],
+            admin,
+            password: await tenantPassword(io),
+            ...(opts.has('--package') ? { package: opts.get('--package') } : {}),
+          });
         }
         case 'tenants list':
           arity(0);
@@ -347,13 +482,16 @@ export async function runAdminCli(argv: readonly string[], io: Io): Promise<numb
         case 'tasks list': {
           arity(0);
           const st = opts.get('--status');
-          if (st !== undefined && st !== 'CREATED' && st !== 'APPROVED' && st !== 'REJECTED') throw new UsageError('--status must be CREATED, APPROVED or REJECTED');
+          if (st !== undefined && st !== 'CREATED' && st !== 'APPROVED' && st !== 'REJECTED')
+            throw new UsageError('--status must be CREATED, APPROVED or REJECTED');
           return ops.call('GET', `/tasks${q({ type: opts.get('--type'), status: st })}`);
         }
         case 'tasks approve':
         case 'tasks reject':
           arity(1);
-          return ops.call('POST', `/tasks/${enc(rest[0] ?? '')}/${sub ?? ''}`, { ...(opts.has('--comment') ? { comment: opts.get('--comment') } : {}) });
+          return ops.call('POST', `/tasks/${enc(rest[0] ?? '')}/${sub ?? ''}`, {
+            ...(opts.has('--comment') ? { comment: opts.get('--comment') } : {}),
+          });
         default:
           throw new UsageError(`unknown command: ${words.join(' ')}`);
       }
@@ -361,7 +499,9 @@ export async function runAdminCli(argv: readonly string[], io: Io): Promise<numb
     const result = (await run()) as Rec;
     if (json) {
       // JSON.stringify escapes C0 controls; C1 and U+2028/2029 are escaped here (still valid JSON).
-      io.out(`${JSON.stringify(result, null, 2).replace(/[\u007f-\u009f\u2028\u2029]/gu, (c) => `\\u${(c.codePointAt(0) ?? 0).toString(16).padStart(4, '0')}`)}\n`);
+      io.out(
+        `${JSON.stringify(result, null, 2).replace(/[\u007f-\u009f\u2028\u2029]/gu, (c) => `\\u${(c.codePointAt(0) ?? 0).toString(16).padStart(4, '0')}`)}\n`,
+      );
       return 0;
     }
     io.out(render(`${cmd ?? ''} ${sub ?? ''}`, result, opts.get('--url')));
@@ -386,11 +526,26 @@ function render(key: string, r: Rec, url: string | undefined): string {
     case 'apps delete':
       return `application ${S(r.name)} deleted with its keys and subscriptions\n`;
     case 'apps list':
-      return list.length === 0 ? 'no applications\n' : table([['NAME', 'OWNER', 'TIER', 'KEYS'], ...list.map((a) => [S(a.name), S(a.owner), S(a.tier), ((a.keys as Rec[] | undefined) ?? []).map((k) => `${S(k.keyType)}:${S(k.consumerKey)}`).join(' ')])]);
+      return list.length === 0
+        ? 'no applications\n'
+        : table([
+            ['NAME', 'OWNER', 'TIER', 'KEYS'],
+            ...list.map((a) => [
+              S(a.name),
+              S(a.owner),
+              S(a.tier),
+              ((a.keys as Rec[] | undefined) ?? []).map((k) => `${S(k.keyType)}:${S(k.consumerKey)}`).join(' '),
+            ]),
+          ]);
     case 'keys generate':
       return `${S(r.keyType)} keys of ${S(r.application)} (the secret is shown only now${r.replaced !== null && r.replaced !== undefined ? `; they replace ${S(r.replaced)}` : ''}):\n  consumer key     ${S(r.consumerKey)}\n  consumer secret  ${S(r.consumerSecret)}\n  grant types      ${S(r.grantTypes)}\n`;
     case 'subscriptions list':
-      return list.length === 0 ? 'no subscriptions\n' : table([['APPLICATION', 'API', 'VERSION', 'TIER', 'STATE', 'ID'], ...list.map((s) => [S(s.application), S(s.apiContext), S(s.apiVersion), S(s.tier), S(s.state), S(s.id)])]);
+      return list.length === 0
+        ? 'no subscriptions\n'
+        : table([
+            ['APPLICATION', 'API', 'VERSION', 'TIER', 'STATE', 'ID'],
+            ...list.map((s) => [S(s.application), S(s.apiContext), S(s.apiVersion), S(s.tier), S(s.state), S(s.id)]),
+          ]);
     case 'subscriptions add':
     case 'subscriptions block':
     case 'subscriptions unblock':
@@ -417,14 +572,24 @@ function render(key: string, r: Rec, url: string | undefined): string {
     case 'tenants deactivate':
       return `tenant ${S(r.domain)} ${r.active === true ? 'active' : 'inactive'}\n`;
     case 'tenants list':
-      return table([['DOMAIN', 'ADMIN', 'PACKAGE', 'STATE'], ...list.map((x) => [S(x.domain), S(x.admin), S(x.package), x.active === true ? 'active' : 'inactive'])]);
+      return table([
+        ['DOMAIN', 'ADMIN', 'PACKAGE', 'STATE'],
+        ...list.map((x) => [S(x.domain), S(x.admin), S(x.package), x.active === true ? 'active' : 'inactive']),
+      ]);
     case 'tasks list':
-      return list.length === 0 ? 'no workflow tasks\n' : table([['ID', 'TYPE', 'TENANT', 'REQUESTER', 'STATUS', 'DESCRIPTION'], ...list.map((x) => [S(x.id), S(x.type), S(x.tenant), S(x.requester), S(x.status), S(x.description)])]);
+      return list.length === 0
+        ? 'no workflow tasks\n'
+        : table([
+            ['ID', 'TYPE', 'TENANT', 'REQUESTER', 'STATUS', 'DESCRIPTION'],
+            ...list.map((x) => [S(x.id), S(x.type), S(x.tenant), S(x.requester), S(x.status), S(x.description)]),
+          ]);
     case 'tasks approve':
     case 'tasks reject':
       return `task ${S(r.id)} ${S(r.status)}: ${S(r.description)}${url === undefined ? ' (decided on the store: a running node applies what gateways must hear on restart; use --url to apply it at once)' : ''}\n`;
     case 'blocking list':
-      return list.length === 0 ? 'no blocking conditions\n' : table([['ID', 'TYPE', 'VALUE', 'INVERT'], ...list.map((c) => [S(c.id), S(c.type), S(c.value), c.invert === true ? 'yes' : ''])]);
+      return list.length === 0
+        ? 'no blocking conditions\n'
+        : table([['ID', 'TYPE', 'VALUE', 'INVERT'], ...list.map((c) => [S(c.id), S(c.type), S(c.value), c.invert === true ? 'yes' : ''])]);
     default:
       return `${JSON.stringify(r)}\n`;
   }

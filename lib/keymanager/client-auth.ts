@@ -78,9 +78,15 @@ export function presentedClient(authorization: string | undefined, form: URLSear
     const raw = parseBasic(authorization);
     const id = raw === undefined ? undefined : formDecode(raw.user);
     const secret = raw === undefined ? undefined : formDecode(raw.password);
-    if (id === undefined || secret === undefined || id === '') throw new OAuthError('invalid_client', 'malformed HTTP Basic client credentials (RFC 6749 §2.3.1)', challenge);
-    if (bodySecret !== undefined) throw new OAuthError('invalid_request', 'use one client authentication method: HTTP Basic or client_secret in the body (RFC 6749 §2.3)');
-    if (bodyId !== undefined && bodyId !== id) throw new OAuthError('invalid_request', 'client_id in the body differs from the authenticated client');
+    if (id === undefined || secret === undefined || id === '')
+      throw new OAuthError('invalid_client', 'malformed HTTP Basic client credentials (RFC 6749 §2.3.1)', challenge);
+    if (bodySecret !== undefined)
+      throw new OAuthError(
+        'invalid_request',
+        'use one client authentication method: HTTP Basic or client_secret in the body (RFC 6749 §2.3)',
+      );
+    if (bodyId !== undefined && bodyId !== id)
+      throw new OAuthError('invalid_request', 'client_id in the body differs from the authenticated client');
     return { id, secret, method: 'client_secret_basic' };
   }
   if (bodyId !== undefined && bodySecret !== undefined) return { id: bodyId, secret: bodySecret, method: 'client_secret_post' };
@@ -88,10 +94,19 @@ export function presentedClient(authorization: string | undefined, form: URLSear
 }
 
 /** Authenticates the client a request presents (either method); invalid_client, 401, otherwise. */
-export async function authenticateClient(store: Store, authorization: string | undefined, form: URLSearchParams): Promise<AuthenticatedClient> {
+export async function authenticateClient(
+  store: Store,
+  authorization: string | undefined,
+  form: URLSearchParams,
+): Promise<AuthenticatedClient> {
   const challenge = { headers: { 'WWW-Authenticate': CLIENT_CHALLENGE } };
   const p = presentedClient(authorization, form);
-  if (p === undefined) throw new OAuthError('invalid_client', 'client authentication required: HTTP Basic with the consumer key and secret, or client_id and client_secret in the body', challenge);
+  if (p === undefined)
+    throw new OAuthError(
+      'invalid_client',
+      'client authentication required: HTTP Basic with the consumer key and secret, or client_id and client_secret in the body',
+      challenge,
+    );
   return checkClient(store, p);
 }
 
@@ -102,6 +117,7 @@ export async function checkClient(store: Store, p: PresentedClient): Promise<Aut
   const ok = verifyDigest(p.secret, client?.secretHash ?? '0'.repeat(64));
   if (client === undefined || !ok) throw new OAuthError('invalid_client', 'client authentication failed', challenge);
   const application = await store.getApplication(client.applicationId);
-  if (application === undefined) throw new OAuthError('invalid_client', 'client authentication failed: its application was deleted', challenge);
+  if (application === undefined)
+    throw new OAuthError('invalid_client', 'client authentication failed: its application was deleted', challenge);
   return { client, application, method: p.method };
 }

@@ -20,6 +20,38 @@ export function isConsolesApp(name: string): boolean {
   return name === CONSOLES_APP || name.startsWith(`${CONSOLES_APP} `);
 }
 
+/** True for an application the node made for its consoles: the name, and owned by the super admin. */
+export function isInternalApp(app: { readonly name: string; readonly owner: string }, adminUser: string): boolean {
+  return app.owner === adminUser && isConsolesApp(app.name);
+}
+
+/**
+ * An application list as users see it (`throughway apps list`, GET /admin/v1/applications, hence
+ * `throughway dump`; docs/key-manager.md): without the consoles' own applications, which nobody created
+ * by hand. They stay reachable by name (GET /admin/v1/applications/{name}).
+ */
+export function withoutInternalApps<T extends { readonly name: string; readonly owner: string }>(
+  list: readonly T[],
+  adminUser: string,
+): T[] {
+  return list.filter((a) => !isInternalApp(a, adminUser));
+}
+
+/**
+ * What the sign-in page calls a client: the application's name, but for the consoles' own application
+ * the consoles in words with the origin the browser goes back to (docs/portal.md, "Sign-in").
+ */
+export function clientDisplayName(app: { readonly name: string; readonly owner: string }, adminUser: string, redirectUri: string): string {
+  if (!isInternalApp(app, adminUser)) return app.name;
+  let origin = '';
+  try {
+    origin = new URL(redirectUri).origin;
+  } catch {
+    // a consoles client's redirect URI is always an http(s) URL (registerConsoleClients)
+  }
+  return origin === '' || origin === 'null' ? 'the developer portal and publisher' : `the developer portal and publisher at ${origin}`;
+}
+
 export interface ConsoleClient {
   /** Origin the browser uses, e.g. http://localhost:9763. */
   readonly origin: string;
@@ -37,9 +69,18 @@ export interface ConsoleOrigins {
 export async function registerConsoleClients(m: Manager, store: Store, owner: string, origins: ConsoleOrigins): Promise<ConsoleClient[]> {
   const name = `${CONSOLES_APP} ${origins.https ?? origins.http ?? ''}`.trim();
   const existing = await store.findApplication(name, owner);
-  const app = existing ?? (await m.createApplication({ name, owner, description: 'The developer portal and the publisher (lib/portal): first-party OAuth clients' }));
+  const app =
+    existing ??
+    (await m.createApplication({
+      name,
+      owner,
+      description: 'The developer portal and the publisher (lib/portal): first-party OAuth clients',
+    }));
   const out: ConsoleClient[] = [];
-  for (const [origin, keyType] of [[origins.https, 'PRODUCTION'], [origins.http, 'SANDBOX']] as const) {
+  for (const [origin, keyType] of [
+    [origins.https, 'PRODUCTION'],
+    [origins.http, 'SANDBOX'],
+  ] as const) {
     if (origin === undefined) continue;
     const redirectUri = `${origin}${CALLBACK_PATH}`;
     const k = await m.generateKeys(app.id, { keyType, grantTypes: ['authorization_code', 'refresh_token'], callbackUrl: redirectUri });

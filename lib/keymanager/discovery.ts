@@ -44,7 +44,12 @@ export function issuerPath(issuer: string): string {
 /** Which metadata document a GET path asks for, if any. */
 export function discoveryKind(path: string, issuer: string): 'openid' | 'oauth' | undefined {
   const ip = issuerPath(issuer);
-  if (path === '/.well-known/openid-configuration' || path === `${ip}/.well-known/openid-configuration` || path === '/oauth2/oidcdiscovery/.well-known/openid-configuration') return 'openid';
+  if (
+    path === '/.well-known/openid-configuration' ||
+    path === `${ip}/.well-known/openid-configuration` ||
+    path === '/oauth2/oidcdiscovery/.well-known/openid-configuration'
+  )
+    return 'openid';
   if (path === '/.well-known/oauth-authorization-server' || path === `/.well-known/oauth-authorization-server${ip}`) return 'oauth';
   return undefined;
 }
@@ -65,7 +70,13 @@ export function serverMetadata(s: KeyManagerSettings, signingAlg: string, origin
     grant_types_supported: grants,
     // RFC 8414 §2 / Discovery §3: the response types of the authorization endpoint; none without one.
     response_types_supported: grants.includes('authorization_code') ? ['code'] : [],
-    ...(grants.includes('authorization_code') ? { authorization_endpoint: `${origin}/oauth2/authorize`, code_challenge_methods_supported: s.pkcePlain ? ['S256', 'plain'] : ['S256'], authorization_response_iss_parameter_supported: true } : {}),
+    ...(grants.includes('authorization_code')
+      ? {
+          authorization_endpoint: `${origin}/oauth2/authorize`,
+          code_challenge_methods_supported: s.pkcePlain ? ['S256', 'plain'] : ['S256'],
+          authorization_response_iss_parameter_supported: true,
+        }
+      : {}),
     userinfo_endpoint: `${origin}/oauth2/userinfo`,
     subject_types_supported: ['public'],
     id_token_signing_alg_values_supported: [signingAlg],

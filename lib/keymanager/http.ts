@@ -35,7 +35,7 @@ import type { Deployments } from '../scale/deployments';
 import { handleAdmin, type AdminCaller } from './admin';
 import { SUPER_TENANT, type Tenants } from '../tenants';
 import { handleAuthorize, handleUserinfo } from './authorize';
-import { OAuthError } from './errors';
+import { AdminKeptError, OAuthError } from './errors';
 import type { KeyRing } from './keys';
 import type { Manager } from './manage';
 import { checkClient, parseBasic, presentedClient, type PresentedClient } from './client-auth';
@@ -113,7 +113,12 @@ export function readBody(req: http.IncomingMessage): Promise<Buffer> {
         // Answer 413 and close the connection rather than read the rest (Connection: close below).
         req.removeAllListeners('data');
         req.pause();
-        reject(new OAuthError('invalid_request', `request body larger than ${MAX_BODY} bytes`, { status: 413, headers: { Connection: 'close' } }));
+        reject(
+          new OAuthError('invalid_request', `request body larger than ${MAX_BODY} bytes`, {
+            status: 413,
+            headers: { Connection: 'close' },
+          }),
+        );
         return;
       }
       chunks.push(c);
@@ -154,15 +159,19 @@ export async function readJson(req: http.IncomingMessage): Promise<Record<string
   } catch {
     throw new OAuthError('invalid_request', 'the request body is not JSON');
   }
-  if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new OAuthError('invalid_request', 'the request body must be a JSON object');
+  if (v === null || typeof v !== 'object' || Array.isArray(v))
+    throw new OAuthError('invalid_request', 'the request body must be a JSON object');
   return v as Record<string, unknown>;
 }
+
+/** What an admin's sign-in reads: the store, the sign-in guard, the tenants (also the node's runtime view, lib/node/status.ts). */
+export type AdminAuthContext = Pick<RouteContext, 'store' | 'guard' | 'tenants'>;
 
 /**
  * An admin by HTTP Basic: any stored user with the admin role, the super tenant's or a tenant's (whose
  * tenant must be active, docs/tenants.md); 401 with a challenge otherwise.
  */
-export async function requireAdmin(ctx: RouteContext, req: http.IncomingMessage): Promise<AdminCaller> {
+export async function requireAdmin(ctx: AdminAuthContext, req: http.IncomingMessage): Promise<AdminCaller> {
   const challenge = { status: 401, headers: { 'WWW-Authenticate': 'Basic realm="throughway management", charset="UTF-8"' } };
   const creds = parseBasic(req.headers.authorization);
   if (creds === undefined) throw new OAuthError('invalid_client', 'super admin credentials required (HTTP Basic)', challenge);
@@ -175,14 +184,16 @@ export async function requireAdmin(ctx: RouteContext, req: http.IncomingMessage)
   }
   ctx.guard?.succeeded('admin', creds.user, address);
   const tenant = user.tenant;
-  if (tenant !== SUPER_TENANT && ctx.tenants?.state(tenant) !== 'active') throw new OAuthError('invalid_client', `tenant ${tenant} is not active`, challenge);
+  if (tenant !== SUPER_TENANT && ctx.tenants?.state(tenant) !== 'active')
+    throw new OAuthError('invalid_client', `tenant ${tenant} is not active`, challenge);
   return { username: user.username, tenant };
 }
 
 /** The super tenant's admin (requireAdmin), for what no tenant admin may do; 403 for a tenant's admin. */
-export async function requireSuperAdmin(ctx: RouteContext, req: http.IncomingMessage): Promise<string> {
+export async function requireSuperAdmin(ctx: AdminAuthContext, req: http.IncomingMessage): Promise<string> {
   const caller = await requireAdmin(ctx, req);
-  if (caller.tenant !== SUPER_TENANT) throw new OAuthError('access_denied', `${caller.username} is an admin of tenant ${caller.tenant}, not of the super tenant`);
+  if (caller.tenant !== SUPER_TENANT)
+    throw new OAuthError('access_denied', `${caller.username} is an admin of tenant ${caller.tenant}, not of the super tenant`);
   return caller.username;
 }
 
@@ -191,7 +202,12 @@ export async function requireSuperAdmin(ctx: RouteContext, req: http.IncomingMes
  * form credentials). Malformed Basic credentials are a failed client sign-in of the address (lockout.ts),
  * under the empty account name: nothing names the client they were meant for.
  */
-async function presentedUnderGuard(ctx: RouteContext, authorization: string | undefined, address: string, form: URLSearchParams): Promise<PresentedClient | undefined> {
+async function presentedUnderGuard(
+  ctx: RouteContext,
+  authorization: string | undefined,
+  address: string,
+  form: URLSearchParams,
+): Promise<PresentedClient | undefined> {
   const g = ctx.guard;
   if (g === undefined) return presentedClient(authorization, form);
   try {
@@ -211,7 +227,13 @@ async function presentedUnderGuard(ctx: RouteContext, authorization: string | un
  * authentication (invalid_client) or resource owner password (invalid_grant of the password grant)
  * counts against them; a success clears their pairs.
  */
-async function guarded<T>(ctx: RouteContext, address: string, client: string | undefined, user: string | undefined, run: () => Promise<T>): Promise<T> {
+async function guarded<T>(
+  ctx: RouteContext,
+  address: string,
+  client: string | undefined,
+  user: string | undefined,
+  run: () => Promise<T>,
+): Promise<T> {
   const g = ctx.guard;
   if (g === undefined) return run();
   if (client !== undefined) g.check('client', client, address);
@@ -229,9 +251,14 @@ async function guarded<T>(ctx: RouteContext, address: string, client: string | u
 }
 
 /** The token endpoint under the sign-in guard. */
-async function guardedToken(ctx: RouteContext, authorization: string | undefined, address: string, form: URLSearchParams): Promise<unknown> {
+async function guardedToken(
+  ctx: RouteContext,
+  authorization: string | undefined,
+  address: string,
+  form: URLSearchParams,
+): Promise<unknown> {
   const client = (await presentedUnderGuard(ctx, authorization, address, form))?.id ?? form.get('client_id') ?? undefined;
-  const user = form.get('grant_type') === 'password' ? form.get('username') ?? undefined : undefined;
+  const user = form.get('grant_type') === 'password' ? (form.get('username') ?? undefined) : undefined;
   return guarded(ctx, address, client, user, () => ctx.oauth.token(authorization, form));
 }
 
@@ -258,7 +285,13 @@ async function introspectionCaller(ctx: RouteContext, req: http.IncomingMessage,
     await requireSuperAdmin(ctx, req);
   } catch (err) {
     if (err instanceof OAuthError && err.error === 'invalid_client') {
-      throw new OAuthError('invalid_client', presented === undefined ? 'client authentication required: HTTP Basic with the consumer key and secret, or client_id and client_secret in the body' : 'client authentication failed', { headers: err.headers });
+      throw new OAuthError(
+        'invalid_client',
+        presented === undefined
+          ? 'client authentication required: HTTP Basic with the consumer key and secret, or client_id and client_secret in the body'
+          : 'client authentication failed',
+        { headers: err.headers },
+      );
     }
     throw err;
   }
@@ -277,7 +310,14 @@ export function createHandler(ctx: RouteContext): (req: http.IncomingMessage, re
     if (p === '/oauth2/token' || p === '/oauth2/revoke') {
       // A method other than POST is refused before any body byte is read.
       const body = method === 'POST' ? await readBody(req) : Buffer.alloc(0);
-      const a = await oauthCall(ctx, { endpoint: p === '/oauth2/token' ? 'token' : 'revoke', method, authorization: req.headers.authorization, contentType: req.headers['content-type'], body, address: req.socket.remoteAddress ?? '' });
+      const a = await oauthCall(ctx, {
+        endpoint: p === '/oauth2/token' ? 'token' : 'revoke',
+        method,
+        authorization: req.headers.authorization,
+        contentType: req.headers['content-type'],
+        body,
+        address: req.socket.remoteAddress ?? '',
+      });
       res.writeHead(a.status, { ...a.headers, 'Content-Length': Buffer.byteLength(a.body) });
       res.end(a.body);
       return;
@@ -303,7 +343,10 @@ export function createHandler(ctx: RouteContext): (req: http.IncomingMessage, re
     }
     if (method === 'GET' && discoveryKind(p, ctx.oauth.settings.issuer) !== undefined) {
       const s = ctx.oauth.settings;
-      sendJson(res, 200, serverMetadata(s, ctx.keys.current().alg, requestOrigin(req, s.hostname)), { 'Cache-Control': 'max-age=300', Vary: 'Host' });
+      sendJson(res, 200, serverMetadata(s, ctx.keys.current().alg, requestOrigin(req, s.hostname)), {
+        'Cache-Control': 'max-age=300',
+        Vary: 'Host',
+      });
       return;
     }
     if (/^\/client-registration\/v0\.\d+\/register$/.test(p)) {
@@ -343,28 +386,54 @@ export function createHandler(ctx: RouteContext): (req: http.IncomingMessage, re
 /** An error as the management server answers it: an OAuthError's code and status, else 500 (logged). */
 function errorAnswer(ctx: RouteContext, path: string | undefined, caught: unknown): OAuthAnswer {
   const json = { 'Content-Type': 'application/json; charset=utf-8', ...NO_STORE };
-  const err = caught instanceof WorkflowError ? workflowRefusal(caught) : caught;
+  const err =
+    caught instanceof WorkflowError
+      ? workflowRefusal(caught)
+      : caught instanceof AdminKeptError
+        ? new OAuthError('conflict', `${caught.code}: ${caught.message}`)
+        : caught;
   if (err instanceof OAuthError) {
     if (err.status >= 500) ctx.logger.log('error', 'management_error', { path, error: err.error, message: err.message });
     return { status: err.status, headers: { ...json, ...err.headers }, body: JSON.stringify(err.body()) };
   }
   if (err instanceof UserStoreError && (err.code === 'USER_STORE_CONFLICT' || err.code === 'USER_STORE_REFUSED')) {
     const status = err.code === 'USER_STORE_CONFLICT' ? 409 : 400;
-    return { status, headers: json, body: JSON.stringify({ error: status === 409 ? 'conflict' : 'invalid_request', error_description: err.message }) };
+    return {
+      status,
+      headers: json,
+      body: JSON.stringify({ error: status === 409 ? 'conflict' : 'invalid_request', error_description: err.message }),
+    };
   }
   if (err instanceof UserStoreError) {
     // A directory that cannot answer a sign-in (lib/store/ldap.ts): 503, the reason in the log only.
     ctx.logger.log('error', 'user_store_unavailable', { path, code: err.code, message: err.message });
-    return { status: 503, headers: { ...json, 'Retry-After': '5' }, body: JSON.stringify({ error: 'server_error', error_description: 'the user store cannot be reached; try again later' }) };
+    return {
+      status: 503,
+      headers: { ...json, 'Retry-After': '5' },
+      body: JSON.stringify({ error: 'server_error', error_description: 'the user store cannot be reached; try again later' }),
+    };
   }
   if (err instanceof StoreError && STORE_UNAVAILABLE_CODES.has(err.code)) {
     // The database is unreachable or its link broke under the statement (lib/store/pool.ts): 503 with the
     // store's code, the call may be made again once it is back (docs/operations.md, "Start-up errors").
     ctx.logger.log('error', 'store_unavailable', { path, code: err.code, message: err.message });
-    return { status: 503, headers: { ...json, 'Retry-After': '5' }, body: JSON.stringify({ error: 'server_error', error_description: 'the store cannot be reached; try again later', code: err.code }) };
+    return {
+      status: 503,
+      headers: { ...json, 'Retry-After': '5' },
+      body: JSON.stringify({ error: 'server_error', error_description: 'the store cannot be reached; try again later', code: err.code }),
+    };
   }
-  ctx.logger.log('error', 'management_error', { path, error: 'server_error', message: (err as Error).message, code: (err as { code?: unknown }).code });
-  return { status: 500, headers: json, body: JSON.stringify({ error: 'server_error', error_description: 'internal error; see the server log' }) };
+  ctx.logger.log('error', 'management_error', {
+    path,
+    error: 'server_error',
+    message: (err as Error).message,
+    code: (err as { code?: unknown }).code,
+  });
+  return {
+    status: 500,
+    headers: json,
+    body: JSON.stringify({ error: 'server_error', error_description: 'internal error; see the server log' }),
+  };
 }
 
 /**
@@ -376,7 +445,12 @@ export async function oauthCall(ctx: RouteContext, c: OAuthCall): Promise<OAuthA
   try {
     if (c.method !== 'POST') throw new OAuthError('invalid_request', `${path} takes POST`, { status: 405, headers: { Allow: 'POST' } });
     const form = formOf(c.contentType, c.body);
-    if (c.endpoint === 'token') return { status: 200, headers: { 'Content-Type': 'application/json; charset=utf-8', ...NO_STORE }, body: JSON.stringify(await guardedToken(ctx, c.authorization, c.address, form)) };
+    if (c.endpoint === 'token')
+      return {
+        status: 200,
+        headers: { 'Content-Type': 'application/json; charset=utf-8', ...NO_STORE },
+        body: JSON.stringify(await guardedToken(ctx, c.authorization, c.address, form)),
+      };
     await guardedRevoke(ctx, c.authorization, c.address, form);
     // RFC 7009 §2.2: 200, empty body.
     return { status: 200, headers: NO_STORE, body: '' };

@@ -8,7 +8,7 @@
  * `createKeyManager` opens nothing but the store it is given; `listen()` opens the port, on loopback only
  * while the super admin has the default password, with the limits of listener.ts.
  */
-import { confirmedUsers } from './confirmed';
+import { heldUsers } from './confirmed';
 import * as fs from 'node:fs';
 import type * as http from 'node:http';
 import type * as https from 'node:https';
@@ -35,7 +35,7 @@ import { createManagementServer, DEFAULT_ADMIN_PASSWORD, LOOPBACK, managementHos
 import { OAuthServer } from './oauth';
 import { keyManagerSettings, type KeyManagerSettings } from './settings';
 import { signInUsers, Tenants, tenantSettings } from '../tenants';
-import { Workflows, workflowSettings } from '../workflows';
+import { WorkflowError, Workflows, workflowSettings } from '../workflows';
 
 export interface KeyManagerOptions {
   readonly loaded: LoadResult;
@@ -127,7 +127,14 @@ export function signingKeystore(config: DeploymentConfig): ExternalKey | undefin
   } catch (err) {
     throw new KeyRingError(`${src} file_name ${ks.file_name}: ${(err as Error).message}`);
   }
-  return readKeystore(content, { table: src, file: ks.file_name, type: ks.type, password: ks.password, keyPassword: ks.key_password, alias: ks.alias });
+  return readKeystore(content, {
+    table: src,
+    file: ks.file_name,
+    type: ks.type,
+    password: ks.password,
+    keyPassword: ks.key_password,
+    alias: ks.alias,
+  });
 }
 
 /** Cleanup runs at start and then this often when `[oauth.token_cleanup] enable`. */
@@ -136,14 +143,20 @@ const CLEANUP_INTERVAL = 60 * 60 * 1000;
 export async function createKeyManager(o: KeyManagerOptions): Promise<KeyManager> {
   const config = o.loaded.config;
   const logger = o.logger ?? silentLogger;
-  const bus = o.bus ?? createEventBus((err, event) => logger.log('error', 'event_subscriber_failed', { event: event.name, message: (err as Error).message }));
+  const bus =
+    o.bus ??
+    createEventBus((err, event) => logger.log('error', 'event_subscriber_failed', { event: event.name, message: (err as Error).message }));
   // A user store that cannot work stops the start before anything is opened (USER_STORE_CONFIG).
   const userStoreError = o.users === undefined ? checkUserStore(config)[0] : undefined;
   if (userStoreError !== undefined) throw userStoreError;
   let settings = keyManagerSettings(config, o.loaded.ports, o.baseUrl);
   const secret = config.throughway.management.signing_key_secret;
   const sealer = secret === undefined ? undefined : new KeySealer(secret);
-  if (sealer === undefined && signingKeystore(config) === undefined) logger.log('warn', 'signing_key_unencrypted', { message: 'the token-signing private key is stored unencrypted: set [throughway.management] signing_key_secret = "$env{NAME}" to encrypt it (docs/security.md)' });
+  if (sealer === undefined && signingKeystore(config) === undefined)
+    logger.log('warn', 'signing_key_unencrypted', {
+      message:
+        'the token-signing private key is stored unencrypted: set [throughway.management] signing_key_secret = "$env{NAME}" to encrypt it (docs/security.md)',
+    });
   const keys = await openKeyRing(o.store, keyGrace(settings), signingKeystore(config), sealer);
   const guard = new LoginGuard(lockoutSettings(config.throughway.management), logger);
   // An LDAP directory is bound to here: a wrong URL or connection password stops the start (USER_STORE_CONNECT).
@@ -151,13 +164,22 @@ export async function createKeyManager(o: KeyManagerOptions): Promise<KeyManager
   const tenants = await Tenants.open(o.store, tenantSettings(config));
   // A deactivated tenant's users cannot sign in (docs/tenants.md).
   const tenantUsers = signInUsers(opened, tenants);
-  // Users who signed up confirm their e-mail address before their first sign-in (docs/self-service.md).
-  const users = config.multi_tenancy.platform.email_validation_mandatory_for_login ? confirmedUsers(tenantUsers, o.store.selfService, logger) : tenantUsers;
+  // Users who signed up sign in once their sign-up is approved and their address confirmed (docs/self-service.md).
+  const users = heldUsers(tenantUsers, o.store, logger, {
+    emailValidation: config.multi_tenancy.platform.email_validation_mandatory_for_login,
+  });
   // The default super admin password, configured or still stored: listeners on loopback only (listener.ts).
   const storedAdmin = await o.store.getUser(config.super_admin.username);
-  const loopbackOnly = usesDefaultAdminPassword(config) || (storedAdmin !== undefined && storedAdmin.roles.includes('admin') && (await verifyPassword(DEFAULT_ADMIN_PASSWORD, storedAdmin)));
+  const loopbackOnly =
+    usesDefaultAdminPassword(config) ||
+    (storedAdmin !== undefined && storedAdmin.roles.includes('admin') && (await verifyPassword(DEFAULT_ADMIN_PASSWORD, storedAdmin)));
   // The callback URL the external engine is told: [apim.workflow] callback_endpoint, else this port's (docs/workflows.md).
-  const workflows = new Workflows(o.store, logger, workflowSettings(config), () => config.apim.workflow.callback_endpoint ?? `${settings.baseUrl}${CALLBACK_PATH}`);
+  const workflows = new Workflows(
+    o.store,
+    logger,
+    workflowSettings(config),
+    () => config.apim.workflow.callback_endpoint ?? `${settings.baseUrl}${CALLBACK_PATH}`,
+  );
   const manager = new Manager(o.store, bus, users, tenants, undefined, workflows);
   manager.registerWorkflowEffects(workflows);
   // An approved API state change is the lifecycle move the publisher asked for; a rejected one leaves the API as it is.
@@ -166,7 +188,7 @@ export async function createKeyManager(o: KeyManagerOptions): Promise<KeyManager
     workflows.register('AM_API_STATE', {
       async approved(t) {
         const r = await apiFiles.transitionFile(t.entity, t.attributes.to ?? '');
-        if ('status' in r) throw new Error(`${t.entity} → ${t.attributes.to ?? ''}: ${r.message}`);
+        if ('status' in r) throw new WorkflowError('WORKFLOW_INPUT', `${t.entity} → ${t.attributes.to ?? ''}: ${r.message}`);
       },
       rejected: async () => undefined,
     });
@@ -174,9 +196,33 @@ export async function createKeyManager(o: KeyManagerOptions): Promise<KeyManager
   await workflows.resume();
   // One set of pending authorizations and codes, kept when the OAuth server is rebuilt for port 0.
   const codes = new AuthorizationCodes();
-  let oauth = new OAuthServer({ store: o.store, users, keys, bus, logger, settings, codes, tenants, ...(o.apiScopes !== undefined ? { apiScopes: o.apiScopes } : {}) });
+  let oauth = new OAuthServer({
+    store: o.store,
+    users,
+    keys,
+    bus,
+    logger,
+    settings,
+    codes,
+    tenants,
+    ...(o.apiScopes !== undefined ? { apiScopes: o.apiScopes } : {}),
+  });
   const rules = userRules(config);
-  const ctx: { -readonly [K in keyof RouteContext]: RouteContext[K] } = { oauth, manager, store: o.store, keys, logger, userRules: rules, guard, tenants, workflows, firstParty: new Set<string>(), ...(o.apiFiles !== undefined ? { apiFiles: o.apiFiles } : {}), ...(o.ops !== undefined ? { ops: o.ops } : {}), ...(o.deployments !== undefined ? { deployments: o.deployments } : {}) };
+  const ctx: { -readonly [K in keyof RouteContext]: RouteContext[K] } = {
+    oauth,
+    manager,
+    store: o.store,
+    keys,
+    logger,
+    userRules: rules,
+    guard,
+    tenants,
+    workflows,
+    firstParty: new Set<string>(),
+    ...(o.apiFiles !== undefined ? { apiFiles: o.apiFiles } : {}),
+    ...(o.ops !== undefined ? { ops: o.ops } : {}),
+    ...(o.deployments !== undefined ? { deployments: o.deployments } : {}),
+  };
   const handler = createHandler(ctx);
   let server: http.Server | undefined;
   let secureServer: https.Server | undefined;
@@ -190,7 +236,10 @@ export async function createKeyManager(o: KeyManagerOptions): Promise<KeyManager
   };
   if (settings.tokenCleanup) {
     await cleanup().catch((err: unknown) => logger.log('warn', 'token_cleanup_failed', { message: (err as Error).message }));
-    timer = setInterval(() => void cleanup().catch((err: unknown) => logger.log('warn', 'token_cleanup_failed', { message: (err as Error).message })), CLEANUP_INTERVAL);
+    timer = setInterval(
+      () => void cleanup().catch((err: unknown) => logger.log('warn', 'token_cleanup_failed', { message: (err as Error).message })),
+      CLEANUP_INTERVAL,
+    );
     timer.unref();
   }
 
@@ -222,7 +271,7 @@ export async function createKeyManager(o: KeyManagerOptions): Promise<KeyManager
       return { http: server?.address() as AddressInfo | undefined, https: secureServer?.address() as AddressInfo | undefined };
     },
     listen(port = o.loaded.ports.managementHttp, asked?: string) {
-      const host = loopbackOnly ? managementHost(config, asked) ?? LOOPBACK : asked;
+      const host = loopbackOnly ? (managementHost(config, asked) ?? LOOPBACK) : asked;
       return new Promise((resolve, reject) => {
         const { server: s, limits } = createManagementServer(config, handler, logger);
         s.once('error', reject);
@@ -233,7 +282,17 @@ export async function createKeyManager(o: KeyManagerOptions): Promise<KeyManager
           // Port 0 (tests): the URLs the server announces follow the port it got.
           if (o.baseUrl === undefined && port === 0) {
             settings = keyManagerSettings(config, o.loaded.ports, `http://${host ?? '127.0.0.1'}:${a.port}`);
-            oauth = new OAuthServer({ store: o.store, users, keys, bus, logger, settings, codes, tenants, ...(o.apiScopes !== undefined ? { apiScopes: o.apiScopes } : {}) });
+            oauth = new OAuthServer({
+              store: o.store,
+              users,
+              keys,
+              bus,
+              logger,
+              settings,
+              codes,
+              tenants,
+              ...(o.apiScopes !== undefined ? { apiScopes: o.apiScopes } : {}),
+            });
             ctx.oauth = oauth;
           }
           resolve(a);
@@ -241,7 +300,7 @@ export async function createKeyManager(o: KeyManagerOptions): Promise<KeyManager
       });
     },
     listenHttps(tlsOptions, port = o.loaded.ports.managementHttps, asked?: string) {
-      const host = loopbackOnly ? managementHost(config, asked) ?? LOOPBACK : asked;
+      const host = loopbackOnly ? (managementHost(config, asked) ?? LOOPBACK) : asked;
       return new Promise((resolve, reject) => {
         const made = createManagementServer(config, handler, logger, tlsOptions);
         const s = made.server as https.Server;

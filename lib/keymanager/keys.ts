@@ -17,6 +17,7 @@
 import { createCipheriv, createDecipheriv, createPrivateKey, createPublicKey, randomBytes, scryptSync, type KeyObject } from 'node:crypto';
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, type CryptoKey, type JWK } from 'jose';
 import type { SigningKey, Store } from '../store/types';
+import { ThroughwayError } from '../errors';
 
 export const SIGNING_ALG = 'RS256';
 
@@ -37,14 +38,16 @@ export interface ExternalKey {
   readonly certificate?: Buffer;
 }
 
-export class KeyRingError extends Error {
+export class KeyRingError extends ThroughwayError {
   readonly code = 'KEY_RING';
 }
 
 function algOf(key: KeyObject): string {
   if (key.asymmetricKeyType === 'rsa') return 'RS256';
   if (key.asymmetricKeyType === 'ec' && key.asymmetricKeyDetails?.namedCurve === 'prime256v1') return 'ES256';
-  throw new KeyRingError(`a ${key.asymmetricKeyType ?? 'symmetric'}${key.asymmetricKeyDetails?.namedCurve !== undefined ? ` ${key.asymmetricKeyDetails.namedCurve}` : ''} key cannot sign tokens here: use RSA (RS256) or EC P-256 (ES256)`);
+  throw new KeyRingError(
+    `a ${key.asymmetricKeyType ?? 'symmetric'}${key.asymmetricKeyDetails?.namedCurve !== undefined ? ` ${key.asymmetricKeyDetails.namedCurve}` : ''} key cannot sign tokens here: use RSA (RS256) or EC P-256 (ES256)`,
+  );
 }
 
 export async function externalActiveKey(ext: ExternalKey): Promise<{ active: ActiveKey; publicJwk: JWK }> {
@@ -52,7 +55,10 @@ export async function externalActiveKey(ext: ExternalKey): Promise<{ active: Act
   const pub = createPublicKey(ext.privateKey).export({ format: 'jwk' }) as JWK;
   const kid = await calculateJwkThumbprint(pub);
   const privateKey = (await importJWK({ ...(ext.privateKey.export({ format: 'jwk' }) as JWK), alg }, alg)) as CryptoKey;
-  return { active: { kid, alg, privateKey, ...(ext.certificate !== undefined ? { certificate: ext.certificate } : {}) }, publicJwk: { ...pub, kid, alg, use: 'sig' } };
+  return {
+    active: { kid, alg, privateKey, ...(ext.certificate !== undefined ? { certificate: ext.certificate } : {}) },
+    publicJwk: { ...pub, kid, alg, use: 'sig' },
+  };
 }
 
 /** Reads a PEM private key (PKCS#8, PKCS#1 or SEC1; encrypted ones with the passphrase). */
@@ -102,7 +108,9 @@ export class KeySealer {
       d.setAuthTag(Buffer.from(tag ?? '', 'base64url'));
       return Buffer.concat([d.update(Buffer.from(ct ?? '', 'base64url')), d.final()]).toString('utf8');
     } catch {
-      throw new KeyRingError(`signing key ${kid} cannot be decrypted: [throughway.management] signing_key_secret is not the secret it was encrypted with`);
+      throw new KeyRingError(
+        `signing key ${kid} cannot be decrypted: [throughway.management] signing_key_secret is not the secret it was encrypted with`,
+      );
     }
   }
 }
@@ -110,7 +118,10 @@ export class KeySealer {
 /** The private JWK of a stored key, decrypted when it is encrypted. */
 function privateJwkOf(k: SigningKey, sealer: KeySealer | undefined): string {
   if (!KeySealer.isSealed(k.privateJwk)) return k.privateJwk;
-  if (sealer === undefined) throw new KeyRingError(`signing key ${k.kid} is stored encrypted: set [throughway.management] signing_key_secret to the secret it was encrypted with`);
+  if (sealer === undefined)
+    throw new KeyRingError(
+      `signing key ${k.kid} is stored encrypted: set [throughway.management] signing_key_secret to the secret it was encrypted with`,
+    );
   return sealer.open(k.privateJwk, k.kid);
 }
 
@@ -136,7 +147,8 @@ export async function openKeyRing(store: Store, graceMs: number, external?: Exte
   let active: ActiveKey | undefined;
   // Migration: keys stored before signing_key_secret was set are encrypted now.
   if (sealer !== undefined) {
-    for (const k of await store.listSigningKeys()) if (!KeySealer.isSealed(k.privateJwk)) await store.setSigningKeyPrivate(k.kid, sealer.seal(k.privateJwk, k.kid));
+    for (const k of await store.listSigningKeys())
+      if (!KeySealer.isSealed(k.privateJwk)) await store.setSigningKeyPrivate(k.kid, sealer.seal(k.privateJwk, k.kid));
   }
   const sealed = async (): Promise<Omit<SigningKey, 'retiredAt'>> => {
     const k = await newKey();
@@ -151,7 +163,10 @@ export async function openKeyRing(store: Store, graceMs: number, external?: Exte
     for (const k of keys) if (k.retiredAt === null) await store.retireSigningKey(k.kid, at);
     keys = await store.listSigningKeys();
     active = e.active;
-    published = [{ jwk: e.publicJwk, retiredAt: null }, ...keys.filter((k) => k.kid !== e.active.kid).map((k) => ({ jwk: JSON.parse(k.publicJwk) as JWK, retiredAt: k.retiredAt }))];
+    published = [
+      { jwk: e.publicJwk, retiredAt: null },
+      ...keys.filter((k) => k.kid !== e.active.kid).map((k) => ({ jwk: JSON.parse(k.publicJwk) as JWK, retiredAt: k.retiredAt })),
+    ];
   };
 
   const load = async (): Promise<void> => {
@@ -163,7 +178,7 @@ export async function openKeyRing(store: Store, graceMs: number, external?: Exte
     }
     // listSigningKeys is newest first; two nodes generating at once both insert, the newest wins everywhere.
     const signing = keys.find((k) => k.retiredAt === null);
-    if (signing === undefined) throw new Error('no signing key after generating one');
+    if (signing === undefined) throw new KeyRingError('no signing key after generating one');
     if (active?.kid !== signing.kid) {
       const privateKey = (await importJWK(JSON.parse(privateJwkOf(signing, sealer)) as JWK, signing.alg)) as CryptoKey;
       active = { kid: signing.kid, alg: signing.alg, privateKey };
@@ -174,7 +189,7 @@ export async function openKeyRing(store: Store, graceMs: number, external?: Exte
 
   return {
     current() {
-      if (active === undefined) throw new Error('key ring not loaded');
+      if (active === undefined) throw new KeyRingError('key ring not loaded');
       return active;
     },
     publicJwks(now = Date.now()) {
@@ -182,7 +197,8 @@ export async function openKeyRing(store: Store, graceMs: number, external?: Exte
     },
     reload: load,
     async rotate() {
-      if (external !== undefined) throw new KeyRingError(`the signing key comes from ${external.source}: replace that file and restart to rotate`);
+      if (external !== undefined)
+        throw new KeyRingError(`the signing key comes from ${external.source}: replace that file and restart to rotate`);
       const before = (await store.listSigningKeys()).filter((k) => k.retiredAt === null);
       const next = await sealed();
       await store.addSigningKey(next);

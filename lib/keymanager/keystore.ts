@@ -76,14 +76,15 @@ function pkcs12Bags(buf: Buffer, passwords: readonly string[], source: string, c
     }
   }
   const why = last?.message ?? 'no password';
-  if (/password/i.test(why)) throw new KeyRingError(`${source}: wrong password (password / key_password do not open the PKCS#12 file: ${why})`);
+  if (/password/i.test(why))
+    throw new KeyRingError(`${source}: wrong password (password / key_password do not open the PKCS#12 file: ${why})`);
   throw new KeyRingError(`${source}: unreadable PKCS#12 file: ${why}`);
 }
 
 function bagKey(bag: KeyBag): KeyObject {
   const forge = forgeLib();
   if (bag.key !== null) return createPrivateKey({ key: forge.pki.privateKeyToPem(bag.key), format: 'pem' });
-  if (bag.asn1 === undefined) throw new Error('key bag without a key');
+  if (bag.asn1 === undefined) throw new KeyRingError('key bag without a key');
   const der = Buffer.from(forge.asn1.toDer(bag.asn1).getBytes(), 'binary');
   return createPrivateKey({ key: der, format: 'der', type: 'pkcs8' });
 }
@@ -130,15 +131,17 @@ export interface KeystoreFile {
 /** Reads the signing key of a keystore: PEM or PKCS#12; JKS and other types refused with the way out. */
 export function readKeystore(content: Buffer, ks: KeystoreFile): ExternalKey {
   const source = `${ks.table} ${ks.file}`;
-  if (isJks(content)) throw new KeyRingError(`${source} is a JKS keystore${ks.type !== 'JKS' ? ` (although type = "${ks.type ?? '(unset)'}")` : ''}, which Node cannot read: ${jksAdvice(ks.file)}`);
+  if (isJks(content))
+    throw new KeyRingError(
+      `${source} is a JKS keystore${ks.type !== 'JKS' ? ` (although type = "${ks.type ?? '(unset)'}")` : ''}, which Node cannot read: ${jksAdvice(ks.file)}`,
+    );
   switch (ks.type) {
-    case 'PEM':
+    case 'PEM': {
       // key_password wins: it is the one that encrypts the key (spec 001: keep both equal).
-      {
-        const k = readPemKey(content, ks.keyPassword ?? ks.password, source);
-        const certificate = certificateOf(k.privateKey, content.toString('latin1').match(PEM_CERT) ?? []);
-        return certificate !== undefined ? { ...k, certificate } : k;
-      }
+      const k = readPemKey(content, ks.keyPassword ?? ks.password, source);
+      const certificate = certificateOf(k.privateKey, content.toString('latin1').match(PEM_CERT) ?? []);
+      return certificate !== undefined ? { ...k, certificate } : k;
+    }
     case 'PKCS12': {
       // The store password opens the file (MAC and safe contents); node-forge takes one password for both,
       // so key_password is tried second for files whose key was encrypted with it.

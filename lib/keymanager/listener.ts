@@ -121,7 +121,10 @@ export function addressKey(address: string | undefined): string {
   const h = head === '' ? [] : head.split(':');
   const t = tail === undefined || tail === '' ? [] : tail.split(':');
   const groups = tail === undefined ? h : [...h, ...Array<string>(Math.max(0, 8 - h.length - t.length)).fill('0'), ...t];
-  return `${groups.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, '')).join(':')}::/64`;
+  return `${groups
+    .slice(0, 4)
+    .map((g) => g.replace(/^0+(?=.)/, ''))
+    .join(':')}::/64`;
 }
 
 /**
@@ -158,7 +161,12 @@ export function limitPerAddress(s: net.Server, max: number, logger?: Logger): vo
  * A management listener with every limit above (the key manager's, and a console or operations port of a
  * node without one): HTTP, or HTTPS with `tlsOptions`. Listen with `limits.backlog`.
  */
-export function createManagementServer(config: DeploymentConfig, handler: http.RequestListener, logger: Logger | undefined, tlsOptions?: tls.TlsOptions): { server: http.Server; limits: ListenerLimits } {
+export function createManagementServer(
+  config: DeploymentConfig,
+  handler: http.RequestListener,
+  logger: Logger | undefined,
+  tlsOptions?: tls.TlsOptions,
+): { server: http.Server; limits: ListenerLimits } {
   const limits = listenerLimits(config, tlsOptions !== undefined);
   const hsts = config.throughway.management.hsts_max_age;
   if (tlsOptions !== undefined && hsts > 0) {
@@ -173,7 +181,10 @@ export function createManagementServer(config: DeploymentConfig, handler: http.R
     };
   }
   // The TLS handshake is bounded like the head (Node's default handshakeTimeout is 120 s).
-  const server = tlsOptions !== undefined ? https.createServer({ ...tlsOptions, ...serverOptions(limits), handshakeTimeout: limits.headersTimeout }, handler) : http.createServer(serverOptions(limits), handler);
+  const server =
+    tlsOptions !== undefined
+      ? https.createServer({ ...tlsOptions, ...serverOptions(limits), handshakeTimeout: limits.headersTimeout }, handler)
+      : http.createServer(serverOptions(limits), handler);
   applyLimits(server, limits, logger);
   return { server, limits };
 }

@@ -52,7 +52,8 @@ const namespace = (kind: LoginKind): string => (kind === 'client' ? 'client' : '
  * RFC 4518 §2.2 characters mapped to nothing (soft hyphens, joiners, variation selectors, zero width
  * space, object replacement) and controls other than the spaces; §2.2 maps the other spaces to SPACE.
  */
-const NOTHING = /[\u00ad\u1806\u034f\u180b-\u180d\ufe00-\ufe0f\ufffc\u200b-\u200d\u2060\ufeff\u0000-\u0008\u000e-\u001f\u007f-\u0084\u0086-\u009f]/g;
+const NOTHING =
+  /[\u00ad\u1806\u034f\u180b-\u180d\ufe00-\ufe0f\ufffc\u200b-\u200d\u2060\ufeff\u0000-\u0008\u000e-\u001f\u007f-\u0084\u0086-\u009f]/g;
 const SPACES = /[\s\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+/g;
 
 /**
@@ -127,12 +128,19 @@ export class LoginGuard {
     const now = this.clock();
     const pair = this.get(`p\0${namespace(kind)}\0${accountKey(account)}\0${address}`, now);
     const addr = this.get(`a\0${address}`, now);
-    const until = Math.max(pair !== undefined && pair.lockedUntil > now ? pair.lockedUntil : 0, addr !== undefined && addr.lockedUntil > now ? addr.lockedUntil : 0);
+    const until = Math.max(
+      pair !== undefined && pair.lockedUntil > now ? pair.lockedUntil : 0,
+      addr !== undefined && addr.lockedUntil > now ? addr.lockedUntil : 0,
+    );
     if (until === 0) return;
     this.locked.set(kind, (this.locked.get(kind) ?? 0) + 1);
     const seconds = Math.max(1, Math.ceil((until - now) / 1000));
     this.logger.log('warn', 'login_refused_locked', { kind, account: printable(account), address, retry_after: seconds });
-    throw new OAuthError('access_denied', `too many failed sign-ins from this address: locked for ${seconds} s more ([throughway.management] login_lock_time)`, { status: 429, headers: { 'Retry-After': String(seconds) } });
+    throw new OAuthError(
+      'access_denied',
+      `too many failed sign-ins from this address: locked for ${seconds} s more ([throughway.management] login_lock_time)`,
+      { status: 429, headers: { 'Retry-After': String(seconds) } },
+    );
   }
 
   /** A failed sign-in: counted, logged, and answered after the account's delay. */
@@ -143,9 +151,22 @@ export class LoginGuard {
     const addr = this.bump(`a\0${address}`, now, s.addressMaxFailures);
     const acct = this.bump(`u\0${namespace(kind)}\0${accountKey(account)}`, now, 0);
     this.failures.set(kind, (this.failures.get(kind) ?? 0) + 1);
-    this.logger.log('warn', 'login_failed', { kind, account: printable(account), address, failures: pair.failures, account_failures: acct.failures });
-    if (pair.lockedUntil > now && pair.failures === s.maxFailures) this.logger.log('warn', 'login_locked', { kind, account: printable(account), address, until: new Date(pair.lockedUntil).toISOString() });
-    if (addr.lockedUntil > now && addr.failures === s.addressMaxFailures) this.logger.log('warn', 'login_locked', { kind, address, until: new Date(addr.lockedUntil).toISOString() });
+    this.logger.log('warn', 'login_failed', {
+      kind,
+      account: printable(account),
+      address,
+      failures: pair.failures,
+      account_failures: acct.failures,
+    });
+    if (pair.lockedUntil > now && pair.failures === s.maxFailures)
+      this.logger.log('warn', 'login_locked', {
+        kind,
+        account: printable(account),
+        address,
+        until: new Date(pair.lockedUntil).toISOString(),
+      });
+    if (addr.lockedUntil > now && addr.failures === s.addressMaxFailures)
+      this.logger.log('warn', 'login_locked', { kind, address, until: new Date(addr.lockedUntil).toISOString() });
     const delay = s.delay * Math.min(acct.failures, MAX_DELAY_STEPS);
     if (delay > 0) await this.sleep(delay);
   }
@@ -168,6 +189,16 @@ export class LoginGuard {
   }
 }
 
-export function lockoutSettings(m: { login_max_failures: number; address_max_failures: number; login_lock_time: number | string; login_delay: number | string }): LockoutSettings {
-  return { maxFailures: m.login_max_failures, addressMaxFailures: m.address_max_failures, lockTime: Number(m.login_lock_time), delay: Number(m.login_delay) };
+export function lockoutSettings(m: {
+  login_max_failures: number;
+  address_max_failures: number;
+  login_lock_time: number | string;
+  login_delay: number | string;
+}): LockoutSettings {
+  return {
+    maxFailures: m.login_max_failures,
+    addressMaxFailures: m.address_max_failures,
+    lockTime: Number(m.login_lock_time),
+    delay: Number(m.login_delay),
+  };
 }

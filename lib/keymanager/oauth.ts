@@ -13,13 +13,22 @@ import type { Logger } from '../log';
 import { digest, randomToken } from '../store/passwords';
 import { authenticateClient, type AuthenticatedClient } from './client-auth';
 import { StoreError, type Application, type KeyType, type OAuthClient, type Store } from '../store/types';
-import { databaseUserStore, findIdentity, type Identity, type UserStore } from '../store/users';
+import { databaseUserStore, findIdentity, SignInHeldError, type Identity, type UserStore } from '../store/users';
 import { AuthorizationCodes, type ApiScope } from './authorize';
 import { issuedInFuture } from '../security/validator';
 import { OAuthError } from './errors';
 import { signIdToken } from './id-token';
+import { awaitingApproval } from './confirmed';
 import type { KeyRing } from './keys';
-import { GRANT_KEYS, IMPLEMENTED_GRANTS, isGrantType, JWT_BEARER, TOKEN_EXCHANGE, type GrantType, type KeyManagerSettings } from './settings';
+import {
+  GRANT_KEYS,
+  IMPLEMENTED_GRANTS,
+  isGrantType,
+  JWT_BEARER,
+  TOKEN_EXCHANGE,
+  type GrantType,
+  type KeyManagerSettings,
+} from './settings';
 import { SUPER_TENANT, type Tenants } from '../tenants';
 
 export type Form = URLSearchParams;
@@ -43,6 +52,14 @@ export interface TokenResponse {
   /** RFC 8693 §2.2.1: the type of the issued token (token exchange only). */
   issued_token_type?: string;
 }
+
+/**
+ * The family id of a grant a local user signed in to (password, authorization_code): its refresh checks
+ * that the user still exists and may sign in (docs/key-manager.md, "Refresh tokens"). Asserted subjects
+ * (jwt-bearer, token exchange) are not users of this node's store and get plain ids.
+ */
+const USER_FAMILY = 'user:';
+const userFamily = (): string => `${USER_FAMILY}${randomUUID()}`;
 
 /** RFC 8693 §3: the token types a subject token may be (both JWTs here) and the one issued. */
 const JWT_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:jwt';
@@ -127,17 +144,31 @@ export class OAuthServer {
     const grant = required(form, 'grant_type');
     if (!isGrantType(grant)) throw new OAuthError('unsupported_grant_type', `grant type ${grant} is not known to this server`);
     const g = grant as GrantType;
-    if (!this.o.settings.grants[g]) throw new OAuthError('unsupported_grant_type', `grant type ${grant} is disabled by [oauth.grant_type.${GRANT_KEYS[g]}] enable = false`);
+    if (!this.o.settings.grants[g])
+      throw new OAuthError(
+        'unsupported_grant_type',
+        `grant type ${grant} is disabled by [oauth.grant_type.${GRANT_KEYS[g]}] enable = false`,
+      );
     if (!IMPLEMENTED_GRANTS.includes(g)) {
-      const why = g === 'authorization_code' ? 'it needs a login page, which throughway does not serve' : 'throughway has no SAML, NTLM or Kerberos identity provider to check it against';
-      throw new OAuthError('unsupported_grant_type', `grant type ${grant} is not supported: ${why}; use client_credentials, password, refresh_token or ${JWT_BEARER}`);
+      const why =
+        g === 'authorization_code'
+          ? 'it needs a login page, which throughway does not serve'
+          : 'throughway has no SAML, NTLM or Kerberos identity provider to check it against';
+      throw new OAuthError(
+        'unsupported_grant_type',
+        `grant type ${grant} is not supported: ${why}; use client_credentials, password, refresh_token or ${JWT_BEARER}`,
+      );
     }
     const auth = await this.authenticateClient(authorization, form);
     const tenants = this.o.tenants;
     const appTenant = auth.application.tenant;
-    if (appTenant !== SUPER_TENANT && tenants?.state(appTenant) !== 'active') throw new OAuthError('invalid_client', `the client's tenant ${appTenant} is not active`);
+    if (appTenant !== SUPER_TENANT && tenants?.state(appTenant) !== 'active')
+      throw new OAuthError('invalid_client', `the client's tenant ${appTenant} is not active`);
     if (auth.client.grantTypes.length > 0 && !auth.client.grantTypes.includes(grant)) {
-      throw new OAuthError('unauthorized_client', `this client may not use grant type ${grant} (its grant types: ${auth.client.grantTypes.join(' ')})`);
+      throw new OAuthError(
+        'unauthorized_client',
+        `this client may not use grant type ${grant} (its grant types: ${auth.client.grantTypes.join(' ')})`,
+      );
     }
     switch (g) {
       case 'authorization_code':
@@ -146,7 +177,10 @@ export class OAuthServer {
         // The application owner's roles bind scopes for application tokens (docs/security.md).
         // The owner's roles are looked up only when a scope is asked for (a directory is not asked otherwise).
         const asked = param(form, 'scope');
-        const scope = await this.resolveScope(asked, { roles: asked === undefined ? [] : await this.rolesOf(auth.application.owner), applicationId: auth.application.id });
+        const scope = await this.resolveScope(asked, {
+          roles: asked === undefined ? [] : await this.rolesOf(auth.application.owner),
+          applicationId: auth.application.id,
+        });
         return this.issue(auth, {
           grant,
           subject: auth.application.owner,
@@ -160,12 +194,29 @@ export class OAuthServer {
       case 'password': {
         const username = required(form, 'username');
         const password = required(form, 'password');
-        const user: Identity | undefined = await this.users.authenticate(username, password);
+        let user: Identity | undefined;
+        try {
+          user = await this.users.authenticate(username, password);
+        } catch (err) {
+          // A signed-up account not yet approved or confirmed (lib/keymanager/confirmed.ts): the right password, refused with why.
+          if (err instanceof SignInHeldError) throw new OAuthError('invalid_grant', `${err.code}: ${err.message}`);
+          throw err;
+        }
         if (user === undefined) throw new OAuthError('invalid_grant', 'invalid resource owner credentials');
         // A tenant's users sign in to their tenant's applications only (docs/tenants.md).
-        if (tenants !== undefined && tenants.tenantOf(user.username) !== appTenant) throw new OAuthError('invalid_grant', `${user.username} is not a user of the client's tenant ${appTenant}`);
+        if (tenants !== undefined && tenants.tenantOf(user.username) !== appTenant)
+          throw new OAuthError('invalid_grant', `${user.username} is not a user of the client's tenant ${appTenant}`);
         const scope = await this.resolveScope(param(form, 'scope'), { roles: user.roles, applicationId: auth.application.id });
-        return this.issue(auth, { grant, subject: user.username, aut: 'APPLICATION_USER', scope, validity: this.o.settings.userTokenValidity, refresh: true, idToken: true });
+        return this.issue(auth, {
+          grant,
+          subject: user.username,
+          aut: 'APPLICATION_USER',
+          scope,
+          validity: this.o.settings.userTokenValidity,
+          refresh: true,
+          idToken: true,
+          family: userFamily(),
+        });
       }
       case 'refresh_token':
         return this.refresh(auth, form);
@@ -186,11 +237,16 @@ export class OAuthServer {
   async resolveScope(requested: string | undefined, holder: ScopeHolder): Promise<string> {
     if (requested === undefined) return 'default';
     const asked = requested.split(' ').filter((s) => s !== '');
-    for (const s of asked) if (!SCOPE_TOKEN.test(s)) throw new OAuthError('invalid_scope', `malformed scope ${JSON.stringify(s)} (RFC 6749 §3.3)`);
+    for (const s of asked)
+      if (!SCOPE_TOKEN.test(s)) throw new OAuthError('invalid_scope', `malformed scope ${JSON.stringify(s)} (RFC 6749 §3.3)`);
     const declared = [...(this.o.apiScopes?.() ?? [])];
     let subscriptions: Set<string> | undefined;
     const subscribed = async (context: string, version: string): Promise<boolean> => {
-      subscriptions ??= new Set((await this.o.store.listSubscriptions({ applicationId: holder.applicationId })).filter((x) => x.state !== 'BLOCKED' && x.state !== 'ON_HOLD').map((x) => `${x.apiContext}\u0000${x.apiVersion}`));
+      subscriptions ??= new Set(
+        (await this.o.store.listSubscriptions({ applicationId: holder.applicationId }))
+          .filter((x) => x.state !== 'BLOCKED' && x.state !== 'ON_HOLD')
+          .map((x) => `${x.apiContext}\u0000${x.apiVersion}`),
+      );
       return subscriptions.has(`${context}\u0000${version}`);
     };
     const granted: string[] = [];
@@ -206,7 +262,10 @@ export class OAuthServer {
           break;
         }
         if (d.name !== s) continue;
-        const ok = d.roles.length > 0 ? d.roles.some((r) => holder.roles.includes(r)) : d.api === undefined || (await subscribed(d.api.context, d.api.version));
+        const ok =
+          d.roles.length > 0
+            ? d.roles.some((r) => holder.roles.includes(r))
+            : d.api === undefined || (await subscribed(d.api.context, d.api.version));
         if (ok) {
           granted.push(s);
           break;
@@ -221,21 +280,50 @@ export class OAuthServer {
    * again it revokes every token it issued (RFC 6749 §4.1.2) and is refused.
    */
   private async authorizationCode(auth: AuthenticatedClient, form: Form): Promise<TokenResponse> {
-    const r = this.codes.redeem({ code: required(form, 'code'), clientId: auth.client.consumerKey, redirectUri: param(form, 'redirect_uri'), verifier: param(form, 'code_verifier') }, Date.now());
+    const r = this.codes.redeem(
+      {
+        code: required(form, 'code'),
+        clientId: auth.client.consumerKey,
+        redirectUri: param(form, 'redirect_uri'),
+        verifier: param(form, 'code_verifier'),
+      },
+      Date.now(),
+    );
     if (r.reused !== undefined) {
       const issued = r.reused;
       const n = await this.revokeFamily(issued.family, auth.client.consumerKey);
       const now = Date.now();
       if (!(await this.o.store.isRevoked(issued.jti, now))) {
         await this.o.store.revokeToken(issued.jti, issued.expiresAt, now);
-        if (this.o.settings.realtimeRevocation) this.o.bus.publish('token.revoked', { jti: issued.jti, expiresAt: issued.expiresAt, consumerKey: auth.client.consumerKey, revokedAt: now });
+        if (this.o.settings.realtimeRevocation)
+          this.o.bus.publish('token.revoked', {
+            jti: issued.jti,
+            expiresAt: issued.expiresAt,
+            consumerKey: auth.client.consumerKey,
+            revokedAt: now,
+          });
       }
-      this.o.logger.log('warn', 'authorization_code_reuse', { client_id: auth.client.consumerKey, family: issued.family, access_tokens_revoked: n });
+      this.o.logger.log('warn', 'authorization_code_reuse', {
+        client_id: auth.client.consumerKey,
+        family: issued.family,
+        access_tokens_revoked: n,
+      });
       throw new OAuthError('invalid_grant', 'the authorization code was already used; the tokens it issued are revoked');
     }
     const c = r.record;
-    const family = randomUUID();
-    const res = await this.issue(auth, { grant: 'authorization_code', subject: c.subject, aut: 'APPLICATION_USER', scope: c.scope, validity: this.o.settings.userTokenValidity, refresh: true, idToken: true, family, nonce: c.nonce, authTime: c.authTime });
+    const family = userFamily();
+    const res = await this.issue(auth, {
+      grant: 'authorization_code',
+      subject: c.subject,
+      aut: 'APPLICATION_USER',
+      scope: c.scope,
+      validity: this.o.settings.userTokenValidity,
+      refresh: true,
+      idToken: true,
+      family,
+      nonce: c.nonce,
+      authTime: c.authTime,
+    });
     const claims = decodeJwt(res.access_token);
     this.codes.issued(r.key, { jti: String(claims.jti), expiresAt: Number(claims.exp) * 1000 + this.o.settings.skew, family });
     return res;
@@ -248,12 +336,30 @@ export class OAuthServer {
     const now = Date.now();
     if (rec === undefined) throw new OAuthError('invalid_grant', 'unknown refresh token');
     // RFC 6749 §6: the refresh token is bound to the client it was issued to.
-    if (rec.consumerKey !== auth.client.consumerKey) throw new OAuthError('invalid_grant', 'the refresh token was not issued to this client');
+    if (rec.consumerKey !== auth.client.consumerKey)
+      throw new OAuthError('invalid_grant', 'the refresh token was not issued to this client');
     if (rec.revoked) throw new OAuthError('invalid_grant', 'the refresh token is revoked');
+    // A user's grant lives only as long as the user may sign in: deleted, or held by a sign-up awaiting approval, it ends.
+    if (rec.family.startsWith(USER_FAMILY)) {
+      const gone = (await findIdentity(this.users, this.o.store, rec.subject)) === undefined;
+      if (gone || (await awaitingApproval(this.o.store, rec.subject))) {
+        const n = await this.revokeFamily(rec.family, rec.consumerKey);
+        this.o.logger.log('warn', 'refresh_token_user_gone', { client_id: rec.consumerKey, sub: rec.subject, access_tokens_revoked: n });
+        throw new OAuthError(
+          'invalid_grant',
+          gone ? 'the user of this refresh token no longer exists' : 'the user of this refresh token may not sign in',
+        );
+      }
+    }
     if (rec.usedAt !== null || !(await this.o.store.markRefreshTokenUsed(hash, now))) {
       // A rotated token presented again: someone holds a copy. Revoke the family (RFC 9700 §4.14.2).
       const n = await this.revokeFamily(rec.family, rec.consumerKey);
-      this.o.logger.log('warn', 'refresh_token_reuse', { client_id: rec.consumerKey, sub: rec.subject, family: rec.family, access_tokens_revoked: n });
+      this.o.logger.log('warn', 'refresh_token_reuse', {
+        client_id: rec.consumerKey,
+        sub: rec.subject,
+        family: rec.family,
+        access_tokens_revoked: n,
+      });
       throw new OAuthError('invalid_grant', 'the refresh token was already used; every token of its grant is revoked');
     }
     if (rec.expiresAt <= now) throw new OAuthError('invalid_grant', 'the refresh token has expired');
@@ -281,6 +387,20 @@ export class OAuthServer {
   }
 
   /**
+   * Revokes every grant of a user (DELETE /admin/v1/users/{name}): each refresh token family issued for
+   * the subject, with the access tokens issued alongside (as revokeFamily). Resolves to the number of
+   * access tokens revoked.
+   */
+  async revokeUser(username: string): Promise<number> {
+    let n = 0;
+    const families = new Map<string, string>();
+    for (const r of await this.o.store.listRefreshTokensOf(username))
+      if (r.authorizedUserType !== 'APPLICATION') families.set(r.family, r.consumerKey);
+    for (const [family, consumerKey] of families) n += await this.revokeFamily(family, consumerKey);
+    return n;
+  }
+
+  /**
    * Revokes a refresh token family and the access tokens issued with its members that have not expired
    * (RFC 7009 §2.1: revoking a refresh token SHOULD invalidate the access tokens of the same grant).
    * Resolves to the number of access tokens revoked.
@@ -293,7 +413,8 @@ export class OAuthServer {
       if (r.accessJti === null || r.accessExpiresAt === null || r.accessExpiresAt <= now) continue;
       if (await this.o.store.isRevoked(r.accessJti, now)) continue;
       await this.o.store.revokeToken(r.accessJti, r.accessExpiresAt, now);
-      if (this.o.settings.realtimeRevocation) this.o.bus.publish('token.revoked', { jti: r.accessJti, expiresAt: r.accessExpiresAt, consumerKey, revokedAt: now });
+      if (this.o.settings.realtimeRevocation)
+        this.o.bus.publish('token.revoked', { jti: r.accessJti, expiresAt: r.accessExpiresAt, consumerKey, revokedAt: now });
       n++;
     }
     return n;
@@ -312,7 +433,10 @@ export class OAuthServer {
     }
     const trusted = this.o.settings.trustedIssuers.find((i) => i.name === iss);
     if (iss === undefined || trusted === undefined) {
-      throw new OAuthError('invalid_grant', `${what} issuer ${JSON.stringify(iss ?? '')} is not trusted (add it as [[apim.jwt.issuer]] name with jwks.url)`);
+      throw new OAuthError(
+        'invalid_grant',
+        `${what} issuer ${JSON.stringify(iss ?? '')} is not trusted (add it as [[apim.jwt.issuer]] name with jwks.url)`,
+      );
     }
     let jwks = this.remoteJwks.get(trusted.jwksUrl);
     if (jwks === undefined) {
@@ -331,7 +455,8 @@ export class OAuthServer {
     } catch (err) {
       throw new OAuthError('invalid_grant', `the ${what} is not valid: ${(err as Error).message}`);
     }
-    if (issuedInFuture(claims, Date.now(), this.o.settings.skew)) throw new OAuthError('invalid_grant', `the ${what} was issued in the future (iat beyond [oauth] timestamp_skew)`);
+    if (issuedInFuture(claims, Date.now(), this.o.settings.skew))
+      throw new OAuthError('invalid_grant', `the ${what} was issued in the future (iat beyond [oauth] timestamp_skew)`);
     return claims;
   }
 
@@ -368,11 +493,17 @@ export class OAuthServer {
     const subjectToken = required(form, 'subject_token');
     const subjectType = required(form, 'subject_token_type');
     if (subjectType !== JWT_TOKEN_TYPE && subjectType !== ACCESS_TOKEN_TYPE) {
-      throw new OAuthError('invalid_request', `subject_token_type ${subjectType} is not supported: use ${JWT_TOKEN_TYPE} or ${ACCESS_TOKEN_TYPE} (RFC 8693 §3)`);
+      throw new OAuthError(
+        'invalid_request',
+        `subject_token_type ${subjectType} is not supported: use ${JWT_TOKEN_TYPE} or ${ACCESS_TOKEN_TYPE} (RFC 8693 §3)`,
+      );
     }
     const requested = param(form, 'requested_token_type');
     if (requested !== undefined && requested !== ACCESS_TOKEN_TYPE && requested !== JWT_TOKEN_TYPE) {
-      throw new OAuthError('invalid_request', `requested_token_type ${requested} is not issued here: only ${ACCESS_TOKEN_TYPE} (RFC 8693 §2.1)`);
+      throw new OAuthError(
+        'invalid_request',
+        `requested_token_type ${requested} is not issued here: only ${ACCESS_TOKEN_TYPE} (RFC 8693 §2.1)`,
+      );
     }
     if (param(form, 'actor_token') !== undefined || param(form, 'actor_token_type') !== undefined) {
       throw new OAuthError('invalid_request', 'actor_token (delegation, RFC 8693 §1.1) is not supported: exchange the subject token alone');
@@ -390,8 +521,13 @@ export class OAuthServer {
     let within: Set<string> | undefined;
     if (iss === this.o.settings.issuer) {
       const own = await this.verifyAccessToken(subjectToken);
-      if (own === undefined) throw new OAuthError('invalid_grant', 'the subject_token is not a valid access token of this server (signature, expiry or revocation)');
-      if (own.client_id !== auth.client.consumerKey) throw new OAuthError('invalid_grant', 'the subject_token was issued to another client');
+      if (own === undefined)
+        throw new OAuthError(
+          'invalid_grant',
+          'the subject_token is not a valid access token of this server (signature, expiry or revocation)',
+        );
+      if (own.client_id !== auth.client.consumerKey)
+        throw new OAuthError('invalid_grant', 'the subject_token was issued to another client');
       subject = String(own.sub);
       iat = typeof own.iat === 'number' ? own.iat : undefined;
       aut = own.aut;
@@ -403,11 +539,19 @@ export class OAuthServer {
     }
     const te = this.o.settings.tokenExchange;
     if (iat === undefined || Date.now() - iat * 1000 > te.iatValidity + this.o.settings.skew) {
-      throw new OAuthError('invalid_grant', `the subject_token was issued more than [oauth.grant_type.token_exchange] iat_validity_period (${Math.round(te.iatValidity / 1000)} s) ago, or has no iat`);
+      throw new OAuthError(
+        'invalid_grant',
+        `the subject_token was issued more than [oauth.grant_type.token_exchange] iat_validity_period (${Math.round(te.iatValidity / 1000)} s) ago, or has no iat`,
+      );
     }
     // An exchanged subject has no roles here (as for jwt-bearer): allowed_scopes and subscribed scopes without roles.
     let scope = await this.resolveScope(param(form, 'scope'), { roles: [], applicationId: auth.application.id });
-    if (within !== undefined) scope = scope.split(' ').filter((x) => within.has(x)).join(' ') || 'default';
+    if (within !== undefined)
+      scope =
+        scope
+          .split(' ')
+          .filter((x) => within.has(x))
+          .join(' ') || 'default';
     const validity = aut === 'APPLICATION' ? this.o.settings.appTokenValidity : this.o.settings.userTokenValidity;
     const res = await this.issue(auth, { grant: TOKEN_EXCHANGE, subject, aut, scope, validity, refresh: te.refresh, idToken: false });
     res.issued_token_type = ACCESS_TOKEN_TYPE;
@@ -416,7 +560,18 @@ export class OAuthServer {
 
   private async issue(
     auth: AuthenticatedClient,
-    t: { grant: string; subject: string; aut: 'APPLICATION' | 'APPLICATION_USER'; scope: string; validity: number; refresh: boolean; idToken: boolean; family?: string; nonce?: string | undefined; authTime?: number },
+    t: {
+      grant: string;
+      subject: string;
+      aut: 'APPLICATION' | 'APPLICATION_USER';
+      scope: string;
+      validity: number;
+      refresh: boolean;
+      idToken: boolean;
+      family?: string;
+      nonce?: string | undefined;
+      authTime?: number;
+    },
   ): Promise<TokenResponse> {
     const s = this.o.settings;
     const key = this.o.keys.current();
@@ -445,22 +600,24 @@ export class OAuthServer {
       .sign(key.privateKey);
     const res: TokenResponse = { access_token: accessToken, token_type: 'Bearer', expires_in: expiresIn, scope: t.scope };
     // A refresh token needs the refresh_token grant enabled and allowed for the client.
-    const refreshAllowed = t.refresh && s.grants.refresh_token && (client.grantTypes.length === 0 || client.grantTypes.includes('refresh_token'));
+    const refreshAllowed =
+      t.refresh && s.grants.refresh_token && (client.grantTypes.length === 0 || client.grantTypes.includes('refresh_token'));
     if (refreshAllowed) {
       let value = randomToken();
-      const save = (): Promise<void> => this.o.store.saveRefreshToken({
-        tokenHash: digest(value),
-        family: t.family ?? randomUUID(),
-        consumerKey: client.consumerKey,
-        subject: t.subject,
-        scope: t.scope,
-        authorizedUserType: t.aut,
-        keyType: client.keyType,
-        issuedAt: now * 1000,
-        expiresAt: now * 1000 + s.refreshTokenValidity,
-        accessJti: jti,
-        accessExpiresAt: (now + expiresIn) * 1000 + s.skew,
-      });
+      const save = (): Promise<void> =>
+        this.o.store.saveRefreshToken({
+          tokenHash: digest(value),
+          family: t.family ?? randomUUID(),
+          consumerKey: client.consumerKey,
+          subject: t.subject,
+          scope: t.scope,
+          authorizedUserType: t.aut,
+          keyType: client.keyType,
+          issuedAt: now * 1000,
+          expiresAt: now * 1000 + s.refreshTokenValidity,
+          accessJti: jti,
+          accessExpiresAt: (now + expiresIn) * 1000 + s.skew,
+        });
       for (let attempt = 0; ; attempt++) {
         try {
           await save();
@@ -474,17 +631,29 @@ export class OAuthServer {
     }
     if (t.idToken && t.scope.split(' ').includes('openid')) {
       // OpenID Connect Core §2: the ID token's audience is the client; azp when it is the only one.
-      res.id_token = await signIdToken(key, {
-        issuer: s.issuer,
-        subject: t.subject,
-        clientId: client.consumerKey,
-        validity: Math.floor(s.idTokenValidity / 1000),
-        accessToken,
-        ...(t.nonce !== undefined ? { nonce: t.nonce } : {}),
-        ...(t.authTime !== undefined ? { authTime: t.authTime } : {}),
-      }, now);
+      res.id_token = await signIdToken(
+        key,
+        {
+          issuer: s.issuer,
+          subject: t.subject,
+          clientId: client.consumerKey,
+          validity: Math.floor(s.idTokenValidity / 1000),
+          accessToken,
+          ...(t.nonce !== undefined ? { nonce: t.nonce } : {}),
+          ...(t.authTime !== undefined ? { authTime: t.authTime } : {}),
+        },
+        now,
+      );
     }
-    this.o.logger.log('info', 'token_issued', { grant_type: t.grant, client_id: client.consumerKey, sub: t.subject, jti, scope: t.scope, keytype: client.keyType, refresh: res.refresh_token !== undefined });
+    this.o.logger.log('info', 'token_issued', {
+      grant_type: t.grant,
+      client_id: client.consumerKey,
+      sub: t.subject,
+      jti,
+      scope: t.scope,
+      keytype: client.keyType,
+      refresh: res.refresh_token !== undefined,
+    });
     return res;
   }
 
@@ -493,7 +662,11 @@ export class OAuthServer {
     let payload: JWTPayload;
     try {
       const jwks = createLocalJWKSet({ keys: this.o.keys.publicJwks() });
-      const r = await jwtVerify(token, jwks, { issuer: this.o.settings.issuer, typ: 'at+jwt', clockTolerance: Math.round(this.o.settings.skew / 1000) });
+      const r = await jwtVerify(token, jwks, {
+        issuer: this.o.settings.issuer,
+        typ: 'at+jwt',
+        clockTolerance: Math.round(this.o.settings.skew / 1000),
+      });
       payload = r.payload;
     } catch {
       return undefined;
@@ -529,7 +702,8 @@ export class OAuthServer {
     const now = Date.now();
     const expiresAt = claims.exp * 1000 + this.o.settings.skew;
     await this.o.store.revokeToken(claims.jti, expiresAt, now);
-    if (this.o.settings.realtimeRevocation) this.o.bus.publish('token.revoked', { jti: claims.jti, expiresAt, consumerKey: client.consumerKey, revokedAt: now });
+    if (this.o.settings.realtimeRevocation)
+      this.o.bus.publish('token.revoked', { jti: claims.jti, expiresAt, consumerKey: client.consumerKey, revokedAt: now });
     this.o.logger.log('info', 'access_token_revoked', { client_id: client.consumerKey, jti: claims.jti });
   }
 

@@ -43,9 +43,14 @@ export interface RegistrationToken {
 }
 
 /** Issues an initial access token (admin API POST /admin/v1/registration-tokens, `throughway registration token`). */
-export async function issueRegistrationToken(keys: KeyRing, issuer: string, input: { issuedBy: string; owner?: string; expiresIn?: number }): Promise<RegistrationToken> {
+export async function issueRegistrationToken(
+  keys: KeyRing,
+  issuer: string,
+  input: { issuedBy: string; owner?: string; expiresIn?: number },
+): Promise<RegistrationToken> {
   const ttl = input.expiresIn ?? REGISTRATION_TOKEN_DEFAULT_TTL;
-  if (!Number.isInteger(ttl) || ttl < 1 || ttl > REGISTRATION_TOKEN_MAX_TTL) throw new OAuthError('invalid_request', `expiresIn must be a whole number of seconds from 1 to ${REGISTRATION_TOKEN_MAX_TTL}`);
+  if (!Number.isInteger(ttl) || ttl < 1 || ttl > REGISTRATION_TOKEN_MAX_TTL)
+    throw new OAuthError('invalid_request', `expiresIn must be a whole number of seconds from 1 to ${REGISTRATION_TOKEN_MAX_TTL}`);
   const owner = input.owner ?? input.issuedBy;
   checkText('owner', owner);
   const key = keys.current();
@@ -69,11 +74,21 @@ export async function revokeRegistrationToken(store: Store, jti: string): Promis
 }
 
 /** The owner an initial access token registers for; invalid_token (RFC 6750 §3.1) otherwise. */
-async function verifyRegistrationToken(ctx: RouteContext, token: string, s: KeyManagerSettings): Promise<{ owner: string; issuedBy: string; jti: string }> {
-  const bad = (why: string): OAuthError => new OAuthError('invalid_token', why, { headers: { 'WWW-Authenticate': `Bearer error="invalid_token", error_description="${why}"` } });
+async function verifyRegistrationToken(
+  ctx: RouteContext,
+  token: string,
+  s: KeyManagerSettings,
+): Promise<{ owner: string; issuedBy: string; jti: string }> {
+  const bad = (why: string): OAuthError =>
+    new OAuthError('invalid_token', why, { headers: { 'WWW-Authenticate': `Bearer error="invalid_token", error_description="${why}"` } });
   let p: Record<string, unknown>;
   try {
-    const r = await jwtVerify(token, createLocalJWKSet({ keys: ctx.keys.publicJwks() }), { issuer: s.issuer, typ: REGISTRATION_TOKEN_TYPE, requiredClaims: ['exp', 'jti', 'sub'], clockTolerance: Math.round(s.skew / 1000) });
+    const r = await jwtVerify(token, createLocalJWKSet({ keys: ctx.keys.publicJwks() }), {
+      issuer: s.issuer,
+      typ: REGISTRATION_TOKEN_TYPE,
+      requiredClaims: ['exp', 'jti', 'sub'],
+      clockTolerance: Math.round(s.skew / 1000),
+    });
     p = r.payload as Record<string, unknown>;
   } catch {
     throw bad('the initial access token is not valid');
@@ -86,16 +101,24 @@ async function verifyRegistrationToken(ctx: RouteContext, token: string, s: KeyM
 }
 
 /** Who registers: the initial access token's owner, or the super admin (who may name any owner). */
-async function registrant(ctx: RouteContext, req: http.IncomingMessage): Promise<{ owner: string | undefined; admin: string; jti?: string }> {
+async function registrant(
+  ctx: RouteContext,
+  req: http.IncomingMessage,
+): Promise<{ owner: string | undefined; admin: string; jti?: string }> {
   const auth = req.headers.authorization;
   const bearer = auth === undefined ? undefined : /^Bearer\s+([A-Za-z0-9._~+/-]+=*)\s*$/i.exec(auth);
   if (bearer !== undefined && bearer !== null) {
     const t = await verifyRegistrationToken(ctx, bearer[1] ?? '', ctx.oauth.settings);
     return { owner: t.owner, admin: t.issuedBy, jti: t.jti };
   }
-  if (auth !== undefined && /^Bearer\s/i.test(auth)) throw new OAuthError('invalid_token', 'malformed bearer token', { headers: { 'WWW-Authenticate': 'Bearer error="invalid_token"' } });
+  if (auth !== undefined && /^Bearer\s/i.test(auth))
+    throw new OAuthError('invalid_token', 'malformed bearer token', { headers: { 'WWW-Authenticate': 'Bearer error="invalid_token"' } });
   if (auth === undefined) {
-    throw new OAuthError('invalid_token', 'registration needs an initial access token (Authorization: Bearer) or the super admin credentials (HTTP Basic)', { headers: { 'WWW-Authenticate': 'Bearer, Basic realm="throughway management", charset="UTF-8"' } });
+    throw new OAuthError(
+      'invalid_token',
+      'registration needs an initial access token (Authorization: Bearer) or the super admin credentials (HTTP Basic)',
+      { headers: { 'WWW-Authenticate': 'Bearer, Basic realm="throughway management", charset="UTF-8"' } },
+    );
   }
   return { owner: undefined, admin: await requireSuperAdmin(ctx, req) };
 }
@@ -107,7 +130,8 @@ function absoluteRedirect(u: string): void {
   } catch {
     throw new OAuthError('invalid_redirect_uri', `${JSON.stringify(u)} is not an absolute URI (RFC 7591 §2)`);
   }
-  if (url.hash !== '' || u.includes('#')) throw new OAuthError('invalid_redirect_uri', `${JSON.stringify(u)} has a fragment (RFC 6749 §3.1.2)`);
+  if (url.hash !== '' || u.includes('#'))
+    throw new OAuthError('invalid_redirect_uri', `${JSON.stringify(u)} has a fragment (RFC 6749 §3.1.2)`);
 }
 
 export async function register(ctx: RouteContext, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
@@ -126,9 +150,13 @@ export async function register(ctx: RouteContext, req: http.IncomingMessage, res
   if (name === undefined) throw new OAuthError('invalid_client_metadata', 'client_name (or clientName) is required');
   meta(() => checkName(reference ? 'clientName' : 'client_name', name));
   let grants: string[] | undefined;
-  if (reference) grants = str(body.grantType)?.split(/[\s,]+/).filter((g) => g !== '');
+  if (reference)
+    grants = str(body.grantType)
+      ?.split(/[\s,]+/)
+      .filter((g) => g !== '');
   else if (body.grant_types !== undefined) {
-    if (!Array.isArray(body.grant_types) || !body.grant_types.every((g) => typeof g === 'string')) throw new OAuthError('invalid_client_metadata', 'grant_types must be an array of strings');
+    if (!Array.isArray(body.grant_types) || !body.grant_types.every((g) => typeof g === 'string'))
+      throw new OAuthError('invalid_client_metadata', 'grant_types must be an array of strings');
     grants = body.grant_types as string[];
   }
   // RFC 7591 §2: "implicit" and other grant names this server does not know are refused.
@@ -144,7 +172,8 @@ export async function register(ctx: RouteContext, req: http.IncomingMessage, res
       }
     }
   } else if (body.redirect_uris !== undefined) {
-    if (!Array.isArray(body.redirect_uris) || !body.redirect_uris.every((u) => typeof u === 'string')) throw new OAuthError('invalid_redirect_uri', 'redirect_uris must be an array of strings');
+    if (!Array.isArray(body.redirect_uris) || !body.redirect_uris.every((u) => typeof u === 'string'))
+      throw new OAuthError('invalid_redirect_uri', 'redirect_uris must be an array of strings');
     const uris = body.redirect_uris as string[];
     // The store keeps one callback URL per client (the reference's model).
     if (uris.length > 1) throw new OAuthError('invalid_redirect_uri', 'one redirect URI per client');
@@ -152,41 +181,64 @@ export async function register(ctx: RouteContext, req: http.IncomingMessage, res
     callback = uris[0];
   }
   const method = body.token_endpoint_auth_method ?? 'client_secret_basic';
-  if (!(CLIENT_AUTH_METHODS as readonly unknown[]).includes(method)) throw new OAuthError('invalid_client_metadata', `token_endpoint_auth_method must be one of ${CLIENT_AUTH_METHODS.join(', ')}`);
+  if (!(CLIENT_AUTH_METHODS as readonly unknown[]).includes(method))
+    throw new OAuthError('invalid_client_metadata', `token_endpoint_auth_method must be one of ${CLIENT_AUTH_METHODS.join(', ')}`);
   const asked = str(body.owner);
   if (who.owner !== undefined && asked !== undefined && asked !== who.owner) {
     throw new OAuthError('invalid_client_metadata', `this initial access token registers applications of ${who.owner}, not ${asked}`);
   }
   const owner = who.owner ?? asked ?? who.admin;
   meta(() => checkText('owner', owner));
-  const app = await ctx.manager.createApplication({ name, owner, tier: str(body.tier) ?? 'Unlimited', description: 'registered by dynamic client registration' }).catch((err: unknown) => {
-    if (err instanceof OAuthError && err.error === 'conflict') throw new OAuthError('invalid_client_metadata', `an application named ${name} already exists for ${owner}`);
-    if (err instanceof OAuthError && err.error === 'invalid_request') throw new OAuthError('invalid_client_metadata', err.message);
-    throw err;
+  const app = await ctx.manager
+    .createApplication({ name, owner, tier: str(body.tier) ?? 'Unlimited', description: 'registered by dynamic client registration' })
+    .catch((err: unknown) => {
+      if (err instanceof OAuthError && err.error === 'conflict')
+        throw new OAuthError('invalid_client_metadata', `an application named ${name} already exists for ${owner}`);
+      if (err instanceof OAuthError && err.error === 'invalid_request') throw new OAuthError('invalid_client_metadata', err.message);
+      throw err;
+    });
+  const keys = await ctx.manager.generateKeys(app.id, {
+    keyType: 'PRODUCTION',
+    ...(grants !== undefined ? { grantTypes: grants } : {}),
+    ...(callback !== undefined ? { callbackUrl: callback } : {}),
   });
-  const keys = await ctx.manager.generateKeys(app.id, { keyType: 'PRODUCTION', ...(grants !== undefined ? { grantTypes: grants } : {}), ...(callback !== undefined ? { callbackUrl: callback } : {}) });
-  ctx.logger.log('info', 'client_registered', { client_id: keys.consumerKey, client_name: name, owner, ...(who.jti !== undefined ? { initial_access_token: who.jti } : {}) });
+  ctx.logger.log('info', 'client_registered', {
+    client_id: keys.consumerKey,
+    client_name: name,
+    owner,
+    ...(who.jti !== undefined ? { initial_access_token: who.jti } : {}),
+  });
   const noStore = { 'Cache-Control': 'no-store', Pragma: 'no-cache' };
   if (reference) {
-    sendJson(res, 200, {
-      clientId: keys.consumerKey,
-      clientName: name,
-      callBackURL: keys.callbackUrl,
-      clientSecret: keys.consumerSecret,
-      isSaasApplication: body.saasApp === true,
-      appOwner: owner,
-      jsonString: JSON.stringify({ grant_types: keys.grantTypes.join(' '), redirect_uris: keys.callbackUrl, client_name: name }),
-    }, noStore);
+    sendJson(
+      res,
+      200,
+      {
+        clientId: keys.consumerKey,
+        clientName: name,
+        callBackURL: keys.callbackUrl,
+        clientSecret: keys.consumerSecret,
+        isSaasApplication: body.saasApp === true,
+        appOwner: owner,
+        jsonString: JSON.stringify({ grant_types: keys.grantTypes.join(' '), redirect_uris: keys.callbackUrl, client_name: name }),
+      },
+      noStore,
+    );
     return;
   }
-  sendJson(res, 201, {
-    client_id: keys.consumerKey,
-    client_secret: keys.consumerSecret,
-    client_id_issued_at: Math.floor(Date.now() / 1000),
-    client_secret_expires_at: 0,
-    client_name: name,
-    grant_types: keys.grantTypes,
-    redirect_uris: keys.callbackUrl === '' ? [] : [keys.callbackUrl],
-    token_endpoint_auth_method: method,
-  }, noStore);
+  sendJson(
+    res,
+    201,
+    {
+      client_id: keys.consumerKey,
+      client_secret: keys.consumerSecret,
+      client_id_issued_at: Math.floor(Date.now() / 1000),
+      client_secret_expires_at: 0,
+      client_name: name,
+      grant_types: keys.grantTypes,
+      redirect_uris: keys.callbackUrl === '' ? [] : [keys.callbackUrl],
+      token_endpoint_auth_method: method,
+    },
+    noStore,
+  );
 }

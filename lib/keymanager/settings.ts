@@ -48,7 +48,14 @@ export const JWT_BEARER = 'urn:ietf:params:oauth:grant-type:jwt-bearer';
 export const TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
 
 /** Grants throughway implements; the others need an identity provider it does not have (SAML, NTLM, Kerberos). */
-export const IMPLEMENTED_GRANTS: readonly GrantType[] = ['authorization_code', 'client_credentials', 'password', 'refresh_token', JWT_BEARER, TOKEN_EXCHANGE];
+export const IMPLEMENTED_GRANTS: readonly GrantType[] = [
+  'authorization_code',
+  'client_credentials',
+  'password',
+  'refresh_token',
+  JWT_BEARER,
+  TOKEN_EXCHANGE,
+];
 
 /** Grant types a new OAuth client gets when none are named. */
 export const DEFAULT_CLIENT_GRANTS: readonly string[] = ['client_credentials', 'password', 'refresh_token', JWT_BEARER];

@@ -33,7 +33,9 @@ button{margin:1rem .5rem 0 0;padding:.5rem 1.2rem}.error{color:#a40000;font-weig
 const HIDDEN = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
 
 export function escapeHtml(s: string): string {
-  return s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`).replace(HIDDEN, (c) => `[U+${(c.codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, '0')}]`);
+  return s
+    .replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
+    .replace(HIDDEN, (c) => `[U+${(c.codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, '0')}]`);
 }
 
 function page(title: string, body: string): string {
@@ -62,7 +64,9 @@ function hidden(authz: string, csrf: string): string {
 
 export function signInPage(o: { clientName: string; authz: string; csrf: string; username?: string; error?: string }): string {
   const error = o.error !== undefined ? `<p class="error" role="alert">${escapeHtml(o.error)}</p>\n` : '';
-  return page('Sign in', `<p>Sign in to continue to <strong>${escapeHtml(o.clientName)}</strong>.</p>
+  return page(
+    'Sign in',
+    `<p>Sign in to continue to <strong>${escapeHtml(o.clientName)}</strong>.</p>
 ${error}<form method="post" action="/oauth2/authorize">
 ${hidden(o.authz, o.csrf)}
 <label for="username">Username</label>
@@ -70,18 +74,25 @@ ${hidden(o.authz, o.csrf)}
 <label for="password">Password</label>
 <input type="password" id="password" name="password" autocomplete="current-password" required>
 <button type="submit" name="action" value="login">Sign in</button>
-</form>`);
+</form>`,
+  );
 }
 
 export function consentPage(o: { clientName: string; username: string; scopes: readonly string[]; authz: string; csrf: string }): string {
-  const list = o.scopes.length > 0 ? `<ul>\n${o.scopes.map((s) => `<li>${escapeHtml(s)}</li>`).join('\n')}\n</ul>` : '<p>No scope beyond the default.</p>';
-  return page('Allow access?', `<p>Signed in as <strong>${escapeHtml(o.username)}</strong>. <strong>${escapeHtml(o.clientName)}</strong> asks for:</p>
+  const list =
+    o.scopes.length > 0
+      ? `<ul>\n${o.scopes.map((s) => `<li>${escapeHtml(s)}</li>`).join('\n')}\n</ul>`
+      : '<p>No scope beyond the default.</p>';
+  return page(
+    'Allow access?',
+    `<p>Signed in as <strong>${escapeHtml(o.username)}</strong>. <strong>${escapeHtml(o.clientName)}</strong> asks for:</p>
 ${list}
 <form method="post" action="/oauth2/authorize">
 ${hidden(o.authz, o.csrf)}
 <button type="submit" name="action" value="allow">Allow</button>
 <button type="submit" name="action" value="deny">Deny</button>
-</form>`);
+</form>`,
+  );
 }
 
 export function errorPage(title: string, message: string): string {
@@ -89,7 +100,12 @@ export function errorPage(title: string, message: string): string {
 }
 
 export function sendPage(res: http.ServerResponse, status: number, html: string, headers: Record<string, string | string[]> = {}): void {
-  res.writeHead(status, { 'Content-Type': 'text/html; charset=utf-8', 'Content-Length': Buffer.byteLength(html), ...PAGE_HEADERS, ...headers });
+  res.writeHead(status, {
+    'Content-Type': 'text/html; charset=utf-8',
+    'Content-Length': Buffer.byteLength(html),
+    ...PAGE_HEADERS,
+    ...headers,
+  });
   res.end(html);
 }
 
@@ -118,10 +134,20 @@ export function formActionSource(redirectUri: string): string | undefined {
 export function formPageHeaders(redirectUri: string): Record<string, string> {
   const source = formActionSource(redirectUri);
   if (source === undefined) return {};
-  return { 'Content-Security-Policy': (PAGE_HEADERS['Content-Security-Policy'] as string).replace("form-action 'self'", `form-action 'self' ${source}`) };
+  return {
+    'Content-Security-Policy': (PAGE_HEADERS['Content-Security-Policy'] as string).replace(
+      "form-action 'self'",
+      `form-action 'self' ${source}`,
+    ),
+  };
 }
 
 export function sendStyle(res: http.ServerResponse): void {
-  res.writeHead(200, { 'Content-Type': 'text/css; charset=utf-8', 'Content-Length': Buffer.byteLength(STYLE), 'Cache-Control': 'max-age=3600', 'X-Content-Type-Options': 'nosniff' });
+  res.writeHead(200, {
+    'Content-Type': 'text/css; charset=utf-8',
+    'Content-Length': Buffer.byteLength(STYLE),
+    'Cache-Control': 'max-age=3600',
+    'X-Content-Type-Options': 'nosniff',
+  });
   res.end(STYLE);
 }

@@ -25,7 +25,10 @@ export const CALLBACK_PATH = '/api/am/publisher/v4/workflows/update-workflow-sta
 /** Any publisher API version the reference has had (v1 ... v4, and dotted ones). */
 export const CALLBACK_ROUTE = /^\/api\/am\/publisher\/v\d+(?:\.\d+)*\/workflows\/update-workflow-status$/;
 
-const CHALLENGE = { status: 401, headers: { 'WWW-Authenticate': 'Bearer realm="throughway workflows", Basic realm="throughway workflows", charset="UTF-8"' } };
+const CHALLENGE = {
+  status: 401,
+  headers: { 'WWW-Authenticate': 'Bearer realm="throughway workflows", Basic realm="throughway workflows", charset="UTF-8"' },
+};
 
 const same = (given: string, expected: string): boolean => verifyDigest(given, digest(expected));
 
@@ -44,7 +47,8 @@ async function caller(ctx: RouteContext, w: Workflows, req: http.IncomingMessage
     throw new OAuthError('invalid_token', 'the access token is not valid for the workflow callback', CHALLENGE);
   }
   const basic = parseBasic(auth);
-  if (basic === undefined) throw new OAuthError('invalid_client', 'the workflow callback needs a bearer token or HTTP Basic credentials', CHALLENGE);
+  if (basic === undefined)
+    throw new OAuthError('invalid_client', 'the workflow callback needs a bearer token or HTTP Basic credentials', CHALLENGE);
   const s = w.settings;
   if (same(basic.user, s.callbackUser) && same(basic.password, s.callbackPassword)) return basic.user;
   try {
@@ -55,8 +59,14 @@ async function caller(ctx: RouteContext, w: Workflows, req: http.IncomingMessage
   }
 }
 
-export async function handleWorkflowCallback(ctx: RouteContext, req: http.IncomingMessage, res: http.ServerResponse, url: URL): Promise<void> {
-  if (req.method !== 'POST') throw new OAuthError('invalid_request', 'the workflow callback takes POST', { status: 405, headers: { Allow: 'POST' } });
+export async function handleWorkflowCallback(
+  ctx: RouteContext,
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+  url: URL,
+): Promise<void> {
+  if (req.method !== 'POST')
+    throw new OAuthError('invalid_request', 'the workflow callback takes POST', { status: 405, headers: { Allow: 'POST' } });
   const w = ctx.workflows;
   if (w === undefined) throw new OAuthError('not_found', 'this key manager runs no workflows');
   const by = await caller(ctx, w, req);
@@ -64,7 +74,8 @@ export async function handleWorkflowCallback(ctx: RouteContext, req: http.Incomi
   const id = url.searchParams.get('workflowReferenceId') ?? (typeof b.workflowReferenceId === 'string' ? b.workflowReferenceId : undefined);
   if (id === undefined || id === '') throw new OAuthError('invalid_request', 'workflowReferenceId is required (query parameter)');
   if (b.status !== 'APPROVED' && b.status !== 'REJECTED') throw new OAuthError('invalid_request', 'status must be APPROVED or REJECTED');
-  if (b.description !== undefined && typeof b.description !== 'string') throw new OAuthError('invalid_request', 'description must be a string');
+  if (b.description !== undefined && typeof b.description !== 'string')
+    throw new OAuthError('invalid_request', 'description must be a string');
   const task = await w.decide(id, { status: b.status, by, comment: typeof b.description === 'string' ? b.description : '' });
   ctx.logger.log('info', 'workflow_callback', { id, status: b.status, by });
   sendJson(res, 200, task);
@@ -72,6 +83,7 @@ export async function handleWorkflowCallback(ctx: RouteContext, req: http.Incomi
 
 /** A workflow error as the management server answers it: 404, 409 or 400 with its code. */
 export function workflowRefusal(err: WorkflowError): OAuthError {
-  const error = err.code === 'WORKFLOW_TASK_NOT_FOUND' ? 'not_found' : err.code === 'WORKFLOW_TASK_DECIDED' ? 'conflict' : 'invalid_request';
+  const error =
+    err.code === 'WORKFLOW_TASK_NOT_FOUND' ? 'not_found' : err.code === 'WORKFLOW_TASK_DECIDED' ? 'conflict' : 'invalid_request';
   return new OAuthError(error, `${err.code}: ${err.message}`);
 }

@@ -19,7 +19,12 @@ import type { MailRecord, SelfServiceStore } from '../store/selfservice';
 import type { MailChannel, MailSettings, SmtpSettings } from './settings';
 
 /** The kinds of mail, each through its table's server. */
-export const MAIL_KINDS = { confirm: 'account', recover: 'account', 'new-version': 'notification' } as const satisfies Record<string, MailChannel>;
+export const MAIL_KINDS = {
+  confirm: 'account',
+  recover: 'account',
+  'sign-up': 'account',
+  'new-version': 'notification',
+} as const satisfies Record<string, MailChannel>;
 export type MailKind = keyof typeof MAIL_KINDS;
 
 export interface RetryPolicy {
@@ -70,7 +75,12 @@ export function scrubSecret(text: string, auth: SmtpSettings['auth']): string {
   let out = text;
   const pass = auth?.pass ?? '';
   if (pass !== '') {
-    for (const secret of [pass, Buffer.from(pass).toString('base64'), Buffer.from(`\u0000${auth?.user ?? ''}\u0000${pass}`).toString('base64')]) out = out.split(secret).join('****');
+    for (const secret of [
+      pass,
+      Buffer.from(pass).toString('base64'),
+      Buffer.from(`\u0000${auth?.user ?? ''}\u0000${pass}`).toString('base64'),
+    ])
+      out = out.split(secret).join('****');
   }
   return out.replace(/[\u0000-\u001f\u007f]+/g, ' ').slice(0, 500);
 }
@@ -90,8 +100,18 @@ export class Mailer {
   constructor(private readonly o: MailerOptions) {
     this.retry = { ...DEFAULT_RETRY, ...o.retry };
     this.now = o.now ?? Date.now;
-    o.metrics?.register({ name: 'throughway_mail_failures_total', help: 'Failed attempts to send a mail (each retry counts; docs/self-service.md).', type: 'counter', collect: () => this.failures });
-    o.metrics?.register({ name: 'throughway_mail_sent_total', help: 'Mails the mail server accepted.', type: 'counter', collect: () => this.sent });
+    o.metrics?.register({
+      name: 'throughway_mail_failures_total',
+      help: 'Failed attempts to send a mail (each retry counts; docs/self-service.md).',
+      type: 'counter',
+      collect: () => this.failures,
+    });
+    o.metrics?.register({
+      name: 'throughway_mail_sent_total',
+      help: 'Mails the mail server accepted.',
+      type: 'counter',
+      collect: () => this.sent,
+    });
   }
 
   /** Whether mail of this channel has a server (`hostname` written). */
@@ -119,7 +139,16 @@ export class Mailer {
     const server = this.server(MAIL_KINDS[m.kind]);
     if (server === undefined) return undefined;
     const signature = server.signature !== '' ? `\n\n-- \n${server.signature}` : '';
-    const rec = await this.o.store.enqueueMail({ kind: m.kind, recipient: oneLine(m.to).slice(0, 320), subject: oneLine(m.subject), body: `${m.text}${signature}`.slice(0, MAX_BODY), ...(m.tenant !== undefined ? { tenant: m.tenant } : {}) }, this.now());
+    const rec = await this.o.store.enqueueMail(
+      {
+        kind: m.kind,
+        recipient: oneLine(m.to).slice(0, 320),
+        subject: oneLine(m.subject),
+        body: `${m.text}${signature}`.slice(0, MAX_BODY),
+        ...(m.tenant !== undefined ? { tenant: m.tenant } : {}),
+      },
+      this.now(),
+    );
     this.kick();
     return rec;
   }
@@ -184,7 +213,13 @@ export class Mailer {
     const s = this.server(channel);
     const attempts = m.attempts + 1;
     if (s === undefined) {
-      await this.o.store.markMailAttempt(m.id, attempts, 'failed', this.now(), 'MAIL_NOT_CONFIGURED: no mail server is configured for this mail');
+      await this.o.store.markMailAttempt(
+        m.id,
+        attempts,
+        'failed',
+        this.now(),
+        'MAIL_NOT_CONFIGURED: no mail server is configured for this mail',
+      );
       return;
     }
     try {
@@ -200,7 +235,16 @@ export class Mailer {
       const last = attempts >= this.retry.attempts;
       const delay = Math.min(this.retry.maxMs, this.retry.baseMs * 2 ** (attempts - 1));
       await this.o.store.markMailAttempt(m.id, attempts, last ? 'failed' : 'pending', this.now() + delay, `${code}: ${message}`);
-      this.o.logger.log(last ? 'error' : 'warn', 'mail_failed', { id: m.id, kind: m.kind, server: `${s.hostname}:${s.port}`, attempt: attempts, code, ...(typeof e.responseCode === 'number' ? { response_code: e.responseCode } : {}), message, ...(last ? { given_up: true } : { retry_in_ms: delay }) });
+      this.o.logger.log(last ? 'error' : 'warn', 'mail_failed', {
+        id: m.id,
+        kind: m.kind,
+        server: `${s.hostname}:${s.port}`,
+        attempt: attempts,
+        code,
+        ...(typeof e.responseCode === 'number' ? { response_code: e.responseCode } : {}),
+        message,
+        ...(last ? { given_up: true } : { retry_in_ms: delay }),
+      });
     }
   }
 

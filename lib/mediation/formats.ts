@@ -6,6 +6,7 @@
  */
 import type { Format } from './payload';
 import { FORMATS } from './payload';
+import { ThroughwayError } from '../errors';
 
 /** The reference's classes (Axis2, Synapse and the integrator's), by the format they read or write. */
 const KNOWN_CLASSES: Readonly<Record<string, Format>> = Object.freeze({
@@ -66,7 +67,7 @@ const DEFAULT_TYPES: Readonly<Record<string, Format>> = Object.freeze({
   'application/binary': 'binary',
 });
 
-export class FormatConfigError extends Error {
+export class FormatConfigError extends ThroughwayError {
   readonly code = 'MEDIATION_UNKNOWN_CLASS';
   constructor(
     /** The configuration key, e.g. `message_builders.application_json`. */
@@ -75,7 +76,9 @@ export class FormatConfigError extends Error {
   ) {
     const kind = key.includes('formatter') ? 'formatter' : 'builder';
     const classes = Object.keys(KNOWN_CLASSES).filter((c) => c.endsWith(kind === 'formatter' ? 'Formatter' : 'Builder'));
-    super(`${key} = "${value}": unknown message ${kind} class; use a built-in name (${FORMATS.join(', ')}) or one of: ${classes.join(', ')}`);
+    super(
+      `${key} = "${value}": unknown message ${kind} class; use a built-in name (${FORMATS.join(', ')}) or one of: ${classes.join(', ')}`,
+    );
     this.name = 'FormatConfigError';
   }
 }
@@ -117,7 +120,11 @@ export class FormatTable {
  * Builds a table from the defaults, a [message_builders]/[message_formatters] section (key -> class) and
  * its [[custom_*]] entries (content_type, class). `prefix` names the section in errors.
  */
-export function buildTable(prefix: string, section: Readonly<Record<string, string | undefined>>, custom: readonly { readonly content_type?: string; readonly class?: string }[]): FormatTable {
+export function buildTable(
+  prefix: string,
+  section: Readonly<Record<string, string | undefined>>,
+  custom: readonly { readonly content_type?: string; readonly class?: string }[],
+): FormatTable {
   const map = new Map<string, Format>(Object.entries(DEFAULT_TYPES));
   for (const [key, value] of Object.entries(section)) {
     if (value === undefined) continue;
@@ -127,7 +134,13 @@ export function buildTable(prefix: string, section: Readonly<Record<string, stri
   }
   custom.forEach((c, i) => {
     if (c.content_type === undefined || c.class === undefined) return;
-    map.set(c.content_type.trim().toLowerCase(), formatOfClass(`${prefix.startsWith('blocking.') ? 'blocking.' : ''}custom_${prefix.endsWith('builders') ? 'message_builders' : 'message_formatters'}[${i}].class`, c.class));
+    map.set(
+      c.content_type.trim().toLowerCase(),
+      formatOfClass(
+        `${prefix.startsWith('blocking.') ? 'blocking.' : ''}custom_${prefix.endsWith('builders') ? 'message_builders' : 'message_formatters'}[${i}].class`,
+        c.class,
+      ),
+    );
   });
   return new FormatTable(map);
 }

@@ -47,7 +47,11 @@ export interface MediatedApi {
  * The request side's answer: undefined (continue with the client's body and fields), a fault, a local
  * answer (a script set a status), or the body to forward and its fields (undefined: the client's).
  */
-export type MediationOutcome = { readonly fault: FaultValue } | { readonly answer: LocalResponse } | { readonly body: Buffer; readonly headers: readonly string[] | undefined } | undefined;
+export type MediationOutcome =
+  | { readonly fault: FaultValue }
+  | { readonly answer: LocalResponse }
+  | { readonly body: Buffer; readonly headers: readonly string[] | undefined }
+  | undefined;
 
 /** Renders a fault of the response side as the gateway renders every fault (CORS fields, templates). */
 export type FaultRenderer = (f: FaultValue) => LocalResponse;
@@ -100,18 +104,37 @@ export class Mediation {
       if ((format === 'json' && s.validateJson) || (format === 'xml' && s.validateXml)) validate = format;
     }
     const script = am?.script;
-    const convertTo = hasBody && am?.requestFormat !== undefined && am.requestFormat !== format && (format === 'json' || format === 'xml') ? am.requestFormat : undefined;
+    const convertTo =
+      hasBody && am?.requestFormat !== undefined && am.requestFormat !== format && (format === 'json' || format === 'xml')
+        ? am.requestFormat
+        : undefined;
     if (validate === undefined && script === undefined && convertTo === undefined) return undefined;
     return this.run(req, api, format, contentType, validate, script, convertTo);
   }
 
-  private async run(req: SourceRequest, api: MediatedApi | undefined, format: Format, contentType: string | undefined, validate: 'json' | 'xml' | undefined, script: string | undefined, convertTo: 'json' | 'xml' | undefined): Promise<MediationOutcome> {
+  private async run(
+    req: SourceRequest,
+    api: MediatedApi | undefined,
+    format: Format,
+    contentType: string | undefined,
+    validate: 'json' | 'xml' | undefined,
+    script: string | undefined,
+    convertTo: 'json' | 'xml' | undefined,
+  ): Promise<MediationOutcome> {
     const s = this.settings;
     const started = performance.now();
-    if (req.readBody === undefined) return { fault: fault(GatewayOwnCode.MEDIATION_FAILED, { description: 'The transport serving this call cannot hand over request bodies' }) };
+    if (req.readBody === undefined)
+      return {
+        fault: fault(GatewayOwnCode.MEDIATION_FAILED, { description: 'The transport serving this call cannot hand over request bodies' }),
+      };
     const read: BodyRead = await req.readBody(s.maxBody);
     if (!read.ok) {
-      if (read.reason === 'too_large') return { fault: fault(GatewayOwnCode.MEDIATION_BODY_TOO_LARGE, { description: `The request body (${read.size} bytes or more) exceeds the mediation limit of ${s.maxBody} bytes (throughway.mediation.max_body)` }) };
+      if (read.reason === 'too_large')
+        return {
+          fault: fault(GatewayOwnCode.MEDIATION_BODY_TOO_LARGE, {
+            description: `The request body (${read.size} bytes or more) exceeds the mediation limit of ${s.maxBody} bytes (throughway.mediation.max_body)`,
+          }),
+        };
       // 'aborted': the client went away, nobody reads the answer; 'already_read': another phase took it.
       return { fault: fault(GatewayOwnCode.MEDIATION_FAILED, { description: `The request body could not be read (${read.reason})` }) };
     }
@@ -125,7 +148,18 @@ export class Mediation {
       script:
         script === undefined
           ? undefined
-          : { file: script, hook: 'onRequest', timeout: s.scriptTimeout, maxResult: s.maxBody, message: { method: req.method, path: req.url, headers: headerObject(req.headers), api: { name: api?.name ?? '', version: api?.version ?? '' } } },
+          : {
+              file: script,
+              hook: 'onRequest',
+              timeout: s.scriptTimeout,
+              maxResult: s.maxBody,
+              message: {
+                method: req.method,
+                path: req.url,
+                headers: headerObject(req.headers),
+                api: { name: api?.name ?? '', version: api?.version ?? '' },
+              },
+            },
       convertTo,
       conversion: s.conversion,
     };
@@ -160,7 +194,23 @@ export class Mediation {
     if (s.capturePayloads || s.captureProperties) {
       const answered = outcome !== undefined && 'answer' in outcome ? outcome.answer : undefined;
       const forwarded = outcome !== undefined && 'body' in outcome ? outcome.headers : undefined;
-      this.trace('request', req, api, traceIn, result, s.captureProperties ? { format, contentType, pooled, validated: validate !== undefined, status: answered?.status, headers: headerObject(answered?.headers ?? forwarded ?? req.headers) } : undefined);
+      this.trace(
+        'request',
+        req,
+        api,
+        traceIn,
+        result,
+        s.captureProperties
+          ? {
+              format,
+              contentType,
+              pooled,
+              validated: validate !== undefined,
+              status: answered?.status,
+              headers: headerObject(answered?.headers ?? forwarded ?? req.headers),
+            }
+          : undefined,
+      );
     }
     return outcome;
   }
@@ -169,16 +219,26 @@ export class Mediation {
    * The backend's whole response -> what the client gets: onResponse, then response_format. `render` turns
    * a fault of this side into the client's answer.
    */
-  async response(req: SourceRequest, api: MediatedApi | undefined, am: ApiMediation, res: BufferedResponse, render: FaultRenderer): Promise<LocalResponse> {
+  async response(
+    req: SourceRequest,
+    api: MediatedApi | undefined,
+    am: ApiMediation,
+    res: BufferedResponse,
+    render: FaultRenderer,
+  ): Promise<LocalResponse> {
     const s = this.settings;
     const started = performance.now();
     const contentType = headerValue(res.headers, 'content-type');
     const format = s.builders.of(contentType);
-    const convertTo = am.responseFormat !== undefined && am.responseFormat !== format && (format === 'json' || format === 'xml') ? am.responseFormat : undefined;
+    const convertTo =
+      am.responseFormat !== undefined && am.responseFormat !== format && (format === 'json' || format === 'xml')
+        ? am.responseFormat
+        : undefined;
     const script = am.script;
     // [passthru_http] force_*_validation covers the backend's body too once it is gathered anyway.
     const validate = (format === 'json' && s.validateJson) || (format === 'xml' && s.validateXml) ? format : undefined;
-    if (script === undefined && convertTo === undefined && validate === undefined) return { status: res.status, headers: res.headers, body: res.body };
+    if (script === undefined && convertTo === undefined && validate === undefined)
+      return { status: res.status, headers: res.headers, body: res.body };
     const task: MediateTask = {
       body: res.body,
       format,
@@ -187,7 +247,19 @@ export class Mediation {
       script:
         script === undefined
           ? undefined
-          : { file: script, hook: 'onResponse', timeout: s.scriptTimeout, maxResult: s.maxBody, message: { method: req.method, path: req.url, headers: headerObject(res.headers), status: res.status, api: { name: api?.name ?? '', version: api?.version ?? '' } } },
+          : {
+              file: script,
+              hook: 'onResponse',
+              timeout: s.scriptTimeout,
+              maxResult: s.maxBody,
+              message: {
+                method: req.method,
+                path: req.url,
+                headers: headerObject(res.headers),
+                status: res.status,
+                api: { name: api?.name ?? '', version: api?.version ?? '' },
+              },
+            },
       convertTo,
       conversion: s.conversion,
     };
@@ -203,13 +275,33 @@ export class Mediation {
       return render(poolFault(err));
     }
     let f: FaultValue | undefined;
-    if (r.scriptFailure !== undefined) f = fault(r.scriptFailure.kind === 'timeout' ? GatewayOwnCode.SCRIPT_TIMEOUT : GatewayOwnCode.SCRIPT_FAILED, { description: r.scriptFailure.message });
+    if (r.scriptFailure !== undefined)
+      f = fault(r.scriptFailure.kind === 'timeout' ? GatewayOwnCode.SCRIPT_TIMEOUT : GatewayOwnCode.SCRIPT_FAILED, {
+        description: r.scriptFailure.message,
+      });
     else if (r.error !== undefined || r.malformed !== undefined) {
       // The backend's body, not the client's: an invalid response from upstream is 502 (RFC 9110 §15.6.3).
-      f = fault(GatewayOwnCode.MALFORMED_BACKEND_PAYLOAD, { description: `The backend response is malformed: ${r.error !== undefined ? describeError(r.error) : r.malformed}` });
-    } else if (r.conversionError !== undefined) f = fault(GatewayOwnCode.MEDIATION_FAILED, { description: `The backend response could not be converted: ${r.conversionError}` });
+      f = fault(GatewayOwnCode.MALFORMED_BACKEND_PAYLOAD, {
+        description: `The backend response is malformed: ${r.error !== undefined ? describeError(r.error) : r.malformed}`,
+      });
+    } else if (r.conversionError !== undefined)
+      f = fault(GatewayOwnCode.MEDIATION_FAILED, { description: `The backend response could not be converted: ${r.conversionError}` });
     if (s.statistics) {
-      this.logger.log('info', 'mediation_statistics', { direction: 'response', api: api === undefined ? undefined : `${api.name}:${api.version}`, method: req.method, url: req.url, status: res.status, bytesIn, bytesOut: r.body.byteLength, pooled, validateMs: round(r.validateMs), scriptMs: round(r.scriptMs), convertMs: round(r.convertMs), totalMs: round(performance.now() - started), fault: f?.def.code });
+      this.logger.log('info', 'mediation_statistics', {
+        direction: 'response',
+        api: api === undefined ? undefined : `${api.name}:${api.version}`,
+        method: req.method,
+        url: req.url,
+        status: res.status,
+        bytesIn,
+        bytesOut: r.body.byteLength,
+        pooled,
+        validateMs: round(r.validateMs),
+        scriptMs: round(r.scriptMs),
+        convertMs: round(r.convertMs),
+        totalMs: round(performance.now() - started),
+        fault: f?.def.code,
+      });
     }
     let answer: LocalResponse;
     if (f !== undefined) answer = render(f);
@@ -221,7 +313,25 @@ export class Mediation {
       if (r.contentType !== undefined) headers = applyHeaderChanges(headers, { 'Content-Type': r.contentType });
       answer = { status: changes?.status ?? res.status, headers, body: Buffer.from(r.body.buffer, r.body.byteOffset, r.body.byteLength) };
     }
-    if (s.capturePayloads || s.captureProperties) this.trace('response', req, api, traceIn, r, s.captureProperties ? { format, contentType, pooled, validated: validate !== undefined, backendStatus: res.status, status: answer.status, headers: headerObject(answer.headers ?? []) } : undefined);
+    if (s.capturePayloads || s.captureProperties)
+      this.trace(
+        'response',
+        req,
+        api,
+        traceIn,
+        r,
+        s.captureProperties
+          ? {
+              format,
+              contentType,
+              pooled,
+              validated: validate !== undefined,
+              backendStatus: res.status,
+              status: answer.status,
+              headers: headerObject(answer.headers ?? []),
+            }
+          : undefined,
+      );
     return answer;
   }
 
@@ -230,7 +340,14 @@ export class Mediation {
    * first TRACE_BYTES of each) and the message's properties after it (collect_mediation_properties: the
    * formats, the fields as they leave, the status, the steps' timings and changes).
    */
-  private trace(direction: 'request' | 'response', req: SourceRequest, api: MediatedApi | undefined, payloadIn: string | undefined, r: MediateResult, props: Record<string, unknown> | undefined): void {
+  private trace(
+    direction: 'request' | 'response',
+    req: SourceRequest,
+    api: MediatedApi | undefined,
+    payloadIn: string | undefined,
+    r: MediateResult,
+    props: Record<string, unknown> | undefined,
+  ): void {
     const line: Record<string, unknown> = { direction, url: req.url };
     if (payloadIn !== undefined) {
       line.payloadIn = payloadIn;
@@ -262,7 +379,8 @@ export class Mediation {
     }
     if (gate.running >= this.settings.scriptConcurrency) {
       const max = this.settings.pool.maxQueue;
-      if (gate.waiting.length >= max) throw new PoolError('queue_full', `script ${file}: ${gate.running} calls run and ${gate.waiting.length} wait`);
+      if (gate.waiting.length >= max)
+        throw new PoolError('queue_full', `script ${file}: ${gate.running} calls run and ${gate.waiting.length} wait`);
       await new Promise<void>((resolve) => (gate as ScriptGate).waiting.push(resolve));
     }
     gate.running++;
@@ -280,11 +398,17 @@ export class Mediation {
   /** A mediation result -> the request side's outcome: a fault, a local answer, or the body and fields to forward. */
   private outcome(req: SourceRequest, r: MediateResult, formatIn: Format): MediationOutcome {
     if (r.error !== undefined) {
-      return { fault: fault(r.error.format === 'json' ? GatewayOwnCode.MALFORMED_JSON : GatewayOwnCode.MALFORMED_XML, { description: describeError(r.error) }) };
+      return {
+        fault: fault(r.error.format === 'json' ? GatewayOwnCode.MALFORMED_JSON : GatewayOwnCode.MALFORMED_XML, {
+          description: describeError(r.error),
+        }),
+      };
     }
     if (r.scriptFailure !== undefined) {
       const f = r.scriptFailure;
-      return { fault: fault(f.kind === 'timeout' ? GatewayOwnCode.SCRIPT_TIMEOUT : GatewayOwnCode.SCRIPT_FAILED, { description: f.message }) };
+      return {
+        fault: fault(f.kind === 'timeout' ? GatewayOwnCode.SCRIPT_TIMEOUT : GatewayOwnCode.SCRIPT_FAILED, { description: f.message }),
+      };
     }
     if (r.malformed !== undefined) return { fault: fault(GatewayOwnCode.MALFORMED_MULTIPART, { description: r.malformed }) };
     if (r.conversionError !== undefined) return { fault: fault(GatewayOwnCode.CONVERSION_FAILED, { description: r.conversionError }) };
@@ -303,10 +427,17 @@ export class Mediation {
   }
 }
 
-function answerOf(changes: ScriptChanges, body: Buffer, fields: Record<string, string | null> | undefined): { status: number; headers: string[]; body: Buffer } {
+function answerOf(
+  changes: ScriptChanges,
+  body: Buffer,
+  fields: Record<string, string | null> | undefined,
+): { status: number; headers: string[]; body: Buffer } {
   const headers: string[] = [];
-  if (fields !== undefined) for (const [k, v] of Object.entries(fields)) if (v !== null && k.toLowerCase() !== 'content-length' && k.toLowerCase() !== 'transfer-encoding') headers.push(k, v);
-  if (changes.body !== undefined && !headers.some((h, i) => i % 2 === 0 && h.toLowerCase() === 'content-type')) headers.push('Content-Type', typeof changes.body === 'string' ? 'text/plain; charset=UTF-8' : 'application/json');
+  if (fields !== undefined)
+    for (const [k, v] of Object.entries(fields))
+      if (v !== null && k.toLowerCase() !== 'content-length' && k.toLowerCase() !== 'transfer-encoding') headers.push(k, v);
+  if (changes.body !== undefined && !headers.some((h, i) => i % 2 === 0 && h.toLowerCase() === 'content-type'))
+    headers.push('Content-Type', typeof changes.body === 'string' ? 'text/plain; charset=UTF-8' : 'application/json');
   return { status: changes.status as number, headers, body: changes.body === undefined ? Buffer.alloc(0) : body };
 }
 
@@ -331,14 +462,14 @@ function traceText(b: Uint8Array): string {
   const head = Buffer.from(b.buffer, b.byteOffset, Math.min(b.byteLength, TRACE_BYTES));
   // The cut may split a UTF-8 sequence (at most 3 bytes of it): text stays text.
   if (isUtf8(head)) return head.toString('utf8');
-  if (b.byteLength > TRACE_BYTES) for (let cut = 1; cut <= 3; cut++) if (isUtf8(head.subarray(0, head.length - cut))) return head.toString('utf8', 0, head.length - cut);
+  if (b.byteLength > TRACE_BYTES)
+    for (let cut = 1; cut <= 3; cut++) if (isUtf8(head.subarray(0, head.length - cut))) return head.toString('utf8', 0, head.length - cut);
   return `base64:${head.toString('base64')}`;
 }
 
 function round(ms: number): number {
   return Math.round(ms * 1000) / 1000;
 }
-
 
 /** Lower-case name -> value, repeated fields joined with ", " (RFC 9110 §5.3). */
 function headerObject(headers: readonly string[]): Record<string, string> {

@@ -7,6 +7,7 @@
  */
 import { isUtf8 } from 'node:buffer';
 import { randomBytes } from 'node:crypto';
+import { ThroughwayError } from '../errors';
 
 /** At most this many parts per body (a body of empty parts costs ~50 bytes each). */
 export const MAX_PARTS = 1000;
@@ -29,7 +30,7 @@ export interface MultipartPart {
   readonly body: PartBody;
 }
 
-export class MultipartError extends Error {
+export class MultipartError extends ThroughwayError {
   readonly code = 'MALFORMED_MULTIPART';
 }
 
@@ -46,7 +47,14 @@ export function boundaryOf(contentType: string | undefined): string | undefined 
 function textual(type: string | undefined): boolean {
   if (type === undefined) return true;
   const t = type.split(';', 1)[0]?.trim().toLowerCase() ?? '';
-  return t.startsWith('text/') || t === 'application/json' || t === 'application/xml' || t === 'application/x-www-form-urlencoded' || t.endsWith('+json') || t.endsWith('+xml');
+  return (
+    t.startsWith('text/') ||
+    t === 'application/json' ||
+    t === 'application/xml' ||
+    t === 'application/x-www-form-urlencoded' ||
+    t.endsWith('+json') ||
+    t.endsWith('+xml')
+  );
 }
 
 /** A Content-Disposition parameter (quoted-string or token; RFC 7578 §4.2, RFC 6266 §4.1). */
@@ -89,7 +97,12 @@ export function parseMultipart(body: Buffer, boundary: string): MultipartPart[] 
     } else {
       const limit = Math.min(body.length, at + MAX_PART_HEADER_BYTES + HEADER_END.length);
       const e = body.subarray(0, limit).indexOf(HEADER_END, at);
-      if (e < 0) throw new MultipartError(limit - at > MAX_PART_HEADER_BYTES ? `part ${parts.length + 1}: its header block exceeds ${MAX_PART_HEADER_BYTES} bytes` : `part ${parts.length + 1}: its header block does not end`);
+      if (e < 0)
+        throw new MultipartError(
+          limit - at > MAX_PART_HEADER_BYTES
+            ? `part ${parts.length + 1}: its header block exceeds ${MAX_PART_HEADER_BYTES} bytes`
+            : `part ${parts.length + 1}: its header block does not end`,
+        );
       headerEnd = e;
       bodyStart = e + 4;
     }
@@ -134,11 +147,13 @@ function quote(s: string): string {
 }
 
 function partBytes(p: unknown, i: number): { head: Buffer; content: Buffer } {
-  if (p === null || typeof p !== 'object') throw new MultipartError(`part ${i + 1}: an object with name, body (and filename, contentType, headers)`);
+  if (p === null || typeof p !== 'object')
+    throw new MultipartError(`part ${i + 1}: an object with name, body (and filename, contentType, headers)`);
   const x = p as Record<string, unknown>;
   let content: Buffer;
   if (typeof x.body === 'string') content = Buffer.from(x.body, 'utf8');
-  else if (x.body !== null && typeof x.body === 'object' && typeof (x.body as { base64?: unknown }).base64 === 'string') content = Buffer.from((x.body as { base64: string }).base64, 'base64');
+  else if (x.body !== null && typeof x.body === 'object' && typeof (x.body as { base64?: unknown }).base64 === 'string')
+    content = Buffer.from((x.body as { base64: string }).base64, 'base64');
   else if (x.body === undefined) content = Buffer.alloc(0);
   else throw new MultipartError(`part ${i + 1}: body must be a string or { base64 }`);
   const lines: string[] = [];
@@ -153,7 +168,8 @@ function partBytes(p: unknown, i: number): { head: Buffer; content: Buffer } {
     for (const [k, v] of Object.entries(x.headers as Record<string, unknown>)) {
       const lower = k.toLowerCase();
       if (lower === 'content-disposition' || lower === 'content-type') continue;
-      if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(k) || /[\r\n\0]/.test(String(v))) throw new MultipartError(`part ${i + 1}: invalid field ${JSON.stringify(k)}`);
+      if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(k) || /[\r\n\0]/.test(String(v)))
+        throw new MultipartError(`part ${i + 1}: invalid field ${JSON.stringify(k)}`);
       lines.push(`${k}: ${String(v)}`);
     }
   }

@@ -289,7 +289,14 @@ export function writeValue(format: Format, value: unknown, contentType?: string)
   if (typeof value === 'string') return { body: Buffer.from(value, 'utf8') };
   if (Buffer.isBuffer(value)) return { body: value };
   if (value instanceof Uint8Array) return { body: Buffer.from(value) };
-  if (format === 'binary' && value !== null && typeof value === 'object' && !Array.isArray(value) && typeof (value as { base64?: unknown }).base64 === 'string' && Object.keys(value).length === 1) {
+  if (
+    format === 'binary' &&
+    value !== null &&
+    typeof value === 'object' &&
+    !Array.isArray(value) &&
+    typeof (value as { base64?: unknown }).base64 === 'string' &&
+    Object.keys(value).length === 1
+  ) {
     return { body: Buffer.from((value as { base64: string }).base64, 'base64') };
   }
   if (format === 'form' && value !== null && typeof value === 'object' && !Array.isArray(value)) return { body: formBytes(value) };
@@ -355,7 +362,12 @@ export function jsonToXml(body: Buffer, o: Partial<ConversionOptions> = {}): Buf
   if (Array.isArray(value)) root = { [JSON_ARRAY]: { [JSON_ELEMENT]: value } };
   else if (value !== null && typeof value === 'object' && Object.keys(value).length === 1) root = value as Record<string, unknown>;
   else root = { [JSON_OBJECT]: value };
-  const builder = new (xmlLib().XMLBuilder)({ ignoreAttributes: false, attributeNamePrefix: ATTR, textNodeName: TEXT, suppressBooleanAttributes: false });
+  const builder = new (xmlLib().XMLBuilder)({
+    ignoreAttributes: false,
+    attributeNamePrefix: ATTR,
+    textNodeName: TEXT,
+    suppressBooleanAttributes: false,
+  });
   return Buffer.from('<?xml version="1.0" encoding="UTF-8"?>' + builder.build(root), 'utf8');
 }
 
@@ -373,12 +385,16 @@ export function xmlToJson(body: Buffer, o: ConversionOptions): Buffer {
     parseTagValue: o.autoPrimitive && o.primitiveExempt === undefined,
     parseAttributeValue: o.autoPrimitive && o.primitiveExempt === undefined,
     // Every element below the document root is an array when the switch asks for it (stable shapes).
-    ...(o.autoArray ? { isArray: (_name: string, jpath: unknown, _leaf: boolean, isAttribute: boolean) => !isAttribute && String(jpath).includes('.') } : {}),
+    ...(o.autoArray
+      ? { isArray: (_name: string, jpath: unknown, _leaf: boolean, isAttribute: boolean) => !isAttribute && String(jpath).includes('.') }
+      : {}),
   });
   // Validated while parsing: the parser alone accepts unbalanced tags.
   let value = parser.parse(text(body), true) as Record<string, unknown>;
-  if (!o.preserveNamespace) value = (o.namespaceDeclarations === true ? stripPrefixes(value) : dropNamespaceDeclarations(value)) as Record<string, unknown>;
-  if (o.xmlNil === true || o.validNcNames === true || (o.autoPrimitive && o.primitiveExempt !== undefined)) value = fromXmlShape(value, o, exemptRegex(o.primitiveExempt)) as Record<string, unknown>;
+  if (!o.preserveNamespace)
+    value = (o.namespaceDeclarations === true ? stripPrefixes(value) : dropNamespaceDeclarations(value)) as Record<string, unknown>;
+  if (o.xmlNil === true || o.validNcNames === true || (o.autoPrimitive && o.primitiveExempt !== undefined))
+    value = fromXmlShape(value, o, exemptRegex(o.primitiveExempt)) as Record<string, unknown>;
   // The reference's wrappers are unwrapped again, so a JSON -> XML -> JSON round trip gives the same JSON.
   const keys = Object.keys(value);
   let out: unknown = value;
@@ -418,7 +434,11 @@ function isNil(v: unknown): boolean {
   if (v === null || typeof v !== 'object' || Array.isArray(v)) return false;
   const keys = Object.keys(v);
   const nil = keys.find((k) => k === `${ATTR}xsi:nil` || k === `${ATTR}nil`);
-  return nil !== undefined && String((v as Record<string, unknown>)[nil]) === 'true' && keys.every((k) => k === nil || k === `${ATTR}xmlns:xsi` || k === TEXT && (v as Record<string, unknown>)[k] === '');
+  return (
+    nil !== undefined &&
+    String((v as Record<string, unknown>)[nil]) === 'true' &&
+    keys.every((k) => k === nil || k === `${ATTR}xmlns:xsi` || (k === TEXT && (v as Record<string, unknown>)[k] === ''))
+  );
 }
 
 /** The parsed XML shaped as the switches ask: nil elements null, names decoded, primitives with exemptions. */
@@ -428,7 +448,8 @@ function fromXmlShape(v: unknown, o: ConversionOptions, exempt: RegExp | undefin
   if (v === null || typeof v !== 'object') return v;
   if (o.xmlNil === true && isNil(v)) return null;
   const out: Record<string, unknown> = {};
-  for (const [k, x] of Object.entries(v as Record<string, unknown>)) out[o.validNcNames === true && !k.startsWith(ATTR) ? decodeNcName(k) : k] = fromXmlShape(x, o, exempt);
+  for (const [k, x] of Object.entries(v as Record<string, unknown>))
+    out[o.validNcNames === true && !k.startsWith(ATTR) ? decodeNcName(k) : k] = fromXmlShape(x, o, exempt);
   return out;
 }
 

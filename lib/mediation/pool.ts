@@ -12,6 +12,7 @@ import { load } from '../config/packages';
 import type { Logger } from '../log';
 import type { PoolSettings } from './settings';
 import type { MediateResult, MediateTask } from './steps';
+import { ThroughwayError } from '../errors';
 
 /** Why a pooled task did not give a result. */
 export type PoolFailure =
@@ -24,13 +25,18 @@ export type PoolFailure =
   /** the worker thread died or the pool is closed */
   | 'failed';
 
-export class PoolError extends Error {
+/** PoolError's code: the failure's name in capitals (`MEDIATION_POOL_QUEUE_FULL`, ...). */
+export type PoolErrorCode = `MEDIATION_POOL_${Uppercase<PoolFailure>}`;
+
+export class PoolError extends ThroughwayError {
+  readonly code: PoolErrorCode;
   constructor(
     readonly kind: PoolFailure,
     message: string,
   ) {
     super(message);
     this.name = 'PoolError';
+    this.code = `MEDIATION_POOL_${kind.toUpperCase() as Uppercase<PoolFailure>}`;
   }
 }
 
@@ -146,7 +152,9 @@ export class MediationPool {
     });
     // A worker that dies (out of memory, ended by an abort) is replaced by piscina; the error is the
     // task's, reported through its promise, not a process-wide event.
-    this.piscina.on('error', (err: unknown) => this.options.logger.log('error', 'mediation_worker_error', { error: err instanceof Error ? err.message : String(err) }));
+    this.piscina.on('error', (err: unknown) =>
+      this.options.logger.log('error', 'mediation_worker_error', { error: err instanceof Error ? err.message : String(err) }),
+    );
     return this.piscina;
   }
 
@@ -160,7 +168,8 @@ export class MediationPool {
     const pool = this.admit('mediation');
     const body = task.body;
     const transferList: (ArrayBuffer | MessagePort)[] = [];
-    if (body.byteLength > 0 && body.byteOffset === 0 && body.byteLength === body.buffer.byteLength) transferList.push(body.buffer as ArrayBuffer);
+    if (body.byteLength > 0 && body.byteOffset === 0 && body.byteLength === body.buffer.byteLength)
+      transferList.push(body.buffer as ArrayBuffer);
     let abort: AbortController | undefined;
     let timer: NodeJS.Timeout | undefined;
     let channel: MessageChannel | undefined;
@@ -195,7 +204,10 @@ export class MediationPool {
     const s = this.settings;
     if (this.inFlight >= s.maxThreads + s.maxQueue) {
       this.alert.submitted(this.inFlight + 1);
-      throw new PoolError('queue_full', `all ${s.maxThreads} mediation threads are busy and ${s.maxQueue} tasks wait (engine.threads_queue_length)`);
+      throw new PoolError(
+        'queue_full',
+        `all ${s.maxThreads} mediation threads are busy and ${s.maxQueue} tasks wait (engine.threads_queue_length)`,
+      );
     }
     const pool = this.pool();
     this.inFlight++;
@@ -232,8 +244,10 @@ export class MediationPool {
 function classify(err: unknown, timeoutMs: number | undefined): PoolError {
   const e = err as { name?: string; code?: string; message?: string };
   const message = typeof e?.message === 'string' ? e.message : String(err);
-  if (e?.name === 'AbortError') return new PoolError('timeout', `mediation did not finish within ${timeoutMs} ms; its worker thread was ended`);
-  if (e?.code === 'ERR_WORKER_OUT_OF_MEMORY') return new PoolError('out_of_memory', 'the worker thread ran out of memory (throughway.mediation.worker_heap_mb); it was ended');
+  if (e?.name === 'AbortError')
+    return new PoolError('timeout', `mediation did not finish within ${timeoutMs} ms; its worker thread was ended`);
+  if (e?.code === 'ERR_WORKER_OUT_OF_MEMORY')
+    return new PoolError('out_of_memory', 'the worker thread ran out of memory (throughway.mediation.worker_heap_mb); it was ended');
   // piscina's own words (piscina throws plain Errors without a code).
   if (/queue is at limit|No task queue available/i.test(message)) return new PoolError('queue_full', message);
   return new PoolError('failed', message);

@@ -120,7 +120,13 @@ function invoker(hook: string): vm.Script {
 export function forbiddenSyntax(code: string): string | undefined {
   let root: Node;
   try {
-    root = parse(code, { ecmaVersion: 'latest', sourceType: 'script', allowReturnOutsideFunction: true, allowHashBang: true, locations: true });
+    root = parse(code, {
+      ecmaVersion: 'latest',
+      sourceType: 'script',
+      allowReturnOutsideFunction: true,
+      allowHashBang: true,
+      locations: true,
+    });
   } catch (err) {
     return `the script cannot be parsed: ${(err as Error).message}`;
   }
@@ -134,7 +140,10 @@ export function forbiddenSyntax(code: string): string | undefined {
       continue;
     }
     const node = n as Node & { loc?: { start: { line: number; column: number } } };
-    if (node.type === 'ImportExpression' || node.type === 'MetaProperty' && (node as unknown as { meta: { name: string } }).meta.name === 'import') {
+    if (
+      node.type === 'ImportExpression' ||
+      (node.type === 'MetaProperty' && (node as unknown as { meta: { name: string } }).meta.name === 'import')
+    ) {
       const at = node.loc === undefined ? '' : ` (line ${node.loc.start.line}, column ${node.loc.start.column + 1})`;
       return `import() is not available to mediation scripts${at}`;
     }
@@ -164,7 +173,10 @@ export class Sandbox {
   static load(code: string, filename: string, timeout: number, maxResult: number): { sandbox: Sandbox } | { failure: SandboxOutcome } {
     const forbidden = forbiddenSyntax(code);
     if (forbidden !== undefined) return { failure: { kind: 'threw', message: `loading the script failed: ${forbidden}` } };
-    const context = vm.createContext(Object.create(null) as object, { codeGeneration: { strings: false, wasm: false }, microtaskMode: 'afterEvaluate' });
+    const context = vm.createContext(Object.create(null) as object, {
+      codeGeneration: { strings: false, wasm: false },
+      microtaskMode: 'afterEvaluate',
+    });
     const make = new vm.Script(BOOTSTRAP, { filename: 'throughway:mediation:bootstrap' }).runInContext(context) as (max: number) => Bridge;
     const bridge = make(maxResult);
     let fn: unknown;

@@ -9,8 +9,7 @@ import * as path from 'node:path';
 
 export type ScriptPlace =
   /** `real`: the script's path with every link resolved (what the worker loads). */
-  | { readonly ok: true; readonly real: string }
-  | { readonly ok: false; readonly problem: string; readonly missing: boolean };
+  { readonly ok: true; readonly real: string } | { readonly ok: false; readonly problem: string; readonly missing: boolean };
 
 /** Whether `file` is below `dir` (both absolute and normalised; `dir` itself is not below it). */
 function inside(dir: string, file: string): boolean {
@@ -40,14 +39,25 @@ function realRoots(roots: readonly string[]): (readonly [given: string, real: st
  */
 export function placeScript(script: string, roots: readonly string[] | undefined): ScriptPlace {
   const dirs = roots === undefined ? undefined : realRoots(roots);
-  const outside = (via: string): ScriptPlace => ({ ok: false, problem: `script ${script}${via} is outside the configuration directory and [throughway.mediation] script_dirs`, missing: false });
+  const outside = (via: string): ScriptPlace => ({
+    ok: false,
+    problem: `script ${script}${via} is outside the configuration directory and [throughway.mediation] script_dirs`,
+    missing: false,
+  });
   if (dirs !== undefined && !dirs.some((d) => d.some((dir) => inside(dir, script)))) return outside('');
   let real: string;
   try {
     real = fs.realpathSync(script);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    return { ok: false, problem: code === 'ENOENT' || code === 'ENOTDIR' ? `script ${script} does not exist` : `script ${script} cannot be read (${code ?? 'error'})`, missing: true };
+    return {
+      ok: false,
+      problem:
+        code === 'ENOENT' || code === 'ENOTDIR'
+          ? `script ${script} does not exist`
+          : `script ${script} cannot be read (${code ?? 'error'})`,
+      missing: true,
+    };
   }
   if (dirs !== undefined && !dirs.some((d) => inside(d[1], real))) return outside(` (a link to ${real})`);
   if (!fs.statSync(real).isFile()) return { ok: false, problem: `script ${script} is not a file`, missing: true };

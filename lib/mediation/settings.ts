@@ -83,7 +83,9 @@ export function mediationSettingsFrom(c: DeploymentConfig): MediationSettings {
       preserveNamespace: e.preserve_namespace_on_xml_to_json,
       autoArray: e.json_out_auto_array,
       autoPrimitive: e.enable_auto_primitive,
-      ...(e.disable_auto_primitive_regex !== undefined && e.disable_auto_primitive_regex !== '' ? { primitiveExempt: e.disable_auto_primitive_regex } : {}),
+      ...(e.disable_auto_primitive_regex !== undefined && e.disable_auto_primitive_regex !== ''
+        ? { primitiveExempt: e.disable_auto_primitive_regex }
+        : {}),
       xmlNil: e.enable_xml_nil,
       namespaceDeclarations: e.enable_namespace_declaration,
       validNcNames: e.build_valid_nc_name,

@@ -5,7 +5,17 @@
  */
 import { performance } from 'node:perf_hooks';
 import { MultipartError } from './multipart';
-import { convert, readValue, validate, validateJson, validateXml, writeValue, type ConversionOptions, type Format, type PayloadError } from './payload';
+import {
+  convert,
+  readValue,
+  validate,
+  validateJson,
+  validateXml,
+  writeValue,
+  type ConversionOptions,
+  type Format,
+  type PayloadError,
+} from './payload';
 
 /** What a script sees of a request (docs/mediation.md). */
 export interface ScriptMessage {
@@ -74,7 +84,12 @@ export interface MediateResult {
   readonly convertMs: number;
 }
 
-export type ScriptRunner = (call: ScriptCall, body: unknown) => { changes?: ScriptChanges; failure?: { kind: ScriptFailure; message: string } } | Promise<{ changes?: ScriptChanges; failure?: { kind: ScriptFailure; message: string } }>;
+export type ScriptRunner = (
+  call: ScriptCall,
+  body: unknown,
+) =>
+  | { changes?: ScriptChanges; failure?: { kind: ScriptFailure; message: string } }
+  | Promise<{ changes?: ScriptChanges; failure?: { kind: ScriptFailure; message: string } }>;
 
 function asBuffer(u: Uint8Array): Buffer {
   return Buffer.isBuffer(u) ? u : Buffer.from(u.buffer, u.byteOffset, u.byteLength);
@@ -102,7 +117,15 @@ export async function mediate(task: MediateTask, runScript?: ScriptRunner): Prom
       value = readValue(format, body, task.contentType);
     } catch (err) {
       // Multipart framing that cannot be split is the message's fault (103070 / 103071).
-      if (err instanceof MultipartError) return { body, format, malformed: `Malformed multipart payload: ${err.message}`, validateMs, scriptMs: performance.now() - t, convertMs };
+      if (err instanceof MultipartError)
+        return {
+          body,
+          format,
+          malformed: `Malformed multipart payload: ${err.message}`,
+          validateMs,
+          scriptMs: performance.now() - t,
+          convertMs,
+        };
       // A script gets a body it can use or none: a malformed JSON body reaches it as text.
       value = body.toString('utf8');
     }
@@ -116,11 +139,22 @@ export async function mediate(task: MediateTask, runScript?: ScriptRunner): Prom
         body = w.body;
         contentType = w.contentType;
       } catch (err) {
-        return { body, format, scriptFailure: { kind: 'bad_result', message: `the body cannot be written as ${format}: ${err instanceof Error ? err.message : String(err)}` }, validateMs, scriptMs, convertMs };
+        return {
+          body,
+          format,
+          scriptFailure: {
+            kind: 'bad_result',
+            message: `the body cannot be written as ${format}: ${err instanceof Error ? err.message : String(err)}`,
+          },
+          validateMs,
+          scriptMs,
+          convertMs,
+        };
       }
     }
     // onRequest: a status answers the call at once; onResponse: it only replaces the backend's.
-    if (changes?.status !== undefined && task.script.hook === 'onRequest') return { body, format, changes, ...(contentType === undefined ? {} : { contentType }), validateMs, scriptMs, convertMs };
+    if (changes?.status !== undefined && task.script.hook === 'onRequest')
+      return { body, format, changes, ...(contentType === undefined ? {} : { contentType }), validateMs, scriptMs, convertMs };
   }
   if (task.convertTo !== undefined && format !== task.convertTo && (format === 'json' || format === 'xml')) {
     t = performance.now();
@@ -135,6 +169,7 @@ export async function mediate(task: MediateTask, runScript?: ScriptRunner): Prom
     }
     convertMs = performance.now() - t;
   }
-  const r: MediateResult = changes === undefined ? { body, format, validateMs, scriptMs, convertMs } : { body, format, changes, validateMs, scriptMs, convertMs };
+  const r: MediateResult =
+    changes === undefined ? { body, format, validateMs, scriptMs, convertMs } : { body, format, changes, validateMs, scriptMs, convertMs };
   return contentType === undefined ? r : { ...r, contentType };
 }

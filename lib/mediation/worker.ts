@@ -37,11 +37,13 @@ function failure(kind: ScriptFailure, message: string): { failure: { kind: Scrip
 /** Checks a hook's result: plain data parsed on this thread from the JSON text the script's context wrote. */
 function checkChanges(v: unknown): ScriptChanges | string {
   if (v === undefined || v === null) return {};
-  if (typeof v !== 'object' || Array.isArray(v)) return `a hook returns an object or nothing, got ${Array.isArray(v) ? 'an array' : typeof v}`;
+  if (typeof v !== 'object' || Array.isArray(v))
+    return `a hook returns an object or nothing, got ${Array.isArray(v) ? 'an array' : typeof v}`;
   const r = v as Record<string, unknown>;
   const out: { headers?: Record<string, string | null>; body?: unknown; status?: number } = {};
   if (r.headers !== undefined) {
-    if (r.headers === null || typeof r.headers !== 'object' || Array.isArray(r.headers)) return 'headers must be an object of name -> value (null removes)';
+    if (r.headers === null || typeof r.headers !== 'object' || Array.isArray(r.headers))
+      return 'headers must be an object of name -> value (null removes)';
     const h: Record<string, string | null> = {};
     for (const [k, x] of Object.entries(r.headers as Record<string, unknown>)) {
       if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(k)) return `invalid field name ${JSON.stringify(k)}`;
@@ -54,7 +56,8 @@ function checkChanges(v: unknown): ScriptChanges | string {
   }
   if (r.body !== undefined) out.body = r.body;
   if (r.status !== undefined) {
-    if (typeof r.status !== 'number' || !Number.isInteger(r.status) || r.status < 200 || r.status > 599) return 'status must be an integer 200..599';
+    if (typeof r.status !== 'number' || !Number.isInteger(r.status) || r.status < 200 || r.status > 599)
+      return 'status must be an integer 200..599';
     out.status = r.status;
   }
   return out;

@@ -31,7 +31,11 @@ import type { RedisEventHub } from '../scale/event-hub';
 import type { TrafficManager } from '../scale/traffic-manager';
 import type { DeploymentFollower, DeploymentSource } from '../scale/deployments';
 import type { DeploymentCheck } from '../scale/deployment-check';
+import type { RemoteTenants } from '../scale/remote-tenants';
 import type { ClusterPart } from '../scale/cluster';
+import { ThroughwayError } from '../errors';
+import { FaultRing } from '../observability/fault-ring';
+import { serveStatus, STATUS_PATH, type ListenerEntry } from './status';
 
 export interface RunningNode {
   /** The gateway, when this role runs one. */
@@ -94,8 +98,14 @@ export interface Boot {
   readonly readiness: Health;
   /** True once every listener of the role is up (the end of startNode): the `listeners` readiness check. */
   started: boolean;
-  /** GET /health, /health/live, /health/ready and /metrics on the management port (lib/observability/routes.ts). */
+  /** GET /health, /health/live, /health/ready and /metrics (lib/observability/routes.ts), and GET /status (lib/node/status.ts), on the management port. */
   readonly ops: OpsHandler;
+  /** The runtime view's ring of the last faults the gateway answered (written by its exchange observer). */
+  readonly faults: FaultRing;
+  /** The node's listeners as each part opens them (the runtime view). */
+  readonly listeners: ListenerEntry[];
+  /** Wall-clock ms when the node began to start. */
+  readonly startedAt: number;
   readonly listening: { management: number | undefined; gateway: number | undefined };
   demo?: DemoBackend;
   gateway?: Gateway;
@@ -110,6 +120,8 @@ export interface Boot {
   controlPlane?: ControlPlane;
   /** gateway-worker: the key manager over the control plane's management port. */
   remoteLink?: KeyManagerLink;
+  /** gateway-worker: the control plane's tenants (lib/scale/remote-tenants.ts). */
+  remoteTenants?: RemoteTenants;
   /** gateway-worker: the blocking conditions of the first snapshot, kept current until the gateway exists. */
   initialBlocking?: Map<string, BlockingCondition>;
   /** Control plane: the apis/ and policies file served to gateway-workers. */
@@ -133,7 +145,7 @@ export interface Boot {
 }
 
 /** A role throughway does not build (ROLE_PARTS notBuilt; none today): the CLI exits with status 2. */
-export class RoleNotBuiltError extends Error {
+export class RoleNotBuiltError extends ThroughwayError {
   readonly code = 'ROLE_NOT_BUILT';
 }
 
@@ -145,18 +157,22 @@ export function createBoot(loaded: LoadResult, options: StartOptions): Boot {
   }
   const out = options.log ?? ((line: string) => process.stdout.write(`${line}\n`));
   // N workers repeating the primary's banner said nothing new: a worker prints one line, and what warns.
-  const log = options.cluster?.role === 'worker' ? (line: string): void => (/^\s*(warning|note):/.test(line) ? out(line.trim()) : undefined) : out;
+  const log =
+    options.cluster?.role === 'worker' ? (line: string): void => (/^\s*(warning|note):/.test(line) ? out(line.trim()) : undefined) : out;
   const config = loaded.config;
   const ports = loaded.ports;
   const role = config.server.server_role;
   const configured = scaleSettingsFrom(config, loaded.written);
   const cl = options.cluster;
   // Cluster mode: the primary keeps the control plane half of the role, the workers run its gateway.
-  const scale = cl === undefined ? configured : {
-    ...configured,
-    parts: cl.role === 'primary' ? { ...configured.parts, gateway: false } : { ...configured.parts, keyManager: false },
-    controlPlane: cl.controlPlane ?? configured.controlPlane,
-  };
+  const scale =
+    cl === undefined
+      ? configured
+      : {
+          ...configured,
+          parts: cl.role === 'primary' ? { ...configured.parts, gateway: false } : { ...configured.parts, keyManager: false },
+          controlPlane: cl.controlPlane ?? configured.controlPlane,
+        };
   if (scale.parts.notBuilt) throw new RoleNotBuiltError(`server.server_role = "${role}" is not built by throughway (docs/scale-out.md)`);
   log(`throughway node: role ${role}, host ${config.server.hostname}, offset ${ports.offset}`);
   const logger = createLogger(config.throughway.log_level as LogLevel, options.logSink ?? process.stderr);
@@ -165,9 +181,19 @@ export function createBoot(loaded: LoadResult, options: StartOptions): Boot {
   const health = config.server_health_check.enable ? new Health(opsConfig.health_check_timeout) : undefined;
   // Readiness is answered on every role, whatever [server_health_check] enable says (lib/node/operations.ts).
   const readiness = new Health(opsConfig.health_check_timeout);
-  const events = cl?.events ?? createEventBus((err, event) => logger.log('error', 'event_subscriber_failed', { event: event.name, message: (err as Error).message }));
-  const ops = opsRoutes({ readiness, ...(health !== undefined ? { health } : {}), ...(metrics !== undefined ? { metrics } : {}), logger });
-  return {
+  const events =
+    cl?.events ??
+    createEventBus((err, event) => logger.log('error', 'event_subscriber_failed', { event: event.name, message: (err as Error).message }));
+  const probes = opsRoutes({
+    readiness,
+    ...(health !== undefined ? { health } : {}),
+    ...(metrics !== undefined ? { metrics } : {}),
+    logger,
+  });
+  let self: Boot | undefined;
+  const ops: OpsHandler = async (req, res, p) =>
+    (await probes(req, res, p)) || (p === STATUS_PATH && self !== undefined && (await serveStatus(self, req, res)));
+  const boot: Boot = {
     loaded,
     config,
     ports,
@@ -186,9 +212,14 @@ export function createBoot(loaded: LoadResult, options: StartOptions): Boot {
     readiness,
     started: false,
     ops,
+    faults: new FaultRing(),
+    listeners: [],
+    startedAt: Date.now(),
     listening: { management: undefined, gateway: undefined },
     stopCollecting: () => undefined,
     stopWatching: () => undefined,
     reloadTls: () => ({ ok: true }),
   };
+  self = boot;
+  return boot;
 }

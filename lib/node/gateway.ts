@@ -5,6 +5,7 @@
  * [transport.passthru_https] listener stores or the sample key pair.
  */
 import * as https from 'node:https';
+import type * as net from 'node:net';
 import type * as tls from 'node:tls';
 import { createGateway, type Gateway } from '../embed';
 import type { TokenEndpoints } from '../gateway';
@@ -17,9 +18,12 @@ import { MemoryCounterStore } from '../throttle/counters';
 import { DecisionCounterStore, redacted } from '../throttle/decisions';
 import { observeGateway, opsRequestHandler } from './operations';
 import type { Boot } from './boot';
+import { serverConnections, type ListenerEntry } from './status';
 import { createManagementServer } from '../keymanager/listener';
 import { loadPlugins, type Plugins, type PluginSettings } from './plugins';
 import type { DeploymentConfig } from '../config/types';
+import { http2Handover, http2Settings, type Http2Handover } from '../http2';
+import { GrpcSessions } from '../grpc';
 
 /** The listeners' TLS: the [transport.passthru_https] listener stores; without a key store, the sample key pair (made once). */
 export interface ListenerTls {
@@ -56,11 +60,49 @@ export async function startManagementHttps(b: Boot, t: ListenerTls): Promise<voi
       srv.once('error', reject);
       srv.listen(b.eph ? 0 : b.ports.managementHttps, b.eph ? '127.0.0.1' : undefined, made.limits.backlog, () => resolve());
     });
-    b.log(`  ${'management HTTPS'.padEnd(18)} port ${(srv.address() as { port: number }).port} (the consoles)`);
+    const at = srv.address() as net.AddressInfo;
+    b.listeners.push({
+      name: 'management HTTPS',
+      address: at.address,
+      port: at.port,
+      protocol: 'https',
+      connections: serverConnections(srv),
+    });
+    b.log(`  ${'management HTTPS'.padEnd(18)} port ${at.port} (the consoles)`);
     return;
   }
   const kmTls = b.eph ? await b.keyManager.listenHttps(kmTlsOptions, 0, '127.0.0.1') : await b.keyManager.listenHttps(kmTlsOptions);
+  const kmAt = kmTls.address() as net.AddressInfo;
+  b.listeners.push({
+    name: 'management HTTPS',
+    address: kmAt.address,
+    port: kmAt.port,
+    protocol: 'https',
+    connections: serverConnections(kmTls),
+  });
   b.log(`  ${'management HTTPS'.padEnd(18)} port ${(kmTls.address() as { port: number }).port}`);
+}
+
+/**
+ * The gateway's HTTP/2 handover ([throughway.http2], docs/http2.md), one per gateway for all its listeners;
+ * undefined when neither ALPN h2 nor h2c is on.
+ */
+const handovers = new WeakMap<Gateway, Http2Handover>();
+function http2Of(b: Boot, gw: Gateway): Http2Handover | undefined {
+  const s = http2Settings(b.config);
+  if (!s.enabled && !s.h2c) return undefined;
+  let h = handovers.get(gw);
+  if (h === undefined) {
+    // gRPC calls are relayed to their backends over HTTP/2 sessions of this gateway (docs/grpc.md).
+    // (the handover closes them when the gateway's transport closes its listeners).
+    h = http2Handover((socket, secure, version) => gw.handleConnection(socket, secure, version), s, b.logger, {
+      gateway: gw.grpc,
+      sessions: new GrpcSessions(),
+      logger: b.logger,
+    });
+    handovers.set(gw, h);
+  }
+  return h;
 }
 
 /** The gateway on its HTTP port, with the blocking conditions, counters and APIs of this role. */
@@ -73,21 +115,38 @@ export async function startGateway(b: Boot): Promise<void> {
   // Cluster workers without a shared counter store each admit 1/N of every limit (docs/scale-out.md).
   const cl = b.cl;
   const split = cl !== undefined && cl.workers > 1 && config.throughway.throttling.counter_store === 'memory';
-  const counters = split ? { counters: new SplitCounterStore(new MemoryCounterStore(config.throughway.throttling.max_counters, 10_000), cl.workers) } : {};
+  const counters = split
+    ? { counters: new SplitCounterStore(new MemoryCounterStore(config.throughway.throttling.max_counters, 10_000), cl.workers) }
+    : {};
   const follower = b.follower;
   const pulled = follower?.policiesText();
-  const fromControlPlane = follower !== undefined ? { apiTexts: { origin: `the control plane ${follower.origin}`, entries: follower.entries() } } : {};
+  const fromControlPlane =
+    follower !== undefined ? { apiTexts: { origin: `the control plane ${follower.origin}`, entries: follower.entries() } } : {};
   // No plugin configured: no phases option, so the chain stays PHASES (nothing new per request).
   const plugins = loadPlugins(pluginSettingsOf(config, b.loaded.dir), b.logger);
   b.plugins = plugins;
-  const gw = createGateway({ loaded: b.loaded, ...(plugins !== undefined ? { phases: plugins.placements, plugins: plugins.catalogue } : {}), logger: b.logger, cwd: b.cwd, keyManager: link, ...(b.keyManager !== undefined ? { tenants: b.keyManager.tenants } : {}), tokenEndpoints: tokenEndpointsOf(b), events: b.events, ...fromControlPlane, throttling: { blocking, ...counters, ...(pulled !== undefined ? { policies: pulled } : {}) }, observe: gatewayObserver({ logger: b.logger, ...(b.metrics !== undefined ? { metrics: b.metrics } : {}) }) });
+  const gw = createGateway({
+    loaded: b.loaded,
+    ...(plugins !== undefined ? { phases: plugins.placements, plugins: plugins.catalogue } : {}),
+    logger: b.logger,
+    cwd: b.cwd,
+    keyManager: link,
+    ...(b.keyManager !== undefined ? { tenants: b.keyManager.tenants } : b.remoteTenants !== undefined ? { tenants: b.remoteTenants } : {}),
+    tokenEndpoints: tokenEndpointsOf(b),
+    events: b.events,
+    ...fromControlPlane,
+    throttling: { blocking, ...counters, ...(pulled !== undefined ? { policies: pulled } : {}) },
+    observe: gatewayObserver({ logger: b.logger, faults: b.faults, ...(b.metrics !== undefined ? { metrics: b.metrics } : {}) }),
+  });
   b.gateway = gw;
   follower?.attach(gw);
   b.stopCollecting();
   observeGateway(b, gw);
-  const a = await gw.listen(b.eph ? { port: 0, host: '127.0.0.1' } : {});
+  const h2c = config.throughway.http2.h2c ? http2Of(b, gw) : undefined;
+  const a = await gw.listen({ ...(b.eph ? { port: 0, host: '127.0.0.1' } : {}), ...(h2c !== undefined ? { handover: h2c } : {}) });
   b.listening.gateway = a.port;
-  b.log(`  ${'gateway HTTP'.padEnd(18)} port ${a.port}`);
+  b.listeners.push(gatewayListener(gw, 'gateway HTTP', a.address, a.port, h2c !== undefined ? 'http, h2c' : 'http'));
+  b.log(`  ${'gateway HTTP'.padEnd(18)} port ${a.port}${h2c !== undefined ? ' (and h2c)' : ''}`);
   if (plugins !== undefined) b.log(`  ${'plugins'.padEnd(18)} ${describePlugins(plugins)}`);
   describeGateway(b, gw);
 }
@@ -105,29 +164,61 @@ export function tokenEndpointsOf(b: Boot): TokenEndpoints {
 /** Start-up lines: where throttle decisions, traces and analytics events go. */
 function describeGateway(b: Boot, gw: Gateway): void {
   const ts = gw.throttle.settings;
-  if (gw.throttle.counters instanceof DecisionCounterStore && ts.decisionUrl !== undefined) b.log(`  ${'throttle decisions'.padEnd(18)} ${redacted(ts.decisionUrl)}: ${ts.dataPublishing ? `data to ${ts.channels.data} every ${ts.syncInterval} ms` : 'no data published'}, ${ts.decisionConnection ? `decisions from ${ts.channels.decisions}` : 'no decisions received'}`);
+  if (gw.throttle.counters instanceof DecisionCounterStore && ts.decisionUrl !== undefined)
+    b.log(
+      `  ${'throttle decisions'.padEnd(18)} ${redacted(ts.decisionUrl)}: ${ts.dataPublishing ? `data to ${ts.channels.data} every ${ts.syncInterval} ms` : 'no data published'}, ${ts.decisionConnection ? `decisions from ${ts.channels.decisions}` : 'no decisions received'}`,
+    );
   const tr = gw.tracer?.settings;
-  if (tr !== undefined) b.log(`  ${'tracing'.padEnd(18)} ${[tr.logTracer ? 'log' : '', tr.remote ? `Zipkin http://${tr.host}:${tr.port}/api/v2/spans` : ''].filter((x) => x !== '').join(', ')}`);
+  if (tr !== undefined)
+    b.log(
+      `  ${'tracing'.padEnd(18)} ${[tr.logTracer ? 'log' : '', tr.remote ? `Zipkin http://${tr.host}:${tr.port}/api/v2/spans` : '', tr.otlp !== undefined ? `OTLP ${tr.otlp.url} (${tr.otlp.encoding})` : ''].filter((x) => x !== '').join(', ')}`,
+    );
   if (gw.analytics !== undefined) b.log(`  ${'analytics'.padEnd(18)} ${gw.analytics.describe()}`);
+}
+
+/** A gateway listener in the runtime view: its open connections are the transport's client sockets on its port. */
+function gatewayListener(gw: Gateway, name: string, address: string, port: number, protocol: string): ListenerEntry {
+  return { name, address, port, protocol, connections: () => gw.transport.sourcesByPort().get(port) ?? 0 };
 }
 
 /** The gateway's HTTPS, WS and WSS listeners; their certificates are watched and read again on SIGHUP. */
 export async function startGatewayTls(b: Boot, gateway: Gateway, t: ListenerTls): Promise<void> {
   const { config, ports, eph } = b;
   const tlsServers: tls.Server[] = [];
-  const bind = eph ? '127.0.0.1' : (config.transport.passthru_https.listener.parameters['bind-address'] ?? config.transport.passthru_http.listener['bind-address'] ?? '0.0.0.0');
+  const bind = eph
+    ? '127.0.0.1'
+    : (config.transport.passthru_https.listener.parameters['bind-address'] ??
+      config.transport.passthru_http.listener['bind-address'] ??
+      '0.0.0.0');
+  // ALPN h2 on both TLS listeners (a WebSocket client asks for http/1.1 and gets it).
+  const h2 = config.throughway.http2.enabled ? http2Of(b, gateway) : undefined;
+  const handover = h2 !== undefined ? { handover: h2 } : {};
   if (config.transport.passthru_https.listener.enable) {
-    const s = await gateway.listenTls({ port: eph ? 0 : ports.passthruHttps, host: bind }, t.options);
+    const s = await gateway.listenTls({ port: eph ? 0 : ports.passthruHttps, host: bind, ...handover }, t.options);
     tlsServers.push(s);
-    b.log(`  ${'gateway HTTPS'.padEnd(18)} port ${(s.address() as { port: number }).port}${t.settings.verifyClient === 'require' ? ' (mutual TLS)' : ''}`);
+    const at = s.address() as net.AddressInfo;
+    // TLS sockets are served as accepted (not adopted): the server counts them.
+    b.listeners.push({
+      name: 'gateway HTTPS',
+      address: at.address,
+      port: at.port,
+      protocol: h2 !== undefined ? 'https (h2, http/1.1)' : 'https',
+      connections: serverConnections(s),
+    });
+    b.log(
+      `  ${'gateway HTTPS'.padEnd(18)} port ${(s.address() as { port: number }).port}${t.settings.verifyClient === 'require' ? ' (mutual TLS)' : ''}${h2 !== undefined ? ' (h2, http/1.1)' : ''}`,
+    );
   }
   if (config.transport.ws.sender.enable) {
     const w = await gateway.listen(eph ? { port: 0, host: bind } : { port: ports.ws });
+    b.listeners.push(gatewayListener(gateway, 'gateway WS', w.address, w.port, 'ws'));
     b.log(`  ${'gateway WS'.padEnd(18)} port ${w.port}`);
   }
   if (config.transport.wss.sender.enable) {
-    const w = await gateway.listenTls({ port: eph ? 0 : ports.wss, host: bind }, t.options);
+    const w = await gateway.listenTls({ port: eph ? 0 : ports.wss, host: bind, ...handover }, t.options);
     tlsServers.push(w);
+    const at = w.address() as net.AddressInfo;
+    b.listeners.push({ name: 'gateway WSS', address: at.address, port: at.port, protocol: 'wss', connections: serverConnections(w) });
     b.log(`  ${'gateway WSS'.padEnd(18)} port ${(w.address() as { port: number }).port}`);
   }
   b.stopWatching = watchCertificates(tlsServers, t.settings, t.sampleFile, b.logger);

@@ -58,7 +58,10 @@ export async function startNode(loaded: LoadResult, options: StartOptions = {}):
     await startPortal(b);
     await startGateway(b);
     if (b.gateway !== undefined) await startGatewayTls(b, b.gateway, t);
-    else b.log(`  the gateway does not run for role ${b.config.server.server_role}${b.scale.parts.gateway ? ' (transport.passthru_http.listener.enable = false)' : ''}`);
+    else
+      b.log(
+        `  the gateway does not run for role ${b.config.server.server_role}${b.scale.parts.gateway ? ' (transport.passthru_http.listener.enable = false)' : ''}`,
+      );
     process.on('SIGHUP', onHup);
   } catch (err) {
     await close();
@@ -66,5 +69,16 @@ export async function startNode(loaded: LoadResult, options: StartOptions = {}):
   }
   summarise(b);
   b.started = true;
-  return { gateway: b.gateway, plugins: b.plugins, keyManager: b.keyManager, events: b.events, metrics: b.metrics, health: b.health, readiness: b.readiness, reload, ports: b.listening, close };
+  return {
+    gateway: b.gateway,
+    plugins: b.plugins,
+    keyManager: b.keyManager,
+    events: b.events,
+    metrics: b.metrics,
+    health: b.health,
+    readiness: b.readiness,
+    reload,
+    ports: b.listening,
+    close,
+  };
 }

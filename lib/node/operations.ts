@@ -14,19 +14,30 @@ import type { Gateway } from '../embed';
 import type { Store } from '../store/types';
 import type { Boot } from './boot';
 import { createManagementServer } from '../keymanager/listener';
+import { serverConnections } from './status';
 
 const backendPool = (b: Boot): ReturnType<typeof backendPoolChecker> => {
   const o = b.config.throughway.operations;
-  return backendPoolChecker(() => b.gateway?.transport, { order: o.backend_pool_checker_order, limitPercentage: o.backend_pool_usage_limit_percentage });
+  return backendPoolChecker(() => b.gateway?.transport, {
+    order: o.backend_pool_checker_order,
+    limitPercentage: o.backend_pool_usage_limit_percentage,
+  });
 };
 
 /** The start-up line that says where the probes and the scrape are. */
 export function logOperations(b: Boot, port: number): void {
-  b.log(`  ${'operations'.padEnd(18)} port ${port}: /health/live, /health/ready, /health${b.metrics !== undefined ? ', /metrics' : ''} (docs/operations.md)`);
+  b.log(
+    `  ${'operations'.padEnd(18)} port ${port}: /health/live, /health/ready, /health${b.metrics !== undefined ? ', /metrics' : ''} (docs/operations.md)`,
+  );
 }
 
 /** Checks that a part answers: DOWN with `waiting` until `ready()` gives its details. */
-function readyWhen(name: string, order: number, waiting: string, ready: () => Record<string, unknown> | undefined | Promise<Record<string, unknown> | undefined>): HealthChecker {
+function readyWhen(
+  name: string,
+  order: number,
+  waiting: string,
+  ready: () => Record<string, unknown> | undefined | Promise<Record<string, unknown> | undefined>,
+): HealthChecker {
   return {
     name,
     order,
@@ -45,19 +56,36 @@ function readyWhen(name: string, order: number, waiting: string, ready: () => Re
  */
 export function registerReadiness(b: Boot, pullsDeployments: boolean): void {
   const r = b.readiness;
-  r.register(readyWhen('listeners', 0, 'starting: not every listener is up yet', () => (b.started ? { management: b.listening.management ?? null, gateway: b.listening.gateway ?? null } : undefined)));
+  r.register(
+    readyWhen('listeners', 0, 'starting: not every listener is up yet', () =>
+      b.started ? { management: b.listening.management ?? null, gateway: b.listening.gateway ?? null } : undefined,
+    ),
+  );
   if (b.scale.parts.keyManager) {
-    r.register(readyWhen('store', 1, 'the store is not open yet', async () => {
-      const store = b.store;
-      return store === undefined ? undefined : { database: store.kind, schemaVersion: await store.schemaVersion() };
-    }));
+    r.register(
+      readyWhen('store', 1, 'the store is not open yet', async () => {
+        const store = b.store;
+        return store === undefined ? undefined : { database: store.kind, schemaVersion: await store.schemaVersion() };
+      }),
+    );
   } else if (b.scale.consoleBackend === 'remote') {
-    r.register(readyWhen('remote_key_manager', 2, `the consoles are not registered yet with the key manager ${b.scale.controlPlane}`, () => (b.portalRemote !== undefined ? { origin: b.portalRemote } : undefined)));
+    r.register(
+      readyWhen('remote_key_manager', 2, `the consoles are not registered yet with the key manager ${b.scale.controlPlane}`, () =>
+        b.portalRemote !== undefined ? { origin: b.portalRemote } : undefined,
+      ),
+    );
   } else {
-    r.register(readyWhen('control_plane', 2, `no snapshot pulled yet from the control plane ${b.scale.controlPlane}${pullsDeployments ? ' (keys, APIs and policies)' : ''}`, () => {
-      if (b.remoteLink === undefined || (pullsDeployments && b.follower === undefined)) return undefined;
-      return { origin: b.scale.controlPlane, ...(b.follower !== undefined ? { apis: b.follower.entries().length } : {}) };
-    }));
+    r.register(
+      readyWhen(
+        'control_plane',
+        2,
+        `no snapshot pulled yet from the control plane ${b.scale.controlPlane}${pullsDeployments ? ' (keys, APIs and policies)' : ''}`,
+        () => {
+          if (b.remoteLink === undefined || (pullsDeployments && b.follower === undefined)) return undefined;
+          return { origin: b.scale.controlPlane, ...(b.follower !== undefined ? { apis: b.follower.entries().length } : {}) };
+        },
+      ),
+    );
   }
 }
 
@@ -73,12 +101,14 @@ export function opsRequestHandler(b: Boot): (req: http.IncomingMessage, res: htt
     const p = url.pathname.replace(/\/+$/, '') || '/';
     // A console node with a remote key manager serves its consoles here too (lib/node/portal.ts).
     const site = b.site;
-    b.ops(req, res, p).then(async (done) => done || (site !== undefined && (await site(req, res, p, url)))).then(
-      (done) => {
-        if (!done) res.writeHead(404, { 'Content-Type': 'application/json' }).end('{"error":"not_found"}');
-      },
-      () => res.writeHead(500).end(),
-    );
+    b.ops(req, res, p)
+      .then(async (done) => done || (site !== undefined && (await site(req, res, p, url))))
+      .then(
+        (done) => {
+          if (!done) res.writeHead(404, { 'Content-Type': 'application/json' }).end('{"error":"not_found"}');
+        },
+        () => res.writeHead(500).end(),
+      );
   };
 }
 
@@ -91,7 +121,9 @@ export async function startOpsServer(b: Boot): Promise<void> {
     srv.once('error', reject);
     srv.listen(b.eph ? 0 : b.ports.managementHttp, b.eph ? '127.0.0.1' : undefined, limits.backlog, () => resolve());
   });
-  b.listening.management = (srv.address() as { port: number }).port;
+  const at = srv.address() as { address: string; port: number };
+  b.listening.management = at.port;
+  b.listeners.push({ name: 'management', address: at.address, port: at.port, protocol: 'http', connections: serverConnections(srv) });
   logOperations(b, b.listening.management);
   b.health?.register(backendPool(b));
 }
@@ -102,9 +134,17 @@ export function registerStoreCheckers(b: Boot, store: Store): void {
   if (health === undefined) return;
   const checkers = b.config.server_health_check.health_checker;
   if (checkers.data_source_health_checker.enable) {
-    health.register(dataSourceChecker(store, { order: checkers.data_source_health_checker.order, limitPercentage: checkers.data_source_health_checker.properties.pool_usage_limit_percentage }));
+    health.register(
+      dataSourceChecker(store, {
+        order: checkers.data_source_health_checker.order,
+        limitPercentage: checkers.data_source_health_checker.properties.pool_usage_limit_percentage,
+      }),
+    );
   }
-  if (checkers.super_tenant_health_checker.enable) health.register(userStoreChecker(store, { order: checkers.super_tenant_health_checker.order, username: b.config.super_admin.username }));
+  if (checkers.super_tenant_health_checker.enable)
+    health.register(
+      userStoreChecker(store, { order: checkers.super_tenant_health_checker.order, username: b.config.super_admin.username }),
+    );
   health.register(backendPool(b));
 }
 

@@ -15,9 +15,10 @@ import { guarded, type PhasePlacement } from '../embed/phases';
 import type { CallContext, Outcome, PhaseName } from '../gateway/phases';
 import { byGap, gapOf, gapStep, GAPS, PHASE_ORDER, type GlobalPlugins, type PluginCatalogue, type PluginStep } from '../gateway/plugins';
 import type { Logger } from '../log';
+import { ThroughwayError } from '../errors';
 
 /** A plugin that does not load, or whose exports are not phases; names the plugin as configured. */
-export class PluginLoadError extends Error {
+export class PluginLoadError extends ThroughwayError {
   override readonly name = 'PluginLoadError';
   readonly code = 'PLUGIN_LOAD';
   constructor(
@@ -87,7 +88,9 @@ function requireModule(spec: string, dir: string, fresh: boolean): PluginModule 
 }
 
 function settingsTable(v: unknown): Readonly<Record<string, unknown>> {
-  return v !== null && typeof v === 'object' && !Array.isArray(v) ? Object.freeze({ ...(v as Record<string, unknown>) }) : Object.freeze({});
+  return v !== null && typeof v === 'object' && !Array.isArray(v)
+    ? Object.freeze({ ...(v as Record<string, unknown>) })
+    : Object.freeze({});
 }
 
 /** The module's phases for these settings, each guarded (103142) and counted for its plugin; PluginLoadError when they are not phases. */
@@ -98,21 +101,33 @@ function stepsFor(p: Loaded, settings: Readonly<Record<string, unknown>>, failur
   } catch (err) {
     throw new PluginLoadError(p.spec, `its phases(settings) threw: ${(err as Error).message}`);
   }
-  if (!Array.isArray(list) || list.length === 0) throw new PluginLoadError(p.spec, 'it exports no `phases` (an array of { before | after, phase: { name, run } }, or a function of its settings returning one)');
+  if (!Array.isArray(list) || list.length === 0)
+    throw new PluginLoadError(
+      p.spec,
+      'it exports no `phases` (an array of { before | after, phase: { name, run } }, or a function of its settings returning one)',
+    );
   const out: PluginStep[] = [];
   for (const pl of list as PhasePlacement[]) {
     const phase = pl?.phase;
-    if (phase === undefined || typeof phase.run !== 'function' || typeof phase.name !== 'string' || phase.name === '') throw new PluginLoadError(p.spec, 'a phase needs a name and a run(ctx) function');
+    if (phase === undefined || typeof phase.run !== 'function' || typeof phase.name !== 'string' || phase.name === '')
+      throw new PluginLoadError(p.spec, 'a phase needs a name and a run(ctx) function');
     const where = pl as { before?: string; after?: string };
     const gap = (where.before === undefined) === (where.after === undefined) ? -1 : gapOf(where);
-    if (gap < 0) throw new PluginLoadError(p.spec, `its phase "${phase.name}" is placed at "${String(where.before ?? where.after)}": give one of before and after, naming one of ${PHASE_ORDER.join(', ')} (nothing after send)`);
+    if (gap < 0)
+      throw new PluginLoadError(
+        p.spec,
+        `its phase "${phase.name}" is placed at "${String(where.before ?? where.after)}": give one of before and after, naming one of ${PHASE_ORDER.join(', ')} (nothing after send)`,
+      );
     out.push({ gap, step: guarded(counted(p.name, phase.name, phase.run.bind(phase), failures), logger) });
   }
   return out;
 }
 
 /** Loads every module of both lists; PluginLoadError for the first that fails. */
-function loadAll(s: PluginSettings, fresh: boolean): { readonly global: readonly Loaded[]; readonly attachable: ReadonlyMap<string, Loaded> } {
+function loadAll(
+  s: PluginSettings,
+  fresh: boolean,
+): { readonly global: readonly Loaded[]; readonly attachable: ReadonlyMap<string, Loaded> } {
   const all = [...s.plugins, ...s.apiPlugins];
   if (all.length > MAX_PLUGINS) throw new PluginLoadError(all[MAX_PLUGINS] as string, `at most ${MAX_PLUGINS} plugins`);
   const names = new Set<string>();
@@ -191,7 +206,12 @@ export function loadPlugins(s: PluginSettings, logger: Logger): Plugins | undefi
 }
 
 /** The phase, its throws and rejections counted for its plugin, then passed on (lib/embed/phases.ts answers 103142). */
-function counted(plugin: string, phaseName: string, run: (ctx: CallContext) => Outcome | Promise<Outcome>, failures: Map<string, number>): PhasePlacement['phase'] {
+function counted(
+  plugin: string,
+  phaseName: string,
+  run: (ctx: CallContext) => Outcome | Promise<Outcome>,
+  failures: Map<string, number>,
+): PhasePlacement['phase'] {
   const fail = (err: unknown): never => {
     failures.set(plugin, (failures.get(plugin) ?? 0) + 1);
     throw err;

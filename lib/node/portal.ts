@@ -42,7 +42,8 @@ function gatewayUrls(b: Boot): { name: string; url: string }[] {
   const envs = gatewayEnvironments(b.config, b.ports).filter((e) => e.configured && shown.get(e.name) !== false);
   for (const e of envs) if (e.http !== undefined) out.push({ name: `${e.name} (HTTP)`, url: e.http });
   for (const e of envs) if (e.https !== undefined) out.push({ name: `${e.name} (HTTPS)`, url: e.https });
-  if (out.length === 0 && b.listening.gateway !== undefined) out.push({ name: 'Gateway (HTTP)', url: `http://${b.eph ? '127.0.0.1' : b.config.server.hostname}:${b.listening.gateway}` });
+  if (out.length === 0 && b.listening.gateway !== undefined)
+    out.push({ name: 'Gateway (HTTP)', url: `http://${b.eph ? '127.0.0.1' : b.config.server.hostname}:${b.listening.gateway}` });
   return out;
 }
 
@@ -76,25 +77,48 @@ function announce(b: Boot, origins: { http: string | undefined; https: string | 
 /** A start-up failure of the remote way, with its code. */
 function remoteStartError(err: unknown, origin: string): Error {
   if (err instanceof PortalRemoteError) return err;
-  if (err instanceof OAuthError) return new PortalRemoteError('PORTAL_REMOTE_REFUSED', `the key manager ${origin} refused this console node (${err.error}: ${err.message}): check [apim.key_manager] service_url, username and password (a super admin of that key manager)`);
-  if (err instanceof ControlPlaneError) return new PortalRemoteError('PORTAL_REMOTE_UNREACHABLE', `the key manager ${origin} ([apim.key_manager] service_url) did not answer: ${err.message}`);
+  if (err instanceof OAuthError)
+    return new PortalRemoteError(
+      'PORTAL_REMOTE_REFUSED',
+      `the key manager ${origin} refused this console node (${err.error}: ${err.message}): check [apim.key_manager] service_url, username and password (a super admin of that key manager)`,
+    );
+  if (err instanceof ControlPlaneError)
+    return new PortalRemoteError(
+      'PORTAL_REMOTE_UNREACHABLE',
+      `the key manager ${origin} ([apim.key_manager] service_url) did not answer: ${err.message}`,
+    );
   return err as Error;
 }
 
 async function startRemote(b: Boot): Promise<void> {
   const scale = b.scale;
   const origin = scale.controlPlane;
-  const cp = new ControlPlane({ url: origin, user: scale.controlPlaneUser, password: scale.controlPlanePassword, retry: scale.retry, logger: b.logger });
+  const cp = new ControlPlane({
+    url: origin,
+    user: scale.controlPlaneUser,
+    password: scale.controlPlanePassword,
+    retry: scale.retry,
+    logger: b.logger,
+  });
   const keys = remoteKeyManager(cp, origin);
   const gw = gatewaySettingsFrom(b.config, b.loaded.dir, b.ports);
   const catalogue = new RemoteCatalogue(cp, origin, gw.vars, policyOptionsOf(throttleSettingsFrom(b.config, b.loaded.dir)));
   const common = commonOptions(b);
   // The control plane's tiers; this node's own policies file while the control plane serves none valid.
-  const portal = createPortal({ ...common, keys, catalogue, tiers: () => catalogue.tiers?.subscription ?? common.tiers(), applicationTiers: () => catalogue.tiers?.application ?? common.applicationTiers() });
+  const portal = createPortal({
+    ...common,
+    keys,
+    catalogue,
+    tiers: () => catalogue.tiers?.subscription ?? common.tiers(),
+    applicationTiers: () => catalogue.tiers?.application ?? common.applicationTiers(),
+  });
   const port = b.listening.management;
   const host = b.eph ? '127.0.0.1' : b.config.server.hostname;
   const secure = b.consoleHttps?.address() as { port: number } | null | undefined;
-  const origins = { http: `http://${host}:${port ?? b.ports.managementHttp}`, https: secure != null ? `https://${host}:${secure.port}` : undefined };
+  const origins = {
+    http: `http://${host}:${port ?? b.ports.managementHttp}`,
+    https: secure != null ? `https://${host}:${secure.port}` : undefined,
+  };
   try {
     // A key manager still starting is waited for (the deployment retry); a refusal is final.
     const refusal = await cp.withRetry('consoles', async () => {
@@ -143,16 +167,35 @@ export async function startPortal(b: Boot): Promise<void> {
   };
   const a = km.addresses();
   const host = b.eph ? '127.0.0.1' : config.server.hostname;
-  const origins = { http: a.http !== undefined ? km.settings.baseUrl : undefined, https: a.https !== undefined ? `https://${host}:${a.https.port}` : undefined };
+  const origins = {
+    http: a.http !== undefined ? km.settings.baseUrl : undefined,
+    https: a.https !== undefined ? `https://${host}:${a.https.port}` : undefined,
+  };
   // Self-service (docs/self-service.md): the outbox sends through [output_adapter.email] and [apim.notifications].
-  const mailer = new Mailer({ store: b.store.selfService, settings: mailSettings(config), logger: b.logger, ...(b.metrics !== undefined ? { metrics: b.metrics } : {}) });
+  const mailer = new Mailer({
+    store: b.store.selfService,
+    settings: mailSettings(config),
+    logger: b.logger,
+    ...(b.metrics !== undefined ? { metrics: b.metrics } : {}),
+  });
   // The outbox is read once a second only where a mail server is configured: no query otherwise.
   if (mailer.configured('account') || mailer.configured('notification')) mailer.start();
   b.mailer = mailer;
   const settings = selfServiceSettings(config, origins.https ?? origins.http ?? km.settings.baseUrl, km.users.kind === 'database');
-  if (settings.emailValidation && !mailer.configured('account')) b.logger.log('warn', 'mail_not_configured', { message: '[multi_tenancy.platform] email_validation_mandatory_for_login is true but no mail server is configured ([output_adapter.email] hostname): the developer portal refuses sign-ups' });
-  const selfService = localSelfService({ km, store: b.store, mailer, settings, rules: userRules(config) });
-  const portal: Portal = createPortal({ ...commonOptions(b), keys: localKeyManager(km, b.store), catalogue: new Catalogue(gw.apisDir, gw.vars), selfService, admin });
+  if (settings.emailValidation && !mailer.configured('account'))
+    b.logger.log('warn', 'mail_not_configured', {
+      message:
+        '[multi_tenancy.platform] email_validation_mandatory_for_login is true but no mail server is configured ([output_adapter.email] hostname): the developer portal refuses sign-ups',
+    });
+  const selfService = localSelfService({ km, store: b.store, mailer, settings, rules: userRules(config), logger: b.logger });
+  const portal: Portal = createPortal({
+    ...commonOptions(b),
+    keys: localKeyManager(km, b.store),
+    catalogue: new Catalogue(gw.apisDir, gw.vars),
+    selfService,
+    admin,
+    tenants: km.tenants,
+  });
   const clients = await portal.register(origins);
   km.mount(portal.handler, clients);
   announce(b, origins);

@@ -36,7 +36,9 @@ export function signals(b: Boot): Signals {
         return r;
       }
       current = r.loaded;
-      b.log(`reloaded configuration${r.applied.length > 0 ? `: applied ${r.applied.join(', ')}` : ''}${r.restartNeeded.length > 0 ? `; at the next start: ${r.restartNeeded.join(', ')}` : ''}`);
+      b.log(
+        `reloaded configuration${r.applied.length > 0 ? `: applied ${r.applied.join(', ')}` : ''}${r.restartNeeded.length > 0 ? `; at the next start: ${r.restartNeeded.join(', ')}` : ''}`,
+      );
     }
     reloadParts(b, current);
     return r;
@@ -81,7 +83,8 @@ function reloadPlugins(b: Boot, loaded: LoadResult): void {
   const s = pluginSettingsOf(loaded.config, loaded.dir);
   const plugins = b.plugins;
   if (plugins === undefined) {
-    if (s.plugins.length > 0 || s.apiPlugins.length > 0) b.log('plugins: at the next start (this node started without plugins, so its chain has no plugin points)');
+    if (s.plugins.length > 0 || s.apiPlugins.length > 0)
+      b.log('plugins: at the next start (this node started without plugins, so its chain has no plugin points)');
     return;
   }
   try {
@@ -113,11 +116,15 @@ async function closeParts(b: Boot, onHup: () => void): Promise<void> {
   b.stopWatching();
   b.deploymentSource?.close();
   b.follower?.close();
+  b.remoteTenants?.close();
   b.deploymentCheck?.close();
   process.removeListener('SIGHUP', onHup);
   b.health?.shuttingDown();
   b.readiness.shuttingDown();
-  b.logger.log('info', 'shutdown_started', { inFlight: b.gateway?.transport.connections().inFlight ?? 0, timeoutMs: b.config.throughway.shutdown_timeout });
+  b.logger.log('info', 'shutdown_started', {
+    inFlight: b.gateway?.transport.connections().inFlight ?? 0,
+    timeoutMs: b.config.throughway.shutdown_timeout,
+  });
   await b.gateway?.close();
   await b.keyManager?.close();
   await b.hub?.close();

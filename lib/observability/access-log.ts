@@ -1,8 +1,9 @@
 /**
  * The HTTP access log ([http_access_log], spec 001): one line per finished call, in the common log format
- * followed by three fields:
+ * followed by four fields:
  *
- *   127.0.0.1 - - [22/Nov/2025:10:00:00 +0000] "GET /pizzashack/1.0.0/menu HTTP/1.1" 200 96 1.204 - -
+ *   127.0.0.1 - - [22/Nov/2025:10:00:00 +0000] "GET /pizzashack/1.0.0/menu HTTP/1.1" 200 96 1.204 - - carbon.super
+ *                                                                                     |   |  |     | |  ` tenant
  *                                                                                     |   |  |     | ` fault state
  *                                                                            status --'   |  |     `-- fault code
  *                                                                        body bytes ------'  `-- upstream ms
@@ -11,7 +12,8 @@
  * involved (a fault or preflight answered by the gateway). Fault code: the code of the fault behind the
  * response or abort, "-" for none. Fault state: for transport faults the protocol state that is part of
  * the code (spec 002 part 7, rule 1: code = base + state) written base+state, e.g. 101504+3; "-" for the
- * gateway's own codes, which carry no state.
+ * gateway's own codes, which carry no state. Tenant: the call's tenant (observability/tenant.ts callTenant:
+ * `carbon.super` for the super tenant's calls, "-" for a `/t/<domain>/` URL whose domain is no tenant).
  *
  * Lines go to the file `[throughway] access_log_file` (under the working directory) or, with
  * `useLogger = true`, to the server log as `http_access` events. Credential-like query parameters
@@ -23,7 +25,7 @@
  * once per event-loop turn cost about 1 µs per call at 28,000 calls/s (a thread-pool write every few
  * calls; docs/performance.md).
  * close() writes what waits before ending the stream; a process that exits without close() writes it
- * synchronously on 'exit' (once the stream has opened its file).
+ * synchronously on 'exit' (on a descriptor of its own if the stream has not opened its file yet).
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -32,6 +34,7 @@ import * as path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { ExchangeRecord } from '../transport/types';
 import { redactUrl, type Logger } from '../log';
+import { SUPER_TENANT } from '../tenants';
 
 const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
 const pad = (n: number): string => (n < 10 ? '0' + n : String(n));
@@ -84,6 +87,8 @@ function putBytes(b: Buffer, at: number, bytes: Uint8Array): number {
 
 /** What follows the target in nearly every line. */
 const HTTP11 = Buffer.from(' HTTP/1.1" ', 'latin1');
+/** The end of a super tenant call's line. */
+const SUPER_END = Buffer.from(` ${SUPER_TENANT}\n`, 'latin1');
 
 function putAscii(b: Buffer, at: number, s: string): number {
   if (at < 0) return at;
@@ -211,10 +216,14 @@ export class AccessLog {
   private flushSync(): void {
     const s = this.stream;
     // fs.WriteStream has its descriptor once opened (Node's fs docs; not in @types/node).
-    const fd = (s as unknown as { fd?: number | null } | undefined)?.fd;
-    if (this.buf === undefined || this.used === 0 || s === undefined || typeof fd !== 'number' || s.writableLength > 0) return;
+    const opened = (s as unknown as { fd?: number | null } | undefined)?.fd;
+    if (this.buf === undefined || this.used === 0 || s === undefined || s.writableLength > 0) return;
     try {
+      // Not opened yet (a loaded machine: the open had not come back): the stream has written nothing,
+      // so a descriptor of our own keeps the order.
+      const fd = typeof opened === 'number' ? opened : fs.openSync(s.path, 'a');
       fs.writeSync(fd, this.buf, 0, this.used);
+      if (fd !== opened) fs.closeSync(fd);
       this.used = 0;
     } catch {
       // exiting anyway: nothing to report to
@@ -244,28 +253,29 @@ export class AccessLog {
   }
 
   /**
-   * The line for one record (exported for tests through format()). A GraphQL call's line ends with its
-   * operation, `graphql=QUERY:name` (`-` for an anonymous one; docs/graphql.md).
+   * The line for one record (exported for tests through format()). `tenant` is the call's tenant ("-" for
+   * none). A GraphQL call's line ends with its operation, `graphql=QUERY:name` (`-` for an anonymous one;
+   * docs/graphql.md).
    */
-  format(r: ExchangeRecord, op?: { readonly type: string; readonly name: string }): string {
+  format(r: ExchangeRecord, op?: { readonly type: string; readonly name: string }, tenant: string = SUPER_TENANT): string {
     const fault = r.fault;
     const code = r.faultCode ?? fault?.code;
     const bytes = r.responseBytes > 0 ? String(r.responseBytes) : '-';
     const upstream = r.upstreamMs >= 0 ? millis(r.upstreamMs) : '-';
     const state = fault !== undefined && fault.code === code ? `${fault.base}+${fault.state}` : '-';
-    const line = `${r.remoteAddress || '-'} - - ${this.date()} "${r.method} ${redactUrl(r.url)} HTTP/${r.httpVersion}" ${r.status || '-'} ${bytes} ${upstream} ${code ?? '-'} ${state}`;
+    const line = `${r.remoteAddress || '-'} - - ${this.date()} "${r.method} ${redactUrl(r.url)} HTTP/${r.httpVersion}" ${r.status || '-'} ${bytes} ${upstream} ${code ?? '-'} ${state} ${tenant}`;
     return op === undefined ? line : `${line} graphql=${op.type}:${op.name === '' ? '-' : op.name}`;
   }
 
-  record(r: ExchangeRecord, op?: { readonly type: string; readonly name: string }): void {
+  record(r: ExchangeRecord, op?: { readonly type: string; readonly name: string }, tenant: string = SUPER_TENANT): void {
     if (this.logger !== undefined) {
-      this.logger.log('info', 'http_access', { line: this.format(r, op) });
+      this.logger.log('info', 'http_access', { line: this.format(r, op, tenant) });
       return;
     }
     const stream = this.stream;
     if (stream === undefined) return;
-    if (op === undefined && this.put(r)) return this.written();
-    const text = this.format(r, op) + '\n';
+    if (op === undefined && this.put(r, tenant)) return this.written();
+    const text = this.format(r, op, tenant) + '\n';
     if (text.length * 3 > BUFFER_SIZE) {
       // A line longer than the buffer (a very long URL) goes on its own, after those before it.
       this.flushNow();
@@ -303,11 +313,11 @@ export class AccessLog {
    * (test/gateway/access-log.test.ts compares them); a line made as a string and encoded cost 0.8 us per
    * call under perf on the full gateway, half of it flattening and encoding (docs/performance.md).
    */
-  private put(r: ExchangeRecord): boolean {
+  private put(r: ExchangeRecord, tenant: string): boolean {
     const url = redactUrl(r.url);
     const remote = r.remoteAddress;
     // Every other text is ASCII and short: the date (28), the version, numbers and codes.
-    const most = url.length + remote.length + r.method.length + r.httpVersion.length + PUT_FIXED;
+    const most = url.length + remote.length + r.method.length + r.httpVersion.length + tenant.length + PUT_FIXED;
     if (most > BUFFER_SIZE) return false;
     const b = this.room(most);
     let at = this.used;
@@ -339,7 +349,12 @@ export class AccessLog {
       at = putByte(b, at, 0x2b);
       at = putCount(b, at, fault.state);
     } else at = putByte(b, at, 0x2d);
-    at = putByte(b, at, 0x0a);
+    if (tenant === SUPER_TENANT) at = putBytes(b, at, SUPER_END);
+    else {
+      at = putByte(b, at, 0x20);
+      at = putAscii(b, at, tenant);
+      at = putByte(b, at, 0x0a);
+    }
     if (at < 0) return false;
     this.used = at;
     return true;

@@ -25,6 +25,7 @@ import { headerValue } from '../transport/headers';
 import type { Logger } from '../log';
 import { postJson, postTarget, redactUrl, type PostResult, type PostTarget } from './post';
 import type { AnalyticsSettings } from './settings';
+import { callTenant } from './tenant';
 
 /** One event (docs/analytics.md); field names follow the reference's analytics event where it has one. */
 export interface AnalyticsEvent {
@@ -34,6 +35,8 @@ export interface AnalyticsEvent {
   readonly apiName: string | null;
   readonly apiVersion: string | null;
   readonly apiContext: string | null;
+  /** The call's tenant (observability/tenant.ts): `carbon.super` for the super tenant's; null for a /t/<domain>/ URL of no tenant. */
+  readonly apiCreatorTenantDomain: string | null;
   readonly apiResourceTemplate: string | null;
   readonly apiMethod: string;
   readonly destination: string | null;
@@ -58,6 +61,8 @@ export interface AnalyticsEvent {
   /** GraphQL APIs: the operation's type (QUERY, MUTATION, SUBSCRIPTION) and name ('' for an anonymous one). */
   readonly graphqlOperationType: string | null;
   readonly graphqlOperationName: string | null;
+  /** The protocol of the call: "HTTP/1.1" (or "HTTP/1.0", "HTTP/2.0"), or "gRPC" for a call of a gRPC API (docs/grpc.md). */
+  readonly protocol: string;
 }
 
 export interface AnalyticsStats {
@@ -95,6 +100,7 @@ export function buildEvent(ctx: CallContext | undefined, r: ExchangeRecord, sett
     apiName: api?.def.name ?? null,
     apiVersion: api?.def.version ?? null,
     apiContext: api?.path ?? null,
+    apiCreatorTenantDomain: callTenant(ctx, r.url) ?? null,
     apiResourceTemplate: ctx?.resource?.def.path ?? null,
     apiMethod: r.method,
     destination: ctx?.endpoint?.def.url ?? (r.target !== undefined ? `http://${r.target}` : null),
@@ -118,6 +124,7 @@ export function buildEvent(ctx: CallContext | undefined, r: ExchangeRecord, sett
     retries: r.retries,
     graphqlOperationType: ctx?.graphql?.operation.type ?? null,
     graphqlOperationName: ctx?.graphql?.operation.name ?? null,
+    protocol: api?.def.type === 'GRPC' && r.httpVersion === '2.0' ? 'gRPC' : `HTTP/${r.httpVersion}`,
   };
   return settings.publishResponseSize ? { ...event, responseSize: r.responseBytes } : event;
 }
@@ -197,18 +204,23 @@ export class Analytics {
     if (unused.length > 0) {
       this.logger.log('warn', 'analytics_receiver_unsupported', {
         urls: unused,
-        message: 'tcp:// and ssl:// receivers speak the reference binary event protocol, which throughway does not: they are not used; give http(s):// receiver URLs or [throughway.analytics] file (docs/analytics.md)',
+        message:
+          'tcp:// and ssl:// receivers speak the reference binary event protocol, which throughway does not: they are not used; give http(s):// receiver URLs or [throughway.analytics] file (docs/analytics.md)',
       });
     }
     if (settings.file !== undefined) {
       fs.mkdirSync(path.dirname(settings.file), { recursive: true });
       this.stream = fs.createWriteStream(settings.file, { flags: 'a' });
       // A full disk must not crash the gateway: the events are lost, the traffic is not.
-      this.stream.on('error', (err: NodeJS.ErrnoException) => this.logger.log('error', 'analytics_file_failed', { file: settings.file, error: err.code ?? err.message }));
+      this.stream.on('error', (err: NodeJS.ErrnoException) =>
+        this.logger.log('error', 'analytics_file_failed', { file: settings.file, error: err.code ?? err.message }),
+      );
       this.fileQueue = [];
     }
     if (this.groups.length === 0 && this.fileQueue === undefined) {
-      this.logger.log('warn', 'analytics_no_receiver', { message: 'analytics is enabled but has no usable receiver: events are counted as dropped' });
+      this.logger.log('warn', 'analytics_no_receiver', {
+        message: 'analytics is enabled but has no usable receiver: events are counted as dropped',
+      });
     }
     this.timer = setInterval(() => void this.flush(), settings.flushInterval);
     this.timer.unref();
@@ -252,7 +264,14 @@ export class Analytics {
   stats(): AnalyticsStats {
     let queued = this.fileQueue?.length ?? 0;
     for (const g of this.groups) queued += g.queue.length;
-    return { eventsRecorded: this.recorded, eventsSent: this.sent, eventsDropped: this.dropped, eventsQueued: queued, batchesSent: this.batchesSent, batchesFailed: this.batchesFailed };
+    return {
+      eventsRecorded: this.recorded,
+      eventsSent: this.sent,
+      eventsDropped: this.dropped,
+      eventsQueued: queued,
+      batchesSent: this.batchesSent,
+      batchesFailed: this.batchesFailed,
+    };
   }
 
   /**

@@ -11,6 +11,7 @@ import type { Logger } from '../log';
 import { AccessLog } from './access-log';
 import { Analytics } from './analytics';
 import { analyticsSettingsFrom, tracingSettingsFrom } from './settings';
+import { callTenant } from './tenant';
 import { Tracer } from './tracing';
 
 export interface CallObservers {
@@ -20,11 +21,18 @@ export interface CallObservers {
   readonly observer: CallObserver | undefined;
 }
 
-export function callObservers(config: DeploymentConfig, settings: GatewaySettings, o: { readonly tracer?: Tracer; readonly analytics?: Analytics; readonly logger: Logger }): CallObservers {
+export function callObservers(
+  config: DeploymentConfig,
+  settings: GatewaySettings,
+  o: { readonly tracer?: Tracer; readonly analytics?: Analytics; readonly logger: Logger },
+): CallObservers {
   const logger = o.logger;
-  const accessLog = settings.accessLog.enabled ? new AccessLog(settings.accessLog.useLogger ? { logger } : { file: settings.accessLog.file }) : undefined;
+  const accessLog = settings.accessLog.enabled
+    ? new AccessLog(settings.accessLog.useLogger ? { logger } : { file: settings.accessLog.file })
+    : undefined;
   const tracing = tracingSettingsFrom(config);
-  const tracer = o.tracer ?? (tracing.logTracer || tracing.remote ? new Tracer(tracing, { logger }) : undefined);
+  const tracer =
+    o.tracer ?? (tracing.logTracer || tracing.remote || tracing.otlp !== undefined ? new Tracer(tracing, { logger }) : undefined);
   const analyticsSettings = analyticsSettingsFrom(config);
   const analytics = o.analytics ?? (analyticsSettings.enabled ? new Analytics(analyticsSettings, { logger }) : undefined);
   if (accessLog === undefined && tracer === undefined && analytics === undefined) return { tracer, analytics, observer: undefined };
@@ -33,7 +41,7 @@ export function callObservers(config: DeploymentConfig, settings: GatewaySetting
     // The access log reads the call too: a GraphQL call's line names its operation (docs/graphql.md).
     calls: true,
     ended(ctx, r) {
-      accessLog?.record(r, ctx?.graphql?.operation);
+      accessLog?.record(r, ctx?.graphql?.operation, callTenant(ctx, r.url) ?? '-');
       if (ctx !== undefined) tracer?.finish(ctx, r);
       analytics?.record(ctx, r);
     },

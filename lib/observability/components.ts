@@ -28,25 +28,34 @@ export const THROTTLE_LEVELS: Readonly<Record<number, string>> = {
 };
 
 /** What these metrics read of a gateway: its components, and the call observers lib/embed adds to it. */
-type Gateway = Pick<GatewayCore, 'throttle' | 'security' | 'mediation'> & { readonly tracer: Tracer | undefined; readonly analytics: Analytics | undefined };
+type Gateway = Pick<GatewayCore, 'throttle' | 'security' | 'mediation'> & {
+  readonly tracer: Tracer | undefined;
+  readonly analytics: Analytics | undefined;
+};
 type GatewayRef = () => Gateway | undefined;
 
 /** Registers the component metrics (docs/operations.md lists each name). */
 export function registerComponentMetrics(metrics: Metrics, gateway: GatewayRef): void {
-  const samples = (pick: (g: Gateway) => readonly Sample[]): (() => readonly Sample[]) => () => {
-    const g = gateway();
-    return g === undefined ? [] : pick(g);
-  };
-  const number = (pick: (g: Gateway) => number): (() => number) => () => {
-    const g = gateway();
-    return g === undefined ? 0 : pick(g);
-  };
+  const samples =
+    (pick: (g: Gateway) => readonly Sample[]): (() => readonly Sample[]) =>
+    () => {
+      const g = gateway();
+      return g === undefined ? [] : pick(g);
+    };
+  const number =
+    (pick: (g: Gateway) => number): (() => number) =>
+    () => {
+      const g = gateway();
+      return g === undefined ? 0 : pick(g);
+    };
 
   metrics.register({
     name: 'throughway_throttled_requests_total',
     help: 'Calls refused by throttling, by level (api, resource, subscription, burst, application, custom, hard_limit, blocked) and fault code.',
     type: 'counter',
-    collect: samples((g) => [...g.throttle.refused].map(([code, value]) => ({ labels: { level: THROTTLE_LEVELS[code] ?? 'other', code }, value }))),
+    collect: samples((g) =>
+      [...g.throttle.refused].map(([code, value]) => ({ labels: { level: THROTTLE_LEVELS[code] ?? 'other', code }, value })),
+    ),
   });
   metrics.register({
     name: 'throughway_token_cache_lookups_total',
@@ -68,18 +77,46 @@ export function registerComponentMetrics(metrics: Metrics, gateway: GatewayRef):
       return n === 0 ? 0 : c.hits / n;
     }),
   });
-  metrics.register({ name: 'throughway_token_cache_entries', help: 'Validated tokens held in the token cache.', type: 'gauge', collect: number((g) => g.security.cache.size) });
+  metrics.register({
+    name: 'throughway_token_cache_entries',
+    help: 'Validated tokens held in the token cache.',
+    type: 'gauge',
+    collect: number((g) => g.security.cache.size),
+  });
   metrics.register({
     name: 'throughway_jwks_keys',
     help: 'Keys held per external issuer JWKS; a labelled sample per issuer with up = 0 when its last fetch failed.',
     type: 'gauge',
     perProcess: true,
-    collect: samples((g) => g.security.health().issuers.map((i) => ({ labels: { issuer: i.issuer, up: i.error === undefined ? 1 : 0 }, value: i.keys }))),
+    collect: samples((g) =>
+      g.security.health().issuers.map((i) => ({ labels: { issuer: i.issuer, up: i.error === undefined ? 1 : 0 }, value: i.keys })),
+    ),
   });
-  metrics.register({ name: 'throughway_worker_pool_threads', help: 'Mediation worker threads running ([mediation] engine.max_threads bounds them).', type: 'gauge', collect: number((g) => g.mediation.pool.threads) });
-  metrics.register({ name: 'throughway_worker_pool_pending', help: 'Mediation tasks submitted and not settled (running plus queued).', type: 'gauge', collect: number((g) => g.mediation.pool.pending) });
-  metrics.register({ name: 'throughway_worker_pool_queue', help: 'Mediation tasks waiting for a thread (engine.threads_queue_length bounds them).', type: 'gauge', collect: number((g) => g.mediation.pool.queued) });
-  metrics.register({ name: 'throughway_worker_pool_utilization', help: "Mediation threads' utilisation since the pool started, 0..1.", type: 'gauge', perProcess: true, collect: number((g) => g.mediation.pool.utilization) });
+  metrics.register({
+    name: 'throughway_worker_pool_threads',
+    help: 'Mediation worker threads running ([mediation] engine.max_threads bounds them).',
+    type: 'gauge',
+    collect: number((g) => g.mediation.pool.threads),
+  });
+  metrics.register({
+    name: 'throughway_worker_pool_pending',
+    help: 'Mediation tasks submitted and not settled (running plus queued).',
+    type: 'gauge',
+    collect: number((g) => g.mediation.pool.pending),
+  });
+  metrics.register({
+    name: 'throughway_worker_pool_queue',
+    help: 'Mediation tasks waiting for a thread (engine.threads_queue_length bounds them).',
+    type: 'gauge',
+    collect: number((g) => g.mediation.pool.queued),
+  });
+  metrics.register({
+    name: 'throughway_worker_pool_utilization',
+    help: "Mediation threads' utilisation since the pool started, 0..1.",
+    type: 'gauge',
+    perProcess: true,
+    collect: number((g) => g.mediation.pool.utilization),
+  });
   metrics.register({
     name: 'throughway_tracing_spans_total',
     help: 'Spans by outcome: recorded, sent (acknowledged by the collector), dropped (queue full or batch failed).',
@@ -94,7 +131,12 @@ export function registerComponentMetrics(metrics: Metrics, gateway: GatewayRef):
       ];
     }),
   });
-  metrics.register({ name: 'throughway_tracing_spans_queued', help: 'Spans waiting to be sent.', type: 'gauge', collect: number((g) => g.tracer?.stats().spansQueued ?? 0) });
+  metrics.register({
+    name: 'throughway_tracing_spans_queued',
+    help: 'Spans waiting to be sent.',
+    type: 'gauge',
+    collect: number((g) => g.tracer?.stats().spansQueued ?? 0),
+  });
   metrics.register({
     name: 'throughway_analytics_events_total',
     help: 'Analytics events by outcome: recorded (one per request), sent (per receiver group and file), dropped.',
@@ -109,7 +151,12 @@ export function registerComponentMetrics(metrics: Metrics, gateway: GatewayRef):
       ];
     }),
   });
-  metrics.register({ name: 'throughway_analytics_events_queued', help: 'Analytics deliveries waiting.', type: 'gauge', collect: number((g) => g.analytics?.stats().eventsQueued ?? 0) });
+  metrics.register({
+    name: 'throughway_analytics_events_queued',
+    help: 'Analytics deliveries waiting.',
+    type: 'gauge',
+    collect: number((g) => g.analytics?.stats().eventsQueued ?? 0),
+  });
 }
 
 /**
@@ -126,10 +173,18 @@ export function workerPoolChecker(gateway: GatewayRef, options: { readonly order
       if (g === undefined) return { healthy: true, message: 'no gateway runs on this node' };
       const pool = g.mediation.pool;
       const s = pool.settings;
-      const details = { started: pool.started, threads: pool.threads, maxThreads: s.maxThreads, pending: pool.pending, queued: pool.queued, maxQueue: Number.isFinite(s.maxQueue) ? s.maxQueue : -1 };
+      const details = {
+        started: pool.started,
+        threads: pool.threads,
+        maxThreads: s.maxThreads,
+        pending: pool.pending,
+        queued: pool.queued,
+        maxQueue: Number.isFinite(s.maxQueue) ? s.maxQueue : -1,
+      };
       const busy = pool.pending >= s.maxThreads;
       const limit = Number.isFinite(s.maxQueue) ? s.maxQueue : options.queueLimit;
-      if (busy && pool.queued >= limit && pool.queued > 0) return { healthy: false, message: `all ${s.maxThreads} mediation threads are busy and ${pool.queued} tasks wait`, details };
+      if (busy && pool.queued >= limit && pool.queued > 0)
+        return { healthy: false, message: `all ${s.maxThreads} mediation threads are busy and ${pool.queued} tasks wait`, details };
       return { healthy: true, details };
     },
   };
@@ -149,11 +204,20 @@ export function jwksChecker(gateway: GatewayRef, options: { readonly order: numb
       const g = gateway();
       if (g === undefined) return { healthy: true, message: 'no gateway runs on this node' };
       const remote = [...g.security.validator.remote.values()];
-      await Promise.all(remote.map((r) => (r.keys.state().lastFetchAt === undefined || r.keys.state().error !== undefined ? r.keys.refresh() : undefined)));
+      await Promise.all(
+        remote.map((r) => (r.keys.state().lastFetchAt === undefined || r.keys.state().error !== undefined ? r.keys.refresh() : undefined)),
+      );
       const issuers = g.security.health().issuers;
       const failing = issuers.filter((i) => i.error !== undefined);
-      const details = { issuers: issuers.map((i) => ({ issuer: i.issuer, url: i.url, keys: i.keys, ...(i.error !== undefined ? { error: i.error } : {}) })) };
-      if (failing.length > 0) return { healthy: false, message: `JWKS not reachable: ${failing.map((i) => `${i.issuer} (${i.error ?? ''})`).join(', ')}`, details };
+      const details = {
+        issuers: issuers.map((i) => ({ issuer: i.issuer, url: i.url, keys: i.keys, ...(i.error !== undefined ? { error: i.error } : {}) })),
+      };
+      if (failing.length > 0)
+        return {
+          healthy: false,
+          message: `JWKS not reachable: ${failing.map((i) => `${i.issuer} (${i.error ?? ''})`).join(', ')}`,
+          details,
+        };
       return { healthy: true, details };
     },
   };
@@ -173,7 +237,8 @@ export function redisChecker(gateway: GatewayRef, options: { readonly order: num
       const counters = gateway()?.throttle.counters;
       if (!(counters instanceof RedisCounterStore)) return { healthy: true, message: 'counters are kept in memory' };
       const status = counters.client.status;
-      if (status !== 'ready') return { healthy: false, message: `Redis connection is ${status}: throttling counts per node`, details: { status } };
+      if (status !== 'ready')
+        return { healthy: false, message: `Redis connection is ${status}: throttling counts per node`, details: { status } };
       try {
         await counters.client.ping();
       } catch (err) {

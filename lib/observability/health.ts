@@ -14,6 +14,7 @@
 import type { HealthChecker, HealthResult } from '../events/observed';
 import type { Store } from '../store/types';
 import type { Transport } from '../transport';
+import { ThroughwayError } from '../errors';
 
 // The checkers' shape is vocabulary (lib/events/observed.ts): the parts below offer checkers without importing this.
 export type { HealthChecker, HealthResult } from '../events/observed';
@@ -33,7 +34,7 @@ export interface HealthReport {
   readonly checks: readonly CheckReport[];
 }
 
-export class HealthError extends Error {
+export class HealthError extends ThroughwayError {
   readonly code = 'HEALTH_CHECKER_DUPLICATE';
 }
 
@@ -53,7 +54,8 @@ export class Health {
 
   /** Adds a checker; a second one with the same name is refused (HealthError). */
   register(checker: HealthChecker): void {
-    if (this.checkers.some((c) => c.name === checker.name)) throw new HealthError(`a health checker named ${checker.name} is already registered`);
+    if (this.checkers.some((c) => c.name === checker.name))
+      throw new HealthError(`a health checker named ${checker.name} is already registered`);
     this.checkers.push(checker);
   }
 
@@ -63,7 +65,12 @@ export class Health {
   }
 
   async run(): Promise<HealthReport> {
-    if (this.stopping) return { status: 'DOWN', failing: ['shutdown'], checks: [{ name: 'shutdown', order: -1, status: 'DOWN', message: 'the node is shutting down' }] };
+    if (this.stopping)
+      return {
+        status: 'DOWN',
+        failing: ['shutdown'],
+        checks: [{ name: 'shutdown', order: -1, status: 'DOWN', message: 'the node is shutting down' }],
+      };
     const ordered = this.list();
     const checks = await Promise.all(ordered.map((c) => this.runOne(c)));
     const failing = checks.filter((c) => c.status === 'DOWN').map((c) => c.name);
@@ -98,7 +105,10 @@ export class Health {
  * connection obtained (a query on the store's schema table). The embedded SQLite store has no pool: only
  * the query runs.
  */
-export function dataSourceChecker(store: Store, options: { readonly order: number; readonly limitPercentage: number; readonly name?: string }): HealthChecker {
+export function dataSourceChecker(
+  store: Store,
+  options: { readonly order: number; readonly limitPercentage: number; readonly name?: string },
+): HealthChecker {
   return {
     name: options.name ?? 'data_source_health_checker',
     order: options.order,
@@ -107,9 +117,18 @@ export function dataSourceChecker(store: Store, options: { readonly order: numbe
       const usage = store.poolUsage?.();
       if (usage !== undefined) {
         const percent = usage.max > 0 ? Math.round((usage.active / usage.max) * 100) : 0;
-        Object.assign(details, { poolActive: usage.active, poolMax: usage.max, poolUsagePercentage: percent, poolUsageLimitPercentage: options.limitPercentage });
+        Object.assign(details, {
+          poolActive: usage.active,
+          poolMax: usage.max,
+          poolUsagePercentage: percent,
+          poolUsageLimitPercentage: options.limitPercentage,
+        });
         if (percent > options.limitPercentage) {
-          return { healthy: false, message: `pool usage ${percent}% is above pool_usage_limit_percentage ${options.limitPercentage}%`, details };
+          return {
+            healthy: false,
+            message: `pool usage ${percent}% is above pool_usage_limit_percentage ${options.limitPercentage}%`,
+            details,
+          };
         }
       }
       try {
@@ -127,7 +146,10 @@ export function dataSourceChecker(store: Store, options: { readonly order: numbe
  * DOWN when a route uses at least `limitPercentage` of 'http.max.connection.per.host.port' and calls wait
  * for a connection: new calls to it queue until the connect timeout (101504 at state 0, 503).
  */
-export function backendPoolChecker(transport: () => Transport | undefined, options: { readonly order: number; readonly limitPercentage: number }): HealthChecker {
+export function backendPoolChecker(
+  transport: () => Transport | undefined,
+  options: { readonly order: number; readonly limitPercentage: number },
+): HealthChecker {
   return {
     name: 'backend_pool_health_checker',
     order: options.order,

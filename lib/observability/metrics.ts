@@ -21,6 +21,7 @@ import type { MetricSource, MetricType, Sample } from '../events/observed';
 import type { ExchangeRecord } from '../transport/types';
 import type { Transport } from '../transport';
 import { STATE_NAMES } from '../transport/states';
+import { InternalError } from '../errors';
 
 // The metric sources' shape is vocabulary (lib/events/observed.ts): the parts below offer them without importing this.
 export type { MetricSource, MetricType, Sample } from '../events/observed';
@@ -43,22 +44,35 @@ interface PromMetric {
 const NAME = /^[a-zA-Z_:][a-zA-Z0-9_:]*$/;
 
 /** prom-client default gauges left out of the exposition (docs/operations.md, "Metrics"). */
-export const DROPPED_DEFAULT_METRICS: readonly string[] = Object.freeze(['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']);
+export const DROPPED_DEFAULT_METRICS: readonly string[] = Object.freeze([
+  'nodejs_active_handles_total',
+  'nodejs_active_requests_total',
+  'nodejs_active_resources_total',
+]);
 
 /** Latency buckets in seconds: a pass-through call is sub-millisecond, a slow backend seconds. */
-export const LATENCY_BUCKETS: readonly number[] = Object.freeze([0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]);
+export const LATENCY_BUCKETS: readonly number[] = Object.freeze([
+  0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30,
+]);
 
 /** Histogram counts in plain arrays: one increment per observation, made cumulative at scrape. */
 export class HistogramCounts {
   readonly counts: Float64Array;
+  /**
+   * The bounds as a typed array: indexing the plain `buckets` arrays (of several element kinds across the
+   * node's histograms) went through V8's generic keyed-load builtin, 1.4k instructions per call on the
+   * deployed node under callgrind (docs/performance.md, "The deployed node").
+   */
+  private readonly bounds: Float64Array;
   sum = 0;
   count = 0;
   constructor(readonly buckets: readonly number[]) {
     this.counts = new Float64Array(buckets.length + 1);
+    this.bounds = Float64Array.from(buckets);
   }
 
   observe(v: number): void {
-    const b = this.buckets;
+    const b = this.bounds;
     let i = 0;
     while (i < b.length && v > (b[i] as number)) i++;
     this.counts[i] = (this.counts[i] as number) + 1;
@@ -100,6 +114,9 @@ export interface MetricsTarget {
   apiOf(url: string): string | undefined;
 }
 
+/** The period of prom-client's event-loop delay samples (monitorEventLoopDelay's resolution), in ms. */
+export const EVENT_LOOP_SAMPLE_MS = 100;
+
 /**
  * The node's metrics. One per node (never prom-client's global registry: embedders and tests run several).
  */
@@ -117,7 +134,11 @@ export class Metrics {
 
   constructor(options: MetricsOptions = {}) {
     if (options.processMetrics !== false) {
-      collectDefaultMetrics({ register: this.registry });
+      // prom-client samples the event loop's delay with a libuv timer of this period (its default, 10 ms,
+      // woke every node 100 times a second, idle or not: 1,667 epoll_wait calls in 10 s of an idle default
+      // node, strace -c; docs/performance.md, "The deployed node"). 100 ms still gives 150 samples between
+      // two scrapes 15 s apart for nodejs_eventloop_lag_p99_seconds and the other percentiles.
+      collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS });
       // Gauges named with a counter's `_total` suffix: `promtool check metrics` refuses them (exit 3). Their
       // figure is the sum of the labelled gauge of the same stem (`sum(nodejs_active_handles)`), which stays.
       for (const name of DROPPED_DEFAULT_METRICS) this.registry.removeSingleMetric(name);
@@ -155,7 +176,7 @@ export class Metrics {
 
   /** Adds a metric read at scrape time (see MetricSource). Names must be unique. */
   register(source: MetricSource): void {
-    if (!NAME.test(source.name)) throw new Error(`invalid metric name ${JSON.stringify(source.name)}`);
+    if (!NAME.test(source.name)) throw new InternalError(`invalid metric name ${JSON.stringify(source.name)}`);
     const { name, help, type } = source;
     if (source.perProcess === true) this.perProcess.add(name);
     const metric: PromMetric = {
@@ -165,7 +186,8 @@ export class Metrics {
       aggregator: 'sum',
       async get() {
         const v = await source.collect();
-        const values: PromValue[] = typeof v === 'number' ? [{ labels: {}, value: v }] : v.map((s) => ({ labels: { ...(s.labels ?? {}) }, value: s.value }));
+        const values: PromValue[] =
+          typeof v === 'number' ? [{ labels: {}, value: v }] : v.map((s) => ({ labels: { ...(s.labels ?? {}) }, value: s.value }));
         return { name, help, type, values, aggregator: 'sum' };
       },
       reset() {},
@@ -221,8 +243,18 @@ export class Metrics {
         return out;
       },
     });
-    this.registerHistogram('throughway_request_duration_seconds', 'Time from the request head received to the response done, by API.', 'api', () => this.total);
-    this.registerHistogram('throughway_backend_duration_seconds', 'Time from the request handed to a backend connection to its response done, by API.', 'api', () => this.backend);
+    this.registerHistogram(
+      'throughway_request_duration_seconds',
+      'Time from the request head received to the response done, by API.',
+      'api',
+      () => this.total,
+    );
+    this.registerHistogram(
+      'throughway_backend_duration_seconds',
+      'Time from the request handed to a backend connection to its response done, by API.',
+      'api',
+      () => this.backend,
+    );
     this.register({
       name: 'throughway_transport_faults_total',
       help: 'Transport faults (spec 002 part 7: code = base + state), by side, base code and protocol state.',
@@ -285,7 +317,15 @@ export class Metrics {
       collect: () => t()?.connections().queued ?? 0,
     });
     const stat = (name: string, help: string, pick: (s: Transport['stats']) => number): void =>
-      this.register({ name, help, type: 'counter', collect: () => { const tr = t(); return tr === undefined ? 0 : pick(tr.stats); } });
+      this.register({
+        name,
+        help,
+        type: 'counter',
+        collect: () => {
+          const tr = t();
+          return tr === undefined ? 0 : pick(tr.stats);
+        },
+      });
     stat('throughway_source_connections_accepted_total', 'Client connections accepted.', (s) => s.sourcesAccepted);
     stat('throughway_target_connections_created_total', 'Backend connections opened.', (s) => s.targetsCreated);
     stat('throughway_target_connections_reused_total', 'Requests sent on a pooled keep-alive backend connection.', (s) => s.targetsReused);

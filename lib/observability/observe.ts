@@ -11,13 +11,20 @@
 import type { ExchangeRecord, TransportEvents } from '../transport/types';
 import type { Logger } from '../log';
 import type { Metrics } from './metrics';
+import type { FaultRing } from './fault-ring';
 
-export function gatewayObserver(o: { readonly logger: Logger; readonly metrics?: Metrics }): TransportEvents {
-  const { logger, metrics } = o;
+/**
+ * `faults`: the runtime view's ring of the last faults (lib/observability/fault-ring.ts), written only for
+ * an exchange that ended with a fault code.
+ */
+export function gatewayObserver(o: { readonly logger: Logger; readonly metrics?: Metrics; readonly faults?: FaultRing }): TransportEvents {
+  const { logger, metrics, faults } = o;
   return {
     onExchange(r: ExchangeRecord): void {
       if (metrics !== undefined) metrics.onExchange(r);
       const code = r.faultCode;
+      if (code === undefined && r.fault === undefined) return;
+      if (faults !== undefined) faults.record(code ?? (r.fault as { code: number }).code, r.status, r.method, r.url);
       if (code === undefined || r.fault !== undefined) return;
       const level = r.status >= 500 ? 'warn' : 'info';
       if (!logger.enabled(level)) return;

@@ -1,5 +1,5 @@
 /**
- * One JSON POST to a collector (Zipkin) or an analytics receiver. Off the request path: exporters call it
+ * One POST to a collector (Zipkin, OTLP) or an analytics receiver. Off the request path: exporters call it
  * from their flush timers with one batch at a time, so node:http's client is plenty (keep-alive agent,
  * one socket per collector).
  */
@@ -35,9 +35,14 @@ export function postTarget(url: string, authorization?: string): PostTarget {
 
 /** POSTs `body` (JSON text); resolves, never rejects. 2xx is success (Zipkin answers 202). */
 export function postJson(target: PostTarget, body: string, timeoutMs: number): Promise<PostResult> {
+  return postBody(target, body, 'application/json', timeoutMs);
+}
+
+/** POSTs `body` with its content type (OTLP's protobuf or JSON); resolves, never rejects. 2xx is success. */
+export function postBody(target: PostTarget, body: string | Buffer, contentType: string, timeoutMs: number): Promise<PostResult> {
   return new Promise((resolve) => {
     const u = target.url;
-    const headers: http.OutgoingHttpHeaders = { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) };
+    const headers: http.OutgoingHttpHeaders = { 'Content-Type': contentType, 'Content-Length': Buffer.byteLength(body) };
     if (target.authorization !== undefined) headers.Authorization = target.authorization;
     const client = u.protocol === 'https:' ? https : http;
     let done = false;
@@ -47,12 +52,22 @@ export function postJson(target: PostTarget, body: string, timeoutMs: number): P
       resolve(r);
     };
     const req = client.request(
-      { host: u.hostname.startsWith('[') ? u.hostname.slice(1, -1) : u.hostname, port: u.port === '' ? undefined : Number(u.port), path: `${u.pathname}${u.search}`, method: 'POST', headers, agent: target.agent, timeout: timeoutMs },
+      {
+        host: u.hostname.startsWith('[') ? u.hostname.slice(1, -1) : u.hostname,
+        port: u.port === '' ? undefined : Number(u.port),
+        path: `${u.pathname}${u.search}`,
+        method: 'POST',
+        headers,
+        agent: target.agent,
+        timeout: timeoutMs,
+      },
       (res) => {
         const status = res.statusCode ?? 0;
         // The answer's body is read and dropped so the socket goes back to the agent.
         res.resume();
-        res.on('end', () => finish({ ok: status >= 200 && status < 300, status, error: status >= 200 && status < 300 ? undefined : `HTTP ${status}` }));
+        res.on('end', () =>
+          finish({ ok: status >= 200 && status < 300, status, error: status >= 200 && status < 300 ? undefined : `HTTP ${status}` }),
+        );
         res.on('error', (err: NodeJS.ErrnoException) => finish({ ok: false, status, error: err.code ?? err.message }));
       },
     );

@@ -11,7 +11,12 @@ import { formatDiagnostic } from '../config/diagnostics';
 import type { Logger, LogLevel, ReloadableLogger } from '../log';
 
 /** Keys applied on reload without a restart: the log level, and the plugins (loaded again by a node that runs some, docs/plugins.md). */
-export const HOT_KEYS: ReadonlySet<string> = new Set(['throughway.log_level', 'throughway.plugins', 'throughway.api_plugins', 'throughway.plugin']);
+export const HOT_KEYS: ReadonlySet<string> = new Set([
+  'throughway.log_level',
+  'throughway.plugins',
+  'throughway.api_plugins',
+  'throughway.plugin',
+]);
 
 /** Dotted keys (two levels: section.key or section.table) whose values differ between two configurations. */
 export function changedKeys(a: Readonly<Record<string, unknown>>, b: Readonly<Record<string, unknown>>): string[] {
@@ -49,7 +54,10 @@ export function applyReload(current: LoadResult, next: LoadResult, logger: Logge
   if (!next.ok) {
     const errors = next.diagnostics.filter((d) => d.level === 'error').map((d) => formatDiagnostic(d));
     for (const e of errors) logger.log('error', 'config_reload_error', { message: e });
-    logger.log('error', 'config_reload_refused', { errors: errors.length, message: 'the configuration has errors: the running configuration stays' });
+    logger.log('error', 'config_reload_refused', {
+      errors: errors.length,
+      message: 'the configuration has errors: the running configuration stays',
+    });
     return { ok: false, errors, applied: [], restartNeeded: [], loaded: current };
   }
   const changed = changedKeys(current.config as unknown as Record<string, unknown>, next.config as unknown as Record<string, unknown>);
@@ -69,6 +77,7 @@ export function applyReload(current: LoadResult, next: LoadResult, logger: Logge
     } else restartNeeded.push(k);
   }
   logger.log('info', 'config_reloaded', { applied, restartNeeded: restartNeeded.length });
-  if (restartNeeded.length > 0) logger.log('warn', 'config_reload_restart_needed', { keys: restartNeeded, message: 'these changes take effect at the next start' });
+  if (restartNeeded.length > 0)
+    logger.log('warn', 'config_reload_restart_needed', { keys: restartNeeded, message: 'these changes take effect at the next start' });
   return { ok: true, errors: [], applied, restartNeeded, loaded: next };
 }

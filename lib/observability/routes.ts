@@ -46,7 +46,10 @@ export function opsRoutes(o: OpsRouteOptions): OpsHandler {
     const checks = path === '/health' ? (o.health ?? o.readiness) : path === '/health/ready' ? (o.readiness ?? o.health) : undefined;
     if (checks !== undefined) {
       const report = await checks.run();
-      if (report.status === 'DOWN') o.logger?.log(checks === o.health ? 'warn' : 'info', checks === o.health ? 'health_down' : 'not_ready', { failing: report.failing });
+      if (report.status === 'DOWN')
+        o.logger?.log(checks === o.health ? 'warn' : 'info', checks === o.health ? 'health_down' : 'not_ready', {
+          failing: report.failing,
+        });
       send(res, report.status === 'UP' ? 200 : 503, JSON_TYPE, JSON.stringify(report));
       return true;
     }

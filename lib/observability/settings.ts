@@ -20,6 +20,8 @@ export interface TracingSettings {
   readonly flushInterval: number;
   readonly queueSize: number;
   readonly sendTimeout: number;
+  /** [throughway.tracing] otlp.*: spans over OTLP/HTTP (docs/tracing.md, "OTLP"); undefined when off. */
+  readonly otlp: { readonly url: string; readonly encoding: 'protobuf' | 'json' } | undefined;
 }
 
 export interface ReceiverGroupSettings {
@@ -66,6 +68,9 @@ export function tracingSettingsFrom(c: DeploymentConfig): TracingSettings {
     flushInterval: t.flush_interval,
     queueSize: t.queue_size,
     sendTimeout: t.send_timeout,
+    otlp: t.otlp.enable
+      ? Object.freeze({ url: t.otlp.endpoint, encoding: t.otlp.encoding === 'json' ? ('json' as const) : ('protobuf' as const) })
+      : undefined,
   });
 }
 
@@ -77,7 +82,9 @@ export function analyticsSettingsFrom(c: DeploymentConfig): AnalyticsSettings {
     // No [[apim.analytics.url_group]] written: the spec's default group (tcp://localhost:7612), which is
     // then named in the start-up warning about binary receivers rather than silently ignored.
     groups: Object.freeze(
-      (a.url_group.length > 0 ? a.url_group : [{ analytics_url: DEFAULT_RECEIVERS, type: undefined }]).map((g) => Object.freeze({ urls: Object.freeze([...g.analytics_url]), type: g.type ?? 'failover' })),
+      (a.url_group.length > 0 ? a.url_group : [{ analytics_url: DEFAULT_RECEIVERS, type: undefined }]).map((g) =>
+        Object.freeze({ urls: Object.freeze([...g.analytics_url]), type: g.type ?? 'failover' }),
+      ),
     ),
     username: a.receiver_username,
     password: a.receiver_password,

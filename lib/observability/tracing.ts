@@ -1,7 +1,8 @@
 /**
  * Tracing ([apim.open_tracer], spec 000; docs/tracing.md): per request one SERVER span for the call, one
  * span per gateway phase, and one CLIENT span for the backend call, written to the log (log_tracer) and/or
- * sent in batches to a Zipkin-compatible collector (remote_tracer: Zipkin v2 JSON, POST /api/v2/spans).
+ * sent in batches to a Zipkin-compatible collector (remote_tracer: Zipkin v2 JSON, POST /api/v2/spans)
+ * and/or to an OpenTelemetry collector ([throughway.tracing] otlp.*: OTLP/HTTP, protobuf or JSON, lib/observability/otlp.ts).
  *
  * Trace context (W3C Trace Context): an incoming valid `traceparent` keeps its trace id and becomes the
  * parent of the gateway's span; without one a new trace starts. The backend receives a traceparent whose
@@ -19,8 +20,9 @@ import type { CallTrace } from '../gateway/hooks';
 import type { CallContext, ChainStep, Outcome, Phase } from '../gateway/phases';
 import type { ExchangeRecord } from '../transport/types';
 import type { Logger } from '../log';
-import { postJson, postTarget, type PostResult, type PostTarget } from './post';
+import { postBody, postTarget, type PostResult, type PostTarget } from './post';
 import type { TracingSettings } from './settings';
+import { callTenant } from './tenant';
 import { formatTraceParent, newSpanId, newTraceId, traceContextOf, withTraceFields } from './trace-context';
 
 /** A span in Zipkin's v2 model (zipkin-api zipkin2-api.yaml, `Span`). Times in µs. */
@@ -77,6 +79,11 @@ export interface TracerOptions {
   readonly collectorUrl?: string;
 }
 
+/** A batch as one POST body: the exporter's format. */
+type Encode = (batch: readonly Span[]) => { readonly body: string | Buffer; readonly contentType: string };
+
+const zipkinEncode: Encode = (batch) => ({ body: JSON.stringify(batch), contentType: 'application/json' });
+
 /** ms on the performance clock -> epoch µs (Zipkin timestamps). */
 const epochMicros = (perfMs: number): number => Math.round((performance.timeOrigin + perfMs) * 1000);
 
@@ -102,12 +109,17 @@ function remoteOf(key: string | undefined): Span['remoteEndpoint'] {
 function propagate(ctx: CallContext): void {
   const trace = ctx.trace as RequestTrace | undefined;
   if (trace === undefined) return;
-  ctx.outHeaders = withTraceFields(ctx.outHeaders ?? ctx.req.headers, formatTraceParent(trace.traceId, trace.backendSpanId, trace.flags), trace.state);
+  ctx.outHeaders = withTraceFields(
+    ctx.outHeaders ?? ctx.req.headers,
+    formatTraceParent(trace.traceId, trace.backendSpanId, trace.flags),
+    trace.state,
+  );
   trace.propagated = true;
 }
 
 export class Tracer {
-  private readonly exporter: SpanExporter | undefined;
+  /** Zipkin (remote_tracer) and OTLP ([throughway.tracing] otlp.*), each with its own bounded queue. */
+  private readonly exporters: SpanExporter[] = [];
   private readonly local: { readonly serviceName: string };
   private recorded = 0;
 
@@ -117,11 +129,28 @@ export class Tracer {
   ) {
     this.local = Object.freeze({ serviceName: settings.serviceName });
     if (settings.remote) {
-      const url = options.collectorUrl ?? `http://${settings.host.includes(':') ? `[${settings.host}]` : settings.host}:${settings.port}/api/v2/spans`;
-      this.exporter = new SpanExporter(postTarget(url), settings, options.logger);
+      const url =
+        options.collectorUrl ??
+        `http://${settings.host.includes(':') ? `[${settings.host}]` : settings.host}:${settings.port}/api/v2/spans`;
+      this.exporters.push(new SpanExporter(postTarget(url), settings, options.logger, zipkinEncode));
       if (settings.remoteName !== undefined && settings.remoteName.toLowerCase() !== 'zipkin') {
-        options.logger.log('warn', 'tracer_format', { name: settings.remoteName, message: `remote_tracer.name ${JSON.stringify(settings.remoteName)}: spans are sent as Zipkin v2 JSON to ${url}` });
+        options.logger.log('warn', 'tracer_format', {
+          name: settings.remoteName,
+          message: `remote_tracer.name ${JSON.stringify(settings.remoteName)}: spans are sent as Zipkin v2 JSON to ${url}`,
+        });
       }
+    }
+    const otlp = settings.otlp;
+    if (otlp !== undefined) {
+      const service = settings.serviceName;
+      // The OTLP encoders load with the first OTLP exporter (require('throughway') stays small:
+      // test/package/module-count.test.ts).
+      const { otlpJson, otlpProtobuf } = require('./otlp') as typeof import('./otlp');
+      const encode: Encode =
+        otlp.encoding === 'json'
+          ? (batch) => ({ body: otlpJson(batch, service), contentType: 'application/json' })
+          : (batch) => ({ body: otlpProtobuf(batch, service), contentType: 'application/x-protobuf' });
+      this.exporters.push(new SpanExporter(postTarget(otlp.url), settings, options.logger, encode));
     }
   }
 
@@ -135,7 +164,15 @@ export class Tracer {
     // A trace started here is sampled; an unsampled call reports no span, so it needs no SERVER span id:
     // only the backend's parent id (its CLIENT span) is ever seen.
     const sampled = parent === undefined || (parent.flags & 1) === 1;
-    const trace = new RequestTrace(parent?.traceId ?? newTraceId(), parent?.parentId, sampled ? newSpanId() : '', newSpanId(), parent?.flags ?? 1, state, sampled);
+    const trace = new RequestTrace(
+      parent?.traceId ?? newTraceId(),
+      parent?.parentId,
+      sampled ? newSpanId() : '',
+      newSpanId(),
+      parent?.flags ?? 1,
+      state,
+      sampled,
+    );
     ctx.trace = trace;
     ctx.beforeSend = propagate;
     return trace.sampled;
@@ -157,7 +194,16 @@ export class Tracer {
     if ((phase as Partial<Phase>).enforced === false) tags['throughway.enforced'] = 'false';
     if (outcome !== undefined && 'fault' in outcome) tags.error = String(outcome.fault.def.code);
     if (error !== undefined) tags.error = error instanceof Error ? error.message : String(error);
-    trace.spans.push({ traceId: trace.traceId, id: newSpanId(), parentId: trace.spanId, name: phase.name, timestamp: epochMicros(started), duration: Math.max(1, Math.round((performance.now() - started) * 1000)), localEndpoint: this.local, tags });
+    trace.spans.push({
+      traceId: trace.traceId,
+      id: newSpanId(),
+      parentId: trace.spanId,
+      name: phase.name,
+      timestamp: epochMicros(started),
+      duration: Math.max(1, Math.round((performance.now() - started) * 1000)),
+      localEndpoint: this.local,
+      tags,
+    });
   }
 
   /** The exchange is over: the SERVER span, the backend's CLIENT span, and the phases' spans go out. */
@@ -169,6 +215,8 @@ export class Tracer {
     const api = ctx.api;
     const serverTags: Record<string, string> = { 'http.method': r.method, 'http.path': ctx.path, 'http.status_code': String(r.status) };
     if (api !== undefined) serverTags['throughway.api'] = api.id;
+    const tenant = callTenant(ctx, r.url);
+    if (tenant !== undefined) serverTags['throughway.tenant'] = tenant;
     if (ctx.resource !== undefined) serverTags['throughway.resource'] = ctx.resource.def.path;
     if (code !== undefined) serverTags.error = String(code);
     const server: Span = {
@@ -180,7 +228,9 @@ export class Tracer {
       timestamp: epochMicros(end - r.durationMs),
       duration: Math.max(1, Math.round(r.durationMs * 1000)),
       localEndpoint: this.local,
-      ...(r.remoteAddress !== '' ? { remoteEndpoint: r.remoteAddress.includes(':') ? { ipv6: r.remoteAddress } : { ipv4: r.remoteAddress } } : {}),
+      ...(r.remoteAddress !== ''
+        ? { remoteEndpoint: r.remoteAddress.includes(':') ? { ipv6: r.remoteAddress } : { ipv4: r.remoteAddress } }
+        : {}),
       tags: serverTags,
     };
     const out: Span[] = [server, ...trace.spans];
@@ -210,32 +260,46 @@ export class Tracer {
     const log = this.options.logger;
     if (this.settings.logTracer && log.enabled('info')) {
       for (const s of spans) {
-        log.log('info', 'span', { traceId: s.traceId, spanId: s.id, parentId: s.parentId, name: s.name, kind: s.kind, timestampUs: s.timestamp, durationUs: s.duration, tags: s.tags });
+        log.log('info', 'span', {
+          traceId: s.traceId,
+          spanId: s.id,
+          parentId: s.parentId,
+          name: s.name,
+          kind: s.kind,
+          timestampUs: s.timestamp,
+          durationUs: s.duration,
+          tags: s.tags,
+        });
       }
     }
-    this.exporter?.add(spans);
+    for (const e of this.exporters) e.add(spans);
   }
 
+  /** Sent, dropped, queued and batches: summed over the exporters (with both on, a span counts in each). */
   stats(): TracingStats {
-    const e = this.exporter;
-    return {
-      spansRecorded: this.recorded,
-      spansSent: e?.sent ?? 0,
-      spansDropped: e?.dropped ?? 0,
-      spansQueued: e?.queue.length ?? 0,
-      batchesSent: e?.batchesSent ?? 0,
-      batchesFailed: e?.batchesFailed ?? 0,
-    };
+    let sent = 0;
+    let dropped = 0;
+    let queued = 0;
+    let batchesSent = 0;
+    let batchesFailed = 0;
+    for (const e of this.exporters) {
+      sent += e.sent;
+      dropped += e.dropped;
+      queued += e.queue.length;
+      batchesSent += e.batchesSent;
+      batchesFailed += e.batchesFailed;
+    }
+    return { spansRecorded: this.recorded, spansSent: sent, spansDropped: dropped, spansQueued: queued, batchesSent, batchesFailed };
   }
 
   /** Sends what is queued now (one attempt per batch). */
-  flush(): Promise<void> {
-    return this.exporter?.flush() ?? Promise.resolve();
+  async flush(): Promise<void> {
+    await Promise.all(this.exporters.map((e) => e.flush()));
   }
 
-  /** Stops the timer and sends (or drops, counted) every queued span. */
-  close(): Promise<void> {
-    return this.exporter?.close() ?? Promise.resolve();
+  /** Stops the timers and sends (or drops, counted) every queued span. */
+  async close(): Promise<void> {
+    await Promise.all(this.exporters.map((e) => e.close()));
   }
 }
 
@@ -261,6 +325,7 @@ class SpanExporter {
     private readonly target: PostTarget,
     private readonly settings: TracingSettings,
     private readonly logger: Logger,
+    private readonly encode: Encode,
   ) {
     this.timer = setInterval(() => void this.flush(), settings.flushInterval);
     this.timer.unref();
@@ -303,7 +368,8 @@ class SpanExporter {
   private async drain(least: number): Promise<void> {
     while (this.queue.length >= least && this.queue.length > 0) {
       const batch = this.queue.splice(0, this.settings.batchSize);
-      const r = await postJson(this.target, JSON.stringify(batch), this.settings.sendTimeout);
+      const { body, contentType } = this.encode(batch);
+      const r = await postBody(this.target, body, contentType, this.settings.sendTimeout);
       this.result(r, batch.length);
       if (!r.ok) return;
     }
@@ -324,7 +390,11 @@ class SpanExporter {
     // One line when the collector goes away, not one per batch.
     if (!this.down) {
       this.down = true;
-      this.logger.log('warn', 'tracer_collector_down', { url: this.target.url.href, error: r.error, message: 'spans are dropped (counted) until the collector answers' });
+      this.logger.log('warn', 'tracer_collector_down', {
+        url: this.target.url.href,
+        error: r.error,
+        message: 'spans are dropped (counted) until the collector answers',
+      });
     }
   }
 

@@ -69,27 +69,53 @@ async function tasksPage(c: Call, a: AdminParts, errors: Errors = {}, status = 2
   const wanted = c.query.get('status') ?? 'CREATED';
   const typeOk = type === '' || (WORKFLOW_TYPES as readonly string[]).includes(type);
   const list = typeOk
-    ? (await a.workflows.list({ ...(tenant !== SUPER_TENANT ? { tenant } : {}), ...(type !== '' ? { type } : {}), ...(wanted !== 'ALL' ? { pending: wanted === 'CREATED' } : {}) })).filter((t) => wanted === 'ALL' || wanted === 'CREATED' || t.status === wanted)
+    ? (
+        await a.workflows.list({
+          ...(tenant !== SUPER_TENANT ? { tenant } : {}),
+          ...(type !== '' ? { type } : {}),
+          ...(wanted !== 'ALL' ? { pending: wanted === 'CREATED' } : {}),
+        })
+      ).filter((t) => wanted === 'ALL' || wanted === 'CREATED' || t.status === wanted)
     : [];
-  const rows = list.map((t) => {
-    const delivery = t.delivery !== null && t.delivery.deliveredAt === null && t.delivery.lastError !== '' ? `<br><span class="error">Engine: ${h(t.delivery.lastError)} (${t.delivery.attempts} attempt${t.delivery.attempts === 1 ? '' : 's'})</span>` : '';
-    const decided = t.decision !== null ? `${state(t.decision.status)} by ${h(t.decision.by)} at ${h(when(t.decision.at))}${t.decision.comment !== '' ? `: <q>${h(t.decision.comment)}</q>` : ''}` : '';
-    const err = errors[t.id];
-    const form = t.decision === null
-      ? `<form method="post" action="/admin/tasks/${encodeURIComponent(t.id)}">${csrfField(c.session.csrf)}${field({ id: `comment-${t.id}`, label: 'Comment', type: 'textarea', value: err !== undefined ? c.form.get('comment') ?? '' : '', ...(err !== undefined ? { error: err } : {}) }).replace(`name="comment-${t.id}"`, 'name="comment"')}
+  const rows = list
+    .map((t) => {
+      const delivery =
+        t.delivery !== null && t.delivery.deliveredAt === null && t.delivery.lastError !== ''
+          ? `<br><span class="error">Engine: ${h(t.delivery.lastError)} (${t.delivery.attempts} attempt${t.delivery.attempts === 1 ? '' : 's'})</span>`
+          : '';
+      const decided =
+        t.decision !== null
+          ? `${state(t.decision.status)} by ${h(t.decision.by)} at ${h(when(t.decision.at))}${t.decision.comment !== '' ? `: <q>${h(t.decision.comment)}</q>` : ''}`
+          : '';
+      const err = errors[t.id];
+      const form =
+        t.decision === null
+          ? `<form method="post" action="/admin/tasks/${encodeURIComponent(t.id)}">${csrfField(c.session.csrf)}${field({ id: `comment-${t.id}`, label: 'Comment', type: 'textarea', value: err !== undefined ? (c.form.get('comment') ?? '') : '', ...(err !== undefined ? { error: err } : {}) }).replace(`name="comment-${t.id}"`, 'name="comment"')}
 <button type="submit" name="decision" value="APPROVED" aria-label="Approve ${h(t.description)}">Approve</button><button type="submit" name="decision" value="REJECTED" aria-label="Reject ${h(t.description)}">Reject</button></form>`
-      : decided;
-    return `<tr><td>${h(t.type)}<br><span class="hint">${h(t.tenant)}</span></td><td>${h(t.description)}${delivery}</td><td>${h(t.requester)}<br><span class="hint">${h(when(t.createdAt))}</span></td><td>${form}</td></tr>`;
-  }).join('\n');
+          : decided;
+      return `<tr><td>${h(t.type)}<br><span class="hint">${h(t.tenant)}</span></td><td>${h(t.description)}${delivery}</td><td>${h(t.requester)}<br><span class="hint">${h(when(t.createdAt))}</span></td><td>${form}</td></tr>`;
+    })
+    .join('\n');
   const typeOptions: [string, string][] = [['', 'All types'], ...WORKFLOW_TYPES.map((x) => [x, x] as [string, string])];
-  const statusOptions: [string, string][] = [['CREATED', 'Waiting'], ['APPROVED', 'Approved'], ['REJECTED', 'Rejected'], ['ALL', 'All']];
-  render(c, 'admin', 'Workflow tasks', `${takeFlash(c)}
+  const statusOptions: [string, string][] = [
+    ['CREATED', 'Waiting'],
+    ['APPROVED', 'Approved'],
+    ['REJECTED', 'Rejected'],
+    ['ALL', 'All'],
+  ];
+  render(
+    c,
+    'admin',
+    'Workflow tasks',
+    `${takeFlash(c)}
 <form method="get" action="/admin">
 ${select({ id: 'type', label: 'Type', options: typeOptions, value: type, ...(typeOk ? {} : { error: `type must be one of ${WORKFLOW_TYPES.join(', ')}` }) })}
 ${select({ id: 'status', label: 'State', options: statusOptions, value: wanted })}
 <button type="submit">Filter</button>
 </form>
-${list.length === 0 ? '<p>No tasks.</p>' : `<div class="table"><table><thead><tr><th scope="col">Type</th><th scope="col">Task</th><th scope="col">Requested by</th><th scope="col">Decision</th></tr></thead><tbody>${rows}</tbody></table></div>`}`, status);
+${list.length === 0 ? '<p>No tasks.</p>' : `<div class="table"><table><thead><tr><th scope="col">Type</th><th scope="col">Task</th><th scope="col">Requested by</th><th scope="col">Decision</th></tr></thead><tbody>${rows}</tbody></table></div>`}`,
+    status,
+  );
 }
 
 async function decide(c: Call, a: AdminParts, id: string): Promise<void> {
@@ -97,12 +123,19 @@ async function decide(c: Call, a: AdminParts, id: string): Promise<void> {
   const tenant = tenantOf(c, a);
   if (decision !== 'APPROVED' && decision !== 'REJECTED') return tasksPage(c, a, { [id]: 'Choose Approve or Reject' }, 400);
   try {
-    const t = await a.workflows.decide(id, { status: decision, by: c.session.user?.username ?? '', comment: c.form.get('comment') ?? '', ...(tenant !== SUPER_TENANT ? { tenant } : {}) });
+    const t = await a.workflows.decide(id, {
+      status: decision,
+      by: c.session.user?.username ?? '',
+      comment: c.form.get('comment') ?? '',
+      ...(tenant !== SUPER_TENANT ? { tenant } : {}),
+    });
     c.parts.logger.log('info', 'admin_task_decided', { id, status: decision, by: c.session.user?.username });
     c.session.flash = `<p class="notice" role="status">${h(t.description)}: ${decision === 'APPROVED' ? 'approved' : 'rejected'}.</p>`;
   } catch (err) {
-    if (err instanceof WorkflowError && err.code === 'WORKFLOW_TASK_NOT_FOUND') return problem(c, 'admin', 404, 'No such task', `No workflow task ${id} of your tenant.`);
-    if (err instanceof WorkflowError && err.code === 'WORKFLOW_TASK_DECIDED') return problem(c, 'admin', 409, 'Already decided', err.message);
+    if (err instanceof WorkflowError && err.code === 'WORKFLOW_TASK_NOT_FOUND')
+      return problem(c, 'admin', 404, 'No such task', `No workflow task ${id} of your tenant.`);
+    if (err instanceof WorkflowError && err.code === 'WORKFLOW_TASK_DECIDED')
+      return problem(c, 'admin', 409, 'Already decided', err.message);
     return tasksPage(c, a, { [id]: messageOf(err) }, 400);
   }
   return seeOther(c.res, '/admin');
@@ -113,11 +146,19 @@ async function decide(c: Call, a: AdminParts, id: string): Promise<void> {
 async function applicationsPage(c: Call, a: AdminParts, errors: Errors = {}, status = 200): Promise<void> {
   const m = a.manager.forTenant(tenantOf(c, a));
   const apps = await m.listApplications();
-  const rows = apps.map((app) => {
-    const err = errors[app.id];
-    return `<tr><td>${h(app.name)}<br><span class="hint">${h(app.tenant)}</span></td><td>${state(app.status)}</td><td>${h(app.tier)}</td><td><form method="post" action="/admin/applications/${encodeURIComponent(app.id)}/owner">${csrfField(c.session.csrf)}${field({ id: `owner-${app.id}`, label: `Owner of ${app.name}`, value: err !== undefined ? c.form.get('owner') ?? '' : app.owner, ...(err !== undefined ? { error: err } : {}) }).replace(`name="owner-${app.id}"`, 'name="owner"')}<button type="submit">Change owner</button></form></td></tr>`;
-  }).join('\n');
-  render(c, 'admin', 'Applications', `${takeFlash(c)}${apps.length === 0 ? '<p>No applications.</p>' : `<div class="table"><table><thead><tr><th scope="col">Application</th><th scope="col">Status</th><th scope="col">Tier</th><th scope="col">Owner</th></tr></thead><tbody>${rows}</tbody></table></div>`}`, status);
+  const rows = apps
+    .map((app) => {
+      const err = errors[app.id];
+      return `<tr><td>${h(app.name)}<br><span class="hint">${h(app.tenant)}</span></td><td>${state(app.status)}</td><td>${h(app.tier)}</td><td><form method="post" action="/admin/applications/${encodeURIComponent(app.id)}/owner">${csrfField(c.session.csrf)}${field({ id: `owner-${app.id}`, label: `Owner of ${app.name}`, value: err !== undefined ? (c.form.get('owner') ?? '') : app.owner, ...(err !== undefined ? { error: err } : {}) }).replace(`name="owner-${app.id}"`, 'name="owner"')}<button type="submit">Change owner</button></form></td></tr>`;
+    })
+    .join('\n');
+  render(
+    c,
+    'admin',
+    'Applications',
+    `${takeFlash(c)}${apps.length === 0 ? '<p>No applications.</p>' : `<div class="table"><table><thead><tr><th scope="col">Application</th><th scope="col">Status</th><th scope="col">Tier</th><th scope="col">Owner</th></tr></thead><tbody>${rows}</tbody></table></div>`}`,
+    status,
+  );
 }
 
 async function changeOwner(c: Call, a: AdminParts, id: string): Promise<void> {
@@ -127,7 +168,8 @@ async function changeOwner(c: Call, a: AdminParts, id: string): Promise<void> {
     const app = await m.changeOwner(id, owner);
     c.session.flash = `<p class="notice" role="status">${h(app.name)} now belongs to ${h(app.owner)}.</p>`;
   } catch (err) {
-    if (err instanceof OAuthError && err.error === 'not_found') return problem(c, 'admin', 404, 'No such application', `No application ${id} of your tenant.`);
+    if (err instanceof OAuthError && err.error === 'not_found')
+      return problem(c, 'admin', 404, 'No such application', `No application ${id} of your tenant.`);
     return applicationsPage(c, a, { [id]: messageOf(err) }, 400);
   }
   return seeOther(c.res, '/admin/applications');
@@ -137,19 +179,39 @@ async function changeOwner(c: Call, a: AdminParts, id: string): Promise<void> {
 
 async function blockingPage(c: Call, a: AdminParts, errors: Errors = {}, status = 200): Promise<void> {
   const list = await a.manager.listBlockingConditions();
-  const rows = list.map((b) => `<tr><td>${h(b.type)}</td><td><code>${h(b.value)}</code></td><td>${b.invert ? 'yes' : ''}</td><td>${buttonForm(`/admin/blocking/${encodeURIComponent(b.id)}/remove`, 'Remove', c.session.csrf, {}, `Remove ${b.type} ${b.value}`)}</td></tr>`).join('\n');
+  const rows = list
+    .map(
+      (b) =>
+        `<tr><td>${h(b.type)}</td><td><code>${h(b.value)}</code></td><td>${b.invert ? 'yes' : ''}</td><td>${buttonForm(`/admin/blocking/${encodeURIComponent(b.id)}/remove`, 'Remove', c.session.csrf, {}, `Remove ${b.type} ${b.value}`)}</td></tr>`,
+    )
+    .join('\n');
   const f = c.form;
   const err = (k: string): { error?: string } => (errors[k] !== undefined ? { error: errors[k] as string } : {});
-  render(c, 'admin', 'Blocking conditions', `${takeFlash(c)}
+  render(
+    c,
+    'admin',
+    'Blocking conditions',
+    `${takeFlash(c)}
 <p class="hint">Calls a condition matches are refused with 900805 from the next call on (docs/throttling.md).</p>
 ${list.length === 0 ? '<p>No blocking conditions.</p>' : `<div class="table"><table><thead><tr><th scope="col">Type</th><th scope="col">Value</th><th scope="col">Inverted</th><th scope="col"><span class="hint">Action</span></th></tr></thead><tbody>${rows}</tbody></table></div>`}
 <h2>Add a condition</h2>
 <form method="post" action="/admin/blocking" novalidate>${csrfField(c.session.csrf)}
 ${select({ id: 'type', label: 'Type', options: BLOCKING_TYPES.map((t) => [t, t]), value: f.get('type') ?? 'API', ...err('type') })}
 ${field({ id: 'value', label: 'Value', value: f.get('value') ?? '', hint: 'API: its context (/pizza); APPLICATION: owner:name; USER: the user name; IP: an address; IP_RANGE: start-end or CIDR', ...err('value') })}
-${select({ id: 'invert', label: 'Invert (IP and IP range: block every address but these)', options: [['false', 'No'], ['true', 'Yes']], value: f.get('invert') ?? 'false', ...err('invert') })}
+${select({
+  id: 'invert',
+  label: 'Invert (IP and IP range: block every address but these)',
+  options: [
+    ['false', 'No'],
+    ['true', 'Yes'],
+  ],
+  value: f.get('invert') ?? 'false',
+  ...err('invert'),
+})}
 <button type="submit">Add condition</button>
-</form>`, status);
+</form>`,
+    status,
+  );
 }
 
 async function addBlocking(c: Call, a: AdminParts): Promise<void> {
@@ -187,11 +249,18 @@ async function removeBlocking(c: Call, a: AdminParts, id: string): Promise<void>
 
 const POLICY_KINDS = ['api', 'application', 'subscription', 'custom'] as const;
 type PolicyKind = (typeof POLICY_KINDS)[number];
-const KIND_LABELS: Record<PolicyKind, string> = { api: 'Advanced (API or resource, with conditions)', application: 'Application', subscription: 'Subscription', custom: 'Custom' };
+const KIND_LABELS: Record<PolicyKind, string> = {
+  api: 'Advanced (API or resource, with conditions)',
+  application: 'Application',
+  subscription: 'Subscription',
+  custom: 'Custom',
+};
 
 /** The condition types `[apim.throttling]` lets a policy use: IP always, header, query and claim when their key is on. */
 function conditionTypes(o: PolicyOptions): string[] {
-  return CONDITION_TYPES.filter((t) => (t === 'header' ? o.headerConditions : t === 'query' ? o.queryConditions : t === 'claim' ? o.claimConditions : true));
+  return CONDITION_TYPES.filter((t) =>
+    t === 'header' ? o.headerConditions : t === 'query' ? o.queryConditions : t === 'claim' ? o.claimConditions : true,
+  );
 }
 
 function readPolicies(a: AdminParts): string {
@@ -207,9 +276,10 @@ function policiesPage(c: Call, a: AdminParts, errors: Errors = {}, status = 200)
   const parsed = parsePolicies(readPolicies(a), a.policies.file, a.policies.options).policies;
   const f = c.form;
   const err = (k: string): { error?: string } => (errors[k] !== undefined ? { error: errors[k] as string } : {});
-  const lines = parsed === undefined
-    ? '<p class="error" role="alert">The policies file has errors: fix it in an editor (throughway config check shows them).</p>'
-    : `<div class="table"><table><thead><tr><th scope="col">Kind</th><th scope="col">Policies</th></tr></thead><tbody>
+  const lines =
+    parsed === undefined
+      ? '<p class="error" role="alert">The policies file has errors: fix it in an editor (throughway config check shows them).</p>'
+      : `<div class="table"><table><thead><tr><th scope="col">Kind</th><th scope="col">Policies</th></tr></thead><tbody>
 <tr><th scope="row">Advanced</th><td>${h([...parsed.api.values()].map((p) => `${p.name}${p.groups.length > 0 ? ` (${p.groups.length} condition group${p.groups.length === 1 ? '' : 's'})` : ''}`).join(', '))}</td></tr>
 <tr><th scope="row">Application</th><td>${h([...parsed.application.keys()].join(', '))}</td></tr>
 <tr><th scope="row">Subscription</th><td>${h([...parsed.subscription.keys()].join(', '))}</td></tr>
@@ -217,7 +287,11 @@ function policiesPage(c: Call, a: AdminParts, errors: Errors = {}, status = 200)
 </tbody></table></div>`;
   const units: [string, string][] = Object.keys(TIME_UNITS).map((u) => [u, u]);
   const ctypes = conditionTypes(a.policies.options);
-  render(c, 'admin', 'Throttling policies', `${takeFlash(c)}${lines}
+  render(
+    c,
+    'admin',
+    'Throttling policies',
+    `${takeFlash(c)}${lines}
 <h2>Add a policy</h2>
 <form method="post" action="/admin/policies" novalidate>${csrfField(c.session.csrf)}
 ${select({ id: 'kind', label: 'Kind', options: POLICY_KINDS.map((k) => [k, KIND_LABELS[k]]), value: f.get('kind') ?? 'api', ...err('kind') })}
@@ -235,7 +309,9 @@ ${field({ id: 'condition_value', label: 'Value (IP, range, or a regular expressi
 ${field({ id: 'group_request_count', label: 'Requests allowed when the condition holds', value: f.get('group_request_count') ?? '', ...err('group_request_count') })}
 </fieldset>
 <button type="submit">Add policy</button>
-</form>`, status);
+</form>`,
+    status,
+  );
 }
 
 const tomlString = (s: string): string => JSON.stringify(s);
@@ -280,16 +356,19 @@ function formField(rest: string): string {
 function addPolicy(c: Call, a: AdminParts): void {
   const f = c.form;
   const kind = f.get('kind') as PolicyKind;
-  if (!(POLICY_KINDS as readonly string[]).includes(kind)) return policiesPage(c, a, { kind: `kind must be one of ${POLICY_KINDS.join(', ')}` }, 400);
+  if (!(POLICY_KINDS as readonly string[]).includes(kind))
+    return policiesPage(c, a, { kind: `kind must be one of ${POLICY_KINDS.join(', ')}` }, 400);
   const errors: Errors = {};
   if ((f.get('name') ?? '').trim() === '') errors.name = 'a policy needs a name';
   const ctype = f.get('condition_type') ?? '';
-  if (ctype !== '' && kind === 'api' && !conditionTypes(a.policies.options).includes(ctype)) errors.condition_type = `${ctype} conditions are off: [apim.throttling] enable_${ctype === 'query' ? 'query_param' : ctype === 'claim' ? 'jwt_claim' : ctype}_based_throttling`;
+  if (ctype !== '' && kind === 'api' && !conditionTypes(a.policies.options).includes(ctype))
+    errors.condition_type = `${ctype} conditions are off: [apim.throttling] enable_${ctype === 'query' ? 'query_param' : ctype === 'claim' ? 'jwt_claim' : ctype}_based_throttling`;
   const before = readPolicies(a);
   const text = `${before.replace(/\s*$/, '\n')}${policyToml(f, kind, errors)}`;
   if (Object.keys(errors).length > 0) return policiesPage(c, a, errors, 400);
   const r = parsePolicies(text, a.policies.file, a.policies.options);
-  const index = (parsePolicies(before, a.policies.file, a.policies.options).policies?.[kind === 'custom' ? 'custom' : kind] as { size?: number; length?: number } | undefined);
+  const index = parsePolicies(before, a.policies.file, a.policies.options).policies?.[kind === 'custom' ? 'custom' : kind] as
+    { size?: number; length?: number } | undefined;
   const n = index === undefined ? 0 : (index.size ?? index.length ?? 0);
   const prefix = `${kind}[${n}]`;
   for (const d of r.diagnostics) {
@@ -314,23 +393,52 @@ function addPolicy(c: Call, a: AdminParts): void {
 // ----------------------------------------------------------------------------------------- tenants
 
 function tenantsPage(c: Call, a: AdminParts, errors: Errors = {}, status = 200): void {
-  const rows = a.tenants.list().filter((t) => t.domain !== SUPER_TENANT).map((t) => `<tr><td>${h(t.domain)}</td><td>${h(t.admin)}</td><td>${state(t.active ? 'active' : 'inactive')}</td><td>${buttonForm(`/admin/tenants/${encodeURIComponent(t.domain)}/${t.active ? 'deactivate' : 'activate'}`, t.active ? 'Deactivate' : 'Activate', c.session.csrf, {}, `${t.active ? 'Deactivate' : 'Activate'} ${t.domain}`)}</td></tr>`).join('\n');
+  const rows = a.tenants
+    .list()
+    .filter((t) => t.domain !== SUPER_TENANT)
+    .map(
+      (t) =>
+        `<tr><td>${h(t.domain)}</td><td>${h(t.admin)}</td><td>${state(t.active ? 'active' : 'inactive')}</td><td>${buttonForm(`/admin/tenants/${encodeURIComponent(t.domain)}/${t.active ? 'deactivate' : 'activate'}`, t.active ? 'Deactivate' : 'Activate', c.session.csrf, {}, `${t.active ? 'Deactivate' : 'Activate'} ${t.domain}`)}</td></tr>`,
+    )
+    .join('\n');
   const f = c.form;
   const err = (k: string): { error?: string } => (errors[k] !== undefined ? { error: errors[k] as string } : {});
-  render(c, 'admin', 'Tenants', `${takeFlash(c)}${rows === '' ? '<p>No tenants besides the super tenant.</p>' : `<div class="table"><table><thead><tr><th scope="col">Domain</th><th scope="col">Admin</th><th scope="col">State</th><th scope="col"><span class="hint">Action</span></th></tr></thead><tbody>${rows}</tbody></table></div>`}
+  render(
+    c,
+    'admin',
+    'Tenants',
+    `${takeFlash(c)}${rows === '' ? '<p>No tenants besides the super tenant.</p>' : `<div class="table"><table><thead><tr><th scope="col">Domain</th><th scope="col">Admin</th><th scope="col">State</th><th scope="col"><span class="hint">Action</span></th></tr></thead><tbody>${rows}</tbody></table></div>`}
 <h2>Add a tenant</h2>
 <form method="post" action="/admin/tenants" novalidate>${csrfField(c.session.csrf)}
 ${field({ id: 'domain', label: 'Domain', value: f.get('domain') ?? '', hint: 'Lower-case DNS labels, e.g. acme.test', ...err('domain') })}
 ${field({ id: 'admin', label: 'Admin user name', value: f.get('admin') ?? '', hint: 'Becomes <name>@<domain>', ...err('admin') })}
 ${field({ id: 'password', label: 'Admin password', type: 'password', value: '', ...err('password') })}
-${select({ id: 'package', label: 'Package', options: [['', 'None'], ['demo', 'demo'], ['smb', 'smb'], ['custom', 'custom']], value: f.get('package') ?? '', ...err('package') })}
+${select({
+  id: 'package',
+  label: 'Package',
+  options: [
+    ['', 'None'],
+    ['demo', 'demo'],
+    ['smb', 'smb'],
+    ['custom', 'custom'],
+  ],
+  value: f.get('package') ?? '',
+  ...err('package'),
+})}
 <button type="submit">Add tenant</button>
-</form>`, status);
+</form>`,
+    status,
+  );
 }
 
 async function addTenant(c: Call, a: AdminParts): Promise<void> {
   const f = c.form;
-  const input = { domain: (f.get('domain') ?? '').trim(), admin: (f.get('admin') ?? '').trim(), password: f.get('password') ?? '', ...((f.get('package') ?? '') !== '' ? { package: f.get('package') as string } : {}) };
+  const input = {
+    domain: (f.get('domain') ?? '').trim(),
+    admin: (f.get('admin') ?? '').trim(),
+    password: f.get('password') ?? '',
+    ...((f.get('package') ?? '') !== '' ? { package: f.get('package') as string } : {}),
+  };
   const errors: Errors = {};
   const bad = domainProblem(input.domain);
   if (bad !== undefined) errors.domain = `the domain ${bad}`;
@@ -379,7 +487,13 @@ export async function admin(c: Call, a: AdminParts): Promise<void> {
   const [page, id, action] = c.segs;
   const superOnly = (): boolean => {
     if (isSuper(c, a)) return false;
-    problem(c, 'admin', 403, 'Not allowed', `This page is the super tenant's admins'; ${c.session.user?.username ?? ''} is an admin of tenant ${tenantOf(c, a)}.`);
+    problem(
+      c,
+      'admin',
+      403,
+      'Not allowed',
+      `This page is the super tenant's admins'; ${c.session.user?.username ?? ''} is an admin of tenant ${tenantOf(c, a)}.`,
+    );
     return true;
   };
   if (page === undefined && c.method === 'GET') return tasksPage(c, a);

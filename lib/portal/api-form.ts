@@ -25,9 +25,17 @@ export type EndpointKind = (typeof ENDPOINT_KINDS)[number];
  */
 export const ENDPOINT_KEYS = {
   timeout: { kind: 'duration', label: 'response timeout', hint: 'ms, or "5s"; empty: only the socket inactivity timeout applies' },
-  retry_codes: { kind: 'codes', label: 'retry on transport codes', hint: 'comma-separated, e.g. 101503; a call is retried only while resending loses nothing' },
+  retry_codes: {
+    kind: 'codes',
+    label: 'retry on transport codes',
+    hint: 'comma-separated, e.g. 101503; a call is retried only while resending loses nothing',
+  },
   retry_count: { kind: 'number', label: 'retries at most', hint: 'default 1' },
-  suspend_codes: { kind: 'codes', label: 'suspend on transport codes', hint: 'comma-separated, e.g. 101503, 101504; empty: never suspended' },
+  suspend_codes: {
+    kind: 'codes',
+    label: 'suspend on transport codes',
+    hint: 'comma-separated, e.g. 101503, 101504; empty: never suspended',
+  },
   suspend_duration: { kind: 'duration', label: 'first suspension', hint: 'ms, or "30s"; default 30s' },
   suspend_max_duration: { kind: 'duration', label: 'longest suspension', hint: 'ms, or "5m"; default 300s' },
   suspend_factor: { kind: 'number', label: 'suspension factor', hint: 'each further suspension lasts this many times longer; default 2' },
@@ -71,9 +79,28 @@ export type ApiForm = {
 } & Record<EndpointField, string> &
   Record<CorsField, string>;
 
-const endpointFields = (kind: EndpointKind): EndpointField[] => (Object.keys(ENDPOINT_KEYS) as EndpointKey[]).map((k) => `${kind}_${k}` as const);
+const endpointFields = (kind: EndpointKind): EndpointField[] =>
+  (Object.keys(ENDPOINT_KEYS) as EndpointKey[]).map((k) => `${kind}_${k}` as const);
 
-export const FORM_FIELDS: readonly (keyof ApiForm)[] = ['name', 'context', 'version', 'description', 'production', 'production_secret', ...endpointFields('production'), 'sandbox', 'sandbox_secret', ...endpointFields('sandbox'), 'auth', 'resources', 'scopes', 'labels', 'policy', 'unauthenticated_policy', ...CORS_KEYS.map(([f]) => f)];
+export const FORM_FIELDS: readonly (keyof ApiForm)[] = [
+  'name',
+  'context',
+  'version',
+  'description',
+  'production',
+  'production_secret',
+  ...endpointFields('production'),
+  'sandbox',
+  'sandbox_secret',
+  ...endpointFields('sandbox'),
+  'auth',
+  'resources',
+  'scopes',
+  'labels',
+  'policy',
+  'unauthenticated_policy',
+  ...CORS_KEYS.map(([f]) => f),
+];
 
 /** Longest value of one form field. */
 const MAX_FIELD = 16 * 1024;
@@ -91,7 +118,8 @@ export function formFromPost(f: URLSearchParams): ApiForm {
 
 const strs = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : []);
 /** A value of the file as the form shows it: lists comma-separated, numbers and booleans as written. */
-const shown = (v: unknown): string => (Array.isArray(v) ? v.map((x) => String(x)).join(', ') : v === undefined || isTable(v) ? '' : String(v));
+const shown = (v: unknown): string =>
+  Array.isArray(v) ? v.map((x) => String(x)).join(', ') : v === undefined || isTable(v) ? '' : String(v);
 
 /** One resource line of a resource table: `METHODS /path scopes options`. */
 function resourceLine(r: Record<string, unknown>): string {
@@ -130,7 +158,11 @@ export function formFromText(text: string): { form: ApiForm; raw: Record<string,
   return { form, raw };
 }
 
-const list = (s: string): string[] => s.split(/[\s,]+/).map((x) => x.trim()).filter((x) => x !== '');
+const list = (s: string): string[] =>
+  s
+    .split(/[\s,]+/)
+    .map((x) => x.trim())
+    .filter((x) => x !== '');
 const lines = (s: string): { text: string; line: number }[] =>
   s
     .split('\n')
@@ -161,7 +193,15 @@ function parseResourceLine(l: string): { methods: string[]; path: string; scopes
     if (eq > 0) options.set(tok.slice(0, eq), tok.slice(eq + 1));
     else scopes.push(tok);
   }
-  return { methods: methods.split(',').map((m) => m.trim().toUpperCase()).filter((m) => m !== ''), path: p, scopes, options };
+  return {
+    methods: methods
+      .split(',')
+      .map((m) => m.trim().toUpperCase())
+      .filter((m) => m !== ''),
+    path: p,
+    scopes,
+    options,
+  };
 }
 
 type FieldErrors = Partial<Record<keyof ApiForm, string>>;
@@ -170,15 +210,18 @@ type FieldErrors = Partial<Record<keyof ApiForm, string>>;
 function lineErrors(f: ApiForm): FieldErrors {
   const errors: FieldErrors = {};
   for (const { text, line } of lines(f.resources)) {
-    if (!/^[A-Za-z,]+\s+\/\S*(\s+\S+)*$/.test(text)) errors.resources ??= `line ${line}: write METHODS /path [scopes] [policy=name], e.g. GET,POST /menu`;
+    if (!/^[A-Za-z,]+\s+\/\S*(\s+\S+)*$/.test(text))
+      errors.resources ??= `line ${line}: write METHODS /path [scopes] [policy=name], e.g. GET,POST /menu`;
     else {
       const bad = [...parseResourceLine(text).options.keys()].find((k) => !(RESOURCE_OPTIONS as readonly string[]).includes(k));
-      if (bad !== undefined) errors.resources ??= `line ${line}: ${bad}= is not a resource option (${RESOURCE_OPTIONS.map((k) => `${k}=`).join(', ')})`;
+      if (bad !== undefined)
+        errors.resources ??= `line ${line}: ${bad}= is not a resource option (${RESOURCE_OPTIONS.map((k) => `${k}=`).join(', ')})`;
     }
   }
   for (const { text, line } of lines(f.scopes)) if (!/^[^:\s]+\s*:/.test(text)) errors.scopes ??= `line ${line}: write name: role1, role2`;
   for (const kind of ENDPOINT_KINDS) {
-    if (f[kind].trim() === '' && endpointFields(kind).some((k) => f[k].trim() !== '')) errors[kind] = `the ${kind} endpoint's advanced configuration needs its URL`;
+    if (f[kind].trim() === '' && endpointFields(kind).some((k) => f[k].trim() !== ''))
+      errors[kind] = `the ${kind} endpoint's advanced configuration needs its URL`;
   }
   return errors;
 }
@@ -210,7 +253,8 @@ export function apiObject(f: ApiForm, base: Record<string, unknown> = {}, state?
   set(o, 'unauthenticated_policy', f.unauthenticated_policy.trim());
 
   const cors: Record<string, unknown> = isTable(base.cors) ? { ...base.cors } : {};
-  for (const [field, key, kind] of CORS_KEYS) set(cors, key, kind === 'boolean' ? boolOf(f[field]) : list(f[field]).length > 0 ? list(f[field]) : undefined);
+  for (const [field, key, kind] of CORS_KEYS)
+    set(cors, key, kind === 'boolean' ? boolOf(f[field]) : list(f[field]).length > 0 ? list(f[field]) : undefined);
   set(o, 'cors', Object.keys(cors).length > 0 ? cors : undefined);
 
   const before = isTable(base.endpoints) ? base.endpoints : {};
@@ -249,7 +293,13 @@ export function apiObject(f: ApiForm, base: Record<string, unknown> = {}, state?
   });
   const scopePairs = pairEntries<{ name?: unknown }>(oldScopes, scopes, (s) => (typeof s.name === 'string' ? s.name : undefined));
   // A scope's description (not on the form) stays with its name.
-  set(o, 'scopes', scopes.length > 0 ? scopes.map((s, j) => ({ ...(scopePairs[j] !== undefined ? oldScopes[scopePairs[j] as number] : {}), ...s })) : undefined);
+  set(
+    o,
+    'scopes',
+    scopes.length > 0
+      ? scopes.map((s, j) => ({ ...(scopePairs[j] !== undefined ? oldScopes[scopePairs[j] as number] : {}), ...s }))
+      : undefined,
+  );
   return o;
 }
 
@@ -312,7 +362,8 @@ function reenterSecrets(f: ApiForm, base: Record<string, unknown>, next: Record<
     const ep = endpoints[kind];
     const old = isTable(base.endpoints) ? base.endpoints[kind] : undefined;
     if (!isTable(ep) || !isTable(ep.security) || !isTable(old) || !isTable(old.security)) {
-      errors[`${kind}_secret`] = `the ${kind} endpoint has no backend credentials to re-enter: add an [endpoints.${kind}.security] table to the API file (docs/apis.md, "Backend security")`;
+      errors[`${kind}_secret`] =
+        `the ${kind} endpoint has no backend credentials to re-enter: add an [endpoints.${kind}.security] table to the API file (docs/apis.md, "Backend security")`;
       continue;
     }
     const sec: Record<string, unknown> = { ...ep.security, [ep.security.type === 'oauth' ? 'client_secret' : 'password']: secret };
@@ -339,6 +390,71 @@ export function fieldOf(diagnosticField: string): keyof ApiForm | undefined {
   return (FORM_FIELDS as readonly string[]).includes(top) ? (top as keyof ApiForm) : undefined;
 }
 
+/** Names of the file's keys as the form's labels say them (docs/apis.md keys). */
+const KEY_WORDS: Readonly<Record<string, string>> = {
+  name: 'name',
+  context: 'context',
+  version: 'version',
+  description: 'description',
+  auth: 'authentication',
+  labels: 'gateway labels',
+  policy: 'throttling policy',
+  unauthenticated_policy: 'unauthenticated tier',
+  default_version: 'default version',
+  token_type: 'token type',
+  methods: 'methods',
+  path: 'path',
+  scopes: 'scopes',
+  roles: 'roles',
+  type: 'type',
+  state: 'state',
+  definition: 'OpenAPI document',
+  mutual_ssl: 'mutual TLS',
+  security: 'backend credentials',
+  username: 'user name',
+  password: 'password',
+  client_id: 'client id',
+  client_secret: 'client secret',
+  token_url: 'token URL',
+  grant_type: 'grant type',
+  origin: 'origin',
+  url: 'URL',
+};
+
+/** One key of a path in words (`retry_codes[1]` → `retry on transport codes, item 2`). */
+function keyWords(key: string): string {
+  return key
+    .split('.')
+    .map((part) => {
+      const m = /^([^[]*)((?:\[\d+\])*)$/.exec(part);
+      const name = m?.[1] ?? part;
+      const items = [...(m?.[2] ?? '').matchAll(/\[(\d+)\]/g)].map((x) => `, item ${Number(x[1]) + 1}`).join('');
+      const endpointKey = (ENDPOINT_KEYS as Record<string, { label: string }>)[name];
+      return `${KEY_WORDS[name] ?? endpointKey?.label ?? name.replace(/_/g, ' ')}${items}`;
+    })
+    .join(', ');
+}
+
+/**
+ * A validator's field path as the publisher's form names the field: `endpoints.production.timeout` →
+ * `Production response timeout`, `cors.allow_origins` → `CORS allowed origins`, `policy` → `Throttling
+ * policy`; the messages beside the fields never show the file's internal paths.
+ */
+export function fieldWords(path: string): string {
+  const up = (t: string): string => t.charAt(0).toUpperCase() + t.slice(1);
+  const ep = /^endpoints\.(production|sandbox)(?:\.(.+))?$/.exec(path);
+  if (ep !== null)
+    return `${up(ep[1] as string)} endpoint${ep[2] === undefined || ep[2] === 'url' ? ' URL' : ep[2].startsWith('security') ? `'s ${keyWords(ep[2])}` : ` ${keyWords(ep[2])}`}`;
+  if (path === 'endpoints') return 'Endpoints';
+  const cors = /^cors\.([a-z_]+)(.*)$/.exec(path);
+  if (cors !== null) {
+    const label = CORS_KEYS.find(([, k]) => k === cors[1])?.[3].replace(/ \(optional\)$/, '');
+    const rest = cors[2] ?? '';
+    if (label !== undefined) return `${label}${rest !== '' ? `, ${keyWords(rest.replace(/^\./, ''))}` : ''}`;
+  }
+  return up(keyWords(path));
+}
+
 /** How a save wrote the file: a new file, the file's text edited in place, or written afresh (comments lost). */
 export type Written = 'new' | 'edited' | 'rewritten';
 
@@ -360,12 +476,21 @@ export interface Original {
  * file being edited, its text is changed in place; `policies`: the [[api]] and [[subscription]] names
  * the policy fields are checked against.
  */
-export function checkForm(f: ApiForm, file: string, vars: ApiVars, original?: Original, state?: ConsoleState, policies?: PolicyNames): Checked {
+export function checkForm(
+  f: ApiForm,
+  file: string,
+  vars: ApiVars,
+  original?: Original,
+  state?: ConsoleState,
+  policies?: PolicyNames,
+): Checked {
   const next = apiObject(f, original?.raw ?? {}, state);
   const pre: FieldErrors = { ...lineErrors(f), ...reenterSecrets(f, original?.raw ?? {}, next, vars) };
   for (const m of movedCredentials(original?.raw ?? {}, next, vars)) {
     const kind = m.name as EndpointKind;
-    if ((ENDPOINT_KINDS as readonly string[]).includes(kind)) pre[kind] ??= `The ${kind} endpoint's backend credentials (${m.type}) are bound to ${m.bound}, and the new URL is at ${m.now}: they are never sent to another host. Enter the backend ${m.type === 'oauth' ? 'client secret' : 'password'} again in "${kind} backend secret" to use them at ${m.now}, or remove the credentials from the API file.`;
+    if ((ENDPOINT_KINDS as readonly string[]).includes(kind))
+      pre[kind] ??=
+        `The ${kind} endpoint's backend credentials (${m.type}) are bound to ${m.bound}, and the new URL is at ${m.now}: they are never sent to another host. Enter the backend ${m.type === 'oauth' ? 'client secret' : 'password'} again in "${kind} backend secret" to use them at ${m.now}, or remove the credentials from the API file.`;
   }
   const edited = original !== undefined ? editToml(original.text, original.raw, next, API_IDENTITY) : undefined;
   const text = edited ?? `# Written by the throughway publisher (docs/portal.md).\n${toTomlText(next)}`;
@@ -378,7 +503,12 @@ export function checkForm(f: ApiForm, file: string, vars: ApiVars, original?: Or
     if (d.level !== 'error') continue;
     const k = fieldOf(d.field) ?? 'general';
     const entry = /^(resources|scopes)\[(\d+)\]\.?(.*)$/.exec(d.field);
-    const where = entry !== null ? `line ${lineOf[entry[1] as 'resources' | 'scopes'][Number(entry[2])] ?? Number(entry[2]) + 1}${entry[3] !== '' ? ` ${entry[3]}` : ''}: ` : d.field !== '' ? `${d.field}: ` : '';
+    const where =
+      entry !== null
+        ? `line ${lineOf[entry[1] as 'resources' | 'scopes'][Number(entry[2])] ?? Number(entry[2]) + 1}${(entry[3] ?? '') !== '' ? `, ${keyWords(entry[3] ?? '')}` : ''}: `
+        : d.field !== ''
+          ? `${fieldWords(d.field)}: `
+          : '';
     const msg = `${where}${d.message}${d.expected !== undefined ? ` (expected ${d.expected})` : ''}`;
     errors[k] = errors[k] === undefined ? msg : `${errors[k] as string}; ${msg}`;
   }

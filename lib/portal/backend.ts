@@ -21,9 +21,11 @@ import type { ControlPlane } from '../scale/control-plane';
 import { ControlPlaneError } from '../scale/control-plane';
 import type { KeyType, Store, SubscriptionState } from '../store/types';
 import type { WorkflowStart } from '../workflows';
+import { ThroughwayError } from '../errors';
+import { InternalError } from '../errors';
 
 /** A remote key manager or control plane that does not answer, or refuses this node's credentials. */
-export class PortalRemoteError extends Error {
+export class PortalRemoteError extends ThroughwayError {
   readonly code: 'PORTAL_REMOTE_UNREACHABLE' | 'PORTAL_REMOTE_REFUSED';
   constructor(code: PortalRemoteError['code'], message: string) {
     super(message);
@@ -78,10 +80,16 @@ export function localKeyManager(km: KeyManager, store: Store): PortalKeyManager 
     confirmConsoleClient: async () => undefined,
     authorizeUrl: () => '/oauth2/authorize',
     async exchangeCode(client, code, verifier) {
-      const form = new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: client.redirectUri, code_verifier: verifier });
+      const form = new URLSearchParams({
+        grant_type: 'authorization_code',
+        code,
+        redirect_uri: client.redirectUri,
+        code_verifier: verifier,
+      });
       const tokens = await km.oauth.token(basic(client.consumerKey, client.consumerSecret), form);
       const claims = await km.oauth.verifyAccessToken(tokens.access_token);
-      if (claims === undefined || typeof claims.sub !== 'string') throw new Error('the key manager issued a token it does not verify');
+      if (claims === undefined || typeof claims.sub !== 'string')
+        throw new InternalError('the key manager issued a token it does not verify');
       return claims.sub;
     },
     roles: async (username) => [...((await store.getUser(username))?.roles ?? [])],
@@ -99,11 +107,23 @@ export function localKeyManager(km: KeyManager, store: Store): PortalKeyManager 
     removeSubscription: async (id) => void (await m.removeSubscription({ id })),
     setSubscriptionState: async (id, state) => void (await m.setSubscriptionState({ id }, state)),
     decisionComment: async (entity) => (await km.workflows.list({ entity, pending: false }))[0]?.decision?.comment,
-    token: (key, secret, scope) => km.oauth.token(basic(key, secret), new URLSearchParams({ grant_type: 'client_credentials', ...(scope !== '' ? { scope } : {}) })),
+    token: (key, secret, scope) =>
+      km.oauth.token(basic(key, secret), new URLSearchParams({ grant_type: 'client_credentials', ...(scope !== '' ? { scope } : {}) })),
   };
 }
 
-const KNOWN: ReadonlySet<string> = new Set<OAuthErrorCode>(['invalid_request', 'invalid_client', 'invalid_grant', 'unauthorized_client', 'unsupported_grant_type', 'invalid_scope', 'invalid_client_metadata', 'access_denied', 'not_found', 'conflict']);
+const KNOWN: ReadonlySet<string> = new Set<OAuthErrorCode>([
+  'invalid_request',
+  'invalid_client',
+  'invalid_grant',
+  'unauthorized_client',
+  'unsupported_grant_type',
+  'invalid_scope',
+  'invalid_client_metadata',
+  'access_denied',
+  'not_found',
+  'conflict',
+]);
 
 /**
  * A remote answer as the local Manager would have thrown it: the key manager's refusal (4xx with an
@@ -121,12 +141,21 @@ export function remoteFailure(err: unknown, origin: string): never {
 
 /** The key manager of another node, over HTTP(S) with the super admin credentials. */
 export function remoteKeyManager(cp: ControlPlane, origin: string): PortalKeyManager {
-  const call = async (method: 'GET' | 'POST' | 'PATCH' | 'DELETE', path: string, body?: string | Readonly<Record<string, unknown>>, withAuth = true): Promise<Record<string, unknown>> => {
+  const call = async (
+    method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
+    path: string,
+    body?: string | Readonly<Record<string, unknown>>,
+    withAuth = true,
+  ): Promise<Record<string, unknown>> => {
     try {
       return await cp.request(method, path, body, withAuth);
     } catch (err) {
       // The admin API refusing the super admin credentials is this node's configuration, not the user's doing.
-      if (withAuth && err instanceof ControlPlaneError && err.status === 401) throw new PortalRemoteError('PORTAL_REMOTE_REFUSED', `the key manager ${origin} refused the super admin credentials [apim.key_manager] username and password (HTTP 401)`);
+      if (withAuth && err instanceof ControlPlaneError && err.status === 401)
+        throw new PortalRemoteError(
+          'PORTAL_REMOTE_REFUSED',
+          `the key manager ${origin} refused the super admin credentials [apim.key_manager] username and password (HTTP 401)`,
+        );
       return remoteFailure(err, origin);
     }
   };
@@ -135,7 +164,10 @@ export function remoteKeyManager(cp: ControlPlane, origin: string): PortalKeyMan
   return {
     description: origin,
     async registerConsoles(origins) {
-      const r = await call('POST', '/admin/v1/console-clients', { ...(origins.http !== undefined ? { http: origins.http } : {}), ...(origins.https !== undefined ? { https: origins.https } : {}) });
+      const r = await call('POST', '/admin/v1/console-clients', {
+        ...(origins.http !== undefined ? { http: origins.http } : {}),
+        ...(origins.https !== undefined ? { https: origins.https } : {}),
+      });
       return r.clients as ConsoleClient[];
     },
     async confirmConsoleClient(client) {
@@ -143,24 +175,35 @@ export function remoteKeyManager(cp: ControlPlane, origin: string): PortalKeyMan
     },
     authorizeUrl: () => `${origin}/oauth2/authorize`,
     async exchangeCode(client, code, verifier) {
-      const form = new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: client.redirectUri, code_verifier: verifier, client_id: client.consumerKey, client_secret: client.consumerSecret });
+      const form = new URLSearchParams({
+        grant_type: 'authorization_code',
+        code,
+        redirect_uri: client.redirectUri,
+        code_verifier: verifier,
+        client_id: client.consumerKey,
+        client_secret: client.consumerSecret,
+      });
       const tokens = await call('POST', '/oauth2/token', form.toString(), false);
-      if (typeof tokens.access_token !== 'string') throw new OAuthError('invalid_grant', 'the key manager answered without an access token');
+      if (typeof tokens.access_token !== 'string')
+        throw new OAuthError('invalid_grant', 'the key manager answered without an access token');
       // RFC 7662: the key manager says whose token it is (super admin credentials).
       const info = await call('POST', '/oauth2/introspect', new URLSearchParams({ token: tokens.access_token }).toString());
-      if (info.active !== true || typeof info.sub !== 'string') throw new OAuthError('invalid_grant', 'the key manager does not hold the token it issued as active');
+      if (info.active !== true || typeof info.sub !== 'string')
+        throw new OAuthError('invalid_grant', 'the key manager does not hold the token it issued as active');
       return info.sub;
     },
     async roles(username) {
       try {
-        const r = (await cp.request('GET', `/admin/v1/users/${encodeURIComponent(username)}/claims`)).claims as Record<string, string> | undefined;
+        const r = (await cp.request('GET', `/admin/v1/users/${encodeURIComponent(username)}/claims`)).claims as
+          Record<string, string> | undefined;
         return (r?.role ?? '').split(',').filter((x) => x !== '');
       } catch (err) {
         if (err instanceof ControlPlaneError && err.status === 404) return [];
         return remoteFailure(err, origin);
       }
     },
-    listApplications: async (owner) => (await call('GET', `/admin/v1/applications?owner=${encodeURIComponent(owner)}`)).list as ApplicationView[],
+    listApplications: async (owner) =>
+      (await call('GET', `/admin/v1/applications?owner=${encodeURIComponent(owner)}`)).list as ApplicationView[],
     async getApplication(id) {
       try {
         return (await cp.request('GET', app(id))) as unknown as ApplicationView;
@@ -177,14 +220,28 @@ export function remoteKeyManager(cp: ControlPlane, origin: string): PortalKeyMan
       return { consumerKey: String(k.consumerKey), consumerSecret: String(k.consumerSecret) };
     },
     async listSubscriptions(filter) {
-      const q = new URLSearchParams({ ...(filter.application !== undefined ? { application: filter.application } : {}), ...(filter.apiContext !== undefined ? { api: filter.apiContext } : {}) });
+      const q = new URLSearchParams({
+        ...(filter.application !== undefined ? { application: filter.application } : {}),
+        ...(filter.apiContext !== undefined ? { api: filter.apiContext } : {}),
+      });
       return (await call('GET', `/admin/v1/subscriptions?${q.toString()}`)).list as SubscriptionView[];
     },
-    addSubscription: async (input) => (await call('POST', '/admin/v1/subscriptions', { application: input.application, api: input.apiContext, version: input.apiVersion, tier: input.tier })) as unknown as SubscriptionView,
+    addSubscription: async (input) =>
+      (await call('POST', '/admin/v1/subscriptions', {
+        application: input.application,
+        api: input.apiContext,
+        version: input.apiVersion,
+        tier: input.tier,
+      })) as unknown as SubscriptionView,
     removeSubscription: async (id) => void (await call('DELETE', sub(id), {})),
     setSubscriptionState: async (id, state) => void (await call('PATCH', sub(id), { state })),
     async token(key, secret, scope) {
-      const form = new URLSearchParams({ grant_type: 'client_credentials', client_id: key, client_secret: secret, ...(scope !== '' ? { scope } : {}) });
+      const form = new URLSearchParams({
+        grant_type: 'client_credentials',
+        client_id: key,
+        client_secret: secret,
+        ...(scope !== '' ? { scope } : {}),
+      });
       const t = await call('POST', '/oauth2/token', form.toString(), false);
       return { access_token: String(t.access_token), expires_in: Number(t.expires_in), scope: String(t.scope ?? '') };
     },

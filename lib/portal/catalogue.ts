@@ -16,6 +16,7 @@ import { listApiFiles } from '../gateway/deploy';
 import type { ApiDiagnostic } from '../gateway/diagnostics';
 import type { ApiFileRefusal, ApiFileService, ApiFileText } from '../keymanager/http';
 import { movedCredentials, type MovedCredentials, TRANSITIONS, withState, writeAtomic } from './api-form';
+import { domainProblem } from '../tenants';
 
 /** The reference's lifecycle states (CREATED: a draft, only in the publisher). */
 export const CONSOLE_STATES = ['CREATED', 'PROTOTYPED', 'PUBLISHED', 'BLOCKED', 'DEPRECATED', 'RETIRED'] as const;
@@ -42,6 +43,12 @@ export interface ApiCatalogue {
   /** Reads the list again (remote: one request; local: nothing to do, list() reads the directory). */
   refresh(): Promise<void>;
   list(): CatalogueEntry[];
+  /**
+   * A tenant's API files (apis/t/<domain>/, docs/tenants.md), each with the context it is served at
+   * (`/t/<domain><context>`) and the id `t:<domain>:<file>`; absent where the catalogue has no tenants' files
+   * (a remote control plane's).
+   */
+  tenantList?(domain: string): CatalogueEntry[];
   get(id: string): CatalogueEntry | undefined;
   /** A new draft's id and the file name the validator is given for it. */
   draftFor(name: string, version: string): { readonly id: string; readonly file: string };
@@ -66,7 +73,7 @@ function errorFields(diagnostics: readonly ApiDiagnostic[]): Record<string, stri
 }
 
 export class Catalogue implements ApiCatalogue, ApiFileService {
-  readonly description = 'this node\'s apis_dir';
+  readonly description = "this node's apis_dir";
 
   constructor(
     readonly apisDir: string,
@@ -104,6 +111,19 @@ export class Catalogue implements ApiCatalogue, ApiFileService {
     return out;
   }
 
+  tenantList(domain: string): CatalogueEntry[] {
+    if (domainProblem(domain) !== undefined) return [];
+    const out: CatalogueEntry[] = [];
+    for (const f of listApiFiles(path.join(this.apisDir, 't', domain)) ?? []) {
+      const e = this.read(f, false);
+      if (e === undefined) continue;
+      // As the gateway deploys it (lib/gateway/deploy.ts): served under /t/<domain>.
+      const api = e.api === undefined ? undefined : { ...e.api, context: `/t/${domain}${e.api.context}`, tenant: domain };
+      out.push({ ...e, id: `t:${domain}:${path.basename(f)}`, api });
+    }
+    return out;
+  }
+
   /** One entry by id (`name.toml`, or `created:name.toml` for a draft); never a path outside the two directories. */
   get(id: string): CatalogueEntry | undefined {
     const file = this.fileOf(id);
@@ -129,14 +149,30 @@ export class Catalogue implements ApiCatalogue, ApiFileService {
     const file = this.fileOf(id);
     if (file === undefined) return refused(400, `${id} is not an API file name (name.toml or created:name.toml)`);
     if (Buffer.byteLength(text) > MAX_API_FILE) return refused(400, `an API file is at most ${MAX_API_FILE} bytes`);
-    if (create && fs.existsSync(file)) return refused(409, `a file ${path.basename(file)} already exists`, { name: `a file ${path.basename(file)} already exists` });
+    if (create && fs.existsSync(file))
+      return refused(409, `a file ${path.basename(file)} already exists`, { name: `a file ${path.basename(file)} already exists` });
     if (!create && !fs.existsSync(file)) return refused(404, `no API file ${id}`);
     const r = parseApiText(text, file, this.vars);
     if (r.api === undefined) return refused(422, 'the API file does not validate', errorFields(r.diagnostics));
     const moved = create ? [] : this.moved(file, text);
-    if (moved.length > 0) return refused(422, 'backend credentials would follow the endpoint URL to another host', Object.fromEntries(moved.map((m) => [`endpoints.${m.name}.security`, `the ${m.type} credentials are bound to ${m.bound} and the url is now at ${m.now}: they are never sent to another host; re-enter them (a new password or client secret), or write origin = "${m.now}" in this table once they are meant for that host`])));
-    const other = this.list().find((e) => e.id !== id && e.api !== undefined && e.api.context === r.api?.context && e.api.version === r.api?.version);
-    if (other !== undefined) return refused(409, `context ${r.api.context} version ${r.api.version} is already used by ${other.id}`, { context: `context ${r.api.context} version ${r.api.version} is already used by ${other.id}` });
+    if (moved.length > 0)
+      return refused(
+        422,
+        'backend credentials would follow the endpoint URL to another host',
+        Object.fromEntries(
+          moved.map((m) => [
+            `endpoints.${m.name}.security`,
+            `the ${m.type} credentials are bound to ${m.bound} and the url is now at ${m.now}: they are never sent to another host; re-enter them (a new password or client secret), or write origin = "${m.now}" in this table once they are meant for that host`,
+          ]),
+        ),
+      );
+    const other = this.list().find(
+      (e) => e.id !== id && e.api !== undefined && e.api.context === r.api?.context && e.api.version === r.api?.version,
+    );
+    if (other !== undefined)
+      return refused(409, `context ${r.api.context} version ${r.api.version} is already used by ${other.id}`, {
+        context: `context ${r.api.context} version ${r.api.version} is already used by ${other.id}`,
+      });
     writeAtomic(file, text);
     return { id };
   }
@@ -157,14 +193,23 @@ export class Catalogue implements ApiCatalogue, ApiFileService {
   async transition(id: string, to: ConsoleState): Promise<{ id: string; from: string } | ApiFileRefusal> {
     const e = this.get(id);
     if (e === undefined) return refused(404, `no API file ${id}`);
-    if (!(CONSOLE_STATES as readonly string[]).includes(to) || !TRANSITIONS[e.state].includes(to)) return refused(400, `${e.state} cannot move to ${String(to)}`);
+    if (!(CONSOLE_STATES as readonly string[]).includes(to) || !TRANSITIONS[e.state].includes(to))
+      return refused(400, `${e.state} cannot move to ${String(to)}`);
     const name = path.basename(e.file);
     const target = path.join(to === 'CREATED' ? this.draftsDir : this.apisDir, name);
     if (target !== e.file && fs.existsSync(target)) return refused(409, `${target} already exists`);
     const text = withState(e.text, to);
     // The text written must validate as the file the gateway reads.
     const r = parseApiText(text, target, this.vars);
-    if (r.api === undefined) return refused(422, `the file would not validate: ${r.diagnostics.filter((d) => d.level === 'error').map((d) => d.message).join('; ')}`, errorFields(r.diagnostics));
+    if (r.api === undefined)
+      return refused(
+        422,
+        `the file would not validate: ${r.diagnostics
+          .filter((d) => d.level === 'error')
+          .map((d) => d.message)
+          .join('; ')}`,
+        errorFields(r.diagnostics),
+      );
     writeAtomic(target, text);
     if (target !== e.file) fs.unlinkSync(e.file);
     return { id: `${to === 'CREATED' ? 'created:' : ''}${name}`, from: e.state };
@@ -196,11 +241,18 @@ export class Catalogue implements ApiCatalogue, ApiFileService {
 
 /** A file name for a new API: `<name>-<version>.toml` in lower case, safe characters only. */
 export function fileNameFor(name: string, version: string): string {
-  const base = `${name}-${version}`.toLowerCase().replace(/[^a-z0-9._-]+/g, '-').replace(/^[^a-z0-9]+/, '').slice(0, 100);
+  const base = `${name}-${version}`
+    .toLowerCase()
+    .replace(/[^a-z0-9._-]+/g, '-')
+    .replace(/^[^a-z0-9]+/, '')
+    .slice(0, 100);
   return `${base === '' ? 'api' : base}.toml`;
 }
 
 /** Full gateway URLs of an API on each gateway base URL. */
-export function apiUrls(api: Pick<ApiDefinition, 'context' | 'version'>, gateways: readonly { readonly name: string; readonly url: string }[]): { name: string; url: string }[] {
+export function apiUrls(
+  api: Pick<ApiDefinition, 'context' | 'version'>,
+  gateways: readonly { readonly name: string; readonly url: string }[],
+): { name: string; url: string }[] {
   return gateways.map((g) => ({ name: g.name, url: `${g.url.replace(/\/+$/, '')}${versionedPath(api)}` }));
 }

@@ -41,7 +41,9 @@ export function isTenantAdmin(c: Call, s: SelfService, tenant: string): boolean 
 const when = (t: number): string => new Date(t).toISOString().replace('T', ' ').slice(0, 16);
 
 function postHtml(c: Call, s: SelfService, p: Post, tenant: string, back: string): string {
-  const del = isTenantAdmin(c, s, tenant) ? ` ${buttonForm(`/devportal/posts/${encodeURIComponent(p.id)}/delete`, 'Delete', c.session.csrf, { back }, `Delete the post of ${p.author}`)}` : '';
+  const del = isTenantAdmin(c, s, tenant)
+    ? ` ${buttonForm(`/devportal/posts/${encodeURIComponent(p.id)}/delete`, 'Delete', c.session.csrf, { back }, `Delete the post of ${p.author}`)}`
+    : '';
   return `<p class="meta"><strong>${h(p.author)}</strong> <span class="hint">${h(when(p.createdAt))} UTC</span>${del}</p><p class="post">${h(p.body)}</p>`;
 }
 
@@ -64,9 +66,26 @@ export async function apiCommunityHtml(c: Call, e: ShownApi): Promise<string> {
   let out = '';
   if (s.settings.ratings) {
     const r = await s.store.ratings(tenant, board, user?.username);
-    const avg = r.average === undefined ? 'No ratings yet.' : `<strong id="rating-average">${r.average.toFixed(1)}</strong> of 5 (<span id="rating-count">${r.count}</span> rating${r.count === 1 ? '' : 's'}).`;
-    const form = user === undefined ? '' : `<form method="post" action="${base}/rate">${csrfField(c.session.csrf)}
-${select({ id: 'rating', label: 'Your rating', options: [['5', '5 (best)'], ['4', '4'], ['3', '3'], ['2', '2'], ['1', '1']], value: String(r.mine ?? 5) })}
+    const avg =
+      r.average === undefined
+        ? 'No ratings yet.'
+        : `<strong id="rating-average">${r.average.toFixed(1)}</strong> of 5 (<span id="rating-count">${r.count}</span> rating${r.count === 1 ? '' : 's'}).`;
+    const form =
+      user === undefined
+        ? ''
+        : `<form method="post" action="${base}/rate">${csrfField(c.session.csrf)}
+${select({
+  id: 'rating',
+  label: 'Your rating',
+  options: [
+    ['5', '5 (best)'],
+    ['4', '4'],
+    ['3', '3'],
+    ['2', '2'],
+    ['1', '1'],
+  ],
+  value: String(r.mine ?? 5),
+})}
 <button type="submit">Rate</button></form>`;
     out += `<section aria-labelledby="ratings"><h2 id="ratings">Rating</h2><p>${avg}</p>${form}</section>\n`;
   }
@@ -75,14 +94,23 @@ ${select({ id: 'rating', label: 'Your rating', options: [['5', '5 (best)'], ['4'
     const top = posts.filter((p) => p.parentId === '');
     const items = top
       .map((p) => {
-        const replies = posts.filter((x) => x.parentId === p.id).map((x) => `<li class="reply">${postHtml(c, s, x, tenant, base)}</li>`).join('');
-        const reply = user === undefined ? '' : `<details><summary>Reply</summary><form method="post" action="${base}/comments">${csrfField(c.session.csrf)}<input type="hidden" name="parent" value="${h(p.id)}">
+        const replies = posts
+          .filter((x) => x.parentId === p.id)
+          .map((x) => `<li class="reply">${postHtml(c, s, x, tenant, base)}</li>`)
+          .join('');
+        const reply =
+          user === undefined
+            ? ''
+            : `<details><summary>Reply</summary><form method="post" action="${base}/comments">${csrfField(c.session.csrf)}<input type="hidden" name="parent" value="${h(p.id)}">
 ${field({ id: `reply-${p.id}`, label: `Reply to ${p.author}`, type: 'textarea' }).replace(`name="reply-${p.id}"`, 'name="body"')}
 <button type="submit">Reply</button></form></details>`;
         return `<li class="comment">${postHtml(c, s, p, tenant, base)}${replies !== '' ? `<ul>${replies}</ul>` : ''}${reply}</li>`;
       })
       .join('\n');
-    const form = user === undefined ? '<p><a href="/devportal/login">Sign in</a> to comment.</p>' : `<form method="post" action="${base}/comments">${csrfField(c.session.csrf)}
+    const form =
+      user === undefined
+        ? '<p><a href="/devportal/login">Sign in</a> to comment.</p>'
+        : `<form method="post" action="${base}/comments">${csrfField(c.session.csrf)}
 ${field({ id: 'comment', label: 'Your comment', type: 'textarea', hint: `At most ${MAX_BODY} characters` }).replace('name="comment"', 'name="body"')}
 <button type="submit">Comment</button></form>`;
     out += `<section aria-labelledby="comments"><h2 id="comments">Comments</h2>${top.length === 0 ? '<p>No comments yet.</p>' : `<ul class="comments">${items}</ul>`}${form}</section>\n`;
@@ -124,7 +152,13 @@ export async function apiCommunityPost(c: Call, e: ShownApi, action: string): Pr
       }
     }
     if ((await s.store.countPosts(tenant, board)) >= MAX_POSTS) {
-      problem(c, 'devportal', 409, 'Cannot comment', `This API has ${MAX_POSTS} comments, the most it holds; an admin may delete old ones.`);
+      problem(
+        c,
+        'devportal',
+        409,
+        'Cannot comment',
+        `This API has ${MAX_POSTS} comments, the most it holds; an admin may delete old ones.`,
+      );
       return true;
     }
     await s.store.addPost({ tenant, board, parentId, title: '', author: user.username, body }, Date.now());
@@ -136,31 +170,52 @@ export async function apiCommunityPost(c: Call, e: ShownApi, action: string): Pr
 
 const FORUM = 'forum';
 
-async function forumPage(c: Call, s: SelfService, tenant: string, errors: { title?: string; body?: string } = {}, status = 200): Promise<void> {
+async function forumPage(
+  c: Call,
+  s: SelfService,
+  tenant: string,
+  errors: { title?: string; body?: string } = {},
+  status = 200,
+): Promise<void> {
   const posts = await s.store.listPosts(tenant, FORUM, MAX_POSTS);
   const topics = posts.filter((p) => p.parentId === '');
   const rows = topics
-    .map((t) => `<tr><td><a href="/devportal/forum/${encodeURIComponent(t.id)}">${h(t.title)}</a></td><td>${h(t.author)}</td><td>${posts.filter((p) => p.parentId === t.id).length}</td><td>${h(when(t.createdAt))}</td></tr>`)
+    .map(
+      (t) =>
+        `<tr><td><a href="/devportal/forum/${encodeURIComponent(t.id)}">${h(t.title)}</a></td><td>${h(t.author)}</td><td>${posts.filter((p) => p.parentId === t.id).length}</td><td>${h(when(t.createdAt))}</td></tr>`,
+    )
     .join('\n');
-  render(c, 'devportal', `Forum${tenant !== 'carbon.super' ? ` of ${tenant}` : ''}`, `${takeFlash(c)}
+  render(
+    c,
+    'devportal',
+    `Forum${tenant !== 'carbon.super' ? ` of ${tenant}` : ''}`,
+    `${takeFlash(c)}
 <div class="table"><table><thead><tr><th scope="col">Topic</th><th scope="col">By</th><th scope="col">Replies</th><th scope="col">Started (UTC)</th></tr></thead><tbody>${rows}</tbody></table></div>
 <h2>New topic</h2>
 <form method="post" action="/devportal/forum">${csrfField(c.session.csrf)}
 ${field({ id: 'title', label: 'Title', required: true, ...(errors.title !== undefined ? { error: errors.title } : {}) })}
 ${field({ id: 'body', label: 'Message', type: 'textarea', hint: `At most ${MAX_BODY} characters`, ...(errors.body !== undefined ? { error: errors.body } : {}) })}
-<button type="submit">Start topic</button></form>`, status);
+<button type="submit">Start topic</button></form>`,
+    status,
+  );
 }
 
 async function topicPage(c: Call, s: SelfService, tenant: string, topic: Post, error?: string, status = 200): Promise<void> {
   const back = `/devportal/forum/${encodeURIComponent(topic.id)}`;
   const replies = (await s.store.listPosts(tenant, FORUM, MAX_POSTS)).filter((p) => p.parentId === topic.id);
-  render(c, 'devportal', topic.title, `${takeFlash(c)}
+  render(
+    c,
+    'devportal',
+    topic.title,
+    `${takeFlash(c)}
 <p><a href="/devportal/forum">All topics</a></p>
 <div class="card">${postHtml(c, s, topic, tenant, '/devportal/forum')}</div>
 <ul class="comments">${replies.map((r) => `<li class="reply">${postHtml(c, s, r, tenant, back)}</li>`).join('\n')}</ul>
 <form method="post" action="${back}">${csrfField(c.session.csrf)}
 ${field({ id: 'body', label: 'Your reply', type: 'textarea', ...(error !== undefined ? { error } : {}) })}
-<button type="submit">Reply</button></form>`, status);
+<button type="submit">Reply</button></form>`,
+    status,
+  );
 }
 
 /** /devportal/forum and /devportal/posts/{id}/delete for a signed-in user; false for any other path. */
@@ -176,8 +231,22 @@ export async function communityPage(c: Call): Promise<boolean> {
       else {
         const title = text(c, 'title', MAX_TITLE);
         const body = text(c, 'body', MAX_BODY);
-        if (typeof title !== 'string' || typeof body !== 'string') await forumPage(c, s, tenant, { ...(typeof title !== 'string' ? { title: title.error } : {}), ...(typeof body !== 'string' ? { body: body.error } : {}) }, 400);
-        else if ((await s.store.countPosts(tenant, FORUM)) >= MAX_POSTS) problem(c, 'devportal', 409, 'Forum full', `The forum holds ${MAX_POSTS} posts, the most it holds; an admin may delete old ones.`);
+        if (typeof title !== 'string' || typeof body !== 'string')
+          await forumPage(
+            c,
+            s,
+            tenant,
+            { ...(typeof title !== 'string' ? { title: title.error } : {}), ...(typeof body !== 'string' ? { body: body.error } : {}) },
+            400,
+          );
+        else if ((await s.store.countPosts(tenant, FORUM)) >= MAX_POSTS)
+          problem(
+            c,
+            'devportal',
+            409,
+            'Forum full',
+            `The forum holds ${MAX_POSTS} posts, the most it holds; an admin may delete old ones.`,
+          );
         else {
           const t = await s.store.addPost({ tenant, board: FORUM, parentId: '', title, author: user.username, body }, Date.now());
           seeOther(c.res, `/devportal/forum/${encodeURIComponent(t.id)}`);
@@ -195,7 +264,8 @@ export async function communityPage(c: Call): Promise<boolean> {
     else {
       const body = text(c, 'body', MAX_BODY);
       if (typeof body !== 'string') await topicPage(c, s, tenant, topic, body.error, 400);
-      else if ((await s.store.countPosts(tenant, FORUM)) >= MAX_POSTS) problem(c, 'devportal', 409, 'Forum full', `The forum holds ${MAX_POSTS} posts.`);
+      else if ((await s.store.countPosts(tenant, FORUM)) >= MAX_POSTS)
+        problem(c, 'devportal', 409, 'Forum full', `The forum holds ${MAX_POSTS} posts.`);
       else {
         await s.store.addPost({ tenant, board: FORUM, parentId: topic.id, title: '', author: user.username, body }, Date.now());
         seeOther(c.res, `/devportal/forum/${encodeURIComponent(topic.id)}`);

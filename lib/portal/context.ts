@@ -7,11 +7,12 @@ import type * as http from 'node:http';
 import type { Logger } from '../log';
 import type { PortalKeyManager } from './backend';
 import type { ApiCatalogue } from './catalogue';
-import { page, sendHtml, type Frame } from './html';
+import { page, SCRIPT_PAGE_HEADERS, sendHtml, type Frame } from './html';
 import type { SelfService } from './selfservice';
 import type { Session, Sessions } from './session';
 import type { SignIn } from './signin';
 import type { AdminParts } from './admin';
+import type { TenantState } from '../tenants';
 
 /** `[apim.devportal]` keys the developer portal acts on (docs/migrating.md). */
 export interface DevportalSettings {
@@ -42,10 +43,30 @@ export interface PortalOptions {
   readonly selfService?: SelfService;
   /** The admin console's services (/admin, lib/portal/admin.ts): a node with its own key manager only. */
   readonly admin?: AdminParts;
+  /**
+   * The tenants (lib/tenants): whose a signed-in user is and whether a tenant is served, for the developer
+   * portal's catalogue of a tenant (`/devportal?tenant=<domain>`, docs/tenants.md). Absent (a remote key
+   * manager): the super tenant's catalogue only.
+   */
+  readonly tenants?: { tenantOf(username: string): string; state(domain: string): TenantState };
 }
 
 /** What the routes share: the options' services, and the portal's sessions and sign-in. */
-export interface PortalParts extends Pick<PortalOptions, 'keys' | 'catalogue' | 'logger' | 'settings' | 'tiers' | 'applicationTiers' | 'policyNames' | 'gateways' | 'consoles' | 'selfService' | 'admin'> {
+export interface PortalParts extends Pick<
+  PortalOptions,
+  | 'keys'
+  | 'catalogue'
+  | 'logger'
+  | 'settings'
+  | 'tiers'
+  | 'applicationTiers'
+  | 'policyNames'
+  | 'gateways'
+  | 'consoles'
+  | 'selfService'
+  | 'admin'
+  | 'tenants'
+> {
   readonly sessions: Sessions;
   readonly signin: SignIn;
 }
@@ -67,7 +88,14 @@ export interface Call {
 }
 
 /** Roles that may use the publisher (the reference's Internal/publisher and Internal/creator, and the admin). */
-export const PUBLISHER_ROLES: readonly string[] = ['admin', 'publisher', 'creator', 'Internal/admin', 'Internal/publisher', 'Internal/creator'];
+export const PUBLISHER_ROLES: readonly string[] = [
+  'admin',
+  'publisher',
+  'creator',
+  'Internal/admin',
+  'Internal/publisher',
+  'Internal/creator',
+];
 
 export function canPublish(s: Session): boolean {
   return s.user !== undefined && s.user.roles.some((r) => PUBLISHER_ROLES.includes(r));
@@ -82,14 +110,31 @@ function selfServiceNav(c: Call): [string, string][] {
 }
 
 /** Renders a console page with the frame of the call's session. */
-export function render(c: Call, console: Frame['console'], title: string, body: string, status = 200): void {
+export function render(c: Call, console: Frame['console'], title: string, body: string, status = 200, script = false): void {
   const nav: [string, string][] =
     console === 'devportal'
-      ? [['/devportal', 'APIs'], ...(c.session.user !== undefined ? ([['/devportal/applications', 'Applications']] as [string, string][]) : []), ...selfServiceNav(c), ...(canPublish(c.session) && c.parts.consoles.publisher ? ([['/publisher', 'Publisher']] as [string, string][]) : [])]
+      ? [
+          ['/devportal', 'APIs'],
+          ...(c.session.user !== undefined ? ([['/devportal/applications', 'Applications']] as [string, string][]) : []),
+          ...selfServiceNav(c),
+          ...(canPublish(c.session) && c.parts.consoles.publisher ? ([['/publisher', 'Publisher']] as [string, string][]) : []),
+        ]
       : console === 'publisher'
-        ? [['/publisher', 'APIs'], ['/publisher/new', 'Create API'], ...(c.parts.consoles.devportal ? ([['/devportal', 'Developer portal']] as [string, string][]) : [])]
-        : [['/admin', 'Tasks'], ['/admin/applications', 'Applications'], ['/admin/blocking', 'Blocking'], ['/admin/policies', 'Policies'], ['/admin/tenants', 'Tenants']];
-  sendHtml(c.res, status, page({ console, title, user: c.session.user?.username, csrf: c.session.csrf, nav }, body), c.cookies.length > 0 ? { 'Set-Cookie': c.cookies } : {});
+        ? [
+            ['/publisher', 'APIs'],
+            ['/publisher/new', 'Create API'],
+            ...(c.parts.consoles.devportal ? ([['/devportal', 'Developer portal']] as [string, string][]) : []),
+          ]
+        : [
+            ['/admin', 'Tasks'],
+            ['/admin/applications', 'Applications'],
+            ['/admin/blocking', 'Blocking'],
+            ['/admin/policies', 'Policies'],
+            ['/admin/tenants', 'Tenants'],
+          ];
+  // Only a page that carries the copy script allows it (by its hash): every other page allows no script.
+  const headers = { ...(script ? SCRIPT_PAGE_HEADERS : {}), ...(c.cookies.length > 0 ? { 'Set-Cookie': c.cookies } : {}) };
+  sendHtml(c.res, status, page({ console, title, user: c.session.user?.username, csrf: c.session.csrf, nav, script }, body), headers);
 }
 
 /** The error page of a console. */

@@ -54,7 +54,9 @@ function schemaText(doc: OpenApiDocument, s: unknown): string {
 function securityText(security: unknown): string {
   if (!Array.isArray(security)) return '';
   const alts = security.filter(isObj).map((req) => {
-    const names = Object.entries(req).map(([scheme, scopes]) => `${scheme}${Array.isArray(scopes) && scopes.length > 0 ? ` (scopes: ${scopes.map(str).join(', ')})` : ''}`);
+    const names = Object.entries(req).map(
+      ([scheme, scopes]) => `${scheme}${Array.isArray(scopes) && scopes.length > 0 ? ` (scopes: ${scopes.map(str).join(', ')})` : ''}`,
+    );
     return names.length === 0 ? 'none' : names.join(' and ');
   });
   return alts.length === 0 ? 'none' : alts.join(' or ');
@@ -65,21 +67,37 @@ function parametersTable(doc: OpenApiDocument, params: readonly unknown[]): stri
   const rows = params
     .map((p) => deref(doc, p))
     .filter(isObj)
-    .map((p) => `<tr><td><code>${h(str(p.name))}</code></td><td>${h(str(p.in))}</td><td>${p.required === true ? 'yes' : 'no'}</td><td>${h(schemaText(doc, p.schema))}</td><td>${h(str(p.description))}</td></tr>`)
+    .map(
+      (p) =>
+        `<tr><td><code>${h(str(p.name))}</code></td><td>${h(str(p.in))}</td><td>${p.required === true ? 'yes' : 'no'}</td><td>${h(schemaText(doc, p.schema))}</td><td>${h(str(p.description))}</td></tr>`,
+    )
     .join('');
   return `<h4>Parameters</h4><div class="table"><table><thead><tr><th scope="col">Name</th><th scope="col">In</th><th scope="col">Required</th><th scope="col">Type</th><th scope="col">Description</th></tr></thead><tbody>${rows}</tbody></table></div>`;
 }
 
-const mediaTypes = (content: unknown): string => (isObj(content) ? Object.keys(content).map((m) => `<code>${h(m)}</code>`).join(', ') : '');
+const mediaTypes = (content: unknown): string =>
+  isObj(content)
+    ? Object.keys(content)
+        .map((m) => `<code>${h(m)}</code>`)
+        .join(', ')
+    : '';
 
 function operationHtml(doc: OpenApiDocument, p: string, method: string, op: Obj, shared: readonly unknown[], id: number): string {
   // Operation parameters override the Path Item's of the same name and location (OpenAPI 3.1 §4.8.10.1).
   const own = (Array.isArray(op.parameters) ? op.parameters : []).map((x) => deref(doc, x)).filter(isObj);
   const key = (x: Obj): string => `${str(x.name)}\u0000${str(x.in)}`;
   const ownKeys = new Set(own.map(key));
-  const params = [...shared.map((x) => deref(doc, x)).filter(isObj).filter((x) => !ownKeys.has(key(x))), ...own];
+  const params = [
+    ...shared
+      .map((x) => deref(doc, x))
+      .filter(isObj)
+      .filter((x) => !ownKeys.has(key(x))),
+    ...own,
+  ];
   const body = deref(doc, op.requestBody);
-  const requestBody = isObj(body) ? `<h4>Request body${body.required === true ? ' (required)' : ''}</h4><p>${mediaTypes(body.content) || 'no media type'}${typeof body.description === 'string' ? `: ${h(body.description)}` : ''}</p>` : '';
+  const requestBody = isObj(body)
+    ? `<h4>Request body${body.required === true ? ' (required)' : ''}</h4><p>${mediaTypes(body.content) || 'no media type'}${typeof body.description === 'string' ? `: ${h(body.description)}` : ''}</p>`
+    : '';
   const responses = isObj(op.responses)
     ? Object.entries(op.responses)
         .map(([code, r]) => {
@@ -98,7 +116,11 @@ ${security !== '' ? `<h4>Security</h4><p>${h(security)}</p>` : ''}</div>`;
 }
 
 /** The document as a section of the API's page: info, the gateway URLs as servers, every operation. */
-export function definitionHtml(doc: OpenApiDocument, servers: readonly { readonly name: string; readonly url: string }[], download: string): string {
+export function definitionHtml(
+  doc: OpenApiDocument,
+  servers: readonly { readonly name: string; readonly url: string }[],
+  download: string,
+): string {
   const info = isObj(doc.info) ? doc.info : {};
   const ops: string[] = [];
   for (const [p, raw] of Object.entries(isObj(doc.paths) ? doc.paths : {})) {

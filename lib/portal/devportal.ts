@@ -13,26 +13,51 @@ import { apiUrls, type CatalogueEntry } from './catalogue';
 import { apiDocument, definitionHtml, downloadName, forGateway, sendDefinition } from './definition';
 import { isConsolesApp } from './signin';
 import { type Call, problem, render, takeFlash } from './context';
-import { buttonForm, csrfField, escapeHtml as h, field, seeOther, select } from './html';
+import { copyButton, csrfField, escapeHtml as h, field, seeOther, select } from './html';
 import { apiCommunityHtml, apiCommunityPost, communityPage } from './community';
 import { sdkDownload, sdkHtml } from './sdk-page';
 import { mayUseApplication, visibleApplications } from './sharing';
 import { MAX_REQUEST_BODY, TRY_METHODS, tryCall, type TryResult, tryTarget } from './tryit';
-
-const KEY_TYPES: readonly KeyType[] = ['PRODUCTION', 'SANDBOX'];
+import { appTierOptions, decodedJwt, keyTab, renderAppPage, subscribableTiers, type Tab, tabOf, tabUrl, utc } from './application';
+import { operationPath, tryOperations } from './tryit-page';
+import { SUPER_TENANT } from '../tenants';
 
 function compareVersions(a: string, b: string): number {
   return a.localeCompare(b, 'en', { numeric: true });
 }
 
-/** What the catalogue lists ([apim.devportal] display_deprecated_apis, display_multiple_versions). */
-export function visibleApis(c: Call): (CatalogueEntry & { api: NonNullable<CatalogueEntry['api']> })[] {
+type Listed = CatalogueEntry & { api: NonNullable<CatalogueEntry['api']> };
+
+/**
+ * The tenant whose catalogue a page shows (docs/tenants.md, "The developer portal"): `?tenant=<domain>` as
+ * the reference writes it, else the signed-in user's tenant, else the super tenant.
+ */
+export function portalTenant(c: Call): string {
+  const asked = c.query.get('tenant');
+  if (asked !== null && asked !== '') return asked.slice(0, 300);
+  const u = c.session.user;
+  return u === undefined || c.parts.tenants === undefined ? SUPER_TENANT : c.parts.tenants.tenantOf(u.username);
+}
+
+/** The tenant of a catalogue id: `t:<domain>:<file>` is a tenant's API file (catalogue.ts tenantList). */
+function tenantOfId(id: string): string {
+  if (!id.startsWith('t:')) return SUPER_TENANT;
+  const end = id.indexOf(':', 2);
+  return end < 0 ? '' : id.slice(2, end);
+}
+
+/** What the catalogue of `tenant` lists ([apim.devportal] display_deprecated_apis, display_multiple_versions); nothing for a tenant not served. */
+export function visibleApisOf(c: Call, tenant: string): Listed[] {
   const s = c.parts.settings;
-  const shown = (e: CatalogueEntry): e is CatalogueEntry & { api: NonNullable<CatalogueEntry['api']> } =>
+  const shown = (e: CatalogueEntry): e is Listed =>
     e.api !== undefined && (e.state === 'PUBLISHED' || e.state === 'PROTOTYPED' || (e.state === 'DEPRECATED' && s.displayDeprecated));
-  const all = c.parts.catalogue.list().filter(shown);
+  let entries: CatalogueEntry[];
+  if (tenant === SUPER_TENANT) entries = c.parts.catalogue.list();
+  else if (c.parts.tenants?.state(tenant) === 'active') entries = c.parts.catalogue.tenantList?.(tenant) ?? [];
+  else entries = [];
+  const all = entries.filter(shown);
   if (s.displayMultipleVersions) return all;
-  const newest = new Map<string, CatalogueEntry & { api: NonNullable<CatalogueEntry['api']> }>();
+  const newest = new Map<string, Listed>();
   for (const e of all) {
     const before = newest.get(e.api.name);
     if (before === undefined || compareVersions(e.api.version, before.api.version) > 0) newest.set(e.api.name, e);
@@ -40,55 +65,101 @@ export function visibleApis(c: Call): (CatalogueEntry & { api: NonNullable<Catal
   return all.filter((e) => newest.get(e.api.name) === e);
 }
 
+/** The catalogue of the page's tenant (portalTenant). */
+export function visibleApis(c: Call): Listed[] {
+  return visibleApisOf(c, portalTenant(c));
+}
+
+/** An API of the catalogue by id, looked up in the catalogue of its own tenant (the id names it). */
+export function findApi(c: Call, id: string | null | undefined): Listed | undefined {
+  if (id === null || id === undefined) return undefined;
+  return visibleApisOf(c, tenantOfId(id)).find((x) => x.id === id);
+}
+
 function matches(e: CatalogueEntry & { api: NonNullable<CatalogueEntry['api']> }, q: string): boolean {
   const a = e.api;
   const hay = [a.name, a.context, a.version, a.description ?? '', ...a.labels, ...a.resources.map((r) => r.path)].join(' ').toLowerCase();
-  return q.toLowerCase().split(/\s+/).filter((w) => w !== '').every((w) => hay.includes(w));
+  return q
+    .toLowerCase()
+    .split(/\s+/)
+    .filter((w) => w !== '')
+    .every((w) => hay.includes(w));
 }
 
 const state = (s: string): string => `<span class="state">${h(s)}</span>`;
 
 function cataloguePage(c: Call): void {
   const q = (c.query.get('q') ?? '').slice(0, 200);
+  const tenant = portalTenant(c);
+  if (tenant !== SUPER_TENANT && c.parts.tenants?.state(tenant) !== 'active')
+    return problem(
+      c,
+      'devportal',
+      404,
+      'No such tenant',
+      c.parts.tenants?.state(tenant) === 'inactive' ? `Tenant ${tenant} is deactivated.` : `No tenant ${tenant} is served here.`,
+    );
   const apis = visibleApis(c).filter((e) => q === '' || matches(e, q));
   const rows = apis
-    .map((e) => `<tr><td><a href="/devportal/apis/${encodeURIComponent(e.id)}">${h(e.api.name)}</a></td><td>${h(e.api.version)}</td><td><code>${h(e.api.context)}</code></td><td>${state(e.state)}</td><td>${h(e.api.labels.join(', '))}</td><td>${h(e.api.description ?? '')}</td></tr>`)
+    .map(
+      (e) =>
+        `<tr><td><a href="/devportal/apis/${encodeURIComponent(e.id)}">${h(e.api.name)}</a></td><td>${h(e.api.version)}</td><td><code>${h(e.api.context)}</code></td><td>${state(e.state)}</td><td>${h(e.api.labels.join(', '))}</td><td>${h(e.api.description ?? '')}</td></tr>`,
+    )
     .join('\n');
-  const signin = c.session.user === undefined ? '<p><a href="/devportal/login">Sign in</a> to create applications, get keys and subscribe.</p>' : '';
-  render(c, 'devportal', 'APIs', `${signin}
-<form method="get" action="/devportal" role="search">
+  const signin =
+    c.session.user === undefined ? '<p><a href="/devportal/login">Sign in</a> to create applications, get keys and subscribe.</p>' : '';
+  render(
+    c,
+    'devportal',
+    tenant === SUPER_TENANT ? 'APIs' : `APIs of ${tenant}`,
+    `${signin}
+<form method="get" action="/devportal" role="search">${c.query.get('tenant') !== null ? `<input type="hidden" name="tenant" value="${h(tenant)}">` : ''}
 <label for="q">Search APIs</label>
 <input type="search" id="q" name="q" value="${h(q)}" placeholder="name, context, tag or resource">
 <button type="submit">Search</button>
 </form>
 <p>${apis.length} API${apis.length === 1 ? '' : 's'}${q !== '' ? ` matching <strong>${h(q)}</strong>` : ''}.</p>
 <div class="table"><table><thead><tr><th scope="col">Name</th><th scope="col">Version</th><th scope="col">Context</th><th scope="col">State</th><th scope="col">Tags</th><th scope="col">Description</th></tr></thead>
-<tbody>${rows}</tbody></table></div>`);
+<tbody>${rows}</tbody></table></div>`,
+  );
 }
 
 async function apiPage(c: Call, id: string): Promise<void> {
-  const e = visibleApis(c).find((x) => x.id === id);
+  const e = findApi(c, id);
   if (e === undefined) return problem(c, 'devportal', 404, 'No such API', 'This API is not in the catalogue.');
   const a = e.api;
   const gatewayUrls = apiUrls(a, c.parts.gateways());
   const urls = gatewayUrls.map((u) => `<li>${h(u.name)}: <code>${h(u.url)}</code></li>`).join('');
   const d = apiDocument(a);
-  const definition = d === undefined ? '' : 'error' in d ? `<h2>OpenAPI document</h2><p class="error" role="alert">The OpenAPI document cannot be read: ${h(d.error)}</p>` : definitionHtml(d.doc, gatewayUrls, `/devportal/apis/${encodeURIComponent(e.id)}/openapi.json`);
+  const definition =
+    d === undefined
+      ? ''
+      : 'error' in d
+        ? `<h2>OpenAPI document</h2><p class="error" role="alert">The OpenAPI document cannot be read: ${h(d.error)}</p>`
+        : definitionHtml(d.doc, gatewayUrls, `/devportal/apis/${encodeURIComponent(e.id)}/openapi.json`);
   const scopeRoles = new Map(a.scopes.map((s) => [s.name, s.roles]));
   const resources = a.resources
-    .map((r) => `<tr><td>${h(r.methods.join(', '))}</td><td><code>${h(r.path)}</code></td><td>${h(r.auth === 'oauth2' ? 'OAuth 2.0 token' : 'none')}</td><td>${h(r.scopes.map((s) => `${s}${(scopeRoles.get(s) ?? []).length > 0 ? ` (roles: ${(scopeRoles.get(s) ?? []).join(', ')})` : ''}`).join('; '))}</td></tr>`)
+    .map(
+      (r) =>
+        `<tr><td>${h(r.methods.join(', '))}</td><td><code>${h(r.path)}</code></td><td>${h(r.auth === 'oauth2' ? 'OAuth 2.0 token' : 'none')}</td><td>${h(r.scopes.map((s) => `${s}${(scopeRoles.get(s) ?? []).length > 0 ? ` (roles: ${(scopeRoles.get(s) ?? []).join(', ')})` : ''}`).join('; '))}</td></tr>`,
+    )
     .join('\n');
   let subscribe = '';
   if (c.session.user !== undefined && (e.state === 'PUBLISHED' || e.state === 'PROTOTYPED')) {
     const apps = (await visibleApplications(c)).filter((x) => !isConsolesApp(x.name));
-    subscribe = apps.length === 0
-      ? '<p><a href="/devportal/applications">Create an application</a> to subscribe.</p>'
-      : `<h2>Subscribe</h2><form method="post" action="/devportal/subscribe">${csrfField(c.session.csrf)}<input type="hidden" name="api" value="${h(e.id)}">
+    subscribe =
+      apps.length === 0
+        ? '<p><a href="/devportal/applications">Create an application</a> to subscribe.</p>'
+        : `<h2>Subscribe</h2><form method="post" action="/devportal/subscribe">${csrfField(c.session.csrf)}<input type="hidden" name="api" value="${h(e.id)}">
 ${select({ id: 'application', label: 'Application', options: apps.map((x) => [x.id, x.name]) })}
-${select({ id: 'tier', label: 'Tier', options: c.parts.tiers().map((t) => [t, t]) })}
+${select({ id: 'tier', label: 'Tier', options: subscribableTiers(c).map((t) => [t, t]) })}
 <button type="submit">Subscribe</button></form>`;
   }
-  render(c, 'devportal', `${a.name} ${a.version}`, `<p>${h(a.description ?? '')}</p>
+  render(
+    c,
+    'devportal',
+    `${a.name} ${a.version}`,
+    `<p>${h(a.description ?? '')}</p>
 <dl><dt>Context</dt><dd><code>${h(a.context)}</code></dd><dt>State</dt><dd>${state(e.state)}</dd><dt>Tags</dt><dd>${h(a.labels.join(', '))}</dd><dt>Authentication</dt><dd>${h(a.auth === 'oauth2' ? 'OAuth 2.0 bearer token, application subscribed' : 'none')}</dd></dl>
 <h2>Gateway URLs</h2><ul>${urls}</ul>
 <h2>Resources</h2>
@@ -96,7 +167,8 @@ ${select({ id: 'tier', label: 'Tier', options: c.parts.tiers().map((t) => [t, t]
 ${subscribe}
 ${sdkHtml(c, e)}
 ${definition}
-${await apiCommunityHtml(c, e)}`);
+${await apiCommunityHtml(c, e)}`,
+  );
 }
 
 async function ownApp(c: Call, id: string): Promise<ApplicationView | undefined> {
@@ -108,96 +180,40 @@ async function ownApp(c: Call, id: string): Promise<ApplicationView | undefined>
   return app;
 }
 
-/** The application tiers of the policies, with the application's own tier when the policies no longer name it. */
-function appTierOptions(c: Call, current: string): [string, string][] {
-  const tiers = [...c.parts.applicationTiers()];
-  if (!tiers.includes(current)) tiers.unshift(current);
-  return tiers.map((t) => [t, t]);
-}
-
 function applicationsPage(c: Call, all: readonly ApplicationView[], error?: string, name = ''): void {
   const apps = all.filter((a) => !isConsolesApp(a.name));
-  const rows = apps.map((a) => `<tr><td><a href="/devportal/applications/${encodeURIComponent(a.id)}">${h(a.name)}</a></td><td>${h(a.tier)}</td><td>${a.keys.length}</td><td>${h(a.description)}</td></tr>`).join('\n');
-  render(c, 'devportal', 'Applications', `${takeFlash(c)}
+  const rows = apps
+    .map(
+      (a) =>
+        `<tr><td><a href="/devportal/applications/${encodeURIComponent(a.id)}">${h(a.name)}</a></td><td>${h(a.tier)}</td><td>${a.keys.length}</td><td>${h(a.description)}</td></tr>`,
+    )
+    .join('\n');
+  render(
+    c,
+    'devportal',
+    'Applications',
+    `${takeFlash(c)}
 <div class="table"><table><thead><tr><th scope="col">Name</th><th scope="col">Tier</th><th scope="col">Keys</th><th scope="col">Description</th></tr></thead><tbody>${rows}</tbody></table></div>
 <h2>Create an application</h2>
 <form method="post" action="/devportal/applications">${csrfField(c.session.csrf)}
 ${field({ id: 'name', label: 'Name', value: name, required: true, ...(error !== undefined ? { error } : {}) })}
 ${field({ id: 'description', label: 'Description' })}
 <button type="submit">Create</button>
-</form>`, error !== undefined ? 400 : 200);
+</form>`,
+    error !== undefined ? 400 : 200,
+  );
 }
 
-function tryResultHtml(r: TryResult | string | undefined): string {
-  if (r === undefined) return '';
-  if (typeof r === 'string') return `<section aria-labelledby="result"><h2 id="result">Response</h2><p class="error" role="alert">${h(r)}</p></section>`;
-  const headers = r.headers.map(([k, v]) => `${k}: ${v}`).join('\n');
-  const fault = r.fault === undefined ? '' : `<div class="card" id="fault"><p><strong>Fault ${r.fault.code}</strong>${r.fault.def !== undefined ? `: ${h(r.fault.def.message)}. ${h(r.fault.def.description)} (HTTP ${r.fault.def.httpStatus}, raised by the ${h(r.fault.def.phase)} phase)` : ': not in the fault table'}. All codes: docs/faults.md.</p></div>`;
-  return `<section aria-labelledby="result"><h2 id="result">Response</h2>
-<p><code>${h(r.url)}</code></p>
-<p>Status: <strong id="try-status">${r.status}</strong></p>
-${fault}
-<h3>Headers</h3><pre>${h(headers)}</pre>
-<h3>Body${r.truncated ? ' (first 64 KiB)' : ''}</h3><pre id="try-body">${h(r.body)}</pre></section>`;
-}
-
-async function appPage(c: Call, app: ApplicationView, result?: TryResult | string, status = 200): Promise<void> {
-  const csrf = c.session.csrf;
-  const base = `/devportal/applications/${encodeURIComponent(app.id)}`;
-  const held = c.session.keys.get(app.id);
-  const keys = KEY_TYPES.map((t) => {
-    const k = app.keys.find((x) => x.keyType === t);
-    const token = held?.get(t)?.accessToken !== undefined ? ' (an access token is held for try-it)' : '';
-    return `<tr><th scope="row">${t}</th><td>${k !== undefined ? `<code>${h(k.consumerKey)}</code>${token}` : 'none'}</td><td>${buttonForm(`${base}/keys`, k !== undefined ? 'Regenerate keys' : 'Generate keys', csrf, { keyType: t }, `${k !== undefined ? 'Regenerate' : 'Generate'} ${t.toLowerCase()} keys`)}</td></tr>`;
-  }).join('\n');
+async function appPage(
+  c: Call,
+  app: ApplicationView,
+  result?: TryResult | string,
+  status = 200,
+  tab: Tab = tabOf(c.query.get('tab')),
+): Promise<void> {
   const subs = await c.parts.keys.listSubscriptions({ application: app.id });
-  const entries = c.parts.catalogue.list();
-  const nameOf = (s: Subscription): string => {
-    const e = entries.find((x) => x.api !== undefined && x.api.context === s.apiContext && x.api.version === s.apiVersion);
-    return e?.api?.name ?? s.apiContext;
-  };
-  const notes = await subscriptionNotes(c, subs);
-  const subRows = subs.map((s) => `<tr><td>${h(nameOf(s))} ${h(s.apiVersion)}</td><td><code>${h(s.apiContext)}</code></td><td>${h(s.tier)}</td><td>${notes.get(s.id) ?? state(s.state)}</td><td>${buttonForm(`${base}/unsubscribe`, 'Unsubscribe', csrf, { subscription: s.id }, `Unsubscribe from ${nameOf(s)} ${s.apiVersion}`)}</td></tr>`).join('\n');
   const apis = visibleApis(c).filter((e) => e.state !== 'DEPRECATED');
-  const apiOptions = apis.map((e) => [e.id, `${e.api.name} ${e.api.version}`] as const);
-  const chosen = c.form.get('api') ?? apis.find((e) => e.api.auth === 'oauth2')?.id ?? apis[0]?.id ?? '';
-  const firstGet = apis.find((e) => e.id === chosen)?.api.resources.find((r) => r.methods.includes('GET') && !r.path.includes('{') && !r.path.includes('*'))?.path ?? '/';
-  render(c, 'devportal', app.name, `${takeFlash(c)}
-<p>${h(app.description)}</p>
-<h2>Keys</h2>
-<p class="hint">The consumer secret is shown once, when the keys are generated.</p>
-<div class="table"><table><tbody>${keys}</tbody></table></div>
-<h2>Access token</h2>
-<form method="post" action="${base}/token">${csrfField(csrf)}
-${select({ id: 'keyType', label: 'Key type', options: KEY_TYPES.map((t) => [t, t]) })}
-${field({ id: 'scope', label: 'Scopes (space-separated, optional)' })}
-<button type="submit">Generate token</button>
-</form>
-<h2>Subscriptions</h2>
-<div class="table"><table><thead><tr><th scope="col">API</th><th scope="col">Context</th><th scope="col">Tier</th><th scope="col">State</th><th scope="col"><span class="hint">Action</span></th></tr></thead><tbody>${subRows}</tbody></table></div>
-<form method="post" action="/devportal/subscribe">${csrfField(csrf)}<input type="hidden" name="application" value="${h(app.id)}">
-${select({ id: 'sub-api', label: 'API', options: apiOptions }).replace('name="sub-api"', 'name="api"')}
-${select({ id: 'tier', label: 'Tier', options: c.parts.tiers().map((t) => [t, t]) })}
-<button type="submit">Subscribe</button>
-</form>
-<h2>Try it</h2>
-<form method="post" action="${base}/try">${csrfField(csrf)}
-${select({ id: 'api', label: 'API', options: apiOptions, value: chosen })}
-${select({ id: 'method', label: 'Method', options: TRY_METHODS.map((m) => [m, m]), value: c.form.get('method') ?? 'GET' })}
-${field({ id: 'path', label: 'Resource path', value: c.form.get('path') ?? firstGet, hint: 'After the API\'s context and version, e.g. /menu' })}
-${select({ id: 'tryKeyType', label: 'Token of', options: KEY_TYPES.map((t) => [t, `${t} keys`]), value: c.form.get('tryKeyType') ?? 'PRODUCTION' })}
-${field({ id: 'body', label: 'Request body (JSON, optional)', type: 'textarea', value: c.form.get('body') ?? '' })}
-<button type="submit">Send</button>
-</form>
-${tryResultHtml(result)}
-<h2>Edit</h2>
-<form method="post" action="${base}/edit">${csrfField(csrf)}
-${field({ id: 'app-description', label: 'Description', value: app.description }).replace('name="app-description"', 'name="description"')}
-${select({ id: 'app-tier', label: 'Application tier', options: appTierOptions(c, app.tier), value: app.tier }).replace('name="app-tier"', 'name="tier"')}
-<button type="submit">Save application</button>
-</form>
-<h2>Delete</h2>
-${buttonForm(`${base}/delete`, 'Delete application', csrf, {}, `Delete application ${app.name}`)}`, status);
+  renderAppPage(c, { app, tab, apis, subs, notes: await subscriptionNotes(c, subs), ...(result !== undefined ? { result } : {}), status });
 }
 
 /** A waiting or refused subscription's state as the subscriber reads it (docs/workflows.md): "pending approval", or rejected with the approver's comment. */
@@ -207,7 +223,10 @@ async function subscriptionNotes(c: Call, subs: readonly Subscription[]): Promis
     if (s.state === 'ON_HOLD') notes.set(s.id, `${state('ON_HOLD')} pending approval`);
     if (s.state === 'REJECTED') {
       const comment = await c.parts.keys.decisionComment?.(s.id);
-      notes.set(s.id, `${state('REJECTED')} rejected${comment !== undefined && comment !== '' ? `: <q class="comment">${h(comment)}</q>` : ''}`);
+      notes.set(
+        s.id,
+        `${state('REJECTED')} rejected${comment !== undefined && comment !== '' ? `: <q class="comment">${h(comment)}</q>` : ''}`,
+      );
     }
   }
   return notes;
@@ -244,7 +263,8 @@ export async function signedIn(c: Call): Promise<void> {
     if (c.method === 'GET' && action === undefined) return appPage(c, app);
     if (c.method !== 'POST') return problem(c, 'devportal', 405, 'Not allowed', 'This address takes a form.');
     if (action === 'delete') {
-      if (app.owner !== user.username) return problem(c, 'devportal', 403, 'Not allowed', `Only ${app.owner}, who owns this shared application, deletes it.`);
+      if (app.owner !== user.username)
+        return problem(c, 'devportal', 403, 'Not allowed', `Only ${app.owner}, who owns this shared application, deletes it.`);
       await m.deleteApplication(app.id);
       c.session.keys.delete(app.id);
       c.session.flash = `<p class="notice" role="status">Application ${h(app.name)} deleted.</p>`;
@@ -253,7 +273,8 @@ export async function signedIn(c: Call): Promise<void> {
     if (action === 'edit') {
       const tier = c.form.get('tier') ?? app.tier;
       const description = c.form.get('description') ?? app.description;
-      if (!appTierOptions(c, app.tier).some(([t]) => t === tier)) return problem(c, 'devportal', 400, 'Cannot save', `Tier ${tier} is not an application tier of the throttling policies.`);
+      if (!appTierOptions(c, app.tier).some(([t]) => t === tier))
+        return problem(c, 'devportal', 400, 'Cannot save', `Tier ${tier} is not an application tier of the throttling policies.`);
       try {
         await m.updateApplication(app.id, { tier, description });
       } catch (err) {
@@ -269,47 +290,52 @@ export async function signedIn(c: Call): Promise<void> {
         k = await m.generateKeys(app.id, keyType);
       } catch (err) {
         c.session.flash = `<p class="error" role="alert">No keys: ${h(oauthMessage(err))}</p>`;
-        return seeOther(c.res, back);
+        return seeOther(c.res, tabUrl(app.id, keyTab(keyType)));
       }
       const held = c.session.keys.get(app.id) ?? new Map();
       held.set(keyType, { consumerKey: k.consumerKey, consumerSecret: k.consumerSecret });
       c.session.keys.set(app.id, held);
-      c.session.flash = `<div class="secret" role="status" id="new-keys"><p><strong>New ${keyType} keys.</strong> Copy the consumer secret now: it is not shown again.</p><p>Consumer key: <code>${h(k.consumerKey)}</code></p><p>Consumer secret: <code id="consumer-secret">${h(k.consumerSecret)}</code></p>${k.workflow?.status === 'pending' ? '<p>Pending approval: the keys get tokens once an admin approves them.</p>' : ''}</div>`;
-      return seeOther(c.res, back);
+      c.session.flash = `<div class="secret" role="status" id="new-keys"><p><strong>New ${keyType} keys.</strong> Copy the consumer secret now: it is not shown again.</p><p class="keyline">Consumer key: <code id="new-consumer-key">${h(k.consumerKey)}</code> ${copyButton('new-consumer-key', 'consumer key')}</p><p class="keyline">Consumer secret: <code id="consumer-secret">${h(k.consumerSecret)}</code> ${copyButton('consumer-secret', 'consumer secret')}</p>${k.workflow?.status === 'pending' ? '<p>Pending approval: the keys get tokens once an admin approves them.</p>' : ''}</div>`;
+      return seeOther(c.res, tabUrl(app.id, keyTab(keyType)));
     }
     if (action === 'token') {
       const keyType: KeyType = c.form.get('keyType') === 'SANDBOX' ? 'SANDBOX' : 'PRODUCTION';
       const held = c.session.keys.get(app.id)?.get(keyType);
       if (held === undefined) {
         c.session.flash = `<p class="error" role="alert">This session holds no ${keyType} consumer secret: generate the ${keyType} keys again to get a token here.</p>`;
-        return seeOther(c.res, back);
+        return seeOther(c.res, tabUrl(app.id, keyTab(keyType)));
       }
       const scope = (c.form.get('scope') ?? '').trim().slice(0, 1024);
       try {
         const t = await m.token(held.consumerKey, held.consumerSecret, scope);
         held.accessToken = t.access_token;
-        c.session.flash = `<div class="secret" role="status" id="new-token"><p><strong>Access token</strong> (${keyType}, expires in ${t.expires_in} s, scope <code>${h(t.scope)}</code>); try-it uses it.</p><p><code>${h(t.access_token)}</code></p></div>`;
+        held.tokenScope = t.scope;
+        held.tokenExpires = Date.now() + t.expires_in * 1000;
+        c.session.flash = tokenFlash(keyType, t, held.tokenExpires);
       } catch (err) {
         c.session.flash = `<p class="error" role="alert">No token: ${h(oauthMessage(err))}</p>`;
       }
-      return seeOther(c.res, back);
+      return seeOther(c.res, tabUrl(app.id, keyTab(keyType)));
     }
     if (action === 'unsubscribe') {
       const subId = c.form.get('subscription') ?? '';
       const sub = (await m.listSubscriptions({ application: app.id })).find((s) => s.id === subId);
-      if (sub === undefined || sub.applicationId !== app.id) return problem(c, 'devportal', 404, 'No such subscription', 'This application has no such subscription.');
+      if (sub === undefined || sub.applicationId !== app.id)
+        return problem(c, 'devportal', 404, 'No such subscription', 'This application has no such subscription.');
       await m.removeSubscription(sub.id);
       c.session.flash = `<p class="notice" role="status">Unsubscribed from ${h(sub.apiContext)} ${h(sub.apiVersion)}.</p>`;
-      return seeOther(c.res, back);
+      return seeOther(c.res, tabUrl(app.id, 'subscriptions'));
     }
     if (action === 'try') return tryIt(c, app);
   }
   if (a === 'subscribe' && c.method === 'POST') {
     const app = await ownApp(c, c.form.get('application') ?? '');
-    const e = visibleApis(c).find((x) => x.id === c.form.get('api'));
-    if (app === undefined || e === undefined) return problem(c, 'devportal', 400, 'Cannot subscribe', 'Choose one of your applications and an API of the catalogue.');
+    const e = findApi(c, c.form.get('api'));
+    if (app === undefined || e === undefined)
+      return problem(c, 'devportal', 400, 'Cannot subscribe', 'Choose one of your applications and an API of the catalogue.');
     const tier = c.form.get('tier') ?? '';
-    if (!c.parts.tiers().includes(tier)) return problem(c, 'devportal', 400, 'Cannot subscribe', `Tier ${tier} is not a subscription tier of the throttling policies.`);
+    if (!subscribableTiers(c).includes(tier))
+      return problem(c, 'devportal', 400, 'Cannot subscribe', `Tier ${tier} is not a subscription tier you may choose.`);
     try {
       const sub = await m.addSubscription({ application: app.id, apiContext: e.api.context, apiVersion: e.api.version, tier });
       const waits = sub.workflow?.status === 'pending';
@@ -317,47 +343,127 @@ export async function signedIn(c: Call): Promise<void> {
     } catch (err) {
       c.session.flash = `<p class="error" role="alert">${h(oauthMessage(err))}</p>`;
     }
-    return seeOther(c.res, `/devportal/applications/${encodeURIComponent(app.id)}`);
+    return seeOther(c.res, tabUrl(app.id, 'subscriptions'));
   }
   // Comments, ratings, the forum (community.ts, docs/self-service.md).
-  const api = a === 'apis' && id !== undefined && action !== undefined && c.segs.length === 3 ? visibleApis(c).find((x) => x.id === id) : undefined;
+  const api = a === 'apis' && id !== undefined && action !== undefined && c.segs.length === 3 ? findApi(c, id) : undefined;
   if (api !== undefined && (await apiCommunityPost(c, api, action as string))) return;
   if (await communityPage(c)) return;
   return problem(c, 'devportal', 404, 'Not found', 'No such page in the developer portal.');
 }
 
-async function tryIt(c: Call, app: ApplicationView): Promise<void> {
-  const e = visibleApis(c).find((x) => x.id === c.form.get('api'));
+/** What the try-it form asks to send: method, resource path and body; or why nothing is sent. */
+function tryRequest(
+  c: Call,
+  api: NonNullable<CatalogueEntry['api']>,
+): { method: string; rest: string; body: string; contentType: string } | string {
+  if (api.type === 'WS')
+    return 'A WebSocket API is not called from this page: connect with a WebSocket client to the URL shown (docs/websocket.md).';
+  if (c.form.get('graphql') === '1') {
+    if (api.type !== 'GRAPHQL') return 'This API is not a GraphQL API.';
+    const query = c.form.get('query') ?? '';
+    if (query.trim() === '') return 'Write a query.';
+    const text = (c.form.get('variables') ?? '').trim();
+    let variables: unknown;
+    if (text !== '') {
+      try {
+        variables = JSON.parse(text);
+      } catch (err) {
+        return `The variables are not JSON: ${(err as Error).message}`;
+      }
+      if (variables === null || typeof variables !== 'object' || Array.isArray(variables)) return 'The variables are not a JSON object.';
+    }
+    const operationName = (c.form.get('operationName') ?? '').trim();
+    // GraphQL over HTTP: a POST of {"query", "variables", "operationName"} to the API's URL (docs/graphql.md).
+    return {
+      method: 'POST',
+      rest: '/',
+      body: JSON.stringify({
+        query,
+        ...(variables !== undefined ? { variables } : {}),
+        ...(operationName !== '' ? { operationName } : {}),
+      }),
+      contentType: 'application/json',
+    };
+  }
+  const key = c.form.get('operation');
+  if (key !== null) {
+    const op = tryOperations(api).find((o) => o.key === key);
+    if (op === undefined) return 'This API has no such operation.';
+    const p = operationPath(op, c.form);
+    if ('error' in p) return p.error;
+    return { method: op.method, rest: p.path, body: c.form.get('body') ?? '', contentType: 'application/json' };
+  }
   const method = c.form.get('method') ?? 'GET';
-  const rest = c.form.get('path') ?? '/';
+  if (!(TRY_METHODS as readonly string[]).includes(method) || !api.resources.some((r) => r.methods.includes(method)))
+    return `Method ${method} is not a method of this API's resources.`;
+  return { method, rest: c.form.get('path') ?? '/', body: c.form.get('body') ?? '', contentType: 'application/json' };
+}
+
+async function tryIt(c: Call, app: ApplicationView): Promise<void> {
+  const e = findApi(c, c.form.get('api'));
   const gw = c.parts.gateways()[0];
-  if (e === undefined) return appPage(c, app, 'Choose an API of the catalogue.', 400);
-  if (!(TRY_METHODS as readonly string[]).includes(method)) return appPage(c, app, `Method ${method} is not offered.`, 400);
-  const body = c.form.get('body') ?? '';
-  if (Buffer.byteLength(body) > MAX_REQUEST_BODY) return appPage(c, app, `The request body is larger than ${MAX_REQUEST_BODY} bytes.`, 400);
-  if (gw === undefined) return appPage(c, app, 'No gateway URL is known: configure [[apim.gateway.environment]] http_endpoint.', 400);
+  if (e === undefined) return appPage(c, app, 'Choose an API of the catalogue.', 400, 'try');
+  const r = tryRequest(c, e.api);
+  if (typeof r === 'string') return appPage(c, app, r, 400, 'try');
+  if (Buffer.byteLength(r.body) > MAX_REQUEST_BODY)
+    return appPage(c, app, `The request body is larger than ${MAX_REQUEST_BODY} bytes.`, 400, 'try');
+  if (gw === undefined)
+    return appPage(c, app, 'No gateway URL is known: configure [[apim.gateway.environment]] http_endpoint.', 400, 'try');
   // The path stays inside the API's context and version, or nothing is sent (tryit.ts tryTarget).
-  const target = tryTarget(gw.url, versionedPath(e.api), rest);
+  const target = tryTarget(gw.url, versionedPath(e.api), r.rest);
   if ('code' in target) {
-    c.parts.logger.log('warn', 'portal_try_refused', { code: target.code, api: e.id, path: rest.slice(0, 200) });
-    return appPage(c, app, `${target.code}: ${target.message}`, 400);
+    c.parts.logger.log('warn', 'portal_try_refused', { code: target.code, api: e.id, path: r.rest.slice(0, 200) });
+    return appPage(c, app, `${target.code}: ${target.message}`, 400, 'try');
   }
   const keyType = c.form.get('tryKeyType') === 'SANDBOX' ? 'SANDBOX' : 'PRODUCTION';
   const token = c.session.keys.get(app.id)?.get(keyType)?.accessToken;
   try {
-    const r = await tryCall({ url: target.url, method, token, body: method === 'GET' || method === 'HEAD' ? undefined : body, contentType: 'application/json' });
-    return appPage(c, app, r);
+    const answer = await tryCall({
+      url: target.url,
+      method: r.method,
+      token,
+      body: r.method === 'GET' || r.method === 'HEAD' ? undefined : r.body,
+      contentType: r.contentType,
+    });
+    return appPage(c, app, answer, 200, 'try');
   } catch (err) {
-    return appPage(c, app, `The gateway did not answer: ${(err as Error).message}`, 502);
+    return appPage(c, app, `The gateway did not answer: ${(err as Error).message}`, 502, 'try');
   }
+}
+
+/** The one-time notice of a new access token: the token with its copy button, its scopes, expiry and decoded claims. */
+function tokenFlash(
+  keyType: KeyType,
+  t: { readonly access_token: string; readonly expires_in: number; readonly scope: string },
+  expires: number,
+): string {
+  const scopes =
+    t.scope
+      .split(' ')
+      .filter((x) => x !== '')
+      .map((x) => `<code>${h(x)}</code>`)
+      .join(' ') || 'none';
+  const claims = decodedJwt(t.access_token);
+  return `<div class="secret" role="status" id="new-token"><p><strong>Access token</strong> (${keyType}): copy it now, it is not shown again; try-it uses it.</p>
+<p class="keyline"><code id="access-token">${h(t.access_token)}</code> ${copyButton('access-token', 'access token')}</p>
+<dl class="facts"><dt>Scopes</dt><dd id="token-scopes">${scopes}</dd><dt>Expires</dt><dd id="token-expiry">${h(utc(expires))} (in ${t.expires_in} s)</dd></dl>
+${claims !== undefined ? `<details><summary>Decoded token (header and claims)</summary><pre class="json" id="token-claims">${h(claims)}</pre></details>` : ''}</div>`;
 }
 
 /** The API's OpenAPI document with the gateway URLs as servers, for an API the visitor may see. */
 function download(c: Call, id: string): void {
-  const e = visibleApis(c).find((x) => x.id === id);
+  const e = findApi(c, id);
   const d = e === undefined ? undefined : apiDocument(e.api);
   if (e === undefined) return problem(c, 'devportal', 404, 'No such API', 'This API is not in the catalogue.');
-  if (d === undefined || 'error' in d) return problem(c, 'devportal', 404, 'No OpenAPI document', d === undefined ? 'This API names no OpenAPI document.' : `The OpenAPI document cannot be read: ${d.error}`);
+  if (d === undefined || 'error' in d)
+    return problem(
+      c,
+      'devportal',
+      404,
+      'No OpenAPI document',
+      d === undefined ? 'This API names no OpenAPI document.' : `The OpenAPI document cannot be read: ${d.error}`,
+    );
   sendDefinition(c.res, forGateway(d.doc, apiUrls(e.api, c.parts.gateways())), downloadName(e.api));
 }
 
@@ -378,7 +484,7 @@ export async function publicPage(c: Call): Promise<boolean> {
     return true;
   }
   if (a === 'apis' && id !== undefined && c.segs.length === 4 && c.segs[2] === 'sdk') {
-    sdkDownload(c, visibleApis(c).find((x) => x.id === id), c.segs[3] as string);
+    sdkDownload(c, findApi(c, id), c.segs[3] as string);
     return true;
   }
   return false;

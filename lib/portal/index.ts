@@ -48,7 +48,12 @@ export function safeBack(v: string | null): string {
   } catch {
     return fallback;
   }
-  if (u.origin !== 'http://consoles.invalid' || !/^\/(devportal|publisher|admin)(\/[A-Za-z0-9._~%:/-]*)?$/.test(u.pathname) || u.pathname.includes('//')) return fallback;
+  if (
+    u.origin !== 'http://consoles.invalid' ||
+    !/^\/(devportal|publisher|admin)(\/[A-Za-z0-9._~%:/-]*)?$/.test(u.pathname) ||
+    u.pathname.includes('//')
+  )
+    return fallback;
   // /admin/v1 is the JSON admin API, never a page to return to.
   if (/^\/admin\/v1(\/|$)/.test(u.pathname)) return fallback;
   return u.pathname;
@@ -68,12 +73,28 @@ export function createPortal(o: PortalOptions): Portal {
   const sessions = new Sessions();
   const seal = new SignInSeal();
   const signin = new SignIn(o.keys);
-  const parts: PortalParts = { keys: o.keys, catalogue: o.catalogue, logger: o.logger, sessions, signin, settings: o.settings, tiers: o.tiers, applicationTiers: o.applicationTiers, ...(o.policyNames !== undefined ? { policyNames: o.policyNames } : {}), gateways: o.gateways, consoles: o.consoles, ...(o.selfService !== undefined ? { selfService: o.selfService } : {}), ...(o.admin !== undefined ? { admin: o.admin } : {}) };
+  const parts: PortalParts = {
+    keys: o.keys,
+    catalogue: o.catalogue,
+    logger: o.logger,
+    sessions,
+    signin,
+    settings: o.settings,
+    tiers: o.tiers,
+    applicationTiers: o.applicationTiers,
+    ...(o.policyNames !== undefined ? { policyNames: o.policyNames } : {}),
+    gateways: o.gateways,
+    consoles: o.consoles,
+    ...(o.selfService !== undefined ? { selfService: o.selfService } : {}),
+    ...(o.admin !== undefined ? { admin: o.admin } : {}),
+    ...(o.tenants !== undefined ? { tenants: o.tenants } : {}),
+  };
   const anonymousForms = new AnonymousForms();
 
   const login = async (c: Call): Promise<void> => {
     const client = signin.clientFor(secureReq(c.req));
-    if (client === undefined) return problem(c, 'devportal', 503, 'Sign-in unavailable', 'The consoles are not registered with the key manager yet.');
+    if (client === undefined)
+      return problem(c, 'devportal', 503, 'Sign-in unavailable', 'The consoles are not registered with the key manager yet.');
     const back = safeBack(c.query.get('back'));
     // The callback returns to the registered origin: start there, so the session cookie is on that host.
     const host = c.req.headers.host ?? '';
@@ -89,12 +110,20 @@ export function createPortal(o: PortalOptions): Portal {
     const pending = seal.open(c.req);
     const clear = signInCookie(c.req, undefined);
     const error = c.query.get('error');
-    if (error !== null) return problem({ ...c, cookies: [clear] }, 'devportal', 400, 'Sign-in failed', `${error}: ${(c.query.get('error_description') ?? '').slice(0, 300)}`);
+    if (error !== null)
+      return problem(
+        { ...c, cookies: [clear] },
+        'devportal',
+        400,
+        'Sign-in failed',
+        `${error}: ${(c.query.get('error_description') ?? '').slice(0, 300)}`,
+      );
     if (pending === undefined || !safeEqual(c.query.get('state') ?? '', pending.state)) {
       return problem({ ...c, cookies: [clear] }, 'devportal', 400, 'Sign-in expired', 'This sign-in is unknown or expired; sign in again.');
     }
     const client = signin.clientFor(secureReq(c.req));
-    if (client === undefined) return problem(c, 'devportal', 503, 'Sign-in unavailable', 'The consoles are not registered with the key manager.');
+    if (client === undefined)
+      return problem(c, 'devportal', 503, 'Sign-in unavailable', 'The consoles are not registered with the key manager.');
     let user;
     try {
       user = await signin.finish(client, c.query.get('code') ?? '', pending.verifier);
@@ -121,16 +150,34 @@ export function createPortal(o: PortalOptions): Portal {
     if (which === 'devportal' && o.consoles.devportal && (await publicPage(c))) return;
     if (which === 'devportal' && o.consoles.devportal && (await accountPage(c, anonymousForms))) return;
     if (c.session.user === undefined) {
-      if (c.method === 'GET') return seeOther(c.res, `/devportal/login?back=${encodeURIComponent(`/${which}${c.segs.length > 0 ? `/${c.segs.map(encodeURIComponent).join('/')}` : ''}`)}`);
+      if (c.method === 'GET')
+        return seeOther(
+          c.res,
+          `/devportal/login?back=${encodeURIComponent(`/${which}${c.segs.length > 0 ? `/${c.segs.map(encodeURIComponent).join('/')}` : ''}`)}`,
+        );
       return problem(c, which, 401, 'Sign in first', 'Your session has ended: sign in again.');
     }
     if (which === 'devportal') return signedIn(c);
     if (which === 'admin') {
       if (o.admin === undefined) return problem(c, which, 404, 'Not found', 'This node serves no admin console.');
-      if (!canAdminister(c)) return problem(c, which, 403, 'Not allowed', `The admin console needs the admin role; ${c.session.user.username} has ${c.session.user.roles.join(', ') || 'none'}.`);
+      if (!canAdminister(c))
+        return problem(
+          c,
+          which,
+          403,
+          'Not allowed',
+          `The admin console needs the admin role; ${c.session.user.username} has ${c.session.user.roles.join(', ') || 'none'}.`,
+        );
       return admin(c, o.admin);
     }
-    if (!canPublish(c.session)) return problem(c, which, 403, 'Not allowed', `The publisher needs the publisher or creator role; ${c.session.user.username} has ${c.session.user.roles.join(', ') || 'none'}.`);
+    if (!canPublish(c.session))
+      return problem(
+        c,
+        which,
+        403,
+        'Not allowed',
+        `The publisher needs the publisher or creator role; ${c.session.user.username} has ${c.session.user.roles.join(', ') || 'none'}.`,
+      );
     return publisher(c);
   };
 
@@ -154,7 +201,10 @@ export function createPortal(o: PortalOptions): Portal {
     const found = sessions.find(req);
     // An anonymous visitor's session is not kept: it is created at sign-in.
     const session = found ?? anonymousSession();
-    const rest = p.slice(which.length + 1).split('/').filter((x) => x !== '');
+    const rest = p
+      .slice(which.length + 1)
+      .split('/')
+      .filter((x) => x !== '');
     let segs: string[];
     try {
       segs = rest.map((x) => decodeURIComponent(x));
@@ -176,7 +226,13 @@ export function createPortal(o: PortalOptions): Portal {
         const anonymousForm = which === 'devportal' && rest.length === 1 && ANONYMOUS_FORMS.has(rest[0] as string);
         if (anonymousForm ? !anonymousForms.ok(req, form) : !csrfOk(found, form)) {
           o.logger.log('warn', 'portal_csrf_refused', { path: p, session: found !== undefined });
-          problem({ ...c0, form }, which, 403, 'Request refused', 'The form was not posted from this console (missing or wrong CSRF token). Reload the page and try again.');
+          problem(
+            { ...c0, form },
+            which,
+            403,
+            'Request refused',
+            'The form was not posted from this console (missing or wrong CSRF token). Reload the page and try again.',
+          );
           return true;
         }
       } else if (method !== 'GET' && method !== 'HEAD') {

@@ -15,12 +15,21 @@ import type { SelfService } from './selfservice';
 const compare = (a: string, b: string): number => a.localeCompare(b, 'en', { numeric: true });
 
 /** Mails the subscribers of the version before `api`; resolves to how many mails were queued. */
-export async function notifyNewVersion(o: { selfService: SelfService; keys: PortalKeyManager; catalogue: ApiCatalogue; logger: Logger }, api: Pick<ApiDefinition, 'name' | 'version' | 'context'>): Promise<number> {
+export async function notifyNewVersion(
+  o: { selfService: SelfService; keys: PortalKeyManager; catalogue: ApiCatalogue; logger: Logger },
+  api: Pick<ApiDefinition, 'name' | 'version' | 'context'>,
+): Promise<number> {
   const s = o.selfService;
   if (!s.mailer.configured('notification')) return 0;
   const previous = o.catalogue
     .list()
-    .filter((e) => e.api !== undefined && e.api.name === api.name && (e.state === 'PUBLISHED' || e.state === 'DEPRECATED') && compare(e.api.version, api.version) < 0)
+    .filter(
+      (e) =>
+        e.api !== undefined &&
+        e.api.name === api.name &&
+        (e.state === 'PUBLISHED' || e.state === 'DEPRECATED') &&
+        compare(e.api.version, api.version) < 0,
+    )
     .sort((a, b) => compare(b.api?.version ?? '', a.api?.version ?? ''))[0]?.api;
   if (previous === undefined) return 0;
   const subs = (await o.keys.listSubscriptions({ apiContext: previous.context })).filter((x) => x.apiVersion === previous.version);

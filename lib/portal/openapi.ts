@@ -22,7 +22,9 @@ const isObj = (v: unknown): v is Record<string, unknown> => v !== null && typeof
 function scopesOf(security: unknown): string[] | undefined {
   if (!Array.isArray(security)) return undefined;
   const out = new Set<string>();
-  for (const req of security) if (isObj(req)) for (const v of Object.values(req)) if (Array.isArray(v)) for (const s of v) if (typeof s === 'string' && /^\S+$/.test(s)) out.add(s);
+  for (const req of security)
+    if (isObj(req))
+      for (const v of Object.values(req)) if (Array.isArray(v)) for (const s of v) if (typeof s === 'string' && /^\S+$/.test(s)) out.add(s);
   return [...out];
 }
 
@@ -51,7 +53,8 @@ export function importOpenApi(text: string, form: ApiForm): { form: ApiForm; res
   const read = readDocument(text);
   if ('error' in read) return read;
   const doc = read.doc;
-  if (!isObj(doc) || typeof doc.openapi !== 'string' || !doc.openapi.startsWith('3.')) return { error: 'not an OpenAPI 3 document: the "openapi" field must be "3.x.y"' };
+  if (!isObj(doc) || typeof doc.openapi !== 'string' || !doc.openapi.startsWith('3.'))
+    return { error: 'not an OpenAPI 3 document: the "openapi" field must be "3.x.y"' };
   if (!isObj(doc.paths) || Object.keys(doc.paths).length === 0) return { error: 'the document has no paths' };
   const global = scopesOf(doc.security) ?? [];
   const lines: string[] = [];
@@ -68,10 +71,13 @@ export function importOpenApi(text: string, form: ApiForm): { form: ApiForm; res
   }
   if (lines.length === 0) return { error: 'no operation under paths' };
   const info = isObj(doc.info) ? doc.info : {};
-  const server = Array.isArray(doc.servers) ? doc.servers.find((s): s is { url: string } => isObj(s) && typeof s.url === 'string' && /^https?:\/\//.test(s.url)) : undefined;
+  const server = Array.isArray(doc.servers)
+    ? doc.servers.find((s): s is { url: string } => isObj(s) && typeof s.url === 'string' && /^https?:\/\//.test(s.url))
+    : undefined;
   const out: ApiForm = { ...form, resources: lines.join('\n') };
   if (out.name === '' && typeof info.title === 'string') out.name = info.title.slice(0, 200);
-  if ((out.version === '' || out.version === '1.0.0') && typeof info.version === 'string' && /^[^/\s?#{}%]+$/.test(info.version)) out.version = info.version;
+  if ((out.version === '' || out.version === '1.0.0') && typeof info.version === 'string' && /^[^/\s?#{}%]+$/.test(info.version))
+    out.version = info.version;
   if (out.description === '' && typeof info.description === 'string') out.description = info.description.slice(0, 1000);
   if (out.production === '' && server !== undefined) out.production = server.url;
   return { form: out, resources: lines.length };

@@ -14,7 +14,19 @@ import * as path from 'node:path';
 import { SUBSCRIPTION_STATES, type SubscriptionState } from '../store/types';
 import type { ApiFileRefusal } from '../keymanager/http';
 import { tenantOfContext } from '../keymanager/manage';
-import { type ApiForm, checkForm, CORS_KEYS, emptyForm, ENDPOINT_KEYS, type EndpointKey, type EndpointKind, fieldOf, formFromPost, formFromText, TRANSITIONS } from './api-form';
+import {
+  type ApiForm,
+  checkForm,
+  CORS_KEYS,
+  emptyForm,
+  ENDPOINT_KEYS,
+  type EndpointKey,
+  type EndpointKind,
+  fieldOf,
+  formFromPost,
+  formFromText,
+  TRANSITIONS,
+} from './api-form';
 import { type CatalogueEntry, type ConsoleState } from './catalogue';
 import { type Call, problem, render, takeFlash } from './context';
 import { buttonForm, csrfField, escapeHtml as h, field, seeOther, select } from './html';
@@ -27,17 +39,42 @@ function listPage(c: Call): void {
     .list()
     .map((e) => {
       const name = e.api !== undefined ? `${e.api.name} ${e.api.version}` : e.id;
-      const moves = e.api !== undefined ? TRANSITIONS[e.state].map((s) => buttonForm(`/publisher/apis/${encodeURIComponent(e.id)}/lifecycle`, lifecycleLabel(s), c.session.csrf, { state: s }, `${lifecycleLabel(s)} ${name}`)).join(' ') : '<span class="error">invalid file</span>';
+      const moves =
+        e.api !== undefined
+          ? TRANSITIONS[e.state]
+              .map((s) =>
+                buttonForm(
+                  `/publisher/apis/${encodeURIComponent(e.id)}/lifecycle`,
+                  lifecycleLabel(s),
+                  c.session.csrf,
+                  { state: s },
+                  `${lifecycleLabel(s)} ${name}`,
+                ),
+              )
+              .join(' ')
+          : '<span class="error">invalid file</span>';
       return `<tr><td><a href="/publisher/apis/${encodeURIComponent(e.id)}">${h(name)}</a></td><td><code>${h(e.api?.context ?? '')}</code></td><td>${state(e.state)}</td><td>${moves}</td></tr>`;
     })
     .join('\n');
-  render(c, 'publisher', 'APIs', `${takeFlash(c)}
+  render(
+    c,
+    'publisher',
+    'APIs',
+    `${takeFlash(c)}
 <p><a href="/publisher/new">Create an API</a></p>
-<div class="table"><table><thead><tr><th scope="col">API</th><th scope="col">Context</th><th scope="col">State</th><th scope="col">Lifecycle</th></tr></thead><tbody>${rows}</tbody></table></div>`);
+<div class="table"><table><thead><tr><th scope="col">API</th><th scope="col">Context</th><th scope="col">State</th><th scope="col">Lifecycle</th></tr></thead><tbody>${rows}</tbody></table></div>`,
+  );
 }
 
 function lifecycleLabel(s: ConsoleState): string {
-  return { CREATED: 'Demote to created', PROTOTYPED: 'Deploy as a prototype', PUBLISHED: 'Publish', BLOCKED: 'Block', DEPRECATED: 'Deprecate', RETIRED: 'Retire' }[s];
+  return {
+    CREATED: 'Demote to created',
+    PROTOTYPED: 'Deploy as a prototype',
+    PUBLISHED: 'Publish',
+    BLOCKED: 'Block',
+    DEPRECATED: 'Deprecate',
+    RETIRED: 'Retire',
+  }[s];
 }
 
 type FormErrors = Partial<Record<keyof ApiForm | 'general' | 'openapi', string>>;
@@ -47,7 +84,11 @@ function endpointGroup(f: ApiForm, kind: EndpointKind, err: (k: keyof ApiForm) =
   const title = kind === 'production' ? 'Production' : 'Sandbox';
   const keys = Object.entries(ENDPOINT_KEYS) as [EndpointKey, (typeof ENDPOINT_KEYS)[EndpointKey]][];
   const open = keys.some(([k]) => f[`${kind}_${k}`] !== '' || err(`${kind}_${k}`).error !== undefined);
-  const inputs = keys.map(([k, d]) => field({ id: `${kind}_${k}`, label: `${title} ${d.label}`, value: f[`${kind}_${k}`], hint: d.hint, ...err(`${kind}_${k}`) })).join('\n');
+  const inputs = keys
+    .map(([k, d]) =>
+      field({ id: `${kind}_${k}`, label: `${title} ${d.label}`, value: f[`${kind}_${k}`], hint: d.hint, ...err(`${kind}_${k}`) }),
+    )
+    .join('\n');
   return `<details${open ? ' open' : ''}><summary>${title} endpoint: advanced configuration</summary>\n${inputs}\n</details>`;
 }
 
@@ -56,23 +97,53 @@ function endpointGroup(f: ApiForm, kind: EndpointKind, err: (k: keyof ApiForm) =
  * a password input that is never filled in, also not after an error.
  */
 function secretField(kind: EndpointKind, err: (k: keyof ApiForm) => { error?: string }): string {
-  return field({ id: `${kind}_secret`, label: `${kind === 'production' ? 'Production' : 'Sandbox'} backend secret (optional)`, type: 'password', value: '', hint: 'Only to re-enter the backend password (basic, digest) or client secret (oauth) the API file holds: needed when the URL moves to another host, which the stored credentials never follow', ...err(`${kind}_secret`) });
+  return field({
+    id: `${kind}_secret`,
+    label: `${kind === 'production' ? 'Production' : 'Sandbox'} backend secret (optional)`,
+    type: 'password',
+    value: '',
+    hint: 'Only to re-enter the backend password (basic, digest) or client secret (oauth) the API file holds: needed when the URL moves to another host, which the stored credentials never follow',
+    ...err(`${kind}_secret`),
+  });
 }
 
 /** The CORS override's fields in a fieldset; yes/no keys are selects with "as [apim.cors]" first. */
 function corsGroup(f: ApiForm, err: (k: keyof ApiForm) => { error?: string }): string {
   const inputs = CORS_KEYS.map(([id, , kind, label]) =>
     kind === 'boolean'
-      ? select({ id, label, options: [['', 'As [apim.cors]'], ['true', 'Yes'], ['false', 'No']], value: f[id], ...err(id) })
+      ? select({
+          id,
+          label,
+          options: [
+            ['', 'As [apim.cors]'],
+            ['true', 'Yes'],
+            ['false', 'No'],
+          ],
+          value: f[id],
+          ...err(id),
+        })
       : field({ id, label, value: f[id], hint: 'Comma-separated; empty: [apim.cors] applies', ...err(id) }),
   ).join('\n');
   return `<fieldset><legend>CORS override (empty: [apim.cors] applies)</legend>\n${inputs}\n</fieldset>`;
 }
 
-function formPage(c: Call, title: string, action: string, f: ApiForm, errors: FormErrors = {}, extra = '', status = 200, notice = ''): void {
+function formPage(
+  c: Call,
+  title: string,
+  action: string,
+  f: ApiForm,
+  errors: FormErrors = {},
+  extra = '',
+  status = 200,
+  notice = '',
+): void {
   const err = (k: keyof ApiForm | 'openapi'): { error?: string } => (errors[k] !== undefined ? { error: errors[k] as string } : {});
   const general = errors.general !== undefined ? `<p class="error" role="alert">${h(errors.general)}</p>` : '';
-  render(c, 'publisher', title, `${takeFlash(c)}${notice}${extra}${extra !== '' ? '<h2>Definition</h2>' : ''}${general}
+  render(
+    c,
+    'publisher',
+    title,
+    `${takeFlash(c)}${notice}${extra}${extra !== '' ? '<h2>Definition</h2>' : ''}${general}
 <form method="post" action="${h(action)}" novalidate>${csrfField(c.session.csrf)}
 ${field({ id: 'name', label: 'Name', value: f.name, required: true, ...err('name') })}
 ${field({ id: 'context', label: 'Context', value: f.context, required: true, hint: 'e.g. /pizzashack: the API is called at /<context>/<version>/<resource>', ...err('context') })}
@@ -84,7 +155,16 @@ ${endpointGroup(f, 'production', err)}
 ${field({ id: 'sandbox', label: 'Sandbox endpoint URL (optional)', value: f.sandbox, ...err('sandbox') })}
 ${secretField('sandbox', err)}
 ${endpointGroup(f, 'sandbox', err)}
-${select({ id: 'auth', label: 'Authentication', options: [['oauth2', 'OAuth 2.0 token and subscription'], ['none', 'None (open API)']], value: f.auth, ...err('auth') })}
+${select({
+  id: 'auth',
+  label: 'Authentication',
+  options: [
+    ['oauth2', 'OAuth 2.0 token and subscription'],
+    ['none', 'None (open API)'],
+  ],
+  value: f.auth,
+  ...err('auth'),
+})}
 ${field({ id: 'resources', label: 'Resources', type: 'textarea', value: f.resources, hint: 'One a line: METHODS /path [scopes] [policy=name auth=none token_type=user unauthenticated_policy=name], e.g. GET,POST /menu read policy=10KPerMin', ...err('resources') })}
 ${field({ id: 'scopes', label: 'Scopes (optional)', type: 'textarea', value: f.scopes, hint: 'One a line: name: role1, role2', ...err('scopes') })}
 ${field({ id: 'labels', label: 'Gateway labels (tags)', value: f.labels, ...err('labels') })}
@@ -94,31 +174,62 @@ ${corsGroup(f, err)}
 <button type="submit" name="action" value="save">Save</button>
 ${field({ id: 'openapi', label: 'OpenAPI 3 document (JSON or YAML, optional)', type: 'textarea', value: c.form.get('openapi') ?? '', hint: 'Import fills the resources (and empty fields) from its paths, info and servers; nothing is saved until Save', ...err('openapi') })}
 <button type="submit" name="action" value="import">Import resources</button>
-</form>`, status);
+</form>`,
+    status,
+  );
 }
 
 async function editPage(c: Call, e: CatalogueEntry): Promise<void> {
   const parsed = formFromText(e.text);
-  if (parsed === undefined) return problem(c, 'publisher', 422, 'Cannot edit', `${e.file} is not readable TOML: fix it in an editor (throughway apis list shows why).`);
-  const moves = TRANSITIONS[e.state].map((s) => buttonForm(`/publisher/apis/${encodeURIComponent(e.id)}/lifecycle`, lifecycleLabel(s), c.session.csrf, { state: s })).join(' ');
+  if (parsed === undefined)
+    return problem(
+      c,
+      'publisher',
+      422,
+      'Cannot edit',
+      `${e.file} is not readable TOML: fix it in an editor (throughway apis list shows why).`,
+    );
+  const moves = TRANSITIONS[e.state]
+    .map((s) => buttonForm(`/publisher/apis/${encodeURIComponent(e.id)}/lifecycle`, lifecycleLabel(s), c.session.csrf, { state: s }))
+    .join(' ');
   let subs = '';
   if (e.api !== undefined) {
     const api = e.api;
     const list = (await c.parts.keys.listSubscriptions({ apiContext: api.context })).filter((s) => s.apiVersion === api.version);
-    const rows = list.map((s) => {
-      const next: SubscriptionState[] = s.state === 'UNBLOCKED' ? ['BLOCKED', 'PROD_ONLY_BLOCKED'] : ['UNBLOCKED'];
-      const label = (n: SubscriptionState): string => (n === 'UNBLOCKED' ? (s.state === 'ON_HOLD' ? 'Approve' : 'Unblock') : n === 'BLOCKED' ? 'Block' : 'Block production only');
-      return `<tr><td>${h(s.application)}</td><td>${h(s.tier)}</td><td>${state(s.state)}</td><td>${next.map((n) => buttonForm(`/publisher/apis/${encodeURIComponent(e.id)}/subscriptions`, label(n), c.session.csrf, { subscription: s.id, state: n }, `${label(n)} ${s.application}`)).join(' ')}</td></tr>`;
-    }).join('\n');
+    const rows = list
+      .map((s) => {
+        const next: SubscriptionState[] = s.state === 'UNBLOCKED' ? ['BLOCKED', 'PROD_ONLY_BLOCKED'] : ['UNBLOCKED'];
+        const label = (n: SubscriptionState): string =>
+          n === 'UNBLOCKED' ? (s.state === 'ON_HOLD' ? 'Approve' : 'Unblock') : n === 'BLOCKED' ? 'Block' : 'Block production only';
+        return `<tr><td>${h(s.application)}</td><td>${h(s.tier)}</td><td>${state(s.state)}</td><td>${next.map((n) => buttonForm(`/publisher/apis/${encodeURIComponent(e.id)}/subscriptions`, label(n), c.session.csrf, { subscription: s.id, state: n }, `${label(n)} ${s.application}`)).join(' ')}</td></tr>`;
+      })
+      .join('\n');
     subs = `<h2>Subscriptions</h2><div class="table"><table><thead><tr><th scope="col">Application</th><th scope="col">Tier</th><th scope="col">State</th><th scope="col">Action</th></tr></thead><tbody>${rows}</tbody></table></div>`;
   }
-  const warn = e.api === undefined ? `<p class="error" role="alert">The file does not validate: ${h(e.diagnostics.filter((d) => d.level === 'error').map((d) => `${d.field}: ${d.message}`).join('; '))}</p>` : '';
-  formPage(c, `${e.api?.name ?? e.id} ${e.api?.version ?? ''}`.trim(), `/publisher/apis/${encodeURIComponent(e.id)}`, parsed.form, {}, `${warn}<h2>Lifecycle</h2><p>State: ${state(e.state)}</p><p>${moves === '' ? 'No transition: RETIRED is final.' : moves}</p>${subs}`);
+  const warn =
+    e.api === undefined
+      ? `<p class="error" role="alert">The file does not validate: ${h(
+          e.diagnostics
+            .filter((d) => d.level === 'error')
+            .map((d) => `${d.field}: ${d.message}`)
+            .join('; '),
+        )}</p>`
+      : '';
+  formPage(
+    c,
+    `${e.api?.name ?? e.id} ${e.api?.version ?? ''}`.trim(),
+    `/publisher/apis/${encodeURIComponent(e.id)}`,
+    parsed.form,
+    {},
+    `${warn}<h2>Lifecycle</h2><p>State: ${state(e.state)}</p><p>${moves === '' ? 'No transition: RETIRED is final.' : moves}</p>${subs}`,
+  );
 }
 
 /** Refuses a second API on the same context and version (the gateway would refuse to deploy it). */
 function duplicate(c: Call, f: ApiForm, self: string | undefined): string | undefined {
-  const other = c.parts.catalogue.list().find((e) => e.id !== self && e.api !== undefined && e.api.context === f.context && e.api.version === f.version);
+  const other = c.parts.catalogue
+    .list()
+    .find((e) => e.id !== self && e.api !== undefined && e.api.context === f.context && e.api.version === f.version);
   return other === undefined ? undefined : `context ${f.context} version ${f.version} is already used by ${other.id}`;
 }
 
@@ -128,13 +239,29 @@ async function save(c: Call, e: CatalogueEntry | undefined): Promise<void> {
     const action = e === undefined ? '/publisher/new' : `/publisher/apis/${encodeURIComponent(e.id)}`;
     const r = importOpenApi(c.form.get('openapi') ?? '', f);
     if ('error' in r) return formPage(c, e === undefined ? 'Create an API' : `Edit ${f.name}`, action, f, { openapi: r.error }, '', 400);
-    return formPage(c, e === undefined ? 'Create an API' : `Edit ${f.name}`, action, r.form, {}, '', 200, `<p class="notice" role="status">Imported ${r.resources} resource line${r.resources === 1 ? '' : 's'} from the OpenAPI document: check the form, then Save.</p>`);
+    return formPage(
+      c,
+      e === undefined ? 'Create an API' : `Edit ${f.name}`,
+      action,
+      r.form,
+      {},
+      '',
+      200,
+      `<p class="notice" role="status">Imported ${r.resources} resource line${r.resources === 1 ? '' : 's'} from the OpenAPI document: check the form, then Save.</p>`,
+    );
   }
   const raw = e !== undefined ? formFromText(e.text)?.raw : undefined;
   const draft = c.parts.catalogue.draftFor(f.name, f.version);
   const file = e?.file ?? draft.file;
   const st: ConsoleState = e?.state ?? 'CREATED';
-  const r = checkForm(f, file, c.parts.catalogue.vars, e !== undefined && raw !== undefined ? { text: e.text, raw } : undefined, st, c.parts.policyNames?.());
+  const r = checkForm(
+    f,
+    file,
+    c.parts.catalogue.vars,
+    e !== undefined && raw !== undefined ? { text: e.text, raw } : undefined,
+    st,
+    c.parts.policyNames?.(),
+  );
   const errors: FormErrors = { ...r.errors };
   const dup = duplicate(c, f, e?.id);
   if (dup !== undefined) errors.context ??= dup;
@@ -142,9 +269,15 @@ async function save(c: Call, e: CatalogueEntry | undefined): Promise<void> {
   if (Object.keys(errors).length > 0) return formPage(c, e === undefined ? 'Create an API' : `Edit ${f.name}`, action, f, errors, '', 400);
   // Through the catalogue: this node's apis_dir, or the control plane's, which validates again (catalogue.ts).
   const w = await c.parts.catalogue.write(e?.id ?? draft.id, r.text, e === undefined);
-  if ('status' in w) return formPage(c, e === undefined ? 'Create an API' : `Edit ${f.name}`, action, f, refusalErrors(w), '', w.status === 409 ? 409 : 400);
+  if ('status' in w)
+    return formPage(c, e === undefined ? 'Create an API' : `Edit ${f.name}`, action, f, refusalErrors(w), '', w.status === 409 ? 409 : 400);
   c.parts.logger.log('info', 'publisher_api_saved', { file, user: c.session.user?.username, state: st, written: r.written });
-  const how = r.written === 'edited' ? ' Its comments and the keys the form does not show are kept.' : r.written === 'rewritten' ? ' The file was written afresh: its comments could not be kept (docs/portal.md, "What a save keeps").' : '';
+  const how =
+    r.written === 'edited'
+      ? ' Its comments and the keys the form does not show are kept.'
+      : r.written === 'rewritten'
+        ? ' The file was written afresh: its comments could not be kept (docs/portal.md, "What a save keeps").'
+        : '';
   c.session.flash = `<p class="notice" role="status">Saved ${h(path.basename(file))} (${st}).${how}</p>`;
   const id = w.id;
   return seeOther(c.res, `/publisher/apis/${encodeURIComponent(id)}`);
@@ -170,7 +303,15 @@ async function lifecycle(c: Call, e: CatalogueEntry): Promise<void> {
     const tenant = tenantOfContext(e.api.context);
     const executor = await w.executorOf(tenant, 'AM_API_STATE');
     if (executor !== 'simple') {
-      await w.start({ type: 'AM_API_STATE', tenant, requester: c.session.user?.username ?? '', entity: e.id, description: `${e.api.name} ${e.api.version}: ${e.state} → ${to}`, attributes: { from: e.state, to }, executor });
+      await w.start({
+        type: 'AM_API_STATE',
+        tenant,
+        requester: c.session.user?.username ?? '',
+        entity: e.id,
+        description: `${e.api.name} ${e.api.version}: ${e.state} → ${to}`,
+        attributes: { from: e.state, to },
+        executor,
+      });
       c.session.flash = `<p class="notice" role="status">${h(e.api.name)} ${h(e.api.version)}: ${e.state} → ${to} pending approval; the API stays ${e.state} until then.</p>`;
       return seeOther(c.res, `/publisher/apis/${encodeURIComponent(e.id)}`);
     }
@@ -182,7 +323,9 @@ async function lifecycle(c: Call, e: CatalogueEntry): Promise<void> {
   const ss = c.parts.selfService;
   const api = to === 'PUBLISHED' && ss !== undefined ? (c.parts.catalogue.get(r.id)?.api ?? e.api) : undefined;
   if (api !== undefined && ss !== undefined) {
-    void notifyNewVersion({ selfService: ss, keys: c.parts.keys, catalogue: c.parts.catalogue, logger: c.parts.logger }, api).catch((err: unknown) => c.parts.logger.log('error', 'portal_notify_failed', { api: api.name, message: (err as Error).message }));
+    void notifyNewVersion({ selfService: ss, keys: c.parts.keys, catalogue: c.parts.catalogue, logger: c.parts.logger }, api).catch(
+      (err: unknown) => c.parts.logger.log('error', 'portal_notify_failed', { api: api.name, message: (err as Error).message }),
+    );
   }
   c.session.flash = `<p class="notice" role="status">${h(e.api?.name ?? e.id)} ${h(e.api?.version ?? '')}: ${e.state} → ${to}.</p>`;
   return seeOther(c.res, `/publisher/apis/${encodeURIComponent(r.id)}`);
@@ -190,10 +333,13 @@ async function lifecycle(c: Call, e: CatalogueEntry): Promise<void> {
 
 async function subscriptionState(c: Call, e: CatalogueEntry): Promise<void> {
   const wanted = c.form.get('subscription') ?? '';
-  const s = e.api === undefined ? undefined : (await c.parts.keys.listSubscriptions({ apiContext: e.api.context })).find((x) => x.id === wanted);
+  const s =
+    e.api === undefined ? undefined : (await c.parts.keys.listSubscriptions({ apiContext: e.api.context })).find((x) => x.id === wanted);
   const to = c.form.get('state') as SubscriptionState;
-  if (s === undefined || e.api === undefined || s.apiContext !== e.api.context || s.apiVersion !== e.api.version) return problem(c, 'publisher', 404, 'No such subscription', 'This API has no such subscription.');
-  if (!SUBSCRIPTION_STATES.includes(to)) return problem(c, 'publisher', 400, 'Not allowed', `state must be one of ${SUBSCRIPTION_STATES.join(', ')}`);
+  if (s === undefined || e.api === undefined || s.apiContext !== e.api.context || s.apiVersion !== e.api.version)
+    return problem(c, 'publisher', 404, 'No such subscription', 'This API has no such subscription.');
+  if (!SUBSCRIPTION_STATES.includes(to))
+    return problem(c, 'publisher', 400, 'Not allowed', `state must be one of ${SUBSCRIPTION_STATES.join(', ')}`);
   await c.parts.keys.setSubscriptionState(s.id, to);
   c.session.flash = `<p class="notice" role="status">Subscription ${h(s.id)}: ${s.state} → ${to}.</p>`;
   return seeOther(c.res, `/publisher/apis/${encodeURIComponent(e.id)}`);
@@ -203,7 +349,8 @@ async function subscriptionState(c: Call, e: CatalogueEntry): Promise<void> {
 export async function publisher(c: Call): Promise<void> {
   const [a, id, action] = c.segs;
   if (a === undefined && c.method === 'GET') return listPage(c);
-  if (a === 'new' && id === undefined) return c.method === 'POST' ? save(c, undefined) : formPage(c, 'Create an API', '/publisher/new', emptyForm());
+  if (a === 'new' && id === undefined)
+    return c.method === 'POST' ? save(c, undefined) : formPage(c, 'Create an API', '/publisher/new', emptyForm());
   if (a === 'apis' && id !== undefined) {
     const e = c.parts.catalogue.get(id);
     if (e === undefined) return problem(c, 'publisher', 404, 'No such API', `No API file ${id}.`);

@@ -48,10 +48,16 @@ export class RemoteCatalogue implements ApiCatalogue {
       return remoteFailure(err, this.origin);
     }
     const policies = d.policies as { text?: unknown; file?: unknown } | null | undefined;
-    const parsed = typeof policies?.text === 'string' ? parsePolicies(policies.text, String(policies.file ?? ''), this.policyOptions).policies : undefined;
-    this.tiers = parsed === undefined ? undefined : { subscription: [...parsed.subscription.keys()], application: [...parsed.application.keys()] };
+    const parsed =
+      typeof policies?.text === 'string'
+        ? parsePolicies(policies.text, String(policies.file ?? ''), this.policyOptions).policies
+        : undefined;
+    this.tiers =
+      parsed === undefined ? undefined : { subscription: [...parsed.subscription.keys()], application: [...parsed.application.keys()] };
     const list = Array.isArray(r.list) ? (r.list as { id: unknown; text: unknown }[]) : [];
-    this.entries = list.filter((x) => typeof x.id === 'string' && typeof x.text === 'string').map((x) => this.entry(x.id as string, x.text as string));
+    this.entries = list
+      .filter((x) => typeof x.id === 'string' && typeof x.text === 'string')
+      .map((x) => this.entry(x.id as string, x.text as string));
   }
 
   list(): CatalogueEntry[] {
@@ -68,11 +74,21 @@ export class RemoteCatalogue implements ApiCatalogue {
   }
 
   /** A refusal the control plane answered (4xx with fields), or the page error of an unreachable one. */
-  private async send(path: string, body: Record<string, unknown>, method: 'PUT' | 'POST'): Promise<Record<string, unknown> | ApiFileRefusal> {
+  private async send(
+    path: string,
+    body: Record<string, unknown>,
+    method: 'PUT' | 'POST',
+  ): Promise<Record<string, unknown> | ApiFileRefusal> {
     try {
       return await this.cp.request(method, path, body);
     } catch (err) {
-      if (err instanceof ControlPlaneError && err.status !== undefined && err.status < 500 && err.status !== 401 && err.body !== undefined) {
+      if (
+        err instanceof ControlPlaneError &&
+        err.status !== undefined &&
+        err.status < 500 &&
+        err.status !== 401 &&
+        err.body !== undefined
+      ) {
         const fields = err.body.fields !== null && typeof err.body.fields === 'object' ? (err.body.fields as Record<string, string>) : {};
         return { status: err.status, message: String(err.body.error_description ?? err.message), fields };
       }
@@ -87,6 +103,8 @@ export class RemoteCatalogue implements ApiCatalogue {
 
   async transition(id: string, to: ConsoleState): Promise<{ id: string; from: string } | ApiFileRefusal> {
     const r = await this.send(`/admin/v1/api-files/${encodeURIComponent(id)}/lifecycle`, { state: to }, 'POST');
-    return 'status' in r && typeof r.status === 'number' ? (r as ApiFileRefusal) : { id: String((r as Record<string, unknown>).id), from: String((r as Record<string, unknown>).from) };
+    return 'status' in r && typeof r.status === 'number'
+      ? (r as ApiFileRefusal)
+      : { id: String((r as Record<string, unknown>).id), from: String((r as Record<string, unknown>).from) };
   }
 }

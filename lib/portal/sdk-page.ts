@@ -30,14 +30,38 @@ function fileName(e: ShownApi, language: string): string {
 export function sdkDownload(c: Call, e: ShownApi | undefined, language: string): void {
   const s = c.parts.selfService;
   if (e === undefined || s === undefined) return problem(c, 'devportal', 404, 'No such API', 'This API is not in the catalogue.');
-  if (!(sdkLanguages(s.settings.sdk).built as string[]).includes(language)) return problem(c, 'devportal', 404, 'No such SDK', `throughway builds no ${language.slice(0, 50)} SDK here; see the API's page for the languages offered.`);
+  if (!(sdkLanguages(s.settings.sdk).built as string[]).includes(language))
+    return problem(
+      c,
+      'devportal',
+      404,
+      'No such SDK',
+      `throughway builds no ${language.slice(0, 50)} SDK here; see the API's page for the languages offered.`,
+    );
   const d = apiDocument(e.api);
-  if (d === undefined || 'error' in d) return problem(c, 'devportal', 404, 'No OpenAPI document', d === undefined ? 'This API names no OpenAPI document: SDKs are made from it.' : `The OpenAPI document cannot be read: ${d.error}`);
+  if (d === undefined || 'error' in d)
+    return problem(
+      c,
+      'devportal',
+      404,
+      'No OpenAPI document',
+      d === undefined ? 'This API names no OpenAPI document: SDKs are made from it.' : `The OpenAPI document cannot be read: ${d.error}`,
+    );
   const base = apiUrls(e.api, c.parts.gateways())[0]?.url;
-  if (base === undefined) return problem(c, 'devportal', 404, 'No gateway URL', 'No gateway URL is known: configure [[apim.gateway.environment]] http_endpoint.');
-  const files = generateSdk(language as BuiltLanguage, { doc: d.doc as Record<string, unknown>, api: e.api, baseUrl: base }, s.settings.sdk);
+  if (base === undefined)
+    return problem(c, 'devportal', 404, 'No gateway URL', 'No gateway URL is known: configure [[apim.gateway.environment]] http_endpoint.');
+  const files = generateSdk(
+    language as BuiltLanguage,
+    { doc: d.doc as Record<string, unknown>, api: e.api, baseUrl: base },
+    s.settings.sdk,
+  );
   if ('error' in files) return problem(c, 'devportal', 500, 'SDK not built', files.error);
   const zip = writeZip(files);
-  c.res.writeHead(200, { ...PAGE_HEADERS, 'Content-Type': 'application/zip', 'Content-Length': zip.length, 'Content-Disposition': `attachment; filename="${fileName(e, language)}"` });
+  c.res.writeHead(200, {
+    ...PAGE_HEADERS,
+    'Content-Type': 'application/zip',
+    'Content-Length': zip.length,
+    'Content-Disposition': `attachment; filename="${fileName(e, language)}"`,
+  });
   c.res.end(zip);
 }

@@ -6,13 +6,17 @@
  */
 import type { DeploymentConfig } from '../config/deployment-config.generated';
 import type { KeyManager } from '../keymanager';
+import { OAuthError } from '../keymanager/errors';
 import { checkNewUser } from '../keymanager/manage';
+import { signUpEffect } from '../keymanager/signup-effect';
+import type { Logger } from '../log';
 import type { Mailer } from '../mail/outbox';
 import { SDK_DEFAULTS, type SdkSettings } from '../sdk';
 import { newPasswordHash } from '../store/passwords';
 import type { SelfServiceStore } from '../store/selfservice';
 import type { Store } from '../store/types';
 import type { Tenants } from '../tenants';
+import type { Workflows } from '../workflows';
 
 /** The reference's organisation claim, `[apim.devportal] application_sharing_claim`'s default (spec 000). */
 export const ORGANIZATION_CLAIM = 'http://wso2.org/claims/organization';
@@ -50,7 +54,11 @@ export function selfServiceSettings(config: DeploymentConfig, consolesOrigin: st
     confirmValidity: p.confirmation_link_validity,
     recoverValidity: p.recovery_link_validity,
     portalUrl: (dp.url === DEFAULT_PORTAL_URL ? `${consolesOrigin}/devportal` : dp.url).replace(/\/+$/, ''),
-    sharing: { enabled: dp.enable_application_sharing, type: dp.application_sharing_type ?? 'default', claim: dp.application_sharing_claim ?? ORGANIZATION_CLAIM },
+    sharing: {
+      enabled: dp.enable_application_sharing,
+      type: dp.application_sharing_type ?? 'default',
+      claim: dp.application_sharing_claim ?? ORGANIZATION_CLAIM,
+    },
     comments: dp.enable_comments,
     ratings: dp.enable_ratings,
     forum: dp.enable_forum,
@@ -96,25 +104,45 @@ export interface SelfService {
   readonly store: SelfServiceStore;
   readonly mailer: Mailer;
   readonly tenants: Tenants;
+  /** The key manager's workflow engine: every sign-up starts an AM_USER_SIGNUP workflow (docs/workflows.md). */
+  readonly workflows: Workflows;
   /** Sign-up and recovery requests: 20 an hour per client address (an IPv6 client by its /64). */
   readonly limiter: AddressLimiter;
   /** Adds a user to the key manager's store under `[user_store.properties]` UsernameJavaRegEx and PasswordJavaRegEx (OAuthError otherwise). */
   addUser(username: string, password: string): Promise<string>;
   /** Checks a new password against PasswordJavaRegEx (OAuthError otherwise). */
   checkPassword(username: string, password: string): void;
+  /** Checks a new user's name and password against the rules (OAuthError otherwise) and that the name is free (OAuthError conflict). */
+  checkNewUser(username: string, password: string): Promise<void>;
   /** Replaces a user's password (scrypt); false for an unknown user. */
   setPassword(username: string, password: string): Promise<boolean>;
   /** Roles of a user of the key manager's store. */
   roles(username: string): Promise<readonly string[]>;
 }
 
-/** The self-service of a node whose consoles use this process's key manager. */
-export function localSelfService(o: { km: KeyManager; store: Store; mailer: Mailer; settings: SelfServiceSettings; rules: { username: RegExp; password: RegExp } }): SelfService {
+/**
+ * The self-service of a node whose consoles use this process's key manager. It registers the effect of
+ * sign-up decisions on the key manager's workflows (lib/keymanager/signup-effect.ts), mailing through
+ * this node's outbox.
+ */
+export function localSelfService(o: {
+  km: KeyManager;
+  store: Store;
+  mailer: Mailer;
+  settings: SelfServiceSettings;
+  rules: { username: RegExp; password: RegExp };
+  logger: Logger;
+}): SelfService {
+  o.km.workflows.register(
+    'AM_USER_SIGNUP',
+    signUpEffect({ store: o.store, logger: o.logger, mail: (m) => o.mailer.send(m), portalUrl: o.settings.portalUrl }),
+  );
   return {
     settings: o.settings,
     store: o.store.selfService,
     mailer: o.mailer,
     tenants: o.km.tenants,
+    workflows: o.km.workflows,
     limiter: new AddressLimiter(20, 60 * 60_000),
     async addUser(username, password) {
       // The reference's self sign-up gives the subscriber role (Internal/subscriber).
@@ -122,6 +150,10 @@ export function localSelfService(o: { km: KeyManager; store: Store; mailer: Mail
     },
     checkPassword(username, password) {
       checkNewUser({ username, password }, { username: /[\s\S]*/, password: o.rules.password });
+    },
+    async checkNewUser(username, password) {
+      checkNewUser({ username, password }, o.rules);
+      if ((await o.store.getUser(username)) !== undefined) throw new OAuthError('conflict', `user ${username} already exists`);
     },
     async setPassword(username, password) {
       return o.store.setUserPassword(username, await newPasswordHash(password));

@@ -42,6 +42,9 @@ export interface HeldKeys {
   consumerKey: string;
   consumerSecret: string;
   accessToken?: string;
+  /** The held token's scope (RFC 6749 §5.1 `scope`) and when it expires (ms since the epoch, from `expires_in`). */
+  tokenScope?: string;
+  tokenExpires?: number;
 }
 
 /** A sign-in in progress: PKCE verifier (RFC 7636 §4.1), state (RFC 6749 §10.12), where to return. */
@@ -148,7 +151,9 @@ export class Sessions {
 /** The Set-Cookie header of a session (or of its removal when `s` is undefined). */
 export function sessionCookie(req: http.IncomingMessage, s: Session | undefined): string {
   const secure = (req.socket as { encrypted?: boolean }).encrypted === true ? '; Secure' : '';
-  return s === undefined ? `${COOKIE}=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0${secure}` : `${COOKIE}=${s.id}; Path=/; HttpOnly; SameSite=Lax${secure}`;
+  return s === undefined
+    ? `${COOKIE}=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0${secure}`
+    : `${COOKIE}=${s.id}; Path=/; HttpOnly; SameSite=Lax${secure}`;
 }
 
 /** The CSRF check of a posted form: the session's token in the `csrf` field. */
@@ -184,7 +189,13 @@ export class SignInSeal {
       const d = createDecipheriv('aes-256-gcm', this.key, raw.subarray(0, 12));
       d.setAuthTag(raw.subarray(12, 28));
       const p = JSON.parse(Buffer.concat([d.update(raw.subarray(28)), d.final()]).toString('utf8')) as PendingSignIn;
-      return typeof p.state === 'string' && typeof p.verifier === 'string' && typeof p.back === 'string' && typeof p.expiresAt === 'number' && p.expiresAt > this.now() ? p : undefined;
+      return typeof p.state === 'string' &&
+        typeof p.verifier === 'string' &&
+        typeof p.back === 'string' &&
+        typeof p.expiresAt === 'number' &&
+        p.expiresAt > this.now()
+        ? p
+        : undefined;
     } catch {
       return undefined;
     }
@@ -194,5 +205,7 @@ export class SignInSeal {
 /** The Set-Cookie of a sign-in in progress (or of its removal when `value` is undefined): the callback's path only. */
 export function signInCookie(req: http.IncomingMessage, value: string | undefined): string {
   const secure = (req.socket as { encrypted?: boolean }).encrypted === true ? '; Secure' : '';
-  return value === undefined ? `${SIGNIN_COOKIE}=; Path=${CALLBACK_PATH}; HttpOnly; SameSite=Lax; Max-Age=0${secure}` : `${SIGNIN_COOKIE}=${value}; Path=${CALLBACK_PATH}; HttpOnly; SameSite=Lax; Max-Age=${SIGNIN_TTL / 1000}${secure}`;
+  return value === undefined
+    ? `${SIGNIN_COOKIE}=; Path=${CALLBACK_PATH}; HttpOnly; SameSite=Lax; Max-Age=0${secure}`
+    : `${SIGNIN_COOKIE}=${value}; Path=${CALLBACK_PATH}; HttpOnly; SameSite=Lax; Max-Age=${SIGNIN_TTL / 1000}${secure}`;
 }

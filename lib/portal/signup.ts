@@ -24,6 +24,7 @@ import { addressKey } from '../keymanager/listener';
 import { digest, randomToken } from '../store/passwords';
 import { SUPER_TENANT } from '../store/types';
 import { TenantError } from '../tenants';
+import { startWorkflow } from '../workflows';
 import { type Call, problem, render } from './context';
 import { escapeHtml as h, field } from './html';
 import type { SelfService } from './selfservice';
@@ -75,15 +76,22 @@ export interface SignUpRequest {
   readonly organization: string;
 }
 
-/** The sign-up workflow's answer: the account is made now, waits for an approver, or is refused. */
-export type SignUpDecision = { readonly state: 'approved' } | { readonly state: 'pending'; readonly reference: string } | { readonly state: 'rejected'; readonly reason: string };
+/** The sign-up workflow's answer: the account signs in now, or waits for an approver (its task). */
+export type SignUpDecision = { readonly state: 'approved' } | { readonly state: 'pending'; readonly reference: string };
 
 /**
- * The one place a sign-up is decided ([apim.workflow] user sign-up, docs/self-service.md): approved
- * without a workflow engine. A workflow engine answers `pending` (the approver calls completeSignUp).
+ * The one place a sign-up is decided: an AM_USER_SIGNUP workflow with the executor the tenant chose
+ * (docs/workflows.md). `simple` (the default) approves at once; `approval` and `external` answer
+ * `pending` with the task, and the account is held until it is decided (lib/keymanager/signup-effect.ts).
  */
-export async function signUpDecision(_request: SignUpRequest): Promise<SignUpDecision> {
-  return { state: 'approved' };
+export async function signUpDecision(s: SelfService, r: SignUpRequest): Promise<SignUpDecision> {
+  const organization = r.organization !== '' ? `, organisation ${r.organization}` : '';
+  const started = await startWorkflow(s.workflows, 'AM_USER_SIGNUP', r.tenant, r.username, {
+    requester: r.username,
+    description: `Self sign-up of ${r.username} <${r.email}>${organization}`,
+    attributes: { email: r.email, organization: r.organization },
+  });
+  return started.status === 'approved' ? { state: 'approved' } : { state: 'pending', reference: started.taskId };
 }
 
 const EMAIL = /^[^\s@<>()[\]",;:\\]+@[^\s@<>()[\]",;:\\]+\.[^\s@<>()[\]",;:\\]+$/;
@@ -99,8 +107,21 @@ function signUpForm(c: Call, s: SelfService, forms: AnonymousForms, errors: Reco
   const v = (k: string): string => (c.form.get(k) ?? '').slice(0, 300);
   const err = (k: string): { error: string } | Record<string, never> => (errors[k] !== undefined ? { error: errors[k] as string } : {});
   const tenants = s.tenants.list().filter((t) => t.active && t.domain !== SUPER_TENANT);
-  const tenantField = tenants.length === 0 ? '' : field({ id: 'tenant', label: 'Tenant domain', value: v('tenant'), hint: 'Blank for this deployment\'s own users', ...err('tenant') });
-  render(c, 'devportal', 'Sign up', `${errors.form !== undefined ? `<p class="error" role="alert">${h(errors.form)}</p>` : ''}
+  const tenantField =
+    tenants.length === 0
+      ? ''
+      : field({
+          id: 'tenant',
+          label: 'Tenant domain',
+          value: v('tenant'),
+          hint: "Blank for this deployment's own users",
+          ...err('tenant'),
+        });
+  render(
+    c,
+    'devportal',
+    'Sign up',
+    `${errors.form !== undefined ? `<p class="error" role="alert">${h(errors.form)}</p>` : ''}
 <form method="post" action="/devportal/signup">${forms.field(c)}
 ${field({ id: 'username', label: 'User name', value: v('username'), required: true, ...err('username') })}
 ${tenantField}
@@ -110,7 +131,9 @@ ${field({ id: 'password', label: 'Password', type: 'password', required: true, .
 ${field({ id: 'password2', label: 'Password again', type: 'password', required: true, ...err('password2') })}
 <button type="submit">Create account</button>
 </form>
-<p><a href="/devportal/login">Sign in</a> · <a href="/devportal/recover">Forgot your password?</a></p>`, status);
+<p><a href="/devportal/login">Sign in</a> · <a href="/devportal/recover">Forgot your password?</a></p>`,
+    status,
+  );
 }
 
 async function mailLink(s: SelfService, purpose: 'confirm' | 'recover', username: string, email: string, tenant: string): Promise<void> {
@@ -124,25 +147,40 @@ async function mailLink(s: SelfService, purpose: 'confirm' | 'recover', username
     purpose === 'confirm'
       ? `Hello ${username},\n\nconfirm the e-mail address of your developer portal account with this link (valid ${minutes} minutes):\n\n${link}\n\nIf you did not sign up, ignore this mail.`
       : `Hello ${username},\n\nset a new password for your developer portal account with this link (valid ${minutes} minutes, once):\n\n${link}\n\nIf you did not ask for it, ignore this mail: your password stays as it is.`;
-  await s.mailer.send({ kind: purpose, to: email, subject: purpose === 'confirm' ? 'Confirm your e-mail address' : 'Reset your password', text, tenant });
+  await s.mailer.send({
+    kind: purpose,
+    to: email,
+    subject: purpose === 'confirm' ? 'Confirm your e-mail address' : 'Reset your password',
+    text,
+    tenant,
+  });
 }
 
 /**
- * Creates the account of an approved sign-up: the user, its profile (e-mail, organisation, confirmed
- * unless the address must be confirmed) and the confirmation mail. What a workflow engine calls once an
- * approver approves.
+ * Creates the account of a sign-up: the user, its profile (e-mail, organisation, confirmed unless the
+ * address must be confirmed) and the confirmation mail. Under an approval the account exists from here
+ * on, held until its task is approved (lib/keymanager/confirmed.ts).
  */
 export async function completeSignUp(s: SelfService, r: SignUpRequest, password: string): Promise<{ username: string; confirm: boolean }> {
   const username = await s.addUser(r.username, password);
   const confirm = s.settings.emailValidation;
-  const p = await s.store.saveProfile({ username, tenant: r.tenant, email: r.email, organization: r.organization, confirmed: !confirm }, Date.now());
+  const p = await s.store.saveProfile(
+    { username, tenant: r.tenant, email: r.email, organization: r.organization, confirmed: !confirm },
+    Date.now(),
+  );
   if (confirm) await mailLink(s, 'confirm', username, p.email, r.tenant);
   return { username, confirm };
 }
 
+/** A sign-up's answer when the account could not be made: the field the store's error is about. */
+function refusedFields(err: OAuthError): Record<string, string> {
+  return { [/password/i.test(err.message) ? 'password' : 'username']: err.message };
+}
+
 async function signUp(c: Call, s: SelfService, forms: AnonymousForms): Promise<void> {
   if (c.method === 'GET') return signUpForm(c, s, forms);
-  if (!s.limiter.take(addressKey(c.req.socket.remoteAddress ?? ''))) return problem(c, 'devportal', 429, 'Too many requests', 'Too many sign-ups from this address: try again in an hour.');
+  if (!s.limiter.take(addressKey(c.req.socket.remoteAddress ?? '')))
+    return problem(c, 'devportal', 429, 'Too many requests', 'Too many sign-ups from this address: try again in an hour.');
   const f = (k: string): string => (c.form.get(k) ?? '').trim();
   const errors: Record<string, string> = {};
   const own = f('username');
@@ -153,10 +191,12 @@ async function signUp(c: Call, s: SelfService, forms: AnonymousForms): Promise<v
   if (own === '' || own.length > 100) errors.username = 'Give a user name of at most 100 characters.';
   if (s.tenants.get(domain)?.active !== true) errors.tenant = `${domain} is not a tenant of this deployment.`;
   if (email.length > MAX_EMAIL || !EMAIL.test(email)) errors.email = 'Give an e-mail address such as jane@example.org.';
-  if (organization.length > MAX_ORGANIZATION || /[\u0000-\u001f\u007f]/.test(organization)) errors.organization = `At most ${MAX_ORGANIZATION} characters, no control characters.`;
+  if (organization.length > MAX_ORGANIZATION || /[\u0000-\u001f\u007f]/.test(organization))
+    errors.organization = `At most ${MAX_ORGANIZATION} characters, no control characters.`;
   if (password.length > 1024) errors.password = 'At most 1024 characters.';
   if (password !== (c.form.get('password2') ?? '')) errors.password2 = 'The two passwords differ.';
-  if (s.settings.emailValidation && !s.mailer.configured('account')) errors.form = 'Sign-up needs e-mail, and no mail server is configured ([output_adapter.email] hostname).';
+  if (s.settings.emailValidation && !s.mailer.configured('account'))
+    errors.form = 'Sign-up needs e-mail, and no mail server is configured ([output_adapter.email] hostname).';
   if (Object.keys(errors).length > 0) return signUpForm(c, s, forms, errors, 400);
   let username: string;
   try {
@@ -166,27 +206,48 @@ async function signUp(c: Call, s: SelfService, forms: AnonymousForms): Promise<v
     return signUpForm(c, s, forms, { username: err.message }, 400);
   }
   const request: SignUpRequest = { username, tenant: domain, email, organization };
-  const decision = await signUpDecision(request);
-  if (decision.state === 'rejected') return signUpForm(c, s, forms, { form: `Sign-up refused: ${decision.reason}` }, 403);
-  if (decision.state === 'pending') {
-    c.parts.logger.log('info', 'portal_sign_up_pending', { username, reference: decision.reference });
-    return render(c, 'devportal', 'Sign-up received', '<p class="notice" role="status">Your sign-up waits for approval; you can sign in once it is approved.</p>');
+  // The rules and a free name first: a task is started only for an account that can be made.
+  try {
+    await s.checkNewUser(username, password);
+  } catch (err) {
+    if (!(err instanceof OAuthError)) throw err;
+    return signUpForm(c, s, forms, refusedFields(err), 400);
   }
+  // The task before the account: the account never exists without the task that holds it.
+  const decision = await signUpDecision(s, request);
   let done: { username: string; confirm: boolean };
   try {
     done = await completeSignUp(s, request, password);
   } catch (err) {
+    // Another sign-up took the name meanwhile: its task is closed without its effect (there is no account of this sign-up).
+    if (decision.state === 'pending')
+      await s.workflows.withdraw(decision.reference, 'throughway', `the account could not be made: ${(err as Error).message}`);
     if (!(err instanceof OAuthError)) throw err;
-    const which = /password/i.test(err.message) ? 'password' : 'username';
-    return signUpForm(c, s, forms, { [which]: err.message }, 400);
+    return signUpForm(c, s, forms, refusedFields(err), 400);
+  }
+  const confirmNote = done.confirm ? ` We sent a confirmation link to ${h(email)}: open it too.` : '';
+  if (decision.state === 'pending') {
+    c.parts.logger.log('info', 'portal_sign_up_pending', { username: done.username, task: decision.reference, confirm: done.confirm });
+    return render(
+      c,
+      'devportal',
+      'Sign-up received',
+      `<p class="notice" role="status" id="sign-up-pending">Account <strong>${h(done.username)}</strong> created; it awaits approval. You can sign in once an administrator approves it.${confirmNote}</p>`,
+    );
   }
   c.parts.logger.log('info', 'portal_sign_up', { username: done.username, confirm: done.confirm });
-  render(c, 'devportal', 'Account created', done.confirm
-    ? `<p class="notice" role="status" id="signed-up">Account <strong>${h(done.username)}</strong> created. We sent a confirmation link to ${h(email)}: open it, then <a href="/devportal/login">sign in</a>.</p>`
-    : `<p class="notice" role="status" id="signed-up">Account <strong>${h(done.username)}</strong> created. <a href="/devportal/login">Sign in</a>.</p>`);
+  render(
+    c,
+    'devportal',
+    'Account created',
+    done.confirm
+      ? `<p class="notice" role="status" id="signed-up">Account <strong>${h(done.username)}</strong> created. We sent a confirmation link to ${h(email)}: open it, then <a href="/devportal/login">sign in</a>.</p>`
+      : `<p class="notice" role="status" id="signed-up">Account <strong>${h(done.username)}</strong> created. <a href="/devportal/login">Sign in</a>.</p>`,
+  );
 }
 
-const badLink = (c: Call): void => problem(c, 'devportal', 400, 'Link not valid', 'This link was used already, has expired, or is not one of ours. Ask for a new one.');
+const badLink = (c: Call): void =>
+  problem(c, 'devportal', 400, 'Link not valid', 'This link was used already, has expired, or is not one of ours. Ask for a new one.');
 
 const tokenOf = (c: Call): string => {
   const t = (c.method === 'POST' ? c.form.get('token') : c.query.get('token')) ?? '';
@@ -197,24 +258,36 @@ async function confirm(c: Call, s: SelfService, forms: AnonymousForms): Promise<
   const token = tokenOf(c);
   if (token === '') return badLink(c);
   if (c.method === 'GET') {
-    return render(c, 'devportal', 'Confirm your e-mail address', `<form method="post" action="/devportal/confirm">${forms.field(c)}<input type="hidden" name="token" value="${h(token)}"><button type="submit">Confirm my e-mail address</button></form>`);
+    return render(
+      c,
+      'devportal',
+      'Confirm your e-mail address',
+      `<form method="post" action="/devportal/confirm">${forms.field(c)}<input type="hidden" name="token" value="${h(token)}"><button type="submit">Confirm my e-mail address</button></form>`,
+    );
   }
   const link = await s.store.useLink(digest(token), 'confirm', Date.now());
   if (link === undefined) return badLink(c);
   await s.store.confirmProfile(link.username);
   c.parts.logger.log('info', 'portal_email_confirmed', { username: link.username });
-  render(c, 'devportal', 'E-mail address confirmed', `<p class="notice" role="status" id="confirmed">Thank you, ${h(link.username)}: your address is confirmed. <a href="/devportal/login">Sign in</a>.</p>`);
+  render(
+    c,
+    'devportal',
+    'E-mail address confirmed',
+    `<p class="notice" role="status" id="confirmed">Thank you, ${h(link.username)}: your address is confirmed. <a href="/devportal/login">Sign in</a>.</p>`,
+  );
 }
 
 /** The same answer for every recovery request (docs/self-service.md): it never says whether an account matched. */
-const RECOVERY_SENT = '<p class="notice" role="status" id="recovery-sent">If an account matches, a link to set a new password is on its way to the account\'s e-mail address.</p>';
+const RECOVERY_SENT =
+  '<p class="notice" role="status" id="recovery-sent">If an account matches, a link to set a new password is on its way to the account\'s e-mail address.</p>';
 
 async function recover(c: Call, s: SelfService, forms: AnonymousForms): Promise<void> {
   const form = (): string => `<form method="post" action="/devportal/recover">${forms.field(c)}
 ${field({ id: 'account', label: 'User name or e-mail address', required: true })}
 <button type="submit">Send a recovery link</button></form>`;
   if (c.method === 'GET') return render(c, 'devportal', 'Forgot your password?', form());
-  if (!s.limiter.take(addressKey(c.req.socket.remoteAddress ?? ''))) return problem(c, 'devportal', 429, 'Too many requests', 'Too many requests from this address: try again in an hour.');
+  if (!s.limiter.take(addressKey(c.req.socket.remoteAddress ?? '')))
+    return problem(c, 'devportal', 429, 'Too many requests', 'Too many requests from this address: try again in an hour.');
   const account = (c.form.get('account') ?? '').trim().slice(0, MAX_EMAIL);
   // Answered before the look-up, so neither the text nor the time says whether an account matched.
   render(c, 'devportal', 'Forgot your password?', RECOVERY_SENT);
@@ -233,10 +306,16 @@ async function reset(c: Call, s: SelfService, forms: AnonymousForms): Promise<vo
   const token = tokenOf(c);
   if (token === '') return badLink(c);
   const page = (error?: string, status = 200): void =>
-    render(c, 'devportal', 'Set a new password', `<form method="post" action="/devportal/reset">${forms.field(c)}<input type="hidden" name="token" value="${h(token)}">
+    render(
+      c,
+      'devportal',
+      'Set a new password',
+      `<form method="post" action="/devportal/reset">${forms.field(c)}<input type="hidden" name="token" value="${h(token)}">
 ${field({ id: 'password', label: 'New password', type: 'password', required: true, ...(error !== undefined ? { error } : {}) })}
 ${field({ id: 'password2', label: 'New password again', type: 'password', required: true })}
-<button type="submit">Set password</button></form>`, status);
+<button type="submit">Set password</button></form>`,
+      status,
+    );
   if (c.method === 'GET') return page();
   const password = c.form.get('password') ?? '';
   if (password !== (c.form.get('password2') ?? '')) return page('The two passwords differ.', 400);
@@ -254,7 +333,12 @@ ${field({ id: 'password2', label: 'New password again', type: 'password', requir
   // The link reached the address: it is confirmed too.
   await s.store.confirmProfile(link.username);
   c.parts.logger.log('info', 'portal_password_reset', { username: link.username });
-  render(c, 'devportal', 'Password changed', `<p class="notice" role="status" id="password-changed">Your password is changed. <a href="/devportal/login">Sign in</a>.</p>`);
+  render(
+    c,
+    'devportal',
+    'Password changed',
+    `<p class="notice" role="status" id="password-changed">Your password is changed. <a href="/devportal/login">Sign in</a>.</p>`,
+  );
 }
 
 /** The account routes for visitors (`segs` after /devportal); false when the path is none of them. */

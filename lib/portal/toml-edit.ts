@@ -71,7 +71,8 @@ interface Block {
   readonly after: string[][];
 }
 
-const startsWith = (p: readonly Segment[], prefix: readonly Segment[]): boolean => prefix.length <= p.length && prefix.every((s, i) => p[i] === s);
+const startsWith = (p: readonly Segment[], prefix: readonly Segment[]): boolean =>
+  prefix.length <= p.length && prefix.every((s, i) => p[i] === s);
 const isComment = (line: string): boolean => /^\s*#/.test(line);
 const isBlank = (line: string): boolean => /^\s*$/.test(line);
 
@@ -117,10 +118,12 @@ function commentsOf(text: string): [number, string][] {
 
 /** Section text for a new table or array entry at `path` (string segments only). */
 function sectionText(path: readonly Segment[], value: unknown): string[] {
+  // eslint-disable-next-line no-restricted-syntax -- caught in editToml: the file is then written whole instead of edited in place
   if (path.some((s) => typeof s === 'number')) throw new Error('a new section below an array entry');
   let wrapped: unknown = value;
   for (let i = path.length - 1; i >= 0; i--) wrapped = { [path[i] as string]: wrapped };
   const text = toTomlText(wrapped).replace(/\n$/, '');
+  // eslint-disable-next-line no-restricted-syntax -- caught in editToml: the file is then written whole instead of edited in place
   if (text === '') throw new Error('an empty table');
   return text.split('\n');
 }
@@ -152,7 +155,16 @@ class Editor {
       while (s > 0 && isComment(this.lines[s - 1] as string)) s--;
       return s;
     });
-    const first: Block = { path: [], start: 0, header: -1, end: heads.length > 0 ? (starts[0] as number) : this.lines.length, deleted: false, added: [], before: [], after: [] };
+    const first: Block = {
+      path: [],
+      start: 0,
+      header: -1,
+      end: heads.length > 0 ? (starts[0] as number) : this.lines.length,
+      deleted: false,
+      added: [],
+      before: [],
+      after: [],
+    };
     this.blocks.push(first);
     this.byPath.set('', first);
     prevEnd = first.end;
@@ -214,6 +226,7 @@ class Editor {
     const loc = this.entry(path) as KeyLocation;
     const first = this.lines[loc.line - 1] as string;
     const eq = equalsAt(first, loc.column - 1);
+    // eslint-disable-next-line no-restricted-syntax -- caught in editToml: the file is then written whole instead of edited in place
     if (eq < 0) throw new Error(`no = after ${pathKey(path)}`);
     const span = [first.slice(eq + 1), ...this.lines.slice(loc.line, loc.endLine)].join('\n');
     const comments = commentsOf(span);
@@ -221,7 +234,10 @@ class Editor {
     const trailing = comments.find(([l]) => l === last)?.[1];
     const indent = /^\s*/.exec(first)?.[0] ?? '';
     const gap = /^\s*/.exec(first.slice(eq + 1))?.[0] ?? ' ';
-    const out = [...comments.filter(([l]) => l !== last).map(([, c]) => `${indent}${c}`), `${first.slice(0, eq + 1)}${gap === '' ? ' ' : gap}${tomlValue(value)}${trailing !== undefined ? ` ${trailing}` : ''}`];
+    const out = [
+      ...comments.filter(([l]) => l !== last).map(([, c]) => `${indent}${c}`),
+      `${first.slice(0, eq + 1)}${gap === '' ? ' ' : gap}${tomlValue(value)}${trailing !== undefined ? ` ${trailing}` : ''}`,
+    ];
     this.edits.set(loc.line - 1, out);
     for (let l = loc.line; l < loc.endLine; l++) this.edits.set(l, []);
   }
@@ -258,7 +274,12 @@ class Editor {
     if (w === 'dotted') {
       // A table written as dotted keys (`endpoints.production = ...`) gets its new key the same way.
       const block = this.blockOf(this.entry(parent) as KeyLocation);
-      block.added.push(`${path.slice(block.path.length).map((s) => tomlKey(String(s))).join('.')} = ${tomlValue(n)}`);
+      block.added.push(
+        `${path
+          .slice(block.path.length)
+          .map((s) => tomlKey(String(s)))
+          .join('.')} = ${tomlValue(n)}`,
+      );
       return;
     }
     if (w === 'implicit') {
@@ -269,6 +290,7 @@ class Editor {
         made.push(line);
         return;
       }
+      // eslint-disable-next-line no-restricted-syntax -- caught in editToml: the file is then written whole instead of edited in place
       if (parent.some((s) => typeof s === 'number')) throw new Error('a new section below an array entry');
       const section = [`[${parent.map((s) => tomlKey(String(s))).join('.')}]`, line];
       this.madeSections.set(k, section);
@@ -277,6 +299,7 @@ class Editor {
       else first.before.push(section);
       return;
     }
+    // eslint-disable-next-line no-restricted-syntax -- caught in editToml: the file is then written whole instead of edited in place
     throw new Error(`cannot add ${pathKey(path)} to a table written inline`);
   }
 
@@ -329,7 +352,13 @@ class Editor {
       }
       // A [table] whose every key went (a URL string that became its own [endpoints.production]) goes too.
       const hadKeys = b.header >= 0 && this.lines.slice(b.header + 1, b.end).some((l) => !isBlank(l) && !isComment(l));
-      if (hadKeys && lastKey === b.header - b.start && b.added.length === 0 && typeof b.path[b.path.length - 1] === 'string' && own.every((l, k) => k === lastKey || isBlank(l))) {
+      if (
+        hadKeys &&
+        lastKey === b.header - b.start &&
+        b.added.length === 0 &&
+        typeof b.path[b.path.length - 1] === 'string' &&
+        own.every((l, k) => k === lastKey || isBlank(l))
+      ) {
         for (const s of b.after) section(s);
         return;
       }
@@ -373,7 +402,12 @@ class Editor {
  * `text` (the TOML `old` was parsed from) changed into `next`, its comments and layout kept; undefined
  * when the edited text would not read back as exactly `next` (the caller then writes `next` afresh).
  */
-export function editToml(text: string, old: Record<string, unknown>, next: Record<string, unknown>, identity: Identity = () => undefined): string | undefined {
+export function editToml(
+  text: string,
+  old: Record<string, unknown>,
+  next: Record<string, unknown>,
+  identity: Identity = () => undefined,
+): string | undefined {
   const bom = text.charCodeAt(0) === 0xfeff ? '\ufeff' : '';
   const body = bom === '' ? text : text.slice(1);
   const eol = body.includes('\r\n') ? '\r\n' : '\n';

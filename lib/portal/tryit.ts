@@ -66,7 +66,8 @@ export function tryTarget(base: string, apiPath: string, rest: string): { readon
   if (!rest.startsWith('/')) return invalid('The resource path starts with /.');
   // Backslashes, raw or encoded: WHATWG URL parsers and some servers read them as `/`.
   if (/\\|%5c/i.test(rest)) return invalid('The resource path holds a backslash.');
-  if (/[\u0000-\u0020\u007f-\u00a0#]|%(0[0-9a-f]|1[0-9a-f]|7f|23)/i.test(rest)) return invalid('The resource path holds a space, control character or fragment.');
+  if (/[\u0000-\u0020\u007f-\u00a0#]|%(0[0-9a-f]|1[0-9a-f]|7f|23)/i.test(rest))
+    return invalid('The resource path holds a space, control character or fragment.');
   const q = rest.indexOf('?');
   const pathPart = q < 0 ? rest : rest.slice(0, q);
   const query = q < 0 ? '' : rest.slice(q);
@@ -76,10 +77,15 @@ export function tryTarget(base: string, apiPath: string, rest: string): { readon
   const decoded = `${prefix}${pathPart === '/' ? '' : pathPart}`.replace(DECODED, (m) => String.fromCharCode(parseInt(m.slice(1), 16)));
   if (decoded.slice(prefix.length).includes('//')) return invalid('The resource path holds an empty segment (//).');
   const normal = removeDotSegments(decoded);
-  if (normal !== prefix && !normal.startsWith(`${prefix}/`)) return { code: 'TRY_PATH_OUTSIDE_API', message: `The resource path leaves the API: it resolves to ${normal.slice(0, 200)}, outside ${prefix}. Nothing was sent.` };
+  if (normal !== prefix && !normal.startsWith(`${prefix}/`))
+    return {
+      code: 'TRY_PATH_OUTSIDE_API',
+      message: `The resource path leaves the API: it resolves to ${normal.slice(0, 200)}, outside ${prefix}. Nothing was sent.`,
+    };
   const url = new URL(`${origin.origin}${normal}${query}`);
   // The URL parser must not have moved it again (it removes dot segments of its own).
-  if (url.pathname !== normal) return { code: 'TRY_PATH_OUTSIDE_API', message: 'The resource path does not stay as written. Nothing was sent.' };
+  if (url.pathname !== normal)
+    return { code: 'TRY_PATH_OUTSIDE_API', message: 'The resource path does not stay as written. Nothing was sent.' };
   return { url };
 }
 
@@ -115,32 +121,44 @@ export function tryCall(r: TryRequest): Promise<TryResult> {
   }
   const mod = url.protocol === 'https:' ? https : http;
   return new Promise((resolve, reject) => {
-    const req = mod.request(url, { method: r.method, headers, timeout: TRY_TIMEOUT, ...(url.protocol === 'https:' ? { rejectUnauthorized: false } : {}) }, (res) => {
-      const chunks: Buffer[] = [];
-      let size = 0;
-      let truncated = false;
-      res.on('data', (c: Buffer) => {
-        if (size >= MAX_SHOWN) {
-          truncated = true;
-          return;
-        }
-        chunks.push(c);
-        size += c.length;
-      });
-      res.on('end', () => {
-        let buf = Buffer.concat(chunks);
-        if (buf.length > MAX_SHOWN) {
-          buf = buf.subarray(0, MAX_SHOWN);
-          truncated = true;
-        }
-        const body = buf.toString('utf8');
-        const headerList: [string, string][] = [];
-        for (let i = 0; i < res.rawHeaders.length; i += 2) headerList.push([res.rawHeaders[i] as string, res.rawHeaders[i + 1] as string]);
-        const code = faultCode(body);
-        resolve({ url: url.toString(), status: res.statusCode ?? 0, headers: headerList, body, truncated, fault: code === undefined ? undefined : { code, def: faultDef(code) } });
-      });
-      res.on('error', reject);
-    });
+    const req = mod.request(
+      url,
+      { method: r.method, headers, timeout: TRY_TIMEOUT, ...(url.protocol === 'https:' ? { rejectUnauthorized: false } : {}) },
+      (res) => {
+        const chunks: Buffer[] = [];
+        let size = 0;
+        let truncated = false;
+        res.on('data', (c: Buffer) => {
+          if (size >= MAX_SHOWN) {
+            truncated = true;
+            return;
+          }
+          chunks.push(c);
+          size += c.length;
+        });
+        res.on('end', () => {
+          let buf = Buffer.concat(chunks);
+          if (buf.length > MAX_SHOWN) {
+            buf = buf.subarray(0, MAX_SHOWN);
+            truncated = true;
+          }
+          const body = buf.toString('utf8');
+          const headerList: [string, string][] = [];
+          for (let i = 0; i < res.rawHeaders.length; i += 2)
+            headerList.push([res.rawHeaders[i] as string, res.rawHeaders[i + 1] as string]);
+          const code = faultCode(body);
+          resolve({
+            url: url.toString(),
+            status: res.statusCode ?? 0,
+            headers: headerList,
+            body,
+            truncated,
+            fault: code === undefined ? undefined : { code, def: faultDef(code) },
+          });
+        });
+        res.on('error', reject);
+      },
+    );
     req.on('timeout', () => req.destroy(new Error(`no answer within ${TRY_TIMEOUT / 1000} s`)));
     req.on('error', reject);
     req.end(r.body !== undefined && r.body !== '' ? r.body : undefined);

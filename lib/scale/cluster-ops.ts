@@ -32,7 +32,11 @@ export interface MetricJson {
   readonly help: string;
   readonly type: string;
   readonly aggregator?: string;
-  readonly values: readonly { readonly labels?: Readonly<Record<string, string | number>>; readonly value: number | null; readonly metricName?: string }[];
+  readonly values: readonly {
+    readonly labels?: Readonly<Record<string, string | number>>;
+    readonly value: number | null;
+    readonly metricName?: string;
+  }[];
 }
 
 /** What one process contributes to a cluster scrape. */
@@ -163,7 +167,17 @@ export function clusterWorkersChecker(status: () => ClusterStatus, options: { re
         configured: s.configured,
         ready,
         workers: s.workers.map((w) => ({ pid: w.pid, id: w.id, state: w.ready ? 'ready' : 'starting', upMs: now - w.startedAt })),
-        ...(s.exited.length > 0 ? { exited: s.exited.map((e) => ({ pid: e.pid, id: e.id, reason: e.reason, downMs: now - e.at, restartInMs: Math.max(0, e.restartAt - now) })) } : {}),
+        ...(s.exited.length > 0
+          ? {
+              exited: s.exited.map((e) => ({
+                pid: e.pid,
+                id: e.id,
+                reason: e.reason,
+                downMs: now - e.at,
+                restartInMs: Math.max(0, e.restartAt - now),
+              })),
+            }
+          : {}),
       };
       if (ready >= s.configured) return { healthy: true, details };
       const why = s.exited.map((e) => `worker pid ${e.pid} died (${e.reason})`).join(', ');

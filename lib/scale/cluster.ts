@@ -29,8 +29,16 @@ import type { LoadResult } from '../config/load';
 import type { EventBus } from '../events/bus';
 import type { HealthChecker, MetricRegistry } from '../events/observed';
 import { clusterWorkersChecker, mergeMetrics, WorkerMetrics, type ExitedWorker, type MetricsAnswer, type MetricJson } from './cluster-ops';
+import { ConfigInvalidError } from '../config/diagnostics';
 
-type Message = { tw: 'hello?' } | { tw: 'hello'; controlPlane?: string } | { tw: 'event'; event: AnyEvent } | { tw: 'ready'; pid: number } | { tw: 'stop' } | { tw: 'metrics?'; id: number } | MetricsAnswer;
+type Message =
+  | { tw: 'hello?' }
+  | { tw: 'hello'; controlPlane?: string }
+  | { tw: 'event'; event: AnyEvent }
+  | { tw: 'ready'; pid: number }
+  | { tw: 'stop' }
+  | { tw: 'metrics?'; id: number }
+  | MetricsAnswer;
 
 /** ms between a stopping worker's last accepted connection and its graceful close (a roll). */
 const STOP_GRACE_MS = 250;
@@ -41,7 +49,10 @@ const isMessage = (m: unknown): m is Message => typeof m === 'object' && m !== n
 export function clusterWorkers(value: string): number {
   if (value.trim().toLowerCase() === 'auto') return Math.max(1, os.availableParallelism());
   const n = Number(value);
-  if (!Number.isInteger(n) || n < 1) throw new Error(`[throughway.cluster] workers must be a whole number of at least 1 or "auto", got ${JSON.stringify(value)}`);
+  if (!Number.isInteger(n) || n < 1)
+    throw new ConfigInvalidError(
+      `[throughway.cluster] workers must be a whole number of at least 1 or "auto", got ${JSON.stringify(value)}`,
+    );
   return n;
 }
 
@@ -81,7 +92,10 @@ export interface ClusterNode {
 }
 
 /** The boot's start of one node (lib/node startNode), handed in so that scale/ does not import the boot. */
-type Start<N extends ClusterNode> = (loaded: LoadResult, options: { readonly log: (line: string) => void; readonly reload?: () => LoadResult; readonly cluster: ClusterPart }) => Promise<N>;
+type Start<N extends ClusterNode> = (
+  loaded: LoadResult,
+  options: { readonly log: (line: string) => void; readonly reload?: () => LoadResult; readonly cluster: ClusterPart },
+) => Promise<N>;
 
 export interface Primary {
   /** Workers ready now. */
@@ -91,9 +105,24 @@ export interface Primary {
 }
 
 /** The primary: its part of the node, then the workers. */
-export async function runPrimary(loaded: LoadResult, o: { start: Start<ClusterNode>; workers: number; log: (line: string) => void; reload?: () => LoadResult; restartMin: number; restartMax: number }): Promise<Primary> {
-  const node = await o.start(loaded, { log: o.log, ...(o.reload !== undefined ? { reload: o.reload } : {}), cluster: { role: 'primary', workers: o.workers } });
-  const controlPlane = node.keyManager !== undefined && node.ports.management !== undefined ? `http://127.0.0.1:${node.ports.management}` : undefined;
+export async function runPrimary(
+  loaded: LoadResult,
+  o: {
+    start: Start<ClusterNode>;
+    workers: number;
+    log: (line: string) => void;
+    reload?: () => LoadResult;
+    restartMin: number;
+    restartMax: number;
+  },
+): Promise<Primary> {
+  const node = await o.start(loaded, {
+    log: o.log,
+    ...(o.reload !== undefined ? { reload: o.reload } : {}),
+    cluster: { role: 'primary', workers: o.workers },
+  });
+  const controlPlane =
+    node.keyManager !== undefined && node.ports.management !== undefined ? `http://127.0.0.1:${node.ports.management}` : undefined;
   const live = new Map<number, { worker: Worker; started: number; ready: boolean }>();
   /** Workers that died, until a replacement is ready: /health names them. */
   const exited: ExitedWorker[] = [];
@@ -115,7 +144,8 @@ export async function runPrimary(loaded: LoadResult, o: { start: Start<ClusterNo
     const w = cluster.fork();
     live.set(w.id, { worker: w, started: Date.now(), ready: false });
     w.on('message', (m: unknown) => {
-      if (isMessage(m) && m.tw === 'hello?') w.send({ tw: 'hello', ...(controlPlane !== undefined ? { controlPlane } : {}) } satisfies Message);
+      if (isMessage(m) && m.tw === 'hello?')
+        w.send({ tw: 'hello', ...(controlPlane !== undefined ? { controlPlane } : {}) } satisfies Message);
       if (isMessage(m) && m.tw === 'metrics') scrape.receive(m);
       if (!isMessage(m) || m.tw !== 'ready') return;
       const e = live.get(w.id);
@@ -166,15 +196,29 @@ export async function runPrimary(loaded: LoadResult, o: { start: Start<ClusterNo
         { labels: { state: 'starting' }, value: [...live.values()].filter((e) => !e.ready).length },
       ],
     });
-    metrics.register({ name: 'throughway_cluster_workers_configured', help: '[throughway.cluster] workers.', type: 'gauge', collect: () => o.workers });
+    metrics.register({
+      name: 'throughway_cluster_workers_configured',
+      help: '[throughway.cluster] workers.',
+      type: 'gauge',
+      collect: () => o.workers,
+    });
     metrics.exposeWith(async () => {
-      const peers = [...live.values()].filter((e) => e.ready && e.worker.isConnected()).map((e) => ({ pid: e.worker.process.pid ?? 0, send: (m: unknown) => e.worker.send(m as Message) }));
+      const peers = [...live.values()]
+        .filter((e) => e.ready && e.worker.isConnected())
+        .map((e) => ({ pid: e.worker.process.pid ?? 0, send: (m: unknown) => e.worker.send(m as Message) }));
       const g = await scrape.gather(peers);
       lastScrape.answered = g.answered.length;
       lastScrape.silent = g.silent.length;
-      if (g.silent.length > 0) o.log(`cluster: worker(s) pid ${g.silent.join(', ')} did not answer the metrics scrape within ${scrape.timeoutMs} ms: left out of it`);
+      if (g.silent.length > 0)
+        o.log(
+          `cluster: worker(s) pid ${g.silent.join(', ')} did not answer the metrics scrape within ${scrape.timeoutMs} ms: left out of it`,
+        );
       // Its own metrics after the workers answered, so throughway_cluster_workers tells of this scrape.
-      const own = { process: 'primary', metrics: (await metrics.registry.getMetricsAsJSON()) as unknown as MetricJson[], perProcess: [...metrics.perProcess] };
+      const own = {
+        process: 'primary',
+        metrics: (await metrics.registry.getMetricsAsJSON()) as unknown as MetricJson[],
+        perProcess: [...metrics.perProcess],
+      };
       return mergeMetrics([own, ...g.answered]).metrics();
     });
   }
@@ -230,7 +274,10 @@ export async function runPrimary(loaded: LoadResult, o: { start: Start<ClusterNo
 }
 
 /** A worker: waits for the primary's hello, then runs the gateway part; `stop` closes it gracefully. */
-export async function runWorker<N extends ClusterNode>(loaded: LoadResult, o: { start: Start<N>; workers: number; log: (line: string) => void }): Promise<N> {
+export async function runWorker<N extends ClusterNode>(
+  loaded: LoadResult,
+  o: { start: Start<N>; workers: number; log: (line: string) => void },
+): Promise<N> {
   const bus = createEventBus();
   const hello = await new Promise<Extract<Message, { tw: 'hello' }>>((resolve) => {
     const on = (m: unknown): void => {
@@ -243,11 +290,25 @@ export async function runWorker<N extends ClusterNode>(loaded: LoadResult, o: { 
   process.on('message', (m: unknown) => {
     if (isMessage(m) && m.tw === 'event') bus.deliver(m.event);
   });
-  const node = await o.start(loaded, { log: o.log, cluster: { role: 'worker', workers: o.workers, events: bus, ...(hello.controlPlane !== undefined ? { controlPlane: hello.controlPlane } : {}) } });
+  const node = await o.start(loaded, {
+    log: o.log,
+    cluster: {
+      role: 'worker',
+      workers: o.workers,
+      events: bus,
+      ...(hello.controlPlane !== undefined ? { controlPlane: hello.controlPlane } : {}),
+    },
+  });
   process.on('message', (m: unknown) => {
     if (!isMessage(m) || m.tw !== 'metrics?') return;
     const metrics = node.metrics;
-    const answer = async (): Promise<MetricsAnswer> => ({ tw: 'metrics', id: m.id, pid: process.pid, metrics: metrics === undefined ? [] : ((await metrics.registry.getMetricsAsJSON()) as unknown as MetricJson[]), perProcess: metrics === undefined ? [] : [...metrics.perProcess] });
+    const answer = async (): Promise<MetricsAnswer> => ({
+      tw: 'metrics',
+      id: m.id,
+      pid: process.pid,
+      metrics: metrics === undefined ? [] : ((await metrics.registry.getMetricsAsJSON()) as unknown as MetricJson[]),
+      perProcess: metrics === undefined ? [] : [...metrics.perProcess],
+    });
     // A worker being stopped may have closed its channel: its answer is then lost, the primary's scrape says so.
     answer().then(
       (a) => (process.connected ? process.send?.(a, undefined, undefined, () => undefined) : undefined),
@@ -260,10 +321,12 @@ export async function runWorker<N extends ClusterNode>(loaded: LoadResult, o: { 
     // ones just handed over a moment to send their request: the graceful close ends idle connections.
     cluster.worker?.disconnect();
     const grace = new Promise((resolve) => setTimeout(resolve, STOP_GRACE_MS));
-    grace.then(() => node.close()).then(
-      () => process.exit(0),
-      () => process.exit(1),
-    );
+    grace
+      .then(() => node.close())
+      .then(
+        () => process.exit(0),
+        () => process.exit(1),
+      );
   });
   process.send?.({ tw: 'ready', pid: process.pid } satisfies Message);
   return node;

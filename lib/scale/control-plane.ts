@@ -25,8 +25,9 @@ import type { BlockingCondition } from '../events/blocking';
 import type { Logger } from '../log';
 import { retryDelays, type RetrySettings } from './settings';
 import type { Deployments } from './deployments';
+import { ThroughwayError } from '../errors';
 
-export class ControlPlaneError extends Error {
+export class ControlPlaneError extends ThroughwayError {
   readonly code = 'CONTROL_PLANE_UNREACHABLE';
   /**
    * The control plane's answer when it gave one that is not 2xx: its status, and its JSON body when it
@@ -82,7 +83,13 @@ export class ControlPlane {
    * One request (a string body is a form, an object JSON); JSON answer of a 2xx, ControlPlaneError otherwise.
    * `ifNoneMatch`: an ETag; a 304 answer resolves with NOT_MODIFIED.
    */
-  request(method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE', path: string, body?: string | Readonly<Record<string, unknown>>, withAuth = true, ifNoneMatch?: string): Promise<Record<string, unknown>> {
+  request(
+    method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE',
+    path: string,
+    body?: string | Readonly<Record<string, unknown>>,
+    withAuth = true,
+    ifNoneMatch?: string,
+  ): Promise<Record<string, unknown>> {
     const url = new URL(path, this.o.url);
     const mod = url.protocol === 'https:' ? https : http;
     const headers: Record<string, string> = { Accept: 'application/json' };
@@ -139,7 +146,13 @@ export class ControlPlane {
       } catch (err) {
         const wait = delays[attempt];
         if (wait === undefined) throw err;
-        this.o.logger.log('warn', 'control_plane_retry', { what, url: this.o.url, attempt: attempt + 1, retryInMs: wait, message: (err as Error).message });
+        this.o.logger.log('warn', 'control_plane_retry', {
+          what,
+          url: this.o.url,
+          attempt: attempt + 1,
+          retryInMs: wait,
+          message: (err as Error).message,
+        });
         await sleep(wait);
       }
     }
@@ -167,7 +180,10 @@ export class ControlPlane {
       const s = (await this.request('GET', '/admin/v1/snapshot')) as unknown as Snapshot;
       const b = await this.request('GET', '/admin/v1/blocking-conditions');
       const want = this.o.deployments;
-      const d = want !== undefined ? await this.request('GET', `/admin/v1/deployments?labels=${encodeURIComponent(want.labels.join(','))}`) : undefined;
+      const d =
+        want !== undefined
+          ? await this.request('GET', `/admin/v1/deployments?labels=${encodeURIComponent(want.labels.join(','))}`)
+          : undefined;
       if (d !== undefined && !Array.isArray(d.apis)) throw new ControlPlaneError('GET /admin/v1/deployments: no apis array');
       await this.refreshKeys();
       return {

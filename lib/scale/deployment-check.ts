@@ -69,7 +69,10 @@ export class DeploymentCheck {
     } catch (err) {
       if (this.downSince === 0) {
         this.downSince = Date.now();
-        logger.log('warn', 'control_plane_unreachable', { url: origin, message: `${(err as Error).message}: serving the APIs and policies last pulled; checking again every ${this.o.interval} ms` });
+        logger.log('warn', 'control_plane_unreachable', {
+          url: origin,
+          message: `${(err as Error).message}: serving the APIs and policies last pulled; checking again every ${this.o.interval} ms`,
+        });
       }
       return;
     } finally {
@@ -79,13 +82,22 @@ export class DeploymentCheck {
     if (this.closed) return;
     const wasDown = this.downSince !== 0;
     if (wasDown) {
-      logger.log('warn', 'control_plane_reachable', { url: origin, downMs: Date.now() - this.downSince, message: 'pulling its APIs, policies and snapshot again' });
+      logger.log('warn', 'control_plane_reachable', {
+        url: origin,
+        downMs: Date.now() - this.downSince,
+        message: 'pulling its APIs, policies and snapshot again',
+      });
       this.downSince = 0;
     }
     const remote = answer === 'unchanged' ? local : (answer.version ?? '');
     if (answer !== 'unchanged') {
       if (remote === this.staleRemote && !wasDown) return; // resynced already for this version: still refused
-      logger.log('warn', 'deployments_stale', { url: origin, version: local, controlPlaneVersion: remote, message: 'the control plane serves other API files or policies than this gateway runs: pulling them again' });
+      logger.log('warn', 'deployments_stale', {
+        url: origin,
+        version: local,
+        controlPlaneVersion: remote,
+        message: 'the control plane serves other API files or policies than this gateway runs: pulling them again',
+      });
     } else if (!wasDown) {
       this.staleRemote = undefined;
       return;
@@ -109,7 +121,12 @@ export class DeploymentCheck {
       logger.log('info', 'deployments_resynced', { url: origin, reason, version: now, apis: follower.entries().length });
     } else {
       this.staleRemote = remote;
-      logger.log('warn', 'deployments_stale', { url: origin, version: now, controlPlaneVersion: remote, message: 'still different after pulling again (a policies text this gateway refused, or a change since): health reports it' });
+      logger.log('warn', 'deployments_stale', {
+        url: origin,
+        version: now,
+        controlPlaneVersion: remote,
+        message: 'still different after pulling again (a policies text this gateway refused, or a change since): health reports it',
+      });
     }
   }
 
@@ -118,9 +135,27 @@ export class DeploymentCheck {
       name: 'control_plane_deployments',
       order: this.o.healthOrder,
       check: () => {
-        const details = { url: this.o.origin, version: this.o.follower.version(), checks: this.checks, resyncs: this.resyncs, lastCheck: this.lastCheck, lastResync: this.lastResync, intervalMs: this.o.interval };
-        if (this.downSince !== 0) return { healthy: false, message: `the control plane does not answer since ${new Date(this.downSince).toISOString()}: serving the APIs and policies last pulled`, details };
-        if (this.staleRemote !== undefined) return { healthy: false, message: 'the APIs or policies differ from the control plane\'s after a pull', details: { ...details, controlPlaneVersion: this.staleRemote } };
+        const details = {
+          url: this.o.origin,
+          version: this.o.follower.version(),
+          checks: this.checks,
+          resyncs: this.resyncs,
+          lastCheck: this.lastCheck,
+          lastResync: this.lastResync,
+          intervalMs: this.o.interval,
+        };
+        if (this.downSince !== 0)
+          return {
+            healthy: false,
+            message: `the control plane does not answer since ${new Date(this.downSince).toISOString()}: serving the APIs and policies last pulled`,
+            details,
+          };
+        if (this.staleRemote !== undefined)
+          return {
+            healthy: false,
+            message: "the APIs or policies differ from the control plane's after a pull",
+            details: { ...details, controlPlaneVersion: this.staleRemote },
+          };
         return { healthy: true, details };
       },
     };

@@ -30,7 +30,7 @@ import * as path from 'node:path';
 import * as toml from 'toml';
 import type { ApiDeploymentPayload, EventBus } from '../events/bus';
 import { API_FIELDS, labelsMatch, readSchemaFile } from '../gateway/apis';
-import { DebouncedWatch, listApiFiles } from '../gateway/deploy';
+import { DebouncedWatch, listApiFiles, listTenantedApiFiles } from '../gateway/deploy';
 import { syntaxDiagnostic } from '../gateway/diagnostics';
 import type { Gateway } from '../gateway';
 import type { Logger } from '../log';
@@ -85,7 +85,8 @@ export function apiLabels(text: string): { readonly labels: readonly string[]; r
   }
   const t = raw as Record<string, unknown>;
   const labels = t.labels;
-  if (labels !== undefined && (!Array.isArray(labels) || !labels.every((l) => typeof l === 'string'))) return { error: 'labels must be an array of strings' };
+  if (labels !== undefined && (!Array.isArray(labels) || !labels.every((l) => typeof l === 'string')))
+    return { error: 'labels must be an array of strings' };
   const g = t.graphql as Record<string, unknown> | undefined;
   const schema = t.type === 'GRAPHQL' && g !== null && typeof g === 'object' && typeof g.schema === 'string' ? g.schema : undefined;
   return { labels: (labels as string[] | undefined) ?? DEFAULT_LABELS, ...(schema !== undefined ? { schema } : {}) };
@@ -118,7 +119,8 @@ export class DeploymentSource {
   private readonly policiesWatch: DebouncedWatch;
 
   constructor(private readonly o: DeploymentSourceOptions) {
-    this.apisWatch = new DebouncedWatch(o.apisDir, o.debounceMs ?? 50);
+    // Recursive when tenant folders exist (apis/t/<domain>/), as the gateway's own watch (lib/gateway/deploy.ts).
+    this.apisWatch = new DebouncedWatch(o.apisDir, o.debounceMs ?? 50, fs.existsSync(path.join(o.apisDir, 't')));
     this.policiesWatch = new DebouncedWatch(path.dirname(o.policiesFile), o.debounceMs ?? 50);
     this.refresh(false);
     this.watch();
@@ -136,7 +138,10 @@ export class DeploymentSource {
     if (this.apisWatch.watching || this.apisWatch.start(() => this.refresh())) return;
     // No apis/ at all is common on a node that serves no APIs: said quietly; SIGHUP looks again.
     const missing = !fs.existsSync(this.o.apisDir);
-    this.o.logger.log(missing ? 'info' : 'warn', 'deployment_dir_not_watched', { dir: this.o.apisDir, message: `API files served to gateway-workers are re-read on SIGHUP only (${missing ? 'no such directory' : 'the directory cannot be watched'})` });
+    this.o.logger.log(missing ? 'info' : 'warn', 'deployment_dir_not_watched', {
+      dir: this.o.apisDir,
+      message: `API files served to gateway-workers are re-read on SIGHUP only (${missing ? 'no such directory' : 'the directory cannot be watched'})`,
+    });
   }
 
   /** Re-reads both (SIGHUP; also the watch), publishing what changed when `publish`. */
@@ -147,19 +152,27 @@ export class DeploymentSource {
     if (publish) this.watch();
   }
 
+  /**
+   * The super tenant's files, then each tenant folder's (apis/t/<domain>/*.toml, docs/tenants.md), by the
+   * name they are served with: `<file>`, `t/<domain>/<file>`.
+   */
+  private apiFiles(): { readonly full: string; readonly file: string }[] | undefined {
+    return listTenantedApiFiles(this.o.apisDir);
+  }
+
   private refreshApis(publish: boolean): void {
-    const files = listApiFiles(this.o.apisDir);
+    const files = this.apiFiles();
     if (files === undefined && publish) this.apisWatch.stop();
     const next = new Map<string, ApiDeploymentPayload>();
-    for (const full of files ?? []) {
-      const file = path.basename(full);
+    for (const { full, file } of files ?? []) {
       let text: string;
       try {
         text = fs.readFileSync(full, 'utf8');
       } catch (err) {
         const before = this.apis.get(file);
         if (before !== undefined) next.set(file, before);
-        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') this.o.logger.log('warn', 'deployment_file_unparsed', { file: full, message: `cannot read (${(err as Error).message})` });
+        if ((err as NodeJS.ErrnoException).code !== 'ENOENT')
+          this.o.logger.log('warn', 'deployment_file_unparsed', { file: full, message: `cannot read (${(err as Error).message})` });
         continue;
       }
       const before = this.apis.get(file);
@@ -167,7 +180,10 @@ export class DeploymentSource {
       if ('error' in r) {
         if (this.unparsed.get(file) !== text) {
           this.unparsed.set(file, text);
-          this.o.logger.log('warn', 'deployment_file_unparsed', { file: full, message: `${r.error}: not served to gateway-workers${before !== undefined ? '; its last parsed text stays served' : ''}` });
+          this.o.logger.log('warn', 'deployment_file_unparsed', {
+            file: full,
+            message: `${r.error}: not served to gateway-workers${before !== undefined ? '; its last parsed text stays served' : ''}`,
+          });
         }
         if (before !== undefined) next.set(file, before);
         continue;
@@ -208,7 +224,10 @@ export class DeploymentSource {
     }
     if (this.unparsed.get(`${apiFile}\0schema`) !== read.error) {
       this.unparsed.set(`${apiFile}\0schema`, read.error);
-      this.o.logger.log('warn', 'deployment_file_unparsed', { file: apiFile, message: `its schema ${JSON.stringify(name)} cannot be served: ${read.error}` });
+      this.o.logger.log('warn', 'deployment_file_unparsed', {
+        file: apiFile,
+        message: `its schema ${JSON.stringify(name)} cannot be served: ${read.error}`,
+      });
     }
     return undefined;
   }
@@ -221,7 +240,10 @@ export class DeploymentSource {
       text = fs.readFileSync(file, 'utf8');
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') {
-        this.o.logger.log('error', 'deployment_policies_invalid', { file, message: `cannot read (${(err as Error).message}); the policies served stay` });
+        this.o.logger.log('error', 'deployment_policies_invalid', {
+          file,
+          message: `cannot read (${(err as Error).message}); the policies served stay`,
+        });
         return;
       }
       // As the gateway does (lib/throttle/policies.ts loadPolicies): no file, the reference's default tiers.
@@ -233,7 +255,11 @@ export class DeploymentSource {
     const r = parsePolicies(text, file, this.o.policyOptions);
     if (r.policies === undefined) {
       const errors = r.diagnostics.filter((d) => d.level === 'error').map(formatPolicyDiagnostic);
-      this.o.logger.log('error', 'deployment_policies_invalid', { file, errors, message: `the policies file has errors: ${this.policies === null ? 'no policies are served to gateway-workers' : 'the last valid text stays served'}` });
+      this.o.logger.log('error', 'deployment_policies_invalid', {
+        file,
+        errors,
+        message: `the policies file has errors: ${this.policies === null ? 'no policies are served to gateway-workers' : 'the last valid text stays served'}`,
+      });
       return;
     }
     this.policies = { file: name, text, revision };
@@ -290,7 +316,11 @@ export class DeploymentFollower {
 
   /** The pulled texts, as createGateway's `apiTexts`. */
   entries(): { readonly file: string; readonly text: string; readonly schema?: { readonly file: string; readonly text: string } }[] {
-    return [...this.apis.values()].map((a) => ({ file: this.name(a.file), text: a.text, ...(a.schema !== undefined ? { schema: a.schema } : {}) }));
+    return [...this.apis.values()].map((a) => ({
+      file: this.name(a.file),
+      text: a.text,
+      ...(a.schema !== undefined ? { schema: a.schema } : {}),
+    }));
   }
 
   /** The pulled policies text (undefined: the control plane serves none; the gateway keeps its own). */

@@ -30,8 +30,16 @@ import type * as IORedis from 'ioredis';
 import { load } from '../config/packages';
 
 /** ioredis, loaded when the first client is made (lib/config/packages.ts). */
-const redisClass = (): typeof IORedis.Redis => load<typeof IORedis>('ioredis', '[apim.event_hub] event_listening_endpoints (a redis:// event hub)').Redis;
-import { EVENT_NAMES, type AnyEvent, type ApiDeploymentPayload, type ApplicationPayload, type EventBus, type SubscriptionPayload } from '../events/bus';
+const redisClass = (): typeof IORedis.Redis =>
+  load<typeof IORedis>('ioredis', '[apim.event_hub] event_listening_endpoints (a redis:// event hub)').Redis;
+import {
+  EVENT_NAMES,
+  type AnyEvent,
+  type ApiDeploymentPayload,
+  type ApplicationPayload,
+  type EventBus,
+  type SubscriptionPayload,
+} from '../events/bus';
 import type { HealthChecker } from '../events/observed';
 import type { Logger } from '../log';
 import type { BlockingCondition } from '../events/blocking';
@@ -124,7 +132,10 @@ export class RedisEventHub {
     if (this.down || this.closed) return;
     this.down = true;
     this.downSince = Date.now();
-    this.o.logger.log('warn', 'event_hub_unavailable', { url: this.o.url, message: `${err.message}: serving with the last known state, reconnecting` });
+    this.o.logger.log('warn', 'event_hub_unavailable', {
+      url: this.o.url,
+      message: `${err.message}: serving with the last known state, reconnecting`,
+    });
   }
 
   /** Connects; resolves when subscribed, or after `waitMs` with Redis still away (it keeps trying). */
@@ -178,7 +189,12 @@ export class RedisEventHub {
           // Expired between SCAN and MGET (null), or not written by a publisher of ours.
           if (values[i] === null || !Number.isFinite(expiresAt) || this.revoked.has(jti)) return;
           delivered++;
-          this.o.bus.deliver({ name: 'token.revoked', id: randomUUID(), time: Date.now(), payload: { jti, expiresAt, consumerKey: '', revokedAt: Date.now() } });
+          this.o.bus.deliver({
+            name: 'token.revoked',
+            id: randomUUID(),
+            time: Date.now(),
+            payload: { jti, expiresAt, consumerKey: '', revokedAt: Date.now() },
+          });
         });
       } while (cursor !== '0' && !this.closed);
     } catch (err) {
@@ -216,14 +232,16 @@ export class RedisEventHub {
     }
     const now = Date.now();
     const out: AnyEvent[] = [];
-    const ev = <E extends AnyEvent>(name: E['name'], payload: E['payload']): void => void out.push({ name, id: randomUUID(), time: now, payload } as AnyEvent);
+    const ev = <E extends AnyEvent>(name: E['name'], payload: E['payload']): void =>
+      void out.push({ name, id: randomUUID(), time: now, payload } as AnyEvent);
     const apps = new Set(s.applications.map((a) => a.id));
     const subs = new Set(s.subscriptions.map((x) => x.id));
     const blocks = new Set(s.blocking.map((b) => b.id));
     // Deployments (a gateway-worker's): the policies first, so an API naming a new policy validates.
     const d = s.deployments;
     if (d !== undefined) {
-      if (d.policies !== null && d.policies.revision !== this.policiesRevision) ev('policies.updated', { text: d.policies.text, revision: d.policies.revision });
+      if (d.policies !== null && d.policies.revision !== this.policiesRevision)
+        ev('policies.updated', { text: d.policies.text, revision: d.policies.revision });
       const files = new Set(d.apis.map((a) => a.file));
       for (const [file, a] of this.apis) if (!files.has(file)) ev('api.undeployed', { file, labels: a.labels });
       for (const a of d.apis) if (this.apis.get(a.file)?.revision !== a.revision) ev('api.deployed', a);
@@ -238,7 +256,14 @@ export class RedisEventHub {
     for (const e of out) this.o.bus.deliver(e);
     this.resyncs++;
     this.lastResync = now;
-    this.o.logger.log('info', 'event_hub_resynced', { applications: s.applications.length, subscriptions: s.subscriptions.length, revoked: s.revoked.length, blocking: s.blocking.length, apis: d?.apis.length, events: out.length });
+    this.o.logger.log('info', 'event_hub_resynced', {
+      applications: s.applications.length,
+      subscriptions: s.subscriptions.length,
+      revoked: s.revoked.length,
+      blocking: s.blocking.length,
+      apis: d?.apis.length,
+      events: out.length,
+    });
   }
 
   /** Every event on the local bus: tracked (subscribers) and sent (publishers). */
@@ -343,7 +368,14 @@ export class RedisEventHub {
       name: 'event_hub',
       order: this.o.healthOrder ?? 98,
       check: () => {
-        const details = { url: this.o.url.replace(/\/\/[^@/]*@/, '//****@'), published: this.published, received: this.received, resyncs: this.resyncs, lastResync: this.lastResync, ...(this.reader !== undefined ? { revokedRead: this.revokedRead } : {}) };
+        const details = {
+          url: this.o.url.replace(/\/\/[^@/]*@/, '//****@'),
+          published: this.published,
+          received: this.received,
+          resyncs: this.resyncs,
+          lastResync: this.lastResync,
+          ...(this.reader !== undefined ? { revokedRead: this.revokedRead } : {}),
+        };
         return this.connected
           ? { healthy: true, details }
           : { healthy: false, message: 'event hub Redis unreachable: serving with the last known state, reconnecting', details };

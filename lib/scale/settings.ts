@@ -86,7 +86,11 @@ export interface ScaleSettings {
 /** `written`: the key paths deployment.toml writes (LoadResult.written), for consoleBackend. */
 export function scaleSettingsFrom(c: DeploymentConfig, written: ReadonlySet<string> = new Set()): ScaleSettings {
   const hub = c.apim.event_hub;
-  const urls = [...(hub.event_listening_endpoints ?? []), ...(hub.event_duplicate_url ?? []), ...(c.apim.throttling.throttle_decision_endpoints ?? [])];
+  const urls = [
+    ...(hub.event_listening_endpoints ?? []),
+    ...(hub.event_duplicate_url ?? []),
+    ...(c.apim.throttling.throttle_decision_endpoints ?? []),
+  ];
   const redis = urls.find(isRedis);
   const role = (c.server.server_role as ServerRole) in ROLE_PARTS ? (c.server.server_role as ServerRole) : 'default';
   const km = c.apim.key_manager;
@@ -112,7 +116,11 @@ export function scaleSettingsFrom(c: DeploymentConfig, written: ReadonlySet<stri
     controlPlane: origin,
     controlPlaneUser: km.username,
     controlPlanePassword: km.password,
-    retry: Object.freeze({ first: sync.deployment_retry_duration, maxRetries: sync.max_retry_count, factor: sync.retry_progression_factor }),
+    retry: Object.freeze({
+      first: sync.deployment_retry_duration,
+      maxRetries: sync.max_retry_count,
+      factor: sync.retry_progression_factor,
+    }),
     reconnectMin: sc.reconnect_min,
     reconnectMax: sc.reconnect_max,
     deploymentCheckInterval: sc.deployment_check_interval,

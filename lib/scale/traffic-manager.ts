@@ -20,7 +20,8 @@ import type * as IORedis from 'ioredis';
 import { load } from '../config/packages';
 
 /** ioredis, loaded when the first client is made (lib/config/packages.ts). */
-const redisClass = (): typeof IORedis.Redis => load<typeof IORedis>('ioredis', '[apim.throttling] throttle_decision_endpoints (a traffic-manager role)').Redis;
+const redisClass = (): typeof IORedis.Redis =>
+  load<typeof IORedis>('ioredis', '[apim.throttling] throttle_decision_endpoints (a traffic-manager role)').Redis;
 import type { HealthChecker } from '../events/observed';
 import type { Logger } from '../log';
 import type { MetricRegistry } from '../events/observed';
@@ -177,7 +178,10 @@ export class TrafficManager {
   private outage(err: Error): void {
     if (this.down || this.closed) return;
     this.down = true;
-    this.o.logger.log('warn', 'traffic_manager_unavailable', { url: redacted(this.o.url), message: `${err.message}: no throttle data, no decisions until Redis is back` });
+    this.o.logger.log('warn', 'traffic_manager_unavailable', {
+      url: redacted(this.o.url),
+      message: `${err.message}: no throttle data, no decisions until Redis is back`,
+    });
   }
 
   private onData(message: string): void {
@@ -191,17 +195,44 @@ export class TrafficManager {
     if (decisions.length === 0) return;
     this.published += decisions.length;
     this.pub.publish(this.o.channels.decisions, encodeDecisions(decisions)).catch((err: Error) => this.outage(err));
-    if (this.o.logger.enabled('debug')) for (const d of decisions) this.o.logger.log('debug', 'throttle_decision', { key: d.key, windowStart: d.windowStart, until: d.until, limit: d.limit });
+    if (this.o.logger.enabled('debug'))
+      for (const d of decisions)
+        this.o.logger.log('debug', 'throttle_decision', { key: d.key, windowStart: d.windowStart, until: d.until, limit: d.limit });
   }
 
   /** Its counts and decisions in `GET /metrics` (read at scrape time). */
   register(metrics: MetricRegistry): void {
     const a = this.aggregator;
-    metrics.register({ name: 'throughway_traffic_manager_batches_total', help: 'Throttle data batches received from gateways.', type: 'counter', collect: () => a.batches });
-    metrics.register({ name: 'throughway_traffic_manager_counts_total', help: 'Calls the gateways reported (summed per key and window).', type: 'counter', collect: () => a.counted });
-    metrics.register({ name: 'throughway_traffic_manager_late_counts_total', help: 'Calls reported after their window had ended (not counted).', type: 'counter', collect: () => a.late });
-    metrics.register({ name: 'throughway_traffic_manager_decisions_total', help: 'Throttle decisions published (one per key and window whose total reached its limit).', type: 'counter', collect: () => a.decisions });
-    metrics.register({ name: 'throughway_traffic_manager_windows', help: 'Key windows summed in memory now.', type: 'gauge', collect: () => a.size });
+    metrics.register({
+      name: 'throughway_traffic_manager_batches_total',
+      help: 'Throttle data batches received from gateways.',
+      type: 'counter',
+      collect: () => a.batches,
+    });
+    metrics.register({
+      name: 'throughway_traffic_manager_counts_total',
+      help: 'Calls the gateways reported (summed per key and window).',
+      type: 'counter',
+      collect: () => a.counted,
+    });
+    metrics.register({
+      name: 'throughway_traffic_manager_late_counts_total',
+      help: 'Calls reported after their window had ended (not counted).',
+      type: 'counter',
+      collect: () => a.late,
+    });
+    metrics.register({
+      name: 'throughway_traffic_manager_decisions_total',
+      help: 'Throttle decisions published (one per key and window whose total reached its limit).',
+      type: 'counter',
+      collect: () => a.decisions,
+    });
+    metrics.register({
+      name: 'throughway_traffic_manager_windows',
+      help: 'Key windows summed in memory now.',
+      type: 'gauge',
+      collect: () => a.size,
+    });
   }
 
   checker(order: number): HealthChecker {
@@ -211,7 +242,9 @@ export class TrafficManager {
       check: () => {
         const a = this.aggregator;
         const details = { url: redacted(this.o.url), batches: a.batches, counted: a.counted, decisions: a.decisions, windows: a.size };
-        return this.connected ? { healthy: true, details } : { healthy: false, message: 'traffic manager Redis unreachable: no throttle data, no decisions', details };
+        return this.connected
+          ? { healthy: true, details }
+          : { healthy: false, message: 'traffic manager Redis unreachable: no throttle data, no decisions', details };
       },
     };
   }

@@ -28,7 +28,12 @@ export interface SdkSettings {
 }
 
 /** What throughway writes when `[apim.sdk]` leaves a name out (the spec's defaults are the reference vendor's). */
-export const SDK_DEFAULTS = Object.freeze({ groupId: 'org.throughway.client', artifactId: 'throughway-client', modelPackage: 'org.throughway.client.model', apiPackage: 'org.throughway.client.api' });
+export const SDK_DEFAULTS = Object.freeze({
+  groupId: 'org.throughway.client',
+  artifactId: 'throughway-client',
+  modelPackage: 'org.throughway.client.model',
+  apiPackage: 'org.throughway.client.api',
+});
 
 /** The configured languages split into those offered and those listed as not built. */
 export function sdkLanguages(s: SdkSettings): { built: BuiltLanguage[]; notBuilt: string[] } {
@@ -39,7 +44,11 @@ export function sdkLanguages(s: SdkSettings): { built: BuiltLanguage[]; notBuilt
 export interface SdkInput {
   /** The API's OpenAPI 3 document, parsed. */
   readonly doc: Record<string, unknown>;
-  readonly api: { readonly name: string; readonly version: string; readonly resources: readonly { readonly path: string; readonly methods: readonly string[] }[] };
+  readonly api: {
+    readonly name: string;
+    readonly version: string;
+    readonly resources: readonly { readonly path: string; readonly methods: readonly string[] }[];
+  };
   /** The API's URL on the gateway, context and version included (`http://gw:8280/pizzashack/1.0.0`). */
   readonly baseUrl: string;
 }

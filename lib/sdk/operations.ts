@@ -53,12 +53,18 @@ export interface SdkApi {
 
 const METHODS = ['get', 'put', 'post', 'delete', 'patch', 'head', 'options'] as const;
 const isObj = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
-const RESERVED = new Set('abstract arguments await boolean break byte case catch char class const continue debugger default delete do double else enum eval export extends false final finally float for function goto if implements import in instanceof int interface let long native new null package private protected public return short static super switch synchronized this throw throws transient true try typeof var void volatile while with yield assert strictfp'.split(' '));
+const RESERVED = new Set(
+  'abstract arguments await boolean break byte case catch char class const continue debugger default delete do double else enum eval export extends false final finally float for function goto if implements import in instanceof int interface let long native new null package private protected public return short static super switch synchronized this throw throws transient true try typeof var void volatile while with yield assert strictfp'.split(
+    ' ',
+  ),
+);
 
 /** An identifier from any text: letters and digits, camel-cased on other characters, never a keyword or starting with a digit. */
 export function identifier(text: string, upperFirst = false): string {
   const words = text.split(/[^A-Za-z0-9]+/).filter((w) => w !== '');
-  let id = words.map((w, i) => (i === 0 && !upperFirst ? w.charAt(0).toLowerCase() + w.slice(1) : w.charAt(0).toUpperCase() + w.slice(1))).join('');
+  let id = words
+    .map((w, i) => (i === 0 && !upperFirst ? w.charAt(0).toLowerCase() + w.slice(1) : w.charAt(0).toUpperCase() + w.slice(1)))
+    .join('');
   if (id === '') id = upperFirst ? 'Value' : 'value';
   if (/^[0-9]/.test(id)) id = `${upperFirst ? 'N' : 'n'}${id}`;
   if (RESERVED.has(id)) id = `${id}_`;
@@ -87,7 +93,12 @@ function parameter(doc: Record<string, unknown>, raw: unknown): SdkParameter | u
   const schema = deref(doc, p.schema);
   const type = scalar(isObj(schema) ? schema.type : undefined);
   const ex = p.example ?? (isObj(schema) ? schema.example : undefined);
-  const example = ex !== undefined && (typeof ex === 'string' || typeof ex === 'number' || typeof ex === 'boolean') ? String(ex) : type === 'boolean' ? 'true' : '1';
+  const example =
+    ex !== undefined && (typeof ex === 'string' || typeof ex === 'number' || typeof ex === 'boolean')
+      ? String(ex)
+      : type === 'boolean'
+        ? 'true'
+        : '1';
   return { name: p.name, ident: identifier(p.name), in: p.in, required: p.in === 'path' || p.required === true, type, example };
 }
 
@@ -97,9 +108,49 @@ function bodyExample(doc: Record<string, unknown>, op: Record<string, unknown>):
   const content = isObj(rb.content) ? rb.content : {};
   const json = Object.entries(content).find(([type]) => /json/i.test(type))?.[1] ?? Object.values(content)[0];
   if (!isObj(json)) return '{}';
-  const schema = deref(doc, json.schema);
-  const ex = json.example ?? (isObj(schema) ? schema.example : undefined);
-  return ex === undefined ? '{}' : JSON.stringify(ex);
+  const ex = json.example ?? schemaExample(doc, json.schema);
+  return ex === undefined || ex === null ? '{}' : JSON.stringify(ex);
+}
+
+/** A plausible string for a string schema's `format` (OpenAPI 3.1 §4.8.24.2.1 and JSON Schema Validation §7.3). */
+const FORMAT_EXAMPLES: Readonly<Record<string, string>> = {
+  'date-time': '2026-01-01T12:00:00Z',
+  date: '2026-01-01',
+  time: '12:00:00Z',
+  email: 'user@example.com',
+  uuid: '123e4567-e89b-12d3-a456-426614174000',
+  uri: 'https://example.com/',
+  hostname: 'example.com',
+  ipv4: '192.0.2.1',
+  ipv6: '2001:db8::1',
+};
+
+/**
+ * An example value of a schema: its `example`, first of `examples`, `default` or first `enum` value, else
+ * one built from its type (objects by their properties, arrays of one item), at most 5 levels and 50
+ * properties deep; undefined for a schema that says nothing.
+ */
+export function schemaExample(doc: Record<string, unknown>, raw: unknown, depth = 0): unknown {
+  const s = deref(doc, raw);
+  if (!isObj(s) || depth > 5) return undefined;
+  if (s.example !== undefined) return s.example;
+  if (Array.isArray(s.examples) && s.examples.length > 0) return s.examples[0];
+  if (s.default !== undefined) return s.default;
+  if (Array.isArray(s.enum) && s.enum.length > 0) return s.enum[0];
+  const firstOf = [s.oneOf, s.anyOf, s.allOf].find((x): x is unknown[] => Array.isArray(x) && x.length > 0);
+  if (firstOf !== undefined && s.type === undefined && s.properties === undefined) return schemaExample(doc, firstOf[0], depth + 1);
+  const type = Array.isArray(s.type) ? s.type.find((t) => t !== 'null') : s.type;
+  if (type === 'object' || isObj(s.properties)) {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(isObj(s.properties) ? s.properties : {}).slice(0, 50))
+      out[k] = schemaExample(doc, v, depth + 1) ?? null;
+    return out;
+  }
+  if (type === 'array') return [schemaExample(doc, s.items, depth + 1) ?? null];
+  if (type === 'integer' || type === 'number') return typeof s.minimum === 'number' ? s.minimum : 1;
+  if (type === 'boolean') return true;
+  if (type === 'string') return typeof s.format === 'string' ? (FORMAT_EXAMPLES[s.format] ?? 'string') : 'string';
+  return undefined;
 }
 
 /** A path template split into literal text and path parameters, in order (`/order/{orderId}` → '/order/', orderId). */
@@ -128,13 +179,28 @@ function distinct<T extends { readonly ident: string }>(list: readonly T[]): T[]
 }
 
 /** Whether `path` with `method` is a resource of the API file (`/menu/{id}` matches a resource `/menu/{id}` or `/menu/*`). */
-function served(resources: readonly { readonly path: string; readonly methods: readonly string[] }[], path: string, method: string): boolean {
+function served(
+  resources: readonly { readonly path: string; readonly methods: readonly string[] }[],
+  path: string,
+  method: string,
+): boolean {
   const norm = (p: string): string => p.replace(/\{[^}]*\}/g, '{}');
-  return resources.some((r) => r.methods.includes(method.toUpperCase()) && (norm(r.path) === norm(path) || (r.path.endsWith('/*') && path.startsWith(r.path.slice(0, -1))) || r.path === '/*'));
+  return resources.some(
+    (r) =>
+      r.methods.includes(method.toUpperCase()) &&
+      (norm(r.path) === norm(path) || (r.path.endsWith('/*') && path.startsWith(r.path.slice(0, -1))) || r.path === '/*'),
+  );
 }
 
 /** The SDK's view of a document, restricted to the resources the gateway serves. Bounded: at most 500 operations and 500 models. */
-export function sdkApi(doc: Record<string, unknown>, api: { readonly name: string; readonly version: string; readonly resources: readonly { readonly path: string; readonly methods: readonly string[] }[] }): SdkApi {
+export function sdkApi(
+  doc: Record<string, unknown>,
+  api: {
+    readonly name: string;
+    readonly version: string;
+    readonly resources: readonly { readonly path: string; readonly methods: readonly string[] }[];
+  },
+): SdkApi {
   const info = isObj(doc.info) ? doc.info : {};
   const operations: SdkOperation[] = [];
   const names = new Set<string>();
@@ -154,12 +220,20 @@ export function sdkApi(doc: Record<string, unknown>, api: { readonly name: strin
       // A path template's name without a declared parameter is still a parameter.
       for (const m of path.matchAll(/\{([^}]+)\}/g)) {
         const n = m[1] as string;
-        if (!params.has(`path:${n}`)) params.set(`path:${n}`, { name: n, ident: identifier(n), in: 'path', required: true, type: 'string', example: '1' });
+        if (!params.has(`path:${n}`))
+          params.set(`path:${n}`, { name: n, ident: identifier(n), in: 'path', required: true, type: 'string', example: '1' });
       }
       let name = identifier(typeof op.operationId === 'string' ? op.operationId : `${method} ${path.replace(/[{}]/g, '')}`);
       while (names.has(name)) name = `${name}2`;
       names.add(name);
-      operations.push({ name, method: method.toUpperCase(), path, summary: typeof op.summary === 'string' ? op.summary.replace(/[\u0000-\u001f*/]+/g, ' ').slice(0, 200) : '', parameters: distinct([...params.values()]), body: bodyExample(doc, op) });
+      operations.push({
+        name,
+        method: method.toUpperCase(),
+        path,
+        summary: typeof op.summary === 'string' ? op.summary.replace(/[\u0000-\u001f*/]+/g, ' ').slice(0, 200) : '',
+        parameters: distinct([...params.values()]),
+        body: bodyExample(doc, op),
+      });
     }
   }
   const models: SdkModel[] = [];
@@ -178,5 +252,11 @@ export function sdkApi(doc: Record<string, unknown>, api: { readonly name: strin
     names.add(`model:${model}`);
     models.push({ name: model, properties: distinct(properties) });
   }
-  return { name: identifier(api.name, true), version: api.version, title: typeof info.title === 'string' ? info.title : api.name, operations, models };
+  return {
+    name: identifier(api.name, true),
+    version: api.version,
+    title: typeof info.title === 'string' ? info.title : api.name,
+    operations,
+    models,
+  };
 }

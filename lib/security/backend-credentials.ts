@@ -41,7 +41,8 @@ export function originOf(url: string): string | undefined {
   } catch {
     return undefined;
   }
-  const scheme = u.protocol === 'https:' || u.protocol === 'wss:' ? 'https' : u.protocol === 'http:' || u.protocol === 'ws:' ? 'http' : undefined;
+  const scheme =
+    u.protocol === 'https:' || u.protocol === 'wss:' ? 'https' : u.protocol === 'http:' || u.protocol === 'ws:' ? 'http' : undefined;
   if (scheme === undefined || u.hostname === '') return undefined;
   return `${scheme}://${u.hostname}:${u.port === '' ? (scheme === 'https' ? 443 : 80) : u.port}`;
 }
@@ -128,7 +129,9 @@ export class BackendTokens {
 
   /** The slot key of one set of token-request inputs (a digest: the secrets are not kept as map keys). */
   static keyOf(o: OAuthBackend, user: string | undefined, password: string | undefined): string {
-    return createHash('sha256').update(JSON.stringify([o.tokenUrl, o.grantType, o.clientId, o.clientSecret, o.clientAuth, user, password, o.scopes, o.parameters])).digest('base64');
+    return createHash('sha256')
+      .update(JSON.stringify([o.tokenUrl, o.grantType, o.clientId, o.clientSecret, o.clientAuth, user, password, o.scopes, o.parameters]))
+      .digest('base64');
   }
 
   /** Drops the tokens no deployed endpoint uses any more (after a redeploy; `keys` from keyOf). */
@@ -147,7 +150,12 @@ export class BackendTokens {
   }
 
   /** The cached token while it is fresh (synchronously), else the one fetch in flight for these inputs. */
-  token(o: OAuthBackend, user: string | undefined, password: string | undefined, tls: SecureContext | undefined): string | Promise<string | BackendAuthError> {
+  token(
+    o: OAuthBackend,
+    user: string | undefined,
+    password: string | undefined,
+    tls: SecureContext | undefined,
+  ): string | Promise<string | BackendAuthError> {
     const s = this.slot(o, user, password);
     const t = s.token;
     if (t !== undefined && this.now() < t.refreshAt) return t.value;
@@ -159,7 +167,10 @@ export class BackendTokens {
         if (isAuthError(r)) this.logger.log('warn', 'backend_token_failed', { token_url: redactUrl(o.tokenUrl), reason: r.description });
         else {
           s.token = r;
-          this.logger.log('debug', 'backend_token_fetched', { token_url: redactUrl(o.tokenUrl), refresh_in_ms: Number.isFinite(r.refreshAt) ? r.refreshAt - this.now() : null });
+          this.logger.log('debug', 'backend_token_fetched', {
+            token_url: redactUrl(o.tokenUrl),
+            refresh_in_ms: Number.isFinite(r.refreshAt) ? r.refreshAt - this.now() : null,
+          });
         }
         return r;
       });
@@ -182,7 +193,13 @@ export function clientBasic(id: string, secret: string): string {
 }
 
 /** One token request (RFC 6749 §4.3.2 / §4.4.2), bounded in time and size; never throws. */
-function requestToken(o: OAuthBackend, user: string | undefined, password: string | undefined, tls: SecureContext | undefined, now: () => number): Promise<Token | BackendAuthError> {
+function requestToken(
+  o: OAuthBackend,
+  user: string | undefined,
+  password: string | undefined,
+  tls: SecureContext | undefined,
+  now: () => number,
+): Promise<Token | BackendAuthError> {
   const form = new URLSearchParams();
   form.set('grant_type', o.grantType);
   if (o.grantType === 'password') {
@@ -219,21 +236,25 @@ function requestToken(o: OAuthBackend, user: string | undefined, password: strin
     const lib = url.protocol === 'https:' ? https : http;
     let req: http.ClientRequest;
     try {
-      req = lib.request(url, { method: 'POST', headers, agent: false, ...(url.protocol === 'https:' && tls !== undefined ? { secureContext: tls } : {}) }, (res) => {
-        const chunks: Buffer[] = [];
-        let size = 0;
-        res.on('data', (c: Buffer) => {
-          size += c.length;
-          if (size > MAX_TOKEN_RESPONSE) {
-            finish(fail(`the token response is larger than ${MAX_TOKEN_RESPONSE} bytes`));
-            req.destroy();
-            return;
-          }
-          chunks.push(c);
-        });
-        res.on('error', () => finish(fail('the token response was cut off')));
-        res.on('end', () => finish(tokenFrom(res.statusCode ?? 0, Buffer.concat(chunks).toString('utf8'), now(), o.expiryMargin)));
-      });
+      req = lib.request(
+        url,
+        { method: 'POST', headers, agent: false, ...(url.protocol === 'https:' && tls !== undefined ? { secureContext: tls } : {}) },
+        (res) => {
+          const chunks: Buffer[] = [];
+          let size = 0;
+          res.on('data', (c: Buffer) => {
+            size += c.length;
+            if (size > MAX_TOKEN_RESPONSE) {
+              finish(fail(`the token response is larger than ${MAX_TOKEN_RESPONSE} bytes`));
+              req.destroy();
+              return;
+            }
+            chunks.push(c);
+          });
+          res.on('error', () => finish(fail('the token response was cut off')));
+          res.on('end', () => finish(tokenFrom(res.statusCode ?? 0, Buffer.concat(chunks).toString('utf8'), now(), o.expiryMargin)));
+        },
+      );
     } catch (err) {
       finish(fail(`the token request could not be sent (${(err as NodeJS.ErrnoException).code ?? 'error'})`));
       return;
@@ -262,8 +283,10 @@ function tokenFrom(status: number, text: string, now: number, margin: number): T
     return { kind: 'token', description: `the token endpoint refused the request (HTTP ${status}${code})` };
   }
   const value = o.access_token;
-  if (typeof value !== 'string' || value.length > MAX_TOKEN_LENGTH || !B64TOKEN.test(value)) return { kind: 'token', description: 'the token response has no usable access_token' };
-  if (o.token_type !== undefined && (typeof o.token_type !== 'string' || o.token_type.toLowerCase() !== 'bearer')) return { kind: 'token', description: 'the token response is not a bearer token (RFC 6750)' };
+  if (typeof value !== 'string' || value.length > MAX_TOKEN_LENGTH || !B64TOKEN.test(value))
+    return { kind: 'token', description: 'the token response has no usable access_token' };
+  if (o.token_type !== undefined && (typeof o.token_type !== 'string' || o.token_type.toLowerCase() !== 'bearer'))
+    return { kind: 'token', description: 'the token response is not a bearer token (RFC 6750)' };
   const e = o.expires_in;
   const seconds = typeof e === 'number' ? e : typeof e === 'string' && /^\d{1,10}$/.test(e) ? Number(e) : undefined;
   if (seconds === undefined || !(seconds > 0)) return { value, refreshAt: seconds === undefined ? Infinity : now };
@@ -287,7 +310,10 @@ export class BackendAuthorizer {
     /** The outbound TLS context for an https:// token URL (docs/tls.md). */
     private readonly tls: SecureContext | undefined,
   ) {
-    this.basic = security.type === 'basic' ? `Basic ${Buffer.from(`${security.username ?? ''}:${security.password ?? ''}`, 'utf8').toString('base64')}` : undefined;
+    this.basic =
+      security.type === 'basic'
+        ? `Basic ${Buffer.from(`${security.username ?? ''}:${security.password ?? ''}`, 'utf8').toString('base64')}`
+        : undefined;
   }
 
   get type(): BackendSecurityType {
@@ -300,7 +326,11 @@ export class BackendAuthorizer {
    */
   authorization(method: string, uri: string, origin: string): string | undefined | BackendAuthError | Promise<string | BackendAuthError> {
     const s = this.security;
-    if (origin !== s.origin) return { kind: 'unbound', description: `The endpoint's ${s.type} credentials are bound to ${s.origin} and the call goes to ${origin}: they are not sent (docs/apis.md, "Backend security")` };
+    if (origin !== s.origin)
+      return {
+        kind: 'unbound',
+        description: `The endpoint's ${s.type} credentials are bound to ${s.origin} and the call goes to ${origin}: they are not sent (docs/apis.md, "Backend security")`,
+      };
     if (this.basic !== undefined) return this.basic;
     if (s.type === 'digest') {
       const c = this.challenge;
@@ -315,25 +345,45 @@ export class BackendAuthorizer {
    * The backend answered 401 to a call sent with `sent` (undefined: none). `replayable`: the call can be
    * sent again. Called at most once per call (the send phase counts).
    */
-  challenged(sent: string | undefined, fields: readonly string[], method: string, uri: string, replayable: boolean): string | BackendAuthError | Promise<string | BackendAuthError> {
+  challenged(
+    sent: string | undefined,
+    fields: readonly string[],
+    method: string,
+    uri: string,
+    replayable: boolean,
+  ): string | BackendAuthError | Promise<string | BackendAuthError> {
     const s = this.security;
-    if (s.type === 'basic') return { kind: 'refused', description: 'The backend refused the endpoint\'s Basic credentials (401)' };
+    if (s.type === 'basic') return { kind: 'refused', description: "The backend refused the endpoint's Basic credentials (401)" };
     if (s.type === 'digest') {
       const c = parseDigestChallenge(fields);
-      if (c === undefined) return { kind: 'refused', description: 'The backend answered 401 without a Digest challenge the gateway can answer (RFC 7616: MD5 or SHA-256, qop=auth)' };
+      if (c === undefined)
+        return {
+          kind: 'refused',
+          description: 'The backend answered 401 without a Digest challenge the gateway can answer (RFC 7616: MD5 or SHA-256, qop=auth)',
+        };
       // Sent with this very nonce and it was not stale: the credentials themselves were refused.
       if (sent !== undefined && !c.stale && sent.includes(`nonce="${c.nonce.replace(/[\\"]/g, (x) => `\\${x}`)}"`)) {
-        return { kind: 'refused', description: 'The backend refused the endpoint\'s Digest credentials (401)' };
+        return { kind: 'refused', description: "The backend refused the endpoint's Digest credentials (401)" };
       }
       this.challenge = c;
       this.nc = 0;
-      if (!replayable) return { kind: 'unanswered', description: 'The backend asked for Digest credentials and the request body, streamed, cannot be sent again; the challenge is kept for the next call' };
+      if (!replayable)
+        return {
+          kind: 'unanswered',
+          description:
+            'The backend asked for Digest credentials and the request body, streamed, cannot be sent again; the challenge is kept for the next call',
+        };
       this.nc = 1;
       return digestAuthorization(c, { username: s.username ?? '', password: s.password ?? '', method, uri, nc: 1 });
     }
     const o = s.oauth as OAuthBackend;
     if (sent !== undefined && sent.startsWith('Bearer ')) this.tokens.invalidate(o, s.username, s.password, sent.slice(7));
-    if (!replayable) return { kind: 'token', description: 'The backend refused the OAuth 2.0 token (401); the request body, streamed, cannot be sent again; the next call gets a new token' };
+    if (!replayable)
+      return {
+        kind: 'token',
+        description:
+          'The backend refused the OAuth 2.0 token (401); the request body, streamed, cannot be sent again; the next call gets a new token',
+      };
     return withBearer(this.tokens.token(o, s.username, s.password, this.tls));
   }
 }

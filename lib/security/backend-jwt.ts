@@ -41,10 +41,19 @@ export function generatedKey(): BackendJwtKey {
 }
 
 /** The key manager's signing key as a node:crypto KeyObject, when it can sign RS256. */
-export function keyManagerKey(k: { readonly kid: string; readonly alg: string; readonly privateKey: unknown; readonly certificate?: Buffer }): BackendJwtKey | undefined {
+export function keyManagerKey(k: {
+  readonly kid: string;
+  readonly alg: string;
+  readonly privateKey: unknown;
+  readonly certificate?: Buffer;
+}): BackendJwtKey | undefined {
   if (k.alg !== 'RS256') return undefined;
   const key = k.privateKey instanceof KeyObject ? k.privateKey : KeyObject.from(k.privateKey as Parameters<typeof KeyObject.from>[0]);
-  return { kid: k.kid, key: key.type === 'private' ? key : createPrivateKey(key.export({ format: 'pem', type: 'pkcs8' })), ...(k.certificate !== undefined ? { certificate: k.certificate } : {}) };
+  return {
+    kid: k.kid,
+    key: key.type === 'private' ? key : createPrivateKey(key.export({ format: 'pem', type: 'pkcs8' })),
+    ...(k.certificate !== undefined ? { certificate: k.certificate } : {}),
+  };
 }
 
 function encode(s: BackendJwtSettings, data: string | Buffer): string {
@@ -62,7 +71,14 @@ export interface BackendJwt {
  * Builds and signs one backend JWT. `now` in ms; the JWT expires with the token, or earlier when
  * [apim.cache.jwt_claim] expiry_time is shorter.
  */
-export function buildBackendJwt(s: BackendJwtSettings, key: BackendJwtKey | undefined, issuer: string, auth: AuthContext, api: BackendJwtApi, now: number): BackendJwt {
+export function buildBackendJwt(
+  s: BackendJwtSettings,
+  key: BackendJwtKey | undefined,
+  issuer: string,
+  auth: AuthContext,
+  api: BackendJwtApi,
+  now: number,
+): BackendJwt {
   const d = s.dialect;
   const expiresAt = s.maxValidity !== undefined ? Math.min(auth.expiresAt, now + s.maxValidity) : auth.expiresAt;
   const claims: Record<string, unknown> = {};
@@ -95,7 +111,8 @@ export function buildBackendJwt(s: BackendJwtSettings, key: BackendJwtKey | unde
   const header: Record<string, string> = { typ: 'JWT', alg: signed ? 'RS256' : 'none' };
   if (signed && s.useKid) header.kid = key.kid;
   // The signing certificate's thumbprint (RFC 7515 §4.1.7 x5t, SHA-1; §4.1.8 x5t#S256 with use_sha256_hash).
-  if (signed && key.certificate !== undefined) header[s.thumbprint === 'sha256' ? 'x5t#S256' : 'x5t'] = createHash(s.thumbprint).update(key.certificate).digest('base64url');
+  if (signed && key.certificate !== undefined)
+    header[s.thumbprint === 'sha256' ? 'x5t#S256' : 'x5t'] = createHash(s.thumbprint).update(key.certificate).digest('base64url');
   const input = `${encode(s, JSON.stringify(header))}.${encode(s, JSON.stringify(claims))}`;
   const signature = signed ? encode(s, sign('sha256', Buffer.from(input, 'latin1'), key.key)) : '';
   return { value: `${input}.${signature}`, expiresAt };

@@ -85,7 +85,15 @@ export function parseDigestChallenge(fields: readonly string[]): DigestChallenge
       const qop = p.get('qop');
       const qopAuth = qop !== undefined && qop.split(',').some((q) => q.trim().toLowerCase() === 'auth');
       if (qop !== undefined && !qopAuth) continue;
-      const c: DigestChallenge = { realm, nonce, opaque: p.get('opaque'), algorithm: alg, qopAuth, stale: (p.get('stale') ?? '').toLowerCase() === 'true', userhash: (p.get('userhash') ?? '').toLowerCase() === 'true' };
+      const c: DigestChallenge = {
+        realm,
+        nonce,
+        opaque: p.get('opaque'),
+        algorithm: alg,
+        qopAuth,
+        stale: (p.get('stale') ?? '').toLowerCase() === 'true',
+        userhash: (p.get('userhash') ?? '').toLowerCase() === 'true',
+      };
       if (best === undefined || (best.algorithm.startsWith('MD5') && alg.startsWith('SHA-256'))) best = c;
     }
   }
@@ -93,7 +101,9 @@ export function parseDigestChallenge(fields: readonly string[]): DigestChallenge
 }
 
 function h(alg: DigestAlgorithm, s: string): string {
-  return createHash(alg.startsWith('SHA-256') ? 'sha256' : 'md5').update(s, 'utf8').digest('hex');
+  return createHash(alg.startsWith('SHA-256') ? 'sha256' : 'md5')
+    .update(s, 'utf8')
+    .digest('hex');
 }
 
 /** A quoted-string value (RFC 9110 §5.6.4): backslash and double quote escaped. */
@@ -105,7 +115,10 @@ function q(s: string): string {
  * The Authorization field value answering `c` for one request (RFC 7616 §3.4): `nc` is this nonce's
  * count (1 for its first use), `cnonce` fresh per request unless a test passes one.
  */
-export function digestAuthorization(c: DigestChallenge, o: { username: string; password: string; method: string; uri: string; nc: number; cnonce?: string }): string {
+export function digestAuthorization(
+  c: DigestChallenge,
+  o: { username: string; password: string; method: string; uri: string; nc: number; cnonce?: string },
+): string {
   const cnonce = o.cnonce ?? randomBytes(16).toString('hex');
   const nc = o.nc.toString(16).padStart(8, '0');
   let ha1 = h(c.algorithm, `${o.username}:${c.realm}:${o.password}`);

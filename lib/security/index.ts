@@ -172,7 +172,11 @@ export class Security {
     this.km = o.keyManager;
     const s = o.settings;
     this.cache = new TokenCache({ max: s.tokenCache.max, expiry: s.tokenCache.enabled ? s.tokenCache.expiry : 0 });
-    if (s.tokenCache.bothEnabled) this.logger.log('warn', 'token_caches_both_enabled', { message: '[apim.cache.gateway_token] and [apim.cache.km_token] are both on; the spec says to enable one: the gateway token cache is used' });
+    if (s.tokenCache.bothEnabled)
+      this.logger.log('warn', 'token_caches_both_enabled', {
+        message:
+          '[apim.cache.gateway_token] and [apim.cache.km_token] are both on; the spec says to enable one: the gateway token cache is used',
+      });
     this.validator = new TokenValidator(s, o.keyManager, { now: this.now, logger: this.logger });
     this.certificates = new ClientCertificates(s.mutualSsl, this.logger);
     this.subscriptions.onRevoked((jti) => {
@@ -221,8 +225,10 @@ export class Security {
     const def = api.def;
     if (def.mutualSsl !== 'off') {
       const c = this.certificates.check(headers, this.now());
-      if (!c.ok && (def.mutualSsl === 'mandatory' || !c.missing)) return fault(ApiCode.INVALID_CREDENTIALS, { description: c.missing ? 'a client certificate is required' : c.reason });
-      if (c.ok && (res.auth === 'none' || def.mutualSsl === 'optional')) return { auth: this.certificateContext(c.subject, c.fingerprint, c.notAfter), jwt: undefined };
+      if (!c.ok && (def.mutualSsl === 'mandatory' || !c.missing))
+        return fault(ApiCode.INVALID_CREDENTIALS, { description: c.missing ? 'a client certificate is required' : c.reason });
+      if (c.ok && (res.auth === 'none' || def.mutualSsl === 'optional'))
+        return { auth: this.certificateContext(c.subject, c.fingerprint, c.notAfter), jwt: undefined };
     }
     if (res.auth === 'none') return OPEN;
     const name = this.settings.authHeader;
@@ -261,7 +267,8 @@ export class Security {
   private async withUserClaims(p: Promise<TokenIdentity | FaultValue>): Promise<TokenIdentity | FaultValue> {
     const r = await p;
     const lookup = this.km?.userClaims;
-    if (isFault(r) || !r.builtIn || !this.settings.backendJwt.enabled || !this.settings.backendJwt.userClaims || lookup === undefined) return r;
+    if (isFault(r) || !r.builtIn || !this.settings.backendJwt.enabled || !this.settings.backendJwt.userClaims || lookup === undefined)
+      return r;
     try {
       const claims = await lookup.call(this.km, r.endUser);
       return claims === undefined ? r : Object.freeze({ ...r, userClaims: claims });
@@ -272,15 +279,24 @@ export class Security {
   }
 
   private certificateContext(subject: string, fingerprint: string, notAfter: number): AuthContext {
-    return Object.freeze({ ...NO_AUTH, kind: 'mutual-ssl', tokenId: fingerprint, endUser: subject, subscriber: subject, expiresAt: notAfter });
+    return Object.freeze({
+      ...NO_AUTH,
+      kind: 'mutual-ssl',
+      tokenId: fingerprint,
+      endUser: subject,
+      subscriber: subject,
+      expiresAt: notAfter,
+    });
   }
 
   private admit(api: SecuredApi, res: SecuredResource, entry: CacheEntry, now: number): AuthResult {
     const id = entry.identity;
     if (now >= id.expiresAt) return fault(ApiCode.INVALID_CREDENTIALS, { description: 'the access token has expired' });
-    if (id.tokenId !== '' && this.subscriptions.isRevoked(id.tokenId, now)) return fault(ApiCode.INVALID_CREDENTIALS, { description: 'the access token is revoked' });
+    if (id.tokenId !== '' && this.subscriptions.isRevoked(id.tokenId, now))
+      return fault(ApiCode.INVALID_CREDENTIALS, { description: 'the access token is revoked' });
     // spec 002 part 7: 900901 also for a key type without a matching endpoint.
-    if (id.keyType === 'SANDBOX' && api.sandbox === undefined) return fault(ApiCode.INVALID_CREDENTIALS, { description: 'The API has no sandbox endpoint' });
+    if (id.keyType === 'SANDBOX' && api.sandbox === undefined)
+      return fault(ApiCode.INVALID_CREDENTIALS, { description: 'The API has no sandbox endpoint' });
     const def = api.def;
     // Keyed by the compiled API: a redeployed API (new object) gets a fresh decision.
     let per = entry.perApi.get(api) as PerApi | undefined;
@@ -290,15 +306,25 @@ export class Security {
     }
     if (per.fault !== undefined) return per.fault;
     // A deactivated tenant's tokens stop at once (docs/tenants.md); the super tenant's calls skip this.
-    if (per.tenant !== undefined && this.tenants?.state(per.tenant) !== 'active') return fault(ApiCode.INVALID_CREDENTIALS, { description: `the access token's tenant ${per.tenant} is not active` });
+    if (per.tenant !== undefined && this.tenants?.state(per.tenant) !== 'active')
+      return fault(ApiCode.INVALID_CREDENTIALS, { description: `the access token's tenant ${per.tenant} is not active` });
     if (res.tokenType !== 'any' && (res.tokenType === 'user') !== (id.userType === 'APPLICATION_USER')) {
-      return fault(ApiCode.INCORRECT_TOKEN_TYPE, { description: res.tokenType === 'user' ? 'the resource accepts only tokens issued to an end user' : 'the resource accepts only application tokens' });
+      return fault(ApiCode.INCORRECT_TOKEN_TYPE, {
+        description:
+          res.tokenType === 'user'
+            ? 'the resource accepts only tokens issued to an end user'
+            : 'the resource accepts only application tokens',
+      });
     }
     const scopes = res.scopes;
     if (scopes.length > 0) {
       let any = false;
       for (const s of scopes) if (id.scopes.includes(s)) any = true;
-      if (!any) return fault(ApiCode.INVALID_SCOPE, { scope: scopes.join(' '), description: `the access token lacks the scope the resource requires: ${scopes.join(' or ')}` });
+      if (!any)
+        return fault(ApiCode.INVALID_SCOPE, {
+          scope: scopes.join(' '),
+          description: `the access token lacks the scope the resource requires: ${scopes.join(' or ')}`,
+        });
     }
     const bj = this.settings.backendJwt;
     if (bj.enabled && (per.jwt === undefined || now >= per.jwtRenewAt)) {
@@ -317,7 +343,10 @@ export class Security {
     if (fromKm !== undefined) return fromKm;
     if (this.generated === undefined) {
       this.generated = generatedKey();
-      this.logger.log('warn', 'backend_jwt_key_generated', { kid: this.generated.kid, message: 'no RSA key of a key manager in this process: backend JWTs are signed with a key generated at start' });
+      this.logger.log('warn', 'backend_jwt_key_generated', {
+        kid: this.generated.kid,
+        message: 'no RSA key of a key manager in this process: backend JWTs are signed with a key generated at start',
+      });
     }
     return this.generated;
   }
@@ -341,22 +370,43 @@ export class Security {
     };
     if (!id.subscriptionValidation) {
       const a = id.application;
-      const auth: AuthContext = Object.freeze({ ...base, applicationId: a?.id ?? '', applicationName: a?.name ?? id.consumerKey, applicationTier: a?.tier ?? UNLIMITED, subscriber: a?.owner ?? id.endUser, subscriptionTier: UNLIMITED });
+      const auth: AuthContext = Object.freeze({
+        ...base,
+        applicationId: a?.id ?? '',
+        applicationName: a?.name ?? id.consumerKey,
+        applicationTier: a?.tier ?? UNLIMITED,
+        subscriber: a?.owner ?? id.endUser,
+        subscriptionTier: UNLIMITED,
+      });
       return { version, fault: undefined, auth, jwt: undefined, jwtRenewAt: 0 };
     }
     const app = this.subscriptions.application(id.consumerKey);
-    if (app === undefined) return no(fault(ApiCode.INVALID_CREDENTIALS, { description: 'the access token belongs to no known application' }));
+    if (app === undefined)
+      return no(fault(ApiCode.INVALID_CREDENTIALS, { description: 'the access token belongs to no known application' }));
     const appTenant = app.application.tenant;
     if (appTenant !== def.tenant && !this.crossTenant) {
-      return no(fault(ApiCode.RESOURCE_FORBIDDEN, { description: `the access token's application is of tenant ${appTenant ?? SUPER_TENANT} and ${def.name} ${def.version} of tenant ${def.tenant ?? SUPER_TENANT}: cross-tenant subscriptions are off` }));
+      return no(
+        fault(ApiCode.RESOURCE_FORBIDDEN, {
+          description: `the access token's application is of tenant ${appTenant ?? SUPER_TENANT} and ${def.name} ${def.version} of tenant ${def.tenant ?? SUPER_TENANT}: cross-tenant subscriptions are off`,
+        }),
+      );
     }
     const sub = this.subscriptions.subscription(app.application.id, def.context, def.version);
-    if (sub === undefined) return no(fault(ApiCode.RESOURCE_FORBIDDEN, { description: `the application is not subscribed to ${def.name} ${def.version}` }));
-    if (sub.state === 'BLOCKED' || (sub.state === 'PROD_ONLY_BLOCKED' && id.keyType === 'PRODUCTION')) return no(fault(ApiCode.API_TEMPORARILY_BLOCKED));
+    if (sub === undefined)
+      return no(fault(ApiCode.RESOURCE_FORBIDDEN, { description: `the application is not subscribed to ${def.name} ${def.version}` }));
+    if (sub.state === 'BLOCKED' || (sub.state === 'PROD_ONLY_BLOCKED' && id.keyType === 'PRODUCTION'))
+      return no(fault(ApiCode.API_TEMPORARILY_BLOCKED));
     // A subscription whose workflow waits (ON_HOLD) or refused it (REJECTED) is inactive (docs/workflows.md).
     if (sub.state === 'ON_HOLD' || sub.state === 'REJECTED') return no(fault(ApiCode.SUBSCRIPTION_INACTIVE));
     const a = app.application;
-    const auth: AuthContext = Object.freeze({ ...base, applicationId: a.id, applicationName: a.name, applicationTier: a.tier, subscriber: a.owner, subscriptionTier: sub.tier });
+    const auth: AuthContext = Object.freeze({
+      ...base,
+      applicationId: a.id,
+      applicationName: a.name,
+      applicationTier: a.tier,
+      subscriber: a.owner,
+      subscriptionTier: sub.tier,
+    });
     return { version, fault: undefined, auth, jwt: undefined, jwtRenewAt: 0, ...(appTenant !== undefined ? { tenant: appTenant } : {}) };
   }
 }
@@ -364,7 +414,10 @@ export class Security {
 /** The link to a key manager in this process (node.ts passes it to createGateway). */
 export function keyManagerLink(km: {
   readonly settings: { readonly issuer: string };
-  readonly keys: { publicJwks(): import('jose').JWK[]; current(): { readonly kid: string; readonly alg: string; readonly privateKey: import('jose').CryptoKey; readonly certificate?: Buffer } };
+  readonly keys: {
+    publicJwks(): import('jose').JWK[];
+    current(): { readonly kid: string; readonly alg: string; readonly privateKey: import('jose').CryptoKey; readonly certificate?: Buffer };
+  };
   readonly manager: { snapshot(): Promise<Snapshot>; userClaims(username: string): Promise<Readonly<Record<string, string>> | undefined> };
   readonly oauth: { introspect(form: URLSearchParams): Promise<Record<string, unknown>> };
 }): KeyManagerLink {

@@ -79,7 +79,13 @@ export class RemoteKeySource {
 
   constructor(
     readonly url: string,
-    private readonly o: { readonly refetchInterval: number; readonly timeout: number; readonly now: () => number; readonly logger: Logger; readonly issuer: string },
+    private readonly o: {
+      readonly refetchInterval: number;
+      readonly timeout: number;
+      readonly now: () => number;
+      readonly logger: Logger;
+      readonly issuer: string;
+    },
   ) {}
 
   state(): RemoteKeyState {
@@ -113,19 +119,35 @@ export class RemoteKeySource {
   private async fetchOnce(): Promise<void> {
     this.lastFetchAt = this.o.now();
     try {
-      const res = await fetch(this.url, { headers: { accept: 'application/json' }, signal: AbortSignal.timeout(this.o.timeout), redirect: 'error' });
+      const res = await fetch(this.url, {
+        headers: { accept: 'application/json' },
+        signal: AbortSignal.timeout(this.o.timeout),
+        redirect: 'error',
+      });
+      // eslint-disable-next-line no-restricted-syntax -- caught below: the key set's fetch error, kept as its state
       if (res.status !== 200) throw new Error(`HTTP ${res.status}`);
       const body = (await res.json()) as { keys?: unknown };
+      // eslint-disable-next-line no-restricted-syntax -- caught below: the key set's fetch error, kept as its state
       if (!Array.isArray(body.keys)) throw new Error('the answer has no "keys" array (RFC 7517 §5)');
       const was = this.error;
       this.keys = body.keys.filter((k): k is JWK => typeof k === 'object' && k !== null && typeof (k as JWK).kty === 'string');
       this.lastSuccessAt = this.lastFetchAt;
       this.error = undefined;
-      this.o.logger.log(was !== undefined ? 'warn' : 'info', was !== undefined ? 'jwks_recovered' : 'jwks_fetched', { issuer: this.o.issuer, url: this.url, keys: this.keys.length });
+      this.o.logger.log(was !== undefined ? 'warn' : 'info', was !== undefined ? 'jwks_recovered' : 'jwks_fetched', {
+        issuer: this.o.issuer,
+        url: this.url,
+        keys: this.keys.length,
+      });
     } catch (err) {
       const e = err as Error;
-      this.error = e.name === 'TimeoutError' ? `no answer within ${this.o.timeout} ms` : (e.cause as Error | undefined)?.message ?? e.message;
-      this.o.logger.log('warn', 'jwks_unreachable', { issuer: this.o.issuer, url: this.url, message: this.error, cachedKeys: this.keys.length });
+      this.error =
+        e.name === 'TimeoutError' ? `no answer within ${this.o.timeout} ms` : ((e.cause as Error | undefined)?.message ?? e.message);
+      this.o.logger.log('warn', 'jwks_unreachable', {
+        issuer: this.o.issuer,
+        url: this.url,
+        message: this.error,
+        cachedKeys: this.keys.length,
+      });
     }
   }
 }

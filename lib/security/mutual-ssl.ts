@@ -61,7 +61,11 @@ export class ClientCertificates {
     if (s.trustStoreFile !== undefined) {
       try {
         anchors = readPemBundle(fs.readFileSync(s.trustStoreFile, 'latin1'));
-        if (anchors.length === 0) logger.log('error', 'client_trust_store_empty', { file: s.trustStoreFile, message: 'no PEM certificate in [throughway.security] client_trust_store: no client certificate is trusted' });
+        if (anchors.length === 0)
+          logger.log('error', 'client_trust_store_empty', {
+            file: s.trustStoreFile,
+            message: 'no PEM certificate in [throughway.security] client_trust_store: no client certificate is trusted',
+          });
       } catch (err) {
         // Trusting nothing is the safe failure: mutual-SSL APIs answer 900901 until the file is fixed.
         logger.log('error', 'client_trust_store_unreadable', { file: s.trustStoreFile, message: (err as Error).message });
@@ -100,12 +104,14 @@ export class ClientCertificates {
     if (this.anchorPrints.has(leaf.fingerprint256)) return ok;
     const byAnchor = (c: X509Certificate): boolean => this.anchors.some((a) => within(a, now) && signedBy(c, a));
     if (byAnchor(leaf)) return ok;
-    if (!this.s.chainValidation) return { ok: false, missing: false, reason: 'the client certificate is not issued by a trusted certificate' };
+    if (!this.s.chainValidation)
+      return { ok: false, missing: false, reason: 'the client certificate is not issued by a trusted certificate' };
     let current = leaf;
     for (let depth = 0; depth < MAX_CHAIN; depth++) {
       const next = certs.find((c) => c !== current && c.ca && signedBy(current, c));
       if (next === undefined) break;
-      if (!within(next, now)) return { ok: false, missing: false, reason: 'a certificate of the client certificate chain is expired or not yet valid' };
+      if (!within(next, now))
+        return { ok: false, missing: false, reason: 'a certificate of the client certificate chain is expired or not yet valid' };
       if (this.anchorPrints.has(next.fingerprint256) || byAnchor(next)) return ok;
       current = next;
     }

@@ -10,7 +10,16 @@ import type { DeploymentConfig } from '../config/deployment-config.generated';
  * are never on it: with HMAC an attacker could sign with the issuer's *public* key as the secret
  * (algorithm confusion, RFC 8725 §2.1).
  */
-export const ALLOWED_ALGORITHMS: readonly string[] = Object.freeze(['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384']);
+export const ALLOWED_ALGORITHMS: readonly string[] = Object.freeze([
+  'RS256',
+  'RS384',
+  'RS512',
+  'PS256',
+  'PS384',
+  'PS512',
+  'ES256',
+  'ES384',
+]);
 
 export interface IssuerSettings {
   /** `iss` of its tokens. */
@@ -59,7 +68,13 @@ export interface SecuritySettings {
   /** Token cache: on, longest life of an entry (ms), most entries. */
   readonly tokenCache: { readonly enabled: boolean; readonly expiry: number; readonly max: number; readonly bothEnabled: boolean };
   /** Reference (opaque) tokens: the key manager's introspection endpoint and its client limits. */
-  readonly introspection: { readonly url: string; readonly username: string; readonly password: string; readonly maxTotal: number; readonly maxPerRoute: number };
+  readonly introspection: {
+    readonly url: string;
+    readonly username: string;
+    readonly password: string;
+    readonly maxTotal: number;
+    readonly maxPerRoute: number;
+  };
   readonly jwksRefetchInterval: number;
   readonly fetchTimeout: number;
   readonly backendJwt: BackendJwtSettings;
@@ -74,14 +89,28 @@ export function securitySettingsFrom(config: DeploymentConfig): SecuritySettings
   for (const i of config.apim.jwt.issuer) {
     if (i.name === undefined || i.jwks.url === undefined) continue;
     const mapping = new Map<string, string>();
-    for (const m of i.claim_mapping) if (m.remote_claim !== undefined && m.local_claim !== undefined) mapping.set(m.remote_claim, m.local_claim);
-    issuers.push(Object.freeze({ name: i.name, jwksUrl: i.jwks.url, audience: i.audience, claimMapping: mapping, subscriptionValidation: i.subscription_validation }));
+    for (const m of i.claim_mapping)
+      if (m.remote_claim !== undefined && m.local_claim !== undefined) mapping.set(m.remote_claim, m.local_claim);
+    issuers.push(
+      Object.freeze({
+        name: i.name,
+        jwksUrl: i.jwks.url,
+        audience: i.audience,
+        claimMapping: mapping,
+        subscriptionValidation: i.subscription_validation,
+      }),
+    );
   }
   const c = config.apim.cache;
   // The spec: enable only one of the gateway and key manager token caches; the gateway's wins when both are.
   const gw = c.gateway_token;
   const km = c.km_token;
-  const tokenCache = { enabled: gw.enable || km.enable, expiry: gw.enable ? gw.expiry_time : km.expiry_time, max: config.throughway.security.token_cache_max, bothEnabled: gw.enable && km.enable };
+  const tokenCache = {
+    enabled: gw.enable || km.enable,
+    expiry: gw.enable ? gw.expiry_time : km.expiry_time,
+    max: config.throughway.security.token_cache_max,
+    bothEnabled: gw.enable && km.enable,
+  };
   const j = config.apim.jwt;
   const service = new URL(config.apim.key_manager.service_url);
   const sec = config.throughway.security;

@@ -51,9 +51,7 @@ export class TokenCache {
   /** The entry of the last hit, while the LRU holds it. */
   private last: CacheEntry | undefined;
 
-  constructor(
-    private readonly o: { readonly max: number; readonly expiry: number },
-  ) {
+  constructor(private readonly o: { readonly max: number; readonly expiry: number }) {
     this.lru = new LRUCache<string, CacheEntry>({
       max: o.max,
       dispose: (v, _k, reason) => {
@@ -97,7 +95,8 @@ export class TokenCache {
       const key = keyOf(token);
       // Another token with the same tail gives up its slot and its jti index.
       const old = this.lru.peek(key);
-      if (old !== undefined && old.token !== token && this.byJti.get(old.identity.tokenId) === old.token) this.byJti.delete(old.identity.tokenId);
+      if (old !== undefined && old.token !== token && this.byJti.get(old.identity.tokenId) === old.token)
+        this.byJti.delete(old.identity.tokenId);
       this.lru.set(key, entry);
       if (identity.tokenId !== '') this.byJti.set(identity.tokenId, token);
     }

@@ -34,7 +34,12 @@ export interface KeyManagerLink {
   /** The claims of a user of its store (`role`: the roles, comma-separated), undefined for an unknown user. */
   userClaims?(username: string): Promise<Readonly<Record<string, string>> | undefined>;
   /** Its current signing key (the backend JWT is signed with it when it is RSA). */
-  signingKey?(): { readonly kid: string; readonly alg: string; readonly privateKey: import('jose').CryptoKey; readonly certificate?: Buffer };
+  signingKey?(): {
+    readonly kid: string;
+    readonly alg: string;
+    readonly privateKey: import('jose').CryptoKey;
+    readonly certificate?: Buffer;
+  };
 }
 
 const invalid = (description: string): FaultValue => fault(ApiCode.INVALID_CREDENTIALS, { description });
@@ -106,7 +111,16 @@ export class TokenValidator {
     this.local = km !== undefined ? new LocalKeySource(() => km.publicJwks()) : undefined;
     const remote = new Map<string, { settings: IssuerSettings; keys: RemoteKeySource }>();
     for (const i of s.issuers) {
-      remote.set(i.name, { settings: i, keys: new RemoteKeySource(i.jwksUrl, { refetchInterval: s.jwksRefetchInterval, timeout: s.fetchTimeout, now: o.now, logger: o.logger, issuer: i.name }) });
+      remote.set(i.name, {
+        settings: i,
+        keys: new RemoteKeySource(i.jwksUrl, {
+          refetchInterval: s.jwksRefetchInterval,
+          timeout: s.fetchTimeout,
+          now: o.now,
+          logger: o.logger,
+          issuer: i.name,
+        }),
+      });
     }
     this.remote = remote;
     if (km?.introspect === undefined) {
@@ -145,7 +159,8 @@ export class TokenValidator {
     }
     const alg = header.alg;
     // RFC 8725 §3.1: the algorithm comes from our list, never from the token ('none', HS256 with a public key).
-    if (typeof alg !== 'string' || !ALLOWED_ALGORITHMS.includes(alg)) return invalid(`the access token algorithm ${JSON.stringify(alg ?? null)} is not accepted`);
+    if (typeof alg !== 'string' || !ALLOWED_ALGORITHMS.includes(alg))
+      return invalid(`the access token algorithm ${JSON.stringify(alg ?? null)} is not accepted`);
     if (typeof unverified.iss !== 'string') return invalid('the access token names no issuer (iss)');
     const src = this.source(unverified.iss);
     if (src === undefined) return invalid('the access token issuer is not trusted');
@@ -190,19 +205,41 @@ export class TokenValidator {
         }
       }
     }
-    return this.identity(claims, src.issuer, src.builtIn, src.builtIn || src.settings?.subscriptionValidation === true, str(payload.jti), (payload.exp as number) * 1000 + this.s.skew);
+    return this.identity(
+      claims,
+      src.issuer,
+      src.builtIn,
+      src.builtIn || src.settings?.subscriptionValidation === true,
+      str(payload.jti),
+      (payload.exp as number) * 1000 + this.s.skew,
+    );
   }
 
   /** The identity a set of (local) claims describes, from a JWT or an introspection answer. */
-  private identity(c: Record<string, unknown>, issuer: string, builtIn: boolean, subscriptionValidation: boolean, tokenId: string, expiresAt: number): TokenIdentity {
+  private identity(
+    c: Record<string, unknown>,
+    issuer: string,
+    builtIn: boolean,
+    subscriptionValidation: boolean,
+    tokenId: string,
+    expiresAt: number,
+  ): TokenIdentity {
     const consumerKey = str(c.azp) || str(c.client_id);
     const sub = str(c.sub) || str(c.username);
     // The built-in key manager says which kind of token it is (`aut`); for another issuer's token without
     // it, a subject equal to the client is an application token (the client credentials grant's shape).
-    const userType: UserType = c.aut === 'APPLICATION' || c.aut === 'APPLICATION_USER' ? c.aut : sub === '' || sub === consumerKey ? 'APPLICATION' : 'APPLICATION_USER';
+    const userType: UserType =
+      c.aut === 'APPLICATION' || c.aut === 'APPLICATION_USER'
+        ? c.aut
+        : sub === '' || sub === consumerKey
+          ? 'APPLICATION'
+          : 'APPLICATION_USER';
     const keyType: KeyType = str(c.keytype).toUpperCase() === 'SANDBOX' ? 'SANDBOX' : 'PRODUCTION';
     const app = c.application as Record<string, unknown> | undefined;
-    const application = app !== undefined && typeof app === 'object' && app !== null ? { id: str(app.id), name: str(app.name), owner: str(app.owner), tier: str(app.tier) } : undefined;
+    const application =
+      app !== undefined && typeof app === 'object' && app !== null
+        ? { id: str(app.id), name: str(app.name), owner: str(app.owner), tier: str(app.tier) }
+        : undefined;
     return Object.freeze({
       tokenId,
       issuer,
@@ -263,6 +300,7 @@ export class TokenValidator {
             if (res.statusCode !== 200) return reject(new Error(`introspection answered HTTP ${res.statusCode ?? 0}`));
             try {
               const v = JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown;
+              // eslint-disable-next-line no-restricted-syntax -- caught below: becomes the rejection's message
               if (typeof v !== 'object' || v === null) throw new Error('not a JSON object');
               resolve(v as Record<string, unknown>);
             } catch (err) {

@@ -29,7 +29,15 @@
  * is USER_STORE_UNAVAILABLE (the key manager answers 503 server_error), never a crash.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import type { Attribute as LdapAttribute, AttributeOptions, Change as LdapChange, ChangeOptions, Client as LdapClient, ClientOptions, Entry } from 'ldapts';
+import type {
+  Attribute as LdapAttribute,
+  AttributeOptions,
+  Change as LdapChange,
+  ChangeOptions,
+  Client as LdapClient,
+  ClientOptions,
+  Entry,
+} from 'ldapts';
 import { load } from '../config/packages';
 import type { DeploymentConfig } from '../config/deployment-config.generated';
 import { UserStoreError, type Identity, type UserStore } from './users';
@@ -147,21 +155,32 @@ export function ldapSettings(config: DeploymentConfig): LdapSettings {
   } catch {
     parsed = undefined;
   }
-  if (parsed === undefined || (parsed.protocol !== 'ldap:' && parsed.protocol !== 'ldaps:') || parsed.hostname === '') bad(`[user_store.properties] ConnectionURL ${JSON.stringify(url)} is not an ldap:// or ldaps:// URL`);
-  if ((parsed as URL).pathname !== '' && (parsed as URL).pathname !== '/') bad(`[user_store.properties] ConnectionURL ${JSON.stringify(url)}: give the search bases in UserSearchBase and GroupSearchBase, not in the URL`);
+  if (parsed === undefined || (parsed.protocol !== 'ldap:' && parsed.protocol !== 'ldaps:') || parsed.hostname === '')
+    bad(`[user_store.properties] ConnectionURL ${JSON.stringify(url)} is not an ldap:// or ldaps:// URL`);
+  if ((parsed as URL).pathname !== '' && (parsed as URL).pathname !== '/')
+    bad(
+      `[user_store.properties] ConnectionURL ${JSON.stringify(url)}: give the search bases in UserSearchBase and GroupSearchBase, not in the URL`,
+    );
   const bindDn = trimmed(p.ConnectionName) ?? bad('[user_store.properties] ConnectionName (the DN that searches users) is required');
   const bindPassword = p.ConnectionPassword ?? '';
-  if (bindPassword === '') bad('[user_store.properties] ConnectionPassword is required (an empty password would be an unauthenticated bind, RFC 4513 §5.1.2)');
+  if (bindPassword === '')
+    bad('[user_store.properties] ConnectionPassword is required (an empty password would be an unauthenticated bind, RFC 4513 §5.1.2)');
   const userNameAttribute = trimmed(p.UserNameAttribute) ?? trimmed(p.UserNameAtribute) ?? (ad ? 'sAMAccountName' : 'uid');
   const userObjectClass = trimmed(p.UserEntryObjectClass) ?? (ad ? 'user' : 'person');
   const userSearchFilter = trimmed(p.UserNameSearchFilter) ?? `(&(objectClass=${userObjectClass})(${userNameAttribute}=?))`;
-  if (!userSearchFilter.includes('?')) bad(`[user_store.properties] UserNameSearchFilter ${JSON.stringify(userSearchFilter)} has no ? for the user name`);
-  if (!userSearchFilter.startsWith('(') || !userSearchFilter.endsWith(')')) bad(`[user_store.properties] UserNameSearchFilter ${JSON.stringify(userSearchFilter)} is not an LDAP filter (RFC 4515)`);
+  if (!userSearchFilter.includes('?'))
+    bad(`[user_store.properties] UserNameSearchFilter ${JSON.stringify(userSearchFilter)} has no ? for the user name`);
+  if (!userSearchFilter.startsWith('(') || !userSearchFilter.endsWith(')'))
+    bad(`[user_store.properties] UserNameSearchFilter ${JSON.stringify(userSearchFilter)} is not an LDAP filter (RFC 4515)`);
   const userDnPattern = trimmed(p.UserDNPattern);
-  if (userDnPattern !== undefined && !userDnPattern.includes('{0}')) bad(`[user_store.properties] UserDNPattern ${JSON.stringify(userDnPattern)} has no {0} for the user name`);
-  const userSearchBase = trimmed(p.UserSearchBase) ?? (userDnPattern === undefined ? bad('[user_store.properties] UserSearchBase is required') : '');
+  if (userDnPattern !== undefined && !userDnPattern.includes('{0}'))
+    bad(`[user_store.properties] UserDNPattern ${JSON.stringify(userDnPattern)} has no {0} for the user name`);
+  const userSearchBase =
+    trimmed(p.UserSearchBase) ?? (userDnPattern === undefined ? bad('[user_store.properties] UserSearchBase is required') : '');
   const readGroups = p.ReadGroups ?? true;
-  const groupSearchBase = trimmed(p.GroupSearchBase) ?? (readGroups && !ad && !p.BackLinksEnabled ? bad('[user_store.properties] GroupSearchBase is required when ReadGroups is true') : '');
+  const groupSearchBase =
+    trimmed(p.GroupSearchBase) ??
+    (readGroups && !ad && !p.BackLinksEnabled ? bad('[user_store.properties] GroupSearchBase is required when ReadGroups is true') : '');
   return {
     kind: ad ? 'active_directory' : 'ldap',
     type,
@@ -205,7 +224,8 @@ const first = (v: Entry[string] | undefined): string | undefined => {
   const x = Array.isArray(v) ? v[0] : v;
   return x === undefined ? undefined : Buffer.isBuffer(x) ? x.toString('utf8') : String(x);
 };
-const all = (v: Entry[string] | undefined): string[] => (v === undefined ? [] : (Array.isArray(v) ? v : [v]).map((x) => (Buffer.isBuffer(x) ? x.toString('utf8') : String(x))));
+const all = (v: Entry[string] | undefined): string[] =>
+  v === undefined ? [] : (Array.isArray(v) ? v : [v]).map((x) => (Buffer.isBuffer(x) ? x.toString('utf8') : String(x)));
 
 /** Case-insensitive "DN is at or under base" (RFC 4517 distinguishedNameMatch, simplified to spacing and case). */
 function under(dn: string, base: string): boolean {
@@ -237,7 +257,13 @@ export class LdapUserStore implements UserStore {
   /** `rebind`: a kept connection that ldapts re-opens binds again as ConnectionName, not anonymously. */
   private client(rebind = false): LdapClient {
     const s = this.settings;
-    return new this.ldap.Client({ url: s.url, connectTimeout: s.connectTimeout, timeout: s.operationTimeout, strictDN: true, autoRebind: rebind && !s.startTls });
+    return new this.ldap.Client({
+      url: s.url,
+      connectTimeout: s.connectTimeout,
+      timeout: s.operationTimeout,
+      strictDN: true,
+      autoRebind: rebind && !s.startTls,
+    });
   }
 
   /** A connection bound with the connection credentials (USER_STORE_UNAVAILABLE when it cannot be had). */
@@ -256,7 +282,11 @@ export class LdapUserStore implements UserStore {
   private unavailable(what: string, err: unknown): UserStoreError {
     if (err instanceof UserStoreError) return err;
     const e = err as { message?: unknown; code?: unknown };
-    return new UserStoreError('USER_STORE_UNAVAILABLE', `${this.description}: ${what} failed: ${String(e.message ?? err)}${typeof e.code === 'number' ? ` (LDAP result ${e.code})` : ''}`, { cause: err });
+    return new UserStoreError(
+      'USER_STORE_UNAVAILABLE',
+      `${this.description}: ${what} failed: ${String(e.message ?? err)}${typeof e.code === 'number' ? ` (LDAP result ${e.code})` : ''}`,
+      { cause: err },
+    );
   }
 
   /** Runs `fn` on a searching connection: the pooled one, or one of its own closed afterwards. */
@@ -293,9 +323,23 @@ export class LdapUserStore implements UserStore {
     }
   }
 
-  private async search(c: LdapClient, base: string, filter: string, attributes: string[], sizeLimit: number, scope: 'sub' | 'base' = 'sub'): Promise<Entry[]> {
+  private async search(
+    c: LdapClient,
+    base: string,
+    filter: string,
+    attributes: string[],
+    sizeLimit: number,
+    scope: 'sub' | 'base' = 'sub',
+  ): Promise<Entry[]> {
     const paged = this.settings.kind === 'active_directory' ? { pageSize: Math.min(AD_PAGE_SIZE, sizeLimit) } : false;
-    const r = await c.search(base, { scope, filter, attributes, sizeLimit, paged, timeLimit: Math.ceil(this.settings.operationTimeout / 1000) });
+    const r = await c.search(base, {
+      scope,
+      filter,
+      attributes,
+      sizeLimit,
+      paged,
+      timeLimit: Math.ceil(this.settings.operationTimeout / 1000),
+    });
     return r.searchEntries;
   }
 
@@ -327,7 +371,10 @@ export class LdapUserStore implements UserStore {
     const s = this.settings;
     if (!s.readGroups) return [];
     if (s.backLinks) {
-      const names = user.memberOf.filter((dn) => under(dn, s.groupSearchBase)).map((dn) => firstRdn(dn)?.value).filter((v): v is string => v !== undefined && v !== '');
+      const names = user.memberOf
+        .filter((dn) => under(dn, s.groupSearchBase))
+        .map((dn) => firstRdn(dn)?.value)
+        .filter((v): v is string => v !== undefined && v !== '');
       return [...new Set(names)].slice(0, MAX_GROUPS);
     }
     const filter = `(&(objectClass=${escapeFilterValue(s.groupObjectClass)})(${s.membershipAttribute}=${escapeFilterValue(user.dn)}))`;
@@ -368,28 +415,52 @@ export class LdapUserStore implements UserStore {
   /** Adds a user (read_write_ldap): its entry, then its DN to each named group (WriteGroups). */
   private async add(username: string, password: string, roles: readonly string[]): Promise<Identity> {
     const s = this.settings;
-    if (username === '' || username.length > MAX_NAME || password === '' || password.length > MAX_PASSWORD) throw new UserStoreError('USER_STORE_REFUSED', `user names of 1 to ${MAX_NAME} and passwords of 1 to ${MAX_PASSWORD} characters`);
-    const base = s.userDnPattern === undefined ? `${s.userNameAttribute}=${escapeDnValue(username)},${s.userSearchBase}` : s.userDnPattern.replace('{0}', escapeDnValue(username));
+    if (username === '' || username.length > MAX_NAME || password === '' || password.length > MAX_PASSWORD)
+      throw new UserStoreError('USER_STORE_REFUSED', `user names of 1 to ${MAX_NAME} and passwords of 1 to ${MAX_PASSWORD} characters`);
+    const base =
+      s.userDnPattern === undefined
+        ? `${s.userNameAttribute}=${escapeDnValue(username)},${s.userSearchBase}`
+        : s.userDnPattern.replace('{0}', escapeDnValue(username));
     const groups = s.writeGroups ? [...new Set(roles)] : [];
     return this.searching(async (c) => {
       const groupDns: string[] = [];
       for (const role of groups) {
         const filter = `(&(objectClass=${escapeFilterValue(s.groupObjectClass)})(${s.groupNameAttribute}=${escapeFilterValue(role)}))`;
         const found = await this.search(c, s.groupSearchBase, filter, ['1.1'], 2);
-        if (found.length !== 1) throw new UserStoreError('USER_STORE_REFUSED', `no single group ${JSON.stringify(role)} of class ${s.groupObjectClass} under GroupSearchBase: create it in the directory first`);
+        if (found.length !== 1)
+          throw new UserStoreError(
+            'USER_STORE_REFUSED',
+            `no single group ${JSON.stringify(role)} of class ${s.groupObjectClass} under GroupSearchBase: create it in the directory first`,
+          );
         groupDns.push((found[0] as Entry).dn);
       }
       try {
-        await c.add(base, { objectClass: s.userEntryObjectClass, cn: username, sn: username, [s.userNameAttribute]: username, userPassword: sshaPassword(password) });
+        await c.add(base, {
+          objectClass: s.userEntryObjectClass,
+          cn: username,
+          sn: username,
+          [s.userNameAttribute]: username,
+          userPassword: sshaPassword(password),
+        });
       } catch (err) {
         const code = (err as { code?: unknown }).code;
         if (code === ALREADY_EXISTS) throw new UserStoreError('USER_STORE_CONFLICT', `user ${username} exists in the directory`);
         // Other result codes of an add are the directory refusing it (schema, access: RFC 4511 §4.7).
-        if (typeof code === 'number') throw new UserStoreError('USER_STORE_REFUSED', `the directory refused the entry ${base}: ${(err as Error).message} (LDAP result ${code})`);
+        if (typeof code === 'number')
+          throw new UserStoreError(
+            'USER_STORE_REFUSED',
+            `the directory refused the entry ${base}: ${(err as Error).message} (LDAP result ${code})`,
+          );
         throw err;
       }
       for (const dn of groupDns) {
-        await c.modify(dn, new this.ldap.Change({ operation: 'add', modification: new this.ldap.Attribute({ type: s.membershipAttribute, values: [base] }) }));
+        await c.modify(
+          dn,
+          new this.ldap.Change({
+            operation: 'add',
+            modification: new this.ldap.Attribute({ type: s.membershipAttribute, values: [base] }),
+          }),
+        );
       }
       return { username, roles: groups };
     });
@@ -419,7 +490,11 @@ export async function openLdapUserStore(settings: LdapSettings): Promise<LdapUse
     await store.ping();
   } catch (err) {
     await store.close();
-    throw new UserStoreError('USER_STORE_CONNECT', `${(err as Error).message} ([user_store.properties] ConnectionURL, ConnectionName and ConnectionPassword)`, { cause: err });
+    throw new UserStoreError(
+      'USER_STORE_CONNECT',
+      `${(err as Error).message} ([user_store.properties] ConnectionURL, ConnectionName and ConnectionPassword)`,
+      { cause: err },
+    );
   }
   return store;
 }

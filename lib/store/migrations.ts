@@ -100,7 +100,8 @@ export const MIGRATIONS: readonly Migration[] = [
     // docs/tenants.md. ADD COLUMN with a constant default fills every existing row on SQLite, PostgreSQL
     // and MySQL/MariaDB alike: everything written before is the super tenant's. Signing keys stay the key
     // manager's (one issuer for every tenant), so their table has no tenant.
-    description: 'tenants, and the tenant of every application, client, subscription, user, refresh token, revocation and blocking condition',
+    description:
+      'tenants, and the tenant of every application, client, subscription, user, refresh token, revocation and blocking condition',
     statements: [
       `CREATE TABLE tw_tenant (
         domain VARCHAR(253) NOT NULL PRIMARY KEY,
@@ -153,7 +154,8 @@ export const MIGRATIONS: readonly Migration[] = [
     // docs/self-service.md. Version 5 is left to the workflow tables of the same release, so both merge in
     // either order. Accounts that exist already have no profile row: they count as confirmed.
     version: 6,
-    description: 'the developer portal\'s self-service: the mail outbox, user profiles (e-mail, organisation, confirmation), single-use account links, comments, forum posts and ratings',
+    description:
+      "the developer portal's self-service: the mail outbox, user profiles (e-mail, organisation, confirmation), single-use account links, comments, forum posts and ratings",
     statements: [
       `CREATE TABLE tw_mail (
         id VARCHAR(64) NOT NULL PRIMARY KEY,

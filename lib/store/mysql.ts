@@ -18,12 +18,21 @@ import { pooledDriver, type ConnectionTarget, type PoolSettings } from './pool';
 function mapError(err: unknown, description: string): unknown {
   // ER_DUP_ENTRY (1062): duplicate key.
   if ((err as { code?: unknown }).code === 'ER_DUP_ENTRY') return new StoreError('STORE_CONFLICT', (err as Error).message, { cause: err });
-  if ((err as { fatal?: unknown }).fatal === true) return new StoreError('STORE_CONNECTION_LOST', `${description}: connection lost during a statement (${(err as Error).message}); its outcome is unknown`, { cause: err });
+  if ((err as { fatal?: unknown }).fatal === true)
+    return new StoreError(
+      'STORE_CONNECTION_LOST',
+      `${description}: connection lost during a statement (${(err as Error).message}); its outcome is unknown`,
+      { cause: err },
+    );
   return err;
 }
 
 /** `key`: the configuration key that asked for MySQL, named when mysql2 is not installed. */
-export async function openMysql(target: ConnectionTarget, settings: PoolSettings, key = '[database.apim_db] type = "mysql"'): Promise<SqlDriver> {
+export async function openMysql(
+  target: ConnectionTarget,
+  settings: PoolSettings,
+  key = '[database.apim_db] type = "mysql"',
+): Promise<SqlDriver> {
   const { createPool } = load<typeof Mysql>('mysql2/promise', key);
   const pool = createPool({
     host: target.host,
@@ -45,7 +54,9 @@ export async function openMysql(target: ConnectionTarget, settings: PoolSettings
       let timedOut = false;
       const timer = setTimeout(() => {
         timedOut = true;
-        reject(new StoreError('STORE_POOL_TIMEOUT', `${description}: no free connection within ${settings.maxWait} ms (pool_options.maxWait)`));
+        reject(
+          new StoreError('STORE_POOL_TIMEOUT', `${description}: no free connection within ${settings.maxWait} ms (pool_options.maxWait)`),
+        );
       }, settings.maxWait);
       pool.getConnection().then(
         (c) => {

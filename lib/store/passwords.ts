@@ -17,7 +17,12 @@
 import { createHash, createHmac, randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
 import type { PasswordHashMethod, Store, StoredHashMethod, User } from './types';
 
-const ALGORITHMS: Readonly<Record<Exclude<PasswordHashMethod, 'PLAIN_TEXT'>, string>> = { SHA: 'sha1', 'SHA-1': 'sha1', 'SHA-256': 'sha256', MD5: 'md5' };
+const ALGORITHMS: Readonly<Record<Exclude<PasswordHashMethod, 'PLAIN_TEXT'>, string>> = {
+  SHA: 'sha1',
+  'SHA-1': 'sha1',
+  'SHA-256': 'sha256',
+  MD5: 'md5',
+};
 
 /** scrypt cost (RFC 7914 §2): N = 2^14 uses 16 MiB (128 * N * r bytes). */
 const SCRYPT = { N: 2 ** 14, r: 8, p: 1, keylen: 32, maxmem: 64 * 1024 * 1024 } as const;
@@ -27,7 +32,9 @@ const SCRYPT_FORM = /^(\d{1,2}):(\d{1,2}):(\d{1,2}):([A-Za-z0-9+/=]{1,200})$/;
 /** A digest of `PasswordHashMethod` (the reference's JDBC user store form), for hashes imported from it. */
 export function hashPassword(password: string, method: PasswordHashMethod, salt: string): string {
   if (method === 'PLAIN_TEXT') return password;
-  return createHash(ALGORITHMS[method]).update(salt + password, 'utf8').digest('base64');
+  return createHash(ALGORITHMS[method])
+    .update(salt + password, 'utf8')
+    .digest('base64');
 }
 
 export function newSalt(): string {
@@ -36,7 +43,9 @@ export function newSalt(): string {
 
 function scryptKey(password: string, salt: string, N: number, r: number, p: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
-    scrypt(password.normalize('NFC'), salt, SCRYPT.keylen, { N, r, p, maxmem: SCRYPT.maxmem }, (err, key) => (err === null ? resolve(key) : reject(err)));
+    scrypt(password.normalize('NFC'), salt, SCRYPT.keylen, { N, r, p, maxmem: SCRYPT.maxmem }, (err, key) =>
+      err === null ? resolve(key) : reject(err),
+    );
   });
 }
 
@@ -67,7 +76,10 @@ export async function verifyPassword(password: string, stored: PasswordHash): Pr
     if (m === null) return false;
     const [ln, r, p] = [Number(m[1]), Number(m[2]), Number(m[3])];
     if (ln < 10 || ln > 20 || r < 1 || p < 1 || 128 * 2 ** ln * r > SCRYPT.maxmem) return false;
-    const mark = createHmac('sha256', verifiedKey).update(`${stored.passwordHash}\0${stored.salt}\0`).update(password, 'utf8').digest('base64');
+    const mark = createHmac('sha256', verifiedKey)
+      .update(`${stored.passwordHash}\0${stored.salt}\0`)
+      .update(password, 'utf8')
+      .digest('base64');
     const now = Date.now();
     const until = verified.get(mark);
     if (until !== undefined && until > now) return true;

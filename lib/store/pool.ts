@@ -60,7 +60,10 @@ export function connectionTarget(table: DatabaseTable, defaultPort: number, defa
     try {
       u = new URL(raw);
     } catch {
-      throw new Error(`database url ${JSON.stringify(table.url)} is not a URL of the form jdbc:<type>://host:port/database`);
+      throw new StoreError(
+        'STORE_UNSUPPORTED',
+        `database url ${JSON.stringify(table.url)} is not a URL of the form jdbc:<type>://host:port/database`,
+      );
     }
     if (u.hostname !== '') host = u.hostname.replace(/^\[|\]$/g, '');
     if (u.port !== '') port = Number(u.port);
@@ -129,7 +132,8 @@ export async function pooledDriver<C extends object>(ops: DriverOps<C>, settings
         return c;
       } catch (err) {
         ops.discard(c, err as Error);
-        if (attempt >= settings.maxActive) throw new StoreError('STORE_CONNECT', `${ops.description}: validation query failed: ${(err as Error).message}`, { cause: err });
+        if (attempt >= settings.maxActive)
+          throw new StoreError('STORE_CONNECT', `${ops.description}: validation query failed: ${(err as Error).message}`, { cause: err });
       }
     }
   };

@@ -27,14 +27,23 @@ function mapError(err: unknown, isServerError: (e: unknown) => boolean, descript
   // 23505 unique_violation (PostgreSQL Appendix A, class 23: integrity constraint violation).
   if (code === '23505') return new StoreError('STORE_CONFLICT', (err as Error).message, { cause: err });
   const lost = !isServerError(err) || (typeof code === 'string' && (code.startsWith('08') || /^57P0[123]$/.test(code)));
-  if (lost) return new StoreError('STORE_CONNECTION_LOST', `${description}: connection lost during a statement (${(err as Error).message}); its outcome is unknown`, { cause: err });
+  if (lost)
+    return new StoreError(
+      'STORE_CONNECTION_LOST',
+      `${description}: connection lost during a statement (${(err as Error).message}); its outcome is unknown`,
+      { cause: err },
+    );
   return err;
 }
 
 const ignore = (): void => undefined;
 
 /** `key`: the configuration key that asked for PostgreSQL, named when pg is not installed. */
-export async function openPostgres(target: ConnectionTarget, settings: PoolSettings, key = '[database.apim_db] type = "postgre"'): Promise<SqlDriver> {
+export async function openPostgres(
+  target: ConnectionTarget,
+  settings: PoolSettings,
+  key = '[database.apim_db] type = "postgre"',
+): Promise<SqlDriver> {
   const { Pool, DatabaseError } = load<typeof Pg>('pg', key);
   const pool = new Pool({
     host: target.host,

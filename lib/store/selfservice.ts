@@ -136,22 +136,62 @@ function toMail(r: Row): MailRecord {
   };
 }
 function toProfile(r: Row): UserProfile {
-  return { username: str(r.username), tenant: str(r.tenant), email: str(r.email), organization: str(r.organization), confirmed: num(r.confirmed) !== 0, createdAt: num(r.created_at) };
+  return {
+    username: str(r.username),
+    tenant: str(r.tenant),
+    email: str(r.email),
+    organization: str(r.organization),
+    confirmed: num(r.confirmed) !== 0,
+    createdAt: num(r.created_at),
+  };
 }
 function toPost(r: Row): Post {
-  return { id: str(r.id), tenant: str(r.tenant), board: str(r.board), parentId: str(r.parent_id), title: str(r.title), author: str(r.author), body: str(r.body), createdAt: num(r.created_at) };
+  return {
+    id: str(r.id),
+    tenant: str(r.tenant),
+    board: str(r.board),
+    parentId: str(r.parent_id),
+    title: str(r.title),
+    author: str(r.author),
+    body: str(r.body),
+    createdAt: num(r.created_at),
+  };
 }
 
 export class SqlSelfServiceStore implements SelfServiceStore {
   constructor(private readonly db: SqlDriver) {}
 
-  async enqueueMail(m: Pick<MailRecord, 'kind' | 'recipient' | 'subject' | 'body'> & { tenant?: string }, now: number): Promise<MailRecord> {
-    const rec: MailRecord = { id: randomUUID(), tenant: m.tenant ?? SUPER_TENANT, kind: m.kind, recipient: m.recipient, subject: m.subject, body: m.body, state: 'pending', attempts: 0, nextAt: now, lastError: '', createdAt: now, sentAt: null };
-    await this.db.run(`INSERT INTO tw_mail (id, tenant, kind, recipient, subject, body, state, attempts, next_at, last_error, created_at, sent_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)`, [rec.id, rec.tenant, rec.kind, rec.recipient, rec.subject, rec.body, rec.state, 0, now, '', now]);
+  async enqueueMail(
+    m: Pick<MailRecord, 'kind' | 'recipient' | 'subject' | 'body'> & { tenant?: string },
+    now: number,
+  ): Promise<MailRecord> {
+    const rec: MailRecord = {
+      id: randomUUID(),
+      tenant: m.tenant ?? SUPER_TENANT,
+      kind: m.kind,
+      recipient: m.recipient,
+      subject: m.subject,
+      body: m.body,
+      state: 'pending',
+      attempts: 0,
+      nextAt: now,
+      lastError: '',
+      createdAt: now,
+      sentAt: null,
+    };
+    await this.db.run(
+      `INSERT INTO tw_mail (id, tenant, kind, recipient, subject, body, state, attempts, next_at, last_error, created_at, sent_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)`,
+      [rec.id, rec.tenant, rec.kind, rec.recipient, rec.subject, rec.body, rec.state, 0, now, '', now],
+    );
     return rec;
   }
   async dueMails(now: number, limit: number): Promise<MailRecord[]> {
-    return (await this.db.all(`SELECT * FROM tw_mail WHERE state = 'pending' AND next_at <= ? ORDER BY next_at, created_at LIMIT ${Math.max(1, Math.floor(limit))}`, [now])).map(toMail);
+    return (
+      await this.db.all(
+        `SELECT * FROM tw_mail WHERE state = 'pending' AND next_at <= ? ORDER BY next_at, created_at LIMIT ${Math.max(1, Math.floor(limit))}`,
+        [now],
+      )
+    ).map(toMail);
   }
   async claimMail(id: string, dueAt: number, until: number): Promise<boolean> {
     return (await this.db.run(`UPDATE tw_mail SET next_at = ? WHERE id = ? AND state = 'pending' AND next_at = ?`, [until, id, dueAt])) > 0;
@@ -160,7 +200,13 @@ export class SqlSelfServiceStore implements SelfServiceStore {
     await this.db.run(`UPDATE tw_mail SET state = 'sent', sent_at = ?, attempts = ?, last_error = '' WHERE id = ?`, [at, attempts, id]);
   }
   async markMailAttempt(id: string, attempts: number, state: 'pending' | 'failed', nextAt: number, error: string): Promise<void> {
-    await this.db.run(`UPDATE tw_mail SET state = ?, attempts = ?, next_at = ?, last_error = ? WHERE id = ?`, [state, attempts, nextAt, error.slice(0, 1000), id]);
+    await this.db.run(`UPDATE tw_mail SET state = ?, attempts = ?, next_at = ?, last_error = ? WHERE id = ?`, [
+      state,
+      attempts,
+      nextAt,
+      error.slice(0, 1000),
+      id,
+    ]);
   }
   async listMails(): Promise<MailRecord[]> {
     return (await this.db.all(`SELECT * FROM tw_mail ORDER BY created_at, id`)).map(toMail);
@@ -168,7 +214,10 @@ export class SqlSelfServiceStore implements SelfServiceStore {
 
   async saveProfile(p: Omit<UserProfile, 'createdAt'>, now: number): Promise<UserProfile> {
     await this.db.run(`DELETE FROM tw_user_profile WHERE username = ?`, [p.username]);
-    await this.db.run(`INSERT INTO tw_user_profile (username, tenant, email, organization, confirmed, created_at) VALUES (?, ?, ?, ?, ?, ?)`, [p.username, p.tenant, p.email.toLowerCase(), p.organization, p.confirmed ? 1 : 0, now]);
+    await this.db.run(
+      `INSERT INTO tw_user_profile (username, tenant, email, organization, confirmed, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+      [p.username, p.tenant, p.email.toLowerCase(), p.organization, p.confirmed ? 1 : 0, now],
+    );
     return { ...p, email: p.email.toLowerCase(), createdAt: now };
   }
   async getProfile(username: string): Promise<UserProfile | undefined> {
@@ -179,7 +228,9 @@ export class SqlSelfServiceStore implements SelfServiceStore {
     return (await this.db.all(`SELECT * FROM tw_user_profile WHERE email = ? ORDER BY username`, [email.toLowerCase()])).map(toProfile);
   }
   async profilesByOrganization(tenant: string, organization: string): Promise<UserProfile[]> {
-    return (await this.db.all(`SELECT * FROM tw_user_profile WHERE tenant = ? AND organization = ? ORDER BY username`, [tenant, organization])).map(toProfile);
+    return (
+      await this.db.all(`SELECT * FROM tw_user_profile WHERE tenant = ? AND organization = ? ORDER BY username`, [tenant, organization])
+    ).map(toProfile);
   }
   async confirmProfile(username: string): Promise<boolean> {
     await this.db.run(`UPDATE tw_user_profile SET confirmed = 1 WHERE username = ?`, [username]);
@@ -190,18 +241,35 @@ export class SqlSelfServiceStore implements SelfServiceStore {
   }
 
   async addLink(l: Omit<AccountLink, 'usedAt'>, now: number): Promise<void> {
-    await this.db.run(`INSERT INTO tw_account_link (token_hash, purpose, username, expires_at, used_at, created_at) VALUES (?, ?, ?, ?, NULL, ?)`, [l.tokenHash, l.purpose, l.username, l.expiresAt, now]);
+    await this.db.run(
+      `INSERT INTO tw_account_link (token_hash, purpose, username, expires_at, used_at, created_at) VALUES (?, ?, ?, ?, NULL, ?)`,
+      [l.tokenHash, l.purpose, l.username, l.expiresAt, now],
+    );
   }
   async useLink(tokenHash: string, purpose: LinkPurpose, now: number): Promise<AccountLink | undefined> {
-    const won = await this.db.run(`UPDATE tw_account_link SET used_at = ? WHERE token_hash = ? AND purpose = ? AND used_at IS NULL AND expires_at > ?`, [now, tokenHash, purpose, now]);
+    const won = await this.db.run(
+      `UPDATE tw_account_link SET used_at = ? WHERE token_hash = ? AND purpose = ? AND used_at IS NULL AND expires_at > ?`,
+      [now, tokenHash, purpose, now],
+    );
     if (won === 0) return undefined;
     const r = (await this.db.all(`SELECT * FROM tw_account_link WHERE token_hash = ?`, [tokenHash]))[0];
-    return r === undefined ? undefined : { tokenHash: str(r.token_hash), purpose: str(r.purpose) as LinkPurpose, username: str(r.username), expiresAt: num(r.expires_at), usedAt: num(r.used_at) };
+    return r === undefined
+      ? undefined
+      : {
+          tokenHash: str(r.token_hash),
+          purpose: str(r.purpose) as LinkPurpose,
+          username: str(r.username),
+          expiresAt: num(r.expires_at),
+          usedAt: num(r.used_at),
+        };
   }
 
   async addPost(p: Omit<Post, 'id' | 'createdAt'>, now: number): Promise<Post> {
     const rec: Post = { ...p, id: randomUUID(), createdAt: now };
-    await this.db.run(`INSERT INTO tw_post (id, tenant, board, parent_id, title, author, body, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, [rec.id, rec.tenant, rec.board, rec.parentId, rec.title, rec.author, rec.body, now]);
+    await this.db.run(
+      `INSERT INTO tw_post (id, tenant, board, parent_id, title, author, body, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+      [rec.id, rec.tenant, rec.board, rec.parentId, rec.title, rec.author, rec.body, now],
+    );
     return rec;
   }
   async getPost(id: string): Promise<Post | undefined> {
@@ -209,7 +277,12 @@ export class SqlSelfServiceStore implements SelfServiceStore {
     return r === undefined ? undefined : toPost(r);
   }
   async listPosts(tenant: string, board: string, limit: number): Promise<Post[]> {
-    return (await this.db.all(`SELECT * FROM tw_post WHERE tenant = ? AND board = ? ORDER BY created_at, id LIMIT ${Math.max(1, Math.floor(limit))}`, [tenant, board])).map(toPost);
+    return (
+      await this.db.all(
+        `SELECT * FROM tw_post WHERE tenant = ? AND board = ? ORDER BY created_at, id LIMIT ${Math.max(1, Math.floor(limit))}`,
+        [tenant, board],
+      )
+    ).map(toPost);
   }
   async countPosts(tenant: string, board: string): Promise<number> {
     return num((await this.db.all(`SELECT COUNT(*) AS n FROM tw_post WHERE tenant = ? AND board = ?`, [tenant, board]))[0]?.n ?? 0);
@@ -222,12 +295,20 @@ export class SqlSelfServiceStore implements SelfServiceStore {
   async rate(tenant: string, board: string, username: string, rating: number, now: number): Promise<void> {
     const params: Param[] = [tenant, board, username];
     await this.db.run(`DELETE FROM tw_rating WHERE tenant = ? AND board = ? AND username = ?`, params);
-    await this.db.run(`INSERT INTO tw_rating (tenant, board, username, rating, created_at) VALUES (?, ?, ?, ?, ?)`, [...params, rating, now]);
+    await this.db.run(`INSERT INTO tw_rating (tenant, board, username, rating, created_at) VALUES (?, ?, ?, ?, ?)`, [
+      ...params,
+      rating,
+      now,
+    ]);
   }
   async ratings(tenant: string, board: string, username: string | undefined): Promise<RatingSummary> {
     const rows = await this.db.all(`SELECT username, rating FROM tw_rating WHERE tenant = ? AND board = ?`, [tenant, board]);
     const values = rows.map((r) => num(r.rating));
     const mine = username === undefined ? undefined : rows.find((r) => str(r.username) === username);
-    return { count: values.length, average: values.length === 0 ? undefined : values.reduce((a, b) => a + b, 0) / values.length, mine: mine === undefined ? undefined : num(mine.rating) };
+    return {
+      count: values.length,
+      average: values.length === 0 ? undefined : values.reduce((a, b) => a + b, 0) / values.length,
+      mine: mine === undefined ? undefined : num(mine.rating),
+    };
   }
 }

@@ -60,13 +60,23 @@ const list = (v: unknown): string[] => {
 };
 
 function toApplication(r: Row): Application {
-  return { id: str(r.id), tenant: str(r.tenant) || SUPER_TENANT, name: str(r.name), owner: str(r.owner), tier: str(r.tier), description: str(r.description), status: (str(r.status) || 'APPROVED') as ApplicationStatus, createdAt: num(r.created_at) };
+  return {
+    id: str(r.id),
+    tenant: str(r.tenant) || SUPER_TENANT,
+    name: str(r.name),
+    owner: str(r.owner),
+    tier: str(r.tier),
+    description: str(r.description),
+    status: (str(r.status) || 'APPROVED') as ApplicationStatus,
+    createdAt: num(r.created_at),
+  };
 }
 function toTask(r: Row): WorkflowTaskRecord {
   let attributes: Record<string, string> = {};
   try {
     const v: unknown = JSON.parse(str(r.attributes) || '{}');
-    if (v !== null && typeof v === 'object' && !Array.isArray(v)) attributes = Object.fromEntries(Object.entries(v).map(([k, x]) => [k, String(x)]));
+    if (v !== null && typeof v === 'object' && !Array.isArray(v))
+      attributes = Object.fromEntries(Object.entries(v).map(([k, x]) => [k, String(x)]));
   } catch {
     attributes = {};
   }
@@ -85,7 +95,9 @@ function toTask(r: Row): WorkflowTaskRecord {
     attempts: num(r.attempts),
     lastError: str(r.last_error),
     nextAttemptAt: numOrNull(r.next_attempt_at),
-    decision: decided ? { status: str(r.status) as WorkflowDecisionRecord['status'], by: str(r.decided_by), at: num(r.decided_at), comment: str(r.comment) } : null,
+    decision: decided
+      ? { status: str(r.status) as WorkflowDecisionRecord['status'], by: str(r.decided_by), at: num(r.decided_at), comment: str(r.comment) }
+      : null,
   };
 }
 const TASK_SELECT = `SELECT t.*, d.status, d.decided_by, d.decided_at, d.comment FROM tw_workflow_task t LEFT JOIN tw_workflow_decision d ON d.task_id = t.id`;
@@ -157,8 +169,14 @@ function toKey(r: Row): SigningKey {
 export type MigrationProgress = (m: Migration, index: number, pending: number) => void;
 
 /** Applies the migrations newer than the database's recorded version, in order. */
-export async function migrate(db: SqlDriver, migrations: readonly Migration[] = MIGRATIONS, onProgress?: MigrationProgress): Promise<number> {
-  await db.run(`CREATE TABLE IF NOT EXISTS tw_schema_version (version INTEGER NOT NULL PRIMARY KEY, description TEXT NOT NULL, applied_at BIGINT NOT NULL)`);
+export async function migrate(
+  db: SqlDriver,
+  migrations: readonly Migration[] = MIGRATIONS,
+  onProgress?: MigrationProgress,
+): Promise<number> {
+  await db.run(
+    `CREATE TABLE IF NOT EXISTS tw_schema_version (version INTEGER NOT NULL PRIMARY KEY, description TEXT NOT NULL, applied_at BIGINT NOT NULL)`,
+  );
   const rows = await db.all(`SELECT MAX(version) AS v FROM tw_schema_version`);
   let current = rows[0]?.v === null || rows[0]?.v === undefined ? 0 : num(rows[0].v);
   const pending = migrations.filter((m) => m.version > current).length;
@@ -168,9 +186,17 @@ export async function migrate(db: SqlDriver, migrations: readonly Migration[] = 
     onProgress?.(m, ++index, pending);
     try {
       for (const s of m.statements) await db.run(s);
-      await db.run(`INSERT INTO tw_schema_version (version, description, applied_at) VALUES (?, ?, ?)`, [m.version, m.description, Date.now()]);
+      await db.run(`INSERT INTO tw_schema_version (version, description, applied_at) VALUES (?, ?, ?)`, [
+        m.version,
+        m.description,
+        Date.now(),
+      ]);
     } catch (err) {
-      throw new StoreError('STORE_MIGRATION', `${db.description}: migration ${m.version} (${m.description}) failed: ${(err as Error).message}`, { cause: err });
+      throw new StoreError(
+        'STORE_MIGRATION',
+        `${db.description}: migration ${m.version} (${m.description}) failed: ${(err as Error).message}`,
+        { cause: err },
+      );
     }
     current = m.version;
   }
@@ -206,7 +232,13 @@ export class SqlStore implements Store {
 
   async addTenant(t: Omit<Tenant, 'createdAt'>): Promise<Tenant> {
     const rec: Tenant = { ...t, createdAt: Date.now() };
-    await this.db.run(`INSERT INTO tw_tenant (domain, admin, package, active, created_at) VALUES (?, ?, ?, ?, ?)`, [rec.domain, rec.admin, rec.package, rec.active ? 1 : 0, rec.createdAt]);
+    await this.db.run(`INSERT INTO tw_tenant (domain, admin, package, active, created_at) VALUES (?, ?, ?, ?, ?)`, [
+      rec.domain,
+      rec.admin,
+      rec.package,
+      rec.active ? 1 : 0,
+      rec.createdAt,
+    ]);
     return rec;
   }
   async getTenant(domain: string): Promise<Tenant | undefined> {
@@ -222,9 +254,20 @@ export class SqlStore implements Store {
     return this.getTenant(domain);
   }
 
-  async createApplication(app: Omit<Application, 'id' | 'createdAt' | 'tenant' | 'status'> & { tenant?: string; status?: ApplicationStatus }): Promise<Application> {
-    const a: Application = { ...app, tenant: app.tenant ?? SUPER_TENANT, status: app.status ?? 'APPROVED', id: randomUUID(), createdAt: Date.now() };
-    await this.db.run(`INSERT INTO tw_application (id, tenant, name, owner, tier, description, status, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, [a.id, a.tenant, a.name, a.owner, a.tier, a.description, a.status, a.createdAt]);
+  async createApplication(
+    app: Omit<Application, 'id' | 'createdAt' | 'tenant' | 'status'> & { tenant?: string; status?: ApplicationStatus },
+  ): Promise<Application> {
+    const a: Application = {
+      ...app,
+      tenant: app.tenant ?? SUPER_TENANT,
+      status: app.status ?? 'APPROVED',
+      id: randomUUID(),
+      createdAt: Date.now(),
+    };
+    await this.db.run(
+      `INSERT INTO tw_application (id, tenant, name, owner, tier, description, status, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+      [a.id, a.tenant, a.name, a.owner, a.tier, a.description, a.status, a.createdAt],
+    );
     return a;
   }
   async getApplication(id: string): Promise<Application | undefined> {
@@ -232,9 +275,10 @@ export class SqlStore implements Store {
     return r === undefined ? undefined : toApplication(r);
   }
   async findApplication(name: string, owner?: string): Promise<Application | undefined> {
-    const rows = owner === undefined
-      ? await this.db.all(`SELECT * FROM tw_application WHERE name = ? ORDER BY created_at`, [name])
-      : await this.db.all(`SELECT * FROM tw_application WHERE name = ? AND owner = ?`, [name, owner]);
+    const rows =
+      owner === undefined
+        ? await this.db.all(`SELECT * FROM tw_application WHERE name = ? ORDER BY created_at`, [name])
+        : await this.db.all(`SELECT * FROM tw_application WHERE name = ? AND owner = ?`, [name, owner]);
     const r = rows[0];
     return r === undefined ? undefined : toApplication(r);
   }
@@ -249,14 +293,26 @@ export class SqlStore implements Store {
       where.push('tenant = ?');
       params.push(tenant);
     }
-    const rows = await this.db.all(`SELECT * FROM tw_application${where.length > 0 ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY name, owner`, params);
+    const rows = await this.db.all(
+      `SELECT * FROM tw_application${where.length > 0 ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY name, owner`,
+      params,
+    );
     return rows.map(toApplication);
   }
-  async updateApplication(id: string, change: Partial<Pick<Application, 'tier' | 'description' | 'owner' | 'status'>>): Promise<Application | undefined> {
+  async updateApplication(
+    id: string,
+    change: Partial<Pick<Application, 'tier' | 'description' | 'owner' | 'status'>>,
+  ): Promise<Application | undefined> {
     const cur = await this.getApplication(id);
     if (cur === undefined) return undefined;
     const next = { ...cur, ...change };
-    await this.db.run(`UPDATE tw_application SET tier = ?, description = ?, owner = ?, status = ? WHERE id = ?`, [next.tier, next.description, next.owner, next.status, id]);
+    await this.db.run(`UPDATE tw_application SET tier = ?, description = ?, owner = ?, status = ? WHERE id = ?`, [
+      next.tier,
+      next.description,
+      next.owner,
+      next.status,
+      id,
+    ]);
     return next;
   }
   async deleteApplication(id: string): Promise<boolean> {
@@ -299,7 +355,13 @@ export class SqlStore implements Store {
     return r === undefined ? undefined : toSubscription(r);
   }
   async findSubscription(applicationId: string, apiContext: string, apiVersion: string): Promise<Subscription | undefined> {
-    const r = (await this.db.all(`SELECT * FROM tw_subscription WHERE application_id = ? AND api_context = ? AND api_version = ?`, [applicationId, apiContext, apiVersion]))[0];
+    const r = (
+      await this.db.all(`SELECT * FROM tw_subscription WHERE application_id = ? AND api_context = ? AND api_version = ?`, [
+        applicationId,
+        apiContext,
+        apiVersion,
+      ])
+    )[0];
     return r === undefined ? undefined : toSubscription(r);
   }
   async listSubscriptions(filter: { applicationId?: string; apiContext?: string } = {}): Promise<Subscription[]> {
@@ -331,15 +393,10 @@ export class SqlStore implements Store {
 
   async addUser(user: Omit<User, 'createdAt' | 'tenant'> & { tenant?: string }): Promise<User> {
     const u: User = { ...user, tenant: user.tenant ?? SUPER_TENANT, createdAt: Date.now() };
-    await this.db.run(`INSERT INTO tw_user (username, tenant, password_hash, salt, hash_method, roles, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`, [
-      u.username,
-      u.tenant,
-      u.passwordHash,
-      u.salt,
-      u.hashMethod,
-      u.roles.join(' '),
-      u.createdAt,
-    ]);
+    await this.db.run(
+      `INSERT INTO tw_user (username, tenant, password_hash, salt, hash_method, roles, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+      [u.username, u.tenant, u.passwordHash, u.salt, u.hashMethod, u.roles.join(' '), u.createdAt],
+    );
     return u;
   }
   async getUser(username: string): Promise<User | undefined> {
@@ -347,22 +404,53 @@ export class SqlStore implements Store {
     return r === undefined ? undefined : toUser(r);
   }
   async listUsers(tenant?: string): Promise<User[]> {
-    const rows = tenant === undefined ? await this.db.all(`SELECT * FROM tw_user ORDER BY username`) : await this.db.all(`SELECT * FROM tw_user WHERE tenant = ? ORDER BY username`, [tenant]);
+    const rows =
+      tenant === undefined
+        ? await this.db.all(`SELECT * FROM tw_user ORDER BY username`)
+        : await this.db.all(`SELECT * FROM tw_user WHERE tenant = ? ORDER BY username`, [tenant]);
     return rows.map(toUser);
   }
   async deleteUser(username: string): Promise<boolean> {
     return (await this.db.run(`DELETE FROM tw_user WHERE username = ?`, [username])) > 0;
   }
+  async setUserRoles(username: string, roles: readonly string[]): Promise<boolean> {
+    return (await this.db.run(`UPDATE tw_user SET roles = ? WHERE username = ?`, [roles.join(' '), username])) > 0;
+  }
   async setUserPassword(username: string, h: { passwordHash: string; salt: string; hashMethod: StoredHashMethod }): Promise<boolean> {
-    return (await this.db.run(`UPDATE tw_user SET password_hash = ?, salt = ?, hash_method = ? WHERE username = ?`, [h.passwordHash, h.salt, h.hashMethod, username])) > 0;
+    return (
+      (await this.db.run(`UPDATE tw_user SET password_hash = ?, salt = ?, hash_method = ? WHERE username = ?`, [
+        h.passwordHash,
+        h.salt,
+        h.hashMethod,
+        username,
+      ])) > 0
+    );
   }
 
-  async saveRefreshToken(t: Omit<RefreshTokenRecord, 'usedAt' | 'revoked' | 'accessJti' | 'accessExpiresAt'> & { accessJti?: string; accessExpiresAt?: number }): Promise<void> {
+  async saveRefreshToken(
+    t: Omit<RefreshTokenRecord, 'usedAt' | 'revoked' | 'accessJti' | 'accessExpiresAt'> & { accessJti?: string; accessExpiresAt?: number },
+  ): Promise<void> {
     await this.db.run(
       // The refresh token is its client's tenant's.
       `INSERT INTO tw_refresh_token (token_hash, family, consumer_key, subject, scope, aut, key_type, issued_at, expires_at, used_at, revoked, access_jti, access_expires_at, tenant) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, 0, ?, ?, COALESCE((SELECT c.tenant FROM tw_client c WHERE c.consumer_key = ?), '${SUPER_TENANT}'))`,
-      [t.tokenHash, t.family, t.consumerKey, t.subject, t.scope, t.authorizedUserType, t.keyType, t.issuedAt, t.expiresAt, t.accessJti ?? null, t.accessExpiresAt ?? null, t.consumerKey],
+      [
+        t.tokenHash,
+        t.family,
+        t.consumerKey,
+        t.subject,
+        t.scope,
+        t.authorizedUserType,
+        t.keyType,
+        t.issuedAt,
+        t.expiresAt,
+        t.accessJti ?? null,
+        t.accessExpiresAt ?? null,
+        t.consumerKey,
+      ],
     );
+  }
+  async listRefreshTokensOf(subject: string): Promise<RefreshTokenRecord[]> {
+    return (await this.db.all(`SELECT * FROM tw_refresh_token WHERE subject = ? AND revoked = 0`, [subject])).map(toRefresh);
   }
   async listRefreshFamily(family: string): Promise<RefreshTokenRecord[]> {
     return (await this.db.all(`SELECT * FROM tw_refresh_token WHERE family = ? ORDER BY issued_at`, [family])).map(toRefresh);
@@ -372,7 +460,12 @@ export class SqlStore implements Store {
     return r === undefined ? undefined : toRefresh(r);
   }
   async markRefreshTokenUsed(tokenHash: string, at: number): Promise<boolean> {
-    return (await this.db.run(`UPDATE tw_refresh_token SET used_at = ? WHERE token_hash = ? AND used_at IS NULL AND revoked = 0`, [at, tokenHash])) === 1;
+    return (
+      (await this.db.run(`UPDATE tw_refresh_token SET used_at = ? WHERE token_hash = ? AND used_at IS NULL AND revoked = 0`, [
+        at,
+        tokenHash,
+      ])) === 1
+    );
   }
   async revokeRefreshFamily(family: string): Promise<number> {
     return this.db.run(`UPDATE tw_refresh_token SET revoked = 1 WHERE family = ? AND revoked = 0`, [family]);
@@ -395,13 +488,10 @@ export class SqlStore implements Store {
   }
 
   async addSigningKey(key: Omit<SigningKey, 'retiredAt'>): Promise<void> {
-    await this.db.run(`INSERT INTO tw_signing_key (kid, alg, private_jwk, public_jwk, created_at, retired_at) VALUES (?, ?, ?, ?, ?, NULL)`, [
-      key.kid,
-      key.alg,
-      key.privateJwk,
-      key.publicJwk,
-      key.createdAt,
-    ]);
+    await this.db.run(
+      `INSERT INTO tw_signing_key (kid, alg, private_jwk, public_jwk, created_at, retired_at) VALUES (?, ?, ?, ?, ?, NULL)`,
+      [key.kid, key.alg, key.privateJwk, key.publicJwk, key.createdAt],
+    );
   }
   async listSigningKeys(): Promise<SigningKey[]> {
     return (await this.db.all(`SELECT * FROM tw_signing_key ORDER BY created_at DESC, kid`)).map(toKey);
@@ -418,12 +508,24 @@ export class SqlStore implements Store {
 
   async addBlockingCondition(c: Omit<BlockingConditionRecord, 'id' | 'createdAt'>): Promise<BlockingConditionRecord> {
     const rec: BlockingConditionRecord = { ...c, id: randomUUID(), createdAt: Date.now() };
-    await this.db.run(`INSERT INTO tw_blocking_condition (id, type, value, invert, created_at) VALUES (?, ?, ?, ?, ?)`, [rec.id, rec.type, rec.value, rec.invert ? 1 : 0, rec.createdAt]);
+    await this.db.run(`INSERT INTO tw_blocking_condition (id, type, value, invert, created_at) VALUES (?, ?, ?, ?, ?)`, [
+      rec.id,
+      rec.type,
+      rec.value,
+      rec.invert ? 1 : 0,
+      rec.createdAt,
+    ]);
     return rec;
   }
   async listBlockingConditions(): Promise<BlockingConditionRecord[]> {
     const rows = await this.db.all(`SELECT * FROM tw_blocking_condition ORDER BY created_at, id`);
-    return rows.map((r) => ({ id: str(r.id), type: str(r.type) as BlockingConditionRecord['type'], value: str(r.value), invert: num(r.invert) !== 0, createdAt: num(r.created_at) }));
+    return rows.map((r) => ({
+      id: str(r.id),
+      type: str(r.type) as BlockingConditionRecord['type'],
+      value: str(r.value),
+      invert: num(r.invert) !== 0,
+      createdAt: num(r.created_at),
+    }));
   }
   async deleteBlockingCondition(id: string): Promise<BlockingConditionRecord | undefined> {
     const found = (await this.listBlockingConditions()).find((c) => c.id === id);
@@ -432,18 +534,41 @@ export class SqlStore implements Store {
     return found;
   }
 
-  async addWorkflowTask(t: Omit<WorkflowTaskRecord, 'createdAt' | 'deliveredAt' | 'attempts' | 'lastError' | 'nextAttemptAt' | 'decision'>): Promise<WorkflowTaskRecord> {
-    const rec: WorkflowTaskRecord = { ...t, createdAt: Date.now(), deliveredAt: null, attempts: 0, lastError: '', nextAttemptAt: null, decision: null };
-    await this.db.run(`INSERT INTO tw_workflow_task (id, tenant, type, requester, entity, description, attributes, executor, created_at, delivered_at, attempts, last_error, next_attempt_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, 0, '', NULL)`, [
-      rec.id, rec.tenant, rec.type, rec.requester, rec.entity, rec.description, JSON.stringify(rec.attributes), rec.executor, rec.createdAt,
-    ]);
+  async addWorkflowTask(
+    t: Omit<WorkflowTaskRecord, 'createdAt' | 'deliveredAt' | 'attempts' | 'lastError' | 'nextAttemptAt' | 'decision'>,
+  ): Promise<WorkflowTaskRecord> {
+    const rec: WorkflowTaskRecord = {
+      ...t,
+      createdAt: Date.now(),
+      deliveredAt: null,
+      attempts: 0,
+      lastError: '',
+      nextAttemptAt: null,
+      decision: null,
+    };
+    await this.db.run(
+      `INSERT INTO tw_workflow_task (id, tenant, type, requester, entity, description, attributes, executor, created_at, delivered_at, attempts, last_error, next_attempt_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, 0, '', NULL)`,
+      [
+        rec.id,
+        rec.tenant,
+        rec.type,
+        rec.requester,
+        rec.entity,
+        rec.description,
+        JSON.stringify(rec.attributes),
+        rec.executor,
+        rec.createdAt,
+      ],
+    );
     return rec;
   }
   async getWorkflowTask(id: string): Promise<WorkflowTaskRecord | undefined> {
     const r = (await this.db.all(`${TASK_SELECT} WHERE t.id = ?`, [id]))[0];
     return r === undefined ? undefined : toTask(r);
   }
-  async listWorkflowTasks(filter: { tenant?: string; type?: string; entity?: string; pending?: boolean } = {}): Promise<WorkflowTaskRecord[]> {
+  async listWorkflowTasks(
+    filter: { tenant?: string; type?: string; entity?: string; pending?: boolean } = {},
+  ): Promise<WorkflowTaskRecord[]> {
     const where: string[] = [];
     const params: Param[] = [];
     if (filter.entity !== undefined) {
@@ -459,14 +584,31 @@ export class SqlStore implements Store {
       params.push(filter.type);
     }
     if (filter.pending !== undefined) where.push(filter.pending ? 'd.task_id IS NULL' : 'd.task_id IS NOT NULL');
-    return (await this.db.all(`${TASK_SELECT}${where.length > 0 ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY t.created_at DESC, t.id`, params)).map(toTask);
+    return (
+      await this.db.all(`${TASK_SELECT}${where.length > 0 ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY t.created_at DESC, t.id`, params)
+    ).map(toTask);
   }
-  async setWorkflowDelivery(id: string, d: { attempts: number; lastError: string; nextAttemptAt: number | null; deliveredAt: number | null }): Promise<void> {
-    await this.db.run(`UPDATE tw_workflow_task SET attempts = ?, last_error = ?, next_attempt_at = ?, delivered_at = ? WHERE id = ?`, [d.attempts, d.lastError, d.nextAttemptAt, d.deliveredAt, id]);
+  async setWorkflowDelivery(
+    id: string,
+    d: { attempts: number; lastError: string; nextAttemptAt: number | null; deliveredAt: number | null },
+  ): Promise<void> {
+    await this.db.run(`UPDATE tw_workflow_task SET attempts = ?, last_error = ?, next_attempt_at = ?, delivered_at = ? WHERE id = ?`, [
+      d.attempts,
+      d.lastError,
+      d.nextAttemptAt,
+      d.deliveredAt,
+      id,
+    ]);
   }
   async decideWorkflowTask(id: string, d: WorkflowDecisionRecord): Promise<boolean> {
     try {
-      await this.db.run(`INSERT INTO tw_workflow_decision (task_id, status, decided_by, decided_at, comment) VALUES (?, ?, ?, ?, ?)`, [id, d.status, d.by, d.at, d.comment]);
+      await this.db.run(`INSERT INTO tw_workflow_decision (task_id, status, decided_by, decided_at, comment) VALUES (?, ?, ?, ?, ?)`, [
+        id,
+        d.status,
+        d.by,
+        d.at,
+        d.comment,
+      ]);
       return true;
     } catch (err) {
       if (err instanceof StoreError && err.code === 'STORE_CONFLICT') return false;
@@ -474,7 +616,10 @@ export class SqlStore implements Store {
     }
   }
   async listWorkflowExecutors(tenant: string): Promise<{ type: string; executor: string }[]> {
-    return (await this.db.all(`SELECT type, executor FROM tw_workflow_executor WHERE tenant = ? ORDER BY type`, [tenant])).map((r) => ({ type: str(r.type), executor: str(r.executor) }));
+    return (await this.db.all(`SELECT type, executor FROM tw_workflow_executor WHERE tenant = ? ORDER BY type`, [tenant])).map((r) => ({
+      type: str(r.type),
+      executor: str(r.executor),
+    }));
   }
   async setWorkflowExecutor(tenant: string, type: string, executor: string): Promise<void> {
     // One statement each way round: an UPSERT is written differently by SQLite, PostgreSQL and MySQL.

@@ -22,7 +22,12 @@ const SQLITE_CONSTRAINT_PRIMARYKEY = 1555;
 function mapError(err: unknown): unknown {
   // libsql names the extended code (`code`); node:sqlite numbers it (`errcode`, with `code` ERR_SQLITE_ERROR).
   const { code, errcode } = err as { code?: unknown; errcode?: unknown };
-  if (code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY' || errcode === SQLITE_CONSTRAINT_UNIQUE || errcode === SQLITE_CONSTRAINT_PRIMARYKEY) {
+  if (
+    code === 'SQLITE_CONSTRAINT_UNIQUE' ||
+    code === 'SQLITE_CONSTRAINT_PRIMARYKEY' ||
+    errcode === SQLITE_CONSTRAINT_UNIQUE ||
+    errcode === SQLITE_CONSTRAINT_PRIMARYKEY
+  ) {
     return new StoreError('STORE_CONFLICT', (err as Error).message, { cause: err });
   }
   return err;
@@ -60,7 +65,6 @@ function nodeSqlite(): SyncDatabaseClass | null {
     (emit as (...a: unknown[]) => void).call(process, warning, ...rest);
   } as typeof process.emitWarning;
   try {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
     builtin = (require('node:sqlite') as { DatabaseSync: SyncDatabaseClass }).DatabaseSync;
   } catch {
     builtin = null;
@@ -102,7 +106,11 @@ function ownerOnly(file: string): void {
  */
 export function openSqlite(file: string, key = '[database.apim_db] type = "h2"', engine: SqliteEngine = defaultEngine()): SqlDriver {
   const Sqlite = engine === 'node:sqlite' ? nodeSqlite() : load<SyncDatabaseClass>('libsql', key);
-  if (Sqlite === null) throw new StoreError('STORE_CONNECT', `this Node.js (${process.version}) has no node:sqlite: the embedded store needs 22.13 or later, or the package libsql`);
+  if (Sqlite === null)
+    throw new StoreError(
+      'STORE_CONNECT',
+      `this Node.js (${process.version}) has no node:sqlite: the embedded store needs 22.13 or later, or the package libsql`,
+    );
   let db: SyncDatabase;
   try {
     if (file !== ':memory:') ownerOnly(file);

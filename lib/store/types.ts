@@ -14,6 +14,7 @@
 import type { BlockingType } from '../events/blocking';
 import type { KeyType, SubscriptionPayload, SubscriptionState } from '../events/payloads';
 import type { SelfServiceStore } from './selfservice';
+import { ThroughwayError } from '../errors';
 
 // Subscription states and key types are event vocabulary (lib/events/payloads.ts): the store keeps them.
 export { SUBSCRIPTION_STATES, type KeyType, type SubscriptionState } from '../events/payloads';
@@ -190,12 +191,17 @@ export interface Store {
 
   /** `tenant` defaults to the super tenant. */
   /** `status` defaults to APPROVED. */
-  createApplication(app: Omit<Application, 'id' | 'createdAt' | 'tenant' | 'status'> & { tenant?: string; status?: ApplicationStatus }): Promise<Application>;
+  createApplication(
+    app: Omit<Application, 'id' | 'createdAt' | 'tenant' | 'status'> & { tenant?: string; status?: ApplicationStatus },
+  ): Promise<Application>;
   getApplication(id: string): Promise<Application | undefined>;
   findApplication(name: string, owner?: string): Promise<Application | undefined>;
   /** All applications, or one owner's; `tenant`: only that tenant's. */
   listApplications(owner?: string, tenant?: string): Promise<Application[]>;
-  updateApplication(id: string, change: Partial<Pick<Application, 'tier' | 'description' | 'owner' | 'status'>>): Promise<Application | undefined>;
+  updateApplication(
+    id: string,
+    change: Partial<Pick<Application, 'tier' | 'description' | 'owner' | 'status'>>,
+  ): Promise<Application | undefined>;
   /** Deletes the application with its clients and subscriptions. */
   deleteApplication(id: string): Promise<boolean>;
 
@@ -218,10 +224,17 @@ export interface Store {
   /** All users, or one tenant's. */
   listUsers(tenant?: string): Promise<User[]>;
   deleteUser(username: string): Promise<boolean>;
+  /** Replaces a user's roles; false when there is no such user. */
+  setUserRoles(username: string, roles: readonly string[]): Promise<boolean>;
   /** Replaces a user's stored password (an upgrade to scrypt after a sign-in); false for an unknown user. */
   setUserPassword(username: string, hash: { passwordHash: string; salt: string; hashMethod: StoredHashMethod }): Promise<boolean>;
 
-  saveRefreshToken(token: Omit<RefreshTokenRecord, 'usedAt' | 'revoked' | 'accessJti' | 'accessExpiresAt'> & { accessJti?: string; accessExpiresAt?: number }): Promise<void>;
+  saveRefreshToken(
+    token: Omit<RefreshTokenRecord, 'usedAt' | 'revoked' | 'accessJti' | 'accessExpiresAt'> & {
+      accessJti?: string;
+      accessExpiresAt?: number;
+    },
+  ): Promise<void>;
   getRefreshToken(tokenHash: string): Promise<RefreshTokenRecord | undefined>;
   /** Marks a refresh token used; true only for the one caller that did it (rotation is atomic). */
   markRefreshTokenUsed(tokenHash: string, at: number): Promise<boolean>;
@@ -229,6 +242,8 @@ export interface Store {
   revokeRefreshFamily(family: string): Promise<number>;
   /** Every refresh token of a family (to find the access tokens issued with them). */
   listRefreshFamily(family: string): Promise<RefreshTokenRecord[]>;
+  /** The refresh tokens issued for a subject that are not revoked (a user deleted revokes them). */
+  listRefreshTokensOf(subject: string): Promise<RefreshTokenRecord[]>;
 
   revokeToken(jti: string, expiresAt: number, at: number): Promise<void>;
   isRevoked(jti: string, now: number): Promise<boolean>;
@@ -249,12 +264,17 @@ export interface Store {
   /** The developer portal's self-service: mail outbox, profiles, account links, posts, ratings (lib/store/selfservice.ts). */
   readonly selfService: SelfServiceStore;
   /** Workflow tasks and their decisions (docs/workflows.md). */
-  addWorkflowTask(t: Omit<WorkflowTaskRecord, 'createdAt' | 'deliveredAt' | 'attempts' | 'lastError' | 'nextAttemptAt' | 'decision'>): Promise<WorkflowTaskRecord>;
+  addWorkflowTask(
+    t: Omit<WorkflowTaskRecord, 'createdAt' | 'deliveredAt' | 'attempts' | 'lastError' | 'nextAttemptAt' | 'decision'>,
+  ): Promise<WorkflowTaskRecord>;
   getWorkflowTask(id: string): Promise<WorkflowTaskRecord | undefined>;
   /** Newest first; `pending`: true only undecided tasks, false only decided ones. */
   listWorkflowTasks(filter?: { tenant?: string; type?: string; entity?: string; pending?: boolean }): Promise<WorkflowTaskRecord[]>;
   /** Records a task's delivery to an external engine (an attempt, its error, the next attempt, or done). */
-  setWorkflowDelivery(id: string, d: { attempts: number; lastError: string; nextAttemptAt: number | null; deliveredAt: number | null }): Promise<void>;
+  setWorkflowDelivery(
+    id: string,
+    d: { attempts: number; lastError: string; nextAttemptAt: number | null; deliveredAt: number | null },
+  ): Promise<void>;
   /** The decision of a task; false when it already has one (STORE_CONFLICT settles a race of two). */
   decideWorkflowTask(id: string, d: WorkflowDecisionRecord): Promise<boolean>;
   /** The executor a tenant chose for a workflow type; undefined: none chosen (simple). */
@@ -267,16 +287,27 @@ export interface Store {
 }
 
 /** Error codes of the store (one class, stable codes, as undici's errors). */
-export type StoreErrorCode = 'STORE_UNSUPPORTED' | 'STORE_CONNECT' | 'STORE_CONNECTION_LOST' | 'STORE_CONFLICT' | 'STORE_NOT_FOUND' | 'STORE_POOL_TIMEOUT' | 'STORE_MIGRATION';
+export type StoreErrorCode =
+  | 'STORE_UNSUPPORTED'
+  | 'STORE_CONNECT'
+  | 'STORE_CONNECTION_LOST'
+  | 'STORE_CONFLICT'
+  | 'STORE_NOT_FOUND'
+  | 'STORE_POOL_TIMEOUT'
+  | 'STORE_MIGRATION';
 
 /**
  * The codes that say the database cannot be used now (unreachable, its connection broken during a
  * statement, no free connection in time): the key manager answers them 503 with the code
  * (docs/operations.md, "Start-up errors"), and the same call may succeed once the database is back.
  */
-export const STORE_UNAVAILABLE_CODES: ReadonlySet<StoreErrorCode> = new Set(['STORE_CONNECT', 'STORE_CONNECTION_LOST', 'STORE_POOL_TIMEOUT']);
+export const STORE_UNAVAILABLE_CODES: ReadonlySet<StoreErrorCode> = new Set([
+  'STORE_CONNECT',
+  'STORE_CONNECTION_LOST',
+  'STORE_POOL_TIMEOUT',
+]);
 
-export class StoreError extends Error {
+export class StoreError extends ThroughwayError {
   readonly code: StoreErrorCode;
   constructor(code: StoreErrorCode, message: string, options?: { cause?: unknown }) {
     super(message, options);

@@ -12,6 +12,7 @@
 import type { DeploymentConfig } from '../config/deployment-config.generated';
 import { checkUserPassword } from './passwords';
 import type { Store } from './types';
+import { ThroughwayError } from '../errors';
 
 /** A user as a user store reports it: its canonical name and the roles (groups) it holds. */
 export interface Identity {
@@ -44,9 +45,10 @@ export interface UserStore {
  * network), a directory start cannot bind to, a directory that fails during a sign-in (answered 503); a
  * user that exists already (409) and a change the directory refuses (400) when adding users.
  */
-export type UserStoreErrorCode = 'USER_STORE_CONFIG' | 'USER_STORE_CONNECT' | 'USER_STORE_UNAVAILABLE' | 'USER_STORE_CONFLICT' | 'USER_STORE_REFUSED';
+export type UserStoreErrorCode =
+  'USER_STORE_CONFIG' | 'USER_STORE_CONNECT' | 'USER_STORE_UNAVAILABLE' | 'USER_STORE_CONFLICT' | 'USER_STORE_REFUSED';
 
-export class UserStoreError extends Error {
+export class UserStoreError extends ThroughwayError {
   readonly code: UserStoreErrorCode;
   constructor(code: UserStoreErrorCode, message: string, options?: { cause?: unknown }) {
     super(message, options);
@@ -56,8 +58,27 @@ export class UserStoreError extends Error {
 }
 
 /**
- * `users` whose sign-ins also pass `allowed` (a tenant active, an e-mail address confirmed): a user it
- * refuses is answered as an unknown user would be. Look-ups and additions are the store's own.
+ * Codes of a sign-in refused although the password was right (docs/self-service.md, "Sign-in of a held
+ * account"): a self-signed-up account whose e-mail address is not confirmed yet, or whose sign-up waits
+ * for an approver. Raised only after the password was verified, so an anonymous caller learns nothing
+ * of an account it does not hold the password of.
+ */
+export type SignInHeldErrorCode = 'SIGN_IN_UNCONFIRMED' | 'SIGN_IN_AWAITING_APPROVAL';
+
+export class SignInHeldError extends ThroughwayError {
+  readonly code: SignInHeldErrorCode;
+  constructor(code: SignInHeldErrorCode, message: string) {
+    super(message);
+    this.name = 'SignInHeldError';
+    this.code = code;
+  }
+}
+
+/**
+ * `users` whose sign-ins also pass `allowed` (a tenant active, a sign-up approved and confirmed): a user
+ * it refuses is answered as an unknown user would be; `allowed` may instead throw SignInHeldError, which
+ * the sign-in page and the password grant answer with its message. Look-ups and additions are the
+ * store's own.
  */
 export function withSignInCheck(users: UserStore, allowed: (id: Identity) => boolean | Promise<boolean>): UserStore {
   const add = users.addUser;
@@ -69,7 +90,9 @@ export function withSignInCheck(users: UserStore, allowed: (id: Identity) => boo
       return id !== undefined && (await allowed(id)) ? id : undefined;
     },
     lookup: (username) => users.lookup(username),
-    ...(add !== undefined ? { addUser: (username: string, password: string, roles: readonly string[]) => add.call(users, username, password, roles) } : {}),
+    ...(add !== undefined
+      ? { addUser: (username: string, password: string, roles: readonly string[]) => add.call(users, username, password, roles) }
+      : {}),
     close: () => users.close(),
   };
 }
@@ -120,7 +143,6 @@ export async function openUserStore(config: DeploymentConfig, store: Store): Pro
 /** What `config check` can say of the user store without the network: the settings' errors. */
 export function checkUserStore(config: DeploymentConfig): UserStoreError[] {
   if (!isDirectory(config)) return [];
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
   const { ldapSettings } = require('./ldap') as typeof import('./ldap');
   try {
     ldapSettings(config);

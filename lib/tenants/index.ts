@@ -13,19 +13,27 @@ import { newPasswordHash } from '../store/passwords';
 import { StoreError, SUPER_TENANT, type Store, type Tenant } from '../store/types';
 import type { DeploymentConfig } from '../config/deployment-config.generated';
 import { type UserStore, withSignInCheck } from '../store/users';
+import { ThroughwayError } from '../errors';
+import { BandwidthMeter, limitText, NO_LIMITS, PACKAGES, packageLimits, tenantSamples, type PackageLimits } from './packages';
+import type { MetricSource } from '../events/observed';
 
 export { SUPER_TENANT, type Tenant } from '../store/types';
-
-/** The billing packages of `[multi_tenancy.billing.package.<package_key>]` (spec 000). */
-export const PACKAGES = ['demo', 'smb', 'custom'] as const;
+export { PACKAGES, PackageLimitError, type PackageLimits } from './packages';
 
 /** Longest domain: a DNS name is at most 253 characters in text form (RFC 1035 §2.3.4, RFC 2181 §11). */
 export const MAX_DOMAIN = 253;
 
 /** Error codes of tenant management (docs/tenants.md, "Errors"). */
-export type TenantErrorCode = 'TENANT_DOMAIN_INVALID' | 'TENANT_RESERVED' | 'TENANT_EXISTS' | 'TENANT_NOT_FOUND' | 'TENANT_PACKAGE_UNKNOWN' | 'TENANT_ADMIN_INVALID';
+export type TenantErrorCode =
+  | 'TENANT_DOMAIN_INVALID'
+  | 'TENANT_RESERVED'
+  | 'TENANT_EXISTS'
+  | 'TENANT_NOT_FOUND'
+  | 'TENANT_PACKAGE_UNKNOWN'
+  | 'TENANT_ADMIN_INVALID'
+  | 'TENANT_LIMIT_REACHED';
 
-export class TenantError extends Error {
+export class TenantError extends ThroughwayError {
   readonly code: TenantErrorCode;
   constructor(code: TenantErrorCode, message: string) {
     super(message);
@@ -42,6 +50,8 @@ export interface TenantSettings {
   readonly emailDomain: boolean;
   /** `[apim.devportal] enable_cross_tenant_subscriptions`: an application may subscribe to another tenant's API. */
   readonly crossTenantSubscriptions: boolean;
+  /** `[multi_tenancy.billing.package.<key>]` limits, by package key (lib/tenants/packages.ts). */
+  readonly packages: ReadonlyMap<string, PackageLimits>;
 }
 
 export function tenantSettings(config: DeploymentConfig): TenantSettings {
@@ -49,10 +59,18 @@ export function tenantSettings(config: DeploymentConfig): TenantSettings {
     activationModerated: config.multi_tenancy.platform.tenant_activation_moderated,
     emailDomain: config.tenant_mgt.enable_email_domain === true,
     crossTenantSubscriptions: config.apim.devportal.enable_cross_tenant_subscriptions === true,
+    packages: packageLimits(config),
   };
 }
 
 const LABEL = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
+
+/** The domain of a `/t/<domain>/...` path or context (docs/tenants.md, the reference's URL form); undefined for any other. */
+export function tenantDomainOf(path: string): string | undefined {
+  if (path.charCodeAt(0) !== 47 || path.charCodeAt(1) !== 116 || path.charCodeAt(2) !== 47) return undefined;
+  const end = path.indexOf('/', 3);
+  return end < 0 ? path.slice(3) : path.slice(3, end);
+}
 
 /**
  * Why `domain` is not a tenant domain, or undefined when it is one: lower-case DNS labels (letters, digits,
@@ -80,17 +98,39 @@ export type TenantState = 'active' | 'inactive' | undefined;
 export interface TenantDirectory {
   /** 'active', 'inactive', or undefined for a domain that is no tenant. The super tenant is always active. */
   state(domain: string): TenantState;
+  /**
+   * Undefined while the tenant is within its package's `bandwidth.limit` this calendar month; past it, the
+   * fault's description, naming the package and the limit (docs/tenants.md, "Billing packages").
+   */
+  overBandwidth?(domain: string): string | undefined;
+  /**
+   * Whether any billing package written limits bandwidth: else no exchange's bytes are counted (the
+   * configuration's packages are fixed at start).
+   */
+  readonly metersBandwidth?: boolean;
+  /** Counts bytes of an exchange of a tenant's URL (`/t/<domain>/...`) against its bandwidth: only for a tenant whose package limits it. */
+  countBytes?(domain: string, bytes: number): void;
+  /** Counts a call routed to a tenant's URL (the route phase: the tenant is known there; the metric throughway_tenant_requests_total). */
+  countCall?(domain: string): void;
+  /** The package and its `resource_volume.limit` (the tenant's API count), for deploying its API files. */
+  apiLimit?(domain: string): { readonly package: string; readonly limit: number };
 }
 
 export class Tenants implements TenantDirectory {
   private byDomain = new Map<string, Tenant>();
   private timer: NodeJS.Timeout | undefined;
   private refreshing: Promise<void> | undefined;
+  /** Bytes through the gateway per tenant this month, against the package's `bandwidth.limit`. */
+  readonly bandwidth: BandwidthMeter;
+  readonly metersBandwidth: boolean;
 
   private constructor(
     private readonly store: Store,
     readonly settings: TenantSettings,
-  ) {}
+  ) {
+    this.bandwidth = new BandwidthMeter((d) => this.limits(d).bandwidth);
+    this.metersBandwidth = [...settings.packages.values()].some((p) => p.bandwidth !== Infinity);
+  }
 
   /** Reads the tenants of `store`; `refreshMs` > 0 reads them again that often (0: only on changes made here). */
   static async open(store: Store, settings: TenantSettings, refreshMs = 500): Promise<Tenants> {
@@ -132,6 +172,48 @@ export class Tenants implements TenantDirectory {
     return t === undefined ? undefined : t.active ? 'active' : 'inactive';
   }
 
+  /** The limits of a tenant's package (none for the super tenant, a tenant without a package, or a package not written). */
+  limits(domain: string): PackageLimits {
+    const pkg = this.byDomain.get(domain)?.package;
+    return pkg === undefined || pkg === '' ? NO_LIMITS : (this.settings.packages.get(pkg) ?? NO_LIMITS);
+  }
+
+  overBandwidth(domain: string): string | undefined {
+    if (!this.bandwidth.over(domain)) return undefined;
+    const l = this.limits(domain);
+    return `tenant ${domain} used ${this.bandwidth.usedBy(domain)} bytes this month: package ${l.key} allows ${limitText(l.bandwidth, true)} ([multi_tenancy.billing.package.${l.key}.bandwidth] limit)`;
+  }
+
+  countBytes(domain: string, bytes: number): void {
+    // A tenant without a bandwidth limit: nothing to act on, no month to keep.
+    if (this.byDomain.has(domain) && this.limits(domain).bandwidth !== Infinity) this.bandwidth.add(domain, bytes);
+  }
+
+  countCall(domain: string): void {
+    if (this.byDomain.has(domain)) this.bandwidth.call(domain);
+  }
+
+  apiLimit(domain: string): { readonly package: string; readonly limit: number } {
+    const l = this.limits(domain);
+    return { package: l.key, limit: l.apis };
+  }
+
+  /**
+   * Refuses a new user of `tenant` when it has `users.limit` users already (the tenant's admin counts):
+   * TENANT_LIMIT_REACHED naming the package and the limit.
+   */
+  async checkUserRoom(tenant: string): Promise<void> {
+    if (tenant === SUPER_TENANT) return;
+    const l = this.limits(tenant);
+    if (l.users === Infinity) return;
+    const n = (await this.store.listUsers(tenant)).length;
+    if (n >= l.users)
+      throw new TenantError(
+        'TENANT_LIMIT_REACHED',
+        `tenant ${tenant} has ${n} users: package ${l.key} allows ${limitText(l.users)} ([multi_tenancy.billing.package.${l.key}.users] limit)`,
+      );
+  }
+
   get(domain: string): Tenant | undefined {
     return domain === SUPER_TENANT ? SUPER_TENANT_RECORD : this.byDomain.get(domain);
   }
@@ -159,13 +241,15 @@ export class Tenants implements TenantDirectory {
    */
   qualify(username: string, tenant: string): string {
     if (tenant === SUPER_TENANT) {
-      if (this.tenantOf(username) !== SUPER_TENANT) throw new TenantError('TENANT_ADMIN_INVALID', `${username} names a user of tenant ${this.tenantOf(username)}: its admin adds it`);
+      if (this.tenantOf(username) !== SUPER_TENANT)
+        throw new TenantError('TENANT_ADMIN_INVALID', `${username} names a user of tenant ${this.tenantOf(username)}: its admin adds it`);
       return username;
     }
     const suffix = `@${tenant}`;
     const own = username.endsWith(suffix) ? username.slice(0, -suffix.length) : username;
     if (own === '') throw new TenantError('TENANT_ADMIN_INVALID', 'a user name needs a part before @<domain>');
-    if (own.includes('@') && !this.settings.emailDomain) throw new TenantError('TENANT_ADMIN_INVALID', `${own} holds an @: e-mail user names need [tenant_mgt] enable_email_domain = true`);
+    if (own.includes('@') && !this.settings.emailDomain)
+      throw new TenantError('TENANT_ADMIN_INVALID', `${own} holds an @: e-mail user names need [tenant_mgt] enable_email_domain = true`);
     return `${own}${suffix}`;
   }
 
@@ -184,14 +268,19 @@ export class Tenants implements TenantDirectory {
     const why = domainProblem(domain);
     if (why !== undefined) throw new TenantError('TENANT_DOMAIN_INVALID', `domain ${JSON.stringify(domain.slice(0, 300))} ${why}`);
     const pkg = input.package ?? '';
-    if (pkg !== '' && !(PACKAGES as readonly string[]).includes(pkg)) throw new TenantError('TENANT_PACKAGE_UNKNOWN', `package ${JSON.stringify(pkg)} is none of ${PACKAGES.join(', ')}`);
+    if (pkg !== '' && !(PACKAGES as readonly string[]).includes(pkg))
+      throw new TenantError('TENANT_PACKAGE_UNKNOWN', `package ${JSON.stringify(pkg)} is none of ${PACKAGES.join(', ')}`);
     if (input.admin === '') throw new TenantError('TENANT_ADMIN_INVALID', 'a tenant needs an admin name');
     if (input.password === '') throw new TenantError('TENANT_ADMIN_INVALID', 'the tenant admin needs a password');
     await this.refresh();
     if (this.byDomain.has(domain)) throw new TenantError('TENANT_EXISTS', `tenant ${domain} exists`);
     const suffix = `@${domain}`;
     const own = input.admin.endsWith(suffix) ? input.admin.slice(0, -suffix.length) : input.admin;
-    if (own === '' || (own.includes('@') && !this.settings.emailDomain)) throw new TenantError('TENANT_ADMIN_INVALID', `admin ${JSON.stringify(input.admin)}: a name without @ (e-mail names need [tenant_mgt] enable_email_domain = true)`);
+    if (own === '' || (own.includes('@') && !this.settings.emailDomain))
+      throw new TenantError(
+        'TENANT_ADMIN_INVALID',
+        `admin ${JSON.stringify(input.admin)}: a name without @ (e-mail names need [tenant_mgt] enable_email_domain = true)`,
+      );
     const admin = `${own}${suffix}`;
     let t: Tenant;
     try {
@@ -200,10 +289,12 @@ export class Tenants implements TenantDirectory {
       if (err instanceof StoreError && err.code === 'STORE_CONFLICT') throw new TenantError('TENANT_EXISTS', `tenant ${domain} exists`);
       throw err;
     }
-    await this.store.addUser({ username: admin, tenant: domain, ...(await newPasswordHash(input.password)), roles: ['admin'] }).catch((err: unknown) => {
-      if (err instanceof StoreError && err.code === 'STORE_CONFLICT') return; // an admin user left by an earlier attempt keeps its password
-      throw err;
-    });
+    await this.store
+      .addUser({ username: admin, tenant: domain, ...(await newPasswordHash(input.password)), roles: ['admin'] })
+      .catch((err: unknown) => {
+        if (err instanceof StoreError && err.code === 'STORE_CONFLICT') return; // an admin user left by an earlier attempt keeps its password
+        throw err;
+      });
     this.byDomain.set(domain, t);
     return t;
   }
@@ -216,6 +307,35 @@ export class Tenants implements TenantDirectory {
     this.byDomain.set(domain, t);
     return t;
   }
+}
+
+/**
+ * The tenants' metrics (docs/operations.md, "Metrics"), each labelled by tenant with at most
+ * TENANT_LABELS values (the rest `other`): calls to tenants' URLs, bytes this month against the packages'
+ * bandwidth, calls refused for it.
+ */
+export function tenantMetricSources(tenants: Tenants): MetricSource[] {
+  const b = tenants.bandwidth;
+  return [
+    {
+      name: 'throughway_tenant_requests_total',
+      help: "Calls to tenants' URLs (/t/<domain>/...) by tenant; at most 100 tenant labels, the rest summed as other (docs/tenants.md).",
+      type: 'counter',
+      collect: () => tenantSamples(b.requests),
+    },
+    {
+      name: 'throughway_tenant_bandwidth_bytes',
+      help: 'Bytes through the gateway this calendar month (UTC) by tenant whose billing package has a bandwidth.limit, counted against it (docs/tenants.md).',
+      type: 'gauge',
+      collect: () => tenantSamples(b.entries()),
+    },
+    {
+      name: 'throughway_tenant_bandwidth_refused_total',
+      help: "Calls refused with 103012 because the tenant used its package's bandwidth.limit this month (docs/tenants.md).",
+      type: 'counter',
+      collect: () => tenantSamples(b.refused),
+    },
+  ];
 }
 
 /**

@@ -96,7 +96,12 @@ export class BlockingConditions {
     if (this.byId.size === 0) return undefined;
     if (this.apis.size > 0 && (this.apis.has(s.apiPath) || this.apis.has(s.apiContext))) return 'API';
     const app = s.application;
-    if (this.apps.size > 0 && app !== undefined && (this.apps.has(`${app.owner}:${app.name}`) || this.apps.has(app.name) || this.apps.has(app.id))) return 'APPLICATION';
+    if (
+      this.apps.size > 0 &&
+      app !== undefined &&
+      (this.apps.has(`${app.owner}:${app.name}`) || this.apps.has(app.name) || this.apps.has(app.id))
+    )
+      return 'APPLICATION';
     if (this.users.size > 0 && s.user !== undefined && this.users.has(s.user)) return 'USER';
     if (this.ranges.length > 0) {
       const n = ipNumber(plainIp(s.ip));

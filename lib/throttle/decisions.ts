@@ -28,7 +28,8 @@ import type * as IORedis from 'ioredis';
 import { load } from '../config/packages';
 
 /** ioredis, loaded when the first client is made (lib/config/packages.ts). */
-const redisClass = (): typeof IORedis.Redis => load<typeof IORedis>('ioredis', '[throughway.throttling] counter_store = "traffic-manager"').Redis;
+const redisClass = (): typeof IORedis.Redis =>
+  load<typeof IORedis>('ioredis', '[throughway.throttling] counter_store = "traffic-manager"').Redis;
 import type { HealthChecker } from '../events/observed';
 import type { Logger } from '../log';
 import { MemoryCounterStore, windowStart, type CounterStore } from './counters';
@@ -68,7 +69,8 @@ export function decodeData(text: string): ThrottleData[] | undefined {
   if (rows === undefined) return undefined;
   const out: ThrottleData[] = [];
   for (const r of rows) {
-    if (!Array.isArray(r) || typeof r[0] !== 'string' || !isNum(r[1]) || !isNum(r[2]) || !isNum(r[3]) || !isNum(r[4]) || r[2] <= 0) return undefined;
+    if (!Array.isArray(r) || typeof r[0] !== 'string' || !isNum(r[1]) || !isNum(r[2]) || !isNum(r[3]) || !isNum(r[4]) || r[2] <= 0)
+      return undefined;
     out.push({ key: r[0], windowStart: r[1], windowMs: r[2], count: r[3], limit: r[4] });
   }
   return out;
@@ -204,7 +206,10 @@ export class DecisionCounterStore implements CounterStore {
   private redisOutage(err: Error): void {
     if (this.redisDown || this.closed) return;
     this.redisDown = true;
-    this.o.link?.logger.log('warn', 'throttle_decisions_unavailable', { url: redacted(this.o.link.url), message: `${err.message}: deciding on this node's own counts until Redis is back` });
+    this.o.link?.logger.log('warn', 'throttle_decisions_unavailable', {
+      url: redacted(this.o.link.url),
+      message: `${err.message}: deciding on this node's own counts until Redis is back`,
+    });
   }
 
   get size(): number {
@@ -294,7 +299,11 @@ export class DecisionCounterStore implements CounterStore {
       const away = receivers === 0;
       if (away !== this.tmAway) {
         this.tmAway = away;
-        if (away) link.logger.log('warn', 'throttle_traffic_manager_unavailable', { channel: link.channels.data, message: "no traffic manager receives this node's throttle data: deciding on this node's own counts" });
+        if (away)
+          link.logger.log('warn', 'throttle_traffic_manager_unavailable', {
+            channel: link.channels.data,
+            message: "no traffic manager receives this node's throttle data: deciding on this node's own counts",
+          });
         else link.logger.log('warn', 'throttle_traffic_manager_available', { channel: link.channels.data });
       }
     } catch (err) {
@@ -307,9 +316,15 @@ export class DecisionCounterStore implements CounterStore {
       name: 'throttle_decisions',
       order,
       check: () => {
-        const details = { url: redacted(this.o.link?.url ?? ''), published: this.published, decisions: this.received, held: this.decisions.size };
-        if (this.redisDown) return { healthy: false, message: "throttle decision Redis unreachable: limits are counted per node", details };
-        if (this.tmAway) return { healthy: false, message: "no traffic manager receives the throttle data: limits are counted per node", details };
+        const details = {
+          url: redacted(this.o.link?.url ?? ''),
+          published: this.published,
+          decisions: this.received,
+          held: this.decisions.size,
+        };
+        if (this.redisDown) return { healthy: false, message: 'throttle decision Redis unreachable: limits are counted per node', details };
+        if (this.tmAway)
+          return { healthy: false, message: 'no traffic manager receives the throttle data: limits are counted per node', details };
         return { healthy: true, details };
       },
     };

@@ -17,7 +17,18 @@
 import { ApiCode } from '../faults';
 import type { BlockingConditions, BlockingType } from './blocking';
 import { MemoryCounterStore, type Counter, type CounterStore } from './counters';
-import { ipNumber, ipMatcher, type ApiPolicy, type Condition, type ConditionGroup, type CountingMode, type CustomPolicy, type Policies, type PolicyOptions, type Quota } from './policies';
+import {
+  ipNumber,
+  ipMatcher,
+  type ApiPolicy,
+  type Condition,
+  type ConditionGroup,
+  type CountingMode,
+  type CustomPolicy,
+  type Policies,
+  type PolicyOptions,
+  type Quota,
+} from './policies';
 import { Take, type SharedQuotas } from './shared';
 import { headerValue } from '../transport/headers';
 
@@ -205,7 +216,16 @@ export class ThrottleEngine {
   private sharedQuotas: SharedQuotas | undefined;
   /** The live entry of each level read by decide() on a MemoryCounterStore (undefined: none, or its window ended). */
   private readonly entries: (Counter | undefined)[] = new Array<Counter | undefined>(MAX_LEVELS).fill(undefined);
-  private readonly verdict: Verdict = { code: Code.ALLOWED, blockedBy: undefined, retryAfterMs: -1, limit: -1, remaining: 0, resetMs: 0, pending: undefined, unavailable: false };
+  private readonly verdict: Verdict = {
+    code: Code.ALLOWED,
+    blockedBy: undefined,
+    retryAfterMs: -1,
+    limit: -1,
+    remaining: 0,
+    resetMs: 0,
+    pending: undefined,
+    unavailable: false,
+  };
 
   constructor(options: EngineOptions) {
     this.options = options;
@@ -298,7 +318,8 @@ export class ThrottleEngine {
     this.enforced[i] = enforced;
     this.costs[i] = quota.kind === 'bandwidth' ? bytes : 1;
     // A level that never refuses (stop_on_quota_reach = false) gains nothing from a shared decision.
-    this.modes[i] = !enforced || this.options.shared === undefined ? 0 : quota.counting === undefined ? this.defaultMode : MODE[quota.counting];
+    this.modes[i] =
+      !enforced || this.options.shared === undefined ? 0 : quota.counting === undefined ? this.defaultMode : MODE[quota.counting];
   }
 
   private holds(c: Condition, call: ThrottleCall): boolean {
@@ -339,7 +360,12 @@ export class ThrottleEngine {
       const group = p.groups[g] as ConditionGroup;
       for (const c of group.conditions) {
         // A condition type switched off in [apim.throttling] makes its group never apply.
-        if ((c.type === 'header' && !sw.headerConditions) || (c.type === 'query' && !sw.queryConditions) || (c.type === 'claim' && !sw.claimConditions)) continue outer;
+        if (
+          (c.type === 'header' && !sw.headerConditions) ||
+          (c.type === 'query' && !sw.queryConditions) ||
+          (c.type === 'claim' && !sw.claimConditions)
+        )
+          continue outer;
         if (this.holds(c, call) === c.invert) continue outer;
       }
       return g;
@@ -400,10 +426,17 @@ export class ThrottleEngine {
     const advanced = call.apiPolicy ?? call.resourcePolicy;
     if (advanced !== undefined) {
       const apiLevel = call.apiPolicy !== undefined;
-      this.advanced(advanced, this.levelKey(apiLevel, call.apiPath, call.resourceKey), apiLevel ? Code.THROTTLED_OUT : Code.RESOURCE_THROTTLED, call, bytes);
+      this.advanced(
+        advanced,
+        this.levelKey(apiLevel, call.apiPath, call.resourceKey),
+        apiLevel ? Code.THROTTLED_OUT : Code.RESOURCE_THROTTLED,
+        call,
+        bytes,
+      );
     }
     const fields = call.fieldPolicies;
-    if (fields !== undefined && call.apiPolicy === undefined) for (const [key, policy] of fields) this.advanced(policy, `r|${call.apiPath}|${key}`, Code.RESOURCE_THROTTLED, call, bytes);
+    if (fields !== undefined && call.apiPolicy === undefined)
+      for (const [key, policy] of fields) this.advanced(policy, `r|${call.apiPath}|${key}`, Code.RESOURCE_THROTTLED, call, bytes);
 
     // 900804 / 900807: the subscription tier, or the unauthenticated tier per client IP.
     const tier = auth !== undefined ? auth.subscriptionTier : call.unauthenticatedPolicy;
@@ -422,7 +455,8 @@ export class ThrottleEngine {
     if (auth !== undefined) {
       const app = p.application.get(auth.applicationTier);
       if (app === undefined) this.unknownPolicy('application', auth.applicationTier);
-      else if (app.quota.kind !== 'unlimited') this.level((keys ?? this.keysOf(auth, call.apiPath)).application, app.quota, Code.APPLICATION_THROTTLED, true, bytes);
+      else if (app.quota.kind !== 'unlimited')
+        this.level((keys ?? this.keysOf(auth, call.apiPath)).application, app.quota, Code.APPLICATION_THROTTLED, true, bytes);
     }
 
     // 900806: custom policies, one counter per value of the key template.
@@ -434,7 +468,8 @@ export class ThrottleEngine {
     }
 
     // 900801: the endpoint's hard limit, over every caller.
-    if (call.maxTps !== undefined && call.endpointKey !== undefined) this.level(`h|${call.endpointKey}`, this.perSecond(call.maxTps), Code.HARD_LIMIT_EXCEEDED, true, bytes);
+    if (call.maxTps !== undefined && call.endpointKey !== undefined)
+      this.level(`h|${call.endpointKey}`, this.perSecond(call.maxTps), Code.HARD_LIMIT_EXCEEDED, true, bytes);
 
     return this.decide(v, now);
   }
@@ -448,7 +483,8 @@ export class ThrottleEngine {
     const v = this.fresh();
     this.n = 0;
     const fields = call.fieldPolicies;
-    if (fields !== undefined && call.apiPolicy === undefined) for (const [key, policy] of fields) this.advanced(policy, `r|${call.apiPath}|${key}`, Code.RESOURCE_THROTTLED, call, 0);
+    if (fields !== undefined && call.apiPolicy === undefined)
+      for (const [key, policy] of fields) this.advanced(policy, `r|${call.apiPath}|${key}`, Code.RESOURCE_THROTTLED, call, 0);
     return this.decide(v, now);
   }
 
@@ -543,10 +579,34 @@ export class ThrottleEngine {
       if (typeof t !== 'number') waits = true;
       else if (t !== Take.ADMITTED) break;
     }
-    if (!waits) return this.settle(sq, { n, keys: this.keys, quotas: this.quotas, codes: this.codes, costs: this.costs, modes: this.modes }, takes as (Take | undefined)[], v, now, best);
+    if (!waits)
+      return this.settle(
+        sq,
+        { n, keys: this.keys, quotas: this.quotas, codes: this.codes, costs: this.costs, modes: this.modes },
+        takes as (Take | undefined)[],
+        v,
+        now,
+        best,
+      );
     // The call waits: its levels are copied out of the reused arrays (the next call refills them).
-    const levels: Levels = { n, keys: this.keys.slice(0, n), quotas: this.quotas.slice(0, n), codes: this.codes.slice(0, n), costs: this.costs.slice(0, n), modes: this.modes.slice(0, n) };
-    const out: Verdict = { code: Code.ALLOWED, blockedBy: undefined, retryAfterMs: -1, limit: v.limit, remaining: v.remaining, resetMs: v.resetMs, pending: undefined, unavailable: false };
+    const levels: Levels = {
+      n,
+      keys: this.keys.slice(0, n),
+      quotas: this.quotas.slice(0, n),
+      codes: this.codes.slice(0, n),
+      costs: this.costs.slice(0, n),
+      modes: this.modes.slice(0, n),
+    };
+    const out: Verdict = {
+      code: Code.ALLOWED,
+      blockedBy: undefined,
+      retryAfterMs: -1,
+      limit: v.limit,
+      remaining: v.remaining,
+      resetMs: v.resetMs,
+      pending: undefined,
+      unavailable: false,
+    };
     v.pending = Promise.all(takes.slice(0, n)).then((results) => this.settle(sq, levels, results, out, now, best));
     return v;
   }
@@ -557,7 +617,15 @@ export class ThrottleEngine {
     let refused = -1;
     for (let i = 0; i < n && refused < 0; i++) if (results[i] !== undefined && results[i] !== Take.ADMITTED) refused = i;
     if (refused >= 0) {
-      for (let i = 0; i < n; i++) if (results[i] === Take.ADMITTED) sq.refund(MODE_NAME[l.modes[i] as number] as 'exact' | 'leased', l.keys[i] as string, l.quotas[i] as Quota, l.costs[i] as number, now);
+      for (let i = 0; i < n; i++)
+        if (results[i] === Take.ADMITTED)
+          sq.refund(
+            MODE_NAME[l.modes[i] as number] as 'exact' | 'leased',
+            l.keys[i] as string,
+            l.quotas[i] as Quota,
+            l.costs[i] as number,
+            now,
+          );
       const q = l.quotas[refused] as Quota;
       const resetMs = q.windowMs - (now % q.windowMs);
       out.code = l.codes[refused] as ThrottleCode;

@@ -7,12 +7,22 @@ import type { Logger } from '../log';
 import { BlockingConditions, type BlockingCondition } from './blocking';
 import { MemoryCounterStore, type CounterStore } from './counters';
 import { ThrottleEngine } from './engine';
-import { formatPolicyDiagnostic, loadPolicies, parsePolicies, policyNames, type Policies, type PoliciesResult, type PolicyDiagnostic, type PolicyNames } from './policies';
+import {
+  formatPolicyDiagnostic,
+  loadPolicies,
+  parsePolicies,
+  policyNames,
+  type Policies,
+  type PoliciesResult,
+  type PolicyDiagnostic,
+  type PolicyNames,
+} from './policies';
 import { RedisCounterStore } from './redis';
 import { DecisionCounterStore } from './decisions';
 import { QuotaLink } from './quota-link';
 import { SharedQuotas } from './shared';
 import { policyOptionsOf, type ThrottleSettings } from './settings';
+import { ThroughwayError } from '../errors';
 
 export interface Throttle {
   readonly engine: ThrottleEngine;
@@ -52,10 +62,15 @@ export interface PolicyReload {
   readonly errors: readonly string[];
 }
 
-export class ThrottleConfigError extends Error {
+export class ThrottleConfigError extends ThroughwayError {
   readonly code = 'THROTTLE_POLICIES_INVALID';
   constructor(readonly diagnostics: readonly PolicyDiagnostic[]) {
-    super(`throttling policies are invalid:\n${diagnostics.filter((d) => d.level === 'error').map(formatPolicyDiagnostic).join('\n')}`);
+    super(
+      `throttling policies are invalid:\n${diagnostics
+        .filter((d) => d.level === 'error')
+        .map(formatPolicyDiagnostic)
+        .join('\n')}`,
+    );
     this.name = 'ThrottleConfigError';
   }
 }
@@ -77,7 +92,14 @@ export interface ThrottleOptions {
 function logDiagnostics(logger: Logger, list: readonly PolicyDiagnostic[]): void {
   for (const d of list) {
     const level = d.level === 'error' ? 'error' : d.level === 'warning' ? 'warn' : 'info';
-    if (logger.enabled(level)) logger.log(level, 'throttle_policy', { code: d.code, file: d.file, line: d.line, field: d.field, message: formatPolicyDiagnostic(d) });
+    if (logger.enabled(level))
+      logger.log(level, 'throttle_policy', {
+        code: d.code,
+        file: d.file,
+        line: d.line,
+        field: d.field,
+        message: formatPolicyDiagnostic(d),
+      });
   }
 }
 
@@ -85,12 +107,31 @@ function logDiagnostics(logger: Logger, list: readonly PolicyDiagnostic[]): void
 function counterStoreOf(settings: ThrottleSettings, logger: Logger, now: () => number): CounterStore {
   switch (settings.counterStore) {
     case 'redis':
-      return new RedisCounterStore({ url: settings.redisUrl, syncInterval: settings.syncInterval, maxCounters: settings.maxCounters, publish: settings.dataPublishing, read: settings.decisionConnection, persistence: settings.persistence, logger, clock: now });
+      return new RedisCounterStore({
+        url: settings.redisUrl,
+        syncInterval: settings.syncInterval,
+        maxCounters: settings.maxCounters,
+        publish: settings.dataPublishing,
+        read: settings.decisionConnection,
+        persistence: settings.persistence,
+        logger,
+        clock: now,
+      });
     case 'traffic-manager': {
       // The configuration check refuses this store without a redis:// URL (lib/config/load.ts); an
       // embedder's settings without one count locally.
       const url = settings.decisionUrl;
-      const link = url === undefined ? undefined : { url, channels: settings.channels, publish: settings.dataPublishing, subscribe: settings.decisionConnection, syncInterval: settings.syncInterval, logger };
+      const link =
+        url === undefined
+          ? undefined
+          : {
+              url,
+              channels: settings.channels,
+              publish: settings.dataPublishing,
+              subscribe: settings.decisionConnection,
+              syncInterval: settings.syncInterval,
+              logger,
+            };
       return new DecisionCounterStore({ maxCounters: settings.maxCounters, clock: now, ...(link !== undefined ? { link } : {}) });
     }
     default:
@@ -100,7 +141,12 @@ function counterStoreOf(settings: ThrottleSettings, logger: Logger, now: () => n
 
 /** Whether a policy counts exact or leased (its own `counting`). */
 function usesShared(p: Policies): boolean {
-  const quotas = [...[...p.subscription.values()].flatMap((s) => [s.quota, s.burst]), ...[...p.application.values()].map((a) => a.quota), ...[...p.api.values()].flatMap((a) => [a.quota, ...a.groups.map((g) => g.quota)]), ...p.custom.map((c) => c.quota)];
+  const quotas = [
+    ...[...p.subscription.values()].flatMap((s) => [s.quota, s.burst]),
+    ...[...p.application.values()].map((a) => a.quota),
+    ...[...p.api.values()].flatMap((a) => [a.quota, ...a.groups.map((g) => g.quota)]),
+    ...p.custom.map((c) => c.quota),
+  ];
   return quotas.some((q) => q !== undefined && (q.counting === 'exact' || q.counting === 'leased'));
 }
 
@@ -109,7 +155,10 @@ export function createThrottle(options: ThrottleOptions): Throttle {
   const { settings, logger } = options;
   const policyOptions = policyOptionsOf(settings);
   let source = options.policies?.source ?? settings.policiesFile;
-  const first = options.policies !== undefined ? parsePolicies(options.policies.text, options.policies.source, policyOptions) : loadPolicies(settings.policiesFile, policyOptions);
+  const first =
+    options.policies !== undefined
+      ? parsePolicies(options.policies.text, options.policies.source, policyOptions)
+      : loadPolicies(settings.policiesFile, policyOptions);
   logDiagnostics(logger, first.diagnostics);
   if (first.policies === undefined) throw new ThrottleConfigError(first.diagnostics);
   let policies = first.policies;
@@ -129,7 +178,13 @@ export function createThrottle(options: ThrottleOptions): Throttle {
   if (options.blocking !== undefined) blocking.replace(options.blocking);
   // The Redis link of exact and leased policies: made by the first call that counts one (lib/throttle/shared.ts).
   const shared = (): SharedQuotas => {
-    const link = new QuotaLink({ url: settings.redisUrl, clusterNodes: settings.clusterNodes, commandTimeout: settings.commandTimeout, logger, ...(options.quotaPrefix !== undefined ? { prefix: options.quotaPrefix } : {}) });
+    const link = new QuotaLink({
+      url: settings.redisUrl,
+      clusterNodes: settings.clusterNodes,
+      commandTimeout: settings.commandTimeout,
+      logger,
+      ...(options.quotaPrefix !== undefined ? { prefix: options.quotaPrefix } : {}),
+    });
     return new SharedQuotas({ link, maxCounters: settings.maxCounters, clock: now });
   };
   const engine = new ThrottleEngine({
@@ -140,7 +195,12 @@ export function createThrottle(options: ThrottleOptions): Throttle {
     blockingEnabled: settings.blockingEnabled,
     counting: settings.counting,
     shared,
-    onUnknownPolicy: (kind, name) => logger.log('warn', 'throttle_unknown_policy', { kind, name, message: `${kind} policy "${name}" is not defined in ${source}: that level is not enforced for it` }),
+    onUnknownPolicy: (kind, name) =>
+      logger.log('warn', 'throttle_unknown_policy', {
+        kind,
+        name,
+        message: `${kind} policy "${name}" is not defined in ${source}: that level is not enforced for it`,
+      }),
   });
   // A deployment that counts exact or leased joins the gateways' membership set at start (lib/throttle/quota-link.ts).
   if (settings.counting !== 'async' || usesShared(policies)) engine.startShared();
@@ -150,7 +210,11 @@ export function createThrottle(options: ThrottleOptions): Throttle {
     logDiagnostics(logger, r.diagnostics);
     if (r.policies === undefined) {
       const errors = r.diagnostics.filter((d) => d.level === 'error').map(formatPolicyDiagnostic);
-      logger.log('error', 'throttle_policies_reload_refused', { file: from, errors: errors.length, message: `the policies ${from === settings.policiesFile ? 'file' : 'text'} has errors: the running policies stay` });
+      logger.log('error', 'throttle_policies_reload_refused', {
+        file: from,
+        errors: errors.length,
+        message: `the policies ${from === settings.policiesFile ? 'file' : 'text'} has errors: the running policies stay`,
+      });
       return { ok: false, errors };
     }
     policies = r.policies;
@@ -158,7 +222,13 @@ export function createThrottle(options: ThrottleOptions): Throttle {
     engine.setPolicies(policies);
     fillNames(policies);
     generation++;
-    logger.log('info', 'throttle_policies_reloaded', { file: from, subscription: policies.subscription.size, application: policies.application.size, api: policies.api.size, custom: policies.custom.length });
+    logger.log('info', 'throttle_policies_reloaded', {
+      file: from,
+      subscription: policies.subscription.size,
+      application: policies.application.size,
+      api: policies.api.size,
+      custom: policies.custom.length,
+    });
     return { ok: true, errors: [] };
   };
   const throttle: Omit<Throttle, 'generation' | 'source' | 'shared'> = {

@@ -13,7 +13,16 @@
  */
 import type { Segment, SourceMap } from '../config/locate';
 import { closest } from '../config/diagnostics';
-import { type DocumentCodes, type DocumentDiagnostic, DocumentReader, type DocumentWording, type FieldDef, isTable, parseDocument, readText } from '../config/document';
+import {
+  type DocumentCodes,
+  type DocumentDiagnostic,
+  DocumentReader,
+  type DocumentWording,
+  type FieldDef,
+  isTable,
+  parseDocument,
+  readText,
+} from '../config/document';
 import { ipMatcher } from '../events/ip';
 
 export const TIME_UNITS = { sec: 1000, min: 60_000, hour: 3_600_000, day: 86_400_000 } as const;
@@ -95,7 +104,17 @@ export interface ApiPolicy {
   readonly groups: readonly ConditionGroup[];
 }
 
-export const TEMPLATE_VARS = ['$userId', '$appId', '$appName', '$subscriber', '$apiContext', '$apiVersion', '$apiName', '$clientIp', '$resource'] as const;
+export const TEMPLATE_VARS = [
+  '$userId',
+  '$appId',
+  '$appName',
+  '$subscriber',
+  '$apiContext',
+  '$apiVersion',
+  '$apiName',
+  '$clientIp',
+  '$resource',
+] as const;
 
 export interface CustomPolicy {
   readonly name: string;
@@ -114,7 +133,15 @@ export interface Policies {
   readonly custom: readonly CustomPolicy[];
 }
 
-export type PolicyDiagnosticCode = 'POLICY_IO' | 'POLICY_SYNTAX' | 'POLICY_UNKNOWN_FIELD' | 'POLICY_TYPE' | 'POLICY_REQUIRED' | 'POLICY_VALUE' | 'POLICY_DUPLICATE' | 'POLICY_UNLIMITED_DISABLED';
+export type PolicyDiagnosticCode =
+  | 'POLICY_IO'
+  | 'POLICY_SYNTAX'
+  | 'POLICY_UNKNOWN_FIELD'
+  | 'POLICY_TYPE'
+  | 'POLICY_REQUIRED'
+  | 'POLICY_VALUE'
+  | 'POLICY_DUPLICATE'
+  | 'POLICY_UNLIMITED_DISABLED';
 
 /** A policies file problem: the shared document reader's diagnostic (config/document.ts), with POLICY_* codes. */
 export type PolicyDiagnostic = DocumentDiagnostic<PolicyDiagnosticCode>;
@@ -132,7 +159,12 @@ export interface PolicyOptions {
   readonly claimConditions: boolean;
 }
 
-export const DEFAULT_POLICY_OPTIONS: PolicyOptions = Object.freeze({ enableUnlimitedTier: true, headerConditions: false, queryConditions: false, claimConditions: false });
+export const DEFAULT_POLICY_OPTIONS: PolicyOptions = Object.freeze({
+  enableUnlimitedTier: true,
+  headerConditions: false,
+  queryConditions: false,
+  claimConditions: false,
+});
 
 // ---------------------------------------------------------------------------------------------------------
 // The fields of the file, in the configuration schema's format (config/document.ts FieldDef)
@@ -141,9 +173,30 @@ export const DEFAULT_POLICY_OPTIONS: PolicyOptions = Object.freeze({ enableUnlim
 const QUOTA_FIELDS: readonly FieldDef[] = [
   { key: 'request_count', type: 'integer', min: 1, meaning: 'Requests allowed per unit_time time_unit.' },
   { key: 'data_amount', type: 'integer', min: 1, meaning: 'Bandwidth allowed per unit_time time_unit, in data_unit.' },
-  { key: 'data_unit', type: 'string', default: 'KB', allowed: Object.keys(DATA_UNITS), onlyWith: ['data_amount'], meaning: 'Unit of data_amount.' },
-  { key: 'unit_time', type: 'integer', default: 1, min: 1, onlyWith: ['request_count', 'data_amount'], meaning: 'Length of the window, in time_unit.' },
-  { key: 'time_unit', type: 'string', default: 'min', allowed: Object.keys(TIME_UNITS), onlyWith: ['request_count', 'data_amount'], meaning: 'Unit of unit_time.' },
+  {
+    key: 'data_unit',
+    type: 'string',
+    default: 'KB',
+    allowed: Object.keys(DATA_UNITS),
+    onlyWith: ['data_amount'],
+    meaning: 'Unit of data_amount.',
+  },
+  {
+    key: 'unit_time',
+    type: 'integer',
+    default: 1,
+    min: 1,
+    onlyWith: ['request_count', 'data_amount'],
+    meaning: 'Length of the window, in time_unit.',
+  },
+  {
+    key: 'time_unit',
+    type: 'string',
+    default: 'min',
+    allowed: Object.keys(TIME_UNITS),
+    onlyWith: ['request_count', 'data_amount'],
+    meaning: 'Unit of unit_time.',
+  },
   { key: 'unlimited', type: 'boolean', meaning: 'true: no limit. Exactly one of request_count, data_amount and unlimited is given.' },
 ];
 
@@ -151,8 +204,19 @@ const NAMED_FIELDS: readonly FieldDef[] = [
   { key: 'name', type: 'string', required: true, nonEmpty: true, meaning: 'The policy name, unique within its kind.' },
   { key: 'description', type: 'string', default: '', meaning: 'Free text.' },
   ...QUOTA_FIELDS,
-  { key: 'counting', type: 'string', allowed: COUNTING_MODES, meaning: 'async, exact or leased (docs/throttling.md, "Counting modes"); unset: [throughway.throttling] counting.' },
-  { key: 'fail', type: 'string', default: 'open', allowed: ['open', 'closed'], meaning: 'exact and leased: while Redis is unreachable, open admits this gateway\'s share of the limit, closed refuses.' },
+  {
+    key: 'counting',
+    type: 'string',
+    allowed: COUNTING_MODES,
+    meaning: 'async, exact or leased (docs/throttling.md, "Counting modes"); unset: [throughway.throttling] counting.',
+  },
+  {
+    key: 'fail',
+    type: 'string',
+    default: 'open',
+    allowed: ['open', 'closed'],
+    meaning: "exact and leased: while Redis is unreachable, open admits this gateway's share of the limit, closed refuses.",
+  },
 ];
 
 const BURST_FIELDS: readonly FieldDef[] = [
@@ -161,9 +225,21 @@ const BURST_FIELDS: readonly FieldDef[] = [
 ];
 
 const CONDITION_FIELDS: readonly FieldDef[] = [
-  { key: 'type', type: 'string', required: true, allowed: CONDITION_TYPES, meaning: 'What the condition reads: the client IP, an IP range, a header, a query parameter or a token claim.' },
+  {
+    key: 'type',
+    type: 'string',
+    required: true,
+    allowed: CONDITION_TYPES,
+    meaning: 'What the condition reads: the client IP, an IP range, a header, a query parameter or a token claim.',
+  },
   { key: 'name', type: 'string', meaning: 'Header, query parameter or claim name (required for those types).' },
-  { key: 'value', type: 'string', required: true, nonEmpty: true, meaning: 'ip: an address; ip_range: "start-end" or CIDR; otherwise a regular expression matched against the whole value.' },
+  {
+    key: 'value',
+    type: 'string',
+    required: true,
+    nonEmpty: true,
+    meaning: 'ip: an address; ip_range: "start-end" or CIDR; otherwise a regular expression matched against the whole value.',
+  },
   { key: 'invert', type: 'boolean', default: false, meaning: 'Matches when the condition does not hold.' },
 ];
 
@@ -181,15 +257,50 @@ export const POLICY_FIELDS: readonly FieldDef[] = [
     meaning: 'Subscription tiers (900804, 900807).',
     fields: [
       ...NAMED_FIELDS,
-      { key: 'stop_on_quota_reach', type: 'boolean', default: true, meaning: 'false: the quota is counted but requests beyond it still pass.' },
+      {
+        key: 'stop_on_quota_reach',
+        type: 'boolean',
+        default: true,
+        meaning: 'false: the quota is counted but requests beyond it still pass.',
+      },
       { key: 'burst', type: 'table', meaning: 'Spike arrest.', example: '{ limit = 10, time_unit = "sec" }', fields: BURST_FIELDS },
-      { key: 'graphql_max_depth', type: 'number', min: 1, meaning: 'GraphQL APIs: the deepest query a subscriber on this tier may send (103181 beyond it), on top of the API\'s own max_depth (docs/graphql.md).', example: '5' },
-      { key: 'graphql_max_complexity', type: 'number', min: 1, meaning: 'GraphQL APIs: the most fields a query of a subscriber on this tier may select (103182 beyond it), on top of the API\'s own max_complexity.', example: '200' },
+      {
+        key: 'graphql_max_depth',
+        type: 'number',
+        min: 1,
+        meaning:
+          "GraphQL APIs: the deepest query a subscriber on this tier may send (103181 beyond it), on top of the API's own max_depth (docs/graphql.md).",
+        example: '5',
+      },
+      {
+        key: 'graphql_max_complexity',
+        type: 'number',
+        min: 1,
+        meaning:
+          "GraphQL APIs: the most fields a query of a subscriber on this tier may select (103182 beyond it), on top of the API's own max_complexity.",
+        example: '200',
+      },
     ],
   },
   { key: 'application', type: 'tables', meaning: 'Application tiers (900803).', fields: NAMED_FIELDS },
-  { key: 'api', type: 'tables', meaning: 'Advanced API and resource policies (900800, 900802).', fields: [...NAMED_FIELDS, { key: 'condition_group', type: 'tables', meaning: 'Condition groups with their own quota.', fields: CONDITION_GROUP_FIELDS }] },
-  { key: 'custom', type: 'tables', meaning: 'Custom (global) policies (900806).', fields: [...NAMED_FIELDS, { key: 'key_template', type: 'string', required: true, nonEmpty: true, meaning: 'The counter key, over the template variables.' }] },
+  {
+    key: 'api',
+    type: 'tables',
+    meaning: 'Advanced API and resource policies (900800, 900802).',
+    fields: [
+      ...NAMED_FIELDS,
+      { key: 'condition_group', type: 'tables', meaning: 'Condition groups with their own quota.', fields: CONDITION_GROUP_FIELDS },
+    ],
+  },
+  {
+    key: 'custom',
+    type: 'tables',
+    meaning: 'Custom (global) policies (900806).',
+    fields: [
+      ...NAMED_FIELDS,
+      { key: 'key_template', type: 'string', required: true, nonEmpty: true, meaning: 'The counter key, over the template variables.' },
+    ],
+  },
 ];
 
 const POLICY_CODES: DocumentCodes<PolicyDiagnosticCode> = {
@@ -202,7 +313,11 @@ const POLICY_CODES: DocumentCodes<PolicyDiagnosticCode> = {
   value: 'POLICY_VALUE',
 };
 
-const notOneOf = (value: unknown, allowed: readonly string[], near: string | undefined): { code: PolicyDiagnosticCode; message: string } => ({
+const notOneOf = (
+  value: unknown,
+  allowed: readonly string[],
+  near: string | undefined,
+): { code: PolicyDiagnosticCode; message: string } => ({
   code: 'POLICY_VALUE',
   message: `${JSON.stringify(value)} is not one of ${allowed.join(', ')}${near !== undefined ? `; did you mean "${near}"?` : ''}`,
 });
@@ -222,7 +337,13 @@ const POLICY_WORDING: DocumentWording<PolicyDiagnosticCode> = {
       case 'table':
         return { code: 'POLICY_TYPE', message: `expected a table${def.example !== undefined ? `: ${def.example}` : ''}` };
       default:
-        return { code: 'POLICY_TYPE', message: def.key === 'condition_group' ? 'expected [[api.condition_group]] tables' : `expected an array of tables, written [[${def.key}]]` };
+        return {
+          code: 'POLICY_TYPE',
+          message:
+            def.key === 'condition_group'
+              ? 'expected [[api.condition_group]] tables'
+              : `expected an array of tables, written [[${def.key}]]`,
+        };
     }
   },
   notAllowed: notOneOf,
@@ -238,7 +359,12 @@ type Checked = Record<string, unknown> | undefined;
 function quota(r: Reader, raw: Record<string, unknown>, t: Checked, seg: Segment[], policy?: Checked): Quota | undefined {
   const given = ['request_count', 'data_amount', 'unlimited'].filter((k) => raw[k] !== undefined);
   if (given.length !== 1) {
-    r.report('error', given.length === 0 ? 'POLICY_REQUIRED' : 'POLICY_VALUE', given.length === 0 ? seg : [...seg, given[1] as string], 'a policy has exactly one of request_count, data_amount (with data_unit) and unlimited = true');
+    r.report(
+      'error',
+      given.length === 0 ? 'POLICY_REQUIRED' : 'POLICY_VALUE',
+      given.length === 0 ? seg : [...seg, given[1] as string],
+      'a policy has exactly one of request_count, data_amount (with data_unit) and unlimited = true',
+    );
     return undefined;
   }
   if (raw.unlimited !== undefined) {
@@ -250,7 +376,10 @@ function quota(r: Reader, raw: Record<string, unknown>, t: Checked, seg: Segment
   }
   if (t === undefined) return undefined;
   const windowMs = (t.unit_time as number) * TIME_UNITS[t.time_unit as TimeUnit];
-  const mode = { counting: (t.counting ?? policy?.counting) as CountingMode | undefined, failClosed: (t.fail ?? policy?.fail) === 'closed' };
+  const mode = {
+    counting: (t.counting ?? policy?.counting) as CountingMode | undefined,
+    failClosed: (t.fail ?? policy?.fail) === 'closed',
+  };
   if (t.request_count !== undefined) return Object.freeze({ kind: 'requests', limit: t.request_count as number, windowMs, ...mode });
   return Object.freeze({ kind: 'bandwidth', limit: (t.data_amount as number) * DATA_UNITS[t.data_unit as DataUnit], windowMs, ...mode });
 }
@@ -266,14 +395,22 @@ function compileRegex(r: Reader, value: string, seg: Segment[]): RegExp | undefi
 
 /** A condition's own checks; they run even when a sibling condition's fields failed (t undefined). */
 function condition(r: Reader, raw: Record<string, unknown>, t: Checked, seg: Segment[]): Condition | undefined {
-  const type = typeof raw.type === 'string' && (CONDITION_TYPES as readonly string[]).includes(raw.type) ? (raw.type as ConditionType) : undefined;
+  const type =
+    typeof raw.type === 'string' && (CONDITION_TYPES as readonly string[]).includes(raw.type) ? (raw.type as ConditionType) : undefined;
   const value = typeof raw.value === 'string' && raw.value !== '' ? raw.value : undefined;
   if (type === undefined || value === undefined) return undefined;
   let name = '';
   let pattern: RegExp | undefined;
   if (type === 'ip' || type === 'ip_range') {
     if (ipMatcher(type, value) === undefined) {
-      r.report('error', 'POLICY_VALUE', [...seg, 'value'], type === 'ip' ? `${JSON.stringify(value)} is not an IP address` : `${JSON.stringify(value)} is not a range ("10.0.0.1-10.0.0.9" or CIDR "10.0.0.0/8")`);
+      r.report(
+        'error',
+        'POLICY_VALUE',
+        [...seg, 'value'],
+        type === 'ip'
+          ? `${JSON.stringify(value)} is not an IP address`
+          : `${JSON.stringify(value)} is not a range ("10.0.0.1-10.0.0.9" or CIDR "10.0.0.0/8")`,
+      );
       return undefined;
     }
   } else {
@@ -293,7 +430,6 @@ export { ipMatcher, ipNumber, plainIp } from '../events/ip';
 
 // ---------------------------------------------------------------------------------------------------------
 
-
 // ---------------------------------------------------------------------------------------------------------
 
 function fieldsOf(kind: string): readonly FieldDef[] {
@@ -301,7 +437,12 @@ function fieldsOf(kind: string): readonly FieldDef[] {
 }
 
 /** Each entry of one kind in file order: its fields checked (t undefined when a field failed), then `fn`. */
-function entries<T>(r: Reader, doc: Record<string, unknown>, kind: string, fn: (e: { raw: Record<string, unknown>; t: Checked; seg: Segment[] }) => T): T[] {
+function entries<T>(
+  r: Reader,
+  doc: Record<string, unknown>,
+  kind: string,
+  fn: (e: { raw: Record<string, unknown>; t: Checked; seg: Segment[] }) => T,
+): T[] {
   const v = doc[kind];
   if (v === undefined) return [];
   if (!Array.isArray(v) || !v.every(isTable)) {
@@ -314,7 +455,12 @@ function entries<T>(r: Reader, doc: Record<string, unknown>, kind: string, fn: (
   });
 }
 
-function named<T extends { readonly name: string; readonly quota: Quota }>(r: Reader, kind: string, list: { value: T | undefined; seg: Segment[] }[], options: PolicyOptions): Map<string, T> {
+function named<T extends { readonly name: string; readonly quota: Quota }>(
+  r: Reader,
+  kind: string,
+  list: { value: T | undefined; seg: Segment[] }[],
+  options: PolicyOptions,
+): Map<string, T> {
   const out = new Map<string, T>();
   for (const { value, seg } of list) {
     if (value === undefined) continue;
@@ -323,7 +469,12 @@ function named<T extends { readonly name: string; readonly quota: Quota }>(r: Re
       continue;
     }
     if (value.quota.kind === 'unlimited' && !options.enableUnlimitedTier) {
-      r.report('info', 'POLICY_UNLIMITED_DISABLED', [...seg, 'name'], `${kind} policy ${JSON.stringify(value.name)} is unlimited and [apim.throttling] enable_unlimited_tier is false: it is removed`);
+      r.report(
+        'info',
+        'POLICY_UNLIMITED_DISABLED',
+        [...seg, 'name'],
+        `${kind} policy ${JSON.stringify(value.name)} is unlimited and [apim.throttling] enable_unlimited_tier is false: it is removed`,
+      );
       continue;
     }
     out.set(value.name, value);
@@ -337,8 +488,16 @@ export interface PoliciesResult {
 }
 
 /** Validates a parsed policies document. */
-export function validatePolicies(doc: unknown, file: string, options: PolicyOptions = DEFAULT_POLICY_OPTIONS, map?: SourceMap): PoliciesResult {
-  const r: Reader = new DocumentReader(file === '' ? '<built-in policies>' : file, map, POLICY_CODES, { columns: false, wording: POLICY_WORDING });
+export function validatePolicies(
+  doc: unknown,
+  file: string,
+  options: PolicyOptions = DEFAULT_POLICY_OPTIONS,
+  map?: SourceMap,
+): PoliciesResult {
+  const r: Reader = new DocumentReader(file === '' ? '<built-in policies>' : file, map, POLICY_CODES, {
+    columns: false,
+    wording: POLICY_WORDING,
+  });
   if (!isTable(doc)) {
     r.report('error', 'POLICY_TYPE', [], 'the policies file is a table');
     return { policies: undefined, diagnostics: r.diagnostics };
@@ -349,7 +508,11 @@ export function validatePolicies(doc: unknown, file: string, options: PolicyOpti
     [],
     { noun: 'table', suggest: (near) => `[[${near}]]` },
   );
-  const base = (raw: Record<string, unknown>, t: Checked, seg: Segment[]): { name: string; description: string; quota: Quota } | undefined => {
+  const base = (
+    raw: Record<string, unknown>,
+    t: Checked,
+    seg: Segment[],
+  ): { name: string; description: string; quota: Quota } | undefined => {
     const q = quota(r, raw, t, seg);
     return t === undefined || q === undefined ? undefined : { name: t.name as string, description: t.description as string, quota: q };
   };
@@ -358,9 +521,27 @@ export function validatePolicies(doc: unknown, file: string, options: PolicyOpti
     const b = base(raw, t, seg);
     const rawBurst = t?.burst as Record<string, unknown> | undefined;
     // The burst control is counted as its tier is (its `counting` and `fail`).
-    const burst: Burst | undefined = rawBurst === undefined ? undefined : Object.freeze({ kind: 'requests', limit: rawBurst.limit as number, windowMs: TIME_UNITS[rawBurst.time_unit as 'sec' | 'min'], counting: t?.counting as CountingMode | undefined, failClosed: t?.fail === 'closed' });
-    const gql = t === undefined ? {} : { ...(t.graphql_max_depth !== undefined ? { graphqlMaxDepth: t.graphql_max_depth as number } : {}), ...(t.graphql_max_complexity !== undefined ? { graphqlMaxComplexity: t.graphql_max_complexity as number } : {}) };
-    const value = b === undefined || t === undefined ? undefined : Object.freeze({ ...b, stopOnQuotaReach: t.stop_on_quota_reach as boolean, burst, ...gql });
+    const burst: Burst | undefined =
+      rawBurst === undefined
+        ? undefined
+        : Object.freeze({
+            kind: 'requests',
+            limit: rawBurst.limit as number,
+            windowMs: TIME_UNITS[rawBurst.time_unit as 'sec' | 'min'],
+            counting: t?.counting as CountingMode | undefined,
+            failClosed: t?.fail === 'closed',
+          });
+    const gql =
+      t === undefined
+        ? {}
+        : {
+            ...(t.graphql_max_depth !== undefined ? { graphqlMaxDepth: t.graphql_max_depth as number } : {}),
+            ...(t.graphql_max_complexity !== undefined ? { graphqlMaxComplexity: t.graphql_max_complexity as number } : {}),
+          };
+    const value =
+      b === undefined || t === undefined
+        ? undefined
+        : Object.freeze({ ...b, stopOnQuotaReach: t.stop_on_quota_reach as boolean, burst, ...gql });
     return { value, seg };
   });
   const apps = entries(r, doc, 'application', ({ raw, t, seg }) => {
@@ -407,12 +588,22 @@ export function validatePolicies(doc: unknown, file: string, options: PolicyOpti
       const vars = keyTemplate.match(/\$[A-Za-z]+/g) ?? [];
       const bad = vars.find((v) => !(TEMPLATE_VARS as readonly string[]).includes(v));
       if (bad !== undefined) {
-        r.report('error', 'POLICY_VALUE', [...seg, 'key_template'], `${bad} is not a template variable (one of ${TEMPLATE_VARS.join(', ')})`);
+        r.report(
+          'error',
+          'POLICY_VALUE',
+          [...seg, 'key_template'],
+          `${bad} is not a template variable (one of ${TEMPLATE_VARS.join(', ')})`,
+        );
         return { value: undefined, seg };
       }
-      if (vars.length === 0) r.report('warning', 'POLICY_VALUE', [...seg, 'key_template'], 'holds no template variable: one counter for every request');
+      if (vars.length === 0)
+        r.report('warning', 'POLICY_VALUE', [...seg, 'key_template'], 'holds no template variable: one counter for every request');
     }
-    return { value: b === undefined || t === undefined ? undefined : (Object.freeze({ ...b, keyTemplate: t.key_template as string }) as CustomPolicy), seg };
+    return {
+      value:
+        b === undefined || t === undefined ? undefined : (Object.freeze({ ...b, keyTemplate: t.key_template as string }) as CustomPolicy),
+      seg,
+    };
   });
 
   const subscription = named(r, 'subscription', subs, options);
@@ -435,7 +626,10 @@ export function loadPolicies(file: string, options: PolicyOptions = DEFAULT_POLI
   const read = readText(file);
   if (!read.ok) {
     if (read.missing) return parsePolicies(DEFAULT_POLICIES_TOML, '', options);
-    return { policies: undefined, diagnostics: [{ level: 'error', code: 'POLICY_IO', file, line: 0, field: '', message: `cannot read (${read.message})` }] };
+    return {
+      policies: undefined,
+      diagnostics: [{ level: 'error', code: 'POLICY_IO', file, line: 0, field: '', message: `cannot read (${read.message})` }],
+    };
   }
   return parsePolicies(read.text, file, options);
 }

@@ -113,7 +113,13 @@ export class RedisCounterStore implements CounterStore {
     const now = this.clock();
     const key = `${this.prefix}nodes`;
     try {
-      const r = await this.client.multi().zadd(key, now, this.nodeId).zremrangebyscore(key, '-inf', now - NODE_TTL_MS).zcard(key).pexpire(key, NODE_TTL_MS * 2).exec();
+      const r = await this.client
+        .multi()
+        .zadd(key, now, this.nodeId)
+        .zremrangebyscore(key, '-inf', now - NODE_TTL_MS)
+        .zcard(key)
+        .pexpire(key, NODE_TTL_MS * 2)
+        .exec();
       const card = Number(r?.[2]?.[1]);
       if (Number.isFinite(card)) this.nodes = Math.max(1, card);
     } catch (err) {
@@ -128,7 +134,10 @@ export class RedisCounterStore implements CounterStore {
   private outage(err: Error): void {
     if (this.down) return;
     this.down = true;
-    this.o.logger.log('warn', 'throttle_redis_unavailable', { url: this.o.url, message: `${err.message}: counting locally until Redis is back` });
+    this.o.logger.log('warn', 'throttle_redis_unavailable', {
+      url: this.o.url,
+      message: `${err.message}: counting locally until Redis is back`,
+    });
   }
 
   peek(key: string, windowMs: number, now: number): number {

@@ -71,5 +71,10 @@ export function throttleSettingsFrom(c: DeploymentConfig, dir: string): Throttle
 
 /** The switches the policies are validated with (a gateway's engine, a control plane's served file). */
 export function policyOptionsOf(s: ThrottleSettings): PolicyOptions {
-  return { enableUnlimitedTier: s.enableUnlimitedTier, headerConditions: s.headerConditions, queryConditions: s.queryConditions, claimConditions: s.claimConditions };
+  return {
+    enableUnlimitedTier: s.enableUnlimitedTier,
+    headerConditions: s.headerConditions,
+    queryConditions: s.queryConditions,
+    claimConditions: s.claimConditions,
+  };
 }

@@ -203,7 +203,8 @@ export class SharedQuotas {
       e.own += cost;
       if (!this.link.isUp) this.offlineAdmitted += cost;
       // Low: the next block is asked for now, so that no call has to wait for it.
-      if (e.tokens <= e.block >> 1 && e.leasing === undefined && e.exhaustedUntil === 0 && !this.closed && this.link.usable()) void this.lease(e);
+      if (e.tokens <= e.block >> 1 && e.leasing === undefined && e.exhaustedUntil === 0 && !this.closed && this.link.usable())
+        void this.lease(e);
       return Take.ADMITTED;
     }
     if (e.exhaustedUntil !== 0 && Date.now() < e.exhaustedUntil) return Take.LIMIT;

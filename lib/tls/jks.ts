@@ -23,6 +23,7 @@
  */
 import * as crypto from 'node:crypto';
 import { md5 } from './md5';
+import { ThroughwayError } from '../errors';
 
 export type JavaStoreKind = 'JKS' | 'JCEKS';
 
@@ -59,12 +60,15 @@ export interface JavaStore {
 }
 
 /** Why a Java store could not be read: its bytes (FORMAT), the store password (PASSWORD) or the key password (KEY_PASSWORD). */
-export class JavaStoreError extends Error {
+export class JavaStoreError extends ThroughwayError {
+  /** JKS_FORMAT, JKS_PASSWORD or JKS_KEY_PASSWORD: read by lib/tls/keystore.ts into its TLS_* codes. */
+  readonly code: `JKS_${JavaStoreError['reason']}`;
   constructor(
     readonly reason: 'FORMAT' | 'PASSWORD' | 'KEY_PASSWORD',
     message: string,
   ) {
     super(message);
+    this.code = `JKS_${reason}`;
     this.name = 'JavaStoreError';
   }
 }
@@ -129,7 +133,10 @@ export function readJavaStore(bytes: Buffer, password: string | undefined): Java
   if (kind === undefined) throw new JavaStoreError('FORMAT', 'not a JKS or JCEKS store');
   if (bytes.length < 12 + 20) throw new JavaStoreError('FORMAT', 'shorter than a header and a digest');
   if (password !== undefined && !javaStoreIntegrity(bytes, password)) {
-    throw new JavaStoreError('PASSWORD', 'the store password does not match the store\'s integrity digest (wrong password, or the file was altered)');
+    throw new JavaStoreError(
+      'PASSWORD',
+      "the store password does not match the store's integrity digest (wrong password, or the file was altered)",
+    );
   }
   const r = new Reader(bytes.subarray(0, bytes.length - 20));
   r.u32();
@@ -234,10 +241,12 @@ export function decryptJavaKey(entry: JavaKeyEntry, password: string): Buffer {
     const params = der(algId.content, algOid.end);
     const saltEl = der(params.content);
     const iterEl = der(params.content, saltEl.end);
-    if (saltEl.tag !== 0x04 || saltEl.content.length !== 8 || iterEl.tag !== 0x02) throw new JavaStoreError('FORMAT', `key "${entry.alias}": PBE parameters`);
+    if (saltEl.tag !== 0x04 || saltEl.content.length !== 8 || iterEl.tag !== 0x02)
+      throw new JavaStoreError('FORMAT', `key "${entry.alias}": PBE parameters`);
     let iterations = 0;
     for (const byte of iterEl.content) iterations = iterations * 256 + byte;
-    if (iterations < 1 || iterations > MAX_ITERATIONS) throw new JavaStoreError('FORMAT', `key "${entry.alias}": iteration count ${iterations} outside 1..${MAX_ITERATIONS}`);
+    if (iterations < 1 || iterations > MAX_ITERATIONS)
+      throw new JavaStoreError('FORMAT', `key "${entry.alias}": iteration count ${iterations} outside 1..${MAX_ITERATIONS}`);
     // PBEKey keeps the low 7 bits of each char (ASCII passwords, as keytool requires for JCEKS).
     const pw = Buffer.from(Array.from(password, (c) => c.charCodeAt(0) & 0x7f));
     const salt = Buffer.from(saltEl.content);
@@ -272,7 +281,10 @@ export function decryptJavaKey(entry: JavaKeyEntry, password: string): Buffer {
       throw wrong();
     }
   }
-  throw new JavaStoreError('FORMAT', `key "${entry.alias}": protection algorithm ${algorithm} is not read (JKS KeyProtector and JCEKS PBEWithMD5AndTripleDES are)`);
+  throw new JavaStoreError(
+    'FORMAT',
+    `key "${entry.alias}": protection algorithm ${algorithm} is not read (JKS KeyProtector and JCEKS PBEWithMD5AndTripleDES are)`,
+  );
 }
 
 /** DER to PEM text with `label`. */

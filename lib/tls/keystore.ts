@@ -13,6 +13,7 @@ import * as fs from 'node:fs';
 import type forge from 'node-forge';
 import { load } from '../config/packages';
 import { decryptJavaKey, javaStoreKind, JavaStoreError, readJavaStore, toPem, type JavaKeyEntry } from './jks';
+import { ThroughwayError } from '../errors';
 
 export type StoreFormat = 'PEM' | 'PKCS12' | 'JKS';
 
@@ -40,7 +41,7 @@ export interface KeyMaterial {
  * Why a store cannot be used; `code` is stable (TLS_READ, TLS_FORMAT, TLS_NO_KEY, TLS_NO_CERT,
  * TLS_PASSWORD: the store or key password does not open it, TLS_ALIAS: no private key entry of that alias).
  */
-export class TlsStoreError extends Error {
+export class TlsStoreError extends ThroughwayError {
   constructor(
     readonly code: 'TLS_READ' | 'TLS_FORMAT' | 'TLS_NO_KEY' | 'TLS_NO_CERT' | 'TLS_PASSWORD' | 'TLS_ALIAS',
     message: string,
@@ -94,7 +95,10 @@ function javaKeyEntry(ref: StoreRef, entries: readonly { kind: string; alias: st
   if (ref.alias !== undefined && ref.alias !== '') {
     const found = keys.find((e) => e.alias.toLowerCase() === (ref.alias as string).toLowerCase());
     if (found === undefined) {
-      throw new TlsStoreError('TLS_ALIAS', `${ref.source} ${ref.file}: no private key entry with alias "${ref.alias}" (private key entries: ${keys.map((k) => k.alias).join(', ') || 'none'})${extra}`);
+      throw new TlsStoreError(
+        'TLS_ALIAS',
+        `${ref.source} ${ref.file}: no private key entry with alias "${ref.alias}" (private key entries: ${keys.map((k) => k.alias).join(', ') || 'none'})${extra}`,
+      );
     }
     return found;
   }
@@ -107,14 +111,16 @@ function readJavaKeyStore(ref: StoreRef, bytes: Buffer): KeyMaterial {
   const store = javaStore(ref, bytes);
   const entry = javaKeyEntry(ref, store.entries, store.notes);
   const password = ref.keyPassword ?? ref.password;
-  if (password === undefined) throw new TlsStoreError('TLS_PASSWORD', `${ref.source} ${ref.file}: key "${entry.alias}" needs key_password (or password)`);
+  if (password === undefined)
+    throw new TlsStoreError('TLS_PASSWORD', `${ref.source} ${ref.file}: key "${entry.alias}" needs key_password (or password)`);
   let pkcs8: Buffer;
   try {
     pkcs8 = decryptJavaKey(entry, password);
   } catch (err) {
     throw javaError(ref, err);
   }
-  if (entry.chain.length === 0) throw new TlsStoreError('TLS_NO_CERT', `${ref.source} ${ref.file}: key "${entry.alias}" has no certificate chain`);
+  if (entry.chain.length === 0)
+    throw new TlsStoreError('TLS_NO_CERT', `${ref.source} ${ref.file}: key "${entry.alias}" has no certificate chain`);
   return {
     key: Buffer.from(toPem('PRIVATE KEY', pkcs8), 'latin1'),
     cert: Buffer.from(entry.chain.map((c) => toPem('CERTIFICATE', c)).join(''), 'latin1'),
@@ -140,12 +146,18 @@ export function readKeyStore(ref: StoreRef): KeyMaterial {
   const blocks = pemBlocks(bytes.toString('latin1'));
   const keys = blocks.filter((b) => b.label.endsWith('PRIVATE KEY'));
   const certs = blocks.filter((b) => b.label === 'CERTIFICATE');
-  if (keys.length === 0) throw new TlsStoreError('TLS_NO_KEY', `${ref.source} ${ref.file}: no PRIVATE KEY block (a PEM key store holds the key and its certificate chain)`);
+  if (keys.length === 0)
+    throw new TlsStoreError(
+      'TLS_NO_KEY',
+      `${ref.source} ${ref.file}: no PRIVATE KEY block (a PEM key store holds the key and its certificate chain)`,
+    );
   if (certs.length === 0) throw new TlsStoreError('TLS_NO_CERT', `${ref.source} ${ref.file}: no CERTIFICATE block`);
   const passphrase = ref.keyPassword ?? ref.password;
   const key = Buffer.from((keys[0] as { pem: string }).pem + '\n', 'latin1');
   const cert = Buffer.from(certs.map((c) => c.pem).join('\n') + '\n', 'latin1');
-  return passphrase !== undefined && (keys[0] as { label: string }).label.startsWith('ENCRYPTED') ? { key, cert, passphrase } : { key, cert };
+  return passphrase !== undefined && (keys[0] as { label: string }).label.startsWith('ENCRYPTED')
+    ? { key, cert, passphrase }
+    : { key, cert };
 }
 
 /** A trust store: the certificates trusted as issuers (PEM text for tls `ca`). */
@@ -164,7 +176,8 @@ export function readTrustStore(ref: StoreRef): string[] {
       if (e.kind === 'cert') out.push(toPem('CERTIFICATE', e.cert).trim());
       else if (e.chain[0] !== undefined) out.push(toPem('CERTIFICATE', e.chain[0]).trim());
     }
-    if (out.length === 0) throw new TlsStoreError('TLS_NO_CERT', `${ref.source} ${ref.file}: no certificate in the ${javaStoreKind(bytes) ?? 'JKS'} store`);
+    if (out.length === 0)
+      throw new TlsStoreError('TLS_NO_CERT', `${ref.source} ${ref.file}: no certificate in the ${javaStoreKind(bytes) ?? 'JKS'} store`);
     return out;
   }
   const forge = load<typeof import('node-forge')>('node-forge', `${ref.source} (a PKCS#12 trust store)`);

@@ -51,7 +51,10 @@ export function nonProxyHosts(value: string): HostMatcher {
     let e = raw.trim().toLowerCase();
     if (e === '') continue;
     if (e.startsWith('.*')) e = e.slice(1);
-    const re = e.split('*').map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*');
+    const re = e
+      .split('*')
+      .map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
+      .join('.*');
     patterns.push(new RegExp(`^${re}$`, 'i'));
   }
   return (host) => patterns.some((p) => p.test(host));
@@ -106,7 +109,9 @@ export function proxySelector(config: DeploymentConfig): ((host: string, secure:
     secure: [...parseProxyProfiles(t.passthru_https.sender.parameters.proxyProfiles ?? ''), ...option2(t.http.secured_proxy_profile)],
   };
   const global = (h: { readonly proxyHost?: string; readonly proxyPort?: number; readonly nonProxyHosts: string }) =>
-    h.proxyHost !== undefined && h.proxyHost !== '' && h.proxyPort !== undefined ? { route: route(h.proxyHost, h.proxyPort), direct: nonProxyHosts(h.nonProxyHosts) } : undefined;
+    h.proxyHost !== undefined && h.proxyHost !== '' && h.proxyPort !== undefined
+      ? { route: route(h.proxyHost, h.proxyPort), direct: nonProxyHosts(h.nonProxyHosts) }
+      : undefined;
   const plainGlobal = global(t.passthru_http.sender.http);
   const secureGlobal = global(t.passthru_https.sender.http);
   if (rules.plain.length === 0 && rules.secure.length === 0 && plainGlobal === undefined && secureGlobal === undefined) return undefined;

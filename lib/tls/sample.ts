@@ -15,7 +15,8 @@ import type forge from 'node-forge';
 import { load } from '../config/packages';
 
 /** node-forge, loaded when a certificate is made (lib/config/packages.ts). */
-const forgeLib = (): typeof forge => load<typeof forge>('node-forge', 'the sample key store (no [transport.passthru_https.listener] key_store)');
+const forgeLib = (): typeof forge =>
+  load<typeof forge>('node-forge', 'the sample key store (no [transport.passthru_https.listener] key_store)');
 
 export const SAMPLE_KEYSTORE = path.join('var', 'security', 'throughway-sample.pem');
 
@@ -28,7 +29,11 @@ export interface SelfSigned {
  * A self-signed certificate for `names` (DNS names and IP addresses go into subjectAltName, RFC 6125:
  * clients match the host there, not in the CN), optionally signed by `issuer` (tests build small CAs).
  */
-export function selfSigned(commonName: string, names: readonly string[], options: { days?: number; issuer?: SelfSigned; ca?: boolean; bits?: number } = {}): SelfSigned {
+export function selfSigned(
+  commonName: string,
+  names: readonly string[],
+  options: { days?: number; issuer?: SelfSigned; ca?: boolean; bits?: number } = {},
+): SelfSigned {
   const { privateKey, publicKey } = crypto.generateKeyPairSync('rsa', { modulusLength: options.bits ?? 2048 });
   const keyPem = privateKey.export({ type: 'pkcs8', format: 'pem' }) as string;
   const forge = forgeLib();
@@ -38,7 +43,10 @@ export function selfSigned(commonName: string, names: readonly string[], options
   const now = new Date();
   cert.validity.notBefore = new Date(now.getTime() - 60_000);
   cert.validity.notAfter = new Date(now.getTime() + (options.days ?? 825) * 86_400_000);
-  const subject = [{ name: 'commonName', value: commonName }, { name: 'organizationName', value: 'throughway' }];
+  const subject = [
+    { name: 'commonName', value: commonName },
+    { name: 'organizationName', value: 'throughway' },
+  ];
   cert.setSubject(subject);
   let signer = forge.pki.privateKeyFromPem(keyPem);
   if (options.issuer !== undefined) {
@@ -50,7 +58,11 @@ export function selfSigned(commonName: string, names: readonly string[], options
   const altNames = names.map((n) => (/^[\d.]+$/.test(n) || n.includes(':') ? { type: 7, ip: n } : { type: 2, value: n }));
   const extensions: object[] = [{ name: 'basicConstraints', cA: options.ca === true }];
   if (options.ca === true) extensions.push({ name: 'keyUsage', keyCertSign: true, cRLSign: true, digitalSignature: true });
-  else extensions.push({ name: 'keyUsage', digitalSignature: true, keyEncipherment: true }, { name: 'extKeyUsage', serverAuth: true, clientAuth: true });
+  else
+    extensions.push(
+      { name: 'keyUsage', digitalSignature: true, keyEncipherment: true },
+      { name: 'extKeyUsage', serverAuth: true, clientAuth: true },
+    );
   if (altNames.length > 0) extensions.push({ name: 'subjectAltName', altNames });
   cert.setExtensions(extensions);
   cert.sign(signer, forge.md.sha256.create());

@@ -17,6 +17,7 @@ import { readKeyStore, readTrustStore, storeStamp, TlsStoreError, type StoreRef 
 import { checkServerIdentityFor, type HostnameVerifier } from '../transport/verify';
 import type { Outbound } from '../transport/outbound';
 import { proxySelector } from './proxy';
+import { ThroughwayError } from '../errors';
 
 export type VerifyClient = 'none' | 'optional' | 'require';
 
@@ -40,7 +41,7 @@ export interface ListenerTlsSettings {
 
 const VERSIONS: readonly tls.SecureVersion[] = ['TLSv1', 'TLSv1.1', 'TLSv1.2', 'TLSv1.3'];
 
-export class TlsConfigError extends Error {
+export class TlsConfigError extends ThroughwayError {
   constructor(
     readonly code: 'TLS_PROTOCOL' | 'TLS_PROFILE' | 'TLS_NO_KEYSTORE' | 'TLS_NO_TRUSTSTORE',
     message: string,
@@ -50,9 +51,26 @@ export class TlsConfigError extends Error {
   }
 }
 
-function storeRef(source: string, s: { readonly file_name?: string; readonly type?: string; readonly password?: string; readonly key_password?: string; readonly alias?: string }, cwd: string): StoreRef | undefined {
+function storeRef(
+  source: string,
+  s: {
+    readonly file_name?: string;
+    readonly type?: string;
+    readonly password?: string;
+    readonly key_password?: string;
+    readonly alias?: string;
+  },
+  cwd: string,
+): StoreRef | undefined {
   if (s.file_name === undefined || s.file_name === '') return undefined;
-  return Object.freeze({ file: path.resolve(cwd, s.file_name), type: s.type, password: s.password, keyPassword: s.key_password, alias: s.alias, source });
+  return Object.freeze({
+    file: path.resolve(cwd, s.file_name),
+    type: s.type,
+    password: s.password,
+    keyPassword: s.key_password,
+    alias: s.alias,
+    source,
+  });
 }
 
 /**
@@ -86,7 +104,10 @@ export function listenerTlsSettings(config: DeploymentConfig, cwd: string): List
     minVersion = VERSIONS[Math.min(...idx)];
     maxVersion = VERSIONS[Math.max(...idx)];
   }
-  const ciphers = l.preferred_ciphers !== undefined && l.preferred_ciphers.length > 0 ? l.preferred_ciphers.map((c) => opensslCipher(c.trim())).join(':') : undefined;
+  const ciphers =
+    l.preferred_ciphers !== undefined && l.preferred_ciphers.length > 0
+      ? l.preferred_ciphers.map((c) => opensslCipher(c.trim())).join(':')
+      : undefined;
   return Object.freeze({
     keyStore: storeRef(`${src}.key_store`, l.key_store, cwd),
     trustStore: storeRef(`${src}.trust_store`, l.trust_store, cwd),
@@ -125,7 +146,13 @@ function readProfile(file: string): Profile {
     if (el === undefined || el === null || typeof el !== 'object') return undefined;
     const e = el as Record<string, string | undefined>;
     if (e.Location === undefined) return undefined;
-    return { file: path.resolve(dir, e.Location), type: e.Type, password: e.Password, keyPassword: e.KeyPassword, source: `${file} <${name}>` };
+    return {
+      file: path.resolve(dir, e.Location),
+      type: e.Type,
+      password: e.Password,
+      keyPassword: e.KeyPassword,
+      source: `${file} <${name}>`,
+    };
   };
   const v = typeof profile.SSLVerifyClient === 'string' ? profile.SSLVerifyClient.trim().toLowerCase() : undefined;
   return {
@@ -148,14 +175,22 @@ function findProfile(node: unknown): Record<string, unknown> | undefined {
 /** The server options of a TLS listener, read from its stores now (TlsStoreError / TlsConfigError). */
 export function serverOptions(s: ListenerTlsSettings, sampleFile: string | undefined): tls.TlsOptions {
   const profile = s.profileFile === undefined ? undefined : readProfile(s.profileFile);
-  const keyRef = profile?.keyStore ?? s.keyStore ?? (sampleFile !== undefined ? { file: sampleFile, type: 'PEM', source: 'sample key store' } : undefined);
-  if (keyRef === undefined) throw new TlsConfigError('TLS_NO_KEYSTORE', '[transport.passthru_https] listener.key_store.file_name is not set');
+  const keyRef =
+    profile?.keyStore ??
+    s.keyStore ??
+    (sampleFile !== undefined ? { file: sampleFile, type: 'PEM', source: 'sample key store' } : undefined);
+  if (keyRef === undefined)
+    throw new TlsConfigError('TLS_NO_KEYSTORE', '[transport.passthru_https] listener.key_store.file_name is not set');
   const trustRef = profile?.trustStore ?? s.trustStore;
   const verifyClient = profile?.verifyClient ?? s.verifyClient;
   const opts: tls.TlsOptions = { ...readKeyStore(keyRef) };
   if (trustRef !== undefined) opts.ca = readTrustStore(trustRef);
   if (verifyClient !== 'none') {
-    if (trustRef === undefined) throw new TlsConfigError('TLS_NO_TRUSTSTORE', `SSLVerifyClient = "${verifyClient}" needs [transport.passthru_https] listener.trust_store.file_name (the issuers of accepted client certificates)`);
+    if (trustRef === undefined)
+      throw new TlsConfigError(
+        'TLS_NO_TRUSTSTORE',
+        `SSLVerifyClient = "${verifyClient}" needs [transport.passthru_https] listener.trust_store.file_name (the issuers of accepted client certificates)`,
+      );
     opts.requestCert = true;
     opts.rejectUnauthorized = verifyClient === 'require';
   }
@@ -198,7 +233,12 @@ function watchedFiles(s: ListenerTlsSettings, sampleFile: string | undefined): s
  * watcher below does the same when a file's stamp changes). Stores that cannot be read are refused: the
  * servers keep the certificates they have. Existing connections keep theirs (setSecureContext).
  */
-export function reloadCertificates(servers: readonly tls.Server[], s: ListenerTlsSettings, sampleFile: string | undefined, logger: Logger): { readonly ok: boolean; readonly error?: string } {
+export function reloadCertificates(
+  servers: readonly tls.Server[],
+  s: ListenerTlsSettings,
+  sampleFile: string | undefined,
+  logger: Logger,
+): { readonly ok: boolean; readonly error?: string } {
   if (servers.length === 0) return { ok: true };
   try {
     const opts = serverOptions(s, sampleFile);
@@ -211,7 +251,13 @@ export function reloadCertificates(servers: readonly tls.Server[], s: ListenerTl
   }
 }
 
-export function watchCertificates(servers: readonly tls.Server[], s: ListenerTlsSettings, sampleFile: string | undefined, logger: Logger, interval = s.reloadInterval): () => void {
+export function watchCertificates(
+  servers: readonly tls.Server[],
+  s: ListenerTlsSettings,
+  sampleFile: string | undefined,
+  logger: Logger,
+  interval = s.reloadInterval,
+): () => void {
   if (interval <= 0) return () => undefined;
   let stamp = storeStamp(watchedFiles(s, sampleFile));
   const timer = setInterval(() => {
@@ -245,7 +291,10 @@ export function outboundFrom(config: DeploymentConfig, cwd: string): Outbound {
   let built: { context: tls.SecureContext; checkServerIdentity: ReturnType<typeof checkServerIdentityFor> } | undefined;
   let builtWss: typeof built;
   const wssTrust = config.transport.wss.sender.trust_store;
-  const wss = wssTrust?.location !== undefined && wssTrust.location !== '' ? { file: path.resolve(cwd, wssTrust.location), password: wssTrust.password, source: '[transport.wss] sender.trust_store' } : undefined;
+  const wss =
+    wssTrust?.location !== undefined && wssTrust.location !== ''
+      ? { file: path.resolve(cwd, wssTrust.location), password: wssTrust.password, source: '[transport.wss] sender.trust_store' }
+      : undefined;
   const proxyFor = proxySelector(config);
   return {
     get wssTls() {
@@ -293,7 +342,12 @@ export function checkTlsStores(config: DeploymentConfig, cwd: string): StoreProb
     try {
       read(ref);
     } catch (err) {
-      problems.push({ source: ref.source, file: ref.file, code: (err as TlsStoreError).code ?? 'TLS_READ', message: (err as Error).message });
+      problems.push({
+        source: ref.source,
+        file: ref.file,
+        code: (err as TlsStoreError).code ?? 'TLS_READ',
+        message: (err as Error).message,
+      });
     }
   };
   const pt = config.transport.passthru_https;
@@ -307,13 +361,22 @@ export function checkTlsStores(config: DeploymentConfig, cwd: string): StoreProb
         attempt(p.keyStore, readKeyStore);
         attempt(p.trustStore, readTrustStore);
       } catch (err) {
-        problems.push({ source: '[transport.passthru_https] listener.ssl_profile.file_path', file: s.profileFile, code: (err as TlsConfigError).code, message: (err as Error).message });
+        problems.push({
+          source: '[transport.passthru_https] listener.ssl_profile.file_path',
+          file: s.profileFile,
+          code: (err as TlsConfigError).code,
+          message: (err as Error).message,
+        });
       }
     }
   }
   attempt(storeRef('[transport.passthru_https] sender.key_store', pt.sender.key_store, cwd), readKeyStore);
   attempt(storeRef('[transport.passthru_https] sender.trust_store', pt.sender.trust_store, cwd), readTrustStore);
   const wss = config.transport.wss.sender.trust_store;
-  if (wss?.location !== undefined && wss.location !== '') attempt({ file: path.resolve(cwd, wss.location), password: wss.password, source: '[transport.wss] sender.trust_store' }, readTrustStore);
+  if (wss?.location !== undefined && wss.location !== '')
+    attempt(
+      { file: path.resolve(cwd, wss.location), password: wss.password, source: '[transport.wss] sender.trust_store' },
+      readTrustStore,
+    );
   return problems;
 }

@@ -26,7 +26,8 @@ const NO_FIELDS: readonly string[] = [];
  * (a Content-Length says so before any byte).
  */
 export function readBody(conn: BodyGatherer, ex: Exchange, limit: number): Promise<BodyRead> {
-  if (ex.body.kind === 'gather' || ex.collected !== null || ex.ready || ex.aborted || conn.ex !== ex) return Promise.resolve({ ok: false, reason: 'already_read', size: 0 });
+  if (ex.body.kind === 'gather' || ex.collected !== null || ex.ready || ex.aborted || conn.ex !== ex)
+    return Promise.resolve({ ok: false, reason: 'already_read', size: 0 });
   if (!ex.hasBody) {
     ex.collected = EMPTY_BODY;
     return Promise.resolve({ ok: true, body: EMPTY_BODY });

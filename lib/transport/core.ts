@@ -58,6 +58,8 @@ export const defaultRenderFault: FaultRenderer = (fault) => ({
  */
 export interface CoreSource {
   readonly state: ProtocolState;
+  /** The client socket: its localPort names the listener that accepted it (the runtime view). */
+  readonly socket: net.Socket;
   checkTimeouts(now: number): void;
   shutdown(): void;
   abort(): void;
@@ -124,7 +126,15 @@ export class TransportCore {
   ) {
     this.timed = events.onExchange !== undefined;
     const s = settings;
-    const shortest = Math.min(s.socketTimeout, s.connectTimeout, s.headerTimeout, s.keepAliveTimeout, s.poolIdleTimeout, s.globalTimeout > 0 ? s.globalTimeout : Infinity, s.bodyTimeout > 0 ? s.bodyTimeout : Infinity);
+    const shortest = Math.min(
+      s.socketTimeout,
+      s.connectTimeout,
+      s.headerTimeout,
+      s.keepAliveTimeout,
+      s.poolIdleTimeout,
+      s.globalTimeout > 0 ? s.globalTimeout : Infinity,
+      s.bodyTimeout > 0 ? s.bodyTimeout : Infinity,
+    );
     this.sweepEvery = Math.max(5, Math.min(250, Math.floor(shortest / 4)));
     this.trusted = trustedMatcher(settings.trustedProxies);
     this.maxSpareBuffers = Math.max(1, Math.floor(SPARE_READ_BYTES / settings.readBufferSize));
@@ -191,7 +201,7 @@ export class TransportCore {
     onExchange({
       method: ex.method,
       url: ex.url,
-      httpVersion: ex.versionMinor === 0 ? '1.0' : '1.1',
+      httpVersion: ex.versionMinor === 0 ? '1.0' : (ex.clientVersion ?? '1.1'),
       remoteAddress: ex.remoteAddress,
       connectionId: ex.connectionId,
       requestNumber: ex.requestNumber,

@@ -19,6 +19,7 @@
 import type { Socket } from 'node:net';
 import { getSystemErrorName } from 'node:util';
 import { LengthViews } from './read-buffers';
+import { InternalError } from '../errors';
 
 interface WriteReq {
   handle: unknown;
@@ -72,7 +73,8 @@ function loadBinding(): StreamWrapBinding | null {
   if (process.execArgv.includes('--pending-deprecation') || process.execArgv.includes('--pending_deprecation')) return null;
   try {
     const b = (process as unknown as { binding(name: string): Partial<StreamWrapBinding> }).binding('stream_wrap');
-    if (typeof b.WriteWrap !== 'function' || !(b.streamBaseState instanceof Int32Array) || typeof b.kLastWriteWasAsync !== 'number') return null;
+    if (typeof b.WriteWrap !== 'function' || !(b.streamBaseState instanceof Int32Array) || typeof b.kLastWriteWasAsync !== 'number')
+      return null;
     return b as StreamWrapBinding;
   } catch {
     return null;
@@ -111,7 +113,17 @@ function onComplete(this: WriteReq, status: number): void {
 function usable(s: DirectSocket, known: StreamHandle | null | undefined): StreamHandle | null {
   if (known === STREAM_WRITES) return null;
   const h = known ?? s._handle;
-  if (h === null || h === undefined || s.encrypted === true || s.connecting || s.destroyed || s.writableLength !== 0 || s.writableCorked !== 0 || s.writableEnded) return null;
+  if (
+    h === null ||
+    h === undefined ||
+    s.encrypted === true ||
+    s.connecting ||
+    s.destroyed ||
+    s.writableLength !== 0 ||
+    s.writableCorked !== 0 ||
+    s.writableEnded
+  )
+    return null;
   return h;
 }
 
@@ -207,7 +219,8 @@ export function writeHeadAndBody(socket: Socket, head: string, body: Buffer, han
 interface Latin1Writable extends Buffer {
   latin1Write(s: string, offset: number, length: number): number;
 }
-if (typeof (Buffer.prototype as Partial<Latin1Writable>).latin1Write !== 'function') throw new Error('this Node.js has no Buffer.prototype.latin1Write; throughway needs Node 20 or later');
+if (typeof (Buffer.prototype as Partial<Latin1Writable>).latin1Write !== 'function')
+  throw new InternalError('this Node.js has no Buffer.prototype.latin1Write; throughway needs Node 20 or later');
 /**
  * The two methods writeJoined() calls, read once: read from the buffer at each call they compiled to
  * generic property loads (the site sees Buffers of several maps), as in parser.ts's `latin1Slice`.

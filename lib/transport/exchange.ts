@@ -253,6 +253,11 @@ export interface ExchangeOwner extends SlotPort, ResponsePort {
   readonly core: { readonly trusted: BlockList | null };
   readonly remotePort: number;
   readonly secure: boolean;
+  /**
+   * The version the client spoke when it is not the parsed one: "2.0" for a stream an HTTP/2 session
+   * (lib/http2) wrote over an in-process connection; undefined for HTTP/1.x clients.
+   */
+  readonly clientVersion: string | undefined;
   readonly writer: ClientWrites;
   /** The request parser: an exchange copies its head from it. */
   readonly parser: HttpParser;
@@ -263,7 +268,6 @@ export interface ExchangeOwner extends SlotPort, ResponsePort {
 }
 
 const EMPTY: readonly string[] = [];
-
 
 export class Exchange implements SourceRequest {
   // --- the request head (SourceRequest) ---
@@ -353,6 +357,10 @@ export class Exchange implements SourceRequest {
   // The ports are getters over the one owner, not fields, and the body mode is set by the source: with
   // three more fields and the body mode in it, the constructor was no longer inlined at its call site,
   // about 500 more instructions per request under callgrind (docs/performance.md, "Transport reshaping").
+  /** The client's protocol version when the parsed one is not it (ExchangeOwner.clientVersion). */
+  get clientVersion(): string | undefined {
+    return this.owner.clientVersion;
+  }
   /** Who answers the exchange's slot events (core.ts, pool.ts): its source connection. */
   get slots(): SlotPort {
     return this.owner;

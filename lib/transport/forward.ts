@@ -127,11 +127,19 @@ function forward(conn: Forwarder, ex: Exchange, d: ForwardDecision): void {
     answerFault(conn, ex, makeFault('sender_disabled', S.REQUEST_READY), false);
     return;
   }
-  if ((d.headers !== undefined && breaksLines(d.headers)) || (d.responseHeaders !== undefined && breaksLines(d.responseHeaders)) || (d.path !== undefined && (breaksLine(d.path) || d.path.indexOf(' ') !== -1))) {
+  if (
+    (d.headers !== undefined && breaksLines(d.headers)) ||
+    (d.responseHeaders !== undefined && breaksLines(d.responseHeaders)) ||
+    (d.path !== undefined && (breaksLine(d.path) || d.path.indexOf(' ') !== -1))
+  ) {
     // The client's fields passed the strict parser; a router's (a script's, a rule's) did not: a CR or
     // LF in one would write fields of the router's choosing, Content-Length included, into the head
     // (docs/security.md, "Request smuggling"). Refused before anything is sent.
-    conn.answerFault(ex, makeFault('processing', conn.state, false, 'a field or path of the route decision holds CR, LF or NUL'), !ex.requestComplete);
+    conn.answerFault(
+      ex,
+      makeFault('processing', conn.state, false, 'a field or path of the route decision holds CR, LF or NUL'),
+      !ex.requestComplete,
+    );
     return;
   }
   ex.forward = d;
@@ -171,7 +179,10 @@ function requestHead(conn: Forwarder, ex: Exchange, d: ForwardDecision, headers:
       proto: conn.secure ? 'https' : 'http',
       close: core.settings.disableKeepAlive,
       upgrade: d.websocket !== undefined && ex.upgrade ? 'websocket' : undefined,
-      extraLines: target.proxy?.authorization !== undefined && target.tls === undefined ? 'Proxy-Authorization: ' + target.proxy.authorization + '\r\n' : undefined,
+      extraLines:
+        target.proxy?.authorization !== undefined && target.tls === undefined
+          ? 'Proxy-Authorization: ' + target.proxy.authorization + '\r\n'
+          : undefined,
       tails: conn,
     },
     core.settings,
@@ -193,7 +204,12 @@ export function resend(conn: Forwarder, ex: Exchange, headers: readonly string[]
     return;
   }
   const body = ex.outBody;
-  ex.requestHead = requestHead(conn, ex, d, body === null ? relayedFraming(headers, ex) : body.length > 0 || ex.hasBody ? withBodyLength(headers, body.length) : headers);
+  ex.requestHead = requestHead(
+    conn,
+    ex,
+    d,
+    body === null ? relayedFraming(headers, ex) : body.length > 0 || ex.hasBody ? withBodyLength(headers, body.length) : headers,
+  );
   ex.status = 0;
   ex.retries++;
   conn.core.log.log('debug', 'resend_request', { connection: conn.id, method: ex.method, url: ex.url });

@@ -214,12 +214,30 @@ function tailMatches(t: RequestTail, input: RequestHeadInput, settings: Transpor
  * request: compared with a record holding another connection's equal strings, `===` compares their
  * characters (V8's StringEqual, about 66 instructions per request under callgrind for the peer address).
  */
-function cachedTail(holder: RequestTailHolder, input: RequestHeadInput, settings: TransportSettings, hostWritten: boolean, keepUserAgent: boolean, clientHost: string | undefined): string {
+function cachedTail(
+  holder: RequestTailHolder,
+  input: RequestHeadInput,
+  settings: TransportSettings,
+  hostWritten: boolean,
+  keepUserAgent: boolean,
+  clientHost: string | undefined,
+): string {
   const own = holder.requestTail;
   if (own !== null && tailMatches(own, input, settings, clientHost)) return own.text;
   const last = lastTail;
-  const text = last !== null && tailMatches(last, input, settings, clientHost) ? last.text : forwardingTail(input, settings, hostWritten, keepUserAgent, clientHost, undefined, undefined, false, false);
-  const t: RequestTail = { settings, hostHeader: input.hostHeader, remoteAddress: input.remoteAddress, proto: input.proto, clientHost, close: input.close, text };
+  const text =
+    last !== null && tailMatches(last, input, settings, clientHost)
+      ? last.text
+      : forwardingTail(input, settings, hostWritten, keepUserAgent, clientHost, undefined, undefined, false, false);
+  const t: RequestTail = {
+    settings,
+    hostHeader: input.hostHeader,
+    remoteAddress: input.remoteAddress,
+    proto: input.proto,
+    clientHost,
+    close: input.close,
+    text,
+  };
   holder.requestTail = t;
   lastTail = t;
   return text;
@@ -316,7 +334,8 @@ function requestHead(input: RequestHeadInput, settings: TransportSettings, liste
         break;
       case Kind.CONNECTION:
         // Hop-by-hop (RFC 9110 §7.6.1), and so is every field it names: fields already written may be among them.
-        if (listed === undefined && listedNames(value, undefined) !== undefined) return requestHead(input, settings, connectionListed(headers));
+        if (listed === undefined && listedNames(value, undefined) !== undefined)
+          return requestHead(input, settings, connectionListed(headers));
         break;
       default:
         // DROP: hop-by-hop (RFC 9110 §7.6.1)
@@ -324,7 +343,15 @@ function requestHead(input: RequestHeadInput, settings: TransportSettings, liste
     }
   }
   const tails = input.tails;
-  if (tails !== undefined && xff === undefined && via === undefined && !protoKept && !forwardedHostKept && input.extraLines === undefined && input.upgrade === undefined) {
+  if (
+    tails !== undefined &&
+    xff === undefined &&
+    via === undefined &&
+    !protoKept &&
+    !forwardedHostKept &&
+    input.extraLines === undefined &&
+    input.upgrade === undefined
+  ) {
     return head + cachedTail(tails, input, settings, hostWritten, keepUserAgent, clientHost);
   }
   return head + forwardingTail(input, settings, hostWritten, keepUserAgent, clientHost, xff, via, protoKept, forwardedHostKept);
@@ -390,13 +417,22 @@ function responseLines(settings: TransportSettings): ResponseLines {
   const last = lastResponseLines;
   if (last !== null && last.settings === settings) return last;
   const keepServer = settings.preserveServer || preservedFields(settings).server;
-  const lines = { settings, server: keepServer ? '' : 'Server: ' + settings.productToken + '\r\n', via: settings.via === '' ? '' : 'Via: ' + settings.via + '\r\n' };
+  const lines = {
+    settings,
+    server: keepServer ? '' : 'Server: ' + settings.productToken + '\r\n',
+    via: settings.via === '' ? '' : 'Via: ' + settings.via + '\r\n',
+  };
   lastResponseLines = lines;
   return lines;
 }
 
 /** buildResponseHead, with the names the Connection fields list once a first pass found some (connectionListed). */
-function responseHead(input: ResponseHeadInput, settings: TransportSettings, out: ResponseHeadOut | undefined, listed: string[] | undefined): string {
+function responseHead(
+  input: ResponseHeadInput,
+  settings: TransportSettings,
+  out: ResponseHeadOut | undefined,
+  listed: string[] | undefined,
+): string {
   const headers = input.headers;
   let keepAliveTimeout = -1;
   const lines = responseLines(settings);
@@ -438,7 +474,8 @@ function responseHead(input: ResponseHeadInput, settings: TransportSettings, out
         break;
       case Kind.CONNECTION:
         // As in requestHead: the fields it names are dropped too, written ones included.
-        if (listed === undefined && listedNames(value, undefined) !== undefined) return responseHead(input, settings, out, connectionListed(headers));
+        if (listed === undefined && listedNames(value, undefined) !== undefined)
+          return responseHead(input, settings, out, connectionListed(headers));
         break;
       default:
         break;
@@ -522,7 +559,13 @@ function keepAliveSeconds(value: string): number {
 }
 
 /** A head for a response the gateway makes itself (faults, preflight answers). */
-export function buildLocalHead(statusCode: number, statusText: string, headers: readonly string[], bodyLength: number, close: boolean): string {
+export function buildLocalHead(
+  statusCode: number,
+  statusText: string,
+  headers: readonly string[],
+  bodyLength: number,
+  close: boolean,
+): string {
   let head = 'HTTP/1.1 ' + statusCode + ' ' + statusText + '\r\n';
   for (let i = 0; i < headers.length; i += 2) {
     const name = headers[i] as string;
@@ -591,7 +634,8 @@ export function withFramingOf(headers: readonly string[], received: readonly str
     const name = headers[i] as string;
     if (!isFramingField(name)) out.push(name, headers[i + 1] as string);
   }
-  for (let i = nextFramingField(received, 0); i >= 0; i = nextFramingField(received, i + 2)) out.push(received[i] as string, received[i + 1] as string);
+  for (let i = nextFramingField(received, 0); i >= 0; i = nextFramingField(received, i + 2))
+    out.push(received[i] as string, received[i + 1] as string);
   return out;
 }
 

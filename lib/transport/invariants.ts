@@ -8,8 +8,9 @@
  * "Transport reshaping"). A violated invariant throws an InvariantError (code ERR_TRANSPORT_INVARIANT).
  */
 import { ProtocolState as S, stateName, type ProtocolState } from './states';
+import { ThroughwayError } from '../errors';
 
-export class InvariantError extends Error {
+export class InvariantError extends ThroughwayError {
   readonly code = 'ERR_TRANSPORT_INVARIANT';
   constructor(side: 'source' | 'target', at: string, state: ProtocolState, rule: string) {
     super(`${side} connection invariant broken at ${at} in ${stateName(state)}: ${rule}`);

@@ -8,6 +8,7 @@
  */
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { ThroughwayError } from '../errors';
 
 /**
  * The slice of the WebAssembly JS API used here. tsconfig's `lib` has no DOM and @types/node 20 does not
@@ -70,15 +71,34 @@ export const PINNED_WASM_SHA256 = '259f8302ac0f7fd7d38469e0d16b505e59c6b432cc5eb
 export const PINNED_WASM_BYTES = 60_347;
 
 const FUNCTION_EXPORTS: readonly (keyof LlhttpExports)[] = [
-  '_initialize', 'malloc', 'free', 'llhttp_alloc', 'llhttp_free', 'llhttp_execute', 'llhttp_finish',
-  'llhttp_pause', 'llhttp_resume', 'llhttp_resume_after_upgrade', 'llhttp_reset', 'llhttp_get_errno',
-  'llhttp_get_error_reason', 'llhttp_get_error_pos', 'llhttp_errno_name', 'llhttp_get_type',
-  'llhttp_get_http_major', 'llhttp_get_http_minor', 'llhttp_get_method', 'llhttp_method_name',
-  'llhttp_get_status_code', 'llhttp_get_upgrade', 'llhttp_should_keep_alive', 'llhttp_message_needs_eof',
+  '_initialize',
+  'malloc',
+  'free',
+  'llhttp_alloc',
+  'llhttp_free',
+  'llhttp_execute',
+  'llhttp_finish',
+  'llhttp_pause',
+  'llhttp_resume',
+  'llhttp_resume_after_upgrade',
+  'llhttp_reset',
+  'llhttp_get_errno',
+  'llhttp_get_error_reason',
+  'llhttp_get_error_pos',
+  'llhttp_errno_name',
+  'llhttp_get_type',
+  'llhttp_get_http_major',
+  'llhttp_get_http_minor',
+  'llhttp_get_method',
+  'llhttp_method_name',
+  'llhttp_get_status_code',
+  'llhttp_get_upgrade',
+  'llhttp_should_keep_alive',
+  'llhttp_message_needs_eof',
 ];
 
 /** Thrown at start-up when the installed package is not the build this adapter was written against. */
-export class LlhttpLoadError extends Error {
+export class LlhttpLoadError extends ThroughwayError {
   readonly code = 'ERR_LLHTTP_WASM_LOAD';
   constructor(message: string) {
     super(`llhttp-wasm: ${message} (throughway needs llhttp-wasm@1.0.3 exactly; reinstall with npm ci)`);

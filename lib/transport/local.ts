@@ -109,7 +109,10 @@ function responseHookDone(conn: LocalAnswerer, ex: Exchange, d: LocalResponse | 
   const r = d as LocalResponse;
   const drop = ex.dropResponseHeaders;
   let headers = r.headers ?? NO_FIELDS;
-  if (drop !== undefined) headers = headers.filter((_, i, a) => (i % 2 === 0 ? !drop.includes((a[i] as string).toLowerCase()) : !drop.includes((a[i - 1] as string).toLowerCase())));
+  if (drop !== undefined)
+    headers = headers.filter((_, i, a) =>
+      i % 2 === 0 ? !drop.includes((a[i] as string).toLowerCase()) : !drop.includes((a[i - 1] as string).toLowerCase()),
+    );
   // A fault the router rendered carries its own (CORS) fields already.
   if (ex.responseHeaders.length > 0 && r.faultCode === undefined) headers = [...headers, ...ex.responseHeaders];
   answer(conn, ex, { ...r, headers }, false);

@@ -8,6 +8,7 @@ import * as net from 'node:net';
 import * as tls from 'node:tls';
 import { Duplex } from 'node:stream';
 import type { CheckServerIdentity } from './verify';
+import { ThroughwayError } from '../errors';
 
 /** Outbound TLS of one endpoint, built once (targetFromUrl) and shared by all its connections. */
 export interface TargetTls {
@@ -37,7 +38,14 @@ export interface Outbound {
 }
 
 /** Options common to every TLS connect of an endpoint; `session` resumes the pool's last session. */
-export function connectTls(host: string, port: number, t: TargetTls, session: Buffer | undefined, highWaterMark: number, socket?: Duplex): tls.TLSSocket {
+export function connectTls(
+  host: string,
+  port: number,
+  t: TargetTls,
+  session: Buffer | undefined,
+  highWaterMark: number,
+  socket?: Duplex,
+): tls.TLSSocket {
   // TLSSocket hands highWaterMark to stream.Duplex like net.Socket does; @types/node omits it.
   const opts = {
     secureContext: t.context,
@@ -60,7 +68,7 @@ export function connectTls(host: string, port: number, t: TargetTls, session: Bu
 }
 
 /** The error a proxy's refusal of CONNECT becomes (classified as 103081 by the target). */
-export class ProxyError extends Error {
+export class ProxyError extends ThroughwayError {
   readonly code = 'EPROXY';
   constructor(message: string) {
     super(message);

@@ -19,6 +19,7 @@
  * bytes (chunk extensions reach no callback in this build, so nothing else would bound them).
  */
 import { instantiateLlhttp, LlhttpExports, LlhttpImports, LlhttpLoadError } from './llhttp-wasm';
+import { InternalError } from '../errors';
 
 /** What {@link HttpParser.execute} and {@link HttpParser.finish} report. */
 export const enum ExecStatus {
@@ -139,8 +140,7 @@ const imports: LlhttpImports = {
   wasm_on_status: (p, at, len) => active(p).onStatus(at, len),
   wasm_on_header_field: (p, at, len) => active(p).onHeaderField(at, len),
   wasm_on_header_value: (p, at, len) => active(p).onHeaderValue(at, len),
-  wasm_on_headers_complete: (p, statusCode, upgrade, keepAlive) =>
-    active(p).onHeadersComplete(statusCode, upgrade, keepAlive),
+  wasm_on_headers_complete: (p, statusCode, upgrade, keepAlive) => active(p).onHeadersComplete(statusCode, upgrade, keepAlive),
   wasm_on_body: (p, at, len) => active(p).onBodySpan(at, len),
   wasm_on_message_complete: (p) => active(p).onMessageComplete(),
 };
@@ -155,7 +155,7 @@ checkModule();
 function active(p: number): HttpParser {
   const parser = current;
   if (parser === null || parser.ptr !== p) {
-    throw new Error(`llhttp called back for parser ${p} outside its execute() (current: ${parser?.ptr ?? 'none'})`);
+    throw new InternalError(`llhttp called back for parser ${p} outside its execute() (current: ${parser?.ptr ?? 'none'})`);
   }
   return parser;
 }
@@ -172,7 +172,7 @@ function growInput(size: number): void {
   if (inputPtr !== 0) llhttp.free(inputPtr);
   inputCap = Math.ceil(size / INPUT_GRANULE) * INPUT_GRANULE;
   inputPtr = llhttp.malloc(inputCap);
-  if (inputPtr === 0) throw new Error(`llhttp-wasm: cannot allocate a ${inputCap}-byte input buffer`);
+  if (inputPtr === 0) throw new InternalError(`llhttp-wasm: cannot allocate a ${inputCap}-byte input buffer`);
   refreshHeap();
 }
 
@@ -378,7 +378,7 @@ export class HttpParser {
     this.texts = kind === 'request' ? requestTexts : responseTexts;
     this.maxHeaderSize = maxHeaderSize;
     this.ptr = llhttp.llhttp_alloc(kind === 'request' ? TYPE_REQUEST : TYPE_RESPONSE);
-    if (this.ptr === 0) throw new Error('llhttp-wasm: out of memory allocating a parser');
+    if (this.ptr === 0) throw new InternalError('llhttp-wasm: out of memory allocating a parser');
     refreshHeap();
   }
 
@@ -389,10 +389,10 @@ export class HttpParser {
   execute(buf: Buffer, start = 0, end = buf.length): ExecStatus {
     if (current !== null) {
       // Trap 1: the input buffer and `current` are shared; a nested execute would corrupt the outer parse.
-      throw new Error('HttpParser.execute() called from inside a parser callback; return PAUSE and continue after');
+      throw new InternalError('HttpParser.execute() called from inside a parser callback; return PAUSE and continue after');
     }
     if (this.phase >= PHASE_UPGRADED) return this.refuse();
-    if (this.paused) throw new Error('HttpParser.execute() while paused; call resume() first');
+    if (this.paused) throw new InternalError('HttpParser.execute() while paused; call resume() first');
     if (start < 0 || end > buf.length) throw new RangeError(`execute(${start}, ${end}) outside a ${buf.length}-byte Buffer`);
     const len = end > start ? end - start : 0;
     // An empty execute still runs llhttp: after a PAUSE at the head, what follows the head (completing a
@@ -478,7 +478,7 @@ export class HttpParser {
 
   /** Continues after execute() returned PAUSED; then execute() the bytes from `consumed` on. */
   resume(): void {
-    if (!this.paused) throw new Error('HttpParser.resume() while not paused');
+    if (!this.paused) throw new InternalError('HttpParser.resume() while not paused');
     this.paused = false;
     llhttp.llhttp_resume(this.ptr);
   }
@@ -489,7 +489,7 @@ export class HttpParser {
    * message is an ERROR (HPE_INVALID_EOF_STATE).
    */
   finish(): ExecStatus {
-    if (current !== null) throw new Error('HttpParser.finish() called from inside a parser callback');
+    if (current !== null) throw new InternalError('HttpParser.finish() called from inside a parser callback');
     if (this.phase === PHASE_UPGRADED) return ExecStatus.OK;
     if (this.phase > PHASE_UPGRADED) return this.refuse();
     if (this.paused) {
@@ -522,8 +522,8 @@ export class HttpParser {
 
   /** Back to the start of a message, as new; also clears a failure or an upgrade. */
   reset(): void {
-    if (current === this) throw new Error('HttpParser.reset() called from inside its own callback');
-    if (this.phase === PHASE_DESTROYED) throw new Error('HttpParser.reset() after destroy()');
+    if (current === this) throw new InternalError('HttpParser.reset() called from inside its own callback');
+    if (this.phase === PHASE_DESTROYED) throw new InternalError('HttpParser.reset() after destroy()');
     llhttp.llhttp_reset(this.ptr);
     this.phase = PHASE_IDLE;
     this.paused = false;
@@ -537,7 +537,7 @@ export class HttpParser {
   /** Frees the llhttp_t (the wasm heap is never garbage collected). Idempotent. */
   destroy(): void {
     if (this.phase === PHASE_DESTROYED) return;
-    if (current === this) throw new Error('HttpParser.destroy() called from inside its own callback');
+    if (current === this) throw new InternalError('HttpParser.destroy() called from inside its own callback');
     llhttp.llhttp_free(this.ptr);
     this.ptr = 0;
     this.phase = PHASE_DESTROYED;
@@ -564,7 +564,8 @@ export class HttpParser {
   /** @internal */
   onStatus(at: number, len: number): number {
     if (at + len > this.headLimit) return this.overflowed();
-    if (len !== 0) this.statusText = this.statusText === '' ? sameOrDecoded(this.texts, START_LINE_SLOT, at, len) : this.statusText + decoded(at, len);
+    if (len !== 0)
+      this.statusText = this.statusText === '' ? sameOrDecoded(this.texts, START_LINE_SLOT, at, len) : this.statusText + decoded(at, len);
     return 0;
   }
 
@@ -631,8 +632,7 @@ export class HttpParser {
     this.chunked = (flags & F_CHUNKED) !== 0;
     // llhttp has validated it (digits only, no duplicates, no overflow of 64 bits: RFC 9112 6.3). Exact
     // up to 2^53 - 1 bytes; a larger one is rounded, still larger than any body limit.
-    this.contentLength =
-      (flags & F_CONTENT_LENGTH) === 0 ? -1 : u32(p + OFF_CONTENT_LENGTH) + u32(p + OFF_CONTENT_LENGTH + 4) * UINT32;
+    this.contentLength = (flags & F_CONTENT_LENGTH) === 0 ? -1 : u32(p + OFF_CONTENT_LENGTH) + u32(p + OFF_CONTENT_LENGTH + 4) * UINT32;
     this.pauseWhy = PAUSE_HEAD;
     return HPE_PAUSED;
   }
@@ -744,8 +744,8 @@ export class HttpParser {
   }
 
   private refuse(): ExecStatus {
-    if (this.phase === PHASE_DESTROYED) throw new Error('HttpParser used after destroy()');
-    if (this.phase === PHASE_UPGRADED) throw new Error('HttpParser.execute() after an upgrade; reset() to reuse');
+    if (this.phase === PHASE_DESTROYED) throw new InternalError('HttpParser used after destroy()');
+    if (this.phase === PHASE_UPGRADED) throw new InternalError('HttpParser.execute() after an upgrade; reset() to reuse');
     this.consumed = 0;
     return ExecStatus.ERROR;
   }
@@ -789,11 +789,11 @@ function parseAll(kind: 'request' | 'response', input: Buffer, cuts: number[], s
     let from = 0;
     for (const to of [...cuts, input.length]) {
       if (parser.execute(input, from, to) !== ExecStatus.OK) {
-        throw new Error(`${parser.errorName} ${parser.errorReason} at ${from}+${parser.consumed}`);
+        throw new InternalError(`${parser.errorName} ${parser.errorReason} at ${from}+${parser.consumed}`);
       }
       from = to;
     }
-    if (parser.finish() !== ExecStatus.OK) throw new Error(`finish: ${parser.errorName}`);
+    if (parser.finish() !== ExecStatus.OK) throw new InternalError(`finish: ${parser.errorName}`);
   } finally {
     parser.destroy();
   }
@@ -804,9 +804,7 @@ const SELF_TEST_CASES: { kind: 'request' | 'response'; skipBody: boolean; input:
   {
     kind: 'request',
     skipBody: false,
-    input:
-      'POST /p?q=1 HTTP/1.1\r\nHost: a.example\r\nX-Empty:\r\nX-Latin: caf\xe9  \r\n' +
-      'Content-Length: 5\r\n\r\nhello',
+    input: 'POST /p?q=1 HTTP/1.1\r\nHost: a.example\r\nX-Empty:\r\nX-Latin: caf\xe9  \r\n' + 'Content-Length: 5\r\n\r\nhello',
     expect:
       'head POST|/p?q=1|0||1.1|Host|a.example|X-Empty||X-Latin|caf\xe9|Content-Length|5|ka=true|up=false|' +
       'cl=5|chunked=false|bytes=87\nbody hello\ncomplete trailers=',
@@ -816,17 +814,14 @@ const SELF_TEST_CASES: { kind: 'request' | 'response'; skipBody: boolean; input:
     skipBody: false,
     input: 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3;x=y\r\nabc\r\n0\r\nT: v\r\n\r\n',
     expect:
-      'head ||200|OK|1.1|Transfer-Encoding|chunked|ka=true|up=false|cl=-1|chunked=true|bytes=47\n' +
-      'body abc\ncomplete trailers=T|v',
+      'head ||200|OK|1.1|Transfer-Encoding|chunked|ka=true|up=false|cl=-1|chunked=true|bytes=47\n' + 'body abc\ncomplete trailers=T|v',
   },
   {
     // Content-Length above 2^32 checks the 64-bit read; the skipped body checks the F_SKIPBODY write.
     kind: 'response',
     skipBody: true,
     input: 'HTTP/1.0 299 \xe9\r\nContent-Length: 4294967301\r\n\r\n',
-    expect:
-      'head ||299|\xe9|1.0|Content-Length|4294967301|ka=false|up=false|cl=4294967301|chunked=false|' +
-      'bytes=46\ncomplete trailers=',
+    expect: 'head ||299|\xe9|1.0|Content-Length|4294967301|ka=false|up=false|cl=4294967301|chunked=false|' + 'bytes=46\ncomplete trailers=',
   },
 ];
 
@@ -841,7 +836,7 @@ export function selfTest(): void {
       const got = parseAll(c.kind, input, cut === 0 ? [] : [cut], c.skipBody);
       if (got !== c.expect) {
         const where = cut === 0 ? 'whole' : `split at byte ${cut}`;
-        throw new Error(`parser self-test failed on a ${c.kind} (${where}):\n${got}\n--- expected ---\n${c.expect}`);
+        throw new InternalError(`parser self-test failed on a ${c.kind} (${where}):\n${got}\n--- expected ---\n${c.expect}`);
       }
     }
   }

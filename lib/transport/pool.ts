@@ -7,6 +7,7 @@
  * a connection; one that waits longer than the connect timeout fails with 101504 at state 0 (the
  * reference's code for "no connection could be had", spec 002, part 7), answered 503.
  */
+import type { TransportFault } from './codes';
 import type { CorePool, TransportCore } from './core';
 import type { Exchange } from './exchange';
 import { TargetConnection, type TargetPool } from './target';
@@ -30,6 +31,11 @@ export class RoutePool implements CorePool, TargetPool {
   total = 0;
   /** `https://` routes: the latest TLS session, offered by the next connection (session reuse). */
   tlsSession: Buffer | undefined = undefined;
+  /** Faults of this route's connections since start (the runtime view, docs/operations.md). */
+  failures = 0;
+  /** The latest of them, with its wall-clock time (ms since the epoch). */
+  lastFailure: TransportFault | undefined = undefined;
+  lastFailureAt = 0;
 
   constructor(
     readonly core: TransportCore,
@@ -72,6 +78,13 @@ export class RoutePool implements CorePool, TargetPool {
       return;
     }
     this.idle.push(t);
+  }
+
+  /** A connection of this route failed its exchange with `fault` (the failure path only). */
+  failed(fault: TransportFault): void {
+    this.failures++;
+    this.lastFailure = fault;
+    this.lastFailureAt = Date.now();
   }
 
   /** A connection of this pool closed or was destroyed. */

@@ -194,7 +194,11 @@ export function nextSourceBuffer(conn: SourceBuffers): Buffer {
  * An adopted client socket handed to a WebSocket tunnel (tunnel.ts): its reads go to the tunnel, still into
  * the connection's buffers; a read of the shared buffer is copied first (the tunnel may keep it queued).
  */
-export function redirectSourceReads(conn: SourceBuffers & { lastReadFull: boolean; nextReadBuffer(): Buffer }, holder: ReadHolder, onRead: (buf: Buffer, nread: number) => void): void {
+export function redirectSourceReads(
+  conn: SourceBuffers & { lastReadFull: boolean; nextReadBuffer(): Buffer },
+  holder: ReadHolder,
+  onRead: (buf: Buffer, nread: number) => void,
+): void {
   holder.conn = {
     onRead: (buf, nread) => {
       conn.lastReadFull = nread === buf.length;

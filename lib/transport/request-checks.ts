@@ -84,7 +84,6 @@ function countFields(headers: readonly string[]): number {
   return n;
 }
 
-
 /**
  * The request target for the backend in origin-form: a client talking to an origin server sends only the
  * path and query (RFC 9112 §3.2.1). A client may send absolute-form, which a server must accept

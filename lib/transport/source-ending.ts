@@ -39,7 +39,11 @@ export function bodyTooLarge(conn: EndingSource): boolean {
 
 /** Waiting for a pooled connection took longer than the connect timeout (101504 at state 0). */
 export function poolTimeout(conn: EndingSource, ex: Exchange): void {
-  targetFailed(conn, ex, makeFault('pool_full', S.REQUEST_READY, false, `route at its maximum of ${conn.core.settings.maxConnectionsPerRoute} connections`));
+  targetFailed(
+    conn,
+    ex,
+    makeFault('pool_full', S.REQUEST_READY, false, `route at its maximum of ${conn.core.settings.maxConnectionsPerRoute} connections`),
+  );
   conn.unblockIfReady(ex);
 }
 
@@ -153,7 +157,10 @@ export function dropExchange(conn: EndingSource, ex: Exchange): void {
 
 /** A bug of ours while parsing: 500 when nothing was answered yet, else the connection is aborted. */
 export function internalError(conn: EndingSource, err: unknown): void {
-  conn.core.log.log('error', 'internal_error', { connection: conn.id, error: err instanceof Error ? (err.stack ?? err.message) : String(err) });
+  conn.core.log.log('error', 'internal_error', {
+    connection: conn.id,
+    error: err instanceof Error ? (err.stack ?? err.message) : String(err),
+  });
   const ex = conn.ex;
   if (ex !== null && !ex.responseStarted) answerFault(conn, ex, makeFault('processing', conn.state, false, 'internal error'), true);
   else conn.abort();

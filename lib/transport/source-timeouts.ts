@@ -37,13 +37,21 @@ export function checkSourceTimeouts(conn: TimedSource, now: number): void {
       // Before its first request a connection waits for a head, not between two: header_timeout bounds
       // that wait (a silent connection is a slowloris that sends nothing), keepalive_timeout the idle
       // time after a response. Closed without an answer either way: there is no request to answer.
-      if (now - conn.lastActive > (conn.requests === 0 ? Math.min(settings.headerTimeout, settings.keepAliveTimeout) : settings.keepAliveTimeout)) conn.close();
+      if (
+        now - conn.lastActive >
+        (conn.requests === 0 ? Math.min(settings.headerTimeout, settings.keepAliveTimeout) : settings.keepAliveTimeout)
+      )
+        conn.close();
       return;
     case S.REQUEST_HEAD:
       if (conn.ex !== null) return;
       if (now - conn.headStart > settings.headerTimeout) {
         const ex = conn.newErrorExchange();
-        conn.answerFault(ex, makeFault('header_timeout', S.REQUEST_HEAD, false, `head not complete within ${settings.headerTimeout} ms`), true);
+        conn.answerFault(
+          ex,
+          makeFault('header_timeout', S.REQUEST_HEAD, false, `head not complete within ${settings.headerTimeout} ms`),
+          true,
+        );
       } else if (now - conn.lastActive > settings.socketTimeout) {
         // 'http.socket.timeout' is inactivity on both sides (spec 001), a half-sent head included.
         const ex = conn.newErrorExchange();

@@ -22,7 +22,19 @@ import { ProtocolState as S, canTransition, Stop, Wait, type ProtocolState } fro
 import { isTrusted } from './trusted';
 import type { TransportFault } from './codes';
 import type { RequestTail, RequestTailHolder } from './headers';
-import { counting, Exchange, requestBody, markRequestComplete, markResponseStarted, NO_BODY, PARSED_BODY, SlotHold, type ExchangeOwner, type ExchangeTarget, type TunnelPort } from './exchange';
+import {
+  counting,
+  Exchange,
+  requestBody,
+  markRequestComplete,
+  markResponseStarted,
+  NO_BODY,
+  PARSED_BODY,
+  SlotHold,
+  type ExchangeOwner,
+  type ExchangeTarget,
+  type TunnelPort,
+} from './exchange';
 import { readBody, collectBody, finishCollect } from './body';
 import type { TransportCore } from './core';
 import type { TargetConnection } from './target';
@@ -31,8 +43,26 @@ import { refuseRequest } from './request-checks';
 import { resend, retry, route, startTarget, targetReady } from './forward';
 import { answerFault, gatheredResponse, responseFinished } from './local';
 import { invariantBroken } from './invariants';
-import { bodyTooLarge, clientClosed, dropExchange, inputEnded, internalError, parseError, poolTimeout, queueFull, targetFailed } from './source-ending';
-import { keptBytes, nextSourceBuffer, readView, redirectSourceReads, SHARED_READ_BUFFER, type Adoption, type ReadHolder } from './read-buffers';
+import {
+  bodyTooLarge,
+  clientClosed,
+  dropExchange,
+  inputEnded,
+  internalError,
+  parseError,
+  poolTimeout,
+  queueFull,
+  targetFailed,
+} from './source-ending';
+import {
+  keptBytes,
+  nextSourceBuffer,
+  readView,
+  redirectSourceReads,
+  SHARED_READ_BUFFER,
+  type Adoption,
+  type ReadHolder,
+} from './read-buffers';
 import { writesPending } from './direct-write';
 import { ClientWriter } from './client-writer';
 import { ListenerSet } from './listeners';
@@ -54,6 +84,8 @@ export class SourceConnection implements ParserEvents, ExchangeOwner, TunnelPort
   ex: Exchange | null = null;
   /** Requests started on this connection. */
   requests = 0;
+  /** ExchangeOwner.clientVersion: set once, right after construction, by handleConnection's caller. */
+  clientVersion: string | undefined = undefined;
   /** The current request allows the connection to stay open (llhttp's should_keep_alive). */
   keepAlive = true;
   lastActive: number;

@@ -11,14 +11,23 @@
 import type { Socket } from 'node:net';
 import { HttpParser, ExecStatus, HEAD_CONTINUE, HEAD_SKIP_BODY, PAUSE, type ParserEvents } from './parser';
 import { ProtocolState as S, canTransition, type ProtocolState } from './states';
-import { makeFault, type FaultReason } from './codes';
+import { makeFault, type FaultReason, type TransportFault } from './codes';
 import { buildResponseHead, isFramingField, type ResponseHeadOut } from './headers';
 import { ConnectTunnel, connectTls } from './outbound';
 import type { Exchange, ExchangeTarget } from './exchange';
 import { checkTargetAttach } from './invariants';
 import { ListenerSet } from './listeners';
 import { keptBytes, sharedRead, SHARED_READ_BUFFER, SMALL_READ_BUFFER, spanOf, type TargetReader } from './read-buffers';
-import { directWrites, handleOf, STREAM_WRITES, writeBlocked, writeBuffer, writeLatin1, writesPending, type DirectHandle } from './direct-write';
+import {
+  directWrites,
+  handleOf,
+  STREAM_WRITES,
+  writeBlocked,
+  writeBuffer,
+  writeLatin1,
+  writesPending,
+  type DirectHandle,
+} from './direct-write';
 import type { TransportCore } from './core';
 import type { BufferedResponse, TargetEndpoint } from './types';
 
@@ -45,7 +54,13 @@ interface ResponseCollector {
 type ResponseBody =
   | { readonly kind: 'none' | 'parsed' | 'dechunked' | 'untilClose'; readonly remaining: 0; readonly raw: boolean }
   | { readonly kind: 'counted'; remaining: number; readonly raw: true }
-  | { readonly kind: 'gather'; readonly collector: ResponseCollector; readonly framing: 'counted' | 'chunked' | 'untilClose'; remaining: number; readonly raw: boolean };
+  | {
+      readonly kind: 'gather';
+      readonly collector: ResponseCollector;
+      readonly framing: 'counted' | 'chunked' | 'untilClose';
+      remaining: number;
+      readonly raw: boolean;
+    };
 const NO_BODY: ResponseBody = Object.freeze({ kind: 'none', remaining: 0, raw: false });
 const PARSED: ResponseBody = Object.freeze({ kind: 'parsed', remaining: 0, raw: true });
 const DECHUNKED: ResponseBody = Object.freeze({ kind: 'dechunked', remaining: 0, raw: false });
@@ -91,6 +106,8 @@ export interface TargetPool {
   release(t: TargetConnection): void;
   /** The connection closed or was destroyed. */
   removed(t: TargetConnection): void;
+  /** The connection failed its exchange (counted for the runtime view). */
+  failed(fault: TransportFault): void;
 }
 
 export class TargetConnection implements ParserEvents, ExchangeTarget {
@@ -361,7 +378,8 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
         }
         if (st === ExecStatus.ERROR || st === ExecStatus.UPGRADE || this.pendingFailure !== null) {
           // ERROR, or UPGRADE: throughway never asks a backend to switch protocols here.
-          if (!this.failPending()) this.fail('protocol', st === ExecStatus.UPGRADE ? 'unexpected 101 Switching Protocols' : this.parser.errorName);
+          if (!this.failPending())
+            this.fail('protocol', st === ExecStatus.UPGRADE ? 'unexpected 101 Switching Protocols' : this.parser.errorName);
           return;
         }
         const pos = off + this.parser.consumed;
@@ -513,7 +531,13 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
       // de-framed from onBody, a counted one from relay(), one delimited by the close at the end.
       const collector = { status, headers: p.headers.slice(), limit: hook.limit, chunks: [], size: 0 };
       const framing = noBody ? 'counted' : p.chunked ? 'chunked' : p.contentLength < 0 ? 'untilClose' : 'counted';
-      this.body = { kind: 'gather', collector, framing, remaining: noBody || framing !== 'counted' ? 0 : p.contentLength, raw: !noBody && framing !== 'chunked' };
+      this.body = {
+        kind: 'gather',
+        collector,
+        framing,
+        remaining: noBody || framing !== 'counted' ? 0 : p.contentLength,
+        raw: !noBody && framing !== 'chunked',
+      };
       this.keepAliveAfter = reusableAfter(p);
       ex.status = status;
       // A bodiless one completes at once (complete() reads the collector).
@@ -644,7 +668,12 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
       this.destroy();
     }
     if (g === null) ex.toClient.responseDone(ex);
-    else ex.toClient.gatheredResponse(ex, { status: g.status, headers: g.headers, body: g.chunks.length === 1 ? (g.chunks[0] as Buffer) : Buffer.concat(g.chunks, g.size) } satisfies BufferedResponse);
+    else
+      ex.toClient.gatheredResponse(ex, {
+        status: g.status,
+        headers: g.headers,
+        body: g.chunks.length === 1 ? (g.chunks[0] as Buffer) : Buffer.concat(g.chunks, g.size),
+      } satisfies BufferedResponse);
   }
 
   private readonly onEnd = (): void => {
@@ -705,7 +734,11 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
     this.ex = null;
     ex.target = null;
     if (ex.aborted) return;
-    const staleCandidate = this.reused && this.responseBytes === 0 && !ex.responseStarted && (reason === 'closed' || reason === 'io_send' || reason === 'io_receive');
+    const staleCandidate =
+      this.reused &&
+      this.responseBytes === 0 &&
+      !ex.responseStarted &&
+      (reason === 'closed' || reason === 'io_send' || reason === 'io_receive');
     // RFC 9110 §9.2.2: a proxy must not automatically retry a non-idempotent request. A request whose head
     // was written may have reached the backend (it may have read it and closed before answering), so only
     // an idempotent method is resent then; before the connection was up no byte of it left the gateway.
@@ -719,6 +752,7 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
       return;
     }
     const fault = makeFault(reason, state, this.reused, cause);
+    this.pool.failed(fault);
     const policy = ex.forward?.retry;
     if (
       policy !== undefined &&
@@ -734,7 +768,13 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
       // resending loses nothing (no body byte sent, no response byte received).
       ex.retries++;
       this.core.stats.retries++;
-      this.core.log.log('info', 'endpoint_retry', { code: fault.code, base: fault.base, state: fault.state, attempt: ex.retries + 1, url: ex.url });
+      this.core.log.log('info', 'endpoint_retry', {
+        code: fault.code,
+        base: fault.base,
+        state: fault.state,
+        attempt: ex.retries + 1,
+        url: ex.url,
+      });
       ex.toClient.retry(ex, `fault ${fault.code}`);
       return;
     }
@@ -749,7 +789,12 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
     if (ex.responseDeadline !== 0 && this.state < S.RESPONSE_HEAD && now > ex.responseDeadline) {
       // [mediation] engine.global_timeout_interval (spec 001): the response must arrive within it; the
       // socket is closed, so a response arriving later is dropped, and the spec asks for a warning.
-      this.core.log.log('warn', 'global_timeout', { url: ex.url, target: this.pool.endpoint.key, timeoutMs: settings.globalTimeout, message: 'no backend response within the global timeout; a late response is dropped' });
+      this.core.log.log('warn', 'global_timeout', {
+        url: ex.url,
+        target: this.pool.endpoint.key,
+        timeoutMs: settings.globalTimeout,
+        message: 'no backend response within the global timeout; a late response is dropped',
+      });
       this.fail('global_timeout', `no response within ${settings.globalTimeout} ms`, true);
       return;
     }
@@ -758,7 +803,8 @@ export class TargetConnection implements ParserEvents, ExchangeTarget {
       return;
     }
     if (this.link !== Link.CONNECTED) {
-      if (now - this.connectStart > settings.connectTimeout) this.fail('connect_timeout', `no connection within ${settings.connectTimeout} ms`);
+      if (now - this.connectStart > settings.connectTimeout)
+        this.fail('connect_timeout', `no connection within ${settings.connectTimeout} ms`);
       return;
     }
     // Waiting on the client (its body, or its reading of the response) is not the backend's inactivity:
@@ -844,4 +890,3 @@ function dropFields(headers: readonly string[], drop: readonly string[]): string
   }
   return out;
 }
-

@@ -39,7 +39,8 @@ export function isTrusted(list: BlockList | null, ip: string): boolean {
 export function clientAddress(list: BlockList | null, headers: readonly string[], peer: string): string {
   let xff: string | undefined;
   for (let i = 0; i < headers.length; i += 2) {
-    if (sameLower(headers[i] as string, 'x-forwarded-for')) xff = xff === undefined ? (headers[i + 1] as string) : xff + ',' + (headers[i + 1] as string);
+    if (sameLower(headers[i] as string, 'x-forwarded-for'))
+      xff = xff === undefined ? (headers[i + 1] as string) : xff + ',' + (headers[i + 1] as string);
   }
   if (xff === undefined) return peer;
   const entries = xff.split(',');

@@ -114,7 +114,12 @@ const DEFAULT_MAX_MESSAGE = 65536 + 14;
 export function textFrame(text: string): Buffer {
   const payload = Buffer.from(text, 'utf8');
   const n = payload.length;
-  const head = n < 126 ? Buffer.from([0x81, n]) : n < 0x10000 ? Buffer.from([0x81, 126, n >> 8, n & 0xff]) : Buffer.concat([Buffer.from([0x81, 127]), bigLength(n)]);
+  const head =
+    n < 126
+      ? Buffer.from([0x81, n])
+      : n < 0x10000
+        ? Buffer.from([0x81, 126, n >> 8, n & 0xff])
+        : Buffer.concat([Buffer.from([0x81, 127]), bigLength(n)]);
   return Buffer.concat([head, payload]);
 }
 
@@ -433,7 +438,14 @@ export function switchProtocols(source: TunnelPort, target: TargetConnection, ch
   const p = target.parser;
   const core = target.core;
   const head = buildResponseHead(
-    { statusCode: 101, statusText: p.statusText, headers: p.headers, connection: 'upgrade', dechunk: false, extra: ex.responseHeaders.length === 0 ? EMPTY : ex.responseHeaders },
+    {
+      statusCode: 101,
+      statusText: p.statusText,
+      headers: p.headers,
+      connection: 'upgrade',
+      dechunk: false,
+      extra: ex.responseHeaders.length === 0 ? EMPTY : ex.responseHeaders,
+    },
     core.settings,
   );
   ex.status = 101;
@@ -443,7 +455,15 @@ export function switchProtocols(source: TunnelPort, target: TargetConnection, ch
 }
 
 /** The 101 is in hand: write it to the client and join the two sockets. */
-function startTunnel(core: TransportCore, source: TunnelPort, ex: Exchange, head: string, backend: Socket, target: TargetConnection, rest: Buffer | undefined): void {
+function startTunnel(
+  core: TransportCore,
+  source: TunnelPort,
+  ex: Exchange,
+  head: string,
+  backend: Socket,
+  target: TargetConnection,
+  rest: Buffer | undefined,
+): void {
   const hooks = (ex.forward as { websocket?: WebSocketHooks }).websocket ?? {};
   // The 101 ends the exchange (status 101, recorded like any response), then parsing stops.
   ex.status = 101;

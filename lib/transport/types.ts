@@ -7,6 +7,7 @@ import type { TransportFault } from './codes';
 import type { Outbound, ProxyRoute, TargetTls } from './outbound';
 import { checkServerIdentityFor } from './verify';
 import { createSecureContext } from 'node:tls';
+import { InternalError } from '../errors';
 
 /** A backend address, parsed once (targetFromUrl) and reused for every request routed to it. */
 export interface TargetEndpoint {
@@ -256,18 +257,29 @@ export function targetFromUrl(url: string, outbound?: Outbound): TargetEndpoint 
   const u = new URL(url);
   // ws:// and wss:// (RFC 6455 §3) name the same connections as http:// and https://.
   const secure = u.protocol === 'https:' || u.protocol === 'wss:';
-  if (!secure && u.protocol !== 'http:' && u.protocol !== 'ws:') throw new Error(`unsupported endpoint scheme ${u.protocol} in ${url} (http://, https://, ws:// and wss:// are)`);
+  if (!secure && u.protocol !== 'http:' && u.protocol !== 'ws:')
+    throw new InternalError(`unsupported endpoint scheme ${u.protocol} in ${url} (http://, https://, ws:// and wss:// are)`);
   const port = u.port === '' ? (secure ? 443 : 80) : Number(u.port);
   const host = u.hostname.startsWith('[') ? u.hostname.slice(1, -1) : u.hostname;
   const basePath = u.pathname === '/' ? '' : u.pathname.replace(/\/+$/, '');
   const hostHeader = u.port === '' ? u.hostname : `${u.hostname}:${port}`;
-  const t: { -readonly [K in keyof TargetEndpoint]: TargetEndpoint[K] } = { host, port, hostHeader, key: secure ? `https://${host}:${port}` : `${host}:${port}`, basePath };
+  const t: { -readonly [K in keyof TargetEndpoint]: TargetEndpoint[K] } = {
+    host,
+    port,
+    hostHeader,
+    key: secure ? `https://${host}:${port}` : `${host}:${port}`,
+    basePath,
+  };
   if (secure) {
     const o = (u.protocol === 'wss:' ? outbound?.wssTls : undefined) ?? outbound?.tls;
     const context = o?.context ?? (defaultTls ??= { context: createSecureContext({}) }).context;
     // RFC 6066 §3: literal IPv4 and IPv6 addresses are not permitted in SNI.
     const servername = /^[\d.]+$/.test(host) || host.includes(':') ? undefined : host;
-    t.tls = Object.freeze({ context, servername, checkServerIdentity: o?.checkServerIdentity ?? checkServerIdentityFor('DefaultAndLocalhost') });
+    t.tls = Object.freeze({
+      context,
+      servername,
+      checkServerIdentity: o?.checkServerIdentity ?? checkServerIdentityFor('DefaultAndLocalhost'),
+    });
   }
   const proxy = outbound?.proxyFor?.(host, secure);
   if (proxy !== undefined) {

@@ -16,7 +16,19 @@ import type { Logger } from '../log';
 import type { Store, WorkflowTaskRecord } from '../store/types';
 import { deliver } from './external';
 import type { WorkflowSettings } from './settings';
-import { type Decision, type Executor, isExecutor, isWorkflowType, MAX_COMMENT, type TaskView, taskView, WORKFLOW_TYPES, WorkflowError, type WorkflowStart, type WorkflowType } from './types';
+import {
+  type Decision,
+  type Executor,
+  isExecutor,
+  isWorkflowType,
+  MAX_COMMENT,
+  type TaskView,
+  taskView,
+  WORKFLOW_TYPES,
+  WorkflowError,
+  type WorkflowStart,
+  type WorkflowType,
+} from './types';
 
 /** What a decision does to its entity; registered by the entity's owner for each type. */
 export interface WorkflowEffect {
@@ -72,16 +84,19 @@ export class Workflows {
   /** Every type's executor for a tenant. */
   async executors(tenant: string): Promise<Record<WorkflowType, Executor>> {
     const chosen = new Map((await this.store.listWorkflowExecutors(tenant)).map((x) => [x.type, x.executor]));
-    return Object.fromEntries(WORKFLOW_TYPES.map((t) => {
-      const e = chosen.get(t);
-      return [t, isExecutor(e) ? e : 'simple'];
-    })) as Record<WorkflowType, Executor>;
+    return Object.fromEntries(
+      WORKFLOW_TYPES.map((t) => {
+        const e = chosen.get(t);
+        return [t, isExecutor(e) ? e : 'simple'];
+      }),
+    ) as Record<WorkflowType, Executor>;
   }
 
   async setExecutor(tenant: string, type: unknown, executor: unknown): Promise<void> {
     if (!isWorkflowType(type)) throw new WorkflowError('WORKFLOW_INPUT', `type must be one of ${WORKFLOW_TYPES.join(', ')}`);
     if (!isExecutor(executor)) throw new WorkflowError('WORKFLOW_INPUT', 'executor must be simple, approval or external');
-    if (executor === 'external' && !this.settings.engineEnabled) throw new WorkflowError('WORKFLOW_ENGINE_DISABLED', 'the external executor needs [apim.workflow] enable = true and its service_url');
+    if (executor === 'external' && !this.settings.engineEnabled)
+      throw new WorkflowError('WORKFLOW_ENGINE_DISABLED', 'the external executor needs [apim.workflow] enable = true and its service_url');
     await this.store.setWorkflowExecutor(tenant, type, executor);
     this.logger.log('info', 'workflow_executor_set', { tenant, type, executor });
   }
@@ -94,15 +109,31 @@ export class Workflows {
   async start(r: StartRequest): Promise<WorkflowStart> {
     const executor = r.executor ?? (await this.executorOf(r.tenant, r.type));
     if (executor === 'simple') return { status: 'approved' };
-    const task = await this.store.addWorkflowTask({ id: randomUUID(), type: r.type, tenant: r.tenant, requester: r.requester, entity: r.entity, description: r.description, attributes: r.attributes ?? {}, executor });
-    this.logger.log('info', 'workflow_task_created', { id: task.id, type: task.type, tenant: task.tenant, requester: task.requester, executor });
+    const task = await this.store.addWorkflowTask({
+      id: randomUUID(),
+      type: r.type,
+      tenant: r.tenant,
+      requester: r.requester,
+      entity: r.entity,
+      description: r.description,
+      attributes: r.attributes ?? {},
+      executor,
+    });
+    this.logger.log('info', 'workflow_task_created', {
+      id: task.id,
+      type: task.type,
+      tenant: task.tenant,
+      requester: task.requester,
+      executor,
+    });
     if (executor === 'external') this.schedule(task.id, 0);
     return { status: 'pending', taskId: task.id };
   }
 
   /** Tasks, newest first: a tenant's (or all), of one type, waiting or decided. */
   async list(filter: { tenant?: string; type?: string; entity?: string; pending?: boolean } = {}): Promise<TaskView[]> {
-    if (filter.type !== undefined && !isWorkflowType(filter.type)) throw new WorkflowError('WORKFLOW_INPUT', `type must be one of ${WORKFLOW_TYPES.join(', ')}`);
+    if (filter.type !== undefined && !isWorkflowType(filter.type))
+      throw new WorkflowError('WORKFLOW_INPUT', `type must be one of ${WORKFLOW_TYPES.join(', ')}`);
     return (await this.store.listWorkflowTasks(filter)).map(taskView);
   }
 
@@ -113,7 +144,8 @@ export class Workflows {
 
   private async record(id: string, tenant?: string): Promise<WorkflowTaskRecord> {
     const t = await this.store.getWorkflowTask(id);
-    if (t === undefined || (tenant !== undefined && t.tenant !== tenant)) throw new WorkflowError('WORKFLOW_TASK_NOT_FOUND', `no workflow task ${id}`);
+    if (t === undefined || (tenant !== undefined && t.tenant !== tenant))
+      throw new WorkflowError('WORKFLOW_TASK_NOT_FOUND', `no workflow task ${id}`);
     return t;
   }
 
@@ -122,16 +154,24 @@ export class Workflows {
    * effect runs. An effect that fails (its entity deleted since) is logged; the decision stays.
    */
   async decide(id: string, d: DecideRequest): Promise<TaskView> {
-    if (d.status !== 'APPROVED' && d.status !== 'REJECTED') throw new WorkflowError('WORKFLOW_INPUT', 'status must be APPROVED or REJECTED');
+    if (d.status !== 'APPROVED' && d.status !== 'REJECTED')
+      throw new WorkflowError('WORKFLOW_INPUT', 'status must be APPROVED or REJECTED');
     const comment = d.comment ?? '';
-    if ([...comment].length > MAX_COMMENT) throw new WorkflowError('WORKFLOW_INPUT', `the comment is longer than ${MAX_COMMENT} characters`);
+    if ([...comment].length > MAX_COMMENT)
+      throw new WorkflowError('WORKFLOW_INPUT', `the comment is longer than ${MAX_COMMENT} characters`);
     const task = await this.record(id, d.tenant);
-    if (task.decision !== null) throw new WorkflowError('WORKFLOW_TASK_DECIDED', `workflow task ${id} was already ${task.decision.status} by ${task.decision.by}`);
+    if (task.decision !== null)
+      throw new WorkflowError('WORKFLOW_TASK_DECIDED', `workflow task ${id} was already ${task.decision.status} by ${task.decision.by}`);
     const effect = this.effects.get(task.type as WorkflowType);
     // A type whose owner is not on this node (API states without its API files, sign-ups without the portal) is decided where it is.
-    if (effect === undefined) throw new WorkflowError('WORKFLOW_INPUT', `${task.type} tasks are decided on a node that serves them (this one has nothing to apply the decision to)`);
+    if (effect === undefined)
+      throw new WorkflowError(
+        'WORKFLOW_INPUT',
+        `${task.type} tasks are decided on a node that serves them (this one has nothing to apply the decision to)`,
+      );
     const decision = { status: d.status, by: d.by, at: Date.now(), comment };
-    if (!(await this.store.decideWorkflowTask(id, decision))) throw new WorkflowError('WORKFLOW_TASK_DECIDED', `workflow task ${id} was already decided`);
+    if (!(await this.store.decideWorkflowTask(id, decision)))
+      throw new WorkflowError('WORKFLOW_TASK_DECIDED', `workflow task ${id} was already decided`);
     this.cancel(id);
     this.logger.log('info', 'workflow_task_decided', { id, type: task.type, tenant: task.tenant, status: d.status, by: d.by });
     try {
@@ -140,6 +180,18 @@ export class Workflows {
       this.logger.log('error', 'workflow_effect_failed', { id, type: task.type, status: d.status, message: (err as Error).message });
     }
     return taskView({ ...task, decision });
+  }
+
+  /**
+   * Closes a task whose action did not happen after it was started (the account of a sign-up could not
+   * be made): REJECTED by `by` with the reason, kept like any decision, without its type's effect (there
+   * is no entity to act on). A task decided already is left as it is.
+   */
+  async withdraw(id: string, by: string, reason: string): Promise<void> {
+    const comment = [...reason].slice(0, MAX_COMMENT).join('');
+    if (!(await this.store.decideWorkflowTask(id, { status: 'REJECTED', by, at: Date.now(), comment }))) return;
+    this.cancel(id);
+    this.logger.log('info', 'workflow_task_withdrawn', { id, by, reason: comment });
   }
 
   /** Posts an external task again now (after the back-off gave up, or to hurry it). */
@@ -155,7 +207,8 @@ export class Workflows {
   async resume(): Promise<void> {
     const now = Date.now();
     for (const t of await this.store.listWorkflowTasks({ pending: true })) {
-      if (t.executor === 'external' && t.deliveredAt === null && t.attempts < this.settings.retry.attempts) this.schedule(t.id, Math.max(0, (t.nextAttemptAt ?? now) - now));
+      if (t.executor === 'external' && t.deliveredAt === null && t.attempts < this.settings.retry.attempts)
+        this.schedule(t.id, Math.max(0, (t.nextAttemptAt ?? now) - now));
     }
   }
 
@@ -175,7 +228,9 @@ export class Workflows {
     this.cancel(id);
     const timer = setTimeout(() => {
       this.timers.delete(id);
-      void this.attempt(id, false).catch((err: unknown) => this.logger.log('error', 'workflow_delivery_failed', { id, message: (err as Error).message }));
+      void this.attempt(id, false).catch((err: unknown) =>
+        this.logger.log('error', 'workflow_delivery_failed', { id, message: (err as Error).message }),
+      );
     }, ms);
     timer.unref();
     this.timers.set(id, timer);
@@ -201,8 +256,21 @@ export class Workflows {
     const r = this.settings.retry;
     const more = attempts < r.attempts;
     const wait = Math.min(r.maxMs, r.firstMs * 2 ** (attempts - 1));
-    await this.store.setWorkflowDelivery(id, { attempts, lastError: error, nextAttemptAt: more ? Date.now() + wait : null, deliveredAt: null });
-    this.logger.log(more ? 'warn' : 'error', 'workflow_engine_unreachable', { id, type: t.type, attempts, error, message: more ? `retried in ${wait} ms` : `gave up after ${attempts} attempts: the task waits; POST /admin/v1/tasks/${id}/retry posts it again` });
+    await this.store.setWorkflowDelivery(id, {
+      attempts,
+      lastError: error,
+      nextAttemptAt: more ? Date.now() + wait : null,
+      deliveredAt: null,
+    });
+    this.logger.log(more ? 'warn' : 'error', 'workflow_engine_unreachable', {
+      id,
+      type: t.type,
+      attempts,
+      error,
+      message: more
+        ? `retried in ${wait} ms`
+        : `gave up after ${attempts} attempts: the task waits; POST /admin/v1/tasks/${id}/retry posts it again`,
+    });
     if (more) this.schedule(id, wait);
   }
 }
@@ -211,6 +279,19 @@ export class Workflows {
  * Starts a workflow for an action whose entity needs nothing ON_HOLD (a user's self sign-up: the portal
  * creates the account once it is approved, from the effect it registers for AM_USER_SIGNUP).
  */
-export function startWorkflow(engine: Workflows, type: WorkflowType, tenant: string, entity: string, o: { requester: string; description: string; attributes?: Readonly<Record<string, string>> }): Promise<WorkflowStart> {
-  return engine.start({ type, tenant, entity, requester: o.requester, description: o.description, ...(o.attributes !== undefined ? { attributes: o.attributes } : {}) });
+export function startWorkflow(
+  engine: Workflows,
+  type: WorkflowType,
+  tenant: string,
+  entity: string,
+  o: { requester: string; description: string; attributes?: Readonly<Record<string, string>> },
+): Promise<WorkflowStart> {
+  return engine.start({
+    type,
+    tenant,
+    entity,
+    requester: o.requester,
+    description: o.description,
+    ...(o.attributes !== undefined ? { attributes: o.attributes } : {}),
+  });
 }

@@ -27,7 +27,10 @@ export async function deliver(s: WorkflowSettings, t: WorkflowTaskRecord, callba
   try {
     const res = await fetch(s.serviceUrl, {
       method: 'POST',
-      headers: { 'Content-Type': 'application/json', Authorization: `Basic ${Buffer.from(`${s.engineUser}:${s.enginePassword}`).toString('base64')}` },
+      headers: {
+        'Content-Type': 'application/json',
+        Authorization: `Basic ${Buffer.from(`${s.engineUser}:${s.enginePassword}`).toString('base64')}`,
+      },
       body,
       signal: AbortSignal.timeout(s.timeoutMs),
       redirect: 'manual',

@@ -4,4 +4,19 @@
  */
 export { startWorkflow, Workflows, type DecideRequest, type StartRequest, type WorkflowEffect } from './engine';
 export { workflowSettings, type WorkflowSettings } from './settings';
-export { DECISIONS, EXECUTORS, isExecutor, isWorkflowType, MAX_COMMENT, taskView, WORKFLOW_TYPES, WorkflowError, type Decision, type Executor, type TaskView, type WorkflowErrorCode, type WorkflowStart, type WorkflowType } from './types';
+export {
+  DECISIONS,
+  EXECUTORS,
+  isExecutor,
+  isWorkflowType,
+  MAX_COMMENT,
+  taskView,
+  WORKFLOW_TYPES,
+  WorkflowError,
+  type Decision,
+  type Executor,
+  type TaskView,
+  type WorkflowErrorCode,
+  type WorkflowStart,
+  type WorkflowType,
+} from './types';

@@ -3,6 +3,7 @@
  * tenant chooses from for each, a task as the admin API and the admin console show it, and the error codes.
  */
 import type { WorkflowDecisionRecord, WorkflowTaskRecord } from '../store/types';
+import { ThroughwayError } from '../errors';
 
 /**
  * The reference's workflow type names (its workflow extensions, one per gated action). Registration is
@@ -63,7 +64,10 @@ export function taskView(t: WorkflowTaskRecord): TaskView {
     executor: t.executor,
     createdAt: t.createdAt,
     status: t.decision?.status ?? 'CREATED',
-    delivery: t.executor === 'external' ? { deliveredAt: t.deliveredAt, attempts: t.attempts, lastError: t.lastError, nextAttemptAt: t.nextAttemptAt } : null,
+    delivery:
+      t.executor === 'external'
+        ? { deliveredAt: t.deliveredAt, attempts: t.attempts, lastError: t.lastError, nextAttemptAt: t.nextAttemptAt }
+        : null,
     decision: t.decision,
   };
 }
@@ -71,7 +75,7 @@ export function taskView(t: WorkflowTaskRecord): TaskView {
 /** Error codes of workflows (docs/workflows.md, "Errors"). */
 export type WorkflowErrorCode = 'WORKFLOW_TASK_NOT_FOUND' | 'WORKFLOW_TASK_DECIDED' | 'WORKFLOW_INPUT' | 'WORKFLOW_ENGINE_DISABLED';
 
-export class WorkflowError extends Error {
+export class WorkflowError extends ThroughwayError {
   readonly code: WorkflowErrorCode;
   constructor(code: WorkflowErrorCode, message: string) {
     super(message);

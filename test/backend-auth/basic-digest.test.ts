@@ -8,14 +8,18 @@ import * as net from 'node:net';
 import { BASE_TOML, HOST, request, startGateway } from '../gateway/helpers';
 import { basicBackend, digestBackend, securedApi } from './helpers';
 
-t.test('basic: the endpoint\'s credentials replace the client\'s Authorization', async (t) => {
+t.test("basic: the endpoint's credentials replace the client's Authorization", async (t) => {
   const be = await basicBackend('svc', 'pä:ss');
   t.teardown(() => be.close());
   const gw = await startGateway(BASE_TOML, { b: securedApi('b', be.port, 'type = "basic"\nusername = "svc"\npassword = "pä:ss"') });
   t.teardown(() => gw.close());
   const res = await request(gw.port, '/b/1/x', { headers: { Authorization: 'Basic Y2xpZW50OnNlY3JldA==' } });
   t.equal(res.status, 200);
-  t.same(be.hits[0]?.authorization, [`Basic ${Buffer.from('svc:pä:ss', 'utf8').toString('base64')}`], 'one field, UTF-8 user-pass (RFC 7617 §2.1)');
+  t.same(
+    be.hits[0]?.authorization,
+    [`Basic ${Buffer.from('svc:pä:ss', 'utf8').toString('base64')}`],
+    'one field, UTF-8 user-pass (RFC 7617 §2.1)',
+  );
   t.notOk(JSON.stringify(gw.logger.lines).includes(Buffer.from('svc:pä:ss', 'utf8').toString('base64')), 'the credentials are not logged');
 
   const wrong = await startGateway(BASE_TOML, { b: securedApi('b', be.port, 'type = "basic"\nusername = "svc"\npassword = "nope"') });
@@ -23,7 +27,7 @@ t.test('basic: the endpoint\'s credentials replace the client\'s Authorization',
   const refused = await request(wrong.port, '/b/1/x', { method: 'POST', body: 'data' });
   t.equal(refused.status, 502);
   t.equal(refused.json().fault.code, 103200);
-  t.notOk(refused.headers['www-authenticate'], 'the backend\'s challenge does not reach the client');
+  t.notOk(refused.headers['www-authenticate'], "the backend's challenge does not reach the client");
   t.equal(be.hits.length, 2, 'a refused Basic call is not sent again');
 });
 
@@ -33,10 +37,14 @@ for (const algorithm of ['MD5', 'SHA-256'] as const) {
     t.teardown(() => be.close());
     const gw = await startGateway(BASE_TOML, { d: securedApi('d', be.port, 'type = "digest"\nusername = "svc"\npassword = "digest-pw"') });
     t.teardown(() => gw.close());
-    const first = await request(gw.port, '/d/1/items?page=2', { method: 'POST', body: '{"a":1}', headers: { 'Content-Type': 'application/json', Authorization: 'Bearer client' } });
+    const first = await request(gw.port, '/d/1/items?page=2', {
+      method: 'POST',
+      body: '{"a":1}',
+      headers: { 'Content-Type': 'application/json', Authorization: 'Bearer client' },
+    });
     t.equal(first.status, 200, first.body);
     t.equal(be.hits.length, 2, 'without credentials, then with the answer');
-    t.same(be.hits[0]?.authorization, [], 'the client\'s Authorization is never forwarded');
+    t.same(be.hits[0]?.authorization, [], "the client's Authorization is never forwarded");
     t.equal(be.hits[0]?.status, 401);
     t.equal(be.hits[1]?.body, '{"a":1}', 'the body sent again');
     t.equal(be.hits[1]?.url, '/be/items?page=2');
@@ -52,9 +60,16 @@ for (const algorithm of ['MD5', 'SHA-256'] as const) {
 
     // Concurrent calls share the nonce, each with its own nc (none seen twice by the backend).
     const many = await Promise.all(Array.from({ length: 8 }, (_, i) => request(gw.port, `/d/1/c${i}`)));
-    t.same(many.map((x) => x.status), Array(8).fill(200));
+    t.same(
+      many.map((x) => x.status),
+      Array(8).fill(200),
+    );
     const ncs = be.hits.slice(5).map((h) => /nc=([0-9a-f]{8})/.exec(h.authorization[0] ?? '')?.[1]);
-    t.same([...ncs].sort(), ['00000005', '00000006', '00000007', '00000008', '00000009', '0000000a', '0000000b', '0000000c'], 'nc counted on, in hex');
+    t.same(
+      [...ncs].sort(),
+      ['00000005', '00000006', '00000007', '00000008', '00000009', '0000000a', '0000000b', '0000000c'],
+      'nc counted on, in hex',
+    );
     t.equal(be.nonces.length, 1);
 
     // A stale nonce (RFC 7616 §3.3 stale=true): the new nonce is answered and the call sent again.
@@ -76,7 +91,9 @@ t.test('digest: wrong credentials are 103200 after one answer; a streamed body c
   t.equal(refused.json().fault.code, 103200);
   t.equal(be.hits.length, 2, 'answered once, then given up');
 
-  const gw = await startGateway(BASE_TOML, { d: securedApi('d', be.port, 'type = "digest"\nusername = "svc"\npassword = "digest-pw"\nmax_replay_body = 4') });
+  const gw = await startGateway(BASE_TOML, {
+    d: securedApi('d', be.port, 'type = "digest"\nusername = "svc"\npassword = "digest-pw"\nmax_replay_body = 4'),
+  });
   t.teardown(() => gw.close());
   const big = await request(gw.port, '/d/1/upload', { method: 'POST', body: 'more than four bytes' });
   t.equal(big.status, 503);
@@ -87,7 +104,11 @@ t.test('digest: wrong credentials are 103200 after one answer; a streamed body c
   t.equal(again.status, 200);
   t.equal(be.hits.length, before + 1);
   t.equal(be.hits.at(-1)?.body, 'more than four bytes');
-  const chunked = await request(gw.port, '/d/1/upload', { method: 'POST', body: 'chunked body', headers: { 'Transfer-Encoding': 'chunked' } });
+  const chunked = await request(gw.port, '/d/1/upload', {
+    method: 'POST',
+    body: 'chunked body',
+    headers: { 'Transfer-Encoding': 'chunked' },
+  });
   t.equal(chunked.status, 200, 'a chunked body is streamed with the cached nonce');
 });
 
@@ -96,14 +117,18 @@ t.test('digest: a 401 body above 64 KiB is not gathered whole', async (t) => {
   const server = net.createServer((s) => {
     s.once('data', () => {
       const body = 'x'.repeat(70 * 1024);
-      s.end(`HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Digest realm="r", nonce="n", qop="auth"\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+      s.end(
+        `HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Digest realm="r", nonce="n", qop="auth"\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
+      );
     });
   });
   await new Promise<void>((r) => server.listen(0, HOST, () => r()));
   t.teardown(() => server.close());
-  const gw = await startGateway(BASE_TOML, { d: securedApi('d', (server.address() as net.AddressInfo).port, 'type = "digest"\nusername = "svc"\npassword = "pw"') });
+  const gw = await startGateway(BASE_TOML, {
+    d: securedApi('d', (server.address() as net.AddressInfo).port, 'type = "digest"\nusername = "svc"\npassword = "pw"'),
+  });
   t.teardown(() => gw.close());
   const res = await request(gw.port, '/d/1/x');
   t.equal(res.status, 500);
-  t.equal(Math.floor(res.json().fault.code / 100), 1015, 'the transport\'s 101510 + state: response above the gather limit');
+  t.equal(Math.floor(res.json().fault.code / 100), 1015, "the transport's 101510 + state: response above the gather limit");
 });

@@ -36,7 +36,13 @@ function authorizations(raw: readonly string[]): string[] {
   return out;
 }
 
-async function serve(handle: (req: http.IncomingMessage, body: string, hit: Hit) => Promise<{ status: number; headers?: Record<string, string>; body?: string }>): Promise<Server> {
+async function serve(
+  handle: (
+    req: http.IncomingMessage,
+    body: string,
+    hit: Hit,
+  ) => Promise<{ status: number; headers?: Record<string, string>; body?: string }>,
+): Promise<Server> {
   const hits: Hit[] = [];
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -108,7 +114,11 @@ export async function oauthBackend(jwks: JSONWebKeySet): Promise<OAuthBackend> {
 /** RFC 7617: exactly one `Basic base64(user:pass)`; 401 with a Basic challenge otherwise. */
 export function basicBackend(user: string, password: string): Promise<Server> {
   const want = `Basic ${Buffer.from(`${user}:${password}`, 'utf8').toString('base64')}`;
-  return serve(async (_req, _b, hit) => (hit.authorization.length === 1 && hit.authorization[0] === want ? { status: 200 } : { status: 401, headers: { 'WWW-Authenticate': 'Basic realm="backend", charset="UTF-8"' } }));
+  return serve(async (_req, _b, hit) =>
+    hit.authorization.length === 1 && hit.authorization[0] === want
+      ? { status: 200 }
+      : { status: 401, headers: { 'WWW-Authenticate': 'Basic realm="backend", charset="UTF-8"' } },
+  );
 }
 
 export interface DigestBackend extends Server {
@@ -126,7 +136,8 @@ function digestParams(v: string): Map<string, string> | undefined {
   const re = /\s*([A-Za-z0-9_-]+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^,\s]*))\s*(?:,|$)/gy;
   const text = m[1] as string;
   let r: RegExpExecArray | null;
-  while (re.lastIndex < text.length && (r = re.exec(text)) !== null) out.set((r[1] as string).toLowerCase(), r[2] !== undefined ? r[2].replace(/\\(.)/g, '$1') : (r[3] as string));
+  while (re.lastIndex < text.length && (r = re.exec(text)) !== null)
+    out.set((r[1] as string).toLowerCase(), r[2] !== undefined ? r[2].replace(/\\(.)/g, '$1') : (r[3] as string));
   return out;
 }
 
@@ -138,7 +149,10 @@ function digestParams(v: string): Map<string, string> | undefined {
 export async function digestBackend(user: string, password: string, algorithm: 'MD5' | 'SHA-256'): Promise<DigestBackend> {
   const realm = 'backend@example.org';
   const opaque = randomBytes(12).toString('base64');
-  const H = (s: string): string => createHash(algorithm === 'MD5' ? 'md5' : 'sha256').update(s).digest('hex');
+  const H = (s: string): string =>
+    createHash(algorithm === 'MD5' ? 'md5' : 'sha256')
+      .update(s)
+      .digest('hex');
   const nonces: string[] = [];
   // RFC 7616 §3.4: "if the same nc-value is seen twice, then the request is a replay".
   const seenNc = new Map<string, Set<number>>();
@@ -147,7 +161,12 @@ export async function digestBackend(user: string, password: string, algorithm: '
     const nonce = randomBytes(18).toString('base64');
     nonces.push(nonce);
     seenNc.set(nonce, new Set());
-    return { status: 401, headers: { 'WWW-Authenticate': `Digest realm="${realm}", qop="auth", algorithm=${algorithm}, nonce="${nonce}", opaque="${opaque}"${isStale ? ', stale=true' : ''}` } };
+    return {
+      status: 401,
+      headers: {
+        'WWW-Authenticate': `Digest realm="${realm}", qop="auth", algorithm=${algorithm}, nonce="${nonce}", opaque="${opaque}"${isStale ? ', stale=true' : ''}`,
+      },
+    };
   };
   const s = await serve(async (req, _b, hit) => {
     if (hit.authorization.length !== 1) return challenge(false);
@@ -155,11 +174,21 @@ export async function digestBackend(user: string, password: string, algorithm: '
     if (p === undefined) return challenge(false);
     const nonce = p.get('nonce') ?? '';
     const seen = seenNc.get(nonce);
-    if (seen === undefined || p.get('username') !== user || p.get('realm') !== realm || p.get('opaque') !== opaque || p.get('qop') !== 'auth' || (p.get('algorithm') ?? 'MD5') !== algorithm) return challenge(false);
+    if (
+      seen === undefined ||
+      p.get('username') !== user ||
+      p.get('realm') !== realm ||
+      p.get('opaque') !== opaque ||
+      p.get('qop') !== 'auth' ||
+      (p.get('algorithm') ?? 'MD5') !== algorithm
+    )
+      return challenge(false);
     if (p.get('uri') !== req.url) return { status: 400 };
     const ncText = p.get('nc') ?? '';
     const nc = /^[0-9a-f]{8}$/.test(ncText) ? parseInt(ncText, 16) : -1;
-    const expected = H(`${H(`${user}:${realm}:${password}`)}:${nonce}:${ncText}:${p.get('cnonce') ?? ''}:auth:${H(`${req.method ?? ''}:${req.url ?? ''}`)}`);
+    const expected = H(
+      `${H(`${user}:${realm}:${password}`)}:${nonce}:${ncText}:${p.get('cnonce') ?? ''}:auth:${H(`${req.method ?? ''}:${req.url ?? ''}`)}`,
+    );
     if (p.get('response') !== expected) return challenge(false);
     if (stale.has(nonce)) return challenge(true);
     if (nc < 1 || seen.has(nc)) return challenge(false); // a replayed nonce count
@@ -194,11 +223,22 @@ export async function tokenForwarder(kmUrl: string): Promise<TokenForwarder> {
     // A hung request is ended by close() (closeAllConnections).
     if (state.mode === 'hang') return new Promise<never>(() => undefined);
     if (state.mode === 'error') return { status: 500, body: '{"error":"server_error","error_description":"down for maintenance"}' };
-    const r = await fetch(`${kmUrl}/oauth2/token`, { method: 'POST', headers: { 'Content-Type': req.headers['content-type'] ?? '', ...(req.headers.authorization !== undefined ? { Authorization: req.headers.authorization } : {}) }, body });
+    const r = await fetch(`${kmUrl}/oauth2/token`, {
+      method: 'POST',
+      headers: {
+        'Content-Type': req.headers['content-type'] ?? '',
+        ...(req.headers.authorization !== undefined ? { Authorization: req.headers.authorization } : {}),
+      },
+      body,
+    });
     return { status: r.status, body: await r.text() };
   });
   const out = { ...s, url: `${s.url}/oauth2/token`, forms, auths, calls: () => s.hits.length };
-  return Object.defineProperty(out, 'mode', { get: () => state.mode, set: (v: TokenForwarder['mode']) => void (state.mode = v), enumerable: true }) as TokenForwarder;
+  return Object.defineProperty(out, 'mode', {
+    get: () => state.mode,
+    set: (v: TokenForwarder['mode']) => void (state.mode = v),
+    enumerable: true,
+  }) as TokenForwarder;
 }
 
 /** An API file whose production endpoint declares `security` (TOML lines of the security table). */

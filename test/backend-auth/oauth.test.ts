@@ -23,7 +23,10 @@ interface Rig {
   readonly secret: string;
 }
 
-async function rig(t: Test, o: { kmToml?: string; security?: (r: { tokenUrl: string; key: string; secret: string }) => string; extra?: string } = {}): Promise<Rig> {
+async function rig(
+  t: Test,
+  o: { kmToml?: string; security?: (r: { tokenUrl: string; key: string; secret: string }) => string; extra?: string } = {},
+): Promise<Rig> {
   const km = await startKeyManager(o.kmToml ?? '');
   t.teardown(() => km.close());
   const { key, secret } = await appWithKeys(km, 'BackendClient');
@@ -32,21 +35,39 @@ async function rig(t: Test, o: { kmToml?: string; security?: (r: { tokenUrl: str
   const jwks = await json('GET', `${km.url}/oauth2/jwks`);
   const backend = await oauthBackend(jwks.body as unknown as JSONWebKeySet);
   t.teardown(() => backend.close());
-  const security = o.security?.({ tokenUrl: token.url, key, secret }) ?? `type = "oauth"\ntoken_url = "${token.url}"\nclient_id = "${key}"\nclient_secret = "${secret}"`;
+  const security =
+    o.security?.({ tokenUrl: token.url, key, secret }) ??
+    `type = "oauth"\ntoken_url = "${token.url}"\nclient_id = "${key}"\nclient_secret = "${secret}"`;
   const gw = await startGateway(BASE_TOML, { orders: securedApi('orders', backend.port, security, o.extra) });
   t.teardown(() => gw.close());
   return { km, token, backend, gw, key, secret };
 }
 
-t.test('one token for many calls, concurrent ones included; the client\'s Authorization is replaced', async (t) => {
+t.test("one token for many calls, concurrent ones included; the client's Authorization is replaced", async (t) => {
   const r = await rig(t);
-  const first = await Promise.all(Array.from({ length: 10 }, (_, i) => request(r.gw.port, `/orders/1/items/${i}`, { headers: { Authorization: 'Bearer the-clients-own-token' } })));
-  t.same(first.map((x) => x.status), Array(10).fill(200), 'ten concurrent calls answered');
-  for (let i = 0; i < 10; i++) t.equal((await request(r.gw.port, '/orders/1/items', { method: 'POST', body: `{"n":${i}}`, headers: { 'Content-Type': 'application/json' } })).status, 200);
+  const first = await Promise.all(
+    Array.from({ length: 10 }, (_, i) =>
+      request(r.gw.port, `/orders/1/items/${i}`, { headers: { Authorization: 'Bearer the-clients-own-token' } }),
+    ),
+  );
+  t.same(
+    first.map((x) => x.status),
+    Array(10).fill(200),
+    'ten concurrent calls answered',
+  );
+  for (let i = 0; i < 10; i++)
+    t.equal(
+      (await request(r.gw.port, '/orders/1/items', { method: 'POST', body: `{"n":${i}}`, headers: { 'Content-Type': 'application/json' } }))
+        .status,
+      200,
+    );
   t.equal(r.token.calls(), 1, 'the token endpoint was called once for 20 calls (single-flight, then cached)');
   t.equal(r.backend.hits.length, 20);
   t.equal(new Set(r.backend.hits.map((h) => h.jti)).size, 1, 'every call carried the same token');
-  t.ok(r.backend.hits.every((h) => h.authorization.length === 1 && h.authorization[0]?.startsWith('Bearer ey')), 'one Authorization field, the gateway\'s token, never the client\'s');
+  t.ok(
+    r.backend.hits.every((h) => h.authorization.length === 1 && h.authorization[0]?.startsWith('Bearer ey')),
+    "one Authorization field, the gateway's token, never the client's",
+  );
   t.equal(r.backend.hits.at(-1)?.body, '{"n":9}');
   // The token request: client_credentials, client authenticated with Basic (RFC 6749 §2.3.1).
   const form = r.token.forms[0] as URLSearchParams;
@@ -78,7 +99,11 @@ t.test('a 401 from the backend: a new token, the call sent again with its body',
   t.equal((await request(r.gw.port, '/orders/1/x')).status, 200);
   const revoked = r.backend.hits[0]?.jti as string;
   r.backend.refused.add(revoked);
-  const res = await request(r.gw.port, '/orders/1/items', { method: 'POST', body: '{"pizza":"margherita"}', headers: { 'Content-Type': 'application/json' } });
+  const res = await request(r.gw.port, '/orders/1/items', {
+    method: 'POST',
+    body: '{"pizza":"margherita"}',
+    headers: { 'Content-Type': 'application/json' },
+  });
   t.equal(res.status, 200, res.body);
   t.equal(r.token.calls(), 2, 'one new token after the 401');
   const [refused, resent] = r.backend.hits.slice(1);
@@ -103,14 +128,18 @@ t.test('the backend refuses a fresh token too: 900424, 503, after one new token 
   t.match(res.json().fault.description, /refused a freshly obtained OAuth 2.0 token/);
   t.equal(r.token.calls(), 2, 'the first token and one refresh');
   t.equal(r.backend.hits.length, 2, 'sent twice, not more');
-  t.notOk(res.headers['www-authenticate'], 'the backend\'s challenge does not reach the client');
+  t.notOk(res.headers['www-authenticate'], "the backend's challenge does not reach the client");
 });
 
 t.test('a 401 to a streamed (chunked) body: not sent again, 900424, and the next call gets a new token', async (t) => {
   const r = await rig(t);
   t.equal((await request(r.gw.port, '/orders/1/x')).status, 200);
   r.backend.refused.add(r.backend.hits[0]?.jti as string);
-  const res = await request(r.gw.port, '/orders/1/upload', { method: 'POST', body: 'streamed', headers: { 'Transfer-Encoding': 'chunked' } });
+  const res = await request(r.gw.port, '/orders/1/upload', {
+    method: 'POST',
+    body: 'streamed',
+    headers: { 'Transfer-Encoding': 'chunked' },
+  });
   t.equal(res.status, 503);
   t.equal(res.json().fault.code, 900424);
   t.match(res.json().fault.description, /cannot be sent again/);
@@ -120,7 +149,9 @@ t.test('a 401 to a streamed (chunked) body: not sent again, 900424, and the next
 });
 
 t.test('the token endpoint down, refusing, answering 500 or too slow: 900424, 503', async (t) => {
-  const r = await rig(t, { security: ({ tokenUrl, key }) => `type = "oauth"\ntoken_url = "${tokenUrl}"\nclient_id = "${key}"\nclient_secret = "wrong-secret"` });
+  const r = await rig(t, {
+    security: ({ tokenUrl, key }) => `type = "oauth"\ntoken_url = "${tokenUrl}"\nclient_id = "${key}"\nclient_secret = "wrong-secret"`,
+  });
   const refused = await request(r.gw.port, '/orders/1/x');
   t.equal(refused.status, 503);
   t.equal(refused.json().fault.code, 900424);
@@ -132,10 +163,16 @@ t.test('the token endpoint down, refusing, answering 500 or too slow: 900424, 50
   const err = await request(r.gw.port, '/orders/1/x');
   t.equal(err.json().fault.code, 900424);
   t.match(err.json().fault.description, /HTTP 500: server_error/);
-  t.notOk(err.body.includes('maintenance'), 'the token endpoint\'s error_description is not repeated');
+  t.notOk(err.body.includes('maintenance'), "the token endpoint's error_description is not repeated");
 
   const down = await closedPort();
-  const gw2 = await startGateway(BASE_TOML, { orders: securedApi('orders', r.backend.port, `type = "oauth"\ntoken_url = "http://${HOST}:${down}/token"\nclient_id = "${r.key}"\nclient_secret = "${r.secret}"`) });
+  const gw2 = await startGateway(BASE_TOML, {
+    orders: securedApi(
+      'orders',
+      r.backend.port,
+      `type = "oauth"\ntoken_url = "http://${HOST}:${down}/token"\nclient_id = "${r.key}"\nclient_secret = "${r.secret}"`,
+    ),
+  });
   t.teardown(() => gw2.close());
   const unreachable = await request(gw2.port, '/orders/1/x');
   t.equal(unreachable.status, 503);
@@ -143,7 +180,13 @@ t.test('the token endpoint down, refusing, answering 500 or too slow: 900424, 50
   t.match(unreachable.json().fault.description, /unreachable \(ECONNREFUSED\)/);
 
   r.token.mode = 'hang';
-  const gw3 = await startGateway(BASE_TOML, { orders: securedApi('orders', r.backend.port, `type = "oauth"\ntoken_url = "${r.token.url}"\nclient_id = "${r.key}"\nclient_secret = "${r.secret}"\ntoken_timeout = "300ms"`) });
+  const gw3 = await startGateway(BASE_TOML, {
+    orders: securedApi(
+      'orders',
+      r.backend.port,
+      `type = "oauth"\ntoken_url = "${r.token.url}"\nclient_id = "${r.key}"\nclient_secret = "${r.secret}"\ntoken_timeout = "300ms"`,
+    ),
+  });
   t.teardown(() => gw3.close());
   const slow = await request(gw3.port, '/orders/1/x');
   t.equal(slow.status, 503);
@@ -192,9 +235,13 @@ t.test('with mediation gathering every response: the 401 is answered, the second
   const r = await rig(t, { extra: '[mediation]\nresponse_format = "xml"\n' });
   t.equal((await request(r.gw.port, '/orders/1/x')).status, 200);
   r.backend.refused.add(r.backend.hits[0]?.jti as string);
-  const res = await request(r.gw.port, '/orders/1/items', { method: 'POST', body: '{"n":1}', headers: { 'Content-Type': 'application/json' } });
+  const res = await request(r.gw.port, '/orders/1/items', {
+    method: 'POST',
+    body: '{"n":1}',
+    headers: { 'Content-Type': 'application/json' },
+  });
   t.equal(res.status, 200, res.body);
-  t.match(res.headers['content-type'], /xml/, 'the backend\'s JSON converted by mediation');
+  t.match(res.headers['content-type'], /xml/, "the backend's JSON converted by mediation");
   t.match(res.body, /<ok>true<\/ok>/);
   t.equal(r.backend.hits.at(-1)?.body, '{"n":1}');
   t.equal(r.token.calls(), 2);
@@ -242,7 +289,13 @@ t.test('token responses the gateway does not use: 900424 with the reason, nothin
   });
   await new Promise<void>((resolve) => be.listen(0, HOST, () => resolve()));
   t.teardown(() => be.close());
-  const gw = await startGateway(BASE_TOML, { orders: securedApi('orders', (be.address() as net.AddressInfo).port, `type = "oauth"\ntoken_url = "http://${HOST}:${(idp.address() as net.AddressInfo).port}/token"\nclient_id = "c"\nclient_secret = "s"`) });
+  const gw = await startGateway(BASE_TOML, {
+    orders: securedApi(
+      'orders',
+      (be.address() as net.AddressInfo).port,
+      `type = "oauth"\ntoken_url = "http://${HOST}:${(idp.address() as net.AddressInfo).port}/token"\nclient_id = "c"\nclient_secret = "s"`,
+    ),
+  });
   t.teardown(() => gw.close());
   const want = [/no usable access_token/, /not a bearer token/, /no usable access_token/, /larger than 65536 bytes/];
   for (const w of want) {

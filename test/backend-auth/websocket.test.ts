@@ -7,7 +7,7 @@ import t from 'tap';
 import { WebSocket, WebSocketServer, type RawData } from 'ws';
 import { BASE_TOML, HOST, startGateway } from '../gateway/helpers';
 
-t.test('a WebSocket handshake carries the endpoint\'s Basic credentials, never the client\'s', async (t) => {
+t.test("a WebSocket handshake carries the endpoint's Basic credentials, never the client's", async (t) => {
   const seen: (string | undefined)[] = [];
   const server = new WebSocketServer({ host: HOST, port: 0 });
   await new Promise<void>((resolve) => server.once('listening', () => resolve()));

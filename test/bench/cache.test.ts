@@ -30,7 +30,11 @@ const DUMP = [
 t.test('parseCallgrindEvents: one cost per event and function, trailing zeros left out, calls skipped', async (t) => {
   const { events, self } = parseCallgrindEvents(DUMP);
   t.same(events, ['Ir', 'Dr', 'Dw', 'I1mr', 'D1mr', 'D1mw', 'ILmr', 'DLmr', 'DLmw']);
-  t.same(self.get('0x0000000000001010'), [1200, 350, 100, 5, 40, 2, 1, 20, 1], 'the short line adds to the first two events only; the call is the callee\'s');
+  t.same(
+    self.get('0x0000000000001010'),
+    [1200, 350, 100, 5, 40, 2, 1, 20, 1],
+    "the short line adds to the first two events only; the call is the callee's",
+  );
   t.same(self.get('node::StreamBase::CallJSOnreadMethod(long)'), [3000, 900, 0, 0, 60, 0, 0, 30, 0], 'named by cfn=, found by its id');
   t.same(self.get('uv__io_poll'), [10, 2, 0, 0, 1, 0, 0, 0, 0]);
   t.equal(parseCallgrind(DUMP).get('0x0000000000001010'), 1200, 'parseCallgrind takes the Ir column, not the last number of the line');
@@ -45,7 +49,11 @@ t.test('missesOf: the kept events per request, in total and for functions with a
   const names: Record<string, string> = { '0x0000000000001010': 'writeJoined lib/transport/direct-write.js' };
   const m = missesOf(DUMP, (raw) => names[raw] ?? raw, 10);
   t.same(m.total, { Ir: 421, D1mr: 10.1, DLmr: 5 });
-  t.same(m.byFunction['writeJoined lib/transport/direct-write.js'], { Ir: 120, D1mr: 4, DLmr: 2 }, 'JIT addresses by their symbolized name');
+  t.same(
+    m.byFunction['writeJoined lib/transport/direct-write.js'],
+    { Ir: 120, D1mr: 4, DLmr: 2 },
+    'JIT addresses by their symbolized name',
+  );
   t.same(m.byFunction['node::StreamBase::CallJSOnreadMethod(long)'], { Ir: 300, D1mr: 6, DLmr: 3 });
   t.notOk('uv__io_poll' in m.byFunction, 'no last-level miss: not listed (still in the total)');
   t.throws(() => missesOf('events: Ir\nfn=(1) f\n0x1 5\n', (r) => r, 1), /has no D1mr, DLmr \(events: Ir\): was --cache-sim=yes given\?/);
@@ -77,7 +85,11 @@ t.test('renderMisses: medians per connection count, the growth, and the function
   t.match(out, /\| 1,000 \| 40002 \(40001–40002\) \| 300\.0 \(300\.0–300\.0\) \| 155\.0 \(150\.0–160\.0\) \|/);
   t.match(out, /Last-level misses per request, 1,000 ÷ 64: 1\.48×; instructions 1\.000×\./);
   const rows = out.split('\n').filter((l) => /^\| (a|b|c\\\|d) \|/.test(l));
-  t.same(rows, ['| a | 1.00 | 5.50 | +4.50 |', '| b | 2.00 | 2.75 | +0.75 |', '| c\\|d | 1.00 | 1.00 | +0.00 |'], 'largest growth first; a | in a name is escaped');
+  t.same(
+    rows,
+    ['| a | 1.00 | 5.50 | +4.50 |', '| b | 2.00 | 2.75 | +0.75 |', '| c\\|d | 1.00 | 1.00 | +0.00 |'],
+    'largest growth first; a | in a name is escaped',
+  );
 });
 
 t.test('bad options are refused before anything is started', async (t) => {
@@ -100,7 +112,8 @@ t.test('the client: each connection asks again when answered, n requests in all;
     s.on('data', (d: Buffer) => {
       const n = d.toString('latin1').split('\r\n\r\n').length - 1;
       requests += n;
-      for (let i = 0; i < n; i++) s.write(requests % 7 === 0 ? 'HTTP/1.1 503 No\r\ncontent-length: 0\r\n\r\n' : 'HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok');
+      for (let i = 0; i < n; i++)
+        s.write(requests % 7 === 0 ? 'HTTP/1.1 503 No\r\ncontent-length: 0\r\n\r\n' : 'HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok');
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

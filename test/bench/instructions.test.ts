@@ -8,7 +8,16 @@ import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { spawnSync } from 'node:child_process';
-import { classify, countOf, parseCallgrind, readPerfMap, renderInstructions, sendFixed, symbolize, type InstructionCount } from '../../bench/instructions';
+import {
+  classify,
+  countOf,
+  parseCallgrind,
+  readPerfMap,
+  renderInstructions,
+  sendFixed,
+  symbolize,
+  type InstructionCount,
+} from '../../bench/instructions';
 
 // A callgrind dump in its compressed form: names given once with their id, relative positions, a call whose
 // inclusive cost (the line after calls=) belongs to the callee and must not be added to the caller.
@@ -36,19 +45,31 @@ const DUMP = [
   'totals: 559',
 ].join('\n');
 
-const MAP = ['2000 100 JS:*beginExchange /home/u/throughway/dist/lib/transport/source.js:324:18', '1000 80 JS:*check /home/u/throughway/dist/lib/throttle/engine.js:236:10', 'garbage line'].join('\n');
+const MAP = [
+  '2000 100 JS:*beginExchange /home/u/throughway/dist/lib/transport/source.js:324:18',
+  '1000 80 JS:*check /home/u/throughway/dist/lib/throttle/engine.js:236:10',
+  'garbage line',
+].join('\n');
 
 t.test('parseCallgrind: self cost per function, names reused by id, call costs left to the callee', async (t) => {
   const self = parseCallgrind(DUMP);
-  t.equal(self.get('0x0000000000001010'), 130, '100 + 20 + 10: the 5000 of the call is not the caller\'s');
-  t.equal(self.get('v8::internal::Scavenger::ScavengePage(v8::internal::MemoryChunk*)'), 300, 'a name first given by cfn= is found by its id');
+  t.equal(self.get('0x0000000000001010'), 130, "100 + 20 + 10: the 5000 of the call is not the caller's");
+  t.equal(
+    self.get('v8::internal::Scavenger::ScavengePage(v8::internal::MemoryChunk*)'),
+    300,
+    'a name first given by cfn= is found by its id',
+  );
   t.equal(self.get('v8::internal::compiler::GraphReducer::ReduceTop()'), 50);
   t.equal(self.get('Builtins_StringAdd_CheckNone'), 70, 'a relative position (-2) is a cost line');
   t.equal(self.get('0x0000000000005000'), 9);
-  t.equal([...self.values()].reduce((a, b) => a + b, 0), 559, 'the sum is callgrind\'s own total');
+  t.equal(
+    [...self.values()].reduce((a, b) => a + b, 0),
+    559,
+    "the sum is callgrind's own total",
+  );
 });
 
-t.test('symbolize: JIT addresses take the perf map\'s name, without tier mark, checkout and position', async (t) => {
+t.test("symbolize: JIT addresses take the perf map's name, without tier mark, checkout and position", async (t) => {
   const map = readPerfMap(MAP);
   t.equal(map.starts.length, 2, 'lines that are not `start size name` are skipped');
   t.equal(symbolize('0x0000000000001010', map), 'check lib/throttle/engine.js');
@@ -80,19 +101,36 @@ t.test('countOf: per request, by class; only the program is listed by function',
 });
 
 t.test('renderInstructions: medians, the program ratio per round, the largest differences first', async (t) => {
-  const cell = (program: number, fns: Record<string, number>): InstructionCount => ({ total: program + 3000, gc: 2000, compiler: 1000, program, byFunction: fns });
-  const out = renderInstructions({
-    date: '2026-11-27T00:00:00.000Z',
-    requests: 20000,
-    rounds: 3,
-    transport: [cell(64000, { parse: 15000, a: 10 }), cell(65000, { parse: 15000, a: 10 }), cell(66000, { parse: 15000, a: 10 })],
-    gateway: [cell(80000, { parse: 15000, a: 10, check: 1500, 'x|y': 400 }), cell(84500, { parse: 15000, a: 10, check: 1400, 'x|y': 420 }), cell(83000, { parse: 15000, a: 30, check: 1450, 'x|y': 410 })],
-  }, 3);
+  const cell = (program: number, fns: Record<string, number>): InstructionCount => ({
+    total: program + 3000,
+    gc: 2000,
+    compiler: 1000,
+    program,
+    byFunction: fns,
+  });
+  const out = renderInstructions(
+    {
+      date: '2026-11-27T00:00:00.000Z',
+      requests: 20000,
+      rounds: 3,
+      transport: [cell(64000, { parse: 15000, a: 10 }), cell(65000, { parse: 15000, a: 10 }), cell(66000, { parse: 15000, a: 10 })],
+      gateway: [
+        cell(80000, { parse: 15000, a: 10, check: 1500, 'x|y': 400 }),
+        cell(84500, { parse: 15000, a: 10, check: 1400, 'x|y': 420 }),
+        cell(83000, { parse: 15000, a: 30, check: 1450, 'x|y': 410 }),
+      ],
+    },
+    3,
+  );
   t.match(out, '| transport, same request | 68000 | 2000 | 1000 | 65000 |');
   t.match(out, '| full gateway | 86000 | 2000 | 1000 | 83000 |');
   t.match(out, 'gateway / transport: 1.258 (1.250, 1.300, 1.258)');
   const rows = out.split('\n').filter((l) => /^\| (check|x|a|parse)/.test(l));
-  t.same(rows, ['| check | 0 | 1450 | +1450 |', '| x\\|y | 0 | 410 | +410 |', '| parse | 15000 | 15000 | +0 |'], 'sorted by difference, three rows, | escaped');
+  t.same(
+    rows,
+    ['| check | 0 | 1450 | +1450 |', '| x\\|y | 0 | 410 | +410 |', '| parse | 15000 | 15000 | +0 |'],
+    'sorted by difference, three rows, | escaped',
+  );
 });
 
 t.test('sendFixed: exactly n requests over the connections, answers other than 200 counted', async (t) => {
@@ -115,21 +153,40 @@ t.test('sendFixed: exactly n requests over the connections, answers other than 2
 });
 
 t.test('renderInstructions with the traced cell: its row, its ratio and what tracing adds to the full gateway', async (t) => {
-  const cell = (program: number, fns: Record<string, number>): InstructionCount => ({ total: program, gc: 0, compiler: 0, program, byFunction: fns });
-  const out = renderInstructions({
-    date: '2026-11-27T00:00:00.000Z',
-    requests: 20000,
-    rounds: 1,
-    transport: [cell(64000, { parse: 15000 })],
-    gateway: [cell(80000, { parse: 15000, check: 1500 })],
-    traced: [cell(88000, { parse: 15000, check: 1500, parseTraceParent: 1900, start: 400 })],
-  }, 2);
+  const cell = (program: number, fns: Record<string, number>): InstructionCount => ({
+    total: program,
+    gc: 0,
+    compiler: 0,
+    program,
+    byFunction: fns,
+  });
+  const out = renderInstructions(
+    {
+      date: '2026-11-27T00:00:00.000Z',
+      requests: 20000,
+      rounds: 1,
+      transport: [cell(64000, { parse: 15000 })],
+      gateway: [cell(80000, { parse: 15000, check: 1500 })],
+      traced: [cell(88000, { parse: 15000, check: 1500, parseTraceParent: 1900, start: 400 })],
+    },
+    2,
+  );
   t.match(out, '| traced gateway, 1 % sampled | 88000 | 0 | 0 | 88000 |');
   t.match(out, 'traced gateway / transport: 1.375');
   const after = out.slice(out.indexOf('What tracing adds to the full gateway'));
   t.match(after, '| function | gateway | traced | difference |');
-  t.same(after.split('\n').filter((l) => /^\| (parseTraceParent|start|check|parse) /.test(l)), ['| parseTraceParent | 0 | 1900 | +1900 |', '| start | 0 | 400 | +400 |'], 'two rows, largest first');
-  const plain = renderInstructions({ date: '2026-11-27T00:00:00.000Z', requests: 1, rounds: 1, transport: [cell(1, {})], gateway: [cell(2, {})] });
+  t.same(
+    after.split('\n').filter((l) => /^\| (parseTraceParent|start|check|parse) /.test(l)),
+    ['| parseTraceParent | 0 | 1900 | +1900 |', '| start | 0 | 400 | +400 |'],
+    'two rows, largest first',
+  );
+  const plain = renderInstructions({
+    date: '2026-11-27T00:00:00.000Z',
+    requests: 1,
+    rounds: 1,
+    transport: [cell(1, {})],
+    gateway: [cell(2, {})],
+  });
   t.notMatch(plain, 'traced', 'no traced row or table without the cell');
 });
 
@@ -149,7 +206,11 @@ t.test('sendFixed with a list: the requests in turn, across connections', async 
   const list = ['/a', '/b', '/c'].map((p) => Buffer.from(`GET ${p} HTTP/1.1\r\nHost: x\r\n\r\n`));
   t.equal(await sendFixed(port, list, 30, 4), 0);
   t.equal(seen.length, 30);
-  t.same(['/a', '/b', '/c'].map((p) => seen.filter((x) => x === p).length), [10, 10, 10], 'each of the three sent ten times');
+  t.same(
+    ['/a', '/b', '/c'].map((p) => seen.filter((x) => x === p).length),
+    [10, 10, 10],
+    'each of the three sent ten times',
+  );
   await t.rejects(sendFixed(port, [], 1, 1), /no request to send/);
 });
 
@@ -163,7 +224,11 @@ t.test('--instructions refuses a bad count and a machine without valgrind, befor
   // A PATH with nothing on it: neither valgrind nor callgrind_control is found.
   const empty = fs.mkdtempSync(path.join(os.tmpdir(), 'tw-no-valgrind-'));
   t.teardown(() => fs.rmSync(empty, { recursive: true, force: true }));
-  const none = spawnSync(process.execPath, [runJs, '--instructions'], { encoding: 'utf8', timeout: 30_000, env: { ...process.env, PATH: empty } });
+  const none = spawnSync(process.execPath, [runJs, '--instructions'], {
+    encoding: 'utf8',
+    timeout: 30_000,
+    env: { ...process.env, PATH: empty },
+  });
   t.equal(none.status, 1);
   t.match(none.stderr, '--instructions needs valgrind, not found (Debian: apt-get install valgrind)');
 });

@@ -60,8 +60,15 @@ t.test('the loader lists each key not acted on with its place, and counts each s
     r.notActedOn.map((k) => [k.key, k.line]),
     NOT_ACTED_ON.map(([k, l]) => [k, l]),
   );
-  t.same(r.notActedOn.map((k) => k.column), NOT_ACTED_ON.map(() => 1));
+  t.same(
+    r.notActedOn.map((k) => k.column),
+    NOT_ACTED_ON.map(() => 1),
+  );
   t.equal(r.notActedOn.find((k) => k.key === 'apim.ai.enable')?.sectionRuns, false);
+  t.ok(
+    r.notActedOn.every((k) => k.reason.length > 20),
+    'each carries its reason',
+  );
   t.same(r.writtenStatus, { acts: 1, differs: 2, inactive: 6 });
 });
 
@@ -71,7 +78,20 @@ t.test('config check names each key not acted on at file:line:column, and no key
   t.match(r.stdout, 'keys written: 9 (1 act, 2 act differently, 6 not acted on; docs/migrating.md)');
   for (const [key, line] of NOT_ACTED_ON) t.match(r.stdout, `${file}:${line}:1: ${key}: not acted on`, key);
   t.match(r.stdout, `${file}:15:1: apim.ai.enable: not acted on ([apim.ai] is not run)`);
-  for (const key of ['server.hostname', 'database.apim_db.type', 'passthru_http.worker_pool_size_max']) t.notMatch(r.stdout, `: ${key}: not acted on`, key);
+  // Each line ends with the schema's reason: the key's own, or (for a section not run) the section's.
+  t.match(r.stdout, `${file}:22:1: apim.key_manager.pool.max_idle: not acted on: the gateway checks tokens in-process`);
+  t.match(
+    r.stdout,
+    `${file}:15:1: apim.ai.enable: not acted on ([apim.ai] is not run): the reference's AI features call a hosted AI service`,
+  );
+  t.match(
+    r.stdout,
+    `${file}:9:1: database.shared_db.type: not acted on: users, roles and registry data live in the one store of [database.apim_db]`,
+  );
+  for (const line of r.stdout.split('\n').filter((l) => l.includes(': not acted on')))
+    t.match(line, /: not acted on( \(\[[^\]]+\] is not run\))?: \S.{19,}$/, `a reason: ${line}`);
+  for (const key of ['server.hostname', 'database.apim_db.type', 'passthru_http.worker_pool_size_max'])
+    t.notMatch(r.stdout, `: ${key}: not acted on`, key);
 });
 
 t.test('--strict does not turn keys not acted on into errors', async (t) => {

@@ -10,7 +10,11 @@ import t from 'tap';
 import { CLI, FIXTURES, REPO } from './helpers';
 
 function run(args: string[], cwd = REPO): { status: number | null; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, [CLI, ...args], { cwd, encoding: 'utf8', env: { ...process.env, THROUGHWAY_TEST_VALUE: 'from-env' } });
+  const r = spawnSync(process.execPath, [CLI, ...args], {
+    cwd,
+    encoding: 'utf8',
+    env: { ...process.env, THROUGHWAY_TEST_VALUE: 'from-env' },
+  });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
@@ -25,7 +29,11 @@ function file(name: string, text: string): string {
 t.test('the embedded default conf/deployment.toml is valid with one warning: the default admin password', async (t) => {
   const r = run(['config', 'check']);
   t.equal(r.status, 0, r.stderr);
-  t.match(r.stderr, /warning CONFIG_DEFAULT_ADMIN_PASSWORD.*super_admin\.password.*built-in default password "admin".*listen on 127\.0\.0\.1 only/, 'config check warns about admin/admin');
+  t.match(
+    r.stderr,
+    /warning CONFIG_DEFAULT_ADMIN_PASSWORD.*super_admin\.password.*built-in default password "admin".*listen on 127\.0\.0\.1 only/,
+    'config check warns about admin/admin',
+  );
   t.equal(r.stderr.trim().split('\n').length, 1, 'and about nothing else');
   t.match(r.stdout, 'conf/deployment.toml: valid (1 warning)');
   t.match(r.stdout, 'role: default');
@@ -35,7 +43,10 @@ t.test('the embedded default conf/deployment.toml is valid with one warning: the
   t.match(r.stdout, 'accepted but inactive: (none)');
 });
 
-const keytoolMissing = spawnSync('keytool', ['-help'], { stdio: 'ignore' }).error !== undefined ? 'keytool (Java) is not installed: the reference key store cannot be made' : false;
+const keytoolMissing =
+  spawnSync('keytool', ['-help'], { stdio: 'ignore' }).error !== undefined
+    ? 'keytool (Java) is not installed: the reference key store cannot be made'
+    : false;
 
 t.test('a real file beside its stores: exit 0, warnings printed, inactive sections listed', { skip: keytoolMissing }, async (t) => {
   // [keystore.tls] names the store the transports default to, and config check opens it as start would:
@@ -43,7 +54,31 @@ t.test('a real file beside its stores: exit 0, warnings printed, inactive sectio
   const conf = path.join(dir, 'real');
   fs.mkdirSync(conf);
   fs.copyFileSync(path.join(FIXTURES, '01-product-apim_all-in-one.deployment.toml'), path.join(conf, 'deployment.toml'));
-  const made = spawnSync('keytool', ['-genkeypair', '-alias', 'wso2carbon', '-keyalg', 'RSA', '-keysize', '2048', '-dname', 'CN=localhost', '-validity', '365', '-keystore', 'wso2carbon.jks', '-storetype', 'JKS', '-storepass', 'wso2carbon', '-keypass', 'wso2carbon'], { cwd: conf, stdio: 'ignore' });
+  const made = spawnSync(
+    'keytool',
+    [
+      '-genkeypair',
+      '-alias',
+      'wso2carbon',
+      '-keyalg',
+      'RSA',
+      '-keysize',
+      '2048',
+      '-dname',
+      'CN=localhost',
+      '-validity',
+      '365',
+      '-keystore',
+      'wso2carbon.jks',
+      '-storetype',
+      'JKS',
+      '-storepass',
+      'wso2carbon',
+      '-keypass',
+      'wso2carbon',
+    ],
+    { cwd: conf, stdio: 'ignore' },
+  );
   t.equal(made.status, 0, 'keytool made wso2carbon.jks');
   const r = run(['config', 'check', '--config', path.join(conf, 'deployment.toml')]);
   t.equal(r.status, 0, r.stderr);
@@ -63,17 +98,26 @@ t.test('--strict makes the same file fail', async (t) => {
 });
 
 t.test('an LDAP user store start would refuse: exit 1 with USER_STORE_CONFIG, without contacting it', async (t) => {
-  const f = file('ldap.toml', '[user_store]\ntype = "active_directory"\n[user_store.properties]\nConnectionURL = "http://dc1.example:389"\nConnectionName = "CN=tw"\nConnectionPassword = "pw"\nUserSearchBase = "DC=example"\n');
+  const f = file(
+    'ldap.toml',
+    '[user_store]\ntype = "active_directory"\n[user_store.properties]\nConnectionURL = "http://dc1.example:389"\nConnectionName = "CN=tw"\nConnectionPassword = "pw"\nUserSearchBase = "DC=example"\n',
+  );
   const r = run(['config', 'check', '--config', f]);
   t.equal(r.status, 1);
-  t.match(r.stderr, /error USER_STORE_CONFIG: \[user_store\] type = "active_directory": \[user_store\.properties\] ConnectionURL "http:\/\/dc1\.example:389" is not an ldap:\/\/ or ldaps:\/\/ URL/);
+  t.match(
+    r.stderr,
+    /error USER_STORE_CONFIG: \[user_store\] type = "active_directory": \[user_store\.properties\] ConnectionURL "http:\/\/dc1\.example:389" is not an ldap:\/\/ or ldaps:\/\/ URL/,
+  );
   t.match(r.stdout, 'invalid: the user store start would refuse');
   const ok = run(['config', 'check', '--config', file('ldap-ok.toml', fs.readFileSync(f, 'utf8').replace('http://', 'ldaps://'))]);
   t.equal(ok.status, 0, ok.stderr);
 });
 
 t.test('a bad file: exit 1 with every error listed', async (t) => {
-  const bad = file('bad.toml', '[server]\noffset = "x"\nserver_role = "nope"\n[apim.cors]\nallow_origins = "$env{NOT_SET_FOR_THIS_TEST}"\n');
+  const bad = file(
+    'bad.toml',
+    '[server]\noffset = "x"\nserver_role = "nope"\n[apim.cors]\nallow_origins = "$env{NOT_SET_FOR_THIS_TEST}"\n',
+  );
   const r = run(['config', 'check', '--config', bad]);
   t.equal(r.status, 1);
   t.match(r.stderr, `${bad}:2:1: error CONFIG_TYPE server.offset`);
@@ -123,7 +167,10 @@ t.test('start: a bad configuration does not start (exit 1, every error listed)',
 
 t.test('start: boots the node on the effective ports, prints the role, and stops on SIGTERM', async (t) => {
   // Port 0 everywhere that listens, so the test never collides with a running node.
-  const conf = file('start.toml', '[transport.passthru_http]\nlistener.parameters.port = 0\n[transport.http.properties]\nport = 0\n[throughway.demo]\nenable = false\n');
+  const conf = file(
+    'start.toml',
+    '[transport.passthru_http]\nlistener.parameters.port = 0\n[transport.http.properties]\nport = 0\n[throughway.demo]\nenable = false\n',
+  );
   const child = spawn(process.execPath, [CLI, 'start', '--config', conf], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout.on('data', (b: Buffer) => (out += b.toString()));
@@ -155,7 +202,15 @@ t.test('missing file, usage errors and help', async (t) => {
   const noDefault = run(['config', 'check'], empty);
   t.equal(noDefault.status, 1, 'conf/deployment.toml is looked up under the working directory');
   t.match(noDefault.stderr, 'conf/deployment.toml: error CONFIG_IO');
-  for (const args of [[], ['bogus'], ['config'], ['config', 'lint'], ['config', 'check', '--nope'], ['config', 'check', '--config'], ['start', '--sys', 'novalue']]) {
+  for (const args of [
+    [],
+    ['bogus'],
+    ['config'],
+    ['config', 'lint'],
+    ['config', 'check', '--nope'],
+    ['config', 'check', '--config'],
+    ['start', '--sys', 'novalue'],
+  ]) {
     const r = run(args);
     t.equal(r.status, 2, `${args.join(' ') || '(no arguments)'} → exit 2`);
     t.match(r.stderr, 'Usage: throughway');

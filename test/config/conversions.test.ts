@@ -6,7 +6,7 @@
 import t from 'tap';
 import { brief, errors, load } from './helpers';
 
-t.test("a quoted dotted key and the nested form are the same key (spec 000, part 1)", async (t) => {
+t.test('a quoted dotted key and the nested form are the same key (spec 000, part 1)', async (t) => {
   const quoted = load("[passthru_http]\n'http.socket.timeout' = 5000\n'http.headers.preserve' = \"Content-Type, Date\"\n");
   const nested = load('[passthru_http]\nhttp.socket.timeout = 5000\nhttp.headers.preserve = "Content-Type, Date"\n');
   const table = load('[passthru_http.http.socket]\ntimeout = 5000\n[passthru_http.http.headers]\npreserve = "Content-Type, Date"\n');
@@ -29,7 +29,9 @@ t.test('writing a key in both forms is a duplicate on the second line', async (t
 });
 
 t.test("'TRUE' and 'FALSE' in any case are booleans in boolean-string keys", async (t) => {
-  const r = load('[apim.jwt]\nenable = "TRUE"\nenable_user_claims = "False"\n[super_admin]\ncreate_admin_account = "true"\n[apim.analytics]\nenable = false\n');
+  const r = load(
+    '[apim.jwt]\nenable = "TRUE"\nenable_user_claims = "False"\n[super_admin]\ncreate_admin_account = "true"\n[apim.analytics]\nenable = false\n',
+  );
   t.same(brief(r), []);
   t.equal(r.config.apim.jwt.enable, true);
   t.equal(r.config.apim.jwt.enable_user_claims, false);
@@ -106,7 +108,9 @@ t.test('allowed values, ranges, ports and URLs are checked', async (t) => {
   const range = load('[passthru_http]\nworker_pool_size_core = 0\n');
   t.match(errors(range), [{ code: 'CONFIG_RANGE', key: 'passthru_http.worker_pool_size_core', line: 2 }]);
   const port = load('[transport.passthru_http]\nlistener.parameters.port = 70000\n');
-  t.match(errors(port), [{ code: 'CONFIG_RANGE', key: 'transport.passthru_http.listener.parameters.port', line: 2, expected: 'a port number 0..65535' }]);
+  t.match(errors(port), [
+    { code: 'CONFIG_RANGE', key: 'transport.passthru_http.listener.parameters.port', line: 2, expected: 'a port number 0..65535' },
+  ]);
   const url = load('[apim.key_manager]\nservice_url = "not a url"\n');
   t.match(errors(url), [{ code: 'CONFIG_URL', key: 'apim.key_manager.service_url', line: 2 }]);
   const token = load('[apim.key_manager]\nservice_url = "https://localhost:${mgt.transport.https.port}/services/"\n');
@@ -129,7 +133,9 @@ t.test('paths are resolved from the directory of the configuration file', async 
 });
 
 t.test('a repeatable table written once as a plain table is one entry', async (t) => {
-  const r = load('[apim.gateway.environment]\nname = "Edge"\nws_endpoint = "ws://localhost:9099"\nhttps_endpoint = "https://localhost:8243"\n');
+  const r = load(
+    '[apim.gateway.environment]\nname = "Edge"\nws_endpoint = "ws://localhost:9099"\nhttps_endpoint = "https://localhost:8243"\n',
+  );
   t.same(brief(r), []);
   t.equal(r.config.apim.gateway.environment.length, 1);
   t.equal(r.config.apim.gateway.environment[0]?.name, 'Edge');

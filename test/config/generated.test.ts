@@ -19,7 +19,10 @@ t.test('docs/configuration.md is current', async (t) => {
 
 t.test('lib/config/deployment-config.generated.ts is current', async (t) => {
   const committed = fs.readFileSync(path.join(REPO, 'lib', 'config', 'deployment-config.generated.ts'), 'utf8');
-  t.ok(committed === renderTypes(), 'the generated config types differ from the schema: run `npm run docs` (or node dist/scripts/gen-config-types.js), rebuild and commit');
+  t.ok(
+    committed === renderTypes(),
+    'the generated config types differ from the schema: run `npm run docs` (or node dist/scripts/gen-config-types.js), rebuild and commit',
+  );
 });
 
 t.test('the docs list every section, every key, and every diagnostic code', async (t) => {
@@ -30,7 +33,17 @@ t.test('the docs list every section, every key, and every diagnostic code', asyn
     for (const k of s.keys) t.ok(docs.includes(`| \`${k.key.replace(/\|/g, '\\|')}\` |`), `${s.path}.${k.key}`);
   }
   for (const code of Object.keys(DIAGNOSTIC_CODES)) t.ok(docs.includes(`\`${code}\``), code);
-  for (const topic of ['$env{NAME}', '$sys{name}', '$ref{section.key}', '$conf{section.key}', 'server.offset', '--strict', '[throughway]', 'milliseconds', 'accepted but inactive']) {
+  for (const topic of [
+    '$env{NAME}',
+    '$sys{name}',
+    '$ref{section.key}',
+    '$conf{section.key}',
+    'server.offset',
+    '--strict',
+    '[throughway]',
+    'milliseconds',
+    'accepted but inactive',
+  ]) {
     t.ok(docs.includes(topic), `the introduction explains ${topic}`);
   }
 });

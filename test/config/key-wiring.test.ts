@@ -35,7 +35,10 @@ t.test('[apim.throttling] condition switches and the decision connection reach t
 });
 
 t.test('[apim.event_hub] event_duplicate_url and event_waiting_time reach the scale settings', async (t) => {
-  const s = scaleSettingsFrom(load('[apim.event_hub]\nenable = true\nevent_duplicate_url = ["tcp://mq:5672", "redis://127.0.0.1:6390"]\nevent_waiting_time = 250\n').config);
+  const s = scaleSettingsFrom(
+    load('[apim.event_hub]\nenable = true\nevent_duplicate_url = ["tcp://mq:5672", "redis://127.0.0.1:6390"]\nevent_waiting_time = 250\n')
+      .config,
+  );
   t.equal(s.redisUrl, 'redis://127.0.0.1:6390', 'the first redis:// URL is the hub');
   t.same(s.ignoredUrls, ['tcp://mq:5672'], 'a JMS URL is named as ignored');
   t.equal(s.eventWaitingTime, 250);
@@ -44,33 +47,50 @@ t.test('[apim.event_hub] event_duplicate_url and event_waiting_time reach the sc
 t.test('[passthru_http] io_buffer_size sets the backend read buffer only when larger than read_buffer_size', async (t) => {
   const base = transportSettingsFrom(load('').config).readBufferSize ?? 0;
   t.equal(transportSettingsFrom(load(`[passthru_http]\nio_buffer_size = ${base * 4}\n`).config).readBufferSize, base * 4);
-  t.equal(transportSettingsFrom(load('[passthru_http]\nio_buffer_size = 1024\n').config).readBufferSize, base, 'a smaller one changes nothing (acts differently)');
+  t.equal(
+    transportSettingsFrom(load('[passthru_http]\nio_buffer_size = 1024\n').config).readBufferSize,
+    base,
+    'a smaller one changes nothing (acts differently)',
+  );
 });
 
-t.test('every [message_builders] and [message_formatters] key, and the custom tables, choose the format of their content type', async (t) => {
-  const builders = ['application_xml', 'form_urlencoded', 'multipart_form_data', 'text_plain', 'application_json', 'json_badgerfish', 'text_javascript', 'octet_stream', 'application_binary'];
-  const keys = [...builders, 'text_xml', 'soap_xml'];
-  t.same([...keys].sort(), Object.keys(KEY_CONTENT_TYPES).sort(), 'every key of the tables');
-  const text = [
-    '[message_builders]',
-    ...builders.map((k) => `${k} = "text"`),
-    '[message_formatters]',
-    ...keys.map((k) => `${k} = "text"`),
-    '[[custom_message_builders]]',
-    'content_type = "application/x-orders"',
-    'class = "org.apache.synapse.commons.json.JsonStreamBuilder"',
-    '[[custom_message_formatters]]',
-    'content_type = "application/x-orders"',
-    'class = "org.apache.synapse.commons.json.JsonStreamFormatter"',
-  ].join('\n');
-  const m = mediationSettingsFrom(load(`${text}\n`).config);
-  for (const k of builders) t.equal(m.builders.of(KEY_CONTENT_TYPES[k] as string), 'text', `message_builders.${k}`);
-  for (const k of keys) t.equal(m.formatters.of(KEY_CONTENT_TYPES[k] as string), 'text', `message_formatters.${k}`);
-  t.equal(m.builders.of('application/x-orders'), 'json');
-  t.equal(m.formatters.of('application/x-orders; charset=utf-8'), 'json');
-  const d = mediationSettingsFrom(load('').config);
-  t.equal(d.builders.of('application/json'), 'json', 'the default for comparison');
-});
+t.test(
+  'every [message_builders] and [message_formatters] key, and the custom tables, choose the format of their content type',
+  async (t) => {
+    const builders = [
+      'application_xml',
+      'form_urlencoded',
+      'multipart_form_data',
+      'text_plain',
+      'application_json',
+      'json_badgerfish',
+      'text_javascript',
+      'octet_stream',
+      'application_binary',
+    ];
+    const keys = [...builders, 'text_xml', 'soap_xml'];
+    t.same([...keys].sort(), Object.keys(KEY_CONTENT_TYPES).sort(), 'every key of the tables');
+    const text = [
+      '[message_builders]',
+      ...builders.map((k) => `${k} = "text"`),
+      '[message_formatters]',
+      ...keys.map((k) => `${k} = "text"`),
+      '[[custom_message_builders]]',
+      'content_type = "application/x-orders"',
+      'class = "org.apache.synapse.commons.json.JsonStreamBuilder"',
+      '[[custom_message_formatters]]',
+      'content_type = "application/x-orders"',
+      'class = "org.apache.synapse.commons.json.JsonStreamFormatter"',
+    ].join('\n');
+    const m = mediationSettingsFrom(load(`${text}\n`).config);
+    for (const k of builders) t.equal(m.builders.of(KEY_CONTENT_TYPES[k] as string), 'text', `message_builders.${k}`);
+    for (const k of keys) t.equal(m.formatters.of(KEY_CONTENT_TYPES[k] as string), 'text', `message_formatters.${k}`);
+    t.equal(m.builders.of('application/x-orders'), 'json');
+    t.equal(m.formatters.of('application/x-orders; charset=utf-8'), 'json');
+    const d = mediationSettingsFrom(load('').config);
+    t.equal(d.builders.of('application/json'), 'json', 'the default for comparison');
+  },
+);
 
 t.test('[oauth.oidc] id_token_validity and [user_store.properties] PasswordHashMethod reach the key manager settings', async (t) => {
   const r = load('[oauth.oidc]\ntoken_validation.id_token_validity = 1200\n[user_store.properties]\nPasswordHashMethod = "MD5"\n');

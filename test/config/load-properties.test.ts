@@ -17,13 +17,54 @@ import { fcParams } from '../helpers/fc-seed';
 
 const params = fcParams;
 
-const FILES = fs.readdirSync(FIXTURES).filter((f) => f.endsWith('.toml')).sort();
+const FILES = fs
+  .readdirSync(FIXTURES)
+  .filter((f) => f.endsWith('.toml'))
+  .sort();
 const TEXTS = FILES.map((f) => ({ name: f, text: fs.readFileSync(path.join(FIXTURES, f), 'utf8') }));
 
 /** Values of every TOML type (and some that are not TOML), for "change a value's type". */
-const VALUES = ['"text"', '123', '-1', '1.5', 'true', 'false', '[1, "a"]', '{ a = 1 }', '1979-05-27T07:32:00Z', '"$env{NOT_SET}"', '"$ref{nowhere.key}"', '""', '99999999999999999999', 'nan', '"\\u0000"', '[[]]', '{', '"unterminated'];
+const VALUES = [
+  '"text"',
+  '123',
+  '-1',
+  '1.5',
+  'true',
+  'false',
+  '[1, "a"]',
+  '{ a = 1 }',
+  '1979-05-27T07:32:00Z',
+  '"$env{NOT_SET}"',
+  '"$ref{nowhere.key}"',
+  '""',
+  '99999999999999999999',
+  'nan',
+  '"\\u0000"',
+  '[[]]',
+  '{',
+  '"unterminated',
+];
 /** Garbage lines: broken syntax, headers of every shape, stray bytes. */
-const GARBAGE = ['[', ']]', '[[server]]', '[server', 'a = ', '= 1', 'x.y.z = 1', '"quoted key" = 2', '[apim.gateway.environment]', '[[apim.gateway.environment]]', '\u0000\u0001', '\ufeff', 'key = """', "key = '''", '#', 'a.b = 1\na = 2', '[transport.passthru_http]\n"listener.port" = "x"', '🙂 = 1'];
+const GARBAGE = [
+  '[',
+  ']]',
+  '[[server]]',
+  '[server',
+  'a = ',
+  '= 1',
+  'x.y.z = 1',
+  '"quoted key" = 2',
+  '[apim.gateway.environment]',
+  '[[apim.gateway.environment]]',
+  '\u0000\u0001',
+  '\ufeff',
+  'key = """',
+  "key = '''",
+  '#',
+  'a.b = 1\na = 2',
+  '[transport.passthru_http]\n"listener.port" = "x"',
+  '🙂 = 1',
+];
 
 type Edit =
   | { kind: 'delete'; line: number }
@@ -117,7 +158,11 @@ t.test('found by the property above: a wrong-typed value copied into schema defa
   const r = loadConfig({ file: 'conf/x.toml', text, env: {} });
   const errs = r.diagnostics.filter((d) => d.level === 'error');
   t.ok(errs.length > 1, `${errs.length} errors`);
-  t.same(errs.filter((d) => d.line !== 5).map((d) => `${d.key} @${d.line}`), [], 'every error on line 5');
+  t.same(
+    errs.filter((d) => d.line !== 5).map((d) => `${d.key} @${d.line}`),
+    [],
+    'every error on line 5',
+  );
   t.match(errs.find((d) => d.key === 'apim.key_manager.username')?.message, /\(schema default, from super_admin\.username\)/);
 });
 
@@ -125,10 +170,24 @@ t.test('found by the property above: a dotted key is located on its own line, al
   // `x.y.z = 1` at the top of a file reported "unknown key 'x'" on line 0, and under [server] on the
   // header's line: only the full dotted path had a position, not the tables it implies.
   const top = loadConfig({ file: 'conf/x.toml', text: 'x.y.z = 1\n[server]\nhostname = "a"\n', env: {}, strict: true });
-  t.same(top.diagnostics.filter((d) => d.level === 'error').map((d) => [d.code, d.key, d.line]), [['CONFIG_UNKNOWN_KEY', 'x', 1]]);
+  t.same(
+    top.diagnostics.filter((d) => d.level === 'error').map((d) => [d.code, d.key, d.line]),
+    [['CONFIG_UNKNOWN_KEY', 'x', 1]],
+  );
   const inner = loadConfig({ file: 'conf/x.toml', text: '[server]\nhostname = "a"\nx.y.z = 1\n', env: {}, strict: true });
-  t.same(inner.diagnostics.filter((d) => d.level === 'error').map((d) => [d.code, d.key, d.line]), [['CONFIG_UNKNOWN_KEY', 'server.x', 3]]);
+  t.same(
+    inner.diagnostics.filter((d) => d.level === 'error').map((d) => [d.code, d.key, d.line]),
+    [['CONFIG_UNKNOWN_KEY', 'server.x', 3]],
+  );
   // A table written after the dotted keys that implied it is not a duplicate of them.
-  const later = loadConfig({ file: 'conf/x.toml', text: '[server]\nhostname = "a"\n[apim]\nsync_runtime_artifacts.gateway.skip_list.apis = []\n', env: {} });
-  t.same(later.diagnostics.filter((d) => d.code === 'CONFIG_DUPLICATE'), [], 'no duplicate');
+  const later = loadConfig({
+    file: 'conf/x.toml',
+    text: '[server]\nhostname = "a"\n[apim]\nsync_runtime_artifacts.gateway.skip_list.apis = []\n',
+    env: {},
+  });
+  t.same(
+    later.diagnostics.filter((d) => d.code === 'CONFIG_DUPLICATE'),
+    [],
+    'no duplicate',
+  );
 });

@@ -68,10 +68,13 @@ t.test('nearest falls back to the written ancestor', async (t) => {
 
 t.test('duplicates, including a quoted dotted key and its nested form', async (t) => {
   const map = locateKeys("[a]\nx = 1\n'b.c' = 2\nb.c = 3\n[a]\n");
-  t.same(map.duplicates.map((d) => [d.path, d.first.line, d.again.line]), [
-    ['a.b.c', 3, 4],
-    ['a', 1, 5],
-  ]);
+  t.same(
+    map.duplicates.map((d) => [d.path, d.first.line, d.again.line]),
+    [
+      ['a.b.c', 3, 4],
+      ['a', 1, 5],
+    ],
+  );
 });
 
 t.test('never throws on broken text', async (t) => {

@@ -6,7 +6,9 @@ import t from 'tap';
 import { at, brief, errors, load } from './helpers';
 
 t.test('$env{NAME} comes from options.env', async (t) => {
-  const r = load('[server]\nhostname = "$env{HOST_NAME}"\n[super_admin]\nusername = "u-$env{WHO}-x"\n', { env: { HOST_NAME: 'gw.example.com', WHO: 'ops' } });
+  const r = load('[server]\nhostname = "$env{HOST_NAME}"\n[super_admin]\nusername = "u-$env{WHO}-x"\n', {
+    env: { HOST_NAME: 'gw.example.com', WHO: 'ops' },
+  });
   t.same(brief(r), []);
   t.equal(r.config.server.hostname, 'gw.example.com');
   t.equal(r.config.super_admin.username, 'u-ops-x', 'interpolated inside text');
@@ -41,7 +43,19 @@ t.test('a $sys without a value is CONFIG_SYS_MISSING naming --sys', async (t) =>
 });
 
 t.test('$ref and $conf take the value of another key, after defaults', async (t) => {
-  const r = load(['[super_admin]', 'username = "root"', '[apim.key_manager]', 'username = "$ref{super_admin.username}"', '[apim.event_hub]', 'username = "$conf{super_admin.username}"', '[apim.jwt]', 'header = "$ref{database.apim_db.validationQuery}"', ''].join('\n'));
+  const r = load(
+    [
+      '[super_admin]',
+      'username = "root"',
+      '[apim.key_manager]',
+      'username = "$ref{super_admin.username}"',
+      '[apim.event_hub]',
+      'username = "$conf{super_admin.username}"',
+      '[apim.jwt]',
+      'header = "$ref{database.apim_db.validationQuery}"',
+      '',
+    ].join('\n'),
+  );
   t.same(brief(r), []);
   t.equal(r.config.apim.key_manager.username, 'root', '$ref');
   t.equal(r.config.apim.event_hub.username, 'root', '$conf is the same lookup');
@@ -55,7 +69,19 @@ t.test("schema defaults that are references follow the referenced key (the spec'
 });
 
 t.test('a value that is exactly one reference keeps the referenced type', async (t) => {
-  const r = load(['[apim.cors]', 'allow_methods = ["GET", "HEAD"]', 'allow_origins = ["https://app.example"]', 'allow_credentials = true', '[passthru_http]', "'http.headers.preserve' = \"$ref{apim.cors.allow_methods}\"", '[apim.jwt]', 'use_sha256_hash = "$ref{apim.cors.allow_credentials}"', ''].join('\n'));
+  const r = load(
+    [
+      '[apim.cors]',
+      'allow_methods = ["GET", "HEAD"]',
+      'allow_origins = ["https://app.example"]',
+      'allow_credentials = true',
+      '[passthru_http]',
+      '\'http.headers.preserve\' = "$ref{apim.cors.allow_methods}"',
+      '[apim.jwt]',
+      'use_sha256_hash = "$ref{apim.cors.allow_credentials}"',
+      '',
+    ].join('\n'),
+  );
   t.same(brief(r), []);
   t.same(r.config.passthru_http.http.headers.preserve, ['GET', 'HEAD'], 'a list stays a list');
   t.equal(r.config.apim.jwt.use_sha256_hash, true, 'a boolean stays a boolean');
@@ -74,20 +100,44 @@ t.test('runtime ${name} tokens are left for the parts that fill them, and skip U
 });
 
 t.test('a reference to a missing key is CONFIG_REF_MISSING on its line, naming the chain', async (t) => {
-  const r = load(['[apim.key_manager]', 'username = "$ref{super_admin.nickname}"', '[apim.event_hub]', 'username = "$ref{apim.key_manager.username}"', ''].join('\n'));
+  const r = load(
+    [
+      '[apim.key_manager]',
+      'username = "$ref{super_admin.nickname}"',
+      '[apim.event_hub]',
+      'username = "$ref{apim.key_manager.username}"',
+      '',
+    ].join('\n'),
+  );
   const e = errors(r);
   t.equal(e.length, 1, brief(r).join('\n'));
   t.match(e[0], { code: 'CONFIG_REF_MISSING', key: 'apim.key_manager.username', line: 2 });
   t.match(e[0]?.message, /super_admin\.nickname/);
   const direct = load('[apim.event_hub]\nusername = "$ref{apim.key_manager.user}"\n');
   t.match(errors(direct), [{ code: 'CONFIG_REF_MISSING', line: 2 }]);
-  const chained = load(['[apim.event_hub]', 'username = "$ref{apim.key_manager.username}"', '[apim.key_manager]', 'username = "$ref{super_admin.nickname}"', ''].join('\n'));
+  const chained = load(
+    [
+      '[apim.event_hub]',
+      'username = "$ref{apim.key_manager.username}"',
+      '[apim.key_manager]',
+      'username = "$ref{super_admin.nickname}"',
+      '',
+    ].join('\n'),
+  );
   t.match(errors(chained), [{ code: 'CONFIG_REF_MISSING', line: 4 }]);
   t.match(errors(chained)[0]?.message, /apim\.event_hub\.username → apim\.key_manager\.username → super_admin\.nickname/, 'the chain');
 });
 
 t.test('a reference cycle is one CONFIG_REF_CYCLE naming the whole chain', async (t) => {
-  const text = ['[apim.key_manager]', 'username = "$ref{apim.event_hub.username}"', '[apim.event_hub]', 'username = "$ref{apim.workflow.username}"', '[apim.workflow]', 'username = "$ref{apim.key_manager.username}"', ''].join('\n');
+  const text = [
+    '[apim.key_manager]',
+    'username = "$ref{apim.event_hub.username}"',
+    '[apim.event_hub]',
+    'username = "$ref{apim.workflow.username}"',
+    '[apim.workflow]',
+    'username = "$ref{apim.key_manager.username}"',
+    '',
+  ].join('\n');
   const r = load(text);
   const e = errors(r);
   t.equal(e.length, 1, brief(r).join('\n'));
@@ -103,7 +153,21 @@ t.test('a malformed reference is CONFIG_REF_SYNTAX', async (t) => {
 });
 
 t.test('references reach entries of repeatable tables and keys outside the schema', async (t) => {
-  const r = load(['[keystore.tls]', 'file_name = "tls.jks"', '[[apim.gateway.environment]]', 'name = "Default"', 'ws_endpoint = "ws://localhost:9099"', 'https_endpoint = "https://localhost:8243"', '[server]', 'hostname = "$ref{apim.gateway.environment[0].name}"', '[apim.jwt]', 'header = "$ref{keystore.tls.file_name}"', ''].join('\n'));
+  const r = load(
+    [
+      '[keystore.tls]',
+      'file_name = "tls.jks"',
+      '[[apim.gateway.environment]]',
+      'name = "Default"',
+      'ws_endpoint = "ws://localhost:9099"',
+      'https_endpoint = "https://localhost:8243"',
+      '[server]',
+      'hostname = "$ref{apim.gateway.environment[0].name}"',
+      '[apim.jwt]',
+      'header = "$ref{keystore.tls.file_name}"',
+      '',
+    ].join('\n'),
+  );
   t.same(errors(r), []);
   t.equal(r.config.server.hostname, 'Default');
   t.equal(r.config.apim.jwt.header, 'tls.jks');

@@ -7,17 +7,36 @@ import { brief, errors, load } from './helpers';
 
 t.test('the default ports', async (t) => {
   const r = load('');
-  t.match(r.ports, { offset: 0, managementHttps: 9443, managementHttp: 9763, passthruHttp: 8280, passthruHttps: 8243, ws: 9099, wss: 8099 });
+  t.match(r.ports, {
+    offset: 0,
+    managementHttps: 9443,
+    managementHttp: 9763,
+    passthruHttp: 8280,
+    passthruHttps: 8243,
+    ws: 9099,
+    wss: 8099,
+  });
 });
 
 t.test('offset 1 moves every port by one', async (t) => {
   const r = load('[server]\noffset = 1\n');
   t.same(brief(r), []);
-  t.match(r.ports, { offset: 1, managementHttps: 9444, managementHttp: 9764, passthruHttp: 8281, passthruHttps: 8244, ws: 9100, wss: 8100, demo: 9001 });
+  t.match(r.ports, {
+    offset: 1,
+    managementHttps: 9444,
+    managementHttp: 9764,
+    passthruHttp: 8281,
+    passthruHttps: 8244,
+    ws: 9100,
+    wss: 8100,
+    demo: 9001,
+  });
 });
 
 t.test('configured ports get the offset too', async (t) => {
-  const r = load('[server]\noffset = 10\n[transport.passthru_http]\nlistener.parameters.port = 18080\n[transport.https.properties]\nport = 19443\n');
+  const r = load(
+    '[server]\noffset = 10\n[transport.passthru_http]\nlistener.parameters.port = 18080\n[transport.https.properties]\nport = 19443\n',
+  );
   t.same(brief(r), []);
   t.equal(r.ports.passthruHttp, 18090);
   t.equal(r.ports.managementHttps, 19453);

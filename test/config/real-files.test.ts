@@ -8,7 +8,10 @@ import t from 'tap';
 import { loadConfig } from '../../lib/config/load';
 import { FIXTURES, brief, errors, warnings } from './helpers';
 
-const FILES = fs.readdirSync(FIXTURES).filter((f) => f.endsWith('.toml')).sort();
+const FILES = fs
+  .readdirSync(FIXTURES)
+  .filter((f) => f.endsWith('.toml'))
+  .sort();
 
 t.test('four real files are present', async (t) => {
   t.equal(FILES.length, 4, FILES.join(', '));
@@ -17,7 +20,11 @@ t.test('four real files are present', async (t) => {
 for (const name of FILES) {
   t.test(`${name} loads with zero errors`, async (t) => {
     const r = loadConfig({ file: path.join(FIXTURES, name), env: {} });
-    t.same(errors(r).map((d) => `${d.code} ${d.key} @${d.line}: ${d.message}`), [], 'no errors');
+    t.same(
+      errors(r).map((d) => `${d.code} ${d.key} @${d.line}: ${d.message}`),
+      [],
+      'no errors',
+    );
     t.ok(r.ok);
     t.equal(r.config.server.hostname, 'localhost');
     t.equal(r.config.server.server_role, 'default');
@@ -27,7 +34,10 @@ for (const name of FILES) {
       t.ok(w.line > 0, `${w.code} ${w.key} names its line`);
       t.match(w.code, /^CONFIG_UNKNOWN_(KEY|SECTION)$/, `${w.key}: only unknown keys and tables warn`);
     }
-    t.ok(r.diagnostics.every((d) => !d.message.includes('wso2carbon')), 'no sample credential in messages');
+    t.ok(
+      r.diagnostics.every((d) => !d.message.includes('wso2carbon')),
+      'no sample credential in messages',
+    );
   });
 
   t.test(`${name} under --strict: its unknown keys become errors`, async (t) => {
@@ -49,16 +59,29 @@ t.test('the all-in-one file: values as the real file writes them', async (t) => 
   t.equal(r.config.apim.key_manager.username, 'admin', 'a $ref default resolved against [super_admin]');
   t.ok(r.inactive.includes('apim.ai'), 'a written section throughway does not run is listed as inactive');
   // wss_endpoint is not in the spec's table but the reference's own files write it: a known key, no warning.
-  t.equal(r.diagnostics.find((d) => d.key === 'apim.gateway.environment[0].wss_endpoint'), undefined);
+  t.equal(
+    r.diagnostics.find((d) => d.key === 'apim.gateway.environment[0].wss_endpoint'),
+    undefined,
+  );
   t.match(env?.wss_endpoint, /^wss:\/\//, 'wss_endpoint loaded from the entry');
-  t.equal(r.diagnostics.find((d) => d.key.startsWith('keystore.tls')), undefined, '[keystore.tls] is known');
+  t.equal(
+    r.diagnostics.find((d) => d.key.startsWith('keystore.tls')),
+    undefined,
+    '[keystore.tls] is known',
+  );
   // The transports default to the server's TLS key store (spec 001, [transport.passthru_https]).
   const https = r.config.transport.passthru_https;
   t.equal(https.listener.key_store.file_name, path.join(FIXTURES, 'wso2carbon.jks'));
   t.equal(https.sender.key_store.file_name, path.join(FIXTURES, 'wso2carbon.jks'));
   t.equal(https.listener.key_store.type, 'JKS');
-  t.match(r.diagnostics.find((d) => d.key === 'event_listener[0]'), { code: 'CONFIG_UNKNOWN_SECTION', line: 262, message: 'unknown section [[event_listener]]' });
-  t.notOk(r.diagnostics.some((d) => d.key.startsWith('event_listener[0].properties')), 'a table inside a reported unknown table is not reported again');
+  t.match(
+    r.diagnostics.find((d) => d.key === 'event_listener[0]'),
+    { code: 'CONFIG_UNKNOWN_SECTION', line: 262, message: 'unknown section [[event_listener]]' },
+  );
+  t.notOk(
+    r.diagnostics.some((d) => d.key.startsWith('event_listener[0].properties')),
+    'a table inside a reported unknown table is not reported again',
+  );
 });
 
 t.test('the gateway file: bare numbers in duration keys are in the key unit', async (t) => {

@@ -75,13 +75,20 @@ function looksSecret(name: string): boolean {
 t.test('section paths are unique', async (t) => {
   const seen = new Map<string, number>();
   for (const s of SECTIONS) seen.set(s.path, (seen.get(s.path) ?? 0) + 1);
-  t.same([...seen].filter(([, n]) => n > 1).map(([p]) => p), []);
+  t.same(
+    [...seen].filter(([, n]) => n > 1).map(([p]) => p),
+    [],
+  );
 });
 
 t.test('keys are unique within a section, and none is a dotted prefix of another', async (t) => {
   for (const s of SECTIONS) {
     const names = s.keys.map((k) => k.key);
-    t.same(names.filter((n, i) => names.indexOf(n) !== i), [], `duplicates in [${s.path}]`);
+    t.same(
+      names.filter((n, i) => names.indexOf(n) !== i),
+      [],
+      `duplicates in [${s.path}]`,
+    );
     // TOML cannot hold both a value at a.b and a table a.b.c.
     const prefixes = names.filter((n) => names.some((m) => m.startsWith(`${n}.`)));
     t.same(prefixes, [], `prefix keys in [${s.path}]`);
@@ -103,7 +110,10 @@ t.test('every full key path is described once across sections', async (t) => {
   t.same(dupes, []);
   // A key of one section must not be the path of another section either.
   const paths = new Set(SECTIONS.map((s) => s.path));
-  t.same([...owner.keys()].filter((f) => paths.has(f)), []);
+  t.same(
+    [...owner.keys()].filter((f) => paths.has(f)),
+    [],
+  );
 });
 
 t.test('defaults match their declared types, formats and allowed values', async (t) => {
@@ -182,24 +192,44 @@ t.test('enabledBy names a boolean switch', async (t) => {
   }
   t.equal(section('apim.analytics').enabledBy, 'apim.analytics.enable');
   t.equal(section('apim.jwt').enabledBy, 'apim.jwt.enable');
-    t.equal(section('server_health_check').enabledBy, 'server_health_check.enable');
+  t.equal(section('server_health_check').enabledBy, 'server_health_check.enable');
   t.equal(section('apim.cors').enabledBy, 'apim.cors.enable');
   t.equal(section('apim.transport_headers').enabledBy, 'apim.transport_headers.enabled');
 });
 
 t.test('sources, order and counts', async (t) => {
-  t.ok(DOC000_SECTIONS.every((s) => s.source === '000'), 'doc000 sections say 000');
-  t.ok(DOC001_SECTIONS.every((s) => s.source === '001'), 'doc001 sections say 001');
-  t.ok(THROUGHWAY_SECTIONS.every((s) => s.source === 'throughway' && s.runs), 'throughway sections run');
-  t.ok(REFERENCE_SECTIONS.every((s) => s.source === 'reference'), "the reference's own tables say reference");
-  t.same(SECTIONS.map((s) => s.path), [...DOC000_SECTIONS, ...DOC001_SECTIONS, ...REFERENCE_SECTIONS, ...THROUGHWAY_SECTIONS].map((s) => s.path), 'spec order');
+  t.ok(
+    DOC000_SECTIONS.every((s) => s.source === '000'),
+    'doc000 sections say 000',
+  );
+  t.ok(
+    DOC001_SECTIONS.every((s) => s.source === '001'),
+    'doc001 sections say 001',
+  );
+  t.ok(
+    THROUGHWAY_SECTIONS.every((s) => s.source === 'throughway' && s.runs),
+    'throughway sections run',
+  );
+  t.ok(
+    REFERENCE_SECTIONS.every((s) => s.source === 'reference'),
+    "the reference's own tables say reference",
+  );
+  t.same(
+    SECTIONS.map((s) => s.path),
+    [...DOC000_SECTIONS, ...DOC001_SECTIONS, ...REFERENCE_SECTIONS, ...THROUGHWAY_SECTIONS].map((s) => s.path),
+    'spec order',
+  );
   const keys = SECTIONS.reduce((n, s) => n + s.keys.length, 0);
   t.ok(SECTIONS.length >= 105, `section count ${SECTIONS.length}`);
   t.ok(keys >= 620, `key count ${keys}`);
-  t.ok(SECTIONS.every((s) => s.keys.length > 0), 'no empty section');
+  t.ok(
+    SECTIONS.every((s) => s.keys.length > 0),
+    'no empty section',
+  );
   t.ok(Number.isInteger(SCHEMA_VERSION) && SCHEMA_VERSION >= 1, 'schema version');
   // Placeholders are whole segments written <name>.
-  for (const s of SECTIONS) for (const seg of s.path.split('.')) t.ok(!/[<>]/.test(seg) || /^<[a-z_]+>$/.test(seg), `segment ${seg} of [${s.path}]`);
+  for (const s of SECTIONS)
+    for (const seg of s.path.split('.')) t.ok(!/[<>]/.test(seg) || /^<[a-z_]+>$/.test(seg), `segment ${seg} of [${s.path}]`);
 });
 
 t.test('spot checks against the spec', async (t) => {
@@ -215,7 +245,14 @@ t.test('spot checks against the spec', async (t) => {
   t.equal(key('transport.ws', 'port').default, 9099);
   t.equal(key('transport.wss', 'port').default, 8099);
   t.equal(key('server', 'offset').default, 0);
-  t.same(key('server', 'server_role').allowed, ['default', 'api-devportal', 'api-key-manager', 'api-publisher', 'gateway-worker', 'traffic-manager']);
+  t.same(key('server', 'server_role').allowed, [
+    'default',
+    'api-devportal',
+    'api-key-manager',
+    'api-publisher',
+    'gateway-worker',
+    'traffic-manager',
+  ]);
   t.equal(key('super_admin', 'create_admin_account').boolString, true);
   t.equal(key('super_admin', 'create_admin_account').default, true);
   t.equal(key('database.apim_db', 'pool_options.maxActive').default, '50');
@@ -256,19 +293,64 @@ t.test('spot checks against the spec', async (t) => {
 });
 
 t.test('runs: gateway features and the developer portal run, platform features do not', async (t) => {
-  for (const p of ['server', 'apim.jwt', 'apim.gateway.environment', 'apim.devportal', 'apim.cors', 'apim.throttling', 'transport.passthru_http', 'passthru_http', 'transport.ws', 'mediation', 'oauth.grant_type.password', 'apim.transport_headers', 'throughway', 'oauth.oidc', 'tenant_mgt', 'multi_tenancy.platform', 'apim.workflow', 'apim.sdk', 'apim.notifications', 'output_adapter.email']) {
+  for (const p of [
+    'server',
+    'apim.jwt',
+    'apim.gateway.environment',
+    'apim.devportal',
+    'apim.cors',
+    'apim.throttling',
+    'transport.passthru_http',
+    'passthru_http',
+    'transport.ws',
+    'mediation',
+    'oauth.grant_type.password',
+    'apim.transport_headers',
+    'throughway',
+    'oauth.oidc',
+    'tenant_mgt',
+    'multi_tenancy.platform',
+    'apim.workflow',
+    'apim.sdk',
+    'apim.notifications',
+    'output_adapter.email',
+    'multi_tenancy.billing.package.<package_key>',
+  ]) {
     t.equal(section(p).runs, true, `[${p}] runs`);
   }
-  for (const p of ['security_audit', 'apim.ai', 'multi_tenancy.billing.package.<package_key>', 'indexing', 'registry_handler', 'governance', 'broker.heartbeat', 'transport.blocking_http', 'engine_handlers', 'apim.cache.recent_apis', 'apim.cache.publisher_roles', 'apim.cache.tags']) {
+  for (const p of [
+    'security_audit',
+    'apim.ai',
+    'indexing',
+    'registry_handler',
+    'governance',
+    'broker.heartbeat',
+    'transport.blocking_http',
+    'engine_handlers',
+    'apim.cache.recent_apis',
+    'apim.cache.publisher_roles',
+    'apim.cache.tags',
+  ]) {
     t.equal(section(p).runs, false, `[${p}] does not run`);
   }
 });
 
 t.test('the [throughway] section', async (t) => {
   const want: Record<string, unknown> = {
-    log_level: 'info', connect_timeout: 10000, header_timeout: 30000, keepalive_timeout: 60000, pool_idle_timeout: 30000,
-    max_request_body: -1, high_water_mark: 1048576, read_buffer_size: 262144, shutdown_timeout: 30000, via: '1.1 throughway',
-    x_forwarded: true, retry_stale: true, apis_dir: 'apis', fault_templates_file: 'fault-templates.toml',
+    log_level: 'info',
+    connect_timeout: 10000,
+    header_timeout: 30000,
+    keepalive_timeout: 60000,
+    pool_idle_timeout: 30000,
+    max_request_body: -1,
+    high_water_mark: 1048576,
+    read_buffer_size: 262144,
+    shutdown_timeout: 30000,
+    via: '1.1 throughway',
+    x_forwarded: true,
+    retry_stale: true,
+    apis_dir: 'apis',
+    fault_templates_file: 'fault-templates.toml',
     access_log_file: 'logs/http_access.log',
   };
   for (const [k, v] of Object.entries(want)) t.same(key('throughway', k).default, v, `throughway.${k}`);
@@ -290,7 +372,8 @@ function fixtureDir(): string | undefined {
   return undefined;
 }
 
-const isTable = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v) && !(v instanceof Date);
+const isTable = (v: unknown): v is Record<string, unknown> =>
+  v !== null && typeof v === 'object' && !Array.isArray(v) && !(v instanceof Date);
 
 /** The section whose path matches the longest prefix of `segs` (placeholders match any one name). */
 function sectionOf(segs: readonly string[]): { section: SectionDef; rest: string[] } | undefined {
@@ -301,7 +384,10 @@ function sectionOf(segs: readonly string[]): { section: SectionDef; rest: string
     if (sp.length > segs.length) continue;
     if (!sp.every((x, i) => x === segs[i] || /^<.+>$/.test(x))) continue;
     const rest = segs.slice(sp.length);
-    if (sp.length > bestLen && s.keys.some((k) => rest.join('.') === k.key || rest.join('.').startsWith(`${k.key}.`) || rest.length === 0)) {
+    if (
+      sp.length > bestLen &&
+      s.keys.some((k) => rest.join('.') === k.key || rest.join('.').startsWith(`${k.key}.`) || rest.length === 0)
+    ) {
       best = { section: s, rest };
       bestLen = sp.length;
     }
@@ -332,51 +418,55 @@ function acceptable(d: KeyDef, v: unknown): boolean {
 
 const FIXTURES = fixtureDir();
 
-t.test("the reference's deployment.toml files fit the schema", { skip: FIXTURES === undefined ? 'fixtures not found (test/fixtures/deployment-toml or ../shared/fixtures/deployment-toml)' : false }, async (t) => {
-  const dir = FIXTURES ?? '';
-  const files = fs.readdirSync(dir).filter((f) => f.endsWith('.toml'));
-  t.ok(files.length >= 4, 'four fixtures');
-  for (const file of files) {
-    const doc: unknown = toml.parse(fs.readFileSync(path.join(dir, file), 'utf8'));
-    const problems: string[] = [];
-    const written = new Map<string, { section: SectionDef; table: Record<string, unknown> }>();
-    // Leaves: every known key's value must convert; unknown keys are only warnings for the loader.
-    const walk = (v: unknown, segs: string[]): void => {
-      if (isTable(v)) {
-        const m = sectionOf(segs);
-        if (m !== undefined && m.rest.length === 0) written.set(segs.join('.'), { section: m.section, table: v });
-        for (const [k, c] of Object.entries(v)) {
-          const hit = sectionOf([...segs, k]);
-          const d = hit?.section.keys.find((x) => x.key === hit.rest.join('.'));
-          if (d !== undefined && d.type === 'map') continue;
-          if (d !== undefined) {
-            if (!acceptable(d, c)) problems.push(`${[...segs, k].join('.')} = ${JSON.stringify(c)}`);
-          } else walk(c, [...segs, k]);
+t.test(
+  "the reference's deployment.toml files fit the schema",
+  { skip: FIXTURES === undefined ? 'fixtures not found (test/fixtures/deployment-toml or ../shared/fixtures/deployment-toml)' : false },
+  async (t) => {
+    const dir = FIXTURES ?? '';
+    const files = fs.readdirSync(dir).filter((f) => f.endsWith('.toml'));
+    t.ok(files.length >= 4, 'four fixtures');
+    for (const file of files) {
+      const doc: unknown = toml.parse(fs.readFileSync(path.join(dir, file), 'utf8'));
+      const problems: string[] = [];
+      const written = new Map<string, { section: SectionDef; table: Record<string, unknown> }>();
+      // Leaves: every known key's value must convert; unknown keys are only warnings for the loader.
+      const walk = (v: unknown, segs: string[]): void => {
+        if (isTable(v)) {
+          const m = sectionOf(segs);
+          if (m !== undefined && m.rest.length === 0) written.set(segs.join('.'), { section: m.section, table: v });
+          for (const [k, c] of Object.entries(v)) {
+            const hit = sectionOf([...segs, k]);
+            const d = hit?.section.keys.find((x) => x.key === hit.rest.join('.'));
+            if (d !== undefined && d.type === 'map') continue;
+            if (d !== undefined) {
+              if (!acceptable(d, c)) problems.push(`${[...segs, k].join('.')} = ${JSON.stringify(c)}`);
+            } else walk(c, [...segs, k]);
+          }
+        } else if (Array.isArray(v) && v.every(isTable)) {
+          for (const e of v) walk(e, segs);
         }
-      } else if (Array.isArray(v) && v.every(isTable)) {
-        for (const e of v) walk(e, segs);
+      };
+      walk(doc, []);
+      t.same(problems, [], `${file}: values fit their keys`);
+      // Required keys of written, running, switched-on tables (active, without default) are present.
+      const missing: string[] = [];
+      for (const [at, { section: s, table }] of written) {
+        if (!s.runs) continue;
+        if (s.enabledBy !== undefined) {
+          const sw = lookup(s.enabledBy);
+          const rel = s.enabledBy.startsWith(`${s.path}.`) ? s.enabledBy.slice(s.path.length + 1) : undefined;
+          const raw = rel !== undefined ? table[rel] : undefined;
+          const on = raw !== undefined ? raw === true || String(raw).toLowerCase() === 'true' : sw?.def.default === true;
+          if (!on) continue;
+        }
+        for (const k of s.keys) {
+          if (k.required !== true || k.inactive !== undefined || k.default !== undefined) continue;
+          let v: unknown = table;
+          for (const seg of k.key.split('.')) v = isTable(v) ? v[seg] : undefined;
+          if (v === undefined) missing.push(`${at}.${k.key}`);
+        }
       }
-    };
-    walk(doc, []);
-    t.same(problems, [], `${file}: values fit their keys`);
-    // Required keys of written, running, switched-on tables (active, without default) are present.
-    const missing: string[] = [];
-    for (const [at, { section: s, table }] of written) {
-      if (!s.runs) continue;
-      if (s.enabledBy !== undefined) {
-        const sw = lookup(s.enabledBy);
-        const rel = s.enabledBy.startsWith(`${s.path}.`) ? s.enabledBy.slice(s.path.length + 1) : undefined;
-        const raw = rel !== undefined ? table[rel] : undefined;
-        const on = raw !== undefined ? raw === true || String(raw).toLowerCase() === 'true' : sw?.def.default === true;
-        if (!on) continue;
-      }
-      for (const k of s.keys) {
-        if (k.required !== true || k.inactive === true || k.default !== undefined) continue;
-        let v: unknown = table;
-        for (const seg of k.key.split('.')) v = isTable(v) ? v[seg] : undefined;
-        if (v === undefined) missing.push(`${at}.${k.key}`);
-      }
+      t.same(missing, [], `${file}: required keys present`);
     }
-    t.same(missing, [], `${file}: required keys present`);
-  }
-});
+  },
+);

@@ -54,7 +54,10 @@ t.test('the test file exercises errors on secret keys', async (t) => {
   t.ok(codes.includes('CONFIG_SYNTAX '), 'a syntax error on a password line');
   t.ok(codes.includes('CONFIG_TYPE apim.workflow.client_registration_password'), 'a type error on a secret');
   t.ok(codes.includes('CONFIG_URL apim.devportal.url'), 'a URL error on a value copied from a secret');
-  t.ok(codes.some((c) => c.startsWith('CONFIG_DURATION passthru_http')), 'a duration error on a value copied from a secret');
+  t.ok(
+    codes.some((c) => c.startsWith('CONFIG_DURATION passthru_http')),
+    'a duration error on a value copied from a secret',
+  );
 });
 
 t.test('no diagnostic carries a secret, formatted or raw', async (t) => {
@@ -97,7 +100,12 @@ t.test('the CLI never prints a secret (config check, config print, start)', asyn
   const bad = path.join(dir, 'bad.toml');
   fs.writeFileSync(bad, TEXT);
   const env = { ...process.env, DB_PASS: SECRET };
-  for (const args of [['config', 'check', '--config', bad], ['config', 'check', '--strict', '--config', bad], ['config', 'print', '--config', bad], ['start', '--config', bad]]) {
+  for (const args of [
+    ['config', 'check', '--config', bad],
+    ['config', 'check', '--strict', '--config', bad],
+    ['config', 'print', '--config', bad],
+    ['start', '--config', bad],
+  ]) {
     const run = spawnSync(process.execPath, [CLI, ...args], { env, encoding: 'utf8' });
     t.equal(run.status, 1, `${args.join(' ')} fails`);
     t.notMatch(run.stdout + run.stderr, SECRET, `${args.join(' ')}: no secret in the output`);

@@ -40,7 +40,9 @@ function sample(def: KeyDef): string {
 }
 
 function requiredLines(section: SectionDef): string[] {
-  return section.keys.filter((k) => k.required === true && k.default === undefined && !k.key.split('.').some(isPlaceholder)).map((k) => `${k.key} = ${sample(k)}`);
+  return section.keys
+    .filter((k) => k.required === true && k.default === undefined && !k.key.split('.').some(isPlaceholder))
+    .map((k) => `${k.key} = ${sample(k)}`);
 }
 
 /** The TOML that writes one instance of a section, and the concrete path of that instance. */
@@ -71,10 +73,13 @@ function snippet(section: SectionDef): { text: string; path: string } {
     const own = section.path === '' ? '' : `${section.path}.`;
     const rel = section.enabledBy.slice(own.length);
     if (section.enabledBy.startsWith(own) && !lines.some((l) => l.startsWith(`${rel} =`))) {
-      lines.push(`${(section.enabledBy ?? "").slice(own.length)} = true`);
+      lines.push(`${(section.enabledBy ?? '').slice(own.length)} = true`);
     } else if (!section.enabledBy.startsWith(own)) {
-      const owner = [...SECTIONS].filter((s) => s.path !== '' && section.enabledBy?.startsWith(`${s.path}.`)).sort((a, b) => b.path.length - a.path.length)[0];
-      if (owner !== undefined) lines.unshift(`[${owner.path}]`, `${section.enabledBy.slice(owner.path.length + 1)} = true`, ...requiredLines(owner));
+      const owner = [...SECTIONS]
+        .filter((s) => s.path !== '' && section.enabledBy?.startsWith(`${s.path}.`))
+        .sort((a, b) => b.path.length - a.path.length)[0];
+      if (owner !== undefined)
+        lines.unshift(`[${owner.path}]`, `${section.enabledBy.slice(owner.path.length + 1)} = true`, ...requiredLines(owner));
     }
   }
   return { text: `${lines.join('\n')}\n`, path: concrete };

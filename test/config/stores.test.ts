@@ -31,15 +31,30 @@ const PRIMARY = '[keystore.primary]\nfile_name = "primary.jks"\ntype = "JKS"\npa
 const TRUST = '[truststore]\nfile_name = "trust.jks"\npassword = "sp"\n';
 
 t.test('a touched [transport.passthru_https] table makes no store key required', async (t) => {
-  for (const text of ['[transport.passthru_https]\nlistener.ssl_profile_interval = 6000\n', '[transport.passthru_https]\nlistener.parameters.port = 8243\n', '[transport.wss]\nsender.enable = true\n']) {
+  for (const text of [
+    '[transport.passthru_https]\nlistener.ssl_profile_interval = 6000\n',
+    '[transport.passthru_https]\nlistener.parameters.port = 8243\n',
+    '[transport.wss]\nsender.enable = true\n',
+  ]) {
     const r = load(text);
-    t.same(errors(r).map((d) => `${d.code} ${d.key}`), [], text);
-    t.equal(r.config.transport.passthru_https.listener.key_store.file_name, undefined, 'no primary store written: the sample key pair serves');
+    t.same(
+      errors(r).map((d) => `${d.code} ${d.key}`),
+      [],
+      text,
+    );
+    t.equal(
+      r.config.transport.passthru_https.listener.key_store.file_name,
+      undefined,
+      'no primary store written: the sample key pair serves',
+    );
   }
 });
 
 t.test('the transports default to [keystore.tls], else [keystore.primary], and [truststore]', async (t) => {
-  const r = load(`${PRIMARY}${TLS}${TRUST}[transport.passthru_https]\nlistener.ssl_profile_interval = 6000\n[transport.wss]\nsender.enable = true\n`, { file: '/srv/conf/deployment.toml' });
+  const r = load(
+    `${PRIMARY}${TLS}${TRUST}[transport.passthru_https]\nlistener.ssl_profile_interval = 6000\n[transport.wss]\nsender.enable = true\n`,
+    { file: '/srv/conf/deployment.toml' },
+  );
   t.same(errors(r), []);
   const h = r.config.transport.passthru_https;
   for (const side of [h.listener, h.sender]) {
@@ -48,13 +63,23 @@ t.test('the transports default to [keystore.tls], else [keystore.primary], and [
   }
   t.match(r.config.transport.wss.sender.trust_store, { location: '/srv/conf/trust.jks', password: 'sp' });
   t.ok(r.secrets.includes('transport.passthru_https.sender.key_store.password'), 'a copied password is a secret');
-  const primaryOnly = load(`${PRIMARY}[transport.passthru_https]\nlistener.parameters.port = 8243\n`, { file: '/srv/conf/deployment.toml' });
-  t.match(primaryOnly.config.transport.passthru_https.listener.key_store, { file_name: '/srv/conf/primary.jks', type: 'JKS', password: 'pp', key_password: 'pk' });
+  const primaryOnly = load(`${PRIMARY}[transport.passthru_https]\nlistener.parameters.port = 8243\n`, {
+    file: '/srv/conf/deployment.toml',
+  });
+  t.match(primaryOnly.config.transport.passthru_https.listener.key_store, {
+    file_name: '/srv/conf/primary.jks',
+    type: 'JKS',
+    password: 'pp',
+    key_password: 'pk',
+  });
   t.equal(primaryOnly.config.transport.passthru_https.listener.trust_store.file_name, undefined, 'no [truststore]: no trust store');
 });
 
 t.test('keys the file writes win over the defaults, and a store is never mixed with another', async (t) => {
-  const r = load(`${TLS}${TRUST}[transport.passthru_https]\nlistener.key_store.file_name = "own.pem"\nlistener.key_store.type = "PEM"\nsender.trust_store.file_name = "backends.pem"\nsender.trust_store.type = "PEM"\n`, { file: '/srv/conf/deployment.toml' });
+  const r = load(
+    `${TLS}${TRUST}[transport.passthru_https]\nlistener.key_store.file_name = "own.pem"\nlistener.key_store.type = "PEM"\nsender.trust_store.file_name = "backends.pem"\nsender.trust_store.type = "PEM"\n`,
+    { file: '/srv/conf/deployment.toml' },
+  );
   t.same(errors(r), []);
   const h = r.config.transport.passthru_https;
   t.match(h.listener.key_store, { file_name: '/srv/conf/own.pem', type: 'PEM' });
@@ -66,13 +91,25 @@ t.test('keys the file writes win over the defaults, and a store is never mixed w
 });
 
 t.test('h2 needs no credentials; a value outside a list where throughway does not act is a warning', async (t) => {
-  const r = load('[database.apim_db]\ntype = "h2"\nurl = "jdbc:h2:./repository/database/WSO2AM_DB;DB_CLOSE_ON_EXIT=FALSE"\n[server]\nmode = "cluster"\n[[apim.gateway.environment]]\nname = "Default"\nhttps_endpoint = "https://localhost:8243"\nservice_url = "https://localhost:9443/services/"\n');
-  t.same(errors(r).map((d) => `${d.code} ${d.key}`), [], brief(r).join('\n'));
-  t.match(warnings(r).find((d) => d.code === 'CONFIG_ALLOWED'), { key: 'server.mode', line: 5, message: /not an allowed value: "cluster" \(not acted on/ });
+  const r = load(
+    '[database.apim_db]\ntype = "h2"\nurl = "jdbc:h2:./repository/database/WSO2AM_DB;DB_CLOSE_ON_EXIT=FALSE"\n[server]\nmode = "cluster"\n[[apim.gateway.environment]]\nname = "Default"\nhttps_endpoint = "https://localhost:8243"\nservice_url = "https://localhost:9443/services/"\n',
+  );
+  t.same(
+    errors(r).map((d) => `${d.code} ${d.key}`),
+    [],
+    brief(r).join('\n'),
+  );
+  t.match(
+    warnings(r).find((d) => d.code === 'CONFIG_ALLOWED'),
+    { key: 'server.mode', line: 5, message: /not an allowed value: "cluster" \(not acted on/ },
+  );
   // The environment's endpoints act (the printed gateway URLs); its publishing keys are not acted on.
   t.notOk(r.inactiveKeys.includes('apim.gateway.environment[].https_endpoint'), 'https_endpoint acts');
   t.ok(r.inactiveKeys.includes('apim.gateway.environment[].service_url'), 'service_url is named as not acted on');
-  t.match(r.notActedOn.find((k) => k.key === 'apim.gateway.environment[0].service_url'), { line: 9 });
+  t.match(
+    r.notActedOn.find((k) => k.key === 'apim.gateway.environment[0].service_url'),
+    { line: 9 },
+  );
   const running = load('[server]\nserver_role = "gateway"\n');
   t.match(errors(running), [{ code: 'CONFIG_ALLOWED', key: 'server.server_role' }], 'where throughway acts on the value it stays an error');
 });
@@ -89,7 +126,10 @@ t.test('startChecks: database types start refuses and missing store files, with 
   for (const type of ['mssql', 'db2']) t.notOk(load(`[database.apim_db]\ntype = "${type}"\n`, { startChecks: true }).ok, type);
   const dir = fs.mkdtempSync(path.join(tmp, 'files-'));
   fs.writeFileSync(path.join(dir, 'present.pem'), 'x');
-  const files = load('[transport.passthru_https]\nlistener.key_store.file_name = "present.pem"\nlistener.trust_store.file_name = "absent.pem"\n', { file: path.join(dir, 'deployment.toml'), startChecks: true });
+  const files = load(
+    '[transport.passthru_https]\nlistener.key_store.file_name = "present.pem"\nlistener.trust_store.file_name = "absent.pem"\n',
+    { file: path.join(dir, 'deployment.toml'), startChecks: true },
+  );
   t.match(errors(files), [{ code: 'CONFIG_FILE_MISSING', key: 'transport.passthru_https.listener.trust_store.file_name', line: 3 }]);
 });
 
@@ -102,7 +142,10 @@ t.test('out-of-range integers and deep nesting have their own codes, not CONFIG_
   for (const [text, code, message] of cases) {
     const r = load(text);
     t.match(errors(r), [{ code, line: 2, message }], code);
-    t.notOk(r.diagnostics.some((d) => d.code === 'CONFIG_DUPLICATE'), 'no duplicate reported');
+    t.notOk(
+      r.diagnostics.some((d) => d.code === 'CONFIG_DUPLICATE'),
+      'no duplicate reported',
+    );
   }
 });
 
@@ -127,7 +170,8 @@ t.test('apis list validates policies as the node does: an unknown unauthenticate
   const dir = fs.mkdtempSync(path.join(tmp, 'apis-'));
   fs.mkdirSync(path.join(dir, 'conf', 'apis'), { recursive: true });
   fs.writeFileSync(path.join(dir, 'conf', 'deployment.toml'), '[server]\nhostname = "localhost"\n');
-  const api = (policy: string): string => `name = "Echo"\ncontext = "/echo"\nversion = "1"\nauth = "none"\nunauthenticated_policy = "${policy}"\n[endpoints]\nproduction = "http://127.0.0.1:9000"\n[[resources]]\npath = "/*"\nmethods = ["GET"]\n`;
+  const api = (policy: string): string =>
+    `name = "Echo"\ncontext = "/echo"\nversion = "1"\nauth = "none"\nunauthenticated_policy = "${policy}"\n[endpoints]\nproduction = "http://127.0.0.1:9000"\n[[resources]]\npath = "/*"\nmethods = ["GET"]\n`;
   fs.writeFileSync(path.join(dir, 'conf', 'apis', 'echo.toml'), api('NoSuchTier'));
   const bad = run(['apis', 'list'], dir);
   t.equal(bad.status, 1, bad.stdout);

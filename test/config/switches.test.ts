@@ -15,8 +15,11 @@ t.test('the environment switches direct writes', async (t) => {
   t.equal(processSwitches({ NODE_PENDING_DEPRECATION: '1' }).directWrites, false, 'NODE_PENDING_DEPRECATION=1: off');
 });
 
-t.test('a gateway\'s transport settings carry the switch', async (t) => {
-  const loaded = loadConfig({ text: '[server]\nhostname = "localhost"\n[super_admin]\nusername = "admin"\npassword = "admin"\n[database.apim_db]\ntype = "h2"\nusername = "u"\npassword = "p"\n', file: 'deployment.toml' });
+t.test("a gateway's transport settings carry the switch", async (t) => {
+  const loaded = loadConfig({
+    text: '[server]\nhostname = "localhost"\n[super_admin]\nusername = "admin"\npassword = "admin"\n[database.apim_db]\ntype = "h2"\nusername = "u"\npassword = "p"\n',
+    file: 'deployment.toml',
+  });
   if (!loaded.ok) throw new Error(JSON.stringify(loaded.diagnostics));
   const before = process.env.THROUGHWAY_DIRECT_WRITES;
   t.teardown(() => {

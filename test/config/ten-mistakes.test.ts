@@ -17,7 +17,7 @@ const LINES: [string, string?, string?][] = [
   [''],
   ['[passthru_http]'],
   ['worker_pool_size_core = 0', 'CONFIG_RANGE', 'passthru_http.worker_pool_size_core'],
-  ["'http.socket.timeout' = \"soon\"", 'CONFIG_DURATION', 'passthru_http.http.socket.timeout'],
+  ['\'http.socket.timeout\' = "soon"', 'CONFIG_DURATION', 'passthru_http.http.socket.timeout'],
   ["'http.user.agent.preserve' = true"],
   [''],
   ['[apim.key_manager]'],
@@ -45,7 +45,11 @@ t.test('all ten mistakes are reported, in file order, with code, key and line', 
   t.notOk(r.ok);
   const got = errors(r).map((d) => ({ line: d.line, code: d.code, key: d.key }));
   t.same(got, EXPECTED, brief(r).join('\n'));
-  t.same(r.diagnostics.filter((d) => d.level === 'warning'), [], 'and nothing else');
+  t.same(
+    r.diagnostics.filter((d) => d.level === 'warning'),
+    [],
+    'and nothing else',
+  );
   for (const d of errors(r)) {
     const text = formatDiagnostic(d);
     t.match(text, new RegExp(`^ten\\.toml:${d.line}:\\d+: error ${d.code}`), `${d.code} formatted with file:line:col`);

@@ -54,16 +54,26 @@ t.test('every bad entry is its own diagnostic (config check lists them all at on
 
 t.test('a number where an entry belongs is refused the same way', async (t) => {
   const r = load('[throughway]\ntrusted_proxies = [10]\n');
-  t.same(errors(r).map((d) => `${d.code} ${d.key}`), ['CONFIG_ADDRESS throughway.trusted_proxies[0]']);
+  t.same(
+    errors(r).map((d) => `${d.code} ${d.key}`),
+    ['CONFIG_ADDRESS throughway.trusted_proxies[0]'],
+  );
 });
 
 t.test('config check and start --check print file:line:column, the code, the key and the entry', async (t) => {
   const dir = fs.mkdtempSync(path.join(tmp, 'node-'));
   fs.mkdirSync(path.join(dir, 'conf'));
-  fs.writeFileSync(path.join(dir, 'conf', 'deployment.toml'), '[server]\nhostname = "localhost"\n\n[throughway]\ntrusted_proxies = [\n  "10.0.0.0/8",\n  "lb.internal",\n]\n');
+  fs.writeFileSync(
+    path.join(dir, 'conf', 'deployment.toml'),
+    '[server]\nhostname = "localhost"\n\n[throughway]\ntrusted_proxies = [\n  "10.0.0.0/8",\n  "lb.internal",\n]\n',
+  );
   const [check, start] = await Promise.all([run(['config', 'check'], dir), run(['start', '--check'], dir)]);
-  const want = 'conf/deployment.toml:7:3: error CONFIG_ADDRESS throughway.trusted_proxies[1]: "lb.internal" is neither an IP address nor a CIDR range';
-  for (const [name, r] of [['config check', check], ['start --check', start]] as const) {
+  const want =
+    'conf/deployment.toml:7:3: error CONFIG_ADDRESS throughway.trusted_proxies[1]: "lb.internal" is neither an IP address nor a CIDR range';
+  for (const [name, r] of [
+    ['config check', check],
+    ['start --check', start],
+  ] as const) {
     t.equal(r.status, 1, `${name} exits 1`);
     t.match(r.stderr, want, `${name} names file, line, column, key and entry`);
     t.match(r.stderr, '  7 |   "lb.internal",', `${name} shows the line`);

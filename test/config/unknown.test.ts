@@ -53,7 +53,9 @@ t.test('the [throughway] section is known to --strict', async (t) => {
 });
 
 t.test('inactive features are accepted and listed', async (t) => {
-  const r = load('[apim.devportal]\nlogin_username_case_insensitive = false\n[indexing]\nenable = false\n[server]\nmode = "ha"\n', { strict: true });
+  const r = load('[apim.devportal]\nlogin_username_case_insensitive = false\n[indexing]\nenable = false\n[server]\nmode = "ha"\n', {
+    strict: true,
+  });
   t.same(brief(r), []);
   t.same(r.inactive, ['indexing']);
   // [apim.devportal] runs (the developer portal acts on most of its keys: docs/portal.md); login_username_case_insensitive does not.
@@ -62,10 +64,12 @@ t.test('inactive features are accepted and listed', async (t) => {
 
 t.test('required keys of a written table that runs are enforced; of an inactive one, not', async (t) => {
   const builder = load('[[custom_message_builders]]\n');
-  t.same(errors(builder).map((d) => `${d.code} ${d.key} @${d.line}`).sort(), [
-    'CONFIG_REQUIRED custom_message_builders[0].class @1',
-    'CONFIG_REQUIRED custom_message_builders[0].content_type @1',
-  ]);
+  t.same(
+    errors(builder)
+      .map((d) => `${d.code} ${d.key} @${d.line}`)
+      .sort(),
+    ['CONFIG_REQUIRED custom_message_builders[0].class @1', 'CONFIG_REQUIRED custom_message_builders[0].content_type @1'],
+  );
   // The event hub's publishing URLs are not acted on (the hub is a redis:// URL, docs/scale-out.md): not enforced.
   t.same(errors(load('[apim.event_hub]\nenable = true\n[[apim.event_hub.publish.url_group]]\n')), []);
   // Nothing acts on the gateway environments (docs/migrating.md): their R keys are not enforced.
@@ -98,7 +102,11 @@ t.test('required keys wait for the feature switch', async (t) => {
     },
   ];
   t.same(errors(load('[feature]\nenable = false\n', { sections })), [], 'off: nothing required');
-  t.same(errors(load('[feature]\nenable = true\n', { sections })).map((d) => `${d.code} ${d.key}`), ['CONFIG_REQUIRED feature.url'], 'on: the key is required');
+  t.same(
+    errors(load('[feature]\nenable = true\n', { sections })).map((d) => `${d.code} ${d.key}`),
+    ['CONFIG_REQUIRED feature.url'],
+    'on: the key is required',
+  );
   // The WSS trust store is R with a default (the server trust store): switching WSS on requires nothing.
   t.same(errors(load('[transport.wss]\nsender.enable = true\n')), []);
 });

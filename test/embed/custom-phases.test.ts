@@ -56,7 +56,10 @@ t.test('a phase answers, faults with a table code or its own, or adds a field fo
             const rest = ctx.rest;
             if (rest === '/health') return localAnswer(200, ['Content-Type', 'text/plain'], 'up\n');
             if (rest === '/forbidden') return { fault: gatewayFault(ApiCode.RESOURCE_FORBIDDEN, { description: 'not for you' }) };
-            if (rest === '/teapot') return { fault: customFault({ code: 999001, status: 418, message: 'Teapot', description: 'short and stout', retryAfterMs: 2500 }) };
+            if (rest === '/teapot')
+              return {
+                fault: customFault({ code: 999001, status: 418, message: 'Teapot', description: 'short and stout', retryAfterMs: 2500 }),
+              };
             return undefined;
           },
         },
@@ -105,7 +108,11 @@ t.test('a phase answers, faults with a table code or its own, or adds a field fo
 
   const passed = await gw.inject({ url: '/shop/v1/items' });
   t.equal(passed.status, 200, 'an async phase continues the chain');
-  t.equal(field(passed.json<{ headers: string[] }>().headers, 'x-tenant'), 'acme', 'the field added before transport-headers reached the backend');
+  t.equal(
+    field(passed.json<{ headers: string[] }>().headers, 'x-tenant'),
+    'acme',
+    'the field added before transport-headers reached the backend',
+  );
   t.equal(field(passed.json<{ headers: string[] }>().headers, 'x-late'), undefined, 'the one added after it did not: placement is exact');
   t.throws(() => customFault({ code: 1, status: 200, message: 'x' }), { code: 'GATEWAY_PHASES', name: 'PhaseOptionsError' });
 });
@@ -127,11 +134,21 @@ t.test('a phase that throws or rejects gives fault 103142 and is logged', async 
     ],
   });
   t.teardown(() => gw.close());
-  for (const [path, why] of [['/sync', 'sync bug'], ['/async', 'async bug']] as const) {
+  for (const [path, why] of [
+    ['/sync', 'sync bug'],
+    ['/async', 'async bug'],
+  ] as const) {
     const r = await gw.inject({ url: `/shop/v1${path}` });
     t.equal(r.status, 500, path);
-    t.same(r.json(), { fault: { code: 103142, type: 'Status report', message: 'Custom phase failed', description: 'The custom phase "flaky" failed' } }, 'the error message stays in the log, not in the body');
-    t.ok(logger.lines.some((l) => l.event === 'custom_phase_failed' && l.phase === 'flaky' && l.message === why), `logged: ${why}`);
+    t.same(
+      r.json(),
+      { fault: { code: 103142, type: 'Status report', message: 'Custom phase failed', description: 'The custom phase "flaky" failed' } },
+      'the error message stays in the log, not in the body',
+    );
+    t.ok(
+      logger.lines.some((l) => l.event === 'custom_phase_failed' && l.phase === 'flaky' && l.message === why),
+      `logged: ${why}`,
+    );
   }
 });
 
@@ -143,7 +160,14 @@ t.test('placements that cannot work are refused at creation', async (t) => {
     ['both', [{ before: 'route', after: 'cors', phase: p }], /exactly one of before and after/],
     ['neither', [{ phase: p }], /exactly one of before and after/],
     ['built-in name', [{ before: 'route', phase: { name: 'cors', run: () => undefined } }], /name "cors" is taken/],
-    ['twice', [{ before: 'route', phase: p }, { after: 'cors', phase: p }], /name "x" is taken/],
+    [
+      'twice',
+      [
+        { before: 'route', phase: p },
+        { after: 'cors', phase: p },
+      ],
+      /name "x" is taken/,
+    ],
     ['no run', [{ before: 'route', phase: { name: 'y' } }], /needs a name and a run\(ctx\) function/],
   ];
   for (const [name, phases, why] of cases) {

@@ -18,7 +18,11 @@ t.test('faults and exchanges are reported once each, with what happened', async 
   });
   const faults: GatewayFaultEvent[] = [];
   const requests: ExchangeRecord[] = [];
-  t.equal(gw.on('fault', (f) => faults.push(f)), gw, 'on() returns the gateway (chaining)');
+  t.equal(
+    gw.on('fault', (f) => faults.push(f)),
+    gw,
+    'on() returns the gateway (chaining)',
+  );
   gw.on('request', (r) => requests.push(r));
 
   t.equal((await gw.inject({ url: '/shop/v1/a' })).status, 200);
@@ -27,14 +31,41 @@ t.test('faults and exchanges are reported once each, with what happened', async 
   t.match(requests[0], { method: 'GET', url: '/shop/v1/a', status: 200, target: `127.0.0.1:${backend.port}`, faultCode: undefined });
 
   t.equal((await gw.inject({ method: 'DELETE', url: '/missing/v1/x', remoteAddress: '198.51.100.4' })).status, 404);
-  t.same(faults, [{ code: 103005, status: 404, source: 'gateway', method: 'DELETE', url: '/missing/v1/x', remoteAddress: '198.51.100.4', transportFault: undefined }], "a phase's fault");
+  t.same(
+    faults,
+    [
+      {
+        code: 103005,
+        status: 404,
+        source: 'gateway',
+        method: 'DELETE',
+        url: '/missing/v1/x',
+        remoteAddress: '198.51.100.4',
+        transportFault: undefined,
+      },
+    ],
+    "a phase's fault",
+  );
 
   t.equal((await gw.inject({ url: '/gone/v1/x' })).status, 502);
   t.equal(faults.length, 2, 'the transport fault once (not again at the end of its exchange)');
-  t.match(faults[1], { code: 101503, status: 502, source: 'transport', method: 'GET', url: '/gone/v1/x', transportFault: { base: 101503, state: 0, side: 'target' } });
+  t.match(faults[1], {
+    code: 101503,
+    status: 502,
+    source: 'transport',
+    method: 'GET',
+    url: '/gone/v1/x',
+    transportFault: { base: 101503, state: 0, side: 'target' },
+  });
   t.equal(requests.length, 3);
-  t.same(requests.map((r) => r.status), [200, 404, 502]);
-  t.same(requests.map((r) => r.faultCode), [undefined, 103005, 101503]);
+  t.same(
+    requests.map((r) => r.status),
+    [200, 404, 502],
+  );
+  t.same(
+    requests.map((r) => r.faultCode),
+    [undefined, 103005, 101503],
+  );
 });
 
 t.test('off() stops delivery; a throwing listener is logged and the others still run', async (t) => {
@@ -49,7 +80,10 @@ t.test('off() stops delivery; a throwing listener is logged and the others still
   gw.on('fault', first).on('fault', second);
   t.equal((await gw.inject({ url: '/x' })).status, 404, 'the client still gets its answer');
   t.same(seen, [103005, -103005]);
-  t.match(logger.lines.find((l) => l.event === 'gateway_listener_failed'), { level: 'error', gatewayEvent: 'fault', message: 'listener bug' });
+  t.match(
+    logger.lines.find((l) => l.event === 'gateway_listener_failed'),
+    { level: 'error', gatewayEvent: 'fault', message: 'listener bug' },
+  );
   gw.off('fault', first).off('fault', second);
   await gw.inject({ url: '/y' });
   t.same(seen, [103005, -103005], 'nothing after off()');

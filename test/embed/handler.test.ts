@@ -15,7 +15,11 @@ interface Got {
   body: Buffer;
 }
 
-function call(port: number, path: string, o: { method?: string; headers?: http.OutgoingHttpHeaders; body?: Buffer | string; chunked?: boolean } = {}): Promise<Got> {
+function call(
+  port: number,
+  path: string,
+  o: { method?: string; headers?: http.OutgoingHttpHeaders; body?: Buffer | string; chunked?: boolean } = {},
+): Promise<Got> {
   return new Promise((resolve, reject) => {
     const req = http.request({ host: HOST, port, path, method: o.method ?? 'GET', headers: o.headers, agent: false }, (res) => {
       const chunks: Buffer[] = [];
@@ -53,7 +57,9 @@ t.test('requests through a node:http app reach the backend, responses come back 
       return true;
     }
     if (req.url === '/upload') {
-      res.end(`${createHash('sha256').update(Buffer.from(body, 'latin1')).digest('hex')} ${req.headers['transfer-encoding'] ?? 'length ' + req.headers['content-length']}`);
+      res.end(
+        `${createHash('sha256').update(Buffer.from(body, 'latin1')).digest('hex')} ${req.headers['transfer-encoding'] ?? 'length ' + req.headers['content-length']}`,
+      );
       return true;
     }
     return false;
@@ -66,7 +72,9 @@ t.test('requests through a node:http app reach the backend, responses come back 
     await backend.close();
   });
 
-  const get = await call(app.port, '/files/v1/items?x=1', { headers: { 'X-Trace': 't1', Connection: 'keep-alive, X-Hop', 'X-Hop': 'secret' } });
+  const get = await call(app.port, '/files/v1/items?x=1', {
+    headers: { 'X-Trace': 't1', Connection: 'keep-alive, X-Hop', 'X-Hop': 'secret' },
+  });
   t.equal(get.status, 200);
   const seen = JSON.parse(get.body.toString()) as { url: string; headers: string[] };
   t.equal(seen.url, '/items?x=1');
@@ -78,9 +86,17 @@ t.test('requests through a node:http app reach the backend, responses come back 
   for (let i = 0; i < upload.length; i++) upload[i] = (i * 7) & 0xff;
   const up = await call(app.port, '/files/v1/upload', { method: 'POST', body: upload, chunked: true });
   t.equal(up.status, 200);
-  t.equal(up.body.toString(), `${createHash('sha256').update(upload).digest('hex')} chunked`, 'a chunked upload arrives intact, re-framed as chunked');
+  t.equal(
+    up.body.toString(),
+    `${createHash('sha256').update(upload).digest('hex')} chunked`,
+    'a chunked upload arrives intact, re-framed as chunked',
+  );
   const up2 = await call(app.port, '/files/v1/upload', { method: 'PUT', body: upload });
-  t.equal(up2.body.toString(), `${createHash('sha256').update(upload).digest('hex')} length 700001`, 'a Content-Length upload keeps its length');
+  t.equal(
+    up2.body.toString(),
+    `${createHash('sha256').update(upload).digest('hex')} length 700001`,
+    'a Content-Length upload keeps its length',
+  );
 
   const down = await call(app.port, '/files/v1/download');
   t.equal(down.status, 200);

@@ -6,7 +6,12 @@ import { memoryLogger } from '../gateway/helpers';
 export { echoBackend, closedPort, memoryLogger, HOST, type EchoBackend } from '../gateway/helpers';
 
 /** An API definition object, as a file would say it. */
-export function api(name: string, context: string, endpoint: string, resources: { path: string; methods: string[] }[] = [{ path: '/*', methods: ['GET', 'POST', 'PUT', 'HEAD'] }]): Record<string, unknown> {
+export function api(
+  name: string,
+  context: string,
+  endpoint: string,
+  resources: { path: string; methods: string[] }[] = [{ path: '/*', methods: ['GET', 'POST', 'PUT', 'HEAD'] }],
+): Record<string, unknown> {
   return { name, context, version: 'v1', auth: 'none', endpoints: { production: endpoint }, resources };
 }
 

@@ -59,7 +59,11 @@ t.test('requests with and without bodies reach the real backend and come back wh
 
   const raw = await gw.inject({ url: '/shop/v1/x', headers: ['X-A', '1', 'x-a', '2'] });
   const rawSeen = raw.json<{ headers: string[] }>().headers;
-  t.same(rawSeen.filter((_, i) => i % 2 === 0 && /^x-a$/i.test(rawSeen[i] as string)), ['X-A', 'x-a'], 'raw pairs keep case, order and repeats');
+  t.same(
+    rawSeen.filter((_, i) => i % 2 === 0 && /^x-a$/i.test(rawSeen[i] as string)),
+    ['X-A', 'x-a'],
+    'raw pairs keep case, order and repeats',
+  );
   t.equal(gw.transport.connections().sources, 0, 'every in-process connection is closed afterwards');
 });
 

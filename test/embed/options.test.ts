@@ -21,15 +21,28 @@ t.test('reload({ apis }) deploys new definitions in code', async (t) => {
   });
   t.equal((await gw.inject({ url: '/a/v1/x' })).status, 404, 'nothing deployed yet');
   const r1 = gw.reload({ apis: [api('A', '/a', `http://127.0.0.1:${b1.port}`)] });
-  t.same(r1.deployed.map((d) => d.path), ['/a/v1']);
+  t.same(
+    r1.deployed.map((d) => d.path),
+    ['/a/v1'],
+  );
   t.equal((await gw.inject({ url: '/a/v1/x' })).body, 'one');
   gw.reload({ apis: [api('A', '/a', `http://127.0.0.1:${b2.port}`), api('B', '/b', `http://127.0.0.1:${b2.port}`)] });
   t.equal((await gw.inject({ url: '/a/v1/x' })).body, 'two', 'the new endpoint');
   t.equal((await gw.inject({ url: '/b/v1/x' })).body, 'two');
   gw.reload();
-  t.same(gw.deployed().map((d) => d.path).sort(), ['/a/v1', '/b/v1'], 'reload() keeps the last definitions');
+  t.same(
+    gw
+      .deployed()
+      .map((d) => d.path)
+      .sort(),
+    ['/a/v1', '/b/v1'],
+    'reload() keeps the last definitions',
+  );
   const bad = gw.reload({ apis: [{ name: 'Broken' }] });
-  t.ok(bad.diagnostics.some((d) => d.level === 'error'), 'an invalid definition is reported');
+  t.ok(
+    bad.diagnostics.some((d) => d.level === 'error'),
+    'an invalid definition is reported',
+  );
   t.same(gw.deployed(), [], 'and not deployed');
 });
 
@@ -45,6 +58,10 @@ t.test('configFile: loaded by createGateway; invalid files and directory gateway
 
   const bad = path.join(dir, 'bad.toml');
   fs.writeFileSync(bad, '[server]\noffset = "many"\n');
-  t.throws(() => createGateway({ configFile: bad }), { name: 'GatewayOptionsError', code: 'GATEWAY_OPTIONS', message: /bad\.toml: invalid configuration:\n.*offset/ });
+  t.throws(() => createGateway({ configFile: bad }), {
+    name: 'GatewayOptionsError',
+    code: 'GATEWAY_OPTIONS',
+    message: /bad\.toml: invalid configuration:\n.*offset/,
+  });
   t.throws(() => createGateway({}), { code: 'GATEWAY_OPTIONS', message: /needs `loaded` \(from loadConfig\), `configFile` or `config`/ });
 });

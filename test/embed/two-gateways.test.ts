@@ -45,7 +45,7 @@ t.test('two gateways in one process do not interfere', async (t) => {
   t.equal(b2.seen.length, 3);
 
   const warn = (lines: Record<string, unknown>[]): number => lines.filter((l) => l.event === 'api_deployed').length;
-  t.equal(warn(g1.logger.lines), 1, 'each logger has its own gateway\'s lines');
+  t.equal(warn(g1.logger.lines), 1, "each logger has its own gateway's lines");
   t.equal(warn(g2.logger.lines), 2);
 
   await g1.gw.close();
@@ -56,13 +56,26 @@ t.test('API definitions as objects: the validator of files, with diagnostics and
   const { gw, logger } = embedded([
     api('Good', '/good', 'http://127.0.0.1:9'),
     { name: 'Bad', context: '/bad', version: 'v1', endpoints: { production: 'ftp://x' }, resources: [] },
-    { ...api('Blocked', '/blocked', 'http://127.0.0.1:9'), state: 'BLOCKED', cors: { enabled: true, allow_origins: ['https://app.example'] } },
+    {
+      ...api('Blocked', '/blocked', 'http://127.0.0.1:9'),
+      state: 'BLOCKED',
+      cors: { enabled: true, allow_origins: ['https://app.example'] },
+    },
   ]);
   t.teardown(() => gw.close());
-  t.same(gw.deployed().map((d) => d.path).sort(), ['/blocked/v1', '/good/v1']);
+  t.same(
+    gw
+      .deployed()
+      .map((d) => d.path)
+      .sort(),
+    ['/blocked/v1', '/good/v1'],
+  );
   const bad = gw.states().find((s) => s.api === undefined);
   t.ok(bad !== undefined && bad.diagnostics.some((d) => d.level === 'error'), 'the invalid definition is reported, not deployed');
-  t.ok(logger.lines.some((l) => l.event === 'api_definition' && l.level === 'error'), 'and logged');
+  t.ok(
+    logger.lines.some((l) => l.event === 'api_definition' && l.level === 'error'),
+    'and logged',
+  );
   const blocked = await gw.inject({ url: '/blocked/v1/x', headers: { Origin: 'https://app.example' } });
   t.equal(blocked.status, 503);
   t.match(blocked.json(), { fault: { code: 700700 } });

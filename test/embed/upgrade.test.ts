@@ -10,7 +10,9 @@ import * as net from 'node:net';
 import { WebSocket, WebSocketServer, type RawData } from 'ws';
 import { api, echoBackend, embedded, field, HOST } from './helpers';
 
-async function upgradeServer(onUpgrade: (req: http.IncomingMessage, socket: import('node:stream').Duplex, head: Buffer) => void): Promise<{ port: number; close(): Promise<void> }> {
+async function upgradeServer(
+  onUpgrade: (req: http.IncomingMessage, socket: import('node:stream').Duplex, head: Buffer) => void,
+): Promise<{ port: number; close(): Promise<void> }> {
   const server = http.createServer((_req, res) => res.end('plain'));
   server.on('upgrade', onUpgrade);
   await new Promise<void>((r) => server.listen(0, HOST, () => r()));
@@ -63,7 +65,15 @@ async function wsEcho(): Promise<{ port: number; urls: string[]; close(): Promis
   };
 }
 
-const wsApi = (port: number, auth = 'none'): Record<string, unknown> => ({ name: 'Chat', context: '/chat', version: 'v1', type: 'WS', auth, endpoints: { production: `ws://${HOST}:${port}/socket` }, resources: [{ path: '/*', methods: ['GET'] }] });
+const wsApi = (port: number, auth = 'none'): Record<string, unknown> => ({
+  name: 'Chat',
+  context: '/chat',
+  version: 'v1',
+  type: 'WS',
+  auth,
+  endpoints: { production: `ws://${HOST}:${port}/socket` },
+  resources: [{ path: '/*', methods: ['GET'] }],
+});
 
 t.test('a WebSocket through the app server: handleUpgrade hands the socket over, the gateway tunnels it', async (t) => {
   const echo = await wsEcho();
@@ -104,7 +114,11 @@ t.test('the handshake through handleUpgrade is authenticated: 401 without a toke
     await gw.close();
     await echo.close();
   });
-  const raw = await exchange(app.port, 'GET /chat/v1/room HTTP/1.1\r\nHost: localhost\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n', true);
+  const raw = await exchange(
+    app.port,
+    'GET /chat/v1/room HTTP/1.1\r\nHost: localhost\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n',
+    true,
+  );
   t.match(raw, /^HTTP\/1\.1 401 /);
   t.match(raw, /"code":900902/);
   t.same(echo.urls, [], 'the backend saw no handshake');
@@ -119,7 +133,10 @@ t.test('an upgrade to an HTTP API is answered as a plain call (Upgrade is hop-by
     await gw.close();
     await backend.close();
   });
-  const raw = await exchange(app.port, 'GET /orders/v1/live HTTP/1.1\r\nHost: localhost\r\nConnection: Upgrade, close\r\nUpgrade: h2c\r\n\r\n');
+  const raw = await exchange(
+    app.port,
+    'GET /orders/v1/live HTTP/1.1\r\nHost: localhost\r\nConnection: Upgrade, close\r\nUpgrade: h2c\r\n\r\n',
+  );
   t.match(raw, /^HTTP\/1\.1 200 OK\r\n/);
   t.equal(backend.seen.length, 1);
   t.equal(field(backend.seen[0]?.headers ?? [], 'upgrade'), undefined, 'Upgrade not forwarded');
@@ -137,7 +154,8 @@ t.test('hand-off: the consumed request head and the bytes after it are replayed 
   // node:http hands everything after the upgrade request's head over as `head`: here a second request.
   const raw = await exchange(
     app.port,
-    'GET /chat/v1/room?id=1 HTTP/1.1\r\nHost: localhost\r\nX-Case-Kept: A b\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n' + 'GET /chat/v1/second HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n',
+    'GET /chat/v1/room?id=1 HTTP/1.1\r\nHost: localhost\r\nX-Case-Kept: A b\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n' +
+      'GET /chat/v1/second HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n',
   );
   t.equal(backend.seen.length, 2, 'both requests reached the transport');
   t.equal(backend.seen[0]?.url, '/svc/room?id=1');

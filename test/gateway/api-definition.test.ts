@@ -11,10 +11,16 @@ import t, { type Test } from 'tap';
 import { parseApiText } from '../../lib/gateway/apis';
 import { MAX_DEFINITION_BYTES } from '../../lib/gateway/openapi-file';
 
-const DOC = JSON.stringify({ openapi: '3.0.3', info: { title: 'Orders', version: '1' }, paths: { '/orders': { get: { responses: { 200: { description: 'ok' } } } } } });
-const YAML_DOC = 'openapi: 3.1.0\ninfo:\n  title: Orders\n  version: "1"\npaths:\n  /orders:\n    get:\n      responses:\n        "200":\n          description: ok\n';
+const DOC = JSON.stringify({
+  openapi: '3.0.3',
+  info: { title: 'Orders', version: '1' },
+  paths: { '/orders': { get: { responses: { 200: { description: 'ok' } } } } },
+});
+const YAML_DOC =
+  'openapi: 3.1.0\ninfo:\n  title: Orders\n  version: "1"\npaths:\n  /orders:\n    get:\n      responses:\n        "200":\n          description: ok\n';
 
-const api = (definition: string): string => `name = "Orders"\ncontext = "/orders"\nversion = "1"\nauth = "none"\ndefinition = ${JSON.stringify(definition)}\n[endpoints]\nproduction = "http://127.0.0.1:9/v1"\n[[resources]]\npath = "/orders"\nmethods = ["GET"]\n`;
+const api = (definition: string): string =>
+  `name = "Orders"\ncontext = "/orders"\nversion = "1"\nauth = "none"\ndefinition = ${JSON.stringify(definition)}\n[endpoints]\nproduction = "http://127.0.0.1:9/v1"\n[[resources]]\npath = "/orders"\nmethods = ["GET"]\n`;
 
 function setup(t: Test): { apis: string; root: string } {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'throughway-def-'));
@@ -27,7 +33,8 @@ function setup(t: Test): { apis: string; root: string } {
   return { apis, root };
 }
 
-const codes = (r: ReturnType<typeof parseApiText>): string[] => r.diagnostics.filter((d) => d.level === 'error').map((d) => `${d.code} ${d.field} @${d.line}`);
+const codes = (r: ReturnType<typeof parseApiText>): string[] =>
+  r.diagnostics.filter((d) => d.level === 'error').map((d) => `${d.code} ${d.field} @${d.line}`);
 
 t.test('a JSON or YAML OpenAPI 3 document beside the API file is accepted', async (t) => {
   const { apis } = setup(t);
@@ -55,7 +62,11 @@ t.test('a document that cannot be used refuses the API with API_DEFINITION', asy
     ['too large', write('big.json', Buffer.alloc(MAX_DEFINITION_BYTES + 1, 0x20)), /larger than 2097152 bytes/],
     ['not JSON', write('bad.json', '{"openapi": "3.0.0",'), /is not JSON/],
     ['not YAML', write('bad.yaml', 'openapi: [3\n  : :\n'), /is not JSON or YAML/],
-    ['Swagger 2.0', write('swagger.json', JSON.stringify({ swagger: '2.0', info: {}, paths: {} })), /"openapi" field is null, not "3\.x\.y"/],
+    [
+      'Swagger 2.0',
+      write('swagger.json', JSON.stringify({ swagger: '2.0', info: {}, paths: {} })),
+      /"openapi" field is null, not "3\.x\.y"/,
+    ],
     ['OpenAPI 2', write('v2.yaml', 'openapi: "2.0"\n'), /"openapi" field is "2\.0"/],
     ['an array', write('list.json', '[1, 2]'), /not an object/],
     ['paths not an object', write('paths.json', JSON.stringify({ openapi: '3.0.0', paths: [] })), /"paths" field is not an object/],
@@ -68,12 +79,21 @@ t.test('a document that cannot be used refuses the API with API_DEFINITION', asy
   }
 });
 
-t.test('a path that leaves the API file\'s directory is refused with API_DEFINITION_PATH', async (t) => {
+t.test("a path that leaves the API file's directory is refused with API_DEFINITION_PATH", async (t) => {
   const { apis, root } = setup(t);
   const file = path.join(apis, 'orders.toml');
   fs.symlinkSync(path.join(root, 'outside.json'), path.join(apis, 'link.json'));
   fs.symlinkSync(root, path.join(apis, 'up'));
-  for (const name of ['../outside.json', path.join(root, 'outside.json'), 'docs/../../outside.json', 'link.json', 'up/outside.json', '/etc/passwd', '../nothing-here.json', '.']) {
+  for (const name of [
+    '../outside.json',
+    path.join(root, 'outside.json'),
+    'docs/../../outside.json',
+    'link.json',
+    'up/outside.json',
+    '/etc/passwd',
+    '../nothing-here.json',
+    '.',
+  ]) {
     const r = parseApiText(api(name), file);
     t.equal(r.api, undefined, `${name}: refused`);
     t.same(codes(r), ['API_DEFINITION_PATH definition @5'], `${name}: API_DEFINITION_PATH`);

@@ -40,13 +40,22 @@ t.test('errors carry file, line and field', async (t) => {
   t.equal(r.api, undefined, 'not deployable');
   const at = (field: string) => r.diagnostics.find((d) => d.field === field);
   t.same([at('default_version')?.code, at('default_version')?.line], ['API_TYPE', 4]);
-  t.same([at('resources[0].methods[1]')?.code, at('resources[0].methods[1]')?.line, at('resources[0].methods[1]')?.column], ['API_ALLOWED', 11, 3]);
+  t.same(
+    [at('resources[0].methods[1]')?.code, at('resources[0].methods[1]')?.line, at('resources[0].methods[1]')?.column],
+    ['API_ALLOWED', 11, 3],
+  );
   t.match(at('resources[0].methods[1]')?.message, /did you mean "GET"/);
   t.same([at('resources[2].path')?.code, at('resources[2].path')?.line], ['API_REQUIRED', 15], 'a missing field points at its table');
-  t.equal(formatApiDiagnostic(at('resources[0].methods[1]') ?? (undefined as never)), 'apis/shop.toml:11:3: error API_ALLOWED resources[0].methods[1]: "GTE" is not allowed; did you mean "GET"? (expected one of GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS)');
+  t.equal(
+    formatApiDiagnostic(at('resources[0].methods[1]') ?? (undefined as never)),
+    'apis/shop.toml:11:3: error API_ALLOWED resources[0].methods[1]: "GTE" is not allowed; did you mean "GET"? (expected one of GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS)',
+  );
 
   // The same file with the type errors fixed reaches the semantic checks.
-  const r2 = parseApiText(text.replace('"yes"', 'true').replace('"GTE"', '"POST"').replace('[[resources]]\nmethods = ["GET"]\n', ''), 'apis/shop.toml');
+  const r2 = parseApiText(
+    text.replace('"yes"', 'true').replace('"GTE"', '"POST"').replace('[[resources]]\nmethods = ["GET"]\n', ''),
+    'apis/shop.toml',
+  );
   const at2 = (field: string) => r2.diagnostics.find((d) => d.field === field);
   t.same([at2('context')?.code, at2('context')?.line], ['API_VALUE', 2]);
   t.same([at2('endpoints.production')?.code, at2('endpoints.production')?.line], ['API_VALUE', 7]);
@@ -66,7 +75,13 @@ t.test('unknown fields warn with the closest known field and do not refuse the A
   const r = parseApiText(GOOD.replace('auth = "none"', 'auth = "none"\ndefault_versoin = true\n[cors]\nallow_origin = ["*"]'), 'a.toml');
   t.ok(r.api);
   const w = r.diagnostics.filter((d) => d.code === 'API_UNKNOWN_FIELD');
-  t.same(w.map((d) => [d.field, d.level, d.line]), [['default_versoin', 'warning', 5], ['cors.allow_origin', 'warning', 7]]);
+  t.same(
+    w.map((d) => [d.field, d.level, d.line]),
+    [
+      ['default_versoin', 'warning', 5],
+      ['cors.allow_origin', 'warning', 7],
+    ],
+  );
   t.match(w[0]?.message, /did you mean "default_version"/);
   t.match(w[1]?.message, /did you mean "allow_origins"/);
 });
@@ -79,7 +94,14 @@ t.test('fields not enforced yet are reported, once per kind', async (t) => {
   t.ok(r.api, 'still deployed');
   const n = r.diagnostics.filter((d) => d.code === 'API_NOT_ENFORCED');
   t.same(n, [], 'timeout, retry_codes, auth, scopes (docs/security.md) and policy (docs/throttling.md) are enforced: nothing is listed');
-  t.same(r.api?.resources.map((x) => [x.auth, x.scopes, x.tokenType]), [['oauth2', ['read'], 'any'], ['oauth2', ['read'], 'any']], 'auth defaults to oauth2, token_type to any');
+  t.same(
+    r.api?.resources.map((x) => [x.auth, x.scopes, x.tokenType]),
+    [
+      ['oauth2', ['read'], 'any'],
+      ['oauth2', ['read'], 'any'],
+    ],
+    'auth defaults to oauth2, token_type to any',
+  );
   t.equal(r.api?.endpoints.production?.timeout, 5000);
 });
 
@@ -115,10 +137,16 @@ t.test('a bad file is not deployed, the others are; duplicates, default versions
   const byName = (n: string) => g.gw.states().find((s) => s.api?.name === n || path.basename(s.file) === `${n.toLowerCase()}.toml`);
   t.equal(byName('A')?.status, 'deployed');
   t.equal(byName('B')?.status, 'refused');
-  t.match(byName('B')?.diagnostics.find((d) => d.code === 'API_DUPLICATE_CONTEXT')?.message, /context \/shop version 1 \(\/shop\/1\) is already deployed by .*a\.toml \(A\)/);
+  t.match(
+    byName('B')?.diagnostics.find((d) => d.code === 'API_DUPLICATE_CONTEXT')?.message,
+    /context \/shop version 1 \(\/shop\/1\) is already deployed by .*a\.toml \(A\)/,
+  );
   t.equal(byName('C')?.status, 'deployed');
   t.equal(byName('C')?.defaultRouting, false);
-  t.match(byName('C')?.diagnostics.find((d) => d.code === 'API_DEFAULT_VERSION_TAKEN')?.message, /\/shop already routes to the default version 1/);
+  t.match(
+    byName('C')?.diagnostics.find((d) => d.code === 'API_DEFAULT_VERSION_TAKEN')?.message,
+    /\/shop already routes to the default version 1/,
+  );
   t.equal(byName('D')?.status, 'invalid');
   t.equal(byName('E')?.status, 'not-deployed');
   t.equal(byName('F')?.status, 'deployed', 'a label in gateway_labels');
@@ -126,15 +154,30 @@ t.test('a bad file is not deployed, the others are; duplicates, default versions
   t.equal((await request(g.port, '/shop/r')).json().url, '/a/r', 'the first default version keeps default routing');
   t.equal((await request(g.port, '/shop/2/r')).json().url, '/c/r');
   t.equal((await request(g.port, '/e/1.0.0/r')).status, 404);
-  t.ok(g.logger.lines.some((l) => l.event === 'api_definition' && l.code === 'API_REQUIRED' && String(l.file).endsWith('d.toml')), 'errors are logged');
+  t.ok(
+    g.logger.lines.some((l) => l.event === 'api_definition' && l.code === 'API_REQUIRED' && String(l.file).endsWith('d.toml')),
+    'errors are logged',
+  );
   t.ok(g.logger.lines.some((l) => l.event === 'api_definition' && l.code === 'API_DUPLICATE_CONTEXT'));
 });
 
 t.test('throughway apis list', async (t) => {
-  const dir = confDir(`${BASE_TOML}[throughway.demo]\nenable = true\nport = 9100\n[server]\n`.replace('[server]\nhostname = "localhost"\n', '[server]\nhostname = "localhost"\noffset = 5\n').replace(/\[server\]\n$/, ''), {
-    demo: fs.readFileSync(path.join(__dirname, '..', '..', '..', 'conf', 'apis', 'demo.toml'), 'utf8'),
-    broken: 'name = "Broken"\ncontext = "/b"\nversion = "1"\n[endpoints]\nproduction = "http://127.0.0.1:1"\n[[resources]]\npath = "/x"\nmethods = ["GTE"]\n',
-  }, { 'apis/pizzashack.openapi.json': fs.readFileSync(path.join(__dirname, '..', '..', '..', 'conf', 'apis', 'pizzashack.openapi.json'), 'utf8') });
+  const dir = confDir(
+    `${BASE_TOML}[throughway.demo]\nenable = true\nport = 9100\n[server]\n`
+      .replace('[server]\nhostname = "localhost"\n', '[server]\nhostname = "localhost"\noffset = 5\n')
+      .replace(/\[server\]\n$/, ''),
+    {
+      demo: fs.readFileSync(path.join(__dirname, '..', '..', '..', 'conf', 'apis', 'demo.toml'), 'utf8'),
+      broken:
+        'name = "Broken"\ncontext = "/b"\nversion = "1"\n[endpoints]\nproduction = "http://127.0.0.1:1"\n[[resources]]\npath = "/x"\nmethods = ["GTE"]\n',
+    },
+    {
+      'apis/pizzashack.openapi.json': fs.readFileSync(
+        path.join(__dirname, '..', '..', '..', 'conf', 'apis', 'pizzashack.openapi.json'),
+        'utf8',
+      ),
+    },
+  );
   t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
   let out = '';
   let err = '';
@@ -149,5 +192,11 @@ t.test('throughway apis list', async (t) => {
   out = '';
   await main(['apis', 'list', '--json', '--config', path.join(dir, 'deployment.toml')], io);
   const list = JSON.parse(out) as { status: string; name?: string }[];
-  t.same(list.map((s) => [s.status, s.name]), [['invalid', undefined], ['deployed', 'PizzaShack']]);
+  t.same(
+    list.map((s) => [s.status, s.name]),
+    [
+      ['invalid', undefined],
+      ['deployed', 'PizzaShack'],
+    ],
+  );
 });

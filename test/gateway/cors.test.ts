@@ -9,7 +9,11 @@ import { loadConfig } from '../../lib/config/load';
 import { CorsConfigError } from '../../lib/gateway/cors';
 import { BASE_TOML, apiToml, echoBackend, request, startGateway, type EchoBackend, type TestGateway } from './helpers';
 
-const PREFLIGHT = { Origin: 'https://app.example', 'Access-Control-Request-Method': 'PUT', 'Access-Control-Request-Headers': 'content-type' };
+const PREFLIGHT = {
+  Origin: 'https://app.example',
+  'Access-Control-Request-Method': 'PUT',
+  'Access-Control-Request-Headers': 'content-type',
+};
 
 let backend: EchoBackend;
 t.before(async () => {
@@ -18,7 +22,14 @@ t.before(async () => {
 t.teardown(() => backend.close());
 
 function api(extra = ''): string {
-  return apiToml({ endpoint: `http://127.0.0.1:${backend.port}`, resources: [['/items', ['GET', 'PUT']], ['/opt', ['OPTIONS', 'GET']]], extra });
+  return apiToml({
+    endpoint: `http://127.0.0.1:${backend.port}`,
+    resources: [
+      ['/items', ['GET', 'PUT']],
+      ['/opt', ['OPTIONS', 'GET']],
+    ],
+    extra,
+  });
 }
 
 t.test('default [apim.cors]: origin *, preflight answered by the gateway', async (t) => {
@@ -28,7 +39,11 @@ t.test('default [apim.cors]: origin *, preflight answered by the gateway', async
   const pre = await request(g.port, '/test/1.0.0/items', { method: 'OPTIONS', headers: PREFLIGHT });
   t.equal(pre.status, 204);
   t.equal(pre.headers['access-control-allow-origin'], '*');
-  t.equal(pre.headers['access-control-allow-methods'], 'GET,PUT,OPTIONS', 'configured methods the path offers (POST, DELETE, PATCH are not)');
+  t.equal(
+    pre.headers['access-control-allow-methods'],
+    'GET,PUT,OPTIONS',
+    'configured methods the path offers (POST, DELETE, PATCH are not)',
+  );
   t.equal(pre.headers['access-control-allow-headers'], 'authorization,Access-Control-Allow-Origin,Content-Type,SOAPAction');
   t.equal(pre.headers['access-control-allow-credentials'], undefined);
   const opt = await request(g.port, '/test/1.0.0/opt', { method: 'OPTIONS', headers: PREFLIGHT });
@@ -40,7 +55,11 @@ t.test('default [apim.cors]: origin *, preflight answered by the gateway', async
   t.equal(actual.headers['access-control-allow-origin'], '*');
   const noOrigin = await request(g.port, '/test/1.0.0/items');
   t.equal(noOrigin.headers['access-control-allow-origin'], '*', 'on every response');
-  for (const [path, status] of [['/test/1.0.0/nope', 403], ['/nothing', 404], ['/test/1.0.0/items?x', 405]] as const) {
+  for (const [path, status] of [
+    ['/test/1.0.0/nope', 403],
+    ['/nothing', 404],
+    ['/test/1.0.0/items?x', 405],
+  ] as const) {
     const f = await request(g.port, path, { method: status === 405 ? 'DELETE' : 'GET', headers: { Origin: 'https://app.example' } });
     t.equal(f.status, status);
     t.equal(f.headers['access-control-allow-origin'], '*', `fault ${status} carries CORS`);
@@ -70,7 +89,10 @@ t.test('listed origins: echoed with Vary; others get no CORS fields; credentials
   t.equal(evil.headers['access-control-allow-origin'], undefined);
   t.equal(evil.headers['access-control-allow-credentials'], undefined);
   t.equal(evil.headers.vary, 'Origin', 'the response varies by Origin all the same');
-  const evilPre = await request(g.port, '/test/1.0.0/items', { method: 'OPTIONS', headers: { ...PREFLIGHT, Origin: 'https://evil.example' } });
+  const evilPre = await request(g.port, '/test/1.0.0/items', {
+    method: 'OPTIONS',
+    headers: { ...PREFLIGHT, Origin: 'https://evil.example' },
+  });
   t.equal(evilPre.status, 204);
   t.equal(evilPre.headers['access-control-allow-origin'], undefined, 'a disallowed origin learns nothing');
   t.equal(evilPre.headers['access-control-allow-methods'], undefined);
@@ -80,17 +102,28 @@ t.test('listed origins: echoed with Vary; others get no CORS fields; credentials
 });
 
 t.test('allow_credentials with origin * is a configuration error', async (t) => {
-  const loaded = loadConfig({ text: `${BASE_TOML}[apim.cors]\nallow_origins = "*"\nallow_credentials = true\n`, file: '/nonexistent/deployment.toml' });
+  const loaded = loadConfig({
+    text: `${BASE_TOML}[apim.cors]\nallow_origins = "*"\nallow_credentials = true\n`,
+    file: '/nonexistent/deployment.toml',
+  });
   // The loader refuses it (config check and start alike), and a gateway given the result does not start.
   t.equal(loaded.ok, false);
-  t.match(loaded.diagnostics.filter((d) => d.level === 'error'), [{ code: 'CONFIG_CONFLICT', key: 'apim.cors.allow_credentials' }]);
+  t.match(
+    loaded.diagnostics.filter((d) => d.level === 'error'),
+    [{ code: 'CONFIG_CONFLICT', key: 'apim.cors.allow_credentials' }],
+  );
   t.throws(() => createGateway({ loaded, apis: [] }));
   // A configuration given as an object skips the loader: the CORS policy itself still refuses it.
-  const config = structuredClone(loadConfig({ text: BASE_TOML, file: '/nonexistent/deployment.toml' }).config) as unknown as { apim: { cors: Record<string, unknown> } };
+  const config = structuredClone(loadConfig({ text: BASE_TOML, file: '/nonexistent/deployment.toml' }).config) as unknown as {
+    apim: { cors: Record<string, unknown> };
+  };
   config.apim.cors.allow_origins = ['*'];
   config.apim.cors.allow_credentials = true;
   t.throws(() => createGateway({ config: config as never, apis: [] }), CorsConfigError);
-  const disabled = loadConfig({ text: `${BASE_TOML}[apim.cors]\nenable = false\nallow_origins = "*"\nallow_credentials = true\n`, file: '/nonexistent/deployment.toml' });
+  const disabled = loadConfig({
+    text: `${BASE_TOML}[apim.cors]\nenable = false\nallow_origins = "*"\nallow_credentials = true\n`,
+    file: '/nonexistent/deployment.toml',
+  });
   t.doesNotThrow(() => createGateway({ loaded: disabled, apis: [] }), 'not while CORS is off');
 });
 
@@ -109,7 +142,13 @@ t.test('an API [cors] override; a bad override refuses only that API', async (t)
   let g: TestGateway | undefined;
   g = await startGateway(BASE_TOML, {
     a: api('[cors]\nallow_origins = ["https://only.example"]'),
-    b: apiToml({ name: 'B', context: '/b', endpoint: `http://127.0.0.1:${backend.port}`, resources: [['/x', ['GET']]], extra: '[cors]\nallow_credentials = true' }),
+    b: apiToml({
+      name: 'B',
+      context: '/b',
+      endpoint: `http://127.0.0.1:${backend.port}`,
+      resources: [['/x', ['GET']]],
+      extra: '[cors]\nallow_credentials = true',
+    }),
   });
   t.teardown(() => g?.close());
   const r = await request(g.port, '/test/1.0.0/items', { headers: { Origin: 'https://only.example' } });

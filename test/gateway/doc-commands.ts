@@ -154,11 +154,19 @@ function curl(args: string[], r: DocRun): Promise<DocResult> {
   }
   if (url === undefined) throw new Error('curl without a URL');
   // curl's -d: POST, form-encoded unless a Content-Type is given.
-  if (body !== undefined && !Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) headers['Content-Type'] = 'application/x-www-form-urlencoded';
+  if (body !== undefined && !Object.keys(headers).some((h) => h.toLowerCase() === 'content-type'))
+    headers['Content-Type'] = 'application/x-www-form-urlencoded';
   if (body !== undefined) headers['Content-Length'] = String(Buffer.byteLength(body));
   const target = url;
   return new Promise((resolve, reject) => {
-    const options = { host: '127.0.0.1', port: Number(target.port), path: target.pathname + target.search, method: method ?? (body !== undefined ? 'POST' : 'GET'), headers: { Host: target.host, ...headers }, agent: false as const };
+    const options = {
+      host: '127.0.0.1',
+      port: Number(target.port),
+      path: target.pathname + target.search,
+      method: method ?? (body !== undefined ? 'POST' : 'GET'),
+      headers: { Host: target.host, ...headers },
+      agent: false as const,
+    };
     const done = (res: http.IncomingMessage): void => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
@@ -170,7 +178,8 @@ function curl(args: string[], r: DocRun): Promise<DocResult> {
       });
       res.on('error', reject);
     };
-    const req = target.protocol === 'https:' ? https.request({ ...options, ca, servername: target.hostname }, done) : http.request(options, done);
+    const req =
+      target.protocol === 'https:' ? https.request({ ...options, ca, servername: target.hostname }, done) : http.request(options, done);
     req.on('error', reject);
     req.end(body);
   });

@@ -19,7 +19,7 @@ const root = path.join(__dirname, '..', '..', '..');
 t.test('the shell blocks of the key manager, security, admin API, throttling and migrating pages run', async (t) => {
   const node = await startConfCopy(t, 'throughway-docs-pages-');
   const { dir, offset, child, exited } = node;
-  t.ok(await until(() => node.out.includes('Try:'), 10_000), `started:\n${node.out}\n${node.err}`);
+  t.ok(await until(() => node.out.includes('Try:'), 90_000), `started:\n${node.out}\n${node.err}`);
 
   const pages: Array<[string, string]> = [
     ['security.md', 'SecApp'],
@@ -47,14 +47,21 @@ t.test('the shell blocks of the key manager, security, admin API, throttling and
         line = line.replace('<id>', blockingId ?? '');
       }
       const res = await runDocCommand({ line, status: c.status }, r);
-      if (res.kind === 'curl') t.ok(res.status === 200 || res.status === 201, `${page}: ${c.line} -> ${res.status} ${res.output.slice(0, 100)}`);
+      if (res.kind === 'curl')
+        t.ok(res.status === 200 || res.status === 201, `${page}: ${c.line} -> ${res.status} ${res.output.slice(0, 100)}`);
       else t.pass(`${page}: ${c.line}`);
       if (line.includes('blocking add')) blockingId = /^blocking condition (\S+) added: IP 203\.0\.113\.7$/m.exec(res.output)?.[1];
-      if (line.includes('blocking list') && blockingId !== undefined) t.match(res.output, blockingId, `${page}: the new condition is listed`);
+      if (line.includes('blocking list') && blockingId !== undefined)
+        t.match(res.output, blockingId, `${page}: the new condition is listed`);
       if (line.includes('blocking remove')) t.match(res.output, `blocking condition ${blockingId ?? ''} removed`, `${page}: removed`);
-      if (line.includes('config check')) t.match(res.output, /deployment\.toml: valid \((0 warnings|1 warning)\)/, `${page}: config check passes (with admin/admin, its one warning)`);
+      if (line.includes('config check'))
+        t.match(
+          res.output,
+          /deployment\.toml: valid \((0 warnings|1 warning)\)/,
+          `${page}: config check passes (with admin/admin, its one warning)`,
+        );
     }
-    if (page === 'security.md') t.ok(r.values.has('access token'), 'security.md: a token got with the page\'s keys');
+    if (page === 'security.md') t.ok(r.values.has('access token'), "security.md: a token got with the page's keys");
   }
   child.kill('SIGTERM');
   t.equal(await exited, 0, 'SIGTERM: clean exit');

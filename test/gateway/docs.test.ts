@@ -15,7 +15,8 @@ import { API_DIAGNOSTIC_CODES } from '../../lib/gateway/diagnostics';
 const docs = join(__dirname, '..', '..', '..', 'docs');
 
 t.test('the committed pages are what the generator writes', async (t) => {
-  for (const d of DOCS) t.equal(readFileSync(join(docs, d.file), 'utf8'), d.render(), `docs/${d.file} is stale: run node dist/scripts/gen-gateway-docs.js`);
+  for (const d of DOCS)
+    t.equal(readFileSync(join(docs, d.file), 'utf8'), d.render(), `docs/${d.file} is stale: run node dist/scripts/gen-gateway-docs.js`);
 });
 
 t.test('every fault code is documented with its status', async (t) => {

@@ -26,7 +26,14 @@ t.test('suspended after a suspend code; 103007 with Retry-After; tried again aft
   t.ok(g.logger.lines.some((l) => l.event === 'endpoint_suspended' && l.code === 101503 && l.durationMs === 400));
   const second = await request(g.port, '/s/1/x');
   t.equal(second.status, 503);
-  t.same(second.json(), { fault: { code: 103007, type: 'Status report', message: 'Endpoint suspended', description: 'The backend endpoint is suspended after failing with one of its suspend codes (Retry-After gives the seconds left)' } });
+  t.same(second.json(), {
+    fault: {
+      code: 103007,
+      type: 'Status report',
+      message: 'Endpoint suspended',
+      description: 'The backend endpoint is suspended after failing with one of its suspend codes (Retry-After gives the seconds left)',
+    },
+  });
   t.equal(second.headers['retry-after'], '1');
   // Bring the backend up on the same port: while suspended, nothing reaches it.
   const server = net.createServer((s) => {
@@ -49,14 +56,35 @@ t.test('codes not listed do not suspend; base codes match every state', async (t
   t.teardown(() => g.close());
   t.equal((await request(g.port, '/s/1/x')).status, 502);
   t.equal((await request(g.port, '/s/1/x')).status, 502, 'connection refused (101503) is not a suspend code here');
-  const ep = new EndpointRuntime({ url: 'http://127.0.0.1:1', suspendCodes: [101504], suspendDuration: 1000, suspendMaxDuration: 1000, suspendFactor: 1, timeout: undefined, retryCodes: [], retryCount: 1 }, targetFromUrl('http://127.0.0.1:1'));
+  const ep = new EndpointRuntime(
+    {
+      url: 'http://127.0.0.1:1',
+      suspendCodes: [101504],
+      suspendDuration: 1000,
+      suspendMaxDuration: 1000,
+      suspendFactor: 1,
+      timeout: undefined,
+      retryCodes: [],
+      retryCount: 1,
+    },
+    targetFromUrl('http://127.0.0.1:1'),
+  );
   t.ok(ep.matches(makeFault('socket_timeout', ProtocolState.RESPONSE_HEAD)), '101508 = 101504 + 4 matches base 101504');
   t.notOk(ep.matches(makeFault('connect_timeout', ProtocolState.REQUEST_READY)), '101508 = 101508 + 0 is another base');
   t.notOk(ep.matches(makeFault('client_timeout', ProtocolState.REQUEST_BODY)), 'client-side faults never suspend an endpoint');
 });
 
 t.test('progression: factor, cap, reset on success; in-flight failures count once', async (t) => {
-  const def = { url: 'http://127.0.0.1:1', suspendCodes: [101503], suspendDuration: 1000, suspendMaxDuration: 3000, suspendFactor: 2, timeout: undefined, retryCodes: [], retryCount: 1 };
+  const def = {
+    url: 'http://127.0.0.1:1',
+    suspendCodes: [101503],
+    suspendDuration: 1000,
+    suspendMaxDuration: 3000,
+    suspendFactor: 2,
+    timeout: undefined,
+    retryCodes: [],
+    retryCount: 1,
+  };
   const ep = new EndpointRuntime(def, targetFromUrl(def.url));
   const f = makeFault('connect_refused', ProtocolState.REQUEST_READY);
   let now = 10_000;

@@ -11,7 +11,9 @@ function api(port: number, advanced: string): string {
 }
 
 t.test('timeout: a slow backend gets 101507 (101504 + REQUEST_DONE), 504, well before it answers', async (t) => {
-  const server = net.createServer((s) => s.on('data', () => setTimeout(() => s.end('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok'), 2000)));
+  const server = net.createServer((s) =>
+    s.on('data', () => setTimeout(() => s.end('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok'), 2000)),
+  );
   await new Promise<void>((r) => server.listen(0, HOST, () => r()));
   t.teardown(() => server.close());
   const g = await startGateway(BASE_TOML, { s: api((server.address() as net.AddressInfo).port, 'timeout = "200ms"') });
@@ -32,7 +34,10 @@ t.test('retry_codes / retry_count: a refused call is retried retry_count times, 
   t.equal(res.json().fault.code, 101503);
   const retries = g.logger.lines.filter((l) => l.event === 'endpoint_retry');
   t.equal(retries.length, 2, 'two retries, as retry_count says');
-  t.same(retries.map((l) => l.attempt), [2, 3]);
+  t.same(
+    retries.map((l) => l.attempt),
+    [2, 3],
+  );
   t.ok(retries.every((l) => l.code === 101503 && l.base === 101503 && l.state === 0));
 });
 

@@ -39,24 +39,54 @@ t.test('start summary: environments, API URLs and the token endpoint from [[apim
   const n = await startTestNode(withEnvs, { 'shop.toml': SHOP });
   t.teardown(() => n.close());
   const out = n.out.join('\n');
-  t.match(out, /Gateway environment Production \(production\): http:\/\/gw\.example\.com:8283, https:\/\/gw\.example\.com:8246, ws:\/\/gw\.example\.com:9099/, 'runtime tokens filled in with the offset, the trailing slash dropped');
+  t.match(
+    out,
+    /Gateway environment Production \(production\): http:\/\/gw\.example\.com:8283, https:\/\/gw\.example\.com:8246, ws:\/\/gw\.example\.com:9099/,
+    'runtime tokens filled in with the offset, the trailing slash dropped',
+  );
   t.match(out, /Gateway environment Internal \(sandbox\): https:\/\/internal\.example\.com\n/);
   t.match(out, /Token endpoint on the gateway: https:\/\/gw\.example\.com:8246\/token/);
   t.match(out, /Shop 1\.0\.0 {2}http:\/\/gw\.example\.com:8283\/shop\/1\.0\.0 {2}\(PUBLISHED\)/, 'the API line uses the first environment');
-  t.match(out, /curl -H 'Authorization: Bearer <access token>' http:\/\/gw\.example\.com:8283\/shop\/1\.0\.0\/menu/, 'and so do the curl lines');
+  t.match(
+    out,
+    /curl -H 'Authorization: Bearer <access token>' http:\/\/gw\.example\.com:8283\/shop\/1\.0\.0\/menu/,
+    'and so do the curl lines',
+  );
   t.notMatch(out, /http:\/\/localhost:8283\/shop/, 'not the listener address');
 
   const envs = await http(`http://127.0.0.1:${n.mgmt}/admin/v1/environments`, { auth: ADMIN });
   t.equal(envs.status, 200, envs.text);
   t.same(envs.body.list, [
-    { name: 'Production', type: 'production', description: 'The public gateway', httpEndpoint: 'http://gw.example.com:8283', httpsEndpoint: 'https://gw.example.com:8246', wsEndpoint: 'ws://gw.example.com:9099', wssEndpoint: null, tokenEndpoint: 'https://gw.example.com:8246/token', showAsTokenEndpointUrl: true, configured: true },
-    { name: 'Internal', type: 'sandbox', description: 'This is a hybrid gateway that handles both production and sandbox token traffic.', httpEndpoint: null, httpsEndpoint: 'https://internal.example.com', wsEndpoint: null, wssEndpoint: null, tokenEndpoint: 'https://internal.example.com/token', showAsTokenEndpointUrl: true, configured: true },
+    {
+      name: 'Production',
+      type: 'production',
+      description: 'The public gateway',
+      httpEndpoint: 'http://gw.example.com:8283',
+      httpsEndpoint: 'https://gw.example.com:8246',
+      wsEndpoint: 'ws://gw.example.com:9099',
+      wssEndpoint: null,
+      tokenEndpoint: 'https://gw.example.com:8246/token',
+      showAsTokenEndpointUrl: true,
+      configured: true,
+    },
+    {
+      name: 'Internal',
+      type: 'sandbox',
+      description: 'This is a hybrid gateway that handles both production and sandbox token traffic.',
+      httpEndpoint: null,
+      httpsEndpoint: 'https://internal.example.com',
+      wsEndpoint: null,
+      wssEndpoint: null,
+      tokenEndpoint: 'https://internal.example.com/token',
+      showAsTokenEndpointUrl: true,
+      configured: true,
+    },
   ]);
   t.notMatch(envs.text, /secret-publisher-pw/, 'publishing credentials are never reported');
   t.equal((await http(`http://127.0.0.1:${n.mgmt}/admin/v1/environments`)).status, 401, 'super admin only');
 });
 
-t.test('no environment: the node\'s own listeners, as before', async (t) => {
+t.test("no environment: the node's own listeners, as before", async (t) => {
   const n = await startTestNode(NODE_TOML, { 'shop.toml': SHOP });
   t.teardown(() => n.close());
   const out = n.out.join('\n');
@@ -64,10 +94,19 @@ t.test('no environment: the node\'s own listeners, as before', async (t) => {
   t.match(out, /Shop 1\.0\.0 {2}http:\/\/localhost:8280\/shop\/1\.0\.0 {2}\(PUBLISHED\)/);
   t.match(out, /Token endpoint on the gateway: https:\/\/localhost:8243\/token/);
   const envs = await http(`http://127.0.0.1:${n.mgmt}/admin/v1/environments`, { auth: ADMIN });
-  t.match(envs.body.list, [{ name: 'Default', type: 'hybrid', httpEndpoint: 'http://localhost:8280', httpsEndpoint: 'https://localhost:8243', wsEndpoint: null, configured: false }]);
+  t.match(envs.body.list, [
+    {
+      name: 'Default',
+      type: 'hybrid',
+      httpEndpoint: 'http://localhost:8280',
+      httpsEndpoint: 'https://localhost:8243',
+      wsEndpoint: null,
+      configured: false,
+    },
+  ]);
 });
 
-t.test('apis list: each deployed API\'s URLs per configured environment (text and JSON)', async (t) => {
+t.test("apis list: each deployed API's URLs per configured environment (text and JSON)", async (t) => {
   const dir = confDir(withEnvs, { 'shop.toml': SHOP });
   const loaded = loadConfig({ file: path.join(dir, 'deployment.toml') });
   t.ok(loaded.ok, JSON.stringify(loaded.diagnostics));

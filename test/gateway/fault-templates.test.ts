@@ -38,7 +38,12 @@ t.test('templates replace body and status, per combined code and per base code',
     BASE_TOML,
     {
       ok: apiToml({ endpoint: `http://127.0.0.1:${backend.port}`, resources: [['/r', ['GET']]] }),
-      rude: apiToml({ name: 'Rude', context: '/rude', endpoint: `http://127.0.0.1:${(rude.address() as net.AddressInfo).port}`, resources: [['/r', ['GET']]] }),
+      rude: apiToml({
+        name: 'Rude',
+        context: '/rude',
+        endpoint: `http://127.0.0.1:${(rude.address() as net.AddressInfo).port}`,
+        resources: [['/r', ['GET']]],
+      }),
       down: apiToml({ name: 'Down', context: '/down', endpoint: `http://127.0.0.1:${refused}`, resources: [['/r', ['GET']]] }),
     },
     { 'fault-templates.toml': TEMPLATES },
@@ -50,8 +55,14 @@ t.test('templates replace body and status, per combined code and per base code',
   });
 
   const n = await request(g.port, '/test/1.0.0/nope', { headers: { Origin: 'https://x.example' } });
-  t.equal(n.status, 404, 'status replaced (the spec\'s 403)');
-  t.same(n.json(), { error: { code: 900906, message: 'No matching resource found in the API for the given request', detail: 'The API has no resource matching the request path' } });
+  t.equal(n.status, 404, "status replaced (the spec's 403)");
+  t.same(n.json(), {
+    error: {
+      code: 900906,
+      message: 'No matching resource found in the API for the given request',
+      detail: 'The API has no resource matching the request path',
+    },
+  });
   t.equal(n.headers['content-type'], 'application/json; charset=UTF-8');
   t.equal(n.headers['access-control-allow-origin'], '*', 'CORS fields stay');
 
@@ -62,7 +73,7 @@ t.test('templates replace body and status, per combined code and per base code',
 
   const x = await request(g.port, '/missing');
   t.equal(x.headers['content-type'], 'application/xml');
-  t.equal(x.status, 404, 'no status given: the code\'s own');
+  t.equal(x.status, 404, "no status given: the code's own");
   t.equal(x.body, '<fault><code>103005</code><message>No matching API</message><status>404</status></fault>');
 
   const d = await request(g.port, '/down/1.0.0/r');
@@ -83,7 +94,10 @@ t.test('templates replace body and status, per combined code and per base code',
 });
 
 t.test('a combined-code template wins over a base template (101508 is 101505 + 3 and also 101508 + 0)', async (t) => {
-  const r = parseFaultTemplates('[[template]]\nbases = [101505]\nbody = "base"\n[[template]]\ncodes = [101508]\nbody = "exact"\n', 'f.toml');
+  const r = parseFaultTemplates(
+    '[[template]]\nbases = [101505]\nbody = "base"\n[[template]]\ncodes = [101508]\nbody = "exact"\n',
+    'f.toml',
+  );
   const facts = { code: 101508, base: 101505, state: 3, status: 502, message: '', description: '' };
   t.equal(r.templates?.find(101508, 101505)?.render(facts).body, 'exact');
   t.equal(r.templates?.find(101507, 101505)?.render(facts).body, 'base');
@@ -91,7 +105,10 @@ t.test('a combined-code template wins over a base template (101508 is 101505 + 3
 });
 
 t.test('placeholders are escaped for the content type', async (t) => {
-  const r = parseFaultTemplates('[[template]]\ncodes = [1]\nbody = \'{"d":"{description}"}\'\n[[template]]\ncodes = [2]\ncontent_type = "text/html"\nbody = "<p>{description}</p>"\n', 'f.toml');
+  const r = parseFaultTemplates(
+    '[[template]]\ncodes = [1]\nbody = \'{"d":"{description}"}\'\n[[template]]\ncodes = [2]\ncontent_type = "text/html"\nbody = "<p>{description}</p>"\n',
+    'f.toml',
+  );
   t.same(r.diagnostics, []);
   const facts = { code: 1, base: 1, state: -1, status: 500, message: 'm', description: 'say "hi" <b>&\n' };
   const json = r.templates?.find(1, 1)?.render(facts);
@@ -127,7 +144,10 @@ t.test('bad entries: file, line and field; the good ones still apply', async (t)
   t.match(by('template[2].bodyy')?.message, /did you mean "body"/);
   t.equal(by('template[2].body')?.message, 'is required');
   t.match(by('template[3].codes')?.message, /already has template 1 \(line 1\)/);
-  t.equal(r.templates?.find(900906, 900906)?.render({ code: 900906, base: 900906, state: -1, status: 403, message: '', description: '' }).body, 'ok');
+  t.equal(
+    r.templates?.find(900906, 900906)?.render({ code: 900906, base: 900906, state: -1, status: 403, message: '', description: '' }).body,
+    'ok',
+  );
   t.equal(r.templates?.find(101504, 101504), undefined, 'the invalid entry is skipped');
   const syntax = parseFaultTemplates('[[template]\n', 'x.toml');
   t.equal(syntax.diagnostics[0]?.code, 'API_SYNTAX');

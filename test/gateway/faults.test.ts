@@ -4,7 +4,18 @@
  * throttling, Allow for 405. Transport faults render through the same function, keyed by reason.
  */
 import t from 'tap';
-import { ApiCode, GATEWAY_FAULTS, GatewayOwnCode, fault, faultDef, gatewayFacts, ownCodes, renderFacts, transportFacts, type GatewayCode } from '../../lib/faults';
+import {
+  ApiCode,
+  GATEWAY_FAULTS,
+  GatewayOwnCode,
+  fault,
+  faultDef,
+  gatewayFacts,
+  ownCodes,
+  renderFacts,
+  transportFacts,
+  type GatewayCode,
+} from '../../lib/faults';
 import { FAULT_KINDS, OwnCode, makeFault, type FaultReason } from '../../lib/transport/codes';
 import { ProtocolState } from '../../lib/transport/states';
 
@@ -52,18 +63,32 @@ t.test('every API handler code of the spec is in the table with its status and m
   for (const d of GATEWAY_FAULTS) if (d.origin === 'spec') t.ok(specCodes.has(d.code), `${d.code} is a spec code`);
 });
 
-t.test('own codes: one range from 103001, the transport\'s then the gateway\'s, no collisions', async (t) => {
+t.test("own codes: one range from 103001, the transport's then the gateway's, no collisions", async (t) => {
   // Blocks reserved per area (lib/faults/index.ts): each is filled from its start, without gaps.
-  const BLOCKS = [103001, 103020, 103040, 103060, 103080, 103100, 103120, 103140, 103160, 103180, 103200, 103210];
+  const BLOCKS = [103001, 103020, 103040, 103060, 103080, 103100, 103120, 103140, 103160, 103180, 103200, 103210, 103230];
   const all = ownCodes();
   for (let b = 0; b < BLOCKS.length - 1; b++) {
     const inBlock = all.filter((c) => c >= (BLOCKS[b] as number) && c < (BLOCKS[b + 1] as number));
-    t.same(inBlock, Array.from({ length: inBlock.length }, (_, i) => (BLOCKS[b] as number) + i), `block ${BLOCKS[b]}: contiguous from its start`);
+    t.same(
+      inBlock,
+      Array.from({ length: inBlock.length }, (_, i) => (BLOCKS[b] as number) + i),
+      `block ${BLOCKS[b]}: contiguous from its start`,
+    );
   }
   t.equal(new Set(all).size, all.length, 'no code twice');
-  t.ok(all.every((c) => c >= 103001 && c < 103210), 'every own code is in a reserved block');
-  t.same(Object.values(OwnCode).filter((c) => c < 103020), [103001, 103002, 103003, 103004]);
-  t.same(Object.values(OwnCode).filter((c) => c >= 103020), [103064, 103080, 103081, 103082, 103160, 103161, 103162, 103163], 'the transport\'s codes in the blocks: global timeout (mediation), TLS handshake, proxy refused, WebSocket frame refused (docs/tls.md, docs/websocket.md), request framing, deadlines and the interim cap (docs/transport.md)');
+  t.ok(
+    all.every((c) => c >= 103001 && c < 103230),
+    'every own code is in a reserved block',
+  );
+  t.same(
+    Object.values(OwnCode).filter((c) => c < 103020),
+    [103001, 103002, 103003, 103004],
+  );
+  t.same(
+    Object.values(OwnCode).filter((c) => c >= 103020),
+    [103064, 103080, 103081, 103082, 103160, 103161, 103162, 103163],
+    "the transport's codes in the blocks: global timeout (mediation), TLS handshake, proxy refused, WebSocket frame refused (docs/tls.md, docs/websocket.md), request framing, deadlines and the interim cap (docs/transport.md)",
+  );
   t.equal(Math.min(...Object.values(GatewayOwnCode)), 103005);
   const codes = new Set<number>();
   for (const d of GATEWAY_FAULTS) {
@@ -75,12 +100,16 @@ t.test('own codes: one range from 103001, the transport\'s then the gateway\'s, 
   }
 });
 
-t.test('every gateway code renders its status and the spec\'s body shape', async (t) => {
+t.test("every gateway code renders its status and the spec's body shape", async (t) => {
   for (const d of GATEWAY_FAULTS) {
     const r = renderFacts(gatewayFacts(fault(d.code as GatewayCode)), [], undefined, undefined);
     t.equal(r.status, d.httpStatus, `${d.code} status`);
     t.equal(r.faultCode, d.code);
-    t.same(JSON.parse(r.body as string), { fault: { code: d.code, type: 'Status report', message: d.message, description: d.description } }, `${d.code} body`);
+    t.same(
+      JSON.parse(r.body as string),
+      { fault: { code: d.code, type: 'Status report', message: d.message, description: d.description } },
+      `${d.code} body`,
+    );
     const h = r.headers ?? [];
     t.equal(h[0], 'Content-Type');
     t.equal(h[1], 'application/json; charset=UTF-8');
@@ -108,11 +137,24 @@ t.test('throttling faults: Retry-After and nextAccessTime; 405: Allow; 900910: s
   const s = renderFacts(gatewayFacts(fault(GatewayOwnCode.ENDPOINT_SUSPENDED, { retryAfterMs: 30_000 })), [], undefined, undefined);
   t.equal((s.headers ?? [])[(s.headers ?? []).indexOf('Retry-After') + 1], '30');
   t.equal(JSON.parse(s.body as string).fault.nextAccessTime, undefined, 'nextAccessTime is for throttling');
-  const m = renderFacts(gatewayFacts(fault(GatewayOwnCode.METHOD_NOT_ALLOWED, { allow: 'GET, HEAD' })), ['Access-Control-Allow-Origin', '*'], undefined, undefined);
+  const m = renderFacts(
+    gatewayFacts(fault(GatewayOwnCode.METHOD_NOT_ALLOWED, { allow: 'GET, HEAD' })),
+    ['Access-Control-Allow-Origin', '*'],
+    undefined,
+    undefined,
+  );
   t.same(m.headers, ['Content-Type', 'application/json; charset=UTF-8', 'Allow', 'GET, HEAD', 'Access-Control-Allow-Origin', '*']);
   const sc = renderFacts(gatewayFacts(fault(ApiCode.INVALID_SCOPE, { scope: 'menu:read' })), [], undefined, undefined);
-  t.equal((sc.headers ?? [])[1 + (sc.headers ?? []).indexOf('WWW-Authenticate')], 'Bearer realm="throughway", error="insufficient_scope", scope="menu:read"');
-  const d = renderFacts(gatewayFacts(fault(ApiCode.INVALID_CREDENTIALS, { description: 'The API has no sandbox endpoint' })), [], undefined, undefined);
+  t.equal(
+    (sc.headers ?? [])[1 + (sc.headers ?? []).indexOf('WWW-Authenticate')],
+    'Bearer realm="throughway", error="insufficient_scope", scope="menu:read"',
+  );
+  const d = renderFacts(
+    gatewayFacts(fault(ApiCode.INVALID_CREDENTIALS, { description: 'The API has no sandbox endpoint' })),
+    [],
+    undefined,
+    undefined,
+  );
   t.equal(JSON.parse(d.body as string).fault.description, 'The API has no sandbox endpoint', 'an occurrence may say more');
 });
 

@@ -29,7 +29,7 @@ function sent(name: string): string[] {
   return out;
 }
 
-t.test('the client\'s Authorization is not sent to the backend by default', async (t) => {
+t.test("the client's Authorization is not sent to the backend by default", async (t) => {
   const g = await startGateway(BASE_TOML, api());
   t.teardown(() => g.close());
   const r = await request(g.port, '/test/1.0.0/x', { headers: { Authorization: 'Bearer abc', 'X-Other': '1' } });
@@ -45,16 +45,19 @@ t.test('enable_outbound_auth_header = true sends it', async (t) => {
   t.same(sent('authorization'), ['Bearer abc']);
 });
 
-t.test('a custom auth_header is the one removed; Authorization then passes (the backend\'s own auth)', async (t) => {
+t.test("a custom auth_header is the one removed; Authorization then passes (the backend's own auth)", async (t) => {
   const g = await startGateway(`${BASE_TOML}[apim.oauth_config]\nauth_header = "X-API-Token"\n`, api());
   t.teardown(() => g.close());
-  await request(g.port, '/test/1.0.0/x', { headers: ['Host', 'gw', 'x-api-token', 'tok', 'Authorization', 'Basic dTpw', 'X-Api-Token', 'again'] });
+  await request(g.port, '/test/1.0.0/x', {
+    headers: ['Host', 'gw', 'x-api-token', 'tok', 'Authorization', 'Basic dTpw', 'X-Api-Token', 'again'],
+  });
   t.same(sent('x-api-token'), [], 'every occurrence, any case');
   t.same(sent('authorization'), ['Basic dTpw']);
 });
 
 t.test('exclude lists apply when [apim.transport_headers] enabled = true', async (t) => {
-  const rules = '[apim.transport_headers]\nenabled = true\nexcludeRequestHeaders = "X-Secret, cookie"\nexcludeResponseHeaders = "X-Internal-Debug"\n';
+  const rules =
+    '[apim.transport_headers]\nenabled = true\nexcludeRequestHeaders = "X-Secret, cookie"\nexcludeResponseHeaders = "X-Internal-Debug"\n';
   const g = await startGateway(BASE_TOML + rules, api());
   t.teardown(() => g.close());
   const r = await request(g.port, '/test/1.0.0/leaky', { headers: { 'X-Internal-Debug': 'on', 'X-Secret': 'from-client' } });
@@ -95,24 +98,68 @@ t.test('faults never copy request fields; removeRequestHeaders echoes only the p
   t.equal(o.status, 404);
   t.equal(o.headers['x-correlation-id'], undefined, 'always removed for OPTIONS calls (spec 001)');
   const ok = await request(g.port, '/test/1.0.0/x', { headers: { 'X-Correlation-Id': 'c-4' } });
-  t.equal(ok.headers['x-correlation-id'], undefined, 'a backend response is the backend\'s');
+  t.equal(ok.headers['x-correlation-id'], undefined, "a backend response is the backend's");
 });
 
 t.test('HeaderRules.outgoing builds a new array only when a field changes', async (t) => {
-  const rules = new HeaderRules({ enabled: true, removeRequestHeaders: false, preserveRequestHeaders: [], excludeRequestHeaders: [], excludeResponseHeaders: ['X-Drop'], outboundAuthHeader: false, authHeader: 'Authorization' });
+  const rules = new HeaderRules({
+    enabled: true,
+    removeRequestHeaders: false,
+    preserveRequestHeaders: [],
+    excludeRequestHeaders: [],
+    excludeResponseHeaders: ['X-Drop'],
+    outboundAuthHeader: false,
+    authHeader: 'Authorization',
+  });
   const untouched = Object.freeze(['Host', 'a', 'Accept', '*/*']);
-  t.equal(rules.outgoing(untouched, undefined), undefined, 'nothing to remove: the client\'s array is used as is');
+  t.equal(rules.outgoing(untouched, undefined), undefined, "nothing to remove: the client's array is used as is");
   const input = Object.freeze(['Host', 'a', 'authorization', 'x', 'Accept', '*/*', 'x-drop', '1', 'X-Keep', '2']);
   const out = rules.outgoing(input, ['X-JWT-Assertion', 'jwt']);
   t.same(out, ['Host', 'a', 'Accept', '*/*', 'X-Keep', '2', 'X-JWT-Assertion', 'jwt']);
   t.not(out, input);
-  t.same(input, ['Host', 'a', 'authorization', 'x', 'Accept', '*/*', 'x-drop', '1', 'X-Keep', '2'], 'the request\'s fields are not edited');
+  t.same(input, ['Host', 'a', 'authorization', 'x', 'Accept', '*/*', 'x-drop', '1', 'X-Keep', '2'], "the request's fields are not edited");
 });
 
 t.test('HeaderRules.outgoing removes a listed name in any letter case, and no other name of its length', async (t) => {
   // Authorization, Cache-Control and X-Debug-Token are all 13 characters long.
-  const rules = new HeaderRules({ enabled: true, removeRequestHeaders: false, preserveRequestHeaders: [], excludeRequestHeaders: [], excludeResponseHeaders: ['x-debug-token', 'X-Other'], outboundAuthHeader: false, authHeader: 'Authorization' });
-  const input = Object.freeze(['AUTHORIZATION', 'a', 'Cache-Control', 'no-cache', 'x-DEBUG-token', 'd', 'X-Debug-Tokem', 'kept', 'Authorizatio', 'kept too', 'x-other', 'o', 'X-Others', 'kept']);
-  t.same(rules.outgoing(input, undefined), ['Cache-Control', 'no-cache', 'X-Debug-Tokem', 'kept', 'Authorizatio', 'kept too', 'X-Others', 'kept']);
-  t.equal(rules.outgoing(Object.freeze(['Cache-Control', 'x', 'X-Debug-Tokem', 'y']), undefined), undefined, 'names of a listed length that are not listed: nothing removed');
+  const rules = new HeaderRules({
+    enabled: true,
+    removeRequestHeaders: false,
+    preserveRequestHeaders: [],
+    excludeRequestHeaders: [],
+    excludeResponseHeaders: ['x-debug-token', 'X-Other'],
+    outboundAuthHeader: false,
+    authHeader: 'Authorization',
+  });
+  const input = Object.freeze([
+    'AUTHORIZATION',
+    'a',
+    'Cache-Control',
+    'no-cache',
+    'x-DEBUG-token',
+    'd',
+    'X-Debug-Tokem',
+    'kept',
+    'Authorizatio',
+    'kept too',
+    'x-other',
+    'o',
+    'X-Others',
+    'kept',
+  ]);
+  t.same(rules.outgoing(input, undefined), [
+    'Cache-Control',
+    'no-cache',
+    'X-Debug-Tokem',
+    'kept',
+    'Authorizatio',
+    'kept too',
+    'X-Others',
+    'kept',
+  ]);
+  t.equal(
+    rules.outgoing(Object.freeze(['Cache-Control', 'x', 'X-Debug-Tokem', 'y']), undefined),
+    undefined,
+    'names of a listed length that are not listed: nothing removed',
+  );
 });

@@ -111,7 +111,9 @@ export interface EchoBackend {
  * A real HTTP backend answering every request with 200 and a JSON echo of method, url and fields.
  * `/status/NNN` answers status NNN; `handler` may answer instead (return true when it did).
  */
-export async function echoBackend(handler?: (req: http.IncomingMessage, res: http.ServerResponse, body: string) => boolean): Promise<EchoBackend> {
+export async function echoBackend(
+  handler?: (req: http.IncomingMessage, res: http.ServerResponse, body: string) => boolean,
+): Promise<EchoBackend> {
   const seen: Seen[] = [];
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -168,7 +170,14 @@ export function request(port: number, pathAndQuery: string, options: RequestOpti
   return new Promise((resolve, reject) => {
     const headers = options.headers === undefined ? {} : Array.isArray(options.headers) ? (options.headers as string[]) : options.headers;
     const req = http.request(
-      { host: HOST, port, path: pathAndQuery, method: options.method ?? 'GET', headers: headers as http.OutgoingHttpHeaders, agent: options.agent ?? false },
+      {
+        host: HOST,
+        port,
+        path: pathAndQuery,
+        method: options.method ?? 'GET',
+        headers: headers as http.OutgoingHttpHeaders,
+        agent: options.agent ?? false,
+      },
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));

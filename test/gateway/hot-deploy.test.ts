@@ -13,7 +13,8 @@ import { BASE_TOML, HOST, apiToml, echoBackend, request, startGateway, until } f
 t.test('files change under load: no failed call, each change live within a second', async (t) => {
   const backend = await echoBackend();
   const ep = `http://127.0.0.1:${backend.port}`;
-  const a = (extra: readonly (readonly [string, readonly string[]])[] = []) => apiToml({ name: 'A', context: '/a', endpoint: ep, resources: [['/r', ['GET']], ...extra] });
+  const a = (extra: readonly (readonly [string, readonly string[]])[] = []) =>
+    apiToml({ name: 'A', context: '/a', endpoint: ep, resources: [['/r', ['GET']], ...extra] });
   const g = await startGateway(BASE_TOML, { a: a() });
   const apis = path.join(g.dir, 'apis');
   t.teardown(async () => {
@@ -107,10 +108,16 @@ t.test('reload() without a watcher, and a missing directory', async (t) => {
     await g.close();
     await backend.close();
   });
-  fs.writeFileSync(path.join(g.dir, 'apis', 'a.toml'), apiToml({ endpoint: `http://127.0.0.1:${backend.port}`, resources: [['/r', ['GET']]] }));
+  fs.writeFileSync(
+    path.join(g.dir, 'apis', 'a.toml'),
+    apiToml({ endpoint: `http://127.0.0.1:${backend.port}`, resources: [['/r', ['GET']]] }),
+  );
   t.equal((await request(g.port, '/test/1.0.0/r')).status, 404, 'not watched');
   const report = g.gw.reload();
-  t.same(report.deployed.map((d) => d.path), ['/test/1.0.0']);
+  t.same(
+    report.deployed.map((d) => d.path),
+    ['/test/1.0.0'],
+  );
   t.equal((await request(g.port, '/test/1.0.0/r')).status, 200);
   fs.rmSync(path.join(g.dir, 'apis'), { recursive: true });
   t.same(g.gw.reload().deployed, []);
@@ -127,8 +134,17 @@ t.test('a directory created after start: reload() deploys it and starts watching
   fs.rmSync(path.join(g.dir, 'apis'), { recursive: true });
   g.gw.reload();
   fs.mkdirSync(path.join(g.dir, 'apis'));
-  fs.writeFileSync(path.join(g.dir, 'apis', 'a.toml'), apiToml({ endpoint: `http://127.0.0.1:${backend.port}`, resources: [['/r', ['GET']]] }));
-  t.same(g.gw.reload().deployed.map((d) => d.path), ['/test/1.0.0']);
-  fs.writeFileSync(path.join(g.dir, 'apis', 'b.toml'), apiToml({ name: 'B', context: '/b', endpoint: `http://127.0.0.1:${backend.port}`, resources: [['/r', ['GET']]] }));
+  fs.writeFileSync(
+    path.join(g.dir, 'apis', 'a.toml'),
+    apiToml({ endpoint: `http://127.0.0.1:${backend.port}`, resources: [['/r', ['GET']]] }),
+  );
+  t.same(
+    g.gw.reload().deployed.map((d) => d.path),
+    ['/test/1.0.0'],
+  );
+  fs.writeFileSync(
+    path.join(g.dir, 'apis', 'b.toml'),
+    apiToml({ name: 'B', context: '/b', endpoint: `http://127.0.0.1:${backend.port}`, resources: [['/r', ['GET']]] }),
+  );
   t.ok(await until(async () => (await request(g.port, '/b/1.0.0/r')).status === 200, 1000), 'watched from then on');
 });

@@ -41,7 +41,10 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     // The repository's start script, its CLI path made absolute: npm runs it through `sh -c` as in the repository.
     const start = script.replace('dist/lib/cli.js', JSON.stringify(path.join(root, 'dist', 'lib', 'cli.js')));
     t.match(script, /^exec node /, 'the start script execs the node');
-    fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: 'npm-start-signal', version: '1.0.0', private: true, scripts: { start } }));
+    fs.writeFileSync(
+      path.join(dir, 'package.json'),
+      JSON.stringify({ name: 'npm-start-signal', version: '1.0.0', private: true, scripts: { start } }),
+    );
     const child = spawn('npm', ['start'], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     child.stdout.on('data', (c: Buffer) => (out += c.toString()));

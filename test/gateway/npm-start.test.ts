@@ -33,28 +33,48 @@ t.test('npm start: gateway + demo backend, the printed curl lines work, SIGTERM 
   const node = await startConfCopy(t, 'throughway-start-');
   const { dir, offset, child, exited } = node;
 
-  t.ok(await until(() => node.out.includes('Try:') && node.out.trimEnd().split('\n').pop()?.trim().startsWith('curl') === true, 120_000), `started:\n${node.out}\n${node.err}`);
+  t.ok(
+    await until(() => node.out.includes('Try:') && node.out.trimEnd().split('\n').pop()?.trim().startsWith('curl') === true, 120_000),
+    `started:\n${node.out}\n${node.err}`,
+  );
   const port = 8280 + offset;
   t.match(node.out, new RegExp(`gateway HTTP\\s+port ${port}\\b`));
   t.match(node.out, new RegExp(`demo backend\\s+port ${9000 + offset}\\b`));
   t.match(node.out, /PizzaShack 1\.0\.0/);
 
   // The printed key manager lines: application, keys, subscription to the protected API, token.
-  const commands = node.out.split('\n').map((l) => l.trim()).filter((l) => l.startsWith('npm run -s throughway -- '));
+  const commands = node.out
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l.startsWith('npm run -s throughway -- '));
   t.match(commands.join('\n'), /subscriptions add --app MyApp --api \/pizzashack-secured --api-version 1\.0\.0/);
   let keys = '';
-  for (const c of commands) keys += (await run(process.execPath, [cli, ...c.slice('npm run -s throughway -- '.length).split(' ')], { cwd: dir })).stdout;
+  for (const c of commands)
+    keys += (await run(process.execPath, [cli, ...c.slice('npm run -s throughway -- '.length).split(' ')], { cwd: dir })).stdout;
   const key = /consumer key\s+(\S+)/.exec(keys)?.[1] ?? '';
   const secret = /consumer secret\s+(\S+)/.exec(keys)?.[1] ?? '';
   const tokenUrl = /then: curl .*(http:\/\/\S+\/oauth2\/token)/.exec(node.out)?.[1] ?? '';
-  const tr = await fetch(tokenUrl, { method: 'POST', headers: { Authorization: `Basic ${Buffer.from(`${key}:${secret}`).toString('base64')}`, 'Content-Type': 'application/x-www-form-urlencoded' }, body: 'grant_type=client_credentials' });
+  const tr = await fetch(tokenUrl, {
+    method: 'POST',
+    headers: {
+      Authorization: `Basic ${Buffer.from(`${key}:${secret}`).toString('base64')}`,
+      'Content-Type': 'application/x-www-form-urlencoded',
+    },
+    body: 'grant_type=client_credentials',
+  });
   t.equal(tr.status, 200, 'a token from the printed token line');
   const token = ((await tr.json()) as { access_token: string }).access_token;
 
-  const printed = node.out.split('\n').map((l) => l.trim()).filter((l) => l.startsWith('curl '));
+  const printed = node.out
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l.startsWith('curl '));
   t.ok(printed.length >= 4, 'prints what to curl');
   const secured = printed.filter((l) => l.includes("-H 'Authorization: Bearer <access token>'"));
-  t.ok(secured.length >= 2 && secured.every((l) => l.includes('/pizzashack-secured/1.0.0/')), 'the protected demo API, with a bearer token');
+  t.ok(
+    secured.length >= 2 && secured.every((l) => l.includes('/pizzashack-secured/1.0.0/')),
+    'the protected demo API, with a bearer token',
+  );
   for (const line of printed) {
     const c = parseCurl(line);
     t.equal(Number(c.url.port), port, `${line}: the gateway port with the offset`);
@@ -73,9 +93,15 @@ t.test('npm start: gateway + demo backend, the printed curl lines work, SIGTERM 
   // The README's quick start and docs/quickstart.md, every command of their sh blocks, against this node.
   // Each page creates its own application (MyApp renamed), as the printed lines above already made MyApp.
   const readme = fs.readFileSync(path.join(root, 'README.md'), 'utf8');
-  const readmeCurls = readme.split('\n').map((l) => l.trim()).filter((l) => l.startsWith('curl ') && l.includes('localhost:8280'));
+  const readmeCurls = readme
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l.startsWith('curl ') && l.includes('localhost:8280'));
   t.ok(readmeCurls.length >= 2, 'the README shows curl lines');
-  t.ok(readmeCurls.some((l) => l.includes('/pizzashack-secured/')), 'among them the protected demo API');
+  t.ok(
+    readmeCurls.some((l) => l.includes('/pizzashack-secured/')),
+    'among them the protected demo API',
+  );
   // The start-up output the README shows is what the node prints (ports moved by the offset, the paths
   // relative to the working directory); lines with "..." are shortened there.
   const shown = readme.slice(readme.indexOf('It prints its ports'));

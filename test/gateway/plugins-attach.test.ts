@@ -32,7 +32,13 @@ async function start(t: Test, d: string): Promise<RunningNode> {
   const file = path.join(d, 'deployment.toml');
   const loaded = loadConfig({ file });
   t.ok(loaded.ok, 'configuration valid');
-  const node = await startNode(loaded, { cwd: d, ephemeralPorts: true, reload: () => loadConfig({ file }), log: () => undefined, logSink: { write: () => true } });
+  const node = await startNode(loaded, {
+    cwd: d,
+    ephemeralPorts: true,
+    reload: () => loadConfig({ file }),
+    log: () => undefined,
+    logSink: { write: () => true },
+  });
   t.teardown(async () => {
     await node.close();
     fs.rmSync(d, { recursive: true, force: true });
@@ -46,15 +52,28 @@ const get = async (url: string): Promise<{ status: number; body: string }> => {
 };
 
 t.test('the chain order the plugin points follow is the built-in chain', async (t) => {
-  t.same(PHASE_ORDER, PHASES.map((p) => p.name));
+  t.same(
+    PHASE_ORDER,
+    PHASES.map((p) => p.name),
+  );
 });
 
 t.test('attached per API and per resource: only those calls run the plugin, API first, each with its own settings', async (t) => {
   const b = await backend();
   t.teardown(b.close);
-  const pets = apiToml({ name: 'Pets', context: '/pets', endpoint: `http://127.0.0.1:${b.port}`, resources: [['/*', ['GET']]] }) + '[[plugins]]\nname = "tag"\nsettings = { tag = "api" }\n' + '[[resources]]\npath = "/special"\nmethods = ["GET"]\n[[resources.plugins]]\nname = "tag"\nsettings = { tag = "resource" }\n';
+  const pets =
+    apiToml({ name: 'Pets', context: '/pets', endpoint: `http://127.0.0.1:${b.port}`, resources: [['/*', ['GET']]] }) +
+    '[[plugins]]\nname = "tag"\nsettings = { tag = "api" }\n' +
+    '[[resources]]\npath = "/special"\nmethods = ["GET"]\n[[resources.plugins]]\nname = "tag"\nsettings = { tag = "resource" }\n';
   const plain = apiToml({ name: 'Plain', context: '/plain', endpoint: `http://127.0.0.1:${b.port}`, resources: [['/*', ['GET']]] });
-  const node = await start(t, confDir(BASE_TOML + '[throughway]\napi_plugins = ["./policies/tag.js"]\n[throughway.plugin.tag]\ntag = "node"\n', { pets, plain }, { 'policies/tag.js': TAG_PLUGIN }));
+  const node = await start(
+    t,
+    confDir(
+      BASE_TOML + '[throughway]\napi_plugins = ["./policies/tag.js"]\n[throughway.plugin.tag]\ntag = "node"\n',
+      { pets, plain },
+      { 'policies/tag.js': TAG_PLUGIN },
+    ),
+  );
   const base = `http://127.0.0.1:${node.ports.gateway}`;
   t.same(await get(`${base}/pets/1.0.0/cats`), { status: 200, body: 'tags=api' }, 'the API attachment, its own settings');
   t.same(await get(`${base}/pets/1.0.0/special`), { status: 200, body: 'tags=api, resource' }, 'the API attachment, then the resource one');
@@ -66,10 +85,20 @@ t.test('attached per API and per resource: only those calls run the plugin, API 
 t.test('an attachment without settings gets [throughway.plugin.<name>]; a throwing attached plugin is 103142 and counted', async (t) => {
   const b = await backend();
   t.teardown(b.close);
-  const api = apiToml({ name: 'Pets', context: '/pets', endpoint: `http://127.0.0.1:${b.port}`, resources: [['/*', ['GET']]] }) + '[[plugins]]\nname = "tag"\n' + '[[resources]]\npath = "/boom"\nmethods = ["GET"]\nplugins = [{ name = "boomer", settings = { tag = "boom" } }]\n';
-  const node = await start(t, confDir(BASE_TOML + '[throughway]\napi_plugins = ["./policies/tag.js", "./policies/boomer.js"]\n[throughway.plugin.tag]\ntag = "node"\n', { api }, { 'policies/tag.js': TAG_PLUGIN, 'policies/boomer.js': TAG_PLUGIN }));
+  const api =
+    apiToml({ name: 'Pets', context: '/pets', endpoint: `http://127.0.0.1:${b.port}`, resources: [['/*', ['GET']]] }) +
+    '[[plugins]]\nname = "tag"\n' +
+    '[[resources]]\npath = "/boom"\nmethods = ["GET"]\nplugins = [{ name = "boomer", settings = { tag = "boom" } }]\n';
+  const node = await start(
+    t,
+    confDir(
+      BASE_TOML + '[throughway]\napi_plugins = ["./policies/tag.js", "./policies/boomer.js"]\n[throughway.plugin.tag]\ntag = "node"\n',
+      { api },
+      { 'policies/tag.js': TAG_PLUGIN, 'policies/boomer.js': TAG_PLUGIN },
+    ),
+  );
   const base = `http://127.0.0.1:${node.ports.gateway}/pets/1.0.0`;
-  t.same(await get(`${base}/x`), { status: 200, body: 'tags=node' }, 'the node\'s settings table');
+  t.same(await get(`${base}/x`), { status: 200, body: 'tags=node' }, "the node's settings table");
   const boom = await get(`${base}/boom`);
   t.equal(boom.status, 500);
   t.equal((JSON.parse(boom.body) as { fault: { code: number } }).fault.code, 103142);
@@ -87,19 +116,33 @@ t.test('refusals name the file, line and field (API_PLUGIN); the API is not depl
     ['unknown', '[[plugins]]\nname = "tga"\n', /"tga" is not a plugin of \[throughway\] api_plugins; did you mean "tag"\?/],
     ['twice', '[[plugins]]\nname = "tag"\n[[plugins]]\nname = "tag"\n', /attached twice/],
     ['global', '[[plugins]]\nname = "everywhere"\n', /"everywhere" is not a plugin of \[throughway\] api_plugins/],
-    ['early', '[[resources]]\npath = "/e"\nmethods = ["GET"]\n[[resources.plugins]]\nname = "early"\n', /places its phase "early:first" before route/],
-    ['throws', '[[plugins]]\nname = "fussy"\nsettings = { level = 3 }\n', /cannot be attached: its phases\(settings\) threw: level must be a string/],
+    [
+      'early',
+      '[[resources]]\npath = "/e"\nmethods = ["GET"]\n[[resources.plugins]]\nname = "early"\n',
+      /places its phase "early:first" before route/,
+    ],
+    [
+      'throws',
+      '[[plugins]]\nname = "fussy"\nsettings = { level = 3 }\n',
+      /cannot be attached: its phases\(settings\) threw: level must be a string/,
+    ],
   ];
   const apis: Record<string, string> = {};
   for (const [name, text] of cases) apis[name] = head.replace('name = "Pets"', `name = "${name}"`).replace('/pets', `/${name}`) + text;
   const node = await start(
     t,
-    confDir(BASE_TOML + '[throughway]\nplugins = ["./policies/everywhere.js"]\napi_plugins = ["./policies/tag.js", "./policies/early.js", "./policies/fussy.js"]\n', apis, {
-      'policies/tag.js': TAG_PLUGIN,
-      'policies/everywhere.js': "exports.phases = [{ after: 'route', phase: { name: 'n', run() {} } }];\n",
-      'policies/early.js': "exports.phases = [{ before: 'route', phase: { name: 'first', run() {} } }];\n",
-      'policies/fussy.js': "exports.phases = (s) => { if (typeof s.level !== 'string') throw new Error('level must be a string'); return [{ after: 'route', phase: { name: 'n', run() {} } }]; };\n",
-    }),
+    confDir(
+      BASE_TOML +
+        '[throughway]\nplugins = ["./policies/everywhere.js"]\napi_plugins = ["./policies/tag.js", "./policies/early.js", "./policies/fussy.js"]\n',
+      apis,
+      {
+        'policies/tag.js': TAG_PLUGIN,
+        'policies/everywhere.js': "exports.phases = [{ after: 'route', phase: { name: 'n', run() {} } }];\n",
+        'policies/early.js': "exports.phases = [{ before: 'route', phase: { name: 'first', run() {} } }];\n",
+        'policies/fussy.js':
+          "exports.phases = (s) => { if (typeof s.level !== 'string') throw new Error('level must be a string'); return [{ after: 'route', phase: { name: 'n', run() {} } }]; };\n",
+      },
+    ),
   );
   const states = node.gateway?.states() ?? [];
   for (const [name, text, message] of cases) {
@@ -120,7 +163,9 @@ t.test('refusals name the file, line and field (API_PLUGIN); the API is not depl
 t.test('a gateway without plugins refuses an API file that attaches one: it is never served without its policy', async (t) => {
   const b = await backend();
   t.teardown(b.close);
-  const api = apiToml({ name: 'Pets', context: '/pets', endpoint: `http://127.0.0.1:${b.port}`, resources: [['/*', ['GET']]] }) + '[[plugins]]\nname = "allow-list"\n';
+  const api =
+    apiToml({ name: 'Pets', context: '/pets', endpoint: `http://127.0.0.1:${b.port}`, resources: [['/*', ['GET']]] }) +
+    '[[plugins]]\nname = "allow-list"\n';
   const node = await start(t, confDir(BASE_TOML, { api }));
   const s = node.gateway?.states().find((x) => path.basename(x.file) === 'api.toml');
   t.equal(s?.status, 'invalid');
@@ -132,18 +177,26 @@ t.test('a gateway without plugins refuses an API file that attaches one: it is n
 t.test('reload: the plugins are loaded again with the configuration; one that no longer loads keeps the running ones', async (t) => {
   const b = await backend();
   t.teardown(b.close);
-  const api = apiToml({ name: 'Pets', context: '/pets', endpoint: `http://127.0.0.1:${b.port}`, resources: [['/*', ['GET']]] }) + '[[plugins]]\nname = "attached"\n';
-  const toml = (tag: string) => BASE_TOML + `[throughway]\nplugins = ["./policies/tag.js"]\napi_plugins = ["./policies/attached.js"]\n[throughway.plugin.tag]\ntag = "${tag}"\n[throughway.plugin.attached]\ntag = "a1"\n`;
+  const api =
+    apiToml({ name: 'Pets', context: '/pets', endpoint: `http://127.0.0.1:${b.port}`, resources: [['/*', ['GET']]] }) +
+    '[[plugins]]\nname = "attached"\n';
+  const toml = (tag: string) =>
+    BASE_TOML +
+    `[throughway]\nplugins = ["./policies/tag.js"]\napi_plugins = ["./policies/attached.js"]\n[throughway.plugin.tag]\ntag = "${tag}"\n[throughway.plugin.attached]\ntag = "a1"\n`;
   const d = confDir(toml('g1'), { api }, { 'policies/tag.js': TAG_PLUGIN, 'policies/attached.js': TAG_PLUGIN });
   const node = await start(t, d);
   const url = `http://127.0.0.1:${node.ports.gateway}/pets/1.0.0/x`;
-  t.same(await get(url), { status: 200, body: 'tags=g1, a1' }, 'the node\'s plugin, then the attached one');
+  t.same(await get(url), { status: 200, body: 'tags=g1, a1' }, "the node's plugin, then the attached one");
   // A changed settings table and a changed attached module, applied by reload.
   fs.writeFileSync(path.join(d, 'deployment.toml'), toml('g2'));
   fs.writeFileSync(path.join(d, 'policies', 'attached.js'), TAG_PLUGIN.replace("String(s.tag ?? 'none')", "'edited-' + s.tag"));
   const r = node.reload();
   t.ok(r?.ok, 'the configuration reloaded');
-  t.same(r?.restartNeeded.filter((k) => k.startsWith('throughway.plugin')), [], 'no restart needed for plugins');
+  t.same(
+    r?.restartNeeded.filter((k) => k.startsWith('throughway.plugin')),
+    [],
+    'no restart needed for plugins',
+  );
   t.same(await get(url), { status: 200, body: 'tags=g2, edited-a1' }, 'the new settings and the edited module');
   // A module that throws while it loads: the running plugins stay.
   fs.writeFileSync(path.join(d, 'policies', 'tag.js'), 'throw new Error("broken on purpose");\n');
@@ -160,10 +213,21 @@ t.test('docs/plugins.md: its API file attaching a plugin is valid, and its deplo
   const page = fs.readFileSync(path.join(__dirname, '..', '..', '..', 'docs', 'plugins.md'), 'utf8');
   const api = /```toml\n(# apis\/orders\.toml\n[\s\S]*?)```/.exec(page)?.[1];
   t.ok(api !== undefined, 'the page shows the API file');
-  const catalogue = { generation: 0, names: ['allow-list'], stepsOf: () => [{ gap: 1, step: { name: 'allow-list:check', run: () => undefined } }] };
+  const catalogue = {
+    generation: 0,
+    names: ['allow-list'],
+    stepsOf: () => [{ gap: 1, step: { name: 'allow-list:check', run: () => undefined } }],
+  };
   const r = parseApiText(api ?? '', 'apis/orders.toml', {}, undefined, undefined, undefined, catalogue);
-  t.same(r.diagnostics.filter((d) => d.level !== 'info'), [], 'no diagnostic');
-  t.ok(r.api?.plugins?.[1] !== undefined && r.api.resources[1]?.plugins?.[1] !== undefined, 'attached to the API and to its second resource');
+  t.same(
+    r.diagnostics.filter((d) => d.level !== 'info'),
+    [],
+    'no diagnostic',
+  );
+  t.ok(
+    r.api?.plugins?.[1] !== undefined && r.api.resources[1]?.plugins?.[1] !== undefined,
+    'attached to the API and to its second resource',
+  );
   const toml = /```toml\n(\[throughway\]\napi_plugins[\s\S]*?)```/.exec(page)?.[1];
   const loaded = loadConfig({ text: BASE_TOML + (toml ?? ''), env: {} });
   t.ok(loaded.ok && loaded.diagnostics.length === 0, 'the deployment.toml part loads without a diagnostic');

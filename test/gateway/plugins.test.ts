@@ -26,11 +26,15 @@ async function backend(): Promise<{ port: number; close: () => void }> {
 
 /** A configuration directory with the examples as ./policies/*.js and `throughway` resolvable from it. */
 function dir(toml: string, port: number, extra: Record<string, string> = {}): string {
-  const d = confDir(BASE_TOML + toml, { pets: apiToml({ name: 'Pets', context: '/pets', endpoint: `http://127.0.0.1:${port}`, resources: [['/*', ['GET']]] }) }, {
-    'policies/allow-list.js': fs.readFileSync(path.join(examples, 'allow-list.js'), 'utf8'),
-    'policies/response-headers.js': fs.readFileSync(path.join(examples, 'response-headers.js'), 'utf8'),
-    ...extra,
-  });
+  const d = confDir(
+    BASE_TOML + toml,
+    { pets: apiToml({ name: 'Pets', context: '/pets', endpoint: `http://127.0.0.1:${port}`, resources: [['/*', ['GET']]] }) },
+    {
+      'policies/allow-list.js': fs.readFileSync(path.join(examples, 'allow-list.js'), 'utf8'),
+      'policies/response-headers.js': fs.readFileSync(path.join(examples, 'response-headers.js'), 'utf8'),
+      ...extra,
+    },
+  );
   fs.mkdirSync(path.join(d, 'node_modules'), { recursive: true });
   fs.symlinkSync(root, path.join(d, 'node_modules', 'throughway'), 'dir');
   return d;
@@ -74,32 +78,37 @@ t.test('the two examples of docs/plugins.md: a header allow list and a response-
   await none.text();
 });
 
-t.test('a plugin from a package of node_modules, placed by name, in configured order; a throwing plugin is 103142 and counted', async (t) => {
-  const b = await backend();
-  t.teardown(b.close);
-  const pkg = (name: string, where: string, tag: string) => `exports.phases = [{ ${where}, phase: { name: 'mark', run(ctx) { const prev = ctx.locals?.order ?? ''; ctx.locals = { order: prev + '${tag}' }; ctx.addRequestHeaders = ['X-Order', ctx.locals.order]; } } }];\n`;
-  const d = dir(
-    `[throughway]\nplugins = ["order-a", "./policies/order-b.js", "./policies/boom.js"]\n[throughway.plugin.boom]\nthrow = true\n`,
-    b.port,
-    {
-      'node_modules/order-a/package.json': '{"name":"order-a","main":"index.js"}',
-      'node_modules/order-a/index.js': pkg('order-a', "before: 'transport-headers'", 'a'),
-      'policies/order-b.js': pkg('order-b', "after: 'route'", 'b'),
-      'policies/boom.js': "exports.phases = (s) => [{ before: 'send', phase: { name: 'maybe', run(ctx) { if (s.throw && ctx.rest === '/boom') throw new Error('secret detail'); } } }];\n",
-    },
-  );
-  const node = await start(t, d);
-  const base = `http://127.0.0.1:${node.ports.gateway}/pets/1.0.0`;
-  const r = await fetch(`${base}/x`);
-  t.equal(await r.text(), 'seen ba\n', 'b (after route) ran before a (before transport-headers), the package loaded');
-  const boom = await fetch(`${base}/boom`);
-  t.equal(boom.status, 500);
-  const body = await boom.text();
-  t.equal((JSON.parse(body) as { fault: { code: number } }).fault.code, 103142);
-  t.notMatch(body, /secret detail/, 'the error message is not sent');
-  t.equal(node.plugins?.failures.get('boom'), 1, 'counted for its plugin');
-  t.equal((await fetch(`${base}/x`)).status, 200, 'the node still serves');
-});
+t.test(
+  'a plugin from a package of node_modules, placed by name, in configured order; a throwing plugin is 103142 and counted',
+  async (t) => {
+    const b = await backend();
+    t.teardown(b.close);
+    const pkg = (name: string, where: string, tag: string) =>
+      `exports.phases = [{ ${where}, phase: { name: 'mark', run(ctx) { const prev = ctx.locals?.order ?? ''; ctx.locals = { order: prev + '${tag}' }; ctx.addRequestHeaders = ['X-Order', ctx.locals.order]; } } }];\n`;
+    const d = dir(
+      `[throughway]\nplugins = ["order-a", "./policies/order-b.js", "./policies/boom.js"]\n[throughway.plugin.boom]\nthrow = true\n`,
+      b.port,
+      {
+        'node_modules/order-a/package.json': '{"name":"order-a","main":"index.js"}',
+        'node_modules/order-a/index.js': pkg('order-a', "before: 'transport-headers'", 'a'),
+        'policies/order-b.js': pkg('order-b', "after: 'route'", 'b'),
+        'policies/boom.js':
+          "exports.phases = (s) => [{ before: 'send', phase: { name: 'maybe', run(ctx) { if (s.throw && ctx.rest === '/boom') throw new Error('secret detail'); } } }];\n",
+      },
+    );
+    const node = await start(t, d);
+    const base = `http://127.0.0.1:${node.ports.gateway}/pets/1.0.0`;
+    const r = await fetch(`${base}/x`);
+    t.equal(await r.text(), 'seen ba\n', 'b (after route) ran before a (before transport-headers), the package loaded');
+    const boom = await fetch(`${base}/boom`);
+    t.equal(boom.status, 500);
+    const body = await boom.text();
+    t.equal((JSON.parse(body) as { fault: { code: number } }).fault.code, 103142);
+    t.notMatch(body, /secret detail/, 'the error message is not sent');
+    t.equal(node.plugins?.failures.get('boom'), 1, 'counted for its plugin');
+    t.equal((await fetch(`${base}/x`)).status, 200, 'the node still serves');
+  },
+);
 
 t.test('a plugin that does not load stops the start with PLUGIN_LOAD naming it', async (t) => {
   const b = await backend();
@@ -128,5 +137,6 @@ t.test('a plugin that does not load stops the start with PLUGIN_LOAD naming it',
 
 t.test('docs/plugins.md quotes each example file exactly', async (t) => {
   const page = fs.readFileSync(path.join(root, 'docs', 'plugins.md'), 'utf8');
-  for (const f of ['allow-list.js', 'response-headers.js']) t.ok(page.includes('```js\n' + fs.readFileSync(path.join(examples, f), 'utf8') + '```'), f);
+  for (const f of ['allow-list.js', 'response-headers.js'])
+    t.ok(page.includes('```js\n' + fs.readFileSync(path.join(examples, f), 'utf8') + '```'), f);
 });

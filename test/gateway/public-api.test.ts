@@ -17,13 +17,22 @@ t.test('importing the package starts nothing', async (t) => {
   t.equal((process as unknown as { getActiveResourcesInfo(): string[] }).getActiveResourcesInfo().length, before);
 });
 
-t.test('embedded: APIs in code, connections from the host\'s server', async (t) => {
+t.test("embedded: APIs in code, connections from the host's server", async (t) => {
   const { createGateway, loadConfig } = await import('../../lib');
   const backend = await echoBackend();
   const loaded = loadConfig({ text: '[server]\nhostname = "localhost"\n', file: '/nonexistent/deployment.toml' });
   const gw = createGateway({
     loaded,
-    apis: [{ name: 'Embedded', context: '/e', version: 'v1', auth: 'none', endpoints: { production: `http://127.0.0.1:${backend.port}/api` }, resources: [{ path: '/items/{id}', methods: ['GET'] }] }],
+    apis: [
+      {
+        name: 'Embedded',
+        context: '/e',
+        version: 'v1',
+        auth: 'none',
+        endpoints: { production: `http://127.0.0.1:${backend.port}/api` },
+        resources: [{ path: '/items/{id}', methods: ['GET'] }],
+      },
+    ],
   });
   const host = net.createServer((socket) => gw.handleConnection(socket));
   await new Promise<void>((r) => host.listen(0, HOST, () => r()));
@@ -35,7 +44,10 @@ t.test('embedded: APIs in code, connections from the host\'s server', async (t) 
   const r = await request((host.address() as net.AddressInfo).port, '/e/v1/items/3');
   t.equal(r.status, 200);
   t.equal(r.json().url, '/api/items/3');
-  t.same(gw.deployed().map((d) => d.path), ['/e/v1']);
+  t.same(
+    gw.deployed().map((d) => d.path),
+    ['/e/v1'],
+  );
 });
 
 t.test('a fresh process: require() of the package leaves nothing running', async (t) => {

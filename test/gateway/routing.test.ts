@@ -31,9 +31,23 @@ t.before(async () => {
         ['/upload', ['POST']],
       ],
     }),
-    shop2: apiToml({ name: 'Shop', context: '/shop', version: 'v2', defaultVersion: true, endpoint: `${ep}/two`, resources: [['/menu', ['GET']]] }),
+    shop2: apiToml({
+      name: 'Shop',
+      context: '/shop',
+      version: 'v2',
+      defaultVersion: true,
+      endpoint: `${ep}/two`,
+      resources: [['/menu', ['GET']]],
+    }),
     catchall: apiToml({ name: 'All', context: '/all', version: '1', endpoint: ep, resources: [['/*', ['GET', 'POST']]] }),
-    placed: apiToml({ name: 'Placed', context: '/{version}/placed', version: 'v3', defaultVersion: true, endpoint: ep, resources: [['/x', ['GET']]] }),
+    placed: apiToml({
+      name: 'Placed',
+      context: '/{version}/placed',
+      version: 'v3',
+      defaultVersion: true,
+      endpoint: ep,
+      resources: [['/x', ['GET']]],
+    }),
     nested: apiToml({ name: 'Nested', context: '/shop/v1/deeper', version: '9', endpoint: `${ep}/nested`, resources: [['/x', ['GET']]] }),
   });
 });
@@ -48,7 +62,8 @@ async function backendUrl(path: string, method = 'GET'): Promise<{ status: numbe
   const r = await request(g.port, path, { method });
   const url = backend.seen.length > before ? backend.seen[backend.seen.length - 1]?.url : undefined;
   let code: number | undefined;
-  if (r.status >= 400 && r.headers['content-type']?.includes('json') === true && url === undefined) code = (r.json() as { fault: { code: number } }).fault.code;
+  if (r.status >= 400 && r.headers['content-type']?.includes('json') === true && url === undefined)
+    code = (r.json() as { fault: { code: number } }).fault.code;
   return { status: r.status, url, code };
 }
 
@@ -96,7 +111,14 @@ t.test('a /* resource takes every path, and the API root', async (t) => {
 t.test('unknown context: 404 with the fault shape', async (t) => {
   const r = await request(g.port, '/nothing/here');
   t.equal(r.status, 404);
-  t.same(r.json(), { fault: { code: 103005, type: 'Status report', message: 'No matching API', description: 'No API is deployed at the requested context and version' } });
+  t.same(r.json(), {
+    fault: {
+      code: 103005,
+      type: 'Status report',
+      message: 'No matching API',
+      description: 'No API is deployed at the requested context and version',
+    },
+  });
   const v = await request(g.port, '/shop/v9/menu');
   t.equal(v.status, 403, 'unknown version of a default-version API routes to the default, whose resources do not match');
   t.equal(v.json().fault.code, 900906);
@@ -112,7 +134,14 @@ t.test('path matched, method not: 405 with Allow; nothing matched: 900906 (403)'
   t.equal(o.headers.allow, 'GET, DELETE, HEAD');
   const n = await request(g.port, '/shop/v1/nope');
   t.equal(n.status, 403);
-  t.same(n.json(), { fault: { code: 900906, type: 'Status report', message: 'No matching resource found in the API for the given request', description: 'The API has no resource matching the request path' } });
+  t.same(n.json(), {
+    fault: {
+      code: 900906,
+      type: 'Status report',
+      message: 'No matching resource found in the API for the given request',
+      description: 'The API has no resource matching the request path',
+    },
+  });
 });
 
 t.test('HEAD is served wherever GET is', async (t) => {
@@ -143,9 +172,17 @@ t.test('absolute-form targets are routed by their path (RFC 9112 §3.2.2)', asyn
 // --- the compiled structures, without sockets ---
 
 function compiled(raw: Record<string, unknown>): ReturnType<typeof compileApi> {
-  const r = validateApi({ name: 'X', context: '/x', version: '1', auth: 'none', endpoints: { production: 'http://127.0.0.1:1' }, ...raw }, '');
+  const r = validateApi(
+    { name: 'X', context: '/x', version: '1', auth: 'none', endpoints: { production: 'http://127.0.0.1:1' }, ...raw },
+    '',
+  );
   if (r.api === undefined) throw new Error(JSON.stringify(r.diagnostics));
-  return compileApi(r.api as ApiDefinition, { cors: new CorsPolicy(DEFAULT_CORS), production: undefined, sandbox: undefined, withDefault: true });
+  return compileApi(r.api as ApiDefinition, {
+    cors: new CorsPolicy(DEFAULT_CORS),
+    production: undefined,
+    sandbox: undefined,
+    withDefault: true,
+  });
 }
 
 t.test('matchResource: order, methods and bound variables', async (t) => {
@@ -201,7 +238,24 @@ t.test('RouteTable: the last lookup, taken again for an equal path, never answer
   // Each path differs from the one before or repeats it (the same string, or a new one of the same text);
   // every answer is compared with a table that has never looked anything up.
   const same = '/x/1/y/2/z';
-  const paths = [same, same, ['/x/1/y', '2/z'].join('/'), '/x/1/z', '/x/1/z', '/xx/1', '/xx/1', same, '/other/1/r', '/x/z', '/', '/', '/other/1/r', '/x/1', '/x/1/y', '/x/1/y/'];
+  const paths = [
+    same,
+    same,
+    ['/x/1/y', '2/z'].join('/'),
+    '/x/1/z',
+    '/x/1/z',
+    '/xx/1',
+    '/xx/1',
+    same,
+    '/other/1/r',
+    '/x/z',
+    '/',
+    '/',
+    '/other/1/r',
+    '/x/1',
+    '/x/1/y',
+    '/x/1/y/',
+  ];
   for (const p of paths) {
     const fresh = new RouteTable([a, b, c]).lookup(p);
     const got = table.lookup(p);

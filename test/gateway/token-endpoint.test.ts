@@ -42,7 +42,11 @@ function pinnedFetch(ca: string): typeof fetch {
   }) as typeof fetch;
 }
 
-async function keysFor(mgmt: number, app: string, api: { context: string; version: string } | undefined): Promise<{ id: string; secret: string }> {
+async function keysFor(
+  mgmt: number,
+  app: string,
+  api: { context: string; version: string } | undefined,
+): Promise<{ id: string; secret: string }> {
   const base = `http://127.0.0.1:${mgmt}/admin/v1`;
   const a = await http(`${base}/applications`, { json: { name: app }, auth: ADMIN });
   if (a.status !== 201) throw new Error(a.text);
@@ -90,35 +94,55 @@ t.test('in process: oauth4webapi client_credentials and revocation at https://<g
   t.match(after.body, /900901/);
 
   // The same endpoint on the gateway HTTP listener, with the client's credentials in the body.
-  const plain = await request(n.gw, '/token', { method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ grant_type: 'client_credentials', client_id: client.id, client_secret: client.secret }).toString() });
+  const plain = await request(n.gw, '/token', {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ grant_type: 'client_credentials', client_id: client.id, client_secret: client.secret }).toString(),
+  });
   t.equal(plain.status, 200, `HTTP listener too: ${plain.body.slice(0, 120)}`);
   t.type(plain.json().access_token, 'string');
 });
 
-t.test('in process: the key manager\'s answers pass through; only /token and /revoke are taken; the body is bound', async (t) => {
+t.test("in process: the key manager's answers pass through; only /token and /revoke are taken; the body is bound", async (t) => {
   const n = await startTestNode(NODE_TOML);
   t.teardown(() => n.close());
   const client = await keysFor(n.mgmt, 'App2', undefined);
   const form = { 'Content-Type': 'application/x-www-form-urlencoded' };
 
-  const wrong = await request(n.gw, '/token', { method: 'POST', headers: { ...form, Authorization: basic(client.id, 'not-the-secret') }, body: 'grant_type=client_credentials' });
+  const wrong = await request(n.gw, '/token', {
+    method: 'POST',
+    headers: { ...form, Authorization: basic(client.id, 'not-the-secret') },
+    body: 'grant_type=client_credentials',
+  });
   t.equal(wrong.status, 401, 'a wrong secret: invalid_client, 401');
   t.equal(wrong.json().error, 'invalid_client');
   t.equal(wrong.headers['cache-control'], 'no-store');
 
-  const unsupported = await request(n.gw, '/token/?x=1', { method: 'POST', headers: { ...form, Authorization: basic(client.id, client.secret) }, body: 'grant_type=urn:nothing' });
+  const unsupported = await request(n.gw, '/token/?x=1', {
+    method: 'POST',
+    headers: { ...form, Authorization: basic(client.id, client.secret) },
+    body: 'grant_type=urn:nothing',
+  });
   t.equal(unsupported.status, 400, 'a trailing slash and a query are the same endpoint');
   t.equal(unsupported.json().error, 'unsupported_grant_type');
 
-  const notForm = await request(n.gw, '/token', { method: 'POST', headers: { 'Content-Type': 'application/json', Authorization: basic(client.id, client.secret) }, body: '{}' });
+  const notForm = await request(n.gw, '/token', {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', Authorization: basic(client.id, client.secret) },
+    body: '{}',
+  });
   t.equal(notForm.status, 400);
   t.equal(notForm.json().error, 'invalid_request', 'RFC 6749 §3.2: form-encoded bodies only');
 
   const get = await request(n.gw, '/token');
-  t.equal(get.status, 405, 'GET /token: the key manager\'s 405');
+  t.equal(get.status, 405, "GET /token: the key manager's 405");
   t.equal(get.headers.allow, 'POST');
 
-  const revokeUnknown = await request(n.gw, '/revoke', { method: 'POST', headers: { ...form, Authorization: basic(client.id, client.secret) }, body: 'token=not-a-token' });
+  const revokeUnknown = await request(n.gw, '/revoke', {
+    method: 'POST',
+    headers: { ...form, Authorization: basic(client.id, client.secret) },
+    body: 'token=not-a-token',
+  });
   t.equal(revokeUnknown.status, 200, 'RFC 7009 §2.2: an unknown token is not an error');
   t.equal(revokeUnknown.body, '');
 
@@ -129,7 +153,10 @@ t.test('in process: the key manager\'s answers pass through; only /token and /re
   }
 
   // Over the 64 KiB limit: 413 without the body being read, and the connection closes.
-  const big = await rawRequest(n.gw, `POST /token HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: ${70 * 1024}\r\n\r\n`);
+  const big = await rawRequest(
+    n.gw,
+    `POST /token HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: ${70 * 1024}\r\n\r\n`,
+  );
   t.equal(big.status, 413);
   t.equal(big.json().error, 'invalid_request');
   t.equal(big.headers.connection, 'close');
@@ -161,23 +188,33 @@ t.test('gateway-worker: /token and /revoke forwarded over HTTP to the key manage
   t.ok(await started(gw, /APIs: \d+ deployed/), `gateway-worker started:\n${gw.out}\n${gw.err}`);
   const gwPort = 8280 + base + 1;
 
-  const tok = await http(`http://127.0.0.1:${gwPort}/token`, { form: { grant_type: 'client_credentials' }, auth: { user: client.id, password: client.secret } });
+  const tok = await http(`http://127.0.0.1:${gwPort}/token`, {
+    form: { grant_type: 'client_credentials' },
+    auth: { user: client.id, password: client.secret },
+  });
   t.equal(tok.status, 200, `the gateway-worker's /token: ${tok.text.slice(0, 120)}`);
   const token = String(tok.body.access_token);
   t.ok(token.split('.').length === 3, 'a JWT access token of the key manager process');
   const intro = await http(`http://127.0.0.1:${kmPort}/oauth2/introspect`, { form: { token }, auth: ADMIN });
   t.equal(intro.body.active, true, 'the key manager issued it');
 
-  const raw = await request(gwPort, '/token', { method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded', Authorization: basic(client.id, 'wrong') }, body: 'grant_type=client_credentials' });
+  const raw = await request(gwPort, '/token', {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/x-www-form-urlencoded', Authorization: basic(client.id, 'wrong') },
+    body: 'grant_type=client_credentials',
+  });
   t.equal(raw.status, 401, 'client authentication passes through untouched: the key manager refuses a wrong secret');
   t.equal(raw.json().error, 'invalid_client');
-  t.equal(raw.headers['cache-control'], 'no-store', 'the key manager\'s fields come back');
+  t.equal(raw.headers['cache-control'], 'no-store', "the key manager's fields come back");
 
   const rv = await http(`http://127.0.0.1:${gwPort}/revoke`, { form: { token }, auth: { user: client.id, password: client.secret } });
   t.equal(rv.status, 200, `the gateway-worker's /revoke: ${rv.text}`);
   const gone = await http(`http://127.0.0.1:${kmPort}/oauth2/introspect`, { form: { token }, auth: ADMIN });
   t.equal(gone.body.active, false, 'revoked at the key manager');
 
-  const big = await rawRequest(gwPort, `POST /token HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: ${70 * 1024}\r\n\r\n`);
+  const big = await rawRequest(
+    gwPort,
+    `POST /token HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: ${70 * 1024}\r\n\r\n`,
+  );
   t.equal(big.status, 413, 'the gateway-worker bounds the body before forwarding');
 });

@@ -45,7 +45,14 @@ function open(url: string, headers: Record<string, string> = {}): Promise<WebSoc
 }
 
 const wsApi = (port: number, type = 'WS'): string =>
-  apiToml({ name: 'Chat', context: '/chat', version: '1.0.0', endpoint: `ws://${HOST}:${port}/socket`, resources: [['/*', ['GET']]], extra: `type = "${type}"` });
+  apiToml({
+    name: 'Chat',
+    context: '/chat',
+    version: '1.0.0',
+    endpoint: `ws://${HOST}:${port}/socket`,
+    resources: [['/*', ['GET']]],
+    extra: `type = "${type}"`,
+  });
 
 t.test('a WebSocket API: handshake routed by context and version, echo through the tunnel', async (t) => {
   const backend = await wsBackend();
@@ -82,7 +89,10 @@ t.test('access_token query parameter: an Authorization field toward the chain, g
 
 t.test('a plain call to a WebSocket API: 103083 (400); a handshake to an HTTP API is not upgraded', async (t) => {
   const backend = await wsBackend();
-  const gw = await startGateway(BASE_TOML, { chat: wsApi(backend.port), plain: wsApi(backend.port, 'HTTP').replace('/chat', '/plain').replace('"Chat"', '"Plain"') });
+  const gw = await startGateway(BASE_TOML, {
+    chat: wsApi(backend.port),
+    plain: wsApi(backend.port, 'HTTP').replace('/chat', '/plain').replace('"Chat"', '"Plain"'),
+  });
   t.teardown(async () => {
     await gw.close();
     await backend.close();
@@ -90,7 +100,11 @@ t.test('a plain call to a WebSocket API: 103083 (400); a handshake to an HTTP AP
   const r = await request(gw.port, '/chat/1.0.0/room');
   t.equal(r.status, 400);
   t.equal(JSON.parse(r.body).fault.code, 103083);
-  await t.rejects(open(`ws://${HOST}:${gw.port}/plain/1.0.0/room`), /unexpected response/, 'the HTTP API forwards without Upgrade: the backend refuses');
+  await t.rejects(
+    open(`ws://${HOST}:${gw.port}/plain/1.0.0/room`),
+    /unexpected response/,
+    'the HTTP API forwards without Upgrade: the backend refuses',
+  );
   t.equal(gw.gw.transport.tunnels().length, 0);
 });
 

@@ -40,10 +40,17 @@ export interface GraphqlBackend {
 }
 
 interface UseServer {
-  useServer(options: { schema: unknown; roots?: unknown; onSubscribe?: (ctx: unknown, id: string, payload: { query: string }) => void }, ws: WebSocketServer): { dispose(): Promise<void> | void };
+  useServer(
+    options: { schema: unknown; roots?: unknown; onSubscribe?: (ctx: unknown, id: string, payload: { query: string }) => void },
+    ws: WebSocketServer,
+  ): { dispose(): Promise<void> | void };
 }
 
-const user = (id: string, depth = 0): Record<string, unknown> => ({ id, name: `user ${id}`, friends: depth > 4 ? [] : () => [user(`${id}.1`, depth + 1)] });
+const user = (id: string, depth = 0): Record<string, unknown> => ({
+  id,
+  name: `user ${id}`,
+  friends: depth > 4 ? [] : () => [user(`${id}.1`, depth + 1)],
+});
 
 /** `perMessageDeflate`: the WebSocket server agrees to permessage-deflate (RFC 7692) when a client offers it, compressing every message. */
 export async function graphqlBackend(o: { perMessageDeflate?: boolean } = {}): Promise<GraphqlBackend> {
@@ -70,7 +77,6 @@ export async function graphqlBackend(o: { perMessageDeflate?: boolean } = {}): P
   const wss = new WebSocketServer({ server, ...(o.perMessageDeflate === true ? { perMessageDeflate: { threshold: 0 } } : {}) });
   // graphql-ws 6 publishes its ws adapter only through package exports, which this project's module
   // resolution does not read for types: the one function used is typed above.
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
   const { useServer } = require('graphql-ws/use/ws') as UseServer;
   const roots = {
     subscription: {
@@ -106,7 +112,11 @@ export async function graphqlBackend(o: { perMessageDeflate?: boolean } = {}): P
  */
 export async function legacyBackend(): Promise<GraphqlBackend> {
   const subscriptions: string[] = [];
-  const wss = new WebSocketServer({ host: '127.0.0.1', port: 0, handleProtocols: (offered) => (offered.has('graphql-ws') ? 'graphql-ws' : false) });
+  const wss = new WebSocketServer({
+    host: '127.0.0.1',
+    port: 0,
+    handleProtocols: (offered) => (offered.has('graphql-ws') ? 'graphql-ws' : false),
+  });
   wss.on('connection', (ws) => {
     ws.on('message', (data: Buffer) => {
       const m = JSON.parse(data.toString('utf8')) as { type: string; id?: string; payload?: { query: string } };

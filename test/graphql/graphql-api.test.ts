@@ -102,7 +102,11 @@ function description(r: Response): string {
 
 // force_json_validation is on for this gateway: GraphQL bodies, read by the route phase, must still pass.
 t.test('a valid query is proxied unchanged to the GraphQL backend (POST JSON, application/graphql, GET)', async (t) => {
-  const body = JSON.stringify({ query: 'query Greet($n: String) { hello(name: $n) }', operationName: 'Greet', variables: { n: 'gateway' } });
+  const body = JSON.stringify({
+    query: 'query Greet($n: String) { hello(name: $n) }',
+    operationName: 'Greet',
+    variables: { n: 'gateway' },
+  });
   const r = await post('/gql/1', body, plainToken);
   t.equal(r.status, 200, r.body);
   t.same(JSON.parse(r.body), { data: { hello: 'hello gateway' } });
@@ -110,23 +114,38 @@ t.test('a valid query is proxied unchanged to the GraphQL backend (POST JSON, ap
 
   const g = await post('/gql/1', '{ hello }', plainToken, 'application/graphql');
   t.equal(g.status, 415, 'graphql-http refuses application/graphql itself (415): the gateway checked and forwarded it');
-  t.equal(code(g), -1, 'the refusal is the backend\'s, not a gateway fault');
+  t.equal(code(g), -1, "the refusal is the backend's, not a gateway fault");
   t.equal(backend.bodies[backend.bodies.length - 1], '{ hello }');
 
   const access = (): string[] => node.logger.lines.filter((l) => l.event === 'http_access').map((l) => String(l.line));
   await until(() => access().some((l) => l.includes(' 415 ')));
   const lines = access();
-  t.match(lines[lines.length - 1], /"POST \/gql\/1 HTTP\/1\.1" 415 .* graphql=QUERY:-$/, 'the access log line names the operation (anonymous: -)');
-  t.ok(lines.some((l) => / 200 .* graphql=QUERY:Greet$/.test(l)), 'and its name');
+  t.match(
+    lines[lines.length - 1],
+    /"POST \/gql\/1 HTTP\/1\.1" 415 .* graphql=QUERY:-$/,
+    'the access log line names the operation (anonymous: -)',
+  );
+  t.ok(
+    lines.some((l) => / 200 .* graphql=QUERY:Greet$/.test(l)),
+    'and its name',
+  );
   await node.gw.analytics?.flush();
-  const events = fs.readFileSync(path.join(dir, 'events.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
-  t.match(events.find((e) => e.proxyResponseCode === 200 && e.apiName === 'gql'), { graphqlOperationType: 'QUERY', graphqlOperationName: 'Greet' }, 'the analytics event names the operation');
+  const events = fs
+    .readFileSync(path.join(dir, 'events.jsonl'), 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+  t.match(
+    events.find((e) => e.proxyResponseCode === 200 && e.apiName === 'gql'),
+    { graphqlOperationType: 'QUERY', graphqlOperationName: 'Greet' },
+    'the analytics event names the operation',
+  );
   const get = await node.call(`/gql/1?query=${encodeURIComponent('{ hello(name: "get") }')}`, plainToken, { Accept: 'application/json' });
   t.equal(get.status, 200, get.body);
   t.same(JSON.parse(get.body), { data: { hello: 'hello get' } });
 });
 
-t.test('a query that does not parse: 900422 (422) with the parser\'s message and line:column; nothing reaches the backend', async (t) => {
+t.test("a query that does not parse: 900422 (422) with the parser's message and line:column; nothing reaches the backend", async (t) => {
   const before = backend.bodies.length;
   const r = await post('/gql/1', { query: '{\n  hello(name: "x"\n}' }, plainToken);
   t.equal(r.status, 422);
@@ -178,14 +197,21 @@ t.test('depth and complexity limits: 103181 and 103182 (400)', async (t) => {
   t.match(description(deep), 'the query is 5 levels deep; this API allows 4');
   const fine = await post('/gql/1', { query: '{ user(id: "1") { friends { friends { name } } } }' }, plainToken);
   t.equal(fine.status, 200, `depth 4 passes: ${fine.body}`);
-  t.equal((JSON.parse(fine.body) as { data: { user: { friends: { friends: { name: string }[] }[] } } }).data.user.friends[0]?.friends[0]?.name, 'user 1.1.1');
-  const wide = await post('/gql/1', { query: '{ a: hello b: hello c: hello d: hello e: hello f: hello g: hello h: hello i: hello j: hello k: hello l: hello m: hello }' }, plainToken);
+  t.equal(
+    (JSON.parse(fine.body) as { data: { user: { friends: { friends: { name: string }[] }[] } } }).data.user.friends[0]?.friends[0]?.name,
+    'user 1.1.1',
+  );
+  const wide = await post(
+    '/gql/1',
+    { query: '{ a: hello b: hello c: hello d: hello e: hello f: hello g: hello h: hello i: hello j: hello k: hello l: hello m: hello }' },
+    plainToken,
+  );
   t.equal(wide.status, 400);
   t.equal(code(wide), 103182);
-  t.match(description(wide), 'the query\'s complexity is 13; this API allows 12');
+  t.match(description(wide), "the query's complexity is 13; this API allows 12");
 });
 
-t.test('a subscription tier\'s graphql_max_depth and graphql_max_complexity apply below the API\'s limits', async (t) => {
+t.test("a subscription tier's graphql_max_depth and graphql_max_complexity apply below the API's limits", async (t) => {
   const created = await node.km.manager.createApplication({ name: 'shallow-app', owner: 'admin' });
   const keys = await node.km.manager.generateKeys(created.id, { keyType: 'PRODUCTION' });
   await node.km.manager.addSubscription({ application: created.id, apiContext: '/gql', apiVersion: '1', tier: 'Shallow' });
@@ -200,11 +226,15 @@ t.test('a subscription tier\'s graphql_max_depth and graphql_max_complexity appl
   const ok = await post('/gql/1', { query: '{ user(id: "1") { name } }' }, token);
   t.equal(ok.status, 200, ok.body);
   const other = await post('/gql/1', { query: '{ user(id: "1") { friends { name } } }' }, plainToken);
-  t.equal(other.status, 200, 'another tier keeps the API\'s limits');
+  t.equal(other.status, 200, "another tier keeps the API's limits");
   // Over WebSocket too: a subscribe message carrying a query too deep for the handshake token's tier.
   const s = await openSocket(t, token);
   s.ws.send(JSON.stringify({ id: 'd', type: 'subscribe', payload: { query: '{ user(id: "1") { friends { name } } }' } }));
-  t.same(await s.next(), { id: 'd', type: 'error', payload: [{ message: 'the query is 3 levels deep; the subscription tier Shallow allows 2', extensions: { code: 103181 } }] });
+  t.same(await s.next(), {
+    id: 'd',
+    type: 'error',
+    payload: [{ message: 'the query is 3 levels deep; the subscription tier Shallow allows 2', extensions: { code: 103181 } }],
+  });
 });
 
 t.test('introspection: refused by default (103183, 403), allowed where the API says so', async (t) => {
@@ -236,7 +266,11 @@ t.test('a query above POOL_QUERY_CHARS is analysed in the mediation worker pool,
   if (!built.ok) throw new Error(built.message);
   const schema: GraphqlSchema = built.schema;
   const inline = (query: string): string => {
-    const a = analyse(schema, { query, operationName: undefined }, { maxDepth: 10, maxComplexity: 1000, maxTokens: 10000, introspection: false });
+    const a = analyse(
+      schema,
+      { query, operationName: undefined },
+      { maxDepth: 10, maxComplexity: 1000, maxTokens: 10000, introspection: false },
+    );
     return a.ok ? 'ok' : a.message;
   };
   const pad = `# ${'x'.repeat(POOL_QUERY_CHARS)}\n`;
@@ -252,7 +286,7 @@ t.test('a query above POOL_QUERY_CHARS is analysed in the mediation worker pool,
   const syntaxQuery = `${pad}{ hello(name: "a" }`;
   const syntax = await post('/big/1', { query: syntaxQuery });
   t.equal(code(syntax), 900422);
-  t.equal(description(syntax), inline(syntaxQuery), 'the parser\'s message and position, as inline');
+  t.equal(description(syntax), inline(syntaxQuery), "the parser's message and position, as inline");
   t.match(description(syntax), /\(2:\d+\)$/);
   const invalidQuery = `${pad}{ nope hello(x: 1) }`;
   const invalid = await post('/big/1', { query: invalidQuery });
@@ -262,20 +296,23 @@ t.test('a query above POOL_QUERY_CHARS is analysed in the mediation worker pool,
   t.equal(ran(), 3, 'both refusals were analysed in the pool');
 });
 
-t.test('GraphQL over HTTP: a mutation by GET is 405 (Allow: POST), a subscription by HTTP 103187, a body over max_query_bytes 413', async (t) => {
-  const g = await node.call(`/gql/1?query=${encodeURIComponent('mutation { addOrder(item: "x") }')}`, plainToken);
-  t.equal(g.status, 405);
-  t.equal(code(g), 103185);
-  t.equal(g.headers.allow, 'POST');
-  const s = await post('/gql/1', { query: 'subscription { ticks(count: 1) }' }, readToken);
-  t.equal(code(s), 103187);
-  const big = await post('/open/1', { query: `{ hello(name: "${'x'.repeat(300)}") }` });
-  t.equal(big.status, 413);
-  t.equal(code(big), 103186);
-  const op = await post('/gql/1', { query: 'query A { hello } query B { hello }' }, plainToken);
-  t.equal(code(op), 103184, 'two operations and no operationName');
-  t.match(description(op), 'operationName must name one');
-});
+t.test(
+  'GraphQL over HTTP: a mutation by GET is 405 (Allow: POST), a subscription by HTTP 103187, a body over max_query_bytes 413',
+  async (t) => {
+    const g = await node.call(`/gql/1?query=${encodeURIComponent('mutation { addOrder(item: "x") }')}`, plainToken);
+    t.equal(g.status, 405);
+    t.equal(code(g), 103185);
+    t.equal(g.headers.allow, 'POST');
+    const s = await post('/gql/1', { query: 'subscription { ticks(count: 1) }' }, readToken);
+    t.equal(code(s), 103187);
+    const big = await post('/open/1', { query: `{ hello(name: "${'x'.repeat(300)}") }` });
+    t.equal(big.status, 413);
+    t.equal(code(big), 103186);
+    const op = await post('/gql/1', { query: 'query A { hello } query B { hello }' }, plainToken);
+    t.equal(code(op), 103184, 'two operations and no operationName');
+    t.match(description(op), 'operationName must name one');
+  },
+);
 
 t.test('a subscription over WebSocket (graphql-transport-ws) through the gateway: handshake authenticated, events received', async (t) => {
   const url = `ws://${HOST}:${node.port}/gql/1`;
@@ -294,7 +331,8 @@ t.test('a subscription over WebSocket (graphql-transport-ws) through the gateway
     ws.on('message', (d: RawData) => {
       const m = JSON.parse(d.toString()) as { type: string; id?: string; payload?: unknown };
       messages.push(m);
-      if (m.type === 'connection_ack') ws.send(JSON.stringify({ id: '1', type: 'subscribe', payload: { query: 'subscription { ticks(count: 3) }' } }));
+      if (m.type === 'connection_ack')
+        ws.send(JSON.stringify({ id: '1', type: 'subscribe', payload: { query: 'subscription { ticks(count: 3) }' } }));
       if (m.type === 'complete') resolve();
     });
     ws.once('error', reject);
@@ -314,8 +352,16 @@ t.test('a subscription over WebSocket (graphql-transport-ws) through the gateway
 });
 
 /** Opens a graphql-transport-ws socket through the gateway and waits for connection_ack. */
-async function openSocket(t: Test, token: string | undefined, pathname = '/gql/1'): Promise<{ ws: WebSocket; next(): Promise<{ type: string; id?: string; payload?: unknown }>; closed: Promise<number> }> {
-  const ws = new WebSocket(`ws://${HOST}:${node.port}${pathname}`, 'graphql-transport-ws', token !== undefined ? { headers: { Authorization: `Bearer ${token}` } } : {});
+async function openSocket(
+  t: Test,
+  token: string | undefined,
+  pathname = '/gql/1',
+): Promise<{ ws: WebSocket; next(): Promise<{ type: string; id?: string; payload?: unknown }>; closed: Promise<number> }> {
+  const ws = new WebSocket(
+    `ws://${HOST}:${node.port}${pathname}`,
+    'graphql-transport-ws',
+    token !== undefined ? { headers: { Authorization: `Bearer ${token}` } } : {},
+  );
   t.teardown(() => ws.terminate());
   const queue: { type: string; id?: string; payload?: unknown }[] = [];
   let wake: (() => void) | undefined;
@@ -337,56 +383,75 @@ async function openSocket(t: Test, token: string | undefined, pathname = '/gql/1
   return { ws, next, closed };
 }
 
-t.test('each subscribe message is checked like a query: refused ones get an error message for their id and never reach the backend', async (t) => {
-  const before = backend.subscriptions.length;
-  const s = await openSocket(t, plainToken);
-  s.ws.send(JSON.stringify({ id: 'a', type: 'subscribe', payload: { query: 'subscription { ticks(count: 2) }' } }));
-  t.same(await s.next(), { id: 'a', type: 'error', payload: [{ message: 'the access token lacks the scope the subscription field ticks requires: ticks:read', extensions: { code: 900910 } }] });
-  s.ws.send(JSON.stringify({ id: 'b', type: 'subscribe', payload: { query: 'subscription { ticks(count: 2 }' } }));
-  const syntax = await s.next();
-  t.equal(syntax.id, 'b');
-  t.equal((syntax.payload as { extensions: { code: number } }[])[0]?.extensions.code, 900422);
-  t.match((syntax.payload as { message: string }[])[0]?.message, /^Syntax Error: .*\(1:31\)$/);
-  s.ws.send(JSON.stringify({ id: 'c', type: 'subscribe', payload: { query: 'subscription { nope }' } }));
-  t.equal(((await s.next()).payload as { extensions: { code: number } }[])[0]?.extensions.code, 103180);
-  t.equal(backend.subscriptions.length, before, 'no refused subscription reached the backend');
-  s.ws.send('not json');
-  t.equal(await s.closed, 4400, 'a message that is not the protocol\'s closes the socket with 4400');
-});
+t.test(
+  'each subscribe message is checked like a query: refused ones get an error message for their id and never reach the backend',
+  async (t) => {
+    const before = backend.subscriptions.length;
+    const s = await openSocket(t, plainToken);
+    s.ws.send(JSON.stringify({ id: 'a', type: 'subscribe', payload: { query: 'subscription { ticks(count: 2) }' } }));
+    t.same(await s.next(), {
+      id: 'a',
+      type: 'error',
+      payload: [
+        { message: 'the access token lacks the scope the subscription field ticks requires: ticks:read', extensions: { code: 900910 } },
+      ],
+    });
+    s.ws.send(JSON.stringify({ id: 'b', type: 'subscribe', payload: { query: 'subscription { ticks(count: 2 }' } }));
+    const syntax = await s.next();
+    t.equal(syntax.id, 'b');
+    t.equal((syntax.payload as { extensions: { code: number } }[])[0]?.extensions.code, 900422);
+    t.match((syntax.payload as { message: string }[])[0]?.message, /^Syntax Error: .*\(1:31\)$/);
+    s.ws.send(JSON.stringify({ id: 'c', type: 'subscribe', payload: { query: 'subscription { nope }' } }));
+    t.equal(((await s.next()).payload as { extensions: { code: number } }[])[0]?.extensions.code, 103180);
+    t.equal(backend.subscriptions.length, before, 'no refused subscription reached the backend');
+    s.ws.send('not json');
+    t.equal(await s.closed, 4400, "a message that is not the protocol's closes the socket with 4400");
+  },
+);
 
-t.test('subscribe messages are counted against their fields\' throttling policies: the third in the window gets an error with 900802', async (t) => {
-  const before = backend.subscriptions.length;
-  const s = await openSocket(t, undefined, '/subs/1');
-  /** The message that ends subscription `id`: the backend's complete, or the gateway's error. */
-  const end = async (id: string): Promise<{ type: string; id?: string; payload?: unknown }> => {
-    for (;;) {
-      const m = await s.next();
-      if (m.id === id && (m.type === 'complete' || m.type === 'error')) return m;
-    }
-  };
-  const subscribe = (id: string): void => s.ws.send(JSON.stringify({ id, type: 'subscribe', payload: { query: 'subscription { ticks(count: 1) }' } }));
-  subscribe('1');
-  t.equal((await end('1')).type, 'complete', 'the first subscription ran on the backend');
-  subscribe('2');
-  t.equal((await end('2')).type, 'complete', 'the second too (the policy allows 2 a minute)');
-  subscribe('3');
-  const refused = await end('3');
-  t.equal(refused.type, 'error');
-  t.equal((refused.payload as { extensions: { code: number } }[])[0]?.extensions.code, 900802, 'the resource-level throttling code, as an HTTP query selecting the field gets');
-  t.equal(backend.subscriptions.length, before + 2, 'the refused subscribe was not forwarded');
-  // The socket stays open: a ping still gets its pong from the backend.
-  s.ws.send(JSON.stringify({ type: 'ping' }));
-  t.equal((await s.next()).type, 'pong');
-  // Another tunnel counts against the same field key (the policy is over every caller).
-  const other = await openSocket(t, undefined, '/subs/1');
-  other.ws.send(JSON.stringify({ id: 'x', type: 'subscribe', payload: { query: 'subscription { ticks(count: 1) }' } }));
-  const m = await other.next();
-  t.same([m.id, m.type, (m.payload as { extensions: { code: number } }[])[0]?.extensions.code], ['x', 'error', 900802]);
-});
+t.test(
+  "subscribe messages are counted against their fields' throttling policies: the third in the window gets an error with 900802",
+  async (t) => {
+    const before = backend.subscriptions.length;
+    const s = await openSocket(t, undefined, '/subs/1');
+    /** The message that ends subscription `id`: the backend's complete, or the gateway's error. */
+    const end = async (id: string): Promise<{ type: string; id?: string; payload?: unknown }> => {
+      for (;;) {
+        const m = await s.next();
+        if (m.id === id && (m.type === 'complete' || m.type === 'error')) return m;
+      }
+    };
+    const subscribe = (id: string): void =>
+      s.ws.send(JSON.stringify({ id, type: 'subscribe', payload: { query: 'subscription { ticks(count: 1) }' } }));
+    subscribe('1');
+    t.equal((await end('1')).type, 'complete', 'the first subscription ran on the backend');
+    subscribe('2');
+    t.equal((await end('2')).type, 'complete', 'the second too (the policy allows 2 a minute)');
+    subscribe('3');
+    const refused = await end('3');
+    t.equal(refused.type, 'error');
+    t.equal(
+      (refused.payload as { extensions: { code: number } }[])[0]?.extensions.code,
+      900802,
+      'the resource-level throttling code, as an HTTP query selecting the field gets',
+    );
+    t.equal(backend.subscriptions.length, before + 2, 'the refused subscribe was not forwarded');
+    // The socket stays open: a ping still gets its pong from the backend.
+    s.ws.send(JSON.stringify({ type: 'ping' }));
+    t.equal((await s.next()).type, 'pong');
+    // Another tunnel counts against the same field key (the policy is over every caller).
+    const other = await openSocket(t, undefined, '/subs/1');
+    other.ws.send(JSON.stringify({ id: 'x', type: 'subscribe', payload: { query: 'subscription { ticks(count: 1) }' } }));
+    const m = await other.next();
+    t.same([m.id, m.type, (m.payload as { extensions: { code: number } }[])[0]?.extensions.code], ['x', 'error', 900802]);
+  },
+);
 
 t.test('a subscribe message larger than max_query_bytes closes the socket with 1009', async (t) => {
   const s = await openSocket(t, readToken);
-  s.ws.send(JSON.stringify({ id: 'big', type: 'subscribe', payload: { query: `subscription { ticks(count: 1) } # ${'x'.repeat(70000)}` } }));
+  s.ws.send(
+    JSON.stringify({ id: 'big', type: 'subscribe', payload: { query: `subscription { ticks(count: 1) } # ${'x'.repeat(70000)}` } }),
+  );
   t.equal(await s.closed, 1009);
 });
 
@@ -408,7 +473,12 @@ t.test('a frame the per-frame limit refuses: the frames before it in the same re
   const s = await openSocket(t, token);
   // One write: a subscribe the token has no scope for (call 3), then a ping (call 4: refused, 1008).
   const raw = (s.ws as unknown as { _socket: import('node:net').Socket })._socket;
-  raw.write(Buffer.concat([maskedFrame(1, JSON.stringify({ id: 'x', type: 'subscribe', payload: { query: 'subscription { ticks(count: 1) }' } })), maskedFrame(9, '')]));
+  raw.write(
+    Buffer.concat([
+      maskedFrame(1, JSON.stringify({ id: 'x', type: 'subscribe', payload: { query: 'subscription { ticks(count: 1) }' } })),
+      maskedFrame(9, ''),
+    ]),
+  );
   t.equal(await s.closed, 1008, 'closed by the per-frame limit');
   t.equal(backend.subscriptions.length, before, 'the subscribe before the refused frame was judged (no scope) and not forwarded');
 });

@@ -19,7 +19,11 @@ t.test('saving the schema file alone redeploys its GraphQL API', async (t) => {
   });
   const schema = path.join(g.dir, 'apis', 'orders.graphql');
   const query = async (q: string): Promise<string> => {
-    const r = await request(g.port, '/orders/1.0.0', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ query: q }) });
+    const r = await request(g.port, '/orders/1.0.0', {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ query: q }),
+    });
     return `${r.status} ${/"code":\s*(\d+)/.exec(r.body)?.[1] ?? '-'}`;
   };
   t.equal(await query('{ secret }'), '200 -');
@@ -28,7 +32,9 @@ t.test('saving the schema file alone redeploys its GraphQL API', async (t) => {
   t.ok(await until(async () => (await query('{ secret }')) === '400 103180', 10_000, 50), 'the removed field is refused after the save');
   t.equal(await query('{ hello }'), '200 -');
 
-  const kept = (): number => g.logger.lines.filter((l) => l.code === 'API_KEPT_PREVIOUS' || (typeof l.message === 'string' && l.message.includes('stays deployed'))).length;
+  const kept = (): number =>
+    g.logger.lines.filter((l) => l.code === 'API_KEPT_PREVIOUS' || (typeof l.message === 'string' && l.message.includes('stays deployed')))
+      .length;
   fs.writeFileSync(schema, 'type Query {\n  hello: String\n  nope(: Int\n}\n');
   t.ok(await until(() => kept() > 0, 10_000, 50), 'an invalid schema keeps the last valid API deployed');
   t.equal(await query('{ hello }'), '200 -', 'still served');

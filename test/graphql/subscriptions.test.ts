@@ -32,11 +32,15 @@ t.before(async () => {
   const schema = path.join(dir, 'schema.graphql');
   fs.writeFileSync(schema, SDL);
   const operations = [{ type: 'SUBSCRIPTION', name: 'ticks', scopes: ['ticks:read'] }];
-  node = await startNode(() => [
-    api('gql', { type: 'GRAPHQL', graphql: { schema }, operations }, [], backend.port),
-    api('legacy', { type: 'GRAPHQL', graphql: { schema }, operations }, [], legacy.port),
-    api('plain', { type: 'WS', auth: 'none' }, undefined, backend.port),
-  ], '', { scopes: ['ticks:read'] });
+  node = await startNode(
+    () => [
+      api('gql', { type: 'GRAPHQL', graphql: { schema }, operations }, [], backend.port),
+      api('legacy', { type: 'GRAPHQL', graphql: { schema }, operations }, [], legacy.port),
+      api('plain', { type: 'WS', auth: 'none' }, undefined, backend.port),
+    ],
+    '',
+    { scopes: ['ticks:read'] },
+  );
   const app = await node.app('ws-app', { subscribe: ['gql', 'legacy'] });
   readToken = await node.token(app, { scope: 'ticks:read' });
   plainToken = await node.token(app);
@@ -58,8 +62,17 @@ interface Opened {
 }
 
 /** A socket through the gateway with `protocol`, acknowledged (connection_init sent, connection_ack read). */
-async function open(t: Test, pathname: string, protocol: string | undefined, token: string | undefined, perMessageDeflate = true): Promise<Opened> {
-  const ws = new WebSocket(`ws://${HOST}:${node.port}${pathname}`, protocol ?? [], { perMessageDeflate, ...(token !== undefined ? { headers: { Authorization: `Bearer ${token}` } } : {}) });
+async function open(
+  t: Test,
+  pathname: string,
+  protocol: string | undefined,
+  token: string | undefined,
+  perMessageDeflate = true,
+): Promise<Opened> {
+  const ws = new WebSocket(`ws://${HOST}:${node.port}${pathname}`, protocol ?? [], {
+    perMessageDeflate,
+    ...(token !== undefined ? { headers: { Authorization: `Bearer ${token}` } } : {}),
+  });
   t.teardown(() => ws.terminate());
   const queue: Message[] = [];
   let wake: (() => void) | undefined;
@@ -102,15 +115,19 @@ function clientFrame(b0: number, payload: Buffer): Buffer {
   return Buffer.concat([Buffer.from([b0]), len, key, Buffer.from(payload.map((b, i) => b ^ (key[i % 4] as number)))]);
 }
 
-const subscribe = (id: string, type = 'subscribe'): string => JSON.stringify({ id, type, payload: { query: 'subscription { ticks(count: 1) }' } });
-const scopeError = { message: 'the access token lacks the scope the subscription field ticks requires: ticks:read', extensions: { code: 900910 } };
+const subscribe = (id: string, type = 'subscribe'): string =>
+  JSON.stringify({ id, type, payload: { query: 'subscription { ticks(count: 1) }' } });
+const scopeError = {
+  message: 'the access token lacks the scope the subscription field ticks requires: ticks:read',
+  extensions: { code: 900910 },
+};
 
 t.test('a binary subscribe (graphql-ws reads it as text) is judged like a text one: refused for its scope, run with it', async (t) => {
   const before = backend.subscriptions.length;
   // Without permessage-deflate: the binary frame alone is what a tunnel that reads text frames only forwards unread.
   const s = await open(t, '/gql/1', 'graphql-transport-ws', plainToken, false);
   s.ws.send(Buffer.from(subscribe('b1')), { binary: true });
-  t.same(await s.next(), { id: 'b1', type: 'error', payload: [scopeError] }, 'the gateway\'s error for the binary message');
+  t.same(await s.next(), { id: 'b1', type: 'error', payload: [scopeError] }, "the gateway's error for the binary message");
   t.equal(backend.subscriptions.length, before, 'the backend never saw it');
 
   const ok = await open(t, '/gql/1', 'graphql-transport-ws', readToken, false);
@@ -126,7 +143,7 @@ t.test('a binary or text message that is not UTF-8 closes the socket with 1007',
   t.equal(await s.closed, 1007);
 });
 
-t.test('the legacy graphql-ws protocol: each start is judged like a subscribe, its error in that protocol\'s shape', async (t) => {
+t.test("the legacy graphql-ws protocol: each start is judged like a subscribe, its error in that protocol's shape", async (t) => {
   const s = await open(t, '/legacy/1', 'graphql-ws', plainToken);
   t.equal(s.ws.protocol, 'graphql-ws', 'the legacy sub-protocol was negotiated with the backend');
   s.ws.send(subscribe('1', 'start'));
@@ -154,24 +171,34 @@ t.test('a message of another type, or with a key twice (a first-key parser could
   t.same(legacy.subscriptions, ['subscription { ticks(count: 1) }'], 'nothing more reached the backend');
 });
 
-t.test('permessage-deflate is not negotiated on a GraphQL API: the offer never reaches the backend, a compressed frame closes with 1002', async (t) => {
-  const before = backend.subscriptions.length;
-  const s = await open(t, '/gql/1', 'graphql-transport-ws', plainToken);
-  t.equal(s.ws.extensions, '', 'the client offered permessage-deflate, the backend (which accepts it) agreed to nothing');
-  s.ws.send(Buffer.from(subscribe('c1')), { binary: true, compress: true });
-  t.same(await s.next(), { id: 'c1', type: 'error', payload: [scopeError] }, 'so the client\'s messages stay readable and are judged');
-  const big = await open(t, '/gql/1', 'graphql-transport-ws', readToken);
-  big.ws.send(JSON.stringify({ id: 'c2', type: 'subscribe', payload: { query: `subscription { ticks(count: 1) } # ${'x'.repeat(4000)}` } }), { compress: true });
-  t.same(await big.next(), { id: 'c2', type: 'next', payload: { data: { ticks: 1 } } }, 'a long message the client would have compressed is judged and runs');
-  t.equal(backend.subscriptions.length, before + 1);
+t.test(
+  'permessage-deflate is not negotiated on a GraphQL API: the offer never reaches the backend, a compressed frame closes with 1002',
+  async (t) => {
+    const before = backend.subscriptions.length;
+    const s = await open(t, '/gql/1', 'graphql-transport-ws', plainToken);
+    t.equal(s.ws.extensions, '', 'the client offered permessage-deflate, the backend (which accepts it) agreed to nothing');
+    s.ws.send(Buffer.from(subscribe('c1')), { binary: true, compress: true });
+    t.same(await s.next(), { id: 'c1', type: 'error', payload: [scopeError] }, "so the client's messages stay readable and are judged");
+    const big = await open(t, '/gql/1', 'graphql-transport-ws', readToken);
+    big.ws.send(
+      JSON.stringify({ id: 'c2', type: 'subscribe', payload: { query: `subscription { ticks(count: 1) } # ${'x'.repeat(4000)}` } }),
+      { compress: true },
+    );
+    t.same(
+      await big.next(),
+      { id: 'c2', type: 'next', payload: { data: { ticks: 1 } } },
+      'a long message the client would have compressed is judged and runs',
+    );
+    t.equal(backend.subscriptions.length, before + 1);
 
-  // A frame compressed anyway (RSV1, RFC 7692 §6): refused, neither read nor forwarded.
-  const raw = await open(t, '/gql/1', 'graphql-transport-ws', plainToken, false);
-  const deflated = deflateRawSync(Buffer.from(subscribe('c3')));
-  raw.raw.write(clientFrame(0xc2, deflated.subarray(0, deflated.length - 4)));
-  t.equal(await raw.closed, 1002);
-  t.equal(backend.subscriptions.length, before + 1, 'the compressed subscribe never reached the backend');
-});
+    // A frame compressed anyway (RSV1, RFC 7692 §6): refused, neither read nor forwarded.
+    const raw = await open(t, '/gql/1', 'graphql-transport-ws', plainToken, false);
+    const deflated = deflateRawSync(Buffer.from(subscribe('c3')));
+    raw.raw.write(clientFrame(0xc2, deflated.subarray(0, deflated.length - 4)));
+    t.equal(await raw.closed, 1002);
+    t.equal(backend.subscriptions.length, before + 1, 'the compressed subscribe never reached the backend');
+  },
+);
 
 t.test('a reserved opcode closes with 1002, a fragmented binary message with 1003', async (t) => {
   const reserved = await open(t, '/gql/1', 'graphql-transport-ws', readToken, false);

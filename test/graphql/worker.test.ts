@@ -14,7 +14,12 @@ import { SDL } from './backend';
 
 const limits: QueryLimits = { maxDepth: 3, maxComplexity: 50, maxTokens: 10000, introspection: false };
 const sha = (s: string): string => createHash('sha256').update(s).digest('hex');
-const task = (sdl: string, query: string): AnalyseTask => ({ sdl, sdlHash: sha(sdl), request: { query, operationName: undefined }, limits });
+const task = (sdl: string, query: string): AnalyseTask => ({
+  sdl,
+  sdlHash: sha(sdl),
+  request: { query, operationName: undefined },
+  limits,
+});
 
 t.test('answers as inline analysis does, building each schema once per thread', async (t) => {
   const pool = new MediationPool({ minThreads: 1, maxThreads: 1, maxQueue: 10, workerHeapMb: 64 }, { logger: memoryLogger() });

@@ -65,7 +65,12 @@ export class BackendConn {
   /** A complete response with a Content-Length body. */
   respond(status: number, body: string | Buffer = '', fields = ''): void {
     const b = typeof body === 'string' ? Buffer.from(body, 'latin1') : body;
-    this.write(Buffer.concat([Buffer.from(`HTTP/1.1 ${status} ${status === 200 ? 'OK' : 'Status'}\r\n${fields}Content-Length: ${b.length}\r\n\r\n`, 'latin1'), b]));
+    this.write(
+      Buffer.concat([
+        Buffer.from(`HTTP/1.1 ${status} ${status === 200 ? 'OK' : 'Status'}\r\n${fields}Content-Length: ${b.length}\r\n\r\n`, 'latin1'),
+        b,
+      ]),
+    );
   }
 }
 

@@ -129,7 +129,10 @@ export class RawClient {
 
   private async waitMessages(n: number): Promise<void> {
     while (this.reader.messages.length < n) {
-      if (this.closed) throw new Error(`connection closed after ${this.reader.messages.length} complete response(s); received ${this.receivedBytes} bytes: ${JSON.stringify(this.raw.toString('latin1').slice(0, 400))}`);
+      if (this.closed)
+        throw new Error(
+          `connection closed after ${this.reader.messages.length} complete response(s); received ${this.receivedBytes} bytes: ${JSON.stringify(this.raw.toString('latin1').slice(0, 400))}`,
+        );
       await new Promise<void>((resolve) => {
         this.reader.waitFor(this.reader.messages.length + 1).then(resolve, resolve);
         this.closeWaiters.push(resolve);

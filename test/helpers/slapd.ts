@@ -20,7 +20,8 @@ export const ADMIN_PASSWORD = 'slapd-admin-pw';
 /** Why slapd cannot run here, or undefined when it can. */
 export function slapdMissing(): string | undefined {
   if (!fs.existsSync(SLAPD)) return `${SLAPD} is not installed (apt-get install slapd ldap-utils)`;
-  if (spawnSync('ldapadd', ['-VV'], { stdio: 'ignore' }).error !== undefined) return 'ldapadd is not installed (apt-get install ldap-utils)';
+  if (spawnSync('ldapadd', ['-VV'], { stdio: 'ignore' }).error !== undefined)
+    return 'ldapadd is not installed (apt-get install ldap-utils)';
   const modules = ['/usr/lib/ldap/back_mdb.la', '/usr/lib/ldap/memberof.la'];
   for (const m of modules) if (!fs.existsSync(m)) return `${m} is missing (Debian's slapd package has it)`;
   return undefined;
@@ -56,23 +57,26 @@ export async function startSlapd(): Promise<Slapd> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tw-slapd-'));
   fs.mkdirSync(path.join(dir, 'db'));
   const conf = path.join(dir, 'slapd.conf');
-  fs.writeFileSync(conf, [
-    'include /etc/ldap/schema/core.schema',
-    'include /etc/ldap/schema/cosine.schema',
-    'include /etc/ldap/schema/inetorgperson.schema',
-    'modulepath /usr/lib/ldap',
-    'moduleload back_mdb',
-    'moduleload memberof',
-    `pidfile ${path.join(dir, 'slapd.pid')}`,
-    'database mdb',
-    'maxsize 16777216',
-    `suffix "${BASE_DN}"`,
-    `rootdn "${ADMIN_DN}"`,
-    `rootpw ${ADMIN_PASSWORD}`,
-    `directory ${path.join(dir, 'db')}`,
-    'overlay memberof',
-    '',
-  ].join('\n'));
+  fs.writeFileSync(
+    conf,
+    [
+      'include /etc/ldap/schema/core.schema',
+      'include /etc/ldap/schema/cosine.schema',
+      'include /etc/ldap/schema/inetorgperson.schema',
+      'modulepath /usr/lib/ldap',
+      'moduleload back_mdb',
+      'moduleload memberof',
+      `pidfile ${path.join(dir, 'slapd.pid')}`,
+      'database mdb',
+      'maxsize 16777216',
+      `suffix "${BASE_DN}"`,
+      `rootdn "${ADMIN_DN}"`,
+      `rootpw ${ADMIN_PASSWORD}`,
+      `directory ${path.join(dir, 'db')}`,
+      'overlay memberof',
+      '',
+    ].join('\n'),
+  );
   const port = await freeLowPort();
   const url = `ldap://127.0.0.1:${port}`;
   let child: ChildProcess | undefined;

@@ -44,12 +44,22 @@ t.test('a zip of a real project imports (the reader works)', async (t) => {
 t.test('zip entries named .. or absolute are refused', async (t) => {
   const conf = confDir();
   t.teardown(() => conf.close());
-  for (const [label, bad] of [['dot-dot', 'PizzaShackAPI-1.0.0/../../evil.yaml'], ['absolute', '/etc/throughway-evil'], ['drive letter', 'C:/evil'], ['backslash', 'PizzaShackAPI-1.0.0\\..\\evil']] as const) {
+  for (const [label, bad] of [
+    ['dot-dot', 'PizzaShackAPI-1.0.0/../../evil.yaml'],
+    ['absolute', '/etc/throughway-evil'],
+    ['drive letter', 'C:/evil'],
+    ['backslash', 'PizzaShackAPI-1.0.0\\..\\evil'],
+  ] as const) {
     const entries = projectEntries('PizzaShackAPI-1.0.0');
     entries.set(bad, Buffer.from('x'));
     const zip = path.join(conf.dir, `${label}.zip`);
     fs.writeFileSync(zip, writeZip(entries));
-    await refused(t, conf, zip, new RegExp(`${label}\\.zip!${bad.replace(/[\\.*?^$()[\]|/]/g, '\\$&')}: IMPORT_ZIP_PATH: the entry name leaves the project`));
+    await refused(
+      t,
+      conf,
+      zip,
+      new RegExp(`${label}\\.zip!${bad.replace(/[\\.*?^$()[\]|/]/g, '\\$&')}: IMPORT_ZIP_PATH: the entry name leaves the project`),
+    );
   }
 });
 
@@ -59,7 +69,12 @@ t.test('zip bombs: ratio, entries and declared bytes are bounded before inflatin
   const ratio = projectEntries('PizzaShackAPI-1.0.0');
   ratio.set('PizzaShackAPI-1.0.0/Docs/zeros.txt', Buffer.alloc(4 * 1024 * 1024));
   fs.writeFileSync(path.join(conf.dir, 'ratio.zip'), writeZip(ratio));
-  await refused(t, conf, path.join(conf.dir, 'ratio.zip'), /ratio\.zip!PizzaShackAPI-1\.0\.0\/Docs\/zeros\.txt: IMPORT_ZIP_RATIO: 4194304 bytes from \d+: more than 100 times its compressed size/);
+  await refused(
+    t,
+    conf,
+    path.join(conf.dir, 'ratio.zip'),
+    /ratio\.zip!PizzaShackAPI-1\.0\.0\/Docs\/zeros\.txt: IMPORT_ZIP_RATIO: 4194304 bytes from \d+: more than 100 times its compressed size/,
+  );
 
   const many = new Map<string, Buffer>();
   for (let i = 0; i <= ZIP_LIMITS.maxEntries; i++) many.set(`p/f${i}.txt`, Buffer.from(String(i)));
@@ -71,14 +86,24 @@ t.test('zip bombs: ratio, entries and declared bytes are bounded before inflatin
   const cd = big.readUInt32LE(big.length - 22 + 16);
   big.writeUInt32LE(100 * 1024 * 1024, cd + 24);
   fs.writeFileSync(path.join(conf.dir, 'declared.zip'), big);
-  await refused(t, conf, path.join(conf.dir, 'declared.zip'), /declared\.zip!p\/api\.yaml: IMPORT_LIMIT: the entries declare more than 67108864 bytes in all/);
+  await refused(
+    t,
+    conf,
+    path.join(conf.dir, 'declared.zip'),
+    /declared\.zip!p\/api\.yaml: IMPORT_LIMIT: the entries declare more than 67108864 bytes in all/,
+  );
 
   // An entry that holds more than it declares: the inflater stops at the declared size.
   const liar = writeZip(new Map([['p/api.yaml', Buffer.alloc(50_000, 0x61)]]));
   const cd2 = liar.readUInt32LE(liar.length - 22 + 16);
   liar.writeUInt32LE(10, cd2 + 24);
   fs.writeFileSync(path.join(conf.dir, 'liar.zip'), liar);
-  await refused(t, conf, path.join(conf.dir, 'liar.zip'), /liar\.zip!p\/api\.yaml: IMPORT_ZIP_FORMAT: it does not inflate to its declared 10 bytes/);
+  await refused(
+    t,
+    conf,
+    path.join(conf.dir, 'liar.zip'),
+    /liar\.zip!p\/api\.yaml: IMPORT_ZIP_FORMAT: it does not inflate to its declared 10 bytes/,
+  );
 
   fs.writeFileSync(path.join(conf.dir, 'not.zip'), 'not a zip at all');
   await refused(t, conf, path.join(conf.dir, 'not.zip'), /not\.zip: IMPORT_ZIP_FORMAT: no end of central directory record/);
@@ -87,9 +112,19 @@ t.test('zip bombs: ratio, entries and declared bytes are bounded before inflatin
 t.test('a project without its definition, malformed YAML, a streaming type, no project', async (t) => {
   const conf = confDir();
   t.teardown(() => conf.close());
-  await refused(t, conf, fixture('PizzaShackNoDefinition-1.0.0'), /PizzaShackNoDefinition-1\.0\.0\/Definitions\/swagger\.yaml: IMPORT_DEFINITION: a REST project needs its OpenAPI or Swagger document/);
+  await refused(
+    t,
+    conf,
+    fixture('PizzaShackNoDefinition-1.0.0'),
+    /PizzaShackNoDefinition-1\.0\.0\/Definitions\/swagger\.yaml: IMPORT_DEFINITION: a REST project needs its OpenAPI or Swagger document/,
+  );
   await refused(t, conf, fixture('PizzaShackMalformed-1.0.0'), /PizzaShackMalformed-1\.0\.0\/api\.yaml:9: IMPORT_YAML: /);
-  await refused(t, conf, fixture('Streetlights-1.0.0'), /Streetlights-1\.0\.0\/api\.yaml:data\.type: IMPORT_UNSUPPORTED_TYPE: type SSE: Server-Sent Events \(an AsyncAPI streaming API\) are not served by throughway/);
+  await refused(
+    t,
+    conf,
+    fixture('Streetlights-1.0.0'),
+    /Streetlights-1\.0\.0\/api\.yaml:data\.type: IMPORT_UNSUPPORTED_TYPE: type SSE: Server-Sent Events \(an AsyncAPI streaming API\) are not served by throughway/,
+  );
   const empty = path.join(conf.dir, 'empty');
   fs.mkdirSync(path.join(empty, 'Docs'), { recursive: true });
   fs.writeFileSync(path.join(empty, 'Docs', 'docs.json'), '{}');
@@ -112,7 +147,13 @@ t.test('import apis: one bad project refuses the whole directory, nothing writte
   fs.cpSync(fixture('PizzaShackAPI-2.0.0'), path.join(dir, 'PizzaShackAPI-2.0.0'), { recursive: true });
   const ok = await cli(conf, 'import', 'apis', dir);
   t.equal(ok.code, 0, ok.err);
-  t.same(Object.keys(snapshot(conf.apis)).filter((f) => f.endsWith('.toml')).sort(), ['PizzaShackAPI-1.0.0.toml', 'PizzaShackAPI-2.0.0.toml'], 'versions of one API become API files of one name');
+  t.same(
+    Object.keys(snapshot(conf.apis))
+      .filter((f) => f.endsWith('.toml'))
+      .sort(),
+    ['PizzaShackAPI-1.0.0.toml', 'PizzaShackAPI-2.0.0.toml'],
+    'versions of one API become API files of one name',
+  );
 });
 
 t.test('usage errors exit 2', async (t) => {
@@ -131,5 +172,10 @@ t.test('an API file the gateway would refuse: IMPORT_INVALID_API with its diagno
   fs.cpSync(fixture('PizzaShackAPI-1.0.0'), dir, { recursive: true });
   const api = path.join(dir, 'api.yaml');
   fs.writeFileSync(api, fs.readFileSync(api, 'utf8').replace('  policies:\n', '  apiThrottlingPolicy: NoSuchPolicy\n  policies:\n'));
-  await refused(t, conf, dir, /PizzaShackAPI-1\.0\.0: IMPORT_INVALID_API: the API file would not deploy: PizzaShackAPI-1\.0\.0\.toml:\d+(:\d+)?: error API_\w+ policy: .*NoSuchPolicy/);
+  await refused(
+    t,
+    conf,
+    dir,
+    /PizzaShackAPI-1\.0\.0: IMPORT_INVALID_API: the API file would not deploy: PizzaShackAPI-1\.0\.0\.toml:\d+(:\d+)?: error API_\w+ policy: .*NoSuchPolicy/,
+  );
 });

@@ -17,6 +17,10 @@ t.test('each code documented with its meaning, and only these', async (t) => {
 
 t.test('each code is asserted by a test of test/import/', async (t) => {
   const dir = path.join(root, 'test', 'import');
-  const tests = fs.readdirSync(dir).filter((f) => f.endsWith('.test.ts') && f !== 'codes.test.ts').map((f) => fs.readFileSync(path.join(dir, f), 'utf8')).join('\n');
+  const tests = fs
+    .readdirSync(dir)
+    .filter((f) => f.endsWith('.test.ts') && f !== 'codes.test.ts')
+    .map((f) => fs.readFileSync(path.join(dir, f), 'utf8'))
+    .join('\n');
   for (const code of Object.keys(IMPORT_CODES)) t.match(tests, new RegExp(`${code}:`), code);
 });

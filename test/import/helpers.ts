@@ -31,7 +31,10 @@ export interface Conf {
 export function confDir(toml = ''): Conf {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tw-import-'));
   const file = path.join(dir, 'deployment.toml');
-  fs.writeFileSync(file, `[server]\nhostname = "localhost"\n[super_admin]\nusername = "admin"\npassword = "admin-pw-1"\n[database.apim_db]\ntype = "h2"\nurl = "jdbc:h2:${path.join(dir, 'apim_db')}"\nusername = "tw"\npassword = "tw"\n${toml}`);
+  fs.writeFileSync(
+    file,
+    `[server]\nhostname = "localhost"\n[super_admin]\nusername = "admin"\npassword = "admin-pw-1"\n[database.apim_db]\ntype = "h2"\nurl = "jdbc:h2:${path.join(dir, 'apim_db')}"\nusername = "tw"\npassword = "tw"\n${toml}`,
+  );
   fs.mkdirSync(path.join(dir, 'apis'));
   return { dir, file, apis: path.join(dir, 'apis'), close: () => fs.rmSync(dir, { recursive: true, force: true }) };
 }
@@ -53,7 +56,10 @@ export async function cli(conf: Conf, ...argv: string[]): Promise<Run> {
 /** An apictl api_params.yaml whose environment points both endpoints at `url`. */
 export function paramsFile(conf: Conf, name: string, url: string): string {
   const file = path.join(conf.dir, `${name}.params.yaml`);
-  fs.writeFileSync(file, `environments:\n  - name: test\n    configs:\n      endpoints:\n        production:\n          url: '${url}'\n        sandbox:\n          url: '${url}'\n`);
+  fs.writeFileSync(
+    file,
+    `environments:\n  - name: test\n    configs:\n      endpoints:\n        production:\n          url: '${url}'\n        sandbox:\n          url: '${url}'\n`,
+  );
   return file;
 }
 
@@ -87,7 +93,13 @@ export async function startNode(conf: Conf): Promise<Node> {
   const store = await openStore(loaded.config, conf.dir);
   const bus = createEventBus();
   let gw: Gateway | undefined;
-  const km = await createKeyManager({ loaded, store, bus, logger, apiScopes: () => (gw?.states() ?? []).flatMap((s) => (s.api === undefined ? [] : apiScopeBindings(s.api))) });
+  const km = await createKeyManager({
+    loaded,
+    store,
+    bus,
+    logger,
+    apiScopes: () => (gw?.states() ?? []).flatMap((s) => (s.api === undefined ? [] : apiScopeBindings(s.api))),
+  });
   gw = createGateway({ loaded, logger, keyManager: keyManagerLink(km), events: bus, watch: false });
   const a = await gw.listen({ port: 0, host: HOST });
   await gw.security.ready;

@@ -37,7 +37,9 @@ async function tokenFrom(port: number, from: string, key: string, secret: string
   const s = await connect(port, from);
   const done = closed(s);
   const body = 'grant_type=client_credentials';
-  s.write(`POST /oauth2/token HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nAuthorization: Basic ${Buffer.from(`${key}:${secret}`).toString('base64')}\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+  s.write(
+    `POST /oauth2/token HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nAuthorization: Basic ${Buffer.from(`${key}:${secret}`).toString('base64')}\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
+  );
   return done;
 }
 

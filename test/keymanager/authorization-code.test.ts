@@ -15,7 +15,12 @@ const CALLBACK = 'http://127.0.0.1:1/cb';
 async function setup(h: Harness, name = 'Web'): Promise<{ key: string; secret: string; config: client.Configuration }> {
   const app = await json('POST', `${h.url}/admin/v1/applications`, { name }, adminAuth());
   if (app.status !== 201) throw new Error(`create app: ${app.text}`);
-  const keys = await json('POST', `${h.url}/admin/v1/applications/${name}/keys`, { grantTypes: ['authorization_code', 'refresh_token'], callbackUrl: CALLBACK }, adminAuth());
+  const keys = await json(
+    'POST',
+    `${h.url}/admin/v1/applications/${name}/keys`,
+    { grantTypes: ['authorization_code', 'refresh_token'], callbackUrl: CALLBACK },
+    adminAuth(),
+  );
   const key = String(keys.body.consumerKey);
   const secret = String(keys.body.consumerSecret);
   const meta = (await json('GET', `${h.url}/.well-known/openid-configuration`)).body as unknown as client.ServerMetadata;
@@ -65,18 +70,33 @@ async function signIn(h: Harness, url: URL, user = 'alice', password = 'alice-pw
   return new URL(String(done.headers.get('location')));
 }
 
-async function authUrl(config: client.Configuration, extra: Record<string, string> = {}): Promise<{ url: URL; verifier: string; state: string; nonce: string }> {
+async function authUrl(
+  config: client.Configuration,
+  extra: Record<string, string> = {},
+): Promise<{ url: URL; verifier: string; state: string; nonce: string }> {
   const verifier = client.randomPKCECodeVerifier();
   const state = client.randomState();
   const nonce = client.randomNonce();
-  const url = client.buildAuthorizationUrl(config, { redirect_uri: CALLBACK, scope: 'openid', code_challenge: await client.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', state, nonce, ...extra });
+  const url = client.buildAuthorizationUrl(config, {
+    redirect_uri: CALLBACK,
+    scope: 'openid',
+    code_challenge: await client.calculatePKCECodeChallenge(verifier),
+    code_challenge_method: 'S256',
+    state,
+    nonce,
+    ...extra,
+  });
   return { url, verifier, state, nonce };
 }
 
 t.test('openid-client: sign-in form, consent, code exchange, ID token and userinfo', async (t) => {
   const h = await startKeyManager();
   t.teardown(() => h.close());
-  t.equal((await json('POST', `${h.url}/admin/v1/users`, { username: 'alice', password: 'alice-pw-1', roles: ['subscriber'] }, adminAuth())).status, 201);
+  t.equal(
+    (await json('POST', `${h.url}/admin/v1/users`, { username: 'alice', password: 'alice-pw-1', roles: ['subscriber'] }, adminAuth()))
+      .status,
+    201,
+  );
   const { config, key, secret } = await setup(h);
   const meta = config.serverMetadata();
   t.equal(meta.authorization_endpoint, `${h.url}/oauth2/authorize`);
@@ -88,7 +108,10 @@ t.test('openid-client: sign-in form, consent, code exchange, ID token and userin
   const { url, verifier, state, nonce } = await authUrl(config);
   const page = await get(url);
   t.equal(page.status, 200);
-  t.match(page.headers.get('content-security-policy'), /default-src 'none'; style-src 'self'; form-action 'self' http:\/\/127\.0\.0\.1:1; frame-ancestors 'none'/);
+  t.match(
+    page.headers.get('content-security-policy'),
+    /default-src 'none'; style-src 'self'; form-action 'self' http:\/\/127\.0\.0\.1:1; frame-ancestors 'none'/,
+  );
   t.notMatch(page.html, /<script/i, 'no script');
   t.notMatch(page.html, /https?:\/\//, 'no third-party asset: every URL is relative');
   t.match(page.html, /<label for="username">[\s\S]*<input type="text" id="username"/, 'labelled fields');
@@ -111,7 +134,12 @@ t.test('openid-client: sign-in form, consent, code exchange, ID token and userin
   t.equal(`${callback.origin}${callback.pathname}`, CALLBACK);
   t.equal(callback.searchParams.get('state'), state, 'state returned');
 
-  const tokens = await client.authorizationCodeGrant(config, callback, { pkceCodeVerifier: verifier, expectedState: state, expectedNonce: nonce, idTokenExpected: true });
+  const tokens = await client.authorizationCodeGrant(config, callback, {
+    pkceCodeVerifier: verifier,
+    expectedState: state,
+    expectedNonce: nonce,
+    idTokenExpected: true,
+  });
   const claims = tokens.claims();
   t.match(claims, { sub: 'alice', aud: key, nonce, iss: 'https://localhost:9443/oauth2/token' });
   t.type(claims?.at_hash, 'string');
@@ -126,11 +154,19 @@ t.test('openid-client: sign-in form, consent, code exchange, ID token and userin
 
   // The code again: refused, and the tokens it issued are revoked (RFC 6749 §4.1.2).
   const code = String(callback.searchParams.get('code'));
-  const again = await postForm(`${h.url}/oauth2/token`, { grant_type: 'authorization_code', code, redirect_uri: CALLBACK, code_verifier: verifier }, basic(key, secret));
+  const again = await postForm(
+    `${h.url}/oauth2/token`,
+    { grant_type: 'authorization_code', code, redirect_uri: CALLBACK, code_verifier: verifier },
+    basic(key, secret),
+  );
   t.match(again, { status: 400, body: { error: 'invalid_grant', error_description: /already used/ } });
   const intro = await postForm(`${h.url}/oauth2/introspect`, { token: tokens.access_token }, basic(key, secret));
   t.same(intro.body, { active: false }, 'access token revoked');
-  const refreshed = await postForm(`${h.url}/oauth2/token`, { grant_type: 'refresh_token', refresh_token: String(tokens.refresh_token) }, basic(key, secret));
+  const refreshed = await postForm(
+    `${h.url}/oauth2/token`,
+    { grant_type: 'refresh_token', refresh_token: String(tokens.refresh_token) },
+    basic(key, secret),
+  );
   t.match(refreshed, { status: 400, body: { error: 'invalid_grant' } }, 'refresh token revoked');
   const infoAfter = await fetch(`${h.url}/oauth2/userinfo`, { headers: { Authorization: `Bearer ${tokens.access_token}` } });
   t.equal(infoAfter.status, 401);
@@ -150,7 +186,11 @@ t.test('refusals: redirect_uri, code_verifier, CSRF, plain PKCE', async (t) => {
   t.match(refused.html, /redirect_uri does not match/);
 
   // Other errors go back to the client with state.
-  const plain = await get(new URL(`${h.url}/oauth2/authorize?response_type=code&client_id=${key}&code_challenge=${'a'.repeat(43)}&code_challenge_method=plain&state=s1`));
+  const plain = await get(
+    new URL(
+      `${h.url}/oauth2/authorize?response_type=code&client_id=${key}&code_challenge=${'a'.repeat(43)}&code_challenge_method=plain&state=s1`,
+    ),
+  );
   t.equal(plain.status, 302);
   const plainBack = new URL(String(plain.headers.get('location')));
   t.equal(plainBack.searchParams.get('error'), 'invalid_request');
@@ -165,17 +205,31 @@ t.test('refusals: redirect_uri, code_verifier, CSRF, plain PKCE', async (t) => {
   const noCsrf = await post(h, { authz, action: 'login', username: 'alice', password: 'alice-pw-1' }, page.cookie);
   t.equal(noCsrf.status, 403);
   t.match(noCsrf.html, /CSRF/);
-  const noCookie = await post(h, { authz, csrf: hidden(page.html, 'csrf'), action: 'login', username: 'alice', password: 'alice-pw-1' }, undefined);
+  const noCookie = await post(
+    h,
+    { authz, csrf: hidden(page.html, 'csrf'), action: 'login', username: 'alice', password: 'alice-pw-1' },
+    undefined,
+  );
   t.equal(noCookie.status, 403);
 
   // code_verifier missing, then wrong, then a wrong redirect_uri at the token endpoint; then right.
   const b = await authUrl(config);
   const back = await signIn(h, b.url);
   const code = String(back.searchParams.get('code'));
-  const tok = (form: Record<string, string>): ReturnType<typeof postForm> => postForm(`${h.url}/oauth2/token`, { grant_type: 'authorization_code', code, ...form }, basic(key, secret));
-  t.match(await tok({ redirect_uri: CALLBACK }), { status: 400, body: { error: 'invalid_grant', error_description: /code_verifier is required/ } });
-  t.match(await tok({ redirect_uri: CALLBACK, code_verifier: client.randomPKCECodeVerifier() }), { status: 400, body: { error: 'invalid_grant', error_description: /does not match/ } });
-  t.match(await tok({ redirect_uri: `${CALLBACK}x`, code_verifier: b.verifier }), { status: 400, body: { error: 'invalid_grant', error_description: /redirect_uri/ } });
+  const tok = (form: Record<string, string>): ReturnType<typeof postForm> =>
+    postForm(`${h.url}/oauth2/token`, { grant_type: 'authorization_code', code, ...form }, basic(key, secret));
+  t.match(await tok({ redirect_uri: CALLBACK }), {
+    status: 400,
+    body: { error: 'invalid_grant', error_description: /code_verifier is required/ },
+  });
+  t.match(await tok({ redirect_uri: CALLBACK, code_verifier: client.randomPKCECodeVerifier() }), {
+    status: 400,
+    body: { error: 'invalid_grant', error_description: /does not match/ },
+  });
+  t.match(await tok({ redirect_uri: `${CALLBACK}x`, code_verifier: b.verifier }), {
+    status: 400,
+    body: { error: 'invalid_grant', error_description: /redirect_uri/ },
+  });
   const ok = await tok({ redirect_uri: CALLBACK, code_verifier: b.verifier });
   t.equal(ok.status, 200, 'the right verifier and redirect_uri redeem the code');
   t.type(ok.body.id_token, 'string', 'openid: an ID token');
@@ -187,13 +241,25 @@ t.test('[oauth.grant_type.authorization_code] enable = false: the RFC errors', a
   const { config, key, secret } = await setup(h);
   t.notOk(config.serverMetadata().authorization_endpoint, 'not advertised');
   const verifier = client.randomPKCECodeVerifier();
-  const q = new URLSearchParams({ response_type: 'code', client_id: key, redirect_uri: CALLBACK, scope: 'openid', code_challenge: await client.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', state: 'st' });
+  const q = new URLSearchParams({
+    response_type: 'code',
+    client_id: key,
+    redirect_uri: CALLBACK,
+    scope: 'openid',
+    code_challenge: await client.calculatePKCECodeChallenge(verifier),
+    code_challenge_method: 'S256',
+    state: 'st',
+  });
   const r = await get(`${h.url}/oauth2/authorize?${q}`);
   t.equal(r.status, 302);
   const back = new URL(String(r.headers.get('location')));
   t.equal(back.searchParams.get('error'), 'unsupported_response_type');
   t.equal(back.searchParams.get('state'), 'st');
-  const tok = await postForm(`${h.url}/oauth2/token`, { grant_type: 'authorization_code', code: 'x', code_verifier: verifier }, basic(key, secret));
+  const tok = await postForm(
+    `${h.url}/oauth2/token`,
+    { grant_type: 'authorization_code', code: 'x', code_verifier: verifier },
+    basic(key, secret),
+  );
   t.match(tok, { status: 400, body: { error: 'unsupported_grant_type' } });
 });
 
@@ -220,5 +286,8 @@ t.test('the sign-in and consent pages let their forms redirect to the callback o
   // Pages without a form to the client keep form-action 'self' alone.
   const unknown = await get(new URL(`${h.url}/oauth2/authorize?response_type=code&client_id=nope`));
   t.equal(unknown.status, 400);
-  t.equal(unknown.headers.get('content-security-policy'), "default-src 'none'; style-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'");
+  t.equal(
+    unknown.headers.get('content-security-policy'),
+    "default-src 'none'; style-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+  );
 });

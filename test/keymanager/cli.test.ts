@@ -20,7 +20,10 @@ t.test('local mode', async (t) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tw-cli-'));
   t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
   fs.mkdirSync(path.join(dir, 'conf'));
-  fs.writeFileSync(path.join(dir, 'conf', 'deployment.toml'), `[super_admin]\nusername = "admin"\npassword = "admin-pw-1"\n[database.apim_db]\ntype = "h2"\nurl = "jdbc:h2:./var/apim"\nusername = "a"\npassword = "b"\n`);
+  fs.writeFileSync(
+    path.join(dir, 'conf', 'deployment.toml'),
+    `[super_admin]\nusername = "admin"\npassword = "admin-pw-1"\n[database.apim_db]\ntype = "h2"\nurl = "jdbc:h2:./var/apim"\nusername = "a"\npassword = "b"\n`,
+  );
   const created = await cli(['apps', 'create', 'Shop', '--tier', 'Gold'], dir);
   t.equal(created.code, 0, created.err);
   t.match(created.out, /application Shop created \(owner admin, tier Gold/);
@@ -59,7 +62,10 @@ t.test('remote mode (--url) and a token with the generated keys', async (t) => {
   const k = JSON.parse(keys.out) as { consumerKey: string; consumerSecret: string };
   const tok = await postForm(`${h.url}/oauth2/token`, { grant_type: 'client_credentials' }, basic(k.consumerKey, k.consumerSecret));
   t.equal(tok.status, 200);
-  t.ok(h.events.some((e) => e.name === 'application.changed'), 'remote changes reach the running node\'s bus');
+  t.ok(
+    h.events.some((e) => e.name === 'application.changed'),
+    "remote changes reach the running node's bus",
+  );
   const bad = await cli(['apps', 'list', '--url', h.url, '--admin-user', 'admin', '--admin-password', 'nope'], h.dir);
   t.match(bad, { code: 1, err: /401 invalid_client/ });
 });

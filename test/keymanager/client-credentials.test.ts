@@ -20,10 +20,22 @@ t.test('a client_credentials token is a signed JWT with the spec claims', async 
   t.notOk('id_token' in r.body);
   const token = String(r.body.access_token);
   const jwks = await json('GET', `${h.url}/oauth2/jwks`);
-  const { payload, protectedHeader } = await jwtVerify(token, createLocalJWKSet(jwks.body as never), { issuer: 'https://localhost:9443/oauth2/token', audience: key });
+  const { payload, protectedHeader } = await jwtVerify(token, createLocalJWKSet(jwks.body as never), {
+    issuer: 'https://localhost:9443/oauth2/token',
+    audience: key,
+  });
   t.equal(protectedHeader.alg, 'RS256');
   t.equal(protectedHeader.typ, 'at+jwt');
-  t.match(payload, { sub: 'admin', aud: key, azp: key, client_id: key, scope: 'default', keytype: 'PRODUCTION', aut: 'APPLICATION', application: { id: appId, name: 'PizzaApp', owner: 'admin', tier: 'Unlimited' } });
+  t.match(payload, {
+    sub: 'admin',
+    aud: key,
+    azp: key,
+    client_id: key,
+    scope: 'default',
+    keytype: 'PRODUCTION',
+    aut: 'APPLICATION',
+    application: { id: appId, name: 'PizzaApp', owner: 'admin', tier: 'Unlimited' },
+  });
   t.type(payload.jti, 'string');
   t.equal((payload.exp ?? 0) - (payload.iat ?? 0), 3600);
   t.equal(decodeHeader(token).kid, (jwks.body.keys as { kid: string }[])[0]?.kid);
@@ -37,7 +49,11 @@ t.test('scopes: allowed_scopes patterns and API scopes are granted, others dropp
   const h = await startKeyManager('', { apiScopes: () => ['read:menu'] });
   t.teardown(() => h.close());
   const { key, secret } = await appWithKeys(h);
-  const r = await postForm(`${h.url}/oauth2/token`, { grant_type: 'client_credentials', scope: 'device_1 openid read:menu write:all device_1' }, basic(key, secret));
+  const r = await postForm(
+    `${h.url}/oauth2/token`,
+    { grant_type: 'client_credentials', scope: 'device_1 openid read:menu write:all device_1' },
+    basic(key, secret),
+  );
   t.equal(r.status, 200);
   t.equal(r.body.scope, 'device_1 openid read:menu', 'write:all dropped (RFC 6749 §3.3), duplicates merged');
   t.notOk('id_token' in r.body, 'no ID token for client credentials unless allow_id_token');
@@ -47,7 +63,9 @@ t.test('scopes: allowed_scopes patterns and API scopes are granted, others dropp
 });
 
 t.test('allow_refresh_tokens and allow_id_token, and a custom validity', async (t) => {
-  const h = await startKeyManager('[oauth.grant_type.client_credentials]\nallow_refresh_tokens = true\nallow_id_token = true\n[oauth.token_validation]\napp_access_token_validity = 120\n');
+  const h = await startKeyManager(
+    '[oauth.grant_type.client_credentials]\nallow_refresh_tokens = true\nallow_id_token = true\n[oauth.token_validation]\napp_access_token_validity = 120\n',
+  );
   t.teardown(() => h.close());
   const { key, secret } = await appWithKeys(h);
   const r = await postForm(`${h.url}/oauth2/token`, { grant_type: 'client_credentials', scope: 'openid' }, basic(key, secret));
@@ -74,7 +92,11 @@ t.test('client authentication failures are invalid_client, 401, with a challenge
     t.equal(r.body.error, 'invalid_client', name);
     t.match(r.headers.get('www-authenticate'), /^Basic realm=/, name);
   }
-  const both = await postForm(`${h.url}/oauth2/token`, { grant_type: 'client_credentials', client_id: key, client_secret: secret }, basic(key, secret));
+  const both = await postForm(
+    `${h.url}/oauth2/token`,
+    { grant_type: 'client_credentials', client_id: key, client_secret: secret },
+    basic(key, secret),
+  );
   t.equal(both.status, 400);
   t.equal(both.body.error, 'invalid_request', 'two authentication methods (RFC 6749 §2.3)');
   // A deleted application's keys stop working.
@@ -89,7 +111,11 @@ t.test('request errors: missing or repeated grant_type, wrong content type, wron
   const { key, secret } = await appWithKeys(h);
   const missing = await postForm(`${h.url}/oauth2/token`, {}, basic(key, secret));
   t.match(missing, { status: 400, body: { error: 'invalid_request', error_description: 'parameter grant_type is required' } });
-  const repeated = await fetch(`${h.url}/oauth2/token`, { method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded', Authorization: basic(key, secret) }, body: 'grant_type=client_credentials&grant_type=password' });
+  const repeated = await fetch(`${h.url}/oauth2/token`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/x-www-form-urlencoded', Authorization: basic(key, secret) },
+    body: 'grant_type=client_credentials&grant_type=password',
+  });
   t.equal(repeated.status, 400);
   t.match(await repeated.json(), { error: 'invalid_request', error_description: 'parameter grant_type is repeated' });
   const jsonBody = await json('POST', `${h.url}/oauth2/token`, { grant_type: 'client_credentials' }, basic(key, secret));
@@ -104,7 +130,10 @@ t.test('grant switches and unsupported grants answer unsupported_grant_type with
   t.teardown(() => h.close());
   const { key, secret } = await appWithKeys(h);
   const off = await postForm(`${h.url}/oauth2/token`, { grant_type: 'client_credentials' }, basic(key, secret));
-  t.match(off, { status: 400, body: { error: 'unsupported_grant_type', error_description: /disabled by \[oauth\.grant_type\.client_credentials\] enable = false/ } });
+  t.match(off, {
+    status: 400,
+    body: { error: 'unsupported_grant_type', error_description: /disabled by \[oauth\.grant_type\.client_credentials\] enable = false/ },
+  });
   const code = await postForm(`${h.url}/oauth2/token`, { grant_type: 'authorization_code', code: 'x' }, basic(key, secret));
   // authorization_code is implemented (authorization-code.test.ts); keys made without it may not use it.
   t.match(code, { status: 400, body: { error: 'unauthorized_client' } });
@@ -116,7 +145,11 @@ t.test('grant switches and unsupported grants answer unsupported_grant_type with
   t.match(kerberos.body, { error: 'unsupported_grant_type', error_description: /disabled/ }, 'kerberos is off by default');
   for (const g of ['magic', 'toString', '__proto__', 'constructor']) {
     const unknown = await postForm(`${h.url}/oauth2/token`, { grant_type: g }, basic(key, secret));
-    t.match(unknown, { status: 400, body: { error: 'unsupported_grant_type', error_description: `grant type ${g} is not known to this server` } }, g);
+    t.match(
+      unknown,
+      { status: 400, body: { error: 'unsupported_grant_type', error_description: `grant type ${g} is not known to this server` } },
+      g,
+    );
   }
 });
 

@@ -18,7 +18,10 @@ t.test('publish, subscribe, on, unsubscribe, deliver', async (t) => {
   const e1 = bus.publish('token.revoked', { jti: 'j1', expiresAt: 2, consumerKey: 'ck', revokedAt: 1 });
   bus.publish('policy.changed', { kind: 'subscription', name: 'Gold', change: 'changed' });
   t.equal(errors.length, 2, 'a throwing subscriber is reported, the others still run');
-  t.same(all.map((e) => e.name), ['token.revoked', 'policy.changed']);
+  t.same(
+    all.map((e) => e.name),
+    ['token.revoked', 'policy.changed'],
+  );
   t.same(revoked, ['j1']);
   t.type(e1.id, 'string');
   t.type(e1.time, 'number');
@@ -30,5 +33,9 @@ t.test('publish, subscribe, on, unsubscribe, deliver', async (t) => {
   bus.publish('token.revoked', { jti: 'j2', expiresAt: 2, consumerKey: 'ck', revokedAt: 1 });
   t.equal(all.length, 3);
   t.same(revoked, ['j1', 'j1']);
-  t.equal(EVENT_NAMES.length, 13, 'eight of the key manager, blocking.added and blocking.removed of throttling, api.deployed, api.undeployed and policies.updated of the control plane');
+  t.equal(
+    EVENT_NAMES.length,
+    13,
+    'eight of the key manager, blocking.added and blocking.removed of throttling, api.deployed, api.undeployed and policies.updated of the control plane',
+  );
 });

@@ -29,9 +29,20 @@ export interface Harness {
 
 export const ADMIN = { user: 'admin', password: 'admin-pw-1' };
 
-export async function startKeyManager(toml = '', options: { apiScopes?: KeyManagerOptions['apiScopes']; dir?: string; database?: string; deployments?: KeyManagerOptions['deployments']; apiFiles?: KeyManagerOptions['apiFiles']; port?: number } = {}): Promise<Harness> {
+export async function startKeyManager(
+  toml = '',
+  options: {
+    apiScopes?: KeyManagerOptions['apiScopes'];
+    dir?: string;
+    database?: string;
+    deployments?: KeyManagerOptions['deployments'];
+    apiFiles?: KeyManagerOptions['apiFiles'];
+    port?: number;
+  } = {},
+): Promise<Harness> {
   const dir = options.dir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'tw-km-'));
-  const database = options.database ?? `[database.apim_db]\ntype = "h2"\nurl = "jdbc:h2:${path.join(dir, 'apim_db')}"\nusername = "tw"\npassword = "tw"\n`;
+  const database =
+    options.database ?? `[database.apim_db]\ntype = "h2"\nurl = "jdbc:h2:${path.join(dir, 'apim_db')}"\nusername = "tw"\npassword = "tw"\n`;
   const text = `[super_admin]\nusername = "${ADMIN.user}"\npassword = "${ADMIN.password}"\n${database}${toml}`;
   const loaded = loadConfig({ text, env: {} });
   if (!loaded.ok) throw new Error(`test config invalid: ${JSON.stringify(loaded.diagnostics)}`);
@@ -43,7 +54,15 @@ export async function startKeyManager(toml = '', options: { apiScopes?: KeyManag
   bus.subscribe((e) => events.push(e));
   let km: KeyManager;
   try {
-    km = await createKeyManager({ loaded, store, bus, logger, ...(options.apiScopes !== undefined ? { apiScopes: options.apiScopes } : {}), ...(options.deployments !== undefined ? { deployments: options.deployments } : {}), ...(options.apiFiles !== undefined ? { apiFiles: options.apiFiles } : {}) });
+    km = await createKeyManager({
+      loaded,
+      store,
+      bus,
+      logger,
+      ...(options.apiScopes !== undefined ? { apiScopes: options.apiScopes } : {}),
+      ...(options.deployments !== undefined ? { deployments: options.deployments } : {}),
+      ...(options.apiFiles !== undefined ? { apiFiles: options.apiFiles } : {}),
+    });
   } catch (err) {
     await store.close();
     throw err;
@@ -101,19 +120,36 @@ async function reply(r: Response): Promise<Reply> {
 }
 
 export async function postForm(url: string, form: Record<string, string>, auth?: string): Promise<Reply> {
-  return reply(await fetch(url, { method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded', ...(auth !== undefined ? { Authorization: auth } : {}) }, body: new URLSearchParams(form).toString() }));
+  return reply(
+    await fetch(url, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded', ...(auth !== undefined ? { Authorization: auth } : {}) },
+      body: new URLSearchParams(form).toString(),
+    }),
+  );
 }
 
 export async function json(method: string, url: string, body?: unknown, auth?: string): Promise<Reply> {
   return reply(
-    await fetch(url, { method, headers: { ...(body !== undefined ? { 'Content-Type': 'application/json' } : {}), ...(auth !== undefined ? { Authorization: auth } : {}) }, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) }),
+    await fetch(url, {
+      method,
+      headers: {
+        ...(body !== undefined ? { 'Content-Type': 'application/json' } : {}),
+        ...(auth !== undefined ? { Authorization: auth } : {}),
+      },
+      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+    }),
   );
 }
 
 export const adminAuth = (): string => basic(ADMIN.user, ADMIN.password);
 
 /** An application with production keys, through the admin API. */
-export async function appWithKeys(h: Harness, name = 'App1', keyBody: Record<string, unknown> = {}): Promise<{ key: string; secret: string; appId: string }> {
+export async function appWithKeys(
+  h: Harness,
+  name = 'App1',
+  keyBody: Record<string, unknown> = {},
+): Promise<{ key: string; secret: string; appId: string }> {
   const app = await json('POST', `${h.url}/admin/v1/applications`, { name }, adminAuth());
   if (app.status !== 201) throw new Error(`create app: ${app.text}`);
   const keys = await json('POST', `${h.url}/admin/v1/applications/${encodeURIComponent(name)}/keys`, keyBody, adminAuth());
@@ -138,15 +174,21 @@ export async function idp(t: { teardown(fn: () => unknown): void }): Promise<{ u
     res.end(JSON.stringify({ keys: [jwk] }));
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  t.teardown(() => new Promise<void>((r) => {
-    server.close(() => r());
-    server.closeAllConnections();
-  }));
+  t.teardown(
+    () =>
+      new Promise<void>((r) => {
+        server.close(() => r());
+        server.closeAllConnections();
+      }),
+  );
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/jwks`, key: privateKey, other: other.privateKey };
 }
 
 /** A JWT signed by `key` (kid idp-1) with the claims given, iat now, exp in 5 minutes unless given. */
-export function assertion(key: CryptoKey, claims: { iss?: string; aud?: string; sub?: string; exp?: number; iat?: number }): Promise<string> {
+export function assertion(
+  key: CryptoKey,
+  claims: { iss?: string; aud?: string; sub?: string; exp?: number; iat?: number },
+): Promise<string> {
   const now = Math.floor(Date.now() / 1000);
   const j = new SignJWT({}).setProtectedHeader({ alg: 'RS256', kid: 'idp-1' }).setIssuedAt(claims.iat ?? now);
   if (claims.iss !== undefined) j.setIssuer(claims.iss);

@@ -26,7 +26,13 @@ t.test('every HTTPS answer carries Strict-Transport-Security; HTTP answers do no
   const h = await startKeyManager();
   t.teardown(() => h.close());
   const port = ((await h.km.listenHttps({ key: pair.keyPem, cert: pair.certPem }, 0, '127.0.0.1')).address() as AddressInfo).port;
-  for (const [path, method, status] of [['/health', 'GET', 200], ['/oauth2/token', 'POST', 400], ['/admin/v1/users', 'GET', 401], ['/oauth2/authorize/style.css', 'GET', 200], ['/nowhere', 'GET', 404]] as const) {
+  for (const [path, method, status] of [
+    ['/health', 'GET', 200],
+    ['/oauth2/token', 'POST', 400],
+    ['/admin/v1/users', 'GET', 401],
+    ['/oauth2/authorize/style.css', 'GET', 200],
+    ['/nowhere', 'GET', 404],
+  ] as const) {
     t.same(await hstsOf(port, path, method), { status, hsts: 'max-age=31536000' }, `${method} ${path}`);
   }
   const plain = await fetch(`${h.url}/health`);
@@ -34,7 +40,10 @@ t.test('every HTTPS answer carries Strict-Transport-Security; HTTP answers do no
 });
 
 t.test('hsts_max_age = 0 sends none; another value is sent as written', async (t) => {
-  for (const [age, want] of [[0, undefined], [600, 'max-age=600']] as const) {
+  for (const [age, want] of [
+    [0, undefined],
+    [600, 'max-age=600'],
+  ] as const) {
     const h = await startKeyManager(`[throughway.management]\nhsts_max_age = ${age}\n`);
     const port = ((await h.km.listenHttps({ key: pair.keyPem, cert: pair.certPem }, 0, '127.0.0.1')).address() as AddressInfo).port;
     t.same(await hstsOf(port, '/health'), { status: 200, hsts: want }, `hsts_max_age = ${age}`);

@@ -43,7 +43,10 @@ t.test('rotation keeps the old key until its tokens expire', async (t) => {
   t.ok(retired);
   await h.store.cleanup(Date.now(), Date.now() + 1);
   await h.km.keys.reload();
-  t.same(h.km.keys.publicJwks().map((k) => k.kid), [rot.body.kid]);
+  t.same(
+    h.km.keys.publicJwks().map((k) => k.kid),
+    [rot.body.kid],
+  );
   t.equal((await postForm(`${h.url}/oauth2/introspect`, { token: oldToken }, basic(key, secret))).body.active, false);
 });
 
@@ -53,12 +56,18 @@ t.test('the key is generated once and kept across restarts', async (t) => {
   const a = await startKeyManager('', { dir });
   const kidA = a.km.keys.current().kid;
   const app = await appWithKeys(a);
-  const tok = String((await postForm(`${a.url}/oauth2/token`, { grant_type: 'client_credentials' }, basic(app.key, app.secret))).body.access_token);
+  const tok = String(
+    (await postForm(`${a.url}/oauth2/token`, { grant_type: 'client_credentials' }, basic(app.key, app.secret))).body.access_token,
+  );
   await a.close();
   const b = await startKeyManager('', { dir });
   t.teardown(() => b.close());
   t.equal(b.km.keys.current().kid, kidA);
-  t.equal((await postForm(`${b.url}/oauth2/introspect`, { token: tok }, basic(app.key, app.secret))).body.active, true, 'tokens survive a restart');
+  t.equal(
+    (await postForm(`${b.url}/oauth2/introspect`, { token: tok }, basic(app.key, app.secret))).body.active,
+    true,
+    'tokens survive a restart',
+  );
 });
 
 t.test('discovery', async (t) => {

@@ -14,19 +14,31 @@ t.test('an assertion from a trusted issuer gets a user token', async (t) => {
   t.teardown(() => h.close());
   const { key, secret } = await appWithKeys(h);
   const aud = 'https://localhost:9443/oauth2/token';
-  const ok = await postForm(`${h.url}/oauth2/token`, { grant_type: GRANT, assertion: await assertion(p.key, { iss: 'https://idp.example', aud, sub: 'carol' }), scope: 'openid' }, basic(key, secret));
+  const ok = await postForm(
+    `${h.url}/oauth2/token`,
+    { grant_type: GRANT, assertion: await assertion(p.key, { iss: 'https://idp.example', aud, sub: 'carol' }), scope: 'openid' },
+    basic(key, secret),
+  );
   t.equal(ok.status, 200, ok.text);
   t.match(decodePayload(String(ok.body.access_token)), { sub: 'carol', aut: 'APPLICATION_USER', client_id: key });
   t.type(ok.body.refresh_token, 'string');
   // The token endpoint URL this server answers on is an accepted audience too.
-  const local = await postForm(`${h.url}/oauth2/token`, { grant_type: GRANT, assertion: await assertion(p.key, { iss: 'https://idp.example', aud: `${h.url}/oauth2/token`, sub: 'carol' }) }, basic(key, secret));
+  const local = await postForm(
+    `${h.url}/oauth2/token`,
+    { grant_type: GRANT, assertion: await assertion(p.key, { iss: 'https://idp.example', aud: `${h.url}/oauth2/token`, sub: 'carol' }) },
+    basic(key, secret),
+  );
   t.equal(local.status, 200, local.text);
 
   const bad: [string, Promise<string> | string, RegExp][] = [
     ['untrusted issuer', assertion(p.key, { iss: 'https://evil.example', aud, sub: 'carol' }), /not trusted/],
     ['wrong signature', assertion(p.other, { iss: 'https://idp.example', aud, sub: 'carol' }), /not valid/],
     ['wrong audience', assertion(p.key, { iss: 'https://idp.example', aud: 'https://elsewhere', sub: 'carol' }), /not valid.*aud/],
-    ['expired', assertion(p.key, { iss: 'https://idp.example', aud, sub: 'carol', exp: Math.floor(Date.now() / 1000) - 60 }), /not valid.*exp/],
+    [
+      'expired',
+      assertion(p.key, { iss: 'https://idp.example', aud, sub: 'carol', exp: Math.floor(Date.now() / 1000) - 60 }),
+      /not valid.*exp/,
+    ],
     ['no subject', assertion(p.key, { iss: 'https://idp.example', aud }), /not valid.*sub/],
     ['not a JWT', 'abc', /not a JWT/],
   ];

@@ -107,16 +107,38 @@ interface SignIn {
 
 /** GET /oauth2/authorize with an S256 challenge: the sign-in page's hidden fields and cookie. */
 async function signInPage(base: string, clientId: string, verifier: string): Promise<SignIn> {
-  const q = new URLSearchParams({ response_type: 'code', client_id: clientId, redirect_uri: CALLBACK, scope: 'shop:admin', code_challenge: createHash('sha256').update(verifier).digest('base64url'), code_challenge_method: 'S256', state: 's1' });
+  const q = new URLSearchParams({
+    response_type: 'code',
+    client_id: clientId,
+    redirect_uri: CALLBACK,
+    scope: 'shop:admin',
+    code_challenge: createHash('sha256').update(verifier).digest('base64url'),
+    code_challenge_method: 'S256',
+    state: 's1',
+  });
   const r = await fetch(`${base}/oauth2/authorize?${q}`, { redirect: 'manual' });
   const html = await r.text();
   const field = (n: string): string => new RegExp(`name="${n}" value="([^"]*)"`).exec(html)?.[1] ?? '';
-  return { status: r.status, authz: field('authz'), csrf: field('csrf'), cookie: String(r.headers.get('set-cookie')).split(';')[0] as string };
+  return {
+    status: r.status,
+    authz: field('authz'),
+    csrf: field('csrf'),
+    cookie: String(r.headers.get('set-cookie')).split(';')[0] as string,
+  };
 }
 
 /** POST /oauth2/authorize as the page's form. */
-async function postSignIn(base: string, p: SignIn, form: Record<string, string>): Promise<{ status: number; html: string; headers: Headers }> {
-  const r = await fetch(`${base}/oauth2/authorize`, { method: 'POST', redirect: 'manual', headers: { 'Content-Type': 'application/x-www-form-urlencoded', Cookie: p.cookie }, body: new URLSearchParams({ authz: p.authz, csrf: p.csrf, ...form }).toString() });
+async function postSignIn(
+  base: string,
+  p: SignIn,
+  form: Record<string, string>,
+): Promise<{ status: number; html: string; headers: Headers }> {
+  const r = await fetch(`${base}/oauth2/authorize`, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { 'Content-Type': 'application/x-www-form-urlencoded', Cookie: p.cookie },
+    body: new URLSearchParams({ authz: p.authz, csrf: p.csrf, ...form }).toString(),
+  });
   return { status: r.status, html: await r.text(), headers: r.headers };
 }
 
@@ -138,9 +160,13 @@ t.test('settings a directory cannot work with are USER_STORE_CONFIG, found witho
     return checkUserStore(loaded.config).map((e) => `${e.code} ${e.message}`);
   };
   t.same(check(''), [], 'the default database store needs nothing');
-  t.match(check(userStoreToml('http://127.0.0.1:389')), [/^USER_STORE_CONFIG .*ConnectionURL "http:\/\/127\.0\.0\.1:389" is not an ldap:\/\/ or ldaps:\/\/ URL/]);
+  t.match(check(userStoreToml('http://127.0.0.1:389')), [
+    /^USER_STORE_CONFIG .*ConnectionURL "http:\/\/127\.0\.0\.1:389" is not an ldap:\/\/ or ldaps:\/\/ URL/,
+  ]);
   t.match(check(userStoreToml('ldap://')), [/^USER_STORE_CONFIG .*not an ldap/]);
-  t.match(check(userStoreToml('ldap://127.0.0.1:389', 'read_only_ldap', 'UserDNPattern = "uid=x,ou=people"\n')), [/UserDNPattern .* has no \{0\}/]);
+  t.match(check(userStoreToml('ldap://127.0.0.1:389', 'read_only_ldap', 'UserDNPattern = "uid=x,ou=people"\n')), [
+    /UserDNPattern .* has no \{0\}/,
+  ]);
   t.match(check(userStoreToml('ldap://127.0.0.1:389').replace(/ConnectionPassword = .*\n/, '')), [/ConnectionPassword is required/]);
   // The same error stops a key manager before it listens.
   const loaded = loadConfig({ text: userStoreToml('ldap//nowhere'), env: {} });
@@ -154,12 +180,19 @@ t.test('settings a directory cannot work with are USER_STORE_CONFIG, found witho
   t.equal((err as UserStoreError).code, 'USER_STORE_CONFIG');
 });
 
-t.test('the CLI\'s local mode does not add users to its own store while a directory is the user store', async (t) => {
+t.test("the CLI's local mode does not add users to its own store while a directory is the user store", async (t) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tw-ldap-cli-'));
   t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
   const conf = path.join(dir, 'deployment.toml');
-  fs.writeFileSync(conf, `${userStoreToml('ldap://127.0.0.1:1')}[database.apim_db]\ntype = "h2"\nurl = "jdbc:h2:${path.join(dir, 'db')}"\n`);
-  const r = spawnSync(process.execPath, [path.join(__dirname, '..', '..', 'lib', 'cli.js'), 'users', 'add', 'someone1', '--password', 'pass-word-1', '--config', conf], { cwd: dir, encoding: 'utf8' });
+  fs.writeFileSync(
+    conf,
+    `${userStoreToml('ldap://127.0.0.1:1')}[database.apim_db]\ntype = "h2"\nurl = "jdbc:h2:${path.join(dir, 'db')}"\n`,
+  );
+  const r = spawnSync(
+    process.execPath,
+    [path.join(__dirname, '..', '..', 'lib', 'cli.js'), 'users', 'add', 'someone1', '--password', 'pass-word-1', '--config', conf],
+    { cwd: dir, encoding: 'utf8' },
+  );
   t.equal(r.status, 1);
   t.match(r.stderr, /\[user_store\] type = "read_only_ldap": users sign in against the directory/);
 });
@@ -193,22 +226,42 @@ if (missing !== undefined) {
   });
 
   t.test('password grant against the directory: right and wrong password, injection, the login guard', async (t) => {
-    const h = await startKeyManager(`${userStoreToml(slapd.url)}[throughway.management]\nlogin_max_failures = 2\nlogin_delay = 0\n`, { apiScopes: () => [{ name: 'shop:admin', roles: ['shop-admin'] }] });
+    const h = await startKeyManager(`${userStoreToml(slapd.url)}[throughway.management]\nlogin_max_failures = 2\nlogin_delay = 0\n`, {
+      apiScopes: () => [{ name: 'shop:admin', roles: ['shop-admin'] }],
+    });
     t.teardown(() => h.close());
     t.equal(h.km.users.kind, 'ldap');
     const app = await appWithKeys(h, 'LdapApp');
     const token = `${h.url}/oauth2/token`;
     const auth = basic(app.key, app.secret);
-    const ok = await postForm(token, { grant_type: 'password', username: 'alice', password: 'alice-pw-1', scope: 'shop:admin openid' }, auth);
+    const ok = await postForm(
+      token,
+      { grant_type: 'password', username: 'alice', password: 'alice-pw-1', scope: 'shop:admin openid' },
+      auth,
+    );
     t.equal(ok.status, 200, 'alice signs in');
     t.equal(ok.body.scope, 'shop:admin openid', 'alice is in cn=shop-admin: the scope is granted');
     const info = await json('GET', `${h.url}/oauth2/userinfo`, undefined, `Bearer ${String(ok.body.access_token)}`);
     t.equal(info.status, 200);
-    t.same({ ...info.body, roles: [...(info.body.roles as string[])].sort() }, { sub: 'alice', preferred_username: 'alice', roles: ['shop-admin', 'staff'] }, 'userinfo: the groups from the directory');
+    t.same(
+      { ...info.body, roles: [...(info.body.roles as string[])].sort() },
+      { sub: 'alice', preferred_username: 'alice', roles: ['shop-admin', 'staff'] },
+      'userinfo: the groups from the directory',
+    );
     const claims = await json('GET', `${h.url}/admin/v1/users/alice/claims`, undefined, adminAuth());
     t.equal(claims.status, 200);
-    t.same(String((claims.body.claims as { role: string }).role).split(',').sort(), ['shop-admin', 'staff'], 'backend JWT user claims: the groups from the directory');
-    t.match((await json('GET', `${h.url}/admin/v1/users/admin/claims`, undefined, adminAuth())).body, { claims: { role: 'admin' } }, 'the super admin from the key manager\'s store');
+    t.same(
+      String((claims.body.claims as { role: string }).role)
+        .split(',')
+        .sort(),
+      ['shop-admin', 'staff'],
+      'backend JWT user claims: the groups from the directory',
+    );
+    t.match(
+      (await json('GET', `${h.url}/admin/v1/users/admin/claims`, undefined, adminAuth())).body,
+      { claims: { role: 'admin' } },
+      "the super admin from the key manager's store",
+    );
     const bob = await postForm(token, { grant_type: 'password', username: 'bob', password: 'bob-pw-12', scope: 'shop:admin' }, auth);
     t.equal(bob.status, 200);
     t.equal(bob.body.scope, 'default', 'bob is not in cn=shop-admin');
@@ -217,13 +270,24 @@ if (missing !== undefined) {
       const r = await postForm(token, { grant_type: 'password', username, password: 'alice-pw-1' }, auth);
       t.match(r, { status: 400, body: { error: 'invalid_grant' } }, `user name ${JSON.stringify(username)} finds nobody`);
     }
-    t.match(await postForm(token, { grant_type: 'password', username: 'alice', password: '' }, auth), { status: 400 }, 'an empty password is refused (it would be an unauthenticated bind)');
+    t.match(
+      await postForm(token, { grant_type: 'password', username: 'alice', password: '' }, auth),
+      { status: 400 },
+      'an empty password is refused (it would be an unauthenticated bind)',
+    );
 
     const before = h.km.guard.failures.get('password') ?? 0;
-    t.match(await postForm(token, { grant_type: 'password', username: 'bob', password: 'wrong-1' }, auth), { status: 400, body: { error: 'invalid_grant' } });
+    t.match(await postForm(token, { grant_type: 'password', username: 'bob', password: 'wrong-1' }, auth), {
+      status: 400,
+      body: { error: 'invalid_grant' },
+    });
     t.equal(h.km.guard.failures.get('password'), before + 1, 'the wrong password is counted by the login guard');
     await postForm(token, { grant_type: 'password', username: 'bob', password: 'wrong-2' }, auth);
-    t.match(await postForm(token, { grant_type: 'password', username: 'bob', password: 'bob-pw-12' }, auth), { status: 429, body: { error: 'access_denied' } }, 'then bob is locked from this address');
+    t.match(
+      await postForm(token, { grant_type: 'password', username: 'bob', password: 'bob-pw-12' }, auth),
+      { status: 429, body: { error: 'access_denied' } },
+      'then bob is locked from this address',
+    );
     t.match(h.logLines.join('\n'), /"login_failed"/);
     t.notMatch(h.logLines.join('\n'), /alice-pw-1|bob-pw-12|wrong-1|slapd-admin-pw/, 'no password in the log');
 
@@ -233,18 +297,54 @@ if (missing !== undefined) {
   });
 
   t.test('read_write_ldap: the admin API adds users to the directory and to their groups', async (t) => {
-    const h = await startKeyManager(userStoreToml(slapd.url, 'read_write_ldap', 'UserEntryObjectClass = "inetOrgPerson"\nWriteGroups = true\n'), { apiScopes: () => [{ name: 'shop:admin', roles: ['shop-admin'] }] });
+    const h = await startKeyManager(
+      userStoreToml(slapd.url, 'read_write_ldap', 'UserEntryObjectClass = "inetOrgPerson"\nWriteGroups = true\n'),
+      { apiScopes: () => [{ name: 'shop:admin', roles: ['shop-admin'] }] },
+    );
     t.teardown(() => h.close());
-    const add = await json('POST', `${h.url}/admin/v1/users`, { username: 'dave,1', password: 'dave-pw-1', roles: ['shop-admin'] }, adminAuth());
+    const add = await json(
+      'POST',
+      `${h.url}/admin/v1/users`,
+      { username: 'dave,1', password: 'dave-pw-1', roles: ['shop-admin'] },
+      adminAuth(),
+    );
     t.match(add, { status: 201, body: { username: 'dave,1', roles: ['shop-admin'] } });
-    t.equal((await json('POST', `${h.url}/admin/v1/users`, { username: 'dave,1', password: 'dave-pw-2' }, adminAuth())).status, 409, 'an existing entry: 409');
-    t.match(await json('POST', `${h.url}/admin/v1/users`, { username: 'erin1', password: 'erin-pw-1', roles: ['no-such-group'] }, adminAuth()), { status: 400, body: { error: 'invalid_request', error_description: /no single group "no-such-group"/ } }, 'an unknown group: 400, nothing added');
-    t.match(await json('POST', `${h.url}/admin/v1/users`, { username: 'x', password: 'erin-pw-1' }, adminAuth()), { status: 400, body: { error_description: /UsernameJavaRegEx/ } }, 'the same rules as the database store');
+    t.equal(
+      (await json('POST', `${h.url}/admin/v1/users`, { username: 'dave,1', password: 'dave-pw-2' }, adminAuth())).status,
+      409,
+      'an existing entry: 409',
+    );
+    t.match(
+      await json('POST', `${h.url}/admin/v1/users`, { username: 'erin1', password: 'erin-pw-1', roles: ['no-such-group'] }, adminAuth()),
+      { status: 400, body: { error: 'invalid_request', error_description: /no single group "no-such-group"/ } },
+      'an unknown group: 400, nothing added',
+    );
+    t.match(
+      await json('POST', `${h.url}/admin/v1/users`, { username: 'x', password: 'erin-pw-1' }, adminAuth()),
+      { status: 400, body: { error_description: /UsernameJavaRegEx/ } },
+      'the same rules as the database store',
+    );
     const app = await appWithKeys(h, 'RwApp');
-    const tok = await postForm(`${h.url}/oauth2/token`, { grant_type: 'password', username: 'dave,1', password: 'dave-pw-1', scope: 'shop:admin' }, basic(app.key, app.secret));
+    const tok = await postForm(
+      `${h.url}/oauth2/token`,
+      { grant_type: 'password', username: 'dave,1', password: 'dave-pw-1', scope: 'shop:admin' },
+      basic(app.key, app.secret),
+    );
     t.match(tok, { status: 200, body: { scope: 'shop:admin' } }, 'the new user signs in by bind and holds the group');
-    t.match(await postForm(`${h.url}/oauth2/token`, { grant_type: 'password', username: 'erin1', password: 'erin-pw-1' }, basic(app.key, app.secret)), { status: 400 }, 'the refused user was not added');
-    const entry = execFileSync('ldapsearch', ['-x', '-LLL', '-H', slapd.url, '-D', ADMIN_DN, '-w', ADMIN_PASSWORD, '-b', PEOPLE, '(uid=dave,1)', 'userPassword', 'memberOf'], { encoding: 'utf8' });
+    t.match(
+      await postForm(
+        `${h.url}/oauth2/token`,
+        { grant_type: 'password', username: 'erin1', password: 'erin-pw-1' },
+        basic(app.key, app.secret),
+      ),
+      { status: 400 },
+      'the refused user was not added',
+    );
+    const entry = execFileSync(
+      'ldapsearch',
+      ['-x', '-LLL', '-H', slapd.url, '-D', ADMIN_DN, '-w', ADMIN_PASSWORD, '-b', PEOPLE, '(uid=dave,1)', 'userPassword', 'memberOf'],
+      { encoding: 'utf8' },
+    );
     t.match(entry, /^dn: uid=dave(\\,|\\2C)1,ou=people,dc=example,dc=com/m, 'the DN escapes the comma (RFC 4514; slapd shows it as \\2C)');
     const stored = Buffer.from(entry.replace(/\n /g, '').match(/userPassword:: (\S+)/)?.[1] ?? '', 'base64').toString('latin1');
     t.match(stored, /^\{SSHA\}/, 'the password is stored as {SSHA}');
@@ -253,7 +353,9 @@ if (missing !== undefined) {
   });
 
   t.test('the sign-in page of the code flow checks the directory under the login guard', async (t) => {
-    const h = await startKeyManager(`${userStoreToml(slapd.url)}[throughway.management]\nlogin_max_failures = 2\nlogin_delay = 0\n`, { apiScopes: () => [{ name: 'shop:admin', roles: ['shop-admin'] }] });
+    const h = await startKeyManager(`${userStoreToml(slapd.url)}[throughway.management]\nlogin_max_failures = 2\nlogin_delay = 0\n`, {
+      apiScopes: () => [{ name: 'shop:admin', roles: ['shop-admin'] }],
+    });
     t.teardown(() => h.close());
     const app = await appWithKeys(h, 'Web', { grantTypes: ['authorization_code'], callbackUrl: CALLBACK });
     const verifier = randomBytes(32).toString('base64url');
@@ -262,7 +364,8 @@ if (missing !== undefined) {
       t.equal(p.status, 200, 'the sign-in page');
       return p;
     };
-    const post = (p: SignIn, form: Record<string, string>): Promise<{ status: number; html: string; headers: Headers }> => postSignIn(h.url, p, form);
+    const post = (p: SignIn, form: Record<string, string>): Promise<{ status: number; html: string; headers: Headers }> =>
+      postSignIn(h.url, p, form);
     const callback = CALLBACK;
     const p = await start();
     const consent = await post(p, { action: 'login', username: 'alice', password: 'alice-pw-1' });
@@ -271,7 +374,11 @@ if (missing !== undefined) {
     const done = await post(p, { action: 'allow' });
     t.equal(done.status, 302);
     const code_ = new URL(String(done.headers.get('location'))).searchParams.get('code') ?? '';
-    const tok = await postForm(`${h.url}/oauth2/token`, { grant_type: 'authorization_code', code: code_, redirect_uri: callback, code_verifier: verifier }, basic(app.key, app.secret));
+    const tok = await postForm(
+      `${h.url}/oauth2/token`,
+      { grant_type: 'authorization_code', code: code_, redirect_uri: callback, code_verifier: verifier },
+      basic(app.key, app.secret),
+    );
     t.match(tok, { status: 200, body: { scope: 'shop:admin' } });
 
     // Wrong passwords: the login guard alone limits them, across new sign-in pages.
@@ -287,22 +394,44 @@ if (missing !== undefined) {
   });
 
   t.test('name variants of a directory user share its lockout: the right password in another case is refused while locked', async (t) => {
-    const h = await startKeyManager(`${userStoreToml(slapd.url)}[throughway.management]\nlogin_max_failures = 3\nlogin_delay = 0\n`, { apiScopes: () => [{ name: 'shop:admin', roles: ['shop-admin'] }] });
+    const h = await startKeyManager(`${userStoreToml(slapd.url)}[throughway.management]\nlogin_max_failures = 3\nlogin_delay = 0\n`, {
+      apiScopes: () => [{ name: 'shop:admin', roles: ['shop-admin'] }],
+    });
     t.teardown(() => h.close());
     const app = await appWithKeys(h, 'VariantApp', { grantTypes: ['password', 'authorization_code'], callbackUrl: CALLBACK });
-    const token = (username: string, password: string): ReturnType<typeof postForm> => postForm(`${h.url}/oauth2/token`, { grant_type: 'password', username, password }, basic(app.key, app.secret));
+    const token = (username: string, password: string): ReturnType<typeof postForm> =>
+      postForm(`${h.url}/oauth2/token`, { grant_type: 'password', username, password }, basic(app.key, app.secret));
     // The directory compares uid with caseIgnoreMatch: these spellings are alice's entry.
     t.match(await token('ALICE ', 'alice-pw-1'), { status: 200 }, 'slapd signs "ALICE " in as alice');
-    for (const variant of ['Alice', 'alice ', ' ALICE']) t.match(await token(variant, 'wrong-pw-1'), { status: 400, body: { error: 'invalid_grant' } }, `a wrong password as ${JSON.stringify(variant)}`);
-    t.match(await token('aLiCe', 'alice-pw-1'), { status: 429, body: { error: 'access_denied' } }, 'locked after three failures under three spellings: the right password in another case is refused');
+    for (const variant of ['Alice', 'alice ', ' ALICE'])
+      t.match(
+        await token(variant, 'wrong-pw-1'),
+        { status: 400, body: { error: 'invalid_grant' } },
+        `a wrong password as ${JSON.stringify(variant)}`,
+      );
+    t.match(
+      await token('aLiCe', 'alice-pw-1'),
+      { status: 429, body: { error: 'access_denied' } },
+      'locked after three failures under three spellings: the right password in another case is refused',
+    );
     t.match(await token('alice', 'alice-pw-1'), { status: 429 }, 'and as written in the directory');
     const page = await signInPage(h.url, app.key, randomBytes(32).toString('base64url'));
-    t.equal((await postSignIn(h.url, page, { action: 'login', username: 'ALICE', password: 'alice-pw-1' })).status, 429, 'the sign-in page shares the lock');
+    t.equal(
+      (await postSignIn(h.url, page, { action: 'login', username: 'ALICE', password: 'alice-pw-1' })).status,
+      429,
+      'the sign-in page shares the lock',
+    );
     t.match(h.logLines.join('\n'), /"event":"login_locked"/, 'the lock is logged');
   });
 
-  t.test('the groups from the directory drive the gateway\'s scope check', async (t) => {
-    const shop = (port: number): Record<string, unknown> => api('shop', { scopes: [{ name: 'shop:admin', roles: ['shop-admin'] }] }, [{ path: '/admin', methods: ['GET'], scopes: ['shop:admin'] }], port);
+  t.test("the groups from the directory drive the gateway's scope check", async (t) => {
+    const shop = (port: number): Record<string, unknown> =>
+      api(
+        'shop',
+        { scopes: [{ name: 'shop:admin', roles: ['shop-admin'] }] },
+        [{ path: '/admin', methods: ['GET'], scopes: ['shop:admin'] }],
+        port,
+      );
     const def = validateApi(shop(9), '').api as ApiDefinition;
     const node = await startNode((port) => [shop(port)], userStoreToml(slapd.url), { scopes: apiScopeBindings(def) });
     t.teardown(() => node.close());
@@ -336,9 +465,19 @@ if (missing !== undefined) {
     t.same(await ad.lookup('bob'), { username: 'bob', roles: ['staff'] }, 'a lookup on the pooled connection');
 
     // BackLinksEnabled: roles from the entry's memberOf (slapd's memberof overlay) instead of a group search.
-    const byPattern = await open(userStoreToml(slapd.url, 'read_only_ldap', `UserDNPattern = "uid={0},${PEOPLE}"\nBackLinksEnabled = true\nStartTLSEnabled = "false"\n`));
+    const byPattern = await open(
+      userStoreToml(
+        slapd.url,
+        'read_only_ldap',
+        `UserDNPattern = "uid={0},${PEOPLE}"\nBackLinksEnabled = true\nStartTLSEnabled = "false"\n`,
+      ),
+    );
     t.teardown(() => byPattern.close());
-    t.same(await byPattern.authenticate('carl,jr', 'carl-pw-1'), { username: 'carl,jr', roles: ['staff'] }, 'the comma is escaped in the DN (RFC 4514)');
+    t.same(
+      await byPattern.authenticate('carl,jr', 'carl-pw-1'),
+      { username: 'carl,jr', roles: ['staff'] },
+      'the comma is escaped in the DN (RFC 4514)',
+    );
     t.equal(await byPattern.authenticate('nobody', 'x-pw-1'), undefined, 'no such entry: nobody');
     t.equal(await byPattern.authenticate('alice,ou=people', 'alice-pw-1'), undefined, 'a name cannot add RDNs');
   });

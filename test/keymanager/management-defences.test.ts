@@ -28,25 +28,32 @@ interface Answer {
 function request(url: string, o: { method?: string; auth?: string; form?: Record<string, string>; from?: string }): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const body = o.form !== undefined ? new URLSearchParams(o.form).toString() : undefined;
-    const req = http.request(url, {
-      method: o.method ?? (body !== undefined ? 'POST' : 'GET'),
-      localAddress: o.from ?? '127.0.0.1',
-      agent: false,
-      headers: { ...(o.auth !== undefined ? { Authorization: o.auth } : {}), ...(body !== undefined ? { 'Content-Type': 'application/x-www-form-urlencoded', 'Content-Length': Buffer.byteLength(body) } : {}) },
-    }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        let parsed: Record<string, unknown> = {};
-        try {
-          parsed = text === '' ? {} : (JSON.parse(text) as Record<string, unknown>);
-        } catch {
-          parsed = { text };
-        }
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: parsed });
-      });
-    });
+    const req = http.request(
+      url,
+      {
+        method: o.method ?? (body !== undefined ? 'POST' : 'GET'),
+        localAddress: o.from ?? '127.0.0.1',
+        agent: false,
+        headers: {
+          ...(o.auth !== undefined ? { Authorization: o.auth } : {}),
+          ...(body !== undefined ? { 'Content-Type': 'application/x-www-form-urlencoded', 'Content-Length': Buffer.byteLength(body) } : {}),
+        },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          let parsed: Record<string, unknown> = {};
+          try {
+            parsed = text === '' ? {} : (JSON.parse(text) as Record<string, unknown>);
+          } catch {
+            parsed = { text };
+          }
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: parsed });
+        });
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
@@ -58,7 +65,10 @@ t.test('the default super admin password keeps the management port on loopback',
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tw-loop-'));
   t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
   const start = async (toml: string, db: string): Promise<{ address: string; loopbackOnly: boolean }> => {
-    const loaded = loadConfig({ text: `${toml}[database.apim_db]\ntype = "h2"\nurl = "jdbc:h2:${path.join(dir, db)}"\nusername = "tw"\npassword = "tw"\n`, env: {} });
+    const loaded = loadConfig({
+      text: `${toml}[database.apim_db]\ntype = "h2"\nurl = "jdbc:h2:${path.join(dir, db)}"\nusername = "tw"\npassword = "tw"\n`,
+      env: {},
+    });
     if (!loaded.ok) throw new Error(JSON.stringify(loaded.diagnostics));
     const store = await openStore(loaded.config, dir);
     const km = await createKeyManager({ loaded, store });
@@ -75,9 +85,16 @@ t.test('the default super admin password keeps the management port on loopback',
   t.same(await start('', 'a'), { address: '127.0.0.1', loopbackOnly: true }, 'admin:admin (the defaults): 127.0.0.1 only');
   const changed = await start(`[super_admin]\nusername = "admin"\npassword = "a-changed-pw"\n`, 'b');
   t.equal(changed.loopbackOnly, false);
-  t.ok(changed.address === '::' || changed.address === '0.0.0.0', `a changed password binds as asked (every interface): ${changed.address}`);
+  t.ok(
+    changed.address === '::' || changed.address === '0.0.0.0',
+    `a changed password binds as asked (every interface): ${changed.address}`,
+  );
   // The configured password changed, but the store still holds "admin" for the super admin: still loopback.
-  t.same(await start(`[super_admin]\nusername = "admin"\npassword = "a-changed-pw"\n`, 'a'), { address: '127.0.0.1', loopbackOnly: true }, 'the stored default password counts too');
+  t.same(
+    await start(`[super_admin]\nusername = "admin"\npassword = "a-changed-pw"\n`, 'a'),
+    { address: '127.0.0.1', loopbackOnly: true },
+    'the stored default password counts too',
+  );
 });
 
 t.test('failed sign-ins lock the (account, address) pair, not the account', async (t) => {
@@ -100,19 +117,49 @@ t.test('failed sign-ins lock the (account, address) pair, not the account', asyn
   const from = '127.0.0.3';
   const token = `${h.url}/oauth2/token`;
   for (let i = 0; i < 3; i++) {
-    t.match(await request(token, { from, auth: basic(app.key, app.secret), form: { grant_type: 'password', username: 'dora1', password: `bad-${i}` } }), { status: 400, body: { error: 'invalid_grant' } });
+    t.match(
+      await request(token, {
+        from,
+        auth: basic(app.key, app.secret),
+        form: { grant_type: 'password', username: 'dora1', password: `bad-${i}` },
+      }),
+      { status: 400, body: { error: 'invalid_grant' } },
+    );
   }
-  t.match(await request(token, { from, auth: basic(app.key, app.secret), form: { grant_type: 'password', username: 'dora1', password: 'dora-pw-1' } }), { status: 429, body: { error: 'access_denied' } }, 'the user is locked from this address');
-  t.match(await request(token, { auth: basic(app.key, app.secret), form: { grant_type: 'password', username: 'dora1', password: 'dora-pw-1' } }), { status: 200 }, 'and signs in from another');
+  t.match(
+    await request(token, {
+      from,
+      auth: basic(app.key, app.secret),
+      form: { grant_type: 'password', username: 'dora1', password: 'dora-pw-1' },
+    }),
+    { status: 429, body: { error: 'access_denied' } },
+    'the user is locked from this address',
+  );
+  t.match(
+    await request(token, { auth: basic(app.key, app.secret), form: { grant_type: 'password', username: 'dora1', password: 'dora-pw-1' } }),
+    { status: 200 },
+    'and signs in from another',
+  );
   for (let i = 0; i < 3; i++) {
-    t.match(await request(token, { from, auth: basic(app.key, `bad-secret-${i}`), form: { grant_type: 'client_credentials' } }), { status: 401, body: { error: 'invalid_client' } });
+    t.match(await request(token, { from, auth: basic(app.key, `bad-secret-${i}`), form: { grant_type: 'client_credentials' } }), {
+      status: 401,
+      body: { error: 'invalid_client' },
+    });
   }
-  t.match(await request(token, { from, auth: basic(app.key, app.secret), form: { grant_type: 'client_credentials' } }), { status: 429, body: { error: 'access_denied' } }, 'the client is locked from this address');
+  t.match(
+    await request(token, { from, auth: basic(app.key, app.secret), form: { grant_type: 'client_credentials' } }),
+    { status: 429, body: { error: 'access_denied' } },
+    'the client is locked from this address',
+  );
 
   // The lock expires (login_lock_time = 5 s).
   await wait(5200);
   t.match(await request(admin, { auth: adminAuth() }), { status: 200 }, 'the admin signs in again after the lock time');
-  t.match(await request(token, { from, auth: basic(app.key, app.secret), form: { grant_type: 'client_credentials' } }), { status: 200 }, 'so does the client');
+  t.match(
+    await request(token, { from, auth: basic(app.key, app.secret), form: { grant_type: 'client_credentials' } }),
+    { status: 200 },
+    'so does the client',
+  );
 
   const log = h.logLines.join('\n');
   t.match(log, /"login_failed"/);
@@ -125,7 +172,9 @@ t.test('failed sign-ins lock the (account, address) pair, not the account', asyn
 });
 
 t.test('an address guessing many accounts is locked', async (t) => {
-  const h = await startKeyManager('[throughway.management]\nlogin_max_failures = 100\naddress_max_failures = 4\nlogin_lock_time = 60000\nlogin_delay = 0\n');
+  const h = await startKeyManager(
+    '[throughway.management]\nlogin_max_failures = 100\naddress_max_failures = 4\nlogin_lock_time = 60000\nlogin_delay = 0\n',
+  );
   t.teardown(() => h.close());
   for (let i = 0; i < 4; i++) t.match(await request(`${h.url}/admin/v1/users`, { auth: basic(`user${i}`, 'guess') }), { status: 401 });
   t.match(await request(`${h.url}/admin/v1/users`, { auth: adminAuth() }), { status: 429 }, 'the address is locked');
@@ -150,7 +199,9 @@ function connect(port: number): Promise<net.Socket> {
 }
 
 t.test('slow request heads and bodies are closed; connections beyond the limit are refused', async (t) => {
-  const h = await startKeyManager('[throughway.management]\nheader_timeout = 300\nrequest_timeout = 600\nmax_connections = 2\nmax_connections_per_address = 2\n');
+  const h = await startKeyManager(
+    '[throughway.management]\nheader_timeout = 300\nrequest_timeout = 600\nmax_connections = 2\nmax_connections_per_address = 2\n',
+  );
   t.teardown(() => h.close());
   const port = Number(new URL(h.url).port);
 
@@ -162,7 +213,9 @@ t.test('slow request heads and bodies are closed; connections beyond the limit a
 
   const body = await connect(port);
   const bodyDone = closed(body);
-  body.write('POST /oauth2/token HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 100\r\n\r\ngrant_type');
+  body.write(
+    'POST /oauth2/token HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 100\r\n\r\ngrant_type',
+  );
   t.match(await bodyDone, /^(HTTP\/1\.1 408|)/, 'an unfinished body on /oauth2/token is closed');
 });
 
@@ -194,7 +247,7 @@ function modes(dir: string): Record<string, number> {
   return out;
 }
 
-t.test('store files are the owner\'s only, and the signing key is encrypted at rest', async (t) => {
+t.test("store files are the owner's only, and the signing key is encrypted at rest", async (t) => {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'tw-rest-'));
   t.teardown(() => fs.rmSync(root, { recursive: true, force: true }));
   const varDir = path.join(root, 'var');
@@ -208,7 +261,10 @@ t.test('store files are the owner\'s only, and the signing key is encrypted at r
   const kid = keys[0]?.kid;
   t.equal(fs.statSync(varDir).mode & 0o777, 0o700, 'var/ is 0700');
   const files = modes(varDir);
-  t.ok(Object.keys(files).some((f) => f.endsWith('-wal')), `a WAL file exists: ${Object.keys(files).join(' ')}`);
+  t.ok(
+    Object.keys(files).some((f) => f.endsWith('-wal')),
+    `a WAL file exists: ${Object.keys(files).join(' ')}`,
+  );
   for (const [f, m] of Object.entries(files)) t.equal(m, 0o600, `${f} is 0600`);
   await h.close();
 
@@ -235,23 +291,32 @@ t.test('store files are the owner\'s only, and the signing key is encrypted at r
 
   // Without the secret, or with another, the key manager refuses to start.
   await t.rejects(startKeyManager('', { dir: root, database }), { code: 'KEY_RING', message: /signing_key_secret/ });
-  await t.rejects(startKeyManager('[throughway.management]\nsigning_key_secret = "another"\n', { dir: root, database }), { code: 'KEY_RING', message: /not the secret/ });
+  await t.rejects(startKeyManager('[throughway.management]\nsigning_key_secret = "another"\n', { dir: root, database }), {
+    code: 'KEY_RING',
+    message: /not the secret/,
+  });
 });
 
-t.test('[transport.http.properties] connectionTimeout (the reference\'s connector attribute) bounds the head in place of header_timeout', async (t) => {
-  const cases = [
-    ['connectionTimeout written, header_timeout ten minutes', '[throughway.management]\nheader_timeout = 600000\nrequest_timeout = 600000\n[transport.http.properties]\nconnectionTimeout = 300\n'],
-    ['no connectionTimeout: header_timeout', '[throughway.management]\nheader_timeout = 300\nrequest_timeout = 600000\n'],
-  ] as const;
-  for (const [name, toml] of cases) {
-    const h = await startKeyManager(toml);
-    const s = await connect(Number(new URL(h.url).port));
-    // Without the short bound the head would be waited for ten minutes: still open after 20 s is the failure.
-    const open = new Promise<string>((resolve) => setTimeout(() => resolve('open'), 20_000).unref());
-    const done = closed(s).then((bytes) => `closed ${bytes}`);
-    s.write('GET /health HTTP/1.1\r\nHost: x\r\n');
-    t.match(await Promise.race([done, open]), /^closed (HTTP\/1\.1 408|)/, name);
-    s.destroy();
-    await h.close();
-  }
-});
+t.test(
+  "[transport.http.properties] connectionTimeout (the reference's connector attribute) bounds the head in place of header_timeout",
+  async (t) => {
+    const cases = [
+      [
+        'connectionTimeout written, header_timeout ten minutes',
+        '[throughway.management]\nheader_timeout = 600000\nrequest_timeout = 600000\n[transport.http.properties]\nconnectionTimeout = 300\n',
+      ],
+      ['no connectionTimeout: header_timeout', '[throughway.management]\nheader_timeout = 300\nrequest_timeout = 600000\n'],
+    ] as const;
+    for (const [name, toml] of cases) {
+      const h = await startKeyManager(toml);
+      const s = await connect(Number(new URL(h.url).port));
+      // Without the short bound the head would be waited for ten minutes: still open after 20 s is the failure.
+      const open = new Promise<string>((resolve) => setTimeout(() => resolve('open'), 20_000).unref());
+      const done = closed(s).then((bytes) => `closed ${bytes}`);
+      s.write('GET /health HTTP/1.1\r\nHost: x\r\n');
+      t.match(await Promise.race([done, open]), /^closed (HTTP\/1\.1 408|)/, name);
+      s.destroy();
+      await h.close();
+    }
+  },
+);

@@ -11,7 +11,11 @@ t.test('the log never holds a secret', async (t) => {
   const { key, secret } = await appWithKeys(h);
   const userPassword = 'frank-pw-secret-9';
   await json('POST', `${h.url}/admin/v1/users`, { username: 'frank', password: userPassword }, adminAuth());
-  const tok = await postForm(`${h.url}/oauth2/token`, { grant_type: 'password', username: 'frank', password: userPassword }, basic(key, secret));
+  const tok = await postForm(
+    `${h.url}/oauth2/token`,
+    { grant_type: 'password', username: 'frank', password: userPassword },
+    basic(key, secret),
+  );
   const rt = String(tok.body.refresh_token);
   const at = String(tok.body.access_token);
   const rotated = await postForm(`${h.url}/oauth2/token`, { grant_type: 'refresh_token', refresh_token: rt }, basic(key, secret));

@@ -19,9 +19,16 @@ t.test('npm start prints how to get keys and a token, and it works', async (t) =
   const { dir, offset, child, exited } = node;
   const deadline = Date.now() + 15_000;
   while (!node.out.includes('Try:') && child.exitCode === null && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-  t.match(node.out, new RegExp(`management HTTP\\s+port ${9763 + offset} \\(key manager, embedded SQLite .*apim_db\\.sqlite\\)`), node.out + node.err);
+  t.match(
+    node.out,
+    new RegExp(`management HTTP\\s+port ${9763 + offset} \\(key manager, embedded SQLite .*apim_db\\.sqlite\\)`),
+    node.out + node.err,
+  );
 
-  const commands = node.out.split('\n').map((l) => l.trim()).filter((l) => l.startsWith('npm run -s throughway -- '));
+  const commands = node.out
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l.startsWith('npm run -s throughway -- '));
   t.equal(commands.length, 3, 'apps create, keys generate, subscriptions add (to the protected demo API)');
   let keys = '';
   for (const c of commands) {
@@ -33,17 +40,29 @@ t.test('npm start prints how to get keys and a token, and it works', async (t) =
   const secret = /consumer secret\s+(\S+)/.exec(keys)?.[1] ?? '';
   t.ok(key !== '' && secret !== '', keys);
 
-  const curl = node.out.split('\n').map((l) => l.trim()).find((l) => l.startsWith('then: curl '));
+  const curl = node.out
+    .split('\n')
+    .map((l) => l.trim())
+    .find((l) => l.startsWith('then: curl '));
   t.ok(curl, 'prints the curl line');
   const url = /(http:\/\/\S+)/.exec(curl ?? '')?.[1] ?? '';
   t.equal(url, `http://localhost:${9763 + offset}/oauth2/token`);
   t.match(curl, '-u <consumer key>:<consumer secret> -d grant_type=client_credentials');
-  const r = await fetch(url, { method: 'POST', headers: { Authorization: `Basic ${Buffer.from(`${key}:${secret}`).toString('base64')}`, 'Content-Type': 'application/x-www-form-urlencoded' }, body: 'grant_type=client_credentials' });
+  const r = await fetch(url, {
+    method: 'POST',
+    headers: {
+      Authorization: `Basic ${Buffer.from(`${key}:${secret}`).toString('base64')}`,
+      'Content-Type': 'application/x-www-form-urlencoded',
+    },
+    body: 'grant_type=client_credentials',
+  });
   t.equal(r.status, 200);
   const body = (await r.json()) as { access_token: string; token_type: string };
   t.equal(body.token_type, 'Bearer');
   // The token calls the protected demo API through the gateway (the application was subscribed above).
-  const api = await fetch(`http://127.0.0.1:${8280 + offset}/pizzashack-secured/1.0.0/menu`, { headers: { Authorization: `Bearer ${body.access_token}` } });
+  const api = await fetch(`http://127.0.0.1:${8280 + offset}/pizzashack-secured/1.0.0/menu`, {
+    headers: { Authorization: `Bearer ${body.access_token}` },
+  });
   t.equal(api.status, 200, 'the protected demo API answers with the token');
   await api.arrayBuffer();
 

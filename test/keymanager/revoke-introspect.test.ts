@@ -9,11 +9,25 @@ t.test('revoke an access token, then introspect it', async (t) => {
   const h = await startKeyManager();
   t.teardown(() => h.close());
   const { key, secret } = await appWithKeys(h);
-  const tok = await postForm(`${h.url}/oauth2/token`, { grant_type: 'password', username: 'admin', password: 'admin-pw-1' }, basic(key, secret));
+  const tok = await postForm(
+    `${h.url}/oauth2/token`,
+    { grant_type: 'password', username: 'admin', password: 'admin-pw-1' },
+    basic(key, secret),
+  );
   const at = String(tok.body.access_token);
   const active = await postForm(`${h.url}/oauth2/introspect`, { token: at }, basic(key, secret));
   t.equal(active.status, 200);
-  t.match(active.body, { active: true, token_type: 'Bearer', client_id: key, sub: 'admin', username: 'admin', scope: 'default', keytype: 'PRODUCTION', aut: 'APPLICATION_USER', iss: 'https://localhost:9443/oauth2/token' });
+  t.match(active.body, {
+    active: true,
+    token_type: 'Bearer',
+    client_id: key,
+    sub: 'admin',
+    username: 'admin',
+    scope: 'default',
+    keytype: 'PRODUCTION',
+    aut: 'APPLICATION_USER',
+    iss: 'https://localhost:9443/oauth2/token',
+  });
   const asAdmin = await postForm(`${h.url}/oauth2/introspect`, { token: at }, adminAuth());
   t.equal(asAdmin.body.active, true, 'the super admin may introspect');
 
@@ -27,7 +41,11 @@ t.test('revoke an access token, then introspect it', async (t) => {
   t.ok(ev, 'token.revoked published');
   const claims = JSON.parse(Buffer.from(at.split('.')[1] ?? '', 'base64url').toString()) as { jti: string; exp: number };
   t.match(ev?.payload, { jti: claims.jti, expiresAt: claims.exp * 1000, consumerKey: key });
-  t.same((await h.store.listRevoked(Date.now())).map((r) => r.jti), [claims.jti], 'kept in the store until exp (persistent notifier)');
+  t.same(
+    (await h.store.listRevoked(Date.now())).map((r) => r.jti),
+    [claims.jti],
+    'kept in the store until exp (persistent notifier)',
+  );
 
   // Revoking again, or an unknown token: still 200 (RFC 7009 §2.2).
   t.equal((await postForm(`${h.url}/oauth2/revoke`, { token: at }, basic(key, secret))).status, 200);
@@ -56,7 +74,11 @@ t.test('revoke a refresh token: it and its family are inactive', async (t) => {
   const h = await startKeyManager();
   t.teardown(() => h.close());
   const { key, secret } = await appWithKeys(h);
-  const tok = await postForm(`${h.url}/oauth2/token`, { grant_type: 'password', username: 'admin', password: 'admin-pw-1' }, basic(key, secret));
+  const tok = await postForm(
+    `${h.url}/oauth2/token`,
+    { grant_type: 'password', username: 'admin', password: 'admin-pw-1' },
+    basic(key, secret),
+  );
   const rt = String(tok.body.refresh_token);
   const before = await postForm(`${h.url}/oauth2/introspect`, { token: rt, token_type_hint: 'refresh_token' }, basic(key, secret));
   t.match(before.body, { active: true, token_type: 'refresh_token', client_id: key, sub: 'admin' });
@@ -75,7 +97,9 @@ t.test('an expired access token introspects inactive', async (t) => {
   const { key, secret } = await appWithKeys(h);
   const tok = await postForm(`${h.url}/oauth2/token`, { grant_type: 'client_credentials' }, basic(key, secret));
   await new Promise((r) => setTimeout(r, 2100));
-  t.same((await postForm(`${h.url}/oauth2/introspect`, { token: String(tok.body.access_token) }, basic(key, secret))).body, { active: false });
+  t.same((await postForm(`${h.url}/oauth2/introspect`, { token: String(tok.body.access_token) }, basic(key, secret))).body, {
+    active: false,
+  });
 });
 
 t.test('enable_realtime_notifier = false: revoked ids are kept, no event', async (t) => {
@@ -86,5 +110,7 @@ t.test('enable_realtime_notifier = false: revoked ids are kept, no event', async
   t.equal((await postForm(`${h.url}/oauth2/revoke`, { token: String(tok.body.access_token) }, basic(key, secret))).status, 200);
   t.notOk(h.events.some((e) => e.name === 'token.revoked'));
   t.equal((await h.store.listRevoked(Date.now())).length, 1);
-  t.same((await postForm(`${h.url}/oauth2/introspect`, { token: String(tok.body.access_token) }, basic(key, secret))).body, { active: false });
+  t.same((await postForm(`${h.url}/oauth2/introspect`, { token: String(tok.body.access_token) }, basic(key, secret))).body, {
+    active: false,
+  });
 });

@@ -24,7 +24,14 @@ async function withIssuer(t: { teardown(fn: () => unknown): void }): Promise<{ h
 /** An application whose client id and secret need form-encoding (RFC 6749 §2.3.1). */
 async function awkwardClient(h: Harness, name: string, id: string, secret: string): Promise<void> {
   const app = await json('POST', `${h.url}/admin/v1/applications`, { name }, adminAuth());
-  await h.store.createClient({ consumerKey: id, secretHash: digest(secret), applicationId: String(app.body.id), keyType: 'PRODUCTION', grantTypes: ['client_credentials', 'password', 'refresh_token'], callbackUrl: '' });
+  await h.store.createClient({
+    consumerKey: id,
+    secretHash: digest(secret),
+    applicationId: String(app.body.id),
+    keyType: 'PRODUCTION',
+    grantTypes: ['client_credentials', 'password', 'refresh_token'],
+    callbackUrl: '',
+  });
 }
 
 const SECRETS = ['a+b/c=d%e:f', '%%41+:==//', 'x:y:z', 'plain+', '100%=sure'];
@@ -75,7 +82,11 @@ t.test('oauth4webapi 3 (client_secret_basic, form-encoded): the same on every en
     await awkwardClient(h, `o4${i}`, id, secret);
     const c: oauth.Client = { client_id: id };
     const auth = oauth.ClientSecretBasic(secret);
-    const cc = await oauth.processClientCredentialsResponse(as, c, await oauth.clientCredentialsGrantRequest(as, c, auth, new URLSearchParams({ scope: 'default' }), insecure));
+    const cc = await oauth.processClientCredentialsResponse(
+      as,
+      c,
+      await oauth.clientCredentialsGrantRequest(as, c, auth, new URLSearchParams({ scope: 'default' }), insecure),
+    );
     t.type(cc.access_token, 'string', `client_credentials with secret ${secret}`);
     const intro = await oauth.processIntrospectionResponse(as, c, await oauth.introspectionRequest(as, c, auth, cc.access_token, insecure));
     t.match(intro, { active: true, client_id: id }, 'introspection takes the same Basic credentials');
@@ -85,7 +96,11 @@ t.test('oauth4webapi 3 (client_secret_basic, form-encoded): the same on every en
   }
   // The secret sent raw (not form-encoded): `+` decodes to a space, so it does not match.
   const raw = await postForm(`${h.url}/oauth2/introspect`, { token: 'x' }, basic('o4:3+id', SECRETS[3] ?? ''));
-  t.match(raw, { status: 401, body: { error: 'invalid_client', error_description: 'client authentication failed' } }, 'a client failure is not called a super admin failure');
+  t.match(
+    raw,
+    { status: 401, body: { error: 'invalid_client', error_description: 'client authentication failed' } },
+    'a client failure is not called a super admin failure',
+  );
   const post = await postForm(`${h.url}/oauth2/introspect`, { token: 'x', client_id: 'o4:0+id', client_secret: SECRETS[0] ?? '' });
   t.same(post.body, { active: false }, 'client_secret_post on introspection');
   const wrongPost = await postForm(`${h.url}/oauth2/introspect`, { token: 'x', client_id: 'o4:0+id', client_secret: 'nope' });
@@ -99,7 +114,12 @@ t.test('RFC 7591 registration with an initial access token (openid-client dynami
   t.equal(iat.status, 201, iat.text);
   t.match(iat.body, { owner: 'team-a', issuedBy: ADMIN.user });
   const token = String(iat.body.token);
-  const config = await client.dynamicClientRegistration(issuer, { client_name: 'dyn-app', grant_types: ['client_credentials'] }, undefined, { initialAccessToken: token, execute: [client.allowInsecureRequests] });
+  const config = await client.dynamicClientRegistration(
+    issuer,
+    { client_name: 'dyn-app', grant_types: ['client_credentials'] },
+    undefined,
+    { initialAccessToken: token, execute: [client.allowInsecureRequests] },
+  );
   const meta = config.clientMetadata();
   t.type(meta.client_id, 'string');
   const cc = await client.clientCredentialsGrant(config);
@@ -107,7 +127,11 @@ t.test('RFC 7591 registration with an initial access token (openid-client dynami
   const apps = await json('GET', `${h.url}/admin/v1/applications?owner=team-a`, undefined, adminAuth());
   t.match(apps.body, { list: [{ name: 'dyn-app', owner: 'team-a' }] }, 'registered for the token owner');
   const url = `${h.url}/client-registration/v0.17/register`;
-  t.match(await json('POST', url, { client_name: 'x', owner: 'someone-else' }, `Bearer ${token}`), { status: 400, body: { error: 'invalid_client_metadata' } }, 'the token fixes the owner');
+  t.match(
+    await json('POST', url, { client_name: 'x', owner: 'someone-else' }, `Bearer ${token}`),
+    { status: 400, body: { error: 'invalid_client_metadata' } },
+    'the token fixes the owner',
+  );
   // An access token is not an initial access token, nor the reverse (typ differs).
   t.match(await json('POST', url, { client_name: 'y' }, `Bearer ${cc.access_token}`), { status: 401, body: { error: 'invalid_token' } });
   const intro = await postForm(`${h.url}/oauth2/introspect`, { token }, adminAuth());
@@ -125,7 +149,10 @@ t.test('the CLI issues and revokes initial access tokens (local mode, over the s
   const { h, issuer } = await withIssuer(t);
   // The CLI's configuration names the same store and issuer as the running key manager.
   fs.mkdirSync(path.join(h.dir, 'conf'), { recursive: true });
-  fs.writeFileSync(path.join(h.dir, 'conf', 'deployment.toml'), `[super_admin]\nusername = "${ADMIN.user}"\npassword = "${ADMIN.password}"\n[database.apim_db]\ntype = "h2"\nurl = "jdbc:h2:${path.join(h.dir, 'apim_db')}"\nusername = "tw"\npassword = "tw"\n[oauth.oidc.id_token]\nissuer = "${issuer.href}"\n`);
+  fs.writeFileSync(
+    path.join(h.dir, 'conf', 'deployment.toml'),
+    `[super_admin]\nusername = "${ADMIN.user}"\npassword = "${ADMIN.password}"\n[database.apim_db]\ntype = "h2"\nurl = "jdbc:h2:${path.join(h.dir, 'apim_db')}"\nusername = "tw"\npassword = "tw"\n[oauth.oidc.id_token]\nissuer = "${issuer.href}"\n`,
+  );
   let out = '';
   let err = '';
   const io = { out: (s: string) => (out += s), err: (s: string) => (err += s), cwd: h.dir };

@@ -24,7 +24,10 @@ t.test('a PostgreSQL link cut under admin writes: the node stays up and answers 
   t.teardown(() => fwd.close());
   const offset = baseOffset(57);
   const store = `[database.apim_db]\ntype = "postgre"\nurl = "${db.urlVia(fwd.port)}"\nusername = "${db.user}"\n${db.password !== undefined ? `password = "${db.password}"\n` : ''}pool_options.maxActive = 4\npool_options.maxWait = 2000\n`;
-  const toml = nodeToml({ offset, role: 'default', channel: 'unused' }).replace('[database.apim_db]\ntype = "h2"\nusername = "u"\npassword = "p"\n', store);
+  const toml = nodeToml({ offset, role: 'default', channel: 'unused' }).replace(
+    '[database.apim_db]\ntype = "h2"\nusername = "u"\npassword = "p"\n',
+    store,
+  );
   const node = spawnNode(toml);
   t.teardown(() => node.stop('SIGKILL'));
   t.ok(await started(node, /Key manager: /, 30_000), `started:\n${node.out}\n${node.err}`);
@@ -64,12 +67,18 @@ t.test('a PostgreSQL link cut under admin writes: the node stays up and answers 
 
   t.ok(refused.length > 0);
   t.same(
-    refused.filter((r) => !(r.status === 503 && (r.code === 'STORE_CONNECTION_LOST' || r.code === 'STORE_CONNECT' || r.code === 'STORE_POOL_TIMEOUT'))),
+    refused.filter(
+      (r) => !(r.status === 503 && (r.code === 'STORE_CONNECTION_LOST' || r.code === 'STORE_CONNECT' || r.code === 'STORE_POOL_TIMEOUT')),
+    ),
     [],
     `every refused write is a 503 with a store code (${refused.length} refused)`,
   );
   t.match(node.out + node.err, /store_unavailable/, 'logged');
   const names = new Set(await db.applicationNames());
-  t.same(acknowledged.filter((a) => !names.has(a)), [], `every acknowledged write (${acknowledged.length}) is in the database`);
+  t.same(
+    acknowledged.filter((a) => !names.has(a)),
+    [],
+    `every acknowledged write (${acknowledged.length}) is in the database`,
+  );
   t.equal(node.child.exitCode, null, 'still running at the end');
 });

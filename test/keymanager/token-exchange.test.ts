@@ -12,24 +12,33 @@ const JWT = 'urn:ietf:params:oauth:token-type:jwt';
 const ACCESS = 'urn:ietf:params:oauth:token-type:access_token';
 const GRANTS = ['client_credentials', 'refresh_token', GRANT];
 
-t.test('token exchange: a trusted issuer\'s JWT and this server\'s own token, and each refusal', async (t) => {
+t.test("token exchange: a trusted issuer's JWT and this server's own token, and each refusal", async (t) => {
   const p = await idp(t);
-  const h = await startKeyManager(`[oauth.grant_type.token_exchange]\nenable = true\nallow_refresh_tokens = true\niat_validity_period = "1h"\n[[apim.jwt.issuer]]\nname = "https://idp.example"\njwks.url = "${p.url}"\n`);
+  const h = await startKeyManager(
+    `[oauth.grant_type.token_exchange]\nenable = true\nallow_refresh_tokens = true\niat_validity_period = "1h"\n[[apim.jwt.issuer]]\nname = "https://idp.example"\njwks.url = "${p.url}"\n`,
+  );
   t.teardown(() => h.close());
   const { key, secret } = await appWithKeys(h, 'Exchanger', { grantTypes: GRANTS });
   const other = await appWithKeys(h, 'Other', { grantTypes: GRANTS });
   const aud = 'https://localhost:9443/oauth2/token';
   const now = Math.floor(Date.now() / 1000);
-  const token = (form: Record<string, string>, who = { key, secret }) => postForm(`${h.url}/oauth2/token`, { grant_type: GRANT, ...form }, basic(who.key, who.secret));
+  const token = (form: Record<string, string>, who = { key, secret }) =>
+    postForm(`${h.url}/oauth2/token`, { grant_type: GRANT, ...form }, basic(who.key, who.secret));
 
-  const ok = await token({ subject_token: await assertion(p.key, { iss: 'https://idp.example', aud, sub: 'carol' }), subject_token_type: JWT });
+  const ok = await token({
+    subject_token: await assertion(p.key, { iss: 'https://idp.example', aud, sub: 'carol' }),
+    subject_token_type: JWT,
+  });
   t.equal(ok.status, 200, ok.text);
   t.equal(ok.body.issued_token_type, ACCESS, 'issued_token_type names an access token (RFC 8693 §2.2.1)');
   t.equal(ok.body.token_type, 'Bearer');
   t.match(decodePayload(String(ok.body.access_token)), { sub: 'carol', aut: 'APPLICATION_USER', client_id: key });
   t.type(ok.body.refresh_token, 'string', 'allow_refresh_tokens = true: a refresh token');
   // A token the identity provider issued for this client (aud = its consumer key) is accepted too.
-  const forClient = await token({ subject_token: await assertion(p.key, { iss: 'https://idp.example', aud: key, sub: 'dave' }), subject_token_type: ACCESS });
+  const forClient = await token({
+    subject_token: await assertion(p.key, { iss: 'https://idp.example', aud: key, sub: 'dave' }),
+    subject_token_type: ACCESS,
+  });
   t.equal(forClient.status, 200, forClient.text);
 
   // This server's own access token: an application token stays one, its scopes at most.
@@ -39,18 +48,68 @@ t.test('token exchange: a trusted issuer\'s JWT and this server\'s own token, an
   t.equal(own.status, 200, own.text);
   t.match(decodePayload(String(own.body.access_token)), { aut: 'APPLICATION', client_id: key, scope: 'default' });
   const stolen = await token({ subject_token: String(cc.body.access_token), subject_token_type: ACCESS }, other);
-  t.match(stolen, { status: 400, body: { error: 'invalid_grant', error_description: /another client/ } }, 'another client\'s token is refused');
+  t.match(
+    stolen,
+    { status: 400, body: { error: 'invalid_grant', error_description: /another client/ } },
+    "another client's token is refused",
+  );
 
   const bad: [string, Record<string, string>, string, RegExp][] = [
-    ['untrusted issuer', { subject_token: await assertion(p.key, { iss: 'https://evil.example', aud, sub: 'carol' }), subject_token_type: JWT }, 'invalid_grant', /not trusted/],
-    ['wrong signature', { subject_token: await assertion(p.other, { iss: 'https://idp.example', aud, sub: 'carol' }), subject_token_type: JWT }, 'invalid_grant', /not valid/],
-    ['another audience', { subject_token: await assertion(p.key, { iss: 'https://idp.example', aud: 'https://elsewhere', sub: 'carol' }), subject_token_type: JWT }, 'invalid_grant', /not valid.*aud/],
-    ['expired', { subject_token: await assertion(p.key, { iss: 'https://idp.example', aud, sub: 'carol', exp: now - 60 }), subject_token_type: JWT }, 'invalid_grant', /not valid.*exp/],
-    ['issued before iat_validity_period', { subject_token: await assertion(p.key, { iss: 'https://idp.example', aud, sub: 'carol', iat: now - 7200, exp: now + 300 }), subject_token_type: JWT }, 'invalid_grant', /iat_validity_period \(3600 s\)/],
+    [
+      'untrusted issuer',
+      { subject_token: await assertion(p.key, { iss: 'https://evil.example', aud, sub: 'carol' }), subject_token_type: JWT },
+      'invalid_grant',
+      /not trusted/,
+    ],
+    [
+      'wrong signature',
+      { subject_token: await assertion(p.other, { iss: 'https://idp.example', aud, sub: 'carol' }), subject_token_type: JWT },
+      'invalid_grant',
+      /not valid/,
+    ],
+    [
+      'another audience',
+      {
+        subject_token: await assertion(p.key, { iss: 'https://idp.example', aud: 'https://elsewhere', sub: 'carol' }),
+        subject_token_type: JWT,
+      },
+      'invalid_grant',
+      /not valid.*aud/,
+    ],
+    [
+      'expired',
+      { subject_token: await assertion(p.key, { iss: 'https://idp.example', aud, sub: 'carol', exp: now - 60 }), subject_token_type: JWT },
+      'invalid_grant',
+      /not valid.*exp/,
+    ],
+    [
+      'issued before iat_validity_period',
+      {
+        subject_token: await assertion(p.key, { iss: 'https://idp.example', aud, sub: 'carol', iat: now - 7200, exp: now + 300 }),
+        subject_token_type: JWT,
+      },
+      'invalid_grant',
+      /iat_validity_period \(3600 s\)/,
+    ],
     ['not a JWT', { subject_token: 'abc', subject_token_type: JWT }, 'invalid_grant', /not a JWT/],
-    ['a SAML subject token type', { subject_token: 'abc', subject_token_type: 'urn:ietf:params:oauth:token-type:saml2' }, 'invalid_request', /subject_token_type .* not supported/],
-    ['a refresh token requested', { subject_token: 'abc', subject_token_type: JWT, requested_token_type: 'urn:ietf:params:oauth:token-type:refresh_token' }, 'invalid_request', /requested_token_type/],
-    ['delegation', { subject_token: 'abc', subject_token_type: JWT, actor_token: 'x', actor_token_type: JWT }, 'invalid_request', /actor_token/],
+    [
+      'a SAML subject token type',
+      { subject_token: 'abc', subject_token_type: 'urn:ietf:params:oauth:token-type:saml2' },
+      'invalid_request',
+      /subject_token_type .* not supported/,
+    ],
+    [
+      'a refresh token requested',
+      { subject_token: 'abc', subject_token_type: JWT, requested_token_type: 'urn:ietf:params:oauth:token-type:refresh_token' },
+      'invalid_request',
+      /requested_token_type/,
+    ],
+    [
+      'delegation',
+      { subject_token: 'abc', subject_token_type: JWT, actor_token: 'x', actor_token_type: JWT },
+      'invalid_request',
+      /actor_token/,
+    ],
     ['no subject_token', { subject_token_type: JWT }, 'invalid_request', /subject_token/],
     ['no subject_token_type', { subject_token: 'abc' }, 'invalid_request', /subject_token_type/],
   ];
@@ -67,10 +126,20 @@ t.test('token exchange is off unless [oauth.grant_type.token_exchange] enable = 
 
 t.test('allow_refresh_tokens = false: no refresh token', async (t) => {
   const p = await idp(t);
-  const h = await startKeyManager(`[oauth.grant_type.token_exchange]\nenable = true\nallow_refresh_tokens = false\n[[apim.jwt.issuer]]\nname = "https://idp.example"\njwks.url = "${p.url}"\n`);
+  const h = await startKeyManager(
+    `[oauth.grant_type.token_exchange]\nenable = true\nallow_refresh_tokens = false\n[[apim.jwt.issuer]]\nname = "https://idp.example"\njwks.url = "${p.url}"\n`,
+  );
   t.teardown(() => h.close());
   const { key, secret } = await appWithKeys(h, 'Exchanger', { grantTypes: GRANTS });
-  const r = await postForm(`${h.url}/oauth2/token`, { grant_type: GRANT, subject_token: await assertion(p.key, { iss: 'https://idp.example', aud: 'https://localhost:9443/oauth2/token', sub: 'carol' }), subject_token_type: JWT }, basic(key, secret));
+  const r = await postForm(
+    `${h.url}/oauth2/token`,
+    {
+      grant_type: GRANT,
+      subject_token: await assertion(p.key, { iss: 'https://idp.example', aud: 'https://localhost:9443/oauth2/token', sub: 'carol' }),
+      subject_token_type: JWT,
+    },
+    basic(key, secret),
+  );
   t.equal(r.status, 200, r.text);
   t.equal(r.body.refresh_token, undefined);
 });

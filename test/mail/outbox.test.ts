@@ -27,12 +27,27 @@ async function tempStore(t: Test): Promise<Store> {
   return store;
 }
 
-function recorder(): { lines: { level: string; event: string; fields: Record<string, unknown> }[]; logger: { level: 'info'; enabled: () => boolean; log: (level: string, event: string, fields?: Record<string, unknown>) => void } } {
+function recorder(): {
+  lines: { level: string; event: string; fields: Record<string, unknown> }[];
+  logger: { level: 'info'; enabled: () => boolean; log: (level: string, event: string, fields?: Record<string, unknown>) => void };
+} {
   const lines: { level: string; event: string; fields: Record<string, unknown> }[] = [];
-  return { lines, logger: { level: 'info', enabled: () => true, log: (level, event, fields = {}) => void lines.push({ level, event, fields }) } };
+  return {
+    lines,
+    logger: { level: 'info', enabled: () => true, log: (level, event, fields = {}) => void lines.push({ level, event, fields }) },
+  };
 }
 
-const server = (port: number, extra: Partial<SmtpSettings> = {}): SmtpSettings => ({ source: '[output_adapter.email]', hostname: 'localhost', port, from: 'portal@example.org', startTls: false, auth: undefined, signature: 'The API team', ...extra });
+const server = (port: number, extra: Partial<SmtpSettings> = {}): SmtpSettings => ({
+  source: '[output_adapter.email]',
+  hostname: 'localhost',
+  port,
+  from: 'portal@example.org',
+  startTls: false,
+  auth: undefined,
+  signature: 'The API team',
+  ...extra,
+});
 
 async function freePort(): Promise<number> {
   const s = net.createServer();
@@ -42,17 +57,29 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-t.test('the tables give the servers: account mail through [output_adapter.email], notifications through [apim.notifications], each the other\'s fallback', async (t) => {
-  const email = { hostname: 'smtp.example.org', port: 587, from_address: 'a@example.org', username: 'u', password: 'p', enable_start_tls: true, enable_authentication: true, signature: 'S' };
-  const none = { port: 25, enable_start_tls: false, enable_authentication: false, from_address: '<EMAIL>', password: '<PASSWORD>' };
-  const s = mailSettings({ output_adapter: { email }, apim: { notifications: none } } as never);
-  t.equal(s.account?.hostname, 'smtp.example.org');
-  t.same(s.account?.auth, { user: 'u', pass: 'p' });
-  t.equal(s.account?.startTls, true);
-  t.equal(s.notification?.source, '[output_adapter.email]', 'notifications fall back to the account server');
-  const neither = mailSettings({ output_adapter: { email: none }, apim: { notifications: none } } as never);
-  t.equal(neither.account, undefined, 'no hostname: no server (the <EMAIL> placeholder is not an address)');
-});
+t.test(
+  "the tables give the servers: account mail through [output_adapter.email], notifications through [apim.notifications], each the other's fallback",
+  async (t) => {
+    const email = {
+      hostname: 'smtp.example.org',
+      port: 587,
+      from_address: 'a@example.org',
+      username: 'u',
+      password: 'p',
+      enable_start_tls: true,
+      enable_authentication: true,
+      signature: 'S',
+    };
+    const none = { port: 25, enable_start_tls: false, enable_authentication: false, from_address: '<EMAIL>', password: '<PASSWORD>' };
+    const s = mailSettings({ output_adapter: { email }, apim: { notifications: none } } as never);
+    t.equal(s.account?.hostname, 'smtp.example.org');
+    t.same(s.account?.auth, { user: 'u', pass: 'p' });
+    t.equal(s.account?.startTls, true);
+    t.equal(s.notification?.source, '[output_adapter.email]', 'notifications fall back to the account server');
+    const neither = mailSettings({ output_adapter: { email: none }, apim: { notifications: none } } as never);
+    t.equal(neither.account, undefined, 'no hostname: no server (the <EMAIL> placeholder is not an address)');
+  },
+);
 
 t.test('a mail arrives, with the signature; STARTTLS and AUTH as the keys say', async (t) => {
   const pki = makePki();
@@ -62,11 +89,23 @@ t.test('a mail arrives, with the signature; STARTTLS and AUTH as the keys say', 
   const store = await tempStore(t);
   const { logger, lines } = recorder();
   const registered: string[] = [];
-  const mailer = new Mailer({ store: store.selfService, settings: { account: server(smtp.port, { startTls: true, auth: { user: 'mailer', pass: 's3cret-pw' } }), notification: undefined }, logger, ca: [pki.ca.certPem], metrics: { register: (m) => void registered.push(m.name) }, retry: { baseMs: 100, pollMs: 100 } });
+  const mailer = new Mailer({
+    store: store.selfService,
+    settings: { account: server(smtp.port, { startTls: true, auth: { user: 'mailer', pass: 's3cret-pw' } }), notification: undefined },
+    logger,
+    ca: [pki.ca.certPem],
+    metrics: { register: (m) => void registered.push(m.name) },
+    retry: { baseMs: 100, pollMs: 100 },
+  });
   t.teardown(() => mailer.close());
   t.same(registered, ['throughway_mail_failures_total', 'throughway_mail_sent_total'], 'the counters are registered');
   mailer.start();
-  const rec = await mailer.send({ kind: 'confirm', to: 'jane@example.org', subject: 'Hello\r\nBcc: evil@example.org', text: 'Confirm: https://portal/x' });
+  const rec = await mailer.send({
+    kind: 'confirm',
+    to: 'jane@example.org',
+    subject: 'Hello\r\nBcc: evil@example.org',
+    text: 'Confirm: https://portal/x',
+  });
   t.ok(rec, 'stored');
   const m = await smtp.next();
   t.same(m.to, ['jane@example.org']);
@@ -83,7 +122,12 @@ t.test('a mail arrives, with the signature; STARTTLS and AUTH as the keys say', 
   // Without enable_start_tls the session stays in plain text (STARTTLS never tried), even when offered.
   const plain = await startSmtp({ tls: { key: pki.server.keyPem, cert: pki.server.certPem } });
   t.teardown(() => plain.close());
-  const m2 = new Mailer({ store: store.selfService, settings: { account: server(plain.port), notification: undefined }, logger, retry: { pollMs: 100 } });
+  const m2 = new Mailer({
+    store: store.selfService,
+    settings: { account: server(plain.port), notification: undefined },
+    logger,
+    retry: { pollMs: 100 },
+  });
   t.teardown(() => m2.close());
   await m2.send({ kind: 'recover', to: 'joe@example.org', subject: 'Plain', text: 'x' });
   t.equal((await plain.next((x) => x.subject === 'Plain')).secure, false);
@@ -96,7 +140,13 @@ t.test('a refused password fails the attempt: logged and counted, the password n
   t.teardown(() => smtp.close());
   const store = await tempStore(t);
   const { logger, lines } = recorder();
-  const mailer = new Mailer({ store: store.selfService, settings: { account: server(smtp.port, { startTls: true, auth: { user: 'mailer', pass: 'wrong-pw-123' } }), notification: undefined }, logger, ca: [pki.ca.certPem], retry: { baseMs: 60_000, pollMs: 50 } });
+  const mailer = new Mailer({
+    store: store.selfService,
+    settings: { account: server(smtp.port, { startTls: true, auth: { user: 'mailer', pass: 'wrong-pw-123' } }), notification: undefined },
+    logger,
+    ca: [pki.ca.certPem],
+    retry: { baseMs: 60_000, pollMs: 50 },
+  });
   t.teardown(() => mailer.close());
   await mailer.send({ kind: 'confirm', to: 'jane@example.org', subject: 'S', text: 'T' });
   const until = Date.now() + 10_000;
@@ -120,7 +170,12 @@ t.test('the server down: send() resolves, attempts fail with back-off, the mail 
   const port = await freePort();
   const store = await tempStore(t);
   const { logger, lines } = recorder();
-  const mailer = new Mailer({ store: store.selfService, settings: { account: server(port), notification: undefined }, logger, retry: { baseMs: 200, maxMs: 400, pollMs: 50 } });
+  const mailer = new Mailer({
+    store: store.selfService,
+    settings: { account: server(port), notification: undefined },
+    logger,
+    retry: { baseMs: 200, maxMs: 400, pollMs: 50 },
+  });
   t.teardown(() => mailer.close());
   mailer.start();
   const rec = await mailer.send({ kind: 'recover', to: 'jane@example.org', subject: 'Later', text: 'body' });
@@ -142,7 +197,7 @@ t.test('the server down: send() resolves, attempts fail with back-off, the mail 
   t.ok((stored?.attempts ?? 0) >= 3);
 });
 
-t.test('a failure\'s text loses the password in every form AUTH sends it', async (t) => {
+t.test("a failure's text loses the password in every form AUTH sends it", async (t) => {
   const auth = { user: 'mailer', pass: 'pw-Secret-9' };
   const plain = Buffer.from('\u0000mailer\u0000pw-Secret-9').toString('base64');
   const said = `535 rejected pw-Secret-9 / ${Buffer.from('pw-Secret-9').toString('base64')} / AUTH PLAIN ${plain}\r\nnext line`;

@@ -45,11 +45,14 @@ function parse(raw: string, envelope: { from: string; to: string[] }, secure: bo
   const body = raw.slice(split + 4);
   const header = (name: string): string => new RegExp(`^${name}:\\s*(.*)$`, 'im').exec(head)?.[1]?.trim() ?? '';
   const cte = header('Content-Transfer-Encoding').toLowerCase();
-  const text = cte === 'quoted-printable' ? decodeQuotedPrintable(body) : cte === 'base64' ? Buffer.from(body, 'base64').toString('utf8') : body;
+  const text =
+    cte === 'quoted-printable' ? decodeQuotedPrintable(body) : cte === 'base64' ? Buffer.from(body, 'base64').toString('utf8') : body;
   return { from: envelope.from, to: envelope.to, subject: header('Subject'), text, secure, user };
 }
 
-export async function startSmtp(o: { port?: number; auth?: { user: string; pass: string }; tls?: { key: string; cert: string } } = {}): Promise<TestSmtp> {
+export async function startSmtp(
+  o: { port?: number; auth?: { user: string; pass: string }; tls?: { key: string; cert: string } } = {},
+): Promise<TestSmtp> {
   const messages: Received[] = [];
   const waiters: { match: (m: Received) => boolean; resolve: (m: Received) => void }[] = [];
   const server = new SMTPServer({
@@ -67,8 +70,16 @@ export async function startSmtp(o: { port?: number; auth?: { user: string; pass:
       const chunks: Buffer[] = [];
       stream.on('data', (c: Buffer) => chunks.push(c));
       stream.on('end', () => {
-        const env = { from: session.envelope.mailFrom === false ? '' : session.envelope.mailFrom.address, to: session.envelope.rcptTo.map((r) => r.address) };
-        const m = parse(Buffer.concat(chunks).toString('utf8'), env, session.secure, typeof session.user === 'string' ? session.user : undefined);
+        const env = {
+          from: session.envelope.mailFrom === false ? '' : session.envelope.mailFrom.address,
+          to: session.envelope.rcptTo.map((r) => r.address),
+        };
+        const m = parse(
+          Buffer.concat(chunks).toString('utf8'),
+          env,
+          session.secure,
+          typeof session.user === 'string' ? session.user : undefined,
+        );
         messages.push(m);
         for (const w of [...waiters]) {
           if (w.match(m)) {
@@ -93,7 +104,13 @@ export async function startSmtp(o: { port?: number; auth?: { user: string; pass:
       const found = messages.find(match);
       if (found !== undefined) return Promise.resolve(found);
       return new Promise((resolve, reject) => {
-        const w = { match, resolve: (m: Received) => { clearTimeout(timer); resolve(m); } };
+        const w = {
+          match,
+          resolve: (m: Received) => {
+            clearTimeout(timer);
+            resolve(m);
+          },
+        };
         const timer = setTimeout(() => {
           waiters.splice(waiters.indexOf(w), 1);
           reject(new Error(`no matching mail within ${ms} ms (got ${messages.length})`));

@@ -23,7 +23,9 @@ t.test('no response head within global_timeout_interval: 103064 (504) and a glob
     server.close();
   });
   const port = (server.address() as net.AddressInfo).port;
-  const g = await startGateway(`${BASE_TOML}[mediation]\nengine.global_timeout_interval = 300\n`, { s: apiToml({ context: '/s', endpoint: `http://127.0.0.1:${port}`, resources: [['/*', ['GET']]] }) });
+  const g = await startGateway(`${BASE_TOML}[mediation]\nengine.global_timeout_interval = 300\n`, {
+    s: apiToml({ context: '/s', endpoint: `http://127.0.0.1:${port}`, resources: [['/*', ['GET']]] }),
+  });
   t.teardown(() => g.close());
   const res = await request(g.port, '/s/1.0.0/slow');
   t.equal(res.status, 504);
@@ -45,8 +47,10 @@ t.test('the default (120 s) does not touch a prompt backend', async (t) => {
   await new Promise<void>((r) => server.listen(0, HOST, () => r()));
   t.teardown(() => server.close());
   const port = (server.address() as net.AddressInfo).port;
-  const g = await startGateway(BASE_TOML, { s: apiToml({ context: '/s', endpoint: `http://127.0.0.1:${port}`, resources: [['/*', ['GET']]] }) });
+  const g = await startGateway(BASE_TOML, {
+    s: apiToml({ context: '/s', endpoint: `http://127.0.0.1:${port}`, resources: [['/*', ['GET']]] }),
+  });
   t.teardown(() => g.close());
-  t.equal(g.gw.transport.settings.globalTimeout, 120000, 'the spec\'s default reaches the transport');
+  t.equal(g.gw.transport.settings.globalTimeout, 120000, "the spec's default reaches the transport");
   t.equal((await request(g.port, '/s/1.0.0/x')).body, 'ok');
 });

@@ -24,12 +24,24 @@ function settingsOf(extra: string): ReturnType<typeof mediationSettingsFrom> {
 t.test('sizes from [mediation] engine.*: -1 is an unbounded queue, core threads at most max', async (t) => {
   const d = settingsOf('');
   const cores = os.availableParallelism();
-  t.same({ ...d.pool }, { minThreads: Math.min(20, cores), maxThreads: Math.min(100, cores), maxQueue: 10 + 100 - Math.min(100, cores), workerHeapMb: 256, idleTimeout: 60000 }, 'the spec\'s defaults, capped at one thread per core; the threads capped off wait in the queue');
+  t.same(
+    { ...d.pool },
+    {
+      minThreads: Math.min(20, cores),
+      maxThreads: Math.min(100, cores),
+      maxQueue: 10 + 100 - Math.min(100, cores),
+      workerHeapMb: 256,
+      idleTimeout: 60000,
+    },
+    "the spec's defaults, capped at one thread per core; the threads capped off wait in the queue",
+  );
   const wide = settingsOf('[throughway.mediation]\nthread_cap = 1000\n');
-  t.same([wide.pool.minThreads, wide.pool.maxThreads], [20, 100], 'thread_cap lifts the cap: the spec\'s counts as written');
+  t.same([wide.pool.minThreads, wide.pool.maxThreads], [20, 100], "thread_cap lifts the cap: the spec's counts as written");
   const one = settingsOf('[mediation]\nengine.core_threads = 8\nengine.max_threads = 64\n[throughway.mediation]\nthread_cap = 1\n');
   t.same([one.pool.minThreads, one.pool.maxThreads], [1, 1], 'an explicit cap below the counts wins');
-  const s = settingsOf('[mediation]\nengine.core_threads = 8\nengine.max_threads = 4\nengine.threads_queue_length = -1\n[throughway.mediation]\nthread_cap = 16\n');
+  const s = settingsOf(
+    '[mediation]\nengine.core_threads = 8\nengine.max_threads = 4\nengine.threads_queue_length = -1\n[throughway.mediation]\nthread_cap = 16\n',
+  );
   t.equal(s.pool.minThreads, 4);
   t.equal(s.pool.maxThreads, 4);
   t.equal(s.pool.maxQueue, Infinity, 'piscina rejects -1; Infinity is its unbounded queue');
@@ -41,7 +53,13 @@ function busyTask(file: string): MediateTask {
     body: new Uint8Array(0),
     format: 'binary',
     validate: undefined,
-    script: { file, hook: 'onRequest', timeout: 5000, maxResult: 1 << 20, message: { method: 'GET', path: '/', headers: {}, api: { name: 'a', version: '1' } } },
+    script: {
+      file,
+      hook: 'onRequest',
+      timeout: 5000,
+      maxResult: 1 << 20,
+      message: { method: 'GET', path: '/', headers: {}, api: { name: 'a', version: '1' } },
+    },
     convertTo: undefined,
     conversion: { preserveNamespace: false, autoArray: false, autoPrimitive: false },
   };
@@ -76,8 +94,17 @@ t.test('queue full through the gateway: 103060 (503) at once while the others ar
   const be = await echoBackend();
   t.teardown(() => be.close());
   const toml = `${BASE_TOML}[mediation]\nengine.core_threads = 1\nengine.max_threads = 1\nengine.threads_queue_length = 0\nengine.script_mediator_pool_size = 10\n`;
-  const api = apiToml({ context: '/q', endpoint: `http://127.0.0.1:${be.port}`, resources: [['/*', ['GET']]], extra: '[mediation]\nscript = "../busy.js"' });
-  const g = await startGateway(toml, { q: api }, { 'busy.js': 'module.exports.onRequest = () => { const end = Date.now() + 500; while (Date.now() < end) {} };' });
+  const api = apiToml({
+    context: '/q',
+    endpoint: `http://127.0.0.1:${be.port}`,
+    resources: [['/*', ['GET']]],
+    extra: '[mediation]\nscript = "../busy.js"',
+  });
+  const g = await startGateway(
+    toml,
+    { q: api },
+    { 'busy.js': 'module.exports.onRequest = () => { const end = Date.now() + 500; while (Date.now() < end) {} };' },
+  );
   t.teardown(() => g.close());
   const first = request(g.port, '/q/1.0.0/a');
   // Wait until the first call occupies the only thread.
@@ -128,12 +155,27 @@ t.test('blocked-threads alert: logged once for a minute that saw saturation, nev
 t.test('a plain pass-through gateway starts no worker thread and its phase allocates no Promise', async (t) => {
   const be = await echoBackend();
   t.teardown(() => be.close());
-  const g = await startGateway(BASE_TOML, { p: apiToml({ context: '/p', endpoint: `http://127.0.0.1:${be.port}`, resources: [['/*', ['POST']]] }) });
+  const g = await startGateway(BASE_TOML, {
+    p: apiToml({ context: '/p', endpoint: `http://127.0.0.1:${be.port}`, resources: [['/*', ['POST']]] }),
+  });
   t.teardown(() => g.close());
   const res = await request(g.port, '/p/1.0.0/x', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"a":1}' });
   t.equal(res.status, 200);
   t.equal(g.gw.mediation.pool.started, false);
   t.equal(g.gw.mediation.pool.threads, 0);
-  const decision = g.gw.route({ method: 'POST', url: '/p/1.0.0/x', headers: ['Host', 'h', 'Content-Type', 'application/json'], versionMajor: 1, versionMinor: 1, remoteAddress: '127.0.0.1', remotePort: 1, secure: false, connectionId: 1, requestNumber: 1, contentLength: 7, chunked: false });
+  const decision = g.gw.route({
+    method: 'POST',
+    url: '/p/1.0.0/x',
+    headers: ['Host', 'h', 'Content-Type', 'application/json'],
+    versionMajor: 1,
+    versionMinor: 1,
+    remoteAddress: '127.0.0.1',
+    remotePort: 1,
+    secure: false,
+    connectionId: 1,
+    requestNumber: 1,
+    contentLength: 7,
+    chunked: false,
+  });
   t.notOk(decision instanceof Promise, 'the chain stayed synchronous');
 });

@@ -47,39 +47,46 @@ interface Fault {
   fault: { code: number; description: string };
 }
 
-t.test('validation on: a malformed backend body gathered for onResponse or response_format is 103071 (502) naming the position', async (t) => {
-  const be = await backend();
-  t.teardown(() => be.close());
-  const g = await startGateway(VALIDATE, apis(be), SCRIPTS);
-  t.teardown(() => g.close());
-  for (const [path, what] of [
-    ['/s/1.0.0/bad-json', 'JSON under a script'],
-    ['/s/1.0.0/bad-xml', 'XML under a script'],
-    ['/c/1.0.0/bad-json', 'JSON under response_format'],
-    ['/s/1.0.0/big-bad', 'a 64 KiB JSON body (pooled)'],
-  ] as const) {
-    const res = await request(g.port, path);
-    t.equal(res.status, 502, `${what}: 502`);
-    const f = (res.json() as Fault).fault;
-    t.equal(f.code, 103071, `${what}: 103071`);
-    t.match(f.description, /^The backend response is malformed: Malformed (JSON|XML) payload at line 1, column \d+/, `${what}: ${f.description.slice(0, 100)}`);
-  }
-  const json = (await request(g.port, '/s/1.0.0/bad-json').then((r) => r.json())) as Fault;
-  t.match(json.fault.description, /line 1, column 12: unexpected character '\}'/, 'the exact position');
-  const good = await request(g.port, '/s/1.0.0/good-json');
-  t.equal(good.status, 200, 'a valid body passes');
-  t.equal(good.headers['x-body-type'], 'object');
-  t.equal(good.body, '{"a":[1,2]}');
-  const conv = await request(g.port, '/c/1.0.0/good-json');
-  t.equal(conv.status, 200);
-  t.match(conv.body, /<a>1<\/a><a>2<\/a>/, 'a valid body is still converted');
-  const xml = await request(g.port, '/s/1.0.0/good-xml');
-  t.equal(xml.status, 200);
-  t.equal(xml.body, '<a><b>1</b></a>');
-  const plain = await request(g.port, '/p/1.0.0/bad-json');
-  t.equal(plain.status, 200, 'a pass-through API is not gathered, so not validated');
-  t.equal(plain.body, '{"a": [1, 2}');
-});
+t.test(
+  'validation on: a malformed backend body gathered for onResponse or response_format is 103071 (502) naming the position',
+  async (t) => {
+    const be = await backend();
+    t.teardown(() => be.close());
+    const g = await startGateway(VALIDATE, apis(be), SCRIPTS);
+    t.teardown(() => g.close());
+    for (const [path, what] of [
+      ['/s/1.0.0/bad-json', 'JSON under a script'],
+      ['/s/1.0.0/bad-xml', 'XML under a script'],
+      ['/c/1.0.0/bad-json', 'JSON under response_format'],
+      ['/s/1.0.0/big-bad', 'a 64 KiB JSON body (pooled)'],
+    ] as const) {
+      const res = await request(g.port, path);
+      t.equal(res.status, 502, `${what}: 502`);
+      const f = (res.json() as Fault).fault;
+      t.equal(f.code, 103071, `${what}: 103071`);
+      t.match(
+        f.description,
+        /^The backend response is malformed: Malformed (JSON|XML) payload at line 1, column \d+/,
+        `${what}: ${f.description.slice(0, 100)}`,
+      );
+    }
+    const json = (await request(g.port, '/s/1.0.0/bad-json').then((r) => r.json())) as Fault;
+    t.match(json.fault.description, /line 1, column 12: unexpected character '\}'/, 'the exact position');
+    const good = await request(g.port, '/s/1.0.0/good-json');
+    t.equal(good.status, 200, 'a valid body passes');
+    t.equal(good.headers['x-body-type'], 'object');
+    t.equal(good.body, '{"a":[1,2]}');
+    const conv = await request(g.port, '/c/1.0.0/good-json');
+    t.equal(conv.status, 200);
+    t.match(conv.body, /<a>1<\/a><a>2<\/a>/, 'a valid body is still converted');
+    const xml = await request(g.port, '/s/1.0.0/good-xml');
+    t.equal(xml.status, 200);
+    t.equal(xml.body, '<a><b>1</b></a>');
+    const plain = await request(g.port, '/p/1.0.0/bad-json');
+    t.equal(plain.status, 200, 'a pass-through API is not gathered, so not validated');
+    t.equal(plain.body, '{"a": [1, 2}');
+  },
+);
 
 t.test('validation off: the script gets the malformed body as text and the client gets it unchanged', async (t) => {
   const be = await backend();
@@ -92,45 +99,62 @@ t.test('validation off: the script gets the malformed body as text and the clien
   t.equal(res.body, '{"a": [1, 2}');
 });
 
-t.test('collect_mediation_properties: formats, outgoing fields, changes and timings in the trace line, request and response side', async (t) => {
-  const be = await backend();
-  t.teardown(() => be.close());
-  const endpoint = `http://127.0.0.1:${be.port}`;
-  const g = await startGateway(
-    `${VALIDATE}stat.tracer.collect_mediation_properties = true\n`,
-    { ...apis(be), r: apiToml({ context: '/r', endpoint, resources: [['/*', ['POST']]], extra: '[mediation]\nscript = "../scripts/request.js"' }) },
-    SCRIPTS,
-  );
-  t.teardown(() => g.close());
-  const res = await request(g.port, '/r/1.0.0/x', { method: 'POST', headers: { 'Content-Type': 'application/json', 'X-Gone': 'secret' }, body: '{"a":1}' });
-  t.equal(res.status, 200);
-  // Two lines: the request side, and the response side (the script may have onResponse, so the echo is gathered).
-  const traces = g.logger.lines.filter((l) => l.event === 'mediation_trace');
-  t.same(traces.map((l) => l.direction), ['request', 'response']);
-  const line = traces[0] as Record<string, unknown>;
-  t.equal(line.payloadIn, undefined, 'no payloads without collect_payloads');
-  const p = line.properties as Record<string, unknown>;
-  t.equal(p.api, 'Test:1.0.0');
-  t.equal(p.method, 'POST');
-  t.equal(p.format, 'json');
-  t.equal(p.formatOut, 'json');
-  t.equal(p.contentType, 'application/json');
-  t.equal(p.validated, true);
-  t.same(p.scriptChanged, ['body', 'headers']);
-  t.equal(p.bytesOut, Buffer.byteLength('{"a":1,"added":true}'));
-  const h = p.headers as Record<string, string>;
-  t.equal(h['x-added'], 'yes', 'the fields as they leave mediation');
-  t.equal(h['x-gone'], undefined);
-  t.type(p.scriptMs, 'number');
-  await request(g.port, '/s/1.0.0/bad-xml');
-  t.equal(((traces[1] as Record<string, unknown>).properties as Record<string, unknown>).validated, true, 'the echo was validated on its way back');
-  const resp = g.logger.lines.filter((l) => l.event === 'mediation_trace').at(-1) as Record<string, unknown>;
-  t.equal(resp.direction, 'response');
-  const rp = resp.properties as Record<string, unknown>;
-  t.equal(rp.backendStatus, 200);
-  t.equal(rp.status, 502);
-  t.match(rp.fault, /Malformed XML payload/);
-});
+t.test(
+  'collect_mediation_properties: formats, outgoing fields, changes and timings in the trace line, request and response side',
+  async (t) => {
+    const be = await backend();
+    t.teardown(() => be.close());
+    const endpoint = `http://127.0.0.1:${be.port}`;
+    const g = await startGateway(
+      `${VALIDATE}stat.tracer.collect_mediation_properties = true\n`,
+      {
+        ...apis(be),
+        r: apiToml({ context: '/r', endpoint, resources: [['/*', ['POST']]], extra: '[mediation]\nscript = "../scripts/request.js"' }),
+      },
+      SCRIPTS,
+    );
+    t.teardown(() => g.close());
+    const res = await request(g.port, '/r/1.0.0/x', {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', 'X-Gone': 'secret' },
+      body: '{"a":1}',
+    });
+    t.equal(res.status, 200);
+    // Two lines: the request side, and the response side (the script may have onResponse, so the echo is gathered).
+    const traces = g.logger.lines.filter((l) => l.event === 'mediation_trace');
+    t.same(
+      traces.map((l) => l.direction),
+      ['request', 'response'],
+    );
+    const line = traces[0] as Record<string, unknown>;
+    t.equal(line.payloadIn, undefined, 'no payloads without collect_payloads');
+    const p = line.properties as Record<string, unknown>;
+    t.equal(p.api, 'Test:1.0.0');
+    t.equal(p.method, 'POST');
+    t.equal(p.format, 'json');
+    t.equal(p.formatOut, 'json');
+    t.equal(p.contentType, 'application/json');
+    t.equal(p.validated, true);
+    t.same(p.scriptChanged, ['body', 'headers']);
+    t.equal(p.bytesOut, Buffer.byteLength('{"a":1,"added":true}'));
+    const h = p.headers as Record<string, string>;
+    t.equal(h['x-added'], 'yes', 'the fields as they leave mediation');
+    t.equal(h['x-gone'], undefined);
+    t.type(p.scriptMs, 'number');
+    await request(g.port, '/s/1.0.0/bad-xml');
+    t.equal(
+      ((traces[1] as Record<string, unknown>).properties as Record<string, unknown>).validated,
+      true,
+      'the echo was validated on its way back',
+    );
+    const resp = g.logger.lines.filter((l) => l.event === 'mediation_trace').at(-1) as Record<string, unknown>;
+    t.equal(resp.direction, 'response');
+    const rp = resp.properties as Record<string, unknown>;
+    t.equal(rp.backendStatus, 200);
+    t.equal(rp.status, 502);
+    t.match(rp.fault, /Malformed XML payload/);
+  },
+);
 
 t.test('collect_payloads: bytes that are not UTF-8 are traced as base64, text as text', async (t) => {
   const be = await backend();
@@ -142,7 +166,11 @@ t.test('collect_payloads: bytes that are not UTF-8 are traced as base64, text as
     { 'scripts/request.js': `module.exports.onRequest = (m) => ({ body: m.body.base64 === undefined ? m.body : { base64: 'aGk=' } });` },
   );
   t.teardown(() => g.close());
-  const res = await fetch(`http://127.0.0.1:${g.port}/r/1.0.0/x`, { method: 'POST', headers: { 'Content-Type': 'application/octet-stream' }, body: new Uint8Array([0xff, 0x00, 0xfe]) });
+  const res = await fetch(`http://127.0.0.1:${g.port}/r/1.0.0/x`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/octet-stream' },
+    body: new Uint8Array([0xff, 0x00, 0xfe]),
+  });
   t.equal(res.status, 200);
   await res.arrayBuffer();
   const line = g.logger.lines.find((l) => l.event === 'mediation_trace' && l.direction === 'request');

@@ -228,7 +228,8 @@ async function setup(t: Test): Promise<{ g: TestGateway; be: EchoBackend }> {
   t.teardown(() => be.close());
   const apis: Record<string, string> = {};
   for (const [, file] of VECTORS) apis[file.replace('.js', '')] = api(be, `../scripts/${file}`, `/${file.replace('.js', '')}`);
-  for (const file of ['import.js', 'import-hidden.js']) apis[file.replace('.js', '')] = api(be, `../scripts/${file}`, `/${file.replace('.js', '')}`);
+  for (const file of ['import.js', 'import-hidden.js'])
+    apis[file.replace('.js', '')] = api(be, `../scripts/${file}`, `/${file.replace('.js', '')}`);
   const g = await startGateway(TOML.replace('script_timeout = "300ms"', 'script_timeout = "10s"'), apis, SCRIPTS);
   t.teardown(() => g.close());
   return { g, be };
@@ -238,9 +239,18 @@ t.test('each known vm escape finds no process, require, host module or host glob
   const { g, be } = await setup(t);
   for (const [what, file, sub] of VECTORS) {
     const before = be.seen.length;
-    const res = await request(g.port, `/${file.replace('.js', '')}/1.0.0${sub}`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"items":[{"a":1}]}' });
+    const res = await request(g.port, `/${file.replace('.js', '')}/1.0.0${sub}`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: '{"items":[{"a":1}]}',
+    });
     t.equal(res.status, 200, `${what}: the call went through (${res.body.slice(0, 200)})`);
-    const forwarded = JSON.parse(be.seen[before]?.body ?? '{}') as { found?: string[]; require?: string; process?: string; walked?: number };
+    const forwarded = JSON.parse(be.seen[before]?.body ?? '{}') as {
+      found?: string[];
+      require?: string;
+      process?: string;
+      walked?: number;
+    };
     t.same(forwarded.found, [], `${what}: nothing of the node reached`);
     if (file === 'members.js') t.ok((forwarded.walked ?? 0) > 300, `${forwarded.walked} objects and functions walked`);
     if (file === 'this.js') t.same([forwarded.require, forwarded.process], ['undefined', 'undefined']);
@@ -249,7 +259,11 @@ t.test('each known vm escape finds no process, require, host module or host glob
 
 t.test('Symbol.toPrimitive on a thrown value: the fault names nothing the script reached', async (t) => {
   const { g } = await setup(t);
-  const res = await request(g.port, '/to-primitive/1.0.0/throw', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{}' });
+  const res = await request(g.port, '/to-primitive/1.0.0/throw', {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: '{}',
+  });
   t.equal(res.status, 500);
   t.equal(res.json().fault.code, 103065);
   t.match(res.json().fault.description, /found:\[\]/, 'the thrown value was described, and found nothing');

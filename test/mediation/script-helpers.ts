@@ -7,7 +7,12 @@ import { BASE_TOML, apiToml, type EchoBackend } from '../gateway/helpers';
 export const TOML = `${BASE_TOML}[mediation]\nengine.core_threads = 1\nengine.max_threads = 2\nengine.script_mediator_pool_size = 2\n[throughway.mediation]\nthread_cap = 4\nscript_timeout = "300ms"\nworker_heap_mb = 64\n`;
 
 export function api(be: EchoBackend, script: string, context = '/s'): string {
-  return apiToml({ context, endpoint: `http://127.0.0.1:${be.port}`, resources: [['/*', ['POST', 'GET']]], extra: `[mediation]\nscript = "${script}"` });
+  return apiToml({
+    context,
+    endpoint: `http://127.0.0.1:${be.port}`,
+    resources: [['/*', ['POST', 'GET']]],
+    extra: `[mediation]\nscript = "${script}"`,
+  });
 }
 
 export const SCRIPTS: Record<string, string> = {

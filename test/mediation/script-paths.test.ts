@@ -42,7 +42,15 @@ function layout(t: Test, script: string, scriptDirs?: readonly string[]): Layout
   fs.symlinkSync(path.join(base, 'elsewhere', 'abs.js'), path.join(conf, 'scripts', 'out.js'));
   fs.symlinkSync(path.join(conf, 'scripts', 'ok.js'), path.join(conf, 'scripts', 'alias.js'));
   write(path.join(conf, 'deployment.toml'), TOML + (scriptDirs === undefined ? '' : `script_dirs = ${JSON.stringify(scriptDirs)}\n`));
-  write(path.join(conf, 'apis', 's.toml'), apiToml({ context: '/s', endpoint: 'http://127.0.0.1:1', resources: [['/*', ['GET']]], extra: `[mediation]\nscript = ${JSON.stringify(script)}` }));
+  write(
+    path.join(conf, 'apis', 's.toml'),
+    apiToml({
+      context: '/s',
+      endpoint: 'http://127.0.0.1:1',
+      resources: [['/*', ['GET']]],
+      extra: `[mediation]\nscript = ${JSON.stringify(script)}`,
+    }),
+  );
   return { base, conf };
 }
 
@@ -58,7 +66,12 @@ async function start(t: Test, l: Layout) {
 
 /** The line of `script = ...` in apis/s.toml. */
 function scriptLine(l: Layout): number {
-  return fs.readFileSync(path.join(l.conf, 'apis', 's.toml'), 'utf8').split('\n').findIndex((s) => s.startsWith('script = ')) + 1;
+  return (
+    fs
+      .readFileSync(path.join(l.conf, 'apis', 's.toml'), 'utf8')
+      .split('\n')
+      .findIndex((s) => s.startsWith('script = ')) + 1
+  );
 }
 
 async function refused(t: Test, l: Layout, why: RegExp): Promise<void> {
@@ -86,7 +99,15 @@ t.test('../../etc/passwd (relative to the API file) is refused at deploy', async
 
 t.test('an absolute path outside is refused', async (t) => {
   const l = layout(t, '');
-  fs.writeFileSync(path.join(l.conf, 'apis', 's.toml'), apiToml({ context: '/s', endpoint: 'http://127.0.0.1:1', resources: [['/*', ['GET']]], extra: `[mediation]\nscript = ${JSON.stringify(path.join(l.base, 'elsewhere', 'abs.js'))}` }));
+  fs.writeFileSync(
+    path.join(l.conf, 'apis', 's.toml'),
+    apiToml({
+      context: '/s',
+      endpoint: 'http://127.0.0.1:1',
+      resources: [['/*', ['GET']]],
+      extra: `[mediation]\nscript = ${JSON.stringify(path.join(l.base, 'elsewhere', 'abs.js'))}`,
+    }),
+  );
   await refused(t, l, /elsewhere\/abs\.js is outside/);
 });
 
@@ -107,7 +128,10 @@ t.test('a script inside runs, also behind a link that stays inside', async (t) =
     const res = await request(g.port, '/s/1.0.0/x');
     t.equal(res.status, 203, `${script}: the script answered`);
     t.same(res.json(), { ran: 'inside' });
-    t.notOk(g.logger.lines.some((x) => x.event === 'api_definition' && x.level === 'error'), `${script}: no error`);
+    t.notOk(
+      g.logger.lines.some((x) => x.event === 'api_definition' && x.level === 'error'),
+      `${script}: no error`,
+    );
   }
 });
 
@@ -126,8 +150,14 @@ t.test('an API validated on its own (no gateway directories) is only checked for
   const l = layout(t, '../../etc/passwd');
   const file = path.join(l.conf, 'apis', 's.toml');
   const text = fs.readFileSync(file, 'utf8');
-  t.same(parseApiText(text, file).diagnostics.filter((d) => d.level === 'error'), []);
+  t.same(
+    parseApiText(text, file).diagnostics.filter((d) => d.level === 'error'),
+    [],
+  );
   const confined = parseApiText(text, file, {}, undefined, [l.conf]);
-  t.same(confined.diagnostics.map((d) => `${d.code} ${d.field} @${d.line}`), [`API_SCRIPT_PATH mediation.script @${scriptLine(l)}`]);
+  t.same(
+    confined.diagnostics.map((d) => `${d.code} ${d.field} @${d.line}`),
+    [`API_SCRIPT_PATH mediation.script @${scriptLine(l)}`],
+  );
   t.equal(confined.api, undefined);
 });

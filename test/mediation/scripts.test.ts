@@ -14,7 +14,11 @@ t.test('a script that changes fields and the JSON body: the backend gets the cha
   const g = await startGateway(TOML, { s: api(be, '../scripts/change.js') }, SCRIPTS);
   t.teardown(() => g.close());
   const body = JSON.stringify({ items: [{ price: 3 }, { price: 4 }] });
-  const res = await request(g.port, '/s/1.0.0/order', { method: 'POST', headers: { 'Content-Type': 'application/json', 'X-Remove-Me': 'secret' }, body });
+  const res = await request(g.port, '/s/1.0.0/order', {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', 'X-Remove-Me': 'secret' },
+    body,
+  });
   t.equal(res.status, 200);
   const seen = be.seen[0];
   t.same(JSON.parse(seen?.body ?? 'null'), { items: [{ price: 3 }, { price: 4 }], total: 7, seenApi: 'Test:1.0.0' });
@@ -47,7 +51,14 @@ t.test('a script may answer instead of the backend (status), or let the call thr
 t.test('a script that throws: 103065 (500) naming the error; the gateway serves the next call', async (t) => {
   const be = await echoBackend();
   t.teardown(() => be.close());
-  const g = await startGateway(TOML, { s: api(be, '../scripts/throws.js'), ok: apiToml({ context: '/ok', endpoint: `http://127.0.0.1:${be.port}`, resources: [['/*', ['GET']]] }) }, SCRIPTS);
+  const g = await startGateway(
+    TOML,
+    {
+      s: api(be, '../scripts/throws.js'),
+      ok: apiToml({ context: '/ok', endpoint: `http://127.0.0.1:${be.port}`, resources: [['/*', ['GET']]] }),
+    },
+    SCRIPTS,
+  );
   t.teardown(() => g.close());
   const res = await request(g.port, '/s/1.0.0/x', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{}' });
   t.equal(res.status, 500);
@@ -94,10 +105,14 @@ t.test('an API naming a missing script is not deployed (API_VALUE)', async (t) =
   t.match(d?.message ?? '', /does not exist/);
 });
 
-t.test('onResponse: the backend\'s whole response in, status, fields and body changed on the way to the client', async (t) => {
+t.test("onResponse: the backend's whole response in, status, fields and body changed on the way to the client", async (t) => {
   const be = await echoBackend();
   t.teardown(() => be.close());
-  const g = await startGateway(`${TOML}[apim.cors]\nenable = true\nallow_origins = "*"\n`, { s: api(be, '../scripts/response.js'), f: api(be, '../scripts/response-throws.js', '/f') }, SCRIPTS);
+  const g = await startGateway(
+    `${TOML}[apim.cors]\nenable = true\nallow_origins = "*"\n`,
+    { s: api(be, '../scripts/response.js'), f: api(be, '../scripts/response-throws.js', '/f') },
+    SCRIPTS,
+  );
   t.teardown(() => g.close());
   const res = await request(g.port, '/s/1.0.0/menu?x=1', { headers: { Origin: 'http://a.example' } });
   t.equal(res.status, 203);

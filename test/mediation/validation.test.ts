@@ -100,13 +100,19 @@ t.test('chunked JSON bodies are validated too and forwarded with a Content-Lengt
   t.teardown(() => be.close());
   const g = await startGateway(VALIDATE, api(be));
   t.teardown(() => g.close());
-  const ok = await rawRequest(g.port, 'POST /v/1.0.0/x HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n{"a":\r\n2\r\n1}\r\n0\r\n\r\n');
+  const ok = await rawRequest(
+    g.port,
+    'POST /v/1.0.0/x HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n{"a":\r\n2\r\n1}\r\n0\r\n\r\n',
+  );
   t.equal(ok.status, 200);
   t.equal(be.seen[0]?.body, '{"a":1}');
   const raw = be.seen[0]?.headers ?? [];
   const cl = raw.findIndex((h, i) => i % 2 === 0 && h.toLowerCase() === 'content-length');
   t.equal(raw[cl + 1], '7', 'Content-Length of the gathered body');
-  const bad = await rawRequest(g.port, 'POST /v/1.0.0/x HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n3\r\n{"a\r\n0\r\n\r\n');
+  const bad = await rawRequest(
+    g.port,
+    'POST /v/1.0.0/x HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n3\r\n{"a\r\n0\r\n\r\n',
+  );
   t.equal(bad.status, 400);
   t.equal(bad.json().fault.code, 103062);
 });
@@ -144,11 +150,17 @@ t.test('body above throughway.mediation.max_body: 103061 (413), the connection c
   const g = await startGateway(`${VALIDATE}[throughway.mediation]\nmax_body = 1000\n`, api(be));
   t.teardown(() => g.close());
   const body = jsonOf(2000);
-  const res = await rawRequest(g.port, `POST /v/1.0.0/x HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+  const res = await rawRequest(
+    g.port,
+    `POST /v/1.0.0/x HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
+  );
   t.equal(res.status, 413);
   t.equal(res.json().fault.code, 103061);
   t.equal(res.headers['connection'], 'close');
-  const chunked = await rawRequest(g.port, `POST /v/1.0.0/x HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`);
+  const chunked = await rawRequest(
+    g.port,
+    `POST /v/1.0.0/x HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`,
+  );
   t.equal(chunked.status, 413, 'chunked: found while gathering');
   t.equal(chunked.json().fault.code, 103061);
   const ok = await request(g.port, '/v/1.0.0/x', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: jsonOf(900) });
@@ -211,7 +223,12 @@ t.test('a validation fault keeps the connection: the next request on it is serve
   const bad = await request(g.port, '/v/1.0.0/x', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{', agent });
   t.equal(bad.status, 400);
   t.notOk(/close/i.test(bad.headers['connection'] ?? ''), 'not closed');
-  const ok = await request(g.port, '/v/1.0.0/x', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"a":1}', agent });
+  const ok = await request(g.port, '/v/1.0.0/x', {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: '{"a":1}',
+    agent,
+  });
   t.equal(ok.status, 200);
   t.equal(be.seen.length, 1);
 });

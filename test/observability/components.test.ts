@@ -24,11 +24,18 @@ t.test('jwks_health_checker: UP for a reachable JWKS, DOWN naming an unreachable
   const green = await startTestNode(`${NODE_TOML}${HC}${issuers(false)}`);
   let r = await get(green.mgmt, '/health');
   t.equal(r.status, 200, r.body);
-  let report = JSON.parse(r.body) as { failing: string[]; checks: { name: string; status: string; details?: { issuers?: { issuer: string; keys: number; error?: string }[] } }[] };
+  let report = JSON.parse(r.body) as {
+    failing: string[];
+    checks: { name: string; status: string; details?: { issuers?: { issuer: string; keys: number; error?: string }[] } }[];
+  };
   const names = report.checks.map((c) => c.name);
   t.ok(names.includes('worker_pool_health_checker') && names.includes('jwks_health_checker'), names.join(','));
   t.notOk(names.includes('redis_health_checker'), 'no Redis checker with counters in memory');
-  t.same(report.checks.find((c) => c.name === 'jwks_health_checker')?.details?.issuers?.map((i) => [i.issuer, i.keys]), [['https://good.example.test', 1]], 'the probe fetched the set never fetched');
+  t.same(
+    report.checks.find((c) => c.name === 'jwks_health_checker')?.details?.issuers?.map((i) => [i.issuer, i.keys]),
+    [['https://good.example.test', 1]],
+    'the probe fetched the set never fetched',
+  );
   t.equal(idp.fetches, 1);
   await get(green.mgmt, '/health');
   t.equal(idp.fetches, 1, 'a healthy set is not fetched again by the probe');
@@ -51,7 +58,9 @@ t.test('jwks_health_checker: UP for a reachable JWKS, DOWN naming an unreachable
 
 t.test('redis_health_checker: DOWN while Redis cannot be reached (counts go on locally)', async (t) => {
   const dead = await closedPort();
-  const n = await startTestNode(`${NODE_TOML}${HC}[throughway.throttling]\ncounter_store = "redis"\nredis_url = "redis://127.0.0.1:${dead}"\n`);
+  const n = await startTestNode(
+    `${NODE_TOML}${HC}[throughway.throttling]\ncounter_store = "redis"\nredis_url = "redis://127.0.0.1:${dead}"\n`,
+  );
   t.teardown(() => n.close());
   const r = await get(n.mgmt, '/health');
   t.equal(r.status, 503);
@@ -76,7 +85,11 @@ t.test('redis_health_checker: UP with a reachable Redis', async (t) => {
   }
   const r = await get(n.mgmt, '/health');
   t.equal(r.status, 200, r.body);
-  t.ok((JSON.parse(r.body) as { checks: { name: string; status: string }[] }).checks.some((c) => c.name === 'redis_health_checker' && c.status === 'UP'));
+  t.ok(
+    (JSON.parse(r.body) as { checks: { name: string; status: string }[] }).checks.some(
+      (c) => c.name === 'redis_health_checker' && c.status === 'UP',
+    ),
+  );
 });
 
 t.test('worker_pool_health_checker: DOWN when every thread is busy and the queue is full', (t) => {
@@ -94,6 +107,10 @@ t.test('worker_pool_health_checker: DOWN when every thread is busy and the queue
   pool.queued = 1;
   r = c.check() as { healthy: boolean };
   t.equal(r.healthy, true);
-  t.equal((workerPoolChecker(() => undefined, { order: 1, queueLimit: 2 }).check() as { healthy: boolean }).healthy, true, 'no gateway: UP');
+  t.equal(
+    (workerPoolChecker(() => undefined, { order: 1, queueLimit: 2 }).check() as { healthy: boolean }).healthy,
+    true,
+    'no gateway: UP',
+  );
   t.end();
 });

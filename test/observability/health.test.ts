@@ -31,7 +31,11 @@ t.test('checkers run in their order; the report names the failing ones', async (
   });
   h.register({ name: 'hangs', order: 9, check: () => new Promise(() => undefined) });
   const r = await h.run();
-  t.same(r.checks.map((c) => c.name), ['a', 'c', 'b', 'throws', 'hangs'], 'by order; equal orders keep registration order');
+  t.same(
+    r.checks.map((c) => c.name),
+    ['a', 'c', 'b', 'throws', 'hangs'],
+    'by order; equal orders keep registration order',
+  );
   t.equal(r.status, 'DOWN');
   t.same(r.failing, ['a', 'throws', 'hangs']);
   t.same(r.checks[0], { name: 'a', order: 1, status: 'DOWN', message: 'a is down', details: { x: 1 } });
@@ -64,7 +68,8 @@ t.test('data source and user store checkers on a real store', async (t) => {
   t.same(await users.check(), { healthy: true, details: { userStore: 'PRIMARY', superAdminPresent: true } });
 
   // A pooled database: usage above the limit is DOWN, at the limit is not ("above" in spec 001).
-  const pooled = (active: number, max: number): Store => Object.assign(Object.create(store) as Store, { poolUsage: () => ({ active, max }) });
+  const pooled = (active: number, max: number): Store =>
+    Object.assign(Object.create(store) as Store, { poolUsage: () => ({ active, max }) });
   const over = await dataSourceChecker(pooled(9, 10), { order: 98, limitPercentage: 80 }).check();
   t.equal(over.healthy, false);
   t.equal(over.message, 'pool usage 90% is above pool_usage_limit_percentage 80%');
@@ -91,12 +96,15 @@ t.test('GET /health on a node: checkers ordered per [server_health_check]; /heal
   t.equal(r.type, 'application/json; charset=utf-8');
   const report = JSON.parse(r.body) as HealthReport;
   t.equal(report.status, 'UP');
-  t.same(report.checks.map((c) => [c.name, c.order, c.status]), [
-    ['super_tenant_health_checker', 1, 'UP'],
-    ['backend_pool_health_checker', 3, 'UP'],
-    ['worker_pool_health_checker', 3, 'UP'],
-    ['data_source_health_checker', 5, 'UP'],
-  ]);
+  t.same(
+    report.checks.map((c) => [c.name, c.order, c.status]),
+    [
+      ['super_tenant_health_checker', 1, 'UP'],
+      ['backend_pool_health_checker', 3, 'UP'],
+      ['worker_pool_health_checker', 3, 'UP'],
+      ['data_source_health_checker', 5, 'UP'],
+    ],
+  );
   const live = await get(n.mgmt, '/health/live');
   t.equal(live.status, 200);
   t.same(JSON.parse(live.body), { status: 'UP' });
@@ -111,7 +119,14 @@ t.test('[server_health_check] enable = false: /health is the readiness report (s
   const report = JSON.parse(r.body) as { status: string; failing: string[]; checks: { name: string; status: string }[] };
   t.equal(report.status, 'UP');
   t.same(report.failing, []);
-  t.same(report.checks.map((c) => [c.name, c.status]), [['listeners', 'UP'], ['store', 'UP']], 'the store check of old is the readiness check `store`');
+  t.same(
+    report.checks.map((c) => [c.name, c.status]),
+    [
+      ['listeners', 'UP'],
+      ['store', 'UP'],
+    ],
+    'the store check of old is the readiness check `store`',
+  );
   t.equal((await get(n.mgmt, '/health/live')).status, 200);
 });
 
@@ -123,7 +138,9 @@ t.test('backend pool checker: red while calls wait for a connection to a full ro
     return true;
   });
   const toml = `${NODE_TOML}[passthru_http]\n'http.max.connection.per.host.port' = 1\n[server_health_check]\nenable = true\n`;
-  const n = await startTestNode(toml, { a: apiToml({ name: 'A', context: '/a', endpoint: `http://127.0.0.1:${backend.port}`, resources: [['/*', ['GET']]] }) });
+  const n = await startTestNode(toml, {
+    a: apiToml({ name: 'A', context: '/a', endpoint: `http://127.0.0.1:${backend.port}`, resources: [['/*', ['GET']]] }),
+  });
   t.teardown(async () => {
     for (const res of held) if (!res.writableEnded) res.end();
     await n.close();
@@ -140,8 +157,13 @@ t.test('backend pool checker: red while calls wait for a connection to a full ro
   t.same(report.failing, ['backend_pool_health_checker']);
   const check = report.checks.find((c) => c.name === 'backend_pool_health_checker');
   t.equal(check?.message, `calls wait for a backend connection: 127.0.0.1:${backend.port}`);
-  t.same((check?.details as { pools: unknown[] }).pools, [{ target: `127.0.0.1:${backend.port}`, open: 1, idle: 0, waiting: 1, max: 1, usagePercentage: 100 }]);
-  t.ok(n.lines.some((l) => l.event === 'health_down' && JSON.stringify(l.failing) === '["backend_pool_health_checker"]'), 'logged');
+  t.same((check?.details as { pools: unknown[] }).pools, [
+    { target: `127.0.0.1:${backend.port}`, open: 1, idle: 0, waiting: 1, max: 1, usagePercentage: 100 },
+  ]);
+  t.ok(
+    n.lines.some((l) => l.event === 'health_down' && JSON.stringify(l.failing) === '["backend_pool_health_checker"]'),
+    'logged',
+  );
   (held[0] as http.ServerResponse).end('done');
   t.equal((await first).status, 200);
   t.equal((await second).status, 200);
@@ -169,7 +191,11 @@ t.test('a pooled database reports its usage: borrowers counted while their query
     { maxActive: 4, maxWait: 1000, testOnBorrow: false, validationQuery: 'SELECT 1', validationInterval: 0 },
   );
   t.same(driver.poolUsage?.(), { active: 0, max: 4 });
-  const store = Object.assign(Object.create(null) as Store, { kind: 'postgres', poolUsage: () => driver.poolUsage?.(), schemaVersion: async () => Number((await driver.all('SELECT MAX(version) AS v FROM tw_schema_version'))[0]?.v) });
+  const store = Object.assign(Object.create(null) as Store, {
+    kind: 'postgres',
+    poolUsage: () => driver.poolUsage?.(),
+    schemaVersion: async () => Number((await driver.all('SELECT MAX(version) AS v FROM tw_schema_version'))[0]?.v),
+  });
   const ds = dataSourceChecker(store, { order: 98, limitPercentage: 50 });
   t.equal((await ds.check()).healthy, true, 'idle pool: UP');
   hold = true;

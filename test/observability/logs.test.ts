@@ -62,8 +62,24 @@ t.test('no secret in any log line; every fault logged once with code, base, stat
   const q = `access_token=${secrets['query access token']}&client_secret=${secrets['query client secret']}&password=${secrets['query password']}`;
   const headers = { Authorization: `Bearer ${secrets['bearer token']}`, apikey: secrets['api key'] as string };
   t.equal((await request(n.gw, `/a/1.0.0/x?${q}`, { headers })).status, 200);
-  t.equal((await request(n.gw, `/a/1.0.0/x?${q}`, { method: 'POST', body: q, headers: { ...headers, 'Content-Type': 'application/x-www-form-urlencoded' } })).status, 200);
-  t.equal((await request(n.gw, `/nope/1.0.0/x?${q}`, { headers: { Authorization: `Basic ${Buffer.from(`u:${secrets['basic credentials']}`).toString('base64')}` } })).status, 404);
+  t.equal(
+    (
+      await request(n.gw, `/a/1.0.0/x?${q}`, {
+        method: 'POST',
+        body: q,
+        headers: { ...headers, 'Content-Type': 'application/x-www-form-urlencoded' },
+      })
+    ).status,
+    200,
+  );
+  t.equal(
+    (
+      await request(n.gw, `/nope/1.0.0/x?${q}`, {
+        headers: { Authorization: `Basic ${Buffer.from(`u:${secrets['basic credentials']}`).toString('base64')}` },
+      })
+    ).status,
+    404,
+  );
   t.equal((await request(n.gw, `/d/1.0.0/x?${q}`, { headers })).status, 502);
   t.equal((await request(n.gw, `/a/1.0.0/x?${q}`, { method: 'DELETE', headers })).status, 405);
 
@@ -74,7 +90,11 @@ t.test('no secret in any log line; every fault logged once with code, base, stat
   const userPassword = 'SECRET-user-pw-7';
   secrets['user password'] = userPassword;
   t.equal((await json('POST', `${h.url}/admin/v1/users`, { username: 'frank', password: userPassword }, adminAuth())).status, 201);
-  const tok = await postForm(`${h.url}/oauth2/token`, { grant_type: 'password', username: 'frank', password: userPassword }, basic(key, secret));
+  const tok = await postForm(
+    `${h.url}/oauth2/token`,
+    { grant_type: 'password', username: 'frank', password: userPassword },
+    basic(key, secret),
+  );
   t.equal(tok.status, 200);
   secrets['access token'] = String(tok.body.access_token);
   secrets['refresh token'] = String(tok.body.refresh_token);
@@ -82,25 +102,45 @@ t.test('no secret in any log line; every fault logged once with code, base, stat
   secrets['wrong client secret'] = 'SECRET-wrong-client-secret-8';
   secrets['admin password'] = 'admin-pw-1';
   // A token used at the gateway and in a query string.
-  t.equal((await request(n.gw, `/a/1.0.0/y?access_token=${secrets['access token']}`, { headers: { Authorization: `Bearer ${secrets['access token']}` } })).status, 200);
+  t.equal(
+    (
+      await request(n.gw, `/a/1.0.0/y?access_token=${secrets['access token']}`, {
+        headers: { Authorization: `Bearer ${secrets['access token']}` },
+      })
+    ).status,
+    200,
+  );
   await n.node.close();
 
   t.ok(n.raw.length > 10, `lines were written (${n.raw.length})`);
-  t.ok(n.raw.some((l) => l.includes('"event":"http_access"')), 'access log lines are in the server log');
-  t.ok(n.raw.some((l) => l.includes('access_token=****')), 'masked, not dropped');
+  t.ok(
+    n.raw.some((l) => l.includes('"event":"http_access"')),
+    'access log lines are in the server log',
+  );
+  t.ok(
+    n.raw.some((l) => l.includes('access_token=****')),
+    'masked, not dropped',
+  );
   for (const [name, s] of Object.entries(secrets)) {
     const bad = n.raw.filter((l) => l.includes(s));
     t.same(bad, [], `no ${name} in any log line`);
   }
 
   const faults = n.lines.filter((l) => l.event === 'transport_fault' || l.event === 'gateway_fault');
-  t.same(faults.map((l) => [l.event, l.code]).sort(), [
-    ['gateway_fault', 103005],
-    ['gateway_fault', 103006],
-    ['transport_fault', 101503],
-  ].sort(), 'each fault once: no API, method not allowed, connection refused');
+  t.same(
+    faults.map((l) => [l.event, l.code]).sort(),
+    [
+      ['gateway_fault', 103005],
+      ['gateway_fault', 103006],
+      ['transport_fault', 101503],
+    ].sort(),
+    'each fault once: no API, method not allowed, connection refused',
+  );
   for (const f of faults) {
-    t.ok(typeof f.code === 'number' && typeof f.base === 'number' && 'state' in f, `${String(f.event)} ${String(f.code)}: code, base, state`);
+    t.ok(
+      typeof f.code === 'number' && typeof f.base === 'number' && 'state' in f,
+      `${String(f.event)} ${String(f.code)}: code, base, state`,
+    );
     t.match(String(f.requestId), /^\d+\.\d+$/, 'request id: connection.request');
   }
   const tf = faults.find((f) => f.event === 'transport_fault');
@@ -113,6 +153,12 @@ t.test('the level comes from [throughway] log_level', async (t) => {
   const n = await startTestNode(`${NODE_TOML}[throughway]\nlog_level = "warn"\n`);
   t.teardown(() => n.close());
   t.equal((await request(n.gw, '/nope')).status, 404);
-  t.ok(n.lines.length === 0 || n.lines.every((l) => l.level === 'warn' || l.level === 'error' || l.level === 'fatal'), 'nothing below warn');
-  t.notOk(n.lines.some((l) => l.event === 'gateway_fault'), 'a 404 is logged at info: not written');
+  t.ok(
+    n.lines.length === 0 || n.lines.every((l) => l.level === 'warn' || l.level === 'error' || l.level === 'fatal'),
+    'nothing below warn',
+  );
+  t.notOk(
+    n.lines.some((l) => l.event === 'gateway_fault'),
+    'a 404 is logged at info: not written',
+  );
 });

@@ -43,11 +43,23 @@ t.test('requests, faults, latencies, connections and pools, as scraped', async (
 
   const after = await scrape(n.mgmt);
   t.equal(after.value('throughway_requests_total', { api: 'A:1.0.0', status: '200', fault_code: '' }), 3, 'three 200s of API A');
-  t.equal(after.value('throughway_requests_total', { api: 'A:1.0.0', status: '503', fault_code: '' }), 1, "the backend's 503 carries no fault code");
-  t.equal(after.value('throughway_requests_total', { api: '', status: '404', fault_code: '103005' }), 1, 'no API: 404, 103005, no API label');
+  t.equal(
+    after.value('throughway_requests_total', { api: 'A:1.0.0', status: '503', fault_code: '' }),
+    1,
+    "the backend's 503 carries no fault code",
+  );
+  t.equal(
+    after.value('throughway_requests_total', { api: '', status: '404', fault_code: '103005' }),
+    1,
+    'no API: 404, 103005, no API label',
+  );
   t.equal(after.value('throughway_requests_total', { api: 'D:1.0.0', status: '502', fault_code: '101503' }), 1);
   t.equal(after.sum('throughway_requests_total'), 6);
-  t.equal(after.value('throughway_transport_faults_total', { side: 'target', base: '101503', state: 'REQUEST_READY', code: '101503' }), 1, 'connection refused: base 101503 in REQUEST_READY (0), by base and state');
+  t.equal(
+    after.value('throughway_transport_faults_total', { side: 'target', base: '101503', state: 'REQUEST_READY', code: '101503' }),
+    1,
+    'connection refused: base 101503 in REQUEST_READY (0), by base and state',
+  );
   t.equal(after.sum('throughway_transport_faults_total'), 1);
 
   // Histograms: cumulative buckets, +Inf = count, one observation per request (backend ones per forward).
@@ -55,9 +67,18 @@ t.test('requests, faults, latencies, connections and pools, as scraped', async (
   t.equal(after.value('throughway_request_duration_seconds_bucket', { api: 'A:1.0.0', le: '+Inf' }), 4);
   t.equal(after.value('throughway_request_duration_seconds_count', { api: '' }), 1);
   t.equal(after.value('throughway_backend_duration_seconds_count', { api: 'A:1.0.0' }), 4);
-  t.equal(after.value('throughway_backend_duration_seconds_count', { api: '' }), undefined, 'a call answered by the gateway has no backend time');
-  const buckets = after.samples.filter((s) => s.name === 'throughway_request_duration_seconds_bucket' && s.labels.api === 'A:1.0.0').map((s) => s.value);
-  t.ok(buckets.every((v, i) => i === 0 || v >= (buckets[i - 1] as number)), 'buckets are cumulative');
+  t.equal(
+    after.value('throughway_backend_duration_seconds_count', { api: '' }),
+    undefined,
+    'a call answered by the gateway has no backend time',
+  );
+  const buckets = after.samples
+    .filter((s) => s.name === 'throughway_request_duration_seconds_bucket' && s.labels.api === 'A:1.0.0')
+    .map((s) => s.value);
+  t.ok(
+    buckets.every((v, i) => i === 0 || v >= (buckets[i - 1] as number)),
+    'buckets are cumulative',
+  );
   t.ok((after.value('throughway_request_duration_seconds_sum', { api: 'A:1.0.0' }) ?? -1) > 0);
 
   // Pools: the backend's keep-alive connection is idle in its pool after the calls.
@@ -78,7 +99,11 @@ t.test('requests, faults, latencies, connections and pools, as scraped', async (
     await new Promise((r) => setTimeout(r, 20));
     open = await scrape(n.mgmt);
   }
-  t.equal(open.value('throughway_connections', { side: 'source', state: 'REQUEST_HEAD' }), 1, 'a half-sent head: one source in REQUEST_HEAD');
+  t.equal(
+    open.value('throughway_connections', { side: 'source', state: 'REQUEST_HEAD' }),
+    1,
+    'a half-sent head: one source in REQUEST_HEAD',
+  );
   t.equal(open.value('throughway_source_connections_accepted_total'), 7);
   c.destroy();
 });
@@ -107,7 +132,10 @@ t.test('registration interface: collectors read at scrape time', async (t) => {
   t.equal(s.value('throughway_worker_pool_queue'), 4, 'an async collector');
   t.equal(s.types.get('throughway_worker_pool_queue'), 'gauge');
   t.equal(s.value('throughway_requests_total'), undefined, 'no gateway attached: no request samples');
-  t.throws(() => m.register({ name: 'throughway_token_cache_hits_total', help: 'x', type: 'counter', collect: () => 0 }), /already been registered/);
+  t.throws(
+    () => m.register({ name: 'throughway_token_cache_hits_total', help: 'x', type: 'counter', collect: () => 0 }),
+    /already been registered/,
+  );
   t.throws(() => m.register({ name: 'bad name', help: 'x', type: 'gauge', collect: () => 0 }), /invalid metric name/);
 });
 
@@ -115,13 +143,16 @@ t.test('histogram counts: bucket edges are inclusive (le), values above the last
   const h = new HistogramCounts([0.1, 1]);
   for (const v of [0.05, 0.1, 0.5, 1, 7]) h.observe(v);
   const s = h.samples('x', {});
-  t.same(s.map((v) => [v.metricName, v.labels.le, v.value]), [
-    ['x_bucket', 0.1, 2],
-    ['x_bucket', 1, 4],
-    ['x_bucket', '+Inf', 5],
-    ['x_sum', undefined, 8.65],
-    ['x_count', undefined, 5],
-  ]);
+  t.same(
+    s.map((v) => [v.metricName, v.labels.le, v.value]),
+    [
+      ['x_bucket', 0.1, 2],
+      ['x_bucket', 1, 4],
+      ['x_bucket', '+Inf', 5],
+      ['x_sum', undefined, 8.65],
+      ['x_count', undefined, 5],
+    ],
+  );
 });
 
 t.test('[throughway.operations] metrics = false: no /metrics', async (t) => {
@@ -132,13 +163,25 @@ t.test('[throughway.operations] metrics = false: no /metrics', async (t) => {
 });
 
 t.test("docs/operations.md's embedding example: the routes on an embedder's own server", async (t) => {
-  const { createGateway, createLogger, gatewayObserver, loadConfig, Metrics: M, Health, opsRoutes, registerComponentMetrics, workerPoolChecker } = await import('../../lib');
+  const {
+    createGateway,
+    createLogger,
+    gatewayObserver,
+    loadConfig,
+    Metrics: M,
+    Health,
+    opsRoutes,
+    registerComponentMetrics,
+    workerPoolChecker,
+  } = await import('../../lib');
   const http = await import('node:http');
   const fs = await import('node:fs');
   const path = await import('node:path');
   const { confDir } = await import('../gateway/helpers');
   const backend = await echoBackend();
-  const dir = confDir(NODE_TOML, { a: apiToml({ name: 'A', context: '/a', endpoint: `http://127.0.0.1:${backend.port}`, resources: [['/*', ['GET']]] }) });
+  const dir = confDir(NODE_TOML, {
+    a: apiToml({ name: 'A', context: '/a', endpoint: `http://127.0.0.1:${backend.port}`, resources: [['/*', ['GET']]] }),
+  });
   const loaded = loadConfig({ file: path.join(dir, 'deployment.toml') });
   const logger = createLogger('silent');
   const metrics = new M();
@@ -185,4 +228,14 @@ t.test('docs/operations.md names every throughway metric a scrape shows, and onl
   const shown = new Map([...s.types].filter(([name]) => name.startsWith('throughway_')));
   t.same([...documented].sort(), [...shown].sort(), 'same names and types');
   t.ok(documented.size >= 13);
+});
+
+t.test('HistogramCounts: each value in the first bucket whose bound it does not exceed, cumulative samples', async (t) => {
+  const h = new HistogramCounts([0.005, 0.01, 0.1]);
+  for (const v of [0.001, 0.005, 0.006, 0.01, 0.05, 0.2]) h.observe(v);
+  t.same([...h.counts], [2, 2, 1, 1], 'le 0.005: 0.001 and 0.005; le 0.01: 0.006, 0.01; le 0.1: 0.05; above: 0.2');
+  t.same(
+    h.samples('x', {}).map((s) => Math.round(s.value * 1000) / 1000),
+    [2, 4, 5, 6, 0.272, 6],
+  );
 });

@@ -26,7 +26,11 @@ export interface TestNode {
   close(): Promise<void>;
 }
 
-export async function startTestNode(toml: string, apis: Record<string, string> = {}, extra: Record<string, string> = {}): Promise<TestNode> {
+export async function startTestNode(
+  toml: string,
+  apis: Record<string, string> = {},
+  extra: Record<string, string> = {},
+): Promise<TestNode> {
   const dir = confDir(toml, apis, extra);
   const file = path.join(dir, 'deployment.toml');
   const loaded = loadConfig({ file });
@@ -120,7 +124,11 @@ export function parseMetrics(text: string): Scrape {
   };
 }
 
-export async function get(port: number, p: string, headers: Record<string, string> = {}): Promise<{ status: number; type: string; body: string }> {
+export async function get(
+  port: number,
+  p: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; type: string; body: string }> {
   const r = await fetch(`http://127.0.0.1:${port}${p}`, { headers });
   return { status: r.status, type: r.headers.get('content-type') ?? '', body: await r.text() };
 }

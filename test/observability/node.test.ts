@@ -30,7 +30,10 @@ t.test('start-up lines, and close flushes spans and events', async (t) => {
   const node = await startNode(loaded, { log: (l) => lines.push(l) });
   const port = Number(/gateway HTTP\s+port (\d+)/.exec(lines.join('\n'))?.[1]);
   t.ok(port > 0, 'the gateway port is printed');
-  t.ok(lines.some((l) => /^ {2}tracing\s+Zipkin http:\/\/127\.0\.0\.1:\d+\/api\/v2\/spans$/.test(l)), lines.join('\n'));
+  t.ok(
+    lines.some((l) => /^ {2}tracing\s+Zipkin http:\/\/127\.0\.0\.1:\d+\/api\/v2\/spans$/.test(l)),
+    lines.join('\n'),
+  );
   t.ok(lines.some((l) => /^ {2}analytics\s+1 HTTP receiver\(s\) \(failover\)$/.test(l)));
   t.equal((await request(port, '/test/1.0.0/r')).status, 200);
   t.equal(zipkin.posts.length + rcv.posts.length, 0, 'nothing sent before the interval');

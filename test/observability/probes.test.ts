@@ -61,50 +61,90 @@ t.test('opsRoutes for embedders: /health/ready answers the health report when no
 t.test('default role in process: live, ready (listeners, store), /health without the checkers is readiness', async (t) => {
   const n = await startTestNode(NODE_TOML);
   t.teardown(() => n.close());
-  t.match(n.out.join('\n'), new RegExp(`operations\\s+port ${n.mgmt}: /health/live, /health/ready, /health, /metrics`), 'the start-up line names the probes');
+  t.match(
+    n.out.join('\n'),
+    new RegExp(`operations\\s+port ${n.mgmt}: /health/live, /health/ready, /health, /metrics`),
+    'the start-up line names the probes',
+  );
   const live = await get(n.mgmt, '/health/live');
   t.equal(live.status, 200);
   t.equal(live.body, '{"status":"UP"}');
   const r = await ready(n.mgmt);
   t.equal(r.status, 200, JSON.stringify(r.report));
-  t.same(r.report.checks.map((c) => [c.name, c.status]), [['listeners', 'UP'], ['store', 'UP']]);
+  t.same(
+    r.report.checks.map((c) => [c.name, c.status]),
+    [
+      ['listeners', 'UP'],
+      ['store', 'UP'],
+    ],
+  );
   const h = await ready(n.mgmt, '/health');
   t.equal(h.status, 200, '/health answers without [server_health_check] enable');
-  t.same(h.report.checks.map((c) => c.name), ['listeners', 'store'], 'and it is the readiness report');
+  t.same(
+    h.report.checks.map((c) => c.name),
+    ['listeners', 'store'],
+    'and it is the readiness report',
+  );
   t.equal((await get(n.mgmt, '/health/ready', {})).type, 'application/json; charset=utf-8');
 });
 
-t.test('gateway-worker: live while its control plane is away, ready once keys and APIs are pulled; api-key-manager ready with its store', async (t) => {
-  const base = baseOffset(80);
-  const kmPort = 9763 + base;
-  const gwOps = 9763 + base + 1;
-  const api = { 'shop.toml': securedApi('http://127.0.0.1:9') };
-  // The gateway-worker first: nothing listens on its control plane's port yet, it retries.
-  const gw = spawnNode(withoutCheckers(nodeToml({ offset: base + 1, role: 'gateway-worker', channel, km: kmPort })).replace('max_retry_count = 20', 'max_retry_count = 200').replace('retry_progression_factor = 1.5', 'retry_progression_factor = 1.0'), api);
-  t.teardown(() => gw.stop());
-  t.ok(await started(gw, /operations\s+port \d+: \/health\/live, \/health\/ready, \/health, \/metrics/), `the operations port opens before the control plane is reached:\n${gw.out}\n${gw.err}`);
-  t.ok(await until(() => /"event":"control_plane_retry"/.test(gw.err), 10_000), `it retries its control plane:\n${gw.err}`);
-  t.equal((await http(`http://127.0.0.1:${gwOps}/health/live`)).status, 200, 'alive while it retries');
-  const waiting = await ready(gwOps);
-  t.equal(waiting.status, 503, 'not ready without a snapshot');
-  t.same(waiting.report.failing, ['listeners', 'control_plane']);
-  t.match(waiting.report.checks.find((c) => c.name === 'control_plane')?.message, /no snapshot pulled yet from the control plane http:\/\/127\.0\.0\.1:\d+ \(keys, APIs and policies\)/);
-  t.equal((await ready(gwOps, '/health')).status, 503, '/health (no detailed checkers) says the same, instead of 404');
+t.test(
+  'gateway-worker: live while its control plane is away, ready once keys and APIs are pulled; api-key-manager ready with its store',
+  async (t) => {
+    const base = baseOffset(80);
+    const kmPort = 9763 + base;
+    const gwOps = 9763 + base + 1;
+    const api = { 'shop.toml': securedApi('http://127.0.0.1:9') };
+    // The gateway-worker first: nothing listens on its control plane's port yet, it retries.
+    const gw = spawnNode(
+      withoutCheckers(nodeToml({ offset: base + 1, role: 'gateway-worker', channel, km: kmPort }))
+        .replace('max_retry_count = 20', 'max_retry_count = 200')
+        .replace('retry_progression_factor = 1.5', 'retry_progression_factor = 1.0'),
+      api,
+    );
+    t.teardown(() => gw.stop());
+    t.ok(
+      await started(gw, /operations\s+port \d+: \/health\/live, \/health\/ready, \/health, \/metrics/),
+      `the operations port opens before the control plane is reached:\n${gw.out}\n${gw.err}`,
+    );
+    t.ok(await until(() => /"event":"control_plane_retry"/.test(gw.err), 10_000), `it retries its control plane:\n${gw.err}`);
+    t.equal((await http(`http://127.0.0.1:${gwOps}/health/live`)).status, 200, 'alive while it retries');
+    const waiting = await ready(gwOps);
+    t.equal(waiting.status, 503, 'not ready without a snapshot');
+    t.same(waiting.report.failing, ['listeners', 'control_plane']);
+    t.match(
+      waiting.report.checks.find((c) => c.name === 'control_plane')?.message,
+      /no snapshot pulled yet from the control plane http:\/\/127\.0\.0\.1:\d+ \(keys, APIs and policies\)/,
+    );
+    t.equal((await ready(gwOps, '/health')).status, 503, '/health (no detailed checkers) says the same, instead of 404');
 
-  const km = spawnNode(withoutCheckers(nodeToml({ offset: base, role: 'api-key-manager', channel })), api);
-  t.teardown(() => km.stop());
-  t.ok(await started(km, /Key manager: /), `key manager started:\n${km.out}\n${km.err}`);
-  t.match(km.out, new RegExp(`operations\\s+port ${kmPort}: /health/live, /health/ready, /health, /metrics`));
-  const kmReady = await ready(kmPort);
-  t.equal(kmReady.status, 200, JSON.stringify(kmReady.report));
-  t.same(kmReady.report.checks.map((c) => [c.name, c.status]), [['listeners', 'UP'], ['store', 'UP']]);
+    const km = spawnNode(withoutCheckers(nodeToml({ offset: base, role: 'api-key-manager', channel })), api);
+    t.teardown(() => km.stop());
+    t.ok(await started(km, /Key manager: /), `key manager started:\n${km.out}\n${km.err}`);
+    t.match(km.out, new RegExp(`operations\\s+port ${kmPort}: /health/live, /health/ready, /health, /metrics`));
+    const kmReady = await ready(kmPort);
+    t.equal(kmReady.status, 200, JSON.stringify(kmReady.report));
+    t.same(
+      kmReady.report.checks.map((c) => [c.name, c.status]),
+      [
+        ['listeners', 'UP'],
+        ['store', 'UP'],
+      ],
+    );
 
-  t.ok(await started(gw, /APIs: 1 deployed/, 30_000), `gateway-worker started:\n${gw.out}\n${gw.err}`);
-  const r = await ready(gwOps);
-  t.equal(r.status, 200, JSON.stringify(r.report));
-  t.same(r.report.checks.map((c) => [c.name, c.status]), [['listeners', 'UP'], ['control_plane', 'UP']]);
-  t.equal((await ready(gwOps, '/health')).status, 200);
-});
+    t.ok(await started(gw, /APIs: 1 deployed/, 30_000), `gateway-worker started:\n${gw.out}\n${gw.err}`);
+    const r = await ready(gwOps);
+    t.equal(r.status, 200, JSON.stringify(r.report));
+    t.same(
+      r.report.checks.map((c) => [c.name, c.status]),
+      [
+        ['listeners', 'UP'],
+        ['control_plane', 'UP'],
+      ],
+    );
+    t.equal((await ready(gwOps, '/health')).status, 200);
+  },
+);
 
 t.test('traffic-manager: not ready while the Redis of its decisions is down', async (t) => {
   const own = await ownRedisOrSkip(t);
@@ -117,7 +157,10 @@ t.test('traffic-manager: not ready while the Redis of its decisions is down', as
   t.match(tm.out, /throttle decisions\s+redis:\/\/127\.0\.0\.1:\d+: data from/);
   const up = await ready(port);
   t.equal(up.status, 200, JSON.stringify(up.report));
-  t.same(up.report.checks.map((c) => c.name), ['listeners', 'store', 'traffic_manager']);
+  t.same(
+    up.report.checks.map((c) => c.name),
+    ['listeners', 'store', 'traffic_manager'],
+  );
   await own.stop();
   t.ok(await until(async () => (await ready(port)).status === 503, 10_000, 100), 'not ready once Redis is gone');
   const down = await ready(port);
@@ -136,7 +179,10 @@ t.test('cluster primary: ready when its workers are; one line per worker', async
   t.ok(await started(node, /cluster: 2 of 2 workers ready/, 40_000), `started:\n${node.out}\n${node.err}`);
   const up = await ready(port);
   t.equal(up.status, 200, JSON.stringify(up.report));
-  t.same(up.report.checks.map((c) => c.name), ['listeners', 'store', 'cluster_workers']);
+  t.same(
+    up.report.checks.map((c) => c.name),
+    ['listeners', 'store', 'cluster_workers'],
+  );
   // Each worker prints its one line, not the start banner again.
   t.equal((node.out.match(/throughway node: role default/g) ?? []).length, 1, `one banner:\n${node.out}`);
   const workerLines = node.out.split('\n').filter((l) => l.startsWith('[worker '));
@@ -154,6 +200,9 @@ t.test('cluster primary: ready when its workers are; one line per worker', async
   t.ok(await until(async () => (await ready(port)).status === 503, 10_000, 100), 'not ready with a worker down');
   const down = await ready(port);
   t.same(down.report.failing, ['cluster_workers']);
-  t.match(down.report.checks.find((c) => c.name === 'cluster_workers')?.message, new RegExp(`1 of 2 workers ready: worker pid ${pid} died \\(SIGKILL\\)`));
+  t.match(
+    down.report.checks.find((c) => c.name === 'cluster_workers')?.message,
+    new RegExp(`1 of 2 workers ready: worker pid ${pid} died \\(SIGKILL\\)`),
+  );
   t.equal((await http(`http://127.0.0.1:${port}/health/live`)).status, 200, 'the primary is alive');
 });

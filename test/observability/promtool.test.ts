@@ -20,9 +20,19 @@ t.test('promtool check metrics passes on a scrape after traffic', async (t) => {
   t.teardown(() => backend.close());
   const dead = await closedPort();
   const n = await startTestNode(`${NODE_TOML}[server_health_check]\nenable = true\n`, {
-    'open.toml': apiToml({ name: 'Open', context: '/open', endpoint: `http://127.0.0.1:${backend.port}`, resources: [['/*', ['GET', 'POST']]] }),
+    'open.toml': apiToml({
+      name: 'Open',
+      context: '/open',
+      endpoint: `http://127.0.0.1:${backend.port}`,
+      resources: [['/*', ['GET', 'POST']]],
+    }),
     'dead.toml': apiToml({ name: 'Dead', context: '/dead', endpoint: `http://127.0.0.1:${dead}`, resources: [['/*', ['GET']]] }),
-    'secured.toml': apiToml({ name: 'Secured', context: '/secured', endpoint: `http://127.0.0.1:${backend.port}`, resources: [['/*', ['GET']]] }).replace('auth = "none"', 'auth = "oauth2"'),
+    'secured.toml': apiToml({
+      name: 'Secured',
+      context: '/secured',
+      endpoint: `http://127.0.0.1:${backend.port}`,
+      resources: [['/*', ['GET']]],
+    }).replace('auth = "none"', 'auth = "oauth2"'),
   });
   t.teardown(() => n.close());
   for (let i = 0; i < 5; i++) t.equal((await request(n.gw, `/open/1.0.0/x${i}`)).status, 200);
@@ -33,9 +43,21 @@ t.test('promtool check metrics passes on a scrape after traffic', async (t) => {
   const r = await get(n.mgmt, '/metrics');
   t.equal(r.status, 200);
   const s = parseMetrics(r.body);
-  t.ok(s.samples.some((x) => x.name === 'throughway_request_duration_seconds_bucket' && x.labels.api === 'Open:1.0.0' && x.labels.le === '+Inf' && x.value === 5), 'a histogram with the calls');
-  t.ok(s.samples.some((x) => x.name === 'throughway_transport_faults_total' && x.value >= 1), 'a labelled fault series');
-  t.ok(s.samples.some((x) => x.name === 'nodejs_active_handles'), 'the labelled handles gauge stays');
+  t.ok(
+    s.samples.some(
+      (x) =>
+        x.name === 'throughway_request_duration_seconds_bucket' && x.labels.api === 'Open:1.0.0' && x.labels.le === '+Inf' && x.value === 5,
+    ),
+    'a histogram with the calls',
+  );
+  t.ok(
+    s.samples.some((x) => x.name === 'throughway_transport_faults_total' && x.value >= 1),
+    'a labelled fault series',
+  );
+  t.ok(
+    s.samples.some((x) => x.name === 'nodejs_active_handles'),
+    'the labelled handles gauge stays',
+  );
   for (const name of DROPPED_DEFAULT_METRICS) t.notOk(s.types.has(name), `${name} is not exposed`);
 
   const lint = promtoolCheck(r.body);

@@ -13,7 +13,8 @@ import { apiToml, echoBackend, request } from '../gateway/helpers';
 import { makePki, tlsRequest } from '../tls/helpers';
 import { NODE_TOML, startTestNode } from './node-helpers';
 
-const policies = (limit: number, extra = ''): string => `[[subscription]]\nname = "Unlimited"\nunlimited = true\n[[api]]\nname = "Lim"\nrequest_count = ${limit}\nunit_time = 1\ntime_unit = "day"\n${extra}`;
+const policies = (limit: number, extra = ''): string =>
+  `[[subscription]]\nname = "Unlimited"\nunlimited = true\n[[api]]\nname = "Lim"\nrequest_count = ${limit}\nunit_time = 1\ntime_unit = "day"\n${extra}`;
 
 const code = (body: string): number => (JSON.parse(body) as { fault: { code: number } }).fault.code;
 

@@ -32,7 +32,10 @@ t.test('a configuration with errors is refused; a valid one is applied', async (
   t.ok(n.lines.some((l) => l.event === 'config_reload_refused' && l.level === 'error'));
   t.match(n.out.join('\n'), /reload refused: the configuration has 2 error\(s\); the running configuration stays/);
   t.equal((await request(n.gw, '/a/1.0.0/x')).status, 200, 'still serving');
-  t.notOk(n.lines.some((l) => l.level === 'info'), 'still at warn');
+  t.notOk(
+    n.lines.some((l) => l.level === 'info'),
+    'still at warn',
+  );
 
   fs.writeFileSync(file, `${NODE_TOML}[throughway]\nlog_level = "info"\nvia = "1.1 other"\n`);
   const applied = n.node.reload();
@@ -40,7 +43,10 @@ t.test('a configuration with errors is refused; a valid one is applied', async (
   t.same(applied?.applied, ['throughway.log_level']);
   t.same(applied?.restartNeeded, ['throughway.via'], 'named, not silently ignored');
   t.ok(n.lines.some((l) => l.event === 'config_reload_restart_needed' && JSON.stringify(l.keys) === '["throughway.via"]'));
-  t.ok(n.lines.some((l) => l.event === 'config_reloaded' && l.level === 'info'), 'info lines are written now');
+  t.ok(
+    n.lines.some((l) => l.event === 'config_reloaded' && l.level === 'info'),
+    'info lines are written now',
+  );
   t.match(n.out.join('\n'), /reloaded configuration: applied throughway\.log_level; at the next start: throughway\.via/);
   t.match(n.out.join('\n'), /reloaded: 1 API\(s\) deployed/, 'the APIs are re-read too');
 });
@@ -52,7 +58,10 @@ t.test('changedKeys: two levels deep', async (t) => {
 t.test('start --check validates and exits without starting', async (t) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'throughway-check-'));
   t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
-  fs.writeFileSync(path.join(dir, 'ok.toml'), `${NODE_TOML}[server]\n`.replace('[server]\n', '[server]\noffset = 3\n').replace(/\[server\]\n$/, ''));
+  fs.writeFileSync(
+    path.join(dir, 'ok.toml'),
+    `${NODE_TOML}[server]\n`.replace('[server]\n', '[server]\noffset = 3\n').replace(/\[server\]\n$/, ''),
+  );
   fs.writeFileSync(path.join(dir, 'bad.toml'), `${NODE_TOML}[throughway]\nlog_level = "loud"\n`);
   let out = '';
   let err = '';

@@ -31,8 +31,14 @@ t.test('SIGHUP refuses a broken configuration; SIGTERM under load loses no in-fl
   const toml = `${NODE_TOML.replace('[server]\n', `[server]\noffset = ${offset}\n`)}[server_health_check]\nenable = true\n`;
   fs.writeFileSync(path.join(dir, 'deployment.toml'), toml);
   fs.mkdirSync(path.join(dir, 'apis'));
-  fs.writeFileSync(path.join(dir, 'apis', 'a.toml'), apiToml({ name: 'A', context: '/a', endpoint: `http://127.0.0.1:${backend.port}`, resources: [['/*', ['GET', 'POST']]] }));
-  const child = spawn(process.execPath, [path.join(root, 'dist', 'lib', 'cli.js'), 'start', '--config', 'deployment.toml'], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+  fs.writeFileSync(
+    path.join(dir, 'apis', 'a.toml'),
+    apiToml({ name: 'A', context: '/a', endpoint: `http://127.0.0.1:${backend.port}`, resources: [['/*', ['GET', 'POST']]] }),
+  );
+  const child = spawn(process.execPath, [path.join(root, 'dist', 'lib', 'cli.js'), 'start', '--config', 'deployment.toml'], {
+    cwd: dir,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   let err = '';
   child.stdout.on('data', (c: Buffer) => (out += c.toString()));
@@ -56,7 +62,11 @@ t.test('SIGHUP refuses a broken configuration; SIGTERM under load loses no in-fl
   fs.writeFileSync(path.join(dir, 'deployment.toml'), `${toml}[throughway]\nlog_level = "loud"\n`);
   child.kill('SIGHUP');
   t.ok(await until(() => out.includes('reload refused'), 5000), 'the reload is refused');
-  t.match(err, /"message":"deployment\.toml:\d+:\d+: error CONFIG_ALLOWED throughway\.log_level[^\n]*"event":"config_reload_error"/, 'the error is logged with file and line');
+  t.match(
+    err,
+    /"message":"deployment\.toml:\d+:\d+: error CONFIG_ALLOWED throughway\.log_level[^\n]*"event":"config_reload_error"/,
+    'the error is logged with file and line',
+  );
   t.equal((await request(gw, '/a/1.0.0/x')).status, 200, 'the node still serves');
   fs.writeFileSync(path.join(dir, 'deployment.toml'), toml);
   child.kill('SIGHUP');
@@ -71,7 +81,9 @@ t.test('SIGHUP refuses a broken configuration; SIGTERM under load loses no in-fl
   t.ok(await until(() => idleData.includes('"url"')), 'the keep-alive client got its response');
   const upload = 'u'.repeat(64 * 1024);
   const calls = Array.from({ length: CALLS }, (_, i) =>
-    i % 2 === 0 ? request(gw, `/a/1.0.0/hold/${i}`) : request(gw, `/a/1.0.0/hold/${i}`, { method: 'POST', body: upload, headers: { 'Content-Type': 'text/plain' } }),
+    i % 2 === 0
+      ? request(gw, `/a/1.0.0/hold/${i}`)
+      : request(gw, `/a/1.0.0/hold/${i}`, { method: 'POST', body: upload, headers: { 'Content-Type': 'text/plain' } }),
   );
   t.ok(await until(() => held.length === CALLS, 10_000), `the backend holds all ${CALLS} calls (${held.length})`);
 
@@ -100,8 +112,16 @@ t.test('SIGHUP refuses a broken configuration; SIGTERM under load loses no in-fl
 
   for (const h of held) h.res.end(`done ${h.body.length}`);
   const results = await Promise.all(calls);
-  t.same(results.map((r) => r.status), Array(CALLS).fill(200), 'every in-flight call answered 200');
-  t.same(results.map((r) => r.body), results.map((_, i) => `done ${i % 2 === 0 ? 0 : upload.length}`), 'with its full response (uploads arrived whole)');
+  t.same(
+    results.map((r) => r.status),
+    Array(CALLS).fill(200),
+    'every in-flight call answered 200',
+  );
+  t.same(
+    results.map((r) => r.body),
+    results.map((_, i) => `done ${i % 2 === 0 ? 0 : upload.length}`),
+    'with its full response (uploads arrived whole)',
+  );
   t.equal(await exited, 0, 'then the process exits 0');
   t.match(err, /"event":"shutdown_complete"/);
   t.notMatch(err, /"level":"(error|fatal)".*"event":"(?!config_reload_error|config_reload_refused)/, 'no other error logged');

@@ -4,7 +4,14 @@
  */
 import t from 'tap';
 import { redactUrl } from '../../lib/observability/post';
-import { formatTraceParent, newSpanId, newTraceId, parseTraceParent, traceContextOf, withTraceFields } from '../../lib/observability/trace-context';
+import {
+  formatTraceParent,
+  newSpanId,
+  newTraceId,
+  parseTraceParent,
+  traceContextOf,
+  withTraceFields,
+} from '../../lib/observability/trace-context';
 import { CallContext, runChainObserved, type Outcome, type Phase, type PhaseObserver } from '../../lib/gateway/phases';
 import type { GatewayRuntime } from '../../lib/gateway/runtime';
 import type { LocalResponse, SourceRequest } from '../../lib/transport/types';
@@ -14,10 +21,22 @@ const PARENT = '00f067aa0ba902b7';
 
 t.test('traceparent: valid and invalid values', async (t) => {
   t.same(parseTraceParent(`00-${TRACE}-${PARENT}-01`), { traceId: TRACE, parentId: PARENT, flags: 1 });
-  t.same(parseTraceParent(`  00-${TRACE}-${PARENT}-00 `), { traceId: TRACE, parentId: PARENT, flags: 0 }, 'optional whitespace around the value');
-  t.same(parseTraceParent(`01-${TRACE}-${PARENT}-03-future-field`), { traceId: TRACE, parentId: PARENT, flags: 3 }, 'a later version: the first four fields');
+  t.same(
+    parseTraceParent(`  00-${TRACE}-${PARENT}-00 `),
+    { traceId: TRACE, parentId: PARENT, flags: 0 },
+    'optional whitespace around the value',
+  );
+  t.same(
+    parseTraceParent(`01-${TRACE}-${PARENT}-03-future-field`),
+    { traceId: TRACE, parentId: PARENT, flags: 3 },
+    'a later version: the first four fields',
+  );
   t.same(parseTraceParent(`cc-${TRACE}-${PARENT}-09`), { traceId: TRACE, parentId: PARENT, flags: 9 });
-  t.same([`00-${TRACE}-${PARENT}-ab`, `00-${TRACE}-${PARENT}-f0`, `00-${TRACE}-${PARENT}-1e`].map((v) => parseTraceParent(v)?.flags), [0xab, 0xf0, 0x1e], 'flags: both hex digits, letters too');
+  t.same(
+    [`00-${TRACE}-${PARENT}-ab`, `00-${TRACE}-${PARENT}-f0`, `00-${TRACE}-${PARENT}-1e`].map((v) => parseTraceParent(v)?.flags),
+    [0xab, 0xf0, 0x1e],
+    'flags: both hex digits, letters too',
+  );
   const invalid: Record<string, string> = {
     'version ff': `ff-${TRACE}-${PARENT}-01`,
     'version 00 with more': `00-${TRACE}-${PARENT}-01-x`,
@@ -63,18 +82,34 @@ t.test('traceparent: every position of the ids checked, one digit enough to make
 
 t.test('formatTraceParent: every flags value as two lower-case hex digits', async (t) => {
   const wrong: number[] = [];
-  for (let f = 0; f < 256; f++) if (formatTraceParent(TRACE, PARENT, f) !== `00-${TRACE}-${PARENT}-${f.toString(16).padStart(2, '0')}`) wrong.push(f);
+  for (let f = 0; f < 256; f++)
+    if (formatTraceParent(TRACE, PARENT, f) !== `00-${TRACE}-${PARENT}-${f.toString(16).padStart(2, '0')}`) wrong.push(f);
   t.same(wrong, []);
   t.equal(parseTraceParent(formatTraceParent(TRACE, PARENT, 0xa7))?.flags, 0xa7, 'what it writes reads back');
 });
 
 t.test('trace context of request fields', async (t) => {
-  t.same(traceContextOf(['Host', 'h', 'TraceParent', `00-${TRACE}-${PARENT}-01`, 'tracestate', 'a=1', 'TRACESTATE', ' b=2 ']), { parent: { traceId: TRACE, parentId: PARENT, flags: 1 }, state: 'a=1,b=2' });
-  t.same(traceContextOf(['traceparent', `00-${TRACE}-${PARENT}-01`, 'traceparent', `00-${TRACE}-${PARENT}-01`, 'tracestate', 'a=1']), { parent: undefined, state: undefined }, 'two traceparent fields: invalid, tracestate ignored');
+  t.same(traceContextOf(['Host', 'h', 'TraceParent', `00-${TRACE}-${PARENT}-01`, 'tracestate', 'a=1', 'TRACESTATE', ' b=2 ']), {
+    parent: { traceId: TRACE, parentId: PARENT, flags: 1 },
+    state: 'a=1,b=2',
+  });
+  t.same(
+    traceContextOf(['traceparent', `00-${TRACE}-${PARENT}-01`, 'traceparent', `00-${TRACE}-${PARENT}-01`, 'tracestate', 'a=1']),
+    { parent: undefined, state: undefined },
+    'two traceparent fields: invalid, tracestate ignored',
+  );
   t.same(traceContextOf(['tracestate', 'a=1']), { parent: undefined, state: undefined }, 'tracestate alone is not used');
   t.same(traceContextOf([]), { parent: undefined, state: undefined });
-  t.same(traceContextOf(['traceparenx', `00-${TRACE}-${PARENT}-01`, 'tracestatf', 'a=1']), { parent: undefined, state: undefined }, 'names of the same length that differ are other fields');
-  t.same(traceContextOf(['TRACEPARENT', `00-${TRACE}-${PARENT}-00`, 'TraceState', 'x=1']), { parent: { traceId: TRACE, parentId: PARENT, flags: 0 }, state: 'x=1' }, 'any letter case');
+  t.same(
+    traceContextOf(['traceparenx', `00-${TRACE}-${PARENT}-01`, 'tracestatf', 'a=1']),
+    { parent: undefined, state: undefined },
+    'names of the same length that differ are other fields',
+  );
+  t.same(
+    traceContextOf(['TRACEPARENT', `00-${TRACE}-${PARENT}-00`, 'TraceState', 'x=1']),
+    { parent: { traceId: TRACE, parentId: PARENT, flags: 0 }, state: 'x=1' },
+    'any letter case',
+  );
 });
 
 t.test('ids and the outgoing fields', async (t) => {
@@ -94,13 +129,16 @@ t.test('ids and the outgoing fields', async (t) => {
   t.same(out, ['Host', 'h', 'X-A', '1', 'traceparent', 'new', 'tracestate', 's=1']);
   t.same(inFields, ['Host', 'h', 'traceparent', 'old', 'X-A', '1', 'TraceState', 'old=1'], 'the request fields are not edited');
   t.same(withTraceFields(['Host', 'h'], 'new', undefined), ['Host', 'h', 'traceparent', 'new']);
-  t.same(withTraceFields(['TRACEPARENT', 'old', 'traceparenx', 'kept', 'tracestate', 'old=1'], 'new', undefined), ['traceparenx', 'kept', 'traceparent', 'new'], 'names in any case are replaced, others of the same length kept');
+  t.same(
+    withTraceFields(['TRACEPARENT', 'old', 'traceparenx', 'kept', 'tracestate', 'old=1'], 'new', undefined),
+    ['traceparenx', 'kept', 'traceparent', 'new'],
+    'names in any case are replaced, others of the same length kept',
+  );
 });
 
 t.test('an all-zero id from the random pool is skipped, never handed out (§3.2.2.3)', async (t) => {
   // trace-context.ts calls crypto's randomFillSync through the module object: the next refill of its
   // pool gives zeros only, every one of its 256 span ids invalid, and the refill after that is random.
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
   const cryptoModule = require('node:crypto') as { randomFillSync: (b: Buffer) => Buffer };
   const real = cryptoModule.randomFillSync;
   let fills = 0;
@@ -116,7 +154,10 @@ t.test('an all-zero id from the random pool is skipped, never handed out (§3.2.
   while (fills === 0 && ids.length < 300) ids.push(newSpanId());
   t.equal(fills, 2, 'the pool of zeros was passed over whole and filled again at once');
   const after = [newSpanId(), newTraceId()];
-  t.notOk([...ids, ...after].some((id) => /^0+$/.test(id)), 'no id handed out is all zeros');
+  t.notOk(
+    [...ids, ...after].some((id) => /^0+$/.test(id)),
+    'no id handed out is all zeros',
+  );
   t.ok(after.every((id) => /^[0-9a-f]+$/.test(id) && id.length >= 16));
 });
 
@@ -134,11 +175,17 @@ t.test('runChainObserved: begin/end around each phase, synchronous and asynchron
       return 42;
     },
     end: (_ctx, p, started, o: Outcome, err?: unknown) => {
-      calls.push(`end ${p.name} ${started} ${o === undefined ? '-' : Object.keys(o)[0]}${err !== undefined ? ` error ${(err as Error).message}` : ''}`);
+      calls.push(
+        `end ${p.name} ${started} ${o === undefined ? '-' : Object.keys(o)[0]}${err !== undefined ? ` error ${(err as Error).message}` : ''}`,
+      );
     },
   };
   const answer: LocalResponse = { status: 204 };
-  const ctx = (): CallContext => new CallContext({ method: 'GET', url: '/', headers: [] } as unknown as SourceRequest, { headers: { dropFromResponseSet: undefined } } as unknown as GatewayRuntime);
+  const ctx = (): CallContext =>
+    new CallContext(
+      { method: 'GET', url: '/', headers: [] } as unknown as SourceRequest,
+      { headers: { dropFromResponseSet: undefined } } as unknown as GatewayRuntime,
+    );
   const sync: Phase[] = [
     { name: 'route', enforced: true, run: () => undefined },
     { name: 'cors', enforced: true, run: () => ({ answer }) },
@@ -163,7 +210,11 @@ t.test('runChainObserved: begin/end around each phase, synchronous and asynchron
   const p = runChainObserved(ctx(), async, obs);
   t.ok(p instanceof Promise);
   t.same(await p, answer);
-  t.same(calls, ['begin route', 'end route 42 -', 'begin authentication', 'end authentication 42 answer'], 'an asynchronous phase ends when its promise settles');
+  t.same(
+    calls,
+    ['begin route', 'end route 42 -', 'begin authentication', 'end authentication 42 answer'],
+    'an asynchronous phase ends when its promise settles',
+  );
 
   calls.length = 0;
   const failing: Phase[] = [{ name: 'throttling', enforced: true, run: () => Promise.reject(new Error('redis down')) }];

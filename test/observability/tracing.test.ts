@@ -20,7 +20,9 @@ function tracerToml(port: number, extra = ''): string {
   return `${BASE_TOML}[apim.open_tracer]\nremote_tracer.enable = true\nremote_tracer.properties.hostname = "127.0.0.1"\nremote_tracer.properties.port = ${port}\n${extra}[throughway.tracing]\nflush_interval = "60s"\nbatch_size = 1000\n`;
 }
 
-const api = (port: number): Record<string, string> => ({ a: apiToml({ endpoint: `http://127.0.0.1:${port}/base`, resources: [['/r/{id}', ['GET', 'POST']]] }) });
+const api = (port: number): Record<string, string> => ({
+  a: apiToml({ endpoint: `http://127.0.0.1:${port}/base`, resources: [['/r/{id}', ['GET', 'POST']]] }),
+});
 
 t.test('an incoming traceparent: trace id kept, one span per phase, a backend span, the backend sees the new parent', async (t) => {
   const zipkin = await collector();
@@ -31,7 +33,9 @@ t.test('an incoming traceparent: trace id kept, one span per phase, a backend sp
     await backend.close();
     await zipkin.close();
   });
-  const res = await request(g.port, '/test/1.0.0/r/7?x=1', { headers: H('traceparent', `00-${TRACE}-${PARENT}-01`, 'tracestate', 'congo=t61rcWkgMzE', 'TraceState', 'rojo=00f067aa0ba902b7') });
+  const res = await request(g.port, '/test/1.0.0/r/7?x=1', {
+    headers: H('traceparent', `00-${TRACE}-${PARENT}-01`, 'tracestate', 'congo=t61rcWkgMzE', 'TraceState', 'rojo=00f067aa0ba902b7'),
+  });
   t.equal(res.status, 200);
   await g.gw.tracer?.flush();
   t.equal(zipkin.posts.length, 1, 'one batch');
@@ -41,21 +45,47 @@ t.test('an incoming traceparent: trace id kept, one span per phase, a backend sp
   t.match(post?.headers['content-type'], /^application\/json/);
   const spans = items<Span>(zipkin);
   t.equal(spans.length, 1 + PHASE_NAMES.length + 1, 'server span, one per phase, backend span');
-  t.ok(spans.every((s) => s.traceId === TRACE), 'trace id preserved from the incoming traceparent');
+  t.ok(
+    spans.every((s) => s.traceId === TRACE),
+    'trace id preserved from the incoming traceparent',
+  );
   t.equal(new Set(spans.map((s) => s.id)).size, spans.length, 'span ids unique');
-  t.ok(spans.every((s) => /^[0-9a-f]{16}$/.test(s.id) && Number.isInteger(s.timestamp) && s.timestamp > 1.6e15 && s.duration >= 1), 'ids, µs epoch timestamps, durations');
+  t.ok(
+    spans.every((s) => /^[0-9a-f]{16}$/.test(s.id) && Number.isInteger(s.timestamp) && s.timestamp > 1.6e15 && s.duration >= 1),
+    'ids, µs epoch timestamps, durations',
+  );
   const server = spans.find((s) => s.kind === 'SERVER') as Span;
   t.equal(server.parentId, PARENT, 'the caller span is the parent of the gateway span');
   t.not(server.id, PARENT, 'a new span id');
   t.equal(server.name, 'GET /test/1.0.0/r/{id}');
   t.same(server.localEndpoint, { serviceName: 'throughway' });
-  t.match(server.tags, { 'http.method': 'GET', 'http.path': '/test/1.0.0/r/7', 'http.status_code': '200', 'throughway.api': 'Test:1.0.0', 'throughway.resource': '/r/{id}' });
+  t.match(server.tags, {
+    'http.method': 'GET',
+    'http.path': '/test/1.0.0/r/7',
+    'http.status_code': '200',
+    'throughway.api': 'Test:1.0.0',
+    'throughway.resource': '/r/{id}',
+  });
   t.notOk(server.tags?.error, 'no error tag on success');
   const phases = spans.filter((s) => s.kind === undefined);
-  t.same(phases.map((s) => s.name), PHASE_NAMES, 'one span per phase, in chain order');
-  t.ok(phases.every((s) => s.parentId === server.id), 'phase spans are children of the gateway span');
-  t.same(phases.map((s) => s.tags?.outcome), ['continue', 'continue', 'continue', 'continue', 'continue', 'continue', 'continue', 'forward']);
-  t.equal(phases.find((s) => s.name === 'throttling')?.tags?.['throughway.enforced'], undefined, 'an enforced phase carries no throughway.enforced tag (every built-in phase is enforced now)');
+  t.same(
+    phases.map((s) => s.name),
+    PHASE_NAMES,
+    'one span per phase, in chain order',
+  );
+  t.ok(
+    phases.every((s) => s.parentId === server.id),
+    'phase spans are children of the gateway span',
+  );
+  t.same(
+    phases.map((s) => s.tags?.outcome),
+    ['continue', 'continue', 'continue', 'continue', 'continue', 'continue', 'continue', 'forward'],
+  );
+  t.equal(
+    phases.find((s) => s.name === 'throttling')?.tags?.['throughway.enforced'],
+    undefined,
+    'an enforced phase carries no throughway.enforced tag (every built-in phase is enforced now)',
+  );
   const client = spans.find((s) => s.kind === 'CLIENT') as Span;
   t.equal(client.name, 'backend');
   t.equal(client.parentId, server.id);
@@ -83,15 +113,29 @@ t.test('no or an invalid traceparent: a new trace; traceparent made for the back
   t.equal((await request(g.port, '/test/1.0.0/r/1')).status, 200);
   // Version 00 with an extra field, an all-zero trace id, upper-case hex: each invalid (W3C §3.2).
   const invalid = [`00-${TRACE}-${PARENT}-01-extra`, `00-${'0'.repeat(32)}-${PARENT}-01`, `00-${TRACE.toUpperCase()}-${PARENT}-01`];
-  for (const v of invalid) t.equal((await request(g.port, '/test/1.0.0/r/2', { headers: H('traceparent', v, 'tracestate', 'a=b') })).status, 200);
+  for (const v of invalid)
+    t.equal((await request(g.port, '/test/1.0.0/r/2', { headers: H('traceparent', v, 'tracestate', 'a=b') })).status, 200);
   // Two traceparent fields: invalid too.
-  t.equal((await request(g.port, '/test/1.0.0/r/3', { headers: H('traceparent', `00-${TRACE}-${PARENT}-01`, 'traceparent', `00-${TRACE}-${PARENT}-01`) })).status, 200);
+  t.equal(
+    (
+      await request(g.port, '/test/1.0.0/r/3', {
+        headers: H('traceparent', `00-${TRACE}-${PARENT}-01`, 'traceparent', `00-${TRACE}-${PARENT}-01`),
+      })
+    ).status,
+    200,
+  );
   await g.gw.tracer?.flush();
   const spans = items<Span>(zipkin);
   const servers = spans.filter((s) => s.kind === 'SERVER');
   t.equal(servers.length, 5);
-  t.ok(servers.every((s) => s.parentId === undefined), 'a root span when the trace starts here');
-  t.ok(servers.every((s) => s.traceId !== TRACE && /^[0-9a-f]{32}$/.test(s.traceId)), 'new trace ids');
+  t.ok(
+    servers.every((s) => s.parentId === undefined),
+    'a root span when the trace starts here',
+  );
+  t.ok(
+    servers.every((s) => s.traceId !== TRACE && /^[0-9a-f]{32}$/.test(s.traceId)),
+    'new trace ids',
+  );
   t.equal(new Set(servers.map((s) => s.traceId)).size, 5, 'one trace per request');
   for (const [i, seen] of backend.seen.entries()) {
     const tp = fieldValues(seen.headers, 'traceparent');
@@ -113,7 +157,10 @@ t.test('sampled flag off: context propagated, nothing recorded', async (t) => {
     await backend.close();
     await zipkin.close();
   });
-  t.equal((await request(g.port, '/test/1.0.0/r/1', { headers: H('traceparent', `00-${TRACE}-${PARENT}-00`, 'tracestate', 'k=v') })).status, 200);
+  t.equal(
+    (await request(g.port, '/test/1.0.0/r/1', { headers: H('traceparent', `00-${TRACE}-${PARENT}-00`, 'tracestate', 'k=v') })).status,
+    200,
+  );
   const tp = parseTraceParent(fieldValues(backend.seen[0]?.headers ?? [], 'traceparent')[0] ?? '');
   t.equal(tp?.traceId, TRACE);
   t.not(tp?.parentId, PARENT);
@@ -122,7 +169,10 @@ t.test('sampled flag off: context propagated, nothing recorded', async (t) => {
   t.equal((await request(g.port, '/test/1.0.0/r/1', { headers: H('traceparent', `00-${TRACE}-${PARENT}-00`) })).status, 200);
   const again = parseTraceParent(fieldValues(backend.seen[1]?.headers ?? [], 'traceparent')[0] ?? '');
   t.same([again?.traceId, again?.flags], [TRACE, 0]);
-  t.ok(again !== undefined && again.parentId !== PARENT && again.parentId !== tp?.parentId, 'each unsampled call gets a parent id of its own');
+  t.ok(
+    again !== undefined && again.parentId !== PARENT && again.parentId !== tp?.parentId,
+    'each unsampled call gets a parent id of its own',
+  );
   await g.gw.tracer?.flush();
   t.equal(zipkin.posts.length, 0);
   t.equal(g.gw.tracer?.stats().spansRecorded, 0);
@@ -141,7 +191,10 @@ t.test('a gateway fault: the route span says fault, the chain stops, no backend 
   t.equal(res.status, 404);
   await g.gw.tracer?.flush();
   const spans = items<Span>(zipkin);
-  t.same(spans.map((s) => s.name), ['GET unmatched', 'route']);
+  t.same(
+    spans.map((s) => s.name),
+    ['GET unmatched', 'route'],
+  );
   t.equal(spans[0]?.tags?.error, String(res.json().fault.code));
   t.equal(spans[0]?.tags?.['http.status_code'], '404');
   t.same(spans[1]?.tags, { outcome: 'fault', error: String(res.json().fault.code) });
@@ -185,7 +238,10 @@ t.test('collector down: requests unaffected, spans dropped and counted, one warn
 t.test('bounded queue: overflow dropped and counted; a collector back up is logged', async (t) => {
   const zipkin = await collector(503);
   const backend = await echoBackend();
-  const g = await startGateway(tracerToml(zipkin.port).replace('batch_size = 1000', 'batch_size = 1000\nqueue_size = 4'), api(backend.port));
+  const g = await startGateway(
+    tracerToml(zipkin.port).replace('batch_size = 1000', 'batch_size = 1000\nqueue_size = 4'),
+    api(backend.port),
+  );
   t.teardown(async () => {
     await g.close();
     await backend.close();
@@ -216,14 +272,22 @@ t.test('batches: a full batch is sent without waiting for the timer; close sends
   t.equal(items(zipkin).length, 15);
   await g.close();
   t.equal(items(zipkin).length, 20, 'close flushed the rest');
-  t.same(zipkin.posts.map((p) => (p.body as unknown[]).length), [15, 5]);
+  t.same(
+    zipkin.posts.map((p) => (p.body as unknown[]).length),
+    [15, 5],
+  );
 });
 
 t.test('log tracer: one line per phase, one for the backend call, one for the request', async (t) => {
   const backend = await echoBackend();
   // What an exchange's request holds in its `call` field once the gateway's observer has read it.
   const left: unknown[] = [];
-  const g = await startGateway(`${BASE_TOML}[apim.open_tracer]\nlog_tracer.enable = true\n`, api(backend.port), {}, { observe: { onExchange: (r) => left.push(r.request?.call) } });
+  const g = await startGateway(
+    `${BASE_TOML}[apim.open_tracer]\nlog_tracer.enable = true\n`,
+    api(backend.port),
+    {},
+    { observe: { onExchange: (r) => left.push(r.request?.call) } },
+  );
   t.teardown(async () => {
     await g.close();
     await backend.close();
@@ -232,13 +296,20 @@ t.test('log tracer: one line per phase, one for the backend call, one for the re
   t.ok(await until(() => left.length === 1), 'the exchange ended');
   t.same(left, [undefined], 'the call was taken out of its request (SourceRequest.call): an idle connection holds none');
   const lines = g.logger.lines.filter((l) => l.event === 'span');
-  t.same(lines.map((l) => l.name), ['GET /test/1.0.0/r/{id}', ...PHASE_NAMES, 'backend']);
+  t.same(
+    lines.map((l) => l.name),
+    ['GET /test/1.0.0/r/{id}', ...PHASE_NAMES, 'backend'],
+  );
   t.ok(lines.every((l) => l.traceId === TRACE && typeof l.durationUs === 'number' && typeof l.timestampUs === 'number'));
   t.equal(lines[0]?.parentId, PARENT);
   t.equal(lines[0]?.kind, 'SERVER');
   t.equal(lines.at(-1)?.kind, 'CLIENT');
   t.ok(g.gw.tracer !== undefined);
-  t.same(g.gw.tracer?.stats(), { spansRecorded: 10, spansSent: 0, spansDropped: 0, spansQueued: 0, batchesSent: 0, batchesFailed: 0 }, 'no remote tracer: nothing queued');
+  t.same(
+    g.gw.tracer?.stats(),
+    { spansRecorded: 10, spansSent: 0, spansDropped: 0, spansQueued: 0, batchesSent: 0, batchesFailed: 0 },
+    'no remote tracer: nothing queued',
+  );
 });
 
 t.test('tracing off: no tracer, the backend gets the fields as sent', async (t) => {
@@ -255,7 +326,20 @@ t.test('tracing off: no tracer, the backend gets the fields as sent', async (t) 
   t.same(fieldValues(backend.seen[1]?.headers ?? [], 'traceparent'), [`00-${TRACE}-${PARENT}-01`], 'passed through unchanged');
   t.notOk(g.logger.lines.some((l) => l.event === 'span'));
   // The router itself: the client's fields go out as parsed (no array rebuilt, no trace field added).
-  const req = { method: 'GET', url: '/test/1.0.0/r/1', headers: ['Host', 'x'], versionMajor: 1, versionMinor: 1, remoteAddress: '127.0.0.1', remotePort: 1, secure: false, connectionId: 1, requestNumber: 1, contentLength: -1, chunked: false };
+  const req = {
+    method: 'GET',
+    url: '/test/1.0.0/r/1',
+    headers: ['Host', 'x'],
+    versionMajor: 1,
+    versionMinor: 1,
+    remoteAddress: '127.0.0.1',
+    remotePort: 1,
+    secure: false,
+    connectionId: 1,
+    requestNumber: 1,
+    contentLength: -1,
+    chunked: false,
+  };
   const d = g.gw.route(req) as ForwardDecision;
   t.ok('target' in d, 'forwarded');
   t.equal(d.headers, undefined, 'tracing off: the fields are not copied');
@@ -268,7 +352,20 @@ t.test('tracing on: the router builds the outgoing fields with the traceparent',
     await g.close();
     await backend.close();
   });
-  const req = { method: 'GET', url: '/test/1.0.0/r/1', headers: ['Host', 'x'], versionMajor: 1, versionMinor: 1, remoteAddress: '127.0.0.1', remotePort: 1, secure: false, connectionId: 1, requestNumber: 1, contentLength: -1, chunked: false };
+  const req = {
+    method: 'GET',
+    url: '/test/1.0.0/r/1',
+    headers: ['Host', 'x'],
+    versionMajor: 1,
+    versionMinor: 1,
+    remoteAddress: '127.0.0.1',
+    remotePort: 1,
+    secure: false,
+    connectionId: 1,
+    requestNumber: 1,
+    contentLength: -1,
+    chunked: false,
+  };
   const d = g.gw.route(req) as ForwardDecision;
   t.equal(d.headers?.length, 4);
   t.equal(d.headers?.[2], 'traceparent');

@@ -16,7 +16,10 @@ const dist = path.join(__dirname, '..', '..');
 t.test('the import loads none of the packages loaded on first use', async (t) => {
   const script = `require(${JSON.stringify(path.join(dist, 'lib', 'index.js'))}); process.stdout.write(JSON.stringify(Object.keys(require.cache)))`;
   const loaded = JSON.parse(execFileSync(process.execPath, ['-e', script], { encoding: 'utf8' })) as string[];
-  t.ok(loaded.some((f) => f.includes(`${path.sep}node_modules${path.sep}pino${path.sep}`)), 'the list is real: pino (the logger) is loaded');
+  t.ok(
+    loaded.some((f) => f.includes(`${path.sep}node_modules${path.sep}pino${path.sep}`)),
+    'the list is real: pino (the logger) is loaded',
+  );
   for (const name of LAZY_PACKAGES) {
     const hits = loaded.filter((f) => f.includes(`${path.sep}node_modules${path.sep}${name}${path.sep}`));
     t.strictSame(hits, [], `${name} is not loaded at import`);
@@ -59,9 +62,19 @@ t.test('a store whose driver is absent refuses to open, naming it', async (t) =>
     const report = (p) => p.then((d) => { d.close(); return 'opened ' + d.description; }, (e) => e.code + ' ' + e.message);
     Promise.all([report(openDatabase('apim_db', {}, ${JSON.stringify(dir)})), report(openDatabase('shared_db', { type: 'postgre', url: 'jdbc:postgresql://127.0.0.1:1/x' }, ${JSON.stringify(dir)})),
       report(Promise.resolve().then(() => openSqlite(${JSON.stringify(path.join(dir, 'direct.sqlite'))}, '[database.apim_db] type = "h2"', 'libsql'))), defaultEngine()]).then((r) => process.stdout.write(JSON.stringify(r)));`;
-  const [h2, pg, direct, engine] = JSON.parse(execFileSync(process.execPath, ['-r', hide, '-e', script], { encoding: 'utf8' })) as [string, string, string, string];
-  t.match(direct, /^PACKAGE_MISSING .*\[database\.apim_db\] type = "h2".*npm install libsql\b/, 'the libsql engine without libsql: the key and the package');
-  if (engine === 'libsql') t.equal(h2, direct.replace(/direct\.sqlite/g, 'apim_db.sqlite'), 'this Node has no node:sqlite: the embedded store needs libsql');
+  const [h2, pg, direct, engine] = JSON.parse(execFileSync(process.execPath, ['-r', hide, '-e', script], { encoding: 'utf8' })) as [
+    string,
+    string,
+    string,
+    string,
+  ];
+  t.match(
+    direct,
+    /^PACKAGE_MISSING .*\[database\.apim_db\] type = "h2".*npm install libsql\b/,
+    'the libsql engine without libsql: the key and the package',
+  );
+  if (engine === 'libsql')
+    t.equal(h2, direct.replace(/direct\.sqlite/g, 'apim_db.sqlite'), 'this Node has no node:sqlite: the embedded store needs libsql');
   else t.match(h2, /^opened embedded SQLite .*apim_db\.sqlite$/, 'node:sqlite needs no package');
   t.match(pg, /^PACKAGE_MISSING .*\[database\.shared_db\] type = "postgre".*npm install pg\b/);
 });

@@ -28,11 +28,29 @@ t.test('npm pack --dry-run ships the library, its sources, the docs and the star
   const packed = (JSON.parse(r.stdout) as Packed[])[0] as Packed;
   const files = new Set(packed.files.map((f) => f.path));
   t.comment(`${files.size} files, ${packed.size} bytes packed, ${packed.unpackedSize} unpacked`);
-  for (const f of ['package.json', 'README.md', 'LICENSE', 'dist/lib/index.js', 'dist/lib/index.d.ts', 'dist/lib/cli.js', 'lib/index.ts', 'conf/deployment.toml', 'conf/policies.toml', 'conf/apis/demo.toml', 'conf/apis/pizzashack-secured.toml', 'docs/embedding.md']) {
+  for (const f of [
+    'package.json',
+    'README.md',
+    'LICENSE',
+    'dist/lib/index.js',
+    'dist/lib/index.d.ts',
+    'dist/lib/cli.js',
+    'lib/index.ts',
+    'conf/deployment.toml',
+    'conf/policies.toml',
+    'conf/apis/demo.toml',
+    'conf/apis/pizzashack-secured.toml',
+    'docs/embedding.md',
+  ]) {
     t.ok(files.has(f), `${f} is shipped`);
   }
-  const forbidden = /^(test|bench|scripts|\.ci|dist\/test|dist\/bench|dist\/scripts|node_modules)\/|(^|\/)fixtures\/|\.test\.[jt]s$|^tsconfig|^\.taprc$/;
-  t.same([...files].filter((f) => forbidden.test(f)), [], 'no tests, fixtures, generators, bench or CI files');
+  const forbidden =
+    /^(test|bench|scripts|\.ci|dist\/test|dist\/bench|dist\/scripts|node_modules)\/|(^|\/)fixtures\/|\.test\.[jt]s$|^tsconfig|^\.taprc$/;
+  t.same(
+    [...files].filter((f) => forbidden.test(f)),
+    [],
+    'no tests, fixtures, generators, bench or CI files',
+  );
   const lib = [...files].filter((f) => f.startsWith('dist/lib/') && f.endsWith('.js'));
   t.ok(lib.length > 100, `the compiled library (${lib.length} modules)`);
   for (const js of lib) if (!files.has(js.replace(/\.js$/, '.d.ts'))) t.fail(`${js} has no declaration file`);
@@ -50,7 +68,11 @@ t.test('npm pack --dry-run ships the library, its sources, the docs and the star
   }
   t.same(missing, [], 'every source a map points to is shipped');
   const sources = [...files].filter((f) => f.startsWith('lib/'));
-  t.same(sources.filter((f) => !f.endsWith('.ts')), [], 'lib/ holds the TypeScript sources only');
+  t.same(
+    sources.filter((f) => !f.endsWith('.ts')),
+    [],
+    'lib/ holds the TypeScript sources only',
+  );
 });
 
 t.test('@types/node: an optional peer dependency the declarations need', async (t) => {
@@ -60,9 +82,15 @@ t.test('@types/node: an optional peer dependency the declarations need', async (
   t.equal(pkg.dependencies?.['@types/node'], undefined, 'not a dependency: JavaScript users install no types');
   const range = pkg.peerDependencies?.['@types/node'];
   t.equal(range, '>=20', 'a peer dependency with the range of engines.node (>=20.19)');
-  t.same(pkg.peerDependenciesMeta?.['@types/node'], { optional: true }, 'optional: npm installs it for nobody, checks the version of whoever has it');
+  t.same(
+    pkg.peerDependenciesMeta?.['@types/node'],
+    { optional: true },
+    'optional: npm installs it for nobody, checks the version of whoever has it',
+  );
   const dev = String(pkg.devDependencies?.['@types/node']);
   t.ok(Number(dev.split('.')[0]) >= 20, `the repository's own @types/node ${dev} is in the range`);
-  const lock = JSON.parse(fs.readFileSync(path.join(root, 'package-lock.json'), 'utf8')) as { packages: Record<string, Record<string, unknown>> };
+  const lock = JSON.parse(fs.readFileSync(path.join(root, 'package-lock.json'), 'utf8')) as {
+    packages: Record<string, Record<string, unknown>>;
+  };
   t.same(lock.packages['']?.peerDependencies, pkg.peerDependencies, 'package-lock.json says the same (npm ci checks it)');
 });

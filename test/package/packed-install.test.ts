@@ -16,7 +16,7 @@ import * as path from 'node:path';
 import { promisify } from 'node:util';
 import { freeOffset } from '../ports';
 
-// npm pack and install take 40-100 s on a loaded machine: above .taprc's 120 s default with the node's start.
+// npm pack and install take 40-100 s on a loaded machine: near .taprc's per-file timeout with the node's start.
 t.setTimeout(300_000);
 const run = promisify(execFile);
 const root = path.join(__dirname, '..', '..', '..');
@@ -64,8 +64,12 @@ t.test('npm install --omit=optional of the packed package, then init and start',
   const app = await installInto(t, dir, await pack(dir), ['--omit=optional', '--ignore-scripts']);
   const mods = path.join(app, 'node_modules');
   t.ok(fs.existsSync(path.join(mods, 'throughway', 'dist', 'lib', 'index.js')), 'throughway installed');
-  for (const name of ['libsql', 'pg', 'mysql2', 'ioredis']) t.notOk(fs.existsSync(path.join(mods, name)), `${name} (optional) not installed`);
-  t.notOk(fs.existsSync(path.join(mods, 'node-gyp-build')) || fs.existsSync(path.join(mods, 'prebuild-install')), 'nothing that builds native code');
+  for (const name of ['libsql', 'pg', 'mysql2', 'ioredis'])
+    t.notOk(fs.existsSync(path.join(mods, name)), `${name} (optional) not installed`);
+  t.notOk(
+    fs.existsSync(path.join(mods, 'node-gyp-build')) || fs.existsSync(path.join(mods, 'prebuild-install')),
+    'nothing that builds native code',
+  );
 
   const embed = `const http = require('node:http');
     const { createTransport, createGateway, loadConfig } = require('throughway');
@@ -124,17 +128,24 @@ t.test('npm install --omit=optional of the packed package, then init and start',
   t.notMatch(output, /npm run -s throughway/, 'no npm run hint in an installed project');
 });
 
-t.test('npm install of the packed package with no compiler: libsql prebuilt, the embedded store opens', { skip, timeout: 240_000 }, async (t) => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tw-packed-full-'));
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
-  const app = await installInto(t, dir, await pack(dir), []);
-  const mods = path.join(app, 'node_modules');
-  t.ok(fs.existsSync(path.join(mods, 'libsql', 'package.json')), 'libsql installed');
-  t.ok(fs.readdirSync(path.join(mods, '@libsql')).some((d) => fs.existsSync(path.join(mods, '@libsql', d, 'index.node'))), 'its binary came prebuilt in an @libsql/<platform> package');
-  t.notOk(fs.existsSync(path.join(mods, 'better-sqlite3')), 'no better-sqlite3');
-  const script = `const { openSqlite } = require(${JSON.stringify(path.join(mods, 'throughway', 'dist', 'lib', 'store', 'sqlite.js'))});
+t.test(
+  'npm install of the packed package with no compiler: libsql prebuilt, the embedded store opens',
+  { skip, timeout: 240_000 },
+  async (t) => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tw-packed-full-'));
+    t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+    const app = await installInto(t, dir, await pack(dir), []);
+    const mods = path.join(app, 'node_modules');
+    t.ok(fs.existsSync(path.join(mods, 'libsql', 'package.json')), 'libsql installed');
+    t.ok(
+      fs.readdirSync(path.join(mods, '@libsql')).some((d) => fs.existsSync(path.join(mods, '@libsql', d, 'index.node'))),
+      'its binary came prebuilt in an @libsql/<platform> package',
+    );
+    t.notOk(fs.existsSync(path.join(mods, 'better-sqlite3')), 'no better-sqlite3');
+    const script = `const { openSqlite } = require(${JSON.stringify(path.join(mods, 'throughway', 'dist', 'lib', 'store', 'sqlite.js'))});
     const d = openSqlite(${JSON.stringify(path.join(dir, 'x.sqlite'))}, 'k', 'libsql');
     d.run('CREATE TABLE t (k TEXT)').then(() => d.run('INSERT INTO t VALUES (?)', ['a'])).then((n) => { process.stdout.write(d.description + ' ' + n); return d.close(); });`;
-  const opened = await run(process.execPath, ['-e', script], { cwd: app });
-  t.match(opened.stdout, /^embedded SQLite .*x\.sqlite 1$/, 'libsql opens and writes the embedded store');
-});
+    const opened = await run(process.execPath, ['-e', script], { cwd: app });
+    t.match(opened.stdout, /^embedded SQLite .*x\.sqlite 1$/, 'libsql opens and writes the embedded store');
+  },
+);

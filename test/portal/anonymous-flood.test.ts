@@ -17,11 +17,13 @@ async function anonymousLogins(base: string, count: number, parallel: number): P
   let redirects = 0;
   const one = (): Promise<void> =>
     new Promise((resolve, reject) => {
-      http.get(url, { agent }, (res) => {
-        if (res.statusCode === 302 && /^tw_signin=/.test(res.headers['set-cookie']?.[0] ?? '')) redirects++;
-        res.resume();
-        res.on('end', resolve);
-      }).on('error', reject);
+      http
+        .get(url, { agent }, (res) => {
+          if (res.statusCode === 302 && /^tw_signin=/.test(res.headers['set-cookie']?.[0] ?? '')) redirects++;
+          res.resume();
+          res.on('end', resolve);
+        })
+        .on('error', reject);
     });
   const worker = async (): Promise<void> => {
     while (next < count) {
@@ -43,7 +45,11 @@ t.test('10,100 anonymous sign-in starts leave a signed-in session working', asyn
 
   // From the user's own address (127.0.0.1), as from behind one NAT: the per-address bound does not save the session.
   const flood = MAX_SESSIONS + 100;
-  t.equal(await anonymousLogins(node.base, flood, 8), flood, `${flood} anonymous GET /devportal/login, each answered 302 with a sign-in cookie`);
+  t.equal(
+    await anonymousLogins(node.base, flood, 8),
+    flood,
+    `${flood} anonymous GET /devportal/login, each answered 302 with a sign-in cookie`,
+  );
   const after = await req(`${node.base}/devportal/applications`, cookie);
   t.equal(after.status, 200, 'the signed-in user is still signed in');
   t.match(after.text, /Signed in as <strong>admin<\/strong>/);
@@ -56,7 +62,11 @@ t.test('the callback refuses a sign-in cookie it did not seal, or none', async (
   const pending = cookieOf(login, 'tw_signin');
   const state = new URL(login.location, node.base).searchParams.get('state') ?? '';
   t.match(pending, /^tw_signin=[A-Za-z0-9_-]{40,}$/);
-  for (const [name, cookie] of [['no cookie', ''], ['a forged cookie', 'tw_signin=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA'], ['a changed cookie', `${pending.slice(0, -2)}${pending.endsWith('AA') ? 'BB' : 'AA'}`]] as const) {
+  for (const [name, cookie] of [
+    ['no cookie', ''],
+    ['a forged cookie', 'tw_signin=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA'],
+    ['a changed cookie', `${pending.slice(0, -2)}${pending.endsWith('AA') ? 'BB' : 'AA'}`],
+  ] as const) {
     const r = await req(`${node.base}/devportal/callback?code=x&state=${encodeURIComponent(state)}`, cookie);
     t.equal(r.status, 400, `${name}: refused`);
     t.match(r.text, /Sign-in expired/);

@@ -22,7 +22,18 @@ t.test('the form edits every endpoint key of the format but url, security and al
 });
 
 t.test('endpoint advanced configuration: written, prefilled, checked beside its field', async (t) => {
-  const f = { ...base, production_timeout: '5s', production_retry_codes: '101503, 101504', production_retry_count: '2', production_suspend_codes: '101503', production_suspend_duration: '10000', production_suspend_factor: '1.5', production_max_tps: '100', sandbox: 'http://127.0.0.1:9/sb', sandbox_timeout: '3s' };
+  const f = {
+    ...base,
+    production_timeout: '5s',
+    production_retry_codes: '101503, 101504',
+    production_retry_count: '2',
+    production_suspend_codes: '101503',
+    production_suspend_duration: '10000',
+    production_suspend_factor: '1.5',
+    production_max_tps: '100',
+    sandbox: 'http://127.0.0.1:9/sb',
+    sandbox_timeout: '3s',
+  };
   const r = checkForm(f, '', {});
   t.same(r.errors, {});
   const api = parseApiText(r.text, '').api;
@@ -43,40 +54,103 @@ t.test('endpoint advanced configuration: written, prefilled, checked beside its 
   const plain = checkForm(base, '', {});
   t.match(plain.text, /^production = "http:\/\/127\.0\.0\.1:9\/v1"$/m, 'a URL alone stays a string');
 
-  const bad = checkForm({ ...base, production_timeout: 'soon', production_retry_count: 'many', production_suspend_codes: '101503, 900901', sandbox_max_tps: '5' }, '', {});
-  t.match(bad.errors.production_timeout, /^endpoints\.production\.timeout: /, 'a bad duration beside the timeout');
-  t.match(bad.errors.production_retry_count, /endpoints\.production\.retry_count/, 'a word for a number beside the retry count');
-  t.match(bad.errors.production_suspend_codes, /900901 is not a backend-side transport code/, 'a code of another side beside the suspend codes');
+  const bad = checkForm(
+    {
+      ...base,
+      production_timeout: 'soon',
+      production_retry_count: 'many',
+      production_suspend_codes: '101503, 900901',
+      sandbox_max_tps: '5',
+    },
+    '',
+    {},
+  );
+  t.match(
+    bad.errors.production_timeout,
+    /^Production endpoint response timeout: /,
+    'a bad duration beside the timeout, the field named in words',
+  );
+  t.notMatch(bad.errors.production_timeout, /endpoints\./, 'not by its internal path');
+  t.match(bad.errors.production_retry_count, /^Production endpoint retries at most: /, 'a word for a number beside the retry count');
+  t.match(
+    bad.errors.production_suspend_codes,
+    /900901 is not a backend-side transport code/,
+    'a code of another side beside the suspend codes',
+  );
   t.match(bad.errors.sandbox, /advanced configuration needs its URL/, 'settings without a URL');
   t.equal(fieldOf('endpoints.sandbox.retry_codes[1]'), 'sandbox_retry_codes');
   t.equal(fieldOf('endpoints.production.security.type'), 'production', 'security is not on the form: beside the URL');
 });
 
 t.test('CORS: every key of the override', async (t) => {
-  const f = { ...base, cors_enable: 'true', cors_origins: 'https://a.example https://b.example', cors_methods: 'GET, POST', cors_headers: 'Authorization, Content-Type', cors_credentials: 'true' };
+  const f = {
+    ...base,
+    cors_enable: 'true',
+    cors_origins: 'https://a.example https://b.example',
+    cors_methods: 'GET, POST',
+    cors_headers: 'Authorization, Content-Type',
+    cors_credentials: 'true',
+  };
   const r = checkForm(f, '', {});
   t.same(r.errors, {});
-  t.same(parseApiText(r.text, '').api?.cors, { enable: true, allowOrigins: ['https://a.example', 'https://b.example'], allowMethods: ['GET', 'POST'], allowHeaders: ['Authorization', 'Content-Type'], allowCredentials: true });
+  t.same(parseApiText(r.text, '').api?.cors, {
+    enable: true,
+    allowOrigins: ['https://a.example', 'https://b.example'],
+    allowMethods: ['GET', 'POST'],
+    allowHeaders: ['Authorization', 'Content-Type'],
+    allowCredentials: true,
+  });
   t.match(formFromText(r.text)?.form, { cors_enable: 'true', cors_methods: 'GET, POST', cors_credentials: 'true' }, 'prefilled');
   const off = checkForm({ ...base, cors_enable: 'false' }, '', {});
   t.same(parseApiText(off.text, '').api?.cors, { enable: false });
   t.equal(parseApiText(checkForm(base, '', {}).text, '').api?.cors, undefined, 'nothing set: no override');
   const bad = checkForm({ ...base, cors_credentials: 'maybe' }, '', {});
-  t.match(bad.errors.cors_credentials, /^cors\.allow_credentials: /, 'a value that is not yes or no beside its select');
+  t.match(bad.errors.cors_credentials, /^CORS allow credentials: /, 'a value that is not yes or no beside its select');
 });
 
 t.test('resource lines: scopes, then key=value options; errors name the line', async (t) => {
-  const f = { ...base, resources: 'GET /items read\n\nPOST,PUT /items/{id} write policy=10KPerMin auth=none token_type=user unauthenticated_policy=Unlimited', policy: '' };
+  const f = {
+    ...base,
+    resources: 'GET /items read\n\nPOST,PUT /items/{id} write policy=10KPerMin auth=none token_type=user unauthenticated_policy=Unlimited',
+    policy: '',
+  };
   const r = checkForm(f, '', {});
   t.same(r.errors, {});
   const api = parseApiText(r.text, '').api;
-  t.match(api?.resources[1], { path: '/items/{id}', methods: ['POST', 'PUT'], scopes: ['write'], policy: '10KPerMin', auth: 'none', tokenType: 'user', unauthenticatedPolicy: 'Unlimited' });
-  t.equal(formFromText(r.text)?.form.resources, 'GET /items read\nPOST,PUT /items/{id} write policy=10KPerMin auth=none token_type=user unauthenticated_policy=Unlimited', 'prefilled in the same syntax');
-  t.match(checkForm({ ...f, resources: 'GET /a\nGET /b colour=red' }, '', {}).errors.resources, /^line 2: colour= is not a resource option/);
-  t.match(checkForm({ ...f, resources: 'GET /a\n\nGET /b token_type=robot' }, '', {}).errors.resources, /^line 3 token_type: "robot" is not allowed/, 'the validator\'s error names the text line, blank lines counted');
+  t.match(api?.resources[1], {
+    path: '/items/{id}',
+    methods: ['POST', 'PUT'],
+    scopes: ['write'],
+    policy: '10KPerMin',
+    auth: 'none',
+    tokenType: 'user',
+    unauthenticatedPolicy: 'Unlimited',
+  });
+  t.equal(
+    formFromText(r.text)?.form.resources,
+    'GET /items read\nPOST,PUT /items/{id} write policy=10KPerMin auth=none token_type=user unauthenticated_policy=Unlimited',
+    'prefilled in the same syntax',
+  );
+  t.match(
+    checkForm({ ...f, resources: 'GET /a\nGET /b colour=red' }, '', {}).errors.resources,
+    /^line 2: colour= is not a resource option/,
+  );
+  t.match(
+    checkForm({ ...f, resources: 'GET /a\n\nGET /b token_type=robot' }, '', {}).errors.resources,
+    /^line 3, token type: "robot" is not allowed/,
+    "the validator's error names the text line, blank lines counted",
+  );
   const policies = { api: new Set(['10KPerMin']), subscription: new Set(['Unlimited']) };
-  t.match(checkForm({ ...f, resources: 'GET /a policy=Nope' }, '', {}, undefined, undefined, policies).errors.resources, /^line 1 policy: /, 'a policy the policies file lacks');
-  t.match(checkForm({ ...f, policy: 'Nope' }, '', {}, undefined, undefined, policies).errors.policy, /^policy: /, 'the API-level policy too');
+  t.match(
+    checkForm({ ...f, resources: 'GET /a policy=Nope' }, '', {}, undefined, undefined, policies).errors.resources,
+    /^line 1, throttling policy: /,
+    'a policy the policies file lacks',
+  );
+  t.match(
+    checkForm({ ...f, policy: 'Nope' }, '', {}, undefined, undefined, policies).errors.policy,
+    /^Throttling policy: /,
+    'the API-level policy too',
+  );
 });
 
 const COMMENTED = `# Orders API: maintained by hand and by the publisher.
@@ -126,19 +200,39 @@ t.test('a commented file edited through the form keeps every comment line and re
   if (p === undefined) throw new Error('unreadable');
   t.equal(p.form.resources, 'GET /orders read\nPOST /orders policy=10KPerMin');
   t.equal(p.form.sandbox_timeout, '2s');
-  const f = { ...p.form, description: 'All orders', production_timeout: '5s', sandbox_timeout: '3s', cors_methods: 'GET, POST', resources: 'GET /orders read policy=20KPerMin\nPOST /orders policy=10KPerMin\nDELETE /orders/{id} write', scopes: 'read: subscriber, admin' };
+  const f = {
+    ...p.form,
+    description: 'All orders',
+    production_timeout: '5s',
+    sandbox_timeout: '3s',
+    cors_methods: 'GET, POST',
+    resources: 'GET /orders read policy=20KPerMin\nPOST /orders policy=10KPerMin\nDELETE /orders/{id} write',
+    scopes: 'read: subscriber, admin',
+  };
   const r = checkForm(f, '', {}, { text: COMMENTED, raw: p.raw }, 'PUBLISHED');
   t.same(r.errors, {});
   t.equal(r.written, 'edited');
   const comments = (s: string): string[] => s.split('\n').flatMap((l) => /#.*$/.exec(l)?.[0] ?? []);
   t.same(comments(r.text), comments(COMMENTED), 'every comment, in order');
   const expected = apiObject(f, p.raw, 'PUBLISHED');
-  t.same(toml.parse(r.text), expected, 'reads back as the form\'s object');
-  t.match(expected, { mutual_ssl: 'off', mediation: { request_format: 'json' }, scopes: [{ name: 'read', description: 'Read orders', roles: ['subscriber', 'admin'] }] }, 'keys the form does not show stay');
-  t.match(r.text, /^timeout = "3s" # the stub is quick$/m, 'a changed value keeps its line\'s comment');
+  t.same(toml.parse(r.text), expected, "reads back as the form's object");
+  t.match(
+    expected,
+    {
+      mutual_ssl: 'off',
+      mediation: { request_format: 'json' },
+      scopes: [{ name: 'read', description: 'Read orders', roles: ['subscriber', 'admin'] }],
+    },
+    'keys the form does not show stay',
+  );
+  t.match(r.text, /^timeout = "3s" # the stub is quick$/m, "a changed value keeps its line's comment");
   t.match(r.text, /^policy = "20KPerMin"$/m);
   t.match(r.text, /^state = "PUBLISHED"$/m);
-  t.match(r.text, /# Creating: throttled\.\n\[\[resources\]\]\npath = "\/orders"\nmethods = \["POST"\]\npolicy = "10KPerMin" # busy hours\n/, 'an unchanged resource is untouched');
+  t.match(
+    r.text,
+    /# Creating: throttled\.\n\[\[resources\]\]\npath = "\/orders"\nmethods = \["POST"\]\npolicy = "10KPerMin" # busy hours\n/,
+    'an unchanged resource is untouched',
+  );
   const unchanged = checkForm(p.form, '', {}, { text: COMMENTED, raw: p.raw }, 'CREATED');
   t.equal(unchanged.text, COMMENTED, 'saving an unchanged form writes the same bytes');
 });

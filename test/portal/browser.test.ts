@@ -15,12 +15,16 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import t from 'tap';
 import type { Browser, Page } from 'playwright-core';
-import { ADMIN, CHROMIUM, ROOT, startPortalNode } from './helpers';
+import { ADMIN, CHROMIUM, openTab, ROOT, startPortalNode, tryOperation } from './helpers';
 
-const IMAGES = process.env.THROUGHWAY_SCREENSHOTS === '1' ? path.join(ROOT, 'docs', 'images') : fs.mkdtempSync(path.join(os.tmpdir(), 'tw-portal-shots-'));
+const IMAGES =
+  process.env.THROUGHWAY_SCREENSHOTS === '1'
+    ? path.join(ROOT, 'docs', 'images')
+    : fs.mkdtempSync(path.join(os.tmpdir(), 'tw-portal-shots-'));
 
 /** Controls of the page a screen reader cannot name: without a <label> (hidden inputs and buttons aside). */
-const UNLABELLED = "[...document.querySelectorAll('input:not([type=hidden]):not([type=submit]),select,textarea')].filter((e) => e.labels.length === 0).map((e) => e.id || e.name)";
+const UNLABELLED =
+  "[...document.querySelectorAll('input:not([type=hidden]):not([type=submit]),select,textarea')].filter((e) => e.labels.length === 0).map((e) => e.id || e.name)";
 
 async function shot(page: Page, name: string): Promise<void> {
   fs.mkdirSync(IMAGES, { recursive: true });
@@ -57,7 +61,11 @@ if (noBrowser !== false) t.comment(`skipped: ${noBrowser}`);
     const policies = `${fs.readFileSync(path.join(ROOT, 'conf', 'policies.toml'), 'utf8')}\n[[api]]\nname = "OnePerDay"\nrequest_count = 1\nunit_time = 1\ntime_unit = "day"\n`;
     const node = await startPortalNode(undefined, { 'policies.toml': policies });
     t.teardown(() => node.close());
-    t.match(node.out.join('\n'), /developer portal\s+http:\/\/127\.0\.0\.1:\d+\/devportal|developer portal\s+https:\/\/127\.0\.0\.1:\d+\/devportal/, 'the start-up lines name the portal');
+    t.match(
+      node.out.join('\n'),
+      /developer portal\s+http:\/\/127\.0\.0\.1:\d+\/devportal|developer portal\s+https:\/\/127\.0\.0\.1:\d+\/devportal/,
+      'the start-up lines name the portal',
+    );
     t.match(node.out.join('\n'), /publisher\s+https?:\/\/127\.0\.0\.1:\d+\/publisher/, 'and the publisher');
     let browser: Browser;
     try {
@@ -105,7 +113,11 @@ if (noBrowser !== false) t.comment(`skipped: ${noBrowser}`);
     const download = await page.request.get(`${base}${href}`);
     t.equal(download.status(), 200, 'the download link answers');
     t.match(download.headers()['content-disposition'] ?? '', /^attachment; filename="PizzaShack-1\.0\.0\.openapi\.json"$/);
-    t.same(((await download.json()) as { servers: { url: string }[] }).servers.map((s) => s.url), [`http://127.0.0.1:${node.gw}/pizzashack/1.0.0`], 'the gateway URL as server');
+    t.same(
+      ((await download.json()) as { servers: { url: string }[] }).servers.map((s) => s.url),
+      [`http://127.0.0.1:${node.gw}/pizzashack/1.0.0`],
+      'the gateway URL as server',
+    );
 
     // Sign in through the key manager's authorization code flow (no consent for the first-party console).
     await page.getByRole('link', { name: 'Sign in' }).first().click();
@@ -126,6 +138,7 @@ if (noBrowser !== false) t.comment(`skipped: ${noBrowser}`);
     await page.getByLabel('Description').fill('Orders pizza');
     await page.getByRole('button', { name: 'Create' }).click();
     t.match(await page.locator('h1').innerText(), 'PizzaApp');
+    await openTab(page, 'Production keys');
     await page.getByRole('button', { name: 'Generate production keys' }).click();
     const secret = await page.locator('#consumer-secret').innerText();
     t.match(secret, /^[A-Za-z0-9_-]{40,}$/, 'the consumer secret is shown');
@@ -134,39 +147,42 @@ if (noBrowser !== false) t.comment(`skipped: ${noBrowser}`);
     await page.reload();
     t.equal(await page.locator('#consumer-secret').count(), 0, 'and shown once only');
     t.notMatch(await page.content(), secret, 'the secret is not on the page again');
-    await page.getByLabel('API', { exact: true }).first().selectOption({ label: 'PizzaShackSecured 1.0.0' });
+    await openTab(page, 'Subscriptions');
     await page.locator('#sub-api').selectOption({ label: 'PizzaShackSecured 1.0.0' });
     await page.locator('#tier').selectOption('Gold');
     await page.getByRole('button', { name: 'Subscribe' }).click();
     t.match(await page.locator('main').innerText(), /Subscribed to PizzaShackSecured 1\.0\.0 with the Gold tier/);
+    await openTab(page, 'Production keys');
     await page.getByRole('button', { name: 'Generate token' }).click();
     t.match(await page.locator('#new-token').innerText(), /Access token/);
-    await page.locator('#api').selectOption({ label: 'PizzaShackSecured 1.0.0' });
-    await page.getByLabel('Resource path').fill('/menu');
-    await page.getByRole('button', { name: 'Send' }).click();
-    t.equal(await page.locator('#try-status').innerText(), '200', 'try-it: 200 from the demo API');
+    t.equal(await tryOperation(page, 'PizzaShackSecured 1.0.0', 'GET /menu'), '200', 'try-it: 200 from the demo API');
     t.match(await page.locator('#try-body').innerText(), /Margherita|pizza/i, 'the demo menu');
+    t.match(await page.locator('#try-body').innerText(), /^\[\n  \{\n    "/, 'pretty-printed: JSON indented by two spaces');
     await page.locator('#result').scrollIntoViewIfNeeded();
-    await shot(page, 'tryit');
 
     // An application without the subscription: the fault, explained from the fault table.
     await page.getByRole('link', { name: 'Applications' }).click();
     await page.getByLabel('Name').fill('NoSubscriptionApp');
     await page.getByRole('button', { name: 'Create' }).click();
+    await openTab(page, 'Production keys');
     await page.getByRole('button', { name: 'Generate production keys' }).click();
     await page.getByRole('button', { name: 'Generate token' }).click();
-    await page.locator('#api').selectOption({ label: 'PizzaShackSecured 1.0.0' });
-    await page.getByLabel('Resource path').fill('/menu');
-    await page.getByRole('button', { name: 'Send' }).click();
-    t.equal(await page.locator('#try-status').innerText(), '403');
-    t.match(await page.locator('#fault').innerText(), /Fault 900908: Resource forbidden\. The application is not subscribed to the API/, 'fault explained');
+    t.equal(await tryOperation(page, 'PizzaShackSecured 1.0.0', 'GET /menu'), '403');
+    t.match(
+      await page.locator('#fault').innerText(),
+      /Fault 900908: Resource forbidden\. The application is not subscribed to the API/,
+      'fault explained',
+    );
     await page.locator('#result').scrollIntoViewIfNeeded();
     await shot(page, 'fault');
 
     // A POST without the CSRF token (same browser, same cookies) is refused.
     const forged = await page.request.post(`${base}/devportal/applications`, { form: { name: 'Forged' }, maxRedirects: 0 });
     t.equal(forged.status(), 403, 'no CSRF token: 403');
-    const wrong = await page.request.post(`${base}/devportal/applications`, { form: { name: 'Forged', csrf: 'x'.repeat(43) }, maxRedirects: 0 });
+    const wrong = await page.request.post(`${base}/devportal/applications`, {
+      form: { name: 'Forged', csrf: 'x'.repeat(43) },
+      maxRedirects: 0,
+    });
     t.equal(wrong.status(), 403, 'a wrong CSRF token: 403');
     await page.goto(`${base}/devportal/applications`);
     t.notMatch(await page.locator('main').innerText(), /Forged/, 'nothing was created');
@@ -182,11 +198,21 @@ if (noBrowser !== false) t.comment(`skipped: ${noBrowser}`);
     await page.getByRole('button', { name: 'Save' }).click();
     const fieldError = page.locator('#production-error');
     t.match(await fieldError.innerText(), /is not a usable endpoint URL/, "the validator's message beside the endpoint");
-    t.equal(await page.getByLabel('Production endpoint URL').getAttribute('aria-describedby'), 'production-error production-hint', 'tied to the field for screen readers');
+    t.equal(
+      await page.getByLabel('Production endpoint URL').getAttribute('aria-describedby'),
+      'production-error production-hint',
+      'tied to the field for screen readers',
+    );
     await shot(page, 'publisher-error');
 
     // OpenAPI import fills the resources; nothing is written until Save.
-    await page.getByLabel('OpenAPI 3 document (JSON or YAML, optional)').fill(JSON.stringify({ openapi: '3.0.3', info: { title: 'Weather', version: '1.0.0' }, paths: { '/menu': { get: {} }, '/order': { post: {} } } }));
+    await page.getByLabel('OpenAPI 3 document (JSON or YAML, optional)').fill(
+      JSON.stringify({
+        openapi: '3.0.3',
+        info: { title: 'Weather', version: '1.0.0' },
+        paths: { '/menu': { get: {} }, '/order': { post: {} } },
+      }),
+    );
     await page.getByRole('button', { name: 'Import resources' }).click();
     t.match(await page.locator('main').innerText(), /Imported 2 resource lines from the OpenAPI document/);
     t.equal(await page.getByLabel('Resources').inputValue(), 'GET /menu\nPOST /order', 'resources from the document');
@@ -210,14 +236,22 @@ if (noBrowser !== false) t.comment(`skipped: ${noBrowser}`);
     await page.getByRole('button', { name: 'Publish' }).click();
     t.match(await page.locator('main').innerText(), /CREATED → PUBLISHED/);
     t.equal((await gatewayAnswers(`${node.gateway}/weather/1.0.0/menu`, 200)).status, 200, 'PUBLISHED: the gateway serves it');
-    t.match(fs.readFileSync(path.join(node.dir, 'apis', 'weather-1.0.0.toml'), 'utf8'), /\[endpoints\.production\]\nurl = "[^"]+"\ntimeout = "5s"\n/, 'the endpoint\'s timeout in the file the gateway serves');
+    t.match(
+      fs.readFileSync(path.join(node.dir, 'apis', 'weather-1.0.0.toml'), 'utf8'),
+      /\[endpoints\.production\]\nurl = "[^"]+"\ntimeout = "5s"\n/,
+      "the endpoint's timeout in the file the gateway serves",
+    );
     const order = async (): Promise<{ status: number; body: string }> => {
-      const r = await fetch(`${node.gateway}/weather/1.0.0/order`, { method: 'POST', body: '{}', headers: { 'Content-Type': 'application/json' } });
+      const r = await fetch(`${node.gateway}/weather/1.0.0/order`, {
+        method: 'POST',
+        body: '{}',
+        headers: { 'Content-Type': 'application/json' },
+      });
       return { status: r.status, body: await r.text() };
     };
     t.not((await order()).status, 429, 'the first call within the resource policy');
     const throttled = await order();
-    t.equal(throttled.status, 429, 'the second: the resource\'s policy throttles');
+    t.equal(throttled.status, 429, "the second: the resource's policy throttles");
     t.match(throttled.body, /900802/, 'fault 900802 (resource level)');
     await shot(page, 'publisher');
     await page.getByRole('button', { name: 'Deprecate' }).click();

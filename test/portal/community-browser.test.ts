@@ -14,18 +14,36 @@ import { ADMIN, CHROMIUM, PORTAL_TOML, startPortalNode } from './helpers';
 import { signUp } from './selfservice-helpers';
 
 const PASSWORD = 'Shared-pw-2026';
-const ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const ARGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 
 const noBrowser = fs.existsSync(CHROMIUM) ? false : `no Chromium at ${CHROMIUM} (Debian package chromium; .ci/apt-packages installs it)`;
 if (noBrowser !== false) t.comment(`skipped: ${noBrowser}`);
 
 t.test('sharing by organisation, comments and ratings in Chromium', { skip: noBrowser }, async (t) => {
   const { chromium } = await import('playwright-core');
-  const node = await startPortalNode(`${PORTAL_TOML}[apim.devportal]\nenable_application_sharing = true\napplication_sharing_claim = "http://wso2.org/claims/organization"\n`);
+  const node = await startPortalNode(
+    `${PORTAL_TOML}[apim.devportal]\nenable_application_sharing = true\napplication_sharing_claim = "http://wso2.org/claims/organization"\n`,
+  );
   t.teardown(() => node.close());
   const base = node.base;
-  for (const [username, organization] of [['annie', 'Acme'], ['bobby', 'Acme'], ['evelyn', 'Globex']] as const) {
-    t.equal((await signUp(base, { username, password: PASSWORD, email: `${username}@example.org`, organization })).status, 200, `${username} signed up`);
+  for (const [username, organization] of [
+    ['annie', 'Acme'],
+    ['bobby', 'Acme'],
+    ['evelyn', 'Globex'],
+  ] as const) {
+    t.equal(
+      (await signUp(base, { username, password: PASSWORD, email: `${username}@example.org`, organization })).status,
+      200,
+      `${username} signed up`,
+    );
   }
   let browser: Browser;
   try {
@@ -64,6 +82,7 @@ t.test('sharing by organisation, comments and ratings in Chromium', { skip: noBr
   t.equal(await bob.page.getByRole('link', { name: 'AcmeShared' }).count(), 1, 'a colleague of the same organisation sees the application');
   await bob.page.getByRole('link', { name: 'AcmeShared' }).click();
   t.equal(await bob.page.getByRole('heading', { name: 'AcmeShared' }).count(), 1, 'and opens it');
+  await bob.page.getByRole('link', { name: 'Production keys', exact: true }).click();
   t.equal(await bob.page.getByRole('button', { name: 'Generate production keys' }).count(), 1, 'and may use it');
 
   const eve = await as('evelyn');
@@ -80,7 +99,11 @@ t.test('sharing by organisation, comments and ratings in Chromium', { skip: noBr
   await ann.page.getByRole('button', { name: 'Rate' }).click();
   await bob.page.goto(`${base}/devportal/apis/pizzashack-secured.toml`);
   const comment = bob.page.locator('li.comment p.post').first();
-  t.equal(await comment.textContent(), 'Great API <script>alert("xss")</script><img src=x onerror=alert(1)>', 'the comment appears for another user, the script as text');
+  t.equal(
+    await comment.textContent(),
+    'Great API <script>alert("xss")</script><img src=x onerror=alert(1)>',
+    'the comment appears for another user, the script as text',
+  );
   t.equal(await bob.page.locator('li.comment script, li.comment img').count(), 0, 'no element was made of it');
   t.equal(await bob.page.locator('#rating-average').textContent(), '4.0', 'the rating appears');
   await bob.page.getByLabel('Your rating').selectOption('2');

@@ -57,12 +57,21 @@ export interface Answer {
 
 /** A GET, or a POST of a form, without following redirects. */
 export async function formRequest(url: string, cookie = '', form?: Record<string, string>): Promise<Answer> {
-  const r = await fetch(url, { method: form !== undefined ? 'POST' : 'GET', redirect: 'manual', headers: { ...(cookie !== '' ? { Cookie: cookie } : {}), ...(form !== undefined ? { 'Content-Type': 'application/x-www-form-urlencoded' } : {}) }, ...(form !== undefined ? { body: new URLSearchParams(form).toString() } : {}) });
+  const r = await fetch(url, {
+    method: form !== undefined ? 'POST' : 'GET',
+    redirect: 'manual',
+    headers: {
+      ...(cookie !== '' ? { Cookie: cookie } : {}),
+      ...(form !== undefined ? { 'Content-Type': 'application/x-www-form-urlencoded' } : {}),
+    },
+    ...(form !== undefined ? { body: new URLSearchParams(form).toString() } : {}),
+  });
   return { status: r.status, location: r.headers.get('location') ?? '', cookies: r.headers.getSetCookie(), text: await r.text() };
 }
 
 /** The `name=value` of one Set-Cookie of an answer ('' when it sets none). */
-export const cookieOf = (a: Answer, name: string): string => a.cookies.map((c) => c.split(';')[0] as string).find((c) => c.startsWith(`${name}=`)) ?? '';
+export const cookieOf = (a: Answer, name: string): string =>
+  a.cookies.map((c) => c.split(';')[0] as string).find((c) => c.startsWith(`${name}=`)) ?? '';
 /** The value of a hidden form field of a page. */
 export const hiddenField = (html: string, name: string): string => new RegExp(`name="${name}" value="([^"]*)"`).exec(html)?.[1] ?? '';
 
@@ -85,6 +94,46 @@ export const hidden = hiddenField;
 export async function signIn(base: string): Promise<string> {
   const login = await req(`${base}/devportal/login?back=%2Fpublisher`);
   const page = await req(`${base}${login.location}`);
-  const posted = await req(`${base}/oauth2/authorize`, cookieOf(page, 'tw_authz'), { authz: hidden(page.text, 'authz'), csrf: hidden(page.text, 'csrf'), username: ADMIN.username, password: ADMIN.password, action: 'login' });
+  const posted = await req(`${base}/oauth2/authorize`, cookieOf(page, 'tw_authz'), {
+    authz: hidden(page.text, 'authz'),
+    csrf: hidden(page.text, 'csrf'),
+    username: ADMIN.username,
+    password: ADMIN.password,
+    action: 'login',
+  });
   return cookieOf(await req(posted.location, cookieOf(login, 'tw_signin')), 'tw_portal');
+}
+
+/** A page of a browser test (playwright-core's Page: only what the helpers below use). */
+interface BrowserPage {
+  getByRole(role: 'link' | 'button', o: { name: string; exact?: boolean }): { click(): Promise<void> };
+  locator(selector: string): {
+    selectOption(o: { label: string }): Promise<unknown>;
+    click(): Promise<void>;
+    fill(v: string): Promise<void>;
+    innerText(): Promise<string>;
+  };
+}
+
+/** Opens a tab of the application's page (the tabs are links: docs/portal.md). */
+export async function openTab(
+  page: BrowserPage,
+  name: 'Overview' | 'Production keys' | 'Sandbox keys' | 'Subscriptions' | 'Try it',
+): Promise<void> {
+  await page.getByRole('link', { name, exact: true }).click();
+}
+
+/**
+ * On the try-it tab: picks the API, opens the operation `key` (`GET /menu/{id}`), fills its fields (by
+ * their form names, `p.id`, `q.limit`, `body`) and sends it; the status shown.
+ */
+export async function tryOperation(page: BrowserPage, api: string, key: string, fields: Record<string, string> = {}): Promise<string> {
+  await openTab(page, 'Try it');
+  await page.locator('#api').selectOption({ label: api });
+  await page.getByRole('button', { name: 'Show operations' }).click();
+  const op = `details.operation:has(input[name="operation"][value="${key}"])`;
+  await page.locator(`${op} > summary`).click();
+  for (const [name, value] of Object.entries(fields)) await page.locator(`${op} [name="${name}"]`).fill(value);
+  await page.getByRole('button', { name: `Send ${key}`, exact: true }).click();
+  return page.locator('#try-status').innerText();
 }

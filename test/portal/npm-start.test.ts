@@ -18,18 +18,34 @@ interface Answer {
 function call(port: number, host: string, path: string, cookie = '', form?: Record<string, string>): Promise<Answer> {
   const body = form !== undefined ? new URLSearchParams(form).toString() : undefined;
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port, path, method: body !== undefined ? 'POST' : 'GET', headers: { Host: host, ...(cookie !== '' ? { Cookie: cookie } : {}), ...(body !== undefined ? { 'Content-Type': 'application/x-www-form-urlencoded', 'Content-Length': Buffer.byteLength(body) } : {}) } }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (text += c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, location: res.headers.location ?? '', cookies: res.headers['set-cookie'] ?? [], text }));
-    });
+    const req = http.request(
+      {
+        host: '127.0.0.1',
+        port,
+        path,
+        method: body !== undefined ? 'POST' : 'GET',
+        headers: {
+          Host: host,
+          ...(cookie !== '' ? { Cookie: cookie } : {}),
+          ...(body !== undefined ? { 'Content-Type': 'application/x-www-form-urlencoded', 'Content-Length': Buffer.byteLength(body) } : {}),
+        },
+      },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (text += c));
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, location: res.headers.location ?? '', cookies: res.headers['set-cookie'] ?? [], text }),
+        );
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
 }
 
-const cookieOf = (a: Answer, name: string): string => a.cookies.map((c) => c.split(';')[0] as string).find((c) => c.startsWith(`${name}=`)) ?? '';
+const cookieOf = (a: Answer, name: string): string =>
+  a.cookies.map((c) => c.split(';')[0] as string).find((c) => c.startsWith(`${name}=`)) ?? '';
 const hidden = (html: string, name: string): string => new RegExp(`name="${name}" value="([^"]*)"`).exec(html)?.[1] ?? '';
 
 t.test('npm start prints both consoles; the demo admin signs in to both', async (t) => {
@@ -46,7 +62,13 @@ t.test('npm start prints both consoles; the demo admin signs in to both', async 
     t.equal(login.status, 302, `${back}: to the key manager`);
     const page = await call(port, host, login.location);
     t.match(page.text, /Sign in/);
-    const posted = await call(port, host, '/oauth2/authorize', cookieOf(page, 'tw_authz'), { authz: hidden(page.text, 'authz'), csrf: hidden(page.text, 'csrf'), username: 'admin', password: 'admin', action: 'login' });
+    const posted = await call(port, host, '/oauth2/authorize', cookieOf(page, 'tw_authz'), {
+      authz: hidden(page.text, 'authz'),
+      csrf: hidden(page.text, 'csrf'),
+      username: 'admin',
+      password: 'admin',
+      action: 'login',
+    });
     t.match(posted.location, new RegExp(`^http://localhost:${port}/devportal/callback\\?code=`), 'a code, no consent page');
     const cb = await call(port, host, new URL(posted.location).pathname + new URL(posted.location).search, cookieOf(login, 'tw_signin'));
     t.equal(cb.location, back);

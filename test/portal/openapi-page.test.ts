@@ -40,13 +40,29 @@ t.test('the demo API page renders its OpenAPI document; the download has the gat
   t.match(html, /<h2 id="openapi">OpenAPI document<\/h2>/);
   t.match(html, /<dt>Title<\/dt><dd>PizzaShack<\/dd><dt>Version<\/dt><dd>1\.0\.0<\/dd><dt>OpenAPI<\/dt><dd>3\.0\.3<\/dd>/, 'info');
   t.match(html, /<p>7 operations\.<\/p>/, 'every operation of the document');
-  t.match(html, /<span class="method">GET<\/span> <code>\/menu\/\{id\}<\/code><\/h3>\n<p class="summary">One pizza<\/p>/, 'method, path and summary');
-  t.match(html, /<td><code>id<\/code><\/td><td>path<\/td><td>yes<\/td><td>integer<\/td><td>The pizza&#39;s number on the menu<\/td>/, 'a Path Item parameter on its operation');
+  t.match(
+    html,
+    /<span class="method">GET<\/span> <code>\/menu\/\{id\}<\/code><\/h3>\n<p class="summary">One pizza<\/p>/,
+    'method, path and summary',
+  );
+  t.match(
+    html,
+    /<td><code>id<\/code><\/td><td>path<\/td><td>yes<\/td><td>integer<\/td><td>The pizza&#39;s number on the menu<\/td>/,
+    'a Path Item parameter on its operation',
+  );
   t.match(html, /<td>404<\/td><td>No pizza with this number<\/td><td><code>application\/json<\/code><\/td>/, 'a response given by $ref');
-  t.match(html, /<h4>Request body \(required\)<\/h4><p><code>application\/json<\/code>: The order, any JSON object/, 'request body media types');
+  t.match(
+    html,
+    /<h4>Request body \(required\)<\/h4><p><code>application\/json<\/code>: The order, any JSON object/,
+    'request body media types',
+  );
   t.match(html, /<td>200<\/td><td>Every pizza on the menu<\/td>/);
-  t.match(html, new RegExp(`<h3>Servers</h3><ul><li>Gateway \\(HTTP\\): <code>${gatewayUrl.replace(/\./g, '\\.')}</code></li></ul>`), 'the gateway URL, not the backend');
-  t.notMatch(html, /127\.0\.0\.1:9000/, 'the document\'s own server (the backend) is not shown');
+  t.match(
+    html,
+    new RegExp(`<h3>Servers</h3><ul><li>Gateway \\(HTTP\\): <code>${gatewayUrl.replace(/\./g, '\\.')}</code></li></ul>`),
+    'the gateway URL, not the backend',
+  );
+  t.notMatch(html, /127\.0\.0\.1:9000/, "the document's own server (the backend) is not shown");
   t.match(html, /<a href="\/devportal\/apis\/demo\.toml\/openapi\.json" download>Download the OpenAPI document<\/a>/);
 
   const d = await fetch(`${node.base}/devportal/apis/demo.toml/openapi.json`);
@@ -68,14 +84,27 @@ t.test('the demo API page renders its OpenAPI document; the download has the gat
   const secured = await (await fetch(`${node.base}/devportal/apis/pizzashack-secured.toml`)).text();
   t.notMatch(secured, /OpenAPI document/, 'no section for an API without one');
   t.equal((await fetch(`${node.base}/devportal/apis/nope.toml/openapi.json`)).status, 404, 'no such API');
-  t.equal((await fetch(`${node.base}/devportal/apis/demo.toml/openapi.yaml`, { redirect: 'manual' })).status, 303, 'no other route: the sign-in');
+  t.equal(
+    (await fetch(`${node.base}/devportal/apis/demo.toml/openapi.yaml`, { redirect: 'manual' })).status,
+    303,
+    'no other route: the sign-in',
+  );
 });
 
 t.test('a hostile document is escaped everywhere; path servers are dropped from the download; YAML is served as JSON', async (t) => {
   const node = await startPortalNode();
   t.teardown(() => node.close());
   const apis = path.join(node.dir, 'apis');
-  const hostile = { ...HOSTILE, paths: { ...HOSTILE.paths, '/y': { servers: [{ url: 'http://backend.internal' }], get: { servers: [{ url: 'http://backend.internal' }], responses: { 200: { description: 'ok' } } } } } };
+  const hostile = {
+    ...HOSTILE,
+    paths: {
+      ...HOSTILE.paths,
+      '/y': {
+        servers: [{ url: 'http://backend.internal' }],
+        get: { servers: [{ url: 'http://backend.internal' }], responses: { 200: { description: 'ok' } } },
+      },
+    },
+  };
   fs.writeFileSync(path.join(apis, 'hostile.openapi.yaml'), `# YAML: JSON is YAML 1.2\n${JSON.stringify(hostile, null, 1)}`);
   fs.writeFileSync(path.join(apis, 'hostile.toml'), API('Hostile', '/hostile', 'hostile.openapi.yaml'));
 
@@ -87,10 +116,14 @@ t.test('a hostile document is escaped everywhere; path servers are dropped from 
   t.match(html, /<p>&#60;img src=x onerror=alert\(1\)&#62;<\/p>/, 'description escaped');
   t.match(html, /<code>\/x\/&#60;script&#62;<\/code>/, 'path escaped');
   t.match(html, /<p class="summary">&#60;script&#62;alert\(&#34;summary&#34;\)&#60;\/script&#62;<\/p>/, 'summary escaped');
-  t.match(html, /<td><code>&#60;script&#62;p&#60;\/script&#62;<\/code><\/td><td>query<\/td><td>no<\/td><td>string<\/td><td>&#34;quoted&#34; &#38; &#60;i&#62;<\/td>/, 'parameter escaped');
+  t.match(
+    html,
+    /<td><code>&#60;script&#62;p&#60;\/script&#62;<\/code><\/td><td>query<\/td><td>no<\/td><td>string<\/td><td>&#34;quoted&#34; &#38; &#60;i&#62;<\/td>/,
+    'parameter escaped',
+  );
   t.match(html, /<code>text\/&#60;script&#62;<\/code>/, 'media type escaped');
   t.match(html, /<td>&#60;script&#62;<\/td><td>&#60;script&#62;alert\(&#34;response&#34;\)&#60;\/script&#62;<\/td>/, 'response escaped');
-  t.match(html, /<h4>Security<\/h4><p>oauth \(scopes: &#60;b&#62;scope&#60;\/b&#62;\)<\/p>/, 'the document\'s security, escaped');
+  t.match(html, /<h4>Security<\/h4><p>oauth \(scopes: &#60;b&#62;scope&#60;\/b&#62;\)<\/p>/, "the document's security, escaped");
   t.match(r.headers.get('content-security-policy') ?? '', /default-src 'none'/);
 
   const d = await fetch(`${node.base}/devportal/apis/hostile.toml/openapi.json`);
@@ -98,8 +131,8 @@ t.test('a hostile document is escaped everywhere; path servers are dropped from 
   t.equal(d.headers.get('content-disposition'), 'attachment; filename="Hostile-1.openapi.json"');
   const doc = (await d.json()) as { info: { title: string }; paths: Record<string, Record<string, unknown>> };
   t.equal(doc.info.title, HOSTILE.info.title, 'the JSON keeps the values as written (it is data, not a page)');
-  t.equal(doc.paths['/y']?.servers, undefined, 'a path item\'s servers (the backend) dropped');
-  t.equal((doc.paths['/y']?.get as Record<string, unknown>).servers, undefined, 'an operation\'s servers dropped');
+  t.equal(doc.paths['/y']?.servers, undefined, "a path item's servers (the backend) dropped");
+  t.equal((doc.paths['/y']?.get as Record<string, unknown>).servers, undefined, "an operation's servers dropped");
 });
 
 t.test('only documents of APIs the visitor may see, inside apis_dir', async (t) => {

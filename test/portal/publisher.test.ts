@@ -22,13 +22,29 @@ t.test('lifecycle through the publisher, as the gateways see it', async (t) => {
   const node = await startPortalNode();
   t.teardown(() => node.close());
   const events: { name: string; file?: string }[] = [];
-  t.teardown(node.node.events.subscribe((e) => events.push({ name: e.name, ...('file' in e.payload ? { file: String(e.payload.file) } : {}) })));
+  t.teardown(
+    node.node.events.subscribe((e) => events.push({ name: e.name, ...('file' in e.payload ? { file: String(e.payload.file) } : {}) })),
+  );
   const base = node.base;
   const cookie = await signIn(base);
   const csrf = hidden((await req(`${base}/publisher`, cookie)).text, 'csrf');
   t.match(csrf, /^[A-Za-z0-9_-]{43}$/);
   const backend = /production = "([^"]+)"/.exec(fs.readFileSync(path.join(node.dir, 'apis', 'demo.toml'), 'utf8'))?.[1] ?? '';
-  const form = { csrf, action: 'save', name: 'Stock', context: '/stock', version: '2', description: '', production: backend, sandbox: '', auth: 'none', resources: 'GET /menu', scopes: '', labels: 'Default', policy: '' };
+  const form = {
+    csrf,
+    action: 'save',
+    name: 'Stock',
+    context: '/stock',
+    version: '2',
+    description: '',
+    production: backend,
+    sandbox: '',
+    auth: 'none',
+    resources: 'GET /menu',
+    scopes: '',
+    labels: 'Default',
+    policy: '',
+  };
 
   const invalid = await req(`${base}/publisher/new`, cookie, { ...form, context: 'stock', resources: 'GET menu' });
   t.equal(invalid.status, 400, 'an invalid form');
@@ -50,29 +66,51 @@ t.test('lifecycle through the publisher, as the gateways see it', async (t) => {
   t.match(fs.readFileSync(file, 'utf8'), /^state = "PUBLISHED"$/m);
   t.notOk(fs.existsSync(path.join(node.dir, 'apis', 'created', 'stock-2.toml')), 'the draft moved');
   t.ok(await until(async () => (await fetch(`${node.gateway}/stock/2/menu`)).status === 200), 'served once published');
-  t.ok(await until(async () => events.some((e) => e.name === 'api.deployed' && e.file === 'stock-2.toml')), 'api.deployed published for gateway-workers');
+  t.ok(
+    await until(async () => events.some((e) => e.name === 'api.deployed' && e.file === 'stock-2.toml')),
+    'api.deployed published for gateway-workers',
+  );
 
   events.length = 0;
   await req(`${base}/publisher/apis/stock-2.toml/lifecycle`, cookie, { csrf, state: 'BLOCKED' });
   t.match(fs.readFileSync(file, 'utf8'), /^state = "BLOCKED"$/m);
   let blocked = { status: 0, body: '' };
-  t.ok(await until(async () => {
-    const r = await fetch(`${node.gateway}/stock/2/menu`);
-    blocked = { status: r.status, body: await r.text() };
-    return r.status === 503;
-  }), 'BLOCKED: 503');
+  t.ok(
+    await until(async () => {
+      const r = await fetch(`${node.gateway}/stock/2/menu`);
+      blocked = { status: r.status, body: await r.text() };
+      return r.status === 503;
+    }),
+    'BLOCKED: 503',
+  );
   t.match(blocked.body, /700700/, 'fault 700700');
-  t.ok(await until(async () => events.some((e) => e.name === 'api.deployed' && e.file === 'stock-2.toml')), 'the blocked file is published too');
+  t.ok(
+    await until(async () => events.some((e) => e.name === 'api.deployed' && e.file === 'stock-2.toml')),
+    'the blocked file is published too',
+  );
 
   // Subscriptions of the secured demo API: ON_HOLD approved by the publisher.
   const km = node.node.keyManager;
   const app = await km?.manager.createApplication({ name: 'Waiting', owner: 'admin' });
-  const sub = await km?.manager.addSubscription({ application: app?.id ?? '', apiContext: '/pizzashack-secured', apiVersion: '1.0.0', state: 'ON_HOLD' });
+  const sub = await km?.manager.addSubscription({
+    application: app?.id ?? '',
+    apiContext: '/pizzashack-secured',
+    apiVersion: '1.0.0',
+    state: 'ON_HOLD',
+  });
   const page = await req(`${base}/publisher/apis/pizzashack-secured.toml`, cookie);
   t.match(page.text, /aria-label="Approve Waiting"/, 'an ON_HOLD subscription can be approved');
-  const approved = await req(`${base}/publisher/apis/pizzashack-secured.toml/subscriptions`, cookie, { csrf, subscription: sub?.id ?? '', state: 'UNBLOCKED' });
+  const approved = await req(`${base}/publisher/apis/pizzashack-secured.toml/subscriptions`, cookie, {
+    csrf,
+    subscription: sub?.id ?? '',
+    state: 'UNBLOCKED',
+  });
   t.equal(approved.status, 303);
   t.equal((await km?.manager.findSubscription({ id: sub?.id ?? '' }))?.state, 'UNBLOCKED', 'approved');
-  const other = await req(`${base}/publisher/apis/stock-2.toml/subscriptions`, cookie, { csrf, subscription: sub?.id ?? '', state: 'BLOCKED' });
+  const other = await req(`${base}/publisher/apis/stock-2.toml/subscriptions`, cookie, {
+    csrf,
+    subscription: sub?.id ?? '',
+    state: 'BLOCKED',
+  });
   t.equal(other.status, 404, "another API's subscription is not this API's to change");
 });

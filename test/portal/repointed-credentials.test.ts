@@ -14,7 +14,11 @@ import t, { type Test } from 'tap';
 import { ADMIN, hidden, req, signIn, startPortalNode, until, type PortalNode } from './helpers';
 
 /** The error text shown beside a form field ('' for none). */
-const errorFor = (html: string, id: string): string => new RegExp(`id="${id}-error" role="alert">([^<]*)<`).exec(html)?.[1]?.replace(/&quot;/g, '"').replace(/&#39;/g, "'") ?? '';
+const errorFor = (html: string, id: string): string =>
+  new RegExp(`id="${id}-error" role="alert">([^<]*)<`)
+    .exec(html)?.[1]
+    ?.replace(/&quot;/g, '"')
+    .replace(/&#39;/g, "'") ?? '';
 
 interface Recorder {
   readonly port: number;
@@ -65,7 +69,17 @@ const apiFile = (type: string, url: string, tokenPort: number): string =>
   `name = "Sec${type}"\ncontext = "/sec-${type}"\nversion = "1"\nauth = "none"\nstate = "PUBLISHED"\n\n[endpoints.production]\nurl = "${url}"\n[endpoints.production.security]\n${SECURITY[type]?.(tokenPort) ?? ''}\n[[resources]]\npath = "/*"\nmethods = ["GET"]\n`;
 
 /** The form fields of the API file of `type`, with the production URL `url`. */
-const form = (csrf: string, type: string, url: string): Record<string, string> => ({ csrf, action: 'save', name: `Sec${type}`, context: `/sec-${type}`, version: '1', production: url, auth: 'none', resources: 'GET /*', labels: 'Default' });
+const form = (csrf: string, type: string, url: string): Record<string, string> => ({
+  csrf,
+  action: 'save',
+  name: `Sec${type}`,
+  context: `/sec-${type}`,
+  version: '1',
+  production: url,
+  auth: 'none',
+  resources: 'GET /*',
+  labels: 'Default',
+});
 
 interface Setup {
   readonly node: PortalNode;
@@ -81,7 +95,9 @@ async function setup(t: Test, type: string): Promise<Setup> {
   const other = await recorder(type === 'digest');
   const tokens = await tokenServer();
   t.teardown(() => Promise.all([meant.close(), other.close(), tokens.close()]).then(() => undefined));
-  const node = await startPortalNode(undefined, { [`apis/sec-${type}.toml`]: apiFile(type, `http://127.0.0.1:${meant.port}/v1`, tokens.port) });
+  const node = await startPortalNode(undefined, {
+    [`apis/sec-${type}.toml`]: apiFile(type, `http://127.0.0.1:${meant.port}/v1`, tokens.port),
+  });
   t.teardown(() => node.close());
   const cookie = await signIn(node.base);
   const csrf = hidden((await req(`${node.base}/publisher`, cookie)).text, 'csrf');
@@ -103,54 +119,90 @@ for (const type of ['basic', 'digest', 'oauth']) {
     const otherUrl = `http://127.0.0.1:${s.other.port}/v1`;
     const moved = await req(`${s.node.base}/publisher/apis/sec-${type}.toml`, s.cookie, form(s.csrf, type, otherUrl));
     t.equal(moved.status, 400, 'refused');
-    t.match(errorFor(moved.text, 'production'), new RegExp(`credentials \\(${type}\\) are bound to http://127\\.0\\.0\\.1:${s.meant.port}, and the new URL is at http://127\\.0\\.0\\.1:${s.other.port}: they are never sent to another host`), 'the error says why, beside the URL');
+    t.match(
+      errorFor(moved.text, 'production'),
+      new RegExp(
+        `credentials \\(${type}\\) are bound to http://127\\.0\\.0\\.1:${s.meant.port}, and the new URL is at http://127\\.0\\.0\\.1:${s.other.port}: they are never sent to another host`,
+      ),
+      'the error says why, beside the URL',
+    );
     t.notMatch(moved.text, /basic-secret|digest-secret|oauth-secret/, 'the page shows no secret');
     t.equal(fs.readFileSync(file, 'utf8'), before, 'the file is unchanged');
 
     // The admin API's raw write of the same change is refused the same way.
     const adminAuth = `Basic ${Buffer.from(`${ADMIN.username}:${ADMIN.password}`).toString('base64')}`;
-    const put = await fetch(`${s.node.base}/admin/v1/api-files/sec-${type}.toml`, { method: 'PUT', headers: { Authorization: adminAuth, 'Content-Type': 'application/json' }, body: JSON.stringify({ text: before.replace(`127.0.0.1:${s.meant.port}`, `127.0.0.1:${s.other.port}`) }) });
+    const put = await fetch(`${s.node.base}/admin/v1/api-files/sec-${type}.toml`, {
+      method: 'PUT',
+      headers: { Authorization: adminAuth, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ text: before.replace(`127.0.0.1:${s.meant.port}`, `127.0.0.1:${s.other.port}`) }),
+    });
     t.equal(put.status, 422);
     const body = (await put.json()) as { fields: Record<string, string> };
-    t.match(body.fields['endpoints.production.security'], new RegExp(`bound to http://127\\.0\\.0\\.1:${s.meant.port} and the url is now at http://127\\.0\\.0\\.1:${s.other.port}`));
+    t.match(
+      body.fields['endpoints.production.security'],
+      new RegExp(`bound to http://127\\.0\\.0\\.1:${s.meant.port} and the url is now at http://127\\.0\\.0\\.1:${s.other.port}`),
+    );
     t.equal(fs.readFileSync(file, 'utf8'), before, 'the file is unchanged');
     t.equal(await call(s, type), 200);
     t.same(s.other.auth, [], 'the other backend got nothing');
 
     // Re-entered in the same edit: the credentials are bound to the new origin and sent there.
     const secret = `${type}-new-secret`;
-    const rebound = await req(`${s.node.base}/publisher/apis/sec-${type}.toml`, s.cookie, { ...form(s.csrf, type, otherUrl), production_secret: secret });
+    const rebound = await req(`${s.node.base}/publisher/apis/sec-${type}.toml`, s.cookie, {
+      ...form(s.csrf, type, otherUrl),
+      production_secret: secret,
+    });
     t.equal(rebound.status, 303, `saved (${errorFor(rebound.text, 'production')}${errorFor(rebound.text, 'production_secret')})`);
-    const doc = toml.parse(fs.readFileSync(file, 'utf8')) as { endpoints: { production: { url: string; security: Record<string, string> } } };
+    const doc = toml.parse(fs.readFileSync(file, 'utf8')) as {
+      endpoints: { production: { url: string; security: Record<string, string> } };
+    };
     t.equal(doc.endpoints.production.url, otherUrl);
     t.equal(doc.endpoints.production.security.origin, `http://127.0.0.1:${s.other.port}`, 'bound to the new origin');
     t.equal(doc.endpoints.production.security[type === 'oauth' ? 'client_secret' : 'password'], secret, 'the re-entered secret');
     t.ok(await until(async () => (await call(s, type)) === 200 && s.other.auth.length > 0), 'the gateway serves the new URL');
     t.ok(sentCredentials(s.other).length > 0, 'the other backend now gets credentials');
-    if (type === 'basic') t.equal(sentCredentials(s.other)[0], `Basic ${Buffer.from(`gw:${secret}`).toString('base64')}`, 'the re-entered ones');
+    if (type === 'basic')
+      t.equal(sentCredentials(s.other)[0], `Basic ${Buffer.from(`gw:${secret}`).toString('base64')}`, 'the re-entered ones');
   });
 }
 
 t.test('a secret re-entered for an endpoint without credentials is an error beside it', async (t) => {
   const s = await setup(t, 'basic');
   const demo = /production = "([^"]+)"/.exec(fs.readFileSync(path.join(s.node.dir, 'apis', 'demo.toml'), 'utf8'))?.[1] ?? '';
-  const r = await req(`${s.node.base}/publisher/new`, s.cookie, { ...form(s.csrf, 'plain', demo), name: 'Plain', context: '/plain', production_secret: 'x' });
+  const r = await req(`${s.node.base}/publisher/new`, s.cookie, {
+    ...form(s.csrf, 'plain', demo),
+    name: 'Plain',
+    context: '/plain',
+    production_secret: 'x',
+  });
   t.equal(r.status, 400);
   t.match(errorFor(r.text, 'production_secret'), /has no backend credentials to re-enter/);
   t.match(r.text, /id="production_secret" name="production_secret" value=""/, 'the secret is not shown back');
 });
 
-t.test('a file on disk whose security.origin is not its URL\'s origin is not deployed (API_CREDENTIALS_ORIGIN)', async (t) => {
+t.test("a file on disk whose security.origin is not its URL's origin is not deployed (API_CREDENTIALS_ORIGIN)", async (t) => {
   const s = await setup(t, 'basic');
   const file = path.join(s.node.dir, 'apis', 'sec-basic.toml');
   // A writer moved the URL and kept the origin the credentials were stored for.
-  const text = fs.readFileSync(file, 'utf8').replace(`127.0.0.1:${s.meant.port}`, `127.0.0.1:${s.other.port}`).replace('[endpoints.production.security]\n', `[endpoints.production.security]\norigin = "http://127.0.0.1:${s.meant.port}"\n`);
+  const text = fs
+    .readFileSync(file, 'utf8')
+    .replace(`127.0.0.1:${s.meant.port}`, `127.0.0.1:${s.other.port}`)
+    .replace('[endpoints.production.security]\n', `[endpoints.production.security]\norigin = "http://127.0.0.1:${s.meant.port}"\n`);
   fs.writeFileSync(file, text);
   const gw = s.node.node.gateway;
-  t.ok(await until(async () => gw?.states().some((x) => x.diagnostics.some((d) => d.code === 'API_CREDENTIALS_ORIGIN')) === true), 'the diagnostic is there');
-  const d = gw?.states().flatMap((x) => x.diagnostics).find((x) => x.code === 'API_CREDENTIALS_ORIGIN');
+  t.ok(
+    await until(async () => gw?.states().some((x) => x.diagnostics.some((d) => d.code === 'API_CREDENTIALS_ORIGIN')) === true),
+    'the diagnostic is there',
+  );
+  const d = gw
+    ?.states()
+    .flatMap((x) => x.diagnostics)
+    .find((x) => x.code === 'API_CREDENTIALS_ORIGIN');
   t.equal(d?.field, 'endpoints.production.security.origin');
-  t.match(d?.message, new RegExp(`stored for http://127\\.0\\.0\\.1:${s.meant.port} and the url points to http://127\\.0\\.0\\.1:${s.other.port}`));
+  t.match(
+    d?.message,
+    new RegExp(`stored for http://127\\.0\\.0\\.1:${s.meant.port} and the url points to http://127\\.0\\.0\\.1:${s.other.port}`),
+  );
   await call(s, 'basic');
   t.same(s.other.auth, [], 'the other backend got nothing');
 });

@@ -19,14 +19,21 @@ const PASSWORD = 'Jane-pw-2026';
 t.test('sign-up, confirmation link, first sign-in; recovery once, then expired', async (t) => {
   const smtp = await startSmtp();
   t.teardown(() => smtp.close());
-  const node = await startSelfServiceNode(smtp.port, '[multi_tenancy.platform]\nemail_validation_mandatory_for_login = true\n[throughway.portal]\nrecovery_link_validity = "2s"\n');
+  const node = await startSelfServiceNode(
+    smtp.port,
+    '[multi_tenancy.platform]\nemail_validation_mandatory_for_login = true\n[throughway.portal]\nrecovery_link_validity = "2s"\n',
+  );
   t.teardown(() => node.close());
   const base = node.base;
 
   const page = await req(`${base}/devportal/signup`);
   t.equal(page.status, 200);
   t.match(page.text, /<label for="email">E-mail address<\/label>/);
-  t.equal((await req(`${base}/devportal/signup`, '', { username: 'x', password: 'y' })).status, 403, 'a sign-up without the form token is refused');
+  t.equal(
+    (await req(`${base}/devportal/signup`, '', { username: 'x', password: 'y' })).status,
+    403,
+    'a sign-up without the form token is refused',
+  );
   const weak = await signUp(base, { username: 'janedoe', password: 'ab', email: 'jane@example.org' });
   t.equal(weak.status, 400, 'the password rules of every user store');
   t.match(weak.text, /PasswordJavaRegEx/);
@@ -41,10 +48,18 @@ t.test('sign-up, confirmation link, first sign-in; recovery once, then expired',
   t.same(mail.to, ['jane@example.org']);
   t.equal(mail.from, 'portal@example.org', '[output_adapter.email] from_address');
   const mailed = linkIn(mail, '/devportal/confirm?token=');
-  t.match(mailed.origin, /^https:\/\/127\.0\.0\.1:\d+$/, 'links start with the consoles\' own origin (HTTPS when it listens), never the request\'s Host');
+  t.match(
+    mailed.origin,
+    /^https:\/\/127\.0\.0\.1:\d+$/,
+    "links start with the consoles' own origin (HTTPS when it listens), never the request's Host",
+  );
   const link = at(base, mailed);
 
-  t.equal((await signInAs(base, 'janedoe', PASSWORD)).status, 401, 'no sign-in before the address is confirmed');
+  t.equal(
+    (await signInAs(base, 'janedoe', PASSWORD)).status,
+    403,
+    'no sign-in before the address is confirmed (its right password: 403, saying why)',
+  );
   t.ok(node.lines.some((l) => l.event === 'sign_in_unconfirmed' && l.username === 'janedoe'));
   const confirmed = await postLink(link);
   t.equal(confirmed.status, 200);
@@ -79,7 +94,10 @@ t.test('sign-up, confirmation link, first sign-in; recovery once, then expired',
   await ask('janedoe');
   const late = await smtp.next((m) => m.subject === 'Reset your password' && m !== rec);
   await new Promise((r) => setTimeout(r, 2500));
-  const expired = await postLink(at(base, linkIn(late, '/devportal/reset?token=')), { password: 'Late-pw-2026', password2: 'Late-pw-2026' });
+  const expired = await postLink(at(base, linkIn(late, '/devportal/reset?token=')), {
+    password: 'Late-pw-2026',
+    password2: 'Late-pw-2026',
+  });
   t.equal(expired.status, 400, 'an expired link is refused');
   t.match(expired.text, /expired/);
   const raw = node.raw.join('\n');
@@ -103,21 +121,34 @@ t.test('a new version published: the subscribers of the previous version are tol
   const sub = await req(`${base}/devportal/subscribe`, sam, { csrf, application: appId, api: 'pizzashack-secured.toml', tier: 'Gold' });
   t.equal(sub.status, 303);
 
-  const v2 = fs.readFileSync(path.join(node.dir, 'apis', 'pizzashack-secured.toml'), 'utf8').replace('version = "1.0.0"', 'version = "2.0.0"').replace('state = "PUBLISHED"\n', '');
+  const v2 = fs
+    .readFileSync(path.join(node.dir, 'apis', 'pizzashack-secured.toml'), 'utf8')
+    .replace('version = "1.0.0"', 'version = "2.0.0"')
+    .replace('state = "PUBLISHED"\n', '');
   fs.mkdirSync(path.join(node.dir, 'apis', 'created'), { recursive: true });
   fs.writeFileSync(path.join(node.dir, 'apis', 'created', 'pizzashack-secured-2.toml'), v2);
   const admin = await signInAs(base, ADMIN.username, ADMIN.password);
   const acsrf = hidden((await req(`${base}/publisher`, admin.cookie)).text, 'csrf');
-  const published = await req(`${base}/publisher/apis/created%3Apizzashack-secured-2.toml/lifecycle`, admin.cookie, { csrf: acsrf, state: 'PUBLISHED' });
+  const published = await req(`${base}/publisher/apis/created%3Apizzashack-secured-2.toml/lifecycle`, admin.cookie, {
+    csrf: acsrf,
+    state: 'PUBLISHED',
+  });
   t.equal(published.status, 303, 'published');
-  t.match((await req(`${base}/devportal/applications/${encodeURIComponent(appId)}`, sam)).text, /PizzaShackSecured 1\.0\.0/, 'subscribed to 1.0.0');
+  t.match(
+    (await req(`${base}/devportal/applications/${encodeURIComponent(appId)}`, sam)).text,
+    /PizzaShackSecured 1\.0\.0/,
+    'subscribed to 1.0.0',
+  );
   const m = await smtp.next((x) => x.subject === 'PizzaShackSecured 2.0.0 is published');
   t.same(m.to, ['sam@example.org'], 'the subscriber of 1.0.0');
   t.equal(m.from, 'news@example.org', '[apim.notifications] from_address');
   t.match(m.text, /in version 1\.0\.0/);
   t.match(m.text, /-- \r?\nThe API team/, '[apim.notifications] signature');
   await new Promise((r) => setTimeout(r, 500));
-  t.notOk(smtp.messages.some((x) => x.to.includes('kim@example.org')), 'a user without a subscription is not told');
+  t.notOk(
+    smtp.messages.some((x) => x.to.includes('kim@example.org')),
+    'a user without a subscription is not told',
+  );
 });
 
 t.test('the mail server down: the sign-up succeeds, the mail arrives when the server is back', async (t) => {
@@ -128,7 +159,7 @@ t.test('the mail server down: the sign-up succeeds, the mail arrives when the se
   const node = await startSelfServiceNode(port, '[multi_tenancy.platform]\nemail_validation_mandatory_for_login = true\n');
   t.teardown(() => node.close());
   const made = await signUp(node.base, { username: 'leeroy', password: PASSWORD, email: 'lee@example.org' });
-  t.equal(made.status, 200, 'the user\'s request succeeds');
+  t.equal(made.status, 200, "the user's request succeeds");
   const until = Date.now() + 10_000;
   while (!node.lines.some((l) => l.event === 'mail_failed') && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
   const failed = node.lines.find((l) => l.event === 'mail_failed');
@@ -142,30 +173,42 @@ t.test('the mail server down: the sign-up succeeds, the mail arrives when the se
   t.match((await postLink(at(node.base, linkIn(m, '/devportal/confirm?token=')))).text, /id="confirmed"/);
 });
 
-t.test('sign-up per tenant: the user is the tenant\'s, signs in with its qualified name, and sees that tenant\'s forum', async (t) => {
+t.test("sign-up per tenant: the user is the tenant's, signs in with its qualified name, and sees that tenant's forum", async (t) => {
   const smtp = await startSmtp();
   t.teardown(() => smtp.close());
   const node = await startSelfServiceNode(smtp.port);
   t.teardown(() => node.close());
   const base = node.base;
   const basic = `Basic ${Buffer.from(`${ADMIN.username}:${ADMIN.password}`).toString('base64')}`;
-  const made = await fetch(`${base}/admin/v1/tenants`, { method: 'POST', headers: { Authorization: basic, 'Content-Type': 'application/json' }, body: JSON.stringify({ domain: 'acme.test', admin: 'bossy', password: 'Boss-pw-2026' }) });
+  const made = await fetch(`${base}/admin/v1/tenants`, {
+    method: 'POST',
+    headers: { Authorization: basic, 'Content-Type': 'application/json' },
+    body: JSON.stringify({ domain: 'acme.test', admin: 'bossy', password: 'Boss-pw-2026' }),
+  });
   t.ok(made.ok, `a tenant (${made.status} ${await made.text()})`);
-  t.match((await req(`${base}/devportal/signup`)).text, /<label for="tenant">Tenant domain<\/label>/, 'the form asks for the tenant once tenants exist');
+  t.match(
+    (await req(`${base}/devportal/signup`)).text,
+    /<label for="tenant">Tenant domain<\/label>/,
+    'the form asks for the tenant once tenants exist',
+  );
   const unknown = await signUp(base, { username: 'dora1', password: PASSWORD, email: 'dora@example.org', tenant: 'nowhere.test' });
   t.equal(unknown.status, 400);
   t.match(unknown.text, /nowhere\.test is not a tenant/);
   const ok = await signUp(base, { username: 'dora1', password: PASSWORD, email: 'dora@example.org', tenant: 'acme.test' });
   t.equal(ok.status, 200);
-  t.match(ok.text, /dora1@acme\.test/, 'the tenant\'s user name');
+  t.match(ok.text, /dora1@acme\.test/, "the tenant's user name");
   const dora = await signInAs(base, 'dora1@acme.test', PASSWORD);
   t.match(dora.cookie, /^tw_portal=/, 'signs in with the qualified name');
   const f = await req(`${base}/devportal/forum`, dora.cookie);
-  t.match(f.text, /<h1>Forum of acme\.test<\/h1>/, 'the forum of the user\'s tenant');
-  const topic = await req(`${base}/devportal/forum`, dora.cookie, { csrf: hidden(f.text, 'csrf'), title: 'Acme only', body: 'inside the tenant' });
+  t.match(f.text, /<h1>Forum of acme\.test<\/h1>/, "the forum of the user's tenant");
+  const topic = await req(`${base}/devportal/forum`, dora.cookie, {
+    csrf: hidden(f.text, 'csrf'),
+    title: 'Acme only',
+    body: 'inside the tenant',
+  });
   t.equal(topic.status, 303);
   t.equal((await signUp(base, { username: 'outsider', password: PASSWORD, email: 'o@example.org' })).status, 200);
   const outsider = await signInAs(base, 'outsider', PASSWORD);
-  t.notMatch((await req(`${base}/devportal/forum`, outsider.cookie)).text, /Acme only/, 'another tenant\'s topics are not listed');
+  t.notMatch((await req(`${base}/devportal/forum`, outsider.cookie)).text, /Acme only/, "another tenant's topics are not listed");
   t.equal((await req(`${base}${topic.location}`, outsider.cookie)).status, 404, 'nor found');
 });

@@ -10,7 +10,8 @@ import { editToml, pairEntries, sameValue } from '../../lib/portal/toml-edit';
 const parse = (s: string): Record<string, unknown> => toml.parse(s) as Record<string, unknown>;
 /** Every comment of a text, in order (the texts of these tests hold no # inside strings). */
 const commentLines = (s: string): string[] => s.split(/\r?\n/).flatMap((l) => /#.*$/.exec(l)?.[0] ?? []);
-const byPath = (p: readonly (string | number)[], e: Record<string, unknown>): string | undefined => (p[0] === 'resources' ? String(e.path) : undefined);
+const byPath = (p: readonly (string | number)[], e: Record<string, unknown>): string | undefined =>
+  p[0] === 'resources' ? String(e.path) : undefined;
 
 const FILE = `# An API file with comments everywhere.
 name = "Shop"   # the name
@@ -50,30 +51,61 @@ t.test('changed values are replaced on their lines; every comment stays', async 
   t.equal(out.split('\n').length, FILE.split('\n').length - 2, 'nothing else moved');
 });
 
-t.test('new keys go after their table\'s last key; new tables are sections', async (t) => {
+t.test("new keys go after their table's last key; new tables are sections", async (t) => {
   const old = parse(FILE);
-  const next = { ...old, description: 'd', cors: { enable: true }, endpoints: { production: { url: 'http://h:1/v1', timeout: '5s' }, sandbox: 'http://s/' } };
+  const next = {
+    ...old,
+    description: 'd',
+    cors: { enable: true },
+    endpoints: { production: { url: 'http://h:1/v1', timeout: '5s' }, sandbox: 'http://s/' },
+  };
   const out = editToml(FILE, old, next) ?? '';
   t.same(parse(out), next);
-  t.same(commentLines(out), commentLines(FILE).filter((c) => c !== '# live'), 'every comment but the one on the line of the URL, which moved into a section');
+  t.same(
+    commentLines(out),
+    commentLines(FILE).filter((c) => c !== '# live'),
+    'every comment but the one on the line of the URL, which moved into a section',
+  );
   t.match(out, /\]\ndescription = "d"\n\n# The backends\./, 'after the last top-level key, before the comments of the next table');
-  t.match(out, /\[endpoints\]\nsandbox = "http:\/\/s\/"\n\n\[endpoints\.production\]\nurl = "http:\/\/h:1\/v1"\ntimeout = "5s"\n/, 'a URL that gains settings becomes its own section after its parent\'s');
+  t.match(
+    out,
+    /\[endpoints\]\nsandbox = "http:\/\/s\/"\n\n\[endpoints\.production\]\nurl = "http:\/\/h:1\/v1"\ntimeout = "5s"\n/,
+    "a URL that gains settings becomes its own section after its parent's",
+  );
   t.match(out, /\n\[cors\]\nenable = true\n$/, 'a new top-level table goes last');
 });
 
 t.test('arrays of tables: matched by identity, reordered with their comments, removed with theirs', async (t) => {
   const old = parse(FILE);
   const resources = old.resources as Record<string, unknown>[];
-  const next = { ...old, resources: [{ ...resources[1], methods: ['POST', 'PUT'] }, { path: '/new', methods: ['GET'], policy: 'Gold' }] };
+  const next = {
+    ...old,
+    resources: [
+      { ...resources[1], methods: ['POST', 'PUT'] },
+      { path: '/new', methods: ['GET'], policy: 'Gold' },
+    ],
+  };
   const out = editToml(FILE, old, next, byPath) ?? '';
   t.same(parse(out), next);
   t.notMatch(out, /# Reads\./, 'a removed entry goes with the comment above its header');
-  t.match(out, /# Writes: admins only\.\n\[\[resources\]\]\npath = "\/orders"\nmethods = \["POST", "PUT"\]\nscopes = \["write"\] # needs a role\n\n\[\[resources\]\]\npath = "\/new"/, 'the kept entry edited in place, the new one after it');
+  t.match(
+    out,
+    /# Writes: admins only\.\n\[\[resources\]\]\npath = "\/orders"\nmethods = \["POST", "PUT"\]\nscopes = \["write"\] # needs a role\n\n\[\[resources\]\]\npath = "\/new"/,
+    'the kept entry edited in place, the new one after it',
+  );
   const swapped = { ...old, resources: [resources[1], resources[0]] };
   const out2 = editToml(FILE, old, swapped, byPath) ?? '';
   t.same(parse(out2), swapped);
-  t.same(commentLines(out2), commentLines(FILE).slice(0, 5).concat(['# Writes: admins only.', '# needs a role', '# Reads.']), 'every comment kept');
-  t.match(out2, /# Writes: admins only\.\n\[\[resources\]\]\npath = "\/orders"[^]*# Reads\.\n\[\[resources\]\]\npath = "\/items"/, 'comments travel with their entries');
+  t.same(
+    commentLines(out2),
+    commentLines(FILE).slice(0, 5).concat(['# Writes: admins only.', '# needs a role', '# Reads.']),
+    'every comment kept',
+  );
+  t.match(
+    out2,
+    /# Writes: admins only\.\n\[\[resources\]\]\npath = "\/orders"[^]*# Reads\.\n\[\[resources\]\]\npath = "\/items"/,
+    'comments travel with their entries',
+  );
 });
 
 t.test('inline tables, dotted keys, CRLF and a byte order mark', async (t) => {
@@ -91,7 +123,7 @@ t.test('inline tables, dotted keys, CRLF and a byte order mark', async (t) => {
 t.test('a multi-line value keeps the comments inside it, above the key', async (t) => {
   const text = 'codes = [\n  101503, # refused\n  101504,\n]\n';
   const out = editToml(text, parse(text), { codes: [101505] });
-  t.equal(out, '# refused\ncodes = [101505]\n', 'at the key\'s indentation');
+  t.equal(out, '# refused\ncodes = [101505]\n', "at the key's indentation");
 });
 
 t.test('what cannot be edited in place is refused, so the caller writes afresh', async (t) => {
@@ -103,8 +135,15 @@ t.test('what cannot be edited in place is refused, so the caller writes afresh',
 
 t.test('pairing and equality', async (t) => {
   const key = (e: { id?: string }): string | undefined => e.id;
-  t.same(pairEntries([{ id: 'a' }, { id: 'b' }, { id: 'a' }], [{ id: 'a' }, { id: 'a' }, { id: 'c' }, { id: 'b' }], key), [0, 2, undefined, 1], 'repeated identities pair in order');
+  t.same(
+    pairEntries([{ id: 'a' }, { id: 'b' }, { id: 'a' }], [{ id: 'a' }, { id: 'a' }, { id: 'c' }, { id: 'b' }], key),
+    [0, 2, undefined, 1],
+    'repeated identities pair in order',
+  );
   t.same(pairEntries([{}, {}], [{}, {}, {}], key), [0, 1, undefined], 'without identity: by index');
-  t.ok(sameValue({ a: [1, { b: 2 }], c: undefined }, Object.assign(Object.create(null) as object, { a: [1, { b: 2 }] })), 'key order, undefined keys and prototypes do not count');
+  t.ok(
+    sameValue({ a: [1, { b: 2 }], c: undefined }, Object.assign(Object.create(null) as object, { a: [1, { b: 2 }] })),
+    'key order, undefined keys and prototypes do not count',
+  );
   t.notOk(sameValue({ a: [1] }, { a: [1, 2] }));
 });

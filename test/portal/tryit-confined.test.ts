@@ -34,22 +34,35 @@ t.test('encoded dot segments, backslashes and // never leave the API; nothing is
   const csrf = hiddenField((await req(`${base}/devportal/applications`, cookie)).text, 'csrf');
   const made = await req(`${base}/devportal/applications`, cookie, { name: 'TryApp', csrf });
   t.equal(made.status, 303, 'an application');
-  const tryIt = (path: string): ReturnType<typeof req> => req(`${base}${made.location}/try`, cookie, { csrf, api: 'mine.toml', method: 'GET', path, tryKeyType: 'PRODUCTION' });
+  const tryIt = (path: string): ReturnType<typeof req> =>
+    req(`${base}${made.location}/try`, cookie, { csrf, api: 'mine.toml', method: 'GET', path, tryKeyType: 'PRODUCTION' });
 
   const plain = await tryIt('/items/1');
   t.equal(plain.status, 200, 'a plain path is called');
-  t.same(mine.seen, ['/items/1'], 'and reaches the API\'s own backend');
+  t.same(mine.seen, ['/items/1'], "and reaches the API's own backend");
 
-  const outside = ['/%2e%2e/%2e%2e/other/1.0.0/x', '/%2E%2e/other/1.0.0/x', '/..%2f..%2fother/1.0.0/x', '/%2e%2e/%2e%2e/token', '/../1.0.1/x'];
+  const outside = [
+    '/%2e%2e/%2e%2e/other/1.0.0/x',
+    '/%2E%2e/other/1.0.0/x',
+    '/..%2f..%2fother/1.0.0/x',
+    '/%2e%2e/%2e%2e/token',
+    '/../1.0.1/x',
+  ];
   const invalid = ['/\\..\\..\\other\\1.0.0\\x', '/%5c..%5c..%5cother', '//other/1.0.0/x', '/a//..//..//other'];
-  for (const [paths, code] of [[outside, 'TRY_PATH_OUTSIDE_API'], [invalid, 'TRY_PATH_INVALID']] as const) {
+  for (const [paths, code] of [
+    [outside, 'TRY_PATH_OUTSIDE_API'],
+    [invalid, 'TRY_PATH_INVALID'],
+  ] as const) {
     for (const path of paths) {
       const r = await tryIt(path);
       t.equal(r.status, 400, `${JSON.stringify(path)}: refused`);
       t.match(r.text, code, `with ${code}`);
     }
   }
-  t.same(other.seen, [], 'the other API\'s backend got nothing');
-  t.same(mine.seen, ['/items/1'], 'nor did this API\'s backend');
-  t.ok(node.lines.some((l) => l.event === 'portal_try_refused' && l.code === 'TRY_PATH_OUTSIDE_API'), 'refusals are logged');
+  t.same(other.seen, [], "the other API's backend got nothing");
+  t.same(mine.seen, ['/items/1'], "nor did this API's backend");
+  t.ok(
+    node.lines.some((l) => l.event === 'portal_try_refused' && l.code === 'TRY_PATH_OUTSIDE_API'),
+    'refusals are logged',
+  );
 });

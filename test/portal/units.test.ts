@@ -5,7 +5,16 @@
 import t from 'tap';
 import { checkForm, emptyForm, fieldOf, formFromText, TRANSITIONS, withState } from '../../lib/portal/api-form';
 import { CONSOLE_STATES, fileNameFor } from '../../lib/portal/catalogue';
-import { IDLE_TTL, MAX_SESSIONS, MAX_SESSIONS_PER_ADDRESS, MAX_SESSIONS_PER_USER, Sessions, SIGNIN_COOKIE, SIGNIN_TTL, SignInSeal } from '../../lib/portal/session';
+import {
+  IDLE_TTL,
+  MAX_SESSIONS,
+  MAX_SESSIONS_PER_ADDRESS,
+  MAX_SESSIONS_PER_USER,
+  Sessions,
+  SIGNIN_COOKIE,
+  SIGNIN_TTL,
+  SignInSeal,
+} from '../../lib/portal/session';
 import { safeBack } from '../../lib/portal';
 import { faultCode, removeDotSegments, tryTarget } from '../../lib/portal/tryit';
 import { importOpenApi } from '../../lib/portal/openapi';
@@ -15,7 +24,11 @@ t.test('the form is checked by the gateway validator, errors by field', async (t
   const f = { ...emptyForm(), name: 'Shop', context: '/shop', production: 'not a url', resources: 'GET /items' };
   const r = checkForm(f, '/tmp/x.toml', {});
   t.match(r.errors.production, /is not a usable endpoint URL/, 'bad endpoint beside production');
-  const ok = checkForm({ ...f, production: 'http://127.0.0.1:9/v1', scopes: 'read: admin, subscriber', resources: 'GET /items read\nPOST,PUT /items' }, '/tmp/x.toml', {});
+  const ok = checkForm(
+    { ...f, production: 'http://127.0.0.1:9/v1', scopes: 'read: admin, subscriber', resources: 'GET /items read\nPOST,PUT /items' },
+    '/tmp/x.toml',
+    {},
+  );
   t.same(ok.errors, {});
   const api = parseApiText(ok.text, '/tmp/x.toml').api;
   t.equal(api?.resources.length, 2);
@@ -24,7 +37,10 @@ t.test('the form is checked by the gateway validator, errors by field', async (t
   t.equal(api?.state, 'PUBLISHED', 'a draft has no state line (the validator default)');
   t.notMatch(ok.text, /^state/m);
   t.match(checkForm({ ...f, production: 'http://h/', resources: 'menu' }, '', {}).errors.resources, /line 1/);
-  t.match(checkForm({ ...f, production: 'http://h/', context: 'no-slash' }, '', {}).errors.context, /context/);
+  t.match(
+    checkForm({ ...f, production: 'http://h/', context: 'no-slash' }, '', {}).errors.context,
+    /^Context: "no-slash" is not an absolute path/,
+  );
   t.equal(fieldOf('endpoints.sandbox.url'), 'sandbox');
   t.equal(fieldOf('endpoints'), 'production');
   t.equal(fieldOf('resources[2].methods'), 'resources');
@@ -32,7 +48,8 @@ t.test('the form is checked by the gateway validator, errors by field', async (t
 });
 
 t.test('editing keeps what the form does not show', async (t) => {
-  const text = 'name = "A"\ncontext = "/a"\nversion = "1"\n[endpoints.production]\nurl = "http://h:1/"\nsuspend_codes = [101503]\n[[resources]]\npath = "/x"\nmethods = ["GET"]\ntoken_type = "user"\n';
+  const text =
+    'name = "A"\ncontext = "/a"\nversion = "1"\n[endpoints.production]\nurl = "http://h:1/"\nsuspend_codes = [101503]\n[[resources]]\npath = "/x"\nmethods = ["GET"]\ntoken_type = "user"\n';
   const p = formFromText(text);
   t.ok(p);
   t.equal(p?.form.production, 'http://h:1/');
@@ -43,9 +60,18 @@ t.test('editing keeps what the form does not show', async (t) => {
   t.same(api?.endpoints.production?.suspendCodes, [101503], 'endpoint advanced configuration kept');
   t.equal(api?.resources[0]?.tokenType, 'user', 'resource keys kept');
   t.equal(api?.endpoints.production?.url, 'http://h:2/');
-  const withCors = checkForm({ ...(p?.form ?? emptyForm()), cors_origins: 'https://a.example, https://b.example', cors_credentials: 'true' }, '', {}, original);
+  const withCors = checkForm(
+    { ...(p?.form ?? emptyForm()), cors_origins: 'https://a.example, https://b.example', cors_credentials: 'true' },
+    '',
+    {},
+    original,
+  );
   t.same(withCors.errors, {});
-  t.same(parseApiText(withCors.text, '').api?.cors, { allowOrigins: ['https://a.example', 'https://b.example'], allowCredentials: true }, 'CORS origins and credentials from the form');
+  t.same(
+    parseApiText(withCors.text, '').api?.cors,
+    { allowOrigins: ['https://a.example', 'https://b.example'], allowCredentials: true },
+    'CORS origins and credentials from the form',
+  );
   t.equal(parseApiText(checkForm(p?.form ?? emptyForm(), '', {}, original).text, '').api?.cors, undefined, 'no CORS field, no override');
 });
 
@@ -55,7 +81,11 @@ t.test('the state line is rewritten in place, comments kept', async (t) => {
   const none = '# c\nname = "A"\n\n# the backends\n[endpoints]\nproduction = "http://h/"\n';
   t.equal(withState(none, 'BLOCKED'), '# c\nname = "A"\nstate = "BLOCKED"\n\n# the backends\n[endpoints]\nproduction = "http://h/"\n');
   t.equal(withState(text, 'CREATED'), text.replace('state = "PUBLISHED" # live\n', ''));
-  t.equal(withState('[endpoints]\nstate = "x"\n', 'RETIRED'), 'state = "RETIRED"\n[endpoints]\nstate = "x"\n', 'a key of a table is not the state');
+  t.equal(
+    withState('[endpoints]\nstate = "x"\n', 'RETIRED'),
+    'state = "RETIRED"\n[endpoints]\nstate = "x"\n',
+    'a key of a table is not the state',
+  );
 });
 
 t.test('lifecycle table: every state known, RETIRED final, CREATED only by demotion', async (t) => {
@@ -82,16 +112,20 @@ t.test('sessions: bounded in all, per user and per address, idle-expired', async
   const t2 = new Sessions(() => now);
   const mine = t2.create(user(1), '192.0.2.9');
   const others = Array.from({ length: MAX_SESSIONS_PER_USER + 1 }, () => t2.create(user(2), '192.0.2.2'));
-  t.equal(t2.find(req((others[0] as { id: string }).id)), undefined, 'a user signing in once more than the bound drops that user\'s oldest');
+  t.equal(t2.find(req((others[0] as { id: string }).id)), undefined, "a user signing in once more than the bound drops that user's oldest");
   t.ok(t2.find(req((others[1] as { id: string }).id)), 'and keeps the rest');
   for (let i = 0; i < MAX_SESSIONS_PER_ADDRESS + 5; i++) t2.create(user(100 + i), '2001:db8:1:2::7');
-  t.equal(t2.find(req(mine.id)), mine, 'sign-ins from one address drop only that address\'s sessions');
-  t.equal(t2.size, 1 + MAX_SESSIONS_PER_USER + MAX_SESSIONS_PER_ADDRESS, 'one address holds at most MAX_SESSIONS_PER_ADDRESS (its /64 counted as one)');
+  t.equal(t2.find(req(mine.id)), mine, "sign-ins from one address drop only that address's sessions");
+  t.equal(
+    t2.size,
+    1 + MAX_SESSIONS_PER_USER + MAX_SESSIONS_PER_ADDRESS,
+    'one address holds at most MAX_SESSIONS_PER_ADDRESS (its /64 counted as one)',
+  );
   now += IDLE_TTL;
   t.equal(t2.find(req(mine.id)), undefined, 'idle too long');
 });
 
-t.test('the sealed sign-in cookie opens only unchanged, unexpired, under this process\'s key', async (t) => {
+t.test("the sealed sign-in cookie opens only unchanged, unexpired, under this process's key", async (t) => {
   let now = 5_000_000;
   const seal = new SignInSeal(() => now);
   const value = seal.seal({ state: 'st', verifier: 'ver', back: '/publisher' });
@@ -101,19 +135,40 @@ t.test('the sealed sign-in cookie opens only unchanged, unexpired, under this pr
   const raw = Buffer.from(value, 'base64url');
   raw[raw.length - 1] = (raw[raw.length - 1] as number) ^ 1;
   t.equal(seal.open(req(raw.toString('base64url'))), undefined, 'a changed byte opens to nothing');
-  t.equal(new SignInSeal(() => now).open(req(value)), undefined, 'another process\'s key opens nothing');
+  t.equal(new SignInSeal(() => now).open(req(value)), undefined, "another process's key opens nothing");
   t.equal(seal.open(req('x'.repeat(5000))), undefined, 'too long');
   now += SIGNIN_TTL;
   t.equal(seal.open(req(value)), undefined, 'expired after SIGNIN_TTL');
 });
 
 t.test('a sign-in returns only to a page of the consoles', async (t) => {
-  for (const ok of ['/devportal', '/publisher', '/devportal/applications', '/publisher/apis/x%20y']) t.equal(safeBack(ok), ok, `kept: ${ok}`);
+  for (const ok of ['/devportal', '/publisher', '/devportal/applications', '/publisher/apis/x%20y'])
+    t.equal(safeBack(ok), ok, `kept: ${ok}`);
   t.equal(safeBack('/devportal/./applications'), '/devportal/applications', 'dot segments resolved as a browser does');
   t.equal(safeBack('/publisher/apis'), '/publisher/apis');
   t.equal(safeBack('/admin'), '/admin', 'the admin console');
   t.equal(safeBack('/admin/v1/users'), '/devportal', 'never the JSON admin API');
-  for (const bad of ['//evil.example', '/\\evil.example', '\\/evil.example', 'https://evil.example/devportal', 'javascript:alert(1)', '/oauth2/authorize', '/devportal/../oauth2/token', '/devportal/%2e%2e/oauth2/token', '/devportal/%2E%2e/admin/v1/users', '/devportal/..%2foauth2', '/devportal/%5c..%5coauth2', '/devportal//evil', '/devportalx', '/devportal?x=1', '/devportal#x', '/devportal/\t/x', 'devportal', '', `/devportal/${'a'.repeat(2100)}`]) {
+  for (const bad of [
+    '//evil.example',
+    '/\\evil.example',
+    '\\/evil.example',
+    'https://evil.example/devportal',
+    'javascript:alert(1)',
+    '/oauth2/authorize',
+    '/devportal/../oauth2/token',
+    '/devportal/%2e%2e/oauth2/token',
+    '/devportal/%2E%2e/admin/v1/users',
+    '/devportal/..%2foauth2',
+    '/devportal/%5c..%5coauth2',
+    '/devportal//evil',
+    '/devportalx',
+    '/devportal?x=1',
+    '/devportal#x',
+    '/devportal/\t/x',
+    'devportal',
+    '',
+    `/devportal/${'a'.repeat(2100)}`,
+  ]) {
     t.equal(safeBack(bad), '/devportal', `refused: ${JSON.stringify(bad.slice(0, 40))}`);
   }
   t.equal(safeBack(null), '/devportal');
@@ -154,7 +209,10 @@ t.test('OpenAPI 3 import: resources by path and scopes, info and servers where t
   t.match(importOpenApi('openapi: 3.0.0', emptyForm()), { error: /no paths/ }, 'YAML is read');
   t.match(importOpenApi('openapi: 3.0.0\npaths: [\n', emptyForm()), { error: /^not YAML/ });
   t.match(importOpenApi('openapi: 3.0.0\nopenapi: 3.0.1\npaths: {}\n', emptyForm()), { error: /^not YAML.*unique/ }, 'a key written twice');
-  const laughs = ['a: &a [x, x, x, x, x, x, x, x, x, x]', ...'bcdefgh'.split('').map((k, i) => `${k}: &${k} [${Array(10).fill(`*${'abcdefgh'[i]}`).join(', ')}]`)].join('\n');
+  const laughs = [
+    'a: &a [x, x, x, x, x, x, x, x, x, x]',
+    ...'bcdefgh'.split('').map((k, i) => `${k}: &${k} [${Array(10).fill(`*${'abcdefgh'[i]}`).join(', ')}]`),
+  ].join('\n');
   t.match(importOpenApi(laughs, emptyForm()), { error: /at most 100 aliases/ }, 'aliases are bounded: no billion laughs');
   t.match(importOpenApi('{"swagger":"2.0","paths":{}}', emptyForm()), { error: /not an OpenAPI 3 document/ });
   t.match(importOpenApi('{"openapi":"3.1.0","paths":{}}', emptyForm()), { error: /no paths/ });
@@ -162,7 +220,25 @@ t.test('OpenAPI 3 import: resources by path and scopes, info and servers where t
 });
 
 t.test('OpenAPI import reads a YAML document', async (t) => {
-  const yaml = ['openapi: 3.0.3', 'info:', '  title: Weather', '  version: "2.0"', 'servers:', '  - url: http://weather.example/v1', 'security:', '  - oauth: [forecast]', 'paths:', '  /forecast:', '    get: {}', '    post:', '      security:', '        - oauth: [admin]', "  '/stations/{id}':", '    get: {}', ''].join('\n');
+  const yaml = [
+    'openapi: 3.0.3',
+    'info:',
+    '  title: Weather',
+    '  version: "2.0"',
+    'servers:',
+    '  - url: http://weather.example/v1',
+    'security:',
+    '  - oauth: [forecast]',
+    'paths:',
+    '  /forecast:',
+    '    get: {}',
+    '    post:',
+    '      security:',
+    '        - oauth: [admin]',
+    "  '/stations/{id}':",
+    '    get: {}',
+    '',
+  ].join('\n');
   const r = importOpenApi(yaml, emptyForm());
   if ('error' in r) throw new Error(r.error);
   t.equal(r.resources, 3);
@@ -193,12 +269,24 @@ t.test('try-it: the call goes under the gateway base path; the body is bounded; 
     if ('code' in r) throw new Error(r.message);
     return r.url;
   };
-  const r = await tryCall({ url: target(`http://127.0.0.1:${port}/edge/`, '/shop/1', '/menu?x=1'), method: 'GET', token: 'tok', body: undefined, contentType: undefined });
+  const r = await tryCall({
+    url: target(`http://127.0.0.1:${port}/edge/`, '/shop/1', '/menu?x=1'),
+    method: 'GET',
+    token: 'tok',
+    body: undefined,
+    contentType: undefined,
+  });
   t.same(seen[0], { url: '/edge/shop/1/menu?x=1', auth: 'Bearer tok' });
   t.equal(r.status, 403);
   t.equal(r.fault?.code, 900908);
   t.equal(r.fault?.def?.message, 'Resource forbidden', 'explained from the fault table');
-  const big = await tryCall({ url: target(`http://127.0.0.1:${port}`, '/big', '/'), method: 'GET', token: undefined, body: undefined, contentType: undefined });
+  const big = await tryCall({
+    url: target(`http://127.0.0.1:${port}`, '/big', '/'),
+    method: 'GET',
+    token: undefined,
+    body: undefined,
+    contentType: undefined,
+  });
   t.equal(big.body.length, MAX_SHOWN);
   t.equal(big.truncated, true);
   t.equal(seen[1]?.auth, '', 'no token, no Authorization');
@@ -219,8 +307,31 @@ t.test('try-it targets stay inside the API: dot segments, encoded or not, backsl
   t.equal(ok('/a%20b'), 'http://gw:8280/shop/1.0.0/a%20b', 'other octets stay encoded');
   const edge = tryTarget('http://gw:8280/edge/', '/shop/1.0.0', '/x');
   t.equal('url' in edge ? edge.url.toString() : edge.code, 'http://gw:8280/edge/shop/1.0.0/x', 'a base path is kept');
-  for (const bad of ['/%2e%2e/%2e%2e/other/1.0.0/x', '/%2E%2e/token', '/..%2f..%2ftoken', '/.%2E/.%2e/token', '/../1.0.1/x', '/x/../../../token', '/%2e%2e', '/%2e%2e%2f%2e%2e%2fother']) t.equal(ok(bad), 'TRY_PATH_OUTSIDE_API', `outside: ${bad}`);
-  for (const bad of ['\\..\\token', '/\\..\\..\\token', '/%5c..%5ctoken', '//gw2/x', '/a//b', '/a/%2f/b', 'menu', '/a b', '/a#b', '/a%00b', `/${'a'.repeat(2050)}`]) t.equal(ok(bad), 'TRY_PATH_INVALID', `invalid: ${JSON.stringify(bad.slice(0, 30))}`);
+  for (const bad of [
+    '/%2e%2e/%2e%2e/other/1.0.0/x',
+    '/%2E%2e/token',
+    '/..%2f..%2ftoken',
+    '/.%2E/.%2e/token',
+    '/../1.0.1/x',
+    '/x/../../../token',
+    '/%2e%2e',
+    '/%2e%2e%2f%2e%2e%2fother',
+  ])
+    t.equal(ok(bad), 'TRY_PATH_OUTSIDE_API', `outside: ${bad}`);
+  for (const bad of [
+    '\\..\\token',
+    '/\\..\\..\\token',
+    '/%5c..%5ctoken',
+    '//gw2/x',
+    '/a//b',
+    '/a/%2f/b',
+    'menu',
+    '/a b',
+    '/a#b',
+    '/a%00b',
+    `/${'a'.repeat(2050)}`,
+  ])
+    t.equal(ok(bad), 'TRY_PATH_INVALID', `invalid: ${JSON.stringify(bad.slice(0, 30))}`);
   const out = tryTarget('http://gw:8280/edge', '/shop/1.0.0', '/../../token');
-  t.equal('code' in out ? out.code : '', 'TRY_PATH_OUTSIDE_API', 'a virtual host\'s base path is part of the prefix');
+  t.equal('code' in out ? out.code : '', 'TRY_PATH_OUTSIDE_API', "a virtual host's base path is part of the prefix");
 });

@@ -21,8 +21,8 @@ t.test('the default configuration with [throughway.cluster] workers = 2: demo ba
   const node = spawnNode(`${toml}\n[throughway.cluster]\nworkers = "2"\n`, apis);
   t.teardown(() => node.stop());
   t.ok(await started(node, /cluster: 2 of 2 workers ready/, 30_000), `started:\n${node.out}\n${node.err}`);
-  t.notMatch(node.err, /EADDRINUSE/, 'no worker collided with the primary\'s demo backend');
-  t.equal(node.out.match(/demo backend\s+port/g)?.length, 1, 'one demo backend: the primary\'s');
+  t.notMatch(node.err, /EADDRINUSE/, "no worker collided with the primary's demo backend");
+  t.equal(node.out.match(/demo backend\s+port/g)?.length, 1, "one demo backend: the primary's");
   const port = 8280 + offset;
   for (let i = 0; i < 6; i++) {
     const r = await call(`http://127.0.0.1:${port}/pizzashack/1.0.0/menu`);

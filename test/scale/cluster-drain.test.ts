@@ -75,8 +75,15 @@ t.test('keep-alive load across a SIGHUP roll and a SIGTERM of one worker: no req
   t.teardown(() => backend.close());
   const base = baseOffset(61);
   const gwPort = 8280 + base;
-  const toml = nodeToml({ offset: base, role: 'default', channel: 'unused', extra: '[throughway.cluster]\nworkers = "2"\nrestart_delay_min = 50\n' });
-  const node = spawnNode(toml, { 'open.toml': apiToml({ name: 'Open', context: '/open', endpoint: `http://127.0.0.1:${backend.port}`, resources: [['/*', ['GET']]] }) });
+  const toml = nodeToml({
+    offset: base,
+    role: 'default',
+    channel: 'unused',
+    extra: '[throughway.cluster]\nworkers = "2"\nrestart_delay_min = 50\n',
+  });
+  const node = spawnNode(toml, {
+    'open.toml': apiToml({ name: 'Open', context: '/open', endpoint: `http://127.0.0.1:${backend.port}`, resources: [['/*', ['GET']]] }),
+  });
   t.teardown(() => node.stop('SIGKILL'));
   if (!t.ok(await started(node, /cluster: 2 of 2 workers ready/, 30_000), 'the cluster started')) t.comment(node.out, node.err);
 
@@ -98,12 +105,17 @@ t.test('keep-alive load across a SIGHUP roll and a SIGTERM of one worker: no req
   t.ok(await until(() => term.ok > 200, 20_000), 'keep-alive load running');
   const readyBefore = (node.out.match(/\(pid \d+\) ready/g) ?? []).length;
   process.kill(victim, 'SIGTERM');
-  if (!t.ok(await until(() => /cluster: worker \d+ died \(exit 0\)/.test(node.out), 30_000), 'the worker stopped with exit 0')) t.comment(node.out);
+  if (!t.ok(await until(() => /cluster: worker \d+ died \(exit 0\)/.test(node.out), 30_000), 'the worker stopped with exit 0'))
+    t.comment(node.out);
   t.ok(await until(() => (node.out.match(/\(pid \d+\) ready/g) ?? []).length > readyBefore, 30_000), 'a new worker replaced it');
   const okAtTerm = term.ok;
   t.ok(await until(() => term.ok > okAtTerm + 200, 20_000), 'the load goes on');
   await term.stop();
-  t.equal(term.failed, 0, `SIGTERM of one worker loses no request (${term.failed} failed of ${term.ok + term.failed}: ${term.errors.join('; ')})`);
+  t.equal(
+    term.failed,
+    0,
+    `SIGTERM of one worker loses no request (${term.failed} failed of ${term.ok + term.failed}: ${term.errors.join('; ')})`,
+  );
 
   node.child.kill('SIGTERM');
   t.equal(await node.exited, 0, 'SIGTERM: exit 0');

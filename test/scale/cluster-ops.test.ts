@@ -33,7 +33,10 @@ const total = (text: string, name: string): number => [...samples(text, name).va
 t.test('merge: counters and histograms summed, per-process series labelled', async (t) => {
   const a = new Metrics();
   const b = new Metrics();
-  for (const [m, n] of [[a, 3], [b, 4]] as const) {
+  for (const [m, n] of [
+    [a, 3],
+    [b, 4],
+  ] as const) {
     m.register({ name: 'throughway_calls_total', help: 'h', type: 'counter', collect: () => [{ labels: { api: 'A:1' }, value: n }] });
     m.register({ name: 'throughway_open', help: 'h', type: 'gauge', collect: () => n * 10 });
     m.register({ name: 'throughway_ratio', help: 'h', type: 'gauge', perProcess: true, collect: () => n / 10 });
@@ -47,7 +50,14 @@ t.test('merge: counters and histograms summed, per-process series labelled', asy
   ]).metrics();
   t.same([...samples(text, 'throughway_calls_total')], [['{api="A:1"}', 7]], 'a counter is summed');
   t.same([...samples(text, 'throughway_open')], [['', 70]], 'a gauge of totals is summed');
-  t.same(new Map([...samples(text, 'throughway_ratio')]), new Map([['{process="worker:1"}', 0.3], ['{process="worker:2"}', 0.4]]), 'a per-process gauge keeps one series per process');
+  t.same(
+    new Map([...samples(text, 'throughway_ratio')]),
+    new Map([
+      ['{process="worker:1"}', 0.3],
+      ['{process="worker:2"}', 0.4],
+    ]),
+    'a per-process gauge keeps one series per process',
+  );
   t.equal(samples(text, 'throughway_latency_seconds_count').get('{api="A:1"}'), 7, 'histogram counts summed');
   t.equal(samples(text, 'throughway_latency_seconds_bucket').get('{api="A:1",le="0.0025"}'), 7, `histogram buckets summed:\n${text}`);
   t.equal(samples(text, 'throughway_latency_seconds_bucket').get('{api="A:1",le="0.001"}'), 0);
@@ -61,10 +71,23 @@ t.test('merge: counters and histograms summed, per-process series labelled', asy
 t.test('gather: a silent worker is left out after the timeout; a late answer is dropped', async (t) => {
   const w = new WorkerMetrics(200);
   let late: MetricsAnswer | undefined;
-  const metric: MetricJson = { name: 'throughway_x_total', help: 'h', type: 'counter', aggregator: 'sum', values: [{ labels: {}, value: 2 }] };
+  const metric: MetricJson = {
+    name: 'throughway_x_total',
+    help: 'h',
+    type: 'counter',
+    aggregator: 'sum',
+    values: [{ labels: {}, value: 2 }],
+  };
   const peers = [
-    { pid: 11, send: (m: unknown) => void setImmediate(() => w.receive({ tw: 'metrics', id: (m as { id: number }).id, pid: 11, metrics: [metric], perProcess: [] })) },
-    { pid: 12, send: (m: unknown) => void (late = { tw: 'metrics', id: (m as { id: number }).id, pid: 12, metrics: [metric], perProcess: [] }) },
+    {
+      pid: 11,
+      send: (m: unknown) =>
+        void setImmediate(() => w.receive({ tw: 'metrics', id: (m as { id: number }).id, pid: 11, metrics: [metric], perProcess: [] })),
+    },
+    {
+      pid: 12,
+      send: (m: unknown) => void (late = { tw: 'metrics', id: (m as { id: number }).id, pid: 12, metrics: [metric], perProcess: [] }),
+    },
     {
       pid: 13,
       send: () => {
@@ -74,7 +97,10 @@ t.test('gather: a silent worker is left out after the timeout; a late answer is 
   ];
   const g = await Promise.race([w.gather(peers), new Promise<undefined>((r) => setTimeout(() => r(undefined), 10_000))]);
   if (g === undefined) return t.fail('the scrape hung');
-  t.same(g.answered.map((a) => a.process), ['worker:11']);
+  t.same(
+    g.answered.map((a) => a.process),
+    ['worker:11'],
+  );
   t.same([...g.silent].sort(), [12, 13], 'the silent and the unreachable worker');
   t.doesNotThrow(() => w.receive(late as MetricsAnswer), 'the late answer is dropped');
   const text = await mergeMetrics(g.answered).metrics();
@@ -85,9 +111,26 @@ t.test('gather: a silent worker is left out after the timeout; a late answer is 
 
 t.test('cluster_workers checker', async (t) => {
   const now = Date.now();
-  const up = clusterWorkersChecker(() => ({ configured: 2, workers: [{ id: 1, pid: 100, ready: true, startedAt: now }, { id: 2, pid: 101, ready: true, startedAt: now }], exited: [] }), { order: 99 });
+  const up = clusterWorkersChecker(
+    () => ({
+      configured: 2,
+      workers: [
+        { id: 1, pid: 100, ready: true, startedAt: now },
+        { id: 2, pid: 101, ready: true, startedAt: now },
+      ],
+      exited: [],
+    }),
+    { order: 99 },
+  );
   t.equal((await up.check()).healthy, true);
-  const down = await clusterWorkersChecker(() => ({ configured: 2, workers: [{ id: 1, pid: 100, ready: true, startedAt: now }], exited: [{ id: 2, pid: 101, reason: 'SIGKILL', at: now, restartAt: now + 1000 }] }), { order: 99 }).check();
+  const down = await clusterWorkersChecker(
+    () => ({
+      configured: 2,
+      workers: [{ id: 1, pid: 100, ready: true, startedAt: now }],
+      exited: [{ id: 2, pid: 101, reason: 'SIGKILL', at: now, restartAt: now + 1000 }],
+    }),
+    { order: 99 },
+  ).check();
   t.equal(down.healthy, false);
   t.equal(down.message, '1 of 2 workers ready: worker pid 101 died (SIGKILL), restarting');
 });
@@ -105,12 +148,15 @@ function get(port: number, path: string): Promise<number> {
   });
 }
 
-t.test('a cluster node: the primary shows the workers\' metrics and health', async (t) => {
+t.test("a cluster node: the primary shows the workers' metrics and health", async (t) => {
   const backend = await echoBackend();
   t.teardown(() => backend.close());
   // A restart delay long enough to see the checker DOWN between the death and the replacement.
-  const toml = (offset: number): string => nodeToml({ offset, role: 'default', channel: 'unused', extra: '[throughway.cluster]\nworkers = "2"\nrestart_delay_min = 1500\n' });
-  const apis = { 'open.toml': apiToml({ name: 'Open', context: '/open', endpoint: `http://127.0.0.1:${backend.port}`, resources: [['/*', ['GET']]] }) };
+  const toml = (offset: number): string =>
+    nodeToml({ offset, role: 'default', channel: 'unused', extra: '[throughway.cluster]\nworkers = "2"\nrestart_delay_min = 1500\n' });
+  const apis = {
+    'open.toml': apiToml({ name: 'Open', context: '/open', endpoint: `http://127.0.0.1:${backend.port}`, resources: [['/*', ['GET']]] }),
+  };
   const { node, offset, ok } = await spawnStarted({ salt: 60, toml, apis, marker: /cluster: 2 of 2 workers ready/, ms: 30_000 });
   t.teardown(() => node.stop('SIGKILL'));
   t.ok(ok, `started:\n${node.out}\n${node.err}`);
@@ -122,14 +168,20 @@ t.test('a cluster node: the primary shows the workers\' metrics and health', asy
 
   const h0 = await call(`${ops}/health`);
   t.equal(h0.status, 200, h0.text);
-  const check = (h: { body: Record<string, unknown> }): Record<string, unknown> | undefined => (h.body.checks as Record<string, unknown>[]).find((c) => c.name === 'cluster_workers');
+  const check = (h: { body: Record<string, unknown> }): Record<string, unknown> | undefined =>
+    (h.body.checks as Record<string, unknown>[]).find((c) => c.name === 'cluster_workers');
   const c0 = check(h0);
   t.equal(c0?.status, 'UP');
-  t.same(((c0?.details as { workers: { pid: number }[] }).workers.map((w) => w.pid)).sort(), [...pids].sort(), 'the checker lists both workers by pid');
+  t.same(
+    (c0?.details as { workers: { pid: number }[] }).workers.map((w) => w.pid).sort(),
+    [...pids].sort(),
+    'the checker lists both workers by pid',
+  );
 
   const N = 20;
   for (let i = 0; i < N; i++) t.equal(await get(gwPort, `/open/1.0.0/x${i}`), 200);
-  const api = (text: string): number => [...samples(text, 'throughway_requests_total')].filter(([l]) => l.includes('api="Open:1.0.0"')).reduce((s, [, v]) => s + v, 0);
+  const api = (text: string): number =>
+    [...samples(text, 'throughway_requests_total')].filter(([l]) => l.includes('api="Open:1.0.0"')).reduce((s, [, v]) => s + v, 0);
   let m = await call(`${ops}/metrics`);
   const counted = await until(async () => api((m = await call(`${ops}/metrics`)).text) === N, 5000);
   t.ok(counted, `the primary's /metrics counts the ${N} calls of both workers${counted ? '' : `:\n${m.text}`}`);
@@ -164,7 +216,7 @@ t.test('a cluster node: the primary shows the workers\' metrics and health', asy
   t.ok(await until(async () => (h = await call(`${ops}/health`)).status === 503, 5000), `DOWN after the kill: ${h.text}`);
   t.same(h.body.failing, ['cluster_workers'], h.text);
   t.match(String(check(h)?.message), new RegExp(`^1 of 2 workers ready: worker pid ${b} died \\(SIGKILL\\), restarting`));
-  t.equal(((check(h)?.details as { exited: { pid: number }[] }).exited[0])?.pid, b, 'details name the dead pid');
+  t.equal((check(h)?.details as { exited: { pid: number }[] }).exited[0]?.pid, b, 'details name the dead pid');
   t.ok(await until(async () => (h = await call(`${ops}/health`)).status === 200, 20_000), `UP again after the restart: ${h.text}`);
   const now = (check(h)?.details as { workers: { pid: number }[] }).workers.map((w) => w.pid);
   t.equal(now.length, 2);
@@ -178,20 +230,39 @@ t.test('a cluster node: the primary shows the workers\' metrics and health', asy
 t.test('a gateway-worker cluster: the primary opens the operations port and shows its workers', async (t) => {
   const backend = await echoBackend();
   t.teardown(() => backend.close());
-  const open = { 'open.toml': apiToml({ name: 'Open', context: '/open', endpoint: `http://127.0.0.1:${backend.port}`, resources: [['/*', ['GET']]] }) };
-  const k = await spawnStarted({ salt: 62, toml: (offset) => nodeToml({ offset, role: 'api-key-manager', channel: 'unused' }), apis: open, marker: /Key manager: / });
+  const open = {
+    'open.toml': apiToml({ name: 'Open', context: '/open', endpoint: `http://127.0.0.1:${backend.port}`, resources: [['/*', ['GET']]] }),
+  };
+  const k = await spawnStarted({
+    salt: 62,
+    toml: (offset) => nodeToml({ offset, role: 'api-key-manager', channel: 'unused' }),
+    apis: open,
+    marker: /Key manager: /,
+  });
   t.teardown(() => k.node.stop());
   t.ok(k.ok, `${k.node.out}\n${k.node.err}`);
   const kmPort = 9763 + k.offset;
-  const toml = (offset: number): string => nodeToml({ offset, role: 'gateway-worker', channel: 'unused', km: kmPort, extra: '[throughway.cluster]\nworkers = "2"\n' });
-  const { node: gw, offset, ok } = await spawnStarted({ salt: 62, index: 1, toml, apis: open, marker: /cluster: 2 of 2 workers ready/, ms: 30_000 });
+  const toml = (offset: number): string =>
+    nodeToml({ offset, role: 'gateway-worker', channel: 'unused', km: kmPort, extra: '[throughway.cluster]\nworkers = "2"\n' });
+  const {
+    node: gw,
+    offset,
+    ok,
+  } = await spawnStarted({ salt: 62, index: 1, toml, apis: open, marker: /cluster: 2 of 2 workers ready/, ms: 30_000 });
   t.teardown(() => gw.stop('SIGKILL'));
   t.ok(ok, `${gw.out}\n${gw.err}`);
   const ops = `http://127.0.0.1:${9763 + offset}`;
-  t.match(gw.out, new RegExp(`^  operations\\s+port ${9763 + offset}: /health/live, /health/ready, /health, /metrics`, 'm'), 'the primary opens the operations port');
+  t.match(
+    gw.out,
+    new RegExp(`^  operations\\s+port ${9763 + offset}: /health/live, /health/ready, /health, /metrics`, 'm'),
+    'the primary opens the operations port',
+  );
   for (let i = 0; i < 4; i++) t.equal(await get(8280 + offset, `/open/1.0.0/${i}`), 200);
   let text = '';
-  t.ok(await until(async () => total((text = (await call(`${ops}/metrics`)).text), 'throughway_requests_total') === 4, 5000), 'the workers\' calls in the primary\'s /metrics');
+  t.ok(
+    await until(async () => total((text = (await call(`${ops}/metrics`)).text), 'throughway_requests_total') === 4, 5000),
+    "the workers' calls in the primary's /metrics",
+  );
   t.equal(samples(text, 'throughway_cluster_workers').get('{state="answered"}'), 2);
   const h = await call(`${ops}/health`);
   t.equal(h.status, 200, h.text);

@@ -62,7 +62,12 @@ t.test('two workers share the gateway port; a killed worker loses only its in-fl
   const base = baseOffset(30);
   const gwPort = 8280 + base;
   const kmPort = 9763 + base;
-  const toml = nodeToml({ offset: base, role: 'default', channel: 'unused', extra: '[throughway.cluster]\nworkers = "2"\nrestart_delay_min = 50\n' });
+  const toml = nodeToml({
+    offset: base,
+    role: 'default',
+    channel: 'unused',
+    extra: '[throughway.cluster]\nworkers = "2"\nrestart_delay_min = 50\n',
+  });
   const node = spawnNode(toml, {
     'open.toml': apiToml({ name: 'Open', context: '/open', endpoint: `http://127.0.0.1:${backend.port}`, resources: [['/*', ['GET']]] }),
     'shop.toml': securedApi(`http://127.0.0.1:${backend.port}`),
@@ -78,11 +83,26 @@ t.test('two workers share the gateway port; a killed worker loses only its in-fl
   // The workers follow the primary's key manager: keys, snapshot and events (IPC).
   t.equal((await call(`http://127.0.0.1:${kmPort}/admin/v1/applications`, { json: { name: 'C' }, auth: ADMIN })).status, 201);
   const keys = await call(`http://127.0.0.1:${kmPort}/admin/v1/applications/C/keys`, { json: {}, auth: ADMIN });
-  t.equal((await call(`http://127.0.0.1:${kmPort}/admin/v1/subscriptions`, { json: { application: 'C', api: '/shop', version: '1.0.0' }, auth: ADMIN })).status, 201);
-  const tok = await call(`http://127.0.0.1:${kmPort}/oauth2/token`, { form: { grant_type: 'client_credentials' }, auth: { user: String(keys.body.consumerKey), password: String(keys.body.consumerSecret) } });
+  t.equal(
+    (
+      await call(`http://127.0.0.1:${kmPort}/admin/v1/subscriptions`, {
+        json: { application: 'C', api: '/shop', version: '1.0.0' },
+        auth: ADMIN,
+      })
+    ).status,
+    201,
+  );
+  const tok = await call(`http://127.0.0.1:${kmPort}/oauth2/token`, {
+    form: { grant_type: 'client_credentials' },
+    auth: { user: String(keys.body.consumerKey), password: String(keys.body.consumerSecret) },
+  });
   const token = String(tok.body.access_token);
   // Fresh connections land on both workers: each must know the subscription added after it started.
-  for (let i = 0; i < 6; i++) t.ok(await until(async () => (await call(`http://127.0.0.1:${gwPort}/shop/1.0.0/x`, { bearer: token })).status === 200, 2000, 20), `secured call ${i} accepted`);
+  for (let i = 0; i < 6; i++)
+    t.ok(
+      await until(async () => (await call(`http://127.0.0.1:${gwPort}/shop/1.0.0/x`, { bearer: token })).status === 200, 2000, 20),
+      `secured call ${i} accepted`,
+    );
 
   // Kill one worker under load.
   const l = load(gwPort, '/open/1.0.0/x');
@@ -94,7 +114,10 @@ t.test('two workers share the gateway port; a killed worker loses only its in-fl
   const okAtRestart = l.ok;
   t.ok(await until(() => l.ok > okAtRestart + 50, 10_000), 'load goes on');
   await l.stop();
-  t.ok(l.failed - before <= CONCURRENCY, `no more calls lost than were in flight (${l.failed - before} of at most ${CONCURRENCY} concurrent)`);
+  t.ok(
+    l.failed - before <= CONCURRENCY,
+    `no more calls lost than were in flight (${l.failed - before} of at most ${CONCURRENCY} concurrent)`,
+  );
   t.equal(l.other, 0, 'no call got an error status');
 
   // SIGHUP rolls the workers under load: nothing lost.

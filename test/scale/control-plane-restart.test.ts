@@ -39,7 +39,9 @@ t.test('a control plane restarted with changed API files and policies: the worke
   t.teardown(() => cp.stop('SIGKILL'));
   if (!t.ok(await started(cp, /Key manager: /), 'the control plane started')) t.comment(cp.out, cp.err);
 
-  const gw = spawnNode(nodeToml({ offset: base + 1, role: 'gateway-worker', channel: 'unused', km: kmPort, extra: 'deployment_check_interval = 200\n' }));
+  const gw = spawnNode(
+    nodeToml({ offset: base + 1, role: 'gateway-worker', channel: 'unused', km: kmPort, extra: 'deployment_check_interval = 200\n' }),
+  );
   t.teardown(() => gw.stop('SIGKILL'));
   if (!t.ok(await started(gw, /APIs: \d+ deployed/), 'the worker started')) t.comment(gw.out, gw.err);
   const gp = 8280 + base + 1;
@@ -47,7 +49,8 @@ t.test('a control plane restarted with changed API files and policies: the worke
     const r = await http(`http://127.0.0.1:${9763 + base + 1}/health`);
     return { status: r.status, checks: (r.body.checks ?? []) as { name: string; status: string; message?: string }[] };
   };
-  const deploymentsCheck = async (): Promise<string> => (await health()).checks.find((c) => c.name === 'control_plane_deployments')?.status ?? 'absent';
+  const deploymentsCheck = async (): Promise<string> =>
+    (await health()).checks.find((c) => c.name === 'control_plane_deployments')?.status ?? 'absent';
   t.equal(await status(gp, '/a/1.0.0/x'), 200, 'A is deployed');
   t.equal(await status(gp, '/b/1.0.0/x'), 404, 'B is not');
   t.equal(await deploymentsCheck(), 'UP', 'health: the deployments agree with the control plane');
@@ -55,7 +58,10 @@ t.test('a control plane restarted with changed API files and policies: the worke
   // The control plane stops; its files change while it is down.
   cp.child.kill('SIGTERM');
   await cp.exited;
-  t.ok(await until(() => /"event":"control_plane_unreachable"/.test(gw.out + gw.err), 20_000), 'the worker logs that its control plane does not answer');
+  t.ok(
+    await until(() => /"event":"control_plane_unreachable"/.test(gw.out + gw.err), 20_000),
+    'the worker logs that its control plane does not answer',
+  );
   t.ok(await until(async () => (await deploymentsCheck()) === 'DOWN', 10_000), 'health: control_plane_deployments DOWN');
   t.equal(await status(gp, '/a/1.0.0/x'), 200, 'the worker keeps serving what it pulled');
   fs.writeFileSync(path.join(cp.dir, 'policies.toml'), TWO);
@@ -64,7 +70,10 @@ t.test('a control plane restarted with changed API files and policies: the worke
   const cp2 = restartNode(cp);
   t.teardown(() => cp2.stop('SIGKILL'));
   if (!t.ok(await started(cp2, /Key manager: /), 'the control plane started again')) t.comment(cp2.out, cp2.err);
-  t.ok(await until(async () => (await status(gp, '/b/1.0.0/x')) === 200, 30_000, 100), 'the worker serves the API added while its control plane was down');
+  t.ok(
+    await until(async () => (await status(gp, '/b/1.0.0/x')) === 200, 30_000, 100),
+    'the worker serves the API added while its control plane was down',
+  );
   t.match(gw.out + gw.err, /"event":"control_plane_reachable"/, 'logged: the control plane answers again');
   t.match(gw.out + gw.err, /"event":"deployments_resynced"/, 'logged: resynced');
   // B's policy is the one the new policies file defines (2 per minute): its first call was the one above.
@@ -74,6 +83,9 @@ t.test('a control plane restarted with changed API files and policies: the worke
 
   // Both up, no event hub: a changed file reaches the worker by the version comparison.
   fs.writeFileSync(path.join(cp.dir, 'apis', 'c.toml'), openApi({ name: 'C', context: '/c', port }));
-  t.ok(await until(async () => (await status(gp, '/c/1.0.0/x')) === 200, 30_000, 100), 'a file added while both run is deployed on the worker');
+  t.ok(
+    await until(async () => (await status(gp, '/c/1.0.0/x')) === 200, 30_000, 100),
+    'a file added while both run is deployed on the worker',
+  );
   t.match(gw.out + gw.err, /"event":"deployments_stale"/, 'logged: the versions differed');
 });

@@ -29,12 +29,25 @@ import { DEFAULT_POLICIES_TOML, DEFAULT_POLICY_OPTIONS } from '../../lib/throttl
 import { adminAuth, basic, json, startKeyManager } from '../keymanager/helpers';
 import { echoBackend, until } from '../gateway/helpers';
 
-const api = (name: string, context: string, labels: readonly string[] | undefined, endpoint = 'http://127.0.0.1:9', policy?: string): string =>
+const api = (
+  name: string,
+  context: string,
+  labels: readonly string[] | undefined,
+  endpoint = 'http://127.0.0.1:9',
+  policy?: string,
+): string =>
   `name = "${name}"\ncontext = "${context}"\nversion = "1.0.0"\nauth = "none"\nunauthenticated_policy = "Unlimited"\n${labels !== undefined ? `labels = ${JSON.stringify(labels)}\n` : ''}${policy !== undefined ? `policy = "${policy}"\n` : ''}[endpoints]\nproduction = "${endpoint}"\n[[resources]]\npath = "/*"\nmethods = ["GET"]\n`;
 
 const sha = (s: string): string => createHash('sha256').update(s).digest('hex');
 
-function rig(t: Test): { dir: string; apis: string; policies: string; events: AnyEvent[]; lines: string[]; source: () => DeploymentSource } {
+function rig(t: Test): {
+  dir: string;
+  apis: string;
+  policies: string;
+  events: AnyEvent[];
+  lines: string[];
+  source: () => DeploymentSource;
+} {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tw-deploy-'));
   t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
   const apis = path.join(dir, 'apis');
@@ -47,7 +60,22 @@ function rig(t: Test): { dir: string; apis: string; policies: string; events: An
   const policies = path.join(dir, 'policies.toml');
   let s: DeploymentSource | undefined;
   t.teardown(() => s?.close());
-  return { dir, apis, policies, events, lines, source: () => (s ??= new DeploymentSource({ apisDir: apis, policiesFile: policies, policyOptions: DEFAULT_POLICY_OPTIONS, bus, logger, watch: false })) };
+  return {
+    dir,
+    apis,
+    policies,
+    events,
+    lines,
+    source: () =>
+      (s ??= new DeploymentSource({
+        apisDir: apis,
+        policiesFile: policies,
+        policyOptions: DEFAULT_POLICY_OPTIONS,
+        bus,
+        logger,
+        watch: false,
+      })),
+  };
 }
 
 t.test('apiLabels: the labels of a text, the default, or why it cannot be read', async (t) => {
@@ -66,13 +94,32 @@ t.test('DeploymentSource: served files, labels filter, re-read events, unparsabl
   fs.writeFileSync(path.join(r.apis, 'notes.txt'), 'not an API file');
   const s = r.source();
   const all = s.snapshot();
-  t.same(all.apis.map((x) => [x.file, x.labels]), [['a.toml', ['Default']], ['b.toml', ['Edge']]], 'TOML files that parse, by name');
+  t.same(
+    all.apis.map((x) => [x.file, x.labels]),
+    [
+      ['a.toml', ['Default']],
+      ['b.toml', ['Edge']],
+    ],
+    'TOML files that parse, by name',
+  );
   t.equal(all.apis[0]?.text, a);
   t.equal(all.apis[0]?.revision, sha(a), 'revision: sha256 of the text');
-  t.same(all.policies, { file: '', text: DEFAULT_POLICIES_TOML, revision: sha(DEFAULT_POLICIES_TOML) }, 'no policies file: the default tiers');
-  t.same(s.snapshot(['Edge', 'Other']).apis.map((x) => x.file), ['b.toml'], 'labels: those sharing one');
+  t.same(
+    all.policies,
+    { file: '', text: DEFAULT_POLICIES_TOML, revision: sha(DEFAULT_POLICIES_TOML) },
+    'no policies file: the default tiers',
+  );
+  t.same(
+    s.snapshot(['Edge', 'Other']).apis.map((x) => x.file),
+    ['b.toml'],
+    'labels: those sharing one',
+  );
   t.same(s.snapshot([]).apis, [], 'an empty list: none');
-  t.equal(r.lines.filter((l) => l.includes('"event":"deployment_file_unparsed"') && l.includes('bad.toml')).length, 1, 'the unparsable file is logged');
+  t.equal(
+    r.lines.filter((l) => l.includes('"event":"deployment_file_unparsed"') && l.includes('bad.toml')).length,
+    1,
+    'the unparsable file is logged',
+  );
   t.same(r.events, [], 'nothing published at start');
 
   // Re-read (the watch or SIGHUP): one event per change.
@@ -81,7 +128,15 @@ t.test('DeploymentSource: served files, labels filter, re-read events, unparsabl
   fs.writeFileSync(path.join(r.apis, 'c.toml'), api('C', '/c', undefined));
   fs.writeFileSync(r.policies, DEFAULT_POLICIES_TOML.replace('request_count = 5000', 'request_count = 5001'));
   s.refresh();
-  t.same(r.events.map((e) => [e.name, 'file' in e.payload ? e.payload.file : '']), [['policies.updated', ''], ['api.undeployed', 'b.toml'], ['api.deployed', 'a.toml'], ['api.deployed', 'c.toml']]);
+  t.same(
+    r.events.map((e) => [e.name, 'file' in e.payload ? e.payload.file : '']),
+    [
+      ['policies.updated', ''],
+      ['api.undeployed', 'b.toml'],
+      ['api.deployed', 'a.toml'],
+      ['api.deployed', 'c.toml'],
+    ],
+  );
   t.same(r.events[1]?.payload, { file: 'b.toml', labels: ['Edge'] }, 'undeployed with its labels');
   t.equal(r.lines.filter((l) => l.includes('"event":"deployment_file_unparsed"')).length, 1, 'an unparsable text is logged once');
   r.events.length = 0;
@@ -93,15 +148,25 @@ t.test('DeploymentSource: served files, labels filter, re-read events, unparsabl
   fs.writeFileSync(path.join(r.apis, 'c.toml'), 'name = "C\n');
   s.refresh();
   t.same(r.events, [], 'no event for a text that does not parse');
-  t.same(s.snapshot().apis.find((x) => x.file === 'c.toml'), before, 'the last parsed text stays served');
-  t.match(r.lines.at(-1), /"file":"[^"]*c\.toml","message":"line 1: not valid TOML: .*: not served to gateway-workers; its last parsed text stays served","event":"deployment_file_unparsed"/);
+  t.same(
+    s.snapshot().apis.find((x) => x.file === 'c.toml'),
+    before,
+    'the last parsed text stays served',
+  );
+  t.match(
+    r.lines.at(-1),
+    /"file":"[^"]*c\.toml","message":"line 1: not valid TOML: .*: not served to gateway-workers; its last parsed text stays served","event":"deployment_file_unparsed"/,
+  );
   // The policies file with errors: logged, the last valid text stays served, no event.
   const served = s.snapshot().policies;
   fs.writeFileSync(r.policies, '[[subscription]]\nname = "Gold"\nrequest_count = -1\n');
   s.refresh();
   t.same(r.events, []);
   t.same(s.snapshot().policies, served);
-  t.ok(r.lines.some((l) => l.includes('"event":"deployment_policies_invalid"')), 'the invalid policies file is logged');
+  t.ok(
+    r.lines.some((l) => l.includes('"event":"deployment_policies_invalid"')),
+    'the invalid policies file is logged',
+  );
 });
 
 t.test('DeploymentSource watches the apis/ directory (debounced)', async (t) => {
@@ -109,10 +174,24 @@ t.test('DeploymentSource watches the apis/ directory (debounced)', async (t) => 
   const bus = createEventBus();
   const seen: AnyEvent[] = [];
   bus.subscribe((e) => seen.push(e));
-  const s = new DeploymentSource({ apisDir: r.apis, policiesFile: r.policies, policyOptions: DEFAULT_POLICY_OPTIONS, bus, logger: createLogger('silent'), debounceMs: 20 });
+  const s = new DeploymentSource({
+    apisDir: r.apis,
+    policiesFile: r.policies,
+    policyOptions: DEFAULT_POLICY_OPTIONS,
+    bus,
+    logger: createLogger('silent'),
+    debounceMs: 20,
+  });
   t.teardown(() => s.close());
   fs.writeFileSync(path.join(r.apis, 'w.toml'), api('W', '/w', ['Default']));
-  t.ok(await until(() => seen.some((e) => e.name === 'api.deployed' && e.payload.file === 'w.toml' && e.payload.text.includes('"/w"')), 5000, 20), 'a written file is published');
+  t.ok(
+    await until(
+      () => seen.some((e) => e.name === 'api.deployed' && e.payload.file === 'w.toml' && e.payload.text.includes('"/w"')),
+      5000,
+      20,
+    ),
+    'a written file is published',
+  );
 });
 
 t.test('GET /admin/v1/deployments: super admin, ?labels=', async (t) => {
@@ -128,17 +207,28 @@ t.test('GET /admin/v1/deployments: super admin, ?labels=', async (t) => {
   t.equal((await json('GET', `${h.url}/admin/v1/deployments`, undefined, basic('admin', 'wrong-pw-1'))).status, 401, 'a wrong password');
   const all = await json('GET', `${h.url}/admin/v1/deployments`, undefined, adminAuth());
   t.equal(all.status, 200, all.text);
-  t.same((all.body.apis as { file: string }[]).map((x) => x.file), ['a.toml', 'b.toml']);
+  t.same(
+    (all.body.apis as { file: string }[]).map((x) => x.file),
+    ['a.toml', 'b.toml'],
+  );
   t.same(Object.keys((all.body.apis as object[])[0] as object).sort(), ['file', 'labels', 'revision', 'text']);
   t.same(Object.keys(all.body.policies as object).sort(), ['file', 'revision', 'text']);
   const z = await json('GET', `${h.url}/admin/v1/deployments?labels=Nope,%20Z`, undefined, adminAuth());
-  t.same((z.body.apis as { file: string }[]).map((x) => x.file), ['b.toml'], 'labels=A,B: the APIs sharing one');
+  t.same(
+    (z.body.apis as { file: string }[]).map((x) => x.file),
+    ['b.toml'],
+    'labels=A,B: the APIs sharing one',
+  );
   const empty = await json('GET', `${h.url}/admin/v1/deployments?labels=`, undefined, adminAuth());
   t.same(empty.body.apis, [], 'an empty list selects none');
 
   const plain = await startKeyManager();
   t.teardown(() => plain.close());
-  t.equal((await json('GET', `${plain.url}/admin/v1/deployments`, undefined, adminAuth())).status, 404, 'not served where no source is wired');
+  t.equal(
+    (await json('GET', `${plain.url}/admin/v1/deployments`, undefined, adminAuth())).status,
+    404,
+    'not served where no source is wired',
+  );
 });
 
 t.test('DeploymentFollower: events deploy, change and undeploy on a gateway created with apiTexts', async (t) => {
@@ -152,10 +242,32 @@ t.test('DeploymentFollower: events deploy, change and undeploy on a gateway crea
   const rev = (text: string): string => sha(text);
   const e1 = api('E', '/e', ['Edge'], ep);
   const d1 = api('D', '/d', ['Default'], ep);
-  const f = new DeploymentFollower('http://cp:9763', ['Edge'], { apis: [{ file: 'e.toml', text: e1, labels: ['Edge'], revision: rev(e1) }, { file: 'd.toml', text: d1, labels: ['Default'], revision: rev(d1) }], policies: null }, bus, logger);
+  const f = new DeploymentFollower(
+    'http://cp:9763',
+    ['Edge'],
+    {
+      apis: [
+        { file: 'e.toml', text: e1, labels: ['Edge'], revision: rev(e1) },
+        { file: 'd.toml', text: d1, labels: ['Default'], revision: rev(d1) },
+      ],
+      policies: null,
+    },
+    bus,
+    logger,
+  );
   t.teardown(() => f.close());
-  t.same(f.entries().map((x) => x.file), ['http://cp:9763/apis/e.toml'], 'only the APIs of its labels are kept');
-  const gw = createGateway({ loaded, logger, watch: false, events: bus, apiTexts: { origin: 'the control plane http://cp:9763', entries: f.entries() } });
+  t.same(
+    f.entries().map((x) => x.file),
+    ['http://cp:9763/apis/e.toml'],
+    'only the APIs of its labels are kept',
+  );
+  const gw = createGateway({
+    loaded,
+    logger,
+    watch: false,
+    events: bus,
+    apiTexts: { origin: 'the control plane http://cp:9763', entries: f.entries() },
+  });
   t.teardown(() => gw.close());
   f.attach(gw);
   t.equal(gw.apiSource, 'the control plane http://cp:9763');
@@ -186,7 +298,10 @@ t.test('DeploymentFollower: events deploy, change and undeploy on a gateway crea
   await settle();
   const st = gw.states().find((s) => s.file === 'http://cp:9763/apis/b.toml');
   t.equal(st?.status, 'invalid');
-  t.match(st?.diagnostics.find((d) => d.level === 'error'), { file: 'http://cp:9763/apis/b.toml', line: 2, field: 'context' });
+  t.match(
+    st?.diagnostics.find((d) => d.level === 'error'),
+    { file: 'http://cp:9763/apis/b.toml', line: 2, field: 'context' },
+  );
 
   // Policies: an API naming a policy the new text defines validates once the text is applied.
   const three = `${DEFAULT_POLICIES_TOML}\n[[api]]\nname = "Three"\nrequest_count = 3\n`;
@@ -196,11 +311,18 @@ t.test('DeploymentFollower: events deploy, change and undeploy on a gateway crea
   t.equal(await status('/p/1.0.0/x'), 404, 'an unknown policy: not deployed');
   bus.publish('policies.updated', { text: 'not = [toml', revision: 'bad' });
   await settle();
-  t.ok(lines.some((l) => l.includes('"event":"throttle_policies_reload_refused"')), 'a broken text is refused, logged');
+  t.ok(
+    lines.some((l) => l.includes('"event":"throttle_policies_reload_refused"')),
+    'a broken text is refused, logged',
+  );
   bus.publish('policies.updated', { text: three, revision: rev(three) });
   await settle();
   t.equal(gw.throttle.source, 'http://cp:9763/policies (default tiers)');
-  t.same([await status('/p/1.0.0/x'), await status('/p/1.0.0/x'), await status('/p/1.0.0/x'), await status('/p/1.0.0/x')], [200, 200, 200, 429], 'the new policy is enforced');
+  t.same(
+    [await status('/p/1.0.0/x'), await status('/p/1.0.0/x'), await status('/p/1.0.0/x'), await status('/p/1.0.0/x')],
+    [200, 200, 200, 429],
+    'the new policy is enforced',
+  );
 });
 
 t.test('the hub resync turns differences of the pulled deployments into events', async (t) => {
@@ -215,13 +337,34 @@ t.test('the hub resync turns differences of the pulled deployments into events',
   const base = { applications: [], subscriptions: [], revoked: [], blocking: [] };
   let next = { ...base, deployments: { apis: [b2, c], policies: { file: 'p.toml', text: 'P2', revision: 'rp2' } } };
   // Neither publishing nor subscribing: no Redis connection, only the difference logic.
-  const hub = new RedisEventHub({ url: 'redis://127.0.0.1:1', channel: 'x', bus, publish: false, subscribe: false, waitingTime: 0, reconnectMin: 10, reconnectMax: 10, logger: createLogger('silent'), resync: async () => next });
+  const hub = new RedisEventHub({
+    url: 'redis://127.0.0.1:1',
+    channel: 'x',
+    bus,
+    publish: false,
+    subscribe: false,
+    waitingTime: 0,
+    reconnectMin: 10,
+    reconnectMax: 10,
+    logger: createLogger('silent'),
+    resync: async () => next,
+  });
   t.teardown(() => hub.close());
   hub.remember({ ...base, deployments: { apis: [a, b], policies: { file: 'p.toml', text: 'P', revision: 'rp' } } });
   await hub.resync();
   const names = (): string[] =>
-    seen.flatMap((e) => (e.name === 'api.deployed' || e.name === 'api.undeployed' ? [`${e.name} ${e.payload.file}`] : e.name === 'policies.updated' ? [`${e.name} ${e.payload.revision}`] : []));
-  t.same(names(), ['policies.updated rp2', 'api.undeployed a.toml', 'api.deployed b.toml', 'api.deployed c.toml'], 'policies first, then what went, then what differs');
+    seen.flatMap((e) =>
+      e.name === 'api.deployed' || e.name === 'api.undeployed'
+        ? [`${e.name} ${e.payload.file}`]
+        : e.name === 'policies.updated'
+          ? [`${e.name} ${e.payload.revision}`]
+          : [],
+    );
+  t.same(
+    names(),
+    ['policies.updated rp2', 'api.undeployed a.toml', 'api.deployed b.toml', 'api.deployed c.toml'],
+    'policies first, then what went, then what differs',
+  );
   seen.length = 0;
   await hub.resync();
   t.same(names(), [], 'the same snapshot again: nothing');
@@ -263,12 +406,22 @@ t.test('DeploymentSource serves a GraphQL API with its schema text; the revision
   t.not(p?.revision, orders?.revision);
 
   // A worker's gateway builds the API from the served texts only (no file on its disk).
-  const texts = new ApiTexts('cp', [{ file: 'http://cp/apis/orders.toml', text: apiText, ...(p?.schema !== undefined ? { schema: p.schema } : {}) }, { file: 'http://cp/apis/out.toml', text: out?.text ?? '' }], {});
+  const texts = new ApiTexts(
+    'cp',
+    [
+      { file: 'http://cp/apis/orders.toml', text: apiText, ...(p?.schema !== undefined ? { schema: p.schema } : {}) },
+      { file: 'http://cp/apis/out.toml', text: out?.text ?? '' },
+    ],
+    {},
+  );
   const read = texts.read();
   const ok = read.candidates.find((c) => c.file === 'http://cp/apis/orders.toml');
   t.ok(ok?.api?.graphql?.schema.rootFields.QUERY.has('hello'), 'built from the served schema');
   t.notOk(ok?.api?.graphql?.schema.rootFields.QUERY.has('secret'), 'the changed schema');
   const refused = read.candidates.find((c) => c.file === 'http://cp/apis/out.toml');
   t.equal(refused?.api, undefined);
-  t.match(refused?.diagnostics.map((d) => `${d.code} ${d.message}`).join('\n'), /API_VALUE schema \.\.\/outside\.graphql was not served with the API file/);
+  t.match(
+    refused?.diagnostics.map((d) => `${d.code} ${d.message}`).join('\n'),
+    /API_VALUE schema \.\.\/outside\.graphql was not served with the API file/,
+  );
 });

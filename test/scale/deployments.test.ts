@@ -52,7 +52,10 @@ t.test('a gateway-worker deploys the control plane API files of its labels and f
   const km = `http://127.0.0.1:${kmPort}`;
   const kmp = spawnNode(
     nodeToml({ offset: base, role: 'api-key-manager', channel, redis }),
-    { 'default.toml': openApi({ name: 'Def', context: '/def', labels: ['Default'], port }), 'edge.toml': openApi({ name: 'Edge', context: '/edge', labels: ['Edge'], port }) },
+    {
+      'default.toml': openApi({ name: 'Def', context: '/def', labels: ['Default'], port }),
+      'edge.toml': openApi({ name: 'Edge', context: '/edge', labels: ['Edge'], port }),
+    },
     [],
     { 'policies.toml': DEFAULT_POLICIES_TOML },
   );
@@ -64,13 +67,19 @@ t.test('a gateway-worker deploys the control plane API files of its labels and f
   const all = await http(`${km}/admin/v1/deployments`, { auth: ADMIN });
   t.same((all.body.apis as { file: string }[]).map((a) => a.file).sort(), ['default.toml', 'edge.toml'], all.text);
   const edgeOnly = await http(`${km}/admin/v1/deployments?labels=Edge`, { auth: ADMIN });
-  t.same((edgeOnly.body.apis as { file: string; labels: string[] }[]).map((a) => [a.file, a.labels]), [['edge.toml', ['Edge']]]);
+  t.same(
+    (edgeOnly.body.apis as { file: string; labels: string[] }[]).map((a) => [a.file, a.labels]),
+    [['edge.toml', ['Edge']]],
+  );
 
   const gw = spawnNode(nodeToml({ offset: base + 1, role: 'gateway-worker', channel, redis, km: kmPort, labels: ['Edge'] }));
   t.teardown(() => gw.stop());
   t.ok(await started(gw, /APIs: \d+ deployed/), `${gw.out}\n${gw.err}`);
   t.match(gw.out, new RegExp(`APIs: 1 deployed from the control plane ${km.replace(/[/.]/g, '\\$&')}`));
-  t.match(gw.out, /deployments\s+1 API file\(s\) with gateway_labels \["Edge"\], throttling policies http:\/\/127\.0\.0\.1:\d+\/policies\.toml/);
+  t.match(
+    gw.out,
+    /deployments\s+1 API file\(s\) with gateway_labels \["Edge"\], throttling policies http:\/\/127\.0\.0\.1:\d+\/policies\.toml/,
+  );
   const gp = 8280 + base + 1;
   t.equal(await outcome(gp, '/edge/1.0.0/x'), '200 -', 'the Edge API is deployed');
   t.equal(await outcome(gp, '/def/1.0.0/x'), NO_API, 'the Default API is not (the no-match fault)');
@@ -78,7 +87,10 @@ t.test('a gateway-worker deploys the control plane API files of its labels and f
   // A new file on the key manager: deployed on the worker.
   const newFile = path.join(kmApis, 'new.toml');
   fs.writeFileSync(newFile, openApi({ name: 'New', context: '/new', labels: ['Edge', 'Other'], port }));
-  t.ok(await until(async () => (await outcome(gp, '/new/1.0.0/x')) === '200 -', 10_000, 50), `a file written in the key manager's apis/ is deployed\n${gw.err.slice(-1500)}`);
+  t.ok(
+    await until(async () => (await outcome(gp, '/new/1.0.0/x')) === '200 -', 10_000, 50),
+    `a file written in the key manager's apis/ is deployed\n${gw.err.slice(-1500)}`,
+  );
   // Changed: another context.
   fs.writeFileSync(newFile, openApi({ name: 'New', context: '/newer', labels: ['Edge'], port }));
   t.ok(await until(async () => (await outcome(gp, '/newer/1.0.0/x')) === '200 -', 10_000, 50), 'a changed file is followed');
@@ -88,17 +100,33 @@ t.test('a gateway-worker deploys the control plane API files of its labels and f
   // Removed.
   fs.rmSync(newFile);
   t.ok(await until(async () => (await outcome(gp, '/newer/1.0.0/x')) === NO_API, 10_000, 50), 'a removed file is undeployed');
-  t.ok(await until(async () => (await http(`${km}/admin/v1/deployments`, { auth: ADMIN })).text.includes('other.toml'), 5000, 50), 'the control plane serves the Default file');
+  t.ok(
+    await until(async () => (await http(`${km}/admin/v1/deployments`, { auth: ADMIN })).text.includes('other.toml'), 5000, 50),
+    'the control plane serves the Default file',
+  );
   t.equal(await outcome(gp, '/other/1.0.0/x'), NO_API, 'a file of another label is not deployed');
   t.equal(await outcome(gp, '/edge/1.0.0/x'), '200 -', 'the Edge API still serves');
 
   // Policies: the file changed on the key manager, then SIGHUP. The worker validates and takes them.
   fs.writeFileSync(path.join(kmp.dir, 'policies.toml'), THREE);
   process.kill(kmp.child.pid as number, 'SIGHUP');
-  t.ok(await until(() => gw.err.includes('ThreePerMin') || /"event":"throttle_policies_reloaded"/.test(gw.err), 10_000, 50), `the worker reloads the policies\n${gw.err.slice(-1500)}`);
-  fs.writeFileSync(path.join(kmApis, 'three.toml'), openApi({ name: 'Three', context: '/three', labels: ['Edge'], port, policy: 'ThreePerMin' }));
-  t.ok(await until(async () => (await outcome(gp, '/three/1.0.0/x')) === '200 -', 10_000, 50), `an API naming the new policy is deployed\n${gw.err.slice(-1500)}`);
-  t.same([await outcome(gp, '/three/1.0.0/x'), await outcome(gp, '/three/1.0.0/x'), await outcome(gp, '/three/1.0.0/x')], ['200 -', '200 -', '429 900800'], 'the new limit: 3 per minute, the 4th call refused');
+  t.ok(
+    await until(() => gw.err.includes('ThreePerMin') || /"event":"throttle_policies_reloaded"/.test(gw.err), 10_000, 50),
+    `the worker reloads the policies\n${gw.err.slice(-1500)}`,
+  );
+  fs.writeFileSync(
+    path.join(kmApis, 'three.toml'),
+    openApi({ name: 'Three', context: '/three', labels: ['Edge'], port, policy: 'ThreePerMin' }),
+  );
+  t.ok(
+    await until(async () => (await outcome(gp, '/three/1.0.0/x')) === '200 -', 10_000, 50),
+    `an API naming the new policy is deployed\n${gw.err.slice(-1500)}`,
+  );
+  t.same(
+    [await outcome(gp, '/three/1.0.0/x'), await outcome(gp, '/three/1.0.0/x'), await outcome(gp, '/three/1.0.0/x')],
+    ['200 -', '200 -', '429 900800'],
+    'the new limit: 3 per minute, the 4th call refused',
+  );
 
   // A worker started after all that: the snapshot gives it the same.
   const late = spawnNode(nodeToml({ offset: base + 2, role: 'gateway-worker', channel, redis, km: kmPort, labels: ['Edge'] }));
@@ -110,10 +138,22 @@ t.test('a gateway-worker deploys the control plane API files of its labels and f
   t.equal(await outcome(lp, '/newer/1.0.0/x'), NO_API, 'the removed file is not deployed');
   t.equal(await outcome(lp, '/def/1.0.0/x'), NO_API);
   t.equal(await outcome(lp, '/other/1.0.0/x'), NO_API);
-  t.same([await outcome(lp, '/three/1.0.0/x'), await outcome(lp, '/three/1.0.0/x'), await outcome(lp, '/three/1.0.0/x'), await outcome(lp, '/three/1.0.0/x')], ['200 -', '200 -', '200 -', '429 900800'], 'with the policies of the snapshot');
+  t.same(
+    [
+      await outcome(lp, '/three/1.0.0/x'),
+      await outcome(lp, '/three/1.0.0/x'),
+      await outcome(lp, '/three/1.0.0/x'),
+      await outcome(lp, '/three/1.0.0/x'),
+    ],
+    ['200 -', '200 -', '200 -', '429 900800'],
+    'with the policies of the snapshot',
+  );
   // A file the control plane cannot parse is logged there and not served.
   fs.writeFileSync(path.join(kmApis, 'broken.toml'), 'name = "Broken\nlabels = ["Edge"]\n');
-  t.ok(await until(() => /broken\.toml.*"event":"deployment_file_unparsed"/.test(kmp.err), 10_000, 50), `an unparsable file is logged on the control plane\n${kmp.err.slice(-1500)}`);
+  t.ok(
+    await until(() => /broken\.toml.*"event":"deployment_file_unparsed"/.test(kmp.err), 10_000, 50),
+    `an unparsable file is logged on the control plane\n${kmp.err.slice(-1500)}`,
+  );
   t.notMatch((await http(`${km}/admin/v1/deployments`, { auth: ADMIN })).text, /broken\.toml/, 'and not served');
 });
 
@@ -123,19 +163,28 @@ t.test('without Redis a gateway-worker deploys the APIs it pulled at start', asy
   t.teardown(() => backend.close());
   const base = baseOffset(31);
   const kmPort = 9763 + base;
-  const apis = { 'edge.toml': openApi({ name: 'Edge', context: '/edge', labels: ['Edge'], port: backend.port }), 'both.toml': openApi({ name: 'Both', context: '/both', labels: ['Default', 'Edge'], port: backend.port }) };
+  const apis = {
+    'edge.toml': openApi({ name: 'Edge', context: '/edge', labels: ['Edge'], port: backend.port }),
+    'both.toml': openApi({ name: 'Both', context: '/both', labels: ['Default', 'Edge'], port: backend.port }),
+  };
   const kmp = spawnNode(nodeToml({ offset: base, role: 'api-key-manager', channel }), apis);
   t.teardown(() => kmp.stop());
   t.ok(await started(kmp, /Key manager: /), `${kmp.out}\n${kmp.err}`);
   // Default labels; a local apis/ with a file of its own, which is not used.
-  const gw = spawnNode(nodeToml({ offset: base + 1, role: 'gateway-worker', channel, km: kmPort }), { 'local.toml': openApi({ name: 'Local', context: '/local', labels: ['Default'], port: backend.port }) });
+  const gw = spawnNode(nodeToml({ offset: base + 1, role: 'gateway-worker', channel, km: kmPort }), {
+    'local.toml': openApi({ name: 'Local', context: '/local', labels: ['Default'], port: backend.port }),
+  });
   t.teardown(() => gw.stop());
   t.ok(await started(gw, /APIs: \d+ deployed/), `${gw.out}\n${gw.err}`);
   t.match(gw.out, /APIs: 1 deployed from the control plane/);
   t.match(gw.out, /note: 1 API file\(s\) in \S+ are not used: a gateway-worker deploys the APIs of its control plane/);
   t.match(gw.err, /"event":"apis_dir_not_used"/);
   const gp = 8280 + base + 1;
-  t.equal(await outcome(gp, '/both/1.0.0/x'), '200 -', 'the API labelled Default and Edge is deployed (gateway_labels default ["Default"])');
+  t.equal(
+    await outcome(gp, '/both/1.0.0/x'),
+    '200 -',
+    'the API labelled Default and Edge is deployed (gateway_labels default ["Default"])',
+  );
   t.equal(await outcome(gp, '/edge/1.0.0/x'), NO_API);
   t.equal(await outcome(gp, '/local/1.0.0/x'), NO_API, 'the local file is not deployed');
 });

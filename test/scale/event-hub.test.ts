@@ -16,7 +16,22 @@ import * as fs from 'node:fs';
 import { Redis } from 'ioredis';
 import t from 'tap';
 import { echoBackend, until } from '../gateway/helpers';
-import { ADMIN, REDIS_SERVER, baseOffset, http, nodeToml, ownRedis, ownRedisOrSkip, redisReachable, securedApi, spawnNode, spawnStarted, started, tcpProxy, type Proc } from './helpers';
+import {
+  ADMIN,
+  REDIS_SERVER,
+  baseOffset,
+  http,
+  nodeToml,
+  ownRedis,
+  ownRedisOrSkip,
+  redisReachable,
+  securedApi,
+  spawnNode,
+  spawnStarted,
+  started,
+  tcpProxy,
+  type Proc,
+} from './helpers';
 
 const REDIS = process.env.THROUGHWAY_TEST_REDIS_URL;
 
@@ -44,7 +59,8 @@ async function token(km: string, c: Client): Promise<string> {
   return String(r.body.access_token);
 }
 
-const call = async (port: number, bearer: string): Promise<number> => (await http(`http://127.0.0.1:${port}/shop/1.0.0/x`, { bearer })).status;
+const call = async (port: number, bearer: string): Promise<number> =>
+  (await http(`http://127.0.0.1:${port}/shop/1.0.0/x`, { bearer })).status;
 /** `status code` of a call: "200 -", "401 900907" (subscription blocked), "429 900805" (blocking condition). */
 const outcome = async (port: number, bearer: string): Promise<string> => {
   const r = await http(`http://127.0.0.1:${port}/shop/1.0.0/x`, { bearer });
@@ -89,19 +105,25 @@ t.test('two gateway-workers follow one key manager over Redis', async (t) => {
   // Revoked on the key manager: refused by both within one second (docs/scale-out.md).
   const rv = await http(`${km}/oauth2/revoke`, { form: { token: tok1 }, auth: a1.client });
   t.equal(rv.status, 200, rv.text);
-  for (const p of ports) t.ok(await until(async () => (await call(p, tok1)) === 401, 1000, 20), `gateway ${p} refuses the revoked token within a second`);
+  for (const p of ports)
+    t.ok(await until(async () => (await call(p, tok1)) === 401, 1000, 20), `gateway ${p} refuses the revoked token within a second`);
 
   // A subscription blocked, then unblocked.
   const tok1b = await token(km, a1.client);
   for (const p of ports) t.equal(await call(p, tok1b), 200, 'a new token of the same application is accepted');
   const blk = await http(`${km}/admin/v1/subscriptions/${a1.subscription}`, { method: 'PATCH', json: { state: 'BLOCKED' }, auth: ADMIN });
   t.equal(blk.status, 200, blk.text);
-  for (const p of ports) t.ok(await until(async () => (await outcome(p, tok1b)) === BLOCKED_SUB, 1000, 20), `gateway ${p} refuses calls of the blocked subscription (900907) within a second`);
+  for (const p of ports)
+    t.ok(
+      await until(async () => (await outcome(p, tok1b)) === BLOCKED_SUB, 1000, 20),
+      `gateway ${p} refuses calls of the blocked subscription (900907) within a second`,
+    );
 
   // A second application subscribed after the gateways started: its token works on both (events).
   const a2 = await app(km, 'Two', true);
   const tok2 = await token(km, a2.client);
-  for (const p of ports) t.ok(await until(async () => (await call(p, tok2)) === 200, 1000, 20), `gateway ${p} knows the new application and subscription`);
+  for (const p of ports)
+    t.ok(await until(async () => (await call(p, tok2)) === 200, 1000, 20), `gateway ${p} knows the new application and subscription`);
 
   // A gateway started after all that: the snapshot gives it the same state.
   const late = spawnNode(nodeToml({ offset: base + 3, role: 'gateway-worker', channel, redis, km: kmPort }), apis);
@@ -114,7 +136,8 @@ t.test('two gateway-workers follow one key manager over Redis', async (t) => {
   // Later events reach it too.
   const unb = await http(`${km}/admin/v1/subscriptions/${a1.subscription}`, { method: 'PATCH', json: { state: 'UNBLOCKED' }, auth: ADMIN });
   t.equal(unb.status, 200);
-  for (const p of [...ports, lp]) t.ok(await until(async () => (await call(p, tok1b)) === 200, 1000, 20), `gateway ${p} sees the subscription unblocked`);
+  for (const p of [...ports, lp])
+    t.ok(await until(async () => (await call(p, tok1b)) === 200, 1000, 20), `gateway ${p} sees the subscription unblocked`);
   const health = await http(`http://127.0.0.1:${9763 + base + 3}/health`);
   t.equal(health.status, 200, health.text);
   t.match(health.text, /"name":"event_hub","order":98,"status":"UP"/);
@@ -154,7 +177,10 @@ t.test('Redis restarted mid-way: the gateway keeps serving and converges', async
   t.match(down.text, /"name":"event_hub","order":98,"status":"DOWN","message":"event hub Redis unreachable/);
   // Changes while the gateway cannot hear them.
   t.equal((await http(`${km}/oauth2/revoke`, { form: { token: tok1 }, auth: a1.client })).status, 200);
-  t.equal((await http(`${km}/admin/v1/subscriptions/${a2.subscription}`, { method: 'PATCH', json: { state: 'BLOCKED' }, auth: ADMIN })).status, 200);
+  t.equal(
+    (await http(`${km}/admin/v1/subscriptions/${a2.subscription}`, { method: 'PATCH', json: { state: 'BLOCKED' }, auth: ADMIN })).status,
+    200,
+  );
   t.equal((await http(`${km}/admin/v1/blocking-conditions`, { json: { type: 'IP', value: '127.0.0.1' }, auth: ADMIN })).status, 201);
   t.equal(await call(port, tok1), 200, 'not known yet: Redis is away');
   // Several reconnect attempts fail meanwhile: still one log line.
@@ -162,14 +188,26 @@ t.test('Redis restarted mid-way: the gateway keeps serving and converges', async
   t.equal((gw.err.match(/"event":"event_hub_unavailable"/g) ?? []).length, 1, 'logged once per outage');
 
   await own.start();
-  t.ok(await until(() => gw.err.includes('"event":"event_hub_resynced"'), 10_000), `the gateway pulls the snapshot after reconnecting\n${gw.err.slice(-2000)}`);
-  t.ok(await until(async () => (await outcome(port, tok1b)) === '429 900805', 3000, 20), 'converged: the IP blocking condition added meanwhile applies');
+  t.ok(
+    await until(() => gw.err.includes('"event":"event_hub_resynced"'), 10_000),
+    `the gateway pulls the snapshot after reconnecting\n${gw.err.slice(-2000)}`,
+  );
+  t.ok(
+    await until(async () => (await outcome(port, tok1b)) === '429 900805', 3000, 20),
+    'converged: the IP blocking condition added meanwhile applies',
+  );
   const del = await http(`${km}/admin/v1/blocking-conditions`, { auth: ADMIN });
   const id = String((del.body.list as { id: string }[])[0]?.id);
   t.equal((await http(`${km}/admin/v1/blocking-conditions/${id}`, { method: 'DELETE', auth: ADMIN })).status, 200);
   t.ok(await until(async () => (await call(port, tok1)) === 401, 3000, 20), 'converged: the token revoked meanwhile is refused');
-  t.ok(await until(async () => (await outcome(port, tok2)) === BLOCKED_SUB, 3000, 20), 'converged: the subscription blocked meanwhile is refused');
-  t.ok(await until(async () => (await outcome(port, tok1b)) === '200 -', 3000, 20), 'and the blocking condition removed after Redis returned (an event) is lifted');
+  t.ok(
+    await until(async () => (await outcome(port, tok2)) === BLOCKED_SUB, 3000, 20),
+    'converged: the subscription blocked meanwhile is refused',
+  );
+  t.ok(
+    await until(async () => (await outcome(port, tok1b)) === '200 -', 3000, 20),
+    'and the blocking condition removed after Redis returned (an event) is lifted',
+  );
   const up = await http(`http://127.0.0.1:${mgmt}/health`);
   t.equal(up.status, 200, `healthy again: ${up.text}`);
   t.match(gw.err, /"event":"event_hub_reconnected"/);
@@ -194,7 +232,12 @@ t.test('revoked ids read back from Redis: refused after a reconnect with the con
   const backend = await echoBackend();
   t.teardown(() => backend.close());
   const apis = { 'shop.toml': securedApi(`http://127.0.0.1:${backend.port}`) };
-  const k = await spawnStarted({ salt: 61, toml: (offset) => nodeToml({ offset, role: 'api-key-manager', channel, redis: own.url }), apis, marker: /Key manager: / });
+  const k = await spawnStarted({
+    salt: 61,
+    toml: (offset) => nodeToml({ offset, role: 'api-key-manager', channel, redis: own.url }),
+    apis,
+    marker: /Key manager: /,
+  });
   const kmp = k.node;
   t.teardown(() => kmp.stop());
   t.ok(k.ok, `${kmp.out}\n${kmp.err}`);
@@ -203,7 +246,13 @@ t.test('revoked ids read back from Redis: refused after a reconnect with the con
   const a1 = await app(km, 'One', true);
   const tok = await token(km, a1.client);
   const other = await token(km, a1.client);
-  const g = await spawnStarted({ salt: 61, index: 1, toml: (offset) => nodeToml({ offset, role: 'gateway-worker', channel, redis: relay.url, km: kmPort }), apis, marker: /APIs: 1 deployed/ });
+  const g = await spawnStarted({
+    salt: 61,
+    index: 1,
+    toml: (offset) => nodeToml({ offset, role: 'gateway-worker', channel, redis: relay.url, km: kmPort }),
+    apis,
+    marker: /APIs: 1 deployed/,
+  });
   const gw = g.node;
   t.teardown(() => gw.stop());
   t.ok(g.ok, `${gw.out}\n${gw.err}`);
@@ -233,9 +282,19 @@ t.test('revoked ids read back from Redis: refused after a reconnect with the con
   await kmp.stop();
   const resyncedBefore = (gw.err.match(/"event":"event_hub_resynced"/g) ?? []).length;
   await relay.start();
-  t.ok(await until(() => gw.err.includes('"event":"event_hub_revoked_read"'), 10_000), `the gateway read the revoked id from Redis\n${gw.err.slice(-2000)}`);
-  t.ok(await until(async () => (await call(port, tok)) === 401, 3000, 20), 'the revoked token is refused although the control plane is gone');
+  t.ok(
+    await until(() => gw.err.includes('"event":"event_hub_revoked_read"'), 10_000),
+    `the gateway read the revoked id from Redis\n${gw.err.slice(-2000)}`,
+  );
+  t.ok(
+    await until(async () => (await call(port, tok)) === 401, 3000, 20),
+    'the revoked token is refused although the control plane is gone',
+  );
   t.equal(await call(port, other), 200, 'another token of the application is still accepted');
-  t.equal((gw.err.match(/"event":"event_hub_resynced"/g) ?? []).length, resyncedBefore, 'no snapshot was pulled (the control plane is gone): Redis alone told it');
+  t.equal(
+    (gw.err.match(/"event":"event_hub_resynced"/g) ?? []).length,
+    resyncedBefore,
+    'no snapshot was pulled (the control plane is gone): Redis alone told it',
+  );
   t.match(gw.err, /"event":"control_plane_retry"/, 'the snapshot pull is failing meanwhile');
 });

@@ -36,11 +36,20 @@ t.test('a GraphQL API of the control plane answers through a gateway-worker, and
   t.teardown(() => backend.close());
   const base = baseOffset(32);
   const kmPort = 9763 + base;
-  const kmp = spawnNode(nodeToml({ offset: base, role: 'api-key-manager', channel, redis }), { 'orders.toml': graphqlApi(backend.port), 'orders.graphql': SDL }, [], { 'policies.toml': DEFAULT_POLICIES_TOML });
+  const kmp = spawnNode(
+    nodeToml({ offset: base, role: 'api-key-manager', channel, redis }),
+    { 'orders.toml': graphqlApi(backend.port), 'orders.graphql': SDL },
+    [],
+    { 'policies.toml': DEFAULT_POLICIES_TOML },
+  );
   t.teardown(() => kmp.stop());
   t.ok(await started(kmp, /Key manager: /), `${kmp.out}\n${kmp.err}`);
   const all = await http(`http://127.0.0.1:${kmPort}/admin/v1/deployments`, { auth: ADMIN });
-  t.same((all.body.apis as { schema?: { file: string } }[]).map((a) => a.schema?.file), ['orders.graphql'], all.text);
+  t.same(
+    (all.body.apis as { schema?: { file: string } }[]).map((a) => a.schema?.file),
+    ['orders.graphql'],
+    all.text,
+  );
 
   const gw = spawnNode(nodeToml({ offset: base + 1, role: 'gateway-worker', channel, redis, km: kmPort }));
   t.teardown(() => gw.stop());
@@ -55,6 +64,9 @@ t.test('a GraphQL API of the control plane answers through a gateway-worker, and
 
   // The schema changes on the key manager (its apis/ is watched): the worker follows.
   fs.writeFileSync(path.join(kmp.dir, 'apis', 'orders.graphql'), SDL.replace('  secret: String\n', ''));
-  t.ok(await until(async () => (await query(gp, '{ secret }')) === '400 103180', 15_000, 100), 'the field removed from the schema is refused on the worker');
+  t.ok(
+    await until(async () => (await query(gp, '{ secret }')) === '400 103180', 15_000, 100),
+    'the field removed from the schema is refused on the worker',
+  );
   t.equal(await query(gp, '{ hello }'), '200 -', 'the rest of the schema still answers');
 });

@@ -30,12 +30,21 @@ export interface Proc {
 }
 
 /** `files`: other files beside deployment.toml (e.g. policies.toml), by name. */
-export function spawnNode(toml: string, apis: Record<string, string> = {}, args: readonly string[] = [], files: Record<string, string> = {}): Proc {
+export function spawnNode(
+  toml: string,
+  apis: Record<string, string> = {},
+  args: readonly string[] = [],
+  files: Record<string, string> = {},
+): Proc {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tw-scale-'));
   fs.writeFileSync(path.join(dir, 'deployment.toml'), toml);
   for (const [name, text] of Object.entries(files)) fs.writeFileSync(path.join(dir, name), text);
   fs.mkdirSync(path.join(dir, 'apis'));
-  for (const [name, text] of Object.entries(apis)) fs.writeFileSync(path.join(dir, 'apis', name), text);
+  for (const [name, text] of Object.entries(apis)) {
+    // A tenant's file is named t/<domain>/<file> (docs/tenants.md).
+    fs.mkdirSync(path.dirname(path.join(dir, 'apis', name)), { recursive: true });
+    fs.writeFileSync(path.join(dir, 'apis', name), text);
+  }
   return spawnIn(dir, args);
 }
 
@@ -45,7 +54,10 @@ export function restartNode(p: Proc, args: readonly string[] = []): Proc {
 }
 
 function spawnIn(dir: string, args: readonly string[]): Proc {
-  const child = spawn(process.execPath, [CLI, 'start', '--config', 'deployment.toml', ...args], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [CLI, 'start', '--config', 'deployment.toml', ...args], {
+    cwd: dir,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const p: Proc = {
     child,
     dir,
@@ -119,7 +131,10 @@ export async function ownRedis(): Promise<OwnRedis> {
 }
 
 /** A private redis-server (ownRedis, stopped at teardown), or undefined after a skip with the reason printed. */
-export async function ownRedisOrSkip(t: { skip(msg: string, fn: () => void): unknown; teardown(fn: () => unknown): void }): Promise<OwnRedis | undefined> {
+export async function ownRedisOrSkip(t: {
+  skip(msg: string, fn: () => void): unknown;
+  teardown(fn: () => unknown): void;
+}): Promise<OwnRedis | undefined> {
   if (!fs.existsSync(REDIS_SERVER)) {
     t.skip(`${REDIS_SERVER} not installed: cannot start a private Redis to stop and restart`, () => undefined);
     return undefined;
@@ -145,7 +160,10 @@ export async function redisReachable(url: string | undefined): Promise<boolean> 
   });
 }
 
-export async function http(url: string, o: { method?: string; json?: unknown; form?: Record<string, string>; auth?: { user: string; password: string }; bearer?: string } = {}): Promise<{ status: number; body: Record<string, unknown>; text: string }> {
+export async function http(
+  url: string,
+  o: { method?: string; json?: unknown; form?: Record<string, string>; auth?: { user: string; password: string }; bearer?: string } = {},
+): Promise<{ status: number; body: Record<string, unknown>; text: string }> {
   const headers: Record<string, string> = {};
   let body: string | undefined;
   if (o.json !== undefined) {
@@ -157,7 +175,11 @@ export async function http(url: string, o: { method?: string; json?: unknown; fo
   }
   if (o.auth !== undefined) headers.Authorization = `Basic ${Buffer.from(`${o.auth.user}:${o.auth.password}`).toString('base64')}`;
   if (o.bearer !== undefined) headers.Authorization = `Bearer ${o.bearer}`;
-  const res = await fetch(url, { method: o.method ?? (body !== undefined ? 'POST' : 'GET'), headers, ...(body !== undefined ? { body } : {}) });
+  const res = await fetch(url, {
+    method: o.method ?? (body !== undefined ? 'POST' : 'GET'),
+    headers,
+    ...(body !== undefined ? { body } : {}),
+  });
   const text = await res.text();
   let parsed: Record<string, unknown> = {};
   try {
@@ -173,9 +195,18 @@ export function securedApi(endpoint: string, context = '/shop'): string {
 }
 
 /** deployment.toml of one node. */
-export function nodeToml(o: { offset: number; role: string; redis?: string; channel: string; km?: number; labels?: readonly string[]; extra?: string }): string {
+export function nodeToml(o: {
+  offset: number;
+  role: string;
+  redis?: string;
+  channel: string;
+  km?: number;
+  labels?: readonly string[];
+  extra?: string;
+}): string {
   let t = `[server]\nhostname = "localhost"\noffset = ${o.offset}\nserver_role = "${o.role}"\n[super_admin]\nusername = "${ADMIN.user}"\npassword = "${ADMIN.password}"\n[database.apim_db]\ntype = "h2"\nusername = "u"\npassword = "p"\n[server_health_check]\nenable = true\n`;
-  if (o.km !== undefined) t += `[apim.key_manager]\nservice_url = "http://127.0.0.1:${o.km}/services/"\nusername = "${ADMIN.user}"\npassword = "${ADMIN.password}"\n`;
+  if (o.km !== undefined)
+    t += `[apim.key_manager]\nservice_url = "http://127.0.0.1:${o.km}/services/"\nusername = "${ADMIN.user}"\npassword = "${ADMIN.password}"\n`;
   t += `[apim.sync_runtime_artifacts.gateway]\ndeployment_retry_duration = 100\nmax_retry_count = 20\nretry_progression_factor = 1.5\n`;
   if (o.labels !== undefined) t += `gateway_labels = ${JSON.stringify(o.labels)}\n`;
   if (o.redis !== undefined) t += `[apim.event_hub]\nevent_listening_endpoints = ["${o.redis}"]\n`;
@@ -238,7 +269,14 @@ export async function tcpProxy(target: number): Promise<TcpProxy> {
  * two other bases. The node, the
  * offset it runs at, and whether the marker was seen (false: the caller's assertion prints the output).
  */
-export async function spawnStarted(o: { salt: number; index?: number; toml: (offset: number) => string; apis?: Record<string, string>; marker: RegExp; ms?: number }): Promise<{ node: Proc; offset: number; ok: boolean }> {
+export async function spawnStarted(o: {
+  salt: number;
+  index?: number;
+  toml: (offset: number) => string;
+  apis?: Record<string, string>;
+  marker: RegExp;
+  ms?: number;
+}): Promise<{ node: Proc; offset: number; ok: boolean }> {
   for (let attempt = 0; ; attempt++) {
     const offset = baseOffset(o.salt + attempt * 100) + (o.index ?? 0);
     const node = spawnNode(o.toml(offset), o.apis ?? {});

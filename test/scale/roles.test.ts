@@ -24,14 +24,23 @@ function refused(port: number): Promise<boolean> {
 }
 
 t.test('api-devportal and api-publisher run the management server with their console, and no gateway', async (t) => {
-  for (const [i, role, served, absent] of [[0, 'api-devportal', '/devportal', '/publisher'], [1, 'api-publisher', '/publisher', '/devportal/applications']] as const) {
+  for (const [i, role, served, absent] of [
+    [0, 'api-devportal', '/devportal', '/publisher'],
+    [1, 'api-publisher', '/publisher', '/devportal/applications'],
+  ] as const) {
     const base = baseOffset(1) + i;
     const port = 9763 + base;
     const p = spawnNode(nodeToml({ offset: base, role, channel }));
     t.teardown(() => p.stop());
     t.ok(await started(p, /Key manager: /), `${role} started:\n${p.out}\n${p.err}`);
     t.match(p.out, new RegExp(`role ${role}`));
-    t.match(p.out, new RegExp(`${role === 'api-devportal' ? 'developer portal' : 'publisher'}\\s+https://localhost:${9443 + base}${served} \\(also http://localhost:${port}${served}\\)`), 'the start-up lines name the console');
+    t.match(
+      p.out,
+      new RegExp(
+        `${role === 'api-devportal' ? 'developer portal' : 'publisher'}\\s+https://localhost:${9443 + base}${served} \\(also http://localhost:${port}${served}\\)`,
+      ),
+      'the start-up lines name the console',
+    );
     // The console lines ("publisher   https://…"), not a migration's description that names the portal.
     t.notMatch(p.out, new RegExp(`${role === 'api-devportal' ? 'publisher' : 'developer portal'}\\s+https://`), 'and only that console');
     t.ok(await refused(8280 + base), 'no gateway listener');
@@ -48,7 +57,9 @@ t.test('api-key-manager runs the management server only; a gateway-worker gets k
   t.teardown(() => backend.close());
   const base = baseOffset(2);
   const kmPort = 9763 + base;
-  const km = spawnNode(nodeToml({ offset: base, role: 'api-key-manager', channel }), { 'shop.toml': securedApi(`http://127.0.0.1:${backend.port}`) });
+  const km = spawnNode(nodeToml({ offset: base, role: 'api-key-manager', channel }), {
+    'shop.toml': securedApi(`http://127.0.0.1:${backend.port}`),
+  });
   t.teardown(() => km.stop());
   t.ok(await started(km, /Key manager: /), `key manager started:\n${km.out}\n${km.err}`);
   t.match(km.out, /role api-key-manager/);
@@ -63,7 +74,10 @@ t.test('api-key-manager runs the management server only; a gateway-worker gets k
   const keys = await http(`http://127.0.0.1:${kmPort}/admin/v1/applications/App1/keys`, { json: {}, auth: ADMIN });
   t.equal(keys.status, 201, keys.text);
   const client = { user: String(keys.body.consumerKey), password: String(keys.body.consumerSecret) };
-  const sub = await http(`http://127.0.0.1:${kmPort}/admin/v1/subscriptions`, { json: { application: 'App1', api: '/shop', version: '1.0.0' }, auth: ADMIN });
+  const sub = await http(`http://127.0.0.1:${kmPort}/admin/v1/subscriptions`, {
+    json: { application: 'App1', api: '/shop', version: '1.0.0' },
+    auth: ADMIN,
+  });
   t.equal(sub.status, 201, sub.text);
   const tok = await http(`http://127.0.0.1:${kmPort}/oauth2/token`, { form: { grant_type: 'client_credentials' }, auth: client });
   t.equal(tok.status, 200, tok.text);
@@ -71,10 +85,15 @@ t.test('api-key-manager runs the management server only; a gateway-worker gets k
   // A second application without a subscription.
   await http(`http://127.0.0.1:${kmPort}/admin/v1/applications`, { json: { name: 'App2' }, auth: ADMIN });
   const keys2 = await http(`http://127.0.0.1:${kmPort}/admin/v1/applications/App2/keys`, { json: {}, auth: ADMIN });
-  const tok2 = await http(`http://127.0.0.1:${kmPort}/oauth2/token`, { form: { grant_type: 'client_credentials' }, auth: { user: String(keys2.body.consumerKey), password: String(keys2.body.consumerSecret) } });
+  const tok2 = await http(`http://127.0.0.1:${kmPort}/oauth2/token`, {
+    form: { grant_type: 'client_credentials' },
+    auth: { user: String(keys2.body.consumerKey), password: String(keys2.body.consumerSecret) },
+  });
   t.equal(tok2.status, 200);
 
-  const gw = spawnNode(nodeToml({ offset: base + 1, role: 'gateway-worker', channel, km: kmPort }), { 'shop.toml': securedApi(`http://127.0.0.1:${backend.port}`) });
+  const gw = spawnNode(nodeToml({ offset: base + 1, role: 'gateway-worker', channel, km: kmPort }), {
+    'shop.toml': securedApi(`http://127.0.0.1:${backend.port}`),
+  });
   t.teardown(() => gw.stop());
   t.ok(await started(gw, /APIs: 1 deployed/), `gateway-worker started:\n${gw.out}\n${gw.err}`);
   t.match(gw.out, /role gateway-worker/);
@@ -92,7 +111,11 @@ t.test('api-key-manager runs the management server only; a gateway-worker gets k
   // The gateway-worker's own operations port.
   const health = await http(`http://127.0.0.1:${9763 + base + 1}/health`);
   t.equal(health.status, 200, health.text);
-  t.equal((await http(`http://127.0.0.1:${9763 + base + 1}/admin/v1/applications`, { auth: ADMIN })).status, 404, 'no admin API on a gateway-worker');
+  t.equal(
+    (await http(`http://127.0.0.1:${9763 + base + 1}/admin/v1/applications`, { auth: ADMIN })).status,
+    404,
+    'no admin API on a gateway-worker',
+  );
 });
 
 t.test('traffic-manager runs the store-backed key manager parts and no gateway', async (t) => {
@@ -102,14 +125,22 @@ t.test('traffic-manager runs the store-backed key manager parts and no gateway',
   t.ok(await started(tm, /Key manager: /), `${tm.out}\n${tm.err}`);
   t.match(tm.out, /the gateway does not run for role traffic-manager/);
   t.ok(await refused(8280 + base));
-  const b = await http(`http://127.0.0.1:${9763 + base}/admin/v1/blocking-conditions`, { json: { type: 'IP', value: '10.0.0.1' }, auth: ADMIN });
+  const b = await http(`http://127.0.0.1:${9763 + base}/admin/v1/blocking-conditions`, {
+    json: { type: 'IP', value: '10.0.0.1' },
+    auth: ADMIN,
+  });
   t.equal(b.status, 201, `it owns blocking conditions: ${b.text}`);
 });
 
 t.test('a gateway-worker whose control plane never answers gives up after max_retry_count', async (t) => {
   const base = baseOffset(4);
   const dead = 9763 + base; // nothing listens there
-  const gw = spawnNode(nodeToml({ offset: base + 1, role: 'gateway-worker', channel, km: dead, extra: '' }).replace('max_retry_count = 20', 'max_retry_count = 2'));
+  const gw = spawnNode(
+    nodeToml({ offset: base + 1, role: 'gateway-worker', channel, km: dead, extra: '' }).replace(
+      'max_retry_count = 20',
+      'max_retry_count = 2',
+    ),
+  );
   t.teardown(() => gw.stop('SIGKILL'));
   const code = await gw.exited;
   t.equal(code, 1, 'start fails');

@@ -152,7 +152,13 @@ async function settled(watch: Watch, probe: Redis, context: string, expected: nu
   const batches = (source: string): number => watch.ran.slice(mark + 1).filter((r) => r.source === source && isBatch(r)).length;
   const sources = (): string[] => [...new Set(watch.ran.filter(isBatch).map((r) => r.source))];
   const ok = await until(() => sources().length >= nodes && sources().every((s) => batches(s) >= 2), Math.max(0, end - Date.now()), 2);
-  return ok ? undefined : `the gateways' batches on ${prefix} since the total: ${sources().map((s) => `${s} ${batches(s)}`).join(', ') || 'none'}`;
+  return ok
+    ? undefined
+    : `the gateways' batches on ${prefix} since the total: ${
+        sources()
+          .map((s) => `${s} ${batches(s)}`)
+          .join(', ') || 'none'
+      }`;
 }
 
 /** Fires `each` calls at every port at once. */
@@ -174,7 +180,8 @@ t.test('a limit of 100/min across two gateway processes sharing Redis counters',
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tw-limit-'));
   t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
   const policies = policiesFile(dir);
-  const throttling = (store: string): string => `[throughway.throttling]\ncounter_store = "${store}"\nredis_url = "${redis}"\nsync_interval = ${SYNC_INTERVAL}\npolicies_file = "${policies}"\n`;
+  const throttling = (store: string): string =>
+    `[throughway.throttling]\ncounter_store = "${store}"\nredis_url = "${redis}"\nsync_interval = ${SYNC_INTERVAL}\npolicies_file = "${policies}"\n`;
   const apis = { 'a.toml': openApi(ctx.a, backend.port), 'b.toml': openApi(ctx.b, backend.port), 'c.toml': openApi(ctx.c, backend.port) };
 
   // Node j of attempt a: the offsets of salts 50 + 2a (four nodes) and 51 + 2a (the fifth). Other tests
@@ -195,12 +202,16 @@ t.test('a limit of 100/min across two gateway processes sharing Redis counters',
       await p.stop();
     }
   };
-  const kmOffset = await up(0, 'key manager', /Key manager: /, (offset) => spawnNode(nodeToml({ offset, role: 'api-key-manager', channel, redis, extra: throttling('redis') }), apis));
+  const kmOffset = await up(0, 'key manager', /Key manager: /, (offset) =>
+    spawnNode(nodeToml({ offset, role: 'api-key-manager', channel, redis, extra: throttling('redis') }), apis),
+  );
   if (kmOffset < 0) return;
   const kmPort = 9763 + kmOffset;
   // Two gateways counting in Redis, and two more counting in memory (case c), started at once.
   const gateway = (j: number, store: string): Promise<number> =>
-    up(j, `gateway-worker (${store})`, /APIs: 3 deployed/, (offset) => spawnNode(nodeToml({ offset, role: 'gateway-worker', channel, redis, km: kmPort, extra: throttling(store) }), apis));
+    up(j, `gateway-worker (${store})`, /APIs: 3 deployed/, (offset) =>
+      spawnNode(nodeToml({ offset, role: 'gateway-worker', channel, redis, km: kmPort, extra: throttling(store) }), apis),
+    );
   const offsets = await Promise.all([gateway(1, 'redis'), gateway(2, 'redis'), gateway(3, 'memory'), gateway(4, 'memory')]);
   if (offsets.includes(-1)) return;
   const [r1, r2, m1, m2] = offsets.map((o) => 8280 + o) as [number, number, number, number];
@@ -228,7 +239,7 @@ t.test('a limit of 100/min across two gateway processes sharing Redis counters',
     }
     const allowed = allowedOf(seq);
     // Near the limit every batch reads the total back, and each call waited until both views held it.
-    t.equal(allowed, N, 'exactly N allowed: near the limit each decision knows the other gateway\'s calls');
+    t.equal(allowed, N, "exactly N allowed: near the limit each decision knows the other gateway's calls");
     t.same(
       seq.slice(0, allowed).map((o) => o.status),
       Array(allowed).fill(200),
@@ -251,7 +262,11 @@ t.test('a limit of 100/min across two gateway processes sharing Redis counters',
     // own calls exactly; the measured overshoot is printed.
     const bound = (K - 1) * N;
     t.ok(allowed <= N + bound, `allowed ${allowed} <= N + (K - 1) x N = ${N + bound}`);
-    t.same([...new Set(refused.map((o) => `${o.status} ${o.code}`))], [`429 ${THROTTLED_OUT}`], 'the refused calls are 429 with the API-level code');
+    t.same(
+      [...new Set(refused.map((o) => `${o.status} ${o.code}`))],
+      [`429 ${THROTTLED_OUT}`],
+      'the refused calls are 429 with the API-level code',
+    );
     t.ok(
       refused.every((o) => o.retryAfter !== null && Number(o.retryAfter) >= 0 && Number(o.retryAfter) <= 60),
       'each refusal carries Retry-After (seconds to the end of the minute)',
@@ -278,10 +293,16 @@ t.test('a limit of 100/min across two gateway processes sharing Redis counters',
     const keys = await probe.keys(`tw:thr:p|${ctx.b}/*`);
     t.equal(keys.length, 1, `one shared counter in Redis: ${keys.join(', ')}`);
     t.equal(Number(await probe.get(keys[0] as string)), total, 'its total is the calls allowed at both gateways');
-    t.same([`${(await call(r1, ctx.b)).status}`, `${(await call(r2, ctx.b)).status}`], ['429', '429'], 'both gateways refuse the next call');
+    t.same(
+      [`${(await call(r1, ctx.b)).status}`, `${(await call(r2, ctx.b)).status}`],
+      ['429', '429'],
+      'both gateways refuse the next call',
+    );
     // The overshoot is the calls a gateway admitted on a stale view with a wrong prediction of the
     // other's calls (lib/throttle/redis.ts): the bound's time term.
-    t.comment(`(b) concurrent: ${allowed} allowed of ${all.length} (limit ${N}, measured overshoot ${allowed - N}, bound ${bound}; sync_interval ${SYNC_INTERVAL} ms)`);
+    t.comment(
+      `(b) concurrent: ${allowed} allowed of ${all.length} (limit ${N}, measured overshoot ${allowed - N}, bound ${bound}; sync_interval ${SYNC_INTERVAL} ms)`,
+    );
   });
 
   await t.test('(c) the same with counter_store = "memory": each gateway admits N, 2N in all', async (t) => {

@@ -76,7 +76,7 @@ async function load(ports: readonly number[], p: string, refusals: number, max: 
   return all.sort((a, b) => a.doneAt - b.doneAt);
 }
 
-t.test('a traffic manager sums two gateways\' counts and its decisions hold them to the limit', async (t) => {
+t.test("a traffic manager sums two gateways' counts and its decisions hold them to the limit", async (t) => {
   if (!(await redisReachable(REDIS))) {
     t.skip(`Redis not reachable (THROUGHWAY_TEST_REDIS_URL=${REDIS ?? 'unset'})`, () => undefined);
     return;
@@ -88,7 +88,10 @@ t.test('a traffic manager sums two gateways\' counts and its decisions hold them
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tw-tm-'));
   t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
   const policies = path.join(dir, 'policies.toml');
-  fs.writeFileSync(policies, '[[subscription]]\nname = "Unlimited"\nunlimited = true\n[[api]]\nname = "Hundred"\nrequest_count = 100\nunit_time = 1\ntime_unit = "min"\n');
+  fs.writeFileSync(
+    policies,
+    '[[subscription]]\nname = "Unlimited"\nunlimited = true\n[[api]]\nname = "Hundred"\nrequest_count = 100\nunit_time = 1\ntime_unit = "min"\n',
+  );
 
   // Our own view of the decision channel: when the decision went out, and what it said.
   const watch = new Redis(redis);
@@ -101,7 +104,10 @@ t.test('a traffic manager sums two gateways\' counts and its decisions hold them
 
   const base = baseOffset(40);
   const kmPort = 9763 + base;
-  const apis = { 'one.toml': openApi('/one', `http://127.0.0.1:${backend.port}`), 'two.toml': openApi('/two', `http://127.0.0.1:${backend.port}`) };
+  const apis = {
+    'one.toml': openApi('/one', `http://127.0.0.1:${backend.port}`),
+    'two.toml': openApi('/two', `http://127.0.0.1:${backend.port}`),
+  };
   const throttling = `[throughway.throttling]\ncounter_store = "traffic-manager"\nsync_interval = ${SYNC}\npolicies_file = "${policies}"\n`;
   const tm = spawnNode(nodeToml({ offset: base, role: 'traffic-manager', channel, redis, extra: throttling }), apis);
   t.teardown(() => tm.stop());
@@ -116,10 +122,24 @@ t.test('a traffic manager sums two gateways\' counts and its decisions hold them
   });
   for (const gw of gws) {
     t.ok(await started(gw, /APIs: 2 deployed/), `${gw.out}\n${gw.err}`);
-    t.match(gw.out, new RegExp(`throttle decisions\\s+\\S+: data to ${channel}:throttleRequests every ${SYNC} ms, decisions from ${channel}:throttleData`));
+    t.match(
+      gw.out,
+      new RegExp(
+        `throttle decisions\\s+\\S+: data to ${channel}:throttleRequests every ${SYNC} ms, decisions from ${channel}:throttleData`,
+      ),
+    );
   }
   // Both gateways' heartbeats reach the traffic manager: their health checks are UP.
-  for (const i of [1, 2]) t.ok(await until(async () => /"name":"throttle_decisions","order":\d+,"status":"UP"/.test((await http(`http://127.0.0.1:${9763 + base + i}/health`)).text), 5000, 100), `gateway ${i}: throttle_decisions UP`);
+  for (const i of [1, 2])
+    t.ok(
+      await until(
+        async () =>
+          /"name":"throttle_decisions","order":\d+,"status":"UP"/.test((await http(`http://127.0.0.1:${9763 + base + i}/health`)).text),
+        5000,
+        100,
+      ),
+      `gateway ${i}: throttle_decisions UP`,
+    );
 
   await freshWindow();
   const out = await load(ports, '/one/1.0.0/x', 5, 150);
@@ -136,11 +156,19 @@ t.test('a traffic manager sums two gateways\' counts and its decisions hold them
   // gateways' own delivery): the stated bound, counted on this run's calls.
   const decidedAt = decision?.at ?? 0;
   const inBound = hundredth === undefined ? 0 : out.filter((o) => o.sentAt > hundredth.sentAt && o.sentAt <= decidedAt + 100).length;
-  t.comment(`allowed ${allowed.length} (overshoot ${overshoot}); limit-th call answered at +0 ms, decision seen at +${hundredth === undefined ? '?' : decidedAt - hundredth.doneAt} ms; calls sent meanwhile ${inBound}; per gateway ${[0, 1].map((g) => allowed.filter((o) => o.gateway === g).length).join(' + ')}`);
+  t.comment(
+    `allowed ${allowed.length} (overshoot ${overshoot}); limit-th call answered at +0 ms, decision seen at +${hundredth === undefined ? '?' : decidedAt - hundredth.doneAt} ms; calls sent meanwhile ${inBound}; per gateway ${[0, 1].map((g) => allowed.filter((o) => o.gateway === g).length).join(' + ')}`,
+  );
   t.ok(allowed.length >= 100, `at least the limit is allowed (${allowed.length})`);
-  t.ok(overshoot <= inBound, `the overshoot (${overshoot}) is within what the gateways admitted before the decision arrived (${inBound} calls sent then)`);
+  t.ok(
+    overshoot <= inBound,
+    `the overshoot (${overshoot}) is within what the gateways admitted before the decision arrived (${inBound} calls sent then)`,
+  );
   t.ok(allowed.length < 200, `well below the 200 two nodes counting alone admit (${allowed.length})`);
-  t.ok(allowed.filter((o) => o.gateway === 0).length < 100 && allowed.filter((o) => o.gateway === 1).length < 100, 'each gateway refused before its own count reached the limit: the decision refused');
+  t.ok(
+    allowed.filter((o) => o.gateway === 0).length < 100 && allowed.filter((o) => o.gateway === 1).length < 100,
+    'each gateway refused before its own count reached the limit: the decision refused',
+  );
   t.ok(refused.length >= 10, 'both clients saw their refusals');
   t.same([...new Set(refused.map((o) => `${o.status} ${o.code}`))], ['429 900800'], 'refused calls are 429 with the API-level code');
   const late = allowed.filter((o) => o.sentAt > decidedAt + 1000);
@@ -148,12 +176,25 @@ t.test('a traffic manager sums two gateways\' counts and its decisions hold them
   const metrics = (await http(`http://127.0.0.1:${kmPort}/metrics`)).text;
   t.match(metrics, /throughway_traffic_manager_decisions_total 1\b/);
   const counted = Number(/throughway_traffic_manager_counts_total (\d+)/.exec(metrics)?.[1] ?? -1);
-  t.ok(counted >= allowed.length - 2 * 10 && counted <= allowed.length, `the traffic manager summed the gateways' counts (${counted} of ${allowed.length} allowed)`);
+  t.ok(
+    counted >= allowed.length - 2 * 10 && counted <= allowed.length,
+    `the traffic manager summed the gateways' counts (${counted} of ${allowed.length} allowed)`,
+  );
 
   // The traffic manager stops: the gateways keep serving on their own exact counts.
   t.equal(await tm.stop(), 0, 'the traffic manager stopped');
   for (const [i, gw] of gws.entries()) {
-    t.ok(await until(async () => /"name":"throttle_decisions","order":\d+,"status":"DOWN","message":"no traffic manager receives the throttle data/.test((await http(`http://127.0.0.1:${9763 + base + i + 1}/health`)).text), 5000, 100), `gateway ${i + 1}: throttle_decisions DOWN`);
+    t.ok(
+      await until(
+        async () =>
+          /"name":"throttle_decisions","order":\d+,"status":"DOWN","message":"no traffic manager receives the throttle data/.test(
+            (await http(`http://127.0.0.1:${9763 + base + i + 1}/health`)).text,
+          ),
+        5000,
+        100,
+      ),
+      `gateway ${i + 1}: throttle_decisions DOWN`,
+    );
     t.equal(gw.err.split('throttle_traffic_manager_unavailable').length - 1, 1, `gateway ${i + 1} logged the outage once`);
   }
   await freshWindow();
@@ -161,7 +202,11 @@ t.test('a traffic manager sums two gateways\' counts and its decisions hold them
   for (const g of [0, 1]) {
     const mine = alone.filter((o) => o.gateway === g);
     t.equal(mine.filter((o) => o.status === 200).length, 100, `gateway ${g + 1} alone: exactly its own 100`);
-    t.same(mine.filter((o) => o.status !== 200).map((o) => `${o.status} ${o.code}`), ['429 900800'], 'then refused on its own count');
+    t.same(
+      mine.filter((o) => o.status !== 200).map((o) => `${o.status} ${o.code}`),
+      ['429 900800'],
+      'then refused on its own count',
+    );
   }
   await sleep(2 * SYNC);
   t.equal(gws[0]?.err.split('throttle_traffic_manager_unavailable').length, 2, 'still one warning for the whole outage');
@@ -179,23 +224,32 @@ t.test('Redis away at the start and in the middle: the store and the traffic man
   await tm.start(300);
   t.notOk(tm.connected, 'started while Redis is away');
   t.equal((await tm.checker(99).check()).healthy, false, 'its health checker says so');
-  const store = new DecisionCounterStore({ maxCounters: 1000, link: { url: own.url, channels, publish: true, subscribe: true, syncInterval: 50, logger: gwLog } });
+  const store = new DecisionCounterStore({
+    maxCounters: 1000,
+    link: { url: own.url, channels, publish: true, subscribe: true, syncInterval: 50, logger: gwLog },
+  });
   t.teardown(() => store.close());
   const now = Date.now();
   t.equal(store.add('k', 5, MIN, now, 5), 5, 'counting goes on without Redis');
   t.equal(store.peek('k', MIN, now), 5, 'on the local count: no refusal because Redis is away');
   await sleep(300);
-  t.equal((await store.checker(0).check()).healthy, false, 'the gateway store\'s health checker is DOWN');
+  t.equal((await store.checker(0).check()).healthy, false, "the gateway store's health checker is DOWN");
   t.equal(gwLog.lines.filter((l) => l.event === 'throttle_decisions_unavailable').length, 1, 'the gateway store warned once');
   t.equal(tmLog.lines.filter((l) => l.event === 'traffic_manager_unavailable').length, 1, 'the traffic manager warned once');
 
   await own.start();
   t.ok(await until(() => tm.connected, 5000, 50), 'the traffic manager reconnects');
-  t.ok(await until(async () => (await store.checker(0).check()).healthy, 5000, 50), 'the gateway store is UP again (a heartbeat reached the traffic manager)');
+  t.ok(
+    await until(async () => (await store.checker(0).check()).healthy, 5000, 50),
+    'the gateway store is UP again (a heartbeat reached the traffic manager)',
+  );
   // Counts of the outage were not sent; a new call in this window is, and the total reaches the limit of 5.
   const w = Date.now();
   store.add('j', 5, MIN, w, 5);
-  t.ok(await until(() => store.peek('j', MIN, Date.now()) >= 5 && store.held === 1, 3000, 20), 'the traffic manager subscribed late and its decision arrived');
+  t.ok(
+    await until(() => store.peek('j', MIN, Date.now()) >= 5 && store.held === 1, 3000, 20),
+    'the traffic manager subscribed late and its decision arrived',
+  );
   t.equal(tm.aggregator.decisions, 1);
   t.equal(gwLog.lines.filter((l) => l.event === 'throttle_decisions_reconnected').length, 1);
 });

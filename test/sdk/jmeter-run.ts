@@ -39,22 +39,39 @@ public class TwJMeter {
 /** Why the HTTP sampler cannot run here, or undefined. */
 export function jmeterMissing(): string | undefined {
   if (!fs.existsSync(JMETER)) return `no jmeter at ${JMETER} (Debian package jmeter; .ci/apt-packages installs it)`;
-  if (!fs.existsSync(path.join(HOME, 'lib', 'ext', 'ApacheJMeter_http.jar'))) return 'no JMeter HTTP sampler (Debian package jmeter-http; .ci/apt-packages installs it)';
+  if (!fs.existsSync(path.join(HOME, 'lib', 'ext', 'ApacheJMeter_http.jar')))
+    return 'no JMeter HTTP sampler (Debian package jmeter-http; .ci/apt-packages installs it)';
   return undefined;
 }
 
 /** Runs `jmeter <args>` in `dir`; what it printed, and how it was run. */
-export async function runJMeter(dir: string, args: readonly string[], javac: string, java: string): Promise<{ output: string; via: 'jmeter' | 'launcher' }> {
+export async function runJMeter(
+  dir: string,
+  args: readonly string[],
+  javac: string,
+  java: string,
+): Promise<{ output: string; via: 'jmeter' | 'launcher' }> {
   const direct = await run(JMETER, [...args], { cwd: dir, timeout: 180_000 }).then(
     (r) => r.stdout + r.stderr,
     (err: { stdout?: string; stderr?: string }) => `${err.stdout ?? ''}${err.stderr ?? ''}`,
   );
   if (!direct.includes('ForbiddenClassException')) return { output: direct, via: 'jmeter' };
-  const jars = [path.join(HOME, 'bin', 'ApacheJMeter.jar'), ...['lib', path.join('lib', 'ext')].flatMap((d) => fs.readdirSync(path.join(HOME, d)).filter((f) => f.endsWith('.jar')).map((f) => path.join(HOME, d, f)))];
+  const jars = [
+    path.join(HOME, 'bin', 'ApacheJMeter.jar'),
+    ...['lib', path.join('lib', 'ext')].flatMap((d) =>
+      fs
+        .readdirSync(path.join(HOME, d))
+        .filter((f) => f.endsWith('.jar'))
+        .map((f) => path.join(HOME, d, f)),
+    ),
+  ];
   const src = path.join(dir, 'launcher');
   fs.mkdirSync(src, { recursive: true });
   fs.writeFileSync(path.join(src, 'TwJMeter.java'), LAUNCHER);
   await run(javac, ['-cp', jars.join(':'), '-d', src, path.join(src, 'TwJMeter.java')], { timeout: 120_000 });
-  const r = await run(java, [`-Djmeter.home=${HOME}`, '-cp', [src, ...jars].join(':'), 'TwJMeter', ...args], { cwd: dir, timeout: 180_000 });
+  const r = await run(java, [`-Djmeter.home=${HOME}`, '-cp', [src, ...jars].join(':'), 'TwJMeter', ...args], {
+    cwd: dir,
+    timeout: 180_000,
+  });
   return { output: r.stdout + r.stderr, via: 'launcher' };
 }

@@ -39,7 +39,10 @@ t.test('SDKs of the demo API call it through the gateway', async (t) => {
   const base = node.base;
   // The secured demo API with the PizzaShack document beside it (the portal reads API files at each page).
   const file = path.join(node.dir, 'apis', 'pizzashack-secured.toml');
-  fs.writeFileSync(file, fs.readFileSync(file, 'utf8').replace('auth = "oauth2"', 'auth = "oauth2"\ndefinition = "pizzashack.openapi.json"'));
+  fs.writeFileSync(
+    file,
+    fs.readFileSync(file, 'utf8').replace('auth = "oauth2"', 'auth = "oauth2"\ndefinition = "pizzashack.openapi.json"'),
+  );
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'tw-sdk-'));
   t.teardown(() => fs.rmSync(work, { recursive: true, force: true }));
 
@@ -50,10 +53,22 @@ t.test('SDKs of the demo API call it through the gateway', async (t) => {
   const appPath = app.location;
   await req(`${base}${appPath}/keys`, cookie, { csrf, keyType: 'PRODUCTION' });
   const page = (await req(`${base}${appPath}`, cookie)).text;
-  const key = /Consumer key: <code>([^<]+)<\/code>/.exec(page)?.[1] ?? '';
+  const key = /Consumer key: <code[^>]*>([^<]+)<\/code>/.exec(page)?.[1] ?? '';
   const secret = /id="consumer-secret">([^<]+)</.exec(page)?.[1] ?? '';
-  await req(`${base}/devportal/subscribe`, cookie, { csrf, application: decodeURIComponent(appPath.split('/').pop() ?? ''), api: 'pizzashack-secured.toml', tier: 'Gold' });
-  const tr = await fetch(`${base}/oauth2/token`, { method: 'POST', headers: { Authorization: `Basic ${Buffer.from(`${key}:${secret}`).toString('base64')}`, 'Content-Type': 'application/x-www-form-urlencoded' }, body: 'grant_type=client_credentials' });
+  await req(`${base}/devportal/subscribe`, cookie, {
+    csrf,
+    application: decodeURIComponent(appPath.split('/').pop() ?? ''),
+    api: 'pizzashack-secured.toml',
+    tier: 'Gold',
+  });
+  const tr = await fetch(`${base}/oauth2/token`, {
+    method: 'POST',
+    headers: {
+      Authorization: `Basic ${Buffer.from(`${key}:${secret}`).toString('base64')}`,
+      'Content-Type': 'application/x-www-form-urlencoded',
+    },
+    body: 'grant_type=client_credentials',
+  });
   const token = ((await tr.json()) as { access_token: string }).access_token;
   t.ok(token, 'a token');
 
@@ -74,17 +89,23 @@ t.test('SDKs of the demo API call it through the gateway', async (t) => {
     const dir = path.join(work, 'js');
     const files = unpack(await download('javascript'), dir);
     t.same(files, ['README.md', 'index.d.ts', 'index.js', 'package.json']);
+    const readme = fs.readFileSync(path.join(dir, 'README.md'), 'utf8');
+    t.match(readme, /new PizzaShackSecuredClient\(\{ token \}\)/, 'the README passes a token it declares');
+    t.notMatch(readme, /process\.env/, 'the README runs in a browser too (no process.env)');
     const dts = fs.readFileSync(path.join(dir, 'index.d.ts'), 'utf8');
     t.match(dts, /export interface Pizza \{/, 'the schemas as interfaces');
     t.match(dts, /getOrder\(params: GetOrderParams, body\?: unknown\): Promise<ApiResponse>;/, 'typed operations');
     t.equal(JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8')).name, 'pizza-client', '[apim.sdk] artifact_id');
-    fs.writeFileSync(path.join(dir, 'call.mjs'), `import { PizzaShackSecuredClient } from './index.js';
+    fs.writeFileSync(
+      path.join(dir, 'call.mjs'),
+      `import { PizzaShackSecuredClient } from './index.js';
 const c = new PizzaShackSecuredClient({ token: process.env.TOKEN });
 const menu = await c.getMenu();
 const order = await c.getOrder({ orderId: '42' });
 const none = await new PizzaShackSecuredClient().getMenu();
 console.log(JSON.stringify({ menu: menu.status, items: Array.isArray(menu.data) ? menu.data.length : -1, order: order.status, orderId: order.data.orderId, none: none.status }));
-`);
+`,
+    );
     const out = await run(process.execPath, [path.join(dir, 'call.mjs')], { env: { ...process.env, TOKEN: token }, timeout: 30_000 });
     const r = JSON.parse(out.stdout) as { menu: number; items: number; order: number; orderId: string; none: number };
     t.equal(r.menu, 200, 'the client calls the demo API through the gateway with the token');
@@ -94,15 +115,20 @@ console.log(JSON.stringify({ menu: menu.status, items: Array.isArray(menu.data) 
     t.equal(r.none, 401, 'without a token the gateway refuses');
   });
 
-  t.test('java: sources under the packages, a pom naming the ids, compiled by javac and called', { skip: fs.existsSync(JAVAC) ? false : `no javac at ${JAVAC} (a JDK)` }, async (t) => {
-    const dir = path.join(work, 'java');
-    const files = unpack(await download('java'), dir);
-    t.ok(files.includes('src/main/java/com/example/pizza/api/PizzaShackSecuredApi.java'), 'the API class in api_package');
-    t.ok(files.includes('src/main/java/com/example/pizza/model/Pizza.java'), 'the models in model_package');
-    const pom = fs.readFileSync(path.join(dir, 'pom.xml'), 'utf8');
-    t.match(pom, /<groupId>com\.example\.pizza<\/groupId>/, 'group_id');
-    t.match(pom, /<artifactId>pizza-client<\/artifactId>/, 'artifact_id');
-    fs.writeFileSync(path.join(dir, 'Main.java'), `import com.example.pizza.api.*;
+  t.test(
+    'java: sources under the packages, a pom naming the ids, compiled by javac and called',
+    { skip: fs.existsSync(JAVAC) ? false : `no javac at ${JAVAC} (a JDK)` },
+    async (t) => {
+      const dir = path.join(work, 'java');
+      const files = unpack(await download('java'), dir);
+      t.ok(files.includes('src/main/java/com/example/pizza/api/PizzaShackSecuredApi.java'), 'the API class in api_package');
+      t.ok(files.includes('src/main/java/com/example/pizza/model/Pizza.java'), 'the models in model_package');
+      const pom = fs.readFileSync(path.join(dir, 'pom.xml'), 'utf8');
+      t.match(pom, /<groupId>com\.example\.pizza<\/groupId>/, 'group_id');
+      t.match(pom, /<artifactId>pizza-client<\/artifactId>/, 'artifact_id');
+      fs.writeFileSync(
+        path.join(dir, 'Main.java'),
+        `import com.example.pizza.api.*;
 public class Main {
   public static void main(String[] a) throws Exception {
     PizzaShackSecuredApi api = new PizzaShackSecuredApi(null, System.getenv("TOKEN"));
@@ -111,31 +137,59 @@ public class Main {
     System.out.println(r.getStatus() + " " + o.getStatus());
   }
 }
-`);
-    const sources = [...files.filter((f) => f.endsWith('.java')).map((f) => path.join(dir, f)), path.join(dir, 'Main.java')];
-    await run(JAVAC, ['-d', path.join(dir, 'out'), ...sources], { timeout: 120_000 });
-    const out = await run(JAVA, ['-cp', path.join(dir, 'out'), 'Main'], { env: { ...process.env, TOKEN: token }, timeout: 60_000 });
-    t.equal(out.stdout.trim(), '200 201', 'the Java client calls the API through the gateway');
-  });
+`,
+      );
+      const sources = [...files.filter((f) => f.endsWith('.java')).map((f) => path.join(dir, f)), path.join(dir, 'Main.java')];
+      await run(JAVAC, ['-d', path.join(dir, 'out'), ...sources], { timeout: 120_000 });
+      const out = await run(JAVA, ['-cp', path.join(dir, 'out'), 'Main'], { env: { ...process.env, TOKEN: token }, timeout: 60_000 });
+      t.equal(out.stdout.trim(), '200 201', 'the Java client calls the API through the gateway');
+    },
+  );
 
-  t.test('jmeter: the plan runs headless against the gateway with 0 errors', { skip: jmeterMissing() ?? (fs.existsSync(JAVAC) ? false : `no javac at ${JAVAC}`) }, async (t) => {
-    const dir = path.join(work, 'jmeter');
-    unpack(await download('jmeter'), dir);
-    const plan = fs.readFileSync(path.join(dir, 'plan.jmx'), 'utf8');
-    t.equal((plan.match(/<HTTPSamplerProxy /g) ?? []).length, 5, 'one sampler per operation the gateway serves');
-    const results = path.join(dir, 'results.jtl');
-    const r = await runJMeter(dir, ['-n', '-t', path.join(dir, 'plan.jmx'), `-Jtoken=${token}`, '-Jjmeter.save.saveservice.output_format=csv', '-Jjmeter.save.saveservice.print_field_names=true', '-l', results, '-j', path.join(dir, 'jmeter.log')], JAVAC, JAVA);
-    t.comment(`run by ${r.via === 'jmeter' ? 'jmeter' : "JMeter's NewDriver through the launcher (Debian's xstream refuses JMeter 2.13's classes)"}`);
-    t.match(r.output, /Err:\s+0 \(0\.00%\)/, 'JMeter\'s summary: 0 errors');
-    const rows = fs.readFileSync(results, 'utf8').trim().split('\n');
-    const header = (rows[0] ?? '').split(',');
-    const ok = header.indexOf('success');
-    const code = header.indexOf('responseCode');
-    const samples = rows.slice(1).map((x) => x.split(','));
-    t.equal(samples.length, 5, 'every operation was called');
-    t.same(samples.filter((x) => x[ok] !== 'true').map((x) => x[code]), [], 'every sample succeeded');
-    t.same([...new Set(samples.map((x) => x[code]))].sort(), ['200', '201'], 'through the gateway: 200 and 201');
-  });
+  t.test(
+    'jmeter: the plan runs headless against the gateway with 0 errors',
+    { skip: jmeterMissing() ?? (fs.existsSync(JAVAC) ? false : `no javac at ${JAVAC}`) },
+    async (t) => {
+      const dir = path.join(work, 'jmeter');
+      unpack(await download('jmeter'), dir);
+      const plan = fs.readFileSync(path.join(dir, 'plan.jmx'), 'utf8');
+      t.equal((plan.match(/<HTTPSamplerProxy /g) ?? []).length, 5, 'one sampler per operation the gateway serves');
+      const results = path.join(dir, 'results.jtl');
+      const r = await runJMeter(
+        dir,
+        [
+          '-n',
+          '-t',
+          path.join(dir, 'plan.jmx'),
+          `-Jtoken=${token}`,
+          '-Jjmeter.save.saveservice.output_format=csv',
+          '-Jjmeter.save.saveservice.print_field_names=true',
+          '-l',
+          results,
+          '-j',
+          path.join(dir, 'jmeter.log'),
+        ],
+        JAVAC,
+        JAVA,
+      );
+      t.comment(
+        `run by ${r.via === 'jmeter' ? 'jmeter' : "JMeter's NewDriver through the launcher (Debian's xstream refuses JMeter 2.13's classes)"}`,
+      );
+      t.match(r.output, /Err:\s+0 \(0\.00%\)/, "JMeter's summary: 0 errors");
+      const rows = fs.readFileSync(results, 'utf8').trim().split('\n');
+      const header = (rows[0] ?? '').split(',');
+      const ok = header.indexOf('success');
+      const code = header.indexOf('responseCode');
+      const samples = rows.slice(1).map((x) => x.split(','));
+      t.equal(samples.length, 5, 'every operation was called');
+      t.same(
+        samples.filter((x) => x[ok] !== 'true').map((x) => x[code]),
+        [],
+        'every sample succeeded',
+      );
+      t.same([...new Set(samples.map((x) => x[code]))].sort(), ['200', '201'], 'through the gateway: 200 and 201');
+    },
+  );
 });
 
 t.test('texts of the document stay data in every SDK', async (t) => {
@@ -143,12 +197,29 @@ t.test('texts of the document stay data in every SDK', async (t) => {
     openapi: '3.0.3',
     info: { title: 'Evil */ "title"', version: '1.0' },
     paths: {
-      "/x/{a'b}": { get: { operationId: 'x"); process.exit(1); //', summary: '*/ evil \\u000a', parameters: [{ name: "a'b", in: 'path', required: true, example: '${__P(x)}' }] } },
+      "/x/{a'b}": {
+        get: {
+          operationId: 'x"); process.exit(1); //',
+          summary: '*/ evil \\u000a',
+          parameters: [{ name: "a'b", in: 'path', required: true, example: '${__P(x)}' }],
+        },
+      },
       '/class': { post: { operationId: 'class', requestBody: { content: { 'application/json': { example: { v: '${__P(y)}' } } } } } },
     },
     components: { schemas: { 'bad name': { type: 'object', properties: { 'a-b': { type: 'string' }, class: { type: 'integer' } } } } },
   };
-  const input = { doc, api: { name: 'Evil Api', version: '1.0', resources: [{ path: '/x/*', methods: ['GET'] }, { path: '/class', methods: ['POST'] }] }, baseUrl: 'http://gw.example:8280/evil/1.0' };
+  const input = {
+    doc,
+    api: {
+      name: 'Evil Api',
+      version: '1.0',
+      resources: [
+        { path: '/x/*', methods: ['GET'] },
+        { path: '/class', methods: ['POST'] },
+      ],
+    },
+    baseUrl: 'http://gw.example:8280/evil/1.0',
+  };
   const settings = { groupId: 'g', artifactId: 'a', modelPackage: 'm.model', apiPackage: 'm.api', languages: [] };
   const js = generateSdk('javascript', input, settings);
   if ('error' in js) throw new Error(js.error);
@@ -169,7 +240,13 @@ t.test('texts of the document stay data in every SDK', async (t) => {
     fs.mkdirSync(path.dirname(path.join(dir, 'j', f)), { recursive: true });
     fs.writeFileSync(path.join(dir, 'j', f), text);
   }
-  await run(JAVAC, ['-d', path.join(dir, 'out'), ...[...java.keys()].filter((f) => f.endsWith('.java')).map((f) => path.join(dir, 'j', f))], { timeout: 120_000 });
+  await run(
+    JAVAC,
+    ['-d', path.join(dir, 'out'), ...[...java.keys()].filter((f) => f.endsWith('.java')).map((f) => path.join(dir, 'j', f))],
+    { timeout: 120_000 },
+  );
   t.pass('the Java sources compile');
-  t.match(generateSdk('java', input, { ...settings, apiPackage: 'not a package' }), { error: /api_package "not a package" is not a Java package name/ });
+  t.match(generateSdk('java', input, { ...settings, apiPackage: 'not a package' }), {
+    error: /api_package "not a package" is not a Java package name/,
+  });
 });

@@ -25,13 +25,18 @@ let node: Node;
 t.before(async () => {
   node = await startNode(
     (port) => [
-      api('shop', {}, [
-        { path: '/open', methods: ['GET'], auth: 'none' },
-        { path: '/menu', methods: ['GET'] },
-        { path: '/admin', methods: ['GET'], scopes: ['shop:admin', 'shop:root'] },
-        { path: '/mine', methods: ['GET'], token_type: 'user' },
-        { path: '/machine', methods: ['GET'], token_type: 'application' },
-      ], port),
+      api(
+        'shop',
+        {},
+        [
+          { path: '/open', methods: ['GET'], auth: 'none' },
+          { path: '/menu', methods: ['GET'] },
+          { path: '/admin', methods: ['GET'], scopes: ['shop:admin', 'shop:root'] },
+          { path: '/mine', methods: ['GET'], token_type: 'user' },
+          { path: '/machine', methods: ['GET'], token_type: 'application' },
+        ],
+        port,
+      ),
       api('other', {}, undefined, port),
       api('blocked', { state: 'BLOCKED' }, undefined, port),
       api('dual', { endpoints: { production: `http://127.0.0.1:${port}/p`, sandbox: `http://127.0.0.1:${port}/s` } }, undefined, port),
@@ -44,8 +49,22 @@ t.teardown(() => node.close());
 
 t.test('no token: 900902, 401, a challenge with the realm only (RFC 6750 §3.1)', async (t) => {
   fault(t, await node.call('/shop/1/menu'), 401, 900902, 'Bearer realm="throughway"', 'no Authorization');
-  fault(t, await node.call('/shop/1/menu', undefined, { Authorization: 'Basic dTpw' }), 401, 900902, 'Bearer realm="throughway"', 'another scheme');
-  fault(t, await node.call('/shop/1/menu', undefined, { Authorization: 'Bearer ' }), 401, 900902, 'Bearer realm="throughway"', 'an empty token');
+  fault(
+    t,
+    await node.call('/shop/1/menu', undefined, { Authorization: 'Basic dTpw' }),
+    401,
+    900902,
+    'Bearer realm="throughway"',
+    'another scheme',
+  );
+  fault(
+    t,
+    await node.call('/shop/1/menu', undefined, { Authorization: 'Bearer ' }),
+    401,
+    900902,
+    'Bearer realm="throughway"',
+    'an empty token',
+  );
   t.equal(node.backend.seen.length, 0, 'the backend saw nothing');
 });
 
@@ -65,7 +84,11 @@ t.test('invalid tokens: 900901 with error="invalid_token"', async (t) => {
   fault(t, r, 401, 900901, INVALID, 'a payload changed after signing');
   t.match(JSON.parse(r.body).fault.description, /signature/);
   t.equal((await node.call('/shop/1/menu', token)).status, 200, 'the untouched token passes');
-  t.equal((await node.call('/shop/1/menu', undefined, { Authorization: `bearer ${token}` })).status, 200, 'the scheme is case-insensitive (RFC 6750 §2.1, RFC 9110 §11.1)');
+  t.equal(
+    (await node.call('/shop/1/menu', undefined, { Authorization: `bearer ${token}` })).status,
+    200,
+    'the scheme is case-insensitive (RFC 6750 §2.1, RFC 9110 §11.1)',
+  );
 });
 
 t.test('a pass: the backend gets the call without the token; ctx.auth is what the key manager knows', async (t) => {
@@ -77,7 +100,10 @@ t.test('a pass: the backend gets the call without the token; ctx.auth is what th
   t.equal(node.backend.seen.length, before + 1);
   const seen = node.backend.seen[before];
   t.equal(seen?.url, '/shop/menu');
-  t.notOk(seen?.headers.some((h) => h.toLowerCase() === 'authorization'), 'the token is not sent on ([apim.oauth_config] enable_outbound_auth_header = false)');
+  t.notOk(
+    seen?.headers.some((h) => h.toLowerCase() === 'authorization'),
+    'the token is not sent on ([apim.oauth_config] enable_outbound_auth_header = false)',
+  );
 });
 
 t.test('subscriptions: none 900908 (403), BLOCKED 900907, PROD_ONLY_BLOCKED 900907 for production keys only, ON_HOLD 900909', async (t) => {

@@ -20,19 +20,29 @@ t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
 const pemFile = path.join(dir, 'signer.pem');
 fs.writeFileSync(pemFile, `${pair.keyPem}${pair.certPem}`);
 const p12File = path.join(dir, 'signer.p12');
-const p12 = forge.pkcs12.toPkcs12Asn1(forge.pki.privateKeyFromPem(pair.keyPem), [forge.pki.certificateFromPem(pair.certPem)], 'store-pw', { algorithm: '3des', friendlyName: 'signer' });
+const p12 = forge.pkcs12.toPkcs12Asn1(forge.pki.privateKeyFromPem(pair.keyPem), [forge.pki.certificateFromPem(pair.certPem)], 'store-pw', {
+  algorithm: '3des',
+  friendlyName: 'signer',
+});
 fs.writeFileSync(p12File, Buffer.from(forge.asn1.toDer(p12).getBytes(), 'binary'));
 
 function header(jwt: string | undefined): Record<string, unknown> {
   return JSON.parse(Buffer.from((jwt ?? '').split('.')[0] ?? '', 'base64url').toString('utf8')) as Record<string, unknown>;
 }
 
-const keystore = (file: string, type: string): string => `[throughway.key_manager]\nsigning_keystore = "signer"\n[custom_keystore.signer]\nfile_name = "${file}"\ntype = "${type}"\npassword = "store-pw"\nalias = "signer"\n`;
+const keystore = (file: string, type: string): string =>
+  `[throughway.key_manager]\nsigning_keystore = "signer"\n[custom_keystore.signer]\nfile_name = "${file}"\ntype = "${type}"\npassword = "store-pw"\nalias = "signer"\n`;
 
-for (const [type, file] of [['PEM', pemFile], ['PKCS12', p12File]] as const) {
+for (const [type, file] of [
+  ['PEM', pemFile],
+  ['PKCS12', p12File],
+] as const) {
   for (const sha256 of [false, true]) {
     t.test(`${type} key with its certificate, use_sha256_hash = ${sha256}`, async (t) => {
-      const node = await startNode((port) => [api('x5', {}, undefined, port)], `[apim.jwt]\nenable = true\nencoding = "base64url"\nuse_sha256_hash = ${sha256}\n${keystore(file, type)}`);
+      const node = await startNode(
+        (port) => [api('x5', {}, undefined, port)],
+        `[apim.jwt]\nenable = true\nencoding = "base64url"\nuse_sha256_hash = ${sha256}\n${keystore(file, type)}`,
+      );
       t.teardown(() => node.close());
       const app = await node.app('X5', { subscribe: ['x5'] });
       t.equal((await node.call('/x5/1/x', await node.token(app))).status, 200);
@@ -49,8 +59,11 @@ for (const [type, file] of [['PEM', pemFile], ['PKCS12', p12File]] as const) {
   }
 }
 
-t.test('a key without a certificate (the key ring\'s own): no thumbprint', async (t) => {
-  const node = await startNode((port) => [api('x5', {}, undefined, port)], `[apim.jwt]\nenable = true\nencoding = "base64url"\nuse_sha256_hash = true\n`);
+t.test("a key without a certificate (the key ring's own): no thumbprint", async (t) => {
+  const node = await startNode(
+    (port) => [api('x5', {}, undefined, port)],
+    `[apim.jwt]\nenable = true\nencoding = "base64url"\nuse_sha256_hash = true\n`,
+  );
   t.teardown(() => node.close());
   const app = await node.app('X5', { subscribe: ['x5'] });
   t.equal((await node.call('/x5/1/x', await node.token(app))).status, 200);

@@ -17,7 +17,10 @@ const D = 'http://wso2.org/claims';
 
 for (const key of ['enable_user_claims', 'enable_claim_retrieval']) {
   t.test(`${key} = true: the user's roles in the backend JWT`, async (t) => {
-    const node = await startNode((port) => [api('uc', {}, undefined, port)], `[apim.jwt]\nenable = true\nencoding = "base64url"\n${key} = true\n`);
+    const node = await startNode(
+      (port) => [api('uc', {}, undefined, port)],
+      `[apim.jwt]\nenable = true\nencoding = "base64url"\n${key} = true\n`,
+    );
     t.teardown(() => node.close());
     await node.km.manager.addUser({ username: 'alice', password: 'alice-pw-1', roles: ['subscriber', 'auditor'] });
     const app = await node.app('UC', { subscribe: ['uc'] });
@@ -25,12 +28,12 @@ for (const key of ['enable_user_claims', 'enable_claim_retrieval']) {
     t.equal((await node.call('/uc/1/x', userToken)).status, 200);
     const c = claimsOf(received(node.backend, 'X-JWT-Assertion'));
     t.equal(c[`${D}/enduser`], 'alice');
-    t.equal(c[`${D}/role`], 'subscriber,auditor', 'the end user\'s roles from the store');
+    t.equal(c[`${D}/role`], 'subscriber,auditor', "the end user's roles from the store");
 
     const appToken = await node.token(app);
     t.equal((await node.call('/uc/1/x', appToken)).status, 200);
     const a = claimsOf(received(node.backend, 'X-JWT-Assertion'));
-    t.equal(a[`${D}/enduser`], 'admin', 'an application token\'s end user is the application owner');
+    t.equal(a[`${D}/enduser`], 'admin', "an application token's end user is the application owner");
     t.equal(a[`${D}/role`], 'admin', 'whose roles are sent');
   });
 }
@@ -51,7 +54,13 @@ t.test('a gateway-worker reads the claims from its control plane', async (t) => 
   t.teardown(() => node.close());
   const base = await node.km.listen(0, '127.0.0.1');
   await node.km.manager.addUser({ username: 'carol', password: 'carol-pw-1', roles: ['subscriber', 'ops'] });
-  const cp = new ControlPlane({ url: `http://127.0.0.1:${base.port}`, user: 'admin', password: 'admin-pw-1', retry: { first: 10, maxRetries: 0, factor: 1 }, logger: silentLogger });
+  const cp = new ControlPlane({
+    url: `http://127.0.0.1:${base.port}`,
+    user: 'admin',
+    password: 'admin-pw-1',
+    retry: { first: 10, maxRetries: 0, factor: 1 },
+    logger: silentLogger,
+  });
   const link = cp.link();
   t.same(await link.userClaims?.('carol'), { role: 'subscriber,ops' });
   t.equal(await link.userClaims?.('nobody'), undefined, 'an unknown user: no claims (404)');

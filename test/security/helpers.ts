@@ -42,16 +42,34 @@ export interface Node {
   readonly clock: Clock;
   readonly logger: ReturnType<typeof memoryLogger>;
   /** Creates an application with keys of `keyType`, subscribed to `subscribe` (API contexts, version 1). */
-  app(name: string, o?: { keyType?: KeyType; subscribe?: readonly string[] }): Promise<{ consumerKey: string; consumerSecret: string; id: string }>;
+  app(
+    name: string,
+    o?: { keyType?: KeyType; subscribe?: readonly string[] },
+  ): Promise<{ consumerKey: string; consumerSecret: string; id: string }>;
   /** An access token from the key manager's token endpoint (client credentials unless a user is named). */
-  token(app: { consumerKey: string; consumerSecret: string }, o?: { scope?: string; user?: { username: string; password: string } }): Promise<string>;
+  token(
+    app: { consumerKey: string; consumerSecret: string },
+    o?: { scope?: string; user?: { username: string; password: string } },
+  ): Promise<string>;
   call(pathAndQuery: string, token?: string, headers?: Record<string, string>): Promise<Response>;
   close(): Promise<void>;
 }
 
 /** An API definition in code: context /<name>, version 1, every path under it. */
-export function api(name: string, extra: Record<string, unknown> = {}, resources?: readonly Record<string, unknown>[], backendPort = 9): Record<string, unknown> {
-  return { name, context: `/${name}`, version: '1', endpoints: { production: `http://${HOST}:${backendPort}/${name}` }, resources: resources ?? [{ path: '/*', methods: ['GET', 'POST'] }], ...extra };
+export function api(
+  name: string,
+  extra: Record<string, unknown> = {},
+  resources?: readonly Record<string, unknown>[],
+  backendPort = 9,
+): Record<string, unknown> {
+  return {
+    name,
+    context: `/${name}`,
+    version: '1',
+    endpoints: { production: `http://${HOST}:${backendPort}/${name}` },
+    resources: resources ?? [{ path: '/*', methods: ['GET', 'POST'] }],
+    ...extra,
+  };
 }
 
 export const BASE = `[server]\nhostname = "localhost"\n[super_admin]\nusername = "admin"\npassword = "admin-pw-1"\n`;
@@ -77,7 +95,17 @@ export async function startNode(
   if (o.beforeGateway !== undefined) await o.beforeGateway(km);
   const backend = await echoBackend();
   const clock = fakeClock();
-  const gw = createGateway({ config: loaded.config, dir, apis: apis(backend.port), logger, keyManager: keyManagerLink(km), events: bus, now: clock.now, watch: false, ...(o.throttling !== undefined ? { throttling: o.throttling } : {}) });
+  const gw = createGateway({
+    config: loaded.config,
+    dir,
+    apis: apis(backend.port),
+    logger,
+    keyManager: keyManagerLink(km),
+    events: bus,
+    now: clock.now,
+    watch: false,
+    ...(o.throttling !== undefined ? { throttling: o.throttling } : {}),
+  });
   const a = await gw.listen({ port: 0, host: HOST });
   await gw.security.ready;
   const node: Node = {
@@ -92,11 +120,16 @@ export async function startNode(
     async app(name, opts = {}) {
       const created = await km.manager.createApplication({ name, owner: 'admin' });
       const keys = await km.manager.generateKeys(created.id, { keyType: opts.keyType ?? 'PRODUCTION' });
-      for (const c of opts.subscribe ?? []) await km.manager.addSubscription({ application: created.id, apiContext: `/${c}`, apiVersion: '1' });
+      for (const c of opts.subscribe ?? [])
+        await km.manager.addSubscription({ application: created.id, apiContext: `/${c}`, apiVersion: '1' });
       return { consumerKey: keys.consumerKey, consumerSecret: keys.consumerSecret, id: created.id };
     },
     async token(app, opts = {}) {
-      const form = new URLSearchParams(opts.user !== undefined ? { grant_type: 'password', username: opts.user.username, password: opts.user.password } : { grant_type: 'client_credentials' });
+      const form = new URLSearchParams(
+        opts.user !== undefined
+          ? { grant_type: 'password', username: opts.user.username, password: opts.user.password }
+          : { grant_type: 'client_credentials' },
+      );
       if (opts.scope !== undefined) form.set('scope', opts.scope);
       const r = await km.oauth.token(`Basic ${Buffer.from(`${app.consumerKey}:${app.consumerSecret}`).toString('base64')}`, form);
       return r.access_token;
@@ -128,7 +161,8 @@ export function code(r: Response): number {
 export function received(backend: EchoBackend, name: string): string | undefined {
   const last = backend.seen[backend.seen.length - 1];
   if (last === undefined) return undefined;
-  for (let i = 0; i < last.headers.length; i += 2) if ((last.headers[i] as string).toLowerCase() === name.toLowerCase()) return last.headers[i + 1];
+  for (let i = 0; i < last.headers.length; i += 2)
+    if ((last.headers[i] as string).toLowerCase() === name.toLowerCase()) return last.headers[i + 1];
   return undefined;
 }
 
@@ -147,7 +181,9 @@ export async function signingKey(kid: string, alg = 'RS256'): Promise<SigningKey
 /** A JWT signed by `key` (exp one hour after `now` seconds unless the claims say otherwise). */
 export function jwt(key: SigningKey, claims: JWTPayload, header: Record<string, unknown> = {}): Promise<string> {
   const now = Math.floor(Date.now() / 1000);
-  return new SignJWT({ iat: now, exp: now + 3600, ...claims }).setProtectedHeader({ alg: key.alg, kid: key.kid, ...header }).sign(key.privateKey);
+  return new SignJWT({ iat: now, exp: now + 3600, ...claims })
+    .setProtectedHeader({ alg: key.alg, kid: key.kid, ...header })
+    .sign(key.privateKey);
 }
 
 /** An external issuer's JWKS endpoint on port 0: its keys can change, it can go down, it counts fetches. */

@@ -18,7 +18,10 @@ t.test('in process: a refresh token or an unknown opaque string is not an access
   t.teardown(() => node.close());
   await node.km.manager.addUser({ username: 'bob', password: 'bob-pw-12' });
   const app = await node.app('Op', { subscribe: ['o'] });
-  const r = await node.km.oauth.token(`Basic ${Buffer.from(`${app.consumerKey}:${app.consumerSecret}`).toString('base64')}`, new URLSearchParams({ grant_type: 'password', username: 'bob', password: 'bob-pw-12' }));
+  const r = await node.km.oauth.token(
+    `Basic ${Buffer.from(`${app.consumerKey}:${app.consumerSecret}`).toString('base64')}`,
+    new URLSearchParams({ grant_type: 'password', username: 'bob', password: 'bob-pw-12' }),
+  );
   t.ok(r.refresh_token, 'a refresh token to try');
   const refresh = await node.call('/o/1/x', r.refresh_token);
   t.equal(refresh.status, 401);
@@ -43,7 +46,16 @@ t.test('over HTTP: Basic credentials, active tokens pass and are cached, inactiv
     req.on('end', () => {
       const token = new URLSearchParams(body).get('token') ?? '';
       const answer = token.startsWith('good')
-        ? { active: true, token_type: 'Bearer', client_id: 'ck-1', sub: 'carol', scope: 'default', exp: Math.floor(Date.now() / 1000) + 600, keytype: 'PRODUCTION', aut: 'APPLICATION_USER' }
+        ? {
+            active: true,
+            token_type: 'Bearer',
+            client_id: 'ck-1',
+            sub: 'carol',
+            scope: 'default',
+            exp: Math.floor(Date.now() / 1000) + 600,
+            keytype: 'PRODUCTION',
+            aut: 'APPLICATION_USER',
+          }
         : { active: false };
       // Held a little so concurrent calls overlap at the server.
       setTimeout(() => {
@@ -62,13 +74,24 @@ t.test('over HTTP: Basic credentials, active tokens pass and are cached, inactiv
   const loaded = loadConfig({ text, env: {} });
   t.ok(loaded.ok);
   const bus = createEventBus();
-  const gw = createGateway({ config: loaded.config, dir: '.', apis: [api('o', {}, undefined, backend.port)], logger: memoryLogger(), events: bus, watch: false });
+  const gw = createGateway({
+    config: loaded.config,
+    dir: '.',
+    apis: [api('o', {}, undefined, backend.port)],
+    logger: memoryLogger(),
+    events: bus,
+    watch: false,
+  });
   t.teardown(() => gw.close());
   const port = (await gw.listen({ port: 0, host: HOST })).port;
   await gw.security.ready;
   // What a key manager in another process would announce (the Redis event hub carries these, docs/scale-out.md).
-  bus.publish('application.added', { application: { id: 'app-1', name: 'Remote', owner: 'carol', tier: 'Gold', keys: [{ consumerKey: 'ck-1', keyType: 'PRODUCTION' }] } });
-  bus.publish('subscription.added', { subscription: { id: 's-1', applicationId: 'app-1', apiContext: '/o', apiVersion: '1', tier: 'Silver', state: 'UNBLOCKED' } });
+  bus.publish('application.added', {
+    application: { id: 'app-1', name: 'Remote', owner: 'carol', tier: 'Gold', keys: [{ consumerKey: 'ck-1', keyType: 'PRODUCTION' }] },
+  });
+  bus.publish('subscription.added', {
+    subscription: { id: 's-1', applicationId: 'app-1', apiContext: '/o', apiVersion: '1', tier: 'Silver', state: 'UNBLOCKED' },
+  });
   const call = (token: string): ReturnType<typeof request> => request(port, '/o/1/x', { headers: { Authorization: `Bearer ${token}` } });
 
   t.equal((await call('good-1')).status, 200, 'active');
@@ -76,19 +99,34 @@ t.test('over HTTP: Basic credentials, active tokens pass and are cached, inactiv
   t.equal((await call('good-1')).status, 200);
   t.equal(hits, 1, 'the second call came from the token cache');
   t.equal(code(await call('bad-1')), 900901, 'inactive');
-  bus.publish('subscription.changed', { subscription: { id: 's-1', applicationId: 'app-1', apiContext: '/o', apiVersion: '1', tier: 'Silver', state: 'BLOCKED' }, previousState: 'UNBLOCKED' });
+  bus.publish('subscription.changed', {
+    subscription: { id: 's-1', applicationId: 'app-1', apiContext: '/o', apiVersion: '1', tier: 'Silver', state: 'BLOCKED' },
+    previousState: 'UNBLOCKED',
+  });
   t.equal(code(await call('good-1')), 900907, 'an event blocks the subscription');
-  bus.publish('subscription.changed', { subscription: { id: 's-1', applicationId: 'app-1', apiContext: '/o', apiVersion: '1', tier: 'Silver', state: 'UNBLOCKED' }, previousState: 'BLOCKED' });
+  bus.publish('subscription.changed', {
+    subscription: { id: 's-1', applicationId: 'app-1', apiContext: '/o', apiVersion: '1', tier: 'Silver', state: 'UNBLOCKED' },
+    previousState: 'BLOCKED',
+  });
 
   hits = 0;
   const all = await Promise.all([2, 3, 4, 5, 6, 7].map((i) => call(`good-${i}`)));
-  t.same(all.map((r) => r.status), [200, 200, 200, 200, 200, 200]);
+  t.same(
+    all.map((r) => r.status),
+    [200, 200, 200, 200, 200, 200],
+  );
   t.equal(hits, 6);
-  t.equal(maxOpen, 2, "six at once, at most default_max_per_route = 2 introspection calls open");
+  t.equal(maxOpen, 2, 'six at once, at most default_max_per_route = 2 introspection calls open');
 
   // The key manager goes away: not a 401 but the spec's 500.
   const down = await closedPort();
-  const gw2 = createGateway({ config: loadConfig({ text: text.replace(`${HOST}:${kmPort}`, `${HOST}:${down}`), env: {} }).config, dir: '.', apis: [api('o', {}, undefined, backend.port)], logger: memoryLogger(), watch: false });
+  const gw2 = createGateway({
+    config: loadConfig({ text: text.replace(`${HOST}:${kmPort}`, `${HOST}:${down}`), env: {} }).config,
+    dir: '.',
+    apis: [api('o', {}, undefined, backend.port)],
+    logger: memoryLogger(),
+    watch: false,
+  });
   t.teardown(() => gw2.close());
   const p2 = (await gw2.listen({ port: 0, host: HOST })).port;
   const r = await request(p2, '/o/1/x', { headers: { Authorization: 'Bearer good-9' } });

@@ -18,26 +18,52 @@ let k1: SigningKey;
 t.before(async () => {
   k1 = await signingKey('k1');
   idp = await jwksServer([k1.publicJwk]);
-  const toml = `[oauth]\ntimestamp_skew = 60\n[throughway.security]\njwks_refetch_interval = "10s"\n` +
+  const toml =
+    `[oauth]\ntimestamp_skew = 60\n[throughway.security]\njwks_refetch_interval = "10s"\n` +
     `[[apim.jwt.issuer]]\nname = "${ISS}"\naudience = "throughway-gw"\n[apim.jwt.issuer.jwks]\nurl = "${idp.url}"\n` +
     `[[apim.jwt.issuer.claim_mapping]]\nremote_claim = "permissions"\nlocal_claim = "scope"\n` +
     `[[apim.jwt.issuer.claim_mapping]]\nremote_claim = "client"\nlocal_claim = "azp"\n` +
     `[[apim.jwt.issuer]]\nname = "${ISS2}"\nsubscription_validation = true\n[apim.jwt.issuer.jwks]\nurl = "${idp.url}"\n`;
-  node = await startNode((port) => [api('ext', {}, [{ path: '/any', methods: ['GET'] }, { path: '/write', methods: ['GET'], scopes: ['orders:write'] }], port)], toml);
+  node = await startNode(
+    (port) => [
+      api(
+        'ext',
+        {},
+        [
+          { path: '/any', methods: ['GET'] },
+          { path: '/write', methods: ['GET'], scopes: ['orders:write'] },
+        ],
+        port,
+      ),
+    ],
+    toml,
+  );
 });
 t.teardown(async () => {
   await node.close();
   await idp.close();
 });
 
-const claims = (extra: Record<string, unknown> = {}): Record<string, unknown> => ({ iss: ISS, aud: 'throughway-gw', sub: 'svc-1', client: 'ext-client', permissions: 'orders:write', jti: `j-${Math.random()}`, ...extra });
+const claims = (extra: Record<string, unknown> = {}): Record<string, unknown> => ({
+  iss: ISS,
+  aud: 'throughway-gw',
+  sub: 'svc-1',
+  client: 'ext-client',
+  permissions: 'orders:write',
+  jti: `j-${Math.random()}`,
+  ...extra,
+});
 
 t.test('a token of a trusted issuer passes; its claims are mapped (remote -> local names)', async (t) => {
   const token = await jwt(k1, claims());
   const r = await node.call('/ext/1/write', token);
   t.equal(r.status, 200, r.body);
   t.equal(idp.fetches, 1, 'the JWKS was fetched once');
-  t.equal((await node.call('/ext/1/write', await jwt(k1, claims({ permissions: 'orders:read' })))).status, 403, 'the mapped scope claim decides (900910)');
+  t.equal(
+    (await node.call('/ext/1/write', await jwt(k1, claims({ permissions: 'orders:read' })))).status,
+    403,
+    'the mapped scope claim decides (900910)',
+  );
   t.equal(idp.fetches, 1, 'known kid: no further fetch');
   const h = node.gw.security.health();
   t.match(h.issuers, [{ issuer: ISS, url: idp.url, keys: 1, error: undefined }]);
@@ -103,7 +129,8 @@ t.test('kid rotation: an unknown kid refetches the JWKS, at most once per jwks_r
   t.equal(r.status, 200, 'the new key is fetched and used');
   t.equal(idp.fetches, before + 1);
   const k9 = await signingKey('k9');
-  for (let i = 0; i < 5; i++) t.equal(code(await node.call('/ext/1/any', await jwt(k9, claims()))), 900901, 'a kid the fresh set lacks: invalid');
+  for (let i = 0; i < 5; i++)
+    t.equal(code(await node.call('/ext/1/any', await jwt(k9, claims()))), 900901, 'a kid the fresh set lacks: invalid');
   t.equal(idp.fetches, before + 1, 'five tokens with an unknown kid within the interval: no fetch');
   node.clock.offset += 11_000;
   t.equal(code(await node.call('/ext/1/any', await jwt(k9, claims({ exp: Math.floor(Date.now() / 1000) + 3600 })))), 900901);
@@ -121,7 +148,10 @@ t.test('outage: cached keys keep serving; a key never fetched is 900900 (500), n
   t.equal(r.headers['www-authenticate'], 'Bearer realm="throughway"');
   t.match(JSON.parse(r.body).fault.description, /JWKS of issuer .* cannot be read: HTTP 503/);
   t.match(node.gw.security.health().issuers[0], { error: 'HTTP 503', keys: 2 }, 'health shows the outage');
-  t.ok(node.logger.lines.some((l) => l.event === 'jwks_unreachable'), 'and the log');
+  t.ok(
+    node.logger.lines.some((l) => l.event === 'jwks_unreachable'),
+    'and the log',
+  );
   idp.down = false;
   idp.keys = [k1.publicJwk, k3.publicJwk];
   node.clock.offset += 20_000;
@@ -130,24 +160,42 @@ t.test('outage: cached keys keep serving; a key never fetched is 900900 (500), n
   t.ok(node.logger.lines.some((l) => l.event === 'jwks_recovered'));
 });
 
-t.test('the built-in key manager\'s key rotation is seen at once (its keys are read in process)', async (t) => {
+t.test("the built-in key manager's key rotation is seen at once (its keys are read in process)", async (t) => {
   const app = await node.app('Rot', { subscribe: ['ext'] });
   const before = await node.token(app);
   await node.km.keys.rotate();
   const after = await node.token(app);
-  t.not(JSON.parse(Buffer.from(before.split('.')[0] ?? '', 'base64url').toString()).kid, JSON.parse(Buffer.from(after.split('.')[0] ?? '', 'base64url').toString()).kid, 'a new kid');
+  t.not(
+    JSON.parse(Buffer.from(before.split('.')[0] ?? '', 'base64url').toString()).kid,
+    JSON.parse(Buffer.from(after.split('.')[0] ?? '', 'base64url').toString()).kid,
+    'a new kid',
+  );
   t.equal((await node.call('/ext/1/any', after)).status, 200, 'a token of the new key');
   t.equal((await node.call('/ext/1/any', before)).status, 200, 'a token of the retired key, still published');
 });
 
-t.test('subscription_validation = true: the token\'s client must be a known application, subscribed', async (t) => {
+t.test("subscription_validation = true: the token's client must be a known application, subscribed", async (t) => {
   const token = await jwt(k1, { iss: ISS2, sub: 'svc-2', azp: 'ext-client-2', jti: 'j-sv' });
   const unknown = await node.call('/ext/1/any', token);
   t.equal(code(unknown), 900901, 'a client id that is no application');
   t.match(JSON.parse(unknown.body).fault.description, /no known application/);
-  node.bus.publish('application.added', { application: { id: 'ext-app', name: 'External', owner: 'ops', tier: 'Gold', keys: [{ consumerKey: 'ext-client-2', keyType: 'PRODUCTION' }] } });
+  node.bus.publish('application.added', {
+    application: {
+      id: 'ext-app',
+      name: 'External',
+      owner: 'ops',
+      tier: 'Gold',
+      keys: [{ consumerKey: 'ext-client-2', keyType: 'PRODUCTION' }],
+    },
+  });
   t.equal(code(await node.call('/ext/1/any', token)), 900908, 'known, not subscribed');
-  node.bus.publish('subscription.added', { subscription: { id: 'ext-sub', applicationId: 'ext-app', apiContext: '/ext', apiVersion: '1', tier: 'Gold', state: 'UNBLOCKED' } });
+  node.bus.publish('subscription.added', {
+    subscription: { id: 'ext-sub', applicationId: 'ext-app', apiContext: '/ext', apiVersion: '1', tier: 'Gold', state: 'UNBLOCKED' },
+  });
   t.equal((await node.call('/ext/1/any', token)).status, 200, 'subscribed');
-  t.equal((await node.call('/ext/1/any', await jwt(k1, { iss: ISS, aud: 'throughway-gw', sub: 'x', client: 'anyone' }))).status, 200, 'the other issuer (subscription_validation off) needs no subscription');
+  t.equal(
+    (await node.call('/ext/1/any', await jwt(k1, { iss: ISS, aud: 'throughway-gw', sub: 'x', client: 'anyone' }))).status,
+    200,
+    'the other issuer (subscription_validation off) needs no subscription',
+  );
 });

@@ -80,7 +80,11 @@ t.test('mandatory: missing, untrusted, expired certificates are 900901; a truste
   t.equal(ok.status, 200, 'trusted client certificate (URL-encoded PEM)');
   t.equal((await node.call('/m/1/x', undefined, { [HEADER]: enc(ca.pem) })).status, 200, 'a certificate of the trust store itself');
   const spaced = client.pem.replace(/\r?\n/g, ' ');
-  t.equal((await node.call('/m/1/x', undefined, { [HEADER]: encodeURIComponent(spaced) })).status, 200, 'PEM with its line breaks turned into spaces');
+  t.equal(
+    (await node.call('/m/1/x', undefined, { [HEADER]: encodeURIComponent(spaced) })).status,
+    200,
+    'PEM with its line breaks turned into spaces',
+  );
 });
 
 t.test('mandatory with auth = oauth2: the certificate and a token are both needed', async (t) => {
@@ -114,7 +118,11 @@ t.test('chain validation: intermediates in the header lead to the trusted root; 
   t.equal(code(alone), 900901, 'the intermediate missing');
   t.match(JSON.parse(alone.body).fault.description, /chain does not lead to a trusted certificate/);
   const notCa = issue('client-c', { issuer: client });
-  t.equal(code(await node.call('/m/1/x', undefined, { [HEADER]: enc(notCa.pem + client.pem) })), 900901, 'a link that is not a CA certificate');
+  t.equal(
+    code(await node.call('/m/1/x', undefined, { [HEADER]: enc(notCa.pem + client.pem) })),
+    900901,
+    'a link that is not a CA certificate',
+  );
 });
 
 t.test('an unreadable trust store trusts nothing, and says so in the log', async (t) => {

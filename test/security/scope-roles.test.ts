@@ -9,10 +9,15 @@ import { apiScopeBindings, validateApi, type ApiDefinition } from '../../lib/gat
 import { api, code, startNode, type Node } from './helpers';
 
 const shop = (port: number): Record<string, unknown> =>
-  api('shop', { scopes: [{ name: 'shop:admin', description: 'manage the shop', roles: ['shop-admin'] }] }, [
-    { path: '/menu', methods: ['GET'], scopes: ['shop:read'] },
-    { path: '/admin', methods: ['GET'], scopes: ['shop:admin'] },
-  ], port);
+  api(
+    'shop',
+    { scopes: [{ name: 'shop:admin', description: 'manage the shop', roles: ['shop-admin'] }] },
+    [
+      { path: '/menu', methods: ['GET'], scopes: ['shop:read'] },
+      { path: '/admin', methods: ['GET'], scopes: ['shop:admin'] },
+    ],
+    port,
+  );
 
 let node: Node;
 t.before(async () => {
@@ -23,13 +28,22 @@ t.before(async () => {
 });
 t.teardown(() => node.close());
 
-const grant = async (app: { consumerKey: string; consumerSecret: string }, form: Record<string, string>): Promise<{ access_token: string; scope: string }> =>
+const grant = async (
+  app: { consumerKey: string; consumerSecret: string },
+  form: Record<string, string>,
+): Promise<{ access_token: string; scope: string }> =>
   node.km.oauth.token(`Basic ${Buffer.from(`${app.consumerKey}:${app.consumerSecret}`).toString('base64')}`, new URLSearchParams(form));
 
 t.test('the API file declares the scope with its roles', async (t) => {
   const def = validateApi(shop(9), '').api as ApiDefinition;
   t.same(def.scopes, [{ name: 'shop:admin', description: 'manage the shop', roles: ['shop-admin'] }]);
-  t.same(apiScopeBindings(def).map((b) => [b.name, b.roles]), [['shop:admin', ['shop-admin']], ['shop:read', []]]);
+  t.same(
+    apiScopeBindings(def).map((b) => [b.name, b.roles]),
+    [
+      ['shop:admin', ['shop-admin']],
+      ['shop:read', []],
+    ],
+  );
 });
 
 t.test('password grant: a user without the role does not get the scope; the 403 stays', async (t) => {
@@ -44,7 +58,7 @@ t.test('password grant: a user without the role does not get the scope; the 403 
   t.equal((await node.call('/shop/1/admin', carol.access_token)).status, 200);
 });
 
-t.test('client_credentials: the application owner\'s roles decide', async (t) => {
+t.test("client_credentials: the application owner's roles decide", async (t) => {
   const adminOwned = await node.app('ByAdmin', { subscribe: ['shop'] });
   const a = await grant(adminOwned, { grant_type: 'client_credentials', scope: 'shop:admin' });
   t.equal(a.scope, 'default', 'the super admin does not hold shop-admin');

@@ -10,13 +10,39 @@ import { api, startNode } from './helpers';
 
 function head(url: string, token?: string): SourceRequest {
   const headers = ['Host', 'gw', ...(token !== undefined ? ['Authorization', `Bearer ${token}`] : [])];
-  return Object.freeze({ method: 'GET', url, headers: Object.freeze(headers), versionMajor: 1, versionMinor: 1, remoteAddress: '127.0.0.1', remotePort: 1, secure: false, connectionId: 1, requestNumber: 1, contentLength: -1, chunked: false });
+  return Object.freeze({
+    method: 'GET',
+    url,
+    headers: Object.freeze(headers),
+    versionMajor: 1,
+    versionMinor: 1,
+    remoteAddress: '127.0.0.1',
+    remotePort: 1,
+    secure: false,
+    connectionId: 1,
+    requestNumber: 1,
+    contentLength: -1,
+    chunked: false,
+  });
 }
 
 const isPromise = (v: unknown): boolean => typeof (v as Promise<unknown> | undefined)?.then === 'function';
 
 t.test('no Promise for auth = "none" or a cached token; one for a new token', async (t) => {
-  const node = await startNode((port) => [api('s', {}, [{ path: '/open', methods: ['GET'], auth: 'none' }, { path: '/closed', methods: ['GET'] }], port)], `[apim.jwt]\nenable = true\n`);
+  const node = await startNode(
+    (port) => [
+      api(
+        's',
+        {},
+        [
+          { path: '/open', methods: ['GET'], auth: 'none' },
+          { path: '/closed', methods: ['GET'] },
+        ],
+        port,
+      ),
+    ],
+    `[apim.jwt]\nenable = true\n`,
+  );
   t.teardown(() => node.close());
   const app = await node.app('Sync', { subscribe: ['s'] });
   const token = await node.token(app);
@@ -44,7 +70,10 @@ t.test('the token header is found in any letter case, and only a field of that n
   const node = await startNode((port) => [api('s', {}, [{ path: '/closed', methods: ['GET'] }], port)]);
   t.teardown(() => node.close());
   const token = await node.token(await node.app('Case', { subscribe: ['s'] }));
-  const named = (name: string, value = `Bearer ${token}`): SourceRequest => ({ ...head('/s/1/closed'), headers: Object.freeze(['Host', 'gw', name, value]) });
+  const named = (name: string, value = `Bearer ${token}`): SourceRequest => ({
+    ...head('/s/1/closed'),
+    headers: Object.freeze(['Host', 'gw', name, value]),
+  });
   for (const name of ['Authorization', 'authorization', 'AUTHORIZATION', 'aUtHoRiZaTiOn']) {
     const d = (await node.gw.route(named(name))) as ForwardDecision;
     t.ok('target' in d, `${name}: forwarded`);
@@ -56,10 +85,21 @@ t.test('the token header is found in any letter case, and only a field of that n
 });
 
 t.test('a custom auth_header is read in any letter case', async (t) => {
-  const node = await startNode((port) => [api('s', {}, [{ path: '/closed', methods: ['GET'] }], port)], `[apim.oauth_config]\nauth_header = "X-API-Token"\n`);
+  const node = await startNode(
+    (port) => [api('s', {}, [{ path: '/closed', methods: ['GET'] }], port)],
+    `[apim.oauth_config]\nauth_header = "X-API-Token"\n`,
+  );
   t.teardown(() => node.close());
   const token = await node.token(await node.app('Custom', { subscribe: ['s'] }));
-  const named = (name: string): SourceRequest => ({ ...head('/s/1/closed'), headers: Object.freeze(['Host', 'gw', name, `Bearer ${token}`]) });
-  for (const name of ['X-API-Token', 'x-api-token', 'X-Api-Token']) t.ok('target' in ((await node.gw.route(named(name))) as ForwardDecision), `${name}: forwarded`);
-  t.equal(((await node.gw.route(named('Authorization'))) as { faultCode?: number }).faultCode, 900902, 'Authorization is not the token header then');
+  const named = (name: string): SourceRequest => ({
+    ...head('/s/1/closed'),
+    headers: Object.freeze(['Host', 'gw', name, `Bearer ${token}`]),
+  });
+  for (const name of ['X-API-Token', 'x-api-token', 'X-Api-Token'])
+    t.ok('target' in ((await node.gw.route(named(name))) as ForwardDecision), `${name}: forwarded`);
+  t.equal(
+    ((await node.gw.route(named('Authorization'))) as { faultCode?: number }).faultCode,
+    900902,
+    'Authorization is not the token header then',
+  );
 });

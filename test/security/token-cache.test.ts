@@ -27,21 +27,25 @@ function countValidations(t: Test, n: Node): { count: number } {
 
 t.before(async () => {
   // Tokens live 60 s; the cache would keep them 15 minutes: exp must win.
-  node = await startNode((port) => [api('c', {}, undefined, port)], `[oauth.token_validation]\napp_access_token_validity = 60\n[apim.cache.gateway_token]\nexpiry_time = 15\n`, {
-    async beforeGateway(km) {
-      // Revoked while no gateway ran: the snapshot carries it.
-      const app = await km.manager.createApplication({ name: 'Early', owner: 'admin' });
-      const keys = await km.manager.generateKeys(app.id);
-      await km.manager.addSubscription({ application: app.id, apiContext: '/c', apiVersion: '1' });
-      const basic = `Basic ${Buffer.from(`${keys.consumerKey}:${keys.consumerSecret}`).toString('base64')}`;
-      revokedEarly = (await km.oauth.token(basic, new URLSearchParams({ grant_type: 'client_credentials' }))).access_token;
-      await km.oauth.revoke(basic, new URLSearchParams({ token: revokedEarly }));
+  node = await startNode(
+    (port) => [api('c', {}, undefined, port)],
+    `[oauth.token_validation]\napp_access_token_validity = 60\n[apim.cache.gateway_token]\nexpiry_time = 15\n`,
+    {
+      async beforeGateway(km) {
+        // Revoked while no gateway ran: the snapshot carries it.
+        const app = await km.manager.createApplication({ name: 'Early', owner: 'admin' });
+        const keys = await km.manager.generateKeys(app.id);
+        await km.manager.addSubscription({ application: app.id, apiContext: '/c', apiVersion: '1' });
+        const basic = `Basic ${Buffer.from(`${keys.consumerKey}:${keys.consumerSecret}`).toString('base64')}`;
+        revokedEarly = (await km.oauth.token(basic, new URLSearchParams({ grant_type: 'client_credentials' }))).access_token;
+        await km.oauth.revoke(basic, new URLSearchParams({ token: revokedEarly }));
+      },
     },
-  });
+  );
 });
 t.teardown(() => node.close());
 
-t.test('a token revoked before the gateway started is refused (the snapshot\'s revoked ids)', async (t) => {
+t.test("a token revoked before the gateway started is refused (the snapshot's revoked ids)", async (t) => {
   const r = await node.call('/c/1/x', revokedEarly);
   t.equal(r.status, 401);
   t.equal(code(r), 900901);
@@ -78,7 +82,7 @@ t.test('cached: the second call is not verified again; revocation evicts it at o
   t.equal((await node.call('/c/1/x', other)).status, 200, 'the other token of the same application still passes');
 });
 
-t.test('the cache never outlives the token\'s exp, however long expiry_time is', async (t) => {
+t.test("the cache never outlives the token's exp, however long expiry_time is", async (t) => {
   const app = await node.app('Exp', { subscribe: ['c'] });
   const token = await node.token(app);
   t.equal((await node.call('/c/1/x', token)).status, 200, 'cached now');
@@ -117,7 +121,10 @@ t.test('calls arriving together with a new token share one validation', async (t
   const token = await node.token(app);
   const verified = countValidations(t, node);
   const all = await Promise.all([1, 2, 3, 4, 5].map(() => node.call('/c/1/x', token)));
-  t.same(all.map((r) => r.status), [200, 200, 200, 200, 200]);
+  t.same(
+    all.map((r) => r.status),
+    [200, 200, 200, 200, 200],
+  );
   t.equal(verified.count, 1, 'one signature check for five calls');
 });
 

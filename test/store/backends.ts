@@ -27,7 +27,11 @@ const unique = (): string => `throughway_test_${process.pid}_${randomBytes(4).to
 
 async function openSqliteDir() {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tw-store-'));
-  return { table: { type: 'h2', url: `jdbc:h2:${path.join(dir, 'apim_db')}` }, cwd: dir, drop: async () => fs.rmSync(dir, { recursive: true, force: true }) };
+  return {
+    table: { type: 'h2', url: `jdbc:h2:${path.join(dir, 'apim_db')}` },
+    cwd: dir,
+    drop: async () => fs.rmSync(dir, { recursive: true, force: true }),
+  };
 }
 
 /** SQLite through the engine this Node uses by default (node:sqlite from Node 22.13, else libsql). */
@@ -60,7 +64,11 @@ export const postgresBackend: Backend = {
     const u = new URL(url);
     u.pathname = `/${db}`;
     return {
-      table: { type: 'postgre', url: `jdbc:${u.toString().replace(/^postgres:/, 'postgresql:')}`, pool_options: { maxActive: '4', maxWait: 5000 } },
+      table: {
+        type: 'postgre',
+        url: `jdbc:${u.toString().replace(/^postgres:/, 'postgresql:')}`,
+        pool_options: { maxActive: '4', maxWait: 5000 },
+      },
       cwd: os.tmpdir(),
       drop: async () => {
         const c = new Client({ connectionString: url });
@@ -101,13 +109,21 @@ export const mysqlBackend: Backend = {
   },
 };
 
-export const BACKENDS: readonly Backend[] = [sqliteBackend, ...(defaultEngine() === 'libsql' ? [] : [libsqlBackend]), postgresBackend, mysqlBackend];
+export const BACKENDS: readonly Backend[] = [
+  sqliteBackend,
+  ...(defaultEngine() === 'libsql' ? [] : [libsqlBackend]),
+  postgresBackend,
+  mysqlBackend,
+];
 
 /**
  * One tap subtest per backend, named after it: skipped with its reason when it cannot run, its database
  * dropped at the end, `run` given the opened database; `backends`: all of them unless named.
  */
-export function eachBackend(run: (t: Test, backend: Backend, opened: { table: DatabaseTable; cwd: string }) => Promise<void>, backends: readonly Backend[] = BACKENDS): void {
+export function eachBackend(
+  run: (t: Test, backend: Backend, opened: { table: DatabaseTable; cwd: string }) => Promise<void>,
+  backends: readonly Backend[] = BACKENDS,
+): void {
   for (const backend of backends) {
     t.test(backend.name, async (t) => {
       const opened = await backend.open();

@@ -72,7 +72,15 @@ export async function privateMysql(): Promise<PrivateDatabase | { reason: string
   const mysql = await import('mysql2/promise');
   const user = decodeURIComponent(url.username) || 'root';
   const password = url.password !== '' ? decodeURIComponent(url.password) : undefined;
-  const connect = (database?: string) => mysql.createConnection({ host: url.hostname, port: Number(url.port || 3306), user, ...(password !== undefined ? { password } : {}), ...(database !== undefined ? { database } : {}), connectTimeout: 2000 });
+  const connect = (database?: string) =>
+    mysql.createConnection({
+      host: url.hostname,
+      port: Number(url.port || 3306),
+      user,
+      ...(password !== undefined ? { password } : {}),
+      ...(database !== undefined ? { database } : {}),
+      connectTimeout: 2000,
+    });
   let admin;
   try {
     admin = await connect();

@@ -28,7 +28,17 @@ for (const [name, open] of CASES) {
     t.teardown(() => db.drop());
     const fwd = await forwarder(db.port, db.host);
     t.teardown(() => fwd.close());
-    const driver = await openDatabase('apim_db', { type: db.kind, url: db.urlVia(fwd.port), username: db.user, ...(db.password !== undefined ? { password: db.password } : {}), pool_options: { maxActive: '4', maxWait: 2000 } }, '/');
+    const driver = await openDatabase(
+      'apim_db',
+      {
+        type: db.kind,
+        url: db.urlVia(fwd.port),
+        username: db.user,
+        ...(db.password !== undefined ? { password: db.password } : {}),
+        pool_options: { maxActive: '4', maxWait: 2000 },
+      },
+      '/',
+    );
     const store = await storeOver(driver);
     t.teardown(() => store.close());
     const write = (n: string) => store.createApplication({ name: n, owner: 'admin', tier: 'Unlimited', description: '' });
@@ -54,23 +64,33 @@ for (const [name, open] of CASES) {
         ),
       );
     }
-    t.ok(during.every((c) => c !== undefined && STORE_UNAVAILABLE_CODES.has(c)), `writes during the cut fail with a store-unavailable code (${during.join(', ')})`);
+    t.ok(
+      during.every((c) => c !== undefined && STORE_UNAVAILABLE_CODES.has(c)),
+      `writes during the cut fail with a store-unavailable code (${during.join(', ')})`,
+    );
 
     fwd.restore();
     let after = '';
     t.ok(
-      await until(async () => {
-        try {
-          after = (await write(`after-${Date.now()}`)).name;
-          return true;
-        } catch {
-          return false;
-        }
-      }, 10_000, 50),
+      await until(
+        async () => {
+          try {
+            after = (await write(`after-${Date.now()}`)).name;
+            return true;
+          } catch {
+            return false;
+          }
+        },
+        10_000,
+        50,
+      ),
       'writes work again once the link is back',
     );
     const names = await db.applicationNames();
     for (const n of [...acknowledged, after]) t.ok(names.includes(n), `acknowledged write ${n} is in the database`);
-    t.notOk(names.some((n) => n.startsWith('during-')), 'no write refused during the cut was stored');
+    t.notOk(
+      names.some((n) => n.startsWith('during-')),
+      'no write refused during the cut was stored',
+    );
   });
 }

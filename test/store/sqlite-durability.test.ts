@@ -7,7 +7,11 @@ import t from 'tap';
 import { libsqlBackend, openDriver, sqliteBackend } from './backends';
 import { defaultEngine } from '../../lib/store/sqlite';
 
-t.equal(defaultEngine(), process.getBuiltinModule?.('node:sqlite') === undefined ? 'libsql' : 'node:sqlite', 'node:sqlite where this Node has it');
+t.equal(
+  defaultEngine(),
+  process.getBuiltinModule?.('node:sqlite') === undefined ? 'libsql' : 'node:sqlite',
+  'node:sqlite where this Node has it',
+);
 
 for (const backend of defaultEngine() === 'libsql' ? [sqliteBackend] : [sqliteBackend, libsqlBackend]) {
   t.test(`${backend.name}: the embedded store syncs every commit: journal_mode WAL, synchronous FULL`, async (t) => {
@@ -23,6 +27,10 @@ for (const backend of defaultEngine() === 'libsql' ? [sqliteBackend] : [sqliteBa
     t.same(await driver.all('PRAGMA secure_delete'), [{ secure_delete: 1 }], 'secure_delete on');
     await driver.run('CREATE TABLE t (k TEXT PRIMARY KEY)');
     t.equal(await driver.run('INSERT INTO t (k) VALUES (?)', ['a']), 1, 'the row count of a write');
-    await t.rejects(driver.run('INSERT INTO t (k) VALUES (?)', ['a']), { name: 'StoreError', code: 'STORE_CONFLICT' }, 'a duplicate key is STORE_CONFLICT');
+    await t.rejects(
+      driver.run('INSERT INTO t (k) VALUES (?)', ['a']),
+      { name: 'StoreError', code: 'STORE_CONFLICT' },
+      'a duplicate key is STORE_CONFLICT',
+    );
   });
 }

@@ -32,20 +32,44 @@ const CASES: Record<string, (call: Call, acme: Acme, h: Harness) => Promise<stri
     const planted = (await h.store.listApplications(undefined, 'acme.test')).some((x) => x.name === 'Planted');
     return r.status === 400 && !planted ? [] : [`created an application in acme.test (${r.status})`];
   },
-  'GET /applications/{name}': async (call, a) => refusedBoth(call, 'GET', `/applications/${encodeURIComponent(a.appName)}`, `/applications/${a.appId}`),
-  'DELETE /applications/{name}': async (call, a, h) => [...(await refusedBoth(call, 'DELETE', `/applications/${encodeURIComponent(a.appName)}`, `/applications/${a.appId}`)), ...((await h.store.getApplication(a.appId)) === undefined ? ['deleted it'] : [])],
-  'PATCH /applications/{name}': async (call, a, h) => [...(await refusedBoth(call, 'PATCH', `/applications/${a.appId}`, `/applications/${encodeURIComponent(a.appName)}`, { tier: 'Gold' })), ...((await h.store.getApplication(a.appId))?.tier === 'Gold' ? ['changed it'] : [])],
-  'POST /applications/{name}/keys': async (call, a) => refusedBoth(call, 'POST', `/applications/${a.appId}/keys`, `/applications/${encodeURIComponent(a.appName)}/keys`, {}),
+  'GET /applications/{name}': async (call, a) =>
+    refusedBoth(call, 'GET', `/applications/${encodeURIComponent(a.appName)}`, `/applications/${a.appId}`),
+  'DELETE /applications/{name}': async (call, a, h) => [
+    ...(await refusedBoth(call, 'DELETE', `/applications/${encodeURIComponent(a.appName)}`, `/applications/${a.appId}`)),
+    ...((await h.store.getApplication(a.appId)) === undefined ? ['deleted it'] : []),
+  ],
+  'PATCH /applications/{name}': async (call, a, h) => [
+    ...(await refusedBoth(call, 'PATCH', `/applications/${a.appId}`, `/applications/${encodeURIComponent(a.appName)}`, { tier: 'Gold' })),
+    ...((await h.store.getApplication(a.appId))?.tier === 'Gold' ? ['changed it'] : []),
+  ],
+  'POST /applications/{name}/keys': async (call, a) =>
+    refusedBoth(call, 'POST', `/applications/${a.appId}/keys`, `/applications/${encodeURIComponent(a.appName)}/keys`, {}),
   'GET /subscriptions': async (call, a) => {
     const r = await call('GET', '/subscriptions');
     const named = await call('GET', `/subscriptions?application=${a.appId}`);
-    return [...(r.status === 200 && !r.text.includes(a.subId) ? [] : ['lists acme.test\'s subscription']), ...(named.status === 404 ? [] : [`?application= of acme.test answered ${named.status}`])];
+    return [
+      ...(r.status === 200 && !r.text.includes(a.subId) ? [] : ["lists acme.test's subscription"]),
+      ...(named.status === 404 ? [] : [`?application= of acme.test answered ${named.status}`]),
+    ];
   },
-  'POST /subscriptions': async (call, a) => refused(await call('POST', '/subscriptions', { application: a.appId, api: '/t/beta.test/x', version: '1' })),
-  'PATCH /subscriptions': async (call, a, h) => [...refused(await call('PATCH', '/subscriptions', { application: a.appId, api: '/t/acme.test/pizza', state: 'BLOCKED' })), ...(await subscriptionKept(h, a))],
-  'DELETE /subscriptions': async (call, a, h) => [...refused(await call('DELETE', '/subscriptions', { application: a.appId, api: '/t/acme.test/pizza' })), ...(await subscriptionKept(h, a))],
-  'PATCH /subscriptions/{id}': async (call, a, h) => [...refused(await call('PATCH', `/subscriptions/${a.subId}`, { state: 'BLOCKED' })), ...(await subscriptionKept(h, a))],
-  'DELETE /subscriptions/{id}': async (call, a, h) => [...refused(await call('DELETE', `/subscriptions/${a.subId}`)), ...(await subscriptionKept(h, a))],
+  'POST /subscriptions': async (call, a) =>
+    refused(await call('POST', '/subscriptions', { application: a.appId, api: '/t/beta.test/x', version: '1' })),
+  'PATCH /subscriptions': async (call, a, h) => [
+    ...refused(await call('PATCH', '/subscriptions', { application: a.appId, api: '/t/acme.test/pizza', state: 'BLOCKED' })),
+    ...(await subscriptionKept(h, a)),
+  ],
+  'DELETE /subscriptions': async (call, a, h) => [
+    ...refused(await call('DELETE', '/subscriptions', { application: a.appId, api: '/t/acme.test/pizza' })),
+    ...(await subscriptionKept(h, a)),
+  ],
+  'PATCH /subscriptions/{id}': async (call, a, h) => [
+    ...refused(await call('PATCH', `/subscriptions/${a.subId}`, { state: 'BLOCKED' })),
+    ...(await subscriptionKept(h, a)),
+  ],
+  'DELETE /subscriptions/{id}': async (call, a, h) => [
+    ...refused(await call('DELETE', `/subscriptions/${a.subId}`)),
+    ...(await subscriptionKept(h, a)),
+  ],
   'GET /users': async (call, a) => {
     const r = await call('GET', '/users');
     return r.status === 200 && !r.text.includes(a.user) ? [] : [`lists acme.test's user (${r.status})`];
@@ -56,28 +80,56 @@ const CASES: Record<string, (call: Call, acme: Acme, h: Harness) => Promise<stri
     return r.status === 400 && !made ? [] : [`added a user to acme.test (${r.status})`];
   },
   'GET /users/{name}/claims': async (call, a) => refused(await call('GET', `/users/${encodeURIComponent(a.user)}/claims`)),
-  'POST /applications/{name}/owner': async (call, a, h) => [...(await refusedBoth(call, 'POST', `/applications/${a.appId}/owner`, `/applications/${encodeURIComponent(a.appName)}/owner`, { owner: 'chief' })), ...((await h.store.getApplication(a.appId))?.owner === a.user ? [] : ['changed its owner'])],
+  'PUT /users/{name}/roles': async (call, a, h) => [
+    ...refused(await call('PUT', `/users/${encodeURIComponent(a.user)}/roles`, { roles: ['admin'] })),
+    ...((await h.store.getUser(a.user))?.roles.includes('admin') === false ? [] : ['changed its roles']),
+  ],
+  'DELETE /users/{name}': async (call, a, h) => [
+    ...refused(await call('DELETE', `/users/${encodeURIComponent(a.user)}`)),
+    ...((await h.store.getUser(a.user)) !== undefined ? [] : ['removed the user']),
+  ],
+  'POST /applications/{name}/owner': async (call, a, h) => [
+    ...(await refusedBoth(call, 'POST', `/applications/${a.appId}/owner`, `/applications/${encodeURIComponent(a.appName)}/owner`, {
+      owner: 'chief',
+    })),
+    ...((await h.store.getApplication(a.appId))?.owner === a.user ? [] : ['changed its owner']),
+  ],
   'GET /tasks': async (call, a) => {
     const r = await call('GET', '/tasks');
     return r.status === 200 && !r.text.includes(a.taskId) ? [] : [`lists acme.test's task (${r.status})`];
   },
   'GET /tasks/{id}': async (call, a) => refused(await call('GET', `/tasks/${a.taskId}`)),
-  'POST /tasks/{id}/approve': async (call, a, h) => [...refused(await call('POST', `/tasks/${a.taskId}/approve`, {})), ...(await taskWaits(h, a))],
-  'POST /tasks/{id}/reject': async (call, a, h) => [...refused(await call('POST', `/tasks/${a.taskId}/reject`, {})), ...(await taskWaits(h, a))],
-  'POST /tasks/{id}/retry': async (call, a, h) => [...refused(await call('POST', `/tasks/${a.taskId}/retry`, {})), ...(await taskWaits(h, a))],
+  'POST /tasks/{id}/approve': async (call, a, h) => [
+    ...refused(await call('POST', `/tasks/${a.taskId}/approve`, {})),
+    ...(await taskWaits(h, a)),
+  ],
+  'POST /tasks/{id}/reject': async (call, a, h) => [
+    ...refused(await call('POST', `/tasks/${a.taskId}/reject`, {})),
+    ...(await taskWaits(h, a)),
+  ],
+  'POST /tasks/{id}/retry': async (call, a, h) => [
+    ...refused(await call('POST', `/tasks/${a.taskId}/retry`, {})),
+    ...(await taskWaits(h, a)),
+  ],
   'GET /workflow-executors': async (call) => {
     const r = await call('GET', '/workflow-executors');
-    return r.status === 200 && (r.body.executors as Record<string, string>).AM_SUBSCRIPTION_UPDATE === 'simple' && r.body.tenant === 'beta.test' ? [] : [`shows acme.test's executors (${r.text.slice(0, 120)})`];
+    return r.status === 200 &&
+      (r.body.executors as Record<string, string>).AM_SUBSCRIPTION_UPDATE === 'simple' &&
+      r.body.tenant === 'beta.test'
+      ? []
+      : [`shows acme.test's executors (${r.text.slice(0, 120)})`];
   },
   'PUT /workflow-executors/{type}': async (call, _a, h) => {
     const r = await call('PUT', '/workflow-executors/AM_SUBSCRIPTION_UPDATE', { executor: 'simple' });
-    return r.status === 200 && (await h.km.workflows.executorOf('acme.test', 'AM_SUBSCRIPTION_UPDATE')) === 'approval' ? [] : [`changed acme.test's executor (${r.status})`];
+    return r.status === 200 && (await h.km.workflows.executorOf('acme.test', 'AM_SUBSCRIPTION_UPDATE')) === 'approval'
+      ? []
+      : [`changed acme.test's executor (${r.status})`];
   },
 };
 
 async function taskWaits(h: Harness, a: Acme): Promise<string[]> {
   const task = await h.store.getWorkflowTask(a.taskId);
-  return task !== undefined && task.decision === null ? [] : ['acme.test\'s task was decided'];
+  return task !== undefined && task.decision === null ? [] : ["acme.test's task was decided"];
 }
 
 function refused(r: Reply): string[] {
@@ -90,16 +142,21 @@ async function refusedBoth(call: Call, method: string, first: string, second: st
 
 async function subscriptionKept(h: Harness, a: Acme): Promise<string[]> {
   const s = await h.store.getSubscription(a.subId);
-  return s !== undefined && s.state === 'UNBLOCKED' ? [] : ['acme.test\'s subscription was changed'];
+  return s !== undefined && s.state === 'UNBLOCKED' ? [] : ["acme.test's subscription was changed"];
 }
 
 /** A path of the route with each `{...}` segment filled. */
 const filled = (r: AdminRoute): string => r.path.replace(/\{[^}]+\}/g, 'acme.test');
 
-t.test('every admin route, called as another tenant\'s admin, refuses', async (t) => {
+t.test("every admin route, called as another tenant's admin, refuses", async (t) => {
   const h = await startKeyManager('', {
     deployments: () => ({ apis: [], policies: null }),
-    apiFiles: { listFiles: () => [], readFile: () => undefined, writeFile: async (id) => ({ id }), transitionFile: async (id) => ({ id, from: 'PUBLISHED' }) },
+    apiFiles: {
+      listFiles: () => [],
+      readFile: () => undefined,
+      writeFile: async (id) => ({ id }),
+      transitionFile: async (id) => ({ id, from: 'PUBLISHED' }),
+    },
   });
   t.teardown(() => h.close());
   const A = `${h.url}/admin/v1`;

@@ -30,7 +30,10 @@ interface Node {
   readonly port: number;
   readonly backends: Record<'super' | 'acme' | 'beta', EchoBackend>;
   call(p: string, token?: string): Promise<Response>;
-  token(app: { consumerKey: string; consumerSecret: string }, user?: { username: string; password: string }): Promise<{ status: number; token: string; error: string }>;
+  token(
+    app: { consumerKey: string; consumerSecret: string },
+    user?: { username: string; password: string },
+  ): Promise<{ status: number; token: string; error: string }>;
   app(tenant: string, owner: string, subscribe: readonly string[]): Promise<{ consumerKey: string; consumerSecret: string; name: string }>;
   close(): Promise<void>;
 }
@@ -47,11 +50,20 @@ async function startNode(backend: Backend, toml = ''): Promise<Node | string> {
   fs.writeFileSync(path.join(dir, 'apis', 'pizza.toml'), apiFile('Pizza', '/pizza', url('super')));
   fs.writeFileSync(path.join(dir, 'apis', 't', 'acme.test', 'pizza.toml'), apiFile('Pizza', '/pizza', url('acme')));
   fs.writeFileSync(path.join(dir, 'apis', 't', 'beta.test', 'pizza.toml'), apiFile('Pizza', '/pizza', url('beta')));
-  fs.writeFileSync(path.join(dir, 'apis', 't', 'acme.test', 'counted.toml'), apiFile('Counted', '/counted', url('acme'), 'policy = "Two"\n'));
-  fs.writeFileSync(path.join(dir, 'apis', 't', 'beta.test', 'counted.toml'), apiFile('Counted', '/counted', url('beta'), 'policy = "Two"\n'));
+  fs.writeFileSync(
+    path.join(dir, 'apis', 't', 'acme.test', 'counted.toml'),
+    apiFile('Counted', '/counted', url('acme'), 'policy = "Two"\n'),
+  );
+  fs.writeFileSync(
+    path.join(dir, 'apis', 't', 'beta.test', 'counted.toml'),
+    apiFile('Counted', '/counted', url('beta'), 'policy = "Two"\n'),
+  );
   fs.writeFileSync(path.join(dir, 'apis', 't', 'ghost.test', 'pizza.toml'), apiFile('Pizza', '/pizza', url('super')));
   fs.writeFileSync(path.join(dir, 'policies.toml'), POLICIES);
-  fs.writeFileSync(path.join(dir, 'deployment.toml'), `[server]\nhostname = "localhost"\n[super_admin]\nusername = "admin"\npassword = "admin-pw-1"\n${toml}`);
+  fs.writeFileSync(
+    path.join(dir, 'deployment.toml'),
+    `[server]\nhostname = "localhost"\n[super_admin]\nusername = "admin"\npassword = "admin-pw-1"\n${toml}`,
+  );
   const loaded = loadConfig({ file: path.join(dir, 'deployment.toml') });
   if (!loaded.ok) throw new Error(JSON.stringify(loaded.diagnostics));
   const logger = memoryLogger();
@@ -71,7 +83,11 @@ async function startNode(backend: Backend, toml = ''): Promise<Node | string> {
     backends,
     call: (p, token) => request(a.port, p, { headers: token !== undefined ? { Authorization: `Bearer ${token}` } : {} }),
     async token(app, user) {
-      const form = new URLSearchParams(user !== undefined ? { grant_type: 'password', username: user.username, password: user.password } : { grant_type: 'client_credentials' });
+      const form = new URLSearchParams(
+        user !== undefined
+          ? { grant_type: 'password', username: user.username, password: user.password }
+          : { grant_type: 'client_credentials' },
+      );
       try {
         const r = await km.oauth.token(`Basic ${Buffer.from(`${app.consumerKey}:${app.consumerSecret}`).toString('base64')}`, form);
         return { status: 200, token: r.access_token, error: '' };
@@ -117,7 +133,11 @@ for (const backend of [sqliteBackend, postgresBackend]) {
     const acme = await node.token(acmeApp, { username: 'jane@acme.test', password: 'jane-pw-1' });
     t.equal(acme.status, 200, `a tenant user signs in as name@domain: ${acme.error}`);
     const betaToken = (await node.token(betaApp)).token;
-    t.match(await node.token(superApp, { username: 'jane@acme.test', password: 'jane-pw-1' }), { status: 400, error: /not a user of the client's tenant carbon.super/ }, 'a tenant user gets no token from another tenant\'s client');
+    t.match(
+      await node.token(superApp, { username: 'jane@acme.test', password: 'jane-pw-1' }),
+      { status: 400, error: /not a user of the client's tenant carbon.super/ },
+      "a tenant user gets no token from another tenant's client",
+    );
 
     // The same context, three backends; the super tenant's URL unchanged.
     const s = await node.call('/pizza/1.0.0/menu', superToken);
@@ -125,7 +145,7 @@ for (const backend of [sqliteBackend, postgresBackend]) {
     const a = await node.call('/t/acme.test/pizza/1.0.0/menu', acme.token);
     t.same([a.status, servedBy(a)], [200, 'acme']);
     const ad = await node.call('/t/acme.test/pizza/menu', acme.token);
-    t.same([ad.status, servedBy(ad)], [200, 'acme'], 'a tenant API\'s default version');
+    t.same([ad.status, servedBy(ad)], [200, 'acme'], "a tenant API's default version");
     const b = await node.call('/t/beta.test/pizza/1.0.0/menu', betaToken);
     t.same([b.status, servedBy(b)], [200, 'beta']);
     t.equal(node.backends.acme.seen.length, 2);
@@ -136,9 +156,9 @@ for (const backend of [sqliteBackend, postgresBackend]) {
     t.same([cross.status, codeOf(cross)], [403, 900908]);
     t.match(cross.json(), { fault: { description: /tenant acme.test .* tenant beta.test: cross-tenant subscriptions are off/ } });
     const toSuper = await node.call('/pizza/1.0.0/menu', acme.token);
-    t.same([toSuper.status, codeOf(toSuper)], [403, 900908], 'a tenant token on the super tenant\'s API');
+    t.same([toSuper.status, codeOf(toSuper)], [403, 900908], "a tenant token on the super tenant's API");
     const superToTenant = await node.call('/t/acme.test/pizza/1.0.0/menu', superToken);
-    t.same([superToTenant.status, codeOf(superToTenant)], [403, 900908], 'a super tenant token on a tenant\'s API');
+    t.same([superToTenant.status, codeOf(superToTenant)], [403, 900908], "a super tenant token on a tenant's API");
 
     // Unknown tenants: a domain no tenant has, with or without a folder of API files.
     for (const p of ['/t/nope.test/pizza/1.0.0/menu', '/t/ghost.test/pizza/1.0.0/menu', '/t/nope.test']) {
@@ -173,7 +193,11 @@ t.test('cross-tenant subscriptions: refused when off; when on, only for subscrib
   const offNode = await startNode(sqliteBackend);
   if (typeof offNode === 'string') throw new Error(offNode);
   t.teardown(() => offNode.close());
-  await t.rejects(offNode.app('acme.test', 'bossy', ['/t/beta.test/pizza']), { error: 'access_denied', message: /cross-tenant subscriptions are off/ }, 'the key manager refuses the subscription');
+  await t.rejects(
+    offNode.app('acme.test', 'bossy', ['/t/beta.test/pizza']),
+    { error: 'access_denied', message: /cross-tenant subscriptions are off/ },
+    'the key manager refuses the subscription',
+  );
 
   const node = await startNode(sqliteBackend, '[apim.devportal]\nenable_cross_tenant_subscriptions = true\n');
   if (typeof node === 'string') throw new Error(node);

@@ -29,9 +29,17 @@ t.test('the gateway store counts exactly and batches what it counted since the l
   t.same(s.takeBatch(T0 + 40), [], 'nothing new: an empty batch');
   t.equal(s.peek('k', MIN, T0 + 40), 3, 'the local count stays');
   s.add('k', 1, MIN, T0 + 50, 120);
-  t.same(s.takeBatch(T0 + 60), [{ key: 'k', windowStart: T0, windowMs: MIN, count: 1, limit: 120 }], 'only the new call, with the limit applied to it');
+  t.same(
+    s.takeBatch(T0 + 60),
+    [{ key: 'k', windowStart: T0, windowMs: MIN, count: 1, limit: 120 }],
+    'only the new call, with the limit applied to it',
+  );
   s.add('k', 4, MIN, T0 + MIN + 5, 100);
-  t.same(s.takeBatch(T0 + MIN + 6), [{ key: 'k', windowStart: T0 + MIN, windowMs: MIN, count: 4, limit: 100 }], 'the next window starts from its own calls');
+  t.same(
+    s.takeBatch(T0 + MIN + 6),
+    [{ key: 'k', windowStart: T0 + MIN, windowMs: MIN, count: 4, limit: 100 }],
+    'the next window starts from its own calls',
+  );
   t.equal(s.peek('k', MIN, T0 + MIN + 6), 4);
 });
 
@@ -57,15 +65,25 @@ t.test('a decision refuses its key in its window until `until`, and nothing else
   t.equal(s.peek('z', MIN, T0 + 3), 50, 'a local count above the limit is reported as it is');
 });
 
-t.test('the engine refuses a decided key with the level\'s code and passes the limit to the store', async (t) => {
+t.test("the engine refuses a decided key with the level's code and passes the limit to the store", async (t) => {
   const policies = parsePolicies('[[api]]\nname = "Hundred"\nrequest_count = 100\n', 'p.toml').policies!;
   const s = new DecisionCounterStore({ maxCounters: 100 });
   t.teardown(() => s.close());
-  const e = new ThrottleEngine({ policies, counters: s, blocking: new BlockingConditions(), switches: { headerConditions: false, queryConditions: false, claimConditions: false }, blockingEnabled: true });
+  const e = new ThrottleEngine({
+    policies,
+    counters: s,
+    blocking: new BlockingConditions(),
+    switches: { headerConditions: false, queryConditions: false, claimConditions: false },
+    blockingEnabled: true,
+  });
   const c = call({ apiPolicy: 'Hundred', unauthenticatedPolicy: 'Unlimited' });
   t.equal(e.check(c, T0 + 1).code, 0);
   const [d] = s.takeBatch(T0 + 2);
-  t.same(d, { key: 'p|/pizzashack/1.0.0', windowStart: T0, windowMs: MIN, count: 1, limit: 100 }, 'the API-level key, its window and the limit applied');
+  t.same(
+    d,
+    { key: 'p|/pizzashack/1.0.0', windowStart: T0, windowMs: MIN, count: 1, limit: 100 },
+    'the API-level key, its window and the limit applied',
+  );
   s.decide({ key: 'p|/pizzashack/1.0.0', windowStart: T0, until: T0 + MIN, limit: 100 }, T0 + 3);
   const v = e.check(c, T0 + 4);
   t.equal(v.code, 900800, 'refused as the API level refuses (900800)');
@@ -76,20 +94,46 @@ t.test('the engine refuses a decided key with the level\'s code and passes the l
 t.test('the traffic manager sums batches across gateways and decides once per key and window', async (t) => {
   const a = new DecisionAggregator(1000);
   t.same(a.receive([{ key: 'k', windowStart: T0, windowMs: MIN, count: 40, limit: 100 }], T0 + 100), [], 'gateway 1: 40');
-  t.same(a.receive([{ key: 'k', windowStart: T0, windowMs: MIN, count: 50, limit: 100 }, { key: 'j', windowStart: T0, windowMs: MIN, count: 5, limit: 100 }], T0 + 150), [], 'gateway 2: 50');
+  t.same(
+    a.receive(
+      [
+        { key: 'k', windowStart: T0, windowMs: MIN, count: 50, limit: 100 },
+        { key: 'j', windowStart: T0, windowMs: MIN, count: 5, limit: 100 },
+      ],
+      T0 + 150,
+    ),
+    [],
+    'gateway 2: 50',
+  );
   t.equal(a.total('k', T0), 90);
-  t.same(a.receive([{ key: 'k', windowStart: T0, windowMs: MIN, count: 12, limit: 100 }], T0 + 200), [{ key: 'k', windowStart: T0, until: T0 + MIN, limit: 100 }], 'gateway 1 again: 102 >= 100, one decision until the window ends');
-  t.same(a.receive([{ key: 'k', windowStart: T0, windowMs: MIN, count: 3, limit: 100 }], T0 + 250), [], 'no second decision for the same key and window');
+  t.same(
+    a.receive([{ key: 'k', windowStart: T0, windowMs: MIN, count: 12, limit: 100 }], T0 + 200),
+    [{ key: 'k', windowStart: T0, until: T0 + MIN, limit: 100 }],
+    'gateway 1 again: 102 >= 100, one decision until the window ends',
+  );
+  t.same(
+    a.receive([{ key: 'k', windowStart: T0, windowMs: MIN, count: 3, limit: 100 }], T0 + 250),
+    [],
+    'no second decision for the same key and window',
+  );
   t.equal(a.total('k', T0), 105, 'counts after the decision are still added up');
-  t.same(a.receive([{ key: 'k', windowStart: T0 + MIN, windowMs: MIN, count: 100, limit: 100 }], T0 + MIN + 1), [{ key: 'k', windowStart: T0 + MIN, until: T0 + 2 * MIN, limit: 100 }], 'the next window is decided on its own');
-  t.same(a.receive([{ key: 'q', windowStart: T0, windowMs: MIN, count: 500, limit: 100 }], T0 + MIN + 2), [], 'counts of a window that ended are not counted');
+  t.same(
+    a.receive([{ key: 'k', windowStart: T0 + MIN, windowMs: MIN, count: 100, limit: 100 }], T0 + MIN + 1),
+    [{ key: 'k', windowStart: T0 + MIN, until: T0 + 2 * MIN, limit: 100 }],
+    'the next window is decided on its own',
+  );
+  t.same(
+    a.receive([{ key: 'q', windowStart: T0, windowMs: MIN, count: 500, limit: 100 }], T0 + MIN + 2),
+    [],
+    'counts of a window that ended are not counted',
+  );
   t.equal(a.late, 500);
   t.equal(a.sweep(T0 + MIN + 3), 2, 'ended windows are swept (k and j of the first minute)');
   t.equal(a.size, 1);
   t.same([a.batches, a.counted, a.decisions], [6, 210, 2]);
 });
 
-t.test('the traffic manager\'s memory is bounded', async (t) => {
+t.test("the traffic manager's memory is bounded", async (t) => {
   const a = new DecisionAggregator(100);
   for (let i = 0; i < 1000; i++) a.receive([{ key: `k${i}`, windowStart: T0, windowMs: MIN, count: 1, limit: 10 }], T0);
   t.ok(a.size <= 100, `at most 100 windows (${a.size})`);
@@ -102,7 +146,16 @@ t.test('two engines through one aggregator: the overshoot stays within one sync 
   const tm = new DecisionAggregator();
   const stores = [new DecisionCounterStore({ maxCounters: 1000 }), new DecisionCounterStore({ maxCounters: 1000 })];
   t.teardown(() => Promise.all(stores.map((s) => s.close())));
-  const engines = stores.map((counters) => new ThrottleEngine({ policies, counters, blocking: new BlockingConditions(), switches: { headerConditions: false, queryConditions: false, claimConditions: false }, blockingEnabled: true }));
+  const engines = stores.map(
+    (counters) =>
+      new ThrottleEngine({
+        policies,
+        counters,
+        blocking: new BlockingConditions(),
+        switches: { headerConditions: false, queryConditions: false, claimConditions: false },
+        blockingEnabled: true,
+      }),
+  );
   const c = call({ apiPolicy: 'Hundred', unauthenticatedPolicy: 'Unlimited' });
   const perInterval = 7; // calls each gateway admits per sync interval
   let allowed = 0;
@@ -123,8 +176,11 @@ t.test('two engines through one aggregator: the overshoot stays within one sync 
 t.test('wire formats round-trip and refuse malformed messages', async (t) => {
   const data = [{ key: 'p|/a/1', windowStart: T0, windowMs: MIN, count: 3, limit: 9 }];
   t.same(decodeData(encodeData(data)), data);
-  t.same(decodeDecisions(encodeDecisions([{ key: 'k', windowStart: T0, until: T0 + MIN, limit: 9 }])), [{ key: 'k', windowStart: T0, until: T0 + MIN, limit: 9 }]);
-  for (const bad of ['', 'null', '{"d":1}', '{"d":[["k",1,0,1,1]]}', '{"d":[[1,1,1,1,1]]}', '{"d":[["k","1",1,1,1]]}']) t.equal(decodeData(bad), undefined, bad);
+  t.same(decodeDecisions(encodeDecisions([{ key: 'k', windowStart: T0, until: T0 + MIN, limit: 9 }])), [
+    { key: 'k', windowStart: T0, until: T0 + MIN, limit: 9 },
+  ]);
+  for (const bad of ['', 'null', '{"d":1}', '{"d":[["k",1,0,1,1]]}', '{"d":[[1,1,1,1,1]]}', '{"d":[["k","1",1,1,1]]}'])
+    t.equal(decodeData(bad), undefined, bad);
   t.equal(decodeDecisions('{"d":[["k",1,2]]}'), undefined);
 });
 
@@ -137,7 +193,13 @@ t.test('counter_store = "traffic-manager" without a redis:// URL is a configurat
   t.equal(d?.line, 4, 'the line of counter_store');
   t.match(d?.message ?? '', /throttle_decision_endpoints/);
   const ok = loadConfig({ text: `${text}[apim.throttling]\nthrottle_decision_endpoints = ["tcp://tm:5672", "redis://127.0.0.1:6379"]\n` });
-  t.notOk(ok.diagnostics.some((x) => x.key === 'throughway.throttling.counter_store'), 'a redis:// URL among the JMS ones satisfies it');
+  t.notOk(
+    ok.diagnostics.some((x) => x.key === 'throughway.throttling.counter_store'),
+    'a redis:// URL among the JMS ones satisfies it',
+  );
   const hub = loadConfig({ text: `${text}[apim.event_hub]\nevent_listening_endpoints = ["redis://127.0.0.1:6379"]\n` });
-  t.notOk(hub.diagnostics.some((x) => x.key === 'throughway.throttling.counter_store'), 'so does the event hub\'s');
+  t.notOk(
+    hub.diagnostics.some((x) => x.key === 'throughway.throttling.counter_store'),
+    "so does the event hub's",
+  );
 });

@@ -63,13 +63,19 @@ async function statuses(port: number, path: string, n: number, agent: http.Agent
 const count = (list: readonly number[], s: number): number => list.filter((x) => x === s).length;
 
 t.test('unauthenticated tier: 500 per minute per client IP, the fault body, Retry-After and RateLimit fields', async (t) => {
-  const r = await rig(t, { a: (ep) => apiToml({ context: '/a', endpoint: ep, resources: [['/r', ['GET']]], unauthenticatedPolicy: null }) });
+  const r = await rig(t, {
+    a: (ep) => apiToml({ context: '/a', endpoint: ep, resources: [['/r', ['GET']]], unauthenticatedPolicy: null }),
+  });
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
   t.teardown(() => agent.destroy());
   r.clock.now = T0 + 20_000;
   const first = await request(r.g.port, '/a/1.0.0/r', { agent });
   t.equal(first.status, 200);
-  t.same([first.headers['ratelimit-limit'], first.headers['ratelimit-remaining'], first.headers['ratelimit-reset']], ['500', '499', '40'], 'RateLimit fields on an allowed response');
+  t.same(
+    [first.headers['ratelimit-limit'], first.headers['ratelimit-remaining'], first.headers['ratelimit-reset']],
+    ['500', '499', '40'],
+    'RateLimit fields on an allowed response',
+  );
   const rest = await statuses(r.g.port, '/a/1.0.0/r', 499, agent);
   t.equal(count(rest, 200), 499, 'exactly 500 allowed');
   const refused = await request(r.g.port, '/a/1.0.0/r', { agent });
@@ -78,17 +84,27 @@ t.test('unauthenticated tier: 500 per minute per client IP, the fault body, Retr
   t.same([f.code, f.type, f.message], [900804, 'Status report', 'Subscription level throttled out']);
   t.equal(f.nextAccessTime, new Date(T0 + 60_000).toISOString(), 'nextAccessTime: the end of the window');
   t.equal(refused.headers['retry-after'], '40');
-  t.same([refused.headers['ratelimit-limit'], refused.headers['ratelimit-remaining'], refused.headers['ratelimit-reset']], ['500', '0', '40'], 'RateLimit fields on the refusal');
+  t.same(
+    [refused.headers['ratelimit-limit'], refused.headers['ratelimit-remaining'], refused.headers['ratelimit-reset']],
+    ['500', '0', '40'],
+    'RateLimit fields on the refusal',
+  );
   t.equal(r.backend.seen.length, 500, 'the refused call never reached the backend');
   r.clock.now = T0 + 60_000;
   const next = await request(r.g.port, '/a/1.0.0/r', { agent });
   t.equal(next.status, 200, 'the next window allows again');
-  t.same([next.headers['ratelimit-limit'], next.headers['ratelimit-remaining'], next.headers['ratelimit-reset']], ['500', '499', '60'], 'a new reset, from its own count');
+  t.same(
+    [next.headers['ratelimit-limit'], next.headers['ratelimit-remaining'], next.headers['ratelimit-reset']],
+    ['500', '499', '60'],
+    'a new reset, from its own count',
+  );
 });
 
 t.test('unauthenticated_policy: Unlimited at API level, another tier per resource', async (t) => {
   const r = await rig(t, {
-    a: (ep) => apiToml({ context: '/a', endpoint: ep, resources: [['/r', ['GET']]], unauthenticatedPolicy: 'Unlimited', extra: '' }) + '[[resources]]\npath = "/three"\nmethods = ["GET"]\nunauthenticated_policy = "Three"\n',
+    a: (ep) =>
+      apiToml({ context: '/a', endpoint: ep, resources: [['/r', ['GET']]], unauthenticatedPolicy: 'Unlimited', extra: '' }) +
+      '[[resources]]\npath = "/three"\nmethods = ["GET"]\nunauthenticated_policy = "Three"\n',
   });
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
   t.teardown(() => agent.destroy());
@@ -97,18 +113,37 @@ t.test('unauthenticated_policy: Unlimited at API level, another tier per resourc
   const plain = await request(r.g.port, '/a/1.0.0/r', { agent });
   t.equal(plain.headers['ratelimit-limit'], undefined, 'no RateLimit fields when nothing limits the call');
   const first = await request(r.g.port, '/a/1.0.0/three', { agent });
-  t.same([first.status, first.headers['ratelimit-limit'], first.headers['ratelimit-remaining']], [200, '3', '2'], "the tier's own limit in RateLimit-Limit");
+  t.same(
+    [first.status, first.headers['ratelimit-limit'], first.headers['ratelimit-remaining']],
+    [200, '3', '2'],
+    "the tier's own limit in RateLimit-Limit",
+  );
   t.same(await statuses(r.g.port, '/a/1.0.0/three', 3, agent), [200, 200, 429], 'the resource names its own tier');
 });
 
 t.test('API-level (900800) and resource-level (900802) policies over every caller', async (t) => {
   const r = await rig(t, {
-    api: (ep) => apiToml({ context: '/api', endpoint: ep, resources: [['/x', ['GET']], ['/y', ['GET']]], extra: 'policy = "Two"' }),
-    res: (ep) => apiToml({ name: 'R', context: '/res', endpoint: ep, resources: [['/y', ['GET']]] }) + '[[resources]]\npath = "/x"\nmethods = ["GET"]\npolicy = "Two"\n',
+    api: (ep) =>
+      apiToml({
+        context: '/api',
+        endpoint: ep,
+        resources: [
+          ['/x', ['GET']],
+          ['/y', ['GET']],
+        ],
+        extra: 'policy = "Two"',
+      }),
+    res: (ep) =>
+      apiToml({ name: 'R', context: '/res', endpoint: ep, resources: [['/y', ['GET']]] }) +
+      '[[resources]]\npath = "/x"\nmethods = ["GET"]\npolicy = "Two"\n',
   });
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
   t.teardown(() => agent.destroy());
-  t.same([...(await statuses(r.g.port, '/api/1.0.0/x', 1, agent)), ...(await statuses(r.g.port, '/api/1.0.0/y', 2, agent))], [200, 200, 429], 'the API count covers every resource');
+  t.same(
+    [...(await statuses(r.g.port, '/api/1.0.0/x', 1, agent)), ...(await statuses(r.g.port, '/api/1.0.0/y', 2, agent))],
+    [200, 200, 429],
+    'the API count covers every resource',
+  );
   const api = await request(r.g.port, '/api/1.0.0/x', { agent });
   t.same([api.status, api.json().fault.code, api.json().fault.message], [429, 900800, 'Message throttled out']);
   t.same(await statuses(r.g.port, '/res/1.0.0/x', 3, agent), [200, 200, 429]);
@@ -118,7 +153,9 @@ t.test('API-level (900800) and resource-level (900802) policies over every calle
 });
 
 t.test('an API file naming an unknown policy is not deployed, with file:line', async (t) => {
-  const r = await rig(t, { bad: (ep) => apiToml({ context: '/bad', endpoint: ep, resources: [['/x', ['GET']]], extra: 'policy = "Twoo"' }) });
+  const r = await rig(t, {
+    bad: (ep) => apiToml({ context: '/bad', endpoint: ep, resources: [['/x', ['GET']]], extra: 'policy = "Twoo"' }),
+  });
   t.equal(r.g.gw.deployed().length, 0);
   const d = r.g.gw.states()[0]?.diagnostics.find((x) => x.level === 'error');
   t.same([d?.code, d?.line, d?.field], ['API_VALUE', 6, 'policy']);
@@ -126,7 +163,13 @@ t.test('an API file naming an unknown policy is not deployed, with file:line', a
 });
 
 t.test('hard limit per endpoint (900801): 503, over every caller', async (t) => {
-  const r = await rig(t, { a: (ep) => apiToml({ context: '/a', endpoint: ep, resources: [['/r', ['GET']]] }).replace(`production = "${ep}"`, `production = { url = "${ep}", max_tps = 3 }`) });
+  const r = await rig(t, {
+    a: (ep) =>
+      apiToml({ context: '/a', endpoint: ep, resources: [['/r', ['GET']]] }).replace(
+        `production = "${ep}"`,
+        `production = { url = "${ep}", max_tps = 3 }`,
+      ),
+  });
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
   t.teardown(() => agent.destroy());
   r.clock.now = T0 + 250;
@@ -150,7 +193,11 @@ t.test('blocking conditions added and removed at run time (events), each applied
   for (const c of cases) {
     r.events.publish('blocking.added', { condition: c });
     const b = await request(r.g.port, '/a/1.0.0/r');
-    t.same([b.status, b.json().fault.code, b.json().fault.message], [429, 900805, 'Message blocked'], `${c.type} ${c.value}${c.invert ? ' (inverted)' : ''}: blocked`);
+    t.same(
+      [b.status, b.json().fault.code, b.json().fault.message],
+      [429, 900805, 'Message blocked'],
+      `${c.type} ${c.value}${c.invert ? ' (inverted)' : ''}: blocked`,
+    );
     t.equal(b.headers['retry-after'], undefined, 'no retry time for a block');
     r.events.publish('blocking.removed', { condition: c });
     t.equal((await request(r.g.port, '/a/1.0.0/r')).status, 200, `${c.type} ${c.value} removed: served again`);
@@ -160,8 +207,18 @@ t.test('blocking conditions added and removed at run time (events), each applied
   t.equal(r.g.gw.throttle.blocking.size, 1);
 });
 
-t.test('a refused request\'s body is drained, not forwarded; the connection serves the next request', async (t) => {
-  const r = await rig(t, { a: (ep) => apiToml({ context: '/a', endpoint: ep, resources: [['/up', ['POST']], ['/r', ['GET']]] }) });
+t.test("a refused request's body is drained, not forwarded; the connection serves the next request", async (t) => {
+  const r = await rig(t, {
+    a: (ep) =>
+      apiToml({
+        context: '/a',
+        endpoint: ep,
+        resources: [
+          ['/up', ['POST']],
+          ['/r', ['GET']],
+        ],
+      }),
+  });
   r.events.publish('blocking.added', { condition: { id: 'api', type: 'API', value: '/a/1.0.0', invert: false } });
   const c = await RawClient.connect(r.g.port);
   t.teardown(() => c.destroy());
@@ -173,11 +230,17 @@ t.test('a refused request\'s body is drained, not forwarded; the connection serv
   await c.write('GET /a/1.0.0/r HTTP/1.1\r\nHost: t\r\n\r\n');
   const second = await c.message(2);
   t.equal(second.status, 200, 'the same connection, after the drained body');
-  t.same(r.backend.seen.map((s) => `${s.method} ${s.url}`), ['GET /r'], 'the refused POST never reached the backend');
+  t.same(
+    r.backend.seen.map((s) => `${s.method} ${s.url}`),
+    ['GET /r'],
+    'the refused POST never reached the backend',
+  );
 });
 
 t.test('concurrency: 1,000 parallel calls against a limit of 100 allow exactly 100', async (t) => {
-  const r = await rig(t, { a: (ep) => apiToml({ context: '/a', endpoint: ep, resources: [['/r', ['GET']]], extra: 'policy = "Hundred"' }) });
+  const r = await rig(t, {
+    a: (ep) => apiToml({ context: '/a', endpoint: ep, resources: [['/r', ['GET']]], extra: 'policy = "Hundred"' }),
+  });
   const agent = new http.Agent({ keepAlive: true, maxSockets: 200 });
   t.teardown(() => agent.destroy());
   const all = await Promise.all(Array.from({ length: 1000 }, () => request(r.g.port, '/a/1.0.0/r', { agent })));
@@ -191,7 +254,17 @@ t.test('counters survive a hot deploy of the API', async (t) => {
   const fs = await import('node:fs');
   const path = await import('node:path');
   let ep = '';
-  const file = (extra: string): string => apiToml({ context: '/a', endpoint: ep, resources: [['/r', ['GET']], ['/s', ['GET']]], unauthenticatedPolicy: 'Three', extra });
+  const file = (extra: string): string =>
+    apiToml({
+      context: '/a',
+      endpoint: ep,
+      resources: [
+        ['/r', ['GET']],
+        ['/s', ['GET']],
+      ],
+      unauthenticatedPolicy: 'Three',
+      extra,
+    });
   const r = await rig(t, {
     a: (e) => {
       ep = e;

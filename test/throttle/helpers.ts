@@ -55,13 +55,25 @@ export interface Rig {
 }
 
 /** An engine over the default policies plus `extra` TOML; switches as given; counters in `counters`. */
-export function rig(extra = '', options: Partial<PolicyOptions> = {}, blockingEnabled = true, counters = new MemoryCounterStore(100_000, 0)): Rig {
+export function rig(
+  extra = '',
+  options: Partial<PolicyOptions> = {},
+  blockingEnabled = true,
+  counters = new MemoryCounterStore(100_000, 0),
+): Rig {
   const o = { ...DEFAULT_POLICY_OPTIONS, ...options };
   const r = parsePolicies(DEFAULT_POLICIES_TOML + '\n' + extra, 'test.toml', o);
   if (r.policies === undefined) throw new Error(JSON.stringify(r.diagnostics));
   const blocking = new BlockingConditions();
   const unknown: string[] = [];
-  const engine = new ThrottleEngine({ policies: r.policies, counters, blocking, switches: o, blockingEnabled, onUnknownPolicy: (k, n) => unknown.push(`${k}:${n}`) });
+  const engine = new ThrottleEngine({
+    policies: r.policies,
+    counters,
+    blocking,
+    switches: o,
+    blockingEnabled,
+    onUnknownPolicy: (k, n) => unknown.push(`${k}:${n}`),
+  });
   return { engine, counters, blocking, unknown };
 }
 

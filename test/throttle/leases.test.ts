@@ -63,7 +63,10 @@ t.test('leased: block sizes follow the share, unspent quota goes back at the win
   });
   const probe = new Redis(redis.url);
   t.teardown(() => probe.disconnect());
-  t.ok(await until(() => a.link.isUp && b.link.isUp && a.link.nodes === 2 && b.link.nodes === 2, 10_000, 20), 'both gateways up, each seeing 2 members');
+  t.ok(
+    await until(() => a.link.isUp && b.link.isUp && a.link.nodes === 2 && b.link.nodes === 2, 10_000, 20),
+    'both gateways up, each seeing 2 members',
+  );
 
   // limit 800 over 2 gateways: the first block is 800 / 2 / 8 = 50.
   const q: Quota = { kind: 'requests', limit: 800, windowMs: MINUTE, counting: 'leased' };
@@ -73,7 +76,10 @@ t.test('leased: block sizes follow the share, unspent quota goes back at the win
   t.equal(b.wants[0], 50, 'B first asked for the first block too');
   const lastA = a.wants[a.wants.length - 1] as number;
   const lastB = b.wants[b.wants.length - 1] as number;
-  t.ok(lastA > 50 && lastB < 50, `A, with most of the window's grants, asks for more than the first block, B less (A ${a.wants.join(',')}; B ${b.wants.join(',')})`);
+  t.ok(
+    lastA > 50 && lastB < 50,
+    `A, with most of the window's grants, asks for more than the first block, B less (A ${a.wants.join(',')}; B ${b.wants.join(',')})`,
+  );
 
   // Window end: what A and B hold unspent goes back; the ended window's count falls to what was spent.
   t.ok(await until(() => settled(a) && settled(b), 5000, 10), 'no lease under way');
@@ -83,7 +89,10 @@ t.test('leased: block sizes follow the share, unspent quota goes back at the win
   clock.now = T0 + MINUTE + 1000;
   t.equal(await a.sq.take('leased', 'k1', q, 1, clock.now), Take.ADMITTED, 'A admits the first call of the next window');
   t.equal(await b.sq.take('leased', 'k1', q, 1, clock.now), Take.ADMITTED, 'B too');
-  t.ok(await until(async () => Number(await probe.get(k1)) === 460, 5000, 20), `the ended window's unspent quota went back: ${Number(await probe.get(k1))} (460 spent)`);
+  t.ok(
+    await until(async () => Number(await probe.get(k1)) === 460, 5000, 20),
+    `the ended window's unspent quota went back: ${Number(await probe.get(k1))} (460 spent)`,
+  );
 
   // The scripts flushed: the next lease and take still count, through EVAL.
   await probe.script('FLUSH');

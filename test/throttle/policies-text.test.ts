@@ -37,7 +37,10 @@ t.test('createThrottle from a text; loadText replaces it, refuses a broken one',
   t.match(bad.errors[0], /^http:\/\/cp\/policies\.toml:3: /, 'errors name the source and line');
   t.equal(th.policies().api.get('Few')?.quota.limit, 3, 'the running policies stay');
   t.equal(th.generation, g + 1);
-  t.ok(lines.some((l) => l.includes('"event":"throttle_policies_reload_refused"') && l.includes('the policies text has errors')), 'refusal logged');
+  t.ok(
+    lines.some((l) => l.includes('"event":"throttle_policies_reload_refused"') && l.includes('the policies text has errors')),
+    'refusal logged',
+  );
   t.equal(th.loadText('not = [toml', 'x').ok, false, 'not TOML: refused');
 
   // reload() reads the file again (absent: the default tiers).
@@ -47,5 +50,9 @@ t.test('createThrottle from a text; loadText replaces it, refuses a broken one',
 });
 
 t.test('an invalid first text throws ThrottleConfigError, as an invalid file does', async (t) => {
-  t.throws(() => createThrottle({ settings: settings(), logger: createLogger('silent'), policies: { text: '[[api]]\nname = "X"\n', source: 'cp' } }), ThrottleConfigError);
+  t.throws(
+    () =>
+      createThrottle({ settings: settings(), logger: createLogger('silent'), policies: { text: '[[api]]\nname = "X"\n', source: 'cp' } }),
+    ThrottleConfigError,
+  );
 });

@@ -46,7 +46,11 @@ t.before(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tw-thr-tok-'));
   const file = path.join(dir, 'policies.toml');
   fs.writeFileSync(file, POLICIES);
-  node = await startNode((port) => [api('five', {}, undefined, port), api('burst', {}, undefined, port), api('app', {}, undefined, port)], `[throughway.throttling]\npolicies_file = "${file}"\n`, { throttling: { now: () => FIXED } });
+  node = await startNode(
+    (port) => [api('five', {}, undefined, port), api('burst', {}, undefined, port), api('app', {}, undefined, port)],
+    `[throughway.throttling]\npolicies_file = "${file}"\n`,
+    { throttling: { now: () => FIXED } },
+  );
 });
 t.teardown(async () => {
   await node.close();
@@ -54,7 +58,11 @@ t.teardown(async () => {
 });
 
 /** Calls until the first refusal (at most `max`); the statuses in order and the refusal. */
-async function until(pathname: string, token: string, max: number): Promise<{ ok: number; refused: Awaited<ReturnType<Node['call']>> | undefined; remaining: string[] }> {
+async function until(
+  pathname: string,
+  token: string,
+  max: number,
+): Promise<{ ok: number; refused: Awaited<ReturnType<Node['call']>> | undefined; remaining: string[] }> {
   const remaining: string[] = [];
   for (let i = 0; i < max; i++) {
     const r = await node.call(pathname, token);
@@ -67,7 +75,12 @@ async function until(pathname: string, token: string, max: number): Promise<{ ok
 async function appWith(name: string, appTier: string, subscription: { api: string; tier: string }): Promise<string> {
   const created = await node.km.manager.createApplication({ name, owner: 'admin', tier: appTier });
   const keys = await node.km.manager.generateKeys(created.id, { keyType: 'PRODUCTION' });
-  await node.km.manager.addSubscription({ application: created.id, apiContext: `/${subscription.api}`, apiVersion: '1', tier: subscription.tier });
+  await node.km.manager.addSubscription({
+    application: created.id,
+    apiContext: `/${subscription.api}`,
+    apiVersion: '1',
+    tier: subscription.tier,
+  });
   return node.token({ consumerKey: keys.consumerKey, consumerSecret: keys.consumerSecret });
 }
 
@@ -138,5 +151,9 @@ t.test('the component metrics read the same counters: throttled by level, token 
   t.equal(hits, 19, `every other look-up a hit (${hits})`);
   t.equal(s.value('throughway_token_cache_hit_ratio'), hits / (hits + misses));
   t.equal(s.value('throughway_worker_pool_queue'), 0);
-  t.same(s.samples.filter((x) => x.name === 'throughway_tracing_spans_total'), [], 'tracing off: no span samples');
+  t.same(
+    s.samples.filter((x) => x.name === 'throughway_tracing_spans_total'),
+    [],
+    'tracing off: no span samples',
+  );
 });

@@ -53,22 +53,35 @@ export interface RedisServer {
 }
 
 async function pingable(port: number, ms: number): Promise<boolean> {
-  return until(async () => {
-    const c = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null });
-    c.on('error', () => undefined);
-    try {
-      await c.connect();
-      return (await c.ping()) === 'PONG';
-    } catch {
-      return false;
-    } finally {
-      c.disconnect();
-    }
-  }, ms, 50);
+  return until(
+    async () => {
+      const c = new Redis({
+        port,
+        host: '127.0.0.1',
+        lazyConnect: true,
+        maxRetriesPerRequest: 0,
+        enableOfflineQueue: false,
+        retryStrategy: () => null,
+      });
+      c.on('error', () => undefined);
+      try {
+        await c.connect();
+        return (await c.ping()) === 'PONG';
+      } catch {
+        return false;
+      } finally {
+        c.disconnect();
+      }
+    },
+    ms,
+    50,
+  );
 }
 
 function exited(child: ChildProcess): Promise<void> {
-  return child.exitCode !== null || child.signalCode !== null ? Promise.resolve() : new Promise((resolve) => child.once('exit', () => resolve()));
+  return child.exitCode !== null || child.signalCode !== null
+    ? Promise.resolve()
+    : new Promise((resolve) => child.once('exit', () => resolve()));
 }
 
 /** One redis-server on `port` with `args`, in its own directory. */
@@ -76,7 +89,27 @@ export async function startRedis(port: number, args: readonly string[] = []): Pr
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tw-redis-'));
   let child: ChildProcess | undefined;
   const launch = async (): Promise<void> => {
-    child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'yes', '--appendfsync', 'always', '--protected-mode', 'no', ...args], { stdio: 'ignore' });
+    child = spawn(
+      'redis-server',
+      [
+        '--port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--dir',
+        dir,
+        '--save',
+        '',
+        '--appendonly',
+        'yes',
+        '--appendfsync',
+        'always',
+        '--protected-mode',
+        'no',
+        ...args,
+      ],
+      { stdio: 'ignore' },
+    );
     if (!(await pingable(port, 10_000))) throw new Error(`redis-server on ${port} did not start`);
   };
   await launch();
@@ -114,11 +147,24 @@ export async function startCluster(): Promise<RedisCluster> {
     for (const s of servers) await s.stop();
   };
   try {
-    for (const p of ports) servers.push(await startRedis(p, ['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-node-timeout', '2000']));
+    for (const p of ports)
+      servers.push(
+        await startRedis(p, ['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-node-timeout', '2000']),
+      );
     const nodes = ports.map((p) => `127.0.0.1:${p}`);
-    const made = spawnSync('redis-cli', ['--cluster', 'create', ...nodes, '--cluster-replicas', '0', '--cluster-yes'], { encoding: 'utf8', timeout: 30_000 });
+    const made = spawnSync('redis-cli', ['--cluster', 'create', ...nodes, '--cluster-replicas', '0', '--cluster-yes'], {
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
     if (made.status !== 0) throw new Error(`redis-cli --cluster create failed: ${made.stdout}${made.stderr}`);
-    const ok = await until(() => ports.every((p) => /cluster_state:ok/.test(spawnSync('redis-cli', ['-p', String(p), 'cluster', 'info'], { encoding: 'utf8' }).stdout)), 20_000, 100);
+    const ok = await until(
+      () =>
+        ports.every((p) =>
+          /cluster_state:ok/.test(spawnSync('redis-cli', ['-p', String(p), 'cluster', 'info'], { encoding: 'utf8' }).stdout),
+        ),
+      20_000,
+      100,
+    );
     if (!ok) throw new Error('the cluster did not reach cluster_state:ok');
     await sleep(200);
     return { nodes, servers, stop };

@@ -36,14 +36,27 @@ async function sharedRedis(t: Test): Promise<{ url: string; probe: Redis } | und
 
 t.test('Redis unreachable: decisions go on with local counts, one warning', async (t) => {
   const logger = memoryLogger();
-  const s = new RedisCounterStore({ url: `redis://127.0.0.1:${await closedPort()}`, syncInterval: 10_000, maxCounters: 100, publish: true, read: true, persistence: false, logger, clock: () => T0 });
+  const s = new RedisCounterStore({
+    url: `redis://127.0.0.1:${await closedPort()}`,
+    syncInterval: 10_000,
+    maxCounters: 100,
+    publish: true,
+    read: true,
+    persistence: false,
+    logger,
+    clock: () => T0,
+  });
   t.teardown(() => s.close());
   t.equal(s.add('k', 1, 60_000, T0), 1);
   t.equal(s.add('k', 2, 60_000, T0), 3);
   await s.sync();
   await s.sync();
   t.equal(s.peek('k', 60_000, T0), 3, 'the unsent counts are kept');
-  t.same(logger.lines.filter((l) => String(l.event).startsWith('throttle_redis')).map((l) => l.event), ['throttle_redis_unavailable'], 'warned once');
+  t.same(
+    logger.lines.filter((l) => String(l.event).startsWith('throttle_redis')).map((l) => l.event),
+    ['throttle_redis_unavailable'],
+    'warned once',
+  );
 });
 
 t.test('two nodes share counts through Redis', async (t) => {
@@ -58,7 +71,17 @@ t.test('two nodes share counts through Redis', async (t) => {
   });
   const logger = memoryLogger();
   const now = Date.now();
-  const opts = { url, syncInterval: 60_000, maxCounters: 1000, publish: true, read: true, persistence: false, logger, prefix, clock: () => now };
+  const opts = {
+    url,
+    syncInterval: 60_000,
+    maxCounters: 1000,
+    publish: true,
+    read: true,
+    persistence: false,
+    logger,
+    prefix,
+    clock: () => now,
+  };
   const a = new RedisCounterStore(opts);
   const b = new RedisCounterStore(opts);
   t.teardown(async () => {
@@ -71,10 +94,10 @@ t.test('two nodes share counts through Redis', async (t) => {
   t.equal(b.peek('k', 60_000, now), 0, 'b has not synchronised yet');
   b.add('k', 1, 60_000, now);
   await b.sync();
-  t.equal(b.peek('k', 60_000, now), 6, 'b sees a\'s five and its own one');
+  t.equal(b.peek('k', 60_000, now), 6, "b sees a's five and its own one");
   t.equal(a.peek('k', 60_000, now), 5, 'a before its next batch: its own five');
   await a.sync();
-  t.equal(a.peek('k', 60_000, now), 6, 'a sees b\'s one');
+  t.equal(a.peek('k', 60_000, now), 6, "a sees b's one");
   const fresh = new RedisCounterStore(opts);
   t.teardown(() => fresh.close());
   t.ok(await fresh.ready(5000));
@@ -86,8 +109,20 @@ t.test('two nodes share counts through Redis', async (t) => {
 
   // Two engines, limit 10, each sees the other only through batches: the overshoot stays within the bound.
   const policies = parsePolicies('[[subscription]]\nname = "Ten"\nrequest_count = 10\n', '').policies!;
-  const ea = new ThrottleEngine({ policies, counters: a, blocking: new BlockingConditions(), switches: { headerConditions: false, queryConditions: false, claimConditions: false }, blockingEnabled: true });
-  const eb = new ThrottleEngine({ policies, counters: b, blocking: new BlockingConditions(), switches: { headerConditions: false, queryConditions: false, claimConditions: false }, blockingEnabled: true });
+  const ea = new ThrottleEngine({
+    policies,
+    counters: a,
+    blocking: new BlockingConditions(),
+    switches: { headerConditions: false, queryConditions: false, claimConditions: false },
+    blockingEnabled: true,
+  });
+  const eb = new ThrottleEngine({
+    policies,
+    counters: b,
+    blocking: new BlockingConditions(),
+    switches: { headerConditions: false, queryConditions: false, claimConditions: false },
+    blockingEnabled: true,
+  });
   const c = call({ auth: auth({ subscriptionTier: 'Ten', applicationId: `app-${Date.now()}` }) });
   let allowed = 0;
   for (let round = 0; round < 5; round++) {
@@ -99,7 +134,7 @@ t.test('two nodes share counts through Redis', async (t) => {
   t.ok(allowed >= 10 && allowed <= 13, `10 allowed plus at most one batch of the other node (3): ${allowed}`);
 });
 
-t.test('the others\' calls are predicted between batches, and counters near the limit are read back unused', async (t) => {
+t.test("the others' calls are predicted between batches, and counters near the limit are read back unused", async (t) => {
   const redis = await sharedRedis(t);
   if (redis === undefined) return;
   const { url, probe } = redis;
@@ -110,7 +145,17 @@ t.test('the others\' calls are predicted between batches, and counters near the 
     probe.disconnect();
   });
   const now = Date.now();
-  const opts = { url, syncInterval: 60_000, maxCounters: 1000, publish: true, read: true, persistence: false, logger: memoryLogger(), prefix, clock: () => now };
+  const opts = {
+    url,
+    syncInterval: 60_000,
+    maxCounters: 1000,
+    publish: true,
+    read: true,
+    persistence: false,
+    logger: memoryLogger(),
+    prefix,
+    clock: () => now,
+  };
   const a = new RedisCounterStore(opts);
   const b = new RedisCounterStore(opts);
   t.teardown(async () => {
@@ -159,7 +204,7 @@ t.test('the others\' calls are predicted between batches, and counters near the 
   b.add('near', 3, 60_000, now, 10);
   await b.sync();
   await a.sync();
-  t.equal(a.peek('near', 60_000, now), 9, 'a, untouched since its batch at 6 of 10, read b\'s 3 back');
+  t.equal(a.peek('near', 60_000, now), 9, "a, untouched since its batch at 6 of 10, read b's 3 back");
 });
 
 t.test('a gateway with counter_store = "redis" counts through Redis', async (t) => {

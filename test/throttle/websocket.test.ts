@@ -80,7 +80,14 @@ t.before(async () => {
   const file = path.join(dir, 'policies.toml');
   fs.writeFileSync(file, POLICIES);
   backend = await wsBackend();
-  const chat = { name: 'chat', context: '/chat', version: '1', type: 'WS', endpoints: { production: `ws://${HOST}:${backend.port}/socket` }, resources: [{ path: '/*', methods: ['GET'] }] };
+  const chat = {
+    name: 'chat',
+    context: '/chat',
+    version: '1',
+    type: 'WS',
+    endpoints: { production: `ws://${HOST}:${backend.port}/socket` },
+    resources: [{ path: '/*', methods: ['GET'] }],
+  };
   node = await startNode(() => [chat], `[throughway.throttling]\npolicies_file = "${file}"\n`, { throttling: { now: () => FIXED } });
 });
 t.teardown(async () => {
@@ -96,24 +103,27 @@ async function tokenFor(name: string, tier: string): Promise<string> {
   return node.token({ consumerKey: keys.consumerKey, consumerSecret: keys.consumerSecret });
 }
 
-t.test('the handshake is authenticated: 401 without a token or with a bad one; a bearer field or access_token opens the tunnel', async (t) => {
-  t.equal(await open(`ws://${HOST}:${node.port}/chat/1/room`), 401, 'no token');
-  t.equal(await open(`ws://${HOST}:${node.port}/chat/1/room`, { Authorization: 'Bearer not-a-token' }), 401, 'an invalid token');
-  t.equal(await open(`ws://${HOST}:${node.port}/chat/1/room?access_token=not-a-token`), 401, 'an invalid access_token');
-  t.equal(backend.handshakes.length, 0, 'the backend saw no refused handshake');
-  const token = await tokenFor('WsApp', 'Unlimited');
-  const a = await open(`ws://${HOST}:${node.port}/chat/1/room`, { Authorization: `Bearer ${token}` });
-  t.type(a, WebSocket, 'bearer field');
-  if (typeof a === 'number') return;
-  t.teardown(() => a.terminate());
-  t.equal(await echo(a, 'hi'), 'echo hi');
-  const b = await open(`ws://${HOST}:${node.port}/chat/1/room?access_token=${encodeURIComponent(token)}&x=1`);
-  t.type(b, WebSocket, 'access_token query');
-  if (typeof b === 'number') return;
-  t.teardown(() => b.terminate());
-  t.equal(await echo(b, 'yo'), 'echo yo');
-  t.same(backend.handshakes, ['/socket/room', '/socket/room?x=1'], 'the token never reaches the backend in the URL');
-});
+t.test(
+  'the handshake is authenticated: 401 without a token or with a bad one; a bearer field or access_token opens the tunnel',
+  async (t) => {
+    t.equal(await open(`ws://${HOST}:${node.port}/chat/1/room`), 401, 'no token');
+    t.equal(await open(`ws://${HOST}:${node.port}/chat/1/room`, { Authorization: 'Bearer not-a-token' }), 401, 'an invalid token');
+    t.equal(await open(`ws://${HOST}:${node.port}/chat/1/room?access_token=not-a-token`), 401, 'an invalid access_token');
+    t.equal(backend.handshakes.length, 0, 'the backend saw no refused handshake');
+    const token = await tokenFor('WsApp', 'Unlimited');
+    const a = await open(`ws://${HOST}:${node.port}/chat/1/room`, { Authorization: `Bearer ${token}` });
+    t.type(a, WebSocket, 'bearer field');
+    if (typeof a === 'number') return;
+    t.teardown(() => a.terminate());
+    t.equal(await echo(a, 'hi'), 'echo hi');
+    const b = await open(`ws://${HOST}:${node.port}/chat/1/room?access_token=${encodeURIComponent(token)}&x=1`);
+    t.type(b, WebSocket, 'access_token query');
+    if (typeof b === 'number') return;
+    t.teardown(() => b.terminate());
+    t.equal(await echo(b, 'yo'), 'echo yo');
+    t.same(backend.handshakes, ['/socket/room', '/socket/room?x=1'], 'the token never reaches the backend in the URL');
+  },
+);
 
 t.test('per-frame throttling: the frame past the subscription quota closes the tunnel with 1008', async (t) => {
   const token = await tokenFor('FrameApp', 'Five');

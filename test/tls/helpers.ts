@@ -64,7 +64,12 @@ export function pkcs12(pair: SelfSigned, password: string, chain: readonly SelfS
 
 /** A PKCS#12 trust store: certificates only. */
 export function pkcs12Trust(certs: readonly SelfSigned[], password: string): Buffer {
-  const asn1 = forge.pkcs12.toPkcs12Asn1(null, certs.map((p) => forge.pki.certificateFromPem(p.certPem)), password, { algorithm: '3des' });
+  const asn1 = forge.pkcs12.toPkcs12Asn1(
+    null,
+    certs.map((p) => forge.pki.certificateFromPem(p.certPem)),
+    password,
+    { algorithm: '3des' },
+  );
   return Buffer.from(forge.asn1.toDer(asn1).getBytes(), 'binary');
 }
 

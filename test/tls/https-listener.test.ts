@@ -65,7 +65,6 @@ async function start(t: Test, opts: tls.TlsOptions, route?: (req: SourceRequest)
   return { port: (server.address() as net.AddressInfo).port, server, transport };
 }
 
-
 t.test('PEM key store: HTTPS proxied to a plain backend, X-Forwarded-Proto https, req.secure', async (t) => {
   let secure: boolean | undefined;
   const h = await start(t, serverOptions(settings(), undefined), (req) => (secure = req.secure));
@@ -87,35 +86,59 @@ t.test('PKCS#12 key store (Node pfx), detected by its bytes whatever the configu
   const h = await start(t, opts);
   const r = await tlsRequest(h.port, { ca: pki.ca.certPem }, get());
   t.match(r.response, /^HTTP\/1\.1 200/);
-  t.throws(() => tls.createSecureContext(serverOptions(settings({ keyStore: { file: p12, password: 'wrong', source: 'p12' } }), undefined)), 'a wrong password fails at start');
+  t.throws(
+    () => tls.createSecureContext(serverOptions(settings({ keyStore: { file: p12, password: 'wrong', source: 'p12' } }), undefined)),
+    'a wrong password fails at start',
+  );
 });
 
-t.test('a JKS file whose digest the password does not open is a coded start-up error naming the keys (java-stores.test.ts reads real ones)', async (t) => {
-  const jks = pki.write('wso2carbon.jks', Buffer.concat([Buffer.from([0xfe, 0xed, 0xfe, 0xed, 0, 0, 0, 2]), Buffer.alloc(64)]));
-  t.equal(detectFormat(fs.readFileSync(jks)), 'JKS');
-  try {
-    readKeyStore({ file: jks, type: 'JKS', password: 'x', source: '[transport.passthru_https] listener.key_store' });
-    t.fail('must not load');
-  } catch (err) {
-    t.ok(err instanceof TlsStoreError);
-    t.equal((err as TlsStoreError).code, 'TLS_PASSWORD');
-    t.match((err as Error).message, /\[transport\.passthru_https\] listener\.key_store \(password\) .*wso2carbon\.jks/, 'names the configuration keys and the file');
-  }
-});
+t.test(
+  'a JKS file whose digest the password does not open is a coded start-up error naming the keys (java-stores.test.ts reads real ones)',
+  async (t) => {
+    const jks = pki.write('wso2carbon.jks', Buffer.concat([Buffer.from([0xfe, 0xed, 0xfe, 0xed, 0, 0, 0, 2]), Buffer.alloc(64)]));
+    t.equal(detectFormat(fs.readFileSync(jks)), 'JKS');
+    try {
+      readKeyStore({ file: jks, type: 'JKS', password: 'x', source: '[transport.passthru_https] listener.key_store' });
+      t.fail('must not load');
+    } catch (err) {
+      t.ok(err instanceof TlsStoreError);
+      t.equal((err as TlsStoreError).code, 'TLS_PASSWORD');
+      t.match(
+        (err as Error).message,
+        /\[transport\.passthru_https\] listener\.key_store \(password\) .*wso2carbon\.jks/,
+        'names the configuration keys and the file',
+      );
+    }
+  },
+);
 
-t.test('mutual TLS required: a client certificate from the trust store passes and reaches the router; none or a stranger is refused', async (t) => {
-  let cn: string | undefined;
-  const opts = serverOptions(settings({ trustStore: { file: caFile, type: 'PEM', source: 'trust' }, verifyClient: 'require' }), undefined);
-  const h = await start(t, opts, (req) => (cn = (req.peerCertificate?.()?.subject as { CN?: string } | undefined)?.CN));
-  const good = await tlsRequest(h.port, { ca: pki.ca.certPem, key: pki.client.keyPem, cert: pki.client.certPem }, get());
-  t.match(good.response, /^HTTP\/1\.1 200/, 'alice is served');
-  t.equal(cn, 'alice', 'the authentication phase can read the client certificate');
-  const none = await tlsRequest(h.port, { ca: pki.ca.certPem }, get());
-  t.notMatch(none.response ?? '', /HTTP\/1\.1 200/, 'no certificate: no response');
-  const stranger = await tlsRequest(h.port, { ca: pki.ca.certPem, key: pki.strangerClient.keyPem, cert: pki.strangerClient.certPem }, get());
-  t.notMatch(stranger.response ?? '', /HTTP\/1\.1 200/, 'a certificate from another CA: no response');
-  t.throws(() => serverOptions(settings({ verifyClient: 'require' }), undefined), /needs .*trust_store/, 'require without a trust store is a start-up error');
-});
+t.test(
+  'mutual TLS required: a client certificate from the trust store passes and reaches the router; none or a stranger is refused',
+  async (t) => {
+    let cn: string | undefined;
+    const opts = serverOptions(
+      settings({ trustStore: { file: caFile, type: 'PEM', source: 'trust' }, verifyClient: 'require' }),
+      undefined,
+    );
+    const h = await start(t, opts, (req) => (cn = (req.peerCertificate?.()?.subject as { CN?: string } | undefined)?.CN));
+    const good = await tlsRequest(h.port, { ca: pki.ca.certPem, key: pki.client.keyPem, cert: pki.client.certPem }, get());
+    t.match(good.response, /^HTTP\/1\.1 200/, 'alice is served');
+    t.equal(cn, 'alice', 'the authentication phase can read the client certificate');
+    const none = await tlsRequest(h.port, { ca: pki.ca.certPem }, get());
+    t.notMatch(none.response ?? '', /HTTP\/1\.1 200/, 'no certificate: no response');
+    const stranger = await tlsRequest(
+      h.port,
+      { ca: pki.ca.certPem, key: pki.strangerClient.keyPem, cert: pki.strangerClient.certPem },
+      get(),
+    );
+    t.notMatch(stranger.response ?? '', /HTTP\/1\.1 200/, 'a certificate from another CA: no response');
+    t.throws(
+      () => serverOptions(settings({ verifyClient: 'require' }), undefined),
+      /needs .*trust_store/,
+      'require without a trust store is a start-up error',
+    );
+  },
+);
 
 t.test('listener.protocols: TLSv1.2 only refuses a TLS 1.3-only client', async (t) => {
   const h = await start(t, serverOptions(settings({ minVersion: 'TLSv1.2', maxVersion: 'TLSv1.2' }), undefined));
@@ -227,10 +250,16 @@ t.test('trust stores: PEM and PKCS#12 (certificates only, read with node-forge)'
   const p12 = pki.write('trust.p12', pkcs12Trust([pki.ca, pki.otherCa], 'changeit'));
   const certs = readTrustStore({ file: p12, type: 'PKCS12', password: 'changeit', source: 'trust' });
   t.equal(certs.length, 2, 'both certificates');
-  t.ok(certs.every((c) => c.startsWith('-----BEGIN CERTIFICATE-----')), 'as PEM for tls `ca`');
+  t.ok(
+    certs.every((c) => c.startsWith('-----BEGIN CERTIFICATE-----')),
+    'as PEM for tls `ca`',
+  );
   t.same(readTrustStore({ file: caFile, source: 'pem' }), [pki.ca.certPem.trim()], 'PEM: the CERTIFICATE blocks');
   t.throws(() => readTrustStore({ file: p12, password: 'wrong', source: 'trust' }), /PKCS#12 not readable/);
-  const opts = serverOptions(settings({ trustStore: { file: p12, password: 'changeit', source: 'trust' }, verifyClient: 'require' }), undefined);
+  const opts = serverOptions(
+    settings({ trustStore: { file: p12, password: 'changeit', source: 'trust' }, verifyClient: 'require' }),
+    undefined,
+  );
   const h = await start(t, opts);
   const r = await tlsRequest(h.port, { ca: pki.ca.certPem, key: pki.strangerClient.keyPem, cert: pki.strangerClient.certPem }, get());
   t.match(r.response, /^HTTP\/1\.1 200/, 'a client of the second CA in the PKCS#12 trust store is accepted');
@@ -250,7 +279,11 @@ t.test('ssl_profile.file_path: the reference profile XML gives the stores; a cha
   const h = await start(t, opts);
   const stop = watchCertificates([h.server], s, undefined, silentLogger);
   t.teardown(stop);
-  t.equal((await tlsRequest(h.port, { ca: pki.ca.certPem })).peerCN, 'localhost', 'the key store the profile names (relative to the profile file)');
+  t.equal(
+    (await tlsRequest(h.port, { ca: pki.ca.certPem })).peerCN,
+    'localhost',
+    'the key store the profile names (relative to the profile file)',
+  );
   await new Promise((r) => setTimeout(r, 20));
   fs.writeFileSync(profileFile, profile(path.basename(otherFile), 'optional') + ' ');
   let cn: string | undefined;

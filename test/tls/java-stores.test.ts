@@ -51,16 +51,72 @@ const SAN = ['-ext', 'SAN=dns:localhost,ip:127.0.0.1', '-dname', 'CN=localhost',
 function makeStores(): void {
   // The reference's default layout: wso2carbon.jks (alias wso2carbon, password wso2carbon), and
   // client-truststore.jks trusting it and the CA of the test's client certificates.
-  kt('-genkeypair', '-storetype', 'JKS', '-keystore', 'wso2carbon.jks', '-storepass', 'wso2carbon', '-keypass', 'wso2carbon', '-alias', 'wso2carbon', ...SAN);
+  kt(
+    '-genkeypair',
+    '-storetype',
+    'JKS',
+    '-keystore',
+    'wso2carbon.jks',
+    '-storepass',
+    'wso2carbon',
+    '-keypass',
+    'wso2carbon',
+    '-alias',
+    'wso2carbon',
+    ...SAN,
+  );
   kt('-exportcert', '-keystore', 'wso2carbon.jks', '-storepass', 'wso2carbon', '-alias', 'wso2carbon', '-file', 'wso2carbon.cer');
   fs.writeFileSync(d('ca.cer'), pki.ca.certPem);
-  for (const [file, type, pass] of [['client-truststore.jks', 'JKS', 'wso2carbon'], ['trust.jceks', 'JCEKS', 'trustpass'], ['trust.p12', 'PKCS12', 'trustpass']] as const) {
+  for (const [file, type, pass] of [
+    ['client-truststore.jks', 'JKS', 'wso2carbon'],
+    ['trust.jceks', 'JCEKS', 'trustpass'],
+    ['trust.p12', 'PKCS12', 'trustpass'],
+  ] as const) {
     kt('-importcert', '-noprompt', '-storetype', type, '-keystore', file, '-storepass', pass, '-alias', 'testca', '-file', 'ca.cer');
-    kt('-importcert', '-noprompt', '-storetype', type, '-keystore', file, '-storepass', pass, '-alias', 'wso2carbon', '-file', 'wso2carbon.cer');
+    kt(
+      '-importcert',
+      '-noprompt',
+      '-storetype',
+      type,
+      '-keystore',
+      file,
+      '-storepass',
+      pass,
+      '-alias',
+      'wso2carbon',
+      '-file',
+      'wso2carbon.cer',
+    );
   }
   // JCEKS with a key password other than the store password, and a second key entry to choose by alias.
-  kt('-genkeypair', '-storetype', 'JCEKS', '-keystore', 'server.jceks', '-storepass', 'storepass', '-keypass', 'keypass1', '-alias', 'other', ...SAN.map((a) => a.replace('CN=localhost', 'CN=other')));
-  kt('-genkeypair', '-storetype', 'JCEKS', '-keystore', 'server.jceks', '-storepass', 'storepass', '-keypass', 'keypass1', '-alias', 'gateway', ...SAN);
+  kt(
+    '-genkeypair',
+    '-storetype',
+    'JCEKS',
+    '-keystore',
+    'server.jceks',
+    '-storepass',
+    'storepass',
+    '-keypass',
+    'keypass1',
+    '-alias',
+    'other',
+    ...SAN.map((a) => a.replace('CN=localhost', 'CN=other')),
+  );
+  kt(
+    '-genkeypair',
+    '-storetype',
+    'JCEKS',
+    '-keystore',
+    'server.jceks',
+    '-storepass',
+    'storepass',
+    '-keypass',
+    'keypass1',
+    '-alias',
+    'gateway',
+    ...SAN,
+  );
   kt('-genkeypair', '-storetype', 'PKCS12', '-keystore', 'server.p12', '-storepass', 'p12pass', '-alias', 'gateway', ...SAN);
   fs.writeFileSync(d('server.pem'), pki.server.keyPem + pki.server.certPem);
 }
@@ -68,7 +124,16 @@ function makeStores(): void {
 if (skip === false) makeStores();
 
 function settings(keyStore: StoreRef, trustStore: StoreRef): ListenerTlsSettings {
-  return { keyStore, trustStore, verifyClient: 'require', minVersion: undefined, maxVersion: undefined, ciphers: undefined, profileFile: undefined, reloadInterval: 0 };
+  return {
+    keyStore,
+    trustStore,
+    verifyClient: 'require',
+    minVersion: undefined,
+    maxVersion: undefined,
+    ciphers: undefined,
+    profileFile: undefined,
+    reloadInterval: 0,
+  };
 }
 
 async function serve(t: Test, opts: tls.TlsOptions): Promise<number> {
@@ -93,10 +158,26 @@ function serverCa(ref: StoreRef): string {
 }
 
 const cases: [string, StoreRef, StoreRef][] = [
-  ['JKS (the reference default layout: wso2carbon.jks, client-truststore.jks)', { file: d('wso2carbon.jks'), password: 'wso2carbon', keyPassword: 'wso2carbon', alias: 'wso2carbon', source: 'key' }, { file: d('client-truststore.jks'), password: 'wso2carbon', source: 'trust' }],
-  ['JCEKS (key password apart, alias chooses the second entry)', { file: d('server.jceks'), type: 'JCEKS', password: 'storepass', keyPassword: 'keypass1', alias: 'gateway', source: 'key' }, { file: d('trust.jceks'), password: 'trustpass', source: 'trust' }],
-  ['PKCS#12 made by keytool', { file: d('server.p12'), type: 'PKCS12', password: 'p12pass', source: 'key' }, { file: d('trust.p12'), password: 'trustpass', source: 'trust' }],
-  ['PEM', { file: d('server.pem'), type: 'PEM', source: 'key' }, { file: d('client-truststore.jks'), password: 'wso2carbon', source: 'trust' }],
+  [
+    'JKS (the reference default layout: wso2carbon.jks, client-truststore.jks)',
+    { file: d('wso2carbon.jks'), password: 'wso2carbon', keyPassword: 'wso2carbon', alias: 'wso2carbon', source: 'key' },
+    { file: d('client-truststore.jks'), password: 'wso2carbon', source: 'trust' },
+  ],
+  [
+    'JCEKS (key password apart, alias chooses the second entry)',
+    { file: d('server.jceks'), type: 'JCEKS', password: 'storepass', keyPassword: 'keypass1', alias: 'gateway', source: 'key' },
+    { file: d('trust.jceks'), password: 'trustpass', source: 'trust' },
+  ],
+  [
+    'PKCS#12 made by keytool',
+    { file: d('server.p12'), type: 'PKCS12', password: 'p12pass', source: 'key' },
+    { file: d('trust.p12'), password: 'trustpass', source: 'trust' },
+  ],
+  [
+    'PEM',
+    { file: d('server.pem'), type: 'PEM', source: 'key' },
+    { file: d('client-truststore.jks'), password: 'wso2carbon', source: 'trust' },
+  ],
 ];
 
 for (const [name, key, trust] of cases) {
@@ -115,9 +196,17 @@ for (const [name, key, trust] of cases) {
 }
 
 t.test('JKS and JCEKS: what the trust stores hold, and the chosen key', { skip }, async (t) => {
-  t.equal(readTrustStore({ file: d('client-truststore.jks'), password: 'wso2carbon', source: 't' }).length, 2, 'both trusted certificate entries');
+  t.equal(
+    readTrustStore({ file: d('client-truststore.jks'), password: 'wso2carbon', source: 't' }).length,
+    2,
+    'both trusted certificate entries',
+  );
   const other = readKeyStore({ file: d('server.jceks'), password: 'storepass', keyPassword: 'keypass1', alias: 'OTHER', source: 'k' });
-  t.match(new crypto.X509Certificate(other.cert as Buffer).subject, /CN=other/, 'alias (case-insensitive, as JKS stores it) picks the entry');
+  t.match(
+    new crypto.X509Certificate(other.cert as Buffer).subject,
+    /CN=other/,
+    'alias (case-insensitive, as JKS stores it) picks the entry',
+  );
   const first = readKeyStore({ file: d('wso2carbon.jks'), password: 'wso2carbon', source: 'k' });
   t.ok(crypto.createPrivateKey(first.key as Buffer), 'no alias: the first private key entry; key_password defaults to the password');
 });
@@ -137,7 +226,9 @@ t.test('wrong passwords and a missing alias are coded errors naming the key and 
   t.match(m, /listener\.key_store \(password\) .*wso2carbon\.jks: the store password does not match/);
   [c, m] = code(() => readTrustStore({ file: d('trust.jceks'), password: 'wrong', source: 'trust' }));
   t.equal(c, 'TLS_PASSWORD', 'a JCEKS trust store too');
-  [c, m] = code(() => readKeyStore({ file: d('server.jceks'), password: 'storepass', keyPassword: 'wrong', alias: 'gateway', source: src }));
+  [c, m] = code(() =>
+    readKeyStore({ file: d('server.jceks'), password: 'storepass', keyPassword: 'wrong', alias: 'gateway', source: src }),
+  );
   t.equal(c, 'TLS_PASSWORD');
   t.match(m, /\(key_password\) .*server\.jceks: key "gateway": the key password does not open it/);
   [c, m] = code(() => readKeyStore({ file: d('wso2carbon.jks'), password: 'wso2carbon', alias: 'missing', source: src }));
@@ -161,7 +252,11 @@ t.test('config check refuses a JKS store its password does not open, as start do
     );
     let out = '';
     let err = '';
-    const code = await main(['config', 'check', '--config', 'deployment.toml'], { cwd: pki.dir, out: (s: string) => (out += s), err: (s: string) => (err += s) } as Parameters<typeof main>[1]);
+    const code = await main(['config', 'check', '--config', 'deployment.toml'], {
+      cwd: pki.dir,
+      out: (s: string) => (out += s),
+      err: (s: string) => (err += s),
+    } as Parameters<typeof main>[1]);
     return { code, out, err };
   };
   const bad = await run('wrong');

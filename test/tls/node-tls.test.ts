@@ -53,7 +53,11 @@ t.test('node: sample key pair, HTTPS gateway, WSS, management HTTPS', async (t) 
     path.join(dir, 'conf', 'apis', 'echo.toml'),
     `name = "Echo"\ncontext = "/echo"\nversion = "1"\nauth = "none"\n[endpoints]\nproduction = "http://${HOST}:${9000 + offset}"\n[[resources]]\npath = "/*"\nmethods = ["GET"]\n`,
   );
-  fs.writeFileSync(path.join(dir, 'conf', 'deployment.toml'), BASE + `[transport.ws]\nsender.enable = true\n[transport.wss]\nsender.enable = true\nsender.trust_store.location = "../var/security/throughway-sample.pem"\nsender.trust_store.password = "unused"\n[throughway.demo]\nenable = true\nport = 9000\n`);
+  fs.writeFileSync(
+    path.join(dir, 'conf', 'deployment.toml'),
+    BASE +
+      `[transport.ws]\nsender.enable = true\n[transport.wss]\nsender.enable = true\nsender.trust_store.location = "../var/security/throughway-sample.pem"\nsender.trust_store.password = "unused"\n[throughway.demo]\nenable = true\nport = 9000\n`,
+  );
   const loaded = loadConfig({ file: path.join(dir, 'conf', 'deployment.toml') });
   t.ok(loaded.ok, JSON.stringify(loaded.diagnostics.filter((d) => d.level === 'error')));
   const lines: string[] = [];
@@ -106,10 +110,19 @@ t.test('node: a broken JKS listener key store stops the start with a coded error
   fs.mkdirSync(path.join(dir, 'conf'));
   fs.writeFileSync(path.join(dir, 'conf', 'wso2carbon.jks'), Buffer.from([0xfe, 0xed, 0xfe, 0xed, 0, 0, 0, 2, 0, 0, 0, 0]));
   const stores = ['listener', 'sender']
-    .map((s) => `${s}.key_store.file_name = "wso2carbon.jks"\n${s}.key_store.password = "wso2carbon"\n${s}.key_store.key_password = "wso2carbon"\n${s}.trust_store.file_name = "wso2carbon.jks"\n${s}.trust_store.password = "wso2carbon"\n`)
+    .map(
+      (s) =>
+        `${s}.key_store.file_name = "wso2carbon.jks"\n${s}.key_store.password = "wso2carbon"\n${s}.key_store.key_password = "wso2carbon"\n${s}.trust_store.file_name = "wso2carbon.jks"\n${s}.trust_store.password = "wso2carbon"\n`,
+    )
     .join('');
-  fs.writeFileSync(path.join(dir, 'conf', 'deployment.toml'), BASE.replace(`offset = ${offset}`, `offset = ${offset + 1}`) + `[transport.passthru_https]\n${stores}`);
+  fs.writeFileSync(
+    path.join(dir, 'conf', 'deployment.toml'),
+    BASE.replace(`offset = ${offset}`, `offset = ${offset + 1}`) + `[transport.passthru_https]\n${stores}`,
+  );
   const loaded = loadConfig({ file: path.join(dir, 'conf', 'deployment.toml') });
   t.ok(loaded.ok);
-  await t.rejects(startNode(loaded, { log: () => undefined }), { code: 'TLS_FORMAT', message: /listener\.key_store .*wso2carbon\.jks: shorter than a header and a digest/ });
+  await t.rejects(startNode(loaded, { log: () => undefined }), {
+    code: 'TLS_FORMAT',
+    message: /listener\.key_store .*wso2carbon\.jks: shorter than a header and a digest/,
+  });
 });

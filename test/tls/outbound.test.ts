@@ -31,7 +31,11 @@ async function httpsBackend(cert: { keyPem: string; certPem: string }, opts: htt
   const seen: Backend['seen'] = [];
   const server = https.createServer({ key: cert.keyPem, cert: cert.certPem, ...opts }, (req, res) => {
     const s = req.socket as tls.TLSSocket;
-    seen.push({ servername: s.servername, reused: s.isSessionReused(), clientCN: (s.getPeerCertificate()?.subject as { CN?: string } | undefined)?.CN });
+    seen.push({
+      servername: s.servername,
+      reused: s.isSessionReused(),
+      clientCN: (s.getPeerCertificate()?.subject as { CN?: string } | undefined)?.CN,
+    });
     res.end('secure hello');
   });
   await new Promise<void>((resolve) => server.listen(0, HOST, () => resolve()));
@@ -53,7 +57,11 @@ function outbound(mode: HostnameVerifier, extra: tls.SecureContextOptions = {}):
 async function call(t: Test, url: string, ob: Outbound, requests = 1, settings = {}) {
   const target = targetFromUrl(url, ob);
   const faults: TransportFault[] = [];
-  const transport = createTransport({ route: () => ({ target }), settings: { shutdownTimeout: 200, ...settings }, events: { onFault: (f) => faults.push(f) } });
+  const transport = createTransport({
+    route: () => ({ target }),
+    settings: { shutdownTimeout: 200, ...settings },
+    events: { onFault: (f) => faults.push(f) },
+  });
   const a = await transport.listen({ port: 0, host: HOST });
   t.teardown(() => transport.close());
   const answers: { status: number; body: string }[] = [];
@@ -80,7 +88,9 @@ t.test('trusted backend: proxied over TLS; SNI names the host; an untrusted CA i
   const ip = await call(t, `https://127.0.0.1:${b.port}/`, outbound('Strict'));
   t.equal(ip.answers[0]?.status, 200, 'an IP SAN matches an IP endpoint');
   t.equal(b.seen[1]?.servername, false, 'no SNI for an IP address (RFC 6066 §3)');
-  const untrusted = await call(t, `https://localhost:${b.port}/`, { tls: { context: tls.createSecureContext({ ca: pki.otherCa.certPem }), checkServerIdentity: checkServerIdentityFor('AllowAll') } });
+  const untrusted = await call(t, `https://localhost:${b.port}/`, {
+    tls: { context: tls.createSecureContext({ ca: pki.otherCa.certPem }), checkServerIdentity: checkServerIdentityFor('AllowAll') },
+  });
   t.equal(untrusted.answers[0]?.status, 502);
   t.match(untrusted.answers[0]?.body, /"code":103080/);
   t.equal(untrusted.faults[0]?.reason, 'tls_handshake', 'AllowAll still verifies the chain');
@@ -131,15 +141,23 @@ t.test('TLS session reuse: a new connection of the pool resumes the last session
   t.teardown(() => b.close());
   // One backend connection per request, so each request makes a new TLS connection.
   const r = await call(t, `https://localhost:${b.port}/`, outbound('Strict'), 3, { disableKeepAlive: true });
-  t.same(r.answers.map((a) => a.status), [200, 200, 200]);
+  t.same(
+    r.answers.map((a) => a.status),
+    [200, 200, 200],
+  );
   t.equal(b.seen[0]?.reused, false, 'the first handshake is full');
-  t.ok(b.seen.slice(1).some((s) => s.reused), 'a later connection resumed the session');
+  t.ok(
+    b.seen.slice(1).some((s) => s.reused),
+    'a later connection resumed the session',
+  );
 });
 
 t.test('configuration: sender stores and hostname_verifier from deployment.toml; JKS only when used', async (t) => {
   const caFile = pki.write('ca.pem', pki.ca.certPem);
   const jks = pki.write('client.jks', Buffer.from([0xfe, 0xed, 0xfe, 0xed, 0, 0, 0, 2, 0, 0]));
-  const toml = (trust: string) => `[server]\nhostname = "localhost"\n[super_admin]\nusername = "a"\npassword = "a"\n[database.apim_db]\ntype = "h2"\nusername = "u"\npassword = "p"\n
+  const toml = (
+    trust: string,
+  ) => `[server]\nhostname = "localhost"\n[super_admin]\nusername = "a"\npassword = "a"\n[database.apim_db]\ntype = "h2"\nusername = "u"\npassword = "p"\n
 [transport.passthru_https]
 sender.hostname_verifier = "Strict"
 listener.key_store.file_name = "x.pem"
@@ -165,5 +183,9 @@ sender.trust_store.password = "x"
   if (!bad.ok) return;
   const lazy = outboundFrom(bad.config, pki.dir);
   t.doesNotThrow(() => targetFromUrl('http://127.0.0.1:1/', lazy), 'a JKS sender store is no error for http:// endpoints');
-  t.throws(() => targetFromUrl('https://127.0.0.1:1/', lazy), /sender\.(key|trust)_store.* .*client\.jks: shorter than/, 'but is for the first https:// endpoint (a broken store)');
+  t.throws(
+    () => targetFromUrl('https://127.0.0.1:1/', lazy),
+    /sender\.(key|trust)_store.* .*client\.jks: shorter than/,
+    'but is for the first https:// endpoint (a broken store)',
+  );
 });

@@ -101,13 +101,21 @@ async function plainBackend(): Promise<{ port: number; seen: string[]; close(): 
     });
   });
   await new Promise<void>((resolve) => server.listen(0, HOST, () => resolve()));
-  return { port: (server.address() as net.AddressInfo).port, seen, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+  return {
+    port: (server.address() as net.AddressInfo).port,
+    seen,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
 }
 
 async function call(t: Test, url: string, ob: Outbound): Promise<{ status: number; body: string; faults: TransportFault[] }> {
   const target = targetFromUrl(url, ob);
   const faults: TransportFault[] = [];
-  const transport = createTransport({ route: () => ({ target }), settings: { shutdownTimeout: 200 }, events: { onFault: (f) => faults.push(f) } });
+  const transport = createTransport({
+    route: () => ({ target }),
+    settings: { shutdownTimeout: 200 },
+    events: { onFault: (f) => faults.push(f) },
+  });
   const a = await transport.listen({ port: 0, host: HOST });
   t.teardown(() => transport.close());
   return new Promise((resolve) => {
@@ -119,27 +127,44 @@ async function call(t: Test, url: string, ob: Outbound): Promise<{ status: numbe
   });
 }
 
-const tlsTo = (extra: Outbound = {}): Outbound => ({ tls: { context: tls.createSecureContext({ ca: pki.ca.certPem }), checkServerIdentity: checkServerIdentityFor('Strict') }, ...extra });
+const tlsTo = (extra: Outbound = {}): Outbound => ({
+  tls: { context: tls.createSecureContext({ ca: pki.ca.certPem }), checkServerIdentity: checkServerIdentityFor('Strict') },
+  ...extra,
+});
 
 t.test('http:// through the proxy: absolute-form request target, Proxy-Authorization sent', async (t) => {
   const proxy = await forwardProxy('user:pw');
   const backend = await plainBackend();
   t.teardown(() => Promise.all([proxy.close(), backend.close()]));
-  const ob: Outbound = { proxyFor: () => ({ host: HOST, port: proxy.port, authorization: `Basic ${Buffer.from('user:pw').toString('base64')}` }) };
+  const ob: Outbound = {
+    proxyFor: () => ({ host: HOST, port: proxy.port, authorization: `Basic ${Buffer.from('user:pw').toString('base64')}` }),
+  };
   const r = await call(t, `http://127.0.0.1:${backend.port}/base`, ob);
   t.equal(r.status, 200);
   t.equal(r.body, 'plain');
-  t.equal(proxy.lines[0], `GET http://127.0.0.1:${backend.port}/p?q=1 HTTP/1.1`, 'absolute-form (RFC 9112 §3.2.2); the router kept the client path');
+  t.equal(
+    proxy.lines[0],
+    `GET http://127.0.0.1:${backend.port}/p?q=1 HTTP/1.1`,
+    'absolute-form (RFC 9112 §3.2.2); the router kept the client path',
+  );
   t.match(backend.seen[0], /^GET \/p\?q=1 HTTP\/1\.1/, 'the backend got the request');
 });
 
 t.test('https:// through a CONNECT tunnel: TLS end to end, SNI and verification against the backend', async (t) => {
   const proxy = await forwardProxy();
-  const server = https.createServer({ key: pki.server.keyPem, cert: pki.server.certPem }, (req, res) => res.end(`tls ${(req.socket as tls.TLSSocket).servername}`));
+  const server = https.createServer({ key: pki.server.keyPem, cert: pki.server.certPem }, (req, res) =>
+    res.end(`tls ${(req.socket as tls.TLSSocket).servername}`),
+  );
   await new Promise<void>((resolve) => server.listen(0, HOST, () => resolve()));
-  t.teardown(() => Promise.all([proxy.close(), new Promise<void>((resolve) => (server.closeAllConnections(), server.close(() => resolve())))]));
+  t.teardown(() =>
+    Promise.all([proxy.close(), new Promise<void>((resolve) => (server.closeAllConnections(), server.close(() => resolve())))]),
+  );
   const port = (server.address() as net.AddressInfo).port;
-  const r = await call(t, `https://localhost:${port}/`, tlsTo({ proxyFor: () => ({ host: HOST, port: proxy.port, authorization: undefined }) }));
+  const r = await call(
+    t,
+    `https://localhost:${port}/`,
+    tlsTo({ proxyFor: () => ({ host: HOST, port: proxy.port, authorization: undefined }) }),
+  );
   t.equal(r.status, 200);
   t.equal(r.body, 'tls localhost', 'the backend saw SNI through the tunnel');
   t.equal(proxy.lines[0], `CONNECT localhost:${port} HTTP/1.1`);
@@ -148,7 +173,11 @@ t.test('https:// through a CONNECT tunnel: TLS end to end, SNI and verification 
 t.test('a proxy that refuses the tunnel (407): 103081, 502', async (t) => {
   const proxy = await forwardProxy('user:pw');
   t.teardown(() => proxy.close());
-  const r = await call(t, `https://localhost:1/`, tlsTo({ proxyFor: () => ({ host: HOST, port: proxy.port, authorization: 'Basic d3Jvbmc6d3Jvbmc=' }) }));
+  const r = await call(
+    t,
+    `https://localhost:1/`,
+    tlsTo({ proxyFor: () => ({ host: HOST, port: proxy.port, authorization: 'Basic d3Jvbmc6d3Jvbmc=' }) }),
+  );
   t.equal(r.status, 502);
   t.match(r.body, /"code":103081/);
   t.equal(r.faults[0]?.reason, 'proxy_refused');
@@ -171,7 +200,9 @@ t.test('host rules: nonProxyHosts wildcards, profile target hosts as regular exp
   t.ok(targets('PLAIN.host'), 'case-insensitive');
   t.notOk(targets('other.test'));
   t.ok(hostList(['*'])('anything'), '* matches all');
-  const profiles = parseProxyProfiles('<profiles><profile><targetHosts>a.test, .*\\.b\\.test</targetHosts><proxyHost>p1</proxyHost><proxyPort>3128</proxyPort><proxyUserName>u</proxyUserName><proxyPassword>pw</proxyPassword><bypass>x.b.test</bypass></profile></profiles>');
+  const profiles = parseProxyProfiles(
+    '<profiles><profile><targetHosts>a.test, .*\\.b\\.test</targetHosts><proxyHost>p1</proxyHost><proxyPort>3128</proxyPort><proxyUserName>u</proxyUserName><proxyPassword>pw</proxyPassword><bypass>x.b.test</bypass></profile></profiles>',
+  );
   t.equal(profiles.length, 1);
   t.ok(profiles[0]?.targets('y.b.test'));
   t.ok(profiles[0]?.bypass('x.b.test'));
@@ -220,7 +251,10 @@ proxy_port = "8003"
   t.equal(target.origin, 'http://api.one.test:8080');
   t.not(target.key, 'api.one.test:8080', 'a proxied route has a pool of its own');
 
-  const onlyGlobal = loadConfig({ text: toml.slice(0, toml.indexOf('[[transport.http.proxy_profile]]')), file: path.join(pki.dir, 'deployment.toml') });
+  const onlyGlobal = loadConfig({
+    text: toml.slice(0, toml.indexOf('[[transport.http.proxy_profile]]')),
+    file: path.join(pki.dir, 'deployment.toml'),
+  });
   if (!onlyGlobal.ok) return t.fail('loads');
   const g = proxySelector(onlyGlobal.config);
   t.equal(g?.('example.com', false)?.host, 'global.proxy');

@@ -12,7 +12,12 @@ import { HOST, RawClient, until } from '../helpers/client';
 import { Digest, MiB, writeBody } from '../helpers/bodies';
 import { TEST_SETTINGS } from '../helpers/transport';
 
-async function start(t: Test, backendUrl: string, adopt: boolean, maxOpenConnections = -1): Promise<{ transport: Transport; port: number; peers: string[] }> {
+async function start(
+  t: Test,
+  backendUrl: string,
+  adopt: boolean,
+  maxOpenConnections = -1,
+): Promise<{ transport: Transport; port: number; peers: string[] }> {
   const target = targetFromUrl(backendUrl);
   // The client's address and port as the router sees them: read from the socket net accepted when adopted.
   const peers: string[] = [];
@@ -20,7 +25,11 @@ async function start(t: Test, backendUrl: string, adopt: boolean, maxOpenConnect
     peers.push(`${req.remoteAddress}:${req.remotePort}`);
     return { target };
   };
-  const transport = createTransport({ route, settings: { ...TEST_SETTINGS, socketTimeout: 20_000, maxOpenConnections }, adoptAcceptedSockets: adopt });
+  const transport = createTransport({
+    route,
+    settings: { ...TEST_SETTINGS, socketTimeout: 20_000, maxOpenConnections },
+    adoptAcceptedSockets: adopt,
+  });
   const { port } = await transport.listen({ port: 0, host: HOST });
   t.teardown(() => transport.close());
   return { transport, port, peers };
@@ -52,7 +61,7 @@ for (const adopt of [true, false]) {
     const one = await c.finalResponse();
     t.equal(one.status, 200);
     t.match(one.body.toString(), /^GET \/one 0 /);
-    t.same(peers, [`${c.socket.localAddress}:${c.socket.localPort}`], 'the router sees the client\'s address and port');
+    t.same(peers, [`${c.socket.localAddress}:${c.socket.localPort}`], "the router sees the client's address and port");
     await c.write('GET /two HTTP/1.1\r\nHost: a\r\n\r\nGET /three HTTP/1.1\r\nHost: a\r\n\r\n');
     const two = await c.finalResponse(5000, 1);
     const three = await c.finalResponse(5000, 2);

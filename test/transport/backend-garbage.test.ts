@@ -25,7 +25,15 @@ for (const [what, bytes] of GARBAGE) {
     t.equal(res.raw.length, res.response.rawHead.length + res.response.rawBody.length, 'no byte besides the fault response');
     t.notOk(res.raw.toString('latin1').includes(bytes.slice(9)), 'none of the garbage reached the client');
     t.equal(h.faults.length, 1);
-    assertFault(t, h.faults[0], { code: 101510, base: 101506, state: 4, side: 'target', reason: 'protocol', httpStatus: 502, reused: false });
+    assertFault(t, h.faults[0], {
+      code: 101510,
+      base: 101506,
+      state: 4,
+      side: 'target',
+      reason: 'protocol',
+      httpStatus: 502,
+      reused: false,
+    });
     t.ok(h.faults[0]?.cause?.startsWith('HPE_'), `the parser's error is the cause (${h.faults[0]?.cause})`);
   });
 }

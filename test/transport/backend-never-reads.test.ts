@@ -32,7 +32,15 @@ t.test('backend never reads a large body: socket timeout at state 2 (101506), 50
   t.equal(res.headers['connection'], 'close', 'the rest of the body will not be read: Connection: close');
   t.equal(backend.conns.length, 1, 'the backend accepted one connection');
   t.equal(h.faults.length, 1, 'one fault');
-  assertFault(t, h.faults[0], { code: 101506, base: 101504, state: 2, side: 'target', reason: 'socket_timeout', httpStatus: 504, reused: false });
+  assertFault(t, h.faults[0], {
+    code: 101506,
+    base: 101504,
+    state: 2,
+    side: 'target',
+    reason: 'socket_timeout',
+    httpStatus: 504,
+    reused: false,
+  });
   await sleep(50);
   t.equal(h.transport.connections().targets, 0, 'the stuck backend socket was destroyed');
 });

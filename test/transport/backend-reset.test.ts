@@ -18,7 +18,15 @@ t.test('reset after the request was read: 101504 (101501 + 3), 502, not 101503',
   assertFaultBody(t, res, 502, 101504, 101501, 3);
   t.equal(backend.conns[0]?.requests.length, 1, 'the backend read the whole request before resetting');
   t.equal(h.faults.length, 1);
-  assertFault(t, h.faults[0], { code: 101504, base: 101501, state: 3, side: 'target', reason: 'io_receive', httpStatus: 502, reused: false });
+  assertFault(t, h.faults[0], {
+    code: 101504,
+    base: 101501,
+    state: 3,
+    side: 'target',
+    reason: 'io_receive',
+    httpStatus: 502,
+    reused: false,
+  });
   t.equal(h.faults[0]?.cause, 'ECONNRESET');
   t.not(h.faults[0]?.code, 101503, 'not the code of a refused connection');
 });

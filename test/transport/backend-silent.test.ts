@@ -21,7 +21,15 @@ t.test('no answer after the request is sent: 101507 (101504 + 3), 504', async (t
   t.ok(took >= SOCKET_TIMEOUT, `after the socket timeout (${took} ms)`);
   t.equal(backend.conns[0]?.requests.length, 1, 'the backend did get the whole request');
   t.equal(h.faults.length, 1);
-  assertFault(t, h.faults[0], { code: 101507, base: 101504, state: 3, side: 'target', reason: 'socket_timeout', httpStatus: 504, reused: false });
+  assertFault(t, h.faults[0], {
+    code: 101507,
+    base: 101504,
+    state: 3,
+    side: 'target',
+    reason: 'socket_timeout',
+    httpStatus: 504,
+    reused: false,
+  });
   await sleep(20);
   t.ok(backend.conns[0]?.closed, 'the silent backend socket was closed by the proxy');
 });

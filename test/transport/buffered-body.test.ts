@@ -56,7 +56,7 @@ t.test('Content-Length body: gathered, replaced, forwarded with the new length; 
   t.equal(reads.length, 2);
 });
 
-t.test('a longer replacement body gets its own Content-Length, not the client\'s', async (t) => {
+t.test("a longer replacement body gets its own Content-Length, not the client's", async (t) => {
   const be = await echoing();
   t.teardown(() => be.close());
   const target = targetFromUrl(be.url);
@@ -75,7 +75,10 @@ t.test('chunked body: gathered de-chunked and forwarded with Content-Length, no 
   t.teardown(() => be.close());
   const reads: BodyRead[] = [];
   const h = await startTransport(t, upperRouter(be.url, 1024, reads));
-  const res = await rawRequest(h.port, 'POST /c HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n4;ext=1\r\ndefg\r\n0\r\n\r\n');
+  const res = await rawRequest(
+    h.port,
+    'POST /c HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n4;ext=1\r\ndefg\r\n0\r\n\r\n',
+  );
   t.equal(res.status, 200);
   const seen = be.seen[0];
   t.equal(seen?.body.toString(), 'ABCDEFG');
@@ -102,7 +105,11 @@ t.test('limit: a chunked body growing past it resolves too_large and the rest is
   t.teardown(() => be.close());
   const reads: BodyRead[] = [];
   const h = await startTransport(t, upperRouter(be.url, 5, reads));
-  const res = await rawRequest(h.port, 'POST /big HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nabcd\r\n4\r\nefgh\r\n0\r\n\r\n', { waitClose: true });
+  const res = await rawRequest(
+    h.port,
+    'POST /big HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nabcd\r\n4\r\nefgh\r\n0\r\n\r\n',
+    { waitClose: true },
+  );
   t.equal(res.status, 413);
   t.ok(res.closed);
   t.equal(reads[0]?.ok, false);
@@ -156,7 +163,14 @@ t.test('readBody twice: the second call says already_read', async (t) => {
 
 t.test('global timeout: no response head in time -> 103064 (504), the late response is dropped with a warning', async (t) => {
   let conns = 0;
-  const b = await rawBackend({ onRequest: (c) => { conns++; setTimeout(() => { if (!c.closed) c.respond(200, 'late'); }, 1500); } });
+  const b = await rawBackend({
+    onRequest: (c) => {
+      conns++;
+      setTimeout(() => {
+        if (!c.closed) c.respond(200, 'late');
+      }, 1500);
+    },
+  });
   t.teardown(() => b.close());
   const h = await startTransport(t, b.url, { settings: { globalTimeout: 200 } });
   const res = await rawRequest(h.port, 'GET /slow HTTP/1.1\r\nHost: x\r\n\r\n');
@@ -194,43 +208,50 @@ function gatherRouter(url: string, limit: number, seen: BufferedResponse[]): Rou
       handle: async (res: BufferedResponse) => {
         seen.push(res);
         if (res.body.toString() === 'throw') throw new Error('hook failed');
-        return { status: res.status === 200 ? 201 : res.status, headers: ['Content-Type', 'text/plain', 'X-Seen', String(res.body.length), 'Transfer-Encoding', 'chunked'], body: res.body.toString('latin1').toUpperCase() };
+        return {
+          status: res.status === 200 ? 201 : res.status,
+          headers: ['Content-Type', 'text/plain', 'X-Seen', String(res.body.length), 'Transfer-Encoding', 'chunked'],
+          body: res.body.toString('latin1').toUpperCase(),
+        };
       },
     },
   });
 }
 
-t.test('gathered response: Content-Length, chunked and close-delimited bodies reach the hook whole; its answer is framed anew', async (t) => {
-  const replies = [
-    'HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello',
-    'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n',
-  ];
-  let n = 0;
-  const b = await rawBackend({ onRequest: (c) => c.write(Buffer.from(replies[n++] ?? '')) });
-  t.teardown(() => b.close());
-  const seen: BufferedResponse[] = [];
-  const h = await startTransport(t, gatherRouter(b.url, 1024, seen));
-  const c = await RawClient.connect(h.port);
-  t.teardown(() => c.destroy());
-  await c.write('GET /a HTTP/1.1\r\nHost: x\r\n\r\n');
-  const r1 = await c.finalResponse(5000);
-  t.equal(r1.status, 201);
-  t.equal(r1.body.toString(), 'HELLO');
-  t.equal(r1.headers['content-length'], '5');
-  t.equal(r1.headers['x-seen'], '5');
-  t.equal(r1.headers['x-cors'], 'yes', 'the forward\'s response fields are added');
-  t.equal(r1.headers['transfer-encoding'], undefined, 'framing is the transport\'s');
-  await c.write('GET /b HTTP/1.1\r\nHost: x\r\n\r\n');
-  const r2 = await c.finalResponse(5000, 1);
-  t.equal(r2.body.toString(), 'ABCDE', 'chunked body gathered de-framed');
-  t.equal(seen[1]?.body.toString(), 'abcde');
-  t.equal(b.conns.length, 1, 'the backend connection was reused for the second exchange');
-  const closer = await rawBackend({ onRequest: (conn) => conn.socket.end('HTTP/1.1 200 OK\r\n\r\nuntil close') });
-  t.teardown(() => closer.close());
-  const h2 = await startTransport(t, gatherRouter(closer.url, 1024, seen));
-  const r3 = await rawRequest(h2.port, 'GET /c HTTP/1.1\r\nHost: x\r\n\r\n');
-  t.equal(r3.text, 'UNTIL CLOSE', 'a close-delimited body ends at the close');
-});
+t.test(
+  'gathered response: Content-Length, chunked and close-delimited bodies reach the hook whole; its answer is framed anew',
+  async (t) => {
+    const replies = [
+      'HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello',
+      'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n',
+    ];
+    let n = 0;
+    const b = await rawBackend({ onRequest: (c) => c.write(Buffer.from(replies[n++] ?? '')) });
+    t.teardown(() => b.close());
+    const seen: BufferedResponse[] = [];
+    const h = await startTransport(t, gatherRouter(b.url, 1024, seen));
+    const c = await RawClient.connect(h.port);
+    t.teardown(() => c.destroy());
+    await c.write('GET /a HTTP/1.1\r\nHost: x\r\n\r\n');
+    const r1 = await c.finalResponse(5000);
+    t.equal(r1.status, 201);
+    t.equal(r1.body.toString(), 'HELLO');
+    t.equal(r1.headers['content-length'], '5');
+    t.equal(r1.headers['x-seen'], '5');
+    t.equal(r1.headers['x-cors'], 'yes', "the forward's response fields are added");
+    t.equal(r1.headers['transfer-encoding'], undefined, "framing is the transport's");
+    await c.write('GET /b HTTP/1.1\r\nHost: x\r\n\r\n');
+    const r2 = await c.finalResponse(5000, 1);
+    t.equal(r2.body.toString(), 'ABCDE', 'chunked body gathered de-framed');
+    t.equal(seen[1]?.body.toString(), 'abcde');
+    t.equal(b.conns.length, 1, 'the backend connection was reused for the second exchange');
+    const closer = await rawBackend({ onRequest: (conn) => conn.socket.end('HTTP/1.1 200 OK\r\n\r\nuntil close') });
+    t.teardown(() => closer.close());
+    const h2 = await startTransport(t, gatherRouter(closer.url, 1024, seen));
+    const r3 = await rawRequest(h2.port, 'GET /c HTTP/1.1\r\nHost: x\r\n\r\n');
+    t.equal(r3.text, 'UNTIL CLOSE', 'a close-delimited body ends at the close');
+  },
+);
 
 t.test('gathered response above the limit: 101510 + state (500), the client gets a fault, nothing partial', async (t) => {
   const b = await rawBackend({ onRequest: (c) => c.respond(200, 'x'.repeat(5000)) });
@@ -239,7 +260,12 @@ t.test('gathered response above the limit: 101510 + state (500), the client gets
   const res = await rawRequest(h.port, 'GET /big HTTP/1.1\r\nHost: x\r\n\r\n');
   t.equal(res.status, 500);
   t.equal((JSON.parse(res.text) as { fault: { code: number } }).fault.code, 101515, '101510 + RESPONSE_BODY(5)');
-  const chunky = await rawBackend({ onRequest: (c) => c.write(Buffer.from(`HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n${(3000).toString(16)}\r\n${'y'.repeat(3000)}\r\n0\r\n\r\n`)) });
+  const chunky = await rawBackend({
+    onRequest: (c) =>
+      c.write(
+        Buffer.from(`HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n${(3000).toString(16)}\r\n${'y'.repeat(3000)}\r\n0\r\n\r\n`),
+      ),
+  });
   t.teardown(() => chunky.close());
   const h2 = await startTransport(t, gatherRouter(chunky.url, 1000, []));
   const r2 = await rawRequest(h2.port, 'GET /big HTTP/1.1\r\nHost: x\r\n\r\n');
@@ -247,7 +273,10 @@ t.test('gathered response above the limit: 101510 + state (500), the client gets
 });
 
 t.test('gathered response: a hook that throws is a 101510 fault; HEAD responses are streamed, not gathered', async (t) => {
-  const b = await rawBackend({ onRequest: (c, req) => (req.method === 'HEAD' ? c.write(Buffer.from('HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n')) : c.respond(200, 'throw')) });
+  const b = await rawBackend({
+    onRequest: (c, req) =>
+      req.method === 'HEAD' ? c.write(Buffer.from('HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n')) : c.respond(200, 'throw'),
+  });
   t.teardown(() => b.close());
   const seen: BufferedResponse[] = [];
   const h = await startTransport(t, gatherRouter(b.url, 1000, seen));

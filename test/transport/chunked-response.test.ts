@@ -10,7 +10,9 @@ import { checkTransitions, startTransport } from '../helpers/transport';
 const BODY = '5\r\nhello\r\n6;ext=1\r\n world\r\n1A\r\nabcdefghijklmnopqrstuvwxyz\r\n0\r\nX-Trailer: done\r\n\r\n';
 
 t.test('chunk framing, extensions and trailers reach the 1.1 client byte for byte', async (t) => {
-  const backend = await rawBackend({ onRequest: (c) => c.write('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: X-Trailer\r\n\r\n' + BODY) });
+  const backend = await rawBackend({
+    onRequest: (c) => c.write('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: X-Trailer\r\n\r\n' + BODY),
+  });
   t.teardown(() => backend.close());
   const h = await startTransport(t, backend.url);
   const c = await RawClient.connect(h.port);
@@ -19,7 +21,7 @@ t.test('chunk framing, extensions and trailers reach the 1.1 client byte for byt
   const res = await c.finalResponse();
   t.equal(res.status, 200);
   t.equal(res.headers['transfer-encoding'], 'chunked', 'Transfer-Encoding kept');
-  t.equal(res.rawBody.toString('latin1'), BODY, 'body bytes identical to the backend\'s, framing included');
+  t.equal(res.rawBody.toString('latin1'), BODY, "body bytes identical to the backend's, framing included");
   t.equal(res.body.toString(), 'hello worldabcdefghijklmnopqrstuvwxyz');
   const raw = c.raw.toString('latin1');
   t.ok(raw.endsWith('\r\n\r\n' + BODY), 'nothing after the last chunk and trailers');

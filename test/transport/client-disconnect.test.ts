@@ -101,13 +101,18 @@ t.test('FIN in a request body while the route is still being decided: the backen
   const backend = await rawBackend({ onRequest: (c) => c.respond(200, 'never') });
   t.teardown(() => backend.close());
   const target = targetFromUrl(backend.url);
-  const h = await startTransport(t, () => new Promise((resolve) => setTimeout(() => resolve({ target }), 50)), { settings: { socketTimeout: 5000 } });
+  const h = await startTransport(t, () => new Promise((resolve) => setTimeout(() => resolve({ target }), 50)), {
+    settings: { socketTimeout: 5000 },
+  });
   const c = await RawClient.connect(h.port);
   t.teardown(() => c.destroy());
   await c.write('POST /p HTTP/1.1\r\nHost: a\r\nContent-Length: 100\r\n\r\n0123');
   c.socket.end();
   t.ok(await c.waitClose(1500), 'the client connection is closed well before the socket timeout');
-  t.ok(await until(() => h.transport.connections().targets === 0 && backend.conns.every((x) => x.closed), 1500), 'no backend socket is held');
+  t.ok(
+    await until(() => h.transport.connections().targets === 0 && backend.conns.every((x) => x.closed), 1500),
+    'no backend socket is held',
+  );
   t.equal(backend.conns.flatMap((x) => x.requests).length, 0, 'the backend never got a complete request');
   t.equal(h.faults.length, 1);
   assertFault(t, h.faults[0], { code: 101003, base: 101001, state: 2, side: 'source', reason: 'client_io_receive' });

@@ -14,7 +14,15 @@ t.test('connect refused: 101503 at state 0, 502, fault reported once', async (t)
   const res = await rawRequest(h.port, get('/refused'));
   assertFaultBody(t, res, 502, 101503, 101503, 0);
   t.equal(h.faults.length, 1, 'one fault reported');
-  assertFault(t, h.faults[0], { code: 101503, base: 101503, state: 0, side: 'target', reason: 'connect_refused', httpStatus: 502, reused: false });
+  assertFault(t, h.faults[0], {
+    code: 101503,
+    base: 101503,
+    state: 0,
+    side: 'target',
+    reason: 'connect_refused',
+    httpStatus: 502,
+    reused: false,
+  });
   t.equal(h.faults[0]?.cause, 'ECONNREFUSED');
   t.equal(h.faultRecords[0]?.req?.url, '/refused', 'the fault names the request');
   t.equal(h.transport.connections().targets, 0, 'the failed target is gone');

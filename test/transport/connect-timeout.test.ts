@@ -22,7 +22,15 @@ t.test('connect timeout against a loopback listener whose accept queue is full: 
   t.ok(took >= CONNECT_TIMEOUT, `answered after the connect timeout (${took} ms >= ${CONNECT_TIMEOUT})`);
   t.ok(took < CONNECT_TIMEOUT + 3000, `and not much later (${took} ms)`);
   t.equal(h.faults.length, 1, 'one fault');
-  assertFault(t, h.faults[0], { code: 101508, base: 101508, state: 0, side: 'target', reason: 'connect_timeout', httpStatus: 504, reused: false });
+  assertFault(t, h.faults[0], {
+    code: 101508,
+    base: 101508,
+    state: 0,
+    side: 'target',
+    reason: 'connect_timeout',
+    httpStatus: 504,
+    reused: false,
+  });
   t.equal(h.transport.connections().targets, 0, 'the connecting socket was destroyed');
 });
 

@@ -52,7 +52,10 @@ t.test('disableKeepAlive: Connection: close to the backend, a new backend connec
     t.notOk(res.headers['connection'], "the backend's close is hop-by-hop: the client connection stays");
   }
   t.equal(backend.conns.length, 3);
-  t.ok(backend.conns.every((x) => x.requests[0]?.headers['connection'] === 'close'), 'every backend request said Connection: close');
+  t.ok(
+    backend.conns.every((x) => x.requests[0]?.headers['connection'] === 'close'),
+    'every backend request said Connection: close',
+  );
   t.notOk(c.closed);
   t.equal(h.transport.stats.targetsReused, 0);
 });
@@ -81,7 +84,9 @@ t.test('bytes of another protocol sent after an Upgrade request, without waiting
   const backend = await rawBackend({ onRequest: (c, req) => c.respond(200, `plain ${req.url}`) });
   t.teardown(() => backend.close());
   const h = await startTransport(t, backend.url);
-  const res = await rawRequest(h.port, get('/ws', 'Connection: Upgrade\r\nUpgrade: websocket\r\n') + '\x81\x85abcdefghi', { waitClose: true });
+  const res = await rawRequest(h.port, get('/ws', 'Connection: Upgrade\r\nUpgrade: websocket\r\n') + '\x81\x85abcdefghi', {
+    waitClose: true,
+  });
   t.same(
     res.responses.map((r) => r.status),
     [200, 400],

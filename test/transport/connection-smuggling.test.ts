@@ -165,64 +165,73 @@ for (const secure of [false, true]) {
     for (const [spelling, lines] of SPELLINGS) {
       const fieldLines = lines(framing);
 
-      t.test(`${listener}, request, ${framing} ${spelling}: the backend parses the body as a body, and the next request as the next`, async (t) => {
-        const backend = await recordingBackend(t, plain);
-        const p = await proxy(t, secure, backend.url);
-        const c = await p.connect();
-        t.teardown(() => c.destroy());
-        await c.write(framed('POST /a HTTP/1.1', `Host: a\r\n${fieldLines}`, framing, SMUGGLED_REQUEST));
-        const a = await response(c, 1);
-        t.equal(a?.body.toString('latin1'), 'a', 'the client gets the answer to its own request');
-        await c.write('GET /b HTTP/1.1\r\nHost: a\r\n\r\n');
-        const b = await response(c, 2);
-        t.equal(b?.body.toString('latin1'), 'b', 'and to the next one on the same connection');
-        t.same(
-          backend.requests.map((r) => r.url),
-          ['/a', '/b'],
-          'the backend parsed exactly the two requests the client sent',
-        );
-        t.equal(backend.garbage, 0, 'and no bytes that were not a request');
-        const first = backend.requests[0];
-        t.equal(first?.body.toString('latin1'), SMUGGLED_REQUEST, "the first request's body reached the backend as its body");
-        if (framing === 'content-length') t.equal(first?.headers['content-length'], String(SMUGGLED_REQUEST.length), 'with its Content-Length');
-        else t.equal(first?.headers['transfer-encoding'], 'chunked', 'with its Transfer-Encoding');
-        t.equal(first?.headers['connection'], 'keep-alive', "the backend sees the proxy's own Connection field only");
-        t.equal(c.responses.length, 2, 'two responses to two requests');
-        t.equal(p.faults.length, 0, 'no fault');
-      });
+      t.test(
+        `${listener}, request, ${framing} ${spelling}: the backend parses the body as a body, and the next request as the next`,
+        async (t) => {
+          const backend = await recordingBackend(t, plain);
+          const p = await proxy(t, secure, backend.url);
+          const c = await p.connect();
+          t.teardown(() => c.destroy());
+          await c.write(framed('POST /a HTTP/1.1', `Host: a\r\n${fieldLines}`, framing, SMUGGLED_REQUEST));
+          const a = await response(c, 1);
+          t.equal(a?.body.toString('latin1'), 'a', 'the client gets the answer to its own request');
+          await c.write('GET /b HTTP/1.1\r\nHost: a\r\n\r\n');
+          const b = await response(c, 2);
+          t.equal(b?.body.toString('latin1'), 'b', 'and to the next one on the same connection');
+          t.same(
+            backend.requests.map((r) => r.url),
+            ['/a', '/b'],
+            'the backend parsed exactly the two requests the client sent',
+          );
+          t.equal(backend.garbage, 0, 'and no bytes that were not a request');
+          const first = backend.requests[0];
+          t.equal(first?.body.toString('latin1'), SMUGGLED_REQUEST, "the first request's body reached the backend as its body");
+          if (framing === 'content-length')
+            t.equal(first?.headers['content-length'], String(SMUGGLED_REQUEST.length), 'with its Content-Length');
+          else t.equal(first?.headers['transfer-encoding'], 'chunked', 'with its Transfer-Encoding');
+          t.equal(first?.headers['connection'], 'keep-alive', "the backend sees the proxy's own Connection field only");
+          t.equal(c.responses.length, 2, 'two responses to two requests');
+          t.equal(p.faults.length, 0, 'no fault');
+        },
+      );
 
-      t.test(`${listener}, response, ${framing} ${spelling}: the client reads the body as a body on its kept-alive connection`, async (t) => {
-        const backend = await recordingBackend(t, (socket, req) => {
-          if (req.url === '/a') socket.write(framed('HTTP/1.1 200 OK', fieldLines, framing, SMUGGLED_RESPONSE), 'latin1');
-          else plain(socket, req);
-        });
-        const p = await proxy(t, secure, backend.url);
-        const c = await p.connect();
-        t.teardown(() => c.destroy());
-        await c.write('GET /a HTTP/1.1\r\nHost: a\r\n\r\n');
-        const a = await response(c, 1);
-        t.ok(a?.complete === true, 'the first response ends where its framing says');
-        t.equal(a?.body.toString('latin1'), SMUGGLED_RESPONSE, 'its body is the backend body, whole');
-        if (framing === 'content-length') t.equal(a?.headers['content-length'], String(SMUGGLED_RESPONSE.length), 'with its Content-Length');
-        else t.equal(a?.headers['transfer-encoding'], 'chunked', 'with its Transfer-Encoding');
-        t.notOk(c.closed, 'the connection stays open');
-        await c.write('GET /b HTTP/1.1\r\nHost: a\r\n\r\n');
-        const b = await response(c, 2);
-        t.equal(b?.body.toString('latin1'), 'b', 'the next response answers the next request');
-        t.equal(c.responses.length, 2, 'the client counted two responses');
-        t.same(
-          backend.requests.map((r) => r.url),
-          ['/a', '/b'],
-        );
-        t.equal(p.faults.length, 0, 'no fault');
-      });
+      t.test(
+        `${listener}, response, ${framing} ${spelling}: the client reads the body as a body on its kept-alive connection`,
+        async (t) => {
+          const backend = await recordingBackend(t, (socket, req) => {
+            if (req.url === '/a') socket.write(framed('HTTP/1.1 200 OK', fieldLines, framing, SMUGGLED_RESPONSE), 'latin1');
+            else plain(socket, req);
+          });
+          const p = await proxy(t, secure, backend.url);
+          const c = await p.connect();
+          t.teardown(() => c.destroy());
+          await c.write('GET /a HTTP/1.1\r\nHost: a\r\n\r\n');
+          const a = await response(c, 1);
+          t.ok(a?.complete === true, 'the first response ends where its framing says');
+          t.equal(a?.body.toString('latin1'), SMUGGLED_RESPONSE, 'its body is the backend body, whole');
+          if (framing === 'content-length')
+            t.equal(a?.headers['content-length'], String(SMUGGLED_RESPONSE.length), 'with its Content-Length');
+          else t.equal(a?.headers['transfer-encoding'], 'chunked', 'with its Transfer-Encoding');
+          t.notOk(c.closed, 'the connection stays open');
+          await c.write('GET /b HTTP/1.1\r\nHost: a\r\n\r\n');
+          const b = await response(c, 2);
+          t.equal(b?.body.toString('latin1'), 'b', 'the next response answers the next request');
+          t.equal(c.responses.length, 2, 'the client counted two responses');
+          t.same(
+            backend.requests.map((r) => r.url),
+            ['/a', '/b'],
+          );
+          t.equal(p.faults.length, 0, 'no fault');
+        },
+      );
     }
   }
 }
 
 t.test('HTTP/1.0 keep-alive client: Connection: keep-alive, content-length keeps the framing both ways', async (t) => {
   const backend = await recordingBackend(t, (socket, req) => {
-    if (req.url === '/a') socket.write(framed('HTTP/1.1 200 OK', 'Connection: keep-alive, Content-Length', 'content-length', SMUGGLED_RESPONSE), 'latin1');
+    if (req.url === '/a')
+      socket.write(framed('HTTP/1.1 200 OK', 'Connection: keep-alive, Content-Length', 'content-length', SMUGGLED_RESPONSE), 'latin1');
     else plain(socket, req);
   });
   const p = await proxy(t, false, backend.url);
@@ -250,7 +259,8 @@ t.test("a router's field list without the client's Content-Length: the backend s
   const route: RouteFn = (req) => {
     // Every field but Content-Length, and one the router adds: its Transfer-Encoding must not frame the body either.
     const fields: string[] = [];
-    for (let i = 0; i < req.headers.length; i += 2) if (req.headers[i]?.toLowerCase() !== 'content-length') fields.push(req.headers[i] as string, req.headers[i + 1] as string);
+    for (let i = 0; i < req.headers.length; i += 2)
+      if (req.headers[i]?.toLowerCase() !== 'content-length') fields.push(req.headers[i] as string, req.headers[i + 1] as string);
     if (req.url === '/a') fields.push('Transfer-Encoding', 'chunked');
     return { target, headers: fields };
   };

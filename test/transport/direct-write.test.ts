@@ -6,7 +6,18 @@
 import t, { type Test } from 'tap';
 import * as net from 'node:net';
 import { once } from 'node:events';
-import { directWrites, handleOf, JOIN_SIZE, writeBlocked, writeBuffer, writeHeadAndBody, writeJoined, writeLatin1, writesPending, type DirectHandle } from '../../lib/transport/direct-write';
+import {
+  directWrites,
+  handleOf,
+  JOIN_SIZE,
+  writeBlocked,
+  writeBuffer,
+  writeHeadAndBody,
+  writeJoined,
+  writeLatin1,
+  writesPending,
+  type DirectHandle,
+} from '../../lib/transport/direct-write';
 
 async function pair(): Promise<{ client: net.Socket; server: net.Socket; close: () => void }> {
   const srv = net.createServer();
@@ -29,7 +40,9 @@ async function pair(): Promise<{ client: net.Socket; server: net.Socket; close: 
 }
 
 /** Two connections, the second's peer reading nothing until finish(), which returns what each peer got once both ended. */
-async function quickAndStuck(t: Test): Promise<{ quick: net.Socket; stuck: net.Socket; finish(): Promise<{ quick: Buffer; stuck: Buffer }> }> {
+async function quickAndStuck(
+  t: Test,
+): Promise<{ quick: net.Socket; stuck: net.Socket; finish(): Promise<{ quick: Buffer; stuck: Buffer }> }> {
   const quick = await pair();
   const stuck = await pair();
   t.teardown(quick.close);
@@ -122,7 +135,11 @@ t.test('one request object serves writes that finish at once; a queued write kee
   for (let i = 100; i < 150; i++) writeLatin1(quick, `q${i};`);
   t.ok(made.length - before >= 2 && made.length - before <= 3, `queued writes took objects of their own: ${made.length - before} made`);
   const got = await finish();
-  t.equal(got.quick.toString('latin1'), Array.from({ length: 150 }, (_, i) => `q${i};`).join(''), 'the quick socket: every write, in order');
+  t.equal(
+    got.quick.toString('latin1'),
+    Array.from({ length: 150 }, (_, i) => `q${i};`).join(''),
+    'the quick socket: every write, in order',
+  );
   t.equal(Buffer.compare(got.stuck, big), 0, 'the stuck socket: 8 MiB byte for byte');
 });
 

@@ -24,7 +24,10 @@ t.test('the backend answers 413 after the head, while the body is still coming',
   t.equal(res.body.toString(), 'too big!');
   t.equal(res.headers['connection'], 'close', 'the client is told the connection closes');
   t.ok(await c.waitClose(2000), 'and it does');
-  t.ok(backend.conns.every((x) => x.closed), 'the backend socket with the unfinished request is not reused');
+  t.ok(
+    backend.conns.every((x) => x.closed),
+    'the backend socket with the unfinished request is not reused',
+  );
   t.equal(h.transport.connections().idleTargets, 0);
   t.equal(h.faults.length, 0, "the backend's answer is not a transport fault");
 });

@@ -32,10 +32,27 @@ const TCHAR = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-';
 
 /** A name in random letter case. */
 const cased = (name: string): fc.Arbitrary<string> =>
-  fc.array(fc.boolean(), { minLength: name.length, maxLength: name.length }).map((up) => [...name].map((c, i) => (up[i] === true ? c.toUpperCase() : c)).join(''));
+  fc
+    .array(fc.boolean(), { minLength: name.length, maxLength: name.length })
+    .map((up) => [...name].map((c, i) => (up[i] === true ? c.toUpperCase() : c)).join(''));
 
 /** Tokens a Connection field may list: the framing fields above all, hop-by-hop names and inventions. */
-const CONNECTION_TOKENS = ['content-length', 'transfer-encoding', 'host', 'keep-alive', 'close', 'te', 'trailer', 'via', 'server', 'user-agent', 'x-a', 'x-b', 'expect', 'date'];
+const CONNECTION_TOKENS = [
+  'content-length',
+  'transfer-encoding',
+  'host',
+  'keep-alive',
+  'close',
+  'te',
+  'trailer',
+  'via',
+  'server',
+  'user-agent',
+  'x-a',
+  'x-b',
+  'expect',
+  'date',
+];
 const connectionToken = fc.oneof(
   fc.constantFrom(...CONNECTION_TOKENS).chain(cased),
   fc.string({ unit: fc.constantFrom(...TCHAR), minLength: 1, maxLength: 8 }),
@@ -50,8 +67,27 @@ const connectionValue = fc
 const connectionField = fc.tuple(cased('connection'), connectionValue).map(([n, v]) => [n, v.trim()] as const);
 
 /** Other fields: ordinary ones and the hop-by-hop ones the builders drop. */
-const ORDINARY = ['Accept', 'Cache-Control', 'X-Request-Id', 'Content-Type', 'X-A', 'X-B', 'Trailer', 'Date', 'Via', 'Server', 'User-Agent', 'Keep-Alive', 'TE', 'Proxy-Connection', 'X-Forwarded-For'];
-const otherField = fc.tuple(fc.constantFrom(...ORDINARY).chain(cased), fc.string({ unit: fc.constantFrom(...TCHAR, ' ', '=', ';'), minLength: 1, maxLength: 12 }).map((v) => v.trim() || 'v'));
+const ORDINARY = [
+  'Accept',
+  'Cache-Control',
+  'X-Request-Id',
+  'Content-Type',
+  'X-A',
+  'X-B',
+  'Trailer',
+  'Date',
+  'Via',
+  'Server',
+  'User-Agent',
+  'Keep-Alive',
+  'TE',
+  'Proxy-Connection',
+  'X-Forwarded-For',
+];
+const otherField = fc.tuple(
+  fc.constantFrom(...ORDINARY).chain(cased),
+  fc.string({ unit: fc.constantFrom(...TCHAR, ' ', '=', ';'), minLength: 1, maxLength: 12 }).map((v) => v.trim() || 'v'),
+);
 
 /** A message's framing fields for a framing, the name's case random. */
 function framingFields(f: Framing, teValue: string): fc.Arbitrary<(readonly [string, string])[]> {
@@ -60,14 +96,17 @@ function framingFields(f: Framing, teValue: string): fc.Arbitrary<(readonly [str
   return fc.constant([]);
 }
 
-const framing = (kinds: readonly Kind[]): fc.Arbitrary<Framing> => fc.record({ kind: fc.constantFrom(...kinds), length: fc.integer({ min: 0, max: 1 << 20 }) });
+const framing = (kinds: readonly Kind[]): fc.Arbitrary<Framing> =>
+  fc.record({ kind: fc.constantFrom(...kinds), length: fc.integer({ min: 0, max: 1 << 20 }) });
 
 /** Fields in a random order: the framing fields, 0-3 Connection fields and 0-8 others. */
 function fieldSet(f: Framing, teValues: readonly string[]): fc.Arbitrary<string[]> {
   return fc
     .constantFrom(...teValues)
     .chain((te) => fc.tuple(framingFields(f, te), fc.array(connectionField, { maxLength: 3 }), fc.array(otherField, { maxLength: 8 })))
-    .chain(([fr, conns, others]) => fc.shuffledSubarray([...fr, ...conns, ...others], { minLength: fr.length + conns.length + others.length }))
+    .chain(([fr, conns, others]) =>
+      fc.shuffledSubarray([...fr, ...conns, ...others], { minLength: fr.length + conns.length + others.length }),
+    )
     .map((pairs) => pairs.flatMap(([n, v]) => [n, v]));
 }
 
@@ -110,9 +149,16 @@ t.test('request heads: framed exactly as received, whatever the fields and Conne
       fc.boolean(),
       fc.boolean(),
       ([f, headers], settings, trustedPeer, close) => {
-        const head = buildRequestHead({ method: 'POST', path: '/p', headers, hostHeader: 'backend:8080', remoteAddress: '10.0.0.1', trustedPeer, proto: 'http', close }, settings);
+        const head = buildRequestHead(
+          { method: 'POST', path: '/p', headers, hostHeader: 'backend:8080', remoteAddress: '10.0.0.1', trustedPeer, proto: 'http', close },
+          settings,
+        );
         const d = declared(parseHead(Buffer.from(head, 'latin1'), 'request'));
-        return sameAs(d.framing, f) && d.contentLengths === (f.kind === 'length' ? 1 : 0) && d.transferEncodings === (f.kind === 'chunked' ? 1 : 0);
+        return (
+          sameAs(d.framing, f) &&
+          d.contentLengths === (f.kind === 'length' ? 1 : 0) &&
+          d.transferEncodings === (f.kind === 'chunked' ? 1 : 0)
+        );
       },
     ),
     fcParams(2000),
@@ -122,7 +168,10 @@ t.test('request heads: framed exactly as received, whatever the fields and Conne
 
 t.test('response heads: framed exactly as received, router fields and Connection tokens whatever they say', async (t) => {
   // A response may carry codings before chunked (RFC 9112 §6.1); the builder combines repeated fields.
-  const routerField = fc.tuple(fc.constantFrom('Content-Length', 'transfer-encoding', 'Connection', 'X-Added', 'Keep-Alive').chain(cased), fc.constantFrom('0', '7', 'chunked', 'content-length', 'close'));
+  const routerField = fc.tuple(
+    fc.constantFrom('Content-Length', 'transfer-encoding', 'Connection', 'X-Added', 'Keep-Alive').chain(cased),
+    fc.constantFrom('0', '7', 'chunked', 'content-length', 'close'),
+  );
   fc.assert(
     fc.property(
       framing(['length', 'chunked', 'none']).chain((f) => fc.tuple(fc.constant(f), fieldSet(f, ['chunked', 'gzip, chunked', 'CHUNKED']))),
@@ -130,9 +179,23 @@ t.test('response heads: framed exactly as received, router fields and Connection
       fc.constantFrom('', 'keep-alive', 'close'),
       fc.constantFrom(...SETTINGS),
       ([f, headers], extra, connection, settings) => {
-        const head = buildResponseHead({ statusCode: 200, statusText: 'OK', headers, connection: connection as '' | 'keep-alive' | 'close', dechunk: false, extra: extra.flatMap(([n, v]) => [n, v]) }, settings);
+        const head = buildResponseHead(
+          {
+            statusCode: 200,
+            statusText: 'OK',
+            headers,
+            connection: connection as '' | 'keep-alive' | 'close',
+            dechunk: false,
+            extra: extra.flatMap(([n, v]) => [n, v]),
+          },
+          settings,
+        );
         const d = declared(parseHead(Buffer.from(head, 'latin1'), 'response'));
-        return sameAs(d.framing, f) && d.contentLengths === (f.kind === 'length' ? 1 : 0) && d.transferEncodings === (f.kind === 'chunked' ? 1 : 0);
+        return (
+          sameAs(d.framing, f) &&
+          d.contentLengths === (f.kind === 'length' ? 1 : 0) &&
+          d.transferEncodings === (f.kind === 'chunked' ? 1 : 0)
+        );
       },
     ),
     fcParams(2000),
@@ -147,7 +210,19 @@ t.test("a router's replacement fields: withFramingOf gives them the received fra
       framing(['length', 'chunked', 'none']).chain((f) => fieldSet(f, ['chunked', 'gzip'])),
       (received, router) => {
         const out = withFramingOf(router, received);
-        const head = (h: readonly string[]): Framing => declared(parseHead(Buffer.from(buildRequestHead({ method: 'PUT', path: '/', headers: h, hostHeader: 'b', remoteAddress: '10.0.0.1', proto: 'http', close: false }, DEFAULT_TRANSPORT_SETTINGS), 'latin1'), 'request')).framing;
+        const head = (h: readonly string[]): Framing =>
+          declared(
+            parseHead(
+              Buffer.from(
+                buildRequestHead(
+                  { method: 'PUT', path: '/', headers: h, hostHeader: 'b', remoteAddress: '10.0.0.1', proto: 'http', close: false },
+                  DEFAULT_TRANSPORT_SETTINGS,
+                ),
+                'latin1',
+              ),
+              'request',
+            ),
+          ).framing;
         return sameFraming(out, received) && sameAs(head(out), head(received)) && out.length <= router.length + 2;
       },
     ),
@@ -245,7 +320,10 @@ t.test('whole exchanges through a transport: the backend and the client read eac
           const res = await c.message(1, 5000);
           const req = seen.find((r) => r.url === url);
           if (req === undefined) return false;
-          const reqOk = req.body.toString('latin1') === body && req.chunked === (ex.request === 'chunked') && (ex.request !== 'length' || req.headers['content-length'] === String(body.length));
+          const reqOk =
+            req.body.toString('latin1') === body &&
+            req.chunked === (ex.request === 'chunked') &&
+            (ex.request !== 'length' || req.headers['content-length'] === String(body.length));
           const d = declared(res);
           const want: Framing = { kind: ex.response, length: ex.responseBody.length };
           const resOk = res.complete && res.body.toString('latin1') === ex.responseBody && sameAs(d.framing, want);

@@ -16,13 +16,7 @@ import { buildRequestHead, buildResponseHead, sameLower, withBodyLength } from '
 import { DEFAULT_TRANSPORT_SETTINGS, resolveSettings } from '../../lib/transport/settings';
 
 const REQUEST = Buffer.concat([
-  Buffer.from(
-    'GET /h?q=1 HTTP/1.1\r\n' +
-      'Host: client.example:8080\r\n' +
-      'X-CaSe-Test: MiXeD vAlUe\r\n' +
-      'X-Latin: caf',
-    'latin1',
-  ),
+  Buffer.from('GET /h?q=1 HTTP/1.1\r\n' + 'Host: client.example:8080\r\n' + 'X-CaSe-Test: MiXeD vAlUe\r\n' + 'X-Latin: caf', 'latin1'),
   Buffer.from([0xe9]),
   Buffer.from(
     '\r\n' +
@@ -74,7 +68,11 @@ interface Seen {
   readonly raw: Buffer;
 }
 
-async function roundTrip(t: Test, options: StartOptions = {}, route?: (url: string) => Parameters<typeof startTransport>[1]): Promise<Seen> {
+async function roundTrip(
+  t: Test,
+  options: StartOptions = {},
+  route?: (url: string) => Parameters<typeof startTransport>[1],
+): Promise<Seen> {
   const backend = await rawBackend({ onRequest: (c) => c.write(RESPONSE) });
   t.teardown(() => backend.close());
   const h = await startTransport(t, route === undefined ? backend.url : route(backend.url), options);
@@ -106,7 +104,10 @@ t.test('request: hop-by-hop fields removed, case and bytes kept, forwarding fiel
   t.ok(names(req).includes('X-CaSe-Test'), 'field name case kept');
   t.ok(names(req).includes('accept'), 'lower-case name kept lower-case');
   const raw = backend.conns[0]?.raw ?? Buffer.alloc(0);
-  t.ok(raw.includes(Buffer.from([0x58, 0x2d, 0x4c, 0x61, 0x74, 0x69, 0x6e, 0x3a, 0x20, 0x63, 0x61, 0x66, 0xe9, 0x0d, 0x0a])), 'X-Latin: caf<0xE9> arrives byte for byte');
+  t.ok(
+    raw.includes(Buffer.from([0x58, 0x2d, 0x4c, 0x61, 0x74, 0x69, 0x6e, 0x3a, 0x20, 0x63, 0x61, 0x66, 0xe9, 0x0d, 0x0a])),
+    'X-Latin: caf<0xE9> arrives byte for byte',
+  );
   t.same(values(req, 'Host'), [`127.0.0.1:${backend.port}`], "Host is the target's host:port, once");
   t.same(values(req, 'X-Forwarded-For'), ['127.0.0.1'], 'X-Forwarded-For replaced by the peer address (no trusted proxies)');
   t.same(values(req, 'X-Forwarded-Proto'), ['http'], "X-Forwarded-Proto is the proxy's (a client cannot forge it)");
@@ -122,8 +123,14 @@ t.test('response: hop-by-hop fields removed, case and bytes kept, Via added, rep
   const { res, raw } = await roundTrip(t);
   t.equal(res.status, 200);
   t.equal(res.body.toString(), 'ok');
-  for (const name of ['X-Resp-Hop', 'Keep-Alive', 'Proxy-Connection', 'Upgrade', 'TE', 'Connection']) t.same(values(res, name), [], `${name} removed`);
-  t.ok(raw.includes(Buffer.concat([Buffer.from('X-MiXeD-Resp: V'), Buffer.from([0xe9]), Buffer.from('rit'), Buffer.from([0xe9]), Buffer.from('\r\n')])), 'X-MiXeD-Resp name case and 0xE9 bytes arrive unchanged');
+  for (const name of ['X-Resp-Hop', 'Keep-Alive', 'Proxy-Connection', 'Upgrade', 'TE', 'Connection'])
+    t.same(values(res, name), [], `${name} removed`);
+  t.ok(
+    raw.includes(
+      Buffer.concat([Buffer.from('X-MiXeD-Resp: V'), Buffer.from([0xe9]), Buffer.from('rit'), Buffer.from([0xe9]), Buffer.from('\r\n')]),
+    ),
+    'X-MiXeD-Resp name case and 0xE9 bytes arrive unchanged',
+  );
   t.same(values(res, 'Via'), ['1.1 upstream, 1.1 throughway'], 'Via appended');
   t.same(values(res, 'Server'), ['backend/1'], 'Server preserved by default');
   t.same(values(res, 'Set-Cookie'), ['a=1', 'b=2'], 'two Set-Cookie fields, not joined');
@@ -141,7 +148,9 @@ t.test("preserveServer false: the backend's Server replaced", async (t) => {
 });
 
 t.test('preserveHeaders: listed fields keep their incoming value instead of the one the proxy would set', async (t) => {
-  const { req } = await roundTrip(t, { settings: { preserveHeaders: ['Host', 'x-forwarded-proto', 'user-agent'], preserveUserAgent: false } });
+  const { req } = await roundTrip(t, {
+    settings: { preserveHeaders: ['Host', 'x-forwarded-proto', 'user-agent'], preserveUserAgent: false },
+  });
   t.same(values(req, 'Host'), ['client.example:8080'], "Host: the client's");
   t.same(values(req, 'X-Forwarded-Proto'), ['https'], "X-Forwarded-Proto: the client's");
   t.same(values(req, 'User-Agent'), ['test-agent/1.0'], "User-Agent: the client's although preserveUserAgent is false");
@@ -197,7 +206,20 @@ t.test('sameLower: field names compared ignoring ASCII case only', async (t) => 
 });
 
 t.test('withBodyLength: the framing fields and Expect dropped in any case, one Content-Length for the new body', async (t) => {
-  const input = ['Host', 'h', 'content-LENGTH', '3', 'Transfer-Encoding', 'chunked', 'EXPECT', '100-continue', 'X-Expected', 'kept', 'Content-Type', 'text/plain'];
+  const input = [
+    'Host',
+    'h',
+    'content-LENGTH',
+    '3',
+    'Transfer-Encoding',
+    'chunked',
+    'EXPECT',
+    '100-continue',
+    'X-Expected',
+    'kept',
+    'Content-Type',
+    'text/plain',
+  ];
   t.strictSame(withBodyLength(input, 42), ['Host', 'h', 'X-Expected', 'kept', 'Content-Type', 'text/plain', 'Content-Length', '42']);
   t.equal(input.length, 12, 'the input is not edited');
 });
@@ -205,20 +227,43 @@ t.test('withBodyLength: the framing fields and Expect dropped in any case, one C
 checkTransitions(t);
 
 t.test('fields a Connection field names are dropped wherever they stand, before it or after, in any letter case', async (t) => {
-  const fieldNames = (head: string): string[] => head.split('\r\n').slice(1).filter((l) => l !== '').map((l) => l.slice(0, l.indexOf(':')));
+  const fieldNames = (head: string): string[] =>
+    head
+      .split('\r\n')
+      .slice(1)
+      .filter((l) => l !== '')
+      .map((l) => l.slice(0, l.indexOf(':')));
   const request = (headers: string[]): string[] =>
-    fieldNames(buildRequestHead({ method: 'GET', path: '/', headers, hostHeader: 'b:1', remoteAddress: '10.0.0.1', proto: 'http', close: false }, DEFAULT_TRANSPORT_SETTINGS));
+    fieldNames(
+      buildRequestHead(
+        { method: 'GET', path: '/', headers, hostHeader: 'b:1', remoteAddress: '10.0.0.1', proto: 'http', close: false },
+        DEFAULT_TRANSPORT_SETTINGS,
+      ),
+    );
   const response = (headers: string[]): string[] =>
-    fieldNames(buildResponseHead({ statusCode: 200, statusText: 'OK', headers, connection: '', dechunk: false, extra: [] }, DEFAULT_TRANSPORT_SETTINGS)).filter((n) => n !== 'Via');
+    fieldNames(
+      buildResponseHead(
+        { statusCode: 200, statusText: 'OK', headers, connection: '', dechunk: false, extra: [] },
+        DEFAULT_TRANSPORT_SETTINGS,
+      ),
+    ).filter((n) => n !== 'Via');
   const fields = ['X-Early', '1', 'Connection', 'keep-alive', 'X-Mid', '2', 'Connection', 'x-EARLY, X-Late', 'X-Late', '3', 'X-Kept', '4'];
   const req = request(fields);
   t.notOk(req.includes('X-Early'), 'a field before the Connection field naming it is dropped');
   t.notOk(req.includes('X-Late'), 'and one after it');
   t.ok(req.includes('X-Mid') && req.includes('X-Kept'), 'the others stay');
-  t.same(req.filter((n) => n.startsWith('X-') && n !== 'X-Forwarded-For' && n !== 'X-Forwarded-Proto'), ['X-Mid', 'X-Kept'], 'in their order, once each');
+  t.same(
+    req.filter((n) => n.startsWith('X-') && n !== 'X-Forwarded-For' && n !== 'X-Forwarded-Proto'),
+    ['X-Mid', 'X-Kept'],
+    'in their order, once each',
+  );
   t.same(response(fields), ['X-Mid', 'X-Kept'], 'the same in a response');
   for (const usual of ['Keep-Alive', 'CLOSE', 'upgrade', 'keep-alive, Upgrade']) {
-    t.same(response(['X-Early', '1', 'Connection', usual, 'X-Kept', '2']), ['X-Early', 'X-Kept'], `Connection: ${usual} drops nothing else`);
+    t.same(
+      response(['X-Early', '1', 'Connection', usual, 'X-Kept', '2']),
+      ['X-Early', 'X-Kept'],
+      `Connection: ${usual} drops nothing else`,
+    );
   }
 });
 
@@ -226,24 +271,49 @@ t.test('heads built in turn for transports with other preserve lists each follow
   const keepAll = resolveSettings({ preserveHeaders: ['Host', 'User-Agent', 'server'], preserveUserAgent: false, preserveServer: false });
   const keepNone = resolveSettings({ preserveHeaders: ['content-type'], preserveUserAgent: false, preserveServer: false });
   const request = (s: typeof keepAll): string =>
-    buildRequestHead({ method: 'GET', path: '/', headers: ['Host', 'client.example', 'User-Agent', 'curl/8'], hostHeader: 'backend:1', remoteAddress: '10.0.0.1', proto: 'http', close: false }, s);
-  const response = (s: typeof keepAll): string => buildResponseHead({ statusCode: 200, statusText: 'OK', headers: ['Server', 'backend/1'], connection: '', dechunk: false, extra: [] }, s);
+    buildRequestHead(
+      {
+        method: 'GET',
+        path: '/',
+        headers: ['Host', 'client.example', 'User-Agent', 'curl/8'],
+        hostHeader: 'backend:1',
+        remoteAddress: '10.0.0.1',
+        proto: 'http',
+        close: false,
+      },
+      s,
+    );
+  const response = (s: typeof keepAll): string =>
+    buildResponseHead(
+      { statusCode: 200, statusText: 'OK', headers: ['Server', 'backend/1'], connection: '', dechunk: false, extra: [] },
+      s,
+    );
   const hostOnly = resolveSettings({ preserveHeaders: ['HOST'], preserveUserAgent: false, preserveServer: false });
   const flagsOnly = resolveSettings({ preserveHeaders: [], preserveUserAgent: true, preserveServer: true });
-  const turns = [[keepAll, true, true, true], [keepNone, false, false, false], [hostOnly, true, false, false], [keepAll, true, true, true], [flagsOnly, false, true, true], [keepNone, false, false, false]] as const;
+  const turns = [
+    [keepAll, true, true, true],
+    [keepNone, false, false, false],
+    [hostOnly, true, false, false],
+    [keepAll, true, true, true],
+    [flagsOnly, false, true, true],
+    [keepNone, false, false, false],
+  ] as const;
   for (let i = 0; i < 3; i++) {
     for (const [s, host, agent, server] of turns) {
       const req = request(s);
       const res = response(s);
       t.equal(req.includes('\r\nHost: client.example\r\n'), host, `Host kept: ${host}`);
-      t.equal(req.includes('\r\nHost: backend:1\r\n'), !host, 'else the backend\'s');
+      t.equal(req.includes('\r\nHost: backend:1\r\n'), !host, "else the backend's");
       t.equal(req.includes('\r\nUser-Agent: curl/8\r\n'), agent, `User-Agent kept: ${agent}`);
       t.equal(req.includes(`\r\nUser-Agent: ${s.productToken}\r\n`), !agent);
       t.equal(res.includes('\r\nServer: backend/1\r\n'), server, `Server kept: ${server}`);
       t.equal(res.includes(`\r\nServer: ${s.productToken}\r\n`), !server);
     }
   }
-  const noServer = buildResponseHead({ statusCode: 200, statusText: 'OK', headers: ['Content-Length', '0'], connection: '', dechunk: false, extra: [] }, keepNone);
+  const noServer = buildResponseHead(
+    { statusCode: 200, statusText: 'OK', headers: ['Content-Length', '0'], connection: '', dechunk: false, extra: [] },
+    keepNone,
+  );
   t.notOk(noServer.includes('Server:'), 'no Server field when the backend sent none');
 });
 
@@ -253,7 +323,15 @@ t.test('forwarding lines kept per connection: every head the same as one built a
   const keepHostAndAgent = resolveSettings({ preserveHeaders: ['host', 'user-agent'], preserveUserAgent: false });
   const closing = resolveSettings({ disableKeepAlive: true });
   type In = Parameters<typeof buildRequestHead>[0];
-  const base: In = { method: 'GET', path: '/a', headers: ['Host', 'client.example', 'Accept', '*/*'], hostHeader: 'backend:1', remoteAddress: '10.0.0.1', proto: 'http', close: false };
+  const base: In = {
+    method: 'GET',
+    path: '/a',
+    headers: ['Host', 'client.example', 'Accept', '*/*'],
+    hostHeader: 'backend:1',
+    remoteAddress: '10.0.0.1',
+    proto: 'http',
+    close: false,
+  };
   // Each variant differs from `base` in one thing and comes right after it: a key part left out of the
   // comparison would hand the variant the base's lines.
   const turns: [In, typeof plain][] = [
@@ -289,7 +367,11 @@ t.test('forwarding lines kept per connection: every head the same as one built a
     t.equal(buildRequestHead({ ...input, tails: holder }, settings), fresh, `turn ${i}: the same head as one built afresh`);
     t.equal(buildRequestHead({ ...input, tails: holder }, settings), fresh, `turn ${i}: and again with the lines kept`);
   }
-  t.match(buildRequestHead({ ...base, tails: holder }, plain), /\r\nX-Forwarded-Host: client\.example\r\nVia: 1\.1 throughway\r\nConnection: keep-alive\r\n\r\n$/, 'the forwarding lines end the head');
+  t.match(
+    buildRequestHead({ ...base, tails: holder }, plain),
+    /\r\nX-Forwarded-Host: client\.example\r\nVia: 1\.1 throughway\r\nConnection: keep-alive\r\n\r\n$/,
+    'the forwarding lines end the head',
+  );
 });
 
 t.test('forwarding lines on the wire: a keep-alive client changing its Host, then sending its own Via', async (t) => {
@@ -322,7 +404,7 @@ t.test('forwarding lines on the wire: a keep-alive client changing its Host, the
   t.equal(h.faults.length, 0, 'no fault');
 });
 
-t.test('response heads built in turn: each status line and each settings object\'s Server and Via lines its own', async (t) => {
+t.test("response heads built in turn: each status line and each settings object's Server and Via lines its own", async (t) => {
   const plain = resolveSettings({ preserveServer: false });
   const quiet = resolveSettings({ via: '', preserveServer: true });
   const renamed = resolveSettings({ via: '1.1 edge-gw', productToken: 'edge', preserveServer: false });
@@ -338,10 +420,22 @@ t.test('response heads built in turn: each status line and each settings object\
     [200, 'OK', plain, 'HTTP/1.1 200 OK\r\nServer: throughway\r\nVia: 1.1 throughway\r\n\r\n'],
   ];
   for (const [i, [code, text, s, expected]] of turns.entries()) t.equal(head(code, text, s), expected, `turn ${i}: ${code} ${text}`);
-  t.equal(head(200, 'OK', plain, ['Via', '1.0 up']), 'HTTP/1.1 200 OK\r\nVia: 1.0 up, 1.1 throughway\r\n\r\n', "the backend's Via kept, the gateway's appended");
+  t.equal(
+    head(200, 'OK', plain, ['Via', '1.0 up']),
+    'HTTP/1.1 200 OK\r\nVia: 1.0 up, 1.1 throughway\r\n\r\n',
+    "the backend's Via kept, the gateway's appended",
+  );
   t.equal(head(200, 'OK', quiet, ['Via', '1.0 up']), 'HTTP/1.1 200 OK\r\nVia: 1.0 up\r\n\r\n', "with via '' the backend's alone");
   t.equal(head(200, 'OK', renamed, []), 'HTTP/1.1 200 OK\r\nVia: 1.1 edge-gw\r\n\r\n', 'no Server field when the backend sent none');
-  for (const [connection, line] of [['keep-alive', 'Connection: keep-alive\r\n'], ['close', 'Connection: close\r\n'], ['', '']] as const) {
-    t.equal(buildResponseHead({ statusCode: 204, statusText: 'No Content', headers: [], connection, dechunk: false, extra: [] }, quiet), `HTTP/1.1 204 No Content\r\n${line}\r\n`, `connection '${connection}'`);
+  for (const [connection, line] of [
+    ['keep-alive', 'Connection: keep-alive\r\n'],
+    ['close', 'Connection: close\r\n'],
+    ['', ''],
+  ] as const) {
+    t.equal(
+      buildResponseHead({ statusCode: 204, statusText: 'No Content', headers: [], connection, dechunk: false, extra: [] }, quiet),
+      `HTTP/1.1 204 No Content\r\n${line}\r\n`,
+      `connection '${connection}'`,
+    );
   }
 });

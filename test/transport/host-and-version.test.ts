@@ -16,9 +16,27 @@ async function setup(t: Test) {
 }
 
 const CASES = [
-  { name: 'two Host fields', bytes: 'GET /x HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n', status: 400, reason: 'client_protocol' as const, cause: 'more than one Host field' },
-  { name: 'HTTP/1.1 without Host', bytes: 'GET /x HTTP/1.1\r\nX-A: 1\r\n\r\n', status: 400, reason: 'client_protocol' as const, cause: 'no Host field' },
-  { name: 'HTTP/2.0 in the request line', bytes: 'GET /x HTTP/2.0\r\nHost: a\r\n\r\n', status: 505, reason: 'version_not_supported' as const, cause: 'HTTP/2.0' },
+  {
+    name: 'two Host fields',
+    bytes: 'GET /x HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n',
+    status: 400,
+    reason: 'client_protocol' as const,
+    cause: 'more than one Host field',
+  },
+  {
+    name: 'HTTP/1.1 without Host',
+    bytes: 'GET /x HTTP/1.1\r\nX-A: 1\r\n\r\n',
+    status: 400,
+    reason: 'client_protocol' as const,
+    cause: 'no Host field',
+  },
+  {
+    name: 'HTTP/2.0 in the request line',
+    bytes: 'GET /x HTTP/2.0\r\nHost: a\r\n\r\n',
+    status: 505,
+    reason: 'version_not_supported' as const,
+    cause: 'HTTP/2.0',
+  },
 ];
 
 for (const c of CASES) {
@@ -43,7 +61,6 @@ t.test('HTTP/1.0 without Host is served (Host is required in 1.1 only)', async (
   t.equal(h.faults.length, 0);
 });
 
-
 t.test('CONNECT: 501, Connection: close, nothing forwarded (no tunnelling on this listener)', async (t) => {
   const { backend, h } = await setup(t);
   const res = await rawRequest(h.port, 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n');
@@ -58,7 +75,10 @@ t.test('a router cannot add a second framing field to a forwarded response', asy
   t.teardown(() => backend.close());
   const { targetFromUrl } = await import('../../lib/transport');
   const target = targetFromUrl(backend.url);
-  const h = await startTransport(t, () => ({ target, responseHeaders: ['Content-Length', '99', 'Transfer-Encoding', 'chunked', 'Connection', 'close', 'X-Added', 'yes'] }));
+  const h = await startTransport(t, () => ({
+    target,
+    responseHeaders: ['Content-Length', '99', 'Transfer-Encoding', 'chunked', 'Connection', 'close', 'X-Added', 'yes'],
+  }));
   const res = await rawRequest(h.port, 'GET /x HTTP/1.1\r\nHost: a\r\n\r\n');
   t.equal(res.status, 200);
   t.equal(res.text, 'hello');

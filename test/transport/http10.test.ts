@@ -57,7 +57,9 @@ t.test('HTTP/1.0 with Connection: keep-alive and a Content-Length response: kept
 });
 
 t.test('HTTP/1.0 keep-alive client, chunked response: de-chunked, so the close must delimit it', async (t) => {
-  const backend = await rawBackend({ onRequest: (c) => c.write('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n') });
+  const backend = await rawBackend({
+    onRequest: (c) => c.write('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n'),
+  });
   t.teardown(() => backend.close());
   const h = await startTransport(t, backend.url);
   const res = await rawRequest(h.port, 'GET /x HTTP/1.0\r\nHost: a\r\nConnection: keep-alive\r\n\r\n');

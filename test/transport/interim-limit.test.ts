@@ -9,7 +9,11 @@ import { rawBackend, type BackendConn } from '../helpers/backend';
 import { RawClient, until } from '../helpers/client';
 import { assertFault, checkTransitions, startTransport } from '../helpers/transport';
 
-const INTERIM = ['HTTP/1.1 100 Continue\r\n\r\n', 'HTTP/1.1 102 Processing\r\n\r\n', 'HTTP/1.1 103 Early Hints\r\nLink: </s.css>; rel=preload; as=style\r\n\r\n'];
+const INTERIM = [
+  'HTTP/1.1 100 Continue\r\n\r\n',
+  'HTTP/1.1 102 Processing\r\n\r\n',
+  'HTTP/1.1 103 Early Hints\r\nLink: </s.css>; rel=preload; as=style\r\n\r\n',
+];
 
 /** Writes 1xx responses until the socket closes (the gateway must cut it); stops by itself after 10 s. */
 function interimForever(c: BackendConn): void {
@@ -51,7 +55,10 @@ t.test('a backend that sends 1xx forever: 10 relayed, then 502 with 103163 and t
   t.equal(body.fault.message, 'Too many interim responses');
   const interim = c.responses.filter((m) => m.interim);
   t.equal(interim.length, 10, 'the first 10 interim responses were relayed, no more');
-  t.same(interim.slice(0, 3).map((m) => m.status), [100, 102, 103]);
+  t.same(
+    interim.slice(0, 3).map((m) => m.status),
+    [100, 102, 103],
+  );
   t.equal(c.responses.length, 11, '10 interim responses and the fault');
   assertFault(t, h.faults[0], { code: 103163, base: 103163, state: 4, side: 'target', reason: 'too_many_interim', httpStatus: 502 });
   t.match(h.faults[0]?.description ?? '', /more than 10 interim responses/);
@@ -96,7 +103,11 @@ t.test('max_interim_responses = 2: a third 1xx faults; 0: the first does, and no
   const res = await c.finalResponse(5000);
   t.equal(res.status, 502);
   t.equal(JSON.parse(res.body.toString()).fault.code, 103163);
-  t.same(c.responses.map((m) => m.status), [100, 102, 502], 'two relayed, the third refused, the 200 behind it never reaches the client');
+  t.same(
+    c.responses.map((m) => m.status),
+    [100, 102, 502],
+    'two relayed, the third refused, the 200 behind it never reaches the client',
+  );
 
   const zero = await startTransport(t, backend.url, { settings: { maxInterimResponses: 0 } });
   const d = await RawClient.connect(zero.port);
@@ -104,7 +115,11 @@ t.test('max_interim_responses = 2: a third 1xx faults; 0: the first does, and no
   await d.write('GET /none HTTP/1.1\r\nHost: a\r\n\r\n');
   const none = await d.finalResponse(5000);
   t.equal(none.status, 502);
-  t.same(d.responses.map((m) => m.status), [502], 'no interim response relayed');
+  t.same(
+    d.responses.map((m) => m.status),
+    [502],
+    'no interim response relayed',
+  );
   assertFault(t, zero.faults[0], { code: 103163, base: 103163, state: 4, side: 'target', reason: 'too_many_interim', httpStatus: 502 });
 });
 
@@ -117,7 +132,10 @@ t.test('an HTTP/1.0 client gets no interim response relayed; the cap still ends 
   await c.write('GET /old HTTP/1.0\r\nHost: a\r\n\r\n');
   const res = await c.finalResponse(8000);
   t.equal(res.status, 502);
-  t.same(c.responses.map((m) => m.status), [502]);
+  t.same(
+    c.responses.map((m) => m.status),
+    [502],
+  );
   assertFault(t, h.faults[0], { code: 103163, base: 103163, state: 4, side: 'target', reason: 'too_many_interim', httpStatus: 502 });
   t.ok(await until(() => backend.conns[0]?.closed === true, 3000), 'backend connection closed');
 });

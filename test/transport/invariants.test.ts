@@ -1,10 +1,22 @@
 import t from 'tap';
 import { checkTargetAttach, invariantBroken, InvariantError } from '../../lib/transport/invariants';
 import { ProtocolState as S } from '../../lib/transport/states';
-import { discardBody, Exchange, requestBody, markRequestComplete, markResponseDone, markResponseStarted, Progress, type ExchangeOwner } from '../../lib/transport/exchange';
+import {
+  discardBody,
+  Exchange,
+  requestBody,
+  markRequestComplete,
+  markResponseDone,
+  markResponseStarted,
+  Progress,
+  type ExchangeOwner,
+} from '../../lib/transport/exchange';
 
 t.test('a broken invariant throws a coded error naming the state', async (t) => {
-  t.throws(() => invariantBroken('source', 'feed', S.REQUEST_READY, 'an exchange in REQUEST_READY'), { code: 'ERR_TRANSPORT_INVARIANT', name: 'InvariantError' });
+  t.throws(() => invariantBroken('source', 'feed', S.REQUEST_READY, 'an exchange in REQUEST_READY'), {
+    code: 'ERR_TRANSPORT_INVARIANT',
+    name: 'InvariantError',
+  });
   t.ok(new InvariantError('source', 'feed', S.REQUEST_READY, 'x').message.includes('REQUEST_READY'));
 });
 
@@ -18,8 +30,27 @@ t.test('a target attached while serving another exchange throws', async (t) => {
 
 /** An exchange over a stand-in owner: only what the constructor reads. */
 function exchangeOf(head: { chunked?: boolean; contentLength?: number }): Exchange {
-  const parser = { method: 'POST', url: '/', headers: ['Host', 'x'], versionMajor: 1, versionMinor: 1, contentLength: head.contentLength ?? -1, chunked: head.chunked ?? false, upgrade: false };
-  const owner = { id: 1, remoteAddress: '127.0.0.1', trustedPeer: false, core: { trusted: null }, remotePort: 1, secure: false, writer: {}, parser, requests: 0 } as unknown as ExchangeOwner;
+  const parser = {
+    method: 'POST',
+    url: '/',
+    headers: ['Host', 'x'],
+    versionMajor: 1,
+    versionMinor: 1,
+    contentLength: head.contentLength ?? -1,
+    chunked: head.chunked ?? false,
+    upgrade: false,
+  };
+  const owner = {
+    id: 1,
+    remoteAddress: '127.0.0.1',
+    trustedPeer: false,
+    core: { trusted: null },
+    remotePort: 1,
+    secure: false,
+    writer: {},
+    parser,
+    requests: 0,
+  } as unknown as ExchangeOwner;
   const ex = new Exchange(owner, 0);
   ex.body = requestBody(parser.chunked, parser.contentLength);
   return ex;

@@ -47,7 +47,9 @@ async function upload(t: Test, size: number, measure: boolean): Promise<void> {
   t.equal(res.body.toString(), `${size} ${sent.sha256}`, 'the backend received exactly the bytes sent (length and sha256)');
   t.equal(h.faults.length, 0);
   if (peak !== undefined) {
-    t.comment(`upload ${size / MiB} MiB: peak referenced growth arrayBuffers ${(peak.arrayBuffers / MiB).toFixed(1)} MiB, rss ${(peak.rss / MiB).toFixed(1)} MiB, ${peak.samples} samples`);
+    t.comment(
+      `upload ${size / MiB} MiB: peak referenced growth arrayBuffers ${(peak.arrayBuffers / MiB).toFixed(1)} MiB, rss ${(peak.rss / MiB).toFixed(1)} MiB, ${peak.samples} samples`,
+    );
     t.ok(peak.samples >= 10, `memory was sampled during the transfer (${peak.samples} samples)`);
     t.ok(peak.arrayBuffers < MAX_GROWTH, `arrayBuffers grew ${(peak.arrayBuffers / MiB).toFixed(1)} MiB < ${MAX_GROWTH / MiB} MiB`);
     t.ok(peak.rss < size / 2, `rss grew ${(peak.rss / MiB).toFixed(1)} MiB, well under the body size`);
@@ -60,7 +62,9 @@ async function download(t: Test, size: number, measure: boolean, chunked: boolea
     onRequest: (c) => {
       void (async () => {
         const d = new Digest();
-        await c.writeDrained(Buffer.from(`HTTP/1.1 200 OK\r\n${chunked ? 'Transfer-Encoding: chunked' : `Content-Length: ${size}`}\r\n\r\n`, 'latin1'));
+        await c.writeDrained(
+          Buffer.from(`HTTP/1.1 200 OK\r\n${chunked ? 'Transfer-Encoding: chunked' : `Content-Length: ${size}`}\r\n\r\n`, 'latin1'),
+        );
         for (let i = 0, left = size; left > 0; i++) {
           const p = piece(i, Math.min(64 * 1024, left));
           left -= p.length;
@@ -96,7 +100,9 @@ async function download(t: Test, size: number, measure: boolean, chunked: boolea
   t.equal(received.hex(), sentHash, 'sha256 of what arrived equals sha256 of what the backend sent');
   t.equal(h.faults.length, 0);
   if (peak !== undefined) {
-    t.comment(`download ${size / MiB} MiB: peak referenced growth arrayBuffers ${(peak.arrayBuffers / MiB).toFixed(1)} MiB, rss ${(peak.rss / MiB).toFixed(1)} MiB, ${peak.samples} samples`);
+    t.comment(
+      `download ${size / MiB} MiB: peak referenced growth arrayBuffers ${(peak.arrayBuffers / MiB).toFixed(1)} MiB, rss ${(peak.rss / MiB).toFixed(1)} MiB, ${peak.samples} samples`,
+    );
     t.ok(peak.samples >= 10, `memory was sampled during the transfer (${peak.samples} samples)`);
     t.ok(peak.arrayBuffers < MAX_GROWTH, `arrayBuffers grew ${(peak.arrayBuffers / MiB).toFixed(1)} MiB < ${MAX_GROWTH / MiB} MiB`);
     t.ok(peak.rss < size / 2, `rss grew ${(peak.rss / MiB).toFixed(1)} MiB, well under the body size`);

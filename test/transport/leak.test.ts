@@ -89,12 +89,22 @@ t.test(`${TOTAL} requests with faults mixed in leave no socket behind`, async (t
   t.equal(conns.inFlight, 0);
   t.equal(conns.queued, 0);
   t.equal(garbage.open(), 0, 'every garbage connection was closed');
-  t.ok(await until(() => tcpHandles() === baselineHandles + 2 * conns.idleTargets, 3000), `TCP handles: baseline ${baselineHandles} + 2 per idle pooled connection (now ${tcpHandles()})`);
+  t.ok(
+    await until(() => tcpHandles() === baselineHandles + 2 * conns.idleTargets, 3000),
+    `TCP handles: baseline ${baselineHandles} + 2 per idle pooled connection (now ${tcpHandles()})`,
+  );
 
   await h.close();
-  t.ok(await until(() => tcpHandles() === baselineHandles && good.open() === 0, 3000), `after close: TCP socket handles back to the baseline (${tcpHandles()} vs ${baselineHandles})`);
+  t.ok(
+    await until(() => tcpHandles() === baselineHandles && good.open() === 0, 3000),
+    `after close: TCP socket handles back to the baseline (${tcpHandles()} vs ${baselineHandles})`,
+  );
   // The baseline counted the transport's listening socket, closed now.
-  if (baselineFds >= 0) t.ok(await until(() => openFds() <= baselineFds - 1, 3000), `file descriptors back to the baseline (${openFds()} vs ${baselineFds} with the listener)`);
+  if (baselineFds >= 0)
+    t.ok(
+      await until(() => openFds() <= baselineFds - 1, 3000),
+      `file descriptors back to the baseline (${openFds()} vs ${baselineFds} with the listener)`,
+    );
   t.equal(h.transport.stats.illegalTransitions, 0);
 });
 

@@ -11,7 +11,11 @@ import { once } from 'node:events';
 
 t.test('Buffer.prototype.latin1Slice exists and decodes obs-text byte for byte', async (t) => {
   const slice = (Buffer.prototype as unknown as { latin1Slice?: (s: number, e: number) => string }).latin1Slice;
-  t.equal(typeof slice, 'function', `Node ${process.version} has no Buffer.prototype.latin1Slice (lib/transport/parser.ts refuses to start without it)`);
+  t.equal(
+    typeof slice,
+    'function',
+    `Node ${process.version} has no Buffer.prototype.latin1Slice (lib/transport/parser.ts refuses to start without it)`,
+  );
   const b = Buffer.from([0x61, 0xe9, 0xff, 0x62]);
   t.equal(slice!.call(b, 1, 3), '\u00e9\u00ff', 'one character per byte (latin1), no replacement characters');
 });

@@ -14,7 +14,9 @@ t.test('pool at its maximum of 1: the second request gets 101504 state 0, 503, a
   const held: BackendConn[] = [];
   const backend = await rawBackend({ onRequest: (c) => held.push(c) }); // holds every request
   t.teardown(() => backend.close());
-  const h = await startTransport(t, backend.url, { settings: { maxConnectionsPerRoute: 1, connectTimeout: CONNECT_TIMEOUT, socketTimeout: 5000 } });
+  const h = await startTransport(t, backend.url, {
+    settings: { maxConnectionsPerRoute: 1, connectTimeout: CONNECT_TIMEOUT, socketTimeout: 5000 },
+  });
   const first = await RawClient.connect(h.port);
   t.teardown(() => first.destroy());
   await first.write(get('/first'));
@@ -28,7 +30,15 @@ t.test('pool at its maximum of 1: the second request gets 101504 state 0, 503, a
   t.ok(took < CONNECT_TIMEOUT + 3000, `not much later (${took} ms)`);
   t.equal(backend.conns.length, 1, 'no second backend connection was opened');
   t.equal(h.faults.length, 1);
-  assertFault(t, h.faults[0], { code: 101504, base: 101504, state: 0, side: 'target', reason: 'pool_full', httpStatus: 503, reused: false });
+  assertFault(t, h.faults[0], {
+    code: 101504,
+    base: 101504,
+    state: 0,
+    side: 'target',
+    reason: 'pool_full',
+    httpStatus: 503,
+    reused: false,
+  });
 
   // The held request is unaffected and completes when the backend answers.
   held[0]?.respond(200, 'first done');

@@ -14,13 +14,16 @@ t.test('Proxy-Authorization is not forwarded; Proxy-Authenticate is not relayed'
   const backend = await rawBackend({ onRequest: (c) => c.respond(200, 'ok', 'Proxy-Authenticate: Basic realm="inner"\r\nX-Keep: 1\r\n') });
   t.teardown(() => backend.close());
   const h = await startTransport(t, backend.url);
-  const res = await rawRequest(h.port, 'GET /p HTTP/1.1\r\nHost: a\r\nProxy-Authorization: Basic c2VjcmV0OnNlY3JldA==\r\nX-Other: 1\r\n\r\n');
+  const res = await rawRequest(
+    h.port,
+    'GET /p HTTP/1.1\r\nHost: a\r\nProxy-Authorization: Basic c2VjcmV0OnNlY3JldA==\r\nX-Other: 1\r\n\r\n',
+  );
   t.equal(res.status, 200);
   const seen = backend.conns[0]?.raw.toString('latin1') ?? '';
   t.notMatch(seen, /proxy-authorization/i, 'the backend never sees the proxy credentials');
   t.notMatch(seen, /c2VjcmV0OnNlY3JldA==/, 'nor their value');
   t.match(seen, /X-Other: 1/);
-  t.notOk(res.headers['proxy-authenticate'], 'the client never sees the backend\'s proxy challenge');
+  t.notOk(res.headers['proxy-authenticate'], "the client never sees the backend's proxy challenge");
   t.equal(res.headers['x-keep'], '1');
 });
 

@@ -16,7 +16,9 @@ for (const [what, request] of [
   ['HEAD', 'HEAD /a HTTP/1.1\r\nHost: a\r\n\r\n'],
 ] as const) {
   t.test(`a bodiless request on a fresh backend connection keeps the client connection alive (${what})`, async (t) => {
-    const backend = await rawBackend({ onRequest: (c, req) => c.respond(200, req.method === 'HEAD' ? '' : `${c.id}:${c.requests.length}`) });
+    const backend = await rawBackend({
+      onRequest: (c, req) => c.respond(200, req.method === 'HEAD' ? '' : `${c.id}:${c.requests.length}`),
+    });
     t.teardown(() => backend.close());
     const h = await startTransport(t, backend.url);
     const c = await RawClient.connect(h.port);

@@ -182,7 +182,10 @@ t.test('an invalid chunk on a kept-alive backend connection: the bytes after it 
   const seen = backend.conns.map((x) => x.raw.toString('latin1')).join('');
   t.notOk(seen.includes('world'), 'the invalid chunk was not forwarded');
   t.notOk(seen.includes('/smuggled'), 'the request after it was not forwarded');
-  t.ok(backend.conns.every((x) => x.closed), 'the backend connection that carried the partial upload was closed');
+  t.ok(
+    backend.conns.every((x) => x.closed),
+    'the backend connection that carried the partial upload was closed',
+  );
   t.equal(backend.conns.flatMap((x) => x.requests).length, 1, 'the backend saw one complete request only (/warm)');
   t.equal(h.faults.length, 1, 'one fault: the destroyed backend socket is not reported again');
   assertFault(t, h.faults[0], { code: 101508, base: 101506, state: 2, side: 'source', reason: 'client_protocol', httpStatus: 400 });

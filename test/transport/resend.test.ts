@@ -18,7 +18,13 @@ async function gatekeeper(): Promise<{ url: string; seen: Message[]; close(): Pr
     onRequest: (c: BackendConn, req: Message) => {
       seen.push(req);
       if (req.headers['x-pass'] !== 'yes') c.respond(401, 'no', 'WWW-Authenticate: Test\r\n');
-      else c.write(Buffer.from(`HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nok!\r\n${req.body.length.toString(16)}\r\n${req.body.toString('latin1')}\r\n0\r\n\r\n`, 'latin1'));
+      else
+        c.write(
+          Buffer.from(
+            `HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nok!\r\n${req.body.length.toString(16)}\r\n${req.body.toString('latin1')}\r\n0\r\n\r\n`,
+            'latin1',
+          ),
+        );
     },
   });
   return { url: b.url, seen, close: () => b.close() };

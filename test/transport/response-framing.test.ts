@@ -60,8 +60,14 @@ const VIOLATIONS = [
   ['Content-Length with Transfer-Encoding', 'HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n'],
   ['two different Content-Lengths', 'HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 7\r\n\r\nhello'],
   ['a head over maxResponseHeaderSize', `HTTP/1.1 200 OK\r\nX-Big: ${'b'.repeat(3000)}\r\nContent-Length: 0\r\n\r\n`],
-  ['101 Switching Protocols that was not asked for', 'HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n'],
-  ['an unrequested 101 that also says Content-Length: 0', 'HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nContent-Length: 0\r\n\r\n'],
+  [
+    '101 Switching Protocols that was not asked for',
+    'HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n',
+  ],
+  [
+    'an unrequested 101 that also says Content-Length: 0',
+    'HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nContent-Length: 0\r\n\r\n',
+  ],
 ] as const;
 
 for (const [what, bytes] of VIOLATIONS) {
@@ -137,26 +143,31 @@ t.test('an HTTP/1.0 backend without keep-alive: its response is relayed, its con
       ['HTTP/1.1', 200, 'ok'],
       ['HTTP/1.1', 200, 'ok'],
     ],
-    'relayed with the proxy\'s own version',
+    "relayed with the proxy's own version",
   );
   t.notOk(c.closed, 'the client connection stays');
   t.equal(backend.conns.length, 2, 'a new backend connection for each');
   t.equal(h.transport.stats.targetsReused, 0);
 });
 
-t.test('an HTTP/1.0 backend response with Transfer-Encoding and keep-alive: relayed, its connection not reused (RFC 9112 §6.1)', async (t) => {
-  const backend = await rawBackend({ onRequest: (c) => c.write('HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n') });
-  t.teardown(() => backend.close());
-  const h = await startTransport(t, backend.url);
-  const c = await RawClient.connect(h.port);
-  t.teardown(() => c.destroy());
-  await c.write(get('/a'));
-  t.equal((await c.message(1, 5000)).body.toString(), 'ok');
-  await c.write(get('/b'));
-  t.equal((await c.message(2, 5000)).body.toString(), 'ok');
-  t.notOk(c.closed, 'the client connection stays');
-  t.equal(backend.conns.length, 2, 'faulty framing: the backend connection is closed after each response');
-  t.equal(h.transport.stats.targetsReused, 0);
-});
+t.test(
+  'an HTTP/1.0 backend response with Transfer-Encoding and keep-alive: relayed, its connection not reused (RFC 9112 §6.1)',
+  async (t) => {
+    const backend = await rawBackend({
+      onRequest: (c) => c.write('HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n'),
+    });
+    t.teardown(() => backend.close());
+    const h = await startTransport(t, backend.url);
+    const c = await RawClient.connect(h.port);
+    t.teardown(() => c.destroy());
+    await c.write(get('/a'));
+    t.equal((await c.message(1, 5000)).body.toString(), 'ok');
+    await c.write(get('/b'));
+    t.equal((await c.message(2, 5000)).body.toString(), 'ok');
+    t.notOk(c.closed, 'the client connection stays');
+    t.equal(backend.conns.length, 2, 'faulty framing: the backend connection is closed after each response');
+    t.equal(h.transport.stats.targetsReused, 0);
+  },
+);
 
 checkTransitions(t);

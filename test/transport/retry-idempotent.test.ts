@@ -46,7 +46,15 @@ for (const method of [...IDEMPOTENT, ...UNSAFE]) {
       t.equal(res.status, 502, 'the client gets the fault');
       t.equal(seen(backend.conns, '/r'), 1, 'the backend saw it once');
       t.equal(h.transport.stats.retries, 0, 'not retried');
-      assertFault(t, h.faults[0], { code: 101508, base: 101505, state: 3, side: 'target', reason: 'closed', httpStatus: 502, reused: true });
+      assertFault(t, h.faults[0], {
+        code: 101508,
+        base: 101505,
+        state: 3,
+        side: 'target',
+        reason: 'closed',
+        httpStatus: 502,
+        reused: true,
+      });
     }
   });
 

@@ -54,7 +54,18 @@ t.test("a local response's own framing and connection fields are ignored: the tr
   // a client would read a different message boundary (RFC 9112 §6.3).
   const h = await startTransport(t, () => ({
     status: 200,
-    headers: ['Content-Length', '99', 'Transfer-Encoding', 'chunked', 'Connection', 'keep-alive, X-Hop', 'Keep-Alive', 'timeout=9', 'X-Kept', 'yes'],
+    headers: [
+      'Content-Length',
+      '99',
+      'Transfer-Encoding',
+      'chunked',
+      'Connection',
+      'keep-alive, X-Hop',
+      'Keep-Alive',
+      'timeout=9',
+      'X-Kept',
+      'yes',
+    ],
     body: 'hello',
   }));
   const c = await RawClient.connect(h.port);
@@ -67,7 +78,7 @@ t.test("a local response's own framing and connection fields are ignored: the tr
       ['X-Kept', 'yes'],
       ['Content-Length', '5'],
     ],
-    'exactly the router\'s other field and the transport\'s Content-Length',
+    "exactly the router's other field and the transport's Content-Length",
   );
   t.equal(res.body.toString(), 'hello');
   await c.write(get('/again'));
@@ -87,7 +98,13 @@ t.test('an asynchronous decision: a 1 MiB body waits for it and arrives intact',
   t.equal(res.status, 200);
   t.equal(res.body.toString(), String(MiB));
   t.notOk(sent.cut);
-  t.equal(createHash('sha256').update(backend.conns[0]?.requests[0]?.body ?? Buffer.alloc(0)).digest('hex'), sent.sha256, 'byte-exact');
+  t.equal(
+    createHash('sha256')
+      .update(backend.conns[0]?.requests[0]?.body ?? Buffer.alloc(0))
+      .digest('hex'),
+    sent.sha256,
+    'byte-exact',
+  );
 });
 
 t.test('a router that throws: 500 processing fault, reported once', async (t) => {

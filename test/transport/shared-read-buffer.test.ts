@@ -11,7 +11,16 @@ import { WebSocket, WebSocketServer } from 'ws';
 import { rawBackend } from '../helpers/backend';
 import { RawClient } from '../helpers/client';
 import { checkTransitions, startTransport } from '../helpers/transport';
-import { keptBytes, nextSourceBuffer, ownBytes, sharedRead, SHARED_READ_BUFFER, SMALL_READ_BUFFER, spanOf, type SourceBuffers } from '../../lib/transport/read-buffers';
+import {
+  keptBytes,
+  nextSourceBuffer,
+  ownBytes,
+  sharedRead,
+  SHARED_READ_BUFFER,
+  SMALL_READ_BUFFER,
+  spanOf,
+  type SourceBuffers,
+} from '../../lib/transport/read-buffers';
 import { defaultRenderFault, SPARE_READ_BYTES, TransportCore } from '../../lib/transport/core';
 import { DEFAULT_TRANSPORT_SETTINGS, resolveSettings } from '../../lib/transport/settings';
 import { silentLogger } from '../../lib/log';
@@ -55,7 +64,10 @@ t.test('ownBytes copies a read of the shared buffer and views any other', async 
     SHARED_READ_BUFFER.fill(n & 0xff, 0, n);
     const c = ownBytes(SHARED_READ_BUFFER, n);
     t.equal(c.length, n);
-    t.ok(c.every((b) => b === (n & 0xff)), `${n} bytes copied`);
+    t.ok(
+      c.every((b) => b === (n & 0xff)),
+      `${n} bytes copied`,
+    );
   }
 });
 
@@ -106,7 +118,7 @@ t.test('spanOf: the bytes of a read between two offsets, viewed where they lie',
   backing.write('HTTP/1.1 200 OK\r\n\r\n{"no":false', 10, 'latin1');
   const own = backing.subarray(10, 40);
   const span = spanOf(own, 19, 30);
-  t.equal(Buffer.from(span).toString('latin1'), '{"no":false', 'a read of its own: its bytes, not the shared buffer\'s');
+  t.equal(Buffer.from(span).toString('latin1'), '{"no":false', "a read of its own: its bytes, not the shared buffer's");
   t.equal(span.buffer, backing.buffer, 'a view of that read');
   // A Buffer of the same length that is not the shared read is not mistaken for it.
   const lookalike = Buffer.alloc(30, 0x41);
@@ -119,7 +131,6 @@ t.test('spanOf: the bytes of a read between two offsets, viewed where they lie',
  * writeJoined() joins its bytes into a buffer of its own before writing: counted, not looked at.
  */
 function sharedWrites(t: Test): { count: () => number; writes: () => number } {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
   const dw = require('../../lib/transport/direct-write') as {
     writeBuffer: (s: Socket, b: Buffer) => boolean;
     writeHeadAndBody: (s: Socket, h: string, b: Buffer) => boolean;
@@ -166,7 +177,12 @@ t.test('no write is handed a view of the shared buffer: request bodies, chunked 
     onRequest: (c, req) => {
       if (req.url.startsWith('/chunked')) {
         // Head and several chunks in one write: the transport reads them in one read.
-        c.write(Buffer.from(`HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n${req.url.slice(-5)}\r\n3\r\nabc\r\n3\r\ndef\r\n0\r\n\r\n`, 'latin1'));
+        c.write(
+          Buffer.from(
+            `HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n${req.url.slice(-5)}\r\n3\r\nabc\r\n3\r\ndef\r\n0\r\n\r\n`,
+            'latin1',
+          ),
+        );
       } else c.respond(200, `${req.method} ${req.url} [${req.body.toString()}]`);
     },
   });
@@ -200,7 +216,9 @@ t.test('no write is handed a view of the shared buffer: request bodies, chunked 
           await c.write(`POST /cl/${i} HTTP/1.1\r\nHost: a\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
           await c.message(expected[i]!.length + 1, 5000);
           expected[i]!.push(`POST /cl/${i} [${body}]`);
-          await c.write(`POST /te/${i} HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`);
+          await c.write(
+            `POST /te/${i} HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`,
+          );
           expected[i]!.push(`POST /te/${i} [${body}]`);
         }
         await c.message(expected[i]!.length, 5000);
@@ -247,7 +265,7 @@ t.test('a request read while the one before is still answered waits as a copy of
   t.equal(h.faults.length, 0, 'no fault');
 });
 
-t.test('a body gathered for the router (readBody) from reads between other clients\' keeps its bytes', async (t) => {
+t.test("a body gathered for the router (readBody) from reads between other clients' keeps its bytes", async (t) => {
   const backend = await rawBackend({ onRequest: (c, req) => c.respond(200, `[${req.body.toString('latin1')}]`) });
   t.teardown(() => backend.close());
   const target = targetFromUrl(backend.url);
@@ -265,7 +283,9 @@ t.test('a body gathered for the router (readBody) from reads between other clien
   const length = (i: number): number => pieces(i).join('').length;
   // The head and the first piece in one read (into the shared buffer: the connection is idle), the
   // other pieces in reads of their own after other clients' reads.
-  await Promise.all(posting.map((c, i) => c.write(`POST /gather/${i} HTTP/1.1\r\nHost: a\r\nContent-Length: ${length(i)}\r\n\r\n${pieces(i)[0]!}`)));
+  await Promise.all(
+    posting.map((c, i) => c.write(`POST /gather/${i} HTTP/1.1\r\nHost: a\r\nContent-Length: ${length(i)}\r\n\r\n${pieces(i)[0]!}`)),
+  );
   for (let k = 1; k < 4; k++) {
     await new Promise((r) => setTimeout(r, 10));
     await Promise.all(posting.map((c, i) => c.write(pieces(i)[k]!)));
@@ -285,10 +305,13 @@ t.test('a body gathered for the router (readBody) from reads between other clien
 t.test('no write is handed a view of the shared buffer: a WebSocket tunnel', async (t) => {
   const server = new WebSocketServer({ host: HOST, port: 0 });
   await new Promise<void>((resolve) => server.once('listening', () => resolve()));
-  t.teardown(() => new Promise<void>((resolve) => {
-    for (const c of server.clients) c.terminate();
-    server.close(() => resolve());
-  }));
+  t.teardown(
+    () =>
+      new Promise<void>((resolve) => {
+        for (const c of server.clients) c.terminate();
+        server.close(() => resolve());
+      }),
+  );
   // Frames the backend sends on its own, right after the handshake and between echoes.
   server.on('connection', (ws) => {
     ws.send('hello');
@@ -407,9 +430,16 @@ t.test('a backend connection serving queued exchanges back to back after small a
 t.test('read buffers: 256 KiB by default, and the spare list holds at most SPARE_READ_BYTES of them', async (t) => {
   t.equal(DEFAULT_TRANSPORT_SETTINGS.readBufferSize, 256 * 1024, 'the default read_buffer_size (docs/transport.md, "Read buffers")');
   const coreOf = (readBufferSize?: number): TransportCore =>
-    new TransportCore(resolveSettings(readBufferSize === undefined ? {} : { readBufferSize }), () => undefined, defaultRenderFault, silentLogger, {}, () => {
-      throw new Error('no connection in this test');
-    });
+    new TransportCore(
+      resolveSettings(readBufferSize === undefined ? {} : { readBufferSize }),
+      () => undefined,
+      defaultRenderFault,
+      silentLogger,
+      {},
+      () => {
+        throw new Error('no connection in this test');
+      },
+    );
   // Gives n buffers back, then takes n: the spare list answers LIFO with what it kept, then allocates.
   const keptOf = (core: TransportCore, size: number, n: number): number => {
     const given = Array.from({ length: n }, () => Buffer.allocUnsafeSlow(size));
@@ -430,4 +460,3 @@ t.test('read buffers: 256 KiB by default, and the spare list holds at most SPARE
 });
 
 t.test('teardown', async (t) => checkTransitions(t));
-

@@ -82,12 +82,29 @@ backend.listen(0, '127.0.0.1', async () => {
 t.test('an adopted client socket and a backend socket keep the hidden class of a new net.Socket', async (t) => {
   const r = spawnSync(process.execPath, ['--allow-natives-syntax', '-e', CHILD], { encoding: 'utf8', timeout: 30_000 });
   t.equal(r.status, 0, `the child ran (stderr: ${r.stderr.slice(0, 500)})`);
-  const out = JSON.parse(r.stdout) as { found: boolean; sourceBackend: boolean; sourceFresh: boolean; backendFresh: boolean; sourceKeys: string[]; backendKeys: string[]; freshKeys: string[] };
+  const out = JSON.parse(r.stdout) as {
+    found: boolean;
+    sourceBackend: boolean;
+    sourceFresh: boolean;
+    backendFresh: boolean;
+    sourceKeys: string[];
+    backendKeys: string[];
+    freshKeys: string[];
+  };
   t.ok(out.found, 'the adopted socket and the backend socket were both caught');
   const extra = (keys: string[]): string[] => keys.filter((k) => !out.freshKeys.includes(k));
-  t.ok(out.sourceBackend, `client and backend sockets share one hidden class (client's own keys: ${extra(out.sourceKeys).join(', ') || 'none'}; backend's: ${extra(out.backendKeys).join(', ') || 'none'})`);
-  t.ok(out.sourceFresh, `the client socket has the class of a new net.Socket (keys it adds: ${extra(out.sourceKeys).join(', ') || 'none'})`);
-  t.ok(out.backendFresh, `the backend socket has the class of a new net.Socket (keys it adds: ${extra(out.backendKeys).join(', ') || 'none'})`);
+  t.ok(
+    out.sourceBackend,
+    `client and backend sockets share one hidden class (client's own keys: ${extra(out.sourceKeys).join(', ') || 'none'}; backend's: ${extra(out.backendKeys).join(', ') || 'none'})`,
+  );
+  t.ok(
+    out.sourceFresh,
+    `the client socket has the class of a new net.Socket (keys it adds: ${extra(out.sourceKeys).join(', ') || 'none'})`,
+  );
+  t.ok(
+    out.backendFresh,
+    `the backend socket has the class of a new net.Socket (keys it adds: ${extra(out.backendKeys).join(', ') || 'none'})`,
+  );
   t.same(extra(out.sourceKeys), [], 'the transport added no property to the client socket');
   t.same(extra(out.backendKeys), [], 'nor to the backend socket');
 });

@@ -80,7 +80,11 @@ t.test('the worked example of docs/security.md, "Trusted proxies": the client ad
   // The page's deployment.toml sample (loaded by test/unit/docs-samples.test.ts) lists these two.
   const m = trustedMatcher(['10.0.0.0/8', '192.0.2.10']);
   const xff = (v: string): string[] => ['X-Forwarded-For', v];
-  t.equal(clientAddress(m, xff('1.2.3.4, 198.51.100.23, 192.0.2.10'), '10.0.0.5'), '198.51.100.23', 'through the CDN and the load balancer');
+  t.equal(
+    clientAddress(m, xff('1.2.3.4, 198.51.100.23, 192.0.2.10'), '10.0.0.5'),
+    '198.51.100.23',
+    'through the CDN and the load balancer',
+  );
   t.equal(clientAddress(m, xff('1.2.3.4, 198.51.100.23'), '10.0.0.5'), '198.51.100.23', 'through the load balancer');
   t.equal(clientAddress(m, [], '10.0.0.5'), '10.0.0.5', 'no X-Forwarded-For: the peer');
   t.equal(clientAddress(m, xff('10.0.0.9, 192.0.2.10'), '10.0.0.5'), '10.0.0.9', 'all trusted: the left-most');

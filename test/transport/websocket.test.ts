@@ -57,7 +57,11 @@ function open(url: string, options: ConstructorParameters<typeof WebSocket>[2] =
 }
 
 function nextMessage(ws: WebSocket): Promise<{ data: string | Buffer; binary: boolean }> {
-  return new Promise((resolve) => ws.once('message', (data: RawData, binary: boolean) => resolve({ data: binary ? Buffer.from(data as Buffer) : data.toString(), binary })));
+  return new Promise((resolve) =>
+    ws.once('message', (data: RawData, binary: boolean) =>
+      resolve({ data: binary ? Buffer.from(data as Buffer) : data.toString(), binary }),
+    ),
+  );
 }
 
 function wsRoute(backendPort: number, hooks: { onClientFrame?(ti: TunnelInfo): boolean; onClose?(ti: TunnelInfo): void } = {}): RouteFn {
@@ -81,7 +85,11 @@ t.test('frame counter: headers split across reads, 16- and 64-bit lengths, maske
   }
   const c = new FrameCounter();
   const starts: number[] = [];
-  t.equal(c.scan(all, 0, all.length, (s) => (starts.push(s), starts.length < 2)), frames[0]!.length, 'refusing the second frame stops at its header');
+  t.equal(
+    c.scan(all, 0, all.length, (s) => (starts.push(s), starts.length < 2)),
+    frames[0]!.length,
+    'refusing the second frame stops at its header',
+  );
   t.same(starts, [0, frames[0]!.length]);
   t.same([...closeFrame(1008, 'x', false)], [0x88, 3, 0x03, 0xf0, 0x78], 'unmasked close frame toward the client');
 });
@@ -121,7 +129,9 @@ t.test('echo through the tunnel: text, binary, fragmented, ping/pong, frames cou
   t.equal(info.backendFrames, 5, 'backend frames: 4 echoes and the pong');
   t.equal(info.state, 'open');
 
-  const closed = new Promise<{ code: number; reason: string }>((resolve) => ws.once('close', (code, reason) => resolve({ code, reason: reason.toString() })));
+  const closed = new Promise<{ code: number; reason: string }>((resolve) =>
+    ws.once('close', (code, reason) => resolve({ code, reason: reason.toString() })),
+  );
   ws.send('close-4001');
   t.same(await closed, { code: 4001, reason: 'asked to' }, "the backend's close code and reason reach the client");
   await until(() => closedInfo !== undefined, 3000);
@@ -190,7 +200,9 @@ t.test('backpressure: a client that does not read stops the backend, nothing is 
   await new Promise<void>((resolve) => sock.once('connect', () => resolve()));
   // Not reading from the start (paused before any 'data' listener).
   sock.pause();
-  sock.write(`GET /slow HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`);
+  sock.write(
+    `GET /slow HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`,
+  );
   let received = 0;
   sock.on('data', (d) => (received += d.length));
   await until(() => h.transport.tunnels().length === 1, 3000);
@@ -228,7 +240,9 @@ t.test('a 101 to a request the router did not mark as WebSocket is a protocol fa
   let data = '';
   sock.on('data', (d) => (data += d.toString('latin1')));
   // The Upgrade field is dropped toward the backend, which then answers 400: no 101, no tunnel.
-  sock.write(`GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`);
+  sock.write(
+    `GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`,
+  );
   await until(() => data.includes('\r\n\r\n'), 3000);
   t.notMatch(data, /^HTTP\/1\.1 101/, 'never switched protocols');
   t.equal(h.transport.tunnels().length, 0);

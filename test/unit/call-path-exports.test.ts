@@ -8,7 +8,10 @@ import t from 'tap';
 import * as phases from '../../lib/gateway/phases';
 import * as security from '../../lib/security';
 
-for (const [name, mod] of [['lib/gateway/phases', phases], ['lib/security', security]] as const) {
+for (const [name, mod] of [
+  ['lib/gateway/phases', phases],
+  ['lib/security', security],
+] as const) {
   t.test(`${name}: every export is a data property`, async (t) => {
     const accessors = Object.keys(mod).filter((k) => Object.getOwnPropertyDescriptor(mod, k)?.get !== undefined);
     t.same(accessors, [], 'no export read through a getter');
@@ -16,7 +19,7 @@ for (const [name, mod] of [['lib/gateway/phases', phases], ['lib/security', secu
   });
 }
 
-t.test('the values exported from other modules are those modules\' own', async (t) => {
+t.test("the values exported from other modules are those modules' own", async (t) => {
   const context = await import('../../lib/gateway/phases/context');
   const route = await import('../../lib/gateway/phases/route');
   const settings = await import('../../lib/security/settings');

@@ -10,14 +10,27 @@ import * as path from 'node:path';
 
 const root = path.join(__dirname, '..', '..', '..');
 const docsDir = path.join(root, 'docs');
-const pages = ['README.md', ...fs.readdirSync(docsDir).filter((f) => f.endsWith('.md')).sort().map((f) => `docs/${f}`)];
+const pages = [
+  'README.md',
+  ...fs
+    .readdirSync(docsDir)
+    .filter((f) => f.endsWith('.md'))
+    .sort()
+    .map((f) => `docs/${f}`),
+];
 const read = (rel: string): string => fs.readFileSync(path.join(root, rel), 'utf8');
 
 /** GitHub's heading anchors: lower case, punctuation dropped, spaces as '-'. */
 function anchors(markdown: string): Set<string> {
   const out = new Set<string>();
   for (const m of markdown.matchAll(/^#{1,6}\s+(.+)$/gm)) {
-    out.add((m[1] as string).trim().toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, '').replace(/\s/g, '-'));
+    out.add(
+      (m[1] as string)
+        .trim()
+        .toLowerCase()
+        .replace(/[^\p{L}\p{N}\s_-]/gu, '')
+        .replace(/\s/g, '-'),
+    );
   }
   for (const m of markdown.matchAll(/\b(?:id|name)="([^"]+)"/g)) out.add(m[1] as string);
   return out;
@@ -50,7 +63,9 @@ t.test('every file a page names exists', async (t) => {
     for (const m of text.matchAll(/(?<![\w./-])((?:docs|lib|test|bench)\/[\w./-]*\.(?:md|ts|js))\b/g)) {
       const rel = m[1] as string;
       named++;
-      const ok = fs.existsSync(path.join(root, rel)) || (rel.endsWith('.js') && !rel.startsWith('docs/') && fs.existsSync(path.join(root, rel.replace(/\.js$/, '.ts'))));
+      const ok =
+        fs.existsSync(path.join(root, rel)) ||
+        (rel.endsWith('.js') && !rel.startsWith('docs/') && fs.existsSync(path.join(root, rel.replace(/\.js$/, '.ts'))));
       t.ok(ok, `${page}: ${rel} exists`);
     }
   }
@@ -61,7 +76,13 @@ t.test('the README lists every page of docs/ once, and every lib/ folder', async
   const readme = read('README.md');
   const index = readme.slice(readme.indexOf('## Documentation'), readme.indexOf('## Layout'));
   const entries = [...index.matchAll(/^\| `(docs\/[^`]+)` \|/gm)].map((m) => m[1] as string);
-  const expected = [...fs.readdirSync(docsDir).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`), 'docs/examples/'];
+  const expected = [
+    ...fs
+      .readdirSync(docsDir)
+      .filter((f) => f.endsWith('.md'))
+      .map((f) => `docs/${f}`),
+    'docs/examples/',
+  ];
   t.same([...entries].sort(), expected.sort(), 'the docs index: each page once, none missing, none extra');
   const layout = readme.slice(readme.indexOf('## Layout'));
   for (const d of fs.readdirSync(path.join(root, 'lib'), { withFileTypes: true })) {

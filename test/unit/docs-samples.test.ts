@@ -49,18 +49,67 @@ const root = join(__dirname, '..', '..', '..');
 const dist = join(root, 'dist');
 
 /** The pages this test covers (the others run elsewhere, see above). */
-const PAGES = ['admin-api', 'analytics', 'apis', 'architecture', 'events', 'faults', 'key-manager', 'mediation', 'migrating', 'operations', 'scale-out', 'security', 'throttling', 'tls', 'tracing', 'transport', 'websocket', 'configuration', 'user-stores'];
+const PAGES = [
+  'admin-api',
+  'analytics',
+  'apis',
+  'architecture',
+  'events',
+  'faults',
+  'key-manager',
+  'mediation',
+  'migrating',
+  'operations',
+  'scale-out',
+  'security',
+  'throttling',
+  'tls',
+  'tracing',
+  'transport',
+  'websocket',
+  'configuration',
+  'user-stores',
+];
 
 /** Blocks deliberately not checked, by page and first line, with the reason. */
 const SKIPPED: ReadonlyArray<{ page: string; starts: string; reason: string }> = [
   { page: 'architecture', starts: 'client ──►', reason: 'a drawing of the call path, not code' },
-  { page: 'key-manager', starts: "curl -u admin:<password> -H 'Content-Type: application/json'", reason: 'keys for the code flow; test/keymanager/authorization-code.test.ts makes them and runs the flow' },
-  { page: 'key-manager', starts: 'curl -u <key>:<secret> -d grant_type=authorization_code', reason: 'needs a code from a sign-in; test/keymanager/authorization-code.test.ts redeems one' },
-  { page: 'architecture', starts: '7  boot and face', reason: 'a drawing of the floors (test/unit/floors.test.ts checks the imports it shows)' },
-  { page: 'architecture', starts: 'caller              port (exchange.ts)', reason: 'a chart of the transport\'s ports (exchange.ts declares them; test/transport/invariants.test.ts and the behaviour tests use them)' },
-  { page: 'architecture', starts: 'stateDiagram-v2', reason: 'a mermaid state diagram (its transitions are checked against states.ts by test/unit/transport-docs.test.ts for transport.md)' },
-  { page: 'migrating', starts: '$ throughway import api', reason: 'the report an import prints; test/import/projects.test.ts asserts its lines' },
-  { page: 'transport', starts: 'stateDiagram-v2', reason: 'generated from lib/transport/states.ts (test/unit/transport-docs.test.ts checks it is current)' },
+  {
+    page: 'key-manager',
+    starts: "curl -u admin:<password> -H 'Content-Type: application/json'",
+    reason: 'keys for the code flow; test/keymanager/authorization-code.test.ts makes them and runs the flow',
+  },
+  {
+    page: 'key-manager',
+    starts: 'curl -u <key>:<secret> -d grant_type=authorization_code',
+    reason: 'needs a code from a sign-in; test/keymanager/authorization-code.test.ts redeems one',
+  },
+  {
+    page: 'architecture',
+    starts: '7  boot and face',
+    reason: 'a drawing of the floors (test/unit/floors.test.ts checks the imports it shows)',
+  },
+  {
+    page: 'architecture',
+    starts: 'caller              port (exchange.ts)',
+    reason:
+      "a chart of the transport's ports (exchange.ts declares them; test/transport/invariants.test.ts and the behaviour tests use them)",
+  },
+  {
+    page: 'architecture',
+    starts: 'stateDiagram-v2',
+    reason: 'a mermaid state diagram (its transitions are checked against states.ts by test/unit/transport-docs.test.ts for transport.md)',
+  },
+  {
+    page: 'migrating',
+    starts: '$ throughway import api',
+    reason: 'the report an import prints; test/import/projects.test.ts asserts its lines',
+  },
+  {
+    page: 'transport',
+    starts: 'stateDiagram-v2',
+    reason: 'generated from lib/transport/states.ts (test/unit/transport-docs.test.ts checks it is current)',
+  },
 ];
 
 interface Block {
@@ -99,7 +148,8 @@ function readJs(dir: string): string {
   return s;
 }
 const libJs = readJs(join(dist, 'lib'));
-const knownWord = (w: string): boolean => new RegExp(`(^|[^A-Za-z0-9_$])${w.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}([^A-Za-z0-9_$]|$)`).test(libJs);
+const knownWord = (w: string): boolean =>
+  new RegExp(`(^|[^A-Za-z0-9_$])${w.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}([^A-Za-z0-9_$]|$)`).test(libJs);
 
 t.test('the pages have the blocks this test expects (a new block is checked, not lost)', async (t) => {
   t.ok(all.length >= 40, `${all.length} blocks found`);
@@ -126,7 +176,11 @@ function completeApi(text: string): string {
   return s;
 }
 
-interface Diag { readonly level: string; readonly code: string; readonly message: string }
+interface Diag {
+  readonly level: string;
+  readonly code: string;
+  readonly message: string;
+}
 
 for (const b of all.filter((x) => x.lang === 'toml')) {
   t.test(`${where(b)}: ${tomlKind(b)}`, async (t) => {
@@ -174,11 +228,18 @@ for (const b of all.filter((x) => x.lang === 'toml')) {
     }
     const expected = /^error (\S+)$/.exec(b.marker ?? '')?.[1];
     if (expected !== undefined) {
-      t.ok(diags.some((d) => d.code === expected), `reports ${expected}`);
+      t.ok(
+        diags.some((d) => d.code === expected),
+        `reports ${expected}`,
+      );
       return;
     }
     t.equal(ok, true, 'accepted');
-    t.same(diags.filter((d) => d.level === 'error' || d.level === 'warning').map((d) => `${d.code}: ${d.message}`), [], 'no error, no warning');
+    t.same(
+      diags.filter((d) => d.level === 'error' || d.level === 'warning').map((d) => `${d.code}: ${d.message}`),
+      [],
+      'no error, no warning',
+    );
   });
 }
 
@@ -206,20 +267,28 @@ for (const b of all.filter((x) => x.lang === 'json')) {
       const def = GATEWAY_FAULTS.find((f) => f.code === fault['code']);
       t.ok(def !== undefined, `fault ${String(fault['code'])} is in GATEWAY_FAULTS`);
       t.equal(fault['type'], 'Status report');
-      t.equal(fault['message'], def?.message, 'the table\'s message');
+      t.equal(fault['message'], def?.message, "the table's message");
       t.type(fault['description'], 'string');
       // A fixed description is the table's; the table says when the gateway writes a specific one instead.
-      if (def !== undefined && !def.description.includes('the description names')) t.equal(fault['description'], def.description, 'the table\'s description');
+      if (def !== undefined && !def.description.includes('the description names'))
+        t.equal(fault['description'], def.description, "the table's description");
     }
-    if (typeof o['name'] === 'string' && 'payload' in o) t.ok((EVENT_NAMES as readonly string[]).includes(o['name']), `event ${o['name']} is in EVENT_NAMES`);
-    if (typeof o['event'] === 'string') t.ok(libJs.includes(`'${o['event']}'`) || libJs.includes(`"${o['event']}"`), `log event ${o['event']} is emitted in lib/`);
+    if (typeof o['name'] === 'string' && 'payload' in o)
+      t.ok((EVENT_NAMES as readonly string[]).includes(o['name']), `event ${o['name']} is in EVENT_NAMES`);
+    if (typeof o['event'] === 'string')
+      t.ok(libJs.includes(`'${o['event']}'`) || libJs.includes(`"${o['event']}"`), `log event ${o['event']} is emitted in lib/`);
     if (o['event'] === 'transport_fault') {
       // The fields of a transport fault follow from its reason and state (lib/transport/codes.ts makeFault).
       const f = makeFault(o['reason'] as FaultReason, o['state'] as ProtocolState);
-      t.same({ code: o['code'], base: o['base'], stateName: o['stateName'], side: o['side'], status: o['status'] }, { code: f.code, base: f.base, stateName: f.stateName, side: f.side, status: f.httpStatus }, 'the transport fault of that reason and state');
+      t.same(
+        { code: o['code'], base: o['base'], stateName: o['stateName'], side: o['side'], status: o['status'] },
+        { code: f.code, base: f.base, stateName: f.stateName, side: f.side, status: f.httpStatus },
+        'the transport fault of that reason and state',
+      );
     }
     if (Array.isArray(o['checks'])) {
-      for (const c of o['checks'] as Array<Record<string, unknown>>) t.ok(libJs.includes(`'${String(c['name'])}'`), `health checker ${String(c['name'])} exists`);
+      for (const c of o['checks'] as Array<Record<string, unknown>>)
+        t.ok(libJs.includes(`'${String(c['name'])}'`), `health checker ${String(c['name'])} exists`);
     }
   });
 }
@@ -251,7 +320,10 @@ for (const f of readdirSync(join(root, 'conf', 'apis')).filter((x) => x.endsWith
   if (api === undefined) continue;
   const bases = [versionedPath(api), ...(api.defaultVersion ? [defaultPath(api)] : [])];
   for (const res of api.resources) {
-    const p = res.path.replace(/[.+?^$()|[\]\\]/g, '\\$&').replace(/\\?\{[^}]+\\?\}/g, '[^/]+').replace(/\/\*$/, '(/.*)?');
+    const p = res.path
+      .replace(/[.+?^$()|[\]\\]/g, '\\$&')
+      .replace(/\\?\{[^}]+\\?\}/g, '[^/]+')
+      .replace(/\/\*$/, '(/.*)?');
     for (const base of bases) API_ROUTES.push(new RegExp(`^${base.replace(/\/$/, '')}${p}$`));
   }
 }
@@ -278,8 +350,16 @@ function checkCli(t: Test, argv: string[], line: string): void {
     cmd.push(a);
   }
   const first = cmd[0] ?? '';
-  if (first === 'import' || first === 'export') t.ok(importLines.some((l) => l.startsWith(`${first} ${cmd[1] ?? ''} `)), `${first} ${cmd[1] ?? ''} is an import command: ${line}`);
-  else if (ADMIN_COMMANDS.has(first)) t.ok(adminLines.some((l) => l.startsWith(`${first} ${cmd[1] ?? ''}`)), `${first} ${cmd[1] ?? ''} is an admin command: ${line}`);
+  if (first === 'import' || first === 'export')
+    t.ok(
+      importLines.some((l) => l.startsWith(`${first} ${cmd[1] ?? ''} `)),
+      `${first} ${cmd[1] ?? ''} is an import command: ${line}`,
+    );
+  else if (ADMIN_COMMANDS.has(first))
+    t.ok(
+      adminLines.some((l) => l.startsWith(`${first} ${cmd[1] ?? ''}`)),
+      `${first} ${cmd[1] ?? ''} is an admin command: ${line}`,
+    );
   else t.ok(usageCommands.includes(cmd.join(' ')), `"${cmd.join(' ')}" is a command of the usage: ${line}`);
   for (const a of argv) if (a.startsWith('--')) t.ok(usageFlags.has(a.split('=')[0] ?? a), `flag ${a} exists: ${line}`);
 }
@@ -291,9 +371,17 @@ function checkCurl(t: Test, argv: string[], line: string): void {
   const u = new URL(url);
   t.equal(u.hostname, 'localhost', 'a local node');
   const x = argv.indexOf('-X');
-  const method = x >= 0 ? argv[x + 1] ?? '' : argv.some((a) => a === '-d' || a.startsWith('--data')) ? 'POST' : 'GET';
-  if (u.port === '9763') t.ok(MANAGEMENT_ROUTES.some(([m, p]) => m.split('|').includes(method) && p.test(u.pathname)), `${method} ${u.pathname} is a management route`);
-  else if (u.port === '8280' || u.port === '8243') t.ok(API_ROUTES.some((p) => p.test(u.pathname)) || (method === 'POST' && GATEWAY_ROUTES.test(u.pathname)), `${u.pathname} is a path of an API in conf/apis, or the gateway's /token or /revoke`);
+  const method = x >= 0 ? (argv[x + 1] ?? '') : argv.some((a) => a === '-d' || a.startsWith('--data')) ? 'POST' : 'GET';
+  if (u.port === '9763')
+    t.ok(
+      MANAGEMENT_ROUTES.some(([m, p]) => m.split('|').includes(method) && p.test(u.pathname)),
+      `${method} ${u.pathname} is a management route`,
+    );
+  else if (u.port === '8280' || u.port === '8243')
+    t.ok(
+      API_ROUTES.some((p) => p.test(u.pathname)) || (method === 'POST' && GATEWAY_ROUTES.test(u.pathname)),
+      `${u.pathname} is a path of an API in conf/apis, or the gateway's /token or /revoke`,
+    );
   else t.fail(`unknown port ${u.port}: ${line}`);
 }
 
@@ -367,8 +455,23 @@ for (const b of all.filter((x) => x.lang === '' || x.lang === 'mermaid' || x.lan
 
 // ---------------------------------------------------------------- js: mediation scripts
 /** One mediation as the worker thread runs it (lib/mediation/worker.ts, called in this thread). */
-async function mediateWith(file: string, hook: 'onRequest' | 'onResponse', message: ScriptCall['message'], body: Buffer, format: MediateTask['format'], contentType: string): Promise<MediateResult> {
-  const task: MediateTask = { body: new Uint8Array(body), format, contentType, validate: undefined, convertTo: undefined, conversion: {} as MediateTask['conversion'], script: { file, hook, message, timeout: 2000, maxResult: 1 << 20 } };
+async function mediateWith(
+  file: string,
+  hook: 'onRequest' | 'onResponse',
+  message: ScriptCall['message'],
+  body: Buffer,
+  format: MediateTask['format'],
+  contentType: string,
+): Promise<MediateResult> {
+  const task: MediateTask = {
+    body: new Uint8Array(body),
+    format,
+    contentType,
+    validate: undefined,
+    convertTo: undefined,
+    conversion: {} as MediateTask['conversion'],
+    script: { file, hook, message, timeout: 2000, maxResult: 1 << 20 },
+  };
   const wrapped = (await runMediation(task)) as Record<symbol, MediateResult>;
   return wrapped[valueSymbol] as MediateResult;
 }
@@ -382,13 +485,34 @@ t.test('the mediation scripts of docs/mediation.md run in the real script runner
   writeFileSync(orders, scripts[0]?.text ?? '');
   const api = { name: 'Orders', version: '1.0.0' };
   const json = (v: unknown): Buffer => Buffer.from(JSON.stringify(v));
-  let r = await mediateWith(orders, 'onRequest', { method: 'POST', path: '/orders', headers: { 'x-key': 'no', 'content-type': 'application/json' }, api }, json({}), 'json', 'application/json');
+  let r = await mediateWith(
+    orders,
+    'onRequest',
+    { method: 'POST', path: '/orders', headers: { 'x-key': 'no', 'content-type': 'application/json' }, api },
+    json({}),
+    'json',
+    'application/json',
+  );
   t.same(r.changes, { status: 403, body: { denied: '/orders' } }, 'no x-key: answered at once with 403');
-  r = await mediateWith(orders, 'onRequest', { method: 'POST', path: '/orders', headers: { 'x-key': 'open', 'content-type': 'application/json' }, api }, json({ items: [{ price: 2 }, { price: 3 }] }), 'json', 'application/json');
+  r = await mediateWith(
+    orders,
+    'onRequest',
+    { method: 'POST', path: '/orders', headers: { 'x-key': 'open', 'content-type': 'application/json' }, api },
+    json({ items: [{ price: 2 }, { price: 3 }] }),
+    'json',
+    'application/json',
+  );
   t.equal(r.scriptFailure, undefined);
   t.same(r.changes?.headers, { 'X-Mediated': 'yes', 'X-Internal': null }, 'a header set, one removed');
   t.same(JSON.parse(Buffer.from(r.body).toString()), { items: [{ price: 2 }, { price: 3 }], total: 5 }, 'the body with its total');
-  r = await mediateWith(orders, 'onResponse', { method: 'GET', path: '/orders', status: 200, headers: {}, api }, json({ a: 1 }), 'json', 'application/json');
+  r = await mediateWith(
+    orders,
+    'onResponse',
+    { method: 'GET', path: '/orders', status: 200, headers: {}, api },
+    json({ a: 1 }),
+    'json',
+    'application/json',
+  );
   t.same(r.changes?.status, 203);
   t.same(JSON.parse(Buffer.from(r.body).toString()), { wrapped: { a: 1 } });
 
@@ -396,16 +520,43 @@ t.test('the mediation scripts of docs/mediation.md run in the real script runner
   writeFileSync(form, scripts[1]?.text ?? '');
   const ct = 'multipart/form-data; boundary=XyZ';
   const png = Buffer.from([0x89, 0x50, 0x4e, 0x47]);
-  const body = Buffer.concat([Buffer.from('--XyZ\r\nContent-Disposition: form-data; name="title"\r\n\r\nHoliday\r\n--XyZ\r\nContent-Disposition: form-data; name="photo"; filename="a.png"\r\nContent-Type: image/png\r\n\r\n'), png, Buffer.from('\r\n--XyZ--\r\n')]);
-  r = await mediateWith(form, 'onRequest', { method: 'POST', path: '/upload', headers: { 'content-type': ct }, api }, body, 'multipart', ct);
+  const body = Buffer.concat([
+    Buffer.from(
+      '--XyZ\r\nContent-Disposition: form-data; name="title"\r\n\r\nHoliday\r\n--XyZ\r\nContent-Disposition: form-data; name="photo"; filename="a.png"\r\nContent-Type: image/png\r\n\r\n',
+    ),
+    png,
+    Buffer.from('\r\n--XyZ--\r\n'),
+  ]);
+  r = await mediateWith(
+    form,
+    'onRequest',
+    { method: 'POST', path: '/upload', headers: { 'content-type': ct }, api },
+    body,
+    'multipart',
+    ct,
+  );
   t.equal(r.scriptFailure, undefined);
-  t.equal(Buffer.from(r.body).toString(), '--XyZ\r\nContent-Disposition: form-data; name="title"\r\n\r\nHoliday\r\n--XyZ\r\nContent-Disposition: form-data; name="checked"\r\n\r\nyes\r\n--XyZ--\r\n', 'photo dropped, a part added');
+  t.equal(
+    Buffer.from(r.body).toString(),
+    '--XyZ\r\nContent-Disposition: form-data; name="title"\r\n\r\nHoliday\r\n--XyZ\r\nContent-Disposition: form-data; name="checked"\r\n\r\nyes\r\n--XyZ--\r\n',
+    'photo dropped, a part added',
+  );
   // The parts look as the script's comment says: text as a string, a file with filename, contentType, base64.
   const probe = join(dir, 'probe.js');
   writeFileSync(probe, "module.exports.onRequest = (m) => ({ headers: { 'x-seen': JSON.stringify(m.body) } });\n");
-  r = await mediateWith(probe, 'onRequest', { method: 'POST', path: '/upload', headers: { 'content-type': ct }, api }, body, 'multipart', ct);
+  r = await mediateWith(
+    probe,
+    'onRequest',
+    { method: 'POST', path: '/upload', headers: { 'content-type': ct }, api },
+    body,
+    'multipart',
+    ct,
+  );
   t.equal(r.scriptFailure, undefined);
-  t.same(JSON.parse(r.changes?.headers?.['x-seen'] ?? 'null'), [{ name: 'title', body: 'Holiday' }, { name: 'photo', filename: 'a.png', contentType: 'image/png', body: { base64: png.toString('base64') } }]);
+  t.same(JSON.parse(r.changes?.headers?.['x-seen'] ?? 'null'), [
+    { name: 'title', body: 'Holiday' },
+    { name: 'photo', filename: 'a.png', contentType: 'image/png', body: { base64: png.toString('base64') } },
+  ]);
 });
 
 // ---------------------------------------------------------------- ts: type-checked against the declarations
@@ -475,14 +626,25 @@ t.test('the TypeScript blocks (and the typed JSON samples) type-check against th
   t.ok(files.length >= tsBlocks.filter((b) => b.lang === 'ts').length + 3, 'the typed JSON samples are among them');
   // Canaries: a wrong use of the package and of the prelude must be reported, or the check proves nothing.
   const canaries = [join(dir, 'canary-module.ts'), join(dir, 'canary-fragment.ts'), join(dir, 'canary-json.ts')];
-  writeFileSync(canaries[2] as string, "import type { HealthReport } from 'throughway';\nexport const sample: HealthReport = {\"status\":\"UP\",\"failing\":[],\"checks\":[],\"extra\":1};\n");
+  writeFileSync(
+    canaries[2] as string,
+    'import type { HealthReport } from \'throughway\';\nexport const sample: HealthReport = {"status":"UP","failing":[],"checks":[],"extra":1};\n',
+  );
   writeFileSync(canaries[0] as string, "import { createGateway } from 'throughway';\nexport const n: number = createGateway;\n");
   writeFileSync(canaries[1] as string, `${FRAGMENT_PRELUDE}\nexport async function sample(): Promise<void> {\nnode.noSuchMember();\n}\n`);
   const program = ts.createProgram([...files, ...canaries], options);
-  for (const c of canaries) t.ok(program.getSemanticDiagnostics(program.getSourceFile(c)).length > 0, `canary ${c.slice(dir.length + 1)} is rejected`);
+  for (const c of canaries)
+    t.ok(program.getSemanticDiagnostics(program.getSourceFile(c)).length > 0, `canary ${c.slice(dir.length + 1)} is rejected`);
   for (const [i, f] of files.entries()) {
     const sf = program.getSourceFile(f);
     const diags = [...program.getSyntacticDiagnostics(sf), ...program.getSemanticDiagnostics(sf)];
-    t.same(diags.map((d) => `${d.start !== undefined && sf !== undefined ? sf.getLineAndCharacterOfPosition(d.start).line + 1 : 0}: ${ts.flattenDiagnosticMessageText(d.messageText, '\n')}`), [], where(tsBlocks[i] as Block));
+    t.same(
+      diags.map(
+        (d) =>
+          `${d.start !== undefined && sf !== undefined ? sf.getLineAndCharacterOfPosition(d.start).line + 1 : 0}: ${ts.flattenDiagnosticMessageText(d.messageText, '\n')}`,
+      ),
+      [],
+      where(tsBlocks[i] as Block),
+    );
   }
 });

@@ -38,9 +38,12 @@ for (const [file, lines] of Object.entries(EXAMPLES)) {
 }
 
 t.test('ESM consumers import the package by name', async (t) => {
-  const code = "import { createTransport, targetFromUrl, createGateway, loadConfig } from 'throughway'; console.log([createTransport, targetFromUrl, createGateway, loadConfig].map((f) => typeof f).join(' '));";
+  const code =
+    "import { createTransport, targetFromUrl, createGateway, loadConfig } from 'throughway'; console.log([createTransport, targetFromUrl, createGateway, loadConfig].map((f) => typeof f).join(' '));";
   const r = await new Promise<{ stdout: string; code: number }>((resolve) => {
-    execFile(process.execPath, ['--input-type=module', '-e', code], { cwd: root, timeout: 20_000 }, (err, stdout) => resolve({ stdout, code: err === null ? 0 : 1 }));
+    execFile(process.execPath, ['--input-type=module', '-e', code], { cwd: root, timeout: 20_000 }, (err, stdout) =>
+      resolve({ stdout, code: err === null ? 0 : 1 }),
+    );
   });
   t.equal(r.code, 0);
   t.equal(r.stdout.trim(), 'function function function function');
@@ -48,12 +51,24 @@ t.test('ESM consumers import the package by name', async (t) => {
 
 t.test('the embedding API is exported, typed, for CommonJS and ESM alike', async (t) => {
   const names = ['createGateway', 'gatewayFault', 'customFault', 'localAnswer', 'PhaseOptionsError', 'PHASES'];
-  const cjs = await run(`const m = require('throughway'); console.log(${JSON.stringify(names)}.map((n) => typeof m[n]).join(' '));`, ['-e']);
+  const cjs = await run(`const m = require('throughway'); console.log(${JSON.stringify(names)}.map((n) => typeof m[n]).join(' '));`, [
+    '-e',
+  ]);
   t.equal(cjs.stdout.trim(), 'function function function function function object');
-  const esm = await run(`import * as m from 'throughway'; console.log(${JSON.stringify(names)}.map((n) => typeof m[n]).join(' '));`, ['--input-type=module', '-e']);
+  const esm = await run(`import * as m from 'throughway'; console.log(${JSON.stringify(names)}.map((n) => typeof m[n]).join(' '));`, [
+    '--input-type=module',
+    '-e',
+  ]);
   t.equal(esm.stdout.trim(), 'function function function function function object');
   const dts = readFileSync(join(root, 'dist', 'lib', 'embed', 'index.d.ts'), 'utf8');
-  for (const m of ['handleUpgrade(', 'inject(options: InjectOptions): Promise<InjectResponse>', 'on<K extends GatewayEventName>(', 'readonly handler:', 'readonly phases?: readonly PhasePlacement[]']) t.ok(dts.includes(m), `types: ${m}`);
+  for (const m of [
+    'handleUpgrade(',
+    'inject(options: InjectOptions): Promise<InjectResponse>',
+    'on<K extends GatewayEventName>(',
+    'readonly handler:',
+    'readonly phases?: readonly PhasePlacement[]',
+  ])
+    t.ok(dts.includes(m), `types: ${m}`);
 });
 
 t.test('importing the package starts nothing', async (t) => {

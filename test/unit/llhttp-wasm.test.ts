@@ -4,12 +4,7 @@
  */
 import { readFileSync } from 'node:fs';
 import t from 'tap';
-import {
-  extractLlhttpWasm,
-  LlhttpLoadError,
-  PINNED_WASM_BYTES,
-  readLlhttpWasm,
-} from '../../lib/transport/llhttp-wasm';
+import { extractLlhttpWasm, LlhttpLoadError, PINNED_WASM_BYTES, readLlhttpWasm } from '../../lib/transport/llhttp-wasm';
 
 const file = require.resolve('llhttp-wasm/out/index.js');
 const source = readFileSync(file, 'latin1');

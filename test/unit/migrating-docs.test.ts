@@ -31,7 +31,9 @@ t.test('every spec section is listed once, under the heading its schema marker s
 });
 
 t.test('what config check reports as inactive is what the page lists as inactive', async (t) => {
-  const idle = SECTIONS.filter((s) => !s.runs && s.source !== 'throughway' && !s.path.includes('<') && s.path !== '' && s.repeatable !== true).slice(0, 5);
+  const idle = SECTIONS.filter(
+    (s) => !s.runs && s.source !== 'throughway' && !s.path.includes('<') && s.path !== '' && s.repeatable !== true,
+  ).slice(0, 5);
   t.ok(idle.length > 0);
   const text = idle.map((s) => `[${s.path}]\n`).join('');
   const loaded = loadConfig({ text, file: '/nonexistent/deployment.toml' });
@@ -46,7 +48,11 @@ t.test('every spec key has one row with the status its schema marks give, and th
   const table = page.slice(page.indexOf('### Every key and its status'), page.indexOf(END));
   const rows = table.split('\n').filter((l) => l.startsWith('| `'));
   const spec = SECTIONS.filter(isSpecSection);
-  t.equal(rows.length, spec.reduce((n, s) => n + s.keys.length, 0), 'one row per key');
+  t.equal(
+    rows.length,
+    spec.reduce((n, s) => n + s.keys.length, 0),
+    'one row per key',
+  );
   for (const s of spec) {
     const name = s.path === '' ? '' : `\`${s.repeatable === true ? `[[${s.path}]]` : `[${s.path}]`}\` `;
     for (const k of s.keys) {

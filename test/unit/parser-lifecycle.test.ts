@@ -82,7 +82,10 @@ t.test('a throwing callback propagates, fails that parser only, and reset() reco
     rec.onBody = Recorder.prototype.onBody;
     rec.events = [];
     t.equal(parser.execute(input), ExecStatus.OK, `${where}: usable after reset()`);
-    t.strictSame(rec.events.map((e) => e.event), ['head', 'body', 'complete']);
+    t.strictSame(
+      rec.events.map((e) => e.event),
+      ['head', 'body', 'complete'],
+    );
     parser.destroy();
   }
 });

@@ -33,7 +33,10 @@ t.test('a head of exactly maxHeaderSize passes, one byte more fails', async (t) 
 });
 
 t.test('the same, with the head arriving one byte per execute', async (t) => {
-  for (const [size, want] of [[LIMIT, 'OK'], [LIMIT + 1, 'ERROR HPE_HEADER_OVERFLOW']] as const) {
+  for (const [size, want] of [
+    [LIMIT, 'OK'],
+    [LIMIT + 1, 'ERROR HPE_HEADER_OVERFLOW'],
+  ] as const) {
     const input = requestHead(size);
     const cuts = Array.from({ length: input.length - 1 }, (_, i) => i + 1);
     t.equal(parseCut('request', input, cuts, undefined, LIMIT).outcome, want, `${size} bytes`);
@@ -41,7 +44,10 @@ t.test('the same, with the head arriving one byte per execute', async (t) => {
 });
 
 t.test('the same, split anywhere, for a response', async (t) => {
-  for (const [size, want] of [[LIMIT, 'OK'], [LIMIT + 1, 'ERROR HPE_HEADER_OVERFLOW']] as const) {
+  for (const [size, want] of [
+    [LIMIT, 'OK'],
+    [LIMIT + 1, 'ERROR HPE_HEADER_OVERFLOW'],
+  ] as const) {
     const input = responseHead(size);
     const wrong: number[] = [];
     for (const cuts of singleCuts(input.length)) {
@@ -87,7 +93,10 @@ t.test('each pipelined head is counted from its own first byte', async (t) => {
   const r = parseCut('request', input, [], undefined, LIMIT);
   t.equal(r.outcome, 'OK');
   const heads = r.events.filter((e) => e.event === 'head');
-  t.strictSame(heads.map((h) => h.event === 'head' && h.headBytes), [first.length - 3, LIMIT]);
+  t.strictSame(
+    heads.map((h) => h.event === 'head' && h.headBytes),
+    [first.length - 3, LIMIT],
+  );
   const over = Buffer.concat([first, requestHead(LIMIT + 1)]);
   t.equal(parseCut('request', over, [], undefined, LIMIT).outcome, 'ERROR HPE_HEADER_OVERFLOW');
 });
@@ -110,7 +119,10 @@ function framed(size: number): Buffer {
 
 t.test('chunk framing between two data bytes is bounded by maxHeaderSize, split anywhere', async (t) => {
   const small = 200;
-  for (const [size, want] of [[small, 'OK'], [small + 1, 'ERROR HPE_CHUNK_EXTENSIONS_OVERFLOW']] as const) {
+  for (const [size, want] of [
+    [small, 'OK'],
+    [small + 1, 'ERROR HPE_CHUNK_EXTENSIONS_OVERFLOW'],
+  ] as const) {
     const input = framed(size);
     t.equal(parseCut('request', input, [], undefined, small).outcome, want, `${size}-byte size line`);
     const wrong: string[] = [];

@@ -21,7 +21,9 @@ const CODED = /^(OK|UPGRADE.*|ERROR HPE_[A-Z_]+)$/;
 const cutsOf = (length: number, maxCuts: number): fc.Arbitrary<number[]> =>
   length < 2
     ? fc.constant([])
-    : fc.uniqueArray(fc.integer({ min: 1, max: length - 1 }), { maxLength: Math.min(maxCuts, length - 1) }).map((a) => a.sort((x, y) => x - y));
+    : fc
+        .uniqueArray(fc.integer({ min: 1, max: length - 1 }), { maxLength: Math.min(maxCuts, length - 1) })
+        .map((a) => a.sort((x, y) => x - y));
 
 // ---- a model of valid requests ----------------------------------------------------------------------
 
@@ -36,7 +38,7 @@ interface RequestModel {
   chunks: number[];
 }
 
-const TCHAR = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789!#$%&\'*+-.^_`|~';
+const TCHAR = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789!#$%&'*+-.^_`|~";
 const token = fc.string({ unit: fc.constantFrom(...TCHAR), minLength: 1, maxLength: 12 });
 /** Field value: visible ASCII and obs-text (latin1 0x80-0xff), inner spaces and tabs, no outer whitespace. */
 const vchar = fc.oneof(
@@ -45,13 +47,15 @@ const vchar = fc.oneof(
 );
 const fieldValue = fc.oneof(
   fc.constant(''),
-  fc.tuple(vchar, fc.array(fc.oneof(vchar, fc.constantFrom(' ', '\t')), { maxLength: 30 }), vchar).map(([a, mid, b]) => a + mid.join('') + b),
+  fc
+    .tuple(vchar, fc.array(fc.oneof(vchar, fc.constantFrom(' ', '\t')), { maxLength: 30 }), vchar)
+    .map(([a, mid, b]) => a + mid.join('') + b),
   vchar,
 );
 /** Header names that change framing or connection handling are left to the generator's own choice. */
 const RESERVED = /^(content-length|transfer-encoding|connection|upgrade|host|expect|proxy-connection|keep-alive|te|trailer)$/i;
 const headerName = token.filter((n) => !RESERVED.test(n));
-const PATH_CHAR = 'abcdefghijklmnopqrstuvwxyz0123456789-._~/%=&?!$\'()*+,;:@';
+const PATH_CHAR = "abcdefghijklmnopqrstuvwxyz0123456789-._~/%=&?!$'()*+,;:@";
 const url = fc.string({ unit: fc.constantFrom(...PATH_CHAR), maxLength: 40 }).map((s) => `/${s}`);
 const bodyText = fc.string({ unit: fc.integer({ min: 0, max: 255 }).map((c) => String.fromCharCode(c)), maxLength: 80 });
 
@@ -118,7 +122,12 @@ function reading(events: readonly EventRecord[]): unknown[] {
 // ---- properties ---------------------------------------------------------------------------------------
 
 t.test('random bytes: never a throw, always a parse or a coded error, the same however split', async (t) => {
-  const prefix = fc.constantFrom('', 'GET / HTTP/1.1\r\n', 'POST /x HTTP/1.1\r\nHost: h\r\n', 'PUT / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n');
+  const prefix = fc.constantFrom(
+    '',
+    'GET / HTTP/1.1\r\n',
+    'POST /x HTTP/1.1\r\nHost: h\r\n',
+    'PUT / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n',
+  );
   const input = fc.tuple(prefix, fc.uint8Array({ maxLength: 300 })).map(([p, bytes]) => Buffer.concat([latin1(p), Buffer.from(bytes)]));
   const withCuts = input.chain((buf) => fc.tuple(fc.constant(buf), cutsOf(buf.length, 12), fc.boolean()));
   let errors = 0;
@@ -168,7 +177,8 @@ t.test('valid requests: every split point gives the unsplit reading, and it is t
       const want = expectedReading(m);
       const whole = parseCut('request', buf, []);
       if (whole.outcome !== 'OK') throw new Error(`valid request refused: ${whole.outcome}\n${buf.toString('latin1')}`);
-      if (JSON.stringify(reading(whole.events)) !== JSON.stringify(want)) throw new Error(`reading differs from the model: ${JSON.stringify(reading(whole.events))}`);
+      if (JSON.stringify(reading(whole.events)) !== JSON.stringify(want))
+        throw new Error(`reading differs from the model: ${JSON.stringify(reading(whole.events))}`);
       const wholeJson = JSON.stringify(whole.events);
       for (let cut = 1; cut < buf.length; cut++) {
         const split = parseCut('request', buf, [cut]);
@@ -184,12 +194,10 @@ t.test('valid requests: every split point gives the unsplit reading, and it is t
 });
 
 t.test('pipelined mixtures split at random points: one reading, the models in order', async (t) => {
-  const stream = fc
-    .array(requestModel, { minLength: 2, maxLength: 6 })
-    .chain((ms) => {
-      const buf = Buffer.concat(ms.map(serialise));
-      return fc.tuple(fc.constant(ms), fc.constant(buf), cutsOf(buf.length, 40));
-    });
+  const stream = fc.array(requestModel, { minLength: 2, maxLength: 6 }).chain((ms) => {
+    const buf = Buffer.concat(ms.map(serialise));
+    return fc.tuple(fc.constant(ms), fc.constant(buf), cutsOf(buf.length, 40));
+  });
   fc.assert(
     fc.property(stream, ([models, buf, cuts]) => {
       const want = models.flatMap(expectedReading);
@@ -209,12 +217,15 @@ t.test('pipelined mixtures split at random points: one reading, the models in or
 });
 
 t.test('pipelined stream with one corrupted byte: the split parse fails or reads exactly as the unsplit one', async (t) => {
-  const stream = fc
-    .array(requestModel, { minLength: 2, maxLength: 4 })
-    .chain((ms) => {
-      const buf = Buffer.concat(ms.map(serialise));
-      return fc.tuple(fc.constant(buf), fc.integer({ min: 0, max: buf.length - 1 }), fc.integer({ min: 0, max: 255 }), cutsOf(buf.length, 20));
-    });
+  const stream = fc.array(requestModel, { minLength: 2, maxLength: 4 }).chain((ms) => {
+    const buf = Buffer.concat(ms.map(serialise));
+    return fc.tuple(
+      fc.constant(buf),
+      fc.integer({ min: 0, max: buf.length - 1 }),
+      fc.integer({ min: 0, max: 255 }),
+      cutsOf(buf.length, 20),
+    );
+  });
   fc.assert(
     fc.property(stream, ([original, at, byte, cuts]) => {
       const buf = Buffer.from(original);

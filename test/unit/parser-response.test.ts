@@ -8,9 +8,7 @@ import { ExecStatus, HEAD_CONTINUE, HEAD_SKIP_BODY, HttpParser, PAUSE } from '..
 import { latin1, parseCut, Recorder, singleCuts } from './helpers/parser-recorder';
 
 t.test('response to HEAD: HEAD_SKIP_BODY ignores Content-Length, the next response follows', async (t) => {
-  const input = latin1(
-    'HTTP/1.1 200 OK\r\nContent-Length: 1234\r\n\r\n' + 'HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok',
-  );
+  const input = latin1('HTTP/1.1 200 OK\r\nContent-Length: 1234\r\n\r\n' + 'HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok');
   const skipFirst = (r: Recorder): void => {
     let n = 0;
     r.head = () => (n++ === 0 ? HEAD_SKIP_BODY : HEAD_CONTINUE);
@@ -18,7 +16,9 @@ t.test('response to HEAD: HEAD_SKIP_BODY ignores Content-Length, the next respon
   const whole = parseCut('response', input, [], skipFirst);
   t.equal(whole.outcome, 'OK');
   t.strictSame(
-    whole.events.map((e) => e.event === 'head' ? `head ${e.contentLength} ka=${e.keepAlive}` : e.event === 'body' ? `body ${e.text}` : 'complete'),
+    whole.events.map((e) =>
+      e.event === 'head' ? `head ${e.contentLength} ka=${e.keepAlive}` : e.event === 'body' ? `body ${e.text}` : 'complete',
+    ),
     ['head 1234 ka=true', 'complete', 'head 2 ka=true', 'body ok', 'complete'],
   );
   const wrong: number[] = [];
@@ -55,7 +55,9 @@ t.test('100 Continue is its own message; the 200 follows on the same parser', as
   const whole = parseCut('response', input, []);
   t.equal(whole.outcome, 'OK');
   t.strictSame(
-    whole.events.map((e) => (e.event === 'head' ? `head ${e.statusCode} ${e.statusText}` : e.event === 'body' ? `body ${e.text}` : 'complete')),
+    whole.events.map((e) =>
+      e.event === 'head' ? `head ${e.statusCode} ${e.statusText}` : e.event === 'body' ? `body ${e.text}` : 'complete',
+    ),
     ['head 100 Continue', 'complete', 'head 103 Early Hints', 'complete', 'head 200 OK', 'body done', 'complete'],
   );
   const wrong: number[] = [];
@@ -68,9 +70,7 @@ t.test('100 Continue is its own message; the 200 follows on the same parser', as
 
 t.test('204 and 304 have no body, even with Content-Length (RFC 9110 15.3.5, 15.4.5)', async (t) => {
   for (const status of ['204 No Content', '304 Not Modified']) {
-    const input = latin1(
-      `HTTP/1.1 ${status}\r\nContent-Length: 10\r\n\r\n` + 'HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nx',
-    );
+    const input = latin1(`HTTP/1.1 ${status}\r\nContent-Length: 10\r\n\r\n` + 'HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nx');
     const r = parseCut('response', input, []);
     t.equal(r.outcome, 'OK', status);
     t.strictSame(
@@ -81,7 +81,11 @@ t.test('204 and 304 have no body, even with Content-Length (RFC 9110 15.3.5, 15.
     t.equal(r.events[0]?.event === 'head' && r.events[0].keepAlive, true);
   }
   const noLength = parseCut('response', latin1('HTTP/1.1 204 No Content\r\n\r\n'), []);
-  t.strictSame(noLength.events.map((e) => e.event), ['head', 'complete'], '204 without Content-Length');
+  t.strictSame(
+    noLength.events.map((e) => e.event),
+    ['head', 'complete'],
+    '204 without Content-Length',
+  );
 });
 
 t.test('a response without length is read until EOF and completes in finish()', async (t) => {
@@ -90,9 +94,16 @@ t.test('a response without length is read until EOF and completes in finish()', 
   t.equal(parser.execute(latin1('HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nfirst ')), ExecStatus.OK);
   t.equal(parser.execute(latin1('second')), ExecStatus.OK);
   t.equal(rec.events[0]?.event === 'head' && rec.events[0].keepAlive, false, 'the close ends it (RFC 9112 6.3 rule 8)');
-  t.strictSame(rec.events.map((e) => e.event), ['head', 'body'], 'not complete before EOF');
+  t.strictSame(
+    rec.events.map((e) => e.event),
+    ['head', 'body'],
+    'not complete before EOF',
+  );
   t.equal(parser.finish(), ExecStatus.OK);
-  t.strictSame(rec.events.slice(1), [{ event: 'body', text: 'first second' }, { event: 'complete', trailers: null }]);
+  t.strictSame(rec.events.slice(1), [
+    { event: 'body', text: 'first second' },
+    { event: 'complete', trailers: null },
+  ]);
   parser.destroy();
 });
 
@@ -130,7 +141,10 @@ t.test('finish() after a PAUSE at the head ends the pause and the message', asyn
   const parser = new HttpParser('response', rec, 8192);
   t.equal(parser.execute(latin1('HTTP/1.1 200 OK\r\n\r\n')), ExecStatus.PAUSED);
   t.equal(parser.finish(), ExecStatus.OK);
-  t.strictSame(rec.events.map((e) => e.event), ['head', 'complete']);
+  t.strictSame(
+    rec.events.map((e) => e.event),
+    ['head', 'complete'],
+  );
   parser.destroy();
 });
 

@@ -242,5 +242,8 @@ t.test('what strict parsing still accepts is visible to the caller', async (t) =
   // A response Transfer-Encoding that does not end in chunked is read until close (RFC 9112 6.3 rule 4).
   const teGzip = parseCut('response', latin1('HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\nabc'), [], undefined, 8192, true);
   t.equal(teGzip.outcome, 'OK');
-  t.strictSame(teGzip.events.slice(1), [{ event: 'body', text: 'abc' }, { event: 'complete', trailers: null }]);
+  t.strictSame(teGzip.events.slice(1), [
+    { event: 'body', text: 'abc' },
+    { event: 'complete', trailers: null },
+  ]);
 });

@@ -50,13 +50,19 @@ t.test('300-byte GET with 8 headers: the unsplit parse is right', async (t) => {
   t.equal(head.version, '1.1');
   t.equal(head.headers.length, 16, '8 name/value pairs');
   t.strictSame(head.headers.slice(0, 12), [
-    'Host', 'api.example.com',
-    'User-Agent', 'throughway-test/1.0',
-    'Accept', 'application/json, text/plain;q=0.5',
-    'X-Empty', '',
-    'X-Latin', 'caf\xe9 cr\xe8me',
+    'Host',
+    'api.example.com',
+    'User-Agent',
+    'throughway-test/1.0',
+    'Accept',
+    'application/json, text/plain;q=0.5',
+    'X-Empty',
+    '',
+    'X-Latin',
+    'caf\xe9 cr\xe8me',
     // Leading and trailing OWS is not part of the value (RFC 9110 5.5); inner whitespace is.
-    'X-Padded', 'value with inner  spaces',
+    'X-Padded',
+    'value with inner  spaces',
   ]);
   t.match(head.headers[13], /^Bearer a+$/);
   t.match(head.headers[15], /^b+$/);
@@ -108,12 +114,7 @@ t.test('response: unsplit parse, then every two-piece split identical', async (t
       statusCode: 203,
       statusText: 'Non-Authoritative Information \xe9',
       version: '1.1',
-      headers: [
-        'Content-Type', 'text/plain; charset=iso-8859-1',
-        'Cache-Control', 'max-age=60',
-        'X-Empty', '',
-        'Content-Length', '12',
-      ],
+      headers: ['Content-Type', 'text/plain; charset=iso-8859-1', 'Cache-Control', 'max-age=60', 'X-Empty', '', 'Content-Length', '12'],
       keepAlive: true,
       upgrade: false,
       contentLength: 12,
@@ -193,7 +194,10 @@ t.test('pipelined requests in one buffer: PAUSE at onComplete gives each message
   t.strictSame(urls, ['/a', '/b', '/c', '/d']);
   t.strictSame(
     rec.events.filter((e) => e.event === 'body'),
-    [{ event: 'body', text: 'body' }, { event: 'body', text: 'hi' }],
+    [
+      { event: 'body', text: 'body' },
+      { event: 'body', text: 'hi' },
+    ],
   );
   const last = rec.events.filter((e) => e.event === 'head').pop();
   t.ok(last?.event === 'head' && last.method === 'DELETE' && last.version === '1.0' && !last.keepAlive);
@@ -207,7 +211,10 @@ t.test('pipelined requests with onComplete continuing: all parsed in one execute
   const parser = new HttpParser('request', rec, 8192);
   t.equal(parser.execute(buf), ExecStatus.OK);
   t.equal(rec.events.filter((e) => e.event === 'complete').length, 50);
-  t.ok(rec.events.every((e) => e.event !== 'head' || e.headBytes === one.length), 'each head counted alone');
+  t.ok(
+    rec.events.every((e) => e.event !== 'head' || e.headBytes === one.length),
+    'each head counted alone',
+  );
   parser.destroy();
 });
 
@@ -224,12 +231,15 @@ t.test('PAUSE at onHead stops at the first body byte; resume continues', async (
   t.throws(() => parser.execute(buf, parser.consumed), /paused/, 'execute while paused is refused');
   parser.resume();
   t.equal(parser.execute(buf, 2 + head.length), ExecStatus.OK);
-  t.strictSame(rec.events.slice(1, 3), [{ event: 'body', text: '0123456789' }, { event: 'complete', trailers: null }]);
+  t.strictSame(rec.events.slice(1, 3), [
+    { event: 'body', text: '0123456789' },
+    { event: 'complete', trailers: null },
+  ]);
   t.equal(rec.events.filter((e) => e.event === 'complete').length, 2);
   parser.destroy();
 });
 
-t.test('body spans point into the caller\'s Buffer, honouring start', async (t) => {
+t.test("body spans point into the caller's Buffer, honouring start", async (t) => {
   const body = Buffer.alloc(20000);
   for (let i = 0; i < body.length; i++) body[i] = (i * 7) & 0xff;
   const head = latin1(`POST /b HTTP/1.1\r\nContent-Length: ${body.length}\r\n\r\n`);
@@ -239,7 +249,10 @@ t.test('body spans point into the caller\'s Buffer, honouring start', async (t) 
   const parser = new HttpParser('request', rec, 8192);
   t.equal(parser.execute(buf, 4, buf.length - 4), ExecStatus.OK);
   t.ok(rec.bodyCalls.length >= 1);
-  t.ok(rec.bodyCalls.every((c) => c.chunk === buf), 'every onBody chunk is the Buffer passed to execute');
+  t.ok(
+    rec.bodyCalls.every((c) => c.chunk === buf),
+    'every onBody chunk is the Buffer passed to execute',
+  );
   let expectStart = 4 + head.length;
   for (const c of rec.bodyCalls) {
     t.equal(c.start, expectStart, 'pieces are contiguous');
@@ -305,7 +318,10 @@ t.test('regression: PAUSE at a head that ends the read; the empty execute after 
   t.equal(parser.consumed, buf.length);
   parser.resume();
   t.equal(parser.execute(buf, buf.length), ExecStatus.OK);
-  t.strictSame(rec.events.map((e) => e.event), ['head', 'complete']);
+  t.strictSame(
+    rec.events.map((e) => e.event),
+    ['head', 'complete'],
+  );
   parser.destroy();
 });
 
@@ -318,7 +334,7 @@ t.test('regression: each message gets its own headers array, even after one with
   };
   const parser = new HttpParser('request', rec, 8192);
   t.equal(parser.execute(latin1('GET /1 HTTP/1.1\r\n\r\nGET /2 HTTP/1.1\r\nHost: h\r\n\r\n')), ExecStatus.OK);
-  t.strictSame(kept, [[], ['Host', 'h']], 'the first message\'s array was not reused for the second');
+  t.strictSame(kept, [[], ['Host', 'h']], "the first message's array was not reused for the second");
   parser.destroy();
 });
 
@@ -326,7 +342,8 @@ t.test('texts kept from the last head: a field, target or reason with other byte
   const rec = new Recorder();
   // Same names, same lengths, one byte changed in each value and target; then the same again; then
   // longer than the kept length (decoded, not compared) and split across two reads.
-  const req = (path: string, date: string, token: string): string => `GET ${path} HTTP/1.1\r\nHost: h1\r\nDate: ${date}\r\nX-Token: ${token}\r\n\r\n`;
+  const req = (path: string, date: string, token: string): string =>
+    `GET ${path} HTTP/1.1\r\nHost: h1\r\nDate: ${date}\r\nX-Token: ${token}\r\n\r\n`;
   const long = 'v'.repeat(100);
   const a = req('/aa', 'Thu, 26 Nov 2026 17:00:00 GMT', 'abc');
   const b = req('/ab', 'Thu, 26 Nov 2026 17:00:01 GMT', 'abd');
@@ -337,14 +354,34 @@ t.test('texts kept from the last head: a field, target or reason with other byte
   t.equal(parser.execute(latin1(c.slice(0, cut))), ExecStatus.OK);
   t.equal(parser.execute(latin1(c.slice(cut))), ExecStatus.OK);
   const heads = headsOf(rec);
-  t.strictSame(heads.map((h) => h.url), ['/aa', '/ab', '/ab', '/ab']);
-  t.strictSame(heads.map((h) => h.headers[3]), ['Thu, 26 Nov 2026 17:00:00 GMT', 'Thu, 26 Nov 2026 17:00:01 GMT', 'Thu, 26 Nov 2026 17:00:01 GMT', 'Thu, 26 Nov 2026 17:00:01 GMT']);
-  t.strictSame(heads.map((h) => h.headers[5]), ['abc', 'abd', 'abd', long]);
+  t.strictSame(
+    heads.map((h) => h.url),
+    ['/aa', '/ab', '/ab', '/ab'],
+  );
+  t.strictSame(
+    heads.map((h) => h.headers[3]),
+    ['Thu, 26 Nov 2026 17:00:00 GMT', 'Thu, 26 Nov 2026 17:00:01 GMT', 'Thu, 26 Nov 2026 17:00:01 GMT', 'Thu, 26 Nov 2026 17:00:01 GMT'],
+  );
+  t.strictSame(
+    heads.map((h) => h.headers[5]),
+    ['abc', 'abd', 'abd', long],
+  );
   parser.destroy();
   // Responses: a reason phrase differing only in letter case and a value in one digit are decoded anew.
   const res = new HttpParser('response', rec, 8192);
-  t.equal(res.execute(latin1('HTTP/1.1 200 OK\r\nHost: h2\r\nContent-Length: 0\r\n\r\nHTTP/1.1 200 Ok\r\nHost: h1\r\nContent-Length: 0\r\n\r\n')), ExecStatus.OK);
-  t.strictSame(headsOf(rec).slice(4).map((h) => [h.statusText, h.headers[1]]), [['OK', 'h2'], ['Ok', 'h1']]);
+  t.equal(
+    res.execute(latin1('HTTP/1.1 200 OK\r\nHost: h2\r\nContent-Length: 0\r\n\r\nHTTP/1.1 200 Ok\r\nHost: h1\r\nContent-Length: 0\r\n\r\n')),
+    ExecStatus.OK,
+  );
+  t.strictSame(
+    headsOf(rec)
+      .slice(4)
+      .map((h) => [h.statusText, h.headers[1]]),
+    [
+      ['OK', 'h2'],
+      ['Ok', 'h1'],
+    ],
+  );
   res.destroy();
 });
 
@@ -364,8 +401,16 @@ t.test('texts kept from the last head: a one-byte difference at any position, an
     const before = headsOf(rec).length;
     t.equal(parser.execute(latin1(wire)), ExecStatus.OK);
     const heads = headsOf(rec).slice(before);
-    t.strictSame(heads.map((h) => h.headers[1]), sent, `values of ${len} bytes`);
-    t.strictSame(heads.map((h) => h.url), sent.map((v) => `/${v}`), `targets of ${len + 1} bytes`);
+    t.strictSame(
+      heads.map((h) => h.headers[1]),
+      sent,
+      `values of ${len} bytes`,
+    );
+    t.strictSame(
+      heads.map((h) => h.url),
+      sent.map((v) => `/${v}`),
+      `targets of ${len + 1} bytes`,
+    );
   }
   parser.destroy();
 });
@@ -400,13 +445,17 @@ t.test('texts kept from the last head: a value that changed is kept whole, so it
 t.test('a head with more field texts than kept positions: the ones past them are decoded every time', async (t) => {
   const rec = new Recorder();
   // 20 fields: 40 texts, the last 8 past the 32 kept positions.
-  const head = (last: string): string => 'GET / HTTP/1.1\r\n' + Array.from({ length: 19 }, (_, i) => `X-F${i}: v${i}\r\n`).join('') + `X-Last: ${last}\r\n\r\n`;
+  const head = (last: string): string =>
+    'GET / HTTP/1.1\r\n' + Array.from({ length: 19 }, (_, i) => `X-F${i}: v${i}\r\n`).join('') + `X-Last: ${last}\r\n\r\n`;
   const parser = new HttpParser('request', rec, 8192);
   t.equal(parser.execute(latin1(head('one') + head('two') + head('two'))), ExecStatus.OK);
-  t.strictSame(headsOf(rec).map(({ headers: h }) => [h.length, h[36], h[37], h[38], h[39]]), [
-    [40, 'X-F18', 'v18', 'X-Last', 'one'],
-    [40, 'X-F18', 'v18', 'X-Last', 'two'],
-    [40, 'X-F18', 'v18', 'X-Last', 'two'],
-  ]);
+  t.strictSame(
+    headsOf(rec).map(({ headers: h }) => [h.length, h[36], h[37], h[38], h[39]]),
+    [
+      [40, 'X-F18', 'v18', 'X-Last', 'one'],
+      [40, 'X-F18', 'v18', 'X-Last', 'two'],
+      [40, 'X-F18', 'v18', 'X-Last', 'two'],
+    ],
+  );
   parser.destroy();
 });

@@ -1,7 +1,7 @@
 /**
  * Errors that stop a start carry a stable `code` (docs/operations.md, "Start-up errors"): each class is
- * made to throw, or built, and its code checked; and every code a class of lib/ declares is listed on that
- * page, so a new error cannot ship undocumented.
+ * made to throw, or built, and its code checked. That every code of lib/ is on that page is
+ * test/unit/error-codes.test.ts's (read with the TypeScript checker).
  */
 import t from 'tap';
 import * as fs from 'node:fs';
@@ -23,8 +23,6 @@ import { RoleNotBuiltError, startNode } from '../../lib/node';
 import { HealthError } from '../../lib/observability/health';
 import { ControlPlaneError } from '../../lib/scale/control-plane';
 import { PortalRemoteError } from '../../lib/portal/backend';
-
-const root = path.join(__dirname, '..', '..', '..');
 
 /** Runs fn and returns what it threw (or rejected with). */
 async function thrown(fn: () => unknown): Promise<unknown> {
@@ -56,7 +54,9 @@ t.test('each start-up error thrown where it happens carries its code', async (t)
   t.equal((e3 as PhaseOptionsError).code, 'GATEWAY_PHASES');
 
   const settings = throttleSettingsFrom(loadConfig({ text: '', env: {} }).config, dir);
-  const e4 = await thrown(() => createThrottle({ settings, logger: createLogger('silent'), policies: { text: '[[api]]\nname = "X"\n', source: 'test' } }));
+  const e4 = await thrown(() =>
+    createThrottle({ settings, logger: createLogger('silent'), policies: { text: '[[api]]\nname = "X"\n', source: 'test' } }),
+  );
   t.ok(e4 instanceof ThrottleConfigError);
   t.equal((e4 as ThrottleConfigError).code, 'THROTTLE_POLICIES_INVALID');
 
@@ -85,42 +85,22 @@ t.test('each start-up error class built directly carries its code', async (t) =>
     [new ConfigInvalidError('x'), 'CONFIG_INVALID'],
   ];
   for (const code of ['PORTAL_REMOTE_UNREACHABLE', 'PORTAL_REMOTE_REFUSED'] as const) cases.push([new PortalRemoteError(code, 'x'), code]);
-  for (const code of ['TLS_PROTOCOL', 'TLS_PROFILE', 'TLS_NO_KEYSTORE', 'TLS_NO_TRUSTSTORE'] as const) cases.push([new TlsConfigError(code, 'x'), code]);
-  for (const code of ['TLS_READ', 'TLS_FORMAT', 'TLS_NO_KEY', 'TLS_NO_CERT', 'TLS_PASSWORD', 'TLS_ALIAS'] as const) cases.push([new TlsStoreError(code, 'x'), code]);
-  for (const code of ['STORE_UNSUPPORTED', 'STORE_CONNECT', 'STORE_CONNECTION_LOST', 'STORE_CONFLICT', 'STORE_NOT_FOUND', 'STORE_POOL_TIMEOUT', 'STORE_MIGRATION'] as const) cases.push([new StoreError(code, 'x'), code]);
+  for (const code of ['TLS_PROTOCOL', 'TLS_PROFILE', 'TLS_NO_KEYSTORE', 'TLS_NO_TRUSTSTORE'] as const)
+    cases.push([new TlsConfigError(code, 'x'), code]);
+  for (const code of ['TLS_READ', 'TLS_FORMAT', 'TLS_NO_KEY', 'TLS_NO_CERT', 'TLS_PASSWORD', 'TLS_ALIAS'] as const)
+    cases.push([new TlsStoreError(code, 'x'), code]);
+  for (const code of [
+    'STORE_UNSUPPORTED',
+    'STORE_CONNECT',
+    'STORE_CONNECTION_LOST',
+    'STORE_CONFLICT',
+    'STORE_NOT_FOUND',
+    'STORE_POOL_TIMEOUT',
+    'STORE_MIGRATION',
+  ] as const)
+    cases.push([new StoreError(code, 'x'), code]);
   for (const [err, code] of cases) {
     t.ok(err instanceof Error, `${err.constructor.name} is an Error`);
     t.equal(err.code, code, `${err.constructor.name}: ${code}`);
   }
-});
-
-/** Every code an error class of lib/ declares: `readonly code = 'X'`, `code: 'X' | 'Y'`, `type ...ErrorCode = 'X' | ...`. */
-function declaredCodes(dir: string): Map<string, string> {
-  const out = new Map<string, string>();
-  const walk = (d: string): void => {
-    for (const e of fs.readdirSync(d, { withFileTypes: true })) {
-      const p = path.join(d, e.name);
-      if (e.isDirectory()) walk(p);
-      else if (e.name.endsWith('.ts')) {
-        const src = fs.readFileSync(p, 'utf8');
-        const rel = path.relative(root, p);
-        const lists = [
-          ...[...src.matchAll(/readonly code = '([^']+)'/g)].map((m) => m[1] as string),
-          ...[...src.matchAll(/readonly code: ('[A-Z][A-Z0-9_]*'(?:\s*\|\s*'[A-Z][A-Z0-9_]*')*)/g)].map((m) => m[1] as string),
-          ...[...src.matchAll(/type \w*ErrorCode = ('[A-Z][A-Z0-9_]*'(?:\s*\|\s*'[A-Z][A-Z0-9_]*')*)/g)].map((m) => m[1] as string),
-        ];
-        for (const l of lists) for (const c of l.matchAll(/'?([A-Z][A-Z0-9_]*)'?/g)) out.set(c[1] as string, rel);
-      }
-    }
-  };
-  walk(dir);
-  return out;
-}
-
-t.test('every error code declared in lib/ is documented in docs/operations.md', async (t) => {
-  const codes = declaredCodes(path.join(root, 'lib'));
-  const page = fs.readFileSync(path.join(root, 'docs', 'operations.md'), 'utf8');
-  t.ok(codes.size >= 20, `${codes.size} codes found`);
-  const missing = [...codes].filter(([c]) => !page.includes(`\`${c}\``)).map(([c, file]) => `${c} (${file})`);
-  t.strictSame(missing, [], missing.length === 0 ? 'all documented' : `undocumented: ${missing.join(', ')}`);
 });

@@ -3,7 +3,17 @@ import { ProtocolState as S, TRANSITIONS, STATE_NAMES, canTransition } from '../
 import { makeFault, FAULT_KINDS, TransportBase, faultJson } from '../../lib/transport/codes';
 
 t.test('the spec numbers the states 0..8 (spec 002 part 3)', async (t) => {
-  t.same(STATE_NAMES, ['REQUEST_READY', 'REQUEST_HEAD', 'REQUEST_BODY', 'REQUEST_DONE', 'RESPONSE_HEAD', 'RESPONSE_BODY', 'RESPONSE_DONE', 'CLOSING', 'CLOSED']);
+  t.same(STATE_NAMES, [
+    'REQUEST_READY',
+    'REQUEST_HEAD',
+    'REQUEST_BODY',
+    'REQUEST_DONE',
+    'RESPONSE_HEAD',
+    'RESPONSE_BODY',
+    'RESPONSE_DONE',
+    'CLOSING',
+    'CLOSED',
+  ]);
   t.equal(S.REQUEST_DONE, 3);
   t.equal(S.CLOSED, 8);
   t.equal(TRANSITIONS.length, 9);
@@ -44,5 +54,7 @@ t.test('statuses: 502 connection/protocol, 504 timeouts, 503 full', async (t) =>
 });
 
 t.test('fault body is the spec shape', async (t) => {
-  t.same(JSON.parse(faultJson(101503, 'Connection failed', 'd "quoted"')), { fault: { code: 101503, type: 'Status report', message: 'Connection failed', description: 'd "quoted"' } });
+  t.same(JSON.parse(faultJson(101503, 'Connection failed', 'd "quoted"')), {
+    fault: { code: 101503, type: 'Status report', message: 'Connection failed', description: 'd "quoted"' },
+  });
 });

@@ -35,17 +35,27 @@ t.test('a live process keeps its ports; a dead one does not; a refusal claims no
   // before it was met are given back.
   fs.writeFileSync(path.join(LOCK_DIR, String(last)), String(live.pid));
   t.equal(reserveOffset(offset, 1), false, 'refused: another live process holds one of its ports');
-  t.same(ports.slice(0, -1).map(owner), ports.slice(0, -1).map(() => undefined), 'no port left claimed');
+  t.same(
+    ports.slice(0, -1).map(owner),
+    ports.slice(0, -1).map(() => undefined),
+    'no port left claimed',
+  );
   t.equal(owner(last), String(live.pid), "the holder's reservation stands");
 
   // The same port held by a process that has exited: taken over.
   fs.writeFileSync(path.join(LOCK_DIR, String(last)), String(dead));
   t.equal(reserveOffset(offset, 1), true, "a dead process's reservation is taken over");
-  t.same(ports.map(owner), ports.map(() => String(process.pid)), 'every port of the offset is this process\'s');
+  t.same(
+    ports.map(owner),
+    ports.map(() => String(process.pid)),
+    "every port of the offset is this process's",
+  );
   t.equal(reserveOffset(offset, 1), true, 'asking again for its own offset is answered yes');
 
   // Another process asking for it now is refused.
   const portsJs = JSON.stringify(path.join(__dirname, '..', 'ports.js'));
-  const other = spawnSync(process.execPath, ['-e', `process.stdout.write(String(require(${portsJs}).reserveOffset(${offset}, 1)))`], { encoding: 'utf8' });
+  const other = spawnSync(process.execPath, ['-e', `process.stdout.write(String(require(${portsJs}).reserveOffset(${offset}, 1)))`], {
+    encoding: 'utf8',
+  });
   t.equal(other.stdout, 'false', 'another test process is kept off these ports');
 });

@@ -8,7 +8,15 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import t from 'tap';
-import { cookieOf, formRequest as req, hiddenField as hidden, PORTAL_TOML, startPortalNode, until, type PortalNode } from '../portal/helpers';
+import {
+  cookieOf,
+  formRequest as req,
+  hiddenField as hidden,
+  PORTAL_TOML,
+  startPortalNode,
+  until,
+  type PortalNode,
+} from '../portal/helpers';
 import { basic, json } from '../keymanager/helpers';
 
 const TOML = `${PORTAL_TOML}[apim.throttling]\nenable_header_based_throttling = true\n`;
@@ -17,7 +25,13 @@ const COUNTED = `name = "Counted"\ncontext = "/counted"\nversion = "1.0.0"\npoli
 async function signInAs(base: string, username: string, password: string, back = '/admin'): Promise<string> {
   const login = await req(`${base}/devportal/login?back=${encodeURIComponent(back)}`);
   const page = await req(`${base}${login.location}`);
-  const posted = await req(`${base}/oauth2/authorize`, cookieOf(page, 'tw_authz'), { authz: hidden(page.text, 'authz'), csrf: hidden(page.text, 'csrf'), username, password, action: 'login' });
+  const posted = await req(`${base}/oauth2/authorize`, cookieOf(page, 'tw_authz'), {
+    authz: hidden(page.text, 'authz'),
+    csrf: hidden(page.text, 'csrf'),
+    username,
+    password,
+    action: 'login',
+  });
   return cookieOf(await req(posted.location, cookieOf(login, 'tw_signin')), 'tw_portal');
 }
 
@@ -39,7 +53,7 @@ t.test('the admin console', async (t) => {
   t.not(cookie, '', 'signed in');
   const home = await fetch(`${n.base}/admin`, { headers: { Cookie: cookie } });
   t.equal(home.status, 200);
-  t.match(home.headers.get('content-security-policy'), /default-src 'none'/, 'the consoles\' CSP');
+  t.match(home.headers.get('content-security-policy'), /default-src 'none'/, "the consoles' CSP");
   const homeText = await home.text();
   t.match(homeText, /<h1>Workflow tasks<\/h1>/);
   t.notMatch(homeText, /<script/i, 'no script');
@@ -55,7 +69,7 @@ t.test('the admin console', async (t) => {
   const app = await json('POST', `${A}/applications`, { name: 'Shop' }, admin);
   const s1 = await json('POST', `${A}/subscriptions`, { application: 'Shop', api: '/pizzashack', version: '1.0.0' }, admin);
   t.equal(s1.body.state, 'ON_HOLD', s1.text);
-  const portalApp = await req(`${n.base}/devportal/applications/${String(app.body.id)}`, cookie);
+  const portalApp = await req(`${n.base}/devportal/applications/${String(app.body.id)}?tab=subscriptions`, cookie);
   t.match(portalApp.text, /pending approval/, 'the developer portal shows "pending approval"');
   const task1 = String((s1.body.workflow as { taskId: string }).taskId);
   const listed = await req(`${n.base}/admin?type=AM_SUBSCRIPTION_CREATION`, cookie);
@@ -64,20 +78,35 @@ t.test('the admin console', async (t) => {
   t.match(errorOf(badType.text, 'type'), /type must be one of/, 'a filter type that is none: its error beside the field');
   const noDecision = await req(`${n.base}/admin/tasks/${task1}`, cookie, { csrf, comment: 'x' });
   t.equal(noDecision.status, 400);
-  t.match(errorOf(noDecision.text, `comment-${task1}`), /Approve or Reject/, 'no decision: the error beside the task\'s comment');
+  t.match(errorOf(noDecision.text, `comment-${task1}`), /Approve or Reject/, "no decision: the error beside the task's comment");
   const approved = await req(`${n.base}/admin/tasks/${task1}`, cookie, { csrf, comment: 'welcome', decision: 'APPROVED' });
   t.equal(approved.status, 303, approved.text);
-  t.match((await json('GET', `${A}/tasks/${task1}`, undefined, admin)).body, { status: 'APPROVED', decision: { by: 'admin', comment: 'welcome' } }, 'the decision kept with who and the comment');
-  t.match((await json('GET', `${A}/subscriptions?application=Shop`, undefined, admin)).body.list, [{ state: 'UNBLOCKED' }], 'approved in /admin: UNBLOCKED');
+  t.match(
+    (await json('GET', `${A}/tasks/${task1}`, undefined, admin)).body,
+    { status: 'APPROVED', decision: { by: 'admin', comment: 'welcome' } },
+    'the decision kept with who and the comment',
+  );
+  t.match(
+    (await json('GET', `${A}/subscriptions?application=Shop`, undefined, admin)).body.list,
+    [{ state: 'UNBLOCKED' }],
+    'approved in /admin: UNBLOCKED',
+  );
   const again = await req(`${n.base}/admin/tasks/${task1}`, cookie, { csrf, comment: '', decision: 'REJECTED' });
   t.equal(again.status, 409, 'a second decision: 409');
   await json('POST', `${A}/applications`, { name: 'Other' }, admin);
   const s2 = await json('POST', `${A}/subscriptions`, { application: 'Other', api: '/pizzashack', version: '1.0.0' }, admin);
   const task2 = String((s2.body.workflow as { taskId: string }).taskId);
-  t.equal((await req(`${n.base}/admin/tasks/${task2}`, cookie, { csrf, comment: 'Use the Gold plan <please>', decision: 'REJECTED' })).status, 303);
+  t.equal(
+    (await req(`${n.base}/admin/tasks/${task2}`, cookie, { csrf, comment: 'Use the Gold plan <please>', decision: 'REJECTED' })).status,
+    303,
+  );
   const other = (await json('GET', `${A}/applications/Other`, undefined, admin)).body;
-  const otherPage = await req(`${n.base}/devportal/applications/${String(other.id)}`, cookie);
-  t.match(otherPage.text, /rejected: <q class="comment">Use the Gold plan &#60;please&#62;<\/q>/, 'the rejected subscription shows the comment, escaped');
+  const otherPage = await req(`${n.base}/devportal/applications/${String(other.id)}?tab=subscriptions`, cookie);
+  t.match(
+    otherPage.text,
+    /rejected: <q class="comment">Use the Gold plan &#60;please&#62;<\/q>/,
+    'the rejected subscription shows the comment, escaped',
+  );
 
   // Blocking conditions: errors beside their fields; a valid one applies at the gateway at once.
   const bad = await req(`${n.base}/admin/blocking`, cookie, { csrf, type: 'IP', value: 'not-an-ip', invert: 'false' });
@@ -99,20 +128,36 @@ t.test('the admin console', async (t) => {
   fs.writeFileSync(path.join(n.dir, 'apis', 'counted.toml'), COUNTED);
   await new Promise((r) => setTimeout(r, 300));
   t.equal((await fetch(`${n.gateway}/counted/1.0.0/x`)).status, 404, 'an API naming a policy that does not exist yet is not deployed');
-  const p0 = { csrf, kind: 'api', name: 'GoldHeader', description: 'gold callers', request_count: '1000', unit_time: '1', time_unit: 'min', key_template: '', condition_type: 'header', condition_name: 'x-plan', condition_value: 'gold', group_request_count: '2' };
+  const p0 = {
+    csrf,
+    kind: 'api',
+    name: 'GoldHeader',
+    description: 'gold callers',
+    request_count: '1000',
+    unit_time: '1',
+    time_unit: 'min',
+    key_template: '',
+    condition_type: 'header',
+    condition_name: 'x-plan',
+    condition_value: 'gold',
+    group_request_count: '2',
+  };
   const badPolicy = await req(`${n.base}/admin/policies`, cookie, { ...p0, request_count: 'lots', condition_value: '(' });
   t.equal(badPolicy.status, 400);
   t.match(errorOf(badPolicy.text, 'request_count'), /whole number/, 'a count that is no number: beside its field');
   const badRegex = await req(`${n.base}/admin/policies`, cookie, { ...p0, condition_value: '(' });
-  t.match(errorOf(badRegex.text, 'condition_value'), /regular expression/, 'the validator\'s message beside the condition value');
+  t.match(errorOf(badRegex.text, 'condition_value'), /regular expression/, "the validator's message beside the condition value");
   const noName = await req(`${n.base}/admin/policies`, cookie, { ...p0, name: '' });
   t.match(errorOf(noName.text, 'name'), /name/, 'no name: beside the name');
   const dup = await req(`${n.base}/admin/policies`, cookie, { ...p0, name: 'Unlimited', condition_type: '' });
-  t.match(errorOf(dup.text, 'name'), /defined twice/, 'a duplicate name: the validator\'s message beside the name');
+  t.match(errorOf(dup.text, 'name'), /defined twice/, "a duplicate name: the validator's message beside the name");
   const added = await req(`${n.base}/admin/policies`, cookie, p0);
   t.equal(added.status, 303, added.text.slice(0, 300));
   fs.writeFileSync(path.join(n.dir, 'apis', 'counted.toml'), `${COUNTED}# touched\n`);
-  t.ok(await until(async () => (await fetch(`${n.gateway}/counted/1.0.0/x`, { headers: { 'x-plan': 'silver' } })).status !== 404), 'the API deploys once its policy exists');
+  t.ok(
+    await until(async () => (await fetch(`${n.gateway}/counted/1.0.0/x`, { headers: { 'x-plan': 'silver' } })).status !== 404),
+    'the API deploys once its policy exists',
+  );
   const codes: number[] = [];
   for (let i = 0; i < 3; i++) {
     const r = await fetch(`${n.gateway}/counted/1.0.0/x`, { headers: { 'x-plan': 'gold' } });
@@ -126,8 +171,18 @@ t.test('the admin console', async (t) => {
   t.match(errorOf(badTenant.text, 'domain'), /domain/);
   t.match(errorOf(badTenant.text, 'admin'), /required/);
   t.match(errorOf(badTenant.text, 'password'), /required/);
-  t.equal((await req(`${n.base}/admin/tenants`, cookie, { csrf, domain: 'acme.test', admin: 'bossy', password: 'acme-pw-1', package: '' })).status, 303);
-  const dupTenant = await req(`${n.base}/admin/tenants`, cookie, { csrf, domain: 'acme.test', admin: 'bossy', password: 'acme-pw-1', package: '' });
+  t.equal(
+    (await req(`${n.base}/admin/tenants`, cookie, { csrf, domain: 'acme.test', admin: 'bossy', password: 'acme-pw-1', package: '' }))
+      .status,
+    303,
+  );
+  const dupTenant = await req(`${n.base}/admin/tenants`, cookie, {
+    csrf,
+    domain: 'acme.test',
+    admin: 'bossy',
+    password: 'acme-pw-1',
+    package: '',
+  });
   t.equal(dupTenant.status, 409);
   t.match(errorOf(dupTenant.text, 'domain'), /exists/);
 
@@ -138,16 +193,23 @@ t.test('the admin console', async (t) => {
   t.not(acme, '', 'the tenant admin signs in');
   const acmeHome = await req(`${n.base}/admin?status=ALL`, acme);
   t.equal(acmeHome.status, 200);
-  t.notMatch(acmeHome.text, new RegExp(task3), 'another tenant\'s task is not listed');
-  const touch = await req(`${n.base}/admin/tasks/${task3}`, acme, { csrf: hidden(acmeHome.text, 'csrf'), comment: 'mine now', decision: 'APPROVED' });
-  t.equal(touch.status, 404, 'a tenant admin touching another tenant\'s task: refused');
+  t.notMatch(acmeHome.text, new RegExp(task3), "another tenant's task is not listed");
+  const touch = await req(`${n.base}/admin/tasks/${task3}`, acme, {
+    csrf: hidden(acmeHome.text, 'csrf'),
+    comment: 'mine now',
+    decision: 'APPROVED',
+  });
+  t.equal(touch.status, 404, "a tenant admin touching another tenant's task: refused");
   t.equal((await json('GET', `${A}/tasks/${task3}`, undefined, admin)).body.status, 'CREATED', 'the task still waits');
-  t.equal((await req(`${n.base}/admin/blocking`, acme)).status, 403, 'blocking conditions are the super admin\'s');
-  t.equal((await req(`${n.base}/admin/tenants`, acme)).status, 403, 'tenants are the super admin\'s');
+  t.equal((await req(`${n.base}/admin/blocking`, acme)).status, 403, "blocking conditions are the super admin's");
+  t.equal((await req(`${n.base}/admin/tenants`, acme)).status, 403, "tenants are the super admin's");
   const apps = await req(`${n.base}/admin/applications`, acme);
-  t.notMatch(apps.text, /Shop/, 'another tenant\'s applications are not listed');
-  const steal = await req(`${n.base}/admin/applications/${String(app.body.id)}/owner`, acme, { csrf: hidden(acmeHome.text, 'csrf'), owner: 'bossy' });
-  t.equal(steal.status, 404, 'another tenant\'s application: not found');
+  t.notMatch(apps.text, /Shop/, "another tenant's applications are not listed");
+  const steal = await req(`${n.base}/admin/applications/${String(app.body.id)}/owner`, acme, {
+    csrf: hidden(acmeHome.text, 'csrf'),
+    owner: 'bossy',
+  });
+  t.equal(steal.status, 404, "another tenant's application: not found");
 
   // Changing an owner: an unknown tenant's user refused beside the field, a valid one applied.
   const jane = await json('POST', `${A}/users`, { username: 'janet', password: 'jane-pw-12' }, admin);

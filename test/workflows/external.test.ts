@@ -33,7 +33,8 @@ async function engineOn(port: number): Promise<Engine> {
   return { posts, close: () => new Promise((r) => server.close(() => r())) };
 }
 
-const toml = (port: number): string => `[apim.workflow]\nenable = true\nservice_url = "http://${HOST}:${port}/bpmn"\nusername = "bps"\npassword = "bps-pw"\nwf_engine_user = "engine"\nwf_engine_pass = "engine-pw"\n`;
+const toml = (port: number): string =>
+  `[apim.workflow]\nenable = true\nservice_url = "http://${HOST}:${port}/bpmn"\nusername = "bps"\npassword = "bps-pw"\nwf_engine_user = "engine"\nwf_engine_pass = "engine-pw"\n`;
 
 t.test('the engine receives the task and calls back; every refusal of the callback', async (t) => {
   const port = await closedPort();
@@ -47,9 +48,21 @@ t.test('the engine receives the task and calls back; every refusal of the callba
   const id = String((sub.body.workflow as { taskId: string }).taskId);
   t.ok(await until(() => eng.posts.length === 1), 'the engine received the task');
   const post = eng.posts[0] as Record<string, unknown>;
-  t.match(post, { workflowReferenceId: id, workflowType: 'AM_SUBSCRIPTION_CREATION', tenantDomain: 'carbon.super', requester: 'admin', entity: String(sub.body.id), description: /Shop/, attributes: { api: '/pizza', version: '1.0.0' } });
+  t.match(post, {
+    workflowReferenceId: id,
+    workflowType: 'AM_SUBSCRIPTION_CREATION',
+    tenantDomain: 'carbon.super',
+    requester: 'admin',
+    entity: String(sub.body.id),
+    description: /Shop/,
+    attributes: { api: '/pizza', version: '1.0.0' },
+  });
   const callback = String(post.callbackUrl);
-  t.match(callback, /\/api\/am\/publisher\/v4\/workflows\/update-workflow-status$/, 'the callback path of [apim.workflow] callback_endpoint');
+  t.match(
+    callback,
+    /\/api\/am\/publisher\/v4\/workflows\/update-workflow-status$/,
+    'the callback path of [apim.workflow] callback_endpoint',
+  );
   const at = (ref: string): string => `${callback}?workflowReferenceId=${encodeURIComponent(ref)}`;
   const approve = { status: 'APPROVED', attributes: {}, description: 'fine' };
 
@@ -62,7 +75,11 @@ t.test('the engine receives the task and calls back; every refusal of the callba
   const unknown = await json('POST', at('no-such-task'), approve, basic('engine', 'engine-pw'));
   t.equal(unknown.status, 404, 'an unknown reference: 404');
   t.match(unknown.body.error_description, /WORKFLOW_TASK_NOT_FOUND/);
-  t.equal((await json('POST', at(id), { status: 'MAYBE' }, basic('engine', 'engine-pw'))).status, 400, 'a status neither APPROVED nor REJECTED: 400');
+  t.equal(
+    (await json('POST', at(id), { status: 'MAYBE' }, basic('engine', 'engine-pw'))).status,
+    400,
+    'a status neither APPROVED nor REJECTED: 400',
+  );
   t.equal((await json('GET', at(id), undefined, basic('engine', 'engine-pw'))).status, 405, 'GET: 405');
 
   // The engine's registered client: a client credentials token of an admin's application.
@@ -87,17 +104,30 @@ t.test('an engine that is down: the task waits with the error visible, posted ag
   await node.admin('POST', '/applications', { name: 'Shop' });
   const sub = await node.admin('POST', '/subscriptions', { application: 'Shop', api: '/pizza', version: '1.0.0' });
   const id = String((sub.body.workflow as { taskId: string }).taskId);
-  t.ok(await until(async () => ((await node.admin('GET', `/tasks/${id}`)).body.delivery as { attempts: number }).attempts >= 1), 'the first post failed');
+  t.ok(
+    await until(async () => ((await node.admin('GET', `/tasks/${id}`)).body.delivery as { attempts: number }).attempts >= 1),
+    'the first post failed',
+  );
   const task = await node.admin('GET', `/tasks/${id}`);
-  t.match(task.body, { status: 'CREATED', delivery: { deliveredAt: null, lastError: /could not be reached: ECONNREFUSED/ } }, 'pending, with the error visible');
+  t.match(
+    task.body,
+    { status: 'CREATED', delivery: { deliveredAt: null, lastError: /could not be reached: ECONNREFUSED/ } },
+    'pending, with the error visible',
+  );
   t.type((task.body.delivery as { nextAttemptAt: unknown }).nextAttemptAt, 'number', 'the next attempt is scheduled');
   t.equal((await node.store.getSubscription(String(sub.body.id)))?.state, 'ON_HOLD', 'the subscription waits');
-  t.ok(node.logger.lines.some((l) => l.event === 'workflow_engine_unreachable' && !JSON.stringify(l).includes('bps-pw')), 'logged, without the engine password');
+  t.ok(
+    node.logger.lines.some((l) => l.event === 'workflow_engine_unreachable' && !JSON.stringify(l).includes('bps-pw')),
+    'logged, without the engine password',
+  );
   // The engine comes up: the back-off's next attempt (1 s after the first) delivers it.
   const eng = await engineOn(port);
   t.teardown(() => eng.close());
   t.ok(await until(() => eng.posts.length === 1, 4000), 'posted again once the engine is up');
-  t.ok(await until(async () => ((await node.admin('GET', `/tasks/${id}`)).body.delivery as { deliveredAt: unknown }).deliveredAt !== null), 'delivered');
+  t.ok(
+    await until(async () => ((await node.admin('GET', `/tasks/${id}`)).body.delivery as { deliveredAt: unknown }).deliveredAt !== null),
+    'delivered',
+  );
   const after = (await node.admin('GET', `/tasks/${id}`)).body.delivery as { attempts: number; lastError: string };
   t.ok(after.attempts >= 2, `${after.attempts} attempts`);
   t.equal(after.lastError, '', 'the error is cleared once delivered');
@@ -111,11 +141,22 @@ t.test('the back-off is bounded, and a task is posted again by hand', async (t) 
   const w = new Workflows(node.store, silentLogger, settings, () => 'http://callback.invalid');
   t.teardown(() => w.close());
   w.register('AM_USER_SIGNUP', { approved: async () => undefined, rejected: async () => undefined });
-  const started = await w.start({ type: 'AM_USER_SIGNUP', tenant: 'carbon.super', requester: 'x', entity: 'x', description: 'sign-up of x', executor: 'external' });
+  const started = await w.start({
+    type: 'AM_USER_SIGNUP',
+    tenant: 'carbon.super',
+    requester: 'x',
+    entity: 'x',
+    description: 'sign-up of x',
+    executor: 'external',
+  });
   const id = (started as { taskId: string }).taskId;
   t.ok(await until(async () => (await w.get(id)).delivery?.attempts === 3 && w.scheduled === 0, 3000), 'three attempts, then no more');
   await new Promise((r) => setTimeout(r, 100));
-  t.match((await w.get(id)).delivery, { attempts: 3, nextAttemptAt: null, lastError: /ECONNREFUSED/ }, 'it gave up: no next attempt, the error kept');
+  t.match(
+    (await w.get(id)).delivery,
+    { attempts: 3, nextAttemptAt: null, lastError: /ECONNREFUSED/ },
+    'it gave up: no next attempt, the error kept',
+  );
   const eng = await engineOn(port);
   t.teardown(() => eng.close());
   t.match((await w.retry(id)).delivery, { attempts: 4, lastError: '' }, 'posted again by hand');
@@ -129,7 +170,11 @@ t.test('the external executor needs [apim.workflow] enable', async (t) => {
   t.equal(r.status, 400);
   t.match(r.body.error_description, /WORKFLOW_ENGINE_DISABLED/);
   t.equal((await node.admin('PUT', '/workflow-executors/AM_NOTHING', { executor: 'approval' })).status, 400, 'an unknown type: 400');
-  t.equal((await node.admin('PUT', '/workflow-executors/AM_SUBSCRIPTION_CREATION', { executor: 'sometimes' })).status, 400, 'an unknown executor: 400');
+  t.equal(
+    (await node.admin('PUT', '/workflow-executors/AM_SUBSCRIPTION_CREATION', { executor: 'sometimes' })).status,
+    400,
+    'an unknown executor: 400',
+  );
   const all = await node.admin('GET', '/workflow-executors');
   t.equal((all.body.executors as Record<string, string>).AM_SUBSCRIPTION_CREATION, 'simple', 'unchanged: simple by default');
 });

@@ -44,9 +44,18 @@ export async function startNode(toml = ''): Promise<WorkflowNode> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tw-wf-'));
   const backend = await echoBackend();
   fs.mkdirSync(path.join(dir, 'apis'));
-  fs.writeFileSync(path.join(dir, 'apis', 'pizza.toml'), apiFile('Pizza', '/pizza', `http://${HOST}:${backend.port}/pizza`, 'state = "PUBLISHED"\n'));
-  fs.writeFileSync(path.join(dir, 'policies.toml'), '[[subscription]]\nname = "Unlimited"\nunlimited = true\n[[subscription]]\nname = "Gold"\nrequest_count = 5000\n[[subscription]]\nname = "Bronze"\nrequest_count = 1\n[[application]]\nname = "Unlimited"\nunlimited = true\n');
-  fs.writeFileSync(path.join(dir, 'deployment.toml'), `[server]\nhostname = "localhost"\n[super_admin]\nusername = "${ADMIN.user}"\npassword = "${ADMIN.password}"\n[database.apim_db]\ntype = "h2"\nurl = "jdbc:h2:${path.join(dir, 'apim_db')}"\n${toml}`);
+  fs.writeFileSync(
+    path.join(dir, 'apis', 'pizza.toml'),
+    apiFile('Pizza', '/pizza', `http://${HOST}:${backend.port}/pizza`, 'state = "PUBLISHED"\n'),
+  );
+  fs.writeFileSync(
+    path.join(dir, 'policies.toml'),
+    '[[subscription]]\nname = "Unlimited"\nunlimited = true\n[[subscription]]\nname = "Gold"\nrequest_count = 5000\n[[subscription]]\nname = "Bronze"\nrequest_count = 1\n[[application]]\nname = "Unlimited"\nunlimited = true\n',
+  );
+  fs.writeFileSync(
+    path.join(dir, 'deployment.toml'),
+    `[server]\nhostname = "localhost"\n[super_admin]\nusername = "${ADMIN.user}"\npassword = "${ADMIN.password}"\n[database.apim_db]\ntype = "h2"\nurl = "jdbc:h2:${path.join(dir, 'apim_db')}"\n${toml}`,
+  );
   const loaded = loadConfig({ file: path.join(dir, 'deployment.toml') });
   if (!loaded.ok) throw new Error(JSON.stringify(loaded.diagnostics));
   const logger = memoryLogger();

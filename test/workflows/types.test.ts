@@ -30,14 +30,21 @@ async function engine(): Promise<Engine> {
     });
   });
   await new Promise<void>((r) => server.listen(0, HOST, r));
-  return { url: `http://${HOST}:${(server.address() as { port: number }).port}/bpmn`, posts, close: () => new Promise((r) => server.close(() => r())) };
+  return {
+    url: `http://${HOST}:${(server.address() as { port: number }).port}/bpmn`,
+    posts,
+    close: () => new Promise((r) => server.close(() => r())),
+  };
 }
 
 for (const executor of ['simple', 'approval', 'external'] as const satisfies readonly Executor[]) {
   t.test(`every workflow type with the ${executor} executor`, async (t) => {
     const eng = executor === 'external' ? await engine() : undefined;
     t.teardown(async () => eng?.close());
-    const toml = eng !== undefined ? `[apim.workflow]\nenable = true\nservice_url = "${eng.url}"\nusername = "bps"\npassword = "bps-pw"\nwf_engine_user = "engine"\nwf_engine_pass = "engine-pw"\n` : '';
+    const toml =
+      eng !== undefined
+        ? `[apim.workflow]\nenable = true\nservice_url = "${eng.url}"\nusername = "bps"\npassword = "bps-pw"\nwf_engine_user = "engine"\nwf_engine_pass = "engine-pw"\n`
+        : '';
     const node: WorkflowNode = await startNode(toml);
     t.teardown(() => node.close());
     for (const type of WORKFLOW_TYPES) {
@@ -56,7 +63,12 @@ for (const executor of ['simple', 'approval', 'external'] as const satisfies rea
       t.ok(await until(() => eng.posts.some((p) => p.workflowReferenceId === taskId)), `the engine received ${taskId}`);
       const post = eng.posts.find((p) => p.workflowReferenceId === taskId) as Record<string, unknown>;
       t.equal(post.authorization, basic('bps', 'bps-pw'), 'posted with [apim.workflow] username and password');
-      const r = await json('POST', `${String(post.callbackUrl)}?workflowReferenceId=${taskId}`, { status, attributes: {}, description: comment }, basic('engine', 'engine-pw'));
+      const r = await json(
+        'POST',
+        `${String(post.callbackUrl)}?workflowReferenceId=${taskId}`,
+        { status, attributes: {}, description: comment },
+        basic('engine', 'engine-pw'),
+      );
       t.equal(r.status, 200, `the engine called back: ${r.text}`);
     };
     const taskOf = (r: { body: Record<string, unknown> }): string => {
@@ -103,9 +115,17 @@ for (const executor of ['simple', 'approval', 'external'] as const satisfies rea
     t.equal(tok.status, 200, 'approved keys get a token');
     const sandbox = await node.admin('POST', '/applications/Shop/keys', { keyType: 'SANDBOX' });
     if (pending) {
-      t.equal(sandbox.body.workflow !== undefined && (sandbox.body.workflow as { taskId: string }).taskId !== prodTask, true, 'sandbox keys wait on their own task');
+      t.equal(
+        sandbox.body.workflow !== undefined && (sandbox.body.workflow as { taskId: string }).taskId !== prodTask,
+        true,
+        'sandbox keys wait on their own task',
+      );
       await decide(taskOf(sandbox), 'REJECTED', 'no sandbox for you');
-      t.equal((await node.token(String(sandbox.body.consumerKey), String(sandbox.body.consumerSecret))).status, 401, 'rejected keys never get a token');
+      t.equal(
+        (await node.token(String(sandbox.body.consumerKey), String(sandbox.body.consumerSecret))).status,
+        401,
+        'rejected keys never get a token',
+      );
       const keys = ((await node.admin('GET', '/applications/Shop')).body.keys as { keyType: string }[]).map((k) => k.keyType);
       t.same(keys, ['PRODUCTION'], 'a rejected registration leaves no client');
     }
@@ -117,10 +137,13 @@ for (const executor of ['simple', 'approval', 'external'] as const satisfies rea
     const subTask = taskOf(sub);
     if (pending) {
       const held = await node.call('/pizza/1.0.0/menu', tok.token);
-      t.same([held.status, faultCode(held)], [401, 900909], 'a pending subscription\'s call: 900909');
+      t.same([held.status, faultCode(held)], [401, 900909], "a pending subscription's call: 900909");
       await decide(subTask, 'APPROVED');
     }
-    t.ok(await until(async () => (await node.call('/pizza/1.0.0/menu', tok.token)).status === 200, 1000), 'approved: the call answers 200 within a second');
+    t.ok(
+      await until(async () => (await node.call('/pizza/1.0.0/menu', tok.token)).status === 200, 1000),
+      'approved: the call answers 200 within a second',
+    );
 
     // Tier change: the old tier stays until approved (Bronze allows one call a minute).
     const tier = await node.admin('PATCH', `/subscriptions/${String(sub.body.id)}`, { tier: 'Bronze' });
@@ -154,9 +177,26 @@ for (const executor of ['simple', 'approval', 'external'] as const satisfies rea
       await decide(id, 'REJECTED', 'too many calls last month');
       t.equal((await node.store.getSubscription(String(again.body.id)))?.state, 'REJECTED');
       const task = await node.admin('GET', `/tasks/${id}`);
-      t.match(task.body, { status: 'REJECTED', decision: { comment: 'too many calls last month', by: eng !== undefined ? 'engine' : 'admin' } }, 'the decision with who and the comment');
-      t.ok(await until(async () => faultCode(await node.call('/pizza/1.0.0/menu', tok.token)) === 900909, 1000), 'a rejected subscription\'s call: 900909');
-      t.match(task.body, { type: 'AM_SUBSCRIPTION_CREATION', tenant: 'carbon.super', requester: 'admin', entity: String(again.body.id), description: /Shop .*\/pizza 1.0.0/ }, 'a task records type, tenant, requester, entity, description');
+      t.match(
+        task.body,
+        { status: 'REJECTED', decision: { comment: 'too many calls last month', by: eng !== undefined ? 'engine' : 'admin' } },
+        'the decision with who and the comment',
+      );
+      t.ok(
+        await until(async () => faultCode(await node.call('/pizza/1.0.0/menu', tok.token)) === 900909, 1000),
+        "a rejected subscription's call: 900909",
+      );
+      t.match(
+        task.body,
+        {
+          type: 'AM_SUBSCRIPTION_CREATION',
+          tenant: 'carbon.super',
+          requester: 'admin',
+          entity: String(again.body.id),
+          description: /Shop .*\/pizza 1.0.0/,
+        },
+        'a task records type, tenant, requester, entity, description',
+      );
       t.type(task.body.createdAt, 'number');
     }
 
@@ -176,12 +216,15 @@ for (const executor of ['simple', 'approval', 'external'] as const satisfies rea
     // User self sign-up: the engine call a sign-up page makes; its effect is the page's (here, the test's).
     const made: string[] = [];
     node.km.workflows.register('AM_USER_SIGNUP', { approved: async (x) => void made.push(x.entity), rejected: async () => undefined });
-    const signup = await startWorkflow(node.km.workflows, 'AM_USER_SIGNUP', 'carbon.super', 'newbie', { requester: 'newbie', description: 'Sign-up of newbie' });
+    const signup = await startWorkflow(node.km.workflows, 'AM_USER_SIGNUP', 'carbon.super', 'newbie', {
+      requester: 'newbie',
+      description: 'Sign-up of newbie',
+    });
     if (pending) {
       t.equal(signup.status, 'pending');
       t.same(made, [], 'no account before the decision');
       await decide((signup as { taskId: string }).taskId, 'APPROVED');
-      t.same(made, ['newbie'], 'approved: the sign-up\'s effect ran');
+      t.same(made, ['newbie'], "approved: the sign-up's effect ran");
     } else t.same(signup, { status: 'approved' });
 
     const tasks = await node.admin('GET', '/tasks?status=CREATED');

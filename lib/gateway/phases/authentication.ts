@@ -33,7 +33,13 @@ function admitted(ctx: CallContext, r: AuthResult): Outcome {
   if (gq !== undefined && gq.rules.length > 0) {
     // A GraphQL query needs a scope of every field it selects that lists some (docs/graphql.md).
     const miss = missingScope(gq.rules, auth.scopes);
-    if (miss !== undefined) return stop(fault(ApiCode.INVALID_SCOPE, { scope: miss.scopes.join(' '), description: `the access token lacks the scope the ${miss.type.toLowerCase()} field ${miss.name} requires: ${miss.scopes.join(' or ')}` }));
+    if (miss !== undefined)
+      return stop(
+        fault(ApiCode.INVALID_SCOPE, {
+          scope: miss.scopes.join(' '),
+          description: `the access token lacks the scope the ${miss.type.toLowerCase()} field ${miss.name} requires: ${miss.scopes.join(' or ')}`,
+        }),
+      );
   }
   ctx.auth = auth;
   ctx.keyType = auth.keyType;

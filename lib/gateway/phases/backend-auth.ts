@@ -29,7 +29,8 @@ function isPromise<T>(v: unknown): v is Promise<T> {
 /** The fields without any Authorization: the client's credentials never reach such a backend. */
 function withoutAuthorization(fields: readonly string[]): string[] {
   const out: string[] = [];
-  for (let i = 0; i < fields.length; i += 2) if ((fields[i] as string).toLowerCase() !== 'authorization') out.push(fields[i] as string, fields[i + 1] as string);
+  for (let i = 0; i < fields.length; i += 2)
+    if ((fields[i] as string).toLowerCase() !== 'authorization') out.push(fields[i] as string, fields[i + 1] as string);
   return out;
 }
 
@@ -37,28 +38,59 @@ function withoutAuthorization(fields: readonly string[]): string[] {
  * The forward with the endpoint's credentials. `answer401`: the backend's 401 is gathered and answered
  * (false for WebSocket handshakes, whose 401 is relayed).
  */
-export function securedForward(ctx: CallContext, auth: BackendAuthorizer, forward: ForwardDecision, answer401: boolean): Outcome | Promise<Outcome> {
+export function securedForward(
+  ctx: CallContext,
+  auth: BackendAuthorizer,
+  forward: ForwardDecision,
+  answer401: boolean,
+): Outcome | Promise<Outcome> {
   const req = ctx.req;
   const base = withoutAuthorization(forward.headers ?? req.headers);
   const hasBody = req.chunked || req.contentLength > 0;
   // A body held in memory can be sent again; one with a known length up to max_replay_body is read first
   // (Basic never sends a call twice and streams every body).
-  if (answer401 && hasBody && forward.body === undefined && auth.type !== 'basic' && !req.chunked && req.contentLength <= auth.security.maxReplayBody && req.readBody !== undefined) {
+  if (
+    answer401 &&
+    hasBody &&
+    forward.body === undefined &&
+    auth.type !== 'basic' &&
+    !req.chunked &&
+    req.contentLength <= auth.security.maxReplayBody &&
+    req.readBody !== undefined
+  ) {
     return req.readBody(auth.security.maxReplayBody).then((r) => {
       // already_read: mediation gathered it; the transport holds it and resends it.
-      if (!r.ok && r.reason !== 'already_read') return stop(fault(GatewayOwnCode.BACKEND_CHALLENGE_UNANSWERED, { description: 'The request body could not be read to be held for the backend\'s challenge' }));
+      if (!r.ok && r.reason !== 'already_read')
+        return stop(
+          fault(GatewayOwnCode.BACKEND_CHALLENGE_UNANSWERED, {
+            description: "The request body could not be read to be held for the backend's challenge",
+          }),
+        );
       return withCredentials(ctx, auth, r.ok ? { ...forward, body: r.body } : forward, base, true, answer401);
     });
   }
   return withCredentials(ctx, auth, forward, base, forward.body !== undefined || !hasBody, answer401);
 }
 
-function withCredentials(ctx: CallContext, auth: BackendAuthorizer, forward: ForwardDecision, base: readonly string[], replayable: boolean, answer401: boolean): Outcome | Promise<Outcome> {
+function withCredentials(
+  ctx: CallContext,
+  auth: BackendAuthorizer,
+  forward: ForwardDecision,
+  base: readonly string[],
+  replayable: boolean,
+  answer401: boolean,
+): Outcome | Promise<Outcome> {
   const uri = forward.path ?? ctx.req.url;
   const build = (h: string | undefined | BackendAuthError): Outcome => {
     if (isAuthError(h)) return stop(fault(CODES[h.kind], { description: h.description }));
     const headers = h === undefined ? base : [...base, 'Authorization', h];
-    return { forward: { ...forward, headers, ...(answer401 ? { bufferResponse: challengeHook(ctx, auth, base, h, uri, replayable, forward.bufferResponse) } : {}) } };
+    return {
+      forward: {
+        ...forward,
+        headers,
+        ...(answer401 ? { bufferResponse: challengeHook(ctx, auth, base, h, uri, replayable, forward.bufferResponse) } : {}),
+      },
+    };
   };
   // Checked on the target the transport will connect to, not on the endpoint's URL (defence in depth).
   const h = auth.authorization(ctx.req.method, uri, targetOrigin(forward.target));
@@ -74,7 +106,15 @@ function failure(ctx: CallContext, e: BackendAuthError): LocalResponse {
  * Gathers the backend's 401 (every response when mediation gathers them anyway: `mediation`) and answers
  * it once with new credentials; a second 401 fails the call.
  */
-function challengeHook(ctx: CallContext, auth: BackendAuthorizer, base: readonly string[], sent: string | undefined, uri: string, replayable: boolean, mediation: ResponseHook | undefined): ResponseHook {
+function challengeHook(
+  ctx: CallContext,
+  auth: BackendAuthorizer,
+  base: readonly string[],
+  sent: string | undefined,
+  uri: string,
+  replayable: boolean,
+  mediation: ResponseHook | undefined,
+): ResponseHook {
   let last = sent;
   let resent = false;
   const method = ctx.req.method;
@@ -83,8 +123,17 @@ function challengeHook(ctx: CallContext, auth: BackendAuthorizer, base: readonly
       // Sent again with fresh credentials and refused again: the call fails (the token, if any, is dropped).
       const r = auth.challenged(last, res.headers, method, uri, false);
       const e = isAuthError(r) ? r : undefined;
-      if (auth.type === 'oauth') return failure(ctx, { kind: 'token', description: 'The backend refused a freshly obtained OAuth 2.0 token (401)' });
-      return failure(ctx, e !== undefined && e.kind === 'refused' ? e : { kind: 'refused', description: `The backend refused the endpoint's ${auth.type === 'digest' ? 'Digest' : 'Basic'} credentials (401)` });
+      if (auth.type === 'oauth')
+        return failure(ctx, { kind: 'token', description: 'The backend refused a freshly obtained OAuth 2.0 token (401)' });
+      return failure(
+        ctx,
+        e !== undefined && e.kind === 'refused'
+          ? e
+          : {
+              kind: 'refused',
+              description: `The backend refused the endpoint's ${auth.type === 'digest' ? 'Digest' : 'Basic'} credentials (401)`,
+            },
+      );
     }
     resent = true;
     const next = (v: string | BackendAuthError): LocalResponse | Resend => {

@@ -114,7 +114,8 @@ export function finish(ctx: CallContext, o: Stop): RouteDecision {
     const a = o.answer;
     if (drop === undefined || a.headers === undefined) return a;
     const headers: string[] = [];
-    for (let i = 0; i < a.headers.length; i += 2) if (!drop.has((a.headers[i] as string).toLowerCase())) headers.push(a.headers[i] as string, a.headers[i + 1] as string);
+    for (let i = 0; i < a.headers.length; i += 2)
+      if (!drop.has((a.headers[i] as string).toLowerCase())) headers.push(a.headers[i] as string, a.headers[i + 1] as string);
     return { ...a, headers };
   }
   const cors = corsFieldsOf(ctx);
@@ -122,5 +123,10 @@ export function finish(ctx: CallContext, o: Stop): RouteDecision {
   let extra = echoed.length === 0 ? cors : [...cors, ...echoed];
   if (ctx.rateLimitFields !== undefined) extra = [...extra, ...ctx.rateLimitFields];
   // nextAccessTime on the throttling clock (the one its windows were counted on).
-  return renderFacts(gatewayFacts(o.fault, rt.throttle !== undefined ? rt.throttle.now() : Date.now()), extra, rt.templates, rt.headers.dropFromResponseSet);
+  return renderFacts(
+    gatewayFacts(o.fault, rt.throttle !== undefined ? rt.throttle.now() : Date.now()),
+    extra,
+    rt.templates,
+    rt.headers.dropFromResponseSet,
+  );
 }

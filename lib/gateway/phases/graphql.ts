@@ -36,15 +36,33 @@ export function graphqlQuery(ctx: CallContext, gq: GraphqlApi): Outcome | Promis
   if (method === 'OPTIONS' || isWebSocketHandshake(req)) return CONTINUE;
   if (method === 'GET' || method === 'HEAD') {
     // GraphQL over HTTP: a GET's parameters are its URL's; a backend that reads a body as well could run that instead.
-    if (hasBody(req.headers)) return stop(fault(GatewayOwnCode.GRAPHQL_AMBIGUOUS, { description: `A ${method} request carries its GraphQL parameters in the URL only, and no body: a backend may read the body's` }));
-    if (ctx.query.length > gq.maxQueryBytes) return stop(fault(GatewayOwnCode.GRAPHQL_TOO_LARGE, { description: `The query string (${ctx.query.length} bytes) is larger than the API's max_query_bytes (${gq.maxQueryBytes})` }));
+    if (hasBody(req.headers))
+      return stop(
+        fault(GatewayOwnCode.GRAPHQL_AMBIGUOUS, {
+          description: `A ${method} request carries its GraphQL parameters in the URL only, and no body: a backend may read the body's`,
+        }),
+      );
+    if (ctx.query.length > gq.maxQueryBytes)
+      return stop(
+        fault(GatewayOwnCode.GRAPHQL_TOO_LARGE, {
+          description: `The query string (${ctx.query.length} bytes) is larger than the API's max_query_bytes (${gq.maxQueryBytes})`,
+        }),
+      );
     return decide(ctx, gq, fromQueryString(ctx.query), false);
   }
   if (method !== 'POST') return CONTINUE;
-  if (req.readBody === undefined) return stop(fault(GatewayOwnCode.GRAPHQL_BAD_REQUEST, { description: 'The transport serving this call cannot hand over request bodies' }));
+  if (req.readBody === undefined)
+    return stop(
+      fault(GatewayOwnCode.GRAPHQL_BAD_REQUEST, { description: 'The transport serving this call cannot hand over request bodies' }),
+    );
   return req.readBody(gq.maxQueryBytes).then((read) => {
     if (read.ok) return decide(ctx, gq, fromBody(headerValue(req.headers, 'content-type'), read.body, ctx.query), true);
-    if (read.reason === 'too_large') return stop(fault(GatewayOwnCode.GRAPHQL_TOO_LARGE, { description: `The request body (${read.size} bytes or more) is larger than the API's max_query_bytes (${gq.maxQueryBytes})` }));
+    if (read.reason === 'too_large')
+      return stop(
+        fault(GatewayOwnCode.GRAPHQL_TOO_LARGE, {
+          description: `The request body (${read.size} bytes or more) is larger than the API's max_query_bytes (${gq.maxQueryBytes})`,
+        }),
+      );
     return stop(fault(GatewayOwnCode.GRAPHQL_BAD_REQUEST, { description: 'The request body could not be read' }));
   });
 }
@@ -60,7 +78,10 @@ function hasBody(h: readonly string[]): boolean {
 }
 
 function decide(ctx: CallContext, gq: GraphqlApi, r: RequestRead, post: boolean): Outcome | Promise<Outcome> {
-  if (!r.ok) return stop(fault(r.ambiguous === true ? GatewayOwnCode.GRAPHQL_AMBIGUOUS : GatewayOwnCode.GRAPHQL_BAD_REQUEST, { description: r.message }));
+  if (!r.ok)
+    return stop(
+      fault(r.ambiguous === true ? GatewayOwnCode.GRAPHQL_AMBIGUOUS : GatewayOwnCode.GRAPHQL_BAD_REQUEST, { description: r.message }),
+    );
   const pool = ctx.rt.mediation?.pool;
   // A large query (never in the analysis cache) is parsed and validated on a worker thread (docs/graphql.md).
   if (pool !== undefined && r.request.query.length > POOL_QUERY_CHARS) {
@@ -68,7 +89,10 @@ function decide(ctx: CallContext, gq: GraphqlApi, r: RequestRead, post: boolean)
     return pool.runFile<AnalyseAnswer>('graphql', WORKER_FILE, task).then(
       (answer) => conclude(ctx, gq, 'analysis' in answer ? answer.analysis : gq.cache.analyse(gq.schema, r.request, gq.limits), post),
       (err: unknown) => {
-        if (err instanceof PoolError && err.kind === 'queue_full') return stop(fault(GatewayOwnCode.MEDIATION_QUEUE_FULL, { description: `a large GraphQL query waits for a worker thread: ${err.message}` }));
+        if (err instanceof PoolError && err.kind === 'queue_full')
+          return stop(
+            fault(GatewayOwnCode.MEDIATION_QUEUE_FULL, { description: `a large GraphQL query waits for a worker thread: ${err.message}` }),
+          );
         // A thread that failed (not the query's doing): the same analysis, inline, within the API's bounds.
         return conclude(ctx, gq, gq.cache.analyse(gq.schema, r.request, gq.limits), post);
       },
@@ -102,7 +126,8 @@ export function subscriptionForward(ctx: CallContext, gq: GraphqlApi, forward: F
   for (let i = 0; i < h.length; i += 2) {
     if (!sameLower(h[i] as string, 'sec-websocket-extensions')) continue;
     const kept: string[] = [];
-    for (let j = 0; j < h.length; j += 2) if (!sameLower(h[j] as string, 'sec-websocket-extensions')) kept.push(h[j] as string, h[j + 1] as string);
+    for (let j = 0; j < h.length; j += 2)
+      if (!sameLower(h[j] as string, 'sec-websocket-extensions')) kept.push(h[j] as string, h[j + 1] as string);
     headers = kept;
     break;
   }
@@ -137,11 +162,16 @@ export function subscriptionHooks(ctx: CallContext, gq: GraphqlApi, frames: WebS
       const a = gq.cache.analyse(gq.schema, m.request.request, gq.limits);
       if (!a.ok) return refuse(FAILURE_CODE[a.kind], a.message);
       const th = ctx.rt.throttle;
-      const tier = auth !== undefined && auth.kind !== 'none' && th !== undefined ? tierLimits(th, a.operation, auth.subscriptionTier) : undefined;
+      const tier =
+        auth !== undefined && auth.kind !== 'none' && th !== undefined ? tierLimits(th, a.operation, auth.subscriptionTier) : undefined;
       if (tier !== undefined) return refuse(tier.def.code, tier.description ?? tier.def.description);
       const rules = rulesOf(a.operation, gq.rules);
       const miss = missingScope(rules, scopes);
-      if (miss !== undefined) return refuse(ApiCode.INVALID_SCOPE, `the access token lacks the scope the ${miss.type.toLowerCase()} field ${miss.name} requires: ${miss.scopes.join(' or ')}`);
+      if (miss !== undefined)
+        return refuse(
+          ApiCode.INVALID_SCOPE,
+          `the access token lacks the scope the ${miss.type.toLowerCase()} field ${miss.name} requires: ${miss.scopes.join(' or ')}`,
+        );
       // After the scopes, as over HTTP (authentication before throttling): a refused subscribe counts nothing.
       const throttled = subscribeFieldsThrottled(ctx, a.operation, rules);
       if (throttled !== undefined) return refuse(throttled.def.code, throttled.description ?? throttled.def.description);

@@ -18,7 +18,15 @@
  */
 import type { RouteDecision } from '../../transport/types';
 import { ApiCode, fault } from '../../faults';
-import { CallContext as Call, corsFieldsOf as corsFieldsOfCall, finish as finishCall, stop, type ChainStep, type Outcome, type Phase } from './context';
+import {
+  CallContext as Call,
+  corsFieldsOf as corsFieldsOfCall,
+  finish as finishCall,
+  stop,
+  type ChainStep,
+  type Outcome,
+  type Phase,
+} from './context';
 import { hasDotSegment as dotSegmentIn, routePhase } from './route';
 import { corsPhase } from './cors';
 import { apiStatusPhase } from './api-status';
@@ -85,7 +93,12 @@ export interface PhaseObserver {
  * runChain with an observer around each phase. A separate function so that the chain without observers
  * (tracing off) stays exactly runChain: no stamps, no extra calls on the pass-through path.
  */
-export function runChainObserved(ctx: CallContext, phases: readonly ChainStep[], obs: PhaseObserver, from = 0): RouteDecision | Promise<RouteDecision> {
+export function runChainObserved(
+  ctx: CallContext,
+  phases: readonly ChainStep[],
+  obs: PhaseObserver,
+  from = 0,
+): RouteDecision | Promise<RouteDecision> {
   for (let i = from; i < phases.length; i++) {
     const phase = phases[i] as ChainStep;
     const started = obs.begin(ctx, phase);

@@ -48,8 +48,10 @@ export function hasDotSegment(path: string): boolean {
 function tenantFault(ctx: CallContext, path: string): FaultValue {
   const end = path.indexOf('/', 3);
   const domain = end < 0 ? path.slice(3) : path.slice(3, end);
-  const state = ctx.rt.tenants?.state(domain);
+  const tenants = ctx.rt.tenants;
+  const state = tenants?.state(domain);
   if (state === undefined) return fault(GatewayOwnCode.TENANT_UNKNOWN, { description: `no tenant ${domain.slice(0, 253)}` });
+  tenants?.countCall?.(domain);
   if (state === 'inactive') return fault(GatewayOwnCode.TENANT_INACTIVE, { description: `tenant ${domain} is deactivated` });
   return fault(GatewayOwnCode.API_NOT_FOUND);
 }
@@ -81,7 +83,13 @@ export function routePhase(ctx: CallContext): Outcome | Promise<Outcome> {
   const entry = ctx.rt.table.lookup(path);
   if (entry === undefined) return stop(path.startsWith('/t/') ? tenantFault(ctx, path) : fault(GatewayOwnCode.API_NOT_FOUND));
   const api = entry.api;
-  if (api.tenant !== undefined && ctx.rt.tenants?.state(api.tenant) !== 'active') return stop(tenantFault(ctx, path));
+  if (api.tenant !== undefined) {
+    const tenants = ctx.rt.tenants;
+    if (tenants?.state(api.tenant) !== 'active') return stop(tenantFault(ctx, path));
+    tenants.countCall?.(api.tenant);
+    const spent = tenants.overBandwidth?.(api.tenant);
+    if (spent !== undefined) return stop(fault(GatewayOwnCode.TENANT_BANDWIDTH, { description: spent }));
+  }
   ctx.api = api;
   ctx.rest = path.length === entry.path.length ? '' : path.slice(entry.path.length);
   const method = ctx.req.method;

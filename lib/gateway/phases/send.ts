@@ -1,7 +1,7 @@
 /**
  * The send phase, always last: the endpoint of the call's key type, its suspension, the backend's
  * credentials when the endpoint declares them (backend-auth.ts), and the forward decision the transport
- * carries out (WebSocket APIs only by handshake, RFC 6455 §4.1).
+ * carries out (WebSocket APIs only by handshake, RFC 6455 §4.1; gRPC APIs only by gRPC calls over HTTP/2).
  */
 import type { ForwardDecision, WebSocketHooks } from '../../transport/types';
 import { ApiCode, GatewayOwnCode, fault } from '../../faults';
@@ -10,13 +10,18 @@ import { isWebSocketHandshake } from '../websocket';
 import { stop, type CallContext, type Outcome } from './context';
 import { securedForward } from './backend-auth';
 import { subscriptionForward } from './graphql';
+import { isGrpcCall } from '../grpc';
 
 export function sendPhase(ctx: CallContext): Outcome | Promise<Outcome> {
   const api = ctx.api as CompiledApi;
   const ep = ctx.keyType === 'SANDBOX' ? api.sandbox : api.production;
   if (ep === undefined) {
     // spec 002 part 7: 900901 also for "production or sandbox key without matching endpoint".
-    return stop(fault(ApiCode.INVALID_CREDENTIALS, { description: `The API has no ${ctx.keyType === 'SANDBOX' ? 'sandbox' : 'production'} endpoint` }));
+    return stop(
+      fault(ApiCode.INVALID_CREDENTIALS, {
+        description: `The API has no ${ctx.keyType === 'SANDBOX' ? 'sandbox' : 'production'} endpoint`,
+      }),
+    );
   }
   ctx.endpoint = ep;
   if (ep.suspends) {
@@ -38,11 +43,16 @@ export function sendPhase(ctx: CallContext): Outcome | Promise<Outcome> {
     body: ctx.body,
     bufferResponse: ctx.responseHook,
   };
-  if (api.def.type === 'WS') {
-    // A WebSocket API is reached only by handshakes (RFC 6455 §4.1); 103083 otherwise.
-    if (!isWebSocketHandshake(ctx.req)) return stop(fault(GatewayOwnCode.WEBSOCKET_UPGRADE_REQUIRED));
-    const ws = { ...forward, websocket: ctx.websocket ?? NO_HOOKS };
-    return ep.auth === undefined ? { forward: ws } : securedForward(ctx, ep.auth, ws, false);
+  const type = api.def.type;
+  if (type !== 'HTTP') {
+    if (type === 'WS') {
+      // A WebSocket API is reached only by handshakes (RFC 6455 §4.1); 103083 otherwise.
+      if (!isWebSocketHandshake(ctx.req)) return stop(fault(GatewayOwnCode.WEBSOCKET_UPGRADE_REQUIRED));
+      const ws = { ...forward, websocket: ctx.websocket ?? NO_HOOKS };
+      return ep.auth === undefined ? { forward: ws } : securedForward(ctx, ep.auth, ws, false);
+    }
+    // A gRPC API only by gRPC calls over HTTP/2, which lib/http2/grpc.ts relays (docs/grpc.md); 103210 otherwise.
+    if (type === 'GRPC') return isGrpcCall(ctx.req) ? { forward } : stop(fault(GatewayOwnCode.GRPC_REQUIRED));
   }
   // A GraphQL API's subscriptions: graphql-transport-ws over a handshake to the same context (docs/graphql.md).
   const gq = api.def.graphql;

@@ -39,7 +39,15 @@ export function throttlingPhase(ctx: CallContext): Outcome | Promise<Outcome> {
     if (limited !== undefined) return { fault: limited };
   }
   const fieldPolicies = ctx.graphql === undefined ? undefined : graphqlPolicies(ctx.graphql.operation.type, ctx.graphql.rules);
-  if (open && def.policy === undefined && res?.policy === undefined && fieldPolicies === undefined && maxTps === undefined && th.engine.nothingToCount(unauthenticatedPolicy)) return undefined;
+  if (
+    open &&
+    def.policy === undefined &&
+    res?.policy === undefined &&
+    fieldPolicies === undefined &&
+    maxTps === undefined &&
+    th.engine.nothingToCount(unauthenticatedPolicy)
+  )
+    return undefined;
   const call = throttleCall(ctx, api, unauthenticatedPolicy, fieldPolicies, maxTps);
   const v = th.engine.check(call, th.now());
   // An exact level, or a leased one without local quota, waits for Redis (docs/throttling.md, "Counting modes").
@@ -51,14 +59,23 @@ export function throttlingPhase(ctx: CallContext): Outcome | Promise<Outcome> {
 function answer(ctx: CallContext, th: Throttle, call: ThrottleCall, v: Verdict): Outcome {
   const def = (ctx.api as CompiledApi).def;
   const req = ctx.req;
-  if (v.limit >= 0) ctx.rateLimitFields = ['RateLimit-Limit', String(v.limit), 'RateLimit-Remaining', String(v.remaining), 'RateLimit-Reset', String(Math.ceil(v.resetMs / 1000))];
+  if (v.limit >= 0)
+    ctx.rateLimitFields = [
+      'RateLimit-Limit',
+      String(v.limit),
+      'RateLimit-Remaining',
+      String(v.remaining),
+      'RateLimit-Reset',
+      String(Math.ceil(v.resetMs / 1000)),
+    ];
   if (v.code === 0) {
     // A WebSocket API reaches send only with a handshake (103083 otherwise): its frames are counted too.
     if (def.type === 'WS' || (def.type === 'GRAPHQL' && isWebSocketHandshake(req))) ctx.websocket = frameThrottle(th, call);
     return undefined;
   }
   th.refused.set(v.code, (th.refused.get(v.code) ?? 0) + 1);
-  if (v.code === ApiCode.BLOCKED) return { fault: fault(ApiCode.BLOCKED, { description: BLOCKED_BY[v.blockedBy ?? ''] ?? 'Blocked by a blocking condition' }) };
+  if (v.code === ApiCode.BLOCKED)
+    return { fault: fault(ApiCode.BLOCKED, { description: BLOCKED_BY[v.blockedBy ?? ''] ?? 'Blocked by a blocking condition' }) };
   if (v.unavailable) return { fault: fault(v.code as GatewayCode, { retryAfterMs: v.retryAfterMs, description: UNAVAILABLE }) };
   return { fault: fault(v.code as GatewayCode, { retryAfterMs: v.retryAfterMs }) };
 }
@@ -67,7 +84,13 @@ function answer(ctx: CallContext, th: Throttle, call: ThrottleCall, v: Verdict):
 const UNAVAILABLE = 'The throttle counters are unreachable and this policy fails closed';
 
 /** The call as the throttle engine sees it (ThrottleCall). */
-function throttleCall(ctx: CallContext, api: CompiledApi, unauthenticatedPolicy: string, fieldPolicies: (readonly [string, string])[] | undefined, maxTps: number | undefined): ThrottleCall {
+function throttleCall(
+  ctx: CallContext,
+  api: CompiledApi,
+  unauthenticatedPolicy: string,
+  fieldPolicies: (readonly [string, string])[] | undefined,
+  maxTps: number | undefined,
+): ThrottleCall {
   const def = api.def;
   const res = ctx.resource?.def;
   const req = ctx.req;
@@ -103,7 +126,13 @@ export function subscribeFieldsThrottled(ctx: CallContext, op: Operation, rules:
   if (th === undefined || api === undefined || api.def.policy !== undefined) return undefined;
   const fieldPolicies = graphqlPolicies(op.type, rules);
   if (fieldPolicies === undefined) return undefined;
-  const call = throttleCall(ctx, api, ctx.resource?.def.unauthenticatedPolicy ?? api.def.unauthenticatedPolicy ?? 'Unauthenticated', fieldPolicies, undefined);
+  const call = throttleCall(
+    ctx,
+    api,
+    ctx.resource?.def.unauthenticatedPolicy ?? api.def.unauthenticatedPolicy ?? 'Unauthenticated',
+    fieldPolicies,
+    undefined,
+  );
   const v = th.engine.checkFields(call, th.now());
   // A subscribe message is answered at once: an exact or leased field policy that has to wait for Redis
   // lets this message through, and its refusal is counted when it comes.
@@ -122,8 +151,14 @@ export function subscribeFieldsThrottled(ctx: CallContext, op: Operation, rules:
 export function tierLimits(th: Throttle, op: Operation, tier: string): FaultValue | undefined {
   const sp = th.policies().subscription.get(tier);
   if (sp === undefined) return undefined;
-  if (sp.graphqlMaxDepth !== undefined && op.depth > sp.graphqlMaxDepth) return fault(GatewayOwnCode.GRAPHQL_TOO_DEEP, { description: `the query is ${op.depth} levels deep; the subscription tier ${tier} allows ${sp.graphqlMaxDepth}` });
-  if (sp.graphqlMaxComplexity !== undefined && op.complexity > sp.graphqlMaxComplexity) return fault(GatewayOwnCode.GRAPHQL_TOO_COMPLEX, { description: `the query's complexity is ${op.complexity}; the subscription tier ${tier} allows ${sp.graphqlMaxComplexity}` });
+  if (sp.graphqlMaxDepth !== undefined && op.depth > sp.graphqlMaxDepth)
+    return fault(GatewayOwnCode.GRAPHQL_TOO_DEEP, {
+      description: `the query is ${op.depth} levels deep; the subscription tier ${tier} allows ${sp.graphqlMaxDepth}`,
+    });
+  if (sp.graphqlMaxComplexity !== undefined && op.complexity > sp.graphqlMaxComplexity)
+    return fault(GatewayOwnCode.GRAPHQL_TOO_COMPLEX, {
+      description: `the query's complexity is ${op.complexity}; the subscription tier ${tier} allows ${sp.graphqlMaxComplexity}`,
+    });
   return undefined;
 }
 

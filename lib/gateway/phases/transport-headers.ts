@@ -6,6 +6,9 @@ import { CONTINUE, type CallContext, type Outcome } from './context';
 
 export function transportHeadersPhase(ctx: CallContext): Outcome {
   const fields = ctx.requestHeaders;
-  ctx.outHeaders = fields === undefined ? ctx.rt.headers.outgoing(ctx.req.headers, ctx.addRequestHeaders) : (ctx.rt.headers.outgoing(fields, ctx.addRequestHeaders) ?? fields);
+  ctx.outHeaders =
+    fields === undefined
+      ? ctx.rt.headers.outgoing(ctx.req.headers, ctx.addRequestHeaders)
+      : (ctx.rt.headers.outgoing(fields, ctx.addRequestHeaders) ?? fields);
   return CONTINUE;
 }

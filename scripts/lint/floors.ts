@@ -1,0 +1,156 @@
+/**
+ * The floors of lib/ (docs/architecture.md, "Floors"): each floor imports only floors at or below it, the
+ * transport knows nothing above it, the services below the gateway do not import it, only the boot and the
+ * face import the observers, and no two rooms import each other. Read by test/unit/floors.test.ts (the
+ * whole graph, circles included) and by the lint rule `throughway/floors` (scripts/lint/rules.ts: each
+ * import as it is written).
+ *
+ * A room is a first-level folder of lib/ or a top-level file (lib/node.ts and lib/node/ are the same room,
+ * `node`). Node built-ins and packages are not rooms and are always allowed.
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+
+/** One import of one lib/ file by another, with both files' rooms. Files are relative to lib/. */
+export interface Edge {
+  from: string;
+  to: string;
+  fromRoom: string;
+  toRoom: string;
+}
+
+/**
+ * The floors, from the ground up. A room imports only rooms on its own floor or below; `exceptions` lists
+ * edges allowed anyway ("room -> room"), each with its reason. Empty: the floors hold without exception.
+ */
+export const FLOORS: readonly (readonly string[])[] = [
+  ['log', 'config', 'errors'], // ground: the logger, the frozen settings, the base error class
+  ['transport', 'tls'], // bytes, protocol states, pools
+  ['faults', 'events'], // vocabulary: the fault table, plain events on a bus
+  ['security', 'throttle', 'mediation', 'store', 'graphql', 'grpc', 'tenants', 'sdk'], // services with plain inputs; tenants/ reads store/; sdk/ turns an OpenAPI document into client sources; grpc/ reads .proto files and pools HTTP/2 sessions to backends
+  ['gateway'], // APIs, routing, the phase chain
+  ['keymanager', 'scale', 'observability', 'demo', 'portal', 'import', 'mail', 'workflows', 'remote'], // control plane, its web consoles, its approval workflows, observers, the import and export of the reference's projects, e-mail (called by the consoles), and remote/ (dump, diff, apply over a node's admin API)
+  ['node', 'index', 'cli', 'embed', 'http2'], // boot and face: embed/ is the embedders' createGateway, composed with its observers; http2/ feeds HTTP/2 streams to it over embed's socket pair
+];
+export const EXCEPTIONS: ReadonlyMap<string, string> = new Map<string, string>([]);
+
+const floorOf = new Map<string, number>();
+FLOORS.forEach((rooms, i) => rooms.forEach((r) => floorOf.set(r, i)));
+
+/** The room of a path relative to lib/: its first folder, or the file's name without extension. */
+export function roomOf(rel: string): string {
+  const parts = rel.split('/').filter((p) => p !== '' && p !== '.');
+  if (parts.length === 0) return 'index'; // `from '..'` to lib/ itself is lib/index.ts
+  const first = parts[0] as string;
+  return parts.length > 1 ? first : first.replace(/\.(ts|js)$/, '');
+}
+
+const IMPORT = /(?:\bfrom\s*|\bimport\s*\(\s*|\brequire\s*\(\s*|\bimport\s+)['"](\.[^'"]*)['"]/g;
+
+function tsFiles(dir: string): string[] {
+  const out: string[] = [];
+  for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, e.name);
+    if (e.isDirectory()) out.push(...tsFiles(p));
+    else if (e.name.endsWith('.ts')) out.push(p);
+  }
+  return out.sort();
+}
+
+/** Every relative import between two different rooms of lib/. */
+export function readGraph(dir: string): Edge[] {
+  const edges: Edge[] = [];
+  for (const file of tsFiles(dir)) {
+    const src = fs.readFileSync(file, 'utf8');
+    const from = path.relative(dir, file).split(path.sep).join('/');
+    for (const m of src.matchAll(IMPORT)) {
+      const target = path
+        .relative(dir, path.resolve(path.dirname(file), m[1] as string))
+        .split(path.sep)
+        .join('/');
+      const to = target.replace(/\.js$/, '');
+      const e = { from, to, fromRoom: roomOf(from), toRoom: roomOf(to) };
+      if (e.fromRoom !== e.toRoom) edges.push(e);
+    }
+  }
+  return edges;
+}
+
+export const show = (e: Edge): string => `${e.from} -> ${e.to}`;
+const unique = (xs: string[]): string[] => [...new Set(xs)].sort();
+
+/** transport/ and tls/ import only each other and the ground (the logger, the frozen settings). */
+export function transportImportsAbove(edges: readonly Edge[]): string[] {
+  const low = new Set(['transport', 'tls']);
+  const allowed = new Set(['transport', 'tls', 'log', 'config', 'errors']);
+  return unique(edges.filter((e) => low.has(e.fromRoom) && !allowed.has(e.toRoom)).map(show));
+}
+
+/** security/, throttle/ and mediation/ answer questions with plain inputs: none imports gateway/. */
+export function servicesImportGateway(edges: readonly Edge[]): string[] {
+  const services = new Set(['security', 'throttle', 'mediation']);
+  return unique(edges.filter((e) => services.has(e.fromRoom) && e.toRoom === 'gateway').map(show));
+}
+
+/** The observers subscribe to events; only the boot and the face (node/, index.ts, cli.ts, embed/) import observability/. */
+export function observabilityImporters(edges: readonly Edge[]): string[] {
+  const face = new Set(['node', 'index', 'cli', 'embed']);
+  return unique(edges.filter((e) => e.toRoom === 'observability' && !face.has(e.fromRoom)).map(show));
+}
+
+/** Two rooms that import each other: every edge of each pair, both ways. */
+export function mutualPairs(edges: readonly Edge[]): string[] {
+  const rooms = new Set(edges.map((e) => `${e.fromRoom} -> ${e.toRoom}`));
+  return unique(
+    edges
+      .filter((e) => rooms.has(`${e.toRoom} -> ${e.fromRoom}`))
+      .map((e) => {
+        const [a, b] = [e.fromRoom, e.toRoom].sort();
+        return `${a} <-> ${b}: ${show(e)}`;
+      }),
+  );
+}
+
+/** A room on no floor of FLOORS (a new folder must be given one). */
+export function roomsWithoutFloor(edges: readonly Edge[]): string[] {
+  return unique(edges.flatMap((e) => [e.fromRoom, e.toRoom]).filter((r) => !floorOf.has(r)));
+}
+
+/** Imports of a room above the importer's floor, minus EXCEPTIONS. */
+export function importsAbove(edges: readonly Edge[], exceptions: ReadonlyMap<string, string> = EXCEPTIONS): string[] {
+  return unique(
+    edges
+      .filter((e) => floorOf.has(e.fromRoom) && floorOf.has(e.toRoom))
+      .filter((e) => (floorOf.get(e.toRoom) as number) > (floorOf.get(e.fromRoom) as number))
+      .filter((e) => !exceptions.has(`${e.fromRoom} -> ${e.toRoom}`))
+      .map(show),
+  );
+}
+
+/** The rules one import breaks on its own (the circles need the whole graph: mutualPairs), in words. */
+export function edgeBreaks(e: Edge, exceptions: ReadonlyMap<string, string> = EXCEPTIONS): string[] {
+  const one = [e];
+  const broken: string[] = [];
+  if (roomsWithoutFloor(one).length > 0)
+    broken.push(`room "${floorOf.has(e.fromRoom) ? e.toRoom : e.fromRoom}" has no floor in FLOORS (scripts/lint/floors.ts)`);
+  if (transportImportsAbove(one).length > 0)
+    broken.push('transport/ and tls/ import nothing above them (only each other, log.ts, config/ and errors.ts)');
+  if (servicesImportGateway(one).length > 0) broken.push('security/, throttle/ and mediation/ do not import gateway/');
+  if (observabilityImporters(one).length > 0)
+    broken.push('only the boot and the face (node/, index.ts, cli.ts, embed/) import observability/');
+  if (importsAbove(one, exceptions).length > 0)
+    broken.push(
+      `${e.fromRoom} (floor ${(floorOf.get(e.fromRoom) as number) + 1}) imports ${e.toRoom} (floor ${(floorOf.get(e.toRoom) as number) + 1}), a floor above it`,
+    );
+  return broken;
+}
+
+/** The edge of one relative import written in a file of lib/ (both relative to lib/), or undefined when it leaves lib/ or stays in its room. */
+export function edgeOf(fromRel: string, specifier: string): Edge | undefined {
+  if (!specifier.startsWith('.')) return undefined;
+  const target = path.posix.normalize(path.posix.join(path.posix.dirname(fromRel), specifier));
+  if (target.startsWith('..')) return undefined;
+  const to = target.replace(/\.js$/, '');
+  const e = { from: fromRel, to, fromRoom: roomOf(fromRel), toRoom: roomOf(to) };
+  return e.fromRoom === e.toRoom ? undefined : e;
+}
