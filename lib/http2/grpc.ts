@@ -120,6 +120,8 @@ export function serveGrpc(
 
 class GrpcCall {
   private readonly started = Date.now();
+  /** When the call's deadline (grpc-timeout or the endpoint's timeout, the shorter) passes, in Date.now() ms. */
+  private deadlineAt: number | undefined;
   private readonly path: string;
   private readonly method: string;
   private readonly req: SourceRequest & { call?: unknown };
@@ -202,7 +204,8 @@ class GrpcCall {
       this.record();
     });
     if (this.timeoutMs !== undefined) {
-      this.timer = setTimeout(() => this.deadline(), this.timeoutMs);
+      this.deadlineAt = this.started + this.timeoutMs;
+      this.timer = setTimeout(() => this.deadline(), Math.max(0, this.deadlineAt - Date.now()));
     }
     let d: RouteDecision | Promise<RouteDecision> | undefined;
     try {
@@ -288,6 +291,7 @@ class GrpcCall {
   }
 
   private deadline(): void {
+    if (this.timer !== undefined) clearTimeout(this.timer);
     this.timer = undefined;
     if (this.done) return;
     const up = this.upstream;
@@ -318,8 +322,9 @@ class GrpcCall {
     let ms = this.timeoutMs;
     if (d.timeout !== undefined && d.timeout > 0 && (ms === undefined || d.timeout < ms)) {
       ms = d.timeout;
+      this.deadlineAt = this.started + ms;
       if (this.timer !== undefined) clearTimeout(this.timer);
-      this.timer = setTimeout(() => this.deadline(), Math.max(0, ms - (Date.now() - this.started)));
+      this.timer = setTimeout(() => this.deadline(), Math.max(0, this.deadlineAt - Date.now()));
     }
     if (ms !== undefined) out['grpc-timeout'] = `${Math.max(1, Math.ceil(ms - (Date.now() - this.started)))}m`;
     let up: http2.ClientHttp2Stream;
@@ -342,6 +347,13 @@ class GrpcCall {
     stream.pipe(up);
     up.once('response', (headers: http2.IncomingHttpHeaders, flags: number) => {
       if (this.done || stream.destroyed) return;
+      // The backend was told the time left (grpc-timeout, from its own receipt), so its answer to that
+      // deadline arrives at or after the gateway's: once the deadline has passed, the call's answer is the
+      // gateway's DEADLINE_EXCEEDED (103211) whichever event runs first.
+      if (this.deadlineAt !== undefined && Date.now() >= this.deadlineAt) {
+        this.deadline();
+        return;
+      }
       const h: http2.OutgoingHttpHeaders = {};
       for (const [k, v] of Object.entries(headers)) if (!NOT_RELAYED.has(k) && v !== undefined) h[k] = v;
       this.responded = true;
