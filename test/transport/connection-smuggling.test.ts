@@ -308,6 +308,13 @@ for (const [what, decision] of [
   ['a request field value', { headers: ['Host', 'a', 'X-Script', 'v\r\nContent-Length: 40'] }],
   ['a request field name', { headers: ['X-A\r\nTransfer-Encoding', 'chunked'] }],
   ['a field value (NUL)', { headers: ['X-Nul', 'a\u0000b'] }],
+  ['a long field value (past the short scan)', { headers: ['X-Long', 'v'.repeat(100) + '\r\nContent-Length: 40'] }],
+  ['a short field value, at its end', { headers: ['X-End', 'v\n'] }],
+  ['a response field value', { responseHeaders: ['X-R', 'a\r\nSet-Cookie: x=1'] }],
+  ['the path (LF)', { path: '/a\nHost: b' }],
+  ['the path (a space)', { path: '/a HTTP/1.1\r' }],
+  ['the path (a space, short)', { path: '/a b' }],
+  ['a long path (a space)', { path: '/' + 'p'.repeat(100) + ' x' }],
 ] as const) {
   t.test(`a line break in ${what} of a route decision: 500 (101510 + state), nothing forwarded`, async (t) => {
     const backend = await recordingBackend(t, plain);
@@ -320,7 +327,12 @@ for (const [what, decision] of [
     t.equal(res?.status, 500);
     t.equal(h.faults.length, 1);
     const f = h.faults[0];
-    t.match(f, { base: 101510, side: 'target', reason: 'processing', cause: 'a field or path of the route decision holds CR, LF or NUL' });
+    t.match(f, {
+      base: 101510,
+      side: 'target',
+      reason: 'processing',
+      cause: 'a field or path of the route decision holds CR, LF or NUL, or the path a space',
+    });
     t.equal(f?.code, 101510 + (f?.state ?? -1), 'code = base + state');
     t.equal(backend.requests.length, 0, 'nothing reached the backend');
   });
