@@ -6,7 +6,7 @@
  */
 import { makeFault, type TransportFault } from './codes';
 import { ProtocolState as S, type ProtocolState } from './states';
-import { badTarget, breaksLines, buildRequestHead, sameFraming, withBodyLength, withFramingOf, type RequestTailHolder } from './headers';
+import { breaksLine, breaksLines, buildRequestHead, sameFraming, withBodyLength, withFramingOf, type RequestTailHolder } from './headers';
 import { discardBody, markReady, type Exchange, type ExchangeTarget } from './exchange';
 import { endCollect } from './body';
 import { originForm } from './request-checks';
@@ -130,7 +130,7 @@ function forward(conn: Forwarder, ex: Exchange, d: ForwardDecision): void {
   if (
     (d.headers !== undefined && breaksLines(d.headers)) ||
     (d.responseHeaders !== undefined && breaksLines(d.responseHeaders)) ||
-    (d.path !== undefined && badTarget(d.path))
+    (d.path !== undefined && (breaksLine(d.path) || d.path.indexOf(' ') !== -1))
   ) {
     // The client's fields passed the strict parser; a router's (a script's, a rule's) did not: a CR or
     // LF in one would write fields of the router's choosing, Content-Length included, into the head

@@ -644,28 +644,7 @@ export function withFramingOf(headers: readonly string[], received: readonly str
  * RFC 9112 §3.2): written into a head, the rest would be a field, or a message, of its own.
  */
 export function breaksLine(s: string): boolean {
-  return s.length > SHORT_SCAN ? s.indexOf('\n') !== -1 || s.indexOf('\r') !== -1 || s.indexOf('\0') !== -1 : holdsCode(s, -1);
-}
-
-/**
- * Below this length a string is scanned by one loop of character compares: three indexOf() calls per
- * string counted about 110 instructions each on the deployed node's short names, hosts and paths
- * (callgrind; docs/performance.md, "The deployed node"). Longer strings go to indexOf's vectorised search.
- */
-const SHORT_SCAN = 64;
-
-/** Whether `s` holds CR, LF, NUL or the code `also` (-1: none): one pass. */
-function holdsCode(s: string, also: number): boolean {
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c === 10 || c === 13 || c === 0 || c === also) return true;
-  }
-  return false;
-}
-
-/** Whether a request target breaksLine() or holds a space, which would end the request line early (RFC 9112 §3). */
-export function badTarget(path: string): boolean {
-  return path.length > SHORT_SCAN ? breaksLine(path) || path.indexOf(' ') !== -1 : holdsCode(path, 32);
+  return s.indexOf('\n') !== -1 || s.indexOf('\r') !== -1 || s.indexOf('\0') !== -1;
 }
 
 /** Whether any name or value of a flat [name, value, ...] list breaksLine(). */
