@@ -19,8 +19,8 @@ import { load } from '../config/packages';
 import type { DeploymentConfig } from '../config/deployment-config.generated';
 import { ThroughwayError } from '../errors';
 
-/** A decoded assertion larger than this is refused before parsing (64 KiB: a signed assertion with attributes is a few KiB). */
-export const MAX_ASSERTION_BYTES = 64 * 1024;
+/** A decoded assertion larger than this is refused before parsing (32 KiB: a signed assertion with attributes is a few KiB; the form body limit is 64 KiB). */
+export const MAX_ASSERTION_BYTES = 32 * 1024;
 /** Assertion IDs kept against replay (RFC 7522 §3 item 8) until their NotOnOrAfter; when full of live ones, assertions are refused. */
 export const REPLAY_CACHE_ENTRIES = 100_000;
 
@@ -117,7 +117,7 @@ interface Libs {
   readonly DOMParser: new (o: { errorHandler: Record<'warning' | 'error' | 'fatalError', (m: string) => void> }) => {
     parseFromString(xml: string, type: string): unknown;
   };
-  readonly SignedXml: new (o: { publicCert: string; getCertFromKeyInfo: () => null; idAttribute: string }) => Verifier;
+  readonly SignedXml: new (o: { publicCert: string; getCertFromKeyInfo: () => null }) => Verifier;
 }
 
 let libs: Libs | undefined;
@@ -241,7 +241,7 @@ export class SamlAssertions {
     let signed: string | undefined;
     let lastError = '';
     for (const cert of idp.certificates) {
-      const v = new l.SignedXml({ publicCert: cert, getCertFromKeyInfo: () => null, idAttribute: 'ID' });
+      const v = new l.SignedXml({ publicCert: cert, getCertFromKeyInfo: () => null });
       try {
         v.loadSignature(sig);
         if (v.checkSignature(xml)) {
