@@ -12,6 +12,9 @@ import * as path from 'node:path';
 import forge from 'node-forge';
 import { SignedXml } from 'xml-crypto';
 import { appWithKeys, basic, decodePayload, postForm, startKeyManager } from './helpers';
+import { echoBackend, request } from '../gateway/helpers';
+import { NODE_TOML, startTestNode } from '../observability/node-helpers';
+import { ADMIN, http, securedApi } from '../scale/helpers';
 
 const GRANT = 'urn:ietf:params:oauth:grant-type:saml2-bearer';
 const IDP = 'https://idp.example/saml';
@@ -141,4 +144,32 @@ t.test('saml2-bearer disabled', async (t) => {
   const { key, secret } = await appWithKeys(h);
   const r = await postForm(`${h.url}/oauth2/token`, { grant_type: GRANT, assertion: 'x' }, basic(key, secret));
   t.match(r, { status: 400, body: { error: 'unsupported_grant_type', error_description: /saml_bearer\] enable = false/ } });
+});
+
+t.test('saml2-bearer on a whole node: the token opens a subscribed API at the gateway', async (t) => {
+  const idp = identityProvider('idp.example');
+  const backend = await echoBackend();
+  t.teardown(() => backend.close());
+  const n = await startTestNode(
+    `${NODE_TOML}[[oauth.grant_type.saml_bearer.identity_provider]]\nissuer = "${IDP}"\ncertificate_file = "idp.pem"\naudience = "${ALIAS}"\n`,
+    { 'shop.toml': securedApi(`http://127.0.0.1:${backend.port}`) },
+    { 'idp.pem': idp.cert },
+  );
+  t.teardown(() => n.close());
+  const base = `http://127.0.0.1:${n.mgmt}/admin/v1`;
+  t.equal((await http(`${base}/applications`, { json: { name: 'Fed' }, auth: ADMIN })).status, 201);
+  const k = await http(`${base}/applications/Fed/keys`, { json: { grantTypes: [GRANT] }, auth: ADMIN });
+  t.equal(k.status, 201, k.text);
+  const s = await http(`${base}/subscriptions`, { json: { application: 'Fed', api: '/shop', version: '1.0.0' }, auth: ADMIN });
+  t.equal(s.status, 201, s.text);
+  const r = await postForm(
+    `http://127.0.0.1:${n.mgmt}/oauth2/token`,
+    { grant_type: GRANT, assertion: b64(sign(assertionXml({ subject: 'dave' }), idp.key)) },
+    basic(String(k.body.consumerKey), String(k.body.consumerSecret)),
+  );
+  t.equal(r.status, 200, r.status === 200 ? 'the assertion is exchanged' : r.text);
+  const ok = await request(n.gw, '/shop/1.0.0/x', { headers: { Authorization: `Bearer ${String(r.body.access_token)}` } });
+  t.equal(ok.status, 200, `the SAML-bearer token opens the subscribed API: ${ok.body.slice(0, 200)}`);
+  const none = await request(n.gw, '/shop/1.0.0/x', { headers: { Authorization: 'Bearer x.y.z' } });
+  t.equal(none.status, 401, 'a made-up token does not');
 });
