@@ -1926,6 +1926,18 @@ export interface OauthGrantTypeSamlBearerSection {
   readonly enable: boolean;
   /** Grant handler class. Default: built-in default class. Accepted; throughway does not act on it. */
   readonly grant_handler?: string;
+  /** Trusted SAML 2.0 identity provider of the saml_bearer grant */
+  readonly identity_provider: readonly OauthGrantTypeSamlBearerIdentityProviderSection[];
+}
+
+/** Trusted SAML 2.0 identity provider of the saml_bearer grant ([[oauth.grant_type.saml_bearer.identity_provider]], spec throughway). */
+export interface OauthGrantTypeSamlBearerIdentityProviderSection {
+  /** The identity provider entity ID: the Issuer of its assertions (throughway addition). */
+  readonly issuer?: string;
+  /** PEM file of the certificate (or certificates, during a rollover) whose key signs its assertions: a bare name in the security directory (throughway addition). */
+  readonly certificate_file?: string;
+  /** Another name of the token endpoint accepted as Audience and Recipient in its assertions (throughway addition); this server's token endpoint URLs always are. */
+  readonly audience?: string;
 }
 
 /** OAuth grant type iwa_ntlm ([oauth.grant_type.iwa_ntlm], spec 001). */

@@ -5,7 +5,7 @@
  * (metrics; lib/index.ts exports them on first read) and jose (tokens: lib/security/jose.ts). Their types come from `import type` (erased at compile time); their code from
  * `load(name, key)`, a `require` made when a feature that needs it starts.
  *
- * pg, mysql2, ioredis, libsql (the embedded store's engine where Node has no node:sqlite) and ldapts (LDAP user stores, lib/store/ldap.ts) are optionalDependencies (package.json): an install with
+ * pg, mysql2, ioredis, libsql (the embedded store's engine where Node has no node:sqlite), ldapts (LDAP user stores, lib/store/ldap.ts) and xml-crypto with @xmldom/xmldom (SAML 2.0 bearer assertions, lib/keymanager/saml-bearer.ts) are optionalDependencies (package.json): an install with
  * `--omit=optional` lacks them. Asking for a missing one throws PackageMissingError (`PACKAGE_MISSING`,
  * docs/operations.md, "Start-up errors"), naming the package to install and the configuration key that
  * asked for it.
@@ -28,6 +28,8 @@ export const LAZY_PACKAGES = [
   '@opentelemetry/api',
   'jose',
   'protobufjs',
+  'xml-crypto',
+  '@xmldom/xmldom',
 ] as const;
 
 export class PackageMissingError extends ThroughwayError {

@@ -109,6 +109,10 @@ export function storeFiles(doc: unknown): StoreFile[] {
   }
   add(['transport', 'passthru_https', 'listener', 'ssl_profile', 'file_path']);
   if (get(doc, ['transport', 'wss', 'sender', 'enable']) === true) add(['transport', 'wss', 'sender', 'trust_store', 'location']);
+  // The saml_bearer grant's identity provider certificates (docs/key-manager.md, "SAML 2.0 bearer").
+  const idps = get(doc, ['oauth', 'grant_type', 'saml_bearer', 'identity_provider']);
+  if (get(doc, ['oauth', 'grant_type', 'saml_bearer', 'enable']) !== false && Array.isArray(idps))
+    idps.forEach((_, i) => add(['oauth', 'grant_type', 'saml_bearer', 'identity_provider', i, 'certificate_file']));
   return out;
 }
 

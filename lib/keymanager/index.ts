@@ -29,6 +29,7 @@ import { KeyRingError, KeySealer, openKeyRing, type ExternalKey, type KeyRing } 
 import { LoginGuard, lockoutSettings } from './lockout';
 import { verifyPassword } from '../store/passwords';
 import { readKeystore } from './keystore';
+import { SamlAssertions, samlIdentityProviders } from './saml-bearer';
 import type { DeploymentConfig } from '../config/deployment-config.generated';
 import { Manager } from './manage';
 import { createManagementServer, DEFAULT_ADMIN_PASSWORD, LOOPBACK, managementHost, usesDefaultAdminPassword } from './listener';
@@ -196,6 +197,8 @@ export async function createKeyManager(o: KeyManagerOptions): Promise<KeyManager
   await workflows.resume();
   // One set of pending authorizations and codes, kept when the OAuth server is rebuilt for port 0.
   const codes = new AuthorizationCodes();
+  // The SAML identity providers' certificates are read at start: a bad file stops it (SAML_IDP_CONFIG).
+  const saml = { providers: samlIdentityProviders(config), assertions: new SamlAssertions() };
   let oauth = new OAuthServer({
     store: o.store,
     users,
@@ -205,6 +208,7 @@ export async function createKeyManager(o: KeyManagerOptions): Promise<KeyManager
     settings,
     codes,
     tenants,
+    saml,
     ...(o.apiScopes !== undefined ? { apiScopes: o.apiScopes } : {}),
   });
   const rules = userRules(config);
@@ -291,6 +295,7 @@ export async function createKeyManager(o: KeyManagerOptions): Promise<KeyManager
               settings,
               codes,
               tenants,
+              saml,
               ...(o.apiScopes !== undefined ? { apiScopes: o.apiScopes } : {}),
             });
             ctx.oauth = oauth;

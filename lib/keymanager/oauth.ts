@@ -25,11 +25,13 @@ import {
   IMPLEMENTED_GRANTS,
   isGrantType,
   JWT_BEARER,
+  SAML2_BEARER,
   TOKEN_EXCHANGE,
   type GrantType,
   type KeyManagerSettings,
 } from './settings';
 import { SUPER_TENANT, type Tenants } from '../tenants';
+import type { SamlAssertions, SamlIdentityProvider } from './saml-bearer';
 
 export type Form = URLSearchParams;
 
@@ -103,6 +105,8 @@ export interface OAuthServerOptions {
   readonly codes?: AuthorizationCodes;
   /** The tenants (docs/tenants.md): a deactivated tenant's clients get no token, a user none of another tenant's client. */
   readonly tenants?: Tenants;
+  /** The saml2-bearer grant: its identity providers and the replay cache, kept when the server is rebuilt. */
+  readonly saml?: { readonly providers: readonly SamlIdentityProvider[]; readonly assertions: SamlAssertions };
 }
 
 /** Who a scope is granted to: the user's (or the application owner's) roles and the application. */
@@ -153,7 +157,7 @@ export class OAuthServer {
       const why =
         g === 'authorization_code'
           ? 'it needs a login page, which throughway does not serve'
-          : 'throughway has no SAML, NTLM or Kerberos identity provider to check it against';
+          : 'throughway joins no Windows domain to check NTLM or Kerberos tickets against';
       throw new OAuthError(
         'unsupported_grant_type',
         `grant type ${grant} is not supported: ${why}; use client_credentials, password, refresh_token or ${JWT_BEARER}`,
@@ -222,6 +226,8 @@ export class OAuthServer {
         return this.refresh(auth, form);
       case TOKEN_EXCHANGE:
         return this.tokenExchange(auth, form);
+      case SAML2_BEARER:
+        return this.samlBearer(auth, form);
       default:
         return this.jwtBearer(auth, form);
     }
@@ -479,6 +485,48 @@ export class OAuthServer {
       validity: this.o.settings.userTokenValidity,
       refresh: true,
       idToken: true,
+    });
+  }
+
+  /**
+   * RFC 7522 §2.1: a SAML 2.0 assertion signed by a trusted identity provider (saml-bearer.ts checks it).
+   * Its NameID names a user of the store (of the client's tenant) who gets their roles, or else is taken as
+   * a federated subject without roles, as jwt-bearer's subjects are.
+   */
+  private async samlBearer(auth: AuthenticatedClient, form: Form): Promise<TokenResponse> {
+    const saml = this.o.saml;
+    const assertion = required(form, 'assertion');
+    if (saml === undefined || saml.providers.length === 0)
+      throw new OAuthError(
+        'invalid_grant',
+        'SAML_ISSUER: no identity provider is trusted ([[oauth.grant_type.saml_bearer.identity_provider]])',
+      );
+    const r = saml.assertions.check({
+      assertion,
+      providers: saml.providers,
+      endpoints: this.ownAudiences,
+      now: Date.now(),
+      skew: this.o.settings.skew,
+    });
+    if (!r.ok) {
+      this.o.logger.log('warn', 'saml_assertion_refused', { client_id: auth.client.consumerKey, code: r.code, reason: r.reason });
+      throw new OAuthError('invalid_grant', `${r.code}: ${r.reason}`);
+    }
+    const user = await findIdentity(this.users, this.o.store, r.subject);
+    const tenants = this.o.tenants;
+    const appTenant = auth.application.tenant;
+    if (user !== undefined && tenants !== undefined && tenants.tenantOf(user.username) !== appTenant)
+      throw new OAuthError('invalid_grant', `SAML_SUBJECT: ${user.username} is not a user of the client's tenant ${appTenant}`);
+    const scope = await this.resolveScope(param(form, 'scope'), { roles: user?.roles ?? [], applicationId: auth.application.id });
+    return this.issue(auth, {
+      grant: SAML2_BEARER,
+      subject: user?.username ?? r.subject,
+      aut: 'APPLICATION_USER',
+      scope,
+      validity: this.o.settings.userTokenValidity,
+      refresh: true,
+      idToken: true,
+      ...(user !== undefined ? { family: userFamily() } : {}),
     });
   }
 

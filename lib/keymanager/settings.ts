@@ -17,7 +17,8 @@
  * - `[oauth.token_generation] retry_count_on_persistence_failures`: a refresh token whose digest collides
  *   with a stored one is drawn again, this many times.
  * - jwt-bearer assertions (RFC 7523): trusted issuers are `[[apim.jwt.issuer]]` entries (`name` = the
- *   assertion's `iss`, `jwks.url` = where its keys are).
+ *   assertion's `iss`, `jwks.url` = where its keys are); SAML 2.0 bearer assertions (RFC 7522): trusted
+ *   identity providers are `[[oauth.grant_type.saml_bearer.identity_provider]]` entries (saml-bearer.ts).
  */
 import type { DeploymentConfig } from '../config/deployment-config.generated';
 import type { EffectivePorts } from '../config/ports';
@@ -44,10 +45,12 @@ export function isGrantType(g: string): g is GrantType {
   return Object.prototype.hasOwnProperty.call(GRANT_KEYS, g);
 }
 export const JWT_BEARER = 'urn:ietf:params:oauth:grant-type:jwt-bearer';
+/** RFC 7522 §2.1. */
+export const SAML2_BEARER = 'urn:ietf:params:oauth:grant-type:saml2-bearer';
 /** RFC 8693 §2.1. */
 export const TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
 
-/** Grants throughway implements; the others need an identity provider it does not have (SAML, NTLM, Kerberos). */
+/** Grants throughway implements; the others need a Windows domain it does not join (NTLM, Kerberos). */
 export const IMPLEMENTED_GRANTS: readonly GrantType[] = [
   'authorization_code',
   'client_credentials',
@@ -55,6 +58,7 @@ export const IMPLEMENTED_GRANTS: readonly GrantType[] = [
   'refresh_token',
   JWT_BEARER,
   TOKEN_EXCHANGE,
+  SAML2_BEARER,
 ];
 
 /** Grant types a new OAuth client gets when none are named. */
@@ -110,7 +114,7 @@ export function keyManagerSettings(config: DeploymentConfig, ports: EffectivePor
     password: g.password.enable,
     refresh_token: g.refresh_token.enable,
     client_credentials: g.client_credentials.enable,
-    'urn:ietf:params:oauth:grant-type:saml2-bearer': g.saml_bearer.enable,
+    [SAML2_BEARER]: g.saml_bearer.enable,
     'iwa:ntlm': g.iwa_ntlm.enable,
     [JWT_BEARER]: g.jwt_bearer.enable,
     kerberos: g.kerberos.enable,
