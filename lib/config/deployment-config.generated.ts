@@ -1930,16 +1930,6 @@ export interface OauthGrantTypeSamlBearerSection {
   readonly identity_provider: readonly OauthGrantTypeSamlBearerIdentityProviderSection[];
 }
 
-/** Trusted SAML 2.0 identity provider of the saml_bearer grant ([[oauth.grant_type.saml_bearer.identity_provider]], spec throughway). */
-export interface OauthGrantTypeSamlBearerIdentityProviderSection {
-  /** The identity provider entity ID: the Issuer of its assertions (throughway addition). */
-  readonly issuer?: string;
-  /** PEM file of the certificate (or certificates, during a rollover) whose key signs its assertions: a bare name in the security directory (throughway addition). */
-  readonly certificate_file?: string;
-  /** Another name of the token endpoint accepted as Audience and Recipient in its assertions (throughway addition); this server's token endpoint URLs always are. */
-  readonly audience?: string;
-}
-
 /** OAuth grant type iwa_ntlm ([oauth.grant_type.iwa_ntlm], spec 001). */
 export interface OauthGrantTypeIwaNtlmSection {
   /** Enable the iwa_ntlm grant. Default: true. Acts differently: true still answers unsupported_grant_type: NTLM and Kerberos are not built: NTLM's handshake binds one TCP connection (MS-NLMP), which proxies and pooled clients break, and Node's only GSS-API binding (kerberos) compiles native code. */
@@ -2481,4 +2471,14 @@ export interface ThroughwayManagementSection {
   readonly hsts_max_age: number;
   /** Secret (write it as $env{NAME}) the generated token-signing private keys are encrypted with in the store (AES-256-GCM, key derived with scrypt). Unset: they are stored unencrypted, with a warning at start. Set on an existing store: unencrypted keys are encrypted at the next start. */
   readonly signing_key_secret?: string;
+}
+
+/** Trusted SAML 2.0 identity provider of the saml_bearer grant ([[oauth.grant_type.saml_bearer.identity_provider]], spec throughway). */
+export interface OauthGrantTypeSamlBearerIdentityProviderSection {
+  /** The identity provider entity ID: the Issuer of its assertions (throughway addition). */
+  readonly issuer?: string;
+  /** PEM file of the certificate (or certificates, during a rollover) whose key signs its assertions: a bare name in the security directory (throughway addition). */
+  readonly certificate_file?: string;
+  /** Another name of the token endpoint accepted as Audience and Recipient in its assertions (throughway addition); this server's token endpoint URLs always are. */
+  readonly audience?: string;
 }

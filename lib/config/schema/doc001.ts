@@ -1388,30 +1388,6 @@ export const DOC001_SECTIONS: readonly SectionDef[] = [
     { key: 'allow_id_token', type: 'b', default: false, meaning: 'Issue ID tokens for the client credentials grant.' },
   ]),
   grantSection('saml_bearer', true),
-  {
-    path: 'oauth.grant_type.saml_bearer.identity_provider',
-    repeatable: true,
-    source: 'throughway',
-    title: 'Trusted SAML 2.0 identity provider of the saml_bearer grant',
-    runs: true,
-    // Not in the spec: the reference keeps identity providers in its registry; the grant needs them (docs/key-manager.md).
-    keys: [
-      { key: 'issuer', type: 's', meaning: 'The identity provider entity ID: the Issuer of its assertions (throughway addition).' },
-      {
-        key: 'certificate_file',
-        type: 's',
-        format: 'store',
-        meaning:
-          'PEM file of the certificate (or certificates, during a rollover) whose key signs its assertions: a bare name in the security directory (throughway addition).',
-      },
-      {
-        key: 'audience',
-        type: 's',
-        meaning:
-          "Another name of the token endpoint accepted as Audience and Recipient in its assertions (throughway addition); this server's token endpoint URLs always are.",
-      },
-    ],
-  },
   grantSection('iwa_ntlm', true, [GRANT_VALIDATOR], `true still answers unsupported_grant_type: ${R.NTLM_KERBEROS}`),
   grantSection('jwt_bearer', true, [GRANT_VALIDATOR]),
   grantSection('kerberos', false, [GRANT_VALIDATOR], `true still answers unsupported_grant_type: ${R.NTLM_KERBEROS}`),
