@@ -156,7 +156,7 @@ function tryTab(
   const asked = c.form.get('api') ?? c.query.get('api');
   const chosen = apis.find((e) => e.id === asked) ?? subscribed ?? apis.find((e) => e.api.auth === 'oauth2') ?? apis[0];
   const chooser = `<form method="get" action="/devportal/applications/${encodeURIComponent(app.id)}"><input type="hidden" name="tab" value="try">
-${select({ id: 'api', label: 'API', options: apis.map((e) => [e.id, `${e.api.name} ${e.api.version}${e.api.type !== 'HTTP' ? ` (${e.api.type === 'WS' ? 'WebSocket' : 'GraphQL'})` : ''}`]), value: chosen?.id ?? '' })}
+${select({ id: 'api', label: 'API', options: apis.map((e) => [e.id, `${e.api.name} ${e.api.version}${e.api.type !== 'HTTP' ? ` (${e.api.type === 'WS' ? 'WebSocket' : e.api.type === 'GRPC' ? 'gRPC' : 'GraphQL'})` : ''}`]), value: chosen?.id ?? '' })}
 <button type="submit">Show operations</button></form>`;
   if (chosen === undefined) return `<h2>Try it</h2><p>The catalogue lists no API to try.</p>`;
   const gw = apiUrls(chosen.api, c.parts.gateways())[0];

@@ -11,6 +11,7 @@ import { OAuthError } from '../keymanager/errors';
 import type { KeyType, Subscription } from '../store/types';
 import { apiUrls, type CatalogueEntry } from './catalogue';
 import { apiDocument, definitionHtml, downloadName, forGateway, sendDefinition } from './definition';
+import { GRPC_TRY_REFUSAL, grpcMethodsHtml } from './grpc-page';
 import { isConsolesApp } from './signin';
 import { type Call, problem, render, takeFlash } from './context';
 import { copyButton, csrfField, escapeHtml as h, field, seeOther, select } from './html';
@@ -162,10 +163,14 @@ ${select({ id: 'tier', label: 'Tier', options: subscribableTiers(c).map((t) => [
     `<p>${h(a.description ?? '')}</p>
 <dl><dt>Context</dt><dd><code>${h(a.context)}</code></dd><dt>State</dt><dd>${state(e.state)}</dd><dt>Tags</dt><dd>${h(a.labels.join(', '))}</dd><dt>Authentication</dt><dd>${h(a.auth === 'oauth2' ? 'OAuth 2.0 bearer token, application subscribed' : 'none')}</dd></dl>
 <h2>Gateway URLs</h2><ul>${urls}</ul>
-<h2>Resources</h2>
-<div class="table"><table><thead><tr><th scope="col">Methods</th><th scope="col">Path</th><th scope="col">Authentication</th><th scope="col">Scopes</th></tr></thead><tbody>${resources}</tbody></table></div>
+${
+  a.type === 'GRPC'
+    ? grpcMethodsHtml(a, gatewayUrls)
+    : `<h2>Resources</h2>
+<div class="table"><table><thead><tr><th scope="col">Methods</th><th scope="col">Path</th><th scope="col">Authentication</th><th scope="col">Scopes</th></tr></thead><tbody>${resources}</tbody></table></div>`
+}
 ${subscribe}
-${sdkHtml(c, e)}
+${a.type === 'GRPC' ? '' : sdkHtml(c, e)}
 ${definition}
 ${await apiCommunityHtml(c, e)}`,
   );
@@ -357,6 +362,7 @@ function tryRequest(
   c: Call,
   api: NonNullable<CatalogueEntry['api']>,
 ): { method: string; rest: string; body: string; contentType: string } | string {
+  if (api.type === 'GRPC') return GRPC_TRY_REFUSAL;
   if (api.type === 'WS')
     return 'A WebSocket API is not called from this page: connect with a WebSocket client to the URL shown (docs/websocket.md).';
   if (c.form.get('graphql') === '1') {

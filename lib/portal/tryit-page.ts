@@ -11,6 +11,7 @@ import { sdkApi } from '../sdk/operations';
 import { apiDocument } from './definition';
 import { copyButton, csrfField, escapeHtml as h, field, prettyBody, select } from './html';
 import type { TryResult } from './tryit';
+import { GRPC_TRY_REFUSAL } from './grpc-page';
 
 /** A field of an operation's form: a path parameter (`rest`: the tail a `/*` resource matches) or a query parameter. */
 export interface TryField {
@@ -206,6 +207,7 @@ ${url !== undefined ? `<p class="keyline"><code id="ws-url">${h(url)}</code> ${c
 export function tryFormsHtml(v: TryView): string {
   // An answer no form of the API shows (a refusal before any form was matched) comes first.
   if (v.api.type === 'WS') return `${tryResultHtml(v.result)}${websocketHtml(v)}`;
+  if (v.api.type === 'GRPC') return `${tryResultHtml(v.result)}<div class="card" id="grpc-note"><p>${h(GRPC_TRY_REFUSAL)}</p></div>`;
   if (v.api.type === 'GRAPHQL') return `${v.form.get('graphql') === '1' ? '' : tryResultHtml(v.result)}${graphqlHtml(v)}`;
   const ops = tryOperations(v.api);
   const methods = [...new Set(v.api.resources.flatMap((r) => r.methods))];
