@@ -43,6 +43,8 @@ interface Shape {
   notOnOrAfter?: number;
   confirmUntil?: number;
   subject?: string;
+  notBefore?: number;
+  method?: string;
 }
 
 function assertionXml(s: Shape = {}): string {
@@ -52,10 +54,10 @@ function assertionXml(s: Shape = {}): string {
     `<saml:Assertion xmlns:saml="urn:oasis:names:tc:SAML:2.0:assertion" ID="${s.id ?? `_${randomUUID()}`}" Version="2.0" IssueInstant="${iso(now)}">` +
     `<saml:Issuer>${s.issuer ?? IDP}</saml:Issuer>` +
     `<saml:Subject><saml:NameID>${s.subject ?? 'carol'}</saml:NameID>` +
-    `<saml:SubjectConfirmation Method="urn:oasis:names:tc:SAML:2.0:cm:bearer">` +
+    `<saml:SubjectConfirmation Method="${s.method ?? 'urn:oasis:names:tc:SAML:2.0:cm:bearer'}">` +
     `<saml:SubjectConfirmationData NotOnOrAfter="${iso(s.confirmUntil ?? now + 300_000)}" Recipient="${s.recipient ?? ALIAS}"/>` +
     `</saml:SubjectConfirmation></saml:Subject>` +
-    `<saml:Conditions NotBefore="${iso(now - 60_000)}" NotOnOrAfter="${iso(s.notOnOrAfter ?? now + 300_000)}">` +
+    `<saml:Conditions NotBefore="${iso(s.notBefore ?? now - 60_000)}" NotOnOrAfter="${iso(s.notOnOrAfter ?? now + 300_000)}">` +
     `<saml:AudienceRestriction><saml:Audience>${s.audience ?? ALIAS}</saml:Audience></saml:AudienceRestriction></saml:Conditions>` +
     `<saml:AuthnStatement AuthnInstant="${iso(now)}"><saml:AuthnContext><saml:AuthnContextClassRef>urn:oasis:names:tc:SAML:2.0:ac:classes:Password</saml:AuthnContextClassRef></saml:AuthnContext></saml:AuthnStatement>` +
     `</saml:Assertion>`
@@ -123,6 +125,12 @@ t.test('saml2-bearer: a signed assertion gets a user token; each refusal has its
     ],
     ['expired', b64(sign(assertionXml({ notOnOrAfter: Date.now() - 600_000 }), idp.key)), /^SAML_EXPIRED:/],
     ['subject confirmation expired', b64(sign(assertionXml({ confirmUntil: Date.now() - 600_000 }), idp.key)), /^SAML_EXPIRED:/],
+    ['not valid yet', b64(sign(assertionXml({ notBefore: Date.now() + 600_000 }), idp.key)), /^SAML_NOT_YET_VALID:/],
+    [
+      'no bearer confirmation',
+      b64(sign(assertionXml({ method: 'urn:oasis:names:tc:SAML:2.0:cm:holder-of-key' }), idp.key)),
+      /^SAML_SUBJECT:/,
+    ],
     ['wrong audience', b64(sign(assertionXml({ audience: 'https://elsewhere.example' }), idp.key)), /^SAML_AUDIENCE:/],
     ['wrong recipient', b64(sign(assertionXml({ recipient: 'https://elsewhere.example/acs' }), idp.key)), /^SAML_RECIPIENT:/],
     ['unknown issuer', b64(sign(assertionXml({ issuer: 'https://evil.example' }), idp.key)), /^SAML_ISSUER:/],
