@@ -173,6 +173,9 @@ ${subscribe}
 ${a.type === 'GRPC' ? '' : sdkHtml(c, e)}
 ${definition}
 ${await apiCommunityHtml(c, e)}`,
+    200,
+    // A gRPC API's page has copy buttons on its grpcurl and grpc-js lines (grpc-page.ts).
+    a.type === 'GRPC',
   );
 }
 

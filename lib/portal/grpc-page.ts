@@ -8,7 +8,7 @@
 import * as path from 'node:path';
 import type { ApiDefinition, ResourceDefinition } from '../gateway/apis';
 import type { CallKind } from '../grpc';
-import { escapeHtml as h } from './html';
+import { copyButton, escapeHtml as h } from './html';
 
 const KIND_TEXT: Readonly<Record<CallKind, string>> = {
   unary: 'unary',
@@ -73,7 +73,9 @@ export function grpcMethodsHtml(
 ${services}
 <h3>How to call</h3>
 <p>This page does not send gRPC calls (HTTP/2 with trailers). With the access token of an application subscribed to this API in the <code>authorization</code> metadata:</p>
+<p>${copyButton('grpcurl', 'grpcurl command')}</p>
 <pre id="grpcurl">grpcurl ${at?.tls === true ? '' : '-plaintext '}-proto ${h(protos[0] ?? 'service.proto')} -H 'authorization: Bearer $TOKEN' -d '{}' ${h(target)} ${h(call)}</pre>
+<p>${copyButton('grpc-js', 'grpc-js sketch')}</p>
 <pre id="grpc-js">const grpc = require('@grpc/grpc-js');
 const creds = ${at?.tls === true ? 'grpc.credentials.createSsl()' : 'grpc.credentials.createInsecure()'};
 const md = new grpc.Metadata(); md.set('authorization', 'Bearer ' + token);

@@ -10,6 +10,10 @@ import { escapeHtml, PAGE_HEADERS as SIGNIN_HEADERS, sendPage } from '../keymana
 export { escapeHtml };
 
 export const STYLE_PATH = '/devportal/style.css';
+/** The consoles' icon (served beside the style sheet: without a <link rel="icon"> a browser asks for /favicon.ico, a 404). */
+export const ICON_PATH = '/devportal/icon.svg';
+const ICON =
+  '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><rect width="16" height="16" rx="3" fill="#1f4f8f"/><path d="M3 5h10M8 5v8" stroke="#fff" stroke-width="2"/></svg>';
 
 /** The sign-in pages' headers (no framing, no caching: the pages hold CSRF tokens and secrets), with images from this server. */
 export const PAGE_HEADERS: Readonly<Record<string, string>> = {
@@ -116,6 +120,7 @@ export function page(f: Frame, body: string): string {
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${escapeHtml(f.title)} · throughway ${name}</title>
 <link rel="stylesheet" href="${STYLE_PATH}">
+<link rel="icon" href="${ICON_PATH}" type="image/svg+xml">
 </head>
 <body>
 <header>
@@ -144,6 +149,16 @@ export function sendStyle(res: http.ServerResponse): void {
     'X-Content-Type-Options': 'nosniff',
   });
   res.end(STYLE);
+}
+
+export function sendIcon(res: http.ServerResponse): void {
+  res.writeHead(200, {
+    'Content-Type': 'image/svg+xml',
+    'Content-Length': Buffer.byteLength(ICON),
+    'Cache-Control': 'max-age=86400',
+    'X-Content-Type-Options': 'nosniff',
+  });
+  res.end(ICON);
 }
 
 /** 303 See Other: the answer to a posted form (the browser then GETs `location`). */

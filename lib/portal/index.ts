@@ -17,7 +17,7 @@ import { type Call, canPublish, type PortalOptions, type PortalParts, problem } 
 
 export type { DevportalSettings, PortalOptions } from './context';
 import { publicPage, signedIn } from './devportal';
-import { seeOther, sendStyle, STYLE_PATH } from './html';
+import { ICON_PATH, seeOther, sendIcon, sendStyle, STYLE_PATH } from './html';
 import { publisher } from './publisher';
 import { admin, canAdminister } from './admin';
 import { anonymousSession, csrfOk, safeEqual, sessionCookie, Sessions, SignInSeal, signInCookie } from './session';
@@ -184,6 +184,10 @@ export function createPortal(o: PortalOptions): Portal {
   const handler: SiteHandler = async (req, res, p, url) => {
     if (p === STYLE_PATH) {
       sendStyle(res);
+      return true;
+    }
+    if (p === ICON_PATH) {
+      sendIcon(res);
       return true;
     }
     const which = consoleOf(p);

@@ -8,32 +8,7 @@
 import t from 'tap';
 import { startTestNode } from '../observability/node-helpers';
 import { PROTO } from '../grpc/helpers';
-import { hiddenField, PORTAL_TOML, req, signIn } from './helpers';
-
-const GRPC_API = `name = "RouteGuide"
-context = "/routeguide"
-version = "1.0.0"
-state = "PUBLISHED"
-type = "GRPC"
-auth = "oauth2"
-labels = ["Default"]
-[grpc]
-proto = ["route_guide.proto"]
-[endpoints]
-production = "http://127.0.0.1:9"
-[[scopes]]
-name = "route:write"
-roles = ["admin"]
-[[resources]]
-path = "/routeguide.RouteGuide/GetFeature"
-[[resources]]
-path = "/routeguide.RouteGuide/RecordRoute"
-scopes = ["route:write"]
-policy = "10PerMin"
-[[resources]]
-path = "/routeguide.RouteGuide/RouteChat"
-auth = "none"
-`;
+import { GRPC_PORTAL_API as GRPC_API, hiddenField, PORTAL_TOML, req, signIn } from './helpers';
 
 t.test('the API page lists services and methods with kinds, types and rules; no OpenAPI view; no HTTP try-it', async (t) => {
   const node = await startTestNode(PORTAL_TOML, { routeguide: GRPC_API }, { 'apis/route_guide.proto': PROTO });

@@ -137,3 +137,29 @@ export async function tryOperation(page: BrowserPage, api: string, key: string, 
   await page.getByRole('button', { name: `Send ${key}`, exact: true }).click();
   return page.locator('#try-status').innerText();
 }
+
+/** A gRPC API of the route_guide proto (test/grpc/helpers.ts PROTO) for the portal's gRPC pages: an OAuth method, one with a scope and a policy, an open one. */
+export const GRPC_PORTAL_API = `name = "RouteGuide"
+context = "/routeguide"
+version = "1.0.0"
+state = "PUBLISHED"
+type = "GRPC"
+auth = "oauth2"
+labels = ["Default"]
+[grpc]
+proto = ["route_guide.proto"]
+[endpoints]
+production = "http://127.0.0.1:9"
+[[scopes]]
+name = "route:write"
+roles = ["admin"]
+[[resources]]
+path = "/routeguide.RouteGuide/GetFeature"
+[[resources]]
+path = "/routeguide.RouteGuide/RecordRoute"
+scopes = ["route:write"]
+policy = "10PerMin"
+[[resources]]
+path = "/routeguide.RouteGuide/RouteChat"
+auth = "none"
+`;
