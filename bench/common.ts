@@ -290,15 +290,15 @@ export interface Proc {
 
 const started: Proc[] = [];
 
-/** Start a child with stdout/stderr in WORK_DIR/logs/<name>.log. */
-export function startProc(name: string, argv: readonly string[], env: Record<string, string>): Proc {
+/** Start a child with stdout/stderr in WORK_DIR/logs/<name>.log, in `cwd` (the checkout by default). */
+export function startProc(name: string, argv: readonly string[], env: Record<string, string>, cwd = ROOT): Proc {
   const logDir = path.join(WORK_DIR, 'logs');
   fs.mkdirSync(logDir, { recursive: true });
   const logFile = path.join(logDir, `${name}.log`);
   const out = fs.openSync(logFile, 'w');
   const [cmd, ...args] = argv;
   if (cmd === undefined) throw new Error('empty command');
-  const child = spawn(cmd, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', out, out] });
+  const child = spawn(cmd, args, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', out, out] });
   fs.closeSync(out);
   if (child.pid === undefined) throw new Error(`could not start ${name}: ${argv.join(' ')}`);
   const p: Proc = { name, child, pid: child.pid, logFile, exited: false };

@@ -9,6 +9,7 @@
  *   npm run bench -- --mediation [--duration S] [--warmup S] [--write] [--from FILE]
  *   npm run bench -- --redis-counting [--duration S] [--warmup S] [--rounds N] [--connections N] [--write] [--from FILE]
  *   npm run bench -- --workers [...]   (bench/workers.ts)
+ *   npm run bench -- --h2 [--duration S] [--warmup S] [--rounds N] [--connections N] [--write] [--from FILE]   (bench/h2.ts)
  *   npm run bench -- --idle [--clients N] [--write] [--from FILE]   (bench/idle.ts)
  *   npm run bench -- --instructions [--requests N] [--rounds R] [--warm N] [--traced] [--plugin] [--node|--node-only] [--keep]   (bench/instructions.ts)
  *   npm run bench -- --many-clients [--clients N] [--rounds R] [--duration S] [--write] [--from FILE]   (bench/clients.ts)
@@ -98,6 +99,7 @@ import {
   type TargetName,
 } from './common';
 import { runWorkersBench } from './workers';
+import { runH2Bench } from './h2';
 import { runIdleBench } from './idle';
 import { runClientsBench } from './clients';
 import { runInstructionsBench } from './instructions';
@@ -1016,6 +1018,13 @@ async function main(): Promise<void> {
       argv.filter((a) => a !== '--workers'),
       benchCommand(argv, false),
     );
+  if (argv.includes('--h2')) {
+    installExitHandlers();
+    return runH2Bench(
+      argv.filter((a) => a !== '--h2'),
+      benchCommand(argv, false),
+    );
+  }
   if (argv.includes('--idle')) {
     installExitHandlers();
     return runIdleBench(
