@@ -135,6 +135,8 @@ class GrpcCall {
   private done = false;
   private recorded = false;
   private trailers: http2.OutgoingHttpHeaders | undefined;
+  /** The grpc-status the client was sent (the gateway's or the backend's); -1 while none was. */
+  private grpcStatus = -1;
   private timer: NodeJS.Timeout | undefined;
   private requestBytes = 0;
   private responseBytes = 0;
@@ -247,6 +249,7 @@ class GrpcCall {
     this.done = true;
     if (this.timer !== undefined) clearTimeout(this.timer);
     this.faultCode ??= code;
+    this.grpcStatus = status;
     const fields: http2.OutgoingHttpHeaders = {
       'grpc-status': String(status),
       'grpc-message': encodeGrpcMessage(message),
@@ -361,6 +364,7 @@ class GrpcCall {
         // Trailers-only (PROTOCOL-HTTP2.md): the backend's status is in these fields.
         this.done = true;
         if (this.timer !== undefined) clearTimeout(this.timer);
+        this.grpcStatus = statusField(headers['grpc-status']);
         stream.respond(h, { endStream: true });
         return;
       }
@@ -394,7 +398,9 @@ class GrpcCall {
     stream.on('wantTrailers', () => {
       if (stream.destroyed) return;
       try {
-        stream.sendTrailers(this.trailers ?? { 'grpc-status': String(GrpcStatus.INTERNAL) });
+        const trailers = this.trailers ?? { 'grpc-status': String(GrpcStatus.INTERNAL) };
+        this.grpcStatus = statusField(trailers['grpc-status']);
+        stream.sendTrailers(trailers);
       } catch {
         // The client reset the stream meanwhile.
       }
@@ -450,7 +456,14 @@ class GrpcCall {
       faultCode: this.faultCode,
       retries: 0,
       request: this.req,
+      grpcStatus: this.grpcStatus,
     };
     this.g.gateway.exchanged(r);
   }
+}
+
+/** A grpc-status field's value as a number (0-16 and any other a backend sends); -1 when absent or not a number. */
+function statusField(v: unknown): number {
+  const n = typeof v === 'string' || typeof v === 'number' ? Number(v) : NaN;
+  return Number.isInteger(n) && n >= 0 ? n : -1;
 }

@@ -255,7 +255,8 @@ export class AccessLog {
   /**
    * The line for one record (exported for tests through format()). `tenant` is the call's tenant ("-" for
    * none). A GraphQL call's line ends with its operation, `graphql=QUERY:name` (`-` for an anonymous one;
-   * docs/graphql.md).
+   * docs/graphql.md); a gRPC call's with the status its client was sent, `grpc-status=14` (`-` for none:
+   * the client left first; docs/grpc.md), since its HTTP status is 200 whatever the call's outcome.
    */
   format(r: ExchangeRecord, op?: { readonly type: string; readonly name: string }, tenant: string = SUPER_TENANT): string {
     const fault = r.fault;
@@ -264,6 +265,7 @@ export class AccessLog {
     const upstream = r.upstreamMs >= 0 ? millis(r.upstreamMs) : '-';
     const state = fault !== undefined && fault.code === code ? `${fault.base}+${fault.state}` : '-';
     const line = `${r.remoteAddress || '-'} - - ${this.date()} "${r.method} ${redactUrl(r.url)} HTTP/${r.httpVersion}" ${r.status || '-'} ${bytes} ${upstream} ${code ?? '-'} ${state} ${tenant}`;
+    if (r.grpcStatus !== undefined) return `${line} grpc-status=${r.grpcStatus < 0 ? '-' : r.grpcStatus}`;
     return op === undefined ? line : `${line} graphql=${op.type}:${op.name === '' ? '-' : op.name}`;
   }
 
@@ -274,7 +276,7 @@ export class AccessLog {
     }
     const stream = this.stream;
     if (stream === undefined) return;
-    if (op === undefined && this.put(r, tenant)) return this.written();
+    if (op === undefined && r.grpcStatus === undefined && this.put(r, tenant)) return this.written();
     const text = this.format(r, op, tenant) + '\n';
     if (text.length * 3 > BUFFER_SIZE) {
       // A line longer than the buffer (a very long URL) goes on its own, after those before it.

@@ -238,6 +238,8 @@ export interface ExchangeRecord {
   readonly retries: number;
   /** The request as the router saw it (the same object): links the record to what the router knew. */
   readonly request?: SourceRequest;
+  /** A gRPC call's grpc-status as the client was sent it (lib/http2/grpc.ts), -1 for none; absent on every other exchange. */
+  readonly grpcStatus?: number;
 }
 
 export interface TransportEvents {

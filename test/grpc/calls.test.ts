@@ -49,6 +49,11 @@ t.test('unary: the answer, the headers and trailers of the backend, the metadata
   t.same(seen?.metadata.get('authorization'), [], "the gateway's auth header did not");
   const lines = (): string[] => g.node.logger.lines.filter((l) => l.event === 'http_access').map((l) => String(l.line));
   t.ok(await until(() => lines().some((l) => l.includes('"POST /routeguide.RouteGuide/GetFeature HTTP/2.0" 200'))), lines().join('\n'));
+  t.match(
+    lines().find((l) => l.includes('/routeguide.RouteGuide/GetFeature')),
+    / - - carbon\.super grpc-status=0$/,
+    "the access log line ends with the call's gRPC status",
+  );
   await g.node.gw.analytics?.flush();
   const events = fs
     .readFileSync(path.join(g.dir, 'events.jsonl'), 'utf8')
@@ -135,4 +140,26 @@ t.test('a TLS backend is reached with ALPN h2, trusted by the sender trust store
   const o = await unary(tlsG.client(), 'GetFeature', { latitude: 3, longitude: 4 }, bearer(undefined));
   t.equal(o.error, null, String(o.error?.details));
   t.equal(o.value?.name, 'at 3,4');
+});
+
+t.test("the access log's grpc-status: a backend's error and the gateway's refusal, both HTTP 200", async (t) => {
+  const c = g.client();
+  const lines = (): string[] => g.node.logger.lines.filter((l) => l.event === 'http_access').map((l) => String(l.line));
+  const before = lines().length;
+  const failed = await unary(c, 'GetFeature', { latitude: 7 }, bearer(token, { 'x-fail': String(grpc.status.NOT_FOUND) }));
+  t.equal(failed.error?.code, grpc.status.NOT_FOUND, "the backend's own status reached the client");
+  const refused = await unary(c, 'GetFeature', { latitude: 8 }, bearer(undefined));
+  t.equal(refused.error?.code, grpc.status.UNAUTHENTICATED);
+  t.ok(await until(() => lines().length >= before + 2), lines().slice(before).join('\n'));
+  const mine = lines().slice(before);
+  t.match(
+    mine[0],
+    /"POST \/routeguide\.RouteGuide\/GetFeature HTTP\/2\.0" 200 .* - - carbon\.super grpc-status=5$/,
+    "the backend's NOT_FOUND, no fault code of the gateway's",
+  );
+  t.match(
+    mine[1],
+    /"POST \/routeguide\.RouteGuide\/GetFeature HTTP\/2\.0" 200 .* 900902 - .*grpc-status=16$/,
+    "the gateway's refusal: its fault code and UNAUTHENTICATED",
+  );
 });

@@ -69,6 +69,9 @@ export async function grpcBackend(dir: string, tls?: { key: string; cert: string
   server.addService(pkg.RouteGuide.service, {
     GetFeature(call: Any, cb: Any) {
       note('GetFeature', call);
+      // x-fail: N answers with gRPC status N (trailers-only), as a backend's own error.
+      const fail = call.metadata.get('x-fail')[0];
+      if (fail !== undefined) return cb({ code: Number(fail), details: 'asked to fail' });
       const echo = call.metadata.get('x-request')[0];
       const md = new grpc.Metadata();
       if (echo !== undefined) md.set('x-echo', String(echo));
