@@ -20,7 +20,7 @@
  * The raw rows are kept in WORK_DIR/h2-<date>.json; --write replaces the document's HTTP/2 section, --from
  * FILE renders an earlier run again without measuring.
  */
-import { execFileSync, spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
 import * as http2 from 'node:http2';
@@ -384,20 +384,10 @@ async function measure(o: H2Options, command: string): Promise<H2Run> {
     await stopAll();
     fs.rmSync(dir, { recursive: true, force: true });
   }
+  // `nginx -v` prints on standard error, `h2load --version` on standard output.
   const version = (cmd: string, args: string[]): string => {
-    try {
-      return (
-        execFileSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })
-          .trim()
-          .split('\n')[0] ?? '?'
-      );
-    } catch (e) {
-      return (
-        String((e as { stderr?: string }).stderr ?? '?')
-          .trim()
-          .split('\n')[0] ?? '?'
-      );
-    }
+    const r = spawnSync(cmd, args, { encoding: 'utf8' });
+    return `${r.stdout ?? ''}${r.stderr ?? ''}`.trim().split('\n')[0] ?? '?';
   };
   return {
     date: new Date().toISOString(),
