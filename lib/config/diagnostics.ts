@@ -34,6 +34,8 @@ export const DIAGNOSTIC_CODES = {
   CONFIG_PORT_CONFLICT: 'Two listening ports that are the same after the offset.',
   CONFIG_FILE_MISSING:
     'A key or trust store file (or SSL profile file) a starting node opens does not exist (checked by `config check`, `start` and `apis list`).',
+  CONFIG_FILE_INVALID:
+    'A file a starting node reads is there but unusable: a [[oauth.grant_type.saml_bearer.identity_provider]] certificate_file that holds no PEM certificate, or one that does not parse (checked by `config check`, `start` and `apis list`).',
   CONFIG_UNSUPPORTED:
     'A value throughway accepts in the file but a starting node refuses: a [database.apim_db] type with no driver (checked by `config check`, `start` and `apis list`).',
   CONFIG_CONFLICT:

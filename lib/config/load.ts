@@ -53,7 +53,7 @@ import { readText, stripBom } from './document';
 import { type EffectivePorts, effectivePorts } from './ports';
 import type { DeploymentConfig } from './deployment-config.generated';
 import { decisionHubUrl } from './hub';
-import { fillStoreDefaults, missingStoreFiles, type StoreFill } from './stores';
+import { fillStoreDefaults, invalidCertificateFiles, missingStoreFiles, type StoreFill } from './stores';
 import { REFERENCE_DEFAULT_STORES, securityDir } from './security-dir';
 
 export interface LoadOptions {
@@ -908,6 +908,16 @@ class Loader {
     }
   }
 
+  /** Certificate files that are there but hold no usable PEM certificate (the saml_bearer identity providers'). */
+  checkCertificateFiles(): void {
+    for (const c of invalidCertificateFiles(this.doc)) {
+      this.report('error', 'CONFIG_FILE_INVALID', c.key, `${c.file} ${c.problem}`, {
+        expected: 'a PEM file of one or more X.509 certificates (-----BEGIN CERTIFICATE-----), as start reads it',
+        secret: false,
+      });
+    }
+  }
+
   private fillOf(target: readonly Segment[]): StoreFill | undefined {
     return this.storeFills.find((f) => pathKey(f.target) === pathKey(target));
   }
@@ -1193,6 +1203,7 @@ export function loadConfig(options: LoadOptions = {}): LoadResult {
   }
   if (!loader.syntaxFailed && ioError === undefined && options.startChecks === true) {
     loader.checkStoreFiles();
+    loader.checkCertificateFiles();
     loader.checkDatabaseType();
   }
   const diagnostics = sortDiagnostics(loader.diagnostics);
