@@ -376,6 +376,15 @@ const REFUSALS: readonly {
     change: (s) => s.replace('[database.apim_db]\ntype = "h2"', '[database.apim_db]\ntype = "oracle"'),
     code: 'CONFIG_',
   },
+  {
+    name: 'a shared_db type no store opens',
+    change: (s) => s.replace('[database.shared_db]\ntype = "h2"', '[database.shared_db]\ntype = "oracle"'),
+    code: 'CONFIG_UNSUPPORTED',
+    says: (text) =>
+      new RegExp(
+        `repository/conf/deployment\\.toml:${text.split('\n').indexOf('type = "oracle"') + 1}:\\d+: error CONFIG_UNSUPPORTED database\\.shared_db\\.type: type "oracle" is not supported`,
+      ),
+  },
   { name: 'a port offset out of range', change: (s) => s.replace('#offset=0', 'offset = 70000'), code: 'CONFIG_' },
   {
     name: 'the key store missing from the security directory',
