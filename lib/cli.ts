@@ -26,6 +26,7 @@ import { printConfig } from './config/print';
 import { LISTENING_PORTS, portOpened } from './config/ports';
 import { databaseMapping } from './config/database';
 import { connectionTarget } from './store/pool';
+import { sharedDatabase } from './store/open';
 import { FormatConfigError, mediationSettingsFrom } from './mediation';
 import { roleParts } from './scale/settings';
 import { checkTlsStores } from './tls/settings';
@@ -262,9 +263,15 @@ function check(p: Parsed, io: CliIo): number {
     `role: ${result.config.server.server_role}`,
   ];
   lines.push(...describePorts(result));
+  const sharedApart = sharedDatabase(result.config, io.cwd) !== undefined;
   for (const name of ['apim_db', 'shared_db'] as const) {
     const m = databaseMapping(name, result.config.database[name], io.cwd);
-    const use = name === 'apim_db' ? "the key manager's store" : 'not used: the key manager keeps everything in apim_db';
+    const use =
+      name === 'apim_db'
+        ? `the key manager's store${sharedApart ? ': applications, keys, subscriptions, tokens' : ''}`
+        : sharedApart
+          ? 'users, roles, tenants and profiles: a second store (docs/operations.md, "Two databases")'
+          : 'no url of its own: users, roles and tenants are in apim_db, one store';
     if (m.kind === 'sqlite') lines.push(`database.${name}: type h2 → embedded SQLite file ${m.file} (${use})`);
     else if (m.type === 'postgre' || m.type === 'mysql') {
       const target = connectionTarget(result.config.database[name], m.type === 'postgre' ? 5432 : 3306, name);

@@ -75,13 +75,13 @@ export interface DatabaseApimDbSection {
 
 /** Shared database ([database.shared_db], spec 000). */
 export interface DatabaseSharedDbSection {
-  /** Database type. Default: "h2". Accepted; throughway does not act on it. */
+  /** Database type. Default: "h2". Acts differently: h2 is an embedded SQLite file (Node has no h2); mssql, oracle and db2 are refused at start. */
   readonly type: "mysql" | "h2" | "mssql" | "postgre" | "oracle" | "db2";
-  /** Connection URL of the database shared between nodes. Default: embedded file database URL naming a shared database file, ending DB_CLOSE_ON_EXIT=FALSE. Accepted; throughway does not act on it. */
+  /** Connection URL of the database shared between nodes. Default: embedded file database URL naming a shared database file, ending DB_CLOSE_ON_EXIT=FALSE. Acts differently: Without a url, or naming apim_db's database, there is one store; with one of its own it holds users, roles, tenants and profiles (the reference's registry has no counterpart: docs/operations.md, "Two databases"). */
   readonly url?: string;
-  /** Connection user. Default: built-in default user. Accepted; throughway does not act on it. */
+  /** Connection user. Default: built-in default user. */
   readonly username?: string;
-  /** Connection password. Default: built-in default (<DB_PASSWORD>). Accepted; throughway does not act on it. */
+  /** Connection password. Default: built-in default (<DB_PASSWORD>). */
   readonly password?: string;
 }
 

@@ -34,8 +34,10 @@ export const DIAGNOSTIC_CODES = {
   CONFIG_PORT_CONFLICT: 'Two listening ports that are the same after the offset.',
   CONFIG_FILE_MISSING:
     'A key or trust store file (or SSL profile file) a starting node opens does not exist (checked by `config check`, `start` and `apis list`).',
+  CONFIG_FILE_INVALID:
+    'A file a starting node reads is there but unusable: a [[oauth.grant_type.saml_bearer.identity_provider]] certificate_file that holds no PEM certificate, or one that does not parse (checked by `config check`, `start` and `apis list`).',
   CONFIG_UNSUPPORTED:
-    'A value throughway accepts in the file but a starting node refuses: a [database.apim_db] type with no driver (checked by `config check`, `start` and `apis list`).',
+    'A value throughway accepts in the file but a starting node refuses: a [database.apim_db] type with no driver (or a [database.shared_db] one, when it has a url of its own) (checked by `config check`, `start` and `apis list`).',
   CONFIG_CONFLICT:
     'Two keys whose values a starting node refuses together: [apim.cors] allow_credentials = true with allow_origins "*" (spec 000, [apim.cors]).',
   CONFIG_INTEGER: 'An integer outside what TOML allows (64-bit signed) or what the key can hold (a duration beyond 2^53 ms).',

@@ -53,7 +53,7 @@ import { readText, stripBom } from './document';
 import { type EffectivePorts, effectivePorts } from './ports';
 import type { DeploymentConfig } from './deployment-config.generated';
 import { decisionHubUrl } from './hub';
-import { fillStoreDefaults, missingStoreFiles, type StoreFill } from './stores';
+import { fillStoreDefaults, invalidCertificateFiles, missingStoreFiles, type StoreFill } from './stores';
 import { REFERENCE_DEFAULT_STORES, securityDir } from './security-dir';
 
 export interface LoadOptions {
@@ -908,26 +908,41 @@ class Loader {
     }
   }
 
+  /** Certificate files that are there but hold no usable PEM certificate (the saml_bearer identity providers'). */
+  checkCertificateFiles(): void {
+    for (const c of invalidCertificateFiles(this.doc)) {
+      this.report('error', 'CONFIG_FILE_INVALID', c.key, `${c.file} ${c.problem}`, {
+        expected: 'a PEM file of one or more X.509 certificates (-----BEGIN CERTIFICATE-----), as start reads it',
+        secret: false,
+      });
+    }
+  }
+
   private fillOf(target: readonly Segment[]): StoreFill | undefined {
     return this.storeFills.find((f) => pathKey(f.target) === pathKey(target));
   }
 
   /**
-   * [database.apim_db] types a node that opens the store refuses (lib/store/open.ts SUPPORTED_DATABASES:
+   * [database.apim_db] (and a [database.shared_db] with a url) types a node that opens the store refuses (lib/store/open.ts SUPPORTED_DATABASES:
    * no driver ships for the others). Every role but gateway-worker opens it (lib/scale/settings.ts ROLE_PARTS).
    */
   checkDatabaseType(): void {
     const doc = this.doc as unknown as DeploymentConfig;
     if (doc.server?.server_role === 'gateway-worker') return;
-    const type = doc.database?.apim_db?.type ?? 'h2';
-    if (STORE_DATABASES.includes(type)) return;
-    this.report(
-      'error',
-      'CONFIG_UNSUPPORTED',
-      ['database', 'apim_db', 'type'],
-      `type ${JSON.stringify(type)} is not supported by throughway: no driver ships for it, and start refuses it`,
-      { expected: STORE_DATABASES.map((t) => JSON.stringify(t)).join(', '), secret: false },
-    );
+    // [database.shared_db] is opened when it has a url of its own (lib/store/open.ts sharedDatabase).
+    const shared = doc.database?.shared_db;
+    const opened = shared?.url !== undefined && shared.url !== '' ? (['apim_db', 'shared_db'] as const) : (['apim_db'] as const);
+    for (const name of opened) {
+      const type = doc.database?.[name]?.type ?? 'h2';
+      if (STORE_DATABASES.includes(type)) continue;
+      this.report(
+        'error',
+        'CONFIG_UNSUPPORTED',
+        ['database', name, 'type'],
+        `type ${JSON.stringify(type)} is not supported by throughway: no driver ships for it, and start refuses it`,
+        { expected: STORE_DATABASES.map((t) => JSON.stringify(t)).join(', '), secret: false },
+      );
+    }
   }
 
   /** The written key a defaulted value was copied from through references, and where it is written. */
@@ -1193,6 +1208,7 @@ export function loadConfig(options: LoadOptions = {}): LoadResult {
   }
   if (!loader.syntaxFailed && ioError === undefined && options.startChecks === true) {
     loader.checkStoreFiles();
+    loader.checkCertificateFiles();
     loader.checkDatabaseType();
   }
   const diagnostics = sortDiagnostics(loader.diagnostics);

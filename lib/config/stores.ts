@@ -10,6 +10,7 @@
  * A store is filled as a whole (file, type, passwords) and only when the file leaves its file name out: a
  * password of one store never goes with the file of another.
  */
+import { X509Certificate } from 'node:crypto';
 import * as fs from 'node:fs';
 import { get, isTable } from './schema-index';
 import type { Segment } from './locate';
@@ -110,9 +111,50 @@ export function storeFiles(doc: unknown): StoreFile[] {
   add(['transport', 'passthru_https', 'listener', 'ssl_profile', 'file_path']);
   if (get(doc, ['transport', 'wss', 'sender', 'enable']) === true) add(['transport', 'wss', 'sender', 'trust_store', 'location']);
   // The saml_bearer grant's identity provider certificates (docs/key-manager.md, "SAML 2.0 bearer").
+  for (const key of samlCertificateKeys(doc)) add(key);
+  return out;
+}
+
+/** The keys of the saml_bearer grant's identity provider certificate files (docs/key-manager.md, "SAML 2.0 bearer"), when the grant is on. */
+function samlCertificateKeys(doc: unknown): Segment[][] {
   const idps = get(doc, ['oauth', 'grant_type', 'saml_bearer', 'identity_provider']);
-  if (get(doc, ['oauth', 'grant_type', 'saml_bearer', 'enable']) !== false && Array.isArray(idps))
-    idps.forEach((_, i) => add(['oauth', 'grant_type', 'saml_bearer', 'identity_provider', i, 'certificate_file']));
+  if (get(doc, ['oauth', 'grant_type', 'saml_bearer', 'enable']) === false || !Array.isArray(idps)) return [];
+  return idps.map((_, i) => ['oauth', 'grant_type', 'saml_bearer', 'identity_provider', i, 'certificate_file']);
+}
+
+/**
+ * The PEM certificates of a certificate file's text (several during a key rollover), each parsed by
+ * node:crypto; `problem` says why the text cannot be used (none, or one that does not parse).
+ */
+export function pemCertificates(text: string): { certificates: string[]; problem?: string } {
+  const certificates = text.match(/-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICATE-----/g) ?? [];
+  if (certificates.length === 0) return { certificates, problem: 'holds no PEM certificate (-----BEGIN CERTIFICATE-----)' };
+  for (const [i, pem] of certificates.entries()) {
+    try {
+      new X509Certificate(pem);
+    } catch (err) {
+      return { certificates, problem: `certificate ${i + 1} does not parse: ${(err as Error).message}` };
+    }
+  }
+  return { certificates };
+}
+
+/** Certificate files a starting node reads that exist but hold no usable PEM certificate, with why. */
+export function invalidCertificateFiles(doc: unknown): (StoreFile & { readonly problem: string })[] {
+  const out: (StoreFile & { readonly problem: string })[] = [];
+  for (const key of samlCertificateKeys(doc)) {
+    const file = get(doc, key);
+    if (!named(file) || hasRuntimeToken(file)) continue;
+    let text: string;
+    try {
+      if (!fs.statSync(file).isFile()) continue;
+      text = fs.readFileSync(file, 'utf8');
+    } catch {
+      continue; // missing: missingStoreFiles reports it
+    }
+    const { problem } = pemCertificates(text);
+    if (problem !== undefined) out.push({ key, file, problem });
+  }
   return out;
 }
 

@@ -515,8 +515,18 @@ export class OAuthServer {
     const user = await findIdentity(this.users, this.o.store, r.subject);
     const tenants = this.o.tenants;
     const appTenant = auth.application.tenant;
-    if (user !== undefined && tenants !== undefined && tenants.tenantOf(user.username) !== appTenant)
-      throw new OAuthError('invalid_grant', `SAML_SUBJECT: ${user.username} is not a user of the client's tenant ${appTenant}`);
+    // A tenant's users sign in to their tenant's applications only (docs/tenants.md): the name's tenant is
+    // checked whether or not the store holds it, so a federated subject cannot take another tenant's name.
+    const name = user?.username ?? r.subject;
+    if (tenants !== undefined && tenants.tenantOf(name) !== appTenant) {
+      const nameTenant = tenants.tenantOf(name);
+      this.o.logger.log('warn', 'saml_assertion_refused', { client_id: auth.client.consumerKey, code: 'SAML_TENANT', tenant: nameTenant });
+      throw new OAuthError(
+        'invalid_grant',
+        `SAML_TENANT: ${name} is a user name of tenant ${nameTenant}, not of the client's tenant ${appTenant}` +
+          (appTenant === SUPER_TENANT ? '' : ` (a user of ${appTenant} is named <name>@${appTenant})`),
+      );
+    }
     const scope = await this.resolveScope(param(form, 'scope'), { roles: user?.roles ?? [], applicationId: auth.application.id });
     return this.issue(auth, {
       grant: SAML2_BEARER,

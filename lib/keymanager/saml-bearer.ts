@@ -12,10 +12,10 @@
  * xml-crypto and @xmldom/xmldom are optional dependencies, loaded on the first assertion
  * (lib/config/packages.ts).
  */
-import { X509Certificate } from 'node:crypto';
 import * as fs from 'node:fs';
 import { LRUCache } from 'lru-cache';
 import { load } from '../config/packages';
+import { pemCertificates } from '../config/stores';
 import type { DeploymentConfig } from '../config/deployment-config.generated';
 import { ThroughwayError } from '../errors';
 
@@ -46,7 +46,9 @@ export type SamlRefusalCode =
   | 'SAML_SUBJECT'
   | 'SAML_EXPIRED'
   | 'SAML_NOT_YET_VALID'
-  | 'SAML_REPLAYED';
+  | 'SAML_REPLAYED'
+  /** Answered by the grant (oauth.ts), not this module: the NameID names a user of another tenant than the client's. */
+  | 'SAML_TENANT';
 
 export interface SamlRefusal {
   readonly ok: false;
@@ -88,15 +90,8 @@ export function samlIdentityProviders(config: DeploymentConfig): SamlIdentityPro
     } catch (err) {
       throw new SamlConfigError(`${at} certificate_file ${p.certificate_file}: ${(err as Error).message}`);
     }
-    const pems = text.match(/-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICATE-----/g) ?? [];
-    if (pems.length === 0) throw new SamlConfigError(`${at} certificate_file ${p.certificate_file} holds no PEM certificate`);
-    for (const pem of pems) {
-      try {
-        new X509Certificate(pem);
-      } catch (err) {
-        throw new SamlConfigError(`${at} certificate_file ${p.certificate_file}: ${(err as Error).message}`);
-      }
-    }
+    const { certificates: pems, problem } = pemCertificates(text);
+    if (problem !== undefined) throw new SamlConfigError(`${at} certificate_file ${p.certificate_file} ${problem}`);
     out.push({ issuer: p.issuer, certificates: pems, ...(p.audience !== undefined ? { audience: p.audience } : {}) });
   });
   return out;

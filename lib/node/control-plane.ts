@@ -171,8 +171,11 @@ export async function startKeyManager(b: Boot): Promise<void> {
   });
   b.deploymentSource = source;
   // Progress of schema migrations: a first start on a remote database can take a while.
-  const store = await openStore(config, b.cwd, (m, i, n) =>
-    b.log(`  ${'store migration'.padEnd(18)} ${i}/${n}: version ${m.version}, ${m.description}`),
+  const store = await openStore(
+    config,
+    b.cwd,
+    (m, i, n) => b.log(`  ${'store migration'.padEnd(18)} ${i}/${n}: version ${m.version}, ${m.description}`),
+    (line) => b.log(`  ${'store'.padEnd(18)} ${line}`),
   );
   b.store = store;
   registerStoreCheckers(b, store);

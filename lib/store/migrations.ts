@@ -206,6 +206,13 @@ export const MIGRATIONS: readonly Migration[] = [
         CONSTRAINT tw_rating_one UNIQUE (tenant, board, username))`,
     ],
   },
+  {
+    version: 7,
+    // docs/operations.md, "Two databases": [database.apim_db] and [database.shared_db] are one database
+    // when they hold the same id, however their URLs are spelled (lib/store/split.ts databaseId).
+    description: "the database's own id, which tells whether apim_db and shared_db are one database",
+    statements: [`CREATE TABLE tw_database (name VARCHAR(16) NOT NULL PRIMARY KEY, id VARCHAR(64) NOT NULL)`],
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;

@@ -6,6 +6,8 @@
  * - `postgre`: PostgreSQL; `mysql`: MySQL or MariaDB; `pool_options` honoured (lib/store/pool.ts).
  * - `mssql`, `oracle`, `db2`: refused at start with STORE_UNSUPPORTED: no driver ships with throughway.
  *
+ * `[database.shared_db]` with a database of its own holds the user realm (lib/store/split.ts).
+ *
  * Then `[super_admin]`: when create_admin_account is true and the user does not exist, it is created with
  * the configured password (kept as scrypt: lib/store/passwords.ts). An existing admin keeps its stored password.
  */
@@ -14,6 +16,7 @@ import type { DeploymentConfig } from '../config/deployment-config.generated';
 import { newPasswordHash } from './passwords';
 import { connectionTarget, poolSettings, type DatabaseTable } from './pool';
 import { migrate, SqlStore, type MigrationProgress, type SqlDriver } from './sql';
+import { databaseId, moveUserRealm, splitStore } from './split';
 import { StoreError, type Store } from './types';
 
 export const SUPPORTED_DATABASES = ['h2', 'postgre', 'mysql'] as const;
@@ -65,9 +68,39 @@ export async function ensureSuperAdmin(store: Store, config: DeploymentConfig): 
   return true;
 }
 
-/** The node's store: `[database.apim_db]`, migrated, with the super admin in place. */
-export async function openStore(config: DeploymentConfig, cwd: string, onProgress?: MigrationProgress): Promise<Store> {
-  const store = await storeOver(await openDatabase('apim_db', config.database.apim_db, cwd), onProgress);
+/**
+ * `[database.shared_db]` when it names a database of its own: its url is written and, for h2, names another
+ * file than apim_db's. Two external URLs that reach one database are found out by its id (split.ts).
+ */
+export function sharedDatabase(config: DeploymentConfig, cwd: string): DatabaseTable | undefined {
+  const shared = config.database.shared_db;
+  if (shared.url === undefined || shared.url === '') return undefined;
+  const a = databaseMapping('apim_db', config.database.apim_db, cwd);
+  const b = databaseMapping('shared_db', shared, cwd);
+  if (a.kind === 'sqlite' && b.kind === 'sqlite' && a.file === b.file) return undefined;
+  return shared;
+}
+
+/** What openStore did beyond migrations, as lines for the start-up output. */
+export type StoreNote = (line: string) => void;
+
+/**
+ * The node's store: `[database.apim_db]`, migrated, with the super admin in place; with a
+ * `[database.shared_db]` of its own, the user realm in that second database (lib/store/split.ts), rows of
+ * it found in apim_db moved there first.
+ */
+export async function openStore(config: DeploymentConfig, cwd: string, onProgress?: MigrationProgress, note?: StoreNote): Promise<Store> {
+  const apimDb = await openDatabase('apim_db', config.database.apim_db, cwd);
+  let store = await storeOver(apimDb, onProgress);
+  const sharedTable = sharedDatabase(config, cwd);
+  if (sharedTable !== undefined) {
+    try {
+      store = await openShared(store, apimDb, sharedTable, cwd, onProgress, note);
+    } catch (err) {
+      await store.close().catch(() => undefined);
+      throw err;
+    }
+  }
   try {
     await ensureSuperAdmin(store, config);
   } catch (err) {
@@ -75,4 +108,35 @@ export async function openStore(config: DeploymentConfig, cwd: string, onProgres
     throw err;
   }
   return store;
+}
+
+async function openShared(
+  apim: Store,
+  apimDb: SqlDriver,
+  table: DatabaseTable,
+  cwd: string,
+  onProgress: MigrationProgress | undefined,
+  note: StoreNote | undefined,
+): Promise<Store> {
+  const sharedDb = await openDatabase('shared_db', table, cwd);
+  const shared = await storeOver(sharedDb, onProgress);
+  try {
+    if ((await databaseId(apimDb)) === (await databaseId(sharedDb))) {
+      await shared.close();
+      note?.('[database.shared_db] reaches the database of [database.apim_db]: one store');
+      return apim;
+    }
+    const r = await moveUserRealm(apimDb, sharedDb);
+    const n = Object.values(r.moved).reduce((a, b) => a + b, 0);
+    if (n + r.alreadyThere > 0)
+      note?.(
+        `moved from [database.apim_db] to [database.shared_db]: ${Object.entries(r.moved)
+          .map(([t, k]) => `${k} ${t}`)
+          .join(', ')}${r.alreadyThere > 0 ? ` (${r.alreadyThere} rows were there already, the same)` : ''}`,
+      );
+  } catch (err) {
+    await shared.close().catch(() => undefined);
+    throw err;
+  }
+  return splitStore(apim, shared);
 }

@@ -294,7 +294,9 @@ export type StoreErrorCode =
   | 'STORE_CONFLICT'
   | 'STORE_NOT_FOUND'
   | 'STORE_POOL_TIMEOUT'
-  | 'STORE_MIGRATION';
+  | 'STORE_MIGRATION'
+  /** [database.shared_db] holds users, tenants or profiles of the same names as apim_db's, with other values (lib/store/split.ts). */
+  | 'STORE_USERS_SPLIT';
 
 /**
  * The codes that say the database cannot be used now (unreachable, its connection broken during a

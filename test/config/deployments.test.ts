@@ -348,6 +348,12 @@ t.test('outside the reference layout, default names beside the file are not take
 /** The `error CODE key` words of a run's output: what `config check` and `start --check` must agree on. */
 const refusals = (r: Run): string[] => [...new Set((r.stderr.match(/ error [A-Z_]+ [\w.[\]]+/g) ?? []).map((s) => s.trim()))].sort();
 
+/** The file with a trusted SAML identity provider whose certificate is idp.pem in the security directory. */
+const withIdp = (s: string): string =>
+  `${s}\n[[oauth.grant_type.saml_bearer.identity_provider]]\nissuer = "https://idp.example/saml"\ncertificate_file = "idp.pem"\n`;
+/** The line of withIdp's certificate_file in the changed text. */
+const idpLine = (text: string): number => text.split('\n').findIndex((l) => l.startsWith('certificate_file = "idp.pem"')) + 1;
+
 /**
  * What config check refuses, start refuses, and the reverse: each refusal start has, made from the real
  * all-in-one file in the reference's home (stores made by keytool), gives the same errors at both.
@@ -357,6 +363,8 @@ const REFUSALS: readonly {
   readonly change: (text: string) => string;
   readonly security?: (dir: string) => void;
   readonly code: string;
+  /** What both runs print for it beyond the code and key: the file, the line, what is wrong. */
+  readonly says?: (text: string) => RegExp;
 }[] = [
   {
     name: 'allow_credentials with the origin *',
@@ -368,12 +376,51 @@ const REFUSALS: readonly {
     change: (s) => s.replace('[database.apim_db]\ntype = "h2"', '[database.apim_db]\ntype = "oracle"'),
     code: 'CONFIG_',
   },
+  {
+    name: 'a shared_db type no store opens',
+    change: (s) => s.replace('[database.shared_db]\ntype = "h2"', '[database.shared_db]\ntype = "oracle"'),
+    code: 'CONFIG_UNSUPPORTED',
+    says: (text) =>
+      new RegExp(
+        `repository/conf/deployment\\.toml:${text.split('\n').indexOf('type = "oracle"') + 1}:\\d+: error CONFIG_UNSUPPORTED database\\.shared_db\\.type: type "oracle" is not supported`,
+      ),
+  },
   { name: 'a port offset out of range', change: (s) => s.replace('#offset=0', 'offset = 70000'), code: 'CONFIG_' },
   {
     name: 'the key store missing from the security directory',
     change: (s) => s,
     security: (dir) => fs.rmSync(path.join(dir, 'wso2carbon.jks')),
     code: 'CONFIG_FILE_MISSING',
+  },
+  {
+    name: "a SAML identity provider's certificate file missing",
+    change: withIdp,
+    code: 'CONFIG_FILE_MISSING',
+    says: (text) =>
+      new RegExp(
+        `repository/conf/deployment\\.toml:${idpLine(text)}:\\d+: error CONFIG_FILE_MISSING oauth\\.grant_type\\.saml_bearer\\.identity_provider\\[0\\]\\.certificate_file: no such file: \\S*repository/resources/security/idp\\.pem`,
+      ),
+  },
+  {
+    name: "a SAML identity provider's certificate file that is not PEM",
+    change: withIdp,
+    security: (dir) => fs.writeFileSync(path.join(dir, 'idp.pem'), 'issuer = "https://idp.example/saml"\n'),
+    code: 'CONFIG_FILE_INVALID',
+    says: (text) =>
+      new RegExp(
+        `repository/conf/deployment\\.toml:${idpLine(text)}:\\d+: error CONFIG_FILE_INVALID oauth\\.grant_type\\.saml_bearer\\.identity_provider\\[0\\]\\.certificate_file: \\S*repository/resources/security/idp\\.pem holds no PEM certificate`,
+      ),
+  },
+  {
+    name: "a SAML identity provider's certificate that does not parse",
+    change: withIdp,
+    security: (dir) =>
+      fs.writeFileSync(path.join(dir, 'idp.pem'), '-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydGlmaWNhdGU=\n-----END CERTIFICATE-----\n'),
+    code: 'CONFIG_FILE_INVALID',
+    says: (text) =>
+      new RegExp(
+        `repository/conf/deployment\\.toml:${idpLine(text)}:\\d+: error CONFIG_FILE_INVALID oauth\\.grant_type\\.saml_bearer\\.identity_provider\\[0\\]\\.certificate_file: \\S*idp\\.pem certificate 1 does not parse`,
+      ),
   },
 ];
 
@@ -392,5 +439,10 @@ for (const c of REFUSALS) {
     const a = refusals(check);
     t.ok(a.length > 0 && a.every((e) => e.includes(c.code)), `config check: ${a.join('; ')}`);
     t.same(refusals(start), a, 'start --check gives the same errors');
+    if (c.says !== undefined) {
+      const says = c.says(fs.readFileSync(conf, 'utf8'));
+      t.match(check.stderr, says, 'config check names the key, the file and the line');
+      t.match(start.stderr, says, 'start --check names them alike');
+    }
   });
 }

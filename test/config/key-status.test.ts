@@ -61,6 +61,9 @@ const READ_ELSEWHERE: readonly ReadElsewhere[] = [
     ],
     file: 'lib/store/pool.ts',
   },
+  // shared_db's table goes the same ways when it has a url of its own (lib/store/open.ts sharedDatabase).
+  { section: 'database.shared_db', keys: ['type', 'url'], file: 'lib/config/database.ts' },
+  { section: 'database.shared_db', keys: ['username', 'password'], file: 'lib/store/pool.ts' },
   // `https ? https.properties : http.properties`: the checker reduces the union to the HTTP table's type.
   {
     section: 'transport.https.properties',

@@ -17,6 +17,7 @@ import { loadConfig } from '../../lib/config/load';
 import { createKeyManager } from '../../lib/keymanager';
 import { apiScopeBindings, validateApi, type ApiDefinition } from '../../lib/gateway/apis';
 import { escapeDnValue, escapeFilterValue, firstRdn } from '../../lib/store/ldap';
+import { openDatabase } from '../../lib/store/open';
 import { checkUserStore, openUserStore, UserStoreError } from '../../lib/store/users';
 import type { Store } from '../../lib/store/types';
 import { ADMIN_DN, ADMIN_PASSWORD, BASE_DN, slapdMissing, startSlapd, type Slapd } from '../helpers/slapd';
@@ -294,6 +295,40 @@ if (missing !== undefined) {
     const add = await json('POST', `${h.url}/admin/v1/users`, { username: 'dave1', password: 'dave-pw-1' }, adminAuth());
     t.equal(add.status, 409, 'users are added in the directory, not through the admin API');
     t.match(add.body.error_description, /LDAP ldap:\/\/127\.0\.0\.1:\d+ \(read_only_ldap, read only\)/);
+  });
+
+  t.test('with [database.shared_db] apart: the directory signs users in, the super admin is in shared_db', async (t) => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tw-ldap-shared-'));
+    t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+    const db = (name: string, file: string): string => `[database.${name}]\ntype = "h2"\nurl = "jdbc:h2:${path.join(dir, file)}"\n`;
+    const h = await startKeyManager(userStoreToml(slapd.url), {
+      dir,
+      database: db('apim_db', 'WSO2AM_DB') + db('shared_db', 'WSO2SHARED_DB'),
+    });
+    t.teardown(() => h.close());
+    t.equal(h.km.users.kind, 'ldap');
+    const app = await appWithKeys(h, 'LdapShared', { grantTypes: ['password'] });
+    const ok = await postForm(
+      `${h.url}/oauth2/token`,
+      { grant_type: 'password', username: 'alice', password: 'alice-pw-1' },
+      basic(app.key, app.secret),
+    );
+    t.equal(ok.status, 200, 'alice signs in from the directory');
+    t.match(
+      (await json('GET', `${h.url}/admin/v1/users/admin/claims`, undefined, adminAuth())).body,
+      { claims: { role: 'admin' } },
+      'the super admin, from shared_db',
+    );
+    const rows = async (file: string): Promise<unknown[]> => {
+      const d = await openDatabase(file, { type: 'h2', url: `jdbc:h2:${path.join(dir, file)}` }, dir);
+      try {
+        return (await d.all('SELECT username FROM tw_user')).map((r) => r.username);
+      } finally {
+        await d.close();
+      }
+    };
+    t.same(await rows('WSO2SHARED_DB'), ['admin'], 'shared_db holds the super admin only (the directory holds the rest)');
+    t.same(await rows('WSO2AM_DB'), [], 'apim_db holds no user');
   });
 
   t.test('read_write_ldap: the admin API adds users to the directory and to their groups', async (t) => {

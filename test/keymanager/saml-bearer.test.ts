@@ -5,13 +5,13 @@
  * each refusal of docs/key-manager.md, "SAML 2.0 bearer", is its own assertion, answered 400 invalid_grant
  * with its code.
  */
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { randomUUID } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import forge from 'node-forge';
 import { SignedXml } from 'xml-crypto';
-import { appWithKeys, basic, decodePayload, postForm, startKeyManager } from './helpers';
+import { appWithKeys, basic, decodePayload, postForm, startKeyManager, type Harness } from './helpers';
 import { echoBackend, request } from '../gateway/helpers';
 import { NODE_TOML, startTestNode } from '../observability/node-helpers';
 import { ADMIN, http, securedApi } from '../scale/helpers';
@@ -82,17 +82,23 @@ function sign(xml: string, key: string): string {
 
 const b64 = (xml: string): string => Buffer.from(xml, 'utf8').toString('base64url');
 
-t.test('saml2-bearer: a signed assertion gets a user token; each refusal has its code', async (t) => {
-  const idp = identityProvider('idp.example');
-  const rogue = identityProvider('rogue.example');
-  const h0dir = fs.mkdtempSync(path.join(require('node:os').tmpdir(), 'tw-saml-'));
-  t.teardown(() => fs.rmSync(h0dir, { recursive: true, force: true }));
-  const certFile = path.join(h0dir, 'idp.pem');
-  fs.writeFileSync(certFile, idp.cert);
+/** A key manager trusting IDP with `cert` (its file in a directory removed at the end), ALIAS its audience. */
+async function trusting(t: Test, cert: string): Promise<Harness> {
+  const dir = fs.mkdtempSync(path.join(require('node:os').tmpdir(), 'tw-saml-'));
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const certFile = path.join(dir, 'idp.pem');
+  fs.writeFileSync(certFile, cert);
   const h = await startKeyManager(
     `[[oauth.grant_type.saml_bearer.identity_provider]]\nissuer = "${IDP}"\ncertificate_file = "${certFile}"\naudience = "${ALIAS}"\n`,
   );
   t.teardown(() => h.close());
+  return h;
+}
+
+t.test('saml2-bearer: a signed assertion gets a user token; each refusal has its code', async (t) => {
+  const idp = identityProvider('idp.example');
+  const rogue = identityProvider('rogue.example');
+  const h = await trusting(t, idp.cert);
   const { key, secret } = await appWithKeys(h, 'App1', { grantTypes: [GRANT, 'refresh_token'] });
   const token = (assertion: string) => postForm(`${h.url}/oauth2/token`, { grant_type: GRANT, assertion }, basic(key, secret));
 
@@ -180,4 +186,75 @@ t.test('saml2-bearer on a whole node: the token opens a subscribed API at the ga
   t.equal(ok.status, 200, `the SAML-bearer token opens the subscribed API: ${ok.body.slice(0, 200)}`);
   const none = await request(n.gw, '/shop/1.0.0/x', { headers: { Authorization: 'Bearer x.y.z' } });
   t.equal(none.status, 401, 'a made-up token does not');
+});
+
+t.test("saml2-bearer and tenants: an assertion names a user of the client's tenant or gets no token", async (t) => {
+  const idp = identityProvider('idp.example');
+  const h = await trusting(t, idp.cert);
+  await h.km.tenants.add({ domain: 'acme.test', admin: 'bossy', password: 'acme-pw-1' });
+  await h.km.tenants.add({ domain: 'beta.test', admin: 'chief', password: 'beta-pw-1' });
+  const acme = h.km.manager.forTenant('acme.test');
+  await acme.addUser({ username: 'jane', password: 'jane-pw-1' });
+  await h.km.manager.addUser({ username: 'carol', password: 'carol-pw-1' });
+  const superApp = await appWithKeys(h, 'SuperApp', { grantTypes: [GRANT] });
+  const acmeApp = await acme.createApplication({ name: 'AcmeApp', owner: 'jane@acme.test' });
+  const acmeKeys = await acme.generateKeys(acmeApp.id, { grantTypes: [GRANT] });
+  const token = (app: { key: string; secret: string }, subject: string) =>
+    postForm(
+      `${h.url}/oauth2/token`,
+      { grant_type: GRANT, assertion: b64(sign(assertionXml({ subject }), idp.key)) },
+      basic(app.key, app.secret),
+    );
+  const acmeClient = { key: acmeKeys.consumerKey, secret: acmeKeys.consumerSecret };
+
+  const own = await token(acmeClient, 'jane@acme.test');
+  t.equal(own.status, 200, own.status === 200 ? "the tenant's user, at its tenant's client: 200" : own.text);
+  t.match(decodePayload(String(own.body.access_token)), {
+    sub: 'jane@acme.test',
+    aut: 'APPLICATION_USER',
+    client_id: acmeKeys.consumerKey,
+  });
+  const superOwn = await token(superApp, 'carol');
+  t.equal(superOwn.status, 200, superOwn.status === 200 ? "the super tenant's user at a super tenant client: 200" : superOwn.text);
+
+  const refused: [string, { key: string; secret: string }, string, RegExp][] = [
+    ["a tenant's user at the super tenant's client", superApp, 'jane@acme.test', /^SAML_TENANT: jane@acme.test .*carbon.super/],
+    ["a tenant's admin at the super tenant's client", superApp, 'bossy@acme.test', /^SAML_TENANT: bossy@acme.test/],
+    [
+      "a name of another tenant with no such user, at the super tenant's client",
+      superApp,
+      'ghost@acme.test',
+      /^SAML_TENANT: ghost@acme.test/,
+    ],
+    ["another tenant's user at a tenant's client", acmeClient, 'chief@beta.test', /^SAML_TENANT: chief@beta.test .*acme.test/],
+    ["a super tenant user at a tenant's client", acmeClient, 'carol', /^SAML_TENANT: carol .*acme.test/],
+    ["the super admin at a tenant's client", acmeClient, 'admin', /^SAML_TENANT: admin .*acme.test/],
+    ["a super tenant name with no such user, at a tenant's client", acmeClient, 'dave', /^SAML_TENANT: dave .*acme.test/],
+  ];
+  for (const [name, app, subject, why] of refused) {
+    const r = await token(app, subject);
+    t.match(r, { status: 400, body: { error: 'invalid_grant', error_description: why } }, `${name}: ${String(r.body.error_description)}`);
+    t.notOk(r.body.access_token, `${name}: no token`);
+  }
+});
+
+t.test('an identity provider table the key manager cannot use: SAML_IDP_CONFIG', async (t) => {
+  const dir = fs.mkdtempSync(path.join(require('node:os').tmpdir(), 'tw-saml-'));
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const notPem = path.join(dir, 'idp.toml');
+  fs.writeFileSync(notPem, 'issuer = "x"\n');
+  const broken = path.join(dir, 'broken.pem');
+  fs.writeFileSync(broken, '-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydGlmaWNhdGU=\n-----END CERTIFICATE-----\n');
+  const table = (body: string): string => `[[oauth.grant_type.saml_bearer.identity_provider]]\n${body}`;
+  const cases: [string, string, RegExp][] = [
+    ['no certificate_file', table(`issuer = "${IDP}"\n`), /#1 needs issuer and certificate_file/],
+    ['a missing file', table(`issuer = "${IDP}"\ncertificate_file = "${path.join(dir, 'none.pem')}"\n`), /none\.pem: ENOENT/],
+    ['not PEM', table(`issuer = "${IDP}"\ncertificate_file = "${notPem}"\n`), /idp\.toml holds no PEM certificate/],
+    [
+      'a certificate that does not parse',
+      table(`issuer = "${IDP}"\ncertificate_file = "${broken}"\n`),
+      /broken\.pem certificate 1 does not parse/,
+    ],
+  ];
+  for (const [name, toml, why] of cases) await t.rejects(startKeyManager(toml, { dir }), { code: 'SAML_IDP_CONFIG', message: why }, name);
 });

@@ -315,31 +315,29 @@ export const DOC000_SECTIONS: readonly SectionDef[] = [
     source: '000',
     title: 'Shared database',
     runs: true,
-    // (spec 000, [database.shared_db]): only type, url, username, password apply; none required.
+    // (spec 000, [database.shared_db]): only type, url, username, password apply; none required. With a url
+    // of its own it holds users, roles, tenants and profiles (lib/store/split.ts, docs/operations.md).
     keys: [
       {
         key: 'type',
         type: 's',
         default: 'h2',
         allowed: DB_TYPES,
-        inactive:
-          'users, roles and registry data live in the one store of [database.apim_db] (docs/operations.md); a second database is not opened',
+        differs: 'h2 is an embedded SQLite file (Node has no h2); mssql, oracle and db2 are refused at start',
         meaning: 'Database type.',
       },
       {
         key: 'url',
         type: 's',
         defaultText: 'embedded file database URL naming a shared database file, ending DB_CLOSE_ON_EXIT=FALSE',
-        inactive:
-          'users, roles and registry data live in the one store of [database.apim_db] (docs/operations.md); a second database is not opened',
+        differs:
+          'Without a url, or naming apim_db\'s database, there is one store; with one of its own it holds users, roles, tenants and profiles (the reference\'s registry has no counterpart: docs/operations.md, "Two databases")',
         meaning: 'Connection URL of the database shared between nodes.',
       },
       {
         key: 'username',
         type: 's',
         defaultText: 'built-in default user',
-        inactive:
-          'users, roles and registry data live in the one store of [database.apim_db] (docs/operations.md); a second database is not opened',
         meaning: 'Connection user.',
       },
       {
@@ -347,8 +345,6 @@ export const DOC000_SECTIONS: readonly SectionDef[] = [
         type: 's',
         secret: true,
         defaultText: 'built-in default (<DB_PASSWORD>)',
-        inactive:
-          'users, roles and registry data live in the one store of [database.apim_db] (docs/operations.md); a second database is not opened',
         meaning: 'Connection password.',
       },
     ],
