@@ -466,6 +466,24 @@ export class OAuthServer {
     return claims;
   }
 
+  /**
+   * A trusted issuer's subject (jwt-bearer's assertion, token exchange's subject_token) names no user of
+   * another tenant than the client's: as for the password grant and SAML (docs/tenants.md), a name of the
+   * form `name@<tenant domain>` belongs to that tenant, whether or not the store holds it.
+   */
+  private subjectOfClientTenant(auth: AuthenticatedClient, subject: string, what: string): void {
+    const tenants = this.o.tenants;
+    if (tenants === undefined) return;
+    const appTenant = auth.application.tenant;
+    const subjectTenant = tenants.tenantOf(subject);
+    if (subjectTenant === appTenant) return;
+    this.o.logger.log('warn', 'subject_tenant_refused', { client_id: auth.client.consumerKey, what, tenant: subjectTenant });
+    throw new OAuthError(
+      'invalid_grant',
+      `the ${what}'s subject ${subject} is a user name of tenant ${subjectTenant}, not of the client's tenant ${appTenant}`,
+    );
+  }
+
   /** This authorization server as an audience: its issuer and its token endpoint (RFC 7523 §3). */
   private get ownAudiences(): readonly string[] {
     return [this.o.settings.issuer, `${this.o.settings.baseUrl}/oauth2/token`];
@@ -475,6 +493,7 @@ export class OAuthServer {
   private async jwtBearer(auth: AuthenticatedClient, form: Form): Promise<TokenResponse> {
     // RFC 7523 §3: aud identifies this authorization server (its issuer or token endpoint); exp required.
     const claims = await this.verifyTrusted(required(form, 'assertion'), 'assertion', this.ownAudiences);
+    this.subjectOfClientTenant(auth, String(claims.sub), 'assertion');
     // An asserted subject has no roles here: it gets allowed_scopes and subscribed scopes without roles.
     const scope = await this.resolveScope(param(form, 'scope'), { roles: [], applicationId: auth.application.id });
     return this.issue(auth, {
@@ -593,6 +612,7 @@ export class OAuthServer {
     } else {
       const claims = await this.verifyTrusted(subjectToken, 'subject_token', [...this.ownAudiences, auth.client.consumerKey]);
       subject = String(claims.sub);
+      this.subjectOfClientTenant(auth, subject, 'subject_token');
       iat = claims.iat;
     }
     const te = this.o.settings.tokenExchange;
