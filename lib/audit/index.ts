@@ -40,7 +40,7 @@ export interface AuditFinding {
 }
 
 export interface AuditReport {
-  /** 0 to 100: 100 less the findings' weights (`scoreOf`). */
+  /** 0 to 100, from the findings' weights (`scoreOf`). */
   readonly score: number;
   /** In the document's order, as Spectral reports them. */
   readonly findings: readonly AuditFinding[];
@@ -139,8 +139,10 @@ export function pointer(path: readonly (string | number)[]): string {
 }
 
 /**
- * The score of a list of findings: 100 less, for each rule, its severity's weight (WEIGHTS) times the
- * number of its findings, counting at most MAX_COUNTED_PER_RULE of them; never below 0.
+ * The score of a list of findings: the points lost are, for each rule, its severity's weight (WEIGHTS)
+ * times the number of its findings, counting at most MAX_COUNTED_PER_RULE of them; the score is
+ * 100 × 100 / (100 + lost), rounded: 100 with no finding, 50 at 100 points lost, never quite 0, so two
+ * weak documents still compare.
  */
 export function scoreOf(findings: readonly Pick<AuditFinding, 'rule' | 'severity'>[]): number {
   const perRule = new Map<string, { severity: Severity; n: number }>();
@@ -155,7 +157,7 @@ export function scoreOf(findings: readonly Pick<AuditFinding, 'rule' | 'severity
   }
   let lost = 0;
   for (const r of perRule.values()) lost += WEIGHTS[r.severity] * Math.min(r.n, MAX_COUNTED_PER_RULE);
-  return Math.max(0, 100 - lost);
+  return Math.round((100 * 100) / (100 + lost));
 }
 
 const isObj = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
