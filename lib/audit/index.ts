@@ -94,7 +94,7 @@ export const AUDIT_PACKAGES = [
 ] as const;
 
 /** The key named in PACKAGE_MISSING: what asked for the packages. */
-const ASKED_BY = '[security_audit] (the publisher\'s local audit, docs/security-audit.md)';
+const ASKED_BY = "[security_audit] (the publisher's local audit, docs/security-audit.md)";
 
 /** The installed version of a package: the package.json above its resolved main file (their `exports` hide package.json). */
 function version(name: string): string {

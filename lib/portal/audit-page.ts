@@ -125,7 +125,11 @@ async function auditOf(c: Call, e: CatalogueEntry, auditor: Auditor): Promise<Ou
     if (err instanceof PackageMissingError)
       return { ok: false, status: 503, code: err.code, message: err.message, package: err.packageName };
     if (err instanceof AuditError) {
-      c.parts.logger.log(err.code === 'AUDIT_FAILED' ? 'error' : 'info', 'publisher_audit_failed', { api: e.id, code: err.code, message: err.message });
+      c.parts.logger.log(err.code === 'AUDIT_FAILED' ? 'error' : 'info', 'publisher_audit_failed', {
+        api: e.id,
+        code: err.code,
+        message: err.message,
+      });
       return { ok: false, status: err.code === 'AUDIT_DOCUMENT' ? 422 : 500, code: err.code, message: err.message };
     }
     throw err;
@@ -151,7 +155,10 @@ export async function auditSection(c: Call, e: CatalogueEntry): Promise<string> 
         `<tr><td>${h(f.severity)}</td><td><code>${h(f.rule)}</code></td><td><code>${h(f.path || '/')}</code></td><td>${h(f.message)}</td></tr>`,
     )
     .join('\n');
-  const more = r.findings.length > SHOWN_FINDINGS ? `<p class="hint">The first ${SHOWN_FINDINGS} of ${r.findings.length} findings; the JSON has all.</p>` : '';
+  const more =
+    r.findings.length > SHOWN_FINDINGS
+      ? `<p class="hint">The first ${SHOWN_FINDINGS} of ${r.findings.length} findings; the JSON has all.</p>`
+      : '';
   const table =
     r.findings.length === 0
       ? '<p>No findings.</p>'

@@ -31,7 +31,13 @@ t.test('a weak document: the OWASP rules, under their names, and a lower score t
   ])
     t.ok(rules.has(rule), `${rule} found`);
   const http = weak.findings.find((f) => f.rule === 'owasp:api8:2023-no-server-http');
-  t.same(http, { rule: 'owasp:api8:2023-no-server-http', ruleset: 'owasp', severity: 'error', message: http?.message, path: '/servers/0/url' });
+  t.same(http, {
+    rule: 'owasp:api8:2023-no-server-http',
+    ruleset: 'owasp',
+    severity: 'error',
+    message: http?.message,
+    path: '/servers/0/url',
+  });
   const unbounded = weak.findings.filter((f) => f.rule === 'owasp:api4:2023-string-limit').map((f) => f.path);
   t.ok(unbounded.includes('/paths/~1users~1{id}/get/parameters/0/schema'), 'the path parameter, as a JSON Pointer');
   t.equal(weak.score, scoreOf(weak.findings), 'the score is the documented formula');
@@ -42,7 +48,12 @@ t.test('a weak document: the OWASP rules, under their names, and a lower score t
   const hardened = await auditor.audit(HARDENED);
   t.ok(hardened.score >= weak.score + 40, `hardened ${hardened.score}, weak ${weak.score}`);
   const hardRules = new Set(hardened.findings.map((f) => f.rule));
-  for (const rule of ['owasp:api2:2023-read-restricted', 'owasp:api8:2023-no-server-http', 'owasp:api4:2023-rate-limit-responses-429', 'owasp:api4:2023-string-limit'])
+  for (const rule of [
+    'owasp:api2:2023-read-restricted',
+    'owasp:api8:2023-no-server-http',
+    'owasp:api4:2023-rate-limit-responses-429',
+    'owasp:api4:2023-string-limit',
+  ])
     t.notOk(hardRules.has(rule), `${rule} not in the hardened document`);
   t.equal(hardened.counts.error, 0, `no error left: ${hardened.findings.map((f) => f.rule).join(', ')}`);
 });
@@ -55,7 +66,11 @@ t.test('the score: 10000 / (100 + points lost), a rule counted at most three tim
   const many = Array.from({ length: 10 }, () => ({ rule: 'b', severity: 'warning' as const }));
   t.equal(scoreOf(many), score(WEIGHTS.warning * MAX_COUNTED_PER_RULE));
   t.equal(scoreOf([{ rule: 'c', severity: 'hint' }]), 100);
-  t.equal(scoreOf([...many, { rule: 'b', severity: 'error' }]), score(WEIGHTS.error * MAX_COUNTED_PER_RULE), 'a rule at two severities counts at its worst');
+  t.equal(
+    scoreOf([...many, { rule: 'b', severity: 'error' }]),
+    score(WEIGHTS.error * MAX_COUNTED_PER_RULE),
+    'a rule at two severities counts at its worst',
+  );
   t.equal(scoreOf(Array.from({ length: 10 }, (_, i) => ({ rule: `e${i}`, severity: 'error' as const }))), 50, '100 points lost: 50');
   t.equal(pointer(['paths', '/a/{b}', 'get', 0, 'x~y']), '/paths/~1a~1{b}/get/0/x~0y');
 });
@@ -76,7 +91,13 @@ t.test('a $ref to a URL or to a file of the host is not followed', async (t) => 
   const doc = {
     ...WEAK,
     paths: {
-      '/a': { get: { responses: { '200': { description: 'a', content: { 'application/json': { schema: { $ref: `http://127.0.0.1:${port}/s.json` } } } } } } },
+      '/a': {
+        get: {
+          responses: {
+            '200': { description: 'a', content: { 'application/json': { schema: { $ref: `http://127.0.0.1:${port}/s.json` } } } },
+          },
+        },
+      },
       '/b': { get: { responses: { '200': { description: 'b', content: { 'application/json': { schema: { $ref: secret } } } } } } },
     },
   };

@@ -56,9 +56,7 @@ export const HARDENED = {
         description: 'One user by its id.',
         tags: ['users'],
         security: [{ OAuth2: ['users:read'] }],
-        parameters: [
-          { name: 'id', in: 'path', required: true, schema: { type: 'string', format: 'uuid', maxLength: 36 } },
-        ],
+        parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string', format: 'uuid', maxLength: 36 } }],
         responses: {
           '200': {
             description: 'The user',
@@ -98,7 +96,10 @@ export const HARDENED = {
       Problem: {
         type: 'object',
         additionalProperties: false,
-        properties: { title: { type: 'string', maxLength: 200, pattern: '^[^<>]*$' }, status: { type: 'integer', format: 'int32', minimum: 100, maximum: 599 } },
+        properties: {
+          title: { type: 'string', maxLength: 200, pattern: '^[^<>]*$' },
+          status: { type: 'integer', format: 'int32', minimum: 100, maximum: 599 },
+        },
       },
     },
   },

@@ -64,14 +64,20 @@ t.test('[security_audit] written: the score and findings beside the API, and as 
   t.match(missing.body.error?.message, /npm install @stoplight\/spectral-core/);
   const missingPage = await req(`${base}/publisher/apis/weak.toml`, cookie);
   t.equal(missingPage.status, 200, 'the page is served');
-  t.match(missingPage.text, /<h2 id="security-audit">Security audit<\/h2><p class="error" role="alert">PACKAGE_MISSING: .*npm install @stoplight\/spectral-core/);
+  t.match(
+    missingPage.text,
+    /<h2 id="security-audit">Security audit<\/h2><p class="error" role="alert">PACKAGE_MISSING: .*npm install @stoplight\/spectral-core/,
+  );
   restore();
 
   const page = await req(`${base}/publisher/apis/weak.toml`, cookie);
   t.equal(page.status, 200);
   const shown = /<strong id="audit-score">(\d+)<\/strong> \/ 100/.exec(page.text);
   t.ok(shown, 'the score on the page');
-  t.match(page.text, /<code>owasp:api4:2023-string-limit<\/code><\/td><td><code>\/paths\/~1users~1\{id\}\/get\/parameters\/0\/schema<\/code>/);
+  t.match(
+    page.text,
+    /<code>owasp:api4:2023-string-limit<\/code><\/td><td><code>\/paths\/~1users~1\{id\}\/get\/parameters\/0\/schema<\/code>/,
+  );
   t.match(page.text, /<code>owasp:api2:2023-read-restricted<\/code>/);
   t.match(page.text, /<code>owasp:api4:2023-rate-limit-responses-429<\/code>/);
   t.match(page.text, /href="\/publisher\/apis\/weak\.toml\/audit"/);
@@ -121,7 +127,10 @@ t.test('[security_audit] written: the score and findings beside the API, and as 
     node.raw.some((l) => l.includes(TOKEN)),
     'the api_token is in no log line',
   );
-  t.notOk(node.out.some((l) => l.includes(TOKEN)), 'nor in what the node prints');
+  t.notOk(
+    node.out.some((l) => l.includes(TOKEN)),
+    'nor in what the node prints',
+  );
 });
 
 for (const [name, toml] of [
