@@ -363,15 +363,15 @@ export interface ApimgtMutualSslSection {
   readonly enable_certificate_chain_validation: boolean;
 }
 
-/** API security audit ([security_audit], spec 000); accepted, not run by throughway. */
+/** API security audit ([security_audit], spec 000). */
 export interface SecurityAuditSection {
-  /** Token of the security audit service. Default: <API_TOKEN>. */
+  /** Token of the security audit service. Default: <API_TOKEN>. Accepted; throughway does not act on it. */
   readonly api_token?: string;
-  /** Collection the audited APIs belong to. Default: <COLLECTION_ID>. */
+  /** Collection the audited APIs belong to. Default: <COLLECTION_ID>. Accepted; throughway does not act on it. */
   readonly collection_id?: string;
-  /** Audit enabled globally. Default: true. */
+  /** Audit enabled globally. Default: true. Acts differently: true (the default) audits every API locally once [security_audit] is written; false turns the audit off, as throughway has no per-API audit switch (docs/security-audit.md). */
   readonly global: boolean;
-  /** Base URL of the audit API. Default: {audit_url}/api/v1/apis. */
+  /** Base URL of the audit API. Default: {audit_url}/api/v1/apis. Accepted; throughway does not act on it. */
   readonly base_url?: string;
 }
 

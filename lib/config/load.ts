@@ -102,6 +102,11 @@ export interface LoadResult {
   readonly writtenStatus: StatusCounts;
   /** Every key path the file writes (`apim.key_manager.service_url`), as opposed to a default. */
   readonly written: ReadonlySet<string>;
+  /**
+   * Every table the file writes: its header, or a key of it (`security_audit`, `apim.gateway.environment[0]`),
+   * even with no key in it; a section whose feature its presence turns on reads this ([security_audit]).
+   */
+  readonly tables: ReadonlySet<string>;
   /** Concrete key paths holding secrets (schema `secret`, secret-like names, values built from secrets). */
   readonly secrets: readonly string[];
   /** Absolute path of the file ('' when loaded from text without a file name). */
@@ -1224,6 +1229,7 @@ export function loadConfig(options: LoadOptions = {}): LoadResult {
     notActedOn: written.notActedOn,
     writtenStatus: written.counts,
     written: written.written,
+    tables: new Set(loader.written),
     secrets: loader.secretPaths(),
     file,
     dir,

@@ -5,7 +5,7 @@
  * (metrics; lib/index.ts exports them on first read) and jose (tokens: lib/security/jose.ts). Their types come from `import type` (erased at compile time); their code from
  * `load(name, key)`, a `require` made when a feature that needs it starts.
  *
- * pg, mysql2, ioredis, libsql (the embedded store's engine where Node has no node:sqlite), ldapts (LDAP user stores, lib/store/ldap.ts) and xml-crypto with @xmldom/xmldom (SAML 2.0 bearer assertions, lib/keymanager/saml-bearer.ts) are optionalDependencies (package.json): an install with
+ * pg, mysql2, ioredis, libsql (the embedded store's engine where Node has no node:sqlite), ldapts (LDAP user stores, lib/store/ldap.ts) xml-crypto with @xmldom/xmldom (SAML 2.0 bearer assertions, lib/keymanager/saml-bearer.ts) and Spectral's core, ref resolver and rulesets (the publisher's security audit, lib/audit) are optionalDependencies (package.json): an install with
  * `--omit=optional` lacks them. Asking for a missing one throws PackageMissingError (`PACKAGE_MISSING`,
  * docs/operations.md, "Start-up errors"), naming the package to install and the configuration key that
  * asked for it.
@@ -30,6 +30,10 @@ export const LAZY_PACKAGES = [
   'protobufjs',
   'xml-crypto',
   '@xmldom/xmldom',
+  '@stoplight/spectral-core',
+  '@stoplight/spectral-ref-resolver',
+  '@stoplight/spectral-rulesets',
+  '@stoplight/spectral-owasp-ruleset',
 ] as const;
 
 export class PackageMissingError extends ThroughwayError {

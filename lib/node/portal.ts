@@ -29,6 +29,7 @@ import { userRules } from '../keymanager';
 import { Mailer } from '../mail/outbox';
 import { mailSettings } from '../mail/settings';
 import { localSelfService, selfServiceSettings } from '../portal/selfservice';
+import { Auditor } from '../audit';
 import type { Boot } from './boot';
 
 /**
@@ -62,6 +63,8 @@ function commonOptions(b: Boot): Omit<PortalOptions, 'keys' | 'catalogue'> {
     },
     gateways: () => gatewayUrls(b),
     consoles: b.scale.parts.consoles,
+    // [security_audit] written turns on the publisher's local audit; global = false turns it off (docs/security-audit.md).
+    ...(b.loaded.tables.has('security_audit') && b.config.security_audit.global ? { audit: new Auditor() } : {}),
   };
 }
 

@@ -13,6 +13,7 @@ import type { Session, Sessions } from './session';
 import type { SignIn } from './signin';
 import type { AdminParts } from './admin';
 import type { TenantState } from '../tenants';
+import type { Auditor } from '../audit';
 
 /** `[apim.devportal]` keys the developer portal acts on (docs/migrating.md). */
 export interface DevportalSettings {
@@ -49,6 +50,8 @@ export interface PortalOptions {
    * manager): the super tenant's catalogue only.
    */
   readonly tenants?: { tenantOf(username: string): string; state(domain: string): TenantState };
+  /** The publisher's local security audit (lib/audit, docs/security-audit.md): present when `[security_audit]` is written and `global` is true. */
+  readonly audit?: Auditor;
 }
 
 /** What the routes share: the options' services, and the portal's sessions and sign-in. */
@@ -66,6 +69,7 @@ export interface PortalParts extends Pick<
   | 'selfService'
   | 'admin'
   | 'tenants'
+  | 'audit'
 > {
   readonly sessions: Sessions;
   readonly signin: SignIn;

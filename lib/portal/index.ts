@@ -88,6 +88,7 @@ export function createPortal(o: PortalOptions): Portal {
     ...(o.selfService !== undefined ? { selfService: o.selfService } : {}),
     ...(o.admin !== undefined ? { admin: o.admin } : {}),
     ...(o.tenants !== undefined ? { tenants: o.tenants } : {}),
+    ...(o.audit !== undefined ? { audit: o.audit } : {}),
   };
   const anonymousForms = new AnonymousForms();
 

@@ -31,6 +31,7 @@ import { type CatalogueEntry, type ConsoleState } from './catalogue';
 import { type Call, problem, render, takeFlash } from './context';
 import { buttonForm, csrfField, escapeHtml as h, field, seeOther, select } from './html';
 import { importOpenApi } from './openapi';
+import { auditRoute, auditSection } from './audit-page';
 
 const state = (s: string): string => `<span class="state">${h(s)}</span>`;
 
@@ -221,7 +222,7 @@ async function editPage(c: Call, e: CatalogueEntry): Promise<void> {
     `/publisher/apis/${encodeURIComponent(e.id)}`,
     parsed.form,
     {},
-    `${warn}<h2>Lifecycle</h2><p>State: ${state(e.state)}</p><p>${moves === '' ? 'No transition: RETIRED is final.' : moves}</p>${subs}`,
+    `${warn}<h2>Lifecycle</h2><p>State: ${state(e.state)}</p><p>${moves === '' ? 'No transition: RETIRED is final.' : moves}</p>${subs}${await auditSection(c, e)}`,
   );
 }
 
@@ -357,6 +358,7 @@ export async function publisher(c: Call): Promise<void> {
     if (action === undefined) return c.method === 'POST' ? save(c, e) : editPage(c, e);
     if (c.method === 'POST' && action === 'lifecycle') return lifecycle(c, e);
     if (c.method === 'POST' && action === 'subscriptions') return subscriptionState(c, e);
+    if (c.method === 'GET' && action === 'audit') return auditRoute(c, e);
   }
   return problem(c, 'publisher', 404, 'Not found', 'No such page in the publisher.');
 }

@@ -27,7 +27,7 @@ export const FLOORS: readonly (readonly string[])[] = [
   ['log', 'config', 'errors'], // ground: the logger, the frozen settings, the base error class
   ['transport', 'tls'], // bytes, protocol states, pools
   ['faults', 'events'], // vocabulary: the fault table, plain events on a bus
-  ['security', 'throttle', 'mediation', 'store', 'graphql', 'grpc', 'tenants', 'sdk'], // services with plain inputs; tenants/ reads store/; sdk/ turns an OpenAPI document into client sources; grpc/ reads .proto files and pools HTTP/2 sessions to backends
+  ['security', 'throttle', 'mediation', 'store', 'graphql', 'grpc', 'tenants', 'sdk', 'audit'], // services with plain inputs; audit/ lints an OpenAPI document (docs/security-audit.md); tenants/ reads store/; sdk/ turns an OpenAPI document into client sources; grpc/ reads .proto files and pools HTTP/2 sessions to backends
   ['gateway'], // APIs, routing, the phase chain
   ['keymanager', 'scale', 'observability', 'demo', 'portal', 'import', 'mail', 'workflows', 'remote'], // control plane, its web consoles, its approval workflows, observers, the import and export of the reference's projects, e-mail (called by the consoles), and remote/ (dump, diff, apply over a node's admin API)
   ['node', 'index', 'cli', 'embed', 'http2'], // boot and face: embed/ is the embedders' createGateway, composed with its observers; http2/ feeds HTTP/2 streams to it over embed's socket pair

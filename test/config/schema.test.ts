@@ -315,11 +315,11 @@ t.test('runs: gateway features and the developer portal run, platform features d
     'apim.notifications',
     'output_adapter.email',
     'multi_tenancy.billing.package.<package_key>',
+    'security_audit',
   ]) {
     t.equal(section(p).runs, true, `[${p}] runs`);
   }
   for (const p of [
-    'security_audit',
     'apim.ai',
     'indexing',
     'registry_handler',

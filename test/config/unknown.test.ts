@@ -75,7 +75,7 @@ t.test('required keys of a written table that runs are enforced; of an inactive 
   // Nothing acts on the gateway environments (docs/migrating.md): their R keys are not enforced.
   t.same(errors(load('[[apim.gateway.environment]]\nname = "Edge"\n')), []);
   const off = load('[security_audit]\nglobal = true\n');
-  t.same(errors(off), [], '[security_audit] is accepted, not run: its api_token is not required');
+  t.same(errors(off), [], "[security_audit] runs locally; the hosted service's api_token is not acted on, so not required");
   const absent = load('');
   t.same(errors(absent), [], 'a table that is not written is satisfied by its defaults');
 });

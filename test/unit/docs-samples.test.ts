@@ -69,6 +69,7 @@ const PAGES = [
   'websocket',
   'configuration',
   'user-stores',
+  'security-audit',
 ];
 
 /** Blocks deliberately not checked, by page and first line, with the reason. */

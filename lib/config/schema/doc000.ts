@@ -1102,8 +1102,9 @@ export const DOC000_SECTIONS: readonly SectionDef[] = [
     required: true,
     source: '000',
     title: 'API security audit',
-    runs: false,
-    notRun: 'the external audit service is not called; its token and collection are accepted and not sent anywhere (docs/migrating.md)',
+    runs: true,
+    // The section written turns on the publisher's local audit (lib/audit, docs/security-audit.md); the
+    // keys of the reference's hosted audit service name a service throughway does not call.
     keys: [
       {
         key: 'api_token',
@@ -1111,6 +1112,7 @@ export const DOC000_SECTIONS: readonly SectionDef[] = [
         required: true,
         secret: true,
         defaultText: '<API_TOKEN>',
+        inactive: R.EXTERNAL_AUDIT,
         meaning: 'Token of the security audit service.',
       },
       {
@@ -1118,10 +1120,25 @@ export const DOC000_SECTIONS: readonly SectionDef[] = [
         type: 's',
         required: true,
         defaultText: '<COLLECTION_ID>',
+        inactive: R.EXTERNAL_AUDIT,
         meaning: 'Collection the audited APIs belong to.',
       },
-      { key: 'global', type: 'b', default: true, meaning: 'Audit enabled globally.' },
-      { key: 'base_url', type: 's', format: 'url', defaultText: '{audit_url}/api/v1/apis', meaning: 'Base URL of the audit API.' },
+      {
+        key: 'global',
+        type: 'b',
+        default: true,
+        differs:
+          'true (the default) audits every API locally once [security_audit] is written; false turns the audit off, as throughway has no per-API audit switch (docs/security-audit.md)',
+        meaning: 'Audit enabled globally.',
+      },
+      {
+        key: 'base_url',
+        type: 's',
+        format: 'url',
+        defaultText: '{audit_url}/api/v1/apis',
+        inactive: R.EXTERNAL_AUDIT,
+        meaning: 'Base URL of the audit API.',
+      },
     ],
   },
 

@@ -63,3 +63,6 @@ export const KM_POOL =
 /** NTLM and Kerberos grants (spec 001, [oauth.grant_type.iwa_ntlm], [oauth.grant_type.kerberos]). */
 export const NTLM_KERBEROS =
   "NTLM and Kerberos are not built: NTLM's handshake binds one TCP connection (MS-NLMP), which proxies and pooled clients break, and Node's only GSS-API binding (kerberos) compiles native code";
+
+/** The hosted API security audit service of [security_audit] (spec 000). */
+export const EXTERNAL_AUDIT = 'the external audit service is not called; the audit runs locally, in the publisher (docs/security-audit.md)';
