@@ -10,7 +10,7 @@
  *  - a tenant's APIs (apis/t/<domain>/) count against its billing package's `resource_volume.limit`: the
  *    files past it are refused (docs/tenants.md, "Billing packages").
  *
- * Hot deploy: fs.watch on the directory, debounced; every change re-reads the directory (files whose
+ * Hot deploy: fs.watch on the directory and its tenant folders (tenantFolders), debounced; every change re-reads the directory (files whose
  * text did not change are not parsed again) and swaps the route table in one assignment. Connections,
  * pools and in-flight calls are untouched. A changed file that no longer validates leaves its previous
  * version deployed (API_KEPT_PREVIOUS): an editor's half-written save never takes an API down.
@@ -437,18 +437,44 @@ export class ApiTexts extends ApiFiles {
 }
 
 /**
+ * The tenant folders of an apis directory that hot deploy watches besides the directory itself: apis/t/
+ * and each apis/t/<domain>/ (docs/tenants.md), those that exist now. A tenant's `created/` (the
+ * publisher's drafts) is not among them: drafts are never deployed.
+ */
+export function tenantFolders(dir: string): string[] {
+  const tenantsDir = path.join(dir, 't');
+  let names: string[];
+  try {
+    names = fs
+      .readdirSync(tenantsDir, { withFileTypes: true })
+      .filter((d) => d.isDirectory() && !d.name.startsWith('.'))
+      .map((d) => d.name);
+  } catch {
+    return [];
+  }
+  return [tenantsDir, ...names.map((n) => path.join(tenantsDir, n))];
+}
+
+/**
  * fs.watch on a directory, debounced: `onChange` runs once after a burst of changes (an editor's save is
  * several events). Not persistent: a watch never keeps the process up.
+ *
+ * `folders` names folders below to watch too (an apis/ directory's tenant folders, tenantFolders): each
+ * is a flat watch of its own, and the list is looked at again on every event, so a folder created after
+ * the start is watched from the event that shows it. A recursive fs.watch is not used: Node 20's on Linux
+ * missed the publisher's rewrite of a file in the top folder (a lifecycle change not hot-deployed, seen in
+ * test/portal/browser.test.ts), and a flat watch on apis/ alone misses the files of apis/t/<domain>/
+ * (test/tenants/hot-deploy.test.ts).
  */
 export class DebouncedWatch {
   private watcher: fs.FSWatcher | undefined;
+  private readonly below = new Map<string, fs.FSWatcher>();
   private timer: NodeJS.Timeout | undefined;
 
   constructor(
     readonly dir: string,
     private readonly debounceMs = 50,
-    /** Also changes in folders below (an apis/ directory's tenant folders, apis/t/<domain>/). */
-    private readonly recursive = false,
+    private readonly folders?: (dir: string) => readonly string[],
   ) {}
 
   get watching(): boolean {
@@ -458,19 +484,47 @@ export class DebouncedWatch {
   /** Idempotent. Returns false when the directory cannot be watched (missing). */
   start(onChange: () => void): boolean {
     if (this.watcher !== undefined) return true;
+    const changed = (): void => {
+      // The folders first: what a new folder holds is read by the debounced onChange, after its watch started.
+      this.follow(changed);
+      if (this.timer !== undefined) clearTimeout(this.timer);
+      this.timer = setTimeout(() => {
+        this.timer = undefined;
+        onChange();
+      }, this.debounceMs);
+      this.timer.unref();
+    };
     try {
-      this.watcher = fs.watch(this.dir, { persistent: false, recursive: this.recursive }, () => {
-        if (this.timer !== undefined) clearTimeout(this.timer);
-        this.timer = setTimeout(() => {
-          this.timer = undefined;
-          onChange();
-        }, this.debounceMs);
-        this.timer.unref();
-      });
+      this.watcher = fs.watch(this.dir, { persistent: false }, changed);
       this.watcher.on('error', () => this.stop());
-      return true;
     } catch {
       return false;
+    }
+    this.follow(changed);
+    return true;
+  }
+
+  /** Watches the folders below that exist now, and stops watching those gone. */
+  private follow(changed: () => void): void {
+    if (this.folders === undefined || this.watcher === undefined) return;
+    const want = new Set(this.folders(this.dir));
+    for (const [d, w] of this.below)
+      if (!want.has(d)) {
+        w.close();
+        this.below.delete(d);
+      }
+    for (const d of want) {
+      if (this.below.has(d)) continue;
+      try {
+        const w = fs.watch(d, { persistent: false }, changed);
+        w.on('error', () => {
+          w.close();
+          if (this.below.get(d) === w) this.below.delete(d);
+        });
+        this.below.set(d, w);
+      } catch {
+        // Removed since it was listed: the event of its removal looks again.
+      }
     }
   }
 
@@ -479,6 +533,8 @@ export class DebouncedWatch {
     this.timer = undefined;
     this.watcher?.close();
     this.watcher = undefined;
+    for (const w of this.below.values()) w.close();
+    this.below.clear();
   }
 }
 
@@ -525,11 +581,8 @@ export class ApiDirectory extends ApiFiles {
 
   /** Calls `onChange` (debounced) after files in the directory change. Returns false when it cannot watch. */
   watch(onChange: () => void, debounceMs = 50): boolean {
-    // Recursive: tenants' API files are in apis/t/<domain>/ (docs/tenants.md).
-    // Recursive only when tenant folders exist (apis/t/): Node 20's recursive fs.watch on Linux missed the
-    // publisher's rewrite of a file in the top folder (a lifecycle change not hot-deployed, seen in
-    // test/portal/browser.test.ts); the flat watch is the one every other deployment uses.
-    this.watcher ??= new DebouncedWatch(this.dir, debounceMs, fs.existsSync(path.join(this.dir, 't')));
+    // Tenants' API files are in apis/t/<domain>/ (docs/tenants.md): those folders are watched too.
+    this.watcher ??= new DebouncedWatch(this.dir, debounceMs, tenantFolders);
     return this.watcher.start(onChange);
   }
 

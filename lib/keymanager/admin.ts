@@ -12,8 +12,8 @@ import type * as http from 'node:http';
 import { SUBSCRIPTION_STATES, type KeyType, type SubscriptionState } from '../store/types';
 import { AdminKeptError, OAuthError } from './errors';
 import { KeyRingError } from './keys';
-import { checkNewUser, tenantOfContext, tenantRefusal, type Manager } from './manage';
-import { SUPER_TENANT, type Tenant } from '../tenants';
+import { checkNewUser, tenantRefusal, type Manager } from './manage';
+import { SUPER_TENANT, type Tenant, tenantOfFileId } from '../tenants';
 import { readJson, sendJson, type ApiFileService, type RouteContext } from './http';
 import { issueRegistrationToken, revokeRegistrationToken } from './registration';
 import { isConsoleClient, registerConsoleClients, withoutInternalApps } from './console-clients';
@@ -164,10 +164,26 @@ async function apiFileAnswer(
   r: { readonly status: number; readonly message: string; readonly fields: Readonly<Record<string, string>> },
 ): Promise<void> {
   return sendJson(c.res, r.status, {
-    error: r.status === 409 ? 'conflict' : r.status === 404 ? 'not_found' : 'invalid_request',
+    error: r.status === 409 ? 'conflict' : r.status === 404 ? 'not_found' : r.status === 403 ? 'access_denied' : 'invalid_request',
     error_description: r.message,
     fields: r.fields,
   });
+}
+
+/**
+ * Whether the caller may reach `tenant`'s API files (docs/admin-api.md, "API files"): a tenant's admin its
+ * own tenant's only, the super tenant's admins any tenant's that exists (the remote consoles read them).
+ */
+function mayReachFiles(c: AdminCall, tenant: string): boolean {
+  if (c.caller.tenant !== SUPER_TENANT && tenant !== c.caller.tenant) return false;
+  return tenant === SUPER_TENANT || c.ctx.tenants?.state(tenant) !== undefined;
+}
+
+/** The path's API file id when the caller may reach its tenant (mayReachFiles); else 404, as for a file that does not exist. */
+function fileId(c: AdminCall): string {
+  const id = c.params[0] as string;
+  if (!mayReachFiles(c, tenantOfFileId(id))) throw new OAuthError('not_found', `no API file ${id.slice(0, 300)}`);
+  return id;
 }
 
 /** Every admin route, in matching order (docs/admin-api.md). */
@@ -503,17 +519,23 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = Object.freeze([
   {
     method: 'GET',
     path: '/api-files',
-    tenancy: 'super',
+    tenancy: 'tenant',
     when: (ctx) => ctx.apiFiles !== undefined,
-    handle: async (c) => sendJson(c.res, 200, { list: c.ctx.apiFiles?.listFiles() ?? [] }),
+    async handle(c) {
+      // A tenant's admin: its own tenant's files; the super tenant's: its own, or ?tenant=<domain>'s.
+      const asked = c.query.get('tenant');
+      const tenant = asked === null || asked === '' ? c.caller.tenant : asked;
+      if (!mayReachFiles(c, tenant)) throw new OAuthError('not_found', `no tenant ${tenant.slice(0, 260)}`);
+      return sendJson(c.res, 200, { list: c.ctx.apiFiles?.listFiles(tenant) ?? [] });
+    },
   },
   {
     method: 'GET',
     path: '/api-files/{id}',
-    tenancy: 'super',
+    tenancy: 'tenant',
     when: (ctx) => ctx.apiFiles !== undefined,
     async handle(c) {
-      const f = c.ctx.apiFiles?.readFile(c.params[0] as string);
+      const f = c.ctx.apiFiles?.readFile(fileId(c));
       if (f === undefined) throw new OAuthError('not_found', `no API file ${c.params[0] ?? ''}`);
       return sendJson(c.res, 200, f);
     },
@@ -521,11 +543,12 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = Object.freeze([
   {
     method: 'PUT',
     path: '/api-files/{id}',
-    tenancy: 'super',
+    tenancy: 'tenant',
     when: (ctx) => ctx.apiFiles !== undefined,
     async handle(c) {
+      const id = fileId(c);
       const b = await readJson(c.req);
-      const r = await (c.ctx.apiFiles as ApiFileService).writeFile(c.params[0] as string, need(b.text, 'text'), b.create === true);
+      const r = await (c.ctx.apiFiles as ApiFileService).writeFile(id, need(b.text, 'text'), b.create === true);
       if ('status' in r) return apiFileAnswer(c, r);
       c.ctx.logger.log('info', 'api_file_written', { id: r.id, by: c.caller.username });
       return sendJson(c.res, 200, { id: r.id });
@@ -534,20 +557,23 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = Object.freeze([
   {
     method: 'POST',
     path: '/api-files/{id}/lifecycle',
-    tenancy: 'super',
+    tenancy: 'tenant',
     when: (ctx) => ctx.apiFiles !== undefined,
     async handle(c) {
+      const id = fileId(c);
       const b = await readJson(c.req);
       const to = need(b.state, 'state');
       // The API state workflow (docs/workflows.md): with an approval or external executor the move waits, 202.
       const w = c.ctx.workflows;
-      const file = (c.ctx.apiFiles as ApiFileService).readFile(c.params[0] as string);
+      const file = (c.ctx.apiFiles as ApiFileService).readFile(id);
       if (w !== undefined && file !== undefined) {
         const context = /^\s*context\s*=\s*"([^"]*)"/m.exec(file.text)?.[1] ?? '';
-        const tenant = tenantOfContext(context);
+        // The id names the tenant (a tenant's file has its context as written, without /t/<domain>).
+        const tenant = tenantOfFileId(file.id);
         const executor = await w.executorOf(tenant, 'AM_API_STATE');
         if (executor !== 'simple') {
-          const from = /^\s*state\s*=\s*"([^"]*)"/m.exec(file.text)?.[1] ?? (file.id.startsWith('created:') ? 'CREATED' : 'PUBLISHED');
+          const from =
+            /^\s*state\s*=\s*"([^"]*)"/m.exec(file.text)?.[1] ?? (/^(t:[^:]*:)?created:/.test(file.id) ? 'CREATED' : 'PUBLISHED');
           const workflow = await w.start({
             type: 'AM_API_STATE',
             tenant,
@@ -560,7 +586,7 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = Object.freeze([
           return sendJson(c.res, 202, { id: file.id, from, to, workflow });
         }
       }
-      const r = await (c.ctx.apiFiles as ApiFileService).transitionFile(c.params[0] as string, to);
+      const r = await (c.ctx.apiFiles as ApiFileService).transitionFile(id, to);
       if ('status' in r) return apiFileAnswer(c, r);
       c.ctx.logger.log('info', 'api_file_transition', { id: r.id, from: r.from, to: b.state, by: c.caller.username });
       return sendJson(c.res, 200, { id: r.id, from: r.from, to: b.state });

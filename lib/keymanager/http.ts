@@ -77,7 +77,7 @@ export interface RouteContext {
 }
 
 /** A handler of more routes on the management port; resolves true when it answered the request. */
-/** A stored API file: its id (`name.toml`, or `created:name.toml` for a draft) and text. */
+/** A stored API file: its id (`name.toml`, or `created:name.toml` for a draft; a tenant's `t:<domain>:` before it) and text. */
 export interface ApiFileText {
   readonly id: string;
   readonly text: string;
@@ -93,7 +93,9 @@ export interface ApiFileRefusal {
 
 /** What the admin API's api-files routes call (lib/portal/catalogue.ts LocalCatalogue implements it). */
 export interface ApiFileService {
-  listFiles(): ApiFileText[];
+  /** The super tenant's files and drafts, or those of `tenant` (ids `t:<domain>:...`). */
+  listFiles(tenant?: string): ApiFileText[];
+  /** A file by id; a `t:<domain>:` id is that tenant's (the route checks the caller may reach it). */
   readFile(id: string): ApiFileText | undefined;
   /** Writes a validated file; `create`: refused when it exists. The id written, or why not. */
   writeFile(id: string, text: string, create: boolean): Promise<{ readonly id: string } | ApiFileRefusal>;

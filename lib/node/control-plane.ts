@@ -187,7 +187,8 @@ export async function startKeyManager(b: Boot): Promise<void> {
     ops: b.ops,
     deployments: (labels) => source.snapshot(labels),
     // What console nodes with a remote key manager read and write (GET|PUT /admin/v1/api-files; docs/admin-api.md).
-    apiFiles: new Catalogue(gw.apisDir, gw.vars),
+    // A tenant's files (ids t:<domain>:...) within its package's resource_volume.limit (docs/tenants.md).
+    apiFiles: new Catalogue(gw.apisDir, gw.vars, { apiLimit: (d) => b.keyManager?.tenants.apiLimit(d) }),
     apiScopes: () => (b.gateway?.states() ?? []).flatMap((s) => (s.api === undefined ? [] : apiScopeBindings(s.api))),
   });
   b.keyManager = keyManager;

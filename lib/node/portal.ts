@@ -194,7 +194,8 @@ export async function startPortal(b: Boot): Promise<void> {
   const portal: Portal = createPortal({
     ...commonOptions(b),
     keys: localKeyManager(km, b.store),
-    catalogue: new Catalogue(gw.apisDir, gw.vars),
+    // A tenant admin's publisher writes its tenant's files within its package's resource_volume.limit (docs/tenants.md).
+    catalogue: new Catalogue(gw.apisDir, gw.vars, { apiLimit: (d) => km.tenants.apiLimit(d) }),
     selfService,
     admin,
     tenants: km.tenants,

@@ -16,7 +16,7 @@ import { listApiFiles } from '../gateway/deploy';
 import type { ApiDiagnostic } from '../gateway/diagnostics';
 import type { ApiFileRefusal, ApiFileService, ApiFileText } from '../keymanager/http';
 import { movedCredentials, type MovedCredentials, TRANSITIONS, withState, writeAtomic } from './api-form';
-import { domainProblem } from '../tenants';
+import { domainProblem, SUPER_TENANT, tenantOfFileId } from '../tenants';
 
 /** The reference's lifecycle states (CREATED: a draft, only in the publisher). */
 export const CONSOLE_STATES = ['CREATED', 'PROTOTYPED', 'PUBLISHED', 'BLOCKED', 'DEPRECATED', 'RETIRED'] as const;
@@ -49,6 +49,17 @@ export interface ApiCatalogue {
    * (a remote control plane's).
    */
   tenantList?(domain: string): CatalogueEntry[];
+  /**
+   * The tenant whose files this catalogue shows and writes (forTenant); undefined: the super tenant's. Its
+   * entries' contexts are the served ones (`/t/<domain><context>`), its files' contexts as written.
+   */
+  readonly tenant?: string | undefined;
+  /**
+   * The catalogue of a tenant's files, for that tenant's publisher (docs/tenants.md, "The publisher"):
+   * ids `t:<domain>:<file>` and `t:<domain>:created:<file>`; undefined for a name that is no tenant domain,
+   * absent where the catalogue has no tenants' files.
+   */
+  forTenant?(domain: string): ApiCatalogue | undefined;
   get(id: string): CatalogueEntry | undefined;
   /** A new draft's id and the file name the validator is given for it. */
   draftFor(name: string, version: string): { readonly id: string; readonly file: string };
@@ -72,16 +83,68 @@ function errorFields(diagnostics: readonly ApiDiagnostic[]): Record<string, stri
   return out;
 }
 
+/** A tenant's package and its `resource_volume.limit` (lib/tenants Tenants.apiLimit); undefined: no limit. */
+export type CatalogueApiLimit = (domain: string) => { readonly package: string; readonly limit: number } | undefined;
+
+export interface CatalogueOptions {
+  /** The tenant whose files this catalogue reads and writes (apis/t/<domain>/); absent: the super tenant's. */
+  readonly tenant?: string;
+  /** The billing package limit a new API of a tenant is checked against (docs/tenants.md, "Billing packages"). */
+  readonly apiLimit?: CatalogueApiLimit;
+}
+
+/**
+ * The API files of one tenant (module comment): the super tenant's `apis_dir/*.toml` and drafts in
+ * `apis_dir/created/` (ids `<file>`, `created:<file>`), or, for a tenant (`forTenant`), its
+ * `apis_dir/t/<domain>/*.toml` and drafts in `apis_dir/t/<domain>/created/` (ids `t:<domain>:<file>`,
+ * `t:<domain>:created:<file>`) with the contexts they are served at (`/t/<domain><context>`, as
+ * lib/gateway/deploy.ts deploys them). The ApiCatalogue methods (the consoles') never reach another tenant's
+ * file; the ApiFileService methods (the admin API's, whose routes check the caller's tenant) find the
+ * catalogue of the tenant an id names.
+ */
 export class Catalogue implements ApiCatalogue, ApiFileService {
-  readonly description = "this node's apis_dir";
+  readonly description: string;
+  /** The tenant of these files; undefined: the super tenant. */
+  readonly tenant: string | undefined;
+  /** Where this tenant's API files are: apis_dir, or apis_dir/t/<domain>. */
+  readonly dir: string;
+  private readonly prefix: string;
 
   constructor(
     readonly apisDir: string,
     readonly vars: ApiVars,
-  ) {}
+    private readonly options: CatalogueOptions = {},
+  ) {
+    const tenant = options.tenant;
+    if (tenant !== undefined && domainProblem(tenant) !== undefined) throw new TypeError(`${tenant} is no tenant domain`);
+    this.tenant = tenant;
+    this.dir = tenant === undefined ? apisDir : path.join(apisDir, 't', tenant);
+    this.prefix = tenant === undefined ? '' : `t:${tenant}:`;
+    this.description = tenant === undefined ? "this node's apis_dir" : `this node's apis_dir/t/${tenant}`;
+  }
 
   get draftsDir(): string {
-    return path.join(this.apisDir, 'created');
+    return path.join(this.dir, 'created');
+  }
+
+  /** The catalogue of a tenant's files (apis_dir/t/<domain>/); undefined for a name that is no tenant domain. */
+  forTenant(domain: string): Catalogue | undefined {
+    if (domainProblem(domain) !== undefined) return undefined;
+    return new Catalogue(this.apisDir, this.vars, { ...this.options, tenant: domain });
+  }
+
+  /** The catalogue of the tenant an id names (tenantOfFileId); undefined for a `t:` id whose domain is invalid. */
+  private scopeOf(id: string): Catalogue | undefined {
+    const tenant = tenantOfFileId(id);
+    if (tenant === this.tenant || (tenant === SUPER_TENANT && this.tenant === undefined)) return this;
+    return tenant === SUPER_TENANT
+      ? new Catalogue(this.apisDir, this.vars, { ...this.options, tenant: undefined })
+      : this.forTenant(tenant);
+  }
+
+  /** A context as it is served: a tenant's under /t/<domain> (lib/gateway/deploy.ts). */
+  private served(context: string): string {
+    return this.tenant === undefined ? context : `/t/${this.tenant}${context}`;
   }
 
   private read(file: string, draft: boolean): CatalogueEntry | undefined {
@@ -94,16 +157,31 @@ export class Catalogue implements ApiCatalogue, ApiFileService {
     }
     const r = parseApiText(text, file, this.vars);
     const state: ConsoleState = draft ? 'CREATED' : (r.api?.state ?? 'PUBLISHED');
-    return { id: `${draft ? 'created:' : ''}${path.basename(file)}`, file, text, state, api: r.api, diagnostics: r.diagnostics };
+    const api =
+      r.api === undefined || this.tenant === undefined ? r.api : { ...r.api, context: this.served(r.api.context), tenant: this.tenant };
+    return {
+      id: `${this.prefix}${draft ? 'created:' : ''}${path.basename(file)}`,
+      file,
+      text,
+      state,
+      api,
+      diagnostics: r.diagnostics,
+    };
   }
 
-  /** Every API file and draft, drafts last. */
-  list(): CatalogueEntry[] {
+  /** The API files this tenant's gateway URLs serve (no drafts). */
+  private deployed(): CatalogueEntry[] {
     const out: CatalogueEntry[] = [];
-    for (const f of listApiFiles(this.apisDir) ?? []) {
+    for (const f of listApiFiles(this.dir) ?? []) {
       const e = this.read(f, false);
       if (e !== undefined) out.push(e);
     }
+    return out;
+  }
+
+  /** Every API file and draft of this tenant, drafts last. */
+  list(): CatalogueEntry[] {
+    const out = this.deployed();
     for (const f of listApiFiles(this.draftsDir) ?? []) {
       const e = this.read(f, true);
       if (e !== undefined) out.push(e);
@@ -112,22 +190,13 @@ export class Catalogue implements ApiCatalogue, ApiFileService {
   }
 
   tenantList(domain: string): CatalogueEntry[] {
-    if (domainProblem(domain) !== undefined) return [];
-    const out: CatalogueEntry[] = [];
-    for (const f of listApiFiles(path.join(this.apisDir, 't', domain)) ?? []) {
-      const e = this.read(f, false);
-      if (e === undefined) continue;
-      // As the gateway deploys it (lib/gateway/deploy.ts): served under /t/<domain>.
-      const api = e.api === undefined ? undefined : { ...e.api, context: `/t/${domain}${e.api.context}`, tenant: domain };
-      out.push({ ...e, id: `t:${domain}:${path.basename(f)}`, api });
-    }
-    return out;
+    return this.forTenant(domain)?.deployed() ?? [];
   }
 
-  /** One entry by id (`name.toml`, or `created:name.toml` for a draft); never a path outside the two directories. */
+  /** One entry by id (this tenant's `name.toml` or `created:name.toml`); never a path outside its two directories. */
   get(id: string): CatalogueEntry | undefined {
     const file = this.fileOf(id);
-    return file === undefined ? undefined : this.read(file, id.startsWith('created:'));
+    return file === undefined ? undefined : this.read(file, id.startsWith(`${this.prefix}created:`));
   }
 
   async refresh(): Promise<void> {
@@ -136,18 +205,37 @@ export class Catalogue implements ApiCatalogue, ApiFileService {
 
   draftFor(name: string, version: string): { id: string; file: string } {
     const base = fileNameFor(name, version);
-    return { id: `created:${base}`, file: path.join(this.draftsDir, base) };
+    return { id: `${this.prefix}created:${base}`, file: path.join(this.draftsDir, base) };
   }
 
+  /** The file of an id of this tenant; undefined for another tenant's id or a name that is no plain file name. */
   private fileOf(id: string): string | undefined {
-    const draft = id.startsWith('created:');
-    const name = draft ? id.slice('created:'.length) : id;
-    return /^[A-Za-z0-9][A-Za-z0-9._-]{0,120}\.toml$/.test(name) ? path.join(draft ? this.draftsDir : this.apisDir, name) : undefined;
+    if (!id.startsWith(this.prefix)) return undefined;
+    const rest = id.slice(this.prefix.length);
+    const draft = rest.startsWith('created:');
+    const name = draft ? rest.slice('created:'.length) : rest;
+    return /^[A-Za-z0-9][A-Za-z0-9._-]{0,120}\.toml$/.test(name) ? path.join(draft ? this.draftsDir : this.dir, name) : undefined;
+  }
+
+  /**
+   * Refuses a new API of a tenant at its package's `resource_volume.limit` (docs/tenants.md, "Billing
+   * packages"): its API files and drafts together, so publishing every draft stays within what the gateway
+   * deploys.
+   */
+  private limitRefusal(): ApiFileRefusal | undefined {
+    if (this.tenant === undefined) return undefined;
+    const l = this.options.apiLimit?.(this.tenant);
+    if (l === undefined || l.limit === Infinity) return undefined;
+    const n = this.list().length;
+    if (n < l.limit) return undefined;
+    const message = `TENANT_LIMIT_REACHED: tenant ${this.tenant} has ${n} APIs: package ${l.package} allows ${l.limit} ([multi_tenancy.billing.package.${l.package}.resource_volume] limit)`;
+    return refused(403, message);
   }
 
   async write(id: string, text: string, create: boolean): Promise<{ id: string } | ApiFileRefusal> {
     const file = this.fileOf(id);
-    if (file === undefined) return refused(400, `${id} is not an API file name (name.toml or created:name.toml)`);
+    if (file === undefined)
+      return refused(400, `${id} is not an API file name (${this.prefix}name.toml or ${this.prefix}created:name.toml)`);
     if (Buffer.byteLength(text) > MAX_API_FILE) return refused(400, `an API file is at most ${MAX_API_FILE} bytes`);
     if (create && fs.existsSync(file))
       return refused(409, `a file ${path.basename(file)} already exists`, { name: `a file ${path.basename(file)} already exists` });
@@ -166,13 +254,16 @@ export class Catalogue implements ApiCatalogue, ApiFileService {
           ]),
         ),
       );
+    const context = this.served(r.api.context);
     const other = this.list().find(
-      (e) => e.id !== id && e.api !== undefined && e.api.context === r.api?.context && e.api.version === r.api?.version,
+      (e) => e.id !== id && e.api !== undefined && e.api.context === context && e.api.version === r.api?.version,
     );
     if (other !== undefined)
       return refused(409, `context ${r.api.context} version ${r.api.version} is already used by ${other.id}`, {
         context: `context ${r.api.context} version ${r.api.version} is already used by ${other.id}`,
       });
+    const full = create ? this.limitRefusal() : undefined;
+    if (full !== undefined) return full;
     writeAtomic(file, text);
     return { id };
   }
@@ -196,7 +287,7 @@ export class Catalogue implements ApiCatalogue, ApiFileService {
     if (!(CONSOLE_STATES as readonly string[]).includes(to) || !TRANSITIONS[e.state].includes(to))
       return refused(400, `${e.state} cannot move to ${String(to)}`);
     const name = path.basename(e.file);
-    const target = path.join(to === 'CREATED' ? this.draftsDir : this.apisDir, name);
+    const target = path.join(to === 'CREATED' ? this.draftsDir : this.dir, name);
     if (target !== e.file && fs.existsSync(target)) return refused(409, `${target} already exists`);
     const text = withState(e.text, to);
     // The text written must validate as the file the gateway reads.
@@ -212,25 +303,29 @@ export class Catalogue implements ApiCatalogue, ApiFileService {
       );
     writeAtomic(target, text);
     if (target !== e.file) fs.unlinkSync(e.file);
-    return { id: `${to === 'CREATED' ? 'created:' : ''}${name}`, from: e.state };
+    return { id: `${this.prefix}${to === 'CREATED' ? 'created:' : ''}${name}`, from: e.state };
   }
 
-  // ApiFileService: what the admin routes /admin/v1/api-files serve (lib/keymanager/admin.ts).
-  listFiles(): ApiFileText[] {
-    return this.list().map((e) => ({ id: e.id, text: e.text }));
+  // ApiFileService: what the admin routes /admin/v1/api-files serve (lib/keymanager/admin.ts), which check
+  // that the caller may reach the tenant an id names.
+  listFiles(tenant?: string): ApiFileText[] {
+    const c = tenant === undefined || tenant === SUPER_TENANT ? this.scopeOf('') : this.forTenant(tenant);
+    return (c?.list() ?? []).map((e) => ({ id: e.id, text: e.text }));
   }
 
   readFile(id: string): ApiFileText | undefined {
-    const e = this.get(id);
+    const e = this.scopeOf(id)?.get(id);
     return e === undefined ? undefined : { id: e.id, text: e.text };
   }
 
   writeFile(id: string, text: string, create: boolean): Promise<{ id: string } | ApiFileRefusal> {
-    return this.write(id, text, create);
+    const c = this.scopeOf(id);
+    return c === undefined ? Promise.resolve(refused(404, `no API file ${id}`)) : c.write(id, text, create);
   }
 
   transitionFile(id: string, to: string): Promise<{ id: string; from: string } | ApiFileRefusal> {
-    return this.transition(id, to as ConsoleState);
+    const c = this.scopeOf(id);
+    return c === undefined ? Promise.resolve(refused(404, `no API file ${id}`)) : c.transition(id, to as ConsoleState);
   }
 
   /** The entry serving context + version (to find an API a subscription names). */

@@ -21,7 +21,7 @@ import { mayUseApplication, visibleApplications } from './sharing';
 import { MAX_REQUEST_BODY, TRY_METHODS, tryCall, type TryResult, tryTarget } from './tryit';
 import { appTierOptions, decodedJwt, keyTab, renderAppPage, subscribableTiers, type Tab, tabOf, tabUrl, utc } from './application';
 import { operationPath, tryOperations } from './tryit-page';
-import { SUPER_TENANT } from '../tenants';
+import { SUPER_TENANT, tenantOfFileId } from '../tenants';
 
 function compareVersions(a: string, b: string): number {
   return a.localeCompare(b, 'en', { numeric: true });
@@ -38,13 +38,6 @@ export function portalTenant(c: Call): string {
   if (asked !== null && asked !== '') return asked.slice(0, 300);
   const u = c.session.user;
   return u === undefined || c.parts.tenants === undefined ? SUPER_TENANT : c.parts.tenants.tenantOf(u.username);
-}
-
-/** The tenant of a catalogue id: `t:<domain>:<file>` is a tenant's API file (catalogue.ts tenantList). */
-function tenantOfId(id: string): string {
-  if (!id.startsWith('t:')) return SUPER_TENANT;
-  const end = id.indexOf(':', 2);
-  return end < 0 ? '' : id.slice(2, end);
 }
 
 /** What the catalogue of `tenant` lists ([apim.devportal] display_deprecated_apis, display_multiple_versions); nothing for a tenant not served. */
@@ -74,7 +67,7 @@ export function visibleApis(c: Call): Listed[] {
 /** An API of the catalogue by id, looked up in the catalogue of its own tenant (the id names it). */
 export function findApi(c: Call, id: string | null | undefined): Listed | undefined {
   if (id === null || id === undefined) return undefined;
-  return visibleApisOf(c, tenantOfId(id)).find((x) => x.id === id);
+  return visibleApisOf(c, tenantOfFileId(id)).find((x) => x.id === id);
 }
 
 function matches(e: CatalogueEntry & { api: NonNullable<CatalogueEntry['api']> }, q: string): boolean {

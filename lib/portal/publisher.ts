@@ -27,7 +27,8 @@ import {
   formFromText,
   TRANSITIONS,
 } from './api-form';
-import { type CatalogueEntry, type ConsoleState } from './catalogue';
+import { type ApiCatalogue, type CatalogueEntry, type ConsoleState } from './catalogue';
+import { SUPER_TENANT } from '../tenants';
 import { type Call, problem, render, takeFlash } from './context';
 import { buttonForm, csrfField, escapeHtml as h, field, seeOther, select } from './html';
 import { importOpenApi } from './openapi';
@@ -57,10 +58,11 @@ function listPage(c: Call): void {
       return `<tr><td><a href="/publisher/apis/${encodeURIComponent(e.id)}">${h(name)}</a></td><td><code>${h(e.api?.context ?? '')}</code></td><td>${state(e.state)}</td><td>${moves}</td></tr>`;
     })
     .join('\n');
+  const tenant = c.parts.catalogue.tenant;
   render(
     c,
     'publisher',
-    'APIs',
+    tenant === undefined ? 'APIs' : `APIs of ${tenant}`,
     `${takeFlash(c)}
 <p><a href="/publisher/new">Create an API</a></p>
 <div class="table"><table><thead><tr><th scope="col">API</th><th scope="col">Context</th><th scope="col">State</th><th scope="col">Lifecycle</th></tr></thead><tbody>${rows}</tbody></table></div>`,
@@ -147,7 +149,7 @@ function formPage(
     `${takeFlash(c)}${notice}${extra}${extra !== '' ? '<h2>Definition</h2>' : ''}${general}
 <form method="post" action="${h(action)}" novalidate>${csrfField(c.session.csrf)}
 ${field({ id: 'name', label: 'Name', value: f.name, required: true, ...err('name') })}
-${field({ id: 'context', label: 'Context', value: f.context, required: true, hint: 'e.g. /pizzashack: the API is called at /<context>/<version>/<resource>', ...err('context') })}
+${field({ id: 'context', label: 'Context', value: f.context, required: true, hint: `e.g. /pizzashack: the API is called at ${c.parts.catalogue.tenant === undefined ? '' : `/t/${c.parts.catalogue.tenant}`}/<context>/<version>/<resource>`, ...err('context') })}
 ${field({ id: 'version', label: 'Version', value: f.version, required: true, ...err('version') })}
 ${field({ id: 'description', label: 'Description', value: f.description, ...err('description') })}
 ${field({ id: 'production', label: 'Production endpoint URL', value: f.production, hint: 'http://host:port/path', ...err('production') })}
@@ -228,9 +230,12 @@ async function editPage(c: Call, e: CatalogueEntry): Promise<void> {
 
 /** Refuses a second API on the same context and version (the gateway would refuse to deploy it). */
 function duplicate(c: Call, f: ApiForm, self: string | undefined): string | undefined {
+  // A tenant's entries show the context served (/t/<domain><context>); the form has it as written.
+  const t = c.parts.catalogue.tenant;
+  const context = t === undefined ? f.context : `/t/${t}${f.context}`;
   const other = c.parts.catalogue
     .list()
-    .find((e) => e.id !== self && e.api !== undefined && e.api.context === f.context && e.api.version === f.version);
+    .find((e) => e.id !== self && e.api !== undefined && e.api.context === context && e.api.version === f.version);
   return other === undefined ? undefined : `context ${f.context} version ${f.version} is already used by ${other.id}`;
 }
 
@@ -271,7 +276,15 @@ async function save(c: Call, e: CatalogueEntry | undefined): Promise<void> {
   // Through the catalogue: this node's apis_dir, or the control plane's, which validates again (catalogue.ts).
   const w = await c.parts.catalogue.write(e?.id ?? draft.id, r.text, e === undefined);
   if ('status' in w)
-    return formPage(c, e === undefined ? 'Create an API' : `Edit ${f.name}`, action, f, refusalErrors(w), '', w.status === 409 ? 409 : 400);
+    return formPage(
+      c,
+      e === undefined ? 'Create an API' : `Edit ${f.name}`,
+      action,
+      f,
+      refusalErrors(w),
+      '',
+      w.status === 409 || w.status === 403 ? w.status : 400,
+    );
   c.parts.logger.log('info', 'publisher_api_saved', { file, user: c.session.user?.username, state: st, written: r.written });
   const how =
     r.written === 'edited'
@@ -346,8 +359,34 @@ async function subscriptionState(c: Call, e: CatalogueEntry): Promise<void> {
   return seeOther(c.res, `/publisher/apis/${encodeURIComponent(e.id)}`);
 }
 
+/**
+ * The catalogue the signed-in user publishes in (docs/tenants.md, "The publisher"): a tenant's user sees,
+ * creates and moves its tenant's API files only (apis/t/<domain>/, ids `t:<domain>:...`), the super
+ * tenant's users the super tenant's; undefined when this node cannot serve that tenant's files, or the
+ * tenant is not active.
+ */
+function catalogueOf(c: Call): ApiCatalogue | undefined {
+  const tenants = c.parts.tenants;
+  const tenant = tenants === undefined ? SUPER_TENANT : tenants.tenantOf(c.session.user?.username ?? '');
+  if (tenant === SUPER_TENANT) return c.parts.catalogue;
+  if (tenants?.state(tenant) !== 'active') return undefined;
+  return c.parts.catalogue.forTenant?.(tenant);
+}
+
 /** Routes under /publisher (`segs` after it) for a user allowed to publish. */
-export async function publisher(c: Call): Promise<void> {
+export async function publisher(call: Call): Promise<void> {
+  const catalogue = catalogueOf(call);
+  if (catalogue === undefined)
+    return problem(
+      call,
+      'publisher',
+      403,
+      'Not allowed',
+      `This publisher does not serve the APIs of ${call.parts.tenants?.tenantOf(call.session.user?.username ?? '') ?? 'your tenant'}.`,
+    );
+  // Every page below reads and writes through the user's tenant's catalogue only.
+  if (catalogue !== call.parts.catalogue) await catalogue.refresh();
+  const c: Call = { ...call, parts: { ...call.parts, catalogue } };
   const [a, id, action] = c.segs;
   if (a === undefined && c.method === 'GET') return listPage(c);
   if (a === 'new' && id === undefined)

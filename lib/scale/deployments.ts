@@ -30,7 +30,7 @@ import * as path from 'node:path';
 import * as toml from 'toml';
 import type { ApiDeploymentPayload, EventBus } from '../events/bus';
 import { API_FIELDS, labelsMatch, readSchemaFile } from '../gateway/apis';
-import { DebouncedWatch, listApiFiles, listTenantedApiFiles } from '../gateway/deploy';
+import { DebouncedWatch, listApiFiles, listTenantedApiFiles, tenantFolders } from '../gateway/deploy';
 import { syntaxDiagnostic } from '../gateway/diagnostics';
 import type { Gateway } from '../gateway';
 import type { Logger } from '../log';
@@ -119,8 +119,8 @@ export class DeploymentSource {
   private readonly policiesWatch: DebouncedWatch;
 
   constructor(private readonly o: DeploymentSourceOptions) {
-    // Recursive when tenant folders exist (apis/t/<domain>/), as the gateway's own watch (lib/gateway/deploy.ts).
-    this.apisWatch = new DebouncedWatch(o.apisDir, o.debounceMs ?? 50, fs.existsSync(path.join(o.apisDir, 't')));
+    // With the tenant folders (apis/t/<domain>/), as the gateway's own watch (lib/gateway/deploy.ts).
+    this.apisWatch = new DebouncedWatch(o.apisDir, o.debounceMs ?? 50, tenantFolders);
     this.policiesWatch = new DebouncedWatch(path.dirname(o.policiesFile), o.debounceMs ?? 50);
     this.refresh(false);
     this.watch();

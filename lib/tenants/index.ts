@@ -72,6 +72,13 @@ export function tenantDomainOf(path: string): string | undefined {
   return end < 0 ? path.slice(3) : path.slice(3, end);
 }
 
+/** The tenant an API file id names (docs/tenants.md): `t:<domain>:<file>` that domain as written (maybe no valid domain), any other id the super tenant. */
+export function tenantOfFileId(id: string): string {
+  if (!id.startsWith('t:')) return SUPER_TENANT;
+  const end = id.indexOf(':', 2);
+  return end < 0 ? '' : id.slice(2, end);
+}
+
 /**
  * Why `domain` is not a tenant domain, or undefined when it is one: lower-case DNS labels (letters, digits,
  * inner hyphens, 1 to 63 characters each, RFC 1035 §2.3.1) joined by dots, at least two labels, at most

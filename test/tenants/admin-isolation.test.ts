@@ -20,6 +20,16 @@ interface Acme {
 
 type Call = (method: string, route: string, body?: unknown) => Promise<Reply>;
 
+/**
+ * The API file service's calls that got past the route's tenant check: a stub that would serve any
+ * tenant's file (acme.test's `t:acme.test:x.toml`, the super tenant's `top.toml`), so a refusal is the route's.
+ */
+const fileCalls: string[] = [];
+const FILES = [
+  { id: 't:acme.test:x.toml', text: 'name = "AcmeX"' },
+  { id: 'top.toml', text: 'name = "Top"' },
+];
+
 /** What a `tenant` route must do when beta.test's admin names acme.test's rows; each returns failures. */
 const CASES: Record<string, (call: Call, acme: Acme, h: Harness) => Promise<string[]>> = {
   'GET /environments': async (call) => ((await call('GET', '/environments')).status === 200 ? [] : ['not answered']),
@@ -111,6 +121,27 @@ const CASES: Record<string, (call: Call, acme: Acme, h: Harness) => Promise<stri
     ...refused(await call('POST', `/tasks/${a.taskId}/retry`, {})),
     ...(await taskWaits(h, a)),
   ],
+  'GET /api-files': async (call) => {
+    const r = await call('GET', '/api-files');
+    const asked = await call('GET', '/api-files?tenant=acme.test');
+    return [...(r.status === 200 && !r.text.includes('acme.test') ? [] : [`lists acme.test's API file (${r.status})`]), ...refused(asked)];
+  },
+  'GET /api-files/{id}': async (call) => [
+    ...refused(await call('GET', `/api-files/${encodeURIComponent('t:acme.test:x.toml')}`)),
+    ...refused(await call('GET', `/api-files/${encodeURIComponent('t:acme.test:../x.toml')}`)),
+    ...refused(await call('GET', `/api-files/${encodeURIComponent('t:../..:x')}`)),
+    ...refused(await call('GET', '/api-files/top.toml')),
+  ],
+  'PUT /api-files/{id}': async (call) => [
+    ...refused(await call('PUT', `/api-files/${encodeURIComponent('t:acme.test:x.toml')}`, { text: 'name = "Mole"' })),
+    ...refused(await call('PUT', '/api-files/top.toml', { text: 'name = "Mole"' })),
+    ...(fileCalls.some((x) => x.startsWith('write')) ? [`wrote it: ${fileCalls.join(', ')}`] : []),
+  ],
+  'POST /api-files/{id}/lifecycle': async (call) => [
+    ...refused(await call('POST', `/api-files/${encodeURIComponent('t:acme.test:x.toml')}/lifecycle`, { state: 'BLOCKED' })),
+    ...refused(await call('POST', '/api-files/top.toml/lifecycle', { state: 'BLOCKED' })),
+    ...(fileCalls.some((x) => x.startsWith('move')) ? [`moved it: ${fileCalls.join(', ')}`] : []),
+  ],
   'GET /workflow-executors': async (call) => {
     const r = await call('GET', '/workflow-executors');
     return r.status === 200 &&
@@ -152,10 +183,10 @@ t.test("every admin route, called as another tenant's admin, refuses", async (t)
   const h = await startKeyManager('', {
     deployments: () => ({ apis: [], policies: null }),
     apiFiles: {
-      listFiles: () => [],
-      readFile: () => undefined,
-      writeFile: async (id) => ({ id }),
-      transitionFile: async (id) => ({ id, from: 'PUBLISHED' }),
+      listFiles: (tenant) => FILES.filter((f) => (tenant === 'acme.test') === f.id.startsWith('t:acme.test:')),
+      readFile: (id) => FILES.find((f) => f.id === id) ?? { id, text: '' },
+      writeFile: async (id) => (fileCalls.push(`write ${id}`), { id }),
+      transitionFile: async (id) => (fileCalls.push(`move ${id}`), { id, from: 'PUBLISHED' }),
     },
   });
   t.teardown(() => h.close());
@@ -194,6 +225,13 @@ t.test("every admin route, called as another tenant's admin, refuses", async (t)
     t.same(await check(call, acme, h), [], `${name}: acme.test's rows neither shown nor changed`);
   }
   t.equal(tenantRoutes, Object.keys(CASES).length, 'every case is a route of the table');
+  // acme.test's own admin reaches its files (the stub answers), and only its own tenant's.
+  const own = await json('GET', `${A}/api-files`, undefined, acmeAdmin);
+  t.match(own, { status: 200, body: { list: [{ id: 't:acme.test:x.toml' }] } }, "acme.test's admin lists its tenant's files");
+  t.equal((await json('GET', `${A}/api-files/t%3Aacme.test%3Ax.toml`, undefined, acmeAdmin)).status, 200);
+  t.equal((await json('GET', `${A}/api-files/top.toml`, undefined, acmeAdmin)).status, 404, "not the super tenant's");
+  t.equal((await json('GET', `${A}/api-files?tenant=acme.test`, undefined, adminAuth())).status, 200, "the super admin reads a tenant's");
+  t.equal((await json('GET', `${A}/api-files?tenant=nope.test`, undefined, adminAuth())).status, 404, 'not a tenant that does not exist');
   // The super admin's own calls still work.
   t.equal((await json('GET', `${A}/snapshot`, undefined, adminAuth())).status, 200);
 });
