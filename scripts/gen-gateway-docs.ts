@@ -345,8 +345,8 @@ export function renderApisDoc(): string {
   o.push('  OPTIONS answers.');
   o.push('- **Access log** (`[http_access_log] enabled = true`): one line per call in the common log format plus');
   o.push('  upstream ms, fault code, fault state (`base+state` for transport codes) and tenant (`carbon.super` for the');
-  o.push("  super tenant's calls, docs/operations.md), and for a GraphQL call its operation (`graphql=QUERY:name`,");
-  o.push('  docs/graphql.md), to');
+  o.push("  super tenant's calls, docs/operations.md), for a GraphQL call its operation (`graphql=QUERY:name`,");
+  o.push('  docs/graphql.md) and for a gRPC call its status (`grpc-status=0`, docs/grpc.md), to');
   o.push('  `[throughway] access_log_file` under the working directory, or to the server log (`http_access`');
   o.push('  events) with `useLogger = true`.');
   o.push('');
