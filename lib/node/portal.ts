@@ -23,6 +23,7 @@ import { localKeyManager, PortalRemoteError, remoteKeyManager } from '../portal/
 import { Catalogue } from '../portal/catalogue';
 import { RemoteCatalogue } from '../portal/remote-catalogue';
 import { ControlPlane, ControlPlaneError } from '../scale/control-plane';
+import { RemoteTenants } from '../scale/remote-tenants';
 import { loadPolicies, policyNames } from '../throttle/policies';
 import { policyOptionsOf, throttleSettingsFrom } from '../throttle/settings';
 import { userRules } from '../keymanager';
@@ -107,11 +108,16 @@ async function startRemote(b: Boot): Promise<void> {
   const gw = gatewaySettingsFrom(b.config, b.loaded.dir, b.ports);
   const catalogue = new RemoteCatalogue(cp, origin, gw.vars, policyOptionsOf(throttleSettingsFrom(b.config, b.loaded.dir)));
   const common = commonOptions(b);
+  // The control plane's tenants: a tenant's user signing in here is that tenant's, never the super tenant's
+  // (this node's catalogue serves the super tenant's API files only: such a user's publisher answers 403
+  // and its developer portal lists none; docs/tenants.md, "Not yet").
+  const tenants = (b.remoteTenants ??= await RemoteTenants.open(cp, b.logger));
   // The control plane's tiers; this node's own policies file while the control plane serves none valid.
   const portal = createPortal({
     ...common,
     keys,
     catalogue,
+    tenants,
     tiers: () => catalogue.tiers?.subscription ?? common.tiers(),
     applicationTiers: () => catalogue.tiers?.application ?? common.applicationTiers(),
   });

@@ -1,5 +1,5 @@
 /**
- * A gateway-worker's tenants (docs/scale-out.md, "Tenants"; docs/tenants.md): which tenants its control plane
+ * A gateway-worker's or remote console node's tenants (docs/scale-out.md, "Tenants"; docs/tenants.md): which tenants its control plane
  * has and whether each is active, read from `GET /admin/v1/tenants` at start and again every `refreshMs`
  * (1 s by default), so a tenant deactivated on the control plane (its admin API, its CLI on the same store)
  * is refused by the worker (103011, its tokens 900901) within about a second, without a restart. The route
@@ -55,6 +55,17 @@ export class RemoteTenants implements TenantDirectory {
         });
       this.failing = true;
     }
+  }
+
+  /**
+   * The tenant of a user name, as the control plane's Tenants.tenantOf reads it: the domain after the last
+   * `@` when it is one of the control plane's tenants, else the super tenant.
+   */
+  tenantOf(username: string): string {
+    const at = username.lastIndexOf('@');
+    if (at < 0) return SUPER_TENANT;
+    const d = username.slice(at + 1);
+    return this.active.has(d) ? d : SUPER_TENANT;
   }
 
   state(domain: string): TenantState {

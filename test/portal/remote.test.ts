@@ -311,3 +311,30 @@ t.test('the remote way is chosen by [apim.key_manager] service_url written on a 
   const l = loadConfig({ text: `[server]\nserver_role = "api-devportal"\n${km}`, env: {} });
   t.equal(scaleSettingsFrom(l.config, l.written).parts.keyManager, false, 'a remote console node runs no key manager');
 });
+
+t.test("a tenant's admin on an api-publisher node is that tenant's: 403, no super tenant API file reached", async (t) => {
+  const cp = await startPortalNode();
+  t.teardown(() => cp.close());
+  await cp.node.keyManager?.tenants.add({ domain: 'acme.test', admin: 'bossy', password: 'acme-pw-12' });
+  const pub = await startTestNode(consoleToml('api-publisher', cp.base));
+  t.teardown(() => pub.close());
+  const base = `http://127.0.0.1:${pub.mgmt}`;
+  const s = await signIn(base, 'bossy@acme.test', 'acme-pw-12', '/publisher');
+  t.not(s.cookie, '', 'the tenant admin signed in through the remote key manager');
+  const before = fs.readdirSync(path.join(cp.dir, 'apis')).sort();
+  const list = await req(`${base}/publisher`, s.cookie);
+  t.equal(list.status, 403, "the node's publisher does not serve a tenant's APIs");
+  t.match(list.text, /does not serve the APIs of acme\.test/);
+  t.notMatch(list.text, /pizzashack-secured\.toml/, "and shows none of the super tenant's");
+  const page = await req(`${base}/publisher/apis/pizzashack-secured.toml`, s.cookie);
+  t.equal(page.status, 403, "a super tenant API's page refused");
+  const created = await req(`${base}/publisher/new`, s.cookie, {
+    csrf: hidden(list.text, 'csrf'),
+    action: 'save',
+    name: 'X',
+    context: '/x',
+    version: '1',
+  });
+  t.equal(created.status, 403, 'and no API created');
+  t.same(fs.readdirSync(path.join(cp.dir, 'apis')).sort(), before, "the control plane's apis_dir unchanged");
+});
