@@ -1041,7 +1041,7 @@ export interface TransportPassthruHttpsSection {
     readonly key_store: {
       /** Keystore path. Default: the primary keystore file of the server: [keystore.tls], else [keystore.primary], else the generated sample key pair. */
       readonly file_name?: string;
-      /** Keystore type (with the file name from [keystore.*], its type). Default: "JKS". */
+      /** Keystore type (with the file name from [keystore.*], its type). Default: "JKS". Acts differently: the store's format is read from its bytes (JKS, JCEKS, PKCS#12 or PEM; docs/tls.md), whatever this says: the value is checked against the allowed ones only. */
       readonly type: "JKS" | "PKCS12" | "PEM";
       /** Keystore password. Default: the primary key store's password; else the store reader's built-in default (<KEYSTORE_PASSWORD>). */
       readonly password?: string;
@@ -1051,7 +1051,7 @@ export interface TransportPassthruHttpsSection {
     readonly trust_store: {
       /** Trust store of trusted certificates. Default: the server trust store file: [truststore] when written (none otherwise). */
       readonly file_name?: string;
-      /** Trust store type (with the file name from [truststore], its type). Default: "JKS". */
+      /** Trust store type (with the file name from [truststore], its type). Default: "JKS". Acts differently: the store's format is read from its bytes (JKS, JCEKS, PKCS#12 or PEM; docs/tls.md), whatever this says: the value is checked against the allowed ones only. */
       readonly type: "JKS" | "PKCS12" | "PEM";
       /** Trust store password. Default: the server trust store's password; else the store reader's built-in default (<TRUSTSTORE_PASSWORD>). */
       readonly password?: string;
@@ -1073,7 +1073,7 @@ export interface TransportPassthruHttpsSection {
     readonly key_store: {
       /** Keystore path. Default: the listener key store, else the primary keystore file of the server: [keystore.tls], else [keystore.primary], else the generated sample key pair. */
       readonly file_name?: string;
-      /** Keystore type (with the file name from [keystore.*], its type). Default: "JKS". */
+      /** Keystore type (with the file name from [keystore.*], its type). Default: "JKS". Acts differently: the store's format is read from its bytes (JKS, JCEKS, PKCS#12 or PEM; docs/tls.md), whatever this says: the value is checked against the allowed ones only. */
       readonly type: "JKS" | "PKCS12" | "PEM";
       /** Keystore password. Default: the listener key store, else the primary key store's password; else the store reader's built-in default (<KEYSTORE_PASSWORD>). */
       readonly password?: string;
@@ -1083,7 +1083,7 @@ export interface TransportPassthruHttpsSection {
     readonly trust_store: {
       /** Trust store of trusted certificates. Default: the listener trust store, else the server trust store file: [truststore] when written (none otherwise). */
       readonly file_name?: string;
-      /** Trust store type (with the file name from [truststore], its type). Default: "JKS". */
+      /** Trust store type (with the file name from [truststore], its type). Default: "JKS". Acts differently: the store's format is read from its bytes (JKS, JCEKS, PKCS#12 or PEM; docs/tls.md), whatever this says: the value is checked against the allowed ones only. */
       readonly type: "JKS" | "PKCS12" | "PEM";
       /** Trust store password. Default: the listener trust store, else the server trust store's password; else the store reader's built-in default (<TRUSTSTORE_PASSWORD>). */
       readonly password?: string;
@@ -2072,7 +2072,7 @@ export interface UserStorePropertiesSection {
 export interface CustomKeystoreKeystoreNameSection {
   /** Keystore file, placed in the security directory. */
   readonly file_name?: string;
-  /** Keystore type. */
+  /** Keystore type. Acts differently: the store's format is read from its bytes (JKS, JCEKS, PKCS#12 or PEM; docs/tls.md), whatever this says: the value is checked against the allowed ones only. */
   readonly type?: "JKS" | "PKCS12" | "PEM";
   /** Keystore password. Default: <KEYSTORE_PASSWORD>. */
   readonly password?: string;
@@ -2153,7 +2153,7 @@ export interface UserStoreSection {
 export interface KeystorePrimarySection {
   /** Primary key store file: a bare name in the security directory (docs/tls.md, "Where store files are found"). */
   readonly file_name?: string;
-  /** Key store type. Default: "JKS". */
+  /** Key store type. Default: "JKS". Acts differently: the store's format is read from its bytes (JKS, JCEKS, PKCS#12 or PEM; docs/tls.md), whatever this says: the value is checked against the allowed ones only. */
   readonly type: "JKS" | "JCEKS" | "PKCS12" | "PEM";
   /** Key store password. Default: the store reader's default (<KEYSTORE_PASSWORD>). */
   readonly password?: string;
@@ -2167,7 +2167,7 @@ export interface KeystorePrimarySection {
 export interface KeystoreTlsSection {
   /** TLS key store file: a bare name in the security directory (docs/tls.md, "Where store files are found"). */
   readonly file_name?: string;
-  /** Key store type. Default: "JKS". */
+  /** Key store type. Default: "JKS". Acts differently: the store's format is read from its bytes (JKS, JCEKS, PKCS#12 or PEM; docs/tls.md), whatever this says: the value is checked against the allowed ones only. */
   readonly type: "JKS" | "JCEKS" | "PKCS12" | "PEM";
   /** Key store password. Default: the store reader's default (<KEYSTORE_PASSWORD>). */
   readonly password?: string;
@@ -2193,7 +2193,7 @@ export interface OauthGrantTypeTokenExchangeSection {
 export interface TruststoreSection {
   /** Trust store file: a bare name in the security directory (docs/tls.md, "Where store files are found"). */
   readonly file_name?: string;
-  /** Trust store type. Default: "JKS". */
+  /** Trust store type. Default: "JKS". Acts differently: the store's format is read from its bytes (JKS, JCEKS, PKCS#12 or PEM; docs/tls.md), whatever this says: the value is checked against the allowed ones only. */
   readonly type: "JKS" | "JCEKS" | "PKCS12" | "PEM";
   /** Trust store password. Default: the store reader's default (<TRUSTSTORE_PASSWORD>). */
   readonly password?: string;

@@ -308,6 +308,7 @@ function storeKeys(side: 'listener' | 'sender'): KeyDef[] {
       type: 's',
       default: 'JKS',
       allowed: STORE_TYPES,
+      differs: R.STORE_TYPE,
       meaning: 'Keystore type (with the file name from [keystore.*], its type).',
     },
     {
@@ -336,6 +337,7 @@ function storeKeys(side: 'listener' | 'sender'): KeyDef[] {
       type: 's',
       default: 'JKS',
       allowed: STORE_TYPES,
+      differs: R.STORE_TYPE,
       meaning: 'Trust store type (with the file name from [truststore], its type).',
     },
     {
@@ -1571,7 +1573,7 @@ export const DOC001_SECTIONS: readonly SectionDef[] = [
     runs: true,
     keys: [
       { key: 'file_name', type: 's', format: 'store', meaning: 'Keystore file, placed in the security directory.' },
-      { key: 'type', type: 's', allowed: STORE_TYPES, meaning: 'Keystore type.' },
+      { key: 'type', type: 's', allowed: STORE_TYPES, meaning: 'Keystore type.', differs: R.STORE_TYPE },
       { key: 'password', type: 's', secret: true, defaultText: '<KEYSTORE_PASSWORD>', meaning: 'Keystore password.' },
       { key: 'alias', type: 's', meaning: 'Alias of the private key.' },
       {

@@ -66,3 +66,7 @@ export const NTLM_KERBEROS =
 
 /** The hosted API security audit service of [security_audit] (spec 000). */
 export const EXTERNAL_AUDIT = 'the external audit service is not called; the audit runs locally, in the publisher (docs/security-audit.md)';
+
+/** How every key store's and trust store's `type` acts ("acts differently"; lib/tls/keystore.ts detectFormat). */
+export const STORE_TYPE =
+  "the store's format is read from its bytes (JKS, JCEKS, PKCS#12 or PEM; docs/tls.md), whatever this says: the value is checked against the allowed ones only";

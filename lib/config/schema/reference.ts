@@ -27,7 +27,15 @@ function keyStoreKeys(what: string): KeyDef[] {
       format: 'store',
       meaning: `${what} file: a bare name in the security directory (docs/tls.md, "Where store files are found").`,
     },
-    { key: 'type', type: 's', default: 'JKS', allowed: STORE_TYPES, caseInsensitive: true, meaning: 'Key store type.' },
+    {
+      key: 'type',
+      type: 's',
+      default: 'JKS',
+      allowed: STORE_TYPES,
+      caseInsensitive: true,
+      meaning: 'Key store type.',
+      differs: R.STORE_TYPE,
+    },
     {
       key: 'password',
       type: 's',
@@ -136,7 +144,15 @@ export const REFERENCE_SECTIONS: readonly SectionDef[] = [
         format: 'store',
         meaning: 'Trust store file: a bare name in the security directory (docs/tls.md, "Where store files are found").',
       },
-      { key: 'type', type: 's', default: 'JKS', allowed: STORE_TYPES, caseInsensitive: true, meaning: 'Trust store type.' },
+      {
+        key: 'type',
+        type: 's',
+        default: 'JKS',
+        allowed: STORE_TYPES,
+        caseInsensitive: true,
+        meaning: 'Trust store type.',
+        differs: R.STORE_TYPE,
+      },
       {
         key: 'password',
         type: 's',
