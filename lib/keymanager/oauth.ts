@@ -467,20 +467,26 @@ export class OAuthServer {
   }
 
   /**
-   * A trusted issuer's subject (jwt-bearer's assertion, token exchange's subject_token) names no user of
-   * another tenant than the client's: as for the password grant and SAML (docs/tenants.md), a name of the
-   * form `name@<tenant domain>` belongs to that tenant, whether or not the store holds it.
+   * The subject a grant asserts (a trusted issuer's JWT `sub`, a SAML NameID) names no user of another tenant
+   * than the client's: as for the password grant (docs/tenants.md), a name of the form `name@<tenant
+   * domain>` belongs to that tenant whether or not the store holds it, so a federated subject cannot take
+   * another tenant's name. `prefix` starts the refusal's description, `event` is the warning logged.
    */
-  private subjectOfClientTenant(auth: AuthenticatedClient, subject: string, what: string): void {
+  private subjectOfClientTenant(
+    auth: AuthenticatedClient,
+    subject: string,
+    refusal: { prefix: string; event: string; code?: string },
+  ): void {
     const tenants = this.o.tenants;
     if (tenants === undefined) return;
     const appTenant = auth.application.tenant;
     const subjectTenant = tenants.tenantOf(subject);
     if (subjectTenant === appTenant) return;
-    this.o.logger.log('warn', 'subject_tenant_refused', { client_id: auth.client.consumerKey, what, tenant: subjectTenant });
+    this.o.logger.log('warn', refusal.event, { client_id: auth.client.consumerKey, code: refusal.code, tenant: subjectTenant });
     throw new OAuthError(
       'invalid_grant',
-      `the ${what}'s subject ${subject} is a user name of tenant ${subjectTenant}, not of the client's tenant ${appTenant}`,
+      `${refusal.prefix}${subject} is a user name of tenant ${subjectTenant}, not of the client's tenant ${appTenant}` +
+        (appTenant === SUPER_TENANT ? '' : ` (a user of ${appTenant} is named <name>@${appTenant})`),
     );
   }
 
@@ -493,7 +499,7 @@ export class OAuthServer {
   private async jwtBearer(auth: AuthenticatedClient, form: Form): Promise<TokenResponse> {
     // RFC 7523 §3: aud identifies this authorization server (its issuer or token endpoint); exp required.
     const claims = await this.verifyTrusted(required(form, 'assertion'), 'assertion', this.ownAudiences);
-    this.subjectOfClientTenant(auth, String(claims.sub), 'assertion');
+    this.subjectOfClientTenant(auth, String(claims.sub), { prefix: "the assertion's subject ", event: 'subject_tenant_refused' });
     // An asserted subject has no roles here: it gets allowed_scopes and subscribed scopes without roles.
     const scope = await this.resolveScope(param(form, 'scope'), { roles: [], applicationId: auth.application.id });
     return this.issue(auth, {
@@ -532,20 +538,11 @@ export class OAuthServer {
       throw new OAuthError('invalid_grant', `${r.code}: ${r.reason}`);
     }
     const user = await findIdentity(this.users, this.o.store, r.subject);
-    const tenants = this.o.tenants;
-    const appTenant = auth.application.tenant;
-    // A tenant's users sign in to their tenant's applications only (docs/tenants.md): the name's tenant is
-    // checked whether or not the store holds it, so a federated subject cannot take another tenant's name.
-    const name = user?.username ?? r.subject;
-    if (tenants !== undefined && tenants.tenantOf(name) !== appTenant) {
-      const nameTenant = tenants.tenantOf(name);
-      this.o.logger.log('warn', 'saml_assertion_refused', { client_id: auth.client.consumerKey, code: 'SAML_TENANT', tenant: nameTenant });
-      throw new OAuthError(
-        'invalid_grant',
-        `SAML_TENANT: ${name} is a user name of tenant ${nameTenant}, not of the client's tenant ${appTenant}` +
-          (appTenant === SUPER_TENANT ? '' : ` (a user of ${appTenant} is named <name>@${appTenant})`),
-      );
-    }
+    this.subjectOfClientTenant(auth, user?.username ?? r.subject, {
+      prefix: 'SAML_TENANT: ',
+      event: 'saml_assertion_refused',
+      code: 'SAML_TENANT',
+    });
     const scope = await this.resolveScope(param(form, 'scope'), { roles: user?.roles ?? [], applicationId: auth.application.id });
     return this.issue(auth, {
       grant: SAML2_BEARER,
@@ -612,7 +609,7 @@ export class OAuthServer {
     } else {
       const claims = await this.verifyTrusted(subjectToken, 'subject_token', [...this.ownAudiences, auth.client.consumerKey]);
       subject = String(claims.sub);
-      this.subjectOfClientTenant(auth, subject, 'subject_token');
+      this.subjectOfClientTenant(auth, subject, { prefix: "the subject_token's subject ", event: 'subject_tenant_refused' });
       iat = claims.iat;
     }
     const te = this.o.settings.tokenExchange;
