@@ -8,7 +8,7 @@
  */
 import type { Logger } from '../log';
 import type { TenantDirectory, TenantState } from '../tenants';
-import { SUPER_TENANT } from '../tenants';
+import { SUPER_TENANT, tenantOfUserName } from '../tenants';
 import type { ControlPlane } from './control-plane';
 
 export class RemoteTenants implements TenantDirectory {
@@ -62,10 +62,7 @@ export class RemoteTenants implements TenantDirectory {
    * `@` when it is one of the control plane's tenants, else the super tenant.
    */
   tenantOf(username: string): string {
-    const at = username.lastIndexOf('@');
-    if (at < 0) return SUPER_TENANT;
-    const d = username.slice(at + 1);
-    return this.active.has(d) ? d : SUPER_TENANT;
+    return tenantOfUserName(username, this.active);
   }
 
   state(domain: string): TenantState {

@@ -72,6 +72,17 @@ export function tenantDomainOf(path: string): string | undefined {
   return end < 0 ? path.slice(3) : path.slice(3, end);
 }
 
+/**
+ * The tenant of a user name: the domain after its last `@` when `tenants` has it (an e-mail
+ * user name of the super tenant keeps its own `@`), else the super tenant.
+ */
+export function tenantOfUserName(username: string, tenants: { has(domain: string): boolean }): string {
+  const at = username.lastIndexOf('@');
+  if (at < 0) return SUPER_TENANT;
+  const d = username.slice(at + 1);
+  return tenants.has(d) ? d : SUPER_TENANT;
+}
+
 /** The tenant an API file id names (docs/tenants.md): `t:<domain>:<file>` that domain as written (maybe no valid domain), any other id the super tenant. */
 export function tenantOfFileId(id: string): string {
   if (!id.startsWith('t:')) return SUPER_TENANT;
@@ -236,10 +247,7 @@ export class Tenants implements TenantDirectory {
    * tenant is a super tenant name, as before tenants existed.
    */
   tenantOf(username: string): string {
-    const at = username.lastIndexOf('@');
-    if (at < 0 || this.byDomain.size === 0) return SUPER_TENANT;
-    const d = username.slice(at + 1);
-    return this.byDomain.has(d) ? d : SUPER_TENANT;
+    return this.byDomain.size === 0 ? SUPER_TENANT : tenantOfUserName(username, this.byDomain);
   }
 
   /**
