@@ -30,7 +30,8 @@ async function signInAs(base: string, username: string, password: string): Promi
 }
 
 t.test("a tenant's admin publishes its tenant's APIs only; no other tenant reaches them", async (t) => {
-  const node = await startPortalNode(`${PORTAL_TOML}${PACKAGE}`);
+  // The publisher's local audit on: its JSON route must hold the tenant boundary as the API's page does.
+  const node = await startPortalNode(`${PORTAL_TOML}${PACKAGE}[security_audit]\n`);
   t.teardown(() => node.close());
   const base = node.base;
   const apis = path.join(node.dir, 'apis');
@@ -108,8 +109,14 @@ t.test("a tenant's admin publishes its tenant's APIs only; no other tenant reach
     't:acme.test/..:stock-1.toml',
     'stock-1.toml',
   ];
+  const ownAudit = await req(`${base}/publisher/apis/${encodeURIComponent(id)}/audit`, bossy);
+  t.equal(ownAudit.status, 200, "acme.test's admin audits its own API");
+  t.match(ownAudit.text, /"score": \d+/);
   for (const g of guesses) {
     const at = `/publisher/apis/${encodeURIComponent(g)}`;
+    const audit = await req(`${base}${at}/audit`, chief);
+    t.equal(audit.status, 404, `audit ${g}: 404`);
+    t.notMatch(audit.text, /"score":/, `audit ${g}: no report`);
     t.equal((await req(`${base}${at}`, chief)).status, 404, `GET ${g}: 404`);
     t.equal((await req(`${base}${at}`, chief, { ...form('1'), csrf: betaCsrf, description: 'mole' })).status, 404, `edit ${g}: 404`);
     t.equal((await req(`${base}${at}/lifecycle`, chief, { csrf: betaCsrf, state: 'BLOCKED' })).status, 404, `publish/block ${g}: 404`);
