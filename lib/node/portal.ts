@@ -108,9 +108,9 @@ async function startRemote(b: Boot): Promise<void> {
   const gw = gatewaySettingsFrom(b.config, b.loaded.dir, b.ports);
   const catalogue = new RemoteCatalogue(cp, origin, gw.vars, policyOptionsOf(throttleSettingsFrom(b.config, b.loaded.dir)));
   const common = commonOptions(b);
-  // The control plane's tenants: a tenant's user signing in here is that tenant's, never the super tenant's
-  // (this node's catalogue serves the super tenant's API files only: such a user's publisher answers 403
-  // and its developer portal lists none; docs/tenants.md, "Not yet").
+  // The control plane's tenants: a tenant's user signing in here is that tenant's, never the super tenant's,
+  // and publishes through the catalogue of that tenant's files only (remote-catalogue.ts forTenant;
+  // docs/tenants.md, "Console nodes").
   const tenants = (b.remoteTenants ??= await RemoteTenants.open(cp, b.logger));
   // The control plane's tiers; this node's own policies file while the control plane serves none valid.
   const portal = createPortal({

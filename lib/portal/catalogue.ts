@@ -44,30 +44,37 @@ export interface ApiCatalogue {
   refresh(): Promise<void>;
   list(): CatalogueEntry[];
   /**
-   * A tenant's API files (apis/t/<domain>/, docs/tenants.md), each with the context it is served at
-   * (`/t/<domain><context>`) and the id `t:<domain>:<file>`; absent where the catalogue has no tenants' files
-   * (a remote control plane's).
-   */
-  tenantList?(domain: string): CatalogueEntry[];
-  /**
    * The tenant whose files this catalogue shows and writes (forTenant); undefined: the super tenant's. Its
    * entries' contexts are the served ones (`/t/<domain><context>`), its files' contexts as written.
    */
   readonly tenant?: string | undefined;
   /**
-   * The catalogue of a tenant's files, for that tenant's publisher (docs/tenants.md, "The publisher"):
-   * ids `t:<domain>:<file>` and `t:<domain>:created:<file>`; undefined for a name that is no tenant domain,
-   * absent where the catalogue has no tenants' files.
+   * The catalogue of a tenant's files (docs/tenants.md, "The publisher", "Console nodes"): ids
+   * `t:<domain>:<file>` and `t:<domain>:created:<file>`, read with its own refresh(); undefined for a name
+   * that is no tenant domain.
    */
-  forTenant?(domain: string): ApiCatalogue | undefined;
+  forTenant(domain: string): ApiCatalogue | undefined;
   get(id: string): CatalogueEntry | undefined;
   /** A new draft's id and the file name the validator is given for it. */
   draftFor(name: string, version: string): { readonly id: string; readonly file: string };
   /** Writes a file the form validated (`create`: refused when it exists); the control plane validates again. */
   write(id: string, text: string, create: boolean): Promise<{ readonly id: string } | ApiFileRefusal>;
   /** Moves an entry to a lifecycle state. */
-  transition(id: string, to: ConsoleState): Promise<{ readonly id: string; readonly from: string } | ApiFileRefusal>;
+  transition(id: string, to: ConsoleState): Promise<Transitioned | ApiFileRefusal>;
 }
+
+/**
+ * A lifecycle move made: the entry's id after it and the state it left; `pending` when a remote control
+ * plane's API state workflow holds it for approval (docs/workflows.md): nothing moved yet.
+ */
+export interface Transitioned {
+  readonly id: string;
+  readonly from: string;
+  readonly pending?: { readonly taskId: string };
+}
+
+/** A file name an API file id may end with: no directory, no path (the ids' last part). */
+export const API_FILE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,120}\.toml$/;
 
 const refused = (status: number, message: string, fields: Record<string, string> = {}): ApiFileRefusal => ({ status, message, fields });
 
@@ -189,10 +196,6 @@ export class Catalogue implements ApiCatalogue, ApiFileService {
     return out;
   }
 
-  tenantList(domain: string): CatalogueEntry[] {
-    return this.forTenant(domain)?.deployed() ?? [];
-  }
-
   /** One entry by id (this tenant's `name.toml` or `created:name.toml`); never a path outside its two directories. */
   get(id: string): CatalogueEntry | undefined {
     const file = this.fileOf(id);
@@ -214,7 +217,7 @@ export class Catalogue implements ApiCatalogue, ApiFileService {
     const rest = id.slice(this.prefix.length);
     const draft = rest.startsWith('created:');
     const name = draft ? rest.slice('created:'.length) : rest;
-    return /^[A-Za-z0-9][A-Za-z0-9._-]{0,120}\.toml$/.test(name) ? path.join(draft ? this.draftsDir : this.dir, name) : undefined;
+    return API_FILE_NAME.test(name) ? path.join(draft ? this.draftsDir : this.dir, name) : undefined;
   }
 
   /**

@@ -40,15 +40,22 @@ export function portalTenant(c: Call): string {
   return u === undefined || c.parts.tenants === undefined ? SUPER_TENANT : c.parts.tenants.tenantOf(u.username);
 }
 
-/** What the catalogue of `tenant` lists ([apim.devportal] display_deprecated_apis, display_multiple_versions); nothing for a tenant not served. */
-export function visibleApisOf(c: Call, tenant: string): Listed[] {
+/**
+ * What the catalogue of `tenant` lists ([apim.devportal] display_deprecated_apis, display_multiple_versions);
+ * nothing for a tenant not served. A tenant's files are read for the call (forTenant: this node's apis_dir,
+ * or one request to a remote control plane).
+ */
+export async function visibleApisOf(c: Call, tenant: string): Promise<Listed[]> {
   const s = c.parts.settings;
   const shown = (e: CatalogueEntry): e is Listed =>
     e.api !== undefined && (e.state === 'PUBLISHED' || e.state === 'PROTOTYPED' || (e.state === 'DEPRECATED' && s.displayDeprecated));
   let entries: CatalogueEntry[];
   if (tenant === SUPER_TENANT) entries = c.parts.catalogue.list();
-  else if (c.parts.tenants?.state(tenant) === 'active') entries = c.parts.catalogue.tenantList?.(tenant) ?? [];
-  else entries = [];
+  else if (c.parts.tenants?.state(tenant) === 'active') {
+    const own = c.parts.catalogue.forTenant(tenant);
+    await own?.refresh();
+    entries = own?.list() ?? [];
+  } else entries = [];
   const all = entries.filter(shown);
   if (s.displayMultipleVersions) return all;
   const newest = new Map<string, Listed>();
@@ -60,14 +67,14 @@ export function visibleApisOf(c: Call, tenant: string): Listed[] {
 }
 
 /** The catalogue of the page's tenant (portalTenant). */
-export function visibleApis(c: Call): Listed[] {
+export function visibleApis(c: Call): Promise<Listed[]> {
   return visibleApisOf(c, portalTenant(c));
 }
 
 /** An API of the catalogue by id, looked up in the catalogue of its own tenant (the id names it). */
-export function findApi(c: Call, id: string | null | undefined): Listed | undefined {
+export async function findApi(c: Call, id: string | null | undefined): Promise<Listed | undefined> {
   if (id === null || id === undefined) return undefined;
-  return visibleApisOf(c, tenantOfFileId(id)).find((x) => x.id === id);
+  return (await visibleApisOf(c, tenantOfFileId(id))).find((x) => x.id === id);
 }
 
 function matches(e: CatalogueEntry & { api: NonNullable<CatalogueEntry['api']> }, q: string): boolean {
@@ -82,7 +89,7 @@ function matches(e: CatalogueEntry & { api: NonNullable<CatalogueEntry['api']> }
 
 const state = (s: string): string => `<span class="state">${h(s)}</span>`;
 
-function cataloguePage(c: Call): void {
+async function cataloguePage(c: Call): Promise<void> {
   const q = (c.query.get('q') ?? '').slice(0, 200);
   const tenant = portalTenant(c);
   if (tenant !== SUPER_TENANT && c.parts.tenants?.state(tenant) !== 'active')
@@ -93,7 +100,7 @@ function cataloguePage(c: Call): void {
       'No such tenant',
       c.parts.tenants?.state(tenant) === 'inactive' ? `Tenant ${tenant} is deactivated.` : `No tenant ${tenant} is served here.`,
     );
-  const apis = visibleApis(c).filter((e) => q === '' || matches(e, q));
+  const apis = (await visibleApis(c)).filter((e) => q === '' || matches(e, q));
   const rows = apis
     .map(
       (e) =>
@@ -119,7 +126,7 @@ function cataloguePage(c: Call): void {
 }
 
 async function apiPage(c: Call, id: string): Promise<void> {
-  const e = findApi(c, id);
+  const e = await findApi(c, id);
   if (e === undefined) return problem(c, 'devportal', 404, 'No such API', 'This API is not in the catalogue.');
   const a = e.api;
   const gatewayUrls = apiUrls(a, c.parts.gateways());
@@ -213,7 +220,7 @@ async function appPage(
   tab: Tab = tabOf(c.query.get('tab')),
 ): Promise<void> {
   const subs = await c.parts.keys.listSubscriptions({ application: app.id });
-  const apis = visibleApis(c).filter((e) => e.state !== 'DEPRECATED');
+  const apis = (await visibleApis(c)).filter((e) => e.state !== 'DEPRECATED');
   renderAppPage(c, { app, tab, apis, subs, notes: await subscriptionNotes(c, subs), ...(result !== undefined ? { result } : {}), status });
 }
 
@@ -331,7 +338,7 @@ export async function signedIn(c: Call): Promise<void> {
   }
   if (a === 'subscribe' && c.method === 'POST') {
     const app = await ownApp(c, c.form.get('application') ?? '');
-    const e = findApi(c, c.form.get('api'));
+    const e = await findApi(c, c.form.get('api'));
     if (app === undefined || e === undefined)
       return problem(c, 'devportal', 400, 'Cannot subscribe', 'Choose one of your applications and an API of the catalogue.');
     const tier = c.form.get('tier') ?? '';
@@ -347,7 +354,7 @@ export async function signedIn(c: Call): Promise<void> {
     return seeOther(c.res, tabUrl(app.id, 'subscriptions'));
   }
   // Comments, ratings, the forum (community.ts, docs/self-service.md).
-  const api = a === 'apis' && id !== undefined && action !== undefined && c.segs.length === 3 ? findApi(c, id) : undefined;
+  const api = a === 'apis' && id !== undefined && action !== undefined && c.segs.length === 3 ? await findApi(c, id) : undefined;
   if (api !== undefined && (await apiCommunityPost(c, api, action as string))) return;
   if (await communityPage(c)) return;
   return problem(c, 'devportal', 404, 'Not found', 'No such page in the developer portal.');
@@ -403,7 +410,7 @@ function tryRequest(
 }
 
 async function tryIt(c: Call, app: ApplicationView): Promise<void> {
-  const e = findApi(c, c.form.get('api'));
+  const e = await findApi(c, c.form.get('api'));
   const gw = c.parts.gateways()[0];
   if (e === undefined) return appPage(c, app, 'Choose an API of the catalogue.', 400, 'try');
   const r = tryRequest(c, e.api);
@@ -454,8 +461,8 @@ ${claims !== undefined ? `<details><summary>Decoded token (header and claims)</s
 }
 
 /** The API's OpenAPI document with the gateway URLs as servers, for an API the visitor may see. */
-function download(c: Call, id: string): void {
-  const e = findApi(c, id);
+async function download(c: Call, id: string): Promise<void> {
+  const e = await findApi(c, id);
   const d = e === undefined ? undefined : apiDocument(e.api);
   if (e === undefined) return problem(c, 'devportal', 404, 'No such API', 'This API is not in the catalogue.');
   if (d === undefined || 'error' in d)
@@ -474,7 +481,7 @@ export async function publicPage(c: Call): Promise<boolean> {
   const [a, id] = c.segs;
   if (c.method !== 'GET') return false;
   if (a === undefined) {
-    cataloguePage(c);
+    await cataloguePage(c);
     return true;
   }
   if (a === 'apis' && id !== undefined && c.segs.length === 2) {
@@ -482,11 +489,11 @@ export async function publicPage(c: Call): Promise<boolean> {
     return true;
   }
   if (a === 'apis' && id !== undefined && c.segs.length === 3 && c.segs[2] === 'openapi.json') {
-    download(c, id);
+    await download(c, id);
     return true;
   }
   if (a === 'apis' && id !== undefined && c.segs.length === 4 && c.segs[2] === 'sdk') {
-    sdkDownload(c, findApi(c, id), c.segs[3] as string);
+    sdkDownload(c, await findApi(c, id), c.segs[3] as string);
     return true;
   }
   return false;

@@ -332,6 +332,18 @@ async function lifecycle(c: Call, e: CatalogueEntry): Promise<void> {
   }
   const r = await c.parts.catalogue.transition(e.id, to);
   if ('status' in r) return problem(c, 'publisher', r.status, 'Not allowed', `${r.message.charAt(0).toUpperCase()}${r.message.slice(1)}.`);
+  // A remote control plane's API state workflow holds the move (remote-catalogue.ts): the API keeps its state.
+  if (r.pending !== undefined) {
+    c.parts.logger.log('info', 'publisher_lifecycle_pending', {
+      file: e.id,
+      user: c.session.user?.username,
+      from: e.state,
+      to,
+      task: r.pending.taskId,
+    });
+    c.session.flash = `<p class="notice" role="status">${h(e.api?.name ?? e.id)} ${h(e.api?.version ?? '')}: ${e.state} → ${to} pending approval; the API stays ${e.state} until then.</p>`;
+    return seeOther(c.res, `/publisher/apis/${encodeURIComponent(e.id)}`);
+  }
   c.parts.logger.log('info', 'publisher_lifecycle', { file: r.id, user: c.session.user?.username, from: e.state, to });
   // The subscribers of the previous version hear of a newly published one (notify.ts); the mail goes from the outbox.
   const ss = c.parts.selfService;
@@ -362,15 +374,15 @@ async function subscriptionState(c: Call, e: CatalogueEntry): Promise<void> {
 /**
  * The catalogue the signed-in user publishes in (docs/tenants.md, "The publisher"): a tenant's user sees,
  * creates and moves its tenant's API files only (apis/t/<domain>/, ids `t:<domain>:...`), the super
- * tenant's users the super tenant's; undefined when this node cannot serve that tenant's files, or the
- * tenant is not active.
+ * tenant's users the super tenant's (on a remote console node too: the tenant is the session's, never the
+ * request's; remote-catalogue.ts); undefined when the tenant is not active.
  */
 function catalogueOf(c: Call): ApiCatalogue | undefined {
   const tenants = c.parts.tenants;
   const tenant = tenants === undefined ? SUPER_TENANT : tenants.tenantOf(c.session.user?.username ?? '');
   if (tenant === SUPER_TENANT) return c.parts.catalogue;
   if (tenants?.state(tenant) !== 'active') return undefined;
-  return c.parts.catalogue.forTenant?.(tenant);
+  return c.parts.catalogue.forTenant(tenant);
 }
 
 /** Routes under /publisher (`segs` after it) for a user allowed to publish. */
@@ -382,7 +394,7 @@ export async function publisher(call: Call): Promise<void> {
       'publisher',
       403,
       'Not allowed',
-      `This publisher does not serve the APIs of ${call.parts.tenants?.tenantOf(call.session.user?.username ?? '') ?? 'your tenant'}.`,
+      `The APIs of ${call.parts.tenants?.tenantOf(call.session.user?.username ?? '') ?? 'your tenant'} are not served: the tenant is not active.`,
     );
   // Every page below reads and writes through the user's tenant's catalogue only.
   if (catalogue !== call.parts.catalogue) await catalogue.refresh();

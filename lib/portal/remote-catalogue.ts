@@ -9,17 +9,32 @@
  * parses served texts: no file named beside them (an OpenAPI `definition`, a GraphQL schema) is read on
  * this node, so the developer portal shows no OpenAPI document of a remote API. The control plane's
  * parse is the one that counts.
+ *
+ * A tenant's files (docs/tenants.md, "Console nodes"): forTenant(domain) is the catalogue of one tenant,
+ * which asks only for `GET /admin/v1/api-files?tenant=<domain>` and sends only ids of that tenant
+ * (`t:<domain>:<file>`, `t:<domain>:created:<file>`, a plain file name after the prefix). This node calls
+ * the control plane as its super admin, whose credentials reach every tenant's files, so the boundary is
+ * kept here: the publisher takes the tenant from the signed-in user (publisher.ts catalogueOf), and an id
+ * of another tenant, of the super tenant or naming a path is refused (404) without a request. The
+ * control plane checks every id again and applies the tenant's package limit (TENANT_LIMIT_REACHED).
  */
 import { type ApiVars, parseApiText } from '../gateway/apis';
 import type { ApiFileRefusal } from '../keymanager/http';
 import { ControlPlaneError, type ControlPlane } from '../scale/control-plane';
+import { domainProblem } from '../tenants';
 import { parsePolicies, type PolicyOptions } from '../throttle/policies';
 import { remoteFailure } from './backend';
-import { type ApiCatalogue, type CatalogueEntry, type ConsoleState, fileNameFor } from './catalogue';
+import { API_FILE_NAME, type ApiCatalogue, type CatalogueEntry, type ConsoleState, fileNameFor, type Transitioned } from './catalogue';
+
+const refused = (id: string): ApiFileRefusal => ({ status: 404, message: `no API file ${id.slice(0, 300)}`, fields: {} });
 
 export class RemoteCatalogue implements ApiCatalogue {
   private entries: CatalogueEntry[] = [];
   readonly description: string;
+  /** The tenant whose files this catalogue reads and writes; undefined: the super tenant's. */
+  readonly tenant: string | undefined;
+  /** Its ids' prefix: '' or `t:<domain>:`. */
+  private readonly prefix: string;
   /** Subscription and application tiers of the control plane's policies; undefined: it serves none valid. */
   tiers: { readonly subscription: readonly string[]; readonly application: readonly string[] } | undefined;
 
@@ -28,18 +43,51 @@ export class RemoteCatalogue implements ApiCatalogue {
     private readonly origin: string,
     readonly vars: ApiVars,
     private readonly policyOptions: PolicyOptions,
+    tenant?: string,
   ) {
-    this.description = `the control plane ${origin}`;
+    if (tenant !== undefined && domainProblem(tenant) !== undefined) throw new TypeError(`${tenant} is no tenant domain`);
+    this.tenant = tenant;
+    this.prefix = tenant === undefined ? '' : `t:${tenant}:`;
+    this.description = tenant === undefined ? `the control plane ${origin}` : `the control plane ${origin}, tenant ${tenant}`;
   }
 
-  private entry(id: string, text: string): CatalogueEntry {
-    const draft = id.startsWith('created:');
+  /** The catalogue of a tenant's files on the control plane; undefined for a name that is no tenant domain. */
+  forTenant(domain: string): RemoteCatalogue | undefined {
+    if (domainProblem(domain) !== undefined) return undefined;
+    return new RemoteCatalogue(this.cp, this.origin, this.vars, this.policyOptions, domain);
+  }
+
+  /** The file name of an id of this catalogue's tenant, and whether it is a draft; undefined for any other id. */
+  private nameOf(id: string): { readonly name: string; readonly draft: boolean } | undefined {
+    if (!id.startsWith(this.prefix)) return undefined;
+    const rest = id.slice(this.prefix.length);
+    const draft = rest.startsWith('created:');
+    const name = draft ? rest.slice('created:'.length) : rest;
+    return API_FILE_NAME.test(name) ? { name, draft } : undefined;
+  }
+
+  private entry(id: string, name: string, draft: boolean, text: string): CatalogueEntry {
     // As a gateway-worker parses served texts (served: null): no file beside it is read on this node.
-    const r = parseApiText(text, id.replace(/^created:/, ''), this.vars, undefined, undefined, null);
-    return { id, file: id, text, state: draft ? 'CREATED' : (r.api?.state ?? 'PUBLISHED'), api: r.api, diagnostics: r.diagnostics };
+    const r = parseApiText(text, name, this.vars, undefined, undefined, null);
+    // A tenant's API is listed at the context it is served at (lib/gateway/deploy.ts), as Catalogue does.
+    const api =
+      r.api === undefined || this.tenant === undefined
+        ? r.api
+        : { ...r.api, context: `/t/${this.tenant}${r.api.context}`, tenant: this.tenant };
+    return { id, file: id, text, state: draft ? 'CREATED' : (r.api?.state ?? 'PUBLISHED'), api, diagnostics: r.diagnostics };
   }
 
   async refresh(): Promise<void> {
+    if (this.tenant !== undefined) {
+      let r: Record<string, unknown>;
+      try {
+        r = await this.cp.request('GET', `/admin/v1/api-files?tenant=${encodeURIComponent(this.tenant)}`);
+      } catch (err) {
+        return remoteFailure(err, this.origin);
+      }
+      this.entries = this.entriesOf(r);
+      return;
+    }
     let r: Record<string, unknown>;
     let d: Record<string, unknown>;
     try {
@@ -54,10 +102,19 @@ export class RemoteCatalogue implements ApiCatalogue {
         : undefined;
     this.tiers =
       parsed === undefined ? undefined : { subscription: [...parsed.subscription.keys()], application: [...parsed.application.keys()] };
+    this.entries = this.entriesOf(r);
+  }
+
+  /** The listed files of this catalogue's tenant; any other id the answer might hold is left out. */
+  private entriesOf(r: Record<string, unknown>): CatalogueEntry[] {
     const list = Array.isArray(r.list) ? (r.list as { id: unknown; text: unknown }[]) : [];
-    this.entries = list
-      .filter((x) => typeof x.id === 'string' && typeof x.text === 'string')
-      .map((x) => this.entry(x.id as string, x.text as string));
+    const out: CatalogueEntry[] = [];
+    for (const x of list) {
+      if (typeof x.id !== 'string' || typeof x.text !== 'string') continue;
+      const n = this.nameOf(x.id);
+      if (n !== undefined) out.push(this.entry(x.id, n.name, n.draft, x.text));
+    }
+    return out;
   }
 
   list(): CatalogueEntry[] {
@@ -70,7 +127,7 @@ export class RemoteCatalogue implements ApiCatalogue {
 
   draftFor(name: string, version: string): { id: string; file: string } {
     const base = fileNameFor(name, version);
-    return { id: `created:${base}`, file: base };
+    return { id: `${this.prefix}created:${base}`, file: base };
   }
 
   /** A refusal the control plane answered (4xx with fields), or the page error of an unreachable one. */
@@ -97,14 +154,22 @@ export class RemoteCatalogue implements ApiCatalogue {
   }
 
   async write(id: string, text: string, create: boolean): Promise<{ id: string } | ApiFileRefusal> {
+    if (this.nameOf(id) === undefined) return refused(id);
     const r = await this.send(`/admin/v1/api-files/${encodeURIComponent(id)}`, { text, create }, 'PUT');
     return 'status' in r && typeof r.status === 'number' ? (r as ApiFileRefusal) : { id: String((r as Record<string, unknown>).id) };
   }
 
-  async transition(id: string, to: ConsoleState): Promise<{ id: string; from: string } | ApiFileRefusal> {
+  async transition(id: string, to: ConsoleState): Promise<Transitioned | ApiFileRefusal> {
+    if (this.nameOf(id) === undefined) return refused(id);
     const r = await this.send(`/admin/v1/api-files/${encodeURIComponent(id)}/lifecycle`, { state: to }, 'POST');
-    return 'status' in r && typeof r.status === 'number'
-      ? (r as ApiFileRefusal)
-      : { id: String((r as Record<string, unknown>).id), from: String((r as Record<string, unknown>).from) };
+    if ('status' in r && typeof r.status === 'number') return r as ApiFileRefusal;
+    const a = r as Record<string, unknown>;
+    // The control plane's API state workflow (docs/workflows.md) answers 202 with the task: nothing moved yet.
+    const w = a.workflow as { status?: unknown; taskId?: unknown } | undefined;
+    return {
+      id: String(a.id),
+      from: String(a.from),
+      ...(w?.status === 'pending' ? { pending: { taskId: String(w.taskId) } } : {}),
+    };
   }
 }

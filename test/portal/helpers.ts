@@ -85,6 +85,26 @@ export async function until(f: () => Promise<boolean>, ms = 10_000): Promise<boo
   return false;
 }
 
+/** The publisher's form saving an API with one `GET /menu` resource on `production`; `over` replaces fields. */
+export function publisherForm(csrf: string, production: string, over: Record<string, string> = {}): Record<string, string> {
+  return {
+    csrf,
+    action: 'save',
+    name: 'Stock',
+    context: '/stock',
+    version: '1',
+    description: '',
+    production,
+    sandbox: '',
+    auth: 'none',
+    resources: 'GET /menu',
+    scopes: '',
+    labels: 'Default',
+    policy: '',
+    ...over,
+  };
+}
+
 /** The same request helper under the name the publisher tests use. */
 export const req = formRequest;
 /** The same hidden-field reader under the name the publisher tests use. */

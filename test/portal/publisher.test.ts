@@ -7,7 +7,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import t from 'tap';
-import { hidden, req, signIn, startPortalNode } from './helpers';
+import { hidden, publisherForm, req, signIn, startPortalNode } from './helpers';
 
 async function until(f: () => Promise<boolean>, ms = 10_000): Promise<boolean> {
   const end = Date.now() + ms;
@@ -30,21 +30,7 @@ t.test('lifecycle through the publisher, as the gateways see it', async (t) => {
   const csrf = hidden((await req(`${base}/publisher`, cookie)).text, 'csrf');
   t.match(csrf, /^[A-Za-z0-9_-]{43}$/);
   const backend = /production = "([^"]+)"/.exec(fs.readFileSync(path.join(node.dir, 'apis', 'demo.toml'), 'utf8'))?.[1] ?? '';
-  const form = {
-    csrf,
-    action: 'save',
-    name: 'Stock',
-    context: '/stock',
-    version: '2',
-    description: '',
-    production: backend,
-    sandbox: '',
-    auth: 'none',
-    resources: 'GET /menu',
-    scopes: '',
-    labels: 'Default',
-    policy: '',
-  };
+  const form = publisherForm(csrf, backend, { version: '2' });
 
   const invalid = await req(`${base}/publisher/new`, cookie, { ...form, context: 'stock', resources: 'GET menu' });
   t.equal(invalid.status, 400, 'an invalid form');

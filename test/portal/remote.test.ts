@@ -12,7 +12,17 @@ import * as fs from 'node:fs';
 import * as https from 'node:https';
 import * as path from 'node:path';
 import t from 'tap';
-import { ADMIN, type Answer, cookieOf, formRequest as req, hiddenField as hidden, startPortalNode, until } from './helpers';
+import {
+  ADMIN,
+  type Answer,
+  cookieOf,
+  formRequest as req,
+  hiddenField as hidden,
+  PORTAL_TOML,
+  publisherForm,
+  startPortalNode,
+  until,
+} from './helpers';
 import { startTestNode } from '../observability/node-helpers';
 import { loadConfig } from '../../lib/config/load';
 import { scaleSettingsFrom } from '../../lib/scale/settings';
@@ -204,21 +214,7 @@ t.test('an api-publisher node writes API files of the remote control plane', asy
   t.match(list.text, /pizzashack-secured\.toml/, "the control plane's API files");
   const csrf = hidden(list.text, 'csrf');
   const backend = /production = "([^"]+)"/.exec(fs.readFileSync(path.join(cp.dir, 'apis', 'demo.toml'), 'utf8'))?.[1] ?? '';
-  const form = {
-    csrf,
-    action: 'save',
-    name: 'Remote',
-    context: '/remote',
-    version: '1',
-    description: '',
-    production: backend,
-    sandbox: '',
-    auth: 'none',
-    resources: 'GET /menu',
-    scopes: '',
-    labels: 'Default',
-    policy: '',
-  };
+  const form = publisherForm(csrf, backend, { name: 'Remote', context: '/remote' });
 
   const invalid = await req(`${base}/publisher/new`, s.cookie, { ...form, context: 'remote' });
   t.equal(invalid.status, 400, 'an invalid form');
@@ -312,29 +308,142 @@ t.test('the remote way is chosen by [apim.key_manager] service_url written on a 
   t.equal(scaleSettingsFrom(l.config, l.written).parts.keyManager, false, 'a remote console node runs no key manager');
 });
 
-t.test("a tenant's admin on an api-publisher node is that tenant's: 403, no super tenant API file reached", async (t) => {
-  const cp = await startPortalNode();
+/** Every file under `dir` with its text: what a refused request must leave as it was. */
+function tree(dir: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const e of fs.readdirSync(dir, { withFileTypes: true, recursive: true })) {
+    if (!e.isFile()) continue;
+    const f = path.join(e.parentPath, e.name);
+    out[path.relative(dir, f)] = fs.readFileSync(f, 'utf8');
+  }
+  return out;
+}
+
+const TENANT_API = (name: string, context: string, backend: string): string =>
+  `name = "${name}"\ncontext = "${context}"\nversion = "1"\nstate = "PUBLISHED"\n[endpoints]\nproduction = "${backend}"\n[[resources]]\npath = "/menu"\nmethods = ["GET"]\n`;
+
+t.test("console nodes over a remote control plane serve each tenant its own catalogue, and nothing of another's", async (t) => {
+  const cp = await startPortalNode(`${PORTAL_TOML}[multi_tenancy.billing.package.demo.resource_volume]\nlimit = "2"\n`);
   t.teardown(() => cp.close());
-  await cp.node.keyManager?.tenants.add({ domain: 'acme.test', admin: 'bossy', password: 'acme-pw-12' });
+  const tenants = cp.node.keyManager?.tenants;
+  await tenants?.add({ domain: 'acme.test', admin: 'bossy', password: 'acme-pw-12', package: 'demo' });
+  await tenants?.add({ domain: 'beta.test', admin: 'chief', password: 'beta-pw-12' });
+  const apis = path.join(cp.dir, 'apis');
+  const backend = /production = "([^"]+)"/.exec(fs.readFileSync(path.join(apis, 'demo.toml'), 'utf8'))?.[1] ?? '';
+  fs.mkdirSync(path.join(apis, 't', 'beta.test'), { recursive: true });
+  fs.writeFileSync(path.join(apis, 't', 'beta.test', 'secret-1.toml'), TENANT_API('BetaSecret', '/secret', backend));
+
   const pub = await startTestNode(consoleToml('api-publisher', cp.base));
   t.teardown(() => pub.close());
+  const dp = await startTestNode(consoleToml('api-devportal', cp.base));
+  t.teardown(() => dp.close());
   const base = `http://127.0.0.1:${pub.mgmt}`;
+  const portal = `http://127.0.0.1:${dp.mgmt}`;
+
+  // acme.test's admin: its tenant's publisher, written through the control plane.
   const s = await signIn(base, 'bossy@acme.test', 'acme-pw-12', '/publisher');
   t.not(s.cookie, '', 'the tenant admin signed in through the remote key manager');
-  const before = fs.readdirSync(path.join(cp.dir, 'apis')).sort();
-  const list = await req(`${base}/publisher`, s.cookie);
-  t.equal(list.status, 403, "the node's publisher does not serve a tenant's APIs");
-  t.match(list.text, /does not serve the APIs of acme\.test/);
-  t.notMatch(list.text, /pizzashack-secured\.toml/, "and shows none of the super tenant's");
-  const page = await req(`${base}/publisher/apis/pizzashack-secured.toml`, s.cookie);
-  t.equal(page.status, 403, "a super tenant API's page refused");
-  const created = await req(`${base}/publisher/new`, s.cookie, {
-    csrf: hidden(list.text, 'csrf'),
-    action: 'save',
-    name: 'X',
-    context: '/x',
-    version: '1',
-  });
-  t.equal(created.status, 403, 'and no API created');
-  t.same(fs.readdirSync(path.join(cp.dir, 'apis')).sort(), before, "the control plane's apis_dir unchanged");
+  const list0 = await req(`${base}/publisher`, s.cookie);
+  t.equal(list0.status, 200, "a tenant's publisher on the remote node");
+  t.match(list0.text, /APIs of acme\.test/);
+  t.notMatch(list0.text, /pizzashack-secured|BetaSecret|beta\.test/, "neither the super tenant's nor beta.test's APIs");
+  const asked = await req(`${base}/publisher?tenant=beta.test`, s.cookie);
+  t.notMatch(asked.text, /BetaSecret/, 'a tenant named in the request is not the one read');
+  const csrf = hidden(list0.text, 'csrf');
+  const form = (version: string, description = ''): Record<string, string> => publisherForm(csrf, backend, { version, description });
+  const created = await req(`${base}/publisher/new`, s.cookie, form('1'));
+  t.equal(created.status, 303, created.text.slice(0, 300));
+  t.equal(created.location, `/publisher/apis/${encodeURIComponent('t:acme.test:created:stock-1.toml')}`);
+  const draft = path.join(apis, 't', 'acme.test', 'created', 'stock-1.toml');
+  t.ok(fs.existsSync(draft), "the draft in the tenant's created/ on the control plane");
+  t.notOk(fs.existsSync(path.join(apis, 'created', 'stock-1.toml')), "not in the super tenant's");
+  const draftPage = await req(`${base}${created.location}`, s.cookie);
+  t.equal(draftPage.status, 200, 'the draft opens');
+  t.match(draftPage.text, /value="\/stock"/, 'the form has the context as written');
+  const edited = await req(`${base}${created.location}`, s.cookie, form('1', 'edited remotely'));
+  t.equal(edited.status, 303, edited.text.slice(0, 300));
+  t.match(fs.readFileSync(draft, 'utf8'), /edited remotely/, 'edited on the control plane');
+  const taken = await req(`${base}/publisher/new`, s.cookie, form('1'));
+  t.equal(taken.status, 400, 'the same context and version twice in the tenant');
+
+  const published = await req(`${base}${created.location}/lifecycle`, s.cookie, { csrf, state: 'PUBLISHED' });
+  const id = 't:acme.test:stock-1.toml';
+  t.equal(published.location, `/publisher/apis/${encodeURIComponent(id)}`, 'published');
+  const file = path.join(apis, 't', 'acme.test', 'stock-1.toml');
+  t.match(fs.readFileSync(file, 'utf8'), /^state = "PUBLISHED"$/m, 'moved into apis/t/acme.test/ on the control plane');
+  t.ok(
+    await until(async () => (await fetch(`${cp.gateway}/t/acme.test/stock/1/menu`)).status === 200),
+    "served at its tenant URL by the control plane's gateway",
+  );
+  const mine = await req(`${base}/publisher`, s.cookie);
+  t.match(mine.text, /<code>\/t\/acme\.test\/stock<\/code>/, 'listed at its served context');
+
+  // The developer portal node lists each tenant's catalogue.
+  const acmePortal = await req(`${portal}/devportal?tenant=acme.test`);
+  t.equal(acmePortal.status, 200);
+  t.match(acmePortal.text, /APIs of acme\.test/);
+  t.match(acmePortal.text, new RegExp(`href="/devportal/apis/${encodeURIComponent(id)}"`), "acme.test's API listed");
+  t.notMatch(acmePortal.text, /BetaSecret|pizzashack-secured/, "and no other tenant's");
+  const betaPortal = await req(`${portal}/devportal?tenant=beta.test`);
+  t.match(betaPortal.text, /BetaSecret/, "beta.test's catalogue is its own");
+  t.notMatch(betaPortal.text, /Stock/);
+  t.notMatch((await req(`${portal}/devportal`)).text, /Stock|BetaSecret/, "the super tenant's catalogue lists no tenant API");
+  const apiPage = await req(`${portal}/devportal/apis/${encodeURIComponent(id)}`);
+  t.equal(apiPage.status, 200, "a tenant API's page");
+  t.match(apiPage.text, /<dt>Context<\/dt><dd><code>\/t\/acme\.test\/stock<\/code>/, 'at its tenant context');
+  t.equal((await req(`${portal}/devportal/apis/${encodeURIComponent('t:acme.test:created:stock-2.toml')}`)).status, 404, 'no draft');
+  t.equal((await req(`${portal}/devportal?tenant=nope.test`)).status, 404, 'a domain that is no tenant');
+
+  // Another tenant's ids, guessed ids and ids naming a path: 404, nothing changed on the control plane.
+  const before = tree(apis);
+  const guesses = [
+    't:beta.test:secret-1.toml',
+    't:beta.test:created:secret-1.toml',
+    'pizzashack-secured.toml',
+    'created:stock-1.toml',
+    't:acme.test:nope.toml',
+    't:acme.test:../x.toml',
+    't:acme.test:created:../../beta.test/secret-1.toml',
+    't:acme.test:..%2Fx.toml',
+    't:../..:x',
+    't:acme.test/..:stock-1.toml',
+  ];
+  for (const g of guesses) {
+    const at = `${base}/publisher/apis/${encodeURIComponent(g)}`;
+    t.equal((await req(at, s.cookie)).status, 404, `GET ${g}: 404`);
+    t.equal((await req(at, s.cookie, form('1', 'mole'))).status, 404, `edit ${g}: 404`);
+    t.equal((await req(`${at}/lifecycle`, s.cookie, { csrf, state: 'BLOCKED' })).status, 404, `lifecycle ${g}: 404`);
+  }
+  t.same(tree(apis), before, "the control plane's apis_dir unchanged");
+
+  // beta.test's admin on the same node: its own tenant's only.
+  const chief = await signIn(base, 'chief@beta.test', 'beta-pw-12', '/publisher');
+  const betaList = await req(`${base}/publisher`, chief.cookie);
+  t.match(betaList.text, /BetaSecret/, "beta.test's admin lists beta.test's API");
+  t.notMatch(betaList.text, /Stock/, "and none of acme.test's");
+  const betaCsrf = hidden(betaList.text, 'csrf');
+  for (const g of [id, 't:acme.test:created:stock-2.toml']) {
+    const at = `${base}/publisher/apis/${encodeURIComponent(g)}`;
+    t.equal((await req(at, chief.cookie)).status, 404, `beta.test's admin: GET ${g}: 404`);
+    t.equal(
+      (await req(`${at}/lifecycle`, chief.cookie, { csrf: betaCsrf, state: 'BLOCKED' })).status,
+      404,
+      `beta.test's admin: move ${g}: 404`,
+    );
+  }
+  t.match(fs.readFileSync(file, 'utf8'), /^state = "PUBLISHED"$/m, "acme.test's API is still published");
+
+  // The super admin's publisher on the node: the super tenant's APIs only.
+  const sup = await signIn(base, ADMIN.username, ADMIN.password, '/publisher');
+  const supList = await req(`${base}/publisher`, sup.cookie);
+  t.match(supList.text, /pizzashack-secured\.toml/);
+  t.notMatch(supList.text, /Stock|BetaSecret/, "the super admin's publisher lists no tenant API");
+  t.equal((await req(`${base}/publisher/apis/${encodeURIComponent(id)}`, sup.cookie)).status, 404, 'nor opens one');
+
+  // The package limit (demo: 2 APIs) holds through the control plane.
+  t.equal((await req(`${base}/publisher/new`, s.cookie, form('2'))).status, 303, 'a second API');
+  const third = await req(`${base}/publisher/new`, s.cookie, form('3'));
+  t.equal(third.status, 403, 'a third API is past the package limit');
+  t.match(third.text, /TENANT_LIMIT_REACHED: tenant acme\.test has 2 APIs: package demo allows 2/);
+  t.notOk(fs.existsSync(path.join(apis, 't', 'acme.test', 'created', 'stock-3.toml')), 'nothing written');
 });

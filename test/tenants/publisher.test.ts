@@ -11,7 +11,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import t from 'tap';
 import { basic, json } from '../keymanager/helpers';
-import { ADMIN, cookieOf, hidden, PORTAL_TOML, req, signIn, startPortalNode, until } from '../portal/helpers';
+import { ADMIN, cookieOf, hidden, PORTAL_TOML, publisherForm, req, signIn, startPortalNode, until } from '../portal/helpers';
 
 const PACKAGE = `[multi_tenancy.billing.package.demo.resource_volume]\nlimit = "2"\n`;
 
@@ -55,21 +55,8 @@ t.test("a tenant's admin publishes its tenant's APIs only; no other tenant reach
   t.notMatch(list0.text, /PizzaShack/, "the super tenant's APIs are not in a tenant's publisher");
   const csrf = hidden(list0.text, 'csrf');
   const backend = /production = "([^"]+)"/.exec(fs.readFileSync(path.join(apis, 'demo.toml'), 'utf8'))?.[1] ?? '';
-  const form = (version: string): Record<string, string> => ({
-    csrf,
-    action: 'save',
-    name: 'Stock',
-    context: '/stock',
-    version,
-    description: '',
-    production: backend,
-    sandbox: '',
-    auth: 'none',
-    resources: 'GET /menu',
-    scopes: '',
-    labels: 'Default',
-    policy: '',
-  });
+  const form = (version: string): Record<string, string> => publisherForm(csrf, backend, { version });
+
   const created = await req(`${base}/publisher/new`, bossy, form('1'));
   t.equal(created.status, 303, created.text.slice(0, 300));
   t.equal(created.location, `/publisher/apis/${encodeURIComponent('t:acme.test:created:stock-1.toml')}`);
