@@ -143,18 +143,21 @@ function workflowsOf(ctx: RouteContext): Workflows {
   return ctx.workflows;
 }
 
-/** A tenant admin sees its tenant's tasks only; the super admin every tenant's (docs/workflows.md). */
-const taskTenant = (c: AdminCall): string | undefined => (c.caller.tenant === SUPER_TENANT ? undefined : c.caller.tenant);
+/**
+ * Every admin sees and decides its own tenant's tasks only, the super admin the super tenant's: the
+ * reference keeps the authority to approve a tenant's workflows in the tenant's space (docs/workflows.md,
+ * "Who decides"). The engine's callback and the CLI on the store are not admin API callers.
+ */
+const taskTenant = (c: AdminCall): string => c.caller.tenant;
 
 async function decideTask(c: AdminCall, status: 'APPROVED' | 'REJECTED'): Promise<void> {
   const b = await readJson(c.req);
   if (b.comment !== undefined && typeof b.comment !== 'string') throw new OAuthError('invalid_request', 'comment must be a string');
-  const tenant = taskTenant(c);
   const task = await workflowsOf(c.ctx).decide(c.params[0] as string, {
     status,
     by: c.caller.username,
     comment: typeof b.comment === 'string' ? b.comment : '',
-    ...(tenant !== undefined ? { tenant } : {}),
+    tenant: taskTenant(c),
   });
   return sendJson(c.res, 200, task);
 }
@@ -626,7 +629,7 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = Object.freeze([
     tenancy: 'super',
     handle: async (c) => sendJson(c.res, 200, { list: await c.ctx.store.listRevoked(Date.now()) }),
   },
-  // Workflow tasks and executors (docs/workflows.md): a tenant admin's own tenant's, the super admin's every tenant's.
+  // Workflow tasks and executors (docs/workflows.md): the caller's own tenant's, the super admin's the super tenant's.
   {
     method: 'GET',
     path: '/tasks',
@@ -638,7 +641,7 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = Object.freeze([
       if (st !== undefined && st !== 'CREATED' && st !== 'APPROVED' && st !== 'REJECTED')
         throw new OAuthError('invalid_request', 'status must be CREATED, APPROVED or REJECTED');
       const list = await workflowsOf(c.ctx).list({
-        ...(tenant !== undefined ? { tenant } : {}),
+        tenant,
         ...(type !== undefined ? { type } : {}),
         ...(st !== undefined ? { pending: st === 'CREATED' } : {}),
       });

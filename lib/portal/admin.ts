@@ -10,8 +10,9 @@
  *                        subscription and custom ones, written through the policies validator  super admin
  *   /admin/tenants       tenants: add, activate, deactivate                                    super admin
  *
- * A tenant admin sees and decides its own tenant's tasks and applications only: another tenant's task or
- * application is not found (404), as in the admin API (docs/tenants.md, "Admins"). Every edit goes
+ * Every admin sees and decides its own tenant's tasks only (the super admin the super tenant's), and a
+ * tenant admin its own tenant's applications only: another tenant's task or application is not found
+ * (404), as in the admin API (docs/tenants.md, "Admins"; docs/workflows.md, "Who decides"). Every edit goes
  * through the validator the files, the admin API and the CLI use, and takes effect at once: blocking
  * conditions and owners as events, policies by reloading the gateway's throttling (`applyPolicies`).
  */
@@ -71,7 +72,7 @@ async function tasksPage(c: Call, a: AdminParts, errors: Errors = {}, status = 2
   const list = typeOk
     ? (
         await a.workflows.list({
-          ...(tenant !== SUPER_TENANT ? { tenant } : {}),
+          tenant,
           ...(type !== '' ? { type } : {}),
           ...(wanted !== 'ALL' ? { pending: wanted === 'CREATED' } : {}),
         })
@@ -127,7 +128,7 @@ async function decide(c: Call, a: AdminParts, id: string): Promise<void> {
       status: decision,
       by: c.session.user?.username ?? '',
       comment: c.form.get('comment') ?? '',
-      ...(tenant !== SUPER_TENANT ? { tenant } : {}),
+      tenant,
     });
     c.parts.logger.log('info', 'admin_task_decided', { id, status: decision, by: c.session.user?.username });
     c.session.flash = `<p class="notice" role="status">${h(t.description)}: ${decision === 'APPROVED' ? 'approved' : 'rejected'}.</p>`;

@@ -111,14 +111,19 @@ export const req = formRequest;
 export const hidden = hiddenField;
 
 /** Signs the super admin in through the key manager's page; the portal session cookie. */
-export async function signIn(base: string): Promise<string> {
-  const login = await req(`${base}/devportal/login?back=%2Fpublisher`);
+export function signIn(base: string): Promise<string> {
+  return signInAs(base, ADMIN.username, ADMIN.password);
+}
+
+/** Signs a user in through the key manager's page of the node at `base`; the portal session cookie. */
+export async function signInAs(base: string, username: string, password: string, back = '/publisher'): Promise<string> {
+  const login = await req(`${base}/devportal/login?back=${encodeURIComponent(back)}`);
   const page = await req(`${base}${login.location}`);
   const posted = await req(`${base}/oauth2/authorize`, cookieOf(page, 'tw_authz'), {
     authz: hidden(page.text, 'authz'),
     csrf: hidden(page.text, 'csrf'),
-    username: ADMIN.username,
-    password: ADMIN.password,
+    username,
+    password,
     action: 'login',
   });
   return cookieOf(await req(posted.location, cookieOf(login, 'tw_signin')), 'tw_portal');

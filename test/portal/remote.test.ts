@@ -446,4 +446,25 @@ t.test("console nodes over a remote control plane serve each tenant its own cata
   t.equal(third.status, 403, 'a third API is past the package limit');
   t.match(third.text, /TENANT_LIMIT_REACHED: tenant acme\.test has 2 APIs: package demo allows 2/);
   t.notOk(fs.existsSync(path.join(apis, 't', 'acme.test', 'created', 'stock-3.toml')), 'nothing written');
+
+  // acme.test's API state workflow on the control plane: the node's move waits for acme.test's admin there.
+  const acmeAuth = `Basic ${Buffer.from('bossy@acme.test:acme-pw-12').toString('base64')}`;
+  const cpJson = async (method: string, route: string, body?: unknown): Promise<{ status: number; body: Record<string, unknown> }> => {
+    const r = await fetch(`${cp.base}/admin/v1${route}`, {
+      method,
+      headers: { Authorization: acmeAuth, 'Content-Type': 'application/json' },
+      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+    });
+    return { status: r.status, body: (await r.json()) as Record<string, unknown> };
+  };
+  t.equal((await cpJson('PUT', '/workflow-executors/AM_API_STATE', { executor: 'approval' })).status, 200);
+  const second = `/publisher/apis/${encodeURIComponent('t:acme.test:created:stock-2.toml')}`;
+  const held = await req(`${base}${second}/lifecycle`, s.cookie, { csrf, state: 'PUBLISHED' });
+  t.equal(held.location, second, 'back to the draft: nothing moved');
+  t.match((await req(`${base}${second}`, s.cookie)).text, /CREATED → PUBLISHED pending approval/, 'the remote publisher says it waits');
+  t.ok(fs.existsSync(path.join(apis, 't', 'acme.test', 'created', 'stock-2.toml')), 'still a draft on the control plane');
+  const waiting = (await cpJson('GET', '/tasks')).body.list as { id: string; tenant: string; entity: string }[];
+  t.match(waiting, [{ tenant: 'acme.test', entity: 't:acme.test:created:stock-2.toml' }], "acme.test's task on the control plane");
+  t.equal((await cpJson('POST', `/tasks/${waiting[0]?.id ?? ''}/approve`, {})).status, 200, "approved by acme.test's admin");
+  t.match(fs.readFileSync(path.join(apis, 't', 'acme.test', 'stock-2.toml'), 'utf8'), /^state = "PUBLISHED"$/m, 'then published');
 });
