@@ -393,6 +393,11 @@ t.test("console nodes over a remote control plane serve each tenant its own cata
   t.match(apiPage.text, /<dt>Context<\/dt><dd><code>\/t\/acme\.test\/stock<\/code>/, 'at its tenant context');
   t.equal((await req(`${portal}/devportal/apis/${encodeURIComponent('t:acme.test:created:stock-2.toml')}`)).status, 404, 'no draft');
   t.equal((await req(`${portal}/devportal?tenant=nope.test`)).status, 404, 'a domain that is no tenant');
+  // Signed in there, acme.test's user sees its tenant's catalogue.
+  const dev = await signIn(portal, 'bossy@acme.test', 'acme-pw-12', '/devportal');
+  const own = await req(`${portal}/devportal`, dev.cookie);
+  t.match(own.text, /APIs of acme\.test/, "a signed-in tenant user's catalogue is its tenant's");
+  t.match(own.text, new RegExp(`href="/devportal/apis/${encodeURIComponent(id)}"`));
 
   // Another tenant's ids, guessed ids and ids naming a path: 404, nothing changed on the control plane.
   const before = tree(apis);
