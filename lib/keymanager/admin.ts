@@ -13,7 +13,7 @@ import { SUBSCRIPTION_STATES, type KeyType, type SubscriptionState } from '../st
 import { AdminKeptError, OAuthError } from './errors';
 import { KeyRingError } from './keys';
 import { checkNewUser, tenantRefusal, type Manager } from './manage';
-import { SUPER_TENANT, type Tenant, tenantOfFileId } from '../tenants';
+import { ACTING_TENANT, SUPER_TENANT, type Tenant, tenantOfFileId } from '../tenants';
 import { readJson, sendJson, type ApiFileService, type RouteContext } from './http';
 import { issueRegistrationToken, revokeRegistrationToken } from './registration';
 import { isConsoleClient, registerConsoleClients, withoutInternalApps } from './console-clients';
@@ -775,9 +775,26 @@ export async function handleAdmin(
       'access_denied',
       `${method} /admin/v1${route.path} is for the super tenant's admins; ${caller.username} is an admin of tenant ${caller.tenant}`,
     );
+  const acting = actingCaller(ctx, route, caller, req.headers[ACTING_TENANT]);
   const scoped = route.tenancy === 'tenant' && ctx.manager.tenants?.any === true;
-  const m = scoped ? ctx.manager.forTenant(caller.tenant) : ctx.manager;
-  return route.handle({ ctx, req, res, params, query, caller, m, owner: query.get('owner') ?? undefined });
+  const m = scoped ? ctx.manager.forTenant(acting.tenant) : ctx.manager;
+  return route.handle({ ctx, req, res, params, query, caller: acting, m, owner: query.get('owner') ?? undefined });
+}
+
+/**
+ * The caller a route acts for: a super tenant admin naming an existing tenant in ACTING_TENANT acts within
+ * it (404 for a name that is no tenant); a tenant's admin naming another tenant is refused (404), as for
+ * any of that tenant's rows; the header on another route is refused (400); otherwise the caller itself.
+ */
+function actingCaller(ctx: RouteContext, route: AdminRoute, caller: AdminCaller, header: string | string[] | undefined): AdminCaller {
+  if (header === undefined) return caller;
+  if (!/^\/(applications|subscriptions)(\/|$)/.test(route.path))
+    throw new OAuthError('invalid_request', `the ${ACTING_TENANT} header is read on the applications and subscriptions routes only`);
+  const asked = Array.isArray(header) ? (header[0] ?? '') : header;
+  if (asked === caller.tenant) return caller;
+  if (caller.tenant !== SUPER_TENANT || ctx.manager.tenants?.state(asked) === undefined)
+    throw new OAuthError('not_found', `no tenant ${asked.slice(0, 260)}`);
+  return { username: caller.username, tenant: asked };
 }
 
 /**

@@ -14,6 +14,7 @@
  * super admin credentials (PORTAL_REMOTE_REFUSED).
  */
 import type { KeyManager } from '../keymanager';
+import { ACTING_TENANT } from '../tenants';
 import { type ConsoleClient, type ConsoleOrigins, registerConsoleClients } from '../keymanager/console-clients';
 import { OAuthError, type OAuthErrorCode } from '../keymanager/errors';
 import type { ApplicationView, SubscriptionView } from '../keymanager/manage';
@@ -67,6 +68,12 @@ export interface PortalKeyManager {
   decisionComment?(entity: string): Promise<string | undefined>;
   /** The client credentials grant for an application's key (try-it). */
   token(consumerKey: string, consumerSecret: string, scope: string): Promise<TokenAnswer>;
+  /**
+   * The same key manager acting within a tenant, for that tenant's signed-in user (a remote one: its
+   * applications and subscriptions calls name the tenant; docs/tenants.md, "Console nodes"). Absent: the
+   * calls already reach each row in its own tenant (the local key manager, unscoped).
+   */
+  forTenant?(tenant: string): PortalKeyManager;
 }
 
 const basic = (user: string, secret: string): string => `Basic ${Buffer.from(`${user}:${secret}`).toString('base64')}`;
@@ -139,8 +146,12 @@ export function remoteFailure(err: unknown, origin: string): never {
   throw new PortalRemoteError('PORTAL_REMOTE_UNREACHABLE', `the key manager or control plane ${origin} did not answer: ${err.message}`);
 }
 
-/** The key manager of another node, over HTTP(S) with the super admin credentials. */
-export function remoteKeyManager(cp: ControlPlane, origin: string): PortalKeyManager {
+/**
+ * The key manager of another node, over HTTP(S) with the super admin credentials; with `tenant`, its
+ * applications and subscriptions calls act within that tenant (the admin API's ACTING_TENANT header).
+ */
+export function remoteKeyManager(cp: ControlPlane, origin: string, tenant?: string): PortalKeyManager {
+  const acting: Record<string, string> = tenant === undefined ? {} : { [ACTING_TENANT]: tenant };
   const call = async (
     method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
     path: string,
@@ -148,7 +159,14 @@ export function remoteKeyManager(cp: ControlPlane, origin: string): PortalKeyMan
     withAuth = true,
   ): Promise<Record<string, unknown>> => {
     try {
-      return await cp.request(method, path, body, withAuth);
+      return await cp.request(
+        method,
+        path,
+        body,
+        withAuth,
+        undefined,
+        /^\/admin\/v1\/(applications|subscriptions)(\/|\?|$)/.test(path) ? acting : {},
+      );
     } catch (err) {
       // The admin API refusing the super admin credentials is this node's configuration, not the user's doing.
       if (withAuth && err instanceof ControlPlaneError && err.status === 401)
@@ -206,7 +224,7 @@ export function remoteKeyManager(cp: ControlPlane, origin: string): PortalKeyMan
       (await call('GET', `/admin/v1/applications?owner=${encodeURIComponent(owner)}`)).list as ApplicationView[],
     async getApplication(id) {
       try {
-        return (await cp.request('GET', app(id))) as unknown as ApplicationView;
+        return (await cp.request('GET', app(id), undefined, true, undefined, acting)) as unknown as ApplicationView;
       } catch (err) {
         if (err instanceof ControlPlaneError && err.status === 404) return undefined;
         return remoteFailure(err, origin);
@@ -245,5 +263,6 @@ export function remoteKeyManager(cp: ControlPlane, origin: string): PortalKeyMan
       const t = await call('POST', '/oauth2/token', form.toString(), false);
       return { access_token: String(t.access_token), expires_in: Number(t.expires_in), scope: String(t.scope ?? '') };
     },
+    forTenant: (domain) => remoteKeyManager(cp, origin, domain),
   };
 }

@@ -13,6 +13,7 @@ import type { SiteHandler } from '../keymanager';
 import { OAuthError } from '../keymanager/errors';
 import { readBody } from '../keymanager/http';
 import { PortalRemoteError } from './backend';
+import { SUPER_TENANT } from '../tenants';
 import { type Call, canPublish, type PortalOptions, type PortalParts, problem } from './context';
 
 export type { DevportalSettings, PortalOptions } from './context';
@@ -30,6 +31,15 @@ export interface Portal {
   readonly sessions: Sessions;
   /** Registers the consoles' OAuth clients for the origins browsers use; returns their consumer keys. */
   register(origins: { readonly http: string | undefined; readonly https: string | undefined }): Promise<ReadonlySet<string>>;
+}
+
+/** The call with its signed-in user's tenant's key manager (PortalKeyManager.forTenant), unless that is the super tenant. */
+function withTenantKeys(c: Call): Call {
+  const u = c.session.user;
+  const keys = c.parts.keys;
+  if (u === undefined || keys.forTenant === undefined || c.parts.tenants === undefined) return c;
+  const tenant = c.parts.tenants.tenantOf(u.username);
+  return tenant === SUPER_TENANT ? c : { ...c, parts: { ...c.parts, keys: keys.forTenant(tenant) } };
 }
 
 /**
@@ -140,7 +150,9 @@ export function createPortal(o: PortalOptions): Portal {
     seeOther(c.res, pending.back, { 'Set-Cookie': [sessionCookie(c.req, s), clear] });
   };
 
-  const route = async (c: Call, which: 'devportal' | 'publisher' | 'admin'): Promise<void> => {
+  const route = async (c0: Call, which: 'devportal' | 'publisher' | 'admin'): Promise<void> => {
+    // A tenant's signed-in user reaches the key manager within its own tenant (a remote one: backend.ts forTenant).
+    const c = withTenantKeys(c0);
     const first = c.segs[0];
     if (which === 'devportal' && first === 'login' && c.method === 'GET') return login(c);
     if (which === 'devportal' && first === 'callback' && c.method === 'GET') return callback(c);

@@ -81,7 +81,7 @@ export class ControlPlane {
 
   /**
    * One request (a string body is a form, an object JSON); JSON answer of a 2xx, ControlPlaneError otherwise.
-   * `ifNoneMatch`: an ETag; a 304 answer resolves with NOT_MODIFIED.
+   * `ifNoneMatch`: an ETag; a 304 answer resolves with NOT_MODIFIED. `extra`: more request headers.
    */
   request(
     method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE',
@@ -89,10 +89,11 @@ export class ControlPlane {
     body?: string | Readonly<Record<string, unknown>>,
     withAuth = true,
     ifNoneMatch?: string,
+    extra: Readonly<Record<string, string>> = {},
   ): Promise<Record<string, unknown>> {
     const url = new URL(path, this.o.url);
     const mod = url.protocol === 'https:' ? https : http;
-    const headers: Record<string, string> = { Accept: 'application/json' };
+    const headers: Record<string, string> = { ...extra, Accept: 'application/json' };
     if (ifNoneMatch !== undefined) headers['If-None-Match'] = `"${ifNoneMatch}"`;
     if (withAuth) headers.Authorization = this.auth;
     const payload = body === undefined || typeof body === 'string' ? body : JSON.stringify(body);

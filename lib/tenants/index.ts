@@ -83,6 +83,14 @@ export function tenantOfUserName(username: string, tenants: { has(domain: string
   return tenants.has(d) ? d : SUPER_TENANT;
 }
 
+/**
+ * The request header with which a super tenant admin acts within a tenant on the applications and
+ * subscriptions routes (a remote console node, for its signed-in tenant user: docs/tenants.md, "Console
+ * nodes"): the call is then that tenant's, as its own admin's would be. Tasks, executors, users and API
+ * files are not reached this way: a tenant's tasks stay its own admins' (docs/workflows.md, "Who decides").
+ */
+export const ACTING_TENANT = 'throughway-tenant';
+
 /** The tenant an API file id names (docs/tenants.md): `t:<domain>:<file>` that domain as written (maybe no valid domain), any other id the super tenant. */
 export function tenantOfFileId(id: string): string {
   if (!id.startsWith('t:')) return SUPER_TENANT;

@@ -398,6 +398,39 @@ t.test("console nodes over a remote control plane serve each tenant its own cata
   const own = await req(`${portal}/devportal`, dev.cookie);
   t.match(own.text, /APIs of acme\.test/, "a signed-in tenant user's catalogue is its tenant's");
   t.match(own.text, new RegExp(`href="/devportal/apis/${encodeURIComponent(id)}"`));
+  // Its application is acme.test's on the key manager, and subscribes to acme.test's API.
+  const devCsrf = hidden(own.text, 'csrf');
+  const madeApp = await req(`${portal}/devportal/applications`, dev.cookie, { csrf: devCsrf, name: 'AcmeShop', description: '' });
+  t.equal(madeApp.status, 303, madeApp.text.slice(0, 300));
+  const appId = decodeURIComponent(madeApp.location.split('/').pop() ?? '');
+  const km = cp.node.keyManager;
+  t.match(await km?.manager.getApplication(appId), { tenant: 'acme.test', owner: 'bossy@acme.test' }, "the application is acme.test's");
+  const appPage = await req(`${portal}${madeApp.location}?tab=subscriptions`, dev.cookie);
+  t.match(appPage.text, /<option value="t:acme\.test:stock-1\.toml"/, "the tenant's API offered to subscribe");
+  const tier = /<select id="tier" name="tier"[^>]*>\s*<option value="([^"]+)"/.exec(appPage.text)?.[1] ?? '';
+  const subscribed = await req(`${portal}/devportal/subscribe`, dev.cookie, { csrf: devCsrf, application: appId, api: id, tier });
+  t.equal(subscribed.status, 303);
+  t.same(
+    (await km?.manager.listSubscriptions({ application: appId }))?.map((x) => [x.apiContext, x.apiVersion, x.state]),
+    [['/t/acme.test/stock', '1', 'UNBLOCKED']],
+    "subscribed to the tenant's API on the key manager",
+  );
+  const apps = await req(`${portal}/devportal/applications`, dev.cookie);
+  t.match(apps.text, /AcmeShop/, 'listed among its applications');
+  // The header the node acts within a tenant with: the super admin's only, on applications and subscriptions only.
+  const asTenant = (auth: string, route: string, tenant: string): Promise<Response> =>
+    fetch(`${cp.base}/admin/v1${route}`, { headers: { Authorization: auth, 'Throughway-Tenant': tenant } });
+  const superAuth = `Basic ${Buffer.from(`${ADMIN.username}:${ADMIN.password}`).toString('base64')}`;
+  const superApps = (await (await asTenant(superAuth, '/applications', 'acme.test')).json()) as { list: { id: string }[] };
+  t.same(
+    superApps.list.map((x) => x.id),
+    [appId],
+    "the super admin acting within acme.test lists acme.test's applications",
+  );
+  t.equal((await asTenant(superAuth, '/applications', 'nope.test')).status, 404, 'a tenant that does not exist');
+  t.equal((await asTenant(superAuth, '/tasks', 'acme.test')).status, 400, 'not on the tasks routes');
+  const chiefAuth = `Basic ${Buffer.from('chief@beta.test:beta-pw-12').toString('base64')}`;
+  t.equal((await asTenant(chiefAuth, '/applications', 'acme.test')).status, 404, "beta.test's admin does not act within acme.test");
 
   // Another tenant's ids, guessed ids and ids naming a path: 404, nothing changed on the control plane.
   const before = tree(apis);
