@@ -417,6 +417,8 @@ t.test("console nodes over a remote control plane serve each tenant its own cata
   );
   const apps = await req(`${portal}/devportal/applications`, dev.cookie);
   t.match(apps.text, /AcmeShop/, 'listed among its applications');
+  const subsPage = await req(`${base}/publisher/apis/${encodeURIComponent(id)}`, s.cookie);
+  t.match(subsPage.text, /AcmeShop/, "acme.test's publisher lists its API's subscription from the key manager");
   // The header the node acts within a tenant with: the super admin's only, on applications and subscriptions only.
   const asTenant = (auth: string, route: string, tenant: string): Promise<Response> =>
     fetch(`${cp.base}/admin/v1${route}`, { headers: { Authorization: auth, 'Throughway-Tenant': tenant } });
