@@ -8,7 +8,7 @@
 import t, { type Test } from 'tap';
 import * as net from 'node:net';
 import type * as http2 from 'node:http2';
-import { api, connect, h2Gateway, h2Request, type H2Answer } from './helpers';
+import { api, connect, h2Gateway, h2Request, type H2Answer, type H2Gateway } from './helpers';
 
 /** A backend that answers every request with `answer`, one byte at a time when `trickle`, then closes when `close`. */
 async function rawBackend(
@@ -46,13 +46,11 @@ async function rawBackend(
   };
 }
 
-async function through(
+/** A gateway in front of `backend`, with one session to it; all closed at the test's end. */
+async function gatewayFor(
   t: Test,
-  answer: string,
-  headers: http2.OutgoingHttpHeaders,
-  o: { trickle?: boolean; close?: boolean } = {},
-): Promise<H2Answer> {
-  const backend = await rawBackend(answer, o);
+  backend: { port: number; close(): Promise<void> },
+): Promise<http2.ClientHttp2Session & { gateway: H2Gateway }> {
   const g = await h2Gateway([api('raw', '/raw', `http://127.0.0.1:${backend.port}`)]);
   const s = connect(g);
   t.teardown(async () => {
@@ -60,6 +58,16 @@ async function through(
     await g.close();
     await backend.close();
   });
+  return Object.assign(s, { gateway: g });
+}
+
+async function through(
+  t: Test,
+  answer: string,
+  headers: http2.OutgoingHttpHeaders,
+  o: { trickle?: boolean; close?: boolean } = {},
+): Promise<H2Answer> {
+  const s = await gatewayFor(t, await rawBackend(answer, o));
   return h2Request(s, { ':method': 'GET', ...headers });
 }
 
@@ -122,14 +130,7 @@ t.test('a 100 Continue before the answer is not relayed; the final answer is', a
 });
 
 t.test('a backend that dies mid-body: the stream is reset, not ended as if complete', async (t) => {
-  const backend = await rawBackend('HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n' + 'z'.repeat(10), { close: true });
-  const g = await h2Gateway([api('raw', '/raw', `http://127.0.0.1:${backend.port}`)]);
-  const s = connect(g);
-  t.teardown(async () => {
-    s.close();
-    await g.close();
-    await backend.close();
-  });
+  const s = await gatewayFor(t, await rawBackend('HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n' + 'z'.repeat(10), { close: true }));
   const outcome = await new Promise<{ status: number; bytes: number; ended: boolean; rst: number }>((resolve) => {
     const req = s.request({ ':method': 'GET', ':path': '/raw/v1/cut' });
     let status = 0;
@@ -147,14 +148,8 @@ t.test('a backend that dies mid-body: the stream is reset, not ended as if compl
 });
 
 t.test('the same session serves many streams of each framing, no connection of the transport left behind', async (t) => {
-  const backend = await rawBackend('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n');
-  const g = await h2Gateway([api('raw', '/raw', `http://127.0.0.1:${backend.port}`)]);
-  const s = connect(g);
-  t.teardown(async () => {
-    s.close();
-    await g.close();
-    await backend.close();
-  });
+  const s = await gatewayFor(t, await rawBackend('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n'));
+  const g = s.gateway;
   const answers = await Promise.all(Array.from({ length: 50 }, (_, i) => h2Request(s, { ':method': 'GET', ':path': `/raw/v1/${i}` })));
   t.same(
     answers.map((a) => a.text()),
