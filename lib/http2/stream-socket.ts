@@ -18,7 +18,7 @@
 import { EventEmitter } from 'node:events';
 import * as http2 from 'node:http2';
 import type { TLSSocket } from 'node:tls';
-import { endToEnd } from '../embed/handler';
+import { HOP_BY_HOP } from '../embed/handler';
 
 const { NGHTTP2_CANCEL, NGHTTP2_INTERNAL_ERROR } = http2.constants;
 
@@ -48,21 +48,6 @@ export interface StreamSocketOptions {
   readonly stallTimeout: number;
   /** Called once the stream was reset by the gateway (the rapid-reset count skips those). */
   readonly reset: (stream: http2.ServerHttp2Stream, code: number) => void;
-}
-
-/** The response's fields for stream.respond(): end-to-end only, lower case, repeated ones joined (set-cookie kept apart). */
-export function responseFields(status: number, raw: readonly string[]): http2.OutgoingHttpHeaders {
-  const out: Record<string, string | string[] | number> = { ':status': status };
-  const kept = endToEnd(raw);
-  for (let i = 0; i < kept.length; i += 2) {
-    const name = (kept[i] as string).toLowerCase();
-    const value = kept[i + 1] as string;
-    const had = out[name];
-    if (had === undefined) out[name] = name === 'set-cookie' ? [value] : value;
-    else if (Array.isArray(had)) had.push(value);
-    else out[name] = `${had as string}, ${value}`;
-  }
-  return out;
 }
 
 export class StreamSocket extends EventEmitter {
@@ -299,22 +284,40 @@ export class StreamSocket extends EventEmitter {
     }
     const consumed = end + 4 - (all.length - (buf.length - off));
     this.head = undefined;
-    const lines = all.toString('latin1', 0, end).split('\r\n');
-    const status = parseInt((lines[0] as string).slice(9, 12), 10);
-    const raw: string[] = [];
+    // One pass over the head: names lower-cased once (RFC 9113 §8.2.2), hop-by-hop fields and those the
+    // Connection field names left out (RFC 9110 §7.6.1), repeated fields joined but set-cookie's.
+    const text = all.toString('latin1', 0, end);
+    const status = parseInt(text.slice(9, 12), 10);
+    const fields: Record<string, string | string[] | number> = { ':status': status };
+    let named: string | undefined;
     let length = -1;
     let chunked = false;
-    for (let i = 1; i < lines.length; i++) {
-      const l = lines[i] as string;
-      const colon = l.indexOf(':');
-      if (colon <= 0) continue;
-      const name = l.slice(0, colon);
-      const value = l.slice(colon + 1).trim();
-      const lower = name.toLowerCase();
-      if (lower === 'content-length') length = parseInt(value, 10);
-      else if (lower === 'transfer-encoding') chunked = value.toLowerCase().endsWith('chunked');
-      raw.push(name, value);
+    let pos = text.indexOf('\r\n') + 2;
+    while (pos > 1 && pos < text.length) {
+      let eol = text.indexOf('\r\n', pos);
+      if (eol === -1) eol = text.length;
+      const colon = text.indexOf(':', pos);
+      if (colon > pos && colon < eol) {
+        const name = text.slice(pos, colon).toLowerCase();
+        const value = text.slice(colon + 1, eol).trim();
+        if (name === 'content-length') length = parseInt(value, 10);
+        if (HOP_BY_HOP.has(name)) {
+          if (name === 'transfer-encoding') chunked = value.toLowerCase().endsWith('chunked');
+          else if (name === 'connection') named = named === undefined ? value : named + ',' + value;
+        } else {
+          const had = fields[name];
+          if (had === undefined) fields[name] = name === 'set-cookie' ? [value] : value;
+          else if (Array.isArray(had)) had.push(value);
+          else fields[name] = `${had as string}, ${value}`;
+        }
+      }
+      pos = eol + 2;
     }
+    if (named !== undefined)
+      for (const n of named.split(',')) {
+        const name = n.trim().toLowerCase();
+        if (name.charCodeAt(0) !== 0x3a) delete fields[name];
+      }
     const at = off + consumed;
     // Interim responses (100 Continue, 103 Early Hints) are not relayed; the final one follows.
     if (status >= 100 && status < 200) return at;
@@ -327,7 +330,7 @@ export class StreamSocket extends EventEmitter {
     } else this.read = Read.UNTIL_CLOSE;
     if (this.stream.destroyed || this.stream.closed) return buf.length;
     try {
-      this.stream.respond(responseFields(status, raw), { endStream: this.read === Read.DONE });
+      this.stream.respond(fields, { endStream: this.read === Read.DONE });
       this.responded = true;
     } catch {
       this.fail(NGHTTP2_INTERNAL_ERROR);

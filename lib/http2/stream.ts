@@ -15,8 +15,6 @@ import * as http2 from 'node:http2';
 import type { Socket } from 'node:net';
 import { StreamSocket } from './stream-socket';
 
-export { responseFields } from './stream-socket';
-
 /** What a stream needs of the gateway: a way to serve one in-process connection. */
 export type StreamServe = (socket: Socket, secure: boolean, clientVersion: string) => void;
 

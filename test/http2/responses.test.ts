@@ -100,6 +100,21 @@ t.test('a counted response written byte by byte', async (t) => {
   t.same(r.headers['set-cookie'], ['a=1', 'b=2'], 'repeated set-cookie fields stay apart');
 });
 
+t.test('fields: hop-by-hop and Connection-named ones dropped, repeated ones joined, names lower case', async (t) => {
+  const r = await through(
+    t,
+    'HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: x-secret, keep-alive\r\nX-Secret: 1\r\nKeep-Alive: timeout=5\r\nX-Multi: a\r\nX-MULTI: b\r\nUpgrade: h2c\r\n\r\nok',
+    { ':path': '/raw/v1/f' },
+  );
+  t.equal(r.status, 200);
+  t.equal(r.text(), 'ok');
+  t.equal(r.headers['x-secret'], undefined, 'a field the Connection field names is hop-by-hop (RFC 9110 §7.6.1)');
+  t.equal(r.headers['keep-alive'], undefined);
+  t.equal(r.headers.upgrade, undefined);
+  t.equal(r.headers.connection, undefined);
+  t.equal(r.headers['x-multi'], 'a, b', 'repeated fields joined in order');
+});
+
 t.test('a close-delimited HTTP/1.0 response (no length): the whole body, ended', async (t) => {
   const body = 'y'.repeat(5000);
   const r = await through(t, `HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\n${body}`, { ':path': '/raw/v1/old' }, { close: true });
