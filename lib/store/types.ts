@@ -132,6 +132,8 @@ export interface SigningKey {
 /** A blocking condition as stored (lib/events/blocking.ts gives the types and values). */
 export interface BlockingConditionRecord {
   readonly id: string;
+  /** The tenant whose condition it is (docs/tenants.md, "Blocking conditions"); rows from before tenants are the super tenant's. */
+  readonly tenant: string;
   readonly type: BlockingType;
   readonly value: string;
   readonly invert: boolean;
@@ -256,10 +258,14 @@ export interface Store {
   /** Replaces a key's stored private JWK (encrypting it at rest, lib/keymanager/keys.ts). */
   setSigningKeyPrivate(kid: string, privateJwk: string): Promise<void>;
 
-  /** Blocking conditions (throttling, 900805), oldest first. */
+  /**
+   * Blocking conditions (throttling, 900805), oldest first: one tenant's, or every tenant's when `tenant`
+   * is not given. A condition is unique within its tenant (STORE_CONFLICT for the same one twice).
+   */
   addBlockingCondition(c: Omit<BlockingConditionRecord, 'id' | 'createdAt'>): Promise<BlockingConditionRecord>;
-  listBlockingConditions(): Promise<BlockingConditionRecord[]>;
-  deleteBlockingCondition(id: string): Promise<BlockingConditionRecord | undefined>;
+  listBlockingConditions(tenant?: string): Promise<BlockingConditionRecord[]>;
+  /** Removes a condition of `tenant` (any tenant's when not given); undefined when there is none. */
+  deleteBlockingCondition(id: string, tenant?: string): Promise<BlockingConditionRecord | undefined>;
 
   /** The developer portal's self-service: mail outbox, profiles, account links, posts, ratings (lib/store/selfservice.ts). */
   readonly selfService: SelfServiceStore;
