@@ -403,6 +403,11 @@ export class SqlStore implements Store {
     const r = (await this.db.all(`SELECT * FROM tw_user WHERE username = ?`, [username]))[0];
     return r === undefined ? undefined : toUser(r);
   }
+  async getUsersIgnoringCase(username: string): Promise<User[]> {
+    const folded = username.toLowerCase();
+    const rows = await this.db.all(`SELECT * FROM tw_user WHERE LOWER(username) = LOWER(?)`, [username]);
+    return rows.map(toUser).filter((u) => u.username.toLowerCase() === folded);
+  }
   async listUsers(tenant?: string): Promise<User[]> {
     const rows =
       tenant === undefined

@@ -223,6 +223,12 @@ export interface Store {
   /** `tenant` defaults to the super tenant. */
   addUser(user: Omit<User, 'createdAt' | 'tenant'> & { tenant?: string }): Promise<User>;
   getUser(username: string): Promise<User | undefined>;
+  /**
+   * The users whose name is `username` but for letter case (a sign-in with
+   * `[apim.devportal] login_username_case_insensitive`, lib/store/passwords.ts): compared by the database's
+   * LOWER(), which SQLite applies to ASCII letters only, then by JavaScript's lower case.
+   */
+  getUsersIgnoringCase(username: string): Promise<User[]>;
   /** All users, or one tenant's. */
   listUsers(tenant?: string): Promise<User[]>;
   deleteUser(username: string): Promise<boolean>;

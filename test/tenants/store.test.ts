@@ -9,7 +9,7 @@ import { eachBackend } from '../store/backends';
 import { openDatabase, storeOver } from '../../lib/store/open';
 import { migrate } from '../../lib/store/sql';
 import { MIGRATIONS } from '../../lib/store/migrations';
-import { digest } from '../../lib/store/passwords';
+import { digest, findSignInUser } from '../../lib/store/passwords';
 
 eachBackend(async (t, backend, opened) => {
   const driver = await openDatabase('apim_db', opened.table, opened.cwd);
@@ -153,4 +153,14 @@ eachBackend(async (t, backend, opened) => {
     ['olduser'],
   );
   t.equal((await store.listUsers()).length, 2, "unfiltered: every tenant's");
+
+  // Sign-in names ([apim.devportal] login_username_case_insensitive): exact on every database when off
+  // (MariaDB's collation ignores case by itself), any letter case of the one user when on.
+  const signIn = async (typed: string, ignoreCase: boolean): Promise<string | undefined> =>
+    (await findSignInUser(store, typed, ignoreCase))?.username;
+  t.equal(await signIn('JANE@ACME.TEST', false), undefined, 'off: another letter case is no user');
+  t.equal(await signIn('jane@acme.test', false), 'jane@acme.test');
+  t.equal(await signIn('JANE@Acme.Test', true), 'jane@acme.test', 'on: the stored user, its tenant named in any case');
+  t.equal(await signIn('OldUser', true), 'olduser');
+  t.equal(await signIn('jane@beta.test', true), undefined, 'not a user of another tenant');
 });
