@@ -69,7 +69,7 @@ t.test('admin API and CLI --url: a condition blocks the gateway at once, and its
   t.match(viaCli.out, /blocking condition \S+ added: API \/a\n/);
   t.equal((await request(g.port, '/a/1.0.0/r')).status, 429, "the CLI's condition is in force");
   const list = await cli(['blocking', 'list', ...url], h.dir);
-  t.match(list.out, /ID\s+TYPE\s+VALUE\s+INVERT\n\S+\s+API\s+\/a/);
+  t.match(list.out, /ID\s+TYPE\s+VALUE\s+INVERT\s+TENANT\n\S+\s+API\s+\/a\s+carbon\.super\n/);
   const id = /added: /.test(viaCli.out) ? (/condition (\S+) added/.exec(viaCli.out)?.[1] ?? '') : '';
   const removed = await cli(['blocking', 'remove', id, ...url], h.dir);
   t.equal(removed.code, 0, removed.err);
