@@ -15,7 +15,7 @@
  * request. Targets alternate within a round and each cell has its own warm-up run, so ratios within one
  * run are what counts on a shared machine (docs/performance.md). Measurement only: nothing passes or fails.
  *
- *   npm run bench -- --h2 [--duration S] [--warmup S] [--rounds N] [--connections N] [--write] [--from FILE]
+ *   npm run bench -- --h2 [--duration S] [--warmup S] [--rounds N] [--connections N] [--cpu-prof DIR] [--write] [--from FILE]
  *
  * The raw rows are kept in WORK_DIR/h2-<date>.json; --write replaces the document's HTTP/2 section, --from
  * FILE renders an earlier run again without measuring.
@@ -70,12 +70,21 @@ interface Scenario {
   /** Streams per connection (h2load -m). */
   readonly streams: number;
   readonly grpc: boolean;
+  /** HTTP/1.1 over TLS on the same listeners (h2load --h1): what the same request costs without HTTP/2. */
+  readonly h1?: boolean;
 }
 
 const SCENARIO_LIST: readonly Scenario[] = [
   { name: 'get-m1', label: 'GET /small (96 B) over h2, 1 stream per connection', streams: 1, grpc: false },
   { name: 'get-m10', label: 'GET /small (96 B) over h2, 10 streams per connection', streams: 10, grpc: false },
   { name: 'get-m100', label: 'GET /small (96 B) over h2, 100 streams per connection', streams: 100, grpc: false },
+  {
+    name: 'get-h1-tls',
+    label: 'GET /small (96 B) over HTTP/1.1 with TLS on the same listener (h2load --h1), keep-alive, 10 in flight per connection',
+    streams: 10,
+    grpc: false,
+    h1: true,
+  },
   { name: 'grpc-unary', label: 'gRPC unary call (12 B request, 9 B reply), 10 streams per connection', streams: 10, grpc: true },
 ];
 
@@ -111,10 +120,12 @@ interface H2Options {
   connections: number;
   write: boolean;
   from: string | undefined;
+  /** --cpu-prof DIR: the throughway node writes a V8 CPU profile there when it stops (node --cpu-prof). */
+  cpuProf: string | undefined;
 }
 
 function parse(argv: readonly string[]): H2Options {
-  const o: H2Options = { duration: 6, warmup: 2, rounds: 3, connections: 8, write: false, from: undefined };
+  const o: H2Options = { duration: 6, warmup: 2, rounds: 3, connections: 8, write: false, from: undefined, cpuProf: undefined };
   const num = (name: string, raw: string | undefined, min: number, max: number): number => {
     const n = Number(raw);
     if (raw === undefined || !Number.isFinite(n) || n < min || n > max) throw new Error(`${name} needs a number from ${min} to ${max}`);
@@ -124,11 +135,12 @@ function parse(argv: readonly string[]): H2Options {
     const a = argv[i];
     if (a === '--write') o.write = true;
     else if (a === '--from') o.from = path.resolve(argv[++i] ?? '');
+    else if (a === '--cpu-prof') o.cpuProf = path.resolve(argv[++i] ?? '.');
     else if (a === '--duration') o.duration = num(a, argv[++i], 1, 600);
     else if (a === '--warmup') o.warmup = num(a, argv[++i], 0, 120);
     else if (a === '--rounds') o.rounds = Math.floor(num(a, argv[++i], 1, 20));
     else if (a === '--connections') o.connections = Math.floor(num(a, argv[++i], 1, 1000));
-    else throw new Error(`--h2 takes --duration, --warmup, --rounds, --connections, --write and --from, not ${String(a)}`);
+    else throw new Error(`--h2 takes --duration, --warmup, --rounds, --connections, --cpu-prof, --write and --from, not ${String(a)}`);
   }
   return o;
 }
@@ -195,7 +207,7 @@ interface Started {
   readonly floorPort: number;
 }
 
-async function startAll(dir: string): Promise<Started> {
+async function startAll(dir: string, cpuProf: string | undefined): Promise<Started> {
   const [backendPort, grpcPort, gwPort, nodePort, nginxPort, floorPort] = [
     await freePort(),
     await freePort(),
@@ -227,7 +239,14 @@ async function startAll(dir: string): Promise<Started> {
   );
   const node = startProc(
     'throughway-node',
-    [process.execPath, path.join(ROOT, 'dist', 'lib', 'cli.js'), 'start', '--config', path.join(conf, 'deployment.toml')],
+    [
+      process.execPath,
+      ...(cpuProf === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${cpuProf}`]),
+      path.join(ROOT, 'dist', 'lib', 'cli.js'),
+      'start',
+      '--config',
+      path.join(conf, 'deployment.toml'),
+    ],
     {},
     path.join(dir, 'node'),
   );
@@ -299,8 +318,12 @@ interface H2loadResult {
   readonly rps: number;
 }
 
-function h2load(url: string, o: { connections: number; streams: number; seconds: number; body?: string }): Promise<H2loadResult> {
+function h2load(
+  url: string,
+  o: { connections: number; streams: number; seconds: number; body?: string; h1?: boolean },
+): Promise<H2loadResult> {
   const args = ['-t', '1', '-c', String(o.connections), '-m', String(o.streams), '-D', String(o.seconds)];
+  if (o.h1 === true) args.push('--h1');
   if (o.body !== undefined) args.push('-d', o.body, '-H', 'content-type: application/grpc', '-H', 'te: trailers');
   args.push(url);
   return new Promise((resolve, reject) => {
@@ -338,7 +361,7 @@ async function measure(o: H2Options, command: string): Promise<H2Run> {
   fs.writeFileSync(bodyFile, GRPC_REQUEST);
   const cells: H2Cell[] = [];
   try {
-    const s = await startAll(dir);
+    const s = await startAll(dir, o.cpuProf);
     const origins: Record<Target, string> = {
       throughway: `https://${HOST}:${s.nodePort}`,
       nginx: `https://${HOST}:${s.nginxPort}`,
@@ -354,12 +377,16 @@ async function measure(o: H2Options, command: string): Promise<H2Run> {
     log(`sanity: /small and ${GRPC_PATH} answer alike through throughway, nginx and (gRPC) direct`);
     for (let round = 1; round <= o.rounds; round++) {
       for (const sc of SCENARIO_LIST) {
-        const targets: Target[] = sc.grpc ? ['throughway', 'nginx', 'direct'] : ['throughway', 'nginx', 'floor'];
+        const targets: Target[] = sc.grpc
+          ? ['throughway', 'nginx', 'direct']
+          : sc.h1 === true
+            ? ['throughway', 'nginx']
+            : ['throughway', 'nginx', 'floor'];
         // Alternate which target goes first, round by round.
         if (round % 2 === 0) targets.reverse();
         for (const target of targets) {
           const url = origins[target] + (sc.grpc ? GRPC_PATH : `${PREFIX}/small`);
-          const run = { connections: o.connections, streams: sc.streams, ...(sc.grpc ? { body: bodyFile } : {}) };
+          const run = { connections: o.connections, streams: sc.streams, h1: sc.h1 === true, ...(sc.grpc ? { body: bodyFile } : {}) };
           if (o.warmup > 0) await h2load(url, { ...run, seconds: o.warmup }).catch(() => undefined);
           const pid =
             target === 'throughway' ? s.node.pid : target === 'nginx' ? s.nginx.pid : target === 'floor' ? s.floor.pid : undefined;
@@ -423,7 +450,7 @@ export function renderH2Table(run: H2Run): string {
     const ratio = tw / ng;
     const fl = median(of('floor').map((c) => c.cpuUs ?? NaN));
     lines.push(
-      `| ${sc.label} | ${cell('throughway')} | ${cell('nginx')} | ${cell('floor')} | ${direct.length > 0 ? fmt(median(direct.map((c) => c.rps))) : '–'} | ${fmt(ratio, 2)}× | ${Number.isFinite(fl) ? `${fmt(fl / ng, 2)}×` : '–'} | ≤ 1.3× (${Number.isFinite(ratio) && ratio <= 1.3 ? 'met' : 'missed'}) |`,
+      `| ${sc.label} | ${cell('throughway')} | ${cell('nginx')} | ${cell('floor')} | ${direct.length > 0 ? fmt(median(direct.map((c) => c.rps))) : '–'} | ${fmt(ratio, 2)}× | ${Number.isFinite(fl) ? `${fmt(fl / ng, 2)}×` : '–'} | ${sc.h1 === true ? 'reference row' : `≤ 1.3× (${Number.isFinite(ratio) && ratio <= 1.3 ? 'met' : 'missed'})`} |`,
     );
   }
   return lines.join('\n');

@@ -1,10 +1,13 @@
 /**
- * `npm run bench -- --instructions [--requests N] [--rounds R] [--warm N] [--traced] [--plugin] [--node] [--keep]`: user-space instructions
+ * `npm run bench -- --instructions [--requests N] [--rounds R] [--warm N] [--traced] [--plugin] [--node] [--h2c] [--keep]`: user-space instructions
  * per request of the bare transport and of the full gateway on the same request (the full scenario's route,
  * bearer token included; the gateway with its access log on, as in the CPU bench's full scenario), counted
  * by valgrind's callgrind (docs/performance.md, "Counting instructions"). `--traced` adds the traced
  * scenario's gateway (spans to the backend's Zipkin sink) and sends every cell the traced scenario's
  * requests: the 100 traceparents of common.ts traceparents(0.01), cycled, one in a hundred sampled.
+ * `--h2c` adds the node cells and a second deployed node with `[throughway.http2] h2c = true`, sent the
+ * same GET as HTTP/2 streams with prior knowledge (8 sessions, 10 streams open on each): what a stream
+ * costs beside an HTTP/1.1 request on the node.
  * `--node` adds the deployed node (bench/start-node.ts: `throughway start` with one open API file) and the
  * bare transport again, both sent the peers' plain GET of /small (no token): what a user runs against the
  * transport it is built on. `--keep` writes each counted dump, its JIT addresses named, to the bench's
@@ -24,6 +27,7 @@
  * callgrind sees only as addresses, are named from the perf map Node writes to /tmp/perf-<pid>.map.
  */
 import * as fs from 'node:fs';
+import * as http2 from 'node:http2';
 import * as net from 'node:net';
 import * as path from 'node:path';
 import { spawnSync } from 'node:child_process';
@@ -249,6 +253,8 @@ export interface InstructionRun {
   readonly transportPlain?: readonly InstructionCount[];
   /** `--node`: the deployed node (bench/start-node.ts) on the same plain GET of its API's /small. */
   readonly node?: readonly InstructionCount[];
+  /** `--h2c`: a second deployed node with h2c on, sent the same GET as HTTP/2 streams (10 per session at once). */
+  readonly h2c?: readonly InstructionCount[];
 }
 
 /** The table of a run: medians per class, the program ratio per round, and the functions that differ most. */
@@ -271,6 +277,7 @@ export function renderInstructions(run: InstructionRun, top = 15): string {
   if (run.plugin !== undefined) cells.push(['full gateway, one no-op plugin', run.plugin]);
   if (run.transportPlain !== undefined) cells.push(['transport, plain GET (no token)', run.transportPlain]);
   if (run.node !== undefined) cells.push(['deployed node, plain GET', run.node]);
+  if (run.h2c !== undefined) cells.push(['deployed node, the same GET as an h2c stream', run.h2c]);
   for (const [label, cs] of cells) {
     L.push(`| ${label} | ${fmt(med(cs, 'total'))} | ${fmt(med(cs, 'gc'))} | ${fmt(med(cs, 'compiler'))} | ${fmt(med(cs, 'program'))} |`);
   }
@@ -281,6 +288,8 @@ export function renderInstructions(run: InstructionRun, top = 15): string {
   if (run.traced !== undefined) L.push(`Program instructions, traced gateway / transport: ${ratiosText(ratioOf(run.traced))}`);
   if (run.node !== undefined && run.transportPlain !== undefined)
     L.push(`Program instructions, deployed node / transport (plain GET): ${ratiosText(ratioOf(run.node, run.transportPlain))}`);
+  if (run.h2c !== undefined && run.node !== undefined)
+    L.push(`Program instructions, h2c stream / HTTP/1.1 request on the deployed node: ${ratiosText(ratioOf(run.h2c, run.node))}`);
   if (tokenCells) {
     L.push('');
     L.push(`Where the gateway's extra program instructions go (the ${top} functions that differ most, per request):`);
@@ -300,6 +309,11 @@ export function renderInstructions(run: InstructionRun, top = 15): string {
     L.push('');
     L.push(`Where the deployed node's extra program instructions go (the ${top} functions that differ most, per request):`);
     L.push(...differences(run.transportPlain, run.node, 'transport', 'node', top));
+  }
+  if (run.h2c !== undefined && run.node !== undefined) {
+    L.push('');
+    L.push(`What an h2c stream costs beyond an HTTP/1.1 request on the node (the ${top} functions that differ most, per request):`);
+    L.push(...differences(run.node, run.h2c, 'HTTP/1.1', 'h2c', top));
   }
   return L.join('\n') + '\n';
 }
@@ -431,6 +445,39 @@ export async function sendFixed(port: number, request: Buffer | readonly Buffer[
   }
 }
 
+/**
+ * Sends exactly `n` GETs of `p` as HTTP/2 streams with prior knowledge (h2c) over `sessions` sessions, at
+ * most `inFlight` streams open on each; resolves with the answers that were not 200.
+ */
+export async function sendH2c(port: number, p: string, n: number, sessions: number, inFlight: number): Promise<number> {
+  const all = Array.from({ length: sessions }, () => http2.connect(`http://${HOST}:${port}`));
+  let left = n;
+  let bad = 0;
+  try {
+    await Promise.all(
+      all.flatMap((session) =>
+        Array.from({ length: inFlight }, async () => {
+          while (left > 0) {
+            left--;
+            const status = await new Promise<number>((resolve) => {
+              const req = session.request({ ':path': p });
+              let st = 0;
+              req.on('response', (h) => (st = Number(h[':status'])));
+              req.on('close', () => resolve(st));
+              req.on('error', () => undefined);
+              req.resume();
+            });
+            if (status !== 200) bad++;
+          }
+        }),
+      ),
+    );
+  } finally {
+    for (const s of all) s.close();
+  }
+  return bad;
+}
+
 /** callgrind_control on a counted process (`-z` zero, `-i on|off` count, `-d` dump). */
 export function control(pid: number, ...args: string[]): void {
   const r = spawnSync('callgrind_control', [...args, String(pid)], { encoding: 'utf8' });
@@ -532,7 +579,9 @@ export async function runInstructionsBench(argv: readonly string[]): Promise<voi
   // --node-only: the two cells of --node alone (the transport and the deployed node, plain GET), for a
   // count that has to be quick on a busy machine.
   const nodeOnly = argv.includes('--node-only');
-  const withNode = nodeOnly || argv.includes('--node');
+  // --h2c: the node cells, and a second node with h2c on sent the same GET as HTTP/2 streams.
+  const withH2c = argv.includes('--h2c');
+  const withNode = nodeOnly || withH2c || argv.includes('--node');
   const stamp = new Date().toISOString().replace(/[:.]/g, '-');
   const keep = (cell: string, r: number): string | undefined =>
     argv.includes('--keep') ? path.join(WORK_DIR, `callgrind-${stamp}-${cell}-r${r + 1}.out`) : undefined;
@@ -548,6 +597,7 @@ export async function runInstructionsBench(argv: readonly string[]): Promise<voi
   const plugin: InstructionCount[] = [];
   const transportPlain: InstructionCount[] = [];
   const node: InstructionCount[] = [];
+  const h2c: InstructionCount[] = [];
   const counted: Counted[] = [];
   try {
     await startBackend(backendPort);
@@ -590,6 +640,12 @@ export async function runInstructionsBench(argv: readonly string[]): Promise<voi
       ? startCounted('node-callgrind', 'start-node.js', { UPSTREAM: upstream, EXTRA_PREFIX: NODE_PREFIX }, await freePort())
       : undefined;
     if (nd !== undefined) counted.push(nd);
+    // Its own process: with h2c on, the plain listener reads a connection's first bytes before it takes
+    // HTTP/1.1 (docs/http2.md), so the HTTP/1.1 cell stays on a node without it.
+    const h2 = withH2c
+      ? startCounted('h2c-callgrind', 'start-node.js', { UPSTREAM: upstream, EXTRA_PREFIX: NODE_PREFIX, H2C: '1' }, await freePort())
+      : undefined;
+    if (h2 !== undefined) counted.push(h2);
     for (const c of counted) await waitPort(c.port, 300_000, c.proc);
     const token = gw === undefined ? '' : fs.readFileSync(tokenFile, 'utf8').trim();
     // The traced gateway issued its own token, as long as the other one.
@@ -619,13 +675,23 @@ export async function runInstructionsBench(argv: readonly string[]): Promise<voi
         transportPlain.push(await countCell(tp, plain(tp.port, TRANSPORT_PATH), w, requests, keep('transport-plain', r)));
         node.push(await countCell(nd, plain(nd.port, `${NODE_PREFIX}${TRANSPORT_PATH}`), w, requests, keep('node', r)));
       }
+      if (h2 !== undefined) {
+        const at = `${NODE_PREFIX}${TRANSPORT_PATH}`;
+        if ((await sendH2c(h2.port, at, w, 8, 10)) > 0)
+          throw new Error(`${h2.proc.name}: answers other than 200 while warming up (log: ${h2.proc.logFile})`);
+        const { text, map } = await countAround(h2, () => sendH2c(h2.port, at, requests, 8, 10));
+        const file = keep('h2c', r);
+        if (file !== undefined) fs.writeFileSync(file, symbolizeDump(text, map));
+        h2c.push(countOf(parseCallgrind(text), map, requests));
+      }
       log(
-        `  program instructions per request: transport ${fmt(transport[r]?.program)}, gateway ${fmt(gateway[r]?.program)}${tr !== undefined ? `, traced ${fmt(traced[r]?.program)}` : ''}${pl !== undefined ? `, plugin ${fmt(plugin[r]?.program)}` : ''}${nd !== undefined ? `, transport plain ${fmt(transportPlain[r]?.program)}, node ${fmt(node[r]?.program)}` : ''}`,
+        `  program instructions per request: transport ${fmt(transport[r]?.program)}, gateway ${fmt(gateway[r]?.program)}${tr !== undefined ? `, traced ${fmt(traced[r]?.program)}` : ''}${pl !== undefined ? `, plugin ${fmt(plugin[r]?.program)}` : ''}${nd !== undefined ? `, transport plain ${fmt(transportPlain[r]?.program)}, node ${fmt(node[r]?.program)}` : ''}${h2 !== undefined ? `, h2c stream ${fmt(h2c[r]?.program)}` : ''}`,
       );
     }
     if (tr !== undefined) await stopProc(tr.proc, 20_000);
     if (pl !== undefined) await stopProc(pl.proc, 20_000);
     if (nd !== undefined) await stopProc(nd.proc, 20_000);
+    if (h2 !== undefined) await stopProc(h2.proc, 20_000);
     if (gw !== undefined) await stopProc(gw.proc, 20_000);
     await stopProc(tp.proc, 20_000);
   } finally {
@@ -649,6 +715,7 @@ export async function runInstructionsBench(argv: readonly string[]): Promise<voi
     ...(withTraced ? { traced } : {}),
     ...(withPlugin ? { plugin } : {}),
     ...(withNode ? { transportPlain, node } : {}),
+    ...(withH2c ? { h2c } : {}),
   };
   fs.writeFileSync(path.join(WORK_DIR, `instructions-${run.date.replace(/[:.]/g, '-')}.json`), JSON.stringify(run, null, 2));
   process.stdout.write(`# throughway instruction count — ${run.date}\n\n${renderInstructions(run)}`);

@@ -6,7 +6,7 @@
  * /64k and POST /upload proxied to UPSTREAM. The EXTRA_CMD of ../shared/peers/run.sh for bench/peers-node.sh,
  * and the deployed-node cell of `npm run bench -- --instructions --node` (bench/instructions.ts).
  *
- *   PORT=8280 UPSTREAM=http://127.0.0.1:8100 [EXTRA_PREFIX=/bench/1.0.0] node dist/bench/start-node.js
+ *   PORT=8280 UPSTREAM=http://127.0.0.1:8100 [EXTRA_PREFIX=/bench/1.0.0] [H2C=1] node dist/bench/start-node.js
  *
  * EXTRA_PREFIX is the API's context and version (default /bench/1.0.0): requests go to
  * `http://127.0.0.1:$PORT/bench/1.0.0/small`. The gateway listens on 127.0.0.1:PORT; its HTTPS port (127.0.0.1
@@ -116,7 +116,9 @@ if (require.main === module) {
   process.on('exit', () => fs.rmSync(dir, { recursive: true, force: true }));
   fs.mkdirSync(path.join(dir, 'conf', 'apis'), { recursive: true });
   const file = path.join(dir, 'conf', 'deployment.toml');
-  fs.writeFileSync(file, deploymentToml(port, crypto.randomBytes(18).toString('base64url')), { mode: 0o600 });
+  // H2C=1: prior-knowledge HTTP/2 on the plain listener too (bench/instructions.ts --h2c).
+  const h2c = env.H2C === '1' ? '\n[throughway.http2]\nh2c = true\n' : '';
+  fs.writeFileSync(file, deploymentToml(port, crypto.randomBytes(18).toString('base64url')) + h2c, { mode: 0o600 });
   fs.writeFileSync(path.join(dir, 'conf', 'apis', 'bench.toml'), apiToml(prefix.context, prefix.version, upstream));
   const io = {
     out: (t: string) => process.stdout.write(t),

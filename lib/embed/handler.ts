@@ -16,7 +16,16 @@ import { GatewayOwnCode } from '../faults';
 import type { ConnectionHandler } from './inject';
 import { socketPair } from './pair';
 
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade']);
+/** Hop-by-hop fields (RFC 9110 §7.6.1), with Proxy-Connection and Keep-Alive of HTTP/1.0 practice. */
+export const HOP_BY_HOP: ReadonlySet<string> = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'transfer-encoding',
+  'te',
+  'trailer',
+  'upgrade',
+]);
 
 /** Flat raw pairs without hop-by-hop fields and without those the Connection field names. */
 export function endToEnd(raw: readonly string[]): string[] {

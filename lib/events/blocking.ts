@@ -20,6 +20,11 @@ export interface BlockingCondition {
   readonly value: string;
   /** IP and IP_RANGE only: block every address except these. */
   readonly invert: boolean;
+  /**
+   * The tenant whose condition it is (docs/tenants.md, "Blocking conditions"): it applies to calls of that
+   * tenant's APIs only. Absent: the super tenant's (a condition from an older node, an embedder's).
+   */
+  readonly tenant?: string;
 }
 
 /** Why a value cannot be a condition of its type, or undefined when it can. */

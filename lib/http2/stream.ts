@@ -1,26 +1,24 @@
 /**
- * One HTTP/2 stream through the gateway's chain (docs/http2.md): its request is written again as HTTP/1.1
- * over an in-process socket pair (lib/embed/pair.ts) into the transport, as the embedding handler does
- * (lib/embed/handler.ts), so routing, CORS, authentication, subscriptions, throttling, mediation, faults
- * and the access log are the HTTP/1.1 path's own code; the pair's connection names the client's version
- * "2.0" (Transport.handleConnection). Bodies stream both ways with backpressure: the stream is read only
- * as fast as the pair takes its bytes (so flow-control windows open only as the backend reads), and a
- * response waits for the stream's window ('drain') before the pair is read again.
+ * One HTTP/2 stream through the gateway's chain (docs/http2.md): its request is handed to the transport
+ * as HTTP/1.1 over an in-process connection bound to the stream (stream-socket.ts), so routing, CORS,
+ * authentication, subscriptions, throttling, mediation, faults and the access log are the HTTP/1.1 path's
+ * own code; the connection names the client's version "2.0" (Transport.handleConnection). Bodies stream
+ * both ways with backpressure: the stream is read only as fast as the transport takes its bytes (so
+ * flow-control windows open only as the backend reads), and a response waits for the stream's window
+ * ('drain') before the backend is read again.
  *
  * Field translation (RFC 9113 §8.3 and §8.2.3): :method and :path make the request line, :authority the
  * Host field when there is none, cookie fields are joined with "; "; the response's hop-by-hop fields
  * (RFC 9110 §7.6.1) are not copied, and names are sent in lower case (RFC 9113 §8.2.2).
  */
-import * as http from 'node:http';
 import * as http2 from 'node:http2';
 import type { Socket } from 'node:net';
-import { socketPair } from '../embed/pair';
-import { endToEnd } from '../embed/handler';
+import { StreamSocket } from './stream-socket';
 
 /** What a stream needs of the gateway: a way to serve one in-process connection. */
 export type StreamServe = (socket: Socket, secure: boolean, clientVersion: string) => void;
 
-const { NGHTTP2_CANCEL, NGHTTP2_ENHANCE_YOUR_CALM, NGHTTP2_INTERNAL_ERROR, NGHTTP2_PROTOCOL_ERROR } = http2.constants;
+const { NGHTTP2_ENHANCE_YOUR_CALM } = http2.constants;
 
 /** Streams the gateway reset itself (the rapid-reset count, index.ts, counts only the client's). */
 export const resetByGateway = new WeakSet<http2.ServerHttp2Stream>();
@@ -60,21 +58,6 @@ export function requestFields(raw: readonly string[]): { method: string; path: s
   return { method, path: path ?? authority ?? '/', fields };
 }
 
-/** The response fields for stream.respond(): end-to-end only, lower case, repeated ones joined (set-cookie kept apart). */
-export function responseFields(status: number, raw: readonly string[]): http2.OutgoingHttpHeaders {
-  const out: Record<string, string | string[] | number> = { ':status': status };
-  const kept = endToEnd(raw);
-  for (let i = 0; i < kept.length; i += 2) {
-    const name = (kept[i] as string).toLowerCase();
-    const value = kept[i + 1] as string;
-    const had = out[name];
-    if (had === undefined) out[name] = name === 'set-cookie' ? [value] : value;
-    else if (Array.isArray(had)) had.push(value);
-    else out[name] = `${had as string}, ${value}`;
-  }
-  return out;
-}
-
 export interface StreamLimits {
   /** stall_timeout: ms a response may wait for the client's window before the stream is reset. */
   readonly stallTimeout: number;
@@ -101,83 +84,28 @@ export function serveStream(
     return;
   }
   const { method, path, fields } = requestFields(raw);
-  const [client, server] = socketPair({ remoteAddress: peer.address, remotePort: peer.port });
-  let out: http.ClientRequest;
-  try {
-    out = http.request({
-      method,
-      path,
-      headers: fields as unknown as http.OutgoingHttpHeaders,
-      setHost: false,
-      createConnection: () => client as unknown as Socket,
-    });
-  } catch {
-    // node:http refuses a target or field it cannot write (nghttp2 checked the fields' bytes already).
-    client.destroy();
-    reset(stream, NGHTTP2_PROTOCOL_ERROR);
-    return;
+  // The request line and fields as the transport parses them; the transport closes the connection after
+  // the response (one stream, one exchange), which ends a close-delimited body.
+  let head = method + ' ' + path + ' HTTP/1.1\r\n';
+  let counted = false;
+  for (let i = 0; i < fields.length; i += 2) {
+    const name = fields[i] as string;
+    if (name === 'content-length') counted = true;
+    // Hop-by-hop fields are not HTTP/2's (RFC 9113 §8.2.2): nghttp2 refused them already; the framing is this module's.
+    else if (name === 'connection' || name === 'transfer-encoding') continue;
+    head += name + ': ' + (fields[i + 1] as string) + '\r\n';
   }
-  let stall: NodeJS.Timeout | undefined;
-  const done = (): void => {
-    if (stall !== undefined) clearTimeout(stall);
-    stall = undefined;
-    client.destroy();
-    // A close, not only a FIN: the transport keeps answering a half-closed client (allowHalfOpen), and a
-    // reset stream has no one to answer.
-    server.destroy();
-  };
-  out.once('error', () => {
-    done();
-    if (!stream.destroyed) reset(stream, NGHTTP2_INTERNAL_ERROR);
+  const body = !stream.endAfterHeaders;
+  const chunked = body && !counted;
+  head += chunked ? 'transfer-encoding: chunked\r\nconnection: close\r\n\r\n' : 'connection: close\r\n\r\n';
+  const socket = new StreamSocket(stream, {
+    remoteAddress: peer.address,
+    remotePort: peer.port,
+    method,
+    stallTimeout: limits.stallTimeout,
+    reset,
   });
-  out.once('response', (gw) => {
-    if (stream.destroyed || stream.closed) {
-      done();
-      return;
-    }
-    const status = gw.statusCode ?? 502;
-    const noBody = method === 'HEAD' || status === 204 || status === 304;
-    try {
-      stream.respond(responseFields(status, gw.rawHeaders), { endStream: noBody });
-    } catch {
-      done();
-      reset(stream, NGHTTP2_INTERNAL_ERROR);
-      return;
-    }
-    if (noBody) {
-      gw.resume();
-      gw.once('end', done);
-      return;
-    }
-    gw.on('data', (chunk: Buffer) => {
-      if (stream.write(chunk)) return;
-      // The client's window is full: read the gateway again when it opens, or reset the stream when it
-      // stays shut for stall_timeout (a zero-window stall holds the backend connection otherwise).
-      gw.pause();
-      stall ??= setTimeout(() => {
-        stall = undefined;
-        done();
-        if (!stream.destroyed) reset(stream, NGHTTP2_CANCEL);
-      }, limits.stallTimeout);
-    });
-    stream.on('drain', () => {
-      if (stall !== undefined) clearTimeout(stall);
-      stall = undefined;
-      gw.resume();
-    });
-    gw.once('end', () => {
-      if (!stream.destroyed) stream.end();
-      done();
-    });
-    gw.once('error', () => {
-      done();
-      if (!stream.destroyed) reset(stream, NGHTTP2_INTERNAL_ERROR);
-    });
-  });
-  // The client reset or closed the stream first: the in-process connection closes (the transport sees its client leave).
-  stream.once('close', done);
-  stream.once('error', done);
-  serve(server as unknown as Socket, peer.secure, '2.0');
-  if (stream.endAfterHeaders) out.end();
-  else stream.pipe(out);
+  serve(socket as unknown as Socket, peer.secure, '2.0');
+  socket.feed(Buffer.from(head, 'latin1'));
+  if (body) socket.pipeBody(chunked);
 }

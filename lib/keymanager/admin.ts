@@ -189,6 +189,22 @@ function fileId(c: AdminCall): string {
   return id;
 }
 
+/**
+ * The manager of the blocking conditions a call names (docs/admin-api.md, "Blocking conditions"): the
+ * caller's tenant's; for the super tenant's admins, `?tenant=<domain>` a tenant's and, where `every`,
+ * `?tenant=*` every tenant's (what a gateway-worker pulls). A tenant's admin naming another tenant, and a
+ * domain that is no tenant, get 404, as for a condition that does not exist.
+ */
+function blockingManager(c: AdminCall, every = true): Manager {
+  const asked = c.query.get('tenant');
+  if (asked === null || asked === c.caller.tenant) return c.m;
+  if (c.caller.tenant === SUPER_TENANT) {
+    if (asked === '*' && every) return c.ctx.manager;
+    if (asked !== '*' && c.ctx.tenants?.state(asked) !== undefined) return c.ctx.manager.forTenant(asked);
+  }
+  throw new OAuthError('not_found', `no blocking conditions of tenant ${asked.slice(0, 253)} for ${c.caller.username}`);
+}
+
 /** Every admin route, in matching order (docs/admin-api.md). */
 export const ADMIN_ROUTES: readonly AdminRoute[] = Object.freeze([
   // The gateway URLs clients are shown ([[apim.gateway.environment]]; lib/gateway/environments.ts).
@@ -434,31 +450,33 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = Object.freeze([
       return sendJson(c.res, 200, { kid });
     },
   },
+  // Each tenant's admin has its own blocking conditions (docs/tenants.md, "Blocking conditions").
   {
     method: 'GET',
     path: '/blocking-conditions',
-    tenancy: 'super',
-    handle: async (c) => sendJson(c.res, 200, { list: await c.m.listBlockingConditions() }),
+    tenancy: 'tenant',
+    handle: async (c) => sendJson(c.res, 200, { list: await blockingManager(c).listBlockingConditions() }),
   },
   {
     method: 'POST',
     path: '/blocking-conditions',
-    tenancy: 'super',
+    tenancy: 'tenant',
     async handle(c) {
       const b = await readJson(c.req);
       if (b.invert !== undefined && typeof b.invert !== 'boolean') throw new OAuthError('invalid_request', 'invert must be true or false');
+      const m = blockingManager(c, false);
       return sendJson(
         c.res,
         201,
-        await c.m.addBlockingCondition({ type: need(b.type, 'type'), value: need(b.value, 'value'), invert: b.invert === true }),
+        await m.addBlockingCondition({ type: need(b.type, 'type'), value: need(b.value, 'value'), invert: b.invert === true }),
       );
     },
   },
   {
     method: 'DELETE',
     path: '/blocking-conditions/{id}',
-    tenancy: 'super',
-    handle: async (c) => sendJson(c.res, 200, await c.m.removeBlockingCondition(c.params[0] as string)),
+    tenancy: 'tenant',
+    handle: async (c) => sendJson(c.res, 200, await blockingManager(c).removeBlockingCondition(c.params[0] as string)),
   },
   // Initial access tokens for dynamic client registration (RFC 7591 §3, lib/keymanager/registration.ts).
   {

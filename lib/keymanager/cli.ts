@@ -12,7 +12,7 @@ import { loadConfig } from '../config/load';
 import { ConfigInvalidError, formatDiagnostic } from '../config/diagnostics';
 import { createEventBus } from '../events/bus';
 import { openStore } from '../store/open';
-import { SUBSCRIPTION_STATES, type SubscriptionState } from '../store/types';
+import { SUBSCRIPTION_STATES, SUPER_TENANT, type SubscriptionState } from '../store/types';
 import { isDirectory, UserStoreError } from '../store/users';
 import { OAuthError } from './errors';
 import { signingKeystore } from './index';
@@ -589,7 +589,10 @@ function render(key: string, r: Rec, url: string | undefined): string {
     case 'blocking list':
       return list.length === 0
         ? 'no blocking conditions\n'
-        : table([['ID', 'TYPE', 'VALUE', 'INVERT'], ...list.map((c) => [S(c.id), S(c.type), S(c.value), c.invert === true ? 'yes' : ''])]);
+        : table([
+            ['ID', 'TYPE', 'VALUE', 'INVERT', 'TENANT'],
+            ...list.map((c) => [S(c.id), S(c.type), S(c.value), c.invert === true ? 'yes' : '', S(c.tenant ?? SUPER_TENANT)]),
+          ]);
     default:
       return `${JSON.stringify(r)}\n`;
   }

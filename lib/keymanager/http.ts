@@ -179,7 +179,7 @@ export async function requireAdmin(ctx: AdminAuthContext, req: http.IncomingMess
   if (creds === undefined) throw new OAuthError('invalid_client', 'super admin credentials required (HTTP Basic)', challenge);
   const address = req.socket.remoteAddress ?? '';
   ctx.guard?.check('admin', creds.user, address);
-  const user = await checkUserPassword(ctx.store, creds.user, creds.password);
+  const user = await checkUserPassword(ctx.store, creds.user, creds.password, ctx.tenants?.settings.signInIgnoresCase === true);
   if (user === undefined || !user.roles.includes('admin')) {
     await ctx.guard?.failed('admin', creds.user, address);
     throw new OAuthError('invalid_client', 'invalid super admin credentials', challenge);

@@ -22,7 +22,7 @@ import {
 } from '../store/types';
 import { findIdentity, type UserStore } from '../store/users';
 import { OAuthError } from './errors';
-import { checkBlockingCondition } from '../events/blocking';
+import { checkBlockingCondition, type BlockingCondition } from '../events/blocking';
 import { DEFAULT_CLIENT_GRANTS, isGrantType } from './settings';
 import { SUPER_TENANT, TenantError, tenantDomainOf, type Tenants } from '../tenants';
 import { type WorkflowStart, type WorkflowType, type Workflows } from '../workflows';
@@ -717,28 +717,35 @@ export class Manager {
     if (u === undefined || (this.scope !== undefined && u.tenant !== this.scope)) return undefined;
     return { username: u.username, tenant: u.tenant, roles: u.roles, hashMethod: u.hashMethod, createdAt: u.createdAt };
   }
-  /** Blocking conditions (900805): stored, then published so gateways apply them at once (docs/throttling.md). */
+  /**
+   * Blocking conditions (900805): stored, then published so gateways apply them at once (docs/throttling.md).
+   * Each is its tenant's (docs/tenants.md, "Blocking conditions"): this manager's tenant's, the super
+   * tenant's when unscoped (the CLI's local mode); listed and removed within this manager's tenant only
+   * (every tenant's when unscoped), so another tenant's id is not found.
+   */
   async addBlockingCondition(input: { type: string; value: string; invert?: boolean }): Promise<BlockingConditionRecord> {
-    const why = checkBlockingCondition(input.type, input.value);
+    const tenant = this.scope ?? SUPER_TENANT;
+    const value = input.value.trim();
+    const why = checkBlockingCondition(input.type, value) ?? contextOutside(input.type, value, tenant);
     if (why !== undefined) throw new OAuthError('invalid_request', why);
     const invert = input.invert === true;
     if (invert && input.type !== 'IP' && input.type !== 'IP_RANGE')
       throw new OAuthError('invalid_request', 'invert applies to IP and IP_RANGE conditions only');
     const rec = await this.store
-      .addBlockingCondition({ type: input.type as BlockingConditionRecord['type'], value: input.value.trim(), invert })
-      .catch((err: unknown) => conflict(err, `a ${input.type} condition on ${input.value}`));
-    this.bus.publish('blocking.added', { condition: { id: rec.id, type: rec.type, value: rec.value, invert: rec.invert } });
+      .addBlockingCondition({ tenant, type: input.type as BlockingConditionRecord['type'], value, invert })
+      .catch((err: unknown) => conflict(err, `a ${input.type} condition on ${value} of tenant ${tenant}`));
+    this.bus.publish('blocking.added', { condition: blockingPayload(rec) });
     return rec;
   }
 
   listBlockingConditions(): Promise<BlockingConditionRecord[]> {
-    return this.store.listBlockingConditions();
+    return this.store.listBlockingConditions(this.scope);
   }
 
   async removeBlockingCondition(id: string): Promise<BlockingConditionRecord> {
-    const rec = await this.store.deleteBlockingCondition(id);
+    const rec = await this.store.deleteBlockingCondition(id, this.scope);
     if (rec === undefined) throw new OAuthError('not_found', `no blocking condition ${id}`);
-    this.bus.publish('blocking.removed', { condition: { id: rec.id, type: rec.type, value: rec.value, invert: rec.invert } });
+    this.bus.publish('blocking.removed', { condition: blockingPayload(rec) });
     return rec;
   }
 }
@@ -762,4 +769,21 @@ export function checkNewUser(
     throw new OAuthError('invalid_request', `user name does not match [user_store.properties] UsernameJavaRegEx ${rules.username.source}`);
   if (rules !== undefined && !rules.password.test(input.password))
     throw new OAuthError('invalid_request', `password does not match [user_store.properties] PasswordJavaRegEx ${rules.password.source}`);
+}
+
+/**
+ * Why an API condition's context is outside its tenant's URL space, or undefined: a tenant's is its own
+ * `/t/<domain>/...` or a context written without it (`/pizza` is `/t/<domain>/pizza`, lib/throttle/blocking.ts);
+ * the super tenant's APIs never start with `/t/` (docs/tenants.md, "Blocking conditions").
+ */
+function contextOutside(type: string, value: string, tenant: string): string | undefined {
+  if (type !== 'API' || !value.startsWith('/t/') || value.startsWith(`/t/${tenant}/`)) return undefined;
+  return tenant === SUPER_TENANT
+    ? `${JSON.stringify(value)} is a tenant's API context: that tenant's admin blocks it (docs/tenants.md)`
+    : `${JSON.stringify(value)} is not an API context of tenant ${tenant} (/t/${tenant}/...)`;
+}
+
+/** A stored condition as the blocking events carry it (docs/events.md), with its tenant. */
+function blockingPayload(rec: BlockingConditionRecord): BlockingCondition {
+  return { id: rec.id, tenant: rec.tenant, type: rec.type, value: rec.value, invert: rec.invert };
 }

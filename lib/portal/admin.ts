@@ -5,13 +5,13 @@
  *
  *   /admin               workflow tasks, filtered by type and state; approve or reject with a comment
  *   /admin/applications  applications, and changing one's owner
- *   /admin/blocking      blocking conditions (API, application, user, IP, IP range)          super admin
+ *   /admin/blocking      blocking conditions (API, application, user, IP, IP range), the tenant's own
  *   /admin/policies      throttling policies: advanced (with conditions), application,
  *                        subscription and custom ones, written through the policies validator  super admin
  *   /admin/tenants       tenants: add, activate, deactivate                                    super admin
  *
  * Every admin sees and decides its own tenant's tasks only (the super admin the super tenant's), and a
- * tenant admin its own tenant's applications only: another tenant's task or application is not found
+ * tenant admin its own tenant's applications and blocking conditions only: another tenant's is not found
  * (404), as in the admin API (docs/tenants.md, "Admins"; docs/workflows.md, "Who decides"). Every edit goes
  * through the validator the files, the admin API and the CLI use, and takes effect at once: blocking
  * conditions and owners as events, policies by reloading the gateway's throttling (`applyPolicies`).
@@ -179,7 +179,7 @@ async function changeOwner(c: Call, a: AdminParts, id: string): Promise<void> {
 // ----------------------------------------------------------------------------------------- blocking conditions
 
 async function blockingPage(c: Call, a: AdminParts, errors: Errors = {}, status = 200): Promise<void> {
-  const list = await a.manager.listBlockingConditions();
+  const list = await a.manager.forTenant(tenantOf(c, a)).listBlockingConditions();
   const rows = list
     .map(
       (b) =>
@@ -193,7 +193,7 @@ async function blockingPage(c: Call, a: AdminParts, errors: Errors = {}, status 
     'admin',
     'Blocking conditions',
     `${takeFlash(c)}
-<p class="hint">Calls a condition matches are refused with 900805 from the next call on (docs/throttling.md).</p>
+<p class="hint">Calls to the APIs of ${h(tenantOf(c, a))} that a condition matches are refused with 900805 from the next call on (docs/throttling.md).</p>
 ${list.length === 0 ? '<p>No blocking conditions.</p>' : `<div class="table"><table><thead><tr><th scope="col">Type</th><th scope="col">Value</th><th scope="col">Inverted</th><th scope="col"><span class="hint">Action</span></th></tr></thead><tbody>${rows}</tbody></table></div>`}
 <h2>Add a condition</h2>
 <form method="post" action="/admin/blocking" novalidate>${csrfField(c.session.csrf)}
@@ -228,7 +228,7 @@ async function addBlocking(c: Call, a: AdminParts): Promise<void> {
   }
   if (Object.keys(errors).length > 0) return blockingPage(c, a, errors, 400);
   try {
-    const b = await a.manager.addBlockingCondition({ type, value, invert });
+    const b = await a.manager.forTenant(tenantOf(c, a)).addBlockingCondition({ type, value, invert });
     c.session.flash = `<p class="notice" role="status">Blocking condition added: ${h(b.type)} ${b.invert ? 'not ' : ''}${h(b.value)}.</p>`;
   } catch (err) {
     return blockingPage(c, a, { value: messageOf(err) }, 400);
@@ -238,7 +238,7 @@ async function addBlocking(c: Call, a: AdminParts): Promise<void> {
 
 async function removeBlocking(c: Call, a: AdminParts, id: string): Promise<void> {
   try {
-    const b = await a.manager.removeBlockingCondition(id);
+    const b = await a.manager.forTenant(tenantOf(c, a)).removeBlockingCondition(id);
     c.session.flash = `<p class="notice" role="status">Blocking condition removed: ${h(b.type)} ${h(b.value)}.</p>`;
   } catch (err) {
     return problem(c, 'admin', 404, 'No such condition', messageOf(err));
@@ -502,7 +502,6 @@ export async function admin(c: Call, a: AdminParts): Promise<void> {
   if (page === 'applications' && id === undefined && c.method === 'GET') return applicationsPage(c, a);
   if (page === 'applications' && id !== undefined && action === 'owner' && c.method === 'POST') return changeOwner(c, a, id);
   if (page === 'blocking') {
-    if (superOnly()) return;
     if (id === undefined) return c.method === 'POST' ? addBlocking(c, a) : blockingPage(c, a);
     if (action === 'remove' && c.method === 'POST') return removeBlocking(c, a, id);
   }

@@ -129,7 +129,7 @@ export async function runRemoteCli(argv: readonly string[], io: RemoteCliIo): Pr
     }
     if (read?.state === undefined || file === undefined) throw new InternalError('unreachable: diff and apply read a file');
     const node = await readNodeState(r);
-    // A tenant admin reads no tenants or blocking conditions: the file's are left out of the plan, said so.
+    // A tenant admin reads no tenants: the file's are left out of the plan, said so.
     const skipped = [...node.unreadable].filter((k) => read.kinds.has(k) || read.state?.[k].length !== 0);
     for (const k of skipped) io.err(`skipped: ${k} of ${file} (${cred.user} may not read them: the super admin's; docs/sync.md)\n`);
     const wanted = { ...read.state, ...Object.fromEntries([...node.unreadable].map((k) => [k, node.state[k]])) };

@@ -116,8 +116,8 @@ export interface NodeState {
   readonly state: State;
   readonly ids: ReadonlyMap<string, string>;
   /**
-   * The kinds the caller may not read: a tenant admin's (tenants and blocking conditions are the super
-   * admin's routes, docs/admin-api.md), whose entries a file's plan leaves alone.
+   * The kinds the caller may not read: a tenant admin's (tenants are the super admin's routes,
+   * docs/admin-api.md), whose entries a file's plan leaves alone.
    */
   readonly unreadable: ReadonlySet<Kind>;
 }
@@ -126,11 +126,12 @@ export interface NodeState {
 export const entryKey = (kind: Kind, id: string): string => `${kind}\u0000${id}`;
 
 /** The super admin's kinds, which a tenant admin's call of GET /admin/v1/tenants (403 access_denied) tells it cannot read. */
-const SUPER_KINDS: readonly Kind[] = ['tenants', 'blockingConditions'];
+const SUPER_KINDS: readonly Kind[] = ['tenants'];
 
 /**
- * The node's state over its admin API, each list read once. As a tenant admin (GET /admin/v1/tenants
- * answers 403), its tenant's users, applications and subscriptions, and no tenants or blocking conditions.
+ * The node's state over its admin API, each list read once: the caller's tenant's users, applications,
+ * subscriptions and blocking conditions (docs/tenants.md); as a tenant admin (GET /admin/v1/tenants
+ * answers 403), no tenants.
  */
 export async function readNodeState(r: Remote): Promise<NodeState> {
   const tenants = await r.call('GET', '/admin/v1/tenants').catch((err: unknown) => {
@@ -141,7 +142,7 @@ export async function readNodeState(r: Remote): Promise<NodeState> {
     r.call('GET', '/admin/v1/users'),
     r.call('GET', '/admin/v1/applications'),
     r.call('GET', '/admin/v1/subscriptions'),
-    tenants === undefined ? Promise.resolve({ list: [] }) : r.call('GET', '/admin/v1/blocking-conditions'),
+    r.call('GET', '/admin/v1/blocking-conditions'),
   ]);
   const appsById = new Map(list(apps).map((a) => [text(a.id), a]));
   const ids = new Map<string, string>();

@@ -6,7 +6,7 @@
  *   GET /.well-known/openid-configuration   the issuer (`iss`) of its tokens
  *   GET /oauth2/jwks                        its public keys (RFC 7517), kept and re-read on every snapshot
  *   GET /admin/v1/snapshot                  applications, subscriptions, revoked token ids (HTTP Basic)
- *   GET /admin/v1/blocking-conditions       blocking conditions (HTTP Basic)
+ *   GET /admin/v1/blocking-conditions?tenant=*  every tenant's blocking conditions (HTTP Basic)
  *   GET /admin/v1/deployments?labels=...    API files with the gateway's labels and the policies text
  *                                           (HTTP Basic; a gateway-worker's own, not a cluster worker's)
  *   POST /oauth2/introspect                 opaque tokens (RFC 7662; HTTP Basic)
@@ -179,7 +179,8 @@ export class ControlPlane {
   async pull(): Promise<FullSnapshot> {
     return this.withRetry('snapshot', async () => {
       const s = (await this.request('GET', '/admin/v1/snapshot')) as unknown as Snapshot;
-      const b = await this.request('GET', '/admin/v1/blocking-conditions');
+      // Every tenant's, each with its tenant (docs/tenants.md, "Blocking conditions").
+      const b = await this.request('GET', '/admin/v1/blocking-conditions?tenant=*');
       const want = this.o.deployments;
       const d =
         want !== undefined

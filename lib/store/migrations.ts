@@ -213,6 +213,29 @@ export const MIGRATIONS: readonly Migration[] = [
     description: "the database's own id, which tells whether apim_db and shared_db are one database",
     statements: [`CREATE TABLE tw_database (name VARCHAR(16) NOT NULL PRIMARY KEY, id VARCHAR(64) NOT NULL)`],
   },
+  {
+    version: 8,
+    // docs/tenants.md, "Blocking conditions": each tenant's admin has its own, so a condition is unique within
+    // its tenant, not across the deployment. A UNIQUE constraint cannot be dropped on SQLite, so the table is
+    // made again under a new name, filled with every row as it is (the tenant of migration 4 included: rows
+    // from before tenants stay the super tenant's), and renamed; RENAME TO is common to the three databases.
+    // The constraint has a name of its own: PostgreSQL's index names are unique per schema.
+    description: "blocking conditions are unique within their tenant (each tenant's admin has its own)",
+    statements: [
+      `CREATE TABLE tw_blocking_condition_8 (
+        id VARCHAR(64) NOT NULL PRIMARY KEY,
+        tenant VARCHAR(253) NOT NULL,
+        type VARCHAR(16) NOT NULL,
+        value VARCHAR(255) NOT NULL,
+        invert INTEGER NOT NULL,
+        created_at BIGINT NOT NULL,
+        CONSTRAINT tw_blocking_condition_tenant_value UNIQUE (tenant, type, value, invert))`,
+      `INSERT INTO tw_blocking_condition_8 (id, tenant, type, value, invert, created_at)
+        SELECT id, tenant, type, value, invert, created_at FROM tw_blocking_condition`,
+      `DROP TABLE tw_blocking_condition`,
+      `ALTER TABLE tw_blocking_condition_8 RENAME TO tw_blocking_condition`,
+    ],
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;

@@ -100,11 +100,28 @@ export function needsUpgrade(stored: PasswordHash): boolean {
 }
 
 /**
+ * The stored user a name typed at sign-in means (docs/user-stores.md, "Letter case of user names"): the
+ * user of exactly that name; with `ignoreCase` (`[apim.devportal] login_username_case_insensitive`, true
+ * by default as in the reference), else the one user whose name differs from it in letter case only, the
+ * domain of a tenant user's name included (`JANE@Acme.Test` is `jane@acme.test`, so the match stays in
+ * the tenant the name names). Two such users: none (the name is ambiguous). Without `ignoreCase` a
+ * database whose collation ignores case (MariaDB's default) is held to the exact name too.
+ */
+export async function findSignInUser(store: Store, typed: string, ignoreCase: boolean): Promise<User | undefined> {
+  const found = await store.getUser(typed);
+  if (found !== undefined && (found.username === typed || ignoreCase)) return found;
+  if (!ignoreCase) return undefined;
+  const alike = await store.getUsersIgnoringCase(typed);
+  return alike.length === 1 ? alike[0] : undefined;
+}
+
+/**
  * A user's password checked against the store; an older hash is stored again as scrypt once the password
  * is known to be right (docs/security.md, "Secrets at rest"). undefined: unknown user or wrong password.
+ * The user is found as findSignInUser finds it; the stored user (its own name) is what is returned.
  */
-export async function checkUserPassword(store: Store, username: string, password: string): Promise<User | undefined> {
-  const user = await store.getUser(username);
+export async function checkUserPassword(store: Store, username: string, password: string, ignoreCase = false): Promise<User | undefined> {
+  const user = await findSignInUser(store, username, ignoreCase);
   // An unknown user costs a scrypt too, so timing does not tell which users exist.
   if (user === undefined) {
     await verifyPassword(password, DUMMY);

@@ -23,6 +23,7 @@ export const SHARED_METHODS: ReadonlySet<keyof Store> = new Set<keyof Store>([
   'setTenantActive',
   'addUser',
   'getUser',
+  'getUsersIgnoringCase',
   'listUsers',
   'deleteUser',
   'setUserRoles',

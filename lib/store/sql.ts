@@ -403,6 +403,11 @@ export class SqlStore implements Store {
     const r = (await this.db.all(`SELECT * FROM tw_user WHERE username = ?`, [username]))[0];
     return r === undefined ? undefined : toUser(r);
   }
+  async getUsersIgnoringCase(username: string): Promise<User[]> {
+    const folded = username.toLowerCase();
+    const rows = await this.db.all(`SELECT * FROM tw_user WHERE LOWER(username) = LOWER(?)`, [username]);
+    return rows.map(toUser).filter((u) => u.username.toLowerCase() === folded);
+  }
   async listUsers(tenant?: string): Promise<User[]> {
     const rows =
       tenant === undefined
@@ -508,8 +513,9 @@ export class SqlStore implements Store {
 
   async addBlockingCondition(c: Omit<BlockingConditionRecord, 'id' | 'createdAt'>): Promise<BlockingConditionRecord> {
     const rec: BlockingConditionRecord = { ...c, id: randomUUID(), createdAt: Date.now() };
-    await this.db.run(`INSERT INTO tw_blocking_condition (id, type, value, invert, created_at) VALUES (?, ?, ?, ?, ?)`, [
+    await this.db.run(`INSERT INTO tw_blocking_condition (id, tenant, type, value, invert, created_at) VALUES (?, ?, ?, ?, ?, ?)`, [
       rec.id,
+      rec.tenant,
       rec.type,
       rec.value,
       rec.invert ? 1 : 0,
@@ -517,20 +523,24 @@ export class SqlStore implements Store {
     ]);
     return rec;
   }
-  async listBlockingConditions(): Promise<BlockingConditionRecord[]> {
-    const rows = await this.db.all(`SELECT * FROM tw_blocking_condition ORDER BY created_at, id`);
+  async listBlockingConditions(tenant?: string): Promise<BlockingConditionRecord[]> {
+    const rows =
+      tenant === undefined
+        ? await this.db.all(`SELECT * FROM tw_blocking_condition ORDER BY created_at, id`)
+        : await this.db.all(`SELECT * FROM tw_blocking_condition WHERE tenant = ? ORDER BY created_at, id`, [tenant]);
     return rows.map((r) => ({
       id: str(r.id),
+      tenant: str(r.tenant) || SUPER_TENANT,
       type: str(r.type) as BlockingConditionRecord['type'],
       value: str(r.value),
       invert: num(r.invert) !== 0,
       createdAt: num(r.created_at),
     }));
   }
-  async deleteBlockingCondition(id: string): Promise<BlockingConditionRecord | undefined> {
-    const found = (await this.listBlockingConditions()).find((c) => c.id === id);
+  async deleteBlockingCondition(id: string, tenant?: string): Promise<BlockingConditionRecord | undefined> {
+    const found = (await this.listBlockingConditions(tenant)).find((c) => c.id === id);
     if (found === undefined) return undefined;
-    await this.db.run(`DELETE FROM tw_blocking_condition WHERE id = ?`, [id]);
+    await this.db.run(`DELETE FROM tw_blocking_condition WHERE id = ? AND tenant = ?`, [id, found.tenant]);
     return found;
   }
 

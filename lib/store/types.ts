@@ -132,6 +132,8 @@ export interface SigningKey {
 /** A blocking condition as stored (lib/events/blocking.ts gives the types and values). */
 export interface BlockingConditionRecord {
   readonly id: string;
+  /** The tenant whose condition it is (docs/tenants.md, "Blocking conditions"); rows from before tenants are the super tenant's. */
+  readonly tenant: string;
   readonly type: BlockingType;
   readonly value: string;
   readonly invert: boolean;
@@ -221,6 +223,12 @@ export interface Store {
   /** `tenant` defaults to the super tenant. */
   addUser(user: Omit<User, 'createdAt' | 'tenant'> & { tenant?: string }): Promise<User>;
   getUser(username: string): Promise<User | undefined>;
+  /**
+   * The users whose name is `username` but for letter case (a sign-in with
+   * `[apim.devportal] login_username_case_insensitive`, lib/store/passwords.ts): compared by the database's
+   * LOWER(), which SQLite applies to ASCII letters only, then by JavaScript's lower case.
+   */
+  getUsersIgnoringCase(username: string): Promise<User[]>;
   /** All users, or one tenant's. */
   listUsers(tenant?: string): Promise<User[]>;
   deleteUser(username: string): Promise<boolean>;
@@ -256,10 +264,14 @@ export interface Store {
   /** Replaces a key's stored private JWK (encrypting it at rest, lib/keymanager/keys.ts). */
   setSigningKeyPrivate(kid: string, privateJwk: string): Promise<void>;
 
-  /** Blocking conditions (throttling, 900805), oldest first. */
+  /**
+   * Blocking conditions (throttling, 900805), oldest first: one tenant's, or every tenant's when `tenant`
+   * is not given. A condition is unique within its tenant (STORE_CONFLICT for the same one twice).
+   */
   addBlockingCondition(c: Omit<BlockingConditionRecord, 'id' | 'createdAt'>): Promise<BlockingConditionRecord>;
-  listBlockingConditions(): Promise<BlockingConditionRecord[]>;
-  deleteBlockingCondition(id: string): Promise<BlockingConditionRecord | undefined>;
+  listBlockingConditions(tenant?: string): Promise<BlockingConditionRecord[]>;
+  /** Removes a condition of `tenant` (any tenant's when not given); undefined when there is none. */
+  deleteBlockingCondition(id: string, tenant?: string): Promise<BlockingConditionRecord | undefined>;
 
   /** The developer portal's self-service: mail outbox, profiles, account links, posts, ratings (lib/store/selfservice.ts). */
   readonly selfService: SelfServiceStore;

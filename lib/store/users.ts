@@ -97,13 +97,16 @@ export function withSignInCheck(users: UserStore, allowed: (id: Identity) => boo
   };
 }
 
-/** The key manager's store as the user store (the default). */
-export function databaseUserStore(store: Store): UserStore {
+/**
+ * The key manager's store as the user store (the default). `ignoreCase`: `[apim.devportal]
+ * login_username_case_insensitive`, a sign-in name matching its user in any letter case (lib/store/passwords.ts findSignInUser).
+ */
+export function databaseUserStore(store: Store, ignoreCase = false): UserStore {
   return {
     kind: 'database',
     description: `the key manager's store (${store.kind})`,
     async authenticate(username, password) {
-      const u = await checkUserPassword(store, username, password);
+      const u = await checkUserPassword(store, username, password, ignoreCase);
       return u === undefined ? undefined : { username: u.username, roles: u.roles };
     },
     async lookup(username) {
@@ -135,7 +138,7 @@ export function isDirectory(config: DeploymentConfig): boolean {
  * before this resolves (USER_STORE_CONNECT otherwise), so a wrong URL or password stops the start.
  */
 export async function openUserStore(config: DeploymentConfig, store: Store): Promise<UserStore> {
-  if (!isDirectory(config)) return databaseUserStore(store);
+  if (!isDirectory(config)) return databaseUserStore(store, config.apim.devportal.login_username_case_insensitive);
   const { ldapSettings, openLdapUserStore } = await import('./ldap');
   return openLdapUserStore(ldapSettings(config));
 }

@@ -52,6 +52,11 @@ export interface TenantSettings {
   readonly crossTenantSubscriptions: boolean;
   /** `[multi_tenancy.billing.package.<key>]` limits, by package key (lib/tenants/packages.ts). */
   readonly packages: ReadonlyMap<string, PackageLimits>;
+  /**
+   * `[apim.devportal] login_username_case_insensitive`: a name typed at sign-in finds its user of the key
+   * manager's store in any letter case, within the tenant it names (lib/store/passwords.ts findSignInUser).
+   */
+  readonly signInIgnoresCase: boolean;
 }
 
 export function tenantSettings(config: DeploymentConfig): TenantSettings {
@@ -60,6 +65,7 @@ export function tenantSettings(config: DeploymentConfig): TenantSettings {
     emailDomain: config.tenant_mgt.enable_email_domain === true,
     crossTenantSubscriptions: config.apim.devportal.enable_cross_tenant_subscriptions === true,
     packages: packageLimits(config),
+    signInIgnoresCase: config.apim.devportal.login_username_case_insensitive,
   };
 }
 

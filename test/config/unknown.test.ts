@@ -53,13 +53,16 @@ t.test('the [throughway] section is known to --strict', async (t) => {
 });
 
 t.test('inactive features are accepted and listed', async (t) => {
-  const r = load('[apim.devportal]\nlogin_username_case_insensitive = false\n[indexing]\nenable = false\n[server]\nmode = "ha"\n', {
-    strict: true,
-  });
+  const r = load(
+    '[apim.devportal]\napplication_sharing_impl = "org.example.Sharing"\n[indexing]\nenable = false\n[server]\nmode = "ha"\n',
+    {
+      strict: true,
+    },
+  );
   t.same(brief(r), []);
   t.same(r.inactive, ['indexing']);
-  // [apim.devportal] runs (the developer portal acts on most of its keys: docs/portal.md); login_username_case_insensitive does not.
-  t.same([...r.inactiveKeys].sort(), ['apim.devportal.login_username_case_insensitive', 'server.mode']);
+  // [apim.devportal] runs (the developer portal acts on most of its keys: docs/portal.md); application_sharing_impl does not.
+  t.same([...r.inactiveKeys].sort(), ['apim.devportal.application_sharing_impl', 'server.mode']);
 });
 
 t.test('required keys of a written table that runs are enforced; of an inactive one, not', async (t) => {

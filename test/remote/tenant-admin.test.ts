@@ -1,7 +1,8 @@
 /**
  * The declarative sync as a tenant's admin (docs/sync.md), through the binary (`node dist/lib/cli.js`):
- * dump writes that tenant's users, applications and subscriptions (no tenants or blocking conditions, the
- * super admin's routes); diff and apply skip a file's tenants, say so, and make the rest; an application
+ * dump writes that tenant's users, applications, subscriptions and blocking conditions (no tenants, the
+ * super admin's routes); diff and apply skip a file's tenants, say so, and make the rest (a blocking
+ * condition as the tenant's own, the super tenant's left alone); an application
  * whose creation waits for approval is reported pending. Then the client's refusals: a bad --url, a node
  * that cannot be reached, an answer that is not JSON, an answer past MAX_ANSWER (reading stops there),
  * and a file past MAX_STATE_FILE.
@@ -77,20 +78,22 @@ t.test('dump, diff and apply as a tenant admin, through the binary', async (t) =
   t.match(dump.out, /api: \/t\/acme\.test\/pizza/);
   t.notMatch(dump.out, /SuperApp|10\.9\.9\.9/);
 
-  // The file names a tenant (skipped) and one user more (made).
+  // The file names a tenant (skipped), one user more (made) and a blocking condition (acme.test's own).
   const file = path.join(h.dir, 'acme.yaml');
   fs.writeFileSync(
     file,
     dump.out
       .replace('tenants: []', 'tenants:\n  - domain: other.test\n    admin: chief\n    package: ""\n    active: true')
-      .replace(/^users:\n/m, 'users:\n  - username: kenny@acme.test\n    roles:\n      - subscriber\n'),
+      .replace(/^users:\n/m, 'users:\n  - username: kenny@acme.test\n    roles:\n      - subscriber\n')
+      .replace('blockingConditions: []', 'blockingConditions:\n  - type: IP\n    value: 10.8.8.8\n    invert: false'),
   );
   const diff = await binary(['diff', file, '--url', h.url], h.dir, env);
   t.equal(diff.code, 3, diff.err);
   t.match(diff.err, /^skipped: tenants of .*acme\.yaml \(bossy@acme\.test may not read them/m);
   t.match(diff.out, /\+ users kenny@acme\.test/);
+  t.match(diff.out, /\+ blockingConditions IP 10\.8\.8\.8/);
   t.notMatch(diff.out, /other\.test/);
-  t.match(diff.out, /^1 change$/m);
+  t.match(diff.out, /^2 changes$/m);
 
   // An application made while creations wait for approval is reported pending.
   t.equal((await json('PUT', `${A}/workflow-executors/AM_APPLICATION_CREATION`, { executor: 'approval' }, acme)).status, 200);
@@ -107,6 +110,11 @@ t.test('dump, diff and apply as a tenant admin, through the binary', async (t) =
   t.match(applied.out, /\+ applications Waiting of janey@acme\.test.*: pending approval \(task \S+\)/);
   t.ok(await h.store.getUser('kenny@acme.test'), 'the user is made, in the tenant');
   t.equal(await h.store.getTenant('other.test'), undefined, 'no tenant made');
+  t.same(
+    (await h.store.listBlockingConditions()).map((b) => `${b.tenant} ${b.value}`),
+    ['carbon.super 10.9.9.9', 'acme.test 10.8.8.8'],
+    "the file's condition is acme.test's; the super tenant's is left alone",
+  );
 });
 
 t.test('the client refuses a bad URL, an unreachable node, an answer that is not JSON or too long, a file too long', async (t) => {

@@ -16,6 +16,8 @@ interface Acme {
   readonly user: string;
   /** A waiting workflow task of acme.test (its tier change of the subscription). */
   readonly taskId: string;
+  /** acme.test's blocking condition (USER jane@acme.test). */
+  readonly blockId: string;
 }
 
 type Call = (method: string, route: string, body?: unknown) => Promise<Reply>;
@@ -121,6 +123,24 @@ const CASES: Record<string, (call: Call, acme: Acme, h: Harness) => Promise<stri
     ...refused(await call('POST', `/tasks/${a.taskId}/retry`, {})),
     ...(await taskWaits(h, a)),
   ],
+  'GET /blocking-conditions': async (call, a) => {
+    const r = await call('GET', '/blocking-conditions');
+    return [
+      ...(r.status === 200 && !r.text.includes(a.blockId) ? [] : [`lists acme.test's condition (${r.status})`]),
+      ...refused(await call('GET', '/blocking-conditions?tenant=acme.test')),
+      ...refused(await call('GET', '/blocking-conditions?tenant=*')),
+    ];
+  },
+  'POST /blocking-conditions': async (call, _a, h) => {
+    const r = await call('POST', '/blocking-conditions?tenant=acme.test', { type: 'IP', value: '10.6.6.6' });
+    const planted = (await h.store.listBlockingConditions()).some((c) => c.value === '10.6.6.6');
+    return r.status === 404 && !planted ? [] : [`added a condition to acme.test (${r.status})`];
+  },
+  'DELETE /blocking-conditions/{id}': async (call, a, h) => [
+    ...refused(await call('DELETE', `/blocking-conditions/${a.blockId}`)),
+    ...refused(await call('DELETE', `/blocking-conditions/${a.blockId}?tenant=acme.test`)),
+    ...((await h.store.listBlockingConditions('acme.test')).some((c) => c.id === a.blockId) ? [] : ['removed it']),
+  ],
   'GET /api-files': async (call) => {
     const r = await call('GET', '/api-files');
     const asked = await call('GET', '/api-files?tenant=acme.test');
@@ -203,7 +223,16 @@ t.test("every admin route, called as another tenant's admin, refuses", async (t)
   const tier = await json('PATCH', `${A}/subscriptions/${String(sub.body.id)}`, { tier: 'Gold' }, acmeAdmin);
   const taskId = String((tier.body.workflow as { taskId?: string } | undefined)?.taskId);
   t.equal((await json('GET', `${A}/tasks/${taskId}`, undefined, acmeAdmin)).status, 200, 'its own admin finds its task');
-  const acme: Acme = { appId: String(app.body.id), appName: 'AcmeApp', subId: String(sub.body.id), user: 'janey@acme.test', taskId };
+  const block = await json('POST', `${A}/blocking-conditions`, { type: 'USER', value: 'janey@acme.test' }, acmeAdmin);
+  t.match(block, { status: 201, body: { tenant: 'acme.test' } }, block.text);
+  const acme: Acme = {
+    appId: String(app.body.id),
+    appName: 'AcmeApp',
+    subId: String(sub.body.id),
+    user: 'janey@acme.test',
+    taskId,
+    blockId: String(block.body.id),
+  };
   t.equal((await json('GET', `${A}/applications/AcmeApp`, undefined, acmeAdmin)).status, 200, 'its own admin finds it');
 
   const beta = basic('chief@beta.test', 'beta-pw-1');

@@ -1,14 +1,15 @@
 /**
  * Tenants in the store, against SQLite always and PostgreSQL / MariaDB when reachable
  * (test/store/backends.ts): the migration keeps every existing row as the super tenant's, tenants are
- * stored, and the rows of a tenant's application (clients, subscriptions, refresh tokens) are that tenant's.
+ * stored, the rows of a tenant's application (clients, subscriptions, refresh tokens) are that tenant's,
+ * and a blocking condition is unique within its tenant (migration 8), found and removed within it.
  */
 import t from 'tap';
 import { eachBackend } from '../store/backends';
 import { openDatabase, storeOver } from '../../lib/store/open';
 import { migrate } from '../../lib/store/sql';
 import { MIGRATIONS } from '../../lib/store/migrations';
-import { digest } from '../../lib/store/passwords';
+import { digest, findSignInUser } from '../../lib/store/passwords';
 
 eachBackend(async (t, backend, opened) => {
   const driver = await openDatabase('apim_db', opened.table, opened.cwd);
@@ -34,6 +35,28 @@ eachBackend(async (t, backend, opened) => {
   t.equal((await store.getUser('olduser'))?.tenant, 'carbon.super', "a user from before tenants is the super tenant's");
   const old = await driver.all(`SELECT tenant FROM tw_blocking_condition WHERE id = 'b0'`);
   t.equal(old[0]?.tenant, 'carbon.super', 'every table got the column, filled for its old rows');
+  // Blocking conditions (migration 8): the old row kept as the super tenant's, each unique within its tenant.
+  t.match(await store.listBlockingConditions(), [
+    { id: 'b0', tenant: 'carbon.super', type: 'IP', value: '10.0.0.1', invert: false, createdAt: 1 },
+  ]);
+  const acmeBlock = await store.addBlockingCondition({ tenant: 'acme.test', type: 'IP', value: '10.0.0.1', invert: false });
+  t.equal(acmeBlock.tenant, 'acme.test', "the super tenant's condition again, as another tenant's");
+  await t.rejects(
+    store.addBlockingCondition({ tenant: 'carbon.super', type: 'IP', value: '10.0.0.1', invert: false }),
+    { code: 'STORE_CONFLICT' },
+    'the same condition twice in one tenant',
+  );
+  t.same(
+    (await store.listBlockingConditions('acme.test')).map((c) => c.id),
+    [acmeBlock.id],
+  );
+  t.same(
+    (await store.listBlockingConditions('carbon.super')).map((c) => c.id),
+    ['b0'],
+  );
+  t.equal(await store.deleteBlockingCondition('b0', 'acme.test'), undefined, "another tenant's id: not found");
+  t.equal((await store.listBlockingConditions()).length, 2, 'and not removed');
+  t.equal((await store.deleteBlockingCondition(acmeBlock.id, 'acme.test'))?.id, acmeBlock.id);
   t.same(await store.listTenants(), [], 'no tenant yet');
 
   // Tenants
@@ -130,4 +153,14 @@ eachBackend(async (t, backend, opened) => {
     ['olduser'],
   );
   t.equal((await store.listUsers()).length, 2, "unfiltered: every tenant's");
+
+  // Sign-in names ([apim.devportal] login_username_case_insensitive): exact on every database when off
+  // (MariaDB's collation ignores case by itself), any letter case of the one user when on.
+  const signIn = async (typed: string, ignoreCase: boolean): Promise<string | undefined> =>
+    (await findSignInUser(store, typed, ignoreCase))?.username;
+  t.equal(await signIn('JANE@ACME.TEST', false), undefined, 'off: another letter case is no user');
+  t.equal(await signIn('jane@acme.test', false), 'jane@acme.test');
+  t.equal(await signIn('JANE@Acme.Test', true), 'jane@acme.test', 'on: the stored user, its tenant named in any case');
+  t.equal(await signIn('OldUser', true), 'olduser');
+  t.equal(await signIn('jane@beta.test', true), undefined, 'not a user of another tenant');
 });

@@ -10,6 +10,7 @@ import t from 'tap';
 import { main } from '../../lib/cli';
 import { BASE_TOML, apiToml, echoBackend, request, startGateway } from '../gateway/helpers';
 import { ADMIN, adminAuth, json, startKeyManager } from '../keymanager/helpers';
+import { BlockingConditions } from '../../lib/throttle/blocking';
 
 async function cli(args: string[], cwd: string): Promise<{ code: number; out: string; err: string }> {
   let out = '';
@@ -69,7 +70,7 @@ t.test('admin API and CLI --url: a condition blocks the gateway at once, and its
   t.match(viaCli.out, /blocking condition \S+ added: API \/a\n/);
   t.equal((await request(g.port, '/a/1.0.0/r')).status, 429, "the CLI's condition is in force");
   const list = await cli(['blocking', 'list', ...url], h.dir);
-  t.match(list.out, /ID\s+TYPE\s+VALUE\s+INVERT\n\S+\s+API\s+\/a/);
+  t.match(list.out, /ID\s+TYPE\s+VALUE\s+INVERT\s+TENANT\n\S+\s+API\s+\/a\s+carbon\.super\n/);
   const id = /added: /.test(viaCli.out) ? (/condition (\S+) added/.exec(viaCli.out)?.[1] ?? '') : '';
   const removed = await cli(['blocking', 'remove', id, ...url], h.dir);
   t.equal(removed.code, 0, removed.err);
@@ -111,4 +112,24 @@ t.test('local mode stores the condition; a gateway started on the store applies 
   t.equal((await request(g.port, '/a/1.0.0/r')).status, 200, 'inverted: 127.0.0.1 is inside the range, so not blocked');
   g.gw.throttle.blocking.replace([{ id: 'x', type: 'IP_RANGE', value: '10.0.0.0/8', invert: true }]);
   t.equal((await request(g.port, '/a/1.0.0/r')).status, 429, 'inverted range not holding 127.0.0.1: blocked');
+});
+
+t.test('a super tenant API condition from before tenants had their own still blocks the tenant API it names', async (t) => {
+  const b = new BlockingConditions();
+  b.replace([
+    { id: 'old', type: 'API', value: '/t/acme.test/pizza', invert: false, tenant: 'carbon.super' },
+    { id: 'ip', type: 'IP', value: '10.0.0.9', invert: false, tenant: 'carbon.super' },
+  ]);
+  const call = (apiContext: string, ip = '10.0.0.1') => ({
+    ip,
+    apiPath: `${apiContext}/1.0.0`,
+    apiContext,
+    application: undefined,
+    user: undefined,
+  });
+  t.equal(b.blocks(call('/t/acme.test/pizza')), 'API', "acme.test's /pizza blocked as before");
+  t.equal(b.blocks(call('/t/beta.test/pizza')), undefined, "beta.test's is not");
+  t.equal(b.blocks(call('/pizza')), undefined, "the super tenant's /pizza is not");
+  t.equal(b.blocks(call('/pizza', '10.0.0.9')), 'IP', "the super tenant's IP condition on its own calls");
+  t.equal(b.blocks(call('/t/acme.test/menu', '10.0.0.9')), undefined, "and not on a tenant's (each tenant has its own)");
 });

@@ -15,6 +15,8 @@ import { readKeyStore, readTrustStore, detectFormat, TlsStoreError } from '../..
 import { ensureSampleKeystore } from '../../lib/tls/sample';
 import { loadConfig } from '../../lib/config/load';
 import { silentLogger } from '../../lib/log';
+import * as http2 from 'node:http2';
+import { http2Handover, DEFAULT_HTTP2_SETTINGS } from '../../lib/http2';
 import { HOST, get, makePki, pkcs12, pkcs12Trust, tlsRequest } from './helpers';
 
 const pki = makePki();
@@ -37,7 +39,7 @@ function settings(over: Partial<ListenerTlsSettings> = {}): ListenerTlsSettings 
 }
 
 /** A plain backend answering with what it saw, and a transport listening with TLS in front of it. */
-async function start(t: Test, opts: tls.TlsOptions, route?: (req: SourceRequest) => void) {
+async function start(t: Test, opts: tls.TlsOptions, route?: (req: SourceRequest) => void, h2 = false) {
   const backend = net.createServer((c) => {
     let buf = '';
     c.on('data', (d) => {
@@ -57,8 +59,10 @@ async function start(t: Test, opts: tls.TlsOptions, route?: (req: SourceRequest)
     },
     settings: { shutdownTimeout: 200 },
   });
-  const server = await transport.listenTls({ port: 0, host: HOST }, opts);
+  const handover = h2 ? http2Handover((s, secure, v) => transport.handleConnection(s, secure, v), DEFAULT_HTTP2_SETTINGS) : undefined;
+  const server = await transport.listenTls({ port: 0, host: HOST, ...(handover !== undefined ? { handover } : {}) }, opts);
   t.teardown(async () => {
+    await handover?.close(200);
     await transport.close();
     await new Promise<void>((resolve) => backend.close(() => resolve()));
   });
@@ -139,6 +143,27 @@ t.test(
     );
   },
 );
+
+t.test('mutual TLS over HTTP/2: each stream of the session sees the certificate the client presented', async (t) => {
+  const cns: (string | undefined)[] = [];
+  const opts = serverOptions(settings({ trustStore: { file: caFile, type: 'PEM', source: 'trust' }, verifyClient: 'require' }), undefined);
+  const h = await start(t, opts, (req) => cns.push((req.peerCertificate?.()?.subject as { CN?: string } | undefined)?.CN), true);
+  const session = http2.connect(`https://localhost:${h.port}`, { ca: pki.ca.certPem, key: pki.client.keyPem, cert: pki.client.certPem });
+  session.on('error', () => undefined);
+  t.teardown(() => session.close());
+  const status = (p: string) =>
+    new Promise<number>((resolve, reject) => {
+      const req = session.request({ ':path': p });
+      let st = 0;
+      req.on('response', (hd) => (st = Number(hd[':status'])));
+      req.on('end', () => resolve(st));
+      req.on('error', reject);
+      req.resume();
+    });
+  t.same(await Promise.all([status('/a'), status('/b'), status('/c')]), [200, 200, 200]);
+  t.equal(session.alpnProtocol, 'h2');
+  t.same(cns, ['alice', 'alice', 'alice'], "the route read the client's certificate on every stream");
+});
 
 t.test('listener.protocols: TLSv1.2 only refuses a TLS 1.3-only client', async (t) => {
   const h = await start(t, serverOptions(settings({ minVersion: 'TLSv1.2', maxVersion: 'TLSv1.2' }), undefined));

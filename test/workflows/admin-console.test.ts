@@ -3,7 +3,8 @@
  * its headers, tasks approved and rejected with a comment (the developer portal then shows "pending
  * approval" and the comment), a blocking condition and a header-condition policy added through their forms
  * and applied by the gateway at once, every form field's error beside it, a forged CSRF token refused, and
- * a tenant admin refused another tenant's task and the super admin's pages.
+ * a tenant admin refused another tenant's task and the super admin's pages, and given its own tenant's
+ * blocking conditions.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -201,7 +202,22 @@ t.test('the admin console', async (t) => {
   });
   t.equal(touch.status, 404, "a tenant admin touching another tenant's task: refused");
   t.equal((await json('GET', `${A}/tasks/${task3}`, undefined, admin)).body.status, 'CREATED', 'the task still waits');
-  t.equal((await req(`${n.base}/admin/blocking`, acme)).status, 403, "blocking conditions are the super admin's");
+  // Blocking conditions: the tenant admin's own page, without the super tenant's; what it adds is acme.test's.
+  const acmeBlocking = await req(`${n.base}/admin/blocking`, acme);
+  t.equal(acmeBlocking.status, 200, "a tenant admin's blocking conditions page");
+  t.notMatch(acmeBlocking.text, /\/pizzashack/, "the super tenant's condition is not listed");
+  t.match(acmeBlocking.text, /Calls to the APIs of acme\.test/);
+  const acmeCsrf = hidden(acmeHome.text, 'csrf');
+  const acmeAdd = await req(`${n.base}/admin/blocking`, acme, { csrf: acmeCsrf, type: 'IP', value: '10.7.7.7', invert: 'false' });
+  t.equal(acmeAdd.status, 303, acmeAdd.text.slice(0, 500));
+  t.match((await req(`${n.base}/admin/blocking`, acme)).text, /10\.7\.7\.7/, 'listed on its page');
+  const acmeApi = await json('GET', `${A}/blocking-conditions?tenant=acme.test`, undefined, admin);
+  t.match(acmeApi.body.list, [{ tenant: 'acme.test', type: 'IP', value: '10.7.7.7' }], "stored as acme.test's");
+  t.notMatch((await json('GET', `${A}/blocking-conditions`, undefined, admin)).text, /10\.7\.7\.7/, "not the super tenant's");
+  const superBlock = (await json('GET', `${A}/blocking-conditions`, undefined, admin)).body.list as { id: string }[];
+  const removeSuper = await req(`${n.base}/admin/blocking/${String(superBlock[0]?.id)}/remove`, acme, { csrf: acmeCsrf });
+  t.equal(removeSuper.status, 404, "removing the super tenant's condition from acme.test's console: not found");
+  t.equal(((await json('GET', `${A}/blocking-conditions`, undefined, admin)).body.list as unknown[]).length, 1, 'still there');
   t.equal((await req(`${n.base}/admin/tenants`, acme)).status, 403, "tenants are the super admin's");
   const apps = await req(`${n.base}/admin/applications`, acme);
   t.notMatch(apps.text, /Shop/, "another tenant's applications are not listed");

@@ -1150,7 +1150,8 @@ export const DOC000_SECTIONS: readonly SectionDef[] = [
     title: 'Developer portal',
     runs: true,
     // The developer portal (lib/portal, docs/portal.md, docs/self-service.md) acts on every key but
-    // application_sharing_impl (a class of the reference) and login_username_case_insensitive.
+    // application_sharing_impl (a class of the reference); login_username_case_insensitive is the key
+    // manager's sign-in (lib/store/passwords.ts findSignInUser, docs/user-stores.md).
     keys: [
       {
         key: 'url',
@@ -1190,7 +1191,8 @@ export const DOC000_SECTIONS: readonly SectionDef[] = [
       {
         key: 'login_username_case_insensitive',
         type: 's',
-        inactive: 'user names compare as the user store keeps them (docs/user-stores.md); this switch of the reference is not read',
+        differs:
+          "Every sign-in to the key manager's store acts on it (the password grant, the code flow's sign-in page and so the consoles, the admin API's Basic), each tenant's users within their tenant; an LDAP directory compares names by its own matching rules (docs/user-stores.md).",
         boolString: true,
         default: true,
         meaning: 'User names are case-insensitive at login.',
