@@ -15,7 +15,7 @@ import type { ApiFileRefusal } from '../keymanager/http';
 import { ControlPlaneError, type ControlPlane } from '../scale/control-plane';
 import { parsePolicies, type PolicyOptions } from '../throttle/policies';
 import { remoteFailure } from './backend';
-import { type ApiCatalogue, type CatalogueEntry, type ConsoleState, fileNameFor } from './catalogue';
+import { type ApiCatalogue, type CatalogueEntry, type ConsoleState, fileNameFor, type ProtoChanges } from './catalogue';
 
 export class RemoteCatalogue implements ApiCatalogue {
   private entries: CatalogueEntry[] = [];
@@ -96,8 +96,20 @@ export class RemoteCatalogue implements ApiCatalogue {
     }
   }
 
-  async write(id: string, text: string, create: boolean): Promise<{ id: string } | ApiFileRefusal> {
-    const r = await this.send(`/admin/v1/api-files/${encodeURIComponent(id)}`, { text, create }, 'PUT');
+  /** `protos.put`: a gRPC API's .proto files, sent with its text (the control plane checks them together). */
+  async write(id: string, text: string, create: boolean, protos: ProtoChanges = {}): Promise<{ id: string } | ApiFileRefusal> {
+    if ((protos.remove ?? []).length > 0)
+      return {
+        status: 400,
+        message: "API_PROTO_UPLOAD: a remote control plane's .proto files are removed through its own publisher",
+        fields: {},
+      };
+    const put = protos.put ?? [];
+    const r = await this.send(
+      `/admin/v1/api-files/${encodeURIComponent(id)}`,
+      { text, create, ...(put.length > 0 ? { protos: put } : {}) },
+      'PUT',
+    );
     return 'status' in r && typeof r.status === 'number' ? (r as ApiFileRefusal) : { id: String((r as Record<string, unknown>).id) };
   }
 
