@@ -57,7 +57,12 @@ export interface ApiDeploymentPayload {
    * `[graphql] schema` value. Absent when the API has none or it could not be read.
    */
   readonly schema?: { readonly file: string; readonly text: string };
-  /** sha256 of the text (and of the schema's, when served), hex: what changed is told from what did not. */
+  /**
+   * A gRPC API's .proto files (docs/grpc.md), those its `[grpc] proto` names and their imports, by name
+   * relative to the API file's directory. Absent when it has none or they could not be served.
+   */
+  readonly protos?: readonly { readonly file: string; readonly text: string }[];
+  /** sha256 of the text (and of the schema's and .proto files', when served), hex: what changed is told from what did not. */
   readonly revision: string;
 }
 

@@ -800,11 +800,12 @@ interface Ctx {
   /** Where scripts may be (GatewaySettings.scriptDirs); undefined: anywhere. */
   readonly scriptDirs: readonly string[] | undefined;
   /**
-   * A GraphQL API's schema text given with the API text (a gateway-worker's, served by its control plane:
-   * docs/scale-out.md); null: texts given without a schema, nothing is read from disk; undefined: read the
-   * schema file from disk.
+   * Files given with the API text (a gateway-worker's, served by its control plane: docs/scale-out.md): a
+   * GraphQL API's schema, a gRPC API's .proto files; null: texts given without them, nothing is read from
+   * disk; undefined: read them from disk. `disk` set: the .proto files given stand in for those on disk,
+   * the others are read (a publisher's upload checked before it is written).
    */
-  readonly served?: ServedSchema | null;
+  readonly served?: ServedFiles | null;
   /** What `plugins` may name (lib/gateway/plugins.ts; a gateway always gives one); undefined: names not checked, nothing attached. */
   readonly plugins?: PluginCatalogue;
 }
@@ -813,6 +814,21 @@ interface Ctx {
 export interface ServedSchema {
   readonly file: string;
   readonly text: string;
+}
+
+/** A .proto file served beside a gRPC API's text: `file` is its name relative to the API file's directory. */
+export interface ServedProto {
+  readonly file: string;
+  /** null: taken as deleted (ServedFiles.disk only). */
+  readonly text: string | null;
+}
+
+/** What is given with an API text in place of the files beside it (Ctx.served). */
+export interface ServedFiles {
+  readonly schema?: ServedSchema;
+  readonly protos?: readonly ServedProto[];
+  /** The .proto files not given are read from disk (the schema is read from disk then too). */
+  readonly disk?: boolean;
 }
 
 /** The API file's codes for the shared document reader's steps (config/document.ts). */
@@ -1223,10 +1239,11 @@ function graphqlOf(
   }
   let schemaFile: string;
   let sdl: string;
-  if (ctx.served !== undefined) {
+  if (ctx.served !== undefined && ctx.served?.disk !== true) {
     // Served with the API text: the control plane read it inside its apis/ directory (lib/scale/deployments.ts).
     schemaFile = g.schema as string;
-    if (ctx.served === null || ctx.served.file !== schemaFile) {
+    const served = ctx.served?.schema;
+    if (served === undefined || served.file !== schemaFile) {
       ctx.r.report(
         'error',
         'API_VALUE',
@@ -1236,7 +1253,7 @@ function graphqlOf(
       );
       return undefined;
     }
-    sdl = ctx.served.text;
+    sdl = served.text;
   } else {
     const dir = file === '' ? process.cwd() : path.dirname(file);
     schemaFile = path.resolve(dir, g.schema as string);
@@ -1353,28 +1370,32 @@ function grpcOf(
     );
     return undefined;
   }
-  if (ctx.served !== undefined) {
-    ctx.r.report(
-      'error',
-      'API_PROTO',
-      ['grpc', 'proto'],
-      'the .proto files of a gRPC API are not served by a control plane to its gateway-workers yet (docs/grpc.md)',
-      'deploy the gRPC API on a gateway that reads its apis/ directory',
-    );
-    return undefined;
-  }
   const files = g.proto as readonly string[];
   if (files.length === 0) {
     ctx.r.report('error', 'API_VALUE', ['grpc', 'proto'], 'lists no .proto file', '["service.proto"]');
     return undefined;
   }
-  const dir = file === '' ? process.cwd() : path.dirname(file);
+  // Texts given without their files (a gateway-worker's) are read in a directory of their own: the
+  // .proto files served with them (lib/scale/deployments.ts), never the worker's disk.
+  const onDisk = ctx.served === undefined || ctx.served?.disk === true;
+  const dir = !onDisk ? SERVED_DIR : file === '' ? process.cwd() : path.dirname(file);
+  const given =
+    ctx.served === undefined
+      ? undefined
+      : {
+          texts: new Map((ctx.served?.protos ?? []).map((p) => [path.resolve(dir, p.file), p.text] as const)),
+          disk: onDisk,
+        };
   // Loaded with the first gRPC API: require('throughway') loads the transport and the gateway only
   // (test/package/module-count.test.ts; docs/performance.md, "Import and start-up").
   const { loadProtos } = require('../grpc/proto') as typeof import('../grpc/proto');
-  const loaded = loadProtos(dir, files, file !== '', `type = "GRPC" (${file === '' ? 'an API given in code' : file})`);
+  const loaded = loadProtos(dir, files, file !== '' || !onDisk, `type = "GRPC" (${file === '' ? 'an API given in code' : file})`, given);
   if (!loaded.ok) {
-    const where = loaded.file !== undefined ? `${loaded.file}${loaded.line !== undefined ? `:${loaded.line}` : ''}` : files.join(', ');
+    // A served file is named as the control plane names it: beside the API file's name.
+    const name = (f: string): string =>
+      onDisk ? f : `${path.posix.dirname(file)}/${path.relative(SERVED_DIR, f).split(path.sep).join('/')}`;
+    const where =
+      loaded.file !== undefined ? `${name(loaded.file)}${loaded.line !== undefined ? `:${loaded.line}` : ''}` : files.join(', ');
     ctx.r.report(
       'error',
       'API_PROTO',
@@ -1398,6 +1419,9 @@ function grpcOf(
   }
   return Object.freeze({ protoFiles: loaded.files, services: loaded.services, methods });
 }
+
+/** Where .proto files served with an API text are resolved (a name only: nothing is read there). */
+const SERVED_DIR = path.resolve('/served-protos');
 
 /** A resource of a gRPC API: the path of a method of its .proto files, called by POST only. */
 function grpcResource(ctx: Ctx, grpc: GrpcApi, r: Record<string, unknown>, i: number): boolean {
@@ -1427,7 +1451,7 @@ function grpcResource(ctx: Ctx, grpc: GrpcApi, r: Record<string, unknown>, i: nu
  * route by it, and the control plane that serves them is the node whose consoles show it.
  */
 function definitionOf(ctx: Ctx, name: unknown, file: string): string | undefined {
-  if (typeof name !== 'string' || ctx.served !== undefined) return undefined;
+  if (typeof name !== 'string' || (ctx.served !== undefined && ctx.served?.disk !== true)) return undefined;
   const read = readDefinition(file, name, file !== '');
   if (read.ok) return read.file;
   ctx.r.report(
@@ -1448,19 +1472,20 @@ export const MAX_SCHEMA_BYTES = 4 * 1024 * 1024;
 /**
  * Reads a schema file: `schemaFile` (resolved) must stay inside `dir` when `inside` (an API file's schema
  * stays beside it: a file dropped into apis/ cannot read the host's files; an API given in code names any
- * path), be a file, and hold at most MAX_SCHEMA_BYTES.
+ * path), be a file, and hold at most `max` bytes (MAX_SCHEMA_BYTES; a .proto file MAX_PROTO_BYTES of lib/grpc/proto.ts).
  */
 export function readSchemaFile(
   dir: string,
   schemaFile: string,
   inside: boolean,
+  max = MAX_SCHEMA_BYTES,
 ): { readonly text: string } | { readonly error: string; readonly outside: boolean } {
   const rel = path.relative(dir, schemaFile);
   if (inside && (rel.startsWith('..') || path.isAbsolute(rel))) return { error: "it leaves the API file's directory", outside: true };
   try {
     const st = fs.statSync(schemaFile);
-    if (!st.isFile() || st.size > MAX_SCHEMA_BYTES)
-      return { error: st.isFile() ? `it is larger than ${MAX_SCHEMA_BYTES} bytes` : 'it is not a file', outside: false };
+    if (!st.isFile() || st.size > max)
+      return { error: st.isFile() ? `it is larger than ${max} bytes` : 'it is not a file', outside: false };
     return { text: fs.readFileSync(schemaFile, 'utf8') };
   } catch (err) {
     return { error: (err as Error).message, outside: false };
@@ -1484,7 +1509,7 @@ export function validateApi(
   map?: SourceMap,
   policies?: PolicyNames,
   scriptDirs?: readonly string[],
-  served?: ServedSchema | null,
+  served?: ServedFiles | null,
   plugins?: PluginCatalogue,
 ): ApiParseResult {
   const ctx: Ctx = {
@@ -1702,14 +1727,14 @@ export function validateApi(
   return { api: Object.freeze(api), diagnostics: ctx.r.diagnostics };
 }
 
-/** Parses and validates one API definition file's text (`served`: its schema given with it, ServedSchema). */
+/** Parses and validates one API definition file's text (`served`: the files given with it, ServedFiles). */
 export function parseApiText(
   text: string,
   file: string,
   vars: ApiVars = {},
   policies?: PolicyNames,
   scriptDirs?: readonly string[],
-  served?: ServedSchema | null,
+  served?: ServedFiles | null,
   plugins?: PluginCatalogue,
 ): ApiParseResult {
   const parsed = parseDocument(text, file, API_CODES);

@@ -25,6 +25,7 @@ import {
   labelsMatch,
   parseApiText,
   readSchemaFile,
+  type ServedProto,
   type ServedSchema,
   versionedPath,
   grpcServicesOf,
@@ -224,6 +225,8 @@ interface Cached {
   readonly text: string;
   /** The schema text the result was built with (ApiText.schema's, or a GraphQL API file's on disk). */
   readonly schemaText: string | undefined;
+  /** The .proto texts it was built with (protoKey: ApiText.protos, or a gRPC API's files on disk). */
+  readonly protoKey: string;
   readonly result: ApiParseResult;
 }
 
@@ -247,6 +250,11 @@ export interface ApiText {
    * disk, so a GraphQL API given without it is refused.
    */
   readonly schema?: ServedSchema;
+  /**
+   * A gRPC API's .proto files (those its `[grpc] proto` names and their imports), served with its text
+   * (docs/scale-out.md): given texts never read them from disk.
+   */
+  readonly protos?: readonly ServedProto[];
 }
 
 /** A file that could not be read: its previous version stays deployed, if any. */
@@ -303,7 +311,46 @@ export class ApiFiles {
    * The path is the last built one's: an API file never valid is parsed again when it changes.
    */
   private schemaChanged(file: string, cached: Cached, entry: ApiText): boolean {
+    if (this.protoKey(file, cached.result, entry) !== cached.protoKey) return true;
     return this.given ? cached.schemaText !== entry.schema?.text : this.diskSchema(file, cached.result) !== cached.schemaText;
+  }
+
+  /**
+   * The .proto texts of a gRPC API as one string: the served ones (given texts), or those of its files on
+   * disk now (the files the last build read, imports included), so a saved .proto file redeploys its API
+   * like a saved API file (docs/grpc.md). "" for other APIs.
+   */
+  private protoKey(file: string, result: ApiParseResult, entry: ApiText): string {
+    if (this.given) return entry.protos === undefined ? '' : JSON.stringify(entry.protos.map((p) => [p.file, p.text]));
+    const g = result.api?.grpc ?? this.lastGood.get(file)?.grpc;
+    if (g === undefined) {
+      // Never valid (a .proto with a syntax error, say): the .proto files beside it, by size and time.
+      if (!/GRPC/.test(entry.text)) return '';
+      try {
+        const dir = path.dirname(file);
+        return JSON.stringify(
+          fs
+            .readdirSync(dir)
+            .filter((n) => n.endsWith('.proto'))
+            .sort()
+            .map((n) => {
+              const st = fs.statSync(path.join(dir, n));
+              return [n, st.size, st.mtimeMs];
+            }),
+        );
+      } catch {
+        return '';
+      }
+    }
+    return JSON.stringify(
+      g.protoFiles.map((f) => {
+        try {
+          return [f, fs.readFileSync(f, 'utf8')];
+        } catch {
+          return [f, null];
+        }
+      }),
+    );
   }
 
   /** The schema text on disk now of a GraphQL API file (undefined: none, or unreadable). */
@@ -347,13 +394,19 @@ export class ApiFiles {
             this.vars,
             this.policies,
             this.scriptDirs,
-            this.given ? (entry.schema ?? null) : undefined,
+            this.given
+              ? {
+                  ...(entry.schema !== undefined ? { schema: entry.schema } : {}),
+                  ...(entry.protos !== undefined ? { protos: entry.protos } : {}),
+                }
+              : undefined,
             this.plugins,
           ),
         );
         cached = {
           text,
           schemaText: this.given ? entry.schema?.text : (result.api?.graphql?.sdl ?? this.diskSchema(file, result)),
+          protoKey: this.protoKey(file, result, entry),
           result,
         };
         this.cache.set(file, cached);

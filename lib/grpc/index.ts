@@ -3,7 +3,7 @@
  * mapping of faults to them (status.ts), and the HTTP/2 sessions to their backends (pool.ts). Plain
  * inputs: the gateway's API validator asks for services, lib/http2/grpc.ts relays the calls.
  */
-export { loadProtos, MAX_PROTO_BYTES, type CallKind, type GrpcMethod, type GrpcService, type ProtoResult } from './proto';
+export { loadProtos, MAX_PROTO_BYTES, type CallKind, type GrpcMethod, type GrpcService, type ProtoResult, type ProtoTexts } from './proto';
 export {
   GrpcStatus,
   GRPC_STATUS_OF_FAULT,

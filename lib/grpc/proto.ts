@@ -63,10 +63,21 @@ const WHERE = /\(([^()]*?),\s*line (\d+)\)\s*$/;
 const LINE_ONLY = /\(line (\d+)\)\s*$/;
 
 /**
- * Reads and parses `files` (relative to `dir`, which they and their imports may not leave when `inside`)
- * and lists their services. `key` names the API for the error of a missing package.
+ * Texts that stand in for files (by absolute path): a gateway-worker's, served by its control plane
+ * (docs/scale-out.md), or a publisher's upload checked before it is written (docs/grpc.md). null: the file
+ * is taken as absent (a deletion being checked). `disk`: files not given are read from disk.
  */
-export function loadProtos(dir: string, files: readonly string[], inside: boolean, key: string): ProtoResult {
+export interface ProtoTexts {
+  readonly texts: ReadonlyMap<string, string | null>;
+  readonly disk: boolean;
+}
+
+/**
+ * Reads and parses `files` (relative to `dir`, which they and their imports may not leave when `inside`)
+ * and lists their services. `key` names the API for the error of a missing package; `given`: texts read
+ * in place of the files (ProtoTexts).
+ */
+export function loadProtos(dir: string, files: readonly string[], inside: boolean, key: string, given?: ProtoTexts): ProtoResult {
   const pb = protobuf(key);
   const root = new pb.Root();
   const read: string[] = [];
@@ -81,6 +92,14 @@ export function loadProtos(dir: string, files: readonly string[], inside: boolea
     current = file;
     const rel = path.relative(dir, file);
     if (inside && (rel.startsWith('..') || path.isAbsolute(rel))) throw new ProtoFileError(file, "it leaves the API file's directory");
+    const text = given?.texts.get(file);
+    if (text === null || (text === undefined && given !== undefined && !given.disk))
+      throw new ProtoFileError(file, given?.disk === true ? 'no such file' : 'it was not served with the API file');
+    if (text !== undefined) {
+      if (Buffer.byteLength(text) > MAX_PROTO_BYTES) throw new ProtoFileError(file, `it is larger than ${MAX_PROTO_BYTES} bytes`);
+      read.push(file);
+      return text;
+    }
     let st: fs.Stats;
     try {
       st = fs.statSync(file);

@@ -14,7 +14,15 @@ import { AdminKeptError, OAuthError } from './errors';
 import { KeyRingError } from './keys';
 import { checkNewUser, tenantRefusal, type Manager } from './manage';
 import { ACTING_TENANT, SUPER_TENANT, type Tenant, tenantOfFileId } from '../tenants';
-import { readJson, sendJson, type ApiFileService, type RouteContext } from './http';
+import {
+  MAX_PROTO_UPLOAD_BODY,
+  readJson,
+  sendJson,
+  type ApiFileRefusal,
+  type ApiFileService,
+  type ApiProtos,
+  type RouteContext,
+} from './http';
 import { issueRegistrationToken, revokeRegistrationToken } from './registration';
 import { isConsoleClient, registerConsoleClients, withoutInternalApps } from './console-clients';
 import { WorkflowError, type Workflows } from '../workflows';
@@ -203,6 +211,25 @@ function blockingManager(c: AdminCall, every = true): Manager {
     if (asked !== '*' && c.ctx.tenants?.state(asked) !== undefined) return c.ctx.manager.forTenant(asked);
   }
   throw new OAuthError('not_found', `no blocking conditions of tenant ${asked.slice(0, 253)} for ${c.caller.username}`);
+}
+
+/** A request's list of .proto files, `[{ "name": "x.proto", "text": "..." }]`; else invalid_request. */
+function protoFiles(v: unknown): { name: string; text: string }[] {
+  const ok = (f: unknown): f is { name: string; text: string } =>
+    typeof f === 'object' &&
+    f !== null &&
+    typeof (f as Record<string, unknown>).name === 'string' &&
+    typeof (f as Record<string, unknown>).text === 'string';
+  if (!Array.isArray(v) || !v.every(ok))
+    throw new OAuthError('invalid_request', 'a list of { "name": "x.proto", "text": "..." } is required');
+  return v.map((f) => ({ name: f.name, text: f.text }));
+}
+
+/** The answer of a .proto upload or delete: the refusal, or the API's .proto files and methods, logged as `event`. */
+async function protosChanged(c: AdminCall, r: ApiProtos | ApiFileRefusal, event: string, files: readonly string[]): Promise<void> {
+  if ('status' in r) return apiFileAnswer(c, r);
+  c.ctx.logger.log('info', event, { id: r.id, files, by: c.caller.username });
+  return sendJson(c.res, 200, r);
 }
 
 /** Every admin route, in matching order (docs/admin-api.md). */
@@ -568,11 +595,49 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = Object.freeze([
     when: (ctx) => ctx.apiFiles !== undefined,
     async handle(c) {
       const id = fileId(c);
-      const b = await readJson(c.req);
-      const r = await (c.ctx.apiFiles as ApiFileService).writeFile(id, need(b.text, 'text'), b.create === true);
+      const b = await readJson(c.req, MAX_PROTO_UPLOAD_BODY);
+      // A gRPC API's .proto files may come with its text (docs/grpc.md): checked and written together.
+      const protos = b.protos === undefined ? undefined : protoFiles(b.protos);
+      const r = await (c.ctx.apiFiles as ApiFileService).writeFile(id, need(b.text, 'text'), b.create === true, protos);
       if ('status' in r) return apiFileAnswer(c, r);
       c.ctx.logger.log('info', 'api_file_written', { id: r.id, by: c.caller.username });
       return sendJson(c.res, 200, { id: r.id });
+    },
+  },
+  // A gRPC API file's .proto files (docs/grpc.md, "The .proto files in the publisher"): checked with the
+  // API file before anything is written, stored beside it, named in its [grpc] proto list.
+  {
+    method: 'GET',
+    path: '/api-files/{id}/protos',
+    tenancy: 'tenant',
+    when: (ctx) => ctx.apiFiles?.readProtos !== undefined,
+    async handle(c) {
+      const p = c.ctx.apiFiles?.readProtos?.(fileId(c));
+      if (p === undefined) throw new OAuthError('not_found', `no API file ${c.params[0] ?? ''}`);
+      return sendJson(c.res, 200, p);
+    },
+  },
+  {
+    method: 'PUT',
+    path: '/api-files/{id}/protos',
+    tenancy: 'tenant',
+    when: (ctx) => ctx.apiFiles?.writeProtos !== undefined,
+    async handle(c) {
+      const id = fileId(c);
+      const files = protoFiles((await readJson(c.req, MAX_PROTO_UPLOAD_BODY)).files);
+      const names = files.map((f) => f.name);
+      return protosChanged(c, await (c.ctx.apiFiles as Required<ApiFileService>).writeProtos(id, files), 'api_protos_written', names);
+    },
+  },
+  {
+    method: 'DELETE',
+    path: '/api-files/{id}/protos/{name}',
+    tenancy: 'tenant',
+    when: (ctx) => ctx.apiFiles?.removeProto !== undefined,
+    async handle(c) {
+      const id = fileId(c);
+      const name = c.params[1] as string;
+      return protosChanged(c, await (c.ctx.apiFiles as Required<ApiFileService>).removeProto(id, name), 'api_proto_removed', [name]);
     },
   },
   {

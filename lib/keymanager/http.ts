@@ -47,6 +47,8 @@ import { WorkflowError, type Workflows } from '../workflows';
 import { CALLBACK_ROUTE, handleWorkflowCallback, workflowRefusal } from './workflow-routes';
 
 const MAX_BODY = 64 * 1024;
+/** The largest request body of PUT /admin/v1/api-files/{id}/protos: the JSON of the .proto files uploaded. */
+export const MAX_PROTO_UPLOAD_BODY = 1024 * 1024;
 
 export interface RouteContext {
   readonly oauth: OAuthServer;
@@ -91,32 +93,53 @@ export interface ApiFileRefusal {
   readonly fields: Readonly<Record<string, string>>;
 }
 
+/** A gRPC API's .proto files (beside its API file, named in its `[grpc] proto` list) and the methods they declare. */
+export interface ApiProtos {
+  readonly id: string;
+  /** Whether the file is a gRPC API's (`type = "GRPC"`). */
+  readonly grpc: boolean;
+  readonly protos: readonly { readonly name: string; readonly text: string }[];
+  /** The methods of the deployed definition ("/package.Service/Method"); none while the file does not validate. */
+  readonly methods: readonly { readonly path: string; readonly kind: string }[];
+}
+
 /** What the admin API's api-files routes call (lib/portal/catalogue.ts LocalCatalogue implements it). */
 export interface ApiFileService {
   /** The super tenant's files and drafts, or those of `tenant` (ids `t:<domain>:...`). */
   listFiles(tenant?: string): ApiFileText[];
   /** A file by id; a `t:<domain>:` id is that tenant's (the route checks the caller may reach it). */
   readFile(id: string): ApiFileText | undefined;
-  /** Writes a validated file; `create`: refused when it exists. The id written, or why not. */
-  writeFile(id: string, text: string, create: boolean): Promise<{ readonly id: string } | ApiFileRefusal>;
+  /** Writes a validated file (`protos`: a gRPC API's .proto files, written beside it); `create`: refused when it exists. The id written, or why not. */
+  writeFile(
+    id: string,
+    text: string,
+    create: boolean,
+    protos?: readonly { readonly name: string; readonly text: string }[],
+  ): Promise<{ readonly id: string } | ApiFileRefusal>;
   /** Moves a file to a lifecycle state (apis_dir, or created/ for CREATED). */
   transitionFile(id: string, to: string): Promise<{ readonly id: string; readonly from: string } | ApiFileRefusal>;
+  /** A gRPC API file's .proto files and methods (GET /admin/v1/api-files/{id}/protos); undefined: no such file. */
+  readProtos?(id: string): ApiProtos | undefined;
+  /** Adds or replaces .proto files of a gRPC API file, checked with it before anything is written. */
+  writeProtos?(id: string, files: readonly { readonly name: string; readonly text: string }[]): Promise<ApiProtos | ApiFileRefusal>;
+  /** Removes one .proto file from a gRPC API file's list (and the file, when no other API file beside it reads it). */
+  removeProto?(id: string, name: string): Promise<ApiProtos | ApiFileRefusal>;
 }
 
 export type SiteHandler = (req: http.IncomingMessage, res: http.ServerResponse, path: string, url: URL) => Promise<boolean>;
 
-export function readBody(req: http.IncomingMessage): Promise<Buffer> {
+export function readBody(req: http.IncomingMessage, max = MAX_BODY): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
     req.on('data', (c: Buffer) => {
       size += c.length;
-      if (size > MAX_BODY) {
+      if (size > max) {
         // Answer 413 and close the connection rather than read the rest (Connection: close below).
         req.removeAllListeners('data');
         req.pause();
         reject(
-          new OAuthError('invalid_request', `request body larger than ${MAX_BODY} bytes`, {
+          new OAuthError('invalid_request', `request body larger than ${max} bytes`, {
             status: 413,
             headers: { Connection: 'close' },
           }),
@@ -152,8 +175,8 @@ async function readForm(req: http.IncomingMessage): Promise<URLSearchParams> {
   return formOf(req.headers['content-type'], body);
 }
 
-export async function readJson(req: http.IncomingMessage): Promise<Record<string, unknown>> {
-  const body = await readBody(req);
+export async function readJson(req: http.IncomingMessage, max = MAX_BODY): Promise<Record<string, unknown>> {
+  const body = await readBody(req, max);
   if (body.length === 0) return {};
   let v: unknown;
   try {

@@ -73,6 +73,8 @@ export type ApiForm = {
   labels: string;
   policy: string;
   unauthenticated_policy: string;
+  /** The API's `type`: "" (HTTP), "GRPC", or the file's other value, kept as it is. */
+  type: string;
   /** The backend password (basic, digest) or client secret (oauth), re-entered: never shown, never kept in the form. */
   production_secret: string;
   sandbox_secret: string;
@@ -99,6 +101,7 @@ export const FORM_FIELDS: readonly (keyof ApiForm)[] = [
   'labels',
   'policy',
   'unauthenticated_policy',
+  'type',
   ...CORS_KEYS.map(([f]) => f),
 ];
 
@@ -146,6 +149,7 @@ export function formFromText(text: string): { form: ApiForm; raw: Record<string,
     resources: resources.map(resourceLine).join('\n'),
     scopes: scopes.map((s) => `${String(s.name ?? '')}: ${strs(s.roles).join(', ')}`).join('\n'),
     labels: strs(raw.labels).join(', ') || 'Default',
+    type: typeof raw.type === 'string' ? raw.type : '',
     policy: typeof raw.policy === 'string' ? raw.policy : '',
     unauthenticated_policy: typeof raw.unauthenticated_policy === 'string' ? raw.unauthenticated_policy : '',
   });
@@ -251,6 +255,7 @@ export function apiObject(f: ApiForm, base: Record<string, unknown> = {}, state?
   o.labels = list(f.labels).length > 0 ? list(f.labels) : ['Default'];
   set(o, 'policy', f.policy.trim());
   set(o, 'unauthenticated_policy', f.unauthenticated_policy.trim());
+  set(o, 'type', f.type.trim());
 
   const cors: Record<string, unknown> = isTable(base.cors) ? { ...base.cors } : {};
   for (const [field, key, kind] of CORS_KEYS)
@@ -461,8 +466,8 @@ export type Written = 'new' | 'edited' | 'rewritten';
 export interface Checked {
   readonly text: string;
   readonly written: Written;
-  /** By form field; `general` for what no field shows. */
-  readonly errors: Partial<Record<keyof ApiForm | 'general', string>>;
+  /** By form field; `general` for what no field shows, `proto` for a gRPC API's .proto files. */
+  readonly errors: Partial<Record<keyof ApiForm | 'general' | 'proto', string>>;
 }
 
 /** What checkForm is given of the file being edited: its text and what it reads as. */
@@ -483,8 +488,15 @@ export function checkForm(
   original?: Original,
   state?: ConsoleState,
   policies?: PolicyNames,
+  protos: readonly { readonly name: string; readonly text: string }[] = [],
 ): Checked {
   const next = apiObject(f, original?.raw ?? {}, state);
+  // A new gRPC API's .proto files (docs/grpc.md, "The .proto files in the publisher"): named in [grpc] proto.
+  if (protos.length > 0) {
+    const g = isTable(next.grpc) ? next.grpc : {};
+    const listed = Array.isArray(g.proto) ? g.proto.filter((x): x is string => typeof x === 'string') : [];
+    next.grpc = { ...g, proto: [...listed, ...protos.map((p) => p.name).filter((n) => !listed.includes(n))] };
+  }
   const pre: FieldErrors = { ...lineErrors(f), ...reenterSecrets(f, original?.raw ?? {}, next, vars) };
   for (const m of movedCredentials(original?.raw ?? {}, next, vars)) {
     const kind = m.name as EndpointKind;
@@ -495,13 +507,14 @@ export function checkForm(
   const edited = original !== undefined ? editToml(original.text, original.raw, next, API_IDENTITY) : undefined;
   const text = edited ?? `# Written by the throughway publisher (docs/portal.md).\n${toTomlText(next)}`;
   const written: Written = original === undefined ? 'new' : edited !== undefined ? 'edited' : 'rewritten';
-  const errors: Partial<Record<keyof ApiForm | 'general', string>> = { ...pre };
-  const r = parseApiText(text, file, vars, policies);
+  const errors: Partial<Record<keyof ApiForm | 'general' | 'proto', string>> = { ...pre };
+  const served = protos.length === 0 ? undefined : { protos: protos.map((p) => ({ file: p.name, text: p.text })), disk: true };
+  const r = parseApiText(text, file, vars, policies, undefined, served);
   // Entry n of resources and scopes is the n-th non-empty line of its text area.
   const lineOf = { resources: lines(f.resources).map((l) => l.line), scopes: lines(f.scopes).map((l) => l.line) };
   for (const d of r.diagnostics) {
     if (d.level !== 'error') continue;
-    const k = fieldOf(d.field) ?? 'general';
+    const k = d.field === 'grpc' || d.field.startsWith('grpc.') ? 'proto' : (fieldOf(d.field) ?? 'general');
     const entry = /^(resources|scopes)\[(\d+)\]\.?(.*)$/.exec(d.field);
     const where =
       entry !== null
@@ -509,7 +522,9 @@ export function checkForm(
         : d.field !== ''
           ? `${fieldWords(d.field)}: `
           : '';
-    const msg = `${where}${d.message}${d.expected !== undefined ? ` (expected ${d.expected})` : ''}`;
+    // A .proto file is named as the form named it, not by this node's path.
+    const message = file === '' ? d.message : d.message.split(`${path.dirname(file)}${path.sep}`).join('');
+    const msg = `${where}${message}${d.expected !== undefined ? ` (expected ${d.expected})` : ''}`;
     errors[k] = errors[k] === undefined ? msg : `${errors[k] as string}; ${msg}`;
   }
   return { text, written, errors };

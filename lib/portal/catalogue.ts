@@ -14,9 +14,10 @@ import { API_CODES, type ApiDefinition, type ApiVars, parseApiText, versionedPat
 import { isTable, parseDocument } from '../config/document';
 import { listApiFiles } from '../gateway/deploy';
 import type { ApiDiagnostic } from '../gateway/diagnostics';
-import type { ApiFileRefusal, ApiFileService, ApiFileText } from '../keymanager/http';
+import type { ApiFileRefusal, ApiFileService, ApiFileText, ApiProtos } from '../keymanager/http';
 import { movedCredentials, type MovedCredentials, TRANSITIONS, withState, writeAtomic } from './api-form';
 import { domainProblem, SUPER_TENANT, tenantOfFileId } from '../tenants';
+import { isGrpcText, protoList, protoNameProblem, type ProtoUpload, uploadProblem, withProtoList } from './protos';
 
 /** The reference's lifecycle states (CREATED: a draft, only in the publisher). */
 export const CONSOLE_STATES = ['CREATED', 'PROTOTYPED', 'PUBLISHED', 'BLOCKED', 'DEPRECATED', 'RETIRED'] as const;
@@ -58,9 +59,24 @@ export interface ApiCatalogue {
   /** A new draft's id and the file name the validator is given for it. */
   draftFor(name: string, version: string): { readonly id: string; readonly file: string };
   /** Writes a file the form validated (`create`: refused when it exists); the control plane validates again. */
-  write(id: string, text: string, create: boolean): Promise<{ readonly id: string } | ApiFileRefusal>;
+  write(id: string, text: string, create: boolean, protos?: ProtoChanges): Promise<{ readonly id: string } | ApiFileRefusal>;
   /** Moves an entry to a lifecycle state. */
   transition(id: string, to: ConsoleState): Promise<Transitioned | ApiFileRefusal>;
+  /**
+   * A gRPC API's .proto files and methods (docs/grpc.md, "The .proto files in the publisher"); undefined:
+   * no such entry. Absent where the catalogue cannot write them (a remote control plane's).
+   */
+  protos?(id: string): ApiProtos | undefined;
+  /** Adds or replaces .proto files beside a gRPC API's file and names them in its `[grpc] proto` list. */
+  putProtos?(id: string, files: readonly ProtoUpload[]): Promise<ApiProtos | ApiFileRefusal>;
+  /** Removes a .proto file from a gRPC API's list, and the file when no other API file beside it reads it. */
+  deleteProto?(id: string, name: string): Promise<ApiProtos | ApiFileRefusal>;
+}
+
+/** Changes to .proto files beside an API file written with it (Catalogue.write). */
+export interface ProtoChanges {
+  readonly put?: readonly ProtoUpload[];
+  readonly remove?: readonly string[];
 }
 
 /**
@@ -78,13 +94,17 @@ export const API_FILE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,120}\.toml$/;
 
 const refused = (status: number, message: string, fields: Record<string, string> = {}): ApiFileRefusal => ({ status, message, fields });
 
-/** The validator's errors by field (`general` for none), as the admin route returns them. */
-function errorFields(diagnostics: readonly ApiDiagnostic[]): Record<string, string> {
+/**
+ * The validator's errors by field (`general` for none), as the admin route returns them; `dir`: the API
+ * file's directory, left out of the paths the messages name.
+ */
+function errorFields(diagnostics: readonly ApiDiagnostic[], dir?: string): Record<string, string> {
   const out: Record<string, string> = {};
   for (const d of diagnostics) {
     if (d.level !== 'error') continue;
     const k = d.field === '' ? 'general' : d.field;
-    const msg = `${d.message}${d.expected !== undefined ? ` (expected ${d.expected})` : ''}`;
+    const message = dir === undefined ? d.message : d.message.split(`${dir}${path.sep}`).join('');
+    const msg = `${message}${d.expected !== undefined ? ` (expected ${d.expected})` : ''}`;
     out[k] = out[k] === undefined ? msg : `${out[k]}; ${msg}`;
   }
   return out;
@@ -235,7 +255,11 @@ export class Catalogue implements ApiCatalogue, ApiFileService {
     return refused(403, message);
   }
 
-  async write(id: string, text: string, create: boolean): Promise<{ id: string } | ApiFileRefusal> {
+  /**
+   * Writes an API file (`protos`: with .proto files put beside it or removed, checked together with it
+   * before anything is written; docs/grpc.md, "The .proto files in the publisher").
+   */
+  async write(id: string, text: string, create: boolean, protos: ProtoChanges = {}): Promise<{ id: string } | ApiFileRefusal> {
     const file = this.fileOf(id);
     if (file === undefined)
       return refused(400, `${id} is not an API file name (${this.prefix}name.toml or ${this.prefix}created:name.toml)`);
@@ -243,8 +267,23 @@ export class Catalogue implements ApiCatalogue, ApiFileService {
     if (create && fs.existsSync(file))
       return refused(409, `a file ${path.basename(file)} already exists`, { name: `a file ${path.basename(file)} already exists` });
     if (!create && !fs.existsSync(file)) return refused(404, `no API file ${id}`);
-    const r = parseApiText(text, file, this.vars);
-    if (r.api === undefined) return refused(422, 'the API file does not validate', errorFields(r.diagnostics));
+    const put = protos.put ?? [];
+    const remove = protos.remove ?? [];
+    if (put.length > 0) {
+      const bad = uploadProblem(put, protoList(text));
+      if (bad !== undefined) return refused(400, bad, { 'grpc.proto': bad });
+    }
+    const dir = path.dirname(file);
+    const served =
+      put.length + remove.length === 0
+        ? undefined
+        : {
+            protos: [...put.map((p) => ({ file: p.name, text: p.text })), ...remove.map((n) => ({ file: n, text: null }))],
+            disk: true,
+          };
+    const r = parseApiText(text, file, this.vars, undefined, undefined, served);
+    // Messages name the .proto files by name: the caller is not told this node's paths.
+    if (r.api === undefined) return refused(422, 'the API file does not validate', errorFields(r.diagnostics, dir));
     const moved = create ? [] : this.moved(file, text);
     if (moved.length > 0)
       return refused(
@@ -267,8 +306,68 @@ export class Catalogue implements ApiCatalogue, ApiFileService {
       });
     const full = create ? this.limitRefusal() : undefined;
     if (full !== undefined) return full;
+    // The .proto files first: the gateway's watch reads the API file with its .proto files in place.
+    for (const p of put) writeAtomic(path.join(dir, p.name), p.text);
     writeAtomic(file, text);
+    const used = this.protosUsed(dir, file);
+    for (const n of remove) if (!used.has(path.join(dir, n))) fs.rmSync(path.join(dir, n), { force: true });
     return { id };
+  }
+
+  /** The .proto files (absolute) the API files in `dir` other than `except` read, imports included. */
+  private protosUsed(dir: string, except: string): Set<string> {
+    const out = new Set<string>();
+    for (const e of this.list()) {
+      if (e.file === except || path.dirname(e.file) !== dir) continue;
+      for (const f of e.api?.grpc?.protoFiles ?? protoList(e.text).map((n) => path.resolve(dir, n))) out.add(f);
+    }
+    return out;
+  }
+
+  protos(id: string): ApiProtos | undefined {
+    const e = this.get(id);
+    if (e === undefined) return undefined;
+    const dir = path.dirname(e.file);
+    const protos = protoList(e.text).flatMap((name) => {
+      const full = path.resolve(dir, name);
+      if (path.dirname(full) !== dir) return [];
+      try {
+        return [{ name, text: fs.readFileSync(full, 'utf8') }];
+      } catch {
+        return [];
+      }
+    });
+    const methods = (e.api?.grpc?.services ?? []).flatMap((s) => s.methods.map((m) => ({ path: m.path, kind: m.kind })));
+    return { id: e.id, grpc: isGrpcText(e.text), protos, methods };
+  }
+
+  async putProtos(id: string, files: readonly ProtoUpload[]): Promise<ApiProtos | ApiFileRefusal> {
+    const e = this.get(id);
+    if (e === undefined) return refused(404, `no API file ${id}`);
+    if (!isGrpcText(e.text)) return refused(400, `API_PROTO_UPLOAD: ${id} is not a gRPC API (type = "GRPC")`);
+    const current = protoList(e.text);
+    const bad = uploadProblem(files, current);
+    if (bad !== undefined) return refused(400, bad, { 'grpc.proto': bad });
+    const list = [...current, ...files.map((f) => f.name).filter((n) => !current.includes(n))];
+    const text = withProtoList(e.text, list);
+    if (text === undefined) return refused(422, `${id} is not readable TOML`);
+    const w = await this.write(e.id, text, false, { put: files });
+    return 'status' in w ? w : (this.protos(e.id) as ApiProtos);
+  }
+
+  async deleteProto(id: string, name: string): Promise<ApiProtos | ApiFileRefusal> {
+    const e = this.get(id);
+    if (e === undefined) return refused(404, `no API file ${id}`);
+    const bad = protoNameProblem(name);
+    const current = protoList(e.text);
+    if (bad !== undefined || !current.includes(name)) return refused(404, `${id} names no .proto file ${name.slice(0, 130)}`);
+    const text = withProtoList(
+      e.text,
+      current.filter((n) => n !== name),
+    );
+    if (text === undefined) return refused(422, `${id} is not readable TOML`);
+    const w = await this.write(e.id, text, false, { remove: [name] });
+    return 'status' in w ? w : (this.protos(e.id) as ApiProtos);
   }
 
   /** The credentials `text` would move to another origin than the file on disk binds them to (api-form.ts movedCredentials). */
@@ -292,6 +391,19 @@ export class Catalogue implements ApiCatalogue, ApiFileService {
     const name = path.basename(e.file);
     const target = path.join(to === 'CREATED' ? this.draftsDir : this.dir, name);
     if (target !== e.file && fs.existsSync(target)) return refused(409, `${target} already exists`);
+    // A gRPC API's .proto files move with it (docs/grpc.md): the same name there must hold the same text.
+    const from = path.dirname(e.file);
+    const into = path.dirname(target);
+    const protos =
+      into === from
+        ? []
+        : (e.api?.grpc?.protoFiles ?? [])
+            .filter((f) => !path.relative(from, f).startsWith('..'))
+            .map((f) => ({ from: f, to: path.join(into, path.relative(from, f)), text: fs.readFileSync(f, 'utf8') }));
+    for (const p of protos)
+      if (fs.existsSync(p.to) && fs.readFileSync(p.to, 'utf8') !== p.text)
+        return refused(409, `${path.relative(into, p.to)} already exists beside it with another text`);
+    for (const p of protos) if (!fs.existsSync(p.to)) writeAtomic(p.to, p.text);
     const text = withState(e.text, to);
     // The text written must validate as the file the gateway reads.
     const r = parseApiText(text, target, this.vars);
@@ -306,6 +418,8 @@ export class Catalogue implements ApiCatalogue, ApiFileService {
       );
     writeAtomic(target, text);
     if (target !== e.file) fs.unlinkSync(e.file);
+    const used = this.protosUsed(from, e.file);
+    for (const p of protos) if (!used.has(p.from)) fs.rmSync(p.from, { force: true });
     return { id: `${this.prefix}${to === 'CREATED' ? 'created:' : ''}${name}`, from: e.state };
   }
 
@@ -321,14 +435,30 @@ export class Catalogue implements ApiCatalogue, ApiFileService {
     return e === undefined ? undefined : { id: e.id, text: e.text };
   }
 
-  writeFile(id: string, text: string, create: boolean): Promise<{ id: string } | ApiFileRefusal> {
+  writeFile(id: string, text: string, create: boolean, protos?: readonly ProtoUpload[]): Promise<{ id: string } | ApiFileRefusal> {
     const c = this.scopeOf(id);
-    return c === undefined ? Promise.resolve(refused(404, `no API file ${id}`)) : c.write(id, text, create);
+    return c === undefined
+      ? Promise.resolve(refused(404, `no API file ${id}`))
+      : c.write(id, text, create, protos === undefined ? {} : { put: protos });
   }
 
   transitionFile(id: string, to: string): Promise<{ id: string; from: string } | ApiFileRefusal> {
     const c = this.scopeOf(id);
     return c === undefined ? Promise.resolve(refused(404, `no API file ${id}`)) : c.transition(id, to as ConsoleState);
+  }
+
+  readProtos(id: string): ApiProtos | undefined {
+    return this.scopeOf(id)?.protos(id);
+  }
+
+  writeProtos(id: string, files: readonly ProtoUpload[]): Promise<ApiProtos | ApiFileRefusal> {
+    const c = this.scopeOf(id);
+    return c === undefined ? Promise.resolve(refused(404, `no API file ${id}`)) : c.putProtos(id, files);
+  }
+
+  removeProto(id: string, name: string): Promise<ApiProtos | ApiFileRefusal> {
+    const c = this.scopeOf(id);
+    return c === undefined ? Promise.resolve(refused(404, `no API file ${id}`)) : c.deleteProto(id, name);
   }
 
   /** The entry serving context + version (to find an API a subscription names). */

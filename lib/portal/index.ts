@@ -3,15 +3,15 @@
  * server-rendered by the management server on its HTTP and HTTPS ports (docs/portal.md). createPortal
  * returns the routes the key manager mounts (KeyManager.mount) and the first-party clients to register.
  *
- * Requests: GET pages; every POST is an application/x-www-form-urlencoded form of at most 64 KiB
- * carrying the session's CSRF token (403 without it). Anonymous visitors may browse the catalogue;
+ * Requests: GET pages; every POST is an application/x-www-form-urlencoded form of at most 64 KiB (1 MiB
+ * for the publisher's forms that carry a .proto file, in a session) carrying the session's CSRF token (403 without it). Anonymous visitors may browse the catalogue;
  * everything else needs a sign-in through the key manager's authorization code flow (signin.ts), and
  * the publisher needs a publisher, creator or admin role.
  */
 import type * as http from 'node:http';
 import type { SiteHandler } from '../keymanager';
 import { OAuthError } from '../keymanager/errors';
-import { readBody } from '../keymanager/http';
+import { MAX_PROTO_UPLOAD_BODY, readBody } from '../keymanager/http';
 import { PortalRemoteError } from './backend';
 import { SUPER_TENANT } from '../tenants';
 import { type Call, canPublish, type PortalOptions, type PortalParts, problem } from './context';
@@ -233,7 +233,10 @@ export function createPortal(o: PortalOptions): Portal {
     try {
       if (method === 'POST') {
         const type = (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
-        const body = await readBody(req);
+        // The publisher's forms that carry a .proto file take up to MAX_PROTO_UPLOAD_BODY (docs/grpc.md), in a session only.
+        const protoForm =
+          found !== undefined && which === 'publisher' && (rest.join('/') === 'new' || (rest[0] === 'apis' && rest[2] === 'protos'));
+        const body = await readBody(req, protoForm ? MAX_PROTO_UPLOAD_BODY : undefined);
         if (type !== 'application/x-www-form-urlencoded') {
           problem(c0, which, 415, 'Unsupported form', 'Forms are posted as application/x-www-form-urlencoded.');
           return true;

@@ -33,6 +33,7 @@ import { type Call, problem, render, takeFlash } from './context';
 import { buttonForm, csrfField, escapeHtml as h, field, seeOther, select } from './html';
 import { importOpenApi } from './openapi';
 import { auditRoute, auditSection } from './audit-page';
+import { MAX_UPLOAD_PROTO_BYTES, uploadProblem } from './protos';
 
 const state = (s: string): string => `<span class="state">${h(s)}</span>`;
 
@@ -80,7 +81,7 @@ function lifecycleLabel(s: ConsoleState): string {
   }[s];
 }
 
-type FormErrors = Partial<Record<keyof ApiForm | 'general' | 'openapi', string>>;
+type FormErrors = Partial<Record<keyof ApiForm | 'general' | 'openapi' | 'proto', string>>;
 
 /** A `<details>` group of an endpoint's advanced configuration: open when a value is set or wrong. */
 function endpointGroup(f: ApiForm, kind: EndpointKind, err: (k: keyof ApiForm) => { error?: string }): string {
@@ -140,7 +141,23 @@ function formPage(
   status = 200,
   notice = '',
 ): void {
-  const err = (k: keyof ApiForm | 'openapi'): { error?: string } => (errors[k] !== undefined ? { error: errors[k] as string } : {});
+  const err = (k: keyof ApiForm | 'openapi' | 'proto'): { error?: string } =>
+    errors[k] !== undefined ? { error: errors[k] as string } : {};
+  const creating = action === '/publisher/new';
+  // The API's type; another value of the file (WS, GRAPHQL, HTTP written out) is offered as it is.
+  const types: [string, string][] = [
+    ['', 'HTTP (REST)'],
+    ['GRPC', 'gRPC'],
+  ];
+  if (!types.some(([v]) => v === f.type)) types.push([f.type, f.type]);
+  // A new gRPC API comes with its .proto file (docs/grpc.md, "The .proto files in the publisher").
+  const protoFields =
+    creating && c.parts.catalogue.putProtos !== undefined
+      ? `<fieldset><legend>gRPC: the .proto file (type gRPC only)</legend>
+${field({ id: 'proto_name', label: '.proto file name', value: c.form.get('proto_name') ?? '', hint: 'e.g. route_guide.proto: stored beside the API file', ...err('proto') })}
+${field({ id: 'proto_text', label: '.proto file', type: 'textarea', value: c.form.get('proto_text') ?? '', hint: `Its text (at most ${MAX_UPLOAD_PROTO_BYTES / 1024} KiB); more files can be added once the API is saved. Resources: leave empty to serve every method, or one a line: POST /package.Service/Method` })}
+</fieldset>`
+      : '';
   const general = errors.general !== undefined ? `<p class="error" role="alert">${h(errors.general)}</p>` : '';
   render(
     c,
@@ -152,6 +169,8 @@ ${field({ id: 'name', label: 'Name', value: f.name, required: true, ...err('name
 ${field({ id: 'context', label: 'Context', value: f.context, required: true, hint: `e.g. /pizzashack: the API is called at ${c.parts.catalogue.tenant === undefined ? '' : `/t/${c.parts.catalogue.tenant}`}/<context>/<version>/<resource>`, ...err('context') })}
 ${field({ id: 'version', label: 'Version', value: f.version, required: true, ...err('version') })}
 ${field({ id: 'description', label: 'Description', value: f.description, ...err('description') })}
+${select({ id: 'type', label: 'API type', options: types, value: f.type, ...err('type') })}
+${protoFields}
 ${field({ id: 'production', label: 'Production endpoint URL', value: f.production, hint: 'http://host:port/path', ...err('production') })}
 ${secretField('production', err)}
 ${endpointGroup(f, 'production', err)}
@@ -224,8 +243,71 @@ async function editPage(c: Call, e: CatalogueEntry): Promise<void> {
     `/publisher/apis/${encodeURIComponent(e.id)}`,
     parsed.form,
     {},
-    `${warn}<h2>Lifecycle</h2><p>State: ${state(e.state)}</p><p>${moves === '' ? 'No transition: RETIRED is final.' : moves}</p>${subs}${await auditSection(c, e)}`,
+    `${warn}${protoSection(c, e)}<h2>Lifecycle</h2><p>State: ${state(e.state)}</p><p>${moves === '' ? 'No transition: RETIRED is final.' : moves}</p>${subs}${await auditSection(c, e)}`,
   );
+}
+
+const KIND_TEXT: Readonly<Record<string, string>> = {
+  unary: 'unary',
+  server_streaming: 'server streaming',
+  client_streaming: 'client streaming',
+  bidi_streaming: 'bidirectional streaming',
+};
+
+/**
+ * A gRPC API's .proto files (docs/grpc.md, "The .proto files in the publisher"): each with a Delete
+ * button, the methods they declare (those the resources do not list shown as not served), and a form
+ * that adds or replaces one. Empty for other APIs, and where the catalogue cannot write them.
+ */
+function protoSection(c: Call, e: CatalogueEntry): string {
+  const p = c.parts.catalogue.protos?.(e.id);
+  if (p === undefined || !p.grpc) return '';
+  const action = `/publisher/apis/${encodeURIComponent(e.id)}/protos`;
+  const files = p.protos
+    .map(
+      (x) =>
+        `<tr><td><code>${h(x.name)}</code></td><td>${Buffer.byteLength(x.text)} bytes</td><td>${buttonForm(action, 'Delete', c.session.csrf, { op: 'delete', name: x.name }, `Delete ${x.name}`)}</td></tr>`,
+    )
+    .join('\n');
+  const served = new Set(e.api?.resources.map((r) => r.path) ?? []);
+  const methods = p.methods
+    .map(
+      (m) =>
+        `<tr><td><code>${h(m.path)}</code></td><td>${h(KIND_TEXT[m.kind] ?? m.kind)}</td><td>${served.has(m.path) ? 'served' : 'not served (UNIMPLEMENTED)'}</td></tr>`,
+    )
+    .join('\n');
+  return `<section aria-labelledby="protos"><h2 id="protos">.proto files</h2>
+<div class="table"><table class="proto-files"><thead><tr><th scope="col">File</th><th scope="col">Size</th><th scope="col">Action</th></tr></thead><tbody>${files}</tbody></table></div>
+<h3>Methods</h3>
+${p.methods.length === 0 ? '<p>No method: the file does not validate.</p>' : `<div class="table"><table class="grpc-methods"><thead><tr><th scope="col">Method</th><th scope="col">Call kind</th><th scope="col">Gateway</th></tr></thead><tbody>${methods}</tbody></table></div>`}
+<form method="post" action="${h(action)}" novalidate>${csrfField(c.session.csrf)}<input type="hidden" name="op" value="upload">
+${field({ id: 'proto_name', label: '.proto file name', value: '', hint: 'A name in the list replaces that file; another adds it. Letters, digits, ., _ and -, ending .proto' })}
+${field({ id: 'proto_text', label: '.proto file', type: 'textarea', value: '', hint: `At most ${MAX_UPLOAD_PROTO_BYTES / 1024} KiB; checked with the API file before it is stored` })}
+<button type="submit">Upload .proto file</button>
+</form></section>`;
+}
+
+/** A text area's value as a file's text: browsers post its line breaks as CRLF (HTML, "constructing the entry list"). */
+const textareaText = (v: string): string => v.replace(/\r\n?/g, '\n');
+
+/** POST /publisher/apis/{id}/protos: upload (add or replace) or delete one .proto file, then back to the API's page. */
+async function protoAction(c: Call, e: CatalogueEntry): Promise<void> {
+  const cat = c.parts.catalogue;
+  if (cat.putProtos === undefined || cat.deleteProto === undefined)
+    return problem(c, 'publisher', 404, 'Not found', 'This publisher does not store .proto files.');
+  const name = (c.form.get('proto_name') ?? c.form.get('name') ?? '').trim();
+  const r =
+    c.form.get('op') === 'delete'
+      ? await cat.deleteProto(e.id, c.form.get('name') ?? '')
+      : await cat.putProtos(e.id, [{ name, text: textareaText(c.form.get('proto_text') ?? '') }]);
+  if ('status' in r) {
+    const why = Object.values(r.fields)[0] ?? r.message;
+    c.session.flash = `<p class="error" role="alert">${h(name === '' ? (c.form.get('name') ?? '') : name)}: not stored: ${h(why)}</p>`;
+  } else {
+    c.parts.logger.log('info', 'publisher_protos_changed', { file: e.id, user: c.session.user?.username, op: c.form.get('op'), name });
+    c.session.flash = `<p class="notice" role="status">${h(c.form.get('op') === 'delete' ? `Deleted ${c.form.get('name') ?? ''}` : `Stored ${name}`)}: ${r.methods.length} method${r.methods.length === 1 ? '' : 's'}.</p>`;
+  }
+  return seeOther(c.res, `/publisher/apis/${encodeURIComponent(e.id)}#protos`);
 }
 
 /** Refuses a second API on the same context and version (the gateway would refuse to deploy it). */
@@ -260,6 +342,13 @@ async function save(c: Call, e: CatalogueEntry | undefined): Promise<void> {
   const draft = c.parts.catalogue.draftFor(f.name, f.version);
   const file = e?.file ?? draft.file;
   const st: ConsoleState = e?.state ?? 'CREATED';
+  // A new gRPC API's .proto file, checked and written with its API file.
+  const protoText = textareaText(c.form.get('proto_text') ?? '');
+  const protos =
+    e === undefined && f.type === 'GRPC' && protoText.trim() !== ''
+      ? [{ name: (c.form.get('proto_name') ?? '').trim() || 'service.proto', text: protoText }]
+      : [];
+  const upload = protos.length > 0 ? uploadProblem(protos, []) : undefined;
   const r = checkForm(
     f,
     file,
@@ -267,14 +356,16 @@ async function save(c: Call, e: CatalogueEntry | undefined): Promise<void> {
     e !== undefined && raw !== undefined ? { text: e.text, raw } : undefined,
     st,
     c.parts.policyNames?.(),
+    upload === undefined ? protos : [],
   );
   const errors: FormErrors = { ...r.errors };
+  if (upload !== undefined) errors.proto = upload;
   const dup = duplicate(c, f, e?.id);
   if (dup !== undefined) errors.context ??= dup;
   const action = e === undefined ? '/publisher/new' : `/publisher/apis/${encodeURIComponent(e.id)}`;
   if (Object.keys(errors).length > 0) return formPage(c, e === undefined ? 'Create an API' : `Edit ${f.name}`, action, f, errors, '', 400);
   // Through the catalogue: this node's apis_dir, or the control plane's, which validates again (catalogue.ts).
-  const w = await c.parts.catalogue.write(e?.id ?? draft.id, r.text, e === undefined);
+  const w = await c.parts.catalogue.write(e?.id ?? draft.id, r.text, e === undefined, { put: protos });
   if ('status' in w)
     return formPage(
       c,
@@ -409,6 +500,7 @@ export async function publisher(call: Call): Promise<void> {
     if (action === undefined) return c.method === 'POST' ? save(c, e) : editPage(c, e);
     if (c.method === 'POST' && action === 'lifecycle') return lifecycle(c, e);
     if (c.method === 'POST' && action === 'subscriptions') return subscriptionState(c, e);
+    if (c.method === 'POST' && action === 'protos') return protoAction(c, e);
     if (c.method === 'GET' && action === 'audit') return auditRoute(c, e);
   }
   return problem(c, 'publisher', 404, 'Not found', 'No such page in the publisher.');

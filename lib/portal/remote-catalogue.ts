@@ -24,7 +24,15 @@ import { ControlPlaneError, type ControlPlane } from '../scale/control-plane';
 import { domainProblem } from '../tenants';
 import { parsePolicies, type PolicyOptions } from '../throttle/policies';
 import { remoteFailure } from './backend';
-import { API_FILE_NAME, type ApiCatalogue, type CatalogueEntry, type ConsoleState, fileNameFor, type Transitioned } from './catalogue';
+import {
+  API_FILE_NAME,
+  type ApiCatalogue,
+  type CatalogueEntry,
+  type ConsoleState,
+  fileNameFor,
+  type ProtoChanges,
+  type Transitioned,
+} from './catalogue';
 
 const refused = (id: string): ApiFileRefusal => ({ status: 404, message: `no API file ${id.slice(0, 300)}`, fields: {} });
 
@@ -153,9 +161,21 @@ export class RemoteCatalogue implements ApiCatalogue {
     }
   }
 
-  async write(id: string, text: string, create: boolean): Promise<{ id: string } | ApiFileRefusal> {
+  /** `protos.put`: a gRPC API's .proto files, sent with its text (the control plane checks them together). */
+  async write(id: string, text: string, create: boolean, protos: ProtoChanges = {}): Promise<{ id: string } | ApiFileRefusal> {
     if (this.nameOf(id) === undefined) return refused(id);
-    const r = await this.send(`/admin/v1/api-files/${encodeURIComponent(id)}`, { text, create }, 'PUT');
+    if ((protos.remove ?? []).length > 0)
+      return {
+        status: 400,
+        message: "API_PROTO_UPLOAD: a remote control plane's .proto files are removed through its own publisher",
+        fields: {},
+      };
+    const put = protos.put ?? [];
+    const r = await this.send(
+      `/admin/v1/api-files/${encodeURIComponent(id)}`,
+      { text, create, ...(put.length > 0 ? { protos: put } : {}) },
+      'PUT',
+    );
     return 'status' in r && typeof r.status === 'number' ? (r as ApiFileRefusal) : { id: String((r as Record<string, unknown>).id) };
   }
 

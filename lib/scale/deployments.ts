@@ -30,7 +30,7 @@ import * as path from 'node:path';
 import * as toml from 'toml';
 import type { ApiDeploymentPayload, EventBus } from '../events/bus';
 import { API_FIELDS, labelsMatch, readSchemaFile } from '../gateway/apis';
-import { DebouncedWatch, listApiFiles, listTenantedApiFiles, tenantFolders } from '../gateway/deploy';
+import { type ApiText, DebouncedWatch, listTenantedApiFiles, tenantFolders } from '../gateway/deploy';
 import { syntaxDiagnostic } from '../gateway/diagnostics';
 import type { Gateway } from '../gateway';
 import type { Logger } from '../log';
@@ -69,13 +69,20 @@ export function revisionOf(text: string): string {
   return createHash('sha256').update(text).digest('hex');
 }
 
+/** The most .proto files served with one API (docs/scale-out.md): they travel in every snapshot and event. */
+export const MAX_SERVED_PROTOS = 64;
+/** The most bytes of .proto files served with one API, all together. */
+export const MAX_SERVED_PROTO_BYTES = 4 * 1024 * 1024;
+
 const DEFAULT_LABELS = (API_FIELDS.find((f) => f.key === 'labels')?.default ?? ['Default']) as readonly string[];
 
 /**
  * An API file's `labels` (its default when absent), or why it cannot be read: not TOML, labels not strings;
  * and a GraphQL API's `[graphql] schema` value, when it is a string.
  */
-export function apiLabels(text: string): { readonly labels: readonly string[]; readonly schema?: string } | { readonly error: string } {
+export function apiLabels(
+  text: string,
+): { readonly labels: readonly string[]; readonly schema?: string; readonly protos?: readonly string[] } | { readonly error: string } {
   let raw: unknown;
   try {
     raw = toml.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
@@ -89,7 +96,16 @@ export function apiLabels(text: string): { readonly labels: readonly string[]; r
     return { error: 'labels must be an array of strings' };
   const g = t.graphql as Record<string, unknown> | undefined;
   const schema = t.type === 'GRAPHQL' && g !== null && typeof g === 'object' && typeof g.schema === 'string' ? g.schema : undefined;
-  return { labels: (labels as string[] | undefined) ?? DEFAULT_LABELS, ...(schema !== undefined ? { schema } : {}) };
+  const p = t.grpc as Record<string, unknown> | undefined;
+  const protos =
+    t.type === 'GRPC' && p !== null && typeof p === 'object' && Array.isArray(p.proto)
+      ? p.proto.filter((x): x is string => typeof x === 'string')
+      : undefined;
+  return {
+    labels: (labels as string[] | undefined) ?? DEFAULT_LABELS,
+    ...(schema !== undefined ? { schema } : {}),
+    ...(protos !== undefined ? { protos } : {}),
+  };
 }
 
 /** `?labels=A,B`: the APIs whose labels share one with the list (every API without a list). */
@@ -190,13 +206,28 @@ export class DeploymentSource {
       }
       this.unparsed.delete(file);
       const schema = r.schema !== undefined ? this.schemaOf(full, r.schema) : undefined;
-      if (before !== undefined && before.text === text && before.schema?.text === schema?.text) {
+      const protos = r.protos !== undefined ? this.protosOf(full, r.protos) : undefined;
+      const protoText = protos === undefined ? undefined : JSON.stringify(protos.map((x) => [x.file, x.text]));
+      if (
+        before !== undefined &&
+        before.text === text &&
+        before.schema?.text === schema?.text &&
+        (before.protos === undefined ? undefined : JSON.stringify(before.protos.map((x) => [x.file, x.text]))) === protoText
+      ) {
         next.set(file, before);
         continue;
       }
-      // The revision covers the schema too: a changed schema file redeploys its API on the workers.
-      const revision = schema === undefined ? revisionOf(text) : revisionOf(`${revisionOf(text)}\n${revisionOf(schema.text)}`);
-      next.set(file, { file, text, labels: r.labels, ...(schema !== undefined ? { schema } : {}), revision });
+      // The revision covers the schema and the .proto files too: a changed one redeploys its API on the workers.
+      const parts = [schema?.text, protoText].filter((x): x is string => x !== undefined);
+      const revision = parts.length === 0 ? revisionOf(text) : revisionOf([text, ...parts].map(revisionOf).join('\n'));
+      next.set(file, {
+        file,
+        text,
+        labels: r.labels,
+        ...(schema !== undefined ? { schema } : {}),
+        ...(protos !== undefined ? { protos } : {}),
+        revision,
+      });
     }
     const previous = this.apis;
     this.apis = next;
@@ -230,6 +261,50 @@ export class DeploymentSource {
       });
     }
     return undefined;
+  }
+
+  /**
+   * A gRPC API's .proto files, read as the gateway reads them (inside the API file's directory, imports
+   * too, each at most MAX_PROTO_BYTES of lib/grpc/proto.ts), by their names relative to that directory;
+   * at most MAX_SERVED_PROTOS files and MAX_SERVED_PROTO_BYTES in all. Files that do not parse are served as
+   * they are (the workers refuse the API naming the file and line, as the gateway here does: API_PROTO);
+   * unreadable or too many: logged once per reason, and the API is served without them (the workers refuse
+   * it: API_PROTO, "was not served with the API file").
+   */
+  private protosOf(apiFile: string, names: readonly string[]): { file: string; text: string }[] | undefined {
+    const dir = path.dirname(apiFile);
+    const key = `${apiFile}\0protos`;
+    const fail = (reason: string): undefined => {
+      if (this.unparsed.get(key) !== reason) {
+        this.unparsed.set(key, reason);
+        this.o.logger.log('warn', 'deployment_file_unparsed', { file: apiFile, message: `its .proto files cannot be served: ${reason}` });
+      }
+      return undefined;
+    };
+    if (names.length === 0) return [];
+    // Loaded with the first gRPC API (as lib/gateway/apis.ts does): a control plane serving none never loads protobufjs.
+    const { loadProtos, MAX_PROTO_BYTES } = require('../grpc/proto') as typeof import('../grpc/proto');
+    const loaded = loadProtos(dir, names, true, `type = "GRPC" (${apiFile})`);
+    const files = loaded.ok ? loaded.files : names.map((n) => path.resolve(dir, n));
+    if (files.length > MAX_SERVED_PROTOS) return fail(`${files.length} files, more than ${MAX_SERVED_PROTOS}`);
+    const out: { file: string; text: string }[] = [];
+    let total = 0;
+    for (const f of files) {
+      if (f.startsWith('google/protobuf/')) continue;
+      const rel = path.relative(dir, f);
+      if (rel.startsWith('..') || path.isAbsolute(rel)) return fail(`${rel} leaves the API file's directory`);
+      const read = readSchemaFile(dir, f, true, MAX_PROTO_BYTES);
+      // A listed file that does not exist: served without it, the workers name it as this gateway does.
+      if ('error' in read) {
+        if (loaded.ok) return fail(`${rel}: ${read.error}`);
+        continue;
+      }
+      total += Buffer.byteLength(read.text);
+      if (total > MAX_SERVED_PROTO_BYTES) return fail(`more than ${MAX_SERVED_PROTO_BYTES} bytes in all`);
+      out.push({ file: rel.split(path.sep).join('/'), text: read.text });
+    }
+    this.unparsed.delete(key);
+    return out;
   }
 
   private refreshPolicies(publish: boolean): void {
@@ -315,11 +390,12 @@ export class DeploymentFollower {
   }
 
   /** The pulled texts, as createGateway's `apiTexts`. */
-  entries(): { readonly file: string; readonly text: string; readonly schema?: { readonly file: string; readonly text: string } }[] {
+  entries(): ApiText[] {
     return [...this.apis.values()].map((a) => ({
       file: this.name(a.file),
       text: a.text,
       ...(a.schema !== undefined ? { schema: a.schema } : {}),
+      ...(a.protos !== undefined ? { protos: a.protos } : {}),
     }));
   }
 

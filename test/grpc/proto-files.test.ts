@@ -94,3 +94,63 @@ t.test('no [[resources]]: every method of the protos is a resource, by POST', as
     'with their call kinds',
   );
 });
+
+t.test('texts given with their .proto files (a gateway-worker): nothing read from disk, served files named as served', async (t) => {
+  const file = 'http://127.0.0.1:9763/apis/t/acme.test/g.toml';
+  const types = 'syntax = "proto3";\npackage shared;\nmessage P { int32 x = 1; }\n';
+  const svc = 'syntax = "proto3";\nimport "common/types.proto";\npackage g;\nservice G { rpc M(shared.P) returns (shared.P); }\n';
+  const ok = parseApiText(apiText('g.proto'), file, {}, undefined, undefined, {
+    protos: [
+      { file: 'g.proto', text: svc },
+      { file: 'common/types.proto', text: types },
+    ],
+  });
+  t.same(
+    ok.diagnostics.filter((d) => d.level === 'error'),
+    [],
+  );
+  t.same([...(ok.api?.grpc?.methods.keys() ?? [])], ['/g.G/M'], 'the method of the served file, its import served too');
+
+  const missing = parseApiText(apiText('g.proto'), file, {}, undefined, undefined, { protos: [{ file: 'g.proto', text: svc }] });
+  t.match(
+    missing.diagnostics.find((d) => d.code === 'API_PROTO')?.message,
+    'http://127.0.0.1:9763/apis/t/acme.test/common/types.proto: it was not served with the API file',
+  );
+  // The worker's own disk is never read: route_guide.proto exists here, but was not served.
+  const disk = parseApiText(apiText(path.join(dir, 'route_guide.proto')), file, {}, undefined, undefined, null);
+  t.match(disk.diagnostics.find((d) => d.code === 'API_PROTO')?.message, /leaves the API file's directory|was not served/);
+  const bad = parseApiText(apiText('bad.proto'), file, {}, undefined, undefined, {
+    protos: [{ file: 'bad.proto', text: fs.readFileSync(path.join(dir, 'bad.proto'), 'utf8') }],
+  });
+  t.match(
+    bad.diagnostics.find((d) => d.code === 'API_PROTO')?.message,
+    'http://127.0.0.1:9763/apis/t/acme.test/bad.proto:5: illegal token',
+  );
+  const up = parseApiText(apiText('../x.proto'), file, {}, undefined, undefined, { protos: [{ file: '../x.proto', text: types }] });
+  t.match(up.diagnostics.find((d) => d.code === 'API_PROTO')?.message, /leaves the API file's directory/);
+});
+
+t.test('a saved .proto file alone redeploys its API (hot deploy)', async (t) => {
+  const apis = fs.mkdtempSync(path.join(os.tmpdir(), 'tw-proto-hot-'));
+  t.teardown(() => fs.rmSync(apis, { recursive: true, force: true }));
+  fs.writeFileSync(path.join(apis, 'route_guide.proto'), PROTO);
+  fs.writeFileSync(path.join(apis, 'rg.toml'), apiText('route_guide.proto'));
+  const e = embedded([], { apis: undefined, watch: false }, `[throughway]\napis_dir = "${apis}"\n`);
+  t.teardown(() => e.gw.close());
+  // The services the gateway routes to the API (lib/gateway/grpc.ts).
+  const serves = (s: string): boolean => e.gw.grpc.prefixOf(s) !== undefined;
+  t.ok(serves('routeguide.Admin'));
+  t.notOk(serves('routeguide.Ops'));
+  fs.writeFileSync(path.join(apis, 'route_guide.proto'), PROTO.replace('service Admin {', 'service Ops {'));
+  e.gw.reload();
+  t.notOk(serves('routeguide.Admin'), 'the service renamed in the .proto file is no longer served');
+  t.ok(serves('routeguide.Ops'), 'its new name is');
+  // A syntax error in the saved .proto: the API stays as it was (API_KEPT_PREVIOUS), then follows the fix.
+  fs.writeFileSync(path.join(apis, 'route_guide.proto'), 'syntax = "proto3";\nservice {\n');
+  e.gw.reload();
+  t.ok(serves('routeguide.Ops'), 'kept while the .proto is invalid');
+  t.equal(e.gw.states().find((s) => s.file.endsWith('rg.toml'))?.status, 'kept-previous');
+  fs.writeFileSync(path.join(apis, 'route_guide.proto'), PROTO);
+  e.gw.reload();
+  t.ok(serves('routeguide.Admin'), 'the fixed .proto file deploys again');
+});

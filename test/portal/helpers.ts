@@ -188,3 +188,22 @@ policy = "10PerMin"
 path = "/routeguide.RouteGuide/RouteChat"
 auth = "none"
 `;
+
+/**
+ * Debian's Chromium, headless, closed at the test's end; undefined (with the reason as a comment) when it
+ * does not start, so the test ends there as skipped.
+ */
+export async function launchChromium(t: {
+  comment(m: string): void;
+  teardown(f: () => unknown): void;
+}): Promise<import('playwright-core').Browser | undefined> {
+  const { chromium } = await import('playwright-core');
+  try {
+    const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox'] });
+    t.teardown(() => browser.close());
+    return browser;
+  } catch (err) {
+    t.comment(`skipped: Chromium does not start: ${(err as Error).message.split('\n')[0] ?? ''}`);
+    return undefined;
+  }
+}

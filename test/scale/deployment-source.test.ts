@@ -425,3 +425,86 @@ t.test('DeploymentSource serves a GraphQL API with its schema text; the revision
     /API_VALUE schema \.\.\/outside\.graphql was not served with the API file/,
   );
 });
+
+t.test('DeploymentSource serves a gRPC API with its .proto files and imports; bounded, inside its directory', async (t) => {
+  const r = rig(t);
+  const grpcApi = (context: string, protos: readonly string[]): string =>
+    `name = "G${context.slice(1)}"\ncontext = "${context}"\nversion = "1.0.0"\ntype = "GRPC"\nauth = "none"\n[grpc]\nproto = ${JSON.stringify(protos)}\n[endpoints]\nproduction = "http://127.0.0.1:9"\n`;
+  const types = 'syntax = "proto3";\npackage shared;\nmessage P { int32 x = 1; }\n';
+  const svc = (pkg: string, imp: string): string =>
+    `syntax = "proto3";\nimport "${imp}";\npackage ${pkg};\nservice S { rpc M(shared.P) returns (shared.P); }\n`;
+  fs.mkdirSync(path.join(r.apis, 'common'));
+  fs.writeFileSync(path.join(r.apis, 'common', 'types.proto'), types);
+  fs.writeFileSync(path.join(r.apis, 'g.proto'), svc('g', 'common/types.proto'));
+  fs.writeFileSync(path.join(r.apis, 'g.toml'), grpcApi('/g', ['g.proto']));
+  // An import that leaves apis/: the named file is served as it is, the outside one never; the worker refuses the API as the gateway would.
+  fs.writeFileSync(path.join(r.dir, 'outside.proto'), types);
+  fs.writeFileSync(path.join(r.apis, 'up.proto'), svc('up', '../outside.proto'));
+  fs.writeFileSync(path.join(r.apis, 'up.toml'), grpcApi('/up', ['up.proto']));
+  // More files than one API may send.
+  const many = Array.from({ length: 65 }, (_, i) => `m${i}.proto`);
+  for (const m of many) fs.writeFileSync(path.join(r.apis, m), `syntax = "proto3";\npackage ${m.replace('.proto', '')};\n`);
+  fs.writeFileSync(path.join(r.apis, 'many.toml'), grpcApi('/many', many));
+  const s = r.source();
+  const served = s.snapshot().apis;
+  const g = served.find((a) => a.file === 'g.toml');
+  t.same(
+    g?.protos,
+    [
+      { file: 'g.proto', text: svc('g', 'common/types.proto') },
+      { file: 'common/types.proto', text: types },
+    ],
+    'the named file and its import, by name relative to the API file',
+  );
+  t.same(
+    served.find((a) => a.file === 'up.toml')?.protos?.map((x) => x.file),
+    ['up.proto'],
+    'an import outside the directory: only the named file is served',
+  );
+  t.equal(served.find((a) => a.file === 'many.toml')?.protos, undefined, 'more than 64 files: nothing served');
+  t.match(r.lines.join(''), /many\.toml.*its \.proto files cannot be served: 65 files, more than 64/);
+
+  // The imported file alone changes: a new revision, published with the new text.
+  fs.writeFileSync(path.join(r.apis, 'common', 'types.proto'), types.replace('int32 x = 1;', 'int32 x = 1; int32 y = 2;'));
+  s.refresh();
+  const deployed = r.events.filter((e) => e.name === 'api.deployed');
+  t.same(
+    deployed.map((e) => (e.name === 'api.deployed' ? e.payload.file : '')),
+    ['g.toml'],
+    'one api.deployed, for the API whose import changed',
+  );
+  const p = deployed[0]?.name === 'api.deployed' ? deployed[0].payload : undefined;
+  t.not(p?.revision, g?.revision);
+  t.match(p?.protos?.[1]?.text, /int32 y = 2/);
+
+  // A worker's ApiTexts builds it from the served texts; the one without them is refused naming the file.
+  const texts = new ApiTexts(
+    'cp',
+    [
+      { file: 'http://cp/apis/g.toml', text: p?.text ?? '', ...(p?.protos !== undefined ? { protos: p.protos } : {}) },
+      {
+        file: 'http://cp/apis/up.toml',
+        text: served.find((a) => a.file === 'up.toml')?.text ?? '',
+        protos: served.find((a) => a.file === 'up.toml')?.protos ?? [],
+      },
+      { file: 'http://cp/apis/many.toml', text: served.find((a) => a.file === 'many.toml')?.text ?? '' },
+    ],
+    {},
+  );
+  const read = texts.read();
+  t.same([...(read.candidates.find((c) => c.file === 'http://cp/apis/g.toml')?.api?.grpc?.methods.keys() ?? [])], ['/g.S/M']);
+  t.match(
+    read.candidates
+      .find((c) => c.file === 'http://cp/apis/up.toml')
+      ?.diagnostics.map((d) => `${d.code} ${d.message}`)
+      .join('\n'),
+    /API_PROTO http:\/\/cp\/apis\/\.\.\/outside\.proto: it leaves the API file's directory/,
+  );
+  t.match(
+    read.candidates
+      .find((c) => c.file === 'http://cp/apis/many.toml')
+      ?.diagnostics.map((d) => `${d.code} ${d.message}`)
+      .join('\n'),
+    /API_PROTO http:\/\/cp\/apis\/m0\.proto: it was not served with the API file/,
+  );
+});

@@ -157,6 +157,23 @@ const CASES: Record<string, (call: Call, acme: Acme, h: Harness) => Promise<stri
     ...refused(await call('PUT', '/api-files/top.toml', { text: 'name = "Mole"' })),
     ...(fileCalls.some((x) => x.startsWith('write')) ? [`wrote it: ${fileCalls.join(', ')}`] : []),
   ],
+  'GET /api-files/{id}/protos': async (call) => [
+    ...refused(await call('GET', `/api-files/${encodeURIComponent('t:acme.test:x.toml')}/protos`)),
+    ...refused(await call('GET', '/api-files/top.toml/protos')),
+    ...(fileCalls.some((x) => x.startsWith('protos')) ? [`read them: ${fileCalls.join(', ')}`] : []),
+  ],
+  'PUT /api-files/{id}/protos': async (call) => [
+    ...refused(
+      await call('PUT', `/api-files/${encodeURIComponent('t:acme.test:x.toml')}/protos`, { files: [{ name: 'm.proto', text: '' }] }),
+    ),
+    ...refused(await call('PUT', '/api-files/top.toml/protos', { files: [{ name: 'm.proto', text: '' }] })),
+    ...(fileCalls.some((x) => x.startsWith('put-protos')) ? [`wrote them: ${fileCalls.join(', ')}`] : []),
+  ],
+  'DELETE /api-files/{id}/protos/{name}': async (call) => [
+    ...refused(await call('DELETE', `/api-files/${encodeURIComponent('t:acme.test:x.toml')}/protos/x.proto`)),
+    ...refused(await call('DELETE', '/api-files/top.toml/protos/x.proto')),
+    ...(fileCalls.some((x) => x.startsWith('remove-proto')) ? [`removed it: ${fileCalls.join(', ')}`] : []),
+  ],
   'POST /api-files/{id}/lifecycle': async (call) => [
     ...refused(await call('POST', `/api-files/${encodeURIComponent('t:acme.test:x.toml')}/lifecycle`, { state: 'BLOCKED' })),
     ...refused(await call('POST', '/api-files/top.toml/lifecycle', { state: 'BLOCKED' })),
@@ -207,6 +224,9 @@ t.test("every admin route, called as another tenant's admin, refuses", async (t)
       readFile: (id) => FILES.find((f) => f.id === id) ?? { id, text: '' },
       writeFile: async (id) => (fileCalls.push(`write ${id}`), { id }),
       transitionFile: async (id) => (fileCalls.push(`move ${id}`), { id, from: 'PUBLISHED' }),
+      readProtos: (id) => (fileCalls.push(`protos ${id}`), { id, grpc: true, protos: [], methods: [] }),
+      writeProtos: async (id) => (fileCalls.push(`put-protos ${id}`), { id, grpc: true, protos: [], methods: [] }),
+      removeProto: async (id) => (fileCalls.push(`remove-proto ${id}`), { id, grpc: true, protos: [], methods: [] }),
     },
   });
   t.teardown(() => h.close());
