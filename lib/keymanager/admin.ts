@@ -14,7 +14,9 @@ import { AdminKeptError, OAuthError } from './errors';
 import { KeyRingError } from './keys';
 import { checkNewUser, tenantRefusal, type Manager } from './manage';
 import { SUPER_TENANT, type Tenant, tenantOfFileId } from '../tenants';
-import { readJson, sendJson, type ApiFileService, type RouteContext } from './http';
+import { readJson, sendJson, type AdminCaller, type ApiFileService, type RouteContext } from './route-context';
+
+export type { AdminCaller };
 import { issueRegistrationToken, revokeRegistrationToken } from './registration';
 import { isConsoleClient, registerConsoleClients, withoutInternalApps } from './console-clients';
 import { WorkflowError, type Workflows } from '../workflows';
@@ -62,12 +64,6 @@ function need(v: unknown, name: string): string {
   const s = str(v);
   if (s === undefined) throw new OAuthError('invalid_request', `${name} is required`);
   return s;
-}
-
-/** Who calls the admin API: an admin's user name and its tenant. */
-export interface AdminCaller {
-  readonly username: string;
-  readonly tenant: string;
 }
 
 /** One call of an admin route: the path's `{...}` segments in order, and the manager of the caller's rows. */
