@@ -87,7 +87,7 @@ export function assemble(options: GatewayOptions): GatewayParts {
   });
   // Throws FormatConfigError for an unknown builder/formatter class (naming the alternatives). The worker
   // pool inside is created on the first call that needs it.
-  const mediation = new Mediation(mediationSettingsFrom(config), logger);
+  const mediation = new Mediation({ settings: mediationSettingsFrom(config), logger });
   return {
     config,
     ports,

@@ -5,15 +5,9 @@
  */
 import type { GatewayOwnCode } from '../faults';
 import type { ExchangeRecord, LocalResponse, TransportEvents } from '../transport/types';
-import type { CallContext, PhaseObserver } from './phases';
+import type { CallContext, CallTrace, PhaseObserver } from './phases/context';
 
-/**
- * What a call observer keeps on its call (`ctx.trace`): lib/observability/tracing.ts's RequestTrace. The
- * gateway only carries it.
- */
-export interface CallTrace {
-  readonly traceId: string;
-}
+export type { CallTrace };
 
 /** Told when a call's chain starts, then around each phase (tracing: one span per call, one per phase). */
 export interface ChainObserver extends PhaseObserver {

@@ -267,3 +267,41 @@ export function missingScope(rules: readonly OperationRule[], tokenScopes: reado
   }
   return undefined;
 }
+
+/** A subscription tier's GraphQL limits (the policies file's graphql_max_depth, graphql_max_complexity; docs/graphql.md). */
+export interface TierLimits {
+  readonly graphqlMaxDepth?: number;
+  readonly graphqlMaxComplexity?: number;
+}
+
+/**
+ * An operation over its subscription tier's depth or complexity (docs/graphql.md): the failure, mapped by
+ * the gateway as the API's own limits are; undefined when the tier allows it (or has no limits).
+ */
+export function tierExcess(
+  op: Operation,
+  tier: string,
+  limits: TierLimits | undefined,
+): Extract<AnalysisFailure, { kind: 'depth' | 'complexity' }> | undefined {
+  if (limits === undefined) return undefined;
+  if (limits.graphqlMaxDepth !== undefined && op.depth > limits.graphqlMaxDepth)
+    return {
+      kind: 'depth',
+      depth: op.depth,
+      message: `the query is ${op.depth} levels deep; the subscription tier ${tier} allows ${limits.graphqlMaxDepth}`,
+    };
+  if (limits.graphqlMaxComplexity !== undefined && op.complexity > limits.graphqlMaxComplexity)
+    return {
+      kind: 'complexity',
+      complexity: op.complexity,
+      message: `the query's complexity is ${op.complexity}; the subscription tier ${tier} allows ${limits.graphqlMaxComplexity}`,
+    };
+  return undefined;
+}
+
+/** The throttling policies of an operation's fields, keyed "QUERY name" (docs/graphql.md); undefined: none has one. */
+export function fieldPolicies(type: OperationType, rules: readonly OperationRule[]): (readonly [string, string])[] | undefined {
+  let out: (readonly [string, string])[] | undefined;
+  for (const r of rules) if (r.policy !== undefined) (out ??= []).push([`${type} ${r.name}`, r.policy]);
+  return out;
+}

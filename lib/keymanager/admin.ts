@@ -18,11 +18,14 @@ import {
   MAX_PROTO_UPLOAD_BODY,
   readJson,
   sendJson,
+  type AdminCaller,
   type ApiFileRefusal,
   type ApiFileService,
   type ApiProtos,
   type RouteContext,
-} from './http';
+} from './route-context';
+
+export type { AdminCaller };
 import { issueRegistrationToken, revokeRegistrationToken } from './registration';
 import { isConsoleClient, registerConsoleClients, withoutInternalApps } from './console-clients';
 import { WorkflowError, type Workflows } from '../workflows';
@@ -70,12 +73,6 @@ function need(v: unknown, name: string): string {
   const s = str(v);
   if (s === undefined) throw new OAuthError('invalid_request', `${name} is required`);
   return s;
-}
-
-/** Who calls the admin API: an admin's user name and its tenant. */
-export interface AdminCaller {
-  readonly username: string;
-  readonly tenant: string;
 }
 
 /** One call of an admin route: the path's `{...}` segments in order, and the manager of the caller's rows. */

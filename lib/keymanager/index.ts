@@ -21,7 +21,7 @@ import type { Store } from '../store/types';
 import { checkUserStore, openUserStore, type UserStore } from '../store/users';
 import type { OpsHandler } from '../events/observed';
 import type { Deployments } from '../scale/deployments';
-import { AuthorizationCodes, type ApiScope } from './authorize';
+import { AuthorizationCodes, type ApiScope } from './codes';
 import { CALLBACK_PATH } from './workflow-routes';
 import { type ApiFileService, createHandler, oauthCall, type RouteContext, type SiteHandler } from './http';
 import type { OAuthAnswer, OAuthCall } from '../gateway/token-route';

@@ -14,7 +14,7 @@ import { digest, randomToken } from '../store/passwords';
 import { authenticateClient, type AuthenticatedClient } from './client-auth';
 import { StoreError, type Application, type KeyType, type OAuthClient, type Store } from '../store/types';
 import { databaseUserStore, findIdentity, SignInHeldError, type Identity, type UserStore } from '../store/users';
-import { AuthorizationCodes, type ApiScope } from './authorize';
+import { AuthorizationCodes, type ApiScope } from './codes';
 import { issuedInFuture } from '../security/validator';
 import { OAuthError } from './errors';
 import { signIdToken } from './id-token';

@@ -27,7 +27,7 @@ import { OAuthError } from './errors';
 import type { KeyRing } from './keys';
 import { checkName, checkText } from './manage';
 import { isGrantType, type KeyManagerSettings } from './settings';
-import { readJson, requireSuperAdmin, sendJson, type RouteContext } from './http';
+import { readJson, requireSuperAdmin, sendJson, type RouteContext } from './route-context';
 
 export const REGISTRATION_TOKEN_TYPE = 'registration+jwt';
 /** Default and longest lifetime of an initial access token, seconds. */

@@ -17,7 +17,7 @@ import { SUPER_TENANT } from '../tenants';
 import { WorkflowError, type Workflows } from '../workflows';
 import { parseBasic } from './client-auth';
 import { OAuthError } from './errors';
-import { readJson, requireSuperAdmin, sendJson, type RouteContext } from './http';
+import { readJson, requireSuperAdmin, sendJson, type RouteContext } from './route-context';
 
 /** The callback path this key manager tells the engine (the reference's publisher API version 4). */
 export const CALLBACK_PATH = '/api/am/publisher/v4/workflows/update-workflow-status';

@@ -67,16 +67,29 @@ class ScriptGate {
   readonly waiting: (() => void)[] = [];
 }
 
+/** What the mediation service is made of (`new Mediation`), as the other services take theirs. */
+export interface MediationOptions {
+  readonly settings: MediationSettings;
+  readonly logger: Logger;
+  /** A worker pool of the embedder's (default: one sized from settings.pool). */
+  readonly pool?: MediationPool;
+}
+
+/**
+ * The mediation service (docs/mediation.md): its settings, its worker pool and the concurrency gates of
+ * its scripts. The gateway makes one at start; the mediation phase (lib/gateway/phases/mediation.ts) asks
+ * it per call with the call's plain request.
+ */
 export class Mediation {
+  readonly settings: MediationSettings;
   readonly pool: MediationPool;
+  private readonly logger: Logger;
   private readonly gates = new Map<string, ScriptGate>();
 
-  constructor(
-    readonly settings: MediationSettings,
-    private readonly logger: Logger,
-    pool?: MediationPool,
-  ) {
-    this.pool = pool ?? new MediationPool(settings.pool, { logger });
+  constructor(o: MediationOptions) {
+    this.settings = o.settings;
+    this.logger = o.logger;
+    this.pool = o.pool ?? new MediationPool(o.settings.pool, { logger: o.logger });
   }
 
   /**

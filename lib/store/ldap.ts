@@ -40,7 +40,7 @@ import type {
 } from 'ldapts';
 import { load } from '../config/packages';
 import type { DeploymentConfig } from '../config/deployment-config.generated';
-import { UserStoreError, type Identity, type UserStore } from './users';
+import { UserStoreError, type Identity, type UserStore } from './identities';
 
 /** LDAP result codes (RFC 4511 Appendix A.1): invalidCredentials, entryAlreadyExists. */
 const INVALID_CREDENTIALS = 49;

@@ -9,6 +9,7 @@
 import { randomUUID } from 'node:crypto';
 import { MIGRATIONS, type Migration } from './migrations';
 import { SqlSelfServiceStore, type SelfServiceStore } from './selfservice';
+import type { Param, PoolUsage, Row, SqlDriver } from './sql-driver';
 import {
   StoreError,
   type Application,
@@ -30,25 +31,7 @@ import {
   SUPER_TENANT,
 } from './types';
 
-export type Row = Record<string, unknown>;
-export type Param = string | number | null;
-
-export interface SqlDriver {
-  readonly kind: 'sqlite' | 'postgres' | 'mysql';
-  readonly description: string;
-  /** Rows of a query. */
-  all(sql: string, params?: readonly Param[]): Promise<Row[]>;
-  /** Runs a statement; resolves to the number of rows it changed. A unique-key violation rejects with StoreError STORE_CONFLICT. */
-  run(sql: string, params?: readonly Param[]): Promise<number>;
-  close(): Promise<void>;
-  /** Connections borrowed now and the pool's maximum (pooled drivers; the health check reads it). */
-  poolUsage?(): PoolUsage;
-}
-
-export interface PoolUsage {
-  readonly active: number;
-  readonly max: number;
-}
+export type { Param, PoolUsage, Row, SqlDriver } from './sql-driver';
 
 const str = (v: unknown): string => (v === null || v === undefined ? '' : String(v));
 // PostgreSQL returns BIGINT as a string (it may exceed 2^53); epoch milliseconds never do.

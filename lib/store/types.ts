@@ -13,7 +13,7 @@
 
 import type { BlockingType } from '../events/blocking';
 import type { KeyType, SubscriptionPayload, SubscriptionState } from '../events/payloads';
-import type { SelfServiceStore } from './selfservice';
+import type { SelfServiceStore } from './selfservice-types';
 import { ThroughwayError } from '../errors';
 
 // Subscription states and key types are event vocabulary (lib/events/payloads.ts): the store keeps them.

@@ -154,3 +154,124 @@ export function edgeOf(fromRel: string, specifier: string): Edge | undefined {
   const e = { from: fromRel, to, fromRoom: roomOf(fromRel), toRoom: roomOf(to) };
   return e.fromRoom === e.toRoom ? undefined : e;
 }
+
+/** One import of one lib/ file by another (files relative to lib/, with their extension), types included. */
+export interface FileEdge {
+  from: string;
+  to: string;
+}
+
+/**
+ * Every relative import between two files of lib/, `import type` included: a circle of types ties the
+ * files' meanings together as a circle of values ties their loading. A specifier names `x.ts` or `x/index.ts`.
+ */
+export function readFileGraph(dir: string): FileEdge[] {
+  const edges: FileEdge[] = [];
+  for (const file of tsFiles(dir)) {
+    const src = fs.readFileSync(file, 'utf8');
+    const from = path.relative(dir, file).split(path.sep).join('/');
+    for (const m of src.matchAll(IMPORT)) {
+      const base = path.resolve(path.dirname(file), (m[1] as string).replace(/\.js$/, ''));
+      const target = [`${base}.ts`, path.join(base, 'index.ts')].find((p) => fs.existsSync(p));
+      if (target !== undefined) edges.push({ from, to: path.relative(dir, target).split(path.sep).join('/') });
+    }
+  }
+  return edges;
+}
+
+/** The circles of files (strongly connected sets of two or more, or a file importing itself), each sorted. */
+export function fileCircles(edges: readonly FileEdge[]): string[][] {
+  const next = new Map<string, string[]>();
+  for (const e of edges) {
+    (next.get(e.from) ?? next.set(e.from, []).get(e.from))?.push(e.to);
+    if (!next.has(e.to)) next.set(e.to, []);
+  }
+  // Tarjan's strongly connected components, iteratively (no recursion depth to mind).
+  let counter = 0;
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const circles: string[][] = [];
+  for (const root of next.keys()) {
+    if (index.has(root)) continue;
+    const work: [string, number][] = [[root, 0]];
+    while (work.length > 0) {
+      const top = work[work.length - 1] as [string, number];
+      const [v, i] = top;
+      if (i === 0) {
+        index.set(v, counter);
+        low.set(v, counter);
+        counter++;
+        stack.push(v);
+        onStack.add(v);
+      }
+      const out = next.get(v) as string[];
+      if (i < out.length) {
+        top[1] = i + 1;
+        const w = out[i] as string;
+        if (!index.has(w)) work.push([w, 0]);
+        else if (onStack.has(w)) low.set(v, Math.min(low.get(v) as number, index.get(w) as number));
+        continue;
+      }
+      work.pop();
+      const parent = work[work.length - 1];
+      if (parent !== undefined) low.set(parent[0], Math.min(low.get(parent[0]) as number, low.get(v) as number));
+      if (low.get(v) !== index.get(v)) continue;
+      const c: string[] = [];
+      let w: string;
+      do {
+        w = stack.pop() as string;
+        onStack.delete(w);
+        c.push(w);
+      } while (w !== v);
+      if (c.length > 1 || out.includes(v)) circles.push(c.sort());
+    }
+  }
+  return circles.sort((a, b) => (a[0] as string).localeCompare(b[0] as string));
+}
+
+/**
+ * Folders and files of lib/ that no circle of files may touch (docs/architecture.md, "Floors"): the phase
+ * chain and the gateway's hook points, the key manager, the stores.
+ */
+export const NO_CIRCLES: readonly string[] = ['gateway/phases/', 'gateway/hooks.ts', 'keymanager/', 'store/'];
+
+/**
+ * Circles of files allowed anyway, each by its files (sorted, joined by ', ') with its reason; one that
+ * gains or loses a file is another circle, and reported.
+ */
+export const KNOWN_CIRCLES: ReadonlyMap<string, string> = new Map<string, string>([
+  [
+    'gateway/apis.ts, gateway/cors.ts, gateway/endpoints.ts, gateway/phases/context.ts, gateway/plugins.ts, gateway/router.ts, gateway/runtime.ts',
+    "types only: an API file's plugins are chain steps run on a call (plugins.ts), and a call knows its compiled API (phases/context.ts); " +
+      'the definitions and the call are one knot of types until the plugins leave the API definition (docs/architecture.md, "Floors")',
+  ],
+]);
+
+/** The circles of files that touch a path of `places` (a folder ends in '/'), in words, minus `known`. */
+export function circlesThrough(
+  edges: readonly FileEdge[],
+  places: readonly string[] = NO_CIRCLES,
+  known: ReadonlyMap<string, string> = KNOWN_CIRCLES,
+): string[] {
+  const inPlace = (f: string): boolean => places.some((p) => (p.endsWith('/') ? f.startsWith(p) : f === p));
+  return fileCircles(edges)
+    .filter((c) => c.some(inPlace) && !known.has(c.join(', ')))
+    .map((c) => `${c.length} ${c.length === 1 ? 'file' : 'files'}: ${c.join(', ')}`);
+}
+
+/**
+ * The gateway's phases are adapters, each alone (docs/architecture.md, "The phase chain"): a file of
+ * gateway/phases/ is imported only by the chain (phases/index.ts), save context.ts, the call every phase
+ * fills. Whatever two phases share lives outside the folder (the gateway's graphql-api.ts,
+ * throttle-call.ts, backend-auth.ts) or in a service.
+ */
+export function phaseImports(edges: readonly FileEdge[]): string[] {
+  const shared = new Set(['gateway/phases/context.ts', 'gateway/phases/index.ts']);
+  return unique(
+    edges
+      .filter((e) => e.to.startsWith('gateway/phases/') && !shared.has(e.to) && e.from !== 'gateway/phases/index.ts')
+      .map((e) => `${e.from} -> ${e.to}`),
+  );
+}

@@ -11,8 +11,14 @@
 import t from 'tap';
 import * as path from 'node:path';
 import {
+  circlesThrough,
   type Edge,
+  type FileEdge,
+  fileCircles,
   importsAbove,
+  NO_CIRCLES,
+  phaseImports,
+  readFileGraph,
   mutualPairs,
   observabilityImporters,
   readGraph,
@@ -80,4 +86,63 @@ t.test('the floors of lib/ hold', async (t) => {
     ['a room imports only rooms at or below its floor', importsAbove(edges)],
   ];
   for (const [rule, offenders] of rules) t.strictSame(offenders, [], said(rule, offenders));
+});
+
+t.test('the circle and phase rules report the violations they are shown (so the next test can fail)', async (t) => {
+  const e = (from: string, to: string): FileEdge => ({ from, to });
+  const planted = [
+    e('gateway/phases/index.ts', 'gateway/phases/route.ts'),
+    e('gateway/phases/index.ts', 'gateway/phases/context.ts'),
+    e('gateway/phases/route.ts', 'gateway/phases/context.ts'),
+    e('gateway/phases/send.ts', 'gateway/phases/graphql.ts'),
+    e('gateway/graphql-api.ts', 'gateway/phases/throttling.ts'),
+    e('gateway/hooks.ts', 'gateway/phases/index.ts'),
+    e('gateway/phases/context.ts', 'gateway/hooks.ts'),
+    e('keymanager/http.ts', 'keymanager/admin.ts'),
+    e('keymanager/admin.ts', 'keymanager/http.ts'),
+    e('store/users.ts', 'store/users.ts'),
+    e('portal/a.ts', 'portal/b.ts'),
+    e('portal/b.ts', 'portal/a.ts'),
+  ];
+  t.same(phaseImports(planted), [
+    'gateway/graphql-api.ts -> gateway/phases/throttling.ts',
+    'gateway/phases/send.ts -> gateway/phases/graphql.ts',
+  ]);
+  t.same(fileCircles(planted), [
+    ['gateway/hooks.ts', 'gateway/phases/context.ts', 'gateway/phases/index.ts', 'gateway/phases/route.ts'],
+    ['keymanager/admin.ts', 'keymanager/http.ts'],
+    ['portal/a.ts', 'portal/b.ts'],
+    ['store/users.ts'],
+  ]);
+  t.same(circlesThrough(planted), [
+    '4 files: gateway/hooks.ts, gateway/phases/context.ts, gateway/phases/index.ts, gateway/phases/route.ts',
+    '2 files: keymanager/admin.ts, keymanager/http.ts',
+    '1 file: store/users.ts',
+  ]);
+  t.same(circlesThrough([e('a.ts', 'b.ts'), e('b.ts', 'c.ts')]), [], 'a chain without a loop is no circle');
+  t.same(
+    circlesThrough(planted, NO_CIRCLES, new Map([['keymanager/admin.ts, keymanager/http.ts', 'a reason']])),
+    ['4 files: gateway/hooks.ts, gateway/phases/context.ts, gateway/phases/index.ts, gateway/phases/route.ts', '1 file: store/users.ts'],
+    'a known circle is passed over',
+  );
+});
+
+t.test('the file graph is read: types included, folders resolved to their index.ts', async (t) => {
+  const edges = readFileGraph(libDir);
+  t.ok(
+    edges.some((x) => x.from === 'gateway/hooks.ts' && x.to === 'gateway/phases/context.ts'),
+    'an import type is an edge',
+  );
+  t.ok(
+    edges.some((x) => x.from === 'gateway/index.ts' && x.to === 'gateway/phases/index.ts'),
+    "'./phases' is phases/index.ts",
+  );
+});
+
+t.test('no phase imports another, and no circle of files runs through the phases, the hooks, keymanager/ or store/', async (t) => {
+  const edges = readFileGraph(libDir);
+  const phases = phaseImports(edges);
+  t.strictSame(phases, [], said('only phases/index.ts imports a phase (context.ts aside)', phases));
+  const circles = circlesThrough(edges);
+  t.strictSame(circles, [], said(`no circle of files touches ${NO_CIRCLES.join(', ')}`, circles));
 });

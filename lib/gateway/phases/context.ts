@@ -10,10 +10,17 @@ import { corsRequest, type CorsRequest } from '../cors';
 import type { GatewayRuntime } from '../runtime';
 import type { EndpointRuntime } from '../endpoints';
 import type { AuthContext, KeyType } from '../../security/auth-context';
-import type { CallTrace } from '../hooks';
 import type { Operation, OperationRule } from '../../graphql';
 
 export type { KeyType };
+
+/**
+ * What a call observer keeps on its call (`ctx.trace`): lib/observability/tracing.ts's RequestTrace. The
+ * gateway only carries it.
+ */
+export interface CallTrace {
+  readonly traceId: string;
+}
 
 /** What the phases of one call know. One object per request; phases fill it in order. */
 export class CallContext implements MatchTarget {
@@ -93,6 +100,14 @@ export interface Phase {
 export interface ChainStep {
   readonly name: string;
   run(ctx: CallContext): Outcome | Promise<Outcome>;
+}
+
+/** Called around every phase by runChainObserved (tracing: one span per phase). */
+export interface PhaseObserver {
+  /** Before the phase runs; returns its start stamp. */
+  begin(ctx: CallContext, phase: ChainStep): number;
+  /** After it answered (its Promise settled): the outcome, or the error it threw or rejected with. */
+  end(ctx: CallContext, phase: ChainStep, started: number, outcome: Outcome, error?: unknown): void;
 }
 
 export const CONTINUE: Outcome = undefined;

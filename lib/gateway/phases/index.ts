@@ -26,6 +26,7 @@ import {
   type ChainStep,
   type Outcome,
   type Phase,
+  type PhaseObserver,
 } from './context';
 import { hasDotSegment as dotSegmentIn, routePhase } from './route';
 import { corsPhase } from './cors';
@@ -36,7 +37,7 @@ import { mediationPhase } from './mediation';
 import { transportHeadersPhase } from './transport-headers';
 import { sendPhase } from './send';
 
-export type { ChainStep, KeyType, Outcome, Phase, PhaseName, Stop } from './context';
+export type { ChainStep, KeyType, Outcome, Phase, PhaseName, PhaseObserver, Stop } from './context';
 
 /*
  * Values of other modules exported as plain data properties, not with `export { ... } from`: TypeScript's
@@ -79,14 +80,6 @@ export function runChain(ctx: CallContext, phases: readonly ChainStep[] = PHASES
   }
   // Every phase continued and none sent: a chain without `send` (tests, embedders) has nothing to do.
   return finish(ctx, stop(fault(ApiCode.NO_MATCHING_RESOURCE)));
-}
-
-/** Called around every phase by runChainObserved (tracing: one span per phase). */
-export interface PhaseObserver {
-  /** Before the phase runs; returns its start stamp. */
-  begin(ctx: CallContext, phase: ChainStep): number;
-  /** After it answered (its Promise settled): the outcome, or the error it threw or rejected with. */
-  end(ctx: CallContext, phase: ChainStep, started: number, outcome: Outcome, error?: unknown): void;
 }
 
 /**

@@ -1,12 +1,12 @@
 /**
  * The route phase: the API and resource of a call (404 / 405 / 900906), from the route table of the
  * call's runtime (router.ts). Targets with dot segments are refused. On a GraphQL API the operation of
- * the query is found too (graphql.ts): synchronous for GET, a Promise while a POST body is gathered.
+ * the query is found too (../graphql-api.ts): synchronous for GET, a Promise while a POST body is gathered.
  */
 import { ApiCode, GatewayOwnCode, fault, type FaultValue } from '../../faults';
 import { Match, matchResource, methodsFor } from '../router';
 import { CONTINUE, stop, type CallContext, type Outcome } from './context';
-import { graphqlQuery } from './graphql';
+import { graphqlQuery } from '../graphql-api';
 
 /** Index where the path of an absolute-form target starts (RFC 9112 §3.2.2), or -1. */
 function absolutePathStart(url: string): number {

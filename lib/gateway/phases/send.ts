@@ -1,6 +1,6 @@
 /**
  * The send phase, always last: the endpoint of the call's key type, its suspension, the backend's
- * credentials when the endpoint declares them (backend-auth.ts), and the forward decision the transport
+ * credentials when the endpoint declares them (../backend-auth.ts), and the forward decision the transport
  * carries out (WebSocket APIs only by handshake, RFC 6455 §4.1; gRPC APIs only by gRPC calls over HTTP/2).
  */
 import type { ForwardDecision, WebSocketHooks } from '../../transport/types';
@@ -8,8 +8,8 @@ import { ApiCode, GatewayOwnCode, fault } from '../../faults';
 import type { CompiledApi } from '../router';
 import { isWebSocketHandshake } from '../websocket';
 import { stop, type CallContext, type Outcome } from './context';
-import { securedForward } from './backend-auth';
-import { subscriptionForward } from './graphql';
+import { securedForward } from '../backend-auth';
+import { subscriptionForward } from '../graphql-api';
 import { isGrpcCall } from '../grpc';
 
 export function sendPhase(ctx: CallContext): Outcome | Promise<Outcome> {

@@ -6,10 +6,10 @@
  * token), 103200 (Basic or Digest credentials refused), 103201 (a challenge a streamed body cannot answer) or
  * 103202 (the call goes to an origin the credentials are not bound to: nothing is sent).
  */
-import type { BufferedResponse, ForwardDecision, LocalResponse, Resend, ResponseHook } from '../../transport/types';
-import { ApiCode, GatewayOwnCode, fault, type GatewayCode } from '../../faults';
-import { isAuthError, targetOrigin, type BackendAuthError, type BackendAuthorizer } from '../../security/backend-credentials';
-import { finish, stop, type CallContext, type Outcome } from './context';
+import type { BufferedResponse, ForwardDecision, LocalResponse, Resend, ResponseHook } from '../transport/types';
+import { ApiCode, GatewayOwnCode, fault, type GatewayCode } from '../faults';
+import { isAuthError, targetOrigin, type BackendAuthError, type BackendAuthorizer } from '../security/backend-credentials';
+import { finish, stop, type CallContext, type Outcome } from './phases/context';
 
 /** A 401's body is gathered up to this many bytes to read its challenge (larger: 101510 + state). */
 export const CHALLENGE_BODY_LIMIT = 64 * 1024;

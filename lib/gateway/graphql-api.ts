@@ -7,19 +7,31 @@
  * a gathered body is the one the transport sends, so a request a backend could read otherwise than the
  * gateway did is refused (103188, lib/graphql/request.ts).
  */
-import { ApiCode, GatewayOwnCode, fault, type GatewayCode } from '../../faults';
-import { missingScope, POOL_QUERY_CHARS, rulesOf, WORKER_FILE, type Analysis, type AnalysisFailure } from '../../graphql';
-import type { AnalyseAnswer, AnalyseTask } from '../../graphql/worker';
-import { PoolError } from '../../mediation';
-import { fromBody, fromQueryString, socketMessage, type RequestRead } from '../../graphql/request';
-import type { ClientMessageVerdict, ForwardDecision, WebSocketHooks } from '../../transport/types';
-import { headerValue, sameLower } from '../../transport/headers';
-import type { GraphqlApi } from '../apis';
-import { isWebSocketHandshake } from '../websocket';
-import { CONTINUE, stop, type CallContext, type Outcome } from './context';
-import { subscribeFieldsThrottled, tierLimits } from './throttling';
+import { ApiCode, GatewayOwnCode, fault, type FaultValue, type GatewayCode } from '../faults';
+import {
+  fieldPolicies,
+  missingScope,
+  POOL_QUERY_CHARS,
+  rulesOf,
+  tierExcess,
+  WORKER_FILE,
+  type Analysis,
+  type AnalysisFailure,
+  type Operation,
+  type OperationRule,
+} from '../graphql';
+import type { AnalyseAnswer, AnalyseTask } from '../graphql/worker';
+import { PoolError } from '../mediation';
+import { fromBody, fromQueryString, socketMessage, type RequestRead } from '../graphql/request';
+import type { ClientMessageVerdict, ForwardDecision, WebSocketHooks } from '../transport/types';
+import { headerValue, sameLower } from '../transport/headers';
+import type { GraphqlApi } from './apis';
+import { isWebSocketHandshake } from './websocket';
+import { throttleCall } from './throttle-call';
+import { CONTINUE, stop, type CallContext, type Outcome } from './phases/context';
 
-const FAILURE_CODE: Readonly<Record<AnalysisFailure['kind'], GatewayCode>> = {
+/** The fault of each refusal of the GraphQL service (lib/graphql), here and in the throttling phase (tier limits). */
+export const GRAPHQL_FAILURE_CODE: Readonly<Record<AnalysisFailure['kind'], GatewayCode>> = {
   syntax: ApiCode.INVALID_GRAPHQL_QUERY,
   invalid: GatewayOwnCode.GRAPHQL_INVALID,
   operation: GatewayOwnCode.GRAPHQL_BAD_REQUEST,
@@ -102,7 +114,7 @@ function decide(ctx: CallContext, gq: GraphqlApi, r: RequestRead, post: boolean)
 }
 
 function conclude(ctx: CallContext, gq: GraphqlApi, a: Analysis, post: boolean): Outcome {
-  if (!a.ok) return stop(fault(FAILURE_CODE[a.kind], { description: a.message }));
+  if (!a.ok) return stop(fault(GRAPHQL_FAILURE_CODE[a.kind], { description: a.message }));
   const op = a.operation;
   // GraphQL over HTTP: a mutation by GET is 405; subscriptions are the WebSocket's (graphql-transport-ws).
   if (op.type === 'MUTATION' && !post) return stop(fault(GatewayOwnCode.GRAPHQL_MUTATION_BY_GET, { allow: 'POST' }));
@@ -160,11 +172,11 @@ export function subscriptionHooks(ctx: CallContext, gq: GraphqlApi, frames: WebS
       };
       if (!m.request.ok) return refuse(GatewayOwnCode.GRAPHQL_BAD_REQUEST, m.request.message);
       const a = gq.cache.analyse(gq.schema, m.request.request, gq.limits);
-      if (!a.ok) return refuse(FAILURE_CODE[a.kind], a.message);
+      if (!a.ok) return refuse(GRAPHQL_FAILURE_CODE[a.kind], a.message);
       const th = ctx.rt.throttle;
-      const tier =
-        auth !== undefined && auth.kind !== 'none' && th !== undefined ? tierLimits(th, a.operation, auth.subscriptionTier) : undefined;
-      if (tier !== undefined) return refuse(tier.def.code, tier.description ?? tier.def.description);
+      const tier = auth !== undefined && auth.kind !== 'none' && th !== undefined ? auth.subscriptionTier : undefined;
+      const over = tier === undefined ? undefined : tierExcess(a.operation, tier, th?.policies().subscription.get(tier));
+      if (over !== undefined) return refuse(GRAPHQL_FAILURE_CODE[over.kind], over.message);
       const rules = rulesOf(a.operation, gq.rules);
       const miss = missingScope(rules, scopes);
       if (miss !== undefined)
@@ -178,4 +190,21 @@ export function subscriptionHooks(ctx: CallContext, gq: GraphqlApi, frames: WebS
       return undefined;
     },
   };
+}
+
+/**
+ * A `subscribe` message's fields counted against their `[[operations]] policy` (docs/graphql.md): with the
+ * handshake's identity and request fields, only those levels (the message's frame is counted against the
+ * tunnel's quotas already: the throttle service's frame guard). The 900802 fault when one is exhausted,
+ * undefined otherwise.
+ */
+function subscribeFieldsThrottled(ctx: CallContext, op: Operation, rules: readonly OperationRule[]): FaultValue | undefined {
+  const th = ctx.rt.throttle;
+  const api = ctx.api;
+  if (th === undefined || api === undefined || api.def.policy !== undefined) return undefined;
+  const policies = fieldPolicies(op.type, rules);
+  if (policies === undefined) return undefined;
+  const unauthenticated = ctx.resource?.def.unauthenticatedPolicy ?? api.def.unauthenticatedPolicy ?? 'Unauthenticated';
+  const v = th.refuseFields(throttleCall(ctx, api, unauthenticated, policies, undefined));
+  return v === undefined ? undefined : fault(v.code as GatewayCode, { retryAfterMs: v.retryAfterMs });
 }
