@@ -80,7 +80,7 @@ const SCENARIO_LIST: readonly Scenario[] = [
   { name: 'get-m100', label: 'GET /small (96 B) over h2, 100 streams per connection', streams: 100, grpc: false },
   {
     name: 'get-h1-tls',
-    label: 'GET /small (96 B) over HTTP/1.1 with TLS on the same listener (h2load --h1), keep-alive, 10 in flight per connection',
+    label: 'GET /small (96 B) over HTTP/1.1 with TLS on the same listener (h2load --h1), keep-alive, 10 pipelined per connection',
     streams: 10,
     grpc: false,
     h1: true,
