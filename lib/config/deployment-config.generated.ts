@@ -387,7 +387,7 @@ export interface ApimDevportalSection {
   readonly application_sharing_impl?: string;
   /** Claim used to group applications. Default: vendor claim URI for organization. Acts differently: The claim is the organisation of the user profile given at sign-up (the database user store); an LDAP directory holds none.. */
   readonly application_sharing_claim?: string;
-  /** User names are case-insensitive at login. Default: true. Acts differently: Every sign-in to the key manager's store acts on it (the password grant, the code flow's sign-in page and so the consoles, the admin API's Basic), each tenant's users within their tenant; an LDAP directory compares names by its own matching rules (docs/user-stores.md).. */
+  /** User names are case-insensitive at login. Default: true. Acts differently: Acts on every sign-in to the key manager's store (password grant, sign-in page and consoles, admin API Basic), each tenant's users within their tenant; an LDAP directory matches names by its own rules (docs/user-stores.md).. */
   readonly login_username_case_insensitive: boolean;
   /** List all versions of an API. Default: false. */
   readonly display_multiple_versions: boolean;

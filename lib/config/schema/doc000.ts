@@ -1192,7 +1192,7 @@ export const DOC000_SECTIONS: readonly SectionDef[] = [
         key: 'login_username_case_insensitive',
         type: 's',
         differs:
-          "Every sign-in to the key manager's store acts on it (the password grant, the code flow's sign-in page and so the consoles, the admin API's Basic), each tenant's users within their tenant; an LDAP directory compares names by its own matching rules (docs/user-stores.md).",
+          "Acts on every sign-in to the key manager's store (password grant, sign-in page and consoles, admin API Basic), each tenant's users within their tenant; an LDAP directory matches names by its own rules (docs/user-stores.md).",
         boolString: true,
         default: true,
         meaning: 'User names are case-insensitive at login.',
