@@ -36,6 +36,9 @@ const enum Read {
 
 /** A response head of the transport's is under this many bytes (its own limit for a backend's head is smaller). */
 const MAX_HEAD = 256 * 1024;
+/** The end of a chunk and the last chunk of a request body the transport reads (RFC 9112 §7.1); only read. */
+const CRLF = Buffer.from('\r\n', 'latin1');
+const LAST_CHUNK = Buffer.from('0\r\n\r\n', 'latin1');
 /** A chunk-size line: hex digits, extensions and CRLF. */
 const MAX_CHUNK_LINE = 4096;
 
@@ -75,7 +78,6 @@ export class StreamSocket extends EventEmitter {
   private head: Buffer | undefined;
   private remaining = 0;
   private line = '';
-  private responded = false;
   private stall: NodeJS.Timeout | undefined;
 
   constructor(
@@ -117,13 +119,13 @@ export class StreamSocket extends EventEmitter {
         if (chunk.length === 0) return;
         this.feed(Buffer.from(chunk.length.toString(16) + '\r\n', 'latin1'));
         this.feed(chunk);
-        this.feed(Buffer.from('\r\n', 'latin1'));
+        this.feed(CRLF);
       } else this.feed(chunk);
       if (this.paused) stream.pause();
     });
     stream.once('end', () => {
       this.inputDone = true;
-      if (chunked) this.feed(Buffer.from('0\r\n\r\n', 'latin1'));
+      if (chunked) this.feed(LAST_CHUNK);
     });
   }
 
@@ -207,12 +209,18 @@ export class StreamSocket extends EventEmitter {
         case Read.HEAD:
           off = this.takeHead(buf, off);
           break;
-        case Read.COUNTED: {
+        case Read.COUNTED:
+        case Read.CHUNK_DATA: {
           const n = Math.min(this.remaining, buf.length - off);
           this.body(buf, off, off + n);
           off += n;
           this.remaining -= n;
-          if (this.remaining === 0) this.finish();
+          if (this.remaining > 0) break;
+          if (this.read === Read.COUNTED) this.finish();
+          else {
+            this.read = Read.CHUNK_CRLF;
+            this.remaining = 2;
+          }
           break;
         }
         case Read.CHUNK_SIZE:
@@ -241,17 +249,6 @@ export class StreamSocket extends EventEmitter {
           else {
             this.remaining = size;
             this.read = Read.CHUNK_DATA;
-          }
-          break;
-        }
-        case Read.CHUNK_DATA: {
-          const n = Math.min(this.remaining, buf.length - off);
-          this.body(buf, off, off + n);
-          off += n;
-          this.remaining -= n;
-          if (this.remaining === 0) {
-            this.read = Read.CHUNK_CRLF;
-            this.remaining = 2;
           }
           break;
         }
@@ -331,7 +328,6 @@ export class StreamSocket extends EventEmitter {
     if (this.stream.destroyed || this.stream.closed) return buf.length;
     try {
       this.stream.respond(fields, { endStream: this.read === Read.DONE });
-      this.responded = true;
     } catch {
       this.fail(NGHTTP2_INTERNAL_ERROR);
       return buf.length;
@@ -362,14 +358,9 @@ export class StreamSocket extends EventEmitter {
 
   /** The response is complete: the stream ends (a response of no body ended with its HEADERS frame). */
   private finish(): void {
-    const was = this.read;
     this.read = Read.DONE;
-    if (this.stream.destroyed) return;
-    if (!this.responded) {
-      this.fail(NGHTTP2_INTERNAL_ERROR);
-      return;
-    }
-    if (was !== Read.DONE) this.stream.end();
+    // A stream closed before the head could go out has nothing to end.
+    if (!this.stream.destroyed && this.stream.headersSent) this.stream.end();
   }
 
   private fail(code: number): void {
@@ -379,7 +370,7 @@ export class StreamSocket extends EventEmitter {
   }
 
   private readonly onStreamClose = (): void => {
-    if (this.read !== Read.DONE) this.read = Read.DONE;
+    this.read = Read.DONE;
     this.queueClose();
   };
 
