@@ -108,7 +108,7 @@ export interface Reply {
   readonly text: string;
 }
 
-async function reply(r: Response): Promise<Reply> {
+export async function reply(r: Response): Promise<Reply> {
   const text = await r.text();
   let body: Record<string, unknown> = {};
   try {

@@ -7,7 +7,7 @@
  */
 import t from 'tap';
 import { ADMIN_ROUTES, type AdminRoute } from '../../lib/keymanager/admin';
-import { adminAuth, basic, json, startKeyManager, type Harness, type Reply } from '../keymanager/helpers';
+import { adminAuth, basic, json, reply, startKeyManager, type Harness, type Reply } from '../keymanager/helpers';
 
 interface Acme {
   readonly appId: string;
@@ -283,4 +283,47 @@ t.test("every admin route, called as another tenant's admin, refuses", async (t)
   t.equal((await json('GET', `${A}/api-files?tenant=nope.test`, undefined, adminAuth())).status, 404, 'not a tenant that does not exist');
   // The super admin's own calls still work.
   t.equal((await json('GET', `${A}/snapshot`, undefined, adminAuth())).status, 200);
+});
+
+t.test('the Throughway-Tenant header: the super admin acts within a tenant on applications and subscriptions only', async (t) => {
+  const h = await startKeyManager('');
+  t.teardown(() => h.close());
+  const A = `${h.url}/admin/v1`;
+  await h.km.tenants.add({ domain: 'acme.test', admin: 'bossy', password: 'acme-pw-1' });
+  await h.km.tenants.add({ domain: 'beta.test', admin: 'chief', password: 'beta-pw-1' });
+  const acmeAdmin = basic('bossy@acme.test', 'acme-pw-1');
+  t.equal((await json('POST', `${A}/users`, { username: 'janey', password: 'jane-pw-1' }, acmeAdmin)).status, 201);
+  const as = async (auth: string, tenant: string, method: string, route: string, body?: unknown) =>
+    reply(
+      await fetch(`${A}${route}`, {
+        method,
+        headers: {
+          Authorization: auth,
+          'Throughway-Tenant': tenant,
+          ...(body !== undefined ? { 'Content-Type': 'application/json' } : {}),
+        },
+        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+      }),
+    );
+  const made = await as(adminAuth(), 'acme.test', 'POST', '/applications', { name: 'Acting', owner: 'janey@acme.test' });
+  t.match(made, { status: 201, body: { tenant: 'acme.test' } }, "the super admin's application within acme.test is acme.test's");
+  t.ok(
+    (await h.store.listApplications(undefined, 'acme.test')).some((a) => a.name === 'Acting'),
+    "stored as acme.test's",
+  );
+  const unknown = await as(adminAuth(), 'nope.test', 'GET', '/applications');
+  t.equal(unknown.status, 404, 'a tenant that does not exist: 404');
+  const beta = basic('chief@beta.test', 'beta-pw-1');
+  const across = await as(beta, 'acme.test', 'GET', '/applications');
+  t.equal(across.status, 404, "beta.test's admin naming acme.test: 404");
+  t.notOk(across.text.includes('Acting'), "and none of acme.test's applications shown");
+  const planted = await as(beta, 'acme.test', 'POST', '/applications', { name: 'Planted', owner: 'janey@acme.test' });
+  t.equal(planted.status, 404);
+  t.notOk(
+    (await h.store.listApplications(undefined, 'acme.test')).some((a) => a.name === 'Planted'),
+    'nothing planted in acme.test',
+  );
+  const elsewhere = await as(adminAuth(), 'acme.test', 'GET', '/users');
+  t.equal(elsewhere.status, 400, 'the header on another route: 400');
+  t.match(elsewhere.body, { error: 'invalid_request' });
 });
