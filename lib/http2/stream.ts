@@ -27,35 +27,61 @@ function reset(stream: http2.ServerHttp2Stream, code: number): void {
   stream.close(code);
 }
 
-/** Flat HTTP/1.1 fields of an HTTP/2 request's raw pairs: no pseudo-fields, cookies joined, Host from :authority. */
-export function requestFields(raw: readonly string[]): { method: string; path: string; fields: string[] } {
+/**
+ * An HTTP/2 request's raw pairs as the HTTP/1.1 head the transport parses, in one pass: the request line from
+ * :method and :path, no other pseudo-fields, cookies joined, Host from :authority when there is none, TE
+ * dropped; a body without content-length sent chunked (`body`: the stream has DATA frames); `connection:
+ * close`, as the transport closes the in-process connection after the one response of its stream.
+ * Undefined past `maxSize`, the decoded list's size as SETTINGS_MAX_HEADER_LIST_SIZE counts it (RFC 9113
+ * §6.5.2): an HPACK bomb sends few bytes that index one large field many times, and no head is built of it.
+ */
+export function requestHead(
+  raw: readonly string[],
+  body: boolean,
+  maxSize: number,
+): { method: string; head: string; chunked: boolean } | undefined {
   let method = 'GET';
   let path: string | undefined;
   let authority: string | undefined;
   let host = false;
-  let cookies: string[] | undefined;
-  const fields: string[] = [];
+  let counted = false;
+  let cookies: string | undefined;
+  let fields = '';
+  let size = 0;
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i] as string;
     const value = raw[i + 1] as string;
+    size += name.length + value.length + 32;
+    if (size > maxSize) return undefined;
     if (name.charCodeAt(0) === 0x3a) {
       if (name === ':method') method = value;
       else if (name === ':path') path = value;
       else if (name === ':authority') authority = value;
       continue;
     }
-    if (name === 'cookie') (cookies ??= []).push(value);
-    // TE: only "trailers" is allowed in HTTP/2 (RFC 9113 §8.2.2); hop-by-hop toward HTTP/1.1.
-    else if (name === 'te') continue;
+    if (name === 'cookie') cookies = cookies === undefined ? value : cookies + '; ' + value;
+    // TE: only "trailers" is allowed in HTTP/2 (RFC 9113 §8.2.2), and hop-by-hop toward HTTP/1.1; nghttp2
+    // refused the other hop-by-hop fields already, and the framing is this module's.
+    else if (name === 'te' || name === 'connection' || name === 'transfer-encoding') continue;
     else {
       if (name === 'host') host = true;
-      fields.push(name, value);
+      else if (name === 'content-length') counted = true;
+      fields += name + ': ' + value + '\r\n';
     }
   }
-  if (!host && authority !== undefined) fields.unshift('host', authority);
-  if (cookies !== undefined) fields.push('cookie', cookies.join('; '));
+  if (!host && authority !== undefined) fields = 'host: ' + authority + '\r\n' + fields;
+  if (cookies !== undefined) fields += 'cookie: ' + cookies + '\r\n';
+  const chunked = body && !counted;
   // CONNECT has no :path (RFC 9113 §8.5): the transport refuses CONNECT by its request-target.
-  return { method, path: path ?? authority ?? '/', fields };
+  const head =
+    method +
+    ' ' +
+    (path ?? authority ?? '/') +
+    ' HTTP/1.1\r\n' +
+    fields +
+    (chunked ? 'transfer-encoding: chunked\r\n' : '') +
+    'connection: close\r\n\r\n';
+  return { method, head, chunked };
 }
 
 export interface StreamLimits {
@@ -65,7 +91,7 @@ export interface StreamLimits {
   readonly maxHeaderListSize: number;
 }
 
-/** Serves one stream: its request over a fresh pair into `serve`, the answer copied back. */
+/** Serves one stream: its request through an in-process connection bound to it (stream-socket.ts) into `serve`. */
 export function serveStream(
   stream: http2.ServerHttp2Stream,
   raw: readonly string[],
@@ -73,31 +99,15 @@ export function serveStream(
   limits: StreamLimits,
   peer: { address: string; port: number; secure: boolean },
 ): void {
-  // The decoded list's size as SETTINGS_MAX_HEADER_LIST_SIZE counts it (RFC 9113 §6.5.2): an HPACK bomb
-  // sends few bytes that index one large field many times.
   // A reset stream reports its own code as an error; the session's defences have counted what matters.
   stream.on('error', () => undefined);
-  let size = 0;
-  for (let i = 0; i < raw.length; i++) size += (raw[i] as string).length + (i % 2 === 0 ? 32 : 0);
-  if (size > limits.maxHeaderListSize) {
+  const body = !stream.endAfterHeaders;
+  const request = requestHead(raw, body, limits.maxHeaderListSize);
+  if (request === undefined) {
     reset(stream, NGHTTP2_ENHANCE_YOUR_CALM);
     return;
   }
-  const { method, path, fields } = requestFields(raw);
-  // The request line and fields as the transport parses them; the transport closes the connection after
-  // the response (one stream, one exchange), which ends a close-delimited body.
-  let head = method + ' ' + path + ' HTTP/1.1\r\n';
-  let counted = false;
-  for (let i = 0; i < fields.length; i += 2) {
-    const name = fields[i] as string;
-    if (name === 'content-length') counted = true;
-    // Hop-by-hop fields are not HTTP/2's (RFC 9113 §8.2.2): nghttp2 refused them already; the framing is this module's.
-    else if (name === 'connection' || name === 'transfer-encoding') continue;
-    head += name + ': ' + (fields[i + 1] as string) + '\r\n';
-  }
-  const body = !stream.endAfterHeaders;
-  const chunked = body && !counted;
-  head += chunked ? 'transfer-encoding: chunked\r\nconnection: close\r\n\r\n' : 'connection: close\r\n\r\n';
+  const { method, head, chunked } = request;
   const socket = new StreamSocket(stream, {
     remoteAddress: peer.address,
     remotePort: peer.port,
