@@ -5,6 +5,12 @@
  * old, which stays in the JWKS (RFC 7517) until every token it signed has expired, then cleanup removes it.
  * `kid` is the RFC 7638 thumbprint.
  *
+ * Each tenant has a key ring of its own (docs/tenants.md, "Signing keys"; the reference gives every tenant
+ * its own keystore): its rows of tw_signing_key name it, its first key is made when the tenant is created
+ * (or when it first needs one: a tenant made by the CLI's local mode, or before tenants had keys), and it
+ * is rotated and retired as the super tenant's. The super tenant's ring is the one of before: its keys,
+ * its kid and `/oauth2/jwks` do not change.
+ *
  * With `[throughway.key_manager] signing_keystore` the signing key is instead the private key of that
  * `[custom_keystore.<name>]` (a PEM or PKCS#12 file, keystore.ts; RSA signs RS256, EC P-256 ES256): generated keys still in the
  * store are retired, and stay published until their tokens expire. Rotation is then replacing the file.
@@ -16,7 +22,7 @@
  */
 import { createCipheriv, createDecipheriv, createPrivateKey, createPublicKey, randomBytes, scryptSync, type KeyObject } from 'node:crypto';
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, type CryptoKey, type JWK } from 'jose';
-import type { SigningKey, Store } from '../store/types';
+import { SUPER_TENANT, type SigningKey, type Store } from '../store/types';
 import { ThroughwayError } from '../errors';
 
 export const SIGNING_ALG = 'RS256';
@@ -70,15 +76,32 @@ export function readPemKey(pem: string | Buffer, passphrase: string | undefined,
   }
 }
 
+/** A published key of a tenant's key ring: whose it is and its public JWK (lib/security's validator asks by kid). */
+export interface TenantPublicKey {
+  readonly tenant: string;
+  readonly jwk: JWK;
+}
+
 export interface KeyRing {
-  /** The key that signs now. */
+  /** The key that signs the super tenant's tokens now. */
   current(): ActiveKey;
-  /** Public keys to publish (JWKS `keys`): the signing key and retired keys still inside their grace period. */
+  /** The super tenant's public keys to publish (JWKS `keys`, `/oauth2/jwks`): the signing key and retired keys still inside their grace period. */
   publicJwks(now?: number): JWK[];
-  /** Reloads from the store (another node may have rotated). */
+  /** Reloads every tenant's keys from the store (another node may have rotated, or made a tenant's first key). */
   reload(): Promise<void>;
-  /** Adds a new signing key and retires the current one; resolves to the new kid. */
-  rotate(): Promise<string>;
+  /** Adds a new signing key of `tenant` (the super tenant's when not given) and retires its current one; resolves to the new kid. */
+  rotate(tenant?: string): Promise<string>;
+  /**
+   * The key that signs `tenant`'s tokens (docs/tenants.md, "Signing keys"): current() for the super tenant;
+   * a tenant's newest unretired key, made when the tenant has none yet.
+   */
+  signingKey(tenant: string): Promise<ActiveKey>;
+  /** A tenant's public keys (`/t/<domain>/oauth2/jwks`), its first key made when it has none; the super tenant's are publicJwks(). */
+  tenantJwks(tenant: string, now?: number): Promise<JWK[]>;
+  /** The published key of a tenant other than the super tenant with this kid (inside its grace period), from memory. */
+  tenantKey(kid: string, now?: number): TenantPublicKey | undefined;
+  /** Every tenant but the super tenant that has published keys, with them (a gateway-worker's pull). */
+  tenantKeySets(now?: number): { readonly tenant: string; readonly keys: JWK[] }[];
 }
 
 /** Prefix of an encrypted private JWK in the store: `enc:v1:<iv>.<ciphertext>.<tag>` (base64url). */
@@ -125,7 +148,7 @@ function privateJwkOf(k: SigningKey, sealer: KeySealer | undefined): string {
   return sealer.open(k.privateJwk, k.kid);
 }
 
-async function newKey(): Promise<Omit<SigningKey, 'retiredAt'>> {
+async function newKey(): Promise<Omit<SigningKey, 'retiredAt' | 'tenant'>> {
   const { privateKey, publicKey } = await generateKeyPair(SIGNING_ALG, { modulusLength: 2048, extractable: true });
   const pub = await exportJWK(publicKey);
   const kid = await calculateJwkThumbprint(pub);
@@ -139,29 +162,48 @@ async function newKey(): Promise<Omit<SigningKey, 'retiredAt'>> {
   };
 }
 
+interface Published {
+  readonly jwk: JWK;
+  readonly retiredAt: number | null;
+}
+
+/** One tenant's ring in memory: its signing key (imported when it first signs) and its published keys. */
+interface TenantRing {
+  readonly signing: SigningKey | undefined;
+  active: ActiveKey | undefined;
+  readonly published: readonly Published[];
+}
+
+const inGrace = (k: Published, graceMs: number, now: number): boolean => k.retiredAt === null || k.retiredAt + graceMs > now;
+
 /**
  * @param graceMs how long a retired key stays published: the longest validity of a token it signed
  *   (access, ID) plus the allowed clock skew.
  */
 export async function openKeyRing(store: Store, graceMs: number, external?: ExternalKey, sealer?: KeySealer): Promise<KeyRing> {
   let active: ActiveKey | undefined;
-  // Migration: keys stored before signing_key_secret was set are encrypted now.
+  // Migration: keys stored before signing_key_secret was set are encrypted now (every tenant's).
   if (sealer !== undefined) {
     for (const k of await store.listSigningKeys())
       if (!KeySealer.isSealed(k.privateJwk)) await store.setSigningKeyPrivate(k.kid, sealer.seal(k.privateJwk, k.kid));
   }
-  const sealed = async (): Promise<Omit<SigningKey, 'retiredAt'>> => {
+  const sealed = async (): Promise<Omit<SigningKey, 'retiredAt' | 'tenant'>> => {
     const k = await newKey();
     return sealer === undefined ? k : { ...k, privateJwk: sealer.seal(k.privateJwk, k.kid) };
   };
-  let published: { jwk: JWK; retiredAt: number | null }[] = [];
+  const importActive = async (k: SigningKey): Promise<ActiveKey> => ({
+    kid: k.kid,
+    alg: k.alg,
+    privateKey: (await importJWK(JSON.parse(privateJwkOf(k, sealer)) as JWK, k.alg)) as CryptoKey,
+  });
+  let published: Published[] = [];
 
   const ext = external === undefined ? undefined : await externalActiveKey(external);
   const loadExternal = async (e: { active: ActiveKey; publicJwk: JWK }): Promise<void> => {
     const at = Date.now();
-    let keys = await store.listSigningKeys();
+    let keys = await store.listSigningKeys(SUPER_TENANT);
     for (const k of keys) if (k.retiredAt === null) await store.retireSigningKey(k.kid, at);
-    keys = await store.listSigningKeys();
+    keys = await store.listSigningKeys(SUPER_TENANT);
     active = e.active;
     published = [
       { jwk: e.publicJwk, retiredAt: null },
@@ -171,41 +213,127 @@ export async function openKeyRing(store: Store, graceMs: number, external?: Exte
 
   const load = async (): Promise<void> => {
     if (ext !== undefined) return loadExternal(ext);
-    let keys = await store.listSigningKeys();
+    let keys = await store.listSigningKeys(SUPER_TENANT);
     if (!keys.some((k) => k.retiredAt === null)) {
       await store.addSigningKey(await sealed());
-      keys = await store.listSigningKeys();
+      keys = await store.listSigningKeys(SUPER_TENANT);
     }
     // listSigningKeys is newest first; two nodes generating at once both insert, the newest wins everywhere.
     const signing = keys.find((k) => k.retiredAt === null);
     if (signing === undefined) throw new KeyRingError('no signing key after generating one');
-    if (active?.kid !== signing.kid) {
-      const privateKey = (await importJWK(JSON.parse(privateJwkOf(signing, sealer)) as JWK, signing.alg)) as CryptoKey;
-      active = { kid: signing.kid, alg: signing.alg, privateKey };
-    }
+    if (active?.kid !== signing.kid) active = await importActive(signing);
     published = keys.map((k) => ({ jwk: JSON.parse(k.publicJwk) as JWK, retiredAt: k.retiredAt }));
   };
-  await load();
 
-  return {
+  // The tenants' rings (docs/tenants.md, "Signing keys"): generated keys only, whatever signing_keystore
+  // says (that keystore is the super tenant's), encrypted with the same secret. A tenant's private key is
+  // imported when it first signs, so a deployment of many tenants does not import every key at start.
+  let tenants = new Map<string, TenantRing>();
+  let byKid = new Map<string, { readonly tenant: string; readonly key: Published }>();
+  const ringOf = (keys: readonly SigningKey[], was: TenantRing | undefined): TenantRing => {
+    const signing = keys.find((k) => k.retiredAt === null);
+    return {
+      signing,
+      active: signing !== undefined && was?.active?.kid === signing.kid ? was.active : undefined,
+      published: keys.map((k) => ({ jwk: JSON.parse(k.publicJwk) as JWK, retiredAt: k.retiredAt })),
+    };
+  };
+  const index = (): void => {
+    const next = new Map<string, { tenant: string; key: Published }>();
+    for (const [tenant, r] of tenants) for (const key of r.published) if (key.jwk.kid !== undefined) next.set(key.jwk.kid, { tenant, key });
+    byKid = next;
+  };
+  const loadTenants = async (): Promise<void> => {
+    const grouped = new Map<string, SigningKey[]>();
+    for (const k of await store.listSigningKeys()) {
+      if (k.tenant === SUPER_TENANT) continue;
+      let g = grouped.get(k.tenant);
+      if (g === undefined) grouped.set(k.tenant, (g = []));
+      g.push(k);
+    }
+    const next = new Map<string, TenantRing>();
+    for (const [tenant, keys] of grouped) next.set(tenant, ringOf(keys, tenants.get(tenant)));
+    tenants = next;
+    index();
+  };
+  const loadTenant = async (tenant: string): Promise<TenantRing> => {
+    const r = ringOf(await store.listSigningKeys(tenant), tenants.get(tenant));
+    tenants.set(tenant, r);
+    index();
+    return r;
+  };
+  // One first key per tenant from this process, however many tokens ask at once.
+  const making = new Map<string, Promise<TenantRing>>();
+  const withKey = async (tenant: string): Promise<TenantRing> => {
+    const had = tenants.get(tenant);
+    if (had?.signing !== undefined) return had;
+    let p = making.get(tenant);
+    if (p === undefined) {
+      p = (async () => {
+        // Another node on the same store may have made it.
+        let r = await loadTenant(tenant);
+        if (r.signing === undefined) {
+          await store.addSigningKey({ ...(await sealed()), tenant });
+          r = await loadTenant(tenant);
+        }
+        if (r.signing === undefined) throw new KeyRingError(`tenant ${tenant} has no signing key after generating one`);
+        return r;
+      })().finally(() => making.delete(tenant));
+      making.set(tenant, p);
+    }
+    return p;
+  };
+
+  await load();
+  await loadTenants();
+
+  const ring: KeyRing = {
     current() {
       if (active === undefined) throw new KeyRingError('key ring not loaded');
       return active;
     },
     publicJwks(now = Date.now()) {
-      return published.filter((k) => k.retiredAt === null || k.retiredAt + graceMs > now).map((k) => k.jwk);
+      return published.filter((k) => inGrace(k, graceMs, now)).map((k) => k.jwk);
     },
-    reload: load,
-    async rotate() {
-      if (external !== undefined)
+    async reload() {
+      await load();
+      await loadTenants();
+    },
+    async rotate(tenant = SUPER_TENANT) {
+      if (tenant === SUPER_TENANT && external !== undefined)
         throw new KeyRingError(`the signing key comes from ${external.source}: replace that file and restart to rotate`);
-      const before = (await store.listSigningKeys()).filter((k) => k.retiredAt === null);
+      const before = (await store.listSigningKeys(tenant)).filter((k) => k.retiredAt === null);
       const next = await sealed();
-      await store.addSigningKey(next);
+      await store.addSigningKey({ ...next, tenant });
       const at = Date.now();
       for (const k of before) await store.retireSigningKey(k.kid, at);
-      await load();
+      if (tenant === SUPER_TENANT) await load();
+      else await loadTenant(tenant);
       return next.kid;
     },
+    async signingKey(tenant) {
+      if (tenant === SUPER_TENANT) return ring.current();
+      const r = await withKey(tenant);
+      const signing = r.signing as SigningKey;
+      if (r.active?.kid !== signing.kid) r.active = await importActive(signing);
+      return r.active;
+    },
+    async tenantJwks(tenant, now = Date.now()) {
+      if (tenant === SUPER_TENANT) return ring.publicJwks(now);
+      return (await withKey(tenant)).published.filter((k) => inGrace(k, graceMs, now)).map((k) => k.jwk);
+    },
+    tenantKey(kid, now = Date.now()) {
+      const k = byKid.get(kid);
+      return k === undefined || !inGrace(k.key, graceMs, now) ? undefined : { tenant: k.tenant, jwk: k.key.jwk };
+    },
+    tenantKeySets(now = Date.now()) {
+      const out: { tenant: string; keys: JWK[] }[] = [];
+      for (const [tenant, r] of tenants) {
+        const keys = r.published.filter((k) => inGrace(k, graceMs, now)).map((k) => k.jwk);
+        if (keys.length > 0) out.push({ tenant, keys });
+      }
+      return out;
+    },
   };
+  return ring;
 }

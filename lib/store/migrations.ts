@@ -98,8 +98,8 @@ export const MIGRATIONS: readonly Migration[] = [
   {
     version: 4,
     // docs/tenants.md. ADD COLUMN with a constant default fills every existing row on SQLite, PostgreSQL
-    // and MySQL/MariaDB alike: everything written before is the super tenant's. Signing keys stay the key
-    // manager's (one issuer for every tenant), so their table has no tenant.
+    // and MySQL/MariaDB alike: everything written before is the super tenant's. Signing keys got their
+    // tenant later (version 9).
     description:
       'tenants, and the tenant of every application, client, subscription, user, refresh token, revocation and blocking condition',
     statements: [
@@ -234,6 +234,18 @@ export const MIGRATIONS: readonly Migration[] = [
         SELECT id, tenant, type, value, invert, created_at FROM tw_blocking_condition`,
       `DROP TABLE tw_blocking_condition`,
       `ALTER TABLE tw_blocking_condition_8 RENAME TO tw_blocking_condition`,
+    ],
+  },
+  {
+    version: 9,
+    // docs/tenants.md, "Signing keys": each tenant signs its tokens with keys of its own, as the reference
+    // gives each tenant its own keystore. ADD COLUMN with a constant default fills every existing row on the
+    // three databases (as migration 4 did), so the keys from before are the super tenant's: its kid and
+    // its tokens do not change.
+    description: "signing keys name their tenant: each tenant's tokens are signed by its own key ring",
+    statements: [
+      `ALTER TABLE tw_signing_key ADD COLUMN tenant VARCHAR(253) NOT NULL DEFAULT 'carbon.super'`,
+      `CREATE INDEX tw_signing_key_tenant ON tw_signing_key (tenant)`,
     ],
   },
 ];

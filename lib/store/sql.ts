@@ -22,6 +22,7 @@ import {
   type StoredHashMethod,
   type RefreshTokenRecord,
   type RevokedToken,
+  type NewSigningKey,
   type SigningKey,
   type Store,
   type Subscription,
@@ -140,6 +141,7 @@ function toRefresh(r: Row): RefreshTokenRecord {
 function toKey(r: Row): SigningKey {
   return {
     kid: str(r.kid),
+    tenant: str(r.tenant) || SUPER_TENANT,
     alg: str(r.alg),
     privateJwk: str(r.private_jwk),
     publicJwk: str(r.public_jwk),
@@ -475,14 +477,18 @@ export class SqlStore implements Store {
     return rows.map((r) => ({ jti: str(r.jti), expiresAt: num(r.expires_at), revokedAt: num(r.revoked_at) }));
   }
 
-  async addSigningKey(key: Omit<SigningKey, 'retiredAt'>): Promise<void> {
+  async addSigningKey(key: NewSigningKey): Promise<void> {
     await this.db.run(
-      `INSERT INTO tw_signing_key (kid, alg, private_jwk, public_jwk, created_at, retired_at) VALUES (?, ?, ?, ?, ?, NULL)`,
-      [key.kid, key.alg, key.privateJwk, key.publicJwk, key.createdAt],
+      `INSERT INTO tw_signing_key (kid, tenant, alg, private_jwk, public_jwk, created_at, retired_at) VALUES (?, ?, ?, ?, ?, ?, NULL)`,
+      [key.kid, key.tenant ?? SUPER_TENANT, key.alg, key.privateJwk, key.publicJwk, key.createdAt],
     );
   }
-  async listSigningKeys(): Promise<SigningKey[]> {
-    return (await this.db.all(`SELECT * FROM tw_signing_key ORDER BY created_at DESC, kid`)).map(toKey);
+  async listSigningKeys(tenant?: string): Promise<SigningKey[]> {
+    const rows =
+      tenant === undefined
+        ? await this.db.all(`SELECT * FROM tw_signing_key ORDER BY created_at DESC, kid`)
+        : await this.db.all(`SELECT * FROM tw_signing_key WHERE tenant = ? ORDER BY created_at DESC, kid`, [tenant]);
+    return rows.map(toKey);
   }
   async retireSigningKey(kid: string, at: number): Promise<void> {
     await this.db.run(`UPDATE tw_signing_key SET retired_at = ? WHERE kid = ? AND retired_at IS NULL`, [at, kid]);

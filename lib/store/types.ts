@@ -118,9 +118,11 @@ export interface RevokedToken {
   readonly revokedAt: number;
 }
 
-/** A signing key pair of the key manager, as JWKs (RFC 7517). The newest active key signs. */
+/** A signing key pair of the key manager, as JWKs (RFC 7517). The newest active key of a tenant signs its tokens. */
 export interface SigningKey {
   readonly kid: string;
+  /** Whose key it is (docs/tenants.md, "Signing keys"); keys from before tenants had their own are the super tenant's. */
+  readonly tenant: string;
   readonly alg: string;
   readonly privateJwk: string;
   readonly publicJwk: string;
@@ -128,6 +130,9 @@ export interface SigningKey {
   /** Set when rotated out: the key no longer signs but stays published until its tokens expire. */
   readonly retiredAt: number | null;
 }
+
+/** A signing key to add: its tenant the super tenant's unless given. */
+export type NewSigningKey = Omit<SigningKey, 'retiredAt' | 'tenant'> & { readonly tenant?: string };
 
 /** A blocking condition as stored (lib/events/blocking.ts gives the types and values). */
 export interface BlockingConditionRecord {
@@ -257,8 +262,10 @@ export interface Store {
   isRevoked(jti: string, now: number): Promise<boolean>;
   listRevoked(now: number): Promise<RevokedToken[]>;
 
-  addSigningKey(key: Omit<SigningKey, 'retiredAt'>): Promise<void>;
-  listSigningKeys(): Promise<SigningKey[]>;
+  /** Adds a key of `tenant` (the super tenant's when not given). */
+  addSigningKey(key: NewSigningKey): Promise<void>;
+  /** One tenant's keys, or every tenant's when `tenant` is not given; newest first. */
+  listSigningKeys(tenant?: string): Promise<SigningKey[]>;
   retireSigningKey(kid: string, at: number): Promise<void>;
   deleteSigningKey(kid: string): Promise<void>;
   /** Replaces a key's stored private JWK (encrypting it at rest, lib/keymanager/keys.ts). */
