@@ -238,8 +238,8 @@ export const MIGRATIONS: readonly Migration[] = [
   },
   {
     version: 9,
-    // docs/tenants.md, "Signing keys": each tenant signs its tokens with keys of its own, as the reference
-    // gives each tenant its own keystore. ADD COLUMN with a constant default fills every existing row on the
+    // docs/tenants.md, "Not yet": a ring of signing keys per tenant, as the reference gives each tenant its
+    // own keystore (not yet used to sign). ADD COLUMN with a constant default fills every existing row on the
     // three databases (as migration 4 did), so the keys from before are the super tenant's: its kid and
     // its tokens do not change.
     description: "signing keys name their tenant: each tenant's tokens are signed by its own key ring",
