@@ -21,7 +21,7 @@ import { readDefinition } from './openapi-file';
 import { targetFromUrl } from '../transport/types';
 import type { ApiDiagnostic, ApiDiagnosticCode } from './diagnostics';
 import type { PolicyNames } from '../throttle/policies';
-import { byGap, type GapSteps, type PluginCatalogue, type PluginStep } from './plugins';
+import { byGap, type GapSteps, type PluginCatalogue, type PluginStep } from './steps';
 import { placeScript, type ApiMediation } from '../mediation';
 import {
   BACKEND_CLIENT_AUTH,
@@ -806,7 +806,7 @@ interface Ctx {
    * the others are read (a publisher's upload checked before it is written).
    */
   readonly served?: ServedFiles | null;
-  /** What `plugins` may name (lib/gateway/plugins.ts; a gateway always gives one); undefined: names not checked, nothing attached. */
+  /** What `plugins` may name (lib/gateway/steps.ts; a gateway always gives one); undefined: names not checked, nothing attached. */
   readonly plugins?: PluginCatalogue;
 }
 

@@ -21,7 +21,7 @@ import { configuredBy, GatewayOptionsError, type GatewayOptions } from './option
 import { gatewaySettingsFrom, type GatewaySettings } from './settings';
 import { HeaderRules } from './transport-headers';
 import type { TenantDirectory } from '../tenants';
-import { NO_PLUGINS, type PluginCatalogue } from './plugins';
+import { NO_PLUGINS, type PluginCatalogue } from './steps';
 
 export interface GatewayParts {
   readonly config: DeploymentConfig;

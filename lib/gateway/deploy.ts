@@ -34,7 +34,7 @@ import { CorsConfigError, type CorsPolicy } from './cors';
 import type { ApiDiagnostic } from './diagnostics';
 import type { Deployable } from './runtime';
 import type { PolicyNames } from '../throttle/policies';
-import type { PluginCatalogue } from './plugins';
+import type { PluginCatalogue } from './steps';
 
 export type FileStatus = 'deployed' | 'invalid' | 'refused' | 'not-deployed' | 'kept-previous';
 

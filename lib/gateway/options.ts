@@ -16,7 +16,7 @@ import type { KeyManagerLink } from '../security';
 import type { BlockingCondition, CounterStore } from '../throttle';
 import type { ApiText } from './deploy';
 import type { ChainStep } from './phases';
-import type { PluginCatalogue } from './plugins';
+import type { PluginCatalogue } from './steps';
 import type { CallObserver, GatewayTap } from './hooks';
 import type { GatewaySettings } from './settings';
 import type { TokenEndpoints } from './token-route';

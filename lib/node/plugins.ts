@@ -7,13 +7,13 @@
  * (`[throughway.plugin.<name>]`, or the attachment's own `settings`). A module that cannot be loaded or
  * exports no valid phases stops the start with PLUGIN_LOAD, naming it; on SIGHUP (reload()) the modules
  * are loaded again and such a failure keeps the running plugins. The chain gets one step per gap
- * (lib/gateway/plugins.ts) only when a plugin is configured at start: with none, it stays PHASES.
+ * (lib/gateway/phases/index.ts, gapStep) only when a plugin is configured at start: with none, it stays PHASES.
  */
 import { createRequire } from 'node:module';
 import * as path from 'node:path';
 import { guarded, type PhasePlacement } from '../embed/phases';
-import type { CallContext, Outcome, PhaseName } from '../gateway/phases';
-import { byGap, gapOf, gapStep, GAPS, PHASE_ORDER, type GlobalPlugins, type PluginCatalogue, type PluginStep } from '../gateway/plugins';
+import { gapStep, type CallContext, type GlobalPlugins, type Outcome, type PhaseName } from '../gateway/phases';
+import { byGap, gapOf, GAPS, PHASE_ORDER, type PluginCatalogue, type PluginStep } from '../gateway/steps';
 import type { Logger } from '../log';
 import { ThroughwayError } from '../errors';
 

@@ -10,7 +10,7 @@ import * as path from 'node:path';
 import { loadConfig } from '../../lib/config/load';
 import { startNode, type RunningNode } from '../../lib/node';
 import { PHASES } from '../../lib/gateway/phases';
-import { PHASE_ORDER } from '../../lib/gateway/plugins';
+import { PHASE_ORDER } from '../../lib/gateway/steps';
 import { parseApiText } from '../../lib/gateway/apis';
 import { apiToml, BASE_TOML, confDir } from './helpers';
 

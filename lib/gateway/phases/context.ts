@@ -3,7 +3,7 @@
  * which turns a stop into the transport's decision (faults rendered once, with the call's CORS fields,
  * echoed fields, rate-limit fields and templates). The chain itself is index.ts.
  */
-import type { ForwardDecision, LocalResponse, ResponseHook, RouteDecision, SourceRequest, WebSocketHooks } from '../../transport/types';
+import type { ResponseHook, RouteDecision, SourceRequest, WebSocketHooks } from '../../transport/types';
 import { gatewayFacts, renderFacts, type FaultValue } from '../../faults';
 import type { CompiledApi, CompiledResource, MatchTarget } from '../router';
 import { corsRequest, type CorsRequest } from '../cors';
@@ -11,6 +11,7 @@ import type { GatewayRuntime } from '../runtime';
 import type { EndpointRuntime } from '../endpoints';
 import type { AuthContext, KeyType } from '../../security/auth-context';
 import type { Operation, OperationRule } from '../../graphql';
+import type { Outcome, PhaseName, Step, Stop } from '../steps';
 
 export type { KeyType };
 
@@ -84,10 +85,7 @@ export class CallContext implements MatchTarget {
   ) {}
 }
 
-export type Stop = { readonly fault: FaultValue } | { readonly answer: LocalResponse } | { readonly forward: ForwardDecision };
-export type Outcome = Stop | undefined;
-
-export type PhaseName = 'route' | 'cors' | 'api-status' | 'authentication' | 'throttling' | 'mediation' | 'transport-headers' | 'send';
+export type { Outcome, PhaseName, Stop };
 
 export interface Phase {
   readonly name: PhaseName;
@@ -96,11 +94,8 @@ export interface Phase {
   run(ctx: CallContext): Outcome | Promise<Outcome>;
 }
 
-/** What the chain runs: a built-in Phase, or an embedder's phase placed between them (lib/embed/phases.ts). */
-export interface ChainStep {
-  readonly name: string;
-  run(ctx: CallContext): Outcome | Promise<Outcome>;
-}
+/** What the chain runs: a built-in Phase, or an embedder's or a plugin's phase placed between them (lib/embed/phases.ts, docs/plugins.md). */
+export type ChainStep = Step<CallContext>;
 
 /** Called around every phase by runChainObserved (tracing: one span per phase). */
 export interface PhaseObserver {

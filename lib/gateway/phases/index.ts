@@ -18,6 +18,7 @@
  */
 import type { RouteDecision } from '../../transport/types';
 import { ApiCode, fault } from '../../faults';
+import { PHASE_ORDER, type GapSteps } from '../steps';
 import {
   CallContext as Call,
   corsFieldsOf as corsFieldsOfCall,
@@ -122,4 +123,57 @@ export function runChainObserved(
     return finish(ctx, r);
   }
   return finish(ctx, stop(fault(ApiCode.NO_MATCHING_RESOURCE)));
+}
+
+// --- plugin points (docs/plugins.md) ------------------------------------------------------------------
+// When a node runs policy plugins, one step sits in each gap of the built-in chain (before route, between
+// each two phases, before send) and runs, in order, the node's plugins placed there ([throughway] plugins,
+// replaced whole on SIGHUP), then those the call's API attaches, then those its resource attaches (the
+// `plugins` field of API files, checked by apis.ts with the file's line). A gateway without plugins has
+// none of these steps: its chain stays PHASES.
+
+/** Runs lists[li][si..], then the following lists; stops at the first outcome; synchronous until a step returns a Promise. */
+function runLists(
+  ctx: CallContext,
+  lists: readonly (readonly ChainStep[] | undefined)[],
+  li: number,
+  si: number,
+): Outcome | Promise<Outcome> {
+  for (; li < lists.length; li++, si = 0) {
+    const list = lists[li];
+    if (list === undefined) continue;
+    for (; si < list.length; si++) {
+      const o = (list[si] as ChainStep).run(ctx);
+      if (o === undefined) continue;
+      if (o !== null && isPromise(o)) {
+        const l = li;
+        const s = si;
+        return o.then((v) => (v === undefined ? runLists(ctx, lists, l, s + 1) : v));
+      }
+      return o;
+    }
+  }
+  return undefined;
+}
+
+/** The node's own plugins, replaced whole by a reload; calls in flight keep the lists they read. */
+export interface GlobalPlugins {
+  at: GapSteps;
+}
+
+/**
+ * The step of gap `gap`: the node's plugins there, then the API's, then the resource's. Placed before the
+ * phase PHASE_ORDER[gap] by the node (lib/node/plugins.ts) when it runs plugins (docs/plugins.md).
+ */
+export function gapStep(gap: number, global: GlobalPlugins): ChainStep {
+  return {
+    name: `plugins:${gap === 0 ? 'before-route' : `after-${PHASE_ORDER[gap - 1] as string}`}`,
+    run(ctx) {
+      const g = global.at[gap];
+      const a = ctx.api?.def.plugins?.[gap];
+      const r = ctx.resource?.def.plugins?.[gap];
+      if (a === undefined && r === undefined) return g === undefined ? undefined : runLists(ctx, [g], 0, 0);
+      return runLists(ctx, [g, a, r], 0, 0);
+    },
+  };
 }
