@@ -17,7 +17,7 @@ import { SECTIONS } from '../lib/config/schema';
 import { type TrieNode, buildIndex } from '../lib/config/schema-index';
 import { unitName } from '../lib/config/convert';
 
-function pascal(text: string): string {
+export function pascal(text: string): string {
   return text
     .replace(/[<>]/g, '')
     .split(/[^A-Za-z0-9]+/)
@@ -30,7 +30,7 @@ function propName(name: string): string {
   return /^[A-Za-z_$][A-Za-z0-9_$]*$/.test(name) ? name : JSON.stringify(name);
 }
 
-function comment(text: string, indent: string): string {
+export function comment(text: string, indent: string): string {
   const clean = text.replace(/\*\//g, '*\\/').replace(/\s+/g, ' ').trim();
   return `${indent}/** ${clean} */\n`;
 }

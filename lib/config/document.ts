@@ -73,6 +73,22 @@ export interface FieldDef extends Pick<KeyDef, 'key' | 'required' | 'allowed' | 
   readonly item?: { readonly valid: (n: number) => boolean; readonly problem: string; readonly expected: string; readonly list: string };
 }
 
+/**
+ * A field table with the shape of the tables the reader makes of it (DocumentReader.read): a generated
+ * interface (scripts/gen-file-types.ts writes lib/gateway/api-file.generated.ts and
+ * lib/throttle/policies-file.generated.ts from the tables; test/config/file-types.test.ts fails when either
+ * is stale). `shape` is never set: it carries the type only.
+ */
+export interface TypedFields<T> {
+  readonly fields: readonly FieldDef[];
+  readonly shape?: T;
+}
+
+/** `fields` with the shape its checked tables have (the generated interface of that table). */
+export function typedFields<T>(fields: readonly FieldDef[]): TypedFields<T> {
+  return { fields };
+}
+
 /** The codes a document kind reports its problems with. */
 export interface DocumentCodes<C extends string> {
   readonly io: C;
@@ -275,6 +291,14 @@ export class DocumentReader<C extends string> {
       else out[def.key] = checked;
     }
     return ok ? out : undefined;
+  }
+
+  /**
+   * checkTable with the checked table typed: the shape of `table` is the generated interface of its fields,
+   * which holds what checkTable makes of them (present when required or defaulted, values converted).
+   */
+  read<T>(table: TypedFields<T>, raw: Record<string, unknown>, seg: readonly Segment[]): T | undefined {
+    return this.checkTable(table.fields, raw, seg) as T | undefined;
   }
 
   private worded(seg: readonly Segment[], w: Worded<C>): undefined {

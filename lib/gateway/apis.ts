@@ -15,7 +15,16 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { Segment, SourceMap } from '../config/locate';
 import { closest } from '../config/diagnostics';
-import { type DocumentCodes, DocumentReader, type FieldDef, type FieldType, isTable, parseDocument, typeOf } from '../config/document';
+import {
+  type DocumentCodes,
+  DocumentReader,
+  type FieldDef,
+  type FieldType,
+  isTable,
+  parseDocument,
+  typedFields,
+  typeOf,
+} from '../config/document';
 import { FAULT_KINDS } from '../transport/codes';
 import { readDefinition } from './openapi-file';
 import { targetFromUrl } from '../transport/types';
@@ -44,6 +53,7 @@ import {
   type QueryLimits,
 } from '../graphql';
 import type { GrpcMethod, GrpcService } from '../grpc';
+import type { ApiFile, ApiFileEndpoint, ApiFilePlugin, ApiFileResource, ApiFileSecurity } from './api-file.generated';
 
 export const LIFECYCLE_STATES = ['PUBLISHED', 'PROTOTYPED', 'DEPRECATED', 'BLOCKED', 'RETIRED'] as const;
 export type LifecycleState = (typeof LIFECYCLE_STATES)[number];
@@ -749,6 +759,9 @@ export const API_FIELDS: readonly FieldDef[] = [
   { key: 'plugins', type: 'tables', default: [], meaning: `${PLUGINS_MEANING} They run on every call of the API.`, fields: PLUGIN_FIELDS },
 ];
 
+/** API_FIELDS with the shape the reader checks a file into (lib/gateway/api-file.generated.ts, scripts/gen-file-types.ts). */
+const API_FILE = typedFields<ApiFile>(API_FIELDS);
+
 /**
  * Runtime tokens allowed in endpoint URLs, e.g. `${demo_port}` (the demo backend's port with server.offset).
  * Keys that start with `@` are facts for the checks, never tokens (the token syntax cannot name them):
@@ -773,7 +786,7 @@ function isOwnHost(host: string, own: string | undefined): boolean {
  * the endpoint sets allow_management_port: the gateway port is reachable by every client, so such an
  * API would hand them the admin API and the token endpoint from the node's own address.
  */
-function selfEndpointAllowed(ctx: Ctx, url: string, raw: Record<string, unknown>, urlSeg: Segment[], seg: Segment[]): boolean {
+function selfEndpointAllowed(ctx: Ctx, url: string, raw: ApiFileEndpoint, urlSeg: Segment[], seg: Segment[]): boolean {
   const ports = ctx.vars[MANAGEMENT_PORTS_VAR];
   if (ports === undefined || raw.allow_management_port === true) return true;
   const u = new URL(url);
@@ -943,10 +956,10 @@ export function pathShape(path: string): string {
   return path.replace(/\{[^/]*\}/g, '{}');
 }
 
-function toEndpoint(ctx: Ctx, raw: Record<string, unknown> | undefined, seg: Segment[]): EndpointDefinition | undefined | null {
+function toEndpoint(ctx: Ctx, raw: ApiFileEndpoint | undefined, seg: Segment[]): EndpointDefinition | undefined | null {
   if (raw === undefined) return undefined;
-  const urlSeg = typeof (raw as { url?: unknown }).url === 'string' && ctx.r.written([...seg, 'url']) ? [...seg, 'url'] : seg;
-  const url = substitute(ctx, raw.url as string, urlSeg);
+  const urlSeg = ctx.r.written([...seg, 'url']) ? [...seg, 'url'] : seg;
+  const url = substitute(ctx, raw.url, urlSeg);
   if (url === undefined) return null;
   try {
     targetFromUrl(url);
@@ -962,18 +975,18 @@ function toEndpoint(ctx: Ctx, raw: Record<string, unknown> | undefined, seg: Seg
   }
   const ep: EndpointDefinition = {
     url,
-    suspendCodes: raw.suspend_codes as readonly number[],
-    suspendDuration: raw.suspend_duration as number,
-    suspendMaxDuration: Math.max(raw.suspend_max_duration as number, raw.suspend_duration as number),
-    suspendFactor: raw.suspend_factor as number,
-    timeout: raw.timeout as number | undefined,
-    retryCodes: raw.retry_codes as readonly number[],
-    retryCount: raw.retry_count as number,
-    ...(raw.max_tps !== undefined ? { maxTps: raw.max_tps as number } : {}),
+    suspendCodes: raw.suspend_codes,
+    suspendDuration: raw.suspend_duration,
+    suspendMaxDuration: Math.max(raw.suspend_max_duration, raw.suspend_duration),
+    suspendFactor: raw.suspend_factor,
+    timeout: raw.timeout,
+    retryCodes: raw.retry_codes,
+    retryCount: raw.retry_count,
+    ...(raw.max_tps !== undefined ? { maxTps: raw.max_tps } : {}),
   };
   if (!selfEndpointAllowed(ctx, url, raw, urlSeg, seg)) return null;
   if (raw.security !== undefined) {
-    const security = toSecurity(ctx, raw.security as Record<string, unknown>, [...seg, 'security'], url);
+    const security = toSecurity(ctx, raw.security, [...seg, 'security'], url);
     if (security === undefined) return null;
     return Object.freeze({ ...ep, security });
   }
@@ -982,10 +995,13 @@ function toEndpoint(ctx: Ctx, raw: Record<string, unknown> | undefined, seg: Seg
 
 const ENV = /^\$env\{([A-Za-z_][A-Za-z0-9_]*)\}$/;
 
+/** The fields of [endpoints.*.security] that may be `$env{NAME}`, and that a type may require. */
+type CredentialKey = 'username' | 'password' | 'client_id' | 'client_secret';
+
 /** A credential value: as written, or `$env{NAME}` read from the environment when the API is deployed. */
-function credential(ctx: Ctx, raw: Record<string, unknown>, key: string, seg: Segment[]): string | undefined {
+function credential(ctx: Ctx, raw: ApiFileSecurity, key: CredentialKey, seg: Segment[]): string | undefined {
   const v = raw[key];
-  if (typeof v !== 'string') return undefined;
+  if (v === undefined) return undefined;
   const m = ENV.exec(v);
   if (m === null) return v;
   const value = environment()[m[1] as string];
@@ -1006,12 +1022,12 @@ function credential(ctx: Ctx, raw: Record<string, unknown>, key: string, seg: Se
  * [endpoints.*.security]: the fields each type needs, `$env{NAME}` values read, the origin the credentials
  * are bound to (that of `url`, the endpoint's URL as deployed). Undefined after reporting.
  */
-function toSecurity(ctx: Ctx, raw: Record<string, unknown>, seg: Segment[], url: string): BackendSecurity | undefined {
-  const type = raw.type as BackendSecurityType;
+function toSecurity(ctx: Ctx, raw: ApiFileSecurity, seg: Segment[], url: string): BackendSecurity | undefined {
+  const type: BackendSecurityType = raw.type;
   const errors = ctx.r.errors;
   const urlOrigin = originOf(url) as string;
   let origin = urlOrigin;
-  if (typeof raw.origin === 'string') {
+  if (raw.origin !== undefined) {
     const bound = originOf(raw.origin);
     if (bound === undefined)
       ctx.r.report(
@@ -1031,7 +1047,7 @@ function toSecurity(ctx: Ctx, raw: Record<string, unknown>, seg: Segment[], url:
       );
     else origin = bound;
   }
-  const need = (key: string): void => {
+  const need = (key: CredentialKey | 'token_url'): void => {
     if (raw[key] === undefined)
       ctx.r.report(
         'error',
@@ -1040,14 +1056,14 @@ function toSecurity(ctx: Ctx, raw: Record<string, unknown>, seg: Segment[], url:
         `${key} is required for type = "${type}"${type === 'oauth' && (key === 'username' || key === 'password') ? ' with grant_type = "password"' : ''}`,
       );
   };
-  const grant = raw.grant_type as BackendGrantType;
+  const grant: BackendGrantType = raw.grant_type;
   if (type === 'basic' || type === 'digest' || grant === 'password') {
     need('username');
     need('password');
   }
   if (type === 'oauth') {
-    for (const k of ['token_url', 'client_id', 'client_secret']) need(k);
-    if (typeof raw.token_url === 'string') {
+    for (const k of ['token_url', 'client_id', 'client_secret'] as const) need(k);
+    if (raw.token_url !== undefined) {
       let ok = false;
       try {
         const u = new URL(raw.token_url);
@@ -1064,7 +1080,7 @@ function toSecurity(ctx: Ctx, raw: Record<string, unknown>, seg: Segment[], url:
           'https://idp.example.com/oauth2/token',
         );
     }
-    for (const k of Object.keys(raw.parameters as Record<string, string>)) {
+    for (const k of Object.keys(raw.parameters)) {
       if (RESERVED_TOKEN_PARAMETERS.includes(k))
         ctx.r.report(
           'error',
@@ -1079,43 +1095,40 @@ function toSecurity(ctx: Ctx, raw: Record<string, unknown>, seg: Segment[], url:
   const password = credential(ctx, raw, 'password', seg);
   const clientId = credential(ctx, raw, 'client_id', seg);
   const clientSecret = credential(ctx, raw, 'client_secret', seg);
+  const tokenUrl = raw.token_url;
   if (ctx.r.errors > errors) return undefined;
-  return Object.freeze({
-    type,
-    origin,
-    username,
-    password,
-    maxReplayBody: raw.max_replay_body as number,
-    oauth:
-      type === 'oauth'
-        ? Object.freeze({
-            grantType: grant,
-            tokenUrl: raw.token_url as string,
-            clientId: clientId as string,
-            clientSecret: clientSecret as string,
-            scopes: raw.scopes as readonly string[],
-            parameters: raw.parameters as Readonly<Record<string, string>>,
-            clientAuth: raw.client_auth as BackendClientAuth,
-            timeout: raw.token_timeout as number,
-            expiryMargin: raw.expiry_margin as number,
-          })
-        : undefined,
-  });
+  // oauth: token_url, client_id and client_secret are there (need() reported any missing one above).
+  const oauth =
+    type === 'oauth' && tokenUrl !== undefined && clientId !== undefined && clientSecret !== undefined
+      ? Object.freeze({
+          grantType: grant,
+          tokenUrl,
+          clientId,
+          clientSecret,
+          scopes: raw.scopes,
+          parameters: raw.parameters,
+          clientAuth: raw.client_auth,
+          timeout: raw.token_timeout,
+          expiryMargin: raw.expiry_margin,
+        })
+      : undefined;
+  return Object.freeze({ type, origin, username, password, maxReplayBody: raw.max_replay_body, oauth });
 }
 
 /** Reports each not-yet-enforced field (FieldDef.notEnforced) once per API and place, at its first use. */
 function reportNotEnforced(ctx: Ctx, raw: Record<string, unknown>): void {
-  const note = (def: FieldDef, seg: Segment[]): void => {
-    ctx.r.report('warning', 'API_NOT_ENFORCED', seg, `${def.key} is accepted but not enforced until ${def.notEnforced as string}`);
+  const note = (key: string, until: string, seg: Segment[]): void => {
+    ctx.r.report('warning', 'API_NOT_ENFORCED', seg, `${key} is accepted but not enforced until ${until}`);
   };
-  for (const def of API_FIELDS) if (def.notEnforced !== undefined && raw[def.key] !== undefined) note(def, [def.key]);
+  for (const def of API_FIELDS) if (def.notEnforced !== undefined && raw[def.key] !== undefined) note(def.key, def.notEnforced, [def.key]);
   const seen = new Set<string>();
-  const resources = Array.isArray(raw.resources) ? (raw.resources as Record<string, unknown>[]) : [];
+  const resources: readonly unknown[] = Array.isArray(raw.resources) ? raw.resources : [];
   resources.forEach((r, i) => {
+    if (!isTable(r)) return;
     for (const def of RESOURCE_FIELDS) {
       if (def.notEnforced === undefined || r[def.key] === undefined || seen.has(def.key)) continue;
       seen.add(def.key);
-      note(def, ['resources', i, def.key]);
+      note(def.key, def.notEnforced, ['resources', i, def.key]);
     }
   });
 }
@@ -1124,16 +1137,17 @@ function reportNotEnforced(ctx: Ctx, raw: Record<string, unknown>): void {
  * The `plugins` of an API or a resource: each a plugin of the catalogue, once, whose steps for its settings
  * are placed after route (before route no API is known). Undefined: none attached; null: refused (reported).
  */
-function pluginsOf(ctx: Ctx, list: readonly Record<string, unknown>[] | undefined, seg: Segment[]): GapSteps | undefined | null {
+function pluginsOf(ctx: Ctx, list: readonly ApiFilePlugin[], seg: Segment[]): GapSteps | undefined | null {
   // Tools that read API files without a gateway (the consoles, `apis list`, export) check the shape only.
-  if (list === undefined || list.length === 0 || ctx.plugins === undefined) return undefined;
+  const catalogue = ctx.plugins;
+  if (list.length === 0 || catalogue === undefined) return undefined;
   const errors = ctx.r.errors;
   const steps: PluginStep[] = [];
   const seen = new Set<string>();
   list.forEach((p, i) => {
-    const name = p.name as string;
+    const name = p.name;
     const at = [...seg, i, 'name'];
-    const known = ctx.plugins?.names ?? [];
+    const known = catalogue.names;
     if (!known.includes(name)) {
       const near = closest(name, [...known]);
       ctx.r.report(
@@ -1150,7 +1164,7 @@ function pluginsOf(ctx: Ctx, list: readonly Record<string, unknown>[] | undefine
       return;
     }
     seen.add(name);
-    const made = (ctx.plugins as PluginCatalogue).stepsOf(name, p.settings as Readonly<Record<string, unknown>> | undefined);
+    const made = catalogue.stepsOf(name, p.settings);
     if (typeof made === 'string') {
       ctx.r.report('error', 'API_PLUGIN', at, `plugin ${JSON.stringify(name)} cannot be attached: ${made}`);
       return;
@@ -1172,8 +1186,14 @@ function pluginsOf(ctx: Ctx, list: readonly Record<string, unknown>[] | undefine
 }
 
 /** A throttling policy name must be one the policies file defines (docs/throttling.md). */
-function checkPolicy(ctx: Ctx, policies: PolicyNames | undefined, kind: 'api' | 'subscription', name: unknown, seg: Segment[]): void {
-  if (policies === undefined || typeof name !== 'string') return;
+function checkPolicy(
+  ctx: Ctx,
+  policies: PolicyNames | undefined,
+  kind: 'api' | 'subscription',
+  name: string | undefined,
+  seg: Segment[],
+): void {
+  if (policies === undefined || name === undefined) return;
   const known = policies[kind];
   if (known.has(name)) return;
   const near = closest(name, [...known]);
@@ -1191,15 +1211,9 @@ function checkPolicy(ctx: Ctx, policies: PolicyNames | undefined, kind: 'api' | 
  * The `[graphql]` table and `[[operations]]` of a GraphQL API: the schema file (inside the API file's
  * directory) read and built, each operation's field found in it. Both tables refused on other types.
  */
-function graphqlOf(
-  ctx: Ctx,
-  t: Record<string, unknown>,
-  file: string,
-  apiType: ApiType,
-  policies: PolicyNames | undefined,
-): GraphqlApi | undefined {
-  const g = t.graphql as Record<string, unknown> | undefined;
-  const ops = (t.operations as Record<string, unknown>[] | undefined) ?? [];
+function graphqlOf(ctx: Ctx, t: ApiFile, file: string, apiType: ApiType, policies: PolicyNames | undefined): GraphqlApi | undefined {
+  const g = t.graphql;
+  const ops = t.operations;
   if (apiType !== 'GRAPHQL') {
     if (g !== undefined)
       ctx.r.report(
@@ -1241,7 +1255,7 @@ function graphqlOf(
   let sdl: string;
   if (ctx.served !== undefined && ctx.served?.disk !== true) {
     // Served with the API text: the control plane read it inside its apis/ directory (lib/scale/deployments.ts).
-    schemaFile = g.schema as string;
+    schemaFile = g.schema;
     const served = ctx.served?.schema;
     if (served === undefined || served.file !== schemaFile) {
       ctx.r.report(
@@ -1256,7 +1270,7 @@ function graphqlOf(
     sdl = served.text;
   } else {
     const dir = file === '' ? process.cwd() : path.dirname(file);
-    schemaFile = path.resolve(dir, g.schema as string);
+    schemaFile = path.resolve(dir, g.schema);
     const read = readSchemaFile(dir, schemaFile, file !== '');
     if ('error' in read) {
       ctx.r.report(
@@ -1283,8 +1297,8 @@ function graphqlOf(
   }
   const rules = new Map<string, OperationRule>();
   ops.forEach((o, i) => {
-    const type = o.type as OperationType;
-    const name = o.name as string;
+    const type: OperationType = o.type;
+    const name = o.name;
     const known = built.schema.rootFields[type];
     if (!known.has(name)) {
       const near = closest(name, [...known]);
@@ -1303,13 +1317,13 @@ function graphqlOf(
       return;
     }
     checkPolicy(ctx, policies, 'api', o.policy, ['operations', i, 'policy']);
-    rules.set(key, Object.freeze({ type, name, scopes: o.scopes as readonly string[], policy: o.policy as string | undefined }));
+    rules.set(key, Object.freeze({ type, name, scopes: o.scopes, policy: o.policy }));
   });
   const limits: QueryLimits = Object.freeze({
-    maxDepth: g.max_depth as number,
-    maxComplexity: g.max_complexity as number,
-    maxTokens: g.max_tokens as number,
-    introspection: g.introspection as boolean,
+    maxDepth: g.max_depth,
+    maxComplexity: g.max_complexity,
+    maxTokens: g.max_tokens,
+    introspection: g.introspection,
   });
   return Object.freeze({
     schemaFile,
@@ -1317,7 +1331,7 @@ function graphqlOf(
     sdl,
     sdlHash: createHash('sha256').update(sdl).digest('hex'),
     limits,
-    maxQueryBytes: g.max_query_bytes as number,
+    maxQueryBytes: g.max_query_bytes,
     rules,
     cache: new AnalysisCache(),
   });
@@ -1330,12 +1344,12 @@ function graphqlOf(
  */
 function grpcOf(
   ctx: Ctx,
-  t: Record<string, unknown>,
+  t: ApiFile,
   file: string,
   apiType: ApiType,
   endpoints: readonly (EndpointDefinition | null | undefined)[],
 ): GrpcApi | undefined {
-  const g = t.grpc as Record<string, unknown> | undefined;
+  const g = t.grpc;
   if (apiType !== 'GRPC') {
     ctx.r.report('error', 'API_VALUE', ['grpc'], 'a [grpc] table is only for type = "GRPC"', 'type = "GRPC", or remove the table');
     return undefined;
@@ -1370,7 +1384,7 @@ function grpcOf(
     );
     return undefined;
   }
-  const files = g.proto as readonly string[];
+  const files = g.proto;
   if (files.length === 0) {
     ctx.r.report('error', 'API_VALUE', ['grpc', 'proto'], 'lists no .proto file', '["service.proto"]');
     return undefined;
@@ -1424,8 +1438,8 @@ function grpcOf(
 const SERVED_DIR = path.resolve('/served-protos');
 
 /** A resource of a gRPC API: the path of a method of its .proto files, called by POST only. */
-function grpcResource(ctx: Ctx, grpc: GrpcApi, r: Record<string, unknown>, i: number): boolean {
-  const p = r.path as string;
+function grpcResource(ctx: Ctx, grpc: GrpcApi, r: ApiFileResource, i: number): boolean {
+  const p = r.path;
   if (!grpc.methods.has(p)) {
     const near = closest(p, [...grpc.methods.keys()]);
     ctx.r.report(
@@ -1437,7 +1451,7 @@ function grpcResource(ctx: Ctx, grpc: GrpcApi, r: Record<string, unknown>, i: nu
     );
     return false;
   }
-  const m = r.methods as readonly string[] | undefined;
+  const m = r.methods;
   if (m !== undefined && (m.length !== 1 || m[0] !== 'POST')) {
     ctx.r.report('error', 'API_VALUE', ['resources', i, 'methods'], 'a gRPC method is called by POST only', '["POST"], or leave it out');
     return false;
@@ -1450,8 +1464,8 @@ function grpcResource(ctx: Ctx, grpc: GrpcApi, r: Record<string, unknown>, i: nu
  * Texts given without their files (a gateway-worker's, ctx.served set) never read it: the gateway does not
  * route by it, and the control plane that serves them is the node whose consoles show it.
  */
-function definitionOf(ctx: Ctx, name: unknown, file: string): string | undefined {
-  if (typeof name !== 'string' || (ctx.served !== undefined && ctx.served?.disk !== true)) return undefined;
+function definitionOf(ctx: Ctx, name: string | undefined, file: string): string | undefined {
+  if (name === undefined || (ctx.served !== undefined && ctx.served?.disk !== true)) return undefined;
   const read = readDefinition(file, name, file !== '');
   if (read.ok) return read.file;
   ctx.r.report(
@@ -1523,11 +1537,11 @@ export function validateApi(
     ctx.r.report('error', 'API_TYPE', [], `an API definition is a table, got ${typeOf(raw)}`);
     return { api: undefined, diagnostics: ctx.r.diagnostics };
   }
-  const t = ctx.r.checkTable(API_FIELDS, raw, []);
+  const t = ctx.r.read(API_FILE, raw, []);
   if (t === undefined) return { api: undefined, diagnostics: ctx.r.diagnostics };
 
-  const context = t.context as string;
-  const version = t.version as string;
+  const context = t.context;
+  const version = t.version;
   checkContext(ctx, context);
   if (!/^[^/\s?#{}%]+$/.test(version) || version === '.' || version === '..') {
     ctx.r.report(
@@ -1538,7 +1552,7 @@ export function validateApi(
       'a version such as "1.0.0" or "v2", without /, ?, #, braces or whitespace',
     );
   }
-  const endpointsRaw = t.endpoints as Record<string, Record<string, unknown> | undefined>;
+  const endpointsRaw = t.endpoints;
   const production = toEndpoint(ctx, endpointsRaw.production, ['endpoints', 'production']);
   const sandbox = toEndpoint(ctx, endpointsRaw.sandbox, ['endpoints', 'sandbox']);
   if (endpointsRaw.production === undefined && endpointsRaw.sandbox === undefined) {
@@ -1565,9 +1579,9 @@ export function validateApi(
         'basic or oauth',
       );
   }
-  const apiAuth = t.auth as AuthType;
-  const resourcesRaw = t.resources as Record<string, unknown>[];
-  const apiType = (t.type as ApiType | undefined) ?? 'HTTP';
+  const apiAuth: AuthType = t.auth;
+  const resourcesRaw = t.resources;
+  const apiType: ApiType = t.type;
   const grpc = apiType === 'GRPC' || t.grpc !== undefined ? grpcOf(ctx, t, file, apiType, [production, sandbox]) : undefined;
   if (resourcesRaw.length === 0 && apiType !== 'GRAPHQL' && apiType !== 'GRPC')
     ctx.r.report(
@@ -1580,11 +1594,11 @@ export function validateApi(
   const seen = new Map<string, number>();
   const resources: ResourceDefinition[] = [];
   resourcesRaw.forEach((r, i) => {
-    const path = r.path as string;
+    const path = r.path;
     if (apiType === 'GRPC') {
       if (grpc !== undefined && !grpcResource(ctx, grpc, r, i)) return;
     } else if (!checkResourcePath(ctx, path, ['resources', i, 'path'])) return;
-    const methods = (r.methods as readonly string[] | undefined) ?? (apiType === 'GRPC' ? ['POST'] : undefined);
+    const methods: readonly string[] | undefined = r.methods ?? (apiType === 'GRPC' ? ['POST'] : undefined);
     if (methods === undefined) {
       ctx.r.report('error', 'API_REQUIRED', ['resources', i, 'methods'], 'methods is required', 'e.g. ["GET"]');
       return;
@@ -1601,16 +1615,16 @@ export function validateApi(
         ctx.r.report('error', 'API_DUPLICATE_RESOURCE', ['resources', i, 'path'], `${m} ${path} is already defined by resources[${first}]`);
       } else seen.set(key, i);
     }
-    const attached = pluginsOf(ctx, r.plugins as Record<string, unknown>[] | undefined, ['resources', i, 'plugins']);
+    const attached = pluginsOf(ctx, r.plugins, ['resources', i, 'plugins']);
     resources.push(
       Object.freeze({
         path,
         methods,
-        auth: (r.auth as AuthType | undefined) ?? apiAuth,
-        scopes: r.scopes as readonly string[],
-        tokenType: r.token_type as TokenType,
-        policy: r.policy as string | undefined,
-        unauthenticatedPolicy: r.unauthenticated_policy as string | undefined,
+        auth: r.auth ?? apiAuth,
+        scopes: r.scopes,
+        tokenType: r.token_type,
+        policy: r.policy,
+        unauthenticatedPolicy: r.unauthenticated_policy,
         ...(attached != null ? { plugins: attached } : {}),
       }),
     );
@@ -1622,21 +1636,21 @@ export function validateApi(
 
   let cors: CorsOverride | undefined;
   if (t.cors !== undefined) {
-    const c = t.cors as Record<string, unknown>;
+    const c = t.cors;
     const o: { -readonly [K in keyof CorsOverride]: CorsOverride[K] } = {};
-    if (c.enable !== undefined) o.enable = c.enable as boolean;
-    if (c.allow_origins !== undefined) o.allowOrigins = c.allow_origins as readonly string[];
-    if (c.allow_methods !== undefined) o.allowMethods = c.allow_methods as readonly string[];
-    if (c.allow_headers !== undefined) o.allowHeaders = c.allow_headers as readonly string[];
-    if (c.allow_credentials !== undefined) o.allowCredentials = c.allow_credentials as boolean;
+    if (c.enable !== undefined) o.enable = c.enable;
+    if (c.allow_origins !== undefined) o.allowOrigins = c.allow_origins;
+    if (c.allow_methods !== undefined) o.allowMethods = c.allow_methods;
+    if (c.allow_headers !== undefined) o.allowHeaders = c.allow_headers;
+    if (c.allow_credentials !== undefined) o.allowCredentials = c.allow_credentials;
     cors = Object.freeze(o);
   }
 
   let mediation: ApiMediation | undefined;
   if (t.mediation !== undefined) {
-    const m = t.mediation as Record<string, unknown>;
+    const m = t.mediation;
     let script: string | undefined;
-    if (typeof m.script === 'string') {
+    if (m.script !== undefined) {
       // Relative to the API file; an API given in code resolves against the working directory. Confined
       // to the configuration directory and script_dirs after links are resolved (mediation/script-path.ts).
       const place = placeScript(path.resolve(file === '' ? process.cwd() : path.dirname(file), m.script), ctx.scriptDirs);
@@ -1654,8 +1668,8 @@ export function validateApi(
     }
     mediation = Object.freeze({
       script,
-      requestFormat: m.request_format as 'json' | 'xml' | undefined,
-      responseFormat: m.response_format as 'json' | 'xml' | undefined,
+      requestFormat: m.request_format,
+      responseFormat: m.response_format,
     });
   }
 
@@ -1688,37 +1702,29 @@ export function validateApi(
       );
   const graphql = graphqlOf(ctx, t, file, apiType, policies);
   const definition = definitionOf(ctx, t.definition, file);
-  const attached = pluginsOf(ctx, t.plugins as Record<string, unknown>[] | undefined, ['plugins']);
+  const attached = pluginsOf(ctx, t.plugins, ['plugins']);
 
   if (ctx.r.errors > 0 || production === null || sandbox === null) return { api: undefined, diagnostics: ctx.r.diagnostics };
   reportNotEnforced(ctx, raw);
   const api: ApiDefinition = {
     file,
-    name: t.name as string,
+    name: t.name,
     context,
     version,
-    defaultVersion: t.default_version as boolean,
-    state: t.state as LifecycleState,
+    defaultVersion: t.default_version,
+    state: t.state,
     type: apiType,
     auth: apiAuth,
-    mutualSsl: t.mutual_ssl as MutualSslMode,
-    labels: t.labels as readonly string[],
-    policy: t.policy as string | undefined,
-    unauthenticatedPolicy: t.unauthenticated_policy as string | undefined,
-    description: t.description as string | undefined,
+    mutualSsl: t.mutual_ssl,
+    labels: t.labels,
+    policy: t.policy,
+    unauthenticatedPolicy: t.unauthenticated_policy,
+    description: t.description,
     definition,
     endpoints: Object.freeze({ production, sandbox }),
     cors,
     resources: Object.freeze(resources),
-    scopes: Object.freeze(
-      ((t.scopes as Record<string, unknown>[] | undefined) ?? []).map((d) =>
-        Object.freeze({
-          name: d.name as string,
-          description: d.description as string | undefined,
-          roles: (d.roles as readonly string[] | undefined) ?? [],
-        }),
-      ),
-    ),
+    scopes: Object.freeze(t.scopes.map((d) => Object.freeze({ name: d.name, description: d.description, roles: d.roles }))),
     mediation,
     ...(graphql !== undefined ? { graphql } : {}),
     ...(grpc !== undefined ? { grpc } : {}),

@@ -22,8 +22,19 @@ import {
   isTable,
   parseDocument,
   readText,
+  typedFields,
+  type TypedFields,
 } from '../config/document';
 import { ipMatcher } from '../events/ip';
+import type {
+  PoliciesFileApi,
+  PoliciesFileApplication,
+  PoliciesFileCondition,
+  PoliciesFileCustom,
+  PoliciesFileNamed,
+  PoliciesFileQuota,
+  PoliciesFileSubscription,
+} from './policies-file.generated';
 
 export const TIME_UNITS = { sec: 1000, min: 60_000, hour: 3_600_000, day: 86_400_000 } as const;
 export type TimeUnit = keyof typeof TIME_UNITS;
@@ -170,7 +181,8 @@ export const DEFAULT_POLICY_OPTIONS: PolicyOptions = Object.freeze({
 // The fields of the file, in the configuration schema's format (config/document.ts FieldDef)
 // ---------------------------------------------------------------------------------------------------------
 
-const QUOTA_FIELDS: readonly FieldDef[] = [
+/** The quota of every kind of policy and of a condition group. */
+export const QUOTA_FIELDS: readonly FieldDef[] = [
   { key: 'request_count', type: 'integer', min: 1, meaning: 'Requests allowed per unit_time time_unit.' },
   { key: 'data_amount', type: 'integer', min: 1, meaning: 'Bandwidth allowed per unit_time time_unit, in data_unit.' },
   {
@@ -200,7 +212,8 @@ const QUOTA_FIELDS: readonly FieldDef[] = [
   { key: 'unlimited', type: 'boolean', meaning: 'true: no limit. Exactly one of request_count, data_amount and unlimited is given.' },
 ];
 
-const NAMED_FIELDS: readonly FieldDef[] = [
+/** What every kind of policy has: its name, its quota, how the quota is counted. */
+export const NAMED_FIELDS: readonly FieldDef[] = [
   { key: 'name', type: 'string', required: true, nonEmpty: true, meaning: 'The policy name, unique within its kind.' },
   { key: 'description', type: 'string', default: '', meaning: 'Free text.' },
   ...QUOTA_FIELDS,
@@ -350,13 +363,21 @@ const POLICY_WORDING: DocumentWording<PolicyDiagnosticCode> = {
 };
 
 type Reader = DocumentReader<PolicyDiagnosticCode>;
-type Checked = Record<string, unknown> | undefined;
+
+/** How a policy's quotas are counted (NAMED_FIELDS' counting and fail); a condition group has neither. */
+type ModeFields = Partial<Pick<PoliciesFileNamed, 'counting' | 'fail'>>;
 
 /**
  * request_count | data_amount + data_unit | unlimited, over unit_time time_unit. `raw` is the entry as
  * written (exactly one of the three), `t` its checked fields (undefined when a field failed).
  */
-function quota(r: Reader, raw: Record<string, unknown>, t: Checked, seg: Segment[], policy?: Checked): Quota | undefined {
+function quota(
+  r: Reader,
+  raw: Record<string, unknown>,
+  t: (PoliciesFileQuota & ModeFields) | undefined,
+  seg: Segment[],
+  policy?: ModeFields,
+): Quota | undefined {
   const given = ['request_count', 'data_amount', 'unlimited'].filter((k) => raw[k] !== undefined);
   if (given.length !== 1) {
     r.report(
@@ -374,14 +395,14 @@ function quota(r: Reader, raw: Record<string, unknown>, t: Checked, seg: Segment
     }
     return t === undefined ? undefined : UNLIMITED;
   }
-  if (t === undefined) return undefined;
-  const windowMs = (t.unit_time as number) * TIME_UNITS[t.time_unit as TimeUnit];
-  const mode = {
-    counting: (t.counting ?? policy?.counting) as CountingMode | undefined,
-    failClosed: (t.fail ?? policy?.fail) === 'closed',
-  };
-  if (t.request_count !== undefined) return Object.freeze({ kind: 'requests', limit: t.request_count as number, windowMs, ...mode });
-  return Object.freeze({ kind: 'bandwidth', limit: (t.data_amount as number) * DATA_UNITS[t.data_unit as DataUnit], windowMs, ...mode });
+  // Checked, unit_time and time_unit are there (read, with their defaults, beside the request_count or the
+  // data_amount given), and data_unit beside data_amount.
+  if (t === undefined || t.unit_time === undefined || t.time_unit === undefined) return undefined;
+  const windowMs = t.unit_time * TIME_UNITS[t.time_unit];
+  const mode = { counting: t.counting ?? policy?.counting, failClosed: (t.fail ?? policy?.fail) === 'closed' };
+  if (t.request_count !== undefined) return Object.freeze({ kind: 'requests', limit: t.request_count, windowMs, ...mode });
+  if (t.data_amount === undefined || t.data_unit === undefined) return undefined;
+  return Object.freeze({ kind: 'bandwidth', limit: t.data_amount * DATA_UNITS[t.data_unit], windowMs, ...mode });
 }
 
 function compileRegex(r: Reader, value: string, seg: Segment[]): RegExp | undefined {
@@ -394,9 +415,8 @@ function compileRegex(r: Reader, value: string, seg: Segment[]): RegExp | undefi
 }
 
 /** A condition's own checks; they run even when a sibling condition's fields failed (t undefined). */
-function condition(r: Reader, raw: Record<string, unknown>, t: Checked, seg: Segment[]): Condition | undefined {
-  const type =
-    typeof raw.type === 'string' && (CONDITION_TYPES as readonly string[]).includes(raw.type) ? (raw.type as ConditionType) : undefined;
+function condition(r: Reader, raw: Record<string, unknown>, t: PoliciesFileCondition | undefined, seg: Segment[]): Condition | undefined {
+  const type = CONDITION_TYPES.find((c) => c === raw.type);
   const value = typeof raw.value === 'string' && raw.value !== '' ? raw.value : undefined;
   if (type === undefined || value === undefined) return undefined;
   let name = '';
@@ -436,12 +456,19 @@ function fieldsOf(kind: string): readonly FieldDef[] {
   return POLICY_FIELDS.find((f) => f.key === kind)?.fields ?? [];
 }
 
+/** Each kind's fields with the shape the reader checks an entry into (lib/throttle/policies-file.generated.ts). */
+const SUBSCRIPTION = typedFields<PoliciesFileSubscription>(fieldsOf('subscription'));
+const APPLICATION = typedFields<PoliciesFileApplication>(fieldsOf('application'));
+const API = typedFields<PoliciesFileApi>(fieldsOf('api'));
+const CUSTOM = typedFields<PoliciesFileCustom>(fieldsOf('custom'));
+
 /** Each entry of one kind in file order: its fields checked (t undefined when a field failed), then `fn`. */
-function entries<T>(
+function entries<E, T>(
   r: Reader,
   doc: Record<string, unknown>,
   kind: string,
-  fn: (e: { raw: Record<string, unknown>; t: Checked; seg: Segment[] }) => T,
+  table: TypedFields<E>,
+  fn: (e: { raw: Record<string, unknown>; t: E | undefined; seg: Segment[] }) => T,
 ): T[] {
   const v = doc[kind];
   if (v === undefined) return [];
@@ -449,9 +476,9 @@ function entries<T>(
     r.report('error', 'POLICY_TYPE', [kind], `expected an array of tables, written [[${kind}]]`);
     return [];
   }
-  return (v as Record<string, unknown>[]).map((raw, i) => {
+  return v.map((raw, i) => {
     const seg: Segment[] = [kind, i];
-    return fn({ raw, t: r.checkTable(fieldsOf(kind), raw, seg), seg });
+    return fn({ raw, t: r.read(table, raw, seg), seg });
   });
 }
 
@@ -510,52 +537,51 @@ export function validatePolicies(
   );
   const base = (
     raw: Record<string, unknown>,
-    t: Checked,
+    t: PoliciesFileNamed | undefined,
     seg: Segment[],
   ): { name: string; description: string; quota: Quota } | undefined => {
     const q = quota(r, raw, t, seg);
-    return t === undefined || q === undefined ? undefined : { name: t.name as string, description: t.description as string, quota: q };
+    return t === undefined || q === undefined ? undefined : { name: t.name, description: t.description, quota: q };
   };
 
-  const subs = entries(r, doc, 'subscription', ({ raw, t, seg }) => {
+  const subs = entries(r, doc, 'subscription', SUBSCRIPTION, ({ raw, t, seg }) => {
     const b = base(raw, t, seg);
-    const rawBurst = t?.burst as Record<string, unknown> | undefined;
+    const rawBurst = t?.burst;
     // The burst control is counted as its tier is (its `counting` and `fail`).
     const burst: Burst | undefined =
       rawBurst === undefined
         ? undefined
         : Object.freeze({
             kind: 'requests',
-            limit: rawBurst.limit as number,
-            windowMs: TIME_UNITS[rawBurst.time_unit as 'sec' | 'min'],
-            counting: t?.counting as CountingMode | undefined,
+            limit: rawBurst.limit,
+            windowMs: TIME_UNITS[rawBurst.time_unit],
+            counting: t?.counting,
             failClosed: t?.fail === 'closed',
           });
     const gql =
       t === undefined
         ? {}
         : {
-            ...(t.graphql_max_depth !== undefined ? { graphqlMaxDepth: t.graphql_max_depth as number } : {}),
-            ...(t.graphql_max_complexity !== undefined ? { graphqlMaxComplexity: t.graphql_max_complexity as number } : {}),
+            ...(t.graphql_max_depth !== undefined ? { graphqlMaxDepth: t.graphql_max_depth } : {}),
+            ...(t.graphql_max_complexity !== undefined ? { graphqlMaxComplexity: t.graphql_max_complexity } : {}),
           };
     const value =
-      b === undefined || t === undefined
-        ? undefined
-        : Object.freeze({ ...b, stopOnQuotaReach: t.stop_on_quota_reach as boolean, burst, ...gql });
+      b === undefined || t === undefined ? undefined : Object.freeze({ ...b, stopOnQuotaReach: t.stop_on_quota_reach, burst, ...gql });
     return { value, seg };
   });
-  const apps = entries(r, doc, 'application', ({ raw, t, seg }) => {
+  const apps = entries(r, doc, 'application', APPLICATION, ({ raw, t, seg }) => {
     const b = base(raw, t, seg);
-    return { value: b === undefined ? undefined : (Object.freeze(b) as ApplicationPolicy), seg };
+    const value: ApplicationPolicy | undefined = b === undefined ? undefined : Object.freeze(b);
+    return { value, seg };
   });
-  const apis = entries(r, doc, 'api', ({ raw, t, seg }) => {
+  const apis = entries(r, doc, 'api', API, ({ raw, t, seg }) => {
     const b = base(raw, t, seg);
     const groups: ConditionGroup[] = [];
     let ok = true;
     const rawGroups = raw.condition_group;
     if (Array.isArray(rawGroups) && rawGroups.every(isTable)) {
-      const checkedGroups = t?.condition_group as Record<string, unknown>[] | undefined;
-      (rawGroups as Record<string, unknown>[]).forEach((g, gi) => {
+      const checkedGroups = t?.condition_group;
+      rawGroups.forEach((g, gi) => {
         const gs: Segment[] = [...seg, 'condition_group', gi];
         const gt = checkedGroups?.[gi];
         // A condition group is counted as its policy is (its `counting` and `fail`).
@@ -570,23 +596,25 @@ export function validatePolicies(
           ok = false;
           return;
         }
-        const checkedConds = gt?.condition as Record<string, unknown>[] | undefined;
-        const conds = (rawConds as Record<string, unknown>[]).map((c, ci) => condition(r, c, checkedConds?.[ci], [...gs, 'condition', ci]));
-        if (q === undefined || gt === undefined || conds.some((c) => c === undefined)) {
+        const checkedConds = gt?.condition;
+        const conds = rawConds.map((c, ci) => condition(r, c, checkedConds?.[ci], [...gs, 'condition', ci]));
+        const held = conds.filter((c): c is Condition => c !== undefined);
+        if (q === undefined || gt === undefined || held.length < conds.length) {
           ok = false;
           return;
         }
-        groups.push(Object.freeze({ description: gt.description as string, conditions: Object.freeze(conds as Condition[]), quota: q }));
+        groups.push(Object.freeze({ description: gt.description, conditions: Object.freeze(held), quota: q }));
       });
     }
-    return { value: b === undefined || !ok ? undefined : (Object.freeze({ ...b, groups: Object.freeze(groups) }) as ApiPolicy), seg };
+    const value: ApiPolicy | undefined = b === undefined || !ok ? undefined : Object.freeze({ ...b, groups: Object.freeze(groups) });
+    return { value, seg };
   });
-  const customs = entries(r, doc, 'custom', ({ raw, t, seg }) => {
+  const customs = entries(r, doc, 'custom', CUSTOM, ({ raw, t, seg }) => {
     const b = base(raw, t, seg);
     const keyTemplate = raw.key_template;
     if (typeof keyTemplate === 'string' && keyTemplate !== '') {
       const vars = keyTemplate.match(/\$[A-Za-z]+/g) ?? [];
-      const bad = vars.find((v) => !(TEMPLATE_VARS as readonly string[]).includes(v));
+      const bad = vars.find((v) => !TEMPLATE_VARS.some((known) => known === v));
       if (bad !== undefined) {
         r.report(
           'error',
@@ -599,11 +627,9 @@ export function validatePolicies(
       if (vars.length === 0)
         r.report('warning', 'POLICY_VALUE', [...seg, 'key_template'], 'holds no template variable: one counter for every request');
     }
-    return {
-      value:
-        b === undefined || t === undefined ? undefined : (Object.freeze({ ...b, keyTemplate: t.key_template as string }) as CustomPolicy),
-      seg,
-    };
+    const value: CustomPolicy | undefined =
+      b === undefined || t === undefined ? undefined : Object.freeze({ ...b, keyTemplate: t.key_template });
+    return { value, seg };
   });
 
   const subscription = named(r, 'subscription', subs, options);
