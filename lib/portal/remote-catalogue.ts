@@ -3,7 +3,8 @@
  * [apim.key_manager] service_url names another node: read with GET /admin/v1/api-files once per console
  * request (refresh), with the tiers of the policies it serves (GET /admin/v1/deployments?labels=, which
  * lists no API file), written with PUT /admin/v1/api-files/{id} and moved with POST
- * /admin/v1/api-files/{id}/lifecycle (docs/admin-api.md). The control plane validates every write with
+ * /admin/v1/api-files/{id}/lifecycle (docs/admin-api.md); a gRPC API's .proto files are read, uploaded
+ * and deleted with GET and PUT /admin/v1/api-files/{id}/protos and DELETE .../protos/{name} (docs/grpc.md). The control plane validates every write with
  * the gateway's validator and answers its errors by field; its gateway deploys what it writes.
  * Entries are parsed here with this node's API file variables, for display, and as a gateway-worker
  * parses served texts: no file named beside them (an OpenAPI `definition`, a GraphQL schema) is read on
@@ -19,7 +20,7 @@
  * control plane checks every id again and applies the tenant's package limit (TENANT_LIMIT_REACHED).
  */
 import { type ApiVars, parseApiText } from '../gateway/apis';
-import type { ApiFileRefusal } from '../keymanager/http';
+import type { ApiFileRefusal, ApiProtos } from '../keymanager/http';
 import { ControlPlaneError, type ControlPlane } from '../scale/control-plane';
 import { domainProblem } from '../tenants';
 import { parsePolicies, type PolicyOptions } from '../throttle/policies';
@@ -33,6 +34,7 @@ import {
   type ProtoChanges,
   type Transitioned,
 } from './catalogue';
+import { protoNameProblem, type ProtoUpload, uploadProblem } from './protos';
 
 const refused = (id: string): ApiFileRefusal => ({ status: 404, message: `no API file ${id.slice(0, 300)}`, fields: {} });
 
@@ -141,8 +143,8 @@ export class RemoteCatalogue implements ApiCatalogue {
   /** A refusal the control plane answered (4xx with fields), or the page error of an unreachable one. */
   private async send(
     path: string,
-    body: Record<string, unknown>,
-    method: 'PUT' | 'POST',
+    body: Record<string, unknown> | undefined,
+    method: 'PUT' | 'POST' | 'DELETE',
   ): Promise<Record<string, unknown> | ApiFileRefusal> {
     try {
       return await this.cp.request(method, path, body);
@@ -179,6 +181,40 @@ export class RemoteCatalogue implements ApiCatalogue {
     return 'status' in r && typeof r.status === 'number' ? (r as ApiFileRefusal) : { id: String((r as Record<string, unknown>).id) };
   }
 
+  /**
+   * A gRPC API's .proto files and methods as the control plane holds them; undefined: no such entry (or a
+   * control plane whose admin API has no .proto routes: 404).
+   */
+  async protos(id: string): Promise<ApiProtos | undefined> {
+    if (this.nameOf(id) === undefined || this.get(id) === undefined) return undefined;
+    let r: Record<string, unknown>;
+    try {
+      r = await this.cp.request('GET', `/admin/v1/api-files/${encodeURIComponent(id)}/protos`);
+    } catch (err) {
+      if (err instanceof ControlPlaneError && err.status === 404) return undefined;
+      return remoteFailure(err, this.origin);
+    }
+    return protosOf(r, id);
+  }
+
+  /** Uploads .proto files of a gRPC API: the control plane checks them with its API file and stores them beside it. */
+  async putProtos(id: string, files: readonly ProtoUpload[]): Promise<ApiProtos | ApiFileRefusal> {
+    if (this.nameOf(id) === undefined) return refused(id);
+    // The control plane checks again; these refusals need no request.
+    const bad = uploadProblem(files, []);
+    if (bad !== undefined) return { status: 400, message: bad, fields: { 'grpc.proto': bad } };
+    const r = await this.send(`/admin/v1/api-files/${encodeURIComponent(id)}/protos`, { files }, 'PUT');
+    return 'status' in r && typeof r.status === 'number' ? (r as ApiFileRefusal) : protosOf(r as Record<string, unknown>, id);
+  }
+
+  async deleteProto(id: string, name: string): Promise<ApiProtos | ApiFileRefusal> {
+    if (this.nameOf(id) === undefined) return refused(id);
+    if (protoNameProblem(name) !== undefined)
+      return { status: 404, message: `${id} names no .proto file ${name.slice(0, 130)}`, fields: {} };
+    const r = await this.send(`/admin/v1/api-files/${encodeURIComponent(id)}/protos/${encodeURIComponent(name)}`, undefined, 'DELETE');
+    return 'status' in r && typeof r.status === 'number' ? (r as ApiFileRefusal) : protosOf(r as Record<string, unknown>, id);
+  }
+
   async transition(id: string, to: ConsoleState): Promise<Transitioned | ApiFileRefusal> {
     if (this.nameOf(id) === undefined) return refused(id);
     const r = await this.send(`/admin/v1/api-files/${encodeURIComponent(id)}/lifecycle`, { state: to }, 'POST');
@@ -192,4 +228,20 @@ export class RemoteCatalogue implements ApiCatalogue {
       ...(w?.status === 'pending' ? { pending: { taskId: String(w.taskId) } } : {}),
     };
   }
+}
+
+/** The control plane's answer of a .proto route as ApiProtos: what is not a string is left out. */
+function protosOf(r: Record<string, unknown>, id: string): ApiProtos {
+  const list = (v: unknown): Record<string, unknown>[] =>
+    Array.isArray(v) ? v.filter((x): x is Record<string, unknown> => x !== null && typeof x === 'object') : [];
+  return {
+    id: typeof r.id === 'string' ? r.id : id,
+    grpc: r.grpc === true,
+    protos: list(r.protos).flatMap((p) =>
+      typeof p.name === 'string' && typeof p.text === 'string' ? [{ name: p.name, text: p.text }] : [],
+    ),
+    methods: list(r.methods).flatMap((m) =>
+      typeof m.path === 'string' && typeof m.kind === 'string' ? [{ path: m.path, kind: m.kind }] : [],
+    ),
+  };
 }
