@@ -8,8 +8,10 @@
  * the gateway's validator and answers its errors by field; its gateway deploys what it writes.
  * Entries are parsed here with this node's API file variables, for display, and as a gateway-worker
  * parses served texts: no file named beside them (an OpenAPI `definition`, a GraphQL schema) is read on
- * this node, so the developer portal shows no OpenAPI document of a remote API. The control plane's
- * parse is the one that counts.
+ * this node, so the developer portal shows no OpenAPI document of a remote API. A gRPC API's entry is
+ * parsed with the .proto files its `[grpc] proto` list names, as the control plane answers them (one
+ * request per gRPC API on refresh); an import the list does not name is not sent, so such an API shows as
+ * invalid here. The control plane's parse is the one that counts.
  *
  * A tenant's files (docs/tenants.md, "Console nodes"): forTenant(domain) is the catalogue of one tenant,
  * which asks only for `GET /admin/v1/api-files?tenant=<domain>` and sends only ids of that tenant
@@ -34,7 +36,7 @@ import {
   type ProtoChanges,
   type Transitioned,
 } from './catalogue';
-import { protoNameProblem, type ProtoUpload, uploadProblem } from './protos';
+import { isGrpcText, protoNameProblem, type ProtoUpload, uploadProblem } from './protos';
 
 const refused = (id: string): ApiFileRefusal => ({ status: 404, message: `no API file ${id.slice(0, 300)}`, fields: {} });
 
@@ -76,9 +78,11 @@ export class RemoteCatalogue implements ApiCatalogue {
     return API_FILE_NAME.test(name) ? { name, draft } : undefined;
   }
 
-  private entry(id: string, name: string, draft: boolean, text: string): CatalogueEntry {
+  /** `protos`: a gRPC API's .proto files as the control plane holds them. */
+  private entry(id: string, name: string, draft: boolean, text: string, protos?: ApiProtos): CatalogueEntry {
     // As a gateway-worker parses served texts (served: null): no file beside it is read on this node.
-    const r = parseApiText(text, name, this.vars, undefined, undefined, null);
+    const served = protos === undefined ? null : { protos: protos.protos.map((p) => ({ file: p.name, text: p.text })) };
+    const r = parseApiText(text, name, this.vars, undefined, undefined, served);
     // A tenant's API is listed at the context it is served at (lib/gateway/deploy.ts), as Catalogue does.
     const api =
       r.api === undefined || this.tenant === undefined
@@ -95,7 +99,7 @@ export class RemoteCatalogue implements ApiCatalogue {
       } catch (err) {
         return remoteFailure(err, this.origin);
       }
-      this.entries = this.entriesOf(r);
+      this.entries = await this.withProtos(this.entriesOf(r));
       return;
     }
     let r: Record<string, unknown>;
@@ -112,7 +116,35 @@ export class RemoteCatalogue implements ApiCatalogue {
         : undefined;
     this.tiers =
       parsed === undefined ? undefined : { subscription: [...parsed.subscription.keys()], application: [...parsed.application.keys()] };
-    this.entries = this.entriesOf(r);
+    this.entries = await this.withProtos(this.entriesOf(r));
+  }
+
+  /** The entries with each gRPC API parsed again with its .proto files (GET /admin/v1/api-files/{id}/protos). */
+  private async withProtos(entries: CatalogueEntry[]): Promise<CatalogueEntry[]> {
+    return Promise.all(
+      entries.map(async (e) => {
+        if (!isGrpcText(e.text)) return e;
+        const p = await this.fetchProtos(e.id);
+        return p === undefined ? e : this.reparsed(e, p);
+      }),
+    );
+  }
+
+  private reparsed(e: CatalogueEntry, p: ApiProtos): CatalogueEntry {
+    const n = this.nameOf(e.id);
+    return n === undefined ? e : this.entry(e.id, n.name, n.draft, e.text, p);
+  }
+
+  /** undefined: the control plane has no such file, or no .proto routes (404). */
+  private async fetchProtos(id: string): Promise<ApiProtos | undefined> {
+    let r: Record<string, unknown>;
+    try {
+      r = await this.cp.request('GET', `/admin/v1/api-files/${encodeURIComponent(id)}/protos`);
+    } catch (err) {
+      if (err instanceof ControlPlaneError && err.status === 404) return undefined;
+      return remoteFailure(err, this.origin);
+    }
+    return protosOf(r, id);
   }
 
   /** The listed files of this catalogue's tenant; any other id the answer might hold is left out. */
@@ -182,19 +214,16 @@ export class RemoteCatalogue implements ApiCatalogue {
   }
 
   /**
-   * A gRPC API's .proto files and methods as the control plane holds them; undefined: no such entry (or a
-   * control plane whose admin API has no .proto routes: 404).
+   * A gRPC API's .proto files and methods as the control plane holds them now (its entry, when listed,
+   * parsed again with them); undefined: no such file (or a control plane without the .proto routes: 404).
    */
   async protos(id: string): Promise<ApiProtos | undefined> {
-    if (this.nameOf(id) === undefined || this.get(id) === undefined) return undefined;
-    let r: Record<string, unknown>;
-    try {
-      r = await this.cp.request('GET', `/admin/v1/api-files/${encodeURIComponent(id)}/protos`);
-    } catch (err) {
-      if (err instanceof ControlPlaneError && err.status === 404) return undefined;
-      return remoteFailure(err, this.origin);
-    }
-    return protosOf(r, id);
+    if (this.nameOf(id) === undefined) return undefined;
+    const p = await this.fetchProtos(id);
+    // A file written since refresh() (a new draft) is not an entry yet: its answer is still the control plane's.
+    const i = this.entries.findIndex((e) => e.id === id);
+    if (p !== undefined && i >= 0) this.entries[i] = this.reparsed(this.entries[i] as CatalogueEntry, p);
+    return p;
   }
 
   /** Uploads .proto files of a gRPC API: the control plane checks them with its API file and stores them beside it. */
