@@ -323,7 +323,9 @@ const textareaText = (v: string): string => v.replace(/\r\n?/g, '\n');
 
 /**
  * The .proto files a form carries: those of its file input, then the pasted one (proto_name, proto_text)
- * when its text is not empty; a string: the refusal of a file that is no text.
+ * when its text is not empty (on the API's page with no file chosen, a name alone too, so the refusal
+ * says what is wrong with it); `pastedDefault`: the pasted file's name when none is given. A string: the
+ * refusal of a file that is no UTF-8 text.
  */
 function postedProtos(c: Call, pastedDefault: string | undefined): ProtoUpload[] | string {
   const files = uploadsOf(c.files ?? []);
