@@ -1,12 +1,12 @@
 /**
  * The start-up summary: the ports this version does not open yet, how to get keys and a token from the
  * key manager (docs/key-manager.md), the gateway environments and token endpoint, and the deployed APIs
- * with a curl line to try each. A cluster worker prints one line instead (the primary printed the rest:
- * docs/scale-out.md).
+ * with a curl line to try each (a grpcurl line for a gRPC API, docs/grpc.md). A cluster worker prints one
+ * line instead (the primary printed the rest: docs/scale-out.md).
  */
 import * as path from 'node:path';
 import { LISTENING_PORTS, portOpened } from '../config/ports';
-import { defaultPath, versionedPath } from '../gateway/apis';
+import { type ApiDefinition, defaultPath, versionedPath } from '../gateway/apis';
 import { gatewayEnvironments, tokenUrl, type GatewayEnvironment } from '../gateway/environments';
 import type { Gateway } from '../embed';
 import type { KeyManager } from '../keymanager';
@@ -79,10 +79,23 @@ function apisSummary(b: Boot, gateway: Gateway, envs: readonly GatewayEnvironmen
   const first = envs[0];
   const base = first?.http ?? first?.https ?? `http://${b.config.server.hostname}:${b.ports.passthruHttp}`;
   const tries: string[] = [];
+  const notes = new Set<string>();
   for (const s of states) {
     const api = s.api;
     if (api === undefined || (s.status !== 'deployed' && s.status !== 'kept-previous')) continue;
     const p = versionedPath(api);
+    if (api.grpc !== undefined) {
+      // A gRPC call names the service, not the context (docs/grpc.md): the line is the method's, not a URL's.
+      const g = grpcTry(api, s.file, {
+        http: first === undefined ? base : first.http,
+        https: first?.https,
+        h2c: b.config.throughway.http2.h2c,
+      });
+      b.log(`  ${api.name} ${api.version}  gRPC ${g.at}  (${api.state})`);
+      if (g.line !== undefined) tries.push(g.line);
+      if (g.note !== undefined) notes.add(g.note);
+      continue;
+    }
     b.log(`  ${api.name} ${api.version}  ${base}${p}  (${api.state})`);
     const get = api.resources.find((r) => r.methods.includes('GET') && !r.path.includes('{') && !r.path.includes('*'));
     const post = api.resources.find((r) => r.methods.includes('POST') && !r.path.includes('{') && !r.path.includes('*'));
@@ -96,4 +109,79 @@ function apisSummary(b: Boot, gateway: Gateway, envs: readonly GatewayEnvironmen
     b.log('Try:');
     for (const t of tries.slice(0, 8)) b.log(`  ${t}`);
   }
+  for (const n of notes) b.log(n);
+}
+
+/** The gateway's URLs a gRPC client can reach, and whether the plain listener takes h2c ([throughway.http2] h2c). */
+export interface GrpcListeners {
+  readonly http: string | undefined;
+  readonly https: string | undefined;
+  readonly h2c: boolean;
+}
+
+/**
+ * The start-up lines of a gRPC API (docs/grpc.md): where its calls go (`at`), a grpcurl command calling its
+ * first served method with `{}` (undefined when no listener takes HTTP/2), and a note to print once. curl
+ * cannot make a gRPC call without writing the message framing and reading trailers by hand, so the line is
+ * grpcurl's. Its `-proto` files are those the API names, found from `-import-path` (the API file's
+ * directory); a gateway-worker built the API from the texts its control plane served (docs/scale-out.md),
+ * so the files are named as the control plane's apis_dir holds them.
+ */
+export function grpcTry(
+  api: Pick<ApiDefinition, 'grpc' | 'resources'>,
+  file: string,
+  l: GrpcListeners,
+): { readonly at: string; readonly line: string | undefined; readonly note: string | undefined } {
+  const g = api.grpc;
+  const served = new Set(api.resources.map((r) => r.path));
+  const method = g?.services.flatMap((s) => s.methods).find((m) => served.has(m.path));
+  const host = (u: string | undefined): string | undefined => {
+    try {
+      return u === undefined ? undefined : new URL(u).host;
+    } catch {
+      return undefined;
+    }
+  };
+  // h2c on the plain listener first (no certificate to trust), else TLS with ALPN h2 (docs/http2.md).
+  const plain = l.h2c ? host(l.http) : undefined;
+  const tls = plain === undefined ? host(l.https) : undefined;
+  const target = plain ?? tls;
+  if (g === undefined || method === undefined || target === undefined)
+    return {
+      at: target ?? 'no HTTP/2 listener',
+      line: undefined,
+      note:
+        target === undefined
+          ? 'gRPC APIs are called over HTTP/2: the HTTPS listener (ALPN h2) or, with [throughway.http2] h2c = true, the plain one (docs/grpc.md).'
+          : undefined,
+    };
+  // Served texts are resolved under /served-protos (lib/gateway/apis.ts): nothing of them is on this disk.
+  const servedDir = path.resolve('/served-protos');
+  const onDisk = file !== '' && g.protoFiles.every((f) => path.relative(servedDir, f).startsWith('..'));
+  const dir = onDisk ? path.dirname(file) : undefined;
+  const names = g.protoFiles.map((f) => {
+    const rel = path.relative(dir ?? servedDir, f);
+    return rel.startsWith('..') || path.isAbsolute(rel) ? path.basename(f) : rel.split(path.sep).join('/');
+  });
+  const quote = (v: string): string => (/^[\w./:@%+-]+$/.test(v) ? v : `'${v.replace(/'/g, "'\\''")}'`);
+  const resource = api.resources.find((r) => r.path === method.path);
+  const line = [
+    'grpcurl',
+    plain !== undefined ? '-plaintext' : '',
+    dir !== undefined ? `-import-path ${quote(dir)}` : '',
+    ...names.map((n) => `-proto ${quote(n)}`),
+    resource?.auth === 'oauth2' ? "-H 'authorization: Bearer <access token>'" : '',
+    "-d '{}'",
+    target,
+    method.path.slice(1),
+  ]
+    .filter((x) => x !== '')
+    .join(' ');
+  const note =
+    dir === undefined
+      ? "grpcurl reads the .proto files: a gateway-worker's are those of its control plane's apis_dir (docs/grpc.md)."
+      : tls !== undefined
+        ? "grpcurl checks the gateway's TLS certificate: -cacert <its CA file>, or -insecure for a self-signed one (docs/tls.md)."
+        : undefined;
+  return { at: target, line, note };
 }

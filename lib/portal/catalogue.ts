@@ -64,9 +64,9 @@ export interface ApiCatalogue {
   transition(id: string, to: ConsoleState): Promise<Transitioned | ApiFileRefusal>;
   /**
    * A gRPC API's .proto files and methods (docs/grpc.md, "The .proto files in the publisher"); undefined:
-   * no such entry. Absent where the catalogue cannot write them (a remote control plane's).
+   * no such entry. A remote control plane's are read through its admin API (remote-catalogue.ts).
    */
-  protos?(id: string): ApiProtos | undefined;
+  protos?(id: string): ApiProtos | undefined | Promise<ApiProtos | undefined>;
   /** Adds or replaces .proto files beside a gRPC API's file and names them in its `[grpc] proto` list. */
   putProtos?(id: string, files: readonly ProtoUpload[]): Promise<ApiProtos | ApiFileRefusal>;
   /** Removes a .proto file from a gRPC API's list, and the file when no other API file beside it reads it. */

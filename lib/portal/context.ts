@@ -11,6 +11,7 @@ import { page, SCRIPT_PAGE_HEADERS, sendHtml, type Frame } from './html';
 import type { SelfService } from './selfservice';
 import type { Session, Sessions } from './session';
 import type { SignIn } from './signin';
+import type { FormFile } from './multipart';
 import type { AdminParts } from './admin';
 import type { TenantState } from '../tenants';
 import type { Auditor } from '../audit';
@@ -87,6 +88,8 @@ export interface Call {
   readonly session: Session;
   /** The posted form (empty for GET), its CSRF token already checked. */
   readonly form: URLSearchParams;
+  /** The files of a multipart form's file inputs (the publisher's .proto forms, multipart.ts); absent or empty otherwise. */
+  readonly files?: readonly FormFile[];
   /** Set-Cookie headers the answer must carry. */
   readonly cookies: string[];
 }

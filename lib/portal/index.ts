@@ -4,7 +4,8 @@
  * returns the routes the key manager mounts (KeyManager.mount) and the first-party clients to register.
  *
  * Requests: GET pages; every POST is an application/x-www-form-urlencoded form of at most 64 KiB (1 MiB
- * for the publisher's forms that carry a .proto file, in a session) carrying the session's CSRF token (403 without it). Anonymous visitors may browse the catalogue;
+ * for the publisher's forms that carry .proto files, in a session, which may also be multipart/form-data
+ * with their file inputs) carrying the session's CSRF token (403 without it). Anonymous visitors may browse the catalogue;
  * everything else needs a sign-in through the key manager's authorization code flow (signin.ts), and
  * the publisher needs a publisher, creator or admin role.
  */
@@ -13,6 +14,7 @@ import type { SiteHandler } from '../keymanager';
 import { OAuthError } from '../keymanager/errors';
 import { MAX_PROTO_UPLOAD_BODY, readBody } from '../keymanager/http';
 import { PortalRemoteError } from './backend';
+import { boundaryOf, type FormFile, parseMultipart } from './multipart';
 import { SUPER_TENANT } from '../tenants';
 import { type Call, canPublish, type PortalOptions, type PortalParts, problem } from './context';
 
@@ -229,6 +231,7 @@ export function createPortal(o: PortalOptions): Portal {
       segs = ['\u0000'];
     }
     let form = new URLSearchParams();
+    let files: readonly FormFile[] = [];
     const c0 = { parts, req, res, method, segs, query: url.searchParams, session, form, cookies: [] as string[] };
     try {
       if (method === 'POST') {
@@ -237,11 +240,28 @@ export function createPortal(o: PortalOptions): Portal {
         const protoForm =
           found !== undefined && which === 'publisher' && (rest.join('/') === 'new' || (rest[0] === 'apis' && rest[2] === 'protos'));
         const body = await readBody(req, protoForm ? MAX_PROTO_UPLOAD_BODY : undefined);
-        if (type !== 'application/x-www-form-urlencoded') {
-          problem(c0, which, 415, 'Unsupported form', 'Forms are posted as application/x-www-form-urlencoded.');
+        // Those forms have file inputs: a browser posts them as multipart/form-data (RFC 7578, multipart.ts).
+        const multipart = protoForm && type === 'multipart/form-data' ? boundaryOf(req.headers['content-type'] ?? '') : undefined;
+        if (multipart !== undefined) {
+          const m = parseMultipart(body, multipart);
+          if (typeof m === 'string') {
+            problem(c0, which, 400, 'Unreadable form', `The form's multipart/form-data body cannot be read: ${m}.`);
+            return true;
+          }
+          form = m.fields;
+          files = m.files;
+        } else if (type !== 'application/x-www-form-urlencoded') {
+          problem(
+            c0,
+            which,
+            415,
+            'Unsupported form',
+            protoForm
+              ? 'Forms are posted as application/x-www-form-urlencoded, or multipart/form-data with its boundary.'
+              : 'Forms are posted as application/x-www-form-urlencoded.',
+          );
           return true;
-        }
-        form = new URLSearchParams(body.toString('utf8'));
+        } else form = new URLSearchParams(body.toString('utf8'));
         // The account forms of visitors (signup.ts) carry a token of their own: they have no session.
         const anonymousForm = which === 'devportal' && rest.length === 1 && ANONYMOUS_FORMS.has(rest[0] as string);
         if (anonymousForm ? !anonymousForms.ok(req, form) : !csrfOk(found, form)) {
@@ -262,7 +282,7 @@ export function createPortal(o: PortalOptions): Portal {
       }
       // A remote control plane's API files, read once for the page (remote-catalogue.ts).
       await o.catalogue.refresh();
-      await route({ ...c0, form }, which);
+      await route({ ...c0, form, files }, which);
     } catch (err) {
       if (res.headersSent) throw err;
       if (err instanceof PortalRemoteError) {

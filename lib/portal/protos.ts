@@ -9,6 +9,7 @@ import { isTable, parseDocument } from '../config/document';
 import { toTomlText } from '../config/print';
 import { API_CODES } from '../gateway/apis';
 import { API_IDENTITY } from './api-form';
+import type { FormFile } from './multipart';
 import { editToml } from './toml-edit';
 
 /** One .proto file uploaded: its name (no directory) and text. */
@@ -21,6 +22,30 @@ export interface ProtoUpload {
 export const MAX_UPLOAD_PROTO_BYTES = 256 * 1024;
 /** The most .proto files one API names through the publisher and the admin API. */
 export const MAX_API_PROTOS = 16;
+
+/** The name of the publisher's file input that takes several .proto files at once (`<input type=file multiple>`). */
+export const PROTO_FILES_FIELD = 'proto_files';
+
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * The .proto files of a form's file input as uploads: each a UTF-8 text (a string: the API_PROTO_UPLOAD
+ * refusal naming the file that is not). Their sizes and names are uploadProblem's to check.
+ */
+export function uploadsOf(files: readonly FormFile[], field = PROTO_FILES_FIELD): ProtoUpload[] | string {
+  const out: ProtoUpload[] = [];
+  for (const f of files) {
+    if (f.field !== field) continue;
+    if (f.data.length > MAX_UPLOAD_PROTO_BYTES)
+      return `API_PROTO_UPLOAD: ${f.filename.slice(0, 130)} is larger than ${MAX_UPLOAD_PROTO_BYTES} bytes`;
+    try {
+      out.push({ name: f.filename, text: UTF8.decode(f.data) });
+    } catch {
+      return `API_PROTO_UPLOAD: ${f.filename.slice(0, 130)} is not UTF-8 text`;
+    }
+  }
+  return out;
+}
 
 /** A .proto file name the publisher writes: a plain file name ending .proto (no directory, no traversal). */
 const PROTO_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,120}\.proto$/;

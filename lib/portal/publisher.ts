@@ -33,7 +33,8 @@ import { type Call, problem, render, takeFlash } from './context';
 import { buttonForm, csrfField, escapeHtml as h, field, seeOther, select } from './html';
 import { importOpenApi } from './openapi';
 import { auditRoute, auditSection } from './audit-page';
-import { MAX_UPLOAD_PROTO_BYTES, uploadProblem } from './protos';
+import { MAX_API_PROTOS, MAX_UPLOAD_PROTO_BYTES, PROTO_FILES_FIELD, type ProtoUpload, uploadProblem, uploadsOf } from './protos';
+import { MAX_PROTO_UPLOAD_BODY } from '../keymanager/http';
 
 const state = (s: string): string => `<span class="state">${h(s)}</span>`;
 
@@ -150,21 +151,24 @@ function formPage(
     ['GRPC', 'gRPC'],
   ];
   if (!types.some(([v]) => v === f.type)) types.push([f.type, f.type]);
-  // A new gRPC API comes with its .proto file (docs/grpc.md, "The .proto files in the publisher").
-  const protoFields =
-    creating && c.parts.catalogue.putProtos !== undefined
-      ? `<fieldset><legend>gRPC: the .proto file (type gRPC only)</legend>
-${field({ id: 'proto_name', label: '.proto file name', value: c.form.get('proto_name') ?? '', hint: 'e.g. route_guide.proto: stored beside the API file', ...err('proto') })}
-${field({ id: 'proto_text', label: '.proto file', type: 'textarea', value: c.form.get('proto_text') ?? '', hint: `Its text (at most ${MAX_UPLOAD_PROTO_BYTES / 1024} KiB); more files can be added once the API is saved. Resources: leave empty to serve every method, or one a line: POST /package.Service/Method` })}
+  // A new gRPC API comes with its .proto files (docs/grpc.md, "The .proto files in the publisher").
+  const withProtos = creating && c.parts.catalogue.putProtos !== undefined;
+  // The error is shown beside the input that carried the files: a file input cannot be filled in again.
+  const filesPosted = (c.files ?? []).some((x) => x.field === PROTO_FILES_FIELD);
+  const protoFields = withProtos
+    ? `<fieldset><legend>gRPC: the .proto files (type gRPC only)</legend>
+${filesInput(filesPosted ? err('proto') : {})}
+${field({ id: 'proto_name', label: '.proto file name', value: c.form.get('proto_name') ?? '', hint: 'Or one file pasted: its name, e.g. route_guide.proto (stored beside the API file)', ...(filesPosted ? {} : err('proto')) })}
+${field({ id: 'proto_text', label: '.proto file', type: 'textarea', value: c.form.get('proto_text') ?? '', hint: `Its text (at most ${MAX_UPLOAD_PROTO_BYTES / 1024} KiB). Resources: leave empty to serve every method, or one a line: POST /package.Service/Method` })}
 </fieldset>`
-      : '';
+    : '';
   const general = errors.general !== undefined ? `<p class="error" role="alert">${h(errors.general)}</p>` : '';
   render(
     c,
     'publisher',
     title,
     `${takeFlash(c)}${notice}${extra}${extra !== '' ? '<h2>Definition</h2>' : ''}${general}
-<form method="post" action="${h(action)}" novalidate>${csrfField(c.session.csrf)}
+<form method="post" action="${h(action)}"${withProtos ? ' enctype="multipart/form-data"' : ''} novalidate>${csrfField(c.session.csrf)}
 ${field({ id: 'name', label: 'Name', value: f.name, required: true, ...err('name') })}
 ${field({ id: 'context', label: 'Context', value: f.context, required: true, hint: `e.g. /pizzashack: the API is called at ${c.parts.catalogue.tenant === undefined ? '' : `/t/${c.parts.catalogue.tenant}`}/<context>/<version>/<resource>`, ...err('context') })}
 ${field({ id: 'version', label: 'Version', value: f.version, required: true, ...err('version') })}
@@ -243,7 +247,7 @@ async function editPage(c: Call, e: CatalogueEntry): Promise<void> {
     `/publisher/apis/${encodeURIComponent(e.id)}`,
     parsed.form,
     {},
-    `${warn}${protoSection(c, e)}<h2>Lifecycle</h2><p>State: ${state(e.state)}</p><p>${moves === '' ? 'No transition: RETIRED is final.' : moves}</p>${subs}${await auditSection(c, e)}`,
+    `${warn}${await protoSection(c, e)}<h2>Lifecycle</h2><p>State: ${state(e.state)}</p><p>${moves === '' ? 'No transition: RETIRED is final.' : moves}</p>${subs}${await auditSection(c, e)}`,
   );
 }
 
@@ -255,12 +259,38 @@ const KIND_TEXT: Readonly<Record<string, string>> = {
 };
 
 /**
- * A gRPC API's .proto files (docs/grpc.md, "The .proto files in the publisher"): each with a Delete
- * button, the methods they declare (those the resources do not list shown as not served), and a form
- * that adds or replaces one. Empty for other APIs, and where the catalogue cannot write them.
+ * The file input taking several .proto files at once (the form is posted as multipart/form-data): all are
+ * checked together, so one may import another by its name.
  */
-function protoSection(c: Call, e: CatalogueEntry): string {
-  const p = c.parts.catalogue.protos?.(e.id);
+function filesInput(error: { error?: string }): string {
+  return field({
+    id: PROTO_FILES_FIELD,
+    label: '.proto files',
+    type: 'file',
+    hint: `One or more (an import names another by its file name); at most ${MAX_API_PROTOS} files for an API, ${MAX_UPLOAD_PROTO_BYTES / 1024} KiB each, ${MAX_PROTO_UPLOAD_BODY / 1024 / 1024} MiB for the whole form. After an error, choose them again.`,
+    ...error,
+  }).replace('type="file"', 'type="file" multiple accept=".proto"');
+}
+
+/** "2 services, 9 methods: routeguide.RouteGuide (8), routeguide.Admin (1)" of `/package.Service/Method` paths. */
+function servicesText(methods: readonly { readonly path: string }[]): string {
+  const by = new Map<string, number>();
+  for (const m of methods) {
+    const s = m.path.split('/')[1] ?? '';
+    by.set(s, (by.get(s) ?? 0) + 1);
+  }
+  const n = (k: number, w: string): string => `${k} ${w}${k === 1 ? '' : 's'}`;
+  return `${n(by.size, 'service')}, ${n(methods.length, 'method')}: ${[...by].map(([s, k]) => `${s} (${k})`).join(', ')}`;
+}
+
+/**
+ * A gRPC API's .proto files (docs/grpc.md, "The .proto files in the publisher"): each with a Delete
+ * button, its services and the methods they declare (those the resources do not list shown as not
+ * served), and a form that adds or replaces several. Empty for other APIs, and where the catalogue cannot
+ * write them; a remote control plane's are read through its admin API (remote-catalogue.ts).
+ */
+async function protoSection(c: Call, e: CatalogueEntry): Promise<string> {
+  const p = await c.parts.catalogue.protos?.(e.id);
   if (p === undefined || !p.grpc) return '';
   const action = `/publisher/apis/${encodeURIComponent(e.id)}/protos`;
   const files = p.protos
@@ -279,10 +309,11 @@ function protoSection(c: Call, e: CatalogueEntry): string {
   return `<section aria-labelledby="protos"><h2 id="protos">.proto files</h2>
 <div class="table"><table class="proto-files"><thead><tr><th scope="col">File</th><th scope="col">Size</th><th scope="col">Action</th></tr></thead><tbody>${files}</tbody></table></div>
 <h3>Methods</h3>
-${p.methods.length === 0 ? '<p>No method: the file does not validate.</p>' : `<div class="table"><table class="grpc-methods"><thead><tr><th scope="col">Method</th><th scope="col">Call kind</th><th scope="col">Gateway</th></tr></thead><tbody>${methods}</tbody></table></div>`}
-<form method="post" action="${h(action)}" novalidate>${csrfField(c.session.csrf)}<input type="hidden" name="op" value="upload">
-${field({ id: 'proto_name', label: '.proto file name', value: '', hint: 'A name in the list replaces that file; another adds it. Letters, digits, ., _ and -, ending .proto' })}
-${field({ id: 'proto_text', label: '.proto file', type: 'textarea', value: '', hint: `At most ${MAX_UPLOAD_PROTO_BYTES / 1024} KiB; checked with the API file before it is stored` })}
+${p.methods.length === 0 ? '<p>No method: the file does not validate.</p>' : `<p class="grpc-services">${h(servicesText(p.methods))}</p><div class="table"><table class="grpc-methods"><thead><tr><th scope="col">Method</th><th scope="col">Call kind</th><th scope="col">Gateway</th></tr></thead><tbody>${methods}</tbody></table></div>`}
+<form method="post" action="${h(action)}" enctype="multipart/form-data" novalidate>${csrfField(c.session.csrf)}<input type="hidden" name="op" value="upload">
+${filesInput({})}
+${field({ id: 'proto_name', label: '.proto file name', value: '', hint: 'Or one file pasted: a name in the list replaces that file; another adds it. Letters, digits, ., _ and -, ending .proto' })}
+${field({ id: 'proto_text', label: '.proto file', type: 'textarea', value: '', hint: `At most ${MAX_UPLOAD_PROTO_BYTES / 1024} KiB; checked with the API file and the other files before anything is stored` })}
 <button type="submit">Upload .proto file</button>
 </form></section>`;
 }
@@ -290,22 +321,42 @@ ${field({ id: 'proto_text', label: '.proto file', type: 'textarea', value: '', h
 /** A text area's value as a file's text: browsers post its line breaks as CRLF (HTML, "constructing the entry list"). */
 const textareaText = (v: string): string => v.replace(/\r\n?/g, '\n');
 
-/** POST /publisher/apis/{id}/protos: upload (add or replace) or delete one .proto file, then back to the API's page. */
+/**
+ * The .proto files a form carries: those of its file input, then the pasted one (proto_name, proto_text)
+ * when its text is not empty (on the API's page with no file chosen, a name alone too, so the refusal
+ * says what is wrong with it); `pastedDefault`: the pasted file's name when none is given. A string: the
+ * refusal of a file that is no UTF-8 text.
+ */
+function postedProtos(c: Call, pastedDefault: string | undefined): ProtoUpload[] | string {
+  const files = uploadsOf(c.files ?? []);
+  if (typeof files === 'string') return files;
+  const text = textareaText(c.form.get('proto_text') ?? '');
+  const name = (c.form.get('proto_name') ?? '').trim() || pastedDefault;
+  if (text.trim() !== '' || (files.length === 0 && name !== undefined && pastedDefault === undefined))
+    return [...files, { name: name ?? '', text }];
+  return files;
+}
+
+/** POST /publisher/apis/{id}/protos: upload (add or replace) several .proto files or delete one, then back to the API's page. */
 async function protoAction(c: Call, e: CatalogueEntry): Promise<void> {
   const cat = c.parts.catalogue;
   if (cat.putProtos === undefined || cat.deleteProto === undefined)
     return problem(c, 'publisher', 404, 'Not found', 'This publisher does not store .proto files.');
-  const name = (c.form.get('proto_name') ?? c.form.get('name') ?? '').trim();
+  const posted = c.form.get('op') === 'delete' ? [] : postedProtos(c, undefined);
+  const name =
+    c.form.get('op') === 'delete' ? (c.form.get('name') ?? '') : typeof posted === 'string' ? '' : posted.map((p) => p.name).join(', ');
   const r =
     c.form.get('op') === 'delete'
-      ? await cat.deleteProto(e.id, c.form.get('name') ?? '')
-      : await cat.putProtos(e.id, [{ name, text: textareaText(c.form.get('proto_text') ?? '') }]);
+      ? await cat.deleteProto(e.id, name)
+      : typeof posted === 'string'
+        ? { status: 400, message: posted, fields: {} }
+        : await cat.putProtos(e.id, posted);
   if ('status' in r) {
     const why = Object.values(r.fields)[0] ?? r.message;
-    c.session.flash = `<p class="error" role="alert">${h(name === '' ? (c.form.get('name') ?? '') : name)}: not stored: ${h(why)}</p>`;
+    c.session.flash = `<p class="error" role="alert">${h(name === '' ? '.proto files' : name)}: not stored: ${h(why)}</p>`;
   } else {
     c.parts.logger.log('info', 'publisher_protos_changed', { file: e.id, user: c.session.user?.username, op: c.form.get('op'), name });
-    c.session.flash = `<p class="notice" role="status">${h(c.form.get('op') === 'delete' ? `Deleted ${c.form.get('name') ?? ''}` : `Stored ${name}`)}: ${r.methods.length} method${r.methods.length === 1 ? '' : 's'}.</p>`;
+    c.session.flash = `<p class="notice" role="status">${h(c.form.get('op') === 'delete' ? `Deleted ${name}` : `Stored ${name}`)}: ${r.methods.length} method${r.methods.length === 1 ? '' : 's'}.</p>`;
   }
   return seeOther(c.res, `/publisher/apis/${encodeURIComponent(e.id)}#protos`);
 }
@@ -342,13 +393,10 @@ async function save(c: Call, e: CatalogueEntry | undefined): Promise<void> {
   const draft = c.parts.catalogue.draftFor(f.name, f.version);
   const file = e?.file ?? draft.file;
   const st: ConsoleState = e?.state ?? 'CREATED';
-  // A new gRPC API's .proto file, checked and written with its API file.
-  const protoText = textareaText(c.form.get('proto_text') ?? '');
-  const protos =
-    e === undefined && f.type === 'GRPC' && protoText.trim() !== ''
-      ? [{ name: (c.form.get('proto_name') ?? '').trim() || 'service.proto', text: protoText }]
-      : [];
-  const upload = protos.length > 0 ? uploadProblem(protos, []) : undefined;
+  // A new gRPC API's .proto files, checked together and written with its API file.
+  const posted = e === undefined && f.type === 'GRPC' ? postedProtos(c, 'service.proto') : [];
+  const protos = typeof posted === 'string' ? [] : posted;
+  const upload = typeof posted === 'string' ? posted : protos.length > 0 ? uploadProblem(protos, []) : undefined;
   const r = checkForm(
     f,
     file,
@@ -383,8 +431,11 @@ async function save(c: Call, e: CatalogueEntry | undefined): Promise<void> {
       : r.written === 'rewritten'
         ? ' The file was written afresh: its comments could not be kept (docs/portal.md, "What a save keeps").'
         : '';
-  c.session.flash = `<p class="notice" role="status">Saved ${h(path.basename(file))} (${st}).${how}</p>`;
   const id = w.id;
+  // The services the uploaded files declare, as the validator read them with the API file.
+  const p = protos.length > 0 ? await c.parts.catalogue.protos?.(id) : undefined;
+  const found = p !== undefined && p.methods.length > 0 ? ` ${protos.map((x) => x.name).join(', ')}: ${servicesText(p.methods)}.` : '';
+  c.session.flash = `<p class="notice" role="status">Saved ${h(path.basename(file))} (${st}).${how}${h(found)}</p>`;
   return seeOther(c.res, `/publisher/apis/${encodeURIComponent(id)}`);
 }
 

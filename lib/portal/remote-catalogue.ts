@@ -3,12 +3,15 @@
  * [apim.key_manager] service_url names another node: read with GET /admin/v1/api-files once per console
  * request (refresh), with the tiers of the policies it serves (GET /admin/v1/deployments?labels=, which
  * lists no API file), written with PUT /admin/v1/api-files/{id} and moved with POST
- * /admin/v1/api-files/{id}/lifecycle (docs/admin-api.md). The control plane validates every write with
+ * /admin/v1/api-files/{id}/lifecycle (docs/admin-api.md); a gRPC API's .proto files are read, uploaded
+ * and deleted with GET and PUT /admin/v1/api-files/{id}/protos and DELETE .../protos/{name} (docs/grpc.md). The control plane validates every write with
  * the gateway's validator and answers its errors by field; its gateway deploys what it writes.
  * Entries are parsed here with this node's API file variables, for display, and as a gateway-worker
  * parses served texts: no file named beside them (an OpenAPI `definition`, a GraphQL schema) is read on
- * this node, so the developer portal shows no OpenAPI document of a remote API. The control plane's
- * parse is the one that counts.
+ * this node, so the developer portal shows no OpenAPI document of a remote API. A gRPC API's entry is
+ * parsed with the .proto files its `[grpc] proto` list names, as the control plane answers them (one
+ * request per gRPC API on refresh); an import the list does not name is not sent, so such an API shows as
+ * invalid here. The control plane's parse is the one that counts.
  *
  * A tenant's files (docs/tenants.md, "Console nodes"): forTenant(domain) is the catalogue of one tenant,
  * which asks only for `GET /admin/v1/api-files?tenant=<domain>` and sends only ids of that tenant
@@ -19,7 +22,7 @@
  * control plane checks every id again and applies the tenant's package limit (TENANT_LIMIT_REACHED).
  */
 import { type ApiVars, parseApiText } from '../gateway/apis';
-import type { ApiFileRefusal } from '../keymanager/http';
+import type { ApiFileRefusal, ApiProtos } from '../keymanager/http';
 import { ControlPlaneError, type ControlPlane } from '../scale/control-plane';
 import { domainProblem } from '../tenants';
 import { parsePolicies, type PolicyOptions } from '../throttle/policies';
@@ -33,6 +36,7 @@ import {
   type ProtoChanges,
   type Transitioned,
 } from './catalogue';
+import { isGrpcText, protoNameProblem, type ProtoUpload, uploadProblem } from './protos';
 
 const refused = (id: string): ApiFileRefusal => ({ status: 404, message: `no API file ${id.slice(0, 300)}`, fields: {} });
 
@@ -74,9 +78,11 @@ export class RemoteCatalogue implements ApiCatalogue {
     return API_FILE_NAME.test(name) ? { name, draft } : undefined;
   }
 
-  private entry(id: string, name: string, draft: boolean, text: string): CatalogueEntry {
+  /** `protos`: a gRPC API's .proto files as the control plane holds them. */
+  private entry(id: string, name: string, draft: boolean, text: string, protos?: ApiProtos): CatalogueEntry {
     // As a gateway-worker parses served texts (served: null): no file beside it is read on this node.
-    const r = parseApiText(text, name, this.vars, undefined, undefined, null);
+    const served = protos === undefined ? null : { protos: protos.protos.map((p) => ({ file: p.name, text: p.text })) };
+    const r = parseApiText(text, name, this.vars, undefined, undefined, served);
     // A tenant's API is listed at the context it is served at (lib/gateway/deploy.ts), as Catalogue does.
     const api =
       r.api === undefined || this.tenant === undefined
@@ -93,7 +99,7 @@ export class RemoteCatalogue implements ApiCatalogue {
       } catch (err) {
         return remoteFailure(err, this.origin);
       }
-      this.entries = this.entriesOf(r);
+      this.entries = await this.withProtos(this.entriesOf(r));
       return;
     }
     let r: Record<string, unknown>;
@@ -110,7 +116,35 @@ export class RemoteCatalogue implements ApiCatalogue {
         : undefined;
     this.tiers =
       parsed === undefined ? undefined : { subscription: [...parsed.subscription.keys()], application: [...parsed.application.keys()] };
-    this.entries = this.entriesOf(r);
+    this.entries = await this.withProtos(this.entriesOf(r));
+  }
+
+  /** The entries with each gRPC API parsed again with its .proto files (GET /admin/v1/api-files/{id}/protos). */
+  private async withProtos(entries: CatalogueEntry[]): Promise<CatalogueEntry[]> {
+    return Promise.all(
+      entries.map(async (e) => {
+        if (!isGrpcText(e.text)) return e;
+        const p = await this.fetchProtos(e.id);
+        return p === undefined ? e : this.reparsed(e, p);
+      }),
+    );
+  }
+
+  private reparsed(e: CatalogueEntry, p: ApiProtos): CatalogueEntry {
+    const n = this.nameOf(e.id);
+    return n === undefined ? e : this.entry(e.id, n.name, n.draft, e.text, p);
+  }
+
+  /** undefined: the control plane has no such file, or no .proto routes (404). */
+  private async fetchProtos(id: string): Promise<ApiProtos | undefined> {
+    let r: Record<string, unknown>;
+    try {
+      r = await this.cp.request('GET', `/admin/v1/api-files/${encodeURIComponent(id)}/protos`);
+    } catch (err) {
+      if (err instanceof ControlPlaneError && err.status === 404) return undefined;
+      return remoteFailure(err, this.origin);
+    }
+    return protosOf(r, id);
   }
 
   /** The listed files of this catalogue's tenant; any other id the answer might hold is left out. */
@@ -141,8 +175,8 @@ export class RemoteCatalogue implements ApiCatalogue {
   /** A refusal the control plane answered (4xx with fields), or the page error of an unreachable one. */
   private async send(
     path: string,
-    body: Record<string, unknown>,
-    method: 'PUT' | 'POST',
+    body: Record<string, unknown> | undefined,
+    method: 'PUT' | 'POST' | 'DELETE',
   ): Promise<Record<string, unknown> | ApiFileRefusal> {
     try {
       return await this.cp.request(method, path, body);
@@ -179,6 +213,37 @@ export class RemoteCatalogue implements ApiCatalogue {
     return 'status' in r && typeof r.status === 'number' ? (r as ApiFileRefusal) : { id: String((r as Record<string, unknown>).id) };
   }
 
+  /**
+   * A gRPC API's .proto files and methods as the control plane holds them now (its entry, when listed,
+   * parsed again with them); undefined: no such file (or a control plane without the .proto routes: 404).
+   */
+  async protos(id: string): Promise<ApiProtos | undefined> {
+    if (this.nameOf(id) === undefined) return undefined;
+    const p = await this.fetchProtos(id);
+    // A file written since refresh() (a new draft) is not an entry yet: its answer is still the control plane's.
+    const i = this.entries.findIndex((e) => e.id === id);
+    if (p !== undefined && i >= 0) this.entries[i] = this.reparsed(this.entries[i] as CatalogueEntry, p);
+    return p;
+  }
+
+  /** Uploads .proto files of a gRPC API: the control plane checks them with its API file and stores them beside it. */
+  async putProtos(id: string, files: readonly ProtoUpload[]): Promise<ApiProtos | ApiFileRefusal> {
+    if (this.nameOf(id) === undefined) return refused(id);
+    // The control plane checks again; these refusals need no request.
+    const bad = uploadProblem(files, []);
+    if (bad !== undefined) return { status: 400, message: bad, fields: { 'grpc.proto': bad } };
+    const r = await this.send(`/admin/v1/api-files/${encodeURIComponent(id)}/protos`, { files }, 'PUT');
+    return 'status' in r && typeof r.status === 'number' ? (r as ApiFileRefusal) : protosOf(r as Record<string, unknown>, id);
+  }
+
+  async deleteProto(id: string, name: string): Promise<ApiProtos | ApiFileRefusal> {
+    if (this.nameOf(id) === undefined) return refused(id);
+    if (protoNameProblem(name) !== undefined)
+      return { status: 404, message: `${id} names no .proto file ${name.slice(0, 130)}`, fields: {} };
+    const r = await this.send(`/admin/v1/api-files/${encodeURIComponent(id)}/protos/${encodeURIComponent(name)}`, undefined, 'DELETE');
+    return 'status' in r && typeof r.status === 'number' ? (r as ApiFileRefusal) : protosOf(r as Record<string, unknown>, id);
+  }
+
   async transition(id: string, to: ConsoleState): Promise<Transitioned | ApiFileRefusal> {
     if (this.nameOf(id) === undefined) return refused(id);
     const r = await this.send(`/admin/v1/api-files/${encodeURIComponent(id)}/lifecycle`, { state: to }, 'POST');
@@ -192,4 +257,20 @@ export class RemoteCatalogue implements ApiCatalogue {
       ...(w?.status === 'pending' ? { pending: { taskId: String(w.taskId) } } : {}),
     };
   }
+}
+
+/** The control plane's answer of a .proto route as ApiProtos: what is not a string is left out. */
+function protosOf(r: Record<string, unknown>, id: string): ApiProtos {
+  const list = (v: unknown): Record<string, unknown>[] =>
+    Array.isArray(v) ? v.filter((x): x is Record<string, unknown> => x !== null && typeof x === 'object') : [];
+  return {
+    id: typeof r.id === 'string' ? r.id : id,
+    grpc: r.grpc === true,
+    protos: list(r.protos).flatMap((p) =>
+      typeof p.name === 'string' && typeof p.text === 'string' ? [{ name: p.name, text: p.text }] : [],
+    ),
+    methods: list(r.methods).flatMap((m) =>
+      typeof m.path === 'string' && typeof m.kind === 'string' ? [{ path: m.path, kind: m.kind }] : [],
+    ),
+  };
 }

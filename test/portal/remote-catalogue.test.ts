@@ -3,7 +3,8 @@
  * docs/tenants.md "Console nodes"), against an HTTP server standing in for the control plane that records
  * every request and answers as its super admin would (every tenant's files reachable): the tenant's
  * catalogue lists with `?tenant=<its domain>` only, keeps none of the answer's other ids, and sends no
- * request for an id of another tenant, of the super tenant or naming a path.
+ * request (a write, a move, a .proto file read, uploaded or deleted) for an id of another tenant, of the
+ * super tenant or naming a path.
  */
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -85,6 +86,9 @@ t.test("a tenant's remote catalogue asks for and sends its own tenant's files on
   ]) {
     t.match(await acme?.write(id, API('Mole'), false), { status: 404 }, `write ${id}: 404`);
     t.match(await acme?.transition(id, 'PUBLISHED'), { status: 404 }, `move ${id}: 404`);
+    t.match(await acme?.putProtos(id, [{ name: 'a.proto', text: '' }]), { status: 404 }, `upload a .proto file of ${id}: 404`);
+    t.match(await acme?.deleteProto(id, 'a.proto'), { status: 404 }, `delete a .proto file of ${id}: 404`);
+    t.equal(await acme?.protos(id), undefined, `no .proto files of ${id}`);
   }
   t.same(seen, [], 'and no request for any of them');
   t.same(await acme?.write('t:acme.test:created:new.toml', API('New'), true), { id: 't:acme.test:created:new.toml' });

@@ -86,6 +86,13 @@ t.test('a gRPC API of the control plane is served by a gateway-worker, and its .
   t.ok(await started(gw, /APIs: \d+ deployed/), `${gw.out}\n${gw.err}`);
   t.match(gw.out, /APIs: 1 deployed from the control plane/, `${gw.out}\n${gw.err}`);
   t.notMatch(`${gw.out}${gw.err}`, /API_PROTO/, 'the worker did not refuse the API');
+  // The start-up lines give a grpcurl command for the API, not an HTTP curl line (lib/node/summary.ts grpcTry).
+  t.ok(
+    await started(gw, /grpcurl -plaintext -proto route_guide\.proto -d '\{\}' \S+:\d+ routeguide\.RouteGuide\/GetFeature/),
+    `the worker's grpcurl line: ${gw.out}`,
+  );
+  t.match(gw.out, /those of its control plane's apis_dir/, 'with the note on where the .proto files are');
+  t.notMatch(gw.out, /^\s*curl .*routeguide/m, 'no HTTP curl line for it');
   const gp = 8280 + base + 1;
   const pkg = (loadDefinition(dir) as Any).routeguide;
   const client = new pkg.RouteGuide(`127.0.0.1:${gp}`, grpc.credentials.createInsecure());
