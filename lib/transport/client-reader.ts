@@ -91,7 +91,7 @@ export class ClientReader implements ParserEvents, SourceReader, SourceBuffers, 
     }
     this.beginIfReady(chunk.length);
     this.run(chunk);
-    if (!this.blocked && this.queue.length > 0) this.pump();
+    if (this.queue.length > 0 && !this.blocked) this.pump();
   };
 
   readonly onEnd = (): void => {
