@@ -1,21 +1,26 @@
 /**
  * Gathering a request body for the router (SourceRequest.readBody) instead of relaying it: views of the
  * client's reads are kept, and joined into one buffer of its own when the request is complete. Module
- * functions over the source connection (source.ts); parsing goes on as if a target took the bytes.
+ * functions over the source connection (source.ts) and its client reader (client-reader.ts), which hands
+ * them the bytes; parsing goes on as if a target took them.
  */
 import { discardBody, gatherBody, markReady, type BodyCollector, type Exchange } from './exchange';
 import { expectsContinue } from './headers';
 import { keptBytes } from './read-buffers';
 import type { BodyRead } from './types';
 
-/** What gathering uses of the source connection. */
+/** What starting to gather uses of the source connection. */
 export interface BodyGatherer {
   readonly ex: Exchange | null;
-  /** A view of the current read buffer is kept: the next read takes another. */
-  retainRead: boolean;
   readonly writer: { writeInterim(status: number, text: string, headers: readonly string[]): void };
   /** The exchange became ready: continue parsing its body. */
   unblockIfReady(ex: Exchange): void;
+}
+
+/** What keeping the gathered bytes uses of the client reader (client-reader.ts). */
+export interface ReadKeeper {
+  /** A view of the current read buffer is kept: the next read takes another. */
+  retainRead: boolean;
 }
 
 export const EMPTY_BODY = Buffer.alloc(0);
@@ -47,7 +52,7 @@ export function readBody(conn: BodyGatherer, ex: Exchange, limit: number): Promi
   });
 }
 
-export function collectBody(conn: BodyGatherer, ex: Exchange, c: BodyCollector, chunk: Buffer, start: number, end: number): void {
+export function collectBody(reads: ReadKeeper, ex: Exchange, c: BodyCollector, chunk: Buffer, start: number, end: number): void {
   c.size += end - start;
   if (c.size > c.limit) {
     ex.closeAfter = true;
@@ -55,7 +60,7 @@ export function collectBody(conn: BodyGatherer, ex: Exchange, c: BodyCollector, 
     return;
   }
   c.chunks.push(keptBytes(chunk, start, end));
-  conn.retainRead = true; // the views keep this read's buffer from being reused
+  reads.retainRead = true; // the views keep this read's buffer from being reused
 }
 
 /** Gathering ends without a body for the router: the rest of the request is read and dropped. */

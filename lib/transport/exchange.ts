@@ -8,6 +8,7 @@ import type { PeerCertificate, TLSSocket } from 'node:tls';
 import type { HttpParser } from './parser';
 import type { SourceRequest, ForwardDecision, BodyRead, BufferedResponse } from './types';
 import type { TransportFault } from './codes';
+import type { ProtocolState } from './states';
 
 /**
  * What the owner of an exchange (its source connection, source.ts) uses of the target connection serving
@@ -226,6 +227,8 @@ export interface ResponsePort {
 export interface TunnelPort {
   readonly id: number;
   readonly writer: ClientWrites;
+  /** The client's reads (client-reader.ts), which the tunnel takes over. */
+  readonly reader: TunnelReads;
   /** Last activity on the transport clock (the sweep's inactivity checks). */
   lastActive: number;
   /** The target has a response head for the client. */
@@ -234,16 +237,46 @@ export interface TunnelPort {
   endExchange(ex: Exchange, fault: TransportFault | undefined): void;
   /** After the 101 ended the exchange: stop parsing; returns the client bytes sent after the handshake. */
   leaveForTunnel(): Buffer[];
+  close(): void;
+}
+
+/** What a tunnel uses of the client's reads (client-reader.ts ClientReader). */
+export interface TunnelReads {
   /** Adopted sockets: reads go to the tunnel. */
   redirectReads(onRead: (buf: Buffer, nread: number) => void): void;
   /** A tunnel write still views the current read buffer. */
   holdReadBuffer(): void;
-  close(): void;
+}
+
+/**
+ * Port 4, for the client reader (client-reader.ts): the request's events as the client's bytes are read
+ * and parsed, answered by the source connection, which owns the protocol state and the exchange.
+ */
+export interface RequestPort {
+  readonly state: ProtocolState;
+  /** The exchange of the request being read, if its head is parsed. */
+  readonly ex: Exchange | null;
+  /** Last activity on the transport clock (the sweep's inactivity checks). */
+  lastActive: number;
+  /** A request's first byte is in (REQUEST_READY -> REQUEST_HEAD). */
+  beginRequest(): void;
+  /** The request head is parsed: the exchange begins and is routed. */
+  beginExchange(): void;
+  /** The request's last byte is in. */
+  requestComplete(ex: Exchange): void;
+  /** The parser refused the client's bytes (source-ending.ts). */
+  parseError(): void;
+  /** A chunked body went past [throughway] max_request_body: true when answered (source-ending.ts). */
+  bodyTooLarge(): boolean;
+  /** A bug of ours while the bytes were handled (source-ending.ts). */
+  internalError(err: unknown): void;
+  /** The client ended its side and every byte it sent is parsed (source-ending.ts). */
+  inputEnded(): void;
 }
 
 /**
  * What an exchange reads of its source connection when it is made (the request head, the peer) and the
- * one call the router makes through it (SourceRequest.readBody). The owner also answers the three ports.
+ * one call the router makes through it (SourceRequest.readBody). The owner also answers the other ports.
  */
 export interface ExchangeOwner extends SlotPort, ResponsePort {
   readonly id: number;

@@ -6,8 +6,8 @@
  * response was small) read into one buffer shared by the whole process, SHARED_READ_BUFFER, so an idle
  * connection holds no buffer of its own. A read into it is parsed where it lies (sharedRead); the bytes
  * that must outlive the read callback (queued, written, gathered) are copied out at that point
- * (keptBytes), so no view of it outlives the callback. Module functions over the connections (source.ts,
- * target.ts) and the WebSocket tunnel they are handed to (tunnel.ts).
+ * (keptBytes), so no view of it outlives the callback. Module functions over the connections (a source
+ * connection's client-reader.ts, target.ts) and the WebSocket tunnel they are handed to (tunnel.ts).
  *
  * The read callbacks are closures over their connection (sourceReadCallback here, target.ts onSocketRead),
  * never a property set on the socket, and a client's address is read from the socket net accepted (index.ts
@@ -21,7 +21,7 @@
  */
 import type { TransportCore } from './core';
 
-/** What an adopted socket's onread callback feeds (index.ts): its source connection, or a tunnel. */
+/** What an adopted socket's onread callback feeds (index.ts): its source connection's reader, or a tunnel. */
 export interface SourceReader {
   onRead(buf: Buffer, nread: number): void;
   nextReadBuffer(): Buffer;
@@ -159,7 +159,7 @@ export function nextBuffer(holder: ReadHolder): Buffer {
   return conn.nextReadBuffer();
 }
 
-/** What the choice of a source connection's next read buffer uses of it (source.ts). */
+/** What the choice of a source connection's next read buffer uses of its reader (client-reader.ts). */
 export interface SourceBuffers {
   readonly core: TransportCore;
   /** The current read buffer (SHARED_READ_BUFFER while idle). */

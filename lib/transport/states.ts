@@ -69,7 +69,7 @@ export const TRANSITIONS: readonly (readonly ProtocolState[])[] = [
 ];
 
 /**
- * What a source connection's parsing waits for (source.ts), beside its protocol state. NONE: it goes on. ROUTE, SLOT: a head whose body follows waits, unparsed, for
+ * What a source connection's parsing waits for (client-reader.ts), beside its protocol state. NONE: it goes on. ROUTE, SLOT: a head whose body follows waits, unparsed, for
  * the route decision, then for an in-flight slot or a pooled connection. TARGET: the target's socket
  * buffer is full (reading is paused, parsing is not). RESPONSE: the request is complete, the next one
  * waits for its response. TUNNEL: the socket belongs to a WebSocket tunnel. A closing connection
@@ -79,12 +79,20 @@ export const Wait = { NONE: 0, ROUTE: 1, SLOT: 2, TARGET: 3, RESPONSE: 4, TUNNEL
 export type Wait = (typeof Wait)[keyof typeof Wait];
 
 /**
- * Where a source connection's parser stopped (source.ts), as its callbacks record it for feed(): at a head whose body follows (AT_HEAD),
+ * Where a source connection's parser stopped (client-reader.ts), as its callbacks record it for feed(): at a head whose body follows (AT_HEAD),
  * at a head without a body (HEAD_DONE: its exchange begins at completion, RFC 9112 §6.3 rule 7), at the
  * end of a message (AT_COMPLETE, with HEAD_DONE when that message had no body).
  */
 export const Stop = { NONE: 0, AT_HEAD: 1, AT_COMPLETE: 2, HEAD_DONE: 4, BODILESS_COMPLETE: 6 } as const;
 export type Stop = (typeof Stop)[keyof typeof Stop];
+
+/**
+ * A client socket's reading (client-reader.ts): OPEN, it reads; PAUSED, paused because parsing waits or
+ * the target's socket is full; ENDED, the client sent its FIN: the bytes still queued are parsed, and
+ * nothing is left to pause or resume.
+ */
+export const Intake = { OPEN: 0, PAUSED: 1, ENDED: 2 } as const;
+export type Intake = (typeof Intake)[keyof typeof Intake];
 
 /** Bit masks of TRANSITIONS: one array read and one AND per transition on the hot path. */
 const MASKS: readonly number[] = TRANSITIONS.map((tos) => tos.reduce<number>((m, to) => m | (1 << to), 0));

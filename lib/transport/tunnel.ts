@@ -220,7 +220,7 @@ export class Tunnel implements TunnelInfo {
     // A detached backend connection reads into its own buffers (target.ts nextReadBuffer); a read of the
     // shared buffer that still came would be held by the client's write, so it is copied (keptBytes).
     target.redirectReads({ onRead: (buf, n) => this.fromBackend(keptBytes(buf, 0, n), n) });
-    source.redirectReads((buf, n) => this.fromClient(buf, n));
+    source.reader.redirectReads((buf, n) => this.fromClient(buf, n));
   }
 
   /** The per-frame hook, called with the counts including the frame just read (made once, not per read). */
@@ -245,7 +245,7 @@ export class Tunnel implements TunnelInfo {
       return;
     }
     const ok = this.backend.write(n === buf.length ? buf : buf.subarray(0, n));
-    if (writesPending(this.backend)) this.source.holdReadBuffer();
+    if (writesPending(this.backend)) this.source.reader.holdReadBuffer();
     if (!ok) this.client.pause();
   }
 

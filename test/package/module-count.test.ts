@@ -21,9 +21,10 @@ import * as path from 'node:path';
  * sessions and the OTLP encoders load on first use (docs/performance.md, "Load time"); 179 when the
  * throttling phase's view of a call moved to lib/gateway/throttle-call.ts and the user stores' shared types
  * and error to lib/store/identities.ts (the phase adapters thinned, a value circle of store/ split): the
- * same code in more files, no package added.
+ * same code in more files, no package added; 180 when the source connection's reading of the client's
+ * bytes moved to lib/transport/client-reader.ts: the same code in one more file, no package added.
  */
-const PINNED_MODULES = 179;
+const PINNED_MODULES = 180;
 const index = path.join(__dirname, '..', '..', 'lib', 'index.js');
 
 /**
