@@ -133,6 +133,14 @@ export class RemoteTenants implements TenantDirectory {
         this.logger.log('info', 'tenant_bandwidth_synced', { message: "the control plane takes the tenants' bandwidth again" });
       this.syncFailing = false;
     } catch (err) {
+      if (first) {
+        // At start, before anything was counted: the control plane takes no reports (one without the route answers 404).
+        this.logger.log('info', 'tenant_bandwidth_not_reported', {
+          error: (err as Error).message,
+          message: "the control plane does not take bandwidth reports: this worker counts no tenant's bytes",
+        });
+        return;
+      }
       if (!this.syncFailing)
         this.logger.log('warn', 'tenant_bandwidth_sync_failed', {
           error: (err as Error).message,
