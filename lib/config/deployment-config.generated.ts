@@ -851,7 +851,7 @@ export interface MultiTenancyBillingPackagePackageKeyResourceVolumeSection {
 
 /** Billing package: bandwidth ([multi_tenancy.billing.package.<package_key>.bandwidth], spec 000). */
 export interface MultiTenancyBillingPackagePackageKeyBandwidthSection {
-  /** Highest bandwidth included. Acts differently: Bytes through the gateway per calendar month (UTC) for the tenant, each gateway counting its own; a bare number is bytes, units KB/MB/GB/TB are 1024-based; past it calls answer 103012 (docs/tenants.md).. */
+  /** Highest bandwidth included. Acts differently: Bytes through the gateway per calendar month (UTC) for the tenant, one count in the store for all its gateways; a bare number is bytes, units KB/MB/GB/TB are 1024-based; past it calls answer 103012 (docs/tenants.md).. */
   readonly limit?: string;
   /** Charge for bandwidth above the limit. Default: "0". Accepted; throughway does not act on it. */
   readonly overuse_charge: string;

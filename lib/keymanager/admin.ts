@@ -13,7 +13,8 @@ import { SUBSCRIPTION_STATES, type KeyType, type SubscriptionState } from '../st
 import { AdminKeptError, OAuthError } from './errors';
 import { KeyRingError } from './keys';
 import { checkNewUser, tenantRefusal, type Manager } from './manage';
-import { ACTING_TENANT, SUPER_TENANT, type Tenant, tenantOfFileId } from '../tenants';
+import { ACTING_TENANT, PACKAGES, SUPER_TENANT, type Tenant, tenantOfFileId } from '../tenants';
+import { MONTH } from '../tenants/packages';
 import {
   MAX_PROTO_UPLOAD_BODY,
   readJson,
@@ -807,6 +808,51 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = Object.freeze([
   },
   { method: 'POST', path: '/tenants/{domain}/activate', tenancy: 'super', handle: (c) => setTenantActive(c, true) },
   { method: 'POST', path: '/tenants/{domain}/deactivate', tenancy: 'super', handle: (c) => setTenantActive(c, false) },
+  // Another billing package (docs/tenants.md, "Billing packages"): what it limits acts from the next call.
+  {
+    method: 'PUT',
+    path: '/tenants/{domain}/package',
+    tenancy: 'super',
+    async handle(c) {
+      const b = await readJson(c.req);
+      if (b.package !== undefined && typeof b.package !== 'string')
+        throw new OAuthError('invalid_request', `package must be a string: ${PACKAGES.join(', ')}`);
+      const domain = c.params[0] as string;
+      const before = tenantsOf(c.ctx).get(domain)?.package;
+      const t = await tenantsOf(c.ctx)
+        .setPackage(domain, typeof b.package === 'string' ? b.package : '')
+        .catch(tenantRefusal);
+      c.ctx.logger.log('info', 'tenant_package_changed', {
+        domain: t.domain,
+        from: before ?? '',
+        package: t.package,
+        by: c.caller.username,
+      });
+      return sendJson(c.res, 200, tenantView(t));
+    },
+  },
+  // A gateway-worker's tenants' bytes, added to the store's counts, and the month's counts of every gateway
+  // back (docs/scale-out.md, "Tenants"; lib/scale/remote-tenants.ts sends it every second).
+  {
+    method: 'POST',
+    path: '/tenant-bandwidth',
+    tenancy: 'super',
+    async handle(c) {
+      const b = await readJson(c.req);
+      const month = typeof b.month === 'string' && MONTH.test(b.month) ? b.month : undefined;
+      if (month === undefined) throw new OAuthError('invalid_request', "month must be a calendar month 'YYYY-MM' (UTC)");
+      const raw = b.bytes ?? {};
+      if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
+        throw new OAuthError('invalid_request', 'bytes must be an object of tenant domains and byte counts');
+      const bytes = new Map<string, number>();
+      for (const [d, n] of Object.entries(raw as Record<string, unknown>)) {
+        if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0)
+          throw new OAuthError('invalid_request', `bytes of ${d.slice(0, 260)} must be a whole number of at least 0`);
+        bytes.set(d, n);
+      }
+      return sendJson(c.res, 200, await tenantsOf(c.ctx).reportBandwidth(month, bytes));
+    },
+  },
 ] satisfies readonly AdminRoute[]);
 
 const SEGMENTS = ADMIN_ROUTES.map((r) => r.path.split('/').filter((x) => x !== ''));

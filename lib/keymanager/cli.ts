@@ -19,7 +19,7 @@ import { signingKeystore } from './index';
 import { openKeyRing } from './keys';
 import { withoutInternalApps } from './console-clients';
 import { checkNewUser, CONTROL_CHARS, Manager, tenantRefusal } from './manage';
-import { Tenants, tenantSettings } from '../tenants';
+import { PACKAGES, Tenants, tenantSettings } from '../tenants';
 import { Workflows, workflowSettings } from '../workflows';
 import { silentLogger } from '../log';
 import { Mailer } from '../mail/outbox';
@@ -49,6 +49,7 @@ export const ADMIN_USAGE = `Managing applications, keys, subscriptions and users
   tenants list
   tenants activate DOMAIN
   tenants deactivate DOMAIN
+  tenants package DOMAIN demo|smb|custom
   tasks list [--type TYPE] [--status CREATED|APPROVED|REJECTED]
   tasks approve ID [--comment TEXT]
   tasks reject ID [--comment TEXT]
@@ -311,6 +312,7 @@ async function localTenants(
   }
   if (domain !== undefined && method === 'POST' && (sub === 'activate' || sub === 'deactivate'))
     return tenants.setActive(domain, sub === 'activate').catch(tenantRefusal);
+  if (domain !== undefined && method === 'PUT' && sub === 'package') return tenants.setPackage(domain, s('package')).catch(tenantRefusal);
   throw new InternalError(`no operation ${method} /tenants`);
 }
 
@@ -479,6 +481,9 @@ export async function runAdminCli(argv: readonly string[], io: Io): Promise<numb
         case 'tenants deactivate':
           arity(1);
           return ops.call('POST', `/tenants/${enc(rest[0] ?? '')}/${sub ?? ''}`);
+        case 'tenants package':
+          if (rest.length !== 2) throw new UsageError(`tenants package takes a domain and a package (${PACKAGES.join(', ')})`);
+          return ops.call('PUT', `/tenants/${enc(rest[0] ?? '')}/package`, { package: rest[1] });
         case 'tasks list': {
           arity(0);
           const st = opts.get('--status');
@@ -571,6 +576,8 @@ function render(key: string, r: Rec, url: string | undefined): string {
     case 'tenants activate':
     case 'tenants deactivate':
       return `tenant ${S(r.domain)} ${r.active === true ? 'active' : 'inactive'}\n`;
+    case 'tenants package':
+      return `tenant ${S(r.domain)}: package ${S(r.package)} (users and APIs past its limits are kept; new ones are refused)\n`;
     case 'tenants list':
       return table([
         ['DOMAIN', 'ADMIN', 'PACKAGE', 'STATE'],

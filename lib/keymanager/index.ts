@@ -162,7 +162,7 @@ export async function createKeyManager(o: KeyManagerOptions): Promise<KeyManager
   const guard = new LoginGuard(lockoutSettings(config.throughway.management), logger);
   // An LDAP directory is bound to here: a wrong URL or connection password stops the start (USER_STORE_CONNECT).
   const opened = o.users ?? (await openUserStore(config, o.store));
-  const tenants = await Tenants.open(o.store, tenantSettings(config));
+  const tenants = await Tenants.open(o.store, tenantSettings(config), 500, { logger });
   // A deactivated tenant's users cannot sign in (docs/tenants.md).
   const tenantUsers = signInUsers(opened, tenants);
   // Users who signed up sign in once their sign-up is approved and their address confirmed (docs/self-service.md).
@@ -319,7 +319,7 @@ export async function createKeyManager(o: KeyManagerOptions): Promise<KeyManager
     },
     async close() {
       if (timer !== undefined) clearInterval(timer);
-      tenants.close();
+      await tenants.close();
       workflows.close();
       if (o.users === undefined) await users.close();
       const hs = secureServer;

@@ -93,7 +93,8 @@ export async function pullControlPlane(b: Boot): Promise<void> {
   const first = await controlPlane.pull();
   if (pullsDeployments(b)) followDeployments(b, first.deployments ?? { apis: [], policies: null });
   // The control plane's tenants and whether each is active, read again every second (docs/scale-out.md, "Tenants").
-  b.remoteTenants = await RemoteTenants.open(controlPlane, b.logger);
+  // Its tenants' bytes go to the control plane's store every second, against their packages' bandwidth.limit (docs/tenants.md).
+  b.remoteTenants = await RemoteTenants.open(controlPlane, b.logger, 1000, { meter: true });
   // Blocking conditions added or removed before the gateway (which follows the bus) exists.
   const initial = new Map<string, BlockingCondition>(first.blocking.map((c) => [c.id, c]));
   b.stopCollecting = b.events.subscribe((e) => {

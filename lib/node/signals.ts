@@ -116,7 +116,6 @@ async function closeParts(b: Boot, onHup: () => void): Promise<void> {
   b.stopWatching();
   b.deploymentSource?.close();
   b.follower?.close();
-  b.remoteTenants?.close();
   b.deploymentCheck?.close();
   process.removeListener('SIGHUP', onHup);
   b.health?.shuttingDown();
@@ -126,6 +125,8 @@ async function closeParts(b: Boot, onHup: () => void): Promise<void> {
     timeoutMs: b.config.throughway.shutdown_timeout,
   });
   await b.gateway?.close();
+  // After the gateway: the bytes of its last exchanges are sent (docs/tenants.md, "Billing packages").
+  await b.remoteTenants?.close();
   await b.keyManager?.close();
   await b.hub?.close();
   await b.trafficManager?.close();

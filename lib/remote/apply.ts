@@ -58,6 +58,7 @@ async function make(r: Remote, c: Change, node: NodeState, password: string | un
       return t;
     }
     case 'change tenants':
+      if (c.op === 'change' && c.field === 'package') return r.call('PUT', `${A}/tenants/${seg(c.id)}/package`, { package: c.to });
       return r.call('POST', `${A}/tenants/${seg(c.id)}/${c.op === 'change' && c.to === true ? 'activate' : 'deactivate'}`);
     case 'add users':
       return r.call('POST', `${A}/users`, { username: x.username, password: needPassword(), roles: x.roles });

@@ -38,7 +38,7 @@ const COMPARED: Readonly<Record<Kind, readonly string[]>> = {
 };
 
 /** Fields no admin route changes once the entry exists: a difference is refused, naming it. */
-const FIXED: Readonly<Partial<Record<Kind, readonly string[]>>> = { tenants: ['admin', 'package'] };
+const FIXED: Readonly<Partial<Record<Kind, readonly string[]>>> = { tenants: ['admin'] };
 
 const same = (a: unknown, b: unknown): boolean => JSON.stringify(a) === JSON.stringify(b);
 
@@ -84,6 +84,18 @@ export function plan(
             entry: `${kind} (${id})`,
             field,
             message: `the node has ${JSON.stringify(h[field])}: no admin route changes a tenant's ${field}`,
+          });
+          continue;
+        }
+        // A tenant's package is changed to another (PUT /admin/v1/tenants/{domain}/package), never removed.
+        if (kind === 'tenants' && field === 'package' && e[field] === '') {
+          refusals.push({
+            code: 'SYNC_FIELD',
+            file: o.file,
+            line: o.lines.get(entryKey(kind, id)) ?? 0,
+            entry: `${kind} (${id})`,
+            field,
+            message: `the node has ${JSON.stringify(h[field])}: a tenant's package is changed to another (demo, smb, custom), not removed`,
           });
           continue;
         }

@@ -248,6 +248,23 @@ export const MIGRATIONS: readonly Migration[] = [
       `CREATE INDEX tw_signing_key_tenant ON tw_signing_key (tenant)`,
     ],
   },
+  {
+    version: 10,
+    // docs/tenants.md, "Billing packages": a tenant's bytes through the gateway per calendar month (UTC,
+    // 'YYYY-MM'), kept in the store so that every gateway process on the database (and every gateway-worker,
+    // through its control plane) adds to one count, and a restart keeps it. A new month is a new row; old
+    // months stay as a record of use. Plain CREATE TABLE with a composite primary key is common to the three
+    // databases; bytes is BIGINT (a month's bytes pass 2^31 at 2 GiB).
+    description: "tenants' bandwidth per calendar month, shared by every gateway of the store",
+    statements: [
+      `CREATE TABLE tw_tenant_bandwidth (
+        tenant VARCHAR(253) NOT NULL,
+        month VARCHAR(7) NOT NULL,
+        bytes BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL,
+        PRIMARY KEY (tenant, month))`,
+    ],
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;

@@ -2,7 +2,7 @@
  * `[database.shared_db]` apart from `[database.apim_db]` (spec 000): as in the reference, the user realm
  * (users with their roles and password digests, their profiles, and the tenants they belong to) lives in
  * the shared database, and applications, OAuth clients, subscriptions, tokens, signing keys, blocking
- * conditions, workflows and the rest of self-service in apim_db (docs/operations.md, "Two databases").
+ * conditions, workflows, tenants' bandwidth counts and the rest of self-service in apim_db (docs/operations.md, "Two databases").
  * Both databases carry the whole schema (lib/store/migrations.ts); each table is written in one of them only.
  *
  * Rows of the user realm already in apim_db (a deployment that adds shared_db later) are moved once, at
@@ -21,6 +21,7 @@ export const SHARED_METHODS: ReadonlySet<keyof Store> = new Set<keyof Store>([
   'getTenant',
   'listTenants',
   'setTenantActive',
+  'setTenantPackage',
   'addUser',
   'getUser',
   'getUsersIgnoringCase',

@@ -238,6 +238,37 @@ export class SqlStore implements Store {
     await this.db.run(`UPDATE tw_tenant SET active = ? WHERE domain = ?`, [active ? 1 : 0, domain]);
     return this.getTenant(domain);
   }
+  async setTenantPackage(domain: string, pkg: string): Promise<Tenant | undefined> {
+    await this.db.run(`UPDATE tw_tenant SET package = ? WHERE domain = ?`, [pkg, domain]);
+    return this.getTenant(domain);
+  }
+  async addTenantBandwidth(month: string, bytes: ReadonlyMap<string, number>, at: number): Promise<void> {
+    // An UPSERT is written differently by SQLite, PostgreSQL and MySQL: an UPDATE that adds in the database
+    // (so two processes adding at once both count), an INSERT for the month's first bytes, and the UPDATE
+    // again when another process inserted that row in between (the primary key refuses a second one).
+    // MySQL's row count is of rows changed, and adding n > 0 always changes the row.
+    const add = (tenant: string, n: number): Promise<number> =>
+      this.db.run(`UPDATE tw_tenant_bandwidth SET bytes = bytes + ?, updated_at = ? WHERE tenant = ? AND month = ?`, [
+        n,
+        at,
+        tenant,
+        month,
+      ]);
+    for (const [tenant, n] of bytes) {
+      if (!(n > 0)) continue;
+      if ((await add(tenant, n)) > 0) continue;
+      try {
+        await this.db.run(`INSERT INTO tw_tenant_bandwidth (tenant, month, bytes, updated_at) VALUES (?, ?, ?, ?)`, [tenant, month, n, at]);
+      } catch (err) {
+        if (!(err instanceof StoreError && err.code === 'STORE_CONFLICT')) throw err;
+        await add(tenant, n);
+      }
+    }
+  }
+  async listTenantBandwidth(month: string): Promise<Map<string, number>> {
+    const rows = await this.db.all(`SELECT tenant, bytes FROM tw_tenant_bandwidth WHERE month = ?`, [month]);
+    return new Map(rows.map((r) => [str(r.tenant), num(r.bytes)]));
+  }
 
   async createApplication(
     app: Omit<Application, 'id' | 'createdAt' | 'tenant' | 'status'> & { tenant?: string; status?: ApplicationStatus },

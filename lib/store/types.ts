@@ -195,6 +195,15 @@ export interface Store {
   listTenants(): Promise<Tenant[]>;
   /** Activates or deactivates a tenant; the tenant after the change, undefined for an unknown domain. */
   setTenantActive(domain: string, active: boolean): Promise<Tenant | undefined>;
+  /** Changes a tenant's billing package; the tenant after the change, undefined for an unknown domain. */
+  setTenantPackage(domain: string, pkg: string): Promise<Tenant | undefined>;
+  /**
+   * Adds each tenant's bytes to its count of `month` ('YYYY-MM', UTC) kept for every gateway of the store
+   * (docs/tenants.md, "Billing packages"); two processes adding at once both count.
+   */
+  addTenantBandwidth(month: string, bytes: ReadonlyMap<string, number>, at: number): Promise<void>;
+  /** Every tenant's bytes of `month` ('YYYY-MM'). */
+  listTenantBandwidth(month: string): Promise<Map<string, number>>;
 
   /** `tenant` defaults to the super tenant. */
   /** `status` defaults to APPROVED. */

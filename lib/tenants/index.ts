@@ -6,19 +6,44 @@
  * transport never knows.
  *
  * The tenants live in the store's tw_tenant table (lib/store/migrations.ts, version 4) and are read into
- * memory at start and again every `refreshMs` (500 ms by default), so a tenant activated or deactivated by
- * another process on the same store (the CLI, another node) takes effect within a second, without restart.
+ * memory at start and again every `refreshMs` (500 ms by default), so a tenant activated or deactivated, or
+ * given another package, by another process on the same store (the CLI, another node) takes effect within
+ * a second, without restart. Their bandwidth counts are kept in tw_tenant_bandwidth (version 10), shared by
+ * every gateway of the store (BandwidthMeter, lib/tenants/packages.ts).
  */
 import { newPasswordHash } from '../store/passwords';
 import { StoreError, SUPER_TENANT, type Store, type Tenant } from '../store/types';
 import type { DeploymentConfig } from '../config/deployment-config.generated';
 import { type UserStore, withSignInCheck } from '../store/users';
 import { ThroughwayError } from '../errors';
-import { BandwidthMeter, limitText, NO_LIMITS, PACKAGES, packageLimits, tenantSamples, type PackageLimits } from './packages';
+import {
+  BandwidthMeter,
+  bandwidthRefusal,
+  limitText,
+  NO_LIMITS,
+  PACKAGES,
+  packageLimits,
+  tenantSamples,
+  type BandwidthSink,
+  type PackageLimits,
+} from './packages';
 import type { MetricSource } from '../events/observed';
+import type { Logger } from '../log';
 
 export { SUPER_TENANT, type Tenant } from '../store/types';
 export { PACKAGES, PackageLimitError, type PackageLimits } from './packages';
+
+/** How often a gateway process sends its tenants' bytes and reads the shared counts back (docs/tenants.md, "Billing packages"). */
+export const BANDWIDTH_SYNC_MS = 1000;
+
+/** What a control plane answers a gateway-worker's bandwidth report (`POST /admin/v1/tenant-bandwidth`, docs/admin-api.md). */
+export interface BandwidthReport {
+  readonly month: string;
+  /** Whether any billing package of the control plane limits bandwidth (else the worker counts nothing). */
+  readonly meters: boolean;
+  /** Every tenant whose package limits bandwidth: its package, the limit in bytes and the month's count of every gateway. */
+  readonly tenants: readonly { readonly domain: string; readonly package: string; readonly limit: number; readonly used: number }[];
+}
 
 /** Longest domain: a DNS name is at most 253 characters in text form (RFC 1035 §2.3.4, RFC 2181 §11). */
 export const MAX_DOMAIN = 253;
@@ -151,28 +176,93 @@ export interface TenantDirectory {
 export class Tenants implements TenantDirectory {
   private byDomain = new Map<string, Tenant>();
   private timer: NodeJS.Timeout | undefined;
+  private syncTimer: NodeJS.Timeout | undefined;
   private refreshing: Promise<void> | undefined;
-  /** Bytes through the gateway per tenant this month, against the package's `bandwidth.limit`. */
+  private syncFailing = false;
+  /** Bytes through the gateway per tenant this month, against the package's `bandwidth.limit`, shared through the store. */
   readonly bandwidth: BandwidthMeter;
   readonly metersBandwidth: boolean;
+  /** The store as the meter's sink: adds this process's bytes, reads every gateway's. */
+  private readonly sink: BandwidthSink;
 
   private constructor(
     private readonly store: Store,
     readonly settings: TenantSettings,
+    private readonly now: () => number,
+    private readonly logger: Logger | undefined,
   ) {
-    this.bandwidth = new BandwidthMeter((d) => this.limits(d).bandwidth);
+    this.bandwidth = new BandwidthMeter((d) => this.limits(d).bandwidth, now);
     this.metersBandwidth = [...settings.packages.values()].some((p) => p.bandwidth !== Infinity);
+    this.sink = {
+      exchange: async (month, bytes) => {
+        if (bytes.size > 0) await store.addTenantBandwidth(month, bytes, now());
+        return store.listTenantBandwidth(month);
+      },
+    };
   }
 
-  /** Reads the tenants of `store`; `refreshMs` > 0 reads them again that often (0: only on changes made here). */
-  static async open(store: Store, settings: TenantSettings, refreshMs = 500): Promise<Tenants> {
-    const t = new Tenants(store, settings);
+  /**
+   * Reads the tenants of `store`; `refreshMs` > 0 reads them again that often (0: only on changes made here).
+   * When a package limits bandwidth, the month's counts are read before it answers and synced every
+   * `bandwidthSyncMs` (BANDWIDTH_SYNC_MS; by default none when `refreshMs` is 0: the CLI counts no bytes).
+   * `now` is the clock of the calendar month (tests move it).
+   */
+  static async open(
+    store: Store,
+    settings: TenantSettings,
+    refreshMs = 500,
+    o: { readonly bandwidthSyncMs?: number; readonly now?: () => number; readonly logger?: Logger } = {},
+  ): Promise<Tenants> {
+    const t = new Tenants(store, settings, o.now ?? Date.now, o.logger);
     await t.refresh();
     if (refreshMs > 0) {
       t.timer = setInterval(() => void t.refresh().catch(() => undefined), refreshMs);
       t.timer.unref();
     }
+    const syncMs = o.bandwidthSyncMs ?? (refreshMs > 0 ? BANDWIDTH_SYNC_MS : 0);
+    if (t.metersBandwidth && syncMs > 0) {
+      await t.syncBandwidth();
+      t.syncTimer = setInterval(() => void t.syncBandwidth(), syncMs);
+      t.syncTimer.unref();
+    }
     return t;
+  }
+
+  /**
+   * Sends this process's bytes to the store and reads every gateway's counts of the month back. A store
+   * that fails keeps the bytes for the next sync (logged once until it answers again); never rejects.
+   */
+  async syncBandwidth(): Promise<void> {
+    try {
+      await this.bandwidth.sync(this.sink);
+      if (this.syncFailing)
+        this.logger?.log('info', 'tenant_bandwidth_synced', { message: "the store takes the tenants' bandwidth again" });
+      this.syncFailing = false;
+    } catch (err) {
+      if (!this.syncFailing)
+        this.logger?.log('warn', 'tenant_bandwidth_sync_failed', {
+          error: (err as Error).message,
+          message: "the tenants' bandwidth cannot be written to the store: counted here and sent when it answers",
+        });
+      this.syncFailing = true;
+    }
+  }
+
+  /**
+   * A gateway-worker's bytes of `month` ('YYYY-MM'), added to the store (only of tenants whose package
+   * limits bandwidth), and the month's counts of every gateway for it (docs/scale-out.md, "Tenants").
+   */
+  async reportBandwidth(month: string, bytes: ReadonlyMap<string, number>): Promise<BandwidthReport> {
+    const counted = new Map<string, number>();
+    for (const [d, n] of bytes) if (this.byDomain.has(d) && this.limits(d).bandwidth !== Infinity && n > 0) counted.set(d, n);
+    if (counted.size > 0) await this.store.addTenantBandwidth(month, counted, this.now());
+    const totals = this.metersBandwidth ? await this.store.listTenantBandwidth(month) : new Map<string, number>();
+    const tenants: { domain: string; package: string; limit: number; used: number }[] = [];
+    for (const t of this.list()) {
+      const l = this.limits(t.domain);
+      if (l.bandwidth !== Infinity) tenants.push({ domain: t.domain, package: l.key, limit: l.bandwidth, used: totals.get(t.domain) ?? 0 });
+    }
+    return { month, meters: this.metersBandwidth, tenants };
   }
 
   /** Reads the tenants again (one SELECT of a small table); concurrent calls share one read. */
@@ -188,9 +278,14 @@ export class Tenants implements TenantDirectory {
     return this.refreshing;
   }
 
-  close(): void {
+  /** Stops reading; the bytes counted since the last sync are sent to the store (docs/tenants.md: a restart keeps the count). */
+  async close(): Promise<void> {
     if (this.timer !== undefined) clearInterval(this.timer);
     this.timer = undefined;
+    const synced = this.syncTimer !== undefined;
+    if (this.syncTimer !== undefined) clearInterval(this.syncTimer);
+    this.syncTimer = undefined;
+    if (synced) await this.syncBandwidth();
   }
 
   /** Whether any tenant besides the super tenant exists (a deployment without one never takes a tenant branch). */
@@ -213,7 +308,7 @@ export class Tenants implements TenantDirectory {
   overBandwidth(domain: string): string | undefined {
     if (!this.bandwidth.over(domain)) return undefined;
     const l = this.limits(domain);
-    return `tenant ${domain} used ${this.bandwidth.usedBy(domain)} bytes this month: package ${l.key} allows ${limitText(l.bandwidth, true)} ([multi_tenancy.billing.package.${l.key}.bandwidth] limit)`;
+    return bandwidthRefusal(domain, this.bandwidth.usedBy(domain), l.key, l.bandwidth);
   }
 
   countBytes(domain: string, bytes: number): void {
@@ -325,6 +420,22 @@ export class Tenants implements TenantDirectory {
         throw err;
       });
     this.byDomain.set(domain, t);
+    return t;
+  }
+
+  /**
+   * Gives a tenant another billing package (docs/tenants.md, "Billing packages"): its limits are the new
+   * package's at once in this process, and within `refreshMs` in the others of the store. Users and APIs
+   * it has past the new limits are kept; only new ones are refused.
+   */
+  async setPackage(domain: string, pkg: string): Promise<Tenant> {
+    if (domain === SUPER_TENANT) throw new TenantError('TENANT_RESERVED', `${SUPER_TENANT} is the super tenant: it has no package`);
+    if (!(PACKAGES as readonly string[]).includes(pkg))
+      throw new TenantError('TENANT_PACKAGE_UNKNOWN', `package ${JSON.stringify(pkg.slice(0, 40))} is none of ${PACKAGES.join(', ')}`);
+    const t = await this.store.setTenantPackage(domain, pkg);
+    if (t === undefined) throw new TenantError('TENANT_NOT_FOUND', `no tenant ${domain.slice(0, 260)}`);
+    this.byDomain.set(domain, t);
+    this.bandwidth.recheck();
     return t;
   }
 

@@ -80,17 +80,52 @@ export function nextMonthAt(ms: number): number {
   return Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1);
 }
 
+/** The calendar month (UTC) of a time as the store keys it: 'YYYY-MM'. */
+export function monthOf(ms: number): string {
+  return new Date(ms).toISOString().slice(0, 7);
+}
+
+/** A month as the store keys it ('YYYY-MM', months 01 to 12). */
+export const MONTH = /^\d{4}-(0[1-9]|1[0-2])$/;
+
+/** The refusal's description (fault 103012): who used what, and the package's limit. */
+export function bandwidthRefusal(domain: string, used: number, key: string, limit: number): string {
+  return `tenant ${domain} used ${used} bytes this month: package ${key} allows ${limitText(limit, true)} ([multi_tenancy.billing.package.${key}.bandwidth] limit)`;
+}
+
+/**
+ * Where the gateways' counts meet (docs/tenants.md, "Billing packages"): the store for a process that has
+ * one (every gateway on the database adds to one row per tenant and month), the control plane for a
+ * gateway-worker (its admin API adds to its store).
+ */
+export interface BandwidthSink {
+  /** Adds each tenant's bytes to `month`'s count ('YYYY-MM') and answers every tenant's count of that month after it. */
+  exchange(month: string, bytes: ReadonlyMap<string, number>): Promise<ReadonlyMap<string, number>>;
+}
+
 /**
  * Bytes through the gateway per tenant in the current calendar month (UTC): added at each exchange's end
- * (the transport's request body and response byte counts, no work per chunk), compared with the package's
- * bandwidth by the route phase, which reads one Set. Kept by each gateway process; a new month starts from
- * zero.
+ * (the transport's request body and response byte counts, no work per chunk: two Map updates and a
+ * compare), compared with the package's bandwidth by the route phase, which reads one Set.
+ *
+ * The count is shared through a BandwidthSink: sync() (every second, and at shutdown) sends the bytes added
+ * since the last one and takes every tenant's total back, which includes the other gateways' bytes; between
+ * two syncs this process adds its own to the last total read. So a restart keeps the month's count, and
+ * several gateways reach the limit together, each at most one sync interval of its own traffic past it. A
+ * new month starts from zero; bytes of the month before that were not sent yet are sent under that month.
  */
 export class BandwidthMeter {
   private next: number;
-  private readonly used = new Map<string, number>();
+  private month: string;
+  /** The month's total of every gateway as last read, plus this process's bytes since. */
+  private used = new Map<string, number>();
+  /** This process's bytes not yet sent to the sink. */
+  private pending = new Map<string, number>();
+  /** A past month's bytes not yet sent (the month rolled between two syncs). */
+  private carried: { month: string; bytes: Map<string, number> }[] = [];
   /** Tenants at or past their limit this month: what the route phase asks. */
-  private readonly spent = new Set<string>();
+  private spent = new Set<string>();
+  private syncing: Promise<void> | undefined;
   /** Calls refused for bandwidth, per tenant, since start (the metric). */
   readonly refused = new Map<string, number>();
   /** Exchanges of each tenant's URLs since start (the metric). */
@@ -101,16 +136,21 @@ export class BandwidthMeter {
     private readonly limitOfTenant: (domain: string) => number,
     private readonly now: () => number = Date.now,
   ) {
-    this.next = nextMonthAt(now());
+    const t = now();
+    this.next = nextMonthAt(t);
+    this.month = monthOf(t);
   }
 
-  /** A new month: every count starts again. */
+  /** A new month: every count starts again; bytes of the month that ended not yet sent are kept to send. */
   private roll(): void {
     const t = this.now();
     if (t < this.next) return;
+    if (this.pending.size > 0) this.carried.push({ month: this.month, bytes: this.pending });
     this.next = nextMonthAt(t);
-    this.used.clear();
-    this.spent.clear();
+    this.month = monthOf(t);
+    this.used = new Map();
+    this.pending = new Map();
+    this.spent = new Set();
   }
 
   /** A call routed to a tenant's URL. */
@@ -123,6 +163,7 @@ export class BandwidthMeter {
     this.roll();
     const n = (this.used.get(domain) ?? 0) + bytes;
     this.used.set(domain, n);
+    this.pending.set(domain, (this.pending.get(domain) ?? 0) + bytes);
     if (n >= this.limitOfTenant(domain)) this.spent.add(domain);
   }
 
@@ -130,6 +171,12 @@ export class BandwidthMeter {
   usedBy(domain: string): number {
     this.roll();
     return this.used.get(domain) ?? 0;
+  }
+
+  /** The current month ('YYYY-MM', UTC). */
+  currentMonth(): string {
+    this.roll();
+    return this.month;
   }
 
   /** Whether a tenant has used up its package's bandwidth this month (counted as a refusal when so). */
@@ -141,10 +188,56 @@ export class BandwidthMeter {
     return true;
   }
 
+  /** Compares every count with its tenant's limit again (a limit changed: another package). */
+  recheck(): void {
+    const spent = new Set<string>();
+    for (const [d, n] of this.used) if (n >= this.limitOfTenant(d)) spent.add(d);
+    this.spent = spent;
+  }
+
   /** Every tenant with bytes this month (for metrics). */
   entries(): IterableIterator<[string, number]> {
     this.roll();
     return this.used.entries();
+  }
+
+  /**
+   * Sends the bytes counted since the last sync and takes the month's totals back (one at a time: a call
+   * while one runs waits for it). A failed exchange keeps the bytes to send at the next, and rejects.
+   */
+  sync(sink: BandwidthSink): Promise<void> {
+    this.syncing ??= this.exchange(sink).finally(() => {
+      this.syncing = undefined;
+    });
+    return this.syncing;
+  }
+
+  private async exchange(sink: BandwidthSink): Promise<void> {
+    this.roll();
+    while (this.carried.length > 0) {
+      const c = this.carried[0] as { month: string; bytes: Map<string, number> };
+      await sink.exchange(c.month, c.bytes);
+      this.carried.shift();
+    }
+    const month = this.month;
+    const batch = this.pending;
+    this.pending = new Map();
+    let totals: ReadonlyMap<string, number>;
+    try {
+      totals = await sink.exchange(month, batch);
+    } catch (err) {
+      if (this.month === month) for (const [d, n] of batch) this.pending.set(d, (this.pending.get(d) ?? 0) + n);
+      else if (batch.size > 0) this.carried.push({ month, bytes: batch });
+      throw err;
+    }
+    // The month rolled while the exchange ran: its totals are of the month before.
+    if (this.month !== month) return;
+    // The totals hold the batch; the bytes added since are this process's own, not yet sent.
+    const used = new Map<string, number>();
+    for (const [d, n] of totals) if (this.limitOfTenant(d) !== Infinity) used.set(d, n);
+    for (const [d, n] of this.pending) used.set(d, (used.get(d) ?? 0) + n);
+    this.used = used;
+    this.recheck();
   }
 }
 

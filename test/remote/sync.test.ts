@@ -246,6 +246,20 @@ t.test('refusals name the entry, the field and the line; nothing is sent', async
     fixed.err,
     'tenant.yaml:2: SYNC_FIELD tenants (acme.test) field admin: the node has "bossy": no admin route changes a tenant\'s admin',
   );
+  // Its package is changed to another (PUT /admin/v1/tenants/{domain}/package), never removed.
+  fs.writeFileSync(path.join(cwd, 'package.yaml'), 'tenants:\n  - domain: acme.test\n    admin: bossy\n    package: smb\n');
+  const moved = await cli(['apply', 'package.yaml', '--url', a.url], cwd);
+  t.equal(moved.code, 0, moved.err);
+  t.match(moved.out + moved.err, /~ tenants acme\.test: package "" → "smb"/);
+  t.equal(a.km.tenants.get('acme.test')?.package, 'smb', 'the node has the package of the file');
+  fs.writeFileSync(path.join(cwd, 'nopackage.yaml'), 'tenants:\n  - domain: acme.test\n    admin: bossy\n');
+  const removed = await cli(['apply', 'nopackage.yaml', '--url', a.url], cwd);
+  t.equal(removed.code, 1);
+  t.match(
+    removed.err,
+    /nopackage\.yaml:2: SYNC_FIELD tenants \(acme\.test\) field package: the node has "smb": a tenant's package is changed to another/,
+  );
+  t.equal(a.km.tenants.get('acme.test')?.package, 'smb', 'kept');
 
   // The admin apply signs in as is never pruned.
   fs.writeFileSync(path.join(cwd, 'nobody.yaml'), 'users: []\n');

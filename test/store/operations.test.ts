@@ -21,7 +21,7 @@ eachBackend(async (t, backend, opened) => {
   t.teardown(() => store.close());
 
   t.equal(await store.schemaVersion(), SCHEMA_VERSION, 'migrations applied');
-  t.equal(SCHEMA_VERSION, 9);
+  t.equal(SCHEMA_VERSION, 10);
   t.equal(await migrate(driver), SCHEMA_VERSION, 'migrating again is a no-op');
   t.match(await store.getRefreshToken('h0'), { family: 'f0', accessJti: null, accessExpiresAt: null }, 'a version 1 row after migration 2');
 

@@ -99,7 +99,7 @@ function billingSections(): SectionDef[] {
           key: 'limit',
           type: 's',
           differs:
-            'Bytes through the gateway per calendar month (UTC) for the tenant, each gateway counting its own; a bare number is bytes, units KB/MB/GB/TB are 1024-based; past it calls answer 103012 (docs/tenants.md).',
+            'Bytes through the gateway per calendar month (UTC) for the tenant, one count in the store for all its gateways; a bare number is bytes, units KB/MB/GB/TB are 1024-based; past it calls answer 103012 (docs/tenants.md).',
           meaning: 'Highest bandwidth included.',
         },
         { key: 'overuse_charge', type: 's', inactive: NO_BILLING, default: '0', meaning: 'Charge for bandwidth above the limit.' },
