@@ -100,6 +100,12 @@ export interface KeyRing {
   tenantJwks(tenant: string, now?: number): Promise<JWK[]>;
   /** The published key of a tenant other than the super tenant with this kid (inside its grace period), from memory. */
   tenantKey(kid: string, now?: number): TenantPublicKey | undefined;
+  /**
+   * tenantKey(), and on a miss the tenants' keys read again from the store (another node on the same store
+   * may have made or rotated a tenant's key), at most once per TENANT_KEY_RELOAD_MS however many unknown
+   * kids are asked for, so made-up kids do not query the store on each token.
+   */
+  findTenantKey(kid: string): Promise<TenantPublicKey | undefined>;
   /** Every tenant but the super tenant that has published keys, with them (a gateway-worker's pull). */
   tenantKeySets(now?: number): { readonly tenant: string; readonly keys: JWK[] }[];
 }
@@ -173,6 +179,9 @@ interface TenantRing {
   active: ActiveKey | undefined;
   readonly published: readonly Published[];
 }
+
+/** The shortest time between two reloads of the tenants' keys on an unknown kid (findTenantKey). */
+export const TENANT_KEY_RELOAD_MS = 10_000;
 
 const inGrace = (k: Published, graceMs: number, now: number): boolean => k.retiredAt === null || k.retiredAt + graceMs > now;
 
@@ -286,6 +295,8 @@ export async function openKeyRing(store: Store, graceMs: number, external?: Exte
 
   await load();
   await loadTenants();
+  let reloadedAt = Date.now();
+  let reloading: Promise<void> | undefined;
 
   const ring: KeyRing = {
     current() {
@@ -325,6 +336,18 @@ export async function openKeyRing(store: Store, graceMs: number, external?: Exte
     tenantKey(kid, now = Date.now()) {
       const k = byKid.get(kid);
       return k === undefined || !inGrace(k.key, graceMs, now) ? undefined : { tenant: k.tenant, jwk: k.key.jwk };
+    },
+    async findTenantKey(kid) {
+      const had = ring.tenantKey(kid);
+      if (had !== undefined || byKid.has(kid)) return had;
+      if (reloading === undefined && Date.now() - reloadedAt >= TENANT_KEY_RELOAD_MS) {
+        reloadedAt = Date.now();
+        reloading = loadTenants().finally(() => {
+          reloading = undefined;
+        });
+      }
+      if (reloading !== undefined) await reloading;
+      return ring.tenantKey(kid);
     },
     tenantKeySets(now = Date.now()) {
       const out: { tenant: string; keys: JWK[] }[] = [];
