@@ -60,7 +60,10 @@ export function discoveryKind(path: string, issuer: string): 'openid' | 'oauth' 
 }
 
 /** What a `/t/<domain>/...` GET path of the key manager asks for (docs/tenants.md, "Signing keys"), if anything. */
-export function tenantRoute(path: string, issuer: string): { readonly tenant: string; readonly kind: 'openid' | 'oauth' | 'jwks' } | undefined {
+export function tenantRoute(
+  path: string,
+  issuer: string,
+): { readonly tenant: string; readonly kind: 'openid' | 'oauth' | 'jwks' } | undefined {
   const rfc8414 = '/.well-known/oauth-authorization-server';
   const tail = path.startsWith(`${rfc8414}/t/`) ? path.slice(rfc8414.length) : path;
   const tenant = tenantDomainOf(tail);

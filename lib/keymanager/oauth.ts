@@ -8,7 +8,16 @@
  * use; presenting a used one again revokes its whole family (OAuth 2.0 Security BCP, RFC 9700 §4.14.2).
  */
 import { randomUUID } from 'node:crypto';
-import { createLocalJWKSet, createRemoteJWKSet, decodeJwt, decodeProtectedHeader, jwtVerify, SignJWT, type JWK, type JWTPayload } from 'jose';
+import {
+  createLocalJWKSet,
+  createRemoteJWKSet,
+  decodeJwt,
+  decodeProtectedHeader,
+  jwtVerify,
+  SignJWT,
+  type JWK,
+  type JWTPayload,
+} from 'jose';
 import type { EventBus } from '../events/bus';
 import type { Logger } from '../log';
 import { digest, randomToken } from '../store/passwords';

@@ -73,7 +73,8 @@ export class LocalKeySource {
   /** A key of `tenant`'s ring by kid (a tenant's tokens always name one); unknown for another tenant's. */
   async lookupTenant(kid: string | undefined, alg: string, tenant: string): Promise<KeyLookup> {
     const found = kid === undefined || this.tenantKey === undefined ? undefined : await this.tenantKey(kid);
-    if (found === undefined || found.tenant !== tenant || (found.jwk.use !== undefined && found.jwk.use !== 'sig')) return { unknown: true };
+    if (found === undefined || found.tenant !== tenant || (found.jwk.use !== undefined && found.jwk.use !== 'sig'))
+      return { unknown: true };
     return { key: await this.cache.get(found.jwk, alg), jwk: found.jwk };
   }
 }

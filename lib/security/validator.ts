@@ -118,7 +118,10 @@ export class TokenValidator {
   ) {
     this.local =
       km !== undefined
-        ? new LocalKeySource(() => km.publicJwks(), km.tenantKey !== undefined ? (kid) => km.tenantKey?.(kid) as Promise<TenantKey | undefined> : undefined)
+        ? new LocalKeySource(
+            () => km.publicJwks(),
+            km.tenantKey !== undefined ? (kid) => km.tenantKey?.(kid) as Promise<TenantKey | undefined> : undefined,
+          )
         : undefined;
     const remote = new Map<string, { settings: IssuerSettings; keys: RemoteKeySource }>();
     for (const i of s.issuers) {
