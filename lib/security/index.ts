@@ -423,16 +423,18 @@ export function keyManagerLink(km: {
   readonly settings: { readonly issuer: string };
   readonly keys: {
     publicJwks(): import('jose').JWK[];
-    findTenantKey(kid: string): Promise<{ readonly tenant: string; readonly jwk: import('jose').JWK } | undefined>;
+    /** The key ring's tenants' keys (lib/keymanager/keys.ts); without it a tenant issuer's tokens are not trusted. */
+    findTenantKey?(kid: string): Promise<{ readonly tenant: string; readonly jwk: import('jose').JWK } | undefined>;
     current(): { readonly kid: string; readonly alg: string; readonly privateKey: import('jose').CryptoKey; readonly certificate?: Buffer };
   };
   readonly manager: { snapshot(): Promise<Snapshot>; userClaims(username: string): Promise<Readonly<Record<string, string>> | undefined> };
   readonly oauth: { introspect(form: URLSearchParams): Promise<Record<string, unknown>> };
 }): KeyManagerLink {
+  const tenantKey = km.keys.findTenantKey?.bind(km.keys);
   return {
     issuer: () => km.settings.issuer,
     publicJwks: () => km.keys.publicJwks(),
-    tenantKey: (kid) => km.keys.findTenantKey(kid),
+    ...(tenantKey !== undefined ? { tenantKey } : {}),
     snapshot: () => km.manager.snapshot(),
     userClaims: (username) => km.manager.userClaims(username),
     introspect: (token) => km.oauth.introspect(new URLSearchParams({ token })),
