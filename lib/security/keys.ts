@@ -45,7 +45,7 @@ export function pick(keys: readonly JWK[], kid: string | undefined): JWK | undef
   return usable.find((k) => k.kid === kid);
 }
 
-/** A published key of a tenant's ring (docs/tenants.md, "Signing keys"): whose it is and its public JWK. */
+/** A published key of a tenant's ring (docs/tenants.md, "Signing keys"; lib/keymanager/keys.ts holds the rings): whose it is and its public JWK. */
 export interface TenantKey {
   readonly tenant: string;
   readonly jwk: JWK;
