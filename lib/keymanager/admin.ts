@@ -211,6 +211,18 @@ function blockingManager(c: AdminCall, every = true): Manager {
   throw new OAuthError('not_found', `no blocking conditions of tenant ${asked.slice(0, 253)} for ${c.caller.username}`);
 }
 
+/**
+ * The tenant whose signing keys a call names (docs/admin-api.md, "Signing keys"): the caller's; for the
+ * super tenant's admins `?tenant=<domain>` an existing tenant's. A tenant's admin naming another tenant, and
+ * a domain that is no tenant, get 404, as for blocking conditions.
+ */
+function ringTenant(c: AdminCall): string {
+  const asked = c.query.get('tenant');
+  if (asked === null || asked === c.caller.tenant) return c.caller.tenant;
+  if (c.caller.tenant === SUPER_TENANT && asked !== '*' && c.ctx.tenants?.state(asked) !== undefined) return asked;
+  throw new OAuthError('not_found', `no signing keys of tenant ${asked.slice(0, 253)} for ${c.caller.username}`);
+}
+
 /** A request's list of .proto files, `[{ "name": "x.proto", "text": "..." }]`; else invalid_request. */
 function protoFiles(v: unknown): { name: string; text: string }[] {
   const ok = (f: unknown): f is { name: string; text: string } =>
@@ -462,17 +474,30 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = Object.freeze([
       return sendJson(c.res, 200, { username: id, claims });
     },
   },
-  { method: 'GET', path: '/signing-keys', tenancy: 'super', handle: async (c) => sendJson(c.res, 200, { keys: c.ctx.keys.publicJwks() }) },
+  // Each tenant's admin sees and rotates its own tenant's ring only (docs/tenants.md, "Signing keys").
+  {
+    method: 'GET',
+    path: '/signing-keys',
+    tenancy: 'tenant',
+    async handle(c) {
+      const keys = c.ctx.keys;
+      if (c.query.get('tenant') === '*' && c.caller.tenant === SUPER_TENANT)
+        return sendJson(c.res, 200, { tenant: SUPER_TENANT, keys: keys.publicJwks(), tenants: keys.tenantKeySets() });
+      const tenant = ringTenant(c);
+      return sendJson(c.res, 200, { tenant, keys: await keys.tenantJwks(tenant) });
+    },
+  },
   {
     method: 'POST',
     path: '/signing-keys/rotate',
-    tenancy: 'super',
+    tenancy: 'tenant',
     async handle(c) {
-      const kid = await c.ctx.keys.rotate().catch((err: unknown) => {
+      const tenant = ringTenant(c);
+      const kid = await c.ctx.keys.rotate(tenant).catch((err: unknown) => {
         throw err instanceof KeyRingError ? new OAuthError('conflict', err.message) : err;
       });
-      c.ctx.logger.log('info', 'signing_key_rotated', { kid });
-      return sendJson(c.res, 200, { kid });
+      c.ctx.logger.log('info', 'signing_key_rotated', { kid, tenant, by: c.caller.username });
+      return sendJson(c.res, 200, { tenant, kid });
     },
   },
   // Each tenant's admin has its own blocking conditions (docs/tenants.md, "Blocking conditions").
@@ -786,11 +811,14 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = Object.freeze([
       if (b.package !== undefined && typeof b.package !== 'string') throw new OAuthError('invalid_request', 'package must be a string');
       checkNewUser({ username: input.admin, password: input.password }, c.ctx.userRules);
       const t = await tenantsOf(c.ctx).add(input).catch(tenantRefusal);
+      // Its own signing key at once, as the reference makes a tenant's keystore with it (docs/tenants.md, "Signing keys").
+      const keys = await c.ctx.keys.tenantJwks(t.domain);
       c.ctx.logger.log('info', 'tenant_added', {
         domain: t.domain,
         admin: t.admin,
         package: t.package,
         active: t.active,
+        kid: keys[0]?.kid,
         by: c.caller.username,
       });
       return sendJson(c.res, 201, tenantView(t));

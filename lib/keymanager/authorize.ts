@@ -25,6 +25,7 @@ import type { RouteContext } from './route-context';
 import { consentPage, errorPage, formPageHeaders, sendPage, sendStyle, signInPage, STYLE_PATH } from './signin-page';
 import { clientDisplayName } from './console-clients';
 import { ThroughwayError } from '../errors';
+import { SUPER_TENANT, tenantIssuer } from '../tenants';
 
 export { AuthorizationCodes, CODE_TTL, PENDING_TTL, type ApiScope, type CodeRecord, type IssuedByCode } from './codes';
 
@@ -136,6 +137,8 @@ async function start(ctx: RouteContext, req: http.IncomingMessage, res: http.Ser
   }
   const redirectUri = client.callbackUrl;
   let state: string | undefined;
+  // RFC 9207 §2: the authorization response names the issuer of the tokens to come, the client's tenant's.
+  let iss = s.issuer;
   try {
     state = single(q, 'state');
     if (state !== undefined && state.length > MAX_PARAM) {
@@ -171,6 +174,7 @@ async function start(ctx: RouteContext, req: http.IncomingMessage, res: http.Ser
       throw new RedirectError('invalid_scope', 'malformed scope (RFC 6749 §3.3)');
     const app = await ctx.store.getApplication(client.applicationId);
     if (app === undefined) throw new RedirectError('unauthorized_client', "the client's application was deleted");
+    iss = tenantIssuer(s.issuer, app.tenant);
     const clientName = clientDisplayName(app, ctx.oauth.settings.adminUser, redirectUri);
     const p = ctx.oauth.codes.addPending(
       {
@@ -193,7 +197,7 @@ async function start(ctx: RouteContext, req: http.IncomingMessage, res: http.Ser
     });
   } catch (err) {
     if (!(err instanceof RedirectError)) throw err;
-    redirect(res, redirectUri, { error: err.error, error_description: err.message, state, iss: s.issuer });
+    redirect(res, redirectUri, { error: err.error, error_description: err.message, state, iss });
   }
 }
 
@@ -227,9 +231,10 @@ async function step(ctx: RouteContext, req: http.IncomingMessage, res: http.Serv
     return;
   }
   const s = ctx.oauth.settings;
+  const iss = tenantIssuer(s.issuer, (await ctx.store.getApplication(p.applicationId))?.tenant ?? SUPER_TENANT);
   const back = (params: Record<string, string | undefined>): void => {
     ctx.oauth.codes.dropPending(p.id);
-    redirect(res, p.redirectUri, { ...params, state: p.state, iss: s.issuer }, { 'Set-Cookie': setCookie(req, '', 0) });
+    redirect(res, p.redirectUri, { ...params, state: p.state, iss }, { 'Set-Cookie': setCookie(req, '', 0) });
   };
   const action = form.get('action');
   if (action === 'login') {

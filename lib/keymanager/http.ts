@@ -9,6 +9,8 @@
  *   GET  /oauth2/jwks, /jwks/<version>          RFC 7517 key set (spec's /jwks/<version> shape)
  *   GET  /.well-known/openid-configuration      OpenID Connect Discovery 1.0 and RFC 8414 metadata at the
  *        /.well-known/oauth-authorization-server issuer-derived locations (lib/keymanager/discovery.ts)
+ *   GET  /t/<domain>/oauth2/jwks, its discovery  a tenant's key set and metadata (docs/tenants.md, "Signing
+ *                                               keys"); 103010 (404) for a domain that is no active tenant
  *   POST /client-registration/v0.<n>/register   RFC 7591 with an initial access token or the super admin,
  *                                               or the reference's clientName/grantType body
  *                                               (lib/keymanager/registration.ts)
@@ -31,7 +33,9 @@ import { handleAdmin } from './admin';
 import { handleAuthorize, handleUserinfo } from './authorize';
 import { AdminKeptError, OAuthError } from './errors';
 import { checkClient, presentedClient, type PresentedClient } from './client-auth';
-import { discoveryKind, requestOrigin, serverMetadata } from './discovery';
+import { discoveryKind, requestOrigin, serverMetadata, tenantRoute } from './discovery';
+import { faultBody, fault, gatewayFacts, GatewayOwnCode } from '../faults';
+import { SIGNING_ALG } from './keys';
 import { register } from './registration';
 import type { OAuthAnswer, OAuthCall } from '../gateway/token-route';
 import { WorkflowError } from '../workflows';
@@ -222,6 +226,11 @@ export function createHandler(ctx: RouteContext): (req: http.IncomingMessage, re
       });
       return;
     }
+    const tr = method === 'GET' ? tenantRoute(p, ctx.oauth.settings.issuer) : undefined;
+    if (tr !== undefined) {
+      await tenantKeyRoute(ctx, req, res, tr);
+      return;
+    }
     if (/^\/client-registration\/v0\.\d+\/register$/.test(p)) {
       onlyPost();
       await register(ctx, req, res);
@@ -254,6 +263,35 @@ export function createHandler(ctx: RouteContext): (req: http.IncomingMessage, re
       res.end(a.body);
     });
   };
+}
+
+/**
+ * A tenant's JWKS or discovery document (docs/tenants.md, "Signing keys"). A domain that is no tenant, or
+ * a deactivated one, answers the gateway's 103010 fault (404), as its `/t/<domain>/` URLs do.
+ */
+async function tenantKeyRoute(
+  ctx: RouteContext,
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+  r: { readonly tenant: string; readonly kind: 'openid' | 'oauth' | 'jwks' },
+): Promise<void> {
+  if (ctx.tenants?.state(r.tenant) !== 'active') {
+    const f = gatewayFacts(fault(GatewayOwnCode.TENANT_UNKNOWN, { description: `no active tenant ${r.tenant.slice(0, 253)}` }));
+    const body = faultBody(f);
+    res.writeHead(f.status, { 'Content-Type': 'application/json; charset=UTF-8', 'Content-Length': Buffer.byteLength(body) });
+    res.end(body);
+    return;
+  }
+  if (r.kind === 'jwks') {
+    sendJson(res, 200, { keys: await ctx.keys.tenantJwks(r.tenant) }, { 'Cache-Control': 'max-age=300' });
+    return;
+  }
+  const s = ctx.oauth.settings;
+  // A tenant's keys are generated RS256 keys (lib/keymanager/keys.ts), whatever signs the super tenant's.
+  sendJson(res, 200, serverMetadata(s, SIGNING_ALG, requestOrigin(req, s.hostname), r.tenant), {
+    'Cache-Control': 'max-age=300',
+    Vary: 'Host',
+  });
 }
 
 /** An error as the management server answers it: an OAuthError's code and status, else 500 (logged). */

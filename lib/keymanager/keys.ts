@@ -24,6 +24,7 @@ import { createCipheriv, createDecipheriv, createPrivateKey, createPublicKey, ra
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, type CryptoKey, type JWK } from 'jose';
 import { SUPER_TENANT, type SigningKey, type Store } from '../store/types';
 import { ThroughwayError } from '../errors';
+import type { TenantKey } from '../security/keys';
 
 export const SIGNING_ALG = 'RS256';
 
@@ -76,12 +77,6 @@ export function readPemKey(pem: string | Buffer, passphrase: string | undefined,
   }
 }
 
-/** A published key of a tenant's key ring: whose it is and its public JWK (lib/security's validator asks by kid). */
-export interface TenantPublicKey {
-  readonly tenant: string;
-  readonly jwk: JWK;
-}
-
 export interface KeyRing {
   /** The key that signs the super tenant's tokens now. */
   current(): ActiveKey;
@@ -99,7 +94,13 @@ export interface KeyRing {
   /** A tenant's public keys (`/t/<domain>/oauth2/jwks`), its first key made when it has none; the super tenant's are publicJwks(). */
   tenantJwks(tenant: string, now?: number): Promise<JWK[]>;
   /** The published key of a tenant other than the super tenant with this kid (inside its grace period), from memory. */
-  tenantKey(kid: string, now?: number): TenantPublicKey | undefined;
+  tenantKey(kid: string, now?: number): TenantKey | undefined;
+  /**
+   * tenantKey(), and on a miss the tenants' keys read again from the store (another node on the same store
+   * may have made or rotated a tenant's key), at most once per TENANT_KEY_RELOAD_MS however many unknown
+   * kids are asked for, so made-up kids do not query the store on each token.
+   */
+  findTenantKey(kid: string): Promise<TenantKey | undefined>;
   /** Every tenant but the super tenant that has published keys, with them (a gateway-worker's pull). */
   tenantKeySets(now?: number): { readonly tenant: string; readonly keys: JWK[] }[];
 }
@@ -173,6 +174,9 @@ interface TenantRing {
   active: ActiveKey | undefined;
   readonly published: readonly Published[];
 }
+
+/** The shortest time between two reloads of the tenants' keys on an unknown kid (findTenantKey). */
+export const TENANT_KEY_RELOAD_MS = 10_000;
 
 const inGrace = (k: Published, graceMs: number, now: number): boolean => k.retiredAt === null || k.retiredAt + graceMs > now;
 
@@ -286,6 +290,8 @@ export async function openKeyRing(store: Store, graceMs: number, external?: Exte
 
   await load();
   await loadTenants();
+  let reloadedAt = Date.now();
+  let reloading: Promise<void> | undefined;
 
   const ring: KeyRing = {
     current() {
@@ -325,6 +331,18 @@ export async function openKeyRing(store: Store, graceMs: number, external?: Exte
     tenantKey(kid, now = Date.now()) {
       const k = byKid.get(kid);
       return k === undefined || !inGrace(k.key, graceMs, now) ? undefined : { tenant: k.tenant, jwk: k.key.jwk };
+    },
+    async findTenantKey(kid) {
+      const had = ring.tenantKey(kid);
+      if (had !== undefined || byKid.has(kid)) return had;
+      if (reloading === undefined && Date.now() - reloadedAt >= TENANT_KEY_RELOAD_MS) {
+        reloadedAt = Date.now();
+        reloading = loadTenants().finally(() => {
+          reloading = undefined;
+        });
+      }
+      if (reloading !== undefined) await reloading;
+      return ring.tenantKey(kid);
     },
     tenantKeySets(now = Date.now()) {
       const out: { tenant: string; keys: JWK[] }[] = [];

@@ -3,11 +3,21 @@
  * (RFC 7662), independent of HTTP (lib/keymanager/http.ts parses requests and renders the results).
  *
  * Access tokens are self-contained JWTs (spec 002, part 5, rule 3; RFC 9068 profile) signed with the
- * key ring's current key. Refresh tokens are opaque 256-bit values kept only as digests, rotated on every
+ * current key of the application's tenant's ring (docs/tenants.md, "Signing keys"): the super tenant's
+ * with the key manager's issuer, a tenant's with that tenant's issuer (`/t/<domain>` before its path). Refresh tokens are opaque 256-bit values kept only as digests, rotated on every
  * use; presenting a used one again revokes its whole family (OAuth 2.0 Security BCP, RFC 9700 §4.14.2).
  */
 import { randomUUID } from 'node:crypto';
-import { createLocalJWKSet, createRemoteJWKSet, decodeJwt, jwtVerify, SignJWT, type JWTPayload } from 'jose';
+import {
+  createLocalJWKSet,
+  createRemoteJWKSet,
+  decodeJwt,
+  decodeProtectedHeader,
+  jwtVerify,
+  SignJWT,
+  type JWK,
+  type JWTPayload,
+} from 'jose';
 import type { EventBus } from '../events/bus';
 import type { Logger } from '../log';
 import { digest, randomToken } from '../store/passwords';
@@ -30,7 +40,7 @@ import {
   type GrantType,
   type KeyManagerSettings,
 } from './settings';
-import { SUPER_TENANT, type Tenants } from '../tenants';
+import { issuerTenant, SUPER_TENANT, tenantIssuer, type Tenants } from '../tenants';
 import type { SamlAssertions, SamlIdentityProvider } from './saml-bearer';
 
 export type Form = URLSearchParams;
@@ -490,15 +500,20 @@ export class OAuthServer {
     );
   }
 
-  /** This authorization server as an audience: its issuer and its token endpoint (RFC 7523 §3). */
-  private get ownAudiences(): readonly string[] {
-    return [this.o.settings.issuer, `${this.o.settings.baseUrl}/oauth2/token`];
+  /**
+   * This authorization server as an audience: its issuer and its token endpoint (RFC 7523 §3); for a
+   * tenant's client the tenant's issuer too (docs/tenants.md, "Signing keys").
+   */
+  private ownAudiences(auth: AuthenticatedClient): readonly string[] {
+    const own = [this.o.settings.issuer, `${this.o.settings.baseUrl}/oauth2/token`];
+    const tenant = auth.application.tenant;
+    return tenant === SUPER_TENANT ? own : [...own, tenantIssuer(this.o.settings.issuer, tenant)];
   }
 
   /** RFC 7523 §2.1: a JWT from a trusted issuer ([[apim.jwt.issuer]]) as the authorization grant. */
   private async jwtBearer(auth: AuthenticatedClient, form: Form): Promise<TokenResponse> {
     // RFC 7523 §3: aud identifies this authorization server (its issuer or token endpoint); exp required.
-    const claims = await this.verifyTrusted(required(form, 'assertion'), 'assertion', this.ownAudiences);
+    const claims = await this.verifyTrusted(required(form, 'assertion'), 'assertion', this.ownAudiences(auth));
     this.subjectOfClientTenant(auth, String(claims.sub), { prefix: "the assertion's subject ", event: 'subject_tenant_refused' });
     // An asserted subject has no roles here: it gets allowed_scopes and subscribed scopes without roles.
     const scope = await this.resolveScope(param(form, 'scope'), { roles: [], applicationId: auth.application.id });
@@ -529,7 +544,7 @@ export class OAuthServer {
     const r = saml.assertions.check({
       assertion,
       providers: saml.providers,
-      endpoints: this.ownAudiences,
+      endpoints: this.ownAudiences(auth),
       now: Date.now(),
       skew: this.o.settings.skew,
     });
@@ -593,7 +608,8 @@ export class OAuthServer {
     // An access token of this server keeps its kind (an application token stays one) and its scopes at most.
     let aut: 'APPLICATION' | 'APPLICATION_USER' = 'APPLICATION_USER';
     let within: Set<string> | undefined;
-    if (iss === this.o.settings.issuer) {
+    if (iss !== undefined && issuerTenant(this.o.settings.issuer, iss) !== undefined) {
+      // Issued to the same client (checked below), so of the same tenant (verifyAccessToken checks its key's).
       const own = await this.verifyAccessToken(subjectToken);
       if (own === undefined)
         throw new OAuthError(
@@ -607,7 +623,7 @@ export class OAuthServer {
       aut = own.aut;
       within = new Set(own.scope.split(' '));
     } else {
-      const claims = await this.verifyTrusted(subjectToken, 'subject_token', [...this.ownAudiences, auth.client.consumerKey]);
+      const claims = await this.verifyTrusted(subjectToken, 'subject_token', [...this.ownAudiences(auth), auth.client.consumerKey]);
       subject = String(claims.sub);
       this.subjectOfClientTenant(auth, subject, { prefix: "the subject_token's subject ", event: 'subject_tenant_refused' });
       iat = claims.iat;
@@ -649,11 +665,14 @@ export class OAuthServer {
     },
   ): Promise<TokenResponse> {
     const s = this.o.settings;
-    const key = this.o.keys.current();
+    const { client, application } = auth;
+    // Each tenant signs with its own ring and names itself in iss (docs/tenants.md, "Signing keys").
+    const tenant = application.tenant;
+    const key = tenant === SUPER_TENANT ? this.o.keys.current() : await this.o.keys.signingKey(tenant);
+    const issuer = tenantIssuer(s.issuer, tenant);
     const now = Math.floor(Date.now() / 1000);
     const expiresIn = Math.max(1, Math.floor(t.validity / 1000));
     const jti = randomUUID();
-    const { client, application } = auth;
     const claims: AccessTokenClaims = {
       client_id: client.consumerKey,
       azp: client.consumerKey,
@@ -665,7 +684,7 @@ export class OAuthServer {
     const accessToken = await new SignJWT(claims)
       // RFC 9068 §2.1: typ at+jwt marks an access token, so an ID token cannot be replayed as one.
       .setProtectedHeader({ alg: key.alg, kid: key.kid, typ: 'at+jwt' })
-      .setIssuer(s.issuer)
+      .setIssuer(issuer)
       .setSubject(t.subject)
       .setAudience(client.consumerKey)
       .setJti(jti)
@@ -709,7 +728,7 @@ export class OAuthServer {
       res.id_token = await signIdToken(
         key,
         {
-          issuer: s.issuer,
+          issuer,
           subject: t.subject,
           clientId: client.consumerKey,
           validity: Math.floor(s.idTokenValidity / 1000),
@@ -732,13 +751,23 @@ export class OAuthServer {
     return res;
   }
 
-  /** Verifies an access token this server issued (signature by a published key, issuer, expiry, not revoked). */
+  /**
+   * Verifies an access token this server issued (signature by a published key, issuer, expiry, not
+   * revoked). The `iss` says whose ring must hold the key (docs/tenants.md, "Signing keys"): the super
+   * tenant's for the key manager's issuer, a tenant's for its tenant issuer, whose token must also name an
+   * application of that tenant, an active one. A super tenant key's token of a tenant's application (issued
+   * before tenants had rings) is valid until it expires.
+   */
   async verifyAccessToken(token: string): Promise<AccessTokenClaims | undefined> {
     let payload: JWTPayload;
+    let tenant: string | undefined;
     try {
-      const jwks = createLocalJWKSet({ keys: this.o.keys.publicJwks() });
-      const r = await jwtVerify(token, jwks, {
-        issuer: this.o.settings.issuer,
+      const iss = decodeJwt(token).iss;
+      tenant = iss === undefined ? undefined : issuerTenant(this.o.settings.issuer, iss);
+      if (iss === undefined || tenant === undefined) return undefined;
+      const keys = tenant === SUPER_TENANT ? this.o.keys.publicJwks() : await this.tenantKeys(token, tenant);
+      const r = await jwtVerify(token, createLocalJWKSet({ keys }), {
+        issuer: iss,
         typ: 'at+jwt',
         clockTolerance: Math.round(this.o.settings.skew / 1000),
       });
@@ -747,8 +776,24 @@ export class OAuthServer {
       return undefined;
     }
     if (issuedInFuture(payload, Date.now(), this.o.settings.skew)) return undefined;
+    if (tenant !== SUPER_TENANT && !(await this.ofTenant(payload, tenant))) return undefined;
     if (typeof payload.jti === 'string' && (await this.o.store.isRevoked(payload.jti, Date.now()))) return undefined;
     return payload as AccessTokenClaims;
+  }
+
+  /** The key of `tenant`'s ring a token's header names (none when its kid is another tenant's or unknown). */
+  private async tenantKeys(token: string, tenant: string): Promise<JWK[]> {
+    const kid = decodeProtectedHeader(token).kid;
+    const k = typeof kid === 'string' ? await this.o.keys.findTenantKey(kid) : undefined;
+    return k !== undefined && k.tenant === tenant ? [k.jwk] : [];
+  }
+
+  /** Whether a tenant key's token names a client of that tenant's, and the tenant is active. */
+  private async ofTenant(payload: JWTPayload, tenant: string): Promise<boolean> {
+    if (this.o.tenants !== undefined && this.o.tenants.state(tenant) !== 'active') return false;
+    const client = typeof payload.client_id === 'string' ? await this.o.store.getClient(payload.client_id) : undefined;
+    const app = client === undefined ? undefined : await this.o.store.getApplication(client.applicationId);
+    return app?.tenant === tenant;
   }
 
   /**

@@ -51,6 +51,7 @@ function newControlPlane(b: Boot): ControlPlane {
     password: scale.controlPlanePassword,
     retry: scale.retry,
     logger: b.logger,
+    keyRefetchInterval: b.config.throughway.security.jwks_refetch_interval,
     ...(pullsDeployments(b) ? { deployments: { labels } } : {}),
   });
 }

@@ -5,6 +5,9 @@
  *
  *   GET /.well-known/openid-configuration   the issuer (`iss`) of its tokens
  *   GET /oauth2/jwks                        its public keys (RFC 7517), kept and re-read on every snapshot
+ *   GET /admin/v1/signing-keys?tenant=*     every tenant's published keys (HTTP Basic; docs/tenants.md,
+ *                                           "Signing keys"), re-read on every snapshot and on a tenant kid
+ *                                           not held, at most once per keyRefetchInterval
  *   GET /admin/v1/snapshot                  applications, subscriptions, revoked token ids (HTTP Basic)
  *   GET /admin/v1/blocking-conditions?tenant=*  every tenant's blocking conditions (HTTP Basic)
  *   GET /admin/v1/deployments?labels=...    API files with the gateway's labels and the policies text
@@ -21,6 +24,7 @@ import * as http from 'node:http';
 import * as https from 'node:https';
 import type { JWK } from 'jose';
 import type { KeyManagerLink, Snapshot } from '../security';
+import type { TenantKey } from '../security/keys';
 import type { BlockingCondition } from '../events/blocking';
 import type { Logger } from '../log';
 import { retryDelays, type RetrySettings } from './settings';
@@ -56,6 +60,11 @@ export interface ControlPlaneOptions {
   readonly deployments?: { readonly labels: readonly string[] };
   /** Tests: waits without a real clock. */
   readonly sleep?: (ms: number) => Promise<void>;
+  /**
+   * The shortest time between two reads of the tenants' keys on an unknown kid (`[throughway.security]
+   * jwks_refetch_interval`, 10 s when not given), so made-up kids cannot make the worker ask on each token.
+   */
+  readonly keyRefetchInterval?: number;
 }
 
 export interface FullSnapshot extends Snapshot {
@@ -72,6 +81,10 @@ const realSleep = (ms: number): Promise<void> => new Promise((resolve) => setTim
 
 export class ControlPlane {
   private jwks: JWK[] = [];
+  /** Every tenant's published keys by kid (docs/tenants.md, "Signing keys"). */
+  private tenantKeys = new Map<string, TenantKey>();
+  private tenantKeysAt = 0;
+  private tenantFetch: Promise<void> | undefined;
   private iss = '';
   private readonly auth: string;
 
@@ -173,6 +186,38 @@ export class ControlPlane {
     const k = await this.request('GET', '/oauth2/jwks', undefined, false);
     if (!Array.isArray(k.keys)) throw new ControlPlaneError('the JWKS has no keys array');
     this.jwks = k.keys as JWK[];
+    await this.refreshTenantKeys();
+  }
+
+  /** Every tenant's published keys, as the control plane's super admin (`?tenant=*`). */
+  private async refreshTenantKeys(): Promise<void> {
+    this.tenantKeysAt = Date.now();
+    const r = await this.request('GET', '/admin/v1/signing-keys?tenant=*');
+    if (!Array.isArray(r.tenants)) throw new ControlPlaneError('GET /admin/v1/signing-keys?tenant=*: no tenants array');
+    const next = new Map<string, TenantKey>();
+    for (const t of r.tenants as { tenant?: unknown; keys?: unknown }[]) {
+      if (typeof t.tenant !== 'string' || !Array.isArray(t.keys)) continue;
+      for (const jwk of t.keys as JWK[]) if (typeof jwk.kid === 'string') next.set(jwk.kid, { tenant: t.tenant, jwk });
+    }
+    this.tenantKeys = next;
+  }
+
+  /**
+   * A tenant's key by kid; on a miss the tenants' keys are read again (a tenant made or rotated since the
+   * last pull), at most once per keyRefetchInterval: a failed read keeps the keys held.
+   */
+  private async tenantKey(kid: string): Promise<TenantKey | undefined> {
+    const had = this.tenantKeys.get(kid);
+    if (had !== undefined) return had;
+    if (this.tenantFetch === undefined && Date.now() - this.tenantKeysAt >= (this.o.keyRefetchInterval ?? 10_000)) {
+      this.tenantFetch = this.refreshTenantKeys()
+        .catch((err: unknown) => this.o.logger.log('warn', 'tenant_keys_unreachable', { url: this.o.url, message: (err as Error).message }))
+        .finally(() => {
+          this.tenantFetch = undefined;
+        });
+    }
+    if (this.tenantFetch !== undefined) await this.tenantFetch;
+    return this.tenantKeys.get(kid);
   }
 
   /** Snapshot, blocking conditions, deployments (when asked) and the current keys (rotation seen at every pull). */
@@ -219,6 +264,7 @@ export class ControlPlane {
     return {
       issuer: () => this.iss,
       publicJwks: () => this.jwks,
+      tenantKey: (kid) => this.tenantKey(kid),
       snapshot: () => this.pull(),
       introspect: (token) => this.request('POST', '/oauth2/introspect', new URLSearchParams({ token }).toString()),
       userClaims: async (username) => {

@@ -53,6 +53,11 @@ export interface TokenIdentity extends TokenFacts {
   readonly builtIn: boolean;
   /** Check against subscriptions ([[apim.jwt.issuer]] subscription_validation for other issuers). */
   readonly subscriptionValidation: boolean;
+  /**
+   * The tenant whose signing key signed a built-in key manager's token, when it is not the super tenant's
+   * (docs/tenants.md, "Signing keys"): the token's application must be that tenant's.
+   */
+  readonly keyTenant?: string;
   /** `application` claim of the built-in key manager's tokens. */
   readonly application: { readonly id: string; readonly name: string; readonly owner: string; readonly tier: string } | undefined;
 }

@@ -384,6 +384,13 @@ export class Security {
     if (app === undefined)
       return no(fault(ApiCode.INVALID_CREDENTIALS, { description: 'the access token belongs to no known application' }));
     const appTenant = app.application.tenant;
+    // A tenant's key signs its own tenant's applications only: another's is a forgery (docs/tenants.md, "Signing keys").
+    if (id.keyTenant !== undefined && id.keyTenant !== (appTenant ?? SUPER_TENANT))
+      return no(
+        fault(ApiCode.INVALID_CREDENTIALS, {
+          description: `the access token is signed by a key of tenant ${id.keyTenant} and names an application of tenant ${appTenant ?? SUPER_TENANT}`,
+        }),
+      );
     if (appTenant !== def.tenant && !this.crossTenant) {
       return no(
         fault(ApiCode.RESOURCE_FORBIDDEN, {
@@ -416,14 +423,18 @@ export function keyManagerLink(km: {
   readonly settings: { readonly issuer: string };
   readonly keys: {
     publicJwks(): import('jose').JWK[];
+    /** The key ring's tenants' keys (lib/keymanager/keys.ts); without it a tenant issuer's tokens are not trusted. */
+    findTenantKey?(kid: string): Promise<{ readonly tenant: string; readonly jwk: import('jose').JWK } | undefined>;
     current(): { readonly kid: string; readonly alg: string; readonly privateKey: import('jose').CryptoKey; readonly certificate?: Buffer };
   };
   readonly manager: { snapshot(): Promise<Snapshot>; userClaims(username: string): Promise<Readonly<Record<string, string>> | undefined> };
   readonly oauth: { introspect(form: URLSearchParams): Promise<Record<string, unknown>> };
 }): KeyManagerLink {
+  const tenantKey = km.keys.findTenantKey?.bind(km.keys);
   return {
     issuer: () => km.settings.issuer,
     publicJwks: () => km.keys.publicJwks(),
+    ...(tenantKey !== undefined ? { tenantKey } : {}),
     snapshot: () => km.manager.snapshot(),
     userClaims: (username) => km.manager.userClaims(username),
     introspect: (token) => km.oauth.introspect(new URLSearchParams({ token })),

@@ -45,16 +45,37 @@ export function pick(keys: readonly JWK[], kid: string | undefined): JWK | undef
   return usable.find((k) => k.kid === kid);
 }
 
-/** The built-in key manager's published keys, read live from its key ring. */
+/** A published key of a tenant's ring (docs/tenants.md, "Signing keys"; lib/keymanager/keys.ts holds the rings): whose it is and its public JWK. */
+export interface TenantKey {
+  readonly tenant: string;
+  readonly jwk: JWK;
+}
+
+/**
+ * The built-in key manager's published keys, read live from its key ring: the super tenant's (lookup) and,
+ * when the link gives them, each tenant's by kid (lookupTenant), the key manager's or the control plane's
+ * bounded re-read on an unknown kid included.
+ */
 export class LocalKeySource {
   private readonly cache = new KeyCache();
 
-  constructor(private readonly publicJwks: () => JWK[]) {}
+  constructor(
+    private readonly publicJwks: () => JWK[],
+    private readonly tenantKey?: (kid: string) => Promise<TenantKey | undefined>,
+  ) {}
 
   async lookup(kid: string | undefined, alg: string): Promise<KeyLookup> {
     const jwk = pick(this.publicJwks(), kid);
     if (jwk === undefined) return { unknown: true };
     return { key: await this.cache.get(jwk, alg), jwk };
+  }
+
+  /** A key of `tenant`'s ring by kid (a tenant's tokens always name one); unknown for another tenant's. */
+  async lookupTenant(kid: string | undefined, alg: string, tenant: string): Promise<KeyLookup> {
+    const found = kid === undefined || this.tenantKey === undefined ? undefined : await this.tenantKey(kid);
+    if (found === undefined || found.tenant !== tenant || (found.jwk.use !== undefined && found.jwk.use !== 'sig'))
+      return { unknown: true };
+    return { key: await this.cache.get(found.jwk, alg), jwk: found.jwk };
   }
 }
 

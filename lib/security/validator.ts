@@ -19,7 +19,8 @@ import type { JWTPayload, ProtectedHeaderParameters } from 'jose';
 import { jose } from './jose';
 import type { KeyType, TokenIdentity, UserType } from './auth-context';
 import { ApiCode, fault, type FaultValue } from '../faults';
-import { LocalKeySource, RemoteKeySource, type KeyLookup } from './keys';
+import { LocalKeySource, RemoteKeySource, type KeyLookup, type TenantKey } from './keys';
+import { issuerTenant, SUPER_TENANT } from '../tenants';
 import { ALLOWED_ALGORITHMS, type IssuerSettings, type SecuritySettings } from './settings';
 
 /** The key manager this gateway runs with in one process (node.ts builds it; see keyManagerLink()). */
@@ -28,6 +29,11 @@ export interface KeyManagerLink {
   issuer(): string;
   /** Its published public keys (live: rotation is seen at once). */
   publicJwks(): import('jose').JWK[];
+  /**
+   * A tenant's published key by kid (docs/tenants.md, "Signing keys"), re-read from its source on an
+   * unknown kid at most once per bounded interval. Absent: tokens of a tenant issuer are not trusted.
+   */
+  tenantKey?(kid: string): Promise<TenantKey | undefined>;
   snapshot(): Promise<import('./subscriptions').Snapshot>;
   /** RFC 7662 introspection, answered in process. */
   introspect?(token: string): Promise<Record<string, unknown>>;
@@ -94,6 +100,8 @@ function reason(err: unknown): string {
 interface Source {
   readonly issuer: string;
   readonly builtIn: boolean;
+  /** The tenant whose ring signs this issuer's tokens, for a tenant issuer of the built-in key manager. */
+  readonly tenant?: string;
   readonly settings: IssuerSettings | undefined;
   lookup(kid: string | undefined, alg: string): Promise<KeyLookup>;
 }
@@ -108,7 +116,13 @@ export class TokenValidator {
     private readonly km: KeyManagerLink | undefined,
     private readonly o: { readonly now: () => number; readonly logger: import('../log').Logger },
   ) {
-    this.local = km !== undefined ? new LocalKeySource(() => km.publicJwks()) : undefined;
+    this.local =
+      km !== undefined
+        ? new LocalKeySource(
+            () => km.publicJwks(),
+            km.tenantKey !== undefined ? (kid) => km.tenantKey?.(kid) as Promise<TenantKey | undefined> : undefined,
+          )
+        : undefined;
     const remote = new Map<string, { settings: IssuerSettings; keys: RemoteKeySource }>();
     for (const i of s.issuers) {
       remote.set(i.name, {
@@ -144,8 +158,16 @@ export class TokenValidator {
       return { issuer: iss, builtIn: true, settings: undefined, lookup: (kid, alg) => local.lookup(kid, alg) };
     }
     const r = this.remote.get(iss);
-    if (r === undefined) return undefined;
+    if (r === undefined) return km !== undefined && km.tenantKey !== undefined ? this.tenantSource(km, iss) : undefined;
     return { issuer: iss, builtIn: false, settings: r.settings, lookup: (kid, alg) => r.keys.lookup(kid, alg) };
+  }
+
+  /** A tenant issuer of the built-in key manager (docs/tenants.md, "Signing keys"): only that tenant's keys sign for it. */
+  private tenantSource(km: KeyManagerLink, iss: string): Source | undefined {
+    const tenant = issuerTenant(km.issuer(), iss);
+    const local = this.local;
+    if (tenant === undefined || tenant === SUPER_TENANT || local === undefined) return undefined;
+    return { issuer: iss, builtIn: true, tenant, settings: undefined, lookup: (kid, alg) => local.lookupTenant(kid, alg, tenant) };
   }
 
   private async jwt(token: string): Promise<TokenIdentity | FaultValue> {
@@ -205,7 +227,7 @@ export class TokenValidator {
         }
       }
     }
-    return this.identity(
+    const id = this.identity(
       claims,
       src.issuer,
       src.builtIn,
@@ -213,6 +235,7 @@ export class TokenValidator {
       str(payload.jti),
       (payload.exp as number) * 1000 + this.s.skew,
     );
+    return src.tenant === undefined ? id : Object.freeze({ ...id, keyTenant: src.tenant });
   }
 
   /** The identity a set of (local) claims describes, from a JWT or an introspection answer. */

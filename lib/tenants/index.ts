@@ -145,6 +145,39 @@ export function domainProblem(domain: string): string | undefined {
   return undefined;
 }
 
+/** The origin of an issuer URL (`https://host:9443`) and its path (`/oauth2/token`, '' at the root). */
+function issuerParts(issuer: string): { readonly origin: string; readonly path: string } {
+  const scheme = issuer.indexOf('://');
+  const slash = scheme < 0 ? -1 : issuer.indexOf('/', scheme + 3);
+  return slash < 0 ? { origin: issuer, path: '' } : { origin: issuer.slice(0, slash), path: issuer.slice(slash).replace(/\/+$/, '') };
+}
+
+/**
+ * The `iss` of a tenant's tokens (docs/tenants.md, "Signing keys"): the key manager's issuer with
+ * `/t/<domain>` before its path, the reference's tenant-qualified form
+ * (`https://localhost:9443/oauth2/token` becomes `https://localhost:9443/t/acme.test/oauth2/token`).
+ * The super tenant's is the issuer itself.
+ */
+export function tenantIssuer(issuer: string, tenant: string): string {
+  if (tenant === SUPER_TENANT) return issuer;
+  const p = issuerParts(issuer);
+  return `${p.origin}/t/${tenant}${p.path}`;
+}
+
+/**
+ * Whose tokens an `iss` names, given the key manager's issuer: the super tenant for the issuer itself, a
+ * domain for a tenant's issuer (tenantIssuer), undefined for anything else. The domain is well-formed
+ * (domainProblem) but not checked to be a tenant.
+ */
+export function issuerTenant(issuer: string, iss: string): string | undefined {
+  if (iss === issuer) return SUPER_TENANT;
+  const p = issuerParts(issuer);
+  const head = `${p.origin}/t/`;
+  if (!iss.startsWith(head) || !iss.endsWith(p.path) || iss.length <= head.length + p.path.length) return undefined;
+  const domain = iss.slice(head.length, iss.length - p.path.length);
+  return domainProblem(domain) === undefined ? domain : undefined;
+}
+
 /** A tenant as the service answers it: the super tenant included, always active. */
 export const SUPER_TENANT_RECORD: Tenant = Object.freeze({ domain: SUPER_TENANT, admin: '', package: '', active: true, createdAt: 0 });
 

@@ -141,6 +141,26 @@ const CASES: Record<string, (call: Call, acme: Acme, h: Harness) => Promise<stri
     ...refused(await call('DELETE', `/blocking-conditions/${a.blockId}?tenant=acme.test`)),
     ...((await h.store.listBlockingConditions('acme.test')).some((c) => c.id === a.blockId) ? [] : ['removed it']),
   ],
+  'GET /signing-keys': async (call, _a, h) => {
+    const r = await call('GET', '/signing-keys');
+    const acmeKids = (await h.store.listSigningKeys('acme.test')).map((k) => k.kid);
+    return [
+      ...(r.status === 200 && r.body.tenant === 'beta.test' && !acmeKids.some((k) => r.text.includes(k))
+        ? []
+        : [`shows acme.test's keys (${r.status})`]),
+      ...refused(await call('GET', '/signing-keys?tenant=acme.test')),
+      ...refused(await call('GET', '/signing-keys?tenant=*')),
+    ];
+  },
+  'POST /signing-keys/rotate': async (call, _a, h) => {
+    const before = JSON.stringify(await h.store.listSigningKeys('acme.test'));
+    const own = await call('POST', '/signing-keys/rotate');
+    return [
+      ...(own.status === 200 && own.body.tenant === 'beta.test' ? [] : [`did not rotate its own ring (${own.status})`]),
+      ...refused(await call('POST', '/signing-keys/rotate?tenant=acme.test')),
+      ...(JSON.stringify(await h.store.listSigningKeys('acme.test')) === before ? [] : ["rotated acme.test's ring"]),
+    ];
+  },
   'GET /api-files': async (call) => {
     const r = await call('GET', '/api-files');
     const asked = await call('GET', '/api-files?tenant=acme.test');
@@ -234,6 +254,8 @@ t.test("every admin route, called as another tenant's admin, refuses", async (t)
   await h.km.tenants.add({ domain: 'acme.test', admin: 'bossy', password: 'acme-pw-1' });
   await h.km.tenants.add({ domain: 'beta.test', admin: 'chief', password: 'beta-pw-1' });
   const acmeAdmin = basic('bossy@acme.test', 'acme-pw-1');
+  // acme.test's signing key (made on first need for a tenant added without the admin route).
+  t.equal((await h.km.keys.tenantJwks('acme.test')).length, 1);
   t.equal((await json('POST', `${A}/users`, { username: 'janey', password: 'jane-pw-1' }, acmeAdmin)).status, 201);
   const app = await json('POST', `${A}/applications`, { name: 'AcmeApp', owner: 'janey' }, acmeAdmin);
   t.match(app.body, { owner: 'janey@acme.test', tenant: 'acme.test' });
