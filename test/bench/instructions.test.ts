@@ -152,14 +152,16 @@ t.test('sendFixed: exactly n requests over the connections, answers other than 2
   t.equal(bad, 10, 'ten 503s');
 });
 
+/** A cell whose every instruction is the program's. */
+const cell = (program: number, fns: Record<string, number>): InstructionCount => ({
+  total: program,
+  gc: 0,
+  compiler: 0,
+  program,
+  byFunction: fns,
+});
+
 t.test('renderInstructions with the traced cell: its row, its ratio and what tracing adds to the full gateway', async (t) => {
-  const cell = (program: number, fns: Record<string, number>): InstructionCount => ({
-    total: program,
-    gc: 0,
-    compiler: 0,
-    program,
-    byFunction: fns,
-  });
   const out = renderInstructions(
     {
       date: '2026-11-27T00:00:00.000Z',
@@ -191,13 +193,6 @@ t.test('renderInstructions with the traced cell: its row, its ratio and what tra
 });
 
 t.test('renderInstructions with --node-bodies: the 64 KiB and 1 MiB rows, their ratios and differences', async (t) => {
-  const cell = (program: number, fns: Record<string, number>): InstructionCount => ({
-    total: program,
-    gc: 0,
-    compiler: 0,
-    program,
-    byFunction: fns,
-  });
   const out = renderInstructions(
     {
       date: '2026-12-04T00:00:00.000Z',
