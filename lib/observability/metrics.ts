@@ -112,6 +112,8 @@ export interface MetricsOptions {
 export interface MetricsTarget {
   readonly transport: Transport;
   apiOf(url: string): string | undefined;
+  /** The API of an exchange as its call was routed (lib/gateway Gateway.apiOfExchange); apiOf(r.url) without it. */
+  apiOfExchange?(r: ExchangeRecord): string | undefined;
 }
 
 /** The period of prom-client's event-loop delay samples (monitorEventLoopDelay's resolution), in ms. */
@@ -157,7 +159,8 @@ export class Metrics {
    */
   onExchange(r: ExchangeRecord): void {
     // The API id is the compiled API's own string: no string is built per request.
-    const api = this.target?.apiOf(r.url) ?? '';
+    const t = this.target;
+    const api = (t === undefined ? undefined : t.apiOfExchange !== undefined ? t.apiOfExchange(r) : t.apiOf(r.url)) ?? '';
     let a = this.apis.get(api);
     if (a === undefined) {
       a = { byStatus: new Map(), total: new HistogramCounts(LATENCY_BUCKETS), backend: new HistogramCounts(LATENCY_BUCKETS) };
