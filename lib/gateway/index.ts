@@ -7,7 +7,7 @@
 import type * as net from 'node:net';
 import type * as tls from 'node:tls';
 import { createTransport, type ListenOptions, type Transport } from '../transport';
-import type { ExchangeRecord, RouteFn } from '../transport/types';
+import type { RouteFn } from '../transport/types';
 import type { Security } from '../security';
 import type { Throttle } from '../throttle';
 import type { Mediation } from '../mediation';
@@ -51,12 +51,6 @@ export interface Gateway {
   states(): readonly ApiState[];
   /** The deployed API ("name:version") a request target belongs to (a gRPC call's: its service's), for metrics labels. */
   apiOf(url: string): string | undefined;
-  /**
-   * The same for an exchange record, inside the transport's onExchange: the API its call was routed to, kept
-   * on the call (no second route lookup: docs/performance.md, "The deployed node's request path"); apiOf of
-   * its URL when no call was kept or routed.
-   */
-  apiOfExchange(r: ExchangeRecord): string | undefined;
   /** The gRPC relay's view of the gateway (lib/http2/grpc.ts, docs/grpc.md). */
   readonly grpc: GrpcGateway;
   close(): Promise<void>;
@@ -67,8 +61,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   const { config, ports } = p;
   const d = new Deployment(p, options.apis, options.watch !== false);
   const tokens = options.tokenEndpoints !== undefined ? tokenRoute(options.tokenEndpoints, (url) => p.registry.target(url)) : undefined;
-  // The node's metrics (options.observe) label each exchange with its call's API (apiOfExchange).
-  const { route, calls } = routerOf(d, options.chain ?? PHASES, p.observer, tokens, options.observe?.onExchange !== undefined);
+  const { route, calls } = routerOf(d, options.chain ?? PHASES, p.observer, tokens);
   const wiring = eventsOf(p, d, calls, { observe: options.observe, codeApis: options.apis !== undefined, tap: options.tap });
   const transport = createTransport({
     route,
@@ -79,14 +72,6 @@ export function createGateway(options: GatewayOptions): Gateway {
     ...(options.connect !== undefined ? { connect: options.connect } : {}),
   });
   d.start();
-  function apiOf(url: string): string | undefined {
-    const q = url.indexOf('?');
-    const path = q < 0 ? url : url.slice(0, q);
-    const table = d.rt.table;
-    const id = table.lookup(path)?.api.id;
-    if (id !== undefined || table.grpcServices.size === 0) return id;
-    return table.grpcServices.get(path.slice(1, path.indexOf('/', 1) >>> 0))?.id;
-  }
   return {
     transport,
     mediation: p.mediation,
@@ -110,10 +95,13 @@ export function createGateway(options: GatewayOptions): Gateway {
     reload: (o) => d.reload(o),
     deployed: () => describe(d.states),
     states: () => d.states,
-    apiOf,
-    apiOfExchange(r) {
-      const api = wiring.callOf(r)?.api;
-      return api !== undefined ? api.id : apiOf(r.url);
+    apiOf(url) {
+      const q = url.indexOf('?');
+      const path = q < 0 ? url : url.slice(0, q);
+      const table = d.rt.table;
+      const id = table.lookup(path)?.api.id;
+      if (id !== undefined || table.grpcServices.size === 0) return id;
+      return table.grpcServices.get(path.slice(1, path.indexOf('/', 1) >>> 0))?.id;
     },
     grpc: {
       prefixOf: (service) => d.rt.table.grpcServices.get(service)?.path,

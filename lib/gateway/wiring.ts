@@ -38,17 +38,10 @@ export interface Router {
 
 /**
  * Three routers, chosen once: without a call observer the plain chain runs untouched. With `tokens`
- * (token-route.ts), `/token` and `/revoke` are answered before routing. `keepCalls`: the calls are kept for
- * the exchange's events without a call observer too (the node's metrics read the call's API, apiOfExchange).
+ * (token-route.ts), `/token` and `/revoke` are answered before routing.
  */
-export function routerOf(
-  d: Deployment,
-  chain: readonly ChainStep[],
-  observer: CallObserver | undefined,
-  tokens?: TokenRouter,
-  keepCalls = false,
-): Router {
-  const r = chainRouterOf(d, chain, observer, keepCalls);
+export function routerOf(d: Deployment, chain: readonly ChainStep[], observer: CallObserver | undefined, tokens?: TokenRouter): Router {
+  const r = chainRouterOf(d, chain, observer);
   if (tokens === undefined) return r;
   const chained = r.route;
   return {
@@ -60,21 +53,21 @@ export function routerOf(
   };
 }
 
-function chainRouterOf(d: Deployment, steps: readonly ChainStep[], observer: CallObserver | undefined, keepCalls: boolean): Router {
+function chainRouterOf(d: Deployment, steps: readonly ChainStep[], observer: CallObserver | undefined): Router {
   // Run over a plain copy: `phases[i]` on the frozen PHASES array went through V8's generic keyed-load
   // builtin on every step (callgrind: about 620 instructions per call; docs/performance.md).
   const chain = [...steps];
   // An Upgrade request (rare) may carry its token as access_token (websocket.ts); others go straight in.
   const callOf = (req: SourceRequest): CallContext =>
     new CallContext(req.upgrade === true && isWebSocketHandshake(req) ? handshakeRequest(req) : req, d.rt);
-  if (observer?.calls !== true && !keepCalls)
+  if (observer === undefined || !observer.calls)
     return { route: (req: SourceRequest): RouteDecision | Promise<RouteDecision> => runChain(callOf(req), chain), calls: false };
   // Records come only from the gateway's own transport, whose requests have the field; a request made by
   // hand without it (maybe frozen) never comes back in one, so nothing is kept for it.
   const keep = (req: SourceRequest, ctx: CallContext): void => {
     if ('call' in req) req.call = ctx;
   };
-  const observed = observer?.chain;
+  const observed = observer.chain;
   const route =
     observed === undefined
       ? (req: SourceRequest): RouteDecision | Promise<RouteDecision> => {
@@ -133,8 +126,6 @@ export interface EventWiring {
   /** What the transport is given; its onExchange may be set later (recordExchanges). */
   readonly events: TransportEvents;
   readonly controls: GatewayControls;
-  /** The call behind `r` while the transport's onExchange of `r` runs (Router.calls); undefined otherwise. */
-  callOf(r: ExchangeRecord): CallContext | undefined;
 }
 
 /**
@@ -158,8 +149,6 @@ export function eventsOf(
   const tenants = p.tenants?.metersBandwidth === true && p.tenants.countBytes !== undefined ? p.tenants : undefined;
   const observe = o.observe;
   let tap: TransportEvents | undefined;
-  let endingRecord: ExchangeRecord | undefined;
-  let endingCall: CallContext | undefined;
   const onFault = (f: TransportFault, req: SourceRequest | undefined): void => {
     observe?.onFault?.(f, req);
     if (req !== undefined) {
@@ -181,19 +170,12 @@ export function eventsOf(
       }
     }
     if (tenants !== undefined) countTenantBytes(tenants, r);
-    const ctx = calls && r.request !== undefined ? takeCall(r.request) : undefined;
-    if (observer !== undefined) observer.ended(ctx, r);
-    // While the listeners below run, callOf(r) answers this record's call (the node's metrics label it with
-    // its API: Gateway.apiOfExchange); the request no longer holds it.
-    endingRecord = r;
-    endingCall = ctx;
-    try {
-      observe?.onExchange?.(r);
-      tap?.onExchange?.(r);
-    } finally {
-      endingRecord = undefined;
-      endingCall = undefined;
+    if (observer !== undefined) {
+      const ctx = calls && r.request !== undefined ? takeCall(r.request) : undefined;
+      observer.ended(ctx, r);
     }
+    observe?.onExchange?.(r);
+    tap?.onExchange?.(r);
   };
   const files = p.directory ?? p.texts;
   const needExchange =
@@ -208,5 +190,5 @@ export function eventsOf(
     },
   };
   tap = o.tap?.(controls);
-  return { events, controls, callOf: (r) => (r === endingRecord ? endingCall : undefined) };
+  return { events, controls };
 }

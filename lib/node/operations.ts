@@ -150,7 +150,7 @@ export function registerStoreCheckers(b: Boot, store: Store): void {
 
 /** The gateway's metrics and its components' checkers. */
 export function observeGateway(b: Boot, gw: Gateway): void {
-  b.metrics?.attach({ transport: gw.transport, apiOf: (url) => gw.apiOf(url), apiOfExchange: (r) => gw.apiOfExchange(r) });
+  b.metrics?.attach({ transport: gw.transport, apiOf: (url) => gw.apiOf(url) });
   if (b.metrics !== undefined) registerComponentMetrics(b.metrics, () => b.gateway);
   const health = b.health;
   if (health === undefined) return;

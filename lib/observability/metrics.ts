@@ -120,8 +120,6 @@ export interface MetricsOptions {
 export interface MetricsTarget {
   readonly transport: Transport;
   apiOf(url: string): string | undefined;
-  /** The API of an exchange as its call was routed (lib/gateway Gateway.apiOfExchange); apiOf(r.url) without it. */
-  apiOfExchange?(r: ExchangeRecord): string | undefined;
 }
 
 /** The period of prom-client's event-loop delay samples (monitorEventLoopDelay's resolution), in ms. */
@@ -170,8 +168,7 @@ export class Metrics {
    */
   onExchange(r: ExchangeRecord): void {
     // The API id is the compiled API's own string: no string is built per request.
-    const t = this.target;
-    const api = (t === undefined ? undefined : t.apiOfExchange !== undefined ? t.apiOfExchange(r) : t.apiOf(r.url)) ?? '';
+    const api = this.target?.apiOf(r.url) ?? '';
     // The label's and the status key's Map look-ups counted about 240 instructions per exchange under
     // callgrind; the deployed node's calls mostly repeat the last one's (docs/performance.md, "The deployed
     // node's request path").
