@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- --instructions [--requests N] [--rounds R] [--warm N] [--traced] [--plugin] [--node] [--h2c] [--keep]`: user-space instructions
+ * `npm run bench -- --instructions [--requests N] [--rounds R] [--warm N] [--traced] [--plugin] [--node] [--node-bodies] [--h2c] [--keep]`: user-space instructions
  * per request of the bare transport and of the full gateway on the same request (the full scenario's route,
  * bearer token included; the gateway with its access log on, as in the CPU bench's full scenario), counted
  * by valgrind's callgrind (docs/performance.md, "Counting instructions"). `--traced` adds the traced
@@ -8,6 +8,8 @@
  * `--h2c` adds the node cells and a second deployed node with `[throughway.http2] h2c = true`, sent the
  * same GET as HTTP/2 streams with prior knowledge (8 sessions, 10 streams open on each): what a stream
  * costs beside an HTTP/1.1 request on the node.
+ * `--node-bodies` adds the node cells and counts both processes on the peers' other two requests as well:
+ * GET /64k and POST /upload with 1 MiB (fewer of them per round: `--requests` ÷ 5 and ÷ 50).
  * `--node` adds the deployed node (bench/start-node.ts: `throughway start` with one open API file) and the
  * bare transport again, both sent the peers' plain GET of /small (no token): what a user runs against the
  * transport it is built on. `--keep` writes each counted dump, its JIT addresses named, to the bench's
@@ -46,6 +48,7 @@ import {
   stopAll,
   stopProc,
   traceparents,
+  uploadBody,
   waitPort,
   type Proc,
 } from './common';
@@ -255,6 +258,16 @@ export interface InstructionRun {
   readonly node?: readonly InstructionCount[];
   /** `--h2c`: a second deployed node with h2c on, sent the same GET as HTTP/2 streams (10 per session at once). */
   readonly h2c?: readonly InstructionCount[];
+  /**
+   * `--node-bodies`: the peers' two other requests to the transport and to the deployed node, GET /64k
+   * (`requests` ÷ 5 per round) and POST /upload with 1 MiB (`requests` ÷ 50).
+   */
+  readonly bodies?: {
+    readonly transport64k: readonly InstructionCount[];
+    readonly node64k: readonly InstructionCount[];
+    readonly transportUpload: readonly InstructionCount[];
+    readonly nodeUpload: readonly InstructionCount[];
+  };
 }
 
 /** The table of a run: medians per class, the program ratio per round, and the functions that differ most. */
@@ -278,6 +291,14 @@ export function renderInstructions(run: InstructionRun, top = 15): string {
   if (run.transportPlain !== undefined) cells.push(['transport, plain GET (no token)', run.transportPlain]);
   if (run.node !== undefined) cells.push(['deployed node, plain GET', run.node]);
   if (run.h2c !== undefined) cells.push(['deployed node, the same GET as an h2c stream', run.h2c]);
+  const b = run.bodies;
+  if (b !== undefined)
+    cells.push(
+      ['transport, GET /64k', b.transport64k],
+      ['deployed node, GET /64k', b.node64k],
+      ['transport, POST /upload 1 MiB', b.transportUpload],
+      ['deployed node, POST /upload 1 MiB', b.nodeUpload],
+    );
   for (const [label, cs] of cells) {
     L.push(`| ${label} | ${fmt(med(cs, 'total'))} | ${fmt(med(cs, 'gc'))} | ${fmt(med(cs, 'compiler'))} | ${fmt(med(cs, 'program'))} |`);
   }
@@ -290,6 +311,10 @@ export function renderInstructions(run: InstructionRun, top = 15): string {
     L.push(`Program instructions, deployed node / transport (plain GET): ${ratiosText(ratioOf(run.node, run.transportPlain))}`);
   if (run.h2c !== undefined && run.node !== undefined)
     L.push(`Program instructions, h2c stream / HTTP/1.1 request on the deployed node: ${ratiosText(ratioOf(run.h2c, run.node))}`);
+  if (b !== undefined) {
+    L.push(`Program instructions, deployed node / transport (GET /64k): ${ratiosText(ratioOf(b.node64k, b.transport64k))}`);
+    L.push(`Program instructions, deployed node / transport (POST /upload 1 MiB): ${ratiosText(ratioOf(b.nodeUpload, b.transportUpload))}`);
+  }
   if (tokenCells) {
     L.push('');
     L.push(`Where the gateway's extra program instructions go (the ${top} functions that differ most, per request):`);
@@ -314,6 +339,16 @@ export function renderInstructions(run: InstructionRun, top = 15): string {
     L.push('');
     L.push(`What an h2c stream costs beyond an HTTP/1.1 request on the node (the ${top} functions that differ most, per request):`);
     L.push(...differences(run.node, run.h2c, 'HTTP/1.1', 'h2c', top));
+  }
+  if (b !== undefined) {
+    L.push('');
+    L.push(`Where the deployed node's extra program instructions go on GET /64k (the ${top} functions that differ most, per request):`);
+    L.push(...differences(b.transport64k, b.node64k, 'transport', 'node', top));
+    L.push('');
+    L.push(
+      `Where the deployed node's extra program instructions go on POST /upload 1 MiB (the ${top} functions that differ most, per request):`,
+    );
+    L.push(...differences(b.transportUpload, b.nodeUpload, 'transport', 'node', top));
   }
   return L.join('\n') + '\n';
 }
@@ -581,7 +616,9 @@ export async function runInstructionsBench(argv: readonly string[]): Promise<voi
   const nodeOnly = argv.includes('--node-only');
   // --h2c: the node cells, and a second node with h2c on sent the same GET as HTTP/2 streams.
   const withH2c = argv.includes('--h2c');
-  const withNode = nodeOnly || withH2c || argv.includes('--node');
+  // --node-bodies: the node cells, and both processes counted on GET /64k and POST /upload (1 MiB) too.
+  const withBodies = argv.includes('--node-bodies');
+  const withNode = nodeOnly || withH2c || withBodies || argv.includes('--node');
   const stamp = new Date().toISOString().replace(/[:.]/g, '-');
   const keep = (cell: string, r: number): string | undefined =>
     argv.includes('--keep') ? path.join(WORK_DIR, `callgrind-${stamp}-${cell}-r${r + 1}.out`) : undefined;
@@ -598,6 +635,12 @@ export async function runInstructionsBench(argv: readonly string[]): Promise<voi
   const transportPlain: InstructionCount[] = [];
   const node: InstructionCount[] = [];
   const h2c: InstructionCount[] = [];
+  const bodies = {
+    transport64k: [] as InstructionCount[],
+    node64k: [] as InstructionCount[],
+    transportUpload: [] as InstructionCount[],
+    nodeUpload: [] as InstructionCount[],
+  };
   const counted: Counted[] = [];
   try {
     await startBackend(backendPort);
@@ -659,6 +702,16 @@ export async function runInstructionsBench(argv: readonly string[]): Promise<voi
       withTraced ? traceparents(0.01).map((tp) => one(port, p, tok, `traceparent: ${tp}\r\n`)) : one(port, p, tok, '');
     // The peers' request (wrk's GET with a Host field only), to the transport and to the deployed node.
     const plain = (port: number, p: string): Buffer => Buffer.from(`GET ${p} HTTP/1.1\r\nHost: ${HOST}:${port}\r\n\r\n`, 'latin1');
+    // The peers' POST: 1 MiB (common.ts uploadBody) with its length, as wrk's script sends it.
+    const upload = withBodies ? uploadBody() : Buffer.alloc(0);
+    const post = (port: number, p: string): Buffer =>
+      Buffer.concat([
+        Buffer.from(
+          `POST ${p} HTTP/1.1\r\nHost: ${HOST}:${port}\r\nContent-Type: application/octet-stream\r\nContent-Length: ${upload.length}\r\n\r\n`,
+          'latin1',
+        ),
+        upload,
+      ]);
     // The open route answers too: the gateway serves the bench's routes (a check, not counted).
     if (gw !== undefined && (await sendFixed(gw.port, req(gw.port, GATEWAY_OPEN_PATH), 10, 1)) > 0)
       throw new Error(`the gateway does not answer ${GATEWAY_OPEN_PATH} (log: ${gw.proc.logFile})`);
@@ -674,6 +727,20 @@ export async function runInstructionsBench(argv: readonly string[]): Promise<voi
       if (nd !== undefined) {
         transportPlain.push(await countCell(tp, plain(tp.port, TRANSPORT_PATH), w, requests, keep('transport-plain', r)));
         node.push(await countCell(nd, plain(nd.port, `${NODE_PREFIX}${TRANSPORT_PATH}`), w, requests, keep('node', r)));
+      }
+      if (nd !== undefined && withBodies) {
+        // Fewer of the larger requests: each costs some 5x (64 KiB) and 50x (1 MiB) a small GET under valgrind.
+        const n64 = Math.max(1, Math.round(requests / 5));
+        const w64 = Math.max(1, Math.round(w / 5));
+        const nUp = Math.max(1, Math.round(requests / 50));
+        const wUp = Math.max(1, Math.round(w / 50));
+        bodies.transport64k.push(await countCell(tp, plain(tp.port, '/64k'), w64, n64, keep('transport-64k', r)));
+        bodies.node64k.push(await countCell(nd, plain(nd.port, `${NODE_PREFIX}/64k`), w64, n64, keep('node-64k', r)));
+        bodies.transportUpload.push(await countCell(tp, post(tp.port, '/upload'), wUp, nUp, keep('transport-upload', r)));
+        bodies.nodeUpload.push(await countCell(nd, post(nd.port, `${NODE_PREFIX}/upload`), wUp, nUp, keep('node-upload', r)));
+        log(
+          `  GET /64k: transport ${fmt(bodies.transport64k[r]?.program)}, node ${fmt(bodies.node64k[r]?.program)}; POST /upload 1 MiB: transport ${fmt(bodies.transportUpload[r]?.program)}, node ${fmt(bodies.nodeUpload[r]?.program)}`,
+        );
       }
       if (h2 !== undefined) {
         const at = `${NODE_PREFIX}${TRANSPORT_PATH}`;
@@ -716,6 +783,7 @@ export async function runInstructionsBench(argv: readonly string[]): Promise<voi
     ...(withPlugin ? { plugin } : {}),
     ...(withNode ? { transportPlain, node } : {}),
     ...(withH2c ? { h2c } : {}),
+    ...(withBodies ? { bodies } : {}),
   };
   fs.writeFileSync(path.join(WORK_DIR, `instructions-${run.date.replace(/[:.]/g, '-')}.json`), JSON.stringify(run, null, 2));
   process.stdout.write(`# throughway instruction count — ${run.date}\n\n${renderInstructions(run)}`);

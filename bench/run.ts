@@ -11,7 +11,7 @@
  *   npm run bench -- --workers [...]   (bench/workers.ts)
  *   npm run bench -- --h2 [--duration S] [--warmup S] [--rounds N] [--connections N] [--write] [--from FILE]   (bench/h2.ts)
  *   npm run bench -- --idle [--clients N] [--write] [--from FILE]   (bench/idle.ts)
- *   npm run bench -- --instructions [--requests N] [--rounds R] [--warm N] [--traced] [--plugin] [--node|--node-only] [--h2c] [--keep]   (bench/instructions.ts)
+ *   npm run bench -- --instructions [--requests N] [--rounds R] [--warm N] [--traced] [--plugin] [--node|--node-only] [--node-bodies] [--h2c] [--keep]   (bench/instructions.ts)
  *   npm run bench -- --many-clients [--clients N] [--rounds R] [--duration S] [--write] [--from FILE]   (bench/clients.ts)
  *   npm run bench -- --cache-misses [--clients N] [--requests N] [--rounds R] [--ll BYTES]   (bench/cache.ts)
  *   npm run bench -- --tenants [--tenant-count N] [--apis M] [--requests R]   (bench/tenants.ts)

@@ -152,14 +152,16 @@ t.test('sendFixed: exactly n requests over the connections, answers other than 2
   t.equal(bad, 10, 'ten 503s');
 });
 
+/** A cell whose every instruction is the program's. */
+const cell = (program: number, fns: Record<string, number>): InstructionCount => ({
+  total: program,
+  gc: 0,
+  compiler: 0,
+  program,
+  byFunction: fns,
+});
+
 t.test('renderInstructions with the traced cell: its row, its ratio and what tracing adds to the full gateway', async (t) => {
-  const cell = (program: number, fns: Record<string, number>): InstructionCount => ({
-    total: program,
-    gc: 0,
-    compiler: 0,
-    program,
-    byFunction: fns,
-  });
   const out = renderInstructions(
     {
       date: '2026-11-27T00:00:00.000Z',
@@ -188,6 +190,38 @@ t.test('renderInstructions with the traced cell: its row, its ratio and what tra
     gateway: [cell(2, {})],
   });
   t.notMatch(plain, 'traced', 'no traced row or table without the cell');
+});
+
+t.test('renderInstructions with --node-bodies: the 64 KiB and 1 MiB rows, their ratios and differences', async (t) => {
+  const out = renderInstructions(
+    {
+      date: '2026-12-04T00:00:00.000Z',
+      requests: 5000,
+      rounds: 1,
+      transport: [],
+      gateway: [],
+      transportPlain: [cell(40000, { parse: 9000 })],
+      node: [cell(48000, { parse: 9000, routePhase: 700 })],
+      bodies: {
+        transport64k: [cell(60000, { copy: 20000 })],
+        node64k: [cell(69000, { copy: 20000, routePhase: 700 })],
+        transportUpload: [cell(500000, { relay: 300000 })],
+        nodeUpload: [cell(510000, { relay: 300000, sendPhase: 300 })],
+      },
+    },
+    1,
+  );
+  t.match(out, '| transport, GET /64k | 60000 | 0 | 0 | 60000 |');
+  t.match(out, '| deployed node, POST /upload 1 MiB | 510000 | 0 | 0 | 510000 |');
+  t.match(out, 'deployed node / transport (GET /64k): 1.150');
+  t.match(out, 'deployed node / transport (POST /upload 1 MiB): 1.020');
+  const upload = out.slice(out.indexOf('go on POST /upload 1 MiB'));
+  t.same(
+    upload.split('\n').filter((l) => /^\| (sendPhase|relay|routePhase) /.test(l)),
+    ['| sendPhase | 0 | 300 | +300 |'],
+    'the largest difference of the upload cells',
+  );
+  t.notMatch(renderInstructions({ date: '', requests: 1, rounds: 1, transport: [], gateway: [] }), '64k', 'no rows without the cells');
 });
 
 t.test('sendFixed with a list: the requests in turn, across connections', async (t) => {

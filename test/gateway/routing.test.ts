@@ -160,6 +160,17 @@ t.test('dot segments are refused (103009, 400), also percent-encoded', async (t)
   t.equal(ok.status, 200, 'dots inside a segment are fine');
 });
 
+t.test('a dot segment after dots inside segments is refused too; a query is not looked at', async (t) => {
+  // The route phase looks for dot segments only when the path holds "/." or "%" (lib/gateway/phases/route.ts).
+  for (const p of ['/shop/v1/menu/a.b/../c', '/shop/v1/menu/x.y/.', '/shop/v1/menu/v1.0/%2e%2e']) {
+    const r = await rawRequest(g.port, `GET ${p} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
+    t.equal(r.status, 400, p);
+    t.equal(r.json().fault.code, 103009, p);
+  }
+  const q = await rawRequest(g.port, 'GET /shop/v1/menu/a.b?next=/../x HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+  t.equal(q.status, 200, 'a "/.." in the query is the query');
+});
+
 t.test('absolute-form targets are routed by their path (RFC 9112 §3.2.2)', async (t) => {
   const before = backend.seen.length;
   const r = await rawRequest(g.port, `GET http://example.com/shop/v1/menu?a=1 HTTP/1.1\r\nHost: example.com\r\nConnection: close\r\n\r\n`);
