@@ -8,20 +8,11 @@ import { CONTINUE, type CallContext, type Outcome } from './context';
 
 export function corsPhase(ctx: CallContext): Outcome {
   const api = ctx.api as CompiledApi;
-  const policy = api.cors;
-  const method = ctx.req.method;
-  // Only a preflight or a named origin needs the request's Origin: a call other than OPTIONS under a policy
-  // that is off or allows any origin gets the same fields whatever it sends, without a pass over its
-  // fields (docs/performance.md, "The deployed node's request path"). ctx.cors stays unset: corsFieldsOf
-  // reads ctx.corsFields first.
-  if (method !== 'OPTIONS' && (!policy.enabled || policy.anyOrigin)) {
-    ctx.corsFields = policy.responseFields(undefined);
-    return CONTINUE;
-  }
   const cr = corsRequest(ctx.req);
   ctx.cors = cr;
+  const policy = api.cors;
   ctx.corsFields = policy.responseFields(cr.origin);
-  if (method !== 'OPTIONS') return CONTINUE;
+  if (ctx.req.method !== 'OPTIONS') return CONTINUE;
   if (cr.preflight && policy.enabled) {
     const methods = ctx.pathMethods ?? methodsFor(api, ctx.rest);
     return { answer: { status: 204, headers: policy.preflightFields(cr.origin, methods) } };
