@@ -76,26 +76,21 @@ export function plan(
       }
       for (const field of COMPARED[kind]) {
         if (same(e[field], h[field])) continue;
-        if (FIXED[kind]?.includes(field) === true) {
+        const why =
+          FIXED[kind]?.includes(field) === true
+            ? `no admin route changes a tenant's ${field}`
+            : // A tenant's package is changed to another (PUT /admin/v1/tenants/{domain}/package), never removed.
+              kind === 'tenants' && field === 'package' && e[field] === ''
+              ? "a tenant's package is changed to another (demo, smb, custom), not removed"
+              : undefined;
+        if (why !== undefined) {
           refusals.push({
             code: 'SYNC_FIELD',
             file: o.file,
             line: o.lines.get(entryKey(kind, id)) ?? 0,
             entry: `${kind} (${id})`,
             field,
-            message: `the node has ${JSON.stringify(h[field])}: no admin route changes a tenant's ${field}`,
-          });
-          continue;
-        }
-        // A tenant's package is changed to another (PUT /admin/v1/tenants/{domain}/package), never removed.
-        if (kind === 'tenants' && field === 'package' && e[field] === '') {
-          refusals.push({
-            code: 'SYNC_FIELD',
-            file: o.file,
-            line: o.lines.get(entryKey(kind, id)) ?? 0,
-            entry: `${kind} (${id})`,
-            field,
-            message: `the node has ${JSON.stringify(h[field])}: a tenant's package is changed to another (demo, smb, custom), not removed`,
+            message: `the node has ${JSON.stringify(h[field])}: ${why}`,
           });
           continue;
         }
