@@ -8,14 +8,13 @@
  * uploaded at once add their methods; 17 files and a file over 256 KiB are refused by name.
  */
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import t from 'tap';
-import { startTestNode } from '../observability/node-helpers';
-import { grpcBackend, loadDefinition, PROTO, unary } from '../grpc/helpers';
+import { loadDefinition, unary } from '../grpc/helpers';
 import { BROKEN_LINE, BROKEN_MESSAGES as BROKEN, MESSAGES, SERVICES, upload as file } from '../grpc/split-protos';
-import { ADMIN, CHROMIUM, launchChromium, PORTAL_TOML, until } from './helpers';
+import { CHROMIUM, until } from './helpers';
+import { grpcPublisher } from './grpc-browser';
 
 type Any = any;
 
@@ -26,26 +25,9 @@ const EXTRA_TYPES = 'syntax = "proto3";\npackage extra;\nmessage Empty {}\n';
 const EXTRA = 'syntax = "proto3";\npackage extra;\nimport "extra_types.proto";\nservice Extra {\n  rpc Ping(Empty) returns (Empty);\n}\n';
 
 t.test('two .proto files in one form, one importing the other, then a gRPC call through the gateway', { skip: noBrowser }, async (t) => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tw-grpc-files-'));
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
-  fs.writeFileSync(path.join(dir, 'route_guide.proto'), PROTO);
-  const backend = await grpcBackend(dir);
-  t.teardown(() => backend.close());
-  const node = await startTestNode(`${PORTAL_TOML}[throughway.http2]\nh2c = true\n`);
-  t.teardown(() => node.close());
-  const base = `http://127.0.0.1:${node.mgmt}`;
-  const apis = path.join(node.dir, 'apis');
-  const browser = await launchChromium(t);
-  if (browser === undefined) return;
-  const page = await (await browser.newContext()).newPage();
-  const errors: string[] = [];
-  page.on('pageerror', (e) => errors.push(e.message));
-
-  await page.goto(`${base}/devportal/login?back=%2Fpublisher`);
-  await page.getByLabel('Username').fill(ADMIN.username);
-  await page.getByLabel('Password').fill(ADMIN.password);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.goto(`${base}/publisher/new`);
+  const set = await grpcPublisher(t, 'tw-grpc-files-');
+  if (set === undefined) return;
+  const { dir, backend, node, base, apis, page, errors } = set;
   const fill = async (): Promise<void> => {
     await page.getByLabel('Name', { exact: true }).fill('RouteGuide');
     await page.getByLabel('Context').fill('/routeguide');

@@ -6,13 +6,12 @@
  * gateway (h2c) to a real grpc-js backend; a second .proto file uploaded on the page adds its methods.
  */
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import t from 'tap';
-import { startTestNode } from '../observability/node-helpers';
-import { grpcBackend, loadDefinition, PROTO, unary } from '../grpc/helpers';
-import { ADMIN, CHROMIUM, launchChromium, PORTAL_TOML, until } from './helpers';
+import { loadDefinition, PROTO, unary } from '../grpc/helpers';
+import { CHROMIUM, until } from './helpers';
+import { grpcPublisher } from './grpc-browser';
 
 type Any = any;
 
@@ -22,26 +21,9 @@ if (noBrowser !== false) t.comment(`skipped: ${noBrowser}`);
 const EXTRA = 'syntax = "proto3";\npackage extra;\nservice Extra {\n  rpc Ping(Empty) returns (Empty);\n}\nmessage Empty {}\n';
 
 t.test('the publisher takes a .proto file, shows its methods, and the gateway serves them', { skip: noBrowser }, async (t) => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tw-grpc-pub-'));
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
-  fs.writeFileSync(path.join(dir, 'route_guide.proto'), PROTO);
-  const backend = await grpcBackend(dir);
-  t.teardown(() => backend.close());
-  const node = await startTestNode(`${PORTAL_TOML}[throughway.http2]\nh2c = true\n`);
-  t.teardown(() => node.close());
-  const base = `http://127.0.0.1:${node.mgmt}`;
-  const apis = path.join(node.dir, 'apis');
-  const browser = await launchChromium(t);
-  if (browser === undefined) return;
-  const page = await (await browser.newContext()).newPage();
-  const errors: string[] = [];
-  page.on('pageerror', (e) => errors.push(e.message));
-
-  await page.goto(`${base}/devportal/login?back=%2Fpublisher`);
-  await page.getByLabel('Username').fill(ADMIN.username);
-  await page.getByLabel('Password').fill(ADMIN.password);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.goto(`${base}/publisher/new`);
+  const set = await grpcPublisher(t, 'tw-grpc-pub-');
+  if (set === undefined) return;
+  const { dir, backend, node, base, apis, page, errors } = set;
   await page.getByLabel('Name', { exact: true }).fill('RouteGuide');
   await page.getByLabel('Context').fill('/routeguide');
   await page.getByLabel('API type').selectOption('GRPC');
