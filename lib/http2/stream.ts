@@ -14,11 +14,28 @@
 import * as http2 from 'node:http2';
 import type { Socket } from 'node:net';
 import { StreamSocket } from './stream-socket';
+import { breaksLine } from '../transport/headers';
 
 /** What a stream needs of the gateway: a way to serve one in-process connection. */
 export type StreamServe = (socket: Socket, secure: boolean, clientVersion: string) => void;
 
-const { NGHTTP2_ENHANCE_YOUR_CALM } = http2.constants;
+const { NGHTTP2_ENHANCE_YOUR_CALM, NGHTTP2_PROTOCOL_ERROR } = http2.constants;
+
+/** A request head built from a stream's fields, as the transport parses it. */
+export interface RequestHead {
+  readonly method: string;
+  readonly head: string;
+  /** The body is sent chunked (the stream has DATA frames and no content-length). */
+  readonly chunked: boolean;
+}
+/** A stream whose fields make no head: it is reset with `refused`, an RST_STREAM code (RFC 9113 §7). */
+export interface HeadRefused {
+  readonly refused: number;
+}
+/** Past max_header_list_size (RFC 9113 §6.5.2): ENHANCE_YOUR_CALM, as for the HPACK bomb it stops. */
+export const TOO_LARGE: HeadRefused = Object.freeze({ refused: NGHTTP2_ENHANCE_YOUR_CALM });
+/** A field that would split the HTTP/1.1 head (RFC 9113 §8.2.1, §8.1.1): malformed, PROTOCOL_ERROR. */
+export const MALFORMED: HeadRefused = Object.freeze({ refused: NGHTTP2_PROTOCOL_ERROR });
 
 /** Streams the gateway reset itself (the rapid-reset count, index.ts, counts only the client's). */
 export const resetByGateway = new WeakSet<http2.ServerHttp2Stream>();
@@ -32,14 +49,13 @@ function reset(stream: http2.ServerHttp2Stream, code: number): void {
  * :method and :path, no other pseudo-fields, cookies joined, Host from :authority when there is none, TE
  * dropped; a body without content-length sent chunked (`body`: the stream has DATA frames); `connection:
  * close`, as the transport closes the in-process connection after the one response of its stream.
- * Undefined past `maxSize`, the decoded list's size as SETTINGS_MAX_HEADER_LIST_SIZE counts it (RFC 9113
+ * TOO_LARGE past `maxSize`, the decoded list's size as SETTINGS_MAX_HEADER_LIST_SIZE counts it (RFC 9113
  * §6.5.2): an HPACK bomb sends few bytes that index one large field many times, and no head is built of it.
+ * MALFORMED for a name or value with CR, LF or NUL, or a :path with a space or tab (RFC 9113 §8.2.1,
+ * §8.3.1): nghttp2 drops such a regular field and resets a stream whose pseudo-field has one
+ * (test/http2/fields.test.ts), and this check keeps the head whole should a Node.js line pass one on.
  */
-export function requestHead(
-  raw: readonly string[],
-  body: boolean,
-  maxSize: number,
-): { method: string; head: string; chunked: boolean } | undefined {
+export function requestHead(raw: readonly string[], body: boolean, maxSize: number): RequestHead | HeadRefused {
   let method = 'GET';
   let path: string | undefined;
   let authority: string | undefined;
@@ -52,11 +68,14 @@ export function requestHead(
     const name = raw[i] as string;
     const value = raw[i + 1] as string;
     size += name.length + value.length + 32;
-    if (size > maxSize) return undefined;
+    if (size > maxSize) return TOO_LARGE;
+    if (breaksLine(value) || breaksLine(name)) return MALFORMED;
     if (name.charCodeAt(0) === 0x3a) {
       if (name === ':method') method = value;
-      else if (name === ':path') path = value;
-      else if (name === ':authority') authority = value;
+      else if (name === ':path') {
+        if (value.indexOf(' ') !== -1 || value.indexOf('\t') !== -1) return MALFORMED;
+        path = value;
+      } else if (name === ':authority') authority = value;
       continue;
     }
     if (name === 'cookie') cookies = cookies === undefined ? value : cookies + '; ' + value;
@@ -103,8 +122,8 @@ export function serveStream(
   stream.on('error', () => undefined);
   const body = !stream.endAfterHeaders;
   const request = requestHead(raw, body, limits.maxHeaderListSize);
-  if (request === undefined) {
-    reset(stream, NGHTTP2_ENHANCE_YOUR_CALM);
+  if ('refused' in request) {
+    reset(stream, request.refused);
     return;
   }
   const { method, head, chunked } = request;
