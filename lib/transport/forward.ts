@@ -121,6 +121,36 @@ function relayedFraming(headers: readonly string[], ex: Exchange): readonly stri
   return headers === ex.headers || sameFraming(headers, ex.headers) ? headers : withFramingOf(headers, ex.headers);
 }
 
+/**
+ * Frozen route-decision lists already found clean by forward's CR/LF/NUL check. A frozen list cannot
+ * change, so one a router hands out on every call (a CORS policy's fields, lib/gateway/cors.ts) is scanned
+ * once: the last one by identity, others through the WeakSet. A list that can change (the client's own,
+ * which a router may edit in place, or one built per call) is scanned every time.
+ */
+const cleanFrozen = new WeakSet<readonly string[]>();
+let lastCleanFrozen: readonly string[] | undefined;
+/** The last path found clean: a string cannot change, and a benchmark or a busy route repeats it. */
+let lastCleanPath = '/';
+
+function fieldsBreak(fields: readonly string[]): boolean {
+  if (fields === lastCleanFrozen || fields.length === 0) return false;
+  const frozen = Object.isFrozen(fields);
+  if (!frozen || !cleanFrozen.has(fields)) {
+    if (breaksLines(fields)) return true;
+    if (!frozen) return false;
+    cleanFrozen.add(fields);
+  }
+  lastCleanFrozen = fields;
+  return false;
+}
+
+function pathBreaks(path: string): boolean {
+  if (path === lastCleanPath) return false;
+  if (breaksLine(path) || path.indexOf(' ') !== -1) return true;
+  lastCleanPath = path;
+  return false;
+}
+
 function forward(conn: Forwarder, ex: Exchange, d: ForwardDecision): void {
   const core = conn.core;
   if (!core.settings.senderEnabled) {
@@ -128,9 +158,9 @@ function forward(conn: Forwarder, ex: Exchange, d: ForwardDecision): void {
     return;
   }
   if (
-    (d.headers !== undefined && breaksLines(d.headers)) ||
-    (d.responseHeaders !== undefined && breaksLines(d.responseHeaders)) ||
-    (d.path !== undefined && (breaksLine(d.path) || d.path.indexOf(' ') !== -1))
+    (d.headers !== undefined && fieldsBreak(d.headers)) ||
+    (d.responseHeaders !== undefined && fieldsBreak(d.responseHeaders)) ||
+    (d.path !== undefined && pathBreaks(d.path))
   ) {
     // The client's fields passed the strict parser; a router's (a script's, a rule's) did not: a CR or
     // LF in one would write fields of the router's choosing, Content-Length included, into the head

@@ -338,4 +338,73 @@ for (const [what, decision] of [
   });
 }
 
+/**
+ * forward's check remembers frozen lists and the last path it found clean (lib/transport/forward.ts); each
+ * case hands out a clean decision first, then one that must still be refused on the same connection.
+ */
+const frozenClean = Object.freeze(['X-Frozen', 'clean']);
+const otherFrozenClean = Object.freeze(['X-Other', 'clean']);
+const mutable = ['X-Mutable', 'clean'];
+interface Step {
+  readonly headers?: readonly string[];
+  readonly responseHeaders?: readonly string[];
+  readonly path?: string;
+  /** Run as the decision is handed out. */
+  readonly change?: () => void;
+}
+const memoCases: readonly (readonly [string, readonly Step[]])[] = [
+  ['a frozen list after a clean frozen one', [{ headers: frozenClean }, { headers: Object.freeze(['X-F', 'v\r\nContent-Length: 40']) }]],
+  [
+    'a frozen list after two clean frozen ones, the first again',
+    [{ headers: frozenClean }, { headers: otherFrozenClean }, { headers: frozenClean }, { headers: Object.freeze(['X-F', 'v\n']) }],
+  ],
+  ['a list found clean, then changed in place', [{ headers: mutable }, { headers: mutable, change: () => (mutable[1] = 'v\r\nX-In: 1') }]],
+  [
+    'a frozen response list after a clean one',
+    [{ responseHeaders: frozenClean }, { responseHeaders: Object.freeze(['X-R', 'a\r\nSet-Cookie: x=1']) }],
+  ],
+  ['a path after the same path found clean', [{ path: '/a' }, { path: '/a' }, { path: '/a b' }]],
+  ['a path after a different path found clean', [{ path: '/a' }, { path: '/a\nHost: b' }]],
+];
+for (const [what, decisions] of memoCases) {
+  t.test(`${what}: the clean ones are forwarded, the last is refused with 101510 + state`, async (t) => {
+    const backend = await recordingBackend(t, plain);
+    const target = targetFromUrl(backend.url);
+    let n = 0;
+    const h = await startTransport(t, () => {
+      const { change, ...d } = decisions[n++] as Step;
+      change?.();
+      return { target, ...d };
+    });
+    const c = await RawClient.connect(h.port);
+    t.teardown(() => c.destroy());
+    for (let i = 0; i < decisions.length; i++) {
+      await c.write('GET /a HTTP/1.1\r\nHost: a\r\n\r\n');
+      const res = await response(c, i + 1);
+      t.equal(res?.status, i < decisions.length - 1 ? 200 : 500, `request ${i + 1}`);
+    }
+    t.equal(backend.requests.length, decisions.length - 1, 'only the clean ones reached the backend');
+    t.equal(h.faults.length, 1);
+    t.match(h.faults[0], { base: 101510, reason: 'processing' });
+  });
+}
+
+t.test("the client's own list, edited in place by the router after it was forwarded clean once, is refused", async (t) => {
+  const backend = await recordingBackend(t, plain);
+  const target = targetFromUrl(backend.url);
+  let n = 0;
+  const h = await startTransport(t, (ex) => {
+    const headers = ex.headers as string[];
+    if (n++ === 1) headers.push('X-Edited', 'v\r\nContent-Length: 40');
+    return { target, headers };
+  });
+  const c = await RawClient.connect(h.port);
+  t.teardown(() => c.destroy());
+  await c.write('GET /a HTTP/1.1\r\nHost: a\r\n\r\n');
+  t.equal((await response(c, 1))?.status, 200);
+  await c.write('GET /a HTTP/1.1\r\nHost: a\r\n\r\n');
+  t.equal((await response(c, 2))?.status, 500);
+  t.equal(backend.requests.length, 1);
+});
+
 checkTransitions(t);
