@@ -229,6 +229,45 @@ t.test('matchResource: order, methods and bound variables', async (t) => {
   t.same(methodsFor(api, '/a/fixed').sort(), ['GET', 'HEAD', 'POST', 'PUT']);
 });
 
+t.test('matchResource: the remembered exact match answers only its own path and method', async (t) => {
+  const api = compiled({
+    resources: [
+      { path: '/a/fixed', methods: ['POST'] },
+      { path: '/a/other', methods: ['POST'] },
+      { path: '/a/{x}', methods: ['GET'] },
+      { path: '/a/*', methods: ['PUT'] },
+    ],
+  });
+  const out = (): MatchTarget => ({ resource: undefined, params: undefined });
+  let o = out();
+  t.equal(matchResource(api, '/a/fixed', 'POST', o), Match.OK);
+  const fixed = o.resource;
+  t.equal(fixed?.kind, 'exact');
+  o = out();
+  t.equal(matchResource(api, '/a/fixed', 'POST', o), Match.OK, 'the same path and method again');
+  t.equal(o.resource, fixed, 'the same resource');
+  o = out();
+  t.equal(matchResource(api, '/a/fixed', 'GET', o), Match.OK, 'the same path, another method: not the remembered one');
+  t.equal(o.resource?.kind, 'template');
+  t.same(o.params, { x: 'fixed' });
+  o = out();
+  t.equal(matchResource(api, '/a/fixed', 'PUT', o), Match.OK);
+  t.equal(o.resource?.kind, 'prefix');
+  t.equal(matchResource(api, '/a/fixed', 'DELETE', out()), Match.METHOD, 'a method no resource has');
+  o = out();
+  t.equal(matchResource(api, '/a/other', 'POST', o), Match.OK, 'another exact path');
+  t.not(o.resource, fixed);
+  t.equal(o.resource?.def.path, '/a/other');
+  o = out();
+  t.equal(matchResource(api, '/a/fixed/', 'POST', o), Match.OK, 'with a trailing slash');
+  t.equal(o.resource, fixed);
+  o = out();
+  t.equal(matchResource(api, '/a/fixe', 'POST', o), Match.METHOD, 'a prefix of the remembered path is not it');
+  t.equal(matchResource(api, '/a/fixed', 'POST', out()), Match.OK);
+  const other = compiled({ resources: [{ path: '/a/fixed', methods: ['GET'] }] });
+  t.equal(matchResource(other, '/a/fixed', 'POST', out()), Match.METHOD, 'another API does not share the remembered match');
+});
+
 t.test('RouteTable: longest context first, segment boundaries, default path', async (t) => {
   const a = compiled({ context: '/x', version: '1', default_version: true, resources: [{ path: '/*', methods: ['GET'] }] });
   const b = compiled({ context: '/x/1/y', version: '2', resources: [{ path: '/*', methods: ['GET'] }] });
