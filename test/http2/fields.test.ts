@@ -66,6 +66,13 @@ t.test('a clean request is answered (the case the others differ from)', async (t
   t.match(backend.got(), /\r\nx-a: b\r\n/, 'the field reached the backend');
 });
 
+t.test('a value with octets past ASCII (obs-text, RFC 9110 §5.5) reaches the backend octet for octet', async (t) => {
+  const { backend, c } = await setup(t);
+  c.send(get(1, [...base, ['x-a', 'caf\u00e9 \u00ff']]));
+  t.ok(await c.until((f) => on(f, 1).some((x) => x.type === FRAME.HEADERS)), 'stream 1 answered');
+  t.match(backend.got(), /\r\nx-a: caf\u00e9 \u00ff\r\n/, 'the octets 0xE9 and 0xFF as sent');
+});
+
 /**
  * Regular fields nghttp2 finds malformed (its nghttp2_check_header_name/value) are dropped before the
  * stream reaches the gateway: the request is served without them. Pseudo-fields it cannot drop: the stream

@@ -31,7 +31,11 @@ export function hpackInt(v: number, prefix: number, first = 0): Buffer {
   return Buffer.from(out);
 }
 
-const str = (s: string): Buffer => Buffer.concat([hpackInt(Buffer.byteLength(s), 7), Buffer.from(s, 'latin1')]);
+/** An HPACK string literal, not Huffman-coded (RFC 7541 §5.2): one octet per character (latin1), its length in octets. */
+const str = (s: string): Buffer => {
+  const b = Buffer.from(s, 'latin1');
+  return Buffer.concat([hpackInt(b.length, 7), b]);
+};
 /** A literal field without indexing, new name (RFC 7541 §6.2.2). */
 export const literal = (name: string, value: string): Buffer => Buffer.concat([Buffer.from([0x00]), str(name), str(value)]);
 /** A literal field with incremental indexing, new name (§6.2.1): it enters the dynamic table (index 62 first). */
