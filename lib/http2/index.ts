@@ -117,8 +117,8 @@ export function http2Handover(serve: StreamServe, s: Http2Settings, logger: Logg
     function onClose(this: http2.ServerHttp2Stream): void {
       closed(this);
     }
-    // The peer, read once: session.socket is a Proxy in node:http2, and each property read through it
-    // cost about 2,000 instructions per stream (docs/performance.md, "Per-stream costs of the h2c path").
+    // The peer, read once per session: session.socket is a Proxy in node:http2, and the three reads through
+    // it cost about 3,700 instructions per stream (docs/performance.md, "Per-stream costs of the h2c path").
     const socket = session.socket as net.Socket | TLSSocket | undefined;
     const peer: StreamPeer = Object.freeze({
       address: socket?.remoteAddress ?? '',
