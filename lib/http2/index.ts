@@ -24,7 +24,7 @@ import type * as net from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import type { ProtocolHandover } from '../transport';
 import { silentLogger, type Logger } from '../log';
-import { resetByGateway, serveStream, type StreamServe } from './stream';
+import { resetByGateway, serveStream, type StreamLimits, type StreamPeer, type StreamServe } from './stream';
 import type { Http2Settings } from './settings';
 import { isGrpcContentType, serveGrpc, type GrpcServe } from './grpc';
 
@@ -64,6 +64,7 @@ export function http2Handover(serve: StreamServe, s: Http2Settings, logger: Logg
     streamResetBurst: s.resetBurst,
     streamResetRate: s.resetRate,
   } as http2.ServerOptions);
+  const limits: StreamLimits = Object.freeze({ stallTimeout: s.stallTimeout, maxHeaderListSize: s.maxHeaderListSize });
   const open = new Set<http2.ServerHttp2Session>();
   const refused: Record<string, number> = {};
   const refusing = new WeakSet<http2.ServerHttp2Session>();
@@ -103,16 +104,33 @@ export function http2Handover(serve: StreamServe, s: Http2Settings, logger: Logg
     // bucket of reset_burst refilled by reset_rate per second, as nghttp2 1.57.0 counts them.
     let tokens = s.resetBurst;
     let filled = Date.now();
-    session.on('stream', (stream: http2.ServerHttp2Stream) => {
+    // Called once per stream as it closes: from StreamSocket's 'close' listener (stream-socket.ts), or as
+    // onClose, the 'close' listener of a stream that has none (a gRPC call, a stream refused its head).
+    const closed = (stream: http2.ServerHttp2Stream): void => {
+      streams--;
+      if (stream.rstCode === NGHTTP2_NO_ERROR || resetByGateway.has(stream) || session.destroyed) return;
+      const now = Date.now();
+      tokens = Math.min(s.resetBurst, tokens + ((now - filled) / 1000) * s.resetRate);
+      filled = now;
+      if (--tokens < 0) refuse(session, 'rapid_reset');
+    };
+    function onClose(this: http2.ServerHttp2Stream): void {
+      closed(this);
+    }
+    // The peer, read once per session: session.socket is a Proxy in node:http2, and the three reads through
+    // it cost about 3,700 instructions per stream (docs/performance.md, "Per-stream costs of the h2c path").
+    const socket = session.socket as net.Socket | TLSSocket | undefined;
+    const peer: StreamPeer = Object.freeze({
+      address: socket?.remoteAddress ?? '',
+      port: socket?.remotePort ?? 0,
+      secure: (socket as TLSSocket | undefined)?.encrypted === true,
+    });
+    session.on('stream', (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, _flags: number, raw: string[]) => {
       streams++;
-      stream.once('close', () => {
-        streams--;
-        if (stream.rstCode === NGHTTP2_NO_ERROR || resetByGateway.has(stream) || session.destroyed) return;
-        const now = Date.now();
-        tokens = Math.min(s.resetBurst, tokens + ((now - filled) / 1000) * s.resetRate);
-        filled = now;
-        if (--tokens < 0) refuse(session, 'rapid_reset');
-      });
+      if (grpc !== undefined && isGrpcContentType(headers['content-type'])) {
+        serveGrpc(stream, raw, grpc, peer);
+        stream.on('close', onClose);
+      } else if (!serveStream(stream, raw, serve, limits, peer, closed)) stream.on('close', onClose);
     });
     session.setTimeout(s.idleTimeout, () => {
       if (streams === 0 && !session.destroyed) {
@@ -120,28 +138,6 @@ export function http2Handover(serve: StreamServe, s: Http2Settings, logger: Logg
         session.close();
       }
     });
-  });
-  engine.on('stream', (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, _flags: number, raw: string[]) => {
-    const socket = stream.session?.socket;
-    if (grpc !== undefined && isGrpcContentType(headers['content-type'])) {
-      serveGrpc(stream, raw, grpc, {
-        address: socket?.remoteAddress ?? '',
-        port: socket?.remotePort ?? 0,
-        secure: (socket as TLSSocket | undefined)?.encrypted === true,
-      });
-      return;
-    }
-    serveStream(
-      stream,
-      raw,
-      serve,
-      { stallTimeout: s.stallTimeout, maxHeaderListSize: s.maxHeaderListSize },
-      {
-        address: socket?.remoteAddress ?? '',
-        port: socket?.remotePort ?? 0,
-        secure: (socket as TLSSocket | undefined)?.encrypted === true,
-      },
-    );
   });
 
   return {

@@ -39,24 +39,26 @@ const MAX_HEAD = 256 * 1024;
 /** The end of a chunk and the last chunk of a request body the transport reads (RFC 9112 §7.1); only read. */
 const CRLF = Buffer.from('\r\n', 'latin1');
 const LAST_CHUNK = Buffer.from('0\r\n\r\n', 'latin1');
+/** The end of a response head (RFC 9112 §2.1); only read. */
+const HEAD_END = Buffer.from('\r\n\r\n', 'latin1');
 /** A chunk-size line: hex digits, extensions and CRLF. */
 const MAX_CHUNK_LINE = 4096;
 
-export interface StreamSocketOptions {
-  readonly remoteAddress: string;
-  readonly remotePort: number;
-  /** The request's method: a HEAD's response has no body (RFC 9110 §9.3.2). */
-  readonly method: string;
-  /** stall_timeout: ms a response may wait for the client's window before the stream is reset. */
-  readonly stallTimeout: number;
-  /** Called once the stream was reset by the gateway (the rapid-reset count skips those). */
-  readonly reset: (stream: http2.ServerHttp2Stream, code: number) => void;
+/** Space, tab, CR, LF and the other characters String.prototype.trim removed around a field value. */
+function isWhitespace(c: number): boolean {
+  return c === 0x20 || (c >= 0x09 && c <= 0x0d) || c === 0xa0;
+}
+
+/** Resets a stream for the gateway (stream.ts reset: the rapid-reset count skips those). */
+export type StreamReset = (stream: http2.ServerHttp2Stream, code: number) => void;
+
+/** 'close' of a StreamSocket, a tick after its stream or the transport closed it (as a socket reports it). */
+function emitClose(socket: StreamSocket): void {
+  socket.emit('close', false);
 }
 
 export class StreamSocket extends EventEmitter {
   // --- what the transport reads of a net.Socket ---
-  readonly remoteAddress: string;
-  readonly remotePort: number;
   readonly remoteFamily = 'IPv4';
   readonly localAddress = '127.0.0.1';
   readonly localPort = 0;
@@ -79,17 +81,27 @@ export class StreamSocket extends EventEmitter {
   private remaining = 0;
   private line = '';
   private stall: NodeJS.Timeout | undefined;
+  /** The stream's 'drain' listener, added the first time a write found the client's window full. */
+  private drainListener: (() => void) | undefined;
 
+  /**
+   * `requestMethod`: a HEAD's response has no body (RFC 9110 §9.3.2); `stallTimeout`: stall_timeout, ms a
+   * response may wait for the client's window before the stream is reset; `streamClosed`: called from the
+   * stream's one 'close' listener, which is this object's (index.ts counts the client's resets there).
+   */
   constructor(
     readonly stream: http2.ServerHttp2Stream,
-    private readonly o: StreamSocketOptions,
+    readonly remoteAddress: string,
+    readonly remotePort: number,
+    private readonly requestMethod: string,
+    private readonly stallTimeout: number,
+    private readonly resetStream: StreamReset,
+    private readonly streamClosed: (stream: http2.ServerHttp2Stream) => void,
   ) {
     super();
-    this.remoteAddress = o.remoteAddress;
-    this.remotePort = o.remotePort;
-    stream.on('drain', this.onDrain);
-    // The client reset or closed the stream first: the transport sees its client leave.
-    stream.once('close', this.onStreamClose);
+    // The gateway's one 'close' listener on the stream (index.ts counts resets through streamClosed): a
+    // stream the client reset or closed first is the transport's client leaving.
+    stream.on('close', this.onStreamClose);
   }
 
   get writableLength(): number {
@@ -271,12 +283,13 @@ export class StreamSocket extends EventEmitter {
   }
 
   private takeHead(buf: Buffer, off: number): number {
-    const all = this.head === undefined ? (off === 0 ? buf : buf.subarray(off)) : Buffer.concat([this.head, buf.subarray(off)]);
-    const end = all.indexOf('\r\n\r\n', 0, 'latin1');
+    const held = this.head;
+    const all = held === undefined ? (off === 0 ? buf : buf.subarray(off)) : Buffer.concat([held, buf.subarray(off)]);
+    const end = all.indexOf(HEAD_END, held === undefined ? 0 : Math.max(0, held.length - 3));
     if (end === -1) {
       if (all.length > MAX_HEAD) this.fail(NGHTTP2_INTERNAL_ERROR);
-      // Kept across writes: a copy, the transport reuses its buffers.
-      else this.head = Buffer.from(all);
+      // Kept across writes: a copy, the transport reuses its buffers (a concatenation is one already).
+      else this.head = held === undefined ? Buffer.from(all) : all;
       return buf.length;
     }
     const consumed = end + 4 - (all.length - (buf.length - off));
@@ -296,7 +309,12 @@ export class StreamSocket extends EventEmitter {
       const colon = text.indexOf(':', pos);
       if (colon > pos && colon < eol) {
         const name = text.slice(pos, colon).toLowerCase();
-        const value = text.slice(colon + 1, eol).trim();
+        // The value without the whitespace around it (RFC 9112 §5.1), cut once instead of sliced and trimmed.
+        let from = colon + 1;
+        let to = eol;
+        while (from < to && isWhitespace(text.charCodeAt(from))) from++;
+        while (to > from && isWhitespace(text.charCodeAt(to - 1))) to--;
+        const value = text.slice(from, to);
         if (name === 'content-length') length = parseInt(value, 10);
         if (HOP_BY_HOP.has(name)) {
           if (name === 'transfer-encoding') chunked = value.toLowerCase().endsWith('chunked');
@@ -318,7 +336,7 @@ export class StreamSocket extends EventEmitter {
     const at = off + consumed;
     // Interim responses (100 Continue, 103 Early Hints) are not relayed; the final one follows.
     if (status >= 100 && status < 200) return at;
-    const noBody = this.o.method === 'HEAD' || status === 204 || status === 304;
+    const noBody = this.requestMethod === 'HEAD' || status === 204 || status === 304;
     if (noBody) this.read = Read.DONE;
     else if (chunked) this.read = Read.CHUNK_SIZE;
     else if (length >= 0) {
@@ -337,24 +355,31 @@ export class StreamSocket extends EventEmitter {
 
   private body(buf: Buffer, from: number, to: number): void {
     if (to <= from || this.stream.destroyed) return;
-    if (this.stream.write(Buffer.from(buf.subarray(from, to)))) return;
+    // The copy made in one step (Buffer.from of a subarray made a view first).
+    const copy = Buffer.allocUnsafe(to - from);
+    buf.copy(copy, 0, from, to);
+    if (this.stream.write(copy)) return;
     // The client's window is full: the transport pauses its backend until 'drain', or the stream is reset
     // when it stays shut for stall_timeout (a zero-window stall holds the backend connection otherwise).
     this.writableNeedDrain = true;
+    if (this.drainListener === undefined) {
+      this.drainListener = () => this.onDrain();
+      this.stream.on('drain', this.drainListener);
+    }
     this.stall ??= setTimeout(() => {
       this.stall = undefined;
       this.fail(NGHTTP2_CANCEL);
       this.queueClose();
-    }, this.o.stallTimeout);
+    }, this.stallTimeout);
   }
 
-  private readonly onDrain = (): void => {
+  private onDrain(): void {
     if (this.stall !== undefined) clearTimeout(this.stall);
     this.stall = undefined;
     if (!this.writableNeedDrain) return;
     this.writableNeedDrain = false;
     this.emit('drain');
-  };
+  }
 
   /** The response is complete: the stream ends (a response of no body ended with its HEADERS frame). */
   private finish(): void {
@@ -366,12 +391,13 @@ export class StreamSocket extends EventEmitter {
   private fail(code: number): void {
     this.read = Read.DONE;
     const stream = this.stream;
-    if (!stream.destroyed && !stream.closed) this.o.reset(stream, code);
+    if (!stream.destroyed && !stream.closed) this.resetStream(stream, code);
   }
 
   private readonly onStreamClose = (): void => {
     this.read = Read.DONE;
     this.queueClose();
+    this.streamClosed(this.stream);
   };
 
   /** 'close' once, after the current call returns, as a socket reports it (the transport frees the connection then). */
@@ -382,9 +408,7 @@ export class StreamSocket extends EventEmitter {
     this.held.length = 0;
     if (this.closeQueued) return;
     this.closeQueued = true;
-    process.nextTick(() => {
-      this.stream.removeListener('drain', this.onDrain);
-      this.emit('close', false);
-    });
+    if (this.drainListener !== undefined) this.stream.removeListener('drain', this.drainListener);
+    process.nextTick(emitClose, this);
   }
 }

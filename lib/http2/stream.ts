@@ -110,31 +110,39 @@ export interface StreamLimits {
   readonly maxHeaderListSize: number;
 }
 
-/** Serves one stream: its request through an in-process connection bound to it (stream-socket.ts) into `serve`. */
+/** Who is at the other end of a stream's connection, read once per session (index.ts). */
+export interface StreamPeer {
+  readonly address: string;
+  readonly port: number;
+  readonly secure: boolean;
+}
+
+/** A reset stream reports its own code as an error; the session's defences have counted what matters. */
+function ignore(): void {}
+
+/**
+ * Serves one stream: its request through an in-process connection bound to it (stream-socket.ts) into `serve`.
+ * True when that connection took the stream's 'close' and calls `closed` from it; false for a stream reset
+ * here, which has no listener of this module's on 'close'.
+ */
 export function serveStream(
   stream: http2.ServerHttp2Stream,
   raw: readonly string[],
   serve: StreamServe,
   limits: StreamLimits,
-  peer: { address: string; port: number; secure: boolean },
-): void {
-  // A reset stream reports its own code as an error; the session's defences have counted what matters.
-  stream.on('error', () => undefined);
+  peer: StreamPeer,
+  closed: (stream: http2.ServerHttp2Stream) => void,
+): boolean {
+  stream.on('error', ignore);
   const body = !stream.endAfterHeaders;
   const request = requestHead(raw, body, limits.maxHeaderListSize);
   if ('refused' in request) {
     reset(stream, request.refused);
-    return;
+    return false;
   }
-  const { method, head, chunked } = request;
-  const socket = new StreamSocket(stream, {
-    remoteAddress: peer.address,
-    remotePort: peer.port,
-    method,
-    stallTimeout: limits.stallTimeout,
-    reset,
-  });
+  const socket = new StreamSocket(stream, peer.address, peer.port, request.method, limits.stallTimeout, reset, closed);
   serve(socket as unknown as Socket, peer.secure, '2.0');
-  socket.feed(Buffer.from(head, 'latin1'));
-  if (body) socket.pipeBody(chunked);
+  socket.feed(Buffer.from(request.head, 'latin1'));
+  if (body) socket.pipeBody(request.chunked);
+  return true;
 }
